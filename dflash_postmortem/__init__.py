@@ -1,0 +1,28 @@
+"""dflash-postmortem: reconstruct, measure and report incidents in multi-GPU training runs."""
+
+from .errors import (
+    IncidentConfigError,
+    MissingDependencyError,
+    NoGPUError,
+    PostmortemError,
+    SourceFormatError,
+)
+from .incident import Incident, RunInfo, load_incident
+from .load_report import FileReport, LoadReport
+from .loaders.nvidia_smi import load_nvidia_smi
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FileReport",
+    "Incident",
+    "IncidentConfigError",
+    "LoadReport",
+    "MissingDependencyError",
+    "NoGPUError",
+    "PostmortemError",
+    "RunInfo",
+    "SourceFormatError",
+    "load_incident",
+    "load_nvidia_smi",
+]

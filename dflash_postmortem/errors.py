@@ -1,0 +1,55 @@
+"""One exception hierarchy for everything the kit raises on purpose.
+
+Bad user input raises a subclass of both `PostmortemError` and `ValueError`, so callers can catch
+either; `assert` is kept for internal invariants only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class PostmortemError(Exception):
+    """Root of every error the kit raises deliberately."""
+
+
+class SourceFormatError(PostmortemError, ValueError):
+    """A file does not hold what its format promises.
+
+    Carries where (path, line), what the parser expected and what it found, so that the message
+    alone is enough to open the file at the right line.
+    """
+
+    def __init__(self, path, line: int | None, expected: str, found: str, *, fmt: str | None = None):
+        self.path = Path(path) if path is not None else None
+        self.line = line
+        self.expected = expected
+        self.found = found
+        self.format = fmt
+        where = f"{self.path}" if self.path is not None else "<input>"
+        if line is not None:
+            where += f":{line}"
+        what = f"{fmt}: " if fmt else ""
+        shown = found if len(found) <= 120 else found[:117] + "..."
+        super().__init__(f"{where}: {what}expected {expected}, found {shown!r}")
+
+
+class IncidentConfigError(PostmortemError, ValueError):
+    """`incident.toml` or an argument describing the incident is wrong."""
+
+
+class MissingDependencyError(PostmortemError, ImportError):
+    """An optional package is needed for this feature and is not installed."""
+
+    def __init__(self, package: str, feature: str, extra: str | None = None):
+        self.package = package
+        self.feature = feature
+        self.extra = extra
+        hint = (
+            f"pip install 'dflash-postmortem[{extra}]'" if extra else f"pip install {package}"
+        )
+        super().__init__(f"{feature} needs the '{package}' package; install it with: {hint}")
+
+
+class NoGPUError(PostmortemError, RuntimeError):
+    """A feature that reads the NVIDIA driver ran on a machine without one."""

@@ -1,0 +1,260 @@
+"""The Incident: the five canonical frames of one incident on one UTC clock, and how it is loaded."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from . import align, schema
+from .config import CONFIG_NAME, IncidentConfig, check_timezone, read_config
+from .errors import PostmortemError, SourceFormatError
+from .load_report import FileReport, LoadReport
+
+
+@dataclass
+class RunInfo:
+    """What a training run says about itself (wandb config, summary, identity, exit)."""
+
+    run: str
+    id: str | None = None
+    name: str | None = None
+    project: str | None = None
+    host: str | None = None
+    started: pd.Timestamp | None = None
+    ended: pd.Timestamp | None = None
+    exit_code: int | None = None
+    exit_record: bool | None = None  # False: ended without an exit record (killed)
+    command: str | None = None
+    config: dict = field(default_factory=dict)
+    summary: dict = field(default_factory=dict)
+    source: str | None = None
+
+
+@dataclass
+class Incident:
+    """Canonical frames, the load report, and what the runs say about themselves."""
+
+    gpus: pd.DataFrame = field(default_factory=lambda: schema.empty("gpus"))
+    gpu_processes: pd.DataFrame = field(default_factory=lambda: schema.empty("gpu_processes"))
+    metrics: pd.DataFrame = field(default_factory=lambda: schema.empty("metrics"))
+    events: pd.DataFrame = field(default_factory=lambda: schema.empty("events"))
+    processes: pd.DataFrame = field(default_factory=lambda: schema.empty("processes"))
+    load_report: LoadReport = field(default_factory=LoadReport)
+    runs: dict[str, RunInfo] = field(default_factory=dict)
+    config: IncidentConfig = field(default_factory=IncidentConfig)
+    root: Path | None = None
+
+    @property
+    def title(self) -> str:
+        if self.config.title:
+            return self.config.title
+        return self.root.name if self.root is not None else "incident"
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        return {name: getattr(self, name) for name in schema.FRAME_NAMES}
+
+    def validate(self) -> None:
+        for name, df in self.frames().items():
+            schema.validate(name, df)
+
+    def span(self) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
+        """First and last time anything was observed."""
+        times = []
+        for name, df in self.frames().items():
+            for col in ("time", "first_seen", "last_seen"):
+                if col in df.columns and len(df):
+                    times.append(df[col].dropna())
+        if not times:
+            return None, None
+        allt = pd.concat(times)
+        if allt.empty:
+            return None, None
+        return allt.min(), allt.max()
+
+    def sources(self) -> pd.DataFrame:
+        """Time span and row count of each source across all frames."""
+        parts = []
+        for name, df in self.frames().items():
+            tcol = "time" if "time" in df.columns else "first_seen"
+            if df.empty:
+                continue
+            g = df.groupby("source", dropna=False)[tcol].agg(["min", "max", "count"])
+            g["frame"] = name
+            parts.append(g.reset_index())
+        if not parts:
+            return pd.DataFrame(columns=["source", "frame", "min", "max", "count"])
+        out = pd.concat(parts, ignore_index=True)
+        return out.rename(columns={"min": "start", "max": "end", "count": "rows"})[
+            ["source", "frame", "start", "end", "rows"]
+        ]
+
+    @classmethod
+    def combine(cls, parts: list[Incident], **kw) -> Incident:
+        """Concatenate the frames of several sources into one incident."""
+        inc = cls(**kw)
+        for name in schema.FRAME_NAMES:
+            frames = [getattr(p, name) for p in parts if len(getattr(p, name))]
+            if frames:
+                df = pd.concat(frames, ignore_index=True)
+                sort = "time" if "time" in df.columns else "first_seen"
+                df = df.sort_values(sort, kind="stable", na_position="first").reset_index(drop=True)
+                setattr(inc, name, schema.conform(name, df))
+        for p in parts:
+            inc.load_report.extend(p.load_report)
+            inc.runs.update(p.runs)
+        return inc
+
+
+def from_frames(report: FileReport | None = None, **frames) -> Incident:
+    """Build a one-source Incident from loader output; conforms every frame to the schema."""
+    inc = Incident()
+    for name, df in frames.items():
+        if name == "runs":
+            inc.runs = df
+            continue
+        df = schema.conform(name, df)
+        setattr(inc, name, df)
+        if report is not None:
+            report.count_rows(name, len(df))
+            tcol = "time" if name != "processes" else "first_seen"
+            report.see_times(df[tcol])
+    if report is not None:
+        inc.load_report.add(report)
+    return inc
+
+
+def _walk(root: Path):
+    """Files and folders under root, sorted, hidden entries and checkpoints left out."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+        here = Path(dirpath)
+        yield here, [here / f for f in sorted(filenames) if not f.startswith(".")], dirnames
+
+
+def load_incident(
+    path: str | os.PathLike,
+    *,
+    timezone: str | None = None,
+    on_bad_line: str = "warn",
+    host: str | None = None,
+) -> Incident:
+    """Load every source in an incident folder (or a single file) into one Incident.
+
+    Each file's format is sniffed from its content; `incident.toml`, when present, adds what the
+    files cannot say (zone, date, roles, field lists of header-less CSVs, clock offsets).
+    """
+    from .loaders.registry import FORMATS, LoadContext, read_head, sniff
+
+    root = Path(path)
+    if not root.exists():
+        raise PostmortemError(f"{root}: no such file or folder")
+    cfg_path = root / CONFIG_NAME if root.is_dir() else None
+    cfg = read_config(cfg_path) if cfg_path is not None and cfg_path.exists() else IncidentConfig()
+    if timezone is not None:
+        cfg.timezone = check_timezone(timezone)
+    base = root if root.is_dir() else root.parent
+    ctx = LoadContext(root=base, timezone=cfg.timezone, host=host, on_bad_line=on_bad_line, config=cfg, date=cfg.date)
+
+    # Decide what each path is before loading anything: folder formats (a wandb run) claim
+    # everything inside them, explicit [[sources]] override sniffing.
+    plan: list[tuple[Path, object]] = []
+    report = LoadReport()
+    claimed: set[Path] = set()
+    if root.is_file():
+        entries = [root]
+    else:
+        entries = []
+        for here, files, dirnames in _walk(root):
+            if here != root and any(here.is_relative_to(c) for c in claimed):
+                continue
+            if here != root:
+                fmt, _ = sniff(here)
+                if fmt is not None:
+                    plan.append((here, fmt))
+                    claimed.add(here)
+                    continue
+            entries.extend(files)
+    for f in entries:
+        rel = ctx.name(f)
+        if f == cfg_path:
+            report.add(FileReport(path=rel, format="incident.toml", notes=["incident configuration"]))
+            continue
+        if any(Path(rel).match(pat) for pat in cfg.ignore):
+            report.add(FileReport(path=rel, notes=["ignored by incident.toml"]))
+            continue
+        explicit = cfg.source_options(rel).get("format")
+        if explicit:
+            if explicit not in FORMATS:
+                from .errors import IncidentConfigError
+
+                raise IncidentConfigError(
+                    f"{cfg.path}: sources[{rel}].format: unknown format {explicit!r}; known: {sorted(FORMATS)}"
+                )
+            plan.append((f, FORMATS[explicit]))
+            continue
+        head = read_head(f)
+        fmt, _ = sniff(f, head)
+        if fmt is None:
+            why = "empty file" if not head else "no known format matched its content"
+            report.add(FileReport(path=rel, notes=[why]))
+        else:
+            plan.append((f, fmt))
+
+    parts: list[Incident] = []
+    for phase in sorted({fmt.phase for _, fmt in plan}):
+        if phase > 0:
+            so_far = Incident.combine(parts)
+            ctx.known = so_far
+            if ctx.date is None:
+                first, _ = so_far.span()
+                if first is not None:
+                    ctx.date = first.tz_convert(cfg.timezone).date() if cfg.timezone != "UTC" else first.date()
+        for f, fmt in plan:
+            if fmt.phase != phase:
+                continue
+            parts.append(_load_one(f, fmt, ctx))
+    inc = Incident.combine(parts, config=cfg, root=root)
+    inc.load_report.files = report.files + inc.load_report.files
+    _apply_offsets(inc, cfg)
+    _fill_gpu_index(inc)
+    inc.load_report.files.sort(key=lambda r: r.path)
+    return inc
+
+
+def _load_one(path: Path, fmt, ctx) -> Incident:
+    fctx = ctx.for_file(path)
+    try:
+        return fmt.load(path, fctx)
+    except SourceFormatError as e:
+        if ctx.on_bad_line == "raise":
+            raise
+        failed = fctx.report(path, fmt.name)
+        failed.error = str(e)
+        inc = Incident()
+        inc.load_report.add(failed)
+        return inc
+
+
+def _apply_offsets(inc: Incident, cfg: IncidentConfig) -> None:
+    """Manual clock offsets from incident.toml, by source path (a prefix names a folder)."""
+    for src, seconds in cfg.offsets.items():
+        for name in ("gpus", "gpu_processes", "metrics", "events"):
+            df = getattr(inc, name)
+            hit = df["source"].fillna("").str.startswith(src)
+            if hit.any():
+                df.loc[hit, "time"] = df.loc[hit, "time"] + pd.Timedelta(seconds=seconds)
+        inc.load_report.offsets[src] = seconds
+
+
+def _fill_gpu_index(inc: Incident) -> None:
+    """Give per-process rows that only name a GPU UUID the index any other source knows."""
+    known = inc.gpus.dropna(subset=["uuid", "gpu"]).drop_duplicates("uuid").set_index("uuid")["gpu"]
+    if known.empty or inc.gpu_processes.empty:
+        return
+    gp = inc.gpu_processes
+    missing = gp["gpu"].isna() & gp["uuid"].notna()
+    if missing.any():
+        gp.loc[missing, "gpu"] = gp.loc[missing, "uuid"].map(known).astype("Int64")

@@ -1,0 +1,6 @@
+"""One module per source format; importing this package registers every format's sniffer."""
+
+from . import nvidia_smi  # noqa: F401  (registers its formats)
+from .registry import FORMATS, Format, LoadContext, register, sniff
+
+__all__ = ["FORMATS", "Format", "LoadContext", "register", "sniff"]

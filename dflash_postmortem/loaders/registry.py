@@ -1,0 +1,113 @@
+"""The format registry: each loader module registers how to recognise its files by content.
+
+`load_incident` asks every registered sniffer about every file (or folder, for formats that are
+folders, such as a wandb run) and hands the file to the most confident one. File names are never
+used to decide a format: a capture called `out.txt` is as readable as one called `smi.csv`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import IncidentConfig
+from ..load_report import POLICIES, FileReport
+
+SNIFF_BYTES = 64 * 1024
+
+
+@dataclass
+class LoadContext:
+    """What a loader may know beyond the file itself."""
+
+    root: Path | None = None
+    timezone: str = "UTC"
+    host: str | None = None
+    on_bad_line: str = "warn"
+    config: IncidentConfig = field(default_factory=IncidentConfig)
+    date: dt.date | None = None  # for time-of-day-only sources
+    options: dict = field(default_factory=dict)  # the [[sources]] entry for this file
+    known: object | None = None  # the Incident loaded so far (UUIDs, dates, runs), if any
+
+    def __post_init__(self):
+        if self.on_bad_line not in POLICIES:
+            raise ValueError(f"on_bad_line must be one of {POLICIES}, not {self.on_bad_line!r}")
+
+    def name(self, path: Path) -> str:
+        """How a file is named in `source` columns and evidence refs: relative to the incident."""
+        path = Path(path)
+        if self.root is not None:
+            try:
+                return path.resolve().relative_to(self.root.resolve()).as_posix()
+            except ValueError:
+                pass
+        return path.name if self.root is not None else str(path)
+
+    def report(self, path: Path, fmt: str, unit: str = "line") -> FileReport:
+        return FileReport(
+            path=self.name(path), format=fmt, unit=unit, on_bad_line=self.on_bad_line,
+            abs_path=str(path),
+        )
+
+    def for_file(self, path: Path) -> LoadContext:
+        """A copy carrying the file's own [[sources]] options (host, timezone, fields...)."""
+        opts = self.config.source_options(self.name(path)) if self.config else {}
+        return LoadContext(
+            root=self.root,
+            timezone=opts.get("timezone", self.timezone),
+            host=opts.get("host", self.host),
+            on_bad_line=self.on_bad_line,
+            config=self.config,
+            date=self.date,
+            options=opts,
+            known=self.known,
+        )
+
+
+@dataclass(frozen=True)
+class Format:
+    """One source format.
+
+    sniff(path, head) -> confidence in [0, 1]; `head` is the first SNIFF_BYTES bytes of a file,
+    or b"" for a folder. load(path, ctx) -> Incident holding this source's frames and one
+    FileReport per file it consumed. `phase` 1 formats load after phase 0 ones, so they can borrow
+    dates or GPU UUIDs from what is already known.
+    """
+
+    name: str
+    sniff: Callable[[Path, bytes], float]
+    load: Callable[[Path, LoadContext], object]
+    doc: str
+    folder: bool = False
+    phase: int = 0
+
+
+FORMATS: dict[str, Format] = {}
+
+
+def register(fmt: Format) -> Format:
+    assert fmt.name not in FORMATS, f"format {fmt.name} registered twice"
+    FORMATS[fmt.name] = fmt
+    return fmt
+
+
+def read_head(path: Path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(SNIFF_BYTES)
+
+
+def sniff(path: Path, head: bytes | None = None) -> tuple[Format | None, float]:
+    """The most confident format for `path` and its confidence (ties: first registered)."""
+    folder = path.is_dir()
+    if head is None:
+        head = b"" if folder else read_head(path)
+    best, best_score = None, 0.0
+    for fmt in FORMATS.values():
+        if fmt.folder != folder:
+            continue
+        score = fmt.sniff(path, head)
+        if score > best_score:
+            best, best_score = fmt, score
+    return best, best_score

@@ -1,0 +1,145 @@
+"""The five canonical frames: the one contract between loaders, detectors and reports.
+
+Every loader hands its frames to `conform`, which puts the columns in order, casts them to the
+dtypes below and refuses naive or non-UTC times. Extra columns a source knows more about (a GPU's
+name, a process state) are kept after the canonical ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+# One unit for every time column: merge_asof and concat refuse to mix units or zones.
+TIME = "datetime64[us, UTC]"
+STR = "string"
+INT = "Int64"  # nullable: a PID or GPU index the source did not give is <NA>, never 0
+FLOAT = "float64"  # missing measurements are NaN, never 0
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: str
+    doc: str
+
+
+FRAMES: dict[str, tuple[Column, ...]] = {
+    "gpus": (
+        Column("time", TIME, "sample time"),
+        Column("host", STR, "host name the sample came from"),
+        Column("gpu", INT, "GPU index as nvidia-smi numbers it"),
+        Column("uuid", STR, "GPU UUID (GPU-xxxxxxxx-...)"),
+        Column("memory_used_mib", FLOAT, "framebuffer memory used, MiB"),
+        Column("memory_total_mib", FLOAT, "framebuffer memory total, MiB"),
+        Column("util_gpu_pct", FLOAT, "GPU (SM busy) utilization, %"),
+        Column("util_mem_pct", FLOAT, "memory controller utilization, %"),
+        Column("power_w", FLOAT, "power draw, W"),
+        Column("temp_c", FLOAT, "GPU temperature, degrees C"),
+        Column("sm_clock_mhz", FLOAT, "SM clock, MHz"),
+        Column("source", STR, "file the row came from, relative to the incident"),
+    ),
+    "gpu_processes": (
+        Column("time", TIME, "sample time"),
+        Column("host", STR, "host name"),
+        Column("gpu", INT, "GPU index"),
+        Column("uuid", STR, "GPU UUID"),
+        Column("pid", INT, "process id"),
+        Column("process_name", STR, "process name as the source gives it"),
+        Column("used_memory_mib", FLOAT, "GPU memory held by the process, MiB"),
+        Column("source", STR, "file the row came from"),
+    ),
+    "metrics": (
+        Column("time", TIME, "when the value was logged"),
+        Column("run", STR, "run name or id"),
+        Column("step", INT, "training step, where known"),
+        Column("metric", STR, "metric key, group/name (train/tok_per_s, train/loss, ...)"),
+        Column("value", FLOAT, "value"),
+        Column("source", STR, "file the row came from"),
+    ),
+    "events": (
+        Column("time", TIME, "when it happened"),
+        Column("host", STR, "host name"),
+        Column("pid", INT, "process id, where known"),
+        Column("run", STR, "run name, where known"),
+        Column("kind", STR, "event kind (launch, command, warning, traceback, stage, ...)"),
+        Column("message", STR, "what happened, in the source's words"),
+        Column("source", STR, "file the event came from"),
+        Column("ref", STR, "evidence reference, file:line"),
+    ),
+    "processes": (
+        Column("host", STR, "host name"),
+        Column("pid", INT, "process id"),
+        Column("ppid", INT, "parent process id"),
+        Column("pgid", INT, "process group id"),
+        Column("sid", INT, "session id"),
+        Column("user", STR, "owner"),
+        Column("command", STR, "command line"),
+        Column("first_seen", TIME, "first snapshot that shows it"),
+        Column("last_seen", TIME, "last snapshot that shows it"),
+        Column("started", TIME, "start time, from elapsed time or START"),
+        Column("source", STR, "file the row came from"),
+    ),
+}
+
+FRAME_NAMES = tuple(FRAMES)
+
+
+def columns(frame: str) -> list[str]:
+    return [c.name for c in FRAMES[frame]]
+
+
+def empty(frame: str) -> pd.DataFrame:
+    """A frame with no rows and the canonical columns and dtypes: 'nothing' is never None."""
+    return pd.DataFrame({c.name: pd.Series(dtype=c.dtype) for c in FRAMES[frame]})
+
+
+def _as_utc(series: pd.Series, frame: str, name: str) -> pd.Series:
+    if not isinstance(series.dtype, pd.DatetimeTZDtype):
+        if series.isna().all():
+            return series.astype(TIME)
+        # A naive time here means a loader skipped align.localize: a bug, not bad input.
+        raise AssertionError(f"{frame}.{name}: times must be tz-aware UTC, got {series.dtype}")
+    if str(series.dt.tz) != "UTC":
+        series = series.dt.tz_convert("UTC")
+    return series.astype(TIME)
+
+
+def conform(frame: str, df: pd.DataFrame) -> pd.DataFrame:
+    """Return `df` with the canonical columns first, in canonical dtypes.
+
+    Missing canonical columns are added as missing values; extra columns are kept after them.
+    """
+    if frame not in FRAMES:
+        raise AssertionError(f"unknown frame {frame!r}; frames are {FRAME_NAMES}")
+    spec = FRAMES[frame]
+    out = {}
+    n = len(df)
+    for col in spec:
+        if col.name in df.columns:
+            s = df[col.name]
+            if col.dtype == TIME:
+                s = _as_utc(s, frame, col.name)
+            elif col.dtype in (INT, FLOAT):
+                s = pd.to_numeric(s, errors="raise").astype(col.dtype)
+            else:
+                s = s.astype(col.dtype)
+            out[col.name] = s.reset_index(drop=True)
+        else:
+            out[col.name] = pd.Series([pd.NA] * n, dtype=col.dtype) if col.dtype != FLOAT else (
+                pd.Series([float("nan")] * n, dtype=FLOAT)
+            )
+    extra = [c for c in df.columns if c not in out]
+    result = pd.DataFrame(out)
+    for c in extra:
+        result[c] = df[c].reset_index(drop=True)
+    return result
+
+
+def validate(frame: str, df: pd.DataFrame) -> None:
+    """Raise AssertionError when `df` breaks the contract (used by tests and by `Incident`)."""
+    for col in FRAMES[frame]:
+        assert col.name in df.columns, f"{frame}: column {col.name!r} missing"
+        got = str(df[col.name].dtype)
+        assert got == col.dtype, f"{frame}.{col.name}: dtype {got}, expected {col.dtype}"
