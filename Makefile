@@ -1,0 +1,65 @@
+# Two commands do everything on a fresh machine:
+#   make report   set up .venv and write the report on the bundled incident under reports/
+#   make test     set up .venv and run the whole test suite (unit tests, notebooks, browser)
+
+PYTHON     ?= python3
+VENV       ?= .venv
+PY         := $(VENV)/bin/python
+INCIDENT   ?= data/incidents/h200-2gpu
+REPORT_DIR ?= reports/$(notdir $(INCIDENT))
+# The CPU test environment pins torch to the CPU wheel (a looser pin pulls a multi-GB CUDA build).
+# Where a wheel folder exists (this team's machines keep the CPU wheel in /opt/wheels), use it.
+CONSTRAINTS ?= constraints/cpu.txt
+WHEELS     ?= /opt/wheels
+PIP_FLAGS  := -c $(CONSTRAINTS) $(if $(wildcard $(WHEELS)),--find-links $(WHEELS))
+STAMP      := $(VENV)/.installed
+KERNEL     := dflash-postmortem
+PYTEST_ARGS ?=
+
+.PHONY: setup report test unit notebooks lab lint browser strip bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml $(CONSTRAINTS)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet $(PIP_FLAGS) -e '.[dev,replay]'
+	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (dflash-postmortem)" >/dev/null
+	@touch $@
+
+report: setup
+	$(VENV)/bin/dflash-postmortem report $(INCIDENT) -o $(REPORT_DIR)
+	@echo "open $(REPORT_DIR)/index.html"
+
+# Headless Chromium for the browser tests, where this machine lets us install it (root + apt).
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	 { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 \
+	       || echo "note: could not install chromium; browser tests will be skipped"; \
+	   else echo "note: no chromium and no root apt-get; browser tests will be skipped"; fi; }
+
+test: setup browser
+	$(PY) -m pytest -n 2 --dist loadfile -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env $(PYTEST_ARGS)
+
+unit: setup
+	$(PY) -m pytest -n 2 --dist loadfile tests $(PYTEST_ARGS)
+
+notebooks: setup
+	$(PY) -m pytest notebooks --nbval-lax --nbval-current-env $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check dflash_postmortem tests benchmarks scripts
+
+lab: setup
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) --no-browser
+
+# Strip outputs from notebooks before committing (keeps metadata.kernelspec and tags).
+strip: setup
+	$(PY) scripts/strip_notebooks.py notebooks/*.ipynb
+
+bench: setup
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) reports .pytest_cache

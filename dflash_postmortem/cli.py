@@ -1,0 +1,139 @@
+"""The `dflash-postmortem` command: one entry point, one subcommand per job.
+
+Errors the kit raises on purpose print as one line and exit non-zero; `--debug` shows the
+traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+
+from .errors import PostmortemError
+
+
+def _add_inspect(sub) -> None:
+    p = sub.add_parser("inspect", help="show what was loaded and skipped, and the findings")
+    p.add_argument("dir", type=Path, help="incident folder (or a single file)")
+    p.add_argument("--timezone", help="zone for sources whose times carry none (default: incident.toml or UTC)")
+    p.add_argument("--on-bad-line", choices=("raise", "warn", "skip"), default="skip")
+    p.add_argument("--verbose", "-v", action="store_true", help="list skip reasons with line numbers")
+    p.set_defaults(func=run_inspect)
+
+
+def run_inspect(args) -> int:
+    import warnings
+
+    from .incident import load_incident
+    from .inspect_text import render_inspect
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = load_incident(args.dir, timezone=args.timezone, on_bad_line=args.on_bad_line)
+    print(render_inspect(inc, verbose=args.verbose))
+    return 0
+
+
+def _add_report(sub) -> None:
+    p = sub.add_parser("report", help="run the notebooks and write an HTML report")
+    p.add_argument("dir", type=Path, help="incident folder")
+    p.add_argument("-o", "--out", type=Path, default=None, help="output folder (default: reports/<incident>)")
+    p.add_argument("--only", action="append", default=None, metavar="NOTEBOOK",
+                   help="run only this notebook (name or number, e.g. 01 or overview); repeatable")
+    p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
+                   help="notebook parameter, passed through to papermill; repeatable")
+    p.add_argument("--show-code", action="store_true", help="keep code cells in the HTML")
+    p.add_argument("--static", action="store_true", help="also export figures as PNG (needs kaleido and Chromium)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run_report)
+
+
+def run_report(args) -> int:
+    from .report import build_report, parse_params
+
+    if not args.dir.exists():
+        raise PostmortemError(f"{args.dir}: no such incident folder")
+    out = args.out or Path("reports") / args.dir.resolve().name
+    index = build_report(
+        args.dir, out, only=args.only, params=parse_params(args.param),
+        show_code=args.show_code, progress=not args.no_progress, static=args.static,
+    )
+    print(f"report written: {index}")
+    return 0
+
+
+def _add_record(sub) -> None:
+    p = sub.add_parser("record-gpus", help="sample GPUs and their processes through NVML into a folder")
+    try:
+        from .recorder import add_record_arguments, run_record
+    except ImportError:  # the recorder module is optional until installed with its package
+        p.set_defaults(func=lambda a: _unavailable("record-gpus"))
+        return
+    add_record_arguments(p)
+    p.set_defaults(func=run_record)
+
+
+def _add_replay(sub) -> None:
+    p = sub.add_parser("replay", help="replay an incident scenario with the reference training loop")
+    try:
+        from .replay.scenarios import add_replay_arguments, run_replay
+    except ImportError:
+        p.set_defaults(func=lambda a: _unavailable("replay"))
+        return
+    add_replay_arguments(p)
+    p.set_defaults(func=run_replay)
+
+
+def _add_launch(sub) -> None:
+    p = sub.add_parser("launch", help="start a command detached and verify that it really started")
+    try:
+        from .replay.launch import add_launch_arguments, run_launch
+    except ImportError:
+        p.set_defaults(func=lambda a: _unavailable("launch"))
+        return
+    add_launch_arguments(p)
+    p.set_defaults(func=run_launch)
+
+
+def _unavailable(name: str) -> int:
+    raise PostmortemError(f"{name} is not available in this installation")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dflash-postmortem",
+        description="Reconstruct, measure and report incidents in multi-GPU training runs.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    _add_inspect(sub)
+    _add_report(sub)
+    _add_record(sub)
+    _add_replay(sub)
+    _add_launch(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except PostmortemError as e:
+        if args.debug:
+            traceback.print_exc()
+        print(f"dflash-postmortem {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"dflash-postmortem {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+"""Batch reports: run the notebooks with papermill and turn them into self-contained HTML.
+
+This is the only module that knows papermill and nbconvert. Each page embeds plotly.js once, so a
+report opens with no internet; secrets are redacted from every output before it is written.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import MissingDependencyError, PostmortemError
+from .redact import redact
+
+NOTEBOOK_DIR = Path(os.environ.get("DFLASH_NOTEBOOKS", Path(__file__).resolve().parent.parent / "notebooks"))
+# `make setup` installs this kernelspec into the venv; elsewhere the default python3 kernel runs.
+PROJECT_KERNEL = "dflash-postmortem"
+
+
+def kernel_name() -> str:
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    return PROJECT_KERNEL if PROJECT_KERNEL in KernelSpecManager().find_kernel_specs() else "python3"
+
+
+@dataclass
+class Page:
+    notebook: Path
+    executed: Path
+    html: Path
+    error: str | None = None
+
+
+def notebooks(only: list[str] | None = None, folder: Path = NOTEBOOK_DIR) -> list[Path]:
+    """The report's notebooks in order; `only` picks by number (`01`) or name (`overview`)."""
+    found = sorted(p for p in folder.glob("[0-9][0-9]_*.ipynb"))
+    if not found:
+        raise PostmortemError(f"{folder}: no notebooks found (expected NN_topic.ipynb files)")
+    if not only:
+        return found
+    picked = []
+    for want in only:
+        hits = [p for p in found if p.stem == want or p.stem.split("_", 1)[0] == want or p.stem.split("_", 1)[1] == want]
+        if not hits:
+            names = ", ".join(p.stem for p in found)
+            raise PostmortemError(f"--only {want}: no such notebook; choose from {names}")
+        picked.extend(h for h in hits if h not in picked)
+    return picked
+
+
+def parse_params(pairs: list[str]) -> dict[str, str]:
+    """`key=value` strings from the command line; values are typed later, per notebook."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise PostmortemError(f"--param {pair!r}: expected KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def typed_params(nb: Path, params: dict) -> dict:
+    """Check parameters against the notebook's `parameters` cell and give them its types."""
+    import papermill as pm
+
+    declared = pm.inspect_notebook(str(nb))
+    typed = {}
+    for key, value in params.items():
+        if key not in declared:
+            continue  # a parameter another notebook declares
+        kind = (declared[key].get("inferred_type_name") or "").lower()
+        if not isinstance(value, str):
+            typed[key] = value
+            continue
+        try:
+            if kind.startswith("int"):
+                typed[key] = int(value)
+            elif kind.startswith("float"):
+                typed[key] = float(value)
+            elif kind.startswith("bool"):
+                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError(value)
+                typed[key] = value.lower() in ("true", "1", "yes")
+            elif kind.startswith(("list", "dict")):
+                typed[key] = json.loads(value)
+            else:
+                typed[key] = value
+        except ValueError as e:
+            raise PostmortemError(f"--param {key}={value!r}: {nb.stem} expects {kind or 'a value'}") from e
+    return typed
+
+
+def _check_known(pages_nbs: list[Path], params: dict) -> None:
+    import papermill as pm
+
+    declared = set()
+    for nb in pages_nbs:
+        declared |= set(pm.inspect_notebook(str(nb)))
+    unknown = sorted(set(params) - declared)
+    if unknown:
+        raise PostmortemError(f"unknown notebook parameter(s) {unknown}; the notebooks declare {sorted(declared)}")
+
+
+def redact_notebook(nb) -> None:
+    """Redact secrets in every output of an executed notebook, in place."""
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if "text" in out:
+                out["text"] = redact(out["text"])
+            data = out.get("data", {})
+            for mime, value in list(data.items()):
+                if isinstance(value, str):
+                    data[mime] = redact(value)
+                elif mime.endswith("json"):
+                    data[mime] = json.loads(redact(json.dumps(value)))
+            if "traceback" in out:
+                out["traceback"] = [redact(t) for t in out["traceback"]]
+
+
+def _plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def to_html(nb, title: str, show_code: bool, index_href: str | None) -> str:
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="lab")
+    exporter.exclude_input = not show_code
+    exporter.exclude_input_prompt = True
+    exporter.exclude_output_prompt = True
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
+    # plotly.js once per page, in the head, before any figure's script runs.
+    head = f"<script type=\"text/javascript\">{_plotly_js()}</script>\n</head>"
+    body = body.replace("</head>", head, 1)
+    if index_href:
+        nav = f'<nav style="padding:8px 16px;font-family:sans-serif"><a href="{index_href}">&larr; report index</a></nav>'
+        body = body.replace("<main>", "<main>" + nav, 1)
+    return body
+
+
+def build_report(
+    incident_dir: Path,
+    out: Path,
+    *,
+    only: list[str] | None = None,
+    params: dict | None = None,
+    show_code: bool = False,
+    progress: bool = True,
+    static: bool = False,
+    redact_secrets: bool = True,
+) -> Path:
+    """Run the notebooks on `incident_dir`, write one HTML page each and an index; return it."""
+    try:
+        import nbformat
+        import papermill as pm
+    except ImportError as e:  # pragma: no cover - both are runtime dependencies
+        raise MissingDependencyError(e.name or "papermill", "report") from e
+    from tqdm import tqdm
+
+    incident_dir = Path(incident_dir).resolve()
+    if not incident_dir.is_dir():
+        raise PostmortemError(f"{incident_dir}: no such incident folder")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "executed").mkdir(exist_ok=True)
+    chosen = notebooks(only)
+    params = dict(params or {})
+    _check_known(chosen, params)
+    params.setdefault("incident_dir", str(incident_dir))
+
+    kernel = kernel_name()
+    pages: list[Page] = []
+    bar = tqdm(chosen, desc="report", unit="notebook", disable=not progress)
+    for nb_path in bar:
+        bar.set_postfix_str(nb_path.stem)
+        executed = out / "executed" / nb_path.name
+        page = Page(nb_path, executed, out / f"{nb_path.stem}.html")
+        try:
+            pm.execute_notebook(
+                str(nb_path), str(executed), parameters=typed_params(nb_path, params),
+                kernel_name=kernel, progress_bar=False, cwd=str(nb_path.parent),
+            )
+        except pm.PapermillExecutionError as e:
+            first = str(e.evalue).strip().splitlines()[0] if str(e.evalue).strip() else ""
+            page.error = f"{e.ename}: {first[:200]}"
+        nb = nbformat.read(str(executed), as_version=4)
+        if redact_secrets:
+            redact_notebook(nb)
+            nbformat.write(nb, str(executed))
+        page.html.write_text(to_html(nb, nb_path.stem, show_code, "index.html"), encoding="utf-8")
+        if static:
+            export_static(nb, out / "figures" / nb_path.stem)
+        pages.append(page)
+    index = out / "index.html"
+    index.write_text(_index_html(incident_dir, pages, redact_secrets), encoding="utf-8")
+    failed = [p for p in pages if p.error]
+    if failed:
+        names = ", ".join(f"{p.notebook.stem} ({p.error})" for p in failed)
+        raise PostmortemError(f"report written to {index}, but notebook(s) failed: {names}")
+    return index
+
+
+def export_static(nb, folder: Path) -> list[Path]:
+    """PNG copies of every figure, where kaleido and a Chromium are available."""
+    try:
+        import kaleido  # noqa: F401
+    except ImportError as e:
+        raise MissingDependencyError("kaleido", "static figure export (--static)") from e
+    import plotly.io as pio
+
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    n = 0
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            fig = out.get("data", {}).get("application/vnd.plotly.v1+json")
+            if fig is None:
+                continue
+            n += 1
+            path = folder / f"figure_{n:02d}.png"
+            try:
+                pio.write_image(fig, str(path), format="png", width=1200, height=700)
+            except Exception as e:  # kaleido raises its own types when Chromium is missing
+                raise PostmortemError(f"static export failed ({e}); kaleido needs a Chromium: install one or drop --static") from e
+            written.append(path)
+    return written
+
+
+def _index_html(incident_dir: Path, pages: list[Page], redact_secrets: bool) -> str:
+    import warnings
+
+    from .incident import load_incident
+    from .summary import summary_lines
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = load_incident(incident_dir, on_bad_line="skip")
+    lines = summary_lines(inc)
+    if redact_secrets:
+        lines = [redact(x) for x in lines]
+    items = "\n".join(f"<li>{html.escape(x)}</li>" for x in lines)
+    links = "\n".join(
+        f'<li><a href="{html.escape(p.html.name)}">{html.escape(p.notebook.stem)}</a>'
+        + (f' — <strong>failed</strong>: {html.escape(p.error)}' if p.error else "")
+        + "</li>"
+        for p in pages
+    )
+    title = html.escape(inc.title)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Post-mortem: {title}</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;line-height:1.45}}
+code{{background:#f3f3f3;padding:0 .2em}}</style></head>
+<body><h1>Post-mortem: {title}</h1>
+<p>Incident folder: <code>{html.escape(incident_dir.name)}</code></p>
+<h2>Summary</h2><ul>{items}</ul>
+<h2>Pages</h2><ul>{links}</ul>
+</body></html>
+"""

@@ -1,0 +1,91 @@
+"""Incident folders: every file accounted for, incident.toml honoured, bad configs named."""
+
+import shutil
+
+import pandas as pd
+import pytest
+
+import dflash_postmortem as pm
+from dflash_postmortem.errors import IncidentConfigError
+
+
+def test_bundled_incident_accounts_for_every_file(bundled_dir):
+    inc = pm.load_incident(bundled_dir, on_bad_line="skip")
+    on_disk = {p.relative_to(bundled_dir).as_posix() for p in bundled_dir.rglob("*") if p.is_file() or p.is_symlink()}
+    reported = {f.path for f in inc.load_report.files}
+    # A folder format (a wandb run) reports its files as one entry or one each; either way every
+    # file on disk must be named by, or lie inside, a reported path.
+    for path in on_disk:
+        assert any(path == r or path.startswith(r.rstrip("/") + "/") for r in reported), path
+    inc.validate()
+
+
+def test_load_report_balances_lines_for_every_loaded_file(bundled_dir):
+    inc = pm.load_incident(bundled_dir, on_bad_line="skip")
+    for f in inc.load_report.loaded:
+        assert f.balanced, f.summary()
+
+
+def test_query_csv_values_from_the_real_capture(bundled_dir):
+    inc = pm.load_incident(bundled_dir, on_bad_line="skip")
+    smi = inc.gpus[inc.gpus["source"] == "logs/smi_stream.csv"]
+    assert len(smi) == 580  # 581 lines, one header
+    first = smi.iloc[0]
+    assert first["time"] == pd.Timestamp("2026-11-30 05:20:20.701", tz="UTC")
+    assert first["uuid"] == "GPU-a5691722-9f4e-bdd3-1ccc-b9d63fef5239"
+    assert first["memory_total_mib"] == 143771 and first["power_w"] == pytest.approx(78.84)
+    assert set(smi["gpu"]) == {0, 1}
+    assert smi["memory_used_mib"].max() > 4000  # the trainers held memory at some point
+
+
+def test_incident_toml_timezone_and_ignore(tmp_path, bundled_dir):
+    shutil.copy(bundled_dir / "logs" / "smi_stream.csv", tmp_path / "a.csv")
+    (tmp_path / "notes.txt").write_text("operator notes\n")
+    (tmp_path / "incident.toml").write_text('title = "Test"\ntimezone = "Asia/Tokyo"\nignore = ["notes.txt"]\n')
+    inc = pm.load_incident(tmp_path)
+    assert inc.title == "Test"
+    # 05:20:20.701 in Tokyo (UTC+9) is 20:20:20.701 UTC the day before.
+    assert inc.gpus["time"].iloc[0] == pd.Timestamp("2026-11-29 20:20:20.701", tz="UTC")
+    assert "no time zone in file, read as Asia/Tokyo" in inc.load_report["a.csv"].assumptions
+    assert inc.load_report["notes.txt"].notes == ["ignored by incident.toml"]
+
+
+def test_manual_offsets_shift_a_source(tmp_path, bundled_dir):
+    shutil.copy(bundled_dir / "logs" / "smi_stream.csv", tmp_path / "a.csv")
+    (tmp_path / "incident.toml").write_text('[offsets]\n"a.csv" = -2.5\n')
+    inc = pm.load_incident(tmp_path)
+    assert inc.gpus["time"].iloc[0] == pd.Timestamp("2026-11-30 05:20:18.201", tz="UTC")
+    assert inc.load_report.offsets == {"a.csv": -2.5}
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('timezone = "Mars/Olympus"', "unknown time zone 'Mars/Olympus'"),
+        ("recovery_fraction = 1.5", "recovery_fraction: expected a number in (0, 1]"),
+        ("color = 1", "unknown key(s) ['color']"),
+        ("[roles]\ntarget = ['a']", "roles.target: expected a list of GPU indices"),
+        ("title = ", "not valid TOML"),
+    ],
+)
+def test_bad_incident_toml_is_named(tmp_path, text, message):
+    (tmp_path / "incident.toml").write_text(text + "\n")
+    with pytest.raises(IncidentConfigError) as e:
+        pm.load_incident(tmp_path)
+    assert message in str(e.value) and "incident.toml" in str(e.value)
+
+
+def test_missing_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(pm.PostmortemError, match="no such file or folder"):
+        pm.load_incident(tmp_path / "nope")
+
+
+def test_headerless_query_csv_needs_a_field_list(tmp_path):
+    f = tmp_path / "smi.csv"
+    f.write_text("0, 87069 MiB, 9 %\n1, 72649 MiB, 12 %\n")
+    with pytest.raises(pm.SourceFormatError) as e:
+        pm.load_nvidia_smi(f)
+    assert e.value.line == 1 and "field list" in e.value.expected
+    gpus = pm.load_nvidia_smi(f, fields=["index", "memory.used", "utilization.gpu"]).gpus
+    assert gpus["memory_used_mib"].tolist() == [87069, 72649]
+    assert gpus["util_gpu_pct"].tolist() == [9, 12]
