@@ -1,119 +1,97 @@
-"""nvidia-smi captures: `--query-gpu` / `--query-compute-apps` CSV (with or without header and
-units, single snapshots or `-l` streams).
+"""nvidia-smi captures in every form, and the NVML recorder's output: one entry point
+(`load_nvidia_smi`) and the registration of each form's sniffer for `load_incident`.
+
+The forms live in their own modules: smi_csv (query CSV), smi_table (default table), smi_dmon
+(dmon and pmon), smi_q (`-q` text), smi_xml (`-q -x`), smi_list (`-L`), smi_errors (error output).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
-import pandas as pd
-
-from .. import align
+from ..config import check_timezone
 from ..errors import SourceFormatError
-from ..incident import from_frames
-from .registry import Format, LoadContext, register
-from .smi_fields import field_for, parse_numbers
-
-_APPS_KEYS = {"pid", "process_name", "used_memory", "used_gpu_memory"}
+from . import smi_csv, smi_dmon, smi_errors, smi_list, smi_q, smi_table, smi_xml
+from .registry import FORMATS, Format, LoadContext, read_head, register
 
 
-def _header_fields(first_line: str) -> list[str] | None:
-    cells = [c.strip() for c in first_line.split(",")]
-    if len(cells) >= 2 and all(field_for(c) is not None for c in cells):
-        return cells
-    return None
+def _text_sniffer(fn):
+    return lambda path, head: fn(head.decode("utf-8", "replace"))
 
 
-def sniff_query_csv(path: Path, head: bytes) -> float:
-    text = head.decode("utf-8", "replace")
-    first = text.split("\n", 1)[0].strip()
-    return 0.95 if _header_fields(first) else 0.0
+SMI_FORMATS = [
+    register(Format(
+        name=smi_csv.FORMAT, sniff=smi_csv.sniff, load=smi_csv.load,
+        doc="nvidia-smi --query-gpu=... / --query-compute-apps=... --format=csv[,noheader][,nounits], "
+            "snapshots and -l/-lms streams",
+    )),
+    register(Format(
+        name=smi_table.FORMAT, sniff=smi_table.sniff, load=smi_table.load,
+        doc="nvidia-smi default table view (all generations), with its processes block",
+    )),
+    # dmon/pmon may carry only a time of day: phase 1 borrows the date from the other sources.
+    register(Format(
+        name=smi_dmon.DMON, sniff=smi_dmon.sniff_dmon, load=smi_dmon.load, phase=1,
+        doc="nvidia-smi dmon (any -s selection, -o D/T/DT or none)",
+    )),
+    register(Format(
+        name=smi_dmon.PMON, sniff=smi_dmon.sniff_pmon, load=smi_dmon.load, phase=1,
+        doc="nvidia-smi pmon (per-process utilization and framebuffer memory)",
+    )),
+    register(Format(
+        name=smi_q.FORMAT, sniff=smi_q.sniff, load=smi_q.load,
+        doc="nvidia-smi -q [-d ...] text report",
+    )),
+    register(Format(
+        name=smi_xml.FORMAT, sniff=smi_xml.sniff, load=smi_xml.load,
+        doc="nvidia-smi -q -x XML report",
+    )),
+    register(Format(
+        name=smi_list.FORMAT, sniff=_text_sniffer(smi_list.sniff), load=smi_list.load,
+        doc="nvidia-smi -L: GPU index, name and UUID (and MIG devices)",
+    )),
+    register(Format(
+        name="nvidia-smi-error", sniff=_text_sniffer(smi_errors.sniff_errors), load=smi_errors.load_errors,
+        doc="nvidia-smi error output (driver unreachable, no devices, NVML mismatch, GPU lost)",
+    )),
+]
 
 
-def load_nvidia_smi(path, *, host=None, timezone="UTC", fields=None, on_bad_line="warn"):
-    """Read an nvidia-smi capture into the `gpus` and/or `gpu_processes` frames.
+def load_nvidia_smi(
+    path,
+    *,
+    host: str | None = None,
+    timezone: str = "UTC",
+    fields: list[str] | None = None,
+    on_bad_line: str = "warn",
+    date: dt.date | None = None,
+):
+    """Read one nvidia-smi capture (or NVML recorder file) into an Incident holding its `gpus`,
+    `gpu_processes` and, for error output, `events` frames, with a one-file load report.
 
-    `fields` is the `--query-gpu` list of a header-less (`noheader`) file, in order.
+    The form is sniffed from the content. `fields` is the field list of a header-less
+    (`noheader`) query CSV, in order; `date` is the day of a time-of-day-only dmon/pmon capture.
     """
-    ctx = LoadContext(timezone=timezone, host=host, on_bad_line=on_bad_line)
+    path = Path(path)
+    check_timezone(timezone)
+    ctx = LoadContext(timezone=timezone, host=host, on_bad_line=on_bad_line, date=date)
     if fields:
         ctx.options = {"fields": list(fields)}
-    return load_query_csv(Path(path), ctx)
-
-
-def load_query_csv(path: Path, ctx: LoadContext):
-    rep = ctx.report(path, "nvidia-smi-query-csv")
-    raw = path.read_bytes()
-    text = raw.decode("utf-8", "replace")
-    lines = text.splitlines()
-    rep.read = len(lines)
-    header = _header_fields(lines[0]) if lines else None
-    start = 1 if header else 0
-    if header is None:
-        header = ctx.options.get("fields")
-        if not header:
-            raise SourceFormatError(
-                path, 1, "a header line of nvidia-smi query fields, or a field list in incident.toml "
-                "([[sources]] path=..., fields=[...]) for a noheader capture",
-                lines[0] if lines else "", fmt="nvidia-smi-query-csv",
-            )
-        rep.assume("no header line: field list taken from incident.toml or the caller")
-    else:
-        rep.skip(1, "header line")
-    specs = [field_for(h) for h in header]
-    unknown = [h for h, s in zip(header, specs, strict=True) if s is None]
-    if unknown:
-        raise SourceFormatError(path, 1, "known nvidia-smi query fields", ", ".join(unknown), fmt=rep.format)
-    ncol = len(header)
-    body_rows, body_lines = [], []
-    for i in range(start, len(lines)):
-        line = lines[i]
-        if not line.strip():
-            rep.skip(i + 1, "blank line")
+    head = read_head(path)
+    best, score = None, 0.0
+    for fmt in FORMATS.values():
+        if fmt.folder or not (fmt.name.startswith("nvidia-smi") or fmt.name.startswith("nvml")):
             continue
-        if _header_fields(line.strip()):
-            rep.skip(i + 1, "repeated header line")
-            continue
-        cells = [c.strip() for c in line.split(",")]
-        if len(cells) != ncol:
-            rep.bad(i + 1, f"{ncol} comma-separated fields", line)
-            continue
-        body_rows.append(cells)
-        body_lines.append(i + 1)
-    df = pd.DataFrame(body_rows, columns=[s.column for s in specs], dtype="string")
-    bad = pd.Series(False, index=df.index)
-    out = pd.DataFrame(index=df.index)
-    for spec in specs:
-        col = df[spec.column]
-        if spec.kind == "time":
-            t = pd.to_datetime(col, format="%Y/%m/%d %H:%M:%S.%f", errors="coerce")
-            bad |= t.isna()
-            out["time"] = align.localize(t, ctx.timezone)
-            rep.assume(align.zone_assumption(ctx.timezone))
-        elif spec.kind in ("int", "float"):
-            nums, b = parse_numbers(col, spec.unit, spec.scale)
-            bad |= b
-            out[spec.column] = nums
-        else:
-            out[spec.column] = col
-    for i in bad[bad].index:
-        rep.bad(body_lines[i], "values of the header's fields", ", ".join(body_rows[i]))
-    out = out[~bad]
-    rep.parsed = len(out)
-    out["host"] = ctx.host
-    out["source"] = rep.path
-    if "time" not in out.columns:
-        out["time"] = pd.Series(pd.NaT, index=out.index, dtype="datetime64[us, UTC]")
-        rep.assume("no timestamp field: rows carry no time")
-    is_apps = any(h.split(" [")[0].strip().lower() in _APPS_KEYS for h in header)
-    if is_apps:
-        return from_frames(rep, gpu_processes=out)
-    return from_frames(rep, gpus=out)
-
-
-register(Format(
-    name="nvidia-smi-query-csv",
-    sniff=sniff_query_csv,
-    load=load_query_csv,
-    doc="nvidia-smi --query-gpu=... / --query-compute-apps=... --format=csv[,noheader][,nounits]",
-))
+        s = fmt.sniff(path, head)
+        if s > score:
+            best, score = fmt, s
+    if best is None:
+        if not head.strip():
+            return smi_csv.load(path, ctx)
+        first = head.decode("utf-8", "replace").splitlines()[0]
+        raise SourceFormatError(
+            path, 1, "an nvidia-smi capture (query CSV, table, dmon/pmon, -q, -q -x, -L, "
+            "error output) or an NVML recorder file", first, fmt="nvidia-smi",
+        )
+    return best.load(path, ctx)

@@ -1,11 +1,14 @@
 """One table mapping nvidia-smi field names to canonical columns, units and scales.
 
-Query CSV headers, dmon columns, `-q` labels and NVML samples all pass through here, so a unit
-or a field name is handled in exactly one place (the nvitop habit).
+Query CSV headers, dmon columns, `-q` labels, `-q -x` elements and NVML samples all name their
+fields through `QUERY_FIELDS`, so a unit or a column name is decided in exactly one place (the
+nvitop habit). The other tables below only say which query field a label of another form means.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +24,8 @@ class Field:
 
 
 # --query-gpu / --query-compute-apps names (and their aliases) -> column.
+# `power.draw` is what the default table shows as Pwr:Usage (a one-second average on R530+
+# drivers); the instantaneous reading is kept apart so the two are never mixed in one column.
 QUERY_FIELDS: dict[str, Field] = {
     "timestamp": Field("time", "time"),
     "index": Field("gpu", "int"),
@@ -29,6 +34,8 @@ QUERY_FIELDS: dict[str, Field] = {
     "name": Field("name", "str"),
     "gpu_name": Field("name", "str"),
     "gpu_name_short": Field("name", "str"),
+    "serial": Field("serial", "str"),
+    "gpu_serial": Field("serial", "str"),
     "pci.bus_id": Field("pci_bus_id", "str"),
     "gpu_bus_id": Field("pci_bus_id", "str"),
     "driver_version": Field("driver_version", "str"),
@@ -39,11 +46,11 @@ QUERY_FIELDS: dict[str, Field] = {
     "memory.reserved": Field("memory_reserved_mib", "float", "MiB"),
     "utilization.gpu": Field("util_gpu_pct", "float", "%"),
     "utilization.memory": Field("util_mem_pct", "float", "%"),
-    "temperature.gpu": Field("temp_c", "float"),
-    "temperature.memory": Field("temp_mem_c", "float"),
+    "temperature.gpu": Field("temp_c", "float", "C"),
+    "temperature.memory": Field("temp_mem_c", "float", "C"),
     "power.draw": Field("power_w", "float", "W"),
-    "power.draw.instant": Field("power_w", "float", "W"),
     "power.draw.average": Field("power_avg_w", "float", "W"),
+    "power.draw.instant": Field("power_instant_w", "float", "W"),
     "power.limit": Field("power_limit_w", "float", "W"),
     "clocks.sm": Field("sm_clock_mhz", "float", "MHz"),
     "clocks.current.sm": Field("sm_clock_mhz", "float", "MHz"),
@@ -56,20 +63,183 @@ QUERY_FIELDS: dict[str, Field] = {
     "process_name": Field("process_name", "str"),
     "used_memory": Field("used_memory_mib", "float", "MiB"),
     "used_gpu_memory": Field("used_memory_mib", "float", "MiB"),
+    # Not query fields, but the same quantities as other forms print them.
+    "type": Field("type", "str"),
+    "gpu_instance_id": Field("gpu_instance_id", "int"),
+    "compute_instance_id": Field("compute_instance_id", "int"),
+    "sm_util": Field("sm_pct", "float", "%"),
+    "mem_util": Field("mem_pct", "float", "%"),
+    "enc_util": Field("enc_pct", "float", "%"),
+    "dec_util": Field("dec_pct", "float", "%"),
+    "jpg_util": Field("jpg_pct", "float", "%"),
+    "ofa_util": Field("ofa_pct", "float", "%"),
+}
+
+# Fields that only a compute-apps query has: their presence makes a CSV a per-process one.
+APPS_FIELDS = {"pid", "process_name", "used_memory", "used_gpu_memory"}
+
+# `dmon` / `pmon` column headings -> query field. dmon's `fb` is framebuffer used in MB, which
+# nvidia-smi means as MiB; `pclk` is the graphics (processor) clock.
+DMON_COLUMNS: dict[str, str] = {
+    "gpu": "index",
+    "pwr": "power.draw",
+    "gtemp": "temperature.gpu",
+    "temp": "temperature.gpu",
+    "mtemp": "temperature.memory",
+    "sm": "utilization.gpu",
+    "mem": "utilization.memory",
+    "mclk": "clocks.mem",
+    "pclk": "clocks.gr",
+    "fb": "memory.used",
+}
+PMON_COLUMNS: dict[str, str] = {
+    "gpu": "index",
+    "pid": "pid",
+    "type": "type",
+    "sm": "sm_util",
+    "mem": "mem_util",
+    "enc": "enc_util",
+    "dec": "dec_util",
+    "jpg": "jpg_util",
+    "ofa": "ofa_util",
+    "fb": "used_memory",
+    "command": "process_name",
+}
+
+# `nvidia-smi -q` labels, as "Section/Label" paths (case-insensitive) -> query field.
+Q_TEXT_FIELDS: dict[str, str] = {
+    "product name": "name",
+    "gpu uuid": "uuid",
+    "serial number": "serial",
+    "pci/bus id": "pci.bus_id",
+    "fan speed": "fan.speed",
+    "performance state": "pstate",
+    "fb memory usage/total": "memory.total",
+    "fb memory usage/reserved": "memory.reserved",
+    "fb memory usage/used": "memory.used",
+    "fb memory usage/free": "memory.free",
+    "utilization/gpu": "utilization.gpu",
+    "utilization/memory": "utilization.memory",
+    "temperature/gpu current temp": "temperature.gpu",
+    "temperature/memory current temp": "temperature.memory",
+    "gpu power readings/average power draw": "power.draw",
+    "gpu power readings/instantaneous power draw": "power.draw.instant",
+    "gpu power readings/current power limit": "power.limit",
+    "power readings/power draw": "power.draw",
+    "power readings/power limit": "power.limit",
+    "clocks/graphics": "clocks.gr",
+    "clocks/sm": "clocks.sm",
+    "clocks/memory": "clocks.mem",
+}
+# Inside a `-q` Processes block (the keys of one process).
+Q_TEXT_PROCESS_FIELDS: dict[str, str] = {
+    "gpu instance id": "gpu_instance_id",
+    "compute instance id": "compute_instance_id",
+    "process id": "pid",
+    "type": "type",
+    "name": "process_name",
+    "used gpu memory": "used_memory",
+}
+
+# `nvidia-smi -q -x` element paths below <gpu> -> query field.
+XML_FIELDS: dict[str, str] = {
+    "product_name": "name",
+    "uuid": "uuid",
+    "serial": "serial",
+    "pci/pci_bus_id": "pci.bus_id",
+    "fan_speed": "fan.speed",
+    "performance_state": "pstate",
+    "fb_memory_usage/total": "memory.total",
+    "fb_memory_usage/reserved": "memory.reserved",
+    "fb_memory_usage/used": "memory.used",
+    "fb_memory_usage/free": "memory.free",
+    "utilization/gpu_util": "utilization.gpu",
+    "utilization/memory_util": "utilization.memory",
+    "temperature/gpu_temp": "temperature.gpu",
+    "temperature/memory_temp": "temperature.memory",
+    "gpu_power_readings/average_power_draw": "power.draw",
+    "gpu_power_readings/instant_power_draw": "power.draw.instant",
+    "gpu_power_readings/current_power_limit": "power.limit",
+    "power_readings/power_draw": "power.draw",
+    "power_readings/power_limit": "power.limit",
+    "clocks/graphics_clock": "clocks.gr",
+    "clocks/sm_clock": "clocks.sm",
+    "clocks/mem_clock": "clocks.mem",
+}
+XML_PROCESS_FIELDS: dict[str, str] = {
+    "gpu_instance_id": "gpu_instance_id",
+    "compute_instance_id": "compute_instance_id",
+    "pid": "pid",
+    "type": "type",
+    "process_name": "process_name",
+    "used_memory": "used_memory",
 }
 
 # What nvidia-smi prints instead of a value it does not have: all become missing, never 0.
-MISSING = {
+MISSING = frozenset({
     "", "N/A", "[N/A]", "[Not Supported]", "Not Supported", "[Unknown Error]", "-",
-    "[Requested functionality has been deprecated]", "[Insufficient Permissions]", "[GPU is lost]",
-    "[Not Found]", "Unknown Error",
-}
+    "[Requested functionality has been deprecated]", "Requested functionality has been deprecated",
+    "[Insufficient Permissions]", "Insufficient Permissions", "[GPU is lost]", "[Not Found]",
+    "Unknown Error", "[Not Available]", "Not Available",
+})
+
+# A syntactically valid query field name, such as `clocks_event_reasons.hw_slowdown [us]`.
+_FIELD_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-zA-Z0-9_]+)*( \[[^\]]+\])?$", re.IGNORECASE)
+
+
+def field_key(name: str) -> str:
+    """`memory.used [MiB]` -> `memory.used`."""
+    return name.strip().split(" [", 1)[0].strip().lower()
 
 
 def field_for(name: str) -> Field | None:
     """The table entry for a header cell such as `memory.used [MiB]` or ` utilization.gpu`."""
-    key = name.strip().split(" [", 1)[0].strip().lower()
-    return QUERY_FIELDS.get(key)
+    return QUERY_FIELDS.get(field_key(name))
+
+
+def looks_like_field(name: str) -> bool:
+    """Whether a header cell could be an nvidia-smi query field, known to the table or not."""
+    return bool(_FIELD_NAME.match(name.strip()))
+
+
+def extra_column(name: str) -> str:
+    """Column name for a field the table does not know: kept, as text, under its own name."""
+    return "smi_" + re.sub(r"[^0-9a-z]+", "_", field_key(name)).strip("_")
+
+
+# Old tables and dmon print MiB as "MB"; the quantity is the same.
+_UNIT_SPELLINGS = {"MiB": ("MiB", "MB")}
+
+_CTIME = re.compile(r"^[A-Z][a-z]{2} +([A-Z][a-z]{2}) +(\d{1,2}) +(\d{2}:\d{2}:\d{2}) +(\d{4})\s*$")
+
+
+def parse_ctime(text: str):
+    """`Mon Nov 30 05:24:18 2026` (the table's first line, `-q` and XML timestamps) -> naive
+    datetime, or None when the text is not in that form."""
+    m = _CTIME.match(text.strip())
+    if not m:
+        return None
+    month, day, hms, year = m.groups()
+    return dt.datetime.strptime(f"{year} {month} {day} {hms}", "%Y %b %d %H:%M:%S")
+
+
+def is_missing(text: str | None) -> bool:
+    return text is None or text.strip() in MISSING
+
+
+def parse_number(text: str | None, field: Field) -> float | None:
+    """One value such as `87069 MiB`, `9 %` or `[N/A]` -> float, or None when missing.
+
+    Raises ValueError for text that is neither a number nor a missing marker.
+    """
+    if is_missing(text):
+        return None
+    s = text.strip()
+    for unit in _UNIT_SPELLINGS.get(field.unit, (field.unit,)) if field.unit else ():
+        if s.endswith(unit):
+            s = s[: -len(unit)].strip()
+            break
+    return float(s) * field.scale
 
 
 def parse_numbers(values: pd.Series, unit: str | None, scale: float) -> tuple[pd.Series, pd.Series]:
@@ -86,3 +256,33 @@ def parse_numbers(values: pd.Series, unit: str | None, scale: float) -> tuple[pd
     if scale != 1.0:
         nums = nums * scale
     return nums.where(~missing, np.nan), bad
+
+
+def snapshot_frame(rows: list[dict], ctx, rep) -> pd.DataFrame:
+    """Rows read from a snapshot form (table, -q, XML, -L) -> a frame with UTC times, host and
+    source; an empty list gives an empty frame."""
+    from .. import align
+
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    df["time"] = align.localize(pd.to_datetime(df["time"]), ctx.timezone)
+    for f in QUERY_FIELDS.values():
+        # A column the source left missing in every row is still a number column.
+        if f.kind == "float" and f.column in df.columns:
+            df[f.column] = df[f.column].astype("float64")
+    df["host"] = ctx.host
+    df["source"] = rep.path
+    return df
+
+
+def typed_value(text: str | None, field: Field):
+    """One scalar in the field's kind: float, int, str or None (missing)."""
+    if field.kind in ("float", "int"):
+        v = parse_number(text, field)
+        if v is None or field.kind == "float":
+            return v
+        return int(v)
+    if is_missing(text):
+        return None
+    return text.strip()
