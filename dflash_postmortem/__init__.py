@@ -10,6 +10,7 @@ from .errors import (
 from .incident import Incident, RunInfo, load_incident
 from .load_report import FileReport, LoadReport
 from .loaders.nvidia_smi import load_nvidia_smi
+from .loaders.wandb_run import load_wandb_run
 
 __version__ = "0.1.0"
 
@@ -25,4 +26,5 @@ __all__ = [
     "SourceFormatError",
     "load_incident",
     "load_nvidia_smi",
+    "load_wandb_run",
 ]
