@@ -1,0 +1,609 @@
+"""Training stdout/stderr logs -> `metrics` (throughput, loss, step) and `events` (stages,
+warnings, tracebacks, NCCL timeouts, elastic restarts, exits).
+
+One streaming pass over binary blocks: memory holds one block and the rows found, never the
+file. Candidate lines are found with `bytes.find` on each pattern's keyword; only those lines
+are decoded and matched (see log_patterns for the table and the event vocabulary). Lines that
+carry neither a metric nor an event are counted as skipped with that reason, so
+parsed + skipped == read holds for every file.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from .. import align
+from ..incident import from_frames
+from ..load_report import FileReport
+from . import log_patterns as lp
+from .registry import Format, LoadContext, register
+
+BLOCK_BYTES = 1 << 20
+MAX_LINE_BYTES = 1 << 20  # longer lines are counted and skipped, not held in memory
+MAX_EVENT_CHARS = 4000
+MAX_TRACEBACK_LINES = 400
+_NEIGHBOUR_LINES = 50  # how far back a line without a timestamp looks for one
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+NO_MATCH = "log text without a metric or event"
+# What loggers put between the timestamp and the message: [run], [INFO], " - root - INFO - ".
+_LEADING_TAGS = re.compile(r"^(?:[\s\-:|,\d\]]*(?:\[[\w.@ -]*\]|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b:?|[\w.]+ - ))*[\s\-:|]*")
+
+
+@dataclass
+class Rows:
+    """Rows found in one block, column-wise; times still as text until `resolve_times`."""
+
+    metrics: dict[str, list] = field(default_factory=lambda: {k: [] for k in _METRIC_COLS})
+    events: dict[str, list] = field(default_factory=lambda: {k: [] for k in _EVENT_COLS})
+
+    def metric(self, **kw):
+        for k in _METRIC_COLS:
+            self.metrics[k].append(kw.get(k))
+
+    def event(self, **kw):
+        for k in _EVENT_COLS:
+            self.events[k].append(kw.get(k))
+
+
+_METRIC_COLS = ("stamp", "line", "run", "step", "metric", "value", "rank", "pattern")
+_EVENT_COLS = ("stamp", "line", "run", "pid", "kind", "message", "rank", "pattern", "exit_code", "signal", "lines")
+
+
+@dataclass
+class _Stamp:
+    """A timestamp as found: its form and normalised text, plus whether it was borrowed."""
+
+    form: str
+    text: str
+    aware: bool = False
+    borrowed: bool = False
+
+
+def _blocks(f, size: int) -> Iterator[tuple[str, bytes | int]]:
+    """("lines", bytes ending at a newline or EOF) or ("overlong", n_bytes) in file order."""
+    carry = b""
+    dropping = 0  # bytes of an overlong line being discarded
+    while True:
+        chunk = f.read(size)
+        if not chunk:
+            if dropping:
+                yield "overlong", dropping
+            elif carry:
+                yield "lines", carry
+            return
+        if dropping:
+            cut = chunk.find(b"\n")
+            if cut == -1:
+                dropping += len(chunk)
+                continue
+            yield "overlong", dropping + cut
+            dropping, chunk = 0, chunk[cut + 1:]
+        buf = carry + chunk if carry else chunk
+        cut = buf.rfind(b"\n")
+        if cut == -1:
+            if len(buf) > MAX_LINE_BYTES:
+                dropping, carry = len(buf), b""
+            else:
+                carry = buf
+            continue
+        yield "lines", buf[: cut + 1]
+        carry = buf[cut + 1:]
+
+
+def strip_prefixes(text: str) -> tuple[str, dict]:
+    """Remove launcher and viewer prefixes ([rank3]:, [80746], stderr:, ray actor tags)."""
+    found: dict = {}
+    changed = True
+    while changed:
+        changed = False
+        for _, rx in lp.PREFIXES:
+            m = rx.match(text)
+            if m:
+                found.update({k: v for k, v in m.groupdict().items() if v is not None})
+                text = text[m.end():]
+                changed = True
+    return text, found
+
+
+def find_stamp(text: str) -> tuple[_Stamp | None, int]:
+    """The timestamp near the start of a line, and where the text after it begins."""
+    head = text[:64]
+    for form, rx in lp.TIMESTAMPS:
+        m = rx.search(head) if form == "iso" else rx.match(head)
+        if not m:
+            continue
+        g = m.groupdict()
+        frac = (g.get("frac") or "0")[:6].ljust(6, "0")
+        if form == "iso":
+            zone = (g.get("zone") or "").strip()
+            date = g["date"].replace("/", "-")
+            iso = f"{date}T{g['time']}.{frac}"
+            if zone == "Z" or zone == "UTC":
+                return _Stamp("iso", iso + "+00:00", aware=True), m.end()
+            if zone:
+                z = zone if ":" in zone else zone[:3] + ":" + zone[3:]
+                return _Stamp("iso", iso + z, aware=True), m.end()
+            return _Stamp("iso", iso), m.end()
+        if form == "glog":
+            return _Stamp("monthday", f"{g['month']}-{g['day']}T{g['time']}.{frac}"), m.end()
+        if form == "syslog":
+            return _Stamp("monthday", f"{lp.MONTHS[g['mon']]:02d}-{int(g['day']):02d}T{g['time']}.000000"), m.end()
+        return _Stamp("clock", f"{g['time']}.{frac}"), m.end()
+    return None, 0
+
+
+class LogScanner:
+    """The single streaming pass over one log file. Iterate `scan()` for row batches."""
+
+    def __init__(self, path: Path, rep: FileReport, *, patterns=(), default_run: str | None = None,
+                 block_bytes: int = BLOCK_BYTES):
+        self.path = Path(path)
+        self.rep = rep
+        self.user = tuple(patterns)
+        self.default_run = default_run
+        self.block_bytes = block_bytes
+        kws = [p.keyword for p in lp.METRIC_PATTERNS] + [p.keyword for p in lp.EVENT_PATTERNS]
+        kws += [lp.HF_DICT_KEYWORD, lp.TRACEBACK_KEYWORD, *lp.BAR_KEYWORDS]
+        kws += [p.keyword for p in self.user if p.keyword]
+        self.keywords = list(dict.fromkeys(kws))
+        # A user regex with no safe literal is tried on every line: correct, and slow.
+        self.every_line = any(p.keyword is None for p in self.user)
+        self.lineno = 0  # lines read so far
+        self.parsed = 0
+        self.last_stamp: _Stamp | None = None
+        self.borrowed = 0
+        self.traceback: dict | None = None
+        self.bars: dict[tuple, dict] = {}
+        self.redraws = 0
+        self.nul_bytes = 0
+        self.bad_utf8_lines = 0
+        self.first_date: str | None = None
+
+    # -- the pass -----------------------------------------------------------------------------
+    def scan(self) -> Iterator[Rows]:
+        with open(self.path, "rb") as f:
+            for what, item in _blocks(f, self.block_bytes):
+                rows = Rows()
+                if what == "overlong":
+                    self.lineno += 1
+                    self.rep.skip(self.lineno, f"line longer than {MAX_LINE_BYTES // (1 << 20)} MiB, not read")
+                    self.rep.notes.append(f"line {self.lineno}: {item} bytes without a newline, skipped")
+                else:
+                    self._block(item, rows)
+                yield rows
+        if self.traceback is not None:
+            self._close_traceback(rows := Rows(), truncated=True)
+            yield rows
+        rows = Rows()
+        for bar in self.bars.values():
+            rows.event(**bar)
+            # the bar's last-state line was counted when first seen; the event is extra, not a line
+        yield rows
+        self._finish_report()
+
+    def _block(self, block: bytes, rows: Rows) -> None:
+        if b"\x00" in block:
+            n = block.count(b"\x00")
+            self.nul_bytes += n
+            block = block.replace(b"\x00", b"")
+        if not block.isascii():
+            try:
+                block.decode("utf-8")
+            except UnicodeDecodeError:
+                self.bad_utf8_lines += sum(1 for ln in block.split(b"\n") if not _utf8(ln))
+        n_lines = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+        handled = 0
+        pos, line_at = 0, self.lineno + 1  # line_at: the line number of byte `pos`
+        consumed_to = 0
+        if self.traceback is not None:  # a traceback left open by the previous block
+            consumed_to, handled = self._follow_traceback(block, 0, rows)
+        for ls in self._candidates(block):
+            if ls < consumed_to:
+                continue
+            line_at += block.count(b"\n", pos, ls)
+            pos = ls
+            le = block.find(b"\n", ls)
+            le = len(block) if le == -1 else le
+            if self._line(block, ls, le, line_at, rows):
+                handled += 1
+                if self.traceback is not None:  # its header: the following lines belong to it
+                    consumed_to, taken = self._follow_traceback(block, le + 1, rows)
+                    handled += taken
+        self.lineno += n_lines
+        # Lines that matched nothing are counted in bulk in _finish_report: no per-line work.
+        self.parsed += handled
+
+    def _candidates(self, block: bytes) -> list[int]:
+        starts: set[int] = set()
+        if self.every_line:
+            i = 0
+            while i < len(block):
+                starts.add(i)
+                j = block.find(b"\n", i)
+                if j == -1:
+                    break
+                i = j + 1
+            return sorted(starts)
+        for kw in self.keywords:
+            i = block.find(kw)
+            while i != -1:
+                starts.add(block.rfind(b"\n", 0, i) + 1)
+                j = block.find(b"\n", i)
+                if j == -1:
+                    break
+                i = block.find(kw, j)
+        return sorted(starts)
+
+    # -- one line ------------------------------------------------------------------------------
+    def _line(self, block: bytes, ls: int, le: int, lineno: int, rows: Rows) -> int:
+        """Classify one candidate line; returns 1 when it gave a row (it is then 'parsed')."""
+        raw = block[ls:le].rstrip(b"\r")
+        text = raw.decode("utf-8", "replace")
+        if "\x1b" in text:
+            text = _ANSI.sub("", text)
+        text, pre = strip_prefixes(text)
+        rank = _int(pre.get("rank"))
+        pid = _int(pre.get("pid"))
+        # \r-separated redraws: each segment is a state; bars are collected, the rest is text
+        segments = [s for s in text.split("\r") if s.strip()] if "\r" in text else [text]
+        residual = []
+        got = 0
+        for seg in segments:
+            bars = list(lp.BAR.finditer(seg)) if ("it/s" in seg or "s/it" in seg) else []
+            if bars:
+                got += self._bars(bars, lineno, rows, rank)
+                rest = seg[bars[-1].end():] + " ".join(seg[a.end():b.start()] for a, b in zip(bars, bars[1:], strict=False))
+                if rest.strip():
+                    residual.append(rest.strip())
+            else:
+                residual.append(seg)
+        if len(segments) > 1:
+            self.redraws += len(segments) - 1
+        for seg in residual:
+            got |= self._text(seg, lineno, rows, rank, pid, block, ls)
+        return 1 if got else 0
+
+    def _stamp_for(self, text: str, block: bytes, ls: int) -> tuple[_Stamp | None, str]:
+        stamp, end = find_stamp(text)
+        if stamp is not None:
+            if stamp.form == "iso" and self.first_date is None:
+                self.first_date = stamp.text[:10]
+            self.last_stamp = stamp
+            return stamp, text[end:]
+        # No timestamp on this line: borrow the nearest earlier one (neighbour).
+        near = self._look_back(block, ls) or self.last_stamp
+        if near is not None:
+            self.borrowed += 1
+            return _Stamp(near.form, near.text, near.aware, borrowed=True), text
+        return None, text
+
+    def _look_back(self, block: bytes, ls: int) -> _Stamp | None:
+        end = ls - 1
+        for _ in range(_NEIGHBOUR_LINES):
+            if end <= 0:
+                return None
+            start = block.rfind(b"\n", 0, end) + 1
+            prev, _ = strip_prefixes(block[start:end].decode("utf-8", "replace"))
+            stamp, _ = find_stamp(prev)
+            if stamp is not None:
+                return stamp
+            end = start - 1
+        return None
+
+    def _text(self, text: str, lineno: int, rows: Rows, rank, pid, block: bytes, ls: int) -> int:
+        stamp, body = self._stamp_for(text, block, ls)
+        run = self.default_run
+        m = lp.RUN_TAG.match(body)
+        if m and m.group("run") not in lp.LEVELS and stamp is not None and not stamp.borrowed:
+            run = m.group("run")
+        body = _LEADING_TAGS.sub("", body)
+        if lp.TRACEBACK_KEYWORD.decode() in text:
+            self.traceback = dict(stamp=stamp, line=lineno, run=run, pid=pid, rank=rank, lines=[text.strip()])
+            return 1
+        found = self._metrics(text, stamp, lineno, run, rank, rows)
+        if found:
+            return 1
+        for p in lp.EVENT_PATTERNS:
+            if p.keyword.decode() not in text:
+                continue
+            target = body if p.regex.pattern.startswith(("^", "(?i)^")) else text
+            em = p.regex.search(target)
+            if not em:
+                continue
+            g = em.groupdict()
+            rows.event(
+                stamp=stamp, line=lineno, run=run, pid=_int(g.get("pid")) or pid, kind=p.kind,
+                message=text.strip()[:MAX_EVENT_CHARS], rank=_int(g.get("rank")) if g.get("rank") else rank,
+                pattern=p.name, exit_code=_int(g.get("code")),
+                signal=g.get("signal") or ("SIGKILL" if p.name == "killed" else "SIGTERM" if p.name == "terminated" else None),
+                lines=1,
+            )
+            return 1
+        return 0
+
+    def _metrics(self, text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
+        for p in lp.METRIC_PATTERNS:
+            if p.keyword.decode() not in text:
+                continue
+            m = p.regex.search(text)
+            if not m:
+                continue
+            g = m.groupdict()
+            step = _int(g.get("step"))
+            n = 0
+            for group, key in p.metrics.items():
+                if g.get(group) is None:
+                    continue
+                v = lp.number(g[group])
+                if p.sentinel.get(group) == v:
+                    v = float("nan")
+                rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=key, value=v, rank=rank, pattern=p.name)
+                n += 1
+            return n
+        if lp.HF_DICT_KEYWORD.decode() in text:
+            m = lp.HF_DICT.search(text)
+            if m:
+                try:
+                    d = ast.literal_eval(m.group(0))
+                except (ValueError, SyntaxError):
+                    d = {}
+                nums = {k: v for k, v in d.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+                step = _int(d.get("step")) if "step" in d else None
+                for k, v in nums.items():
+                    key = k if "/" in k else f"train/{k}"
+                    rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=key, value=float(v), rank=rank, pattern="hf_trainer")
+                if nums:
+                    return len(nums)
+        for p in self.user:
+            if p.keyword is not None and p.keyword.decode() not in text:
+                continue
+            m = p.regex.search(text)
+            if m:
+                g = m.groupdict()
+                rows.metric(stamp=stamp, line=lineno, run=g.get("run") or run, step=_int(g.get("step")),
+                            metric=p.metric, value=lp.number(g["value"]), rank=rank, pattern=p.name)
+                return 1
+        return 0
+
+    def _bars(self, bars, lineno: int, rows: Rows, rank) -> int:
+        for m in bars:
+            g = m.groupdict()
+            desc = g["desc"].strip().rstrip(":").strip()
+            key = (desc, g["total"], rank)
+            prev = self.bars.get(key)
+            n = int(g["n"])
+            state = dict(stamp=self.last_stamp, line=lineno, run=self.default_run, kind="progress",
+                         message=f"{desc + ': ' if desc else ''}{m.group(0)[len(g['desc']):].strip()}",
+                         rank=rank, pattern="tqdm", lines=1)
+            new_step = prev is None or prev["_n"] != n
+            state["_n"] = n
+            self.bars[key] = state
+            if prev is not None:
+                self.redraws += 1
+            if not new_step or lp.NOT_TRAINING_BAR.search(desc) or g["rate"] == "?":
+                continue
+            rate = float(g["rate"])
+            per_s = rate if g["unit"].endswith("/s") else (1.0 / rate if rate else float("nan"))
+            rows.metric(stamp=self.last_stamp, line=lineno, run=self.default_run, step=n, metric="train/it_per_s",
+                        value=per_s, rank=rank, pattern="tqdm")
+            for kv in g["postfix"].split(","):
+                k, _, v = kv.strip().partition("=")
+                if k in lp.BAR_POSTFIX and v:
+                    rows.metric(stamp=self.last_stamp, line=lineno, run=self.default_run, step=n,
+                                metric=lp.BAR_POSTFIX[k], value=lp.number(v), rank=rank, pattern="tqdm")
+        return 1
+
+    # -- tracebacks ----------------------------------------------------------------------------
+    def _follow_traceback(self, block: bytes, pos: int, rows: Rows) -> tuple[int, int]:
+        """Take the traceback's lines from `pos`; returns (position after it, lines taken)."""
+        taken = 0
+        while self.traceback is not None and pos < len(block):
+            le = block.find(b"\n", pos)
+            le = len(block) if le == -1 else le
+            text, _ = strip_prefixes(_ANSI.sub("", block[pos:le].rstrip(b"\r").decode("utf-8", "replace")))
+            tb = self.traceback
+            if text[:1] in (" ", "\t") or (not text.strip() and len(tb["lines"]) == 1):
+                tb["lines"].append(text)
+            else:
+                tb["lines"].append(text)
+                self._close_traceback(rows)
+            taken += 1
+            pos = le + 1
+        return pos, taken
+
+    def _close_traceback(self, rows: Rows, truncated: bool = False) -> None:
+        tb, self.traceback = self.traceback, None
+        lines = tb["lines"]
+        text = "\n".join(lines[:MAX_TRACEBACK_LINES])
+        if truncated:
+            text += "\n[traceback cut off: the file ends here]"
+        last = lines[-1].strip()
+        exc = re.match(r"([\w.]+(?:Error|Exception|Interrupt|Exit|Failure|Failed\w*))\b", last)
+        rows.event(stamp=tb["stamp"], line=tb["line"], run=tb["run"], pid=tb["pid"], kind="traceback",
+                   message=text[: MAX_EVENT_CHARS * 4], rank=tb["rank"],
+                   pattern=exc.group(1).rsplit(".", 1)[-1] if exc else "traceback", lines=len(lines))
+
+    def _finish_report(self) -> None:
+        rep = self.rep
+        rep.read = self.lineno
+        rep.parsed = self.parsed
+        rest = rep.read - rep.parsed - rep.n_skipped
+        if rest > 0:
+            rep.skip(None, NO_MATCH, rest)
+        if self.redraws:
+            rep.notes.append(f"{self.redraws} progress-bar redraws collapsed to each bar's last state")
+        if self.nul_bytes:
+            rep.notes.append(f"{self.nul_bytes} NUL bytes removed (a file preallocated or cut by a crash?)")
+        if self.bad_utf8_lines:
+            rep.notes.append(f"{self.bad_utf8_lines} lines hold bytes that are not UTF-8 (read as U+FFFD)")
+        if self.borrowed:
+            rep.assume(f"{self.borrowed} rows without their own timestamp took the nearest earlier line's time")
+
+
+def _utf8(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _int(v) -> int | None:
+    if v is None:
+        return None
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def resolve_times(stamps: list, rep: FileReport, ctx: LoadContext, first_date: str | None) -> pd.Series:
+    """Turn found timestamps into UTC times; borrowed and partial (no year/date) ones say so."""
+    out = pd.Series(pd.NaT, index=range(len(stamps)), dtype="datetime64[us, UTC]")
+    if not stamps:
+        return out
+    by_form: dict[tuple, list[int]] = {}
+    for i, s in enumerate(stamps):
+        if s is not None:
+            by_form.setdefault((s.form, s.aware), []).append(i)
+    missing = sum(1 for s in stamps if s is None)
+    if missing:
+        rep.assume(f"{missing} rows have no time: no timestamp on or before their line")
+    date = ctx.date.isoformat() if ctx.date else first_date
+    for (form, aware), idx in by_form.items():
+        texts = [stamps[i].text for i in idx]
+        if form == "monthday":
+            if date is None:
+                rep.assume("timestamps carry month and day but no year, and nothing gives the year: rows have no time")
+                continue
+            texts = [f"{date[:4]}-{t}" for t in texts]
+            rep.assume(f"year {date[:4]} taken from {'incident date' if ctx.date else 'the file'} for month-day timestamps")
+        elif form == "clock":
+            if date is None:
+                rep.assume("timestamps carry only time of day and nothing gives the date: rows have no time")
+                continue
+            texts = [f"{date}T{t}" for t in texts]
+            rep.assume(f"date {date} taken from {'incident date' if ctx.date else 'the file'} for time-of-day timestamps")
+        if aware:
+            t = pd.to_datetime(pd.Series(texts), format="ISO8601", errors="coerce", utc=True).astype("datetime64[us, UTC]")
+        else:
+            naive = pd.to_datetime(pd.Series(texts), format="%Y-%m-%dT%H:%M:%S.%f", errors="coerce")
+            t = align.localize(naive, ctx.timezone)
+            rep.assume(align.zone_assumption(ctx.timezone))
+        out.iloc[idx] = t.to_numpy()
+    return out
+
+
+def _frame(cols: dict[str, list], rep: FileReport, ctx: LoadContext, first_date) -> pd.DataFrame:
+    df = pd.DataFrame({k: v for k, v in cols.items() if k != "stamp"})
+    df.insert(0, "time", resolve_times(cols["stamp"], rep, ctx, first_date))
+    df["source"] = rep.path
+    df["ref"] = [f"{rep.path}:{n}" for n in cols["line"]]
+    df["host"] = ctx.host
+    return df.drop(columns=["line"])
+
+
+def _merge(into: Rows, part: Rows) -> None:
+    for k in _METRIC_COLS:
+        into.metrics[k].extend(part.metrics[k])
+    for k in _EVENT_COLS:
+        into.events[k].extend(part.events[k])
+
+
+def default_run(path: Path, ctx: LoadContext) -> tuple[str, bool]:
+    """The run name for lines that do not name one: the [[sources]] `run`, else the file stem."""
+    if ctx.options.get("run"):
+        return str(ctx.options["run"]), False
+    return Path(path).stem, True
+
+
+def load_log(path: Path, ctx: LoadContext):
+    """Format loader: one training log -> Incident with metrics and events."""
+    path = Path(path)
+    rep = ctx.report(path, "training-log")
+    run, from_name = default_run(path, ctx)
+    patterns = lp.user_patterns(ctx.config.patterns, str(ctx.config.path or "incident.toml")) if ctx.config else ()
+    scanner = LogScanner(path, rep, patterns=patterns, default_run=run)
+    rows = Rows()
+    for part in scanner.scan():
+        _merge(rows, part)
+    if from_name and (rows.metrics["run"].count(run) or rows.events["run"].count(run)):
+        rep.assume(f"lines that name no run are given run {run!r} (the file's name)")
+    metrics = _frame(rows.metrics, rep, ctx, scanner.first_date)
+    events = _frame(rows.events, rep, ctx, scanner.first_date)
+    metrics = metrics.drop(columns=["ref", "host"]).assign(ref=metrics["ref"])
+    events = events.astype({"pid": "Int64", "exit_code": "Int64", "rank": "Int64", "lines": "Int64"})
+    metrics = metrics.astype({"step": "Int64", "rank": "Int64"})
+    return from_frames(rep, metrics=metrics, events=events)
+
+
+def load_process_log(path, *, timezone: str = "UTC", host: str | None = None, run: str | None = None,
+                     date=None, patterns: list[dict] | None = None, on_bad_line: str = "warn"):
+    """Read a training log (stdout/stderr of a trainer) into metrics and events.
+
+    `run` names lines that carry no run tag (default: the file's stem); `date` completes
+    time-of-day or month-day timestamps; `patterns` adds throughput patterns in the
+    incident.toml `[[patterns]]` form.
+    """
+    from ..config import IncidentConfig
+
+    cfg = IncidentConfig(patterns=list(patterns or []))
+    if isinstance(date, str):
+        import datetime as dt
+
+        date = dt.date.fromisoformat(date)
+    ctx = LoadContext(timezone=timezone, host=host, on_bad_line=on_bad_line, config=cfg, date=date)
+    if run:
+        ctx.options = {"run": run}
+    return load_log(Path(path), ctx)
+
+
+# -- sniffing ---------------------------------------------------------------------------------
+_STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring input", "torch.distributed.elastic",
+           "ProcessGroupNCCL")
+
+
+def sniff_log(path: Path, head: bytes) -> float:
+    if not head or b"\x00" in head[:4096]:
+        return 0.0
+    text = head.decode("utf-8", "replace")
+    lines = [ln for ln in text.splitlines()[:400] if ln.strip()]
+    if not lines:
+        return 0.0
+    if lines[0].startswith("# ") and any(ln.startswith("| ---") or ln.startswith("|---") for ln in lines):
+        return 0.0  # markdown
+    metric_lines = 0
+    stamped = 0
+    for ln in lines:
+        body, _ = strip_prefixes(ln)
+        if find_stamp(body)[0] is not None:
+            stamped += 1
+        for p in lp.METRIC_PATTERNS:
+            if p.keyword.decode() in body and p.regex.search(body):
+                metric_lines += 1
+                break
+        else:
+            if ("it/s" in body or "s/it" in body) and lp.BAR.search(body):
+                metric_lines += 1
+    score = 0.0
+    if metric_lines:
+        score = 0.6
+    elif any(s in text for s in _STRONG):
+        score = 0.55
+    elif stamped / len(lines) >= 0.5:
+        score = 0.3
+    return score
+
+
+register(Format(
+    name="training-log",
+    sniff=sniff_log,
+    load=load_log,
+    doc="a trainer's stdout/stderr: throughput/loss lines, stages, warnings, tracebacks, NCCL and torchrun errors",
+))

@@ -1,0 +1,371 @@
+"""Operator shell transcripts -> `events`: each command, each launch with its log path and
+trainer arguments, and what the outputs say (missing files, kills, process counts, GPU memory).
+
+Two forms are read: timestamped transcripts (`[2026-11-30T05:23:01.707Z] $ command`, then its
+output) and plain terminal pastes (`user@host:~/dir$ command`). Launch log paths are checked
+against the incident folder: a log that never appeared, or stayed empty for 60 s, becomes an
+event of its own (`log_never_created`, `log_empty`). This format loads in phase 1, so it can
+see which logs wrote when and which PIDs `ps` saw.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from .. import align
+from ..errors import SourceFormatError
+from ..incident import Incident, from_frames
+from .registry import Format, LoadContext, register
+
+EMPTY_LOG_SECONDS = 60.0
+
+_STAMPED = re.compile(r"^\[(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\] ?[$#] (?P<cmd>.*)$")
+_PROMPT = re.compile(r"^(?:\([\w.-]+\) )?[\w.-]+@[\w.-]+:[^\s$#]*(?: \([^)]*\))?[$#] (?P<cmd>.*)$")
+_BARE = re.compile(r"^\$ (?P<cmd>.+)$")
+
+# Launchers, in the order they wrap each other (ssh host 'nohup ...'): the outermost is named.
+_LAUNCHERS = (
+    ("ssh", re.compile(r"(?:^|[\s;&|(])ssh\s")),
+    ("pct exec", re.compile(r"\bpct exec\b")),
+    ("docker exec", re.compile(r"\bdocker exec\b")),
+    ("kubectl exec", re.compile(r"\bkubectl exec\b")),
+    ("tmux", re.compile(r"\btmux (?:send-keys|send|new-session|new)\b")),
+    ("screen", re.compile(r"\bscreen -\w*d")),
+    ("setsid", re.compile(r"(?:^|[\s;&|(])setsid\s")),
+    ("nohup", re.compile(r"(?:^|[\s;&|(])nohup\s")),
+    ("torchrun", re.compile(r"\btorchrun\b|torch\.distributed\.(?:run|launch)")),
+    ("accelerate", re.compile(r"\baccelerate launch\b")),
+    ("deepspeed", re.compile(r"(?:^|[\s;&|(])deepspeed\s")),
+)
+_TRAINER = re.compile(r"\b(?:python[\d.]*|torchrun|accelerate|deepspeed)\b|\S+\.(?:py|sh)\b")
+_REDIRECT = re.compile(r"(?:^|\s)(?:\d?>>?|&>>?)\s*(?P<path>[^\s&;|<>]+)|\|\s*tee\s+(?:-a\s+)?(?P<tee>[^\s&;|<>]+)")
+_NO_SUCH = re.compile(r"^(?:(?P<prog>[\w./-]+): )?(?:line \d+: )?(?:(?:cannot access|cannot open) )?'?(?P<path>/?[^\s:']+)'?: No such file or directory")
+_SMI_QUERY = re.compile(r"nvidia-smi\b.*--query-(?P<what>gpu|compute-apps)=(?P<fields>[\w.,]+)(?P<rest>.*)")
+_LS_LONG = re.compile(r"^[-dl][rwxsStT-]{9}\S*\s+\d+\s+\S+\s+\S+\s+(?P<size>\d+)\s+\w+\s+\d+\s+[\d:]+\s+(?P<path>\S+)")
+_EXIT = re.compile(r"(?i)\bexit(?:ed)?(?: with)?(?: code|=|:| status)\s*(?P<code>-?\d+)")
+_RUN_NAME = re.compile(r"--run[-_]name[= ](?P<run>[\w.@-]+)")
+
+
+@dataclass
+class Command:
+    line: int
+    time: object
+    text: str
+    output: list[str] = field(default_factory=list)
+
+
+def parse_commands(lines: list[str], rep) -> tuple[list[Command], int]:
+    """Split a transcript into commands and their output; returns (commands, lines before any)."""
+    cmds: list[Command] = []
+    preamble = 0
+    for i, line in enumerate(lines, 1):
+        m = _STAMPED.match(line)
+        if m:
+            cmds.append(Command(i, m.group("ts"), m.group("cmd")))
+            continue
+        m = _PROMPT.match(line) or _BARE.match(line)
+        if m:
+            cmds.append(Command(i, None, m.group("cmd")))
+            continue
+        if cmds:
+            cmds[-1].output.append(line)
+        else:
+            preamble += 1
+            rep.skip(i, "text before the first command")
+    return cmds, preamble
+
+
+@dataclass
+class Launch:
+    launcher: str
+    background: bool
+    log_path: str | None
+    program: str | None
+    args: str
+    run: str | None
+
+
+def parse_launch(cmd: str) -> Launch | None:
+    """A command that starts a trainer in the background or through a launcher, or None."""
+    launcher = next((name for name, rx in _LAUNCHERS if rx.search(cmd)), None)
+    background = bool(re.search(r"(?<![&>])&(?!&|>)\s*(?:$|;|disown|\)|\w)", cmd)) or "disown" in cmd
+    if not _TRAINER.search(cmd) or (launcher is None and not background):
+        return None
+    if launcher is None:
+        launcher = "&"
+    # The segment that runs the trainer: after the last `&&`/`;` before it, up to the redirect.
+    seg = next((s for s in re.split(r"&&|;|\|\|", cmd) if _TRAINER.search(s) and not s.strip().startswith(("cd ", "echo", "sleep", "kill"))), cmd)
+    m = _REDIRECT.search(seg)
+    log_path = (m.group("path") or m.group("tee")) if m else None
+    if log_path in ("/dev/null",):
+        log_path = None
+    body = seg[: m.start()] if m else seg
+    body = body.split("&")[0]
+    try:
+        words = shlex.split(body)
+    except ValueError:
+        words = body.split()
+    prog_i = next((i for i, w in enumerate(words) if re.search(r"\.(py|sh)$", w) or w in ("torchrun", "accelerate", "deepspeed")), None)
+    if prog_i is None:
+        prog_i = next((i for i, w in enumerate(words) if w.startswith("python")), None)
+    program = words[prog_i] if prog_i is not None else None
+    args = " ".join(words[prog_i + 1:]) if prog_i is not None else ""
+    rm = _RUN_NAME.search(cmd)
+    return Launch(launcher, background, log_path, program, args, rm.group("run") if rm else None)
+
+
+def _times(cmds: list[Command], ctx: LoadContext, rep) -> pd.Series:
+    raw = pd.Series([c.time for c in cmds], dtype="object")
+    if raw.isna().all():
+        rep.assume("no timestamps on commands: events have no time")
+        return pd.Series(pd.NaT, index=raw.index, dtype="datetime64[us, UTC]")
+    aware = raw.dropna().str.contains(r"Z$|[+-]\d{2}:?\d{2}$", regex=True)
+    if aware.all():
+        return pd.to_datetime(raw, format="ISO8601", utc=True).astype("datetime64[us, UTC]")
+    rep.assume(align.zone_assumption(ctx.timezone))
+    return align.localize(pd.to_datetime(raw, format="ISO8601", errors="coerce"), ctx.timezone)
+
+
+def gpu_rows(cmd: str, output: list[str], time, rep, ctx: LoadContext):
+    """nvidia-smi --query-* output inside a transcript, read by the nvidia-smi loader."""
+    from .nvidia_smi import load_nvidia_smi
+
+    m = _SMI_QUERY.search(cmd)
+    if not m or not output:
+        return None
+    fields = m.group("fields").split(",")
+    noheader = "noheader" in m.group("rest")
+    fd, tmp = tempfile.mkstemp(suffix=".csv")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write("\n".join(output) + "\n")
+        sub = load_nvidia_smi(tmp, host=ctx.host, timezone=ctx.timezone, fields=fields if noheader else None, on_bad_line="skip")
+    except SourceFormatError as e:
+        rep.notes.append(f"nvidia-smi answer not readable: {e.expected}")
+        return None
+    finally:
+        os.unlink(tmp)
+    frame = "gpus" if m.group("what") == "gpu" else "gpu_processes"
+    df = getattr(sub, frame).copy()
+    if df["time"].isna().all():
+        df["time"] = time
+    df["source"] = rep.path
+    return frame, df
+
+
+class _Events:
+    def __init__(self):
+        self.rows: list[dict] = []
+
+    def add(self, time, kind, message, ref, **extra):
+        self.rows.append(dict(time=time, kind=kind, message=message, ref=ref, **extra))
+
+
+def _output_events(ev: _Events, c: Command, t, ref_of, launch: Launch | None, cmd_ref: str) -> dict:
+    """Events read from one command's output; returns facts later steps use."""
+    facts: dict = {"missing": {}, "empty": {}}
+    for j, out in enumerate(c.output):
+        ref = ref_of(c.line + 1 + j)
+        m = _NO_SUCH.match(out.strip())
+        if m:
+            path = m.group("path")
+            facts["missing"][path] = ref
+            if launch is not None and launch.log_path == path:
+                ev.add(t, "redirect_failed", f"the shell could not open the log file {path}: {out.strip()}", ref, path=path, run=launch.run)
+            else:
+                kind = "log_missing" if re.search(r"\.(log|out|txt|err)$", path) else "file_missing"
+                ev.add(t, kind, out.strip(), ref, path=path)
+            continue
+        s = out.strip()
+        if s in ("Killed", "Terminated") or re.match(r"^(?:\[\d+\]\+?\s+)?(Killed|Terminated)\b", s):
+            ev.add(t, "signal", s, ref, signal="SIGKILL" if "Killed" in s else "SIGTERM")
+            continue
+        em = _EXIT.search(s)
+        if em:
+            ev.add(t, "exit", s, ref, exit_code=int(em.group("code")))
+            continue
+        lm = _LS_LONG.match(s)
+        if lm:
+            size = int(lm.group("size"))
+            facts["empty"][lm.group("path")] = size
+            ev.add(t, "file_check", f"{lm.group('path')}: {size} bytes", ref, path=lm.group("path"), size_bytes=size)
+    if re.search(r"\bps\b.*\|\s*wc -l\s*$", c.text) and c.output and c.output[-1].strip().isdigit():
+        n = int(c.output[-1].strip())
+        what = re.findall(r"grep\s+(?!-v)([^\s|]+)", c.text)
+        pattern = what[0] if what else "?"
+        ev.add(t, "process_count", f"{n} process{'es' if n != 1 else ''} matching {pattern!r}",
+               ref_of(c.line + len(c.output)), count=n, pattern=pattern)
+    return facts
+
+
+def load_transcript(path: Path, ctx: LoadContext) -> Incident:
+    path = Path(path)
+    rep = ctx.report(path, "shell-transcript")
+    text = path.read_bytes().decode("utf-8", "replace")
+    lines = text.splitlines()
+    rep.read = len(lines)
+    cmds, _ = parse_commands(lines, rep)
+    rep.parsed = rep.read - rep.n_skipped
+    times = _times(cmds, ctx, rep)
+    ev = _Events()
+    gpu_parts: dict[str, list] = {"gpus": [], "gpu_processes": []}
+    launches: list[tuple[int, Launch, object, str]] = []
+    missing_after: list[tuple[object, str, str]] = []  # (time, path, ref) of "no such file"
+
+    def ref_of(n: int) -> str:
+        return f"{rep.path}:{n}"
+
+    for i, c in enumerate(cmds):
+        t = times.iloc[i]
+        cref = ref_of(c.line)
+        launch = parse_launch(c.text)
+        ev.add(t, "command", c.text, cref, output="\n".join(c.output))
+        if launch is not None:
+            ev.add(t, "launch", f"{launch.launcher} launch of {launch.program or 'a trainer'}"
+                   + (f" > {launch.log_path}" if launch.log_path else ""), cref,
+                   launcher=launch.launcher, log_path=launch.log_path, args=launch.args, run=launch.run,
+                   program=launch.program, background=launch.background)
+            launches.append((len(ev.rows) - 1, launch, t, cref))
+        facts = _output_events(ev, c, t, ref_of, launch, cref)
+        for p, mref in facts["missing"].items():
+            missing_after.append((t, p, mref))
+        got = gpu_rows(c.text, c.output, t, rep, ctx)
+        if got is not None:
+            frame, df = got
+            gpu_parts[frame].append(df)
+            summary = "; ".join(
+                f"GPU {g}: {m:.0f} MiB" + (f", {u:.0f} %" if u == u else "")
+                for g, m, u in zip(df.get("gpu", []), df.get("memory_used_mib", []), df.get("util_gpu_pct", [float("nan")] * len(df)), strict=False)
+            ) if frame == "gpus" else f"{len(df)} compute processes"
+            ev.add(t, "gpu_query", summary, cref)
+    _file_evidence(ev, launches, missing_after, times.max(), ctx, rep)
+    events = pd.DataFrame(ev.rows)
+    if not events.empty:
+        events["source"] = rep.path
+        events["host"] = ctx.host
+        if "time" in events:
+            events["time"] = pd.Series(events["time"], dtype="datetime64[us, UTC]")
+        for col in ("count", "exit_code", "size_bytes"):
+            if col in events:
+                events[col] = events[col].astype("Int64")
+    frames = {"events": events}
+    for name, parts in gpu_parts.items():
+        if parts:
+            frames[name] = pd.concat(parts, ignore_index=True)
+    return from_frames(rep, **frames)
+
+
+def _file_evidence(ev: _Events, launches, missing_after, end, ctx: LoadContext, rep) -> None:
+    """Where each launch's log went: found in the incident folder, never created, or empty."""
+    files = _incident_files(ctx)
+    claimed: dict[str, tuple[int, int]] = {}  # relpath -> (suffix length, launch index)
+    for k, (_, launch, _, _) in enumerate(launches):
+        if not launch.log_path:
+            continue
+        for rel in files:
+            n = _suffix_match(launch.log_path, rel)
+            if n and (rel not in claimed or n >= claimed[rel][0]):
+                claimed[rel] = (n, k)
+    known = ctx.known if isinstance(ctx.known, Incident) else None
+    for k, (row, launch, t, cref) in enumerate(launches):
+        if not launch.log_path:
+            continue
+        mine = [rel for rel, (_, who) in claimed.items() if who == k]
+        ev.rows[row]["log_file"] = mine[0] if mine else None
+        _link_pid(ev.rows[row], launch, t, known)
+        if not mine:
+            seen_missing = [(mt, mref) for mt, p, mref in missing_after if p == launch.log_path and (t != t or mt >= t)]
+            if seen_missing:
+                mt, mref = seen_missing[-1]
+                ev.add(mt, "log_never_created", f"log file never created: {launch.log_path} (launched at {cref})", mref,
+                       path=launch.log_path, run=launch.run)
+            else:
+                rep.notes.append(f"{cref}: log {launch.log_path} is not in the incident folder")
+            continue
+        rel = mine[0]
+        first = _first_written(known, rel)
+        size = (ctx.root / rel).stat().st_size if ctx.root is not None else None
+        if size == 0:
+            if end == end and t == t and (end - t).total_seconds() >= EMPTY_LOG_SECONDS:
+                ev.add(t + pd.Timedelta(seconds=EMPTY_LOG_SECONDS), "log_empty",
+                       f"log file empty: {launch.log_path} (0 bytes in the incident folder)", cref, path=launch.log_path, run=launch.run)
+        elif first is not None and t == t and (first - t).total_seconds() >= EMPTY_LOG_SECONDS:
+            gap = (first - t).total_seconds()
+            ev.add(t + pd.Timedelta(seconds=EMPTY_LOG_SECONDS), "log_empty",
+                   f"log file empty for {gap:.0f} s after launch: {launch.log_path}", cref, path=launch.log_path, run=launch.run)
+
+
+def _incident_files(ctx: LoadContext) -> list[str]:
+    if ctx.root is None or not Path(ctx.root).is_dir():
+        return []
+    root = Path(ctx.root)
+    return [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
+
+
+def _suffix_match(log_path: str, rel: str) -> int:
+    """How many trailing path components two paths share (0: different file names)."""
+    a, b = Path(log_path).parts[::-1], Path(rel).parts[::-1]
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _first_written(known: Incident | None, rel: str):
+    if known is None:
+        return None
+    times = [df.loc[df["source"] == rel, "time"].dropna() for df in (known.metrics, known.events) if len(df)]
+    times = [t for t in times if len(t)]
+    return min(t.min() for t in times) if times else None
+
+
+def _link_pid(row: dict, launch: Launch, t, known: Incident | None) -> None:
+    """The PID `ps` saw running this launch's command line, first seen within 2 min of it."""
+    if known is None or known.processes.empty or t != t or not launch.program:
+        return
+    p = known.processes
+    needle = f"{launch.program} {launch.args}".strip()
+    hit = p[p["command"].fillna("").str.contains(needle, regex=False) & ~p["command"].fillna("").str.contains(r"^(?:bash|sh) -c", regex=True)]
+    hit = hit[(hit["first_seen"] >= t - pd.Timedelta(seconds=1)) & (hit["first_seen"] <= t + pd.Timedelta(seconds=120))]
+    if len(hit):
+        row["pid"] = int(hit.sort_values("first_seen")["pid"].iloc[0])
+
+
+def load_shell_transcript(path, *, timezone: str = "UTC", host: str | None = None, root=None):
+    """Read an operator's shell transcript into events (commands, launches, what outputs say).
+
+    `root` is the incident folder the launch log paths are looked up in (default: none).
+    """
+    ctx = LoadContext(root=Path(root) if root else None, timezone=timezone, host=host)
+    return load_transcript(Path(path), ctx)
+
+
+def sniff_transcript(path: Path, head: bytes) -> float:
+    text = head.decode("utf-8", "replace")
+    lines = [ln for ln in text.splitlines()[:400] if ln.strip()]
+    if not lines:
+        return 0.0
+    stamped = sum(1 for ln in lines if _STAMPED.match(ln))
+    if stamped:
+        return 0.9
+    prompts = sum(1 for ln in lines if _PROMPT.match(ln) or _BARE.match(ln))
+    # A ps listing pasted with its prompt line is a ps listing: prompts must be a fair share.
+    return 0.7 if prompts >= 2 and prompts / len(lines) >= 0.1 else 0.0
+
+
+register(Format(
+    name="shell-transcript",
+    sniff=sniff_transcript,
+    load=load_transcript,
+    doc="operator shell transcripts: `[time] $ command` + output, or terminal pastes with prompts",
+    phase=1,
+))
