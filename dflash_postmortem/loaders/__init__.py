@@ -1,7 +1,13 @@
 """One module per source format; importing this package registers every format's sniffer."""
 
-from . import nvidia_smi  # noqa: F401  (registers its formats)
-from . import wandb_export, wandb_run  # noqa: F401  (registers the wandb formats)
+from . import (  # noqa: F401  (registers the wandb formats)
+    nvidia_smi,  # noqa: F401  (registers its formats)
+    process_log,  # noqa: F401
+    ps_snapshots,  # noqa: F401
+    shell_transcript,  # noqa: F401
+    wandb_export,
+    wandb_run,
+)
 from .registry import FORMATS, Format, LoadContext, register, sniff
 
 __all__ = ["FORMATS", "Format", "LoadContext", "register", "sniff"]

@@ -151,7 +151,8 @@ def load(path: Path, ctx: LoadContext):
 
 
 def _kind_of(fields: list[Field]) -> str:
-    return "gpu_processes" if any(f.column == "pid" for f in fields) else "gpus"
+    per_process = {QUERY_FIELDS[k].column for k in APPS_FIELDS}
+    return "gpu_processes" if any(f.column in per_process for f in fields) else "gpus"
 
 
 def _finish(rep, ctx: LoadContext, out: pd.DataFrame, fields: list[Field], events=None):

@@ -96,8 +96,8 @@ def load(path: Path, ctx: LoadContext):
         nums, b = parse_numbers(raw[c], None, 1.0)
         bad |= b
         out[field.column if field else f"{'pmon' if per_process else 'dmon'}_{c}"] = nums
-    out["time"] = _times(raw, ctx, rep)
-    bad |= out["time"].isna() & pd.Series("time" in cols, index=raw.index)
+    out["time"], bad_time = _times(raw, ctx, rep)
+    bad |= bad_time
     for j in np.flatnonzero(bad.to_numpy()):
         rep.bad(row_lines[j], "numbers or '-' in every column, and a valid date/time", " ".join(rows[j]))
     out = out[~bad.to_numpy()].reset_index(drop=True)
@@ -111,18 +111,20 @@ def load(path: Path, ctx: LoadContext):
     return from_frames(rep, **{frame: out})
 
 
-def _times(raw: pd.DataFrame, ctx: LoadContext, rep) -> pd.Series:
+def _times(raw: pd.DataFrame, ctx: LoadContext, rep) -> tuple[pd.Series, pd.Series]:
+    """(UTC times, rows whose date/time text is unreadable)."""
     n = len(raw)
+    none = pd.Series(pd.NaT, index=raw.index, dtype="datetime64[us, UTC]")
     if "time" not in raw.columns:
         rep.assume("captured without -o T: rows carry no time")
-        return pd.Series(pd.NaT, index=raw.index, dtype="datetime64[us, UTC]")
+        return none, pd.Series(False, index=raw.index)
     tod = pd.to_timedelta(raw["time"], errors="coerce")
     if "date" in raw.columns:
         day = pd.to_datetime(raw["date"], format="%Y%m%d", errors="coerce")
     else:
         if ctx.date is None:
             rep.assume("time of day only and no date known (set date in incident.toml): rows carry no time")
-            return pd.Series(pd.NaT, index=raw.index, dtype="datetime64[us, UTC]")
+            return none, tod.isna()
         # The clock going back by more than 12 h between rows is midnight, not a jump.
         secs = tod.dt.total_seconds().to_numpy()
         back = np.zeros(n, dtype=np.int64)
@@ -134,4 +136,5 @@ def _times(raw: pd.DataFrame, ctx: LoadContext, rep) -> pd.Series:
         if back.any():
             rep.assume("clock went back past midnight: later rows are on the next day")
     rep.assume(align.zone_assumption(ctx.timezone))
-    return align.localize(day + tod, ctx.timezone)
+    stamp = day + tod
+    return align.localize(stamp, ctx.timezone), stamp.isna()

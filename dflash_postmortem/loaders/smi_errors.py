@@ -74,7 +74,7 @@ def events_frame(errors: list[SmiError], ctx: LoadContext, source: str, times=No
     if times is None:
         times = [pd.NaT] * len(errors)
     return pd.DataFrame({
-        "time": pd.Series(pd.to_datetime(pd.Series(times, dtype="object")), dtype="datetime64[us, UTC]"),
+        "time": pd.to_datetime(pd.Series(times, dtype="object"), utc=True).astype("datetime64[us, UTC]"),
         "host": [ctx.host] * len(errors),
         "kind": [e.kind for e in errors],
         "message": [e.message for e in errors],

@@ -34,12 +34,13 @@ def load(path: Path, ctx: LoadContext):
             continue
         m = _GPU.match(line)
         if m:
-            rows.append({"time": None, "gpu": int(m.group("gpu")), "name": m.group("name"), "uuid": m.group("uuid"), "mig_devices": 0})
+            rows.append({"time": None, "gpu": int(m.group("gpu")), "name": m.group("name"), "uuid": m.group("uuid"), "mig_uuids": ""})
             rep.parsed += 1
             continue
         m = _MIG.match(line)
         if m and rows:
-            rows[-1]["mig_devices"] += 1
+            # MIG instances are not GPUs of the gpus frame; their UUIDs stay with their parent.
+            rows[-1]["mig_uuids"] = ",".join(filter(None, [rows[-1]["mig_uuids"], m.group("uuid")]))
             rep.parsed += 1
             continue
         rep.bad(i, "'GPU N: name (UUID: GPU-...)' or an indented MIG device line", line)

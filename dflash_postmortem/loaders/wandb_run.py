@@ -217,13 +217,19 @@ def canonical_metric(key: str) -> str:
     return THROUGHPUT if key in _THROUGHPUT_ALIASES else key
 
 
-def _history_frame(d: _Decoded, run: str, source: str, rep: FileReport) -> pd.DataFrame:
-    n_rows = len(d.hist_stepnum)
+def history_frame(row: list[int], key: list[str], value: list, stepnum: list[int], run: str,
+                  source: str, rep: FileReport) -> pd.DataFrame:
+    """History rows in long form: one row per (history row, numeric metric).
+
+    `row`, `key`, `value` are flat, one entry per logged value; `stepnum` gives each history row
+    the step to use when it carries no `_step` value.
+    """
+    n_rows = len(stepnum)
     if not n_rows:
         return pd.DataFrame()
-    keys = np.asarray(d.hist_key, dtype=object)
-    rows = np.asarray(d.hist_row, dtype=np.int64)
-    values, numeric = _numeric(_bulk_json(d.hist_val))
+    keys = np.asarray(key, dtype=object)
+    rows = np.asarray(row, dtype=np.int64)
+    values, numeric = _numeric(value)
 
     def per_row(name: str) -> np.ndarray:
         col = np.full(n_rows, np.nan)
@@ -234,7 +240,7 @@ def _history_frame(d: _Decoded, run: str, source: str, rep: FileReport) -> pd.Da
     steps = per_row("_step")
     no_step = np.isnan(steps)
     if no_step.any():
-        steps[no_step] = np.asarray(d.hist_stepnum, dtype=float)[no_step]
+        steps[no_step] = np.asarray(stepnum, dtype=float)[no_step]
     stamps = per_row("_timestamp")
     runtime = per_row("_runtime")
     keep = numeric & ~np.isin(keys, _HISTORY_SPECIAL)
@@ -430,7 +436,7 @@ def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, metadata: dict) ->
     run = ident.get("name") or ident.get("id") or path.stem
     host = ctx.host or ident.get("host") or env.get("host") or metadata.get("host")
     parts.run, parts.host = run, host
-    hist = _history_frame(d, run, source, rep)
+    hist = history_frame(d.hist_row, d.hist_key, _bulk_json(d.hist_val), d.hist_stepnum, run, source, rep)
     stats, gpus = _stats_frames(d, run, host, source, _gpu_info(env, metadata))
     parts.metrics += [hist, stats]
     parts.gpus.append(gpus)
