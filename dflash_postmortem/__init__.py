@@ -10,6 +10,9 @@ from .errors import (
 from .incident import Incident, RunInfo, load_incident
 from .load_report import FileReport, LoadReport
 from .loaders.nvidia_smi import load_nvidia_smi
+from .loaders.process_log import load_process_log
+from .loaders.ps_snapshots import load_ps_snapshots
+from .loaders.shell_transcript import load_shell_transcript
 from .loaders.wandb_run import load_wandb_run
 
 __version__ = "0.1.0"
@@ -26,5 +29,8 @@ __all__ = [
     "SourceFormatError",
     "load_incident",
     "load_nvidia_smi",
+    "load_process_log",
+    "load_ps_snapshots",
+    "load_shell_transcript",
     "load_wandb_run",
 ]
