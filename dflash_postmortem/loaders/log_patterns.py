@@ -136,6 +136,9 @@ METRIC_PATTERNS: tuple[MetricPattern, ...] = (
 # HF Trainer prints its log dict with Python repr: parsed with ast.literal_eval, numbers kept.
 HF_DICT_KEYWORD = b"{'"
 HF_DICT = re.compile(r"\{'[\w./-]+': [^{}]*\}")
+# A dict is a Trainer log only if it holds one of these keys (not a config or a token map).
+HF_DICT_KEYS = {"loss", "eval_loss", "train_loss", "epoch", "learning_rate", "grad_norm", "train_runtime",
+                "train_samples_per_second", "train_steps_per_second"}
 
 # A tqdm bar: `desc: 3%|▎  | 4/157 [00:59<37:27, 14.69s/it, k=v, ...]`
 BAR_KEYWORDS = (b"it/s", b"s/it")
@@ -169,6 +172,7 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("nccl_timeout", "nccl_watchdog_exception", "detected by watchdog", r"Exception \(either an error or timeout\) detected by watchdog"),
     _event("oom", "cuda_oom", "out of memory", r"(?i)(CUDA|HIP)? ?out of memory"),
     _event("oom", "oom_error", "OutOfMemoryError", r"OutOfMemoryError"),
+    _event("stage", "elastic_start_workers", "ing worker group", r"\b(Starting|Stopping) worker group"),
     _event("elastic_restart", "elastic_will_restart", "will restart worker group", r"will restart worker group"),
     _event("elastic_restart", "elastic_restart_count", "restart_count=", r"^\s*restart_count=[1-9]"),
     _event("exit", "elastic_child_failed", "failed (exitcode:", r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<rank>\d+) \(pid: (?P<pid>\d+)\)"),
@@ -208,8 +212,9 @@ _ISO = (
 )
 TIMESTAMPS: tuple[tuple[str, re.Pattern], ...] = (
     ("iso", re.compile(_ISO)),
-    # glog / absl / c10: I0912 11:40:27.956218 (month and day, no year)
-    ("glog", re.compile(r"^\[?[IWEF](?P<month>\d{2})(?P<day>\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,9}))?")),
+    # glog / absl / c10: I0912 11:40:27.956218, [E626 06:24:44.9...] (month and day, no year;
+    # c10 drops the month's leading zero)
+    ("glog", re.compile(r"^\[?[IWEF](?P<month>\d{1,2})(?P<day>\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,9}))?")),
     ("syslog", re.compile(r"^(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) (?P<time>\d{2}:\d{2}:\d{2})")),
     ("clock", re.compile(r"^\[?(?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?\]?\s")),
 )

@@ -131,7 +131,7 @@ def find_stamp(text: str) -> tuple[_Stamp | None, int]:
                 return _Stamp("iso", iso + z, aware=True), m.end()
             return _Stamp("iso", iso), m.end()
         if form == "glog":
-            return _Stamp("monthday", f"{g['month']}-{g['day']}T{g['time']}.{frac}"), m.end()
+            return _Stamp("monthday", f"{int(g['month']):02d}-{g['day']}T{g['time']}.{frac}"), m.end()
         if form == "syslog":
             return _Stamp("monthday", f"{lp.MONTHS[g['mon']]:02d}-{int(g['day']):02d}T{g['time']}.000000"), m.end()
         return _Stamp("clock", f"{g['time']}.{frac}"), m.end()
@@ -353,6 +353,8 @@ class LogScanner:
                     d = ast.literal_eval(m.group(0))
                 except (ValueError, SyntaxError):
                     d = {}
+                if not isinstance(d, dict) or not lp.HF_DICT_KEYS & set(d):
+                    d = {}
                 nums = {k: v for k, v in d.items() if isinstance(v, int | float) and not isinstance(v, bool)}
                 step = _int(d.get("step")) if "step" in d else None
                 for k, v in nums.items():
@@ -566,7 +568,7 @@ def load_process_log(path, *, timezone: str = "UTC", host: str | None = None, ru
 
 # -- sniffing ---------------------------------------------------------------------------------
 _STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring input", "torch.distributed.elastic",
-           "ProcessGroupNCCL")
+           "torch.distributed.run", "elastic_operator", "ProcessGroupNCCL")
 
 
 def sniff_log(path: Path, head: bytes) -> float:

@@ -1,0 +1,254 @@
+"""Training logs: the bundled capture's tok/s lines, the real-world fixtures, and bad input."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import pandas as pd
+import pytest
+
+import dflash_postmortem as pm
+from dflash_postmortem.loaders import process_log
+from dflash_postmortem.loaders.process_log import sniff_log
+
+TRAIN_LOGS = ("train.log", "train_opt.log", "train_opt2.log")
+
+
+def _load(path, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.load_process_log(path, **kw)
+
+
+@pytest.mark.parametrize("name", TRAIN_LOGS)
+def test_tok_per_s_equals_the_lines_of_the_log(bundled_dir, name):
+    path = bundled_dir / "logs" / name
+    text = path.read_text()
+    expected = [float(v) for v in re.findall(r"tok/s (\d+)", text)]
+    inc = _load(path)
+    tps = inc.metrics[inc.metrics["metric"] == "train/tok_per_s"]
+    assert len(expected) > 50
+    assert tps["value"].tolist() == expected
+    assert tps["run"].nunique() == 1
+    assert tps["time"].notna().all()
+    rep = inc.load_report.files[0]
+    assert rep.balanced and rep.read == len(text.splitlines())
+
+
+def test_dflash_line_values_run_step_time_ref(bundled_dir):
+    inc = _load(bundled_dir / "logs" / "train.log")
+    first = inc.metrics[inc.metrics["metric"] == "train/tok_per_s"].iloc[0]
+    assert (first["run"], first["step"], first["value"]) == ("baseline", 5, 11958.0)
+    assert first["time"] == pd.Timestamp("2026-11-30 05:20:58", tz="UTC")
+    assert first["ref"].endswith("train.log:8")
+    loss = inc.metrics[inc.metrics["metric"] == "train/loss"].iloc[0]
+    assert loss["value"] == pytest.approx(11.9410)
+
+
+def test_stages_and_training_start_stop(bundled_dir):
+    ev = _load(bundled_dir / "logs" / "train.log").events
+    assert ev["kind"].tolist() == ["stage"] * 6 + ["training_start", "training_stop"]
+    stop = ev[ev["kind"] == "training_stop"].iloc[0]
+    assert stop["time"] == pd.Timestamp("2026-11-30 05:21:55", tz="UTC") and stop["ref"].endswith("train.log:211")
+    # the regressed run was killed: it starts training and never says it stopped
+    ev2 = _load(bundled_dir / "logs" / "train_opt.log").events
+    assert "training_start" in set(ev2["kind"]) and "training_stop" not in set(ev2["kind"])
+
+
+def test_incident_loads_train_logs_as_training_logs(bundled_dir):
+    inc = pm.load_incident(bundled_dir)
+    for name in TRAIN_LOGS:
+        assert inc.load_report[f"logs/{name}"].format == "training-log"
+    m = inc.metrics[inc.metrics["source"].isin([f"logs/{n}" for n in TRAIN_LOGS])]
+    counts = m[m["metric"] == "train/tok_per_s"].groupby("run").size().to_dict()
+    assert counts == {"baseline": 203, "regressed": 71, "fixed": 297}
+
+
+# -- real-world fixtures: (file, metric, count, first value) -------------------------------------
+FIXTURE_METRICS = [
+    ("torchtitan-tps-mfu-gc-profiler.log", "train/tok_per_s", 6, 5856.0),
+    ("torchtitan-multirank-duplicate-lines-grad-norm.log", "train/tok_per_s", 8, 10050.0),
+    ("megatron-mixtral-16xh100-tflops.log", "train/tflops_per_gpu", 3, 243.6),
+    ("megatron-llm-no-throughput-field.log", "train/iter_time_ms", 4, 86545.2),
+    ("nanogpt-termux-mfu-sentinel-nan.log", "train/iter_time_ms", 91, 10268.08),
+    ("modded-nanogpt-8xh100-tail.log", "train/step_avg_ms", 18, 129.82),
+    ("fairseq-legacy-wps-words-per-sec.log", "train/words_per_s", 10, 962.0),
+    ("paddleseg-ips-samples-per-sec.log", "train/samples_per_s", 7, 3.7425),
+    ("bionemo-nemo2-train-step-timing.log", "train/step_time_s", 6, 0.03146),
+    ("tf-od-api-absl-per-step-time.log", "train/step_time_s", 9, 0.813),
+    ("tqdm-tokens-per-sec-nohup-excerpt.log", "train/tok_per_s", 5, 314.0),
+    ("hf-trainer-tqdm-lineno-prefixed-llamafactory.log", "train/loss", 1, 0.0),
+    ("lightning-bar-single-line-nnue.log", "train/it_per_s", 1, 13.47),
+]
+
+
+@pytest.mark.parametrize(("name", "metric", "count", "first"), FIXTURE_METRICS)
+def test_fixture_metrics(fixtures_dir, name, metric, count, first):
+    inc = _load(fixtures_dir / "train-log" / name)
+    rows = inc.metrics[inc.metrics["metric"] == metric]
+    assert len(rows) == count
+    assert rows["value"].iloc[0] == pytest.approx(first)
+    assert inc.load_report.files[0].balanced
+
+
+FIXTURE_EVENTS = [
+    ("nccl-watchdog-old-format-ofa-8xv100.log", "nccl_timeout", 5),
+    ("nccl-watchdog-new-format-basicsr.log", "nccl_timeout", 5),
+    ("nccl-watchdog-lineno-prefixed-llamafactory.log", "nccl_timeout", 4),
+    ("tqdm-bar-glued-nccl-watchdog-lightning.log", "nccl_timeout", 5),
+    ("torchelastic-worker-group-restart-attempt1.log", "elastic_restart", 2),
+    ("torchrun-childfailed-exitcode-9-llama.log", "traceback", 1),
+    ("torch-distributed-launch-py36-childfailed.log", "traceback", 1),
+    ("accelerate-stderr-prefixed-sigterm-llamafactory.log", "signal", 3),
+    ("nohup-accelerate-swanlab-hf-trainer-excerpt.log", "nohup", 1),
+]
+
+
+@pytest.mark.parametrize(("name", "kind", "count"), FIXTURE_EVENTS)
+def test_fixture_events(fixtures_dir, name, kind, count):
+    ev = _load(fixtures_dir / "train-log" / name).events
+    assert (ev["kind"] == kind).sum() == count
+
+
+def test_every_fixture_loads_balanced(fixtures_dir):
+    for path in sorted((fixtures_dir / "train-log").iterdir()):
+        inc = _load(path)
+        rep = inc.load_report.files[0]
+        assert rep.balanced, rep.summary()
+        assert rep.read == len(path.read_bytes().splitlines())
+
+
+def test_torchrun_exit_and_whole_traceback(fixtures_dir):
+    ev = _load(fixtures_dir / "train-log" / "torchrun-childfailed-exitcode-9-llama.log").events
+    ex = ev[ev["kind"] == "exit"].iloc[0]
+    assert (ex["exit_code"], ex["pid"], ex["rank"]) == (-9, 333202, 0)
+    tb = ev[ev["kind"] == "traceback"].iloc[0]
+    assert tb["lines"] == 14 and tb["pattern"] == "ChildFailedError"
+    assert tb["message"].startswith("Traceback") and "ChildFailedError" in tb["message"].splitlines()[-1]
+
+
+def test_nanogpt_mfu_sentinel_is_nan_not_minus_100(fixtures_dir):
+    m = _load(fixtures_dir / "train-log" / "nanogpt-termux-mfu-sentinel-nan.log").metrics
+    mfu = m[m["metric"] == "train/mfu_pct"]
+    assert pd.isna(mfu["value"].iloc[0]) and mfu["value"].iloc[1] == pytest.approx(0.01)
+    loss = m[m["metric"] == "train/loss"]
+    assert loss["value"].isna().sum() > 0  # 'loss nan' lines stay NaN, not dropped
+
+
+def test_rank_prefix_and_comma_thousands(fixtures_dir):
+    m = _load(fixtures_dir / "train-log" / "torchtitan-tps-mfu-gc-profiler.log").metrics
+    tps = m[m["metric"] == "train/tok_per_s"]
+    assert tps["rank"].tolist() == [0] * 6
+    assert tps["step"].tolist() == [200, 210, 220, 230, 240, 250]
+    assert tps["time"].iloc[0] == pd.Timestamp("2025-06-16 22:30:50.322", tz="UTC")
+
+
+def test_custom_format_needs_a_user_pattern(fixtures_dir):
+    path = fixtures_dir / "train-log" / "llm-pretrain-custom-ntokens.log"
+    assert _load(path).metrics.empty  # no throughput unit: nothing is guessed
+    pat = {"name": "ntokens", "regex": r"batch: (?P<step>\d+), time: [\d.]+, ntokens: (?P<value>[\d.]+)/", "metric": "train/tokens_per_batch"}
+    m = _load(path, patterns=[pat]).metrics
+    assert len(m) == 13 and m["value"].iloc[0] == pytest.approx(485.2) and m["step"].iloc[0] == 20
+
+
+def test_glog_times_need_a_year(fixtures_dir):
+    path = fixtures_dir / "train-log" / "nccl-watchdog-new-format-basicsr.log"
+    ev = _load(path).events
+    assert ev["time"].isna().all()
+    assert any("no year" in a for a in _load(path).load_report.files[0].assumptions)
+    ev = _load(path, date="2025-06-26").events
+    assert ev["time"].iloc[0] == pd.Timestamp("2025-06-26 06:24:44.903881", tz="UTC")
+
+
+def test_sniffer_claims_logs_not_other_text(bundled_dir, fixtures_dir):
+    head = (bundled_dir / "logs" / "train.log").read_bytes()[:65536]
+    assert sniff_log(bundled_dir / "logs" / "train.log", head) >= 0.5
+    readme = (bundled_dir / "README.md").read_bytes()
+    assert sniff_log(bundled_dir / "README.md", readme) == 0.0
+
+
+# -- bad input -----------------------------------------------------------------------------------
+def _balanced(inc):
+    rep = inc.load_report.files[0]
+    assert rep.parsed + rep.n_skipped == rep.read, rep.summary()
+    return rep
+
+
+def test_non_utf8_and_nul_bytes(tmp_path):
+    p = tmp_path / "bad.log"
+    p.write_bytes(
+        b"2026-11-30 05:20:58 [a] step 5 loss 1.0 tok/s 100 queue 1\n"
+        b"\xff\xfe garbage \x80\n"
+        b"2026-11-30 05:20:59 [a] step 10 loss 1.0 tok/s 200\x00\x00 queue 1\n"
+        + b"\x00" * 100 + b"\n"
+    )
+    inc = _load(p)
+    rep = _balanced(inc)
+    assert rep.read == 4
+    assert inc.metrics.query("metric == 'train/tok_per_s'")["value"].tolist() == [100.0, 200.0]
+    notes = " ".join(rep.notes)
+    assert "NUL bytes" in notes and "not UTF-8" in notes
+
+
+def test_ten_megabyte_line_is_counted_not_held(tmp_path, monkeypatch):
+    monkeypatch.setattr(process_log, "BLOCK_BYTES", 1 << 16)
+    p = tmp_path / "long.log"
+    with open(p, "wb") as f:
+        f.write(b"2026-11-30 05:20:58 [a] step 5 loss 1.0 tok/s 100\n")
+        f.write(b"x" * (10 << 20) + b"\n")
+        f.write(b"2026-11-30 05:21:00 [a] step 10 loss 1.0 tok/s 300\n")
+    inc = _load(p)
+    rep = _balanced(inc)
+    assert rep.read == 3
+    assert any("longer than" in r for r in rep.skipped)
+    assert inc.metrics.query("metric == 'train/tok_per_s'")["value"].tolist() == [100.0, 300.0]
+
+
+def test_interleaved_ranks_keep_every_row(tmp_path):
+    lines = []
+    for step in range(1, 6):
+        for rank in (0, 1):
+            lines.append(f"[rank{rank}]:[titan] 2025-06-16 22:30:{step:02d},000 - root - INFO - step: {step}  loss:  6.0  tps: {1000 + rank}  tflops: 1.0  mfu: 1.0%")
+    lines.insert(3, "[rank1]:Traceback (most recent call last):")
+    lines.insert(4, '[rank1]:  File "x.py", line 1, in <module>')
+    lines.insert(5, "[rank1]:RuntimeError: boom")
+    p = tmp_path / "ranks.log"
+    p.write_text("\n".join(lines) + "\n")
+    inc = _load(p)
+    _balanced(inc)
+    tps = inc.metrics[inc.metrics["metric"] == "train/tok_per_s"]
+    assert tps.groupby("rank").size().to_dict() == {0: 5, 1: 5}
+    tb = inc.events[inc.events["kind"] == "traceback"].iloc[0]
+    assert tb["rank"] == 1 and tb["lines"] == 3 and tb["pattern"] == "RuntimeError"
+
+
+def test_carriage_return_bars_keep_last_state(tmp_path):
+    bar = "Training:  {p}%|##| {n}/100 [00:0{n}<00:10, {r}it/s, loss=0.{n}]"
+    line = "\r".join(bar.format(p=n, n=n, r=2.0 + n) for n in range(1, 6))
+    p = tmp_path / "bar.log"
+    p.write_text("\x1b[32mstart\x1b[0m\n" + line + "\n")
+    inc = _load(p)
+    rep = _balanced(inc)
+    prog = inc.events[inc.events["kind"] == "progress"]
+    assert len(prog) == 1 and "5/100" in prog["message"].iloc[0]
+    assert any("redraws" in n for n in rep.notes)
+    assert inc.metrics[inc.metrics["metric"] == "train/it_per_s"]["value"].tolist() == [3.0, 4.0, 5.0, 6.0, 7.0]
+
+
+def test_not_a_log(tmp_path):
+    p = tmp_path / "blob.bin"
+    p.write_bytes(bytes(range(256)) * 400)
+    inc = _load(p)
+    rep = _balanced(inc)
+    assert inc.metrics.empty and rep.read > 0
+    assert sniff_log(p, p.read_bytes()[:65536]) == 0.0
+
+
+def test_empty_file(tmp_path):
+    p = tmp_path / "empty.log"
+    p.write_bytes(b"")
+    inc = _load(p)
+    rep = _balanced(inc)
+    assert rep.read == 0 and inc.metrics.empty and inc.events.empty
+    pm.Incident.validate(inc)
