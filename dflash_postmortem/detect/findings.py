@@ -1,0 +1,72 @@
+"""The findings frame every detector returns, and how a finding cites its evidence.
+
+A finding is one claim about the incident: what (kind, title, detail), when (start, end), how bad
+(severity), the numbers behind it, and `evidence`: `file:line` references into the incident's own
+files, so that every claim can be checked by opening the line it cites.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..schema import TIME
+
+COLUMNS = ("kind", "start", "end", "severity", "title", "detail", "evidence", "numbers")
+SEVERITIES = ("info", "warning", "critical")
+
+
+def empty() -> pd.DataFrame:
+    """No findings: a frame with the columns, never None."""
+    return frame([])
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    """Findings rows -> the findings frame, ordered by start time."""
+    df = pd.DataFrame(rows, columns=list(COLUMNS))
+    for col in ("start", "end"):
+        df[col] = pd.to_datetime(df[col], utc=True).astype(TIME) if len(df) else pd.Series(dtype=TIME)
+    for col in ("kind", "severity", "title", "detail"):
+        df[col] = df[col].astype("string")
+    for col in ("evidence", "numbers"):
+        df[col] = df[col].astype(object)
+    return df.sort_values("start", kind="stable", na_position="last").reset_index(drop=True)
+
+
+def finding(kind: str, start, end, severity: str, title: str, detail: str,
+            evidence: list[str], numbers: dict) -> dict:
+    assert severity in SEVERITIES, severity
+    return {
+        "kind": kind, "start": start, "end": end, "severity": severity, "title": title,
+        "detail": detail, "evidence": unique(evidence), "numbers": numbers,
+    }
+
+
+def refs(df: pd.DataFrame, limit: int | None = None) -> list[str]:
+    """`file:line` references of a frame's rows: its `ref` column, or `source` + `line`."""
+    if df is None or df.empty:
+        return []
+    if "ref" in df.columns:
+        out = df["ref"].dropna().astype(str).tolist()
+    elif "line" in df.columns and "source" in df.columns:
+        ok = df.dropna(subset=["source", "line"])
+        out = [f"{s}:{int(n)}" for s, n in zip(ok["source"], ok["line"], strict=True)]
+    else:
+        out = []
+    out = unique([r for r in out if r])
+    return out if limit is None else out[:limit]
+
+
+def unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def ref_line(ref: str) -> tuple[str, int] | None:
+    """Split 'file:line' (the file name itself may hold colons)."""
+    path, _, line = str(ref).rpartition(":")
+    return (path, int(line)) if path and line.isdigit() else None
+
+
+def shifted(ref: str, by: int) -> str | None:
+    """The reference `by` lines after `ref` (a command's output follows its prompt line)."""
+    split = ref_line(ref)
+    return None if split is None else f"{split[0]}:{split[1] + by}"

@@ -1,0 +1,160 @@
+"""What each launch command led to: its flags, its process, its log, its run, its first step.
+
+Shared by the restart and throughput detectors: a launch is only known to have started training
+when a new process running its script appears after it, its log fills, and steps are logged. A
+python process that was already there before the launch proves nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import PurePosixPath
+
+import pandas as pd
+
+from ..incident import Incident
+
+# The script and its arguments, up to the first redirect, pipe, separator or closing quote.
+_INVOCATION = re.compile(r"(?P<script>[\w./~-]+\.py)(?P<args>(?:\s+(?![0-9]?[<>|;&'\"])[^\s<>|;&'\"]+)*)")
+_REDIRECT = re.compile(r"(?<![0-9&])(?:1?>{1,2}|&>)\s*(?P<path>[^\s;&|'\"]+)")
+_SHELLS = re.compile(r"^\s*(?:\S*/)?(?:ba|z|da)?sh\s+-c\b|^\s*(?:tmux|screen|ssh|pct|docker|kubectl|nohup|setsid)\b")
+STARTUP_SLACK = pd.Timedelta(seconds=60)  # ps START has minute resolution
+
+
+def invocation(command: str) -> tuple[str | None, dict[str, str]]:
+    """The python script a command line runs and its `--flag value` arguments."""
+    m = _INVOCATION.search(command or "")
+    if not m:
+        return None, {}
+    try:
+        tokens = shlex.split(m.group("args"))
+    except ValueError:
+        tokens = m.group("args").split()
+    flags: dict[str, str] = {}
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.startswith("-"):
+            key, eq, val = tok.partition("=")
+            if not eq:
+                nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+                if nxt is not None and not nxt.startswith("--"):
+                    val, i = nxt, i + 1
+                else:
+                    val = "true"
+            flags[key] = val
+        i += 1
+    return PurePosixPath(m.group("script")).name, flags
+
+
+def log_target(command: str) -> str | None:
+    """Where a launch sends its stdout: the `> file` redirect or the `| tee file` target."""
+    m = _REDIRECT.search(command or "")
+    if m and m.group("path") not in ("/dev/null",) and not m.group("path").startswith("&"):
+        return m.group("path")
+    tee = re.search(r"\|\s*tee\s+(?:-a\s+)?(?P<path>[^\s;&|'\"]+)", command or "")
+    return tee.group("path") if tee else None
+
+
+def flag_key(name: str) -> str:
+    """`--use-reentrant` and wandb's `use_reentrant` name the same setting."""
+    return name.lstrip("-").replace("-", "_").lower()
+
+
+def _col(df: pd.DataFrame, name: str) -> pd.Series:
+    return df[name] if name in df.columns else pd.Series(pd.NA, index=df.index, dtype=object)
+
+
+def launch_events(inc: Incident) -> pd.DataFrame:
+    """Launch events with the command line, script, flags and log path each one names.
+
+    The command line is the transcript's `command` event at the same reference when there is
+    one (a launch event's message may be a summary); flags are parsed from it here.
+    """
+    ev = inc.events
+    rows = ev[ev["kind"] == "launch"].copy()
+    if rows.empty:
+        return rows.assign(script=pd.Series(dtype=object), flags=pd.Series(dtype=object),
+                           command=pd.Series(dtype=object))
+    cmds = ev[(ev["kind"] == "command") & ev["ref"].notna()].drop_duplicates("ref").set_index("ref")["message"]
+    rows["command"] = [cmds.get(r, m) if isinstance(r, str) else m
+                       for r, m in zip(rows["ref"], rows["message"], strict=True)]
+    parsed = [invocation(str(c)) for c in rows["command"]]
+    program = _col(rows, "program")
+    rows["script"] = [p[0] or (PurePosixPath(str(g)).name if isinstance(g, str) else None)
+                      for p, g in zip(parsed, program, strict=True)]
+    rows["flags"] = [p[1] for p in parsed]
+    given = _col(rows, "log_path")
+    rows["log_path"] = [g.strip("'\"") if isinstance(g, str) and g else log_target(str(c))
+                        for g, c in zip(given, rows["command"], strict=True)]
+    return rows.sort_values("time", kind="stable").reset_index(drop=True)
+
+
+def is_trainer(command: str, script: str | None) -> bool:
+    """A process running the launched script itself, not a shell or session wrapping it."""
+    if not command or not script or script not in command:
+        return False
+    return not _SHELLS.search(command)
+
+
+def _log_sources(inc: Incident) -> pd.DataFrame:
+    """Each log-like source: its file name and the first and last time it says anything."""
+    parts = [df[["source", "time"]] for df in (inc.metrics, inc.events) if not df.empty]
+    if not parts:
+        return pd.DataFrame(columns=["source", "name", "first", "last"])
+    both = pd.concat(parts).dropna()
+    g = both.groupby("source")["time"].agg(["min", "max"]).reset_index()
+    g.columns = ["source", "first", "last"]
+    g["name"] = [PurePosixPath(str(s)).name for s in g["source"]]
+    return g
+
+
+def outcomes(inc: Incident) -> pd.DataFrame:
+    """One row per launch: what appeared after it (process, log, GPU memory, first step)."""
+    launches = launch_events(inc)
+    if launches.empty:
+        return launches
+    logs = _log_sources(inc)
+    procs = inc.processes.copy()
+    tok = inc.metrics[inc.metrics["metric"] == "train/tok_per_s"]
+    out = []
+    for i, L in launches.iterrows():
+        nxt = launches["time"].iloc[i + 1] if i + 1 < len(launches) else None
+        row = L.to_dict()
+        # The process this launch started: first seen after it (and before the next launch
+        # claims it), running its script, started no earlier than the launch.
+        cand = procs[procs["command"].fillna("").map(lambda c, s=L["script"]: is_trainer(str(c), s)).astype(bool)]
+        seen = cand["first_seen"].fillna(cand["started"])
+        started = cand["started"].fillna(cand["first_seen"])
+        mine = cand[(seen >= L["time"]) & (started >= L["time"].floor("min") - pd.Timedelta(0))
+                    & ((seen < nxt) if nxt is not None else True)]
+        row["process"] = mine.iloc[0] if len(mine) else None
+        row["stale"] = cand[started < L["time"].floor("min")] if len(cand) else cand
+        # Its log: a source with the redirect target's file name whose first line follows it.
+        log = None
+        if isinstance(L["log_path"], str):
+            name = PurePosixPath(L["log_path"]).name
+            hit = logs[(logs["name"] == name) & (logs["first"] >= L["time"])]
+            if nxt is not None:
+                hit = hit[hit["first"] < nxt]
+            log = hit.iloc[0] if len(hit) else None
+        row["log"] = log
+        run = None
+        if log is not None:
+            runs = tok[tok["source"] == log["source"]]["run"].dropna()
+            run = runs.iloc[0] if len(runs) else None
+        if run is None and isinstance(L.get("run"), str) and L.get("run"):
+            run = L.get("run")
+        if run is None:
+            run = L["flags"].get("--run-name") or L["flags"].get("--run_name")
+        row["run"] = run
+        if log is not None:
+            steps = tok[(tok["source"] == log["source"]) & (tok["time"] >= L["time"])]
+        elif not isinstance(L["log_path"], str) and run is not None:
+            steps = tok[(tok["run"] == run) & (tok["time"] >= L["time"])]
+        else:
+            steps = tok.iloc[:0]
+        row["first_step"] = steps.sort_values("time").iloc[0] if len(steps) else None
+        out.append(row)
+    return pd.DataFrame(out)

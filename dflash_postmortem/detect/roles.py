@@ -1,0 +1,140 @@
+"""GPU roles: the split incident.toml expects (target on these GPUs, drafter on those) against
+the memory footprint each GPU actually shows, and GPUs that hold memory while doing nothing.
+
+Each GPU sample is classed heavy (>= HEAVY_FRACTION x the busiest GPU at that time), light
+(holding memory, below that) or empty. The expected split maps the role named in `heavy_roles`
+(default: "target") to heavy and every other role to light. A split that differs from the
+expected one and holds for at least `min_minutes` is a mismatch; short differences are loading.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..incident import Incident
+from . import findings
+
+HEAVY_FRACTION = 0.4
+HELD_MIB = 1024.0
+IDLE_UTIL_PCT = 5.0
+MIN_MINUTES = 5.0
+
+
+def _classes(g: pd.DataFrame) -> pd.DataFrame:
+    """Per sample time: each GPU's class (heavy / light / empty)."""
+    g = g.dropna(subset=["gpu", "memory_used_mib"]).copy()
+    g["t"] = g["time"].dt.floor("s")
+    peak = g.groupby("t")["memory_used_mib"].transform("max")
+    g["cls"] = "empty"
+    g.loc[g["memory_used_mib"] >= HELD_MIB, "cls"] = "light"
+    g.loc[(g["memory_used_mib"] >= HEAVY_FRACTION * peak) & (g["memory_used_mib"] >= HELD_MIB), "cls"] = "heavy"
+    return g
+
+
+def _stretches(keys: pd.Series) -> list[tuple[int, int]]:
+    """Index ranges [a, b) of consecutive equal values."""
+    out, a = [], 0
+    vals = keys.tolist()
+    for i in range(1, len(vals) + 1):
+        if i == len(vals) or vals[i] != vals[a]:
+            out.append((a, i))
+            a = i
+    return out
+
+
+def detect_role_mismatch(inc: Incident, min_minutes: float | None = None) -> pd.DataFrame:
+    """Sustained GPU splits that differ from the expected roles; GPUs allocated but idle."""
+    roles = inc.config.roles
+    opts = inc.config.detect
+    min_dur = pd.Timedelta(minutes=min_minutes if min_minutes is not None
+                           else float(opts.get("roles_min_minutes", MIN_MINUTES)))
+    g = inc.gpus
+    if g.empty or g["memory_used_mib"].isna().all():
+        return findings.empty()
+    host = g["host"].fillna("").iloc[0]
+    g = _classes(g[g["host"].fillna("") == host])
+    rows = []
+    if roles:
+        heavy_roles = set(opts.get("heavy_roles", ["target"]))
+        expected = {gpu: ("heavy" if role in heavy_roles else "light")
+                    for role, gpus in roles.items() for gpu in gpus}
+        wide = g.pivot_table(index="t", columns="gpu", values="cls", aggfunc="first")
+        wide = wide.reindex(columns=sorted(expected)).dropna()
+        key = wide.apply(lambda r: tuple(r), axis=1)
+        for a, b in _stretches(key):
+            if b - a < 2:
+                continue
+            split = key.iloc[a]
+            t0, t1 = wide.index[a], wide.index[b - 1]
+            if "heavy" not in split or t1 - t0 < min_dur:
+                continue  # nothing loaded (idle, or between runs) or too short to be more than loading
+            observed = dict(zip(wide.columns, split, strict=True))
+            wrong = {gpu: c for gpu, c in observed.items() if c != expected[gpu]}
+            if not wrong:
+                continue
+            n_heavy = sum(c == "heavy" for c in split)
+            n_light = sum(c != "heavy" for c in split)
+            exp_heavy = sum(c == "heavy" for c in expected.values())
+            exp_text = " + ".join(f"{len(v)} {k}" for k, v in roles.items())
+            during = g[(g["t"] >= t0) & (g["t"] <= t1)]
+            mem = during.groupby("gpu")["memory_used_mib"].median().round(0)
+            mem = {int(k): float(v) for k, v in mem.items()}
+            ev = inc.events
+            seen = ev[(ev["kind"] == "gpu_query") & (ev["time"] >= t0) & (ev["time"] <= t1 + pd.Timedelta(seconds=1))]
+            rows.append(findings.finding(
+                "role_mismatch", t0, t1, "warning",
+                f"GPU roles: observed {n_heavy} heavy + {n_light} light, expected {exp_text}",
+                f"From {t0:%H:%M:%S} to {t1:%H:%M:%S} the memory footprint shows {n_heavy} heavy and "
+                f"{n_light} light GPUs; incident.toml expects {exp_text} "
+                f"({exp_heavy} heavy). Out of place: "
+                + ", ".join(f"GPU {gpu} is {c} ({mem.get(int(gpu), float('nan')):.0f} MiB), expected {expected[gpu]}"
+                            for gpu, c in wrong.items()) + ".",
+                _query_refs(inc, seen) + findings.refs(during[during["t"] == t0]),
+                {"observed_heavy": n_heavy, "observed_light": n_light, "expected_heavy": exp_heavy,
+                 "expected_light": len(expected) - exp_heavy, "gpus_out_of_place": [int(x) for x in wrong],
+                 "memory_mib": mem}))
+    rows += _idle_allocated(g, min_dur)
+    return findings.frame(rows)
+
+
+def _query_refs(inc: Incident, queries: pd.DataFrame) -> list[str]:
+    """An nvidia-smi answer in a transcript: its prompt line and the output lines after it."""
+    out = []
+    cmds = inc.events[inc.events["kind"] == "command"]
+    for _, q in queries.iterrows():
+        if not isinstance(q.get("ref"), str):
+            continue
+        out.append(q["ref"])
+        same = cmds[cmds["ref"] == q["ref"]]
+        text = same["output"].iloc[0] if len(same) and "output" in same.columns else None
+        if isinstance(text, str):
+            out += [findings.shifted(q["ref"], k) for k in range(1, len(text.splitlines()) + 1)]
+    return out
+
+
+def _idle_allocated(g: pd.DataFrame, min_dur: pd.Timedelta) -> list[dict]:
+    """A GPU that holds memory at ~0 % utilization for min_dur while other GPUs are busy."""
+    if g["util_gpu_pct"].isna().all():
+        return []
+    busy_any = g.groupby("t")["util_gpu_pct"].transform("max") >= 20
+    g = g.assign(idle=(g["cls"] != "empty") & (g["util_gpu_pct"] < IDLE_UTIL_PCT) & busy_any)
+    out = []
+    for gpu, one in g.sort_values("t").groupby("gpu"):
+        for a, b in _stretches(one["idle"].reset_index(drop=True)):
+            if not one["idle"].iloc[a]:
+                continue
+            t0, t1 = one["t"].iloc[a], one["t"].iloc[b - 1]
+            if t1 - t0 < min_dur:
+                continue
+            part = one.iloc[a:b]
+            out.append(findings.finding(
+                "idle_allocated_gpu", t0, t1, "warning",
+                f"GPU {int(gpu)} holds {part['memory_used_mib'].median():.0f} MiB but sits idle",
+                f"GPU {int(gpu)} held {part['memory_used_mib'].median():.0f} MiB at "
+                f"{part['util_gpu_pct'].max():.0f} % utilization or less from {t0:%H:%M:%S} to "
+                f"{t1:%H:%M:%S} while other GPUs were busy.",
+                findings.refs(part, 3),
+                {"gpu": int(gpu), "memory_mib": float(part["memory_used_mib"].median()),
+                 "max_util_pct": float(part["util_gpu_pct"].max()),
+                 "minutes": (t1 - t0).total_seconds() / 60}))
+    return out

@@ -1,0 +1,51 @@
+"""Stalls: the job looks alive (processes running, GPU memory held) but nothing moves (GPU
+utilization near zero and no training step) for longer than a threshold.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..incident import Incident
+from . import findings
+
+THRESHOLD_S = 300.0
+IDLE_UTIL_PCT = 5.0
+HELD_MIB = 1024.0
+
+
+def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFrame:
+    """Stretches longer than the threshold with memory held, ~0 % utilization and no step."""
+    threshold = pd.Timedelta(seconds=threshold_s if threshold_s is not None
+                             else float(inc.config.detect.get("stall_s", THRESHOLD_S)))
+    g = inc.gpus.dropna(subset=["memory_used_mib", "util_gpu_pct"])
+    if g.empty:
+        return findings.empty()
+    per = g.assign(t=g["time"].dt.floor("s")).groupby("t").agg(
+        held=("memory_used_mib", "max"), util=("util_gpu_pct", "max")).sort_index()
+    quiet = (per["held"] >= HELD_MIB) & (per["util"] < IDLE_UTIL_PCT)
+    steps = inc.metrics.loc[inc.metrics["metric"] == "train/tok_per_s", "time"].sort_values()
+    procs = inc.processes
+    rows = []
+    # consecutive quiet samples: a new stretch starts wherever quiet flips
+    stretch = (quiet != quiet.shift()).cumsum()
+    for _, part_q in per[quiet].groupby(stretch[quiet]):
+        start_, end = part_q.index[0], part_q.index[-1]
+        if end - start_ < threshold:
+            continue
+        stepped = steps[(steps >= start_) & (steps <= end)]
+        if len(stepped):
+            continue
+        alive = procs[(procs["first_seen"] <= end) & (procs["last_seen"] >= start_)] if len(procs) else procs
+        if len(procs) and alive.empty:
+            continue  # memory held by nobody we can see alive: a leak or a dead job, not a stall
+        part = g[(g["time"] >= start_) & (g["time"] <= end)]
+        rows.append(findings.finding(
+            "stall", start_, end, "critical",
+            f"stall: GPUs hold memory at ~0 % utilization with no step for {(end - start_).total_seconds() / 60:.0f} min",
+            f"From {start_:%H:%M:%S} to {end:%H:%M:%S} GPU memory stayed allocated (up to "
+            f"{part['memory_used_mib'].max():.0f} MiB) with utilization at most {part['util_gpu_pct'].max():.0f} % "
+            f"and no training step logged; {len(alive)} process(es) seen alive.",
+            findings.refs(part, 3),
+            {"seconds": (end - start_).total_seconds(), "processes_alive": int(len(alive))}))
+    return findings.frame(rows)

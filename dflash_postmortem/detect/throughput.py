@@ -1,0 +1,258 @@
+"""Throughput regressions: change points in tokens/s, within a run and across consecutive runs.
+
+The series is every run's throughput in time order, joined end to end, so that a relaunch that
+comes back slower is a change point like any other. Change points come from `ruptures` (PELT,
+l2 cost on log throughput, jump=1) with a penalty calibrated on the steady baseline: the noise
+of the first run's steady stretch sets what a real level change must exceed. Segments whose
+levels differ by less than `min_drop` are merged, and consecutive segments below
+(1 - min_drop) x baseline form one regression episode, however noisy the degraded run is.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+
+from ..incident import Incident, RunInfo
+from . import findings
+from .launches import flag_key
+
+METRIC = "train/tok_per_s"
+MIN_DROP = 0.15
+MIN_SIZE = 3
+PENALTY = 3.0  # x sigma^2 x ln(n): BIC-like, sigma from the steady baseline
+# Settings that name or bound a run rather than change how it trains.
+BOOKKEEPING = re.compile(
+    r"^(run_?name|name|pid_?file|seconds|duration|max_?time|time_?limit|log(_?file|_?dir)?|"
+    r"out(put)?(_?dir)?|save_?dir|checkpoint_?dir|wandb_\w+|project|entity|tags?|notes?|group)$")
+_WARN_KINDS = ("warning", "error", "traceback", "exception", "thread_crash", "compile_error")
+CAUSES = (
+    ("fast path missing", re.compile(r"fast path|fall(ing|s)? ?back|fallback|not installed", re.I)),
+    ("compile error", re.compile(r"torch\._dynamo|inductor|torch\.compile|compil", re.I)),
+    ("thread crash", re.compile(r"Exception in thread|thread .* (died|crashed)|_bootstrap_inner", re.I)),
+    ("optimisation inactive", re.compile(r"optimi[sz]ation inactive|redundant", re.I)),
+)
+
+
+def series(inc: Incident, metric: str = METRIC) -> pd.DataFrame:
+    """Throughput samples of every run in time order, one source per run, warm-up dropped.
+
+    When a run's throughput is in two sources (the log and wandb), the one with more samples is
+    used. Leading samples below 0.75 x the run's median are warm-up (compile, first batches).
+    """
+    m = inc.metrics[(inc.metrics["metric"] == metric) & inc.metrics["value"].notna()]
+    if m.empty:
+        return m
+    parts = []
+    for _run, g in m.groupby("run", dropna=False, sort=False):
+        counts = g.groupby("source", dropna=False).size().sort_values(ascending=False)
+        g = g[g["source"] == counts.index[0]].sort_values("time", kind="stable")
+        med = g["value"].median()
+        warm = (g["value"] < 0.75 * med).to_numpy()
+        lead = int(np.argmin(warm)) if not warm.all() else len(g)
+        parts.append(g.iloc[lead:])
+    out = pd.concat(parts).sort_values("time", kind="stable").reset_index(drop=True)
+    return out
+
+
+def _sigma(signal: np.ndarray, first_run: int) -> float:
+    """Noise of the steady baseline: robust (MAD) spread of the first run, floor 0.5 %."""
+    base = signal[: max(first_run, MIN_SIZE * 2)]
+    mad = np.median(np.abs(base - np.median(base))) * 1.4826
+    return max(float(mad), 0.005)
+
+
+def segments(s: pd.DataFrame, min_drop: float = MIN_DROP, penalty: float = PENALTY) -> pd.DataFrame:
+    """Level segments of a throughput series: start/end index, level (median), first/last time."""
+    if len(s) < 2 * MIN_SIZE:
+        if s.empty:
+            return pd.DataFrame(columns=["i0", "i1", "level", "start", "end"])
+        bkps = [len(s)]
+    else:
+        import ruptures as rpt
+
+        signal = np.log(s["value"].to_numpy(dtype=float))
+        first_run = int((s["run"] == s["run"].iloc[0]).sum())
+        sigma = _sigma(signal, first_run)
+        pen = penalty * sigma**2 * math.log(len(signal))
+        bkps = rpt.Pelt(model="l2", min_size=MIN_SIZE, jump=1).fit(signal).predict(pen=pen)
+    bounds = [0, *bkps]
+    segs = [[a, b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    values = s["value"].to_numpy(dtype=float)
+    close = 1.0 - min_drop
+    merged = True
+    while merged and len(segs) > 1:
+        merged = False
+        for k in range(len(segs) - 1):
+            a = np.median(values[segs[k][0]:segs[k][1]])
+            b = np.median(values[segs[k + 1][0]:segs[k + 1][1]])
+            if close < b / a < 1 / close:
+                segs[k] = [segs[k][0], segs[k + 1][1]]
+                del segs[k + 1]
+                merged = True
+                break
+    return pd.DataFrame([
+        {"i0": a, "i1": b, "level": float(np.median(values[a:b])), "start": s["time"].iloc[a],
+         "end": s["time"].iloc[b - 1]} for a, b in segs
+    ])
+
+
+def episodes(inc: Incident, min_drop: float | None = None) -> list[dict]:
+    """Regression episodes: consecutive segments below (1 - min_drop) x the level before them."""
+    min_drop = min_drop if min_drop is not None else float(inc.config.detect.get("min_drop", MIN_DROP))
+    s = series(inc)
+    segs = segments(s, min_drop)
+    out = []
+    k = 0
+    while k < len(segs):
+        if k == 0:
+            k += 1
+            continue
+        base = segs.iloc[k - 1]
+        if segs["level"].iloc[k] >= (1 - min_drop) * base["level"]:
+            k += 1
+            continue
+        j = k
+        while j + 1 < len(segs) and segs["level"].iloc[j + 1] < (1 - min_drop) * base["level"]:
+            j += 1
+        i0, i1 = int(segs["i0"].iloc[k]), int(segs["i1"].iloc[j])
+        part = s.iloc[i0:i1]
+        before = s.iloc[int(base["i0"]):int(base["i1"])]
+        out.append({
+            "series": s, "baseline": float(base["level"]), "degraded": float(part["value"].median()),
+            "start": part["time"].iloc[0], "end": part["time"].iloc[-1], "i0": i0, "i1": i1,
+            "before": before, "during": part, "after": s.iloc[i1:],
+            "levels": segs["level"].iloc[k:j + 1].round(0).tolist(),
+        })
+        k = j + 1
+    return out
+
+
+def _run_info(inc: Incident, run) -> RunInfo | None:
+    if run in inc.runs:
+        return inc.runs[run]
+    for info in inc.runs.values():
+        if run in (info.name, info.id):
+            return info
+    return None
+
+
+def _launch_of(inc: Incident, run, before) -> pd.Series | None:
+    """The last launch of `run` (by run name, log file, or --run-name) before its first sample."""
+    from .launches import outcomes
+
+    oc = outcomes(inc)
+    if oc.empty:
+        return None
+    hit = oc[(oc["run"] == run) & (oc["time"] <= before)]
+    return hit.iloc[-1] if len(hit) else None
+
+
+def config_differences(inc: Incident, run_before, run_after, first_after) -> list[dict]:
+    """Settings that differ between two runs: command-line flags of their launches, wandb config."""
+    diffs: dict[str, dict] = {}
+    la = _launch_of(inc, run_after, first_after)
+    lb = _launch_of(inc, run_before, first_after)
+    if la is not None:
+        fb = lb["flags"] if lb is not None else {}
+        fa = la["flags"]
+        nb = {flag_key(k): (k, v) for k, v in fb.items()}
+        for k, v in fa.items():
+            old = nb.get(flag_key(k))
+            if old is None or old[1] != v:
+                diffs[flag_key(k)] = {"setting": k, "before": None if old is None else old[1], "after": v,
+                                      "shown": f"{k} {v}", "from": "launch command", "ref": la.get("ref")}
+        for key, (k, v) in nb.items():
+            if key not in {flag_key(x) for x in fa} and lb is not None:
+                diffs[key] = {"setting": k, "before": v, "after": None, "shown": f"(no {k}; was {v})",
+                              "from": "launch command", "ref": lb.get("ref")}
+    ib, ia = _run_info(inc, run_before), _run_info(inc, run_after)
+    if ib is not None and ia is not None:
+        for k in sorted(set(ib.config) | set(ia.config)):
+            vb, va = ib.config.get(k), ia.config.get(k)
+            if vb != va and flag_key(k) not in diffs:
+                diffs[flag_key(k)] = {"setting": k, "before": vb, "after": va, "shown": f"{k}={va!r} (was {vb!r})",
+                                      "from": "wandb config", "ref": None}
+    return [dict(d, bookkeeping=bool(BOOKKEEPING.match(key))) for key, d in diffs.items()]
+
+
+def _nearby_warnings(inc: Incident, ep: dict, run_after) -> pd.DataFrame:
+    ev = inc.events
+    ev = ev[ev["kind"].isin(_WARN_KINDS)]
+    lo = ep["start"] - pd.Timedelta(minutes=10)
+    near = ev[(ev["time"] >= lo) & (ev["time"] <= ep["end"])]
+    if run_after is not None and "run" in ev.columns:
+        own = ev[(ev["run"] == run_after) & (ev["time"] <= ep["end"])]
+        near = pd.concat([near, own]).drop_duplicates(subset=["time", "message", "source"])
+    return near.sort_values("time", kind="stable")
+
+
+def _gist(message: str, width: int = 160) -> str:
+    """One line of a message: a traceback's final line, a log line without its timestamp/tag."""
+    lines = [ln for ln in str(message).splitlines() if ln.strip()]
+    text = lines[-1] if lines else ""
+    text = re.sub(r"^\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(\[[^\]]*\]\s*)?", "", text).strip()
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _shared_gpus(inc: Incident, ep: dict) -> list[dict]:
+    """Other PIDs holding memory on a GPU at the same sample, while throughput was degraded."""
+    gp = inc.gpu_processes
+    gp = gp[(gp["time"] >= ep["start"]) & (gp["time"] <= ep["end"])].dropna(subset=["pid"])
+    if gp.empty:
+        return []
+    key = "gpu" if gp["gpu"].notna().all() else "uuid"
+    per = gp.groupby(["time", key])["pid"].nunique()
+    shared = per[per > 1]
+    if shared.empty:
+        return []
+    pids = gp.set_index(["time", key]).loc[shared.index, "pid"].unique().tolist()
+    return [{"gpus": sorted({str(k[1]) for k in shared.index}), "pids": [int(p) for p in pids],
+             "samples": int(len(shared))}]
+
+
+def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) -> pd.DataFrame:
+    """One finding per regression episode, with its levels and root-cause candidates."""
+    rows = []
+    for ep in episodes(inc, min_drop):
+        during, before = ep["during"], ep["before"]
+        run_b, run_a = before["run"].iloc[-1], during["run"].iloc[0]
+        across = run_a != run_b
+        ratio = ep["degraded"] / ep["baseline"]
+        cands, evidence = [], []
+        flags = [d for d in config_differences(inc, run_b, run_a, ep["start"]) if not d["bookkeeping"]] if across else []
+        if flags:
+            cands.append("configuration differs from run " + str(run_b) + ": "
+                         + " ".join(d["shown"] for d in flags))
+            evidence += [d["ref"] for d in flags if isinstance(d["ref"], str)]
+        warns = _nearby_warnings(inc, ep, run_a)
+        for label, rx in CAUSES:
+            hit = warns[warns["message"].fillna("").str.contains(rx)]
+            if len(hit):
+                cands.append(f"{label}: {_gist(hit['message'].iloc[0])}")
+                evidence += findings.refs(hit, 3)
+        for sh in _shared_gpus(inc, ep):
+            cands.append(f"second process on GPU(s) {', '.join(sh['gpus'])}: PIDs {sh['pids']}")
+        evidence += findings.refs(before.tail(1)) + findings.refs(during.head(2))
+        where = (f"began when run {run_a} started (after run {run_b})" if across
+                 else f"within run {run_a}")
+        launch = _launch_of(inc, run_a, ep["start"]) if across else None
+        rows.append(findings.finding(
+            "throughput_regression", ep["start"], ep["end"], "critical",
+            f"throughput fell from {ep['baseline'] / 1e3:.1f}K to {ep['degraded'] / 1e3:.1f}K tok/s "
+            f"({ratio:.2f} of baseline)",
+            f"Throughput {where}: baseline {ep['baseline']:.0f} tok/s, degraded {ep['degraded']:.0f} "
+            f"tok/s (segment levels {', '.join(f'{v:.0f}' for v in ep['levels'])}). "
+            + ("Root-cause candidates: " + "; ".join(cands) + "." if cands
+               else "No root-cause candidate in the evidence."),
+            evidence,
+            {"baseline_tok_per_s": ep["baseline"], "degraded_tok_per_s": ep["degraded"],
+             "ratio": ratio, "run_before": run_b, "run_after": run_a, "across_runs": across,
+             "degraded_min": float(during["value"].min()), "degraded_max": float(during["value"].max()),
+             "run_after_launch": None if launch is None else launch["time"],
+             "flag_differences": [d["shown"] for d in flags], "candidates": cands},
+        ))
+    return findings.frame(rows)

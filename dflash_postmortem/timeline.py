@@ -1,0 +1,185 @@
+"""The post-mortem timeline: first sign, detection, each action, mitigation, recovery, and cost.
+
+Built from the findings and the operator's own actions (transcript commands), on the incident's
+one UTC clock. Impact: time to detect / mitigate / recover from the first sign, GPU-hours lost
+(GPUs held x time, weighted by the throughput shortfall against the baseline: a GPU at half the
+baseline throughput loses half its hour, a GPU waiting for a restart loses all of it) and tokens
+lost (the baseline's tokens minus those trained).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .detect.throughput import series
+from .incident import Incident
+from .schema import TIME
+
+COLUMNS = ("time", "phase", "what", "evidence")
+_FIRST_SIGN = ("throughput_regression", "stall", "failed_restart")
+
+
+@dataclass
+class Timeline:
+    """`events`: the ordered timeline frame; `impact`: durations and cost (see `impact`)."""
+
+    events: pd.DataFrame
+    impact: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+
+def _row(time, phase, what, evidence=()) -> dict:
+    return {"time": time, "phase": phase, "what": what, "evidence": list(evidence)}
+
+
+def _kinds(f: pd.DataFrame, *kinds) -> pd.DataFrame:
+    return f[f["kind"].isin(kinds)].sort_values("start", kind="stable")
+
+
+def _milestones(inc: Incident, f: pd.DataFrame) -> dict:
+    """First sign, detection, mitigation and recovery times (None where the evidence has none)."""
+    first = _kinds(f, *_FIRST_SIGN)
+    out = {"first_sign": first["start"].iloc[0] if len(first) else None}
+    rec = _kinds(f, "recovery", "partial_recovery")
+    out["recovered"] = rec["start"].iloc[0] if len(rec) and out["first_sign"] is not None else None
+    ev = inc.events
+    cmds = ev[ev["kind"] == "command"].sort_values("time", kind="stable")
+    out["detected"] = None
+    if out["first_sign"] is not None:
+        after = cmds[cmds["time"] > out["first_sign"]]
+        out["detected"] = after["time"].iloc[0] if len(after) else None
+    out["mitigated"] = None
+    if out["recovered"] is not None:
+        launches = ev[(ev["kind"] == "launch") & (ev["time"] <= out["recovered"])]
+        failed = set(_kinds(f, "failed_restart")["start"])
+        ok = launches[~launches["time"].isin(failed)]
+        out["mitigated"] = ok["time"].iloc[-1] if len(ok) else None
+    return out
+
+
+def _gpus_held(inc: Incident) -> tuple[int, str]:
+    if inc.config.roles:
+        gpus = {g for v in inc.config.roles.values() for g in v}
+        return len(gpus), "GPUs named in incident.toml roles"
+    g = inc.gpus.dropna(subset=["gpu"])
+    if len(g):
+        n = int(g.groupby(g["host"].fillna(""))["gpu"].nunique().max())
+        return n, "GPUs seen in the GPU samples"
+    return 1, "no GPU source: assumed 1 GPU"
+
+
+def impact(inc: Incident, findings: pd.DataFrame) -> dict:
+    """Durations from the first sign and the cost of the incident window."""
+    m = _milestones(inc, findings)
+    out = dict(m)
+    t0 = m["first_sign"]
+    for key, name in (("detected", "time_to_detect_s"), ("mitigated", "time_to_mitigate_s"),
+                      ("recovered", "time_to_recover_s")):
+        out[name] = (m[key] - t0).total_seconds() if t0 is not None and m[key] is not None else None
+    reg = _kinds(findings, "throughput_regression")
+    baseline = inc.config.expected_tok_per_s
+    if baseline is None and len(reg):
+        baseline = reg["numbers"].iloc[0]["baseline_tok_per_s"]
+    n_gpus, how = _gpus_held(inc)
+    out.update(baseline_tok_per_s=baseline, gpus_held=n_gpus, gpus_held_from=how)
+    s = series(inc)
+    end = m["recovered"] if m["recovered"] is not None else (s["time"].max() if len(s) else None)
+    if t0 is None or baseline is None or end is None or end <= t0:
+        out.update(window_s=None, gpu_hours_held=None, gpu_hours_lost=None, tokens_lost=None)
+        return out
+    grid = pd.DataFrame({"time": pd.date_range(t0, end, freq="1s", inclusive="left").astype(TIME)})
+    gaps = s.groupby("run")["time"].diff().dt.total_seconds().dropna()
+    tol = max(10.0, 3 * float(gaps.median())) if len(gaps) else 60.0
+    # A tok/s value logged at t describes the interval ending at t: look forward to it.
+    rate = pd.merge_asof(grid, s[["time", "value"]].sort_values("time"), on="time",
+                         direction="forward", tolerance=pd.Timedelta(seconds=tol))["value"]
+    rate = rate.fillna(0.0).to_numpy(dtype=float)
+    shortfall = np.clip(1.0 - rate / baseline, 0.0, 1.0)
+    window = len(grid)
+    out.update(
+        window_s=float(window),
+        gpu_hours_held=n_gpus * window / 3600.0,
+        gpu_hours_lost=float(n_gpus * shortfall.sum() / 3600.0),
+        tokens_lost=float(np.clip(baseline - rate, 0.0, None).sum()),
+        mean_shortfall=float(shortfall.mean()),
+    )
+    return out
+
+
+def timeline(incident: Incident, findings: pd.DataFrame | None = None) -> Timeline:
+    """The ordered incident timeline with its impact (runs `detect` when findings are not given)."""
+    if findings is None:
+        from .detect import detect
+
+        findings = detect(incident)
+    imp = impact(incident, findings)
+    rows = []
+    t0 = imp["first_sign"]
+    for f in findings.itertuples():
+        phase = {"throughput_regression": "first sign" if f.start == t0 else "finding",
+                 "failed_restart": "failed restart", "stale_process": "stale process",
+                 "recovery": "recovery", "partial_recovery": "partial recovery"}.get(f.kind, "finding")
+        when = f.start
+        if f.kind == "stale_process" and isinstance(f.numbers, dict):
+            when = f.numbers.get("launch", f.start)
+        rows.append(_row(when, phase, f.title, f.evidence[:3]))
+    ev = incident.events
+    if t0 is not None:
+        end = imp["recovered"] if imp["recovered"] is not None else ev["time"].max()
+        cmds = ev[(ev["kind"] == "command") & (ev["time"] > t0) & (ev["time"] <= end)]
+        for c in cmds.itertuples():
+            phase = ("detection" if c.time == imp["detected"] else
+                     "mitigation" if c.time == imp["mitigated"] else "action")
+            rows.append(_row(c.time, phase, f"$ {c.message}", [c.ref] if isinstance(c.ref, str) else []))
+    df = pd.DataFrame(rows, columns=list(COLUMNS))
+    df["time"] = pd.to_datetime(df["time"], utc=True).astype(TIME) if len(df) else pd.Series(dtype=TIME)
+    df = df.sort_values("time", kind="stable").reset_index(drop=True)
+    return Timeline(events=df, impact=imp)
+
+
+def _duration(seconds) -> str:
+    if seconds is None:
+        return "n/a"
+    seconds = int(round(seconds))
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
+
+
+def format_for_terminal(incident: Incident, findings: pd.DataFrame | None = None,
+                        tl: Timeline | None = None, width: int = 110) -> str:
+    """Findings, timeline and impact as plain text for `dflash-postmortem inspect`."""
+    if findings is None:
+        from .detect import detect
+
+        findings = detect(incident)
+    tl = tl or timeline(incident, findings)
+    out = [f"Findings ({len(findings)})"]
+    if findings.empty:
+        out.append("  none")
+    for f in findings.itertuples():
+        out.append(f"  [{f.severity}] {f.start:%Y-%m-%d %H:%M:%S} {f.kind}: {f.title}"[:width])
+        for ref in f.evidence[:4]:
+            out.append(f"      {ref}")
+    out.append("")
+    out.append("Timeline (UTC)")
+    for e in tl.events.itertuples():
+        out.append(f"  {e.time:%H:%M:%S}  {e.phase:<16} {e.what}"[:width])
+    i = tl.impact
+    out.append("")
+    out.append("Impact")
+    out.append(f"  time to detect {_duration(i.get('time_to_detect_s'))}, to mitigate "
+               f"{_duration(i.get('time_to_mitigate_s'))}, to recover {_duration(i.get('time_to_recover_s'))}")
+    if i.get("gpu_hours_lost") is not None:
+        out.append(f"  {i['gpus_held']} GPUs held ({i['gpus_held_from']}); GPU-hours lost "
+                   f"{i['gpu_hours_lost']:.2f} of {i['gpu_hours_held']:.2f} held; tokens lost "
+                   f"{i['tokens_lost']:,.0f} against {i['baseline_tok_per_s']:,.0f} tok/s")
+    return "\n".join(out)
+
+
+__all__ = ["Timeline", "format_for_terminal", "impact", "timeline"]
