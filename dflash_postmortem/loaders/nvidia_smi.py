@@ -77,7 +77,9 @@ def load_nvidia_smi(
     check_timezone(timezone)
     ctx = LoadContext(timezone=timezone, host=host, on_bad_line=on_bad_line, date=date)
     if fields:
+        # A field list only means something for a header-less query CSV.
         ctx.options = {"fields": list(fields)}
+        return smi_csv.load(path, ctx)
     head = read_head(path)
     best, score = None, 0.0
     for fmt in FORMATS.values():

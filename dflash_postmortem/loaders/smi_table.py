@@ -105,10 +105,11 @@ def parse_table_lines(lines: list[str], rep, ctx: LoadContext) -> tuple[pd.DataF
             continue
         cells = s.split("|")[1:-1] if s.endswith("|") else s.split("|")[1:]
         if section == "gpus":
-            current = _gpu_line(cells, current, gpu_rows, time, driver)
-            if current is None:
+            row = _gpu_line(cells, current, gpu_rows, time, driver)
+            if row is None:
                 rep.bad(i, "a GPU row of the table", line)
                 continue
+            current = row
             truncated_names |= str(current.get("name") or "").endswith("...")
             rep.parsed += 1
         elif section == "mig":
