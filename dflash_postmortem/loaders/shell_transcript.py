@@ -45,7 +45,7 @@ _LAUNCHERS = (
     ("deepspeed", re.compile(r"(?:^|[\s;&|(])deepspeed\s")),
 )
 _TRAINER = re.compile(r"\b(?:python[\d.]*|torchrun|accelerate|deepspeed)\b|\S+\.(?:py|sh)\b")
-_REDIRECT = re.compile(r"(?:^|\s)(?:\d?>>?|&>>?)\s*(?P<path>[^\s&;|<>]+)|\|\s*tee\s+(?:-a\s+)?(?P<tee>[^\s&;|<>]+)")
+_REDIRECT = re.compile(r"""(?:^|\s)(?:\d?>>?|&>>?)\s*(?P<path>[^\s&;|<>'"]+)|\|\s*tee\s+(?:-a\s+)?(?P<tee>[^\s&;|<>'"]+)""")
 _NO_SUCH = re.compile(r"^(?:(?P<prog>[\w./-]+): )?(?:line \d+: )?(?:(?:cannot access|cannot open) )?'?(?P<path>/?[^\s:']+)'?: No such file or directory")
 _SMI_QUERY = re.compile(r"nvidia-smi\b.*--query-(?P<what>gpu|compute-apps)=(?P<fields>[\w.,]+)(?P<rest>.*)")
 _LS_LONG = re.compile(r"^[-dl][rwxsStT-]{9}\S*\s+\d+\s+\S+\s+\S+\s+(?P<size>\d+)\s+\w+\s+\d+\s+[\d:]+\s+(?P<path>\S+)")
@@ -251,7 +251,7 @@ def load_transcript(path: Path, ctx: LoadContext) -> Incident:
         events["source"] = rep.path
         events["host"] = ctx.host
         if "time" in events:
-            events["time"] = pd.Series(events["time"], dtype="datetime64[us, UTC]")
+            events["time"] = pd.to_datetime(events["time"], utc=True).astype("datetime64[us, UTC]")
         for col in ("count", "exit_code", "size_bytes"):
             if col in events:
                 events[col] = events[col].astype("Int64")

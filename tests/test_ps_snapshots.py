@@ -1,0 +1,118 @@
+"""ps/top listings: lifetimes on the bundled capture, the real-world fixtures, odd forms."""
+
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+import pytest
+
+import dflash_postmortem as pm
+from dflash_postmortem.loaders.ps_snapshots import parse_etime, parse_start, sniff_ps
+
+T = lambda s: pd.Timestamp(s, tz="UTC")  # noqa: E731
+
+
+def _load(path, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.load_ps_snapshots(path, **kw)
+
+
+@pytest.fixture(scope="module")
+def procs(bundled_dir):
+    return _load(bundled_dir / "logs" / "ps_aux_snapshots.txt").processes
+
+
+def test_stale_sleeper_alive_through_everything(procs):
+    s = procs[procs["pid"] == 579].iloc[0]
+    assert s["command"] == "python3 -c import time; time.sleep(100000)"
+    assert (s["first_seen"], s["last_seen"]) == (T("2026-11-30 05:20:20"), T("2026-11-30 05:25:01"))
+    assert s["snapshots"] == 29
+    assert s["started"] == T("2026-11-30 05:20:00")  # START 05:20 on the snapshot's date
+
+
+def test_each_trainer_lifetime(procs):
+    trainers = procs[procs["command"].str.startswith("python3 /srv/dflash")].set_index("run")
+    assert trainers["pid"].to_dict() == {"baseline": 598, "regressed": 971, "fixed": 1391}
+    assert trainers.loc["baseline", "first_seen"] == T("2026-11-30 05:20:30")
+    assert trainers.loc["baseline", "last_seen"] == T("2026-11-30 05:21:50")
+    assert trainers.loc["regressed", "last_seen"] == T("2026-11-30 05:22:50")
+    assert trainers.loc["fixed", "first_seen"] == T("2026-11-30 05:23:20")
+    # no trainer between the kill and the relaunch: the only python left is the sleeper
+    gap = T("2026-11-30 05:23:10")
+    alive = procs[(procs["first_seen"] <= gap) & (procs["last_seen"] >= gap)]
+    assert alive["pid"].tolist() == [579]
+
+
+def test_report_balanced(bundled_dir):
+    rep = _load(bundled_dir / "logs" / "ps_aux_snapshots.txt").load_report.files[0]
+    assert rep.balanced and rep.read == 141 and rep.skipped["header line"] == 29
+
+
+def test_huge_vsz_columns_shift_but_rows_parse(fixtures_dir):
+    inc = _load(fixtures_dir / "ps" / "ps-aux-grep-python-huge-vsz.txt")
+    p = inc.processes.set_index("pid")
+    assert len(p) == 7
+    assert p.loc[86177, "command"] == "python mcp_rl_training.py"
+    assert p.loc[86177, "rss_kib_max"] == 22108948.0 and p.loc[86177, "state"] == "Sl+"
+    rep = inc.load_report.files[0]
+    assert rep.skipped["shell prompt line"] == 1 and rep.balanced
+
+
+def test_zh_locale_start_with_a_date(fixtures_dir):
+    inc = _load(fixtures_dir / "ps" / "ps-aux-grep-python-zh-locale-start.txt")
+    assert len(inc.processes) == 5
+    assert any("7月24" in a for a in inc.load_report.files[0].assumptions)  # reported, not crashed
+    t, _ = parse_start("7月24", T("2025-08-01 12:00"), "UTC")
+    assert t == T("2025-07-24")
+
+
+def test_forest_parents_and_defunct(fixtures_dir):
+    p = _load(fixtures_dir / "ps" / "ps-forest-defunct-torch-distributed.txt").processes.set_index("pid")
+    assert len(p) == 17
+    assert p.loc[2816, "ppid"] == 2791 and p.loc[2970, "ppid"] == 2835 and p.loc[6295, "ppid"] == 6294
+    assert pd.isna(p.loc[2780, "ppid"])
+    zombies = sorted(p.index[p["state"] == "Z"])
+    assert zombies == [2834, 2836, 2837, 2964, 2971]
+    assert p.loc[2834, "command"] == "python3.11"
+
+
+def test_top_zombie(fixtures_dir):
+    p = _load(fixtures_dir / "ps" / "top-zombie-fairseq-train.txt").processes.iloc[0]
+    assert (p["pid"], p["user"], p["command"], p["state"], p["cpu_pct_max"]) == (32503, "ana", "fairseq-train", "Z", 99.7)
+
+
+def test_eo_columns_with_etime_and_dated_snapshots(tmp_path):
+    f = tmp_path / "eo.txt"
+    f.write_text(
+        "Sun Nov 30 05:20:00 UTC 2026\n"
+        "    PID    PPID    PGID     SID USER         ELAPSED STAT COMMAND\n"
+        "    100       1     100     100 root      1-02:03:04 Ss   /sbin/init splash\n"
+        "    200     100     200     200 alice          05:00 Rl   torchrun --nproc-per-node 2 train.py\n"
+        "# 2026-11-30T05:21:00Z\n"
+        "    PID    PPID    PGID     SID USER         ELAPSED STAT COMMAND\n"
+        "    200     100     200     200 alice          06:00 Zl   torchrun --nproc-per-node 2 train.py\n"
+        "garbage line here\n"
+    )
+    inc = _load(f)
+    p = inc.processes.set_index("pid")
+    assert p.loc[100, "started"] == T("2026-11-30 05:20:00") - pd.Timedelta("1 days 02:03:04")
+    assert p.loc[200, "started"] == T("2026-11-30 05:15:00")
+    assert (p.loc[200, "first_seen"], p.loc[200, "last_seen"]) == (T("2026-11-30 05:20:00"), T("2026-11-30 05:21:00"))
+    assert p.loc[200, "state"] == "Zl" and p.loc[200, "ppid"] == 100 and p.loc[200, "sid"] == 200
+    rep = inc.load_report.files[0]
+    assert rep.balanced and sum(v for k, v in rep.skipped.items() if k.startswith("expected")) == 1
+
+
+def test_parsers():
+    assert parse_etime("1-02:03:04") == 93784 and parse_etime("05:00") == 300 and parse_etime("x") is None
+    t, note = parse_start("Sep03", T("2025-09-10 16:00"), "UTC")
+    assert t == T("2025-09-03") and note
+    assert parse_start("2024", T("2025-01-01"), "UTC")[0] is None
+
+
+def test_sniff(bundled_dir, fixtures_dir):
+    for path in [bundled_dir / "logs" / "ps_aux_snapshots.txt", *sorted((fixtures_dir / "ps").iterdir())]:
+        assert sniff_ps(path, path.read_bytes()[:65536]) >= 0.8, path.name
+    assert sniff_ps(bundled_dir / "logs" / "train.log", (bundled_dir / "logs" / "train.log").read_bytes()) == 0.0
