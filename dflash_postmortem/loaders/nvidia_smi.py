@@ -2,7 +2,8 @@
 (`load_nvidia_smi`) and the registration of each form's sniffer for `load_incident`.
 
 The forms live in their own modules: smi_csv (query CSV), smi_table (default table), smi_dmon
-(dmon and pmon), smi_q (`-q` text), smi_xml (`-q -x`), smi_list (`-L`), smi_errors (error output).
+(dmon and pmon), smi_q (`-q` text), smi_xml (`-q -x`), smi_list (`-L`), smi_errors (error output),
+nvml_recording (what `record-gpus` writes).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from ..config import check_timezone
 from ..errors import SourceFormatError
-from . import smi_csv, smi_dmon, smi_errors, smi_list, smi_q, smi_table, smi_xml
+from . import nvml_recording, smi_csv, smi_dmon, smi_errors, smi_list, smi_q, smi_table, smi_xml
 from .registry import FORMATS, Format, LoadContext, read_head, register
 
 
@@ -54,6 +55,10 @@ SMI_FORMATS = [
     register(Format(
         name="nvidia-smi-error", sniff=_text_sniffer(smi_errors.sniff_errors), load=smi_errors.load_errors,
         doc="nvidia-smi error output (driver unreachable, no devices, NVML mismatch, GPU lost)",
+    )),
+    register(Format(
+        name=nvml_recording.FORMAT, sniff=nvml_recording.sniff, load=nvml_recording.load,
+        doc="JSON Lines written by dflash-postmortem record-gpus (NVML samples and processes)",
     )),
 ]
 

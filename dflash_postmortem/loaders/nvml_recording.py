@@ -1,0 +1,69 @@
+"""Recordings written by `dflash-postmortem record-gpus` (dflash_postmortem/recorder.py): JSON
+Lines with a `start` line, then `gpu`, `proc` and `error` lines, times in UTC with a `Z`.
+
+A recorder killed mid-write leaves a truncated last line; it is counted, not fatal.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from ..incident import from_frames
+from .registry import LoadContext
+
+FORMAT = "nvml-recording"
+FORMAT_VERSION = 1
+RECORD_KEY = "record"
+_FRAME_OF = {"gpu": "gpus", "proc": "gpu_processes", "error": "events"}
+
+
+def sniff(path: Path, head: bytes) -> float:
+    first = head.split(b"\n", 1)[0]
+    return 0.98 if first.startswith(b'{"record":"start"') and b'"driver"' in first else 0.0
+
+
+def load(path: Path, ctx: LoadContext):
+    rep = ctx.report(path, FORMAT)
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    rep.read = len(lines)
+    host = ctx.host
+    rows: dict[str, list[dict]] = {"gpus": [], "gpu_processes": [], "events": []}
+    for i, line in enumerate(lines, start=1):
+        if not line.strip():
+            rep.skip(i, "blank line")
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            last = "truncated last line (recorder stopped mid-write): " if i == len(lines) else ""
+            rep.bad(i, "one JSON record per line", last + line)
+            continue
+        kind = rec.pop(RECORD_KEY, None) if isinstance(rec, dict) else None
+        if kind == "start":
+            host = host or rec.get("host")
+            rep.notes.append(f"recorded with driver {rec.get('driver')}, every {rec.get('interval_s')} s")
+        elif kind in _FRAME_OF:
+            rec["ref"] = f"{rep.path}:{i}"
+            rows[_FRAME_OF[kind]].append(rec)
+        else:
+            rep.bad(i, "a start, gpu, proc or error record", line)
+            continue
+        rep.parsed += 1
+    frames = {}
+    for name, recs in rows.items():
+        df = pd.DataFrame(recs)
+        if df.empty:
+            continue
+        df["time"] = pd.to_datetime(df["time"], utc=True, format="ISO8601")
+        df["host"] = host
+        df["source"] = rep.path
+        if name == "events":
+            df["kind"] = ["gpu_lost" if "GpuIsLost" in e else "gpu_error" for e in df["error"]]
+            df = df.rename(columns={"gpu": "gpu_index"})
+        else:
+            df = df.drop(columns="ref")
+        frames[name] = df
+    return from_frames(rep, **frames)
