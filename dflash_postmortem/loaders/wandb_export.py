@@ -82,7 +82,7 @@ def load_history_csv(path: Path, ctx: LoadContext) -> Incident:
     step_col = "_step" if "_step" in df else df.columns[0]
     steps = _numbers(df[step_col])
     if "_timestamp" in df:
-        times = pd.to_datetime(_numbers(df["_timestamp"]) * 1e6, unit="us", utc=True)
+        times = pd.to_datetime(_numbers(df["_timestamp"]) * 1e6, unit="us", utc=True).astype(TIME)
     else:
         times = pd.Series(pd.NaT, index=df.index, dtype=TIME)
         rep.notes.append("no _timestamp column: rows have a step but no time")
@@ -92,7 +92,7 @@ def load_history_csv(path: Path, ctx: LoadContext) -> Incident:
     for c in metric_cols:
         v = _numbers(df[c])
         has = v.notna() | (df[c] == "NaN")
-        parts.append(pd.DataFrame({"time": times[has].to_numpy(), "step": steps[has].to_numpy(),
+        parts.append(pd.DataFrame({"time": times[has].reset_index(drop=True), "step": steps[has].to_numpy(),
                                    "metric": canonical_metric(c), "value": v[has].to_numpy(), "key": c}))
     metrics = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     if len(metrics):
