@@ -37,19 +37,36 @@ _LEADING_TAGS = re.compile(r"^(?:[\s\-:|,\d\]]*(?:\[[\w.@ -]*\]|(?:INFO|WARNING|
 
 @dataclass
 class Rows:
-    """Rows found in one block, column-wise; times still as text until `resolve_times`."""
+    """Rows found in one block, one tuple per row (cheaper than a list per column); times still
+    as found until `resolve_times`."""
 
-    metrics: dict[str, list] = field(default_factory=lambda: {k: [] for k in _METRIC_COLS})
-    events: dict[str, list] = field(default_factory=lambda: {k: [] for k in _EVENT_COLS})
+    metric_rows: list[tuple] = field(default_factory=list)
+    event_rows: list[tuple] = field(default_factory=list)
 
-    def metric(self, **kw):
-        for k in _METRIC_COLS:
-            self.metrics[k].append(kw.get(k))
+    def metric(self, stamp, line, run, step, metric, value, rank, pattern):
+        self.metric_rows.append((stamp, line, run, step, metric, value, rank, pattern))
 
     def event(self, **kw):
-        for k in _EVENT_COLS:
-            self.events[k].append(kw.get(k))
+        self.event_rows.append(tuple(kw.get(k) for k in _EVENT_COLS))
 
+    @property
+    def metrics(self) -> dict[str, list]:
+        return _columns(self.metric_rows, _METRIC_COLS)
+
+    @property
+    def events(self) -> dict[str, list]:
+        return _columns(self.event_rows, _EVENT_COLS)
+
+
+def _columns(rows: list[tuple], names: tuple[str, ...]) -> dict[str, list]:
+    cols = list(zip(*rows, strict=True)) if rows else [()] * len(names)
+    return {k: list(v) for k, v in zip(names, cols, strict=True)}
+
+
+# Keywords as text, decoded once: the hot path tests them on every candidate line.
+_METRIC_KW = tuple((p, p.keyword.decode()) for p in lp.METRIC_PATTERNS)
+_EVENT_KW = tuple((p, p.keyword.decode()) for p in lp.EVENT_PATTERNS)
+_TRACEBACK = lp.TRACEBACK_KEYWORD.decode()
 
 _METRIC_COLS = ("stamp", "line", "run", "step", "metric", "value", "rank", "pattern")
 _EVENT_COLS = ("stamp", "line", "run", "pid", "kind", "message", "rank", "pattern", "exit_code", "signal", "lines")
@@ -99,6 +116,8 @@ def _blocks(f, size: int) -> Iterator[tuple[str, bytes | int]]:
 def strip_prefixes(text: str) -> tuple[str, dict]:
     """Remove launcher and viewer prefixes ([rank3]:, [80746], stderr:, ray actor tags)."""
     found: dict = {}
+    if not (text[:1] == "[" or text.startswith(("stderr: ", "stdout: ")) or " pid=" in text[:48]):
+        return text, found
     changed = True
     while changed:
         changed = False
@@ -302,15 +321,15 @@ class LogScanner:
         m = lp.RUN_TAG.match(body)
         if m and m.group("run") not in lp.LEVELS and stamp is not None and not stamp.borrowed:
             run = m.group("run")
-        body = _LEADING_TAGS.sub("", body)
-        if lp.TRACEBACK_KEYWORD.decode() in text:
+        if _TRACEBACK in text:
             self.traceback = dict(stamp=stamp, line=lineno, run=run, pid=pid, rank=rank, lines=[text.strip()])
             return 1
         found = self._metrics(text, stamp, lineno, run, rank, rows)
         if found:
             return 1
-        for p in lp.EVENT_PATTERNS:
-            if p.keyword.decode() not in text:
+        body = _LEADING_TAGS.sub("", body)
+        for p, kw in _EVENT_KW:
+            if kw not in text:
                 continue
             target = body if p.regex.pattern.startswith(("^", "(?i)^")) else text
             em = p.regex.search(target)
@@ -328,8 +347,8 @@ class LogScanner:
         return 0
 
     def _metrics(self, text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
-        for p in lp.METRIC_PATTERNS:
-            if p.keyword.decode() not in text:
+        for p, kw in _METRIC_KW:
+            if kw not in text:
                 continue
             m = p.regex.search(text)
             if not m:
@@ -512,10 +531,8 @@ def _frame(cols: dict[str, list], rep: FileReport, ctx: LoadContext, first_date)
 
 
 def _merge(into: Rows, part: Rows) -> None:
-    for k in _METRIC_COLS:
-        into.metrics[k].extend(part.metrics[k])
-    for k in _EVENT_COLS:
-        into.events[k].extend(part.events[k])
+    into.metric_rows.extend(part.metric_rows)
+    into.event_rows.extend(part.event_rows)
 
 
 def default_run(path: Path, ctx: LoadContext) -> tuple[str, bool]:
@@ -535,10 +552,11 @@ def load_log(path: Path, ctx: LoadContext):
     rows = Rows()
     for part in scanner.scan():
         _merge(rows, part)
-    if from_name and (rows.metrics["run"].count(run) or rows.events["run"].count(run)):
+    metric_cols, event_cols = rows.metrics, rows.events
+    if from_name and (run in metric_cols["run"] or run in event_cols["run"]):
         rep.assume(f"lines that name no run are given run {run!r} (the file's name)")
-    metrics = _frame(rows.metrics, rep, ctx, scanner.first_date)
-    events = _frame(rows.events, rep, ctx, scanner.first_date)
+    metrics = _frame(metric_cols, rep, ctx, scanner.first_date)
+    events = _frame(event_cols, rep, ctx, scanner.first_date)
     metrics = metrics.drop(columns=["ref", "host"]).assign(ref=metrics["ref"])
     events = events.astype({"pid": "Int64", "exit_code": "Int64", "rank": "Int64", "lines": "Int64"})
     metrics = metrics.astype({"step": "Int64", "rank": "Int64"})

@@ -1,0 +1,125 @@
+"""Training-log parsing speed and memory: one streaming pass over a large log.
+
+Generates a DFlash-style log (a throughput line every 10 lines) under benchmarks/_data/, then in
+one run measures:
+  - the floor: `grep -c 'tok/s'` over the same file (MB/s),
+  - the scanner: LogScanner.scan() with times resolved per batch and rows counted, not kept,
+    in a child process per file size so each peak RSS is that size's own,
+  - load_process_log (rows materialised into frames) on the smallest size.
+
+    .venv/bin/python benchmarks/bench_process_log.py            # 2048 MB and 256 MB
+    .venv/bin/python benchmarks/bench_process_log.py --size 64  # quick: 64 MB and 8 MB
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent / "_data"
+FILLER = (
+    "{t} [bench] drafter batch {i} prefetched 3 target layers in 0.{f:03d} ms (queue depth 2)\n",
+    "{t} [bench] target forward {i}: 12 blocks, 4096 positions, hidden 2048\n",
+    "{t} [bench] grad sync {i} done, bucket 25 MB, 0.{f:03d} s\n",
+)
+
+
+def generate(path: Path, mbytes: int) -> None:
+    if path.exists() and path.stat().st_size >= mbytes << 20:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    target = mbytes << 20
+    written, i = 0, 0
+    with open(path, "w", buffering=1 << 22) as f:
+        while written < target:
+            chunk = []
+            for _ in range(1000):
+                s = 1200 + i // 10
+                t = f"2026-11-30 {5 + s // 3600 % 19:02d}:{s // 60 % 60:02d}:{s % 60:02d}"
+                if i % 10 == 9:
+                    chunk.append(f"{t} [bench] step {i // 10 * 5} loss 9.{i % 9973:04d} tok/s {147000 + i % 997} queue 2\n")
+                else:
+                    chunk.append(FILLER[i % 3].format(t=t, i=i, f=i % 1000))
+                i += 1
+            text = "".join(chunk)
+            f.write(text)
+            written += len(text)
+
+
+def scan_child(path: str) -> None:
+    """Runs in a child process: stream the file, print counts, seconds and peak RSS as JSON."""
+    from dflash_postmortem.load_report import FileReport
+    from dflash_postmortem.loaders.process_log import LogScanner, resolve_times
+    from dflash_postmortem.loaders.registry import LoadContext
+
+    ctx = LoadContext()
+    rep = FileReport(path=path, format="training-log")
+    scanner = LogScanner(Path(path), rep, default_run="bench")
+    t0 = time.perf_counter()
+    n_tok, total = 0, 0.0
+    for rows in scanner.scan():
+        times = resolve_times(rows.metrics["stamp"], rep, ctx, scanner.first_date)
+        assert times.notna().all()
+        for metric, value in zip(rows.metrics["metric"], rows.metrics["value"], strict=True):
+            if metric == "train/tok_per_s":
+                n_tok += 1
+                total += value
+    dt = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(dict(seconds=dt, tok_lines=n_tok, mean=total / max(n_tok, 1), read=rep.read,
+                          parsed=rep.parsed, skipped=rep.n_skipped, peak_rss_mib=peak)))
+
+
+def load_child(path: str) -> None:
+    import dflash_postmortem as pm
+
+    t0 = time.perf_counter()
+    inc = pm.load_process_log(path)
+    dt = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(dict(seconds=dt, metric_rows=len(inc.metrics), peak_rss_mib=peak)))
+
+
+def child(mode: str, path: Path) -> dict:
+    out = subprocess.run([sys.executable, __file__, f"--{mode}", str(path)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", type=int, default=2048, help="MB of the large file (the small one is 1/8)")
+    ap.add_argument("--scan", help=argparse.SUPPRESS)
+    ap.add_argument("--load", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.scan:
+        return scan_child(a.scan)
+    if a.load:
+        return load_child(a.load)
+    sizes = [max(1, a.size // 8), a.size]
+    for mb in sizes:
+        generate(DATA / f"train_{mb}mb.log", mb)
+    print(f"{'file':<20}{'MB':>8}{'grep -c MB/s':>14}{'scan MB/s':>11}{'ratio':>8}{'peak RSS MiB':>14}{'tok/s lines':>13}")
+    for mb in sizes:
+        path = DATA / f"train_{mb}mb.log"
+        size = path.stat().st_size / 1e6
+        t0 = time.perf_counter()
+        g = subprocess.run(["grep", "-c", "tok/s", str(path)], capture_output=True, text=True, check=True)
+        grep_s = time.perf_counter() - t0
+        r = child("scan", path)
+        assert r["tok_lines"] == int(g.stdout), (r, g.stdout)
+        assert r["parsed"] + r["skipped"] == r["read"]
+        print(f"{path.name:<20}{size:>8.0f}{size / grep_s:>14.0f}{size / r['seconds']:>11.1f}"
+              f"{(size / grep_s) / (size / r['seconds']):>7.0f}x{r['peak_rss_mib']:>14.0f}{r['tok_lines']:>13}")
+    small = DATA / f"train_{sizes[0]}mb.log"
+    r = child("load", small)
+    print(f"load_process_log on {small.name}: {small.stat().st_size / 1e6 / r['seconds']:.1f} MB/s, "
+          f"{r['metric_rows']} metric rows, peak RSS {r['peak_rss_mib']:.0f} MiB (rows kept: grows with rows)")
+
+
+if __name__ == "__main__":
+    main()
