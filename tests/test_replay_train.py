@@ -1,0 +1,84 @@
+"""The loop end to end on CPU: capture-format step lines, thread failures stop the run."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from dflash_postmortem.replay.train import (  # noqa: E402
+    ReplayConfig,
+    add_train_arguments,
+    config_from_args,
+    train,
+)
+
+# The capture's line form, e.g. `2026-11-30 05:20:58 [baseline] step 5 loss 11.9410 tok/s 11958 queue 4`
+STEP_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[(?P<run>[^\]]+)\] step (?P<step>\d+) "
+                       r"loss (?P<loss>[\d.]+) tok/s (?P<tok>\d+) queue (?P<q>\d+)$")
+TINY = dict(vocab=509, hidden=32, layers=4, heads=2, seq=64, batch=2, draft_heads=2, num_anchors=6,
+            block_size=4, chunk_blocks=4, dataset_tokens=4096, wandb=False, seconds=60)
+
+
+def run(**knobs) -> tuple[int, str]:
+    out = io.StringIO()
+    rc = train(ReplayConfig(**{**TINY, **knobs}), stream=out)
+    return rc, out.getvalue()
+
+
+def test_step_lines_have_the_capture_form(bundled_dir, tmp_path):
+    captured = (bundled_dir / "logs" / "train.log").read_text().splitlines()
+    assert STEP_LINE.match(captured[7]), "the regex must describe the real capture first"
+    pid_file = tmp_path / "run.pid"
+    rc, log = run(run_name="unit", max_steps=10, pid_file=str(pid_file))
+    assert rc == 0
+    lines = log.splitlines()
+    stages = [line.split("] ", 1)[1] for line in lines if not STEP_LINE.match(line)]
+    assert stages[:2] == ["Loading dataset ...", "Dataset ready: 4096 tokens"]
+    assert stages[-2:] == ["Starting training threads", "Training stopped"]
+    steps = [STEP_LINE.match(line) for line in lines if STEP_LINE.match(line)]
+    assert [int(m["step"]) for m in steps][:2] == [5, 10]
+    assert all(m["run"] == "unit" and int(m["tok"]) > 0 for m in steps)
+    assert pid_file.read_text().isdigit()
+
+
+@pytest.mark.parametrize("where", ["drafter:2", "target:3"])
+def test_a_thread_exception_stops_the_run_with_its_traceback(where):
+    rc, log = run(run_name="boom", inject_error=where, seconds=120, drafter_threads=2)
+    assert rc == 1
+    role = where.split(":")[0]
+    assert re.search(rf"\[boom\] Thread {role}-\d failed:", log)
+    assert "Traceback (most recent call last):" in log
+    assert f"RuntimeError: injected failure in the {role} at its step {where[-1]}" in log
+    assert log.rstrip().endswith("[boom] Training failed")
+
+
+@pytest.mark.parametrize("mode", ["locked", "main-thread"])
+def test_guarded_compile_modes_train_cleanly_with_two_drafter_threads(mode):
+    rc, log = run(run_name=mode, compile=mode, compile_backend="eager", drafter_threads=2, max_steps=6)
+    assert rc == 0, log
+    assert "failed" not in log
+
+
+def test_capture_flag_names_are_aliases():
+    import argparse
+
+    p = argparse.ArgumentParser()
+    add_train_arguments(p)
+    cfg = config_from_args(p.parse_args(
+        ["--run-name", "regressed", "--fast-linear-attn", "0", "--use-reentrant", "0", "--lm-head-opt", "0", "--cpu"]))
+    assert (cfg.linear_attn, cfg.use_reentrant, cfg.lm_head_mode) == ("fallback", False, "trainable")
+    assert cfg.target_gpus == [] and cfg.drafter_gpus == []
+
+
+@pytest.mark.slow
+def test_dist_transport_over_gloo(capfd):
+    """Target and drafter as two processes joined by torch.distributed (gloo on CPU)."""
+    rc, _ = run(run_name="dist", transport="dist", max_steps=5, log_every=5)
+    out = capfd.readouterr().out
+    assert rc == 0, out
+    assert any(STEP_LINE.match(line) and "step 5 " in line for line in out.splitlines()), out
+    assert "[dist] Training stopped" in out
