@@ -54,13 +54,8 @@ def render_load_report(inc: Incident, verbose: bool = False) -> str:
 
 
 def render_inspect(inc: Incident, verbose: bool = False) -> str:
-    parts = [render_load_report(inc, verbose)]
-    try:
-        from .detect import detect
-        from .timeline import render_timeline, timeline
-    except ImportError:  # detectors not installed in this build
-        return "\n".join(parts)
+    from .detect import detect
+    from .timeline import format_for_terminal
+
     findings = detect(inc)
-    parts.append("")
-    parts.append(render_timeline(inc, findings, timeline(inc, findings)))
-    return "\n".join(parts)
+    return render_load_report(inc, verbose) + "\n\n" + format_for_terminal(inc, findings)
