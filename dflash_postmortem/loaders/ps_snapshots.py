@@ -19,6 +19,7 @@ import pandas as pd
 from .. import align
 from ..incident import from_frames
 from .registry import Format, LoadContext, register
+from .shell_transcript import is_prompt
 
 # ps/top header names -> our column. Only the last column and LSTART may contain spaces.
 COLUMNS = {
@@ -39,7 +40,6 @@ _SNAP_ISO = re.compile(r"^#*\s*(?:=+\s*)?(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}
 _SNAP_DATE = re.compile(r"^#*\s*(?:\w{3} )?(?P<mon>\w{3}) +(?P<day>\d{1,2}) (?P<time>\d{2}:\d{2}:\d{2}) (?:(?P<tz>[A-Z]{2,5}) )?(?P<year>\d{4})\s*$")
 _TOP = re.compile(r"^top - (?P<time>\d{2}:\d{2}:\d{2}) ")
 _TOP_SUMMARY = re.compile(r"^(Tasks|Threads|%?Cpu|MiB|KiB|GiB|Mem|Swap|Load)\b")
-_PROMPT = re.compile(r"^(?:\([\w.-]+\) )?[\w.-]+@[\w.-]+:.*?[$#] |^\$ ")
 _ETIME = re.compile(r"^(?:(?:(?P<d>\d+)-)?(?P<h>\d+):)?(?P<m>\d+):(?P<s>\d+)$")
 MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
 
@@ -163,7 +163,7 @@ def load_ps(path: Path, ctx: LoadContext):
             rep.skip(i, "header line")
             tree = []
             continue
-        if _PROMPT.match(line):
+        if is_prompt(line):
             rep.skip(i, "shell prompt line")
             continue
         use = header

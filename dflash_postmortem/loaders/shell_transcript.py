@@ -53,6 +53,11 @@ _EXIT = re.compile(r"(?i)\bexit(?:ed)?(?: with)?(?: code|=|:| status)\s*(?P<code
 _RUN_NAME = re.compile(r"--run[-_]name[= ](?P<run>[\w.@-]+)")
 
 
+def is_prompt(line: str) -> bool:
+    """A shell prompt with a command (`user@host:dir$ cmd`, `$ cmd`): ps pastes carry them too."""
+    return bool(_PROMPT.match(line) or _BARE.match(line))
+
+
 @dataclass
 class Command:
     line: int
@@ -357,7 +362,7 @@ def sniff_transcript(path: Path, head: bytes) -> float:
     stamped = sum(1 for ln in lines if _STAMPED.match(ln))
     if stamped:
         return 0.9
-    prompts = sum(1 for ln in lines if _PROMPT.match(ln) or _BARE.match(ln))
+    prompts = sum(1 for ln in lines if is_prompt(ln))
     # A ps listing pasted with its prompt line is a ps listing: prompts must be a fair share.
     return 0.7 if prompts >= 2 and prompts / len(lines) >= 0.1 else 0.0
 
