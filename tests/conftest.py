@@ -43,3 +43,62 @@ def capture_dir(shared_dir) -> Path:
     if not d.is_dir():
         pytest.skip(f"{d} is absent")
     return d
+
+
+SEED = REPO / "data" / "incidents" / "seed-8gpu-reconstruction"
+
+
+@pytest.fixture(scope="session")
+def bundled_incident(bundled_dir):
+    """The bundled H200 capture, loaded once for the detector and timeline tests."""
+    import warnings
+
+    from dflash_postmortem import load_incident
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return load_incident(bundled_dir)
+
+
+@pytest.fixture(scope="session")
+def seed_dir() -> Path:
+    """The synthetic reconstruction of the write-up's 8-GPU incident (scripts/make_seed_reconstruction.py)."""
+    return SEED
+
+
+@pytest.fixture(scope="session")
+def seed_incident(seed_dir):
+    import warnings
+
+    from dflash_postmortem import load_incident
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return load_incident(seed_dir)
+
+
+@pytest.fixture(scope="session")
+def bundled_findings(bundled_incident):
+    from dflash_postmortem.detect import detect
+
+    return detect(bundled_incident)
+
+
+@pytest.fixture(scope="session")
+def seed_findings(seed_incident):
+    from dflash_postmortem.detect import detect
+
+    return detect(seed_incident)
+
+
+@pytest.fixture(scope="session")
+def line_at():
+    """line_at(root, 'file:line') -> the text of that line (fails the test if it does not exist)."""
+
+    def read(root: Path, ref: str) -> str:
+        path, _, n = ref.rpartition(":")
+        lines = (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
+        assert n.isdigit() and 1 <= int(n) <= len(lines), f"{ref}: no such line"
+        return lines[int(n) - 1]
+
+    return read

@@ -87,24 +87,25 @@ def _launcher(command: str) -> str | None:
     return m.group("how") if m else None
 
 
-def _reason(L: pd.Series, inc: Incident, start, end, checks: dict) -> tuple[str, str, list[str]]:
+def _reason(L: pd.Series, inc: Incident, start, end) -> tuple[str, str, list[str]]:
     """Why the launch failed, as far as the evidence goes: (reason, explanation, refs)."""
     ev = _between(inc.events, start, end)
     path = L.get("log_path") if isinstance(L.get("log_path"), str) else None
-    said = ev[ev["kind"].isin(["redirect_failed", "command", "launch", "log_missing"])]
-    if path:
-        failed_redirect = said[(said["kind"] == "redirect_failed")
-                               | said.get("output", pd.Series("", index=said.index)).fillna("").astype(str)
-                               .str.contains(re.escape(path) + r".*" + _NO_FILE + r"|bash: .*" + re.escape(path))]
-        # a redirect the shell could not open is reported on the launch's own output
-        failed_redirect = failed_redirect[failed_redirect["time"] <= start + pd.Timedelta(seconds=10)]
-        if len(failed_redirect):
-            r = failed_redirect.iloc[0]
-            refs = ([r["ref"]] if isinstance(r.get("ref"), str) else []) + (
-                _output_refs(inc, r) if r["kind"] != "redirect_failed" else [])
-            return ("redirect target missing",
-                    f"log path does not exist, process never started: the shell could not open "
-                    f"{path} for the redirect, so the command after it never ran", refs)
+    # A redirect the shell could not open is reported right after the launch, on its own output.
+    soon = ev[ev["time"] <= start + pd.Timedelta(seconds=10)]
+    said = soon["message"].fillna("").astype(str)
+    if "output" in soon.columns:
+        said = said + "\n" + soon["output"].fillna("").astype(str)
+    failed = soon[(soon["kind"] == "redirect_failed")
+                  | (said.str.contains(re.escape(path) + ": " + _NO_FILE) if path else False)]
+    if path and len(failed):
+        r = failed.iloc[0]
+        refs = [r["ref"]] if isinstance(r.get("ref"), str) else []
+        if r["kind"] != "redirect_failed":
+            refs += _output_refs(inc, r)
+        return ("redirect target missing",
+                f"log path does not exist, process never started: the shell could not open {path} "
+                f"for the redirect, so the command after it never ran", refs)
     proc = L.get("process")
     if isinstance(proc, pd.Series):
         tb = ev[ev["kind"] == "traceback"]
@@ -133,7 +134,7 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         first = L["first_step"] if isinstance(L["first_step"], pd.Series) else None
         log = L["log"] if isinstance(L["log"], pd.Series) else None
         stepped = first is not None and first["time"] - L["time"] <= grace
-        if proc is not None and stepped:
+        if stepped:
             continue
         pid = None if proc is None else proc["pid"]
         gpu_ok, gpu_text, gpu_refs = _gpu_check(inc, start, end, pid)
@@ -161,14 +162,18 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         evidence += gpu_refs
         if not stepped:
             lines.append(f"no training step within {grace.total_seconds():.0f} s")
-        if proc is not None and (gpu_ok or log is not None):
-            # Alive, log advancing or memory rising: slow, not failed.
+        # Gone: no longer listed while the listings went on (a capture that ends proves nothing).
+        listed_until = inc.processes["last_seen"].max()
+        gone = proc is not None and pd.notna(proc["last_seen"]) and (
+            proc["last_seen"] < min(end, listed_until) - pd.Timedelta(seconds=30))
+        if (proc is not None and not gone) or (proc is None and inc.processes.empty and log is not None):
+            # Alive (or no process listing, but its log fills): slow, not failed.
             rows.append(findings.finding(
                 "slow_start", L["time"], end, "info", f"slow start after launch at {L['time']:%H:%M:%S}",
-                "; ".join(lines) + ". Process alive and making progress: slow, not a failure.",
-                evidence, {"checks": checks, "run": L["run"], "pid": int(pid)}))
+                "; ".join(lines) + ". Alive and no evidence of failure: slow, not failed.",
+                evidence, {"checks": checks, "run": L["run"], "pid": None if pid is None else int(pid)}))
             continue
-        reason, why, why_refs = _reason(L, inc, start, end, checks)
+        reason, why, why_refs = _reason(L, inc, start, end)
         evidence = why_refs + evidence
         rows.append(findings.finding(
             "failed_restart", L["time"], end, "critical",

@@ -1,0 +1,69 @@
+"""Failed restarts and stale processes, on the real capture and the reconstruction."""
+
+from dflash_postmortem.detect import detect_failed_restarts
+
+
+def _kind(findings, kind):
+    return findings[findings["kind"] == kind]
+
+
+def test_bundled_failed_restart_explained(bundled_findings, bundled_dir, line_at):
+    fr = _kind(bundled_findings, "failed_restart")
+    assert len(fr) == 1
+    r = fr.iloc[0]
+    assert f"{r['start']:%H:%M:%S}" == "05:23:01"
+    assert r["numbers"]["reason"] == "redirect target missing"
+    assert "log path does not exist, process never started" in r["detail"]
+    assert r["numbers"]["checks"] == {"process": False, "log": False, "gpu_memory": False, "first_step": False}
+    cited = [line_at(bundled_dir, ref) for ref in r["evidence"]]
+    assert any("bash: line 1: /workspace/train_opt2.log: No such file or directory" in c for c in cited)
+    assert any(c.startswith("cat: /workspace/train_opt2.log: No such file") for c in cited)
+
+
+def test_bundled_later_launches_are_not_failures(bundled_findings):
+    """baseline, regressed and the 05:23:16 relaunch all started: no finding for them."""
+    assert _kind(bundled_findings, "slow_start").empty
+    assert len(_kind(bundled_findings, "failed_restart")) == 1
+
+
+def test_bundled_stale_process(bundled_findings, bundled_dir, line_at):
+    st = _kind(bundled_findings, "stale_process")
+    assert st["numbers"].map(lambda n: n["pid"]).tolist() == [579]
+    cited = [line_at(bundled_dir, ref) for ref in st.iloc[0]["evidence"]]
+    assert any("579" in c and "time.sleep(100000)" in c for c in cited)
+    assert "1" in [c.strip() for c in cited]  # the operator's `wc -l` answer counted it
+
+
+def test_seed_failed_restart_three_pieces_of_evidence(seed_findings, seed_dir, line_at):
+    fr = _kind(seed_findings, "failed_restart")
+    assert len(fr) == 1
+    r = fr.iloc[0]
+    assert r["numbers"]["reason"] == "launching session killed"
+    assert r["numbers"]["launcher"] == "pct exec"
+    cited = {ref: line_at(seed_dir, ref) for ref in r["evidence"]}
+    texts = list(cited.values())
+    # the `wc -l` answer `1`, on the line after the operator's ps command
+    answers = [ref for ref, t in cited.items() if t.strip() == "1"]
+    assert len(answers) == 1
+    path, n = answers[0].rsplit(":", 1)
+    assert line_at(seed_dir, f"{path}:{int(n) - 1}").endswith("$ ps aux | grep python3 | grep -v grep | wc -l")
+    zero = [t for t in texts if t.endswith(", 0 MiB, 0 %")]
+    assert len(zero) == 8
+    assert "cat: /workspace/train_opt2.log: No such file or directory" in texts
+
+
+def test_seed_stale_process(seed_findings):
+    st = _kind(seed_findings, "stale_process")
+    assert st["numbers"].map(lambda n: n["pid"]).tolist() == [2231]
+    assert "not the launched trainer" in st.iloc[0]["detail"]
+
+
+def test_python_process_alone_is_not_training(bundled_incident):
+    """Without the transcript's checks, the stale python process still never passes for the trainer."""
+    ev = bundled_incident.events
+    inc = type(bundled_incident)(events=ev[ev["kind"].isin(["launch", "command"])],
+                                 processes=bundled_incident.processes, config=bundled_incident.config)
+    fr = detect_failed_restarts(inc)
+    failed = fr[fr["kind"] == "failed_restart"]
+    assert [f"{t:%H:%M:%S}" for t in failed["start"]] == ["05:23:01"]
+    assert failed.iloc[0]["numbers"]["checks"]["process"] is False
