@@ -46,3 +46,72 @@ def shift(df: pd.DataFrame, seconds: float, columns=("time",)) -> pd.DataFrame:
         if c in out.columns:
             out[c] = out[c] + delta
     return out
+
+
+_TIMED = ("gpus", "gpu_processes", "metrics", "events")
+
+
+def apply_offsets(inc, offsets: dict[str, float]) -> None:
+    """Add manual clock offsets (incident.toml `[offsets]`, seconds by source path; a prefix names
+    a folder) to every time of the matching sources, and record them in the load report."""
+    for src, seconds in offsets.items():
+        delta = pd.Timedelta(seconds=seconds)
+        for name in _TIMED:
+            df = getattr(inc, name)
+            hit = df["source"].fillna("").str.startswith(src)
+            if hit.any():
+                df.loc[hit, "time"] = df.loc[hit, "time"] + delta
+        procs = inc.processes
+        hit = procs["source"].fillna("").str.startswith(src)
+        for col in ("first_seen", "last_seen", "started"):
+            if hit.any():
+                procs.loc[hit, col] = procs.loc[hit, col] + delta
+        inc.load_report.offsets[src] = seconds
+
+
+OFFSET_COLUMNS = ("source", "reference", "seconds", "samples", "method")
+
+
+def estimate_offsets(inc, *, metric: str = "train/tok_per_s", loading_pattern: str = r"[Ll]oading .*model") -> pd.DataFrame:
+    """Clock offsets between sources that record the same moment, to report (not apply).
+
+    - the same throughput value of the same run logged by two sources (a log line and wandb
+      record one measurement; wandb's `_step` is not the trainer's step): median time difference;
+    - a "loading model" log line against the first rise of GPU memory after it (the model's
+      weights arrive a few seconds later: a large or negative gap means the clocks disagree).
+    `seconds` is what to add to `source` to put it on `reference`'s clock.
+    """
+    rows = []
+    m = inc.metrics[(inc.metrics["metric"] == metric) & inc.metrics["value"].notna()]
+    # logs print rounded numbers: compare at the log's precision
+    m = m.assign(value=m["value"].round()).drop_duplicates(subset=["source", "run", "value"], keep=False)
+    srcs = m["source"].dropna().unique().tolist()
+    for i, a in enumerate(srcs):
+        for b in srcs[i + 1:]:
+            j = m[m["source"] == a].merge(m[m["source"] == b], on=["run", "value"], suffixes=("_a", "_b"))
+            if len(j):
+                diff = (j["time_b"] - j["time_a"]).dt.total_seconds()
+                rows.append({"source": a, "reference": b, "seconds": float(diff.median()),
+                             "samples": int(len(j)), "method": f"same {metric} value of the same run"})
+    ev = inc.events
+    loads = ev[(ev["kind"] == "stage") & ev["message"].fillna("").str.contains(loading_pattern)]
+    g = inc.gpus.dropna(subset=["memory_used_mib"])
+    for src, gs in g.groupby("source"):
+        gs = gs.sort_values("time")
+        if gs["time"].nunique() < 20:
+            continue  # a snapshot, not a series: it cannot say when memory rose
+        idle = gs["memory_used_mib"] < 100
+        rises = gs[~idle & idle.groupby(gs["gpu"]).shift(1, fill_value=True).to_numpy()]
+        gaps = []
+        for t in loads["time"]:
+            if not gs["time"].iloc[0] < t < gs["time"].iloc[-1]:
+                continue
+            after = rises[(rises["time"] >= t - pd.Timedelta(seconds=60))
+                          & (rises["time"] <= t + pd.Timedelta(seconds=120))]
+            if len(after):
+                gaps.append((after["time"].iloc[0] - t).total_seconds())
+        if gaps and loads["source"].nunique():
+            rows.append({"source": loads["source"].iloc[0], "reference": src,
+                         "seconds": float(pd.Series(gaps).median()), "samples": len(gaps),
+                         "method": "model-loading line vs first GPU memory rise"})
+    return pd.DataFrame(rows, columns=list(OFFSET_COLUMNS))

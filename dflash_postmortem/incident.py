@@ -218,7 +218,7 @@ def load_incident(
             parts.append(_load_one(f, fmt, ctx))
     inc = Incident.combine(parts, config=cfg, root=root)
     inc.load_report.files = report.files + inc.load_report.files
-    _apply_offsets(inc, cfg)
+    align.apply_offsets(inc, cfg.offsets)
     _fill_gpu_index(inc)
     inc.load_report.files.sort(key=lambda r: r.path)
     return inc
@@ -236,17 +236,6 @@ def _load_one(path: Path, fmt, ctx) -> Incident:
         inc = Incident()
         inc.load_report.add(failed)
         return inc
-
-
-def _apply_offsets(inc: Incident, cfg: IncidentConfig) -> None:
-    """Manual clock offsets from incident.toml, by source path (a prefix names a folder)."""
-    for src, seconds in cfg.offsets.items():
-        for name in ("gpus", "gpu_processes", "metrics", "events"):
-            df = getattr(inc, name)
-            hit = df["source"].fillna("").str.startswith(src)
-            if hit.any():
-                df.loc[hit, "time"] = df.loc[hit, "time"] + pd.Timedelta(seconds=seconds)
-        inc.load_report.offsets[src] = seconds
 
 
 def _fill_gpu_index(inc: Incident) -> None:

@@ -1,0 +1,47 @@
+"""One clock: zones, manual offsets from incident.toml, and offsets estimated between sources."""
+
+import shutil
+import warnings
+
+import pandas as pd
+
+from dflash_postmortem import align, load_incident
+
+
+def test_localize_reads_wall_clock_in_zone():
+    t = align.localize(pd.Series(pd.to_datetime(["2026-11-30 06:20:22"])), "Europe/Berlin")
+    assert t.iloc[0] == pd.Timestamp("2026-11-30 05:20:22", tz="UTC")
+
+
+def test_manual_offset_from_incident_toml(seed_dir, seed_incident, tmp_path):
+    root = tmp_path / "seed"
+    shutil.copytree(seed_dir, root)
+    with open(root / "incident.toml", "a") as f:
+        f.write('\n[offsets]\n"logs/train_opt.log" = -3.5\n')
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = load_incident(root)
+    assert inc.load_report.offsets == {"logs/train_opt.log": -3.5}
+
+    def first(i, src):
+        return i.metrics.loc[i.metrics["source"] == src, "time"].min()
+
+    assert first(seed_incident, "logs/train_opt.log") - first(inc, "logs/train_opt.log") == pd.Timedelta(seconds=3.5)
+    assert first(seed_incident, "logs/train.log") == first(inc, "logs/train.log")
+
+
+def test_estimated_offsets_on_the_bundled_capture(bundled_incident):
+    off = align.estimate_offsets(bundled_incident)
+    same = off[off["method"].str.startswith("same train/tok_per_s")]
+    # log lines print whole seconds, wandb keeps sub-seconds: one clock, ~0.5 s apart
+    assert len(same) == 3 and same["seconds"].between(0.3, 0.7).all()
+    assert same["samples"].min() >= 50
+    rise = off[(off["method"].str.startswith("model-loading")) & (off["reference"] == "logs/smi_stream.csv")]
+    # the model's first MiB land 2-3 s after "Loading target model": same clock, no offset to apply
+    assert len(rise) == 1 and 1.0 < rise["seconds"].iloc[0] < 5.0
+
+
+def test_no_sources_no_offsets():
+    from dflash_postmortem import Incident
+
+    assert align.estimate_offsets(Incident()).empty
