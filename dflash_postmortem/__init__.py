@@ -1,5 +1,6 @@
 """dflash-postmortem: reconstruct, measure and report incidents in multi-GPU training runs."""
 
+from .detect import detect
 from .errors import (
     IncidentConfigError,
     MissingDependencyError,
@@ -14,6 +15,8 @@ from .loaders.process_log import load_process_log
 from .loaders.ps_snapshots import load_ps_snapshots
 from .loaders.shell_transcript import load_shell_transcript
 from .loaders.wandb_run import load_wandb_run
+from .summary import what_happened
+from .timeline import Timeline, timeline
 
 __version__ = "0.1.0"
 
@@ -27,10 +30,14 @@ __all__ = [
     "PostmortemError",
     "RunInfo",
     "SourceFormatError",
+    "Timeline",
+    "detect",
     "load_incident",
     "load_nvidia_smi",
     "load_process_log",
     "load_ps_snapshots",
     "load_shell_transcript",
     "load_wandb_run",
+    "timeline",
+    "what_happened",
 ]

@@ -7,7 +7,11 @@ plotly.js once per page, so a report renders offline and never reaches a CDN.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import pickle
+from pathlib import Path
 
 import plotly.io as pio
 from plotly.io._base_renderers import MimetypeRenderer
@@ -40,3 +44,44 @@ def setup() -> None:
     pio.renderers.default = RENDERER
     pd.set_option("display.max_colwidth", 160)
     pd.set_option("display.max_rows", 200)
+
+
+CACHE_ENV = "DFLASH_POSTMORTEM_CACHE"
+
+
+def _fingerprint(folder: Path, timezone: str | None) -> str:
+    """Changes whenever an evidence file changes (the cache lives for one report or test session)."""
+    stamp = [str(folder.resolve()), timezone or ""]
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            st = p.stat()
+            stamp.append(f"{p.relative_to(folder)}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha1("\n".join(stamp).encode()).hexdigest()
+
+
+def load(incident_dir: str, timezone: str = ""):
+    """The incident and its findings, as every notebook starts.
+
+    A report runs five notebooks on one incident; where `DFLASH_POSTMORTEM_CACHE` names a folder
+    (the report and the test suite set it, for the length of one run) the loaded incident and
+    findings are kept there, keyed by the evidence files, so only the first notebook pays for
+    loading.
+    """
+    from .incident import load_incident
+    from .views import find
+
+    folder = Path(incident_dir)
+    cache = os.environ.get(CACHE_ENV)
+    path = Path(cache) / f"{_fingerprint(folder, timezone)}.pickle" if cache and folder.is_dir() else None
+    if path is not None and path.exists():
+        with path.open("rb") as fh:
+            return pickle.load(fh)
+    inc = load_incident(folder, timezone=timezone or None, on_bad_line="skip")
+    found = (inc, find(inc))
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        with tmp.open("wb") as fh:
+            pickle.dump(found, fh)
+        tmp.replace(path)  # atomic: notebooks running in parallel never read half a file
+    return found

@@ -6,13 +6,17 @@ report opens with no internet; secrets are redacted from every output before it 
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import os
+import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MissingDependencyError, PostmortemError
+from .notebook import CACHE_ENV
 from .redact import redact
 
 NOTEBOOK_DIR = Path(os.environ.get("DFLASH_NOTEBOOKS", Path(__file__).resolve().parent.parent / "notebooks"))
@@ -120,6 +124,9 @@ def redact_notebook(nb) -> None:
                 out["traceback"] = [redact(t) for t in out["traceback"]]
 
 
+_CDN_SCRIPT = re.compile(r'<script[^>]*\ssrc="https?://[^"]*"[^>]*>\s*</script>\s*')
+
+
 def _plotly_js() -> str:
     from plotly.offline import get_plotlyjs
 
@@ -134,6 +141,9 @@ def to_html(nb, title: str, show_code: bool, index_href: str | None) -> str:
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
+    # The lab template loads require.js and MathJax from a CDN: a report must not reach the
+    # internet, and with require.js present plotly.js registers as an AMD module, not window.Plotly.
+    body = _CDN_SCRIPT.sub("", body)
     # plotly.js once per page, in the head, before any figure's script runs.
     head = f"<script type=\"text/javascript\">{_plotly_js()}</script>\n</head>"
     body = body.replace("</head>", head, 1)
@@ -160,8 +170,6 @@ def build_report(
         import papermill as pm
     except ImportError as e:  # pragma: no cover - both are runtime dependencies
         raise MissingDependencyError(e.name or "papermill", "report") from e
-    from tqdm import tqdm
-
     incident_dir = Path(incident_dir).resolve()
     if not incident_dir.is_dir():
         raise PostmortemError(f"{incident_dir}: no such incident folder")
@@ -173,36 +181,62 @@ def build_report(
     _check_known(chosen, params)
     params.setdefault("incident_dir", str(incident_dir))
 
-    kernel = kernel_name()
-    pages: list[Page] = []
-    bar = tqdm(chosen, desc="report", unit="notebook", disable=not progress)
-    for nb_path in bar:
-        bar.set_postfix_str(nb_path.stem)
-        executed = out / "executed" / nb_path.name
-        page = Page(nb_path, executed, out / f"{nb_path.stem}.html")
-        try:
-            pm.execute_notebook(
-                str(nb_path), str(executed), parameters=typed_params(nb_path, params),
-                kernel_name=kernel, progress_bar=False, cwd=str(nb_path.parent),
-            )
-        except pm.PapermillExecutionError as e:
-            first = str(e.evalue).strip().splitlines()[0] if str(e.evalue).strip() else ""
-            page.error = f"{e.ename}: {first[:200]}"
-        nb = nbformat.read(str(executed), as_version=4)
-        if redact_secrets:
-            redact_notebook(nb)
-            nbformat.write(nb, str(executed))
-        page.html.write_text(to_html(nb, nb_path.stem, show_code, "index.html"), encoding="utf-8")
-        if static:
-            export_static(nb, out / "figures" / nb_path.stem)
-        pages.append(page)
-    index = out / "index.html"
-    index.write_text(_index_html(incident_dir, pages, redact_secrets), encoding="utf-8")
+    # One load of the incident for all pages (see notebook.load); kernels inherit the variable.
+    with tempfile.TemporaryDirectory(prefix="dflash-report-") as cache, _env(CACHE_ENV, cache):
+        pages = [_page(pm, nbformat, nb_path, out, params, show_code, static, redact_secrets)
+                 for nb_path in _progress(chosen, progress)]
+        index = out / "index.html"
+        index.write_text(_index_html(incident_dir, pages, redact_secrets, str(params.get("timezone", ""))), encoding="utf-8")
     failed = [p for p in pages if p.error]
     if failed:
         names = ", ".join(f"{p.notebook.stem} ({p.error})" for p in failed)
         raise PostmortemError(f"report written to {index}, but notebook(s) failed: {names}")
     return index
+
+
+def _progress(chosen: list[Path], progress: bool):
+    from tqdm import tqdm
+
+    bar = tqdm(chosen, desc="report", unit="notebook", disable=not progress)
+    for nb_path in bar:
+        bar.set_postfix_str(nb_path.stem)
+        yield nb_path
+
+
+@contextlib.contextmanager
+def _env(name: str, value: str):
+    """Set an environment variable for the block, unless the caller already set it."""
+    if os.environ.get(name):
+        yield
+        return
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)
+
+
+def _page(pm, nbformat, nb_path: Path, out: Path, params: dict, show_code: bool, static: bool,
+          redact_secrets: bool) -> Page:
+    """Execute one notebook and write its HTML page; a failing notebook still gets a page."""
+    executed = out / "executed" / nb_path.name
+    page = Page(nb_path, executed, out / f"{nb_path.stem}.html")
+    try:
+        pm.execute_notebook(
+            str(nb_path), str(executed), parameters=typed_params(nb_path, params),
+            kernel_name=kernel_name(), progress_bar=False, cwd=str(nb_path.parent),
+        )
+    except pm.PapermillExecutionError as e:
+        first = str(e.evalue).strip().splitlines()[0] if str(e.evalue).strip() else ""
+        page.error = f"{e.ename}: {first[:200]}"
+    nb = nbformat.read(str(executed), as_version=4)
+    if redact_secrets:
+        redact_notebook(nb)
+        nbformat.write(nb, str(executed))
+    page.html.write_text(to_html(nb, nb_path.stem, show_code, "index.html"), encoding="utf-8")
+    if static:
+        export_static(nb, out / "figures" / nb_path.stem)
+    return page
 
 
 def export_static(nb, folder: Path) -> list[Path]:
@@ -231,16 +265,16 @@ def export_static(nb, folder: Path) -> list[Path]:
     return written
 
 
-def _index_html(incident_dir: Path, pages: list[Page], redact_secrets: bool) -> str:
+def _index_html(incident_dir: Path, pages: list[Page], redact_secrets: bool, timezone: str = "") -> str:
     import warnings
 
-    from .incident import load_incident
+    from .notebook import load
     from .summary import summary_lines
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        inc = load_incident(incident_dir, on_bad_line="skip")
-    lines = summary_lines(inc)
+        inc, findings = load(str(incident_dir), timezone)
+    lines = summary_lines(inc, findings)
     if redact_secrets:
         lines = [redact(x) for x in lines]
     items = "\n".join(f"<li>{html.escape(x)}</li>" for x in lines)

@@ -1,0 +1,167 @@
+"""Write notebooks/NN_topic.ipynb from the cell lists below (outputs stripped, kernelspec kept).
+
+    .venv/bin/python scripts/make_notebooks.py            # regenerate all notebooks
+    .venv/bin/python scripts/make_notebooks.py --expected # also record the checked headline outputs
+
+Cells are short calls into the package; the story each notebook tells lives here in one place.
+A cell whose first line is `# NBVAL_CHECK_OUTPUT` is the notebook's headline: with --expected it
+is executed on the bundled incident and its output is kept as the reference nbval compares
+against (every other output is stripped). See docs/report.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = REPO / "notebooks"
+CHECK = "# NBVAL_CHECK_OUTPUT"
+
+PARAMETERS = '''# Parameters (papermill overrides these; in JupyterLab, edit them to point at your own incident)
+incident_dir: str = "../data/incidents/h200-2gpu"  # folder of evidence files, optionally with incident.toml
+timezone: str = ""  # zone for sources without one (IANA name); empty means incident.toml or UTC'''
+
+LOAD = '''import dflash_postmortem as pm
+from dflash_postmortem import plots, views
+from dflash_postmortem.notebook import load, setup
+
+setup()
+inc, findings = load(incident_dir, timezone)'''
+
+NOTEBOOKS_SPEC = {
+    "01_overview": [
+        ("md", "# Incident overview\n\nWhat happened, when, and what it cost: three sentences from the findings, the "
+               "headline numbers, the timeline, and every source on one UTC clock in one figure."),
+        ("params", PARAMETERS),
+        ("code", LOAD + "\ntl = views.timeline(inc, findings)"),
+        ("md", "## What happened"),
+        ("code", 'print("\\n".join(pm.what_happened(inc, findings, views.impact(tl))))'),
+        ("md", "## Headline numbers\n\nBaseline and degraded throughput, time to detect, mitigate and recover, "
+               "and what the incident cost in GPU-hours and tokens."),
+        ("code", f"{CHECK}\nprint(views.headline_text(findings))"),
+        ("code", "views.headline(findings, tl)"),
+        ("md", "## Timeline"),
+        ("code", "views.timeline_table(tl)"),
+        ("md", "## Everything on one clock\n\nThroughput per run, GPU memory and utilization per GPU, what was "
+               "alive when, and the events and findings. Hover a marker to see the evidence line it cites "
+               "(`file:line`); shaded bands are findings."),
+        ("code", "plots.plot_overview(inc, findings)"),
+        ("md", "## Findings"),
+        ("code", "views.findings_table(findings)"),
+        ("md", "## What was loaded\n\nEvery file in the folder, the format it was recognised as, lines read, parsed "
+               "and skipped, and the assumptions made (for example a file with no time zone)."),
+        ("code", 'inc.load_report.to_frame()[["path", "format", "read", "parsed", "skipped", "rows", "start", "end", "assumptions"]]'),
+    ],
+    "02_throughput_drop": [
+        ("md", "# Why did throughput drop?\n\nThe change point(s) in tokens/s, the level before and after, how each "
+               "run's step throughput is distributed, what changed between the runs (flags, config), the warnings "
+               "and errors near the change, and the root-cause candidates ranked by the evidence behind them."),
+        ("params", PARAMETERS),
+        ("code", LOAD + "\nseries, segments = views.change_points(inc)"),
+        ("md", "## Change points and levels"),
+        ("code", f"{CHECK}\nprint(views.levels_text(segments))"),
+        ("code", "plots.plot_change_points(series, segments)"),
+        ("code", "views.levels(segments)"),
+        ("md", "## Step throughput per run"),
+        ("code", "plots.plot_throughput_distribution(series)"),
+        ("md", "## What changed between the runs\n\nCommand-line flags of each launch and the runs' wandb config. "
+               "Bookkeeping settings (run name, duration, PID file) are listed last."),
+        ("code", "views.config_diff(inc, findings)"),
+        ("md", "## Warnings and errors near the change"),
+        ("code", "views.warnings_near(inc, findings, minutes=10)"),
+        ("md", "## Root-cause candidates, ranked by evidence"),
+        ("code", "views.root_causes(inc, findings)"),
+    ],
+    "03_failed_restart": [
+        ("md", "# Did the restart come up?\n\nFor each launch, a checklist with times: process started, log created, "
+               "log growing, GPU memory held by the new PID, first training step. Then the `ps` view (stale "
+               "processes against new ones) and the verdict with the exact evidence lines."),
+        ("params", PARAMETERS),
+        ("code", LOAD),
+        ("md", "## Launch checklist"),
+        ("code", f"{CHECK}\nprint(views.restart_text(findings))"),
+        ("code", "views.launch_checklist(inc, findings)"),
+        ("md", "## Processes seen by `ps`: stale against new"),
+        ("code", "views.process_view(inc, findings)"),
+        ("md", "## Verdicts and evidence"),
+        ("code", "views.verdicts(findings)"),
+    ],
+    "04_recovery": [
+        ("md", "# Did it recover, and fully?\n\nTime to recover, throughput against the baseline after the "
+               "relaunch, a partial recovery and its reason, and the GPU roles incident.toml expects against what "
+               "the GPUs show (memory per GPU, coloured by expected role; GPUs that hold memory but sit idle)."),
+        ("params", PARAMETERS),
+        ("code", LOAD + "\nstart, end = views.recovery_window(inc, findings)"),
+        ("md", "## Recovery"),
+        ("code", f"{CHECK}\nprint(views.recovery_text(findings))"),
+        ("code", "views.recovery_table(findings)"),
+        ("code", "plots.plot_throughput(inc)"),
+        ("md", "## GPU roles: expected against observed\n\nMedian memory and utilization per GPU over the recovery "
+               "window (or the last run when there is no recovery finding)."),
+        ("code", "roles = views.gpu_roles(inc, start, end)\nplots.plot_memory_by_role(roles)"),
+        ("code", "roles"),
+        ("code", "views.role_findings(findings)"),
+    ],
+    "05_replay_ab": [
+        ("md", "# What does each knob cost?\n\nReplay runs switch suspected root causes on and off on purpose. This "
+               "notebook reads them (the runs' wandb config gives each run's knob settings, the logs or wandb give "
+               "tok/s) and shows each knob's measured effect with its spread. Knobs that always changed together "
+               "are marked confounded: their effects cannot be told apart from these runs."),
+        ("params", PARAMETERS.replace("# folder of evidence files", "# folder of replay runs (or any incident)")),
+        ("code", LOAD + "\neffects = views.replay_effects(inc)"),
+        ("md", "## Knob settings per run"),
+        ("code", "views.knob_settings(inc)"),
+        ("md", "## Measured effect on tok/s"),
+        ("code", f"{CHECK}\nprint(views.effects_text(effects))"),
+        ("code", "plots.plot_replay_ab(effects)"),
+        ("code", "effects"),
+    ],
+}
+
+
+def build(name: str, cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
+    nb = new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    for kind, src in cells:
+        if kind == "md":
+            nb.cells.append(new_markdown_cell(src))
+        else:
+            cell = new_code_cell(src)
+            if kind == "params":
+                cell.metadata["tags"] = ["parameters"]
+            nb.cells.append(cell)
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"{name[:2]}-{i:02d}"  # stable ids: regenerating gives the same file
+    return nb
+
+
+def keep_expected(nb: nbformat.NotebookNode, path: Path) -> None:
+    """Execute on the bundled incident and keep only the checked headline cells' outputs."""
+    from nbclient import NotebookClient
+
+    ran = nbformat.from_dict(nbformat.from_dict(dict(nb)))
+    NotebookClient(ran, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    for cell, done in zip(nb.cells, ran.cells, strict=True):
+        if cell.cell_type == "code" and cell.source.startswith(CHECK):
+            cell.outputs = [o for o in done.outputs if o.get("output_type") == "stream"]
+
+
+def main(argv: list[str]) -> None:
+    expected = "--expected" in argv
+    for name, cells in NOTEBOOKS_SPEC.items():
+        path = NOTEBOOKS / f"{name}.ipynb"
+        nb = build(name, cells)
+        if expected:
+            keep_expected(nb, path)
+        nbformat.validate(nb)
+        nbformat.write(nb, str(path))
+        print(path.relative_to(REPO))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
