@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import align
+from .. import align, schema
 from ..errors import SourceFormatError
 from ..incident import from_frames
 from .registry import LoadContext
@@ -135,19 +135,20 @@ def resolve_fields(header: list[str]) -> tuple[list[Field], list[str]]:
 
 def load(path: Path, ctx: LoadContext):
     rep = ctx.report(path, FORMAT)
-    raw = path.read_bytes()
-    if not raw.strip():
-        rep.read = raw.count(b"\n")
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+    if not head.strip() and path.stat().st_size == len(head):
+        rep.read = head.count(b"\n")
         rep.skip(None, "blank line", rep.read)
         rep.notes.append("empty: a noheader compute-apps query prints nothing when no process runs")
         return from_frames(rep)
-    first = raw.split(b"\n", 1)[0].decode("utf-8", "replace")
+    first = head.split(b"\n", 1)[0].decode("utf-8", "replace")
     header = header_fields(first)
     if header is not None and not _PDSH.match(first):
-        fast = read_fast(raw, header, ctx, rep)
+        fast = read_fast(path, header, ctx, rep)
         if fast is not None:
             return fast
-    return read_lines(path, raw.decode("utf-8", "replace"), header, ctx, rep)
+    return read_lines(path, path.read_text(encoding="utf-8", errors="replace"), header, ctx, rep)
 
 
 def _kind_of(fields: list[Field]) -> str:
@@ -162,19 +163,20 @@ def _finish(rep, ctx: LoadContext, out: pd.DataFrame, fields: list[Field], event
     else:
         rep.assume(align.zone_assumption(ctx.timezone))
     if "host" not in out.columns:
-        out["host"] = pd.Series(pd.array([ctx.host] * len(out), dtype="string"), index=out.index) if ctx.host else pd.NA
-    out["source"] = rep.path
+        out["host"] = ctx.host
+    if "source" not in out.columns:
+        out["source"] = rep.path
     frames = {_kind_of(fields): out}
     if events is not None and len(events):
         frames["events"] = events
     return from_frames(rep, **frames)
 
 
-def read_fast(raw: bytes, header: list[str], ctx: LoadContext, rep):
+def read_fast(path: Path, header: list[str], ctx: LoadContext, rep):
     """pyarrow read of a clean file: explicit string columns, fixed-format times, vectorised unit
-    stripping. Returns None (and leaves `rep` untouched) when anything is irregular."""
-    import io
-
+    stripping, and each column built once in its final dtype (the multi-day streams are millions
+    of rows, so every extra copy shows in time and peak memory). Returns None, leaving `rep`
+    untouched, when anything is irregular."""
     import pyarrow as pa
     import pyarrow.compute as pc
     from pyarrow import csv
@@ -183,58 +185,142 @@ def read_fast(raw: bytes, header: list[str], ctx: LoadContext, rep):
     names = [f"c{i}" for i in range(len(header))]
     try:
         table = csv.read_csv(
-            io.BytesIO(raw),
+            path,
             read_options=csv.ReadOptions(skip_rows=1, column_names=names, block_size=1 << 24),
             parse_options=csv.ParseOptions(quote_char=False),
             convert_options=csv.ConvertOptions(
-                column_types={n: pa.string() for n in names},
-                strings_can_be_null=False,
+                column_types={n: pa.string() for n in names}, strings_can_be_null=False,
             ),
         )
     except pa.ArrowInvalid:
         return None
+    n = table.num_rows
     missing = pa.array(sorted(MISSING))
+    null = pa.scalar(None, pa.string())
     cols = {}
     try:
         for name, f in zip(names, fields, strict=True):
             col = pc.utf8_trim_whitespace(table.column(name))
+            table = table.drop_columns([name])  # let the raw text go as soon as it is parsed
             if f.kind == "time":
-                if _any(pc.is_in(col, value_set=missing)):
+                t = fixed_times(col)
+                if t is None:
                     return None
-                t = pc.cast(pc.replace_substring(col, "/", "-"), pa.timestamp("us"))
-                cols[f.column] = align.localize(pd.Series(t.to_numpy()), ctx.timezone)
+                cols[f.column] = align.localize(pd.DatetimeIndex(t), ctx.timezone).array
             elif f.kind in ("int", "float"):
-                col = pc.if_else(pc.is_in(col, value_set=missing), pa.scalar(None, pa.string()), col)
                 if f.unit:
                     col = pc.replace_substring(col, " " + f.unit, "")
-                nums = pc.cast(col, pa.float64())
+                try:
+                    nums = pc.cast(col, pa.float64())
+                except pa.ArrowInvalid:
+                    # Only columns that hold [N/A] and friends pay for the look-up.
+                    nums = pc.cast(pc.if_else(pc.is_in(col, value_set=missing), null, col), pa.float64())
                 if f.scale != 1.0:
                     nums = pc.multiply(nums, f.scale)
-                cols[f.column] = nums.to_numpy(zero_copy_only=False)
+                if f.kind == "int":
+                    cols[f.column] = pd.array(pc.cast(nums, pa.int64()), dtype="Int64")
+                else:
+                    cols[f.column] = nums.to_numpy()
             else:
-                col = pc.if_else(pc.is_in(col, value_set=missing), pa.scalar(None, pa.string()), col)
-                cols[f.column] = pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array(col).combine_chunks()))
+                col = pc.if_else(pc.is_in(col, value_set=missing), null, col)
+                cols[f.column] = pd.array(pc.cast(col, pa.large_string()), dtype="string")
+            del col
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    n = table.num_rows
-    read = raw.count(b"\n") + (0 if raw.endswith(b"\n") else 1)
+    read = _count_lines(path)
     rep.read = read
     rep.skip(1, "header line")
     if read - 1 - n:
         rep.skip(None, "blank line", read - 1 - n)
     rep.parsed = n
     rep.notes.extend(notes)
-    out = pd.DataFrame({k: (v.reset_index(drop=True) if isinstance(v, pd.Series) else v) for k, v in cols.items()})
     if ctx.host:
-        out["host"] = ctx.host
-    out["source"] = pd.arrays.ArrowStringArray(pa.repeat(pa.scalar(rep.path), n)) if n else rep.path
-    return _finish(rep, ctx, out, fields)
+        cols["host"] = pd.array(pa.repeat(pa.scalar(ctx.host, pa.large_string()), n), dtype="string")
+    cols["source"] = pd.array(pa.repeat(pa.scalar(rep.path, pa.large_string()), n), dtype="string")
+    frame = _kind_of(fields)
+    blanks: dict[str, object] = {}  # one all-missing array per dtype, shared (copy-on-write)
+    for c in schema.FRAMES[frame]:
+        if c.name not in cols and c.name != "time":
+            if c.dtype not in blanks:
+                blanks[c.dtype] = _all_missing(c.dtype, n)
+            cols[c.name] = blanks[c.dtype]
+    # copy=False: one block per column, no consolidation copy (schema.conform makes the frame).
+    return _finish(rep, ctx, pd.DataFrame(cols, copy=False), fields)
 
 
-def _any(mask) -> bool:
-    import pyarrow.compute as pc
+def _all_missing(dtype: str, n: int):
+    """A column of `n` missing values in its canonical dtype, without an n-long Python list."""
+    import pyarrow as pa
 
-    return bool(pc.any(mask).as_py())
+    if dtype == schema.FLOAT:
+        return np.full(n, np.nan)
+    if dtype == schema.STR:
+        return pd.array(pa.nulls(n, pa.large_string()), dtype="string")
+    if dtype == schema.INT:
+        return pd.array(np.zeros(n, dtype="int64"), dtype="Int64") * pd.NA
+    return pd.array(np.full(n, np.datetime64("NaT", "us")), dtype="datetime64[us]").tz_localize("UTC")
+
+
+def _count_lines(path: Path) -> int:
+    """Lines in a file (a last line without newline counts), read in blocks."""
+    count, last = 0, b"\n"
+    with open(path, "rb") as f:
+        while block := f.read(1 << 24):
+            count += block.count(b"\n")
+            last = block[-1:]
+    return count + (last != b"\n")
+
+
+_STAMP_SHAPE = np.frombuffer(b"0000/00/00 00:00:00.000", dtype=np.uint8)
+_DIGIT = _STAMP_SHAPE == ord("0")
+
+
+def fixed_times(col) -> np.ndarray | None:
+    """`YYYY/MM/DD HH:MM:SS.mmm` strings -> datetime64[us], or None when any value is not in
+    exactly that form (the caller then takes the line-by-line path, which names the line).
+
+    nvidia-smi always writes this fixed width, so the digits are read straight from the Arrow
+    data buffer as an (n, 23) byte matrix: no string parsing per value.
+    """
+    import pyarrow as pa
+
+    arr = pa.chunked_array(col).combine_chunks().cast(pa.string())
+    n = len(arr)
+    if n == 0 or arr.null_count:
+        return None if arr.null_count else np.array([], dtype="datetime64[us]")
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
+    width = len(_STAMP_SHAPE)
+    if offsets[-1] - offsets[0] != n * width or not (np.diff(offsets) == width).all():
+        return None
+    raw = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]].reshape(n, width)
+    months = np.empty(n, dtype=np.int64)  # since 1970-01
+    day = np.empty(n, dtype=np.int64)
+    micros = np.empty(n, dtype=np.int64)  # since midnight
+    fixed = ~_DIGIT
+    # Blocks of 64 Ki rows keep each block's digits in cache across the dozen passes below.
+    for i in range(0, n, 1 << 16):
+        blk = raw[i : i + (1 << 16)]
+        if not (blk[:, fixed] == _STAMP_SHAPE[fixed]).all():
+            return None
+        b = blk.astype(np.int32) - ord("0")
+        if ((b[:, _DIGIT] < 0) | (b[:, _DIGIT] > 9)).any():
+            return None
+        year = b[:, 0] * 1000 + b[:, 1] * 100 + b[:, 2] * 10 + b[:, 3]
+        month, dd = b[:, 5] * 10 + b[:, 6], b[:, 8] * 10 + b[:, 9]
+        hour, minute, sec = b[:, 11] * 10 + b[:, 12], b[:, 14] * 10 + b[:, 15], b[:, 17] * 10 + b[:, 18]
+        if ((month < 1) | (month > 12) | (dd < 1) | (hour > 23) | (minute > 59) | (sec > 60)).any():
+            return None
+        months[i : i + len(b)] = (year - 1970) * 12 + month - 1
+        day[i : i + len(b)] = dd
+        ms = ((hour * 60 + minute) * 60 + sec) * 1000 + b[:, 20] * 100 + b[:, 21] * 10 + b[:, 22]
+        micros[i : i + len(b)] = ms.astype(np.int64) * 1000
+    # A stream spans few months: look each one's first day up in a small table.
+    lo = months.min()
+    starts = np.arange(lo, months.max() + 2).astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
+    first = starts[months - lo]
+    if (day > starts[months - lo + 1] - first).any():
+        return None
+    return ((first + day - 1) * 86_400_000_000 + micros).astype("datetime64[us]")
 
 
 def read_lines(path: Path, text: str, header: list[str] | None, ctx: LoadContext, rep):
