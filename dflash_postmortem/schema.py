@@ -131,7 +131,7 @@ def conform(frame: str, df: pd.DataFrame) -> pd.DataFrame:
                 pd.Series([float("nan")] * n, dtype=FLOAT)
             )
     extra = [c for c in df.columns if c not in out]
-    result = pd.DataFrame(out)
+    result = pd.DataFrame(out, copy=False)  # columns are already fresh Series: no second copy
     for c in extra:
         result[c] = df[c].reset_index(drop=True)
     return result
