@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from ..errors import MissingDependencyError, SourceFormatError
 from ..incident import Incident, RunInfo, from_frames
 from ..load_report import FileReport
 from ..schema import TIME
-from . import wandb_log
+from . import wandb_log, wandb_records
 from .registry import Format, LoadContext, register
 
 # The trainer's throughput under the names trainers use for it; one canonical key downstream.
@@ -85,7 +86,9 @@ class _Decoded:
     hist_row: list[int] = field(default_factory=list)
     hist_key: list[str] = field(default_factory=list)
     hist_val: list[str] = field(default_factory=list)  # value_json text, decoded in bulk
-    hist_stepnum: list[int] = field(default_factory=list)  # HistoryRecord.step per row
+    # HistoryRecord.step per row, or a function giving it for the rows asked (read lazily)
+    hist_stepnum: list[int] | Callable[[np.ndarray], list[int]] = field(default_factory=list)
+    n_hist: int = 0
     stats_row: list[int] = field(default_factory=list)
     stats_key: list[str] = field(default_factory=list)
     stats_val: list[str] = field(default_factory=list)
@@ -114,7 +117,64 @@ def _typed_value_json(item) -> str:
 
 
 def _decode(records: list[bytes], rep: FileReport) -> _Decoded:
-    from google.protobuf.json_format import MessageToDict
+    """All records, through the batch decoder when it can vouch for them, else one by one."""
+    try:
+        d, parsed = _decode_batched(records)
+    except wandb_records.Unverified:
+        return _decode_each(records, rep)
+    rep.parsed += parsed
+    return d
+
+
+def _decode_batched(records: list[bytes]) -> tuple[_Decoded, int]:
+    """History and summary items in a few bulk calls (wandb_records); other kinds one by one.
+
+    Raises wandb_records.Unverified (having reported nothing) when a record needs the per-record
+    decoder: one that does not parse, a summary that removes keys, an item that does not parse.
+    """
+    pb = _pb()
+    RecordView, _, _ = wandb_records.views()
+    d = _Decoded()
+    view, rec = RecordView(), pb.Record()
+    hist_bodies, sum_bodies = [], []
+    from google.protobuf.message import DecodeError
+
+    for num, payload in enumerate(records, 1):
+        try:
+            view.ParseFromString(payload)
+        except DecodeError as e:
+            raise wandb_records.Unverified(str(e)) from e
+        kind = view.WhichOneof("record_type")
+        if kind == "history":
+            hist_bodies.append(view.history)
+        elif kind == "summary":
+            sum_bodies.append(view.summary)
+        elif kind in _OTHER_KINDS:
+            try:
+                rec.ParseFromString(payload)
+            except DecodeError as e:
+                raise wandb_records.Unverified(str(e)) from e
+            _decode_other(rec, kind, num, d)
+    if hist_bodies:
+        items, counts, steps = wandb_records.items_of(hist_bodies)
+        wandb_records.parse(pb.HistoryStep, b"".join(steps))  # every step parses, as in Record
+        d.hist_key, d.hist_val = wandb_records.item_pairs(items, pb.HistoryItem)
+        d.hist_row = np.repeat(np.arange(len(hist_bodies)), counts)
+        d.hist_stepnum = lambda rows: [  # HistoryRecord.step, only for rows without `_step`
+            wandb_records.parse(pb.HistoryRecord, hist_bodies[r]).step.num for r in rows
+        ]
+        d.n_hist = len(hist_bodies)
+    if sum_bodies:
+        items, _, removes = wandb_records.items_of(sum_bodies, per_body=False)
+        if removes:
+            raise wandb_records.Unverified("summary records remove keys: order matters")
+        # Only the merged result is kept: one copy of each distinct item, in last-seen order.
+        keys, values = wandb_records.item_pairs(wandb_records.latest(items), pb.SummaryItem)
+        d.summary = dict(zip(keys, values, strict=True))
+    return d, len(records)
+
+
+def _decode_each(records: list[bytes], rep: FileReport) -> _Decoded:
     from google.protobuf.message import DecodeError
 
     pb = _pb()
@@ -138,45 +198,57 @@ def _decode(records: list[bytes], rep: FileReport) -> _Decoded:
             hist_row.extend([n_hist] * len(items))
             hist_stepnum.append(rec.history.step.num)
             n_hist += 1
+            d.n_hist = n_hist
         elif kind == "summary":
             for it in rec.summary.update:
                 summary[_item_key(it)] = it.value_json
             for it in rec.summary.remove:
                 summary.pop(_item_key(it), None)
-        elif kind == "output_raw" or kind == "output":
-            o = getattr(rec, kind)
-            t = _us(o.timestamp)
-            d.console.append((num, t, "stderr" if o.output_type == 0 else "stdout", o.line))
-            d.last_us = t
-        elif kind == "stats":
-            t = _us(rec.stats.timestamp)
-            row = len(d.stats_time)
-            d.stats_time.append(t)
-            for it in rec.stats.item:
-                d.stats_row.append(row)
-                d.stats_key.append(it.key)
-                d.stats_val.append(it.value_json)
-            d.last_us = t
-        elif kind == "run":
-            r = rec.run
-            d.identity.update(
-                id=r.run_id or None, name=r.display_name or None, project=r.project or None,
-                entity=r.entity or None, host=r.host or None,
-                started=_us(r.start_time) if r.HasField("start_time") else None,
-            )
-            for it in r.config.update:
-                d.config[_item_key(it)] = it.value_json
-        elif kind == "config":
-            for it in rec.config.update:
-                d.config[_item_key(it)] = it.value_json
-            for it in rec.config.remove:
-                d.config.pop(_item_key(it), None)
-        elif kind == "environment":
-            d.environment.update(MessageToDict(rec.environment, preserving_proto_field_name=True))
-        elif kind == "exit":
-            d.exit = (rec.exit.exit_code, float(rec.exit.runtime))
+        elif kind in _OTHER_KINDS:
+            _decode_other(rec, kind, num, d)
         rep.parsed += 1
     return d
+
+
+_OTHER_KINDS = {"output_raw", "output", "stats", "run", "config", "environment", "exit"}
+
+
+def _decode_other(rec, kind: str, num: int, d: _Decoded) -> None:
+    """The record kinds other than history and summary (few in a run: read through the SDK)."""
+    from google.protobuf.json_format import MessageToDict
+
+    if kind == "output_raw" or kind == "output":
+        o = getattr(rec, kind)
+        t = _us(o.timestamp)
+        d.console.append((num, t, "stderr" if o.output_type == 0 else "stdout", o.line))
+        d.last_us = t
+    elif kind == "stats":
+        t = _us(rec.stats.timestamp)
+        row = len(d.stats_time)
+        d.stats_time.append(t)
+        for it in rec.stats.item:
+            d.stats_row.append(row)
+            d.stats_key.append(it.key)
+            d.stats_val.append(it.value_json)
+        d.last_us = t
+    elif kind == "run":
+        r = rec.run
+        d.identity.update(
+            id=r.run_id or None, name=r.display_name or None, project=r.project or None,
+            entity=r.entity or None, host=r.host or None,
+            started=_us(r.start_time) if r.HasField("start_time") else None,
+        )
+        for it in r.config.update:
+            d.config[_item_key(it)] = it.value_json
+    elif kind == "config":
+        for it in rec.config.update:
+            d.config[_item_key(it)] = it.value_json
+        for it in rec.config.remove:
+            d.config.pop(_item_key(it), None)
+    elif kind == "environment":
+        d.environment.update(MessageToDict(rec.environment, preserving_proto_field_name=True))
+    elif kind == "exit":
+        d.exit = (rec.exit.exit_code, float(rec.exit.runtime))
 
 
 # --------------------------------------------------------------------------------------------
@@ -201,13 +273,13 @@ def _bulk_json(texts: list[str]) -> list:
 
 def _numeric(values: list) -> tuple[np.ndarray, np.ndarray]:
     """(float values, mask of the ones that are numbers): text, media and bools are not metrics."""
+    if set(map(type, values)) <= {float, int}:  # the usual case, checked in one pass
+        return np.array(values, dtype=float), np.ones(len(values), dtype=bool)
     mask = np.fromiter(
         ((type(v) is float or type(v) is int) for v in values), dtype=bool, count=len(values)
     )
     out = np.full(len(values), np.nan)
-    if mask.all():
-        out[:] = values
-    elif mask.any():
+    if mask.any():
         out[mask] = [v for v, m in zip(values, mask, strict=True) if m]
     return out, mask
 
@@ -217,52 +289,60 @@ def canonical_metric(key: str) -> str:
     return THROUGHPUT if key in _THROUGHPUT_ALIASES else key
 
 
-def history_frame(row: list[int], key: list[str], value: list, stepnum: list[int], run: str,
-                  source: str, rep: FileReport) -> pd.DataFrame:
+def history_frame(row, key: list[str], value: list, stepnum, run: str, source: str, rep: FileReport,
+                  n_rows: int | None = None) -> pd.DataFrame:
     """History rows in long form: one row per (history row, numeric metric).
 
     `row`, `key`, `value` are flat, one entry per logged value; `stepnum` gives each history row
-    the step to use when it carries no `_step` value.
+    the step to use when it carries no `_step` value: a list, or (with `n_rows`) a function of
+    the rows that need it.
     """
-    n_rows = len(stepnum)
+    if n_rows is None:
+        n_rows = len(stepnum)
     if not n_rows:
         return pd.DataFrame()
-    keys = np.asarray(key, dtype=object)
+    codes, uniques = pd.factorize(np.asarray(key, dtype=object))
+    uniques = np.asarray(uniques, dtype=object)
     rows = np.asarray(row, dtype=np.int64)
     values, numeric = _numeric(value)
 
     def per_row(name: str) -> np.ndarray:
         col = np.full(n_rows, np.nan)
-        hit = keys == name
-        col[rows[hit]] = values[hit]
+        hit = np.flatnonzero(uniques == name)
+        if len(hit):
+            hit = codes == hit[0]
+            col[rows[hit]] = values[hit]
         return col
 
     steps = per_row("_step")
-    no_step = np.isnan(steps)
-    if no_step.any():
-        steps[no_step] = np.asarray(stepnum, dtype=float)[no_step]
+    no_step = np.flatnonzero(np.isnan(steps))
+    if len(no_step):
+        given = stepnum(no_step) if callable(stepnum) else np.asarray(stepnum)[no_step]
+        steps[no_step] = np.asarray(given, dtype=float)
     stamps = per_row("_timestamp")
     runtime = per_row("_runtime")
-    keep = numeric & ~np.isin(keys, _HISTORY_SPECIAL)
+    keep = numeric & ~np.isin(uniques, _HISTORY_SPECIAL)[codes]
     n_other = int((~numeric).sum())
     if n_other:
         rep.notes.append(f"{n_other} history values are not numbers (text, media, tables): not in metrics")
     if np.isnan(stamps).any():
         rep.notes.append(f"{int(np.isnan(stamps).sum())} history rows have no _timestamp: time left empty")
     r = rows[keep]
-    codes, uniques = pd.factorize(keys[keep])
-    raw_keys = np.asarray(uniques, dtype=object)[codes]
-    metric = np.asarray([canonical_metric(k) for k in uniques], dtype=object)[codes]
+    kept_codes = codes[keep]
+    raw_keys = pd.Categorical.from_codes(kept_codes, categories=pd.Index(uniques, dtype="string"))
+    # Aliases may map two keys to one metric: categories must stay unique.
+    metric_codes, metric_names = pd.factorize(np.asarray([canonical_metric(k) for k in uniques], dtype=object))
+    metric = pd.Categorical.from_codes(metric_codes[kept_codes], categories=pd.Index(metric_names, dtype="string"))
     times = pd.to_datetime(stamps * 1e6, unit="us", utc=True)
     out = pd.DataFrame(
         {
             "time": pd.Series(times.take(r)).astype(TIME),
             "run": run,
             "step": pd.array(steps[r], dtype="Int64"),
-            "metric": pd.Series(metric, dtype="string"),
+            "metric": pd.Series(metric).astype("string"),
             "value": values[keep],
             "source": source,
-            "key": pd.Series(raw_keys, dtype="string"),
+            "key": pd.Series(raw_keys).astype("string"),
             "runtime_s": runtime[r],
         }
     )
@@ -436,7 +516,8 @@ def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, metadata: dict) ->
     run = ident.get("name") or ident.get("id") or path.stem
     host = ctx.host or ident.get("host") or env.get("host") or metadata.get("host")
     parts.run, parts.host = run, host
-    hist = history_frame(d.hist_row, d.hist_key, _bulk_json(d.hist_val), d.hist_stepnum, run, source, rep)
+    hist = history_frame(d.hist_row, d.hist_key, _bulk_json(d.hist_val), d.hist_stepnum, run, source, rep,
+                         n_rows=d.n_hist)
     stats, gpus = _stats_frames(d, run, host, source, _gpu_info(env, metadata))
     parts.metrics += [hist, stats]
     parts.gpus.append(gpus)
