@@ -111,3 +111,55 @@ def test_log_empty_for_60_seconds(tmp_path):
     inc = pm.load_incident(tmp_path)
     empty = inc.events[inc.events["kind"] == "log_empty"]
     assert len(empty) == 1 and empty["time"].iloc[0] == T("2026-11-30 05:01:00")
+
+
+# -- launch tokenising (shlex): the seed reconstruction's operator.log ---------------------------
+def _seed_launches(seed_dir):
+    lines = (seed_dir / "logs" / "operator.log").read_text().splitlines()
+    cmds = [ln.split("] $ ", 1)[1] for ln in lines if "] $ " in ln]
+    return [launch for c in cmds if (launch := parse_launch(c)) is not None]
+
+
+SEED_ARGS = "--config configs/qwen3.6-27b-dflash.yaml --target-gpus 0,1,2,3,4,5 --drafter-gpus 6,7"
+
+
+def test_seed_tmux_tee_launches_have_clean_log_path_and_args(seed_dir):
+    launches = _seed_launches(seed_dir)
+    assert [x.launcher for x in launches] == ["pct exec", "pct exec", "pct exec", "ssh"]
+    assert [x.log_path for x in launches] == [
+        "/workspace/train.log", "/workspace/train_opt.log", "/workspace/train_opt2.log", "/workspace/train_opt2.log"]
+    assert [x.program for x in launches] == ["train_dflash.py"] * 4
+    assert launches[0].args == SEED_ARGS + " --use-reentrant True --lm-head-opt 1 --compile-flex 0"
+    assert launches[1].args == SEED_ARGS + " --use-reentrant False --lm-head-opt 1 --compile-flex 1 --drafter-threads 4"
+    assert launches[3].args == launches[2].args == launches[0].args
+    # tmux new -d detaches; `nohup ... &` inside bash -c / ssh puts the trainer in the background
+    assert all(x.background for x in launches)
+
+
+def test_seed_tmux_launches_link_the_pid_ps_saw(seed_incident):
+    ev = seed_incident.events
+    launches = ev[(ev["kind"] == "launch") & (ev["source"] == "logs/operator.log")]
+    assert launches["pid"].tolist()[:2] == [30517, 41877]
+    assert launches["log_file"].tolist()[:2] == ["logs/train.log", "logs/train_opt.log"]
+
+
+@pytest.mark.parametrize(("cmd", "launcher", "log_path", "args"), [
+    ("nohup python train.py --lr 3e-4 > /w/a.log 2>&1 &", "nohup", "/w/a.log", "--lr 3e-4"),
+    ("nohup python train.py --workers 2 > /w/a.log 2>&1 &", "nohup", "/w/a.log", "--workers 2"),
+    ("setsid python3 t.py --x 1 >/w/b.log 2>/w/b.err < /dev/null & disown", "setsid", "/w/b.log", "--x 1"),
+    ("python t.py --name 'my run' &>> /w/c.log &", "&", "/w/c.log", "--name my run"),
+    ("ssh node17 'cd /w && nohup torchrun --nproc-per-node 8 train.py --run-name r1 > /w/r1.log 2>&1 &'",
+     "ssh", "/w/r1.log", "--nproc-per-node 8 train.py --run-name r1"),
+    ("pct exec 101 -- bash -c 'nohup python3 /srv/t.py --x 1 >> /root/t.log 2>&1 &'", "pct exec", "/root/t.log", "--x 1"),
+    ("docker exec -d trainer bash -c \"python train.py --epochs 3 2>&1 | tee -a /logs/d.log\"",
+     "docker exec", "/logs/d.log", "--epochs 3"),
+    ("tmux send-keys -t train 'python train.py --lr 3e-4 | tee out.log' Enter", "tmux", "out.log", "--lr 3e-4"),
+    ("tmux new -d -s t 'python train.py --lr 1 2>&1 | tee /w/t.log'", "tmux", "/w/t.log", "--lr 1"),
+    ("torchrun --nproc-per-node 2 train.py --bs 8 > /w/tr.log 2>&1 &", "torchrun", "/w/tr.log", "--nproc-per-node 2 train.py --bs 8"),
+    # unbalanced quote (a paste cut short): still read, nothing raised
+    ("nohup python train.py --tag 'abc > /w/u.log 2>&1 &", "nohup", None, "--tag abc > /w/u.log 2>&1 &"),
+])
+def test_parse_launch_tokenises_with_shlex(cmd, launcher, log_path, args):
+    x = parse_launch(cmd)
+    assert (x.launcher, x.log_path, x.args) == (launcher, log_path, args)
+    assert x.background == (log_path is not None)  # the cut-short one's `&` is inside its quote

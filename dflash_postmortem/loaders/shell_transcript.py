@@ -45,7 +45,6 @@ _LAUNCHERS = (
     ("deepspeed", re.compile(r"(?:^|[\s;&|(])deepspeed\s")),
 )
 _TRAINER = re.compile(r"\b(?:python[\d.]*|torchrun|accelerate|deepspeed)\b|\S+\.(?:py|sh)\b")
-_REDIRECT = re.compile(r"""(?:^|\s)(?:\d?>>?|&>>?)\s*(?P<path>[^\s&;|<>'"]+)|\|\s*tee\s+(?:-a\s+)?(?P<tee>[^\s&;|<>'"]+)""")
 _NO_SUCH = re.compile(r"^(?:(?P<prog>[\w./-]+): )?(?:line \d+: )?(?:(?:cannot access|cannot open) )?'?(?P<path>/?[^\s:']+)'?: No such file or directory")
 _SMI_QUERY = re.compile(r"nvidia-smi\b.*--query-(?P<what>gpu|compute-apps)=(?P<fields>[\w.,]+)(?P<rest>.*)")
 _LS_LONG = re.compile(r"^[-dl][rwxsStT-]{9}\S*\s+\d+\s+\S+\s+\S+\s+(?P<size>\d+)\s+\w+\s+\d+\s+[\d:]+\s+(?P<path>\S+)")
@@ -97,31 +96,123 @@ class Launch:
     run: str | None
 
 
+# Shell control operators (shlex groups these characters into one token) and redirections.
+_CONTROL = {"&&", "||", ";", ";;", "|", "|&", "&", "(", ")", "\n"}
+_OUT_REDIRECTS = {">", ">>", ">|", "&>", "&>>", ">&", "1>", "1>>", "1>|", "1>&"}
+_REDIRECT_OPS = _OUT_REDIRECTS | {"<", "<<", "<<<", "2>", "2>>", "2>&", "<&", "<>"}
+_HELPERS = {"cd", "echo", "sleep", "kill", "pkill", "pgrep", "grep", "cat", "tail", "head", "ls", "ps",
+            "rm", "mkdir", "cp", "mv", "tee", "wc", "export", "source", "."}
+
+
+def shell_words(cmd: str) -> list[str]:
+    """A command line as shell tokens: words unquoted, operators (`&&`, `|`, `&`, `2>&1` as
+    `2>&` `1`) as tokens of their own, and quoted commands (`bash -c '...'`, `ssh host '...'`,
+    `tmux send-keys '...'`) tokenised in place between `;` separators.
+
+    An unbalanced quote (a paste cut short) is closed at the end of the line, as if typed.
+    """
+    for closing in ("", "'", '"'):
+        try:
+            return _shell_words(cmd + closing)
+        except ValueError:
+            continue
+    return cmd.split()
+
+
+def _shell_words(cmd: str) -> list[str]:
+    lex = shlex.shlex(cmd, posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
+    lex.commenters = ""
+    out: list[str] = []
+    fd: str | None = None
+    while (tok := lex.get_token()) is not None:
+        if fd is not None:  # `2` glued to the `>` after it names a file descriptor
+            out.append(fd + tok)
+            fd = None
+            continue
+        # shlex keeps a lookahead operator character back: a digit that is followed at once by
+        # `>` or `<` is a descriptor (`2>&1`), a digit followed by a space is a word (`--n 2 > x`).
+        if tok.isdigit() and lex._pushback_chars and lex._pushback_chars[-1] in "<>":
+            fd = tok
+            continue
+        if " " in tok and _TRAINER.search(tok):  # a quoted command: bash -c '...', ssh host '...'
+            out += [";", *shell_words(tok), ";"]
+            continue
+        out.append(tok)
+    return out
+
+
+def _simple_commands(words: list[str]) -> list[tuple[list[str], str]]:
+    """Words split at control operators: (the command's words, the operator after it)."""
+    out: list[tuple[list[str], str]] = []
+    cur: list[str] = []
+    for w in words:
+        if w in _CONTROL:
+            if cur:
+                out.append((cur, w))
+            cur = []
+        else:
+            cur.append(w)
+    if cur:
+        out.append((cur, ""))
+    return out
+
+
+def _program_index(words: list[str]) -> int | None:
+    i = next((i for i, w in enumerate(words) if re.search(r"\.(py|sh)$", w) or w in ("torchrun", "accelerate", "deepspeed")), None)
+    if i is None:
+        i = next((i for i, w in enumerate(words) if re.match(r"python[\d.]*$", Path(w).name)), None)
+    return i
+
+
+def _without_redirects(words: list[str]) -> tuple[list[str], str | None]:
+    """(the words minus redirections, the file stdout goes to: first `>`-like target, else `2>`)."""
+    kept: list[str] = []
+    out_path = err_path = None
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w in _REDIRECT_OPS:
+            target = words[i + 1] if i + 1 < len(words) else None
+            if target is not None and not (w.endswith("&") and (target.isdigit() or target == "-")):
+                if w in _OUT_REDIRECTS:
+                    out_path = out_path or target
+                elif w.startswith("2>"):
+                    err_path = err_path or target
+            i += 2
+            continue
+        kept.append(w)
+        i += 1
+    return kept, out_path or err_path
+
+
+def _tee_target(words: list[str]) -> str | None:
+    rest = [w for w in words[1:] if not w.startswith("-")]
+    return rest[0] if rest else None
+
+
 def parse_launch(cmd: str) -> Launch | None:
     """A command that starts a trainer in the background or through a launcher, or None."""
+    words = shell_words(cmd)
     launcher = next((name for name, rx in _LAUNCHERS if rx.search(cmd)), None)
-    background = bool(re.search(r"(?<![&>])&(?!&|>)\s*(?:$|;|disown|\)|\w)", cmd)) or "disown" in cmd
-    if not _TRAINER.search(cmd) or (launcher is None and not background):
+    detached = bool(re.search(r"\btmux (?:new|send)|\bscreen -\w*d|\b(?:docker|kubectl) exec (?:-\w+ )*-\w*d", cmd))
+    background = "&" in words or "disown" in words or detached
+    commands = _simple_commands(words)
+    found = next(((k, c) for k, (c, _) in enumerate(commands)
+                  if c[0] not in _HELPERS and _program_index(c) is not None), None)
+    if found is None or (launcher is None and not background):
         return None
     if launcher is None:
         launcher = "&"
-    # The segment that runs the trainer: after the last `&&`/`;` before it, up to the redirect.
-    seg = next((s for s in re.split(r"&&|;|\|\|", cmd) if _TRAINER.search(s) and not s.strip().startswith(("cd ", "echo", "sleep", "kill"))), cmd)
-    m = _REDIRECT.search(seg)
-    log_path = (m.group("path") or m.group("tee")) if m else None
-    if log_path in ("/dev/null",):
+    k, seg = found
+    seg, log_path = _without_redirects(seg)
+    if log_path is None and commands[k][1] in ("|", "|&") and k + 1 < len(commands) and commands[k + 1][0][0] == "tee":
+        log_path = _tee_target(commands[k + 1][0])
+    if log_path == "/dev/null":
         log_path = None
-    body = seg[: m.start()] if m else seg
-    body = body.split("&")[0]
-    try:
-        words = shlex.split(body)
-    except ValueError:
-        words = body.split()
-    prog_i = next((i for i, w in enumerate(words) if re.search(r"\.(py|sh)$", w) or w in ("torchrun", "accelerate", "deepspeed")), None)
-    if prog_i is None:
-        prog_i = next((i for i, w in enumerate(words) if w.startswith("python")), None)
-    program = words[prog_i] if prog_i is not None else None
-    args = " ".join(words[prog_i + 1:]) if prog_i is not None else ""
+    prog_i = _program_index(seg)
+    program = seg[prog_i] if prog_i is not None else None
+    args = " ".join(seg[prog_i + 1:]) if prog_i is not None else ""
     rm = _RUN_NAME.search(cmd)
     return Launch(launcher, background, log_path, program, args, rm.group("run") if rm else None)
 
