@@ -29,7 +29,8 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 
 report: setup
 	$(VENV)/bin/dflash-postmortem report $(INCIDENT) -o $(REPORT_DIR)
-	@echo "open $(REPORT_DIR)/index.html"
+	$(VENV)/bin/dflash-postmortem report data/incidents/seed-8gpu-reconstruction -o reports/seed-8gpu-reconstruction
+	@echo "open $(REPORT_DIR)/index.html and reports/seed-8gpu-reconstruction/index.html"
 
 # Headless Chromium for the browser tests, where this machine lets us install it (root + apt).
 browser:
@@ -40,13 +41,13 @@ browser:
 	   else echo "note: no chromium and no root apt-get; browser tests will be skipped"; fi; }
 
 test: setup browser
-	$(PY) -m pytest -n 2 --dist loadfile -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadfile -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(PYTEST_ARGS)
 
 unit: setup
 	$(PY) -m pytest -n 2 --dist loadfile tests $(PYTEST_ARGS)
 
 notebooks: setup
-	$(PY) -m pytest notebooks --nbval-lax --nbval-current-env $(PYTEST_ARGS)
+	$(PY) -m pytest notebooks --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check dflash_postmortem tests benchmarks scripts

@@ -275,20 +275,31 @@ def plot_change_points(series: pd.DataFrame, segments: pd.DataFrame | None, min_
             fig.add_trace(go.Scatter(x=[s.start, s.end], y=[s.level, s.level], mode="lines",
                                      line={"color": "black", "width": 3}, name="segment level", legendgroup="seg",
                                      showlegend=k == 0, hovertemplate=f"level {s.level:,.0f} tok/s<extra></extra>"))
+        crossing = set(band_crossings(segments, min_drop).index)
+        for k, s in enumerate(segments.itertuples()):
             if not k:
                 continue
             prev = segments["level"].iloc[k - 1]
-            # Label the changes that cross the baseline band (into or out of a regression); the
-            # level changes inside a noisy degraded run get a faint line only.
-            band = (1 - min_drop) * segments["level"].iloc[0]
-            if (prev >= band) != (s.level >= band):
+            if k in crossing:
                 fig.add_vline(x=s.start, line={"dash": "dash", "color": "#d62728"})
                 fig.add_annotation(x=s.start, y=max(prev, s.level), text=f"{prev / 1e3:.1f}K → {s.level / 1e3:.1f}K",
                                    showarrow=True, arrowhead=2, ax=45, ay=-30, bgcolor="white")
-            else:
+            else:  # a level change inside a noisy degraded run: a faint line only
                 fig.add_vline(x=s.start, line={"dash": "dot", "color": "#bbb", "width": 1})
     fig.update_layout(title=title, yaxis_title="tokens/s", xaxis_title="time (UTC)", legend={"orientation": "h", "y": -0.2})
     return fig
+
+
+def band_crossings(segments: pd.DataFrame, min_drop: float = 0.15) -> pd.DataFrame:
+    """Segments whose start moves throughput into or out of the baseline band (the first
+    segment's level x (1 - min_drop)): the changes a reader cares about, with `before` level."""
+    if segments is None or len(segments) < 2:
+        return pd.DataFrame(columns=["start", "before", "level"])
+    band = (1 - min_drop) * segments["level"].iloc[0]
+    before = segments["level"].shift()
+    crossed = (before >= band) != (segments["level"] >= band)
+    crossed.iloc[0] = False
+    return segments.assign(before=before)[crossed][["start", "before", "level"]]
 
 
 def plot_throughput_distribution(series: pd.DataFrame) -> go.Figure:

@@ -15,7 +15,7 @@ from types import ModuleType
 import pandas as pd
 
 from .incident import Incident
-from .plots import THROUGHPUT, densest, gpu_label, throughput_samples
+from .plots import THROUGHPUT, band_crossings, densest, gpu_label, throughput_samples
 
 HELD_MIB = 1024.0  # an idle GPU shows a few MiB of driver memory, never a loaded model
 IDLE_UTIL_PCT = 5.0
@@ -435,7 +435,10 @@ def levels_text(segments: pd.DataFrame | None) -> str:
         return NO_DETECTORS
     if segments.empty:
         return f"no data from training logs or wandb runs ({THROUGHPUT})"
-    return "levels: " + " -> ".join(_k(v) for v in segments["level"]) + " tok/s"
+    changes = band_crossings(segments)
+    if changes.empty:
+        return f"no change in or out of the baseline band ({len(segments)} level segments)"
+    return "baseline band crossed: " + ", ".join(f"{_k(c.before)} -> {_k(c.level)} tok/s at {_t(c.start)}" for c in changes.itertuples())
 
 
 def restart_text(findings: pd.DataFrame) -> str:

@@ -14,7 +14,7 @@ for path in sys.argv[1:]:
         if cell.cell_type == "code":
             if not cell.source.startswith("# NBVAL_CHECK_OUTPUT"):
                 cell.outputs = []
-            cell.execution_count = None
+                cell.execution_count = None
         cell.metadata.pop("execution", None)
         cell.metadata.pop("papermill", None)
     nb.metadata.pop("papermill", None)

@@ -1,0 +1,105 @@
+"""Safe to share: secrets planted in a log, a command line and a config never reach a report, and
+markup in a log line is shown as text, never run."""
+
+from pathlib import Path
+
+import pytest
+from browser import figures_rendered, open_pages
+
+from dflash_postmortem.redact import MASK, redact
+from dflash_postmortem.report import build_report
+
+SECRETS = {
+    "wandb": "0123456789abcdef0123456789abcdef01234567",
+    "hf": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345",
+    "aws_id": "AKIAIOSFODNN7EXAMPLE",
+    "aws_secret": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "bearer": "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXRva2Vu.sig",
+    "password": "hunter2-correct-horse",
+}
+MARKUP = "<script>alert(1)</script>"
+
+
+@pytest.mark.parametrize("text, secret", [
+    (f"export WANDB_API_KEY={SECRETS['wandb']}", SECRETS["wandb"]),
+    (f"HF_TOKEN='{SECRETS['hf']}' python train.py", SECRETS["hf"]),
+    (f"token is {SECRETS['hf']} in the middle", SECRETS["hf"]),
+    (f"aws_access_key_id = {SECRETS['aws_id']}", SECRETS["aws_id"]),
+    (f"AWS_SECRET_ACCESS_KEY={SECRETS['aws_secret']}", SECRETS["aws_secret"]),
+    (f"curl -H 'Authorization: Bearer {SECRETS['bearer']}' https://x", SECRETS["bearer"]),
+    (f"python train.py --password {SECRETS['password']} --seconds 60", SECRETS["password"]),
+    (f"python train.py --password={SECRETS['password']}", SECRETS["password"]),
+    (f"git clone https://user:{SECRETS['password']}@example.com/r.git", SECRETS["password"]),
+])
+def test_each_secret_form_is_masked(text, secret):
+    out = redact(text)
+    assert secret not in out and MASK in out
+
+
+def test_ordinary_text_is_untouched():
+    line = "2026-11-30 05:20:58 [baseline] step 10 loss 11.8896 tok/s 148292 queue 3 --seconds 60"
+    assert redact(line) == line
+
+
+def _planted_incident(root: Path) -> Path:
+    """A small incident whose log, launch command and config carry secrets and markup."""
+    logs = root / "logs"
+    logs.mkdir(parents=True)
+    lines = ["2026-11-30 05:20:28 [base] Loading dataset ...",
+             f"2026-11-30 05:20:29 [base] env: WANDB_API_KEY={SECRETS['wandb']} HF_TOKEN={SECRETS['hf']}",
+             f"2026-11-30 05:20:29 [base] s3 upload with AWS_ACCESS_KEY_ID={SECRETS['aws_id']} "
+             f"AWS_SECRET_ACCESS_KEY={SECRETS['aws_secret']}",
+             "2026-11-30 05:20:30 [base] Starting training threads"]
+    for i in range(60):
+        lines.append(f"2026-11-30 05:{21 + i // 30:02d}:{(i * 2) % 60:02d} [base] step {5 * (i + 1)} loss 10.0 "
+                     f"tok/s {20000 + (i % 3) * 50} queue 2")
+    lines.append(f"2026-11-30 05:23:00 [base] WARNING fast path is not available {MARKUP}")
+    for i in range(60):
+        lines.append(f"2026-11-30 05:{23 + i // 30:02d}:{(i * 2) % 60:02d} [base] step {305 + 5 * i} loss 10.0 "
+                     f"tok/s {10000 + (i % 3) * 50} queue 0")
+    (logs / "train.log").write_text("\n".join(lines) + "\n")
+    (logs / "operator.log").write_text(
+        f"[2026-11-30T05:20:20.000Z] $ cd /w && setsid nohup python3 train.py --run-name base --hf-token {SECRETS['hf']} "
+        f"--password {SECRETS['password']} > /w/logs/train.log 2>&1 & disown\n"
+        f"[2026-11-30T05:22:00.000Z] $ curl -H 'Authorization: Bearer {SECRETS['bearer']}' https://api.example.com/ok\n"
+        "ok\n")
+    (root / "incident.toml").write_text(f'title = "planted secrets {MARKUP}"\ntimezone = "UTC"\n')
+    return root
+
+
+@pytest.fixture(scope="module")
+def planted_report(tmp_path_factory) -> Path:
+    inc = _planted_incident(tmp_path_factory.mktemp("planted") / "incident")
+    return build_report(inc, tmp_path_factory.mktemp("planted-report"), progress=False)
+
+
+def test_no_secret_in_any_report_file(planted_report):
+    files = [*planted_report.parent.glob("*.html"), *planted_report.parent.glob("executed/*.ipynb")]
+    assert len(files) == 11
+    for f in files:
+        text = f.read_text(encoding="utf-8")
+        for name, secret in SECRETS.items():
+            assert secret not in text, f"{name} secret leaked into {f.name}"
+    # the evidence the secrets sat in is still shown, masked
+    assert MASK in (planted_report.parent / "03_failed_restart.html").read_text()
+
+
+def test_markup_in_a_log_line_is_text(planted_report):
+    for f in planted_report.parent.glob("*.html"):
+        assert MARKUP not in f.read_text(encoding="utf-8"), f.name  # only ever escaped
+    page = (planted_report.parent / "02_throughput_drop.html").read_text()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+@pytest.mark.browser
+def test_markup_is_shown_not_run_in_the_browser(planted_report, tmp_path):
+    shown = {}
+
+    def check(page, name):
+        figures_rendered(page, name)
+        shown[name] = MARKUP in page.inner_text("body")
+
+    errors, dialogs = open_pages(planted_report.parent, tmp_path, check)
+    assert dialogs == [], "a <script> from the evidence ran"
+    assert errors == []
+    assert shown["02_throughput_drop"] and shown["index"]  # visible as text
