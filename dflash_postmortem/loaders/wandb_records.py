@@ -199,10 +199,26 @@ def _one_by_one(items: list[bytes], sdk_item) -> tuple[list[str], list[str]]:
     return keys, values
 
 
-def latest(items: list[bytes]) -> list[bytes]:
-    """Distinct items in the order of their last occurrence: merging them in order gives the
-    same result as merging all (equal bytes mean equal key and value)."""
-    return list(dict.fromkeys(reversed(items)))[::-1]
+def merged(items: list[bytes], sdk_item) -> dict[str, str]:
+    """{key: value_json} after applying summary update items in order, the last one winning.
+
+    Only the last item of each key matters. An item that is exactly `key field, value_json
+    field` (lengths under 128) has its key in its first field, so items are grouped by the bytes
+    of that field and only the last of each group is decoded; any other item is its own group
+    (equal bytes: equal key and value). Groups of the same key (`key` vs one `nested_key`) are
+    applied in the order of their last item, so the latest still wins. The caller must have
+    checked that all items parse (their values are not read here).
+    """
+    heads = [
+        x[: 2 + x[1]]
+        if len(x) > 4 and x[1] < 128 and x[0] in (10, 18) and len(x) > 4 + x[1] and x[4 + x[1]] < 128
+        and x[2 + x[1] : 4 + x[1]] == _VALUE_TAG and len(x) == 5 + x[1] + x[4 + x[1]]
+        else x
+        for x in items
+    ]
+    last = sorted(dict(zip(heads, range(len(items)), strict=True)).values())
+    keys, values = _one_by_one([items[i] for i in last], sdk_item)
+    return dict(zip(keys, values, strict=True))
 
 
 def factorize(keys: list[str]) -> pd.Categorical:

@@ -168,9 +168,8 @@ def _decode_batched(records: list[bytes]) -> tuple[_Decoded, int]:
         items, _, removes = wandb_records.items_of(sum_bodies, per_body=False)
         if removes:
             raise wandb_records.Unverified("summary records remove keys: order matters")
-        # Only the merged result is kept: one copy of each distinct item, in last-seen order.
-        keys, values = wandb_records.item_pairs(wandb_records.latest(items), pb.SummaryItem)
-        d.summary = dict(zip(keys, values, strict=True))
+        wandb_records.parse(pb.SummaryRecord, b"".join(sum_bodies))  # all parse, as in Record
+        d.summary = wandb_records.merged(items, pb.SummaryItem)
     return d, len(records)
 
 
