@@ -98,9 +98,19 @@ def gpu_recording(out_dir: Path | None, log: RunLog):
     stop = threading.Event()
     failure: list[str] = []
 
+    class Stopped(Exception):
+        pass
+
+    def sleep(seconds: float) -> None:
+        # the recorder flushes every sample, so ending it from its sleep loses nothing
+        if stop.wait(seconds):
+            raise Stopped
+
     def sample():
         try:
-            record_gpus(out_dir, stop=stop)
+            record_gpus(out_dir, interval=1.0, sleep=sleep)
+        except Stopped:
+            pass
         except Exception as e:  # a recorder problem must never stop training
             failure.append(f"{type(e).__name__}: {e}")
 

@@ -1,0 +1,260 @@
+"""`dflash-postmortem replay SCENARIO --out DIR`: replay an incident into an incident folder.
+
+Every action is a real shell command run through `bash -c` and written to `logs/operator.log` in
+the capture's form (`[2026-11-30T05:20:22.676Z] $ command`, then its output). Beside it, the
+scenario leaves what a real night leaves: trainer logs (`logs/train*.log`), PID files (`run/`),
+wandb offline runs (`wandb/wandb/offline-run-*`), `ps aux` snapshots (`logs/ps_aux_snapshots.txt`,
+blocks headed `# <UTC ISO time>`), and on machines with GPUs nvidia-smi query streams and NVML
+recordings.
+
+    regression      baseline, then the same run with a cause switched on (--cause)
+    failed-restart  a restart whose session is torn down during start-up, one whose log folder
+                    does not exist (each followed by the operator's checks), then `launch`
+    full            baseline -> regression (killed by the operator) -> both failed restarts ->
+                    recovery through `launch`: the write-up's story
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from ..errors import PostmortemError
+
+SCENARIOS = ("regression", "failed-restart", "full")
+# trainer flags per suspected cause; `all` is the write-up's regressed configuration
+CAUSES = {
+    "linear-attn": ["--fast-linear-attn", "0"],
+    "reentrant": ["--use-reentrant", "0", "--draft-layer-ckpt", "1"],
+    "lm-head": ["--lm-head-opt", "0"],
+    "compile": ["--compile", "unguarded", "--drafter-threads", "2"],
+}
+CAUSES["all"] = CAUSES["linear-attn"] + CAUSES["reentrant"] + CAUSES["lm-head"]
+SMI_QUERY = ("timestamp,index,uuid,memory.used,memory.total,utilization.gpu,utilization.memory,"
+             "temperature.gpu,power.draw")
+SMI_APPS = "timestamp,gpu_uuid,pid,process_name,used_memory"
+TRAINER_MODULE = "dflash_postmortem.replay.train"
+
+
+def _utc_stamp(ms: bool) -> str:
+    now = dt.datetime.now(dt.UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z" if ms else now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Transcript:
+    """The operator's shell: runs each command with `bash -c` and writes it with its output."""
+
+    def __init__(self, root: Path, echo=None):
+        self.root, self.echo = root, echo
+        self.path = root / "logs" / "operator.log"
+        self._lock = threading.Lock()
+
+    def _write(self, stamp: str, cmd: str, output: str) -> None:
+        entry = f"[{stamp}] $ {cmd}\n{output}"
+        entry = entry if entry.endswith("\n") else entry + "\n"
+        with self._lock, open(self.path, "a") as f:
+            f.write(entry)
+        if self.echo:
+            print(entry, end="", file=self.echo, flush=True)
+
+    def run(self, cmd: str, timeout: float = 900, new_session: bool = False) -> tuple[str, int]:
+        """Run `cmd`; returns its output and its process id (= its process group with
+        `new_session`, as the shell of an agent or an SSH login has)."""
+        stamp = _utc_stamp(ms=True)  # when it was typed; written once it returns
+        # Output goes to a file, not a pipe: `cd X && setsid nohup CMD > log & disown` keeps a
+        # subshell holding the shell's stdout until CMD ends, and a pipe reader would wait for it.
+        with tempfile.TemporaryFile("w+") as out:
+            proc = subprocess.Popen(["bash", "-c", cmd], cwd=self.root, stdin=subprocess.DEVNULL,
+                                    stdout=out, stderr=subprocess.STDOUT, text=True,
+                                    start_new_session=new_session)
+            proc.wait(timeout=timeout)
+            out.seek(0)
+            output = out.read()
+        self._write(stamp, cmd, output)
+        return output, proc.pid
+
+
+class Background:
+    """What was recording all night: ps snapshots and, with GPUs, nvidia-smi streams."""
+
+    def __init__(self, root: Path, ps_interval: float):
+        self.root, self.ps_interval = root, ps_interval
+        self.stop = threading.Event()
+        self.threads: list[threading.Thread] = []
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self):
+        self.threads.append(threading.Thread(target=self._ps, daemon=True))
+        if shutil.which("nvidia-smi"):
+            out = open(self.root / "logs" / "smi_stream.csv", "w")
+            self.procs.append(subprocess.Popen(
+                ["nvidia-smi", f"--query-gpu={SMI_QUERY}", "--format=csv,nounits", "-l", "1"],
+                stdout=out, stderr=subprocess.DEVNULL))
+            self.threads.append(threading.Thread(target=self._apps, daemon=True))
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        for p in self.procs:
+            p.terminate()
+            p.wait(timeout=10)
+        for t in self.threads:
+            t.join(timeout=30)
+
+    def _ps(self):
+        with open(self.root / "logs" / "ps_aux_snapshots.txt", "w") as f:
+            while True:
+                lines = subprocess.run(["ps", "auxww"], stdout=subprocess.PIPE, text=True).stdout.splitlines()
+                keep = [lines[0]] + [ln for ln in lines[1:] if "python" in ln]
+                f.write(f"# {_utc_stamp(ms=False)}\n" + "\n".join(keep) + "\n")
+                f.flush()
+                if self.stop.wait(self.ps_interval):
+                    return
+
+    def _apps(self):
+        with open(self.root / "logs" / "smi_apps_stream.csv", "w") as f:
+            while not self.stop.wait(2.0):
+                out = subprocess.run(["nvidia-smi", f"--query-compute-apps={SMI_APPS}", "--format=csv,noheader"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+                f.write(out)
+                f.flush()
+
+
+class Scenario:
+    def __init__(self, root: Path, *, seconds: float, cause: str, trainer_args: list[str], ps_interval: float,
+                 echo=None):
+        self.root, self.seconds, self.cause = root, seconds, cause
+        self.trainer_args = trainer_args
+        self.ps_interval = ps_interval
+        self.gpus = shutil.which("nvidia-smi") is not None
+        self.sh = Transcript(root, echo)
+        for sub in ("logs", "run", "wandb"):
+            (root / sub).mkdir(parents=True, exist_ok=True)
+
+    # ------------------------------------------------------------ building blocks
+    def trainer(self, run: str, seconds: float, extra: list[str] = ()) -> str:
+        args = [sys.executable, "-m", TRAINER_MODULE, "--run-name", run, "--seconds", f"{seconds:g}",
+                "--pid-file", f"{self.root}/run/{run}.pid", "--wandb-dir", f"{self.root}/wandb",
+                *self.trainer_args, *extra]
+        if self.gpus:
+            args += ["--record-gpus-dir", f"{self.root}/nvml"]
+        return shlex.join(args)
+
+    def detached(self, run: str, log: str, seconds: float, extra: list[str] = ()) -> None:
+        self.sh.run(f"cd {self.root} && setsid nohup {self.trainer(run, seconds, extra)} > {self.root}/logs/{log} "
+                    "2>&1 < /dev/null & disown; echo launched")
+
+    def wait_for(self, log: str, pattern: str, timeout: float) -> None:
+        path, deadline = self.root / "logs" / log, time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if path.exists() and re.search(pattern, path.read_text(errors="replace"), re.M):
+                return
+            time.sleep(0.25)
+        raise PostmortemError(f"replay: {path} did not show {pattern!r} within {timeout:g}s")
+
+    def checks(self, log_path: str) -> None:
+        self.sh.run(f"ps aux | grep {TRAINER_MODULE} | grep -v grep | wc -l")
+        if self.gpus:
+            self.sh.run("nvidia-smi --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader")
+        self.sh.run(f"tail -n 3 {log_path}")
+
+    # ------------------------------------------------------------ the acts
+    def baseline(self) -> None:
+        self.detached("baseline", "train.log", self.seconds)
+        self.wait_for("train.log", r"Training (stopped|failed)$", self.seconds + 300)
+
+    def regression(self, kill: bool) -> None:
+        seconds = self.seconds * 10 if kill else self.seconds
+        self.detached("regressed", "train_opt.log", seconds, CAUSES[self.cause])
+        if not kill:
+            self.wait_for("train_opt.log", r"Training (stopped|failed)$", seconds + 300)
+            return
+        self.wait_for("train_opt.log", r"\] step \d+ ", 300)  # killed while visibly training
+        time.sleep(self.seconds)
+        self.sh.run(f"kill -TERM $(cat {self.root}/run/regressed.pid); sleep 2; "
+                    f"ps aux | grep {TRAINER_MODULE} | grep -v grep | wc -l")
+
+    def failed_restarts(self) -> None:
+        # 1: started inside the operator's session, which ends while the trainer is starting up
+        log = f"{self.root}/logs/train_restart.log"
+        _, pgid = self.sh.run(
+            f"cd {self.root} && nohup {self.trainer('fixed', self.seconds)} > {log} 2>&1 & echo launched",
+            new_session=True)
+        self.wait_for("train_restart.log", r"Loading", 120)
+        self.sh.run(f"kill -KILL -- -{pgid}; echo session {pgid} closed")
+        self.checks(log)
+        # 2: the log redirect names a folder that does not exist; the shell never starts python
+        missing = f"{self.root}/workspace/train_opt2.log"
+        self.sh.run(f"cd {self.root} && nohup {self.trainer('fixed', self.seconds)} > {missing} 2>&1 &")
+        time.sleep(1)
+        self.checks(missing)
+
+    def recovery(self) -> None:
+        launch = [sys.executable, "-m", "dflash_postmortem.cli", "launch", "--log",
+                  f"{self.root}/logs/train_opt2.log", "--timeout", "600"]
+        if self.gpus:
+            launch.append("--expect-gpu")
+        self.sh.run(f"cd {self.root} && {shlex.join(launch)} -- {self.trainer('fixed', self.seconds)}")
+        self.wait_for("train_opt2.log", r"Training (stopped|failed)$", self.seconds + 300)
+        self.sh.run(f"tail -n 2 {self.root}/logs/train_opt2.log")
+
+    def write_manifest(self, name: str) -> None:
+        utc = time.localtime().tm_gmtoff == 0
+        (self.root / "incident.toml").write_text(
+            f'title = "replay: {name} (cause: {self.cause})"\n'
+            # the trainer writes local time; say which zone that is
+            f'timezone = "{"UTC" if utc else _local_zone()}"\n')
+
+    def play(self, name: str) -> None:
+        self.write_manifest(name)
+        with Background(self.root, self.ps_interval):
+            if name in ("regression", "full"):
+                self.baseline()
+                self.regression(kill=name == "full")
+            if name in ("failed-restart", "full"):
+                self.failed_restarts()
+                self.recovery()
+
+
+def _local_zone() -> str:
+    tz = os.environ.get("TZ")
+    if tz:
+        return tz
+    link = Path("/etc/localtime")
+    if link.is_symlink() and "zoneinfo/" in str(link.resolve()):
+        return str(link.resolve()).split("zoneinfo/", 1)[1]
+    raise PostmortemError("replay: cannot tell this machine's time zone; set TZ (e.g. TZ=UTC)")
+
+
+def add_replay_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("scenario", choices=SCENARIOS)
+    p.add_argument("--out", type=Path, required=True, help="incident folder to write (must be empty or new)")
+    p.add_argument("--seconds", type=float, default=20.0, help="training seconds per run")
+    p.add_argument("--cause", choices=tuple(CAUSES), default="all", help="what the regressed run switches on")
+    p.add_argument("--ps-interval", type=float, default=2.0, help="seconds between ps snapshots")
+    p.add_argument("--trainer-args", default="", help="extra trainer flags, e.g. '--hidden 32 --seq 64'")
+    p.add_argument("--quiet", action="store_true", help="do not echo the transcript")
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    out = args.out.absolute()
+    if out.exists() and any(out.iterdir()):
+        raise PostmortemError(f"replay: {out} is not empty; choose a new folder")
+    out.mkdir(parents=True, exist_ok=True)
+    Scenario(out, seconds=args.seconds, cause=args.cause, trainer_args=shlex.split(args.trainer_args),
+             ps_interval=args.ps_interval, echo=None if args.quiet else sys.stdout).play(args.scenario)
+    print(f"replay: {args.scenario} written to {out}")
+    return 0
+
