@@ -473,8 +473,11 @@ def train(cfg: ReplayConfig, stream=None) -> int:
 def write_result(cfg, meter: Meter, busy: dict, elapsed: float, flops: dict, n_target: int, n_drafter: int):
     """Steady-state numbers: the window starts after `warmup_steps` drafter steps."""
     hist = meter.history
+    from torch._dynamo.utils import counters
+
+    # graphs compiled over the run: more than one per attention shape means recompiles
     result = {"config": asdict(cfg), "steps": meter.step, "elapsed_s": elapsed,
-              "torch": torch.__version__, **flops}
+              "torch": torch.__version__, "compiled_graphs": counters["stats"]["unique_graphs"], **flops}
     if len(hist) > cfg.warmup_steps + 1:
         t0 = hist[cfg.warmup_steps][0]
         window = hist[cfg.warmup_steps + 1:]
