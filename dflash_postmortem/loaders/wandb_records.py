@@ -219,8 +219,3 @@ def merged(items: list[bytes], sdk_item) -> dict[str, str]:
     last = sorted(dict(zip(heads, range(len(items)), strict=True)).values())
     keys, values = _one_by_one([items[i] for i in last], sdk_item)
     return dict(zip(keys, values, strict=True))
-
-
-def factorize(keys: list[str]) -> pd.Categorical:
-    codes, uniques = pd.factorize(np.asarray(keys, dtype=object))
-    return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))

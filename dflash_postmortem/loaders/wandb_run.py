@@ -139,16 +139,18 @@ def _decode_batched(records: list[bytes]) -> tuple[_Decoded, int]:
     hist_bodies, sum_bodies = [], []
     from google.protobuf.message import DecodeError
 
+    parse, which = view.ParseFromString, view.WhichOneof  # bound once: 600 000 calls a run
+    add_hist, add_sum = hist_bodies.append, sum_bodies.append
     for num, payload in enumerate(records, 1):
         try:
-            view.ParseFromString(payload)
+            parse(payload)
         except DecodeError as e:
             raise wandb_records.Unverified(str(e)) from e
-        kind = view.WhichOneof("record_type")
+        kind = which("record_type")
         if kind == "history":
-            hist_bodies.append(view.history)
+            add_hist(view.history)
         elif kind == "summary":
-            sum_bodies.append(view.summary)
+            add_sum(view.summary)
         elif kind in _OTHER_KINDS:
             try:
                 rec.ParseFromString(payload)
