@@ -40,6 +40,7 @@ from .drafter import (
     LM_HEAD_MODES,
     DFlashDrafter,
     DraftConfig,
+    _sdpa,
     sample_anchors,
 )
 from .model import LINEAR_ATTN_IMPLS, HybridTarget, TargetConfig, build_target_layer_ids
@@ -267,9 +268,12 @@ def count_model_flops(cfg: ReplayConfig, target, drafter, data: TokenData) -> di
 
     device = next(drafter.parameters()).device
     ids, mask = (t[:1].to(device) for t in data.sample(torch.Generator().manual_seed(0)))
-    saved = (drafter.cfg, drafter.kernel.compile_mode, drafter.lm_head.requires_grad)
+    saved = (drafter.cfg, drafter.kernel.compile_mode, drafter.lm_head.requires_grad, drafter.kernel.raw)
+    # FlopCounterMode cannot see inside flex_attention's BlockMask: count the SDPA twin, which does
+    # the same attention arithmetic (dense, so an upper bound on what flex actually computes).
     drafter.cfg = replace(drafter.cfg, lm_head_mode="once", draft_layer_ckpt=False, attn="sdpa")
     drafter.kernel.compile_mode = "eager"
+    drafter.kernel.raw = _sdpa
     drafter.lm_head.requires_grad_(False)
     try:
         with FlopCounterMode(display=False) as fc:
@@ -281,7 +285,7 @@ def count_model_flops(cfg: ReplayConfig, target, drafter, data: TokenData) -> di
             drafter(ids, hidden, mask, anchors.to(device)).backward()
         drafter_flops = fc.get_total_flops()
     finally:
-        drafter.cfg, drafter.kernel.compile_mode = saved[0], saved[1]
+        drafter.cfg, drafter.kernel.compile_mode, drafter.kernel.raw = saved[0], saved[1], saved[3]
         drafter.lm_head.requires_grad_(saved[2])
         drafter.zero_grad(set_to_none=True)
     return {"target_flops_per_batch": target_flops * cfg.batch,
