@@ -124,6 +124,11 @@ def redact_notebook(nb) -> None:
                 out["traceback"] = [redact(t) for t in out["traceback"]]
 
 
+# Tables hold evidence text: left-aligned reads better than pandas' right-aligned default.
+_STYLE = """<style>
+.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { text-align: left; vertical-align: top; }
+.jp-RenderedHTMLCommon table { font-size: 12px; }
+</style>"""
 _CDN_SCRIPT = re.compile(r'<script[^>]*\ssrc="https?://[^"]*"[^>]*>\s*</script>\s*')
 
 
@@ -145,7 +150,7 @@ def to_html(nb, title: str, show_code: bool, index_href: str | None) -> str:
     # internet, and with require.js present plotly.js registers as an AMD module, not window.Plotly.
     body = _CDN_SCRIPT.sub("", body)
     # plotly.js once per page, in the head, before any figure's script runs.
-    head = f"<script type=\"text/javascript\">{_plotly_js()}</script>\n</head>"
+    head = f"<script type=\"text/javascript\">{_plotly_js()}</script>\n{_STYLE}\n</head>"
     body = body.replace("</head>", head, 1)
     if index_href:
         nav = f'<nav style="padding:8px 16px;font-family:sans-serif"><a href="{index_href}">&larr; report index</a></nav>'

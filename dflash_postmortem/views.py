@@ -36,6 +36,24 @@ class Missing:
         return f'<p class="pm-missing" style="color:#666;font-style:italic">{html.escape(self.text)}</p>'
 
 
+@dataclass
+class Claims:
+    """Findings to read one by one: a heading, the full explanation, the evidence lines. Evidence
+    text is escaped here, so a log line holding markup shows as text."""
+
+    items: list[tuple[str, str, list[str]]]
+
+    def __repr__(self) -> str:
+        return "\n\n".join(f"{h}\n  {body}\n  evidence: {', '.join(ev)}" for h, body, ev in self.items)
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        return "".join(
+            f"<div class='pm-claim' style='margin:0 0 1em 0'><strong>{esc(h)}</strong><p style='margin:.3em 0'>{esc(body)}</p>"
+            f"<p style='margin:0;font-size:90%'>evidence: {', '.join(f'<code>{esc(e)}</code>' for e in ev) or 'none cited'}</p></div>"
+            for h, body, ev in self.items)
+
+
 def _detect(module: str = "") -> ModuleType | None:
     """The detectors package (or one of its modules), or None while it is not installed."""
     try:
@@ -145,7 +163,7 @@ def levels(segments: pd.DataFrame | None) -> pd.DataFrame | Missing:
         return Missing(f"no data from training logs or wandb runs ({THROUGHPUT})")
     lv = segments["level"]
     return pd.DataFrame({"from": segments["start"].map(_t), "to": segments["end"].map(_t),
-                         "samples": segments["i1"] - segments["i0"], "level tok/s": lv.round(0),
+                         "samples": segments["i1"] - segments["i0"], "level tok/s": lv.round(0).astype(int),
                          "vs previous": (lv / lv.shift()).round(2)})
 
 
@@ -162,11 +180,15 @@ def config_diff(inc: Incident, findings: pd.DataFrame) -> pd.DataFrame | Missing
             continue
         for d in tp.config_differences(inc, n["run_before"], n["run_after"], r.start):
             rows.append({"runs": f"{n['run_before']} → {n['run_after']}", "setting": d["setting"],
-                         "before": d["before"], "after": d["after"], "from": d["from"],
+                         "before": _setting(d["before"]), "after": _setting(d["after"]), "from": d["from"],
                          "evidence": d["ref"] or "", "bookkeeping": d["bookkeeping"]})
     if not rows:
         return Missing("no configuration difference between runs (or no run-to-run drop)")
     return pd.DataFrame(rows).sort_values(["bookkeeping", "setting"], kind="stable").reset_index(drop=True)
+
+
+def _setting(value) -> str:
+    return "(not set)" if value is None else str(value)
 
 
 def warnings_near(inc: Incident, findings: pd.DataFrame, minutes: float = 10.0) -> pd.DataFrame | Missing:
@@ -286,15 +308,14 @@ def process_view(inc: Incident, findings: pd.DataFrame) -> pd.DataFrame | Missin
     return out.sort_values("first seen", kind="stable").reset_index(drop=True)
 
 
-def verdicts(findings: pd.DataFrame, kinds=("failed_restart", "slow_start", "stale_process")) -> pd.DataFrame | Missing:
-    """Restart verdicts with their explanation and the exact evidence lines."""
+def verdicts(findings: pd.DataFrame, kinds=("failed_restart", "slow_start", "stale_process")) -> Claims | Missing:
+    """Restart verdicts with their full explanation and the exact evidence lines."""
     if findings.attrs.get("note"):
         return Missing(findings.attrs["note"])
     hit = findings[findings["kind"].isin(kinds)]
     if hit.empty:
         return Missing("no failed restart: every launch came up")
-    return pd.DataFrame({"when": hit["start"].map(_t), "verdict": hit["title"], "why": hit["detail"],
-                         "evidence": hit["evidence"].map(lambda e: "\n".join(e))}).reset_index(drop=True)
+    return Claims([(f"{_t(r.start)} {r.title}", str(r.detail), list(r.evidence)) for r in hit.itertuples()])
 
 
 # --- recovery -------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ def test_every_notebook_has_a_page_linked_from_the_index(full_report):
     for name in PAGES:
         assert f'<a href="{name}.html">{name}</a>' in index
         assert (full_report.parent / "executed" / f"{name}.ipynb").exists()
-    assert "failed" not in index
+    assert "<strong>failed</strong>" not in index
 
 
 def test_index_says_what_happened(full_report):
@@ -100,8 +100,10 @@ def test_every_page_renders_in_headless_chromium(full_report, tmp_path):
         seen[name] = page.locator(".js-plotly-plot").count()
         if name == "01_overview":
             # the stacked overview: five panels sharing one time axis, with data traces drawn
-            assert page.locator(".js-plotly-plot").first.locator(".xy").count() >= 5
-            assert page.locator(".js-plotly-plot").first.locator(".heatmaplayer image, .hm image").count() >= 1
+            fig = page.locator(".js-plotly-plot").first
+            assert fig.locator(".cartesianlayer .subplot").count() == 5
+            assert fig.locator(".heatmaplayer image").count() == 2  # memory and utilization per GPU
+            assert fig.locator(".scatterlayer .trace").count() >= 6  # 3 runs, lifetimes, events, findings
 
     errors, dialogs = open_pages(full_report.parent, tmp_path, check)
     assert sorted(seen) == sorted([*PAGES, "index"])
