@@ -12,7 +12,7 @@ pytest.importorskip("torch")
 from dflash_postmortem.cli import main  # noqa: E402
 
 TINY = ("--vocab 509 --hidden 32 --layers 4 --heads 2 --seq 64 --draft-heads 2 --num-anchors 6 "
-        "--dataset-tokens 4096")
+        "--dataset-tokens 4096 --log-every 1")
 STEP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[(\w+)\] step \d+ loss [\d.]+ tok/s \d+ queue \d+$", re.M)
 COMMAND = re.compile(r"^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\] \$ (.*)$", re.M)
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow  # four trainer processes (torch + wandb start-up 
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory):
     out = tmp_path_factory.mktemp("replay") / "full"
-    rc = main(["replay", "full", "--out", str(out), "--seconds", "2", "--ps-interval", "1", "--quiet",
+    rc = main(["replay", "full", "--out", str(out), "--seconds", "3", "--ps-interval", "1", "--quiet",
                "--trainer-args", TINY])
     assert rc == 0
     return out

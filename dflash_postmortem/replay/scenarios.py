@@ -78,6 +78,11 @@ class Transcript:
                                     stdout=out, stderr=subprocess.STDOUT, text=True,
                                     start_new_session=new_session)
             proc.wait(timeout=timeout)
+            # a background subshell may still be writing (a failed redirect's error comes from it)
+            size, deadline = -1, time.monotonic() + 2.0
+            while size != os.fstat(out.fileno()).st_size and time.monotonic() < deadline:
+                size = os.fstat(out.fileno()).st_size
+                time.sleep(0.3)
             out.seek(0)
             output = out.read()
         self._write(stamp, cmd, output)
