@@ -252,3 +252,54 @@ def test_empty_file(tmp_path):
     rep = _balanced(inc)
     assert rep.read == 0 and inc.metrics.empty and inc.events.empty
     pm.Incident.validate(inc)
+
+
+# -- the seed reconstruction's train_opt.log: thread tracebacks, every warning, runs from tags ---
+def test_thread_exception_header_is_part_of_the_traceback(seed_dir):
+    inc = _load(seed_dir / "logs" / "train_opt.log")
+    tb = inc.events[inc.events["kind"] == "traceback"]
+    assert len(tb) == 1
+    tb = tb.iloc[0]
+    lines = tb["message"].splitlines()
+    assert lines[0] == "Exception in thread drafter-2:" and lines[1] == "Traceback (most recent call last):"
+    assert tb["lines"] == 9 and tb["thread"] == "drafter-2" and tb["ref"].endswith("train_opt.log:21")
+    assert tb["pattern"] == "InternalTorchDynamoError"
+    assert tb["time"] == pd.Timestamp("2026-05-09 20:24:31", tz="UTC")  # borrowed from line 20
+    rep = _balanced(inc)
+    assert rep.n_skipped == 0  # every line of this log is a metric, stage, warning or the traceback
+
+
+def test_every_warning_line_is_a_warning_event(seed_dir):
+    path = seed_dir / "logs" / "train_opt.log"
+    ev = _load(path).events
+    warn = ev[ev["kind"] == "warning"]
+    expected = [n for n, ln in enumerate(path.read_text().splitlines(), 1) if "] WARNING " in ln]
+    assert expected == [5, 6, 7]
+    assert [int(r.rsplit(":", 1)[1]) for r in warn["ref"]] == expected
+    assert warn["pattern"].tolist() == ["fast_path_unavailable", "warning", "warning"]
+    assert "48 of 64 target layers" in warn["message"].iloc[1]
+
+
+def test_upper_case_levels_are_found(tmp_path):
+    p = tmp_path / "levels.log"
+    p.write_text("2026-01-01 00:00:00 [a] WARN disk almost full\n2026-01-01 00:00:01 [a] ERROR disk full\n")
+    ev = _load(p).events
+    assert ev["kind"].tolist() == ["warning", "error"]
+
+
+def test_untagged_lines_take_the_nearest_tagged_run(seed_dir, tmp_path):
+    inc = _load(seed_dir / "logs" / "train_opt.log")
+    assert set(inc.events["run"]) == {"opt"} and set(inc.metrics["run"]) == {"opt"}
+    rep = inc.load_report.files[0]
+    assert not any("file's name" in a for a in rep.assumptions)
+    assert any("nearest" in a and "run" in a for a in rep.assumptions)
+    # before any tagged line: the first tag that follows; no tag anywhere: the file's stem
+    p = tmp_path / "early.log"
+    p.write_text("Traceback (most recent call last):\n  File \"x.py\", line 1\nRuntimeError: x\n"
+                 "2026-01-01 00:00:00 [r1] step 5 loss 1.0 tok/s 10 queue 1\n")
+    assert _load(p).events["run"].tolist() == ["r1"]
+    q = tmp_path / "plain.log"
+    q.write_text("Traceback (most recent call last):\n  File \"x.py\", line 1\nRuntimeError: x\n")
+    inc = _load(q)
+    assert inc.events["run"].tolist() == ["plain"]
+    assert any("file's name" in a for a in inc.load_report.files[0].assumptions)

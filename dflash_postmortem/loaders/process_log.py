@@ -2,8 +2,10 @@
 warnings, tracebacks, NCCL timeouts, elastic restarts, exits).
 
 One streaming pass over binary blocks: memory holds one block and the rows found, never the
-file. Candidate lines are found with `bytes.find` on each pattern's keyword; only those lines
-are decoded and matched (see log_patterns for the table and the event vocabulary). Lines that
+file. Candidate lines are found with one RE2 alternation of the patterns' keywords over the
+block's lines (pyarrow); the DFlash trainer line, the common case, is read by one bytes regex
+with its timestamp kept as bytes for a vectorised conversion per batch; other candidates are
+decoded and matched (see log_patterns for the table and the event vocabulary). Lines that
 carry neither a metric nor an event are counted as skipped with that reason, so
 parsed + skipped == read holds for every file.
 """
@@ -16,7 +18,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .. import align
 from ..incident import from_frames
@@ -65,21 +70,34 @@ def _columns(rows: list[tuple], names: tuple[str, ...]) -> dict[str, list]:
 
 # Keywords as text, decoded once: the hot path tests them on every candidate line.
 _METRIC_KW = tuple((p, p.keyword.decode()) for p in lp.METRIC_PATTERNS)
-_EVENT_KW = tuple((p, p.keyword.decode()) for p in lp.EVENT_PATTERNS)
+# (pattern, its keywords or () when the keyword is case-insensitive: then only the regex decides)
+_EVENT_KW = tuple((p, () if p.case_insensitive_keyword else p.keywords) for p in lp.EVENT_PATTERNS)
 _TRACEBACK = lp.TRACEBACK_KEYWORD.decode()
+_THREAD_EXCEPTION = lp.THREAD_EXCEPTION_KEYWORD.decode()
 
 _METRIC_COLS = ("stamp", "line", "run", "step", "metric", "value", "rank", "pattern")
-_EVENT_COLS = ("stamp", "line", "run", "pid", "kind", "message", "rank", "pattern", "exit_code", "signal", "lines")
+_EVENT_COLS = ("stamp", "line", "run", "pid", "kind", "message", "rank", "pattern", "exit_code", "signal", "lines",
+               "thread")
+
+# The DFlash trainer line, read whole by one regex: `YYYY-mm-dd HH:MM:SS [run] step N loss X
+# tok/s Y [queue Q]`. Anything else (nan, commas, a level tag, trailing text) takes the general path.
+_FLOAT = rb"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+_DFLASH_LINE = re.compile(
+    rb"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \[([\w.@-]+)\] step (\d+) loss (" + _FLOAT + rb") tok/s ("
+    + _FLOAT + rb")(?: queue (\d+))?\r?"
+)
+_DFLASH_KEYS = tuple(lp.METRIC_PATTERNS[0].metrics.values())  # tok/s, loss, queue: the general path's order
+assert lp.METRIC_PATTERNS[0].name == "dflash" and list(lp.METRIC_PATTERNS[0].metrics) == ["tok", "loss", "queue"]
 
 
 @dataclass
 class _Stamp:
-    """A timestamp as found: its form and normalised text, plus whether it was borrowed."""
+    """A timestamp as found: its form and normalised text. The DFlash fast path keeps its
+    `YYYY-mm-dd HH:MM:SS` as the 19 bytes of the line instead (naive ISO, converted in bulk)."""
 
     form: str
     text: str
     aware: bool = False
-    borrowed: bool = False
 
 
 def _blocks(f, size: int) -> Iterator[tuple[str, bytes | int]]:
@@ -157,6 +175,28 @@ def find_stamp(text: str) -> tuple[_Stamp | None, int]:
     return None, 0
 
 
+def _run_tag(body: str) -> str | None:
+    """`[name]` right after a timestamp names the run, unless it is a level (`[INFO]`)."""
+    m = lp.RUN_TAG.match(body)
+    return m.group("run") if m and m.group("run") not in lp.LEVELS else None
+
+
+def candidate_regex(user=()) -> str:
+    """One RE2 alternation of every pattern's keywords: a line without any of them has no row."""
+    parts = [p.keyword for p in lp.METRIC_PATTERNS]
+    parts += [lp.HF_DICT_KEYWORD, lp.TRACEBACK_KEYWORD, lp.THREAD_EXCEPTION_KEYWORD, *lp.BAR_KEYWORDS]
+    parts += [p.keyword for p in user if p.keyword]
+    alts = [_re2_literal(k.decode()) for k in dict.fromkeys(parts)]
+    for p in lp.EVENT_PATTERNS:
+        alts += [f"(?i:{_re2_literal(k)})" if p.case_insensitive_keyword else _re2_literal(k) for k in p.keywords]
+    return "|".join(dict.fromkeys(alts))
+
+
+def _re2_literal(text: str) -> str:
+    # RE2 rejects some of Python's escapes (`\ `); hex escapes mean the same to both.
+    return "".join(c if c.isalnum() and c.isascii() else f"\\x{{{ord(c):x}}}" for c in text)
+
+
 class LogScanner:
     """The single streaming pass over one log file. Iterate `scan()` for row batches."""
 
@@ -167,16 +207,17 @@ class LogScanner:
         self.user = tuple(patterns)
         self.default_run = default_run
         self.block_bytes = block_bytes
-        kws = [p.keyword for p in lp.METRIC_PATTERNS] + [p.keyword for p in lp.EVENT_PATTERNS]
-        kws += [lp.HF_DICT_KEYWORD, lp.TRACEBACK_KEYWORD, *lp.BAR_KEYWORDS]
-        kws += [p.keyword for p in self.user if p.keyword]
-        self.keywords = list(dict.fromkeys(kws))
+        self.prefilter = candidate_regex(self.user)
         # A user regex with no safe literal is tried on every line: correct, and slow.
         self.every_line = any(p.keyword is None for p in self.user)
         self.lineno = 0  # lines read so far
         self.parsed = 0
-        self.last_stamp: _Stamp | None = None
+        self.last_stamp: _Stamp | bytes | None = None
         self.borrowed = 0
+        self.last_run: str | None = None  # the run tag of the latest tagged line
+        self.first_run: str | None = None
+        self.run_from_neighbour = 0
+        self._run_names: dict[bytes, str] = {}
         self.traceback: dict | None = None
         self.bars: dict[tuple, dict] = {}
         self.redraws = 0
@@ -216,20 +257,47 @@ class LogScanner:
                 block.decode("utf-8")
             except UnicodeDecodeError:
                 self.bad_utf8_lines += sum(1 for ln in block.split(b"\n") if not _utf8(ln))
-        n_lines = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+        ends = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
+        if not block.endswith(b"\n") and block:
+            ends = np.append(ends, len(block))
+        n_lines = len(ends)
+        starts = np.empty(n_lines, np.int64)
+        starts[:1] = 0
+        starts[1:] = ends[:-1] + 1
         handled = 0
-        pos, line_at = 0, self.lineno + 1  # line_at: the line number of byte `pos`
         consumed_to = 0
         if self.traceback is not None:  # a traceback left open by the previous block
             consumed_to, handled = self._follow_traceback(block, 0, rows)
-        for ls in self._candidates(block):
+        idx = self._candidates(block, starts, ends)
+        base = self.lineno + 1
+        fast = _DFLASH_LINE.fullmatch
+        append = rows.metric_rows.append
+        tok_key, loss_key, queue_key = _DFLASH_KEYS
+        for i, ls, le in zip(idx.tolist(), starts[idx].tolist(), ends[idx].tolist(), strict=True):
             if ls < consumed_to:
                 continue
-            line_at += block.count(b"\n", pos, ls)
-            pos = ls
-            le = block.find(b"\n", ls)
-            le = len(block) if le == -1 else le
-            if self._line(block, ls, le, line_at, rows):
+            m = fast(block, ls, le)
+            if m is not None:
+                stamp, tag, step, loss, tok, queue = m.groups()
+                run = self._run_names.get(tag)
+                if run is None:
+                    run = self._tag_run(tag)
+                    if run is None:  # a level, not a run: the general path decides
+                        handled += self._line(block, ls, le, base + i, rows)
+                        continue
+                self.last_stamp = stamp
+                self.last_run = run
+                if self.first_date is None:
+                    self.first_date = stamp[:10].decode()
+                step = int(step)
+                line = base + i
+                append((stamp, line, run, step, tok_key, float(tok), None, "dflash"))
+                append((stamp, line, run, step, loss_key, float(loss), None, "dflash"))
+                if queue is not None:
+                    append((stamp, line, run, step, queue_key, float(queue), None, "dflash"))
+                handled += 1
+                continue
+            if self._line(block, ls, le, base + i, rows):
                 handled += 1
                 if self.traceback is not None:  # its header: the following lines belong to it
                     consumed_to, taken = self._follow_traceback(block, le + 1, rows)
@@ -238,26 +306,24 @@ class LogScanner:
         # Lines that matched nothing are counted in bulk in _finish_report: no per-line work.
         self.parsed += handled
 
-    def _candidates(self, block: bytes) -> list[int]:
-        starts: set[int] = set()
-        if self.every_line:
-            i = 0
-            while i < len(block):
-                starts.add(i)
-                j = block.find(b"\n", i)
-                if j == -1:
-                    break
-                i = j + 1
-            return sorted(starts)
-        for kw in self.keywords:
-            i = block.find(kw)
-            while i != -1:
-                starts.add(block.rfind(b"\n", 0, i) + 1)
-                j = block.find(b"\n", i)
-                if j == -1:
-                    break
-                i = block.find(kw, j)
-        return sorted(starts)
+    def _tag_run(self, tag: bytes) -> str | None:
+        run = tag.decode()
+        if run in lp.LEVELS:
+            return None
+        self._run_names[tag] = run
+        self.first_run = self.first_run or run
+        return run
+
+    def _candidates(self, block: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """Indices of the lines that hold a keyword (all lines when a user pattern has none)."""
+        if self.every_line or not len(ends):
+            return np.arange(len(ends))
+        offsets = np.empty(len(ends) + 1, np.int32)
+        offsets[0] = 0
+        offsets[1:] = ends
+        lines = pa.BinaryArray.from_buffers(pa.binary(), len(ends), [None, pa.py_buffer(offsets), pa.py_buffer(block)])
+        hit = pc.match_substring_regex(lines, self.prefilter)
+        return np.flatnonzero(hit.to_numpy(zero_copy_only=False))
 
     # -- one line ------------------------------------------------------------------------------
     def _line(self, block: bytes, ls: int, le: int, lineno: int, rows: Rows) -> int:
@@ -288,48 +354,69 @@ class LogScanner:
             got |= self._text(seg, lineno, rows, rank, pid, block, ls)
         return 1 if got else 0
 
-    def _stamp_for(self, text: str, block: bytes, ls: int) -> tuple[_Stamp | None, str]:
+    def _stamp_for(self, text: str, block: bytes, ls: int) -> tuple[_Stamp | bytes | None, str, str | None, bool]:
+        """(the line's time, the text after it, the run tag of the line that gave the time,
+        whether the time is the line's own).
+
+        A line without its own timestamp borrows the nearest earlier stamped line's, and that
+        line's tag."""
         stamp, end = find_stamp(text)
         if stamp is not None:
             if stamp.form == "iso" and self.first_date is None:
                 self.first_date = stamp.text[:10]
             self.last_stamp = stamp
-            return stamp, text[end:]
-        # No timestamp on this line: borrow the nearest earlier one (neighbour).
-        near = self._look_back(block, ls) or self.last_stamp
+            body = text[end:]
+            return stamp, body, _run_tag(body), True
+        near, tag = self._look_back(block, ls)
+        if near is None:
+            near, tag = self.last_stamp, None
         if near is not None:
             self.borrowed += 1
-            return _Stamp(near.form, near.text, near.aware, borrowed=True), text
-        return None, text
+        return near, text, tag, False
 
-    def _look_back(self, block: bytes, ls: int) -> _Stamp | None:
+    def _look_back(self, block: bytes, ls: int) -> tuple[_Stamp | None, str | None]:
         end = ls - 1
         for _ in range(_NEIGHBOUR_LINES):
             if end <= 0:
-                return None
+                return None, None
             start = block.rfind(b"\n", 0, end) + 1
             prev, _ = strip_prefixes(block[start:end].decode("utf-8", "replace"))
-            stamp, _ = find_stamp(prev)
+            stamp, at = find_stamp(prev)
             if stamp is not None:
-                return stamp
+                return stamp, _run_tag(prev[at:])
             end = start - 1
-        return None
+        return None, None
+
+    def _run_for(self, own_tag: str | None, own_stamp: bool, neighbour_tag: str | None) -> str | None:
+        """The line's own [run] tag; else the run given for the file; else the nearest tagged
+        line's (a borrowed timestamp's line, else the latest tagged line); else None, settled
+        when the file ends (`settle_runs`)."""
+        if own_stamp and own_tag is not None:
+            self.last_run = own_tag
+            self.first_run = self.first_run or own_tag
+            return own_tag
+        if self.default_run is not None:
+            return self.default_run
+        run = neighbour_tag or self.last_run
+        if run is not None:
+            self.run_from_neighbour += 1
+        return run
 
     def _text(self, text: str, lineno: int, rows: Rows, rank, pid, block: bytes, ls: int) -> int:
-        stamp, body = self._stamp_for(text, block, ls)
-        run = self.default_run
-        m = lp.RUN_TAG.match(body)
-        if m and m.group("run") not in lp.LEVELS and stamp is not None and not stamp.borrowed:
-            run = m.group("run")
-        if _TRACEBACK in text:
-            self.traceback = dict(stamp=stamp, line=lineno, run=run, pid=pid, rank=rank, lines=[text.strip()])
+        stamp, body, tag, own = self._stamp_for(text, block, ls)
+        run = self._run_for(tag if own else None, own, None if own else tag)
+        header = lp.THREAD_EXCEPTION.match(body.lstrip()) if _THREAD_EXCEPTION in text else None
+        if header is not None or _TRACEBACK in text:
+            self.traceback = dict(stamp=stamp, line=lineno, run=run, pid=pid, rank=rank, lines=[text.strip()],
+                                  thread=header.group("thread") if header else None, heads=1,
+                                  awaiting=header is not None)
             return 1
         found = self._metrics(text, stamp, lineno, run, rank, rows)
         if found:
             return 1
         body = _LEADING_TAGS.sub("", body)
-        for p, kw in _EVENT_KW:
-            if kw not in text:
+        for p, kws in _EVENT_KW:
+            if kws and not any(kw in text for kw in kws):
                 continue
             target = body if p.regex.pattern.startswith(("^", "(?i)^")) else text
             em = p.regex.search(target)
@@ -393,13 +480,14 @@ class LogScanner:
         return 0
 
     def _bars(self, bars, lineno: int, rows: Rows, rank) -> int:
+        run = self._run_for(None, False, None)
         for m in bars:
             g = m.groupdict()
             desc = g["desc"].strip().rstrip(":").strip()
             key = (desc, g["total"], rank)
             prev = self.bars.get(key)
             n = int(g["n"])
-            state = dict(stamp=self.last_stamp, line=lineno, run=self.default_run, kind="progress",
+            state = dict(stamp=self.last_stamp, line=lineno, run=run, kind="progress",
                          message=f"{desc + ': ' if desc else ''}{m.group(0)[len(g['desc']):].strip()}",
                          rank=rank, pattern="tqdm", lines=1)
             new_step = prev is None or prev["_n"] != n
@@ -411,12 +499,12 @@ class LogScanner:
                 continue
             rate = float(g["rate"])
             per_s = rate if g["unit"].endswith("/s") else (1.0 / rate if rate else float("nan"))
-            rows.metric(stamp=self.last_stamp, line=lineno, run=self.default_run, step=n, metric="train/it_per_s",
+            rows.metric(stamp=self.last_stamp, line=lineno, run=run, step=n, metric="train/it_per_s",
                         value=per_s, rank=rank, pattern="tqdm")
             for kv in g["postfix"].split(","):
                 k, _, v = kv.strip().partition("=")
                 if k in lp.BAR_POSTFIX and v:
-                    rows.metric(stamp=self.last_stamp, line=lineno, run=self.default_run, step=n,
+                    rows.metric(stamp=self.last_stamp, line=lineno, run=run, step=n,
                                 metric=lp.BAR_POSTFIX[k], value=lp.number(v), rank=rank, pattern="tqdm")
         return 1
 
@@ -429,7 +517,14 @@ class LogScanner:
             le = len(block) if le == -1 else le
             text, _ = strip_prefixes(_ANSI.sub("", block[pos:le].rstrip(b"\r").decode("utf-8", "replace")))
             tb = self.traceback
-            if text[:1] in (" ", "\t") or (not text.strip() and len(tb["lines"]) == 1):
+            if tb["awaiting"]:  # `Exception in thread X:` was read: its traceback comes next
+                if _TRACEBACK not in text:
+                    self._close_traceback(rows)  # a header alone; this line is not part of it
+                    break
+                tb["lines"].append(text.strip())
+                tb["awaiting"] = False
+                tb["heads"] += 1
+            elif text[:1] in (" ", "\t") or (not text.strip() and len(tb["lines"]) == tb["heads"]):
                 tb["lines"].append(text)
             else:
                 tb["lines"].append(text)
@@ -446,9 +541,12 @@ class LogScanner:
             text += "\n[traceback cut off: the file ends here]"
         last = lines[-1].strip()
         exc = re.match(r"([\w.]+(?:Error|Exception|Interrupt|Exit|Failure|Failed\w*))\b", last)
-        rows.event(stamp=tb["stamp"], line=tb["line"], run=tb["run"], pid=tb["pid"], kind="traceback",
-                   message=text[: MAX_EVENT_CHARS * 4], rank=tb["rank"],
-                   pattern=exc.group(1).rsplit(".", 1)[-1] if exc else "traceback", lines=len(lines))
+        kind, pattern = "traceback", exc.group(1).rsplit(".", 1)[-1] if exc else "traceback"
+        if tb["awaiting"]:
+            kind, pattern = "error", "thread_exception"
+        rows.event(stamp=tb["stamp"], line=tb["line"], run=tb["run"], pid=tb["pid"], kind=kind,
+                   message=text[: MAX_EVENT_CHARS * 4], rank=tb["rank"], pattern=pattern, lines=len(lines),
+                   thread=tb["thread"])
 
     def _finish_report(self) -> None:
         rep = self.rep
@@ -465,6 +563,8 @@ class LogScanner:
             rep.notes.append(f"{self.bad_utf8_lines} lines hold bytes that are not UTF-8 (read as U+FFFD)")
         if self.borrowed:
             rep.assume(f"{self.borrowed} rows without their own timestamp took the nearest earlier line's time")
+        if self.run_from_neighbour:
+            rep.assume(f"{self.run_from_neighbour} lines without a [run] tag took the run of the nearest tagged line")
 
 
 def _utf8(b: bytes) -> bool:
@@ -490,12 +590,20 @@ def resolve_times(stamps: list, rep: FileReport, ctx: LoadContext, first_date: s
     if not stamps:
         return out
     by_form: dict[tuple, list[int]] = {}
+    fast: list[int] = []
+    missing = 0
     for i, s in enumerate(stamps):
-        if s is not None:
+        if type(s) is bytes:
+            fast.append(i)
+        elif s is None:
+            missing += 1
+        else:
             by_form.setdefault((s.form, s.aware), []).append(i)
-    missing = sum(1 for s in stamps if s is None)
     if missing:
         rep.assume(f"{missing} rows have no time: no timestamp on or before their line")
+    if fast:
+        out.iloc[fast] = align.localize(_naive_seconds([stamps[i] for i in fast]), ctx.timezone).to_numpy()
+        rep.assume(align.zone_assumption(ctx.timezone))
     date = ctx.date.isoformat() if ctx.date else first_date
     for (form, aware), idx in by_form.items():
         texts = [stamps[i].text for i in idx]
@@ -521,6 +629,17 @@ def resolve_times(stamps: list, rep: FileReport, ctx: LoadContext, first_date: s
     return out
 
 
+def _naive_seconds(stamps: list[bytes]) -> pd.Series:
+    """`YYYY-mm-dd HH:MM:SS` bytes -> naive datetime64[us], parsed by numpy in one call; an
+    impossible date (month 13) sends the batch through pandas, which makes that one NaT."""
+    raw = np.array(stamps, dtype="S19")
+    try:
+        t = raw.astype("datetime64[s]")
+    except ValueError:
+        t = pd.to_datetime(pd.Series(raw.astype(str)), format="%Y-%m-%d %H:%M:%S", errors="coerce").to_numpy()
+    return pd.Series(t.astype("datetime64[us]"))
+
+
 def _frame(cols: dict[str, list], rep: FileReport, ctx: LoadContext, first_date) -> pd.DataFrame:
     df = pd.DataFrame({k: v for k, v in cols.items() if k != "stamp"})
     df.insert(0, "time", resolve_times(cols["stamp"], rep, ctx, first_date))
@@ -542,19 +661,31 @@ def default_run(path: Path, ctx: LoadContext) -> tuple[str, bool]:
     return Path(path).stem, True
 
 
+def settle_runs(cols: dict[str, list], scanner: LogScanner, stem: str, rep: FileReport) -> None:
+    """Rows read before any tagged line take the first tag that follows; no tag at all: the stem."""
+    if None not in cols["run"]:
+        return
+    run = scanner.first_run or stem
+    cols["run"] = [r if r is not None else run for r in cols["run"]]
+    if scanner.first_run is None:
+        rep.assume(f"lines that name no run are given run {run!r} (the file's name)")
+    else:
+        rep.assume(f"rows before the first [run] tag are given the first tag that follows, {run!r}")
+
+
 def load_log(path: Path, ctx: LoadContext):
     """Format loader: one training log -> Incident with metrics and events."""
     path = Path(path)
     rep = ctx.report(path, "training-log")
     run, from_name = default_run(path, ctx)
     patterns = lp.user_patterns(ctx.config.patterns, str(ctx.config.path or "incident.toml")) if ctx.config else ()
-    scanner = LogScanner(path, rep, patterns=patterns, default_run=run)
+    scanner = LogScanner(path, rep, patterns=patterns, default_run=None if from_name else run)
     rows = Rows()
     for part in scanner.scan():
         _merge(rows, part)
     metric_cols, event_cols = rows.metrics, rows.events
-    if from_name and (run in metric_cols["run"] or run in event_cols["run"]):
-        rep.assume(f"lines that name no run are given run {run!r} (the file's name)")
+    settle_runs(metric_cols, scanner, run, rep)
+    settle_runs(event_cols, scanner, run, rep)
     metrics = _frame(metric_cols, rep, ctx, scanner.first_date)
     events = _frame(event_cols, rep, ctx, scanner.first_date)
     metrics = metrics.drop(columns=["ref", "host"]).assign(ref=metrics["ref"])
