@@ -57,9 +57,18 @@ def densest(df: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
     df = df.dropna(subset=["time", value])
     if df.empty:
         return df
+    if "host" in keys:
+        df = one_host(df)
     counts = df.groupby([*keys, "source"], dropna=False).size().rename("n").reset_index()
     best = counts.sort_values("n", ascending=False, kind="stable").drop_duplicates(keys)
     return df.merge(best[[*keys, "source"]], on=[*keys, "source"]).sort_values("time", kind="stable")
+
+
+def one_host(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows without a host belong to the one host the others name (a snapshot with no hostname
+    next to a wandb run that has one); with several hosts named they stay unassigned."""
+    named = df["host"].dropna().unique()
+    return df.assign(host=df["host"].fillna(named[0])) if len(named) == 1 else df
 
 
 def gpu_label(host, gpu, many_hosts: bool) -> str:
@@ -106,14 +115,21 @@ def throughput_samples(inc: Incident, metric: str = THROUGHPUT) -> pd.DataFrame:
     return densest(inc.metrics[inc.metrics["metric"] == metric], ["run"], "value")
 
 
-def plot_throughput(inc: Incident, metric: str = THROUGHPUT) -> go.Figure:
-    """Training throughput over time, one trace per run."""
+def plot_throughput(inc: Incident, metric: str = THROUGHPUT, baseline: float | None = None,
+                    recovery_fraction: float | None = None) -> go.Figure:
+    """Training throughput over time, one trace per run; with the baseline and the recovery
+    threshold (recovery_fraction x baseline) drawn when given."""
     df = throughput_samples(inc, metric)
     if df.empty:
         return _empty("Throughput", f"training logs or wandb runs ({metric})")
     fig = go.Figure()
     for trace in _throughput_traces(df):
         fig.add_trace(trace)
+    if baseline:
+        fig.add_hline(y=baseline, line={"dash": "dash", "color": "#555"}, annotation_text=f"baseline {baseline / 1e3:.1f}K")
+        if recovery_fraction:
+            fig.add_hline(y=baseline * recovery_fraction, line={"dash": "dot", "color": "#999"},
+                          annotation_text=f"recovered above {recovery_fraction:.0%}", annotation_position="bottom right")
     fig.update_layout(title="Throughput", yaxis_title="tokens/s", xaxis_title="time (UTC)", legend={"orientation": "h", "y": -0.25})
     return fig
 

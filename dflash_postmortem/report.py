@@ -126,7 +126,7 @@ def redact_notebook(nb) -> None:
 
 # Tables hold evidence text: left-aligned reads better than pandas' right-aligned default.
 _STYLE = """<style>
-.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { text-align: left; vertical-align: top; }
+.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { text-align: left !important; vertical-align: top; }
 .jp-RenderedHTMLCommon table { font-size: 12px; }
 </style>"""
 _CDN_SCRIPT = re.compile(r'<script[^>]*\ssrc="https?://[^"]*"[^>]*>\s*</script>\s*')

@@ -366,6 +366,12 @@ def _observed(mib: float, util: float) -> str:
     return "allocated, idle" if util < IDLE_UTIL_PCT else "holds memory, busy"
 
 
+def baseline(inc: Incident, findings: pd.DataFrame) -> float | None:
+    """The throughput baseline: the regression finding's, else incident.toml's expected_tok_per_s."""
+    reg = None if findings.attrs.get("note") else _first(findings, "throughput_regression")
+    return reg["numbers"]["baseline_tok_per_s"] if reg is not None else inc.config.expected_tok_per_s
+
+
 def recovery_table(findings: pd.DataFrame) -> pd.DataFrame | Missing:
     """Recovery findings: level reached against baseline, time to recover, and the reason if partial."""
     return _kinds(findings, ("recovery", "partial_recovery", "no_recovery"), "no throughput drop, so nothing to recover from")

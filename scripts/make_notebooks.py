@@ -99,7 +99,7 @@ NOTEBOOKS_SPEC = {
         ("md", "## Recovery"),
         ("code", f"{CHECK}\nprint(views.recovery_text(findings))"),
         ("code", "views.recovery_table(findings)"),
-        ("code", "plots.plot_throughput(inc)"),
+        ("code", "plots.plot_throughput(inc, baseline=views.baseline(inc, findings), recovery_fraction=inc.config.recovery_fraction)"),
         ("md", "## GPU roles: expected against observed\n\nMedian memory and utilization per GPU over the recovery "
                "window (or the last run when there is no recovery finding)."),
         ("code", "roles = views.gpu_roles(inc, start, end)\nplots.plot_memory_by_role(roles)"),
