@@ -63,9 +63,10 @@ def scan_child(path: str) -> None:
     t0 = time.perf_counter()
     n_tok, total = 0, 0.0
     for rows in scanner.scan():
-        times = resolve_times(rows.metrics["stamp"], rep, ctx, scanner.first_date)
+        cols = rows.metrics
+        times = resolve_times(cols["stamp"], rep, ctx, scanner.first_date)
         assert times.notna().all()
-        for metric, value in zip(rows.metrics["metric"], rows.metrics["value"], strict=True):
+        for metric, value in zip(cols["metric"], cols["value"], strict=True):
             if metric == "train/tok_per_s":
                 n_tok += 1
                 total += value

@@ -29,7 +29,7 @@ from ..load_report import FileReport
 from . import log_patterns as lp
 from .registry import Format, LoadContext, register
 
-BLOCK_BYTES = 1 << 20
+BLOCK_BYTES = 4 << 20  # per-block costs (arrow, numpy, pandas) amortised; memory stays flat
 MAX_LINE_BYTES = 1 << 20  # longer lines are counted and skipped, not held in memory
 MAX_EVENT_CHARS = 4000
 MAX_TRACEBACK_LINES = 400
@@ -42,21 +42,23 @@ _LEADING_TAGS = re.compile(r"^(?:[\s\-:|,\d\]]*(?:\[[\w.@ -]*\]|(?:INFO|WARNING|
 
 @dataclass
 class Rows:
-    """Rows found in one block, one tuple per row (cheaper than a list per column); times still
-    as found until `resolve_times`."""
+    """Rows found in one block; times still as found until `resolve_times`. Metrics are kept as
+    columns (the hot path extends them; transposing ~1 M row tuples cost more than the parse),
+    events, which are few, as one tuple per row."""
 
-    metric_rows: list[tuple] = field(default_factory=list)
+    metric_cols: tuple[list, ...] = field(default_factory=lambda: tuple([] for _ in _METRIC_COLS))
     event_rows: list[tuple] = field(default_factory=list)
 
     def metric(self, stamp, line, run, step, metric, value, rank, pattern):
-        self.metric_rows.append((stamp, line, run, step, metric, value, rank, pattern))
+        for col, v in zip(self.metric_cols, (stamp, line, run, step, metric, value, rank, pattern), strict=True):
+            col.append(v)
 
     def event(self, **kw):
         self.event_rows.append(tuple(kw.get(k) for k in _EVENT_COLS))
 
     @property
     def metrics(self) -> dict[str, list]:
-        return _columns(self.metric_rows, _METRIC_COLS)
+        return dict(zip(_METRIC_COLS, self.metric_cols, strict=True))
 
     @property
     def events(self) -> dict[str, list]:
@@ -87,6 +89,7 @@ _DFLASH_LINE = re.compile(
     + _FLOAT + rb")(?: queue (\d+))?\r?"
 )
 _DFLASH_KEYS = tuple(lp.METRIC_PATTERNS[0].metrics.values())  # tok/s, loss, queue: the general path's order
+_NONES, _DFLASH_PATTERN = (None,) * 3, ("dflash",) * 3
 assert lp.METRIC_PATTERNS[0].name == "dflash" and list(lp.METRIC_PATTERNS[0].metrics) == ["tok", "loss", "queue"]
 
 
@@ -271,40 +274,52 @@ class LogScanner:
         idx = self._candidates(block, starts, ends)
         base = self.lineno + 1
         fast = _DFLASH_LINE.fullmatch
-        append = rows.metric_rows.append
-        tok_key, loss_key, queue_key = _DFLASH_KEYS
+        c_stamp, c_line, c_run, c_step, c_metric, c_value, c_rank, c_pattern = rows.metric_cols
+        runs = self._run_names
+        last = None  # (stamp, run) of the latest fast line, written back before the general path
+        n_fast = 0
         for i, ls, le in zip(idx.tolist(), starts[idx].tolist(), ends[idx].tolist(), strict=True):
             if ls < consumed_to:
                 continue
             m = fast(block, ls, le)
             if m is not None:
                 stamp, tag, step, loss, tok, queue = m.groups()
-                run = self._run_names.get(tag)
-                if run is None:
-                    run = self._tag_run(tag)
-                    if run is None:  # a level, not a run: the general path decides
-                        handled += self._line(block, ls, le, base + i, rows)
-                        continue
-                self.last_stamp = stamp
-                self.last_run = run
-                if self.first_date is None:
-                    self.first_date = stamp[:10].decode()
-                step = int(step)
-                line = base + i
-                append((stamp, line, run, step, tok_key, float(tok), None, "dflash"))
-                append((stamp, line, run, step, loss_key, float(loss), None, "dflash"))
-                if queue is not None:
-                    append((stamp, line, run, step, queue_key, float(queue), None, "dflash"))
-                handled += 1
-                continue
+                run = runs.get(tag) or self._tag_run(tag)
+                if run is not None:  # None: a level tag ([INFO]), not a run: the general path decides
+                    if queue is None:
+                        k, keys, values = 2, _DFLASH_KEYS[:2], (float(tok), float(loss))
+                    else:
+                        k, keys, values = 3, _DFLASH_KEYS, (float(tok), float(loss), float(queue))
+                    c_stamp.extend((stamp,) * k)
+                    c_line.extend((base + i,) * k)
+                    c_run.extend((run,) * k)
+                    c_step.extend((int(step),) * k)
+                    c_metric.extend(keys)
+                    c_value.extend(values)
+                    c_rank.extend(_NONES[:k])
+                    c_pattern.extend(_DFLASH_PATTERN[:k])
+                    last = stamp, run
+                    n_fast += 1
+                    continue
+            if last is not None:
+                self._after_fast(*last)
+                last = None
             if self._line(block, ls, le, base + i, rows):
                 handled += 1
                 if self.traceback is not None:  # its header: the following lines belong to it
                     consumed_to, taken = self._follow_traceback(block, le + 1, rows)
                     handled += taken
+        if last is not None:
+            self._after_fast(*last)
+        handled += n_fast
         self.lineno += n_lines
         # Lines that matched nothing are counted in bulk in _finish_report: no per-line work.
         self.parsed += handled
+
+    def _after_fast(self, stamp: bytes, run: str) -> None:
+        self.last_stamp, self.last_run = stamp, run
+        if self.first_date is None:
+            self.first_date = stamp[:10].decode()
 
     def _tag_run(self, tag: bytes) -> str | None:
         run = tag.decode()
@@ -586,23 +601,29 @@ def _int(v) -> int | None:
 
 def resolve_times(stamps: list, rep: FileReport, ctx: LoadContext, first_date: str | None) -> pd.Series:
     """Turn found timestamps into UTC times; borrowed and partial (no year/date) ones say so."""
-    out = pd.Series(pd.NaT, index=range(len(stamps)), dtype="datetime64[us, UTC]")
+    # UTC instants as naive datetime64[us], filled per form: a tz-aware Series' to_numpy() would
+    # give one Timestamp object per row.
+    out = np.full(len(stamps), np.datetime64("NaT"), dtype="datetime64[us]")
     if not stamps:
-        return out
+        return align.localize(pd.Series(out), "UTC")
     by_form: dict[tuple, list[int]] = {}
-    fast: list[int] = []
+    fast: list[int] | slice = []
     missing = 0
-    for i, s in enumerate(stamps):
-        if type(s) is bytes:
-            fast.append(i)
-        elif s is None:
-            missing += 1
-        else:
-            by_form.setdefault((s.form, s.aware), []).append(i)
+    if set(map(type, stamps)) == {bytes}:  # all from the DFlash fast path: one vectorised parse
+        fast = slice(None)
+    else:
+        for i, s in enumerate(stamps):
+            if type(s) is bytes:
+                fast.append(i)
+            elif s is None:
+                missing += 1
+            else:
+                by_form.setdefault((s.form, s.aware), []).append(i)
     if missing:
         rep.assume(f"{missing} rows have no time: no timestamp on or before their line")
     if fast:
-        out.iloc[fast] = align.localize(_naive_seconds([stamps[i] for i in fast]), ctx.timezone).to_numpy()
+        found = stamps if isinstance(fast, slice) else [stamps[i] for i in fast]
+        out[fast] = _utc_naive(align.localize(_naive_seconds(found), ctx.timezone))
         rep.assume(align.zone_assumption(ctx.timezone))
     date = ctx.date.isoformat() if ctx.date else first_date
     for (form, aware), idx in by_form.items():
@@ -625,8 +646,13 @@ def resolve_times(stamps: list, rep: FileReport, ctx: LoadContext, first_date: s
             naive = pd.to_datetime(pd.Series(texts), format="%Y-%m-%dT%H:%M:%S.%f", errors="coerce")
             t = align.localize(naive, ctx.timezone)
             rep.assume(align.zone_assumption(ctx.timezone))
-        out.iloc[idx] = t.to_numpy()
-    return out
+        out[idx] = _utc_naive(t)
+    return align.localize(pd.Series(out), "UTC")
+
+
+def _utc_naive(t: pd.Series) -> np.ndarray:
+    """UTC instants of a UTC series as datetime64[us] (its int64 storage, no zone arithmetic)."""
+    return t.astype("datetime64[us, UTC]").array.asi8.view("datetime64[us]")
 
 
 def _naive_seconds(stamps: list[bytes]) -> pd.Series:
@@ -650,7 +676,8 @@ def _frame(cols: dict[str, list], rep: FileReport, ctx: LoadContext, first_date)
 
 
 def _merge(into: Rows, part: Rows) -> None:
-    into.metric_rows.extend(part.metric_rows)
+    for col, more in zip(into.metric_cols, part.metric_cols, strict=True):
+        col.extend(more)
     into.event_rows.extend(part.event_rows)
 
 
