@@ -39,8 +39,11 @@ class LoadContext:
         """How a file is named in `source` columns and evidence refs: relative to the incident."""
         path = Path(path)
         if self.root is not None:
+            # Resolve the folder but not the file: a symlink (wandb's debug-core.log points into
+            # ~/.cache) is named where it lies in the incident, not where it points.
+            here = path.parent.resolve() / path.name
             try:
-                return path.resolve().relative_to(self.root.resolve()).as_posix()
+                return here.relative_to(self.root.resolve()).as_posix()
             except ValueError:
                 pass
         return path.name if self.root is not None else str(path)
