@@ -116,11 +116,32 @@ def table(results: list[dict], changes: dict, env: dict, args) -> str:
             f"{pct(r.get('drafter_wait_fraction'))} | {HEAD_MATMULS.get(cfg.get('lm_head_mode'), '?')} | {note} |"
             if tok and base else
             f"| {r['name']} | {changes[r['name']]} | n/a | n/a | n/a | n/a | n/a | n/a | "
-            f"{HEAD_MATMULS.get(cfg.get('lm_head_mode'), '?')} | {note or 'too few steps for a steady state'} |")
+            f"{HEAD_MATMULS.get(cfg.get('lm_head_mode'), '?')} | "
+            f"{note or ('no baseline in this batch (see --merge)' if tok else 'too few steps for a steady state')} |")
     head = (f"torch {env['torch']}, CUDA {env['cuda']}, GPUs: {', '.join(env['gpus']) or 'none (CPU)'}; "
             f"{args.seconds:g} s per run, steady state after {args.warmup_steps} drafter steps; "
             f"peak {args.peak_tflops or 989:g} TFLOP/s per GPU for MFU.\n\n")
     return head + "\n".join(rows) + "\n"
+
+
+def merge(args) -> int:
+    """One table from batches run in separate calls (a lent GPU allows ~10 minutes per command)."""
+    batches = [json.loads(f.read_text()) for f in args.merge]
+    results = [r for b in batches for r in b["results"]]
+    env = batches[0]["environment"]
+    changes = {name: change for name, change, _ in CONFIGS}
+    seconds = {r.get("config", {}).get("seconds") for r in results}
+    args.seconds = seconds.pop() if len(seconds) == 1 else float("nan")
+    args.out.mkdir(parents=True, exist_ok=True)
+    order = {name: i for i, (name, _, _) in enumerate(CONFIGS)}
+    results.sort(key=lambda r: order.get(r["name"], len(order)))
+    md = table(results, changes, env, args)
+    (args.out / "ab_table.md").write_text(md)
+    (args.out / "ab_results.json").write_text(json.dumps({"environment": env, "results": results, "skipped": [],
+                                                           "merged_from": [str(f) for f in args.merge]},
+                                                          indent=2, default=str))
+    print(md)
+    return 0
 
 
 def main() -> int:
@@ -137,7 +158,11 @@ def main() -> int:
     p.add_argument("--shape-args", default="", help="extra trainer flags, appended after the defaults")
     p.add_argument("--full-scenario", action="store_true", help="also replay `full` into OUT/incident")
     p.add_argument("--full-seconds", type=float, default=20.0)
+    p.add_argument("--merge", nargs="+", type=Path, metavar="RESULTS_JSON",
+                   help="combine ab_results.json files of several batches into one table in --out; run nothing")
     args = p.parse_args()
+    if args.merge:
+        return merge(args)
 
     (args.out / "runs").mkdir(parents=True, exist_ok=True)
     shapes = (TINY_SHAPES if args.tiny else GPU_SHAPES) + shlex.split(args.shape_args)

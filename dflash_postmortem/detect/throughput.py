@@ -27,7 +27,7 @@ MIN_SIZE = 3
 PENALTY = 3.0  # x sigma^2 x ln(n): BIC-like, sigma from the steady baseline
 # Settings that name or bound a run rather than change how it trains.
 BOOKKEEPING = re.compile(
-    r"^(run_?name|name|pid_?file|seconds|duration|max_?time|time_?limit|log(_?file|_?dir)?|"
+    r"^(run_?name|name|pid_?file|result_?json|record_?gpus_?dir|seconds|duration|max_?time|time_?limit|log(_?file|_?dir)?|"
     r"out(put)?(_?dir)?|save_?dir|checkpoint_?dir|wandb_\w+|project|entity|tags?|notes?|group)$")
 _WARN_KINDS = ("warning", "error", "traceback", "exception", "thread_crash", "compile_error")
 CAUSES = (
