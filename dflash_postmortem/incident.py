@@ -63,7 +63,7 @@ class Incident:
     def span(self) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
         """First and last time anything was observed."""
         times = []
-        for name, df in self.frames().items():
+        for df in self.frames().values():
             for col in ("time", "first_seen", "last_seen"):
                 if col in df.columns and len(df):
                     times.append(df[col].dropna())
@@ -131,7 +131,7 @@ def _walk(root: Path):
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
         here = Path(dirpath)
-        yield here, [here / f for f in sorted(filenames) if not f.startswith(".")], dirnames
+        yield here, [here / f for f in sorted(filenames) if not f.startswith(".")]
 
 
 def load_incident(
@@ -167,7 +167,7 @@ def load_incident(
         entries = [root]
     else:
         entries = []
-        for here, files, dirnames in _walk(root):
+        for here, files in _walk(root):
             if here != root and any(here.is_relative_to(c) for c in claimed):
                 continue
             if here != root:

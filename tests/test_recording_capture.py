@@ -2,9 +2,9 @@
 
 import pandas as pd
 import pytest
+from conftest import REPO
 
 import dflash_postmortem as pm
-from conftest import REPO
 
 CAPTURE = REPO / "data" / "recordings" / "h200-nvml-2gpu"
 

@@ -3,9 +3,9 @@
 import json
 
 import pytest
+from conftest import REPO
 
 import dflash_postmortem as pm
-from conftest import REPO
 from dflash_postmortem import views
 
 AB = REPO / "data" / "incidents" / "h200-2gpu-replay-ab"
