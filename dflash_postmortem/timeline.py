@@ -121,8 +121,10 @@ def timeline(incident: Incident, findings: pd.DataFrame | None = None) -> Timeli
     rows = []
     t0 = imp["first_sign"]
     for f in findings.itertuples():
+        if f.kind == "verified_start" and f.start == imp["mitigated"]:
+            continue  # its evidence goes on the mitigation row below
         phase = {"throughput_regression": "first sign" if f.start == t0 else "finding",
-                 "failed_restart": "failed restart", "stale_process": "stale process",
+                 "failed_restart": "failed restart", "stale_process": "stale process", "verified_start": "verified start",
                  "recovery": "recovery", "partial_recovery": "partial recovery"}.get(f.kind, "finding")
         when = f.start
         if f.kind == "stale_process" and isinstance(f.numbers, dict):
@@ -135,7 +137,11 @@ def timeline(incident: Incident, findings: pd.DataFrame | None = None) -> Timeli
         for c in cmds.itertuples():
             phase = ("detection" if c.time == imp["detected"] else
                      "mitigation" if c.time == imp["mitigated"] else "action")
-            rows.append(_row(c.time, phase, f"$ {c.message}", [c.ref] if isinstance(c.ref, str) else []))
+            refs = [c.ref] if isinstance(c.ref, str) else []
+            if phase == "mitigation":
+                proof = findings[(findings["kind"] == "verified_start") & (findings["start"] == c.time)]
+                refs += [r for ev in proof["evidence"] for r in ev if r not in refs]
+            rows.append(_row(c.time, phase, f"$ {c.message}", refs))
     df = pd.DataFrame(rows, columns=list(COLUMNS))
     df["time"] = pd.to_datetime(df["time"], utc=True).astype(TIME) if len(df) else pd.Series(dtype=TIME)
     df = df.sort_values("time", kind="stable").reset_index(drop=True)

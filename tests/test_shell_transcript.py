@@ -163,3 +163,15 @@ def test_parse_launch_tokenises_with_shlex(cmd, launcher, log_path, args):
     x = parse_launch(cmd)
     assert (x.launcher, x.log_path, x.args) == (launcher, log_path, args)
     assert x.background == (log_path is not None)  # the cut-short one's `&` is inside its quote
+
+
+@pytest.mark.parametrize("cmd", [
+    "cd /w && dflash-postmortem launch --log /w/logs/t.log --expect-gpu -- python3 -m pkg.train --run-name fixed --lr 1",
+    "cd /w && /opt/venv/bin/python3 -m dflash_postmortem.cli launch --log=/w/logs/t.log --timeout 600 -- "
+    "python3 -m pkg.train --run-name fixed --lr 1",
+])
+def test_parse_launch_kit_launcher(cmd):
+    x = parse_launch(cmd)
+    assert (x.launcher, x.log_path, x.program, x.args, x.run) == (
+        "dflash-postmortem launch", "/w/logs/t.log", "python3", "-m pkg.train --run-name fixed --lr 1", "fixed")
+    assert x.background

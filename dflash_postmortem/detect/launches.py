@@ -17,14 +17,23 @@ from ..incident import Incident
 
 # The script and its arguments, up to the first redirect, pipe, separator or closing quote.
 _INVOCATION = re.compile(r"(?P<script>[\w./~-]+\.py)(?P<args>(?:\s+(?![0-9]?[<>|;&'\"])[^\s<>|;&'\"]+)*)")
+# `python -m package.module args`, for launches that name a module rather than a script.
+_MODULE = re.compile(r"\bpython[\d.]*(?:\s+-[^m\s]\S*)*\s+-m\s+(?P<script>[\w.]+)(?P<args>(?:\s+(?![0-9]?[<>|;&'\"])[^\s<>|;&'\"]+)*)")
+# The kit's own launcher runs the command after its `--`; its process is a wrapper, not the trainer.
+_KIT = re.compile(r"\bdflash[-_]postmortem(?:\.cli)?\s+launch\b")
 _REDIRECT = re.compile(r"(?<![0-9&])(?:1?>{1,2}|&>)\s*(?P<path>[^\s;&|'\"]+)")
-_SHELLS = re.compile(r"^\s*(?:\S*/)?(?:ba|z|da)?sh\s+-c\b|^\s*(?:tmux|screen|ssh|pct|docker|kubectl|nohup|setsid)\b")
+_SHELLS = re.compile(r"^\s*(?:\S*/)?(?:ba|z|da)?sh\s+-c\b|^\s*(?:tmux|screen|ssh|pct|docker|kubectl|nohup|setsid)\b|"
+                     + _KIT.pattern)
 STARTUP_SLACK = pd.Timedelta(seconds=60)  # ps START has minute resolution
 
 
 def invocation(command: str) -> tuple[str | None, dict[str, str]]:
-    """The python script a command line runs and its `--flag value` arguments."""
-    m = _INVOCATION.search(command or "")
+    """The python script (or `-m` module) a command line runs and its `--flag value` arguments."""
+    command = command or ""
+    kit = _KIT.search(command)
+    if kit and " -- " in command[kit.end():]:
+        command = command[kit.end():].split(" -- ", 1)[1]
+    m = _INVOCATION.search(command) or _MODULE.search(command)
     if not m:
         return None, {}
     try:
@@ -89,6 +98,14 @@ def launch_events(inc: Incident) -> pd.DataFrame:
     rows["log_path"] = [g.strip("'\"") if isinstance(g, str) and g else log_target(str(c))
                         for g, c in zip(given, rows["command"], strict=True)]
     return rows.sort_values("time", kind="stable").reset_index(drop=True)
+
+
+def verdicts(inc: Incident, launch_ref) -> pd.DataFrame:
+    """The `dflash-postmortem launch` verdict lines printed for one launch (empty for others)."""
+    ev = inc.events
+    if "launch_ref" not in ev.columns or not isinstance(launch_ref, str):
+        return ev.iloc[:0]
+    return ev[(ev["kind"] == "launch_check") & (ev["launch_ref"] == launch_ref)].sort_values("time", kind="stable")
 
 
 def is_trainer(command: str, script: str | None) -> bool:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..incident import Incident
 from . import findings
-from .launches import outcomes
+from .launches import outcomes, verdicts
 
 GRACE_S = 600.0
 # A background job started inside one of these exits with it unless it is detached (setsid/disown).
@@ -23,6 +23,10 @@ _DETACHED = re.compile(r"\bsetsid\b|\bdisown\b|\btmux\b|\bscreen\b|\bsystemd-run
 _NO_FILE = "No such file or directory"
 _PYTHON = re.compile(r"\bpython[\d.]*\b")
 _GPU_IDLE_MIB = 100.0  # an idle GPU shows a few MiB of driver memory, never a loaded model
+# Commands that end a whole session or process group (and every background job started in it).
+_KILLS_SESSION = re.compile(r"\bkill\b[^;&|]*?\s(?:--\s+)?-\d+\b(?![^;&|]*\s-\d)|\bpkill\s+(?:-\S+\s+)*-[sg]\s*\d+|"
+                            r"\btmux\s+kill-(?:session|server)\b|\bscreen\b.*-X\s+quit\b|\bloginctl\s+terminate")
+_SIGNAL_SPEC = re.compile(r"^-(?:\d{1,2}|[A-Z]+|s)$")
 
 
 def _window(oc: pd.DataFrame, i: int, grace: pd.Timedelta) -> tuple[pd.Timestamp, pd.Timestamp]:
@@ -53,18 +57,21 @@ def _output_refs(inc: Incident, ev: pd.Series) -> list[str]:
 
 def _gpu_check(inc: Incident, start, end, pid) -> tuple[bool | None, str, list[str]]:
     """Did GPU memory appear after the launch? (None: no GPU source says.)"""
-    gp = _between(inc.gpu_processes, start, end)
-    if pid is not None and len(gp):
-        mine = gp[gp["pid"] == pid]
-        return (len(mine) > 0, f"{len(mine)} GPU samples held by PID {pid}", findings.refs(mine, 3))
-    g = _between(inc.gpus, start, end)
-    if g.empty:
-        return None, "no GPU samples after the launch", []
     queries = _between(inc.events, start, end)
     queries = queries[queries["kind"] == "gpu_query"]
     refs = []
     for _, q in queries.iterrows():
         refs += ([q["ref"]] if isinstance(q.get("ref"), str) else []) + _output_refs(inc, q)
+    gp = _between(inc.gpu_processes, start, end)
+    if pid is not None and len(gp):
+        mine = gp[gp["pid"] == pid]
+        if len(mine):
+            return True, f"{len(mine)} GPU samples held by PID {pid}", findings.refs(mine, 3)
+        # Not held by the new PID: the operator's own GPU checks say what the GPUs held instead.
+        return False, f"0 GPU samples held by PID {pid}", refs
+    g = _between(inc.gpus, start, end)
+    if g.empty:
+        return None, "no GPU samples after the launch", []
     peak = g["memory_used_mib"].max()
     held = bool(peak > _GPU_IDLE_MIB)
     text = f"GPU memory rose to {peak:.0f} MiB" if held else f"all {g['gpu'].nunique()} GPUs at {peak:.0f} MiB"
@@ -113,6 +120,9 @@ def _reason(L: pd.Series, inc: Incident, start, end) -> tuple[str, str, list[str
             return ("died in start-up",
                     f"process {proc['pid']} started and died during start-up with a traceback",
                     findings.refs(tb, 3))
+    killed = _session_kill(L, inc, start, end)
+    if killed is not None:
+        return killed
     how = _launcher(str(L["command"]))
     if how and not _DETACHED.search(str(L["command"])):
         return ("launching session killed",
@@ -120,6 +130,84 @@ def _reason(L: pd.Series, inc: Incident, start, end) -> tuple[str, str, list[str
                 f"disown and did not survive the end of that session; process never started",
                 [L["ref"]] if isinstance(L.get("ref"), str) else [])
     return ("unknown", "no evidence says why the process did not start", [])
+
+
+def _kill_targets_group(command: str) -> bool:
+    """`kill [-SIG] -- -PGID` / `kill -9 -PGID`: a negative target is a whole process group."""
+    if not re.search(r"\bkill\b", command):
+        return bool(_KILLS_SESSION.search(command))
+    for part in re.split(r"[;&|]", command):
+        words = part.split()
+        if "kill" not in words:
+            continue
+        args = words[words.index("kill") + 1:]
+        if args[:1] == ["-s"]:
+            args = args[2:]
+        elif args and _SIGNAL_SPEC.match(args[0]) and len(args) > 1:
+            args = args[1:]
+        if args[:1] == ["--"]:
+            args = args[1:]
+        if any(re.fullmatch(r"-\d+", a) for a in args):
+            return True
+    return bool(_KILLS_SESSION.search(command))
+
+
+def _session_kill(L: pd.Series, inc: Incident, start, end) -> tuple[str, str, list[str]] | None:
+    """A background job of the operator's shell (no setsid/disown) whose session or process group
+    the operator then killed, after which the process vanished before its first step."""
+    proc = L.get("process")
+    if not isinstance(proc, pd.Series) or _DETACHED.search(str(L["command"])):
+        return None
+    ev = _between(inc.events, start, end)
+    kills = ev[(ev["kind"] == "command") & ev["message"].fillna("").map(_kill_targets_group).astype(bool)]
+    kills = kills[kills["time"] >= proc["first_seen"] - pd.Timedelta(seconds=5)]
+    if kills.empty:
+        return None
+    k = kills.iloc[0]
+    refs = [k["ref"]] if isinstance(k.get("ref"), str) else []
+    log = L.get("log")
+    said = ""
+    if isinstance(log, pd.Series):
+        lines = inc.events[(inc.events["source"] == log["source"])]
+        last = lines.sort_values("time", kind="stable").tail(1)
+        n = len(set(findings.refs(lines)) | set(findings.refs(inc.metrics[inc.metrics["source"] == log["source"]])))
+        said = (f"; its log {log['name']} stopped at {log['last']:%H:%M:%S} after {n} line(s)"
+                + (f" (`{str(last['message'].iloc[0]).strip()}`)" if len(last) else ""))
+        refs += findings.refs(last)
+    return ("launching session killed",
+            f"launching session killed / process died during start-up: PID {proc['pid']} was started in "
+            f"the background without setsid or disown, inside the shell session that the operator then "
+            f"killed (`{k['message']}` at {k['time']:%H:%M:%S}); it was last listed running at "
+            f"{proc['last_seen']:%H:%M:%S}, before any training step{said}", refs)
+
+
+def _verified(L: pd.Series, said: pd.DataFrame, proc, first) -> dict:
+    """A launch through `dflash-postmortem launch` that came up: its verdict lines are the proof."""
+    checks = {str(c): bool(ok) for c, ok in zip(said["check"], said["ok"], strict=True)}
+    text = "; ".join(str(m).removeprefix("launch: ").strip() for m in said["message"])
+    return findings.finding(
+        "verified_start", L["time"], first["time"], "info",
+        f"restart at {L['time']:%H:%M:%S} verified by dflash-postmortem launch",
+        f"The launcher checked the start itself: {text}. First training step logged at "
+        f"{first['time']:%H:%M:%S}" + (f" by PID {proc['pid']}" if proc is not None else "") + ".",
+        ([L["ref"]] if isinstance(L.get("ref"), str) else []) + findings.refs(said),
+        {"checks": checks, "run": L["run"], "log_path": L["log_path"],
+         "pid": None if proc is None else int(proc["pid"])})
+
+
+def _gone(inc: Incident, proc: pd.Series, end) -> bool:
+    """No longer listed while the listings went on (a capture that ends proves nothing)."""
+    if pd.isna(proc["last_seen"]):
+        return False
+    procs = inc.processes
+    listed_until = procs["last_seen"].max()
+    if proc["last_seen"] < min(end, listed_until) - pd.Timedelta(seconds=30):
+        return True
+    # Or: a later listing left it out, and the operator's own count after it said none.
+    later = procs["last_seen"][procs["last_seen"] > proc["last_seen"]]
+    ev = inc.events
+    zero = ev[(ev["kind"] == "process_count") & (ev["time"] > proc["last_seen"]) & (ev["count"] == 0)]
+    return bool(len(later) and len(zero))
 
 
 def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.DataFrame:
@@ -134,7 +222,10 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         first = L["first_step"] if isinstance(L["first_step"], pd.Series) else None
         log = L["log"] if isinstance(L["log"], pd.Series) else None
         stepped = first is not None and first["time"] - L["time"] <= grace
+        said = verdicts(inc, L.get("ref"))
         if stepped:
+            if len(said):
+                rows.append(_verified(L, said, proc, first))
             continue
         pid = None if proc is None else proc["pid"]
         gpu_ok, gpu_text, gpu_refs = _gpu_check(inc, start, end, pid)
@@ -162,10 +253,12 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         evidence += gpu_refs
         if not stepped:
             lines.append(f"no training step within {grace.total_seconds():.0f} s")
-        # Gone: no longer listed while the listings went on (a capture that ends proves nothing).
-        listed_until = inc.processes["last_seen"].max()
-        gone = proc is not None and pd.notna(proc["last_seen"]) and (
-            proc["last_seen"] < min(end, listed_until) - pd.Timedelta(seconds=30))
+        gone = proc is not None and _gone(inc, proc, end)
+        if gone:
+            after = [c for c in _count_checks(inc, proc["last_seen"], end) if c.get("count") == 0]
+            lines.append("; ".join(f"{c['time']:%H:%M:%S}: {c['message']}" for c in after) or
+                         f"no longer listed after {proc['last_seen']:%H:%M:%S}")
+            evidence += [c["ref"] for c in after if isinstance(c.get("ref"), str)]
         if (proc is not None and not gone) or (proc is None and inc.processes.empty and log is not None):
             # Alive (or no process listing, but its log fills): slow, not failed.
             rows.append(findings.finding(
@@ -197,6 +290,10 @@ def _stale(inc: Incident, L: pd.Series, start, end, counts: list[pd.Series]) -> 
         alive = _alive(procs, start)
     started = alive["started"].fillna(alive["first_seen"])
     old = alive[(started < start.floor("min")) & alive["command"].fillna("").str.contains(_PYTHON)]
+    # Where the operator counted processes, the stale ones that matter are those the count matched.
+    patterns = [str(c["pattern"]) for c in counts if isinstance(c.get("pattern"), str) and c["pattern"] != "?"]
+    if patterns:
+        old = old[old["command"].fillna("").map(lambda cmd: any(pt in cmd for pt in patterns)).astype(bool)]
     out = []
     for _, p in old.iterrows():
         count_text = ""

@@ -38,6 +38,7 @@ _LAUNCHERS = (
     ("kubectl exec", re.compile(r"\bkubectl exec\b")),
     ("tmux", re.compile(r"\btmux (?:send-keys|send|new-session|new)\b")),
     ("screen", re.compile(r"\bscreen -\w*d")),
+    ("dflash-postmortem launch", _KIT_LAUNCHER := re.compile(r"\bdflash[-_]postmortem(?:\.cli)? launch\b")),
     ("setsid", re.compile(r"(?:^|[\s;&|(])setsid\s")),
     ("nohup", re.compile(r"(?:^|[\s;&|(])nohup\s")),
     ("torchrun", re.compile(r"\btorchrun\b|torch\.distributed\.(?:run|launch)")),
@@ -50,6 +51,10 @@ _SMI_QUERY = re.compile(r"nvidia-smi\b.*--query-(?P<what>gpu|compute-apps)=(?P<f
 _LS_LONG = re.compile(r"^[-dl][rwxsStT-]{9}\S*\s+\d+\s+\S+\s+\S+\s+(?P<size>\d+)\s+\w+\s+\d+\s+[\d:]+\s+(?P<path>\S+)")
 _EXIT = re.compile(r"(?i)\bexit(?:ed)?(?: with)?(?: code|=|:| status)\s*(?P<code>-?\d+)")
 _RUN_NAME = re.compile(r"--run[-_]name[= ](?P<run>[\w.@-]+)")
+# `dflash-postmortem launch` prints one verdict line per check: `launch: gpu   ok      4.3s  detail`.
+_VERDICT = re.compile(r"^launch: (?P<check>\w+)\s+(?P<state>ok|FAIL)\s+(?P<seconds>[\d.]+)s\s+(?P<detail>.*)$")
+_VERDICT_END = re.compile(r"^launch: (?P<state>started|FAILED)\s*$")
+_VERDICT_PID = re.compile(r"\bpid (?P<pid>\d+)\b")
 
 
 def is_prompt(line: str) -> bool:
@@ -191,9 +196,35 @@ def _tee_target(words: list[str]) -> str | None:
     return rest[0] if rest else None
 
 
+def _kit_launch(words: list[str], cmd: str) -> Launch | None:
+    """`dflash-postmortem launch --log F ... -- CMD` (or `python -m dflash_postmortem.cli launch`):
+    CMD runs in its own session with its output in F, whatever the shell around it does."""
+    for seg, _ in _simple_commands(words):
+        at = next((i for i in range(len(seg) - 1) if seg[i + 1] == "launch"
+                   and re.search(r"(?:^|/)dflash-postmortem$|^dflash_postmortem\.cli$", seg[i])), None)
+        if at is None or "--" not in seg[at:]:
+            continue
+        sep = seg.index("--", at)
+        opts, target = seg[at + 2:sep], seg[sep + 1:]
+        log_path = next((v.split("=", 1)[1] for v in opts if v.startswith("--log=")), None)
+        if log_path is None and "--log" in opts[:-1]:
+            log_path = opts[opts.index("--log") + 1]
+        prog_i = _program_index(target) if target else None
+        if prog_i is None and target:
+            prog_i = 0
+        program = target[prog_i] if prog_i is not None else None
+        args = " ".join(target[prog_i + 1:]) if prog_i is not None else ""
+        rm = _RUN_NAME.search(" ".join(target))
+        return Launch("dflash-postmortem launch", True, log_path, program, args, rm.group("run") if rm else None)
+    return None
+
+
 def parse_launch(cmd: str) -> Launch | None:
     """A command that starts a trainer in the background or through a launcher, or None."""
     words = shell_words(cmd)
+    kit = _kit_launch(words, cmd)
+    if kit is not None:
+        return kit
     launcher = next((name for name, rx in _LAUNCHERS if rx.search(cmd)), None)
     detached = bool(re.search(r"\btmux (?:new|send)|\bscreen -\w*d|\b(?:docker|kubectl) exec (?:-\w+ )*-\w*d", cmd))
     background = "&" in words or "disown" in words or detached
@@ -280,6 +311,8 @@ def _output_events(ev: _Events, c: Command, t, ref_of, launch: Launch | None, cm
                 ev.add(t, kind, out.strip(), ref, path=path)
             continue
         s = out.strip()
+        if launch is not None and launch.launcher == "dflash-postmortem launch" and _verdict_event(ev, t, s, ref, cmd_ref, facts):
+            continue
         if s in ("Killed", "Terminated") or re.match(r"^(?:\[\d+\]\+?\s+)?(Killed|Terminated)\b", s):
             ev.add(t, "signal", s, ref, signal="SIGKILL" if "Killed" in s else "SIGTERM")
             continue
@@ -299,6 +332,27 @@ def _output_events(ev: _Events, c: Command, t, ref_of, launch: Launch | None, cm
         ev.add(t, "process_count", f"{n} process{'es' if n != 1 else ''} matching {pattern!r}",
                ref_of(c.line + len(c.output)), count=n, pattern=pattern)
     return facts
+
+
+def _verdict_event(ev: _Events, t, line: str, ref: str, cmd_ref: str, facts: dict) -> bool:
+    """One verdict line of `dflash-postmortem launch` -> a `launch_check` event at its own time
+    (the launch's time plus the seconds the line reports); the started PID goes into `facts`."""
+    m = _VERDICT.match(line)
+    if m:
+        secs = float(m.group("seconds"))
+        pid = _VERDICT_PID.search(m.group("detail"))
+        if m.group("check") == "start" and pid and m.group("state") == "ok":
+            facts["pid"] = int(pid.group("pid"))
+        facts["verdict_s"] = max(secs, facts.get("verdict_s", 0.0))
+        ev.add(t + pd.Timedelta(seconds=secs) if t == t else t, "launch_check", line, ref, check=m.group("check"),
+               ok=m.group("state") == "ok", seconds=secs, launch_ref=cmd_ref)
+        return True
+    m = _VERDICT_END.match(line)
+    if m:
+        at = t + pd.Timedelta(seconds=facts.get("verdict_s", 0.0)) if t == t else t
+        ev.add(at, "launch_check", line, ref, check="verdict", ok=m.group("state") == "started", launch_ref=cmd_ref)
+        return True
+    return False
 
 
 def load_transcript(path: Path, ctx: LoadContext) -> Incident:
@@ -324,12 +378,15 @@ def load_transcript(path: Path, ctx: LoadContext) -> Incident:
         launch = parse_launch(c.text)
         ev.add(t, "command", c.text, cref, output="\n".join(c.output))
         if launch is not None:
-            ev.add(t, "launch", f"{launch.launcher} launch of {launch.program or 'a trainer'}"
+            how = launch.launcher if launch.launcher.endswith(" launch") else f"{launch.launcher} launch"
+            ev.add(t, "launch", f"{how} of {launch.program or 'a trainer'}"
                    + (f" > {launch.log_path}" if launch.log_path else ""), cref,
                    launcher=launch.launcher, log_path=launch.log_path, args=launch.args, run=launch.run,
                    program=launch.program, background=launch.background)
             launches.append((len(ev.rows) - 1, launch, t, cref))
         facts = _output_events(ev, c, t, ref_of, launch, cref)
+        if "pid" in facts:
+            ev.rows[launches[-1][0]]["pid"] = facts["pid"]
         for p, mref in facts["missing"].items():
             missing_after.append((t, p, mref))
         got = gpu_rows(c.text, c.output, t, rep, ctx)
@@ -375,7 +432,7 @@ def _file_evidence(ev: _Events, launches, missing_after, end, ctx: LoadContext, 
             continue
         mine = [rel for rel, (_, who) in claimed.items() if who == k]
         ev.rows[row]["log_file"] = mine[0] if mine else None
-        _link_pid(ev.rows[row], launch, t, known)
+        _link_pid(ev.rows[row], launch, t, launches[k + 1][2] if k + 1 < len(launches) else None, known)
         if not mine:
             seen_missing = [(mt, mref) for mt, p, mref in missing_after if p == launch.log_path and (t != t or mt >= t)]
             if seen_missing:
@@ -424,14 +481,20 @@ def _first_written(known: Incident | None, rel: str):
     return min(t.min() for t in times) if times else None
 
 
-def _link_pid(row: dict, launch: Launch, t, known: Incident | None) -> None:
-    """The PID `ps` saw running this launch's command line, first seen within 2 min of it."""
-    if known is None or known.processes.empty or t != t or not launch.program:
+def _link_pid(row: dict, launch: Launch, t, nxt, known: Incident | None) -> None:
+    """The PID `ps` saw running this launch's command line, first seen within 2 min of it and
+    before the next launch (a launcher that prints the PID it started has already said it)."""
+    if known is None or known.processes.empty or t != t or not launch.program or row.get("pid") is not None:
         return
     p = known.processes
     needle = f"{launch.program} {launch.args}".strip()
-    hit = p[p["command"].fillna("").str.contains(needle, regex=False) & ~p["command"].fillna("").str.contains(r"^(?:bash|sh) -c", regex=True)]
-    hit = hit[(hit["first_seen"] >= t - pd.Timedelta(seconds=1)) & (hit["first_seen"] <= t + pd.Timedelta(seconds=120))]
+    cmd = p["command"].fillna("")
+    wrapper = cmd.str.contains(r"^(?:bash|sh) -c", regex=True) | cmd.str.contains(_KIT_LAUNCHER, regex=True)
+    hit = p[cmd.str.contains(needle, regex=False) & ~wrapper]
+    until = t + pd.Timedelta(seconds=120)
+    if nxt is not None and nxt == nxt:
+        until = min(until, nxt)
+    hit = hit[(hit["first_seen"] >= t - pd.Timedelta(seconds=1)) & (hit["first_seen"] <= until)]
     if len(hit):
         row["pid"] = int(hit.sort_values("first_seen")["pid"].iloc[0])
 

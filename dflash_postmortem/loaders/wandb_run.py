@@ -549,9 +549,14 @@ def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, metadata: dict) ->
         message = f"ended without exit record (last record written at {last}){tail}"
         ref = f"{source}:{len(scan.records)}"
         rep.notes.append("no exit record: the run was killed, crashed, or the file was copied while it ran")
+        if last is None:
+            # Killed seconds after start: no record carries a time yet, so the end has none.
+            message = f"ended without exit record; no record in the file carries a time{tail}"
+            rep.assume("run end time unknown (NaT): the .wandb log holds no timestamped record "
+                       "(the run was stopped seconds after it started)")
     parts.events.append(
-        pd.DataFrame({"time": [info.ended], "host": host, "run": run, "kind": "run_end",
-                      "message": message, "source": source, "ref": ref})
+        pd.DataFrame({"time": pd.Series([info.ended], dtype=object).astype(TIME), "host": host, "run": run,
+                      "kind": "run_end", "message": message, "source": source, "ref": ref})
     )
     parts.info = info
     parts.reports.append(rep)
