@@ -8,12 +8,16 @@ exist, and a relaunch through `dflash-postmortem launch` that verified its own s
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import pytest
-from conftest import REPO
 
 import dflash_postmortem as pm
 from dflash_postmortem.detect import detect
+
+# The repository root (tests/ is one level down). Not imported from conftest: notebooks/ has
+# a conftest.py too, and pytest puts both folders on sys.path.
+REPO = Path(__file__).resolve().parents[1]
 
 ROOT = REPO / "data" / "incidents" / "h200-2gpu-replay-full"
 

@@ -2,9 +2,13 @@
 
 import re
 import tomllib
+from pathlib import Path
 
 import yaml
-from conftest import REPO
+
+# The repository root (tests/ is one level down). Not imported from conftest: notebooks/ has
+# a conftest.py too, and pytest puts both folders on sys.path.
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _name(req: str) -> str:

@@ -1,10 +1,15 @@
 """The real NVML capture the recorder made on 2 x H200 (data/recordings/h200-nvml-2gpu)."""
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
-from conftest import REPO
 
 import dflash_postmortem as pm
+
+# The repository root (tests/ is one level down). Not imported from conftest: notebooks/ has
+# a conftest.py too, and pytest puts both folders on sys.path.
+REPO = Path(__file__).resolve().parents[1]
 
 CAPTURE = REPO / "data" / "recordings" / "h200-nvml-2gpu"
 

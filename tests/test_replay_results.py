@@ -1,12 +1,16 @@
 """The real A/B measurements (data/incidents/h200-2gpu-replay-ab) load with their knob settings."""
 
 import json
+from pathlib import Path
 
 import pytest
-from conftest import REPO
 
 import dflash_postmortem as pm
 from dflash_postmortem import views
+
+# The repository root (tests/ is one level down). Not imported from conftest: notebooks/ has
+# a conftest.py too, and pytest puts both folders on sys.path.
+REPO = Path(__file__).resolve().parents[1]
 
 AB = REPO / "data" / "incidents" / "h200-2gpu-replay-ab"
 
