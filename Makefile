@@ -7,6 +7,8 @@ VENV       ?= .venv
 PY         := $(VENV)/bin/python
 INCIDENT   ?= data/incidents/h200-2gpu
 REPORT_DIR ?= reports/$(notdir $(INCIDENT))
+# Every bundled incident gets its report; INCIDENT's comes first.
+BUNDLED    := $(INCIDENT) $(filter-out $(INCIDENT),$(wildcard data/incidents/*))
 # The CPU test environment pins torch to the CPU wheel (a looser pin pulls a multi-GB CUDA build).
 # Where a wheel folder exists (this team's machines keep the CPU wheel in /opt/wheels), use it.
 CONSTRAINTS ?= constraints/cpu.txt
@@ -29,8 +31,9 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 
 report: setup
 	$(VENV)/bin/dflash-postmortem report $(INCIDENT) -o $(REPORT_DIR)
-	$(VENV)/bin/dflash-postmortem report data/incidents/seed-8gpu-reconstruction -o reports/seed-8gpu-reconstruction
-	@echo "open $(REPORT_DIR)/index.html and reports/seed-8gpu-reconstruction/index.html"
+	@for d in $(filter-out $(INCIDENT),$(BUNDLED)); do \
+	  $(VENV)/bin/dflash-postmortem report $$d -o reports/$$(basename $$d) || exit 1; done
+	@echo "open $(REPORT_DIR)/index.html (and the other bundled incidents' reports under reports/)"
 
 # Headless Chromium for the browser tests, where this machine lets us install it (root + apt).
 browser:

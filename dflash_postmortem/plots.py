@@ -350,18 +350,22 @@ def plot_memory_by_role(table: pd.DataFrame) -> go.Figure:
 
 
 def plot_replay_ab(effects: pd.DataFrame) -> go.Figure:
-    """Each knob's setting against measured tok/s: median with interquartile spread."""
+    """Each replay run's tok/s against the baseline: median with interquartile spread."""
     if effects is None or effects.empty:
         return _empty("Replay A/B", "replay runs (wandb config with knob settings and tok/s)")
-    fig = go.Figure()
-    for knob, g in effects.groupby("knob", sort=False):
-        fig.add_trace(go.Bar(
-            x=[f"{knob}={v}" + (f"<br>(confounded with {c})" if c else "") for v, c in zip(g["setting"], g["confounded_with"], strict=True)],
-            y=g["median_tok_per_s"], name=str(knob),
-            error_y={"type": "data", "symmetric": False, "array": g["p75"] - g["median_tok_per_s"],
-                     "arrayminus": g["median_tok_per_s"] - g["p25"]},
-            customdata=list(zip(g["samples"], g["runs"], strict=True)),
-            hovertemplate="%{x}: median %{y:,.0f} tok/s<br>%{customdata[0]} samples, runs %{customdata[1]}<extra></extra>"))
-    fig.update_layout(title="Measured effect of each knob (bars: median, whiskers: 25th–75th percentile)",
-                      yaxis_title="tokens/s", legend={"orientation": "h", "y": -0.2})
+    colour = ["#7f7f7f" if n == "baseline" else "#d62728" if k > 1 else "#1f77b4"
+              for n, k in zip(effects["note"], effects["knobs_changed"], strict=True)]
+    labels = [f"{r}<br>{c}" if c != "-" else r for r, c in zip(effects["run"], effects["change"], strict=True)]
+    fig = go.Figure(go.Bar(
+        x=labels, y=effects["median_tok_per_s"], marker_color=colour,
+        error_y={"type": "data", "symmetric": False, "array": effects["p75"] - effects["median_tok_per_s"],
+                 "arrayminus": effects["median_tok_per_s"] - effects["p25"]},
+        customdata=list(zip(effects["vs_baseline"], effects["samples"], effects["note"], strict=True)),
+        hovertemplate="%{x}<br>median %{y:,.0f} tok/s (%{customdata[0]:.2f}x baseline)<br>"
+                      "%{customdata[1]} step samples %{customdata[2]}<extra></extra>"))
+    fig.add_hline(y=float(effects["median_tok_per_s"].iloc[0]), line_dash="dot",
+                  annotation_text="baseline", annotation_position="top left")
+    fig.update_layout(title="tok/s per replay run (bar: median; whiskers: 25th-75th percentile; "
+                            "blue: one knob changed, red: several)", yaxis_title="tokens/s", showlegend=False,
+                      height=560, margin={"b": 160})
     return fig

@@ -406,28 +406,37 @@ def knob_settings(inc: Incident) -> pd.DataFrame:
 
 
 def replay_effects(inc: Incident) -> pd.DataFrame:
-    """Per knob and setting: tok/s median and interquartile spread over the runs with that setting,
-    and which other knobs always changed with it (so their effects cannot be told apart)."""
+    """Each run against the baseline run: which knobs it changed, and its tok/s with spread.
+
+    Replays change one factor at a time, so a run is compared with the baseline, never pooled with
+    other runs that share one of its settings (pooling mixes in whatever else those runs changed).
+    The baseline is the run called `baseline`, else the run that logged throughput first. A run
+    that changed several knobs at once is marked: its effect cannot be split between them.
+    """
+    cols = ["run", "change", "knobs_changed", "samples", "median_tok_per_s", "p25", "p75", "vs_baseline", "note"]
     knobs = knob_settings(inc)
     s = change_points(inc)[0]
-    cols = ["knob", "setting", "runs", "samples", "median_tok_per_s", "p25", "p75", "vs_best", "confounded_with"]
     if knobs.empty or s.empty:
         return pd.DataFrame(columns=cols)
+    s = s[s["run"].isin(knobs.index)]
+    if s.empty:
+        return pd.DataFrame(columns=cols)
+    base = "baseline" if "baseline" in set(s["run"]) else s.sort_values("time")["run"].iloc[0]
+    order = [base] + [r for r in s.sort_values("time")["run"].drop_duplicates() if r != base]
     rows = []
-    for knob in knobs.columns:
-        split = knobs[knob].astype(str)
-        same = [o for o in knobs.columns if o != knob and knobs[o].astype(str).groupby(split).nunique().max() == 1
-                and split.groupby(knobs[o].astype(str)).nunique().max() == 1]
-        for setting, runs in split.groupby(split).groups.items():
-            v = s[s["run"].isin(list(runs))]["value"]
-            if v.empty:
-                continue
-            rows.append({"knob": knob, "setting": setting, "runs": ", ".join(map(str, runs)), "samples": len(v),
-                         "median_tok_per_s": float(v.median()), "p25": float(v.quantile(0.25)),
-                         "p75": float(v.quantile(0.75)), "confounded_with": ", ".join(same)})
+    for run in order:
+        changed = [k for k in knobs.columns if str(knobs.at[run, k]) != str(knobs.at[base, k])]
+        v = s.loc[s["run"] == run, "value"]
+        rows.append({
+            "run": run,
+            "change": ", ".join(f"{k}={knobs.at[run, k]}" for k in changed) or "-",
+            "knobs_changed": len(changed), "samples": len(v), "median_tok_per_s": float(v.median()),
+            "p25": float(v.quantile(0.25)), "p75": float(v.quantile(0.75)),
+            "note": "baseline" if run == base else ("several knobs at once: not separable" if len(changed) > 1
+                                                      else "same settings as baseline" if not changed else ""),
+        })
     out = pd.DataFrame(rows, columns=cols)
-    best = out.groupby("knob")["median_tok_per_s"].transform("max")
-    out["vs_best"] = (out["median_tok_per_s"] / best).round(3)
+    out["vs_baseline"] = (out["median_tok_per_s"] / out["median_tok_per_s"].iloc[0]).round(3)
     return out
 
 
@@ -489,8 +498,7 @@ def effects_text(effects: pd.DataFrame) -> str:
     if effects.empty:
         return "no data from replay runs: no knob varied between runs with throughput samples"
     parts = []
-    for knob, g in effects.groupby("knob", sort=False):
-        each = ", ".join(f"{s} -> {_k(m)}" for s, m in zip(g["setting"], g["median_tok_per_s"], strict=True))
-        conf = g["confounded_with"].iloc[0]
-        parts.append(f"{knob}: {each}" + (f" (confounded with {conf})" if conf else ""))
+    for r in effects.itertuples():
+        what = "baseline" if r.note == "baseline" else r.change
+        parts.append(f"{r.run} ({what}): {_k(r.median_tok_per_s)} ({r.vs_baseline:.2f}x)")
     return "; ".join(parts)

@@ -109,9 +109,10 @@ NOTEBOOKS_SPEC = {
     "05_replay_ab": [
         ("md", "# What does each knob cost?\n\nReplay runs switch suspected root causes on and off on purpose. This "
                "notebook reads them (the runs' wandb config gives each run's knob settings, the logs or wandb give "
-               "tok/s) and shows each knob's measured effect with its spread. Knobs that always changed together "
-               "are marked confounded: their effects cannot be told apart from these runs."),
-        ("params", PARAMETERS.replace("# folder of evidence files", "# folder of replay runs (or any incident)")),
+               "tok/s) and shows each run against the baseline run: which knobs it changed and its tok/s with "
+               "spread. A run that changed several knobs at once is marked: its effect cannot be split between them."),
+        ("params", PARAMETERS.replace("# folder of evidence files", "# folder of replay runs (or any incident)")
+                             .replace("incidents/h200-2gpu\"", "incidents/h200-2gpu-replay-ab\"")),
         ("code", LOAD + "\neffects = views.replay_effects(inc)"),
         ("md", "## Knob settings per run"),
         ("code", "views.knob_settings(inc)"),
