@@ -121,6 +121,8 @@ def conform(frame: str, df: pd.DataFrame) -> pd.DataFrame:
             s = df[col.name]
             if col.dtype == TIME:
                 s = _as_utc(s, frame, col.name)
+            elif str(s.dtype) == col.dtype:
+                pass  # already canonical: to_numeric/astype would copy millions of values
             elif col.dtype in (INT, FLOAT):
                 s = pd.to_numeric(s, errors="raise").astype(col.dtype)
             else:

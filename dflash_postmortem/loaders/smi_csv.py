@@ -9,7 +9,9 @@ the line path whenever the file is not perfectly regular, so the load report is 
 
 from __future__ import annotations
 
+import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -178,7 +180,6 @@ def read_fast(path: Path, header: list[str], ctx: LoadContext, rep):
     of rows, so every extra copy shows in time and peak memory). Returns None, leaving `rep`
     untouched, when anything is irregular."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     from pyarrow import csv
 
     fields, notes = resolve_fields(header)
@@ -186,8 +187,10 @@ def read_fast(path: Path, header: list[str], ctx: LoadContext, rep):
     try:
         table = csv.read_csv(
             path,
-            read_options=csv.ReadOptions(skip_rows=1, column_names=names, block_size=1 << 24),
-            parse_options=csv.ParseOptions(quote_char=False),
+            read_options=csv.ReadOptions(skip_rows=1, column_names=names, block_size=1 << 22),
+            # A blank line becomes a short row, which fails the read and sends the file to the
+            # line path; so every line here is one row and the line count needs no second pass.
+            parse_options=csv.ParseOptions(quote_char=False, ignore_empty_lines=False),
             convert_options=csv.ConvertOptions(
                 column_types={n: pa.string() for n in names}, strings_can_be_null=False,
             ),
@@ -195,43 +198,17 @@ def read_fast(path: Path, header: list[str], ctx: LoadContext, rep):
     except pa.ArrowInvalid:
         return None
     n = table.num_rows
-    missing = pa.array(sorted(MISSING))
-    null = pa.scalar(None, pa.string())
-    cols = {}
-    try:
-        for name, f in zip(names, fields, strict=True):
-            col = pc.utf8_trim_whitespace(table.column(name))
-            table = table.drop_columns([name])  # let the raw text go as soon as it is parsed
-            if f.kind == "time":
-                t = fixed_times(col)
-                if t is None:
-                    return None
-                cols[f.column] = align.localize(pd.DatetimeIndex(t), ctx.timezone).array
-            elif f.kind in ("int", "float"):
-                if f.unit:
-                    col = pc.replace_substring(col, " " + f.unit, "")
-                try:
-                    nums = pc.cast(col, pa.float64())
-                except pa.ArrowInvalid:
-                    # Only columns that hold [N/A] and friends pay for the look-up.
-                    nums = pc.cast(pc.if_else(pc.is_in(col, value_set=missing), null, col), pa.float64())
-                if f.scale != 1.0:
-                    nums = pc.multiply(nums, f.scale)
-                if f.kind == "int":
-                    cols[f.column] = pd.array(pc.cast(nums, pa.int64()), dtype="Int64")
-                else:
-                    cols[f.column] = nums.to_numpy()
-            else:
-                col = pc.if_else(pc.is_in(col, value_set=missing), null, col)
-                cols[f.column] = pd.array(pc.cast(col, pa.large_string()), dtype="string")
-            del col
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+    raw = [table.column(name) for name in names]
+    del table
+    # Columns are independent and pyarrow/numpy release the GIL: parse them side by side.
+    order = sorted(range(len(fields)), key=lambda i: fields[i].kind != "time")
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        done = dict(zip(order, pool.map(lambda i: _parse_column(raw, i, fields[i], ctx), order), strict=True))
+    if any(v is None for v in done.values()):
         return None
-    read = _count_lines(path)
-    rep.read = read
+    cols = {fields[i].column: done[i] for i in range(len(fields))}
+    rep.read = n + 1
     rep.skip(1, "header line")
-    if read - 1 - n:
-        rep.skip(None, "blank line", read - 1 - n)
     rep.parsed = n
     rep.notes.extend(notes)
     if ctx.host:
@@ -248,6 +225,67 @@ def read_fast(path: Path, header: list[str], ctx: LoadContext, rep):
     return _finish(rep, ctx, pd.DataFrame(cols, copy=False), fields)
 
 
+def _parse_column(raw: list, i: int, f: Field, ctx: LoadContext):
+    """Column `i` of the raw text in its final dtype, or None when a value does not parse.
+    Drops the raw text as soon as it is parsed (peak memory)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col, raw[i] = raw[i], None
+    try:
+        if f.kind == "time":
+            t = fixed_times(col)
+            if t is None:
+                t = fixed_times(pc.utf8_trim_whitespace(col))
+            return None if t is None else align.localize(pd.DatetimeIndex(t), ctx.timezone).array
+        if f.kind in ("int", "float"):
+            nums = _numbers(col, f)
+            if f.kind == "int":
+                ints = pc.cast(nums, pa.int64()).to_numpy(zero_copy_only=False) if nums.null_count == 0 else None
+                if ints is not None:
+                    return pd.arrays.IntegerArray(ints, np.zeros(len(ints), dtype=bool))
+                return pd.array(pc.cast(nums, pa.int64()), dtype="Int64")
+            return nums.to_numpy()
+        col = pc.utf8_trim_whitespace(col)
+        col = pc.if_else(pc.is_in(col, value_set=pa.array(sorted(MISSING))), pa.scalar(None, pa.string()), col)
+        return pd.array(pc.cast(col, pa.large_string()), dtype="string")
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+def _numbers(col, f: Field):
+    """Text of a number column (" 87012 MiB", " 0", " [N/A]") -> float64 (int columns are cast on
+    from there). Raises ArrowInvalid when a value is neither a number nor a missing marker."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    suffix = " " + f.unit if f.unit else ""
+    # nvidia-smi writes ", " between fields and " unit" after each number: when every value has
+    # exactly that framing, slicing it off is cheaper than trimming and replacing.
+    framed = len(col) and pc.all(pc.starts_with(col, " ")).as_py() and (
+        not suffix or pc.all(pc.ends_with(col, suffix)).as_py()
+    )
+    nums = None
+    if framed:
+        try:
+            nums = pc.cast(pc.utf8_slice_codeunits(col, 1, -len(suffix) if suffix else None), pa.float64())
+        except pa.ArrowInvalid:
+            nums = None
+    if nums is None:
+        col = pc.utf8_trim_whitespace(col)
+        if f.unit:
+            col = pc.replace_substring(col, " " + f.unit, "")
+        try:
+            nums = pc.cast(col, pa.float64())
+        except pa.ArrowInvalid:
+            # Only columns that hold [N/A] and friends pay for the look-up.
+            missing = pc.is_in(col, value_set=pa.array(sorted(MISSING)))
+            nums = pc.cast(pc.if_else(missing, pa.scalar(None, pa.string()), col), pa.float64())
+    if f.scale != 1.0:
+        nums = pc.multiply(nums, f.scale)
+    return nums
+
+
 def _all_missing(dtype: str, n: int):
     """A column of `n` missing values in its canonical dtype, without an n-long Python list."""
     import pyarrow as pa
@@ -261,66 +299,48 @@ def _all_missing(dtype: str, n: int):
     return pd.array(np.full(n, np.datetime64("NaT", "us")), dtype="datetime64[us]").tz_localize("UTC")
 
 
-def _count_lines(path: Path) -> int:
-    """Lines in a file (a last line without newline counts), read in blocks."""
-    count, last = 0, b"\n"
-    with open(path, "rb") as f:
-        while block := f.read(1 << 24):
-            count += block.count(b"\n")
-            last = block[-1:]
-    return count + (last != b"\n")
-
-
-_STAMP_SHAPE = np.frombuffer(b"0000/00/00 00:00:00.000", dtype=np.uint8)
-_DIGIT = _STAMP_SHAPE == ord("0")
+_STAMP_WIDTH = len("2026/11/23 00:00:00.701")
+# Byte positions and values of the separators in nvidia-smi's timestamp.
+_STAMP_SEPARATORS = {4: b"/", 7: b"/", 10: b" ", 13: b":", 16: b":", 19: b"."}
 
 
 def fixed_times(col) -> np.ndarray | None:
     """`YYYY/MM/DD HH:MM:SS.mmm` strings -> datetime64[us], or None when any value is not in
     exactly that form (the caller then takes the line-by-line path, which names the line).
 
-    nvidia-smi always writes this fixed width, so the digits are read straight from the Arrow
-    data buffer as an (n, 23) byte matrix: no string parsing per value.
+    nvidia-smi always writes this fixed width, so each chunk's Arrow data buffer is an (n, 23)
+    byte matrix: the separators are checked column by column, the two slashes become dashes, and
+    Arrow's ISO-8601 cast (which checks digits and ranges, Feb 30 included) parses the rest in C.
     """
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    arr = pa.chunked_array(col).combine_chunks().cast(pa.string())
-    n = len(arr)
-    if n == 0 or arr.null_count:
-        return None if arr.null_count else np.array([], dtype="datetime64[us]")
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
-    width = len(_STAMP_SHAPE)
-    if offsets[-1] - offsets[0] != n * width or not (np.diff(offsets) == width).all():
-        return None
-    raw = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]].reshape(n, width)
-    months = np.empty(n, dtype=np.int64)  # since 1970-01
-    day = np.empty(n, dtype=np.int64)
-    micros = np.empty(n, dtype=np.int64)  # since midnight
-    fixed = ~_DIGIT
-    # Blocks of 64 Ki rows keep each block's digits in cache across the dozen passes below.
-    for i in range(0, n, 1 << 16):
-        blk = raw[i : i + (1 << 16)]
-        if not (blk[:, fixed] == _STAMP_SHAPE[fixed]).all():
+    parts = []
+    for arr in pa.chunked_array(col).chunks:
+        n = len(arr)
+        if arr.null_count:
             return None
-        b = blk.astype(np.int32) - ord("0")
-        if ((b[:, _DIGIT] < 0) | (b[:, _DIGIT] > 9)).any():
+        if n == 0:
+            continue
+        offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
+        if offsets[-1] - offsets[0] != n * _STAMP_WIDTH or not (np.diff(offsets) == _STAMP_WIDTH).all():
             return None
-        year = b[:, 0] * 1000 + b[:, 1] * 100 + b[:, 2] * 10 + b[:, 3]
-        month, dd = b[:, 5] * 10 + b[:, 6], b[:, 8] * 10 + b[:, 9]
-        hour, minute, sec = b[:, 11] * 10 + b[:, 12], b[:, 14] * 10 + b[:, 15], b[:, 17] * 10 + b[:, 18]
-        if ((month < 1) | (month > 12) | (dd < 1) | (hour > 23) | (minute > 59) | (sec > 60)).any():
+        raw = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]].reshape(n, _STAMP_WIDTH)
+        if not all((raw[:, k] == ord(c)).all() for k, c in _STAMP_SEPARATORS.items()):
             return None
-        months[i : i + len(b)] = (year - 1970) * 12 + month - 1
-        day[i : i + len(b)] = dd
-        ms = ((hour * 60 + minute) * 60 + sec) * 1000 + b[:, 20] * 100 + b[:, 21] * 10 + b[:, 22]
-        micros[i : i + len(b)] = ms.astype(np.int64) * 1000
-    # A stream spans few months: look each one's first day up in a small table.
-    lo = months.min()
-    starts = np.arange(lo, months.max() + 2).astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
-    first = starts[months - lo]
-    if (day > starts[months - lo + 1] - first).any():
-        return None
-    return ((first + day - 1) * 86_400_000_000 + micros).astype("datetime64[us]")
+        iso = raw.copy()
+        iso[:, 4] = iso[:, 7] = ord("-")
+        text = pa.StringArray.from_buffers(
+            n, pa.py_buffer(np.arange(0, (n + 1) * _STAMP_WIDTH, _STAMP_WIDTH, dtype=np.int32)),
+            pa.py_buffer(iso),
+        )
+        try:
+            parts.append(pc.cast(text, pa.timestamp("us")))
+        except pa.ArrowInvalid:
+            return None
+    if not parts:
+        return np.array([], dtype="datetime64[us]")
+    return pa.chunked_array(parts).to_numpy()
 
 
 def read_lines(path: Path, text: str, header: list[str] | None, ctx: LoadContext, rep):
