@@ -159,3 +159,23 @@ def test_garbage_inside_a_table(tmp_path, bundled_dir):
     report(inc)
     # GPU 0 keeps what its first line said; its measurements are missing, not zero.
     assert pd.isna(inc.gpus.iloc[0]["memory_used_mib"]) and inc.gpus.iloc[1]["memory_used_mib"] == 4155
+
+
+def test_impossible_timestamp_is_a_bad_line_not_a_shifted_time(tmp_path, stream):
+    """Feb 30 has the fixed width of a good stamp: the fast path refuses it, the line path names it."""
+    lines = list(stream)
+    lines[5] = "2026/02/30" + lines[5][10:]
+    p = write(tmp_path, "feb30.csv", lines)
+    with pytest.warns(UserWarning, match="feb30.csv:6"):
+        inc = pm.load_nvidia_smi(p)
+    rep = report(inc)
+    assert rep.read == len(lines) and rep.parsed == len(lines) - 2 and len(inc.gpus) == len(lines) - 2
+    assert inc.gpus["time"].notna().all()
+
+
+def test_blank_line_at_the_end_is_counted(tmp_path, stream):
+    p = write(tmp_path, "trailing.csv", [*stream, ""])
+    inc = pm.load_nvidia_smi(p)
+    rep = report(inc)
+    assert rep.read == len(stream) + 1 and rep.skipped.get("blank line") == 1
+    assert len(inc.gpus) == len(stream) - 1

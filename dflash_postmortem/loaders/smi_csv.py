@@ -260,15 +260,13 @@ def _numbers(col, f: Field):
     import pyarrow.compute as pc
 
     suffix = " " + f.unit if f.unit else ""
-    # nvidia-smi writes ", " between fields and " unit" after each number: when every value has
-    # exactly that framing, slicing it off is cheaper than trimming and replacing.
-    framed = len(col) and pc.all(pc.starts_with(col, " ")).as_py() and (
-        not suffix or pc.all(pc.ends_with(col, suffix)).as_py()
-    )
+    # nvidia-smi writes ", " between fields and, without `nounits`, " unit" after each number:
+    # when every value has exactly that framing, slicing it off is cheaper than trim + replace.
     nums = None
-    if framed:
+    if len(col) and pc.all(pc.starts_with(col, " ")).as_py():
+        cut = suffix and pc.all(pc.ends_with(col, suffix)).as_py()
         try:
-            nums = pc.cast(pc.utf8_slice_codeunits(col, 1, -len(suffix) if suffix else None), pa.float64())
+            nums = pc.cast(pc.utf8_slice_codeunits(col, 1, -len(suffix) if cut else None), pa.float64())
         except pa.ArrowInvalid:
             nums = None
     if nums is None:
