@@ -61,3 +61,15 @@ def test_cut_results_file_is_a_clear_error(tmp_path):
     assert json.loads(text)["results"]
     inc = pm.load_incident(tmp_path, on_bad_line="skip")
     assert "complete JSON document" in inc.load_report["ab_results.json"].error
+
+
+def test_fallback_costs_throughput_only_when_the_target_is_the_bottleneck():
+    drafter_bound = pm.load_incident(AB)
+    target_bound = pm.load_incident(REPO / "data" / "incidents" / "h200-2gpu-replay-ab-target-bound")
+    for inc, expected in ((drafter_bound, 0.99), (target_bound, 0.82)):
+        eff = views.replay_effects(inc).set_index("run")
+        assert eff.loc["linear-attn-fallback", "change"] == "linear_attn=fallback"
+        assert eff.loc["linear-attn-fallback", "vs_baseline"] == pytest.approx(expected, abs=0.03)
+    # the reason: who waits for whom
+    assert drafter_bound.runs["baseline"].summary["drafter_wait_fraction"] < 0.01
+    assert target_bound.runs["baseline"].summary["target_busy_fraction"] > 0.99
