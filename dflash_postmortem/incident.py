@@ -95,6 +95,7 @@ class Incident:
     def combine(cls, parts: list[Incident], **kw) -> Incident:
         """Concatenate the frames of several sources into one incident."""
         inc = cls(**kw)
+        _separate_runs_sharing_a_name(parts)
         for name in schema.FRAME_NAMES:
             frames = [getattr(p, name) for p in parts if len(getattr(p, name))]
             if frames:
@@ -106,6 +107,31 @@ class Incident:
             inc.load_report.extend(p.load_report)
             inc.runs.update(p.runs)
         return inc
+
+
+def _separate_runs_sharing_a_name(parts: list[Incident]) -> None:
+    """A relaunch often reuses its run name: two runs with different ids must not merge into one.
+
+    The later run is renamed `name (id)` in its own source's frames and run table; logs that only
+    know the name keep it, so they still line up with the first run of that name.
+    """
+    seen: dict[str, str | None] = {}
+    for p in parts:
+        for key, info in list(p.runs.items()):
+            if key in seen and seen[key] and info.id and seen[key] != info.id:
+                new = f"{key} ({info.id})"
+                p.runs = {(new if k == key else k): v for k, v in p.runs.items()}
+                info.run = new
+                for name in schema.FRAME_NAMES:
+                    df = getattr(p, name)
+                    if "run" in df.columns and len(df):
+                        df = df.copy()
+                        df.loc[df["run"] == key, "run"] = new
+                        setattr(p, name, df)
+                p.load_report.notes.append(f"two runs are named {key!r}: the one with id {info.id} is shown as {new!r}")
+                seen[new] = info.id
+            else:
+                seen.setdefault(key, info.id)
 
 
 def from_frames(report: FileReport | None = None, **frames) -> Incident:

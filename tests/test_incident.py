@@ -89,3 +89,21 @@ def test_headerless_query_csv_needs_a_field_list(tmp_path):
     gpus = pm.load_nvidia_smi(f, fields=["index", "memory.used", "utilization.gpu"]).gpus
     assert gpus["memory_used_mib"].tolist() == [87069, 72649]
     assert gpus["util_gpu_pct"].tolist() == [9, 12]
+
+
+def test_two_runs_with_one_name_stay_apart(tmp_path, bundled_dir):
+    # A relaunch that reuses its run name: copy the real `fixed` run under a second folder and
+    # give it another id, as a second launch of the same command would get.
+    import shutil
+
+    src = next((bundled_dir / "wandb" / "wandb").glob("offline-run-*kpqfxkj2"))
+    shutil.copytree(src, tmp_path / src.name)
+    inc1 = pm.load_incident(tmp_path)
+    (name,) = inc1.runs
+    info = inc1.runs[name]
+    part2 = pm.Incident(metrics=inc1.metrics.copy(), runs={name: pm.RunInfo(run=name, id="zzzzzzzz", name=name)})
+    merged = pm.Incident.combine([inc1, part2])
+    assert set(merged.runs) == {name, f"{name} (zzzzzzzz)"} and merged.runs[name].id == info.id
+    counts = merged.metrics["run"].value_counts()
+    assert counts[name] == counts[f"{name} (zzzzzzzz)"] == len(inc1.metrics)
+    assert any("two runs are named" in n for n in merged.load_report.notes)
