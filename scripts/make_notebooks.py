@@ -4,13 +4,15 @@
     .venv/bin/python scripts/make_notebooks.py --expected # also record the checked headline outputs
 
 Cells are short calls into the package; the story each notebook tells lives here in one place.
-A cell whose first line is `# NBVAL_CHECK_OUTPUT` is the notebook's headline: with --expected it
-is executed on the bundled incident and its output is kept as the reference nbval compares
-against (every other output is stripped). See docs/report.md.
+A cell whose first line is `# HEADLINE` prints the notebook's one-line headline. With --expected
+every notebook is executed on the bundled h200-2gpu capture and the headlines are written to
+tests/notebook_headlines.json, which tests/test_report.py compares with the report's executed
+notebooks. The notebooks themselves are always written with every output stripped.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -19,7 +21,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
-CHECK = "# NBVAL_CHECK_OUTPUT"
+CHECK = "# HEADLINE"
+HEADLINES = REPO / "tests" / "notebook_headlines.json"
+BUNDLED = "../data/incidents/h200-2gpu"
 
 PARAMETERS = '''# Parameters (papermill overrides these; in JupyterLab, edit them to point at your own incident)
 incident_dir: str = "../data/incidents/h200-2gpu"  # folder of evidence files, optionally with incident.toml
@@ -141,28 +145,31 @@ def build(name: str, cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
     return nb
 
 
-def keep_expected(nb: nbformat.NotebookNode, path: Path) -> None:
-    """Execute on the bundled incident and keep only the checked headline cells' outputs."""
-    from nbclient import NotebookClient
+def headline(nb: nbformat.NotebookNode, path: Path) -> str:
+    """Execute a copy on the bundled capture and return what its headline cell printed."""
+    import papermill
 
-    ran = nbformat.from_dict(nbformat.from_dict(dict(nb)))
-    NotebookClient(ran, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
-    for cell, done in zip(nb.cells, ran.cells, strict=True):
+    done = papermill.execute_notebook(nb, None, parameters={"incident_dir": BUNDLED}, kernel_name="python3",
+                                      progress_bar=False, cwd=str(path.parent))
+    for cell in done.cells:
         if cell.cell_type == "code" and cell.source.startswith(CHECK):
-            cell.outputs = [o for o in done.outputs if o.get("output_type") == "stream"]
-            cell.execution_count = 1  # nbval refuses a reference output from a cell never run
+            return "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+    raise SystemExit(f"{path.name}: no {CHECK} cell")
 
 
 def main(argv: list[str]) -> None:
-    expected = "--expected" in argv
+    expected = {}
     for name, cells in NOTEBOOKS_SPEC.items():
         path = NOTEBOOKS / f"{name}.ipynb"
         nb = build(name, cells)
-        if expected:
-            keep_expected(nb, path)
         nbformat.validate(nb)
         nbformat.write(nb, str(path))
+        if "--expected" in argv:
+            expected[name] = headline(nb, path)
         print(path.relative_to(REPO))
+    if expected:
+        HEADLINES.write_text(json.dumps(expected, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(HEADLINES.relative_to(REPO))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,4 @@
-"""Strip outputs and execution counts from notebooks, keeping kernelspec and cell tags.
-
-The one output kept is that of a `# NBVAL_CHECK_OUTPUT` headline cell: it is the reference nbval
-compares against (docs/report.md).
-"""
+"""Strip outputs and execution counts from notebooks, keeping kernelspec and cell tags."""
 
 import sys
 
@@ -12,9 +8,8 @@ for path in sys.argv[1:]:
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
-            if not cell.source.startswith("# NBVAL_CHECK_OUTPUT"):
-                cell.outputs = []
-                cell.execution_count = None
+            cell.outputs = []
+            cell.execution_count = None
         cell.metadata.pop("execution", None)
         cell.metadata.pop("papermill", None)
     nb.metadata.pop("papermill", None)

@@ -10,6 +10,7 @@ from browser import figures_rendered, open_pages
 from dflash_postmortem.errors import MissingDependencyError, PostmortemError
 from dflash_postmortem.report import build_report, notebooks
 
+REPO = Path(__file__).resolve().parents[1]
 PAGES = ["01_overview", "02_throughput_drop", "03_failed_restart", "04_recovery", "05_replay_ab"]
 
 
@@ -112,3 +113,33 @@ def test_every_page_renders_in_headless_chromium(full_report, tmp_path):
     assert seen["01_overview"] == 1 and seen["02_throughput_drop"] == 2 and seen["04_recovery"] == 2
     assert errors == [] and dialogs == []
     assert len(list(tmp_path.glob("*.png"))) == len(PAGES) + 1
+
+
+def _sanitize(text: str) -> str:
+    """The replacements of notebooks/nbval_sanitize.cfg: clocks, PIDs and paths never decide."""
+    import configparser
+
+    cfg = configparser.ConfigParser(interpolation=None)
+    cfg.read(REPO / "notebooks" / "nbval_sanitize.cfg")
+    for section in cfg.sections():
+        text = re.sub(cfg[section]["regex"], cfg[section]["replace"], text)
+    return text
+
+
+def test_headline_cells_say_what_they_said_when_reviewed(full_report):
+    """Each notebook's `# HEADLINE` cell, executed on the real capture, prints the reviewed line.
+
+    tests/notebook_headlines.json is written by `scripts/make_notebooks.py --expected`; a change
+    there is a change in what the report says, and shows up in review as a diff.
+    """
+    import json
+
+    import nbformat
+
+    expected = json.loads((REPO / "tests" / "notebook_headlines.json").read_text(encoding="utf-8"))
+    assert set(expected) == set(PAGES)
+    for name in PAGES:
+        nb = nbformat.read(str(full_report.parent / "executed" / f"{name}.ipynb"), as_version=4)
+        (cell,) = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("# HEADLINE")]
+        got = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+        assert _sanitize(got) == _sanitize(expected[name]), name
