@@ -221,16 +221,29 @@ def _env(name: str, value: str):
         os.environ.pop(name, None)
 
 
+def _execute(pm, nb_path: Path, executed: Path, params: dict, attempts: int = 2) -> None:
+    """Run one notebook; a kernel that fails to start (a port taken by another kernel starting at
+    the same moment, a slow machine) is retried once. An error inside a cell is never retried."""
+    for attempt in range(attempts):
+        try:
+            pm.execute_notebook(
+                str(nb_path), str(executed), parameters=params,
+                kernel_name=kernel_name(), progress_bar=False, cwd=str(nb_path.parent),
+            )
+            return
+        except pm.PapermillExecutionError:
+            raise
+        except RuntimeError:  # nbclient: kernel died or did not answer before the first cell
+            if attempt == attempts - 1:
+                raise
+
 def _page(pm, nbformat, nb_path: Path, out: Path, params: dict, show_code: bool, static: bool,
           redact_secrets: bool) -> Page:
     """Execute one notebook and write its HTML page; a failing notebook still gets a page."""
     executed = out / "executed" / nb_path.name
     page = Page(nb_path, executed, out / f"{nb_path.stem}.html")
     try:
-        pm.execute_notebook(
-            str(nb_path), str(executed), parameters=typed_params(nb_path, params),
-            kernel_name=kernel_name(), progress_bar=False, cwd=str(nb_path.parent),
-        )
+        _execute(pm, nb_path, executed, typed_params(nb_path, params))
     except pm.PapermillExecutionError as e:
         first = str(e.evalue).strip().splitlines()[0] if str(e.evalue).strip() else ""
         page.error = f"{e.ename}: {first[:200]}"

@@ -291,20 +291,34 @@ def _verdict(findings: pd.DataFrame, when, stepped: bool) -> str:
 
 
 def process_view(inc: Incident, findings: pd.DataFrame) -> pd.DataFrame | Missing:
-    """Python processes seen by `ps`, each marked stale (predates a launch) or new."""
+    """Python processes seen by `ps`, each marked stale (predates a launch) or new.
+
+    Pools of identical workers (torch's compile workers, dataloader workers) are folded into one
+    row with their count, so the launches and the stale process stay readable.
+    """
     procs = inc.processes
     if procs.empty:
         return Missing("no data from ps snapshots (no process listing was loaded)")
+    first_word = procs["command"].fillna("").str.split(n=1).str[0].str.rsplit("/", n=1).str[-1]
+    procs = procs[first_word.str.startswith("python")]
+    if procs.empty:
+        return Missing("ps snapshots were loaded, but no python process was ever seen in them")
     stale = set()
     if not findings.attrs.get("note"):
         for r in findings[findings["kind"] == "stale_process"].itertuples():
             stale.add(r.numbers.get("pid"))
     out = pd.DataFrame({
-        "pid": procs["pid"], "user": procs["user"], "started": procs["started"].map(_t),
+        "pid": procs["pid"].astype("string"), "user": procs["user"], "started": procs["started"].map(_t),
         "first seen": procs["first_seen"].map(_t), "last seen": procs["last_seen"].map(_t),
         "status": ["stale (predates the launch)" if p in stale else "" for p in procs["pid"]],
         "command": procs["command"].str.slice(0, 160), "source": procs["source"],
-    })
+    }).reset_index(drop=True)
+    pools = out.groupby("command")["pid"].transform("size") > 3
+    folded = out[pools].groupby("command", as_index=False).agg(
+        pid=("pid", lambda p: f"{len(p)} processes ({p.iloc[0]}…{p.iloc[-1]})"), user=("user", "first"),
+        started=("started", "min"), **{"first seen": ("first seen", "min"), "last seen": ("last seen", "max")},
+        status=("status", "first"), source=("source", "first"))
+    out = pd.concat([out[~pools], folded[out.columns]], ignore_index=True)
     return out.sort_values("first seen", kind="stable").reset_index(drop=True)
 
 
