@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -36,6 +37,9 @@ def killed_run(tmp_path_factory) -> Path:
                              text=True, env=env, cwd=root)
     try:
         first = child.stdout.readline()  # printed right after init returned
+        # The SDK copies console output to files/output.log within a second or two but writes
+        # its .wandb log in batches (about 15 s); kill between the two, as a crash would.
+        _wait_for_console_line(root, "Loading dataset", timeout=60)
         child.send_signal(signal.SIGTERM)
         child.wait(60)
     finally:
@@ -46,6 +50,16 @@ def killed_run(tmp_path_factory) -> Path:
     folders = list((root / "wandb").glob("offline-run-*"))
     assert len(folders) == 1 and list(folders[0].glob("run-*.wandb"))
     return folders[0]
+
+
+def _wait_for_console_line(root: Path, text: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for log in root.glob("wandb/offline-run-*/files/output.log"):
+            if text in log.read_text(errors="replace"):
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"the wandb SDK did not copy {text!r} to files/output.log in {timeout} s")
 
 
 def test_killed_run_loads_with_unknown_end(killed_run):
