@@ -245,6 +245,7 @@ def load_incident(
     inc = Incident.combine(parts, config=cfg, root=root)
     inc.load_report.files = report.files + inc.load_report.files
     align.apply_offsets(inc, cfg.offsets)
+    align.date_untimed_logs(inc)
     _fill_gpu_index(inc)
     inc.load_report.files.sort(key=lambda r: r.path)
     return inc

@@ -96,6 +96,9 @@ def _launcher(command: str) -> str | None:
 
 def _reason(L: pd.Series, inc: Incident, start, end) -> tuple[str, str, list[str]]:
     """Why the launch failed, as far as the evidence goes: (reason, explanation, refs)."""
+    launcher = _launcher_said(L, inc)
+    if launcher is not None:
+        return launcher
     ev = _between(inc.events, start, end)
     path = L.get("log_path") if isinstance(L.get("log_path"), str) else None
     # A redirect the shell could not open is reported right after the launch, on its own output.
@@ -114,12 +117,12 @@ def _reason(L: pd.Series, inc: Incident, start, end) -> tuple[str, str, list[str
                 f"log path does not exist, process never started: the shell could not open {path} "
                 f"for the redirect, so the command after it never ran", refs)
     proc = L.get("process")
-    if isinstance(proc, pd.Series):
-        tb = ev[ev["kind"] == "traceback"]
-        if len(tb):
-            return ("died in start-up",
-                    f"process {proc['pid']} started and died during start-up with a traceback",
-                    findings.refs(tb, 3))
+    tb = _startup_traceback(L, ev)
+    if len(tb):
+        last = str(tb["message"].iloc[0]).strip().splitlines()[-1]
+        who = f"process {proc['pid']}" if isinstance(proc, pd.Series) else "the launched process"
+        return ("died in start-up", f"died during start-up: {who} started and wrote a traceback "
+                f"ending `{last}`", findings.refs(tb, 3))
     killed = _session_kill(L, inc, start, end)
     if killed is not None:
         return killed
@@ -130,6 +133,57 @@ def _reason(L: pd.Series, inc: Incident, start, end) -> tuple[str, str, list[str
                 f"disown and did not survive the end of that session; process never started",
                 [L["ref"]] if isinstance(L.get("ref"), str) else [])
     return ("unknown", "no evidence says why the process did not start", [])
+
+
+# What `dflash-postmortem launch` says in its first failed check -> the reason it names.
+_LAUNCHER_REASONS = (
+    ("start", "does not exist", "log folder missing"),
+    ("start", "cannot open log", "log not writable"),
+    ("start", "cannot run", "command could not run"),
+    ("alive", "exited with status", "died in start-up"),
+)
+
+
+def _launcher_checks(said: pd.DataFrame) -> dict[str, tuple[bool, str]]:
+    """check -> (ok, detail) from `dflash-postmortem launch`'s verdict lines for one launch."""
+    if said.empty:
+        return {}
+    return {str(r["check"]): (bool(r["ok"]), str(r.get("detail") or r["message"]))
+            for _, r in said.iterrows() if r["check"] != "verdict"}
+
+
+def _launcher_said(L: pd.Series, inc: Incident) -> tuple[str, str, list[str]] | None:
+    """A start through `dflash-postmortem launch`: its first FAIL line is the reason, with the log
+    tail it quoted (the traceback of a trainer that died is there even when its log is lost)."""
+    said = verdicts(inc, L.get("ref"))
+    if said.empty:
+        return None
+    bad = said[(said["check"] != "verdict") & (said["ok"] == False)]  # noqa: E712 (nullable booleans)
+    if bad.empty:
+        return None
+    first = bad.iloc[0]
+    check, detail = str(first["check"]), str(first.get("detail") or "")
+    reason = next((r for c, text, r in _LAUNCHER_REASONS if c == check and text in detail),
+                  f"launcher check '{check}' failed")
+    quoted = [ln.removeprefix("| ").strip() for ln in str(first["message"]).splitlines()[1:]]
+    n = int(first["lines"]) if pd.notna(first.get("lines")) else 1
+    refs = [first["ref"], *(r for r in (findings.shifted(first["ref"], k) for k in range(1, n)) if r)]
+    # The trainer's own log, when it is in the folder, holds the same traceback at its source.
+    refs += findings.refs(inc.events[(inc.events["kind"] == "traceback") & (inc.events["time"] >= L["time"])
+                                     & (inc.events["time"] <= first["time"] + pd.Timedelta(seconds=5))], 3)
+    return (reason, f"{reason}: dflash-postmortem launch reported `{check}` FAIL "
+            f"({detail.removesuffix('; last log lines:')})"
+            + (f"; the log tail it quoted ends `{quoted[-1]}`" if quoted else ""), refs)
+
+
+def _startup_traceback(L: pd.Series, ev: pd.DataFrame) -> pd.DataFrame:
+    """Tracebacks after the launch: in its own log when that log is known, else in any source
+    while the launched process is the one being watched (a process listing says it ran)."""
+    tb = ev[ev["kind"] == "traceback"]
+    log = L.get("log")
+    if isinstance(log, pd.Series):
+        return tb[tb["source"] == log["source"]]
+    return tb if isinstance(L.get("process"), pd.Series) else tb.iloc[:0]
 
 
 def _kill_targets_group(command: str) -> bool:
@@ -234,7 +288,12 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
                   "first_step": stepped}
         lines = []
         counts = _count_checks(inc, start, end)
-        if proc is None:
+        own = _launcher_checks(said)
+        if proc is None and own.get("start", (False,))[0] and pd.notna(L.get("pid")):
+            checks["process"] = True
+            pid = int(L["pid"])
+            lines.append(f"process {pid} started (the launcher's `start` line)")
+        elif proc is None:
             said = "; ".join(f"{c['time']:%H:%M:%S}: {c['message']}" for c in counts)
             lines.append("no new process running " + str(L["script"] or "the launched script")
                          + " appeared" + (f" ({said})" if said else ""))
@@ -254,12 +313,18 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         if not stepped:
             lines.append(f"no training step within {grace.total_seconds():.0f} s")
         gone = proc is not None and _gone(inc, proc, end)
-        if gone:
+        exited = own.get("alive", (True,))[0] is False
+        if exited:
+            lines.append(str(own["alive"][1]).removesuffix("; last log lines:"))
+        elif gone:
             after = [c for c in _count_checks(inc, proc["last_seen"], end) if c.get("count") == 0]
             lines.append("; ".join(f"{c['time']:%H:%M:%S}: {c['message']}" for c in after) or
                          f"no longer listed after {proc['last_seen']:%H:%M:%S}")
             evidence += [c["ref"] for c in after if isinstance(c.get("ref"), str)]
-        if (proc is not None and not gone) or (proc is None and inc.processes.empty and log is not None):
+        # A traceback in its log is a death, whatever the process listings say.
+        died = len(_startup_traceback(L, _between(inc.events, start, end))) > 0
+        if not (exited or died) and ((proc is not None and not gone)
+                                     or (proc is None and inc.processes.empty and log is not None)):
             # Alive (or no process listing, but its log fills): slow, not failed.
             rows.append(findings.finding(
                 "slow_start", L["time"], end, "info", f"slow start after launch at {L['time']:%H:%M:%S}",

@@ -311,8 +311,14 @@ def _output_events(ev: _Events, c: Command, t, ref_of, launch: Launch | None, cm
                 ev.add(t, kind, out.strip(), ref, path=path)
             continue
         s = out.strip()
-        if launch is not None and launch.launcher == "dflash-postmortem launch" and _verdict_event(ev, t, s, ref, cmd_ref, facts):
-            continue
+        if launch is not None and launch.launcher == "dflash-postmortem launch":
+            if _verdict_event(ev, t, s, ref, cmd_ref, facts):
+                continue
+            if s.startswith("| ") and ev.rows and ev.rows[-1]["kind"] == "launch_check":
+                # The log tail `launch` quotes under a failed check belongs to that check.
+                ev.rows[-1]["message"] += "\n" + s
+                ev.rows[-1]["lines"] = ev.rows[-1].get("lines", 1) + 1
+                continue
         if s in ("Killed", "Terminated") or re.match(r"^(?:\[\d+\]\+?\s+)?(Killed|Terminated)\b", s):
             ev.add(t, "signal", s, ref, signal="SIGKILL" if "Killed" in s else "SIGTERM")
             continue
@@ -345,7 +351,7 @@ def _verdict_event(ev: _Events, t, line: str, ref: str, cmd_ref: str, facts: dic
             facts["pid"] = int(pid.group("pid"))
         facts["verdict_s"] = max(secs, facts.get("verdict_s", 0.0))
         ev.add(t + pd.Timedelta(seconds=secs) if t == t else t, "launch_check", line, ref, check=m.group("check"),
-               ok=m.group("state") == "ok", seconds=secs, launch_ref=cmd_ref)
+               ok=m.group("state") == "ok", seconds=secs, detail=m.group("detail"), launch_ref=cmd_ref)
         return True
     m = _VERDICT_END.match(line)
     if m:

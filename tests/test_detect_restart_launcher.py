@@ -1,0 +1,109 @@
+"""Failed starts caught by `dflash-postmortem launch`: its own FAIL lines are the reason given.
+
+The transcript is recorded here, for real: the CLI runs twice in a shell and what it printed is
+written the way the operator's transcript in the bundled capture writes commands and output.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+import dflash_postmortem as pm
+from dflash_postmortem.detect import detect_failed_restarts
+
+CRASH = ("import sys; print('Loading target model on cuda:0 ...', flush=True); "
+         "raise RuntimeError('CUDA error: out of memory')")
+
+
+def _record(folder: Path, commands: list[str]) -> Path:
+    """Run each command in bash; write `[ISO time] $ command` then its output, like operator.log."""
+    lines = []
+    for cmd in commands:
+        at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        done = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120, cwd=folder)
+        lines += [f"[{at}] $ {cmd}", *(done.stdout + done.stderr).splitlines()]
+    path = folder / "operator.log"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("launcher")
+    (folder / "logs").mkdir()
+    cli = f"{sys.executable} -m dflash_postmortem.cli launch --settle 3 --timeout 20"
+    _record(folder, [
+        f"{cli} --log {folder}/workspace/train_opt2.log -- {sys.executable} -c 'print(1)'",
+        f"{cli} --log {folder}/logs/train_crash.log -- {sys.executable} -c \"{CRASH}\"",
+    ])
+    inc = pm.load_incident(folder)
+    return folder, inc, detect_failed_restarts(inc)
+
+
+def test_both_launches_failed_with_the_launchers_reason(launched):
+    folder, inc, found = launched
+    fr = found[found["kind"] == "failed_restart"].sort_values("start")
+    assert len(fr) == 2, found[["kind", "title"]]
+    first, second = fr.iloc[0], fr.iloc[1]
+    assert first["numbers"]["reason"] == "log folder missing"
+    assert f"log folder {folder}/workspace does not exist; nothing was started" in first["detail"]
+    assert second["numbers"]["reason"] == "died in start-up"
+    assert "exited with status 1" in second["detail"]
+    assert second["numbers"]["checks"]["process"] is True and second["numbers"]["pid"] > 0
+    assert "RuntimeError: CUDA error: out of memory" in second["detail"]
+
+
+def test_the_launchers_lines_are_cited(launched, line_at):
+    folder, _, found = launched
+    fr = found[found["kind"] == "failed_restart"].sort_values("start")
+    first = [line_at(folder, ref) for ref in fr.iloc[0]["evidence"]]
+    assert any(c.startswith("launch: start FAIL") for c in first)
+    second = [line_at(folder, ref) for ref in fr.iloc[1]["evidence"]]
+    assert any(c.startswith("launch: alive FAIL") and "exited with status 1" in c for c in second)
+    assert any("RuntimeError: CUDA error: out of memory" in c for c in second)
+    # and the same traceback in the trainer's own log, which carries no timestamp at all
+    assert "logs/train_crash.log:2" in fr.iloc[1]["evidence"]
+    assert line_at(folder, "logs/train_crash.log:2") == "Traceback (most recent call last):"
+
+
+def test_an_untimed_log_is_dated_from_the_launch_that_wrote_it(launched):
+    _, inc, found = launched
+    launch = inc.events[(inc.events["kind"] == "launch") & inc.events["log_path"].str.endswith("train_crash.log")]
+    tb = inc.events[inc.events["kind"] == "traceback"]
+    assert len(tb) == 1 and tb["time"].iloc[0] == launch["time"].iloc[0]
+    rep = next(f for f in inc.load_report.files if f.path == "logs/train_crash.log")
+    assert any(a.startswith("dated afterwards: no line has a timestamp, so its 2 rows are placed at the launch "
+                            "that wrote the file (operator.log:4,") for a in rep.assumptions)
+    assert found[found["kind"] == "slow_start"].empty  # the launcher saw it exit: not slow
+
+
+@pytest.fixture(scope="module")
+def nohup_crash(tmp_path_factory):
+    """The same crash started the usual way: nohup into a log, then the operator counts processes."""
+    folder = tmp_path_factory.mktemp("nohup")
+    (folder / "logs").mkdir()
+    (folder / "crash_train.py").write_text(CRASH.replace("; ", "\n") + "\n")
+    _record(folder, [
+        f"nohup {sys.executable} {folder}/crash_train.py > {folder}/logs/train_opt2.log 2>&1 &",
+        "sleep 3; ps aux | grep crash_train.py | grep -v grep | wc -l",
+    ])
+    inc = pm.load_incident(folder)
+    return folder, inc, detect_failed_restarts(inc)
+
+
+def test_a_log_that_ends_in_a_traceback_is_a_death_not_a_slow_start(nohup_crash, line_at):
+    folder, inc, found = nohup_crash
+    assert found[found["kind"] == "slow_start"].empty, found[["kind", "detail"]]
+    fr = found[found["kind"] == "failed_restart"]
+    assert len(fr) == 1
+    r = fr.iloc[0]
+    assert r["numbers"]["reason"] == "died in start-up"
+    assert "RuntimeError: CUDA error: out of memory" in r["detail"]
+    cited = [line_at(folder, ref) for ref in r["evidence"]]
+    assert "Traceback (most recent call last):" in cited
+    assert "0" in [c.strip() for c in cited]  # the operator's count after it
