@@ -9,9 +9,12 @@ Every key is optional. Example:
     expected_tok_per_s = 21500
     recovery_fraction = 0.9
 
-    [roles]                             # which GPUs should hold what
+    [roles]                             # which GPUs should hold what, on every host
     target = [0, 1, 2, 3, 4, 5]
     drafter = [6, 7]
+
+    [roles.node18]                      # a host with a split of its own
+    drafter = [0, 1, 2, 3, 4, 5, 6, 7]
 
     [[sources]]                         # formats sniffing cannot guess
     path = "smi.csv"
@@ -54,12 +57,21 @@ class IncidentConfig:
     expected_tok_per_s: float | None = None
     recovery_fraction: float = 0.9
     roles: dict[str, list[int]] = field(default_factory=dict)
+    host_roles: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     sources: list[dict] = field(default_factory=list)
     offsets: dict[str, float] = field(default_factory=dict)
     patterns: list[dict] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     detect: dict = field(default_factory=dict)
     path: Path | None = None
+
+    def roles_for(self, host) -> dict[str, list[int]]:
+        """The split expected on `host`: its own `[roles.HOST]` table, else the common `[roles]`."""
+        return self.host_roles.get(str(host), self.roles) if isinstance(host, str) else self.roles
+
+    @property
+    def has_roles(self) -> bool:
+        return bool(self.roles or self.host_roles)
 
     def source_options(self, relpath: str) -> dict:
         """The `[[sources]]` entry naming this file, or {}."""
@@ -114,10 +126,8 @@ def read_config(path: Path) -> IncidentConfig:
         roles = raw["roles"]
         if not isinstance(roles, dict):
             raise IncidentConfigError(f"{path}: roles: expected a table like target = [0, 1], found {roles!r}")
-        for name, gpus in roles.items():
-            if not isinstance(gpus, list) or not all(isinstance(g, int) for g in gpus):
-                raise IncidentConfigError(f"{path}: roles.{name}: expected a list of GPU indices, found {gpus!r}")
-        cfg.roles = {k: list(v) for k, v in roles.items()}
+        cfg.roles = _role_lists(path, "roles", {k: v for k, v in roles.items() if not isinstance(v, dict)})
+        cfg.host_roles = {host: _role_lists(path, f"roles.{host}", v) for host, v in roles.items() if isinstance(v, dict)}
     for key in ("sources", "patterns"):
         if key in raw:
             items = raw[key]
@@ -142,3 +152,11 @@ def _number(path: Path, key: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise IncidentConfigError(f"{path}: {key}: expected a number, found {value!r}")
     return float(value)
+
+
+def _role_lists(path, key: str, roles: dict) -> dict[str, list[int]]:
+    for name, gpus in roles.items():
+        if not isinstance(gpus, list) or not all(isinstance(g, int) for g in gpus):
+            raise IncidentConfigError(f"{path}: {key}.{name}: expected a list of GPU indices "
+                                      f"(or a [roles.HOST] table), found {gpus!r}")
+    return {k: list(v) for k, v in roles.items()}

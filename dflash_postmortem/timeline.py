@@ -63,9 +63,10 @@ def _milestones(inc: Incident, f: pd.DataFrame) -> dict:
 
 
 def _gpus_held(inc: Incident) -> tuple[int, str]:
-    if inc.config.roles:
-        gpus = {g for v in inc.config.roles.values() for g in v}
-        return len(gpus), "GPUs named in incident.toml roles"
+    if inc.config.has_roles:
+        hosts = inc.gpus["host"].dropna().unique().tolist() or inc.config.hosts or [None]
+        n = sum(len({g for v in inc.config.roles_for(h).values() for g in v}) for h in hosts)
+        return n, "GPUs named in incident.toml roles" + (f" on {len(hosts)} hosts" if len(hosts) > 1 else "")
     g = inc.gpus.dropna(subset=["gpu"])
     if len(g):
         n = int(g.groupby(g["host"].fillna(""))["gpu"].nunique().max())

@@ -361,13 +361,17 @@ def gpu_roles(inc: Incident, start=None, end=None) -> pd.DataFrame:
     per = mem.groupby(["host", "gpu"], dropna=False)["memory_used_mib"].median().rename("mib").to_frame()
     per["util_pct"] = util.groupby(["host", "gpu"], dropna=False)["util_gpu_pct"].median() if len(util) else float("nan")
     per = per.reset_index()
-    role_of = {gpu: role for role, gpus in inc.config.roles.items() for gpu in gpus}
     many = per["host"].nunique(dropna=True) > 1
     per["label"] = [gpu_label(h, x, many) for h, x in zip(per["host"], per["gpu"], strict=True)]
-    per["expected_role"] = [role_of.get(int(x), "unassigned") for x in per["gpu"]]
+    per["expected_role"] = [_role_of(inc, h, int(x)) for h, x in zip(per["host"], per["gpu"], strict=True)]
     per["memory_gib"] = (per["mib"] / 1024).round(1)
     per["observed"] = [_observed(m, u) for m, u in zip(per["mib"], per["util_pct"], strict=True)]
     return per.sort_values(["host", "gpu"]).reset_index(drop=True)[cols]
+
+
+def _role_of(inc: Incident, host, gpu: int) -> str:
+    roles = inc.config.roles_for(host if isinstance(host, str) else None)
+    return next((role for role, gpus in roles.items() if gpu in gpus), "unassigned")
 
 
 def _observed(mib: float, util: float) -> str:

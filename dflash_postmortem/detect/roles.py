@@ -43,58 +43,72 @@ def _stretches(keys: pd.Series) -> list[tuple[int, int]]:
 
 
 def detect_role_mismatch(inc: Incident, min_minutes: float | None = None) -> pd.DataFrame:
-    """Sustained GPU splits that differ from the expected roles; GPUs allocated but idle."""
-    roles = inc.config.roles
+    """Sustained GPU splits that differ from the expected roles; GPUs allocated but idle. Each
+    host is judged on its own GPUs against its own split (`[roles.HOST]`, else `[roles]`)."""
     opts = inc.config.detect
     min_dur = pd.Timedelta(minutes=min_minutes if min_minutes is not None
                            else float(opts.get("roles_min_minutes", MIN_MINUTES)))
     g = inc.gpus
     if g.empty or g["memory_used_mib"].isna().all():
         return findings.empty()
-    host = g["host"].fillna("").iloc[0]
-    g = _classes(g[g["host"].fillna("") == host])
+    keys = g["host"].fillna("")
+    names = list(dict.fromkeys(keys))
     rows = []
-    if roles:
-        heavy_roles = set(opts.get("heavy_roles", ["target"]))
-        expected = {gpu: ("heavy" if role in heavy_roles else "light")
-                    for role, gpus in roles.items() for gpu in gpus}
-        wide = g.pivot_table(index="t", columns="gpu", values="cls", aggfunc="first")
-        wide = wide.reindex(columns=sorted(expected)).dropna()
-        key = wide.apply(lambda r: tuple(r), axis=1)
-        for a, b in _stretches(key):
-            if b - a < 2:
-                continue
-            split = key.iloc[a]
-            t0, t1 = wide.index[a], wide.index[b - 1]
-            if "heavy" not in split or t1 - t0 < min_dur:
-                continue  # nothing loaded (idle, or between runs) or too short to be more than loading
-            observed = dict(zip(wide.columns, split, strict=True))
-            wrong = {gpu: c for gpu, c in observed.items() if c != expected[gpu]}
-            if not wrong:
-                continue
-            n_heavy = sum(c == "heavy" for c in split)
-            n_light = sum(c != "heavy" for c in split)
-            exp_heavy = sum(c == "heavy" for c in expected.values())
-            exp_text = " + ".join(f"{len(v)} {k}" for k, v in roles.items())
-            during = g[(g["t"] >= t0) & (g["t"] <= t1)]
-            mem = during.groupby("gpu")["memory_used_mib"].median().round(0)
-            mem = {int(k): float(v) for k, v in mem.items()}
-            ev = inc.events
-            seen = ev[(ev["kind"] == "gpu_query") & (ev["time"] >= t0) & (ev["time"] <= t1 + pd.Timedelta(seconds=1))]
-            rows.append(findings.finding(
-                "role_mismatch", t0, t1, "warning",
-                f"GPU roles: observed {n_heavy} heavy + {n_light} light, expected {exp_text}",
-                f"From {t0:%H:%M:%S} to {t1:%H:%M:%S} the memory footprint shows {n_heavy} heavy and "
-                f"{n_light} light GPUs; incident.toml expects {exp_text} "
-                f"({exp_heavy} heavy). Out of place: "
-                + ", ".join(f"GPU {gpu} is {c} ({mem.get(int(gpu), float('nan')):.0f} MiB), expected {expected[gpu]}"
-                            for gpu, c in wrong.items()) + ".",
-                _query_refs(inc, seen) + findings.refs(during[during["t"] == t0]),
-                {"observed_heavy": n_heavy, "observed_light": n_light, "expected_heavy": exp_heavy,
-                 "expected_light": len(expected) - exp_heavy, "gpus_out_of_place": [int(x) for x in wrong],
-                 "memory_mib": mem}))
-    rows += _idle_allocated(g, min_dur)
+    for key in names:
+        one = _classes(g[keys == key])
+        host = key or None
+        label = f"host {host}: " if len(names) > 1 and host else ""
+        roles = inc.config.roles_for(host)
+        if roles:
+            rows += _mismatches(inc, one, roles, min_dur, label, host)
+        rows += _idle_allocated(one, min_dur, label, host)
     return findings.frame(rows)
+
+
+def _mismatches(inc: Incident, g: pd.DataFrame, roles: dict[str, list[int]], min_dur: pd.Timedelta,
+                label: str, host) -> list[dict]:
+    heavy_roles = set(inc.config.detect.get("heavy_roles", ["target"]))
+    expected = {gpu: ("heavy" if role in heavy_roles else "light")
+                for role, gpus in roles.items() for gpu in gpus}
+    wide = g.pivot_table(index="t", columns="gpu", values="cls", aggfunc="first")
+    wide = wide.reindex(columns=sorted(expected)).dropna()
+    key = wide.apply(lambda r: tuple(r), axis=1)
+    rows = []
+    for a, b in _stretches(key):
+        if b - a < 2:
+            continue
+        split = key.iloc[a]
+        t0, t1 = wide.index[a], wide.index[b - 1]
+        if "heavy" not in split or t1 - t0 < min_dur:
+            continue  # nothing loaded (idle, or between runs) or too short to be more than loading
+        observed = dict(zip(wide.columns, split, strict=True))
+        wrong = {gpu: c for gpu, c in observed.items() if c != expected[gpu]}
+        if not wrong:
+            continue
+        n_heavy = sum(c == "heavy" for c in split)
+        n_light = sum(c != "heavy" for c in split)
+        exp_heavy = sum(c == "heavy" for c in expected.values())
+        exp_text = " + ".join(f"{len(v)} {k}" for k, v in roles.items())
+        during = g[(g["t"] >= t0) & (g["t"] <= t1)]
+        mem = during.groupby("gpu")["memory_used_mib"].median().round(0)
+        mem = {int(k): float(v) for k, v in mem.items()}
+        ev = inc.events
+        seen = ev[(ev["kind"] == "gpu_query") & (ev["time"] >= t0) & (ev["time"] <= t1 + pd.Timedelta(seconds=1))]
+        if host is not None and "host" in seen.columns:
+            seen = seen[seen["host"].isna() | (seen["host"] == host)]
+        rows.append(findings.finding(
+            "role_mismatch", t0, t1, "warning",
+            f"{label}GPU roles: observed {n_heavy} heavy + {n_light} light, expected {exp_text}",
+            f"From {t0:%H:%M:%S} to {t1:%H:%M:%S} the memory footprint {'of ' + str(host) + ' ' if label else ''}"
+            f"shows {n_heavy} heavy and {n_light} light GPUs; incident.toml expects {exp_text} "
+            f"({exp_heavy} heavy). Out of place: "
+            + ", ".join(f"GPU {gpu} is {c} ({mem.get(int(gpu), float('nan')):.0f} MiB), expected {expected[gpu]}"
+                        for gpu, c in wrong.items()) + ".",
+            _query_refs(inc, seen) + findings.refs(during[during["t"] == t0]),
+            {"host": host, "observed_heavy": n_heavy, "observed_light": n_light, "expected_heavy": exp_heavy,
+             "expected_light": len(expected) - exp_heavy, "gpus_out_of_place": [int(x) for x in wrong],
+             "memory_mib": mem}))
+    return rows
 
 
 def _query_refs(inc: Incident, queries: pd.DataFrame) -> list[str]:
@@ -112,7 +126,7 @@ def _query_refs(inc: Incident, queries: pd.DataFrame) -> list[str]:
     return out
 
 
-def _idle_allocated(g: pd.DataFrame, min_dur: pd.Timedelta) -> list[dict]:
+def _idle_allocated(g: pd.DataFrame, min_dur: pd.Timedelta, label: str = "", host=None) -> list[dict]:
     """A GPU that holds memory at ~0 % utilization for min_dur while other GPUs are busy."""
     if g["util_gpu_pct"].isna().all():
         return []
@@ -129,12 +143,12 @@ def _idle_allocated(g: pd.DataFrame, min_dur: pd.Timedelta) -> list[dict]:
             part = one.iloc[a:b]
             out.append(findings.finding(
                 "idle_allocated_gpu", t0, t1, "warning",
-                f"GPU {int(gpu)} holds {part['memory_used_mib'].median():.0f} MiB but sits idle",
+                f"{label}GPU {int(gpu)} holds {part['memory_used_mib'].median():.0f} MiB but sits idle",
                 f"GPU {int(gpu)} held {part['memory_used_mib'].median():.0f} MiB at "
                 f"{part['util_gpu_pct'].max():.0f} % utilization or less from {t0:%H:%M:%S} to "
                 f"{t1:%H:%M:%S} while other GPUs were busy.",
                 findings.refs(part, 3),
-                {"gpu": int(gpu), "memory_mib": float(part["memory_used_mib"].median()),
+                {"host": host, "gpu": int(gpu), "memory_mib": float(part["memory_used_mib"].median()),
                  "max_util_pct": float(part["util_gpu_pct"].max()),
                  "minutes": (t1 - t0).total_seconds() / 60}))
     return out
