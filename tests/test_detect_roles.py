@@ -37,6 +37,7 @@ def _two_hosts(tmp_path, seed_dir, bundled_dir, node18_roles: str):
 
     shutil.copy(seed_dir / "logs" / "gpu_query.csv", tmp_path / "node17.csv")
     shutil.copy(bundled_dir / "logs" / "smi_stream.csv", tmp_path / "node18.csv")
+    shutil.copy(bundled_dir / "logs" / "smi_apps_stream.csv", tmp_path / "node18_apps.csv")
     (tmp_path / "incident.toml").write_text(f"""
 [roles]
 target = [0, 1, 2, 3, 4, 5]
@@ -57,13 +58,17 @@ host = "node17"
 [[sources]]
 path = "node18.csv"
 host = "node18"
+
+[[sources]]
+path = "node18_apps.csv"
+host = "node18"
 """)
     from dflash_postmortem import load_incident
 
     return load_incident(tmp_path)
 
 
-def test_each_host_is_judged_against_its_own_split(tmp_path, seed_dir, bundled_dir):
+def test_each_host_is_judged_against_its_own_split(tmp_path, seed_dir, bundled_dir, line_at):
     from dflash_postmortem import views
     from dflash_postmortem.timeline import impact
 
@@ -77,6 +82,15 @@ def test_each_host_is_judged_against_its_own_split(tmp_path, seed_dir, bundled_d
     # On the real H200 stream both GPUs hold a model's worth of memory: 2 heavy, not 1 + 1.
     assert (by_host["node18"]["observed_heavy"], by_host["node18"]["expected_heavy"]) == (2, 1)
     assert by_host["node18"]["gpus_out_of_place"] == [0]
+    # per-process placement: the real capture's trainer PIDs on GPU 0, cited from its apps stream
+    node18 = rm[[n["host"] == "node18" for n in rm["numbers"]]].iloc[0]
+    pids = set(node18["numbers"]["processes"][0])
+    assert pids and pids <= {598, 971, 1391}
+    cited = [line_at(tmp_path, ref) for ref in node18["evidence"]]
+    assert any(f", {pid}, python3, " in c for c in cited for pid in pids)  # its apps-stream line
+    assert any(c.startswith("2026/11/30 05:2") and ", 0, GPU-a5691722" in c for c in cited)  # the GPU sample
+    assert f"On GPU 0: PID {min(pids)} (python3, " in node18["detail"]
+    assert by_host["node17"]["processes"] == {}  # the seed has no per-process samples
     titles = rm["title"].tolist()
     assert any(t.startswith("host node17: GPU roles: observed 5 heavy + 3 light, expected 6 target + 2 drafter") for t in titles)
     assert any(t.startswith("host node18: GPU roles: observed 2 heavy + 0 light, expected 1 target + 1 drafter") for t in titles)

@@ -164,7 +164,10 @@ def test_fast_and_line_paths_agree(bundled_dir, tmp_path):
     with pytest.warns(UserWarning, match="odd.csv:4"):
         slow_inc = pm.load_nvidia_smi(odd)
     slow = slow_inc.gpus
-    pd.testing.assert_frame_equal(fast.drop(columns="source"), slow.drop(columns="source"))
+    pd.testing.assert_frame_equal(fast.drop(columns=["source", "line"]), slow.drop(columns=["source", "line"]))
+    # each row keeps its own line: after the inserted line 4, the line path's numbers are one on
+    assert fast["line"].tolist()[:3] == [2, 3, 4] and slow["line"].tolist()[:3] == [2, 3, 5]
+    assert (slow["line"].iloc[2:].to_numpy() == fast["line"].iloc[2:].to_numpy() + 1).all()
     rep = slow_inc.load_report.files[0]
     assert rep.read == 582 and rep.parsed == 580 and rep.n_skipped == 2
 

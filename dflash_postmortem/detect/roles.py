@@ -96,6 +96,7 @@ def _mismatches(inc: Incident, g: pd.DataFrame, roles: dict[str, list[int]], min
         seen = ev[(ev["kind"] == "gpu_query") & (ev["time"] >= t0) & (ev["time"] <= t1 + pd.Timedelta(seconds=1))]
         if host is not None and "host" in seen.columns:
             seen = seen[seen["host"].isna() | (seen["host"] == host)]
+        held, held_refs = _placement(inc, host, list(wrong), t0, t1)
         rows.append(findings.finding(
             "role_mismatch", t0, t1, "warning",
             f"{label}GPU roles: observed {n_heavy} heavy + {n_light} light, expected {exp_text}",
@@ -103,12 +104,30 @@ def _mismatches(inc: Incident, g: pd.DataFrame, roles: dict[str, list[int]], min
             f"shows {n_heavy} heavy and {n_light} light GPUs; incident.toml expects {exp_text} "
             f"({exp_heavy} heavy). Out of place: "
             + ", ".join(f"GPU {gpu} is {c} ({mem.get(int(gpu), float('nan')):.0f} MiB), expected {expected[gpu]}"
-                        for gpu, c in wrong.items()) + ".",
-            _query_refs(inc, seen) + findings.refs(during[during["t"] == t0]),
+                        for gpu, c in wrong.items()) + "."
+            + "".join(f" On GPU {gpu}: " + ", ".join(f"PID {pid} ({name}, {mib:.0f} MiB)" for pid, name, mib in procs) + "."
+                      for gpu, procs in held.items()),
+            _query_refs(inc, seen) + findings.refs(during[during["t"] == t0]) + held_refs,
             {"host": host, "observed_heavy": n_heavy, "observed_light": n_light, "expected_heavy": exp_heavy,
              "expected_light": len(expected) - exp_heavy, "gpus_out_of_place": [int(x) for x in wrong],
-             "memory_mib": mem}))
+             "memory_mib": mem, "processes": {gpu: [pid for pid, _, _ in procs] for gpu, procs in held.items()}}))
     return rows
+
+
+def _placement(inc: Incident, host, gpus: list[int], t0, t1) -> tuple[dict[int, list], list[str]]:
+    """Per out-of-place GPU, the processes per-process samples show on it during the stretch:
+    which process sits where is what tells a wrong placement from a leftover one."""
+    gp = inc.gpu_processes.dropna(subset=["gpu", "pid"])
+    gp = gp[(gp["time"] >= t0) & (gp["time"] <= t1 + pd.Timedelta(seconds=1)) & gp["gpu"].isin(gpus)]
+    if host is not None:
+        gp = gp[gp["host"].isna() | (gp["host"] == host)]
+    held, refs = {}, []
+    for (gpu, pid), rows in gp.groupby(["gpu", "pid"]):
+        name = rows["process_name"].dropna()
+        held.setdefault(int(gpu), []).append(
+            (int(pid), str(name.iloc[0]) if len(name) else "?", float(rows["used_memory_mib"].median())))
+        refs += findings.refs(rows, 1)
+    return held, refs
 
 
 def _query_refs(inc: Incident, queries: pd.DataFrame) -> list[str]:
