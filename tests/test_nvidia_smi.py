@@ -176,3 +176,30 @@ def test_missing_is_nan_never_zero(bundled_dir):
     inc = pm.load_nvidia_smi(bundled_dir / "snap" / "query_with_na.csv")
     assert all(math.isnan(v) for v in inc.gpus["fan_pct"])
     assert (inc.gpus["util_gpu_pct"] == 0).all()  # the source said 0 here, and 0 it stays
+
+
+def test_every_gpu_sample_cites_its_line(incident, bundled_dir, line_at):
+    """Query CSV, dmon, pmon and table rows carry the line they came from, for findings to cite."""
+    from dflash_postmortem.detect.findings import refs
+
+    checked = set()
+    for frame in (incident.gpus, incident.gpu_processes):
+        for source, rows in frame.groupby("source"):
+            source = str(source)
+            if not source.endswith((".csv", "_um.txt", "table_busy.txt", "table_idle.txt")):
+                continue
+            assert rows["line"].notna().all(), source
+            ends = rows.iloc[[0, -1]]
+            for ref, (_, row) in zip(refs(ends), ends.iterrows(), strict=True):
+                text, gpu = line_at(bundled_dir, ref), str(int(row["gpu"])) if pd.notna(row["gpu"]) else None
+                if pd.notna(row.get("pid")):
+                    assert str(int(row['pid'])) in text.replace(',', ' ').split(), (ref, text)  # pmon, apps CSV, table
+                elif source.endswith(".csv"):
+                    assert text.split(", ")[1] == gpu, (ref, text)  # timestamp, index, ...
+                elif source.endswith("dmon_um.txt"):
+                    assert text.split()[1] == gpu, (ref, text)  # time, gpu, ...
+                else:
+                    assert text.split()[:2] == ["|", gpu] and "NVIDIA H200" in text, (ref, text)
+                checked.add(source)
+    assert {"logs/smi_stream.csv", "logs/smi_apps_stream.csv", "logs/dmon_um.txt", "snap/pmon_um.txt",
+            "snap/table_busy.txt"} <= checked

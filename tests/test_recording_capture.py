@@ -35,3 +35,16 @@ def test_gpu0_went_idle_before_gpu1():
     gpus = pm.load_incident(CAPTURE).gpus
     busy = gpus[gpus["util_gpu_pct"] > 50].groupby("gpu")["time"].max()
     assert busy[1] - busy[0] == pytest.approx(pd.Timedelta(seconds=6), abs=pd.Timedelta(seconds=1.5))
+
+
+def test_each_sample_cites_its_record():
+    import json
+
+    inc = pm.load_incident(CAPTURE)
+    lines = next(CAPTURE.glob("*.jsonl")).read_text().splitlines()
+    for frame, kind in ((inc.gpus, "gpu"), (inc.gpu_processes, "proc")):
+        assert frame["line"].notna().all()
+        for _, row in frame.sample(5, random_state=0).iterrows():
+            rec = json.loads(lines[int(row["line"]) - 1])
+            assert rec["record"] == kind and rec["gpu"] == row["gpu"]
+            assert pd.Timestamp(rec["time"]) == row["time"]

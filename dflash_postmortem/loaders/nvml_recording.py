@@ -46,7 +46,10 @@ def load(path: Path, ctx: LoadContext):
             host = host or rec.get("host")
             rep.notes.append(f"recorded with driver {rec.get('driver')}, every {rec.get('interval_s')} s")
         elif kind in _FRAME_OF:
-            rec["ref"] = f"{rep.path}:{i}"
+            if _FRAME_OF[kind] == "events":
+                rec["ref"] = f"{rep.path}:{i}"
+            else:
+                rec["line"] = i  # samples are millions of rows: a number, not a 'file:line' string
             rows[_FRAME_OF[kind]].append(rec)
         else:
             rep.bad(i, "a start, gpu, proc or error record", line)
@@ -64,6 +67,6 @@ def load(path: Path, ctx: LoadContext):
             df["kind"] = ["gpu_lost" if "GpuIsLost" in e else "gpu_error" for e in df["error"]]
             df = df.rename(columns={"gpu": "gpu_index"})
         else:
-            df = df.drop(columns="ref")
+            df["line"] = df["line"].astype("Int64")
         frames[name] = df
     return from_frames(rep, **frames)

@@ -97,6 +97,7 @@ def load(path: Path, ctx: LoadContext):
         bad |= b
         out[field.column if field else f"{'pmon' if per_process else 'dmon'}_{c}"] = nums
     out["time"], bad_time = _times(raw, ctx, rep)
+    out["line"] = pd.array(row_lines, dtype="Int64")
     bad |= bad_time
     for j in np.flatnonzero(bad.to_numpy()):
         rep.bad(row_lines[j], "numbers or '-' in every column, and a valid date/time", " ".join(rows[j]))

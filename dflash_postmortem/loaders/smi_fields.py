@@ -273,6 +273,8 @@ def snapshot_frame(rows: list[dict], ctx, rep) -> pd.DataFrame:
         # A column the source left missing in every row is still a number column.
         if f.kind == "float" and f.column in df.columns:
             df[f.column] = df[f.column].astype("float64")
+    if "line" in df.columns:
+        df["line"] = df["line"].astype("Int64")
     df["host"] = ctx.host
     df["source"] = rep.path
     return df

@@ -109,6 +109,7 @@ def parse_table_lines(lines: list[str], rep, ctx: LoadContext) -> tuple[pd.DataF
             if row is None:
                 rep.bad(i, "a GPU row of the table", line)
                 continue
+            row.setdefault("line", i)  # a GPU's block of lines is cited by its first
             current = row
             truncated_names |= str(current.get("name") or "").endswith("...")
             rep.parsed += 1
@@ -123,7 +124,7 @@ def parse_table_lines(lines: list[str], rep, ctx: LoadContext) -> tuple[pd.DataF
             if not pm:
                 rep.bad(i, "a process row (GPU, PID, type, name, memory)", line)
                 continue
-            proc_rows.append(_proc_row(pm, time))
+            proc_rows.append(_proc_row(pm, time) | {"line": i})
             rep.parsed += 1
         else:
             rep.bad(i, "a line inside an nvidia-smi table", line)
