@@ -29,3 +29,15 @@ def test_partial_recovery_when_below_fraction(bundled_incident):
     rec = detect_recovery(bundled_incident, fraction=1.05)
     assert rec["kind"].tolist() == ["partial_recovery"]
     assert 0.95 < rec.iloc[0]["numbers"]["ratio"] < 1.05
+
+
+def test_partial_recovery_reason_cites_the_idle_gpu_samples(seed_incident, seed_dir, line_at):
+    """The reconstruction judged at 100 %: 0.98 of baseline is partial, and GPU 5 (5 heavy + 3
+    light) sits idle holding memory; the reason cites the GPU samples that show it."""
+    rec = detect_recovery(seed_incident, fraction=1.0)
+    assert rec["kind"].tolist() == ["partial_recovery"]
+    r = rec.iloc[0]
+    assert r["numbers"]["reasons"] == ["GPU(s) 5 hold memory but sit idle"]
+    samples = [line_at(seed_dir, ref) for ref in r["evidence"] if ref.startswith("logs/gpu_query.csv:")]
+    assert len(samples) == 4
+    assert all(s.split(", ")[1] == "5" and s.endswith(" MiB, 0 %") for s in samples)

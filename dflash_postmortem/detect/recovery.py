@@ -30,14 +30,16 @@ def _sustained(values: np.ndarray, floor: float, n: int) -> int | None:
     return None
 
 
-def _partial_reasons(inc: Incident, start, end, run) -> list[str]:
-    reasons = []
+def _partial_reasons(inc: Incident, start, end, run) -> tuple[list[str], list[str]]:
+    """(reasons, the sample lines behind them)."""
+    reasons, refs = [], []
     gp = inc.gpu_processes[(inc.gpu_processes["time"] >= start) & (inc.gpu_processes["time"] <= end)]
     if len(gp):
         pids = gp.groupby("pid")["used_memory_mib"].max()
         if len(pids) > 1:
             reasons.append("more than one process holds memory on the job's GPUs: PIDs "
                            + ", ".join(f"{int(p)} ({m:.0f} MiB)" for p, m in pids.items()))
+            refs += [r for _, one in gp.groupby("pid") for r in findings.refs(one, 1)]
     g = inc.gpus[(inc.gpus["time"] >= start) & (inc.gpus["time"] <= end)]
     if len(g) and g["util_gpu_pct"].notna().any():
         per = g.groupby("gpu").agg(mem=("memory_used_mib", "median"), util=("util_gpu_pct", "median"))
@@ -45,7 +47,8 @@ def _partial_reasons(inc: Incident, start, end, run) -> list[str]:
         if len(idle):
             reasons.append("GPU(s) " + ", ".join(str(int(i)) for i in idle.index)
                            + " hold memory but sit idle")
-    return reasons
+            refs += findings.refs(g[g["gpu"].isin(idle.index)], 4)
+    return reasons, refs
 
 
 def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFrame:
@@ -83,13 +86,13 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
         last = segs.iloc[-1]
         level = float(last["level"])
         if level > 1.1 * ep["degraded"]:
-            reasons = _partial_reasons(inc, last["start"], last["end"], after["run"].iloc[-1])
+            reasons, reason_refs = _partial_reasons(inc, last["start"], last["end"], after["run"].iloc[-1])
             rows.append(findings.finding(
                 "partial_recovery", last["start"], last["end"], "warning",
                 f"partial recovery to {level / 1e3:.1f}K tok/s ({level / ep['baseline']:.2f} of baseline)",
                 f"Throughput came back to {level:.0f} tok/s, below {frac:.0%} of the {ep['baseline']:.0f} "
                 f"tok/s baseline. " + ("Likely reason: " + "; ".join(reasons) + "." if reasons
                                         else "No likely reason in the evidence."),
-                findings.refs(after.iloc[int(last["i0"]):int(last["i0"]) + SUSTAIN]),
+                findings.refs(after.iloc[int(last["i0"]):int(last["i0"]) + SUSTAIN]) + reason_refs,
                 dict(nums, level_tok_per_s=level, ratio=level / ep["baseline"], reasons=reasons)))
     return findings.frame(rows)
