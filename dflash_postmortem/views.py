@@ -255,9 +255,15 @@ def launch_checklist(inc: Incident, findings: pd.DataFrame) -> pd.DataFrame | Mi
         nxt = oc["time"].iloc[i + 1] if i + 1 < len(oc) else None
         proc, log, step = (L[k] if isinstance(L[k], pd.Series) else None for k in ("process", "log", "first_step"))
         pid = None if proc is None else proc["pid"]
+        if proc is not None:
+            started = f"{_t(proc['started'] if pd.notna(proc['started']) else proc['first_seen'])} PID {pid}"
+        elif pd.notna(L.get("pid")):  # no process listing, but the launcher printed the PID it started
+            started = f"{_t(L['time'])} PID {int(L['pid'])} (launcher)"
+        else:
+            started = "✗ none"
         rows.append({
             "launch": _t(L["time"]), "run": L["run"], "command": str(L["message"])[:160],
-            "process started": "✗ none" if proc is None else f"{_t(proc['started'] if pd.notna(proc['started']) else proc['first_seen'])} PID {pid}",
+            "process started": started,
             "log created": "✗ none" if log is None else f"{_t(log['first'])} {log['name']}",
             "log growing": "✗" if log is None else (f"✓ until {_t(log['last'])}" if log["last"] > log["first"] else "✗ one line"),
             "GPU memory held": _gpu_held(inc, L["time"], nxt, pid),

@@ -107,3 +107,16 @@ def test_a_log_that_ends_in_a_traceback_is_a_death_not_a_slow_start(nohup_crash,
     cited = [line_at(folder, ref) for ref in r["evidence"]]
     assert "Traceback (most recent call last):" in cited
     assert "0" in [c.strip() for c in cited]  # the operator's count after it
+
+
+def test_the_checklist_shows_what_the_launcher_saw(launched):
+    from dflash_postmortem import views
+
+    _, inc, found = launched
+    table = views.launch_checklist(inc, found)
+    crash = table[table["command"].str.contains("train_crash.log")].iloc[0]
+    assert crash["process started"].endswith("(launcher)") and "PID " in crash["process started"]
+    assert crash["verdict"].endswith("never came up: died in start-up")
+    missing = table[table["command"].str.contains("train_opt2.log")].iloc[0]
+    assert missing["process started"] == "✗ none"
+    assert missing["verdict"].endswith("never came up: log folder missing")
