@@ -47,8 +47,11 @@ def test_seed_failed_restart_three_pieces_of_evidence(seed_findings, seed_dir, l
     assert len(answers) == 1
     path, n = answers[0].rsplit(":", 1)
     assert line_at(seed_dir, f"{path}:{int(n) - 1}").endswith("$ ps aux | grep python3 | grep -v grep | wc -l")
-    zero = [t for t in texts if t.endswith(", 0 MiB, 0 %")]
-    assert len(zero) == 8
+    # the operator's nvidia-smi answer (8 lines) and the GPU stream's samples after the launch
+    answers = [t for ref, t in cited.items() if t.endswith(", 0 MiB, 0 %") and ref.startswith("logs/operator.log:")]
+    samples = [t for ref, t in cited.items() if t.endswith(", 0 MiB, 0 %") and ref.startswith("logs/gpu_query.csv:")]
+    assert len(answers) == 8 and {a.split(",")[0] for a in answers} == {str(i) for i in range(8)}
+    assert len(samples) == 8 and {s.split(", ")[1] for s in samples} == {str(i) for i in range(8)}
     assert "cat: /workspace/train_opt2.log: No such file or directory" in texts
 
 
