@@ -116,3 +116,47 @@ def test_sniff(bundled_dir, fixtures_dir):
     for path in [bundled_dir / "logs" / "ps_aux_snapshots.txt", *sorted((fixtures_dir / "ps").iterdir())]:
         assert sniff_ps(path, path.read_bytes()[:65536]) >= 0.8, path.name
     assert sniff_ps(bundled_dir / "logs" / "train.log", (bundled_dir / "logs" / "train.log").read_bytes()) == 0.0
+
+
+def test_a_wrapper_that_execs_stays_one_process(tmp_path):
+    """`setsid nohup python ...` is listed under the wrapper's command until it execs (same PID);
+    the two forms are one process, not a vanished one and a new one. The lines are those a
+    stall replay's sampler caught (tests/test_replay_scenarios.py), shortened."""
+    head = "USER         PID %CPU %MEM    VSZ   RSS TTY      STAT START   TIME COMMAND"
+    cmd = "/work/main/.venv/bin/python -m dflash_postmortem.replay.train --run-name stalled --seconds 720"
+    (tmp_path / "ps.txt").write_text(
+        f"# 2026-11-30T09:18:17Z\n{head}\n"
+        f"root        7850  0.0  0.0   2800  1536 ?        Ss   09:18   0:00 setsid nohup {cmd}\n"
+        f"# 2026-11-30T09:18:18Z\n{head}\n"
+        f"root        7850 95.0  1.2 912345 401234 ?       Rsl  09:18   0:01 {cmd}\n"
+        f"# 2026-11-30T09:18:31Z\n{head}\n"
+        f"root        7850 12.0  1.2 912345 401234 ?       Ssl  09:18   0:09 {cmd}\n"
+        # a different command under a PID is still another process (the PID was reused)
+        f"# 2026-11-30T09:18:40Z\n{head}\n"
+        f"root        7850  1.0  0.0  12345  2345 ?        S    09:18   0:00 python3 other.py\n")
+    inc = _load(tmp_path / "ps.txt")
+    p = inc.processes
+    assert len(p) == 2
+    trainer = p[p["command"] == cmd].iloc[0]
+    assert (trainer["first_seen"], trainer["last_seen"]) == (T("2026-11-30 09:18:17"), T("2026-11-30 09:18:31"))
+    assert trainer["snapshots"] == 3
+    rep = inc.load_report.files[0]
+    assert any(a.startswith("1 process(es) listed first as an exec wrapper") for a in rep.assumptions)
+
+
+def test_a_process_listed_as_its_short_name_while_exiting_stays_one(tmp_path):
+    """After SIGTERM the kernel drops the command line first: `ps` shows `[python]` for a moment."""
+    head = "USER         PID %CPU %MEM    VSZ   RSS TTY      STAT START   TIME COMMAND"
+    cmd = "/work/main/.venv/bin/python -m dflash_postmortem.replay.train --run-name stalled"
+    (tmp_path / "ps.txt").write_text(
+        f"# 2026-11-30T09:22:40Z\n{head}\n"
+        f"root        8650 10.0  1.2 912345 432784 ?       Ssl  09:22   0:09 {cmd}\n"
+        f"# 2026-11-30T09:22:54Z\n{head}\n"
+        f"root        8650 10.0  1.2 912345 432784 ?       Ssl  09:22   0:09 {cmd}\n"
+        f"# 2026-11-30T09:22:55Z\n{head}\n"
+        f"root        8650  0.0  0.0      0     0 ?        Zsl  09:22   0:09 [python]\n")
+    inc = _load(tmp_path / "ps.txt")
+    p = inc.processes
+    assert p["command"].tolist() == [cmd]
+    assert p["last_seen"].iloc[0] == T("2026-11-30 09:22:55")
+    assert any("listed as [name] while exiting" in a for a in inc.load_report.files[0].assumptions)

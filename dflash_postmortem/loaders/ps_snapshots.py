@@ -222,10 +222,56 @@ def load_ps(path: Path, ctx: LoadContext):
         rep.parsed += 1
     if n_snaps == 0:
         rep.assume("no snapshot time in file: first_seen and last_seen are empty")
-    return from_frames(rep, processes=_lifetimes(rows, rep.path, ctx))
+    return from_frames(rep, processes=_lifetimes(rows, rep.path, ctx, rep))
 
 
-def _lifetimes(rows: list[dict], source: str, ctx: LoadContext) -> pd.DataFrame:
+# Programs that exec the command after them, keeping the PID: `setsid nohup python train.py`
+# is listed as that for a moment, then as `python train.py`.
+_EXEC_WRAPPERS = {"setsid", "nohup", "env", "exec", "stdbuf", "nice", "ionice", "taskset", "numactl",
+                  "chrt", "timeout", "unbuffer", "time"}
+
+
+def _exec_chain(earlier: str, later: str) -> bool:
+    """`earlier` is `later` behind exec wrappers and their options (the same process after exec)."""
+    if not later or earlier == later or not earlier.endswith(" " + later):
+        return False
+    words = earlier[: -len(later)].split()
+    return bool(words) and words[0] in _EXEC_WRAPPERS and all(
+        w in _EXEC_WRAPPERS or w.startswith("-") or "=" in w or w.replace(".", "").replace(",", "").isdigit()
+        for w in words)
+
+
+def _exiting(earlier: str, later: str) -> bool:
+    """`[python]`: a process whose command line is already gone (exiting) shows its short name."""
+    m = re.fullmatch(r"\[([^\]]+)\]", later)
+    first = earlier.split()[0] if earlier.split() else ""
+    return bool(m) and not earlier.startswith("[") and first.rsplit("/", 1)[-1][:15] == m.group(1)
+
+
+def _fold_exec_chains(df: pd.DataFrame, rep) -> None:
+    """One process stays one row while its listed command changes: a wrapper's rows take the
+    command it exec'd into, and the `[name]` rows of its exit take its full command."""
+    execs = exits = 0
+    for _, one in df.groupby("pid", sort=False):
+        pid = df["pid"] == one["pid"].iloc[0]
+        cmds = one.sort_values("snap", kind="stable")["command"].drop_duplicates().tolist()
+        for a, b in zip(cmds, cmds[1:], strict=False):
+            if _exec_chain(a, b):
+                df.loc[pid & (df["command"] == a), "command"] = b
+                execs += 1
+        cmds = df[pid].sort_values("snap", kind="stable")["command"].drop_duplicates().tolist()
+        for before, c in zip(cmds, cmds[1:], strict=False):
+            if _exiting(before, c):
+                df.loc[pid & (df["command"] == c), "command"] = before
+                exits += 1
+    if execs:
+        rep.assume(f"{execs} process(es) listed first as an exec wrapper (setsid, nohup, env, ...) and then "
+                   "as the command it ran are one process each (exec keeps the PID)")
+    if exits:
+        rep.assume(f"{exits} process(es) listed as [name] while exiting are kept under their full command")
+
+
+def _lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep) -> pd.DataFrame:
     """One row per process (pid + command): first and last snapshot, last state, max CPU."""
     if not rows:
         return pd.DataFrame()
@@ -233,6 +279,7 @@ def _lifetimes(rows: list[dict], source: str, ctx: LoadContext) -> pd.DataFrame:
     df["snap"] = pd.Series(df["snap"], dtype="datetime64[us, UTC]")
     df["started"] = pd.Series(df["started"], dtype="datetime64[us, UTC]")
     df["command"] = df["command"].fillna("")
+    _fold_exec_chains(df, rep)
     g = df.groupby(["pid", "command"], sort=False, dropna=False)
     out = g.agg(
         ppid=("ppid", "last"), pgid=("pgid", "last"), sid=("sid", "last"), user=("user", "last"),

@@ -90,7 +90,7 @@ def _rank_main(rank: int, cfg, port: int) -> None:
 
 
 def _serve_target(cfg, i: int, n_t: int, n_d: int, device, log: RunLog) -> None:
-    from .train import TokenData, _inject, build_target, param_count
+    from .train import TokenData, _hang, _inject, build_target, param_count
 
     dst = n_t + i % n_d
     if i == 0:
@@ -111,6 +111,7 @@ def _serve_target(cfg, i: int, n_t: int, n_d: int, device, log: RunLog) -> None:
     while True:
         step += 1
         _inject(cfg.inject_error, "target", step)
+        _hang(cfg.inject_hang, "target", step)
         ids, mask = (t.to(device) for t in data.sample(g))
         with torch.no_grad():
             hidden = model(ids)
@@ -123,7 +124,7 @@ def _serve_target(cfg, i: int, n_t: int, n_d: int, device, log: RunLog) -> None:
 
 def _run_drafter(cfg, j: int, n_t: int, n_d: int, device, log: RunLog, group) -> None:
     from .drafter import DFlashDrafter
-    from .train import _inject, draft_config, drafter_step, dtype_of
+    from .train import _hang, _inject, draft_config, drafter_step, dtype_of
 
     lead = j == 0
     sources = [t for t in range(n_t) if t % n_d == j]
@@ -161,6 +162,7 @@ def _run_drafter(cfg, j: int, n_t: int, n_d: int, device, log: RunLog, group) ->
             dist.recv(t, src=src)
         step += 1
         _inject(cfg.inject_error, "drafter", step)
+        _hang(cfg.inject_hang, "drafter", step)
         loss = drafter_step(drafter, opt, ids, mask, hidden, g).item()
         tokens += ids.numel()
         if step % cfg.log_every:

@@ -12,6 +12,8 @@ recordings.
                     does not exist (each followed by the operator's checks), then `launch`
     full            baseline -> regression (killed by the operator) -> both failed restarts ->
                     recovery through `launch`: the write-up's story
+    stall           a run whose drafter thread blocks for good (--stall-seconds): alive, memory
+                    held, ~0 % utilization, no step; the operator checks, kills it, relaunches
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from pathlib import Path
 
 from ..errors import PostmortemError
 
-SCENARIOS = ("regression", "failed-restart", "full")
+SCENARIOS = ("regression", "failed-restart", "full", "stall")
+STALL_AT_STEP = 20  # the drafter's step at which the stall scenario's thread blocks
 # trainer flags per suspected cause; `all` is the write-up's regressed configuration
 CAUSES = {
     "linear-attn": ["--fast-linear-attn", "0"],
@@ -76,7 +79,7 @@ class Transcript:
         with tempfile.TemporaryFile("w+") as out:
             proc = subprocess.Popen(["bash", "-c", cmd], cwd=self.root, stdin=subprocess.DEVNULL,
                                     stdout=out, stderr=subprocess.STDOUT, text=True,
-                                    start_new_session=new_session)
+                                    start_new_session=new_session, env=_SHELL_ENV)
             proc.wait(timeout=timeout)
             # a background subshell may still be writing (a failed redirect's error comes from it)
             size, deadline = -1, time.monotonic() + 2.0
@@ -87,6 +90,11 @@ class Transcript:
             output = out.read()
         self._write(stamp, cmd, output)
         return output, proc.pid
+
+
+# An operator's interactive bash keeps COLUMNS unexported; with it exported (pytest, some CI
+# runners) `ps aux` cuts command lines at that width and `| grep MODULE` counts nothing.
+_SHELL_ENV = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
 
 
 class Background:
@@ -139,8 +147,9 @@ class Background:
 
 class Scenario:
     def __init__(self, root: Path, *, seconds: float, cause: str, trainer_args: list[str], ps_interval: float,
-                 echo=None):
+                 echo=None, stall_seconds: float = 90.0):
         self.root, self.seconds, self.cause = root, seconds, cause
+        self.stall_seconds = stall_seconds
         self.trainer_args = trainer_args
         self.ps_interval = ps_interval
         self.gpus = shutil.which("nvidia-smi") is not None
@@ -215,12 +224,26 @@ class Scenario:
         self.wait_for("train_opt2.log", r"Training (stopped|failed)$", self.seconds + 300)
         self.sh.run(f"tail -n 2 {self.root}/logs/train_opt2.log")
 
+    def stall(self) -> None:
+        # Runs far longer than the scenario: only the operator's kill ends it.
+        self.detached("stalled", "train.log", self.stall_seconds * 20 + 600,
+                      ["--inject-hang", f"drafter:{STALL_AT_STEP}"])
+        self.wait_for("train.log", r"\] step \d+ ", 300)
+        time.sleep(self.stall_seconds)
+        self.checks(f"{self.root}/logs/train.log")
+        self.sh.run(f"kill -TERM $(cat {self.root}/run/stalled.pid); sleep 2; "
+                    f"ps aux | grep {TRAINER_MODULE} | grep -v grep | wc -l")
+
     def write_manifest(self, name: str) -> None:
         utc = time.localtime().tm_gmtoff == 0
-        (self.root / "incident.toml").write_text(
-            f'title = "replay: {name} (cause: {self.cause})"\n'
-            # the trainer writes local time; say which zone that is
-            f'timezone = "{"UTC" if utc else _local_zone()}"\n')
+        cause = "a drafter thread that never returns" if name == "stall" else self.cause
+        text = (f'title = "replay: {name} (cause: {cause})"\n'
+                # the trainer writes local time; say which zone that is
+                f'timezone = "{"UTC" if utc else _local_zone()}"\n')
+        if name == "stall":
+            # judge the replay's short stall by a threshold below its length (default 300 s)
+            text += f"\n[detect]\nstall_s = {max(self.stall_seconds / 2, 1):g}\n"
+        (self.root / "incident.toml").write_text(text)
 
     def play(self, name: str) -> None:
         self.write_manifest(name)
@@ -230,6 +253,9 @@ class Scenario:
                 self.regression(kill=name == "full")
             if name in ("failed-restart", "full"):
                 self.failed_restarts()
+                self.recovery()
+            if name == "stall":
+                self.stall()
                 self.recovery()
 
 
@@ -249,6 +275,7 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seconds", type=float, default=20.0, help="training seconds per run")
     p.add_argument("--cause", choices=tuple(CAUSES), default="all", help="what the regressed run switches on")
     p.add_argument("--ps-interval", type=float, default=2.0, help="seconds between ps snapshots")
+    p.add_argument("--stall-seconds", type=float, default=90.0, help="stall: how long the stuck run is left alone")
     p.add_argument("--trainer-args", default="", help="extra trainer flags, e.g. '--hidden 32 --seq 64'")
     p.add_argument("--quiet", action="store_true", help="do not echo the transcript")
 
@@ -259,7 +286,8 @@ def run_replay(args: argparse.Namespace) -> int:
         raise PostmortemError(f"replay: {out} is not empty; choose a new folder")
     out.mkdir(parents=True, exist_ok=True)
     Scenario(out, seconds=args.seconds, cause=args.cause, trainer_args=shlex.split(args.trainer_args),
-             ps_interval=args.ps_interval, echo=None if args.quiet else sys.stdout).play(args.scenario)
+             ps_interval=args.ps_interval, echo=None if args.quiet else sys.stdout,
+             stall_seconds=args.stall_seconds).play(args.scenario)
     print(f"replay: {args.scenario} written to {out}")
     return 0
 

@@ -94,6 +94,7 @@ class ReplayConfig:
     count_flops: bool = False
     peak_tflops: float | None = None
     inject_error: str | None = None  # "target:N" or "drafter:N": raise in that thread at its step N
+    inject_hang: str | None = None  # "target:N" or "drafter:N": block that thread forever at its step N
 
 
 # ---------------------------------------------------------------- command line
@@ -152,6 +153,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--count-flops", action="store_true", help="count model FLOPs once, for MFU")
     g.add_argument("--peak-tflops", type=float, default=None, help="per GPU; default 989 (H200 bf16 dense) on GPU")
     g.add_argument("--inject-error", help="target:N or drafter:N, to test that a thread failure stops the run")
+    g.add_argument("--inject-hang", help="target:N or drafter:N: that thread blocks for good at its step N, as in a "
+                                         "collective that never returns (the process lives on, holding its memory)")
 
 
 def config_from_args(args: argparse.Namespace) -> ReplayConfig:
@@ -326,6 +329,14 @@ def _inject(spec: str | None, role: str, step: int) -> None:
         raise RuntimeError(f"injected failure in the {role} at its step {step}")
 
 
+def _hang(spec: str | None, role: str, step: int) -> None:
+    """A stall, not a crash: nothing is printed, nothing is raised, the thread just never returns
+    (what a rank stuck in NCCL looks like before any watchdog fires). The other threads find the
+    queue full or empty and wait; the process holds its GPU memory at ~0 % utilization."""
+    if spec and spec == f"{role}:{step}":
+        threading.Event().wait()
+
+
 def _set_device(device: torch.device) -> None:
     # A new thread starts on cuda:0 whatever the main thread chose; flex/Triton kernels launched
     # on the wrong current device fail (pytorch/pytorch#141010).
@@ -403,6 +414,7 @@ def train(cfg: ReplayConfig, stream=None) -> int:
         while not stop.is_set():
             step += 1
             _inject(cfg.inject_error, "target", step)
+            _hang(cfg.inject_hang, "target", step)
             t0 = time.perf_counter()
             ids, mask = data.sample(g)
             with torch.no_grad():
@@ -434,6 +446,7 @@ def train(cfg: ReplayConfig, stream=None) -> int:
             busy["drafter_wait_s"] += time.perf_counter() - t0
             step += 1
             _inject(cfg.inject_error, "drafter", step)
+            _hang(cfg.inject_hang, "drafter", step)
             ids, mask = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
             loss = drafter_step(drafter, opt, ids, mask, hidden.to(device, non_blocking=True), g)
             # .item() is a CPU-GPU sync point: a step's tokens count only once it has really run
