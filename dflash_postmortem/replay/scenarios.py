@@ -34,7 +34,6 @@ from pathlib import Path
 from ..errors import PostmortemError
 
 SCENARIOS = ("regression", "failed-restart", "full", "stall")
-STALL_AT_STEP = 20  # the drafter's step at which the stall scenario's thread blocks
 # trainer flags per suspected cause; `all` is the write-up's regressed configuration
 CAUSES = {
     "linear-attn": ["--fast-linear-attn", "0"],
@@ -147,9 +146,9 @@ class Background:
 
 class Scenario:
     def __init__(self, root: Path, *, seconds: float, cause: str, trainer_args: list[str], ps_interval: float,
-                 echo=None, stall_seconds: float = 90.0):
+                 echo=None, stall_seconds: float = 90.0, stall_at_step: int = 20):
         self.root, self.seconds, self.cause = root, seconds, cause
-        self.stall_seconds = stall_seconds
+        self.stall_seconds, self.stall_at_step = stall_seconds, stall_at_step
         self.trainer_args = trainer_args
         self.ps_interval = ps_interval
         self.gpus = shutil.which("nvidia-smi") is not None
@@ -227,7 +226,7 @@ class Scenario:
     def stall(self) -> None:
         # Runs far longer than the scenario: only the operator's kill ends it.
         self.detached("stalled", "train.log", self.stall_seconds * 20 + 600,
-                      ["--inject-hang", f"drafter:{STALL_AT_STEP}"])
+                      ["--inject-hang", f"drafter:{self.stall_at_step}"])
         self.wait_for("train.log", r"\] step \d+ ", 300)
         time.sleep(self.stall_seconds)
         self.checks(f"{self.root}/logs/train.log")
@@ -276,6 +275,7 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cause", choices=tuple(CAUSES), default="all", help="what the regressed run switches on")
     p.add_argument("--ps-interval", type=float, default=2.0, help="seconds between ps snapshots")
     p.add_argument("--stall-seconds", type=float, default=90.0, help="stall: how long the stuck run is left alone")
+    p.add_argument("--stall-at-step", type=int, default=20, help="stall: the drafter's step at which it blocks")
     p.add_argument("--trainer-args", default="", help="extra trainer flags, e.g. '--hidden 32 --seq 64'")
     p.add_argument("--quiet", action="store_true", help="do not echo the transcript")
 
@@ -287,7 +287,7 @@ def run_replay(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     Scenario(out, seconds=args.seconds, cause=args.cause, trainer_args=shlex.split(args.trainer_args),
              ps_interval=args.ps_interval, echo=None if args.quiet else sys.stdout,
-             stall_seconds=args.stall_seconds).play(args.scenario)
+             stall_seconds=args.stall_seconds, stall_at_step=args.stall_at_step).play(args.scenario)
     print(f"replay: {args.scenario} written to {out}")
     return 0
 
