@@ -1,6 +1,9 @@
 """Stalls: memory held, utilization ~0, no step progress."""
 
+from pathlib import Path
+
 import pandas as pd
+import pytest
 
 from dflash_postmortem.detect import detect_stalls
 
@@ -22,3 +25,50 @@ def test_stall_when_steps_stop_and_gpus_idle(seed_incident):
     assert len(st) == 1
     assert cut <= st.iloc[0]["start"] <= cut + pd.Timedelta(seconds=30)
     assert st.iloc[0]["numbers"]["processes_alive"] >= 1
+
+
+STALL = Path(__file__).resolve().parents[1] / "data" / "incidents" / "h200-1gpu-stall"
+
+
+@pytest.fixture(scope="module")
+def stall_incident():
+    import warnings
+
+    import dflash_postmortem as pm
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.load_incident(STALL)
+
+
+def test_real_h200_stall_found_with_its_evidence(stall_incident, line_at):
+    """The drafter thread blocked at its step 150 on the H200: memory held at 0 %, no step, until
+    the operator's kill at 09:29:49."""
+    st = detect_stalls(stall_incident)
+    assert len(st) == 1
+    s = st.iloc[0]
+    T = lambda x: pd.Timestamp(f"2026-11-30 {x}", tz="UTC")  # noqa: E731
+    assert T("09:28:53") < s["start"] <= T("09:28:58")
+    assert T("09:29:45") <= s["end"] <= T("09:29:50")
+    n = s["numbers"]
+    assert n["holders"] == [int((STALL / "run" / "stalled.pid").read_text())] == [474]
+    assert n["last_step_time"] == T("09:28:53")
+    assert "held by PID 474 (6996 MiB)" in s["detail"] and "at most 0 %" in s["detail"]
+    cited = {ref: line_at(STALL, ref) for ref in s["evidence"]}
+    assert cited["logs/train.log:41"] == "2026-11-30 09:28:53 [stalled] step 145 loss 11.8771 tok/s 30412 queue 0"
+    samples = [t for ref, t in cited.items() if ref.startswith("logs/smi_stream.csv:")]
+    assert samples and all(", 0, GPU-5bbac3f5-7366-d9e9-7812-d931ec204731, 7005, 143771, 0, " in t for t in samples)
+    assert any(ref.startswith("logs/smi_apps_stream.csv:") and ", 474, " in t for ref, t in cited.items())
+
+
+def test_real_h200_stall_threshold_comes_from_incident_toml(stall_incident):
+    assert stall_incident.config.detect["stall_s"] == 37.5
+    assert detect_stalls(stall_incident, threshold_s=300).empty  # 54 s is no stall by the default
+
+
+def test_real_h200_stall_in_the_whole_picture(stall_incident):
+    from dflash_postmortem.detect import detect
+
+    kinds = detect(stall_incident)["kind"].tolist()
+    assert kinds.count("stall") == 1 and kinds.count("verified_start") == 1
+    assert "failed_restart" not in kinds

@@ -40,12 +40,25 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
         if len(procs) and alive.empty:
             continue  # memory held by nobody we can see alive: a leak or a dead job, not a stall
         part = g[(g["time"] >= start_) & (g["time"] <= end)]
+        # Who holds the memory (per-process samples), and the last step before the silence.
+        gp = inc.gpu_processes[(inc.gpu_processes["time"] >= start_) & (inc.gpu_processes["time"] <= end)]
+        holders = gp.groupby("pid")["used_memory_mib"].max() if len(gp) else pd.Series(dtype=float)
+        last = inc.metrics[(inc.metrics["metric"] == "train/tok_per_s") & (inc.metrics["time"] < start_)]
+        last = last.sort_values("time", kind="stable").tail(1)
+        held_by = ("; held by " + ", ".join(f"PID {int(p)} ({m:.0f} MiB)" for p, m in holders.items())
+                   if len(holders) else "")
+        last_text = (f"; the last step was logged at {last['time'].iloc[0]:%H:%M:%S} (run {last['run'].iloc[0]})"
+                     if len(last) else "")
         rows.append(findings.finding(
             "stall", start_, end, "critical",
             f"stall: GPUs hold memory at ~0 % utilization with no step for {(end - start_).total_seconds() / 60:.0f} min",
             f"From {start_:%H:%M:%S} to {end:%H:%M:%S} GPU memory stayed allocated (up to "
-            f"{part['memory_used_mib'].max():.0f} MiB) with utilization at most {part['util_gpu_pct'].max():.0f} % "
-            f"and no training step logged; {len(alive)} process(es) seen alive.",
-            findings.refs(part, 3),
-            {"seconds": (end - start_).total_seconds(), "processes_alive": int(len(alive))}))
+            f"{part['memory_used_mib'].max():.0f} MiB{held_by}) with utilization at most "
+            f"{part['util_gpu_pct'].max():.0f} % and no training step logged{last_text}; "
+            f"{len(alive)} process(es) listed alive.",
+            findings.refs(last) + findings.refs(part, 3)
+            + [r for _, one in gp.groupby("pid") for r in findings.refs(one, 1)],
+            {"seconds": (end - start_).total_seconds(), "processes_alive": int(len(alive)),
+             "holders": [int(p) for p in holders.index],
+             "last_step_time": last["time"].iloc[0] if len(last) else None}))
     return findings.frame(rows)
