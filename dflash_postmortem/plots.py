@@ -147,6 +147,12 @@ def _throughput_traces(df: pd.DataFrame) -> list[go.Scatter]:
     return out
 
 
+def worker_pools(commands: pd.Series) -> pd.Series:
+    """Rows whose command more than 3 processes share: a pool of identical workers (torch's
+    compile workers, dataloader workers), shown as one row or bar so the rest stays readable."""
+    return commands.groupby(commands.fillna("")).transform("size") > 3
+
+
 def lifetimes(inc: Incident) -> pd.DataFrame:
     """What was alive when: runs (wandb or log span), processes seen by ps, PIDs holding GPU memory."""
     rows = []
@@ -158,8 +164,14 @@ def lifetimes(inc: Incident) -> pd.DataFrame:
         rows.append({"what": f"run {run}", "group": "run", "start": start, "end": end, "source": g["source"].iloc[0]})
     procs = inc.processes
     # A `bash -c` wrapper lives exactly as long as the trainer it runs: one bar is enough.
-    procs = procs[~procs["command"].fillna("").str.match(_WRAPPER)]
-    for _, p in procs.iterrows():
+    procs = procs[~procs["command"].fillna("").str.match(_WRAPPER)].copy()
+    procs["started"] = procs["started"].fillna(procs["first_seen"])
+    pools = worker_pools(procs["command"])
+    for cmd, pool in procs[pools].groupby("command", sort=False):
+        text = _text(_PATHS.sub(r"\2", str(cmd)), 50)
+        rows.append({"what": f"{len(pool)} PIDs {text}", "group": "process", "start": pool["started"].min(),
+                     "end": pool["last_seen"].max(), "source": pool["source"].iloc[0]})
+    for _, p in procs[~pools].iterrows():
         start = p["started"] if pd.notna(p["started"]) else p["first_seen"]
         end = p["last_seen"] if pd.notna(p["last_seen"]) else start
         if pd.isna(start):

@@ -15,7 +15,7 @@ from types import ModuleType
 import pandas as pd
 
 from .incident import Incident
-from .plots import THROUGHPUT, band_crossings, densest, gpu_label, throughput_samples
+from .plots import THROUGHPUT, band_crossings, densest, gpu_label, throughput_samples, worker_pools
 
 HELD_MIB = 1024.0  # an idle GPU shows a few MiB of driver memory, never a loaded model
 IDLE_UTIL_PCT = 5.0
@@ -319,7 +319,7 @@ def process_view(inc: Incident, findings: pd.DataFrame) -> pd.DataFrame | Missin
         "status": ["stale (predates the launch)" if p in stale else "" for p in procs["pid"]],
         "command": procs["command"].str.slice(0, 160), "source": procs["source"],
     }).reset_index(drop=True)
-    pools = out.groupby("command")["pid"].transform("size") > 3
+    pools = worker_pools(out["command"])
     folded = out[pools].groupby("command", as_index=False).agg(
         pid=("pid", lambda p: f"{len(p)} processes ({p.iloc[0]}…{p.iloc[-1]})"), user=("user", "first"),
         started=("started", "min"), **{"first seen": ("first seen", "min"), "last seen": ("last seen", "max")},
