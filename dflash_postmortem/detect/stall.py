@@ -45,6 +45,14 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
         holders = gp.groupby("pid")["used_memory_mib"].max() if len(gp) else pd.Series(dtype=float)
         last = inc.metrics[(inc.metrics["metric"] == "train/tok_per_s") & (inc.metrics["time"] < start_)]
         last = last.sort_values("time", kind="stable").tail(1)
+        # A thread that died right before the silence (a loop without a guard runs on without it).
+        since = last["time"].iloc[0] if len(last) else start_ - pd.Timedelta(seconds=60)
+        ev = inc.events
+        died = ev[(ev["kind"] == "traceback") & (ev["time"] >= since) & (ev["time"] <= end)]
+        cause = ""
+        if len(died):
+            tb = str(died["message"].iloc[0]).strip().splitlines()
+            cause = f"; likely cause: {tb[0].rstrip(':')} ({tb[-1].strip()}) at {died['time'].iloc[0]:%H:%M:%S}"
         held_by = ("; held by " + ", ".join(f"PID {int(p)} ({m:.0f} MiB)" for p, m in holders.items())
                    if len(holders) else "")
         last_text = (f"; the last step was logged at {last['time'].iloc[0]:%H:%M:%S} (run {last['run'].iloc[0]})"
@@ -55,10 +63,11 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
             f"From {start_:%H:%M:%S} to {end:%H:%M:%S} GPU memory stayed allocated (up to "
             f"{part['memory_used_mib'].max():.0f} MiB{held_by}) with utilization at most "
             f"{part['util_gpu_pct'].max():.0f} % and no training step logged{last_text}; "
-            f"{len(alive)} process(es) listed alive.",
-            findings.refs(last) + findings.refs(part, 3)
+            f"{len(alive)} process(es) listed alive{cause}.",
+            findings.refs(last) + findings.refs(died, 1) + findings.refs(part, 3)
             + [r for _, one in gp.groupby("pid") for r in findings.refs(one, 1)],
             {"seconds": (end - start_).total_seconds(), "processes_alive": int(len(alive)),
              "holders": [int(p) for p in holders.index],
-             "last_step_time": last["time"].iloc[0] if len(last) else None}))
+             "last_step_time": last["time"].iloc[0] if len(last) else None,
+             "traceback": str(died["message"].iloc[0]).strip().splitlines()[-1] if len(died) else None}))
     return findings.frame(rows)

@@ -12,8 +12,9 @@ recordings.
                     does not exist (each followed by the operator's checks), then `launch`
     full            baseline -> regression (killed by the operator) -> both failed restarts ->
                     recovery through `launch`: the write-up's story
-    stall           a run whose drafter thread blocks for good (--stall-seconds): alive, memory
-                    held, ~0 % utilization, no step; the operator checks, kills it, relaunches
+    stall           a run whose drafter thread blocks for good, or (--stall-by crash) dies while the
+                    loop runs on without it: alive, memory held, ~0 % utilization, no step for
+                    --stall-seconds; the operator checks, kills it, relaunches
 """
 
 from __future__ import annotations
@@ -146,9 +147,9 @@ class Background:
 
 class Scenario:
     def __init__(self, root: Path, *, seconds: float, cause: str, trainer_args: list[str], ps_interval: float,
-                 echo=None, stall_seconds: float = 90.0, stall_at_step: int = 20):
+                 echo=None, stall_seconds: float = 90.0, stall_at_step: int = 20, stall_by: str = "hang"):
         self.root, self.seconds, self.cause = root, seconds, cause
-        self.stall_seconds, self.stall_at_step = stall_seconds, stall_at_step
+        self.stall_seconds, self.stall_at_step, self.stall_by = stall_seconds, stall_at_step, stall_by
         self.trainer_args = trainer_args
         self.ps_interval = ps_interval
         self.gpus = shutil.which("nvidia-smi") is not None
@@ -225,8 +226,10 @@ class Scenario:
 
     def stall(self) -> None:
         # Runs far longer than the scenario: only the operator's kill ends it.
-        self.detached("stalled", "train.log", self.stall_seconds * 20 + 600,
-                      ["--inject-hang", f"drafter:{self.stall_at_step}"])
+        at = f"drafter:{self.stall_at_step}"
+        how = (["--inject-hang", at] if self.stall_by == "hang"
+               else ["--inject-error", at, "--on-thread-error", "continue"])
+        self.detached("stalled", "train.log", self.stall_seconds * 20 + 600, how)
         self.wait_for("train.log", r"\] step \d+ ", 300)
         time.sleep(self.stall_seconds)
         self.checks(f"{self.root}/logs/train.log")
@@ -235,7 +238,8 @@ class Scenario:
 
     def write_manifest(self, name: str) -> None:
         utc = time.localtime().tm_gmtoff == 0
-        cause = "a drafter thread that never returns" if name == "stall" else self.cause
+        cause = ({"hang": "a drafter thread that never returns",
+                  "crash": "a drafter thread that died, unguarded"}[self.stall_by] if name == "stall" else self.cause)
         text = (f'title = "replay: {name} (cause: {cause})"\n'
                 # the trainer writes local time; say which zone that is
                 f'timezone = "{"UTC" if utc else _local_zone()}"\n')
@@ -275,7 +279,10 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cause", choices=tuple(CAUSES), default="all", help="what the regressed run switches on")
     p.add_argument("--ps-interval", type=float, default=2.0, help="seconds between ps snapshots")
     p.add_argument("--stall-seconds", type=float, default=90.0, help="stall: how long the stuck run is left alone")
-    p.add_argument("--stall-at-step", type=int, default=20, help="stall: the drafter's step at which it blocks")
+    p.add_argument("--stall-at-step", type=int, default=20, help="stall: the drafter's step at which it stops")
+    p.add_argument("--stall-by", choices=("hang", "crash"), default="hang",
+                   help="stall: the drafter thread blocks for good (hang), or raises and dies while the "
+                        "loop runs on without it (crash: the trainer's --on-thread-error continue)")
     p.add_argument("--trainer-args", default="", help="extra trainer flags, e.g. '--hidden 32 --seq 64'")
     p.add_argument("--quiet", action="store_true", help="do not echo the transcript")
 
@@ -287,7 +294,8 @@ def run_replay(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     Scenario(out, seconds=args.seconds, cause=args.cause, trainer_args=shlex.split(args.trainer_args),
              ps_interval=args.ps_interval, echo=None if args.quiet else sys.stdout,
-             stall_seconds=args.stall_seconds, stall_at_step=args.stall_at_step).play(args.scenario)
+             stall_seconds=args.stall_seconds, stall_at_step=args.stall_at_step,
+             stall_by=args.stall_by).play(args.scenario)
     print(f"replay: {args.scenario} written to {out}")
     return 0
 

@@ -95,6 +95,7 @@ class ReplayConfig:
     peak_tflops: float | None = None
     inject_error: str | None = None  # "target:N" or "drafter:N": raise in that thread at its step N
     inject_hang: str | None = None  # "target:N" or "drafter:N": block that thread forever at its step N
+    on_thread_error: str = "stop"  # "continue": a failed thread just dies (a naive loop), the rest wait
 
 
 # ---------------------------------------------------------------- command line
@@ -153,6 +154,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--count-flops", action="store_true", help="count model FLOPs once, for MFU")
     g.add_argument("--peak-tflops", type=float, default=None, help="per GPU; default 989 (H200 bf16 dense) on GPU")
     g.add_argument("--inject-error", help="target:N or drafter:N, to test that a thread failure stops the run")
+    g.add_argument("--on-thread-error", choices=("stop", "continue"), default=d.on_thread_error,
+                   help="stop the run when a thread fails (default), or let that thread die and the others "
+                        "wait, as a loop without the guard does: the run then stalls")
     g.add_argument("--inject-hang", help="target:N or drafter:N: that thread blocks for good at its step N, as in a "
                                          "collective that never returns (the process lives on, holding its memory)")
 
@@ -402,6 +406,8 @@ def train(cfg: ReplayConfig, stream=None) -> int:
             try:
                 body(*args)
             except BaseException:
+                if cfg.on_thread_error == "continue":
+                    raise  # threading prints "Exception in thread ..." and the thread is gone
                 failures.append((threading.current_thread().name, traceback.format_exc()))
                 stop.set()  # one thread down stops the run: a silent stall is the worst outcome
         return run_body
