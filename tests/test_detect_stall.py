@@ -72,3 +72,32 @@ def test_real_h200_stall_in_the_whole_picture(stall_incident):
     kinds = detect(stall_incident)["kind"].tolist()
     assert kinds.count("stall") == 1 and kinds.count("verified_start") == 1
     assert "failed_restart" not in kinds
+
+
+CRASH = STALL.parent / "h200-1gpu-stall-crash"
+
+
+def test_real_h200_stall_after_a_thread_died_names_the_traceback(line_at):
+    """The unguarded loop on the H200: the drafter thread raised at its step 100 and the process
+    ran on without it; the stall finding gives that traceback as the likely cause."""
+    import warnings
+
+    import dflash_postmortem as pm
+    from dflash_postmortem.detect import detect
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(CRASH)
+    found = detect(inc)
+    assert sorted(found["kind"]) == ["stall", "verified_start"]  # a 9 s dip in the relaunch is no regression
+    s = found[found["kind"] == "stall"].iloc[0]
+    T = lambda x: pd.Timestamp(f"2026-11-30 {x}", tz="UTC")  # noqa: E731
+    assert T("09:44:29") < s["start"] <= T("09:44:35") and T("09:45:08") <= s["end"] <= T("09:45:12")
+    assert s["numbers"]["holders"] == [int((CRASH / "run" / "stalled.pid").read_text())] == [467]
+    assert s["numbers"]["traceback"] == "RuntimeError: injected failure in the drafter at its step 100"
+    assert ("likely cause: Exception in thread drafter-0 (RuntimeError: injected failure in the drafter "
+            "at its step 100) at 09:44:29") in s["detail"]
+    assert s["title"].endswith("with no step for 39 s")
+    cited = [line_at(CRASH, ref) for ref in s["evidence"]]
+    assert cited[:2] == ["2026-11-30 09:44:29 [stalled] step 95 loss 11.9559 tok/s 19877 queue 0",
+                         "Exception in thread drafter-0:"]

@@ -111,3 +111,19 @@ def test_the_stalled_run_stops_logging_and_lives_on_until_killed(stalled):
     # CPU only: no GPU samples, so no stall finding (it needs memory held at ~0 % utilization);
     # the H200 capture data/incidents/h200-1gpu-stall has them.
     assert (found["kind"] != "stall").all()
+
+
+def test_the_crash_variant_leaves_a_traceback_and_a_live_process(tmp_path):
+    """--stall-by crash: the drafter raises at its step 20 under --on-thread-error continue; the
+    traceback is in the log, nothing after it, and the operator's check still counts the trainer."""
+    out = tmp_path / "crash"
+    assert main(["replay", "stall", "--out", str(out), "--seconds", "3", "--ps-interval", "1", "--quiet",
+                 "--stall-seconds", "4", "--stall-by", "crash", "--trainer-args", TINY]) == 0
+    log = (out / "logs" / "train.log").read_text().rstrip().splitlines()
+    assert log[-1] == "RuntimeError: injected failure in the drafter at its step 20"
+    assert "Exception in thread drafter-0:" in log and "Training stopped" not in log
+    assert [int(m) for m in re.findall(r"\] step (\d+) ", "\n".join(log))][-1] == 19
+    transcript = (out / "logs" / "operator.log").read_text()
+    counts = re.findall(r"\| wc -l\n(\d+)\n", transcript)
+    assert int(counts[0]) >= 1 and counts[-1] == "0"
+    assert 'title = "replay: stall (cause: a drafter thread that died, unguarded)"' in (out / "incident.toml").read_text()

@@ -59,7 +59,7 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
                      if len(last) else "")
         rows.append(findings.finding(
             "stall", start_, end, "critical",
-            f"stall: GPUs hold memory at ~0 % utilization with no step for {(end - start_).total_seconds() / 60:.0f} min",
+            f"stall: GPUs hold memory at ~0 % utilization with no step for {_duration((end - start_).total_seconds())}",
             f"From {start_:%H:%M:%S} to {end:%H:%M:%S} GPU memory stayed allocated (up to "
             f"{part['memory_used_mib'].max():.0f} MiB{held_by}) with utilization at most "
             f"{part['util_gpu_pct'].max():.0f} % and no training step logged{last_text}; "
@@ -71,3 +71,7 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
              "last_step_time": last["time"].iloc[0] if len(last) else None,
              "traceback": str(died["message"].iloc[0]).strip().splitlines()[-1] if len(died) else None}))
     return findings.frame(rows)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"

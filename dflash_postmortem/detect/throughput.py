@@ -24,6 +24,9 @@ from .launches import flag_key
 METRIC = "train/tok_per_s"
 MIN_DROP = 0.15
 MIN_SIZE = 3
+# A drop shorter than this is noise or a hiccup, not an incident (short replay runs logged once a
+# second showed 9 s dips inside otherwise steady runs).
+MIN_REGRESSION_S = 20.0
 PENALTY = 3.0  # x sigma^2 x ln(n): BIC-like, sigma from the steady baseline
 # Settings that name or bound a run rather than change how it trains.
 BOOKKEEPING = re.compile(
@@ -106,6 +109,7 @@ def segments(s: pd.DataFrame, min_drop: float = MIN_DROP, penalty: float = PENAL
 def episodes(inc: Incident, min_drop: float | None = None) -> list[dict]:
     """Regression episodes: consecutive segments below (1 - min_drop) x the level before them."""
     min_drop = min_drop if min_drop is not None else float(inc.config.detect.get("min_drop", MIN_DROP))
+    min_len = pd.Timedelta(seconds=float(inc.config.detect.get("min_regression_s", MIN_REGRESSION_S)))
     s = series(inc)
     segs = segments(s, min_drop)
     out = []
@@ -123,6 +127,9 @@ def episodes(inc: Incident, min_drop: float | None = None) -> list[dict]:
             j += 1
         i0, i1 = int(segs["i0"].iloc[k]), int(segs["i1"].iloc[j])
         part = s.iloc[i0:i1]
+        if part["time"].iloc[-1] - part["time"].iloc[0] < min_len:
+            k = j + 1
+            continue
         before = s.iloc[int(base["i0"]):int(base["i1"])]
         out.append({
             "series": s, "baseline": float(base["level"]), "degraded": float(part["value"].median()),
