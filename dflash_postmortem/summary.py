@@ -47,7 +47,11 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     else:
         out.append("Every relaunch in the evidence came up." if len(findings) else "No relaunch failed.")
     rec = _first(findings, "recovery", "partial_recovery", "no_recovery")
-    if rec is None:
+    if rec is None and reg is not None and reg["kind"] == "stall" and impact and impact.get("recovered") is not None:
+        out.append(f"Training resumed at {_when(impact['recovered'])}, {impact['time_to_recover_s']:,.0f} s after the "
+                   "stall began" + (f" (relaunch at {_when(impact['mitigated'])})" if impact.get("mitigated") else "")
+                   + _impact(impact) + ".")
+    elif rec is None:
         out.append("There was nothing to recover from." if reg is None else "Whether it recovered cannot be told from the evidence.")
     else:
         text = f"{rec['title'][:1].upper()}{rec['title'][1:]}"
@@ -74,7 +78,12 @@ def summary_lines(inc: Incident, findings: pd.DataFrame | None = None) -> list[s
 
     if findings is None:
         findings = find(inc)
-    lines = what_happened(inc, findings)
+    cost = None
+    if not findings.attrs.get("note"):
+        from .timeline import impact
+
+        cost = impact(inc, findings)
+    lines = what_happened(inc, findings, cost)
     rep = inc.load_report
     lines.append(
         f"{len(rep.loaded)} source files loaded, {len(rep.failed)} failed, {len(rep.unrecognised)} not recognised."

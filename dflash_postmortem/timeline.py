@@ -20,6 +20,7 @@ from .schema import TIME
 
 COLUMNS = ("time", "phase", "what", "evidence")
 _FIRST_SIGN = ("throughput_regression", "stall", "failed_restart")
+_STALL_BASELINE_SAMPLES = 20  # the level a stalled run ran at: its last samples before the stall
 
 
 @dataclass
@@ -47,6 +48,12 @@ def _milestones(inc: Incident, f: pd.DataFrame) -> dict:
     out = {"first_sign": first["start"].iloc[0] if len(first) else None}
     rec = _kinds(f, "recovery", "partial_recovery")
     out["recovered"] = rec["start"].iloc[0] if len(rec) and out["first_sign"] is not None else None
+    stalls = _kinds(f, "stall")
+    if out["recovered"] is None and len(stalls) and _kinds(f, "throughput_regression").empty:
+        # A stall with no throughput drop around it ends when training steps again.
+        s = series(inc)
+        resumed = s[s["time"] > stalls["end"].iloc[-1]]
+        out["recovered"] = resumed["time"].iloc[0] if len(resumed) else None
     ev = inc.events
     cmds = ev[ev["kind"] == "command"].sort_values("time", kind="stable")
     out["detected"] = None
@@ -83,12 +90,17 @@ def impact(inc: Incident, findings: pd.DataFrame) -> dict:
                       ("recovered", "time_to_recover_s")):
         out[name] = (m[key] - t0).total_seconds() if t0 is not None and m[key] is not None else None
     reg = _kinds(findings, "throughput_regression")
-    baseline = inc.config.expected_tok_per_s
-    if baseline is None and len(reg):
-        baseline = reg["numbers"].iloc[0]["baseline_tok_per_s"]
-    n_gpus, how = _gpus_held(inc)
-    out.update(baseline_tok_per_s=baseline, gpus_held=n_gpus, gpus_held_from=how)
     s = series(inc)
+    baseline, baseline_from = inc.config.expected_tok_per_s, "incident.toml expected_tok_per_s"
+    if baseline is None and len(reg):
+        baseline, baseline_from = reg["numbers"].iloc[0]["baseline_tok_per_s"], "the regression's baseline"
+    if baseline is None and t0 is not None and len(_kinds(findings, "stall")):
+        before = s[s["time"] < t0].tail(_STALL_BASELINE_SAMPLES)
+        if len(before):
+            baseline, baseline_from = float(before["value"].median()), "throughput before the stall"
+    n_gpus, how = _gpus_held(inc)
+    out.update(baseline_tok_per_s=baseline, baseline_from=baseline_from if baseline is not None else None,
+               gpus_held=n_gpus, gpus_held_from=how)
     end = m["recovered"] if m["recovered"] is not None else (s["time"].max() if len(s) else None)
     if t0 is None or baseline is None or end is None or end <= t0:
         out.update(window_s=None, gpu_hours_held=None, gpu_hours_lost=None, tokens_lost=None)

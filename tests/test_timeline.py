@@ -42,3 +42,33 @@ def test_terminal_text(seed_incident, seed_findings):
 def test_no_findings_no_timeline():
     tl = timeline(Incident())
     assert tl.events.empty and tl.impact["first_sign"] is None and tl.impact["gpu_hours_lost"] is None
+
+
+def test_a_stall_is_recovered_when_training_steps_again():
+    """The real crash-stall capture: no throughput drop around the stall, so it ends with the first
+    step after it; the baseline is the stalled run's own level, and the cost is the stall's."""
+    import warnings
+    from pathlib import Path
+
+    import pandas as pd
+
+    import dflash_postmortem as pm
+    from dflash_postmortem.detect import detect
+    from dflash_postmortem.summary import what_happened
+    from dflash_postmortem.timeline import impact
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(Path(__file__).resolve().parents[1] / "data" / "incidents" / "h200-1gpu-stall-crash")
+    f = detect(inc)
+    imp = impact(inc, f)
+    T = lambda x: pd.Timestamp(f"2026-11-30 {x}", tz="UTC")  # noqa: E731
+    assert imp["recovered"] == T("09:45:31")  # the relaunch's `step 5` line
+    assert imp["mitigated"] == T("09:45:14.153")  # the `launch` command
+    assert imp["time_to_recover_s"] == 59.0 and imp["baseline_from"] == "throughput before the stall"
+    tok = inc.metrics[(inc.metrics["metric"] == "train/tok_per_s") & (inc.metrics["source"] == "logs/train.log")]
+    # the same level as the trainer's own log lines say (the series may take wandb's values)
+    assert abs(imp["baseline_tok_per_s"] / tok["value"].tail(20).median() - 1) < 0.005
+    assert 0.7 < imp["mean_shortfall"] < 1.0  # 39 s at zero, then the relaunch's start-up
+    lines = what_happened(inc, f, imp)
+    assert lines[2].startswith("Training resumed at 09:45:31 UTC, 59 s after the stall began (relaunch at 09:45:14 UTC)")
