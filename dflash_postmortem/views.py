@@ -317,14 +317,15 @@ def process_view(inc: Incident, findings: pd.DataFrame) -> pd.DataFrame | Missin
         "pid": procs["pid"].astype("string"), "user": procs["user"], "started": procs["started"].map(_t),
         "first seen": procs["first_seen"].map(_t), "last seen": procs["last_seen"].map(_t),
         "status": ["stale (predates the launch)" if p in stale else "" for p in procs["pid"]],
-        "command": procs["command"].str.slice(0, 160), "source": procs["source"],
+        "command": procs["command"], "source": procs["source"],
     }).reset_index(drop=True)
     pools = worker_pools(out["command"])
-    folded = out[pools].groupby("command", as_index=False).agg(
+    folded = out[pools].groupby("command", as_index=False, sort=False).agg(
         pid=("pid", lambda p: f"{len(p)} processes ({p.iloc[0]}…{p.iloc[-1]})"), user=("user", "first"),
         started=("started", "min"), **{"first seen": ("first seen", "min"), "last seen": ("last seen", "max")},
         status=("status", "first"), source=("source", "first"))
     out = pd.concat([out[~pools], folded[out.columns]], ignore_index=True)
+    out["command"] = out["command"].str.slice(0, 160)  # after folding: pools differ past the cut
     return out.sort_values("first seen", kind="stable").reset_index(drop=True)
 
 
