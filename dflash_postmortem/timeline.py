@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .detect.findings import refs as evidence_refs
 from .detect.throughput import series
 from .incident import Incident
 from .schema import TIME
@@ -155,6 +156,12 @@ def timeline(incident: Incident, findings: pd.DataFrame | None = None) -> Timeli
                 proof = findings[(findings["kind"] == "verified_start") & (findings["start"] == c.time)]
                 refs += [r for ev in proof["evidence"] for r in ev if r not in refs]
             rows.append(_row(c.time, phase, f"$ {c.message}", refs))
+    rec = imp["recovered"]
+    if rec is not None and not any(r["phase"] in ("recovery", "partial recovery") for r in rows):
+        # A stall's end: no recovery finding, the first step after it is the proof.
+        s = series(incident)
+        step = s[s["time"] == rec]
+        rows.append(_row(rec, "recovery", "training steps again after the stall", evidence_refs(step, 1)))
     df = pd.DataFrame(rows, columns=list(COLUMNS))
     df["time"] = pd.to_datetime(df["time"], utc=True).astype(TIME) if len(df) else pd.Series(dtype=TIME)
     df = df.sort_values("time", kind="stable").reset_index(drop=True)

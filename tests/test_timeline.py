@@ -70,5 +70,10 @@ def test_a_stall_is_recovered_when_training_steps_again():
     # the same level as the trainer's own log lines say (the series may take wandb's values)
     assert abs(imp["baseline_tok_per_s"] / tok["value"].tail(20).median() - 1) < 0.005
     assert 0.7 < imp["mean_shortfall"] < 1.0  # 39 s at zero, then the relaunch's start-up
+    from dflash_postmortem.timeline import timeline
+
+    rows = timeline(inc, f).events
+    rec = rows[rows["phase"] == "recovery"].iloc[0]
+    assert rec["time"] == T("09:45:31") and rec["evidence"] == ["logs/train_opt2.log:13"]
     lines = what_happened(inc, f, imp)
     assert lines[2].startswith("Training resumed at 09:45:31 UTC, 59 s after the stall began (relaunch at 09:45:14 UTC)")
