@@ -90,7 +90,9 @@ def nohup_crash(tmp_path_factory):
     (folder / "crash_train.py").write_text(CRASH.replace("; ", "\n") + "\n")
     _record(folder, [
         f"nohup {sys.executable} {folder}/crash_train.py > {folder}/logs/train_opt2.log 2>&1 &",
-        "sleep 3; ps aux | grep crash_train.py | grep -v grep | wc -l",
+        # the operator waits for the log to say something (seconds on a busy machine), then counts
+        f"for i in $(seq 60); do grep -q Error {folder}/logs/train_opt2.log && break; sleep 0.5; done; "
+        "sleep 1; ps aux | grep crash_train.py | grep -v grep | wc -l",
     ])
     inc = pm.load_incident(folder)
     return folder, inc, detect_failed_restarts(inc)
