@@ -294,9 +294,9 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
             pid = int(L["pid"])
             lines.append(f"process {pid} started (the launcher's `start` line)")
         elif proc is None:
-            said = "; ".join(f"{c['time']:%H:%M:%S}: {c['message']}" for c in counts)
+            counted = "; ".join(f"{c['time']:%H:%M:%S}: {c['message']}" for c in counts)
             lines.append("no new process running " + str(L["script"] or "the launched script")
-                         + " appeared" + (f" ({said})" if said else ""))
+                         + " appeared" + (f" ({counted})" if counted else ""))
             for c in counts:
                 evidence += [c["ref"]] if isinstance(c.get("ref"), str) else []
                 evidence += _output_refs(inc, c)
