@@ -123,7 +123,7 @@ def test_a_wrapper_that_execs_stays_one_process(tmp_path):
     the two forms are one process, not a vanished one and a new one. The lines are those a
     stall replay's sampler caught (tests/test_replay_scenarios.py), shortened."""
     head = "USER         PID %CPU %MEM    VSZ   RSS TTY      STAT START   TIME COMMAND"
-    cmd = "/work/main/.venv/bin/python -m dflash_postmortem.replay.train --run-name stalled --seconds 720"
+    cmd = "/opt/torch/.venv/bin/python3 -m dflash_postmortem.replay.train --run-name stalled --seconds 720"
     (tmp_path / "ps.txt").write_text(
         f"# 2026-11-30T09:18:17Z\n{head}\n"
         f"root        7850  0.0  0.0   2800  1536 ?        Ss   09:18   0:00 setsid nohup {cmd}\n"
@@ -145,16 +145,16 @@ def test_a_wrapper_that_execs_stays_one_process(tmp_path):
 
 
 def test_a_process_listed_as_its_short_name_while_exiting_stays_one(tmp_path):
-    """After SIGTERM the kernel drops the command line first: `ps` shows `[python]` for a moment."""
+    """After SIGTERM the kernel drops the command line first: `ps` shows `[python3]` for a moment."""
     head = "USER         PID %CPU %MEM    VSZ   RSS TTY      STAT START   TIME COMMAND"
-    cmd = "/work/main/.venv/bin/python -m dflash_postmortem.replay.train --run-name stalled"
+    cmd = "/opt/torch/.venv/bin/python3 -m dflash_postmortem.replay.train --run-name stalled"
     (tmp_path / "ps.txt").write_text(
         f"# 2026-11-30T09:22:40Z\n{head}\n"
         f"root        8650 10.0  1.2 912345 432784 ?       Ssl  09:22   0:09 {cmd}\n"
         f"# 2026-11-30T09:22:54Z\n{head}\n"
         f"root        8650 10.0  1.2 912345 432784 ?       Ssl  09:22   0:09 {cmd}\n"
         f"# 2026-11-30T09:22:55Z\n{head}\n"
-        f"root        8650  0.0  0.0      0     0 ?        Zsl  09:22   0:09 [python]\n")
+        f"root        8650  0.0  0.0      0     0 ?        Zsl  09:22   0:09 [python3]\n")
     inc = _load(tmp_path / "ps.txt")
     p = inc.processes
     assert p["command"].tolist() == [cmd]
