@@ -70,3 +70,12 @@ def shifted(ref: str, by: int) -> str | None:
     """The reference `by` lines after `ref` (a command's output follows its prompt line)."""
     split = ref_line(ref)
     return None if split is None else f"{split[0]}:{split[1] + by}"
+
+
+def memory_by_pid(gpu_processes: pd.DataFrame) -> tuple[pd.Series, list[str]]:
+    """The most GPU memory each PID held in these per-process samples (MiB), and one sample line
+    citing each PID."""
+    if gpu_processes.empty:
+        return pd.Series(dtype=float), []
+    per = gpu_processes.dropna(subset=["pid"]).groupby("pid")
+    return per["used_memory_mib"].max(), [r for _, one in per for r in refs(one, 1)]

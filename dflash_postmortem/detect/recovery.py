@@ -34,12 +34,11 @@ def _partial_reasons(inc: Incident, start, end, run) -> tuple[list[str], list[st
     """(reasons, the sample lines behind them)."""
     reasons, refs = [], []
     gp = inc.gpu_processes[(inc.gpu_processes["time"] >= start) & (inc.gpu_processes["time"] <= end)]
-    if len(gp):
-        pids = gp.groupby("pid")["used_memory_mib"].max()
-        if len(pids) > 1:
-            reasons.append("more than one process holds memory on the job's GPUs: PIDs "
-                           + ", ".join(f"{int(p)} ({m:.0f} MiB)" for p, m in pids.items()))
-            refs += [r for _, one in gp.groupby("pid") for r in findings.refs(one, 1)]
+    pids, pid_refs = findings.memory_by_pid(gp)
+    if len(pids) > 1:
+        reasons.append("more than one process holds memory on the job's GPUs: PIDs "
+                       + ", ".join(f"{int(p)} ({m:.0f} MiB)" for p, m in pids.items()))
+        refs += pid_refs
     g = inc.gpus[(inc.gpus["time"] >= start) & (inc.gpus["time"] <= end)]
     if len(g) and g["util_gpu_pct"].notna().any():
         per = g.groupby("gpu").agg(mem=("memory_used_mib", "median"), util=("util_gpu_pct", "median"))

@@ -42,17 +42,16 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
         part = g[(g["time"] >= start_) & (g["time"] <= end)]
         # Who holds the memory (per-process samples), and the last step before the silence.
         gp = inc.gpu_processes[(inc.gpu_processes["time"] >= start_) & (inc.gpu_processes["time"] <= end)]
-        holders = gp.groupby("pid")["used_memory_mib"].max() if len(gp) else pd.Series(dtype=float)
+        holders, holder_refs = findings.memory_by_pid(gp)
         last = inc.metrics[(inc.metrics["metric"] == "train/tok_per_s") & (inc.metrics["time"] < start_)]
         last = last.sort_values("time", kind="stable").tail(1)
         # A thread that died right before the silence (a loop without a guard runs on without it).
         since = last["time"].iloc[0] if len(last) else start_ - pd.Timedelta(seconds=60)
         ev = inc.events
         died = ev[(ev["kind"] == "traceback") & (ev["time"] >= since) & (ev["time"] <= end)]
-        cause = ""
-        if len(died):
-            tb = str(died["message"].iloc[0]).strip().splitlines()
-            cause = f"; likely cause: {tb[0].rstrip(':')} ({tb[-1].strip()}) at {died['time'].iloc[0]:%H:%M:%S}"
+        tb = str(died["message"].iloc[0]).strip().splitlines() if len(died) else []
+        cause = (f"; likely cause: {tb[0].rstrip(':')} ({tb[-1].strip()}) at {died['time'].iloc[0]:%H:%M:%S}"
+                 if tb else "")
         held_by = ("; held by " + ", ".join(f"PID {int(p)} ({m:.0f} MiB)" for p, m in holders.items())
                    if len(holders) else "")
         last_text = (f"; the last step was logged at {last['time'].iloc[0]:%H:%M:%S} (run {last['run'].iloc[0]})"
@@ -64,12 +63,11 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
             f"{part['memory_used_mib'].max():.0f} MiB{held_by}) with utilization at most "
             f"{part['util_gpu_pct'].max():.0f} % and no training step logged{last_text}; "
             f"{len(alive)} process(es) listed alive{cause}.",
-            findings.refs(last) + findings.refs(died, 1) + findings.refs(part, 3)
-            + [r for _, one in gp.groupby("pid") for r in findings.refs(one, 1)],
+            findings.refs(last) + findings.refs(died, 1) + findings.refs(part, 3) + holder_refs,
             {"seconds": (end - start_).total_seconds(), "processes_alive": int(len(alive)),
              "holders": [int(p) for p in holders.index],
              "last_step_time": last["time"].iloc[0] if len(last) else None,
-             "traceback": str(died["message"].iloc[0]).strip().splitlines()[-1] if len(died) else None}))
+             "traceback": tb[-1].strip() if tb else None}))
     return findings.frame(rows)
 
 
