@@ -226,9 +226,9 @@ def load_ps(path: Path, ctx: LoadContext):
 
 
 # Programs that exec the command after them, keeping the PID: `setsid nohup python train.py`
-# is listed as that for a moment, then as `python train.py`.
-_EXEC_WRAPPERS = {"setsid", "nohup", "env", "exec", "stdbuf", "nice", "ionice", "taskset", "numactl",
-                  "chrt", "timeout", "unbuffer", "time"}
+# is listed as that for a moment, then as `python train.py`. (`timeout` and `time` fork: their
+# command is another PID, and stays a process of its own.)
+_EXEC_WRAPPERS = {"setsid", "nohup", "env", "stdbuf", "nice", "ionice", "taskset", "numactl", "chrt"}
 
 
 def _exec_chain(earlier: str, later: str) -> bool:
@@ -252,18 +252,21 @@ def _fold_exec_chains(df: pd.DataFrame, rep) -> None:
     """One process stays one row while its listed command changes: a wrapper's rows take the
     command it exec'd into, and the `[name]` rows of its exit take its full command."""
     execs = exits = 0
-    for _, one in df.groupby("pid", sort=False):
-        pid = df["pid"] == one["pid"].iloc[0]
-        cmds = one.sort_values("snap", kind="stable")["command"].drop_duplicates().tolist()
-        for a, b in zip(cmds, cmds[1:], strict=False):
+    # Only PIDs listed under more than one command (a handful): long listings stay one pass.
+    changed = df.groupby("pid", sort=False)["command"].transform("nunique") > 1
+    for _, one in df[changed].sort_values("snap", kind="stable").groupby("pid", sort=False):
+        cmd = one["command"].copy()
+        seq = cmd.drop_duplicates().tolist()
+        for a, b in zip(seq, seq[1:], strict=False):
             if _exec_chain(a, b):
-                df.loc[pid & (df["command"] == a), "command"] = b
+                cmd[cmd == a] = b
                 execs += 1
-        cmds = df[pid].sort_values("snap", kind="stable")["command"].drop_duplicates().tolist()
-        for before, c in zip(cmds, cmds[1:], strict=False):
+        seq = cmd.drop_duplicates().tolist()
+        for before, c in zip(seq, seq[1:], strict=False):
             if _exiting(before, c):
-                df.loc[pid & (df["command"] == c), "command"] = before
+                cmd[cmd == c] = before
                 exits += 1
+        df.loc[cmd.index, "command"] = cmd
     if execs:
         rep.assume(f"{execs} process(es) listed first as an exec wrapper (setsid, nohup, env, ...) and then "
                    "as the command it ran are one process each (exec keeps the PID)")
