@@ -94,9 +94,10 @@ def _launcher(command: str) -> str | None:
     return m.group("how") if m else None
 
 
-def _reason(L: pd.Series, inc: Incident, start, end) -> tuple[str, str, list[str]]:
-    """Why the launch failed, as far as the evidence goes: (reason, explanation, refs)."""
-    launcher = _launcher_said(L, inc)
+def _reason(L: pd.Series, inc: Incident, start, end, said: pd.DataFrame) -> tuple[str, str, list[str]]:
+    """Why the launch failed, as far as the evidence goes: (reason, explanation, refs). `said`: the
+    launcher's verdict lines for this launch (empty unless it went through `launch`)."""
+    launcher = _launcher_said(L, inc, said)
     if launcher is not None:
         return launcher
     ev = _between(inc.events, start, end)
@@ -152,10 +153,9 @@ def _launcher_checks(said: pd.DataFrame) -> dict[str, tuple[bool, str]]:
             for _, r in said.iterrows() if r["check"] != "verdict"}
 
 
-def _launcher_said(L: pd.Series, inc: Incident) -> tuple[str, str, list[str]] | None:
+def _launcher_said(L: pd.Series, inc: Incident, said: pd.DataFrame) -> tuple[str, str, list[str]] | None:
     """A start through `dflash-postmortem launch`: its first FAIL line is the reason, with the log
     tail it quoted (the traceback of a trainer that died is there even when its log is lost)."""
-    said = verdicts(inc, L.get("ref"))
     if said.empty:
         return None
     bad = said[(said["check"] != "verdict") & (said["ok"] == False)]  # noqa: E712 (nullable booleans)
@@ -169,8 +169,7 @@ def _launcher_said(L: pd.Series, inc: Incident) -> tuple[str, str, list[str]] | 
     n = int(first["lines"]) if pd.notna(first.get("lines")) else 1
     refs = [first["ref"], *(r for r in (findings.shifted(first["ref"], k) for k in range(1, n)) if r)]
     # The trainer's own log, when it is in the folder, holds the same traceback at its source.
-    refs += findings.refs(inc.events[(inc.events["kind"] == "traceback") & (inc.events["time"] >= L["time"])
-                                     & (inc.events["time"] <= first["time"] + pd.Timedelta(seconds=5))], 3)
+    refs += findings.refs(_startup_traceback(L, _between(inc.events, L["time"], first["time"] + pd.Timedelta(seconds=5))), 3)
     return (reason, f"{reason}: dflash-postmortem launch reported `{check}` FAIL "
             f"({detail.removesuffix('; last log lines:')})"
             + (f"; the log tail it quoted ends `{quoted[-1]}`" if quoted else ""), refs)
@@ -331,7 +330,7 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
                 "; ".join(lines) + ". Alive and no evidence of failure: slow, not failed.",
                 evidence, {"checks": checks, "run": L["run"], "pid": None if pid is None else int(pid)}))
             continue
-        reason, why, why_refs = _reason(L, inc, start, end)
+        reason, why, why_refs = _reason(L, inc, start, end, said)
         evidence = why_refs + evidence
         rows.append(findings.finding(
             "failed_restart", L["time"], end, "critical",
