@@ -43,8 +43,9 @@ def _kinds(f: pd.DataFrame, *kinds) -> pd.DataFrame:
     return f[f["kind"].isin(kinds)].sort_values("start", kind="stable")
 
 
-def _milestones(inc: Incident, f: pd.DataFrame) -> dict:
-    """First sign, detection, mitigation and recovery times (None where the evidence has none)."""
+def _milestones(inc: Incident, f: pd.DataFrame, s: pd.DataFrame) -> dict:
+    """First sign, detection, mitigation and recovery times (None where the evidence has none);
+    `s` is the throughput series."""
     first = _kinds(f, *_FIRST_SIGN)
     out = {"first_sign": first["start"].iloc[0] if len(first) else None}
     rec = _kinds(f, "recovery", "partial_recovery")
@@ -52,9 +53,9 @@ def _milestones(inc: Incident, f: pd.DataFrame) -> dict:
     stalls = _kinds(f, "stall")
     if out["recovered"] is None and len(stalls) and _kinds(f, "throughput_regression").empty:
         # A stall with no throughput drop around it ends when training steps again.
-        s = series(inc)
-        resumed = s[s["time"] > stalls["end"].iloc[-1]]
+        resumed = s[s["time"] > stalls["end"].iloc[-1]].head(1)
         out["recovered"] = resumed["time"].iloc[0] if len(resumed) else None
+        out["recovered_evidence"] = evidence_refs(resumed)
     ev = inc.events
     cmds = ev[ev["kind"] == "command"].sort_values("time", kind="stable")
     out["detected"] = None
@@ -84,14 +85,14 @@ def _gpus_held(inc: Incident) -> tuple[int, str]:
 
 def impact(inc: Incident, findings: pd.DataFrame) -> dict:
     """Durations from the first sign and the cost of the incident window."""
-    m = _milestones(inc, findings)
+    s = series(inc)
+    m = _milestones(inc, findings, s)
     out = dict(m)
     t0 = m["first_sign"]
     for key, name in (("detected", "time_to_detect_s"), ("mitigated", "time_to_mitigate_s"),
                       ("recovered", "time_to_recover_s")):
         out[name] = (m[key] - t0).total_seconds() if t0 is not None and m[key] is not None else None
     reg = _kinds(findings, "throughput_regression")
-    s = series(inc)
     baseline, baseline_from = inc.config.expected_tok_per_s, "incident.toml expected_tok_per_s"
     if baseline is None and len(reg):
         baseline, baseline_from = reg["numbers"].iloc[0]["baseline_tok_per_s"], "the regression's baseline"
@@ -156,12 +157,10 @@ def timeline(incident: Incident, findings: pd.DataFrame | None = None) -> Timeli
                 proof = findings[(findings["kind"] == "verified_start") & (findings["start"] == c.time)]
                 refs += [r for ev in proof["evidence"] for r in ev if r not in refs]
             rows.append(_row(c.time, phase, f"$ {c.message}", refs))
-    rec = imp["recovered"]
-    if rec is not None and not any(r["phase"] in ("recovery", "partial recovery") for r in rows):
+    if "recovered_evidence" in imp and imp["recovered"] is not None:
         # A stall's end: no recovery finding, the first step after it is the proof.
-        s = series(incident)
-        step = s[s["time"] == rec]
-        rows.append(_row(rec, "recovery", "training steps again after the stall", evidence_refs(step, 1)))
+        rows.append(_row(imp["recovered"], "recovery", "training steps again after the stall",
+                         imp["recovered_evidence"]))
     df = pd.DataFrame(rows, columns=list(COLUMNS))
     df["time"] = pd.to_datetime(df["time"], utc=True).astype(TIME) if len(df) else pd.Series(dtype=TIME)
     df = df.sort_values("time", kind="stable").reset_index(drop=True)

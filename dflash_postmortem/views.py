@@ -377,8 +377,7 @@ def gpu_roles(inc: Incident, start=None, end=None) -> pd.DataFrame:
 
 
 def _role_of(inc: Incident, host, gpu: int) -> str:
-    roles = inc.config.roles_for(host if isinstance(host, str) else None)
-    return next((role for role, gpus in roles.items() if gpu in gpus), "unassigned")
+    return next((role for role, gpus in inc.config.roles_for(host).items() if gpu in gpus), "unassigned")
 
 
 def _observed(mib: float, util: float) -> str:
