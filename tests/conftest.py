@@ -1,4 +1,4 @@
-"""Shared test fixtures: where the real data lives, and skipping cleanly when it is absent."""
+"""Shared test fixtures: where the real data lives (all of it inside the repository)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
 BUNDLED = REPO / "data" / "incidents" / "h200-2gpu"
+# Public samples the repository owns (SOURCES.tsv says where each came from).
+REAL_WORLD = REPO / "tests" / "fixtures" / "real-world"
 
 
 @pytest.fixture(scope="session")
@@ -23,26 +24,8 @@ def bundled_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} is absent (shared reference data is not part of the repository)")
-    return SHARED
-
-
-@pytest.fixture(scope="session")
-def fixtures_dir(shared_dir) -> Path:
-    d = shared_dir / "fixtures" / "real-world"
-    if not d.is_dir():
-        pytest.skip(f"{d} is absent")
-    return d
-
-
-@pytest.fixture(scope="session")
-def capture_dir(shared_dir) -> Path:
-    d = shared_dir / "data" / "h200-2gpu-incident"
-    if not d.is_dir():
-        pytest.skip(f"{d} is absent")
-    return d
+def fixtures_dir() -> Path:
+    return REAL_WORLD
 
 
 SEED = REPO / "data" / "incidents" / "seed-8gpu-reconstruction"

@@ -1,4 +1,4 @@
-"""Every real nvidia-smi capture under ../shared/fixtures/real-world/smi-*: it loads (or fails with
+"""Every real nvidia-smi capture under tests/fixtures/real-world/smi-*: it loads (or fails with
 a SourceFormatError naming file and line), every line is accounted for, and a few values per file
 are what the file says."""
 
