@@ -8,8 +8,9 @@ from .errors import (
     PostmortemError,
     SourceFormatError,
 )
-from .incident import Incident, RunInfo, load_incident
+from .incident import Incident, RunInfo
 from .load_report import FileReport, LoadReport
+from .loaders.folder import load_incident
 from .loaders.nvidia_smi import load_nvidia_smi
 from .loaders.process_log import load_process_log
 from .loaders.ps_snapshots import load_ps_snapshots

@@ -19,21 +19,38 @@ def _add_inspect(sub) -> None:
     p.add_argument("dir", type=Path, help="incident folder (or a single file)")
     p.add_argument("--timezone", help="zone for sources whose times carry none (default: incident.toml or UTC)")
     p.add_argument("--on-bad-line", choices=("raise", "warn", "skip"), default="skip")
+    _add_strict(p)
     p.add_argument("--verbose", "-v", action="store_true", help="list skip reasons with line numbers")
     p.set_defaults(func=run_inspect)
+
+
+def _add_strict(p) -> None:
+    p.add_argument("--strict", action="store_true",
+                   help="stop at the first file or line that cannot be read (exit 2) instead of "
+                        "listing it in the load report")
 
 
 def run_inspect(args) -> int:
     import warnings
 
-    from .incident import load_incident
     from .inspect_text import render_inspect
+    from .loaders.folder import load_incident
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        inc = load_incident(args.dir, timezone=args.timezone, on_bad_line=args.on_bad_line)
-    print(render_inspect(inc, verbose=args.verbose))
+        inc = load_incident(args.dir, timezone=args.timezone,
+                            on_bad_line="raise" if args.strict else args.on_bad_line)
+    print(render_inspect(inc, verbose=args.verbose, debug=args.debug))
+    _say_unreadable(inc.load_report)
     return 0
+
+
+def _say_unreadable(report) -> None:
+    """The last line a user sees: how many files the kit could not read (they are listed above)."""
+    n = len(report.failed)
+    if n:
+        print(f"{n} file{'s' if n != 1 else ''} could not be read (see the load report above; "
+              "--strict stops at the first)", file=sys.stderr)
 
 
 def _add_report(sub) -> None:
@@ -47,20 +64,33 @@ def _add_report(sub) -> None:
     p.add_argument("--show-code", action="store_true", help="keep code cells in the HTML")
     p.add_argument("--static", action="store_true", help="also export figures as PNG (needs kaleido and Chromium)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_strict(p)
     p.set_defaults(func=run_report)
 
 
 def run_report(args) -> int:
-    from .report import build_report, parse_params
+    import warnings
 
-    if not args.dir.exists():
+    from .notebook import load
+    from .report import build_report, loading_cache, parse_params
+
+    if not args.dir.is_dir():
         raise PostmortemError(f"{args.dir}: no such incident folder")
     out = args.out or Path("reports") / args.dir.resolve().name
-    index = build_report(
-        args.dir, out, only=args.only, params=parse_params(args.param),
-        show_code=args.show_code, progress=not args.no_progress, static=args.static,
-    )
+    params = parse_params(args.param)
+    with loading_cache():
+        # Loaded here, once, before any notebook kernel starts: the pages read it from the cache,
+        # and --strict stops before a page is written.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            inc, _ = load(str(args.dir.resolve()), str(params.get("timezone", "")),
+                          on_bad_line="raise" if args.strict else "skip")
+        index = build_report(
+            args.dir, out, only=args.only, params=params,
+            show_code=args.show_code, progress=not args.no_progress, static=args.static,
+        )
     print(f"report written: {index}")
+    _say_unreadable(inc.load_report)
     return 0
 
 
@@ -117,6 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_record(sub)
     _add_replay(sub)
     _add_launch(sub)
+    for p in sub.choices.values():
+        # `--debug` is also accepted after the command, where users tend to type it.
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
     return parser
 
 
@@ -128,11 +161,22 @@ def main(argv: list[str] | None = None) -> int:
     except PostmortemError as e:
         if args.debug:
             traceback.print_exc()
-        print(f"dflash-postmortem {args.command}: error: {e}", file=sys.stderr)
+        print(f"dflash-postmortem {args.command}: error: {_one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"dflash-postmortem {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # noqa: BLE001 - a bug in the kit: one line, the traceback on request
+        if args.debug:
+            traceback.print_exc()
+        print(f"dflash-postmortem {args.command}: internal error: {type(e).__name__}: {_one_line(e)} "
+              "(run with --debug for the traceback, and please report it)", file=sys.stderr)
+        return 1
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= 400 else text[:397] + "..."
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ Every key is optional. Example:
 from __future__ import annotations
 
 import datetime as dt
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,31 +91,36 @@ def check_timezone(name: str, where: str = "timezone") -> str:
 
 
 def read_config(path: Path) -> IncidentConfig:
-    """Parse `incident.toml`; unknown keys and wrong types are errors that name the key."""
+    """Parse `incident.toml`; unknown keys and wrong types are one-line errors naming the key,
+    the type expected and the value found."""
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except tomllib.TOMLDecodeError as e:
         raise IncidentConfigError(f"{path}: not valid TOML: {e}") from e
+    except UnicodeDecodeError as e:
+        raise IncidentConfigError(f"{path}: not UTF-8 text (byte {e.start}): save it as UTF-8") from e
+    except OSError as e:
+        raise IncidentConfigError(f"{path}: could not be read: {e.strerror or e}") from e
     unknown = set(raw) - _KNOWN
     if unknown:
         raise IncidentConfigError(f"{path}: unknown key(s) {sorted(unknown)}; known keys are {sorted(_KNOWN)}")
     cfg = IncidentConfig(path=path)
     if "title" in raw:
-        cfg.title = str(raw["title"])
+        cfg.title = _text(path, "title", raw["title"])
     if "timezone" in raw:
-        cfg.timezone = check_timezone(str(raw["timezone"]), f"{path}: timezone")
+        cfg.timezone = check_timezone(_text(path, "timezone", raw["timezone"]), f"{path}: timezone")
     if "date" in raw:
         d = raw["date"]
         if isinstance(d, str):
             try:
                 d = dt.date.fromisoformat(d)
             except ValueError as e:
-                raise IncidentConfigError(f"{path}: date: expected YYYY-MM-DD, found {raw['date']!r}") from e
-        if not isinstance(d, dt.date):
-            raise IncidentConfigError(f"{path}: date: expected YYYY-MM-DD, found {d!r}")
+                raise IncidentConfigError(f"{path}: date: expected a date YYYY-MM-DD, found {raw['date']!r}") from e
+        if isinstance(d, dt.datetime) or not isinstance(d, dt.date):
+            raise IncidentConfigError(f"{path}: date: expected a date YYYY-MM-DD, found {_shown(d)}")
         cfg.date = d
     if "hosts" in raw:
-        cfg.hosts = [str(h) for h in raw["hosts"]]
+        cfg.hosts = _texts(path, "hosts", raw["hosts"])
     if "expected_tok_per_s" in raw:
         cfg.expected_tok_per_s = _number(path, "expected_tok_per_s", raw["expected_tok_per_s"])
     if "recovery_fraction" in raw:
@@ -123,40 +129,116 @@ def read_config(path: Path) -> IncidentConfig:
             raise IncidentConfigError(f"{path}: recovery_fraction: expected a number in (0, 1], found {f}")
         cfg.recovery_fraction = f
     if "roles" in raw:
-        roles = raw["roles"]
-        if not isinstance(roles, dict):
-            raise IncidentConfigError(f"{path}: roles: expected a table like target = [0, 1], found {roles!r}")
+        roles = _table(path, "roles", raw["roles"], "a table like target = [0, 1]")
         cfg.roles = _role_lists(path, "roles", {k: v for k, v in roles.items() if not isinstance(v, dict)})
         cfg.host_roles = {host: _role_lists(path, f"roles.{host}", v) for host, v in roles.items() if isinstance(v, dict)}
     for key in ("sources", "patterns"):
         if key in raw:
             items = raw[key]
             if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-                raise IncidentConfigError(f"{path}: {key}: expected [[{key}]] tables")
+                raise IncidentConfigError(f"{path}: {key}: expected [[{key}]] tables, found {_shown(items)}")
             setattr(cfg, key, items)
-    for s in cfg.sources:
-        if "path" not in s:
-            raise IncidentConfigError(f"{path}: a [[sources]] entry has no path: {s!r}")
-        if "timezone" in s:
-            check_timezone(str(s["timezone"]), f"{path}: sources[{s['path']}].timezone")
+    for i, s in enumerate(cfg.sources):
+        _check_source(path, i, s)
+    for i, p in enumerate(cfg.patterns):
+        _check_pattern(path, i, p)
     if "offsets" in raw:
-        cfg.offsets = {str(k): _number(path, f"offsets.{k}", v) for k, v in raw["offsets"].items()}
+        offsets = _table(path, "offsets", raw["offsets"], 'a table of seconds like "logs/train.log" = -3.5')
+        cfg.offsets = {str(k): _number(path, f"offsets.{k}", v) for k, v in offsets.items()}
     if "ignore" in raw:
-        cfg.ignore = [str(p) for p in raw["ignore"]]
+        cfg.ignore = _texts(path, "ignore", raw["ignore"])
     if "detect" in raw:
-        cfg.detect = dict(raw["detect"])
+        cfg.detect = _check_detect(path, _table(path, "detect", raw["detect"], "a [detect] table"))
     return cfg
+
+
+# [detect] options and the type each takes (the detectors read them with these names).
+_DETECT_NUMBERS = ("min_drop", "min_regression_s", "stall_s", "restart_grace_s", "roles_min_minutes")
+_DETECT_TEXTS = ("heavy_roles",)
+
+
+def _check_detect(path: Path, detect: dict) -> dict:
+    for key, value in detect.items():
+        if key in _DETECT_NUMBERS:
+            _number(path, f"detect.{key}", value)
+        elif key in _DETECT_TEXTS:
+            _texts(path, f"detect.{key}", value)
+        else:
+            known = sorted(_DETECT_NUMBERS + _DETECT_TEXTS)
+            raise IncidentConfigError(f"{path}: detect.{key}: unknown option; known: {known}")
+    return dict(detect)
+
+
+_SOURCE_TEXTS = ("path", "format", "host", "timezone", "run")
+
+
+def _check_source(path: Path, i: int, s: dict) -> None:
+    if "path" not in s:
+        raise IncidentConfigError(f"{path}: sources[{i}]: a [[sources]] entry needs a path, found {_shown(s)}")
+    where = f"sources[{s['path']}]"
+    for key in _SOURCE_TEXTS:
+        if key in s:
+            _text(path, f"{where}.{key}", s[key])
+    if "fields" in s:
+        _texts(path, f"{where}.fields", s["fields"])
+    if "timezone" in s:
+        check_timezone(s["timezone"], f"{path}: {where}.timezone")
+
+
+def _check_pattern(path: Path, i: int, p: dict) -> None:
+    name = p.get("name", f"pattern{i}")
+    where = f"patterns[{name}]"
+    for key in ("name", "keyword"):
+        if key in p:
+            _text(path, f"{where}.{key}", p[key])
+    for key in ("regex", "metric"):
+        if key not in p:
+            raise IncidentConfigError(f"{path}: {where}.{key}: missing (a pattern needs regex and metric)")
+        _text(path, f"{where}.{key}", p[key])
+    try:
+        rx = re.compile(p["regex"])
+    except re.error as e:
+        raise IncidentConfigError(f"{path}: {where}.regex: not a valid regular expression: {e}") from e
+    if "value" not in rx.groupindex:
+        raise IncidentConfigError(f"{path}: {where}.regex: needs a (?P<value>...) group, found {p['regex']!r}")
+
+
+def _shown(value) -> str:
+    """A value found in the file, with its TOML type: `'12' (a string)`."""
+    kinds = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
+             dict: "a table", dt.datetime: "a date-time", dt.date: "a date", dt.time: "a time"}
+    kind = next((v for t, v in kinds.items() if type(value) is t), type(value).__name__)
+    text = repr(value)
+    return f"{text if len(text) <= 60 else text[:57] + '...'} ({kind})"
+
+
+def _text(path: Path, key: str, value) -> str:
+    if not isinstance(value, str):
+        raise IncidentConfigError(f"{path}: {key}: expected a string, found {_shown(value)}")
+    return value
+
+
+def _texts(path: Path, key: str, value) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise IncidentConfigError(f"{path}: {key}: expected an array of strings, found {_shown(value)}")
+    return list(value)
+
+
+def _table(path: Path, key: str, value, expected: str) -> dict:
+    if not isinstance(value, dict):
+        raise IncidentConfigError(f"{path}: {key}: expected {expected}, found {_shown(value)}")
+    return value
 
 
 def _number(path: Path, key: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise IncidentConfigError(f"{path}: {key}: expected a number, found {value!r}")
+        raise IncidentConfigError(f"{path}: {key}: expected a number, found {_shown(value)}")
     return float(value)
 
 
 def _role_lists(path, key: str, roles: dict) -> dict[str, list[int]]:
     for name, gpus in roles.items():
-        if not isinstance(gpus, list) or not all(isinstance(g, int) for g in gpus):
-            raise IncidentConfigError(f"{path}: {key}.{name}: expected a list of GPU indices "
-                                      f"(or a [roles.HOST] table), found {gpus!r}")
+        if not isinstance(gpus, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in gpus):
+            raise IncidentConfigError(f"{path}: {key}.{name}: expected an array of GPU indices "
+                                      f"(or a [roles.HOST] table), found {_shown(gpus)}")
     return {k: list(v) for k, v in roles.items()}

@@ -34,6 +34,20 @@ class SourceFormatError(PostmortemError, ValueError):
         super().__init__(f"{where}: {what}expected {expected}, found {shown!r}")
 
 
+class UsageError(PostmortemError, ValueError):
+    """An argument given to the kit, on the command line or in Python, is not one it takes."""
+
+
+class LoadError(PostmortemError):
+    """A source could not be read at all (unreadable, a link loop, a loader that failed); raised
+    only under `on_bad_line="raise"` (`--strict`), otherwise a load-report entry."""
+
+    def __init__(self, path, reason: str):
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+
 class IncidentConfigError(PostmortemError, ValueError):
     """`incident.toml` or an argument describing the incident is wrong."""
 

@@ -1,16 +1,15 @@
-"""The Incident: the five canonical frames of one incident on one UTC clock, and how it is loaded."""
+"""The Incident: the five canonical frames of one incident on one UTC clock (loaded by
+`loaders.folder.load_incident`)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from . import align, schema
-from .config import CONFIG_NAME, IncidentConfig, check_timezone, read_config
-from .errors import PostmortemError, SourceFormatError
+from . import schema
+from .config import IncidentConfig
 from .load_report import FileReport, LoadReport
 
 
@@ -150,127 +149,3 @@ def from_frames(report: FileReport | None = None, **frames) -> Incident:
     if report is not None:
         inc.load_report.add(report)
     return inc
-
-
-def _walk(root: Path):
-    """Files and folders under root, sorted, hidden entries and checkpoints left out."""
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
-        here = Path(dirpath)
-        yield here, [here / f for f in sorted(filenames) if not f.startswith(".")]
-
-
-def load_incident(
-    path: str | os.PathLike,
-    *,
-    timezone: str | None = None,
-    on_bad_line: str = "warn",
-    host: str | None = None,
-) -> Incident:
-    """Load every source in an incident folder (or a single file) into one Incident.
-
-    Each file's format is sniffed from its content; `incident.toml`, when present, adds what the
-    files cannot say (zone, date, roles, field lists of header-less CSVs, clock offsets).
-    """
-    from .loaders.registry import FORMATS, LoadContext, read_head, sniff
-
-    root = Path(path)
-    if not root.exists():
-        raise PostmortemError(f"{root}: no such file or folder")
-    cfg_path = root / CONFIG_NAME if root.is_dir() else None
-    cfg = read_config(cfg_path) if cfg_path is not None and cfg_path.exists() else IncidentConfig()
-    if timezone is not None:
-        cfg.timezone = check_timezone(timezone)
-    base = root if root.is_dir() else root.parent
-    ctx = LoadContext(root=base, timezone=cfg.timezone, host=host, on_bad_line=on_bad_line, config=cfg, date=cfg.date)
-
-    # Decide what each path is before loading anything: folder formats (a wandb run) claim
-    # everything inside them, explicit [[sources]] override sniffing.
-    plan: list[tuple[Path, object]] = []
-    report = LoadReport()
-    claimed: set[Path] = set()
-    if root.is_file():
-        entries = [root]
-    else:
-        entries = []
-        for here, files in _walk(root):
-            if here != root and any(here.is_relative_to(c) for c in claimed):
-                continue
-            if here != root:
-                fmt, _ = sniff(here)
-                if fmt is not None:
-                    plan.append((here, fmt))
-                    claimed.add(here)
-                    continue
-            entries.extend(files)
-    for f in entries:
-        rel = ctx.name(f)
-        if f == cfg_path:
-            report.add(FileReport(path=rel, format="incident.toml", notes=["incident configuration"]))
-            continue
-        if any(Path(rel).match(pat) for pat in cfg.ignore):
-            report.add(FileReport(path=rel, notes=["ignored by incident.toml"]))
-            continue
-        explicit = cfg.source_options(rel).get("format")
-        if explicit:
-            if explicit not in FORMATS:
-                from .errors import IncidentConfigError
-
-                raise IncidentConfigError(
-                    f"{cfg.path}: sources[{rel}].format: unknown format {explicit!r}; known: {sorted(FORMATS)}"
-                )
-            plan.append((f, FORMATS[explicit]))
-            continue
-        head = read_head(f)
-        fmt, _ = sniff(f, head)
-        if fmt is None:
-            why = "empty file" if not head else "no known format matched its content"
-            report.add(FileReport(path=rel, notes=[why]))
-        else:
-            plan.append((f, fmt))
-
-    parts: list[Incident] = []
-    for phase in sorted({fmt.phase for _, fmt in plan}):
-        if phase > 0:
-            so_far = Incident.combine(parts)
-            ctx.known = so_far
-            if ctx.date is None:
-                first, _ = so_far.span()
-                if first is not None:
-                    ctx.date = first.tz_convert(cfg.timezone).date() if cfg.timezone != "UTC" else first.date()
-        for f, fmt in plan:
-            if fmt.phase != phase:
-                continue
-            parts.append(_load_one(f, fmt, ctx))
-    inc = Incident.combine(parts, config=cfg, root=root)
-    inc.load_report.files = report.files + inc.load_report.files
-    align.apply_offsets(inc, cfg.offsets)
-    align.date_untimed_logs(inc)
-    _fill_gpu_index(inc)
-    inc.load_report.files.sort(key=lambda r: r.path)
-    return inc
-
-
-def _load_one(path: Path, fmt, ctx) -> Incident:
-    fctx = ctx.for_file(path)
-    try:
-        return fmt.load(path, fctx)
-    except SourceFormatError as e:
-        if ctx.on_bad_line == "raise":
-            raise
-        failed = fctx.report(path, fmt.name)
-        failed.error = str(e)
-        inc = Incident()
-        inc.load_report.add(failed)
-        return inc
-
-
-def _fill_gpu_index(inc: Incident) -> None:
-    """Give per-process rows that only name a GPU UUID the index any other source knows."""
-    known = inc.gpus.dropna(subset=["uuid", "gpu"]).drop_duplicates("uuid").set_index("uuid")["gpu"]
-    if known.empty or inc.gpu_processes.empty:
-        return
-    gp = inc.gpu_processes
-    missing = gp["gpu"].isna() & gp["uuid"].notna()
-    if missing.any():
-        gp.loc[missing, "gpu"] = gp.loc[missing, "uuid"].map(known).astype("Int64")

@@ -13,22 +13,26 @@ def _fmt_time(t) -> str:
     return pd.Timestamp(t).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def render_load_report(inc: Incident, verbose: bool = False) -> str:
+def render_load_report(inc: Incident, verbose: bool = False, debug: bool = False) -> str:
     rep = inc.load_report
     lines = [f"Incident: {inc.title}", f"Root: {inc.root}", f"Clock: UTC (sources without a zone read as {inc.config.timezone})", ""]
     lines.append(f"Files: {len(rep.files)} — {len(rep.loaded)} loaded, {len(rep.failed)} failed, {len(rep.unrecognised)} not recognised")
     width = max((len(f.path) for f in rep.files), default=10)
     for f in rep.files:
-        if f.format is None:
+        if f.format is None and f.error:
+            status = f"could not be read: {f.error}"
+        elif f.format is None:
             status = "not recognised: " + ("; ".join(f.notes) or "no known format")
         elif f.error:
-            status = f"{f.format}: FAILED: {f.error}"
+            status = f"{f.format or 'not read'}: FAILED: {f.error}"
         else:
             rows = ", ".join(f"{k} {v}" for k, v in sorted(f.rows.items())) or "no rows"
             status = f"{f.format}: {f.read} {f.unit}s, {f.parsed} parsed, {f.n_skipped} skipped -> {rows}"
             if f.start is not None:
                 status += f"  [{_fmt_time(f.start)} .. {_fmt_time(f.end)}]"
         lines.append(f"  {f.path:<{width}}  {status}")
+        if debug and f.trace:
+            lines.extend(f"  {'':<{width}}    | {t}" for t in f.trace.rstrip().splitlines())
         if verbose or f.error is None:
             for reason, n in f.skipped.most_common():
                 where = ", ".join(str(x) for x in f.examples.get(reason, []))
@@ -53,9 +57,9 @@ def render_load_report(inc: Incident, verbose: bool = False) -> str:
     return "\n".join(lines)
 
 
-def render_inspect(inc: Incident, verbose: bool = False) -> str:
+def render_inspect(inc: Incident, verbose: bool = False, debug: bool = False) -> str:
     from .detect import detect
     from .timeline import format_for_terminal
 
     findings = detect(inc)
-    return render_load_report(inc, verbose) + "\n\n" + format_for_terminal(inc, findings)
+    return render_load_report(inc, verbose, debug) + "\n\n" + format_for_terminal(inc, findings)

@@ -33,6 +33,7 @@ class FileReport:
     assumptions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: str | None = None
+    trace: str | None = None  # the traceback of a loader that failed, shown with --debug
     start: pd.Timestamp | None = None
     end: pd.Timestamp | None = None
     on_bad_line: str = "warn"
@@ -114,10 +115,11 @@ class LoadReport:
 
     @property
     def unrecognised(self) -> list[FileReport]:
-        return [f for f in self.files if f.format is None]
+        return [f for f in self.files if f.format is None and f.error is None]
 
     @property
     def failed(self) -> list[FileReport]:
+        """Files that could not be read: unreadable, a link loop, or a loader that failed."""
         return [f for f in self.files if f.error is not None]
 
     def to_frame(self) -> pd.DataFrame:

@@ -51,23 +51,24 @@ CACHE_ENV = "DFLASH_POSTMORTEM_CACHE"
 
 def _fingerprint(folder: Path, timezone: str | None) -> str:
     """Changes whenever an evidence file changes (the cache lives for one report or test session)."""
+    from .loaders.folder import regular_files
+
     stamp = [str(folder.resolve()), timezone or ""]
-    for p in sorted(folder.rglob("*")):
-        if p.is_file():
-            st = p.stat()
-            stamp.append(f"{p.relative_to(folder)}:{st.st_size}:{st.st_mtime_ns}")
-    return hashlib.sha1("\n".join(stamp).encode()).hexdigest()
+    for p, st in regular_files(folder):
+        stamp.append(f"{p.relative_to(folder)}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha1("\n".join(stamp).encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def load(incident_dir: str, timezone: str = ""):
+def load(incident_dir: str, timezone: str = "", on_bad_line: str = "skip"):
     """The incident and its findings, as every notebook starts.
 
     A report runs five notebooks on one incident; where `DFLASH_POSTMORTEM_CACHE` names a folder
     (the report and the test suite set it, for the length of one run) the loaded incident and
     findings are kept there, keyed by the evidence files, so only the first notebook pays for
-    loading.
+    loading. `on_bad_line="raise"` (`--strict`) stops at the first unreadable file or line; a
+    load that passes it is the same incident as a lenient one, so the cache is shared.
     """
-    from .incident import load_incident
+    from .loaders.folder import load_incident
     from .views import find
 
     folder = Path(incident_dir)
@@ -76,7 +77,7 @@ def load(incident_dir: str, timezone: str = ""):
     if path is not None and path.exists():
         with path.open("rb") as fh:
             return pickle.load(fh)
-    inc = load_incident(folder, timezone=timezone or None, on_bad_line="skip")
+    inc = load_incident(folder, timezone=timezone or None, on_bad_line=on_bad_line)
     found = (inc, find(inc))
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)

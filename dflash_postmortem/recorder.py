@@ -17,7 +17,7 @@ import socket
 import time
 from pathlib import Path
 
-from .errors import MissingDependencyError, NoGPUError
+from .errors import MissingDependencyError, NoGPUError, UsageError
 from .loaders.nvml_recording import FORMAT_VERSION, RECORD_KEY
 
 MIB = 1024 * 1024
@@ -109,7 +109,7 @@ def record_gpus(
     `nvml` is the pynvml module (a stand-in can be passed for tests); `clock`/`sleep` likewise.
     """
     if interval <= 0:
-        raise ValueError(f"interval must be positive, not {interval}")
+        raise UsageError(f"interval must be positive, not {interval}")
     nvml = nvml or _nvml()
     try:
         nvml.nvmlInit()

@@ -187,7 +187,7 @@ def build_report(
     params.setdefault("incident_dir", str(incident_dir))
 
     # One load of the incident for all pages (see notebook.load); kernels inherit the variable.
-    with tempfile.TemporaryDirectory(prefix="dflash-report-") as cache, _env(CACHE_ENV, cache):
+    with loading_cache():
         pages = [_page(pm, nbformat, nb_path, out, params, show_code, static, redact_secrets)
                  for nb_path in _progress(chosen, progress)]
         index = out / "index.html"
@@ -206,6 +206,14 @@ def _progress(chosen: list[Path], progress: bool):
     for nb_path in bar:
         bar.set_postfix_str(nb_path.stem)
         yield nb_path
+
+
+@contextlib.contextmanager
+def loading_cache():
+    """A cache folder for the loaded incident, shared by every notebook kernel of one report (the
+    kernels inherit its environment variable); a cache set by the caller is used as it is."""
+    with tempfile.TemporaryDirectory(prefix="dflash-report-") as cache, _env(CACHE_ENV, cache):
+        yield
 
 
 @contextlib.contextmanager

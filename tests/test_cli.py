@@ -31,3 +31,53 @@ def test_console_script_runs_as_a_process(bundled_dir):
 def test_bad_param_syntax(capsys, bundled_dir):
     assert main(["report", str(bundled_dir), "--param", "novalue"]) == 2
     assert "expected KEY=VALUE" in capsys.readouterr().err
+
+
+def _folder_with_a_dangling_link(tmp_path, bundled_dir):
+    import os
+    import shutil
+
+    folder = tmp_path / "incident"
+    folder.mkdir()
+    shutil.copy(bundled_dir / "logs" / "smi_stream.csv", folder / "smi.csv")
+    os.symlink("gone.log", folder / "dangling")
+    return folder
+
+
+def test_inspect_lists_what_it_could_not_read_and_exits_0(capsys, tmp_path, bundled_dir):
+    folder = _folder_with_a_dangling_link(tmp_path, bundled_dir)
+    assert main(["inspect", str(folder)]) == 0
+    captured = capsys.readouterr()
+    assert "dangling  could not be read: dangling symbolic link to gone.log: not read" in captured.out
+    assert "smi.csv" in captured.out and "gpus" in captured.out
+    assert captured.err.strip().splitlines()[-1] == (
+        "1 file could not be read (see the load report above; --strict stops at the first)")
+
+
+def test_strict_is_one_line_and_exit_2(capsys, tmp_path, bundled_dir):
+    folder = _folder_with_a_dangling_link(tmp_path, bundled_dir)
+    assert main(["inspect", str(folder), "--strict"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["dflash-postmortem inspect: error: dangling: dangling symbolic link to gone.log: not read"]
+
+
+def test_a_bug_is_one_line_without_debug_and_a_traceback_with_it(capsys, monkeypatch, bundled_dir):
+    import dflash_postmortem.inspect_text as inspect_text
+
+    def broken(*a, **kw):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(inspect_text, "render_inspect", broken)
+    assert main(["inspect", str(bundled_dir / "logs" / "smi_stream.csv")]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip() == ("dflash-postmortem inspect: internal error: ZeroDivisionError: division by zero "
+                           "(run with --debug for the traceback, and please report it)")
+    assert main(["inspect", str(bundled_dir / "logs" / "smi_stream.csv"), "--debug"]) == 1
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_launch_without_a_command_is_one_line(capsys):
+    code = main(["launch", "--log", "x.log"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err

@@ -8,11 +8,13 @@ used to decide a format: a capture called `out.txt` is as readable as one called
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import IncidentConfig
+from ..errors import UsageError
 from ..load_report import POLICIES, FileReport
 
 SNIFF_BYTES = 64 * 1024
@@ -30,15 +32,26 @@ class LoadContext:
     date: dt.date | None = None  # for time-of-day-only sources
     options: dict = field(default_factory=dict)  # the [[sources]] entry for this file
     known: object | None = None  # the Incident loaded so far (UUIDs, dates, runs), if any
+    # A file read from another path (a UTF-8 copy of a UTF-16 capture) -> the file it stands for.
+    aliases: dict[Path, Path] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.on_bad_line not in POLICIES:
-            raise ValueError(f"on_bad_line must be one of {POLICIES}, not {self.on_bad_line!r}")
+            raise UsageError(f"on_bad_line must be one of {POLICIES}, not {self.on_bad_line!r}")
 
     def name(self, path: Path) -> str:
-        """How a file is named in `source` columns and evidence refs: relative to the incident."""
-        path = Path(path)
+        """How a file is named in `source` columns and evidence refs: relative to the incident,
+        always valid text (a name that is not UTF-8 shows U+FFFD where its bad bytes were)."""
+        return printable(self._relative(self.aliases.get(Path(path), Path(path))))
+
+    def _relative(self, path: Path) -> str:
         if self.root is not None:
+            # A path found by walking the incident is named as it was reached, through any
+            # linked folder on the way.
+            try:
+                return Path(os.path.abspath(path)).relative_to(os.path.abspath(self.root)).as_posix()
+            except ValueError:
+                pass
             # Resolve the folder but not the file: a symlink (wandb's debug-core.log points into
             # ~/.cache) is named where it lies in the incident, not where it points.
             here = path.parent.resolve() / path.name
@@ -49,9 +62,10 @@ class LoadContext:
         return path.name if self.root is not None else str(path)
 
     def report(self, path: Path, fmt: str, unit: str = "line") -> FileReport:
+        original = self.aliases.get(Path(path), Path(path))
         return FileReport(
             path=self.name(path), format=fmt, unit=unit, on_bad_line=self.on_bad_line,
-            abs_path=str(path),
+            abs_path=printable(str(original)),
         )
 
     def for_file(self, path: Path) -> LoadContext:
@@ -66,6 +80,7 @@ class LoadContext:
             date=self.date,
             options=opts,
             known=self.known,
+            aliases=dict(self.aliases),
         )
 
 
@@ -101,8 +116,23 @@ def read_head(path: Path) -> bytes:
         return f.read(SNIFF_BYTES)
 
 
-def sniff(path: Path, head: bytes | None = None) -> tuple[Format | None, float]:
-    """The most confident format for `path` and its confidence (ties: first registered)."""
+def printable(name: str) -> str:
+    """A file name as text: bytes that are not UTF-8 (kept by the OS as surrogates) become U+FFFD."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def is_valid_name(path: Path) -> bool:
+    return printable(str(path)) == str(path)
+
+
+def sniff(
+    path: Path, head: bytes | None = None, *, failures: list | None = None,
+) -> tuple[Format | None, float]:
+    """The most confident format for `path` and its confidence (ties: first registered).
+
+    A sniffer that raises counts as "not this format"; with `failures`, each such sniffer's name
+    and exception are appended to it, so the caller can report the bug.
+    """
     folder = path.is_dir()
     if head is None:
         head = b"" if folder else read_head(path)
@@ -110,7 +140,12 @@ def sniff(path: Path, head: bytes | None = None) -> tuple[Format | None, float]:
     for fmt in FORMATS.values():
         if fmt.folder != folder:
             continue
-        score = fmt.sniff(path, head)
+        try:
+            score = fmt.sniff(path, head)
+        except Exception as e:  # noqa: BLE001 - one broken sniffer must not decide for all formats
+            if failures is not None:
+                failures.append((fmt.name, e))
+            continue
         if score > best_score:
             best, best_score = fmt, score
     return best, best_score

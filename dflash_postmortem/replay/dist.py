@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from ..errors import UsageError
 from .model import build_target_layer_ids
 from .telemetry import RunLog, format_step, open_wandb, route_library_warnings
 
@@ -37,7 +38,7 @@ def _layout(cfg):
     targets = cfg.target_gpus or [None]
     drafters = cfg.drafter_gpus or [None]
     if len(targets) < len(drafters):
-        raise ValueError(f"--transport dist needs at least as many targets ({len(targets)}) as drafters ({len(drafters)})")
+        raise UsageError(f"--transport dist needs at least as many targets ({len(targets)}) as drafters ({len(drafters)})")
     return targets, drafters
 
 

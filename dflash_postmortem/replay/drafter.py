@@ -28,6 +28,7 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.checkpoint import checkpoint
 
+from ..errors import UsageError
 from .model import RMSNorm, SwiGLU
 
 LM_HEAD_MODES = ("once", "recompute", "trainable")
@@ -59,9 +60,9 @@ class DraftConfig:
             ("compile", self.compile, COMPILE_MODES),
         ):
             if value not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+                raise UsageError(f"{name} must be one of {allowed}, got {value!r}")
         if self.block_size < 2:
-            raise ValueError(f"block_size must be >= 2, got {self.block_size}")
+            raise UsageError(f"block_size must be >= 2, got {self.block_size}")
 
 
 # ---------------------------------------------------------------- anchors, labels, masks
@@ -73,7 +74,7 @@ def sample_anchors(batch: int, seq: int, cfg: DraftConfig, generator: torch.Gene
     """
     last = seq - cfg.block_size  # anchor + block_size - 1 <= seq - 1
     if last < 1 or cfg.num_anchors > last:
-        raise ValueError(
+        raise UsageError(
             f"seq {seq} is too short for {cfg.num_anchors} anchors of block {cfg.block_size}"
         )
     keys = torch.rand(batch, last, generator=generator)

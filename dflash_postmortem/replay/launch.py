@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import UsageError
+
 STEP_PATTERN = r"\bstep \d+ loss \S+ tok/s \S+"
 
 
@@ -56,7 +58,7 @@ def add_launch_arguments(p: argparse.ArgumentParser) -> None:
 def run_launch(args: argparse.Namespace) -> int:
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
-        raise ValueError("launch needs a command after --")
+        raise UsageError("launch needs a command after --")
     checks = launch(cmd, args.log, pid_file=args.pid_file, expect_gpu=args.expect_gpu,
                     wait_for=STEP_PATTERN if args.wait_for == "step" else args.wait_for,
                     timeout=args.timeout, settle=args.settle, append=args.append)

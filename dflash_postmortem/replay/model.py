@@ -23,6 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..errors import UsageError
+
 log = logging.getLogger(__name__)
 
 # Word for word what transformers' modeling_qwen3_next.py logs when fla / causal-conv1d are absent.
@@ -212,9 +214,9 @@ class HybridTarget(nn.Module):
     def __init__(self, cfg: TargetConfig, layer_ids: list[int]):
         super().__init__()
         if cfg.linear_attn not in LINEAR_ATTN_IMPLS:
-            raise ValueError(f"linear_attn must be one of {LINEAR_ATTN_IMPLS}, got {cfg.linear_attn!r}")
+            raise UsageError(f"linear_attn must be one of {LINEAR_ATTN_IMPLS}, got {cfg.linear_attn!r}")
         if cfg.hidden % cfg.heads:
-            raise ValueError(f"hidden {cfg.hidden} is not divisible by heads {cfg.heads}")
+            raise UsageError(f"hidden {cfg.hidden} is not divisible by heads {cfg.heads}")
         self.cfg, self.layer_ids = cfg, list(layer_ids)
         self.embed = nn.Embedding(cfg.vocab, cfg.hidden)
         self.layers = nn.ModuleList(Block(cfg, kind) for kind in cfg.layer_types())

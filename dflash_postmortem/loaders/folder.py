@@ -1,0 +1,335 @@
+"""An incident folder: every entry in it accounted for, each file's format decided by content,
+everything loaded into one Incident.
+
+Nothing in a folder can stop the rest from loading: a sniffer or loader that raises becomes a
+load-report error for its file; named pipes, sockets and devices are listed and never opened
+(opening a FIFO waits for a writer forever); symbolic-link loops, dangling links, folders and
+files the user cannot read, and names that are not valid UTF-8 are entries of the load report.
+`on_bad_line="raise"` (the CLI's `--strict`) turns the first such problem into an exception.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import align
+from ..config import CONFIG_NAME, IncidentConfig, check_timezone, read_config
+from ..errors import IncidentConfigError, LoadError, PostmortemError, SourceFormatError
+from ..incident import Incident
+from ..load_report import FileReport, LoadReport
+from . import encoding
+from .registry import FORMATS, Format, LoadContext, is_valid_name, printable, read_head, sniff
+
+# Folders that hold no evidence of their own: version control, notebook autosaves, caches.
+_SKIPPED_FOLDERS = {".git", ".hg", ".svn", ".ipynb_checkpoints", "__pycache__", ".pytest_cache", ".mypy_cache"}
+_SPECIAL = (
+    (stat.S_ISFIFO, "a named pipe (FIFO): not read (reading it waits for a writer)"),
+    (stat.S_ISSOCK, "a socket: not read"),
+    (stat.S_ISCHR, "a character device: not read"),
+    (stat.S_ISBLK, "a block device: not read"),
+)
+
+
+@dataclass
+class Entry:
+    """One thing found in the folder: a file or folder to sniff, or a report entry only."""
+
+    path: Path
+    is_dir: bool = False
+    report: FileReport | None = None  # set when the entry is only accounted for, not read
+
+
+def _os_error(e: OSError) -> str:
+    return e.strerror or type(e).__name__
+
+
+def _classify(path: Path, ctx: LoadContext) -> Entry:
+    """What `path` is, from `stat` alone: nothing is opened here."""
+    rel = ctx.name(path)
+    try:
+        st = os.stat(path)  # follows links: a link to a file is read as the file
+    except OSError as e:
+        if path.is_symlink():
+            if e.errno == errno.ELOOP:
+                return Entry(path, report=FileReport(path=rel, error="symbolic link loop: not read"))
+            try:
+                target = os.readlink(path)
+            except OSError:
+                target = "?"
+            return Entry(path, report=FileReport(path=rel, error=f"dangling symbolic link to {target}: not read"))
+        return Entry(path, report=FileReport(path=rel, error=f"could not be examined: {_os_error(e)}"))
+    for test, why in _SPECIAL:
+        if test(st.st_mode):
+            return Entry(path, report=FileReport(path=rel, notes=[why]))
+    return Entry(path, is_dir=stat.S_ISDIR(st.st_mode))
+
+
+def _listing(folder: Path, ctx: LoadContext, seen: set[str]) -> list[Entry]:
+    """The entries of one folder, sorted by name; a folder reached twice (a link loop, or a
+    link to a folder read elsewhere) is listed once and not read again."""
+    try:
+        with os.scandir(folder) as it:
+            names = sorted(e.name for e in it)
+    except OSError as e:
+        return [Entry(folder, report=FileReport(path=ctx.name(folder) + "/",
+                                               error=f"folder could not be listed: {_os_error(e)}"))]
+    out = []
+    for name in names:
+        path = folder / name
+        if name in _SKIPPED_FOLDERS and path.is_dir():
+            continue
+        entry = _classify(path, ctx)
+        if entry.is_dir:
+            real = os.path.realpath(path)
+            if real in seen:
+                why = "link to a folder already read (a loop): not read again"
+                entry = Entry(path, report=FileReport(path=ctx.name(path) + "/", notes=[why]))
+            else:
+                seen.add(real)
+        out.append(entry)
+    return out
+
+
+def regular_files(root: Path):
+    """(path, stat) of every regular file under `root`, as the loader walks it: never blocking,
+    each linked folder once, unreadable folders passed over."""
+    ctx = LoadContext(root=root)
+    pending = [root]
+    seen = {os.path.realpath(root)}
+    while pending:
+        for entry in _listing(pending.pop(), ctx, seen):
+            if entry.report is not None:
+                continue
+            if entry.is_dir:
+                pending.append(entry.path)
+            else:
+                try:
+                    yield entry.path, os.stat(entry.path)
+                except OSError:
+                    continue
+
+
+@dataclass
+class _Planned:
+    path: Path
+    fmt: Format
+    enc: encoding.Encoding = encoding.PLAIN
+
+
+class _Planner:
+    """Decides what each entry is before anything is loaded: folder formats (a wandb run) claim
+    everything inside them; explicit `[[sources]]` override sniffing."""
+
+    def __init__(self, ctx: LoadContext, cfg: IncidentConfig, cfg_path: Path | None):
+        self.ctx, self.cfg, self.cfg_path = ctx, cfg, cfg_path
+        self.plan: list[_Planned] = []
+        self.report = LoadReport()
+
+    def strict(self, rep: FileReport) -> None:
+        if self.ctx.on_bad_line == "raise" and rep.error:
+            raise LoadError(rep.path, rep.error)
+
+    def account(self, rep: FileReport) -> None:
+        self.strict(rep)
+        self.report.add(rep)
+
+    def folder(self, folder: Path, seen: set[str]) -> None:
+        for entry in _listing(folder, self.ctx, seen):
+            if entry.report is not None:
+                self.account(entry.report)
+            elif entry.is_dir:
+                fmt = self.sniff(entry.path, b"")
+                if fmt is not None:
+                    self.plan.append(_Planned(entry.path, fmt))
+                else:
+                    self.folder(entry.path, seen)
+            else:
+                self.file(entry.path)
+
+    def sniff(self, path: Path, head: bytes, rep: FileReport | None = None) -> Format | None:
+        failures: list[tuple[str, BaseException]] = []
+        fmt, _ = sniff(path, head, failures=failures)
+        for name, exc in failures:
+            # A sniffer that raises is a bug in the kit, never the file's fault: say so and go on.
+            note = f"sniffer {name} failed: {type(exc).__name__}: {exc}"
+            if rep is not None:
+                rep.notes.append(note)
+            else:
+                self.report.notes.append(f"{self.ctx.name(path)}: {note}")
+        return fmt
+
+    def file(self, path: Path) -> None:
+        rel = self.ctx.name(path)
+        if path == self.cfg_path:
+            self.report.add(FileReport(path=rel, format="incident.toml", notes=["incident configuration"]))
+            return
+        if any(Path(rel).match(pat) for pat in self.cfg.ignore):
+            self.report.add(FileReport(path=rel, notes=["ignored by incident.toml"]))
+            return
+        explicit = self.cfg.source_options(rel).get("format")
+        try:
+            head = read_head(path)
+        except OSError as e:
+            self.account(FileReport(path=rel, error=f"could not be read: {_os_error(e)}"))
+            return
+        enc = encoding.detect(head)
+        if explicit:
+            if explicit not in FORMATS:
+                raise IncidentConfigError(
+                    f"{self.cfg.path}: sources[{rel}].format: unknown format {explicit!r}; known: {sorted(FORMATS)}"
+                )
+            self.plan.append(_Planned(path, FORMATS[explicit], enc))
+            return
+        probe = FileReport(path=rel)
+        fmt = self.sniff(path, encoding.sniff_head(head, enc), probe)
+        if fmt is None:
+            probe.notes.insert(0, "empty file" if not head else "no known format matched its content")
+            self.report.add(probe)
+        else:
+            self.plan.append(_Planned(path, fmt, enc))
+            if probe.notes:
+                self.report.notes.extend(f"{rel}: {n}" for n in probe.notes)
+
+
+def load_incident(
+    path: str | os.PathLike,
+    *,
+    timezone: str | None = None,
+    on_bad_line: str = "warn",
+    host: str | None = None,
+) -> Incident:
+    """Load every source in an incident folder (or a single file) into one Incident.
+
+    Each file's format is sniffed from its content; `incident.toml`, when present, adds what the
+    files cannot say (zone, date, roles, field lists of header-less CSVs, clock offsets). A file
+    that cannot be read is an entry of the load report with the reason, never the end of the load,
+    unless `on_bad_line="raise"`.
+    """
+    root = Path(path)
+    if not root.exists():
+        if root.is_symlink():
+            raise PostmortemError(f"{root}: dangling symbolic link")
+        raise PostmortemError(f"{root}: no such file or folder")
+    cfg_path = root / CONFIG_NAME if root.is_dir() else None
+    cfg = read_config(cfg_path) if cfg_path is not None and cfg_path.is_file() else IncidentConfig()
+    if timezone is not None:
+        cfg.timezone = check_timezone(timezone)
+    base = root if root.is_dir() else root.parent
+    ctx = LoadContext(root=base, timezone=cfg.timezone, host=host, on_bad_line=on_bad_line, config=cfg, date=cfg.date)
+
+    planner = _Planner(ctx, cfg, cfg_path)
+    if root.is_dir():
+        planner.folder(root, {os.path.realpath(root)})
+    else:
+        entry = _classify(root, ctx)
+        if entry.report is not None:
+            planner.account(entry.report)
+        else:
+            planner.file(root)
+
+    with tempfile.TemporaryDirectory(prefix="dflash-transcoded-") as scratch:
+        parts = _load_planned(planner.plan, ctx, cfg, Path(scratch))
+    inc = Incident.combine(parts, config=cfg, root=root)
+    inc.load_report.files = planner.report.files + inc.load_report.files
+    inc.load_report.notes = planner.report.notes + inc.load_report.notes
+    align.apply_offsets(inc, cfg.offsets)
+    align.date_untimed_logs(inc)
+    _fill_gpu_index(inc)
+    inc.load_report.files.sort(key=lambda r: r.path)
+    return inc
+
+
+def _load_planned(plan: list[_Planned], ctx: LoadContext, cfg: IncidentConfig, scratch: Path) -> list[Incident]:
+    parts: list[Incident] = []
+    for phase in sorted({p.fmt.phase for p in plan}):
+        if phase > 0:
+            so_far = Incident.combine(parts)
+            ctx.known = so_far
+            if ctx.date is None:
+                first, _ = so_far.span()
+                if first is not None:
+                    ctx.date = first.tz_convert(cfg.timezone).date() if cfg.timezone != "UTC" else first.date()
+        for n, p in enumerate(plan):
+            if p.fmt.phase == phase:
+                parts.append(_load_one(p, ctx, scratch / str(n)))
+    return parts
+
+
+def _load_one(p: _Planned, ctx: LoadContext, scratch: Path) -> Incident:
+    """Load one planned source; whatever goes wrong stays with this file."""
+    fctx = ctx.for_file(p.path)
+    read_from = p.path
+    transcoded = None
+    try:
+        if p.enc.needs_transcoding:
+            scratch.mkdir(parents=True)
+            transcoded = encoding.transcode(p.path, scratch / printable(p.path.name), p.enc)
+            read_from = transcoded.path
+        elif not is_valid_name(p.path) and not p.path.is_dir():
+            # Libraries that take a path as text (pyarrow) cannot open a name that is not UTF-8:
+            # they get a link under a name that is.
+            scratch.mkdir(parents=True)
+            read_from = scratch / printable(p.path.name)
+            read_from.symlink_to(os.path.abspath(p.path))
+        if read_from != p.path:
+            fctx.aliases[read_from] = p.path
+        inc = p.fmt.load(read_from, fctx)
+    except IncidentConfigError:
+        raise  # the user's incident.toml is wrong for every file alike: one clear line, stop
+    except SourceFormatError as e:
+        if ctx.on_bad_line == "raise":
+            raise
+        return _failed(p, fctx, str(e))
+    except Exception as e:  # noqa: BLE001 - isolation is the point: one file never stops the rest
+        # Anything else is a bug in a loader, or a file it could not open; the rest of the
+        # incident still loads. The traceback is kept for `--debug`.
+        if ctx.on_bad_line == "raise":
+            raise LoadError(fctx.name(p.path), f"{p.fmt.name} failed: {type(e).__name__}: {e}") from e
+        failed = _failed(p, fctx, f"{p.fmt.name} could not read it: {type(e).__name__}: {e}")
+        failed.load_report.files[0].trace = traceback.format_exc()
+        return failed
+    notes, assumed = [], []
+    if transcoded is not None:
+        assumed.append(p.enc.describe())
+        if transcoded.nul_bytes:
+            notes.append(f"{transcoded.nul_bytes} NUL bytes removed (a writer killed mid-block leaves them)")
+        if transcoded.replaced:
+            notes.append(f"{transcoded.replaced} characters not valid {p.enc.codec.upper()} read as U+FFFD")
+    if not is_valid_name(p.path):
+        notes.append("file name is not valid UTF-8: shown with U+FFFD in its place")
+    _annotate(inc, fctx.name(p.path), notes, assumed)
+    return inc
+
+
+def _failed(p: _Planned, fctx: LoadContext, error: str) -> Incident:
+    rep = fctx.report(p.path, p.fmt.name)
+    rep.error = error
+    inc = Incident()
+    inc.load_report.add(rep)
+    return inc
+
+
+def _annotate(inc: Incident, rel: str, notes: list[str], assumed: list[str]) -> None:
+    for rep in inc.load_report.files:
+        if rep.path == rel or rep.path.startswith(rel + "/"):
+            for a in assumed:
+                rep.assume(a)
+            rep.notes.extend(notes)
+            return
+
+
+def _fill_gpu_index(inc: Incident) -> None:
+    """Give per-process rows that only name a GPU UUID the index any other source knows."""
+    known = inc.gpus.dropna(subset=["uuid", "gpu"]).drop_duplicates("uuid").set_index("uuid")["gpu"]
+    if known.empty or inc.gpu_processes.empty:
+        return
+    gp = inc.gpu_processes
+    missing = gp["gpu"].isna() & gp["uuid"].notna()
+    if missing.any():
+        gp.loc[missing, "gpu"] = gp.loc[missing, "uuid"].map(known).astype("Int64")
