@@ -34,7 +34,7 @@ def test_real_files_frame_every_record(baseline_bytes):
     scan = wandb_log.scan(baseline_bytes)
     # `wandb leet inspect --json` lists 1046 records for this run (the SDK's own reader).
     assert len(scan.records) == 1046 and scan.seen == 1046
-    assert scan.damaged == [] and scan.stop is None and not scan.torn
+    assert scan.damage == [] and scan.stop is None and not scan.torn
     # The fixed run was copied while live: its last record's FIRST chunk ends the file exactly
     # at a block boundary and its LAST chunk was never written.
     fixed = wandb_log.scan(FIXED.read_bytes())
@@ -71,7 +71,7 @@ def test_cut_at_every_offset_across_a_block_boundary(baseline_bytes):
         want = sum(e <= cut for e in ends)
         assert len(scan.records) == want, cut
         assert scan.records == full.records[:want], cut
-        assert scan.damaged == []
+        assert scan.damage == []
         if scan.torn:
             at, why = scan.stop
             assert at < cut and why.startswith("file ends"), (cut, scan.stop)
@@ -99,7 +99,8 @@ def test_flipped_payload_byte_loses_only_that_record(baseline_bytes):
     data = bytearray(baseline_bytes)
     data[off + 7 + 3] ^= 0xFF  # inside the payload: the CRC no longer matches
     scan = wandb_log.scan(bytes(data))
-    assert scan.damaged == [(off, "CRC mismatch")]
+    [dmg] = scan.damage
+    assert (dmg.start, dmg.why, dmg.lost, dmg.exact) == (off, "CRC mismatch", 1, True)
     assert len(scan.records) == len(full.records) - 1
     assert scan.records == full.records[:victim] + full.records[victim + 1 :]
     assert scan.seen == len(full.records)
@@ -112,10 +113,11 @@ def test_flipped_length_resyncs_on_the_next_valid_chunk(baseline_bytes):
     data = bytearray(baseline_bytes)
     data[off + 4] ^= 0x40  # the chunk's length field: its end points into the middle of nowhere
     scan = wandb_log.scan(bytes(data))
-    assert len(scan.damaged) == 1 and scan.damaged[0][0] == off
-    assert scan.dropped_bytes and scan.dropped_bytes[0][0] == off
-    # Everything after the damaged record is found again.
+    [dmg] = scan.damage
+    assert dmg.start == off and "unreadable up to the next valid chunk" in dmg.why
+    # Everything after the damaged record is found again, and the loss is counted exactly.
     assert scan.records[victim:] == full.records[victim + 1 :]
+    assert dmg.lost == 1 and dmg.exact and scan.seen == len(full.records)
 
 
 def test_damage_in_a_split_record_counts_it_once(baseline_bytes):
@@ -125,7 +127,8 @@ def test_damage_in_a_split_record_counts_it_once(baseline_bytes):
     data = bytearray(baseline_bytes)
     data[wandb_log.BLOCK + 7 + 2] ^= 0x01  # inside its LAST chunk, in the next block
     scan = wandb_log.scan(bytes(data))
-    assert len(scan.damaged) == 1
+    [dmg] = scan.damage
+    assert dmg.lost == 1 and dmg.start == full.offsets[idx]
     assert scan.records == full.records[:idx] + full.records[idx + 1 :]
 
 
@@ -167,3 +170,82 @@ def test_empty_and_header_only_files(tmp_path):
     inc = pm.load_wandb_run(header)
     rep = inc.load_report.files[0]
     assert rep.read == 0 and rep.balanced and inc.metrics.empty
+
+
+@pytest.mark.parametrize("block", [1, 2, 3])
+def test_a_zeroed_block_is_damage_not_padding(tmp_path, baseline_bytes, block):
+    """A 32 KiB block of zeros (a disk or copy fault) loses the records whose bytes it held,
+    counted by the records' own numbers; the records after it are read, none glued across it."""
+    full = wandb_log.scan(baseline_bytes)
+    data = bytearray(baseline_bytes)
+    data[block * wandb_log.BLOCK : (block + 1) * wandb_log.BLOCK] = bytes(wandb_log.BLOCK)
+    scan = wandb_log.scan(bytes(data))
+    [dmg] = scan.damage
+    assert dmg.exact and dmg.end == (block + 1) * wandb_log.BLOCK and "32768 zero bytes" in dmg.why
+    # What is kept is exactly the full file's records minus one contiguous run of them.
+    first = dmg.after
+    assert scan.records[:first] == full.records[:first]
+    assert scan.records[first:] == full.records[first + dmg.lost :]
+    assert scan.seen == len(full.records) == 1046
+    nums = [wandb_log.record_num(r) for r in scan.records]
+    assert nums[first] - nums[first - 1] - 1 == dmg.lost
+
+    path = tmp_path / "zeroed.wandb"
+    path.write_bytes(bytes(data))
+    with pytest.warns(UserWarning, match="records lost at byte"):
+        inc = pm.load_wandb_run(path)
+    rep = inc.load_report.files[0]
+    assert rep.balanced and rep.read == 1046 and rep.n_skipped == dmg.lost
+    assert any(n.startswith(f"{dmg.lost} records lost in bytes {dmg.start}-{dmg.end}") for n in rep.notes)
+
+
+def test_the_issue_s_zeroed_block_loses_238_records_not_silently(baseline_bytes):
+    # Block 1 of the baseline run: before, its FIRST chunk was glued to a LAST chunk two
+    # blocks on and 237 records vanished without a note.
+    data = bytearray(baseline_bytes)
+    data[wandb_log.BLOCK : 2 * wandb_log.BLOCK] = bytes(wandb_log.BLOCK)
+    scan = wandb_log.scan(bytes(data))
+    assert len(scan.records) == 808 and scan.lost == 238 and scan.seen == 1046
+    assert set(scan.records) <= set(wandb_log.scan(baseline_bytes).records)  # nothing glued
+
+
+@pytest.mark.parametrize("byte", range(7))
+def test_a_flipped_header_byte_still_reads_every_record(tmp_path, baseline_bytes, byte):
+    data = bytearray(baseline_bytes)
+    data[byte] ^= 0x20
+    scan = wandb_log.scan(bytes(data))
+    assert len(scan.records) == 1046 and scan.header_damage == bytes(data[:7])
+    assert wandb_log.is_wandb_log(bytes(data[: 64 * 1024]))
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "run.wandb").write_bytes(bytes(data))
+    inc = pm.load_incident(tmp_path / "inc")
+    rep = inc.load_report["run.wandb"]
+    assert rep.format == "wandb-log" and rep.parsed == 1046 and rep.balanced
+    assert any(n.startswith("file header damaged") for n in rep.notes)
+
+
+def test_a_damaged_header_on_other_bytes_is_still_refused():
+    with pytest.raises(wandb_log.NotAWandbLog):
+        wandb_log.scan(b":W&B\xe1\xbe\x00" [:5] + b"xx" + b"\x00" * 40)
+    assert not wandb_log.is_wandb_log(b"\x89PNG\r\n\x1a\n" + b"\x00" * 100)
+
+
+def test_a_block_cut_out_never_glues_two_records(baseline_bytes):
+    """Bytes removed by a bad copy leave valid chunks on both sides: the split record whose
+    FIRST chunk now meets another record's LAST chunk is dropped, found by the number jump."""
+    full = wandb_log.scan(baseline_bytes)
+    data = baseline_bytes[: 2 * wandb_log.BLOCK] + baseline_bytes[3 * wandb_log.BLOCK :]
+    scan = wandb_log.scan(data)
+    assert set(scan.records) <= set(full.records)
+    [dmg] = scan.damage
+    assert dmg.exact and "jump" in dmg.why and scan.seen == len(full.records)
+
+
+@pytest.mark.parametrize("cut", [100, 65536, 65540, 70000])
+def test_a_zero_filled_tail_is_a_torn_end_not_damage(baseline_bytes, cut):
+    """A file whose last pages were allocated but never written (killed mid-write) ends in zeros."""
+    full = wandb_log.scan(baseline_bytes)
+    scan = wandb_log.scan(baseline_bytes[:cut] + bytes(30000))
+    assert scan.damage == [] and scan.torn and scan.zero_tail[1] >= 30000
+    assert scan.records == full.records[: len(scan.records)]
+    assert scan.seen == len(scan.records) + 1

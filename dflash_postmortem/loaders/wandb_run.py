@@ -489,6 +489,35 @@ def _stop_note(scan: wandb_log.LogScan) -> str | None:
     return f"reading stopped at byte {at} of {scan.size}: {why} (every complete record before it kept)"
 
 
+_DAMAGE_EXPECTED = "records in CRC-valid chunks"
+_NOTES_PER_FILE = 20  # damage notes beyond this are summed up in one
+
+
+def _report_scan(scan: wandb_log.LogScan, rep: FileReport) -> None:
+    """The framing's account in the load report: every record the file shows is counted."""
+    rep.read = scan.seen
+    if scan.header_damage is not None:
+        rep.notes.append(f"file header damaged: found {scan.header_damage!r}, expected "
+                         f"{wandb_log.MAGIC_BYTES!r}; the records after it were read by their checksums")
+    for i, dmg in enumerate(scan.damage):
+        if i < _NOTES_PER_FILE:
+            rep.notes.append(dmg.describe())
+        # One warning (or error, under on_bad_line="raise") per damaged range; every record
+        # lost in it is counted under the same reason.
+        rep.bad(None, _DAMAGE_EXPECTED, f"{dmg.lost} records lost at byte {dmg.start}: {dmg.why}")
+        if dmg.lost > 1:
+            rep.skip(None, f"expected {_DAMAGE_EXPECTED}", dmg.lost - 1)
+    if len(scan.damage) > _NOTES_PER_FILE:
+        rest = scan.damage[_NOTES_PER_FILE:]
+        rep.notes.append(f"{len(rest)} more damaged ranges, {sum(d.lost for d in rest)} records lost in them")
+    if scan.zero_tail is not None:
+        at, n = scan.zero_tail
+        rep.notes.append(f"the file ends in {n} zero bytes from byte {at}: space allocated and never "
+                         "written (the run was killed mid-write, or the machine went down)")
+    if scan.torn:
+        rep.skip(None, "incomplete last record (the file ends inside it)")
+
+
 def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, metadata: dict) -> None:
     """Decode one .wandb file into `parts` (the run's metrics, gpus, console and identity)."""
     rep = ctx.report(path, "wandb-log", unit="record")
@@ -498,15 +527,7 @@ def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, metadata: dict) ->
         scan = wandb_log.scan(data)
     except wandb_log.NotAWandbLog as e:
         raise SourceFormatError(path, None, "a W&B transaction log (header ':W&B' 0xBEE1)", repr(e.found), fmt="wandb-log") from e
-    rep.read = scan.seen
-    for at, why in scan.damaged:
-        if len(rep.notes) < 20:
-            rep.notes.append(f"record at byte {at} lost: {why}")
-        rep.bad(None, "a chunk whose CRC-32 matches its payload", f"{why} at byte {at}")
-    for at, n in scan.dropped_bytes:
-        rep.notes.append(f"{n} unreadable bytes from byte {at} (records starting inside cannot be counted)")
-    if scan.torn:
-        rep.skip(None, "incomplete last record (the file ends inside it)")
+    _report_scan(scan, rep)
     note = _stop_note(scan)
     if note:
         rep.notes.append(note)
