@@ -21,7 +21,7 @@ from ..errors import SourceFormatError
 from ..incident import Incident, from_frames
 from ..schema import TIME
 from .registry import Format, LoadContext, register
-from .wandb_run import canonical_metric
+from .wandb_frames import canonical_metric
 
 _CHART_COL = re.compile(r"^(?P<run>.+?) - (?P<metric>.+?)(?P<agg>__MIN|__MAX)?$")
 _METRICISH = re.compile(r"^[\w.-]+(/[\w./-]+)+$|^_\w+$")

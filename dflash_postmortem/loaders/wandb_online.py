@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..incident import RunInfo, from_frames
 from ..load_report import FileReport
-from .wandb_run import history_frame
+from .wandb_frames import history_frame
 
 SAMPLED_ROWS = 500  # run.history()'s own default
 

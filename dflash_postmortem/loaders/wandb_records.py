@@ -21,6 +21,7 @@ views cannot account for raises `Unverified`, and the caller decodes record by r
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from itertools import chain, repeat
 
@@ -187,15 +188,28 @@ def _texts(names: list[bytes], values: list[bytes]) -> tuple[list[str], list[str
     return list(map(uniq.__getitem__, names)), texts
 
 
-def _one_by_one(items: list[bytes], sdk_item) -> tuple[list[str], list[str]]:
-    from .wandb_run import _item_key, _typed_value_json
+def item_key(item) -> str:
+    """A HistoryItem/SummaryItem/ConfigItem's key; a nested key is joined with dots."""
+    return ".".join(item.nested_key) if item.nested_key else item.key
 
+
+def typed_value_json(item) -> str:
+    """History items written with typed fields instead of value_json (newer SDKs may)."""
+    which = item.WhichOneof("value")
+    if which is None or which == "none":
+        return "null"
+    if which in ("text", "json"):
+        return item.json if which == "json" else json.dumps(item.text)
+    return json.dumps(getattr(item, which))
+
+
+def _one_by_one(items: list[bytes], sdk_item) -> tuple[list[str], list[str]]:
     keys, values = [], []
     for x in items:
         it = parse(sdk_item, x)
-        keys.append(_item_key(it))
+        keys.append(item_key(it))
         typed = "value" in it.DESCRIPTOR.oneofs_by_name  # HistoryItem only
-        values.append(it.value_json or _typed_value_json(it) if typed else it.value_json)
+        values.append(it.value_json or typed_value_json(it) if typed else it.value_json)
     return keys, values
 
 

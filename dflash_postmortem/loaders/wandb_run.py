@@ -9,7 +9,6 @@ form, `stats` records to `metrics` as `system/...` and, per GPU, to `gpus`; cons
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,44 +17,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import align
 from ..errors import MissingDependencyError, SourceFormatError
 from ..incident import Incident, RunInfo, from_frames
 from ..load_report import FileReport
 from ..schema import TIME
-from . import wandb_log, wandb_records
+from . import registry, wandb_files, wandb_log, wandb_messages, wandb_records
 from .registry import Format, LoadContext, register
-
-# The trainer's throughput under the names trainers use for it; one canonical key downstream.
-THROUGHPUT = "train/tok_per_s"
-_THROUGHPUT_ALIASES = {
-    "tok/s", "tok_per_s", "tokens_per_s", "tokens/s", "train/tok_s", "train/tok/s",
-    "train/tokens_per_s", "train/tokens_per_sec", "train/tok_per_sec", "throughput/tok_per_s",
-    "perf/tok_per_s", "tokens_per_second", "train/tokens_per_second",
-}
-_HISTORY_SPECIAL = ("_step", "_timestamp", "_runtime")
-
-# wandb `stats` keys gpu.{i}.<field> -> gpus column and scale (one table, no code per field).
-GPU_FIELDS: dict[str, tuple[str, float]] = {
-    "memoryAllocatedBytes": ("memory_used_mib", 1 / 2**20),
-    "gpu": ("util_gpu_pct", 1.0),
-    "memory": ("util_mem_pct", 1.0),
-    "powerWatts": ("power_w", 1.0),
-    "temp": ("temp_c", 1.0),
-    "smClock": ("sm_clock_mhz", 1.0),
-    "memoryClock": ("mem_clock_mhz", 1.0),
-    "enforcedPowerLimitWatts": ("power_limit_w", 1.0),
-    "energyJoules": ("energy_j", 1.0),
-    "memoryAllocated": ("memory_used_pct", 1.0),
-}
-_GPU_KEY = re.compile(r"gpu\.(\d+)\.(\w+)$")
-_LEADING_TIME = re.compile(r"^\[?(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)")
-_DEBUG_LINE = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) (\w+)\s+\S+:(\d+) ")
-_STATS_PID = re.compile(r"Configure stats pid to (\d+)")
-_LINK_TEXT = re.compile(
-    rb"^[^\n]{0,200}?(?:(?:offline-)?run-\d{8}_\d{6}-\w+(?:/logs/debug(?:-internal)?\.log)?"
-    rb"|core-debug-\d{8}_\d{6}\.log)\n?$"
-)
+from .wandb_frames import bulk_json, gpu_info, history_frame, json_values, stats_frames, to_time
 
 
 def _pb():
@@ -69,10 +37,6 @@ def _pb():
 def _us(ts) -> int:
     """A protobuf Timestamp as integer microseconds since the epoch."""
     return ts.seconds * 1_000_000 + ts.nanos // 1000
-
-
-def _to_time(us) -> pd.Series:
-    return pd.Series(pd.to_datetime(np.asarray(us, dtype="int64"), unit="us", utc=True)).astype(TIME)
 
 
 # --------------------------------------------------------------------------------------------
@@ -100,20 +64,6 @@ class _Decoded:
     environment: dict[str, object] = field(default_factory=dict)
     exit: tuple[int, float] | None = None
     last_us: int | None = None
-
-
-def _item_key(item) -> str:
-    return ".".join(item.nested_key) if item.nested_key else item.key
-
-
-def _typed_value_json(item) -> str:
-    """History items written with typed fields instead of value_json (newer SDKs may)."""
-    which = item.WhichOneof("value")
-    if which is None or which == "none":
-        return "null"
-    if which in ("text", "json"):
-        return item.json if which == "json" else json.dumps(item.text)
-    return json.dumps(getattr(item, which))
 
 
 def _decode(records: list[bytes], rep: FileReport) -> _Decoded:
@@ -195,16 +145,16 @@ def _decode_each(records: list[bytes], rep: FileReport) -> _Decoded:
             items = rec.history.item
             for it in items:
                 hist_key.append(it.nested_key and ".".join(it.nested_key) or it.key)
-                hist_val.append(it.value_json or _typed_value_json(it))
+                hist_val.append(it.value_json or wandb_records.typed_value_json(it))
             hist_row.extend([n_hist] * len(items))
             hist_stepnum.append(rec.history.step.num)
             n_hist += 1
             d.n_hist = n_hist
         elif kind == "summary":
             for it in rec.summary.update:
-                summary[_item_key(it)] = it.value_json
+                summary[wandb_records.item_key(it)] = it.value_json
             for it in rec.summary.remove:
-                summary.pop(_item_key(it), None)
+                summary.pop(wandb_records.item_key(it), None)
         elif kind in _OTHER_KINDS:
             _decode_other(rec, kind, num, d)
         rep.parsed += 1
@@ -240,12 +190,12 @@ def _decode_other(rec, kind: str, num: int, d: _Decoded) -> None:
             started=_us(r.start_time) if r.HasField("start_time") else None,
         )
         for it in r.config.update:
-            d.config[_item_key(it)] = it.value_json
+            d.config[wandb_records.item_key(it)] = it.value_json
     elif kind == "config":
         for it in rec.config.update:
-            d.config[_item_key(it)] = it.value_json
+            d.config[wandb_records.item_key(it)] = it.value_json
         for it in rec.config.remove:
-            d.config.pop(_item_key(it), None)
+            d.config.pop(wandb_records.item_key(it), None)
     elif kind == "environment":
         d.environment.update(MessageToDict(rec.environment, preserving_proto_field_name=True))
     elif kind == "exit":
@@ -254,163 +204,6 @@ def _decode_other(rec, kind: str, num: int, d: _Decoded) -> None:
 
 # --------------------------------------------------------------------------------------------
 # flat lists -> frames
-
-
-def _bulk_json(texts: list[str]) -> list:
-    """Decode many JSON values in one call; fall back per value only if one is malformed."""
-    if not texts:
-        return []
-    try:
-        return json.loads("[" + ",".join(texts) + "]")
-    except ValueError:
-        out = []
-        for t in texts:
-            try:
-                out.append(json.loads(t))
-            except ValueError:
-                out.append(None)
-        return out
-
-
-def _numeric(values: list) -> tuple[np.ndarray, np.ndarray]:
-    """(float values, mask of the ones that are numbers): text, media and bools are not metrics."""
-    if set(map(type, values)) <= {float, int}:  # the usual case, checked in one pass
-        return np.array(values, dtype=float), np.ones(len(values), dtype=bool)
-    mask = np.fromiter(
-        ((type(v) is float or type(v) is int) for v in values), dtype=bool, count=len(values)
-    )
-    out = np.full(len(values), np.nan)
-    if mask.any():
-        out[mask] = [v for v, m in zip(values, mask, strict=True) if m]
-    return out, mask
-
-
-def canonical_metric(key: str) -> str:
-    """The kit's metric key for a trainer's key (throughput aliases -> train/tok_per_s)."""
-    return THROUGHPUT if key in _THROUGHPUT_ALIASES else key
-
-
-def history_frame(row, key: list[str], value: list, stepnum, run: str, source: str, rep: FileReport,
-                  n_rows: int | None = None) -> pd.DataFrame:
-    """History rows in long form: one row per (history row, numeric metric).
-
-    `row`, `key`, `value` are flat, one entry per logged value; `stepnum` gives each history row
-    the step to use when it carries no `_step` value: a list, or (with `n_rows`) a function of
-    the rows that need it.
-    """
-    if n_rows is None:
-        n_rows = len(stepnum)
-    if not n_rows:
-        return pd.DataFrame()
-    codes, uniques = pd.factorize(np.asarray(key, dtype=object))
-    uniques = np.asarray(uniques, dtype=object)
-    rows = np.asarray(row, dtype=np.int64)
-    values, numeric = _numeric(value)
-
-    def per_row(name: str) -> np.ndarray:
-        col = np.full(n_rows, np.nan)
-        hit = np.flatnonzero(uniques == name)
-        if len(hit):
-            hit = codes == hit[0]
-            col[rows[hit]] = values[hit]
-        return col
-
-    steps = per_row("_step")
-    no_step = np.flatnonzero(np.isnan(steps))
-    if len(no_step):
-        given = stepnum(no_step) if callable(stepnum) else np.asarray(stepnum)[no_step]
-        steps[no_step] = np.asarray(given, dtype=float)
-    stamps = per_row("_timestamp")
-    runtime = per_row("_runtime")
-    keep = numeric & ~np.isin(uniques, _HISTORY_SPECIAL)[codes]
-    n_other = int((~numeric).sum())
-    if n_other:
-        rep.notes.append(f"{n_other} history values are not numbers (text, media, tables): not in metrics")
-    if np.isnan(stamps).any():
-        rep.notes.append(f"{int(np.isnan(stamps).sum())} history rows have no _timestamp: time left empty")
-    r = rows[keep]
-    kept_codes = codes[keep]
-    raw_keys = pd.Categorical.from_codes(kept_codes, categories=pd.Index(uniques, dtype="string"))
-    # Aliases may map two keys to one metric: categories must stay unique.
-    metric_codes, metric_names = pd.factorize(np.asarray([canonical_metric(k) for k in uniques], dtype=object))
-    metric = pd.Categorical.from_codes(metric_codes[kept_codes], categories=pd.Index(metric_names, dtype="string"))
-    times = pd.to_datetime(stamps * 1e6, unit="us", utc=True)
-    out = pd.DataFrame(
-        {
-            "time": pd.Series(times.take(r)).astype(TIME),
-            "run": run,
-            "step": pd.array(steps[r], dtype="Int64"),
-            "metric": pd.Series(metric).astype("string"),
-            "value": values[keep],
-            "source": source,
-            "key": pd.Series(raw_keys).astype("string"),
-            "runtime_s": runtime[r],
-        }
-    )
-    return out
-
-
-def _stats_frames(d: _Decoded, run: str, host, source: str, gpu_info: dict[int, dict]):
-    if not d.stats_row:
-        return pd.DataFrame(), pd.DataFrame()
-    rows = np.asarray(d.stats_row, dtype=np.int64)
-    keys = np.asarray(d.stats_key, dtype=object)
-    values, numeric = _numeric(_bulk_json(d.stats_val))
-    times = _to_time(d.stats_time)
-    metrics = pd.DataFrame(
-        {
-            "time": times.take(rows[numeric]).reset_index(drop=True),
-            "run": run,
-            "metric": pd.Series("system/" + keys[numeric].astype(str)).astype("string"),
-            "value": values[numeric],
-            "source": source,
-            "key": pd.Series(keys[numeric].astype(str)).astype("string"),
-        }
-    )
-    # Per-GPU keys pivot into the gpus frame: one row per stats record and GPU.
-    parsed = pd.Series(keys).str.extract(_GPU_KEY)
-    is_gpu = parsed[0].notna().to_numpy() & numeric
-    parsed = parsed[is_gpu]
-    fields = parsed[1].map(lambda f: GPU_FIELDS.get(f, (None, 1.0)))
-    col = fields.map(lambda f: f[0])
-    scale = fields.map(lambda f: f[1]).to_numpy(dtype=float)
-    long = pd.DataFrame(
-        {
-            "row": rows[is_gpu],
-            "gpu": parsed[0].astype(int).to_numpy(),
-            "col": col.to_numpy(),
-            "value": values[is_gpu] * scale,
-        }
-    ).dropna(subset=["col"])
-    if long.empty:
-        return metrics, pd.DataFrame()
-    wide = long.pivot_table(index=["row", "gpu"], columns="col", values="value", aggfunc="last")
-    wide = wide.reset_index()
-    wide["time"] = times.take(wide["row"].to_numpy()).to_numpy()
-    wide["time"] = wide["time"].astype(TIME)
-    wide["host"] = host
-    wide["source"] = source
-    wide["run"] = run
-    info = pd.DataFrame.from_dict(gpu_info, orient="index")
-    if not info.empty:
-        wide = wide.merge(info, left_on="gpu", right_index=True, how="left")
-    if "memory_total_mib" not in wide and "memory_used_pct" in wide:
-        pass  # neither bytes nor a total: leave the total unknown rather than guess
-    return metrics, wide.drop(columns=["row"])
-
-
-def _gpu_info(environment: dict, metadata: dict) -> dict[int, dict]:
-    """GPU index -> uuid, total memory and name, from the environment record or metadata.json."""
-    gpus = environment.get("gpu_nvidia") or metadata.get("gpu_nvidia") or []
-    info = {}
-    for i, g in enumerate(gpus):
-        total = g.get("memory_total") or g.get("memoryTotal")
-        info[i] = {
-            "uuid": g.get("uuid"),
-            "memory_total_mib": float(total) / 2**20 if total else np.nan,
-            "name": g.get("name"),
-        }
-    return info
 
 
 def _console_lines(chunks: list[tuple[int, int, str, str]]):
@@ -445,7 +238,7 @@ def _console_events(d: _Decoded, run: str, host, source: str) -> pd.DataFrame:
     nums, times, streams, texts = zip(*lines, strict=True)
     return pd.DataFrame(
         {
-            "time": _to_time(times),
+            "time": to_time(times),
             "host": host,
             "run": run,
             "kind": "console",
@@ -455,12 +248,6 @@ def _console_events(d: _Decoded, run: str, host, source: str) -> pd.DataFrame:
             "stream": list(streams),
         }
     )
-
-
-def _json_values(raw: dict[str, str]) -> dict:
-    if not raw:
-        return {}
-    return dict(zip(raw, _bulk_json(list(raw.values())), strict=True))
 
 
 # --------------------------------------------------------------------------------------------
@@ -518,7 +305,7 @@ def _report_scan(scan: wandb_log.LogScan, rep: FileReport) -> None:
         rep.skip(None, "incomplete last record (the file ends inside it)")
 
 
-def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, metadata: dict) -> None:
+def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, meta: wandb_files.Metadata) -> None:
     """Decode one .wandb file into `parts` (the run's metrics, gpus, console and identity)."""
     rep = ctx.report(path, "wandb-log", unit="record")
     source = rep.path
@@ -536,11 +323,12 @@ def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, metadata: dict) ->
     ident = d.identity
     env = d.environment
     run = ident.get("name") or ident.get("id") or path.stem
-    host = ctx.host or ident.get("host") or env.get("host") or metadata.get("host")
+    host = ctx.host or ident.get("host") or env.get("host") or meta.host
     parts.run, parts.host = run, host
-    hist = history_frame(d.hist_row, d.hist_key, _bulk_json(d.hist_val), d.hist_stepnum, run, source, rep,
+    hist = history_frame(d.hist_row, d.hist_key, bulk_json(d.hist_val), d.hist_stepnum, run, source, rep,
                          n_rows=d.n_hist)
-    stats, gpus = _stats_frames(d, run, host, source, _gpu_info(env, metadata))
+    stats, gpus = stats_frames(d.stats_row, d.stats_key, bulk_json(d.stats_val), to_time(d.stats_time), run, host,
+                               source, gpu_info(env, {}) or meta.gpus)
     parts.metrics += [hist, stats]
     parts.gpus.append(gpus)
     console = _console_events(d, run, host, source)
@@ -551,8 +339,8 @@ def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, metadata: dict) ->
     started = pd.Timestamp(ident["started"], unit="us", tz="UTC") if ident.get("started") else None
     info = RunInfo(
         run=run, id=ident.get("id"), name=ident.get("name"), project=ident.get("project"),
-        host=host, started=started, config=_json_values({k: v for k, v in d.config.items() if k != "_wandb"}),
-        summary=_json_values(d.summary), source=source,
+        host=host, started=started, config=json_values({k: v for k, v in d.config.items() if k != "_wandb"}),
+        summary=json_values(d.summary), source=source,
         command=" ".join([env.get("program", "")] + list(env.get("args", []))).strip() or None,
     )
     last = pd.Timestamp(d.last_us, unit="us", tz="UTC") if d.last_us else None
@@ -577,7 +365,8 @@ def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, metadata: dict) ->
                        "(the run was stopped seconds after it started)")
     parts.events.append(
         pd.DataFrame({"time": pd.Series([info.ended], dtype=object).astype(TIME), "host": host, "run": run,
-                      "kind": "run_end", "message": message, "source": source, "ref": ref})
+                      "kind": "run_end", "message": message, "source": source, "ref": ref,
+                      "exit_code": pd.array([info.exit_code], dtype="Int64")})
     )
     parts.info = info
     parts.reports.append(rep)
@@ -591,218 +380,113 @@ def _files_in(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() or p.is_symlink())
 
 
-def _is_link_stub(path: Path, head: bytes) -> str | None:
-    """A symlink, or a symlink copied as a short text file holding its target: bookkeeping."""
-    if path.is_symlink():
-        return str(path.readlink())
-    if len(head) < 300 and _LINK_TEXT.match(head):
-        return head.decode("utf-8", "replace").strip()
-    return None
-
-
-def _bookkeeping(path: Path, ctx: LoadContext, target: str) -> FileReport:
-    rep = ctx.report(path, "wandb-bookkeeping", unit="file")
-    rep.read = 1
-    rep.skip(None, "wandb bookkeeping (a link), not evidence")
-    rep.notes.append(f"points to {target}")
-    return rep
-
-
-def _read_json_doc(path: Path, ctx: LoadContext, fmt: str) -> tuple[dict, FileReport]:
-    rep = ctx.report(path, fmt, unit="document")
-    rep.read = 1
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except ValueError as e:
-        rep.bad(1, "one JSON object", str(e))
-        return {}, rep
-    if not isinstance(doc, dict):
-        rep.bad(1, "one JSON object", type(doc).__name__)
-        return {}, rep
-    rep.parsed = 1
-    return doc, rep
-
-
-def _read_config_yaml(path: Path, ctx: LoadContext) -> tuple[dict, FileReport]:
-    import yaml
-
-    rep = ctx.report(path, "wandb-config-yaml", unit="document")
-    rep.read = 1
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace")) or {}
-    except yaml.YAMLError as e:
-        rep.bad(1, "a wandb config.yaml mapping", str(e).splitlines()[0])
-        return {}, rep
-    rep.parsed = 1
-    # wandb writes {key: {desc: ..., value: ...}}; `_wandb` is the SDK's own bookkeeping.
-    return {
-        k: (v.get("value") if isinstance(v, dict) and "value" in v else v)
-        for k, v in doc.items()
-        if k != "_wandb"
-    }, rep
-
-
-def _leading_times(lines: list[str], tz: str) -> pd.Series:
-    stamps = [(m.group(1).replace(",", ".") if (m := _LEADING_TIME.match(t)) else None) for t in lines]
-    naive = pd.to_datetime(pd.Series(stamps, dtype=object), errors="coerce", format="mixed")
-    return align.localize(naive, tz)
-
-
-def _read_output_log(path: Path, ctx: LoadContext, parts: _RunParts) -> FileReport:
-    """files/output.log: console lines the .wandb log did not already give (with times)."""
-    rep = ctx.report(path, "wandb-output-log")
-    text = path.read_text(encoding="utf-8", errors="replace")
-    lines = text.splitlines()
-    rep.read = len(lines)
-    known = parts.console_texts
-    j = 0
-    kept_no, kept = [], []
-    for i, raw in enumerate(lines, 1):
-        line = raw.rstrip("\r").rsplit("\r", 1)[-1]
-        if not line.strip():
-            rep.skip(i, "blank line")
-        elif j < len(known) and line == known[j]:
-            rep.skip(i, "same console line as the .wandb log (kept from there, with its time)")
-            j += 1
-        else:
-            kept_no.append(i)
-            kept.append(line)
-    rep.parsed = len(kept)
-    if not kept:
-        return rep
-    times = _leading_times(kept, ctx.timezone)
-    if times.notna().any():
-        rep.assume(align.zone_assumption(ctx.timezone) + " (times at the start of console lines)")
-    if times.isna().any():
-        rep.notes.append(f"{int(times.isna().sum())} console lines carry no time of their own")
-    if known:
-        rep.notes.append(f"{len(kept)} console lines are not in the .wandb log (written after it stops)")
-    parts.events.append(
-        pd.DataFrame({"time": times, "host": parts.host, "run": parts.run, "kind": "console", "message": kept,
-                      "source": rep.path, "ref": [f"{rep.path}:{n}" for n in kept_no]})
-    )
-    return rep
-
-
-def _read_debug_log(path: Path, ctx: LoadContext, run: str | None, parts: _RunParts | None = None):
-    """wandb's own diagnostics: warnings and errors become events, the rest is counted."""
-    rep = ctx.report(path, "wandb-debug-log")
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    rep.read = len(lines)
-    rows = []
-    for i, line in enumerate(lines, 1):
-        if parts is not None and parts.pid is None and (m := _STATS_PID.search(line)):
-            parts.pid = int(m.group(1))
-        level, when, message = None, None, line
-        if line.startswith("{"):
-            try:
-                doc = json.loads(line)
-                level, when, message = doc.get("level"), doc.get("time"), doc.get("msg", line)
-            except ValueError:
-                pass
-        elif m := _DEBUG_LINE.match(line):
-            level, when = m.group(2), m.group(1).replace(",", ".")
-            message = line[m.end():]
-        if level in ("WARNING", "WARN", "ERROR", "CRITICAL", "FATAL"):
-            rows.append((i, when, level, message))
-            rep.parsed += 1
-        elif level is None:
-            rep.skip(i, "continuation or unstructured line of a wandb SDK log")
-        else:
-            rep.skip(i, f"wandb SDK diagnostics at {level} level")
-    if rows:
-        nums, whens, levels, messages = zip(*rows, strict=True)
-        naive = pd.Series(whens, dtype=object)
-        zoned = naive.str.endswith("Z", na=False)
-        times = pd.Series(pd.NaT, index=naive.index, dtype=TIME)
-        if zoned.any():
-            times[zoned] = pd.to_datetime(naive[zoned], utc=True, format="ISO8601").astype(TIME)
-        if (~zoned).any():
-            times[~zoned] = align.localize(pd.to_datetime(naive[~zoned], errors="coerce"), ctx.timezone)
-            rep.assume(align.zone_assumption(ctx.timezone))
-        frame = pd.DataFrame({"time": times, "run": run, "kind": "wandb_sdk",
-                              "message": [f"{lv}: {m}" for lv, m in zip(levels, messages, strict=True)],
-                              "source": rep.path, "ref": [f"{rep.path}:{n}" for n in nums]})
-        if parts is not None:
-            parts.events.append(frame)
-        return rep, frame
-    return rep, pd.DataFrame()
-
-
-def _is_debug_log(head: bytes) -> bool:
-    text = head[:4096].decode("utf-8", "replace")
-    first = text.split("\n", 1)[0]
-    if _DEBUG_LINE.match(first) and "[wandb_" in text:
-        return True
-    return first.startswith('{"time":') and '"msg":"' in first and ("wandb-core" in text or '"stream:' in text)
+def _head(path: Path, n: int = 512) -> bytes:
+    if not path.exists():  # a dangling symlink has no content, only its target
+        return b""
+    with open(path, "rb") as f:
+        return f.read(n)
 
 
 def _wandb_logs(folder: Path) -> list[Path]:
-    out = []
-    for p in sorted(folder.iterdir()):
-        if p.is_file() and not p.is_symlink():
-            with open(p, "rb") as f:
-                if wandb_log.is_wandb_log(f.read(8)):
-                    out.append(p)
-    return out
+    return [p for p in sorted(folder.iterdir())
+            if p.is_file() and not p.is_symlink() and wandb_log.is_wandb_log(_head(p, registry.SNIFF_BYTES))]
+
+
+def _debug_logs(folder: Path) -> list[Path]:
+    logs = folder / "logs"
+    if not logs.is_dir():
+        return []
+    return [p for p in sorted(logs.iterdir())
+            if p.is_file() and not p.is_symlink() and wandb_messages.is_debug_log(_head(p, 8192))]
 
 
 def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
     """A wandb run folder, online or offline, with or without its .wandb log."""
     parts = _RunParts()
     logs = _wandb_logs(folder)
-    files = _files_in(folder)
     files_dir = folder / "files"
-    metadata, summary, config = {}, {}, {}
+    # The folder's own entry, first in the report: what was found in it.
+    whole = ctx.report(folder, "wandb-run", unit="folder")
+    whole.read = whole.parsed = 1
+    parts.reports.append(whole)
+    meta, summary, config = wandb_files.Metadata(), {}, {}
     meta_path = files_dir / "wandb-metadata.json"
     if meta_path.is_file():
-        metadata, rep = _read_json_doc(meta_path, ctx, "wandb-metadata")
+        meta, rep = wandb_files.read_metadata(meta_path, ctx)
         parts.reports.append(rep)
-    debug = [p for p in (folder / "logs" / "debug.log", folder / "logs" / "debug-internal.log")
-             if p.is_file() and not p.is_symlink()]
-    for p in debug:  # first: it names the trainer's PID, which console events carry
-        parts.reports.append(_read_debug_log(p, ctx, None, parts)[0])
+    debug = _debug_logs(folder)
+    debug_scans = []
+    for p in debug:  # first: debug.log names the trainer's PID, which console events carry
+        rep, frame, log = wandb_messages.read_debug_log(p, ctx, say_unfinished=not logs)
+        parts.reports.append(rep)
+        debug_scans.append((p, frame, log))
+        if parts.pid is None and log.pid is not None and p.name == "debug.log":
+            parts.pid = log.pid
     for log in logs:
-        _read_log(log, ctx, parts, metadata)
+        _read_log(log, ctx, parts, meta)
     if not logs:
         # Only the folder names the run then (metadata.json carries no display name).
         parts.run = folder.name.rsplit("-", 1)[-1]
-        parts.host = ctx.host or metadata.get("host")
-    for p in files:
-        if p in logs or p == meta_path or p in debug:
+        parts.host = ctx.host or meta.host
+    for _, frame, _ in debug_scans:
+        if len(frame):
+            # Inside a run folder the .wandb log's own identity names the run.
+            frame["run"], frame["host"] = parts.run, parts.host
+            if logs:
+                frame = frame[frame["kind"] != "run_end"] if "kind" in frame else frame
+            parts.events.append(frame)
+    handled = set(logs) | set(debug) | {meta_path}
+    events_jsonl = []
+    for p in _files_in(folder):
+        if p in handled:
             continue
-        head = b""
-        if p.exists():  # a dangling symlink has no content, only its target
-            with open(p, "rb") as f:
-                head = f.read(512)
-        target = _is_link_stub(p, head)
+        target = wandb_files.link_target(p, _head(p))
         if target is not None:
-            parts.reports.append(_bookkeeping(p, ctx, target))
+            parts.reports.append(wandb_files.bookkeeping(p, ctx, target))
+        elif p.parent == folder and p.stat().st_size == 0:
+            rep = ctx.report(p, "wandb-run-file", unit="file")
+            rep.read = 1
+            rep.skip(None, "empty file")
+            rep.notes.append("empty: a .wandb log the run never wrote a byte to (stopped at its start), "
+                             "or a sync marker")
+            parts.reports.append(rep)
         elif p == files_dir / "output.log":
-            parts.reports.append(_read_output_log(p, ctx, parts))
+            rep, frame = wandb_files.read_output_log(p, ctx, parts.console_texts, parts.run, parts.host)
+            parts.reports.append(rep)
+            parts.events.append(frame)
         elif p == files_dir / "wandb-summary.json":
-            summary, rep = _read_json_doc(p, ctx, "wandb-summary")
+            summary, rep = wandb_files.read_json_doc(p, ctx, "wandb-summary")
             parts.reports.append(rep)
         elif p == files_dir / "config.yaml":
-            config, rep = _read_config_yaml(p, ctx)
+            config, rep = wandb_files.read_config(p, ctx)
             parts.reports.append(rep)
+        elif p == files_dir / "requirements.txt":
+            parts.reports.append(wandb_files.read_requirements(p, ctx))
+        elif p.parent in (folder, files_dir) and wandb_files.sniff_events_jsonl(p, _head(p, 8192)):
+            events_jsonl.append(p)
         else:
             rep = ctx.report(p, "wandb-run-file", unit="file")
             rep.read = 1
-            rep.skip(None, "wandb run file not read as evidence (code, requirements, media)")
+            rep.skip(None, "wandb run file not read as evidence (code, environment, media)")
             parts.reports.append(rep)
     info = parts.info
     if info is None:
         # No .wandb: identity from metadata and the folder, no history, exit unknown.
         run = parts.run
-        started = pd.Timestamp(metadata["startedAt"]) if metadata.get("startedAt") else None
-        info = RunInfo(run=run, id=run, host=parts.host,
-                       started=started, source=ctx.name(folder),
-                       command=" ".join([metadata.get("program", "")] + metadata.get("args", [])).strip() or None)
-        note = ctx.report(folder, "wandb-run", unit="file")
-        note.notes.append("no .wandb transaction log in this run folder: history is not on disk "
-                          "(sync it, use the API with load_wandb_run('entity/project/id'), or an export)")
-        parts.reports.append(note)
+        start, end, _, _ = wandb_files.summary_facts(summary)
+        info = RunInfo(run=run, id=run, host=parts.host, started=meta.started or start, ended=end,
+                       source=ctx.name(folder), command=meta.command)
+        whole.notes.append("no .wandb transaction log in this run folder: history is not on disk "
+                           "(sync it, use the API with load_wandb_run('entity/project/id'), or an export)")
+        if summary:
+            parts.events.append(wandb_files.summary_event(summary, run, ctx.name(files_dir / "wandb-summary.json")))
+        ev, _ = wandb_files.metadata_frames(meta, run, ctx.name(meta_path), parts.host)
+        parts.events.append(ev)
+    for p in events_jsonl:
+        rep, metrics, gpus = wandb_files.read_events_jsonl(p, ctx, parts.run, parts.host, meta.gpus)
+        parts.reports.append(rep)
+        parts.metrics.append(metrics)
+        parts.gpus.append(gpus)
     if summary:
         info.summary = {**summary, **info.summary} if info.summary else summary
     if config:
@@ -849,52 +533,33 @@ def sniff_run_folder(path: Path, head: bytes) -> float:
     try:
         if _wandb_logs(path):
             return 0.95
+        files = path / "files"
+        if (files / "wandb-metadata.json").is_file() or (files / "wandb-summary.json").is_file():
+            return 0.9
+        if _debug_logs(path):
+            return 0.85  # a run stopped before its .wandb log had a byte: logs/ says what it was
     except OSError:
         return 0.0
-    files = path / "files"
-    if (files / "wandb-metadata.json").is_file() or (files / "wandb-summary.json").is_file():
-        return 0.9
     return 0.0
 
 
-def sniff_debug_log(path: Path, head: bytes) -> float:
-    return 0.9 if _is_debug_log(head) else 0.0
-
-
 def sniff_link(path: Path, head: bytes) -> float:
-    return 0.6 if _is_link_stub(path, head) is not None else 0.0
+    return 0.6 if wandb_files.link_target(path, head) is not None else 0.0
 
 
 def load_log_file(path: Path, ctx: LoadContext) -> Incident:
     parts = _RunParts()
-    _read_log(path, ctx, parts, {})
+    _read_log(path, ctx, parts, wandb_files.Metadata())
     return _assemble(parts, parts.info)
 
 
-def load_debug_file(path: Path, ctx: LoadContext) -> Incident:
-    if path.is_symlink():
-        return _single(_bookkeeping(path, ctx, str(path.readlink())))
-    rep, frame = _read_debug_log(path, ctx, None)
-    return from_frames(rep, events=frame) if len(frame) else _single(rep)
-
-
 def load_link_file(path: Path, ctx: LoadContext) -> Incident:
-    with open(path, "rb") as f:
-        head = f.read(512)
-    return _single(_bookkeeping(path, ctx, _is_link_stub(path, head) or "?"))
-
-
-def _single(rep: FileReport) -> Incident:
-    inc = Incident()
-    inc.load_report.add(rep)
-    return inc
+    return from_frames(wandb_files.bookkeeping(path, ctx, wandb_files.link_target(path, _head(path)) or "?"))
 
 
 register(Format("wandb-log", sniff_log, load_log_file, "wandb .wandb transaction log (offline or online run)"))
 register(Format("wandb-run", sniff_run_folder, load_run_folder,
                 "wandb run folder (run-*/offline-run-*: .wandb log, files/, logs/)", folder=True))
-register(Format("wandb-debug-log", sniff_debug_log, load_debug_file,
-                "wandb SDK debug.log / debug-internal.log (warnings and errors become events)"))
 register(Format("wandb-bookkeeping", sniff_link, load_link_file,
                 "wandb latest-run / debug*.log links (copied as text): bookkeeping, not evidence"))
 

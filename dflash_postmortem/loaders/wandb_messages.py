@@ -1,0 +1,400 @@
+"""What the wandb SDK says about a run in its own words: its debug logs and its terminal lines.
+
+These are not training logs: they say when wandb.init ran, under which run id, whether and how the
+run finished (exit code), and what went wrong on wandb's side. One reader covers every version:
+
+| file | line form |
+| --- | --- |
+| `logs/debug.log` (all SDKs), `logs/debug-internal.log` (<= 0.17) | `2023-02-21 17:26:10,232 INFO    MainThread:4822 [wandb_init.py:init():516] message` (local time) |
+| `logs/debug-internal.log` (wandb-core, >= 0.18) | `{"time":"2026-11-30T05:20:27.77Z","level":"INFO","msg":"stream: started","id":"3lsy4q7j"}` |
+| `wandb/debug-cli.<user>.log` | `2023-02-21 18:09:32 ERROR dropped chunk 404 ...` (local time) |
+| terminal output (a paste, a job's stdout) | `wandb: Run summary:`, `wandb: 🚀 View run x at: https://.../runs/<id>`, `wandb: ERROR ...` |
+
+Events: `run_start` (wandb.init's run is up), `run_end` (finished, with `exit_code` when the log
+gives one; or the log stops without a finish line: killed, crashed hard, or still running),
+`error` and `warning` (the SDK's own, `level` column; continuation lines such as a traceback are
+part of the message), `run_summary` (the terminal's "Run summary" block, at its `_timestamp`).
+Every line is counted: parsed when it is, or belongs to, an event; skipped with its level or
+reason otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from .. import align
+from ..incident import Incident, RunInfo, from_frames
+from ..load_report import FileReport
+from ..schema import TIME
+from .registry import Format, LoadContext, register
+from .wandb_files import bookkeeping, link_target, read_text, summary_event, summary_facts
+
+_PY_LINE = re.compile(
+    r"^(?P<time>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) (?P<level>[A-Z]+)\s+(?P<thread>.*?):(?P<pid>\d+) "
+    r"\[(?P<where>[^\]]*)\] ?(?P<msg>.*)$"
+)
+_CLI_LINE = re.compile(r"^(?P<time>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) (?P<level>[A-Z]+) (?P<msg>.*)$")
+_JSON_START = '{"time":"'
+# Source files of the SDK that only write wandb's debug logs (a training log never names them).
+_SDK_FILES = re.compile(r"\[(?:wandb_\w+|internal|sender|handler|writer|backend|interface\w*|meta|stats|"
+                        r"system_monitor|file_pusher|dir_watcher|internal_api|router\w*|retry|"
+                        r"redirect|jupyter|service\w*|wandb_setup|manager|datastore|context|"
+                        r"streams?|server\w*|settings\w*|upload_job|progress|run|mailbox)\.py:")
+_RUN_DIR = re.compile(r"(?:offline-)?run-(?P<stamp>\d{8}_\d{6})-(?P<id>[a-z0-9]+)")
+_PATH_RUN = re.compile(r"/runs/(?P<id>[a-z0-9]{6,})\b|/files/[\w.-]+/[\w.-]+/(?P<fid>[a-z0-9]{6,})/")
+_ERROR_LEVELS = {"ERROR", "CRITICAL", "FATAL"}
+_WARNING_LEVELS = {"WARNING", "WARN"}
+_CONTINUATION_LIMIT = 40  # lines of a traceback kept in one event's message
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_TERM_LINE = re.compile(r"^(?:.*?[\s>$#%:])?wandb: (?P<msg>.*)$")
+_SPARK = re.compile(r"^[▁▂▃▄▅▆▇█ ]+$")
+
+# (kind, pattern) for the messages that matter, first match wins; `code` names the exit code.
+_MILESTONES: tuple[tuple[str, re.Pattern], ...] = (
+    ("run_start", re.compile(r"^run started, returning control to user process")),
+    ("run_start", re.compile(r"^stream: started$|^W&B internal server running at pid")),
+    ("run_end", re.compile(r"^got exitcode: (?P<code>-?\d+)")),
+    ("run_end", re.compile(r"^handling exit code: (?P<code>-?\d+)")),
+    ("run_end", re.compile(r"^finishing run (?P<path>\S+)")),
+    ("run_end", re.compile(r"^Internal process exiting, parent pid (?P<pid>\d+) disappeared")),
+    ("run_end", re.compile(r"^stream: closing$|^stream: finishing up$")),
+)
+# Kinds a file contributes once: the first start, the most telling end.
+_END_RANK = {"got exitcode": 0, "handling exit code": 1, "Internal process exiting": 2, "finishing run": 3,
+             "stream:": 4}
+
+
+@dataclass
+class SdkLog:
+    """What one debug log says, before it becomes events."""
+
+    run_id: str | None = None
+    pid: int | None = None
+    version: str | None = None
+    rows: list[dict] = field(default_factory=list)
+    naive_times: bool = False
+    last_time: str | None = None
+    last_line: int | None = None
+    started: bool = False
+    ended: bool = False
+
+
+def _event(i: int, when: str | None, kind: str, level: str | None, message: str, **extra) -> dict:
+    return {"line": i, "when": when, "kind": kind, "level": level, "message": message, **extra}
+
+
+def _parse_line(line: str):
+    """(time text, zoned?, level, message, pid, fields) of one debug-log line, or None."""
+    if line.startswith(_JSON_START):
+        try:
+            doc = json.loads(line)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(doc, dict) or not isinstance(doc.get("msg"), str):
+            return None
+        return str(doc.get("time")), True, str(doc.get("level", "")).upper(), doc["msg"], None, doc
+    if m := _PY_LINE.match(line):
+        return m["time"].replace(",", "."), False, m["level"], m["msg"], int(m["pid"]), None
+    if m := _CLI_LINE.match(line):
+        return m["time"], False, m["level"], m["msg"], None, None
+    return None
+
+
+def scan_debug_log(lines: list[str], rep: FileReport) -> SdkLog:
+    """Classify every line of a debug log; milestones, errors and warnings become rows."""
+    log = SdkLog()
+    open_row: dict | None = None  # the error/warning that continuation lines belong to
+    end_rank = len(_END_RANK)
+    for i, line in enumerate(lines, 1):
+        parsed = _parse_line(line)
+        if parsed is None:
+            if open_row is not None and len(open_row["more"]) < _CONTINUATION_LIMIT:
+                open_row["more"].append(line)
+                rep.parsed += 1
+            elif not line.strip():
+                rep.skip(i, "blank line")
+            else:
+                rep.skip(i, "continuation of a wandb SDK message (config, protobuf dump, traceback)")
+            continue
+        when, zoned, level, msg, pid, fields = parsed
+        open_row = None
+        log.naive_times |= not zoned
+        log.last_time, log.last_line = when, i
+        if pid is not None and log.pid is None and "MainThread" in line[24:60]:
+            log.pid = pid
+        if m := re.search(r"Configure stats pid to (\d+)", msg):
+            log.pid = int(m.group(1))
+        if log.version is None and (v := re.search(r"(?:SDK version is|core version\"?:?\"?|wandb version) ?(\d+\.\d+\.\d+\S*)", line)):
+            log.version = v.group(1)
+        if log.run_id is None:
+            log.run_id = _run_id(msg, fields)
+        kind, code = None, None
+        for k, rx in _MILESTONES:
+            if mm := rx.search(msg):
+                kind, code = k, mm.groupdict().get("code")
+                break
+        if kind == "run_start" and not log.started:
+            log.started = True
+            log.rows.append(_event(i, when, "run_start", level, f"wandb: {msg}"))
+            rep.parsed += 1
+            continue
+        if kind == "run_end":
+            rank = next(r for p, r in _END_RANK.items() if msg.startswith(p))
+            log.ended = True
+            if rank < end_rank:
+                end_rank = rank
+                log.rows = [r for r in log.rows if r["kind"] != "run_end"]
+                extra = {"exit_code": int(code)} if code is not None else {}
+                log.rows.append(_event(i, when, "run_end", level, f"wandb: {msg}", **extra))
+                rep.parsed += 1
+                continue
+        if level in _ERROR_LEVELS or level in _WARNING_LEVELS:
+            text = msg
+            if fields:
+                more = {k: v for k, v in fields.items() if k not in ("time", "level", "msg")}
+                if more:
+                    text += " " + json.dumps(more, default=str)[:500]
+            open_row = _event(i, when, "error" if level in _ERROR_LEVELS else "warning", level, text, more=[])
+            log.rows.append(open_row)
+            rep.parsed += 1
+        else:
+            rep.skip(i, f"wandb SDK diagnostics at {level or 'no'} level")
+    return log
+
+
+def _run_id(msg: str, fields: dict | None) -> str | None:
+    if fields:
+        for k in ("id", "stream_id", "run_id"):
+            if isinstance(fields.get(k), str) and fields[k]:
+                return fields[k]
+    if m := _RUN_DIR.search(msg):
+        return m["id"]
+    if m := re.match(r"finishing run \S+/(\w+)$", msg):
+        return m.group(1)
+    if m := _PATH_RUN.search(msg):
+        return m["id"] or m["fid"]
+    return None
+
+
+def debug_log_events(log: SdkLog, ctx: LoadContext, rep: FileReport, run: str | None, host: str | None,
+                     *, say_unfinished: bool) -> pd.DataFrame:
+    """The scanned rows as events; with `say_unfinished`, a log that stops without a finish line
+    says so (inside a run folder the .wandb log's own run_end says it instead)."""
+    rows = list(log.rows)
+    if say_unfinished and log.started and not log.ended and log.last_line is not None:
+        rows.append(_event(log.last_line, log.last_time, "run_end", None,
+                           "the wandb log stops here without a finish line: the run was killed, "
+                           "crashed without wandb.finish, or was still running"))
+        rep.notes.append("no finish line: the run was killed, crashed hard, or was still running")
+    if not rows:
+        return pd.DataFrame()
+    frame = pd.DataFrame(rows)
+    frame["message"] = [
+        m + ("\n" + "\n".join(r["more"]) if r.get("more") else "") for m, r in zip(frame["message"], rows, strict=True)
+    ]
+    frame["time"] = _times(frame["when"], ctx, rep, log.naive_times)
+    frame["ref"] = [f"{rep.path}:{n}" for n in frame["line"]]
+    frame["source"], frame["run"], frame["host"] = rep.path, run, host
+    if log.pid is not None:
+        frame["pid"] = log.pid
+    if "exit_code" in frame:
+        frame["exit_code"] = pd.array(frame["exit_code"], dtype="Int64")
+    return frame.drop(columns=[c for c in ("when", "line", "more") if c in frame])
+
+
+def _times(when: pd.Series, ctx: LoadContext, rep: FileReport, naive: bool) -> pd.Series:
+    text = when.astype(object)
+    zoned = text.str.endswith("Z", na=False)
+    times = pd.Series(pd.NaT, index=text.index, dtype=TIME)
+    if zoned.any():
+        times[zoned] = pd.to_datetime(text[zoned], utc=True, format="ISO8601", errors="coerce").astype(TIME)
+    if (~zoned).any():
+        times[~zoned] = align.localize(pd.to_datetime(text[~zoned], errors="coerce", format="ISO8601"), ctx.timezone)
+        if naive:
+            rep.assume(align.zone_assumption(ctx.timezone) + " (the SDK writes local time)")
+    return times
+
+
+def read_debug_log(path: Path, ctx: LoadContext, run: str | None = None, host: str | None = None,
+                   *, say_unfinished: bool = True) -> tuple[FileReport, pd.DataFrame, SdkLog]:
+    rep = ctx.report(path, "wandb-debug-log")
+    lines = read_text(path).splitlines()
+    rep.read = len(lines)
+    log = scan_debug_log(lines, rep)
+    if log.version:
+        rep.notes.append(f"wandb {log.version}")
+    frame = debug_log_events(log, ctx, rep, run or log.run_id, host, say_unfinished=say_unfinished)
+    return rep, frame, log
+
+
+def is_debug_log(head: bytes) -> bool:
+    text = head[:8192].decode("utf-8", "replace")
+    lines = [ln for ln in text.splitlines()[:40] if ln.strip()]
+    if not lines:
+        return False
+    py = sum(bool(_PY_LINE.match(ln)) for ln in lines)
+    if py and py >= 0.3 * len(lines) and _SDK_FILES.search(text):
+        return True
+    js = [ln for ln in lines if ln.startswith(_JSON_START)]
+    if js and len(js) >= 0.5 * len(lines) and '"msg":"' in text and (
+        "wandb-core" in text or '"msg":"stream:' in text or '"stream_id"' in text or "core version" in text
+    ):
+        return True
+    cli = sum(bool(_CLI_LINE.match(ln)) for ln in lines)
+    return bool(cli >= 0.3 * len(lines) and re.search(r"api\.wandb\.ai|file_stream|wandb", text))
+
+
+# --------------------------------------------------------------------------------------------
+# the SDK's terminal lines (`wandb: ...`), pasted into an issue or caught in a job's stdout
+
+
+@dataclass
+class _Terminal:
+    run_id: str | None = None
+    name: str | None = None
+    summary: dict = field(default_factory=dict)
+    rows: list[dict] = field(default_factory=list)
+
+
+def _term_message(line: str) -> str | None:
+    m = _TERM_LINE.match(_ANSI.sub("", line).rstrip())
+    return m["msg"] if m else None
+
+
+def _scalar(text: str):
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+
+
+def read_terminal(path: Path, ctx: LoadContext) -> tuple[FileReport, _Terminal]:
+    rep = ctx.report(path, "wandb-terminal")
+    lines = read_text(path).splitlines()
+    rep.read = len(lines)
+    term = _Terminal()
+    block = None  # "summary" or "history" while inside such a block
+    for i, raw in enumerate(lines, 1):
+        msg = _term_message(raw)
+        if msg is None:
+            plain = _ANSI.sub("", raw).strip()
+            if plain in ("Run summary:", "Run history:"):  # a paste that lost its first prefix
+                msg = plain
+            elif not plain:
+                rep.skip(i, "blank line")
+                continue
+            else:
+                rep.skip(i, "not a wandb line (the program's own output)")
+                continue
+        body = msg.strip()
+        if body in ("Run summary:", "Run history:"):
+            block = body.split()[1].rstrip(":")
+            rep.parsed += 1
+            continue
+        if block and (m := re.match(r"^(?P<key>\S+)\s+(?P<value>.+)$", body)) and not body.endswith(":"):
+            if block == "summary":
+                term.summary[m["key"]] = _scalar(m["value"].strip())
+            rep.parsed += 1
+            if block == "history" and not _SPARK.match(m["value"]):
+                rep.notes.append(f"line {i}: a history row without a sparkline")
+            continue
+        block = None
+        if not body:
+            rep.skip(i, "blank wandb line")
+            continue
+        if m := re.search(r"(?:View run|Syncing run|Synced) (?P<name>.+?)(?: at)?: (?P<url>https?://\S+)", body):
+            term.name = term.name or m["name"].strip().lstrip("🚀 ").strip()
+        elif m := re.match(r"^(?:🚀 )?Syncing run (?P<name>\S.*)$", body):
+            term.name = term.name or m["name"].strip()
+        term.run_id = term.run_id or _run_id(body, None)
+        if m := re.search(r"Waiting for W&B process to finish.*\((?P<how>success|failed(?: (?P<code>-?\d+))?)\)", body):
+            code = 0 if m["how"] == "success" else (int(m["code"]) if m["code"] else None)
+            extra = {"exit_code": code} if code is not None else {}
+            term.rows.append(_event(i, None, "run_end", None, f"wandb: {body}", **extra))
+            rep.parsed += 1
+        elif re.match(r"^(?:ERROR|Error)\b", body):
+            term.rows.append(_event(i, None, "error", "ERROR", f"wandb: {body}"))
+            rep.parsed += 1
+        elif re.match(r"^(?:WARNING|Warning)\b|[Nn]etwork error|retry", body):
+            term.rows.append(_event(i, None, "warning", "WARNING", f"wandb: {body}"))
+            rep.parsed += 1
+        else:
+            rep.skip(i, "wandb progress or information line")
+    return rep, term
+
+
+def sniff_terminal(path: Path, head: bytes) -> float:
+    if b"\0" in head[:4096]:
+        return 0.0
+    text = head.decode("utf-8", "replace")
+    lines = [ln for ln in text.splitlines()[:300] if ln.strip()]
+    if len(lines) < 3:
+        return 0.0
+    ours = sum(_term_message(ln) is not None for ln in lines)
+    return 0.7 if ours >= 0.5 * len(lines) else 0.0
+
+
+def load_terminal(path: Path, ctx: LoadContext) -> Incident:
+    rep, term = read_terminal(path, ctx)
+    run = ctx.options.get("run") or term.name or term.run_id or path.stem
+    parts = [summary_event(term.summary, run, rep.path)] if term.summary else []
+    if term.rows:
+        ev = pd.DataFrame(term.rows)
+        ev["time"] = pd.Series(pd.NaT, index=ev.index, dtype=TIME)
+        ev["ref"] = [f"{rep.path}:{n}" for n in ev["line"]]
+        ev["source"], ev["run"] = rep.path, run
+        if "exit_code" in ev:
+            ev["exit_code"] = pd.array(ev["exit_code"], dtype="Int64")
+        parts.append(ev.drop(columns=[c for c in ("when", "line") if c in ev]))
+        rep.notes.append("wandb's terminal lines carry no time: events other than the summary have none")
+    events = pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) else pd.DataFrame()
+    inc = from_frames(rep, events=events)
+    start, end, _, _ = summary_facts(term.summary)
+    exit_codes = [r["exit_code"] for r in term.rows if r.get("exit_code") is not None]
+    inc.runs[run] = RunInfo(run=run, id=term.run_id, name=term.name, summary=term.summary, started=start,
+                            ended=end, exit_code=exit_codes[-1] if exit_codes else None, source=rep.path)
+    return inc
+
+
+# --------------------------------------------------------------------------------------------
+# a debug log found alone
+
+
+def sniff_debug_log(path: Path, head: bytes) -> float:
+    # Above any training-log score: these lines look like a log, but are wandb's own.
+    return 0.95 if is_debug_log(head) else 0.0
+
+
+def load_debug_file(path: Path, ctx: LoadContext) -> Incident:
+    target = link_target(path, b"") if path.is_symlink() else None
+    if target is not None:
+        return from_frames(bookkeeping(path, ctx, target))
+    rep, frame, log = read_debug_log(path, ctx, ctx.options.get("run"), ctx.host)
+    inc = from_frames(rep, events=frame)
+    if log.run_id:
+        run = ctx.options.get("run") or log.run_id
+        exits = frame.loc[frame["kind"] == "run_end", "exit_code"].dropna() if "exit_code" in frame else []
+        starts = frame.loc[frame["kind"] == "run_start", "time"] if len(frame) else []
+        ends = frame.loc[frame["kind"] == "run_end", "time"] if len(frame) else []
+        inc.runs[run] = RunInfo(
+            run=run, id=log.run_id, host=ctx.host,
+            started=starts.iloc[0] if len(starts) and pd.notna(starts.iloc[0]) else None,
+            ended=ends.iloc[-1] if len(ends) and pd.notna(ends.iloc[-1]) else None,
+            exit_code=int(exits.iloc[-1]) if len(exits) else None, source=rep.path,
+        )
+    return inc
+
+
+FORMATS = (
+    register(Format("wandb-debug-log", sniff_debug_log, load_debug_file,
+                    "wandb SDK debug.log / debug-internal.log / debug-cli.log: run id, start, finish or "
+                    "its absence, the SDK's errors and warnings")),
+    register(Format("wandb-terminal", sniff_terminal, load_terminal,
+                    "wandb's terminal lines (`wandb: ...`): run summary, run link, exit status")),
+)
+
