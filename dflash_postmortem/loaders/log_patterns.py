@@ -6,41 +6,32 @@ one RE2 alternation of all keywords over a block's lines (pyarrow, ~250 MB/s; Py
 the same alternation at ~10 MB/s, and one `bytes.find` pass per keyword at ~1.4 GB/s each caps
 40 keywords near 35 MB/s) and runs the patterns' regexes only on those lines.
 
-Metric patterns (named groups -> canonical metric keys):
-
-| name | example line | metrics |
-| --- | --- | --- |
-| dflash | `2026-11-30 05:20:58 [baseline] step 5 loss 11.9410 tok/s 11958 queue 4` | train/tok_per_s, train/loss, train/queue_depth |
-| torchtitan | `step: 200  loss:  6.1384  memory: 49.66GiB(52.28%)  tps: 5,856  tflops: 339.16  mfu: 34.29%` | train/tok_per_s, train/loss, train/tflops, train/mfu_pct, train/grad_norm |
-| megatron | `iteration 71/ 100 \\| ... elapsed time per iteration (ms): 5361.6 \\| throughput per GPU (TFLOP/s/GPU): 243.6 \\| ... lm loss: 1.8E+00` | train/iter_time_ms, train/tflops_per_gpu, train/loss |
-| hf_trainer | `{'loss': 0.0, 'grad_norm': 1.41, 'learning_rate': 4.3e-06, 'epoch': 0.01}` | train/<key> for each number |
-| nanogpt | `iter 5: loss 4.2082, time 1431.27ms, mfu 0.01%` | train/loss, train/iter_time_ms, train/mfu_pct (nanoGPT's -100 sentinel is NaN) |
-| nanogpt_eval | `step 100: train loss 3.4633, val loss 3.4987` | eval/train_loss, eval/val_loss |
-| modded_nanogpt | `step:1375/1385 val_loss:3.2811 train_time:177379ms step_avg:129.95ms` | train/step_avg_ms, train/train_time_ms, eval/val_loss |
-| fairseq | `\\| epoch 010  2000 / 8223 loss=1.27 (1.50), wps=962, ...` | train/words_per_s, train/loss |
-| paddle | `[TRAIN] epoch: 1, iter: 20/500, loss: 2.0859, ... ips: 3.7425 samples/sec` | train/samples_per_s, train/loss |
-| nemo | `global_step: 120 \\| reduced_train_loss: 1.233 \\| train_step_timing in s: 0.03146` | train/step_time_s, train/loss |
-| tf_step_time | `Step 100 per-step time 0.813s loss=1.396` | train/step_time_s, train/loss |
-| tqdm bar | `  3%\\|▎  \\| 4/157 [00:59<37:27, 14.69s/it, loss=7.5, tokens_per_sec=347]` | train/it_per_s, train/tok_per_s, train/loss (postfix) |
-
-Users add patterns in incident.toml (`[[patterns]]` name, regex with a `value` group and an
-optional `step` group, metric, optional keyword).
+Three kinds of metric readers (docs/training-logs.md lists every form with an example line):
+- `METRIC_PATTERNS`: one regex per format whose fields sit in a fixed order (dflash, torchtitan,
+  nanoGPT, modded-nanogpt, TF per-step time);
+- `FIELD_FORMATS`: formats printed as `key: value` fields between `|`, `,` or wide gaps
+  (Megatron, nanotron, NeMo, fairseq, Transformer-XL, PaddleSeg, the torchvision/DeiT
+  MetricLogger): the line is cut into fields and each known key maps to a metric, so a field
+  added, moved or renamed by a new version costs nothing;
+- HF Trainer dicts and tqdm bars (postfix keys in `BAR_POSTFIX`).
+Values may carry thousands commas and the K/M/G/T suffixes of human-readable loggers (`14.2K`).
 
 Event kinds (the `kind` column of events from logs, transcripts and process listings):
 
 | kind | meaning |
 | --- | --- |
-| stage | a start-up stage: dataset / model loading, compile, checkpoint save |
+| stage | a start-up stage: dataset / model loading, compile, checkpoint save, NCCL version and init |
 | training_start / training_stop | the trainer says training started / stopped |
 | warning | a warning line (`pattern` names known ones, e.g. fast_path_unavailable) |
 | traceback | a whole Python traceback, one event, message = all its lines |
-| nccl_timeout | NCCL watchdog caught a collective timeout (or its follow-up exception) |
+| nccl_timeout | the c10d watchdog caught a collective timeout, its follow-up exception, a heartbeat-monitor timeout or a stuck watchdog (`seq`, `op`, `timeout_ms`, `ran_ms`, `pg`, `group_rank`) |
+| nccl_error | an `NCCL WARN` line and the `-> N` return trace that follows it on the same thread (`host`, `gpu`, `nccl_code`) |
 | elastic_restart | torchelastic restarts or rendezvous-restarts the worker group |
-| exit | a process exit with a code (`exit_code` column): torchrun child failure, exit=137 |
-| signal | SIGTERM/SIGKILL sent or received, `Killed`, `Terminated` |
-| oom | CUDA or host out-of-memory |
+| exit | a process exit with a code (`exit_code`): torchrun child failure and its ChildFailedError table entries, DeepSpeed launcher exit, exit=137 |
+| signal | a signal sent or received (`signal`, `pid`): elastic closing/death signals, DeepSpeed killing a subprocess, `Killed`, `Terminated` |
+| oom | CUDA or host out-of-memory (`gpu`, `requested_mib`, `capacity_mib`, `free_mib` where the message says them) |
 | nohup | `nohup: ignoring input` (a detached launch wrote this log) |
-| error | another ERROR-level line |
+| error | another ERROR-level line (glog `E`/`F` lines included) |
 | progress | last state of a progress bar (redraws counted in the load report) |
 | command | a shell command from a transcript (`output` column holds its output) |
 | launch | a command that starts a trainer (`launcher`, `log_path`, `args`, `run`, `background`) |
@@ -57,11 +48,13 @@ Event kinds (the `kind` column of events from logs, transcripts and process list
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import IncidentConfigError
 
 _NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|nan|inf)"
+_SUFFIX = {"k": 3, "K": 3, "M": 6, "G": 9, "T": 12, "B": 9}  # human-readable loggers' powers of ten
 
 
 @dataclass(frozen=True)
@@ -92,12 +85,6 @@ METRIC_PATTERNS: tuple[MetricPattern, ...] = (
          "mfu": "train/mfu_pct", "grad_norm": "train/grad_norm"},
     ),
     _metric(
-        "megatron", "elapsed time per iteration",
-        rf"iteration\s+(?P<step>\d+)/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*(?P<ms>{_NUM})"
-        rf"(?:.*?throughput per GPU \(TFLOP/s/GPU\):\s*(?P<tflops>{_NUM}))?(?:.*?lm loss:\s*(?P<loss>{_NUM}))?",
-        {"ms": "train/iter_time_ms", "tflops": "train/tflops_per_gpu", "loss": "train/loss"},
-    ),
-    _metric(
         "nanogpt", "iter ",
         rf"\biter (?P<step>\d+): loss (?P<loss>{_NUM}), time (?P<ms>{_NUM})ms(?:, mfu (?P<mfu>{_NUM})%)?",
         {"loss": "train/loss", "ms": "train/iter_time_ms", "mfu": "train/mfu_pct"},
@@ -114,25 +101,89 @@ METRIC_PATTERNS: tuple[MetricPattern, ...] = (
         {"avg": "train/step_avg_ms", "tt": "train/train_time_ms", "val": "eval/val_loss"},
     ),
     _metric(
-        "fairseq", "wps=",
-        rf"epoch (?P<epoch>\d+)\s+(?P<step>\d+) / \d+ loss=(?P<loss>{_NUM}).*?\bwps=(?P<wps>{_NUM})",
-        {"wps": "train/words_per_s", "loss": "train/loss"},
-    ),
-    _metric(
-        "paddle", "ips:",
-        rf"iter:\s*(?P<step>\d+)/\d+, loss:\s*(?P<loss>{_NUM}).*?\bips:\s*(?P<ips>{_NUM}) samples/sec",
-        {"ips": "train/samples_per_s", "loss": "train/loss"},
-    ),
-    _metric(
-        "nemo", "train_step_timing",
-        rf"global_step:\s*(?P<step>\d+)\s*\|\s*reduced_train_loss:\s*(?P<loss>{_NUM})\s*\|\s*train_step_timing in s:\s*(?P<t>{_NUM})",
-        {"t": "train/step_time_s", "loss": "train/loss"},
-    ),
-    _metric(
         "tf_step_time", "per-step time",
         rf"\bStep (?P<step>\d+) per-step time (?P<t>{_NUM})s(?: loss=(?P<loss>{_NUM}))?",
         {"t": "train/step_time_s", "loss": "train/loss"},
     ),
+)
+
+
+@dataclass(frozen=True)
+class FieldFormat:
+    """A format printed as separate `key: value` / `key=value` / `key value` fields.
+
+    `steps` find the step, the first that matches wins (group `step`, or `epoch`, `i` and
+    `per_epoch` for loggers that count iterations within an epoch: step = epoch * per_epoch + i;
+    `i` alone: the iteration within the epoch); `fields` maps a field's key (lower case, single
+    spaces) to (metric, scale)."""
+
+    name: str
+    keyword: bytes
+    steps: tuple[re.Pattern, ...]
+    fields: dict[str, tuple[str, float]]
+    separator: re.Pattern
+
+
+_PIPES = re.compile(r"[|,]")
+_GAPS = re.compile(r"\s{2,}")
+_LOSS = ("train/loss", 1.0)
+_LR = ("train/learning_rate", 1.0)
+_GRAD_NORM = ("train/grad_norm", 1.0)
+_ITER_MS = ("train/iter_time_ms", 1.0)
+
+
+def _fields(name, keyword, steps, fields, separator=_PIPES) -> FieldFormat:
+    steps = (steps,) if isinstance(steps, str) else steps
+    return FieldFormat(name, keyword.encode(), tuple(re.compile(s) for s in steps), fields, separator)
+
+
+FIELD_FORMATS: tuple[FieldFormat, ...] = (
+    _fields("megatron", "elapsed time per iteration", r"iteration\s+(?P<step>\d+)\s*/\s*\d+", {
+        "elapsed time per iteration (ms)": _ITER_MS,
+        "elapsed time per iteration (s)": ("train/iter_time_ms", 1000.0),
+        "throughput per gpu (tflop/s/gpu)": ("train/tflops_per_gpu", 1.0),
+        "tflops": ("train/tflops_per_gpu", 1.0),
+        "samples per second": ("train/samples_per_s", 1.0),
+        "tokens per second": ("train/tok_per_s", 1.0),
+        "lm loss": _LOSS, "learning rate": _LR, "grad norm": _GRAD_NORM,
+    }),
+    _fields("nanotron", "tokens_per_sec", r"iteration: (?P<step>\d+) / \d+", {
+        "tokens_per_sec": ("train/tok_per_s", 1.0),
+        "tokens_per_sec_per_gpu": ("train/tok_per_s_per_gpu", 1.0),
+        "elapsed_time_per_iteration_ms": _ITER_MS,
+        "model_tflops_per_gpu": ("train/tflops_per_gpu", 1.0),
+        "lm_loss": _LOSS, "lr": _LR, "grad_norm": _GRAD_NORM,
+    }),
+    _fields("nemo", "train_step_timing", r"global_step: (?P<step>\d+)", {
+        "train_step_timing in s": ("train/step_time_s", 1.0),
+        "reduced_train_loss": _LOSS, "lr": _LR,
+    }),
+    _fields("transformer_xl", "ms/batch", r"\bstep\s+(?P<step>\d+)", {
+        "ms/batch": _ITER_MS, "loss": _LOSS, "lr": _LR,
+        "ppl": ("train/ppl", 1.0), "bpc": ("train/bpc", 1.0),
+    }),
+    # fairseq: `| epoch 009:   1000 / 2737 loss=6.220, ..., wps=12800, num_updates=22897`, its
+    # epoch summary `| epoch 008 | loss 6.326 | ... | wps 12876 | num_updates 21896`, and the
+    # 2018 form `| epoch 010  2000 / 8223 loss=1.27 (1.50), wps=962`
+    _fields("fairseq", "wps", (r"num_updates[= ](?P<step>\d+)", r"epoch \d+:?\s+(?P<i>\d+) / \d+"), {
+        "wps": ("train/words_per_s", 1.0), "loss": _LOSS, "lr": _LR, "gnorm": _GRAD_NORM,
+    }),
+    _fields("paddle", "ips:", r"iter:\s*(?P<step>\d+)/\d+", {
+        "ips": ("train/samples_per_s", 1.0), "loss": _LOSS, "lr": _LR,
+        "batch_cost": ("train/step_time_s", 1.0),
+    }),
+    # torchvision / DeiT / MAE MetricLogger: `Epoch: [2]  [1480/1504]  ...  time: 4.3713  max mem: 51710`
+    _fields("metric_logger", "max mem:", r"Epoch: \[(?P<epoch>\d+)\]\s+\[\s*(?P<i>\d+)/(?P<per_epoch>\d+)\]", {
+        "time": ("train/step_time_s", 1.0), "loss": _LOSS, "closs": _LOSS, "lr": _LR,
+        "grad_norm": _GRAD_NORM, "max mem": ("train/max_memory_mib", 1.0),
+    }, separator=_GAPS),
+)
+
+# One field: a key (words), `:`/`=`/spaces, a number with an optional unit, an optional
+# `(running average)`, at the end of the field.
+FIELD = re.compile(
+    rf"(?P<key>[A-Za-z_][\w./()%-]*(?: [A-Za-z_(][\w./()%-]*)*)\s*(?:[:=]\s*|\s+)"
+    rf"(?P<value>{_NUM}[kKMGTB]?)\s*(?P<unit>%|[A-Za-z/]+)?\s*(?:\([^()]*\))?\s*$"
 )
 
 # HF Trainer prints its log dict with Python repr: parsed with ast.literal_eval, numbers kept.
@@ -142,16 +193,52 @@ HF_DICT = re.compile(r"\{'[\w./-]+': [^{}]*\}")
 HF_DICT_KEYS = {"loss", "eval_loss", "train_loss", "epoch", "learning_rate", "grad_norm", "train_runtime",
                 "train_samples_per_second", "train_steps_per_second"}
 
-# A tqdm bar: `desc: 3%|▎  | 4/157 [00:59<37:27, 14.69s/it, k=v, ...]`
-BAR_KEYWORDS = (b"it/s", b"s/it")
+# A tqdm bar: `desc: 3%|▎  | 4/157 [00:59<37:27, 14.69s/it, k=v, ...]`. Colab drops the bar
+# (`57% 4/7 [...]`) and a bar cleared to make room for a message keeps only `| 1/2538 [...]`.
+# The description stops at `(`, `)`, `;`, braces: text before it is a message, not the bar's.
+BAR_KEYWORDS = (b"it/s", b"s/it", b"batch/s", b"s/batch", b"s/epoch")
 BAR = re.compile(
-    r"(?P<desc>[^|\r\n\]]*?)\s*(?P<pct>\d{1,3})%\|[^|\r\n]*\|\s*(?P<n>\d+)/(?P<total>\d+|\?)\s*"
+    r"(?P<desc>[^|\r\n\]();{}]*?)\s*(?:(?P<pct>\d{1,3})%)?\s*(?:\|[^|\r\n]*)?\|?\s*(?P<n>\d+)/(?P<total>\d+|\?)\s*"
     r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:?]+),\s*(?P<rate>[\d.]+|\?)(?P<unit>[a-zA-Z]*/s|s/[a-zA-Z]+)"
-    r"(?P<postfix>(?:,[^\]\r\n]*)?)\]"
+    r"(?P<postfix>(?:,[^\]\r\n]*)?)(?:\]|$)"  # a bar cut at the end of its line (wrapped, killed) still counts
 )
 # Postfix keys that carry a metric, and the bars that are not training (loading shards, maps).
 BAR_POSTFIX = {"tokens_per_sec": "train/tok_per_s", "tok_per_s": "train/tok_per_s", "loss": "train/loss"}
-NOT_TRAINING_BAR = re.compile(r"(?i)loading|download|map|token|shard|generat|fetch|process|eval|valid")
+NOT_TRAINING_BAR = re.compile(r"(?i)loading|download|map|token|shard|generat|fetch|process|eval|valid|chunk")
+# A bar over epochs (`231.64s/epoch`) is progress, not a per-iteration rate.
+NOT_ITERATION_UNIT = re.compile(r"(?i)epoch")
+
+
+# -- events ---------------------------------------------------------------------------------------
+def _signal_name(number: str) -> str | None:
+    names = {"1": "SIGHUP", "2": "SIGINT", "3": "SIGQUIT", "6": "SIGABRT", "7": "SIGBUS", "9": "SIGKILL",
+             "11": "SIGSEGV", "13": "SIGPIPE", "15": "SIGTERM"}
+    return names.get(number.lstrip("-"), f"signal {number.lstrip('-')}")
+
+
+def mib(text: str | None) -> float | None:
+    """`1.72 GiB`, `356.00 MiB`, `0 bytes` -> MiB."""
+    if not text:
+        return None
+    value, _, unit = text.strip().partition(" ")
+    scale = {"bytes": 1 / 2**20, "B": 1 / 2**20, "KiB": 1 / 1024, "KB": 1 / 1024, "MiB": 1.0, "MB": 1.0,
+             "GiB": 1024.0, "GB": 1024.0, "TiB": 2**20, "TB": 2**20}.get(unit.strip())
+    v = number(value)
+    return None if scale is None or v != v else v * scale
+
+
+# Named groups of event regexes -> (events column, conversion). One table: a group means the
+# same column in every pattern.
+EVENT_GROUPS: dict[str, tuple[str, Callable]] = {
+    "code": ("exit_code", int), "pid": ("pid", int), "rank": ("rank", int), "local_rank": ("local_rank", int),
+    "signal": ("signal", str), "signo": ("signal", _signal_name), "seq": ("seq", int), "op": ("op", str),
+    "timeout_ms": ("timeout_ms", int), "ran_ms": ("ran_ms", int), "stuck_s": ("ran_ms", lambda s: int(s) * 1000),
+    "gpu": ("gpu", int), "host": ("host", str), "nranks": ("nranks", int), "nccl_code": ("nccl_code", int),
+    "req": ("requested_mib", mib), "cap": ("capacity_mib", mib), "free": ("free_mib", mib),
+}
+# Columns some events carry beyond the canonical ones; integers are kept as nullable Int64.
+EVENT_INT_COLUMNS = ("pid", "exit_code", "rank", "lines", "local_rank", "group_rank", "seq", "timeout_ms",
+                     "ran_ms", "gpu", "nranks", "nccl_code")
 
 
 @dataclass(frozen=True)
@@ -161,28 +248,63 @@ class EventPattern:
     keywords: tuple[str, ...]
     regex: re.Pattern
     case_insensitive_keyword: bool = False
+    signal: str | None = None  # the signal the line means without naming it (`Killed`)
 
 
-def _event(kind, name, keywords, regex) -> EventPattern:
+def _event(kind, name, keywords, regex, signal=None) -> EventPattern:
     kws = (keywords,) if isinstance(keywords, str) else tuple(keywords)
-    return EventPattern(kind, name, kws, re.compile(regex), case_insensitive_keyword=regex.startswith("(?i)"))
+    return EventPattern(kind, name, kws, re.compile(regex), case_insensitive_keyword=regex.startswith("(?i)"),
+                        signal=signal)
 
+
+_SIZE = r"[\d.]+ (?:[KMGT]i?B|bytes)"
+# Every glog / c10 line names its source file (`ProcessGroupNCCL.cpp:607]`, `api.py:869]`): the
+# literal that finds `E`/`W`/`F` lines, whose level letter alone is no usable keyword.
+_GLOG_SOURCE = (".cpp:", ".py:", ".cc:")
 
 # Order matters: the first pattern matching a line names its event.
 EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("nohup", "nohup_ignoring_input", "nohup:", r"^nohup: (ignoring input|appending output)"),
-    _event("nccl_timeout", "nccl_watchdog", "Watchdog caught", r"Watchdog caught collective operation timeout"),
-    _event("nccl_timeout", "nccl_watchdog_exception", "detected by watchdog", r"Exception \(either an error or timeout\) detected by watchdog"),
-    _event("oom", "cuda_oom", "out of memory", r"(?i)(CUDA|HIP)? ?out of memory"),
+    # c10d ProcessGroupNCCL watchdog, its follow-up, and the heartbeat monitor (PyTorch 1.x-2.x forms)
+    _event("nccl_timeout", "nccl_watchdog", "Watchdog caught",
+           r"Watchdog caught collective operation timeout(?:: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)"
+           r"[^)]*?Timeout\(ms\)=(?P<timeout_ms>\d+)\)(?: ran for (?P<ran_ms>\d+) milliseconds)?)?"),
+    _event("nccl_timeout", "nccl_watchdog_exception", "detected by watchdog",
+           r"Exception \(either an error or timeout\) detected by watchdog(?: at work: (?P<seq>\d+))?"),
+    _event("nccl_timeout", "nccl_heartbeat_timeout", "Heartbeat monitor timed out", r"Heartbeat monitor timed out"),
+    _event("nccl_timeout", "nccl_watchdog_stuck", "watchdog got stuck",
+           r"watchdog got stuck for (?P<stuck_s>\d+) seconds"),
+    # NCCL's own log: `host:pid:tid [cudaDev] [file:line] NCCL WARN|INFO ...`
+    _event("nccl_error", "nccl_warn", "NCCL WARN",
+           r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] .*?NCCL WARN "),
+    _event("nccl_error", "nccl_error_trace", "NCCL INFO",
+           r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] NCCL INFO \S+:\d+ -> (?P<nccl_code>[1-9]\d*)\b"),
+    _event("stage", "nccl_version", "NCCL version", r"NCCL version \d+\.\d+"),
+    _event("stage", "nccl_init", "Init COMPLETE",
+           r"rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<gpu>\d+).*Init COMPLETE"),
+    _event("oom", "cuda_oom", "out of memory",
+           rf"out of memory\. Tried to allocate (?P<req>{_SIZE})(?:\. GPU (?P<gpu>\d+) has a total capac\w* of "
+           rf"(?P<cap>{_SIZE}) of which (?P<free>{_SIZE}) is free| \(GPU (?P<gpu_old>\d+); (?P<cap_old>{_SIZE}) total "
+           rf"capacity;(?: {_SIZE} already allocated; (?P<free_old>{_SIZE}) free)?)?"),
+    _event("oom", "oom", "out of memory", r"(?i)(CUDA|HIP)? ?out of memory"),
     _event("oom", "oom_error", "OutOfMemoryError", r"OutOfMemoryError"),
     _event("stage", "elastic_start_workers", "ing worker group", r"\b(Starting|Stopping) worker group"),
     _event("elastic_restart", "elastic_will_restart", "will restart worker group", r"will restart worker group"),
     _event("elastic_restart", "elastic_restart_count", "restart_count=", r"^\s*restart_count=[1-9]"),
-    _event("exit", "elastic_child_failed", "failed (exitcode:", r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<rank>\d+) \(pid: (?P<pid>\d+)\)"),
-    _event("signal", "elastic_closing_signal", "closing signal", r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG\w+)"),
+    _event("exit", "elastic_child_failed", "failed (exitcode:",
+           r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)"),
+    _event("signal", "elastic_closing_signal", ("closing signal", "via signal"),
+           r"(?:Sending|Closing) process (?P<pid>\d+) (?:closing|via) signal (?P<signal>SIG\w+)"),
+    _event("signal", "elastic_death_signal", "death signal", r"Received (?P<signo>\d+) death signal"),
+    _event("signal", "elastic_signal_exception", "SignalException",
+           r"SignalException: Process (?P<pid>\d+) got signal: (?P<signo>\d+)"),
+    # DeepSpeed's launcher (launch.py sigkill_handler)
+    _event("signal", "deepspeed_killing_subprocess", "Killing subprocess", r"Killing subprocess (?P<pid>\d+)"),
+    _event("exit", "deepspeed_exit", "exits with return code",
+           r"(?:--local_rank=(?P<local_rank>\d+).*)?exits with return code = (?P<code>-?\d+)"),
     _event("signal", "received_signal", "Signal", r"(?i)(received|got) signal (?P<signal>\w+)"),
-    _event("signal", "killed", "Killed", r"^Killed\b"),
-    _event("signal", "terminated", "Terminated", r"^Terminated\b"),
+    _event("signal", "killed", "Killed", r"^Killed\b", signal="SIGKILL"),
+    _event("signal", "terminated", "Terminated", r"^Terminated\b", signal="SIGTERM"),
     _event("exit", "exit_code", "xit", r"(?i)\bexit(?:ed)?(?: with)?(?: code|=|:)\s*(?P<code>-?\d+)"),
     _event("warning", "fast_path_unavailable", "fast path is not available", r"[Tt]he fast path is not available"),
     _event("warning", "torch_fallback", "falling back to", r"(?i)falling back to (torch|its reference|the) "),
@@ -192,8 +314,22 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("stage", "ready", " ready", r"(?i)^\w+ ready\b"),
     _event("stage", "compile", "ompil", r"(?i)^(compiling|compiled|torch\.compile|compile )"),
     _event("stage", "checkpoint_save", "aving checkpoint", r"(?i)^saving checkpoint"),
-    _event("warning", "warning", ("arn", "WARN"), r"(?:^|[\s:\]])(?:WARNING|WARN|Warning|warnings\.warn|\w+Warning)\b|^\[?W\d{4} "),
-    _event("error", "error", ("rror", "ERROR"), r"(?:^|[\s:\]])(?:ERROR|Error)\b|^\[?E\d{4} |^\[E "),
+    _event("error", "fatal", _GLOG_SOURCE, r"^\[?F\d{3,4} |^\[F "),
+    _event("warning", "warning", ("arn", "WARN", *_GLOG_SOURCE), r"(?:^|[\s:\[\]])(?:WARNING|WARN|Warning|\w+Warning)\b|^\[?W\d{3,4} |^\[W "),
+    _event("error", "error", ("rror", "ERROR", *_GLOG_SOURCE), r"(?:^|[\s:\[\]])(?:ERROR|Error)\b|^\[?E\d{3,4} |^\[E "),
+)
+# The OOM message of older PyTorch names the same values in other places.
+OOM_OLD_GROUPS = {"gpu_old": "gpu", "cap_old": "cap", "free_old": "free"}
+
+# NCCL INFO lines without an event (topology, channels, set-up): counted with this reason.
+NCCL_INFO_KEYWORD = "NCCL INFO"
+NCCL_INFO_SKIPPED = "NCCL INFO line (set-up, topology, channels)"
+
+# c10d's process-group tag: `[Rank 3]` (1.x), `[PG 1 Rank 0]`, `[PG 0 (default_pg) Rank 4]`,
+# `[PG ID 0 PG GUID 0(default_pg) Rank 2]`. The rank is the rank in that group; the global one
+# is the `[rankN]:` prefix torchrun adds, or the group rank in the default group.
+C10D_TAG = re.compile(
+    r"\[(?:PG (?:ID )?(?P<pg>\d+)(?: PG GUID \d+)?\s*(?:\((?P<pg_name>\w+)\))? )?Rank (?P<group_rank>\d+)\]"
 )
 
 TRACEBACK_KEYWORD = b"Traceback (most recent call last)"
@@ -201,30 +337,41 @@ TRACEBACK_KEYWORD = b"Traceback (most recent call last)"
 THREAD_EXCEPTION_KEYWORD = b"Exception in thread "
 THREAD_EXCEPTION = re.compile(r"^Exception in thread (?P<thread>.+?)(?: \(\S+\))?:\s*$")
 
+# torchelastic's ChildFailedError table: a header, then `[N]:` entries of `key : value` fields.
+FAILURE_TABLE_KEYWORDS = ("Root Cause (first observed failure)", "Failures:")
+FAILURE_TABLE_HEADER = re.compile(r"^\s*(?P<root>Root Cause \(first observed failure\)|Failures)\s*:\s*$")
+FAILURE_ENTRY = re.compile(r"^\s*\[(?P<index>\d+)\]:\s*$")
+FAILURE_FIELD = re.compile(r"^\s{0,4}(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<value>.*)$")
+FAILURE_RANK = re.compile(r"(?P<rank>\d+) \(local_rank: (?P<local_rank>\d+)\)")
+FAILURE_EXIT = re.compile(r"(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
+FAILURE_SIGNAL = re.compile(r"Signal (?P<signo>\d+) \((?P<signal>SIG\w+)\)")
+TABLE_RULE = re.compile(r"^\s*(?:={5,}|-{5,})\s*$")
+
+# Where one log record starts in the middle of a line: records glued by a `\r` bar, by text
+# typed before them, or by a paste that lost its newlines. A line is cut at each.
+RECORD_HEAD = re.compile(
+    r"(?<=.)(?="
+    r"(?:WARNING|ERROR|INFO|CRITICAL|DEBUG):[\w.]+:"  # python logging's default format
+    r"|\[rank\d+\]:\[[IWEF]"  # c10 glog behind torchrun's rank prefix
+    r"|(?<!\]:)\[[IWEF](?:\d{3,4} \d\d:| [\w.]+\.cpp:\d+\])"  # c10 glog, unless behind a `[rankN]:`
+    r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+\]"  # DeepSpeed / logging with a bracketed time
+    r"|Traceback \(most recent call last\):"
+    r"|(?<![\w.])(?:torch\.(?:cuda\.)?)?OutOfMemoryError:"
+    r")"
+)
+
 # Prefixes added by launchers and log viewers, stripped before anything else is read.
 # Each captures what it knows (rank, pid); `lineno` prefixes are log-viewer line numbers.
 PREFIXES: tuple[tuple[str, re.Pattern], ...] = (
-    ("lineno", re.compile(r"^\[(?P<lineno>\d+)\] ?")),
+    ("lineno", re.compile(r"^\[(?P<lineno>\d+)\](?: |$)")),  # not `[0]:` of a failure table
     ("rank", re.compile(r"^\[rank(?P<rank>\d+)\]: ?")),
     ("rank", re.compile(r"^\[default(?P<rank>\d+)\]: ?")),
     ("stream", re.compile(r"^(?:stderr|stdout): ")),
     ("ray", re.compile(r"^[\w-]+/\d+ \(\w+ pid=(?P<pid>\d+)\) ?")),
+    ("fence", re.compile(r"^```[\w-]*(?=\[)")),  # a markdown fence glued to the first line
+    ("backtick", re.compile(r"^`(?!`)")),  # inline code opened before a pasted line
+    ("html", re.compile(r"^<pre>")),
 )
-
-# Timestamp forms: (name, regex). The first that matches near the start of a line wins.
-_ISO = (
-    r"(?P<date>\d{4}[-/]\d{2}[-/]\d{2})[T ](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?"
-    r"(?P<zone>Z|[+-]\d{2}:?\d{2}|\s?UTC)?"
-)
-TIMESTAMPS: tuple[tuple[str, re.Pattern], ...] = (
-    ("iso", re.compile(_ISO)),
-    # glog / absl / c10: I0912 11:40:27.956218, [E626 06:24:44.9...] (month and day, no year;
-    # c10 drops the month's leading zero)
-    ("glog", re.compile(r"^\[?[IWEF](?P<month>\d{1,2})(?P<day>\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,9}))?")),
-    ("syslog", re.compile(r"^(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) (?P<time>\d{2}:\d{2}:\d{2})")),
-    ("clock", re.compile(r"^\[?(?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?\]?\s")),
-)
-MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
 
 # Right after a timestamp, `[name]` names the run unless it is a level or a logger tag.
 RUN_TAG = re.compile(r"^[\s\]]*\[(?P<run>[\w.@-]+)\]")
@@ -272,10 +419,19 @@ def _longest_literal(regex: str) -> str | None:
 
 
 def number(text: str | None) -> float:
-    """A number as logs print it: thousands commas, nan, inf."""
+    """A number as logs print it: thousands commas, nan, inf, a K/M/G/T suffix (`14.2K`)."""
     if text is None:
         return float("nan")
+    text = text.replace(",", "")
+    exponent = _SUFFIX.get(text[-1:]) if text[-3:].lower() not in ("nan", "inf") else None
+    factor = 1
+    if exponent is not None:  # as an exponent: 2.03K is 2030.0, not 2029.9999999999998
+        text = text[:-1]
+        if "e" in text.lower():
+            factor = 10**exponent
+        else:
+            text += f"e{exponent}"
     try:
-        return float(text.replace(",", ""))
+        return float(text) * factor
     except ValueError:
         return float("nan")

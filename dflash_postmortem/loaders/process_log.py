@@ -1,18 +1,22 @@
 """Training stdout/stderr logs -> `metrics` (throughput, loss, step) and `events` (stages,
-warnings, tracebacks, NCCL timeouts, elastic restarts, exits).
+warnings, tracebacks, NCCL timeouts and errors, elastic and DeepSpeed launcher failures,
+signals, exits, OOMs).
 
 One streaming pass over binary blocks: memory holds one block and the rows found, never the
 file. Candidate lines are found with one RE2 alternation of the patterns' keywords over the
 block's lines (pyarrow); the DFlash trainer line, the common case, is read by one bytes regex
 with its timestamp kept as bytes for a vectorised conversion per batch; other candidates are
-decoded and matched (see log_patterns for the table and the event vocabulary). Lines that
-carry neither a metric nor an event are counted as skipped with that reason, so
-parsed + skipped == read holds for every file.
+decoded and matched (see log_patterns for the tables and the event vocabulary, log_times for
+timestamps, log_blocks for tracebacks and ChildFailedError tables). Lines that carry neither a
+metric nor an event are counted as skipped with that reason, so parsed + skipped == read holds
+for every file. Nothing in a file makes this module raise: bad bytes, NUL runs, lines cut by a
+crash, records glued on one line are all read as far as they go.
 """
 
 from __future__ import annotations
 
 import ast
+import html
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,38 +27,45 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import align
 from ..incident import from_frames
 from ..load_report import FileReport
 from . import log_patterns as lp
+from .log_blocks import MAX_EVENT_CHARS, NOT_MINE, TAKE_LAST, FailureTable, TracebackBlock
+from .log_times import Calendar, Stamp, find_stamp, resolve_times
 from .registry import Format, LoadContext, register
+
+__all__ = ["LogScanner", "load_process_log", "resolve_times", "sniff_log"]
 
 BLOCK_BYTES = 4 << 20  # per-block costs (arrow, numpy, pandas) amortised; memory stays flat
 MAX_LINE_BYTES = 1 << 20  # longer lines are counted and skipped, not held in memory
-MAX_EVENT_CHARS = 4000
-MAX_TRACEBACK_LINES = 400
 _NEIGHBOUR_LINES = 50  # how far back a line without a timestamp looks for one
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_HTML = re.compile(r"&(?:lt|gt|amp|quot|#\d+);|</?pre>")
 NO_MATCH = "log text without a metric or event"
-# What loggers put between the timestamp and the message: [run], [INFO], " - root - INFO - ".
-_LEADING_TAGS = re.compile(r"^(?:[\s\-:|,\d\]]*(?:\[[\w.@ -]*\]|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b:?|[\w.]+ - ))*[\s\-:|]*")
+# What loggers put between the timestamp and the message: [run], [INFO], " - root - INFO - ",
+# a platform's `fa88a9df || ` container tag.
+_LEADING_TAGS = re.compile(
+    r"^(?:[\s\-:|,\d\]]*(?:\[[\w.@ -]*\]|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b:?|[\w.]+ - |[0-9a-f]{6,16} \|\|))*[\s\-:|]*"
+)
 
 
 @dataclass
 class Rows:
     """Rows found in one block; times still as found until `resolve_times`. Metrics are kept as
     columns (the hot path extends them; transposing ~1 M row tuples cost more than the parse),
-    events, which are few, as one tuple per row."""
+    events, which are few, as one dict per row (they carry different extra columns)."""
 
     metric_cols: tuple[list, ...] = field(default_factory=lambda: tuple([] for _ in _METRIC_COLS))
-    event_rows: list[tuple] = field(default_factory=list)
+    event_rows: list[dict] = field(default_factory=list)
 
     def metric(self, stamp, line, run, step, metric, value, rank, pattern):
         for col, v in zip(self.metric_cols, (stamp, line, run, step, metric, value, rank, pattern), strict=True):
             col.append(v)
 
-    def event(self, **kw):
-        self.event_rows.append(tuple(kw.get(k) for k in _EVENT_COLS))
+    def event(self, **kw) -> dict:
+        row = {k: v for k, v in kw.items() if v is not None}
+        self.event_rows.append(row)
+        return row
 
     @property
     def metrics(self) -> dict[str, list]:
@@ -62,20 +73,19 @@ class Rows:
 
     @property
     def events(self) -> dict[str, list]:
-        return _columns(self.event_rows, _EVENT_COLS)
-
-
-def _columns(rows: list[tuple], names: tuple[str, ...]) -> dict[str, list]:
-    cols = list(zip(*rows, strict=True)) if rows else [()] * len(names)
-    return {k: list(v) for k, v in zip(names, cols, strict=True)}
+        extra = sorted({k for r in self.event_rows for k in r} - set(_EVENT_COLS))
+        return {k: [r.get(k) for r in self.event_rows] for k in (*_EVENT_COLS, *extra)}
 
 
 # Keywords as text, decoded once: the hot path tests them on every candidate line.
 _METRIC_KW = tuple((p, p.keyword.decode()) for p in lp.METRIC_PATTERNS)
+_FIELD_KW = tuple((f, f.keyword.decode()) for f in lp.FIELD_FORMATS)
 # (pattern, its keywords or () when the keyword is case-insensitive: then only the regex decides)
 _EVENT_KW = tuple((p, () if p.case_insensitive_keyword else p.keywords) for p in lp.EVENT_PATTERNS)
 _TRACEBACK = lp.TRACEBACK_KEYWORD.decode()
 _THREAD_EXCEPTION = lp.THREAD_EXCEPTION_KEYWORD.decode()
+_HF_DICT = lp.HF_DICT_KEYWORD.decode()
+_BAR_KW = tuple(k.decode() for k in lp.BAR_KEYWORDS)
 
 _METRIC_COLS = ("stamp", "line", "run", "step", "metric", "value", "rank", "pattern")
 _EVENT_COLS = ("stamp", "line", "run", "pid", "kind", "message", "rank", "pattern", "exit_code", "signal", "lines",
@@ -91,16 +101,6 @@ _DFLASH_LINE = re.compile(
 _DFLASH_KEYS = tuple(lp.METRIC_PATTERNS[0].metrics.values())  # tok/s, loss, queue: the general path's order
 _NONES, _DFLASH_PATTERN = (None,) * 3, ("dflash",) * 3
 assert lp.METRIC_PATTERNS[0].name == "dflash" and list(lp.METRIC_PATTERNS[0].metrics) == ["tok", "loss", "queue"]
-
-
-@dataclass
-class _Stamp:
-    """A timestamp as found: its form and normalised text. The DFlash fast path keeps its
-    `YYYY-mm-dd HH:MM:SS` as the 19 bytes of the line instead (naive ISO, converted in bulk)."""
-
-    form: str
-    text: str
-    aware: bool = False
 
 
 def _blocks(f, size: int) -> Iterator[tuple[str, bytes | int]]:
@@ -135,47 +135,21 @@ def _blocks(f, size: int) -> Iterator[tuple[str, bytes | int]]:
 
 
 def strip_prefixes(text: str) -> tuple[str, dict]:
-    """Remove launcher and viewer prefixes ([rank3]:, [80746], stderr:, ray actor tags)."""
+    """Remove launcher and viewer prefixes ([rank3]:, [80746], stderr:, ray actor tags, a
+    markdown fence or backtick a paste left on the line)."""
     found: dict = {}
-    if not (text[:1] == "[" or text.startswith(("stderr: ", "stdout: ")) or " pid=" in text[:48]):
+    if not (text[:1] in "[`<" or text.startswith(("stderr: ", "stdout: ")) or " pid=" in text[:48]):
         return text, found
     changed = True
     while changed:
         changed = False
         for _, rx in lp.PREFIXES:
             m = rx.match(text)
-            if m:
+            if m and m.end():
                 found.update({k: v for k, v in m.groupdict().items() if v is not None})
                 text = text[m.end():]
                 changed = True
     return text, found
-
-
-def find_stamp(text: str) -> tuple[_Stamp | None, int]:
-    """The timestamp near the start of a line, and where the text after it begins."""
-    head = text[:64]
-    for form, rx in lp.TIMESTAMPS:
-        m = rx.search(head) if form == "iso" else rx.match(head)
-        if not m:
-            continue
-        g = m.groupdict()
-        frac = (g.get("frac") or "0")[:6].ljust(6, "0")
-        if form == "iso":
-            zone = (g.get("zone") or "").strip()
-            date = g["date"].replace("/", "-")
-            iso = f"{date}T{g['time']}.{frac}"
-            if zone == "Z" or zone == "UTC":
-                return _Stamp("iso", iso + "+00:00", aware=True), m.end()
-            if zone:
-                z = zone if ":" in zone else zone[:3] + ":" + zone[3:]
-                return _Stamp("iso", iso + z, aware=True), m.end()
-            return _Stamp("iso", iso), m.end()
-        if form == "glog":
-            return _Stamp("monthday", f"{int(g['month']):02d}-{g['day']}T{g['time']}.{frac}"), m.end()
-        if form == "syslog":
-            return _Stamp("monthday", f"{lp.MONTHS[g['mon']]:02d}-{int(g['day']):02d}T{g['time']}.000000"), m.end()
-        return _Stamp("clock", f"{g['time']}.{frac}"), m.end()
-    return None, 0
 
 
 def _run_tag(body: str) -> str | None:
@@ -186,8 +160,9 @@ def _run_tag(body: str) -> str | None:
 
 def candidate_regex(user=()) -> str:
     """One RE2 alternation of every pattern's keywords: a line without any of them has no row."""
-    parts = [p.keyword for p in lp.METRIC_PATTERNS]
+    parts = [p.keyword for p in lp.METRIC_PATTERNS] + [f.keyword for f in lp.FIELD_FORMATS]
     parts += [lp.HF_DICT_KEYWORD, lp.TRACEBACK_KEYWORD, lp.THREAD_EXCEPTION_KEYWORD, *lp.BAR_KEYWORDS]
+    parts += [k.encode() for k in lp.FAILURE_TABLE_KEYWORDS]
     parts += [p.keyword for p in user if p.keyword]
     alts = [_re2_literal(k.decode()) for k in dict.fromkeys(parts)]
     for p in lp.EVENT_PATTERNS:
@@ -215,15 +190,19 @@ class LogScanner:
         self.every_line = any(p.keyword is None for p in self.user)
         self.lineno = 0  # lines read so far
         self.parsed = 0
-        self.last_stamp: _Stamp | bytes | None = None
+        self.last_stamp: Stamp | bytes | None = None
+        self.calendar = Calendar()
         self.borrowed = 0
         self.last_run: str | None = None  # the run tag of the latest tagged line
         self.first_run: str | None = None
         self.run_from_neighbour = 0
         self._run_names: dict[bytes, str] = {}
-        self.traceback: dict | None = None
+        self.block: TracebackBlock | FailureTable | None = None  # the multi-line record open
         self.bars: dict[tuple, dict] = {}
+        self.bar_step: dict = {}  # rank -> the step of the latest training bar (for HF dicts)
+        self.nccl_errors: dict[tuple, dict] = {}  # (host, pid, tid) -> its latest nccl_error event
         self.redraws = 0
+        self.glued = 0
         self.nul_bytes = 0
         self.bad_utf8_lines = 0
         self.first_date: str | None = None
@@ -240,20 +219,20 @@ class LogScanner:
                 else:
                     self._block(item, rows)
                 yield rows
-        if self.traceback is not None:
-            self._close_traceback(rows := Rows(), truncated=True)
+        if self.block is not None:
+            self._close_block(rows := Rows(), truncated=True)
             yield rows
         rows = Rows()
         for bar in self.bars.values():
+            bar.pop("_n", None)
             rows.event(**bar)
             # the bar's last-state line was counted when first seen; the event is extra, not a line
         yield rows
         self._finish_report()
 
     def _block(self, block: bytes, rows: Rows) -> None:
-        if b"\x00" in block:
-            n = block.count(b"\x00")
-            self.nul_bytes += n
+        if b"\x00" in block:  # a writer killed mid-file leaves NUL runs: removed, counted
+            self.nul_bytes += block.count(b"\x00")
             block = block.replace(b"\x00", b"")
         if not block.isascii():
             try:
@@ -269,10 +248,10 @@ class LogScanner:
         starts[1:] = ends[:-1] + 1
         handled = 0
         consumed_to = 0
-        if self.traceback is not None:  # a traceback left open by the previous block
-            consumed_to, handled = self._follow_traceback(block, 0, rows)
-        idx = self._candidates(block, starts, ends)
         base = self.lineno + 1
+        if self.block is not None:  # a record left open by the previous block
+            consumed_to, handled = self._follow(block, 0, base, rows)
+        idx = self._candidates(block, starts, ends)
         fast = _DFLASH_LINE.fullmatch
         c_stamp, c_line, c_run, c_step, c_metric, c_value, c_rank, c_pattern = rows.metric_cols
         runs = self._run_names
@@ -306,9 +285,9 @@ class LogScanner:
                 last = None
             if self._line(block, ls, le, base + i, rows):
                 handled += 1
-                if self.traceback is not None:  # its header: the following lines belong to it
-                    consumed_to, taken = self._follow_traceback(block, le + 1, rows)
-                    handled += taken
+            if self.block is not None:  # a record started here: its following lines belong to it
+                consumed_to, taken = self._follow(block, le + 1, base + i + 1, rows)
+                handled += taken
         if last is not None:
             self._after_fast(*last)
         handled += n_fast
@@ -318,8 +297,9 @@ class LogScanner:
 
     def _after_fast(self, stamp: bytes, run: str) -> None:
         self.last_stamp, self.last_run = stamp, run
+        self.calendar.see_fast(stamp)
         if self.first_date is None:
-            self.first_date = stamp[:10].decode()
+            self.first_date = stamp[:10].decode("ascii", "replace")
 
     def _tag_run(self, tag: bytes) -> str | None:
         run = tag.decode()
@@ -342,34 +322,53 @@ class LogScanner:
 
     # -- one line ------------------------------------------------------------------------------
     def _line(self, block: bytes, ls: int, le: int, lineno: int, rows: Rows) -> int:
-        """Classify one candidate line; returns 1 when it gave a row (it is then 'parsed')."""
-        raw = block[ls:le].rstrip(b"\r")
-        text = raw.decode("utf-8", "replace")
-        if "\x1b" in text:
-            text = _ANSI.sub("", text)
+        """Classify one candidate line; returns 1 when it gave a row (it is then 'parsed'); a
+        line read for nothing but a known reason is counted skipped with that reason."""
+        text = _clean(block[ls:le])
         text, pre = strip_prefixes(text)
         rank = _int(pre.get("rank"))
         pid = _int(pre.get("pid"))
-        # \r-separated redraws: each segment is a state; bars are collected, the rest is text
+        # \r-separated redraws: each segment is a state; each may hold several glued records
         segments = [s for s in text.split("\r") if s.strip()] if "\r" in text else [text]
-        residual = []
-        got = 0
-        for seg in segments:
-            bars = list(lp.BAR.finditer(seg)) if ("it/s" in seg or "s/it" in seg) else []
-            if bars:
-                got += self._bars(bars, lineno, rows, rank)
-                rest = seg[bars[-1].end():] + " ".join(seg[a.end():b.start()] for a, b in zip(bars, bars[1:], strict=False))
-                if rest.strip():
-                    residual.append(rest.strip())
-            else:
-                residual.append(seg)
         if len(segments) > 1:
             self.redraws += len(segments) - 1
-        for seg in residual:
-            got |= self._text(seg, lineno, rows, rank, pid, block, ls)
+        got, skipped = 0, None
+        for seg in segments:
+            for record, own in self._records(seg):
+                rec_rank, rec_pid = _int(own.get("rank")) if "rank" in own else rank, _int(own.get("pid")) or pid
+                bars = list(lp.BAR.finditer(record)) if any(k in record for k in _BAR_KW) else []
+                pieces = [record]
+                if bars:
+                    got |= self._bars(bars, record, lineno, rows, rec_rank)
+                    pieces = [record[:bars[0].start()], *(record[a.end():b.start()] for a, b in zip(bars, bars[1:], strict=False)),
+                              record[bars[-1].end():]]
+                for piece in pieces:
+                    if not piece.strip():
+                        continue
+                    found = self._text(piece, lineno, rows, rec_rank, rec_pid, block, ls)
+                    if found == 1:
+                        got = 1
+                    elif found:
+                        skipped = found
+        if not got and skipped:
+            self.rep.skip(lineno, skipped)
         return 1 if got else 0
 
-    def _stamp_for(self, text: str, block: bytes, ls: int) -> tuple[_Stamp | bytes | None, str, str | None, bool]:
+    def _records(self, seg: str) -> list[tuple[str, dict]]:
+        """The log records of one line segment, each with the prefixes it starts with: records
+        glued by a bar, by typed text or by a paste that lost its newlines are read apart. A
+        timestamp (and tags) alone before a record, a viewer's or platform's prefix, stays with it."""
+        parts = lp.RECORD_HEAD.split(seg) if len(seg) > 40 else [seg]
+        if len(parts) > 1:
+            stamp, end = find_stamp(parts[0].lstrip())
+            if stamp is not None and not _LEADING_TAGS.sub("", parts[0].lstrip()[end:]).strip():
+                parts[:2] = [parts[0] + parts[1]]
+        self.glued += len(parts) - 1
+        if len(parts) == 1:
+            return [(seg, {})]
+        return [strip_prefixes(part) for part in parts]
+
+    def _stamp_for(self, text: str, block: bytes, ls: int) -> tuple[Stamp | bytes | None, str, str | None, bool]:
         """(the line's time, the text after it, the run tag of the line that gave the time,
         whether the time is the line's own).
 
@@ -379,6 +378,7 @@ class LogScanner:
         if stamp is not None:
             if stamp.form == "iso" and self.first_date is None:
                 self.first_date = stamp.text[:10]
+            self.calendar.see(stamp)
             self.last_stamp = stamp
             body = text[end:]
             return stamp, body, _run_tag(body), True
@@ -389,15 +389,17 @@ class LogScanner:
             self.borrowed += 1
         return near, text, tag, False
 
-    def _look_back(self, block: bytes, ls: int) -> tuple[_Stamp | None, str | None]:
+    def _look_back(self, block: bytes, ls: int) -> tuple[Stamp | bytes | None, str | None]:
         end = ls - 1
         for _ in range(_NEIGHBOUR_LINES):
             if end <= 0:
                 return None, None
             start = block.rfind(b"\n", 0, end) + 1
-            prev, _ = strip_prefixes(block[start:end].decode("utf-8", "replace"))
+            prev, _ = strip_prefixes(_clean(block[start:end]))
             stamp, at = find_stamp(prev)
             if stamp is not None:
+                if stamp.form == "clock":  # a few lines back: the midnights passed are the current ones
+                    stamp.day, stamp.anchor = self.calendar.rollovers, self.calendar.anchor
                 return stamp, _run_tag(prev[at:])
             end = start - 1
         return None, None
@@ -417,36 +419,69 @@ class LogScanner:
             self.run_from_neighbour += 1
         return run
 
-    def _text(self, text: str, lineno: int, rows: Rows, rank, pid, block: bytes, ls: int) -> int:
+    def _text(self, text: str, lineno: int, rows: Rows, rank, pid, block: bytes, ls: int) -> int | str:
+        """One record: 1 when it gave a row, a skip reason when it is known to carry none."""
         stamp, body, tag, own = self._stamp_for(text, block, ls)
+        if own and "[rank" in body[:12]:  # `2025-02-18 12:54 [rank13]:[E218 ...`: the prefix follows the time
+            inner, pre = strip_prefixes(body.lstrip())
+            if "rank" in pre:
+                rank, text = _int(pre["rank"]), inner
         run = self._run_for(tag if own else None, own, None if own else tag)
+        where = dict(stamp=stamp, line=lineno, run=run, pid=pid, rank=rank)
         header = lp.THREAD_EXCEPTION.match(body.lstrip()) if _THREAD_EXCEPTION in text else None
         if header is not None or _TRACEBACK in text:
-            self.traceback = dict(stamp=stamp, line=lineno, run=run, pid=pid, rank=rank, lines=[text.strip()],
-                                  thread=header.group("thread") if header else None, heads=1,
-                                  awaiting=header is not None)
+            at = text.find("Traceback") if header is None else 0
+            # `[time] tag || Traceback ...`: the following lines carry the same prefix, cut as wide
+            cut = at if at and find_stamp(text[:at])[0] is not None else 0
+            self.block = TracebackBlock(text[at:].strip(), thread=header.group("thread") if header else None,
+                                        cut=cut, **where)
             return 1
-        found = self._metrics(text, stamp, lineno, run, rank, rows)
-        if found:
+        table = lp.FAILURE_TABLE_HEADER.match(text) if ":" in text else None
+        if table is not None:
+            self.block = FailureTable(table.group("root") != "Failures", stamp=stamp, line=lineno, run=run)
             return 1
-        body = _LEADING_TAGS.sub("", body)
+        if self._metrics(text, stamp, lineno, run, rank, rows):
+            return 1
+        return self._event(text, _LEADING_TAGS.sub("", body), where, rows)
+
+    def _event(self, text: str, body: str, where: dict, rows: Rows) -> int | str:
         for p, kws in _EVENT_KW:
             if kws and not any(kw in text for kw in kws):
                 continue
-            target = body if p.regex.pattern.startswith(("^", "(?i)^")) else text
-            em = p.regex.search(target)
+            em = p.regex.search(body if p.regex.pattern.startswith(("^", "(?i)^")) else text)
             if not em:
                 continue
-            g = em.groupdict()
-            rows.event(
-                stamp=stamp, line=lineno, run=run, pid=_int(g.get("pid")) or pid, kind=p.kind,
-                message=text.strip()[:MAX_EVENT_CHARS], rank=_int(g.get("rank")) if g.get("rank") else rank,
-                pattern=p.name, exit_code=_int(g.get("code")),
-                signal=g.get("signal") or ("SIGKILL" if p.name == "killed" else "SIGTERM" if p.name == "terminated" else None),
-                lines=1,
-            )
+            cols = _event_columns(em)
+            if p.name == "nccl_error_trace":
+                key = (cols.get("host"), cols.get("pid"), em.group("tid"))
+                if self._fold_nccl_trace(key, text.strip(), cols):
+                    return 1
+            ev = dict(where, kind=p.kind, message=text.strip()[:MAX_EVENT_CHARS], pattern=p.name, lines=1)
+            ev.update(cols)
+            if where["rank"] is not None:
+                ev["rank"] = where["rank"]  # torchrun's prefix names the global rank
+            if ev.get("exit_code") is not None and ev["exit_code"] < 0 and "signal" not in ev:
+                ev["signal"] = lp.EVENT_GROUPS["signo"][1](str(ev["exit_code"]))  # -9: killed by SIGKILL
+            ev["signal"] = ev.get("signal") or p.signal
+            _c10d_ranks(text, ev)
+            row = rows.event(**ev)
+            if p.kind == "nccl_error":
+                self.nccl_errors[(cols.get("host"), cols.get("pid"), em.group("tid"))] = row
             return 1
+        if lp.NCCL_INFO_KEYWORD in text:
+            return lp.NCCL_INFO_SKIPPED
         return 0
+
+    def _fold_nccl_trace(self, key: tuple, line: str, cols: dict) -> bool:
+        """An NCCL `-> N` return-trace line joins the error its thread reported last."""
+        ev = self.nccl_errors.get(key)
+        if ev is None:
+            return False
+        ev["lines"] = ev.get("lines", 1) + 1
+        if len(ev["message"]) < MAX_EVENT_CHARS:
+            ev["message"] += "\n" + line
+        ev.setdefault("nccl_code", cols.get("nccl_code"))
+        return True
 
     def _metrics(self, text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
         for p, kw in _METRIC_KW:
@@ -461,28 +496,21 @@ class LogScanner:
             for group, key in p.metrics.items():
                 if g.get(group) is None:
                     continue
-                v = lp.number(g[group])
+                v = lp.number(g[group]) * p.scale.get(group, 1.0)
                 if p.sentinel.get(group) == v:
                     v = float("nan")
                 rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=key, value=v, rank=rank, pattern=p.name)
                 n += 1
             return n
-        if lp.HF_DICT_KEYWORD.decode() in text:
-            m = lp.HF_DICT.search(text)
-            if m:
-                try:
-                    d = ast.literal_eval(m.group(0))
-                except (ValueError, SyntaxError):
-                    d = {}
-                if not isinstance(d, dict) or not lp.HF_DICT_KEYS & set(d):
-                    d = {}
-                nums = {k: v for k, v in d.items() if isinstance(v, int | float) and not isinstance(v, bool)}
-                step = _int(d.get("step")) if "step" in d else None
-                for k, v in nums.items():
-                    key = k if "/" in k else f"train/{k}"
-                    rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=key, value=float(v), rank=rank, pattern="hf_trainer")
-                if nums:
-                    return len(nums)
+        for f, kw in _FIELD_KW:
+            if kw in text:
+                n = self._field_metrics(f, text, stamp, lineno, run, rank, rows)
+                if n:
+                    return n
+        if _HF_DICT in text:
+            n = self._hf_dict(text, stamp, lineno, run, rank, rows)
+            if n:
+                return n
         for p in self.user:
             if p.keyword is not None and p.keyword.decode() not in text:
                 continue
@@ -494,25 +522,78 @@ class LogScanner:
                 return 1
         return 0
 
-    def _bars(self, bars, lineno: int, rows: Rows, rank) -> int:
+    def _field_metrics(self, f: lp.FieldFormat, text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
+        """A `key: value | key: value` line: every known key gives its metric."""
+        sm = next((m for m in (rx.search(text) for rx in f.steps) if m is not None), None)
+        if sm is None:
+            return 0
+        g = sm.groupdict()
+        if g.get("step") is not None:
+            step = _int(g["step"])
+        elif g.get("per_epoch") is not None:
+            step = int(g["epoch"]) * int(g["per_epoch"]) + int(g["i"])
+        else:
+            step = _int(g.get("i"))
+        n = 0
+        seen = set()
+        for part in f.separator.split(text):
+            m = lp.FIELD.search(part)
+            if m is None:
+                continue
+            key = " ".join(m.group("key").lower().split())
+            target = f.fields.get(key)
+            if target is None or target[0] in seen:
+                continue
+            seen.add(target[0])
+            rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=target[0],
+                        value=lp.number(m.group("value")) * target[1], rank=rank, pattern=f.name)
+            n += 1
+        return n
+
+    def _hf_dict(self, text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
+        """HF Trainer's log dict; without a `step` key it takes the step of the training bar
+        drawn before it."""
+        n = 0
+        for m in lp.HF_DICT.finditer(text):
+            try:
+                d = ast.literal_eval(m.group(0))
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+            if not isinstance(d, dict) or not lp.HF_DICT_KEYS & set(d):
+                continue
+            nums = {k: v for k, v in d.items() if isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool)}
+            step = _int(d.get("step")) if "step" in d else self.bar_step.get(rank)
+            for k, v in nums.items():
+                key = k if "/" in k else f"eval/{k[5:]}" if k.startswith("eval_") else f"train/{k}"
+                rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=key, value=float(v), rank=rank, pattern="hf_trainer")
+                n += 1
+        return n
+
+    def _bars(self, bars, record: str, lineno: int, rows: Rows, rank) -> int:
         run = self._run_for(None, False, None)
+        since = 0  # where the text before this bar starts: after the previous bar
         for m in bars:
             g = m.groupdict()
             desc = g["desc"].strip().rstrip(":").strip()
+            context = record[max(since, m.start() - 80):m.end("desc")]  # a description cut at `(` starts earlier
+            since = m.end()
             key = (desc, g["total"], rank)
             prev = self.bars.get(key)
             n = int(g["n"])
+            shown = m.group(0)[len(g["desc"]):].strip()
             state = dict(stamp=self.last_stamp, line=lineno, run=run, kind="progress",
-                         message=f"{desc + ': ' if desc else ''}{m.group(0)[len(g['desc']):].strip()}",
-                         rank=rank, pattern="tqdm", lines=1)
+                         message=f"{desc + ': ' if desc else ''}{shown}", rank=rank, pattern="tqdm", lines=1)
             new_step = prev is None or prev["_n"] != n
             state["_n"] = n
             self.bars[key] = state
             if prev is not None:
                 self.redraws += 1
-            if not new_step or lp.NOT_TRAINING_BAR.search(desc) or g["rate"] == "?":
+            if lp.NOT_TRAINING_BAR.search(context):
                 continue
-            rate = float(g["rate"])
+            self.bar_step[rank] = n
+            if not new_step or g["rate"] == "?" or lp.NOT_ITERATION_UNIT.search(g["unit"]):
+                continue
+            rate = float(g["rate"]) if g["rate"].count(".") <= 1 else float("nan")
             per_s = rate if g["unit"].endswith("/s") else (1.0 / rate if rate else float("nan"))
             rows.metric(stamp=self.last_stamp, line=lineno, run=run, step=n, metric="train/it_per_s",
                         value=per_s, rank=rank, pattern="tqdm")
@@ -523,45 +604,28 @@ class LogScanner:
                                 metric=lp.BAR_POSTFIX[k], value=lp.number(v), rank=rank, pattern="tqdm")
         return 1
 
-    # -- tracebacks ----------------------------------------------------------------------------
-    def _follow_traceback(self, block: bytes, pos: int, rows: Rows) -> tuple[int, int]:
-        """Take the traceback's lines from `pos`; returns (position after it, lines taken)."""
+    # -- multi-line records --------------------------------------------------------------------
+    def _follow(self, block: bytes, pos: int, lineno: int, rows: Rows) -> tuple[int, int]:
+        """Feed the open record the lines from `pos`; returns (position after it, lines taken)."""
         taken = 0
-        while self.traceback is not None and pos < len(block):
+        while self.block is not None and pos < len(block):
             le = block.find(b"\n", pos)
             le = len(block) if le == -1 else le
-            text, _ = strip_prefixes(_ANSI.sub("", block[pos:le].rstrip(b"\r").decode("utf-8", "replace")))
-            tb = self.traceback
-            if tb["awaiting"]:  # `Exception in thread X:` was read: its traceback comes next
-                if _TRACEBACK not in text:
-                    self._close_traceback(rows)  # a header alone; this line is not part of it
-                    break
-                tb["lines"].append(text.strip())
-                tb["awaiting"] = False
-                tb["heads"] += 1
-            elif text[:1] in (" ", "\t") or (not text.strip() and len(tb["lines"]) == tb["heads"]):
-                tb["lines"].append(text)
-            else:
-                tb["lines"].append(text)
-                self._close_traceback(rows)
+            text, _ = strip_prefixes(_clean(block[pos:le]))
+            answer = self.block.feed(text, lineno + taken)
+            if answer == NOT_MINE:
+                self._close_block(rows)
+                break
             taken += 1
             pos = le + 1
+            if answer == TAKE_LAST:
+                self._close_block(rows)
         return pos, taken
 
-    def _close_traceback(self, rows: Rows, truncated: bool = False) -> None:
-        tb, self.traceback = self.traceback, None
-        lines = tb["lines"]
-        text = "\n".join(lines[:MAX_TRACEBACK_LINES])
-        if truncated:
-            text += "\n[traceback cut off: the file ends here]"
-        last = lines[-1].strip()
-        exc = re.match(r"([\w.]+(?:Error|Exception|Interrupt|Exit|Failure|Failed\w*))\b", last)
-        kind, pattern = "traceback", exc.group(1).rsplit(".", 1)[-1] if exc else "traceback"
-        if tb["awaiting"]:
-            kind, pattern = "error", "thread_exception"
-        rows.event(stamp=tb["stamp"], line=tb["line"], run=tb["run"], pid=tb["pid"], kind=kind,
-                   message=text[: MAX_EVENT_CHARS * 4], rank=tb["rank"], pattern=pattern, lines=len(lines),
-                   thread=tb["thread"])
+    def _close_block(self, rows: Rows, truncated: bool = False) -> None:
+        record, self.block = self.block, None
+        for ev in record.events(truncated):
+            rows.event(**ev)
 
     def _finish_report(self) -> None:
         rep = self.rep
@@ -572,6 +636,8 @@ class LogScanner:
             rep.skip(None, NO_MATCH, rest)
         if self.redraws:
             rep.notes.append(f"{self.redraws} progress-bar redraws collapsed to each bar's last state")
+        if self.glued:
+            rep.notes.append(f"{self.glued} log records glued to the end of another line were read apart")
         if self.nul_bytes:
             rep.notes.append(f"{self.nul_bytes} NUL bytes removed (a file preallocated or cut by a crash?)")
         if self.bad_utf8_lines:
@@ -580,6 +646,51 @@ class LogScanner:
             rep.assume(f"{self.borrowed} rows without their own timestamp took the nearest earlier line's time")
         if self.run_from_neighbour:
             rep.assume(f"{self.run_from_neighbour} lines without a [run] tag took the run of the nearest tagged line")
+
+
+def _clean(raw: bytes) -> str:
+    """A line's text: CR at the end, ANSI colour, a pager's `^M` for CR and HTML escapes of a
+    page the log was copied from taken off."""
+    text = raw.rstrip(b"\r").decode("utf-8", "replace")
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "^M" in text:
+        text = text.replace("^M", "\r")
+    if "&" in text or "<pre>" in text:
+        text = _HTML.sub(lambda m: "" if m.group(0).startswith("<") else html.unescape(m.group(0)), text)
+    return text
+
+
+def _event_columns(m: re.Match) -> dict:
+    """The columns an event regex's named groups give (log_patterns.EVENT_GROUPS)."""
+    out = {}
+    for group, value in m.groupdict().items():
+        if value is None:
+            continue
+        column, convert = lp.EVENT_GROUPS.get(lp.OOM_OLD_GROUPS.get(group, group), (None, None))
+        if column is None:
+            continue
+        try:
+            out[column] = convert(value)
+        except (TypeError, ValueError, OverflowError):
+            continue
+    return out
+
+
+def _c10d_ranks(text: str, ev: dict) -> None:
+    """c10d's `[PG x Rank N]` tag: the group and the rank in it; N is the global rank when the
+    group is the default one and no `[rankN]:` prefix said otherwise."""
+    if "Rank " not in text:
+        return
+    m = lp.C10D_TAG.search(text)
+    if m is None:
+        return
+    ev["group_rank"] = int(m.group("group_rank"))
+    pg = m.group("pg")
+    if pg is not None:
+        ev["pg"] = pg if not m.group("pg_name") else f"{pg} ({m.group('pg_name')})"
+    if ev.get("rank") is None and (pg in (None, "0") or m.group("pg_name") == "default_pg"):
+        ev["rank"] = ev["group_rank"]
 
 
 def _utf8(b: bytes) -> bool:
@@ -599,79 +710,15 @@ def _int(v) -> int | None:
         return None
 
 
-def resolve_times(stamps: list, rep: FileReport, ctx: LoadContext, first_date: str | None) -> pd.Series:
-    """Turn found timestamps into UTC times; borrowed and partial (no year/date) ones say so."""
-    # UTC instants as naive datetime64[us], filled per form: a tz-aware Series' to_numpy() would
-    # give one Timestamp object per row.
-    out = np.full(len(stamps), np.datetime64("NaT"), dtype="datetime64[us]")
-    if not stamps:
-        return align.localize(pd.Series(out), "UTC")
-    by_form: dict[tuple, list[int]] = {}
-    fast: list[int] | slice = []
-    missing = 0
-    if set(map(type, stamps)) == {bytes}:  # all from the DFlash fast path: one vectorised parse
-        fast = slice(None)
-    else:
-        for i, s in enumerate(stamps):
-            if type(s) is bytes:
-                fast.append(i)
-            elif s is None:
-                missing += 1
-            else:
-                by_form.setdefault((s.form, s.aware), []).append(i)
-    if missing:
-        rep.assume(f"{missing} rows have no time: no timestamp on or before their line")
-    if fast:
-        found = stamps if isinstance(fast, slice) else [stamps[i] for i in fast]
-        out[fast] = _utc_naive(align.localize(_naive_seconds(found), ctx.timezone))
-        rep.assume(align.zone_assumption(ctx.timezone))
-    date = ctx.date.isoformat() if ctx.date else first_date
-    for (form, aware), idx in by_form.items():
-        texts = [stamps[i].text for i in idx]
-        if form == "monthday":
-            if date is None:
-                rep.assume("timestamps carry month and day but no year, and nothing gives the year: rows have no time")
-                continue
-            texts = [f"{date[:4]}-{t}" for t in texts]
-            rep.assume(f"year {date[:4]} taken from {'incident date' if ctx.date else 'the file'} for month-day timestamps")
-        elif form == "clock":
-            if date is None:
-                rep.assume("timestamps carry only time of day and nothing gives the date: rows have no time")
-                continue
-            texts = [f"{date}T{t}" for t in texts]
-            rep.assume(f"date {date} taken from {'incident date' if ctx.date else 'the file'} for time-of-day timestamps")
-        if aware:
-            t = pd.to_datetime(pd.Series(texts), format="ISO8601", errors="coerce", utc=True).astype("datetime64[us, UTC]")
-        else:
-            naive = pd.to_datetime(pd.Series(texts), format="%Y-%m-%dT%H:%M:%S.%f", errors="coerce")
-            t = align.localize(naive, ctx.timezone)
-            rep.assume(align.zone_assumption(ctx.timezone))
-        out[idx] = _utc_naive(t)
-    return align.localize(pd.Series(out), "UTC")
-
-
-def _utc_naive(t: pd.Series) -> np.ndarray:
-    """UTC instants of a UTC series as datetime64[us] (its int64 storage, no zone arithmetic)."""
-    return t.astype("datetime64[us, UTC]").array.asi8.view("datetime64[us]")
-
-
-def _naive_seconds(stamps: list[bytes]) -> pd.Series:
-    """`YYYY-mm-dd HH:MM:SS` bytes -> naive datetime64[us], parsed by numpy in one call; an
-    impossible date (month 13) sends the batch through pandas, which makes that one NaT."""
-    raw = np.array(stamps, dtype="S19")
-    try:
-        t = raw.astype("datetime64[s]")
-    except ValueError:
-        t = pd.to_datetime(pd.Series(raw.astype(str)), format="%Y-%m-%d %H:%M:%S", errors="coerce").to_numpy()
-    return pd.Series(t.astype("datetime64[us]"))
-
-
-def _frame(cols: dict[str, list], rep: FileReport, ctx: LoadContext, first_date) -> pd.DataFrame:
+def _frame(cols: dict[str, list], rep: FileReport, ctx: LoadContext, scanner: LogScanner) -> pd.DataFrame:
     df = pd.DataFrame({k: v for k, v in cols.items() if k != "stamp"})
-    df.insert(0, "time", resolve_times(cols["stamp"], rep, ctx, first_date))
+    df.insert(0, "time", resolve_times(cols["stamp"], rep, ctx, scanner.first_date, scanner.calendar.first_anchor))
     df["source"] = rep.path
     df["ref"] = [f"{rep.path}:{n}" for n in cols["line"]]
-    df["host"] = ctx.host
+    if "host" in df.columns:  # a line that names its host (NCCL, a ChildFailedError table) keeps it
+        df["host"] = df["host"].where(df["host"].notna(), ctx.host)
+    else:
+        df["host"] = ctx.host
     return df.drop(columns=["line"])
 
 
@@ -713,10 +760,10 @@ def load_log(path: Path, ctx: LoadContext):
     metric_cols, event_cols = rows.metrics, rows.events
     settle_runs(metric_cols, scanner, run, rep)
     settle_runs(event_cols, scanner, run, rep)
-    metrics = _frame(metric_cols, rep, ctx, scanner.first_date)
-    events = _frame(event_cols, rep, ctx, scanner.first_date)
+    metrics = _frame(metric_cols, rep, ctx, scanner)
+    events = _frame(event_cols, rep, ctx, scanner)
     metrics = metrics.drop(columns=["ref", "host"]).assign(ref=metrics["ref"])
-    events = events.astype({"pid": "Int64", "exit_code": "Int64", "rank": "Int64", "lines": "Int64"})
+    events = events.astype({c: "Int64" for c in lp.EVENT_INT_COLUMNS if c in events.columns})
     metrics = metrics.astype({"step": "Int64", "rank": "Int64"})
     return from_frames(rep, metrics=metrics, events=events)
 
@@ -743,14 +790,19 @@ def load_process_log(path, *, timezone: str = "UTC", host: str | None = None, ru
 
 
 # -- sniffing ---------------------------------------------------------------------------------
+# Lines only a training run's output holds: one of them makes a file a training log.
 _STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring input", "torch.distributed.elastic",
-           "torch.distributed.run", "elastic_operator", "ProcessGroupNCCL")
+           "torch.distributed.run", "elastic_operator", "ProcessGroupNCCL", "NCCL INFO", "NCCL WARN", "NCCL version",
+           "sigkill_handler", "ChildFailedError", "OutOfMemoryError", "CUDA out of memory", "death signal",
+           "closing signal", "{'loss':", "{'eval_loss':", "{'train_runtime':")
 
 
 def sniff_log(path: Path, head: bytes) -> float:
-    if not head or b"\x00" in head[:4096]:
+    if not head:
         return 0.0
-    text = head.decode("utf-8", "replace")
+    text = head.replace(b"\x00", b"").decode("utf-8", "replace")  # a killed writer's NUL runs
+    if not text or text.count("\ufffd") > len(text) // 10:
+        return 0.0  # binary
     lines = [ln for ln in text.splitlines()[:400] if ln.strip()]
     if not lines:
         return 0.0
@@ -759,24 +811,30 @@ def sniff_log(path: Path, head: bytes) -> float:
     metric_lines = 0
     stamped = 0
     for ln in lines:
-        body, _ = strip_prefixes(ln)
+        body, _ = strip_prefixes(_clean(ln.encode("utf-8", "replace")))
         if find_stamp(body)[0] is not None:
             stamped += 1
-        for p in lp.METRIC_PATTERNS:
-            if p.keyword.decode() in body and p.regex.search(body):
-                metric_lines += 1
-                break
-        else:
-            if ("it/s" in body or "s/it" in body) and lp.BAR.search(body):
-                metric_lines += 1
-    score = 0.0
+        if _sniff_metric(body):
+            metric_lines += 1
     if metric_lines:
-        score = 0.6
-    elif any(s in text for s in _STRONG):
-        score = 0.55
-    elif stamped / len(lines) >= 0.5:
-        score = 0.3
-    return score
+        return 0.6
+    if any(s in text for s in _STRONG):
+        return 0.55
+    if stamped / len(lines) >= 0.5:
+        return 0.3
+    return 0.0
+
+
+def _sniff_metric(body: str) -> bool:
+    for p in lp.METRIC_PATTERNS:
+        if p.keyword.decode() in body and p.regex.search(body):
+            return True
+    for f, kw in _FIELD_KW:
+        if kw in body and any(rx.search(body) for rx in f.steps):
+            return True
+    if _HF_DICT in body and lp.HF_DICT.search(body):
+        return True
+    return any(k in body for k in _BAR_KW) and lp.BAR.search(body) is not None
 
 
 register(Format(

@@ -1,0 +1,121 @@
+"""Multi-line records in training logs, followed line by line once their first line is seen:
+a Python traceback (one event, all its lines) and torchelastic's ChildFailedError table (one
+`exit` event per failure it lists). The scanner feeds each following line to the open record
+until the record says it is complete; a file that ends inside one closes it as cut off.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import log_patterns as lp
+from .log_times import Stamp, find_stamp
+
+MAX_EVENT_CHARS = 4000
+MAX_TRACEBACK_LINES = 400
+
+# What `feed` answers: the line belongs to the record (more may follow), it is the record's
+# last line, or it is not part of the record (which is then complete without it).
+TAKE, TAKE_LAST, NOT_MINE = "take", "take_last", "not_mine"
+
+_TRACEBACK = lp.TRACEBACK_KEYWORD.decode()
+_EXCEPTION = re.compile(r"([\w.]+(?:Error|Exception|Interrupt|Exit|Failure|Failed\w*))\b")
+
+
+class TracebackBlock:
+    """`Traceback (most recent call last):` (or Python's `Exception in thread NAME:` just before
+    one) and its indented lines, up to the exception line."""
+
+    def __init__(self, first: str, *, thread: str | None, cut: int = 0, **where):
+        self.where = where  # stamp, line, run, pid, rank of the first line
+        self.cut = cut  # width of a per-line `[time] tag || ` prefix before the traceback's text
+        self.lines = [first]
+        self.thread = thread
+        self.heads = 1
+        self.awaiting = thread is not None  # the header was read: its traceback comes next
+
+    def feed(self, text: str, lineno: int) -> str:
+        if self.cut and find_stamp(text[: self.cut])[0] is not None:
+            text = text[self.cut:]
+        if self.awaiting:
+            if _TRACEBACK not in text:
+                return NOT_MINE  # a header alone; this line is not part of it
+            self.lines.append(text.strip())
+            self.awaiting = False
+            self.heads += 1
+            return TAKE
+        self.lines.append(text)
+        if text[:1] in (" ", "\t") or (not text.strip() and len(self.lines) == self.heads + 1):
+            return TAKE
+        return TAKE_LAST
+
+    def events(self, truncated: bool) -> list[dict]:
+        text = "\n".join(self.lines[:MAX_TRACEBACK_LINES])
+        if truncated:
+            text += "\n[traceback cut off: the file ends here]"
+        exc = _EXCEPTION.match(self.lines[-1].strip())
+        kind, pattern = "traceback", exc.group(1).rsplit(".", 1)[-1] if exc else "traceback"
+        if self.awaiting:
+            kind, pattern = "error", "thread_exception"
+        return [dict(self.where, kind=kind, message=text[: MAX_EVENT_CHARS * 4], pattern=pattern,
+                     lines=len(self.lines), thread=self.thread)]
+
+
+class FailureTable:
+    """torchelastic's ChildFailedError table after its `Root Cause (first observed failure):` or
+    `Failures:` header: `[N]:` entries of `time`, `host`, `rank`, `exitcode`, `error_file`,
+    `traceback` fields, up to a `----` / `====` rule."""
+
+    def __init__(self, root: bool, **where):
+        self.root = root
+        self.where = where  # stamp, line, run of the header
+        self.entries: list[dict] = []
+        self.entry: dict | None = None
+
+    def feed(self, text: str, lineno: int) -> str:
+        stripped = text.strip()
+        m = lp.FAILURE_ENTRY.match(text)
+        if m:
+            self.entry = {"line": lineno, "fields": {}, "lines": [stripped]}
+            self.entries.append(self.entry)
+            return TAKE
+        if stripped == "<NO_OTHER_FAILURES>":
+            return TAKE
+        if lp.TABLE_RULE.match(text):
+            return TAKE_LAST
+        if self.entry is None or not stripped:
+            return NOT_MINE
+        field = lp.FAILURE_FIELD.match(text)
+        if field:
+            self.entry["fields"][field.group("key")] = field.group("value").strip()
+        elif text[:1] in (" ", "\t") and "traceback" in self.entry["fields"]:
+            self.entry["fields"]["traceback"] += "\n" + stripped  # an error_file's traceback, indented
+        else:
+            return NOT_MINE
+        self.entry["lines"].append(stripped)
+        return TAKE
+
+    def events(self, truncated: bool) -> list[dict]:
+        return [self._event(e) for e in self.entries]
+
+    def _event(self, entry: dict) -> dict:
+        f = entry["fields"]
+        ev = dict(self.where, line=entry["line"], kind="exit",
+                  pattern="elastic_root_cause" if self.root else "elastic_failure",
+                  message="\n".join(entry["lines"])[:MAX_EVENT_CHARS], lines=len(entry["lines"]))
+        stamp, _ = find_stamp(f.get("time", ""))
+        if isinstance(stamp, Stamp) and stamp.form == "iso":
+            ev["stamp"] = stamp
+        if f.get("host"):
+            ev["host"] = f["host"]
+        if m := lp.FAILURE_RANK.search(f.get("rank", "")):
+            ev["rank"], ev["local_rank"] = int(m.group("rank")), int(m.group("local_rank"))
+        if m := lp.FAILURE_EXIT.search(f.get("exitcode", "")):
+            ev["exit_code"], ev["pid"] = int(m.group("code")), int(m.group("pid"))
+        if f.get("error_file") and f["error_file"] != "<N/A>":
+            ev["error_file"] = f["error_file"]
+        if m := lp.FAILURE_SIGNAL.search(f.get("traceback", "")):
+            ev["signal"] = m.group("signal")
+        elif ev.get("exit_code") is not None and ev["exit_code"] < 0:
+            ev["signal"] = lp.EVENT_GROUPS["signo"][1](str(ev["exit_code"]))
+        return ev
