@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 import dflash_postmortem as pm
-from dflash_postmortem.loaders.shell_transcript import parse_launch, sniff_transcript
+from dflash_postmortem.commands import parse_launch
+from dflash_postmortem.loaders.shell_transcript import sniff_transcript
 
 T = lambda s: pd.Timestamp(s, tz="UTC")  # noqa: E731
 
@@ -97,7 +98,10 @@ def test_plain_paste_with_prompts(tmp_path):
     assert (ev["kind"] == "launch").sum() == 1
     assert ev.loc[ev["kind"] == "process_count", "count"].tolist() == [0]
     assert ev.loc[ev["kind"] == "exit", "exit_code"].tolist() == [137]
-    assert ev.loc[ev["kind"] == "signal", "signal"].tolist() == ["SIGKILL"]
+    killed = ev[ev["kind"] == "killed"]
+    assert killed["signal"].tolist() == ["SIGKILL"] and killed["job_command"].tolist() == ["cat run.log"]
+    launch = ev[ev["kind"] == "launch"].iloc[0]
+    assert launch["pid"] == 4242  # the job line `[1] 4242` under the launch
     assert inc.load_report.files[0].balanced
 
 

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import SourceFormatError
 from ..incident import Incident, from_frames
 from .registry import Format, LoadContext, register
 
 _PID = re.compile(rb"^\s*(\d{1,10})\s*$")
+MAX_PID = 2**31 - 1  # Linux pid_max is at most 2**22: a larger number is not a process id
 
 
 def sniff_pid_file(path: Path, head: bytes) -> float:
@@ -25,13 +27,17 @@ def sniff_pid_file(path: Path, head: bytes) -> float:
 def load_pid_file(path: Path, ctx: LoadContext) -> Incident:
     path = Path(path)
     rep = ctx.report(path, "pid-file")
-    raw = path.read_bytes()
-    rep.read = 1
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise SourceFormatError(path, None, "a readable file", f"{type(e).__name__}: {e.strerror or e}", fmt="pid-file") from e
+    rep.read = max(1, len(raw.splitlines()))
     m = _PID.match(raw)
-    if not m:
-        rep.bad(1, "one process id", raw[:80].decode("utf-8", "replace"))
+    pid = int(m.group(1)) if m else None
+    if pid is None or pid > MAX_PID:
+        rep.bad(1, f"one process id (a number up to {MAX_PID})", raw[:80].decode("utf-8", "replace"))
+        rep.skip(None, "rest of a file that is not a PID file", rep.read - 1)
         return from_frames(rep)
-    pid = int(m.group(1))
     run = path.stem
     rep.assume(f"run name {run!r} taken from the file name")
     time = pd.NaT
@@ -41,11 +47,12 @@ def load_pid_file(path: Path, ctx: LoadContext) -> Incident:
         if len(seen):
             time = seen.min()
             rep.assume("time is when ps first saw the PID: the file carries no time")
-    rep.parsed = 1
-    events = pd.DataFrame([dict(time=time, pid=pid, run=run, kind="pid_file",
+    rep.parsed = rep.read
+    events = pd.DataFrame([dict(pid=pid, run=run, kind="pid_file",
                                 message=f"{rep.path} names PID {pid} (run {run})", source=rep.path,
                                 ref=f"{rep.path}:1", host=ctx.host)])
-    events["time"] = pd.Series(events["time"], dtype="datetime64[us, UTC]")
+    # A NaT in an object column cannot be cast to a zoned dtype: build the column typed.
+    events.insert(0, "time", pd.Series([time], dtype="datetime64[us, UTC]"))
     return from_frames(rep, events=events)
 
 

@@ -1,11 +1,13 @@
 """`ps` and `top` listings -> the `processes` frame: who ran, from when to when.
 
-Reads `ps aux`, `ps -eo <any columns>`, `ps --forest` (tree glyphs give the parent), `top -b`,
-header-less `ps aux | grep` pastes, and files of repeated snapshots each headed by a time
-(`# 2026-11-30T05:20:20Z`, `date` output, `top - 05:20:20 up ...`). One row per process
-(pid + command): first and last snapshot that show it, the start time from ELAPSED/ETIME/ETIMES,
-LSTART or START (+ the snapshot's date), and the last state in an extra `state` column
-(`Z` for zombies and `<defunct>`).
+Reads `ps aux`, `ps -ef`, `ps -eLf`, `ps -eo <any columns>` (LSTART's five words, ETIME/ETIMES),
+`ps --forest` (tree glyphs give the parent), BusyBox and macOS `ps`, `top -b` (one or several
+iterations; wide, with columns after COMMAND), header-less `ps aux | grep` / `ps -ef | grep`
+pastes, and files of repeated snapshots separated by anything: a time (`# 2026-11-30T05:20:20Z`,
+`date` output in any locale, `top - 05:20:20 up ...`, `--- 05:20:20 ---`, an epoch), a rule
+(`=====`), a repeated header. One row per process (pid + command): first and last snapshot that
+show it, the start time from ELAPSED/ETIME/ETIMES, LSTART or START (+ the snapshot's date), and
+the last state in an extra `state` column (`Z` for zombies and `<defunct>`).
 """
 
 from __future__ import annotations
@@ -17,14 +19,16 @@ from pathlib import Path
 import pandas as pd
 
 from .. import align
+from ..errors import SourceFormatError
 from ..incident import from_frames
+from .clock_text import parse_wall_clock
 from .registry import Format, LoadContext, register
-from .shell_transcript import is_prompt
+from .transcript_lines import is_prompt, screen_text
 
-# ps/top header names -> our column. Only the last column and LSTART may contain spaces.
+# ps/top header names -> our column. Only the command column and LSTART may contain spaces.
 COLUMNS = {
     "PID": "pid", "PPID": "ppid", "PGID": "pgid", "PGRP": "pgid", "SID": "sid", "SESS": "sid",
-    "USER": "user", "UID": "user", "RUSER": "user", "EUSER": "user",
+    "USER": "user", "UID": "user", "RUSER": "user", "EUSER": "user", "UNAME": "user",
     "COMMAND": "command", "CMD": "command", "ARGS": "command", "COMM": "command",
     "ELAPSED": "etime", "ETIME": "etime", "ETIMES": "etimes", "STAT": "state", "S": "state",
     "STATE": "state", "START": "start", "STIME": "start", "LSTART": "lstart", "STARTED": "start",
@@ -32,15 +36,29 @@ COLUMNS = {
     "VIRT": "vsz_kib", "TTY": "tty", "TT": "tty", "TIME": "cpu_time", "TIME+": "cpu_time",
     "PR": "priority", "NI": "nice", "SHR": "shr_kib", "NLWP": "threads", "C": "cpu_util",
     "PSR": "psr", "F": "flags", "SZ": "size", "WCHAN": "wchan", "ADDR": "addr", "LWP": "lwp",
+    "PRI": "priority", "TID": "lwp", "SPID": "lwp", "THCNT": "threads", "NTH": "threads", "GID": "gid",
+    "GROUP": "group", "RGID": "gid", "TPGID": "tpgid", "CLS": "sched", "RTPRIO": "rtprio",
+    "%C": "cpu_pct", "CP": "cpu_util", "MAJFL": "majflt", "MINFL": "minflt", "CPUID": "psr",
 }
-# `ps aux` without its header (ps aux | grep python): these columns, if the row fits them.
+# top's wide view: more names, each one word, none of them a command.
+_TOP_EXTRA = {"RUID", "SUID", "SUSER", "P", "SWAP", "CODE", "DATA", "nMaj", "nMin", "nDRT", "Flags",
+              "CGROUPS", "SUPGIDS", "SUPGRPS", "TGID", "ENVIRON", "vMj", "vMn", "USED", "nsIPC", "nsMNT",
+              "nsNET", "nsPID", "nsUSER", "nsUTS", "LXC", "RSan", "RSfd", "RSlk", "RSsh", "CGNAME", "NU",
+              "OOMa", "OOMs", "nTH", "AGID", "AGNI", "STARTED", "ELAPSED", "%CUU", "%CUC", "nsCGROUP", "nsTIME"}
+_COMMANDS = {"COMMAND", "CMD", "ARGS", "COMM"}
+# `ps aux` / `ps -ef` without their header (ps aux | grep python): these columns, if the row fits.
 AUX = ["USER", "PID", "%CPU", "%MEM", "VSZ", "RSS", "TTY", "STAT", "START", "TIME", "COMMAND"]
+EF = ["UID", "PID", "PPID", "C", "STIME", "TTY", "TIME", "CMD"]
 _AUX_ROW = re.compile(r"^\S+\s+\d+\s+[\d.]+\s+[\d.]+\s+\d+\s+\d+\s+\S+\s+\S+\s+\S+\s+[\d:.]+\s+\S")
-_SNAP_ISO = re.compile(r"^#*\s*(?:=+\s*)?(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s*(?:=+)?\s*$")
-_SNAP_DATE = re.compile(r"^#*\s*(?:\w{3} )?(?P<mon>\w{3}) +(?P<day>\d{1,2}) (?P<time>\d{2}:\d{2}:\d{2}) (?:(?P<tz>[A-Z]{2,5}) )?(?P<year>\d{4})\s*$")
+_EF_ROW = re.compile(r"^\S+\s+\d+\s+\d+\s+\d+\s+\S+\s+\S+\s+(?:\d+-)?\d+:\d{2}(?::\d{2})?(?:\.\d+)?\s+\S")
+_SNAP_ISO = re.compile(r"^[#=*\s-]*(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s?(?:Z|[+-]\d{2}:?\d{2})?)[\s#=*-]*$")
+_SNAP_EPOCH = re.compile(r"^[#=*\s-]*(?P<s>1\d{9})(?:\.\d+)?[\s#=*-]*$")
+_SNAP_TOD = re.compile(r"^[#=*\s-]*(?P<time>\d{2}:\d{2}:\d{2})[\s#=*-]*$")
+_RULE = re.compile(r"^\s*(?:[=*#~_-]\s?){3,}\s*$")
 _TOP = re.compile(r"^top - (?P<time>\d{2}:\d{2}:\d{2}) ")
-_TOP_SUMMARY = re.compile(r"^(Tasks|Threads|%?Cpu|MiB|KiB|GiB|Mem|Swap|Load)\b")
+_TOP_SUMMARY = re.compile(r"^(Tasks|Threads|%?Cpu|MiB|KiB|GiB|TiB|Mem|Swap|Load|Processes|PhysMem|VM|Networks|Disks|SharedLibs|MemRegions)\b")
 _ETIME = re.compile(r"^(?:(?:(?P<d>\d+)-)?(?P<h>\d+):)?(?P<m>\d+):(?P<s>\d+)$")
+_SIZE = re.compile(r"^(?P<n>\d+(?:\.\d+)?)(?P<unit>[kmgtpe]?)$", re.I)
 MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
 
 
@@ -48,26 +66,58 @@ def _header(line: str) -> list[str] | None:
     cells = line.split()
     if "PID" not in cells or len(cells) < 2:
         return None
-    known = sum(1 for c in cells if c in COLUMNS)
+    known = sum(1 for c in cells if c in COLUMNS or c in _TOP_EXTRA)
     return cells if known >= max(2, len(cells) - 1) else None
 
 
-def _split_row(line: str, header: list[str]) -> list[str] | None:
-    """Cells of a row: whitespace split, LSTART takes 5 words, the last column takes the rest."""
-    words = line.split()
-    cells, i = [], 0
-    for k, name in enumerate(header):
-        if k == len(header) - 1:
-            if i >= len(words):
+class Listing:
+    """The rows under one header: the header's column names and where each starts on the line
+    (a command column that is not last is cut where the next column begins), and the current
+    `--forest` branch (the depth of the `\\_` glyph gives the parent)."""
+
+    def __init__(self, header: list[str] | None = None, line: str = ""):
+        self.header = header
+        self.tree: list[tuple[int, int]] = []
+        self.starts: list[int] = []
+        if header and line:
+            pos = 0
+            for name in header:
+                at = line.index(name, pos)
+                self.starts.append(at)
+                pos = at + len(name)
+
+    def cells(self, line: str) -> list[str] | None:
+        """Cells of a row: whitespace split, LSTART takes 5 words, the command takes the rest
+        (or, when other columns follow it, up to where the next column's header begins)."""
+        header = self.header or []
+        words = line.split()
+        cells: list[str] = []
+        i = 0
+        for k, name in enumerate(header):
+            if name in _COMMANDS and (k == len(header) - 1 or len(self.starts) == len(header)):
+                if i >= len(words):
+                    return None
+                pos = len(line) - len(line.split(None, i)[i]) if i else len(line) - len(line.lstrip())
+                if k == len(header) - 1:
+                    return [*cells, line[pos:].strip()]
+                end = max(self.starts[k + 1], pos)
+                while pos < end < len(line) and line[end - 1] != " ":
+                    end -= 1  # the next value, right-aligned, reaches left of its header
+                tail = line[end:].split()[: len(header) - k - 1]
+                cells += [line[pos:end].strip(), *tail]
+                return cells + [""] * (len(header) - len(cells))
+            n = 5 if name in ("LSTART", "STARTED") and _lstart_at(words, i) else 1
+            if i + n > len(words):
                 return None
-            cells.append(line.split(None, i)[i] if i else line.strip())
-            return cells
-        n = 5 if name == "LSTART" else 1
-        if i + n > len(words):
-            return None
-        cells.append(" ".join(words[i:i + n]))
-        i += n
-    return cells
+            cells.append(" ".join(words[i:i + n]))
+            i += n
+        return cells
+
+
+def _lstart_at(words: list[str], i: int) -> bool:
+    """LSTART's five words (`Tue Dec  1 03:04:05 2026`) start at word i: procps heads it STARTED."""
+    w = words[i:i + 5]
+    return len(w) == 5 and w[0].isalpha() and bool(re.fullmatch(r"\d{1,2}:\d{2}:\d{2}", w[3])) and bool(re.fullmatch(r"\d{4}", w[4]))
 
 
 def parse_etime(text: str) -> float | None:
@@ -79,150 +129,244 @@ def parse_etime(text: str) -> float | None:
 
 
 def parse_start(text: str, snap: pd.Timestamp | None, tz: str) -> tuple[pd.Timestamp | None, str | None]:
-    """ps START: `05:20` (today), `Sep03` / `7月24` (this year), `2024` (a year only).
+    """ps START: `05:20` / `10:11AM` (today), `Sep03` / `7月24` / `8Dec20` (a day), `2024` (a year only).
 
     Returns (UTC time or None, a report note when the form is not understood or too coarse).
     """
     text = text.strip()
     local = snap.tz_convert(tz) if snap is not None else None
-    m = re.fullmatch(r"(\d{1,2}):(\d{2})(?::(\d{2}))?", text)
+    m = re.fullmatch(r"(\d{1,2}):(\d{2})(?::(\d{2}))?\s?([AaPp][Mm])?", text)
     if m:
         if local is None:
             return None, "START is a time of day and the snapshot has no date"
-        t = local.replace(hour=int(m[1]), minute=int(m[2]), second=int(m[3] or 0), microsecond=0)
+        hour = int(m[1])
+        if m[4]:
+            hour = hour % 12 + (12 if m[4].lower() == "pm" else 0)
+        if hour > 23 or int(m[2]) > 59 or int(m[3] or 0) > 59:
+            return None, f"START form {text!r} not understood: started left empty"
+        t = local.replace(hour=hour, minute=int(m[2]), second=int(m[3] or 0), microsecond=0)
         if t > local:
             t -= pd.Timedelta(days=1)
         return t.tz_convert("UTC"), None
     m = re.fullmatch(r"([A-Z][a-z]{2})\s?(\d{1,2})", text) or re.fullmatch(r"(\d{1,2})月(\d{1,2})日?", text)
+    year = None
+    if not m:
+        m = re.fullmatch(r"(\d{1,2})([A-Z][a-z]{2})(\d{2})", text)  # macOS: 8Dec20
+        if m:
+            m, year = re.fullmatch(r"(\d{1,2})([A-Z][a-z]{2})", text[:-2]), 2000 + int(text[-2:])
+            m = (None, m[2], m[1]) if m else None
     if m:
         month = MONTHS.get(m[1]) if not m[1].isdigit() else int(m[1])
-        if local is None or month is None:
+        if month is None or not 1 <= month <= 12 or not 1 <= int(m[2]) <= 31:
+            return None, f"START form {text!r} not understood: started left empty"
+        if local is None and year is None:
             return None, f"START {text!r} has no year and the snapshot has no date"
-        t = local.replace(month=month, day=int(m[2]), hour=0, minute=0, second=0, microsecond=0)
-        if t > local:
-            t = t.replace(year=t.year - 1)
+        try:
+            if local is None:
+                t = align.localize(pd.Series([pd.Timestamp(year=year, month=month, day=int(m[2]))]), tz).iloc[0]
+                return t, "START gives only a day for processes older than a day: started is that day's midnight"
+            t = local.replace(month=month, day=int(m[2]), hour=0, minute=0, second=0, microsecond=0)
+            if year is not None:
+                t = t.replace(year=year)
+            elif t > local:
+                t = t.replace(year=t.year - 1)
+        except ValueError:
+            return None, f"START form {text!r} not understood: started left empty"
         return t.tz_convert("UTC"), "START gives only a day for processes older than a day: started is that day's midnight"
     if re.fullmatch(r"\d{4}", text):
         return None, "START gives only a year: started left empty"
     return None, f"START form {text!r} not understood: started left empty"
 
 
-def load_ps(path: Path, ctx: LoadContext):
-    path = Path(path)
-    rep = ctx.report(path, "ps-snapshots")
-    lines = path.read_bytes().decode("utf-8", "replace").splitlines()
-    rep.read = len(lines)
-    header: list[str] | None = None
-    snap: pd.Timestamp | None = None
-    top_clock: str | None = None
+def parse_lstart(text: str, tz: str) -> pd.Timestamp | None:
+    """LSTART (`Tue Dec  1 03:04:05 2026`, in the host's locale): local time, read in `tz`."""
+    wall = parse_wall_clock(text)
+    if wall is None:
+        return None
+    if wall.offset_min is not None:
+        return wall.utc()
+    t = align.localize(pd.Series([wall.naive]), tz).iloc[0]
+    return None if pd.isna(t) else t
+
+
+def _kib(v) -> float:
+    """A size in KiB: `6684`, or top's scaled `6.5m` / `1.2g` (MiB, GiB...)."""
+    m = _SIZE.match(str(v or "").strip())
+    if not m:
+        return float("nan")
+    return float(m["n"]) * 1024 ** "kmgtpe".index(m["unit"].lower()) if m["unit"] else float(m["n"])
+
+
+def listing_row(listing: Listing, line: str, snap, ctx: LoadContext, rep) -> dict | str:
+    """One row of a listing -> the process it shows, or (a string) what was expected instead."""
+    use = listing.header
+    if use is None:
+        return "a ps/top row under a header line"
+    cells = listing.cells(line)
+    if cells is None:
+        return f"{len(use)} columns ({' '.join(use)})"
+    row: dict = {}
+    for name, v in zip(use, cells, strict=False):
+        key = "lstart" if name == "STARTED" and len(v.split()) == 5 else COLUMNS.get(name, name.lower())
+        if key not in row or key == "command" and name in ("ARGS", "COMMAND", "CMD"):
+            row[key] = v
+    pid = _int(row.get("pid"))
+    if pid is None:
+        return "a numeric PID"
+    cmd = row.get("command", "")
+    # --forest: the column of the `\_` glyph is the depth; the parent is the nearest row above
+    # with a smaller depth. A root has no glyph (depth 0).
+    glyph = line.find("\\_ ")
+    depth = glyph if glyph >= 0 else 0
+    if glyph >= 0 and "command" in row:
+        cmd = line[glyph + 3:].strip() if use[-1] in _COMMANDS else cmd.split("\\_ ", 1)[-1].strip()
+    ppid = _int(row.get("ppid"))
+    if "ppid" not in row:
+        while listing.tree and listing.tree[-1][0] >= depth:
+            listing.tree.pop()
+        ppid = listing.tree[-1][1] if listing.tree and depth else None
+        listing.tree.append((depth, pid))
+    defunct = "<defunct>" in cmd
+    cmd = cmd.replace("<defunct>", "").strip()
+    state = row.get("state") or None
+    if defunct and not (state or "").startswith("Z"):
+        state = "Z" + (state or "")[1:] if state else "Z"
+    started, note = None, None
+    etime = parse_etime(row["etime"]) if row.get("etime") else None
+    if row.get("etimes") and row["etimes"].isdigit() and snap is not None:
+        started = snap - pd.Timedelta(seconds=int(row["etimes"]))
+    elif etime is not None and snap is not None:
+        started = snap - pd.Timedelta(seconds=etime)
+    elif row.get("lstart"):
+        started = parse_lstart(row["lstart"], ctx.timezone)
+        note = None if started is not None else f"LSTART {row['lstart']!r} not understood"
+    elif row.get("start"):
+        started, note = parse_start(row["start"], snap, ctx.timezone)
+    if note:
+        rep.assume(note)
+    return dict(
+        pid=pid, ppid=ppid, pgid=_int(row.get("pgid")), sid=_int(row.get("sid")),
+        user=row.get("user"), command=cmd, snap=snap, started=started, state=state,
+        cpu_pct=_float(row.get("cpu_pct")), rss_kib=_kib(row.get("rss_kib")), threads=_int(row.get("threads")),
+    )
+
+
+def _snapshot_time(s: str, snap, ctx: LoadContext, rep) -> tuple[bool, object]:
+    """(is this line a snapshot marker, the snapshot's time: UTC, or None when unknown)."""
+    m = _SNAP_ISO.match(s)
+    if m:
+        wall = parse_wall_clock(m["ts"])
+        if wall is None:
+            return False, snap
+        if wall.offset_min is not None:
+            return True, wall.utc()
+        rep.assume(align.zone_assumption(ctx.timezone))
+        return True, _local(wall.naive, ctx.timezone)
+    m = _SNAP_EPOCH.match(s)
+    if m:
+        return True, pd.Timestamp(int(m["s"]), unit="s", tz="UTC")
+    m = _TOP.match(s) or _SNAP_TOD.match(s)
+    if m:
+        date = ctx.date or (snap.tz_convert(ctx.timezone).date() if snap is not None else None)
+        if date is None:
+            rep.assume("snapshot gives only a time of day and no date is known: snapshot has no time")
+            return True, None
+        rep.assume(f"snapshot gives only time of day: date {date} taken from {'the incident' if ctx.date else 'an earlier snapshot'}")
+        t = _local(pd.Timestamp(f"{date} {m['time']}"), ctx.timezone)
+        if snap is not None and t is not None and t < snap - pd.Timedelta(hours=1):
+            t += pd.Timedelta(days=1)  # past midnight since the snapshot the date came from
+        return True, t
+    if len(s) < 80 and not _header(s):
+        wall = parse_wall_clock(s.lstrip("#=*- ").rstrip("#=*- "))
+        if wall is not None:
+            if wall.offset_min is not None:
+                return True, wall.utc()
+            rep.assume(align.zone_assumption(ctx.timezone))
+            return True, _local(wall.naive, ctx.timezone)
+    return False, snap
+
+
+def _local(naive: pd.Timestamp, tz: str):
+    t = align.localize(pd.Series([naive]), tz).iloc[0]
+    return None if pd.isna(t) else t
+
+
+def read_listing(lines: list[str], first_line: int, snap, ctx: LoadContext, rep, *, counted: bool = True) -> tuple[list[dict], int]:
+    """Read ps/top output (one file, or one command's output inside a transcript) into process
+    rows. Every line is counted in `rep` (parsed or skipped with its reason) unless `counted` is
+    False (a transcript counts its own lines). Returns (rows, number of snapshot markers)."""
+    listing = Listing()
     rows: list[dict] = []
-    tree: list[tuple[int, int]] = []  # (depth, pid) of the current --forest branch
     n_snaps = 0
-    for i, line in enumerate(lines, 1):
+
+    def skip(i, reason):
+        if counted:
+            rep.skip(i, reason)
+
+    def bad(i, expected, found):
+        if counted:
+            rep.bad(i, expected, found)
+
+    for i, raw in enumerate(lines, first_line):
+        line = screen_text(raw)
         s = line.strip()
         if not s:
-            rep.skip(i, "blank line")
+            skip(i, "blank line")
             continue
-        m = _SNAP_ISO.match(s)
-        if m:
-            ts = pd.Timestamp(m["ts"])
-            snap = (ts.tz_convert("UTC") if ts.tzinfo else align.localize(pd.Series([ts]), ctx.timezone).iloc[0])
-            if ts.tzinfo is None:
-                rep.assume(align.zone_assumption(ctx.timezone))
+        is_snap, when = _snapshot_time(s, snap, ctx, rep)
+        if is_snap:
+            snap = when
             n_snaps += 1
-            tree = []
-            rep.parsed += 1
+            listing.tree = []
+            if counted:
+                rep.parsed += 1
             continue
-        m = _SNAP_DATE.match(s)
-        if m and m["mon"] in MONTHS:
-            naive = pd.Timestamp(f"{m['year']}-{MONTHS[m['mon']]:02d}-{int(m['day']):02d} {m['time']}")
-            zone = "UTC" if m["tz"] in ("UTC", "GMT") else ctx.timezone
-            snap = align.localize(pd.Series([naive]), zone).iloc[0]
-            n_snaps += 1
-            rep.parsed += 1
-            continue
-        m = _TOP.match(s)
-        if m:
-            top_clock = m["time"]
-            date = ctx.date or (snap.tz_convert(ctx.timezone).date() if snap is not None else None)
-            if date is not None:
-                snap = align.localize(pd.Series([pd.Timestamp(f"{date} {top_clock}")]), ctx.timezone).iloc[0]
-                rep.assume(f"top gives only time of day: date {date} taken from {'the incident' if ctx.date else 'an earlier snapshot'}")
-            else:
-                snap = None
-                rep.assume("top gives only time of day and no date is known: snapshot has no time")
-            n_snaps += 1
-            rep.parsed += 1
+        if _RULE.match(s):
+            skip(i, "separator line")
+            listing.tree = []
             continue
         if _TOP_SUMMARY.match(s):
-            rep.skip(i, "top summary line")
+            skip(i, "top summary line")
             continue
         h = _header(line)
         if h:
-            header = h
-            rep.skip(i, "header line")
-            tree = []
+            listing = Listing(h, line)
+            skip(i, "header line")
             continue
         if is_prompt(line):
-            rep.skip(i, "shell prompt line")
+            skip(i, "shell prompt line")
             continue
-        use = header
-        if use is None:
-            if _AUX_ROW.match(line):
-                use = AUX
-                rep.assume("no header line: `ps aux` columns assumed")
-            else:
-                rep.bad(i, "a ps/top row under a header line", line)
+        if listing.header is None:
+            guess = AUX if _AUX_ROW.match(line) else EF if _EF_ROW.match(line) else None
+            if guess is None:
+                bad(i, "a ps/top row under a header line", line)
                 continue
-        cells = _split_row(line, use)
-        if cells is None:
-            rep.bad(i, f"{len(use)} columns ({' '.join(use)})", line)
+            rep.assume(f"no header line: `ps {'aux' if guess is AUX else '-ef'}` columns assumed")
+            listing = Listing(guess)
+        got = listing_row(listing, line, snap, ctx, rep)
+        if isinstance(got, str):
+            bad(i, got, line)
             continue
-        row = {COLUMNS.get(name, name.lower()): v for name, v in zip(use, cells, strict=True)}
-        pid = _int(row.get("pid"))
-        if pid is None:
-            rep.bad(i, "a numeric PID", line)
-            continue
-        row["pid"] = pid
-        cmd = row.get("command", "")
-        # --forest: the column of the `\_` glyph is the depth; the parent is the nearest row above
-        # with a smaller depth. A root has no glyph (depth 0).
-        glyph = line.find("\\_ ")
-        depth = glyph if glyph >= 0 else 0
-        if glyph >= 0:
-            cmd = line[glyph + 3:].strip()
-        if "ppid" not in row:
-            while tree and tree[-1][0] >= depth:
-                tree.pop()
-            row["ppid"] = tree[-1][1] if tree and depth else None
-            tree.append((depth, pid))
-        defunct = "<defunct>" in cmd
-        cmd = cmd.replace("<defunct>", "").strip()
-        state = row.get("state")
-        if defunct and not (state or "").startswith("Z"):
-            state = "Z" + (state or "")[1:] if state else "Z"
-        started, note = None, None
-        if row.get("etimes") and row["etimes"].isdigit() and snap is not None:
-            started = snap - pd.Timedelta(seconds=int(row["etimes"]))
-        elif row.get("etime") and snap is not None and parse_etime(row["etime"]) is not None:
-            started = snap - pd.Timedelta(seconds=parse_etime(row["etime"]))
-        elif row.get("lstart"):
-            t = pd.to_datetime(row["lstart"], format="%a %b %d %H:%M:%S %Y", errors="coerce")
-            started = align.localize(pd.Series([t]), ctx.timezone).iloc[0] if t is not pd.NaT else None
-            note = None if started is not None else f"LSTART {row['lstart']!r} not understood"
-        elif row.get("start"):
-            started, note = parse_start(row["start"], snap, ctx.timezone)
-        if note:
-            rep.assume(note)
-        rows.append(dict(
-            pid=pid, ppid=_int(row.get("ppid")), pgid=_int(row.get("pgid")), sid=_int(row.get("sid")),
-            user=row.get("user"), command=cmd, snap=snap, started=started, state=state,
-            cpu_pct=_float(row.get("cpu_pct")), rss_kib=_float(row.get("rss_kib")), line=i,
-        ))
-        rep.parsed += 1
+        got["line"] = i
+        rows.append(got)
+        if counted:
+            rep.parsed += 1
+    return rows, n_snaps
+
+
+def load_ps(path: Path, ctx: LoadContext):
+    path = Path(path)
+    rep = ctx.report(path, "ps-snapshots")
+    try:
+        text = path.read_bytes().decode("utf-8", "replace")
+    except OSError as e:
+        raise SourceFormatError(path, None, "a readable file", str(e), fmt="ps-snapshots") from e
+    lines = text.splitlines()
+    rep.read = len(lines)
+    rows, n_snaps = read_listing(lines, 1, None, ctx, rep)
     if n_snaps == 0:
         rep.assume("no snapshot time in file: first_seen and last_seen are empty")
-    return from_frames(rep, processes=_lifetimes(rows, rep.path, ctx, rep))
+    return from_frames(rep, processes=lifetimes(rows, rep.path, ctx, rep))
 
 
 # Programs that exec the command after them, keeping the PID: `setsid nohup python train.py`
@@ -274,7 +418,7 @@ def _fold_exec_chains(df: pd.DataFrame, rep) -> None:
         rep.assume(f"{exits} process(es) listed as [name] while exiting are kept under their full command")
 
 
-def _lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep) -> pd.DataFrame:
+def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep) -> pd.DataFrame:
     """One row per process (pid + command): first and last snapshot, last state, max CPU."""
     if not rows:
         return pd.DataFrame()
@@ -298,10 +442,12 @@ def _lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep) -> pd.DataF
 
 
 def _int(v):
+    """A process, group, session id or thread count: a non-negative number below 2**31."""
     try:
-        return int(v)
+        n = int(v)
     except (TypeError, ValueError):
         return None
+    return n if 0 <= n < 2**31 else None
 
 
 def _float(v):
@@ -321,14 +467,20 @@ def load_ps_snapshots(path, *, timezone: str = "UTC", host: str | None = None, d
 
 def sniff_ps(path: Path, head: bytes) -> float:
     text = head.decode("utf-8", "replace")
-    lines = [ln for ln in text.splitlines()[:300] if ln.strip()]
+    lines = [screen_text(ln) for ln in text.splitlines()[:300]]
+    lines = [ln for ln in lines if ln.strip()]
     if not lines:
         return 0.0
     headers = sum(1 for ln in lines if _header(ln))
-    aux_rows = sum(1 for ln in lines if _AUX_ROW.match(ln))
+    rows = sum(1 for ln in lines if _AUX_ROW.match(ln) or _EF_ROW.match(ln))
+    # A terminal session that runs other commands too (kill, nvidia-smi) is a transcript: it
+    # reads the listings inside it as well.
+    prompts = [ln for ln in lines if is_prompt(ln)]
+    if len(prompts) >= 2 and any(not re.search(r"\b(?:ps|top|pgrep)\b", p) for p in prompts):
+        return 0.3
     if headers and len(lines) > headers:
         return 0.9
-    if aux_rows and aux_rows / len(lines) >= 0.5:
+    if rows and rows / len(lines) >= 0.5:
         return 0.8
     return 0.0
 
@@ -337,5 +489,5 @@ register(Format(
     name="ps-snapshots",
     sniff=sniff_ps,
     load=load_ps,
-    doc="ps aux / ps -eo ... / ps --forest / top -b listings, single or repeated with snapshot times",
+    doc="ps aux / -ef / -eo ... / --forest / BusyBox / macOS, top -b: single or repeated snapshots",
 ))

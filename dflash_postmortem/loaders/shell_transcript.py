@@ -1,18 +1,24 @@
-"""Operator shell transcripts -> `events`: each command, each launch with its log path and
-trainer arguments, and what the outputs say (missing files, kills, process counts, GPU memory).
+"""Operator terminal sessions -> `events`: each command, each launch with its log path and
+trainer arguments, and what the outputs say about processes (kills that failed, jobs killed by a
+signal, exit statuses, the kernel's OOM killer, nohup, missing files, process counts); the `ps`,
+`top` and `pgrep` listings inside the session -> `processes`; nvidia-smi answers -> `gpus` /
+`gpu_processes`.
 
-Two forms are read: timestamped transcripts (`[2026-11-30T05:23:01.707Z] $ command`, then its
-output) and plain terminal pastes (`user@host:~/dir$ command`). Launch log paths are checked
-against the incident folder: a log that never appeared, or stayed empty for 60 s, becomes an
-event of its own (`log_never_created`, `log_empty`). This format loads in phase 1, so it can
-see which logs wrote when and which PIDs `ps` saw.
+Sessions come in every form an operator leaves (transcript_lines.py lists the prompts):
+the kit's stamped transcripts (`[2026-11-30T05:23:01.707Z] $ command`), terminal pastes,
+`script` recordings (escape sequences, CR/LF, backspaces), tmux capture-pane output, `set -x`
+traces. A prompt has no time: a command is dated by the nearest clock before it (`date` output in
+any locale, `script`'s header, an nvidia-smi table's date line), marked `time_approx`, and the load
+report says so. Launch log paths are checked against the incident folder: a log that never
+appeared, or stayed empty for 60 s, becomes an event of its own (`log_never_created`,
+`log_empty`). This format loads in phase 1, so it can see which logs wrote when and which PIDs
+`ps` saw.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,323 +26,450 @@ from pathlib import Path
 import pandas as pd
 
 from .. import align
+from ..commands import (
+    KIT_LAUNCHER,
+    Launch,
+    command_name,
+    exit_meaning,
+    kill_targets,
+    parse_launch,
+    shell_words,
+)
 from ..errors import SourceFormatError
 from ..incident import Incident, from_frames
+from . import process_control
+from .clock_text import WallClock, parse_wall_clock
+from .ps_snapshots import lifetimes, read_listing
 from .registry import Format, LoadContext, register
+from .transcript_lines import Prompt, match_prompt, match_script_mark, screen_text
 
+FORMAT = "shell-transcript"
 EMPTY_LOG_SECONDS = 60.0
+MAX_PID = 2**31 - 1  # larger numbers are not process ids (Linux pid_max is at most 2**22)
 
-_STAMPED = re.compile(r"^\[(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\] ?[$#] (?P<cmd>.*)$")
-_PROMPT = re.compile(r"^(?:\([\w.-]+\) )?[\w.-]+@[\w.-]+:[^\s$#]*(?: \([^)]*\))?[$#] (?P<cmd>.*)$")
-_BARE = re.compile(r"^\$ (?P<cmd>.+)$")
-
-# Launchers, in the order they wrap each other (ssh host 'nohup ...'): the outermost is named.
-_LAUNCHERS = (
-    ("ssh", re.compile(r"(?:^|[\s;&|(])ssh\s")),
-    ("pct exec", re.compile(r"\bpct exec\b")),
-    ("docker exec", re.compile(r"\bdocker exec\b")),
-    ("kubectl exec", re.compile(r"\bkubectl exec\b")),
-    ("tmux", re.compile(r"\btmux (?:send-keys|send|new-session|new)\b")),
-    ("screen", re.compile(r"\bscreen -\w*d")),
-    ("dflash-postmortem launch", _KIT_LAUNCHER := re.compile(r"\bdflash[-_]postmortem(?:\.cli)? launch\b")),
-    ("setsid", re.compile(r"(?:^|[\s;&|(])setsid\s")),
-    ("nohup", re.compile(r"(?:^|[\s;&|(])nohup\s")),
-    ("torchrun", re.compile(r"\btorchrun\b|torch\.distributed\.(?:run|launch)")),
-    ("accelerate", re.compile(r"\baccelerate launch\b")),
-    ("deepspeed", re.compile(r"(?:^|[\s;&|(])deepspeed\s")),
-)
-_TRAINER = re.compile(r"\b(?:python[\d.]*|torchrun|accelerate|deepspeed)\b|\S+\.(?:py|sh)\b")
 _NO_SUCH = re.compile(r"^(?:(?P<prog>[\w./-]+): )?(?:line \d+: )?(?:(?:cannot access|cannot open) )?'?(?P<path>/?[^\s:']+)'?: No such file or directory")
 _SMI_QUERY = re.compile(r"nvidia-smi\b.*--query-(?P<what>gpu|compute-apps)=(?P<fields>[\w.,]+)(?P<rest>.*)")
 _LS_LONG = re.compile(r"^[-dl][rwxsStT-]{9}\S*\s+\d+\s+\S+\s+\S+\s+(?P<size>\d+)\s+\w+\s+\d+\s+[\d:]+\s+(?P<path>\S+)")
-_EXIT = re.compile(r"(?i)\bexit(?:ed)?(?: with)?(?: code|=|:| status)\s*(?P<code>-?\d+)")
-_RUN_NAME = re.compile(r"--run[-_]name[= ](?P<run>[\w.@-]+)")
 # `dflash-postmortem launch` prints one verdict line per check: `launch: gpu   ok      4.3s  detail`.
 _VERDICT = re.compile(r"^launch: (?P<check>\w+)\s+(?P<state>ok|FAIL)\s+(?P<seconds>[\d.]+)s\s+(?P<detail>.*)$")
 _VERDICT_END = re.compile(r"^launch: (?P<state>started|FAILED)\s*$")
 _VERDICT_PID = re.compile(r"\bpid (?P<pid>\d+)\b")
+_ECHO_STATUS = re.compile(r"^echo\b[^|;&]*\$\{?\?")
+_PGREP_ROW = re.compile(r"^(?P<pid>\d{1,10})(?:\s+(?P<cmd>.*))?$")
+_EPOCH = re.compile(r"^\d{9,10}(?:\.\d+)?$")
 
 
-def is_prompt(line: str) -> bool:
-    """A shell prompt with a command (`user@host:dir$ cmd`, `$ cmd`): ps pastes carry them too."""
-    return bool(_PROMPT.match(line) or _BARE.match(line))
+def _pid(v) -> int | None:
+    try:
+        n = int(v)
+    except (TypeError, ValueError):
+        return None
+    return n if 0 <= n <= MAX_PID else None
 
 
 @dataclass
 class Command:
     line: int
-    time: object
     text: str
-    output: list[str] = field(default_factory=list)
+    prompt: Prompt | None = None
+    time: pd.Timestamp = pd.NaT
+    approx: bool = False
+    pid: int | None = None
+    output: list[tuple[int, str]] = field(default_factory=list)  # (line number, screen text)
 
-
-def parse_commands(lines: list[str], rep) -> tuple[list[Command], int]:
-    """Split a transcript into commands and their output; returns (commands, lines before any)."""
-    cmds: list[Command] = []
-    preamble = 0
-    for i, line in enumerate(lines, 1):
-        m = _STAMPED.match(line)
-        if m:
-            cmds.append(Command(i, m.group("ts"), m.group("cmd")))
-            continue
-        m = _PROMPT.match(line) or _BARE.match(line)
-        if m:
-            cmds.append(Command(i, None, m.group("cmd")))
-            continue
-        if cmds:
-            cmds[-1].output.append(line)
-        else:
-            preamble += 1
-            rep.skip(i, "text before the first command")
-    return cmds, preamble
+    @property
+    def words(self) -> list[str]:
+        return shell_words(self.text)
 
 
 @dataclass
-class Launch:
-    launcher: str
-    background: bool
-    log_path: str | None
-    program: str | None
-    args: str
-    run: str | None
+class Session:
+    """A transcript split into what it holds: commands with their output, `script` marks,
+    and lines before the first command."""
+
+    commands: list[Command] = field(default_factory=list)
+    marks: list[tuple[int, object]] = field(default_factory=list)  # (line, ScriptMark)
+    preamble: list[tuple[int, str]] = field(default_factory=list)
 
 
-# Shell control operators (shlex groups these characters into one token) and redirections.
-_CONTROL = {"&&", "||", ";", ";;", "|", "|&", "&", "(", ")", "\n"}
-_OUT_REDIRECTS = {">", ">>", ">|", "&>", "&>>", ">&", "1>", "1>>", "1>|", "1>&"}
-_REDIRECT_OPS = _OUT_REDIRECTS | {"<", "<<", "<<<", "2>", "2>>", "2>&", "<&", "<>"}
-_HELPERS = {"cd", "echo", "sleep", "kill", "pkill", "pgrep", "grep", "cat", "tail", "head", "ls", "ps",
-            "rm", "mkdir", "cp", "mv", "tee", "wc", "export", "source", "."}
-
-
-def shell_words(cmd: str) -> list[str]:
-    """A command line as shell tokens: words unquoted, operators (`&&`, `|`, `&`, `2>&1` as
-    `2>&` `1`) as tokens of their own, and quoted commands (`bash -c '...'`, `ssh host '...'`,
-    `tmux send-keys '...'`) tokenised in place between `;` separators.
-
-    An unbalanced quote (a paste cut short) is closed at the end of the line, as if typed.
-    """
-    for closing in ("", "'", '"'):
-        try:
-            return _shell_words(cmd + closing)
-        except ValueError:
+def split_session(lines: list[str], rep) -> Session:
+    """Commands, their output and `script` marks; prompts without a command are skipped."""
+    ses = Session()
+    current: Command | None = None
+    for i, raw in enumerate(lines, 1):
+        s = screen_text(raw)
+        mark = match_script_mark(s)
+        if mark is not None:
+            ses.marks.append((i, mark))
+            rep.parsed += 1
+            current = None
+            if mark.started and mark.command:
+                current = Command(i, mark.command)
+                ses.commands.append(current)
             continue
-    return cmd.split()
-
-
-def _shell_words(cmd: str) -> list[str]:
-    lex = shlex.shlex(cmd, posix=True, punctuation_chars=True)
-    lex.whitespace_split = True
-    lex.commenters = ""
-    out: list[str] = []
-    fd: str | None = None
-    while (tok := lex.get_token()) is not None:
-        if fd is not None:  # `2` glued to the `>` after it names a file descriptor
-            out.append(fd + tok)
-            fd = None
+        p = match_prompt(s)
+        if p is not None:
+            if p.command:
+                current = Command(i, p.command, p)
+                ses.commands.append(current)
+                rep.parsed += 1
+            else:
+                rep.skip(i, "prompt without a command")
             continue
-        # shlex keeps a lookahead operator character back: a digit that is followed at once by
-        # `>` or `<` is a descriptor (`2>&1`), a digit followed by a space is a word (`--n 2 > x`).
-        if tok.isdigit() and lex._pushback_chars and lex._pushback_chars[-1] in "<>":
-            fd = tok
-            continue
-        if " " in tok and _TRAINER.search(tok):  # a quoted command: bash -c '...', ssh host '...'
-            out += [";", *shell_words(tok), ";"]
-            continue
-        out.append(tok)
-    return out
-
-
-def _simple_commands(words: list[str]) -> list[tuple[list[str], str]]:
-    """Words split at control operators: (the command's words, the operator after it)."""
-    out: list[tuple[list[str], str]] = []
-    cur: list[str] = []
-    for w in words:
-        if w in _CONTROL:
-            if cur:
-                out.append((cur, w))
-            cur = []
+        if current is not None:
+            current.output.append((i, s))
+            rep.parsed += 1
         else:
-            cur.append(w)
-    if cur:
-        out.append((cur, ""))
-    return out
+            ses.preamble.append((i, s))
+    return ses
 
 
-def _program_index(words: list[str]) -> int | None:
-    i = next((i for i, w in enumerate(words) if re.search(r"\.(py|sh)$", w) or w in ("torchrun", "accelerate", "deepspeed")), None)
-    if i is None:
-        i = next((i for i, w in enumerate(words) if re.match(r"python[\d.]*$", Path(w).name)), None)
-    return i
+# -- the session's clock ----------------------------------------------------------------------
+class Clock:
+    """The latest time the session stated (UTC) and the zone it was stated in, for reading a
+    prompt's time of day."""
+
+    def __init__(self, ctx: LoadContext, rep):
+        self.ctx, self.rep = ctx, rep
+        self.now = pd.NaT
+        self.offset_min: int | None = None
+        self.source: str | None = None
+
+    def utc(self, wall: WallClock) -> pd.Timestamp:
+        if wall.offset_min is not None:
+            return wall.utc()
+        self.rep.assume(align.zone_assumption(self.ctx.timezone))
+        t = align.localize(pd.Series([wall.naive]), self.ctx.timezone).iloc[0]
+        return t
+
+    def set(self, t, offset_min: int | None, source: str) -> None:
+        if not pd.isna(t):
+            self.now, self.offset_min, self.source = t, offset_min, source
+
+    def at_time_of_day(self, tod: str) -> pd.Timestamp:
+        """A prompt's `HH:MM:SS` on the date of the latest clock (the next day when it is earlier)."""
+        if pd.isna(self.now):
+            return pd.NaT
+        if self.offset_min is not None:
+            local = self.now.tz_localize(None) + pd.Timedelta(minutes=self.offset_min)
+        else:
+            local = self.now.tz_convert(self.ctx.timezone).tz_localize(None)
+        h, m, s = (int(x) for x in tod.split(":"))
+        if h > 23 or m > 59 or s > 59:
+            return pd.NaT
+        cand = local.normalize() + pd.Timedelta(hours=h, minutes=m, seconds=s)
+        if cand < local - pd.Timedelta(hours=1):
+            cand += pd.Timedelta(days=1)
+        if self.offset_min is not None:
+            return (cand - pd.Timedelta(minutes=self.offset_min)).tz_localize("UTC")
+        return align.localize(pd.Series([cand]), self.ctx.timezone).iloc[0]
 
 
-def _without_redirects(words: list[str]) -> tuple[list[str], str | None]:
-    """(the words minus redirections, the file stdout goes to: first `>`-like target, else `2>`)."""
-    kept: list[str] = []
-    out_path = err_path = None
-    i = 0
-    while i < len(words):
-        w = words[i]
-        if w in _REDIRECT_OPS:
-            target = words[i + 1] if i + 1 < len(words) else None
-            if target is not None and not (w.endswith("&") and (target.isdigit() or target == "-")):
-                if w in _OUT_REDIRECTS:
-                    out_path = out_path or target
-                elif w.startswith("2>"):
-                    err_path = err_path or target
-            i += 2
-            continue
-        kept.append(w)
-        i += 1
-    return kept, out_path or err_path
+def _stamp_time(stamp: str, clock: Clock) -> pd.Timestamp:
+    wall = parse_wall_clock(stamp)
+    return clock.utc(wall) if wall is not None else pd.NaT
 
 
-def _tee_target(words: list[str]) -> str | None:
-    rest = [w for w in words[1:] if not w.startswith("-")]
-    return rest[0] if rest else None
-
-
-def _kit_launch(words: list[str], cmd: str) -> Launch | None:
-    """`dflash-postmortem launch --log F ... -- CMD` (or `python -m dflash_postmortem.cli launch`):
-    CMD runs in its own session with its output in F, whatever the shell around it does."""
-    for seg, _ in _simple_commands(words):
-        at = next((i for i in range(len(seg) - 1) if seg[i + 1] == "launch"
-                   and re.search(r"(?:^|/)dflash-postmortem$|^dflash_postmortem\.cli$", seg[i])), None)
-        if at is None or "--" not in seg[at:]:
-            continue
-        sep = seg.index("--", at)
-        opts, target = seg[at + 2:sep], seg[sep + 1:]
-        log_path = next((v.split("=", 1)[1] for v in opts if v.startswith("--log=")), None)
-        if log_path is None and "--log" in opts[:-1]:
-            log_path = opts[opts.index("--log") + 1]
-        prog_i = _program_index(target) if target else None
-        if prog_i is None and target:
-            prog_i = 0
-        program = target[prog_i] if prog_i is not None else None
-        args = " ".join(target[prog_i + 1:]) if prog_i is not None else ""
-        rm = _RUN_NAME.search(" ".join(target))
-        return Launch("dflash-postmortem launch", True, log_path, program, args, rm.group("run") if rm else None)
-    return None
-
-
-def parse_launch(cmd: str) -> Launch | None:
-    """A command that starts a trainer in the background or through a launcher, or None."""
-    words = shell_words(cmd)
-    kit = _kit_launch(words, cmd)
-    if kit is not None:
-        return kit
-    launcher = next((name for name, rx in _LAUNCHERS if rx.search(cmd)), None)
-    detached = bool(re.search(r"\btmux (?:new|send)|\bscreen -\w*d|\b(?:docker|kubectl) exec (?:-\w+ )*-\w*d", cmd))
-    background = "&" in words or "disown" in words or detached
-    commands = _simple_commands(words)
-    found = next(((k, c) for k, (c, _) in enumerate(commands)
-                  if c[0] not in _HELPERS and _program_index(c) is not None), None)
-    if found is None or (launcher is None and not background):
+def _stated_time(c: Command, clock: Clock) -> tuple[pd.Timestamp, int | None] | None:
+    """The time a command's own output states: `date` (any locale, `+%s`), or the date line an
+    nvidia-smi table starts with. None when it states none."""
+    first = next((s.strip() for _, s in c.output if s.strip()), "")
+    if not first:
         return None
-    if launcher is None:
-        launcher = "&"
-    k, seg = found
-    seg, log_path = _without_redirects(seg)
-    if log_path is None and commands[k][1] in ("|", "|&") and k + 1 < len(commands) and commands[k + 1][0][0] == "tee":
-        log_path = _tee_target(commands[k + 1][0])
-    if log_path == "/dev/null":
-        log_path = None
-    prog_i = _program_index(seg)
-    program = seg[prog_i] if prog_i is not None else None
-    args = " ".join(seg[prog_i + 1:]) if prog_i is not None else ""
-    rm = _RUN_NAME.search(cmd)
-    return Launch(launcher, background, log_path, program, args, rm.group("run") if rm else None)
-
-
-def _times(cmds: list[Command], ctx: LoadContext, rep) -> pd.Series:
-    raw = pd.Series([c.time for c in cmds], dtype="object")
-    if raw.isna().all():
-        rep.assume("no timestamps on commands: events have no time")
-        return pd.Series(pd.NaT, index=raw.index, dtype="datetime64[us, UTC]")
-    aware = raw.dropna().str.contains(r"Z$|[+-]\d{2}:?\d{2}$", regex=True)
-    if aware.all():
-        return pd.to_datetime(raw, format="ISO8601", utc=True).astype("datetime64[us, UTC]")
-    rep.assume(align.zone_assumption(ctx.timezone))
-    return align.localize(pd.to_datetime(raw, format="ISO8601", errors="coerce"), ctx.timezone)
-
-
-def gpu_rows(cmd: str, output: list[str], time, rep, ctx: LoadContext):
-    """nvidia-smi --query-* output inside a transcript, read by the nvidia-smi loader."""
-    from .nvidia_smi import load_nvidia_smi
-
-    m = _SMI_QUERY.search(cmd)
-    if not m or not output:
+    name = command_name(c.words) if c.words else ""
+    if name == "date":
+        if _EPOCH.match(first):
+            return pd.Timestamp(float(first), unit="s", tz="UTC"), 0
+    elif name not in ("nvidia-smi", "watch"):
         return None
-    fields = m.group("fields").split(",")
-    noheader = "noheader" in m.group("rest")
-    fd, tmp = tempfile.mkstemp(suffix=".csv")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write("\n".join(output) + "\n")
-        sub = load_nvidia_smi(tmp, host=ctx.host, timezone=ctx.timezone, fields=fields if noheader else None, on_bad_line="skip")
-    except SourceFormatError as e:
-        rep.notes.append(f"nvidia-smi answer not readable: {e.expected}")
+    wall = parse_wall_clock(first)
+    if wall is None:
         return None
-    finally:
-        os.unlink(tmp)
-    frame = "gpus" if m.group("what") == "gpu" else "gpu_processes"
-    df = getattr(sub, frame).copy()
-    if df["time"].isna().all():
-        df["time"] = time
-    df["source"] = rep.path
-    return frame, df
+    return clock.utc(wall), wall.offset_min
 
 
+def date_commands(ses: Session, ctx: LoadContext, rep) -> None:
+    """Give each command its time: its stamp, the time of day in its prompt, the time its own
+    output states (`date`), else the latest clock before it (approximate)."""
+    clock = Clock(ctx, rep)
+    marks = iter(sorted(ses.marks, key=lambda m: m[0]))
+    nxt = next(marks, None)
+    approx = 0
+    for c in ses.commands:
+        while nxt is not None and nxt[0] <= c.line:
+            wall = parse_wall_clock(nxt[1].when)
+            if wall is not None and nxt[1].started:
+                clock.set(clock.utc(wall), wall.offset_min, f"script header (line {nxt[0]})")
+            nxt = next(marks, None)
+        p = c.prompt
+        if p is not None and p.stamp:
+            c.time = _stamp_time(p.stamp, clock)
+            clock.set(c.time, 0, "stamp")
+        elif p is not None and p.time_of_day and not pd.isna(t := clock.at_time_of_day(p.time_of_day)):
+            c.time = t
+            clock.set(t, clock.offset_min, "prompt")
+        elif not pd.isna(clock.now):
+            c.time, c.approx = clock.now, True
+            approx += 1
+        stated = _stated_time(c, clock)
+        if stated is not None and not pd.isna(stated[0]):
+            c.time, c.approx = stated[0], False
+            if approx and c is not ses.commands[0]:
+                pass
+            clock.set(stated[0], stated[1], f"line {c.line}")
+    if approx:
+        rep.assume(f"{approx} command(s) carry no time of their own: each is dated by the latest clock "
+                   "before it (`date` output, script header, nvidia-smi date line); time_approx is True")
+    if ses.commands and all(pd.isna(c.time) for c in ses.commands):
+        rep.assume("no clock in the session (no stamp, date output or script header): commands have no time")
+
+
+# -- what outputs say -------------------------------------------------------------------------
 class _Events:
     def __init__(self):
         self.rows: list[dict] = []
 
-    def add(self, time, kind, message, ref, **extra):
-        self.rows.append(dict(time=time, kind=kind, message=message, ref=ref, **extra))
+    def add(self, time, kind, message, ref, **extra) -> dict:
+        row = dict(time=time, kind=kind, message=message, ref=ref, **extra)
+        self.rows.append(row)
+        return row
 
 
-def _output_events(ev: _Events, c: Command, t, ref_of, launch: Launch | None, cmd_ref: str) -> dict:
-    """Events read from one command's output; returns facts later steps use."""
-    facts: dict = {"missing": {}, "empty": {}}
-    for j, out in enumerate(c.output):
-        ref = ref_of(c.line + 1 + j)
-        m = _NO_SUCH.match(out.strip())
+def gpu_rows(c: Command, rep, ctx: LoadContext):
+    """nvidia-smi output inside a transcript (any form: table, query CSV, -L, -q), read by the
+    nvidia-smi loader. Returns (frame, rows) or None."""
+    from .nvidia_smi import load_nvidia_smi
+
+    if not c.output or command_name(c.words) != "nvidia-smi":
+        return None
+    m = _SMI_QUERY.search(c.text)
+    fields = m.group("fields").split(",") if m and "noheader" in m.group("rest") else None
+    fd, tmp = tempfile.mkstemp(suffix=".txt")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("\n".join(s for _, s in c.output) + "\n")
+        sub = load_nvidia_smi(tmp, host=ctx.host, timezone=ctx.timezone, fields=fields, on_bad_line="skip", date=ctx.date)
+    except SourceFormatError as e:
+        rep.notes.append(f"line {c.line}: nvidia-smi answer not readable: {e.expected}")
+        return None
+    except Exception as e:  # noqa: BLE001  (another format's loader: its failure must not lose this file)
+        rep.notes.append(f"line {c.line}: nvidia-smi answer not readable ({type(e).__name__}: {e})")
+        return None
+    finally:
+        os.unlink(tmp)
+    for frame in ("gpus", "gpu_processes"):
+        df = getattr(sub, frame)
+        if len(df):
+            df = df.copy()
+            if df["time"].isna().all() and not pd.isna(c.time):
+                df["time"] = c.time
+            df["source"] = rep.path
+            return frame, df
+    return None
+
+
+def _listing_rows(c: Command, ctx: LoadContext, rep) -> list[dict]:
+    """Processes a `ps`/`top`/`pgrep`/`pidof` answer shows, seen at the command's time."""
+    name = command_name(c.words) if c.words else ""
+    first = c.line + 1
+    snap = None if pd.isna(c.time) else c.time
+    if name in ("ps", "top") or (name == "watch" and re.search(r"\bps\b", c.text)):
+        rows, _ = read_listing([s for _, s in c.output], first, snap, ctx, rep, counted=False)
+        for r, (n, _) in zip(rows, [o for o in c.output if o[1].strip()], strict=False):
+            r.setdefault("line", n)
+        return rows
+    if name in ("pgrep", "pidof"):
+        rows = []
+        for n, s in c.output:
+            words = s.split() if name == "pidof" else [s]
+            for w in words:
+                m = _PGREP_ROW.match(w.strip())
+                if m and _pid(m["pid"]) is not None:
+                    rows.append(dict(pid=_pid(m["pid"]), command=(m["cmd"] or "").strip() or None, snap=snap, line=n))
+        return rows
+    return []
+
+
+def _kernel_time(fact: dict, c: Command | None, ctx: LoadContext, rep) -> pd.Timestamp:
+    """A kernel line's own time: dmesg -T / iso stamps; syslog stamps take the year of the
+    command that printed them. Seconds since boot alone give no time."""
+    stamp = process_control.kernel_stamp(fact.pop("prefix", ""))
+    if "uptime_s" in stamp:
+        fact["uptime_s"] = stamp["uptime_s"]
+    if "wall" in stamp:
+        wall = stamp["wall"]
+        if wall.offset_min is not None:
+            return wall.utc()
+        rep.assume(align.zone_assumption(ctx.timezone))
+        return align.localize(pd.Series([wall.naive]), ctx.timezone).iloc[0]
+    if "syslog" in stamp:
+        year = (c.time.year if c is not None and not pd.isna(c.time) else ctx.date.year if ctx.date else None)
+        if year is None:
+            rep.assume("syslog stamps carry no year and nothing dates the session: those kernel lines have no time")
+            return pd.NaT
+        wall = parse_wall_clock(f"{stamp['syslog'][0]} {stamp['syslog'][1]} {stamp['syslog'][2]} {year}")
+        if wall is None:
+            return pd.NaT
+        rep.assume(f"syslog stamps carry no year: {year} taken from the session")
+        return align.localize(pd.Series([wall.naive]), ctx.timezone).iloc[0]
+    rep.assume("kernel lines stamped with seconds since boot only: those events have no time (uptime_s column)")
+    return pd.NaT
+
+
+class _Jobs:
+    """The shell's job table as the session shows it: `[1] 4242` gives job 1 the PID 4242."""
+
+    def __init__(self):
+        self.pid_of: dict[int, int] = {}
+
+    def pid(self, job) -> int | None:
+        return self.pid_of.get(job) if job is not None else None
+
+
+def _fact_events(ev: _Events, lines: list[tuple[int, str]], c: Command | None, ref_of, jobs: _Jobs,
+                 ctx: LoadContext, rep, skip_lines: set[int]) -> set[int]:
+    """Process-control facts in output lines -> events tied to the command (and its PID).
+    Returns the line numbers that held a fact."""
+    got: set[int] = set()
+    targets = kill_targets(c.text) if c is not None else []
+    failed: set[tuple] = set()
+    pending_oom: dict[int, dict] = {}  # pid -> the `oom-kill:constraint=` event waiting for its Killed line
+    for n, s in lines:
+        if n in skip_lines:
+            continue
+        fact = process_control.read_line(s)
+        if fact is None:
+            continue
+        got.add(n)
+        kind = fact.pop("kind")
+        t = c.time if c is not None else pd.NaT
+        approx = bool(c.approx) if c is not None else False
+        if "prefix" in fact:
+            t, approx = _kernel_time(fact, c, ctx, rep), False
+        context = fact.pop("context", False)
+        if kind == "job_started":
+            jobs.pid_of[fact["job"]] = fact["pid"]
+            if c is not None and c.pid is None:
+                c.pid = fact["pid"]
+        if kind == "kill_failed":
+            target = _kill_target_of(fact, targets)
+            if target is not None:
+                fact.setdefault("signal", target.signal)
+                if fact.get("target_pid") is None and target.pid is not None:
+                    fact.update(target_pid=target.pid, target_is_group=target.is_group, pid=target.pid)
+                if fact.get("target_pattern") is None and target.pattern:
+                    fact["target_pattern"] = target.pattern
+                failed.add((target.pid, target.is_group, target.job, target.pattern))
+            if fact.get("job") is not None and fact.get("pid") is None:
+                fact["pid"] = jobs.pid(fact["job"])
+        if kind in ("killed", "exit", "job_stopped", "job_running") and fact.get("pid") is None:
+            fact["pid"] = jobs.pid(fact.get("job"))
+            if fact["pid"] is None and fact.get("job") is None and c is not None and kind == "killed":
+                fact["pid"] = c.pid
+        if kind in ("killed", "exit") and not fact.get("job_command") and c is not None:
+            fact["job_command"] = c.text
+        if kind == "oom_kill" and fact.get("pid") in pending_oom and not context:
+            earlier = pending_oom.pop(fact["pid"])
+            ev.rows.remove(earlier)
+            fact.update(constraint=earlier.get("constraint"), memcg=earlier.get("memcg"))
+        fact["pid"] = _pid(fact.get("pid"))
+        if fact.get("target_pid") is not None:
+            fact["target_pid"] = _pid(fact["target_pid"])
+        row = ev.add(t, kind, s.strip(), ref_of(n), time_approx=approx,
+                     command_ref=ref_of(c.line) if c is not None else None, **fact)
+        if kind == "oom_kill" and context:
+            pending_oom[fact["pid"]] = row
+    if c is not None:
+        for k in targets:
+            if (k.pid, k.is_group, k.job, k.pattern) in failed:
+                continue
+            what = (f"process group {k.pid}" if k.is_group else f"PID {k.pid}") if k.pid is not None else (
+                f"job %{k.job}" if k.job is not None else f"processes matching {k.pattern!r}")
+            ev.add(c.time, "kill_sent", f"{k.program} sent {k.signal} to {what}", ref_of(c.line), time_approx=c.approx,
+                   command_ref=ref_of(c.line), pid=k.pid if k.pid is not None else jobs.pid(k.job), target_pid=k.pid,
+                   target_is_group=k.is_group if k.pid is not None else None, target_pattern=k.pattern, job=k.job,
+                   signal=k.signal)
+    return got
+
+
+def _kill_target_of(fact: dict, targets):
+    """The target of the kill command a failure line answers (by PID, job, pattern, or the only one)."""
+    for k in targets:
+        if fact.get("target_pid") is not None and k.pid == fact["target_pid"]:
+            return k
+        if fact.get("job") is not None and k.job == fact["job"]:
+            return k
+        if fact.get("target_pattern") and k.pattern == fact["target_pattern"]:
+            return k
+    if fact.get("target_pid") is None and fact.get("job") is None and len(targets) == 1:
+        return targets[0]
+    return None
+
+
+def _status_answer(ev: _Events, c: Command, prev: Command | None, ref_of) -> set[int]:
+    """`echo $?` answers for the command before it: an exit event of that command (with its PID
+    and, under `timeout`, what 124 means). Returns the answer's line."""
+    if not _ECHO_STATUS.match(c.text):
+        return set()
+    for n, s in c.output:
+        m = re.search(r"(?<![\w.])(-?\d{1,3})\s*$", s.strip())
+        if not m:
+            continue
+        code = int(m.group(1))
+        about = prev if prev is not None else c
+        wrapped = bool(re.search(r"(?:^|[\s;&|(])timeout\s", about.text))
+        sig, meaning = exit_meaning(code, after_timeout=wrapped)
+        pid = about.pid
+        if pid is None and prev is not None and command_name(prev.words) == "wait":
+            pid = next((_pid(w) for w in prev.words[1:] if w.isdigit()), None)
+        ev.add(c.time, "exit", s.strip(), ref_of(n), time_approx=c.approx, command_ref=ref_of(about.line),
+               exit_code=code, signal=sig, meaning=meaning, pid=pid, job_command=about.text)
+        return {n}
+    return set()
+
+
+def _output_events(ev: _Events, c: Command, ref_of, launch: Launch | None, cmd_ref: str) -> dict:
+    """Files, sizes, process counts and launcher verdicts in one command's output; returns facts
+    later steps use."""
+    t = c.time
+    facts: dict = {"missing": {}, "empty": {}, "lines": set()}
+    for n, out in c.output:
+        ref = ref_of(n)
+        s = out.strip()
+        m = _NO_SUCH.match(s)
         if m:
             path = m.group("path")
             facts["missing"][path] = ref
+            facts["lines"].add(n)
             if launch is not None and launch.log_path == path:
-                ev.add(t, "redirect_failed", f"the shell could not open the log file {path}: {out.strip()}", ref, path=path, run=launch.run)
+                ev.add(t, "redirect_failed", f"the shell could not open the log file {path}: {s}", ref, path=path, run=launch.run)
             else:
                 kind = "log_missing" if re.search(r"\.(log|out|txt|err)$", path) else "file_missing"
-                ev.add(t, kind, out.strip(), ref, path=path)
+                ev.add(t, kind, s, ref, path=path)
             continue
-        s = out.strip()
         if launch is not None and launch.launcher == "dflash-postmortem launch":
             if _verdict_event(ev, t, s, ref, cmd_ref, facts):
+                facts["lines"].add(n)
                 continue
             if s.startswith("| ") and ev.rows and ev.rows[-1]["kind"] == "launch_check":
                 # The log tail `launch` quotes under a failed check belongs to that check.
                 ev.rows[-1]["message"] += "\n" + s
                 ev.rows[-1]["lines"] = ev.rows[-1].get("lines", 1) + 1
+                facts["lines"].add(n)
                 continue
-        if s in ("Killed", "Terminated") or re.match(r"^(?:\[\d+\]\+?\s+)?(Killed|Terminated)\b", s):
-            ev.add(t, "signal", s, ref, signal="SIGKILL" if "Killed" in s else "SIGTERM")
-            continue
-        em = _EXIT.search(s)
-        if em:
-            ev.add(t, "exit", s, ref, exit_code=int(em.group("code")))
-            continue
         lm = _LS_LONG.match(s)
         if lm:
             size = int(lm.group("size"))
             facts["empty"][lm.group("path")] = size
-            ev.add(t, "file_check", f"{lm.group('path')}: {size} bytes", ref, path=lm.group("path"), size_bytes=size)
-    if re.search(r"\bps\b.*\|\s*wc -l\s*$", c.text) and c.output and c.output[-1].strip().isdigit():
-        n = int(c.output[-1].strip())
+            ev.add(t, "file_check", f"{lm.group('path')}: {size} bytes", ref, path=lm.group("path"),
+                   size_bytes=size if size < 2**62 else None)
+    last = c.output[-1][1].strip() if c.output else ""
+    if re.search(r"\bps\b.*\|\s*wc -l\s*$", c.text) and last.isdigit() and len(last) < 10:
+        n = int(last)
         what = re.findall(r"grep\s+(?!-v)([^\s|]+)", c.text)
         pattern = what[0] if what else "?"
         ev.add(t, "process_count", f"{n} process{'es' if n != 1 else ''} matching {pattern!r}",
-               ref_of(c.line + len(c.output)), count=n, pattern=pattern)
+               ref_of(c.output[-1][0]), count=n, pattern=pattern)
     return facts
 
 
@@ -347,55 +480,98 @@ def _verdict_event(ev: _Events, t, line: str, ref: str, cmd_ref: str, facts: dic
     if m:
         secs = float(m.group("seconds"))
         pid = _VERDICT_PID.search(m.group("detail"))
-        if m.group("check") == "start" and pid and m.group("state") == "ok":
-            facts["pid"] = int(pid.group("pid"))
+        if m.group("check") == "start" and pid and m.group("state") == "ok" and _pid(pid.group("pid")) is not None:
+            facts["pid"] = _pid(pid.group("pid"))
         facts["verdict_s"] = max(secs, facts.get("verdict_s", 0.0))
-        ev.add(t + pd.Timedelta(seconds=secs) if t == t else t, "launch_check", line, ref, check=m.group("check"),
+        at = t + pd.Timedelta(seconds=secs) if not pd.isna(t) and secs < 1e9 else t
+        ev.add(at, "launch_check", line, ref, check=m.group("check"),
                ok=m.group("state") == "ok", seconds=secs, detail=m.group("detail"), launch_ref=cmd_ref)
         return True
     m = _VERDICT_END.match(line)
     if m:
-        at = t + pd.Timedelta(seconds=facts.get("verdict_s", 0.0)) if t == t else t
+        secs = facts.get("verdict_s", 0.0)
+        at = t + pd.Timedelta(seconds=secs) if not pd.isna(t) and secs < 1e9 else t
         ev.add(at, "launch_check", line, ref, check="verdict", ok=m.group("state") == "started", launch_ref=cmd_ref)
         return True
     return False
 
 
-def load_transcript(path: Path, ctx: LoadContext) -> Incident:
+def read_lines(path: Path, fmt: str) -> list[str]:
+    """The file's lines (LF, CRLF, or CR alone), a UTF-8 BOM dropped; unreadable -> SourceFormatError."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as e:
+        raise SourceFormatError(path, None, "a readable file", f"{type(e).__name__}: {e.strerror or e}", fmt=fmt) from e
+    text = raw.decode("utf-8", "replace").removeprefix("\ufeff")
+    if "\n" not in text and "\r" in text:
+        text = text.replace("\r", "\n")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+_INT_COLUMNS = ("count", "exit_code", "size_bytes", "pid", "target_pid", "job", "xid", "uid", "oom_score_adj", "order", "score")
+_BOOL_COLUMNS = ("time_approx", "target_is_group", "core_dumped", "cgroup")
+
+
+def load_transcript(path: Path, ctx: LoadContext, fmt: str = FORMAT) -> Incident:
     path = Path(path)
-    rep = ctx.report(path, "shell-transcript")
-    text = path.read_bytes().decode("utf-8", "replace")
-    lines = text.splitlines()
+    rep = ctx.report(path, fmt)
+    lines = read_lines(path, fmt)
     rep.read = len(lines)
-    cmds, _ = parse_commands(lines, rep)
-    rep.parsed = rep.read - rep.n_skipped
-    times = _times(cmds, ctx, rep)
+    ses = split_session(lines, rep)
+    date_commands(ses, ctx, rep)
     ev = _Events()
+    jobs = _Jobs()
     gpu_parts: dict[str, list] = {"gpus": [], "gpu_processes": []}
+    procs: list[dict] = []
     launches: list[tuple[int, Launch, object, str]] = []
     missing_after: list[tuple[object, str, str]] = []  # (time, path, ref) of "no such file"
 
     def ref_of(n: int) -> str:
         return f"{rep.path}:{n}"
 
-    for i, c in enumerate(cmds):
-        t = times.iloc[i]
+    # Lines before the first command: kernel lines and shell reports pasted on their own.
+    held = _fact_events(ev, ses.preamble, None, ref_of, jobs, ctx, rep, set())
+    for n, _ in ses.preamble:
+        if n in held:
+            rep.parsed += 1
+        else:
+            rep.skip(n, "kernel log line with no process fact" if fmt != FORMAT else "text before the first command")
+    for n, mark in ses.marks:
+        if not mark.started and mark.exit_code is not None:
+            sig, meaning = exit_meaning(mark.exit_code)
+            wall = parse_wall_clock(mark.when)
+            t = Clock(ctx, rep).utc(wall) if wall is not None else pd.NaT
+            ev.add(t, "exit", f"script: command exited with {mark.exit_code}", ref_of(n), exit_code=mark.exit_code,
+                   signal=sig, meaning=meaning, time_approx=False, job_command=mark.command)
+
+    prev: Command | None = None
+    for c in ses.commands:
+        t = c.time
         cref = ref_of(c.line)
         launch = parse_launch(c.text)
-        ev.add(t, "command", c.text, cref, output="\n".join(c.output))
+        ev.add(t, "command", c.text, cref, output="\n".join(s for _, s in c.output), time_approx=c.approx,
+               traced=c.prompt.trace_depth if c.prompt is not None and c.prompt.trace_depth else None)
         if launch is not None:
             how = launch.launcher if launch.launcher.endswith(" launch") else f"{launch.launcher} launch"
             ev.add(t, "launch", f"{how} of {launch.program or 'a trainer'}"
                    + (f" > {launch.log_path}" if launch.log_path else ""), cref,
                    launcher=launch.launcher, log_path=launch.log_path, args=launch.args, run=launch.run,
-                   program=launch.program, background=launch.background)
+                   program=launch.program, background=launch.background, time_approx=c.approx,
+                   timeout_s=launch.timeout_s, timeout_signal=launch.timeout_signal)
             launches.append((len(ev.rows) - 1, launch, t, cref))
-        facts = _output_events(ev, c, t, ref_of, launch, cref)
+        facts = _output_events(ev, c, ref_of, launch, cref)
+        answered = _status_answer(ev, c, prev, ref_of)
+        _fact_events(ev, c.output, c, ref_of, jobs, ctx, rep, facts["lines"] | answered)
         if "pid" in facts:
-            ev.rows[launches[-1][0]]["pid"] = facts["pid"]
+            c.pid = facts["pid"]
+        if launch is not None and c.pid is not None:
+            ev.rows[launches[-1][0]]["pid"] = c.pid
         for p, mref in facts["missing"].items():
             missing_after.append((t, p, mref))
-        got = gpu_rows(c.text, c.output, t, rep, ctx)
+        got = gpu_rows(c, rep, ctx)
         if got is not None:
             frame, df = got
             gpu_parts[frame].append(df)
@@ -403,22 +579,48 @@ def load_transcript(path: Path, ctx: LoadContext) -> Incident:
                 f"GPU {g}: {m:.0f} MiB" + (f", {u:.0f} %" if u == u else "")
                 for g, m, u in zip(df.get("gpu", []), df.get("memory_used_mib", []), df.get("util_gpu_pct", [float("nan")] * len(df)), strict=False)
             ) if frame == "gpus" else f"{len(df)} compute processes"
-            ev.add(t, "gpu_query", summary, cref)
-    _file_evidence(ev, launches, missing_after, times.max(), ctx, rep)
-    events = pd.DataFrame(ev.rows)
-    if not events.empty:
-        events["source"] = rep.path
-        events["host"] = ctx.host
-        if "time" in events:
-            events["time"] = pd.to_datetime(events["time"], utc=True).astype("datetime64[us, UTC]")
-        for col in ("count", "exit_code", "size_bytes"):
-            if col in events:
-                events[col] = events[col].astype("Int64")
-    frames = {"events": events}
+            ev.add(t, "gpu_query", summary, cref, time_approx=c.approx)
+        procs += _listing_rows(c, ctx, rep)
+        if not (c.prompt is not None and c.prompt.trace_depth) and not _ECHO_STATUS.match(c.text):
+            prev = c
+    end = max((c.time for c in ses.commands if not pd.isna(c.time)), default=pd.NaT)
+    _file_evidence(ev, launches, missing_after, end, ctx, rep)
+    frames = {"events": _events_frame(ev, rep, ctx)}
     for name, parts in gpu_parts.items():
         if parts:
             frames[name] = pd.concat(parts, ignore_index=True)
+    if procs:
+        frames["processes"] = lifetimes(procs, rep.path, ctx, rep)
     return from_frames(rep, **frames)
+
+
+def _whole(v, col: str) -> int | None:
+    """An integer cell: a whole number within int64 (PIDs within pid range), else missing."""
+    if v is None or isinstance(v, bool) or (isinstance(v, float) and (v != v or not v.is_integer())):
+        return None
+    try:
+        n = int(v)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if col in ("pid", "target_pid"):
+        return _pid(n)
+    return n if -(2**63) < n < 2**63 else None
+
+
+def _events_frame(ev: _Events, rep, ctx: LoadContext) -> pd.DataFrame:
+    events = pd.DataFrame(ev.rows)
+    if events.empty:
+        return events
+    events["source"] = rep.path
+    events["host"] = ctx.host
+    events["time"] = pd.Series(pd.to_datetime(events["time"], utc=True), dtype="datetime64[us, UTC]")
+    for col in _INT_COLUMNS:
+        if col in events:
+            events[col] = pd.array([_whole(v, col) for v in events[col]], dtype="Int64")
+    for col in _BOOL_COLUMNS:
+        if col in events:
+            events[col] = events[col].astype("boolean")
+    return events
 
 
 def _file_evidence(ev: _Events, launches, missing_after, end, ctx: LoadContext, rep) -> None:
@@ -440,7 +642,7 @@ def _file_evidence(ev: _Events, launches, missing_after, end, ctx: LoadContext, 
         ev.rows[row]["log_file"] = mine[0] if mine else None
         _link_pid(ev.rows[row], launch, t, launches[k + 1][2] if k + 1 < len(launches) else None, known)
         if not mine:
-            seen_missing = [(mt, mref) for mt, p, mref in missing_after if p == launch.log_path and (t != t or mt >= t)]
+            seen_missing = [(mt, mref) for mt, p, mref in missing_after if p == launch.log_path and (pd.isna(t) or pd.isna(mt) or mt >= t)]
             if seen_missing:
                 mt, mref = seen_missing[-1]
                 ev.add(mt, "log_never_created", f"log file never created: {launch.log_path} (launched at {cref})", mref,
@@ -452,10 +654,10 @@ def _file_evidence(ev: _Events, launches, missing_after, end, ctx: LoadContext, 
         first = _first_written(known, rel)
         size = (ctx.root / rel).stat().st_size if ctx.root is not None else None
         if size == 0:
-            if end == end and t == t and (end - t).total_seconds() >= EMPTY_LOG_SECONDS:
+            if not pd.isna(end) and not pd.isna(t) and (end - t).total_seconds() >= EMPTY_LOG_SECONDS:
                 ev.add(t + pd.Timedelta(seconds=EMPTY_LOG_SECONDS), "log_empty",
                        f"log file empty: {launch.log_path} (0 bytes in the incident folder)", cref, path=launch.log_path, run=launch.run)
-        elif first is not None and t == t and (first - t).total_seconds() >= EMPTY_LOG_SECONDS:
+        elif first is not None and not pd.isna(t) and (first - t).total_seconds() >= EMPTY_LOG_SECONDS:
             gap = (first - t).total_seconds()
             ev.add(t + pd.Timedelta(seconds=EMPTY_LOG_SECONDS), "log_empty",
                    f"log file empty for {gap:.0f} s after launch: {launch.log_path}", cref, path=launch.log_path, run=launch.run)
@@ -490,47 +692,64 @@ def _first_written(known: Incident | None, rel: str):
 def _link_pid(row: dict, launch: Launch, t, nxt, known: Incident | None) -> None:
     """The PID `ps` saw running this launch's command line, first seen within 2 min of it and
     before the next launch (a launcher that prints the PID it started has already said it)."""
-    if known is None or known.processes.empty or t != t or not launch.program or row.get("pid") is not None:
+    if known is None or known.processes.empty or pd.isna(t) or not launch.program or row.get("pid") is not None:
         return
     p = known.processes
     needle = f"{launch.program} {launch.args}".strip()
     cmd = p["command"].fillna("")
-    wrapper = cmd.str.contains(r"^(?:bash|sh) -c", regex=True) | cmd.str.contains(_KIT_LAUNCHER, regex=True)
+    wrapper = cmd.str.contains(r"^(?:bash|sh) -c", regex=True) | cmd.str.contains(KIT_LAUNCHER, regex=True)
     hit = p[cmd.str.contains(needle, regex=False) & ~wrapper]
     until = t + pd.Timedelta(seconds=120)
-    if nxt is not None and nxt == nxt:
+    if nxt is not None and not pd.isna(nxt):
         until = min(until, nxt)
     hit = hit[(hit["first_seen"] >= t - pd.Timedelta(seconds=1)) & (hit["first_seen"] <= until)]
     if len(hit):
         row["pid"] = int(hit.sort_values("first_seen")["pid"].iloc[0])
 
 
-def load_shell_transcript(path, *, timezone: str = "UTC", host: str | None = None, root=None):
-    """Read an operator's shell transcript into events (commands, launches, what outputs say).
+
+
+def load_shell_transcript(path, *, timezone: str = "UTC", host: str | None = None, root=None, on_bad_line: str = "warn"):
+    """Read an operator's terminal session into events (commands, launches, what outputs say),
+    processes (ps/top/pgrep answers) and GPU rows (nvidia-smi answers).
 
     `root` is the incident folder the launch log paths are looked up in (default: none).
     """
-    ctx = LoadContext(root=Path(root) if root else None, timezone=timezone, host=host)
+    ctx = LoadContext(root=Path(root) if root else None, timezone=timezone, host=host, on_bad_line=on_bad_line)
     return load_transcript(Path(path), ctx)
 
 
 def sniff_transcript(path: Path, head: bytes) -> float:
-    text = head.decode("utf-8", "replace")
-    lines = [ln for ln in text.splitlines()[:400] if ln.strip()]
+    text = head.decode("utf-8", "replace").removeprefix("\ufeff")
+    lines = [s for s in (screen_text(ln) for ln in text.split("\n")[:400]) if s.strip()]
     if not lines:
         return 0.0
-    stamped = sum(1 for ln in lines if _STAMPED.match(ln))
-    if stamped:
+    if match_script_mark(lines[0]) is not None:
+        return 0.95
+    prompts = [p for p in map(match_prompt, lines) if p is not None and p.command]
+    if any(p.stamp for p in prompts):
         return 0.9
-    prompts = sum(1 for ln in lines if is_prompt(ln))
-    # A ps listing pasted with its prompt line is a ps listing: prompts must be a fair share.
-    return 0.7 if prompts >= 2 and prompts / len(lines) >= 0.1 else 0.0
+    typed = [p for p in prompts if not p.trace_depth]
+    facts = [f for f in map(process_control.read_line, lines) if f is not None]
+    kills = any(kill_targets(p.command) for p in typed)
+    if len(typed) >= 2 and (kills or any(f["kind"] in ("kill_failed", "killed", "oom_kill", "nohup") for f in facts)):
+        return 0.92  # a session about processes, even when an nvidia-smi table fills most of it
+    if len({p.command for p in typed}) >= 2 and len(typed) / len(lines) >= 0.05:
+        return 0.75
+    if len(typed) >= 3:
+        return 0.7
+    if typed and facts:
+        return 0.5  # one prompt: a trainer's output pasted with its command stays a training log
+    traces = len(prompts) - len(typed)
+    if traces >= 3 and traces / len(lines) >= 0.2:
+        return 0.6
+    return 0.0
 
 
 register(Format(
-    name="shell-transcript",
+    name=FORMAT,
     sniff=sniff_transcript,
     load=load_transcript,
-    doc="operator shell transcripts: `[time] $ command` + output, or terminal pastes with prompts",
+    doc="operator terminal sessions: stamped transcripts, prompts of any shell, script recordings, set -x traces",
     phase=1,
 ))

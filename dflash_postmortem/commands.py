@@ -1,0 +1,372 @@
+"""Shell-command vocabulary: how a command line splits into words and simple commands, what a
+launch is (its launcher, redirect, program and arguments), what a `kill` aims at, what a
+`timeout` wrapper allows, and what an exit status says about how a process ended.
+
+Pure text functions, no I/O: the transcript loader and the detectors read commands through them.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+# Linux signal numbers (x86/arm): an exit status 128+N is "killed by signal N".
+SIGNALS = {
+    1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS",
+    8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE",
+    14: "SIGALRM", 15: "SIGTERM", 17: "SIGCHLD", 18: "SIGCONT", 19: "SIGSTOP", 20: "SIGTSTP",
+    24: "SIGXCPU", 25: "SIGXFSZ",
+}
+SIGNAL_NUMBERS = {name: n for n, name in SIGNALS.items()}
+# `timeout` exits 124 when the time ran out (and it sent its signal), 125 when it failed itself,
+# 126/127 when the command could not be run / found; 137 when the KILL came (-s KILL, -k).
+_TIMEOUT_CODES = {124: "timed out: timeout sent its signal", 125: "timeout itself failed",
+                  126: "command found but not runnable", 127: "command not found"}
+
+
+def signal_name(spec: str | int | None) -> str | None:
+    """`9`, `KILL`, `SIGKILL`, `-9`, `-KILL`, `kill` -> `SIGKILL`; None when not a signal."""
+    if spec is None:
+        return None
+    s = str(spec).strip().lstrip("-").upper()
+    if s.isdigit():
+        return SIGNALS.get(int(s))
+    s = s if s.startswith("SIG") else "SIG" + s
+    return s if s in SIGNAL_NUMBERS else None
+
+
+def exit_meaning(code: int, *, after_timeout: bool = False) -> tuple[str | None, str]:
+    """(signal, meaning) of a shell exit status: 137 -> (SIGKILL, "killed by SIGKILL")."""
+    if after_timeout and code in _TIMEOUT_CODES:
+        return ("SIGTERM" if code == 124 else None), _TIMEOUT_CODES[code]
+    if code == 0:
+        return None, "success"
+    if 128 < code < 128 + 65 and (name := SIGNALS.get(code - 128)):
+        return name, f"killed by {name}"
+    if code < 0 and (name := SIGNALS.get(-code)):  # Python's subprocess: -9
+        return name, f"killed by {name}"
+    if code == 127:
+        return None, "command not found"
+    if code == 126:
+        return None, "command not executable"
+    return None, "failed"
+
+
+# -- words ----------------------------------------------------------------------------------
+_TRAINER = re.compile(r"\b(?:python[\d.]*|torchrun|accelerate|deepspeed)\b|\S+\.(?:py|sh)\b")
+# Shell control operators (shlex groups these characters into one token) and redirections.
+CONTROL = {"&&", "||", ";", ";;", "|", "|&", "&", "(", ")", "\n"}
+_OUT_REDIRECTS = {">", ">>", ">|", "&>", "&>>", ">&", "1>", "1>>", "1>|", "1>&"}
+_REDIRECT_OPS = _OUT_REDIRECTS | {"<", "<<", "<<<", "2>", "2>>", "2>&", "<&", "<>"}
+_HELPERS = {"cd", "echo", "sleep", "kill", "pkill", "pgrep", "grep", "cat", "tail", "head", "ls", "ps",
+            "rm", "mkdir", "cp", "mv", "tee", "wc", "export", "source", ".", "nvidia-smi", "watch",
+            "less", "vim", "vi", "nano", "which", "top", "htop", "dmesg", "journalctl", "free"}
+
+
+def shell_words(cmd: str) -> list[str]:
+    """A command line as shell tokens: words unquoted, operators (`&&`, `|`, `&`, `2>&1` as
+    `2>&` `1`) as tokens of their own, and quoted commands (`bash -c '...'`, `ssh host '...'`,
+    `tmux send-keys '...'`) tokenised in place between `;` separators.
+
+    An unbalanced quote (a paste cut short) is closed at the end of the line, as if typed.
+    """
+    for closing in ("", "'", '"'):
+        try:
+            return _shell_words(cmd + closing, depth=0)
+        except ValueError:
+            continue
+    return cmd.split()
+
+
+def _shell_words(cmd: str, depth: int) -> list[str]:
+    lex = shlex.shlex(cmd, posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
+    lex.commenters = ""
+    out: list[str] = []
+    fd: str | None = None
+    while (tok := lex.get_token()) is not None:
+        if fd is not None:  # `2` glued to the `>` after it names a file descriptor
+            out.append(fd + tok)
+            fd = None
+            continue
+        # shlex keeps a lookahead operator character back: a digit that is followed at once by
+        # `>` or `<` is a descriptor (`2>&1`), a digit followed by a space is a word (`--n 2 > x`).
+        if tok.isdigit() and lex._pushback_chars and lex._pushback_chars[-1] in "<>":
+            fd = tok
+            continue
+        # A quoted command (bash -c '...', ssh host '...'): its words in place. Depth-limited:
+        # a quote inside a quote inside a quote is an argument, not a script.
+        if " " in tok and depth < 3 and _TRAINER.search(tok) and not _takes_text(out):
+            try:
+                out += [";", *_shell_words(tok, depth + 1), ";"]
+            except ValueError:
+                out += [";", *tok.split(), ";"]
+            continue
+        out.append(tok)
+    return out
+
+
+# Commands whose quoted argument is text to match or print, not a command to run.
+_TEXT_ARGUMENT = {"pkill", "pgrep", "grep", "egrep", "fgrep", "killall", "echo", "printf", "awk", "sed"}
+
+
+def _takes_text(words: list[str]) -> bool:
+    start = max((i + 1 for i, w in enumerate(words) if w in CONTROL), default=0)
+    return command_name(words[start:]) in _TEXT_ARGUMENT
+
+
+def simple_commands(words: list[str]) -> list[tuple[list[str], str]]:
+    """Words split at control operators: (the command's words, the operator after it)."""
+    out: list[tuple[list[str], str]] = []
+    cur: list[str] = []
+    for w in words:
+        if w in CONTROL:
+            if cur:
+                out.append((cur, w))
+            cur = []
+        else:
+            cur.append(w)
+    if cur:
+        out.append((cur, ""))
+    return out
+
+
+def command_name(words: list[str]) -> str:
+    """The program a simple command runs, behind `VAR=1`, `sudo -u x`, `env`, `time`, `nohup`...:
+    `sudo -u x /usr/bin/kill -9 5` -> `kill`."""
+    i = 0
+    while i < len(words):
+        w = words[i]
+        base = w.rsplit("/", 1)[-1]
+        if re.match(r"[A-Za-z_]\w*=", w):
+            i += 1
+            continue
+        if base in _PREFIXES:
+            i += 1
+            while i < len(words) and words[i].startswith("-"):
+                i += 2 if words[i] in _PREFIX_VALUE_OPTIONS and base in ("sudo", "nice", "ionice", "stdbuf") else 1
+            continue
+        return base
+    return ""
+
+
+_PREFIXES = {"sudo", "env", "time", "nohup", "setsid", "stdbuf", "nice", "ionice", "command", "builtin", "exec"}
+_PREFIX_VALUE_OPTIONS = {"-u", "-g", "-n", "-c", "-o", "-e"}
+
+
+# -- launches -------------------------------------------------------------------------------
+# Launchers, in the order they wrap each other (ssh host 'nohup ...'): the outermost is named.
+KIT_LAUNCHER = re.compile(r"\bdflash[-_]postmortem(?:\.cli)? launch\b")
+_LAUNCHERS = (
+    ("ssh", re.compile(r"(?:^|[\s;&|(])ssh\s")),
+    ("pct exec", re.compile(r"\bpct exec\b")),
+    ("docker exec", re.compile(r"\bdocker exec\b")),
+    ("kubectl exec", re.compile(r"\bkubectl exec\b")),
+    ("tmux", re.compile(r"\btmux (?:send-keys|send|new-session|new)\b")),
+    ("screen", re.compile(r"\bscreen -\w*d")),
+    ("dflash-postmortem launch", KIT_LAUNCHER),
+    ("setsid", re.compile(r"(?:^|[\s;&|(])setsid\s")),
+    ("nohup", re.compile(r"(?:^|[\s;&|(])nohup\s")),
+    ("torchrun", re.compile(r"\btorchrun\b|torch\.distributed\.(?:run|launch)")),
+    ("accelerate", re.compile(r"\baccelerate launch\b")),
+    ("deepspeed", re.compile(r"(?:^|[\s;&|(])deepspeed\s")),
+)
+RUN_NAME = re.compile(r"--run[-_]name[= ](?P<run>[\w.@-]+)")
+
+
+@dataclass
+class Launch:
+    launcher: str
+    background: bool
+    log_path: str | None
+    program: str | None
+    args: str
+    run: str | None
+    timeout_s: float | None = None  # `timeout [-s SIG] DURATION cmd`: how long it was allowed
+    timeout_signal: str | None = None
+
+
+def _program_index(words: list[str]) -> int | None:
+    i = next((i for i, w in enumerate(words) if re.search(r"\.(py|sh)$", w) or w in ("torchrun", "accelerate", "deepspeed")), None)
+    if i is None:
+        i = next((i for i, w in enumerate(words) if re.match(r"python[\d.]*$", Path(w).name)), None)
+    return i
+
+
+def _without_redirects(words: list[str]) -> tuple[list[str], str | None]:
+    """(the words minus redirections, the file stdout goes to: first `>`-like target, else `2>`)."""
+    kept: list[str] = []
+    out_path = err_path = None
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w in _REDIRECT_OPS:
+            target = words[i + 1] if i + 1 < len(words) else None
+            if target is not None and not (w.endswith("&") and (target.isdigit() or target == "-")):
+                if w in _OUT_REDIRECTS:
+                    out_path = out_path or target
+                elif w.startswith("2>"):
+                    err_path = err_path or target
+            i += 2
+            continue
+        kept.append(w)
+        i += 1
+    return kept, out_path or err_path
+
+
+def _tee_target(words: list[str]) -> str | None:
+    rest = [w for w in words[1:] if not w.startswith("-")]
+    return rest[0] if rest else None
+
+
+_DURATION = re.compile(r"^(?P<n>\d+(?:\.\d+)?)(?P<unit>[smhd]?)$")
+
+
+def timeout_wrapper(words: list[str]) -> tuple[float, str] | None:
+    """`timeout [-s SIG | --signal=SIG] [-k D] DURATION cmd ...` -> (seconds, signal sent)."""
+    if "timeout" not in words:
+        return None
+    i = words.index("timeout") + 1
+    sig = "SIGTERM"
+    while i < len(words) and words[i].startswith("-"):
+        w = words[i]
+        if w in ("-s", "--signal") and i + 1 < len(words):
+            sig = signal_name(words[i + 1]) or sig
+            i += 2
+            continue
+        if w.startswith("--signal="):
+            sig = signal_name(w.split("=", 1)[1]) or sig
+        elif w.startswith("-s") and len(w) > 2:
+            sig = signal_name(w[2:]) or sig
+        elif w in ("-k", "--kill-after"):
+            i += 1
+        i += 1
+    if i >= len(words):
+        return None
+    m = _DURATION.match(words[i])
+    if not m:
+        return None
+    scale = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m["unit"]]
+    return float(m["n"]) * scale, sig
+
+
+def _kit_launch(words: list[str]) -> Launch | None:
+    """`dflash-postmortem launch --log F ... -- CMD` (or `python -m dflash_postmortem.cli launch`):
+    CMD runs in its own session with its output in F, whatever the shell around it does."""
+    for seg, _ in simple_commands(words):
+        at = next((i for i in range(len(seg) - 1) if seg[i + 1] == "launch"
+                   and re.search(r"(?:^|/)dflash-postmortem$|^dflash_postmortem\.cli$", seg[i])), None)
+        if at is None or "--" not in seg[at:]:
+            continue
+        sep = seg.index("--", at)
+        opts, target = seg[at + 2:sep], seg[sep + 1:]
+        log_path = next((v.split("=", 1)[1] for v in opts if v.startswith("--log=")), None)
+        if log_path is None and "--log" in opts[:-1]:
+            log_path = opts[opts.index("--log") + 1]
+        prog_i = _program_index(target) if target else None
+        if prog_i is None and target:
+            prog_i = 0
+        program = target[prog_i] if prog_i is not None else None
+        args = " ".join(target[prog_i + 1:]) if prog_i is not None else ""
+        rm = RUN_NAME.search(" ".join(target))
+        return Launch("dflash-postmortem launch", True, log_path, program, args, rm.group("run") if rm else None)
+    return None
+
+
+def parse_launch(cmd: str) -> Launch | None:
+    """A command that starts a trainer in the background, through a launcher or under `timeout`;
+    None for anything else (a foreground `python check.py` is a command, not a launch)."""
+    words = shell_words(cmd)
+    kit = _kit_launch(words)
+    if kit is not None:
+        return kit
+    launcher = next((name for name, rx in _LAUNCHERS if rx.search(cmd)), None)
+    detached = bool(re.search(r"\btmux (?:new|send)|\bscreen -\w*d|\b(?:docker|kubectl) exec (?:-\w+ )*-\w*d", cmd))
+    background = "&" in words or "disown" in words or detached
+    commands = simple_commands(words)
+    found = next(((k, c) for k, (c, _) in enumerate(commands)
+                  if command_name(c) not in _HELPERS and _program_index(c) is not None), None)
+    if found is None:
+        return None
+    k, seg = found
+    limit = timeout_wrapper(seg)
+    if launcher is None and not background and limit is None:
+        return None
+    if launcher is None:
+        launcher = "timeout" if limit is not None and not background else "&"
+    seg, log_path = _without_redirects(seg)
+    if log_path is None and commands[k][1] in ("|", "|&") and k + 1 < len(commands) and commands[k + 1][0][0] == "tee":
+        log_path = _tee_target(commands[k + 1][0])
+    if log_path == "/dev/null":
+        log_path = None
+    prog_i = _program_index(seg)
+    program = seg[prog_i] if prog_i is not None else None
+    args = " ".join(seg[prog_i + 1:]) if prog_i is not None else ""
+    rm = RUN_NAME.search(cmd)
+    return Launch(launcher, background, log_path, program, args, rm.group("run") if rm else None,
+                  timeout_s=limit[0] if limit else None, timeout_signal=limit[1] if limit else None)
+
+
+# -- kills ----------------------------------------------------------------------------------
+@dataclass
+class KillTarget:
+    """One target of a kill-like command: a PID, a process GROUP (`kill -- -924`), a job (`%1`)
+    or a name pattern (`pkill -f train.py`, `killall python`)."""
+
+    program: str  # kill, pkill, killall, skill
+    signal: str
+    pid: int | None = None
+    is_group: bool = False
+    job: int | None = None
+    pattern: str | None = None
+
+
+_KILL_VALUE_OPTIONS = {"-u", "-U", "-g", "-G", "-P", "-t", "--user", "--parent", "--group", "--terminal"}
+
+
+def kill_targets(cmd: str) -> list[KillTarget]:
+    """Every target of every kill/pkill/killall in a command line, with the signal sent.
+
+    `kill 924` -> PID 924 (SIGTERM); `kill -9 -- -924` and `kill -KILL -924` -> process group 924;
+    `kill %1` -> job 1; `pkill -9 -f "python train.py"` -> pattern; `$(...)`/`$PID` targets are
+    not knowable from the text and are left out.
+    """
+    out: list[KillTarget] = []
+    for seg, _ in simple_commands(shell_words(cmd)):
+        name = command_name(seg)
+        if name not in ("kill", "pkill", "killall", "skill"):
+            continue
+        i = next(i for i, w in enumerate(seg) if w.rsplit("/", 1)[-1] == name) + 1
+        sig = "SIGTERM"
+        sig_given = options_done = False
+        args: list[str] = []
+        while i < len(seg):
+            w = seg[i]
+            if options_done or not w.startswith("-") or w == "-":
+                args.append(w)
+            elif w == "--":
+                options_done = True
+            elif w in ("-s", "--signal", "-n") and i + 1 < len(seg):
+                sig, sig_given = signal_name(seg[i + 1]) or sig, True
+                i += 1
+            elif w.startswith("--signal="):
+                sig, sig_given = signal_name(w.split("=", 1)[1]) or sig, True
+            elif name == "kill" and w[1:].isdigit() and (sig_given or args):
+                args.append(w)  # kill -9 -924: after the signal, a negative number is a group
+            elif (s := signal_name(w)) and not sig_given:
+                sig, sig_given = s, True
+            elif name != "kill" and w in _KILL_VALUE_OPTIONS:
+                i += 1  # pkill -u user: the value is not a pattern
+            i += 1
+        for a in args:
+            if name == "kill":
+                if re.fullmatch(r"-?\d+", a):
+                    n = int(a)
+                    out.append(KillTarget(name, sig, pid=abs(n), is_group=n < 0 or a.startswith("-")))
+                elif re.fullmatch(r"%\d+", a):
+                    out.append(KillTarget(name, sig, job=int(a[1:])))
+            elif not a.startswith("$"):
+                out.append(KillTarget(name, sig, pattern=a))
+    return out

@@ -1,0 +1,156 @@
+"""Wall-clock text as people's tools print it: `date` in its locale forms, `script`'s header,
+`dmesg -T`, syslog/journalctl stamps. Returns the naive wall-clock time and the UTC offset the
+text states (a numeric offset or an unambiguous zone abbreviation), never a guess: text without a
+usable zone leaves the offset None and the caller reads it in the incident's zone through `align`.
+
+    Tue Dec  1 03:04:05 UTC 2026          C locale `date`
+    Tue Dec  1 03:04:05 AM UTC 2026       en_US `date` (coreutils >= 8.31)
+    Di 1. Dez 03:04:05 CET 2026           de_DE
+    mar. 01 déc. 2026 03:04:05 CET        fr_FR
+    2026年 12月 01日 星期二 03:04:05 CST   zh_CN
+    Tue, 01 Dec 2026 03:04:05 +0000       date -R
+    2026-12-01T03:04:05+00:00             date -Is / --rfc-3339 / script(1) of util-linux >= 2.35
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pandas as pd
+
+# Month names and abbreviations of the locales `date` is seen in (lower case, no trailing dot).
+_MONTH_WORDS = {
+    1: "jan january januar janvier janv ene enero gen gennaio janeiro januari sty styczeń stycznia янв января январь",
+    2: "feb february februar février févr fevr febrero febbraio fev fevereiro februari lut luty lutego фев февраля февраль",
+    3: "mar march märz mär mrz mars marzo março mrt maart marca marzec мар марта март",
+    4: "apr april avril avr abr abril aprile kwi kwiecień kwietnia апр апреля апрель",
+    5: "may mai mayo mag maggio maio mei maj maja мая май",
+    6: "jun june juni juin junio giu giugno junho cze czerwiec czerwca июн июня июнь",
+    7: "jul july juli juillet juil julio lug luglio julho lip lipiec lipca июл июля июль",
+    8: "aug august août aout ago agosto augustus sie sierpień sierpnia авг августа август",
+    9: "sep sept september septembre septiembre set settembre setembro wrz wrzesień września сен сентября сентябрь",
+    10: "oct october oktober octobre okt octubre ott ottobre out outubro paź październik października окт октября октябрь",
+    11: "nov november novembre noviembre novembro lis listopad listopada ноя ноября ноябрь",
+    12: "dec december dezember décembre déc dez dic diciembre dicembre dezembro gru grudzień grudnia дек декабря декабрь",
+}
+MONTHS = {w: n for n, words in _MONTH_WORDS.items() for w in words.split()}
+# Zone abbreviations with one meaning in practice. CST (US or China), IST (India, Ireland,
+# Israel), BST, AST are left out on purpose: those are read in the incident's zone.
+ZONE_OFFSETS_MIN = {
+    "UTC": 0, "GMT": 0, "Z": 0, "UT": 0, "WET": 0, "WEST": 60, "CET": 60, "CEST": 120, "MEZ": 60,
+    "MESZ": 120, "EET": 120, "EEST": 180, "MSK": 180, "JST": 540, "KST": 540, "HKT": 480, "SGT": 480,
+    "AEST": 600, "AEDT": 660, "ACST": 570, "AWST": 480, "NZST": 720, "NZDT": 780, "EST": -300,
+    "EDT": -240, "CDT": -300, "MST": -420, "MDT": -360, "PST": -480, "PDT": -420, "AKST": -540,
+    "AKDT": -480, "HST": -600,
+}
+
+_TIME = re.compile(r"(?<![\d:])(?P<h>\d{1,2}):(?P<m>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d{1,9}))?(?![\d:])")
+_ISO = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?"
+                  r"\s?(?P<off>Z|[+-]\d{2}:?\d{2}|[+-]\d{2}(?!\d))?")
+_CJK = re.compile(r"(?P<y>\d{4})\s*年\s*(?P<mo>\d{1,2})\s*月\s*(?P<d>\d{1,2})\s*日")
+_OFFSET = re.compile(r"^(?:UTC|GMT)?(?P<sign>[+-])(?P<h>\d{2}):?(?P<m>\d{2})?$")
+_AMPM = {"am": 0, "a.m.": 0, "vorm.": 0, "上午": 0, "午前": 0, "pm": 12, "p.m.": 12, "nachm.": 12, "下午": 12, "午後": 12}
+
+
+@dataclass(frozen=True)
+class WallClock:
+    """A wall-clock time read from text: naive local time, the UTC offset it states (minutes) or
+    None, and the zone token as written ("" when none)."""
+
+    naive: pd.Timestamp
+    offset_min: int | None
+    zone: str
+
+    def utc(self) -> pd.Timestamp | None:
+        """The UTC instant when the text stated its offset; None when the zone is unknown."""
+        if self.offset_min is None:
+            return None
+        return (self.naive - pd.Timedelta(minutes=self.offset_min)).tz_localize("UTC")
+
+
+def zone_offset(token: str) -> int | None:
+    """Minutes east of UTC for `+0100`, `-05:00`, `UTC`, `CET`...; None when not unambiguous."""
+    token = token.strip()
+    if token.upper() in ZONE_OFFSETS_MIN:
+        return ZONE_OFFSETS_MIN[token.upper()]
+    m = _OFFSET.match(token)
+    if m:
+        minutes = int(m["h"]) * 60 + int(m["m"] or 0)
+        return minutes if m["sign"] == "+" else -minutes
+    return None
+
+
+def _make(year: int, month: int, day: int, h: int, mi: int, s: int, frac: str | None) -> pd.Timestamp | None:
+    try:
+        t = pd.Timestamp(year=year, month=month, day=day, hour=h, minute=mi, second=s)
+    except (ValueError, OverflowError):
+        return None
+    if frac:
+        t += pd.Timedelta(microseconds=int(frac[:6].ljust(6, "0")))
+    return t
+
+
+def parse_wall_clock(text: str) -> WallClock | None:
+    """The date and time in one line of text (see the module docstring for the forms), or None
+    when the line holds no full date with a time of day."""
+    if not text or len(text) > 200:
+        return None
+    m = _ISO.search(text)
+    if m:
+        y, mo, d = (int(x) for x in m["date"].split("-"))
+        h, mi, s = (int(x) for x in m["time"].split(":"))
+        t = _make(y, mo, d, h, mi, s, m["frac"])
+        if t is None:
+            return None
+        off = m["off"] or ""
+        rest = text[m.end():].split()
+        if not off and rest and zone_offset(rest[0]) is not None:
+            off = rest[0]
+        return WallClock(t, zone_offset(off) if off else None, off)
+    tm = _TIME.search(text)
+    if not tm:
+        return None
+    h, mi, s = int(tm["h"]), int(tm["m"]), int(tm["s"])
+    cjk = _CJK.search(text)
+    zone = ""
+    if cjk:
+        y, mo, d = int(cjk["y"]), int(cjk["mo"]), int(cjk["d"])
+    else:
+        before, after = text[:tm.start()], text[tm.end():]
+        words = re.findall(r"[^\W\d_]+\.?|\d+\.?|[+-]\d{4}", before + " " + after)
+        years = [w for w in words if re.fullmatch(r"\d{4}", w)]
+        if not years:
+            return None
+        y = int(years[-1])
+        months = [(i, MONTHS[w.rstrip(".").lower()]) for i, w in enumerate(words) if w.rstrip(".").lower() in MONTHS]
+        if not months:
+            return None
+        # A weekday abbreviation can spell a month (fr `mar.` mardi, es `mar` martes): it comes
+        # first, so with two candidates the later one is the month.
+        mi_, mo = months[-1] if len(months) > 1 else months[0]
+        days = [w for i, w in enumerate(words) if re.fullmatch(r"\d{1,2}\.?", w) and int(w.rstrip(".")) <= 31]
+        if not days:
+            return None
+        d = int(days[0].rstrip("."))
+    after_words = text[tm.end():].split()
+    for k, w in enumerate(after_words):
+        lw = w.lower()
+        if lw in _AMPM:
+            if h == 12:
+                h = 0
+            h += _AMPM[lw]
+            continue
+        if re.fullmatch(r"[A-Z]{1,5}|[+-]\d{2}:?\d{2}|(?:UTC|GMT)[+-]\d{1,2}(?::?\d{2})?", w) and not zone:
+            zone = w
+        if k >= 2:
+            break
+    if not zone:
+        before_words = text[:tm.start()].split()
+        for w in before_words[-1:]:
+            if w.lower() in _AMPM and h < 12:
+                h += _AMPM[w.lower()]
+    t = _make(y, mo, d, h, mi, s, tm["frac"])
+    if t is None:
+        return None
+    return WallClock(t, zone_offset(zone) if zone else None, zone)

@@ -1,0 +1,239 @@
+"""What a terminal line says about processes being started, signalled, killed or ending: the
+shell's job and error reports, `nohup`'s notes, `timeout`'s, and the kernel's OOM killer and
+NVIDIA Xid lines (pasted from dmesg or journalctl). One function, `read_line`, turns a line into
+the facts it states; the transcript loader ties them to the command they answer.
+
+The kinds (docs/process-evidence.md says what each means):
+
+    kill_failed   bash: kill: (924) - No such process        kill: (-924) - Operation not permitted
+                  kill: sending signal to 924 failed: ...    kill: kill 924 failed: no such process
+                  pkill: killing pid 924 failed: ...         killall: python: no process found
+    killed        Killed / Terminated / Segmentation fault (core dumped) / Aborted ...
+                  [1]+  Killed   python train.py            run.sh: line 7:  4242 Killed   python t.py
+                  zsh: killed  python train.py               [1]  + 4242 killed  python train.py
+    exit          [1]+  Exit 1   python train.py    [1]+  Done   python train.py    exit=137
+                  make: *** [train] Error 137   Process finished with exit code 137
+    job_started   [1] 4242
+    job_stopped   [1]+  Stopped   python train.py
+    nohup         nohup: ignoring input and appending output to 'nohup.out'
+    nohup_failed  nohup: failed to run command 'python': No such file or directory
+    timeout_kill  timeout: sending signal KILL to command 'python'
+    oom_kill      Out of memory: Killed process 1234 (python) total-vm:...kB, anon-rss:...kB ...
+    oom_chosen    Out of memory: Kill process 1234 (python) score 1031 or sacrifice child
+    oom_invoked   python invoked oom-killer: gfp_mask=0x..., order=0, oom_score_adj=0
+    oom_reaped    oom_reaper: reaped process 1234 (python), now anon-rss:0kB, ...
+    xid           NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..commands import SIGNALS, exit_meaning, signal_name
+from .clock_text import parse_wall_clock
+
+# The shell's words for "died of signal N" (bash/dash: capitalised; zsh: lower case).
+STATUS_SIGNALS = {
+    "killed": "SIGKILL", "terminated": "SIGTERM", "segmentation fault": "SIGSEGV", "aborted": "SIGABRT",
+    "abort": "SIGABRT", "bus error": "SIGBUS", "illegal instruction": "SIGILL", "floating point exception": "SIGFPE",
+    "hangup": "SIGHUP", "quit": "SIGQUIT", "interrupt": "SIGINT", "user defined signal 1": "SIGUSR1",
+    "user defined signal 2": "SIGUSR2", "alarm clock": "SIGALRM", "broken pipe": "SIGPIPE",
+    "trace/breakpoint trap": "SIGTRAP", "cpu time limit exceeded": "SIGXCPU", "file size limit exceeded": "SIGXFSZ",
+    "killed by signal": None,
+}
+_STATUS = "|".join(sorted((re.escape(s) for s in STATUS_SIGNALS if s != "killed by signal"), key=len, reverse=True))
+_CORE = r"(?:\s*\(core dumped\))?"
+
+_KILL_FAILED = (
+    # bash builtin (also -bash:, /bin/bash: line 3:, ./stop.sh: line 3:); a minus is a group
+    re.compile(r"(?:^|:\s)kill: \((?P<pid>-?\d+)\) - (?P<reason>No such process|Operation not permitted)\s*$", re.I),
+    # util-linux kill
+    re.compile(r"(?:^|:\s)kill: sending signal to (?P<pid>-?\d+) failed: (?P<reason>No such process|Operation not permitted)", re.I),
+    # procps kill
+    re.compile(r"(?:^|:\s)kill: \((?P<pid>-?\d+)\): (?P<reason>No such process|Operation not permitted)", re.I),
+    # zsh
+    re.compile(r"(?:^|:\s)kill: kill (?P<pid>-?\d+) failed: (?P<reason>no such process|operation not permitted)", re.I),
+    # busybox / dash with a pid
+    re.compile(r"(?:^|:\s)kill: can't kill pid (?P<pid>-?\d+): (?P<reason>No such process|Operation not permitted)", re.I),
+    re.compile(r"(?:^|:\s)kill: (?P<pid>-?\d+): (?P<reason>No such process|Operation not permitted)", re.I),
+    # pkill / pgrep
+    re.compile(r"^pkill: killing pid (?P<pid>\d+) failed: (?P<reason>No such process|Operation not permitted)", re.I),
+    # bash job specs
+    re.compile(r"(?:^|:\s)kill: (?P<job>%\d+): (?P<reason>no such job)", re.I),
+    # dash: `sh: 1: kill: No such process` names no PID: the command says which
+    re.compile(r"(?:^|:\s)kill: (?P<reason>No such process|Operation not permitted)\s*$", re.I),
+    # killall (psmisc)
+    re.compile(r"^(?:killall: )?(?P<pattern>[^\s:]+): (?P<reason>no process found)\s*$", re.I),
+)
+_JOB_STARTED = re.compile(r"^\[(?P<job>\d+)\] (?P<pid>\d+)(?: \d+)*\s*$")
+# bash: [1]+  Killed   python train.py    zsh: [1]  + 4242 killed     python train.py
+_JOB = re.compile(
+    rf"^\[(?P<job>\d+)\]\s*[+-]?\s+(?:(?P<pid>\d+)\s+)?(?P<status>{_STATUS}|Done|Exit \d+|exit \d+|done|Stopped|stopped|suspended|Running|running)"
+    rf"(?P<core>{_CORE})(?:\s+(?P<cmd>.*?))?\s*$", re.I)
+# non-interactive bash: `run.sh: line 7:  4242 Killed    python train.py`
+_SCRIPT_STATUS = re.compile(rf"^(?P<script>\S+): line (?P<line>\d+):\s+(?P<pid>\d+) (?P<status>{_STATUS})(?P<core>{_CORE})(?:\s+(?P<cmd>.*?))?\s*$", re.I)
+# zsh: `zsh: killed     python train.py`
+_ZSH_STATUS = re.compile(rf"^zsh: (?P<status>{_STATUS})(?P<core>{_CORE})(?:\s+(?P<cmd>.*?))?\s*$")
+_BARE_STATUS = re.compile(rf"^(?P<status>{_STATUS})(?P<core>{_CORE})\s*$", re.I)
+_EXIT = re.compile(
+    r"(?i)(?:\bexit(?:ed)?(?: with)?(?: code|=|:| status| code:)\s*|process finished with exit code |"
+    r"returned non-zero exit status |make(?:\[\d+\])?: \*\*\* \[[^\]]*\] error )(?P<code>-?\d{1,6})\b")
+_NOHUP = re.compile(r"^nohup: (?P<what>ignoring input(?: and (?:appending output to|redirecting stderr to stdout))?|appending output to|"
+                    r"redirecting stderr to stdout)(?: ['‘\"`](?P<file>[^'’\"`]+)['’\"`])?\s*$")
+_NOHUP_FAILED = re.compile(r"^nohup: (?:failed to run command|cannot run command|can't detach from console)(?: ['‘\"`](?P<cmd>[^'’\"`]+)['’\"`])?(?::\s*(?P<why>.*))?$")
+_TIMEOUT = re.compile(r"^timeout: sending signal (?P<sig>\w+) to command ['‘\"`](?P<cmd>[^'’\"`]+)['’\"`]")
+
+# -- kernel ---------------------------------------------------------------------------------
+_KB = r"(?P<{0}>[\d,]+)kB"
+_OOM_KILLED = re.compile(
+    r"(?P<cgroup>Memory cgroup out of memory: )?(?:Out of memory(?: \([^)]*\))?: )?Killed process (?P<pid>\d+) \((?P<name>.*?)\)"
+    r"(?: total-vm:" + _KB.format("vm") + r",? anon-rss:" + _KB.format("anon") + r",? file-rss:" + _KB.format("file")
+    + r"(?:,? shmem-rss:" + _KB.format("shmem") + r")?)?(?:,? UID:(?P<uid>\d+))?(?: pgtables:" + _KB.format("pgt")
+    + r")?(?: oom_score_adj:(?P<adj>-?\d+))?")
+_OOM_CHOSEN = re.compile(r"(?P<cgroup>Memory cgroup out of memory: )?(?:Out of memory(?: \([^)]*\))?: )?Kill process (?P<pid>\d+) \((?P<name>.*?)\) score (?P<score>-?\d+) or sacrifice child")
+_OOM_CONSTRAINT = re.compile(r"oom-kill:constraint=(?P<constraint>[A-Z_]+),.*?(?:task_memcg=(?P<memcg>[^,]*),)?task=(?P<name>[^,]*),pid=(?P<pid>\d+),uid=(?P<uid>\d+)")
+_OOM_INVOKED = re.compile(r"(?P<name>\S.*?) invoked oom-killer: gfp_mask=(?P<gfp>\S+?),? .*?order=(?P<order>-?\d+), oom_score_adj=(?P<adj>-?\d+)")
+_OOM_REAPED = re.compile(r"oom_reaper: reaped process (?P<pid>\d+) \((?P<name>.*?)\), now anon-rss:" + _KB.format("anon"))
+_XID = re.compile(r"NVRM: Xid \((?P<bus>[^)]*)\): (?P<xid>\d+)(?:, pid=(?P<pid>'?<?\w+>?'?))?(?:, name=(?P<name>[^,]*))?(?:, (?P<text>.*))?")
+_KERNEL_KEYS = ("Killed process", "Kill process", "oom-kill:", "invoked oom-killer", "oom_reaper:", "NVRM: Xid")
+# Prefixes a kernel line is pasted with: dmesg `[  518.050606]`, `dmesg -T` `[Sun Mar 30 08:24:00 2025]`,
+# `--time-format iso`, syslog/journalctl `May 15 23:09:30 host kernel:`, `dmesg -x` `kern  :err   :`.
+_UPTIME = re.compile(r"\[\s*(?P<s>\d+\.\d+)\]")
+_SYSLOG = re.compile(r"^(?:<\d+>)?(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>\d{1,2}) (?P<time>\d{2}:\d{2}:\d{2})(?:\.\d+)? \S+ kernel:")
+
+
+def kernel_stamp(prefix: str) -> dict:
+    """The time a kernel line's prefix states: `wall` (a WallClock with a date), `syslog`
+    (month, day, time: no year), `uptime_s` (seconds since boot); empty when none."""
+    out: dict = {}
+    m = _UPTIME.search(prefix)
+    if m:
+        out["uptime_s"] = float(m["s"])
+    m = _SYSLOG.match(prefix.strip())
+    if m:
+        out["syslog"] = (m["mon"], int(m["day"]), m["time"])
+        return out
+    wall = parse_wall_clock(prefix.replace("[", " ").replace("]", " "))
+    if wall is not None:
+        out["wall"] = wall
+    return out
+
+
+def _kb(v: str | None) -> float:
+    return float(v.replace(",", "")) if v else float("nan")
+
+
+def _int(v) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def read_kernel(line: str) -> dict | None:
+    """One kernel line (OOM killer, Xid) -> its fact, with `prefix` (the text before the kernel
+    message: its time, if any) kept for the caller."""
+    at = min((i for i in (line.find(k) for k in _KERNEL_KEYS) if i >= 0), default=-1)
+    if at < 0:
+        return None
+    if "invoked oom-killer" in line:
+        m = _OOM_INVOKED.search(line)
+        if m:
+            name = m["name"].split("] ")[-1].split("kernel: ")[-1].strip()
+            return dict(kind="oom_invoked", process_name=name, oom_score_adj=_int(m["adj"]), order=_int(m["order"]),
+                        prefix=line[: m.start("name")] if name == m["name"] else line[: line.find(name)])
+    for rx, kind in ((_OOM_KILLED, "oom_kill"), (_OOM_CHOSEN, "oom_chosen"), (_OOM_REAPED, "oom_reaped")):
+        m = rx.search(line)
+        if m:
+            d = m.groupdict()
+            out = dict(kind=kind, pid=int(d["pid"]), process_name=d["name"], prefix=line[: m.start()])
+            if kind == "oom_kill":
+                out.update(total_vm_kib=_kb(d["vm"]), anon_rss_kib=_kb(d["anon"]), file_rss_kib=_kb(d["file"]),
+                           shmem_rss_kib=_kb(d["shmem"]), uid=_int(d["uid"]), oom_score_adj=_int(d["adj"]),
+                           cgroup=bool(d["cgroup"]))
+            elif kind == "oom_chosen":
+                out.update(score=_int(d["score"]), cgroup=bool(d["cgroup"]))
+            return out
+    m = _OOM_CONSTRAINT.search(line)
+    if m:
+        return dict(kind="oom_kill", pid=int(m["pid"]), process_name=m["name"], uid=int(m["uid"]),
+                    constraint=m["constraint"], memcg=m["memcg"], prefix=line[: m.start()], context=True)
+    m = _XID.search(line)
+    if m:
+        pid = (m["pid"] or "").strip("'<>")
+        return dict(kind="xid", xid=int(m["xid"]), pid=_int(pid), process_name=(m["name"] or None),
+                    bus=m["bus"], detail=(m["text"] or "").strip() or None, prefix=line[: m.start()])
+    return None
+
+
+def _status_fact(status: str, core: str | None, cmd: str | None, pid, job) -> dict:
+    s = status.lower()
+    if s in ("done",):
+        return dict(kind="exit", exit_code=0, meaning="success", pid=_int(pid), job=_int(job), job_command=cmd or None)
+    if s.startswith("exit "):
+        code = int(s.split()[1])
+        sig, meaning = exit_meaning(code)
+        return dict(kind="exit", exit_code=code, signal=sig, meaning=meaning, pid=_int(pid), job=_int(job), job_command=cmd or None)
+    if s in ("stopped", "suspended"):
+        return dict(kind="job_stopped", pid=_int(pid), job=_int(job), job_command=cmd or None)
+    if s in ("running",):
+        return dict(kind="job_running", pid=_int(pid), job=_int(job), job_command=cmd or None)
+    return dict(kind="killed", signal=STATUS_SIGNALS.get(s), core_dumped=bool(core and core.strip()), pid=_int(pid),
+                job=_int(job), job_command=cmd or None)
+
+
+def read_line(line: str) -> dict | None:
+    """The process-control fact one (screen-cleaned) output line states, or None.
+
+    Returns a dict with `kind` and what the line says (pid, signal, exit_code, target_pid, ...);
+    kernel facts carry `prefix`, the text their time is read from (see `kernel_stamp`).
+    """
+    s = line.strip()
+    if not s or len(s) > 2000:
+        return None
+    m = _JOB_STARTED.match(s)
+    if m:
+        return dict(kind="job_started", job=int(m["job"]), pid=int(m["pid"]))
+    m = _JOB.match(s)
+    if m:
+        return _status_fact(m["status"], m["core"], m["cmd"], m["pid"], m["job"])
+    m = _SCRIPT_STATUS.match(s)
+    if m:
+        return _status_fact(m["status"], m["core"], m["cmd"], m["pid"], None)
+    m = _ZSH_STATUS.match(s)
+    if m:
+        return _status_fact(m["status"], m["core"], m["cmd"], None, None)
+    m = _BARE_STATUS.match(s)
+    if m:
+        return _status_fact(m["status"], m["core"], None, None, None)
+    if "kill" in s or "no process found" in s:
+        for rx in _KILL_FAILED:
+            m = rx.search(s)
+            if m:
+                d = m.groupdict()
+                raw = d.get("pid")
+                return dict(kind="kill_failed", reason=d["reason"].lower(), target_pid=abs(int(raw)) if raw else None,
+                            target_is_group=raw.startswith("-") if raw else None, pid=abs(int(raw)) if raw else None,
+                            job=int(d["job"][1:]) if d.get("job") else None, target_pattern=d.get("pattern"))
+    if s.startswith("nohup:"):
+        m = _NOHUP.match(s)
+        if m:
+            return dict(kind="nohup", output_file=m["file"] or ("nohup.out" if "appending output" in m["what"] and not m["file"] else None))
+        m = _NOHUP_FAILED.match(s)
+        if m:
+            return dict(kind="nohup_failed", reason=(m["why"] or "").strip() or None, job_command=m["cmd"])
+    m = _TIMEOUT.match(s)
+    if m:
+        return dict(kind="timeout_kill", signal=signal_name(m["sig"]), job_command=m["cmd"])
+    fact = read_kernel(s)
+    if fact is not None:
+        return fact
+    m = _EXIT.search(s)
+    if m:
+        code = int(m["code"])
+        sig, meaning = exit_meaning(code)
+        return dict(kind="exit", exit_code=code, signal=sig, meaning=meaning)
+    return None
+
+
+__all__ = ["SIGNALS", "STATUS_SIGNALS", "kernel_stamp", "read_kernel", "read_line"]
