@@ -48,6 +48,9 @@ _SDK_FILES = re.compile(r"\[(?:wandb_\w+|internal|sender|handler|writer|backend|
 _RUN_DIR = re.compile(r"(?:offline-)?run-(?P<stamp>\d{8}_\d{6})-(?P<id>[a-z0-9]+)")
 _PATH_RUN = re.compile(r"/runs/(?P<id>[a-z0-9]{6,})\b|/files/[\w.-]+/[\w.-]+/(?P<fid>[a-z0-9]{6,})/")
 _ERROR_LEVELS = {"ERROR", "CRITICAL", "FATAL"}
+# INFO-level messages that are trouble all the same (network retries while the run waits).
+_TROUBLE = re.compile(r"retrying (?:HTTP )?error|Retry attempt failed|Network error|timed out|"
+                      r"parent process exited|received signal|panic")
 _WARNING_LEVELS = {"WARNING", "WARN"}
 _CONTINUATION_LIMIT = 40  # lines of a traceback kept in one event's message
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -58,6 +61,7 @@ _SPARK = re.compile(r"^[▁▂▃▄▅▆▇█ ]+$")
 _MILESTONES: tuple[tuple[str, re.Pattern], ...] = (
     ("run_start", re.compile(r"^run started, returning control to user process")),
     ("run_start", re.compile(r"^stream: started$|^W&B internal server running at pid")),
+    ("run_start", re.compile(r"^Logging user logs to ")),  # 0.10-0.12 write no "run started"
     ("run_end", re.compile(r"^got exitcode: (?P<code>-?\d+)")),
     ("run_end", re.compile(r"^handling exit code: (?P<code>-?\d+)")),
     ("run_end", re.compile(r"^finishing run (?P<path>\S+)")),
@@ -110,6 +114,7 @@ def scan_debug_log(lines: list[str], rep: FileReport) -> SdkLog:
     log = SdkLog()
     open_row: dict | None = None  # the error/warning that continuation lines belong to
     end_rank = len(_END_RANK)
+    start_rank, start_line, end_line = 2, None, None
     for i, line in enumerate(lines, 1):
         parsed = _parse_line(line)
         if parsed is None:
@@ -129,7 +134,7 @@ def scan_debug_log(lines: list[str], rep: FileReport) -> SdkLog:
             log.pid = pid
         if m := re.search(r"Configure stats pid to (\d+)", msg):
             log.pid = int(m.group(1))
-        if log.version is None and (v := re.search(r"(?:SDK version is|core version\"?:?\"?|wandb version) ?(\d+\.\d+\.\d+\S*)", line)):
+        if log.version is None and (v := re.search(r"(?:SDK version is|core version\"?:?\"?|wandb version) ?(\d+\.\d+\.\d+[\w.+-]*)", line)):
             log.version = v.group(1)
         if log.run_id is None:
             log.run_id = _run_id(msg, fields)
@@ -138,28 +143,41 @@ def scan_debug_log(lines: list[str], rep: FileReport) -> SdkLog:
             if mm := rx.search(msg):
                 kind, code = k, mm.groupdict().get("code")
                 break
-        if kind == "run_start" and not log.started:
-            log.started = True
-            log.rows.append(_event(i, when, "run_start", level, f"wandb: {msg}"))
-            rep.parsed += 1
-            continue
+        if kind == "run_start":
+            # The best start line wins: "run started" over "Logging user logs to" (init began).
+            rank = 1 if msg.startswith("Logging user logs to") else 0
+            if rank < start_rank:
+                log.rows = [r for r in log.rows if r["kind"] != "run_start"]
+                if start_rank < 2:
+                    rep.parsed -= 1
+                    rep.skip(start_line, "a later line says better when the run started")
+                log.rows.append(_event(i, when, "run_start", level, f"wandb: {msg}"))
+                start_rank, start_line, log.started = rank, i, True
+                rep.parsed += 1
+                continue
         if kind == "run_end":
             rank = next(r for p, r in _END_RANK.items() if msg.startswith(p))
             log.ended = True
             if rank < end_rank:
-                end_rank = rank
+                if end_rank < len(_END_RANK):
+                    rep.parsed -= 1
+                    rep.skip(end_line, "a later line says better how the run ended")
+                end_rank, end_line = rank, i
                 log.rows = [r for r in log.rows if r["kind"] != "run_end"]
                 extra = {"exit_code": int(code)} if code is not None else {}
                 log.rows.append(_event(i, when, "run_end", level, f"wandb: {msg}", **extra))
                 rep.parsed += 1
                 continue
-        if level in _ERROR_LEVELS or level in _WARNING_LEVELS:
+        # wandb-core logs its network retries at INFO: they stall init all the same.
+        trouble = level not in _ERROR_LEVELS and _TROUBLE.search(msg) is not None
+        if level in _ERROR_LEVELS or level in _WARNING_LEVELS or trouble:
             text = msg
             if fields:
                 more = {k: v for k, v in fields.items() if k not in ("time", "level", "msg")}
                 if more:
                     text += " " + json.dumps(more, default=str)[:500]
-            open_row = _event(i, when, "error" if level in _ERROR_LEVELS else "warning", level, text, more=[])
+            open_row = _event(i, when, "error" if level in _ERROR_LEVELS else "warning", level, text, more=[],
+                              row_run=_run_id(msg, fields))
             log.rows.append(open_row)
             rep.parsed += 1
         else:
@@ -174,7 +192,7 @@ def _run_id(msg: str, fields: dict | None) -> str | None:
                 return fields[k]
     if m := _RUN_DIR.search(msg):
         return m["id"]
-    if m := re.match(r"finishing run \S+/(\w+)$", msg):
+    if m := re.match(r"finishing run \S+/(\w+)$", msg) or re.search(r"\bwith run id (\w+)", msg):
         return m.group(1)
     if m := _PATH_RUN.search(msg):
         return m["id"] or m["fid"]
@@ -199,17 +217,19 @@ def debug_log_events(log: SdkLog, ctx: LoadContext, rep: FileReport, run: str | 
     ]
     frame["time"] = _times(frame["when"], ctx, rep, log.naive_times)
     frame["ref"] = [f"{rep.path}:{n}" for n in frame["line"]]
-    frame["source"], frame["run"], frame["host"] = rep.path, run, host
+    frame["source"], frame["host"] = rep.path, host
+    # A line that names its run (the CLI's log spans several) keeps it; the rest are the file's.
+    frame["run"] = frame["row_run"].where(frame["row_run"].notna(), run) if "row_run" in frame else run
     if log.pid is not None:
         frame["pid"] = log.pid
     if "exit_code" in frame:
         frame["exit_code"] = pd.array(frame["exit_code"], dtype="Int64")
-    return frame.drop(columns=[c for c in ("when", "line", "more") if c in frame])
+    return frame.drop(columns=[c for c in ("when", "line", "more", "row_run") if c in frame])
 
 
 def _times(when: pd.Series, ctx: LoadContext, rep: FileReport, naive: bool) -> pd.Series:
     text = when.astype(object)
-    zoned = text.str.endswith("Z", na=False)
+    zoned = text.str.contains(r"(?:Z|[+-]\d{2}:?\d{2})$", na=False, regex=True)
     times = pd.Series(pd.NaT, index=text.index, dtype=TIME)
     if zoned.any():
         times[zoned] = pd.to_datetime(text[zoned], utc=True, format="ISO8601", errors="coerce").astype(TIME)

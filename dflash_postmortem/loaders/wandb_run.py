@@ -305,7 +305,8 @@ def _report_scan(scan: wandb_log.LogScan, rep: FileReport) -> None:
         rep.skip(None, "incomplete last record (the file ends inside it)")
 
 
-def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, meta: wandb_files.Metadata) -> None:
+def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, meta: wandb_files.Metadata,
+              fallback: str | None = None) -> None:
     """Decode one .wandb file into `parts` (the run's metrics, gpus, console and identity)."""
     rep = ctx.report(path, "wandb-log", unit="record")
     source = rep.path
@@ -322,7 +323,7 @@ def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, meta: wandb_files.
 
     ident = d.identity
     env = d.environment
-    run = ident.get("name") or ident.get("id") or path.stem
+    run = ident.get("name") or ident.get("id") or fallback or path.stem
     host = ctx.host or ident.get("host") or env.get("host") or meta.host
     parts.run, parts.host = run, host
     hist = history_frame(d.hist_row, d.hist_key, bulk_json(d.hist_val), d.hist_stepnum, run, source, rep,
@@ -349,8 +350,11 @@ def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, meta: wandb_files.
         last = hist_last if last is None or (pd.notna(hist_last) and hist_last > last) else last
     if d.exit is not None:
         info.exit_record, info.exit_code = True, d.exit[0]
-        info.ended = started + pd.Timedelta(seconds=d.exit[1]) if started is not None else last
-        message = f"run exited with code {d.exit[0]} after {d.exit[1]:.0f} s (exit record)"
+        # SDKs before 0.11 leave the exit record's runtime at 0: the last record's time then.
+        runtime = d.exit[1]
+        info.ended = started + pd.Timedelta(seconds=runtime) if started is not None and runtime > 0 else last
+        after = f" after {runtime:.0f} s" if runtime > 0 else ""
+        message = f"run exited with code {d.exit[0]}{after} (exit record)"
         ref = f"{source}:{len(scan.records)}"
     else:
         info.exit_record, info.ended = False, last
@@ -374,6 +378,9 @@ def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, meta: wandb_files.
 
 # --------------------------------------------------------------------------------------------
 # run folders: the log plus files/ (summary, metadata, config, console) and logs/
+
+
+_RUN_FOLDER = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-(\w+)$")
 
 
 def _files_in(folder: Path) -> list[Path]:
@@ -422,11 +429,15 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
         debug_scans.append((p, frame, log))
         if parts.pid is None and log.pid is not None and p.name == "debug.log":
             parts.pid = log.pid
+    # The run's id when its records do not say (no .wandb, or one the run never wrote to).
+    said_id = next((log.run_id for _, _, log in debug_scans if log.run_id), None)
+    m = _RUN_FOLDER.match(folder.name)
+    fallback = said_id or (m.group(1) if m else folder.name)
     for log in logs:
-        _read_log(log, ctx, parts, meta)
+        _read_log(log, ctx, parts, meta, fallback)
     if not logs:
-        # Only the folder names the run then (metadata.json carries no display name).
-        parts.run = folder.name.rsplit("-", 1)[-1]
+        # Only the folder and its logs name the run then (metadata.json carries no display name).
+        parts.run = fallback
         parts.host = ctx.host or meta.host
     for _, frame, _ in debug_scans:
         if len(frame):
@@ -474,7 +485,9 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
         # No .wandb: identity from metadata and the folder, no history, exit unknown.
         run = parts.run
         start, end, _, _ = wandb_files.summary_facts(summary)
-        info = RunInfo(run=run, id=run, host=parts.host, started=meta.started or start, ended=end,
+        said = _debug_said(debug_scans)
+        info = RunInfo(run=run, id=said_id or run, host=parts.host, started=meta.started or said.get("started") or start,
+                       ended=said.get("ended") or end, exit_code=said.get("exit_code"),
                        source=ctx.name(folder), command=meta.command)
         whole.notes.append("no .wandb transaction log in this run folder: history is not on disk "
                            "(sync it, use the API with load_wandb_run('entity/project/id'), or an export)")
@@ -487,6 +500,10 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
         parts.reports.append(rep)
         parts.metrics.append(metrics)
         parts.gpus.append(gpus)
+    if info.id is None:
+        info.id = fallback
+    if info.started is None:
+        info.started = meta.started or _debug_said(debug_scans).get("started")
     if summary:
         info.summary = {**summary, **info.summary} if info.summary else summary
     if config:
@@ -496,6 +513,23 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
             if len(ev):
                 ev["pid"] = parts.pid
     return _assemble(parts, info)
+
+
+def _debug_said(scans) -> dict:
+    """Start, end and exit code the debug logs give (for a folder without its .wandb log)."""
+    out = {}
+    for _, frame, _ in scans:
+        if not len(frame):
+            continue
+        for kind, key in (("run_start", "started"), ("run_end", "ended")):
+            times = frame.loc[frame["kind"] == kind, "time"].dropna()
+            if len(times) and key not in out:
+                out[key] = times.iloc[0] if kind == "run_start" else times.iloc[-1]
+        if "exit_code" in frame and "exit_code" not in out:
+            codes = frame["exit_code"].dropna()
+            if len(codes):
+                out["exit_code"] = int(codes.iloc[-1])
+    return out
 
 
 def _assemble(parts: _RunParts, info: RunInfo) -> Incident:
