@@ -135,7 +135,7 @@ def test_pmon_query_with_na_and_apps_snapshot(incident):
     na = rows(incident.gpus, "snap/query_with_na.csv")
     assert na["fan_pct"].isna().all()
     assert list(na["memory_total_mib"]) == [143771, 143771]
-    assert list(na["smi_ecc_errors_uncorrected_volatile_total"]) == ["0", "0"]
+    assert list(na["ecc_uncorrected_volatile"]) == [0, 0]
     apps = rows(incident.gpu_processes, "snap/apps_busy.csv")
     assert list(apps["used_memory_mib"]) == [4430, 4146] and apps["time"].isna().all()
 

@@ -38,17 +38,23 @@ def test_garbage_is_a_source_format_error(tmp_path):
     assert e.value.line == 1 and "junk.bin:1" in str(e.value)
 
 
-def test_truncated_last_line_is_counted(tmp_path, stream):
-    cut = stream[:11] + [stream[11][:40]]
+def test_stream_cut_mid_line_keeps_what_was_written(tmp_path, stream):
+    cut = stream[:11] + [stream[11][:40]]  # "2026/11/30 05:20:25.721, 0, GPU-a5691722"
     p = write(tmp_path, "cut.csv", cut)
-    with pytest.warns(UserWarning, match="cut.csv:12"):
-        inc = pm.load_nvidia_smi(p)
+    inc = pm.load_nvidia_smi(p)
     rep = report(inc)
-    assert len(inc.gpus) == 10 and rep.parsed == 10
-    assert rep.examples["expected 9 comma-separated fields"] == [12]
+    assert len(inc.gpus) == 11 and rep.parsed == 11 and rep.n_skipped == 1
+    last = inc.gpus.iloc[-1]
+    assert last["time"] == pd.Timestamp("2026-11-30 05:20:25.721", tz="UTC") and last["gpu"] == 0
+    # The UUID was cut mid-write: not a UUID, so missing, and state says what was there.
+    assert pd.isna(last["uuid"]) and last["state"] == "uuid=GPU-a5691722 (cut off)"
+    assert pd.isna(last["memory_used_mib"]) and last["line"] == 12
+    assert any("cut off mid-write" in a for a in rep.assumptions)
+    # A line that is short anywhere but at the end is a bad line, named by file and line.
+    mid = write(tmp_path, "mid.csv", cut[:5] + [cut[11]] + cut[5:11])
     with pytest.raises(SourceFormatError) as e:
-        pm.load_nvidia_smi(p, on_bad_line="raise")
-    assert e.value.line == 12 and "truncated last line" in e.value.found
+        pm.load_nvidia_smi(mid, on_bad_line="raise")
+    assert e.value.line == 6 and "mid.csv:6" in str(e.value)
 
 
 def test_gpu_lost_mid_stream_becomes_an_event(tmp_path, stream):
@@ -72,7 +78,7 @@ def test_table_pasted_into_a_stream_is_counted_not_dropped(tmp_path, stream, bun
     assert rep.skipped["not a CSV line (an nvidia-smi table or other output pasted into the capture)"] == 8
 
 
-def test_na_is_never_zero_and_bad_values_are_reported(tmp_path, stream):
+def test_na_is_never_zero_and_a_bad_value_keeps_its_row(tmp_path, stream):
     header = stream[0]
     row = stream[1].split(", ")
     na = row.copy()
@@ -81,13 +87,17 @@ def test_na_is_never_zero_and_bad_values_are_reported(tmp_path, stream):
     bad = row.copy()
     bad[5] = "lots"  # utilization.gpu
     p = write(tmp_path, "na.csv", [header, ", ".join(na), ", ".join(bad), stream[2]])
-    with pytest.warns(UserWarning, match="na.csv:3"):
-        inc = pm.load_nvidia_smi(p)
+    inc = pm.load_nvidia_smi(p)
     rep = report(inc)
-    assert len(inc.gpus) == 2 and rep.skipped["expected values of the header's fields"] == 1
-    first = inc.gpus.iloc[0]
+    assert len(inc.gpus) == 3 and rep.parsed == 3 and rep.n_skipped == 1
+    first, second, third = (inc.gpus.iloc[k] for k in range(3))
     assert pd.isna(first["memory_used_mib"]) and pd.isna(first["power_w"])
     assert first["memory_total_mib"] == 143771
+    assert first["state"] == "memory_used_mib=[N/A]; power_w=[Not Supported]"
+    # One field that is not a number is missing, named in state; the rest of the row stays.
+    assert pd.isna(second["util_gpu_pct"]) and second["state"] == "util_gpu_pct=lots"
+    assert second["memory_total_mib"] == 143771 and second["time"] == pd.Timestamp("2026-11-30 05:20:20.701", tz="UTC")
+    assert pd.isna(third["state"]) and inc.events.empty  # N/A is not a GPU error
 
 
 def test_unknown_fields_are_kept_and_reported(tmp_path):
@@ -125,29 +135,38 @@ def test_dmon_truncated_and_midnight(tmp_path, bundled_dir):
     lines = (bundled_dir / "logs" / "dmon_um.txt").read_text().splitlines()
     late = [ln.replace(" 05:", " 23:", 1) for ln in lines[2:6]]
     early = [ln.replace(" 05:", " 00:", 1) for ln in lines[6:8]]
-    p = write(tmp_path, "dmon.txt", lines[:2] + late + early + [lines[8][:20]])
-    with pytest.warns(UserWarning, match="dmon.txt:9"):
-        inc = pm.load_nvidia_smi(p, date=dt.date(2026, 11, 29))
+    p = write(tmp_path, "dmon.txt", lines[:2] + late + early + [lines[8][:20]])  # " 05:20:23       0   "
+    inc = pm.load_nvidia_smi(p, date=dt.date(2026, 11, 29))
     rep = report(inc)
-    assert rep.parsed == 6
+    assert rep.parsed == 7
+    cut = inc.gpus.iloc[-1]  # the killed capture's last line keeps its time and GPU
+    assert (cut["gpu"], cut["line"]) == (0, 9) and pd.isna(cut["util_gpu_pct"])
     assert inc.gpus.iloc[0]["time"] == pd.Timestamp("2026-11-29 23:20:20", tz="UTC")
-    assert inc.gpus.iloc[-1]["time"] == pd.Timestamp("2026-11-30 00:20:22", tz="UTC")
+    assert inc.gpus.iloc[-2]["time"] == pd.Timestamp("2026-11-30 00:20:22", tz="UTC")
     assert any("midnight" in a for a in rep.assumptions)
 
 
-def test_truncated_xml_keeps_complete_gpus(tmp_path, bundled_dir):
+def test_truncated_xml_keeps_what_was_written(tmp_path, bundled_dir):
     text = (bundled_dir / "snap" / "q_busy.xml").read_text()
     second = text.index('<gpu id="00000000:00:07.0">')
     p = tmp_path / "cut.xml"
     p.write_text(text[: second + 400])
     inc = pm.load_nvidia_smi(p)
     rep = report(inc)
-    assert list(inc.gpus["util_gpu_pct"]) == [66]
-    assert rep.skipped["truncated XML after the last complete <gpu> element"] > 0
+    # The second GPU was cut after its first fields: it keeps them, the rest is missing.
+    assert inc.gpus["util_gpu_pct"].iloc[0] == 66 and pd.isna(inc.gpus["util_gpu_pct"].iloc[1])
+    assert list(inc.gpus["pci_bus_id"]) == ["00000000:00:06.0", "00000000:00:07.0"]
+    assert rep.skipped["XML cut off mid-write (the elements before the cut are kept)"] > 0
+    # Cut inside the first GPU's name: the GPU and its bus id are still evidence.
     q = tmp_path / "head.xml"
     q.write_text(text[:300])
-    with pytest.raises(SourceFormatError, match="head.xml"):
-        pm.load_nvidia_smi(q)
+    head = pm.load_nvidia_smi(q).gpus
+    assert list(head["pci_bus_id"]) == ["00000000:00:06.0"] and pd.isna(head["memory_used_mib"].iloc[0])
+    # Cut before any GPU: nothing to keep, and the error says where and what was expected.
+    r = tmp_path / "nogpu.xml"
+    r.write_text(text[: text.index("<gpu ")])
+    with pytest.raises(SourceFormatError, match="nogpu.xml:8: .*<gpu>"):
+        pm.load_nvidia_smi(r)
 
 
 def test_garbage_inside_a_table(tmp_path, bundled_dir):
@@ -161,16 +180,18 @@ def test_garbage_inside_a_table(tmp_path, bundled_dir):
     assert pd.isna(inc.gpus.iloc[0]["memory_used_mib"]) and inc.gpus.iloc[1]["memory_used_mib"] == 4155
 
 
-def test_impossible_timestamp_is_a_bad_line_not_a_shifted_time(tmp_path, stream):
-    """Feb 30 has the fixed width of a good stamp: the fast path refuses it, the line path names it."""
+def test_impossible_timestamp_is_missing_not_a_shifted_time(tmp_path, stream):
+    """Feb 30 has the fixed width of a good stamp: the fast path refuses it, the line path keeps
+    the sample's values and leaves its time missing, named in state."""
     lines = list(stream)
     lines[5] = "2026/02/30" + lines[5][10:]
     p = write(tmp_path, "feb30.csv", lines)
-    with pytest.warns(UserWarning, match="feb30.csv:6"):
-        inc = pm.load_nvidia_smi(p)
+    inc = pm.load_nvidia_smi(p)
     rep = report(inc)
-    assert rep.read == len(lines) and rep.parsed == len(lines) - 2 and len(inc.gpus) == len(lines) - 2
-    assert inc.gpus["time"].notna().all()
+    assert rep.read == len(lines) and rep.parsed == len(lines) - 1 and len(inc.gpus) == len(lines) - 1
+    cut = inc.gpus[inc.gpus["line"] == 6].iloc[0]
+    assert pd.isna(cut["time"]) and cut["state"].startswith("time=2026/02/30 ")
+    assert inc.gpus["time"].notna().sum() == len(lines) - 2
 
 
 def test_blank_line_at_the_end_is_counted(tmp_path, stream):

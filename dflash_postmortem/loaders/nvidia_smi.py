@@ -16,11 +16,6 @@ from ..errors import SourceFormatError
 from . import nvml_recording, smi_csv, smi_dmon, smi_errors, smi_list, smi_q, smi_table, smi_xml
 from .registry import FORMATS, Format, LoadContext, read_head, register
 
-
-def _text_sniffer(fn):
-    return lambda path, head: fn(head.decode("utf-8", "replace"))
-
-
 SMI_FORMATS = [
     register(Format(
         name=smi_csv.FORMAT, sniff=smi_csv.sniff, load=smi_csv.load,
@@ -49,11 +44,11 @@ SMI_FORMATS = [
         doc="nvidia-smi -q -x XML report",
     )),
     register(Format(
-        name=smi_list.FORMAT, sniff=_text_sniffer(smi_list.sniff), load=smi_list.load,
+        name=smi_list.FORMAT, sniff=smi_list.sniff, load=smi_list.load,
         doc="nvidia-smi -L: GPU index, name and UUID (and MIG devices)",
     )),
     register(Format(
-        name="nvidia-smi-error", sniff=_text_sniffer(smi_errors.sniff_errors), load=smi_errors.load_errors,
+        name="nvidia-smi-error", sniff=smi_errors.sniff_errors, load=smi_errors.load_errors,
         doc="nvidia-smi error output (driver unreachable, no devices, NVML mismatch, GPU lost)",
     )),
     register(Format(

@@ -2,9 +2,12 @@
 single snapshots or `-l` / `-lms` streams.
 
 Two paths read the same files: a pyarrow fast path for clean files (the multi-day 1 Hz streams),
-and a line-by-line path that accounts for every odd line (blank, repeated header, truncated last
-line, an error nvidia-smi printed mid-stream, a `pdsh` host prefix). The fast path hands over to
-the line path whenever the file is not perfectly regular, so the load report is exact either way.
+and a line-by-line path that accounts for every odd line (blank, repeated header, a second header
+with other fields when captures were appended to one file, truncated last line, an error
+nvidia-smi printed mid-stream, a `pdsh` host prefix, the prompt and fence of a paste). The fast
+path hands over to the line path whenever the file is not regular, so the load report is exact
+either way. What nvidia-smi prints instead of a number (`[N/A]`, `ERR!`, `[Unknown Error]`, ...)
+is missing and named, by column, in `state`; a GPU in an error state is also an `events` row.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -21,18 +26,23 @@ from .. import align, schema
 from ..errors import SourceFormatError
 from ..incident import from_frames
 from .registry import LoadContext
-from .smi_errors import continues, events_frame, extend, match_error
+from .smi_errors import ErrorLines, events_frame, match_error, state_events
 from .smi_fields import (
     APPS_FIELDS,
+    GPU_ERRORS,
     MISSING,
     QUERY_FIELDS,
     Field,
     extra_column,
     field_for,
     field_key,
+    join_states,
     looks_like_field,
     parse_numbers,
+    unit_spellings,
 )
+from .smi_paste import read_paste, unwrap_head
+from .smi_times import parse_times
 
 FORMAT = "nvidia-smi-query-csv"
 TIME_FORMAT = "%Y/%m/%d %H:%M:%S.%f"
@@ -65,15 +75,14 @@ def _looks_like_value(cell: str) -> bool:
 
 
 def sniff(path: Path, head: bytes) -> float:
-    lines = [ln for ln in head.decode("utf-8", "replace").splitlines() if ln.strip()]
-    if not lines:
+    content = unwrap_head(head).content()
+    if not content:
         return 0.0
-    if header_fields(lines[0]):
-        return 0.95
-    first = lines[0]
-    m = _PDSH.match(first)
-    if m and not _STAMP.match(first[:23]):
-        first = m.group("rest")
+    # A paste may say what it is before the header (an issue's prose, a comment line).
+    for k, (_, line) in enumerate(content[:20]):
+        if header_fields(line) or header_fields(_without_host(line)):
+            return 0.95 if k == 0 else 0.8
+    first = _without_host(content[0][1])
     cells = _cells(first)
     if _STAMP.match(cells[0]) and len(cells) >= 2:
         return 0.8
@@ -82,6 +91,15 @@ def sniff(path: Path, head: bytes) -> float:
     ):
         return 0.5
     return 0.0
+
+
+def _without_host(line: str) -> str:
+    """A line without the `host: ` that pdsh/clush put before it (nvidia-smi's own timestamp and
+    an error message's `GPU 0000:..:` are not host prefixes)."""
+    m = _PDSH.match(line)
+    if m and not _STAMP.match(line[:23]) and match_error(line, 0) is None:
+        return m.group("rest")
+    return line
 
 
 def infer_apps_fields(rows: list[list[str]]) -> list[str] | None:
@@ -146,11 +164,11 @@ def load(path: Path, ctx: LoadContext):
         return from_frames(rep)
     first = head.split(b"\n", 1)[0].decode("utf-8", "replace")
     header = header_fields(first)
-    if header is not None and not _PDSH.match(first):
+    if header is not None and not _PDSH.match(first) and b"\x1b" not in head:
         fast = read_fast(path, header, ctx, rep)
         if fast is not None:
             return fast
-    return read_lines(path, path.read_text(encoding="utf-8", errors="replace"), header, ctx, rep)
+    return read_lines(path, read_paste(path), ctx, rep)
 
 
 def _kind_of(fields: list[Field]) -> str:
@@ -158,19 +176,27 @@ def _kind_of(fields: list[Field]) -> str:
     return "gpu_processes" if any(f.column in per_process for f in fields) else "gpus"
 
 
-def _finish(rep, ctx: LoadContext, out: pd.DataFrame, fields: list[Field], events=None):
-    if not any(f.kind == "time" for f in fields):
-        out["time"] = pd.Series(pd.NaT, index=out.index, dtype="datetime64[us, UTC]")
-        rep.assume("no timestamp field: rows carry no time")
-    else:
-        rep.assume(align.zone_assumption(ctx.timezone))
-    if "host" not in out.columns:
-        out["host"] = ctx.host
-    if "source" not in out.columns:
-        out["source"] = rep.path
-    frames = {_kind_of(fields): out}
-    if events is not None and len(events):
-        frames["events"] = events
+def _finish(rep, ctx: LoadContext, parts: list[tuple[pd.DataFrame, list[Field], bool]], events=None):
+    """One Incident from a file's samples: (frame, fields, times carry their zone) per header."""
+    frames: dict[str, pd.DataFrame] = {}
+    for out, fields, zoned in parts:
+        if not any(f.kind == "time" for f in fields):
+            out["time"] = pd.Series(pd.NaT, index=out.index, dtype="datetime64[us, UTC]")
+            rep.assume("no timestamp field: rows carry no time")
+        elif not zoned:
+            rep.assume(align.zone_assumption(ctx.timezone))
+        if "host" not in out.columns:
+            out["host"] = ctx.host
+        if "source" not in out.columns:
+            out["source"] = rep.path
+        if out["state"].notna().any():
+            rep.assume("values that are not numbers ([N/A], ERR!, ...) are missing; `state` names each one")
+        kind = _kind_of(fields)
+        frames[kind] = pd.concat([frames[kind], out], ignore_index=True) if kind in frames else out
+    found = [events, state_events(frames["gpus"], rep.path) if "gpus" in frames else None]
+    found = [e for e in found if e is not None and len(e)]
+    if found:
+        frames["events"] = pd.concat(found, ignore_index=True)
     return from_frames(rep, **frames)
 
 
@@ -178,8 +204,9 @@ def read_fast(path: Path, header: list[str], ctx: LoadContext, rep):
     """pyarrow read of a clean file: explicit string columns, fixed-format times, vectorised unit
     stripping, and each column built once in its final dtype (the multi-day streams are millions
     of rows, so every extra copy shows in time and peak memory). Returns None, leaving `rep`
-    untouched, when anything is irregular."""
+    untouched, when a line is not a sample of the header's fields."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     from pyarrow import csv
 
     fields, notes = resolve_fields(header)
@@ -200,13 +227,17 @@ def read_fast(path: Path, header: list[str], ctx: LoadContext, rep):
     n = table.num_rows
     raw = [table.column(name) for name in names]
     del table
+    if n and pc.any(pc.equal(pc.utf8_length(raw[0]), 0)).as_py():
+        return None  # a blank line (a short row at the end): the line path counts it
     # Columns are independent and pyarrow/numpy release the GIL: parse them side by side.
     order = sorted(range(len(fields)), key=lambda i: fields[i].kind != "time")
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         done = dict(zip(order, pool.map(lambda i: _parse_column(raw, i, fields[i], ctx), order), strict=True))
     if any(v is None for v in done.values()):
         return None
-    cols = {fields[i].column: done[i] for i in range(len(fields))}
+    cols = {fields[i].column: done[i][0] for i in range(len(fields))}
+    odd = {fields[i].column: done[i][1] for i in range(len(fields)) if done[i][1] is not None}
+    zoned = any(done[i][2] for i in range(len(fields)))
     rep.read = n + 1
     rep.skip(1, "header line")
     rep.parsed = n
@@ -224,13 +255,17 @@ def read_fast(path: Path, header: list[str], ctx: LoadContext, rep):
     # A clean file has one sample per line after the header: findings cite `source:line`. (Last:
     # an extra column ahead of the canonical ones would make conform reorder, copying them all.)
     cols["line"] = pd.arrays.IntegerArray(np.arange(2, n + 2, dtype="int64"), np.zeros(n, dtype=bool))
+    # Only a file with values that are not numbers pays for its state texts.
+    cols["state"] = join_states(odd, pd.RangeIndex(n)).array if odd else _all_missing(schema.STR, n)
     # copy=False: one block per column, no consolidation copy (schema.conform makes the frame).
-    return _finish(rep, ctx, pd.DataFrame(cols, copy=False), fields)
+    return _finish(rep, ctx, [(pd.DataFrame(cols, copy=False), fields, zoned)])
 
 
 def _parse_column(raw: list, i: int, f: Field, ctx: LoadContext):
-    """Column `i` of the raw text in its final dtype, or None when a value does not parse.
-    Drops the raw text as soon as it is parsed (peak memory)."""
+    """Column `i` of the raw text -> (values in their final dtype, the printed text where a value
+    was not one (or None when all were), whether the times carried their zone); None when the
+    column cannot be read this way (the line path then names the lines). Drops the raw text as
+    soon as it is parsed (peak memory)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -240,25 +275,35 @@ def _parse_column(raw: list, i: int, f: Field, ctx: LoadContext):
             t = fixed_times(col)
             if t is None:
                 t = fixed_times(pc.utf8_trim_whitespace(col))
-            return None if t is None else align.localize(pd.DatetimeIndex(t), ctx.timezone).array
+            if t is not None:
+                return align.localize(pd.DatetimeIndex(t), ctx.timezone).array, None, False
+            other = parse_times(pd.Series(pc.utf8_trim_whitespace(col).to_pandas(), dtype="string"))
+            if other.unreadable.any():
+                return None
+            return align.localize(other.values, ctx.timezone).array, None, other.zoned
         if f.kind in ("int", "float"):
-            nums = _numbers(col, f)
+            nums, odd = _numbers(col, f)
             if f.kind == "int":
                 ints = pc.cast(nums, pa.int64()).to_numpy(zero_copy_only=False) if nums.null_count == 0 else None
                 if ints is not None:
-                    return pd.arrays.IntegerArray(ints, np.zeros(len(ints), dtype=bool))
-                return pd.array(pc.cast(nums, pa.int64()), dtype="Int64")
-            return nums.to_numpy()
+                    return pd.arrays.IntegerArray(ints, np.zeros(len(ints), dtype=bool)), odd, False
+                return pd.array(pc.cast(pc.floor(nums), pa.int64()), dtype="Int64"), odd, False
+            return nums.to_numpy(zero_copy_only=False), odd, False
         col = pc.utf8_trim_whitespace(col)
-        col = pc.if_else(pc.is_in(col, value_set=pa.array(sorted(MISSING))), pa.scalar(None, pa.string()), col)
-        return pd.array(pc.cast(col, pa.large_string()), dtype="string")
+        errors = pc.is_in(col, value_set=_error_texts())
+        odd = None
+        if pc.any(errors).as_py():
+            odd = pd.Series(pd.array(pc.if_else(errors, col, pa.scalar(None, pa.string())), dtype="string"))
+        blank = pc.or_(pc.is_in(col, value_set=pa.array(sorted(MISSING))), errors)
+        col = pc.if_else(blank, pa.scalar(None, pa.string()), col)
+        return pd.array(pc.cast(col, pa.large_string()), dtype="string"), odd, False
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
 
 
 def _numbers(col, f: Field):
-    """Text of a number column (" 87012 MiB", " 0", " [N/A]") -> float64 (int columns are cast on
-    from there). Raises ArrowInvalid when a value is neither a number nor a missing marker."""
+    """Text of a number column (" 87012 MiB", " 0", " [N/A]") -> (float64 array, the printed text
+    where a value was not a number or None when all were); int columns are cast on from there."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -272,19 +317,28 @@ def _numbers(col, f: Field):
             nums = pc.cast(pc.utf8_slice_codeunits(col, 1, -len(suffix) if cut else None), pa.float64())
         except pa.ArrowInvalid:
             nums = None
+    odd = None
     if nums is None:
         col = pc.utf8_trim_whitespace(col)
-        if f.unit:
-            col = pc.replace_substring(col, " " + f.unit, "")
+        text = pc.replace_substring(col, " " + f.unit, "") if f.unit else col
         try:
-            nums = pc.cast(col, pa.float64())
+            nums = pc.cast(text, pa.float64())
         except pa.ArrowInvalid:
-            # Only columns that hold [N/A] and friends pay for the look-up.
-            missing = pc.is_in(col, value_set=pa.array(sorted(MISSING)))
-            nums = pc.cast(pc.if_else(missing, pa.scalar(None, pa.string()), col), pa.float64())
+            # Only columns that hold [N/A], ERR! and friends pay for naming them.
+            nums, odd = parse_numbers(pd.Series(col.to_pandas(), dtype="string"), f.unit, 1.0)
+            nums = pa.array(nums.to_numpy(), type=pa.float64(), from_pandas=True)
+            odd = odd.reset_index(drop=True)
     if f.scale != 1.0:
         nums = pc.multiply(nums, f.scale)
-    return nums
+    return nums, odd
+
+
+@lru_cache(maxsize=1)
+def _error_texts():
+    """What a GPU that did not answer prints, bare or in brackets, as an Arrow value set."""
+    import pyarrow as pa
+
+    return pa.array(sorted(GPU_ERRORS | {f"[{t}]" for t in GPU_ERRORS}))
 
 
 def _all_missing(dtype: str, n: int):
@@ -344,116 +398,190 @@ def fixed_times(col) -> np.ndarray | None:
     return pa.chunked_array(parts).to_numpy()
 
 
-def read_lines(path: Path, text: str, header: list[str] | None, ctx: LoadContext, rep):
+@dataclass
+class _Segment:
+    """The samples under one header (a file may hold several, appended with other fields)."""
+
+    header: list[str]
+    fields: list[Field]
+    rows: list[list[str]]
+    lines: list[int]
+    hosts: list[str | None]
+    cut: int | None = None  # the last row was cut off mid-write in this column
+
+
+def read_lines(path: Path, paste, ctx: LoadContext, rep):
     """Line-by-line read: every line is a header, a sample, an error message, or a counted skip."""
-    lines = text.splitlines()
+    lines = paste.lines
     rep.read = len(lines)
-    hosts: list[str | None] = []
-    body: list[tuple[int, str]] = []
-    for i, line in enumerate(lines, start=1):
-        m = _PDSH.match(line)
-        if m and not _STAMP.match(line[:23]) and not header_fields(line):
-            hosts.append(m.group("host"))
-            body.append((i, m.group("rest")))
-        else:
-            hosts.append(None)
-            body.append((i, line))
-    prefixed = any(hosts)
-    if header is not None:
-        start = 1
-        rep.skip(1, "header line")
-    else:
-        start = 0
-        header = ctx.options.get("fields")
-        if header:
-            rep.assume("no header line: field list taken from incident.toml or the caller")
-        else:
-            sample = [_cells(b) for _, b in body[:200] if b.strip() and match_error(b, 0) is None]
-            header = infer_apps_fields(sample)
-            if header is None:
-                raise SourceFormatError(
-                    path, 1,
-                    "a header line of nvidia-smi query fields, or the field list of this noheader "
-                    "capture (load_nvidia_smi(..., fields=[...]) or [[sources]] path=..., "
-                    "fields=[...] in incident.toml)",
-                    lines[0] if lines else "", fmt=FORMAT,
-                )
-            rep.assume(
-                "no header line: fields inferred from content as " + ", ".join(header)
-                + f" (values above {_MAX_GPU_INDEX} in the third column cannot be GPU indices)"
+    segments: list[_Segment] = []
+    fields_given = ctx.options.get("fields")
+    if fields_given:
+        _check_names(path, fields_given)
+        segments.append(_segment(fields_given, rep))
+        rep.assume("no header line: field list taken from incident.toml or the caller")
+    content = [(i, _without_host(s)) for i, s in paste.content()]
+    if not fields_given and not any(header_fields(s) for _, s in content[:200]):
+        sample = [_cells(s) for _, s in content[:200] if match_error(s, 0) is None and not s.startswith("#")]
+        inferred = infer_apps_fields(sample)
+        if inferred is None:
+            raise SourceFormatError(
+                path, content[0][0] if content else 1,
+                "a header line of nvidia-smi query fields, or the field list of this noheader "
+                "capture (load_nvidia_smi(..., fields=[...]) or [[sources]] path=..., "
+                "fields=[...] in incident.toml)",
+                content[0][1] if content else "", fmt=FORMAT,
             )
-        bad_names = [h for h in header if not looks_like_field(h)]
-        if bad_names:
-            raise SourceFormatError(path, None, "nvidia-smi query field names", ", ".join(bad_names), fmt=FORMAT)
-    fields, notes = resolve_fields(header)
-    rep.notes.extend(notes)
-    ncol = len(fields)
-    rows, row_lines, row_hosts, errors, error_prev = [], [], [], [], []
-    current_error = None
-    for k in range(start, len(body)):
-        i, line = body[k]
-        if not line.strip():
-            rep.skip(i, "blank line")
-            current_error = None
+        segments.append(_segment(inferred, rep))
+        rep.assume(
+            "no header line: fields inferred from content as " + ", ".join(inferred)
+            + f" (values above {_MAX_GPU_INDEX} in the third column cannot be GPU indices)"
+        )
+    last = content[-1][0] if content else 0
+    found = ErrorLines()
+    previous = 0  # the line of the last sample: an error line gets its time
+    prefixed = False
+    for i, (line, wrap) in enumerate(zip(lines, paste.wrapping, strict=True), start=1):
+        if wrap is not None or not line.strip():
+            rep.skip(i, wrap or "blank line")
+            found.end()
             continue
-        if header_fields(line):
-            rep.skip(i, "repeated header line")
+        host, body = None, line
+        header = header_fields(line)
+        if header is None:
+            body = _without_host(line)
+            if body is not line:
+                host = line[: len(line) - len(body) - 2]
+                header = header_fields(body)
+        if header is not None:
+            if segments and [field_key(h) for h in header] == [field_key(h) for h in segments[-1].header]:
+                rep.skip(i, "repeated header line")
+            else:
+                segments.append(_segment(header, rep))
+                rep.skip(i, "header line")
             continue
-        cells = _cells(line)
-        if len(cells) == ncol:
-            rows.append(cells)
-            row_lines.append(i)
-            row_hosts.append(hosts[k])
-            current_error = None
+        seg = segments[-1] if segments else None
+        cells = _cells(body)
+        if seg is not None and len(cells) == len(seg.fields):
+            seg.rows.append(cells)
+            seg.lines.append(i)
+            seg.hosts.append(host)
+            prefixed |= host is not None
+            previous = i
+            found.end()
             continue
-        err = match_error(line, i)
-        if err is not None:
-            errors.append(err)
-            error_prev.append(len(rows) - 1)
-            current_error = err
+        if found.feed(line, i, after=previous):
             rep.parsed += 1
-        elif continues(current_error, line):
-            extend(current_error, line, i)
-            rep.parsed += 1
+        elif line.lstrip().startswith("#"):
+            rep.skip(i, "comment line")
+        elif seg is None:
+            rep.skip(i, "text before the CSV header")
         elif _looks_like_table(line):
             rep.skip(i, "not a CSV line (an nvidia-smi table or other output pasted into the capture)")
+        elif i == last and 1 < len(cells) < len(seg.fields):
+            # A stream cut mid-write (the capture was killed): the fields written are kept.
+            seg.rows.append(cells + [None] * (len(seg.fields) - len(cells)))
+            seg.lines.append(i)
+            seg.hosts.append(host)
+            seg.cut = len(cells) - 1
+            rep.assume("the last line was cut off mid-write: its row keeps the fields written before the cut")
         else:
-            what = "truncated last line" if i == len(lines) else "a line"
-            rep.bad(i, f"{ncol} comma-separated fields", line if what == "a line" else f"{what}: {line}")
-    cols = [f.column for f in fields]
-    df = pd.DataFrame(rows, columns=cols, dtype="string") if rows else pd.DataFrame(
+            what = "truncated last line: " if i == last else ""
+            rep.bad(i, f"{len(seg.fields)} comma-separated fields", what + line)
+    paste.note(rep)
+    if prefixed:
+        rep.assume("each line starts with 'host: ' (pdsh/clush fan-out): host taken from it")
+    parts = [_typed(seg, ctx, rep) for seg in segments]
+    events = None
+    if found.errors:
+        time_at = {}
+        for (out, _, _) in parts:
+            if len(out):
+                time_at.update(zip(out["line"].to_numpy(), out["time"], strict=True))
+        events = events_frame(found.errors, ctx, rep.path, [time_at.get(e.after, pd.NaT) for e in found.errors])
+        rep.assume("error lines carry no time: each gets the time of the sample before it")
+    return _finish(rep, ctx, parts, events)
+
+
+def _segment(header: list[str], rep) -> _Segment:
+    fields, notes = resolve_fields(header)
+    rep.notes.extend(n for n in notes if n not in rep.notes)
+    return _Segment(header, fields, [], [], [])
+
+
+def _check_names(path: Path, header: list[str]) -> None:
+    bad_names = [h for h in header if not looks_like_field(h)]
+    if bad_names:
+        raise SourceFormatError(path, None, "nvidia-smi query field names", ", ".join(bad_names), fmt=FORMAT)
+
+
+def _typed(seg: _Segment, ctx: LoadContext, rep) -> tuple[pd.DataFrame, list[Field], bool]:
+    """One segment's sample lines -> typed columns. A field that is not a value of its kind is
+    missing and named in `state`; only a line in which nothing is a value is a bad line."""
+    cols = [f.column for f in seg.fields]
+    df = pd.DataFrame(seg.rows, columns=cols, dtype="string") if seg.rows else pd.DataFrame(
         {c: pd.Series(dtype="string") for c in cols}
     )
-    bad = pd.Series(False, index=df.index)
     out = pd.DataFrame(index=df.index)
-    for f in fields:
+    odd: dict[str, pd.Series] = {}
+    readable = pd.Series(False, index=df.index)
+    zoned = False
+    measured = any(f.kind != "str" for f in seg.fields)
+    for f in seg.fields:
         col = df[f.column]
         if f.kind == "time":
-            t = pd.to_datetime(col, format=TIME_FORMAT, errors="coerce")
-            bad |= t.isna()
-            out["time"] = align.localize(t, ctx.timezone).to_numpy()
+            t = parse_times(col)
+            out["time"] = align.localize(t.values, ctx.timezone).array
+            readable |= t.values.notna().to_numpy()
+            if t.unreadable.any():
+                odd["time"] = col.where(t.unreadable)
+            zoned = t.zoned
+            if t.form != "nvidia-smi's form":
+                rep.assume(f"timestamps read as {t.form}")
         elif f.kind in ("int", "float"):
-            nums, b = parse_numbers(col, f.unit, f.scale)
-            bad |= b
+            nums, o = parse_numbers(col, f.unit, f.scale)
+            if f.kind == "int":
+                whole = nums.isna() | (nums == nums.round())
+                o = o.where(whole, col)
+                nums = nums.where(whole).astype("Int64")
             out[f.column] = nums
+            readable |= nums.notna().to_numpy()
+            if o.notna().any():
+                odd[f.column] = o
         else:
-            out[f.column] = col.where(~col.isin(MISSING))
-    out["line"] = pd.array(row_lines, dtype="Int64")
-    for j in np.flatnonzero(bad.to_numpy()):
-        rep.bad(row_lines[j], "values of the header's fields", ", ".join(rows[j]))
-    if prefixed:
-        out["host"] = pd.array(row_hosts, dtype="string")
-        rep.assume("each line starts with 'host: ' (pdsh/clush fan-out): host taken from it")
-    keep = ~bad.to_numpy()
-    rep.parsed += int(keep.sum())
-    events = None
-    if errors:
-        times = []
-        for j in error_prev:
-            times.append(out["time"].iloc[j] if j >= 0 and "time" in out.columns and keep[j] else pd.NaT)
-        events = events_frame(errors, ctx, rep.path, times)
-        rep.assume("error lines carry no time: each gets the time of the sample before it")
-    return _finish(rep, ctx, out[keep].reset_index(drop=True), fields, events)
+            err = col.str.strip("[]").isin(GPU_ERRORS)
+            out[f.column] = col.where(~(col.isin(MISSING) | err))
+            if err.any():
+                odd[f.column] = col.where(err)
+            if not measured:
+                readable |= out[f.column].notna().to_numpy()
+    if seg.cut is not None:
+        _cut_cell(seg, df, out, odd)
+    out["line"] = pd.array(seg.lines, dtype="Int64")
+    if any(h is not None for h in seg.hosts):
+        out["host"] = pd.array(seg.hosts, dtype="string")
+    out["state"] = join_states(odd, df.index)
+    bad = ~readable.to_numpy()
+    for j in np.flatnonzero(bad):
+        rep.bad(seg.lines[j], "values of the header's fields", ", ".join(seg.rows[j]))
+    out = out[~bad].reset_index(drop=True)
+    rep.parsed += len(out)
+    return out, seg.fields, zoned
+
+
+def _cut_cell(seg: _Segment, df: pd.DataFrame, out: pd.DataFrame, odd: dict[str, pd.Series]) -> None:
+    """The last cell of a line cut mid-write may be cut too: text (a UUID, a name) and a number
+    that lacks the unit the column's other values carry ("19" of "1936 MHz") are missing; `state`
+    says the cell was cut either way."""
+    f = seg.fields[seg.cut]
+    text = df[f.column].iloc[-1]
+    complete = f.kind != "str" and (not f.unit or not df[f.column].iloc[:-1].str.endswith(f.unit).any()
+                                    or str(text).endswith(unit_spellings(f.unit)))
+    if not complete and f.column in out.columns:
+        out.loc[out.index[-1], f.column] = pd.NA if f.kind != "float" else np.nan
+    note = pd.Series(pd.NA, index=df.index, dtype="string")
+    note.iloc[-1] = f"{text} (cut off)"
+    odd[f.column] = note if f.column not in odd else odd[f.column].fillna(note).mask(note.notna(), note)
 
 
 def _looks_like_table(line: str) -> bool:

@@ -1,13 +1,16 @@
 """`nvidia-smi dmon` (per-GPU) and `nvidia-smi pmon` (per-process) captures.
 
-Any `-s` selection (the column set is read from the `#` header), with `-o D`, `-o T`, `-o DT` or
-no time at all. A time-of-day-only file takes its date from the incident (`ctx.date`: the other
-sources or incident.toml), never from today, and rolls over midnight when the clock goes back.
+Any `-s` selection (the column set is read from the `#` header; a later header with other columns
+starts a new segment, as when two captures were appended to one file), with `-o D`, `-o T`,
+`-o DT` or no time at all. A time-of-day-only file takes its date from the incident (`ctx.date`:
+the other sources or incident.toml), never from today, and rolls over midnight when the clock goes
+back. What nvidia-smi prints instead of a number (`-`, `ERR!`) is missing and named in `state`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 
 import numpy as np
@@ -16,76 +19,168 @@ import pandas as pd
 from .. import align
 from ..incident import from_frames
 from .registry import LoadContext
-from .smi_fields import DMON_COLUMNS, MISSING, PMON_COLUMNS, QUERY_FIELDS, parse_numbers
+from .smi_errors import ErrorLines, events_frame, state_events
+from .smi_fields import (
+    DMON_COLUMNS,
+    MISSING,
+    PMON_COLUMNS,
+    QUERY_FIELDS,
+    join_states,
+    parse_numbers,
+)
+from .smi_paste import read_paste, unwrap_head
 
 DMON = "nvidia-smi-dmon"
 PMON = "nvidia-smi-pmon"
 _TIME_COLS = ("date", "time")
+_VALUE = re.compile(r"-?\d+(?:\.\d+)?|-|\d{8}|\d{2}:\d{2}:\d{2}")
 
 
-def _header(head_text: str) -> list[str] | None:
-    for line in head_text.splitlines():
-        if line.strip():
-            s = line.strip()
-            if not s.startswith("#"):
-                return None
-            cols = s.lstrip("#").lower().split()
-            return cols if "gpu" in cols else None
+def _columns(text: str) -> list[str] | None:
+    """The column names of a `# gpu pwr ...` header line, or None when the line is not one."""
+    s = text.strip().removeprefix("\\")  # a markdown paste escapes the hash: "\# gpu pwr"
+    if not s.startswith("#"):
+        return None
+    cols = s.lstrip("#").lower().split()
+    if "gpu" not in cols or not any(c in DMON_COLUMNS or c in PMON_COLUMNS for c in cols if c != "gpu"):
+        return None
+    return cols
+
+
+def _header(content: list[tuple[int, str]]) -> list[str] | None:
+    """The first header among a capture's first lines (prose or a prompt may come before it)."""
+    for _, s in content[:20]:
+        cols = _columns(s)
+        if cols is not None:
+            return cols
     return None
 
 
 def sniff_dmon(path: Path, head: bytes) -> float:
-    cols = _header(head.decode("utf-8", "replace"))
+    content = unwrap_head(head).content()
+    cols = _header(content)
     if not cols or "pid" in cols:
         return 0.0
-    return 0.9 if any(c in DMON_COLUMNS for c in cols if c != "gpu") else 0.0
+    return 0.9 if _columns(content[0][1]) else 0.85
 
 
 def sniff_pmon(path: Path, head: bytes) -> float:
-    cols = _header(head.decode("utf-8", "replace"))
-    return 0.9 if cols and "pid" in cols and "command" in cols else 0.0
+    content = unwrap_head(head).content()
+    cols = _header(content)
+    if not cols or "pid" not in cols or "command" not in cols:
+        return 0.0
+    return 0.9 if _columns(content[0][1]) else 0.85
 
 
 def load(path: Path, ctx: LoadContext):
-    text = path.read_text(encoding="utf-8", errors="replace")
-    lines = text.splitlines()
-    cols = _header(text) or []
+    paste = read_paste(path)
+    cols = _header(paste.content()) or []
     per_process = "pid" in cols
     rep = ctx.report(path, PMON if per_process else DMON)
-    rep.read = len(lines)
-    rows, row_lines = [], []
-    for i, line in enumerate(lines, start=1):
+    rep.read = len(paste.lines)
+    segments: list[tuple[list[str], list[list[str]], list[int]]] = []
+    found = ErrorLines()
+    header_reason = "header line"
+    units_next = False
+    previous = 0  # the line of the last sample: an error line gets its time
+    content = paste.content()
+    last = content[-1][0] if content else 0
+    cut: dict[int, str] = {}  # line -> the column a cut-off line ends in
+    for i, (line, wrap) in enumerate(zip(paste.lines, paste.wrapping, strict=True), start=1):
         s = line.strip()
-        if not s:
-            rep.skip(i, "blank line")
+        if wrap is not None or not s:
+            rep.skip(i, wrap or "blank line")
+            found.end()
             continue
-        if s.startswith("#"):
-            reason = "header line" if i <= 2 else "repeated header line"
-            names = s.lstrip("#").lower().split()
-            if "gpu" not in names and "idx" not in names:
-                rep.bad(i, "a dmon/pmon header", line)
+        if s.removeprefix("\\").startswith("#"):
+            names = _columns(s)
+            if names is not None:
+                new = not segments or names != segments[-1][0]
+                if new:
+                    segments.append((names, [], []))
+                header_reason = "header line" if new else "repeated header line"
+                rep.skip(i, header_reason)
+                units_next = True
+            elif units_next:
+                rep.skip(i, header_reason)  # the units line under a header
+                units_next = False
+            else:
+                rep.skip(i, "comment line")
+            continue
+        units_next = False
+        if not segments:
+            rep.skip(i, "text before the dmon/pmon header")
+            continue
+        names, rows, row_lines = segments[-1]
+        cells = s.split(None, len(names) - 1) if per_process else s.split()
+        if len(cells) == len(names):
+            if per_process and cells[names.index("pid")] == "-":
+                rep.skip(i, "pmon row with no process on the GPU")
                 continue
-            if "gpu" in names and names != cols:
-                rep.bad(i, f"the same columns as the first header ({' '.join(cols)})", line)
-                continue
-            rep.skip(i, reason)
+            rows.append(cells)
+            row_lines.append(i)
+            previous = i
+            found.end()
             continue
-        cells = s.split(None, len(cols) - 1) if per_process else s.split()
-        if len(cells) != len(cols):
-            what = "truncated last line: " if i == len(lines) else ""
-            rep.bad(i, f"{len(cols)} whitespace-separated columns ({' '.join(cols)})", what + line)
+        if found.feed(s, i, after=previous):
+            rep.parsed += 1
             continue
-        if per_process and cells[cols.index("pid")] == "-":
-            rep.skip(i, "pmon row with no process on the GPU")
+        written = _written(cells) if i == last and not per_process else []
+        if 1 < len(written) < len(names):
+            # A capture killed mid-line: the columns written are kept, the rest are missing.
+            rows.append(written + ["-"] * (len(names) - len(written)))
+            row_lines.append(i)
+            cut[i] = names[len(written) - 1]
+            rep.assume("the last line was cut off mid-write: its row keeps the columns written before the cut")
             continue
-        rows.append(cells)
-        row_lines.append(i)
+        what = "truncated last line: " if i == last else ""
+        rep.bad(i, f"{len(names)} whitespace-separated columns ({' '.join(names)})", what + line)
+    parts = [_frame(names, rows, row_lines, per_process, ctx, rep, cut) for names, rows, row_lines in segments]
+    parts = [p for p in parts if len(p)]
+    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    paste.note(rep)
+    if not out.empty:
+        out["host"] = ctx.host
+        out["source"] = rep.path
+    frame = "gpu_processes" if per_process else "gpus"
+    frames = {frame: out}
+    events = []
+    if found.errors:
+        time_at = dict(zip(out["line"], out["time"], strict=True)) if len(out) else {}
+        events.append(events_frame(found.errors, ctx, rep.path, [time_at.get(e.after, pd.NaT) for e in found.errors]))
+        rep.assume("error lines carry no time: each gets the time of the sample before it")
+    if not per_process and not out.empty:
+        events.append(state_events(out, rep.path))
+    events = [e for e in events if e is not None]
+    if events:
+        frames["events"] = pd.concat(events, ignore_index=True)
+    return from_frames(rep, **frames)
+
+
+def _written(cells: list[str]) -> list[str]:
+    """The values a cut-off line holds before the cut (and whatever text was glued after it)."""
+    out = []
+    for c in cells:
+        if _VALUE.fullmatch(c):
+            out.append(c)
+            continue
+        m = _VALUE.match(c)
+        if m:
+            out.append(m.group())
+        break
+    return out
+
+
+def _frame(cols: list[str], rows: list[list[str]], row_lines: list[int], per_process: bool,
+           ctx: LoadContext, rep, cut: dict[int, str]) -> pd.DataFrame:
+    """One segment's rows (one header's columns) -> typed columns; a row whose GPU index is not a
+    number is a bad line, any other field that is not a number is missing and named in `state`."""
     raw = pd.DataFrame(rows, columns=cols, dtype="string") if rows else pd.DataFrame(
         {c: pd.Series(dtype="string") for c in cols}
     )
     table = PMON_COLUMNS if per_process else DMON_COLUMNS
     out = pd.DataFrame(index=raw.index)
-    bad = pd.Series(False, index=raw.index)
+    odd: dict[str, pd.Series] = {}
     for c in cols:
         if c in _TIME_COLS:
             continue
@@ -93,23 +188,37 @@ def load(path: Path, ctx: LoadContext):
         if field is not None and field.kind == "str":
             out[field.column] = raw[c].where(~raw[c].isin(MISSING)).str.strip()
             continue
-        nums, b = parse_numbers(raw[c], None, 1.0)
-        bad |= b
-        out[field.column if field else f"{'pmon' if per_process else 'dmon'}_{c}"] = nums
+        name = _column_of(c, table, per_process)
+        out[name], odd[name] = parse_numbers(raw[c], None, 1.0)
     out["time"], bad_time = _times(raw, ctx, rep)
+    if bad_time.any():
+        odd["time"] = raw["date"].str.cat(raw["time"], sep=" ") if "date" in raw.columns else raw.get("time")
+        odd["time"] = odd["time"].where(bad_time)
     out["line"] = pd.array(row_lines, dtype="Int64")
-    bad |= bad_time
+    key = "gpu" if "gpu" in out.columns else None
+    bad = odd.pop(key).notna() if key else pd.Series(False, index=raw.index)
+    if per_process and "pid" in out.columns:
+        bad |= odd.pop("pid").notna()
     for j in np.flatnonzero(bad.to_numpy()):
-        rep.bad(row_lines[j], "numbers or '-' in every column, and a valid date/time", " ".join(rows[j]))
+        rep.bad(row_lines[j], "a GPU index (and a PID) in the first columns", " ".join(rows[j]))
+    for j, n in enumerate(row_lines):
+        if n in cut:
+            name = _column_of(cut[n], table, per_process)
+            note = pd.Series(pd.NA, index=raw.index, dtype="string")
+            note.iloc[j] = f"{raw[cut[n]].iloc[j]} (cut off)"
+            odd[name] = note if name not in odd else odd[name].mask(note.notna(), note)
+    out["state"] = join_states(odd, raw.index)
     out = out[~bad.to_numpy()].reset_index(drop=True)
-    rep.parsed = len(out)
+    rep.parsed += len(out)
     for c in ("gpu", "pid"):
         if c in out.columns:
             out[c] = out[c].astype("Int64")
-    out["host"] = ctx.host
-    out["source"] = rep.path
-    frame = "gpu_processes" if per_process else "gpus"
-    return from_frames(rep, **{frame: out})
+    return out
+
+
+def _column_of(heading: str, table: dict, per_process: bool) -> str:
+    """The frame column of a dmon/pmon heading: its query field's, or `dmon_<heading>`."""
+    return QUERY_FIELDS[table[heading]].column if heading in table else f"{'pmon' if per_process else 'dmon'}_{heading}"
 
 
 def _times(raw: pd.DataFrame, ctx: LoadContext, rep) -> tuple[pd.Series, pd.Series]:

@@ -1,8 +1,10 @@
-"""What nvidia-smi prints when it cannot do its job: driver gone, no devices, NVML mismatch, a
-GPU that fell off the bus. These are evidence, so they become `events` rows, never crashes.
+"""What nvidia-smi prints when it cannot do its job (driver gone, no devices, NVML mismatch, a GPU
+that fell off the bus, WSL refusing access, the tool itself missing) and the GPUs a capture shows
+in an error state (`ERR!`, `[GPU is lost]`, `[Unknown Error]`). These are evidence, so they become
+`events` rows, never crashes.
 
-Used on whole files (a capture that holds only the error) and line by line inside other forms
-(a `-l` stream whose GPU was lost half-way through).
+Error lines are read on whole files (a capture that holds only the error, with the prompt that
+ran it) and line by line inside other forms (a `-l` stream whose GPU was lost half-way through).
 """
 
 from __future__ import annotations
@@ -14,23 +16,39 @@ import pandas as pd
 
 from ..incident import from_frames
 from .registry import LoadContext
+from .smi_fields import LOST, is_gpu_error
+from .smi_paste import COMMAND, read_paste, unwrap_head
 
+_BUS = r"[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f]+"
 # (name, pattern) -- the name goes to the `smi_error` column; `kind` is gpu_lost or gpu_error.
 _PATTERNS: list[tuple[str, re.Pattern]] = [
     # The apostrophe is sometimes U+2018 when the message was pasted through a web page.
     ("driver_unreachable", re.compile(r"NVIDIA-SMI has failed because it couldn.?t communicate with the NVIDIA driver")),
+    ("library_not_found", re.compile(r"NVIDIA-SMI couldn.?t find libnvidia-ml\.so library")),
     ("no_devices", re.compile(r"^No devices were found\s*$")),
     ("nvml_init_failed", re.compile(r"^Failed to initialize NVML: (?P<why>.+?)\s*$")),
+    # "for GPU 0000:0B:00.0", "for GPU0000:07:00.0" (newer drivers), "for GPU0: 0000:C1:00.0" (WSL).
     ("device_handle", re.compile(
-        r"^Unable to determine the device handle for GPU ?(?P<bus>[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f]+): (?P<why>.+?)\s*$"
+        rf"^Unable to determine the device handle for [Gg][Pp][Uu] ?(?:(?P<gpu>\d+): )?(?P<bus>{_BUS}): (?P<why>.+?)\s*$"
     )),
-    ("gpu_lost", re.compile(r"^GPU (?P<bus>[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f]+): GPU is lost")),
+    ("gpu_lost", re.compile(rf"^GPU (?P<bus>{_BUS}): GPU is lost")),
     ("invalid_field", re.compile(r'^Field "(?P<field>[^"]+)" is not a valid field to query')),
+    ("nvml_shutdown_failed", re.compile(r"^Failed to properly shut down NVML: (?P<why>.+?)\s*$")),
+    # The tool is not there at all: no driver installed on this machine or in this container.
+    ("not_installed", re.compile(
+        r"(?:^|: )nvidia-smi(?:\.exe)?: (?:command not found|not found|No such file or directory)\s*$"
+        r"|^Command 'nvidia-smi' not found"
+        r"|^'nvidia-smi(?:\.exe)?' is not recognized as an internal or external command"
+        r"|^nvidia-smi(?:\.exe)? ?: The term 'nvidia-smi(?:\.exe)?' is not recognized"
+    )),
 ]
 # Second lines nvidia-smi (or an 80-column console) adds to the error above them.
 _CONTINUATION = re.compile(
     r"^(Make sure that the latest NVIDIA driver is installed and running\.?"
+    r"|This can also be happening if non-NVIDIA GPU is running as primary display.*"
     r"|NVML library version: \S+"
+    r"|Failed to properly shut down NVML: .+"
+    r"|Please (also )?(make sure|try adding).*"
     r"|Please run 'nvidia-smi --help-query-\S+' for more information\.?"
     r"|\s+\S.*)\s*$"
 )
@@ -42,20 +60,27 @@ class SmiError:
     name: str
     message: str
     bus_id: str | None = None
+    gpu: int | None = None
     lines: list[int] = field(default_factory=list)
+    after: int | None = None  # the line of the sample printed before it, in a stream
 
     @property
     def kind(self) -> str:
-        return "gpu_lost" if "GPU is lost" in self.message else "gpu_error"
+        return "gpu_lost" if LOST in self.message else "gpu_error"
 
 
 def match_error(text: str, line: int) -> SmiError | None:
-    """The error an nvidia-smi output line starts, or None."""
+    """The error an nvidia-smi output line starts, or None. Markdown emphasis and quotes a
+    person put around a pasted message are not part of it."""
+    s = text.strip().strip("*_`\"'“”")
+    if not s:
+        return None
     for name, pat in _PATTERNS:
-        m = pat.search(text)
+        m = pat.search(s)
         if m:
-            bus = m.groupdict().get("bus")
-            return SmiError(line=line, name=name, message=text.strip(), bus_id=bus, lines=[line])
+            g = m.groupdict()
+            return SmiError(line=line, name=name, message=s, bus_id=g.get("bus"),
+                            gpu=int(g["gpu"]) if g.get("gpu") else None, lines=[line])
     return None
 
 
@@ -69,52 +94,136 @@ def extend(err: SmiError, text: str, line: int) -> None:
     err.lines.append(line)
 
 
+class ErrorLines:
+    """Reads nvidia-smi's error messages (and their second lines) out of a capture, one line at a
+    time, inside any form: the form's loader offers each line it cannot read otherwise."""
+
+    def __init__(self):
+        self.errors: list[SmiError] = []
+        self._current: SmiError | None = None
+
+    def feed(self, text: str, line: int, after: int | None = None) -> bool:
+        """Whether `text` is an error message or the continuation of the one just read."""
+        if continues(self._current, text):
+            extend(self._current, text, line)
+            return True
+        err = match_error(text, line)
+        self._current = err
+        if err is None:
+            return False
+        err.after = after
+        self.errors.append(err)
+        return True
+
+    def end(self) -> None:
+        """A blank line or a sample: what follows is not a second line of the last error."""
+        self._current = None
+
+
 def events_frame(errors: list[SmiError], ctx: LoadContext, source: str, times=None) -> pd.DataFrame:
     """`events` rows for the errors read from one file; `times` gives each error's time, if known."""
     if times is None:
         times = [pd.NaT] * len(errors)
     return pd.DataFrame({
         "time": pd.to_datetime(pd.Series(times, dtype="object"), utc=True).astype("datetime64[us, UTC]"),
-        "host": [ctx.host] * len(errors),
+        "host": pd.Series([ctx.host] * len(errors), dtype="string"),
         "kind": [e.kind for e in errors],
         "message": [e.message for e in errors],
         "source": [source] * len(errors),
         "ref": [f"{source}:{e.line}" for e in errors],
         "smi_error": [e.name for e in errors],
-        "pci_bus_id": [e.bus_id for e in errors],
+        "gpu": pd.array([e.gpu for e in errors], dtype="Int64"),
+        "pci_bus_id": pd.Series([e.bus_id for e in errors], dtype="string"),
     })
 
 
-def sniff_errors(head_text: str) -> float:
-    lines = [ln for ln in head_text.splitlines() if ln.strip()]
-    if not lines or len(lines) > 50:
+def state_events(gpus: pd.DataFrame, source: str) -> pd.DataFrame | None:
+    """`events` for GPUs a capture shows in an error state: one per GPU each time it enters one
+    (or its error text changes), cited by the sample's line. Ordinary N/A is not an error."""
+    if gpus.empty or "state" not in gpus.columns:
+        return None
+    state = gpus["state"]
+    bad = state.notna() & state.fillna("").str.contains(_ERROR_VALUE, regex=True)
+    if not bad.any():
+        return None
+    key = _gpu_key(gpus)
+    errors_only = state.where(bad).map(_error_part, na_action="ignore")
+    # A GPU's error episode starts where its error text differs from its previous sample's.
+    prev = errors_only.groupby(key, sort=False).shift(1)
+    start = bad & (errors_only != prev).fillna(True).astype(bool)
+    rows = gpus[start].reset_index(drop=True)
+    texts = list(errors_only[start])
+    missing = pd.Series(pd.NA, index=rows.index, dtype="string")
+    gpu = rows["gpu"] if "gpu" in rows.columns else missing
+    bus = rows["pci_bus_id"] if "pci_bus_id" in rows.columns else missing
+    line = rows["line"] if "line" in rows.columns else missing
+    who = [f"GPU {g}" if pd.notna(g) else "GPU" for g in gpu]
+    where = [f" ({b})" if isinstance(b, str) else "" for b in bus]
+    return pd.DataFrame({
+        "time": rows["time"],
+        "host": rows["host"].astype("string"),
+        "kind": ["gpu_lost" if LOST in t else "gpu_error" for t in texts],
+        "message": [f"{w}{b} in an error state: {t}" for w, b, t in zip(who, where, texts, strict=True)],
+        "source": source,
+        "ref": [f"{source}:{n}" if pd.notna(n) else None for n in line],
+        "smi_error": "value_error",
+        "gpu": gpu.astype("Int64"),
+        "pci_bus_id": bus.astype("string"),
+        "uuid": (rows["uuid"] if "uuid" in rows.columns else missing).astype("string"),
+    })
+
+
+_ERROR_VALUE = "|".join(re.escape(t) for t in ("ERR!", "Unknown Error", LOST, "requires reset", "Timeout",
+                                               "infoROM", "Memory Error", "Driver Not Loaded"))
+
+
+def _error_part(state: str) -> str:
+    """Only the error fields of a state text ("power_w=ERR!; fan_pct=ERR!"), N/A ones left out."""
+    parts = [p for p in state.split("; ") if is_gpu_error(p.split("=", 1)[-1])]
+    return "; ".join(parts) or state
+
+
+def _gpu_key(gpus: pd.DataFrame) -> pd.Series:
+    """Which GPU a row is: host and index, else UUID, else bus id (one capture may name them
+    only one way)."""
+    cols = [c for c in ("host", "gpu", "uuid", "pci_bus_id") if c in gpus.columns]
+    return gpus[cols].astype("string").fillna("").agg("|".join, axis=1)
+
+
+def sniff_errors(path, head: bytes) -> float:
+    """A short file whose content (prompt lines and fences aside) starts with an error message,
+    or in which nvidia-smi was run and answered with one."""
+    paste = unwrap_head(head)
+    content = paste.content()
+    if not content or len(content) > 50:
         return 0.0
-    first = match_error(lines[0], 1)
-    return 0.9 if first is not None else 0.0
+    first = [i for i, s in content if match_error(s, i) is not None]
+    if not first:
+        return 0.0
+    before = [k for k in range(first[0] - 1) if paste.lines[k].strip()]
+    if first[0] == content[0][0] or (before and paste.wrapping[before[-1]] == COMMAND):
+        return 0.9
+    return 0.6 if len(first) * 4 >= len(content) else 0.0
 
 
 def load_errors(path, ctx: LoadContext):
-    """A file holding only nvidia-smi error output (what a cron job captured instead of a table)."""
+    """A file holding only nvidia-smi error output (what a cron job captured instead of a table),
+    with the prompt lines and fences of a paste around it."""
     rep = ctx.report(path, "nvidia-smi-error")
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    rep.read = len(lines)
-    errors: list[SmiError] = []
-    current = None
-    for i, text in enumerate(lines, start=1):
-        if not text.strip():
-            rep.skip(i, "blank line")
-            current = None
-            continue
-        err = match_error(text, i)
-        if err is not None:
-            errors.append(err)
-            current = err
-            rep.parsed += 1
-        elif continues(current, text):
-            extend(current, text, i)
+    paste = read_paste(path)
+    rep.read = len(paste.lines)
+    found = ErrorLines()
+    for i, (text, wrap) in enumerate(zip(paste.lines, paste.wrapping, strict=True), start=1):
+        if wrap is not None or not text.strip():
+            rep.skip(i, wrap or "blank line")
+            found.end()
+        elif found.feed(text, i):
             rep.parsed += 1
         else:
-            rep.bad(i, "an nvidia-smi error message", text)
+            # A paste's prose, a prompt's path line, `docker pull` progress: not nvidia-smi's.
+            rep.skip(i, "text around the error output")
+    errors = found.errors
+    paste.note(rep)
     if errors:
         rep.assume("error output carries no time: events have no time")
     return from_frames(rep, events=events_frame(errors, ctx, rep.path))

@@ -11,7 +11,6 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 
@@ -40,6 +39,11 @@ QUERY_FIELDS: dict[str, Field] = {
     "gpu_bus_id": Field("pci_bus_id", "str"),
     "driver_version": Field("driver_version", "str"),
     "pstate": Field("pstate", "str"),
+    "persistence_mode": Field("persistence_mode", "str"),
+    "driver_model.current": Field("driver_model", "str"),
+    "compute_mode": Field("compute_mode", "str"),
+    "mig.mode.current": Field("mig_mode", "str"),
+    "ecc.errors.uncorrected.volatile.total": Field("ecc_uncorrected_volatile", "float"),
     "memory.used": Field("memory_used_mib", "float", "MiB"),
     "memory.total": Field("memory_total_mib", "float", "MiB"),
     "memory.free": Field("memory_free_mib", "float", "MiB"),
@@ -177,13 +181,22 @@ XML_PROCESS_FIELDS: dict[str, str] = {
     "used_memory": "used_memory",
 }
 
-# What nvidia-smi prints instead of a value it does not have: all become missing, never 0.
+# What nvidia-smi prints instead of a value the GPU or driver does not offer: missing, never 0.
 MISSING = frozenset({
-    "", "N/A", "[N/A]", "[Not Supported]", "Not Supported", "[Unknown Error]", "-",
+    "", "N/A", "[N/A]", "[Not Supported]", "Not Supported", "-",
     "[Requested functionality has been deprecated]", "Requested functionality has been deprecated",
-    "[Insufficient Permissions]", "Insufficient Permissions", "[GPU is lost]", "[Not Found]",
-    "Unknown Error", "[Not Available]", "Not Available",
+    "[Insufficient Permissions]", "Insufficient Permissions", "[Not Found]", "Not Found",
+    "[Not Available]", "Not Available", "Not available in WDDM driver model", "[Deprecated]",
+    "[No Data]", "No Data", "[Not Ready]", "Unknown",
 })
+# What it prints when the GPU did not answer (nvmlErrorString texts, and the table's ERR!): also
+# missing, and evidence that the GPU was in trouble at that moment.
+GPU_ERRORS = frozenset({
+    "ERR!", "Unknown Error", "GPU is lost", "GPU requires reset", "Timeout", "Corrupted infoROM",
+    "Driver Not Loaded", "Uninitialized", "Memory Error", "Interrupt Request Issue", "Invalid State",
+    "GPU not found", "Error", "Reset Required",
+})
+LOST = "GPU is lost"
 
 # A syntactically valid query field name, such as `clocks_event_reasons.hw_slowdown [us]`.
 _FIELD_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-zA-Z0-9_]+)*( \[[^\]]+\])?$", re.IGNORECASE)
@@ -209,62 +222,120 @@ def extra_column(name: str) -> str:
     return "smi_" + re.sub(r"[^0-9a-z]+", "_", field_key(name)).strip("_")
 
 
-# Old tables and dmon print MiB as "MB"; the quantity is the same.
-_UNIT_SPELLINGS = {"MiB": ("MiB", "MB")}
-
 _CTIME = re.compile(r"^[A-Z][a-z]{2} +([A-Z][a-z]{2}) +(\d{1,2}) +(\d{2}:\d{2}:\d{2}) +(\d{4})\s*$")
+_CTIME_END = re.compile(r"(?:^|\s)[A-Z][a-z]{2} +([A-Z][a-z]{2}) +(\d{1,2}) +(\d{2}:\d{2}:\d{2}) +(\d{4})\s*$")
 
 
 def parse_ctime(text: str):
     """`Mon Nov 30 05:24:18 2026` (the table's first line, `-q` and XML timestamps) -> naive
     datetime, or None when the text is not in that form."""
     m = _CTIME.match(text.strip())
-    if not m:
-        return None
+    return _ctime(m) if m else None
+
+
+def find_ctime(text: str):
+    """The ctime a line ends with, whatever precedes it (a list marker, `watch`'s header)."""
+    m = _CTIME_END.search(text)
+    return _ctime(m) if m else None
+
+
+def _ctime(m: re.Match):
     month, day, hms, year = m.groups()
-    return dt.datetime.strptime(f"{year} {month} {day} {hms}", "%Y %b %d %H:%M:%S")
+    try:
+        return dt.datetime.strptime(f"{year} {month} {day} {hms}", "%Y %b %d %H:%M:%S")
+    except ValueError:  # "Feb 30", "25:61:00": not a time nvidia-smi wrote
+        return None
 
 
 def is_missing(text: str | None) -> bool:
     return text is None or text.strip() in MISSING
 
 
-def parse_number(text: str | None, field: Field) -> float | None:
-    """One value such as `87069 MiB`, `9 %` or `[N/A]` -> float, or None when missing.
+def is_gpu_error(text: str | None) -> bool:
+    """Whether a printed value says the GPU did not answer (`ERR!`, `[Unknown Error]`, ...)."""
+    return text is not None and text.strip().strip("[]").strip() in GPU_ERRORS
 
-    Raises ValueError for text that is neither a number nor a missing marker.
+
+_NUMBER = re.compile(r"^([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(\S*)$")
+
+
+def read_value(text: str | None, field: Field):
+    """One printed value in the field's kind -> (value, odd): value is a float, int, str or None;
+    `odd` is the printed text when it was not a value of that kind (`[N/A]`, `ERR!`, `Not
+    available in WDDM driver model`, ...), else None. Never raises: what nvidia-smi prints
+    instead of a number is a state of the GPU, not a broken file.
     """
-    if is_missing(text):
-        return None
+    if text is None:
+        return None, None
     s = text.strip()
-    for unit in _UNIT_SPELLINGS.get(field.unit, (field.unit,)) if field.unit else ():
-        if s.endswith(unit):
-            s = s[: -len(unit)].strip()
-            break
-    return float(s) * field.scale
+    if field.kind not in ("float", "int"):
+        if s in MISSING or is_gpu_error(s):
+            return None, s if is_gpu_error(s) else None
+        return s, None
+    m = _NUMBER.match(s)
+    if m is None or (m.group(2) and m.group(2) not in unit_spellings(field.unit)):
+        return None, s
+    v = float(m.group(1)) * field.scale
+    if field.kind == "int":
+        return (int(v), None) if v.is_integer() else (None, s)
+    return v, None
+
+
+def unit_spellings(unit: str | None) -> tuple[str, ...]:
+    # Old tables and dmon print MiB as "MB"; the table glues the unit to the number ("38C").
+    return {"MiB": ("MiB", "MB"), "C": ("C", "°C")}.get(unit, (unit,)) if unit else ()
+
+
+def put(row: dict, field: Field, text: str | None) -> None:
+    """Set `field`'s column of a snapshot row from the printed text; text that is not a value is
+    kept, by column, under row["_odd"] (the row's `state`)."""
+    value, odd = read_value(text, field)
+    row[field.column] = value
+    if odd is not None:
+        row.setdefault("_odd", {})[field.column] = odd
+
+
+def state_text(odd: dict[str, str]) -> str | None:
+    """The `state` column's text: each field that was not a value and what was printed."""
+    return "; ".join(f"{k}={v}" for k, v in odd.items()) or None
 
 
 def parse_numbers(values: pd.Series, unit: str | None, scale: float) -> tuple[pd.Series, pd.Series]:
-    """Strip a unit and parse to float. Returns (numbers, bad) where bad marks unparseable text.
+    """Strip a unit and parse to float. Returns (numbers, odd): `odd` is the printed text where a
+    value was not a number (missing markers included), <NA> elsewhere.
 
     Vectorised: one pass of string operations over the whole column, not a Python loop per cell.
     """
     s = values.astype("string").str.strip()
-    missing = s.isna() | s.isin(MISSING)
-    if unit:
-        s = s.str.removesuffix(unit).str.strip()
-    nums = pd.to_numeric(s.where(~missing), errors="coerce").astype("float64")
-    bad = nums.isna() & ~missing
+    t = s
+    for u in unit_spellings(unit):
+        t = t.str.removesuffix(u)
+    nums = pd.to_numeric(t.str.strip(), errors="coerce").astype("float64")
+    odd = s.where(nums.isna() & s.notna())
     if scale != 1.0:
         nums = nums * scale
-    return nums.where(~missing, np.nan), bad
+    return nums, odd
+
+
+def join_states(odd: dict[str, pd.Series], index) -> pd.Series:
+    """Per-column odd texts -> one `state` text per row (<NA> where every field was a value)."""
+    state = pd.Series(pd.NA, index=index, dtype="string")
+    for col, texts in odd.items():
+        part = (col + "=" + texts.astype("string"))
+        both = state.notna() & part.notna()
+        state = state.fillna(part).mask(both, state + "; " + part)
+    return state
 
 
 def snapshot_frame(rows: list[dict], ctx, rep) -> pd.DataFrame:
-    """Rows read from a snapshot form (table, -q, XML, -L) -> a frame with UTC times, host and
-    source; an empty list gives an empty frame."""
+    """Rows read from a snapshot form (table, -q, XML, -L) -> a frame with UTC times, host,
+    source and `state` (what was printed instead of a value); an empty list gives an empty frame."""
     from .. import align
 
+    for r in rows:
+        r["state"] = state_text(r.pop("_odd", {}))
+        for k in [k for k in r if k.startswith("_")]:
+            del r[k]  # a loader's bookkeeping (which line of a block was read), not a column
     df = pd.DataFrame(rows)
     if df.empty:
         return df
@@ -275,18 +346,12 @@ def snapshot_frame(rows: list[dict], ctx, rep) -> pd.DataFrame:
             df[f.column] = df[f.column].astype("float64")
     if "line" in df.columns:
         df["line"] = df["line"].astype("Int64")
+    df["state"] = df["state"].astype("string")
     df["host"] = ctx.host
     df["source"] = rep.path
     return df
 
 
 def typed_value(text: str | None, field: Field):
-    """One scalar in the field's kind: float, int, str or None (missing)."""
-    if field.kind in ("float", "int"):
-        v = parse_number(text, field)
-        if v is None or field.kind == "float":
-            return v
-        return int(v)
-    if is_missing(text):
-        return None
-    return text.strip()
+    """One scalar in the field's kind: float, int, str or None (missing or not a value)."""
+    return read_value(text, field)[0]

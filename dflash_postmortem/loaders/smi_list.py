@@ -1,7 +1,8 @@
 """`nvidia-smi -L`: which index, name and UUID each GPU has (and its MIG devices).
 
 Its rows carry no time and no measurement: they are in the `gpus` frame so that any source that
-names GPUs only by UUID (compute-apps captures) can be given their indices.
+names GPUs only by UUID (compute-apps captures) can be given their indices. Old drivers print a
+serial number instead of the UUID; a paste keeps its prompt and fence around the list.
 """
 
 from __future__ import annotations
@@ -11,30 +12,53 @@ from pathlib import Path
 
 from ..incident import from_frames
 from .registry import LoadContext
+from .smi_errors import ErrorLines, events_frame, match_error
 from .smi_fields import snapshot_frame
+from .smi_paste import read_paste, unwrap_head
 
 FORMAT = "nvidia-smi-list"
-_GPU = re.compile(r"^GPU (?P<gpu>\d+): (?P<name>.+?) \(UUID: (?P<uuid>GPU-[0-9a-fA-F-]+)\)\s*$")
-_MIG = re.compile(r"^\s+MIG (?P<profile>\S+)\s+Device\s+(?P<dev>\d+): \(UUID: (?P<uuid>MIG-[0-9a-fA-F-]+)\)\s*$")
+# The UUID may be cut (a paste lost the closing parenthesis) or blanked by the poster ("[removed]").
+_GPU = re.compile(
+    r"^\s*GPU (?P<gpu>\d+): (?P<name>.+?)"
+    r"(?: \((?:UUID: (?P<uuid>[^)\s]+)|S/N: (?P<serial>[^)]+))\)?)?\s*$"
+)
+_MIG = re.compile(r"^\s+MIG (?P<profile>.+?)\s+Device\s+(?P<dev>\d+): \(UUID: (?P<uuid>MIG-[\w/-]+)\)\s*$")
 
 
-def sniff(text: str) -> float:
-    first = next((ln for ln in text.splitlines() if ln.strip()), "")
-    return 0.95 if _GPU.match(first) else 0.0
+def _gpu(line: str, i: int) -> re.Match | None:
+    # "GPU 00000000:00:07.0: GPU is lost" has the shape of a list line: it is an error.
+    return _GPU.match(line) if match_error(line, i) is None else None
+
+
+def sniff(path: Path, head: bytes) -> float:
+    content = unwrap_head(head).content()
+    if not content:
+        return 0.0
+    listed = [k for k, (i, s) in enumerate(content[:10]) if _gpu(s, i) and "(" in s]
+    if not listed:
+        return 0.0
+    return 0.95 if listed[0] == 0 else 0.8
 
 
 def load(path: Path, ctx: LoadContext):
     rep = ctx.report(path, FORMAT)
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    rep.read = len(lines)
+    paste = read_paste(path)
+    rep.read = len(paste.lines)
     rows = []
-    for i, line in enumerate(lines, start=1):
+    found = ErrorLines()
+    for i, (line, wrap) in enumerate(zip(paste.lines, paste.wrapping, strict=True), start=1):
+        if wrap is not None:
+            rep.skip(i, wrap)
+            continue
         if not line.strip():
             rep.skip(i, "blank line")
             continue
-        m = _GPU.match(line)
+        m = _gpu(line, i)
         if m:
-            rows.append({"time": None, "gpu": int(m.group("gpu")), "name": m.group("name"), "uuid": m.group("uuid"), "mig_uuids": ""})
+            uuid = m.group("uuid")
+            rows.append({"time": None, "gpu": int(m.group("gpu")), "name": m.group("name"),
+                         "uuid": uuid if uuid and uuid.startswith("GPU-") else None,
+                         "serial": m.group("serial"), "mig_uuids": "", "line": i})
             rep.parsed += 1
             continue
         m = _MIG.match(line)
@@ -43,7 +67,16 @@ def load(path: Path, ctx: LoadContext):
             rows[-1]["mig_uuids"] = ",".join(filter(None, [rows[-1]["mig_uuids"], m.group("uuid")]))
             rep.parsed += 1
             continue
-        rep.bad(i, "'GPU N: name (UUID: GPU-...)' or an indented MIG device line", line)
+        if found.feed(line, i):
+            rep.parsed += 1
+        elif not rows:
+            rep.skip(i, "text before the GPU list")
+        else:
+            rep.bad(i, "'GPU N: name (UUID: GPU-...)' or an indented MIG device line", line)
+    paste.note(rep)
     if rows:
         rep.assume("nvidia-smi -L carries no time: rows map index, name and UUID only")
-    return from_frames(rep, gpus=snapshot_frame(rows, ctx, rep))
+    frames = {"gpus": snapshot_frame(rows, ctx, rep)}
+    if found.errors:
+        frames["events"] = events_frame(found.errors, ctx, rep.path)
+    return from_frames(rep, **frames)

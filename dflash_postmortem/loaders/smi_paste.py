@@ -1,0 +1,130 @@
+"""nvidia-smi output as people save it, not as nvidia-smi writes it: pasted into an issue inside a
+markdown fence, under the shell prompt that ran it, quoted with `> `, indented under a numbered
+list, coloured by the terminal, with Windows line ends or a `watch` header.
+
+`unwrap` turns the text of a capture into one cleaned line per line of the file (line numbers
+never move, so evidence refs still open the file at the right line) and names the lines that are
+only wrapping. Every form's sniffer and loader reads the cleaned lines and counts the wrapping as
+skipped lines with that name, so the forms themselves need to know nothing about pasting.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+# CSI sequences (colours, cursor moves), OSC sequences (window titles) and two-byte escapes.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+# The same colour codes after a web page dropped the ESC byte: "[1m[37mGPU[0m".
+_BARE_SGR = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m")
+_QUOTE = re.compile(r"^ {0,3}(?:> ?)+")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+# A shell prompt: `user@host:~$`, `[user@host dir]$`, `root@host:/#`, `(venv) ...`, `PS C:\>`,
+# `C:\Users\me>`, a bare `$`/`#`/`%`, zsh's `❯`/`➜  dir`.
+_PROMPT = (
+    r"(?:\([^()\s]*\)\s*)?"
+    r"(?:[\w.-]+@[\w.-]+(?::\S*)?\s?[$#%]"
+    r"|\[[^\]\n]+\]\s?[$#%]"
+    r"|PS [A-Za-z]:[^>]*>"
+    r"|[A-Za-z]:\\[^>]*>"
+    r"|~[^\s>]*>"
+    r"|[$#%>❯»]"
+    r"|➜\s+\S+"
+    r")"
+)
+# A prompt with nothing typed, or the path line a two-line prompt (starship, oh-my-zsh) draws.
+_PROMPT_ONLY = re.compile(rf"^\s*(?:{_PROMPT}|~[\w./-]*)\s*$")
+# The line that ran nvidia-smi: a prompt then any command line naming it, or the command itself
+# (sudo, watch, timeout, a full path, nvidia-smi.exe), or the header `watch` draws above it.
+_COMMAND = re.compile(
+    rf"^\s*(?:{_PROMPT}\s*|(?:sudo|watch|timeout|srun|ssh|docker|kubectl)\s)"
+    r".*?(?:^|[\s/\\'\"])nvidia-smi(?:\.exe)?(?=[\s'\";|&)]|$)"
+    r"|^\s*(?:\S*[/\\])?nvidia-smi(?:\.exe)?(?=\s|$)"
+    r"|^\s*Every \d+(?:\.\d+)?s: .*\bnvidia-smi\b"
+)
+
+FENCE = "markdown code fence"
+COMMAND = "command line that ran nvidia-smi (prompt, watch header)"
+PROMPT = "shell prompt with no command"
+
+
+@dataclass
+class Paste:
+    """A capture's lines as the forms read them, and which lines are only wrapping."""
+
+    lines: list[str]
+    wrapping: list[str | None]  # per line: why it is only wrapping (a skip reason), or None
+    quirks: list[str] = field(default_factory=list)  # what was removed, for the load report
+
+    def content(self) -> list[tuple[int, str]]:
+        """(1-based line number, text) of the lines that are neither wrapping nor blank."""
+        return [(i, s) for i, (s, w) in enumerate(zip(self.lines, self.wrapping, strict=True), start=1)
+                if w is None and s.strip()]
+
+    def note(self, rep) -> None:
+        for q in self.quirks:
+            rep.assume(q)
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as an editor numbers them: only LF ends a line (CRLF's CR is dropped). A lone CR is
+    a terminal redraw (`watch`, progress bars): what was drawn after the last one is what showed."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    out = []
+    for ln in lines:
+        ln = ln.removesuffix("\r")
+        if "\r" in ln:
+            tail = ln.rsplit("\r", 1)[1]
+            ln = tail if tail.strip() else ln.replace("\r", "")
+        out.append(ln)
+    return out
+
+
+def unwrap(text: str) -> Paste:
+    """Clean every line of a capture and name the wrapping lines."""
+    lines = split_lines(text)
+    quirks: list[str] = []
+    if "\x1b" in text:
+        lines = [_ANSI.sub("", ln) for ln in lines]
+        quirks.append("ANSI colour/cursor codes removed")
+    elif _BARE_SGR.search(text) and sum(1 for ln in lines if re.search(r"\[\d{1,3}(?:;\d{1,3})*m", ln)) >= 2:
+        lines = [_BARE_SGR.sub("", ln) for ln in lines]
+        quirks.append("terminal colour codes (their ESC byte lost in a paste) removed")
+    if "\r\n" in text:
+        quirks.append("Windows (CRLF) line ends")
+    quoted = sum(1 for ln in lines if _QUOTE.match(ln))
+    if quoted and quoted >= 0.5 * sum(1 for ln in lines if ln.strip()):
+        lines = [_QUOTE.sub("", ln) for ln in lines]
+        quirks.append("'> ' quote markers removed")
+    wrapping = [_wrapping(ln) for ln in lines]
+    if FENCE in wrapping:
+        quirks.append("pasted inside a markdown code fence")
+    if COMMAND in wrapping:
+        quirks.append("pasted with the command line that ran nvidia-smi")
+    return Paste(lines, wrapping, quirks)
+
+
+def _wrapping(line: str) -> str | None:
+    # Cheap tests first: a long stream is millions of sample lines that are none of these.
+    if ("`" in line or "~~~" in line) and _FENCE.match(line):
+        return FENCE
+    if "nvidia-smi" in line and _COMMAND.match(line):
+        return COMMAND
+    if len(line) < 120 and line.strip() not in ("#", "%") and _PROMPT_ONLY.match(line):
+        return PROMPT
+    return None
+
+
+@lru_cache(maxsize=4)
+def unwrap_head(head: bytes) -> Paste:
+    """`unwrap` of a file's first bytes, for sniffers: every form asks about the same head, so it
+    is cleaned once. The last line may be cut where the head ends."""
+    return unwrap(head.decode("utf-8", "replace"))
+
+
+def read_paste(path) -> Paste:
+    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+        return unwrap(f.read())
