@@ -148,10 +148,12 @@ def test_rank_prefix_and_comma_thousands(fixtures_dir):
 
 def test_custom_format_needs_a_user_pattern(fixtures_dir):
     path = fixtures_dir / "train-log" / "llm-pretrain-custom-ntokens.log"
-    assert _load(path).metrics.empty  # no throughput unit: nothing is guessed
+    m = _load(path).metrics  # the loss is read; a number without a throughput unit is not guessed at
+    assert set(m["metric"]) == {"train/loss"} and len(m) == 13 and m["step"].iloc[0] == 20
     pat = {"name": "ntokens", "regex": r"batch: (?P<step>\d+), time: [\d.]+, ntokens: (?P<value>[\d.]+)/", "metric": "train/tokens_per_batch"}
     m = _load(path, patterns=[pat]).metrics
     assert len(m) == 13 and m["value"].iloc[0] == pytest.approx(485.2) and m["step"].iloc[0] == 20
+    assert set(m["metric"]) == {"train/tokens_per_batch"}  # the incident's own pattern comes first
 
 
 def test_glog_times_need_a_year(fixtures_dir):

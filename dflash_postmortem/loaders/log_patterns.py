@@ -172,11 +172,30 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
         "ips": ("train/samples_per_s", 1.0), "loss": _LOSS, "lr": _LR,
         "batch_cost": ("train/step_time_s", 1.0),
     }),
+    # `key=value` print-outs: EAGLE/DFlash drafter trainers (acceptance), accelerate and custom
+    # loops: `epoch=0 step=94 train_loss=6.39 train_acc=0.08 train_tau_sim=1.15 lr=4.6e-05`
+    _fields("key_value", "step=", r"\bstep=(?P<step>\d+)", {
+        "loss": _LOSS, "train_loss": _LOSS, "acc": ("train/acc", 1.0), "train_acc": ("train/acc", 1.0),
+        "tau": ("train/accept_len", 1.0), "train_tau_sim": ("train/accept_len", 1.0),
+        "accept_len": ("train/accept_len", 1.0), "lr": _LR, "grad_norm": _GRAD_NORM,
+        "tokens_per_sec": ("train/tok_per_s", 1.0), "tok_per_s": ("train/tok_per_s", 1.0),
+        "tps": ("train/tok_per_s", 1.0),
+    }, separator=re.compile(r"\s*\|\s*|,?\s+(?=[A-Za-z_][\w./]*=)")),
     # torchvision / DeiT / MAE MetricLogger: `Epoch: [2]  [1480/1504]  ...  time: 4.3713  max mem: 51710`
     _fields("metric_logger", "max mem:", r"Epoch: \[(?P<epoch>\d+)\]\s+\[\s*(?P<i>\d+)/(?P<per_epoch>\d+)\]", {
         "time": ("train/step_time_s", 1.0), "loss": _LOSS, "closs": _LOSS, "lr": _LR,
         "grad_norm": _GRAD_NORM, "max mem": ("train/max_memory_mib", 1.0),
     }, separator=_GAPS),
+)
+
+# The last resort for a trainer's own print-out (`ep: 0, batch: 20, time: 9.17, loss: 10.98`):
+# a step-like counter and a `loss` field give train/loss; tried after every named format and the
+# incident's own patterns, and never for throughput (a unit-less number is not guessed at).
+GENERIC_LOSS = _fields(
+    "generic_loss", "loss",
+    r"(?<![/\w])(?:global_step|step|iter|iteration|batch|it)\s*[:=#]?\s*(?P<step>\d+)",  # not `words/batch 906`
+    {"loss": _LOSS, "train_loss": _LOSS, "train loss": _LOSS, "lr": _LR, "learning_rate": _LR, "learning rate": _LR},
+    separator=re.compile(r"[,|\t]|\s{2,}"),
 )
 
 # One field: a key (words), `:`/`=`/spaces, a number with an optional unit, an optional

@@ -80,6 +80,7 @@ class Rows:
 # Keywords as text, decoded once: the hot path tests them on every candidate line.
 _METRIC_KW = tuple((p, p.keyword.decode()) for p in lp.METRIC_PATTERNS)
 _FIELD_KW = tuple((f, f.keyword.decode()) for f in lp.FIELD_FORMATS)
+_GENERIC_KW = lp.GENERIC_LOSS.keyword.decode()
 # (pattern, its keywords or () when the keyword is case-insensitive: then only the regex decides)
 _EVENT_KW = tuple((p, () if p.case_insensitive_keyword else p.keywords) for p in lp.EVENT_PATTERNS)
 _TRACEBACK = lp.TRACEBACK_KEYWORD.decode()
@@ -160,7 +161,7 @@ def _run_tag(body: str) -> str | None:
 
 def candidate_regex(user=()) -> str:
     """One RE2 alternation of every pattern's keywords: a line without any of them has no row."""
-    parts = [p.keyword for p in lp.METRIC_PATTERNS] + [f.keyword for f in lp.FIELD_FORMATS]
+    parts = [p.keyword for p in lp.METRIC_PATTERNS] + [f.keyword for f in (*lp.FIELD_FORMATS, lp.GENERIC_LOSS)]
     parts += [lp.HF_DICT_KEYWORD, lp.TRACEBACK_KEYWORD, lp.THREAD_EXCEPTION_KEYWORD, *lp.BAR_KEYWORDS]
     parts += [k.encode() for k in lp.FAILURE_TABLE_KEYWORDS]
     parts += [p.keyword for p in user if p.keyword]
@@ -520,6 +521,8 @@ class LogScanner:
                 rows.metric(stamp=stamp, line=lineno, run=g.get("run") or run, step=_int(g.get("step")),
                             metric=p.metric, value=lp.number(g["value"]), rank=rank, pattern=p.name)
                 return 1
+        if _GENERIC_KW in text:
+            return self._field_metrics(lp.GENERIC_LOSS, text, stamp, lineno, run, rank, rows)
         return 0
 
     def _field_metrics(self, f: lp.FieldFormat, text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
@@ -808,21 +811,31 @@ def sniff_log(path: Path, head: bytes) -> float:
         return 0.0
     if lines[0].startswith("# ") and any(ln.startswith("| ---") or ln.startswith("|---") for ln in lines):
         return 0.0  # markdown
-    metric_lines = 0
-    stamped = 0
+    metric_lines = loss_lines = stamped = 0
     for ln in lines:
         body, _ = strip_prefixes(_clean(ln.encode("utf-8", "replace")))
         if find_stamp(body)[0] is not None:
             stamped += 1
         if _sniff_metric(body):
             metric_lines += 1
+        elif _GENERIC_KW in body and _generic_loss(body):
+            loss_lines += 1
     if metric_lines:
         return 0.6
     if any(s in text for s in _STRONG):
         return 0.55
+    if loss_lines >= min(3, len(lines)):  # a trainer's own `step N ... loss X` print-out
+        return 0.45
     if stamped / len(lines) >= 0.5:
         return 0.3
     return 0.0
+
+
+def _generic_loss(body: str) -> bool:
+    f = lp.GENERIC_LOSS
+    if f.steps[0].search(body) is None:
+        return False
+    return any((m := lp.FIELD.search(part)) and m.group("key").lower() in f.fields for part in f.separator.split(body))
 
 
 def _sniff_metric(body: str) -> bool:
