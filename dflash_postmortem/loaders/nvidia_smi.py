@@ -9,11 +9,22 @@ nvml_recording (what `record-gpus` writes).
 from __future__ import annotations
 
 import datetime as dt
+import tempfile
 from pathlib import Path
 
 from ..config import check_timezone
 from ..errors import SourceFormatError
-from . import nvml_recording, smi_csv, smi_dmon, smi_errors, smi_list, smi_q, smi_table, smi_xml
+from . import (
+    encoding,
+    nvml_recording,
+    smi_csv,
+    smi_dmon,
+    smi_errors,
+    smi_list,
+    smi_q,
+    smi_table,
+    smi_xml,
+)
 from .registry import FORMATS, Format, LoadContext, read_head, register
 
 SMI_FORMATS = [
@@ -76,11 +87,25 @@ def load_nvidia_smi(
     path = Path(path)
     check_timezone(timezone)
     ctx = LoadContext(timezone=timezone, host=host, on_bad_line=on_bad_line, date=date)
+    raw = read_head(path)
+    enc = encoding.detect(raw)
+    if not enc.needs_transcoding:
+        return _load(path, raw, ctx, fields)
+    # A capture redirected by Windows PowerShell is UTF-16: every form reads UTF-8.
+    with tempfile.TemporaryDirectory(prefix="dflash-transcoded-") as scratch:
+        copy = encoding.transcode(path, Path(scratch) / path.name, enc).path
+        ctx.aliases[copy] = path
+        inc = _load(copy, encoding.sniff_head(raw, enc), ctx, fields)
+    for rep in inc.load_report.files:
+        rep.assume(enc.describe())
+    return inc
+
+
+def _load(path: Path, head: bytes, ctx: LoadContext, fields: list[str] | None):
     if fields:
         # A field list only means something for a header-less query CSV.
         ctx.options = {"fields": list(fields)}
         return smi_csv.load(path, ctx)
-    head = read_head(path)
     best, score = None, 0.0
     for fmt in FORMATS.values():
         if fmt.folder or not (fmt.name.startswith("nvidia-smi") or fmt.name.startswith("nvml")):
@@ -93,7 +118,7 @@ def load_nvidia_smi(
             return smi_csv.load(path, ctx)
         first = head.decode("utf-8", "replace").splitlines()[0]
         raise SourceFormatError(
-            path, 1, "an nvidia-smi capture (query CSV, table, dmon/pmon, -q, -q -x, -L, "
+            ctx.aliases.get(path, path), 1, "an nvidia-smi capture (query CSV, table, dmon/pmon, -q, -q -x, -L, "
             "error output) or an NVML recorder file", first, fmt="nvidia-smi",
         )
     return best.load(path, ctx)

@@ -60,13 +60,27 @@ def load(path: Path, ctx: LoadContext):
         df = pd.DataFrame(recs)
         if df.empty:
             continue
-        df["time"] = pd.to_datetime(df["time"], utc=True, format="ISO8601")
+        # A damaged record (a hand-edited or half-synced file) keeps its row with what it has.
+        stamps = df["time"] if "time" in df.columns else pd.Series(None, index=df.index)
+        df["time"] = pd.to_datetime(stamps.astype("string"), utc=True, format="ISO8601", errors="coerce")
         df["host"] = host
         df["source"] = rep.path
+        for col in ("pid", "gpu"):
+            if col in df.columns:
+                df[col] = pd.to_numeric(df[col], errors="coerce").astype("Float64").round().astype("Int64")
         if name == "events":
-            df["kind"] = ["gpu_lost" if "GpuIsLost" in e else "gpu_error" for e in df["error"]]
+            texts = df["error"].astype("string").fillna("") if "error" in df.columns else pd.Series("", index=df.index)
+            df["kind"] = ["gpu_lost" if "GpuIsLost" in e else "gpu_error" for e in texts]
+            df["message"] = df["message"].astype("string").fillna(texts) if "message" in df.columns else texts
             df = df.rename(columns={"gpu": "gpu_index"})
         else:
             df["line"] = df["line"].astype("Int64")
+            numbers = [c for c in df.columns if c not in _TEXT_COLUMNS]
+            for col in numbers:
+                df[col] = pd.to_numeric(df[col], errors="coerce")
         frames[name] = df
     return from_frames(rep, **frames)
+
+
+# Recorded fields that are text; every other field of a gpu or proc record is a number.
+_TEXT_COLUMNS = {"time", "host", "source", "uuid", "name", "process_name", "pstate", "line", "gpu", "pid"}
