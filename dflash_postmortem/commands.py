@@ -16,8 +16,11 @@ from pathlib import Path
 SIGNALS = {
     1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS",
     8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE",
-    14: "SIGALRM", 15: "SIGTERM", 17: "SIGCHLD", 18: "SIGCONT", 19: "SIGSTOP", 20: "SIGTSTP",
-    24: "SIGXCPU", 25: "SIGXFSZ",
+    14: "SIGALRM", 15: "SIGTERM", 16: "SIGSTKFLT", 17: "SIGCHLD", 18: "SIGCONT", 19: "SIGSTOP",
+    20: "SIGTSTP", 21: "SIGTTIN", 22: "SIGTTOU", 23: "SIGURG", 24: "SIGXCPU", 25: "SIGXFSZ",
+    26: "SIGVTALRM", 27: "SIGPROF", 28: "SIGWINCH", 29: "SIGIO", 30: "SIGPWR", 31: "SIGSYS",
+    **{n: f"SIGRTMIN+{n - 34}" if n < 50 else f"SIGRTMAX-{64 - n}" for n in range(35, 64)},
+    34: "SIGRTMIN", 64: "SIGRTMAX",
 }
 SIGNAL_NUMBERS = {name: n for n, name in SIGNALS.items()}
 # `timeout` exits 124 when the time ran out (and it sent its signal), 125 when it failed itself,

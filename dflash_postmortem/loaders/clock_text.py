@@ -154,3 +154,20 @@ def parse_wall_clock(text: str) -> WallClock | None:
     if t is None:
         return None
     return WallClock(t, zone_offset(zone) if zone else None, zone)
+
+
+_DATE_WORD = re.compile(
+    r"^(?:[^\W\d_]{1,4}\.?,?|\d{1,2}\.?,?|\d{4}(?:年)?|\d{1,2}[月日]|\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?|[AaPp]\.?[Mm]\.?"
+    r"|[A-Z]{1,5}|[+-]\d{2}:?\d{2}|(?:UTC|GMT)[+-]\d{1,2}(?::?\d{2})?|星期.|.曜日|上午|下午|午前|午後)$")
+
+
+def parse_date_line(text: str) -> WallClock | None:
+    """A line that is only a date, as `date` prints it in any locale (no other words): the
+    separator between snapshots of a listing. A listing row that happens to hold a time and a
+    four-digit number is not one."""
+    words = text.split()
+    if not 3 <= len(words) <= 8:
+        return None
+    if not all(_DATE_WORD.match(w) or w.rstrip(".,").lower() in MONTHS for w in words):
+        return None
+    return parse_wall_clock(text)

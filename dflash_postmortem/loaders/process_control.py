@@ -23,6 +23,7 @@ The kinds (docs/process-evidence.md says what each means):
     oom_invoked   python invoked oom-killer: gfp_mask=0x..., order=0, oom_score_adj=0
     oom_reaped    oom_reaper: reaped process 1234 (python), now anon-rss:0kB, ...
     xid           NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.
+    gpu_lost      NVRM: The NVIDIA GPU 0000:b3:00.0 ... has fallen off the bus (no Xid line)
 """
 
 from __future__ import annotations
@@ -86,18 +87,28 @@ _TIMEOUT = re.compile(r"^timeout: sending signal (?P<sig>\w+) to command ['‘\"
 # -- kernel ---------------------------------------------------------------------------------
 _KB = r"(?P<{0}>[\d,]+)kB"
 _OOM_KILLED = re.compile(
-    r"(?P<cgroup>Memory cgroup out of memory: )?(?:Out of memory(?: \([^)]*\))?: )?Killed process (?P<pid>\d+) \((?P<name>.*?)\)"
+    r"(?P<cgroup>Memory cgroup out of memory: )?(?:Out of memory(?: \([^)]*\))?: )?Killed process (?P<pid>\d{1,10}) \((?P<name>.*?)\)(?=[ ,]|$)"
     r"(?: total-vm:" + _KB.format("vm") + r",? anon-rss:" + _KB.format("anon") + r",? file-rss:" + _KB.format("file")
     + r"(?:,? shmem-rss:" + _KB.format("shmem") + r")?)?(?:,? UID:(?P<uid>\d+))?(?: pgtables:" + _KB.format("pgt")
     + r")?(?: oom_score_adj:(?P<adj>-?\d+))?")
-_OOM_CHOSEN = re.compile(r"(?P<cgroup>Memory cgroup out of memory: )?(?:Out of memory(?: \([^)]*\))?: )?Kill process (?P<pid>\d+) \((?P<name>.*?)\) score (?P<score>-?\d+) or sacrifice child")
-_OOM_CONSTRAINT = re.compile(r"oom-kill:constraint=(?P<constraint>[A-Z_]+),.*?(?:task_memcg=(?P<memcg>[^,]*),)?task=(?P<name>[^,]*),pid=(?P<pid>\d+),uid=(?P<uid>\d+)")
-_OOM_INVOKED = re.compile(r"(?P<name>\S.*?) invoked oom-killer: gfp_mask=(?P<gfp>\S+?),? .*?order=(?P<order>-?\d+), oom_score_adj=(?P<adj>-?\d+)")
-_OOM_REAPED = re.compile(r"oom_reaper: reaped process (?P<pid>\d+) \((?P<name>.*?)\), now anon-rss:" + _KB.format("anon"))
-_XID = re.compile(r"NVRM: Xid \((?P<bus>[^)]*)\): (?P<xid>\d+)(?:, pid=(?P<pid>'?<?\w+>?'?))?(?:, name=(?P<name>[^,]*))?(?:, (?P<text>.*))?")
-_KERNEL_KEYS = ("Killed process", "Kill process", "oom-kill:", "invoked oom-killer", "oom_reaper:", "NVRM: Xid")
+_OOM_CHOSEN = re.compile(r"(?P<cgroup>Memory cgroup out of memory: )?(?:Out of memory(?: \([^)]*\))?: )?Kill process (?P<pid>\d{1,10}) \((?P<name>.*?)\) score (?P<score>-?\d{1,10}) or sacrifice child")
+_OOM_CONSTRAINT = re.compile(r"oom-kill:constraint=(?P<constraint>[A-Z_]+),.*?(?:task_memcg=(?P<memcg>[^,]*),)?task=(?P<name>[^,]*),pid=(?P<pid>\d{1,10}),uid=(?P<uid>\d{1,10})")
+_OOM_INVOKED = re.compile(r"(?P<name>\S.*?) invoked oom-killer: gfp_mask=(?P<gfp>\S+?),? .*?order=(?P<order>-?\d{1,3}), oom_score_adj=(?P<adj>-?\d{1,5})")
+_OOM_REAPED = re.compile(r"oom_reaper: reaped process (?P<pid>\d{1,10}) \((?P<name>.*?)\), now anon-rss:" + _KB.format("anon"))
+_XID = re.compile(r"NVRM: Xid \((?P<bus>[^)]*)\): (?P<xid>\d{1,5})(?:, pid=(?P<pid>'?<?\w+>?'?))?(?:, name=(?P<name>[^,]*))?(?:, (?P<text>.*))?")
+_GPU_LOST = re.compile(r"NVRM: (?:The NVIDIA GPU (?P<bus>[0-9a-fA-F:.]+)|GPU (?P<bus2>[0-9a-fA-F:.]+): GPU has fallen off the bus|fallen off the bus)")
+_KERNEL_KEYS = ("Killed process", "Kill process", "oom-kill:", "invoked oom-killer", "oom_reaper:", "NVRM: Xid",
+                "fallen off the bus")
+# A line a terminal wrapped and the copy kept as one: the wrap shows as a long run of spaces.
+_WRAP = re.compile(r" {20,}")
+# Python's report of a DataLoader worker that died: the worker's PID and the signal's name.
+_WORKER_KILLED = re.compile(r"DataLoader worker \(pid(?:\(s\))? (?P<pid>\d+)\) is killed by signal: (?P<status>[A-Za-z /]+?)\.?\s*$")
 # Prefixes a kernel line is pasted with: dmesg `[  518.050606]`, `dmesg -T` `[Sun Mar 30 08:24:00 2025]`,
 # `--time-format iso`, syslog/journalctl `May 15 23:09:30 host kernel:`, `dmesg -x` `kern  :err   :`.
+_KERNEL_PREFIX = re.compile(
+    r"(?:\s*(?:<\d+>|\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}\]"
+    r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"|[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ kernel:|kern\s*:\s*\w+\s*:|kernel:))*\s*")
 _UPTIME = re.compile(r"\[\s*(?P<s>\d+\.\d+)\]")
 _SYSLOG = re.compile(r"^(?:<\d+>)?(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>\d{1,2}) (?P<time>\d{2}:\d{2}:\d{2})(?:\.\d+)? \S+ kernel:")
 
@@ -131,22 +142,22 @@ def _int(v) -> int | None:
 
 
 def read_kernel(line: str) -> dict | None:
-    """One kernel line (OOM killer, Xid) -> its fact, with `prefix` (the text before the kernel
-    message: its time, if any) kept for the caller."""
-    at = min((i for i in (line.find(k) for k in _KERNEL_KEYS) if i >= 0), default=-1)
-    if at < 0:
+    """One kernel line (OOM killer, Xid, a GPU off the bus) -> its fact, with `prefix` (the
+    stamps before the kernel message: its time, if any) kept for the caller."""
+    if not any(k in line for k in _KERNEL_KEYS):
         return None
-    if "invoked oom-killer" in line:
-        m = _OOM_INVOKED.search(line)
-        if m:
-            name = m["name"].split("] ")[-1].split("kernel: ")[-1].strip()
-            return dict(kind="oom_invoked", process_name=name, oom_score_adj=_int(m["adj"]), order=_int(m["order"]),
-                        prefix=line[: m.start("name")] if name == m["name"] else line[: line.find(name)])
+    line = _WRAP.sub("", line)
+    cut = _KERNEL_PREFIX.match(line)
+    prefix, body = line[: cut.end()], line[cut.end():]
+    m = _OOM_INVOKED.match(body)
+    if m:
+        return dict(kind="oom_invoked", process_name=m["name"], oom_score_adj=_int(m["adj"]), order=_int(m["order"]),
+                    prefix=prefix)
     for rx, kind in ((_OOM_KILLED, "oom_kill"), (_OOM_CHOSEN, "oom_chosen"), (_OOM_REAPED, "oom_reaped")):
-        m = rx.search(line)
+        m = rx.search(body)
         if m:
             d = m.groupdict()
-            out = dict(kind=kind, pid=int(d["pid"]), process_name=d["name"], prefix=line[: m.start()])
+            out = dict(kind=kind, pid=int(d["pid"]), process_name=d["name"], prefix=prefix)
             if kind == "oom_kill":
                 out.update(total_vm_kib=_kb(d["vm"]), anon_rss_kib=_kb(d["anon"]), file_rss_kib=_kb(d["file"]),
                            shmem_rss_kib=_kb(d["shmem"]), uid=_int(d["uid"]), oom_score_adj=_int(d["adj"]),
@@ -154,15 +165,18 @@ def read_kernel(line: str) -> dict | None:
             elif kind == "oom_chosen":
                 out.update(score=_int(d["score"]), cgroup=bool(d["cgroup"]))
             return out
-    m = _OOM_CONSTRAINT.search(line)
+    m = _OOM_CONSTRAINT.search(body)
     if m:
         return dict(kind="oom_kill", pid=int(m["pid"]), process_name=m["name"], uid=int(m["uid"]),
-                    constraint=m["constraint"], memcg=m["memcg"], prefix=line[: m.start()], context=True)
-    m = _XID.search(line)
+                    constraint=m["constraint"], memcg=m["memcg"], prefix=prefix, context=True)
+    m = _GPU_LOST.search(body)
+    if m and "Xid" not in body:
+        return dict(kind="gpu_lost", bus=m["bus"] or m["bus2"], prefix=prefix)
+    m = _XID.search(body)
     if m:
         pid = (m["pid"] or "").strip("'<>")
         return dict(kind="xid", xid=int(m["xid"]), pid=_int(pid), process_name=(m["name"] or None),
-                    bus=m["bus"], detail=(m["text"] or "").strip() or None, prefix=line[: m.start()])
+                    bus=m["bus"], detail=(m["text"] or "").strip() or None, prefix=prefix)
     return None
 
 
@@ -228,6 +242,12 @@ def read_line(line: str) -> dict | None:
     fact = read_kernel(s)
     if fact is not None:
         return fact
+    m = _WORKER_KILLED.search(s)
+    if m:
+        fact = _status_fact(m["status"].strip(), None, None, m["pid"], None)
+        if fact["kind"] == "killed":
+            fact["job_command"] = "DataLoader worker"
+            return fact
     m = _EXIT.search(s)
     if m:
         code = int(m["code"])

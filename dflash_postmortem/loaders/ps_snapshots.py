@@ -21,7 +21,7 @@ import pandas as pd
 from .. import align
 from ..errors import SourceFormatError
 from ..incident import from_frames
-from .clock_text import parse_wall_clock
+from .clock_text import parse_date_line, parse_wall_clock
 from .registry import Format, LoadContext, register
 from .transcript_lines import is_prompt, screen_text
 
@@ -54,6 +54,7 @@ _EF_ROW = re.compile(r"^\S+\s+\d+\s+\d+\s+\d+\s+\S+\s+\S+\s+(?:\d+-)?\d+:\d{2}(?
 _SNAP_ISO = re.compile(r"^[#=*\s-]*(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s?(?:Z|[+-]\d{2}:?\d{2})?)[\s#=*-]*$")
 _SNAP_EPOCH = re.compile(r"^[#=*\s-]*(?P<s>1\d{9})(?:\.\d+)?[\s#=*-]*$")
 _SNAP_TOD = re.compile(r"^[#=*\s-]*(?P<time>\d{2}:\d{2}:\d{2})[\s#=*-]*$")
+_FENCE = re.compile(r"^(?:```|~~~)")
 _RULE = re.compile(r"^\s*(?:[=*#~_-]\s?){3,}\s*$")
 _TOP = re.compile(r"^top - (?P<time>\d{2}:\d{2}:\d{2}) ")
 _TOP_SUMMARY = re.compile(r"^(Tasks|Threads|%?Cpu|MiB|KiB|GiB|TiB|Mem|Swap|Load|Processes|PhysMem|VM|Networks|Disks|SharedLibs|MemRegions)\b")
@@ -77,6 +78,7 @@ class Listing:
 
     def __init__(self, header: list[str] | None = None, line: str = ""):
         self.header = header
+        self.guessed = False  # columns assumed (ps aux / ps -ef), not read from a header
         self.tree: list[tuple[int, int]] = []
         self.starts: list[int] = []
         if header and line:
@@ -87,29 +89,37 @@ class Listing:
                 pos = at + len(name)
 
     def cells(self, line: str) -> list[str] | None:
-        """Cells of a row: whitespace split, LSTART takes 5 words, the command takes the rest
-        (or, when other columns follow it, up to where the next column's header begins)."""
+        """Cells of a row: one word per column, LSTART's five words, and the command: the rest of
+        the line when it is the last column, else up to where the next column's header begins
+        (`ps -o etime,pid,comm,args`, top's wide view). None when the row is too short."""
         header = self.header or []
-        words = line.split()
+        words = [(m.start(), m.end()) for m in re.finditer(r"\S+", line)]
         cells: list[str] = []
         i = 0
+        after_command = False
         for k, name in enumerate(header):
-            if name in _COMMANDS and (k == len(header) - 1 or len(self.starts) == len(header)):
-                if i >= len(words):
+            if i >= len(words):
+                if not after_command:
                     return None
-                pos = len(line) - len(line.split(None, i)[i]) if i else len(line) - len(line.lstrip())
-                if k == len(header) - 1:
-                    return [*cells, line[pos:].strip()]
-                end = max(self.starts[k + 1], pos)
-                while pos < end < len(line) and line[end - 1] != " ":
-                    end -= 1  # the next value, right-aligned, reaches left of its header
-                tail = line[end:].split()[: len(header) - k - 1]
-                cells += [line[pos:end].strip(), *tail]
-                return cells + [""] * (len(header) - len(cells))
-            n = 5 if name in ("LSTART", "STARTED") and _lstart_at(words, i) else 1
+                cells.append("")  # a field missing after the command: the row still counts
+                continue
+            if name in _COMMANDS and k == len(header) - 1:
+                cells.append(line[words[i][0]:].strip())
+                return cells
+            if name in _COMMANDS and len(self.starts) == len(header):
+                # a right-aligned value of the next column may begin left of its header: only
+                # words that end before the next header begins belong to the command
+                j = i + 1
+                while j < len(words) and words[j][1] <= self.starts[k + 1]:
+                    j += 1
+                cells.append(line[words[i][0]:words[j - 1][1]])
+                i = j
+                after_command = True
+                continue
+            n = 5 if name in ("LSTART", "STARTED") and _lstart_at([line[a:b] for a, b in words], i) else 1
             if i + n > len(words):
-                return None
-            cells.append(" ".join(words[i:i + n]))
+                return None if not after_command else [*cells, *[""] * (len(header) - len(cells))]
+            cells.append(" ".join(line[a:b] for a, b in words[i:i + n]))
             i += n
         return cells
 
@@ -204,7 +214,13 @@ def listing_row(listing: Listing, line: str, snap, ctx: LoadContext, rep) -> dic
         return "a ps/top row under a header line"
     cells = listing.cells(line)
     if cells is None:
-        return f"{len(use)} columns ({' '.join(use)})"
+        # A row cut short (a paste that stops, a listing killed mid-write): kept with the fields
+        # it has when they reach its PID.
+        words = line.split()
+        if "PID" not in use or use.index("PID") >= len(words) or not words[use.index("PID")].isdigit():
+            return f"{len(use)} columns ({' '.join(use)})"
+        cells = words[: len(use)] + [""] * (len(use) - len(words))
+        rep.assume("a row cut short is kept with the fields it has (the others are empty)")
     row: dict = {}
     for name, v in zip(use, cells, strict=False):
         key = "lstart" if name == "STARTED" and len(v.split()) == 5 else COLUMNS.get(name, name.lower())
@@ -276,8 +292,8 @@ def _snapshot_time(s: str, snap, ctx: LoadContext, rep) -> tuple[bool, object]:
         if snap is not None and t is not None and t < snap - pd.Timedelta(hours=1):
             t += pd.Timedelta(days=1)  # past midnight since the snapshot the date came from
         return True, t
-    if len(s) < 80 and not _header(s):
-        wall = parse_wall_clock(s.lstrip("#=*- ").rstrip("#=*- "))
+    if len(s) < 80:
+        wall = parse_date_line(s.lstrip("#=*- ").rstrip("#=*- "))
         if wall is not None:
             if wall.offset_min is not None:
                 return True, wall.utc()
@@ -321,6 +337,13 @@ def read_listing(lines: list[str], first_line: int, snap, ctx: LoadContext, rep,
             if counted:
                 rep.parsed += 1
             continue
+        if _FENCE.match(s):
+            skip(i, "markdown fence")
+            listing.tree = []
+            continue
+        if s.startswith("#") and not is_prompt(s):
+            skip(i, "comment line")
+            continue
         if _RULE.match(s):
             skip(i, "separator line")
             listing.tree = []
@@ -336,13 +359,16 @@ def read_listing(lines: list[str], first_line: int, snap, ctx: LoadContext, rep,
         if is_prompt(line):
             skip(i, "shell prompt line")
             continue
-        if listing.header is None:
+        if listing.header is None or listing.guessed:
+            # Without a header, every row must have the shape of the listing it is taken for.
             guess = AUX if _AUX_ROW.match(line) else EF if _EF_ROW.match(line) else None
             if guess is None:
                 bad(i, "a ps/top row under a header line", line)
                 continue
-            rep.assume(f"no header line: `ps {'aux' if guess is AUX else '-ef'}` columns assumed")
-            listing = Listing(guess)
+            if listing.header is not guess:
+                rep.assume(f"no header line: `ps {'aux' if guess is AUX else '-ef'}` columns assumed")
+                listing = Listing(guess)
+                listing.guessed = True
         got = listing_row(listing, line, snap, ctx, rep)
         if isinstance(got, str):
             bad(i, got, line)
@@ -426,6 +452,12 @@ def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep) -> pd.DataFr
     df["snap"] = pd.Series(df["snap"], dtype="datetime64[us, UTC]")
     df["started"] = pd.Series(df["started"], dtype="datetime64[us, UTC]")
     df["command"] = df["command"].fillna("")
+    # `pgrep`/`pidof` answers show only PIDs: the listing that shows the same PID's command
+    # names that process.
+    bare = df["command"] == ""
+    if bare.any() and (~bare).any():
+        named = df.loc[~bare].drop_duplicates("pid").set_index("pid")["command"]
+        df.loc[bare, "command"] = df.loc[bare, "pid"].map(named).fillna("")
     _fold_exec_chains(df, rep)
     g = df.groupby(["pid", "command"], sort=False, dropna=False)
     out = g.agg(
@@ -434,6 +466,7 @@ def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep) -> pd.DataFr
         state=("state", "last"), snapshots=("line", "size"), cpu_pct_max=("cpu_pct", "max"),
         rss_kib_max=("rss_kib", "max"), line=("line", "first"),
     ).reset_index()
+    out["command"] = out["command"].replace("", pd.NA)  # a row cut before its command: missing, not empty
     out["run"] = out["command"].str.extract(r"--run[-_]name[= ]([\w.@-]+)", expand=False)
     out["source"] = source
     out["host"] = ctx.host

@@ -39,6 +39,8 @@ from ..errors import SourceFormatError
 from ..incident import Incident, from_frames
 from . import process_control
 from .clock_text import WallClock, parse_wall_clock
+from .kernel_log import FORMAT as KERNEL_FORMAT
+from .kernel_log import sniff_kernel_log
 from .ps_snapshots import lifetimes, read_listing
 from .registry import Format, LoadContext, register
 from .transcript_lines import Prompt, match_prompt, match_script_mark, screen_text
@@ -57,6 +59,8 @@ _VERDICT_PID = re.compile(r"\bpid (?P<pid>\d+)\b")
 _ECHO_STATUS = re.compile(r"^echo\b[^|;&]*\$\{?\?")
 _PGREP_ROW = re.compile(r"^(?P<pid>\d{1,10})(?:\s+(?P<cmd>.*))?$")
 _EPOCH = re.compile(r"^\d{9,10}(?:\.\d+)?$")
+_FENCE = re.compile(r"^\s{0,3}(?:```|~~~)(?:[\w+-]*\s*$|(?P<rest>.+))")
+_SHELL_REPORTS = {"kill_failed", "killed", "job_started", "nohup", "nohup_failed", "job_stopped", "timeout_kill"}
 
 
 def _pid(v) -> int | None:
@@ -85,11 +89,11 @@ class Command:
 @dataclass
 class Session:
     """A transcript split into what it holds: commands with their output, `script` marks,
-    and lines before the first command."""
+    and lines outside any command (before the first, or prose after a closing fence)."""
 
     commands: list[Command] = field(default_factory=list)
     marks: list[tuple[int, object]] = field(default_factory=list)  # (line, ScriptMark)
-    preamble: list[tuple[int, str]] = field(default_factory=list)
+    loose: list[tuple[int, str]] = field(default_factory=list)  # lines outside any command
 
 
 def split_session(lines: list[str], rep) -> Session:
@@ -98,6 +102,15 @@ def split_session(lines: list[str], rep) -> Session:
     current: Command | None = None
     for i, raw in enumerate(lines, 1):
         s = screen_text(raw)
+        fence = _FENCE.match(s)
+        if fence and not fence["rest"]:
+            # A markdown fence opens or closes a paste: what follows a closing one is prose,
+            # not the output of the last command.
+            rep.skip(i, "markdown fence")
+            current = None
+            continue
+        if fence or s.endswith("```"):
+            s = (fence["rest"] if fence else s).removesuffix("```")  # a fence glued to a line
         mark = match_script_mark(s)
         if mark is not None:
             ses.marks.append((i, mark))
@@ -120,7 +133,7 @@ def split_session(lines: list[str], rep) -> Session:
             current.output.append((i, s))
             rep.parsed += 1
         else:
-            ses.preamble.append((i, s))
+            ses.loose.append((i, s))
     return ses
 
 
@@ -532,13 +545,13 @@ def load_transcript(path: Path, ctx: LoadContext, fmt: str = FORMAT) -> Incident
     def ref_of(n: int) -> str:
         return f"{rep.path}:{n}"
 
-    # Lines before the first command: kernel lines and shell reports pasted on their own.
-    held = _fact_events(ev, ses.preamble, None, ref_of, jobs, ctx, rep, set())
-    for n, _ in ses.preamble:
+    # Lines outside any command: kernel lines and shell reports pasted on their own.
+    held = _fact_events(ev, ses.loose, None, ref_of, jobs, ctx, rep, set())
+    for n, _ in ses.loose:
         if n in held:
             rep.parsed += 1
         else:
-            rep.skip(n, "kernel log line with no process fact" if fmt != FORMAT else "text before the first command")
+            rep.skip(n, "kernel log line with no process fact" if fmt == KERNEL_FORMAT else "text outside any command")
     for n, mark in ses.marks:
         if not mark.started and mark.exit_code is not None:
             sig, meaning = exit_meaning(mark.exit_code)
@@ -709,6 +722,11 @@ def _link_pid(row: dict, launch: Launch, t, nxt, known: Incident | None) -> None
 
 
 
+def load_kernel_log(path: Path, ctx: LoadContext) -> Incident:
+    """Kernel messages on their own: read like a session without prompts (kernel_log.py)."""
+    return load_transcript(path, ctx, fmt=KERNEL_FORMAT)
+
+
 def load_shell_transcript(path, *, timezone: str = "UTC", host: str | None = None, root=None, on_bad_line: str = "warn"):
     """Read an operator's terminal session into events (commands, launches, what outputs say),
     processes (ps/top/pgrep answers) and GPU rows (nvidia-smi answers).
@@ -740,6 +758,9 @@ def sniff_transcript(path: Path, head: bytes) -> float:
         return 0.7
     if typed and facts:
         return 0.5  # one prompt: a trainer's output pasted with its command stays a training log
+    reports = [f for f in facts if f["kind"] in _SHELL_REPORTS and (f.get("pid") or f.get("job") or f["kind"] != "killed")]
+    if not typed and reports and len(reports) / len(lines) >= 0.3:
+        return 0.45  # the shell's own reports pasted without their prompt (`run.sh: line 1: 7364 Killed ...`)
     traces = len(prompts) - len(typed)
     if traces >= 3 and traces / len(lines) >= 0.2:
         return 0.6
@@ -751,5 +772,12 @@ register(Format(
     sniff=sniff_transcript,
     load=load_transcript,
     doc="operator terminal sessions: stamped transcripts, prompts of any shell, script recordings, set -x traces",
+    phase=1,
+))
+register(Format(
+    name=KERNEL_FORMAT,
+    sniff=sniff_kernel_log,
+    load=load_kernel_log,
+    doc="kernel messages (dmesg, dmesg -T, journalctl -k, syslog): OOM kills, NVIDIA Xid errors, GPUs off the bus",
     phase=1,
 ))

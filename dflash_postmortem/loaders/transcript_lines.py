@@ -112,7 +112,7 @@ class Prompt:
 
 
 _ENV = r"(?:\((?:[^()\s]|\([^()]*\))+\)\s?)*"  # (venv) (base) (.venv)
-_USER_HOST = r"[\w.+-]+@[\w.-]+"
+_USER_HOST = r"[\w.+-]+@[\w.~-]+"
 _TOD = r"(?:\[?(?P<tod>\d{2}:\d{2}:\d{2})\]?\s)?"
 _STAMPED = re.compile(r"^\[(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\] ?[$#] (?P<cmd>.*)$")
 _STYLES = (

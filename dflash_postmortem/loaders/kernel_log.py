@@ -1,0 +1,32 @@
+"""Kernel messages pasted on their own (dmesg, `dmesg -T`, `dmesg --time-format iso`,
+journalctl -k, /var/log/syslog or kern.log): how to recognise them. The OOM killer's choices and
+kills, NVIDIA Xid errors and GPUs that fell off the bus become events through the transcript
+loader (process_control.py reads the lines), which registers this format beside its own; lines
+that state none of these are counted as skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from . import process_control
+from .transcript_lines import match_prompt, screen_text
+
+FORMAT = "kernel-log"
+_KERNEL_PREFIX = re.compile(r"^\s*(?:<\d+>)?\[\s*\d+\.\d+\]|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}\]"
+                            r"|^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[.,]\d+[+-]\d{2}:?\d{2} |^[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \S+ kernel:"
+                            r"|^kern\s*:\w+\s*:")
+_KERNEL_KINDS = {"oom_kill", "oom_chosen", "oom_invoked", "oom_reaped", "xid", "gpu_lost"}
+
+
+def sniff_kernel_log(path: Path, head: bytes) -> float:
+    text = head.decode("utf-8", "replace").removeprefix("\ufeff")
+    lines = [s for s in (screen_text(ln) for ln in text.split("\n")[:400]) if s.strip()]
+    if not lines or any(p is not None and p.command and not p.trace_depth for p in map(match_prompt, lines)):
+        return 0.0  # a session with prompts is a transcript: it reads these lines too
+    facts = [f for f in map(process_control.read_line, lines) if f is not None and f["kind"] in _KERNEL_KINDS]
+    if not facts:
+        return 0.0
+    prefixed = sum(1 for ln in lines if _KERNEL_PREFIX.match(ln))
+    return 0.8 if prefixed / len(lines) >= 0.3 else 0.45
