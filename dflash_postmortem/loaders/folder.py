@@ -43,6 +43,9 @@ class Entry:
     path: Path
     is_dir: bool = False
     report: FileReport | None = None  # set when the entry is only accounted for, not read
+    # A link whose target is gone: a format may still know it (wandb's links into ~/.cache);
+    # otherwise this is its load-report entry.
+    dangling: FileReport | None = None
 
 
 def _os_error(e: OSError) -> str:
@@ -62,7 +65,7 @@ def _classify(path: Path, ctx: LoadContext) -> Entry:
                 target = os.readlink(path)
             except OSError:
                 target = "?"
-            return Entry(path, report=FileReport(path=rel, error=f"dangling symbolic link to {target}: not read"))
+            return Entry(path, dangling=FileReport(path=rel, error=f"dangling symbolic link to {target}: not read"))
         return Entry(path, report=FileReport(path=rel, error=f"could not be examined: {_os_error(e)}"))
     for test, why in _SPECIAL:
         if test(st.st_mode):
@@ -87,13 +90,23 @@ def _listing(folder: Path, ctx: LoadContext, seen: set[str]) -> list[Entry]:
         entry = _classify(path, ctx)
         if entry.is_dir:
             real = os.path.realpath(path)
-            if real in seen:
+            if path.is_symlink() and ctx.root is not None and _inside(real, ctx.root):
+                # wandb's `latest-run` and the like: the folder is read where it really lies.
+                target = Path(real).relative_to(os.path.realpath(ctx.root)).as_posix()
+                why = f"link to {target}/, read there"
+                entry = Entry(path, report=FileReport(path=ctx.name(path) + "/", notes=[why]))
+            elif real in seen:
                 why = "link to a folder already read (a loop): not read again"
                 entry = Entry(path, report=FileReport(path=ctx.name(path) + "/", notes=[why]))
             else:
                 seen.add(real)
         out.append(entry)
     return out
+
+
+def _inside(real: str, root: Path) -> bool:
+    top = os.path.realpath(root)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
 
 
 def regular_files(root: Path):
@@ -104,7 +117,7 @@ def regular_files(root: Path):
     seen = {os.path.realpath(root)}
     while pending:
         for entry in _listing(pending.pop(), ctx, seen):
-            if entry.report is not None:
+            if entry.report is not None or entry.dangling is not None:
                 continue
             if entry.is_dir:
                 pending.append(entry.path)
@@ -143,6 +156,8 @@ class _Planner:
         for entry in _listing(folder, self.ctx, seen):
             if entry.report is not None:
                 self.account(entry.report)
+            elif entry.dangling is not None:
+                self.link(entry)
             elif entry.is_dir:
                 fmt = self.sniff(entry.path, b"")
                 if fmt is not None:
@@ -163,6 +178,13 @@ class _Planner:
             else:
                 self.report.notes.append(f"{self.ctx.name(path)}: {note}")
         return fmt
+
+    def link(self, entry: Entry) -> None:
+        fmt = self.sniff(entry.path, b"")
+        if fmt is None:
+            self.account(entry.dangling)
+        else:
+            self.plan.append(_Planned(entry.path, fmt))
 
     def file(self, path: Path) -> None:
         rel = self.ctx.name(path)
@@ -230,6 +252,8 @@ def load_incident(
         entry = _classify(root, ctx)
         if entry.report is not None:
             planner.account(entry.report)
+        elif entry.dangling is not None:
+            planner.link(entry)
         else:
             planner.file(root)
 

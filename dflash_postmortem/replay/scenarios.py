@@ -15,6 +15,15 @@ recordings.
     stall           a run whose drafter thread blocks for good, or (--stall-by crash) dies while the
                     loop runs on without it: alive, memory held, ~0 % utilization, no step for
                     --stall-seconds; the operator checks, kills it, relaunches
+    survivor        another operator, at an interactive terminal (`logs/terminal.log`, recorded by
+                    `script`, dated only by the `date`s typed): baseline -> regression started
+                    through a wrapper script -> `kill -TERM -- -$(cat pid_file)` fails (the PID
+                    file names a process, not a group) -> a relaunch under `timeout -s KILL 2`
+                    dies before writing a line -> a relaunch that trains beside the survivor
+                    -> the survivor killed by its PID -> full speed
+    never-trains    a target too large for its start-up (`--big-args`: made on the host, moved
+                    block by block): stage lines stop at loading, GPU memory creeps up, no step;
+                    the operator checks three times, kills it by name, relaunches the right size
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ from pathlib import Path
 
 from ..errors import PostmortemError
 
-SCENARIOS = ("regression", "failed-restart", "full", "stall")
+SCENARIOS = ("regression", "failed-restart", "full", "stall", "survivor", "never-trains")
 # trainer flags per suspected cause; `all` is the write-up's regressed configuration
 CAUSES = {
     "linear-attn": ["--fast-linear-attn", "0"],
@@ -47,6 +56,12 @@ SMI_QUERY = ("timestamp,index,uuid,memory.used,memory.total,utilization.gpu,util
              "temperature.gpu,power.draw")
 SMI_APPS = "timestamp,gpu_uuid,pid,process_name,used_memory"
 TRAINER_MODULE = "dflash_postmortem.replay.train"
+# The wrapper script the survivor scenario's operator starts runs with: its PID is not the trainer's.
+WRAPPER = """#!/usr/bin/env bash
+# start a training run; arguments go to the trainer
+cd "$(dirname "$0")"
+{python} -m {module} "$@"
+"""
 
 
 def _utc_stamp(ms: bool) -> str:
@@ -147,10 +162,11 @@ class Background:
 
 class Scenario:
     def __init__(self, root: Path, *, seconds: float, cause: str, trainer_args: list[str], ps_interval: float,
-                 echo=None, stall_seconds: float = 90.0, stall_at_step: int = 20, stall_by: str = "hang"):
+                 echo=None, stall_seconds: float = 90.0, stall_at_step: int = 20, stall_by: str = "hang",
+                 big_args: list[str] = ()):
         self.root, self.seconds, self.cause = root, seconds, cause
         self.stall_seconds, self.stall_at_step, self.stall_by = stall_seconds, stall_at_step, stall_by
-        self.trainer_args = trainer_args
+        self.trainer_args, self.big_args = trainer_args, list(big_args)
         self.ps_interval = ps_interval
         self.gpus = shutil.which("nvidia-smi") is not None
         self.sh = Transcript(root, echo)
@@ -158,13 +174,16 @@ class Scenario:
             (root / sub).mkdir(parents=True, exist_ok=True)
 
     # ------------------------------------------------------------ building blocks
-    def trainer(self, run: str, seconds: float, extra: list[str] = ()) -> str:
-        args = [sys.executable, "-m", TRAINER_MODULE, "--run-name", run, "--seconds", f"{seconds:g}",
+    def trainer_flags(self, run: str, seconds: float, extra: list[str] = ()) -> list[str]:
+        args = ["--run-name", run, "--seconds", f"{seconds:g}",
                 "--pid-file", f"{self.root}/run/{run}.pid", "--wandb-dir", f"{self.root}/wandb",
                 *self.trainer_args, *extra]
         if self.gpus:
             args += ["--record-gpus-dir", f"{self.root}/nvml"]
-        return shlex.join(args)
+        return args
+
+    def trainer(self, run: str, seconds: float, extra: list[str] = ()) -> str:
+        return shlex.join([sys.executable, "-m", TRAINER_MODULE, *self.trainer_flags(run, seconds, extra)])
 
     def detached(self, run: str, log: str, seconds: float, extra: list[str] = ()) -> None:
         self.sh.run(f"cd {self.root} && setsid nohup {self.trainer(run, seconds, extra)} > {self.root}/logs/{log} "
@@ -236,10 +255,75 @@ class Scenario:
         self.sh.run(f"kill -TERM $(cat {self.root}/run/stalled.pid); sleep 2; "
                     f"ps aux | grep {TRAINER_MODULE} | grep -v grep | wc -l")
 
+    def survivor(self) -> None:
+        from .terminal import InteractiveShell
+
+        wrapper = self.root / "run_train.sh"
+        wrapper.write_text(WRAPPER.format(python=sys.executable, module=TRAINER_MODULE))
+        wrapper.chmod(0o755)
+        t = InteractiveShell(self.root, self.root / "logs" / "terminal.log", _SHELL_ENV)
+        try:
+            t.run("date")
+            t.run(f"nohup ./run_train.sh {shlex.join(self.trainer_flags('baseline', self.seconds))} > logs/train.log 2>&1 &")
+            self.wait_for("train.log", r"Training (stopped|failed)$", self.seconds + 300)
+            t.run("date")
+            regressed = self.trainer_flags("regressed", self.seconds * 40, CAUSES[self.cause])
+            t.run(f"nohup ./run_train.sh {shlex.join(regressed)} > logs/train_opt.log 2>&1 &")
+            self.wait_for("train_opt.log", r"\] step \d+ ", 300)
+            time.sleep(self.seconds)
+            t.run("date")
+            # Meant for the run's whole process group; the PID file names the trainer, a child of
+            # the wrapper whose PID is the group's: no such group.
+            t.run("kill -TERM -- -$(cat run/regressed.pid)")
+            # A quick start check: SIGKILL after 2 s, to timeout's own process group (itself too).
+            t.run(f"timeout -s KILL 2 {self.trainer('fixed', self.seconds)} > logs/train_fix.log 2>&1; echo exit=$?")
+            t.run("date")
+            t.run(f"ps aux | grep {TRAINER_MODULE} | grep -v grep | wc -l")
+            t.run("ls -l logs/train_fix.log")
+            fixed = self.trainer_flags("fixed", self.seconds * 4)
+            t.run(f"nohup ./run_train.sh {shlex.join(fixed)} > logs/train_fix2.log 2>&1 &")
+            self.wait_for("train_fix2.log", r"\] step \d+ ", 300)
+            time.sleep(self.seconds * 1.5)
+            t.run("date")
+            if self.gpus:
+                # The forms an operator reaches for, one after another.
+                for cmd in ("nvidia-smi", "nvidia-smi -L",
+                            "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
+                            "nvidia-smi --query-gpu=index,memory.used,memory.total,utilization.gpu --format=csv,noheader",
+                            "nvidia-smi -q -d MEMORY,UTILIZATION | head -n 60",
+                            "nvidia-smi dmon -c 3", "nvidia-smi pmon -c 2",
+                            "nvidia-smi -q -x > logs/smi_snapshot.xml"):
+                    t.run(cmd)
+            else:
+                t.run("free -m")
+            t.run("ps -eo pid,ppid,pgid,lstart,etimes,args | grep '[r]eplay.train'")
+            t.run("kill $(cat run/regressed.pid)")
+            time.sleep(2)
+            t.run(f"ps aux | grep {TRAINER_MODULE} | grep -v grep | wc -l")
+            self.wait_for("train_fix2.log", r"Training (stopped|failed)$", self.seconds * 4 + 300)
+            t.run("date")
+            t.run("tail -n 2 logs/train_fix2.log")
+        finally:
+            t.close()
+
+    def never_trains(self) -> None:
+        log = f"{self.root}/logs/train.log"
+        self.detached("big", "train.log", self.seconds, self.big_args)
+        self.wait_for("train.log", r"Loading target model", 300)
+        for _ in range(3):
+            time.sleep(self.stall_seconds / 3)
+            self.checks(log)
+        # No PID file yet (it is written once start-up is done): killed by its command line. The
+        # bracket keeps pkill from matching the shell that runs it.
+        self.sh.run(f"pkill -TERM -f '[r]un-name big'; sleep 3; ps aux | grep {TRAINER_MODULE} | grep -v grep | wc -l")
+        self.recovery()
+
     def write_manifest(self, name: str) -> None:
         utc = time.localtime().tm_gmtoff == 0
-        cause = ({"hang": "a drafter thread that never returns",
-                  "crash": "a drafter thread that died, unguarded"}[self.stall_by] if name == "stall" else self.cause)
+        cause = {"stall": {"hang": "a drafter thread that never returns",
+                           "crash": "a drafter thread that died, unguarded"}[self.stall_by],
+                 "survivor": "a failed group kill left the regressed run on the GPUs",
+                 "never-trains": "a target too large to finish loading"}.get(name, self.cause)
         text = (f'title = "replay: {name} (cause: {cause})"\n'
                 # the trainer writes local time; say which zone that is
                 f'timezone = "{"UTC" if utc else _local_zone()}"\n')
@@ -260,6 +344,10 @@ class Scenario:
             if name == "stall":
                 self.stall()
                 self.recovery()
+            if name == "survivor":
+                self.survivor()
+            if name == "never-trains":
+                self.never_trains()
 
 
 def _local_zone() -> str:
@@ -284,6 +372,8 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
                    help="stall: the drafter thread blocks for good (hang), or raises and dies while the "
                         "loop runs on without it (crash: the trainer's --on-thread-error continue)")
     p.add_argument("--trainer-args", default="", help="extra trainer flags, e.g. '--hidden 32 --seq 64'")
+    p.add_argument("--big-args", default="--materialize host --hidden 1024 --layers 64",
+                   help="never-trains: the flags that make the first start too large to reach training")
     p.add_argument("--quiet", action="store_true", help="do not echo the transcript")
 
 
@@ -295,7 +385,7 @@ def run_replay(args: argparse.Namespace) -> int:
     Scenario(out, seconds=args.seconds, cause=args.cause, trainer_args=shlex.split(args.trainer_args),
              ps_interval=args.ps_interval, echo=None if args.quiet else sys.stdout,
              stall_seconds=args.stall_seconds, stall_at_step=args.stall_at_step,
-             stall_by=args.stall_by).play(args.scenario)
+             stall_by=args.stall_by, big_args=shlex.split(args.big_args)).play(args.scenario)
     print(f"replay: {args.scenario} written to {out}")
     return 0
 

@@ -43,7 +43,7 @@ from .drafter import (
     _sdpa,
     sample_anchors,
 )
-from .model import LINEAR_ATTN_IMPLS, HybridTarget, TargetConfig, build_target_layer_ids
+from .model import LINEAR_ATTN_IMPLS, Block, HybridTarget, TargetConfig, build_target_layer_ids
 from .telemetry import RunLog, format_step, gpu_recording, open_wandb, route_library_warnings
 
 
@@ -73,6 +73,7 @@ class ReplayConfig:
     num_anchors: int = 16
     chunk_blocks: int = 4
     dtype: str = "auto"  # bf16 on GPU, fp32 on CPU
+    materialize: str = "device"  # "host": target weights made on the host, moved layer by layer
     # the four knobs
     lm_head_mode: str = "once"
     use_reentrant: bool = True
@@ -129,6 +130,10 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                  "block_size", "num_anchors", "chunk_blocks"):
         g.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(d, name))
     g.add_argument("--dtype", choices=("auto", "bf16", "fp32"), default=d.dtype)
+    g.add_argument("--materialize", choices=("device", "host"), default=d.materialize,
+                   help="host: make the target's weights on the CPU and move them layer by layer, as "
+                        "from_pretrained + .to(device) does (a large target then takes minutes to load "
+                        "while its GPU memory creeps up)")
     g = p.add_argument_group("knobs (one per suspected root cause)")
     g.add_argument("--lm-head-mode", choices=LM_HEAD_MODES, default=None)
     g.add_argument("--lm-head-opt", type=_flag01, default=None,
@@ -226,9 +231,37 @@ def build_target(cfg: ReplayConfig, device: torch.device) -> HybridTarget:
     tcfg = TargetConfig(vocab=cfg.vocab, hidden=cfg.hidden, layers=cfg.layers, heads=cfg.heads,
                         linear_attn=cfg.linear_attn)
     torch.manual_seed(cfg.seed)  # every replica of the target gets the same weights
+    layer_ids = build_target_layer_ids(cfg.layers, cfg.draft_layers)
+    if cfg.materialize == "host":
+        return _build_target_on_host(tcfg, layer_ids, device, dtype_of(cfg))
     with torch.device(device):
-        target = HybridTarget(tcfg, build_target_layer_ids(cfg.layers, cfg.draft_layers))
+        target = HybridTarget(tcfg, layer_ids)
     return target.to(dtype_of(cfg)).eval()
+
+
+def _build_target_on_host(tcfg: TargetConfig, layer_ids: list[int], device: torch.device,
+                          dtype: torch.dtype) -> HybridTarget:
+    """The shape of a checkpoint load: the skeleton has no storage, each block is made on the CPU
+    (single-threaded random init, as slow as reading weights from disk) and moved as soon as it
+    exists. Host memory stays at one block; device memory grows block by block."""
+    with torch.device("meta"):
+        target = HybridTarget(tcfg, layer_ids)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one loader thread, as a checkpoint read from disk has
+    try:
+        for name in ("embed", "norm", "lm_head"):
+            fresh = type(getattr(target, name))(*_module_args(tcfg, name))
+            setattr(target, name, fresh.to(device=device, dtype=dtype))
+        for i, kind in enumerate(tcfg.layer_types()):
+            target.layers[i] = Block(tcfg, kind).to(device=device, dtype=dtype)
+    finally:
+        torch.set_num_threads(threads)
+    return target.requires_grad_(False).eval()
+
+
+def _module_args(tcfg: TargetConfig, name: str) -> tuple:
+    return {"embed": (tcfg.vocab, tcfg.hidden), "norm": (tcfg.hidden,),
+            "lm_head": (tcfg.hidden, tcfg.vocab, False)}[name]
 
 
 def draft_config(cfg: ReplayConfig, device: torch.device) -> DraftConfig:
