@@ -184,6 +184,7 @@ def _decode_other(rec, kind: str, num: int, d: _Decoded) -> None:
         d.last_us = t
     elif kind == "run":
         r = rec.run
+        d.identity.setdefault("num", num)
         d.identity.update(
             id=r.run_id or None, name=r.display_name or None, project=r.project or None,
             entity=r.entity or None, host=r.host or None,
@@ -267,6 +268,9 @@ class _RunParts:
     console_texts: list[str] = field(default_factory=list)
     pid: int | None = None
     host: str | None = None
+    records: int = 0  # records read from the .wandb log(s)
+    run_record: int | None = None  # the run record's number in its log (where the start is)
+    ends: list[pd.DataFrame] = field(default_factory=list)  # run_end events of the log(s)
 
 
 def _stop_note(scan: wandb_log.LogScan) -> str | None:
@@ -326,6 +330,7 @@ def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, meta: wandb_files.
     run = ident.get("name") or ident.get("id") or fallback or path.stem
     host = ctx.host or ident.get("host") or env.get("host") or meta.host
     parts.run, parts.host = run, host
+    parts.run_record = ident.get("num")
     hist = history_frame(d.hist_row, d.hist_key, bulk_json(d.hist_val), d.hist_stepnum, run, source, rep,
                          n_rows=d.n_hist)
     stats, gpus = stats_frames(d.stats_row, d.stats_key, bulk_json(d.stats_val), to_time(d.stats_time), run, host,
@@ -367,11 +372,15 @@ def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, meta: wandb_files.
             message = f"ended without exit record; no record in the file carries a time{tail}"
             rep.assume("run end time unknown (NaT): the .wandb log holds no timestamped record "
                        "(the run was stopped seconds after it started)")
-    parts.events.append(
+    parts.ends.append(
         pd.DataFrame({"time": pd.Series([info.ended], dtype=object).astype(TIME), "host": host, "run": run,
                       "kind": "run_end", "message": message, "source": source, "ref": ref,
                       "exit_code": pd.array([info.exit_code], dtype="Int64")})
     )
+    parts.records += len(scan.records)
+    if not scan.records and not scan.seen and scan.size >= wandb_log.FILE_HEADER.size:
+        rep.notes.append("the log holds only its header: the run stopped before wandb-core wrote its "
+                         "first block (it writes in 32 KiB blocks)")
     parts.info = info
     parts.reports.append(rep)
 
@@ -424,7 +433,7 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
     debug = _debug_logs(folder)
     debug_scans = []
     for p in debug:  # first: debug.log names the trainer's PID, which console events carry
-        rep, frame, log = wandb_messages.read_debug_log(p, ctx, say_unfinished=not logs)
+        rep, frame, log = wandb_messages.read_debug_log(p, ctx)
         parts.reports.append(rep)
         debug_scans.append((p, frame, log))
         if parts.pid is None and log.pid is not None and p.name == "debug.log":
@@ -443,9 +452,7 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
         if len(frame):
             # Inside a run folder the .wandb log's own identity names the run.
             frame["run"], frame["host"] = parts.run, parts.host
-            if logs:
-                frame = frame[frame["kind"] != "run_end"] if "kind" in frame else frame
-            parts.events.append(frame)
+            parts.events.append(frame[~frame["kind"].isin(_MILESTONE_KINDS)])
     handled = set(logs) | set(debug) | {meta_path}
     events_jsonl = []
     for p in _files_in(folder):
@@ -493,8 +500,8 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
                            "(sync it, use the API with load_wandb_run('entity/project/id'), or an export)")
         if summary:
             parts.events.append(wandb_files.summary_event(summary, run, ctx.name(files_dir / "wandb-summary.json")))
-        ev, _ = wandb_files.metadata_frames(meta, run, ctx.name(meta_path), parts.host)
-        parts.events.append(ev)
+    parts.events += _milestones(parts, info, debug_scans, wandb_files.metadata_frames(
+        meta, parts.run, ctx.name(meta_path), parts.host)[0])
     for p in events_jsonl:
         rep, metrics, gpus = wandb_files.read_events_jsonl(p, ctx, parts.run, parts.host, meta.gpus)
         parts.reports.append(rep)
@@ -513,6 +520,47 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
             if len(ev):
                 ev["pid"] = parts.pid
     return _assemble(parts, info)
+
+
+_MILESTONE_KINDS = ("run_start", "run_end")
+
+
+def _milestones(parts: _RunParts, info: RunInfo, debug_scans, meta_start: pd.DataFrame) -> list[pd.DataFrame]:
+    """One run_start and one run_end for a run folder, each from the source that knows best.
+
+    With records in its .wandb log the run record's start (UTC, exact) and the exit record (or
+    its absence) decide. Without, metadata's startedAt, then debug.log, then debug-internal.log
+    give the start (zoned times before local ones); the debug logs' end lines the end (one with an exit code first, then any real
+    end line, then "the log stops without a finish line").
+    """
+    if parts.records:
+        out = list(parts.ends)
+        if info.started is not None:
+            source = parts.ends[0]["source"].iloc[0] if parts.ends else info.source
+            out.append(pd.DataFrame({
+                "time": pd.Series([info.started], dtype=object).astype(TIME), "host": parts.host, "run": parts.run,
+                "kind": "run_start", "message": "wandb run started (the run record's start time)",
+                "source": source, "ref": f"{source}:{parts.run_record or 1}",
+            }))
+        return out
+    # Logs with zoned times (wandb-core's JSON) before local-time ones, then debug.log first.
+    frames = [f for _, f, _ in sorted(debug_scans, key=lambda s: (s[2].naive_times, s[0].name != "debug.log"))
+              if len(f)]
+    starts = [f[f["kind"] == "run_start"] for f in [meta_start, *frames] if len(f)]
+    starts = [f for f in starts if len(f)]
+    ends = pd.concat([f[f["kind"] == "run_end"] for f in frames], ignore_index=True) if frames else pd.DataFrame()
+    out = [starts[0].iloc[:1]] if starts else []
+    if len(ends):
+        has_code = ends["exit_code"].notna() if "exit_code" in ends else pd.Series(False, index=ends.index)
+        stops = ends["message"].str.startswith("the wandb log stops here")
+        # Among logs that only stop, the one that went on longest dates the end best.
+        late = ends["time"].rank(ascending=False, method="first").fillna(len(ends)) * stops
+        best = ends.assign(_rank=(~has_code).astype(int) * 2 + stops.astype(int), _late=late)
+        best = best.sort_values(["_rank", "_late"], kind="stable").drop(columns="_late")
+        out.append(best.iloc[:1].drop(columns="_rank"))
+    elif parts.ends:
+        out += parts.ends
+    return out
 
 
 def _debug_said(scans) -> dict:
@@ -584,6 +632,7 @@ def sniff_link(path: Path, head: bytes) -> float:
 def load_log_file(path: Path, ctx: LoadContext) -> Incident:
     parts = _RunParts()
     _read_log(path, ctx, parts, wandb_files.Metadata())
+    parts.events += parts.ends
     return _assemble(parts, parts.info)
 
 
