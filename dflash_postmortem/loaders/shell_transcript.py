@@ -347,13 +347,14 @@ def _fact_events(ev: _Events, lines: list[tuple[int, str]], c: Command | None, r
     targets = kill_targets(c.text) if c is not None else []
     failed: set[tuple] = set()
     pending_oom: dict[int, dict] = {}  # pid -> the `oom-kill:constraint=` event waiting for its Killed line
-    for n, s in lines:
+    for n, s, joined in _kernel_messages(lines):
         if n in skip_lines:
             continue
         fact = process_control.read_line(s)
         if fact is None:
             continue
         got.add(n)
+        got.update(joined)
         kind = fact.pop("kind")
         t = c.time if c is not None else pd.NaT
         approx = bool(c.approx) if c is not None else False
@@ -403,6 +404,23 @@ def _fact_events(ev: _Events, lines: list[tuple[int, str]], c: Command | None, r
                    target_is_group=k.is_group if k.pid is not None else None, target_pattern=k.pattern, job=k.job,
                    signal=k.signal)
     return got
+
+
+_CONTINUED = re.compile(r"^\s{4,}NVRM: ")
+
+
+def _kernel_messages(lines: list[tuple[int, str]]):
+    """(line, text, lines joined into it): the NVIDIA driver continues a message on indented
+    `NVRM:` lines (`NVRM: The NVIDIA GPU 0000:b3:00.0` / `NVRM: ... fallen off the bus`); they
+    are read as one message at its first line."""
+    out: list[tuple[int, str, list[int]]] = []
+    for n, s in lines:
+        if out and _CONTINUED.match(s) and "NVRM:" in out[-1][1]:
+            first, text, joined = out[-1]
+            out[-1] = (first, text + " " + s.strip().removeprefix("NVRM: "), [*joined, n])
+            continue
+        out.append((n, s, []))
+    return out
 
 
 def _kill_target_of(fact: dict, targets):
