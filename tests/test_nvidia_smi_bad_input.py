@@ -69,13 +69,18 @@ def test_gpu_lost_mid_stream_becomes_an_event(tmp_path, stream):
     assert ev.iloc[0]["pci_bus_id"] == "00000000:00:07.0" and ev.iloc[0]["host"] == "node17"
 
 
-def test_table_pasted_into_a_stream_is_counted_not_dropped(tmp_path, stream, bundled_dir):
+def test_table_pasted_into_a_stream_is_read_as_a_table(tmp_path, stream, bundled_dir):
     table = (bundled_dir / "snap" / "table_busy.txt").read_text().splitlines()
     p = write(tmp_path, "mixed.csv", stream[:3] + table[1:9] + stream[3:5])
     inc = pm.load_nvidia_smi(p)
     rep = report(inc)
-    assert len(inc.gpus) == 4
-    assert rep.skipped["not a CSV line (an nvidia-smi table or other output pasted into the capture)"] == 8
+    assert rep.read == 13 and rep.parsed == 6 and rep.skipped["table border"] == 3
+    samples = inc.gpus[inc.gpus["time"].notna()]
+    assert len(samples) == 4 and list(samples["line"]) == [2, 3, 12, 13]
+    # The table fragment (its header and GPU 0's first line) keeps what it says about GPU 0.
+    pasted = inc.gpus[inc.gpus["line"] == 11].iloc[0]
+    assert (pasted["gpu"], pasted["name"], pasted["pci_bus_id"]) == (0, "NVIDIA H200", "00000000:00:06.0")
+    assert pasted["driver_version"] == "580.159.04" and pd.isna(pasted["memory_used_mib"])
 
 
 def test_na_is_never_zero_and_a_bad_value_keeps_its_row(tmp_path, stream):

@@ -36,12 +36,15 @@ from .smi_fields import (
     extra_column,
     field_for,
     field_key,
+    find_ctime,
     join_states,
     looks_like_field,
     parse_numbers,
     unit_spellings,
 )
-from .smi_paste import read_paste, unwrap_head
+from .smi_paste import Paste, read_paste, unwrap_head
+from .smi_table import VERSION_MARK as _TABLE_VERSION
+from .smi_table import parse_table_lines
 from .smi_times import parse_times
 
 FORMAT = "nvidia-smi-query-csv"
@@ -176,9 +179,11 @@ def _kind_of(fields: list[Field]) -> str:
     return "gpu_processes" if any(f.column in per_process for f in fields) else "gpus"
 
 
-def _finish(rep, ctx: LoadContext, parts: list[tuple[pd.DataFrame, list[Field], bool]], events=None):
-    """One Incident from a file's samples: (frame, fields, times carry their zone) per header."""
-    frames: dict[str, pd.DataFrame] = {}
+def _finish(rep, ctx: LoadContext, parts: list[tuple[pd.DataFrame, list[Field], bool]], events=None,
+            tables: dict[str, pd.DataFrame] | None = None):
+    """One Incident from a file's samples: (frame, fields, times carry their zone) per header,
+    and the frames of tables printed in the same capture."""
+    frames: dict[str, pd.DataFrame] = {k: v for k, v in (tables or {}).items() if len(v)}
     for out, fields, zoned in parts:
         if not any(f.kind == "time" for f in fields):
             out["time"] = pd.Series(pd.NaT, index=out.index, dtype="datetime64[us, UTC]")
@@ -237,7 +242,10 @@ def read_fast(path: Path, header: list[str], ctx: LoadContext, rep):
         return None
     cols = {fields[i].column: done[i][0] for i in range(len(fields))}
     odd = {fields[i].column: done[i][1] for i in range(len(fields)) if done[i][1] is not None}
-    zoned = any(done[i][2] for i in range(len(fields)))
+    forms = [done[i][2] for i in range(len(fields)) if done[i][2] is not None]
+    zoned = any(t.zoned for t in forms)
+    for t in forms:
+        rep.assume(f"timestamps read as {t.form}")
     rep.read = n + 1
     rep.skip(1, "header line")
     rep.parsed = n
@@ -263,9 +271,9 @@ def read_fast(path: Path, header: list[str], ctx: LoadContext, rep):
 
 def _parse_column(raw: list, i: int, f: Field, ctx: LoadContext):
     """Column `i` of the raw text -> (values in their final dtype, the printed text where a value
-    was not one (or None when all were), whether the times carried their zone); None when the
-    column cannot be read this way (the line path then names the lines). Drops the raw text as
-    soon as it is parsed (peak memory)."""
+    was not one (or None when all were), the form times were read in when not nvidia-smi's); None
+    when the column cannot be read this way (the line path then names the lines). Drops the raw
+    text as soon as it is parsed (peak memory)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -276,19 +284,19 @@ def _parse_column(raw: list, i: int, f: Field, ctx: LoadContext):
             if t is None:
                 t = fixed_times(pc.utf8_trim_whitespace(col))
             if t is not None:
-                return align.localize(pd.DatetimeIndex(t), ctx.timezone).array, None, False
+                return align.localize(pd.DatetimeIndex(t), ctx.timezone).array, None, None
             other = parse_times(pd.Series(pc.utf8_trim_whitespace(col).to_pandas(), dtype="string"))
             if other.unreadable.any():
                 return None
-            return align.localize(other.values, ctx.timezone).array, None, other.zoned
+            return align.localize(other.values, ctx.timezone).array, None, other
         if f.kind in ("int", "float"):
             nums, odd = _numbers(col, f)
             if f.kind == "int":
                 ints = pc.cast(nums, pa.int64()).to_numpy(zero_copy_only=False) if nums.null_count == 0 else None
                 if ints is not None:
-                    return pd.arrays.IntegerArray(ints, np.zeros(len(ints), dtype=bool)), odd, False
-                return pd.array(pc.cast(pc.floor(nums), pa.int64()), dtype="Int64"), odd, False
-            return nums.to_numpy(zero_copy_only=False), odd, False
+                    return pd.arrays.IntegerArray(ints, np.zeros(len(ints), dtype=bool)), odd, None
+                return pd.array(pc.cast(pc.floor(nums), pa.int64()), dtype="Int64"), odd, None
+            return nums.to_numpy(zero_copy_only=False), odd, None
         col = pc.utf8_trim_whitespace(col)
         errors = pc.is_in(col, value_set=_error_texts())
         odd = None
@@ -296,7 +304,7 @@ def _parse_column(raw: list, i: int, f: Field, ctx: LoadContext):
             odd = pd.Series(pd.array(pc.if_else(errors, col, pa.scalar(None, pa.string())), dtype="string"))
         blank = pc.or_(pc.is_in(col, value_set=pa.array(sorted(MISSING))), errors)
         col = pc.if_else(blank, pa.scalar(None, pa.string()), col)
-        return pd.array(pc.cast(col, pa.large_string()), dtype="string"), odd, False
+        return pd.array(pc.cast(col, pa.large_string()), dtype="string"), odd, None
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
 
@@ -438,10 +446,14 @@ def read_lines(path: Path, paste, ctx: LoadContext, rep):
             + f" (values above {_MAX_GPU_INDEX} in the third column cannot be GPU indices)"
         )
     last = content[-1][0] if content else 0
+    table = _table_lines(paste)
+    tables = _read_tables(paste, table, ctx, rep) if table else None
     found = ErrorLines()
     previous = 0  # the line of the last sample: an error line gets its time
     prefixed = False
     for i, (line, wrap) in enumerate(zip(lines, paste.wrapping, strict=True), start=1):
+        if i in table:
+            continue  # accounted for by the table reader
         if wrap is not None or not line.strip():
             rep.skip(i, wrap or "blank line")
             found.end()
@@ -500,7 +512,45 @@ def read_lines(path: Path, paste, ctx: LoadContext, rep):
                 time_at.update(zip(out["line"].to_numpy(), out["time"], strict=True))
         events = events_frame(found.errors, ctx, rep.path, [time_at.get(e.after, pd.NaT) for e in found.errors])
         rep.assume("error lines carry no time: each gets the time of the sample before it")
-    return _finish(rep, ctx, parts, events)
+    return _finish(rep, ctx, parts, events, tables)
+
+
+def _table_lines(paste) -> set[int]:
+    """Lines of default nvidia-smi tables in a capture that is mostly CSV (a job's stdout: the
+    table, then a query stream): its `|`/`+` lines and the timestamp line above each table."""
+    if not any(_TABLE_VERSION in s for s in paste.lines):
+        return set()
+    found: set[int] = set()
+    above = None
+    for i, s in enumerate(paste.lines, start=1):
+        t = s.strip()
+        if not t:
+            continue
+        if t.startswith(("|", "+")):
+            found.add(i)
+            if above is not None:
+                found.add(above)
+            above = None
+        else:
+            above = i if find_ctime(t) else None
+    return found
+
+
+def _read_tables(paste, table: set[int], ctx: LoadContext, rep) -> dict[str, pd.DataFrame]:
+    """The tables among a CSV capture's lines, read by the table reader; their lines are accounted
+    for here, so the CSV reader passes over them."""
+    other = "another form's line"
+    view = Paste(paste.lines, [None if i in table else other for i in range(1, len(paste.lines) + 1)])
+    scratch = ctx.report(Path(rep.abs_path or rep.path), FORMAT)
+    gpus, procs, _ = parse_table_lines(view, scratch, ctx)
+    rep.parsed += scratch.parsed
+    for reason, n in scratch.skipped.items():
+        if reason != other:
+            rep.skip(None, reason, n)
+    for a in scratch.assumptions:
+        rep.assume(a)
+    rep.assume("the nvidia-smi table(s) in this capture are read as tables")
+    return {"gpus": gpus, "gpu_processes": procs}
 
 
 def _segment(header: list[str], rep) -> _Segment:

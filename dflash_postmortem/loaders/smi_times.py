@@ -36,6 +36,8 @@ _FORMATS = (
     "%d/%m/%Y %H:%M:%S.%f",
     "%d/%m/%Y %H:%M:%S",
     "%d/%m/%Y %H:%M",
+    "%m-%d-%Y %H:%M:%S",
+    "%d-%m-%Y %H:%M:%S",
     "%Y-%m-%d %H:%M:%S,%f",
     "%a %b %d %H:%M:%S %Y",
     "%Y%m%d %H:%M:%S",
