@@ -242,6 +242,9 @@ def read_fast(path: Path, header: list[str], ctx: LoadContext, rep):
         return None
     cols = {fields[i].column: done[i][0] for i in range(len(fields))}
     odd = {fields[i].column: done[i][1] for i in range(len(fields)) if done[i][1] is not None}
+    measured = [fields[i].column for i in range(len(fields)) if fields[i].kind != "str"]
+    if odd and measured and not pd.DataFrame({c: cols[c] for c in measured}, copy=False).notna().any(axis=1).all():
+        return None  # a line in which nothing is a value (a repeated header, garbage): the line path names it
     forms = [done[i][2] for i in range(len(fields)) if done[i][2] is not None]
     zoned = any(t.zoned for t in forms)
     for t in forms:

@@ -44,7 +44,11 @@ _COMMAND = re.compile(
     r"|^\s*Every \d+(?:\.\d+)?s: .*\bnvidia-smi\b"
 )
 
+# Where the poster cut something out: "[...]", "...", "…", "<snip>".
+_ELISION = re.compile(r"^\s*(?:\[\s*(?:\.\.\.|…|snip)\s*\]|\.\.\.+|…|<snip>|\(\.\.\.\))\s*$", re.IGNORECASE)
+
 FENCE = "markdown code fence"
+ELISION = "elision mark where the poster cut lines out"
 COMMAND = "command line that ran nvidia-smi (prompt, watch header)"
 PROMPT = "shell prompt with no command"
 
@@ -115,6 +119,8 @@ def _wrapping(line: str) -> str | None:
         return COMMAND
     if len(line) < 120 and line.strip() not in ("#", "%") and _PROMPT_ONLY.match(line):
         return PROMPT
+    if len(line) < 40 and _ELISION.match(line):
+        return ELISION
     return None
 
 

@@ -34,6 +34,8 @@ _BANNER = re.compile(r"^\s*=+\s*NVSMI LOG\s*=+\s*$")
 _GPU = re.compile(r"^(?P<indent>\s*)GPU (?P<bus>[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f]+)\s*$")
 _KEY_VALUE = re.compile(r"^(?P<indent> *)(?P<key>[^:]+?)\s+:(?: (?P<value>.*))?$")
 _SECTION = re.compile(r"^(?P<indent> *)(?P<key>\S.*?)\s*$")
+# "Product Name    : NVIDIA H100": -q pads every label to a column before its colon.
+_LABELLED = re.compile(r"^\s*[A-Z][\w ./()-]*?\s{2,}: ")
 # Report-wide lines above the GPUs; R610 marks the old names "[Deprecated; ...]".
 _HEADER_FIELDS = {"driver version": "driver_version", "kmd version": "driver_version",
                   "cuda version": "cuda_version", "cuda umd version": "cuda_version"}
@@ -44,6 +46,11 @@ def sniff(path: Path, head: bytes) -> float:
     for k, (_, s) in enumerate(content[:40]):
         if _BANNER.match(s):
             return 0.95 if k < 5 else 0.8
+    # An excerpt pasted without the banner: report lines and a GPU's bus-id line.
+    if any(_GPU.match(s) for _, s in content[:60]):
+        labelled = sum(1 for _, s in content[:60] if _LABELLED.match(s))
+        if labelled >= 3 and labelled >= 0.5 * min(len(content), 60):
+            return 0.85
     return 0.0
 
 
@@ -80,6 +87,9 @@ def load(path: Path, ctx: LoadContext):
             rep.parsed += 1
             continue
         found.end()
+        if not in_report and (_GPU.match(line) or line.strip().startswith(("Timestamp ", "Driver Version "))):
+            in_report = True  # an excerpt pasted without the banner
+            rep.assume("no '==NVSMI LOG==' banner: the report starts at its first report line")
         if not in_report:
             rep.skip(i, "text before the -q report")
             continue
