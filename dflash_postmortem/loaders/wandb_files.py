@@ -62,6 +62,7 @@ class Metadata:
     """What `wandb-metadata.json` says about the run's machine and start."""
 
     host: str | None = None
+    name: str | None = None  # the run's display name (only SDKs before 0.10 write it here)
     started: pd.Timestamp | None = None
     command: str | None = None
     gpus: dict[int, dict] = field(default_factory=dict)  # index -> uuid, memory_total_mib, name
@@ -162,6 +163,7 @@ def metadata_facts(doc: dict) -> Metadata:
     meta = Metadata()
     host = doc.get("host") or doc.get("hostname")
     meta.host = host if isinstance(host, str) and host else None
+    meta.name = doc["name"] if isinstance(doc.get("name"), str) and doc["name"] else None
     started = doc.get("startedAt")
     if isinstance(started, str):
         t = pd.to_datetime(pd.Series([started]), errors="coerce", utc=False, format="ISO8601")

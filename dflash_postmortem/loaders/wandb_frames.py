@@ -123,7 +123,7 @@ def history_frame(row, key: list[str], value: list, stepnum, run: str, source: s
     # Aliases may map two keys to one metric: categories must stay unique.
     metric_codes, metric_names = pd.factorize(np.asarray([canonical_metric(k) for k in uniques], dtype=object))
     metric = pd.Categorical.from_codes(metric_codes[kept_codes], categories=pd.Index(metric_names, dtype="string"))
-    times = pd.to_datetime(stamps * 1e6, unit="us", utc=True)
+    times = pd.to_datetime(np.round(stamps * 1e6), unit="us", utc=True)  # nearest µs, not truncated
     out = pd.DataFrame(
         {
             "time": pd.Series(times.take(r)).astype(TIME),

@@ -115,6 +115,7 @@ def scan_debug_log(lines: list[str], rep: FileReport) -> SdkLog:
     open_row: dict | None = None  # the error/warning that continuation lines belong to
     end_rank = len(_END_RANK)
     start_rank, start_line, end_line = 2, None, None
+    other_finish = False
     for i, line in enumerate(lines, 1):
         parsed = _parse_line(line)
         if parsed is None:
@@ -156,6 +157,13 @@ def scan_debug_log(lines: list[str], rep: FileReport) -> SdkLog:
                 rep.parsed += 1
                 continue
         if kind == "run_end":
+            # A notebook re-running wandb.init first finishes the run before it, in this log.
+            if (fin := re.match(r"finishing run \S*/(\w+)$", msg)) and log.run_id and fin.group(1) != log.run_id:
+                other_finish = True
+            if other_finish:
+                rep.skip(i, "the end of an earlier run of the same process (wandb.init called again)")
+                other_finish = not msg.startswith("got exitcode")
+                continue
             rank = next(r for p, r in _END_RANK.items() if msg.startswith(p))
             log.ended = True
             if rank < end_rank:

@@ -389,6 +389,7 @@ def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, meta: wandb_files.
 # run folders: the log plus files/ (summary, metadata, config, console) and logs/
 
 
+_RUN_FILES = ("wandb-metadata.json", "wandb-summary.json", "wandb-history.jsonl", "wandb-events.jsonl")
 _RUN_FOLDER = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-(\w+)$")
 
 
@@ -420,7 +421,8 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
     """A wandb run folder, online or offline, with or without its .wandb log."""
     parts = _RunParts()
     logs = _wandb_logs(folder)
-    files_dir = folder / "files"
+    # SDKs before 0.10 kept the run's files in the run folder itself, not in files/.
+    files_dir = folder / "files" if (folder / "files").is_dir() else folder
     # The folder's own entry, first in the report: what was found in it.
     whole = ctx.report(folder, "wandb-run", unit="folder")
     whole.read = whole.parsed = 1
@@ -445,8 +447,8 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
     for log in logs:
         _read_log(log, ctx, parts, meta, fallback)
     if not logs:
-        # Only the folder and its logs name the run then (metadata.json carries no display name).
-        parts.run = fallback
+        # Only the folder and its logs name the run then (metadata.json names it before 0.10).
+        parts.run = meta.name or fallback
         parts.host = ctx.host or meta.host
     for _, frame, _ in debug_scans:
         if len(frame):
@@ -482,6 +484,10 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
             parts.reports.append(wandb_files.read_requirements(p, ctx))
         elif p.parent in (folder, files_dir) and wandb_files.sniff_events_jsonl(p, _head(p, 8192)):
             events_jsonl.append(p)
+        elif p.parent in (folder, files_dir) and not logs and wandb_files.sniff_history_jsonl(p, _head(p, 8192)):
+            rep, metrics = wandb_files.read_history_jsonl(p, ctx, parts.run)
+            parts.reports.append(rep)
+            parts.metrics.append(metrics)
         else:
             rep = ctx.report(p, "wandb-run-file", unit="file")
             rep.read = 1
@@ -615,9 +621,9 @@ def sniff_run_folder(path: Path, head: bytes) -> float:
     try:
         if _wandb_logs(path):
             return 0.95
-        files = path / "files"
-        if (files / "wandb-metadata.json").is_file() or (files / "wandb-summary.json").is_file():
-            return 0.9
+        for files in (path / "files", path):  # path itself: the layout before 0.10
+            if any((files / name).is_file() for name in _RUN_FILES):
+                return 0.9
         if _debug_logs(path):
             return 0.85  # a run stopped before its .wandb log had a byte: logs/ says what it was
     except OSError:
