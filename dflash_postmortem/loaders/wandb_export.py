@@ -10,7 +10,6 @@ carries a time for chart exports; their rows have step and no time.
 from __future__ import annotations
 
 import csv
-import io
 import re
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from ..errors import SourceFormatError
 from ..incident import Incident, from_frames
 from ..schema import TIME
 from .registry import Format, LoadContext, register
-from .wandb_frames import canonical_metric
+from .wandb_frames import canonical_metric, epoch_times, int_steps
 
 _CHART_COL = re.compile(r"^(?P<run>.+?) - (?P<metric>.+?)(?P<agg>__MIN|__MAX)?$")
 _METRICISH = re.compile(r"^[\w.-]+(/[\w./-]+)+$|^_\w+$")
@@ -56,17 +55,44 @@ def sniff_history(path: Path, head: bytes) -> float:
 
 
 def _read_csv(path: Path, rep) -> pd.DataFrame:
+    """Every row with as many cells as the header; other lines counted with their reason.
+
+    Read row by row with the csv module: a cut or ragged line (a download interrupted, a paste)
+    costs that line only, never the file.
+    """
     text = path.read_text(encoding="utf-8-sig", errors="replace")
     lines = text.splitlines()
     rep.read = len(lines)
+    if not lines:
+        return pd.DataFrame()
+    try:
+        header = next(csv.reader([lines[0]]))
+    except (csv.Error, StopIteration):
+        header = []
     rep.skip(1, "header line")
-    body = [ln for ln in lines[1:] if ln.strip()]
-    for i, ln in enumerate(lines[1:], 2):
-        if not ln.strip():
+    rows, width = [], len(header)
+    for i, line in enumerate(lines[1:], 2):
+        if not line.strip():
             rep.skip(i, "blank line")
-    df = pd.read_csv(io.StringIO("\n".join([lines[0], *body])), dtype=str, keep_default_na=False)
-    rep.parsed = len(df)
-    return df
+            continue
+        try:
+            cells = next(csv.reader([line]))
+        except (csv.Error, StopIteration) as e:
+            rep.bad(i, f"a CSV row of {width} cells", f"{line[:60]} ({e})")
+            continue
+        if len(cells) != width:
+            last = i == len(lines)
+            if last and len(cells) < width:
+                rep.skip(i, "incomplete last row (the file ends inside it)")
+            else:
+                rep.bad(i, f"a CSV row of {width} cells", f"{len(cells)} cells")
+            continue
+        rows.append(cells)
+        rep.parsed += 1
+    # pandas names an unnamed index column ""; duplicate names would merge columns.
+    names = [h if h else f"Unnamed: {j}" for j, h in enumerate(header)]
+    return pd.DataFrame(rows, columns=pd.Index(names, dtype=object), dtype=object) if len(set(names)) == len(names) \
+        else pd.DataFrame(rows, dtype=object)
 
 
 def _numbers(col: pd.Series) -> pd.Series:
@@ -77,22 +103,23 @@ def _numbers(col: pd.Series) -> pd.Series:
 def load_history_csv(path: Path, ctx: LoadContext) -> Incident:
     rep = ctx.report(path, "wandb-history-csv")
     df = _read_csv(path, rep)
-    if df.empty:
+    if df.empty or not len(df.columns):
         return from_frames(rep)
     step_col = "_step" if "_step" in df else df.columns[0]
     steps = _numbers(df[step_col])
     if "_timestamp" in df:
-        times = pd.to_datetime(_numbers(df["_timestamp"]) * 1e6, unit="us", utc=True).astype(TIME)
+        times = epoch_times(_numbers(df["_timestamp"])).set_axis(df.index)
     else:
         times = pd.Series(pd.NaT, index=df.index, dtype=TIME)
         rep.notes.append("no _timestamp column: rows have a step but no time")
     run = ctx.options.get("run") or path.stem
-    metric_cols = [c for c in df.columns if c not in ("_step", "_timestamp", "_runtime", step_col)]
+    metric_cols = [c for c in df.columns
+                   if c not in ("_step", "_timestamp", "_runtime", step_col) and not str(c).startswith("Unnamed: ")]
     parts = []
     for c in metric_cols:
         v = _numbers(df[c])
         has = v.notna() | (df[c] == "NaN")
-        parts.append(pd.DataFrame({"time": times[has].reset_index(drop=True), "step": steps[has].to_numpy(),
+        parts.append(pd.DataFrame({"time": times[has].reset_index(drop=True), "step": int_steps(steps[has]),
                                    "metric": canonical_metric(c), "value": v[has].to_numpy(), "key": c}))
     metrics = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     if len(metrics):
@@ -106,11 +133,14 @@ def load_history_csv(path: Path, ctx: LoadContext) -> Incident:
 def load_chart_csv(path: Path, ctx: LoadContext) -> Incident:
     rep = ctx.report(path, "wandb-chart-csv")
     df = _read_csv(path, rep)
-    steps = _numbers(df["Step"]) if len(df) else pd.Series(dtype=float)
+    if not len(df.columns) or df.columns[0] != "Step":
+        raise SourceFormatError(path, 1, "a chart export header ('Step', '<run> - <metric>', ...)",
+                                ",".join(map(str, df.columns[:4])) or "no header", fmt=rep.format)
+    steps = _numbers(df["Step"])
     parts = []
     series: dict[tuple[str, str], dict[str, str]] = {}
     for c in df.columns[1:]:
-        m = _CHART_COL.match(c)
+        m = _CHART_COL.match(str(c))
         if m is None:
             raise SourceFormatError(path, 1, "'<run> - <metric>' chart columns", c, fmt=rep.format)
         series.setdefault((m["run"], m["metric"]), {})[m["agg"] or "value"] = c
@@ -119,7 +149,7 @@ def load_chart_csv(path: Path, ctx: LoadContext) -> Incident:
             continue
         v = _numbers(df[cols["value"]])
         has = v.notna()
-        part = pd.DataFrame({"step": steps[has].to_numpy(), "run": run, "metric": canonical_metric(key),
+        part = pd.DataFrame({"step": int_steps(steps[has]), "run": run, "metric": canonical_metric(key),
                              "value": v[has].to_numpy(), "key": key})
         for agg, name in (("__MIN", "value_min"), ("__MAX", "value_max")):
             if agg in cols:

@@ -41,6 +41,27 @@ GPU_FIELDS: dict[str, tuple[str, float]] = {
 _GPU_KEY = re.compile(r"gpu\.(\d+)\.(\w+)$")
 
 
+# Epoch seconds a wandb timestamp can hold (1970 .. 2242): a value past them is damage, not a time.
+_EPOCH_RANGE = (0.0, 2.0**33)
+_STEP_LIMIT = 2.0**62
+
+
+def epoch_times(seconds) -> pd.Series:
+    """Seconds since the epoch (float, wandb's `_timestamp`) -> UTC, to the nearest µs; NaN,
+    infinities and values out of any plausible range are NaT, never an overflow."""
+    s = np.asarray(seconds, dtype=float)
+    ok = np.isfinite(s) & (s > _EPOCH_RANGE[0]) & (s < _EPOCH_RANGE[1])
+    us = np.where(ok, np.round(np.where(ok, s, 0.0) * 1e6), np.nan)
+    return pd.Series(pd.to_datetime(us, unit="us", utc=True)).astype(TIME)
+
+
+def int_steps(values) -> pd.arrays.IntegerArray:
+    """Step numbers as Int64: a step that is not a whole number (damage, a typo) is <NA>."""
+    v = np.asarray(values, dtype=float)
+    ok = np.isfinite(v) & (np.abs(v) < _STEP_LIMIT) & (np.floor(v) == v)
+    return pd.arrays.IntegerArray(np.where(ok, v, 0).astype(np.int64), ~ok)
+
+
 def to_time(us) -> pd.Series:
     return pd.Series(pd.to_datetime(np.asarray(us, dtype="int64"), unit="us", utc=True)).astype(TIME)
 
@@ -108,7 +129,7 @@ def history_frame(row, key: list[str], value: list, stepnum, run: str, source: s
     no_step = np.flatnonzero(np.isnan(steps))
     if len(no_step):
         given = stepnum(no_step) if callable(stepnum) else np.asarray(stepnum)[no_step]
-        steps[no_step] = np.asarray(given, dtype=float)
+        steps[no_step] = pd.to_numeric(pd.Series(list(given), dtype=object), errors="coerce").to_numpy(dtype=float)
     stamps = per_row("_timestamp")
     runtime = per_row("_runtime")
     keep = numeric & ~np.isin(uniques, _HISTORY_SPECIAL)[codes]
@@ -123,12 +144,12 @@ def history_frame(row, key: list[str], value: list, stepnum, run: str, source: s
     # Aliases may map two keys to one metric: categories must stay unique.
     metric_codes, metric_names = pd.factorize(np.asarray([canonical_metric(k) for k in uniques], dtype=object))
     metric = pd.Categorical.from_codes(metric_codes[kept_codes], categories=pd.Index(metric_names, dtype="string"))
-    times = pd.to_datetime(np.round(stamps * 1e6), unit="us", utc=True)  # nearest µs, not truncated
+    times = epoch_times(stamps)
     out = pd.DataFrame(
         {
-            "time": pd.Series(times.take(r)).astype(TIME),
+            "time": times.take(r).reset_index(drop=True),
             "run": run,
-            "step": pd.array(steps[r], dtype="Int64"),
+            "step": int_steps(steps[r]),
             "metric": pd.Series(metric).astype("string"),
             "value": values[keep],
             "source": source,
