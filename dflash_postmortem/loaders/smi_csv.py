@@ -37,6 +37,7 @@ from .smi_fields import (
     field_for,
     field_key,
     find_ctime,
+    is_marker,
     join_states,
     looks_like_field,
     parse_numbers,
@@ -243,8 +244,13 @@ def read_fast(path: Path, header: list[str], ctx: LoadContext, rep):
     cols = {fields[i].column: done[i][0] for i in range(len(fields))}
     odd = {fields[i].column: done[i][1] for i in range(len(fields)) if done[i][1] is not None}
     measured = [fields[i].column for i in range(len(fields)) if fields[i].kind != "str"]
-    if odd and measured and not pd.DataFrame({c: cols[c] for c in measured}, copy=False).notna().any(axis=1).all():
-        return None  # a line in which nothing is a value (a repeated header, garbage): the line path names it
+    if odd and measured:
+        sample = pd.DataFrame({c: cols[c] for c in measured}, copy=False).notna()
+        for c in measured:
+            if c in odd:
+                sample[c] |= is_marker(odd[c]).to_numpy()
+        if not sample.any(axis=1).all():
+            return None  # a line in which nothing is a value (a repeated header, garbage): the line path names it
     forms = [done[i][2] for i in range(len(fields)) if done[i][2] is not None]
     zoned = any(t.zoned for t in forms)
     for t in forms:
@@ -598,7 +604,7 @@ def _typed(seg: _Segment, ctx: LoadContext, rep) -> tuple[pd.DataFrame, list[Fie
                 o = o.where(whole, col)
                 nums = nums.where(whole).astype("Int64")
             out[f.column] = nums
-            readable |= nums.notna().to_numpy()
+            readable |= (nums.notna() | is_marker(o)).to_numpy()
             if o.notna().any():
                 odd[f.column] = o
         else:

@@ -338,6 +338,13 @@ def parse_numbers(values: pd.Series, unit: str | None, scale: float) -> tuple[pd
     return nums, odd
 
 
+def is_marker(texts: pd.Series) -> pd.Series:
+    """Where a column holds what nvidia-smi prints instead of a value ([N/A], ERR!, ...): a
+    sample whose every field is one is still a sample; other text (a header, prose) is not."""
+    s = texts.astype("string").str.strip()
+    return (s.isin(MISSING) | s.str.strip("[]").str.strip().isin(GPU_ERRORS)).fillna(False).astype(bool)
+
+
 def join_states(odd: dict[str, pd.Series], index) -> pd.Series:
     """Per-column odd texts -> one `state` text per row (<NA> where every field was a value)."""
     state = pd.Series(pd.NA, index=index, dtype="string")

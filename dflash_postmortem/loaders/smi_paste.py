@@ -33,13 +33,14 @@ _PROMPT = (
     r"|➜\s+\S+"
     r")"
 )
-# A prompt with nothing typed, or the path line a two-line prompt (starship, oh-my-zsh) draws.
-_PROMPT_ONLY = re.compile(rf"^\s*(?:{_PROMPT}|~[\w./-]*)\s*$")
+# A prompt with nothing typed, or the first line of a two-line prompt (starship, oh-my-zsh,
+# "[user@host dir]" above "$ command").
+_PROMPT_ONLY = re.compile(rf"^\s*(?:{_PROMPT}|~[\w./-]*|\[[\w.-]+@[\w.-]+[^\]]*\])\s*$")
 # The line that ran nvidia-smi: a prompt then any command line naming it, or the command itself
 # (sudo, watch, timeout, a full path, nvidia-smi.exe), or the header `watch` draws above it.
 _COMMAND = re.compile(
     rf"^\s*(?:{_PROMPT}\s*|(?:sudo|watch|timeout|srun|ssh|docker|kubectl)\s)"
-    r".*?(?:^|[\s/\\'\"])nvidia-smi(?:\.exe)?(?=[\s'\";|&)]|$)"
+    r".*?(?<![\w.-])nvidia-smi(?:\.exe)?(?=[\s'\";|&)]|$)"
     r"|^\s*(?:\S*[/\\])?nvidia-smi(?:\.exe)?(?=\s|$)"
     r"|^\s*Every \d+(?:\.\d+)?s: .*\bnvidia-smi\b"
 )
