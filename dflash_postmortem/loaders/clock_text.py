@@ -49,6 +49,9 @@ _TIME = re.compile(r"(?<![\d:])(?P<h>\d{1,2}):(?P<m>\d{2}):(?P<s>\d{2})(?:[.,](?
 _ISO = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?"
                   r"\s?(?P<off>Z|[+-]\d{2}:?\d{2}|[+-]\d{2}(?!\d))?")
 _CJK = re.compile(r"(?P<y>\d{4})\s*年\s*(?P<mo>\d{1,2})\s*月\s*(?P<d>\d{1,2})\s*日")
+# 2026/12/01, 14-03-2018, 03/14/2018: read only when the order is certain (year first, or one
+# of the two leading numbers above 12).
+_NUMERIC_DATE = re.compile(r"(?<![\d:])(?:(?P<y1>\d{4})[-/.](?P<a1>\d{1,2})[-/.](?P<b1>\d{1,2})|(?P<a2>\d{1,2})[-/.](?P<b2>\d{1,2})[-/.](?P<y2>\d{4}))(?![\d:])")
 _OFFSET = re.compile(r"^(?:UTC|GMT)?(?P<sign>[+-])(?P<h>\d{2}):?(?P<m>\d{2})?$")
 _AMPM = {"am": 0, "a.m.": 0, "vorm.": 0, "上午": 0, "午前": 0, "pm": 12, "p.m.": 12, "nachm.": 12, "下午": 12, "午後": 12}
 
@@ -91,10 +94,21 @@ def _make(year: int, month: int, day: int, h: int, mi: int, s: int, frac: str | 
     return t
 
 
+def _numeric_date(m: re.Match) -> tuple[int, int, int] | None:
+    if m["y1"]:
+        return int(m["y1"]), int(m["a1"]), int(m["b1"])
+    a, b = int(m["a2"]), int(m["b2"])
+    if a > 12 >= b:
+        return int(m["y2"]), b, a
+    if b > 12 >= a:
+        return int(m["y2"]), a, b
+    return None
+
+
 def parse_wall_clock(text: str) -> WallClock | None:
     """The date and time in one line of text (see the module docstring for the forms), or None
     when the line holds no full date with a time of day."""
-    if not text or len(text) > 200:
+    if not text or len(text) > 300:
         return None
     m = _ISO.search(text)
     if m:
@@ -113,12 +127,15 @@ def parse_wall_clock(text: str) -> WallClock | None:
         return None
     h, mi, s = int(tm["h"]), int(tm["m"]), int(tm["s"])
     cjk = _CJK.search(text)
+    num = _NUMERIC_DATE.search(text)
     zone = ""
     if cjk:
         y, mo, d = int(cjk["y"]), int(cjk["mo"]), int(cjk["d"])
+    elif num and (ymd := _numeric_date(num)) is not None:
+        y, mo, d = ymd
     else:
         before, after = text[:tm.start()], text[tm.end():]
-        words = re.findall(r"[^\W\d_]+\.?|\d+\.?|[+-]\d{4}", before + " " + after)
+        words = re.findall(r"[^\W\d_]+\.?|\d+\.?|(?<!\S)[+-]\d{4}", before + " " + after)
         years = [w for w in words if re.fullmatch(r"\d{4}", w)]
         if not years:
             return None
@@ -157,7 +174,7 @@ def parse_wall_clock(text: str) -> WallClock | None:
 
 
 _DATE_WORD = re.compile(
-    r"^(?:[^\W\d_]{1,4}\.?,?|\d{1,2}\.?,?|\d{4}(?:年)?|\d{1,2}[月日]|\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?|[AaPp]\.?[Mm]\.?"
+    r"^(?:[^\W\d_]{1,4}\.?,?|\d{1,2}\.?,?|\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{4}|\d{4}(?:年)?|\d{1,2}[月日]|\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?|[AaPp]\.?[Mm]\.?"
     r"|[A-Z]{1,5}|[+-]\d{2}:?\d{2}|(?:UTC|GMT)[+-]\d{1,2}(?::?\d{2})?|星期.|.曜日|上午|下午|午前|午後)$")
 
 
@@ -166,7 +183,7 @@ def parse_date_line(text: str) -> WallClock | None:
     separator between snapshots of a listing. A listing row that happens to hold a time and a
     four-digit number is not one."""
     words = text.split()
-    if not 3 <= len(words) <= 8:
+    if not 2 <= len(words) <= 8:
         return None
     if not all(_DATE_WORD.match(w) or w.rstrip(".,").lower() in MONTHS for w in words):
         return None

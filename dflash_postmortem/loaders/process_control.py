@@ -8,6 +8,7 @@ The kinds (docs/process-evidence.md says what each means):
     kill_failed   bash: kill: (924) - No such process        kill: (-924) - Operation not permitted
                   kill: sending signal to 924 failed: ...    kill: kill 924 failed: no such process
                   pkill: killing pid 924 failed: ...         killall: python: no process found
+    kill_sent     Killed iperf(15054) with signal 15 (killall -v)   ping killed (pid 1234) (pkill -e)
     killed        Killed / Terminated / Segmentation fault (core dumped) / Aborted ...
                   [1]+  Killed   python train.py            run.sh: line 7:  4242 Killed   python t.py
                   zsh: killed  python train.py               [1]  + 4242 killed  python train.py
@@ -82,6 +83,9 @@ _EXIT = re.compile(
 _NOHUP = re.compile(r"^nohup: (?P<what>ignoring input(?: and (?:appending output to|redirecting stderr to stdout))?|appending output to|"
                     r"redirecting stderr to stdout)(?: ['‘\"`](?P<file>[^'’\"`]+)['’\"`])?\s*$")
 _NOHUP_FAILED = re.compile(r"^nohup: (?:failed to run command|cannot run command|can't detach from console)(?: ['‘\"`](?P<cmd>[^'’\"`]+)['’\"`])?(?::\s*(?P<why>.*))?$")
+# killall -v / pkill -e: the PIDs a name matched and were signalled
+_KILLALL_VERBOSE = re.compile(r"^Killed (?P<name>.+?)\((?P<pid>\d{1,10})\) with signal (?P<sig>\d{1,2})$")
+_PKILL_ECHO = re.compile(r"^(?P<name>\S+) killed \(pid (?P<pid>\d{1,10})\)$")
 _TIMEOUT = re.compile(r"^timeout: sending signal (?P<sig>\w+) to command ['‘\"`](?P<cmd>[^'’\"`]+)['’\"`]")
 
 # -- kernel ---------------------------------------------------------------------------------
@@ -236,6 +240,11 @@ def read_line(line: str) -> dict | None:
         m = _NOHUP_FAILED.match(s)
         if m:
             return dict(kind="nohup_failed", reason=(m["why"] or "").strip() or None, job_command=m["cmd"])
+    m = _KILLALL_VERBOSE.match(s) or _PKILL_ECHO.match(s)
+    if m:
+        sig = signal_name(m["sig"]) if m.groupdict().get("sig") else None
+        return dict(kind="kill_sent", pid=int(m["pid"]), target_pid=int(m["pid"]), target_is_group=False,
+                    process_name=m["name"], **({"signal": sig} if sig else {}))
     m = _TIMEOUT.match(s)
     if m:
         return dict(kind="timeout_kill", signal=signal_name(m["sig"]), job_command=m["cmd"])

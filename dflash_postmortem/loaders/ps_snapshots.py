@@ -23,7 +23,7 @@ from ..errors import SourceFormatError
 from ..incident import from_frames
 from .clock_text import parse_date_line, parse_wall_clock
 from .registry import Format, LoadContext, register
-from .transcript_lines import is_prompt, screen_text
+from .transcript_lines import is_prompt, match_prompt, screen_text
 
 # ps/top header names -> our column. Only the command column and LSTART may contain spaces.
 COLUMNS = {
@@ -55,6 +55,7 @@ _SNAP_ISO = re.compile(r"^[#=*\s-]*(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}
 _SNAP_EPOCH = re.compile(r"^[#=*\s-]*(?P<s>1\d{9})(?:\.\d+)?[\s#=*-]*$")
 _SNAP_TOD = re.compile(r"^[#=*\s-]*(?P<time>\d{2}:\d{2}:\d{2})[\s#=*-]*$")
 _FENCE = re.compile(r"^(?:```|~~~)")
+_ECHOED = re.compile(r"^(?:sudo\s+)?(?:ps|top|htop|pgrep|busybox\s+ps)(?:\s+[-\w,=+%:/.^()\\|\"' ]*)?$")
 _RULE = re.compile(r"^\s*(?:[=*#~_-]\s?){3,}\s*$")
 _TOP = re.compile(r"^top - (?P<time>\d{2}:\d{2}:\d{2}) ")
 _TOP_SUMMARY = re.compile(r"^(Tasks|Threads|%?Cpu|MiB|KiB|GiB|TiB|Mem|Swap|Load|Processes|PhysMem|VM|Networks|Disks|SharedLibs|MemRegions)\b")
@@ -356,8 +357,11 @@ def read_listing(lines: list[str], first_line: int, snap, ctx: LoadContext, rep,
             listing = Listing(h, line)
             skip(i, "header line")
             continue
-        if is_prompt(line):
+        if match_prompt(line) is not None:
             skip(i, "shell prompt line")
+            continue
+        if _ECHOED.match(s):
+            skip(i, "command line")  # the command echoed above its answer (a capture without prompts)
             continue
         if listing.header is None or listing.guessed:
             # Without a header, every row must have the shape of the listing it is taken for.

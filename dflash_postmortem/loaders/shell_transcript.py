@@ -60,6 +60,9 @@ _ECHO_STATUS = re.compile(r"^echo\b[^|;&]*\$\{?\?")
 _PGREP_ROW = re.compile(r"^(?P<pid>\d{1,10})(?:\s+(?P<cmd>.*))?$")
 _EPOCH = re.compile(r"^\d{9,10}(?:\.\d+)?$")
 _FENCE = re.compile(r"^\s{0,3}(?:```|~~~)(?:[\w+-]*\s*$|(?P<rest>.+))")
+# Commands whose answer only a session makes sense of (a lone `nvidia-smi` or `ps` paste is
+# that format's capture, read by its own loader).
+_SESSION_COMMANDS = {"kill", "pkill", "killall", "date", "jobs", "fg", "bg", "wait", "timeout", "nohup", "dmesg", "journalctl"}
 _SHELL_REPORTS = {"kill_failed", "killed", "job_started", "nohup", "nohup_failed", "job_stopped", "timeout_kill"}
 
 
@@ -196,6 +199,9 @@ def _stated_time(c: Command, clock: Clock) -> tuple[pd.Timestamp, int | None] | 
     elif name not in ("nvidia-smi", "watch"):
         return None
     wall = parse_wall_clock(first)
+    if wall is None and name == "date":
+        # `date '+DATE: %d-%m-%Y%nTIME: %H:%M:%S%nZONE: %z'`: a custom format over several lines
+        wall = parse_wall_clock(" ".join(s.strip() for _, s in c.output[:4]))
     if wall is None:
         return None
     return clock.utc(wall), wall.offset_min
@@ -361,6 +367,10 @@ def _fact_events(ev: _Events, lines: list[tuple[int, str]], c: Command | None, r
         if "prefix" in fact:
             t, approx = _kernel_time(fact, c, ctx, rep), False
         context = fact.pop("context", False)
+        if kind == "kill_sent":
+            # killall -v / pkill -e named the PIDs its pattern matched: they stand for the pattern
+            failed.update((k.pid, k.is_group, k.job, k.pattern) for k in targets if k.pattern)
+            fact.setdefault("signal", next((k.signal for k in targets if k.pattern), None))
         if kind == "job_started":
             jobs.pid_of[fact["job"]] = fact["pid"]
             if c is not None and c.pid is None:
@@ -774,7 +784,7 @@ def sniff_transcript(path: Path, head: bytes) -> float:
         return 0.75
     if len(typed) >= 3:
         return 0.7
-    if typed and facts:
+    if typed and (facts or kills or any(command_name(shell_words(p.command)) in _SESSION_COMMANDS for p in typed)):
         return 0.5  # one prompt: a trainer's output pasted with its command stays a training log
     reports = [f for f in facts if f["kind"] in _SHELL_REPORTS and (f.get("pid") or f.get("job") or f["kind"] != "killed")]
     if not typed and reports and len(reports) / len(lines) >= 0.3:

@@ -10,6 +10,7 @@ Prompts come in many shapes; `match_prompt` knows these (a command may follow ea
     [2026-11-30T05:23:01.707Z] $ cmd        the kit's own stamped transcripts
     user@host:~/dir$ cmd    root@host:/w# cmd    (venv) (base) user@host:~ (main)$ cmd
     [user@host dir]$ cmd    [root@host:~]# cmd   user@host ~ % cmd    user@host ~ $ cmd
+    user@host:~> cmd        host:~ # cmd         (SUSE)
     host:dir user$ cmd      bash-5.1$ cmd        sh-4.2# cmd
     ❯ cmd    ➜  dir git:(main) ✗ cmd    λ cmd    PS C:\\dir> cmd    C:\\dir>cmd
     $ cmd    # cmd (when cmd starts with a known command)   [03:04:05] user@host:~$ cmd
@@ -122,6 +123,10 @@ _STYLES = (
     ("[user@host dir]$", re.compile(rf"^{_ENV}{_TOD}{_ENV}\[{_USER_HOST}(?:[ :][^\]]*)?\]\s?[$#](?: (?P<cmd>.*))?$")),
     # user@host dir %  (zsh default) / user@host ~ $ (Gentoo)
     ("user@host dir %", re.compile(rf"^{_ENV}{_TOD}{_ENV}{_USER_HOST} [^\s%$#]+(?: \([^)]*\))? ?[%$#](?: (?P<cmd>.*))?$")),
+    # user@host:dir> (SUSE/tcsh) and user@host> without a directory
+    ("user@host:dir>", re.compile(rf"^{_ENV}{_USER_HOST}(?::[^\s>]*)?>(?: (?P<cmd>.*))?$")),
+    # host:~ # (SUSE root), Pclinux90:/home/runner #
+    ("host:dir #", re.compile(rf"^\s?{_ENV}[\w.-]+:[~/][^\s#$>]* ?#(?: +(?P<cmd>.*))?$")),
     # host:dir user$  (macOS bash)
     ("host:dir user$", re.compile(rf"^{_ENV}[\w.-]+:[^\s$#]+ [\w.-]+[$#](?: (?P<cmd>.*))?$")),
     # bash-5.1$ / sh-4.2#
@@ -134,10 +139,10 @@ _STYLES = (
     ("PS C:\\>", re.compile(r"^PS [A-Za-z]:\\[^>]*> ?(?P<cmd>.*)$")),
     ("C:\\>", re.compile(r"^[A-Za-z]:\\[^>]*>(?P<cmd>\S.*)?$")),
     # $ cmd (docs, issues, a minimal PS1), also indented inside a markdown list
-    ("$", re.compile(rf"^ {{0,4}}{_ENV}\$(?: (?P<cmd>.*))?$")),
+    ("$", re.compile(rf"^ ?{_ENV}\$(?: (?P<cmd>.*))?$")),
 )
 # `# cmd` and `% cmd` also start comments and other text: a prompt only before a known command.
-_ROOT_OR_CSH = re.compile(r"^ {0,4}(?P<sign>[#%]) (?P<cmd>(?P<word>[\w./-]+)\b.*)$")
+_ROOT_OR_CSH = re.compile(r"^ ?(?P<sign>[#%]) (?P<cmd>(?P<word>[\w./-]+)\b.*)$")
 _TRACE = re.compile(r"^(?P<plus>\++) (?P<cmd>\S.*)$")
 KNOWN_COMMANDS = frozenset("""
     kill pkill killall pgrep pidof ps top htop nvidia-smi nvtop gpustat python python3 torchrun
@@ -154,8 +159,10 @@ def match_prompt(line: str) -> Prompt | None:
     m = _STAMPED.match(line)
     if m:
         return Prompt(m["cmd"], stamp=m["ts"], style="[stamp] $")
-    if not line or line[0] in " \t" and not line.lstrip().startswith(("$", "#", "%")):
-        return None
+    if line.startswith(("    ", "\t")) and line.strip():
+        line = line[4:] if line[0] == " " else line[1:]  # a markdown code block indents its lines
+    if not line or line[:2].isspace():
+        return None  # indented deeper than one space: output, not a prompt
     for style, rx in _STYLES:
         m = rx.match(line)
         if m:
