@@ -22,7 +22,7 @@ from ..incident import from_frames
 from .registry import LoadContext
 from .smi_errors import ErrorLines, events_frame, state_events
 from .smi_fields import QUERY_FIELDS, find_ctime, put, read_value, snapshot_frame, unit_spellings
-from .smi_paste import read_paste, unwrap_head
+from .smi_paste import COMMAND, read_paste, unwrap_head
 
 FORMAT = "nvidia-smi-table"
 VERSION_MARK = "NVIDIA-SMI "  # the table's first boxed line; nothing else nvidia-smi prints has it
@@ -60,7 +60,8 @@ def _cells(s: str) -> list[str]:
 
 
 def sniff(path: Path, head: bytes) -> float:
-    content = unwrap_head(head).content()
+    paste = unwrap_head(head)
+    content = paste.content()
     if not content:
         return 0.0
     text = [s.strip() for _, s in content]
@@ -71,6 +72,10 @@ def sniff(path: Path, head: bytes) -> float:
     inside = sum(1 for s in text if s.startswith(("|", "+")) or find_ctime(s))
     if inside >= 0.6 * len(text):
         return 0.9
+    if has_header and inside >= 5 and COMMAND in paste.wrapping:
+        # A terminal paste whose nvidia-smi answered with its table: the table is the evidence,
+        # other commands around it are context.
+        return 0.75
     return 0.5 if inside >= 5 else 0.3
 
 
