@@ -13,7 +13,6 @@ from pathlib import PurePosixPath
 
 import pandas as pd
 
-from ..commands import parse_launch
 from ..incident import Incident
 
 # The script and its arguments, up to the first redirect, pipe, separator or closing quote.
@@ -35,18 +34,12 @@ def invocation(command: str) -> tuple[str | None, dict[str, str]]:
     if kit and " -- " in command[kit.end():]:
         command = command[kit.end():].split(" -- ", 1)[1]
     m = _INVOCATION.search(command) or _MODULE.search(command)
-    if m:
-        script, args = m.group("script"), m.group("args")
-    else:
-        # A wrapper (`./run_train.sh --run-name x ...`): the program the launch names, its arguments.
-        launch = parse_launch(command)
-        if launch is None or not launch.program:
-            return None, {}
-        script, args = launch.program, launch.args or ""
+    if not m:
+        return None, {}
     try:
-        tokens = shlex.split(args)
+        tokens = shlex.split(m.group("args"))
     except ValueError:
-        tokens = args.split()
+        tokens = m.group("args").split()
     flags: dict[str, str] = {}
     i = 0
     while i < len(tokens):
@@ -61,7 +54,7 @@ def invocation(command: str) -> tuple[str | None, dict[str, str]]:
                     val = "true"
             flags[key] = val
         i += 1
-    return PurePosixPath(script).name, flags
+    return PurePosixPath(m.group("script")).name, flags
 
 
 def log_target(command: str) -> str | None:
@@ -182,12 +175,3 @@ def outcomes(inc: Incident) -> pd.DataFrame:
         row["first_step"] = steps.sort_values("time").iloc[0] if len(steps) else None
         out.append(row)
     return pd.DataFrame(out)
-
-
-def launch_of(inc: Incident, run, before) -> pd.Series | None:
-    """The last launch of `run` (by run name, log file, or --run-name) before `before`."""
-    oc = outcomes(inc)
-    if oc.empty:
-        return None
-    hit = oc[(oc["run"] == run) & (oc["time"] <= before)]
-    return hit.iloc[-1] if len(hit) else None

@@ -53,9 +53,7 @@ from dataclasses import dataclass, field
 
 from ..errors import IncidentConfigError
 
-# The fraction needs its `.`: `\d[\d,]*\.?\d*` could split a digit run two ways and backtrack
-# quadratically on a long one.
-_NUM = r"[-+]?(?:\d[\d,]*(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf)"
+_NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|nan|inf)"
 _SUFFIX = {"k": 3, "K": 3, "M": 6, "G": 9, "T": 12, "B": 9}  # human-readable loggers' powers of ten
 
 
@@ -216,41 +214,13 @@ HF_DICT_KEYS = {"loss", "eval_loss", "train_loss", "epoch", "learning_rate", "gr
 
 # A tqdm bar: `desc: 3%|▎  | 4/157 [00:59<37:27, 14.69s/it, k=v, ...]`. Colab drops the bar
 # (`57% 4/7 [...]`) and a bar cleared to make room for a message keeps only `| 1/2538 [...]`.
-# The regex finds the bar from its percentage on; its description is the text before it, back
-# to a `(`, `)`, `;`, brace or 120 characters (text before that is a message, not the bar's).
-# Matching the description in the regex made a long digit run cost cubic backtracking.
+# The description stops at `(`, `)`, `;`, braces: text before it is a message, not the bar's.
 BAR_KEYWORDS = (b"it/s", b"s/it", b"batch/s", b"s/batch", b"s/epoch")
 BAR = re.compile(
-    r"(?:(?P<pct>\d{1,3})%)?\s*(?:\|[^|\r\n]*)?\|?\s*(?<![\d.])(?P<n>\d+)/(?P<total>\d+|\?)\s*"
+    r"(?P<desc>[^|\r\n\]();{}]*?)\s*(?:(?P<pct>\d{1,3})%)?\s*(?:\|[^|\r\n]*)?\|?\s*(?P<n>\d+)/(?P<total>\d+|\?)\s*"
     r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:?]+),\s*(?P<rate>[\d.]+|\?)(?P<unit>[a-zA-Z]*/s|s/[a-zA-Z]+)"
     r"(?P<postfix>(?:,[^\]\r\n]*)?)(?:\]|$)"  # a bar cut at the end of its line (wrapped, killed) still counts
 )
-_NOT_DESC = frozenset("|\r\n]();{}")
-MAX_BAR_DESC = 120
-
-
-@dataclass(frozen=True)
-class Bar:
-    """One tqdm bar state in a line: where it starts (its description) and ends, and its fields."""
-
-    start: int
-    bar_start: int  # where the percentage (or the count) starts
-    end: int
-    desc: str
-    fields: dict
-
-
-def find_bars(text: str) -> list[Bar]:
-    out, since = [], 0
-    for m in BAR.finditer(text):
-        i = m.start()
-        while i > since and m.start() - i < MAX_BAR_DESC and text[i - 1] not in _NOT_DESC:
-            i -= 1
-        out.append(Bar(i, m.start(), m.end(), text[i:m.start()], m.groupdict()))
-        since = m.end()
-    return out
-
-
 # Postfix keys that carry a metric, and the bars that are not training (loading shards, maps).
 BAR_POSTFIX = {"tokens_per_sec": "train/tok_per_s", "tok_per_s": "train/tok_per_s", "loss": "train/loss"}
 NOT_TRAINING_BAR = re.compile(r"(?i)loading|download|map|token|shard|generat|fetch|process|eval|valid|chunk")
@@ -384,7 +354,7 @@ C10D_TAG = re.compile(
 TRACEBACK_KEYWORD = b"Traceback (most recent call last)"
 # Python's threading.excepthook prints this line just before a thread's traceback.
 THREAD_EXCEPTION_KEYWORD = b"Exception in thread "
-THREAD_EXCEPTION = re.compile(r"^Exception in thread (?P<thread>.{1,200}?)(?: \(\S+\))?:\s*$")
+THREAD_EXCEPTION = re.compile(r"^Exception in thread (?P<thread>.+?)(?: \(\S+\))?:\s*$")
 
 # torchelastic's ChildFailedError table: a header, then `[N]:` entries of `key : value` fields.
 FAILURE_TABLE_KEYWORDS = ("Root Cause (first observed failure)", "Failures:")

@@ -42,7 +42,6 @@ _NEIGHBOUR_LINES = 50  # how far back a line without a timestamp looks for one
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _HTML = re.compile(r"&(?:lt|gt|amp|quot|#\d+);|</?pre>")
 NO_MATCH = "log text without a metric or event"
-_MAX_FIELD_CHARS = 200  # a `key: value` field is short; prose is not searched for one
 # What loggers put between the timestamp and the message: [run], [INFO], " - root - INFO - ",
 # a platform's `fa88a9df || ` container tag.
 _LEADING_TAGS = re.compile(
@@ -338,12 +337,12 @@ class LogScanner:
         for seg in segments:
             for record, own in self._records(seg):
                 rec_rank, rec_pid = _int(own.get("rank")) if "rank" in own else rank, _int(own.get("pid")) or pid
-                bars = lp.find_bars(record) if any(k in record for k in _BAR_KW) else []
+                bars = list(lp.BAR.finditer(record)) if any(k in record for k in _BAR_KW) else []
                 pieces = [record]
                 if bars:
                     got |= self._bars(bars, record, lineno, rows, rec_rank)
-                    pieces = [record[:bars[0].start], *(record[a.end:b.start] for a, b in zip(bars, bars[1:], strict=False)),
-                              record[bars[-1].end:]]
+                    pieces = [record[:bars[0].start()], *(record[a.end():b.start()] for a, b in zip(bars, bars[1:], strict=False)),
+                              record[bars[-1].end():]]
                 for piece in pieces:
                     if not piece.strip():
                         continue
@@ -541,7 +540,7 @@ class LogScanner:
         n = 0
         seen = set()
         for part in f.separator.split(text):
-            m = lp.FIELD.search(part) if len(part) <= _MAX_FIELD_CHARS else None
+            m = lp.FIELD.search(part)
             if m is None:
                 continue
             key = " ".join(m.group("key").lower().split())
@@ -573,18 +572,18 @@ class LogScanner:
                 n += 1
         return n
 
-    def _bars(self, bars: list[lp.Bar], record: str, lineno: int, rows: Rows, rank) -> int:
+    def _bars(self, bars, record: str, lineno: int, rows: Rows, rank) -> int:
         run = self._run_for(None, False, None)
         since = 0  # where the text before this bar starts: after the previous bar
-        for b in bars:
-            g = b.fields
-            desc = b.desc.strip().rstrip(":").strip()
-            context = record[max(since, b.start - 80):b.bar_start]  # a description cut at `(` starts earlier
-            since = b.end
+        for m in bars:
+            g = m.groupdict()
+            desc = g["desc"].strip().rstrip(":").strip()
+            context = record[max(since, m.start() - 80):m.end("desc")]  # a description cut at `(` starts earlier
+            since = m.end()
             key = (desc, g["total"], rank)
             prev = self.bars.get(key)
             n = int(g["n"])
-            shown = record[b.bar_start:b.end].strip()
+            shown = m.group(0)[len(g["desc"]):].strip()
             state = dict(stamp=self.last_stamp, line=lineno, run=run, kind="progress",
                          message=f"{desc + ': ' if desc else ''}{shown}", rank=rank, pattern="tqdm", lines=1)
             new_step = prev is None or prev["_n"] != n
@@ -836,8 +835,7 @@ def _generic_loss(body: str) -> bool:
     f = lp.GENERIC_LOSS
     if f.steps[0].search(body) is None:
         return False
-    return any(len(part) <= _MAX_FIELD_CHARS and (m := lp.FIELD.search(part)) and m.group("key").lower() in f.fields
-               for part in f.separator.split(body))
+    return any((m := lp.FIELD.search(part)) and m.group("key").lower() in f.fields for part in f.separator.split(body))
 
 
 def _sniff_metric(body: str) -> bool:
