@@ -11,7 +11,6 @@ Error`, `Not available in WDDM driver model`) are missing and named in `state`.
 from __future__ import annotations
 
 import bisect
-import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -31,7 +30,6 @@ from .smi_fields import (
 from .smi_paste import split_lines
 
 FORMAT = "nvidia-smi-xml"
-_START = re.compile(r"<\?xml[^>]*\?>|<nvidia_smi_log\b")
 _END = "</nvidia_smi_log>"
 
 
@@ -52,12 +50,13 @@ def load(path: Path, ctx: LoadContext):
     gpus, procs = [], []
     consumed = 0  # lines accounted for so far
     reports = 0
-    for start, end in _reports(text):
+    for root_at, end in _reports(text):
+        start = _prolog(text, root_at, line_starts[consumed] if consumed < len(line_starts) else len(text))
         first = _line_of(line_starts, start)
         if first > consumed + 1:
             rep.skip(consumed + 1, "text outside the XML report", first - 1 - consumed)
-        root, kept_to = _parse(text, start, end, path, first)
-        last = _line_of(line_starts, kept_to - 1) if kept_to > start else first
+        root, kept_to = _parse(text, root_at, end, path, _line_of(line_starts, root_at))
+        last = _line_of(line_starts, kept_to - 1) if kept_to > root_at else first
         rep.parsed += last - first + 1
         if end is None or kept_to < end:
             rest = _line_of(line_starts, len(text) - 1) if end is None else _line_of(line_starts, end - 1)
@@ -88,20 +87,33 @@ def load(path: Path, ctx: LoadContext):
 
 
 def _reports(text: str):
-    """(start, end) offsets of each report in the text; end is None for one cut off mid-write."""
+    """(start, end) offsets of each report's root element; end is None for one cut off
+    mid-write. The declaration and DOCTYPE above a root are not parsed (a paste may repeat or
+    mangle them): their lines are counted with the report."""
     pos = 0
     while True:
-        m = _START.search(text, pos)
-        if m is None:
+        at = text.find("<nvidia_smi_log", pos)
+        if at < 0:
             return
-        end = text.find(_END, m.start())
+        end = text.find(_END, at)
         if end < 0:
-            yield m.start(), None
+            yield at, None
             return
         end += len(_END)
-        yield m.start(), end
-        # An `<?xml ...?>` declaration is followed by its own <nvidia_smi_log>: skip past both.
+        yield at, end
         pos = end
+
+
+def _prolog(text: str, at: int, floor: int) -> int:
+    """Where the declaration/DOCTYPE lines right above a root element start (or `at`)."""
+    start = at
+    while True:
+        line_start = max(floor, text.rfind("\n", floor, start - 1) + 1) if start > floor else floor
+        above = text[line_start:start].strip()
+        if line_start < start and above.startswith(("<?xml", "<!DOCTYPE")) and above.endswith(">"):
+            start = line_start
+        else:
+            return start
 
 
 def _parse(text: str, start: int, end: int | None, path, first_line: int):
@@ -115,7 +127,11 @@ def _parse(text: str, start: int, end: int | None, path, first_line: int):
         parser.close()
         return next(el for _, el in parser.read_events()), start + len(body)
     except ET.ParseError as e:
-        started = [el for _, el in parser.read_events()]
+        started = []
+        try:
+            started.extend(el for _, el in parser.read_events())
+        except ET.ParseError:
+            pass  # the error itself is queued after the elements read before it
         if not started or not any(el.tag == "gpu" for el in started):
             line = (e.position[0] + first_line - 1) if e.position else first_line
             raise SourceFormatError(path, line, "an nvidia-smi -q -x report with a <gpu> element", str(e), fmt=FORMAT) from e
