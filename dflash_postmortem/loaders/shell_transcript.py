@@ -293,9 +293,8 @@ def _listing_rows(c: Command, ctx: LoadContext, rep) -> list[dict]:
     first = c.line + 1
     snap = None if pd.isna(c.time) else c.time
     if name in ("ps", "top") or (name == "watch" and re.search(r"\bps\b", c.text)):
+        # the output lines follow the prompt without a gap: read_listing numbers them from there
         rows, _ = read_listing([s for _, s in c.output], first, snap, ctx, rep, counted=False)
-        for r, (n, _) in zip(rows, [o for o in c.output if o[1].strip()], strict=False):
-            r.setdefault("line", n)
         return rows
     if name in ("pgrep", "pidof"):
         rows = []
