@@ -195,7 +195,7 @@ def _finish(rep, ctx: LoadContext, parts: list[tuple[pd.DataFrame, list[Field], 
             out["host"] = ctx.host
         if "source" not in out.columns:
             out["source"] = rep.path
-        if out["state"].notna().any():
+        if "state" in out.columns and out["state"].notna().any():
             rep.assume("values that are not numbers ([N/A], ERR!, ...) are missing; `state` names each one")
         kind = _kind_of(fields)
         frames[kind] = pd.concat([frames[kind], out], ignore_index=True) if kind in frames else out
@@ -272,8 +272,10 @@ def read_fast(path: Path, header: list[str], ctx: LoadContext, rep):
     # A clean file has one sample per line after the header: findings cite `source:line`. (Last:
     # an extra column ahead of the canonical ones would make conform reorder, copying them all.)
     cols["line"] = pd.arrays.IntegerArray(np.arange(2, n + 2, dtype="int64"), np.zeros(n, dtype=bool))
-    # Only a file with values that are not numbers pays for its state texts.
-    cols["state"] = join_states(odd, pd.RangeIndex(n)).array if odd else _all_missing(schema.STR, n)
+    # Only a file with values that are not numbers pays for its state texts (a stream of plain
+    # numbers has no state column at all: millions of empty texts would cost time and memory).
+    if odd:
+        cols["state"] = join_states(odd, pd.RangeIndex(n)).array
     # copy=False: one block per column, no consolidation copy (schema.conform makes the frame).
     return _finish(rep, ctx, [(pd.DataFrame(cols, copy=False), fields, zoned)])
 
@@ -619,7 +621,8 @@ def _typed(seg: _Segment, ctx: LoadContext, rep) -> tuple[pd.DataFrame, list[Fie
     out["line"] = pd.array(seg.lines, dtype="Int64")
     if any(h is not None for h in seg.hosts):
         out["host"] = pd.array(seg.hosts, dtype="string")
-    out["state"] = join_states(odd, df.index)
+    if odd:
+        out["state"] = join_states(odd, df.index)
     bad = ~readable.to_numpy()
     for j in np.flatnonzero(bad):
         rep.bad(seg.lines[j], "values of the header's fields", ", ".join(seg.rows[j]))

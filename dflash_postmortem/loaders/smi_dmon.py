@@ -207,7 +207,9 @@ def _frame(cols: list[str], rows: list[list[str]], row_lines: list[int], per_pro
             note = pd.Series(pd.NA, index=raw.index, dtype="string")
             note.iloc[j] = f"{raw[cut[n]].iloc[j]} (cut off)"
             odd[name] = note if name not in odd else odd[name].mask(note.notna(), note)
-    out["state"] = join_states(odd, raw.index)
+    odd = {k: v for k, v in odd.items() if v.notna().any()}
+    if odd:
+        out["state"] = join_states(odd, raw.index)
     out = out[~bad.to_numpy()].reset_index(drop=True)
     rep.parsed += len(out)
     for c in ("gpu", "pid"):

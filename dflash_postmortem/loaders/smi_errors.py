@@ -140,7 +140,7 @@ def events_frame(errors: list[SmiError], ctx: LoadContext, source: str, times=No
 def state_events(gpus: pd.DataFrame, source: str) -> pd.DataFrame | None:
     """`events` for GPUs a capture shows in an error state: one per GPU each time it enters one
     (or its error text changes), cited by the sample's line. Ordinary N/A is not an error."""
-    if gpus.empty or "state" not in gpus.columns:
+    if gpus.empty or "state" not in gpus.columns or not gpus["state"].notna().any():
         return None
     state = gpus["state"]
     bad = state.notna() & state.fillna("").str.contains(_ERROR_VALUE, regex=True)
