@@ -75,12 +75,55 @@ def shell_words(cmd: str) -> list[str]:
 
     An unbalanced quote (a paste cut short) is closed at the end of the line, as if typed.
     """
+    cmd, substs = _protect_substitutions(cmd)
     for closing in ("", "'", '"'):
         try:
-            return _shell_words(cmd + closing, depth=0)
+            words = _shell_words(cmd + closing, depth=0)
+            break
         except ValueError:
             continue
-    return cmd.split()
+    else:
+        words = cmd.split()
+    if substs:
+        words = [_SUBST.sub(lambda m: substs[int(m[1])], w) for w in words]
+    return words
+
+
+_SUBST = re.compile(r"__subst(\d+)__")
+
+
+def _protect_substitutions(cmd: str) -> tuple[str, list[str]]:
+    """`$(cat x.pid)` and `` `pgrep python` `` as one word each: shlex would cut them at the
+    parentheses. Returns the line with placeholders and what they stand for."""
+    if "$(" not in cmd and "`" not in cmd:
+        return cmd, []
+    out: list[str] = []
+    substs: list[str] = []
+    i = 0
+    while i < len(cmd):
+        start = cmd.find("$(", i)
+        tick = cmd.find("`", i)
+        if start < 0 and tick < 0:
+            out.append(cmd[i:])
+            break
+        if tick >= 0 and (start < 0 or tick < start):
+            end = cmd.find("`", tick + 1)
+            end = len(cmd) - 1 if end < 0 else end
+            out.append(cmd[i:tick])
+            substs.append(cmd[tick:end + 1])
+            i = end + 1
+        else:
+            depth, j = 0, start + 1
+            while j < len(cmd):
+                depth += {"(": 1, ")": -1}.get(cmd[j], 0)
+                if depth == 0:
+                    break
+                j += 1
+            out.append(cmd[i:start])
+            substs.append(cmd[start:j + 1])
+            i = j + 1
+        out.append(f"__subst{len(substs) - 1}__")
+    return "".join(out), substs
 
 
 def _shell_words(cmd: str, depth: int) -> list[str]:
@@ -324,6 +367,7 @@ class KillTarget:
     is_group: bool = False
     job: int | None = None
     pattern: str | None = None
+    expr: str | None = None  # `kill $(cat run/train.pid)`: the PID is known only when it ran
 
 
 _KILL_VALUE_OPTIONS = {"-u", "-U", "-g", "-G", "-P", "-t", "--user", "--parent", "--group", "--terminal"}
@@ -333,8 +377,8 @@ def kill_targets(cmd: str) -> list[KillTarget]:
     """Every target of every kill/pkill/killall in a command line, with the signal sent.
 
     `kill 924` -> PID 924 (SIGTERM); `kill -9 -- -924` and `kill -KILL -924` -> process group 924;
-    `kill %1` -> job 1; `pkill -9 -f "python train.py"` -> pattern; `$(...)`/`$PID` targets are
-    not knowable from the text and are left out.
+    `kill %1` -> job 1; `pkill -9 -f "python train.py"` -> pattern; `kill -- -$(cat x.pid)` -> the
+    expression (a group: note the minus), its PID unknown until an answer names it.
     """
     out: list[KillTarget] = []
     for seg, _ in simple_commands(shell_words(cmd)):
@@ -356,8 +400,8 @@ def kill_targets(cmd: str) -> list[KillTarget]:
                 i += 1
             elif w.startswith("--signal="):
                 sig, sig_given = signal_name(w.split("=", 1)[1]) or sig, True
-            elif name == "kill" and w[1:].isdigit() and (sig_given or args):
-                args.append(w)  # kill -9 -924: after the signal, a negative number is a group
+            elif name == "kill" and (w[1:].isdigit() and (sig_given or args) or w[1:2] in ("$", "`")):
+                args.append(w)  # kill -9 -924 / kill -9 -$(cat x.pid): after the signal, a group
             elif (s := signal_name(w)) and not sig_given:
                 sig, sig_given = s, True
             elif name != "kill" and w in _KILL_VALUE_OPTIONS:
@@ -370,6 +414,8 @@ def kill_targets(cmd: str) -> list[KillTarget]:
                     out.append(KillTarget(name, sig, pid=abs(n), is_group=n < 0 or a.startswith("-")))
                 elif re.fullmatch(r"%\d+", a):
                     out.append(KillTarget(name, sig, job=int(a[1:])))
+                elif "$" in a or "`" in a:
+                    out.append(KillTarget(name, sig, is_group=a.startswith("-"), expr=a.removeprefix("-")))
             elif not a.startswith("$"):
                 out.append(KillTarget(name, sig, pattern=a))
     return out

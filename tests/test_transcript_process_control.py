@@ -153,6 +153,23 @@ def test_kill_of_a_gone_group_names_what_it_meant_to_stop(tmp_path):
     assert ev.loc[924, "ref"].endswith("session.txt:2") and (inc.events["kind"] == "kill_sent").sum() == 0
 
 
+def test_a_group_kill_of_a_pid_file_whose_process_is_gone(bundled_dir):
+    """The survivor capture (a real interactive bash recorded by script): `kill -TERM --
+    -$(cat run/regressed.pid)` answered `(-789) - No such process`: the group 789 named by the
+    PID file was already gone, and the trainer 789 survived it."""
+    inc = pm.load_incident(bundled_dir.parent / "h200-1gpu-survivor")
+    ev = inc.events[inc.events["source"] == "logs/terminal.log"]
+    k = ev[ev["kind"] == "kill_failed"].iloc[0]
+    assert (k["target_pid"], bool(k["target_is_group"]), k["signal"]) == (789, True, "SIGTERM")
+    assert k["target_expr"] == "$(cat run/regressed.pid)" and k["ref"] == "logs/terminal.log:14"
+    assert k["time"] == T("2026-12-01 10:31:06") and k["time_approx"]
+    killed = ev[ev["kind"] == "killed"].iloc[0]  # `timeout -s KILL 2 python ...` -> Killed, its PID from ps
+    assert (killed["pid"], killed["signal"]) == (1021, "SIGKILL")
+    done = ev[(ev["kind"] == "exit") & ev["job"].notna()].set_index("job")
+    assert done.loc[1, "pid"] == 506 and done.loc[1, "exit_code"] == 0
+    assert done.loc[2, "pid"] == 787 and done.loc[2, "signal"] == "SIGTERM"
+
+
 def test_real_kill_failures(fixtures_dir):
     suse = _load(fixtures_dir / "terminal" / "moler-suse-root-kill-9-no-such-process.txt").events
     k = suse[suse["kind"] == "kill_failed"].iloc[0]
@@ -235,7 +252,8 @@ def test_command_vocabulary():
     g = kill_targets("sudo kill -9 -- -924 5")
     assert [(k.pid, k.is_group, k.signal) for k in g] == [(924, True, "SIGKILL"), (5, False, "SIGKILL")]
     assert [k.pattern for k in kill_targets('pkill -f "python train.py"')] == ["python train.py"]
-    assert kill_targets("kill -9 $(pgrep python)") == []
+    (subst,) = kill_targets("kill -9 -$(cat run/train.pid)")  # known only when it ran: the text is kept
+    assert (subst.pid, subst.expr, subst.is_group) == (None, "$(cat run/train.pid)", True)
     assert timeout_wrapper(["timeout", "--signal=INT", "-k", "5", "1.5m", "python"]) == (90.0, "SIGINT")
     assert parse_launch("timeout -s KILL 2 python x.py").launcher == "timeout"
     assert signal_name("-31") == "SIGSYS" and exit_meaning(130) == ("SIGINT", "killed by SIGINT")

@@ -368,7 +368,7 @@ def _fact_events(ev: _Events, lines: list[tuple[int, str]], c: Command | None, r
         context = fact.pop("context", False)
         if kind == "kill_sent":
             # killall -v / pkill -e named the PIDs its pattern matched: they stand for the pattern
-            failed.update((k.pid, k.is_group, k.job, k.pattern) for k in targets if k.pattern)
+            failed.update(_key(k) for k in targets if k.pattern)
             fact.setdefault("signal", next((k.signal for k in targets if k.pattern), None))
         if kind == "job_started":
             jobs.pid_of[fact["job"]] = fact["pid"]
@@ -382,7 +382,9 @@ def _fact_events(ev: _Events, lines: list[tuple[int, str]], c: Command | None, r
                     fact.update(target_pid=target.pid, target_is_group=target.is_group, pid=target.pid)
                 if fact.get("target_pattern") is None and target.pattern:
                     fact["target_pattern"] = target.pattern
-                failed.add((target.pid, target.is_group, target.job, target.pattern))
+                if target.expr:
+                    fact["target_expr"] = target.expr
+                failed.add(_key(target))
             if fact.get("job") is not None and fact.get("pid") is None:
                 fact["pid"] = jobs.pid(fact["job"])
         if kind in ("killed", "exit", "job_stopped", "job_running") and fact.get("pid") is None:
@@ -404,14 +406,15 @@ def _fact_events(ev: _Events, lines: list[tuple[int, str]], c: Command | None, r
             pending_oom[fact["pid"]] = row
     if c is not None:
         for k in targets:
-            if (k.pid, k.is_group, k.job, k.pattern) in failed:
+            if _key(k) in failed:
                 continue
-            what = (f"process group {k.pid}" if k.is_group else f"PID {k.pid}") if k.pid is not None else (
-                f"job %{k.job}" if k.job is not None else f"processes matching {k.pattern!r}")
+            group = "process group" if k.is_group else "PID"
+            what = (f"{group} {k.pid}" if k.pid is not None else f"{group} {k.expr}" if k.expr else
+                    f"job %{k.job}" if k.job is not None else f"processes matching {k.pattern!r}")
             ev.add(c.time, "kill_sent", f"{k.program} sent {k.signal} to {what}", ref_of(c.line), time_approx=c.approx,
                    command_ref=ref_of(c.line), pid=k.pid if k.pid is not None else jobs.pid(k.job), target_pid=k.pid,
-                   target_is_group=k.is_group if k.pid is not None else None, target_pattern=k.pattern, job=k.job,
-                   signal=k.signal)
+                   target_is_group=k.is_group if k.pid is not None or k.expr else None, target_pattern=k.pattern,
+                   target_expr=k.expr, job=k.job, signal=k.signal)
     return got
 
 
@@ -432,8 +435,16 @@ def _kernel_messages(lines: list[tuple[int, str]]):
     return out
 
 
+def _key(k) -> tuple:
+    return (k.pid, k.is_group, k.job, k.pattern, k.expr)
+
+
 def _kill_target_of(fact: dict, targets):
-    """The target of the kill command a failure line answers (by PID, job, pattern, or the only one)."""
+    """The target of the kill command a failure line answers (by PID, job, pattern, the one
+    `$(...)` target of the same kind, or the only one)."""
+    exprs = [k for k in targets if k.expr and k.is_group == bool(fact.get("target_is_group"))]
+    if fact.get("target_pid") is not None and len(exprs) == 1 and not any(k.pid == fact["target_pid"] for k in targets):
+        return exprs[0]
     for k in targets:
         if fact.get("target_pid") is not None and k.pid == fact["target_pid"]:
             return k
@@ -466,6 +477,15 @@ def _status_answer(ev: _Events, c: Command, prev: Command | None, ref_of) -> set
                exit_code=code, signal=sig, meaning=meaning, pid=pid, job_command=about.text)
         return {n}
     return set()
+
+
+def _launch_pids_to_outcomes(ev: _Events, launches) -> None:
+    """A foreground launch that `ps` tied to a PID (`timeout ... python ...` then `Killed`,
+    `exit=137`): the outcome lines of that command are about that PID."""
+    pid_of = {cref: ev.rows[row].get("pid") for row, _, _, cref in launches if ev.rows[row].get("pid") is not None}
+    for r in ev.rows:
+        if r["kind"] in ("killed", "exit") and r.get("pid") is None and r.get("job") is None and r.get("command_ref") in pid_of:
+            r["pid"] = pid_of[r["command_ref"]]
 
 
 def _output_events(ev: _Events, c: Command, ref_of, launch: Launch | None, cmd_ref: str) -> dict:
@@ -616,7 +636,7 @@ def load_transcript(path: Path, ctx: LoadContext, fmt: str = FORMAT) -> Incident
             frame, df = got
             gpu_parts[frame].append(df)
             summary = "; ".join(
-                f"GPU {g}: {m:.0f} MiB" + (f", {u:.0f} %" if u == u else "")
+                f"GPU {g}" + (f": {m:.0f} MiB" if m == m else "") + (f", {u:.0f} %" if u == u else "")
                 for g, m, u in zip(df.get("gpu", []), df.get("memory_used_mib", []), df.get("util_gpu_pct", [float("nan")] * len(df)), strict=False)
             ) if frame == "gpus" else f"{len(df)} compute processes"
             ev.add(t, "gpu_query", summary, cref, time_approx=c.approx)
@@ -625,6 +645,7 @@ def load_transcript(path: Path, ctx: LoadContext, fmt: str = FORMAT) -> Incident
             prev = c
     end = max((c.time for c in ses.commands if not pd.isna(c.time)), default=pd.NaT)
     _file_evidence(ev, launches, missing_after, end, ctx, rep)
+    _launch_pids_to_outcomes(ev, launches)
     frames = {"events": _events_frame(ev, rep, ctx)}
     for name, parts in gpu_parts.items():
         if parts:
