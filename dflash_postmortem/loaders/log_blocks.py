@@ -109,9 +109,9 @@ class FailureTable:
         if f.get("host"):
             ev["host"] = f["host"]
         if m := lp.FAILURE_RANK.search(f.get("rank", "")):
-            ev["rank"], ev["local_rank"] = int(m.group("rank")), int(m.group("local_rank"))
+            ev["rank"], ev["local_rank"] = lp.integer(m.group("rank")), lp.integer(m.group("local_rank"))
         if m := lp.FAILURE_EXIT.search(f.get("exitcode", "")):
-            ev["exit_code"], ev["pid"] = int(m.group("code")), int(m.group("pid"))
+            ev["exit_code"], ev["pid"] = lp.integer(m.group("code")), lp.integer(m.group("pid"))
         if f.get("error_file") and f["error_file"] != "<N/A>":
             ev["error_file"] = f["error_file"]
         if m := lp.FAILURE_SIGNAL.search(f.get("traceback", "")):

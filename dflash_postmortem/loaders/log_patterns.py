@@ -53,7 +53,9 @@ from dataclasses import dataclass, field
 
 from ..errors import IncidentConfigError
 
-_NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|nan|inf)"
+# The fraction needs its `.`: `\d[\d,]*\.?\d*` could split a digit run two ways and backtrack
+# quadratically on a long one.
+_NUM = r"[-+]?(?:\d[\d,]*(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf)"
 _SUFFIX = {"k": 3, "K": 3, "M": 6, "G": 9, "T": 12, "B": 9}  # human-readable loggers' powers of ten
 
 
@@ -214,13 +216,41 @@ HF_DICT_KEYS = {"loss", "eval_loss", "train_loss", "epoch", "learning_rate", "gr
 
 # A tqdm bar: `desc: 3%|▎  | 4/157 [00:59<37:27, 14.69s/it, k=v, ...]`. Colab drops the bar
 # (`57% 4/7 [...]`) and a bar cleared to make room for a message keeps only `| 1/2538 [...]`.
-# The description stops at `(`, `)`, `;`, braces: text before it is a message, not the bar's.
+# The regex finds the bar from its percentage on; its description is the text before it, back
+# to a `(`, `)`, `;`, brace or 120 characters (text before that is a message, not the bar's).
+# Matching the description in the regex made a long digit run cost cubic backtracking.
 BAR_KEYWORDS = (b"it/s", b"s/it", b"batch/s", b"s/batch", b"s/epoch")
 BAR = re.compile(
-    r"(?P<desc>[^|\r\n\]();{}]*?)\s*(?:(?P<pct>\d{1,3})%)?\s*(?:\|[^|\r\n]*)?\|?\s*(?P<n>\d+)/(?P<total>\d+|\?)\s*"
+    r"(?:(?P<pct>\d{1,3})%)?\s*(?:\|[^|\r\n]*)?\|?\s*(?<![\d.])(?P<n>\d+)/(?P<total>\d+|\?)\s*"
     r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:?]+),\s*(?P<rate>[\d.]+|\?)(?P<unit>[a-zA-Z]*/s|s/[a-zA-Z]+)"
     r"(?P<postfix>(?:,[^\]\r\n]*)?)(?:\]|$)"  # a bar cut at the end of its line (wrapped, killed) still counts
 )
+_NOT_DESC = frozenset("|\r\n]();{}")
+MAX_BAR_DESC = 120
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One tqdm bar state in a line: where it starts (its description) and ends, and its fields."""
+
+    start: int
+    bar_start: int  # where the percentage (or the count) starts
+    end: int
+    desc: str
+    fields: dict
+
+
+def find_bars(text: str) -> list[Bar]:
+    out, since = [], 0
+    for m in BAR.finditer(text):
+        i = m.start()
+        while i > since and m.start() - i < MAX_BAR_DESC and text[i - 1] not in _NOT_DESC:
+            i -= 1
+        out.append(Bar(i, m.start(), m.end(), text[i:m.start()], m.groupdict()))
+        since = m.end()
+    return out
+
+
 # Postfix keys that carry a metric, and the bars that are not training (loading shards, maps).
 BAR_POSTFIX = {"tokens_per_sec": "train/tok_per_s", "tok_per_s": "train/tok_per_s", "loss": "train/loss"}
 NOT_TRAINING_BAR = re.compile(r"(?i)loading|download|map|token|shard|generat|fetch|process|eval|valid|chunk")
@@ -233,6 +263,23 @@ def _signal_name(number: str) -> str | None:
     names = {"1": "SIGHUP", "2": "SIGINT", "3": "SIGQUIT", "6": "SIGABRT", "7": "SIGBUS", "9": "SIGKILL",
              "11": "SIGSEGV", "13": "SIGPIPE", "15": "SIGTERM"}
     return names.get(number.lstrip("-"), f"signal {number.lstrip('-')}")
+
+
+_INT64 = 2**63
+
+
+def integer(text) -> int | None:
+    """An integer a log prints (PID, step, exit code) if it fits a 64-bit column, else None."""
+    try:
+        v = int(text)
+    except (TypeError, ValueError):  # not a number, or more than 4300 digits
+        return None
+    return v if -_INT64 <= v < _INT64 else None
+
+
+def _seconds_as_ms(text: str) -> int | None:
+    v = integer(text)
+    return integer(v * 1000) if v is not None else None
 
 
 def mib(text: str | None) -> float | None:
@@ -249,10 +296,11 @@ def mib(text: str | None) -> float | None:
 # Named groups of event regexes -> (events column, conversion). One table: a group means the
 # same column in every pattern.
 EVENT_GROUPS: dict[str, tuple[str, Callable]] = {
-    "code": ("exit_code", int), "pid": ("pid", int), "rank": ("rank", int), "local_rank": ("local_rank", int),
-    "signal": ("signal", str), "signo": ("signal", _signal_name), "seq": ("seq", int), "op": ("op", str),
-    "timeout_ms": ("timeout_ms", int), "ran_ms": ("ran_ms", int), "stuck_s": ("ran_ms", lambda s: int(s) * 1000),
-    "gpu": ("gpu", int), "host": ("host", str), "nranks": ("nranks", int), "nccl_code": ("nccl_code", int),
+    "code": ("exit_code", integer), "pid": ("pid", integer), "rank": ("rank", integer),
+    "local_rank": ("local_rank", integer), "signal": ("signal", str), "signo": ("signal", _signal_name),
+    "seq": ("seq", integer), "op": ("op", str), "timeout_ms": ("timeout_ms", integer), "ran_ms": ("ran_ms", integer),
+    "stuck_s": ("ran_ms", _seconds_as_ms), "gpu": ("gpu", integer), "host": ("host", str),
+    "nranks": ("nranks", integer), "nccl_code": ("nccl_code", integer),
     "req": ("requested_mib", mib), "cap": ("capacity_mib", mib), "free": ("free_mib", mib),
 }
 # Columns some events carry beyond the canonical ones; integers are kept as nullable Int64.
@@ -354,7 +402,7 @@ C10D_TAG = re.compile(
 TRACEBACK_KEYWORD = b"Traceback (most recent call last)"
 # Python's threading.excepthook prints this line just before a thread's traceback.
 THREAD_EXCEPTION_KEYWORD = b"Exception in thread "
-THREAD_EXCEPTION = re.compile(r"^Exception in thread (?P<thread>.+?)(?: \(\S+\))?:\s*$")
+THREAD_EXCEPTION = re.compile(r"^Exception in thread (?P<thread>.{1,200}?)(?: \(\S+\))?:\s*$")
 
 # torchelastic's ChildFailedError table: a header, then `[N]:` entries of `key : value` fields.
 FAILURE_TABLE_KEYWORDS = ("Root Cause (first observed failure)", "Failures:")

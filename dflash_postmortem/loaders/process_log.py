@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import html
 import re
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,10 +30,11 @@ import pyarrow.compute as pc
 
 from ..incident import from_frames
 from ..load_report import FileReport
+from . import encoding
 from . import log_patterns as lp
 from .log_blocks import MAX_EVENT_CHARS, NOT_MINE, TAKE_LAST, FailureTable, TracebackBlock
 from .log_times import Calendar, Stamp, find_stamp, resolve_times
-from .registry import Format, LoadContext, register
+from .registry import Format, LoadContext, read_head, register
 
 __all__ = ["LogScanner", "load_process_log", "resolve_times", "sniff_log"]
 
@@ -42,6 +44,7 @@ _NEIGHBOUR_LINES = 50  # how far back a line without a timestamp looks for one
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _HTML = re.compile(r"&(?:lt|gt|amp|quot|#\d+);|</?pre>")
 NO_MATCH = "log text without a metric or event"
+_MAX_FIELD_CHARS = 200  # a `key: value` field is short; prose is not searched for one
 # What loggers put between the timestamp and the message: [run], [INFO], " - root - INFO - ",
 # a platform's `fa88a9df || ` container tag.
 _LEADING_TAGS = re.compile(
@@ -273,7 +276,7 @@ class LogScanner:
                     c_stamp.extend((stamp,) * k)
                     c_line.extend((base + i,) * k)
                     c_run.extend((run,) * k)
-                    c_step.extend((int(step),) * k)
+                    c_step.extend((int(step) if len(step) < 19 else None,) * k)  # a 19-digit step fits no column
                     c_metric.extend(keys)
                     c_value.extend(values)
                     c_rank.extend(_NONES[:k])
@@ -337,12 +340,12 @@ class LogScanner:
         for seg in segments:
             for record, own in self._records(seg):
                 rec_rank, rec_pid = _int(own.get("rank")) if "rank" in own else rank, _int(own.get("pid")) or pid
-                bars = list(lp.BAR.finditer(record)) if any(k in record for k in _BAR_KW) else []
+                bars = lp.find_bars(record) if any(k in record for k in _BAR_KW) else []
                 pieces = [record]
                 if bars:
                     got |= self._bars(bars, record, lineno, rows, rec_rank)
-                    pieces = [record[:bars[0].start()], *(record[a.end():b.start()] for a, b in zip(bars, bars[1:], strict=False)),
-                              record[bars[-1].end():]]
+                    pieces = [record[:bars[0].start], *(record[a.end:b.start] for a, b in zip(bars, bars[1:], strict=False)),
+                              record[bars[-1].end:]]
                 for piece in pieces:
                     if not piece.strip():
                         continue
@@ -534,13 +537,14 @@ class LogScanner:
         if g.get("step") is not None:
             step = _int(g["step"])
         elif g.get("per_epoch") is not None:
-            step = int(g["epoch"]) * int(g["per_epoch"]) + int(g["i"])
+            epoch, per_epoch, i = _int(g["epoch"]), _int(g["per_epoch"]), _int(g["i"])
+            step = _int(epoch * per_epoch + i) if None not in (epoch, per_epoch, i) else None
         else:
             step = _int(g.get("i"))
         n = 0
         seen = set()
         for part in f.separator.split(text):
-            m = lp.FIELD.search(part)
+            m = lp.FIELD.search(part) if len(part) <= _MAX_FIELD_CHARS else None
             if m is None:
                 continue
             key = " ".join(m.group("key").lower().split())
@@ -572,18 +576,18 @@ class LogScanner:
                 n += 1
         return n
 
-    def _bars(self, bars, record: str, lineno: int, rows: Rows, rank) -> int:
+    def _bars(self, bars: list[lp.Bar], record: str, lineno: int, rows: Rows, rank) -> int:
         run = self._run_for(None, False, None)
         since = 0  # where the text before this bar starts: after the previous bar
-        for m in bars:
-            g = m.groupdict()
-            desc = g["desc"].strip().rstrip(":").strip()
-            context = record[max(since, m.start() - 80):m.end("desc")]  # a description cut at `(` starts earlier
-            since = m.end()
+        for b in bars:
+            g = b.fields
+            desc = b.desc.strip().rstrip(":").strip()
+            context = record[max(since, b.start - 80):b.bar_start]  # a description cut at `(` starts earlier
+            since = b.end
             key = (desc, g["total"], rank)
             prev = self.bars.get(key)
-            n = int(g["n"])
-            shown = m.group(0)[len(g["desc"]):].strip()
+            n = _int(g["n"])
+            shown = record[b.bar_start:b.end].strip()
             state = dict(stamp=self.last_stamp, line=lineno, run=run, kind="progress",
                          message=f"{desc + ': ' if desc else ''}{shown}", rank=rank, pattern="tqdm", lines=1)
             new_step = prev is None or prev["_n"] != n
@@ -594,7 +598,7 @@ class LogScanner:
             if lp.NOT_TRAINING_BAR.search(context):
                 continue
             self.bar_step[rank] = n
-            if not new_step or g["rate"] == "?" or lp.NOT_ITERATION_UNIT.search(g["unit"]):
+            if n is None or not new_step or g["rate"] == "?" or lp.NOT_ITERATION_UNIT.search(g["unit"]):
                 continue
             rate = float(g["rate"]) if g["rate"].count(".") <= 1 else float("nan")
             per_s = rate if g["unit"].endswith("/s") else (1.0 / rate if rate else float("nan"))
@@ -704,13 +708,7 @@ def _utf8(b: bytes) -> bool:
     return True
 
 
-def _int(v) -> int | None:
-    if v is None:
-        return None
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
+_int = lp.integer
 
 
 def _frame(cols: dict[str, list], rep: FileReport, ctx: LoadContext, scanner: LogScanner) -> pd.DataFrame:
@@ -789,7 +787,17 @@ def load_process_log(path, *, timezone: str = "UTC", host: str | None = None, ru
     ctx = LoadContext(timezone=timezone, host=host, on_bad_line=on_bad_line, config=cfg, date=date)
     if run:
         ctx.options = {"run": run}
-    return load_log(Path(path), ctx)
+    path = Path(path)
+    enc = encoding.detect(read_head(path))
+    if enc.codec == "utf-8" and not enc.bom:
+        return load_log(path, ctx)  # NUL runs are removed and counted by the scanner itself
+    # UTF-16 from PowerShell, a BOM: read a UTF-8 copy, as load_incident does, named as the original
+    with tempfile.TemporaryDirectory(prefix="dflash-transcoded-") as scratch:
+        copy = encoding.transcode(path, Path(scratch) / path.name, enc).path
+        ctx.aliases = {copy: path}
+        inc = load_log(copy, ctx)
+    inc.load_report.files[0].assume(enc.describe())
+    return inc
 
 
 # -- sniffing ---------------------------------------------------------------------------------
@@ -835,7 +843,8 @@ def _generic_loss(body: str) -> bool:
     f = lp.GENERIC_LOSS
     if f.steps[0].search(body) is None:
         return False
-    return any((m := lp.FIELD.search(part)) and m.group("key").lower() in f.fields for part in f.separator.split(body))
+    return any(len(part) <= _MAX_FIELD_CHARS and (m := lp.FIELD.search(part)) and m.group("key").lower() in f.fields
+               for part in f.separator.split(body))
 
 
 def _sniff_metric(body: str) -> bool:
