@@ -625,7 +625,7 @@ def _typed(seg: _Segment, ctx: LoadContext, rep) -> tuple[pd.DataFrame, list[Fie
         out["state"] = join_states(odd, df.index)
     bad = ~readable.to_numpy()
     for j in np.flatnonzero(bad):
-        rep.bad(seg.lines[j], "values of the header's fields", ", ".join(seg.rows[j]))
+        rep.bad(seg.lines[j], "values of the header's fields", ", ".join(c for c in seg.rows[j] if c is not None))
     out = out[~bad].reset_index(drop=True)
     rep.parsed += len(out)
     return out, seg.fields, zoned

@@ -34,6 +34,8 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
     ("gpu_lost", re.compile(rf"^GPU (?P<bus>{_BUS}): GPU is lost")),
     ("invalid_field", re.compile(r'^Field "(?P<field>[^"]+)" is not a valid field to query')),
     ("nvml_shutdown_failed", re.compile(r"^Failed to properly shut down NVML: (?P<why>.+?)\s*$")),
+    # Printed under the table when a GPU's infoROM checksum fails (an RMA candidate).
+    ("inforom_corrupted", re.compile(rf"^WARNING: infoROM is corrupted at gpu (?P<bus>{_BUS})")),
     # The tool is not there at all: no driver installed on this machine or in this container.
     ("not_installed", re.compile(
         r"(?:^|: )nvidia-smi(?:\.exe)?: (?:command not found|not found|No such file or directory)\s*$"

@@ -71,8 +71,10 @@ def load(path: Path, ctx: LoadContext):
             rep.parsed += 1
         elif not rows:
             rep.skip(i, "text before the GPU list")
-        else:
+        elif line.lstrip().startswith(("GPU ", "MIG ")):
             rep.bad(i, "'GPU N: name (UUID: GPU-...)' or an indented MIG device line", line)
+        else:
+            rep.skip(i, "text after the GPU list")
     paste.note(rep)
     if rows:
         rep.assume("nvidia-smi -L carries no time: rows map index, name and UUID only")

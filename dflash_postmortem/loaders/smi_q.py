@@ -104,6 +104,9 @@ def load(path: Path, ctx: LoadContext):
             continue
         kv = _KEY_VALUE.match(expanded)
         m = kv or _SECTION.match(expanded)
+        if m is None:  # only odd whitespace (a non-breaking space from a web page)
+            rep.skip(i, "line outside the -q report")
+            continue
         level = len(m.group("indent")) // 4
         key = m.group("key").strip().lower()
         stack = stack[: max(level - 1, 0)] + [key]
