@@ -85,6 +85,10 @@ FRAMES: dict[str, tuple[Column, ...]] = {
 
 FRAME_NAMES = tuple(FRAMES)
 
+# Metric keys that more than one module reads (loaders write them, detectors and plots read them).
+TOK_PER_S = "train/tok_per_s"
+LOSS = "train/loss"
+
 
 def columns(frame: str) -> list[str]:
     return [c.name for c in FRAMES[frame]]

@@ -20,7 +20,7 @@ from .incident import Incident
 from .schema import TIME
 
 COLUMNS = ("time", "phase", "what", "evidence")
-_FIRST_SIGN = ("throughput_regression", "stall", "failed_restart")
+_FIRST_SIGN = ("throughput_regression", "stall", "failed_restart", "never_trained")
 _STALL_BASELINE_SAMPLES = 20  # the level a stalled run ran at: its last samples before the stall
 
 
@@ -48,8 +48,18 @@ def _milestones(inc: Incident, f: pd.DataFrame, s: pd.DataFrame) -> dict:
     `s` is the throughput series."""
     first = _kinds(f, *_FIRST_SIGN)
     out = {"first_sign": first["start"].iloc[0] if len(first) else None}
-    rec = _kinds(f, "recovery", "partial_recovery")
+    # Recovered: back to the baseline; failing that, the partial recovery it ended with.
+    rec = _kinds(f, "recovery")
+    if rec.empty:
+        rec = _kinds(f, "partial_recovery").tail(1)
     out["recovered"] = rec["start"].iloc[0] if len(rec) and out["first_sign"] is not None else None
+    never = _kinds(f, "never_trained")
+    up = _kinds(f, "verified_start")
+    if out["recovered"] is None and len(never) and len(up[up["start"] > never["start"].iloc[0]]):
+        # A start that never trained is over when a relaunch trains: its first step.
+        first_up = up[up["start"] > never["start"].iloc[0]].iloc[0]
+        out["recovered"] = first_up["end"]
+        out["recovered_evidence"] = list(first_up["evidence"])[-1:]
     stalls = _kinds(f, "stall")
     if out["recovered"] is None and len(stalls) and _kinds(f, "throughput_regression").empty:
         # A stall with no throughput drop around it ends when training steps again.
@@ -58,17 +68,36 @@ def _milestones(inc: Incident, f: pd.DataFrame, s: pd.DataFrame) -> dict:
         out["recovered_evidence"] = evidence_refs(resumed)
     ev = inc.events
     cmds = ev[ev["kind"] == "command"].sort_values("time", kind="stable")
-    out["detected"] = None
+    out["detected"] = out["detected_ref"] = None
     if out["first_sign"] is not None:
         after = cmds[cmds["time"] > out["first_sign"]]
-        out["detected"] = after["time"].iloc[0] if len(after) else None
-    out["mitigated"] = None
+        if len(after):
+            out["detected"], out["detected_ref"] = after["time"].iloc[0], after["ref"].iloc[0]
+    out["mitigated"] = out["mitigated_ref"] = None
     if out["recovered"] is not None:
-        launches = ev[(ev["kind"] == "launch") & (ev["time"] <= out["recovered"])]
-        failed = set(_kinds(f, "failed_restart")["start"])
-        ok = launches[~launches["time"].isin(failed)]
-        out["mitigated"] = ok["time"].iloc[-1] if len(ok) else None
+        fix = _fix_of(ev, rec)
+        if fix is not None:
+            # The recovery names what ended the incident (a survivor stopped): that is the mitigation.
+            out["mitigated"], out["mitigated_ref"] = fix["time"], fix["ref"]
+        else:
+            launches = ev[(ev["kind"] == "launch") & (ev["time"] <= out["recovered"])]
+            failed = set(_kinds(f, "failed_restart")["start"])
+            ok = launches[~launches["time"].isin(failed)]
+            if len(ok):
+                out["mitigated"], out["mitigated_ref"] = ok["time"].iloc[-1], ok["ref"].iloc[-1]
     return out
+
+
+def _fix_of(ev: pd.DataFrame, rec: pd.DataFrame) -> pd.Series | None:
+    """The operator's command a recovery finding gives as its cause, if any."""
+    if rec.empty:
+        return None
+    for c in rec["caused_by"].iloc[0]:
+        if str(c["id"]).startswith("event:") and c["evidence"]:
+            hit = ev[(ev["ref"] == c["evidence"][0]) & (ev["kind"] == "command")]
+            if len(hit):
+                return hit.iloc[0]
+    return None
 
 
 def _gpus_held(inc: Incident) -> tuple[int, str]:
@@ -104,6 +133,13 @@ def impact(inc: Incident, findings: pd.DataFrame) -> dict:
     out.update(baseline_tok_per_s=baseline, baseline_from=baseline_from if baseline is not None else None,
                gpus_held=n_gpus, gpus_held_from=how)
     end = m["recovered"] if m["recovered"] is not None else (s["time"].max() if len(s) else None)
+    if t0 is not None and baseline is None and end is not None and end > t0 and len(_kinds(findings, "never_trained")):
+        # Nothing trained from the start that never did to the relaunch's first step: every GPU-second
+        # in between is lost; tokens lost need a rate (incident.toml expected_tok_per_s).
+        window = (end - t0).total_seconds()
+        out.update(window_s=window, gpu_hours_held=n_gpus * window / 3600.0,
+                   gpu_hours_lost=n_gpus * window / 3600.0, tokens_lost=None, mean_shortfall=1.0)
+        return out
     if t0 is None or baseline is None or end is None or end <= t0:
         out.update(window_s=None, gpu_hours_held=None, gpu_hours_lost=None, tokens_lost=None)
         return out
@@ -139,6 +175,9 @@ def timeline(incident: Incident, findings: pd.DataFrame | None = None) -> Timeli
         if f.kind == "verified_start" and f.start == imp["mitigated"]:
             continue  # its evidence goes on the mitigation row below
         phase = {"throughput_regression": "first sign" if f.start == t0 else "finding",
+                 "stall": "first sign" if f.start == t0 else "finding",
+                 "never_trained": "first sign" if f.start == t0 else "finding",
+                 "kill_failed": "failed kill", "survivor": "survivor",
                  "failed_restart": "failed restart", "stale_process": "stale process", "verified_start": "verified start",
                  "recovery": "recovery", "partial_recovery": "partial recovery"}.get(f.kind, "finding")
         when = f.start
@@ -150,17 +189,16 @@ def timeline(incident: Incident, findings: pd.DataFrame | None = None) -> Timeli
         end = imp["recovered"] if imp["recovered"] is not None else ev["time"].max()
         cmds = ev[(ev["kind"] == "command") & (ev["time"] > t0) & (ev["time"] <= end)]
         for c in cmds.itertuples():
-            phase = ("detection" if c.time == imp["detected"] else
-                     "mitigation" if c.time == imp["mitigated"] else "action")
+            phase = ("detection" if c.ref == imp["detected_ref"] else
+                     "mitigation" if c.ref == imp["mitigated_ref"] else "action")
             refs = [c.ref] if isinstance(c.ref, str) else []
             if phase == "mitigation":
                 proof = findings[(findings["kind"] == "verified_start") & (findings["start"] == c.time)]
                 refs += [r for ev in proof["evidence"] for r in ev if r not in refs]
             rows.append(_row(c.time, phase, f"$ {c.message}", refs))
     if "recovered_evidence" in imp and imp["recovered"] is not None:
-        # A stall's end: no recovery finding, the first step after it is the proof.
-        rows.append(_row(imp["recovered"], "recovery", "training steps again after the stall",
-                         imp["recovered_evidence"]))
+        # A stall's or a start's end without a recovery finding: the first step after it is the proof.
+        rows.append(_row(imp["recovered"], "recovery", "training steps again", imp["recovered_evidence"]))
     df = pd.DataFrame(rows, columns=list(COLUMNS))
     df["time"] = pd.to_datetime(df["time"], utc=True).astype(TIME) if len(df) else pd.Series(dtype=TIME)
     df = df.sort_values("time", kind="stable").reset_index(drop=True)
@@ -201,9 +239,10 @@ def format_for_terminal(incident: Incident, findings: pd.DataFrame | None = None
     out.append(f"  time to detect {_duration(i.get('time_to_detect_s'))}, to mitigate "
                f"{_duration(i.get('time_to_mitigate_s'))}, to recover {_duration(i.get('time_to_recover_s'))}")
     if i.get("gpu_hours_lost") is not None:
+        tokens = (f"; tokens lost {i['tokens_lost']:,.0f} against {i['baseline_tok_per_s']:,.0f} tok/s"
+                  if i.get("tokens_lost") is not None else "; tokens lost: no baseline rate (expected_tok_per_s)")
         out.append(f"  {i['gpus_held']} GPUs held ({i['gpus_held_from']}); GPU-hours lost "
-                   f"{i['gpu_hours_lost']:.2f} of {i['gpu_hours_held']:.2f} held; tokens lost "
-                   f"{i['tokens_lost']:,.0f} against {i['baseline_tok_per_s']:,.0f} tok/s")
+                   f"{i['gpu_hours_lost']:.2f} of {i['gpu_hours_held']:.2f} held{tokens}")
     return "\n".join(out)
 
 

@@ -80,7 +80,8 @@ def line_at():
 
     def read(root: Path, ref: str) -> str:
         path, _, n = ref.rpartition(":")
-        lines = (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
+        # Lines end at \n only: a terminal log's carriage returns are inside its lines.
+        lines = (root / path).read_bytes().decode("utf-8", "replace").split("\n")
         assert n.isdigit() and 1 <= int(n) <= len(lines), f"{ref}: no such line"
         return lines[int(n) - 1]
 

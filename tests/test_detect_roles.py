@@ -114,5 +114,5 @@ def test_a_bad_host_table_names_its_key(tmp_path, seed_dir, bundled_dir):
 
     from dflash_postmortem.errors import IncidentConfigError
 
-    with pytest.raises(IncidentConfigError, match=r"roles\.node18\.target: expected a list of GPU indices"):
+    with pytest.raises(IncidentConfigError, match=r"roles\.node18\.target: expected an array of GPU indices"):
         _two_hosts(tmp_path, seed_dir, bundled_dir, 'target = "0,1"')

@@ -89,7 +89,11 @@ def test_real_h200_stall_after_a_thread_died_names_the_traceback(line_at):
         warnings.simplefilter("ignore")
         inc = pm.load_incident(CRASH)
     found = detect(inc)
-    assert sorted(found["kind"]) == ["stall", "verified_start"]  # a 9 s dip in the relaunch is no regression
+    # a 9 s dip in the relaunch is no regression; the relaunch is the stall's recovery
+    assert sorted(found["kind"]) == ["recovery", "stall", "verified_start"]
+    rec = found[found["kind"] == "recovery"].iloc[0]
+    assert rec["start"] == pd.Timestamp("2026-11-30 09:45:31", tz="UTC")
+    assert rec["detail"].endswith("59 s after the stall began.")
     s = found[found["kind"] == "stall"].iloc[0]
     T = lambda x: pd.Timestamp(f"2026-11-30 {x}", tz="UTC")  # noqa: E731
     assert T("09:44:29") < s["start"] <= T("09:44:35") and T("09:45:08") <= s["end"] <= T("09:45:12")

@@ -80,7 +80,7 @@ def test_seed_reconstruction_tells_the_write_ups_story(seed_report):
     roles = _executed_text(seed_report, "04_recovery")
     assert "allocated, idle" in roles  # GPU 5 holds memory and does nothing after the relaunch
     index = seed_report.read_text()
-    assert "Throughput fell from 21.5K tok/s to 12.4K tok/s" in index
+    assert "throughput fell from 21.5K tok/s to 12.4K tok/s" in index
 
 
 # Each notebook on a folder holding one kind of source, picked so that what the notebook needs

@@ -36,10 +36,14 @@ def test_every_notebook_has_a_page_linked_from_the_index(full_report):
 def test_index_says_what_happened(full_report):
     index = full_report.read_text()
     # The capture: 146.8K tok/s baseline, the regressed run at about half of it, one failed restart.
-    m = re.search(r"Throughput fell from (\d+\.\d)K tok/s to (\d+\.\d)K tok/s", index)
+    m = re.search(r"At 05:22:17 UTC throughput fell from (\d+\.\d)K tok/s to (\d+\.\d)K tok/s", index)
     assert m, index
     assert 140 < float(m.group(1)) < 155 and 60 < float(m.group(2)) < 90
-    assert "The restart at 05:23:01 UTC never came up: redirect target missing" in index
+    # The cause, the missing path and the stale process, by name.
+    assert "started with --fast-linear-attn 0 --use-reentrant 0" in index
+    assert ("The restart at 05:23:01 UTC never came up: log path does not exist, process never started: "
+            "the shell could not open /workspace/train_opt2.log") in index
+    assert "the stale python process 579, older than the launch" in index
 
 
 @pytest.mark.parametrize("name", PAGES)

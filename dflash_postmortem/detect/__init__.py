@@ -1,7 +1,7 @@
 """Detectors: pure functions of an Incident, each answering one question with a findings frame.
 
-`detect(incident)` runs them all and returns one frame (kind, start, end, severity, title, detail,
-evidence, numbers). No detector reads files or draws; a source that is missing only means the
+`detect(incident)` runs them all and returns one frame (id, kind, start, end, severity, title,
+detail, evidence, numbers, caused_by). No detector reads files or draws; a source that is missing only means the
 question it would answer gets fewer findings, never an error.
 """
 
@@ -11,6 +11,8 @@ import pandas as pd
 
 from ..incident import Incident
 from . import findings
+from .causes import frame_with_causes
+from .control import detect_failed_kills
 from .recovery import detect_recovery
 from .restart import detect_failed_restarts
 from .roles import detect_role_mismatch
@@ -18,6 +20,7 @@ from .stall import detect_stalls
 from .throughput import detect_throughput_regressions
 
 DETECTORS = (
+    detect_failed_kills,
     detect_throughput_regressions,
     detect_failed_restarts,
     detect_recovery,
@@ -27,17 +30,17 @@ DETECTORS = (
 
 
 def detect(incident: Incident) -> pd.DataFrame:
-    """Every detector's findings, ordered by start time."""
+    """Every detector's findings, ordered by start time, with the cause graph across them."""
     parts = [d(incident) for d in DETECTORS]
-    parts = [p for p in parts if len(p)]
-    if not parts:
+    if not any(len(p) for p in parts):
         return findings.empty()
-    return findings.frame(pd.concat(parts, ignore_index=True).to_dict("records"))
+    return frame_with_causes(incident, parts)
 
 
 __all__ = [
     "DETECTORS",
     "detect",
+    "detect_failed_kills",
     "detect_failed_restarts",
     "detect_recovery",
     "detect_role_mismatch",

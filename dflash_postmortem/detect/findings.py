@@ -3,6 +3,11 @@
 A finding is one claim about the incident: what (kind, title, detail), when (start, end), how bad
 (severity), the numbers behind it, and `evidence`: `file:line` references into the incident's own
 files, so that every claim can be checked by opening the line it cites.
+
+Findings form a small cause graph: `caused_by` lists links, each naming its cause by `id` (another
+finding's id, or `event:<file:line>` for an event such as a failed kill), why it is a cause, and
+the evidence lines of that link. A finding's `id` is `kind@<UTC start>`, so detectors can name a
+cause they did not produce.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import pandas as pd
 
 from ..schema import TIME
 
-COLUMNS = ("kind", "start", "end", "severity", "title", "detail", "evidence", "numbers")
+COLUMNS = ("id", "kind", "start", "end", "severity", "title", "detail", "evidence", "numbers", "caused_by")
 SEVERITIES = ("info", "warning", "critical")
 
 
@@ -25,19 +30,36 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=list(COLUMNS))
     for col in ("start", "end"):
         df[col] = pd.to_datetime(df[col], utc=True).astype(TIME) if len(df) else pd.Series(dtype=TIME)
-    for col in ("kind", "severity", "title", "detail"):
+    for col in ("id", "kind", "severity", "title", "detail"):
         df[col] = df[col].astype("string")
-    for col in ("evidence", "numbers"):
+    df["caused_by"] = [list(c) if isinstance(c, list) else [] for c in df["caused_by"]]
+    for col in ("evidence", "numbers", "caused_by"):
         df[col] = df[col].astype(object)
     return df.sort_values("start", kind="stable", na_position="last").reset_index(drop=True)
 
 
+def finding_id(kind: str, start) -> str:
+    """The id a finding of `kind` starting at `start` gets: `kind@2026-12-01T10:31:06`."""
+    return f"{kind}@{pd.Timestamp(start):%Y-%m-%dT%H:%M:%S}" if start is not None and not pd.isna(start) else f"{kind}@?"
+
+
+def event_id(ref: str) -> str:
+    """The id of an event as a cause: its evidence line."""
+    return f"event:{ref}"
+
+
+def cause(cause_id: str, why: str, evidence: list[str]) -> dict:
+    """One link of the cause graph: the cause's id, why it is a cause, the lines that show it."""
+    return {"id": cause_id, "why": why, "evidence": unique([e for e in evidence if isinstance(e, str) and e])}
+
+
 def finding(kind: str, start, end, severity: str, title: str, detail: str,
-            evidence: list[str], numbers: dict) -> dict:
+            evidence: list[str], numbers: dict, caused_by: list[dict] | None = None) -> dict:
     assert severity in SEVERITIES, severity
     return {
-        "kind": kind, "start": start, "end": end, "severity": severity, "title": title,
-        "detail": detail, "evidence": unique(evidence), "numbers": numbers,
+        "id": finding_id(kind, start), "kind": kind, "start": start, "end": end, "severity": severity,
+        "title": title, "detail": detail, "evidence": unique(evidence), "numbers": numbers,
+        "caused_by": list({c["id"]: c for c in caused_by or []}.values()),
     }
 
 

@@ -13,6 +13,7 @@ from pathlib import PurePosixPath
 
 import pandas as pd
 
+from ..commands import parse_launch
 from ..incident import Incident
 
 # The script and its arguments, up to the first redirect, pipe, separator or closing quote.
@@ -34,12 +35,18 @@ def invocation(command: str) -> tuple[str | None, dict[str, str]]:
     if kit and " -- " in command[kit.end():]:
         command = command[kit.end():].split(" -- ", 1)[1]
     m = _INVOCATION.search(command) or _MODULE.search(command)
-    if not m:
-        return None, {}
+    if m:
+        script, args = m.group("script"), m.group("args")
+    else:
+        # A wrapper (`./run_train.sh --run-name x ...`): the program the launch names, its arguments.
+        launch = parse_launch(command)
+        if launch is None or not launch.program:
+            return None, {}
+        script, args = launch.program, launch.args or ""
     try:
-        tokens = shlex.split(m.group("args"))
+        tokens = shlex.split(args)
     except ValueError:
-        tokens = m.group("args").split()
+        tokens = args.split()
     flags: dict[str, str] = {}
     i = 0
     while i < len(tokens):
@@ -54,7 +61,7 @@ def invocation(command: str) -> tuple[str | None, dict[str, str]]:
                     val = "true"
             flags[key] = val
         i += 1
-    return PurePosixPath(m.group("script")).name, flags
+    return PurePosixPath(script).name, flags
 
 
 def log_target(command: str) -> str | None:
@@ -175,3 +182,12 @@ def outcomes(inc: Incident) -> pd.DataFrame:
         row["first_step"] = steps.sort_values("time").iloc[0] if len(steps) else None
         out.append(row)
     return pd.DataFrame(out)
+
+
+def launch_of(inc: Incident, run, before) -> pd.Series | None:
+    """The last launch of `run` (by run name, log file, or --run-name) before `before`."""
+    oc = outcomes(inc)
+    if oc.empty:
+        return None
+    hit = oc[(oc["run"] == run) & (oc["time"] <= before)]
+    return hit.iloc[-1] if len(hit) else None

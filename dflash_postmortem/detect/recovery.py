@@ -1,9 +1,11 @@
-"""Recovery: when throughput is back to a sustained fraction of the pre-incident baseline.
+"""Recovery: when throughput is back to a sustained fraction of the pre-incident baseline, and
+every relaunch that came back short of it.
 
 "Sustained" means `SUSTAIN` consecutive samples at or above `recovery_fraction` (incident.toml,
-default 0.9) x the baseline level measured before the regression. Anything that comes back but
-stays below that is a partial recovery, reported with its level and the likely reason the
-evidence offers (another process still holding memory on the job's GPUs, GPUs allocated but idle).
+default 0.9) x the baseline level measured before the regression. A relaunch that trains but
+stays below that is a partial recovery, reported with its level and the reasons the evidence
+offers: another process still holding memory on its GPUs (named, with the GPUs), fewer GPUs than
+the baseline run used, GPUs allocated but idle, a flag that differs from the baseline run.
 """
 
 from __future__ import annotations
@@ -13,9 +15,14 @@ import pandas as pd
 
 from ..incident import Incident
 from . import findings
-from .throughput import episodes, segments
+from .launches import launch_of
+from .stall import stall_intervals
+from .throughput import config_differences, episodes, segments, series
 
 SUSTAIN = 5
+# Without its launch in the evidence, a relaunch is taken to have started this long before its
+# first step (model loading and compile).
+_STARTUP = pd.Timedelta(minutes=2)
 _IDLE_UTIL = 5.0
 _HELD_MIB = 1024.0
 
@@ -30,40 +37,139 @@ def _sustained(values: np.ndarray, floor: float, n: int) -> int | None:
     return None
 
 
-def _partial_reasons(inc: Incident, start, end, run) -> tuple[list[str], list[str]]:
-    """(reasons, the sample lines behind them)."""
+def _pids_on_gpus(inc: Incident, start, end) -> pd.DataFrame:
+    """PIDs holding memory between start and end: most memory, GPUs, first sample ever, a ref."""
+    gp = inc.gpu_processes.dropna(subset=["pid"])
+    win = gp[(gp["time"] >= start) & (gp["time"] <= end)]
+    if win.empty:
+        return pd.DataFrame(columns=["pid", "mib", "gpus", "first", "ref"])
+    first = gp.groupby("pid")["time"].min()
+    rows = []
+    for pid, one in win.groupby("pid"):
+        rows.append({"pid": int(pid), "mib": float(one["used_memory_mib"].max()),
+                     "gpus": sorted(int(g) for g in one["gpu"].dropna().unique()),
+                     "first": first[pid], "ref": (findings.refs(one, 1) or [None])[0]})
+    return pd.DataFrame(rows)
+
+
+def _gpus_of(inc: Incident, pids: list[int], start, end) -> set[int]:
+    gp = inc.gpu_processes
+    mine = gp[gp["pid"].isin(pids) & (gp["time"] >= start) & (gp["time"] <= end)]
+    return {int(g) for g in mine["gpu"].dropna().unique()}
+
+
+def _partial_reasons(inc: Incident, seg_start, seg_end, run, run_start, ep: dict) -> tuple[list[str], list[str], list[int]]:
+    """(reasons, the sample lines behind them, PIDs of other processes on the run's GPUs)."""
     reasons, refs = [], []
-    gp = inc.gpu_processes[(inc.gpu_processes["time"] >= start) & (inc.gpu_processes["time"] <= end)]
-    pids, pid_refs = findings.memory_by_pid(gp)
-    if len(pids) > 1:
-        reasons.append("more than one process holds memory on the job's GPUs: PIDs "
-                       + ", ".join(f"{int(p)} ({m:.0f} MiB)" for p, m in pids.items()))
-        refs += pid_refs
-    g = inc.gpus[(inc.gpus["time"] >= start) & (inc.gpus["time"] <= end)]
+    held = _pids_on_gpus(inc, seg_start, seg_end)
+    # Processes already holding GPU memory before the relaunch was launched are not the relaunch.
+    launch = launch_of(inc, run, run_start)
+    since = launch["time"] if launch is not None else run_start - _STARTUP
+    others = held[held["first"] < since] if len(held) else held
+    own = held[held["first"] >= since] if len(held) else held
+    other_pids = [int(p) for p in others["pid"]] if len(others) else []
+    if len(others) and len(own):
+        own_gpus = {g for gs in own["gpus"] for g in gs}
+        shared = others[others["gpus"].map(lambda gs: bool(set(gs) & own_gpus) or not own_gpus)]
+        if len(shared):
+            reasons.append("another process holds memory on its GPUs: " + "; ".join(
+                f"PID {r.pid} ({r.mib:.0f} MiB on GPU {', '.join(map(str, r.gpus)) or '?'})"
+                for r in shared.itertuples()))
+            refs += [r for r in shared["ref"] if isinstance(r, str)]
+            other_pids = [int(p) for p in shared["pid"]]
+    before_pids = _pids_on_gpus(inc, ep["before"]["time"].min(), ep["before"]["time"].max())
+    if len(own) and len(before_pids):
+        n_before = len({g for gs in before_pids["gpus"] for g in gs})
+        n_now = len({g for gs in own["gpus"] for g in gs})
+        if 0 < n_now < n_before:
+            reasons.append(f"it uses {n_now} GPU(s), the baseline run used {n_before}")
+    g = inc.gpus[(inc.gpus["time"] >= seg_start) & (inc.gpus["time"] <= seg_end)]
     if len(g) and g["util_gpu_pct"].notna().any():
         per = g.groupby("gpu").agg(mem=("memory_used_mib", "median"), util=("util_gpu_pct", "median"))
         idle = per[(per["mem"] > _HELD_MIB) & (per["util"] < _IDLE_UTIL)]
         if len(idle):
-            reasons.append("GPU(s) " + ", ".join(str(int(i)) for i in idle.index)
-                           + " hold memory but sit idle")
+            reasons.append("GPU(s) " + ", ".join(str(int(i)) for i in idle.index) + " hold memory but sit idle")
             refs += findings.refs(g[g["gpu"].isin(idle.index)], 4)
-    return reasons, refs
+    base_run = ep["before"]["run"].iloc[-1]
+    # A setting the relaunch dropped (a fault injection, a debug flag) is no reason to be slow.
+    flags = [d for d in config_differences(inc, base_run, run, seg_start)
+             if not d["bookkeeping"] and d["after"] is not None]
+    if flags:
+        reasons.append(f"its configuration differs from run {base_run}: " + " ".join(d["shown"] for d in flags))
+        refs += [d["ref"] for d in flags if isinstance(d["ref"], str)]
+    return reasons, refs, other_pids
+
+
+def _relaunch_partials(inc: Incident, ep: dict, frac: float) -> list[dict]:
+    """Runs started after the regression began that trained below the recovery floor."""
+    s = ep["series"]
+    floor = frac * ep["baseline"]
+    regressed_run = ep["during"]["run"].iloc[0]
+    window = s[(s["time"] >= ep["start"]) & (s["time"] <= ep["end"])]
+    rows = []
+    for run, part in window.groupby("run", sort=False):
+        if run == regressed_run or run in set(ep["before"]["run"]):
+            continue
+        segs = segments(part.reset_index(drop=True))
+        for seg in segs.itertuples():
+            n = int(seg.i1 - seg.i0)
+            if seg.level >= floor or n < SUSTAIN:
+                continue
+            run_start = part["time"].iloc[0]
+            reasons, refs, others = _partial_reasons(inc, seg.start, seg.end, run, run_start, ep)
+            samples = part.iloc[int(seg.i0):int(seg.i0) + SUSTAIN]
+            rows.append(findings.finding(
+                "partial_recovery", seg.start, seg.end, "warning",
+                f"relaunch {run} came back at {seg.level / 1e3:.1f}K tok/s ({seg.level / ep['baseline']:.2f} of baseline)",
+                f"Run {run} trained at {seg.level:.0f} tok/s from {seg.start:%H:%M:%S} to {seg.end:%H:%M:%S}, "
+                f"below {frac:.0%} of the {ep['baseline']:.0f} tok/s baseline. "
+                + ("Likely reason: " + "; ".join(reasons) + "." if reasons
+                   else "No reason in the evidence (no per-process GPU samples, no flag difference)."),
+                findings.refs(samples) + refs,
+                {"baseline_tok_per_s": ep["baseline"], "recovery_fraction": frac, "regression_start": ep["start"],
+                 "level_tok_per_s": float(seg.level), "ratio": float(seg.level / ep["baseline"]), "run": run,
+                 "reasons": reasons, "other_pids": others}))
+    return rows
+
+
+# The level a stalled run ran at: its last samples before the stall.
+STALL_BASELINE_SAMPLES = 20
+
+
+def stall_episodes(inc: Incident) -> list[dict]:
+    """Each stall as an episode to recover from: the stalled run's level before it is the
+    baseline, the silence is the degraded stretch, what trains after it is the recovery."""
+    s = series(inc)
+    out = []
+    for start, end in stall_intervals(inc):
+        before = s[s["time"] < start].tail(STALL_BASELINE_SAMPLES)
+        if before.empty:
+            continue
+        before = before[before["run"] == before["run"].iloc[-1]]
+        out.append({"series": s, "baseline": float(before["value"].median()), "degraded": 0.0,
+                    "start": start, "end": end, "before": before, "during": before.tail(1),
+                    "after": s[s["time"] > end], "stall": True})
+    return out
 
 
 def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFrame:
-    """One finding per regression episode: recovered (when), partial (level, why), or not at all."""
+    """Per regression episode and per stall: each relaunch that came back short (partial), and
+    the recovery (when) or its absence."""
     frac = fraction if fraction is not None else inc.config.recovery_fraction
     rows = []
-    for ep in episodes(inc):
+    for ep in episodes(inc) + stall_episodes(inc):
+        rows += _relaunch_partials(inc, ep, frac)
         after = ep["after"]
         floor = frac * ep["baseline"]
         nums = {"baseline_tok_per_s": ep["baseline"], "recovery_fraction": frac,
-                "regression_start": ep["start"]}
+                "regression_start": ep["start"], "episode": "stall" if ep.get("stall") else "regression"}
         if after.empty:
-            rows.append(findings.finding(
-                "no_recovery", ep["end"], None, "critical", "throughput never recovered in the data",
-                f"No throughput samples after the regression ending {ep['end']:%H:%M:%S}.",
-                findings.refs(ep["during"].tail(1)), nums))
+            if not any(r["kind"] == "partial_recovery" for r in rows):
+                rows.append(findings.finding(
+                    "no_recovery", ep["end"], None, "critical", "throughput never recovered in the data",
+                    f"No throughput samples after the {'stall' if ep.get('stall') else 'regression'} "
+                    f"ending {ep['end']:%H:%M:%S}.",
+                    findings.refs(ep["during"].tail(1)), nums))
             continue
         i = _sustained(after["value"].to_numpy(dtype=float), floor, min(SUSTAIN, len(after)))
         if i is not None:
@@ -76,7 +182,7 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
                 f"throughput recovered to {level / 1e3:.1f}K tok/s ({level / ep['baseline']:.2f} of baseline)",
                 f"From {when:%H:%M:%S} run {window['run'].iloc[0]} sustained at least {frac:.0%} of the "
                 f"{ep['baseline']:.0f} tok/s baseline ({SUSTAIN} consecutive samples), {ttr:.0f} s after "
-                f"the regression began.",
+                f"the {'stall' if ep.get('stall') else 'regression'} began.",
                 findings.refs(window.head(SUSTAIN)),
                 dict(nums, level_tok_per_s=level, ratio=level / ep["baseline"], run=window["run"].iloc[0],
                      time_to_recover_s=ttr)))
@@ -85,7 +191,9 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
         last = segs.iloc[-1]
         level = float(last["level"])
         if level > 1.1 * ep["degraded"]:
-            reasons, reason_refs = _partial_reasons(inc, last["start"], last["end"], after["run"].iloc[-1])
+            run = after["run"].iloc[-1]
+            reasons, reason_refs, others = _partial_reasons(
+                inc, last["start"], last["end"], run, after[after["run"] == run]["time"].iloc[0], ep)
             rows.append(findings.finding(
                 "partial_recovery", last["start"], last["end"], "warning",
                 f"partial recovery to {level / 1e3:.1f}K tok/s ({level / ep['baseline']:.2f} of baseline)",
@@ -93,5 +201,6 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
                 f"tok/s baseline. " + ("Likely reason: " + "; ".join(reasons) + "." if reasons
                                         else "No likely reason in the evidence."),
                 findings.refs(after.iloc[int(last["i0"]):int(last["i0"]) + SUSTAIN]) + reason_refs,
-                dict(nums, level_tok_per_s=level, ratio=level / ep["baseline"], reasons=reasons)))
+                dict(nums, level_tok_per_s=level, ratio=level / ep["baseline"], run=run, reasons=reasons,
+                     other_pids=others)))
     return findings.frame(rows)

@@ -9,12 +9,13 @@ existed before the launch is *stale*, never evidence that training runs; it is r
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 import pandas as pd
 
 from ..incident import Incident
 from . import findings
-from .launches import outcomes, verdicts
+from .launches import is_trainer, outcomes, verdicts
 
 GRACE_S = 600.0
 # A background job started inside one of these exits with it unless it is detached (setsid/disown).
@@ -29,12 +30,37 @@ _KILLS_SESSION = re.compile(r"\bkill\b[^;&|]*?\s(?:--\s+)?-\d+\b(?![^;&|]*\s-\d)
 _SIGNAL_SPEC = re.compile(r"^-(?:\d{1,2}|[A-Z]+|s)$")
 
 
-def _window(oc: pd.DataFrame, i: int, grace: pd.Timedelta) -> tuple[pd.Timestamp, pd.Timestamp]:
+@dataclass(frozen=True)
+class _Window:
+    """From a launch to the next one (or the grace period). A transcript dated only by `date`
+    gives many lines one time: at the window's end, lines of the launch's own transcript count
+    by their order, up to the next launch's line."""
+
+    start: pd.Timestamp
+    end: pd.Timestamp
+    stop_ref: str | None = None
+
+    def of(self, df: pd.DataFrame, col: str = "time") -> pd.DataFrame:
+        inside = (df[col] >= self.start) & (df[col] < self.end)
+        stop = findings.ref_line(self.stop_ref) if self.stop_ref else None
+        if stop is not None and "ref" in df.columns:
+            lines = df["ref"].map(lambda r: findings.ref_line(r) if isinstance(r, str) else None)
+            tie = (df[col] == self.end) & lines.map(lambda x: x is not None and x[0] == stop[0] and x[1] < stop[1]).astype(bool)
+            inside |= tie
+        return df[inside]
+
+    def later(self, start) -> _Window:
+        return _Window(start, self.end, self.stop_ref)
+
+
+def _window(oc: pd.DataFrame, i: int, grace: pd.Timedelta) -> _Window:
     start = oc["time"].iloc[i]
     end = start + grace
-    if i + 1 < len(oc):
-        end = min(end, oc["time"].iloc[i + 1])
-    return start, end
+    stop_ref = None
+    if i + 1 < len(oc) and oc["time"].iloc[i + 1] <= end:
+        end = oc["time"].iloc[i + 1]
+        stop_ref = oc["ref"].iloc[i + 1] if isinstance(oc["ref"].iloc[i + 1], str) else None
+    return _Window(start, end, stop_ref)
 
 
 def _between(df: pd.DataFrame, start, end, col: str = "time") -> pd.DataFrame:
@@ -55,21 +81,29 @@ def _output_refs(inc: Incident, ev: pd.Series) -> list[str]:
     return [r for r in (findings.shifted(ref, k) for k in range(1, len(out.splitlines()) + 1)) if r]
 
 
-def _gpu_check(inc: Incident, start, end, pid) -> tuple[bool | None, str, list[str]]:
+def _gpu_check(inc: Incident, w: _Window, pid) -> tuple[bool | None, str, list[str]]:
     """Did GPU memory appear after the launch? (None: no GPU source says.)"""
-    queries = _between(inc.events, start, end)
+    queries = w.of(inc.events)
     queries = queries[queries["kind"] == "gpu_query"]
     refs = []
     for _, q in queries.iterrows():
         refs += ([q["ref"]] if isinstance(q.get("ref"), str) else []) + _output_refs(inc, q)
-    gp = _between(inc.gpu_processes, start, end)
+    gp = w.of(inc.gpu_processes)
     if pid is not None and len(gp):
         mine = gp[gp["pid"] == pid]
         if len(mine):
             return True, f"{len(mine)} GPU samples held by PID {pid}", findings.refs(mine, 3)
         # Not held by the new PID: the operator's own GPU checks say what the GPUs held instead.
         return False, f"0 GPU samples held by PID {pid}", refs
-    g = _between(inc.gpus, start, end)
+    if len(gp):
+        # Per-process samples: memory held only by PIDs that were there before is not the launch's.
+        first = inc.gpu_processes.dropna(subset=["pid"]).groupby("pid")["time"].min()
+        new = gp[gp["pid"].map(first) >= w.start]
+        if new.empty:
+            old = sorted(int(p) for p in gp["pid"].dropna().unique())
+            return False, ("no new PID on the GPUs (memory held only by PID(s) "
+                           + ", ".join(map(str, old)) + ", there before the launch)"), refs + findings.refs(gp, 3)
+    g = w.of(inc.gpus)
     if g.empty:
         return None, "no GPU samples after the launch", []
     peak = g["memory_used_mib"].max()
@@ -78,8 +112,8 @@ def _gpu_check(inc: Incident, start, end, pid) -> tuple[bool | None, str, list[s
     return held, text, refs + findings.refs(g, 8)
 
 
-def _count_checks(inc: Incident, start, end) -> list[pd.Series]:
-    ev = _between(inc.events, start, end)
+def _count_checks(inc: Incident, w: _Window) -> list[pd.Series]:
+    ev = w.of(inc.events)
     return [r for _, r in ev[ev["kind"] == "process_count"].iterrows()]
 
 
@@ -94,16 +128,99 @@ def _launcher(command: str) -> str | None:
     return m.group("how") if m else None
 
 
-def _reason(L: pd.Series, inc: Incident, start, end, said: pd.DataFrame) -> tuple[str, str, list[str]]:
-    """Why the launch failed, as far as the evidence goes: (reason, explanation, refs). `said`: the
-    launcher's verdict lines for this launch (empty unless it went through `launch`)."""
+@dataclass
+class _Verdict:
+    """Why a launch failed: a short reason, the explanation, its evidence lines, and the causes
+    (events) it rests on, as cause-graph links."""
+
+    reason: str
+    why: str
+    refs: list[str]
+    causes: list[dict] = field(default_factory=list)
+
+
+def _event_cause(r: pd.Series, why: str) -> dict:
+    ref = r["ref"] if isinstance(r.get("ref"), str) else None
+    return findings.cause(findings.event_id(ref) if ref else f"event:{r['kind']}@{r['time']}", why, [ref] if ref else [])
+
+
+def _own_ends(L: pd.Series, inc: Incident, w: _Window) -> pd.DataFrame:
+    """`killed` / `exit` / `oom_kill` events of this launch: tied to its command line, to its job's
+    PID, or (OOM) to its process."""
+    ev = w.of(inc.events)
+    ends = ev[ev["kind"].isin(("killed", "exit", "oom_kill", "segfault"))]
+    if ends.empty:
+        return ends
+    mine = pd.Series(False, index=ends.index)
+    if "command_ref" in ends.columns and isinstance(L.get("ref"), str):
+        mine |= ends["command_ref"] == L["ref"]
+    pids = {int(p) for p in (L.get("pid"), (L["process"]["pid"] if isinstance(L.get("process"), pd.Series) else None))
+            if p is not None and not pd.isna(p)}
+    if pids:
+        mine |= ends["pid"].isin(pids).fillna(False).astype(bool)
+    return ends[mine.fillna(False).astype(bool)]
+
+
+def _ended(L: pd.Series, inc: Incident, w: _Window) -> _Verdict | None:
+    """Killed by its `timeout` wrapper, by the OOM killer, or exited: what the shell said."""
+    ends = _own_ends(L, inc, w)
+    if ends.empty:
+        return None
+    refs = findings.refs(ends)
+    oom = ends[ends["kind"] == "oom_kill"]
+    if len(oom):
+        r = oom.iloc[0]
+        return _Verdict("killed by the OOM killer", f"killed by the kernel's OOM killer: `{str(r['message']).strip()}`",
+                        refs, [_event_cause(r, "the kernel killed the process for memory")])
+    code = ends["exit_code"].dropna() if "exit_code" in ends.columns else pd.Series(dtype=float)
+    killed = ends[ends["kind"] == "killed"]
+    said = "; ".join(f"`{str(m).strip()}`" for m in ends["message"].head(3))
+    limit = L.get("timeout_s")
+    if limit is not None and not pd.isna(limit):
+        sig = L.get("timeout_signal") or "SIGTERM"
+        launch = [findings.cause(findings.event_id(L["ref"]), f"the launch ran under `timeout`, {limit:g} s then {sig}",
+                                 [L["ref"]])] if isinstance(L.get("ref"), str) else []
+        return _Verdict(
+            "killed by its timeout wrapper",
+            f"killed by its timeout wrapper: the launch ran under `timeout` with {limit:g} s and {sig} "
+            f"({said}), so the trainer was killed before it could start",
+            refs, launch + [_event_cause(r, "the shell reported how it ended") for _, r in ends.iterrows()])
+    if len(killed) or (len(code) and int(code.iloc[0]) >= 128):
+        sig = killed["signal"].dropna().iloc[0] if len(killed) and "signal" in killed.columns and killed["signal"].notna().any() else None
+        return _Verdict("killed", f"killed{f' by {sig}' if sig else ''} during start-up ({said})", refs,
+                        [_event_cause(r, "the shell reported how it ended") for _, r in ends.iterrows()])
+    if len(code) and int(code.iloc[0]) != 0:
+        return _Verdict("exited", f"exited with status {int(code.iloc[0])} during start-up ({said})", refs,
+                        [_event_cause(r, "the shell reported its exit status") for _, r in ends.iterrows()])
+    return None
+
+
+def _missing_evidence(L: pd.Series, inc: Incident, w: _Window) -> str:
+    """What would have told why, and is not in the incident."""
+    missing = []
+    if not len(w.of(inc.processes, "first_seen")) and inc.processes.empty:
+        missing.append("no process listing (ps) covers the launch")
+    if inc.gpu_processes.empty:
+        missing.append("no per-process GPU samples")
+    if not isinstance(L.get("log"), pd.Series):
+        missing.append(f"its log ({L.get('log_path') or 'no redirect'}) is not in the incident")
+    if not isinstance(L.get("ref"), str) or not str(L["ref"]).startswith(tuple(inc.events["source"].dropna().unique())):
+        missing.append("no transcript of the launch")
+    elif _own_ends(L, inc, w).empty:
+        missing.append("no exit status or kill message in the transcript")
+    return "; ".join(missing) or "every usual source is here and none says why"
+
+
+def _reason(L: pd.Series, inc: Incident, w: _Window, said: pd.DataFrame) -> _Verdict:
+    """Why the launch failed, as far as the evidence goes. `said`: the launcher's verdict lines
+    for this launch (empty unless it went through `launch`)."""
     launcher = _launcher_said(L, inc, said)
     if launcher is not None:
-        return launcher
-    ev = _between(inc.events, start, end)
+        return _Verdict(*launcher)
+    ev = w.of(inc.events)
     path = L.get("log_path") if isinstance(L.get("log_path"), str) else None
     # A redirect the shell could not open is reported right after the launch, on its own output.
-    soon = ev[ev["time"] <= start + pd.Timedelta(seconds=10)]
+    soon = ev[ev["time"] <= w.start + pd.Timedelta(seconds=10)]
     said = soon["message"].fillna("").astype(str)
     if "output" in soon.columns:
         said = said + "\n" + soon["output"].fillna("").astype(str)
@@ -114,26 +231,31 @@ def _reason(L: pd.Series, inc: Incident, start, end, said: pd.DataFrame) -> tupl
         refs = [r["ref"]] if isinstance(r.get("ref"), str) else []
         if r["kind"] != "redirect_failed":
             refs += _output_refs(inc, r)
-        return ("redirect target missing",
-                f"log path does not exist, process never started: the shell could not open {path} "
-                f"for the redirect, so the command after it never ran", refs)
+        return _Verdict("redirect target missing",
+                        f"log path does not exist, process never started: the shell could not open {path} "
+                        f"for the redirect, so the command after it never ran", refs,
+                        [findings.cause(findings.event_id(refs[0]), f"the shell could not open {path}", refs)] if refs else [])
     proc = L.get("process")
     tb = _startup_traceback(L, ev)
     if len(tb):
         last = str(tb["message"].iloc[0]).strip().splitlines()[-1]
         who = f"process {proc['pid']}" if isinstance(proc, pd.Series) else "the launched process"
-        return ("died in start-up", f"died during start-up: {who} started and wrote a traceback "
-                f"ending `{last}`", findings.refs(tb, 3))
-    killed = _session_kill(L, inc, start, end)
+        return _Verdict("died in start-up", f"died during start-up: {who} started and wrote a traceback "
+                        f"ending `{last}`", findings.refs(tb, 3), [_event_cause(tb.iloc[0], f"traceback ending `{last}`")])
+    ended = _ended(L, inc, w)
+    if ended is not None:
+        return ended
+    killed = _session_kill(L, inc, w)
     if killed is not None:
-        return killed
+        return _Verdict(*killed)
     how = _launcher(str(L["command"]))
     if how and not _DETACHED.search(str(L["command"])):
-        return ("launching session killed",
-                f"the process was started in the background inside `{how}` without setsid or "
-                f"disown and did not survive the end of that session; process never started",
-                [L["ref"]] if isinstance(L.get("ref"), str) else [])
-    return ("unknown", "no evidence says why the process did not start", [])
+        return _Verdict("launching session killed",
+                        f"the process was started in the background inside `{how}` without setsid or "
+                        f"disown and did not survive the end of that session; process never started",
+                        [L["ref"]] if isinstance(L.get("ref"), str) else [])
+    return _Verdict("unknown", "no evidence says why the process did not start (missing: "
+                    + _missing_evidence(L, inc, w) + ")", [])
 
 
 # What `dflash-postmortem launch` says in its first failed check -> the reason it names.
@@ -205,13 +327,13 @@ def _kill_targets_group(command: str) -> bool:
     return bool(_KILLS_SESSION.search(command))
 
 
-def _session_kill(L: pd.Series, inc: Incident, start, end) -> tuple[str, str, list[str]] | None:
+def _session_kill(L: pd.Series, inc: Incident, w: _Window) -> tuple[str, str, list[str]] | None:
     """A background job of the operator's shell (no setsid/disown) whose session or process group
     the operator then killed, after which the process vanished before its first step."""
     proc = L.get("process")
     if not isinstance(proc, pd.Series) or _DETACHED.search(str(L["command"])):
         return None
-    ev = _between(inc.events, start, end)
+    ev = w.of(inc.events)
     kills = ev[(ev["kind"] == "command") & ev["message"].fillna("").map(_kill_targets_group).astype(bool)]
     kills = kills[kills["time"] >= proc["first_seen"] - pd.Timedelta(seconds=5)]
     if kills.empty:
@@ -263,14 +385,77 @@ def _gone(inc: Incident, proc: pd.Series, end) -> bool:
     return bool(len(later) and len(zero))
 
 
+def _stages(inc: Incident, log) -> pd.DataFrame:
+    """The start-up stage lines of a launch's log (`Loading target model ...`), in order."""
+    if not isinstance(log, pd.Series):
+        return inc.events.iloc[:0]
+    ev = inc.events
+    return ev[(ev["source"] == log["source"]) & (ev["kind"] == "stage")].sort_values("time", kind="stable")
+
+
+def _memory_curve(inc: Incident, w: _Window, pid) -> pd.DataFrame:
+    """GPU memory over the launch window: by the launched PID where per-process samples have it,
+    else the GPUs' total (the curve of a start that loads for minutes)."""
+    gp = w.of(inc.gpu_processes)
+    if pid is not None and len(gp) and (gp["pid"] == pid).any():
+        mine = gp[gp["pid"] == pid]
+        return mine.groupby("time", as_index=False).agg(mib=("used_memory_mib", "sum"))
+    g = w.of(inc.gpus).dropna(subset=["memory_used_mib"])
+    if g.empty:
+        return pd.DataFrame(columns=["time", "mib"])
+    # One source per curve: the one with the most samples.
+    g = g[g["source"] == g["source"].value_counts().index[0]]
+    return g.groupby("time", as_index=False).agg(mib=("memory_used_mib", "sum"))
+
+
+def _never_trained(inc: Incident, L: pd.Series, w: _Window, proc, pid, stages: pd.DataFrame,
+                   gone: bool, evidence: list[str]) -> dict:
+    """A start that reached a stage line and stopped there: no step, for minutes, until it was
+    killed or the evidence ends. Not a stall (that is a run that trained, then stopped)."""
+    last = stages.iloc[-1]
+    until = proc["last_seen"] if proc is not None and pd.notna(proc["last_seen"]) else w.end
+    curve = _memory_curve(inc, _Window(w.start, min(w.end, until + pd.Timedelta(seconds=2)), w.stop_ref), pid)
+    curve = curve[curve["mib"] > 0] if len(curve) else curve
+    creep = ""
+    points = []
+    if len(curve) >= 2:
+        lo, hi = curve.iloc[0], curve.iloc[-1]
+        creep = (f"; GPU memory went from {lo['mib']:,.0f} MiB at {lo['time']:%H:%M:%S} to {hi['mib']:,.0f} MiB "
+                 f"at {hi['time']:%H:%M:%S}" + (" and was still growing" if hi["mib"] > curve["mib"].iloc[:-1].max() else ""))
+        step = max(1, len(curve) // 8)
+        points = [(t, float(m)) for t, m in zip(curve["time"].iloc[::step], curve["mib"].iloc[::step], strict=True)]
+    how_ended = (f"it was gone by {until:%H:%M:%S}" if gone else f"still no step at {until:%H:%M:%S}")
+    seconds = (until - last["time"]).total_seconds()
+    return findings.finding(
+        "never_trained", L["time"], until, "critical",
+        f"launch at {L['time']:%H:%M:%S} never reached training: stuck after `{_stage_text(last)}`",
+        f"Run {L['run'] or '?'} wrote its start-up stages up to `{_stage_text(last)}` at {last['time']:%H:%M:%S} "
+        f"and nothing after it for {seconds:,.0f} s{creep}; no training step; {how_ended}.",
+        evidence + findings.refs(stages.tail(1)),
+        {"run": L["run"], "pid": None if pid is None else int(pid), "last_stage": _stage_text(last),
+         "last_stage_time": last["time"], "seconds_in_stage": seconds, "memory_mib": points},
+        caused_by=[_event_cause(last, "the last start-up stage it reached")])
+
+
+def _stage_text(ev: pd.Series) -> str:
+    text = str(ev["message"]).strip().splitlines()[0]
+    return re.sub(r"^\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(\[[^\]]*\]\s*)?", "", text)[:120]
+
+
+# A start stuck in one stage this long without a step never trained (compile and weight loading
+# take minutes on big models; the default grace for a first step is 10 minutes).
+NEVER_TRAINED_S = 90.0
+
+
 def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.DataFrame:
-    """One finding per launch that did not bring training up, and one per stale process."""
+    """One finding per launch that did not bring training up (failed, never trained, or slow),
+    and one per stale process that made it look alive."""
     grace = pd.Timedelta(seconds=grace_s if grace_s is not None else
                          float(inc.config.detect.get("restart_grace_s", GRACE_S)))
     oc = outcomes(inc)
     rows = []
     for i, L in oc.iterrows():
-        start, end = _window(oc, i, grace)
+        w = _window(oc, i, grace)
         proc = L["process"] if isinstance(L["process"], pd.Series) else None
         first = L["first_step"] if isinstance(L["first_step"], pd.Series) else None
         log = L["log"] if isinstance(L["log"], pd.Series) else None
@@ -281,12 +466,12 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
                 rows.append(_verified(L, said, proc, first))
             continue
         pid = None if proc is None else proc["pid"]
-        gpu_ok, gpu_text, gpu_refs = _gpu_check(inc, start, end, pid)
+        gpu_ok, gpu_text, gpu_refs = _gpu_check(inc, w, pid)
         evidence = [L["ref"]] if isinstance(L.get("ref"), str) else []
         checks = {"process": proc is not None, "log": log is not None, "gpu_memory": gpu_ok,
                   "first_step": stepped}
         lines = []
-        counts = _count_checks(inc, start, end)
+        counts = _count_checks(inc, w)
         own = _launcher_checks(said)
         if proc is None and own.get("start", (False,))[0] and pd.notna(L.get("pid")):
             checks["process"] = True
@@ -301,8 +486,8 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
                 evidence += _output_refs(inc, c)
         else:
             lines.append(f"process {pid} started")
-        missing = inc.events[(inc.events["kind"] == "log_missing") & (inc.events["time"] >= start)
-                             & (inc.events["time"] < end)]
+        missing = w.of(inc.events)
+        missing = missing[missing["kind"].isin(("log_missing", "log_empty"))]
         if log is None:
             lines.append(f"no log: {L['log_path']} never received a line")
             for _, m in missing.iterrows():
@@ -311,43 +496,73 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         evidence += gpu_refs
         if not stepped:
             lines.append(f"no training step within {grace.total_seconds():.0f} s")
-        gone = proc is not None and _gone(inc, proc, end)
+        gone = proc is not None and _gone(inc, proc, w.end)
         exited = own.get("alive", (True,))[0] is False
         if exited:
             lines.append(str(own["alive"][1]).removesuffix("; last log lines:"))
         elif gone:
-            after = [c for c in _count_checks(inc, proc["last_seen"], end) if c.get("count") == 0]
+            after = [c for c in _count_checks(inc, w.later(proc["last_seen"])) if c.get("count") == 0]
             lines.append("; ".join(f"{c['time']:%H:%M:%S}: {c['message']}" for c in after) or
                          f"no longer listed after {proc['last_seen']:%H:%M:%S}")
             evidence += [c["ref"] for c in after if isinstance(c.get("ref"), str)]
         # A traceback in its log is a death, whatever the process listings say.
-        died = len(_startup_traceback(L, _between(inc.events, start, end))) > 0
+        died = len(_startup_traceback(L, w.of(inc.events))) > 0
+        stages = _stages(inc, log)
+        if not (exited or died) and len(stages) and proc is not None:
+            stuck_until = proc["last_seen"] if pd.notna(proc["last_seen"]) else w.end
+            if (stuck_until - stages["time"].iloc[-1]).total_seconds() >= NEVER_TRAINED_S:
+                rows.append(_never_trained(inc, L, w, proc, pid, stages, gone or _stopped(inc, proc, w), evidence))
+                continue
         if not (exited or died) and ((proc is not None and not gone)
                                      or (proc is None and inc.processes.empty and log is not None)):
             # Alive (or no process listing, but its log fills): slow, not failed.
             rows.append(findings.finding(
-                "slow_start", L["time"], end, "info", f"slow start after launch at {L['time']:%H:%M:%S}",
+                "slow_start", L["time"], w.end, "info", f"slow start after launch at {L['time']:%H:%M:%S}",
                 "; ".join(lines) + ". Alive and no evidence of failure: slow, not failed.",
                 evidence, {"checks": checks, "run": L["run"], "pid": None if pid is None else int(pid)}))
             continue
-        reason, why, why_refs = _reason(L, inc, start, end, said)
-        evidence = why_refs + evidence
+        v = _reason(L, inc, w, said)
         rows.append(findings.finding(
-            "failed_restart", L["time"], end, "critical",
-            f"restart at {L['time']:%H:%M:%S} never came up: {why.split(':')[0]}",
-            why + ". Checks: " + "; ".join(lines) + ".",
-            evidence,
-            {"reason": reason, "checks": checks, "run": L["run"], "log_path": L["log_path"],
-             "launcher": _launcher(str(L["command"])), "pid": None if pid is None else int(pid)}))
-        rows += _stale(inc, L, start, end, counts)
+            "failed_restart", L["time"], w.end, "critical",
+            f"restart at {L['time']:%H:%M:%S} never came up: {v.why.split(':')[0]}",
+            v.why + ". Checks: " + "; ".join(lines) + ".",
+            v.refs + evidence,
+            {"reason": v.reason, "checks": checks, "run": L["run"], "log_path": L["log_path"],
+             "launcher": _launcher(str(L["command"])), "pid": None if pid is None else int(pid)},
+            caused_by=v.causes))
+        rows += _stale(inc, L, w, counts)
     return findings.frame(rows)
 
 
-def _stale(inc: Incident, L: pd.Series, start, end, counts: list[pd.Series]) -> list[dict]:
+def _stopped(inc: Incident, proc: pd.Series, w: _Window) -> bool:
+    """Its last listing came before the listings ended: something stopped it."""
+    listed = inc.processes["last_seen"].max()
+    return bool(pd.notna(proc["last_seen"]) and proc["last_seen"] < listed - pd.Timedelta(seconds=2))
+
+
+def _relevant(inc: Incident, procs: pd.DataFrame, L: pd.Series, when, patterns: list[str]) -> pd.DataFrame:
+    """Of the python processes alive across a launch, those that could pass for the trainer: the
+    launched script, what the operator's count matched, or a GPU holder. Helper processes (compile
+    workers, data loaders) are their parent's business, not a stale trainer."""
+    cmd = procs["command"].fillna("")
+    keep = pd.Series(False, index=procs.index)
+    if patterns:
+        keep |= cmd.map(lambda c: any(pt in c for pt in patterns)).astype(bool)
+    script = L.get("script")
+    if isinstance(script, str) and script:
+        keep |= cmd.map(lambda c: is_trainer(c, script)).astype(bool)
+    gp = inc.gpu_processes
+    near = gp[(gp["time"] >= when - pd.Timedelta(minutes=2)) & (gp["time"] <= when + pd.Timedelta(minutes=2))]
+    keep |= procs["pid"].isin(near["pid"].dropna().unique()).fillna(False).astype(bool)
+    return procs[keep]
+
+
+def _stale(inc: Incident, L: pd.Series, w: _Window, counts: list[pd.Series]) -> list[dict]:
     """Python processes alive across a failed launch that predate it: not the launched trainer."""
     procs = inc.processes
     if procs.empty:
         return []
+    start = w.start
     when = counts[0]["time"] if counts else start
     alive = _alive(procs, when)
     if alive.empty:
@@ -356,8 +571,7 @@ def _stale(inc: Incident, L: pd.Series, start, end, counts: list[pd.Series]) -> 
     old = alive[(started < start.floor("min")) & alive["command"].fillna("").str.contains(_PYTHON)]
     # Where the operator counted processes, the stale ones that matter are those the count matched.
     patterns = [str(c["pattern"]) for c in counts if isinstance(c.get("pattern"), str) and c["pattern"] != "?"]
-    if patterns:
-        old = old[old["command"].fillna("").map(lambda cmd: any(pt in cmd for pt in patterns)).astype(bool)]
+    old = _relevant(inc, old, L, when, patterns)
     out = []
     for _, p in old.iterrows():
         count_text = ""

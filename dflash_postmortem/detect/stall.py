@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..incident import Incident
+from ..schema import TOK_PER_S
 from . import findings
 
 THRESHOLD_S = 300.0
@@ -14,36 +15,48 @@ IDLE_UTIL_PCT = 5.0
 HELD_MIB = 1024.0
 
 
-def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFrame:
-    """Stretches longer than the threshold with memory held, ~0 % utilization and no step."""
+def stall_intervals(inc: Incident, threshold_s: float | None = None) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
+    """(start, end) of each stretch longer than the threshold with memory held, ~0 % utilization,
+    no training step and a process alive: what a stall is, for this detector and for those that
+    must not read a stall and the relaunch after it as a configuration regression."""
     threshold = pd.Timedelta(seconds=threshold_s if threshold_s is not None
                              else float(inc.config.detect.get("stall_s", THRESHOLD_S)))
     g = inc.gpus.dropna(subset=["memory_used_mib", "util_gpu_pct"])
     if g.empty:
-        return findings.empty()
+        return []
     per = g.assign(t=g["time"].dt.floor("s")).groupby("t").agg(
         held=("memory_used_mib", "max"), util=("util_gpu_pct", "max")).sort_index()
     quiet = (per["held"] >= HELD_MIB) & (per["util"] < IDLE_UTIL_PCT)
-    steps = inc.metrics.loc[inc.metrics["metric"] == "train/tok_per_s", "time"].sort_values()
+    steps = inc.metrics.loc[inc.metrics["metric"] == TOK_PER_S, "time"].sort_values()
     procs = inc.processes
-    rows = []
+    out = []
     # consecutive quiet samples: a new stretch starts wherever quiet flips
     stretch = (quiet != quiet.shift()).cumsum()
     for _, part_q in per[quiet].groupby(stretch[quiet]):
         start_, end = part_q.index[0], part_q.index[-1]
         if end - start_ < threshold:
             continue
-        stepped = steps[(steps >= start_) & (steps <= end)]
-        if len(stepped):
+        if len(steps[(steps >= start_) & (steps <= end)]):
             continue
         alive = procs[(procs["first_seen"] <= end) & (procs["last_seen"] >= start_)] if len(procs) else procs
         if len(procs) and alive.empty:
             continue  # memory held by nobody we can see alive: a leak or a dead job, not a stall
+        out.append((start_, end))
+    return out
+
+
+def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFrame:
+    """Stretches longer than the threshold with memory held, ~0 % utilization and no step."""
+    g = inc.gpus.dropna(subset=["memory_used_mib", "util_gpu_pct"])
+    procs = inc.processes
+    rows = []
+    for start_, end in stall_intervals(inc, threshold_s):
+        alive = procs[(procs["first_seen"] <= end) & (procs["last_seen"] >= start_)] if len(procs) else procs
         part = g[(g["time"] >= start_) & (g["time"] <= end)]
         # Who holds the memory (per-process samples), and the last step before the silence.
         gp = inc.gpu_processes[(inc.gpu_processes["time"] >= start_) & (inc.gpu_processes["time"] <= end)]
         holders, holder_refs = findings.memory_by_pid(gp)
-        last = inc.metrics[(inc.metrics["metric"] == "train/tok_per_s") & (inc.metrics["time"] < start_)]
+        last = inc.metrics[(inc.metrics["metric"] == TOK_PER_S) & (inc.metrics["time"] < start_)]
         last = last.sort_values("time", kind="stable").tail(1)
         # A thread that died right before the silence (a loop without a guard runs on without it).
         since = last["time"].iloc[0] if len(last) else start_ - pd.Timedelta(seconds=60)
@@ -67,7 +80,9 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
             {"seconds": (end - start_).total_seconds(), "processes_alive": int(len(alive)),
              "holders": [int(p) for p in holders.index],
              "last_step_time": last["time"].iloc[0] if len(last) else None,
-             "traceback": tb[-1].strip() if tb else None}))
+             "traceback": tb[-1].strip() if tb else None},
+            caused_by=[findings.cause(findings.event_id(r), f"a thread died right before the silence: {tb[-1].strip()}",
+                                      [r]) for r in findings.refs(died, 1)]))
     return findings.frame(rows)
 
 

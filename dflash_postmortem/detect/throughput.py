@@ -19,7 +19,8 @@ import pandas as pd
 
 from ..incident import Incident, RunInfo
 from . import findings
-from .launches import flag_key
+from .launches import flag_key, launch_of
+from .stall import stall_intervals
 
 METRIC = "train/tok_per_s"
 MIN_DROP = 0.15
@@ -42,10 +43,13 @@ CAUSES = (
 
 
 def series(inc: Incident, metric: str = METRIC) -> pd.DataFrame:
-    """Throughput samples of every run in time order, one source per run, warm-up dropped.
+    """Throughput samples of the job in time order: every run, one source per run, warm-up dropped.
 
     When a run's throughput is in two sources (the log and wandb), the one with more samples is
-    used. Leading samples below 0.75 x the run's median are warm-up (compile, first batches).
+    used. A few leading samples below 0.75 x the run's median are warm-up (compile, first batches).
+    Runs follow each other: once a newer run logs its first step, an older one still logging is
+    no longer the job (a survivor of a failed kill, a run left behind) and its later samples are
+    left out; the detector of survivors says what it did meanwhile.
     """
     m = inc.metrics[(inc.metrics["metric"] == metric) & inc.metrics["value"].notna()]
     if m.empty:
@@ -54,12 +58,31 @@ def series(inc: Incident, metric: str = METRIC) -> pd.DataFrame:
     for _run, g in m.groupby("run", dropna=False, sort=False):
         counts = g.groupby("source", dropna=False).size().sort_values(ascending=False)
         g = g[g["source"] == counts.index[0]].sort_values("time", kind="stable")
-        med = g["value"].median()
-        warm = (g["value"] < 0.75 * med).to_numpy()
-        lead = int(np.argmin(warm)) if not warm.all() else len(g)
-        parts.append(g.iloc[lead:])
-    out = pd.concat(parts).sort_values("time", kind="stable").reset_index(drop=True)
-    return out
+        parts.append(g.iloc[_warmup(g["value"].to_numpy(dtype=float)):])
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return m.iloc[:0]
+    parts.sort(key=lambda p: p["time"].iloc[0])
+    firsts = [p["time"].iloc[0] for p in parts]
+    kept = []
+    for i, p in enumerate(parts):
+        later = [t for t in firsts[i + 1:] if t > firsts[i]]
+        kept.append(p[p["time"] < min(later)] if later else p)
+    return pd.concat(kept).sort_values("time", kind="stable").reset_index(drop=True)
+
+
+# Warm-up (compile, first batches) is a short slow start: at most this share of a run's samples.
+WARMUP_SHARE = 0.1
+
+
+def _warmup(values: np.ndarray) -> int:
+    """How many leading samples are warm-up: those below 0.75 x the run's median, if they are few.
+    A longer slow start is a level of its own (a relaunch sharing its GPUs), not warm-up."""
+    if not len(values):
+        return 0
+    warm = values < 0.75 * np.median(values)
+    lead = int(np.argmin(warm)) if not warm.all() else len(values)
+    return lead if lead <= max(3, int(WARMUP_SHARE * len(values))) else 0
 
 
 def _sigma(signal: np.ndarray, first_run: int) -> float:
@@ -112,6 +135,7 @@ def episodes(inc: Incident, min_drop: float | None = None) -> list[dict]:
     min_len = pd.Timedelta(seconds=float(inc.config.detect.get("min_regression_s", MIN_REGRESSION_S)))
     s = series(inc)
     segs = segments(s, min_drop)
+    stalls = stall_intervals(inc)
     out = []
     k = 0
     while k < len(segs):
@@ -127,18 +151,36 @@ def episodes(inc: Incident, min_drop: float | None = None) -> list[dict]:
             j += 1
         i0, i1 = int(segs["i0"].iloc[k]), int(segs["i1"].iloc[j])
         part = s.iloc[i0:i1]
-        if part["time"].iloc[-1] - part["time"].iloc[0] < min_len:
+        if any(base["end"] <= a and b <= part["time"].iloc[0] for a, b in stalls):
+            # A stall between the two levels: the run after it is the stalled run's relaunch,
+            # judged as its recovery, not as a regression of its own.
+            k = j + 1
+            continue
+        if part["time"].iloc[-1] - part["time"].iloc[0] < min_len and not _whole_runs(s, part):
             k = j + 1
             continue
         before = s.iloc[int(base["i0"]):int(base["i1"])]
+        first = s.iloc[i0:int(segs["i1"].iloc[k])]
         out.append({
-            "series": s, "baseline": float(base["level"]), "degraded": float(part["value"].median()),
+            # The drop is the first degraded level; later ones (a relaunch that also ran slow)
+            # are judged as recoveries that fell short.
+            "series": s, "baseline": float(base["level"]), "degraded": float(first["value"].median()),
             "start": part["time"].iloc[0], "end": part["time"].iloc[-1], "i0": i0, "i1": i1,
             "before": before, "during": part, "after": s.iloc[i1:],
             "levels": segs["level"].iloc[k:j + 1].round(0).tolist(),
         })
         k = j + 1
     return out
+
+
+def _whole_runs(s: pd.DataFrame, part: pd.DataFrame) -> bool:
+    """A degraded stretch that is whole runs, start to end, with enough samples is a regression
+    however short the runs are (a 20 s replay logging every second is evidence enough); only a
+    dip inside a run must last `min_regression_s`."""
+    if len(part) < 2 * MIN_SIZE:
+        return False
+    runs = s[s["run"].isin(part["run"].unique())]
+    return bool(runs["time"].min() >= part["time"].min() and runs["time"].max() <= part["time"].max())
 
 
 def _run_info(inc: Incident, run) -> RunInfo | None:
@@ -150,22 +192,11 @@ def _run_info(inc: Incident, run) -> RunInfo | None:
     return None
 
 
-def _launch_of(inc: Incident, run, before) -> pd.Series | None:
-    """The last launch of `run` (by run name, log file, or --run-name) before its first sample."""
-    from .launches import outcomes
-
-    oc = outcomes(inc)
-    if oc.empty:
-        return None
-    hit = oc[(oc["run"] == run) & (oc["time"] <= before)]
-    return hit.iloc[-1] if len(hit) else None
-
-
 def config_differences(inc: Incident, run_before, run_after, first_after) -> list[dict]:
     """Settings that differ between two runs: command-line flags of their launches, wandb config."""
     diffs: dict[str, dict] = {}
-    la = _launch_of(inc, run_after, first_after)
-    lb = _launch_of(inc, run_before, first_after)
+    la = launch_of(inc, run_after, first_after)
+    lb = launch_of(inc, run_before, first_after)
     if la is not None:
         fb = lb["flags"] if lb is not None else {}
         fa = la["flags"]
@@ -232,24 +263,31 @@ def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) 
         run_b, run_a = before["run"].iloc[-1], during["run"].iloc[0]
         across = run_a != run_b
         ratio = ep["degraded"] / ep["baseline"]
-        cands, evidence = [], []
+        cands, evidence, causes = [], [], []
         flags = [d for d in config_differences(inc, run_b, run_a, ep["start"]) if not d["bookkeeping"]] if across else []
         if flags:
-            cands.append("configuration differs from run " + str(run_b) + ": "
-                         + " ".join(d["shown"] for d in flags))
-            evidence += [d["ref"] for d in flags if isinstance(d["ref"], str)]
+            shown = " ".join(d["shown"] for d in flags)
+            cands.append("configuration differs from run " + str(run_b) + ": " + shown)
+            refs = [d["ref"] for d in flags if isinstance(d["ref"], str)]
+            evidence += refs
+            causes.append(findings.cause(
+                findings.event_id(refs[0]) if refs else f"config:{run_a}",
+                f"run {run_a} was started with settings that differ from run {run_b}: {shown}", refs))
         warns = _nearby_warnings(inc, ep, run_a)
         for label, rx in CAUSES:
             hit = warns[warns["message"].fillna("").str.contains(rx)]
             if len(hit):
                 cands.append(f"{label}: {_gist(hit['message'].iloc[0])}")
-                evidence += findings.refs(hit, 3)
+                refs = findings.refs(hit, 3)
+                evidence += refs
+                if refs:
+                    causes.append(findings.cause(findings.event_id(refs[0]), f"{label}: {_gist(hit['message'].iloc[0])}", refs))
         for sh in _shared_gpus(inc, ep):
             cands.append(f"second process on GPU(s) {', '.join(sh['gpus'])}: PIDs {sh['pids']}")
         evidence += findings.refs(before.tail(1)) + findings.refs(during.head(2))
         where = (f"began when run {run_a} started (after run {run_b})" if across
                  else f"within run {run_a}")
-        launch = _launch_of(inc, run_a, ep["start"]) if across else None
+        launch = launch_of(inc, run_a, ep["start"]) if across else None
         rows.append(findings.finding(
             "throughput_regression", ep["start"], ep["end"], "critical",
             f"throughput fell from {ep['baseline'] / 1e3:.1f}K to {ep['degraded'] / 1e3:.1f}K tok/s "
@@ -263,6 +301,11 @@ def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) 
              "ratio": ratio, "run_before": run_b, "run_after": run_a, "across_runs": across,
              "degraded_min": float(during["value"].min()), "degraded_max": float(during["value"].max()),
              "run_after_launch": None if launch is None else launch["time"],
-             "flag_differences": [d["shown"] for d in flags], "candidates": cands},
+             # The launch command's flags when it has any (what the operator typed), else the
+             # run's own config.
+             "flag_differences": [d["shown"] for d in ([d for d in flags if d["from"] == "launch command"] or flags)],
+             "candidates": cands,
+             "levels_tok_per_s": ep["levels"]},
+            caused_by=causes,
         ))
     return findings.frame(rows)

@@ -361,10 +361,15 @@ def read_history_jsonl(path: Path, ctx: LoadContext, run: str):
 # bookkeeping: symlinks (or symlinks copied as text) that point at the real files
 
 
+_WANDB_LINK_TARGET = re.compile(r"(?:^|/)(?:offline-)?run-\d{8}_\d{6}-\w+|debug(?:-internal|-core)?\.log$|wandb")
+
+
 def link_target(path: Path, head: bytes) -> str | None:
     """A symlink, or a symlink copied as a short text file holding its target: bookkeeping."""
     if path.is_symlink():
-        return str(path.readlink())
+        target = str(path.readlink())
+        # wandb's own links: latest-run, debug*.log, logs/debug-core.log into ~/.cache/wandb.
+        return target if _WANDB_LINK_TARGET.search(target) else None
     if len(head) < 300 and _LINK_TEXT.match(head):
         return head.decode("utf-8", "replace").strip()
     return None

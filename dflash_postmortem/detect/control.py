@@ -1,0 +1,162 @@
+"""Process control that did not do what it was meant to: a kill that stopped nothing, and the
+process that survived it.
+
+A `kill` that fails (`No such process`, `Operation not permitted`) is only an incident when what
+it was meant to stop lived on: then the survivor keeps its GPUs and every relaunch shares them.
+The survivor is the process the kill named (for `kill -- -N`, the process N whose group the
+operator assumed), seen alive after the kill in `ps`, in per-process GPU samples, or still
+logging training steps.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+import pandas as pd
+
+from ..commands import kill_targets
+from ..incident import Incident
+from ..schema import TOK_PER_S
+from . import findings
+
+# After a kill, a process seen this much later was not stopped by it (ps samples every few s).
+_GRACE = pd.Timedelta(seconds=5)
+
+
+def _col(df: pd.DataFrame, name: str) -> pd.Series:
+    return df[name] if name in df.columns else pd.Series(pd.NA, index=df.index, dtype=object)
+
+
+def _run_of(inc: Incident, pid: int) -> str | None:
+    """The run a PID belongs to, from PID files or launch events that name it."""
+    ev = inc.events
+    named = ev[(ev["pid"] == pid) & ev["run"].notna()]
+    return str(named["run"].iloc[0]) if len(named) else None
+
+
+def _seen_after(inc: Incident, pid: int, run: str | None, after) -> dict:
+    """How long `pid` was seen alive after `after`, and by what: ps, GPU samples, step lines."""
+    seen: dict = {"until": None, "refs": [], "how": [], "memory": {}}
+
+    def note(times: pd.Series, how: str, rows: pd.DataFrame) -> None:
+        later = times[times > after + _GRACE]
+        if later.empty:
+            return
+        last = later.max()
+        seen["until"] = last if seen["until"] is None else max(seen["until"], last)
+        seen["how"].append(how)
+        seen["refs"] += findings.refs(rows.loc[later.index].tail(1))
+
+    procs = inc.processes[inc.processes["pid"] == pid]
+    if len(procs):
+        note(procs["last_seen"], "listed by ps", procs)
+    gp = inc.gpu_processes[(inc.gpu_processes["pid"] == pid) & (inc.gpu_processes["time"] > after)]
+    if len(gp):
+        note(gp["time"], "holding GPU memory", gp)
+        per_gpu = gp.dropna(subset=["gpu"]).groupby("gpu")["used_memory_mib"].max()
+        seen["memory"] = {int(g): float(m) for g, m in per_gpu.items()}
+    if run is not None:
+        steps = inc.metrics[(inc.metrics["metric"] == TOK_PER_S) & (inc.metrics["run"] == run)]
+        if len(steps):
+            note(steps["time"], f"logging training steps (run {run})", steps)
+    return seen
+
+
+def detect_failed_kills(inc: Incident) -> pd.DataFrame:
+    """A finding per failed kill whose target lived on, and one for the survivor it left."""
+    ev = inc.events
+    kills = ev[ev["kind"] == "kill_failed"].sort_values("time", kind="stable")
+    rows = []
+    for _, k in kills.iterrows():
+        target = _col(kills, "target_pid").get(k.name)
+        target = k["pid"] if pd.isna(target) else target
+        if pd.isna(target):
+            continue
+        pid = abs(int(target))
+        is_group = _col(kills, "target_is_group").get(k.name)
+        group = bool(is_group) if is_group is not None and not pd.isna(is_group) else False
+        run = _run_of(inc, pid)
+        seen = _seen_after(inc, pid, run, k["time"])
+        if seen["until"] is None:
+            continue  # nothing it named lived on: a harmless error line
+        command_ref = _col(kills, "command_ref").get(k.name)
+        kill_refs = [r for r in (command_ref, k["ref"]) if isinstance(r, str)]
+        proc = inc.processes[inc.processes["pid"] == pid]
+        pgid = proc["pgid"].dropna()
+        why = str(k["message"]).strip()
+        if group:
+            meaning = (f"`kill -- -{pid}` names process group {pid}, but PID {pid} does not lead a group"
+                       + (f" (its group is {int(pgid.iloc[0])})" if len(pgid) else "")
+                       + ": the PID named a process, not a process group, and nothing was signalled")
+        else:
+            meaning = f"the signal did not reach PID {pid}"
+        who = f"PID {pid}" + (f" (run {run})" if run else "")
+        kill = findings.finding(
+            "kill_failed", k["time"], k["time"], "warning",
+            f"the kill at {k['time']:%H:%M:%S} did not stop {who}",
+            f"`{why}`: {meaning}.", kill_refs, {"pid": pid, "group": group, "run": run, "message": why})
+        gpus = seen["memory"]
+        held = ("; it held " + ", ".join(f"{m:.0f} MiB on GPU {g}" for g, m in sorted(gpus.items()))
+                if gpus else "")
+        rows.append(kill)
+        rows.append(findings.finding(
+            "survivor", k["time"], seen["until"], "critical",
+            f"{who} survived the failed kill and kept running until {seen['until']:%H:%M:%S}",
+            f"After the kill at {k['time']:%H:%M:%S} {who} was still {', '.join(seen['how'])} until "
+            f"{seen['until']:%H:%M:%S}{held}: whatever was started meanwhile shared its GPUs.",
+            kill_refs[-1:] + seen["refs"],
+            {"pid": pid, "run": run, "until": seen["until"], "memory_mib_by_gpu": gpus},
+            caused_by=[findings.cause(kill["id"], f"the kill meant to stop PID {pid} failed: {why}", kill_refs)]))
+    return findings.frame(rows)
+
+
+_CAT_PID_FILE = re.compile(r"\$\(\s*cat\s+([^\s)]+)\s*\)|`\s*cat\s+([^\s`]+)\s*`")
+
+
+def _pid_files(inc: Incident) -> dict[str, int]:
+    """PID file name -> the PID it held (the pid-file loader's events)."""
+    ev = inc.events
+    files = ev[(ev["kind"] == "pid_file") & ev["pid"].notna()]
+    return {PurePosixPath(str(s)).name: int(p) for s, p in zip(files["source"], files["pid"], strict=True)}
+
+
+def kill_pids(inc: Incident, command: str, when) -> set[int]:
+    """The PIDs a kill command line aimed at: literal PIDs, `$(cat run/x.pid)` through the PID
+    files in the incident, and `pkill -f PATTERN` through the processes alive at that time."""
+    pids: set[int] = set()
+    targets = kill_targets(command)
+    pids |= {t.pid for t in targets if t.pid is not None}
+    if re.search(r"\bkill\b", command):
+        files = _pid_files(inc)
+        for m in _CAT_PID_FILE.finditer(command):
+            name = PurePosixPath(m.group(1) or m.group(2)).name
+            if name in files:
+                pids.add(files[name])
+    patterns = [t.pattern for t in targets if t.pattern]
+    if patterns and len(inc.processes):
+        procs = inc.processes
+        alive = procs[(procs["first_seen"] <= when) & (procs["last_seen"] >= when - pd.Timedelta(seconds=5))]
+        for pat in patterns:
+            rx = _pattern_regex(pat)
+            hit = alive[alive["command"].fillna("").map(lambda c, rx=rx: bool(rx.search(c))).astype(bool)]
+            pids |= {int(p) for p in hit["pid"]}
+    return pids
+
+
+def _pattern_regex(pattern: str) -> re.Pattern:
+    try:
+        return re.compile(pattern)  # pkill patterns are extended regular expressions
+    except re.error:
+        return re.compile(re.escape(pattern))
+
+
+def stopped_by(inc: Incident, pids: list[int], start, end) -> pd.Series | None:
+    """The operator's command, between start and end, that killed one of `pids`."""
+    ev = inc.events
+    cmds = ev[(ev["kind"] == "command") & (ev["time"] >= start) & (ev["time"] <= end)]
+    cmds = cmds[cmds["message"].fillna("").str.contains(r"\b(?:kill|pkill|killall)\b")]
+    for _, c in cmds.sort_values("time", kind="stable").iterrows():
+        if kill_pids(inc, str(c["message"]), c["time"]) & set(pids):
+            return c
+    return None
