@@ -222,7 +222,22 @@ def format_for_terminal(incident: Incident, findings: pd.DataFrame | None = None
 
         findings = detect(incident)
     tl = tl or timeline(incident, findings)
-    out = [f"Findings ({len(findings)})"]
+    from .summary import what_happened
+
+    out = ["What happened"]
+    out += [f"  {line}" for line in what_happened(incident, findings, tl.impact)]
+    out.append("")
+    linked = findings[findings["caused_by"].map(len) > 0]
+    if len(linked):
+        out.append("Cause chain")
+        for f in linked.itertuples():
+            out.append(f"  {f.id}")
+            for c in f.caused_by:
+                out.append(f"    <- {c['id']}: {c['why']}")
+                for ref in c["evidence"][:3]:
+                    out.append(f"         {ref}")
+        out.append("")
+    out.append(f"Findings ({len(findings)})")
     if findings.empty:
         out.append("  none")
     for f in findings.itertuples():
