@@ -210,9 +210,9 @@ FIELD = re.compile(
 # HF Trainer prints its log dict with Python repr: parsed with ast.literal_eval, numbers kept.
 HF_DICT_KEYWORD = b"{'"
 HF_DICT = re.compile(r"\{'[\w./-]+': [^{}]*\}")
-# A dict is a Trainer log only if it holds one of these keys (not a config or a token map).
-HF_DICT_KEYS = {"loss", "eval_loss", "train_loss", "epoch", "learning_rate", "grad_norm", "train_runtime",
-                "train_samples_per_second", "train_steps_per_second"}
+# A dict is a Trainer log only if it holds one of these keys (every Trainer and TRL log dict has
+# `epoch`): a config dict printed in a log (`learning_rate`, `vocab_size`) is not a metric.
+HF_DICT_KEYS = {"loss", "eval_loss", "train_loss", "epoch", "train_runtime"}
 
 # A tqdm bar: `desc: 3%|▎  | 4/157 [00:59<37:27, 14.69s/it, k=v, ...]`. Colab drops the bar
 # (`57% 4/7 [...]`) and a bar cleared to make room for a message keeps only `| 1/2538 [...]`.

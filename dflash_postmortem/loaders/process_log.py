@@ -854,8 +854,8 @@ def _sniff_metric(body: str) -> bool:
     for f, kw in _FIELD_KW:
         if kw in body and any(rx.search(body) for rx in f.steps):
             return True
-    if _HF_DICT in body and lp.HF_DICT.search(body):
-        return True
+    if _HF_DICT in body and any(f"'{k}':" in body for k in lp.HF_DICT_KEYS) and lp.HF_DICT.search(body):
+        return True  # a Trainer log dict, not any dict (a config, wandb's settings)
     return any(k in body for k in _BAR_KW) and lp.BAR.search(body) is not None
 
 

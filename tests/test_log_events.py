@@ -1,0 +1,152 @@
+"""Events a post-mortem needs from real training logs: c10d watchdog and heartbeat timeouts with
+their global and group ranks, NCCL WARN traces, DeepSpeed and torchrun failures with exit codes
+and signals, ChildFailedError tables, OOM sizes, records glued on one line; and what the sniffer
+claims."""
+
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+import pytest
+
+import dflash_postmortem as pm
+from dflash_postmortem.loaders.process_log import sniff_log
+
+TRAIN = "train-log"
+
+
+def _events(fixtures_dir, name, **kw) -> pd.DataFrame:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.load_process_log(fixtures_dir / TRAIN / name, **kw).events
+
+
+def test_watchdog_timeout_columns_and_global_vs_group_rank(fixtures_dir):
+    ev = _events(fixtures_dir, "nccl-watchdog-global-vs-group-rank-nccl1610.log")
+    wd = ev[ev["pattern"] == "nccl_watchdog"]
+    # `[rank13]:` is the global rank; `[Rank 1]` the rank inside the all-to-all's group
+    assert wd[["rank", "group_rank", "seq", "op", "timeout_ms", "ran_ms"]].values.tolist() == [
+        [13, 1, 216, "ALLTOALL_BASE", 600000, 600045], [15, 1, 57, "ALLREDUCE", 600000, 600045]]
+    exc = ev[ev["pattern"] == "nccl_watchdog_exception"]
+    assert exc["pg"].tolist() == ["11", "11"] and exc["rank"].tolist() == [13, 15]
+
+
+def test_group_rank_is_the_rank_only_in_the_default_group(fixtures_dir):
+    ev = _events(fixtures_dir, "heartbeat-monitor-pg5-wrapped-xdit.log")
+    hb = ev[ev["pattern"] == "nccl_heartbeat_timeout"]
+    assert hb["rank"].tolist() == [0, 4] and hb["group_rank"].tolist() == [0, 0] and set(hb["pg"]) == {"5"}
+    ev = _events(fixtures_dir, "nccl-watchdog-old-format-ofa-8xv100.log")  # 1.x: `[Rank N]` alone
+    assert ev["rank"].tolist() == [1, 3, 2, 6, 7]
+
+
+def test_stuck_watchdog_and_heartbeat_monitor(fixtures_dir):
+    ev = _events(fixtures_dir, "heartbeat-monitor-glog-dated-sglang.log")
+    stuck = ev[ev["pattern"] == "nccl_watchdog_stuck"].iloc[0]
+    assert (stuck["kind"], stuck["rank"], stuck["ran_ms"], stuck["pg"]) == ("nccl_timeout", 2, 600_000, "3")
+    assert ev[ev["pattern"] == "nccl_heartbeat_timeout"]["rank"].tolist() == [0, 1, 6, 7]
+
+
+def test_nccl_warn_and_its_return_trace_are_one_error_per_thread(fixtures_dir):
+    ev = _events(fixtures_dir, "nccl-warn-ibv-create-qp-async-tf.log")
+    err = ev[ev["kind"] == "nccl_error"]
+    assert err[["gpu", "lines"]].values.tolist() == [[4, 9], [5, 3], [6, 1]]
+    first = err.iloc[0]
+    assert first["message"].splitlines()[0].endswith("NCCL WARN Call to ibv_create_qp failed")
+    assert first["message"].splitlines()[-1].endswith("group.cc:72 -> 2 [Async thread]")
+    assert (first["nccl_code"], first["pid"], first["host"]) == (2, 3778851, "gpu-a100-3")
+    assert ev[ev["kind"] == "stage"]["message"].tolist() == ["NCCL version 2.8.3+cudaCUDA_MAJOR.CUDA_MINOR"]
+
+
+def test_nccl_info_lines_are_counted_with_their_own_reason(fixtures_dir):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_process_log(fixtures_dir / TRAIN / "nccl-info-two-hosts-interleaved-channels.log")
+    rep = inc.load_report.files[0]
+    assert inc.events.empty and rep.skipped["NCCL INFO line (set-up, topology, channels)"] == 13
+
+
+def test_deepspeed_launcher_kills_and_exit(fixtures_dir):
+    ev = _events(fixtures_dir, "deepspeed-typed-text-glued-return-code-11.log")
+    assert ev[ev["kind"] == "signal"]["pid"].tolist() == [94984, 94985]
+    ex = ev[ev["kind"] == "exit"].iloc[0]
+    assert (ex["exit_code"], ex["signal"], ex["local_rank"]) == (-11, "SIGSEGV", 1)
+    assert ex["time"] == pd.Timestamp("2023-07-10 04:26:35.999", tz="UTC")
+
+
+def test_childfailed_table_entry_is_an_exit_with_its_own_time_host_rank(fixtures_dir):
+    ev = _events(fixtures_dir, "torchrun-childfailed-table-accelerate-grpo.log")
+    ex = ev[ev["kind"] == "exit"]
+    assert len(ex) == 1
+    e = ex.iloc[0]
+    assert e["pattern"] == "elastic_root_cause" and e["ref"].endswith(":18")
+    assert (e["rank"], e["local_rank"], e["exit_code"], e["pid"], e["signal"]) == (0, 0, -9, 14750, "SIGKILL")
+    assert e["time"] == pd.Timestamp("2025-05-21 15:43:03", tz="UTC")
+    assert e["host"] == "gpunode000000000000000-00000000000000-000000-000000-worker"
+    assert e["lines"] == 7 and "Signal 9 (SIGKILL) received by PID 14750" in e["message"]
+
+
+def test_elastic_signals_by_number_and_name(fixtures_dir):
+    ev = _events(fixtures_dir, "elastic-sighup-cjk-glued-signal-exception.log")
+    assert ev[["pattern", "signal"]].values.tolist() == [
+        ["elastic_death_signal", "SIGHUP"], ["elastic_closing_signal", "SIGHUP"], ["elastic_signal_exception", "SIGHUP"]]
+    ev = _events(fixtures_dir, "elastic-glog-closing-via-signal-multi-agent.log")
+    assert (ev["signal"] == "SIGTERM").all() and len(ev) == 9
+
+
+def test_records_glued_on_one_line_are_read_apart(fixtures_dir):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_process_log(fixtures_dir / TRAIN / "torchrun-records-joined-one-line-firefly.log")
+    ev, rep = inc.events, inc.load_report.files[0]
+    assert rep.read == rep.parsed == 1 and set(ev["ref"].str.rsplit(":", n=1).str[1]) == {"1"}
+    assert ev[ev["kind"] == "signal"]["pid"].tolist() == [899505, 899506, 899507, 899508, 899510]
+    assert ev[ev["kind"] == "exit"][["pid", "exit_code", "local_rank"]].values.tolist() == [[899509, -9, 4]]
+    assert any("glued" in n for n in rep.notes)
+
+
+def test_progress_bar_glued_before_an_error(fixtures_dir):
+    ev = _events(fixtures_dir, "torchrun-colab-bar-glued-error-cjk-chatglm2.log")
+    assert ev[ev["kind"] == "exit"]["pid"].tolist() == [31631]
+    bar = ev[ev["kind"] == "progress"].iloc[0]
+    assert "4/7" in bar["message"]
+
+
+@pytest.mark.parametrize(("name", "gpu", "requested", "capacity", "free"), [
+    ("oom-torch22-fenced-23gib.log", 0, 22.0, 23.65 * 1024, 11.06),
+    ("oom-torch21-capacty-spelling-zero-bytes.log", 0, 1.70 * 1024, 6.00 * 1024, 0.0),
+    ("oom-absurd-in-use-unindented-traceback-cut.log", 1, 28.0, 8.00 * 1024, 0.0),
+])
+def test_oom_sizes_in_mib(fixtures_dir, name, gpu, requested, capacity, free):
+    oom = _events(fixtures_dir, name).query("kind == 'oom'").iloc[0]
+    assert oom["gpu"] == gpu
+    assert oom[["requested_mib", "capacity_mib", "free_mib"]].tolist() == pytest.approx([requested, capacity, free])
+
+
+def test_old_oom_message_glued_to_a_cleared_bar(fixtures_dir):
+    ev = _events(fixtures_dir, "oom-warning-root-glued-batch-bar-cut.log")
+    oom = ev[ev["kind"] == "oom"]
+    assert len(oom) == 7 and oom["free_mib"].iloc[0] == 356.0 and pd.isna(oom["free_mib"].iloc[6])  # the cut one
+
+
+def test_hf_dict_takes_the_step_of_the_bar_before_it(fixtures_dir):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = pm.load_process_log(fixtures_dir / TRAIN / "hf-trainer-caret-m-bars-dicts-h2ogpt.log").metrics
+    loss = m[m["metric"] == "train/loss"]
+    assert loss[["step", "value"]].values.tolist() == [[1318, 1.5545], [1319, 1.3465], [1320, 1.3056], [1321, 1.0685], [1322, 1.0574]]
+
+
+def test_human_suffixes_and_field_order_free_readers(fixtures_dir):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = pm.load_process_log(fixtures_dir / TRAIN / "nanotron-k-suffix-values-aws-host.log").metrics
+    tps = m[m["metric"] == "train/tok_per_s"]
+    assert tps[["step", "value"]].values.tolist() == [[991, 14200.0], [992, 15500.0], [993, 16200.0]]
+
+
+def test_sniffer_claims_logs_with_nul_runs_but_not_wandb_debug_logs(fixtures_dir):
+    nul = fixtures_dir / TRAIN / "nanogpt-killed-writer-nul-run-then-restart-derived.log"
+    assert sniff_log(nul, nul.read_bytes()[:65536]) >= 0.5
+    for debug in sorted((fixtures_dir / "wandb").rglob("debug*.log")):
+        assert sniff_log(debug, debug.read_bytes()[:65536]) < 0.95, debug  # the wandb format's own confidence
