@@ -74,6 +74,11 @@ QUERY_FIELDS: dict[str, Field] = {
     "process_name": Field("process_name", "str"),
     "used_memory": Field("used_memory_mib", "float", "MiB"),
     "used_gpu_memory": Field("used_memory_mib", "float", "MiB"),
+    # --query-accounted-apps (accounting mode): what each finished or running process used.
+    "gpu_utilization": Field("sm_pct", "float", "%"),
+    "mem_utilization": Field("mem_pct", "float", "%"),
+    "max_memory_usage": Field("max_memory_mib", "float", "MiB"),
+    "is_running": Field("is_running", "str"),
     # Not query fields, but the same quantities as other forms print them.
     "type": Field("type", "str"),
     "gpu_instance_id": Field("gpu_instance_id", "int"),
