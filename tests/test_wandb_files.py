@@ -118,3 +118,22 @@ def test_cut_json_files_are_counted_not_raised(tmp_path, text):
     inc = pm.load_incident(tmp_path)
     rep = inc.load_report.files[-1]
     assert rep.balanced and rep.error is None
+
+
+def test_lone_output_log_nothing_recognises_is_console_text(tmp_path):
+    inc = _alone(tmp_path, "cs6910-seq2seq-ctrl-c-output.log", "output.log")
+    rep = inc.load_report.files[-1]
+    assert rep.format == "console-text" and rep.read == 9 and rep.parsed == 8 and rep.balanced
+    # wandb's own line, with its terminal colours removed.
+    assert inc.events["message"].iloc[-1] == "wandb: Ctrl + C detected. Stopping sweep."
+    assert any("colour codes removed" in n for n in rep.notes)
+
+
+@pytest.mark.parametrize("text", [
+    b"# Notes\n\nThe run lost 20% of its throughput at step 300.\n",
+    b"| a | b |\n| --- | --- |\n| loss | 1 |\n",
+    b"diff --git a/train.py b/train.py\n+    loss = loss / 2\n",
+    b"epochs: 3\nbatch: 8\n",
+])
+def test_console_text_leaves_documents_alone(text):
+    assert wandb_files.sniff_console(Path("x"), text) == 0.0

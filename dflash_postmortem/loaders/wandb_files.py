@@ -11,7 +11,7 @@ metadata of the machine, the console). Each is recognised by its content and rea
 | `files/requirements.txt` | `pip freeze` of the run's environment | load-report notes (the versions that matter) |
 | `files/wandb-events.jsonl` (<= 0.16) | system stats, one JSON object per sample | `metrics` `system/...`, per-GPU `gpus` rows |
 | `wandb-history.jsonl` (< 0.10) | history rows | `metrics` |
-| `files/output.log` | the console | events, inside a run folder (alone it is a training log) |
+| `files/output.log` | the console | `console` events (alone: the training-log reader first, this one when it recognises nothing) |
 | `latest-run`, `debug*.log` links | symlinks (or their text when copied) | bookkeeping, counted |
 
 Every file gets a FileReport whose parsed + skipped == read.
@@ -38,6 +38,7 @@ _LINK_TEXT = re.compile(
     rb"^[^\n]{0,200}?(?:(?:offline-)?run-\d{8}_\d{6}-\w+(?:/logs/debug(?:-internal)?\.log)?"
     rb"|core-debug-\d{8}_\d{6}\.log)\n?$"
 )
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _LEADING_TIME = re.compile(r"^\[?(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)")
 _SUMMARY_KEYS = re.compile(rb'"(?:_wandb|_runtime|_timestamp|_step)"\s*:')
 # The SDK's own key: `{"_wandb": {"runtime": 3}}` is the whole summary of a run that logged nothing.
@@ -265,8 +266,12 @@ def read_output_log(path: Path, ctx: LoadContext, known: list[str], run: str | N
     rep.read = len(lines)
     j = 0
     kept_no, kept = [], []
+    coloured = 0
     for i, raw in enumerate(lines, 1):
         line = raw.rstrip("\r").rsplit("\r", 1)[-1]
+        if "\x1b" in line:
+            line, n = _ANSI.subn("", line)
+            coloured += bool(n)
         if not line.strip():
             rep.skip(i, "blank line")
         elif j < len(known) and line == known[j]:
@@ -276,6 +281,8 @@ def read_output_log(path: Path, ctx: LoadContext, known: list[str], run: str | N
             kept_no.append(i)
             kept.append(line)
     rep.parsed = len(kept)
+    if coloured:
+        rep.notes.append(f"terminal colour codes removed from {coloured} lines")
     if not kept:
         return rep, pd.DataFrame()
     times = _leading_times(kept, ctx.timezone)
@@ -467,6 +474,34 @@ def _first_json_line(head: bytes) -> dict | None:
     return doc if isinstance(doc, dict) else None
 
 
+# What a program's console shows and a README or a config does not: redraws, bars, tracebacks,
+# terminal colours, the words of a training loop, wandb's own lines.
+_CONSOLE_SIGNS = re.compile(
+    r"\r(?!\n)|\x1b\[|\d+it/s|it/s\]|s/it\]|Traceback \(most recent call last\)|\bwandb\b|\b\d{1,3}%|"
+    r"\w+(?:Warning|Error)\b|(?i:\b(?:epoch|step|iter(?:ation)?|loss|batch|train(?:ing)?|eval(?:uation)?)\b)"
+)
+
+
+_KEY_VALUE = re.compile(r"^\s*-?\s*[\w.\-]+:(?:\s|$)")
+
+
+def sniff_console(path: Path, head: bytes) -> float:
+    """A last resort for console text no specific reader recognises (a lone output.log)."""
+    if not head.strip() or b"\0" in head[:4096]:
+        return 0.0
+    text = head.decode("utf-8", "replace")
+    if text.count("\ufffd") > 0.01 * len(text):
+        return 0.0
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines or lines[0].lstrip().startswith(("{", "[", "<", "---", "#", "diff ", "import ", "from ")):
+        return 0.0  # JSON, XML, YAML, markdown, patches, code: documents, not console
+    if any(ln.lstrip().startswith(("|---", "| ---", "|:--", "| :--")) for ln in lines):
+        return 0.0  # a markdown table: a report, not console
+    if sum(bool(_KEY_VALUE.match(ln)) for ln in lines) >= 0.6 * len(lines):
+        return 0.0  # `key: value` lines: a config, not console
+    return 0.2 if _CONSOLE_SIGNS.search(text) else 0.0
+
+
 def sniff_events_jsonl(path: Path, head: bytes) -> float:
     doc = _first_json_line(head)
     if doc is None or "_timestamp" not in doc:
@@ -527,6 +562,13 @@ def load_requirements(path: Path, ctx: LoadContext) -> Incident:
     return from_frames(read_requirements(path, ctx))
 
 
+def load_console(path: Path, ctx: LoadContext) -> Incident:
+    rep, events = read_output_log(path, ctx, [], ctx.options.get("run"), ctx.host)
+    rep.format = "console-text"
+    rep.notes.append("console text no specific reader recognised: every non-blank line is a console event")
+    return from_frames(rep, events=events)
+
+
 def load_events_jsonl(path: Path, ctx: LoadContext) -> Incident:
     run = _run_name(path, ctx)
     rep, metrics, gpus = read_events_jsonl(path, ctx, run, ctx.host, {})
@@ -547,6 +589,8 @@ FORMATS = (
     register(Format("wandb-config", sniff_config, load_config, "wandb config.yaml: a run's config")),
     register(Format("pip-requirements", sniff_requirements, load_requirements,
                     "requirements.txt (pip freeze) of a run's environment")),
+    register(Format("console-text", sniff_console, load_console,
+                    "console text no specific reader recognises (wandb's output.log alone, a job's stdout)")),
     register(Format("wandb-events-jsonl", sniff_events_jsonl, load_events_jsonl,
                     "wandb-events.jsonl: system stats of a run (SDKs up to 0.16)")),
     register(Format("wandb-history-jsonl", sniff_history_jsonl, load_history_jsonl,
