@@ -200,6 +200,17 @@ GENERIC_LOSS = _fields(
     separator=re.compile(r"[,|\t]|\s{2,}"),
 )
 
+# Values that say what they are by their unit (`1.2k tok/s`, `12.65 BPC`, `85 ms/step`), whatever
+# else the line holds: read with the last resort, a throughput only where a unit names it.
+UNIT_KEYWORDS = ("tok/s", "tokens/s", "token/s", "tokens/sec", "samples/s", "samples/sec", "sample/s", "BPC", "bpc",
+                 "ms/it", "ms/step", "ms/iter")
+UNIT_VALUE = re.compile(
+    rf"(?<![\w.])(?P<value>{_NUM})\s?(?P<mult>[kKM](?![a-zA-Z]))?\s?"
+    r"(?P<unit>tok(?:en)?s?/s(?:ec)?|samples?/s(?:ec)?|BPC|bpc|ms/(?:it|step|iter))\b"
+)
+UNIT_METRICS = {"tok": ("train/tok_per_s", 1.0), "sam": ("train/samples_per_s", 1.0), "bpc": ("train/bpc", 1.0),
+                "ms/": ("train/iter_time_ms", 1.0)}
+
 # One field: a key (words), `:`/`=`/spaces, a number with an optional unit, an optional
 # `(running average)`, at the end of the field.
 FIELD = re.compile(
@@ -341,6 +352,8 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("nccl_timeout", "nccl_heartbeat_timeout", "Heartbeat monitor timed out", r"Heartbeat monitor timed out"),
     _event("nccl_timeout", "nccl_watchdog_stuck", "watchdog got stuck",
            r"watchdog got stuck for (?P<stuck_s>\d+) seconds"),
+    _event("nccl_timeout", "nccl_operations_failed", "Some NCCL operations have failed",
+           r"Some NCCL operations have failed or timed out"),
     # NCCL's own log: `host:pid:tid [cudaDev] [file:line] NCCL WARN|INFO ...`
     _event("nccl_error", "nccl_warn", "NCCL WARN",
            r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] .*?NCCL WARN "),
@@ -360,6 +373,9 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("elastic_restart", "elastic_restart_count", "restart_count=", r"^\s*restart_count=[1-9]"),
     _event("exit", "elastic_child_failed", "failed (exitcode:",
            r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)"),
+    # torch 1.9-1.10's box when a child wrote no error file
+    _event("exit", "elastic_child_failed_no_error_file", "FAILED (exitcode",
+           r"Child process (?P<pid>\d+) \(local_rank (?P<local_rank>\d+)\) FAILED \(exitcode (?P<code>-?\d+)\)"),
     _event("signal", "elastic_closing_signal", ("closing signal", "via signal"),
            r"(?:Sending|Closing) process (?P<pid>\d+) (?:closing|via) signal (?P<signal>SIG\w+)"),
     _event("signal", "elastic_death_signal", "death signal", r"Received (?P<signo>\d+) death signal"),

@@ -166,7 +166,7 @@ def candidate_regex(user=()) -> str:
     """One RE2 alternation of every pattern's keywords: a line without any of them has no row."""
     parts = [p.keyword for p in lp.METRIC_PATTERNS] + [f.keyword for f in (*lp.FIELD_FORMATS, lp.GENERIC_LOSS)]
     parts += [lp.HF_DICT_KEYWORD, lp.TRACEBACK_KEYWORD, lp.THREAD_EXCEPTION_KEYWORD, *lp.BAR_KEYWORDS]
-    parts += [k.encode() for k in lp.FAILURE_TABLE_KEYWORDS]
+    parts += [k.encode() for k in (*lp.FAILURE_TABLE_KEYWORDS, *lp.UNIT_KEYWORDS)]
     parts += [p.keyword for p in user if p.keyword]
     alts = [_re2_literal(k.decode()) for k in dict.fromkeys(parts)]
     for p in lp.EVENT_PATTERNS:
@@ -524,9 +524,24 @@ class LogScanner:
                 rows.metric(stamp=stamp, line=lineno, run=g.get("run") or run, step=_int(g.get("step")),
                             metric=p.metric, value=lp.number(g["value"]), rank=rank, pattern=p.name)
                 return 1
+        n = self._unit_metrics(text, stamp, lineno, run, rank, rows) if any(k in text for k in lp.UNIT_KEYWORDS) else 0
         if _GENERIC_KW in text:
-            return self._field_metrics(lp.GENERIC_LOSS, text, stamp, lineno, run, rank, rows)
-        return 0
+            n += self._field_metrics(lp.GENERIC_LOSS, text, stamp, lineno, run, rank, rows)
+        return n
+
+    def _unit_metrics(self, text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
+        """Values named by their unit (`1.2k tok/s`, `12.65 BPC`): the step, if the line has one,
+        from a step-like counter."""
+        found = list(lp.UNIT_VALUE.finditer(text))
+        if not found:
+            return 0
+        sm = lp.GENERIC_LOSS.steps[0].search(text)
+        step = _int(sm.group("step")) if sm else None
+        for m in found:
+            metric, scale = lp.UNIT_METRICS[m.group("unit")[:3].lower()]
+            value = lp.number(m.group("value") + (m.group("mult") or "").upper()) * scale
+            rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=metric, value=value, rank=rank, pattern="unit")
+        return len(found)
 
     def _field_metrics(self, f: lp.FieldFormat, text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
         """A `key: value | key: value` line: every known key gives its metric."""
@@ -826,13 +841,14 @@ def sniff_log(path: Path, head: bytes) -> float:
             stamped += 1
         if _sniff_metric(body):
             metric_lines += 1
-        elif _GENERIC_KW in body and _generic_loss(body):
+        elif (_GENERIC_KW in body and _generic_loss(body)) or (
+                any(k in body for k in lp.UNIT_KEYWORDS) and lp.UNIT_VALUE.search(body)):
             loss_lines += 1
     if metric_lines:
         return 0.6
     if any(s in text for s in _STRONG):
         return 0.55
-    if loss_lines >= min(3, len(lines)):  # a trainer's own `step N ... loss X` print-out
+    if loss_lines >= min(3, len(lines)):  # a trainer's own print-out: `step N ... loss X`, `1.2k tok/s`
         return 0.45
     if stamped / len(lines) >= 0.5:
         return 0.3
