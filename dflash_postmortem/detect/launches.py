@@ -23,8 +23,8 @@ _MODULE = re.compile(r"\bpython[\d.]*(?:\s+-[^m\s]\S*)*\s+-m\s+(?P<script>[\w.]+
 # The kit's own launcher runs the command after its `--`; its process is a wrapper, not the trainer.
 _KIT = re.compile(r"\bdflash[-_]postmortem(?:\.cli)?\s+launch\b")
 _REDIRECT = re.compile(r"(?<![0-9&])(?:1?>{1,2}|&>)\s*(?P<path>[^\s;&|'\"]+)")
-_SHELLS = re.compile(r"^\s*(?:\S*/)?(?:ba|z|da)?sh\s+-c\b|^\s*(?:tmux|screen|ssh|pct|docker|kubectl|nohup|setsid)\b|"
-                     + _KIT.pattern)
+_SHELLS = re.compile(r"^\s*(?:\S*/)?(?:ba|z|da)?sh\s+-c\b|^\s*(?:\S*/)?(?:tmux|screen|ssh|pct|docker|kubectl|nohup|setsid|"
+                     r"timeout|nice|ionice|taskset|numactl|stdbuf|chrt|env|time|srun)\b|" + _KIT.pattern)
 STARTUP_SLACK = pd.Timedelta(seconds=60)  # ps START has minute resolution
 
 

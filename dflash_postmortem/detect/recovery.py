@@ -101,34 +101,34 @@ def _partial_reasons(inc: Incident, seg_start, seg_end, run, run_start, ep: dict
 
 
 def _relaunch_partials(inc: Incident, ep: dict, frac: float) -> list[dict]:
-    """Runs started after the regression began that trained below the recovery floor."""
+    """Runs launched after the regression began that trained below the recovery floor: one
+    finding per run, over the samples it logged below the floor inside the episode."""
     s = ep["series"]
     floor = frac * ep["baseline"]
-    regressed_run = ep["during"]["run"].iloc[0]
+    started_before = set(s[s["time"] < ep["start"]]["run"]) | {ep["during"]["run"].iloc[0]}
     window = s[(s["time"] >= ep["start"]) & (s["time"] <= ep["end"])]
     rows = []
     for run, part in window.groupby("run", sort=False):
-        if run == regressed_run or run in set(ep["before"]["run"]):
+        if run in started_before:
             continue
-        segs = segments(part.reset_index(drop=True))
-        for seg in segs.itertuples():
-            n = int(seg.i1 - seg.i0)
-            if seg.level >= floor or n < SUSTAIN:
-                continue
-            run_start = part["time"].iloc[0]
-            reasons, refs, others = _partial_reasons(inc, seg.start, seg.end, run, run_start, ep)
-            samples = part.iloc[int(seg.i0):int(seg.i0) + SUSTAIN]
-            rows.append(findings.finding(
-                "partial_recovery", seg.start, seg.end, "warning",
-                f"relaunch {run} came back at {seg.level / 1e3:.1f}K tok/s ({seg.level / ep['baseline']:.2f} of baseline)",
-                f"Run {run} trained at {seg.level:.0f} tok/s from {seg.start:%H:%M:%S} to {seg.end:%H:%M:%S}, "
-                f"below {frac:.0%} of the {ep['baseline']:.0f} tok/s baseline. "
-                + ("Likely reason: " + "; ".join(reasons) + "." if reasons
-                   else "No reason in the evidence (no per-process GPU samples, no flag difference)."),
-                findings.refs(samples) + refs,
-                {"baseline_tok_per_s": ep["baseline"], "recovery_fraction": frac, "regression_start": ep["start"],
-                 "level_tok_per_s": float(seg.level), "ratio": float(seg.level / ep["baseline"]), "run": run,
-                 "reasons": reasons, "other_pids": others}))
+        low = part[part["value"] < floor]
+        if len(low) < max(SUSTAIN, len(part) // 2):
+            continue  # a dip or two of a run that otherwise made it: not a partial recovery
+        level = float(low["value"].median())
+        first, last = low["time"].iloc[0], low["time"].iloc[-1]
+        run_start = s[s["run"] == run]["time"].iloc[0]
+        reasons, refs, others = _partial_reasons(inc, first, last, run, run_start, ep)
+        rows.append(findings.finding(
+            "partial_recovery", first, last, "warning",
+            f"relaunch {run} came back at {level / 1e3:.1f}K tok/s ({level / ep['baseline']:.2f} of baseline)",
+            f"Run {run} trained at {level:.0f} tok/s from {first:%H:%M:%S} to {last:%H:%M:%S}, "
+            f"below {frac:.0%} of the {ep['baseline']:.0f} tok/s baseline. "
+            + ("Likely reason: " + "; ".join(reasons) + "." if reasons
+               else "No reason in the evidence (no per-process GPU samples, no flag difference)."),
+            findings.refs(low.head(SUSTAIN)) + refs,
+            {"baseline_tok_per_s": ep["baseline"], "recovery_fraction": frac, "regression_start": ep["start"],
+             "level_tok_per_s": level, "ratio": level / ep["baseline"], "run": run,
+             "reasons": reasons, "other_pids": others}))
     return rows
 
 

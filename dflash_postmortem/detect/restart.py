@@ -505,8 +505,9 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
             lines.append("; ".join(f"{c['time']:%H:%M:%S}: {c['message']}" for c in after) or
                          f"no longer listed after {proc['last_seen']:%H:%M:%S}")
             evidence += [c["ref"] for c in after if isinstance(c.get("ref"), str)]
-        # A traceback in its log is a death, whatever the process listings say.
-        died = len(_startup_traceback(L, w.of(inc.events))) > 0
+        # A traceback in its log, or the shell saying it was killed or failed, is a death,
+        # whatever the process listings say.
+        died = len(_startup_traceback(L, w.of(inc.events))) > 0 or _ended(L, inc, w) is not None
         stages = _stages(inc, log)
         if not (exited or died) and len(stages) and proc is not None:
             stuck_until = proc["last_seen"] if pd.notna(proc["last_seen"]) else w.end
