@@ -94,7 +94,7 @@ METRIC_PATTERNS: tuple[MetricPattern, ...] = (
     ),
     _metric(
         "nanogpt_eval", "val loss",
-        rf"\bstep (?P<step>\d+): train loss (?P<train>{_NUM}), val loss (?P<val>{_NUM})",
+        rf"\bstep (?P<step>\d+): train loss (?P<train>{_NUM})(?: [A-Za-z]+)?, val loss (?P<val>{_NUM})",  # ` BPC`
         {"train": "eval/train_loss", "val": "eval/val_loss"},
     ),
     _metric(
@@ -200,16 +200,16 @@ GENERIC_LOSS = _fields(
     separator=re.compile(r"[,|\t]|\s{2,}"),
 )
 
-# Values that say what they are by their unit (`1.2k tok/s`, `12.65 BPC`, `85 ms/step`), whatever
-# else the line holds: read with the last resort, a throughput only where a unit names it.
-UNIT_KEYWORDS = ("tok/s", "tokens/s", "token/s", "tokens/sec", "samples/s", "samples/sec", "sample/s", "BPC", "bpc",
+# Rates and times that say what they are by their unit (`1.2k tok/s`, `85 ms/step`), whatever else
+# the line holds: read with the last resort, a throughput only where a unit names it. (A unit
+# after a loss, `12.65 BPC`, is read by the field readers as the loss's unit.)
+UNIT_KEYWORDS = ("tok/s", "tokens/s", "token/s", "tokens/sec", "samples/s", "samples/sec", "sample/s",
                  "ms/it", "ms/step", "ms/iter")
 UNIT_VALUE = re.compile(
     rf"(?<![\w.])(?P<value>{_NUM})\s?(?P<mult>[kKM](?![a-zA-Z]))?\s?"
-    r"(?P<unit>tok(?:en)?s?/s(?:ec)?|samples?/s(?:ec)?|BPC|bpc|ms/(?:it|step|iter))\b"
+    r"(?P<unit>tok(?:en)?s?/s(?:ec)?|samples?/s(?:ec)?|ms/(?:it|step|iter))\b"
 )
-UNIT_METRICS = {"tok": ("train/tok_per_s", 1.0), "sam": ("train/samples_per_s", 1.0), "bpc": ("train/bpc", 1.0),
-                "ms/": ("train/iter_time_ms", 1.0)}
+UNIT_METRICS = {"tok": ("train/tok_per_s", 1.0), "sam": ("train/samples_per_s", 1.0), "ms/": ("train/iter_time_ms", 1.0)}
 
 # One field: a key (words), `:`/`=`/spaces, a number with an optional unit, an optional
 # `(running average)`, at the end of the field.

@@ -530,7 +530,7 @@ class LogScanner:
         return n
 
     def _unit_metrics(self, text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
-        """Values named by their unit (`1.2k tok/s`, `12.65 BPC`): the step, if the line has one,
+        """Rates named by their unit (`1.2k tok/s`, `85 ms/step`): the step, if the line has one,
         from a step-like counter."""
         found = list(lp.UNIT_VALUE.finditer(text))
         if not found:
