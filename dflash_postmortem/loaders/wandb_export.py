@@ -17,12 +17,15 @@ import numpy as np
 import pandas as pd
 
 from ..errors import SourceFormatError
-from ..incident import Incident, from_frames
+from ..incident import Incident, RunInfo, from_frames
 from ..schema import TIME
 from .registry import Format, LoadContext, register
 from .wandb_frames import canonical_metric, epoch_times, int_steps
 
 _CHART_COL = re.compile(r"^(?P<run>.+?) - (?P<metric>.+?)(?P<agg>__MIN|__MAX)?$")
+# The runs table's own columns (the rest are config keys, then summary keys, each sorted).
+_TABLE_COLUMNS = {"State", "Notes", "User", "Tags", "Created", "Runtime", "Sweep", "End Time", "ID", "Updated",
+                  "Hostname", "Group", "Job Type", "Commit", "GitHub", "Description", "Heartbeat", "Run Path"}
 _METRICISH = re.compile(r"^[\w.-]+(/[\w./-]+)+$|^_\w+$")
 
 
@@ -37,8 +40,16 @@ def _header(head: bytes) -> list[str]:
 
 def sniff_chart(path: Path, head: bytes) -> float:
     cols = _header(head)
-    if len(cols) >= 2 and cols[0] == "Step" and all(_CHART_COL.match(c) for c in cols[1:]):
-        return 0.95
+    if len(cols) < 2 or not cols[0] or not all(_CHART_COL.match(c) for c in cols[1:]):
+        return 0.0
+    # The x axis is `Step` unless the chart plotted against another metric.
+    return 0.95 if cols[0] == "Step" else 0.85
+
+
+def sniff_runs_table(path: Path, head: bytes) -> float:
+    cols = _header(head)
+    if cols and cols[0] == "Name" and len(_TABLE_COLUMNS.intersection(cols)) >= 2:
+        return 0.9
     return 0.0
 
 
@@ -91,8 +102,11 @@ def _read_csv(path: Path, rep) -> pd.DataFrame:
         rep.parsed += 1
     # pandas names an unnamed index column ""; duplicate names would merge columns.
     names = [h if h else f"Unnamed: {j}" for j, h in enumerate(header)]
-    return pd.DataFrame(rows, columns=pd.Index(names, dtype=object), dtype=object) if len(set(names)) == len(names) \
-        else pd.DataFrame(rows, dtype=object)
+    if len(set(names)) != len(names):
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        raise SourceFormatError(path, 1, "a CSV header of distinct column names", ", ".join(repeated)[:100],
+                                fmt=rep.format)
+    return pd.DataFrame(rows, columns=pd.Index(names, dtype=object), dtype=object)
 
 
 def _numbers(col: pd.Series) -> pd.Series:
@@ -133,24 +147,32 @@ def load_history_csv(path: Path, ctx: LoadContext) -> Incident:
 def load_chart_csv(path: Path, ctx: LoadContext) -> Incident:
     rep = ctx.report(path, "wandb-chart-csv")
     df = _read_csv(path, rep)
-    if not len(df.columns) or df.columns[0] != "Step":
-        raise SourceFormatError(path, 1, "a chart export header ('Step', '<run> - <metric>', ...)",
+    if len(df.columns) < 2 or not all(_CHART_COL.match(str(c)) for c in df.columns[1:]):
+        raise SourceFormatError(path, 1, "a chart export header ('Step' or an x-axis key, '<run> - <metric>', ...)",
                                 ",".join(map(str, df.columns[:4])) or "no header", fmt=rep.format)
-    steps = _numbers(df["Step"])
-    parts = []
+    x_name = str(df.columns[0])
+    x = _numbers(df[x_name])
     series: dict[tuple[str, str], dict[str, str]] = {}
     for c in df.columns[1:]:
         m = _CHART_COL.match(str(c))
-        if m is None:
-            raise SourceFormatError(path, 1, "'<run> - <metric>' chart columns", c, fmt=rep.format)
         series.setdefault((m["run"], m["metric"]), {})[m["agg"] or "value"] = c
+    parts = []
     for (run, key), cols in series.items():
-        if "value" not in cols:
+        if "value" not in cols or (key == "_step" and x_name != "Step"):
             continue
         v = _numbers(df[cols["value"]])
         has = v.notna()
-        part = pd.DataFrame({"step": int_steps(steps[has]), "run": run, "metric": canonical_metric(key),
+        if x_name == "Step":
+            steps = x[has]
+        elif (run, "_step") in series and "value" in series[(run, "_step")]:
+            # Plotted against another key, the chart still exports each run's own _step.
+            steps = _numbers(df[series[(run, "_step")]["value"]])[has]
+        else:
+            steps = pd.Series(np.nan, index=v.index)[has]
+        part = pd.DataFrame({"step": int_steps(steps), "run": run, "metric": canonical_metric(key),
                              "value": v[has].to_numpy(), "key": key})
+        if x_name != "Step":
+            part["x_axis"], part["x"] = x_name, x[has].to_numpy()
         for agg, name in (("__MIN", "value_min"), ("__MAX", "value_max")):
             if agg in cols:
                 part[name] = _numbers(df[cols[agg]])[has].to_numpy()
@@ -161,13 +183,98 @@ def load_chart_csv(path: Path, ctx: LoadContext) -> Incident:
         metrics["source"] = rep.path
     rep.notes.append("sampled: a web UI chart export holds the points the chart drew "
                      "(bucketed when __MIN/__MAX columns are present), not every logged row")
+    if x_name != "Step":
+        rep.notes.append(f"x axis {x_name!r}: steps from each run's own _step series where exported")
     rep.notes.append("no time column: rows have a step but no time")
     return from_frames(rep, metrics=metrics)
 
 
+def _cell(text: str):
+    """A runs-table cell as the value it shows: numbers, booleans, text; empty and '-' are None."""
+    if text in ("", "-"):
+        return None
+    if text in ("true", "false"):
+        return text == "true"
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
+
+
+def _config_then_summary(keys: list[str]) -> int:
+    """Where the summary keys start: the table lists config keys, then summary keys, each in
+    alphabetical order, so the summary starts where that order starts again."""
+    for i in range(1, len(keys)):
+        if keys[i].lower() < keys[i - 1].lower():
+            return i
+    return 0  # one sorted run of keys: which kind they are cannot be told, call them summary
+
+
+def load_runs_table(path: Path, ctx: LoadContext) -> Incident:
+    """The project page's runs table exported as CSV: one run a row, its state, times, host."""
+    rep = ctx.report(path, "wandb-runs-table")
+    df = _read_csv(path, rep)
+    if not len(df.columns) or df.columns[0] != "Name":
+        raise SourceFormatError(path, 1, "a runs table header starting with 'Name'",
+                                ",".join(map(str, df.columns[:4])) or "no header", fmt=rep.format)
+    keys = [c for c in df.columns if c not in _TABLE_COLUMNS and c != "Name"]
+    cut = _config_then_summary(keys)
+    config_keys, summary_keys = keys[:cut], keys[cut:]
+    if keys:
+        rep.notes.append(f"{len(config_keys)} config and {len(summary_keys)} summary columns, told apart by where "
+                         "their alphabetical order starts again")
+    runs: dict[str, RunInfo] = {}
+    names = df["Name"].tolist() if "Name" in df else []
+    repeated = {n for n in names if names.count(n) > 1}
+    rows = []
+    for i, rec in enumerate(df.to_dict("records")):
+        name = rec.get("Name") or f"row {i + 2}"
+        created = _utc(rec.get("Created"))
+        runtime = _cell(rec.get("Runtime", ""))
+        runtime = float(runtime) if isinstance(runtime, (int, float)) and not isinstance(runtime, bool) else None
+        ended = _utc(rec.get("End Time"))
+        if ended is None and created is not None and runtime is not None:
+            ended = created + pd.Timedelta(seconds=runtime)
+        started = created if created is not None else (ended - pd.Timedelta(seconds=runtime)
+                                                       if ended is not None and runtime is not None else None)
+        run = name if name not in repeated else f"{name} ({rec.get('ID') or rec.get('Created') or i + 2})"
+        state = rec.get("State") or None
+        host = rec.get("Hostname") or ctx.host
+        runs[run] = RunInfo(
+            run=run, id=rec.get("ID") or None, name=name, host=host, started=started, ended=ended,
+            config={k: v for k in config_keys if (v := _cell(rec[k])) is not None},
+            summary={k: v for k in summary_keys if (v := _cell(rec[k])) is not None}, source=rep.path,
+        )
+        ref = f"{rep.path}:{i + 2}"
+        if started is not None:
+            rows.append((started, host, run, "run_start", f"wandb run {name} created", ref, state))
+        if ended is not None and state != "running":
+            what = f"state {state}" if state else "end"
+            rows.append((ended, host, run, "run_end", f"wandb run {name}: {what} after {runtime or 0:.0f} s", ref, state))
+    events = pd.DataFrame()
+    if rows:
+        t, host, run, kind, message, ref, state = zip(*rows, strict=True)
+        events = pd.DataFrame({"time": pd.Series(t, dtype=object).astype(TIME), "host": host, "run": run,
+                               "kind": kind, "message": message, "source": rep.path, "ref": ref, "state": state})
+    inc = from_frames(rep, events=events)
+    inc.runs.update(runs)
+    return inc
+
+
+def _utc(text) -> pd.Timestamp | None:
+    """The table's times are UTC ('2026-05-25T14:08:33.000Z')."""
+    if not text:
+        return None
+    t = pd.to_datetime(pd.Series([text]), errors="coerce", utc=True, format="ISO8601").iloc[0]
+    return None if pd.isna(t) else t
+
+
 FORMATS = (
     register(Format("wandb-chart-csv", sniff_chart, load_chart_csv,
-                    "wandb web UI chart export (Step, '<run> - <metric>', __MIN, __MAX)")),
+                    "wandb web UI chart export (Step or an x-axis key, '<run> - <metric>', __MIN, __MAX)")),
+    register(Format("wandb-runs-table", sniff_runs_table, load_runs_table,
+                    "wandb project runs table exported as CSV (Name, State, Created, Runtime, config, summary)")),
     register(Format("wandb-history-csv", sniff_history, load_history_csv,
                     "wandb history export CSV (_step, _timestamp, one column per metric)")),
 )
