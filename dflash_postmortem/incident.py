@@ -91,14 +91,20 @@ class Incident:
         ]
 
     @classmethod
-    def combine(cls, parts: list[Incident], **kw) -> Incident:
-        """Concatenate the frames of several sources into one incident."""
+    def combine(cls, parts: list[Incident], *, consume: bool = False, **kw) -> Incident:
+        """Concatenate the frames of several sources into one incident. With `consume`, each
+        part's frame is dropped as soon as its kind is combined (peak memory: the result plus
+        one kind of frame, not every part twice)."""
         inc = cls(**kw)
         _separate_runs_sharing_a_name(parts)
         for name in schema.FRAME_NAMES:
             frames = [getattr(p, name) for p in parts if len(getattr(p, name))]
             if frames:
                 df = pd.concat(frames, ignore_index=True)
+                del frames
+                if consume:
+                    for p in parts:
+                        setattr(p, name, None)
                 sort = "time" if "time" in df.columns else "first_seen"
                 df = df.sort_values(sort, kind="stable", na_position="first").reset_index(drop=True)
                 setattr(inc, name, schema.conform(name, df))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..incident import Incident
-from . import findings
+from . import findings, memo
 from .causes import frame_with_causes
 from .control import detect_failed_kills
 from .recovery import detect_recovery
@@ -31,10 +31,11 @@ DETECTORS = (
 
 def detect(incident: Incident) -> pd.DataFrame:
     """Every detector's findings, ordered by start time, with the cause graph across them."""
-    parts = [d(incident) for d in DETECTORS]
-    if not any(len(p) for p in parts):
-        return findings.empty()
-    return frame_with_causes(incident, parts)
+    with memo.scope(incident):
+        parts = [d(incident) for d in DETECTORS]
+        if not any(len(p) for p in parts):
+            return findings.empty()
+        return frame_with_causes(incident, parts)
 
 
 __all__ = [

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..commands import parse_launch
 from ..incident import Incident
+from . import memo
 
 # The script and its arguments, up to the first redirect, pipe, separator or closing quote.
 _INVOCATION = re.compile(r"(?P<script>[\w./~-]+\.py)(?P<args>(?:\s+(?![0-9]?[<>|;&'\"])[^\s<>|;&'\"]+)*)")
@@ -136,6 +137,10 @@ def _log_sources(inc: Incident) -> pd.DataFrame:
 
 def outcomes(inc: Incident) -> pd.DataFrame:
     """One row per launch: what appeared after it (process, log, GPU memory, first step)."""
+    return memo.cached(inc, "outcomes", ("events", "processes", "metrics"), lambda: _outcomes(inc))
+
+
+def _outcomes(inc: Incident) -> pd.DataFrame:
     launches = launch_events(inc)
     if launches.empty:
         return launches

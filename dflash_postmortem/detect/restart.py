@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ..incident import Incident
-from . import findings
+from . import findings, memo
 from .launches import is_trainer, outcomes, verdicts
 
 GRACE_S = 600.0
@@ -39,28 +39,34 @@ class _Window:
     start: pd.Timestamp
     end: pd.Timestamp
     stop_ref: str | None = None
+    inc: Incident | None = None  # for the time index shared within one detect() call
 
     def of(self, df: pd.DataFrame, col: str = "time") -> pd.DataFrame:
-        inside = (df[col] >= self.start) & (df[col] < self.end)
+        if self.inc is None:
+            inside = df[(df[col] >= self.start) & (df[col] < self.end)]
+        else:
+            inside = memo.between(self.inc, df, col, self.start, self.end)
         stop = findings.ref_line(self.stop_ref) if self.stop_ref else None
         if stop is not None and "ref" in df.columns:
-            lines = df["ref"].map(lambda r: findings.ref_line(r) if isinstance(r, str) else None)
-            tie = (df[col] == self.end) & lines.map(lambda x: x is not None and x[0] == stop[0] and x[1] < stop[1]).astype(bool)
-            inside |= tie
-        return df[inside]
+            at_end = df[df[col] == self.end]
+            lines = at_end["ref"].map(lambda r: findings.ref_line(r) if isinstance(r, str) else None)
+            before = lines.map(lambda x: x is not None and x[0] == stop[0] and x[1] < stop[1]).astype(bool)
+            if before.any():
+                inside = df.loc[sorted(set(inside.index) | set(before[before].index))]
+        return inside
 
     def later(self, start) -> _Window:
-        return _Window(start, self.end, self.stop_ref)
+        return _Window(start, self.end, self.stop_ref, self.inc)
 
 
-def _window(oc: pd.DataFrame, i: int, grace: pd.Timedelta) -> _Window:
+def _window(inc: Incident, oc: pd.DataFrame, i: int, grace: pd.Timedelta) -> _Window:
     start = oc["time"].iloc[i]
     end = start + grace
     stop_ref = None
     if i + 1 < len(oc) and oc["time"].iloc[i + 1] <= end:
         end = oc["time"].iloc[i + 1]
         stop_ref = oc["ref"].iloc[i + 1] if isinstance(oc["ref"].iloc[i + 1], str) else None
-    return _Window(start, end, stop_ref)
+    return _Window(start, end, stop_ref, inc)
 
 
 def _between(df: pd.DataFrame, start, end, col: str = "time") -> pd.DataFrame:
@@ -414,7 +420,7 @@ def _never_trained(inc: Incident, L: pd.Series, w: _Window, proc, pid, stages: p
     killed or the evidence ends. Not a stall (that is a run that trained, then stopped)."""
     last = stages.iloc[-1]
     until = proc["last_seen"] if proc is not None and pd.notna(proc["last_seen"]) else w.end
-    curve = _memory_curve(inc, _Window(w.start, min(w.end, until + pd.Timedelta(seconds=2)), w.stop_ref), pid)
+    curve = _memory_curve(inc, _Window(w.start, min(w.end, until + pd.Timedelta(seconds=2)), w.stop_ref, inc), pid)
     curve = curve[curve["mib"] > 0] if len(curve) else curve
     creep = ""
     points = []
@@ -455,7 +461,7 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
     oc = outcomes(inc)
     rows = []
     for i, L in oc.iterrows():
-        w = _window(oc, i, grace)
+        w = _window(inc, oc, i, grace)
         proc = L["process"] if isinstance(L["process"], pd.Series) else None
         first = L["first_step"] if isinstance(L["first_step"], pd.Series) else None
         log = L["log"] if isinstance(L["log"], pd.Series) else None

@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..incident import Incident
 from ..schema import TOK_PER_S
-from . import findings
+from . import findings, memo
 
 THRESHOLD_S = 300.0
 IDLE_UTIL_PCT = 5.0
@@ -19,6 +19,11 @@ def stall_intervals(inc: Incident, threshold_s: float | None = None) -> list[tup
     """(start, end) of each stretch longer than the threshold with memory held, ~0 % utilization,
     no training step and a process alive: what a stall is, for this detector and for those that
     must not read a stall and the relaunch after it as a configuration regression."""
+    return memo.cached(inc, f"stalls:{threshold_s}", ("gpus", "metrics", "processes"),
+                       lambda: _stall_intervals(inc, threshold_s))
+
+
+def _stall_intervals(inc: Incident, threshold_s: float | None) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
     threshold = pd.Timedelta(seconds=threshold_s if threshold_s is not None
                              else float(inc.config.detect.get("stall_s", THRESHOLD_S)))
     g = inc.gpus.dropna(subset=["memory_used_mib", "util_gpu_pct"])

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident, RunInfo
-from . import findings
+from . import findings, memo
 from .launches import flag_key, launch_of
 from .stall import stall_intervals
 
@@ -51,6 +51,10 @@ def series(inc: Incident, metric: str = METRIC) -> pd.DataFrame:
     no longer the job (a survivor of a failed kill, a run left behind) and its later samples are
     left out; the detector of survivors says what it did meanwhile.
     """
+    return memo.cached(inc, f"series:{metric}", ("metrics",), lambda: _series(inc, metric))
+
+
+def _series(inc: Incident, metric: str) -> pd.DataFrame:
     m = inc.metrics[(inc.metrics["metric"] == metric) & inc.metrics["value"].notna()]
     if m.empty:
         return m
@@ -109,28 +113,29 @@ def segments(s: pd.DataFrame, min_drop: float = MIN_DROP, penalty: float = PENAL
         algo = rpt.KernelCPD(kernel="linear", min_size=MIN_SIZE, jump=1)
         bkps = algo.fit(signal.reshape(-1, 1)).predict(pen=pen)
     bounds = [0, *bkps]
-    segs = [[a, b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     values = s["value"].to_numpy(dtype=float)
     close = 1.0 - min_drop
-    merged = True
-    while merged and len(segs) > 1:
-        merged = False
-        for k in range(len(segs) - 1):
-            a = np.median(values[segs[k][0]:segs[k][1]])
-            b = np.median(values[segs[k + 1][0]:segs[k + 1][1]])
-            if close < b / a < 1 / close:
-                segs[k] = [segs[k][0], segs[k + 1][1]]
-                del segs[k + 1]
-                merged = True
-                break
+    # Merge neighbours whose levels are within min_drop of each other, left to right: a merge only
+    # changes the pair it made and the one before it, so a stack replaces rescanning from the start.
+    segs: list[list] = []  # [start, end, median]
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        segs.append([a, b, float(np.median(values[a:b]))])
+        while len(segs) > 1 and close < segs[-1][2] / segs[-2][2] < 1 / close:
+            top = segs.pop()
+            segs[-1] = [segs[-1][0], top[1], float(np.median(values[segs[-1][0]:top[1]]))]
     return pd.DataFrame([
-        {"i0": a, "i1": b, "level": float(np.median(values[a:b])), "start": s["time"].iloc[a],
-         "end": s["time"].iloc[b - 1]} for a, b in segs
+        {"i0": a, "i1": b, "level": level, "start": s["time"].iloc[a],
+         "end": s["time"].iloc[b - 1]} for a, b, level in segs
     ])
 
 
 def episodes(inc: Incident, min_drop: float | None = None) -> list[dict]:
     """Regression episodes: consecutive segments below (1 - min_drop) x the level before them."""
+    return memo.cached(inc, f"episodes:{min_drop}", ("metrics", "gpus", "processes"),
+                       lambda: _episodes(inc, min_drop))
+
+
+def _episodes(inc: Incident, min_drop: float | None) -> list[dict]:
     min_drop = min_drop if min_drop is not None else float(inc.config.detect.get("min_drop", MIN_DROP))
     min_len = pd.Timedelta(seconds=float(inc.config.detect.get("min_regression_s", MIN_REGRESSION_S)))
     s = series(inc)

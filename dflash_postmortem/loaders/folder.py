@@ -259,7 +259,7 @@ def load_incident(
 
     with tempfile.TemporaryDirectory(prefix="dflash-transcoded-") as scratch:
         parts = _load_planned(planner.plan, ctx, cfg, Path(scratch))
-    inc = Incident.combine(parts, config=cfg, root=root)
+    inc = Incident.combine(parts, consume=True, config=cfg, root=root)
     inc.load_report.files = planner.report.files + inc.load_report.files
     inc.load_report.notes = planner.report.notes + inc.load_report.notes
     align.apply_offsets(inc, cfg.offsets)
