@@ -57,6 +57,8 @@ def sniff_history(path: Path, head: bytes) -> float:
     cols = _header(head)
     if len(cols) < 2 or len(set(cols)) != len(cols):
         return 0.0
+    if "_wandb" in cols or {"name", "id"} <= set(cols):
+        return 0.0  # one run a row (an Api().runs() dump of summaries), not one step a row
     if "_step" in cols and ("_timestamp" in cols or "_runtime" in cols):
         return 0.9
     # The minimal form: a step column and metric keys shaped group/name.
