@@ -26,6 +26,7 @@ _CHART_COL = re.compile(r"^(?P<run>.+?) - (?P<metric>.+?)(?P<agg>__MIN|__MAX)?$"
 # The runs table's own columns (the rest are config keys, then summary keys, each sorted).
 _TABLE_COLUMNS = {"State", "Notes", "User", "Tags", "Created", "Runtime", "Sweep", "End Time", "ID", "Updated",
                   "Hostname", "Group", "Job Type", "Commit", "GitHub", "Description", "Heartbeat", "Run Path"}
+_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
 _METRICISH = re.compile(r"^[\w.-]+(/[\w./-]+)+$|^_\w+$")
 
 
@@ -42,8 +43,20 @@ def sniff_chart(path: Path, head: bytes) -> float:
     cols = _header(head)
     if len(cols) < 2 or not cols[0] or not all(_CHART_COL.match(c) for c in cols[1:]):
         return 0.0
-    # The x axis is `Step` unless the chart plotted against another metric.
-    return 0.95 if cols[0] == "Step" else 0.85
+    if cols[0] == "Step":
+        return 0.95
+    # The x axis is another key when the chart plotted against one: then the header must look
+    # like the UI writes it (every name quoted) and the rows like a table of numbers.
+    return 0.85 if head.lstrip().startswith(b'"') and _numeric_rows(head, len(cols)) else 0.0
+
+
+def _numeric_rows(head: bytes, width: int) -> bool:
+    lines = head.decode("utf-8", "replace").splitlines()[1:6]
+    try:
+        rows = [r for r in csv.reader(lines[:-1] if len(lines) > 1 else lines) if r]
+    except csv.Error:
+        return False
+    return bool(rows) and all(len(r) == width and _NUMBER.match(r[0]) for r in rows)
 
 
 def sniff_runs_table(path: Path, head: bytes) -> float:
