@@ -85,6 +85,8 @@ def zone_offset(token: str) -> int | None:
 
 
 def _make(year: int, month: int, day: int, h: int, mi: int, s: int, frac: str | None) -> pd.Timestamp | None:
+    if not 1970 <= year <= 2200:
+        return None  # not a clock any tool of ours printed (and out of the frames' range)
     try:
         t = pd.Timestamp(year=year, month=month, day=day, hour=h, minute=mi, second=s)
     except (ValueError, OverflowError):

@@ -448,11 +448,17 @@ def _fold_exec_chains(df: pd.DataFrame, rep) -> None:
         rep.assume(f"{exits} process(es) listed as [name] while exiting are kept under their full command")
 
 
+_ROW_FIELDS = ("pid", "ppid", "pgid", "sid", "user", "command", "snap", "started", "state", "cpu_pct", "rss_kib", "line")
+
+
 def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep) -> pd.DataFrame:
     """One row per process (pid + command): first and last snapshot, last state, max CPU."""
     if not rows:
         return pd.DataFrame()
     df = pd.DataFrame(rows)
+    for col in _ROW_FIELDS:  # a pgrep answer gives PIDs and commands only
+        if col not in df.columns:
+            df[col] = float("nan") if col in ("cpu_pct", "rss_kib") else None
     df["snap"] = pd.Series(df["snap"], dtype="datetime64[us, UTC]")
     df["started"] = pd.Series(df["started"], dtype="datetime64[us, UTC]")
     df["command"] = df["command"].fillna("")

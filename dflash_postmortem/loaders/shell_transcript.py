@@ -674,7 +674,7 @@ def _events_frame(ev: _Events, rep, ctx: LoadContext) -> pd.DataFrame:
         return events
     events["source"] = rep.path
     events["host"] = ctx.host
-    events["time"] = pd.Series(pd.to_datetime(events["time"], utc=True), dtype="datetime64[us, UTC]")
+    events["time"] = pd.Series(pd.to_datetime(events["time"], utc=True, errors="coerce"), dtype="datetime64[us, UTC]")
     for col in _INT_COLUMNS:
         if col in events:
             events[col] = pd.array([_whole(v, col) for v in events[col]], dtype="Int64")
