@@ -259,8 +259,9 @@ def gpu_rows(c: Command, rep, ctx: LoadContext):
     nvidia-smi loader. Returns (frame, rows) or None."""
     from .nvidia_smi import load_nvidia_smi
 
-    if not c.output or command_name(c.words) != "nvidia-smi":
-        return None
+    name = command_name(c.words) if c.output else ""
+    if name != "nvidia-smi" and not (name == "watch" and "nvidia-smi" in c.text):
+        return None  # `watch nvidia-smi` answers with its header above the table: the loader knows it
     m = _SMI_QUERY.search(c.text)
     fields = m.group("fields").split(",") if m and "noheader" in m.group("rest") else None
     fd, tmp = tempfile.mkstemp(suffix=".txt")
