@@ -18,7 +18,7 @@ STAMP      := $(VENV)/.installed
 KERNEL     := dflash-postmortem
 PYTEST_ARGS ?=
 
-.PHONY: setup report test unit notebooks lab lint browser strip bench clean
+.PHONY: setup report test unit notebooks lab lint browser strip bench fuzz clean
 
 setup: $(STAMP)
 
@@ -61,6 +61,11 @@ lab: setup
 # Strip outputs from notebooks before committing (keeps metadata.kernelspec and tags).
 strip: setup
 	$(PY) scripts/strip_notebooks.py notebooks/*.ipynb
+
+# Longer fuzzing than the test suite's fixed examples: fresh randomness, FUZZ_EXAMPLES per format.
+FUZZ_EXAMPLES ?= 2000
+fuzz: setup
+	FUZZ_RANDOM=1 FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -n 2 -p no:cacheprovider tests/test_fuzz.py $(PYTEST_ARGS)
 
 bench: setup
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..commands import parse_launch
 from ..incident import Incident
+from ..schema import TOK_PER_S
 from . import memo
 
 # The script and its arguments, up to the first redirect, pipe, separator or closing quote.
@@ -145,15 +146,22 @@ def _outcomes(inc: Incident) -> pd.DataFrame:
     if launches.empty:
         return launches
     logs = _log_sources(inc)
-    procs = inc.processes.copy()
-    tok = inc.metrics[inc.metrics["metric"] == "train/tok_per_s"]
+    procs = inc.processes
+    commands = procs["command"].fillna("").astype(str)
+    tok = inc.metrics[inc.metrics["metric"] == TOK_PER_S].sort_values("time", kind="stable")
+    # Grouped once: every launch looks up its own script, log and run in these.
+    by_script = {s: procs[commands.map(lambda c, s=s: is_trainer(c, s)).astype(bool)]
+                 for s in launches["script"].dropna().unique()}
+    by_source = {k: g for k, g in tok.groupby("source", sort=False)}
+    by_run = {k: g for k, g in tok.groupby("run", sort=False)}
+    logs_by_name = {k: g for k, g in logs.groupby("name", sort=False)}
     out = []
     for i, L in launches.iterrows():
         nxt = launches["time"].iloc[i + 1] if i + 1 < len(launches) else None
         row = L.to_dict()
         # The process this launch started: first seen after it (and before the next launch
         # claims it), running its script, started no earlier than the launch.
-        cand = procs[procs["command"].fillna("").map(lambda c, s=L["script"]: is_trainer(str(c), s)).astype(bool)]
+        cand = by_script.get(L["script"], procs.iloc[:0])
         seen = cand["first_seen"].fillna(cand["started"])
         started = cand["started"].fillna(cand["first_seen"])
         mine = cand[(seen >= L["time"]) & (started >= L["time"].floor("min") - pd.Timedelta(0))
@@ -163,15 +171,16 @@ def _outcomes(inc: Incident) -> pd.DataFrame:
         # Its log: a source with the redirect target's file name whose first line follows it.
         log = None
         if isinstance(L["log_path"], str):
-            name = PurePosixPath(L["log_path"]).name
-            hit = logs[(logs["name"] == name) & (logs["first"] >= L["time"])]
+            named = logs_by_name.get(PurePosixPath(L["log_path"]).name, logs.iloc[:0])
+            hit = named[named["first"] >= L["time"]]
             if nxt is not None:
                 hit = hit[hit["first"] < nxt]
             log = hit.iloc[0] if len(hit) else None
         row["log"] = log
         run = None
-        if log is not None:
-            runs = tok[tok["source"] == log["source"]]["run"].dropna()
+        own = by_source.get(log["source"]) if log is not None else None
+        if own is not None:
+            runs = own["run"].dropna()
             run = runs.iloc[0] if len(runs) else None
         if run is None and isinstance(L.get("run"), str) and L.get("run"):
             run = L.get("run")
@@ -179,12 +188,13 @@ def _outcomes(inc: Incident) -> pd.DataFrame:
             run = L["flags"].get("--run-name") or L["flags"].get("--run_name")
         row["run"] = run
         if log is not None:
-            steps = tok[(tok["source"] == log["source"]) & (tok["time"] >= L["time"])]
+            steps = own if own is not None else tok.iloc[:0]
         elif not isinstance(L["log_path"], str) and run is not None:
-            steps = tok[(tok["run"] == run) & (tok["time"] >= L["time"])]
+            steps = by_run.get(run, tok.iloc[:0])
         else:
             steps = tok.iloc[:0]
-        row["first_step"] = steps.sort_values("time").iloc[0] if len(steps) else None
+        steps = steps[steps["time"] >= L["time"]]
+        row["first_step"] = steps.iloc[0] if len(steps) else None
         out.append(row)
     return pd.DataFrame(out)
 

@@ -2,7 +2,7 @@
 
 The series is every run's throughput in time order, joined end to end, so that a relaunch that
 comes back slower is a change point like any other. Change points come from `ruptures` (PELT
-search on the l2 cost, run as KernelCPD with a linear kernel; log throughput; jump=1) with a
+search on the l2 cost, run as KernelCPD with a linear kernel; log throughput) with a
 penalty calibrated on the steady baseline: the noise of the first run's steady stretch sets what
 a real level change must exceed. Segments whose levels differ by less than `min_drop` are merged,
 and consecutive segments below (1 - min_drop) x baseline form one regression episode, however
@@ -96,6 +96,31 @@ def _sigma(signal: np.ndarray, first_run: int) -> float:
     return max(float(mad), 0.005)
 
 
+# Candidate breakpoints the change-point search looks at, at most (see `segments`).
+SEARCH_POINTS = 2000
+
+
+def _refine(signal: np.ndarray, bkps: list[int], jump: int) -> list[int]:
+    """Move each breakpoint found on a grid to the sample within one grid step that splits its
+    two neighbouring segments with the least squared error."""
+    csum = np.concatenate([[0.0], np.cumsum(signal)])
+    csq = np.concatenate([[0.0], np.cumsum(signal * signal)])
+
+    def sse(a: int, b: int) -> float:
+        n = b - a
+        total = csum[b] - csum[a]
+        return float(csq[b] - csq[a] - total * total / n) if n else 0.0
+
+    out = list(bkps)
+    for k in range(len(out) - 1):
+        lo = out[k - 1] if k else 0
+        hi = out[k + 1]
+        cands = range(max(lo + MIN_SIZE, out[k] - jump), min(hi - MIN_SIZE, out[k] + jump) + 1)
+        if len(cands):
+            out[k] = min(cands, key=lambda t: sse(lo, t) + sse(t, hi))
+    return out
+
+
 def segments(s: pd.DataFrame, min_drop: float = MIN_DROP, penalty: float = PENALTY) -> pd.DataFrame:
     """Level segments of a throughput series: start/end index, level (median), first/last time."""
     if len(s) < 2 * MIN_SIZE:
@@ -110,8 +135,14 @@ def segments(s: pd.DataFrame, min_drop: float = MIN_DROP, penalty: float = PENAL
         sigma = _sigma(signal, first_run)
         pen = penalty * sigma**2 * math.log(len(signal))
         # KernelCPD with a linear kernel is PELT on the l2 cost, in C: same breakpoints, ~100x faster.
-        algo = rpt.KernelCPD(kernel="linear", min_size=MIN_SIZE, jump=1)
+        # PELT prunes little on long steady stretches (its cost grows with n^2 there), so a long
+        # series is searched on a grid of every `jump`-th sample, then each breakpoint is put back
+        # on its exact sample by a local search: linear in n, same breakpoints.
+        jump = max(1, len(signal) // SEARCH_POINTS)
+        algo = rpt.KernelCPD(kernel="linear", min_size=max(MIN_SIZE, jump), jump=jump)
         bkps = algo.fit(signal.reshape(-1, 1)).predict(pen=pen)
+        if jump > 1:
+            bkps = _refine(signal, bkps, jump)
     bounds = [0, *bkps]
     values = s["value"].to_numpy(dtype=float)
     close = 1.0 - min_drop
