@@ -519,7 +519,7 @@ def read_lines(path: Path, paste, ctx: LoadContext, rep):
     if found.errors:
         time_at = {}
         for (out, _, _) in parts:
-            if len(out):
+            if len(out) and "time" in out.columns:
                 time_at.update(zip(out["line"].to_numpy(), out["time"], strict=True))
         events = events_frame(found.errors, ctx, rep.path, [time_at.get(e.after, pd.NaT) for e in found.errors])
         rep.assume("error lines carry no time: each gets the time of the sample before it")

@@ -137,7 +137,8 @@ def _parse(text: str, start: int, end: int | None, path, first_line: int):
             raise SourceFormatError(path, line, "an nvidia-smi -q -x report with a <gpu> element", str(e), fmt=FORMAT) from e
         # The tree built so far holds every element that was opened before the error.
         row, _ = e.position
-        kept = sum(len(ln) + 1 for ln in body.split("\n")[: row - 1])
+        # Expat may place an unclosed token at the end of the text: never past it.
+        kept = min(len(body), sum(len(ln) + 1 for ln in body.split("\n")[: row - 1]))
         return started[0], start + kept
 
 
