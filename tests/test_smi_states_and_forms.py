@@ -139,3 +139,20 @@ def test_quoted_paste_of_an_error(tmp_path, fixtures_dir):
     only_report(inc)
     (ev,) = inc.events.itertuples()
     assert ev.smi_error == "device_handle" and ev.pci_bus_id == "0000:07:00.0" and ev.ref.endswith("reply.md:3")
+
+
+def test_noheader_answer_takes_its_fields_from_the_command_line_above_it(tmp_path, stream):
+    """A paste of `nvidia-smi --query-gpu=... --format=csv,noheader` with its prompt line: the
+    command says what the columns are (quoted field names as some shells pass them)."""
+    command = ('user@node:~$ nvidia-smi --query-gpu "timestamp","index","uuid","memory.used","memory.total",'
+               '"utilization.gpu","utilization.memory","temperature.gpu","power.draw" --format=csv,noheader -l 1')
+    p = write(tmp_path, "paste.txt", ["```", command, *stream[1:5], "```"])
+    inc = pm.load_incident(p)
+    (rep,) = [f for f in inc.load_report.files if f.path == "paste.txt"]
+    assert rep.format == "nvidia-smi-query-csv" and rep.balanced and rep.parsed == 4
+    assert any("field list taken from the nvidia-smi command line" in a for a in rep.assumptions)
+    first = inc.gpus.iloc[0]
+    assert (first["gpu"], first["uuid"], first["memory_total_mib"], first["power_w"]) == (0, H200_0, 143771, 78.84)
+    # Without the command line the same rows are a clear error naming file and line.
+    with pytest.raises(pm.SourceFormatError, match="bare.csv:1"):
+        pm.load_nvidia_smi(write(tmp_path, "bare.csv", stream[1:5]))

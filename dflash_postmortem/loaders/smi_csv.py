@@ -43,7 +43,7 @@ from .smi_fields import (
     parse_numbers,
     unit_spellings,
 )
-from .smi_paste import Paste, read_paste, unwrap_head
+from .smi_paste import COMMAND, Paste, read_paste, unwrap_head
 from .smi_table import VERSION_MARK as _TABLE_VERSION
 from .smi_table import parse_table_lines
 from .smi_times import parse_times
@@ -79,7 +79,8 @@ def _looks_like_value(cell: str) -> bool:
 
 
 def sniff(path: Path, head: bytes) -> float:
-    content = unwrap_head(head).content()
+    paste = unwrap_head(head)
+    content = paste.content()
     if not content:
         return 0.0
     # A paste may say what it is before the header (an issue's prose, a comment line).
@@ -90,6 +91,8 @@ def sniff(path: Path, head: bytes) -> float:
     cells = _cells(first)
     if _STAMP.match(cells[0]) and len(cells) >= 2:
         return 0.8
+    if len(cells) >= 2 and _fields_of_command(paste, content[0][0]):
+        return 0.85  # a noheader answer under the command line that asked for its fields
     if len(cells) >= 2 and any(_looks_like_value(c) for c in cells) and all(
         _looks_like_value(c) or _NUMBER.match(c) or re.match(r"^[\w .()/+-]+$", c) for c in cells
     ):
@@ -441,6 +444,11 @@ def read_lines(path: Path, paste, ctx: LoadContext, rep):
         rep.assume("no header line: field list taken from incident.toml or the caller")
     content = [(i, _without_host(s)) for i, s in paste.content()]
     if not fields_given and not any(header_fields(s) for _, s in content[:200]):
+        fields_given = _fields_of_command(paste, content[0][0] if content else len(paste.lines))
+        if fields_given:
+            segments.append(_segment(fields_given, rep))
+            rep.assume("no header line (noheader): field list taken from the nvidia-smi command line above the output")
+    if not fields_given and not any(header_fields(s) for _, s in content[:200]):
         sample = [_cells(s) for _, s in content[:200] if match_error(s, 0) is None and not s.startswith("#")]
         inferred = infer_apps_fields(sample)
         if inferred is None:
@@ -562,6 +570,24 @@ def _read_tables(paste, table: set[int], ctx: LoadContext, rep) -> dict[str, pd.
         rep.assume(a)
     rep.assume("the nvidia-smi table(s) in this capture are read as tables")
     return {"gpus": gpus, "gpu_processes": procs}
+
+
+_QUERY_OPTION = re.compile(
+    r"--query-(?:gpu|compute-apps|accounted-apps)[= ]+(?P<fields>\"?[\w.]+\"?(?:,\"?[\w.]+\"?)*)"
+)
+
+
+def _fields_of_command(paste, before: int) -> list[str] | None:
+    """The field list of the `nvidia-smi --query-...=a,b,c --format=csv,noheader` command line a
+    paste shows above a header-less output (the last such line before line `before`)."""
+    for i in range(min(before, len(paste.lines)) - 1, -1, -1):
+        if paste.wrapping[i] != COMMAND:
+            continue
+        m = _QUERY_OPTION.search(paste.lines[i])
+        if m and "noheader" in paste.lines[i]:
+            return [f.strip('"') for f in m.group("fields").split(",")]
+        return None
+    return None
 
 
 def _segment(header: list[str], rep) -> _Segment:
