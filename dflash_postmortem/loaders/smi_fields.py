@@ -273,10 +273,6 @@ def _ctime(m: re.Match):
         return None
 
 
-def is_missing(text: str | None) -> bool:
-    return text is None or text.strip() in MISSING
-
-
 def is_gpu_error(text: str | None) -> bool:
     """Whether a printed value says the GPU did not answer (`ERR!`, `[Unknown Error]`, ...)."""
     return text is not None and text.strip().strip("[]").strip() in GPU_ERRORS
@@ -384,7 +380,3 @@ def snapshot_frame(rows: list[dict], ctx, rep) -> pd.DataFrame:
     df["source"] = rep.path
     return df
 
-
-def typed_value(text: str | None, field: Field):
-    """One scalar in the field's kind: float, int, str or None (missing or not a value)."""
-    return read_value(text, field)[0]
