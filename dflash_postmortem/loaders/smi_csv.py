@@ -37,6 +37,7 @@ from .smi_fields import (
     field_for,
     field_key,
     find_ctime,
+    integers,
     is_marker,
     join_states,
     looks_like_field,
@@ -628,9 +629,8 @@ def _typed(seg: _Segment, ctx: LoadContext, rep) -> tuple[pd.DataFrame, list[Fie
         elif f.kind in ("int", "float"):
             nums, o = parse_numbers(col, f.unit, f.scale)
             if f.kind == "int":
-                whole = nums.isna() | (nums == nums.round())
-                o = o.where(whole, col)
-                nums = nums.where(whole).astype("Int64")
+                nums, broken = integers(nums)
+                o = o.mask(broken, col)
             out[f.column] = nums
             readable |= (nums.notna() | is_marker(o)).to_numpy()
             if o.notna().any():

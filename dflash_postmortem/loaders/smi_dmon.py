@@ -25,6 +25,7 @@ from .smi_fields import (
     MISSING,
     PMON_COLUMNS,
     QUERY_FIELDS,
+    integers,
     join_states,
     parse_numbers,
 )
@@ -199,6 +200,10 @@ def _frame(cols: list[str], rows: list[list[str]], row_lines: list[int], per_pro
     bad = odd.pop(key).notna() if key else pd.Series(False, index=raw.index)
     if per_process and "pid" in out.columns:
         bad |= odd.pop("pid").notna()
+    for c in ("gpu", "pid"):
+        if c in out.columns:
+            out[c], broken = integers(out[c])
+            bad |= broken
     for j in np.flatnonzero(bad.to_numpy()):
         rep.bad(row_lines[j], "a GPU index (and a PID) in the first columns", " ".join(rows[j]))
     for j, n in enumerate(row_lines):
@@ -212,9 +217,6 @@ def _frame(cols: list[str], rows: list[list[str]], row_lines: list[int], per_pro
         out["state"] = join_states(odd, raw.index)
     out = out[~bad.to_numpy()].reset_index(drop=True)
     rep.parsed += len(out)
-    for c in ("gpu", "pid"):
-        if c in out.columns:
-            out[c] = out[c].astype("Int64")
     return out
 
 

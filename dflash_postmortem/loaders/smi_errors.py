@@ -82,7 +82,7 @@ def match_error(text: str, line: int) -> SmiError | None:
         if m:
             g = m.groupdict()
             return SmiError(line=line, name=name, message=s, bus_id=g.get("bus"),
-                            gpu=int(g["gpu"]) if g.get("gpu") else None, lines=[line])
+                            gpu=int(g["gpu"]) if g.get("gpu") and len(g["gpu"]) < 9 else None, lines=[line])
     return None
 
 

@@ -299,8 +299,18 @@ def read_value(text: str | None, field: Field):
         return None, s
     v = float(m.group(1)) * field.scale
     if field.kind == "int":
-        return (int(v), None) if v.is_integer() else (None, s)
+        return (int(v), None) if v.is_integer() and abs(v) < _INT64 else (None, s)
     return v, None
+
+
+_INT64 = 2.0**63
+
+
+def integers(nums: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Float numbers of an int field (a GPU index, a PID) -> (Int64 values, where a number was
+    not one: a fraction, or beyond int64 from a damaged line)."""
+    whole = nums.notna() & (nums == nums.round()) & (nums.abs() < _INT64)
+    return nums.where(whole).astype("Int64"), nums.notna() & ~whole
 
 
 def unit_spellings(unit: str | None) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..incident import from_frames
 from .registry import LoadContext
 from .smi_errors import ErrorLines, events_frame, match_error
-from .smi_fields import snapshot_frame
+from .smi_fields import QUERY_FIELDS, put, snapshot_frame
 from .smi_paste import read_paste, unwrap_head
 
 FORMAT = "nvidia-smi-list"
@@ -56,9 +56,10 @@ def load(path: Path, ctx: LoadContext):
         m = _gpu(line, i)
         if m:
             uuid = m.group("uuid")
-            rows.append({"time": None, "gpu": int(m.group("gpu")), "name": m.group("name"),
-                         "uuid": uuid if uuid and uuid.startswith("GPU-") else None,
-                         "serial": m.group("serial"), "mig_uuids": "", "line": i})
+            row = {"time": None, "name": m.group("name"), "uuid": uuid if uuid and uuid.startswith("GPU-") else None,
+                   "serial": m.group("serial"), "mig_uuids": "", "line": i}
+            put(row, QUERY_FIELDS["index"], m.group("gpu"))
+            rows.append(row)
             rep.parsed += 1
             continue
         m = _MIG.match(line)

@@ -199,7 +199,8 @@ def _gpu_line(cells, current, rows, time, header, cut: bool) -> dict | None:
         return None
     m1 = _GPU_LINE1.match(cells[0])
     if m1 and (len(cells) < 2 or _BUS_ID.match(cells[1])):
-        row = {"time": time, "gpu": int(m1.group("gpu")), **header, "_mb": False}
+        row = {"time": time, **header, "_mb": False}
+        put(row, F["index"], m1.group("gpu"))
         put(row, F["name"], m1.group("name"))
         row["driver_mode"] = m1.group("mode")
         if row["driver_mode"] == "ERR!":
@@ -259,8 +260,9 @@ def _check_cut(row: dict, field, text: str | None) -> None:
 
 def _proc_row(m: re.Match, time) -> dict:
     g = m.groupdict()
-    row = {"time": time, "gpu": int(g["gpu"]), "pid": int(g["pid"]), "type": g["type"],
-           "process_name": g["name"].strip() or None}
+    row = {"time": time, "type": g["type"], "process_name": g["name"].strip() or None}
+    put(row, F["index"], g["gpu"])
+    put(row, F["pid"], g["pid"])
     put(row, F["used_memory"], g["mem"])
     put(row, F["gpu_instance_id"], g.get("gi"))
     put(row, F["compute_instance_id"], g.get("ci"))
