@@ -25,7 +25,7 @@ from .smi_fields import QUERY_FIELDS, find_ctime, put, read_value, snapshot_fram
 from .smi_paste import COMMAND, read_paste, unwrap_head
 
 FORMAT = "nvidia-smi-table"
-VERSION_MARK = "NVIDIA-SMI "  # the table's first boxed line; nothing else nvidia-smi prints has it
+VERSION_MARK = "NVIDIA-SMI "  # starts the table's version line (and the driver-unreachable error)
 _BORDER = re.compile(r"^\s*[+|][-=+| ]*[+|]?\s*$")
 _VERSION = re.compile(
     r"NVIDIA-SMI\s+(?P<smi>\S+)\s+(?:Driver|KMD) Version:\s+(?P<driver>\S+)"
