@@ -438,21 +438,22 @@ def read_lines(path: Path, paste, ctx: LoadContext, rep):
     lines = paste.lines
     rep.read = len(lines)
     segments: list[_Segment] = []
-    fields_given = ctx.options.get("fields")
-    if fields_given:
-        _check_names(path, fields_given)
-        segments.append(_segment(fields_given, rep))
-        rep.assume("no header line: field list taken from incident.toml or the caller")
     content = [(i, _without_host(s)) for i, s in paste.content()]
-    if not fields_given and not any(header_fields(s) for _, s in content[:200]):
-        fields_given = _fields_of_command(paste, content[0][0] if content else len(paste.lines))
-        if fields_given:
-            segments.append(_segment(fields_given, rep))
-            rep.assume("no header line (noheader): field list taken from the nvidia-smi command line above the output")
-    if not fields_given and not any(header_fields(s) for _, s in content[:200]):
-        sample = [_cells(s) for _, s in content[:200] if match_error(s, 0) is None and not s.startswith("#")]
-        inferred = infer_apps_fields(sample)
-        if inferred is None:
+    # Without a header line the field list comes from the caller or incident.toml, else from
+    # the command line a paste shows above the output, else (compute apps only) the content.
+    fields = ctx.options.get("fields")
+    how = "no header line: field list taken from incident.toml or the caller"
+    if fields:
+        _check_names(path, fields)
+    elif not any(header_fields(s) for _, s in content[:200]):
+        fields = _fields_of_command(paste, content[0][0] if content else len(paste.lines))
+        how = "no header line (noheader): field list taken from the nvidia-smi command line above the output"
+        if not fields:
+            sample = [_cells(s) for _, s in content[:200] if match_error(s, 0) is None and not s.startswith("#")]
+            fields = infer_apps_fields(sample)
+            how = ("no header line: fields inferred from content as " + ", ".join(fields or [])
+                   + f" (values above {_MAX_GPU_INDEX} in the third column cannot be GPU indices)")
+        if not fields:
             raise SourceFormatError(
                 path, content[0][0] if content else 1,
                 "a header line of nvidia-smi query fields, or the field list of this noheader "
@@ -460,11 +461,9 @@ def read_lines(path: Path, paste, ctx: LoadContext, rep):
                 "fields=[...] in incident.toml)",
                 content[0][1] if content else "", fmt=FORMAT,
             )
-        segments.append(_segment(inferred, rep))
-        rep.assume(
-            "no header line: fields inferred from content as " + ", ".join(inferred)
-            + f" (values above {_MAX_GPU_INDEX} in the third column cannot be GPU indices)"
-        )
+    if fields:
+        segments.append(_segment(fields, rep))
+        rep.assume(how)
     last = content[-1][0] if content else 0
     table = _table_lines(paste)
     tables = _read_tables(paste, table, ctx, rep) if table else None
