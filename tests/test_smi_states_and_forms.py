@@ -156,3 +156,18 @@ def test_noheader_answer_takes_its_fields_from_the_command_line_above_it(tmp_pat
     # Without the command line the same rows are a clear error naming file and line.
     with pytest.raises(pm.SourceFormatError, match="bare.csv:1"):
         pm.load_nvidia_smi(write(tmp_path, "bare.csv", stream[1:5]))
+
+
+def test_table_kept_as_comments_in_a_script(tmp_path, fixtures_dir):
+    """Install scripts keep the expected output as '# ' comments under the command."""
+    rel = "smi-table/v100s-pcie-x8-535.171.04-one-python-proc.txt"
+    table = (fixtures_dir / rel).read_text().splitlines()
+    script = ["#!/bin/bash", "sudo apt install -y nvidia-driver-535", "nvidia-smi",
+              "# This should result in a console output shown below:", *[f"# {ln}".rstrip() for ln in table]]
+    inc = pm.load_nvidia_smi(write(tmp_path, "install.sh", script))
+    rep = only_report(inc)
+    base = pm.load_nvidia_smi(fixtures_dir / rel)
+    cols = ["gpu", "pci_bus_id", "memory_used_mib", "power_w", "time"]
+    pd.testing.assert_frame_equal(inc.gpus[cols], base.gpus[cols])
+    assert list(inc.gpu_processes["pid"]) == [3472395]
+    assert "'# ' comment markers removed" in rep.assumptions

@@ -20,6 +20,7 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|
 _BARE_SGR = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m")
 _QUOTE = re.compile(r"^ {0,3}(?:> ?)+")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
+_COMMENT = re.compile(r"^\s*# ?")
 # A shell prompt: `user@host:~$`, `[user@host dir]$`, `root@host:/#`, `(venv) ...`, `PS C:\>`,
 # `C:\Users\me>`, a bare `$`/`#`/`%`, zsh's `❯`/`➜  dir`.
 _PROMPT = (
@@ -100,10 +101,17 @@ def unwrap(text: str) -> Paste:
         quirks.append("terminal colour codes (their ESC byte lost in a paste) removed")
     if "\r\n" in text:
         quirks.append("Windows (CRLF) line ends")
+    nonblank = sum(1 for ln in lines if ln.strip())
     quoted = sum(1 for ln in lines if _QUOTE.match(ln))
-    if quoted and quoted >= 0.5 * sum(1 for ln in lines if ln.strip()):
+    if quoted and quoted >= 0.5 * nonblank:
         lines = [_QUOTE.sub("", ln) for ln in lines]
         quirks.append("'> ' quote markers removed")
+    # Output kept as comments in a script or config ("# This should print:" and the table under
+    # it). A dmon/pmon capture's own '#' headers are a few lines among its samples, never most.
+    commented = sum(1 for ln in lines if _COMMENT.match(ln))
+    if commented >= 3 and commented >= 0.6 * nonblank:
+        lines = [_COMMENT.sub("", ln, count=1) for ln in lines]
+        quirks.append("'# ' comment markers removed")
     wrapping = [_wrapping(ln) for ln in lines]
     if FENCE in wrapping:
         quirks.append("pasted inside a markdown code fence")
