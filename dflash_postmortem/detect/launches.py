@@ -150,7 +150,7 @@ def _outcomes(inc: Incident) -> pd.DataFrame:
     commands = procs["command"].fillna("").astype(str)
     tok = inc.metrics[inc.metrics["metric"] == TOK_PER_S].sort_values("time", kind="stable")
     # Grouped once: every launch looks up its own script, log and run in these.
-    by_script = {s: procs[commands.map(lambda c, s=s: is_trainer(c, s)).astype(bool)]
+    by_script = {s: _by_seen(procs[commands.map(lambda c, s=s: is_trainer(c, s)).astype(bool)])
                  for s in launches["script"].dropna().unique()}
     by_source = {k: g for k, g in tok.groupby("source", sort=False)}
     by_run = {k: g for k, g in tok.groupby("run", sort=False)}
@@ -161,13 +161,14 @@ def _outcomes(inc: Incident) -> pd.DataFrame:
         row = L.to_dict()
         # The process this launch started: first seen after it (and before the next launch
         # claims it), running its script, started no earlier than the launch.
-        cand = by_script.get(L["script"], procs.iloc[:0])
-        seen = cand["first_seen"].fillna(cand["started"])
-        started = cand["started"].fillna(cand["first_seen"])
-        mine = cand[(seen >= L["time"]) & (started >= L["time"].floor("min") - pd.Timedelta(0))
-                    & ((seen < nxt) if nxt is not None else True)]
-        row["process"] = mine.iloc[0] if len(mine) else None
-        row["stale"] = cand[started < L["time"].floor("min")] if len(cand) else cand
+        cand = by_script.get(L["script"], _by_seen(procs.iloc[:0]))
+        # Only processes first seen from the launch on (to the next launch) can be its own.
+        lo = cand["seen"].searchsorted(L["time"], side="left")
+        hi = cand["seen"].searchsorted(nxt, side="left") if nxt is not None else len(cand)
+        window = cand.iloc[lo:hi]
+        mine = window[window["start"] >= L["time"].floor("min")]
+        row["process"] = mine.iloc[0].drop(["seen", "start"]) if len(mine) else None
+        row["stale"] = cand[cand["start"] < L["time"].floor("min")] if len(cand) else cand
         # Its log: a source with the redirect target's file name whose first line follows it.
         log = None
         if isinstance(L["log_path"], str):
@@ -197,6 +198,15 @@ def _outcomes(inc: Incident) -> pd.DataFrame:
         row["first_step"] = steps.iloc[0] if len(steps) else None
         out.append(row)
     return pd.DataFrame(out)
+
+
+def _by_seen(procs: pd.DataFrame) -> pd.DataFrame:
+    """Processes ordered by when they were first seen (`seen`), with `start` as the best start
+    time known: what a launch's lookup searches."""
+    seen = procs["first_seen"].fillna(procs["started"])
+    start = procs["started"].fillna(procs["first_seen"])
+    out = procs.assign(seen=seen, start=start).dropna(subset=["seen"])
+    return out.sort_values("seen", kind="stable")
 
 
 def launch_of(inc: Incident, run, before) -> pd.Series | None:

@@ -44,8 +44,9 @@ def cached(inc: Incident, name: str, frames: tuple[str, ...], compute: Callable[
     return store[key]
 
 
-def between(inc: Incident, df, col: str, start, end):
-    """Rows of `df` with start <= df[col] < end, by binary search on a time index built once
+def between(inc: Incident, df, col: str, start, end, *, inclusive: bool = False):
+    """Rows of `df` with start <= df[col] < end (<= end with `inclusive`), by binary search on a
+    time index built once
     per scope (a detector that looks at every launch's window would otherwise scan the whole
     frame once per launch)."""
     import numpy as np
@@ -65,5 +66,30 @@ def between(inc: Incident, df, col: str, start, end):
         return int(t.to_datetime64().astype("datetime64[us]").astype("i8"))
 
     lo = np.searchsorted(times, micros(start), side="left")
-    hi = np.searchsorted(times, micros(end), side="left")
+    hi = np.searchsorted(times, micros(end), side="right" if inclusive else "left")
     return df.iloc[np.sort(order[lo:hi])]
+
+
+def rows_where(inc: Incident, frame: str, col: str, value):
+    """Rows of one of the incident's frames whose `col` equals `value`, through a grouping made
+    once per scope (a lookup per launch or per episode must not scan the whole frame)."""
+    df = getattr(inc, frame)
+
+    def build():
+        return df, {k: idx for k, idx in df.groupby(col, sort=False, dropna=True).indices.items()}
+
+    _, groups = cached(inc, f"rows:{frame}:{col}", (frame,), build)
+    idx = groups.get(value)
+    return df.iloc[idx] if idx is not None else df.iloc[:0]
+
+
+def of_kinds(inc: Incident, kinds: tuple[str, ...]):
+    """The incident's events of these kinds, filtered once per scope."""
+    return cached(inc, f"kinds:{','.join(kinds)}", ("events",),
+                  lambda: inc.events[inc.events["kind"].isin(kinds)])
+
+
+def first_seen_on_gpus(inc: Incident):
+    """Each PID's first per-process GPU sample."""
+    return cached(inc, "first on gpus", ("gpu_processes",),
+                  lambda: inc.gpu_processes.dropna(subset=["pid"]).groupby("pid")["time"].min())

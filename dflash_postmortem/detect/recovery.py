@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident
-from . import findings
+from . import findings, memo
 from .launches import launch_of
 from .stall import stall_intervals
 from .throughput import config_differences, episodes, segments, series
@@ -39,11 +39,10 @@ def _sustained(values: np.ndarray, floor: float, n: int) -> int | None:
 
 def _pids_on_gpus(inc: Incident, start, end) -> pd.DataFrame:
     """PIDs holding memory between start and end: most memory, GPUs, first sample ever, a ref."""
-    gp = inc.gpu_processes.dropna(subset=["pid"])
-    win = gp[(gp["time"] >= start) & (gp["time"] <= end)]
+    win = memo.between(inc, inc.gpu_processes, "time", start, end, inclusive=True).dropna(subset=["pid"])
     if win.empty:
         return pd.DataFrame(columns=["pid", "mib", "gpus", "first", "ref"])
-    first = gp.groupby("pid")["time"].min()
+    first = memo.first_seen_on_gpus(inc)
     rows = []
     for pid, one in win.groupby("pid"):
         rows.append({"pid": int(pid), "mib": float(one["used_memory_mib"].max()),
@@ -53,8 +52,8 @@ def _pids_on_gpus(inc: Incident, start, end) -> pd.DataFrame:
 
 
 def _gpus_of(inc: Incident, pids: list[int], start, end) -> set[int]:
-    gp = inc.gpu_processes
-    mine = gp[gp["pid"].isin(pids) & (gp["time"] >= start) & (gp["time"] <= end)]
+    gp = memo.between(inc, inc.gpu_processes, "time", start, end, inclusive=True)
+    mine = gp[gp["pid"].isin(pids)]
     return {int(g) for g in mine["gpu"].dropna().unique()}
 
 
@@ -83,7 +82,7 @@ def _partial_reasons(inc: Incident, seg_start, seg_end, run, run_start, ep: dict
         n_now = len({g for gs in own["gpus"] for g in gs})
         if 0 < n_now < n_before:
             reasons.append(f"it uses {n_now} GPU(s), the baseline run used {n_before}")
-    g = inc.gpus[(inc.gpus["time"] >= seg_start) & (inc.gpus["time"] <= seg_end)]
+    g = memo.between(inc, inc.gpus, "time", seg_start, seg_end, inclusive=True)
     if len(g) and g["util_gpu_pct"].notna().any():
         per = g.groupby("gpu").agg(mem=("memory_used_mib", "median"), util=("util_gpu_pct", "median"))
         idle = per[(per["mem"] > _HELD_MIB) & (per["util"] < _IDLE_UTIL)]
@@ -116,7 +115,7 @@ def _relaunch_partials(inc: Incident, ep: dict, frac: float) -> list[dict]:
             continue  # a dip or two of a run that otherwise made it: not a partial recovery
         level = float(low["value"].median())
         first, last = low["time"].iloc[0], low["time"].iloc[-1]
-        run_start = s[s["run"] == run]["time"].iloc[0]
+        run_start = part["time"].iloc[0]  # it has no sample before the episode began
         reasons, refs, others = _partial_reasons(inc, first, last, run, run_start, ep)
         rows.append(findings.finding(
             "partial_recovery", first, last, "warning",

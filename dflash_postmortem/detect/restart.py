@@ -48,7 +48,8 @@ class _Window:
             inside = memo.between(self.inc, df, col, self.start, self.end)
         stop = findings.ref_line(self.stop_ref) if self.stop_ref else None
         if stop is not None and "ref" in df.columns:
-            at_end = df[df[col] == self.end]
+            at_end = (df[df[col] == self.end] if self.inc is None
+                      else memo.between(self.inc, df, col, self.end, self.end, inclusive=True))
             lines = at_end["ref"].map(lambda r: findings.ref_line(r) if isinstance(r, str) else None)
             before = lines.map(lambda x: x is not None and x[0] == stop[0] and x[1] < stop[1]).astype(bool)
             if before.any():
@@ -80,7 +81,8 @@ def _output_refs(inc: Incident, ev: pd.Series) -> list[str]:
         return []
     out = ev.get("output") if isinstance(ev.get("output"), str) else None
     if out is None and "output" in inc.events.columns:
-        same = inc.events[(inc.events["ref"] == ref) & inc.events["output"].notna()]
+        same = memo.rows_where(inc, "events", "ref", ref)
+        same = same[same["output"].notna()]
         out = same["output"].iloc[0] if len(same) else None
     if not isinstance(out, str) or not out:
         return []
@@ -103,7 +105,7 @@ def _gpu_check(inc: Incident, w: _Window, pid) -> tuple[bool | None, str, list[s
         return False, f"0 GPU samples held by PID {pid}", refs
     if len(gp):
         # Per-process samples: memory held only by PIDs that were there before is not the launch's.
-        first = inc.gpu_processes.dropna(subset=["pid"]).groupby("pid")["time"].min()
+        first = memo.first_seen_on_gpus(inc)
         new = gp[gp["pid"].map(first) >= w.start]
         if new.empty:
             old = sorted(int(p) for p in gp["pid"].dropna().unique())
@@ -210,7 +212,8 @@ def _missing_evidence(L: pd.Series, inc: Incident, w: _Window) -> str:
         missing.append("no per-process GPU samples")
     if not isinstance(L.get("log"), pd.Series):
         missing.append(f"its log ({L.get('log_path') or 'no redirect'}) is not in the incident")
-    if not isinstance(L.get("ref"), str) or not str(L["ref"]).startswith(tuple(inc.events["source"].dropna().unique())):
+    sources = memo.cached(inc, "event sources", ("events",), lambda: tuple(inc.events["source"].dropna().unique()))
+    if not isinstance(L.get("ref"), str) or not str(L["ref"]).startswith(sources):
         missing.append("no transcript of the launch")
     elif _own_ends(L, inc, w).empty:
         missing.append("no exit status or kill message in the transcript")
@@ -349,9 +352,9 @@ def _session_kill(L: pd.Series, inc: Incident, w: _Window) -> tuple[str, str, li
     log = L.get("log")
     said = ""
     if isinstance(log, pd.Series):
-        lines = inc.events[(inc.events["source"] == log["source"])]
+        lines = memo.rows_where(inc, "events", "source", log["source"])
         last = lines.sort_values("time", kind="stable").tail(1)
-        n = len(set(findings.refs(lines)) | set(findings.refs(inc.metrics[inc.metrics["source"] == log["source"]])))
+        n = len(set(findings.refs(lines)) | set(findings.refs(memo.rows_where(inc, "metrics", "source", log["source"]))))
         said = (f"; its log {log['name']} stopped at {log['last']:%H:%M:%S} after {n} line(s)"
                 + (f" (`{str(last['message'].iloc[0]).strip()}`)" if len(last) else ""))
         refs += findings.refs(last)
@@ -558,8 +561,8 @@ def _relevant(inc: Incident, procs: pd.DataFrame, L: pd.Series, when, patterns: 
     script = L.get("script")
     if isinstance(script, str) and script:
         keep |= cmd.map(lambda c: is_trainer(c, script)).astype(bool)
-    gp = inc.gpu_processes
-    near = gp[(gp["time"] >= when - pd.Timedelta(minutes=2)) & (gp["time"] <= when + pd.Timedelta(minutes=2))]
+    near = memo.between(inc, inc.gpu_processes, "time", when - pd.Timedelta(minutes=2),
+                        when + pd.Timedelta(minutes=2), inclusive=True)
     keep |= procs["pid"].isin(near["pid"].dropna().unique()).fillna(False).astype(bool)
     return procs[keep]
 

@@ -257,10 +257,9 @@ def config_differences(inc: Incident, run_before, run_after, first_after) -> lis
 
 
 def _nearby_warnings(inc: Incident, ep: dict, run_after) -> pd.DataFrame:
-    ev = inc.events
-    ev = ev[ev["kind"].isin(_WARN_KINDS)]
+    ev = memo.of_kinds(inc, _WARN_KINDS)
     lo = ep["start"] - pd.Timedelta(minutes=10)
-    near = ev[(ev["time"] >= lo) & (ev["time"] <= ep["end"])]
+    near = memo.between(inc, ev, "time", lo, ep["end"], inclusive=True)
     if run_after is not None and "run" in ev.columns:
         own = ev[(ev["run"] == run_after) & (ev["time"] <= ep["end"])]
         near = pd.concat([near, own]).drop_duplicates(subset=["time", "message", "source"])
@@ -277,8 +276,7 @@ def _gist(message: str, width: int = 160) -> str:
 
 def _shared_gpus(inc: Incident, ep: dict) -> list[dict]:
     """Other PIDs holding memory on a GPU at the same sample, while throughput was degraded."""
-    gp = inc.gpu_processes
-    gp = gp[(gp["time"] >= ep["start"]) & (gp["time"] <= ep["end"])].dropna(subset=["pid"])
+    gp = memo.between(inc, inc.gpu_processes, "time", ep["start"], ep["end"], inclusive=True).dropna(subset=["pid"])
     if gp.empty:
         return []
     key = "gpu" if gp["gpu"].notna().all() else "uuid"
