@@ -171,3 +171,24 @@ def test_table_kept_as_comments_in_a_script(tmp_path, fixtures_dir):
     pd.testing.assert_frame_equal(inc.gpus[cols], base.gpus[cols])
     assert list(inc.gpu_processes["pid"]) == [3472395]
     assert "'# ' comment markers removed" in rep.assumptions
+
+
+def test_table_in_a_notebook_cell_output(tmp_path, fixtures_dir):
+    """A Colab/Jupyter notebook saved with the output of its `!nvidia-smi` cell: the output lines
+    are JSON strings, one per line, as nbformat writes them."""
+    import json
+
+    rel = "smi-table/a40x8-525.60.13-err-gpu4-gsp-timeout.txt"
+    table = (fixtures_dir / rel).read_text().splitlines(keepends=True)
+    nb = {"cells": [{"cell_type": "code", "execution_count": 1, "metadata": {}, "source": ["!nvidia-smi"],
+                     "outputs": [{"name": "stdout", "output_type": "stream", "text": table}]}],
+          "metadata": {"accelerator": "GPU"}, "nbformat": 4, "nbformat_minor": 0}
+    p = tmp_path / "train.ipynb"
+    p.write_text(json.dumps(nb, indent=1))
+    inc = pm.load_incident(p)
+    (rep,) = [f for f in inc.load_report.files if f.path == "train.ipynb"]
+    assert rep.format == "nvidia-smi-table" and rep.balanced
+    base = pm.load_nvidia_smi(fixtures_dir / rel)
+    cols = ["gpu", "memory_used_mib", "power_w", "state", "time"]
+    pd.testing.assert_frame_equal(inc.gpus[cols], base.gpus[cols])
+    assert list(inc.events["kind"]) == ["gpu_error"] and inc.events["ref"].iloc[0].startswith("train.ipynb:")

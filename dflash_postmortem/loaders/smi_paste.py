@@ -10,6 +10,7 @@ skipped lines with that name, so the forms themselves need to know nothing about
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -42,14 +43,17 @@ _PROMPT_ONLY = re.compile(rf"^\s*(?:{_PROMPT}|~[\w./-]*|\[[\w.-]+@[\w.-]+[^\]]*\
 _COMMAND = re.compile(
     rf"^\s*(?:{_PROMPT}\s*|(?:sudo|watch|timeout|srun|ssh|docker|kubectl)\s)"
     r".*?(?<![\w.-])nvidia-smi(?:\.exe)?(?=[\s'\";|&)]|$)"
-    r"|^\s*(?:\S*[/\\])?nvidia-smi(?:\.exe)?(?=\s|$)"
+    r"|^\s*!?\s*(?:\S*[/\\])?nvidia-smi(?:\.exe)?(?=\s|$)"
     r"|^\s*Every \d+(?:\.\d+)?s: .*\bnvidia-smi\b"
 )
 
 # Where the poster cut something out: "[...]", "...", "…", "<snip>".
 _ELISION = re.compile(r"^\s*(?:\[\s*(?:\.\.\.|…|snip)\s*\]|\.\.\.+|…|<snip>|\(\.\.\.\))\s*$", re.IGNORECASE)
 
+_JSON_LINE = re.compile(r'^\s*("(?:[^"\\]|\\.)*")\s*,?\s*$')
+
 FENCE = "markdown code fence"
+NOTEBOOK = "Jupyter notebook JSON around the output"
 ELISION = "elision mark where the poster cut lines out"
 COMMAND = "command line that ran nvidia-smi (prompt, watch header)"
 PROMPT = "shell prompt with no command"
@@ -93,6 +97,12 @@ def unwrap(text: str) -> Paste:
     """Clean every line of a capture and name the wrapping lines."""
     lines = split_lines(text)
     quirks: list[str] = []
+    json_lines: set[int] = set()
+    if _is_notebook(text):
+        decoded = [_notebook_line(ln) for ln in lines]
+        json_lines = {k for k, ln in enumerate(decoded) if ln is None}
+        lines = [ln or "" for ln in decoded]
+        quirks.append("read from a Jupyter notebook's cell output (JSON strings decoded)")
     if "\x1b" in text:
         lines = [_ANSI.sub("", ln) for ln in lines]
         quirks.append("ANSI colour/cursor codes removed")
@@ -112,12 +122,29 @@ def unwrap(text: str) -> Paste:
     if commented >= 3 and commented >= 0.6 * nonblank:
         lines = [_COMMENT.sub("", ln, count=1) for ln in lines]
         quirks.append("'# ' comment markers removed")
-    wrapping = [_wrapping(ln) for ln in lines]
+    wrapping = [NOTEBOOK if k in json_lines else _wrapping(ln) for k, ln in enumerate(lines)]
     if FENCE in wrapping:
         quirks.append("pasted inside a markdown code fence")
     if COMMAND in wrapping:
         quirks.append("pasted with the command line that ran nvidia-smi")
     return Paste(lines, wrapping, quirks)
+
+
+def _is_notebook(text: str) -> bool:
+    head = text[:4096]
+    return head.lstrip().startswith("{") and '"cells"' in text and '"cell_type"' in text
+
+
+def _notebook_line(line: str) -> str | None:
+    """One line of an .ipynb file: a cell's source or output line is a JSON string on its own
+    line ("| NVIDIA-SMI 535.104.05 ...\\n",); anything else is the notebook's JSON (None)."""
+    m = _JSON_LINE.match(line)
+    if not m:
+        return None
+    try:
+        return json.loads(m.group(1)).removesuffix("\n")
+    except ValueError:
+        return None
 
 
 def _wrapping(line: str) -> str | None:
