@@ -1,6 +1,7 @@
 """nvidia-smi output as people save it, not as nvidia-smi writes it: pasted into an issue inside a
-markdown fence, under the shell prompt that ran it, quoted with `> `, indented under a numbered
-list, coloured by the terminal, with Windows line ends or a `watch` header.
+markdown fence, under the shell prompt that ran it, quoted with `> `, kept as `# ` comments in a
+script, indented under a numbered list, saved in a notebook's cell output, coloured by the
+terminal, with Windows line ends or a `watch` header.
 
 `unwrap` turns the text of a capture into one cleaned line per line of the file (line numbers
 never move, so evidence refs still open the file at the right line) and names the lines that are
