@@ -148,10 +148,11 @@ def state_events(gpus: pd.DataFrame, source: str) -> pd.DataFrame | None:
     bad = state.notna() & state.fillna("").str.contains(_ERROR_VALUE, regex=True)
     if not bad.any():
         return None
-    key = _gpu_key(gpus)
     errors_only = state.where(bad).map(_error_part, na_action="ignore")
-    # A GPU's error episode starts where its error text differs from its previous sample's.
-    prev = errors_only.groupby(key, sort=False).shift(1)
+    # A GPU's error episode starts where its error text differs from its previous sample's. A
+    # GPU is its host and index, else UUID, else bus id (one capture may name them one way only).
+    keys = [gpus[c].astype("string").fillna("") for c in ("host", "gpu", "uuid", "pci_bus_id") if c in gpus.columns]
+    prev = errors_only.groupby(keys, sort=False).shift(1)
     start = bad & (errors_only != prev).fillna(True).astype(bool)
     rows = gpus[start].reset_index(drop=True)
     texts = list(errors_only[start])
@@ -183,13 +184,6 @@ def _error_part(state: str) -> str:
     """Only the error fields of a state text ("power_w=ERR!; fan_pct=ERR!"), N/A ones left out."""
     parts = [p for p in state.split("; ") if is_gpu_error(p.split("=", 1)[-1])]
     return "; ".join(parts) or state
-
-
-def _gpu_key(gpus: pd.DataFrame) -> pd.Series:
-    """Which GPU a row is: host and index, else UUID, else bus id (one capture may name them
-    only one way)."""
-    cols = [c for c in ("host", "gpu", "uuid", "pci_bus_id") if c in gpus.columns]
-    return gpus[cols].astype("string").fillna("").agg("|".join, axis=1)
 
 
 def sniff_errors(path, head: bytes) -> float:
