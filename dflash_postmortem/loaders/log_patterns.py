@@ -53,9 +53,9 @@ from dataclasses import dataclass, field
 
 from ..errors import IncidentConfigError
 
-# The fraction needs its `.`: `\d[\d,]*\.?\d*` could split a digit run two ways and backtrack
-# quadratically on a long one.
-_NUM = r"[-+]?(?:\d[\d,]*(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf)"
+# Thousands commas come in threes and the fraction needs its `.`: a looser `\d[\d,]*\.?\d*` could
+# read a long digit (or `1,1,1`) run many ways and backtrack quadratically over it.
+_NUM = r"[-+]?(?:\d+(?:,\d{3})*(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf)"
 _SUFFIX = {"k": 3, "K": 3, "M": 6, "G": 9, "T": 12, "B": 9}  # human-readable loggers' powers of ten
 
 
@@ -182,7 +182,7 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
         "accept_len": ("train/accept_len", 1.0), "lr": _LR, "grad_norm": _GRAD_NORM,
         "tokens_per_sec": ("train/tok_per_s", 1.0), "tok_per_s": ("train/tok_per_s", 1.0),
         "tps": ("train/tok_per_s", 1.0),
-    }, separator=re.compile(r"\s*\|\s*|,?\s+(?=[A-Za-z_][\w./]*=)")),
+    }, separator=re.compile(r"\s*\|\s*|(?<![\s,]),?\s++(?=[A-Za-z_][\w./]*=)")),  # a blank run tried once
     # torchvision / DeiT / MAE MetricLogger: `Epoch: [2]  [1480/1504]  ...  time: 4.3713  max mem: 51710`
     _fields("metric_logger", "max mem:", r"Epoch: \[(?P<epoch>\d+)\]\s+\[\s*(?P<i>\d+)/(?P<per_epoch>\d+)\]", {
         "time": ("train/step_time_s", 1.0), "loss": _LOSS, "closs": _LOSS, "lr": _LR,
@@ -195,7 +195,7 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
 # incident's own patterns, and never for throughput (a unit-less number is not guessed at).
 GENERIC_LOSS = _fields(
     "generic_loss", "loss",
-    r"(?<![/\w])(?:global_step|step|iter|iteration|batch|it)\s*[:=#]?\s*(?P<step>\d+)",  # not `words/batch 906`
+    r"(?<![/\w])(?:global_step|step|iter|iteration|batch|it)(?:\s*[:=#]\s*|\s*)(?P<step>\d+)",  # not `words/batch 906`
     {"loss": _LOSS, "train_loss": _LOSS, "train loss": _LOSS, "lr": _LR, "learning_rate": _LR, "learning rate": _LR},
     separator=re.compile(r"[,|\t]|\s{2,}"),
 )
@@ -214,7 +214,7 @@ UNIT_METRICS = {"tok": ("train/tok_per_s", 1.0), "sam": ("train/samples_per_s", 
 # One field: a key (words), `:`/`=`/spaces, a number with an optional unit, an optional
 # `(running average)`, at the end of the field.
 FIELD = re.compile(
-    rf"(?P<key>[A-Za-z_][\w./()%-]*(?: [A-Za-z_(][\w./()%-]*)*)\s*(?:[:=]\s*|\s+)"
+    rf"(?P<key>[A-Za-z_][\w./()%-]*(?: [A-Za-z_(][\w./()%-]*)*)(?:\s*[:=]\s*|\s+)"
     rf"(?P<value>{_NUM}[kKMGTB]?)\s*(?P<unit>%|[A-Za-z/]+)?\s*(?:\([^()]*\))?\s*$"
 )
 
@@ -229,10 +229,11 @@ HF_DICT_KEYS = {"loss", "eval_loss", "train_loss", "epoch", "train_runtime"}
 # (`57% 4/7 [...]`) and a bar cleared to make room for a message keeps only `| 1/2538 [...]`.
 # The regex finds the bar from its percentage on; its description is the text before it, back
 # to a `(`, `)`, `;`, brace or 120 characters (text before that is a message, not the bar's).
-# Matching the description in the regex made a long digit run cost cubic backtracking.
+# Matching the description in the regex made a long digit run cost cubic backtracking; every run
+# of blanks has one place in the pattern for the same reason.
 BAR_KEYWORDS = (b"it/s", b"s/it", b"batch/s", b"s/batch", b"s/epoch")
 BAR = re.compile(
-    r"(?:(?P<pct>\d{1,3})%)?\s*(?:\|[^|\r\n]*)?\|?\s*(?<![\d.])(?P<n>\d+)/(?P<total>\d+|\?)\s*"
+    r"(?:(?P<pct>\d{1,3})%[ \t]*)?(?:\|[^|\r\n]*\|[ \t]*|\|[ \t]*)?(?<![\d.])(?P<n>\d+)/(?P<total>\d+|\?)[ \t]*"
     r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:?]+),\s*(?P<rate>[\d.]+|\?)(?P<unit>[a-zA-Z]*/s|s/[a-zA-Z]+)"
     r"(?P<postfix>(?:,[^\]\r\n]*)?)(?:\]|$)"  # a bar cut at the end of its line (wrapped, killed) still counts
 )
@@ -345,7 +346,7 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("nohup", "nohup_ignoring_input", "nohup:", r"^nohup: (ignoring input|appending output)"),
     # c10d ProcessGroupNCCL watchdog, its follow-up, and the heartbeat monitor (PyTorch 1.x-2.x forms)
     _event("nccl_timeout", "nccl_watchdog", "Watchdog caught",
-           r"Watchdog caught collective operation timeout(?:: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)"
+           r"Watchdog caught collective operation timeout(?:: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w++)"
            r"[^)]*?Timeout\(ms\)=(?P<timeout_ms>\d+)\)(?: ran for (?P<ran_ms>\d+) milliseconds)?)?"),
     _event("nccl_timeout", "nccl_watchdog_exception", "detected by watchdog",
            r"Exception \(either an error or timeout\) detected by watchdog(?: at work: (?P<seq>\d+))?"),
@@ -358,7 +359,7 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("nccl_error", "nccl_warn", "NCCL WARN",
            r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] .*?NCCL WARN "),
     _event("nccl_error", "nccl_error_trace", "NCCL INFO",
-           r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] NCCL INFO \S+:\d+ -> (?P<nccl_code>[1-9]\d*)\b"),
+           r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] NCCL INFO (?:[\w.-]+/)*[\w.-]+:\d+ -> (?P<nccl_code>[1-9]\d*)\b"),
     _event("stage", "nccl_version", "NCCL version", r"NCCL version \d+\.\d+"),
     _event("stage", "nccl_init", "Init COMPLETE",
            r"rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<gpu>\d+).*Init COMPLETE"),
@@ -398,7 +399,7 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("stage", "compile", "ompil", r"(?i)^(compiling|compiled|torch\.compile|compile )"),
     _event("stage", "checkpoint_save", "aving checkpoint", r"(?i)^saving checkpoint"),
     _event("error", "fatal", _GLOG_SOURCE, r"^\[?F\d{3,4} |^\[F "),
-    _event("warning", "warning", ("arn", "WARN", *_GLOG_SOURCE), r"(?:^|[\s:\[\]])(?:WARNING|WARN|Warning|\w+Warning)\b|^\[?W\d{3,4} |^\[W "),
+    _event("warning", "warning", ("arn", "WARN", *_GLOG_SOURCE), r"(?:^|[\s:\[\]])(?:WARNING|WARN|Warning|\w{1,60}Warning)\b|^\[?W\d{3,4} |^\[W "),
     _event("error", "error", ("rror", "ERROR", *_GLOG_SOURCE), r"(?:^|[\s:\[\]])(?:ERROR|Error)\b|^\[?E\d{3,4} |^\[E "),
 )
 # The OOM message of older PyTorch names the same values in other places.

@@ -45,6 +45,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _HTML = re.compile(r"&(?:lt|gt|amp|quot|#\d+);|</?pre>")
 NO_MATCH = "log text without a metric or event"
 _MAX_FIELD_CHARS = 200  # a `key: value` field is short; prose is not searched for one
+_TAGS_WITHIN = 200  # leading tags ([INFO], logger names, container ids) end within this many characters
 # What loggers put between the timestamp and the message: [run], [INFO], " - root - INFO - ",
 # a platform's `fa88a9df || ` container tag.
 _LEADING_TAGS = re.compile(
@@ -365,7 +366,7 @@ class LogScanner:
         parts = lp.RECORD_HEAD.split(seg) if len(seg) > 40 else [seg]
         if len(parts) > 1:
             stamp, end = find_stamp(parts[0].lstrip())
-            if stamp is not None and not _LEADING_TAGS.sub("", parts[0].lstrip()[end:]).strip():
+            if stamp is not None and not _strip_tags(parts[0].lstrip()[end:]).strip():
                 parts[:2] = [parts[0] + parts[1]]
         self.glued += len(parts) - 1
         if len(parts) == 1:
@@ -446,7 +447,7 @@ class LogScanner:
             return 1
         if self._metrics(text, stamp, lineno, run, rank, rows):
             return 1
-        return self._event(text, _LEADING_TAGS.sub("", body), where, rows)
+        return self._event(text, _strip_tags(body), where, rows)
 
     def _event(self, text: str, body: str, where: dict, rows: Rows) -> int | str:
         for p, kws in _EVENT_KW:
@@ -681,6 +682,12 @@ def _clean(raw: bytes) -> str:
     if "&" in text or "<pre>" in text:
         text = _HTML.sub(lambda m: "" if m.group(0).startswith("<") else html.unescape(m.group(0)), text)
     return text
+
+
+def _strip_tags(body: str) -> str:
+    """The text after a timestamp without its leading tags; the tags are near the start, and
+    the regex, run over a long line of digits, would backtrack quadratically."""
+    return _LEADING_TAGS.sub("", body[:_TAGS_WITHIN]) + body[_TAGS_WITHIN:]
 
 
 def _event_columns(m: re.Match) -> dict:
