@@ -100,6 +100,74 @@ def _sigma(signal: np.ndarray, first_run: int) -> float:
 SEARCH_POINTS = 2000
 
 
+def _absorb_short(segs: list[list], s: pd.DataFrame, values: np.ndarray, min_len: pd.Timedelta,
+                  close: float) -> list[list]:
+    """Merge every segment shorter than `min_len` that is not a whole run into its neighbour with
+    the closer level, shortest first; then merge neighbours left within `close` of each other."""
+    times = s["time"].to_numpy()
+    runs = s["run"].to_numpy()
+
+    def short(seg) -> bool:
+        a, b = seg[0], seg[1]
+        whole = (a == 0 or runs[a - 1] != runs[a]) and (b == len(runs) or runs[b] != runs[b - 1]) and \
+            len(set(runs[a:b])) == 1
+        return not whole and (times[b - 1] - times[a]) < min_len
+
+    segs = [list(x) for x in segs]
+    while len(segs) > 1:
+        cands = [k for k, seg in enumerate(segs) if short(seg)]
+        if not cands:
+            break
+        k = min(cands, key=lambda k: times[segs[k][1] - 1] - times[segs[k][0]])
+        nbrs = [j for j in (k - 1, k + 1) if 0 <= j < len(segs)]
+        j = min(nbrs, key=lambda j: abs(math.log(segs[j][2] / segs[k][2])))
+        a, b = min(segs[j][0], segs[k][0]), max(segs[j][1], segs[k][1])
+        segs[min(j, k)] = [a, b, float(np.median(values[a:b]))]
+        del segs[max(j, k)]
+        # The merged level may now be within `close` of its other neighbours.
+        i = min(j, k)
+        for nb in (i + 1, i - 1):
+            if 0 <= nb < len(segs) and nb != i and close < segs[nb][2] / segs[i][2] < 1 / close:
+                lo, hi = min(i, nb), max(i, nb)
+                a, b = segs[lo][0], segs[hi][1]
+                segs[lo] = [a, b, float(np.median(values[a:b]))]
+                del segs[hi]
+                i = lo
+    return segs
+
+
+def _snap_to_runs(bkps: list[int], runs: np.ndarray) -> list[int]:
+    """A breakpoint a few samples from a relaunch is the relaunch: noise moved it (a busy CPU, a
+    slow last step), not the level change."""
+    edges = np.flatnonzero(runs[1:] != runs[:-1]) + 1
+    if not len(edges):
+        return list(bkps)
+    out = []
+    for b in bkps:
+        near = edges[np.abs(edges - b) <= 2 * MIN_SIZE]
+        out.append(int(near[np.argmin(np.abs(near - b))]) if len(near) and b < len(runs) else b)
+    return out
+
+
+def _run_boundaries(signal: np.ndarray, runs: np.ndarray, min_drop: float) -> list[int]:
+    """Where one run hands over to the next and their levels differ: a relaunch is a change point
+    whenever the two runs' medians differ by more than `min_drop` and by more than their own
+    noise allows (3 standard errors of a robust spread). Short, noisy runs (a 20 s replay on a
+    busy CPU) are judged by their own samples, not by a penalty fitted to long steady ones."""
+    out = []
+    edges = [0, *(np.flatnonzero(runs[1:] != runs[:-1]) + 1), len(signal)]
+    for a, b, c in zip(edges[:-2], edges[1:-1], edges[2:], strict=True):
+        left, right = signal[a:b], signal[b:c]
+        if min(len(left), len(right)) < 2 * MIN_SIZE:
+            continue
+        diff = abs(np.median(right) - np.median(left))
+        spread = [np.median(np.abs(x - np.median(x))) * 1.4826 for x in (left, right)]
+        stderr = math.sqrt(spread[0] ** 2 / len(left) + spread[1] ** 2 / len(right)) * 1.2533  # of a median
+        if diff > -math.log(1 - min_drop) and diff > 3 * stderr:
+            out.append(int(b))
+    return out
+
+
 def _refine(signal: np.ndarray, bkps: list[int], jump: int) -> list[int]:
     """Move each breakpoint found on a grid to the sample within one grid step that splits its
     two neighbouring segments with the least squared error."""
@@ -121,8 +189,13 @@ def _refine(signal: np.ndarray, bkps: list[int], jump: int) -> list[int]:
     return out
 
 
-def segments(s: pd.DataFrame, min_drop: float = MIN_DROP, penalty: float = PENALTY) -> pd.DataFrame:
-    """Level segments of a throughput series: start/end index, level (median), first/last time."""
+def segments(s: pd.DataFrame, min_drop: float = MIN_DROP, penalty: float = PENALTY,
+             min_len_s: float = MIN_REGRESSION_S) -> pd.DataFrame:
+    """Level segments of a throughput series: start/end index, level (median), first/last time.
+
+    A level must last `min_len_s` or be a whole run to stand on its own: a shorter stretch inside
+    a run (a burst at start-up, a dip, a busy neighbour for a few seconds) joins the neighbour
+    whose level is closer."""
     if len(s) < 2 * MIN_SIZE:
         if s.empty:
             return pd.DataFrame(columns=["i0", "i1", "level", "start", "end"])
@@ -143,6 +216,8 @@ def segments(s: pd.DataFrame, min_drop: float = MIN_DROP, penalty: float = PENAL
         bkps = algo.fit(signal.reshape(-1, 1)).predict(pen=pen)
         if jump > 1:
             bkps = _refine(signal, bkps, jump)
+        runs = s["run"].to_numpy()
+        bkps = sorted(set(_snap_to_runs(bkps, runs)) | set(_run_boundaries(signal, runs, min_drop)))
     bounds = [0, *bkps]
     values = s["value"].to_numpy(dtype=float)
     close = 1.0 - min_drop
@@ -154,6 +229,7 @@ def segments(s: pd.DataFrame, min_drop: float = MIN_DROP, penalty: float = PENAL
         while len(segs) > 1 and close < segs[-1][2] / segs[-2][2] < 1 / close:
             top = segs.pop()
             segs[-1] = [segs[-1][0], top[1], float(np.median(values[segs[-1][0]:top[1]]))]
+    segs = _absorb_short(segs, s, values, pd.Timedelta(seconds=min_len_s), close)
     return pd.DataFrame([
         {"i0": a, "i1": b, "level": level, "start": s["time"].iloc[a],
          "end": s["time"].iloc[b - 1]} for a, b, level in segs
@@ -170,7 +246,7 @@ def _episodes(inc: Incident, min_drop: float | None) -> list[dict]:
     min_drop = min_drop if min_drop is not None else float(inc.config.detect.get("min_drop", MIN_DROP))
     min_len = pd.Timedelta(seconds=float(inc.config.detect.get("min_regression_s", MIN_REGRESSION_S)))
     s = series(inc)
-    segs = segments(s, min_drop)
+    segs = segments(s, min_drop, min_len_s=min_len.total_seconds())
     stalls = stall_intervals(inc)
     out = []
     k = 0
