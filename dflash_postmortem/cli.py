@@ -45,11 +45,11 @@ def run_inspect(args) -> int:
     return 0
 
 
-def _say_unreadable(report) -> None:
-    """The last line a user sees: how many files the kit could not read (they are listed above)."""
+def _say_unreadable(report, where: str = "the load report above") -> None:
+    """The last line a user sees: how many files the kit could not read, and where they are listed."""
     n = len(report.failed)
     if n:
-        print(f"{n} file{'s' if n != 1 else ''} could not be read (see the load report above; "
+        print(f"{n} file{'s' if n != 1 else ''} could not be read (see {where}; "
               "--strict stops at the first)", file=sys.stderr)
 
 
@@ -90,7 +90,7 @@ def run_report(args) -> int:
             show_code=args.show_code, progress=not args.no_progress, static=args.static,
         )
     print(f"report written: {index}")
-    _say_unreadable(inc.load_report)
+    _say_unreadable(inc.load_report, "the load report on the overview page")
     return 0
 
 

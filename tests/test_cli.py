@@ -81,3 +81,33 @@ def test_launch_without_a_command_is_one_line(capsys):
     code = main(["launch", "--log", "x.log"])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_report_on_a_hostile_folder_writes_every_page(capsys, tmp_path, bundled_dir, fixtures_dir):
+    """Everything a crash and a careless copy leave in one folder: the report is written, every
+    page runs, the command says how many files it could not read and exits 0."""
+    import os
+    import shutil
+
+    folder = tmp_path / "incident"
+    folder.mkdir()
+    shutil.copy(bundled_dir / "logs" / "smi_stream.csv", folder / "smi.csv")
+    shutil.copy(bundled_dir / "logs" / "train.log", folder / "train.log")
+    os.mkfifo(folder / "pipe")
+    os.symlink("gone", folder / "dangling")
+    os.symlink("loop2", folder / "loop1")
+    os.symlink("loop1", folder / "loop2")
+    (folder / "blob.bin").write_bytes(bytes(range(256)) * 12)
+    (folder / "empty.log").write_bytes(b"")
+    text = (bundled_dir / "logs" / "smi_stream.csv").read_text().replace("\n", "\r\n")
+    (folder / "powershell.csv").write_bytes(text.encode("utf-16"))
+    shutil.copy(fixtures_dir / "wandb" / "moe-l4-flipped-header-byte.wandb", folder / "run.wandb")
+    out = tmp_path / "report"
+    assert main(["report", str(folder), "-o", str(out), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == ("3 files could not be read (see the load report on the overview page; "
+                                            "--strict stops at the first)")
+    index = (out / "index.html").read_text()
+    assert "<strong>failed</strong>" not in index
+    assert len(list(out.glob("0*.html"))) == 5
