@@ -419,3 +419,102 @@ def kill_targets(cmd: str) -> list[KillTarget]:
             elif not a.startswith("$"):
                 out.append(KillTarget(name, sig, pattern=a))
     return out
+
+
+# -- what a launch line runs, and what a command does to a session --------------------------
+# The script (or `-m` module) a launch runs and its arguments, up to the first redirect, pipe,
+# separator or closing quote.
+_SCRIPT_CALL = re.compile(r"(?P<script>[\w./~-]+\.py)(?P<args>(?:\s+(?![0-9]?[<>|;&'\"])[^\s<>|;&'\"]+)*)")
+_MODULE_CALL = re.compile(r"\bpython[\d.]*(?:\s+-[^m\s]\S*)*\s+-m\s+(?P<script>[\w.]+)"
+                          r"(?P<args>(?:\s+(?![0-9]?[<>|;&'\"])[^\s<>|;&'\"]+)*)")
+# Programs that run another program: a process running one of these is not the trainer itself.
+_WRAPPER_PROCESS = re.compile(
+    r"^\s*(?:\S*/)?(?:ba|z|da)?sh\s+-c\b|^\s*(?:\S*/)?(?:tmux|screen|ssh|pct|docker|kubectl|nohup|setsid|"
+    r"timeout|nice|ionice|taskset|numactl|stdbuf|chrt|env|time|srun)\b|" + KIT_LAUNCHER.pattern.replace(" launch", r"\s+launch"))
+# Sessions a background job dies with unless detached from them.
+_SESSION_LAUNCHER = re.compile(r"\b(?P<how>pct exec|pct enter|lxc-attach|docker exec|kubectl exec|ssh)\b")
+_DETACHING = re.compile(r"\bsetsid\b|\bdisown\b|\btmux\b|\bscreen\b|\bsystemd-run\b")
+# Commands that end a whole session or process group besides `kill -- -PGID`.
+_ENDS_SESSION = re.compile(r"\bpkill\s+(?:-\S+\s+)*-[sg]\s*\d+|\btmux\s+kill-(?:session|server)\b|"
+                           r"\bscreen\b.*-X\s+quit\b|\bloginctl\s+terminate")
+# `--use-reentrant` on a command line and wandb's `use_reentrant` name one setting.
+_FLAG_KEY = re.compile(r"-")
+
+
+def flags_of(args: str) -> dict[str, str]:
+    """`--flag value`, `--flag=value` and bare `--switch` (as "true") of an argument string."""
+    try:
+        tokens = shlex.split(args)
+    except ValueError:
+        tokens = args.split()
+    flags: dict[str, str] = {}
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.startswith("-"):
+            key, eq, val = tok.partition("=")
+            if not eq:
+                nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+                if nxt is not None and not nxt.startswith("--"):
+                    val, i = nxt, i + 1
+                else:
+                    val = "true"
+            flags[key] = val
+        i += 1
+    return flags
+
+
+def invocation(command: str) -> tuple[str | None, dict[str, str]]:
+    """The python script (or `-m` module, or the wrapper a launch names) a command line runs, and
+    its `--flag value` arguments."""
+    command = command or ""
+    kit = KIT_LAUNCHER.search(command)
+    if kit and " -- " in command[kit.end():]:
+        command = command[kit.end():].split(" -- ", 1)[1]
+    m = _SCRIPT_CALL.search(command) or _MODULE_CALL.search(command)
+    if m:
+        script, args = m.group("script"), m.group("args")
+    else:
+        launch = parse_launch(command)
+        if launch is None or not launch.program:
+            return None, {}
+        script, args = launch.program, launch.args or ""
+    return Path(script).name, flags_of(args)
+
+
+def flag_key(name: str) -> str:
+    """`--use-reentrant` and wandb's `use_reentrant` name the same setting."""
+    return _FLAG_KEY.sub("_", name.lstrip("-")).lower()
+
+
+def log_target(command: str) -> str | None:
+    """Where a launch sends its stdout: its `>` redirect or `| tee` target (not /dev/null)."""
+    launch = parse_launch(command or "")
+    path = launch.log_path if launch is not None else None
+    if path is None:
+        words = shell_words(command or "")
+        _, path = _without_redirects(words)
+        if path is None and "tee" in words:
+            path = _tee_target(words[words.index("tee"):])
+    return None if path in (None, "/dev/null") or str(path).startswith("&") else path
+
+
+def is_wrapper_process(command: str) -> bool:
+    """A process command line that runs another program (a shell -c, nohup, timeout, ssh...)."""
+    return bool(_WRAPPER_PROCESS.search(command or ""))
+
+
+def session_launcher(command: str) -> str | None:
+    """The session a background job was started inside (`ssh`, `docker exec`, `pct exec`...)."""
+    m = _SESSION_LAUNCHER.search(command or "")
+    return m.group("how") if m else None
+
+
+def is_detached(command: str) -> bool:
+    """Started out of the shell's session (setsid, disown, tmux, screen, systemd-run)."""
+    return bool(_DETACHING.search(command or ""))
+
+
+def ends_session(command: str) -> bool:
+    """Kills a whole process group or session: `kill -- -PGID`, `pkill -g/-s`, tmux/screen/loginctl."""
+    return any(t.is_group for t in kill_targets(command or "")) or bool(_ENDS_SESSION.search(command or ""))

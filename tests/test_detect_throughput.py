@@ -2,8 +2,8 @@
 
 import pandas as pd
 
+from dflash_postmortem.commands import invocation
 from dflash_postmortem.detect import detect_throughput_regressions
-from dflash_postmortem.detect.launches import invocation
 from dflash_postmortem.detect.throughput import segments, series
 
 

@@ -7,77 +7,16 @@ python process that was already there before the launch proves nothing.
 
 from __future__ import annotations
 
-import re
-import shlex
 from pathlib import PurePosixPath
 
 import pandas as pd
 
-from ..commands import parse_launch
+from ..commands import invocation, is_wrapper_process, log_target
 from ..incident import Incident
 from ..schema import TOK_PER_S
 from . import memo
 
-# The script and its arguments, up to the first redirect, pipe, separator or closing quote.
-_INVOCATION = re.compile(r"(?P<script>[\w./~-]+\.py)(?P<args>(?:\s+(?![0-9]?[<>|;&'\"])[^\s<>|;&'\"]+)*)")
-# `python -m package.module args`, for launches that name a module rather than a script.
-_MODULE = re.compile(r"\bpython[\d.]*(?:\s+-[^m\s]\S*)*\s+-m\s+(?P<script>[\w.]+)(?P<args>(?:\s+(?![0-9]?[<>|;&'\"])[^\s<>|;&'\"]+)*)")
-# The kit's own launcher runs the command after its `--`; its process is a wrapper, not the trainer.
-_KIT = re.compile(r"\bdflash[-_]postmortem(?:\.cli)?\s+launch\b")
-_REDIRECT = re.compile(r"(?<![0-9&])(?:1?>{1,2}|&>)\s*(?P<path>[^\s;&|'\"]+)")
-_SHELLS = re.compile(r"^\s*(?:\S*/)?(?:ba|z|da)?sh\s+-c\b|^\s*(?:\S*/)?(?:tmux|screen|ssh|pct|docker|kubectl|nohup|setsid|"
-                     r"timeout|nice|ionice|taskset|numactl|stdbuf|chrt|env|time|srun)\b|" + _KIT.pattern)
 STARTUP_SLACK = pd.Timedelta(seconds=60)  # ps START has minute resolution
-
-
-def invocation(command: str) -> tuple[str | None, dict[str, str]]:
-    """The python script (or `-m` module) a command line runs and its `--flag value` arguments."""
-    command = command or ""
-    kit = _KIT.search(command)
-    if kit and " -- " in command[kit.end():]:
-        command = command[kit.end():].split(" -- ", 1)[1]
-    m = _INVOCATION.search(command) or _MODULE.search(command)
-    if m:
-        script, args = m.group("script"), m.group("args")
-    else:
-        # A wrapper (`./run_train.sh --run-name x ...`): the program the launch names, its arguments.
-        launch = parse_launch(command)
-        if launch is None or not launch.program:
-            return None, {}
-        script, args = launch.program, launch.args or ""
-    try:
-        tokens = shlex.split(args)
-    except ValueError:
-        tokens = args.split()
-    flags: dict[str, str] = {}
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        if tok.startswith("-"):
-            key, eq, val = tok.partition("=")
-            if not eq:
-                nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-                if nxt is not None and not nxt.startswith("--"):
-                    val, i = nxt, i + 1
-                else:
-                    val = "true"
-            flags[key] = val
-        i += 1
-    return PurePosixPath(script).name, flags
-
-
-def log_target(command: str) -> str | None:
-    """Where a launch sends its stdout: the `> file` redirect or the `| tee file` target."""
-    m = _REDIRECT.search(command or "")
-    if m and m.group("path") not in ("/dev/null",) and not m.group("path").startswith("&"):
-        return m.group("path")
-    tee = re.search(r"\|\s*tee\s+(?:-a\s+)?(?P<path>[^\s;&|'\"]+)", command or "")
-    return tee.group("path") if tee else None
-
-
-def flag_key(name: str) -> str:
-    """`--use-reentrant` and wandb's `use_reentrant` name the same setting."""
-    return name.lstrip("-").replace("-", "_").lower()
 
 
 def _col(df: pd.DataFrame, name: str) -> pd.Series:
@@ -121,7 +60,7 @@ def is_trainer(command: str, script: str | None) -> bool:
     """A process running the launched script itself, not a shell or session wrapping it."""
     if not command or not script or script not in command:
         return False
-    return not _SHELLS.search(command)
+    return not is_wrapper_process(command)
 
 
 def _log_sources(inc: Incident) -> pd.DataFrame:

@@ -13,21 +13,16 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ..commands import ends_session, is_detached, session_launcher
 from ..incident import Incident
 from . import findings, memo
 from .launches import is_trainer, outcomes, verdicts
 
 GRACE_S = 600.0
 # A background job started inside one of these exits with it unless it is detached (setsid/disown).
-_SESSION = re.compile(r"\b(?P<how>pct exec|pct enter|lxc-attach|docker exec|kubectl exec|ssh)\b")
-_DETACHED = re.compile(r"\bsetsid\b|\bdisown\b|\btmux\b|\bscreen\b|\bsystemd-run\b")
 _NO_FILE = "No such file or directory"
 _PYTHON = re.compile(r"\bpython[\d.]*\b")
 _GPU_IDLE_MIB = 100.0  # an idle GPU shows a few MiB of driver memory, never a loaded model
-# Commands that end a whole session or process group (and every background job started in it).
-_KILLS_SESSION = re.compile(r"\bkill\b[^;&|]*?\s(?:--\s+)?-\d+\b(?![^;&|]*\s-\d)|\bpkill\s+(?:-\S+\s+)*-[sg]\s*\d+|"
-                            r"\btmux\s+kill-(?:session|server)\b|\bscreen\b.*-X\s+quit\b|\bloginctl\s+terminate")
-_SIGNAL_SPEC = re.compile(r"^-(?:\d{1,2}|[A-Z]+|s)$")
 
 
 @dataclass(frozen=True)
@@ -129,11 +124,6 @@ def _alive(procs: pd.DataFrame, when) -> pd.DataFrame:
     first = procs["first_seen"].fillna(procs["started"])
     last = procs["last_seen"].fillna(first)
     return procs[(first <= when) & (last >= when)]
-
-
-def _launcher(command: str) -> str | None:
-    m = _SESSION.search(command or "")
-    return m.group("how") if m else None
 
 
 @dataclass
@@ -257,8 +247,8 @@ def _reason(L: pd.Series, inc: Incident, w: _Window, said: pd.DataFrame) -> _Ver
     killed = _session_kill(L, inc, w)
     if killed is not None:
         return _Verdict(*killed)
-    how = _launcher(str(L["command"]))
-    if how and not _DETACHED.search(str(L["command"])):
+    how = session_launcher(str(L["command"]))
+    if how and not is_detached(str(L["command"])):
         return _Verdict("launching session killed",
                         f"the process was started in the background inside `{how}` without setsid or "
                         f"disown and did not survive the end of that session; process never started",
@@ -316,34 +306,14 @@ def _startup_traceback(L: pd.Series, ev: pd.DataFrame) -> pd.DataFrame:
     return tb if isinstance(L.get("process"), pd.Series) else tb.iloc[:0]
 
 
-def _kill_targets_group(command: str) -> bool:
-    """`kill [-SIG] -- -PGID` / `kill -9 -PGID`: a negative target is a whole process group."""
-    if not re.search(r"\bkill\b", command):
-        return bool(_KILLS_SESSION.search(command))
-    for part in re.split(r"[;&|]", command):
-        words = part.split()
-        if "kill" not in words:
-            continue
-        args = words[words.index("kill") + 1:]
-        if args[:1] == ["-s"]:
-            args = args[2:]
-        elif args and _SIGNAL_SPEC.match(args[0]) and len(args) > 1:
-            args = args[1:]
-        if args[:1] == ["--"]:
-            args = args[1:]
-        if any(re.fullmatch(r"-\d+", a) for a in args):
-            return True
-    return bool(_KILLS_SESSION.search(command))
-
-
 def _session_kill(L: pd.Series, inc: Incident, w: _Window) -> tuple[str, str, list[str]] | None:
     """A background job of the operator's shell (no setsid/disown) whose session or process group
     the operator then killed, after which the process vanished before its first step."""
     proc = L.get("process")
-    if not isinstance(proc, pd.Series) or _DETACHED.search(str(L["command"])):
+    if not isinstance(proc, pd.Series) or is_detached(str(L["command"])):
         return None
     ev = w.of(inc.events)
-    kills = ev[(ev["kind"] == "command") & ev["message"].fillna("").map(_kill_targets_group).astype(bool)]
+    kills = ev[(ev["kind"] == "command") & ev["message"].fillna("").map(ends_session).astype(bool)]
     kills = kills[kills["time"] >= proc["first_seen"] - pd.Timedelta(seconds=5)]
     if kills.empty:
         return None
@@ -538,7 +508,7 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
             v.why + ". Checks: " + "; ".join(lines) + ".",
             v.refs + evidence,
             {"reason": v.reason, "checks": checks, "run": L["run"], "log_path": L["log_path"],
-             "launcher": _launcher(str(L["command"])), "pid": None if pid is None else int(pid)},
+             "launcher": session_launcher(str(L["command"])), "pid": None if pid is None else int(pid)},
             caused_by=v.causes))
         rows += _stale(inc, L, w, counts)
     return findings.frame(rows)

@@ -17,9 +17,10 @@ import re
 import numpy as np
 import pandas as pd
 
+from ..commands import flag_key
 from ..incident import Incident, RunInfo
 from . import findings, memo
-from .launches import flag_key, launch_of
+from .launches import launch_of
 from .stall import stall_intervals
 
 METRIC = "train/tok_per_s"
