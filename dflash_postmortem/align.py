@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .schema import TIME
+from .schema import TIME, TOK_PER_S
 
 
 def localize(times: pd.Series | pd.DatetimeIndex, timezone: str = "UTC") -> pd.Series:
@@ -72,7 +72,7 @@ def apply_offsets(inc, offsets: dict[str, float]) -> None:
 OFFSET_COLUMNS = ("source", "reference", "seconds", "samples", "method")
 
 
-def estimate_offsets(inc, *, metric: str = "train/tok_per_s", loading_pattern: str = r"[Ll]oading .*model") -> pd.DataFrame:
+def estimate_offsets(inc, *, metric: str = TOK_PER_S, loading_pattern: str = r"[Ll]oading .*model") -> pd.DataFrame:
     """Clock offsets between sources that record the same moment, to report (not apply).
 
     - the same throughput value of the same run logged by two sources (a log line and wandb

@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from dflash_postmortem.replay.config import ReplayConfig  # noqa: E402
 from dflash_postmortem.replay.train import (  # noqa: E402
-    ReplayConfig,
     add_train_arguments,
     config_from_args,
     train,

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident
-from . import findings, memo
+from . import findings, gpu_state, memo
 from .launches import launch_of
 from .stall import stall_intervals
 from .throughput import config_differences, episodes, segments, series
@@ -23,8 +23,6 @@ SUSTAIN = 5
 # Without its launch in the evidence, a relaunch is taken to have started this long before its
 # first step (model loading and compile).
 _STARTUP = pd.Timedelta(minutes=2)
-_IDLE_UTIL = 5.0
-_HELD_MIB = 1024.0
 
 
 def _sustained(values: np.ndarray, floor: float, n: int) -> int | None:
@@ -85,7 +83,7 @@ def _partial_reasons(inc: Incident, seg_start, seg_end, run, run_start, ep: dict
     g = memo.between(inc, inc.gpus, "time", seg_start, seg_end, inclusive=True)
     if len(g) and g["util_gpu_pct"].notna().any():
         per = g.groupby("gpu").agg(mem=("memory_used_mib", "median"), util=("util_gpu_pct", "median"))
-        idle = per[(per["mem"] > _HELD_MIB) & (per["util"] < _IDLE_UTIL)]
+        idle = per[gpu_state.held(per["mem"]) & gpu_state.idle(per["util"])]
         if len(idle):
             reasons.append("GPU(s) " + ", ".join(str(int(i)) for i in idle.index) + " hold memory but sit idle")
             refs += findings.refs(g[g["gpu"].isin(idle.index)], 4)

@@ -15,14 +15,13 @@ import pandas as pd
 
 from ..commands import ends_session, is_detached, session_launcher
 from ..incident import Incident
-from . import findings, memo
+from . import findings, gpu_state, memo
 from .launches import is_trainer, outcomes, verdicts
 
 GRACE_S = 600.0
 # A background job started inside one of these exits with it unless it is detached (setsid/disown).
 _NO_FILE = "No such file or directory"
 _PYTHON = re.compile(r"\bpython[\d.]*\b")
-_GPU_IDLE_MIB = 100.0  # an idle GPU shows a few MiB of driver memory, never a loaded model
 
 
 @dataclass(frozen=True)
@@ -110,7 +109,7 @@ def _gpu_check(inc: Incident, w: _Window, pid) -> tuple[bool | None, str, list[s
     if g.empty:
         return None, "no GPU samples after the launch", []
     peak = g["memory_used_mib"].max()
-    held = bool(peak > _GPU_IDLE_MIB)
+    held = gpu_state.started(peak)
     text = f"GPU memory rose to {peak:.0f} MiB" if held else f"all {g['gpu'].nunique()} GPUs at {peak:.0f} MiB"
     return held, text, refs + findings.refs(g, 8)
 

@@ -13,10 +13,9 @@ import pandas as pd
 
 from ..incident import Incident
 from . import findings
+from .gpu_state import HELD_MIB, IDLE_UTIL_PCT
 
 HEAVY_FRACTION = 0.4
-HELD_MIB = 1024.0
-IDLE_UTIL_PCT = 5.0
 MIN_MINUTES = 5.0
 
 

@@ -8,11 +8,9 @@ import pandas as pd
 
 from ..incident import Incident
 from ..schema import TOK_PER_S
-from . import findings, memo
+from . import findings, gpu_state, memo
 
 THRESHOLD_S = 300.0
-IDLE_UTIL_PCT = 5.0
-HELD_MIB = 1024.0
 
 
 def stall_intervals(inc: Incident, threshold_s: float | None = None) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
@@ -31,7 +29,7 @@ def _stall_intervals(inc: Incident, threshold_s: float | None) -> list[tuple[pd.
         return []
     per = g.assign(t=g["time"].dt.floor("s")).groupby("t").agg(
         held=("memory_used_mib", "max"), util=("util_gpu_pct", "max")).sort_index()
-    quiet = (per["held"] >= HELD_MIB) & (per["util"] < IDLE_UTIL_PCT)
+    quiet = gpu_state.held(per["held"]) & gpu_state.idle(per["util"])
     steps = inc.metrics.loc[inc.metrics["metric"] == TOK_PER_S, "time"].sort_values()
     procs = inc.processes
     out = []

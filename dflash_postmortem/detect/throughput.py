@@ -19,11 +19,12 @@ import pandas as pd
 
 from ..commands import flag_key
 from ..incident import Incident, RunInfo
+from ..schema import TOK_PER_S
 from . import findings, memo
 from .launches import launch_of
 from .stall import stall_intervals
 
-METRIC = "train/tok_per_s"
+METRIC = TOK_PER_S
 MIN_DROP = 0.15
 MIN_SIZE = 3
 # A drop shorter than this is noise or a hiccup, not an incident (short replay runs logged once a

@@ -24,6 +24,18 @@ import torch
 import torch.distributed as dist
 
 from ..errors import UsageError
+from ..schema import LOSS, TOK_PER_S
+from .build import (
+    TokenData,
+    build_target,
+    device_of,
+    draft_config,
+    drafter_step,
+    dtype_of,
+    param_count,
+)
+from .drafter import DFlashDrafter
+from .faults import hang_at, raise_at
 from .model import build_target_layer_ids
 from .telemetry import RunLog, format_step, open_wandb, route_library_warnings
 
@@ -65,8 +77,6 @@ def train_distributed(cfg, stream=None) -> int:
 
 
 def _rank_main(rank: int, cfg, port: int) -> None:
-    from .train import device_of
-
     targets, drafters = _layout(cfg)
     n_t = len(targets)
     is_target = rank < n_t
@@ -91,8 +101,6 @@ def _rank_main(rank: int, cfg, port: int) -> None:
 
 
 def _serve_target(cfg, i: int, n_t: int, n_d: int, device, log: RunLog) -> None:
-    from .train import TokenData, _hang, _inject, build_target, param_count
-
     dst = n_t + i % n_d
     if i == 0:
         log.info("Loading dataset ...")
@@ -111,8 +119,8 @@ def _serve_target(cfg, i: int, n_t: int, n_d: int, device, log: RunLog) -> None:
     step = 0
     while True:
         step += 1
-        _inject(cfg.inject_error, "target", step)
-        _hang(cfg.inject_hang, "target", step)
+        raise_at(cfg.inject_error, "target", step)
+        hang_at(cfg.inject_hang, "target", step)
         ids, mask = (t.to(device) for t in data.sample(g))
         with torch.no_grad():
             hidden = model(ids)
@@ -124,9 +132,6 @@ def _serve_target(cfg, i: int, n_t: int, n_d: int, device, log: RunLog) -> None:
 
 
 def _run_drafter(cfg, j: int, n_t: int, n_d: int, device, log: RunLog, group) -> None:
-    from .drafter import DFlashDrafter
-    from .train import _hang, _inject, draft_config, drafter_step, dtype_of
-
     lead = j == 0
     sources = [t for t in range(n_t) if t % n_d == j]
     dtype = dtype_of(cfg)
@@ -162,8 +167,8 @@ def _run_drafter(cfg, j: int, n_t: int, n_d: int, device, log: RunLog, group) ->
         for t in (ids, mask, hidden):
             dist.recv(t, src=src)
         step += 1
-        _inject(cfg.inject_error, "drafter", step)
-        _hang(cfg.inject_hang, "drafter", step)
+        raise_at(cfg.inject_error, "drafter", step)
+        hang_at(cfg.inject_hang, "drafter", step)
         loss = drafter_step(drafter, opt, ids, mask, hidden, g).item()
         tokens += ids.numel()
         if step % cfg.log_every:
@@ -177,7 +182,7 @@ def _run_drafter(cfg, j: int, n_t: int, n_d: int, device, log: RunLog, group) ->
             tok_s = stats[0].item() / (now - line_time)
             # no queue between processes: the depth shown is 0
             log.info(format_step(step * n_d, loss, tok_s, 0))
-            run.log({"train/step": step * n_d, "train/loss": loss, "train/tok_per_s": tok_s,
+            run.log({"train/step": step * n_d, LOSS: loss, TOK_PER_S: tok_s,
                      "queue/depth": 0}, step=step * n_d)
         tokens, line_time = 0, now
         if stats[1].item() > 0:

@@ -118,7 +118,7 @@ def flex_block_mask(anchors, seq: int, block: int):
 
 # ---------------------------------------------------------------- attention kernel + compile knob
 
-def _sdpa(q, k, v, mask):
+def sdpa_attention(q, k, v, mask):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
@@ -138,7 +138,7 @@ class AttentionKernel:
     """
 
     def __init__(self, backend: str, compile_mode: str, compile_backend: str):
-        self.raw = _flex if backend == "flex" else _sdpa
+        self.raw = _flex if backend == "flex" else sdpa_attention
         self.compile_mode, self.compile_backend = compile_mode, compile_backend
         self.fn = None
         self.calls = 0

@@ -29,75 +29,19 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
-from .drafter import (
-    ATTN_BACKENDS,
-    COMPILE_MODES,
-    LM_HEAD_MODES,
-    DFlashDrafter,
-    DraftConfig,
-    _sdpa,
-    sample_anchors,
-)
-from .model import LINEAR_ATTN_IMPLS, Block, HybridTarget, TargetConfig, build_target_layer_ids
+from ..schema import LOSS, TOK_PER_S
+from .build import TokenData, build_drafter, build_target, device_of, drafter_step, param_count
+from .config import ReplayConfig
+from .dist import train_distributed
+from .drafter import ATTN_BACKENDS, COMPILE_MODES, LM_HEAD_MODES, sample_anchors, sdpa_attention
+from .faults import hang_at, raise_at
+from .model import LINEAR_ATTN_IMPLS
 from .telemetry import RunLog, format_step, gpu_recording, open_wandb, route_library_warnings
-
-
-@dataclass
-class ReplayConfig:
-    run_name: str = "replay"
-    seconds: float = 60.0
-    max_steps: int | None = None
-    pid_file: str | None = None
-    # placement
-    target_gpus: list[int] = field(default_factory=list)  # empty = CPU
-    drafter_gpus: list[int] = field(default_factory=list)
-    target_threads: int = 0  # 0 = one per target device
-    drafter_threads: int = 0
-    transport: str = "threads"
-    queue_size: int = 4
-    # shapes
-    vocab: int = 3072
-    hidden: int = 64
-    layers: int = 8
-    heads: int = 4
-    seq: int = 128
-    batch: int = 2
-    draft_layers: int = 2
-    draft_heads: int = 4
-    block_size: int = 4
-    num_anchors: int = 16
-    chunk_blocks: int = 4
-    dtype: str = "auto"  # bf16 on GPU, fp32 on CPU
-    materialize: str = "device"  # "host": target weights made on the host, moved layer by layer
-    # the four knobs
-    lm_head_mode: str = "once"
-    use_reentrant: bool = True
-    draft_layer_ckpt: bool = False
-    linear_attn: str = "fast"
-    compile: str = "eager"
-    compile_backend: str = "inductor"
-    attn: str = "auto"  # flex on GPU, sdpa on CPU (flex_attention has no backward on CPU)
-    # telemetry
-    log_every: int = 5
-    lr: float = 3e-4
-    seed: int = 0
-    dataset_tokens: int = 524288
-    wandb: bool = True
-    wandb_dir: str | None = None
-    record_gpus_dir: str | None = None
-    result_json: str | None = None
-    warmup_steps: int = 10  # excluded from the steady-state numbers in --result-json
-    count_flops: bool = False
-    peak_tflops: float | None = None
-    inject_error: str | None = None  # "target:N" or "drafter:N": raise in that thread at its step N
-    inject_hang: str | None = None  # "target:N" or "drafter:N": block that thread forever at its step N
-    on_thread_error: str = "stop"  # "continue": a failed thread just dies (a naive loop), the rest wait
-
 
 # ---------------------------------------------------------------- command line
 
@@ -185,116 +129,6 @@ def config_from_args(args: argparse.Namespace) -> ReplayConfig:
     return cfg
 
 
-# ---------------------------------------------------------------- data
-
-class TokenData:
-    """Synthetic text with learnable structure: each token usually follows from the previous one
-    through a fixed random permutation, so the drafter's loss really falls."""
-
-    def __init__(self, cfg: ReplayConfig):
-        g = torch.Generator().manual_seed(cfg.seed)
-        rows = max(cfg.batch, cfg.dataset_tokens // cfg.seq)
-        follow = torch.randperm(cfg.vocab, generator=g)
-        tokens = torch.empty(rows, cfg.seq, dtype=torch.long)
-        tokens[:, 0] = torch.randint(cfg.vocab, (rows,), generator=g)
-        for i in range(1, cfg.seq):
-            jump = torch.rand(rows, generator=g) < 0.3
-            tokens[:, i] = torch.where(jump, torch.randint(cfg.vocab, (rows,), generator=g), follow[tokens[:, i - 1]])
-        self.tokens, self.batch = tokens, cfg.batch
-        # no loss on a "prompt" prefix, as chat data masks the user turn
-        self.loss_mask = torch.ones(cfg.batch, cfg.seq)
-        self.loss_mask[:, : cfg.seq // 8] = 0
-
-    def sample(self, g: torch.Generator):
-        rows = torch.randint(len(self.tokens), (self.batch,), generator=g)
-        return self.tokens[rows], self.loss_mask
-
-
-# ---------------------------------------------------------------- models
-
-def param_count(n: int) -> str:
-    """`0.81B` as the capture's trainer writes it; millions for models too small for that."""
-    return f"{n / 1e9:.2f}B" if n >= 1e8 else f"{n / 1e6:.2f}M"
-
-
-def device_of(gpu: int | None) -> torch.device:
-    return torch.device("cpu") if gpu is None else torch.device("cuda", gpu)
-
-
-def dtype_of(cfg: ReplayConfig) -> torch.dtype:
-    if cfg.dtype == "auto":
-        return torch.bfloat16 if cfg.target_gpus or cfg.drafter_gpus else torch.float32
-    return {"bf16": torch.bfloat16, "fp32": torch.float32}[cfg.dtype]
-
-
-def build_target(cfg: ReplayConfig, device: torch.device) -> HybridTarget:
-    tcfg = TargetConfig(vocab=cfg.vocab, hidden=cfg.hidden, layers=cfg.layers, heads=cfg.heads,
-                        linear_attn=cfg.linear_attn)
-    torch.manual_seed(cfg.seed)  # every replica of the target gets the same weights
-    layer_ids = build_target_layer_ids(cfg.layers, cfg.draft_layers)
-    if cfg.materialize == "host":
-        return _build_target_on_host(tcfg, layer_ids, device, dtype_of(cfg))
-    with torch.device(device):
-        target = HybridTarget(tcfg, layer_ids)
-    return target.to(dtype_of(cfg)).eval()
-
-
-def _build_target_on_host(tcfg: TargetConfig, layer_ids: list[int], device: torch.device,
-                          dtype: torch.dtype) -> HybridTarget:
-    """The shape of a checkpoint load: the skeleton has no storage, each block is made on the CPU
-    (single-threaded random init, as slow as reading weights from disk) and moved as soon as it
-    exists. Host memory stays at one block; device memory grows block by block."""
-    with torch.device("meta"):
-        target = HybridTarget(tcfg, layer_ids)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # one loader thread, as a checkpoint read from disk has
-    try:
-        for name in ("embed", "norm", "lm_head"):
-            fresh = type(getattr(target, name))(*_module_args(tcfg, name))
-            setattr(target, name, fresh.to(device=device, dtype=dtype))
-        for i, kind in enumerate(tcfg.layer_types()):
-            target.layers[i] = Block(tcfg, kind).to(device=device, dtype=dtype)
-    finally:
-        torch.set_num_threads(threads)
-    return target.requires_grad_(False).eval()
-
-
-def _module_args(tcfg: TargetConfig, name: str) -> tuple:
-    return {"embed": (tcfg.vocab, tcfg.hidden), "norm": (tcfg.hidden,),
-            "lm_head": (tcfg.hidden, tcfg.vocab, False)}[name]
-
-
-def draft_config(cfg: ReplayConfig, device: torch.device) -> DraftConfig:
-    attn = cfg.attn if cfg.attn != "auto" else ("flex" if device.type == "cuda" else "sdpa")
-    return DraftConfig(layers=cfg.draft_layers, heads=cfg.draft_heads, block_size=cfg.block_size,
-                       num_anchors=cfg.num_anchors, chunk_blocks=cfg.chunk_blocks,
-                       lm_head_mode=cfg.lm_head_mode, use_reentrant=cfg.use_reentrant,
-                       draft_layer_ckpt=cfg.draft_layer_ckpt, attn=attn, compile=cfg.compile,
-                       compile_backend=cfg.compile_backend)
-
-
-def build_drafter(cfg: ReplayConfig, target: HybridTarget, device: torch.device):
-    torch.manual_seed(cfg.seed + 1)
-    with torch.device(device):
-        drafter = DFlashDrafter(draft_config(cfg, device), cfg.hidden, len(target.layer_ids),
-                                target.embed.weight.to(device), target.lm_head.weight.to(device),
-                                mask_token_id=cfg.vocab - 1)
-    drafter.to(dtype_of(cfg))
-    opt = torch.optim.AdamW(drafter.trainable_parameters(), lr=cfg.lr)
-    return drafter, opt
-
-
-def drafter_step(drafter, opt, ids, mask, hidden, g: torch.Generator) -> torch.Tensor:
-    """One optimizer step; returns the loss (still on the device)."""
-    anchors = sample_anchors(ids.shape[0], ids.shape[1], drafter.cfg, g).to(ids.device)
-    loss = drafter(ids, hidden, mask, anchors)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(drafter.trainable_parameters(), 1.0)
-    opt.step()
-    opt.zero_grad(set_to_none=True)
-    return loss
-
-
 def count_model_flops(cfg: ReplayConfig, target, drafter, data: TokenData) -> dict:
     """FLOPs of one target forward and one *minimal* drafter step (head once, no recompute,
     dense attention), counted by torch's FlopCounterMode on one sample and scaled to the batch.
@@ -313,7 +147,7 @@ def count_model_flops(cfg: ReplayConfig, target, drafter, data: TokenData) -> di
     # the same attention arithmetic (dense, so an upper bound on what flex actually computes).
     drafter.cfg = replace(drafter.cfg, lm_head_mode="once", draft_layer_ckpt=False, attn="sdpa")
     drafter.kernel.compile_mode = "eager"
-    drafter.kernel.raw = _sdpa
+    drafter.kernel.raw = sdpa_attention
     drafter.lm_head.requires_grad_(False)
     try:
         with FlopCounterMode(display=False) as fc:
@@ -355,23 +189,10 @@ class Meter:
                 tok_s = self.tokens_since_line / max(now - self.line_time, 1e-9)
                 depth = self.depth()
                 self.log.info(format_step(self.step, loss, tok_s, depth))
-                self.run.log({"train/step": self.step, "train/loss": loss, "train/tok_per_s": tok_s,
+                self.run.log({"train/step": self.step, LOSS: loss, TOK_PER_S: tok_s,
                               "queue/depth": depth}, step=self.step)
                 self.tokens_since_line, self.line_time = 0, now
             return self.step
-
-
-def _inject(spec: str | None, role: str, step: int) -> None:
-    if spec and spec == f"{role}:{step}":
-        raise RuntimeError(f"injected failure in the {role} at its step {step}")
-
-
-def _hang(spec: str | None, role: str, step: int) -> None:
-    """A stall, not a crash: nothing is printed, nothing is raised, the thread just never returns
-    (what a rank stuck in NCCL looks like before any watchdog fires). The other threads find the
-    queue full or empty and wait; the process holds its GPU memory at ~0 % utilization."""
-    if spec and spec == f"{role}:{step}":
-        threading.Event().wait()
 
 
 def _set_device(device: torch.device) -> None:
@@ -386,8 +207,6 @@ def _set_device(device: torch.device) -> None:
 def train(cfg: ReplayConfig, stream=None) -> int:
     """Run the loop; returns the process exit status (0 ok, 1 a thread or rank failed)."""
     if cfg.transport == "dist":
-        from .dist import train_distributed
-
         return train_distributed(cfg, stream)
     log = RunLog(cfg.run_name, stream)
     route_library_warnings(stream)
@@ -452,8 +271,8 @@ def train(cfg: ReplayConfig, stream=None) -> int:
         step = 0
         while not stop.is_set():
             step += 1
-            _inject(cfg.inject_error, "target", step)
-            _hang(cfg.inject_hang, "target", step)
+            raise_at(cfg.inject_error, "target", step)
+            hang_at(cfg.inject_hang, "target", step)
             t0 = time.perf_counter()
             ids, mask = data.sample(g)
             with torch.no_grad():
@@ -484,8 +303,8 @@ def train(cfg: ReplayConfig, stream=None) -> int:
                 continue
             busy["drafter_wait_s"] += time.perf_counter() - t0
             step += 1
-            _inject(cfg.inject_error, "drafter", step)
-            _hang(cfg.inject_hang, "drafter", step)
+            raise_at(cfg.inject_error, "drafter", step)
+            hang_at(cfg.inject_hang, "drafter", step)
             ids, mask = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
             loss = drafter_step(drafter, opt, ids, mask, hidden.to(device, non_blocking=True), g)
             # .item() is a CPU-GPU sync point: a step's tokens count only once it has really run
