@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .detect import detect
 from .detect.findings import refs as evidence_refs
 from .detect.throughput import series
 from .incident import Incident
@@ -165,8 +166,6 @@ def impact(inc: Incident, findings: pd.DataFrame) -> dict:
 def timeline(incident: Incident, findings: pd.DataFrame | None = None) -> Timeline:
     """The ordered incident timeline with its impact (runs `detect` when findings are not given)."""
     if findings is None:
-        from .detect import detect
-
         findings = detect(incident)
     imp = impact(incident, findings)
     rows = []
@@ -205,60 +204,4 @@ def timeline(incident: Incident, findings: pd.DataFrame | None = None) -> Timeli
     return Timeline(events=df, impact=imp)
 
 
-def _duration(seconds) -> str:
-    if seconds is None:
-        return "n/a"
-    seconds = int(round(seconds))
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
-
-
-def format_for_terminal(incident: Incident, findings: pd.DataFrame | None = None,
-                        tl: Timeline | None = None, width: int = 110) -> str:
-    """Findings, timeline and impact as plain text for `dflash-postmortem inspect`."""
-    if findings is None:
-        from .detect import detect
-
-        findings = detect(incident)
-    tl = tl or timeline(incident, findings)
-    from .summary import what_happened
-
-    out = ["What happened"]
-    out += [f"  {line}" for line in what_happened(incident, findings, tl.impact)]
-    out.append("")
-    linked = findings[findings["caused_by"].map(len) > 0]
-    if len(linked):
-        out.append("Cause chain")
-        for f in linked.itertuples():
-            out.append(f"  {f.id}")
-            for c in f.caused_by:
-                out.append(f"    <- {c['id']}: {c['why']}")
-                for ref in c["evidence"][:3]:
-                    out.append(f"         {ref}")
-        out.append("")
-    out.append(f"Findings ({len(findings)})")
-    if findings.empty:
-        out.append("  none")
-    for f in findings.itertuples():
-        out.append(f"  [{f.severity}] {f.start:%Y-%m-%d %H:%M:%S} {f.kind}: {f.title}"[:width])
-        for ref in f.evidence[:4]:
-            out.append(f"      {ref}")
-    out.append("")
-    out.append("Timeline (UTC)")
-    for e in tl.events.itertuples():
-        out.append(f"  {e.time:%H:%M:%S}  {e.phase:<16} {e.what}"[:width])
-    i = tl.impact
-    out.append("")
-    out.append("Impact")
-    out.append(f"  time to detect {_duration(i.get('time_to_detect_s'))}, to mitigate "
-               f"{_duration(i.get('time_to_mitigate_s'))}, to recover {_duration(i.get('time_to_recover_s'))}")
-    if i.get("gpu_hours_lost") is not None:
-        tokens = (f"; tokens lost {i['tokens_lost']:,.0f} against {i['baseline_tok_per_s']:,.0f} tok/s"
-                  if i.get("tokens_lost") is not None else "; tokens lost: no baseline rate (expected_tok_per_s)")
-        out.append(f"  {i['gpus_held']} GPUs held ({i['gpus_held_from']}); GPU-hours lost "
-                   f"{i['gpu_hours_lost']:.2f} of {i['gpu_hours_held']:.2f} held{tokens}")
-    return "\n".join(out)
-
-
-__all__ = ["Timeline", "format_for_terminal", "impact", "timeline"]
+__all__ = ["Timeline", "impact", "timeline"]

@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 
 from ..errors import PostmortemError
+from .terminal import InteractiveShell
 
 SCENARIOS = ("regression", "failed-restart", "full", "stall", "survivor", "never-trains")
 # trainer flags per suspected cause; `all` is the write-up's regressed configuration
@@ -256,8 +257,6 @@ class Scenario:
                     f"ps aux | grep {TRAINER_MODULE} | grep -v grep | wc -l")
 
     def survivor(self) -> None:
-        from .terminal import InteractiveShell
-
         wrapper = self.root / "run_train.sh"
         wrapper.write_text(WRAPPER.format(python=sys.executable, module=TRAINER_MODULE))
         wrapper.chmod(0o755)

@@ -89,7 +89,7 @@ def gpu_recording(out_dir: Path | None, log: RunLog):
     if out_dir is None:
         yield
         return
-    try:
+    try:  # a bare GPU machine may run the trainer without the kit's loaders (pandas) installed
         from ..recorder import record_gpus
     except ImportError:
         log.info("GPU recording skipped: dflash_postmortem.recorder is not available")
