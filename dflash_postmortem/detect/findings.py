@@ -15,6 +15,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..schema import TIME
+from .numbers import declared
 
 COLUMNS = ("id", "kind", "start", "end", "severity", "title", "detail", "evidence", "numbers", "caused_by")
 SEVERITIES = ("info", "warning", "critical")
@@ -56,6 +57,9 @@ def cause(cause_id: str, why: str, evidence: list[str]) -> dict:
 def finding(kind: str, start, end, severity: str, title: str, detail: str,
             evidence: list[str], numbers: dict, caused_by: list[dict] | None = None) -> dict:
     assert severity in SEVERITIES, severity
+    # Internal invariant: every number is declared for its kind (detect/numbers.py).
+    undeclared = set(numbers) - declared(kind)
+    assert not undeclared, f"{kind}: numbers {sorted(undeclared)} are not declared in detect/numbers.py"
     return {
         "id": finding_id(kind, start), "kind": kind, "start": start, "end": end, "severity": severity,
         "title": title, "detail": detail, "evidence": unique(evidence), "numbers": numbers,

@@ -1,0 +1,144 @@
+"""The numbers each kind of finding carries: declared once, here, for the detectors that write
+them and for the tables, sentences and plots that read them.
+
+`findings.finding` checks every finding's `numbers` against its kind's declaration, so a key
+misspelled on either side fails where it is written, not as a silent `None` on a page.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+import pandas as pd
+
+
+class Regression(TypedDict):
+    baseline_tok_per_s: float
+    degraded_tok_per_s: float  # the first degraded level, the drop itself
+    ratio: float
+    run_before: Any
+    run_after: Any
+    across_runs: bool
+    degraded_min: float
+    degraded_max: float
+    run_after_launch: pd.Timestamp | None
+    flag_differences: list[str]  # the launch command's flags when it has any, else the run's config
+    candidates: list[str]
+    levels_tok_per_s: list[float]
+
+
+class _Episode(TypedDict):
+    baseline_tok_per_s: float
+    recovery_fraction: float
+    regression_start: pd.Timestamp
+    episode: str  # "regression" or "stall"
+
+
+class NoRecovery(_Episode):
+    pass
+
+
+class Recovery(_Episode):
+    level_tok_per_s: float
+    ratio: float
+    run: Any
+    time_to_recover_s: float
+
+
+class PartialRecovery(_Episode):
+    level_tok_per_s: float
+    ratio: float
+    run: Any
+    reasons: list[str]
+    other_pids: list[int]  # processes on the run's GPUs that were there before it
+
+
+class _Launch(TypedDict):
+    checks: dict
+    run: Any
+    pid: int | None
+
+
+class FailedRestart(_Launch):
+    reason: str
+    log_path: str | None
+    launcher: str | None
+
+
+class SlowStart(_Launch):
+    pass
+
+
+class VerifiedStart(_Launch):
+    log_path: str | None
+
+
+class NeverTrained(TypedDict):
+    run: Any
+    pid: int | None
+    last_stage: str
+    last_stage_time: pd.Timestamp
+    seconds_in_stage: float
+    memory_mib: list  # (time, MiB) points of the creep
+
+
+class StaleProcess(TypedDict):
+    pid: int
+    command: str
+    launch: pd.Timestamp
+
+
+class KillFailed(TypedDict):
+    pid: int
+    group: bool  # the kill named a process group (`kill -- -N`)
+    run: Any
+    message: str
+
+
+class Survivor(TypedDict):
+    pid: int
+    run: Any
+    until: pd.Timestamp
+    memory_mib_by_gpu: dict[int, float]
+
+
+class Stall(TypedDict):
+    seconds: float
+    processes_alive: int
+    holders: list[int]
+    last_step_time: pd.Timestamp | None
+    traceback: str | None
+
+
+class RoleMismatch(TypedDict):
+    host: Any
+    expected_heavy: list[int]
+    expected_light: list[int]
+    observed_heavy: list[int]
+    observed_light: list[int]
+    gpus_out_of_place: list[int]
+    memory_mib: dict
+    processes: dict
+
+
+class IdleAllocatedGpu(TypedDict):
+    host: Any
+    gpu: int
+    memory_mib: float
+    max_util_pct: float
+    minutes: float
+
+
+BY_KIND: dict[str, type] = {
+    "throughput_regression": Regression, "recovery": Recovery, "partial_recovery": PartialRecovery,
+    "no_recovery": NoRecovery, "failed_restart": FailedRestart, "slow_start": SlowStart,
+    "verified_start": VerifiedStart, "never_trained": NeverTrained, "stale_process": StaleProcess,
+    "kill_failed": KillFailed, "survivor": Survivor, "stall": Stall, "role_mismatch": RoleMismatch,
+    "idle_allocated_gpu": IdleAllocatedGpu,
+}
+
+
+def declared(kind: str) -> set[str]:
+    """The keys a finding of `kind` may carry."""
+    spec = BY_KIND[kind]
+    return set(spec.__annotations__) | {k for base in spec.__mro__ for k in getattr(base, "__annotations__", {})}
