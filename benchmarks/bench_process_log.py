@@ -54,8 +54,8 @@ def generate(path: Path, mbytes: int) -> None:
 def scan_child(path: str) -> None:
     """Runs in a child process: stream the file, print counts, seconds and peak RSS as JSON."""
     from dflash_postmortem.load_report import FileReport
-    from dflash_postmortem.loaders.process_log import LogScanner, resolve_times
     from dflash_postmortem.loaders.registry import LoadContext
+    from dflash_postmortem.loaders.training_log.process_log import LogScanner, resolve_times
 
     ctx = LoadContext()
     rep = FileReport(path=path, format="training-log")

@@ -12,10 +12,10 @@ from .incident import Incident, RunInfo
 from .load_report import FileReport, LoadReport
 from .loaders.folder import load_incident
 from .loaders.nvidia_smi import load_nvidia_smi
-from .loaders.process_log import load_process_log
 from .loaders.ps_snapshots import load_ps_snapshots
-from .loaders.shell_transcript import load_shell_transcript
-from .loaders.wandb_run import load_wandb_run
+from .loaders.training_log import load_process_log
+from .loaders.transcript import load_shell_transcript
+from .loaders.wandb import load_wandb_run
 from .summary import what_happened
 from .timeline import Timeline, timeline
 

@@ -2,7 +2,7 @@
 next incident has better evidence than whatever nvidia-smi someone remembered to run.
 
 One JSON Lines file per recording (`nvml-<host>-<start>.jsonl`, read back by
-`loaders/nvml_recording.py`): a `start` line with host, driver and the GPUs, then each interval a
+`loaders/nvidia_smi/nvml_recording.py`): a `start` line with host, driver and the GPUs, then each interval a
 `gpu` line per GPU, a `proc` line per process holding GPU memory, and an `error` line for a GPU
 that stopped answering (a lost GPU is evidence, so the recorder keeps going). Each interval is
 flushed and fsync'ed, so killing the recorder loses at most the interval being written.
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from .errors import MissingDependencyError, NoGPUError, UsageError
-from .loaders.nvml_recording import FORMAT_VERSION, RECORD_KEY
+from .loaders.nvidia_smi.nvml_recording import FORMAT_VERSION, RECORD_KEY
 
 MIB = 1024 * 1024
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import dflash_postmortem as pm
-from dflash_postmortem.loaders.process_log import sniff_log
+from dflash_postmortem.loaders.training_log.process_log import sniff_log
 
 TRAIN = "train-log"
 

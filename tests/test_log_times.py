@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import dflash_postmortem as pm
-from dflash_postmortem.loaders.log_times import find_stamp
+from dflash_postmortem.loaders.training_log.times import find_stamp
 
 TRAIN = "train-log"
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 import dflash_postmortem as pm
-from dflash_postmortem.loaders import process_log
-from dflash_postmortem.loaders.process_log import sniff_log
+from dflash_postmortem.loaders.training_log import process_log
+from dflash_postmortem.loaders.training_log.process_log import sniff_log
 
 TRAIN_LOGS = ("train.log", "train_opt.log", "train_opt2.log")
 

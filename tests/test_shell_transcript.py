@@ -7,7 +7,7 @@ import pytest
 
 import dflash_postmortem as pm
 from dflash_postmortem.commands import parse_launch
-from dflash_postmortem.loaders.shell_transcript import sniff_transcript
+from dflash_postmortem.loaders.transcript.shell_transcript import sniff_transcript
 
 T = lambda s: pd.Timestamp(s, tz="UTC")  # noqa: E731
 

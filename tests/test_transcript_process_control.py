@@ -24,9 +24,9 @@ from dflash_postmortem.commands import (
 from dflash_postmortem.errors import SourceFormatError
 from dflash_postmortem.loaders.clock_text import parse_date_line, parse_wall_clock
 from dflash_postmortem.loaders.pid_file import load_pid_file
-from dflash_postmortem.loaders.process_control import read_line
 from dflash_postmortem.loaders.registry import LoadContext
-from dflash_postmortem.loaders.transcript_lines import match_prompt, screen_text
+from dflash_postmortem.loaders.terminal import match_prompt, screen_text
+from dflash_postmortem.loaders.transcript.process_control import read_line
 
 T = lambda s: pd.Timestamp(s, tz="UTC")  # noqa: E731
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import dflash_postmortem as pm
-from dflash_postmortem.loaders import wandb_files
+from dflash_postmortem.loaders.wandb import files as wandb_files
 
 WANDB = Path(__file__).resolve().parent / "fixtures" / "real-world" / "wandb"
 

@@ -1,14 +1,15 @@
-"""One module per source format; importing this package registers every format's sniffer."""
+"""One package per source family, one module per single source; importing this package registers
+every format's sniffer, in the order below (a tie between two sniffers goes to the first).
+"""
 
-from . import (  # noqa: F401  (registers the wandb formats)
-    nvidia_smi,  # noqa: F401  (registers its formats)
-    pid_file,  # noqa: F401
-    process_log,  # noqa: F401
-    ps_snapshots,  # noqa: F401
-    replay_results,  # noqa: F401
-    shell_transcript,  # noqa: F401
-    wandb_export,
-    wandb_run,
+from . import (  # noqa: F401  (importing registers each family's formats)
+    nvidia_smi,
+    pid_file,
+    ps_snapshots,
+    replay_results,
+    training_log,
+    transcript,
+    wandb,
 )
 from .registry import FORMATS, Format, LoadContext, register, sniff
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from . import process_control
-from .transcript_lines import match_prompt, screen_text
+from .terminal import match_prompt, screen_text
+from .transcript import process_control
 
 FORMAT = "kernel-log"
 _KERNEL_PREFIX = re.compile(r"^\s*(?:<\d+>)?\[\s*\d+\.\d+\]|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}\]"

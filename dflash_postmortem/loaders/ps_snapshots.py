@@ -23,7 +23,7 @@ from ..errors import SourceFormatError
 from ..incident import from_frames
 from .clock_text import parse_date_line, parse_wall_clock
 from .registry import Format, LoadContext, register
-from .transcript_lines import is_prompt, match_prompt, screen_text
+from .terminal import is_prompt, match_prompt, screen_text
 
 # ps/top header names -> our column. Only the command column and LSTART may contain spaces.
 COLUMNS = {

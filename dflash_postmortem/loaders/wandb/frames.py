@@ -14,8 +14,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..load_report import FileReport
-from ..schema import TIME
+from ...load_report import FileReport
+from ...schema import TIME
 
 THROUGHPUT = "train/tok_per_s"
 _THROUGHPUT_ALIASES = {

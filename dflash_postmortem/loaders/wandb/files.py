@@ -27,12 +27,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import align
-from ..incident import Incident, RunInfo, from_frames
-from ..load_report import FileReport
-from ..schema import TIME
-from .registry import SNIFF_BYTES, Format, LoadContext, register
-from .wandb_frames import gpu_info, history_frame, numeric_values, stats_frames
+from ... import align
+from ...incident import Incident, RunInfo, from_frames
+from ...load_report import FileReport
+from ...schema import TIME
+from ..registry import SNIFF_BYTES, Format, LoadContext, register
+from .frames import gpu_info, history_frame, numeric_values, stats_frames
 
 _LINK_TEXT = re.compile(
     rb"^[^\n]{0,200}?(?:(?:offline-)?run-\d{8}_\d{6}-\w+(?:/logs/debug(?:-internal)?\.log)?"

@@ -22,12 +22,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import align, schema
-from ..errors import SourceFormatError
-from ..incident import from_frames
-from .registry import LoadContext
-from .smi_errors import ErrorLines, events_frame, match_error, state_events
-from .smi_fields import (
+from ... import align, schema
+from ...errors import SourceFormatError
+from ...incident import from_frames
+from ..registry import LoadContext
+from .fields import (
     APPS_FIELDS,
     GPU_ERRORS,
     MISSING,
@@ -44,10 +43,11 @@ from .smi_fields import (
     parse_numbers,
     unit_spellings,
 )
-from .smi_paste import COMMAND, Paste, read_paste, unwrap_head
-from .smi_table import VERSION_MARK as _TABLE_VERSION
-from .smi_table import parse_table_lines
-from .smi_times import parse_times
+from .gpu_errors import ErrorLines, events_frame, match_error, state_events
+from .paste import COMMAND, Paste, read_paste, unwrap_head
+from .table import VERSION_MARK as _TABLE_VERSION
+from .table import parse_table_lines
+from .times import parse_times
 
 FORMAT = "nvidia-smi-query-csv"
 TIME_FORMAT = "%Y/%m/%d %H:%M:%S.%f"

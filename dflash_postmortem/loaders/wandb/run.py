@@ -17,13 +17,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import MissingDependencyError, SourceFormatError
-from ..incident import Incident, RunInfo, from_frames
-from ..load_report import FileReport
-from ..schema import TIME
-from . import registry, wandb_files, wandb_log, wandb_messages, wandb_records
-from .registry import Format, LoadContext, register
-from .wandb_frames import bulk_json, gpu_info, history_frame, json_values, stats_frames, to_time
+from ...errors import MissingDependencyError, SourceFormatError
+from ...incident import Incident, RunInfo, from_frames
+from ...load_report import FileReport
+from ...schema import TIME
+from .. import registry
+from ..registry import Format, LoadContext, register
+from . import files as wandb_files
+from . import log as wandb_log
+from . import messages as wandb_messages
+from . import records as wandb_records
+from .frames import bulk_json, gpu_info, history_frame, json_values, stats_frames, to_time
 
 
 def _pb():
@@ -672,7 +676,7 @@ def load_wandb_run(source, *, on_bad_line: str = "warn", sampled: bool = False, 
     path = Path(source)
     if not path.exists():
         if isinstance(source, str) and (m := _RUN_PATH.match(source)):
-            from .wandb_online import load_online_run
+            from .online import load_online_run
 
             return load_online_run("/".join(m.groups()), api=api, sampled=sampled,
                                    on_bad_line=on_bad_line)
@@ -689,12 +693,12 @@ def load_wandb_run(source, *, on_bad_line: str = "warn", sampled: bool = False, 
                                     "a folder without one", fmt="wandb-run")
         ctx.root = path
         return Incident.combine([load_run_folder(p, ctx) for p in folders])
-    from .registry import read_head
+    from ..registry import read_head
 
     head = read_head(path)
     if sniff_log(path, head):
         return load_log_file(path, ctx)
-    from . import wandb_export
+    from . import export as wandb_export
 
     for fmt in wandb_export.FORMATS:
         if fmt.sniff(path, head):

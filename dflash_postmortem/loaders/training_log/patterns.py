@@ -51,7 +51,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..errors import IncidentConfigError
+from ...errors import IncidentConfigError
 
 # Thousands commas come in threes and the fraction needs its `.`: a looser `\d[\d,]*\.?\d*` could
 # read a long digit (or `1,1,1`) run many ways and backtrack quadratically over it.

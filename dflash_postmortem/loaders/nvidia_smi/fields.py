@@ -369,7 +369,7 @@ def join_states(odd: dict[str, pd.Series], index) -> pd.Series:
 def snapshot_frame(rows: list[dict], ctx, rep) -> pd.DataFrame:
     """Rows read from a snapshot form (table, -q, XML, -L) -> a frame with UTC times, host,
     source and `state` (what was printed instead of a value); an empty list gives an empty frame."""
-    from .. import align
+    from ... import align
 
     for r in rows:
         r["state"] = state_text(r.pop("_odd", {}))

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import align
-from ..incident import from_frames
-from .registry import LoadContext
-from .smi_errors import ErrorLines, events_frame, state_events
-from .smi_fields import QUERY_FIELDS, find_ctime, put, read_value, snapshot_frame, unit_spellings
-from .smi_paste import COMMAND, read_paste, unwrap_head
+from ... import align
+from ...incident import from_frames
+from ..registry import LoadContext
+from .fields import QUERY_FIELDS, find_ctime, put, read_value, snapshot_frame, unit_spellings
+from .gpu_errors import ErrorLines, events_frame, state_events
+from .paste import COMMAND, read_paste, unwrap_head
 
 FORMAT = "nvidia-smi-table"
 VERSION_MARK = "NVIDIA-SMI "  # starts the table's version line (and the driver-unreachable error)

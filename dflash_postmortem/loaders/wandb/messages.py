@@ -27,12 +27,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import align
-from ..incident import Incident, RunInfo, from_frames
-from ..load_report import FileReport
-from ..schema import TIME
-from .registry import Format, LoadContext, register
-from .wandb_files import bookkeeping, link_target, read_text, summary_event, summary_facts
+from ... import align
+from ...incident import Incident, RunInfo, from_frames
+from ...load_report import FileReport
+from ...schema import TIME
+from ..registry import Format, LoadContext, register
+from .files import bookkeeping, link_target, read_text, summary_event, summary_facts
 
 _PY_LINE = re.compile(
     r"^(?P<time>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) (?P<level>[A-Z]+)\s+(?P<thread>.*?):(?P<pid>\d+) "

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import re
 
-from ..commands import SIGNALS, exit_meaning, signal_name
-from .clock_text import parse_wall_clock
+from ...commands import SIGNALS, exit_meaning, signal_name
+from ..clock_text import parse_wall_clock
 
 # The shell's words for "died of signal N" (bash/dash: capitalised; zsh: lower case).
 STATUS_SIGNALS = {

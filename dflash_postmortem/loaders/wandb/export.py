@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import SourceFormatError
-from ..incident import Incident, RunInfo, from_frames
-from ..schema import TIME
-from .registry import Format, LoadContext, register
-from .wandb_frames import canonical_metric, epoch_times, int_steps
+from ...errors import SourceFormatError
+from ...incident import Incident, RunInfo, from_frames
+from ...schema import TIME
+from ..registry import Format, LoadContext, register
+from .frames import canonical_metric, epoch_times, int_steps
 
 _CHART_COL = re.compile(r"^(?P<run>.+?) - (?P<metric>.+?)(?P<agg>__MIN|__MAX)?$")
 # The runs table's own columns (the rest are config keys, then summary keys, each sorted).

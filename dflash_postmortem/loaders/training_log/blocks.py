@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from . import log_patterns as lp
-from .log_times import Stamp, find_stamp
+from . import patterns as lp
+from .times import Stamp, find_stamp
 
 MAX_EVENT_CHARS = 4000
 MAX_TRACEBACK_LINES = 400

@@ -1,8 +1,8 @@
 """nvidia-smi captures in every form, and the NVML recorder's output: one entry point
 (`load_nvidia_smi`) and the registration of each form's sniffer for `load_incident`.
 
-The forms live in their own modules: smi_csv (query CSV), smi_table (default table), smi_dmon
-(dmon and pmon), smi_q (`-q` text), smi_xml (`-q -x`), smi_list (`-L`), smi_errors (error output),
+The forms live in their own modules: query_csv (query CSV), table (default table), dmon
+(dmon and pmon), smi_q (`-q` text), q_xml (`-q -x`), gpu_list (`-L`), gpu_errors (error output),
 nvml_recording (what `record-gpus` writes).
 """
 
@@ -12,54 +12,45 @@ import datetime as dt
 import tempfile
 from pathlib import Path
 
-from ..config import check_timezone
-from ..errors import SourceFormatError
-from . import (
-    encoding,
-    nvml_recording,
-    smi_csv,
-    smi_dmon,
-    smi_errors,
-    smi_list,
-    smi_q,
-    smi_table,
-    smi_xml,
-)
-from .registry import FORMATS, Format, LoadContext, read_head, register
+from ...config import check_timezone
+from ...errors import SourceFormatError
+from .. import encoding
+from ..registry import FORMATS, Format, LoadContext, read_head, register
+from . import dmon, gpu_errors, gpu_list, nvml_recording, q_text, q_xml, query_csv, table
 
 SMI_FORMATS = [
     register(Format(
-        name=smi_csv.FORMAT, sniff=smi_csv.sniff, load=smi_csv.load,
+        name=query_csv.FORMAT, sniff=query_csv.sniff, load=query_csv.load,
         doc="nvidia-smi --query-gpu=... / --query-compute-apps=... --format=csv[,noheader][,nounits], "
             "snapshots and -l/-lms streams",
     )),
     register(Format(
-        name=smi_table.FORMAT, sniff=smi_table.sniff, load=smi_table.load,
+        name=table.FORMAT, sniff=table.sniff, load=table.load,
         doc="nvidia-smi default table view (all generations), with its processes block",
     )),
     # dmon/pmon may carry only a time of day: phase 1 borrows the date from the other sources.
     register(Format(
-        name=smi_dmon.DMON, sniff=smi_dmon.sniff_dmon, load=smi_dmon.load, phase=1,
+        name=dmon.DMON, sniff=dmon.sniff_dmon, load=dmon.load, phase=1,
         doc="nvidia-smi dmon (any -s selection, -o D/T/DT or none)",
     )),
     register(Format(
-        name=smi_dmon.PMON, sniff=smi_dmon.sniff_pmon, load=smi_dmon.load, phase=1,
+        name=dmon.PMON, sniff=dmon.sniff_pmon, load=dmon.load, phase=1,
         doc="nvidia-smi pmon (per-process utilization and framebuffer memory)",
     )),
     register(Format(
-        name=smi_q.FORMAT, sniff=smi_q.sniff, load=smi_q.load,
+        name=q_text.FORMAT, sniff=q_text.sniff, load=q_text.load,
         doc="nvidia-smi -q [-d ...] text report",
     )),
     register(Format(
-        name=smi_xml.FORMAT, sniff=smi_xml.sniff, load=smi_xml.load,
+        name=q_xml.FORMAT, sniff=q_xml.sniff, load=q_xml.load,
         doc="nvidia-smi -q -x XML report",
     )),
     register(Format(
-        name=smi_list.FORMAT, sniff=smi_list.sniff, load=smi_list.load,
+        name=gpu_list.FORMAT, sniff=gpu_list.sniff, load=gpu_list.load,
         doc="nvidia-smi -L: GPU index, name and UUID (and MIG devices)",
     )),
     register(Format(
-        name="nvidia-smi-error", sniff=smi_errors.sniff_errors, load=smi_errors.load_errors,
+        name="nvidia-smi-error", sniff=gpu_errors.sniff_errors, load=gpu_errors.load_errors,
         doc="nvidia-smi error output (driver unreachable, no devices, NVML mismatch, GPU lost)",
     )),
     register(Format(
@@ -105,7 +96,7 @@ def _load(path: Path, head: bytes, ctx: LoadContext, fields: list[str] | None):
     if fields:
         # A field list only means something for a header-less query CSV.
         ctx.options = {"fields": list(fields)}
-        return smi_csv.load(path, ctx)
+        return query_csv.load(path, ctx)
     best, score = None, 0.0
     for fmt in FORMATS.values():
         if fmt.folder or not (fmt.name.startswith("nvidia-smi") or fmt.name.startswith("nvml")):
@@ -115,7 +106,7 @@ def _load(path: Path, head: bytes, ctx: LoadContext, fields: list[str] | None):
             best, score = fmt, s
     if best is None:
         if not head.strip():
-            return smi_csv.load(path, ctx)
+            return query_csv.load(path, ctx)
         first = head.decode("utf-8", "replace").splitlines()[0]
         raise SourceFormatError(
             ctx.aliases.get(path, path), 1, "an nvidia-smi capture (query CSV, table, dmon/pmon, -q, -q -x, -L, "

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..incident import from_frames
-from .registry import LoadContext
-from .smi_fields import LOST, is_gpu_error
-from .smi_paste import COMMAND, read_paste, unwrap_head
+from ...incident import from_frames
+from ..registry import LoadContext
+from .fields import LOST, is_gpu_error
+from .paste import COMMAND, read_paste, unwrap_head
 
 _BUS = r"[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f]+"
 # (name, pattern) -- the name goes to the `smi_error` column; `kind` is gpu_lost or gpu_error.

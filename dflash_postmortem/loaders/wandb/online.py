@@ -12,9 +12,9 @@ import inspect
 
 import pandas as pd
 
-from ..incident import RunInfo, from_frames
-from ..load_report import FileReport
-from .wandb_frames import history_frame
+from ...incident import RunInfo, from_frames
+from ...load_report import FileReport
+from .frames import history_frame
 
 SAMPLED_ROWS = 500  # run.history()'s own default
 

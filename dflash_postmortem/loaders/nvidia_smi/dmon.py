@@ -16,11 +16,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import align
-from ..incident import from_frames
-from .registry import LoadContext
-from .smi_errors import ErrorLines, events_frame, state_events
-from .smi_fields import (
+from ... import align
+from ...incident import from_frames
+from ..registry import LoadContext
+from .fields import (
     DMON_COLUMNS,
     MISSING,
     PMON_COLUMNS,
@@ -29,7 +28,8 @@ from .smi_fields import (
     join_states,
     parse_numbers,
 )
-from .smi_paste import read_paste, unwrap_head
+from .gpu_errors import ErrorLines, events_frame, state_events
+from .paste import read_paste, unwrap_head
 
 DMON = "nvidia-smi-dmon"
 PMON = "nvidia-smi-pmon"

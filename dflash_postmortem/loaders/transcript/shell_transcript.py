@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import align
-from ..commands import (
+from ... import align
+from ...commands import (
     KIT_LAUNCHER,
     Launch,
     command_name,
@@ -35,15 +35,15 @@ from ..commands import (
     parse_launch,
     shell_words,
 )
-from ..errors import SourceFormatError
-from ..incident import Incident, from_frames
+from ...errors import SourceFormatError
+from ...incident import Incident, from_frames
+from ..clock_text import WallClock, parse_wall_clock
+from ..kernel_log import FORMAT as KERNEL_FORMAT
+from ..kernel_log import sniff_kernel_log
+from ..ps_snapshots import lifetimes, read_listing
+from ..registry import Format, LoadContext, register
+from ..terminal import Prompt, match_prompt, match_script_mark, screen_text
 from . import process_control
-from .clock_text import WallClock, parse_wall_clock
-from .kernel_log import FORMAT as KERNEL_FORMAT
-from .kernel_log import sniff_kernel_log
-from .ps_snapshots import lifetimes, read_listing
-from .registry import Format, LoadContext, register
-from .transcript_lines import Prompt, match_prompt, match_script_mark, screen_text
 
 FORMAT = "shell-transcript"
 EMPTY_LOG_SECONDS = 60.0
@@ -257,7 +257,7 @@ class _Events:
 def gpu_rows(c: Command, rep, ctx: LoadContext):
     """nvidia-smi output inside a transcript (any form: table, query CSV, -L, -q), read by the
     nvidia-smi loader. Returns (frame, rows) or None."""
-    from .nvidia_smi import load_nvidia_smi
+    from ..nvidia_smi import load_nvidia_smi
 
     name = command_name(c.words) if c.output else ""
     if name != "nvidia-smi" and not (name == "watch" and "nvidia-smi" in c.text):

@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import align
-from ..incident import from_frames
-from .registry import LoadContext
-from .smi_errors import ErrorLines, events_frame, state_events
-from .smi_fields import (
+from ... import align
+from ...incident import from_frames
+from ..registry import LoadContext
+from .fields import (
     Q_TEXT_FIELDS,
     Q_TEXT_PROCESS_FIELDS,
     QUERY_FIELDS,
@@ -27,7 +26,8 @@ from .smi_fields import (
     put,
     snapshot_frame,
 )
-from .smi_paste import read_paste, unwrap_head
+from .gpu_errors import ErrorLines, events_frame, state_events
+from .paste import read_paste, unwrap_head
 
 FORMAT = "nvidia-smi-q"
 _BANNER = re.compile(r"^\s*=+\s*NVSMI LOG\s*=+\s*$")

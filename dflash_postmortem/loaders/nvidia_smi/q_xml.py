@@ -14,12 +14,11 @@ import bisect
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .. import align
-from ..errors import SourceFormatError
-from ..incident import from_frames
-from .registry import LoadContext
-from .smi_errors import state_events
-from .smi_fields import (
+from ... import align
+from ...errors import SourceFormatError
+from ...incident import from_frames
+from ..registry import LoadContext
+from .fields import (
     QUERY_FIELDS,
     XML_FIELDS,
     XML_PROCESS_FIELDS,
@@ -27,7 +26,8 @@ from .smi_fields import (
     put,
     snapshot_frame,
 )
-from .smi_paste import split_lines
+from .gpu_errors import state_events
+from .paste import split_lines
 
 FORMAT = "nvidia-smi-xml"
 _END = "</nvidia_smi_log>"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..incident import from_frames
-from .registry import LoadContext
+from ...incident import from_frames
+from ..registry import LoadContext
 
 FORMAT = "nvml-recording"
 FORMAT_VERSION = 1

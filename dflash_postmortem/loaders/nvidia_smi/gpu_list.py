@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..incident import from_frames
-from .registry import LoadContext
-from .smi_errors import ErrorLines, events_frame, match_error
-from .smi_fields import QUERY_FIELDS, put, snapshot_frame
-from .smi_paste import read_paste, unwrap_head
+from ...incident import from_frames
+from ..registry import LoadContext
+from .fields import QUERY_FIELDS, put, snapshot_frame
+from .gpu_errors import ErrorLines, events_frame, match_error
+from .paste import read_paste, unwrap_head
 
 FORMAT = "nvidia-smi-list"
 # The UUID may be cut (a paste lost the closing parenthesis) or blanked by the poster ("[removed]").

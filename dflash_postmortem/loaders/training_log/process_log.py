@@ -28,13 +28,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..incident import from_frames
-from ..load_report import FileReport
-from . import encoding
-from . import log_patterns as lp
-from .log_blocks import MAX_EVENT_CHARS, NOT_MINE, TAKE_LAST, FailureTable, TracebackBlock
-from .log_times import Calendar, Stamp, find_stamp, resolve_times
-from .registry import Format, LoadContext, read_head, register
+from ...incident import from_frames
+from ...load_report import FileReport
+from .. import encoding
+from ..registry import Format, LoadContext, read_head, register
+from . import patterns as lp
+from .blocks import MAX_EVENT_CHARS, NOT_MINE, TAKE_LAST, FailureTable, TracebackBlock
+from .times import Calendar, Stamp, find_stamp, resolve_times
 
 __all__ = ["LogScanner", "load_process_log", "resolve_times", "sniff_log"]
 
@@ -799,7 +799,7 @@ def load_process_log(path, *, timezone: str = "UTC", host: str | None = None, ru
     time-of-day or month-day timestamps; `patterns` adds throughput patterns in the
     incident.toml `[[patterns]]` form.
     """
-    from ..config import IncidentConfig
+    from ...config import IncidentConfig
 
     cfg = IncidentConfig(patterns=list(patterns or []))
     if isinstance(date, str):
