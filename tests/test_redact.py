@@ -4,7 +4,7 @@ markup in a log line is shown as text, never run."""
 from pathlib import Path
 
 import pytest
-from browser import figures_rendered, open_pages
+from support.browser import figures_rendered, open_pages
 
 from dflash_postmortem.redact import MASK, redact
 from dflash_postmortem.report import build_report

@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browser import figures_rendered, open_pages
+from support.browser import figures_rendered, open_pages
 
 from dflash_postmortem.errors import MissingDependencyError, PostmortemError
 from dflash_postmortem.report import build_report, notebooks

@@ -112,10 +112,10 @@ def test_a_log_that_ends_in_a_traceback_is_a_death_not_a_slow_start(nohup_crash,
 
 
 def test_the_checklist_shows_what_the_launcher_saw(launched):
-    from dflash_postmortem import views
+    from dflash_postmortem import tables
 
     _, inc, found = launched
-    table = views.launch_checklist(inc, found)
+    table = tables.launch_checklist(inc, found)
     crash = table[table["command"].str.contains("train_crash.log")].iloc[0]
     assert crash["process started"].endswith("(launcher)") and "PID " in crash["process started"]
     assert crash["verdict"].endswith("never came up: died in start-up")

@@ -19,7 +19,7 @@ import pytest
 import dflash_postmortem as pm
 from dflash_postmortem.timeline import impact
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 SURVIVOR = REPO / "data" / "incidents" / "h200-1gpu-survivor"
 NEVER = REPO / "data" / "incidents" / "h200-1gpu-never-trains"

@@ -69,7 +69,7 @@ host = "node18"
 
 
 def test_each_host_is_judged_against_its_own_split(tmp_path, seed_dir, bundled_dir, line_at):
-    from dflash_postmortem import views
+    from dflash_postmortem import tables
     from dflash_postmortem.timeline import impact
 
     inc = _two_hosts(tmp_path, seed_dir, bundled_dir, "target = [1]\ndrafter = [0]")
@@ -96,7 +96,7 @@ def test_each_host_is_judged_against_its_own_split(tmp_path, seed_dir, bundled_d
     assert any(t.startswith("host node18: GPU roles: observed 2 heavy + 0 light, expected 1 target + 1 drafter") for t in titles)
     idle = found[found["kind"] == "idle_allocated_gpu"]
     assert [(n["host"], n["gpu"]) for n in idle["numbers"]] == [("node17", 5)]
-    roles = views.gpu_roles(inc)
+    roles = tables.gpu_roles(inc)
     assert roles.loc[(roles["host"] == "node18") & (roles["gpu"] == 0), "expected_role"].tolist() == ["drafter"]
     assert roles.loc[(roles["host"] == "node17") & (roles["gpu"] == 7), "expected_role"].tolist() == ["drafter"]
     imp = impact(inc, found)

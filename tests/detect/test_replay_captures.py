@@ -17,7 +17,7 @@ from dflash_postmortem.detect import detect
 
 # The repository root (tests/ is one level down). Not imported from conftest: notebooks/ has
 # a conftest.py too, and pytest puts both folders on sys.path.
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 ROOT = REPO / "data" / "incidents" / "h200-2gpu-replay-full"
 

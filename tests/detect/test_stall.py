@@ -27,7 +27,7 @@ def test_stall_when_steps_stop_and_gpus_idle(seed_incident):
     assert st.iloc[0]["numbers"]["processes_alive"] >= 1
 
 
-STALL = Path(__file__).resolve().parents[1] / "data" / "incidents" / "h200-1gpu-stall"
+STALL = Path(__file__).resolve().parents[2] / "data" / "incidents" / "h200-1gpu-stall"
 
 
 @pytest.fixture(scope="module")
