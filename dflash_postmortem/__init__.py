@@ -16,7 +16,7 @@ from .loaders.ps_snapshots import load_ps_snapshots
 from .loaders.training_log import load_process_log
 from .loaders.transcript import load_shell_transcript
 from .loaders.wandb import load_wandb_run
-from .summary import what_happened
+from .text import what_happened
 from .timeline import Timeline, timeline
 
 __version__ = "0.1.0"

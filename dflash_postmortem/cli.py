@@ -9,9 +9,15 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
+import warnings
 from pathlib import Path
 
+from . import __version__, text
 from .errors import PostmortemError
+from .loaders.folder import load_incident
+from .recorder import add_record_arguments, run_record
+from .replay.launch import add_launch_arguments, run_launch
+from .replay.scenarios import add_replay_arguments, run_replay
 
 
 def _add_inspect(sub) -> None:
@@ -31,16 +37,11 @@ def _add_strict(p) -> None:
 
 
 def run_inspect(args) -> int:
-    import warnings
-
-    from .inspect_text import render_inspect
-    from .loaders.folder import load_incident
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         inc = load_incident(args.dir, timezone=args.timezone,
                             on_bad_line="raise" if args.strict else args.on_bad_line)
-    print(render_inspect(inc, verbose=args.verbose, debug=args.debug))
+    print(text.render_inspect(inc, verbose=args.verbose, debug=args.debug))
     _say_unreadable(inc.load_report)
     return 0
 
@@ -69,8 +70,7 @@ def _add_report(sub) -> None:
 
 
 def run_report(args) -> int:
-    import warnings
-
+    # Start-up time: plotly, papermill and nbconvert load only for the command that writes pages.
     from .notebook import load
     from .report import build_report, loading_cache, parse_params
 
@@ -96,39 +96,20 @@ def run_report(args) -> int:
 
 def _add_record(sub) -> None:
     p = sub.add_parser("record-gpus", help="sample GPUs and their processes through NVML into a folder")
-    try:
-        from .recorder import add_record_arguments, run_record
-    except ImportError:  # the recorder module is optional until installed with its package
-        p.set_defaults(func=lambda a: _unavailable("record-gpus"))
-        return
     add_record_arguments(p)
     p.set_defaults(func=run_record)
 
 
 def _add_replay(sub) -> None:
     p = sub.add_parser("replay", help="replay an incident scenario with the reference training loop")
-    try:
-        from .replay.scenarios import add_replay_arguments, run_replay
-    except ImportError:
-        p.set_defaults(func=lambda a: _unavailable("replay"))
-        return
     add_replay_arguments(p)
     p.set_defaults(func=run_replay)
 
 
 def _add_launch(sub) -> None:
     p = sub.add_parser("launch", help="start a command detached and verify that it really started")
-    try:
-        from .replay.launch import add_launch_arguments, run_launch
-    except ImportError:
-        p.set_defaults(func=lambda a: _unavailable("launch"))
-        return
     add_launch_arguments(p)
     p.set_defaults(func=run_launch)
-
-
-def _unavailable(name: str) -> int:
-    raise PostmortemError(f"{name} is not available in this installation")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -137,8 +118,6 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reconstruct, measure and report incidents in multi-GPU training runs.",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    from . import __version__
-
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

@@ -13,8 +13,12 @@ import os
 import pickle
 from pathlib import Path
 
+import pandas as pd
 import plotly.io as pio
 from plotly.io._base_renderers import MimetypeRenderer
+
+from .detect import detect
+from .loaders.folder import load_incident, regular_files
 
 RENDERER = "dflash"
 
@@ -38,8 +42,6 @@ class ReportRenderer(MimetypeRenderer):
 
 def setup() -> None:
     """Call once at the top of a notebook: figures render in JupyterLab and in the HTML report."""
-    import pandas as pd
-
     pio.renderers[RENDERER] = ReportRenderer()
     pio.renderers.default = RENDERER
     pd.set_option("display.max_colwidth", 160)
@@ -51,8 +53,6 @@ CACHE_ENV = "DFLASH_POSTMORTEM_CACHE"
 
 def _fingerprint(folder: Path, timezone: str | None) -> str:
     """Changes whenever an evidence file changes (the cache lives for one report or test session)."""
-    from .loaders.folder import regular_files
-
     stamp = [str(folder.resolve()), timezone or ""]
     for p, st in regular_files(folder):
         stamp.append(f"{p.relative_to(folder)}:{st.st_size}:{st.st_mtime_ns}")
@@ -68,9 +68,6 @@ def load(incident_dir: str, timezone: str = "", on_bad_line: str = "skip"):
     loading. `on_bad_line="raise"` (`--strict`) stops at the first unreadable file or line; a
     load that passes it is the same incident as a lenient one, so the cache is shared.
     """
-    from .loaders.folder import load_incident
-    from .views import find
-
     folder = Path(incident_dir)
     cache = os.environ.get(CACHE_ENV)
     path = Path(cache) / f"{_fingerprint(folder, timezone)}.pickle" if cache and folder.is_dir() else None
@@ -78,7 +75,7 @@ def load(incident_dir: str, timezone: str = "", on_bad_line: str = "skip"):
         with path.open("rb") as fh:
             return pickle.load(fh)
     inc = load_incident(folder, timezone=timezone or None, on_bad_line=on_bad_line)
-    found = (inc, find(inc))
+    found = (inc, detect(inc))
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

@@ -12,12 +12,14 @@ import json
 import os
 import re
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MissingDependencyError, PostmortemError
-from .notebook import CACHE_ENV
+from .notebook import CACHE_ENV, load
 from .redact import redact
+from .text import summary_lines
 
 NOTEBOOK_DIR = Path(os.environ.get("DFLASH_NOTEBOOKS", Path(__file__).resolve().parent.parent / "notebooks"))
 # `make setup` installs this kernelspec into the venv; elsewhere the default python3 kernel runs.
@@ -292,11 +294,7 @@ def export_static(nb, folder: Path) -> list[Path]:
 
 
 def _index_html(incident_dir: Path, pages: list[Page], redact_secrets: bool, timezone: str = "") -> str:
-    import warnings
-
-    from .notebook import load
-    from .summary import summary_lines
-
+    """The report's front page: what happened (`text.summary_lines`) and a link to every page."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         inc, findings = load(str(incident_dir), timezone)

@@ -30,7 +30,7 @@ incident_dir: str = "../data/incidents/h200-2gpu"  # folder of evidence files, o
 timezone: str = ""  # zone for sources without one (IANA name); empty means incident.toml or UTC'''
 
 LOAD = '''import dflash_postmortem as pm
-from dflash_postmortem import plots, views
+from dflash_postmortem import plots, tables, text
 from dflash_postmortem.notebook import load, setup
 
 setup()
@@ -41,21 +41,21 @@ NOTEBOOKS_SPEC = {
         ("md", "# Incident overview\n\nWhat happened, when, and what it cost: three sentences from the findings, the "
                "headline numbers, the timeline, and every source on one UTC clock in one figure."),
         ("params", PARAMETERS),
-        ("code", LOAD + "\ntl = views.timeline(inc, findings)"),
+        ("code", LOAD + "\ntl = pm.timeline(inc, findings)"),
         ("md", "## What happened"),
-        ("code", 'print("\\n".join(pm.what_happened(inc, findings, views.impact(tl))))'),
+        ("code", 'print("\\n".join(pm.what_happened(inc, findings, tl.impact)))'),
         ("md", "## Headline numbers\n\nBaseline and degraded throughput, time to detect, mitigate and recover, "
                "and what the incident cost in GPU-hours and tokens."),
-        ("code", f"{CHECK}\nprint(views.headline_text(findings))"),
-        ("code", "views.headline(findings, tl)"),
+        ("code", f"{CHECK}\nprint(text.headline_text(findings))"),
+        ("code", "tables.headline(findings, tl)"),
         ("md", "## Timeline"),
-        ("code", "views.timeline_table(tl)"),
+        ("code", "tables.timeline_table(tl)"),
         ("md", "## Everything on one clock\n\nThroughput per run, GPU memory and utilization per GPU, what was "
                "alive when, and the events and findings. Hover a marker to see the evidence line it cites "
                "(`file:line`); shaded bands are findings."),
-        ("code", "plots.plot_overview(inc, findings)"),
+        ("code", "plots.plot_overview(**tables.overview(inc, findings))"),
         ("md", "## Findings"),
-        ("code", "views.findings_table(findings)"),
+        ("code", "tables.findings_table(findings)"),
         ("md", "## What was loaded\n\nEvery file in the folder, the format it was recognised as, lines read, parsed "
                "and skipped, and the assumptions made (for example a file with no time zone)."),
         ("code", 'inc.load_report.to_frame()[["path", "format", "read", "parsed", "skipped", "rows", "start", "end", "assumptions"]]'),
@@ -65,20 +65,22 @@ NOTEBOOKS_SPEC = {
                "run's step throughput is distributed, what changed between the runs (flags, config), the warnings "
                "and errors near the change, and the root-cause candidates ranked by the evidence behind them."),
         ("params", PARAMETERS),
-        ("code", LOAD + "\nseries, segments = views.change_points(inc)"),
+        ("code", LOAD),
+        ("code", "from dflash_postmortem.detect import levels, throughput\n\n"
+                 "series = throughput.series(inc)\nsegments = throughput.segments(series)"),
         ("md", "## Change points and levels"),
-        ("code", f"{CHECK}\nprint(views.levels_text(segments))"),
-        ("code", "plots.plot_change_points(series, segments)"),
-        ("code", "views.levels(segments)"),
+        ("code", f"{CHECK}\nprint(text.levels_text(segments))"),
+        ("code", "plots.plot_change_points(series, segments, levels.band_crossings(segments))"),
+        ("code", "tables.levels(segments)"),
         ("md", "## Step throughput per run"),
         ("code", "plots.plot_throughput_distribution(series)"),
         ("md", "## What changed between the runs\n\nCommand-line flags of each launch and the runs' wandb config. "
                "Bookkeeping settings (run name, duration, PID file) are listed last."),
-        ("code", "views.config_diff(inc, findings)"),
+        ("code", "tables.config_diff(inc, findings)"),
         ("md", "## Warnings and errors near the change"),
-        ("code", "views.warnings_near(inc, findings, minutes=10)"),
+        ("code", "tables.warnings_near(inc, findings, minutes=10)"),
         ("md", "## Root-cause candidates, ranked by evidence"),
-        ("code", "views.root_causes(inc, findings)"),
+        ("code", "tables.root_causes(inc, findings)"),
     ],
     "03_failed_restart": [
         ("md", "# Did the restart come up?\n\nFor each launch, a checklist with times: process started, log created, "
@@ -87,28 +89,31 @@ NOTEBOOKS_SPEC = {
         ("params", PARAMETERS),
         ("code", LOAD),
         ("md", "## Launch checklist"),
-        ("code", f"{CHECK}\nprint(views.restart_text(findings))"),
-        ("code", "views.launch_checklist(inc, findings)"),
+        ("code", f"{CHECK}\nprint(text.restart_text(findings))"),
+        ("code", "tables.launch_checklist(inc, findings)"),
         ("md", "## Processes seen by `ps`: stale against new"),
-        ("code", "views.process_view(inc, findings)"),
+        ("code", "tables.process_view(inc, findings)"),
         ("md", "## Verdicts and evidence"),
-        ("code", "views.verdicts(findings)"),
+        ("code", "text.verdicts(findings)"),
     ],
     "04_recovery": [
         ("md", "# Did it recover, and fully?\n\nTime to recover, throughput against the baseline after the "
                "relaunch, a partial recovery and its reason, and the GPU roles incident.toml expects against what "
                "the GPUs show (memory per GPU, coloured by expected role; GPUs that hold memory but sit idle)."),
         ("params", PARAMETERS),
-        ("code", LOAD + "\nstart, end = views.recovery_window(inc, findings)"),
+        ("code", LOAD),
+        ("code", "from dflash_postmortem.detect import levels, sources\n\n"
+                 "start, end = levels.recovery_window(inc, findings)"),
         ("md", "## Recovery"),
-        ("code", f"{CHECK}\nprint(views.recovery_text(findings))"),
-        ("code", "views.recovery_table(findings)"),
-        ("code", "plots.plot_throughput(inc, baseline=views.baseline(inc, findings), recovery_fraction=inc.config.recovery_fraction)"),
+        ("code", f"{CHECK}\nprint(text.recovery_text(findings))"),
+        ("code", "tables.recovery_table(findings)"),
+        ("code", "plots.plot_throughput(sources.throughput_samples(inc), baseline=levels.baseline(inc, findings),\n"
+                 "                      recovery_fraction=inc.config.recovery_fraction)"),
         ("md", "## GPU roles: expected against observed\n\nMedian memory and utilization per GPU over the recovery "
                "window (or the last run when there is no recovery finding)."),
-        ("code", "roles = views.gpu_roles(inc, start, end)\nplots.plot_memory_by_role(roles)"),
+        ("code", "roles = tables.gpu_roles(inc, start, end)\nplots.plot_memory_by_role(roles)"),
         ("code", "roles"),
-        ("code", "views.role_findings(findings)"),
+        ("code", "tables.role_findings(findings)"),
     ],
     "05_replay_ab": [
         ("md", "# What does each knob cost?\n\nReplay runs switch suspected root causes on and off on purpose. This "
@@ -117,11 +122,12 @@ NOTEBOOKS_SPEC = {
                "spread. A run that changed several knobs at once is marked: its effect cannot be split between them."),
         ("params", PARAMETERS.replace("# folder of evidence files", "# folder of replay runs (or any incident)")
                              .replace("incidents/h200-2gpu\"", "incidents/h200-2gpu-replay-ab\"")),
-        ("code", LOAD + "\neffects = views.replay_effects(inc)"),
+        ("code", LOAD),
+        ("code", "from dflash_postmortem.detect import replay_ab\n\neffects = replay_ab.replay_effects(inc)"),
         ("md", "## Knob settings per run"),
-        ("code", "views.knob_settings(inc)"),
+        ("code", "replay_ab.knob_settings(inc)"),
         ("md", "## Measured effect on tok/s"),
-        ("code", f"{CHECK}\nprint(views.effects_text(effects))"),
+        ("code", f"{CHECK}\nprint(text.effects_text(effects))"),
         ("code", "plots.plot_replay_ab(effects)"),
         ("code", "effects"),
     ],

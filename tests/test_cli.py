@@ -62,12 +62,12 @@ def test_strict_is_one_line_and_exit_2(capsys, tmp_path, bundled_dir):
 
 
 def test_a_bug_is_one_line_without_debug_and_a_traceback_with_it(capsys, monkeypatch, bundled_dir):
-    import dflash_postmortem.inspect_text as inspect_text
+    import dflash_postmortem.text as text
 
     def broken(*a, **kw):
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setattr(inspect_text, "render_inspect", broken)
+    monkeypatch.setattr(text, "render_inspect", broken)
     assert main(["inspect", str(bundled_dir / "logs" / "smi_stream.csv")]) == 1
     err = capsys.readouterr().err
     assert "Traceback" not in err

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import dflash_postmortem as pm
-from dflash_postmortem import views
+from dflash_postmortem.detect import replay_ab
 
 # The repository root (tests/ is one level down). Not imported from conftest: notebooks/ has
 # a conftest.py too, and pytest puts both folders on sys.path.
@@ -39,10 +39,10 @@ def test_log_series_match_the_steady_state_numbers(inc):
 
 
 def test_knob_effects_group_runs_by_setting(inc):
-    knobs = views.knob_settings(inc)
+    knobs = replay_ab.knob_settings(inc)
     assert {"lm_head_mode", "linear_attn", "use_reentrant", "draft_layer_ckpt", "compile"} <= set(knobs.columns)
     assert "result_json" not in knobs.columns and "run_name" not in knobs.columns
-    eff = views.replay_effects(inc).set_index("run")
+    eff = replay_ab.replay_effects(inc).set_index("run")
     assert eff.index[0] == "baseline" and eff.loc["baseline", "vs_baseline"] == 1.0
     # one factor at a time: each run is read against the baseline, not pooled with other runs
     assert eff.loc["lm-head-trainable", "change"] == "lm_head_mode=trainable"
@@ -67,7 +67,7 @@ def test_fallback_costs_throughput_only_when_the_target_is_the_bottleneck():
     drafter_bound = pm.load_incident(AB)
     target_bound = pm.load_incident(REPO / "data" / "incidents" / "h200-2gpu-replay-ab-target-bound")
     for inc, expected in ((drafter_bound, 0.99), (target_bound, 0.82)):
-        eff = views.replay_effects(inc).set_index("run")
+        eff = replay_ab.replay_effects(inc).set_index("run")
         assert eff.loc["linear-attn-fallback", "change"] == "linear_attn=fallback"
         assert eff.loc["linear-attn-fallback", "vs_baseline"] == pytest.approx(expected, abs=0.03)
     # the reason: who waits for whom

@@ -3,7 +3,7 @@
 import pandas as pd
 
 from dflash_postmortem import Incident, timeline
-from dflash_postmortem.timeline import format_for_terminal, impact
+from dflash_postmortem.timeline import impact
 
 
 def test_bundled_timeline_order_and_impact(bundled_incident, bundled_findings):
@@ -34,11 +34,6 @@ def test_seed_impact(seed_incident, seed_findings):
     assert 4.0 < i["gpu_hours_lost"] < 6.0
 
 
-def test_terminal_text(seed_incident, seed_findings):
-    text = format_for_terminal(seed_incident, seed_findings)
-    assert "failed_restart" in text and "time to detect 1h11m" in text and "GPU-hours lost" in text
-
-
 def test_no_findings_no_timeline():
     tl = timeline(Incident())
     assert tl.events.empty and tl.impact["first_sign"] is None and tl.impact["gpu_hours_lost"] is None
@@ -54,7 +49,7 @@ def test_a_stall_is_recovered_when_training_steps_again():
 
     import dflash_postmortem as pm
     from dflash_postmortem.detect import detect
-    from dflash_postmortem.summary import what_happened
+    from dflash_postmortem.text import what_happened
     from dflash_postmortem.timeline import impact
 
     with warnings.catch_warnings():

@@ -1,5 +1,6 @@
-"""Throughput levels as a reader weighs them: the baseline, the level changes that cross its
-band, and the stretch the incident ended in (the window to judge the GPUs on).
+"""Throughput levels as a reader weighs them: the baseline, the regression and the recovery that
+name the levels, the level changes that cross the baseline's band, and the stretch the incident
+ended in (the window to judge the GPUs on).
 
 The level segments themselves are the throughput detector's (`throughput.segments`); this module
 picks out of them what a page names.
@@ -31,9 +32,20 @@ def _first(findings: pd.DataFrame, kind: str) -> pd.Series | None:
     return None if hit.empty else hit.iloc[0]
 
 
+def regression(findings: pd.DataFrame) -> pd.Series | None:
+    """The first throughput regression finding: the baseline and degraded levels a page names."""
+    return _first(findings, "throughput_regression")
+
+
+def recovery(findings: pd.DataFrame) -> pd.Series | None:
+    """The first recovery finding, else the first partial recovery: the level the job came back to."""
+    found = _first(findings, "recovery")
+    return found if found is not None else _first(findings, "partial_recovery")
+
+
 def baseline(inc: Incident, findings: pd.DataFrame) -> float | None:
     """The throughput baseline: the regression finding's, else incident.toml's expected_tok_per_s."""
-    reg = _first(findings, "throughput_regression")
+    reg = regression(findings)
     return reg["numbers"]["baseline_tok_per_s"] if reg is not None else inc.config.expected_tok_per_s
 
 
