@@ -2,15 +2,19 @@
 every format's sniffer, in the order below (a tie between two sniffers goes to the first).
 """
 
+# The order of these imports is the registry's: kept out of import sorting.
+# isort: off
 from . import (  # noqa: F401  (importing registers each family's formats)
     nvidia_smi,
     pid_file,
+    training_log,
     ps_snapshots,
     replay_results,
-    training_log,
     transcript,
+    kernel_log,
     wandb,
 )
+# isort: on
 from .registry import FORMATS, Format, LoadContext, register, sniff
 
 __all__ = ["FORMATS", "Format", "LoadContext", "register", "sniff"]

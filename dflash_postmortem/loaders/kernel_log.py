@@ -1,8 +1,8 @@
 """Kernel messages pasted on their own (dmesg, `dmesg -T`, `dmesg --time-format iso`,
-journalctl -k, /var/log/syslog or kern.log): how to recognise them. The OOM killer's choices and
-kills, NVIDIA Xid errors and GPUs that fell off the bus become events through the transcript
-loader (process_control.py reads the lines), which registers this format beside its own; lines
-that state none of these are counted as skipped.
+journalctl -k, /var/log/syslog or kern.log). The OOM killer's choices and kills, NVIDIA Xid errors
+and GPUs that fell off the bus become events: the file is read like a terminal session without
+prompts, by the transcript loader (`transcript/process_control.py` reads the lines); lines that
+state none of these are counted as skipped.
 """
 
 from __future__ import annotations
@@ -10,8 +10,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..incident import Incident
+from . import registry
+from .registry import LoadContext
 from .terminal import match_prompt, screen_text
 from .transcript import process_control
+from .transcript.shell_transcript import load_transcript
 
 FORMAT = "kernel-log"
 _KERNEL_PREFIX = re.compile(r"^\s*(?:<\d+>)?\[\s*\d+\.\d+\]|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}\]"
@@ -30,3 +34,11 @@ def sniff_kernel_log(path: Path, head: bytes) -> float:
         return 0.0
     prefixed = sum(1 for ln in lines if _KERNEL_PREFIX.match(ln))
     return 0.8 if prefixed / len(lines) >= 0.3 else 0.45
+
+
+@registry.format(
+    FORMAT, sniff=sniff_kernel_log, phase=1,
+    doc="kernel messages (dmesg, dmesg -T, journalctl -k, syslog): OOM kills, NVIDIA Xid errors, GPUs off the bus",
+)
+def load_kernel_log(path: Path, ctx: LoadContext) -> Incident:
+    return load_transcript(path, ctx, fmt=FORMAT, loose="kernel log line with no process fact")

@@ -14,7 +14,8 @@ import pandas as pd
 
 from ..errors import SourceFormatError
 from ..incident import Incident, from_frames
-from .registry import Format, LoadContext, register
+from . import registry
+from .registry import LoadContext
 
 _PID = re.compile(rb"^\s*(\d{1,10})\s*$")
 MAX_PID = 2**31 - 1  # Linux pid_max is at most 2**22: a larger number is not a process id
@@ -24,6 +25,7 @@ def sniff_pid_file(path: Path, head: bytes) -> float:
     return 0.6 if len(head) <= 24 and _PID.match(head) else 0.0
 
 
+@registry.format("pid-file", sniff=sniff_pid_file, phase=1, doc="a PID file: one process id; the file name names the run")
 def load_pid_file(path: Path, ctx: LoadContext) -> Incident:
     path = Path(path)
     rep = ctx.report(path, "pid-file")
@@ -54,12 +56,3 @@ def load_pid_file(path: Path, ctx: LoadContext) -> Incident:
     # A NaT in an object column cannot be cast to a zoned dtype: build the column typed.
     events.insert(0, "time", pd.Series([time], dtype="datetime64[us, UTC]"))
     return from_frames(rep, events=events)
-
-
-register(Format(
-    name="pid-file",
-    sniff=sniff_pid_file,
-    load=load_pid_file,
-    doc="a PID file: one process id; the file name names the run",
-    phase=1,
-))

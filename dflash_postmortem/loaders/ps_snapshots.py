@@ -21,8 +21,9 @@ import pandas as pd
 from .. import align
 from ..errors import SourceFormatError
 from ..incident import from_frames
+from . import registry
 from .clock_text import parse_date_line, parse_wall_clock
-from .registry import Format, LoadContext, register
+from .registry import LoadContext
 from .terminal import is_prompt, match_prompt, screen_text
 
 # ps/top header names -> our column. Only the command column and LSTART may contain spaces.
@@ -384,6 +385,30 @@ def read_listing(lines: list[str], first_line: int, snap, ctx: LoadContext, rep,
     return rows, n_snaps
 
 
+def sniff_ps(path: Path, head: bytes) -> float:
+    text = head.decode("utf-8", "replace")
+    lines = [screen_text(ln) for ln in text.splitlines()[:300]]
+    lines = [ln for ln in lines if ln.strip()]
+    if not lines:
+        return 0.0
+    headers = sum(1 for ln in lines if _header(ln))
+    rows = sum(1 for ln in lines if _AUX_ROW.match(ln) or _EF_ROW.match(ln))
+    # A terminal session that runs other commands too (kill, nvidia-smi) is a transcript: it
+    # reads the listings inside it as well.
+    prompts = [ln for ln in lines if is_prompt(ln)]
+    if len(prompts) >= 2 and any(not re.search(r"\b(?:ps|top|pgrep)\b", p) for p in prompts):
+        return 0.3
+    if headers and len(lines) > headers:
+        return 0.9
+    if rows and rows / len(lines) >= 0.5:
+        return 0.8
+    return 0.0
+
+
+@registry.format(
+    "ps-snapshots", sniff=sniff_ps,
+    doc="ps aux / -ef / -eo ... / --forest / BusyBox / macOS, top -b: single or repeated snapshots",
+)
 def load_ps(path: Path, ctx: LoadContext):
     path = Path(path)
     rep = ctx.report(path, "ps-snapshots")
@@ -506,31 +531,3 @@ def load_ps_snapshots(path, *, timezone: str = "UTC", host: str | None = None, d
         date = dt.date.fromisoformat(date)
     ctx = LoadContext(timezone=timezone, host=host, date=date, on_bad_line=on_bad_line)
     return load_ps(Path(path), ctx)
-
-
-def sniff_ps(path: Path, head: bytes) -> float:
-    text = head.decode("utf-8", "replace")
-    lines = [screen_text(ln) for ln in text.splitlines()[:300]]
-    lines = [ln for ln in lines if ln.strip()]
-    if not lines:
-        return 0.0
-    headers = sum(1 for ln in lines if _header(ln))
-    rows = sum(1 for ln in lines if _AUX_ROW.match(ln) or _EF_ROW.match(ln))
-    # A terminal session that runs other commands too (kill, nvidia-smi) is a transcript: it
-    # reads the listings inside it as well.
-    prompts = [ln for ln in lines if is_prompt(ln)]
-    if len(prompts) >= 2 and any(not re.search(r"\b(?:ps|top|pgrep)\b", p) for p in prompts):
-        return 0.3
-    if headers and len(lines) > headers:
-        return 0.9
-    if rows and rows / len(lines) >= 0.5:
-        return 0.8
-    return 0.0
-
-
-register(Format(
-    name="ps-snapshots",
-    sniff=sniff_ps,
-    load=load_ps,
-    doc="ps aux / -ef / -eo ... / --forest / BusyBox / macOS, top -b: single or repeated snapshots",
-))

@@ -1,4 +1,5 @@
-"""The format registry: each loader module registers how to recognise its files by content.
+"""The format registry: each loader module registers how to recognise its files by content, with
+`@registry.format(name, sniff=..., doc=...)` on its loader function.
 
 `load_incident` asks every registered sniffer about every file (or folder, for formats that are
 folders, such as a wandb run) and hands the file to the most confident one. File names are never
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,6 +112,31 @@ def register(fmt: Format) -> Format:
     return fmt
 
 
+def format(
+    name: str, *, sniff: Callable[[Path, bytes], float], doc: str, folder: bool = False, phase: int = 0,
+) -> Callable[[Callable[[Path, LoadContext], object]], Callable[[Path, LoadContext], object]]:
+    """Register the decorated loader as format `name`, recognised by `sniff`.
+
+    Every format is registered this way, when its module is imported: `loaders/__init__.py`
+    imports each family in turn, so the order of FORMATS (which breaks ties between sniffers) is
+    the order of those imports. A loader that reads several formats alike carries one decorator
+    each; stacked decorators apply from the bottom up, so the one next to the function registers
+    first.
+    """
+
+    def register_loader(load: Callable[[Path, LoadContext], object]) -> Callable[[Path, LoadContext], object]:
+        register(Format(name=name, sniff=sniff, load=load, doc=doc, folder=folder, phase=phase))
+        return load
+
+    return register_loader
+
+
+def formats_of(module: str) -> list[Format]:
+    """The formats whose loaders live in `module` or below it (a family's package), in
+    registration order: what a family's own entry point chooses among."""
+    return [f for f in FORMATS.values() if f.load.__module__ == module or f.load.__module__.startswith(module + ".")]
+
+
 def read_head(path: Path) -> bytes:
     with open(path, "rb") as f:
         return f.read(SNIFF_BYTES)
@@ -127,17 +153,19 @@ def is_valid_name(path: Path) -> bool:
 
 def sniff(
     path: Path, head: bytes | None = None, *, failures: list | None = None,
+    among: Iterable[Format] | None = None,
 ) -> tuple[Format | None, float]:
     """The most confident format for `path` and its confidence (ties: first registered).
 
     A sniffer that raises counts as "not this format"; with `failures`, each such sniffer's name
-    and exception are appended to it, so the caller can report the bug.
+    and exception are appended to it, so the caller can report the bug. `among` restricts the
+    choice to some formats (a family's own entry point), in registration order.
     """
     folder = path.is_dir()
     if head is None:
         head = b"" if folder else read_head(path)
     best, best_score = None, 0.0
-    for fmt in FORMATS.values():
+    for fmt in FORMATS.values() if among is None else among:
         if fmt.folder != folder:
             continue
         try:

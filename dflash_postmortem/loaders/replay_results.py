@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ..errors import SourceFormatError
 from ..incident import Incident, RunInfo
-from .registry import Format, LoadContext, register
+from . import registry
+from .registry import LoadContext
 
 # Measured numbers the A/B script writes per run; kept as the run's summary.
 SUMMARY_KEYS = (
@@ -28,6 +29,10 @@ def sniff_ab_results(path: Path, head: bytes) -> float:
     return 0.9 if b'"environment"' in head and b'"results"' in head and b'"config"' in head else 0.0
 
 
+@registry.format(
+    "replay-ab-results", sniff=sniff_ab_results,
+    doc="benchmarks/replay_ab_gpu.py's ab_results.json: knob settings and numbers per replay run",
+)
 def load_ab_results(path: Path, ctx: LoadContext) -> Incident:
     rep = ctx.report(path, "replay-ab-results", unit="record")
     try:
@@ -54,11 +59,3 @@ def load_ab_results(path: Path, ctx: LoadContext) -> Incident:
         rep.notes.append(f"measured on {', '.join(env.get('gpus', [])) or 'CPU'} with torch {env.get('torch', '?')}")
     inc.load_report.add(rep)
     return inc
-
-
-register(Format(
-    name="replay-ab-results",
-    sniff=sniff_ab_results,
-    load=load_ab_results,
-    doc="benchmarks/replay_ab_gpu.py's ab_results.json: knob settings and numbers per replay run",
-))

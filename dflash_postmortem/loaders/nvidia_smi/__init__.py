@@ -1,9 +1,14 @@
 """nvidia-smi captures in every form, and the NVML recorder's output: one entry point
-(`load_nvidia_smi`) and the registration of each form's sniffer for `load_incident`.
+(`load_nvidia_smi`), which picks the form by the registry's own sniffing among this family's
+formats.
 
-The forms live in their own modules: query_csv (query CSV), table (default table), dmon
-(dmon and pmon), smi_q (`-q` text), q_xml (`-q -x`), gpu_list (`-L`), gpu_errors (error output),
-nvml_recording (what `record-gpus` writes).
+Each form is a loader module registered when this package is imported, in this order (a tie
+between two sniffers goes to the first): query_csv (query CSV), table (default table), dmon (dmon
+and pmon), q_text (`-q` text), q_xml (`-q -x`), gpu_list (`-L`), error_output (error output),
+nvml_recording (what `record-gpus` writes). The rest is what the forms share: fields (the field
+table and value parsing), paste (captures as people save them), times (timestamp forms),
+gpu_errors (error lines and GPU error states), table_lines (the table's lines, also found inside
+other captures).
 """
 
 from __future__ import annotations
@@ -15,49 +20,21 @@ from pathlib import Path
 from ...config import check_timezone
 from ...errors import SourceFormatError
 from .. import encoding
-from ..registry import FORMATS, Format, LoadContext, read_head, register
-from . import dmon, gpu_errors, gpu_list, nvml_recording, q_text, q_xml, query_csv, table
+from ..registry import LoadContext, formats_of, read_head, sniff
 
-SMI_FORMATS = [
-    register(Format(
-        name=query_csv.FORMAT, sniff=query_csv.sniff, load=query_csv.load,
-        doc="nvidia-smi --query-gpu=... / --query-compute-apps=... --format=csv[,noheader][,nounits], "
-            "snapshots and -l/-lms streams",
-    )),
-    register(Format(
-        name=table.FORMAT, sniff=table.sniff, load=table.load,
-        doc="nvidia-smi default table view (all generations), with its processes block",
-    )),
-    # dmon/pmon may carry only a time of day: phase 1 borrows the date from the other sources.
-    register(Format(
-        name=dmon.DMON, sniff=dmon.sniff_dmon, load=dmon.load, phase=1,
-        doc="nvidia-smi dmon (any -s selection, -o D/T/DT or none)",
-    )),
-    register(Format(
-        name=dmon.PMON, sniff=dmon.sniff_pmon, load=dmon.load, phase=1,
-        doc="nvidia-smi pmon (per-process utilization and framebuffer memory)",
-    )),
-    register(Format(
-        name=q_text.FORMAT, sniff=q_text.sniff, load=q_text.load,
-        doc="nvidia-smi -q [-d ...] text report",
-    )),
-    register(Format(
-        name=q_xml.FORMAT, sniff=q_xml.sniff, load=q_xml.load,
-        doc="nvidia-smi -q -x XML report",
-    )),
-    register(Format(
-        name=gpu_list.FORMAT, sniff=gpu_list.sniff, load=gpu_list.load,
-        doc="nvidia-smi -L: GPU index, name and UUID (and MIG devices)",
-    )),
-    register(Format(
-        name="nvidia-smi-error", sniff=gpu_errors.sniff_errors, load=gpu_errors.load_errors,
-        doc="nvidia-smi error output (driver unreachable, no devices, NVML mismatch, GPU lost)",
-    )),
-    register(Format(
-        name=nvml_recording.FORMAT, sniff=nvml_recording.sniff, load=nvml_recording.load,
-        doc="JSON Lines written by dflash-postmortem record-gpus (NVML samples and processes)",
-    )),
-]
+# Importing a form's module registers it: the order here is the registry's, kept out of sorting.
+# isort: off
+from . import (  # noqa: F401
+    query_csv,
+    table,
+    dmon,
+    q_text,
+    q_xml,
+    gpu_list,
+    error_output,
+    nvml_recording,
+)
+# isort: on
 
 
 def load_nvidia_smi(
@@ -97,13 +74,10 @@ def _load(path: Path, head: bytes, ctx: LoadContext, fields: list[str] | None):
         # A field list only means something for a header-less query CSV.
         ctx.options = {"fields": list(fields)}
         return query_csv.load(path, ctx)
-    best, score = None, 0.0
-    for fmt in FORMATS.values():
-        if fmt.folder or not (fmt.name.startswith("nvidia-smi") or fmt.name.startswith("nvml")):
-            continue
-        s = fmt.sniff(path, head)
-        if s > score:
-            best, score = fmt, s
+    failures: list = []
+    best, _ = sniff(path, head, among=formats_of(__name__), failures=failures)
+    if failures:
+        raise failures[0][1]  # a sniffer that fails is a bug: show it rather than pick another form
     if best is None:
         if not head.strip():
             return query_csv.load(path, ctx)

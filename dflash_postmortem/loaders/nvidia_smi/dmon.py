@@ -18,6 +18,7 @@ import pandas as pd
 
 from ... import align
 from ...incident import from_frames
+from .. import registry
 from ..registry import LoadContext
 from .fields import (
     DMON_COLUMNS,
@@ -73,6 +74,10 @@ def sniff_pmon(path: Path, head: bytes) -> float:
     return 0.9 if _columns(content[0][1]) else 0.85
 
 
+# dmon/pmon may carry only a time of day: phase 1 borrows the date from the other sources. (The
+# decorator next to the function registers first: dmon, then pmon.)
+@registry.format(PMON, sniff=sniff_pmon, phase=1, doc="nvidia-smi pmon (per-process utilization and framebuffer memory)")
+@registry.format(DMON, sniff=sniff_dmon, phase=1, doc="nvidia-smi dmon (any -s selection, -o D/T/DT or none)")
 def load(path: Path, ctx: LoadContext):
     paste = read_paste(path)
     cols = _header(paste.content()) or []

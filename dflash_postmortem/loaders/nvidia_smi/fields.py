@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ... import align
+
 
 @dataclass(frozen=True)
 class Field:
@@ -369,8 +371,6 @@ def join_states(odd: dict[str, pd.Series], index) -> pd.Series:
 def snapshot_frame(rows: list[dict], ctx, rep) -> pd.DataFrame:
     """Rows read from a snapshot form (table, -q, XML, -L) -> a frame with UTC times, host,
     source and `state` (what was printed instead of a value); an empty list gives an empty frame."""
-    from ... import align
-
     for r in rows:
         r["state"] = state_text(r.pop("_odd", {}))
         for k in [k for k in r if k.startswith("_")]:

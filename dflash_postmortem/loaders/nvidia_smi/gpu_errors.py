@@ -3,8 +3,9 @@ that fell off the bus, WSL refusing access, the tool itself missing) and the GPU
 in an error state (`ERR!`, `[GPU is lost]`, `[Unknown Error]`). These are evidence, so they become
 `events` rows, never crashes.
 
-Error lines are read on whole files (a capture that holds only the error, with the prompt that
-ran it) and line by line inside other forms (a `-l` stream whose GPU was lost half-way through).
+Error lines are read on whole files (`error_output`: a capture that holds only the error, with the
+prompt that ran it) and line by line inside other forms (a `-l` stream whose GPU was lost half-way
+through).
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ...incident import from_frames
 from ..registry import LoadContext
 from .fields import LOST, is_gpu_error
-from .paste import COMMAND, read_paste, unwrap_head
 
 _BUS = r"[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f]+"
 # (name, pattern) -- the name goes to the `smi_error` column; `kind` is gpu_lost or gpu_error.
@@ -184,42 +183,3 @@ def _error_part(state: str) -> str:
     """Only the error fields of a state text ("power_w=ERR!; fan_pct=ERR!"), N/A ones left out."""
     parts = [p for p in state.split("; ") if is_gpu_error(p.split("=", 1)[-1])]
     return "; ".join(parts) or state
-
-
-def sniff_errors(path, head: bytes) -> float:
-    """A short file whose content (prompt lines and fences aside) starts with an error message,
-    or in which nvidia-smi was run and answered with one."""
-    paste = unwrap_head(head)
-    content = paste.content()
-    if not content or len(content) > 50:
-        return 0.0
-    first = [i for i, s in content if match_error(s, i) is not None]
-    if not first:
-        return 0.0
-    before = [k for k in range(first[0] - 1) if paste.lines[k].strip()]
-    if first[0] == content[0][0] or (before and paste.wrapping[before[-1]] == COMMAND):
-        return 0.9
-    return 0.6 if len(first) * 4 >= len(content) else 0.0
-
-
-def load_errors(path, ctx: LoadContext):
-    """A file holding only nvidia-smi error output (what a cron job captured instead of a table),
-    with the prompt lines and fences of a paste around it."""
-    rep = ctx.report(path, "nvidia-smi-error")
-    paste = read_paste(path)
-    rep.read = len(paste.lines)
-    found = ErrorLines()
-    for i, (text, wrap) in enumerate(zip(paste.lines, paste.wrapping, strict=True), start=1):
-        if wrap is not None or not text.strip():
-            rep.skip(i, wrap or "blank line")
-            found.end()
-        elif found.feed(text, i):
-            rep.parsed += 1
-        else:
-            # A paste's prose, a prompt's path line, `docker pull` progress: not nvidia-smi's.
-            rep.skip(i, "text around the error output")
-    errors = found.errors
-    paste.note(rep)
-    if errors:
-        rep.assume("error output carries no time: events have no time")
-    return from_frames(rep, events=events_frame(errors, ctx, rep.path))

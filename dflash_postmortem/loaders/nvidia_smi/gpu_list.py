@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from ...incident import from_frames
+from .. import registry
 from ..registry import LoadContext
 from .fields import QUERY_FIELDS, put, snapshot_frame
 from .gpu_errors import ErrorLines, events_frame, match_error
@@ -40,6 +41,7 @@ def sniff(path: Path, head: bytes) -> float:
     return 0.95 if listed[0] == 0 else 0.8
 
 
+@registry.format(FORMAT, sniff=sniff, doc="nvidia-smi -L: GPU index, name and UUID (and MIG devices)")
 def load(path: Path, ctx: LoadContext):
     rep = ctx.report(path, FORMAT)
     paste = read_paste(path)

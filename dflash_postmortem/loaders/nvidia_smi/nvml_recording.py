@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...incident import from_frames
+from .. import registry
 from ..registry import LoadContext
 
 FORMAT = "nvml-recording"
@@ -25,6 +26,10 @@ def sniff(path: Path, head: bytes) -> float:
     return 0.98 if first.startswith(b'{"record":"start"') and b'"driver"' in first else 0.0
 
 
+@registry.format(
+    FORMAT, sniff=sniff,
+    doc="JSON Lines written by dflash-postmortem record-gpus (NVML samples and processes)",
+)
 def load(path: Path, ctx: LoadContext):
     rep = ctx.report(path, FORMAT)
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ... import align
 from ...incident import from_frames
+from .. import registry
 from ..registry import LoadContext
 from .fields import (
     Q_TEXT_FIELDS,
@@ -54,6 +55,7 @@ def sniff(path: Path, head: bytes) -> float:
     return 0.0
 
 
+@registry.format(FORMAT, sniff=sniff, doc="nvidia-smi -q [-d ...] text report")
 def load(path: Path, ctx: LoadContext):
     rep = ctx.report(path, FORMAT)
     paste = read_paste(path)

@@ -17,6 +17,7 @@ from pathlib import Path
 from ... import align
 from ...errors import SourceFormatError
 from ...incident import from_frames
+from .. import registry
 from ..registry import LoadContext
 from .fields import (
     QUERY_FIELDS,
@@ -40,6 +41,7 @@ def sniff(path: Path, head: bytes) -> float:
     return 0.95 if at < 4096 else 0.8
 
 
+@registry.format(FORMAT, sniff=sniff, doc="nvidia-smi -q -x XML report")
 def load(path: Path, ctx: LoadContext):
     rep = ctx.report(path, FORMAT)
     with open(path, encoding="utf-8", errors="replace", newline="") as f:

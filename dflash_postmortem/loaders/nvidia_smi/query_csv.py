@@ -21,10 +21,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyarrow import csv
 
 from ... import align, schema
 from ...errors import SourceFormatError
 from ...incident import from_frames
+from .. import registry
 from ..registry import LoadContext
 from .fields import (
     APPS_FIELDS,
@@ -45,8 +49,7 @@ from .fields import (
 )
 from .gpu_errors import ErrorLines, events_frame, match_error, state_events
 from .paste import COMMAND, Paste, read_paste, unwrap_head
-from .table import VERSION_MARK as _TABLE_VERSION
-from .table import parse_table_lines
+from .table_lines import VERSION_MARK, parse_table_lines
 from .times import parse_times
 
 FORMAT = "nvidia-smi-query-csv"
@@ -161,6 +164,11 @@ def resolve_fields(header: list[str]) -> tuple[list[Field], list[str]]:
     return out, notes
 
 
+@registry.format(
+    FORMAT, sniff=sniff,
+    doc="nvidia-smi --query-gpu=... / --query-compute-apps=... --format=csv[,noheader][,nounits], "
+        "snapshots and -l/-lms streams",
+)
 def load(path: Path, ctx: LoadContext):
     rep = ctx.report(path, FORMAT)
     with open(path, "rb") as f:
@@ -215,9 +223,6 @@ def read_fast(path: Path, header: list[str], ctx: LoadContext, rep):
     stripping, and each column built once in its final dtype (the multi-day streams are millions
     of rows, so every extra copy shows in time and peak memory). Returns None, leaving `rep`
     untouched, when a line is not a sample of the header's fields."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    from pyarrow import csv
 
     fields, notes = resolve_fields(header)
     names = [f"c{i}" for i in range(len(header))]
@@ -289,8 +294,6 @@ def _parse_column(raw: list, i: int, f: Field, ctx: LoadContext):
     was not one (or None when all were), the form times were read in when not nvidia-smi's); None
     when the column cannot be read this way (the line path then names the lines). Drops the raw
     text as soon as it is parsed (peak memory)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     col, raw[i] = raw[i], None
     try:
@@ -327,8 +330,6 @@ def _parse_column(raw: list, i: int, f: Field, ctx: LoadContext):
 def _numbers(col, f: Field):
     """Text of a number column (" 87012 MiB", " 0", " [N/A]") -> (float64 array, the printed text
     where a value was not a number or None when all were); int columns are cast on from there."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     suffix = " " + f.unit if f.unit else ""
     # nvidia-smi writes ", " between fields and, without `nounits`, " unit" after each number:
@@ -359,14 +360,12 @@ def _numbers(col, f: Field):
 @lru_cache(maxsize=1)
 def _error_texts():
     """What a GPU that did not answer prints, bare or in brackets, as an Arrow value set."""
-    import pyarrow as pa
 
     return pa.array(sorted(GPU_ERRORS | {f"[{t}]" for t in GPU_ERRORS}))
 
 
 def _all_missing(dtype: str, n: int):
     """A column of `n` missing values in its canonical dtype, without an n-long Python list."""
-    import pyarrow as pa
 
     if dtype == schema.FLOAT:
         return np.full(n, np.nan)
@@ -390,8 +389,6 @@ def fixed_times(col) -> np.ndarray | None:
     byte matrix: the separators are checked column by column, the two slashes become dashes, and
     Arrow's ISO-8601 cast (which checks digits and ranges, Feb 30 included) parses the rest in C.
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     parts = []
     for arr in pa.chunked_array(col).chunks:
@@ -537,7 +534,7 @@ def read_lines(path: Path, paste, ctx: LoadContext, rep):
 def _table_lines(paste) -> set[int]:
     """Lines of default nvidia-smi tables in a capture that is mostly CSV (a job's stdout: the
     table, then a query stream): its `|`/`+` lines and the timestamp line above each table."""
-    if not any(_TABLE_VERSION in s for s in paste.lines):
+    if not any(VERSION_MARK in s for s in paste.lines):
         return set()
     found: set[int] = set()
     above = None

@@ -16,6 +16,7 @@ crash, records glued on one line are all read as far as they go.
 from __future__ import annotations
 
 import ast
+import datetime as dt
 import html
 import re
 import tempfile
@@ -28,10 +29,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...config import IncidentConfig
 from ...incident import from_frames
 from ...load_report import FileReport
-from .. import encoding
-from ..registry import Format, LoadContext, read_head, register
+from .. import encoding, registry
+from ..registry import LoadContext, read_head
 from . import patterns as lp
 from .blocks import MAX_EVENT_CHARS, NOT_MINE, TAKE_LAST, FailureTable, TracebackBlock
 from .times import Calendar, Stamp, find_stamp, resolve_times
@@ -770,58 +772,6 @@ def settle_runs(cols: dict[str, list], scanner: LogScanner, stem: str, rep: File
         rep.assume(f"rows before the first [run] tag are given the first tag that follows, {run!r}")
 
 
-def load_log(path: Path, ctx: LoadContext):
-    """Format loader: one training log -> Incident with metrics and events."""
-    path = Path(path)
-    rep = ctx.report(path, "training-log")
-    run, from_name = default_run(path, ctx)
-    patterns = lp.user_patterns(ctx.config.patterns, str(ctx.config.path or "incident.toml")) if ctx.config else ()
-    scanner = LogScanner(path, rep, patterns=patterns, default_run=None if from_name else run)
-    rows = Rows()
-    for part in scanner.scan():
-        _merge(rows, part)
-    metric_cols, event_cols = rows.metrics, rows.events
-    settle_runs(metric_cols, scanner, run, rep)
-    settle_runs(event_cols, scanner, run, rep)
-    metrics = _frame(metric_cols, rep, ctx, scanner)
-    events = _frame(event_cols, rep, ctx, scanner)
-    metrics = metrics.drop(columns=["ref", "host"]).assign(ref=metrics["ref"])
-    events = events.astype({c: "Int64" for c in lp.EVENT_INT_COLUMNS if c in events.columns})
-    metrics = metrics.astype({"step": "Int64", "rank": "Int64"})
-    return from_frames(rep, metrics=metrics, events=events)
-
-
-def load_process_log(path, *, timezone: str = "UTC", host: str | None = None, run: str | None = None,
-                     date=None, patterns: list[dict] | None = None, on_bad_line: str = "warn"):
-    """Read a training log (stdout/stderr of a trainer) into metrics and events.
-
-    `run` names lines that carry no run tag (default: the file's stem); `date` completes
-    time-of-day or month-day timestamps; `patterns` adds throughput patterns in the
-    incident.toml `[[patterns]]` form.
-    """
-    from ...config import IncidentConfig
-
-    cfg = IncidentConfig(patterns=list(patterns or []))
-    if isinstance(date, str):
-        import datetime as dt
-
-        date = dt.date.fromisoformat(date)
-    ctx = LoadContext(timezone=timezone, host=host, on_bad_line=on_bad_line, config=cfg, date=date)
-    if run:
-        ctx.options = {"run": run}
-    path = Path(path)
-    enc = encoding.detect(read_head(path))
-    if enc.codec == "utf-8" and not enc.bom:
-        return load_log(path, ctx)  # NUL runs are removed and counted by the scanner itself
-    # UTF-16 from PowerShell, a BOM: read a UTF-8 copy, as load_incident does, named as the original
-    with tempfile.TemporaryDirectory(prefix="dflash-transcoded-") as scratch:
-        copy = encoding.transcode(path, Path(scratch) / path.name, enc).path
-        ctx.aliases = {copy: path}
-        inc = load_log(copy, ctx)
-    inc.load_report.files[0].assume(enc.describe())
-    return inc
-
-
 # -- sniffing ---------------------------------------------------------------------------------
 # Lines only a training run's output holds: one of them makes a file a training log.
 _STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring input", "torch.distributed.elastic",
@@ -882,9 +832,54 @@ def _sniff_metric(body: str) -> bool:
     return any(k in body for k in _BAR_KW) and lp.BAR.search(body) is not None
 
 
-register(Format(
-    name="training-log",
-    sniff=sniff_log,
-    load=load_log,
+# -- loading ----------------------------------------------------------------------------------
+@registry.format(
+    "training-log", sniff=sniff_log,
     doc="a trainer's stdout/stderr: throughput/loss lines, stages, warnings, tracebacks, NCCL and torchrun errors",
-))
+)
+def load_log(path: Path, ctx: LoadContext):
+    """Format loader: one training log -> Incident with metrics and events."""
+    path = Path(path)
+    rep = ctx.report(path, "training-log")
+    run, from_name = default_run(path, ctx)
+    patterns = lp.user_patterns(ctx.config.patterns, str(ctx.config.path or "incident.toml")) if ctx.config else ()
+    scanner = LogScanner(path, rep, patterns=patterns, default_run=None if from_name else run)
+    rows = Rows()
+    for part in scanner.scan():
+        _merge(rows, part)
+    metric_cols, event_cols = rows.metrics, rows.events
+    settle_runs(metric_cols, scanner, run, rep)
+    settle_runs(event_cols, scanner, run, rep)
+    metrics = _frame(metric_cols, rep, ctx, scanner)
+    events = _frame(event_cols, rep, ctx, scanner)
+    metrics = metrics.drop(columns=["ref", "host"]).assign(ref=metrics["ref"])
+    events = events.astype({c: "Int64" for c in lp.EVENT_INT_COLUMNS if c in events.columns})
+    metrics = metrics.astype({"step": "Int64", "rank": "Int64"})
+    return from_frames(rep, metrics=metrics, events=events)
+
+
+def load_process_log(path, *, timezone: str = "UTC", host: str | None = None, run: str | None = None,
+                     date=None, patterns: list[dict] | None = None, on_bad_line: str = "warn"):
+    """Read a training log (stdout/stderr of a trainer) into metrics and events.
+
+    `run` names lines that carry no run tag (default: the file's stem); `date` completes
+    time-of-day or month-day timestamps; `patterns` adds throughput patterns in the
+    incident.toml `[[patterns]]` form.
+    """
+    cfg = IncidentConfig(patterns=list(patterns or []))
+    if isinstance(date, str):
+        date = dt.date.fromisoformat(date)
+    ctx = LoadContext(timezone=timezone, host=host, on_bad_line=on_bad_line, config=cfg, date=date)
+    if run:
+        ctx.options = {"run": run}
+    path = Path(path)
+    enc = encoding.detect(read_head(path))
+    if enc.codec == "utf-8" and not enc.bom:
+        return load_log(path, ctx)  # NUL runs are removed and counted by the scanner itself
+    # UTF-16 from PowerShell, a BOM: read a UTF-8 copy, as load_incident does, named as the original
+    with tempfile.TemporaryDirectory(prefix="dflash-transcoded-") as scratch:
+        copy = encoding.transcode(path, Path(scratch) / path.name, enc).path
+        ctx.aliases = {copy: path}
+        inc = load_log(copy, ctx)
+    inc.load_report.files[0].assume(enc.describe())
+    return inc

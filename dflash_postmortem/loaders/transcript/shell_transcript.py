@@ -37,11 +37,11 @@ from ...commands import (
 )
 from ...errors import SourceFormatError
 from ...incident import Incident, from_frames
+from .. import registry
 from ..clock_text import WallClock, parse_wall_clock
-from ..kernel_log import FORMAT as KERNEL_FORMAT
-from ..kernel_log import sniff_kernel_log
+from ..nvidia_smi import load_nvidia_smi
 from ..ps_snapshots import lifetimes, read_listing
-from ..registry import Format, LoadContext, register
+from ..registry import LoadContext
 from ..terminal import Prompt, match_prompt, match_script_mark, screen_text
 from . import process_control
 
@@ -257,8 +257,6 @@ class _Events:
 def gpu_rows(c: Command, rep, ctx: LoadContext):
     """nvidia-smi output inside a transcript (any form: table, query CSV, -L, -q), read by the
     nvidia-smi loader. Returns (frame, rows) or None."""
-    from ..nvidia_smi import load_nvidia_smi
-
     name = command_name(c.words) if c.output else ""
     if name != "nvidia-smi" and not (name == "watch" and "nvidia-smi" in c.text):
         return None  # `watch nvidia-smi` answers with its header above the table: the loader knows it
@@ -576,7 +574,43 @@ _INT_COLUMNS = ("count", "exit_code", "size_bytes", "pid", "target_pid", "job", 
 _BOOL_COLUMNS = ("time_approx", "target_is_group", "core_dumped", "cgroup")
 
 
-def load_transcript(path: Path, ctx: LoadContext, fmt: str = FORMAT) -> Incident:
+def sniff_transcript(path: Path, head: bytes) -> float:
+    text = head.decode("utf-8", "replace").removeprefix("\ufeff")
+    lines = [s for s in (screen_text(ln) for ln in text.split("\n")[:400]) if s.strip()]
+    if not lines:
+        return 0.0
+    if match_script_mark(lines[0]) is not None:
+        return 0.95
+    prompts = [p for p in map(match_prompt, lines) if p is not None and p.command]
+    if any(p.stamp for p in prompts):
+        return 0.9
+    typed = [p for p in prompts if not p.trace_depth]
+    facts = [f for f in map(process_control.read_line, lines) if f is not None]
+    kills = any(kill_targets(p.command) for p in typed)
+    if len(typed) >= 2 and (kills or any(f["kind"] in ("kill_failed", "killed", "oom_kill", "nohup") for f in facts)):
+        return 0.92  # a session about processes, even when an nvidia-smi table fills most of it
+    if len({p.command for p in typed}) >= 2 and len(typed) / len(lines) >= 0.05:
+        return 0.75
+    if len(typed) >= 3:
+        return 0.7
+    if typed and (facts or kills or any(command_name(shell_words(p.command)) in _SESSION_COMMANDS for p in typed)):
+        return 0.5  # one prompt: a trainer's output pasted with its command stays a training log
+    reports = [f for f in facts if f["kind"] in _SHELL_REPORTS and (f.get("pid") or f.get("job") or f["kind"] != "killed")]
+    if not typed and reports and len(reports) / len(lines) >= 0.3:
+        return 0.45  # the shell's own reports pasted without their prompt (`run.sh: line 1: 7364 Killed ...`)
+    traces = len(prompts) - len(typed)
+    if traces >= 3 and traces / len(lines) >= 0.2:
+        return 0.6
+    return 0.0
+
+
+@registry.format(
+    FORMAT, sniff=sniff_transcript, phase=1,
+    doc="operator terminal sessions: stamped transcripts, prompts of any shell, script recordings, set -x traces",
+)
+def load_transcript(path: Path, ctx: LoadContext, fmt: str = FORMAT, loose: str = "text outside any command") -> Incident:
+    """A session (or, as format `fmt`, text read like one); `loose` is the skip reason of a line
+    outside any command that states no process fact."""
     path = Path(path)
     rep = ctx.report(path, fmt)
     lines = read_lines(path, fmt)
@@ -599,7 +633,7 @@ def load_transcript(path: Path, ctx: LoadContext, fmt: str = FORMAT) -> Incident
         if n in held:
             rep.parsed += 1
         else:
-            rep.skip(n, "kernel log line with no process fact" if fmt == KERNEL_FORMAT else "text outside any command")
+            rep.skip(n, loose)
     for n, mark in ses.marks:
         if not mark.started and mark.exit_code is not None:
             sig, meaning = exit_meaning(mark.exit_code)
@@ -771,11 +805,6 @@ def _link_pid(row: dict, launch: Launch, t, nxt, known: Incident | None) -> None
 
 
 
-def load_kernel_log(path: Path, ctx: LoadContext) -> Incident:
-    """Kernel messages on their own: read like a session without prompts (kernel_log.py)."""
-    return load_transcript(path, ctx, fmt=KERNEL_FORMAT)
-
-
 def load_shell_transcript(path, *, timezone: str = "UTC", host: str | None = None, root=None, on_bad_line: str = "warn"):
     """Read an operator's terminal session into events (commands, launches, what outputs say),
     processes (ps/top/pgrep answers) and GPU rows (nvidia-smi answers).
@@ -784,49 +813,3 @@ def load_shell_transcript(path, *, timezone: str = "UTC", host: str | None = Non
     """
     ctx = LoadContext(root=Path(root) if root else None, timezone=timezone, host=host, on_bad_line=on_bad_line)
     return load_transcript(Path(path), ctx)
-
-
-def sniff_transcript(path: Path, head: bytes) -> float:
-    text = head.decode("utf-8", "replace").removeprefix("\ufeff")
-    lines = [s for s in (screen_text(ln) for ln in text.split("\n")[:400]) if s.strip()]
-    if not lines:
-        return 0.0
-    if match_script_mark(lines[0]) is not None:
-        return 0.95
-    prompts = [p for p in map(match_prompt, lines) if p is not None and p.command]
-    if any(p.stamp for p in prompts):
-        return 0.9
-    typed = [p for p in prompts if not p.trace_depth]
-    facts = [f for f in map(process_control.read_line, lines) if f is not None]
-    kills = any(kill_targets(p.command) for p in typed)
-    if len(typed) >= 2 and (kills or any(f["kind"] in ("kill_failed", "killed", "oom_kill", "nohup") for f in facts)):
-        return 0.92  # a session about processes, even when an nvidia-smi table fills most of it
-    if len({p.command for p in typed}) >= 2 and len(typed) / len(lines) >= 0.05:
-        return 0.75
-    if len(typed) >= 3:
-        return 0.7
-    if typed and (facts or kills or any(command_name(shell_words(p.command)) in _SESSION_COMMANDS for p in typed)):
-        return 0.5  # one prompt: a trainer's output pasted with its command stays a training log
-    reports = [f for f in facts if f["kind"] in _SHELL_REPORTS and (f.get("pid") or f.get("job") or f["kind"] != "killed")]
-    if not typed and reports and len(reports) / len(lines) >= 0.3:
-        return 0.45  # the shell's own reports pasted without their prompt (`run.sh: line 1: 7364 Killed ...`)
-    traces = len(prompts) - len(typed)
-    if traces >= 3 and traces / len(lines) >= 0.2:
-        return 0.6
-    return 0.0
-
-
-register(Format(
-    name=FORMAT,
-    sniff=sniff_transcript,
-    load=load_transcript,
-    doc="operator terminal sessions: stamped transcripts, prompts of any shell, script recordings, set -x traces",
-    phase=1,
-))
-register(Format(
-    name=KERNEL_FORMAT,
-    sniff=sniff_kernel_log,
-    load=load_kernel_log,
-    doc="kernel messages (dmesg, dmesg -T, journalctl -k, syslog): OOM kills, NVIDIA Xid errors, GPUs off the bus",
-    phase=1,
-))

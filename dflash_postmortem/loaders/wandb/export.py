@@ -19,7 +19,8 @@ import pandas as pd
 from ...errors import SourceFormatError
 from ...incident import Incident, RunInfo, from_frames
 from ...schema import TIME
-from ..registry import Format, LoadContext, register
+from .. import registry
+from ..registry import LoadContext
 from .frames import canonical_metric, epoch_times, int_steps
 
 _CHART_COL = re.compile(r"^(?P<run>.+?) - (?P<metric>.+?)(?P<agg>__MIN|__MAX)?$")
@@ -129,36 +130,10 @@ def _numbers(col: pd.Series) -> pd.Series:
     return pd.to_numeric(col.replace({"": np.nan, "NaN": np.nan}), errors="coerce")
 
 
-def load_history_csv(path: Path, ctx: LoadContext) -> Incident:
-    rep = ctx.report(path, "wandb-history-csv")
-    df = _read_csv(path, rep)
-    if df.empty or not len(df.columns):
-        return from_frames(rep)
-    step_col = "_step" if "_step" in df else df.columns[0]
-    steps = _numbers(df[step_col])
-    if "_timestamp" in df:
-        times = epoch_times(_numbers(df["_timestamp"])).set_axis(df.index)
-    else:
-        times = pd.Series(pd.NaT, index=df.index, dtype=TIME)
-        rep.notes.append("no _timestamp column: rows have a step but no time")
-    run = ctx.options.get("run") or path.stem
-    metric_cols = [c for c in df.columns
-                   if c not in ("_step", "_timestamp", "_runtime", step_col) and not str(c).startswith("Unnamed: ")]
-    parts = []
-    for c in metric_cols:
-        v = _numbers(df[c])
-        has = v.notna() | (df[c] == "NaN")
-        parts.append(pd.DataFrame({"time": times[has].reset_index(drop=True), "step": int_steps(steps[has]),
-                                   "metric": canonical_metric(c), "value": v[has].to_numpy(), "key": c}))
-    metrics = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    if len(metrics):
-        metrics["time"] = metrics["time"].astype(TIME)
-        metrics["run"] = run
-        metrics["source"] = rep.path
-    rep.assume(f"run named {run!r} after the file (a history export does not name its run)")
-    return from_frames(rep, metrics=metrics)
-
-
+@registry.format(
+    "wandb-chart-csv", sniff=sniff_chart,
+    doc="wandb web UI chart export (Step or an x-axis key, '<run> - <metric>', __MIN, __MAX)",
+)
 def load_chart_csv(path: Path, ctx: LoadContext) -> Incident:
     rep = ctx.report(path, "wandb-chart-csv")
     df = _read_csv(path, rep)
@@ -226,6 +201,10 @@ def _config_then_summary(keys: list[str]) -> int:
     return 0  # one sorted run of keys: which kind they are cannot be told, call them summary
 
 
+@registry.format(
+    "wandb-runs-table", sniff=sniff_runs_table,
+    doc="wandb project runs table exported as CSV (Name, State, Created, Runtime, config, summary)",
+)
 def load_runs_table(path: Path, ctx: LoadContext) -> Incident:
     """The project page's runs table exported as CSV: one run a row, its state, times, host."""
     rep = ctx.report(path, "wandb-runs-table")
@@ -285,11 +264,34 @@ def _utc(text) -> pd.Timestamp | None:
     return None if pd.isna(t) else t
 
 
-FORMATS = (
-    register(Format("wandb-chart-csv", sniff_chart, load_chart_csv,
-                    "wandb web UI chart export (Step or an x-axis key, '<run> - <metric>', __MIN, __MAX)")),
-    register(Format("wandb-runs-table", sniff_runs_table, load_runs_table,
-                    "wandb project runs table exported as CSV (Name, State, Created, Runtime, config, summary)")),
-    register(Format("wandb-history-csv", sniff_history, load_history_csv,
-                    "wandb history export CSV (_step, _timestamp, one column per metric)")),
+@registry.format(
+    "wandb-history-csv", sniff=sniff_history, doc="wandb history export CSV (_step, _timestamp, one column per metric)",
 )
+def load_history_csv(path: Path, ctx: LoadContext) -> Incident:
+    rep = ctx.report(path, "wandb-history-csv")
+    df = _read_csv(path, rep)
+    if df.empty or not len(df.columns):
+        return from_frames(rep)
+    step_col = "_step" if "_step" in df else df.columns[0]
+    steps = _numbers(df[step_col])
+    if "_timestamp" in df:
+        times = epoch_times(_numbers(df["_timestamp"])).set_axis(df.index)
+    else:
+        times = pd.Series(pd.NaT, index=df.index, dtype=TIME)
+        rep.notes.append("no _timestamp column: rows have a step but no time")
+    run = ctx.options.get("run") or path.stem
+    metric_cols = [c for c in df.columns
+                   if c not in ("_step", "_timestamp", "_runtime", step_col) and not str(c).startswith("Unnamed: ")]
+    parts = []
+    for c in metric_cols:
+        v = _numbers(df[c])
+        has = v.notna() | (df[c] == "NaN")
+        parts.append(pd.DataFrame({"time": times[has].reset_index(drop=True), "step": int_steps(steps[has]),
+                                   "metric": canonical_metric(c), "value": v[has].to_numpy(), "key": c}))
+    metrics = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    if len(metrics):
+        metrics["time"] = metrics["time"].astype(TIME)
+        metrics["run"] = run
+        metrics["source"] = rep.path
+    rep.assume(f"run named {run!r} after the file (a history export does not name its run)")
+    return from_frames(rep, metrics=metrics)

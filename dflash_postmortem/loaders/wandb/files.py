@@ -31,7 +31,8 @@ from ... import align
 from ...incident import Incident, RunInfo, from_frames
 from ...load_report import FileReport
 from ...schema import TIME
-from ..registry import SNIFF_BYTES, Format, LoadContext, register
+from .. import registry
+from ..registry import SNIFF_BYTES, LoadContext
 from .frames import gpu_info, history_frame, numeric_values, stats_frames
 
 _LINK_TEXT = re.compile(
@@ -208,7 +209,7 @@ def metadata_frames(meta: Metadata, run: str, source: str, host: str | None):
 
 
 def read_config(path: Path, ctx: LoadContext) -> tuple[dict, FileReport]:
-    import yaml
+    import yaml  # here, not at the top: start-up time (only a config.yaml needs it)
 
     rep = ctx.report(path, "wandb-config", unit="document")
     rep.read = 1
@@ -528,6 +529,7 @@ def _run_name(path: Path, ctx: LoadContext) -> str:
     return ctx.options.get("run") or path.stem
 
 
+@registry.format("wandb-summary", sniff=sniff_summary, doc="wandb-summary.json: a run's last values, _step, _runtime, _timestamp")
 def load_summary(path: Path, ctx: LoadContext) -> Incident:
     doc, rep = read_json_doc(path, ctx, "wandb-summary")
     run = _run_name(path, ctx)
@@ -538,6 +540,7 @@ def load_summary(path: Path, ctx: LoadContext) -> Incident:
     return inc
 
 
+@registry.format("wandb-metadata", sniff=sniff_metadata, doc="wandb-metadata.json: host, start time, program and args, GPUs of a run")
 def load_metadata(path: Path, ctx: LoadContext) -> Incident:
     meta, rep = read_metadata(path, ctx)
     run = _run_name(path, ctx)
@@ -550,6 +553,7 @@ def load_metadata(path: Path, ctx: LoadContext) -> Incident:
     return inc
 
 
+@registry.format("wandb-config", sniff=sniff_config, doc="wandb config.yaml: a run's config")
 def load_config(path: Path, ctx: LoadContext) -> Incident:
     config, rep = read_config(path, ctx)
     run = _run_name(path, ctx)
@@ -558,10 +562,12 @@ def load_config(path: Path, ctx: LoadContext) -> Incident:
     return inc
 
 
+@registry.format("pip-requirements", sniff=sniff_requirements, doc="requirements.txt (pip freeze) of a run's environment")
 def load_requirements(path: Path, ctx: LoadContext) -> Incident:
     return from_frames(read_requirements(path, ctx))
 
 
+@registry.format("console-text", sniff=sniff_console, doc="console text no specific reader recognises (wandb's output.log alone, a job's stdout)")
 def load_console(path: Path, ctx: LoadContext) -> Incident:
     rep, events = read_output_log(path, ctx, [], ctx.options.get("run"), ctx.host)
     rep.format = "console-text"
@@ -569,30 +575,15 @@ def load_console(path: Path, ctx: LoadContext) -> Incident:
     return from_frames(rep, events=events)
 
 
+@registry.format("wandb-events-jsonl", sniff=sniff_events_jsonl, doc="wandb-events.jsonl: system stats of a run (SDKs up to 0.16)")
 def load_events_jsonl(path: Path, ctx: LoadContext) -> Incident:
     run = _run_name(path, ctx)
     rep, metrics, gpus = read_events_jsonl(path, ctx, run, ctx.host, {})
     return from_frames(rep, metrics=metrics, gpus=gpus)
 
 
+@registry.format("wandb-history-jsonl", sniff=sniff_history_jsonl, doc="wandb-history.jsonl: history rows of a run (SDKs before 0.10)")
 def load_history_jsonl(path: Path, ctx: LoadContext) -> Incident:
     run = _run_name(path, ctx)
     rep, metrics = read_history_jsonl(path, ctx, run)
     return from_frames(rep, metrics=metrics)
-
-
-FORMATS = (
-    register(Format("wandb-summary", sniff_summary, load_summary,
-                    "wandb-summary.json: a run's last values, _step, _runtime, _timestamp")),
-    register(Format("wandb-metadata", sniff_metadata, load_metadata,
-                    "wandb-metadata.json: host, start time, program and args, GPUs of a run")),
-    register(Format("wandb-config", sniff_config, load_config, "wandb config.yaml: a run's config")),
-    register(Format("pip-requirements", sniff_requirements, load_requirements,
-                    "requirements.txt (pip freeze) of a run's environment")),
-    register(Format("console-text", sniff_console, load_console,
-                    "console text no specific reader recognises (wandb's output.log alone, a job's stdout)")),
-    register(Format("wandb-events-jsonl", sniff_events_jsonl, load_events_jsonl,
-                    "wandb-events.jsonl: system stats of a run (SDKs up to 0.16)")),
-    register(Format("wandb-history-jsonl", sniff_history_jsonl, load_history_jsonl,
-                    "wandb-history.jsonl: history rows of a run (SDKs before 0.10)")),
-)

@@ -31,7 +31,8 @@ from ... import align
 from ...incident import Incident, RunInfo, from_frames
 from ...load_report import FileReport
 from ...schema import TIME
-from ..registry import Format, LoadContext, register
+from .. import registry
+from ..registry import LoadContext
 from .files import bookkeeping, link_target, read_text, summary_event, summary_facts
 
 _PY_LINE = re.compile(
@@ -278,6 +279,40 @@ def is_debug_log(head: bytes) -> bool:
 
 
 # --------------------------------------------------------------------------------------------
+# a debug log found alone
+
+
+def sniff_debug_log(path: Path, head: bytes) -> float:
+    # Above any training-log score: these lines look like a log, but are wandb's own.
+    return 0.95 if is_debug_log(head) else 0.0
+
+
+@registry.format(
+    "wandb-debug-log", sniff=sniff_debug_log,
+    doc="wandb SDK debug.log / debug-internal.log / debug-cli.log: run id, start, finish or its absence, the SDK's "
+        "errors and warnings",
+)
+def load_debug_file(path: Path, ctx: LoadContext) -> Incident:
+    target = link_target(path, b"") if path.is_symlink() else None
+    if target is not None:
+        return from_frames(bookkeeping(path, ctx, target))
+    rep, frame, log = read_debug_log(path, ctx, ctx.options.get("run"), ctx.host)
+    inc = from_frames(rep, events=frame)
+    if log.run_id:
+        run = ctx.options.get("run") or log.run_id
+        exits = frame.loc[frame["kind"] == "run_end", "exit_code"].dropna() if "exit_code" in frame else []
+        starts = frame.loc[frame["kind"] == "run_start", "time"] if len(frame) else []
+        ends = frame.loc[frame["kind"] == "run_end", "time"] if len(frame) else []
+        inc.runs[run] = RunInfo(
+            run=run, id=log.run_id, host=ctx.host,
+            started=starts.iloc[0] if len(starts) and pd.notna(starts.iloc[0]) else None,
+            ended=ends.iloc[-1] if len(ends) and pd.notna(ends.iloc[-1]) else None,
+            exit_code=int(exits.iloc[-1]) if len(exits) else None, source=rep.path,
+        )
+    return inc
+
+
+# --------------------------------------------------------------------------------------------
 # the SDK's terminal lines (`wandb: ...`), pasted into an issue or caught in a job's stdout
 
 
@@ -367,6 +402,10 @@ def sniff_terminal(path: Path, head: bytes) -> float:
     return 0.7 if ours >= 0.5 * len(lines) else 0.0
 
 
+@registry.format(
+    "wandb-terminal", sniff=sniff_terminal,
+    doc="wandb's terminal lines (`wandb: ...`): run summary, run link, exit status",
+)
 def load_terminal(path: Path, ctx: LoadContext) -> Incident:
     rep, term = read_terminal(path, ctx)
     run = ctx.options.get("run") or term.name or term.run_id or path.stem
@@ -387,42 +426,3 @@ def load_terminal(path: Path, ctx: LoadContext) -> Incident:
     inc.runs[run] = RunInfo(run=run, id=term.run_id, name=term.name, summary=term.summary, started=start,
                             ended=end, exit_code=exit_codes[-1] if exit_codes else None, source=rep.path)
     return inc
-
-
-# --------------------------------------------------------------------------------------------
-# a debug log found alone
-
-
-def sniff_debug_log(path: Path, head: bytes) -> float:
-    # Above any training-log score: these lines look like a log, but are wandb's own.
-    return 0.95 if is_debug_log(head) else 0.0
-
-
-def load_debug_file(path: Path, ctx: LoadContext) -> Incident:
-    target = link_target(path, b"") if path.is_symlink() else None
-    if target is not None:
-        return from_frames(bookkeeping(path, ctx, target))
-    rep, frame, log = read_debug_log(path, ctx, ctx.options.get("run"), ctx.host)
-    inc = from_frames(rep, events=frame)
-    if log.run_id:
-        run = ctx.options.get("run") or log.run_id
-        exits = frame.loc[frame["kind"] == "run_end", "exit_code"].dropna() if "exit_code" in frame else []
-        starts = frame.loc[frame["kind"] == "run_start", "time"] if len(frame) else []
-        ends = frame.loc[frame["kind"] == "run_end", "time"] if len(frame) else []
-        inc.runs[run] = RunInfo(
-            run=run, id=log.run_id, host=ctx.host,
-            started=starts.iloc[0] if len(starts) and pd.notna(starts.iloc[0]) else None,
-            ended=ends.iloc[-1] if len(ends) and pd.notna(ends.iloc[-1]) else None,
-            exit_code=int(exits.iloc[-1]) if len(exits) else None, source=rep.path,
-        )
-    return inc
-
-
-FORMATS = (
-    register(Format("wandb-debug-log", sniff_debug_log, load_debug_file,
-                    "wandb SDK debug.log / debug-internal.log / debug-cli.log: run id, start, finish or "
-                    "its absence, the SDK's errors and warnings")),
-    register(Format("wandb-terminal", sniff_terminal, load_terminal,
-                    "wandb's terminal lines (`wandb: ...`): run summary, run link, exit status")),
-)
-

@@ -35,7 +35,7 @@ def _full_history(run):
 def load_online_run(run_path: str, *, api=None, sampled: bool = False, on_bad_line: str = "warn"):
     """Read `entity/project/run_id` from the server into an Incident."""
     if api is None:
-        import wandb
+        import wandb  # here, not at the top: start-up time (the SDK takes a second to import)
 
         api = wandb.Api()
     run = api.run(run_path)

@@ -53,6 +53,7 @@ class Unverified(Exception):
 @cache
 def views():
     """(RecordView, ItemsView, FlatItem) classes, built once from a descriptor made here."""
+    # here, not at the top: start-up time (only .wandb logs need protobuf)
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
     F = descriptor_pb2.FieldDescriptorProto
@@ -83,7 +84,7 @@ def views():
 
 
 def parse(cls, data: bytes):
-    from google.protobuf.message import DecodeError
+    from google.protobuf.message import DecodeError  # start-up time: only .wandb logs need protobuf
 
     msg = cls()
     try:

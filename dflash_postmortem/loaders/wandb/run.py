@@ -22,16 +22,21 @@ from ...incident import Incident, RunInfo, from_frames
 from ...load_report import FileReport
 from ...schema import TIME
 from .. import registry
-from ..registry import Format, LoadContext, register
+from ..registry import LoadContext
+from . import export as wandb_export
 from . import files as wandb_files
 from . import log as wandb_log
 from . import messages as wandb_messages
 from . import records as wandb_records
 from .frames import bulk_json, gpu_info, history_frame, json_values, stats_frames, to_time
+from .online import load_online_run
+
+LOG_FORMAT = "wandb-log"
 
 
 def _pb():
     try:
+        # here, not at the top: start-up time (the wandb SDK takes a second to import)
         from wandb.proto import wandb_internal_pb2
     except ImportError as e:  # pragma: no cover - wandb is a core dependency
         raise MissingDependencyError("wandb", "reading .wandb run logs") from e
@@ -91,7 +96,7 @@ def _decode_batched(records: list[bytes]) -> tuple[_Decoded, int]:
     d = _Decoded()
     view, rec = RecordView(), pb.Record()
     hist_bodies, sum_bodies = [], []
-    from google.protobuf.message import DecodeError
+    from google.protobuf.message import DecodeError  # start-up time: only .wandb logs need protobuf
 
     parse, which = view.ParseFromString, view.WhichOneof  # bound once: 600 000 calls a run
     add_hist, add_sum = hist_bodies.append, sum_bodies.append
@@ -130,7 +135,7 @@ def _decode_batched(records: list[bytes]) -> tuple[_Decoded, int]:
 
 
 def _decode_each(records: list[bytes], rep: FileReport) -> _Decoded:
-    from google.protobuf.message import DecodeError
+    from google.protobuf.message import DecodeError  # start-up time: only .wandb logs need protobuf
 
     pb = _pb()
     d = _Decoded()
@@ -170,7 +175,9 @@ _OTHER_KINDS = {"output_raw", "output", "stats", "run", "config", "environment",
 
 def _decode_other(rec, kind: str, num: int, d: _Decoded) -> None:
     """The record kinds other than history and summary (few in a run: read through the SDK)."""
-    from google.protobuf.json_format import MessageToDict
+    from google.protobuf.json_format import (
+        MessageToDict,  # start-up time: only .wandb logs need protobuf
+    )
 
     if kind == "output_raw" or kind == "output":
         o = getattr(rec, kind)
@@ -316,7 +323,7 @@ def _report_scan(scan: wandb_log.LogScan, rep: FileReport) -> None:
 def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, meta: wandb_files.Metadata,
               fallback: str | None = None) -> None:
     """Decode one .wandb file into `parts` (the run's metrics, gpus, console and identity)."""
-    rep = ctx.report(path, "wandb-log", unit="record")
+    rep = ctx.report(path, LOG_FORMAT, unit="record")
     source = rep.path
     data = path.read_bytes()
     try:
@@ -421,6 +428,44 @@ def _debug_logs(folder: Path) -> list[Path]:
             if p.is_file() and not p.is_symlink() and wandb_messages.is_debug_log(_head(p, 8192))]
 
 
+# --------------------------------------------------------------------------------------------
+# sniffers
+
+
+def sniff_log(path: Path, head: bytes) -> float:
+    return 1.0 if wandb_log.is_wandb_log(head) else 0.0
+
+
+def sniff_run_folder(path: Path, head: bytes) -> float:
+    try:
+        if _wandb_logs(path):
+            return 0.95
+        for files in (path / "files", path):  # path itself: the layout before 0.10
+            if any((files / name).is_file() for name in _RUN_FILES):
+                return 0.9
+        if _debug_logs(path):
+            return 0.85  # a run stopped before its .wandb log had a byte: logs/ says what it was
+    except OSError:
+        return 0.0
+    return 0.0
+
+
+def sniff_link(path: Path, head: bytes) -> float:
+    return 0.6 if wandb_files.link_target(path, head) is not None else 0.0
+
+
+@registry.format(LOG_FORMAT, sniff=sniff_log, doc="wandb .wandb transaction log (offline or online run)")
+def load_log_file(path: Path, ctx: LoadContext) -> Incident:
+    parts = _RunParts()
+    _read_log(path, ctx, parts, wandb_files.Metadata())
+    parts.events += parts.ends
+    return _assemble(parts, parts.info)
+
+
+@registry.format(
+    "wandb-run", sniff=sniff_run_folder, folder=True,
+    doc="wandb run folder (run-*/offline-run-*: .wandb log, files/, logs/)",
+)
 def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
     """A wandb run folder, online or offline, with or without its .wandb log."""
     parts = _RunParts()
@@ -613,48 +658,12 @@ def _assemble(parts: _RunParts, info: RunInfo) -> Incident:
     return inc
 
 
-# --------------------------------------------------------------------------------------------
-# sniffers
-
-
-def sniff_log(path: Path, head: bytes) -> float:
-    return 1.0 if wandb_log.is_wandb_log(head) else 0.0
-
-
-def sniff_run_folder(path: Path, head: bytes) -> float:
-    try:
-        if _wandb_logs(path):
-            return 0.95
-        for files in (path / "files", path):  # path itself: the layout before 0.10
-            if any((files / name).is_file() for name in _RUN_FILES):
-                return 0.9
-        if _debug_logs(path):
-            return 0.85  # a run stopped before its .wandb log had a byte: logs/ says what it was
-    except OSError:
-        return 0.0
-    return 0.0
-
-
-def sniff_link(path: Path, head: bytes) -> float:
-    return 0.6 if wandb_files.link_target(path, head) is not None else 0.0
-
-
-def load_log_file(path: Path, ctx: LoadContext) -> Incident:
-    parts = _RunParts()
-    _read_log(path, ctx, parts, wandb_files.Metadata())
-    parts.events += parts.ends
-    return _assemble(parts, parts.info)
-
-
+@registry.format(
+    "wandb-bookkeeping", sniff=sniff_link,
+    doc="wandb latest-run / debug*.log links (copied as text): bookkeeping, not evidence",
+)
 def load_link_file(path: Path, ctx: LoadContext) -> Incident:
     return from_frames(wandb_files.bookkeeping(path, ctx, wandb_files.link_target(path, _head(path)) or "?"))
-
-
-register(Format("wandb-log", sniff_log, load_log_file, "wandb .wandb transaction log (offline or online run)"))
-register(Format("wandb-run", sniff_run_folder, load_run_folder,
-                "wandb run folder (run-*/offline-run-*: .wandb log, files/, logs/)", folder=True))
-register(Format("wandb-bookkeeping", sniff_link, load_link_file,
-                "wandb latest-run / debug*.log links (copied as text): bookkeeping, not evidence"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -676,8 +685,6 @@ def load_wandb_run(source, *, on_bad_line: str = "warn", sampled: bool = False, 
     path = Path(source)
     if not path.exists():
         if isinstance(source, str) and (m := _RUN_PATH.match(source)):
-            from .online import load_online_run
-
             return load_online_run("/".join(m.groups()), api=api, sampled=sampled,
                                    on_bad_line=on_bad_line)
         raise SourceFormatError(path, None, "a .wandb file, a run folder, an export or entity/project/run_id",
@@ -693,16 +700,11 @@ def load_wandb_run(source, *, on_bad_line: str = "warn", sampled: bool = False, 
                                     "a folder without one", fmt="wandb-run")
         ctx.root = path
         return Incident.combine([load_run_folder(p, ctx) for p in folders])
-    from ..registry import read_head
-
-    head = read_head(path)
-    if sniff_log(path, head):
-        return load_log_file(path, ctx)
-    from . import export as wandb_export
-
-    for fmt in wandb_export.FORMATS:
-        if fmt.sniff(path, head):
-            return fmt.load(path, ctx)
+    head = registry.read_head(path)
+    # A .wandb log, else one of the CSV exports (a file of the run folder is read with its run).
+    fmt, _ = registry.sniff(path, head, among=[registry.FORMATS[LOG_FORMAT], *registry.formats_of(wandb_export.__name__)])
+    if fmt is not None:
+        return fmt.load(path, ctx)
     found = "an empty file" if not head else repr(head[:16])
     raise SourceFormatError(path, None, "a W&B transaction log (header ':W&B' 0xBEE1) or a wandb CSV export",
                             found, fmt="wandb")
