@@ -21,7 +21,8 @@ from ...incident import Incident, RunInfo, from_frames
 from ...schema import TIME
 from .. import registry
 from ..registry import LoadContext
-from .frames import canonical_metric, epoch_times, int_steps
+from .frames import epoch_times, int_steps
+from .keys import HISTORY_SPECIAL, canonical_metric
 
 _CHART_COL = re.compile(r"^(?P<run>.+?) - (?P<metric>.+?)(?P<agg>__MIN|__MAX)?$")
 # The runs table's own columns (the rest are config keys, then summary keys, each sorted).
@@ -281,7 +282,7 @@ def load_history_csv(path: Path, ctx: LoadContext) -> Incident:
         rep.notes.append("no _timestamp column: rows have a step but no time")
     run = ctx.options.get("run") or path.stem
     metric_cols = [c for c in df.columns
-                   if c not in ("_step", "_timestamp", "_runtime", step_col) and not str(c).startswith("Unnamed: ")]
+                   if c not in (*HISTORY_SPECIAL, step_col) and not str(c).startswith("Unnamed: ")]
     parts = []
     for c in metric_cols:
         v = _numbers(df[c])

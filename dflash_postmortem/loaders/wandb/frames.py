@@ -8,7 +8,6 @@ once, with one table mapping wandb's GPU fields to the kit's columns.
 
 from __future__ import annotations
 
-import json
 import re
 
 import numpy as np
@@ -16,14 +15,7 @@ import pandas as pd
 
 from ...load_report import FileReport
 from ...schema import TIME
-
-THROUGHPUT = "train/tok_per_s"
-_THROUGHPUT_ALIASES = {
-    "tok/s", "tok_per_s", "tokens_per_s", "tokens/s", "train/tok_s", "train/tok/s",
-    "train/tokens_per_s", "train/tokens_per_sec", "train/tok_per_sec", "throughput/tok_per_s",
-    "perf/tok_per_s", "tokens_per_second", "train/tokens_per_second",
-}
-_HISTORY_SPECIAL = ("_step", "_timestamp", "_runtime")
+from .keys import HISTORY_SPECIAL, canonical_metric
 
 # wandb `stats` keys gpu.{i}.<field> -> gpus column and scale (one table, no code per field).
 GPU_FIELDS: dict[str, tuple[str, float]] = {
@@ -66,22 +58,6 @@ def to_time(us) -> pd.Series:
     return pd.Series(pd.to_datetime(np.asarray(us, dtype="int64"), unit="us", utc=True)).astype(TIME)
 
 
-def bulk_json(texts: list[str]) -> list:
-    """Decode many JSON values in one call; fall back per value only if one is malformed."""
-    if not texts:
-        return []
-    try:
-        return json.loads("[" + ",".join(texts) + "]")
-    except ValueError:
-        out = []
-        for t in texts:
-            try:
-                out.append(json.loads(t))
-            except ValueError:
-                out.append(None)
-        return out
-
-
 def numeric_values(values: list) -> tuple[np.ndarray, np.ndarray]:
     """(float values, mask of the ones that are numbers): text, media and bools are not metrics."""
     if set(map(type, values)) <= {float, int}:  # the usual case, checked in one pass
@@ -93,11 +69,6 @@ def numeric_values(values: list) -> tuple[np.ndarray, np.ndarray]:
     if mask.any():
         out[mask] = [v for v, m in zip(values, mask, strict=True) if m]
     return out, mask
-
-
-def canonical_metric(key: str) -> str:
-    """The kit's metric key for a trainer's key (throughput aliases -> train/tok_per_s)."""
-    return THROUGHPUT if key in _THROUGHPUT_ALIASES else key
 
 
 def history_frame(row, key: list[str], value: list, stepnum, run: str, source: str, rep: FileReport,
@@ -132,7 +103,7 @@ def history_frame(row, key: list[str], value: list, stepnum, run: str, source: s
         steps[no_step] = pd.to_numeric(pd.Series(list(given), dtype=object), errors="coerce").to_numpy(dtype=float)
     stamps = per_row("_timestamp")
     runtime = per_row("_runtime")
-    keep = numeric & ~np.isin(uniques, _HISTORY_SPECIAL)[codes]
+    keep = numeric & ~np.isin(uniques, HISTORY_SPECIAL)[codes]
     n_other = int((~numeric).sum())
     if n_other:
         rep.notes.append(f"{n_other} history values are not numbers (text, media, tables): not in metrics")
@@ -227,9 +198,3 @@ def gpu_info(environment: dict, metadata: dict) -> dict[int, dict]:
             "name": g.get("name"),
         }
     return info
-
-
-def json_values(raw: dict[str, str]) -> dict:
-    if not raw:
-        return {}
-    return dict(zip(raw, bulk_json(list(raw.values())), strict=True))

@@ -21,12 +21,13 @@ views cannot account for raises `Unverified`, and the caller decodes record by r
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from itertools import chain, repeat
 
 import numpy as np
 import pandas as pd
+
+from .keys import item_key, typed_value_json
 
 # Record's oneof members (wandb 0.31's wandb_internal.proto): a view must list them all, or a
 # record of an unlisted kind would be classified by whatever member came before it.
@@ -187,21 +188,6 @@ def _texts(names: list[bytes], values: list[bytes]) -> tuple[list[str], list[str
     except UnicodeDecodeError as e:
         raise Unverified(str(e)) from e
     return list(map(uniq.__getitem__, names)), texts
-
-
-def item_key(item) -> str:
-    """A HistoryItem/SummaryItem/ConfigItem's key; a nested key is joined with dots."""
-    return ".".join(item.nested_key) if item.nested_key else item.key
-
-
-def typed_value_json(item) -> str:
-    """History items written with typed fields instead of value_json (newer SDKs may)."""
-    which = item.WhichOneof("value")
-    if which is None or which == "none":
-        return "null"
-    if which in ("text", "json"):
-        return item.json if which == "json" else json.dumps(item.text)
-    return json.dumps(getattr(item, which))
 
 
 def _one_by_one(items: list[bytes], sdk_item) -> tuple[list[str], list[str]]:

@@ -28,7 +28,8 @@ from . import files as wandb_files
 from . import log as wandb_log
 from . import messages as wandb_messages
 from . import records as wandb_records
-from .frames import bulk_json, gpu_info, history_frame, json_values, stats_frames, to_time
+from .frames import gpu_info, history_frame, stats_frames, to_time
+from .keys import bulk_json, item_key, json_values, typed_value_json
 from .online import load_online_run
 
 LOG_FORMAT = "wandb-log"
@@ -154,16 +155,16 @@ def _decode_each(records: list[bytes], rep: FileReport) -> _Decoded:
             items = rec.history.item
             for it in items:
                 hist_key.append(it.nested_key and ".".join(it.nested_key) or it.key)
-                hist_val.append(it.value_json or wandb_records.typed_value_json(it))
+                hist_val.append(it.value_json or typed_value_json(it))
             hist_row.extend([n_hist] * len(items))
             hist_stepnum.append(rec.history.step.num)
             n_hist += 1
             d.n_hist = n_hist
         elif kind == "summary":
             for it in rec.summary.update:
-                summary[wandb_records.item_key(it)] = it.value_json
+                summary[item_key(it)] = it.value_json
             for it in rec.summary.remove:
-                summary.pop(wandb_records.item_key(it), None)
+                summary.pop(item_key(it), None)
         elif kind in _OTHER_KINDS:
             _decode_other(rec, kind, num, d)
         rep.parsed += 1
@@ -202,12 +203,12 @@ def _decode_other(rec, kind: str, num: int, d: _Decoded) -> None:
             started=_us(r.start_time) if r.HasField("start_time") else None,
         )
         for it in r.config.update:
-            d.config[wandb_records.item_key(it)] = it.value_json
+            d.config[item_key(it)] = it.value_json
     elif kind == "config":
         for it in rec.config.update:
-            d.config[wandb_records.item_key(it)] = it.value_json
+            d.config[item_key(it)] = it.value_json
         for it in rec.config.remove:
-            d.config.pop(wandb_records.item_key(it), None)
+            d.config.pop(item_key(it), None)
     elif kind == "environment":
         d.environment.update(MessageToDict(rec.environment, preserving_proto_field_name=True))
     elif kind == "exit":
