@@ -64,7 +64,7 @@ def scan_child(path: str) -> None:
     n_tok, total = 0, 0.0
     for rows in scanner.scan():
         cols = rows.metrics
-        times = resolve_times(cols["stamp"], rep, ctx, scanner.first_date)
+        times = resolve_times(cols["stamp"], rep, ctx, scanner.first_date, scanner.calendar)
         assert times.notna().all()
         for metric, value in zip(cols["metric"], cols["value"], strict=True):
             if metric == "train/tok_per_s":

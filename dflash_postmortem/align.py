@@ -6,9 +6,24 @@ module is UTC.
 
 from __future__ import annotations
 
+import datetime as dt
+import re
+
+import numpy as np
 import pandas as pd
 
 from .schema import TIME, TOK_PER_S
+
+# Zone abbreviations with one meaning in practice. CST (US or China), IST (India, Ireland,
+# Israel), BST, AST are left out on purpose: those are read in the incident's zone.
+ZONE_OFFSETS_MIN = {
+    "UTC": 0, "GMT": 0, "Z": 0, "UT": 0, "WET": 0, "WEST": 60, "CET": 60, "CEST": 120, "MEZ": 60,
+    "MESZ": 120, "EET": 120, "EEST": 180, "MSK": 180, "JST": 540, "KST": 540, "HKT": 480, "SGT": 480,
+    "AEST": 600, "AEDT": 660, "ACST": 570, "AWST": 480, "NZST": 720, "NZDT": 780, "EST": -300,
+    "EDT": -240, "CDT": -300, "MST": -420, "MDT": -360, "PST": -480, "PDT": -420, "AKST": -540,
+    "AKDT": -480, "HST": -600,
+}
+_OFFSET = re.compile(r"^(?:UTC|GMT)?(?P<sign>[+-])(?P<h>\d{2}):?(?P<m>\d{2})?$")
 
 
 def localize(times: pd.Series | pd.DatetimeIndex, timezone: str = "UTC") -> pd.Series:
@@ -29,6 +44,54 @@ def localize(times: pd.Series | pd.DatetimeIndex, timezone: str = "UTC") -> pd.S
         .dt.tz_convert("UTC")
         .astype(TIME)
     )
+
+
+def zone_offset(token: str) -> int | None:
+    """Minutes east of UTC for `+0100`, `-05:00`, `UTC`, `CET`...; None when not unambiguous."""
+    token = token.strip()
+    if token.upper() in ZONE_OFFSETS_MIN:
+        return ZONE_OFFSETS_MIN[token.upper()]
+    m = _OFFSET.match(token)
+    if m:
+        minutes = int(m["h"]) * 60 + int(m["m"] or 0)
+        return minutes if m["sign"] == "+" else -minutes
+    return None
+
+
+def date_times_of_day(
+    seconds, dates=None, *, slack_s: float, start: dt.date | str | None = None, stated=None,
+) -> np.ndarray:
+    """The date of each reading of one clock read in order, where some readings are a time of
+    day only (dmon -o T, a log line's `[12:34:56]`, a prompt's clock): every loader dates those
+    here.
+
+    `seconds` is each reading's time of day in seconds; `dates` the date a reading states itself
+    (a full timestamp), NaT for a time of day only (default: none states one). A time of day
+    takes the date of the nearest reading before it that states one (readings before the first
+    such take the first's), one day later for each time the clock went back by more than
+    `slack_s` between a time of day and the reading before it: a midnight passed. A reading with
+    no time of day (NaN) passes no midnight, nor does the one after it. When no reading states a
+    date, the dates count from `start`; without it they are NaT. `stated` marks readings that
+    state a date even where it is unreadable (NaT in `dates`): the readings dated from those are
+    NaT too. Returns datetime64[D].
+    """
+    secs = np.asarray(seconds, dtype=float)
+    n = len(secs)
+    days = (np.full(n, np.datetime64("NaT"), dtype="datetime64[D]") if dates is None
+            else np.asarray(dates, dtype="datetime64[D]"))
+    stated = ~np.isnat(days) if stated is None else np.asarray(stated, dtype=bool)
+    back = np.zeros(n, dtype=np.int64)
+    if n > 1:
+        back[1:] = (secs[1:] < secs[:-1] - slack_s) & ~stated[1:]
+    midnights = np.cumsum(back)
+    if not stated.any():
+        if start is None:
+            return days
+        return np.datetime64(start, "D") + midnights
+    at = np.where(stated, np.arange(n), -1)
+    anchor = np.maximum.accumulate(at)
+    anchor[anchor < 0] = np.flatnonzero(stated)[0]
+    return days[anchor] + (midnights - midnights[anchor])
 
 
 def zone_assumption(timezone: str) -> str:

@@ -1,6 +1,7 @@
 """Shell-command vocabulary: how a command line splits into words and simple commands, what a
 launch is (its launcher, redirect, program and arguments), what a `kill` aims at, what a
-`timeout` wrapper allows, and what an exit status says about how a process ended.
+`timeout` wrapper allows, what an exit status says about how a process ended, and the prompts a
+command is typed after.
 
 Pure text functions, no I/O: the transcript loader and the detectors read commands through them.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 # Linux signal numbers (x86/arm): an exit status 128+N is "killed by signal N".
@@ -518,3 +520,141 @@ def is_detached(command: str) -> bool:
 def ends_session(command: str) -> bool:
     """Kills a whole process group or session: `kill -- -PGID`, `pkill -g/-s`, tmux/screen/loginctl."""
     return any(t.is_group for t in kill_targets(command or "")) or bool(_ENDS_SESSION.search(command or ""))
+
+
+# -- prompts --------------------------------------------------------------------------------
+# Prompts come in many shapes; `match_prompt` knows these (a command may follow each):
+#
+#     [2026-11-30T05:23:01.707Z] $ cmd        the kit's own stamped transcripts
+#     user@host:~/dir$ cmd    root@host:/w# cmd    (venv) (base) user@host:~ (main)$ cmd
+#     [user@host dir]$ cmd    [root@host:~]# cmd   user@host ~ % cmd    user@host ~ $ cmd
+#     user@host:~> cmd        host:~ # cmd         (SUSE)
+#     host:dir user$ cmd      bash-5.1$ cmd        sh-4.2# cmd
+#     ❯ cmd    ➜  dir git:(main) ✗ cmd    λ cmd    PS C:\\dir> cmd    C:\\dir>cmd
+#     $ cmd    # cmd (when cmd starts with a known command)   [03:04:05] user@host:~$ cmd
+#     + cmd / ++ cmd                           `set -x` traces (a script's commands)
+#
+# A transcript is read command by command, so its prompts are parsed exactly (`match_prompt`). A
+# pasted capture only needs its prompt lines told from the output around them, so a looser
+# pattern serves there (`PASTED_PROMPT`, `is_bare_prompt`, `ran`): it also takes a bare `>` or
+# `%`, and a prompt's first line above the command.
+@dataclass(frozen=True)
+class Prompt:
+    """A prompt line: the command typed after it ("" for a bare prompt), the stamp of a
+    stamped transcript, a time of day shown in the prompt, and `set -x` trace depth (0: typed)."""
+
+    command: str
+    stamp: str | None = None
+    time_of_day: str | None = None
+    trace_depth: int = 0
+    style: str = ""
+
+
+_ENV = r"(?:\((?:[^()\s]|\([^()]*\))+\)\s?)*"  # (venv) (base) (.venv)
+_USER_HOST = r"[\w.+-]+@[\w.~-]+"
+_TOD = r"(?:\[?(?P<tod>\d{2}:\d{2}:\d{2})\]?\s)?"
+_STAMPED = re.compile(r"^\[(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\] ?[$#] (?P<cmd>.*)$")
+_STYLES = (
+    # user@host:~/dir$   (Debian/Ubuntu bash, docker's root@3f2a1b:/workspace#), git branch after
+    ("user@host:dir$", re.compile(rf"^{_ENV}{_TOD}{_ENV}{_USER_HOST}:[^\s$#]*(?: \([^)]*\))?\s?[$#](?: (?P<cmd>.*))?$")),
+    # [user@host dir]$ (RHEL, CentOS, Fedora) and [user@host:~]$
+    ("[user@host dir]$", re.compile(rf"^{_ENV}{_TOD}{_ENV}\[{_USER_HOST}(?:[ :][^\]]*)?\]\s?[$#](?: (?P<cmd>.*))?$")),
+    # user@host dir %  (zsh default) / user@host ~ $ (Gentoo)
+    ("user@host dir %", re.compile(rf"^{_ENV}{_TOD}{_ENV}{_USER_HOST} [^\s%$#]+(?: \([^)]*\))? ?[%$#](?: (?P<cmd>.*))?$")),
+    # user@host:dir> (SUSE/tcsh) and user@host> without a directory
+    ("user@host:dir>", re.compile(rf"^{_ENV}{_USER_HOST}(?::[^\s>]*)?>(?: (?P<cmd>.*))?$")),
+    # host:~ # (SUSE root), Pclinux90:/home/runner #
+    ("host:dir #", re.compile(rf"^\s?{_ENV}[\w.-]+:[~/][^\s#$>]* ?#(?: +(?P<cmd>.*))?$")),
+    # host:dir user$  (macOS bash)
+    ("host:dir user$", re.compile(rf"^{_ENV}[\w.-]+:[^\s$#]+ [\w.-]+[$#](?: (?P<cmd>.*))?$")),
+    # bash-5.1$ / sh-4.2#
+    ("bash-N$", re.compile(rf"^{_ENV}(?:ba|z|k|da|)sh(?:-\d+(?:\.\d+)*)?[$#](?: (?P<cmd>.*))?$")),
+    # oh-my-zsh robbyrussell: ➜  dir git:(main) ✗ cmd
+    ("➜", re.compile(rf"^{_ENV}➜ +\S+(?: git:\([^)]*\))?(?: ✗)?(?: (?P<cmd>.*))?$")),
+    # pure / starship / powerlevel10k: the path is on the line above, the prompt is a glyph
+    ("❯", re.compile(rf"^{_ENV}(?:[\w~/.-]+ )?❯(?: (?P<cmd>.*))?$|^{_ENV}[λ»→▶](?: (?P<cmd2>.*))?$")),
+    # PowerShell and cmd.exe
+    ("PS C:\\>", re.compile(r"^PS [A-Za-z]:\\[^>]*> ?(?P<cmd>.*)$")),
+    ("C:\\>", re.compile(r"^[A-Za-z]:\\[^>]*>(?P<cmd>\S.*)?$")),
+    # $ cmd (docs, issues, a minimal PS1), also indented inside a markdown list
+    ("$", re.compile(rf"^ ?{_ENV}\$(?: (?P<cmd>.*))?$")),
+)
+# `# cmd` and `% cmd` also start comments and other text: a prompt only before a known command.
+_ROOT_OR_CSH = re.compile(r"^ ?(?P<sign>[#%]) (?P<cmd>(?P<word>[\w./-]+)\b.*)$")
+_TRACE = re.compile(r"^(?P<plus>\++) (?P<cmd>\S.*)$")
+KNOWN_COMMANDS = frozenset("""
+    kill pkill killall pgrep pidof ps top htop nvidia-smi nvtop gpustat python python3 torchrun
+    accelerate deepspeed bash sh zsh cat tail head less ls ll cd echo date sleep dmesg journalctl
+    free df du nohup setsid tmux screen timeout sudo su docker kubectl ssh scp rsync git pip
+    pip3 conda uv make watch wc grep egrep fgrep awk sed fuser lsof uptime uname hostname whoami
+    export source env which rm mv cp mkdir touch chmod chown systemctl service srun sbatch squeue
+    scancel sacct salloc wandb jobs fg bg wait disown exit strace gdb py-spy find tee history
+    """.split())
+
+
+def match_prompt(line: str) -> Prompt | None:
+    """The prompt a line starts with and the command after it, or None (an output line)."""
+    m = _STAMPED.match(line)
+    if m:
+        return Prompt(m["cmd"], stamp=m["ts"], style="[stamp] $")
+    if line.startswith(("    ", "\t")) and line.strip():
+        line = line[4:] if line[0] == " " else line[1:]  # a markdown code block indents its lines
+    if not line or line[:2].isspace():
+        return None  # indented deeper than one space: output, not a prompt
+    for style, rx in _STYLES:
+        m = rx.match(line)
+        if m:
+            tod = m.groupdict().get("tod")
+            cmd = m["cmd"] if m["cmd"] is not None else m.groupdict().get("cmd2")
+            return Prompt((cmd or "").strip(), time_of_day=tod, style=style)
+    m = _ROOT_OR_CSH.match(line)
+    if m and m["word"].rsplit("/", 1)[-1] in KNOWN_COMMANDS:
+        return Prompt(m["cmd"].strip(), style=m["sign"])
+    m = _TRACE.match(line)
+    if m and len(m["plus"]) <= 8:
+        return Prompt(m["cmd"].strip(), trace_depth=len(m["plus"]), style="set -x")
+    return None
+
+
+def is_prompt(line: str) -> bool:
+    """A shell prompt with a command (`user@host:dir$ cmd`, `$ cmd`): ps pastes carry them too.
+    `set -x` trace lines are not counted: a `+` line inside a listing is not a prompt."""
+    p = match_prompt(line)
+    return p is not None and bool(p.command) and p.trace_depth == 0
+
+
+# A shell prompt as pastes show it: `user@host:~$`, `[user@host dir]$`, `root@host:/#`,
+# `(venv) ...`, `PS C:\>`, `C:\Users\me>`, a bare `$`/`#`/`%`, zsh's `❯`/`➜  dir`.
+PASTED_PROMPT = (
+    r"(?:\([^()\s]*\)\s*)?"
+    r"(?:[\w.-]+@[\w.-]+(?::\S*)?\s?[$#%]"
+    r"|\[[^\]\n]+\]\s?[$#%]"
+    r"|PS [A-Za-z]:[^>]*>"
+    r"|[A-Za-z]:\\[^>]*>"
+    r"|~[^\s>]*>"
+    r"|[$#%>❯»]"
+    r"|➜\s+\S+"
+    r")"
+)
+# A prompt with nothing typed, or the first line of a two-line prompt (starship, oh-my-zsh,
+# "[user@host dir]" above "$ command").
+_BARE_PROMPT = re.compile(rf"^\s*(?:{PASTED_PROMPT}|~[\w./-]*|\[[\w.-]+@[\w.-]+[^\]]*\])\s*$")
+
+
+def is_bare_prompt(line: str) -> bool:
+    """A pasted prompt line with no command typed after it."""
+    return _BARE_PROMPT.match(line) is not None
+
+
+@lru_cache(maxsize=8)
+def ran(program: str) -> re.Pattern:
+    """The pattern of a pasted line that ran `program`: a prompt then any command line naming it,
+    the command itself (behind sudo, watch, timeout, srun, ssh, docker or kubectl; a full path;
+    `.exe`; a notebook's `!`), or the header `watch` draws above its output."""
+    name = re.escape(program)
+    return re.compile(
+        rf"^\s*(?:{PASTED_PROMPT}\s*|(?:sudo|watch|timeout|srun|ssh|docker|kubectl)\s)"
+        rf".*?(?<![\w.-]){name}(?:\.exe)?(?=[\s'\";|&)]|$)"
+        rf"|^\s*!?\s*(?:\S*[/\\])?{name}(?:\.exe)?(?=\s|$)"
+        rf"|^\s*Every \d+(?:\.\d+)?s: .*\b{name}\b"
+    )

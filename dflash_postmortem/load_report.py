@@ -47,12 +47,13 @@ class FileReport:
             if len(ex) < _EXAMPLES_PER_REASON:
                 ex.append(line)
 
-    def bad(self, line: int | None, expected: str, found: str) -> None:
-        """A line that should have parsed and did not: apply the on_bad_line policy."""
+    def bad(self, line: int | None, expected: str, found: str, n: int = 1) -> None:
+        """A line that should have parsed and did not (or `n` of them, lost together: a damaged
+        range of records): apply the on_bad_line policy, one warning for them all."""
         if self.on_bad_line == "raise":
             raise SourceFormatError(self.abs_path or self.path, line, expected, found, fmt=self.format)
         reason = f"expected {expected}"
-        self.skip(line, reason)
+        self.skip(line, reason, n)
         if self.on_bad_line == "warn":
             shown = found if len(found) <= 80 else found[:77] + "..."
             warnings.warn(f"{self.path}:{line}: {reason}, found {shown!r}", stacklevel=3)

@@ -17,6 +17,7 @@ import dflash_postmortem as pm
 from dflash_postmortem.commands import (
     exit_meaning,
     kill_targets,
+    match_prompt,
     parse_launch,
     signal_name,
     timeout_wrapper,
@@ -25,7 +26,7 @@ from dflash_postmortem.errors import SourceFormatError
 from dflash_postmortem.loaders.clock_text import parse_date_line, parse_wall_clock
 from dflash_postmortem.loaders.pid_file import load_pid_file
 from dflash_postmortem.loaders.registry import LoadContext
-from dflash_postmortem.loaders.terminal import match_prompt, screen_text
+from dflash_postmortem.loaders.terminal import screen_text
 from dflash_postmortem.loaders.transcript.process_control import read_line
 
 T = lambda s: pd.Timestamp(s, tz="UTC")  # noqa: E731

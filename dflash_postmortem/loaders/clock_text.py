@@ -1,6 +1,6 @@
 """Wall-clock text as people's tools print it: `date` in its locale forms, `script`'s header,
 `dmesg -T`, syslog/journalctl stamps. Returns the naive wall-clock time and the UTC offset the
-text states (a numeric offset or an unambiguous zone abbreviation), never a guess: text without a
+text states (a numeric offset or an unambiguous zone abbreviation: `align.zone_offset`), never a guess: text without a
 usable zone leaves the offset None and the caller reads it in the incident's zone through `align`.
 
     Tue Dec  1 03:04:05 UTC 2026          C locale `date`
@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from .. import align
+
 # Month names and abbreviations of the locales `date` is seen in (lower case, no trailing dot).
 _MONTH_WORDS = {
     1: "jan january januar janvier janv ene enero gen gennaio janeiro januari sty styczeń stycznia янв января январь",
@@ -35,16 +37,6 @@ _MONTH_WORDS = {
     12: "dec december dezember décembre déc dez dic diciembre dicembre dezembro gru grudzień grudnia дек декабря декабрь",
 }
 MONTHS = {w: n for n, words in _MONTH_WORDS.items() for w in words.split()}
-# Zone abbreviations with one meaning in practice. CST (US or China), IST (India, Ireland,
-# Israel), BST, AST are left out on purpose: those are read in the incident's zone.
-ZONE_OFFSETS_MIN = {
-    "UTC": 0, "GMT": 0, "Z": 0, "UT": 0, "WET": 0, "WEST": 60, "CET": 60, "CEST": 120, "MEZ": 60,
-    "MESZ": 120, "EET": 120, "EEST": 180, "MSK": 180, "JST": 540, "KST": 540, "HKT": 480, "SGT": 480,
-    "AEST": 600, "AEDT": 660, "ACST": 570, "AWST": 480, "NZST": 720, "NZDT": 780, "EST": -300,
-    "EDT": -240, "CDT": -300, "MST": -420, "MDT": -360, "PST": -480, "PDT": -420, "AKST": -540,
-    "AKDT": -480, "HST": -600,
-}
-
 _TIME = re.compile(r"(?<![\d:])(?P<h>\d{1,2}):(?P<m>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d{1,9}))?(?![\d:])")
 _ISO = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?"
                   r"\s?(?P<off>Z|[+-]\d{2}:?\d{2}|[+-]\d{2}(?!\d))?")
@@ -52,7 +44,6 @@ _CJK = re.compile(r"(?P<y>\d{4})\s*年\s*(?P<mo>\d{1,2})\s*月\s*(?P<d>\d{1,2})\
 # 2026/12/01, 14-03-2018, 03/14/2018: read only when the order is certain (year first, or one
 # of the two leading numbers above 12).
 _NUMERIC_DATE = re.compile(r"(?<![\d:])(?:(?P<y1>\d{4})[-/.](?P<a1>\d{1,2})[-/.](?P<b1>\d{1,2})|(?P<a2>\d{1,2})[-/.](?P<b2>\d{1,2})[-/.](?P<y2>\d{4}))(?![\d:])")
-_OFFSET = re.compile(r"^(?:UTC|GMT)?(?P<sign>[+-])(?P<h>\d{2}):?(?P<m>\d{2})?$")
 _AMPM = {"am": 0, "a.m.": 0, "vorm.": 0, "上午": 0, "午前": 0, "pm": 12, "p.m.": 12, "nachm.": 12, "下午": 12, "午後": 12}
 
 
@@ -70,18 +61,6 @@ class WallClock:
         if self.offset_min is None:
             return None
         return (self.naive - pd.Timedelta(minutes=self.offset_min)).tz_localize("UTC")
-
-
-def zone_offset(token: str) -> int | None:
-    """Minutes east of UTC for `+0100`, `-05:00`, `UTC`, `CET`...; None when not unambiguous."""
-    token = token.strip()
-    if token.upper() in ZONE_OFFSETS_MIN:
-        return ZONE_OFFSETS_MIN[token.upper()]
-    m = _OFFSET.match(token)
-    if m:
-        minutes = int(m["h"]) * 60 + int(m["m"] or 0)
-        return minutes if m["sign"] == "+" else -minutes
-    return None
 
 
 def _make(year: int, month: int, day: int, h: int, mi: int, s: int, frac: str | None) -> pd.Timestamp | None:
@@ -121,9 +100,9 @@ def parse_wall_clock(text: str) -> WallClock | None:
             return None
         off = m["off"] or ""
         rest = text[m.end():].split()
-        if not off and rest and zone_offset(rest[0]) is not None:
+        if not off and rest and align.zone_offset(rest[0]) is not None:
             off = rest[0]
-        return WallClock(t, zone_offset(off) if off else None, off)
+        return WallClock(t, align.zone_offset(off) if off else None, off)
     tm = _TIME.search(text)
     if not tm:
         return None
@@ -172,7 +151,7 @@ def parse_wall_clock(text: str) -> WallClock | None:
     t = _make(y, mo, d, h, mi, s, tm["frac"])
     if t is None:
         return None
-    return WallClock(t, zone_offset(zone) if zone else None, zone)
+    return WallClock(t, align.zone_offset(zone) if zone else None, zone)
 
 
 _DATE_WORD = re.compile(

@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..commands import match_prompt
 from ..incident import Incident
 from . import registry
 from .registry import LoadContext
-from .terminal import match_prompt, screen_text
+from .terminal import screen_text
 from .transcript import process_control
 from .transcript.shell_transcript import load_transcript
 

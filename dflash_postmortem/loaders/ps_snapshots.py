@@ -19,12 +19,13 @@ from pathlib import Path
 import pandas as pd
 
 from .. import align
+from ..commands import is_prompt, match_prompt
 from ..errors import SourceFormatError
 from ..incident import from_frames
 from . import registry
 from .clock_text import parse_date_line, parse_wall_clock
 from .registry import LoadContext
-from .terminal import is_prompt, match_prompt, screen_text
+from .terminal import screen_text
 
 # ps/top header names -> our column. Only the command column and LSTART may contain spaces.
 COLUMNS = {

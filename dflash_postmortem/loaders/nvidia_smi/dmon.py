@@ -244,15 +244,14 @@ def _times(raw: pd.DataFrame, ctx: LoadContext, rep) -> tuple[pd.Series, pd.Seri
         if ctx.date is None:
             rep.assume("time of day only and no date known (set date in incident.toml): rows carry no time")
             return none, tod.isna()
-        # The clock going back by more than 12 h between rows is midnight, not a jump.
-        secs = tod.dt.total_seconds().to_numpy()
-        back = np.zeros(n, dtype=np.int64)
-        if n > 1:
-            back[1:] = np.cumsum(np.diff(np.nan_to_num(secs, nan=0.0)) < -12 * 3600)
-        day = pd.Series(pd.Timestamp(ctx.date), index=raw.index) + pd.to_timedelta(back, unit="D")
+        # The clock going back by more than 12 h between rows is midnight, not a jump. An
+        # unreadable time counts as 00:00 here (its row is dropped as bad).
+        secs = np.nan_to_num(tod.dt.total_seconds().to_numpy(), nan=0.0)
+        days = align.date_times_of_day(secs, slack_s=12 * 3600, start=ctx.date)
+        day = pd.Series(days.astype("datetime64[us]"), index=raw.index)
         rep.assume(f"time of day only: date {ctx.date.isoformat() if isinstance(ctx.date, dt.date) else ctx.date} "
                    "taken from the incident (other sources or incident.toml)")
-        if back.any():
+        if n and days[-1] != days[0]:
             rep.assume("clock went back past midnight: later rows are on the next day")
     rep.assume(align.zone_assumption(ctx.timezone))
     stamp = day + tod

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from ...commands import is_bare_prompt, ran
+
 # CSI sequences (colours, cursor moves), OSC sequences (window titles) and two-byte escapes.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 # The same colour codes after a web page dropped the ESC byte: "[1m[37mGPU[0m".
@@ -23,30 +25,9 @@ _BARE_SGR = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m")
 _QUOTE = re.compile(r"^ {0,3}(?:> ?)+")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _COMMENT = re.compile(r"^\s*# ?")
-# A shell prompt: `user@host:~$`, `[user@host dir]$`, `root@host:/#`, `(venv) ...`, `PS C:\>`,
-# `C:\Users\me>`, a bare `$`/`#`/`%`, zsh's `❯`/`➜  dir`.
-_PROMPT = (
-    r"(?:\([^()\s]*\)\s*)?"
-    r"(?:[\w.-]+@[\w.-]+(?::\S*)?\s?[$#%]"
-    r"|\[[^\]\n]+\]\s?[$#%]"
-    r"|PS [A-Za-z]:[^>]*>"
-    r"|[A-Za-z]:\\[^>]*>"
-    r"|~[^\s>]*>"
-    r"|[$#%>❯»]"
-    r"|➜\s+\S+"
-    r")"
-)
-# A prompt with nothing typed, or the first line of a two-line prompt (starship, oh-my-zsh,
-# "[user@host dir]" above "$ command").
-_PROMPT_ONLY = re.compile(rf"^\s*(?:{_PROMPT}|~[\w./-]*|\[[\w.-]+@[\w.-]+[^\]]*\])\s*$")
-# The line that ran nvidia-smi: a prompt then any command line naming it, or the command itself
-# (sudo, watch, timeout, a full path, nvidia-smi.exe), or the header `watch` draws above it.
-_COMMAND = re.compile(
-    rf"^\s*(?:{_PROMPT}\s*|(?:sudo|watch|timeout|srun|ssh|docker|kubectl)\s)"
-    r".*?(?<![\w.-])nvidia-smi(?:\.exe)?(?=[\s'\";|&)]|$)"
-    r"|^\s*!?\s*(?:\S*[/\\])?nvidia-smi(?:\.exe)?(?=\s|$)"
-    r"|^\s*Every \d+(?:\.\d+)?s: .*\bnvidia-smi\b"
-)
+# The line that ran nvidia-smi: a prompt then any command line naming it, the command itself, or
+# the header `watch` draws above it.
+_COMMAND = ran("nvidia-smi")
 
 # Where the poster cut something out: "[...]", "...", "…", "<snip>".
 _ELISION = re.compile(r"^\s*(?:\[\s*(?:\.\.\.|…|snip)\s*\]|\.\.\.+|…|<snip>|\(\.\.\.\))\s*$", re.IGNORECASE)
@@ -154,7 +135,7 @@ def _wrapping(line: str) -> str | None:
         return FENCE
     if "nvidia-smi" in line and _COMMAND.match(line):
         return COMMAND
-    if len(line) < 120 and line.strip() not in ("#", "%") and _PROMPT_ONLY.match(line):
+    if len(line) < 120 and line.strip() not in ("#", "%") and is_bare_prompt(line):
         return PROMPT
     if len(line) < 40 and _ELISION.match(line):
         return ELISION

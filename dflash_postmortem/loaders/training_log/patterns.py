@@ -52,6 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...errors import IncidentConfigError
+from ...schema import LOSS, TOK_PER_S
 
 # Thousands commas come in threes and the fraction needs its `.`: a looser `\d[\d,]*\.?\d*` could
 # read a long digit (or `1,1,1`) run many ways and backtrack quadratically over it.
@@ -77,19 +78,19 @@ METRIC_PATTERNS: tuple[MetricPattern, ...] = (
     _metric(
         "dflash", "tok/s",
         rf"\bstep (?P<step>\d+) loss (?P<loss>{_NUM}) tok/s (?P<tok>{_NUM})(?: queue (?P<queue>\d+))?",
-        {"tok": "train/tok_per_s", "loss": "train/loss", "queue": "train/queue_depth"},
+        {"tok": TOK_PER_S, "loss": LOSS, "queue": "train/queue_depth"},
     ),
     _metric(
         "torchtitan", "tps:",
         rf"step:\s*(?P<step>\d+)\s+loss:\s*(?P<loss>{_NUM})(?:.*?grad_norm:\s*(?P<grad_norm>{_NUM}))?"
         rf".*?tps:\s*(?P<tps>{_NUM})(?:\s+tflops:\s*(?P<tflops>{_NUM}))?(?:\s+mfu:\s*(?P<mfu>{_NUM})%)?",
-        {"tps": "train/tok_per_s", "loss": "train/loss", "tflops": "train/tflops",
+        {"tps": TOK_PER_S, "loss": LOSS, "tflops": "train/tflops",
          "mfu": "train/mfu_pct", "grad_norm": "train/grad_norm"},
     ),
     _metric(
         "nanogpt", "iter ",
         rf"\biter (?P<step>\d+): loss (?P<loss>{_NUM}), time (?P<ms>{_NUM})ms(?:, mfu (?P<mfu>{_NUM})%)?",
-        {"loss": "train/loss", "ms": "train/iter_time_ms", "mfu": "train/mfu_pct"},
+        {"loss": LOSS, "ms": "train/iter_time_ms", "mfu": "train/mfu_pct"},
         sentinel={"mfu": -100.0},
     ),
     _metric(
@@ -105,7 +106,7 @@ METRIC_PATTERNS: tuple[MetricPattern, ...] = (
     _metric(
         "tf_step_time", "per-step time",
         rf"\bStep (?P<step>\d+) per-step time (?P<t>{_NUM})s(?: loss=(?P<loss>{_NUM}))?",
-        {"t": "train/step_time_s", "loss": "train/loss"},
+        {"t": "train/step_time_s", "loss": LOSS},
     ),
 )
 
@@ -128,7 +129,7 @@ class FieldFormat:
 
 _PIPES = re.compile(r"[|,]")
 _GAPS = re.compile(r"\s{2,}")
-_LOSS = ("train/loss", 1.0)
+_LOSS = (LOSS, 1.0)
 _LR = ("train/learning_rate", 1.0)
 _GRAD_NORM = ("train/grad_norm", 1.0)
 _ITER_MS = ("train/iter_time_ms", 1.0)
@@ -146,11 +147,11 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
         "throughput per gpu (tflop/s/gpu)": ("train/tflops_per_gpu", 1.0),
         "tflops": ("train/tflops_per_gpu", 1.0),
         "samples per second": ("train/samples_per_s", 1.0),
-        "tokens per second": ("train/tok_per_s", 1.0),
+        "tokens per second": (TOK_PER_S, 1.0),
         "lm loss": _LOSS, "learning rate": _LR, "grad norm": _GRAD_NORM,
     }),
     _fields("nanotron", "tokens_per_sec", r"iteration: (?P<step>\d+) / \d+", {
-        "tokens_per_sec": ("train/tok_per_s", 1.0),
+        "tokens_per_sec": (TOK_PER_S, 1.0),
         "tokens_per_sec_per_gpu": ("train/tok_per_s_per_gpu", 1.0),
         "elapsed_time_per_iteration_ms": _ITER_MS,
         "model_tflops_per_gpu": ("train/tflops_per_gpu", 1.0),
@@ -180,8 +181,8 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
         "loss": _LOSS, "train_loss": _LOSS, "acc": ("train/acc", 1.0), "train_acc": ("train/acc", 1.0),
         "tau": ("train/accept_len", 1.0), "train_tau_sim": ("train/accept_len", 1.0),
         "accept_len": ("train/accept_len", 1.0), "lr": _LR, "grad_norm": _GRAD_NORM,
-        "tokens_per_sec": ("train/tok_per_s", 1.0), "tok_per_s": ("train/tok_per_s", 1.0),
-        "tps": ("train/tok_per_s", 1.0),
+        "tokens_per_sec": (TOK_PER_S, 1.0), "tok_per_s": (TOK_PER_S, 1.0),
+        "tps": (TOK_PER_S, 1.0),
     }, separator=re.compile(r"\s*\|\s*|(?<![\s,]),?\s++(?=[A-Za-z_][\w./]*=)")),  # a blank run tried once
     # torchvision / DeiT / MAE MetricLogger: `Epoch: [2]  [1480/1504]  ...  time: 4.3713  max mem: 51710`
     _fields("metric_logger", "max mem:", r"Epoch: \[(?P<epoch>\d+)\]\s+\[\s*(?P<i>\d+)/(?P<per_epoch>\d+)\]", {
@@ -209,7 +210,7 @@ UNIT_VALUE = re.compile(
     rf"(?<![\w.])(?P<value>{_NUM})\s?(?P<mult>[kKM](?![a-zA-Z]))?\s?"
     r"(?P<unit>tok(?:en)?s?/s(?:ec)?|samples?/s(?:ec)?|ms/(?:it|step|iter))\b"
 )
-UNIT_METRICS = {"tok": ("train/tok_per_s", 1.0), "sam": ("train/samples_per_s", 1.0), "ms/": ("train/iter_time_ms", 1.0)}
+UNIT_METRICS = {"tok": (TOK_PER_S, 1.0), "sam": ("train/samples_per_s", 1.0), "ms/": ("train/iter_time_ms", 1.0)}
 
 # One field: a key (words), `:`/`=`/spaces, a number with an optional unit, an optional
 # `(running average)`, at the end of the field.
@@ -264,7 +265,7 @@ def find_bars(text: str) -> list[Bar]:
 
 
 # Postfix keys that carry a metric, and the bars that are not training (loading shards, maps).
-BAR_POSTFIX = {"tokens_per_sec": "train/tok_per_s", "tok_per_s": "train/tok_per_s", "loss": "train/loss"}
+BAR_POSTFIX = {"tokens_per_sec": TOK_PER_S, "tok_per_s": TOK_PER_S, "loss": LOSS}
 NOT_TRAINING_BAR = re.compile(r"(?i)loading|download|map|token|shard|generat|fetch|process|eval|valid|chunk")
 # A bar over epochs (`231.64s/epoch`) is progress, not a per-iteration rate.
 NOT_ITERATION_UNIT = re.compile(r"(?i)epoch")

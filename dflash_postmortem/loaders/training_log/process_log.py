@@ -405,8 +405,8 @@ class LogScanner:
             prev, _ = strip_prefixes(_clean(block[start:end]))
             stamp, at = find_stamp(prev)
             if stamp is not None:
-                if stamp.form == "clock":  # a few lines back: the midnights passed are the current ones
-                    stamp.day, stamp.anchor = self.calendar.rollovers, self.calendar.anchor
+                if stamp.form == "clock":  # a few lines back: dated as the clock reads now
+                    stamp.reading = self.calendar.now()
                 return stamp, _run_tag(prev[at:])
             end = start - 1
         return None, None
@@ -737,7 +737,7 @@ _int = lp.integer
 
 def _frame(cols: dict[str, list], rep: FileReport, ctx: LoadContext, scanner: LogScanner) -> pd.DataFrame:
     df = pd.DataFrame({k: v for k, v in cols.items() if k != "stamp"})
-    df.insert(0, "time", resolve_times(cols["stamp"], rep, ctx, scanner.first_date, scanner.calendar.first_anchor))
+    df.insert(0, "time", resolve_times(cols["stamp"], rep, ctx, scanner.first_date, scanner.calendar))
     df["source"] = rep.path
     df["ref"] = [f"{rep.path}:{n}" for n in cols["line"]]
     if "host" in df.columns:  # a line that names its host (NCCL, a ChildFailedError table) keeps it

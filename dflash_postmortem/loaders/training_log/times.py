@@ -47,14 +47,13 @@ _SEARCHED = {"iso", "mdy"}
 @dataclass
 class Stamp:
     """A timestamp as found. `form`: iso (full date), monthday (no year), clock (time of day
-    only). A clock stamp carries how many midnights the file had passed when it was read
-    (`day`) and the latest full date before it with that count (`anchor`)."""
+    only). A clock stamp carries the reading of the file's clock it is dated with (`reading`,
+    an index into its Calendar; -1: the file's start, before any reading)."""
 
     form: str
     text: str
     aware: bool = False
-    day: int = 0
-    anchor: tuple[str, int] | None = None
+    reading: int = -1
 
     @property
     def seconds_of_day(self) -> int:
@@ -97,14 +96,20 @@ def find_stamp(text: str) -> tuple[Stamp | None, int]:
 
 
 class Calendar:
-    """Follows a file's clock line by line: the full dates seen and the midnights passed, so
-    that a time-of-day stamp can be dated from its nearest full date."""
+    """Follows a file's clock line by line: its readings in order (the time of day of each
+    stamped line, and the date it states, if any), which `align.date_times_of_day` turns into
+    the dates of the time-of-day stamps once the file is read.
+
+    Of a run of stamps with full dates only the first and the last are kept: a time of day is
+    dated from the last full date before it (and stamps before the file's first full date from
+    that one), and such readings pass no midnight of their own.
+    """
 
     def __init__(self):
-        self.rollovers = 0
-        self.last_seconds: int | None = None
-        self.anchor: tuple[str, int] | None = None  # (latest full date, rollovers when seen)
-        self.first_anchor: tuple[str, int] | None = None
+        self.seconds: list[int] = []
+        self.dates: list[str | bytes | None] = []  # the date a reading states (ISO text), None: a time of day
+        self._dated_run = False  # the last reading states its date
+        self._pending: tuple[int, str | bytes] | None = None  # the last of a run of dated readings, not kept yet
 
     def see(self, stamp: Stamp) -> None:
         if stamp.form == "monthday":
@@ -114,13 +119,13 @@ class Calendar:
         except ValueError:
             return
         if stamp.form == "iso":
-            self.anchor = (stamp.text[:10], self.rollovers)
-            self.first_anchor = self.first_anchor or self.anchor
-        elif self.last_seconds is not None and seconds < self.last_seconds - ROLLOVER_BACKWARDS_S:
-            self.rollovers += 1
-        self.last_seconds = seconds
-        if stamp.form == "clock":
-            stamp.day, stamp.anchor = self.rollovers, self.anchor
+            self._dated(seconds, stamp.text[:10])
+        elif stamp.form == "clock":
+            self._flush()
+            self.seconds.append(seconds)
+            self.dates.append(None)
+            self._dated_run = False
+            stamp.reading = len(self.seconds) - 1
 
     def see_fast(self, stamp: bytes) -> None:
         """A DFlash fast-path stamp (`YYYY-mm-dd HH:MM:SS` bytes): a full date."""
@@ -128,30 +133,63 @@ class Calendar:
             seconds = int(stamp[11:13]) * 3600 + int(stamp[14:16]) * 60 + int(stamp[17:19])
         except ValueError:
             return
-        self.anchor = (stamp[:10].decode("ascii", "replace"), self.rollovers)
-        self.first_anchor = self.first_anchor or self.anchor
-        self.last_seconds = seconds
+        self._dated(seconds, stamp[:10])
+
+    def now(self) -> int:
+        """The reading a stamp found a few lines back is dated with: the latest so far."""
+        self._flush()
+        return len(self.seconds) - 1
+
+    def _dated(self, seconds: int, date: str | bytes) -> None:
+        if self._dated_run:
+            self._pending = (seconds, date)
+            return
+        self.seconds.append(seconds)
+        self.dates.append(date)
+        self._dated_run = True
+
+    def _flush(self) -> None:
+        if self._pending is not None:
+            self.seconds.append(self._pending[0])
+            self.dates.append(self._pending[1])
+            self._pending = None
+
+    def dates_of_readings(self, incident_date: dt.date | None) -> tuple[list[str | None], str]:
+        """The date (ISO text) of each reading, the file's start first (reading -1), and where
+        the dates of the time-of-day stamps came from."""
+        self._flush()
+        texts = [d.decode("ascii", "replace") if isinstance(d, bytes) else d for d in self.dates]
+        known = [_iso_date(t) for t in texts]
+        stated = [t is not None for t in texts]
+        # The file's start: no time of day, so it passes no midnight.
+        days = align.date_times_of_day([np.nan, *self.seconds], [None, *known], stated=[False, *stated],
+                                       slack_s=ROLLOVER_BACKWARDS_S, start=incident_date)
+        if any(stated):
+            source = "the nearest full date in the file"
+        elif incident_date is not None:
+            source = "the incident date"
+        else:
+            return [None] * len(days), ""
+        out = [str(d) if not np.isnat(d) and _MIN_DAY <= d <= _MAX_DAY else None for d in days]
+        return out, source
 
 
-def _clock_date(stamp: Stamp, first_anchor: tuple[str, int] | None, incident_date: dt.date | None) -> tuple[str | None, str]:
-    """The date of a time-of-day stamp and where it came from."""
-    anchor = stamp.anchor or first_anchor
+# The dates Python's datetime can hold: a date past them is as impossible as month 13.
+_MIN_DAY, _MAX_DAY = np.datetime64("0001-01-01", "D"), np.datetime64("9999-12-31", "D")
+
+
+def _iso_date(text: str | None):
     try:
-        if anchor is not None:
-            base = dt.date.fromisoformat(anchor[0])
-            return (base + dt.timedelta(days=stamp.day - anchor[1])).isoformat(), "the nearest full date in the file"
-        if incident_date is not None:
-            return (incident_date + dt.timedelta(days=stamp.day)).isoformat(), "the incident date"
-    except (ValueError, OverflowError):
-        return None, "an impossible date in the file"
-    return None, ""
+        return dt.date.fromisoformat(text) if text is not None else None
+    except ValueError:
+        return None
 
 
-def resolve_times(stamps: list, rep, ctx, first_date: str | None, first_anchor: tuple[str, int] | None = None) -> pd.Series:
+def resolve_times(stamps: list, rep, ctx, first_date: str | None, calendar: Calendar) -> pd.Series:
     """Turn found stamps into UTC times; borrowed and partial (no year/date) ones say so.
 
-    `first_date` gives month-day stamps their year; `first_anchor` (the file's first full date
-    and the midnights passed before it) dates time-of-day stamps read before any full date.
+    `first_date` gives month-day stamps their year; `calendar` (the file's clock as it was read)
+    dates time-of-day stamps.
     """
     # UTC instants as naive datetime64[us], filled per form: a tz-aware Series' to_numpy() would
     # give one Timestamp object per row.
@@ -181,14 +219,15 @@ def resolve_times(stamps: list, rep, ctx, first_date: str | None, first_anchor: 
     for (form, aware), idx in by_form.items():
         if form == "clock":
             keep, texts, sources = [], [], set()
+            dates, dated_from = calendar.dates_of_readings(ctx.date)
             for i in idx:
-                date, source = _clock_date(stamps[i], first_anchor, ctx.date)
+                date = dates[stamps[i].reading + 1]
                 if date is not None:
                     keep.append(i)
                     texts.append(f"{date}T{stamps[i].text}")
-                    sources.add(source)
-                elif source:
-                    sources.add(source)
+                    sources.add(dated_from)
+                elif dated_from == "the nearest full date in the file":
+                    sources.add("an impossible date in the file")
             if len(keep) < len(idx):
                 rep.assume(f"{len(idx) - len(keep)} time-of-day timestamps have no date in the file or the incident: rows have no time")
             for source in sorted(s for s in sources if s):

@@ -29,9 +29,11 @@ from ... import align
 from ...commands import (
     KIT_LAUNCHER,
     Launch,
+    Prompt,
     command_name,
     exit_meaning,
     kill_targets,
+    match_prompt,
     parse_launch,
     shell_words,
 )
@@ -42,7 +44,7 @@ from ..clock_text import WallClock, parse_wall_clock
 from ..nvidia_smi import load_nvidia_smi
 from ..ps_snapshots import lifetimes, read_listing
 from ..registry import LoadContext
-from ..terminal import Prompt, match_prompt, match_script_mark, screen_text
+from ..terminal import match_script_mark, screen_text
 from . import process_control
 
 FORMAT = "shell-transcript"
@@ -173,9 +175,11 @@ class Clock:
         h, m, s = (int(x) for x in tod.split(":"))
         if h > 23 or m > 59 or s > 59:
             return pd.NaT
-        cand = local.normalize() + pd.Timedelta(hours=h, minutes=m, seconds=s)
-        if cand < local - pd.Timedelta(hours=1):
-            cand += pd.Timedelta(days=1)
+        # On the clock's date, or the next day when more than an hour earlier than the clock.
+        seconds = h * 3600 + m * 60 + s
+        since = (local - local.normalize()).total_seconds()
+        day = align.date_times_of_day([since, seconds], [local.date(), None], slack_s=3600)[1]
+        cand = pd.Timestamp(day) + pd.Timedelta(seconds=seconds)
         if self.offset_min is not None:
             return (cand - pd.Timedelta(minutes=self.offset_min)).tz_localize("UTC")
         return align.localize(pd.Series([cand]), self.ctx.timezone).iloc[0]

@@ -307,9 +307,7 @@ def _report_scan(scan: wandb_log.LogScan, rep: FileReport) -> None:
             rep.notes.append(dmg.describe())
         # One warning (or error, under on_bad_line="raise") per damaged range; every record
         # lost in it is counted under the same reason.
-        rep.bad(None, _DAMAGE_EXPECTED, f"{dmg.lost} records lost at byte {dmg.start}: {dmg.why}")
-        if dmg.lost > 1:
-            rep.skip(None, f"expected {_DAMAGE_EXPECTED}", dmg.lost - 1)
+        rep.bad(None, _DAMAGE_EXPECTED, f"{dmg.lost} records lost at byte {dmg.start}: {dmg.why}", n=dmg.lost)
     if len(scan.damage) > _NOTES_PER_FILE:
         rest = scan.damage[_NOTES_PER_FILE:]
         rep.notes.append(f"{len(rest)} more damaged ranges, {sum(d.lost for d in rest)} records lost in them")
