@@ -501,6 +501,14 @@ def log_target(command: str) -> str | None:
     return None if path in (None, "/dev/null") or str(path).startswith("&") else path
 
 
+_SHELL_RUNS = re.compile(r"^\s*(?:\S*/)?(?:ba|z|da)?sh\s+-c\b")
+
+
+def is_shell_running(command: str) -> bool:
+    """A `sh -c '...'` process: a shell holding a command line, not a program of its own."""
+    return bool(_SHELL_RUNS.search(command or ""))
+
+
 def is_wrapper_process(command: str) -> bool:
     """A process command line that runs another program (a shell -c, nohup, timeout, ssh...)."""
     return bool(_WRAPPER_PROCESS.search(command or ""))

@@ -18,7 +18,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .schema import TOK_PER_S
-from .text import clock, gpu_label, one_line, tok_s
+from .text import gpu_label, one_line
+from .units import clock, tok_s
 
 SEVERITY_COLOURS = {"critical": "#d62728", "warning": "#ff7f0e", "info": "#2ca02c"}
 ROLE_COLOURS = ["#1f77b4", "#9467bd", "#8c564b", "#17becf", "#bcbd22"]

@@ -89,6 +89,14 @@ FRAME_NAMES = tuple(FRAMES)
 TOK_PER_S = "train/tok_per_s"
 LOSS = "train/loss"
 
+# Event kinds that say something went wrong, in the sources' own words: what a reader must see
+# near a drop, and where the throughput detector looks for its cause.
+PROBLEM_EVENTS = (
+    "warning", "error", "traceback", "exception", "thread_crash", "compile_error", "signal",
+    "nccl_timeout", "nccl_error", "oom", "oom_kill", "killed", "kill_failed", "gpu_error", "gpu_lost",
+    "xid", "elastic_restart",
+)
+
 
 def columns(frame: str) -> list[str]:
     return [c.name for c in FRAMES[frame]]

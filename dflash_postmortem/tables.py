@@ -13,6 +13,7 @@ import re
 
 import pandas as pd
 
+from .commands import is_shell_running
 from .detect import gpu_state
 from .detect.launches import outcomes
 from .detect.levels import recovery, regression
@@ -20,8 +21,10 @@ from .detect.ranking import rank_causes
 from .detect.sources import gpu_samples, throughput_samples
 from .detect.throughput import config_differences
 from .incident import Incident
-from .text import NO_THROUGHPUT, Missing, clock, duration, gpu_hours, gpu_label, one_line, tok_s
+from .schema import PROBLEM_EVENTS
+from .text import NO_THROUGHPUT, Missing, gpu_label, one_line
 from .timeline import Timeline
+from .units import clock, duration, gpu_hours, tok_s
 
 Table = pd.DataFrame | Missing
 
@@ -117,7 +120,6 @@ def _setting(value) -> str:
 
 
 # Event kinds that may explain a drop: what a reader scans the logs around it for.
-WARNING_KINDS = ["warning", "error", "traceback", "exception", "thread_crash", "compile_error", "signal"]
 
 
 def warnings_near(inc: Incident, findings: pd.DataFrame, minutes: float = 10.0) -> Table:
@@ -125,7 +127,7 @@ def warnings_near(inc: Incident, findings: pd.DataFrame, minutes: float = 10.0) 
     regs = findings[findings["kind"] == "throughput_regression"]
     if regs.empty:
         return Missing("no throughput drop to look around")
-    ev = inc.events[inc.events["kind"].isin(WARNING_KINDS)]
+    ev = inc.events[inc.events["kind"].isin(PROBLEM_EVENTS)]
     parts = [ev[(ev["time"] >= r.start - pd.Timedelta(minutes=minutes)) & (ev["time"] <= r.end)] for r in regs.itertuples()]
     near = pd.concat(parts).drop_duplicates(subset=["time", "message", "ref"])
     if near.empty:
@@ -297,7 +299,6 @@ def _kinds(findings: pd.DataFrame, kinds, none: str) -> Table:
 NOISY_EVENTS = {"console"}
 MAX_LIFETIMES = 30
 # A `bash -c` wrapper lives exactly as long as the trainer it runs: one bar is enough.
-_SHELL_C = re.compile(r"^\s*(?:\S*/)?(?:ba|z|da)?sh\s+-c\b")
 _PATHS = re.compile(r"(/[^\s/]+)+/([^\s/]+)")  # /srv/x/trainer.py -> trainer.py, for labels
 
 
@@ -312,7 +313,7 @@ def lifetimes(inc: Incident) -> pd.DataFrame:
         end = info.ended if info is not None and info.ended is not None else g["time"].max()
         rows.append({"what": f"run {run}", "group": "run", "start": start, "end": end, "source": g["source"].iloc[0]})
     procs = inc.processes
-    procs = procs[~procs["command"].fillna("").str.match(_SHELL_C)].copy()
+    procs = procs[~procs["command"].fillna("").map(is_shell_running).astype(bool)].copy()
     procs["started"] = procs["started"].fillna(procs["first_seen"])
     pools = _worker_pools(procs["command"])
     for cmd, pool in procs[pools].groupby("command", sort=False):

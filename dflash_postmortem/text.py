@@ -28,37 +28,15 @@ from .incident import Incident
 from .schema import TOK_PER_S
 from .timeline import Timeline, timeline
 from .timeline import impact as timeline_impact
+from .units import clock, duration, gpu_hours, tok_s
 
 MAX_SENTENCES = 5
 
 
-# --- the formatters ----------------------------------------------------------------------------
+# --- the formatters live in units.py (detect's titles use them too) ------------------------------
 
 def _missing(value) -> bool:
     return value is None or pd.isna(value)
-
-
-def clock(t, *, date: bool = False, utc: bool = False, missing: str = "") -> str:
-    """A time on the incident's one clock: `05:22:17`, with `date` `2026-11-30 05:22:17`, with
-    `utc` the zone named after it; `missing` where there is no time."""
-    if _missing(t):
-        return missing
-    return pd.Timestamp(t).strftime(("%Y-%m-%d " if date else "") + "%H:%M:%S" + (" UTC" if utc else ""))
-
-
-def duration(seconds) -> str:
-    """A length of time in whole seconds: `91 s`, `4,786 s` (the findings measure in seconds)."""
-    return "n/a" if _missing(seconds) else f"{seconds:,.0f} s"
-
-
-def tok_s(value: float) -> str:
-    """Throughput in thousands of tokens per second: `146.8K` (the unit is the sentence's to say)."""
-    return f"{value / 1e3:.1f}K"
-
-
-def gpu_hours(value: float) -> str:
-    """GPU-hours to the hundredth: `0.03`, `5.05`."""
-    return f"{value:,.2f}"
 
 
 def one_line(value, limit: int) -> str:

@@ -16,13 +16,13 @@ import pandas as pd
 
 from .detect import detect
 from .detect.findings import refs as evidence_refs
+from .detect.levels import baseline_and_source
 from .detect.throughput import series
 from .incident import Incident
 from .schema import TIME
 
 COLUMNS = ("time", "phase", "what", "evidence")
 _FIRST_SIGN = ("throughput_regression", "stall", "failed_restart", "never_trained")
-_STALL_BASELINE_SAMPLES = 20  # the level a stalled run ran at: its last samples before the stall
 
 
 @dataclass
@@ -122,14 +122,7 @@ def impact(inc: Incident, findings: pd.DataFrame) -> dict:
     for key, name in (("detected", "time_to_detect_s"), ("mitigated", "time_to_mitigate_s"),
                       ("recovered", "time_to_recover_s")):
         out[name] = (m[key] - t0).total_seconds() if t0 is not None and m[key] is not None else None
-    reg = _kinds(findings, "throughput_regression")
-    baseline, baseline_from = inc.config.expected_tok_per_s, "incident.toml expected_tok_per_s"
-    if baseline is None and len(reg):
-        baseline, baseline_from = reg["numbers"].iloc[0]["baseline_tok_per_s"], "the regression's baseline"
-    if baseline is None and t0 is not None and len(_kinds(findings, "stall")):
-        before = s[s["time"] < t0].tail(_STALL_BASELINE_SAMPLES)
-        if len(before):
-            baseline, baseline_from = float(before["value"].median()), "throughput before the stall"
+    baseline, baseline_from = baseline_and_source(inc, findings)
     n_gpus, how = _gpus_held(inc)
     out.update(baseline_tok_per_s=baseline, baseline_from=baseline_from if baseline is not None else None,
                gpus_held=n_gpus, gpus_held_from=how)

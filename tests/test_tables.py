@@ -10,6 +10,7 @@ from support.incidents import smi_stream_only
 import dflash_postmortem as pm
 from dflash_postmortem import tables
 from dflash_postmortem.detect import levels, throughput
+from dflash_postmortem.schema import PROBLEM_EVENTS
 from dflash_postmortem.text import Missing
 
 
@@ -80,7 +81,7 @@ def test_warnings_near_the_drop(bundled_incident, bundled_findings, seed_inciden
     quiet = tables.warnings_near(bundled_incident, bundled_findings)
     assert isinstance(quiet, Missing) and quiet.text == "no data from logs: no warning or error within 10 min of the drop"
     near = tables.warnings_near(seed_incident, seed_findings)
-    assert len(near) and set(near["kind"]) <= set(tables.WARNING_KINDS)
+    assert len(near) and set(near["kind"]) <= set(PROBLEM_EVENTS)
     assert near["evidence"].str.match(r"^[\w./-]+:\d+$").all()
 
 

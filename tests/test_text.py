@@ -7,19 +7,19 @@ import pandas as pd
 import pytest
 
 import dflash_postmortem as pm
-from dflash_postmortem import text
+from dflash_postmortem import text, units
 from dflash_postmortem.detect import replay_ab, throughput
 
 T = pd.Timestamp("2026-11-30 05:22:17.687", tz="UTC")
 
 
 def test_one_formatter_each():
-    assert text.clock(T) == "05:22:17"
-    assert text.clock(T, date=True, utc=True) == "2026-11-30 05:22:17 UTC"
-    assert text.clock(None) == "" and text.clock(pd.NaT, missing="?") == "?"
-    assert (text.duration(91.0), text.duration(4785.6), text.duration(None)) == ("91 s", "4,786 s", "n/a")
-    assert (text.tok_s(146812.5), text.tok_s(74918.0), text.tok_s(21500)) == ("146.8K", "74.9K", "21.5K")
-    assert (text.gpu_hours(0.0253), text.gpu_hours(5.049), text.gpu_hours(1234.5)) == ("0.03", "5.05", "1,234.50")
+    assert units.clock(T) == "05:22:17"
+    assert units.clock(T, date=True, utc=True) == "2026-11-30 05:22:17 UTC"
+    assert units.clock(None) == "" and units.clock(pd.NaT, missing="?") == "?"
+    assert (units.duration(91.0), units.duration(4785.6), units.duration(None)) == ("91 s", "4,786 s", "n/a")
+    assert (units.tok_s(146812.5), units.tok_s(74918.0), units.tok_s(21500)) == ("146.8K", "74.9K", "21.5K")
+    assert (units.gpu_hours(0.0253), units.gpu_hours(5.049), units.gpu_hours(1234.5)) == ("0.03", "5.05", "1,234.50")
     assert text.one_line("a\n  b\tc", 10) == "a b c" and text.one_line("x" * 12, 10) == "x" * 9 + "…"
     assert text.gpu_label("node17", 5, True) == "node17:GPU 5" and text.gpu_label("node17", 5, False) == "GPU 5"
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..incident import Incident
+from ..units import clock
 from . import findings
 from .control import stopped_by
 
@@ -48,7 +49,7 @@ def link(inc: Incident, rows: list[dict]) -> list[dict]:
         if cmd is not None and isinstance(cmd.get("ref"), str):
             _add(r, findings.cause(findings.event_id(cmd["ref"]),
                                    f"the operator stopped PID(s) {', '.join(map(str, p['numbers']['other_pids']))} "
-                                   f"at {cmd['time']:%H:%M:%S} (`{str(cmd['message']).strip()}`)", [cmd["ref"]]))
+                                   f"at {clock(cmd['time'])} (`{str(cmd['message']).strip()}`)", [cmd["ref"]]))
         _add(r, findings.cause(p["id"], "it recovered from this partial recovery", p["evidence"][:1]))
     return rows
 

@@ -18,6 +18,7 @@ import pandas as pd
 from ..commands import kill_targets
 from ..incident import Incident
 from ..schema import TOK_PER_S
+from ..units import clock
 from . import findings
 
 # After a kill, a process seen this much later was not stopped by it (ps samples every few s).
@@ -94,7 +95,7 @@ def detect_failed_kills(inc: Incident) -> pd.DataFrame:
         who = f"PID {pid}" + (f" (run {run})" if run else "")
         kill = findings.finding(
             "kill_failed", k["time"], k["time"], "warning",
-            f"the kill at {k['time']:%H:%M:%S} did not stop {who}",
+            f"the kill at {clock(k['time'])} did not stop {who}",
             f"`{why}`: {meaning}.", kill_refs, {"pid": pid, "group": group, "run": run, "message": why})
         gpus = seen["memory"]
         held = ("; it held " + ", ".join(f"{m:.0f} MiB on GPU {g}" for g, m in sorted(gpus.items()))
@@ -102,9 +103,9 @@ def detect_failed_kills(inc: Incident) -> pd.DataFrame:
         rows.append(kill)
         rows.append(findings.finding(
             "survivor", k["time"], seen["until"], "critical",
-            f"{who} survived the failed kill and kept running until {seen['until']:%H:%M:%S}",
-            f"After the kill at {k['time']:%H:%M:%S} {who} was still {', '.join(seen['how'])} until "
-            f"{seen['until']:%H:%M:%S}{held}: whatever was started meanwhile shared its GPUs.",
+            f"{who} survived the failed kill and kept running until {clock(seen['until'])}",
+            f"After the kill at {clock(k['time'])} {who} was still {', '.join(seen['how'])} until "
+            f"{clock(seen['until'])}{held}: whatever was started meanwhile shared its GPUs.",
             kill_refs[-1:] + seen["refs"],
             {"pid": pid, "run": run, "until": seen["until"], "memory_mib_by_gpu": gpus},
             caused_by=[findings.cause(kill["id"], f"the kill meant to stop PID {pid} failed: {why}", kill_refs)]))

@@ -44,9 +44,28 @@ def recovery(findings: pd.DataFrame) -> pd.Series | None:
 
 
 def baseline(inc: Incident, findings: pd.DataFrame) -> float | None:
-    """The throughput baseline: the regression finding's, else incident.toml's expected_tok_per_s."""
+    """The throughput baseline every page and the cost use (see `baseline_and_source`)."""
+    return baseline_and_source(inc, findings)[0]
+
+
+def baseline_and_source(inc: Incident, findings: pd.DataFrame) -> tuple[float | None, str | None]:
+    """The one throughput baseline: incident.toml's expected_tok_per_s when the user gives it (what
+    the run should do), else the level measured before the first regression, else the stalled
+    run's level before its stall; and where it came from."""
+    if inc.config.expected_tok_per_s is not None:
+        return inc.config.expected_tok_per_s, "incident.toml expected_tok_per_s"
     reg = regression(findings)
-    return reg["numbers"]["baseline_tok_per_s"] if reg is not None else inc.config.expected_tok_per_s
+    if reg is not None:
+        return reg["numbers"]["baseline_tok_per_s"], "the regression's baseline"
+    stall = findings[findings["kind"] == "recovery"] if len(findings) else findings
+    stall = stall[stall["numbers"].map(lambda n: n.get("episode") == "stall")] if len(stall) else stall
+    if len(stall):
+        return stall["numbers"].iloc[0]["baseline_tok_per_s"], "throughput before the stall"
+    partial = findings[findings["kind"] == "partial_recovery"] if len(findings) else findings
+    partial = partial[partial["numbers"].map(lambda n: n.get("episode") == "stall")] if len(partial) else partial
+    if len(partial):
+        return partial["numbers"].iloc[0]["baseline_tok_per_s"], "throughput before the stall"
+    return None, None
 
 
 def recovery_window(inc: Incident, findings: pd.DataFrame) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident
+from ..units import clock, tok_s
 from . import findings, gpu_state, memo
 from .launches import launch_of
 from .stall import stall_intervals
@@ -117,8 +118,8 @@ def _relaunch_partials(inc: Incident, ep: dict, frac: float) -> list[dict]:
         reasons, refs, others = _partial_reasons(inc, first, last, run, run_start, ep)
         rows.append(findings.finding(
             "partial_recovery", first, last, "warning",
-            f"relaunch {run} came back at {level / 1e3:.1f}K tok/s ({level / ep['baseline']:.2f} of baseline)",
-            f"Run {run} trained at {level:.0f} tok/s from {first:%H:%M:%S} to {last:%H:%M:%S}, "
+            f"relaunch {run} came back at {tok_s(level)} tok/s ({level / ep['baseline']:.2f} of baseline)",
+            f"Run {run} trained at {level:.0f} tok/s from {clock(first)} to {clock(last)}, "
             f"below {frac:.0%} of the {ep['baseline']:.0f} tok/s baseline. "
             + ("Likely reason: " + "; ".join(reasons) + "." if reasons
                else "No reason in the evidence (no per-process GPU samples, no flag difference)."),
@@ -165,7 +166,7 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
                 rows.append(findings.finding(
                     "no_recovery", ep["end"], None, "critical", "throughput never recovered in the data",
                     f"No throughput samples after the {'stall' if ep.get('stall') else 'regression'} "
-                    f"ending {ep['end']:%H:%M:%S}.",
+                    f"ending {clock(ep['end'])}.",
                     findings.refs(ep["during"].tail(1)), nums))
             continue
         i = _sustained(after["value"].to_numpy(dtype=float), floor, min(SUSTAIN, len(after)))
@@ -176,8 +177,8 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
             ttr = (when - ep["start"]).total_seconds()
             rows.append(findings.finding(
                 "recovery", when, window["time"].iloc[-1], "info",
-                f"throughput recovered to {level / 1e3:.1f}K tok/s ({level / ep['baseline']:.2f} of baseline)",
-                f"From {when:%H:%M:%S} run {window['run'].iloc[0]} sustained at least {frac:.0%} of the "
+                f"throughput recovered to {tok_s(level)} tok/s ({level / ep['baseline']:.2f} of baseline)",
+                f"From {clock(when)} run {window['run'].iloc[0]} sustained at least {frac:.0%} of the "
                 f"{ep['baseline']:.0f} tok/s baseline ({SUSTAIN} consecutive samples), {ttr:.0f} s after "
                 f"the {'stall' if ep.get('stall') else 'regression'} began.",
                 findings.refs(window.head(SUSTAIN)),
@@ -193,7 +194,7 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
                 inc, last["start"], last["end"], run, after[after["run"] == run]["time"].iloc[0], ep)
             rows.append(findings.finding(
                 "partial_recovery", last["start"], last["end"], "warning",
-                f"partial recovery to {level / 1e3:.1f}K tok/s ({level / ep['baseline']:.2f} of baseline)",
+                f"partial recovery to {tok_s(level)} tok/s ({level / ep['baseline']:.2f} of baseline)",
                 f"Throughput came back to {level:.0f} tok/s, below {frac:.0%} of the {ep['baseline']:.0f} "
                 f"tok/s baseline. " + ("Likely reason: " + "; ".join(reasons) + "." if reasons
                                         else "No likely reason in the evidence."),

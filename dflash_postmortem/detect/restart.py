@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..commands import ends_session, is_detached, session_launcher
 from ..incident import Incident
+from ..units import clock
 from . import findings, gpu_state, memo
 from .launches import is_trainer, outcomes, verdicts
 
@@ -324,14 +325,14 @@ def _session_kill(L: pd.Series, inc: Incident, w: _Window) -> tuple[str, str, li
         lines = memo.rows_where(inc, "events", "source", log["source"])
         last = lines.sort_values("time", kind="stable").tail(1)
         n = len(set(findings.refs(lines)) | set(findings.refs(memo.rows_where(inc, "metrics", "source", log["source"]))))
-        said = (f"; its log {log['name']} stopped at {log['last']:%H:%M:%S} after {n} line(s)"
+        said = (f"; its log {log['name']} stopped at {clock(log['last'])} after {n} line(s)"
                 + (f" (`{str(last['message'].iloc[0]).strip()}`)" if len(last) else ""))
         refs += findings.refs(last)
     return ("launching session killed",
             f"launching session killed / process died during start-up: PID {proc['pid']} was started in "
             f"the background without setsid or disown, inside the shell session that the operator then "
-            f"killed (`{k['message']}` at {k['time']:%H:%M:%S}); it was last listed running at "
-            f"{proc['last_seen']:%H:%M:%S}, before any training step{said}", refs)
+            f"killed (`{k['message']}` at {clock(k['time'])}); it was last listed running at "
+            f"{clock(proc['last_seen'])}, before any training step{said}", refs)
 
 
 def _verified(L: pd.Series, said: pd.DataFrame, proc, first) -> dict:
@@ -340,9 +341,9 @@ def _verified(L: pd.Series, said: pd.DataFrame, proc, first) -> dict:
     text = "; ".join(str(m).removeprefix("launch: ").strip() for m in said["message"])
     return findings.finding(
         "verified_start", L["time"], first["time"], "info",
-        f"restart at {L['time']:%H:%M:%S} verified by dflash-postmortem launch",
+        f"restart at {clock(L['time'])} verified by dflash-postmortem launch",
         f"The launcher checked the start itself: {text}. First training step logged at "
-        f"{first['time']:%H:%M:%S}" + (f" by PID {proc['pid']}" if proc is not None else "") + ".",
+        f"{clock(first['time'])}" + (f" by PID {proc['pid']}" if proc is not None else "") + ".",
         ([L["ref"]] if isinstance(L.get("ref"), str) else []) + findings.refs(said),
         {"checks": checks, "run": L["run"], "log_path": L["log_path"],
          "pid": None if proc is None else int(proc["pid"])})
@@ -398,16 +399,16 @@ def _never_trained(inc: Incident, L: pd.Series, w: _Window, proc, pid, stages: p
     points = []
     if len(curve) >= 2:
         lo, hi = curve.iloc[0], curve.iloc[-1]
-        creep = (f"; GPU memory went from {lo['mib']:,.0f} MiB at {lo['time']:%H:%M:%S} to {hi['mib']:,.0f} MiB "
-                 f"at {hi['time']:%H:%M:%S}" + (" and was still growing" if hi["mib"] > curve["mib"].iloc[:-1].max() else ""))
+        creep = (f"; GPU memory went from {lo['mib']:,.0f} MiB at {clock(lo['time'])} to {hi['mib']:,.0f} MiB "
+                 f"at {clock(hi['time'])}" + (" and was still growing" if hi["mib"] > curve["mib"].iloc[:-1].max() else ""))
         step = max(1, len(curve) // 8)
         points = [(t, float(m)) for t, m in zip(curve["time"].iloc[::step], curve["mib"].iloc[::step], strict=True)]
-    how_ended = (f"it was gone by {until:%H:%M:%S}" if gone else f"still no step at {until:%H:%M:%S}")
+    how_ended = (f"it was gone by {clock(until)}" if gone else f"still no step at {clock(until)}")
     seconds = (until - last["time"]).total_seconds()
     return findings.finding(
         "never_trained", L["time"], until, "critical",
-        f"launch at {L['time']:%H:%M:%S} never reached training: stuck after `{_stage_text(last)}`",
-        f"Run {L['run'] or '?'} wrote its start-up stages up to `{_stage_text(last)}` at {last['time']:%H:%M:%S} "
+        f"launch at {clock(L['time'])} never reached training: stuck after `{_stage_text(last)}`",
+        f"Run {L['run'] or '?'} wrote its start-up stages up to `{_stage_text(last)}` at {clock(last['time'])} "
         f"and nothing after it for {seconds:,.0f} s{creep}; no training step; {how_ended}.",
         evidence + findings.refs(stages.tail(1)),
         {"run": L["run"], "pid": None if pid is None else int(pid), "last_stage": _stage_text(last),
@@ -456,7 +457,7 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
             pid = int(L["pid"])
             lines.append(f"process {pid} started (the launcher's `start` line)")
         elif proc is None:
-            counted = "; ".join(f"{c['time']:%H:%M:%S}: {c['message']}" for c in counts)
+            counted = "; ".join(f"{clock(c['time'])}: {c['message']}" for c in counts)
             lines.append("no new process running " + str(L["script"] or "the launched script")
                          + " appeared" + (f" ({counted})" if counted else ""))
             for c in counts:
@@ -480,8 +481,8 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
             lines.append(str(own["alive"][1]).removesuffix("; last log lines:"))
         elif gone:
             after = [c for c in _count_checks(inc, w.later(proc["last_seen"])) if c.get("count") == 0]
-            lines.append("; ".join(f"{c['time']:%H:%M:%S}: {c['message']}" for c in after) or
-                         f"no longer listed after {proc['last_seen']:%H:%M:%S}")
+            lines.append("; ".join(f"{clock(c['time'])}: {c['message']}" for c in after) or
+                         f"no longer listed after {clock(proc['last_seen'])}")
             evidence += [c["ref"] for c in after if isinstance(c.get("ref"), str)]
         # A traceback in its log, or the shell saying it was killed or failed, is a death,
         # whatever the process listings say.
@@ -496,14 +497,14 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
                                      or (proc is None and inc.processes.empty and log is not None)):
             # Alive (or no process listing, but its log fills): slow, not failed.
             rows.append(findings.finding(
-                "slow_start", L["time"], w.end, "info", f"slow start after launch at {L['time']:%H:%M:%S}",
+                "slow_start", L["time"], w.end, "info", f"slow start after launch at {clock(L['time'])}",
                 "; ".join(lines) + ". Alive and no evidence of failure: slow, not failed.",
                 evidence, {"checks": checks, "run": L["run"], "pid": None if pid is None else int(pid)}))
             continue
         v = _reason(L, inc, w, said)
         rows.append(findings.finding(
             "failed_restart", L["time"], w.end, "critical",
-            f"restart at {L['time']:%H:%M:%S} never came up: {v.why.split(':')[0]}",
+            f"restart at {clock(L['time'])} never came up: {v.why.split(':')[0]}",
             v.why + ". Checks: " + "; ".join(lines) + ".",
             v.refs + evidence,
             {"reason": v.reason, "checks": checks, "run": L["run"], "log_path": L["log_path"],
@@ -556,15 +557,15 @@ def _stale(inc: Incident, L: pd.Series, w: _Window, counts: list[pd.Series]) -> 
         count_text = ""
         refs = findings.refs(procs[procs["pid"] == p["pid"]].iloc[:1])
         for c in counts:
-            count_text = f"; the process count at {c['time']:%H:%M:%S} counted it"
+            count_text = f"; the process count at {clock(c['time'])} counted it"
             refs += [c["ref"]] if isinstance(c.get("ref"), str) else []
             refs += _output_refs(inc, c)
         p_start = p["started"] if pd.notna(p["started"]) else p["first_seen"]
         out.append(findings.finding(
             "stale_process", p_start, p["last_seen"], "warning",
-            f"stale python process {p['pid']} predates the launch at {L['time']:%H:%M:%S}",
+            f"stale python process {p['pid']} predates the launch at {clock(L['time'])}",
             f"PID {p['pid']} (`{p['command']}`) was started {p_start:%H:%M} and seen from "
-            f"{p['first_seen']:%H:%M:%S} to {p['last_seen']:%H:%M:%S}: it predates the launch and is "
+            f"{clock(p['first_seen'])} to {clock(p['last_seen'])}: it predates the launch and is "
             f"not the launched trainer, so its existence does not mean training is running{count_text}.",
             refs, {"pid": int(p["pid"]), "command": str(p["command"]), "launch": L["time"]}))
     return out

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..incident import Incident
+from ..units import clock
 from . import findings
 from .gpu_state import HELD_MIB, IDLE_UTIL_PCT
 
@@ -99,7 +100,7 @@ def _mismatches(inc: Incident, g: pd.DataFrame, roles: dict[str, list[int]], min
         rows.append(findings.finding(
             "role_mismatch", t0, t1, "warning",
             f"{label}GPU roles: observed {n_heavy} heavy + {n_light} light, expected {exp_text}",
-            f"From {t0:%H:%M:%S} to {t1:%H:%M:%S} the memory footprint {'of ' + str(host) + ' ' if label else ''}"
+            f"From {clock(t0)} to {clock(t1)} the memory footprint {'of ' + str(host) + ' ' if label else ''}"
             f"shows {n_heavy} heavy and {n_light} light GPUs; incident.toml expects {exp_text} "
             f"({exp_heavy} heavy). Out of place: "
             + ", ".join(f"GPU {gpu} is {c} ({mem.get(int(gpu), float('nan')):.0f} MiB), expected {expected[gpu]}"
@@ -163,8 +164,8 @@ def _idle_allocated(g: pd.DataFrame, min_dur: pd.Timedelta, label: str = "", hos
                 "idle_allocated_gpu", t0, t1, "warning",
                 f"{label}GPU {int(gpu)} holds {part['memory_used_mib'].median():.0f} MiB but sits idle",
                 f"GPU {int(gpu)} held {part['memory_used_mib'].median():.0f} MiB at "
-                f"{part['util_gpu_pct'].max():.0f} % utilization or less from {t0:%H:%M:%S} to "
-                f"{t1:%H:%M:%S} while other GPUs were busy.",
+                f"{part['util_gpu_pct'].max():.0f} % utilization or less from {clock(t0)} to "
+                f"{clock(t1)} while other GPUs were busy.",
                 findings.refs(part, 3),
                 {"host": host, "gpu": int(gpu), "memory_mib": float(part["memory_used_mib"].median()),
                  "max_util_pct": float(part["util_gpu_pct"].max()),

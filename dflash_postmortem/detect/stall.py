@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..incident import Incident
 from ..schema import TOK_PER_S
+from ..units import clock, duration
 from . import findings, gpu_state, memo
 
 THRESHOLD_S = 300.0
@@ -66,16 +67,16 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
         ev = inc.events
         died = ev[(ev["kind"] == "traceback") & (ev["time"] >= since) & (ev["time"] <= end)]
         tb = str(died["message"].iloc[0]).strip().splitlines() if len(died) else []
-        cause = (f"; likely cause: {tb[0].rstrip(':')} ({tb[-1].strip()}) at {died['time'].iloc[0]:%H:%M:%S}"
+        cause = (f"; likely cause: {tb[0].rstrip(':')} ({tb[-1].strip()}) at {clock(died['time'].iloc[0])}"
                  if tb else "")
         held_by = ("; held by " + ", ".join(f"PID {int(p)} ({m:.0f} MiB)" for p, m in holders.items())
                    if len(holders) else "")
-        last_text = (f"; the last step was logged at {last['time'].iloc[0]:%H:%M:%S} (run {last['run'].iloc[0]})"
+        last_text = (f"; the last step was logged at {clock(last['time'].iloc[0])} (run {last['run'].iloc[0]})"
                      if len(last) else "")
         rows.append(findings.finding(
             "stall", start_, end, "critical",
-            f"stall: GPUs hold memory at ~0 % utilization with no step for {_duration((end - start_).total_seconds())}",
-            f"From {start_:%H:%M:%S} to {end:%H:%M:%S} GPU memory stayed allocated (up to "
+            f"stall: GPUs hold memory at ~0 % utilization with no step for {duration((end - start_).total_seconds())}",
+            f"From {clock(start_)} to {clock(end)} GPU memory stayed allocated (up to "
             f"{part['memory_used_mib'].max():.0f} MiB{held_by}) with utilization at most "
             f"{part['util_gpu_pct'].max():.0f} % and no training step logged{last_text}; "
             f"{len(alive)} process(es) listed alive{cause}.",
@@ -89,5 +90,3 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
     return findings.frame(rows)
 
 
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"

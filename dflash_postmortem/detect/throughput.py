@@ -19,7 +19,8 @@ import pandas as pd
 
 from ..commands import flag_key
 from ..incident import Incident, RunInfo
-from ..schema import TOK_PER_S
+from ..schema import PROBLEM_EVENTS, TOK_PER_S
+from ..units import tok_s
 from . import findings, memo
 from .launches import launch_of
 from .stall import stall_intervals
@@ -35,7 +36,6 @@ PENALTY = 3.0  # x sigma^2 x ln(n): BIC-like, sigma from the steady baseline
 BOOKKEEPING = re.compile(
     r"^(run_?name|name|pid_?file|result_?json|record_?gpus_?dir|seconds|duration|max_?time|time_?limit|log(_?file|_?dir)?|"
     r"out(put)?(_?dir)?|save_?dir|checkpoint_?dir|wandb_\w+|project|entity|tags?|notes?|group)$")
-_WARN_KINDS = ("warning", "error", "traceback", "exception", "thread_crash", "compile_error")
 CAUSES = (
     ("fast path missing", re.compile(r"fast path|fall(?:ing|s)? ?back|fallback|not installed", re.I)),
     ("compile error", re.compile(r"torch\._dynamo|inductor|torch\.compile|compil", re.I)),
@@ -335,7 +335,7 @@ def config_differences(inc: Incident, run_before, run_after, first_after) -> lis
 
 
 def _nearby_warnings(inc: Incident, ep: dict, run_after) -> pd.DataFrame:
-    ev = memo.of_kinds(inc, _WARN_KINDS)
+    ev = memo.of_kinds(inc, PROBLEM_EVENTS)
     lo = ep["start"] - pd.Timedelta(minutes=10)
     near = memo.between(inc, ev, "time", lo, ep["end"], inclusive=True)
     if run_after is not None and "run" in ev.columns:
@@ -402,7 +402,7 @@ def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) 
         launch = launch_of(inc, run_a, ep["start"]) if across else None
         rows.append(findings.finding(
             "throughput_regression", ep["start"], ep["end"], "critical",
-            f"throughput fell from {ep['baseline'] / 1e3:.1f}K to {ep['degraded'] / 1e3:.1f}K tok/s "
+            f"throughput fell from {tok_s(ep['baseline'])} to {tok_s(ep['degraded'])} tok/s "
             f"({ratio:.2f} of baseline)",
             f"Throughput {where}: baseline {ep['baseline']:.0f} tok/s, degraded {ep['degraded']:.0f} "
             f"tok/s (segment levels {', '.join(f'{v:.0f}' for v in ep['levels'])}). "

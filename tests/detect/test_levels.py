@@ -5,6 +5,7 @@ import pandas as pd
 
 from dflash_postmortem import Incident
 from dflash_postmortem.detect import detect, levels, throughput
+from dflash_postmortem.timeline import impact as timeline_impact
 
 T = lambda x: pd.Timestamp(f"2026-11-30 {x}", tz="UTC")  # noqa: E731
 
@@ -22,9 +23,12 @@ def test_regression_recovery_and_baseline(bundled_incident, bundled_findings, se
     assert levels.regression(bundled_findings)["title"] == "throughput fell from 146.8K to 74.9K tok/s (0.51 of baseline)"
     assert levels.recovery(bundled_findings)["title"] == "throughput recovered to 147.7K tok/s (1.01 of baseline)"
     assert levels.baseline(bundled_incident, bundled_findings) == 146812.5  # the regression's own
-    # the regression's measured level comes before incident.toml's expected 21,500
-    assert levels.baseline(seed_incident, seed_findings) == 21_492.0
+    # one baseline for every page and the cost: incident.toml's expected 21,500 when given,
+    # over the regression's measured 21,492
+    assert levels.baseline(seed_incident, seed_findings) == 21_500.0
+    assert levels.regression(seed_findings)["numbers"]["baseline_tok_per_s"] == 21_492.0
     assert seed_incident.config.expected_tok_per_s == 21_500
+    assert timeline_impact(seed_incident, seed_findings)["baseline_tok_per_s"] == 21_500.0
     nothing = detect(Incident())
     assert levels.regression(nothing) is None and levels.recovery(nothing) is None
     assert levels.baseline(Incident(), nothing) is None

@@ -1,0 +1,35 @@
+"""How numbers read, in one place for every sentence the kit writes: finding titles in
+`detect/`, the pages' texts in `text.py`, the terminal view. A leaf module (it imports nothing
+of the package), so the detectors and the presentation can both use it.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+
+def _missing(value) -> bool:
+    return value is None or pd.isna(value)
+
+
+def clock(t, *, date: bool = False, utc: bool = False, missing: str = "") -> str:
+    """A time on the incident's one clock: `05:22:17`, with `date` `2026-11-30 05:22:17`, with
+    `utc` the zone named after it; `missing` where there is no time."""
+    if _missing(t):
+        return missing
+    return pd.Timestamp(t).strftime(("%Y-%m-%d " if date else "") + "%H:%M:%S" + (" UTC" if utc else ""))
+
+
+def duration(seconds) -> str:
+    """A length of time in whole seconds: `91 s`, `4,786 s` (the findings measure in seconds)."""
+    return "n/a" if _missing(seconds) else f"{seconds:,.0f} s"
+
+
+def tok_s(value: float) -> str:
+    """Throughput in thousands of tokens per second: `146.8K` (the unit is the sentence's to say)."""
+    return f"{value / 1e3:.1f}K"
+
+
+def gpu_hours(value: float) -> str:
+    """GPU-hours to the hundredth: `0.03`, `5.05`."""
+    return f"{value:,.2f}"
