@@ -45,3 +45,21 @@ def test_no_sources_no_offsets():
     from dflash_postmortem import Incident
 
     assert align.estimate_offsets(Incident()).empty
+
+
+def test_times_of_day_are_dated_from_the_nearest_stated_date_and_the_midnights_passed():
+    import datetime as dt
+
+    import numpy as np
+
+    day = np.datetime64
+    # dmon -o T: no reading states a date; the incident's gives the first, a drop of over 12 h is a midnight
+    got = align.date_times_of_day([82800, 86000, 600, 43000], slack_s=12 * 3600, start=dt.date(2026, 11, 30))
+    assert got.tolist() == [day("2026-11-30"), day("2026-11-30"), day("2026-12-01"), day("2026-12-01")]
+    # a log: time-of-day stamps before the first full date count back from it, those after count on
+    got = align.date_times_of_day([82800, 3600, 7200, 600], [None, None, "2026-12-02", None], slack_s=3600)
+    assert got.tolist() == [day("2026-12-01"), day("2026-12-02"), day("2026-12-02"), day("2026-12-03")]
+    # a date that cannot be read dates nothing; no date and no start: nothing is dated
+    got = align.date_times_of_day([10, 20], ["NaT", None], stated=[True, False], slack_s=3600)
+    assert np.isnat(got).all() and np.isnat(align.date_times_of_day([10, 5], slack_s=1)).all()
+

@@ -1,4 +1,5 @@
-"""wandb runs into frames: the real capture's three runs, run folders, exports, the API path."""
+"""wandb runs into frames (run.py): the real capture's three runs, a run folder without its .wandb log,
+and the SDK's own reader as a cross-check."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 import dflash_postmortem as pm
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 INCIDENT = REPO / "data/incidents/h200-2gpu"
 RUNS = INCIDENT / "wandb/wandb"
 FOLDERS = {
@@ -23,6 +24,8 @@ FOLDERS = {
     "regressed": RUNS / "offline-run-20261130_052148-ccsp0ih3",
     "fixed": RUNS / "offline-run-20261130_052320-kpqfxkj2",
 }
+
+
 TOK_S = re.compile(r"tok/s (\d+)")
 
 
@@ -159,109 +162,6 @@ def test_run_folder_without_the_wandb_file(tmp_path):
     console = inc.events[inc.events["kind"] == "console"]
     assert len(console) == 69 + 7  # every non-blank output.log line, with its own time
     assert all(f.balanced for f in inc.load_report.files)
-
-
-def test_real_world_summary_and_metadata(fixtures_dir, tmp_path):
-    folder = tmp_path / "run-20260211_121423-kj3gdsjx"
-    (folder / "files").mkdir(parents=True)
-    shutil.copy(fixtures_dir / "wandb/tinylm-rtx4090-wandb-summary.json", folder / "files/wandb-summary.json")
-    shutil.copy(fixtures_dir / "wandb/tinylm-rtx4090-wandb-metadata.json", folder / "files/wandb-metadata.json")
-    shutil.copy(fixtures_dir / "wandb/nanogpt-oom-traceback-output.log", folder / "files/output.log")
-    inc = pm.load_wandb_run(folder)
-    info = inc.runs["kj3gdsjx"]
-    assert info.summary["_step"] == 107124 and info.host == "host0"
-    assert info.started == pd.Timestamp("2026-02-11T04:14:23.422968Z")
-    assert inc.events["message"].str.contains("OutOfMemoryError").any()
-
-
-def test_history_csv_export(fixtures_dir):
-    inc = pm.load_wandb_run(fixtures_dir / "wandb/pythia-14m-history-export-excerpt.csv")
-    m = inc.metrics
-    assert set(m["metric"]) == {"train/lm_loss"}
-    assert m["step"].tolist()[:2] == [0, 1] and m["value"].iloc[0] == pytest.approx(11.013898849487305)
-    rep = inc.load_report.files[0]
-    assert rep.format == "wandb-history-csv" and rep.balanced and rep.parsed == len(m)
-
-
-def test_history_csv_with_timestamps_and_tok_s_alias(tmp_path):
-    path = tmp_path / "history.csv"
-    path.write_text("_step,_timestamp,_runtime,tok/s,train/loss\n0,1796016000.5,1.0,21500,\n"
-                    "1,1796016001.5,2.0,12400,9.5\n")
-    m = pm.load_wandb_run(path).metrics
-    tok = m[m["metric"] == "train/tok_per_s"]
-    assert tok["key"].tolist() == ["tok/s", "tok/s"] and tok["value"].tolist() == [21500, 12400]
-    assert tok["time"].iloc[0] == pd.Timestamp(1796016000.5, unit="s", tz="UTC")
-    assert len(m[m["metric"] == "train/loss"]) == 1  # an empty cell is missing, not zero
-
-
-def test_chart_export_is_reported_sampled(tmp_path):
-    path = tmp_path / "chart.csv"
-    path.write_text('"Step","fixed - train/tok_per_s","fixed - train/tok_per_s__MIN",'
-                    '"fixed - train/tok_per_s__MAX","regressed - train/tok_per_s",'
-                    '"regressed - train/tok_per_s__MIN","regressed - train/tok_per_s__MAX"\n'
-                    '0,147000,146000,148000,70000,60000,80000\n5,147500,147000,148000,,,\n')
-    inc = pm.load_wandb_run(path)
-    m = inc.metrics
-    assert m.groupby("run").size().to_dict() == {"fixed": 2, "regressed": 1}
-    assert m.loc[m["run"] == "regressed", "value_min"].iloc[0] == 60000
-    assert m["time"].isna().all()
-    assert any(n.startswith("sampled") for n in inc.load_report.files[0].notes)
-
-
-class FakeRun:
-    """A recorded API double (NOT a server): the shape of wandb.apis.public.Run that
-    load_wandb_run uses, with three history rows."""
-
-    id, name, project, entity, state = "zz9", "online-run", "dflash", "team", "crashed"
-    config = {"target_gpu": 0}
-    summary = {"train/tok_per_s": 12400.0}
-    metadata = {"host": "node7", "program": "train.py", "args": ["--x", "1"]}
-    created_at = "2026-11-30T05:00:00Z"
-    rows = [{"_step": i, "_timestamp": 1796016000.0 + i, "tok/s": v, "note": "text"}
-            for i, v in enumerate((21500.0, 21400.0, 12400.0))]
-
-    def __init__(self):
-        self.calls = []
-
-    def scan_history(self, keys=None, page_size=1000, min_step=0, max_step=None, use_cache=True):
-        self.calls.append("scan_history")
-        return iter(self.rows)
-
-    def beta_scan_history(self, **kw):
-        raise AssertionError("a deprecated alias in this SDK: scan_history is the full path")
-
-    def history(self, samples=500, pandas=True, **kw):
-        self.calls.append("history")
-        return self.rows[::2]
-
-
-class FakeApi:
-    def __init__(self):
-        self.run_obj = FakeRun()
-
-    def run(self, path):
-        assert path == "team/dflash/zz9"
-        return self.run_obj
-
-
-def test_online_api_reads_full_history_from_a_recorded_double():
-    api = FakeApi()
-    inc = pm.load_wandb_run("team/dflash/zz9", api=api)
-    assert api.run_obj.calls == ["scan_history"]
-    tok = inc.metrics[inc.metrics["metric"] == "train/tok_per_s"]
-    assert tok["value"].tolist() == [21500.0, 21400.0, 12400.0] and tok["key"].eq("tok/s").all()
-    info = inc.runs["online-run"]
-    assert (info.host, info.id, info.exit_record) == ("node7", "zz9", None)
-    rep = inc.load_report.files[0]
-    assert rep.read == 3 and rep.balanced and not any(n.startswith("sampled") for n in rep.notes)
-
-
-def test_online_api_sampled_only_when_asked():
-    api = FakeApi()
-    inc = pm.load_wandb_run("https://wandb.ai/team/dflash/runs/zz9", api=api, sampled=True)
-    assert api.run_obj.calls == ["history"]
-    assert any(n.startswith("sampled") for n in inc.load_report.files[0].notes)
-    assert len(inc.metrics[inc.metrics["metric"] == "train/tok_per_s"]) == 2
 
 
 def test_cross_check_with_the_sdks_own_reader(tmp_path):

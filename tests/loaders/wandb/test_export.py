@@ -7,10 +7,11 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 import dflash_postmortem as pm
 
-WANDB = Path(__file__).resolve().parent / "fixtures" / "real-world" / "wandb"
+WANDB = Path(__file__).resolve().parents[2] / "fixtures" / "real-world" / "wandb"
 
 
 def _load(tmp_path: Path, name: str, as_name: str = "export.csv") -> pm.Incident:
@@ -68,3 +69,37 @@ def test_a_cut_export_loses_only_its_last_row(tmp_path):
     rep = inc.load_report.files[-1]
     assert rep.balanced and rep.skipped["incomplete last row (the file ends inside it)"] == 1
     assert inc.metrics["step"].max() == 38
+
+
+def test_history_csv_export(fixtures_dir):
+    inc = pm.load_wandb_run(fixtures_dir / "wandb/pythia-14m-history-export-excerpt.csv")
+    m = inc.metrics
+    assert set(m["metric"]) == {"train/lm_loss"}
+    assert m["step"].tolist()[:2] == [0, 1] and m["value"].iloc[0] == pytest.approx(11.013898849487305)
+    rep = inc.load_report.files[0]
+    assert rep.format == "wandb-history-csv" and rep.balanced and rep.parsed == len(m)
+
+
+def test_history_csv_with_timestamps_and_tok_s_alias(tmp_path):
+    path = tmp_path / "history.csv"
+    path.write_text("_step,_timestamp,_runtime,tok/s,train/loss\n0,1796016000.5,1.0,21500,\n"
+                    "1,1796016001.5,2.0,12400,9.5\n")
+    m = pm.load_wandb_run(path).metrics
+    tok = m[m["metric"] == "train/tok_per_s"]
+    assert tok["key"].tolist() == ["tok/s", "tok/s"] and tok["value"].tolist() == [21500, 12400]
+    assert tok["time"].iloc[0] == pd.Timestamp(1796016000.5, unit="s", tz="UTC")
+    assert len(m[m["metric"] == "train/loss"]) == 1  # an empty cell is missing, not zero
+
+
+def test_chart_export_is_reported_sampled(tmp_path):
+    path = tmp_path / "chart.csv"
+    path.write_text('"Step","fixed - train/tok_per_s","fixed - train/tok_per_s__MIN",'
+                    '"fixed - train/tok_per_s__MAX","regressed - train/tok_per_s",'
+                    '"regressed - train/tok_per_s__MIN","regressed - train/tok_per_s__MAX"\n'
+                    '0,147000,146000,148000,70000,60000,80000\n5,147500,147000,148000,,,\n')
+    inc = pm.load_wandb_run(path)
+    m = inc.metrics
+    assert m.groupby("run").size().to_dict() == {"fixed": 2, "regressed": 1}
+    assert m.loc[m["run"] == "regressed", "value_min"].iloc[0] == 60000
+    assert m["time"].isna().all()
+    assert any(n.startswith("sampled") for n in inc.load_report.files[0].notes)

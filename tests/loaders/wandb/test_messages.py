@@ -13,7 +13,7 @@ import dflash_postmortem as pm
 from dflash_postmortem.loaders.training_log import process_log
 from dflash_postmortem.loaders.wandb import messages as wandb_messages
 
-WANDB = Path(__file__).resolve().parent / "fixtures" / "real-world" / "wandb"
+WANDB = Path(__file__).resolve().parents[2] / "fixtures" / "real-world" / "wandb"
 DEBUG_LOGS = sorted(p for p in WANDB.rglob("*") if p.is_file() and p.name in ("debug.log", "debug-internal.log"))
 
 

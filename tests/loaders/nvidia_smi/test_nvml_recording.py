@@ -7,9 +7,9 @@ import pytest
 
 import dflash_postmortem as pm
 
-# The repository root (tests/ is one level down). Not imported from conftest: notebooks/ has
+# The repository root (this file is two levels below tests/). Not imported from conftest: notebooks/ has
 # a conftest.py too, and pytest puts both folders on sys.path.
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 
 CAPTURE = REPO / "data" / "recordings" / "h200-nvml-2gpu"
 

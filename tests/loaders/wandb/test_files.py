@@ -11,7 +11,7 @@ import pytest
 import dflash_postmortem as pm
 from dflash_postmortem.loaders.wandb import files as wandb_files
 
-WANDB = Path(__file__).resolve().parent / "fixtures" / "real-world" / "wandb"
+WANDB = Path(__file__).resolve().parents[2] / "fixtures" / "real-world" / "wandb"
 
 
 def _alone(tmp_path: Path, name: str, as_name: str | None = None) -> pm.Incident:
@@ -137,3 +137,16 @@ def test_lone_output_log_nothing_recognises_is_console_text(tmp_path):
 ])
 def test_console_text_leaves_documents_alone(text):
     assert wandb_files.sniff_console(Path("x"), text) == 0.0
+
+
+def test_real_world_summary_and_metadata(fixtures_dir, tmp_path):
+    folder = tmp_path / "run-20260211_121423-kj3gdsjx"
+    (folder / "files").mkdir(parents=True)
+    shutil.copy(fixtures_dir / "wandb/tinylm-rtx4090-wandb-summary.json", folder / "files/wandb-summary.json")
+    shutil.copy(fixtures_dir / "wandb/tinylm-rtx4090-wandb-metadata.json", folder / "files/wandb-metadata.json")
+    shutil.copy(fixtures_dir / "wandb/nanogpt-oom-traceback-output.log", folder / "files/output.log")
+    inc = pm.load_wandb_run(folder)
+    info = inc.runs["kj3gdsjx"]
+    assert info.summary["_step"] == 107124 and info.host == "host0"
+    assert info.started == pd.Timestamp("2026-02-11T04:14:23.422968Z")
+    assert inc.events["message"].str.contains("OutOfMemoryError").any()

@@ -8,9 +8,9 @@ import pytest
 import dflash_postmortem as pm
 from dflash_postmortem.detect import replay_ab
 
-# The repository root (tests/ is one level down). Not imported from conftest: notebooks/ has
+# The repository root (this file is one level below tests/). Not imported from conftest: notebooks/ has
 # a conftest.py too, and pytest puts both folders on sys.path.
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 AB = REPO / "data" / "incidents" / "h200-2gpu-replay-ab"
 

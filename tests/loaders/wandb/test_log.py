@@ -11,7 +11,7 @@ import pytest
 import dflash_postmortem as pm
 from dflash_postmortem.loaders.wandb import log as wandb_log
 
-RUNS = Path(__file__).resolve().parents[1] / "data/incidents/h200-2gpu/wandb/wandb"
+RUNS = Path(__file__).resolve().parents[3] / "data/incidents/h200-2gpu/wandb/wandb"
 BASELINE = RUNS / "offline-run-20261130_052027-3lsy4q7j/run-3lsy4q7j.wandb"
 FIXED = RUNS / "offline-run-20261130_052320-kpqfxkj2/run-kpqfxkj2.wandb"
 

@@ -1,0 +1,35 @@
+"""Wall-clock text in the forms tools print it (clock_text.py)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from dflash_postmortem.loaders.clock_text import parse_date_line, parse_wall_clock
+
+T = lambda s: pd.Timestamp(s, tz="UTC")  # noqa: E731
+
+
+@pytest.mark.parametrize(("text", "utc"), [
+    ("Tue Dec  1 03:04:05 UTC 2026", "2026-12-01 03:04:05"),
+    ("Tue Jan  5 01:02:04 AM UTC 2021", "2021-01-05 01:02:04"),  # jc's Ubuntu 20.04 fixture
+    ("Tue Mar 23 08:45:29 PM UTC 2021", "2021-03-23 20:45:29"),
+    ("Di 1. Dez 03:04:05 CET 2026", "2026-12-01 02:04:05"),
+    ("mar. 01 déc. 2026 03:04:05 CET", "2026-12-01 02:04:05"),
+    ("2026-12-01T03:04:05+00:00", "2026-12-01 03:04:05"),
+    ("Tue, 01 Dec 2026 03:04:05 +0000", "2026-12-01 03:04:05"),
+    ("Mon Aug  3 09:12:51 PDT 2020", "2020-08-03 16:12:51"),  # jc's generic/date.out
+    ("Wed 29 Mar 2017 09:30:20 AM EDT", "2017-03-29 13:30:20"),  # a script(1) header
+])
+def test_date_output_in_its_locale_forms(text, utc):
+    assert parse_wall_clock(text).utc() == T(utc)
+
+
+def test_a_zone_that_is_not_certain_is_left_to_the_incident():
+    wall = parse_wall_clock("2026年 12月 01日 星期二 03:04:05 CST")  # China or US Central?
+    assert wall.naive == pd.Timestamp("2026-12-01 03:04:05") and wall.offset_min is None and wall.utc() is None
+
+
+def test_a_listing_row_is_not_a_date_line():
+    assert parse_date_line("kuser01   1749  1043  0 Oct26 ?        00:00:00 -bash") is None
+    assert parse_date_line("Tue Dec  1 03:04:05 UTC 2026").utc() == T("2026-12-01 03:04:05")

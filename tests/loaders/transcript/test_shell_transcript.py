@@ -1,0 +1,265 @@
+"""Operator transcripts (shell_transcript.py): the bundled relaunch, launches and the evidence of their
+log files, the session's clocks, kills and job reports read in their session."""
+
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+import pytest
+
+import dflash_postmortem as pm
+from dflash_postmortem.commands import (
+    parse_launch,
+)
+from dflash_postmortem.loaders.transcript.shell_transcript import sniff_transcript
+
+T = lambda s: pd.Timestamp(s, tz="UTC")  # noqa: E731
+
+
+@pytest.fixture(scope="module")
+def incident(bundled_dir):
+    return pm.load_incident(bundled_dir)
+
+
+@pytest.fixture(scope="module")
+def ops(incident):
+    ev = incident.events
+    return ev[ev["source"] == "logs/operator.log"].reset_index(drop=True)
+
+
+def test_both_launches_of_the_relaunch(ops):
+    launches = ops[(ops["kind"] == "launch") & (ops["run"] == "fixed")]
+    assert launches["time"].tolist() == [T("2026-11-30 05:23:01.707"), T("2026-11-30 05:23:16.774")]
+    failed, ok = launches.iloc[0], launches.iloc[1]
+    assert failed["log_path"] == "/workspace/train_opt2.log" and failed["launcher"] == "nohup"
+    assert pd.isna(failed["pid"]) and pd.isna(failed["log_file"])
+    assert ok["log_path"] == "/tmp/capture2/logs/train_opt2.log" and ok["launcher"] == "setsid"
+    assert ok["pid"] == 1391 and ok["log_file"] == "logs/train_opt2.log"
+    assert ok["args"] == "--run-name fixed --seconds 90 --pid-file /tmp/capture2/run/fixed.pid"
+    assert ok["ref"] == "logs/operator.log:17"
+
+
+def test_regressed_launch_args(ops):
+    r = ops[(ops["kind"] == "launch") & (ops["run"] == "regressed")].iloc[0]
+    assert r["args"].startswith("--run-name regressed --fast-linear-attn 0 --use-reentrant 0")
+    assert r["pid"] == 971 and r["background"]
+
+
+def test_failed_redirect_and_missing_log(ops):
+    red = ops[ops["kind"] == "redirect_failed"].iloc[0]
+    assert red["path"] == "/workspace/train_opt2.log" and red["ref"] == "logs/operator.log:9"
+    assert red["time"] == T("2026-11-30 05:23:01.707")
+    miss = ops[ops["kind"] == "log_missing"].iloc[0]
+    assert miss["ref"] == "logs/operator.log:16" and miss["time"] == T("2026-11-30 05:23:16.770")
+    never = ops[ops["kind"] == "log_never_created"]
+    assert never["path"].tolist() == ["/workspace/train_opt2.log"]
+
+
+def test_operator_checks_one_process_and_zero_mib(ops, incident):
+    counts = ops[ops["kind"] == "process_count"]
+    assert counts["count"].tolist() == [0, 1]
+    assert counts["pattern"].tolist() == ["trainer.py", "python3"]
+    g = incident.gpus[incident.gpus["source"] == "logs/operator.log"]
+    at = g[g["time"] == T("2026-11-30 05:23:16.730")]
+    assert at.sort_values("gpu")["memory_used_mib"].tolist() == [0.0, 0.0]
+    later = g[g["time"] == T("2026-11-30 05:24:18.783")].sort_values("gpu")
+    assert later["memory_used_mib"].tolist() == [4439.0, 4155.0]
+    assert later["util_gpu_pct"].tolist() == [74.0, 99.0]
+
+
+def test_every_command_is_an_event_with_output(ops, incident):
+    cmds = ops[ops["kind"] == "command"]
+    assert len(cmds) == 10
+    kill = cmds[cmds["message"].str.startswith("kill -TERM")].iloc[0]
+    assert kill["output"] == "Terminated\n0"
+    assert incident.load_report["logs/operator.log"].balanced
+
+
+def test_plain_paste_with_prompts(tmp_path):
+    p = tmp_path / "paste.txt"
+    p.write_text(
+        "user@box:~/w$ nohup python train.py > run.log 2>&1 &\n[1] 4242\n"
+        "user@box:~/w$ ps aux | grep train.py | grep -v grep | wc -l\n0\n"
+        "user@box:~/w$ cat run.log\nTraceback (most recent call last):\nexit=137\nKilled\n"
+    )
+    assert sniff_transcript(p, p.read_bytes()) > 0.5
+    inc = pm.load_shell_transcript(p)
+    ev = inc.events
+    assert ev["time"].isna().all()
+    assert (ev["kind"] == "launch").sum() == 1
+    assert ev.loc[ev["kind"] == "process_count", "count"].tolist() == [0]
+    assert ev.loc[ev["kind"] == "exit", "exit_code"].tolist() == [137]
+    killed = ev[ev["kind"] == "killed"]
+    assert killed["signal"].tolist() == ["SIGKILL"] and killed["job_command"].tolist() == ["cat run.log"]
+    launch = ev[ev["kind"] == "launch"].iloc[0]
+    assert launch["pid"] == 4242  # the job line `[1] 4242` under the launch
+    assert inc.load_report.files[0].balanced
+
+
+def test_log_empty_for_60_seconds(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "slow.log").write_text("")
+    (tmp_path / "ops.log").write_text(
+        "[2026-11-30T05:00:00Z] $ setsid nohup python3 t.py --run-name slow > /x/logs/slow.log 2>&1 < /dev/null & disown\n"
+        "[2026-11-30T05:02:00Z] $ ls -la /x/logs/slow.log\n-rw-r--r-- 1 root root 0 Nov 30 05:01 /x/logs/slow.log\n"
+    )
+    inc = pm.load_incident(tmp_path)
+    empty = inc.events[inc.events["kind"] == "log_empty"]
+    assert len(empty) == 1 and empty["time"].iloc[0] == T("2026-11-30 05:01:00")
+
+
+# -- launch tokenising (shlex): the seed reconstruction's operator.log ---------------------------
+def _seed_launches(seed_dir):
+    lines = (seed_dir / "logs" / "operator.log").read_text().splitlines()
+    cmds = [ln.split("] $ ", 1)[1] for ln in lines if "] $ " in ln]
+    return [launch for c in cmds if (launch := parse_launch(c)) is not None]
+
+
+SEED_ARGS = "--config configs/qwen3.6-27b-dflash.yaml --target-gpus 0,1,2,3,4,5 --drafter-gpus 6,7"
+
+
+def test_seed_tmux_tee_launches_have_clean_log_path_and_args(seed_dir):
+    launches = _seed_launches(seed_dir)
+    assert [x.launcher for x in launches] == ["pct exec", "pct exec", "pct exec", "ssh"]
+    assert [x.log_path for x in launches] == [
+        "/workspace/train.log", "/workspace/train_opt.log", "/workspace/train_opt2.log", "/workspace/train_opt2.log"]
+    assert [x.program for x in launches] == ["train_dflash.py"] * 4
+    assert launches[0].args == SEED_ARGS + " --use-reentrant True --lm-head-opt 1 --compile-flex 0"
+    assert launches[1].args == SEED_ARGS + " --use-reentrant False --lm-head-opt 1 --compile-flex 1 --drafter-threads 4"
+    assert launches[3].args == launches[2].args == launches[0].args
+    # tmux new -d detaches; `nohup ... &` inside bash -c / ssh puts the trainer in the background
+    assert all(x.background for x in launches)
+
+
+def test_seed_tmux_launches_link_the_pid_ps_saw(seed_incident):
+    ev = seed_incident.events
+    launches = ev[(ev["kind"] == "launch") & (ev["source"] == "logs/operator.log")]
+    assert launches["pid"].tolist()[:2] == [30517, 41877]
+    assert launches["log_file"].tolist()[:2] == ["logs/train.log", "logs/train_opt.log"]
+
+
+def _load(path, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.load_shell_transcript(path, **kw)
+
+
+def _session(tmp_path, text: str, name="session.txt"):
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return _load(p)
+
+
+def test_commands_between_dates_take_the_nearest_earlier_clock(tmp_path):
+    inc = _session(tmp_path, (
+        "root@gpu-node:~# nvidia-smi -L\nGPU 0: NVIDIA H200 (UUID: GPU-1)\n"  # before any clock: no time
+        "root@gpu-node:~# date\nDi 1. Dez 03:04:05 CET 2026\n"
+        "root@gpu-node:~# kill 924\n"
+        "root@gpu-node:~# date -u\nTue Dec  1 02:10:00 UTC 2026\n"
+        "root@gpu-node:~# kill 925\n"))
+    cmds = inc.events[inc.events["kind"] == "command"].set_index("message")
+    assert pd.isna(cmds.loc["nvidia-smi -L", "time"])
+    assert cmds.loc["date", "time"] == T("2026-12-01 02:04:05") and not cmds.loc["date", "time_approx"]
+    assert cmds.loc["kill 924", "time"] == T("2026-12-01 02:04:05") and cmds.loc["kill 924", "time_approx"]
+    assert cmds.loc["kill 925", "time"] == T("2026-12-01 02:10:00")
+    rep = inc.load_report.files[0]
+    assert any("dated by the latest clock" in a for a in rep.assumptions) and rep.balanced
+
+
+def test_script_header_is_the_clock_of_a_recording(fixtures_dir):
+    inc = _load(fixtures_dir / "terminal" / "script-2017-ampm-edt-backspaces.txt")
+    cmds = inc.events[inc.events["kind"] == "command"]
+    assert cmds["message"].tolist() == ["cat NameTester.rb", "ruby NameTester.rb", "exit"]
+    assert (cmds["time"] == T("2017-03-29 13:30:20")).all() and cmds["time_approx"].all()
+
+
+def test_kill_of_a_gone_group_names_what_it_meant_to_stop(tmp_path):
+    """The group form (`kill -- -924`, note the minus) and the PID form fail differently; both
+    say which target, which signal, and which command."""
+    inc = _session(tmp_path, (
+        "user@host:~$ kill -TERM -- -924 925\n"
+        "bash: kill: (-924) - No such process\n"
+        "bash: kill: (925) - Operation not permitted\n"))
+    ev = inc.events[inc.events["kind"] == "kill_failed"].set_index("target_pid")
+    assert bool(ev.loc[924, "target_is_group"]) and ev.loc[924, "reason"] == "no such process"
+    assert not bool(ev.loc[925, "target_is_group"]) and ev.loc[925, "reason"] == "operation not permitted"
+    assert (ev["signal"] == "SIGTERM").all() and ev["command_ref"].str.endswith("session.txt:1").all()
+    assert ev.loc[924, "ref"].endswith("session.txt:2") and (inc.events["kind"] == "kill_sent").sum() == 0
+
+
+def test_a_group_kill_of_a_pid_file_whose_process_is_gone(bundled_dir):
+    """The survivor capture (a real interactive bash recorded by script): `kill -TERM --
+    -$(cat run/regressed.pid)` answered `(-789) - No such process`: the group 789 named by the
+    PID file was already gone, and the trainer 789 survived it."""
+    inc = pm.load_incident(bundled_dir.parent / "h200-1gpu-survivor")
+    ev = inc.events[inc.events["source"] == "logs/terminal.log"]
+    k = ev[ev["kind"] == "kill_failed"].iloc[0]
+    assert (k["target_pid"], bool(k["target_is_group"]), k["signal"]) == (789, True, "SIGTERM")
+    assert k["target_expr"] == "$(cat run/regressed.pid)" and k["ref"] == "logs/terminal.log:14"
+    assert k["time"] == T("2026-12-01 10:31:06") and k["time_approx"]
+    killed = ev[ev["kind"] == "killed"].iloc[0]  # `timeout -s KILL 2 python ...` -> Killed, its PID from ps
+    assert (killed["pid"], killed["signal"]) == (1021, "SIGKILL")
+    done = ev[(ev["kind"] == "exit") & ev["job"].notna()].set_index("job")
+    assert done.loc[1, "pid"] == 506 and done.loc[1, "exit_code"] == 0
+    assert done.loc[2, "pid"] == 787 and done.loc[2, "signal"] == "SIGTERM"
+
+
+def test_real_kill_failures(fixtures_dir):
+    suse = _load(fixtures_dir / "terminal" / "moler-suse-root-kill-9-no-such-process.txt").events
+    k = suse[suse["kind"] == "kill_failed"].iloc[0]
+    assert (k["pid"], k["signal"], bool(k["target_is_group"])) == (973, "SIGKILL", False)
+    killall = _load(fixtures_dir / "terminal" / "moler-killall-no-process-found.txt").events
+    k = killall[killall["kind"] == "kill_failed"].iloc[0]
+    assert k["target_pattern"] == "tshark" and k["reason"] == "no process found"
+
+
+def test_job_table_gives_the_pid_of_what_was_killed(tmp_path):
+    inc = _session(tmp_path, (
+        "user@host:~$ nohup python train.py --run-name a > /w/a.log 2>&1 &\n"
+        "[1] 4242\n"
+        "nohup: ignoring input and appending output to 'nohup.out'\n"
+        "user@host:~$ kill -9 %1\n"
+        "[1]+  Killed                  nohup python train.py --run-name a > /w/a.log 2>&1\n"))
+    ev = inc.events.set_index("kind")
+    assert ev.loc["launch", "pid"] == 4242 and ev.loc["job_started", "pid"] == 4242
+    assert ev.loc["nohup", "output_file"] == "nohup.out"
+    assert ev.loc["killed", "pid"] == 4242 and ev.loc["killed", "signal"] == "SIGKILL"
+    assert ev.loc["kill_sent", "job"] == 1 and ev.loc["kill_sent", "pid"] == 4242
+
+
+def test_echo_status_answers_for_the_command_before_it(fixtures_dir, tmp_path):
+    ev = _load(fixtures_dir / "terminal" / "dumb-init-echo-status-143-after-sigterm.txt").events
+    exits = ev[ev["kind"] == "exit"]
+    assert exits["exit_code"].tolist() == [143, 0] and exits["signal"].tolist()[0] == "SIGTERM"
+    assert exits["job_command"].tolist()[0] == "sh -c 'kill -TERM $$'"
+    inc = _session(tmp_path, "$ timeout -s KILL 2 python train.py\n$ echo $?\n137\n$ timeout 5m python eval.py\n$ echo $?\n124\n")
+    launches = inc.events[inc.events["kind"] == "launch"]
+    assert launches["timeout_s"].tolist() == [2.0, 300.0] and launches["timeout_signal"].tolist() == ["SIGKILL", "SIGTERM"]
+    exits = inc.events[inc.events["kind"] == "exit"].set_index("exit_code")
+    assert exits.loc[137, "meaning"] == "killed by SIGKILL"
+    assert exits.loc[124, "meaning"] == "timed out: timeout sent its signal"
+
+
+def test_ps_and_pgrep_answers_inside_a_session_become_processes(fixtures_dir):
+    inc = _load(fixtures_dir / "terminal" / "coolgpus-pgrep-ps-defunct-xorg-root-prompt.txt")
+    p = inc.processes.set_index("pid")
+    assert sorted(p.index) == [1422, 1423, 1424, 1425]
+    assert p.loc[1423, "state"] == "Zsl" and p.loc[1423, "snapshots"] == 2  # pgrep and ps both saw it
+
+
+def test_a_stamped_transcript_still_reads(bundled_dir):
+    ev = _load(bundled_dir / "logs" / "operator.log").events
+    assert not ev["time"].isna().any() and not ev.loc[ev["kind"] == "command", "time_approx"].any()
+
+
+def test_prompt_clocks_run_past_midnight(tmp_path):
+    """A prompt that shows the time of day is dated from the session's latest clock: the next day
+    once it reads more than an hour earlier than that clock (align.date_times_of_day)."""
+    inc = _session(tmp_path, (
+        "user@host:~$ date -u\nTue Dec  1 23:59:00 UTC 2026\n"
+        "[23:59:50] user@host:~$ kill 4242\n"
+        "[00:00:10] user@host:~$ kill 4243\n"))
+    cmds = inc.events[inc.events["kind"] == "command"].set_index("message")
+    assert cmds.loc["kill 4242", "time"] == T("2026-12-01 23:59:50") and not cmds.loc["kill 4242", "time_approx"]
+    assert cmds.loc["kill 4243", "time"] == T("2026-12-02 00:00:10")
