@@ -2,7 +2,7 @@
 `-q -l N` writes them): GPU identity, memory, utilization, power, temperature, clocks, processes.
 
 The report is an indented tree of `Label : value` lines; a label's meaning is its path
-("FB Memory Usage/Used"), looked up in `smi_fields.Q_TEXT_FIELDS`. Depth is read relative to the
+("FB Memory Usage/Used"), looked up in `fields.Q_TEXT_FIELDS`. Depth is read relative to the
 report's own margin, so a report pasted indented (a markdown list, a quote) reads the same.
 What nvidia-smi prints instead of a value (`N/A`, `Not available in WDDM driver model`,
 `Requested functionality has been deprecated`, `Unknown Error`) is missing and named in `state`.

@@ -1,5 +1,5 @@
 """`nvidia-smi -q -x` XML reports (DTD v10 to v13): GPU identity, memory, utilization, power,
-temperature, clocks and processes, through `smi_fields.XML_FIELDS`.
+temperature, clocks and processes, through `fields.XML_FIELDS`.
 
 A file may hold several reports (`-q -x -l N` appends one per interval) and text around them (the
 prompt and fence of a paste); each report is read, the lines outside them are counted as skipped.

@@ -1,4 +1,5 @@
-"""The default `nvidia-smi` table, line by line, every generation seen in the wild: the 2014 56-column box with
+"""The default `nvidia-smi` table, line by line (the `nvidia-smi-table` form's loader is table.py;
+query CSV pastes hold tables too), every generation seen in the wild: the 2014 56-column box with
 `MB`, two-line GPU blocks before R450, the 79-column pre-R525 layout, the 89-column R525+ layout,
 R610's `KMD Version` / `CUDA UMD Version` header, Windows `Driver-Model`/WDDM/TCC, MIG device
 tables, truncated GPU and process names, and the processes block (with or without the GI/CI

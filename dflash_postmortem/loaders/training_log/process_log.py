@@ -6,8 +6,8 @@ One streaming pass over binary blocks: memory holds one block and the rows found
 file. Candidate lines are found with one RE2 alternation of the patterns' keywords over the
 block's lines (pyarrow); the DFlash trainer line, the common case, is read by one bytes regex
 with its timestamp kept as bytes for a vectorised conversion per batch; other candidates are
-decoded and matched (see log_patterns for the tables and the event vocabulary, log_times for
-timestamps, log_blocks for tracebacks and ChildFailedError tables). Lines that carry neither a
+decoded and matched (see patterns.py for the tables and the event vocabulary, times.py for
+timestamps, blocks.py for tracebacks and ChildFailedError tables). Lines that carry neither a
 metric nor an event are counted as skipped with that reason, so parsed + skipped == read holds
 for every file. Nothing in a file makes this module raise: bad bytes, NUL runs, lines cut by a
 crash, records glued on one line are all read as far as they go.
@@ -693,7 +693,7 @@ def _strip_tags(body: str) -> str:
 
 
 def _event_columns(m: re.Match) -> dict:
-    """The columns an event regex's named groups give (log_patterns.EVENT_GROUPS)."""
+    """The columns an event regex's named groups give (patterns.EVENT_GROUPS)."""
     out = {}
     for group, value in m.groupdict().items():
         if value is None:

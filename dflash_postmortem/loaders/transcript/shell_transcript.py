@@ -4,7 +4,7 @@ signal, exit statuses, the kernel's OOM killer, nohup, missing files, process co
 `top` and `pgrep` listings inside the session -> `processes`; nvidia-smi answers -> `gpus` /
 `gpu_processes`.
 
-Sessions come in every form an operator leaves (transcript_lines.py lists the prompts):
+Sessions come in every form an operator leaves (commands.py lists the prompts):
 the kit's stamped transcripts (`[2026-11-30T05:23:01.707Z] $ command`), terminal pastes,
 `script` recordings (escape sequences, CR/LF, backspaces), tmux capture-pane output, `set -x`
 traces. A prompt has no time: a command is dated by the nearest clock before it (`date` output in

@@ -87,7 +87,7 @@ def _decode(records: list[bytes], rep: FileReport) -> _Decoded:
 
 
 def _decode_batched(records: list[bytes]) -> tuple[_Decoded, int]:
-    """History and summary items in a few bulk calls (wandb_records); other kinds one by one.
+    """History and summary items in a few bulk calls (records.py); other kinds one by one.
 
     Raises wandb_records.Unverified (having reported nothing) when a record needs the per-record
     decoder: one that does not parse, a summary that removes keys, an item that does not parse.
