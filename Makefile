@@ -18,22 +18,26 @@ STAMP      := $(VENV)/.installed
 KERNEL     := dflash-postmortem
 PYTEST_ARGS ?=
 
-.PHONY: setup report test unit notebooks lab lint browser strip bench fuzz clean
+.PHONY: setup report reports test unit notebooks lab lint browser prometheus strip bench fuzz clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet $(PIP_FLAGS) -e '.[dev,replay]'
+	$(PY) -m pip install --quiet $(PIP_FLAGS) -e '.[dev,replay,lab,cluster]'
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (dflash-postmortem)" >/dev/null
 	@touch $@
 
 report: setup
-	$(VENV)/bin/dflash-postmortem report $(INCIDENT) -o $(REPORT_DIR)
-	@for d in $(filter-out $(INCIDENT),$(BUNDLED)); do \
+	@$(VENV)/bin/dflash-postmortem report $(INCIDENT) -o $(REPORT_DIR)
+	@echo "open $(REPORT_DIR)/index.html (every bundled incident: make reports)"
+
+# Every bundled incident's report, under reports/.
+reports: setup
+	@for d in $(BUNDLED); do \
 	  $(VENV)/bin/dflash-postmortem report $$d -o reports/$$(basename $$d) || exit 1; done
-	@echo "open $(REPORT_DIR)/index.html (and the other bundled incidents' reports under reports/)"
+	@echo "open reports/*/index.html"
 
 # Headless Chromium for the browser tests, where this machine lets us install it (root + apt).
 browser:
@@ -43,7 +47,15 @@ browser:
 	       || echo "note: could not install chromium; browser tests will be skipped"; \
 	   else echo "note: no chromium and no root apt-get; browser tests will be skipped"; fi; }
 
-test: setup browser
+# A real Prometheus server (Debian's package) for the Prometheus loader's tests, the same way.
+prometheus:
+	@command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || \
+	 { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus) >/dev/null 2>&1 \
+	       || echo "note: could not install prometheus; its server tests will be skipped"; \
+	   else echo "note: no prometheus and no root apt-get; its server tests will be skipped"; fi; }
+
+test: setup browser prometheus
 	$(PY) -m pytest -n 2 --dist loadfile -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(PYTEST_ARGS)
 
 unit: setup

@@ -1,8 +1,14 @@
-"""Glue for running the kit's notebooks, interactively in JupyterLab or in batch under papermill.
+"""Glue for running the kit's notebooks, interactively in JupyterLab or in batch for a report.
 
-Figures are shown through one renderer that emits both plotly's own mimetype (which JupyterLab
-renders natively) and a plain HTML div that does not load plotly.js: the report pipeline embeds
-plotly.js once per page, so a report renders offline and never reaches a CDN.
+Figures are shown as plotly's own mimetype (which JupyterLab renders natively) plus a plain HTML
+div that does not load plotly.js: the report loads plotly.js once for the whole folder, so a
+report renders offline and never reaches a CDN. The figure display is registered with IPython
+directly: plotly's renderer machinery imports nbformat and, through jsonschema, builds dozens
+of grammars at import (seconds per kernel) for nothing a notebook here needs.
+
+The loaded incident and its findings are cached on disk, keyed by the evidence files and the
+kit's version, so that only the first of a report's pages (or the first cell in JupyterLab
+after a report) pays for loading.
 """
 
 from __future__ import annotations
@@ -11,75 +17,109 @@ import hashlib
 import json
 import os
 import pickle
+from functools import cache
 from pathlib import Path
 
 import pandas as pd
-import plotly.io as pio
-from plotly.io._base_renderers import MimetypeRenderer
 
+from . import __version__
 from .detect import detect
 from .loaders.folder import load_incident, regular_files
 
-RENDERER = "dflash"
+CACHE_ENV = "DFLASH_POSTMORTEM_CACHE"
+_CACHE_KEEP = 32  # most recent incidents kept in the cache folder
 
 
-class ReportRenderer(MimetypeRenderer):
-    def to_mimebundle(self, fig_dict):
-        html = pio.to_html(
-            fig_dict,
-            include_plotlyjs=False,
-            include_mathjax=False,
-            full_html=False,
-            default_width="100%",
-            default_height=520,
-            validate=False,
-            config={"displaylogo": False, "responsive": True},
-        )
-        # JupyterLab wants plain JSON; plotly's encoder turns numpy datetimes and arrays into it.
-        plain = json.loads(pio.to_json(fig_dict, validate=False))
-        return {"application/vnd.plotly.v1+json": plain, "text/html": html}
+def figure_bundle(fig) -> dict:
+    """A plotly figure as the mime bundle a notebook output holds."""
+    import plotly.io as pio  # start-up time: plotting loads only when a figure is shown
+
+    html = pio.to_html(
+        fig, include_plotlyjs=False, include_mathjax=False, full_html=False, default_width="100%",
+        default_height=520, validate=False, config={"displaylogo": False, "responsive": True},
+    )
+    # JupyterLab wants plain JSON; plotly's encoder turns numpy datetimes and arrays into it.
+    plain = json.loads(pio.to_json(fig, validate=False))
+    return {"application/vnd.plotly.v1+json": plain, "text/html": html}
 
 
 def setup() -> None:
     """Call once at the top of a notebook: figures render in JupyterLab and in the HTML report."""
-    pio.renderers[RENDERER] = ReportRenderer()
-    pio.renderers.default = RENDERER
     pd.set_option("display.max_colwidth", 160)
     pd.set_option("display.max_rows", 200)
+    try:  # IPython is there in a kernel; a plain interpreter shows no figures anyway
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        from IPython.display import display
+        from plotly.basedatatypes import BaseFigure  # start-up time, as above
+
+        # A figure displays itself through plotly's renderers (`_ipython_display_`); a printer
+        # registered for its type is asked first.
+        shell.display_formatter.ipython_display_formatter.for_type(
+            BaseFigure, lambda fig: display(figure_bundle(fig), raw=True))
 
 
-CACHE_ENV = "DFLASH_POSTMORTEM_CACHE"
+def cache_dir() -> Path:
+    """Where loaded incidents are kept: `DFLASH_POSTMORTEM_CACHE`, else the user's cache folder."""
+    given = os.environ.get(CACHE_ENV)
+    if given:
+        return Path(given)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "dflash-postmortem"
+
+
+@cache
+def _kit_stamp() -> str:
+    """The kit's own code, as loaded: its version and every module's size and mtime (a working
+    checkout changes without a new version number)."""
+    here = Path(__file__).resolve().parent
+    parts = [__version__] + [f"{p.relative_to(here)}:{p.stat().st_size}:{p.stat().st_mtime_ns}"
+                             for p in sorted(here.rglob("*.py"))]
+    return hashlib.sha1("\n".join(parts).encode()).hexdigest()
 
 
 def _fingerprint(folder: Path, timezone: str | None) -> str:
-    """Changes whenever an evidence file changes (the cache lives for one report or test session)."""
-    stamp = [str(folder.resolve()), timezone or ""]
+    """Changes whenever an evidence file or the kit changes."""
+    stamp = [_kit_stamp(), str(folder.resolve()), timezone or ""]
     for p, st in regular_files(folder):
         stamp.append(f"{p.relative_to(folder)}:{st.st_size}:{st.st_mtime_ns}")
     return hashlib.sha1("\n".join(stamp).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def load(incident_dir: str, timezone: str = "", on_bad_line: str = "skip"):
-    """The incident and its findings, as every notebook starts.
+    """The incident and its findings, as every notebook starts: from the cache when the evidence
+    and the kit are the ones it was made from, else loaded, detected and cached.
 
-    A report runs five notebooks on one incident; where `DFLASH_POSTMORTEM_CACHE` names a folder
-    (the report and the test suite set it, for the length of one run) the loaded incident and
-    findings are kept there, keyed by the evidence files, so only the first notebook pays for
-    loading. `on_bad_line="raise"` (`--strict`) stops at the first unreadable file or line; a
-    load that passes it is the same incident as a lenient one, so the cache is shared.
+    `on_bad_line="raise"` (`--strict`) stops at the first unreadable file or line; a load that
+    passes it is the same incident as a lenient one, so the cache is shared.
     """
     folder = Path(incident_dir)
-    cache = os.environ.get(CACHE_ENV)
-    path = Path(cache) / f"{_fingerprint(folder, timezone)}.pickle" if cache and folder.is_dir() else None
+    path = cache_dir() / f"{_fingerprint(folder, timezone)}.pickle" if folder.is_dir() else None
     if path is not None and path.exists():
-        with path.open("rb") as fh:
-            return pickle.load(fh)
+        try:
+            with path.open("rb") as fh:
+                return pickle.load(fh)
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
+            pass  # a cache written by another version of a dependency: load again
     inc = load_incident(folder, timezone=timezone or None, on_bad_line=on_bad_line)
     found = (inc, detect(inc))
     if path is not None:
+        _store(path, found)
+    return found
+
+
+def _store(path: Path, found) -> None:
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         with tmp.open("wb") as fh:
             pickle.dump(found, fh)
         tmp.replace(path)  # atomic: notebooks running in parallel never read half a file
-    return found
+        old = sorted(path.parent.glob("*.pickle"), key=lambda p: p.stat().st_mtime)[:-_CACHE_KEEP]
+        for p in old:
+            p.unlink(missing_ok=True)
+    except OSError:
+        pass  # a read-only home: every page loads for itself, slower but the same

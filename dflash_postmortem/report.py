@@ -11,25 +11,59 @@ import html
 import json
 import os
 import re
+import sys
 import tempfile
 import warnings
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from .errors import MissingDependencyError, PostmortemError
-from .notebook import CACHE_ENV, load
+from .notebook import CACHE_ENV, cache_dir, load
 from .redact import redact
 from .text import summary_lines
 
-NOTEBOOK_DIR = Path(os.environ.get("DFLASH_NOTEBOOKS", Path(__file__).resolve().parent.parent / "notebooks"))
-# `make setup` installs this kernelspec into the venv; elsewhere the default python3 kernel runs.
-PROJECT_KERNEL = "dflash-postmortem"
+NOTEBOOK_DIR_ENV = "DFLASH_NOTEBOOKS"
+# Pages run at once: each is its own kernel process, and a page is mostly waiting on one core.
+MAX_PARALLEL = 4
+PLOTLY_JS = "plotly.min.js"
 
 
-def kernel_name() -> str:
-    from jupyter_client.kernelspec import KernelSpecManager
+def notebook_dir() -> Path:
+    """The report's notebooks: `DFLASH_NOTEBOOKS`, else those installed with the package (a
+    checkout maps its top-level `notebooks/` there)."""
+    given = os.environ.get(NOTEBOOK_DIR_ENV)
+    if given:
+        return Path(given)
+    return Path(str(resources.files("dflash_postmortem.notebooks")))
 
-    return PROJECT_KERNEL if PROJECT_KERNEL in KernelSpecManager().find_kernel_specs() else "python3"
+
+@contextlib.contextmanager
+def this_python_kernel():
+    """A kernelspec for the interpreter running the kit, for the length of the block: the pages
+    run in the Python that has the kit installed, never in whatever `python3` a kernel list has.
+    Its log level hides the kernel's start-up chatter (the TCP transport warning) from the
+    user's terminal; errors still show."""
+    with tempfile.TemporaryDirectory(prefix="dflash-kernel-") as root:
+        spec = Path(root) / "kernels" / KERNEL
+        spec.mkdir(parents=True)
+        (spec / "kernel.json").write_text(json.dumps({
+            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                     "--IPKernelApp.log_level=ERROR"],
+            "display_name": "Python (dflash-postmortem)", "language": "python",
+        }), encoding="utf-8")
+        old = os.environ.get("JUPYTER_PATH")
+        os.environ["JUPYTER_PATH"] = root + (os.pathsep + old if old else "")
+        try:
+            yield KERNEL
+        finally:
+            if old is None:
+                os.environ.pop("JUPYTER_PATH", None)
+            else:
+                os.environ["JUPYTER_PATH"] = old
+
+
+KERNEL = "dflash-postmortem-run"
 
 
 @dataclass
@@ -40,8 +74,9 @@ class Page:
     error: str | None = None
 
 
-def notebooks(only: list[str] | None = None, folder: Path = NOTEBOOK_DIR) -> list[Path]:
+def notebooks(only: list[str] | None = None, folder: Path | None = None) -> list[Path]:
     """The report's notebooks in order; `only` picks by number (`01`) or name (`overview`)."""
+    folder = folder if folder is not None else notebook_dir()
     found = sorted(p for p in folder.glob("[0-9][0-9]_*.ipynb"))
     if not found:
         raise PostmortemError(f"{folder}: no notebooks found (expected NN_topic.ipynb files)")
@@ -134,10 +169,16 @@ _STYLE = """<style>
 _CDN_SCRIPT = re.compile(r'<script[^>]*\ssrc="https?://[^"]*"[^>]*>\s*</script>\s*')
 
 
-def _plotly_js() -> str:
-    from plotly.offline import get_plotlyjs
+def write_plotly_js(out: Path) -> Path:
+    """plotly.js once for the whole report folder, loaded by every page from beside it: the
+    folder stays self-contained (copy or zip it whole) and opens with no internet."""
+    from plotly.offline import get_plotlyjs  # start-up time: plotly loads only for a report
 
-    return get_plotlyjs()
+    path = out / PLOTLY_JS
+    text = get_plotlyjs()
+    if not path.exists() or path.stat().st_size != len(text.encode("utf-8")):
+        path.write_text(text, encoding="utf-8")
+    return path
 
 
 def to_html(nb, title: str, show_code: bool, index_href: str | None) -> str:
@@ -151,8 +192,8 @@ def to_html(nb, title: str, show_code: bool, index_href: str | None) -> str:
     # The lab template loads require.js and MathJax from a CDN: a report must not reach the
     # internet, and with require.js present plotly.js registers as an AMD module, not window.Plotly.
     body = _CDN_SCRIPT.sub("", body)
-    # plotly.js once per page, in the head, before any figure's script runs.
-    head = f"<script type=\"text/javascript\">{_plotly_js()}</script>\n{_STYLE}\n</head>"
+    # plotly.js from the report folder, in the head, before any figure's script runs.
+    head = f"<script type=\"text/javascript\" src=\"{PLOTLY_JS}\"></script>\n{_STYLE}\n</head>"
     body = body.replace("</head>", head, 1)
     if index_href:
         nav = f'<nav style="padding:8px 16px;font-family:sans-serif"><a href="{index_href}">&larr; report index</a></nav>'
@@ -180,7 +221,7 @@ def build_report(
     incident_dir = Path(incident_dir).resolve()
     if not incident_dir.is_dir():
         raise PostmortemError(f"{incident_dir}: no such incident folder")
-    out = Path(out)
+    out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     (out / "executed").mkdir(exist_ok=True)
     chosen = notebooks(only)
@@ -188,10 +229,14 @@ def build_report(
     _check_known(chosen, params)
     params.setdefault("incident_dir", str(incident_dir))
 
-    # One load of the incident for all pages (see notebook.load); kernels inherit the variable.
-    with loading_cache():
-        pages = [_page(pm, nbformat, nb_path, out, params, show_code, static, redact_secrets)
-                 for nb_path in _progress(chosen, progress)]
+    write_plotly_js(out)
+    # One load of the incident for all pages (see notebook.load): in the parent, before any
+    # kernel starts; the kernels read it from the cache.
+    with loading_cache(), this_python_kernel() as kernel:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            load(str(incident_dir), str(params.get("timezone", "")))
+        pages = _run_pages(pm, nbformat, chosen, out, params, show_code, static, redact_secrets, kernel, progress)
         index = out / "index.html"
         index.write_text(_index_html(incident_dir, pages, redact_secrets, str(params.get("timezone", ""))), encoding="utf-8")
     failed = [p for p in pages if p.error]
@@ -201,20 +246,32 @@ def build_report(
     return index
 
 
-def _progress(chosen: list[Path], progress: bool):
-    from tqdm import tqdm
+def _run_pages(pm, nbformat, chosen: list[Path], out: Path, params: dict, show_code: bool, static: bool,
+               redact_secrets: bool, kernel: str, progress: bool) -> list[Page]:
+    """Every page, several at a time, in the notebooks' order; the bar counts pages as they end."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    bar = tqdm(chosen, desc="report", unit="notebook", disable=not progress)
-    for nb_path in bar:
-        bar.set_postfix_str(nb_path.stem)
-        yield nb_path
+    from tqdm import tqdm  # start-up time: the bar loads only for a report
+
+    workers = max(1, min(MAX_PARALLEL, os.cpu_count() or 1, len(chosen)))
+    with ThreadPoolExecutor(max_workers=workers) as pool, \
+            tqdm(total=len(chosen), desc="report", unit="page", disable=not progress) as bar:
+        futures = {pool.submit(_page, pm, nbformat, nb, out, params, show_code, static, redact_secrets, kernel): nb
+                   for nb in chosen}
+        done = {}
+        for fut in as_completed(futures):
+            done[futures[fut]] = fut.result()
+            bar.set_postfix_str(futures[fut].stem)
+            bar.update(1)
+    return [done[nb] for nb in chosen]
 
 
 @contextlib.contextmanager
 def loading_cache():
-    """A cache folder for the loaded incident, shared by every notebook kernel of one report (the
-    kernels inherit its environment variable); a cache set by the caller is used as it is."""
-    with tempfile.TemporaryDirectory(prefix="dflash-report-") as cache, _env(CACHE_ENV, cache):
+    """The cache folder every kernel of one report reads the loaded incident from (they inherit
+    its environment variable): the caller's, else the user's cache folder, which JupyterLab
+    reads too."""
+    with _env(CACHE_ENV, str(cache_dir())):
         yield
 
 
@@ -231,14 +288,15 @@ def _env(name: str, value: str):
         os.environ.pop(name, None)
 
 
-def _execute(pm, nb_path: Path, executed: Path, params: dict, attempts: int = 2) -> None:
+def _execute(pm, nb_path: Path, executed: Path, params: dict, kernel: str, attempts: int = 2) -> None:
     """Run one notebook; a kernel that fails to start (a port taken by another kernel starting at
     the same moment, a slow machine) is retried once. An error inside a cell is never retried."""
     for attempt in range(attempts):
         try:
             pm.execute_notebook(
                 str(nb_path), str(executed), parameters=params,
-                kernel_name=kernel_name(), progress_bar=False, cwd=str(nb_path.parent),
+                # No `cwd`: papermill would chdir the whole process, and pages run in threads.
+                kernel_name=kernel, progress_bar=False,
             )
             return
         except pm.PapermillExecutionError:
@@ -248,12 +306,12 @@ def _execute(pm, nb_path: Path, executed: Path, params: dict, attempts: int = 2)
                 raise
 
 def _page(pm, nbformat, nb_path: Path, out: Path, params: dict, show_code: bool, static: bool,
-          redact_secrets: bool) -> Page:
+          redact_secrets: bool, kernel: str) -> Page:
     """Execute one notebook and write its HTML page; a failing notebook still gets a page."""
     executed = out / "executed" / nb_path.name
     page = Page(nb_path, executed, out / f"{nb_path.stem}.html")
     try:
-        _execute(pm, nb_path, executed, typed_params(nb_path, params))
+        _execute(pm, nb_path, executed, typed_params(nb_path, params), kernel)
     except pm.PapermillExecutionError as e:
         first = str(e.evalue).strip().splitlines()[0] if str(e.evalue).strip() else ""
         page.error = f"{e.ename}: {first[:200]}"

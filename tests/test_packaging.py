@@ -31,8 +31,10 @@ def test_environment_yml_matches_pyproject():
         spec = req[len(name):].strip()
         assert conda[name].endswith(spec), f"{name}: pyproject says {req!r}, environment.yml says {conda[name]!r}"
     assert conda["python"] == "python=3.11"
-    assert any(".[dev,replay]" in line for line in pip_lines)
-    assert set(project["optional-dependencies"]) >= {"dev", "replay"}
+    # the conda environment is the developer's: the project with every extra pyproject names
+    extras = [set(m.group(1).split(",")) for line in pip_lines if (m := re.search(r"-e \.\[([^\]]*)\]", line))]
+    assert extras == [set(project["optional-dependencies"])]
+    assert {"dev", "replay", "lab", "cluster"} <= set(project["optional-dependencies"])
 
 
 def test_console_script_points_at_cli_main():
@@ -47,3 +49,48 @@ def test_ci_runs_the_readme_test_command():
     readme = (REPO / "README.md").read_text()
     assert "make test" in readme and "make report" in readme
     assert "make test" in (REPO / ".ci" / "run").read_text()
+
+
+def test_every_package_is_listed_for_the_wheel():
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "dflash_postmortem").rglob("__init__.py")}
+    assert found | {"dflash_postmortem.notebooks"} == listed
+
+
+def test_the_wheel_writes_a_report_away_from_the_checkout(tmp_path, bundled_dir):
+    """Built, installed into a fresh venv (its dependencies borrowed from this one), and run from
+    another folder: the notebooks come from the wheel, the kernel is the venv's own Python."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import sysconfig
+
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(wheels), str(REPO)], check=True, capture_output=True)
+    (wheel,) = wheels.glob("dflash_postmortem-*.whl")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    # The dependencies are this venv's (a .pth adds its folder: the checkout's own editable
+    # install there is a .pth too, which a .pth-added folder does not run).
+    (Path(site) / "borrowed.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True)
+    work = tmp_path / "elsewhere"
+    shutil.copytree(bundled_dir, work / "incident")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DFLASH_NOTEBOOKS")}
+    # The borrowed dependencies' data files (nbconvert's templates) lie in this venv's prefix.
+    env["JUPYTER_PATH"] = str(Path(sys.prefix) / "share" / "jupyter")
+    where = subprocess.run([str(py), "-c", "import dflash_postmortem, dflash_postmortem.report as r; "
+                            "print(dflash_postmortem.__file__); print(r.notebook_dir())"],
+                           check=True, capture_output=True, text=True, cwd=work, env=env).stdout.split()
+    assert all(p.startswith(site) for p in where), where
+    r = subprocess.run([str(venv / "bin" / "dflash-postmortem"), "report", "incident", "-o", "out", "--no-progress"],
+                       capture_output=True, text=True, cwd=work, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr and "Kernel is running over TCP" not in r.stderr
+    index = (work / "out" / "index.html").read_text()
+    assert "<strong>failed</strong>" not in index and len(list((work / "out").glob("0*.html"))) == 5
