@@ -141,7 +141,7 @@ class HostSeries:
         g = plan.gpus
         self.uuids = [_uuid(self.rng) for _ in range(g)]
         target = np.array([i in TARGET_GPUS for i in range(g)])
-        self.mem = np.where(target, 121344, 58112) + self.rng.integers(-64, 64, g)
+        self.mem = np.where(target, 121344, 38912) + self.rng.integers(-64, 64, g)
         self.util = np.where(target, 96.0, 88.0)
         self.mem_util = np.where(target, 45.0, 30.0)
         self.power = np.where(target, 620.0, 480.0)

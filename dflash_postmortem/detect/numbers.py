@@ -129,12 +129,49 @@ class IdleAllocatedGpu(TypedDict):
     minutes: float
 
 
+class Straggler(TypedDict):
+    host: Any
+    gpu: int | None  # None: the whole host is behind the fleet, no GPU of its own sets the pace
+    util_pct: float
+    peers_util_pct: float  # the host's other GPUs, waiting
+    fleet_util_pct: float
+    sm_clock_mhz: float
+    fleet_sm_clock_mhz: float
+    tok_per_s_before: float | None
+    tok_per_s_during: float | None
+    fleet_tok_per_s: float | None
+    ratio: float | None
+    minutes: float
+
+
+class GpuError(TypedDict):
+    host: Any
+    gpu: int | None
+    uuid: str | None
+    samples_missing: int
+    minutes: float
+    event_kinds: list[str]
+    last_reading: pd.Timestamp | None
+
+
+class RestartNeverCameUp(TypedDict):
+    host: Any
+    relaunch: pd.Timestamp
+    last_step_time: pd.Timestamp | None
+    minutes_watched: float
+    gpu_memory_after_mib: float | None  # None: the host reported no GPU sample after the relaunch
+    step_lines_after: int
+    command: str | None
+
+
 BY_KIND: dict[str, type] = {
     "throughput_regression": Regression, "recovery": Recovery, "partial_recovery": PartialRecovery,
     "no_recovery": NoRecovery, "failed_restart": FailedRestart, "slow_start": SlowStart,
     "verified_start": VerifiedStart, "never_trained": NeverTrained, "stale_process": StaleProcess,
     "kill_failed": KillFailed, "survivor": Survivor, "stall": Stall, "role_mismatch": RoleMismatch,
     "idle_allocated_gpu": IdleAllocatedGpu,
+    # fleet-wide (store/fleet.py)
+    "straggler": Straggler, "gpu_error": GpuError, "restart_never_came_up": RestartNeverCameUp,
 }
 
 
