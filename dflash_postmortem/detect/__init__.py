@@ -2,15 +2,17 @@
 
 `detect(incident)` runs them all and returns one frame (id, kind, start, end, severity, title,
 detail, evidence, numbers, caused_by). No detector reads files or draws; a source that is missing only means the
-question it would answer gets fewer findings, never an error.
+question it would answer gets fewer findings, never an error. An incident of several hosts is
+judged host by host (`per_host`): each host's findings name it.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
+from ..hosts import views
 from ..incident import Incident
-from . import findings, memo
+from . import findings, memo, per_host
 from .causes import frame_with_causes
 from .control import detect_failed_kills
 from .recovery import detect_recovery
@@ -30,12 +32,20 @@ DETECTORS = (
 
 
 def detect(incident: Incident) -> pd.DataFrame:
-    """Every detector's findings, ordered by start time, with the cause graph across them."""
+    """Every detector's findings, ordered by start time, with the cause graph across them; in a
+    fleet, each host's own (causes link findings of one host), then the summary across hosts."""
     with memo.scope(incident):
-        parts = [d(incident) for d in DETECTORS]
+        if len(per_host.hosts(incident)) < 2:
+            return _judged(incident)
+    return per_host.summarised([per_host.named(_judged(share), host) for host, share in views(incident)])
+
+
+def _judged(inc: Incident) -> pd.DataFrame:
+    with memo.scope(inc):
+        parts = [d(inc) for d in DETECTORS]
         if not any(len(p) for p in parts):
             return findings.empty()
-        return frame_with_causes(incident, parts)
+        return frame_with_causes(inc, parts)
 
 
 __all__ = [

@@ -20,6 +20,7 @@ from ..incident import Incident
 from ..schema import TOK_PER_S
 from ..units import clock
 from . import findings
+from .per_host import judged
 
 # After a kill, a process seen this much later was not stopped by it (ps samples every few s).
 _GRACE = pd.Timedelta(seconds=5)
@@ -64,6 +65,7 @@ def _seen_after(inc: Incident, pid: int, run: str | None, after) -> dict:
     return seen
 
 
+@judged
 def detect_failed_kills(inc: Incident) -> pd.DataFrame:
     """A finding per failed kill whose target lived on, and one for the survivor it left."""
     ev = inc.events

@@ -175,7 +175,13 @@ BY_KIND: dict[str, type] = {
 }
 
 
+# Keys a finding of any kind may carry in a fleet (detect/per_host.py): the host it was judged
+# on, and the other hosts where a finding of the same kind overlaps it in time.
+ON_EVERY_KIND = frozenset({"host", "also_on_hosts"})
+
+
 def declared(kind: str) -> set[str]:
     """The keys a finding of `kind` may carry."""
     spec = BY_KIND[kind]
-    return set(spec.__annotations__) | {k for base in spec.__mro__ for k in getattr(base, "__annotations__", {})}
+    return (set(spec.__annotations__) | {k for base in spec.__mro__ for k in getattr(base, "__annotations__", {})}
+            | ON_EVERY_KIND)

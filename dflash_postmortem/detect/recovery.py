@@ -17,6 +17,7 @@ from ..incident import Incident
 from ..units import clock, tok_s
 from . import findings, gpu_state, memo
 from .launches import launch_of
+from .per_host import judged
 from .stall import stall_intervals
 from .throughput import config_differences, episodes, segments, series
 
@@ -150,6 +151,7 @@ def stall_episodes(inc: Incident) -> list[dict]:
     return out
 
 
+@judged
 def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFrame:
     """Per regression episode and per stall: each relaunch that came back short (partial), and
     the recovery (when) or its absence."""

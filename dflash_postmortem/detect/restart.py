@@ -18,6 +18,7 @@ from ..incident import Incident
 from ..units import clock
 from . import findings, gpu_state, memo
 from .launches import is_trainer, outcomes, verdicts
+from .per_host import judged
 
 GRACE_S = 600.0
 # A background job started inside one of these exits with it unless it is detached (setsid/disown).
@@ -426,6 +427,7 @@ def _stage_text(ev: pd.Series) -> str:
 NEVER_TRAINED_S = 90.0
 
 
+@judged
 def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.DataFrame:
     """One finding per launch that did not bring training up (failed, never trained, or slow),
     and one per stale process that made it look alive."""

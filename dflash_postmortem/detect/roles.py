@@ -15,6 +15,7 @@ from ..incident import Incident
 from ..units import clock
 from . import findings
 from .gpu_state import HELD_MIB, IDLE_UTIL_PCT
+from .per_host import judged
 
 HEAVY_FRACTION = 0.4
 MIN_MINUTES = 5.0
@@ -42,6 +43,7 @@ def _stretches(keys: pd.Series) -> list[tuple[int, int]]:
     return out
 
 
+@judged
 def detect_role_mismatch(inc: Incident, min_minutes: float | None = None) -> pd.DataFrame:
     """Sustained GPU splits that differ from the expected roles; GPUs allocated but idle. Each
     host is judged on its own GPUs against its own split (`[roles.HOST]`, else `[roles]`)."""

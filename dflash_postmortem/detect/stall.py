@@ -10,6 +10,7 @@ from ..incident import Incident
 from ..schema import TOK_PER_S
 from ..units import clock, duration
 from . import findings, gpu_state, memo
+from .per_host import judged
 
 THRESHOLD_S = 300.0
 
@@ -49,6 +50,7 @@ def _stall_intervals(inc: Incident, threshold_s: float | None) -> list[tuple[pd.
     return out
 
 
+@judged
 def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFrame:
     """Stretches longer than the threshold with memory held, ~0 % utilization and no step."""
     g = inc.gpus.dropna(subset=["memory_used_mib", "util_gpu_pct"])

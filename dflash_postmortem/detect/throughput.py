@@ -23,6 +23,7 @@ from ..schema import PROBLEM_EVENTS, TOK_PER_S
 from ..units import tok_s
 from . import findings, memo
 from .launches import launch_of
+from .per_host import judged
 from .stall import stall_intervals
 
 METRIC = TOK_PER_S
@@ -367,6 +368,7 @@ def _shared_gpus(inc: Incident, ep: dict) -> list[dict]:
              "samples": int(len(shared))}]
 
 
+@judged
 def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) -> pd.DataFrame:
     """One finding per regression episode, with its levels and root-cause candidates."""
     rows = []
