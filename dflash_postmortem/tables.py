@@ -15,7 +15,7 @@ import pandas as pd
 
 from .commands import is_shell_running
 from .detect import gpu_state
-from .detect.launches import outcomes
+from .detect.launches import launch_events, outcomes
 from .detect.levels import recovery, regression
 from .detect.ranking import rank_causes
 from .detect.sources import gpu_samples, throughput_samples
@@ -302,38 +302,103 @@ MAX_LIFETIMES = 30
 _PATHS = re.compile(r"(/[^\s/]+)+/([^\s/]+)")  # /srv/x/trainer.py -> trainer.py, for labels
 
 
+_PS_START_RESOLUTION = pd.Timedelta(minutes=1)  # START shows HH:MM
+# ps snapshot stamps are whole seconds: a process can be listed up to a second before its launch's stamp.
+_SNAPSHOT_SLACK = pd.Timedelta(seconds=1)
+
+
 def lifetimes(inc: Incident) -> pd.DataFrame:
     """What was alive when: runs (wandb or log span), processes seen by ps, PIDs holding GPU memory;
-    the first `MAX_LIFETIMES` by start, each labelled (`what`) as the overview names it."""
+    the first `MAX_LIFETIMES` by start, each labelled (`what`) as the overview names it, with the
+    whole text behind the label (`detail`: the full command line).
+
+    A start is a range where the evidence gives no more: `ps` START gives only the minute, so such
+    a process started between `start` (that minute, or the launch that started it or its parent
+    when one is known, whichever is later) and `start_latest` (the minute's end, or when ps first
+    listed it, whichever is earlier); `start_note` says so. Elsewhere `start_latest` is `start`.
+    """
     rows = []
     spans = pd.concat([inc.metrics[["run", "time", "source"]], inc.events[["run", "time", "source"]]]).dropna(subset=["run", "time"])
     for run, g in spans.groupby("run", sort=False):
         info = inc.runs.get(run)
         start = info.started if info is not None and info.started is not None else g["time"].min()
         end = info.ended if info is not None and info.ended is not None else g["time"].max()
-        rows.append({"what": f"run {run}", "group": "run", "start": start, "end": end, "source": g["source"].iloc[0]})
-    procs = inc.processes
-    procs = procs[~procs["command"].fillna("").map(is_shell_running).astype(bool)].copy()
-    procs["started"] = procs["started"].fillna(procs["first_seen"])
+        rows.append({"what": f"run {run}", "detail": f"run {run}", "group": "run", "start": start, "start_latest": start,
+                     "start_note": "", "end": end, "source": g["source"].iloc[0]})
+    procs = inc.processes.join(_start_ranges(inc, inc.processes))  # before the shells go: they link children to launches
+    procs = procs[~procs["command"].fillna("").map(is_shell_running).astype(bool)].dropna(subset=["start"])
     pools = _worker_pools(procs["command"])
     for cmd, pool in procs[pools].groupby("command", sort=False):
         label = one_line(_PATHS.sub(r"\2", str(cmd)), 50)
-        rows.append({"what": f"{len(pool)} PIDs {label}", "group": "process", "start": pool["started"].min(),
-                     "end": pool["last_seen"].max(), "source": pool["source"].iloc[0]})
+        first = pool.loc[pool["start"].idxmin()]
+        rows.append({"what": f"{len(pool)} PIDs {label}", "detail": f"{len(pool)} PIDs ({pool['pid'].iloc[0]}…{pool['pid'].iloc[-1]}) {cmd}",
+                     "group": "process", "start": first["start"], "start_latest": first["start_latest"],
+                     "start_note": first["start_note"], "end": pool["last_seen"].max(), "source": pool["source"].iloc[0]})
     for _, p in procs[~pools].iterrows():
-        start = p["started"] if pd.notna(p["started"]) else p["first_seen"]
-        end = p["last_seen"] if pd.notna(p["last_seen"]) else start
-        if pd.isna(start):
-            continue
+        end = p["last_seen"] if pd.notna(p["last_seen"]) else p["start_latest"]
         cmd = one_line(_PATHS.sub(r"\2", str(p["command"])), 60)
-        rows.append({"what": f"PID {p['pid']} {cmd}", "group": "process", "start": start, "end": end, "source": p["source"]})
+        rows.append({"what": f"PID {p['pid']} {cmd}", "detail": f"PID {p['pid']} {p['command']}", "group": "process",
+                     "start": p["start"], "start_latest": p["start_latest"], "start_note": p["start_note"], "end": end,
+                     "source": p["source"]})
     gp = inc.gpu_processes.dropna(subset=["time", "pid"])
     for pid, g in gp.groupby("pid"):
         gpus = ",".join(str(int(x)) for x in sorted(g["gpu"].dropna().unique()))
-        rows.append({"what": f"PID {int(pid)} on GPU {gpus or '?'}", "group": "GPU process", "start": g["time"].min(),
-                     "end": g["time"].max(), "source": g["source"].iloc[0]})
-    out = pd.DataFrame(rows, columns=["what", "group", "start", "end", "source"])
+        what = f"PID {int(pid)} on GPU {gpus or '?'}"
+        rows.append({"what": what, "detail": what, "group": "GPU process", "start": g["time"].min(), "start_latest": g["time"].min(),
+                     "start_note": "", "end": g["time"].max(), "source": g["source"].iloc[0]})
+    out = pd.DataFrame(rows, columns=["what", "detail", "group", "start", "start_latest", "start_note", "end", "source"])
     return out.sort_values("start", kind="stable").head(MAX_LIFETIMES).reset_index(drop=True)
+
+
+def _start_ranges(inc: Incident, procs: pd.DataFrame) -> pd.DataFrame:
+    """Per process: `start`, `start_latest` and `start_note` (see `lifetimes`). A start on the
+    whole minute is read as ps START's minute (one from elapsed time that falls on :00 is drawn as
+    a minute that still holds it); without a start, the first listing stands for it."""
+    started = procs["started"]
+    minute = started.notna() & (started.dt.second == 0) & (started.dt.microsecond == 0)
+    launched = _launched_at(inc, procs)
+    lo = started.where(~minute | launched.isna() | (launched <= started), launched).fillna(procs["first_seen"])
+    hi = pd.concat([started + _PS_START_RESOLUTION, procs["first_seen"]], axis=1).min(axis=1)
+    hi = hi.where(minute & (hi > lo), lo)
+    note = [f"ps gives the start to the minute ({clock(s)[:5]})" + (f"; launched {clock(x)}" if pd.notna(x) else "") if m else ""
+            for s, m, x in zip(started, minute, launched, strict=True)]
+    return pd.DataFrame({"start": lo, "start_latest": hi, "start_note": note}, index=procs.index)
+
+
+def _launched_at(inc: Incident, procs: pd.DataFrame) -> pd.Series:
+    """When the launch that started each process (or an ancestor of it) ran, NaT where none did:
+    a launch of the script or the run (`--run-name`) the process's command names (the wrapper or
+    shell it ran in too), from the process's START minute to when ps first listed it. No process starts before the launch
+    that started it, nor before its parent."""
+    launches = launch_events(inc)
+    own = pd.Series(pd.NaT, index=procs.index, dtype=procs["started"].dtype)
+    for i, p in procs.iterrows():
+        if pd.isna(p["started"]) or pd.isna(p["first_seen"]):
+            continue
+        hit = launches[(launches["time"] >= p["started"].floor("min")) & (launches["time"] <= p["first_seen"] + _SNAPSHOT_SLACK)]
+        match = pd.Series([_launch_match(p, s, f) for s, f in zip(hit["script"], hit["flags"], strict=True)], index=hit.index)
+        if len(hit) and match.max() > 0:
+            own[i] = hit.loc[match == match.max(), "time"].max()  # the surest match, the latest of those
+    by_pid = dict(zip(zip(procs["host"], procs["pid"], strict=True), own, strict=True))
+    parent = dict(zip(zip(procs["host"], procs["pid"], strict=True), procs["ppid"], strict=True))
+    out = own.copy()
+    for i, host, pid in zip(procs.index, procs["host"], procs["pid"], strict=True):
+        seen, key = set(), (host, pid)
+        while pd.isna(out[i]) and key in parent and key not in seen:  # walk up to a launched ancestor
+            seen.add(key)
+            key = (host, parent[key])
+            out[i] = by_pid.get(key, pd.NaT)
+    return out
+
+
+def _launch_match(proc: pd.Series, script, flags) -> int:
+    """How surely a launch of `script` with `flags` started `proc`: 2 when its command runs the
+    script, 1 when it only trains the run the launch names (a launcher script that execs the
+    trainer), 0 when neither."""
+    if isinstance(script, str) and script in str(proc["command"]):
+        return 2
+    run = flags.get("--run-name") or flags.get("--run_name") if isinstance(flags, dict) else None
+    return int(run is not None and run == proc.get("run"))
 
 
 def overview(inc: Incident, findings: pd.DataFrame | None = None) -> dict:
