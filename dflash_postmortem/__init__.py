@@ -16,6 +16,7 @@ from .loaders.ps_snapshots import load_ps_snapshots
 from .loaders.training_log import load_process_log
 from .loaders.transcript import load_shell_transcript
 from .loaders.wandb import load_wandb_run
+from .store.ingest import ingest
 from .text import what_happened
 from .timeline import Timeline, timeline
 
@@ -33,6 +34,7 @@ __all__ = [
     "SourceFormatError",
     "Timeline",
     "detect",
+    "ingest",
     "load_incident",
     "load_nvidia_smi",
     "load_process_log",

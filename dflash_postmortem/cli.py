@@ -13,11 +13,12 @@ import warnings
 from pathlib import Path
 
 from . import __version__, text
-from .errors import PostmortemError
+from .errors import PostmortemError, UsageError
 from .loaders.folder import load_incident
 from .recorder import add_record_arguments, run_record
 from .replay.launch import add_launch_arguments, run_launch
 from .replay.scenarios import add_replay_arguments, run_replay
+from .store.ingest import ingest
 
 
 def _add_inspect(sub) -> None:
@@ -27,7 +28,33 @@ def _add_inspect(sub) -> None:
     p.add_argument("--on-bad-line", choices=("raise", "warn", "skip"), default="skip")
     _add_strict(p)
     p.add_argument("--verbose", "-v", action="store_true", help="list skip reasons with line numbers")
+    _add_window(p)
     p.set_defaults(func=run_inspect)
+
+
+def _add_window(p) -> None:
+    p.add_argument("--window", metavar="START,END",
+                   help="only this time window (UTC unless the times say otherwise), through the Parquet store")
+    p.add_argument("--hosts", metavar="H1,H2", help="only these hosts, through the Parquet store")
+    p.add_argument("--gpus", metavar="0,1", help="only these GPU indices, through the Parquet store")
+
+
+def _window_arguments(args) -> dict:
+    """load_incident's window=, hosts=, gpus= from --window START,END --hosts a,b --gpus 0,1."""
+    out = {}
+    if args.window:
+        parts = args.window.split(",")
+        if len(parts) != 2:
+            raise UsageError(f"--window takes START,END (two times), got {args.window!r}")
+        out["window"] = tuple(p.strip() for p in parts)
+    if args.hosts:
+        out["hosts"] = [h.strip() for h in args.hosts.split(",") if h.strip()]
+    if args.gpus:
+        try:
+            out["gpus"] = [int(g) for g in args.gpus.split(",") if g.strip()]
+        except ValueError as e:
+            raise UsageError(f"--gpus takes GPU indices like 0,1, got {args.gpus!r}") from e
+    return out
 
 
 def _add_strict(p) -> None:
@@ -40,7 +67,7 @@ def run_inspect(args) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         inc = load_incident(args.dir, timezone=args.timezone,
-                            on_bad_line="raise" if args.strict else args.on_bad_line)
+                            on_bad_line="raise" if args.strict else args.on_bad_line, **_window_arguments(args))
     print(text.render_inspect(inc, verbose=args.verbose, debug=args.debug))
     _say_unreadable(inc.load_report)
     return 0
@@ -94,6 +121,24 @@ def run_report(args) -> int:
     return 0
 
 
+def _add_ingest(sub) -> None:
+    p = sub.add_parser("ingest", help="convert an incident folder into its Parquet store (only what changed)")
+    p.add_argument("dir", type=Path, help="incident folder")
+    p.add_argument("--store", help="where the store goes: a folder or an fsspec URL (default: DIR/.dflash-store)")
+    p.add_argument("--scheduler", help="dask scheduler address: convert on that cluster (default: $DFLASH_SCHEDULER)")
+    p.add_argument("--workers", type=int, default=None, help="processes converting files side by side (default: one per CPU)")
+    p.add_argument("--timezone", help="zone for sources whose times carry none (default: incident.toml or UTC)")
+    p.set_defaults(func=run_ingest)
+
+
+def run_ingest(args) -> int:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        done = ingest(args.dir, args.store, scheduler=args.scheduler, workers=args.workers, timezone=args.timezone)
+    print(done.summary())
+    return 0
+
+
 def _add_record(sub) -> None:
     p = sub.add_parser("record-gpus", help="sample GPUs and their processes through NVML into a folder")
     add_record_arguments(p)
@@ -123,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     _add_inspect(sub)
     _add_report(sub)
+    _add_ingest(sub)
     _add_record(sub)
     _add_replay(sub)
     _add_launch(sub)

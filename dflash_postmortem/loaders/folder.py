@@ -26,8 +26,9 @@ from ..load_report import FileReport, LoadReport
 from . import encoding
 from .registry import FORMATS, Format, LoadContext, is_valid_name, printable, read_head, sniff
 
-# Folders that hold no evidence of their own: version control, notebook autosaves, caches.
-_SKIPPED_FOLDERS = {".git", ".hg", ".svn", ".ipynb_checkpoints", "__pycache__", ".pytest_cache", ".mypy_cache"}
+# Folders that hold no evidence of their own: version control, notebook autosaves, caches, the
+# incident's own Parquet store (docs/store.md).
+_SKIPPED_FOLDERS = {".dflash-store", ".git", ".hg", ".svn", ".ipynb_checkpoints", "__pycache__", ".pytest_cache", ".mypy_cache"}
 _SPECIAL = (
     (stat.S_ISFIFO, "a named pipe (FIFO): not read (reading it waits for a writer)"),
     (stat.S_ISSOCK, "a socket: not read"),
@@ -219,20 +220,23 @@ class _Planner:
                 self.report.notes.extend(f"{rel}: {n}" for n in probe.notes)
 
 
-def load_incident(
-    path: str | os.PathLike,
-    *,
-    timezone: str | None = None,
-    on_bad_line: str = "warn",
-    host: str | None = None,
-) -> Incident:
-    """Load every source in an incident folder (or a single file) into one Incident.
+@dataclass
+class FolderPlan:
+    """What loading a folder will read, decided before anything is loaded: the sources in load
+    order with their formats, and the entries that are only accounted for (unrecognised,
+    unreadable, special files). The Parquet store converts each planned source on its own."""
 
-    Each file's format is sniffed from its content; `incident.toml`, when present, adds what the
-    files cannot say (zone, date, roles, field lists of header-less CSVs, clock offsets). A file
-    that cannot be read is an entry of the load report with the reason, never the end of the load,
-    unless `on_bad_line="raise"`.
-    """
+    root: Path
+    config: IncidentConfig
+    context: LoadContext
+    sources: list[_Planned]
+    report: LoadReport
+
+
+def plan_incident(
+    path: str | os.PathLike, *, timezone: str | None = None, on_bad_line: str = "warn", host: str | None = None,
+) -> FolderPlan:
+    """Walk an incident folder (or take a single file) and decide each entry's format."""
     root = Path(path)
     if not root.exists():
         if root.is_symlink():
@@ -256,17 +260,72 @@ def load_incident(
             planner.link(entry)
         else:
             planner.file(root)
+    return FolderPlan(root, cfg, ctx, planner.plan, planner.report)
 
+
+def load_incident(
+    path: str | os.PathLike,
+    *,
+    timezone: str | None = None,
+    on_bad_line: str = "warn",
+    host: str | None = None,
+    window: tuple | None = None,
+    hosts: list[str] | None = None,
+    gpus: list[int] | None = None,
+) -> Incident:
+    """Load every source in an incident folder (or a single file) into one Incident.
+
+    Each file's format is sniffed from its content; `incident.toml`, when present, adds what the
+    files cannot say (zone, date, roles, field lists of header-less CSVs, clock offsets). A file
+    that cannot be read is an entry of the load report with the reason, never the end of the load,
+    unless `on_bad_line="raise"`.
+
+    With `window=(start, end)`, `hosts` or `gpus`, or for a folder larger than
+    `store.LARGE_FOLDER_BYTES`, the folder goes through its Parquet store (converted once,
+    see docs/store.md) and only the rows asked for come back.
+    """
+    root = Path(path)
+    if window is not None or hosts is not None or gpus is not None or _is_large(root):
+        # The store converts each source with this module's planner: imported here, not at the top.
+        from ..store.window import load_from_store
+
+        return load_from_store(root, window=window, hosts=hosts, gpus=gpus, timezone=timezone,
+                               on_bad_line=on_bad_line, host=host)
+    plan = plan_incident(root, timezone=timezone, on_bad_line=on_bad_line, host=host)
+    cfg, ctx = plan.config, plan.context
     with tempfile.TemporaryDirectory(prefix="dflash-transcoded-") as scratch:
-        parts = _load_planned(planner.plan, ctx, cfg, Path(scratch))
+        parts = _load_planned(plan.sources, ctx, cfg, Path(scratch))
     inc = Incident.combine(parts, consume=True, config=cfg, root=root)
-    inc.load_report.files = planner.report.files + inc.load_report.files
-    inc.load_report.notes = planner.report.notes + inc.load_report.notes
+    inc.load_report.files = plan.report.files + inc.load_report.files
+    inc.load_report.notes = plan.report.notes + inc.load_report.notes
     align.apply_offsets(inc, cfg.offsets)
     align.date_untimed_logs(inc)
+    align.align_host_clocks(inc)
     _fill_gpu_index(inc)
     inc.load_report.files.sort(key=lambda r: r.path)
     return inc
+
+
+# Above this many bytes of files, a plain load_incident goes through the Parquet store: held in
+# pandas, such a folder would need several times its size in memory.
+LARGE_FOLDER_BYTES = 4 << 30
+
+
+def _is_large(root: Path) -> bool:
+    if not root.is_dir():
+        return False
+    total = 0
+    for _, st in regular_files(root):
+        total += st.st_size
+        if total > LARGE_FOLDER_BYTES:
+            return True
+    return False
+
+
+def load_source(p: _Planned, ctx: LoadContext, scratch: Path) -> Incident:
+    """Load one planned source (an entry of `FolderPlan.sources`) alone; whatever goes wrong
+    stays with this file, as in a folder load."""
+    return _load_one(p, ctx, scratch)
 
 
 def _load_planned(plan: list[_Planned], ctx: LoadContext, cfg: IncidentConfig, scratch: Path) -> list[Incident]:

@@ -1,0 +1,75 @@
+"""The store on a dask.distributed cluster: conversions as tasks (`client.map`), and a window's
+rows selected by one DuckDB task per group of Parquet parts, so that the workers read the store
+(shared or object storage, any fsspec URL) and only the selected rows travel.
+
+dask is the `cluster` extra; nothing here is imported unless a scheduler is given.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ..errors import MissingDependencyError
+from . import layout
+from .views import connect, scan
+
+# Parts per selection task: enough that a task's start-up is small beside its scan.
+PARTS_PER_TASK = 64
+
+
+def client_for(scheduler: str):
+    """A dask client of the scheduler at `scheduler` (an address, or a dask Client/LocalCluster)."""
+    try:
+        # The optional `cluster` extra: the one place dask is imported.
+        from distributed import Client
+    except ImportError as e:
+        raise MissingDependencyError("dask[distributed]", "a dask scheduler (--scheduler)", extra="cluster") from e
+    if isinstance(scheduler, Client):
+        return scheduler, False
+    return Client(scheduler), True
+
+
+def map_on_cluster(func, items: list, scheduler) -> list:
+    """`func` over `items` as dask tasks, results in the order of `items`."""
+    client, own = client_for(scheduler)
+    try:
+        futures = client.map(func, items, pure=False)
+        return client.gather(futures)
+    finally:
+        if own:
+            client.close()
+
+
+def select_on_cluster(store: str, frame: str, where: str, scheduler):
+    """The rows of `frame` that `where` selects, read by tasks on the cluster, as one Arrow table."""
+    fs, root = layout.filesystem(store)
+    files = sorted(fs.glob(layout.frame_glob(root, frame)))
+    if not files:
+        return connect(store).execute(f"SELECT * FROM {frame} WHERE false").to_arrow_table()
+    groups = [(store, frame, files[k:k + PARTS_PER_TASK], where) for k in range(0, len(files), PARTS_PER_TASK)]
+    tables = map_on_cluster(select_parts, groups, scheduler)
+    return pa.concat_tables(tables, promote_options="permissive")
+
+
+def select_parts(job) -> object:
+    """One task: the selected rows of some parts of a frame (run on a worker)."""
+    # Run on a worker: duckdb loads in the worker process.
+    import duckdb
+
+    store, frame, files, where = job
+    fs, _ = layout.filesystem(store)
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    prefix = ""
+    if not _local(fs):
+        con.register_filesystem(fs)
+        prefix = _protocol(fs) + "://"
+    return con.execute(f"SELECT * FROM ({scan(frame, [prefix + f for f in files])}) WHERE {where}").to_arrow_table()
+
+
+def _local(fs) -> bool:
+    return _protocol(fs) in ("file", "local")
+
+
+def _protocol(fs) -> str:
+    return fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]

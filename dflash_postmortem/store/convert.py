@@ -1,0 +1,184 @@
+"""One source of an incident -> Parquet parts of the canonical frames, and its load report.
+
+Runs in a worker (a process of the pool, or a dask task): everything it needs travels in the
+`ConvertTask`, everything it made comes back in the `Converted`, small either way. A large CSV
+stream or training log is read chunk by chunk (chunks.py) and each chunk's frames are written as
+they come, so memory holds one chunk whatever the file's size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import align, schema
+from ..incident import Incident, RunInfo
+from ..load_report import LoadReport
+from ..loaders.folder import load_source
+from ..loaders.nvidia_smi.query_csv import header_fields
+from ..loaders.registry import LoadContext
+from . import chunks, layout
+
+CHUNK_BYTES = 64 << 20  # a file larger than this is read in chunks of about this size
+# Formats read in chunks: (format name, whether its chunks need the header line in front).
+CHUNKED = {"nvidia-smi-query-csv": True, "training-log": False}
+
+
+@dataclass
+class ConvertTask:
+    rel: str  # the source's name in the incident (its `source` column)
+    planned: object  # the folder plan's entry: path, format, encoding
+    context: LoadContext
+    store: str  # fsspec location of the store
+    chunk_bytes: int = CHUNK_BYTES
+
+
+@dataclass
+class Converted:
+    rel: str
+    parts: list[str] = field(default_factory=list)  # relative to the store root
+    load_report: LoadReport = field(default_factory=LoadReport)
+    runs: dict[str, RunInfo] = field(default_factory=dict)
+    # frame -> {column: pandas dtype}: a window puts extra columns in a direct load's order and dtypes.
+    columns: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def convert_source(task: ConvertTask) -> Converted:
+    """Load one source with its registered loader and write its frames as Parquet parts."""
+    fs, root = layout.filesystem(task.store)
+    out = Converted(task.rel)
+    p = task.planned
+    with tempfile.TemporaryDirectory(prefix="dflash-ingest-") as scratch:
+        if _chunked(p, task.chunk_bytes):
+            _convert_chunks(task, fs, root, Path(scratch), out)
+        else:
+            inc = load_source(p, task.context, Path(scratch) / "whole")
+            _keep(task, fs, root, inc, out, chunk=0, first_row={})
+    return out
+
+
+def _chunked(p, chunk_bytes: int) -> bool:
+    if not (p.fmt.name in CHUNKED and not p.enc.needs_transcoding and p.path.is_file()
+            and p.path.stat().st_size > chunk_bytes):
+        return False
+    if CHUNKED[p.fmt.name]:
+        # Only a CSV that starts with its header: a header-less one takes its fields from what a
+        # whole read sees (a command line above the output, the first rows), not from a chunk.
+        with open(p.path, "rb") as f:
+            first = f.readline().decode("utf-8", "replace")
+        return header_fields(first) is not None
+    return True
+
+
+def _convert_chunks(task: ConvertTask, fs, root: str, scratch: Path, out: Converted) -> None:
+    p = task.planned
+    first_row: dict[str, int] = {}
+    report = None
+    for k, chunk in enumerate(chunks.split_lines(p.path, task.chunk_bytes, csv_header=CHUNKED[p.fmt.name])):
+        piece = scratch / f"chunk-{k}{p.path.suffix}"
+        piece.write_bytes(chunk.text)
+        ctx = dataclasses.replace(task.context, aliases={**task.context.aliases, piece: p.path})
+        inc = load_source(dataclasses.replace(p, path=piece), ctx, scratch / f"scratch-{k}")
+        piece.unlink()
+        shift = chunk.first_line - 1 - chunk.synthetic_lines
+        for name in schema.FRAME_NAMES:
+            setattr(inc, name, chunks.shift_lines(getattr(inc, name), shift))
+        rep = chunks.chunk_report(inc.load_report.files[0], chunk, shift)
+        if rep.error:
+            # One chunk the loader refuses is the file's error, as a direct load of it would be.
+            _remove(fs, root, out.parts)
+            out.parts, rep.rows = [], type(rep.rows)()
+            out.load_report = inc.load_report
+            return
+        if report is None:
+            report = rep
+            out.load_report = inc.load_report
+        else:
+            chunks.merge_reports(report, rep)
+            out.load_report.notes.extend(n for n in inc.load_report.notes if n not in out.load_report.notes)
+        inc.load_report = LoadReport()
+        _keep(task, fs, root, inc, out, chunk=k, first_row=first_row)
+
+
+def _keep(task: ConvertTask, fs, root: str, inc: Incident, out: Converted, *, chunk: int,
+          first_row: dict[str, int]) -> None:
+    """Apply the incident's clock offsets to this source's rows and write them."""
+    offsets = task.context.config.offsets if task.context.config else {}
+    if offsets:
+        align.apply_offsets(inc, offsets)
+        inc.load_report.offsets = {}  # the window query records them once, for the incident
+    if inc.load_report.files or inc.load_report.notes:
+        out.load_report.extend(inc.load_report)
+    out.runs.update(inc.runs)
+    for name in schema.FRAME_NAMES:
+        df = getattr(inc, name)
+        if df.empty:
+            continue
+        known = out.columns.setdefault(name, {})
+        known.update({c: str(t) for c, t in df.dtypes.items() if c not in known})
+        start = first_row.get(name, 0)
+        first_row[name] = start + len(df)
+        out.parts.extend(write_frame(fs, root, name, df, task.rel, chunk, start))
+
+
+def write_frame(fs, root: str, frame: str, df: pd.DataFrame, rel: str, chunk: int, first_row: int) -> list[str]:
+    """One source's rows of one frame -> a part per partition (host, day); returns their paths
+    relative to the store root."""
+    df = df.assign(**{layout.FILE_COLUMN: rel,
+                      layout.ROW_COLUMN: np.arange(first_row, first_row + len(df), dtype="int64")})
+    times = df[layout.time_column(frame)]
+    # Days as numbers (numpy), not text: formatting millions of times would cost more than the write.
+    keys = {layout.DAY: pd.Series(times.dt.tz_localize(None).to_numpy().astype("datetime64[D]"), copy=False)}
+    if "host" in layout.partition_keys(frame):
+        keys["host"] = df["host"].reset_index(drop=True)
+    groups = pd.DataFrame(keys).groupby(list(keys), sort=True, dropna=False).indices
+    written = []
+    stem = layout.part_stem(rel)
+    for values, idx in groups.items():
+        values = values if isinstance(values, tuple) else (values,)
+        where = {k: (None if pd.isna(v) else (str(v)[:10] if k == layout.DAY else str(v)))
+                 for k, v in zip(keys, values, strict=True)}
+        folder = layout.partition_dir(root, frame, where)
+        fs.makedirs(folder, exist_ok=True)
+        path = f"{folder}/{stem}-{chunk:05d}.parquet"
+        table = to_arrow(df.iloc[idx].drop(columns=[c for c in layout.partition_keys(frame) if c in df.columns]))
+        with fs.open(path, "wb") as f:
+            pq.write_table(table, f, compression="zstd", row_group_size=256 * 1024)
+        written.append(path[len(root) + 1:])
+    return written
+
+
+def to_arrow(df: pd.DataFrame) -> pa.Table:
+    """A frame as an Arrow table; an extra column of mixed Python objects (a source's own
+    fields) is kept as text rather than refused."""
+    try:
+        return pa.Table.from_pandas(df, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+        pass
+    cols = {}
+    for c in df.columns:
+        try:
+            cols[c] = pa.array(df[c], from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+            cols[c] = pa.array(df[c].map(lambda v: None if v is None or v is pd.NA or v != v else str(v)),
+                               type=pa.large_string())
+    return pa.table(cols)
+
+
+def remove_parts(store: str, parts: list[str]) -> None:
+    fs, root = layout.filesystem(store)
+    _remove(fs, root, parts)
+
+
+def _remove(fs, root: str, parts: list[str]) -> None:
+    for rel in parts:
+        path = f"{root}/{rel}"
+        if fs.exists(path):
+            fs.rm(path)

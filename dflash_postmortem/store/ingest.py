@@ -1,0 +1,182 @@
+"""`ingest`: an incident folder -> its Parquet store, converting only what changed.
+
+The folder is walked and each entry's format decided exactly as `load_incident` does
+(loaders/folder.py); each source is then converted on its own (convert.py) by a process pool, or
+by dask tasks when a scheduler is given (cluster.py). Sources of phase 1 (transcripts, PID files,
+dmon, kernel logs), which borrow what the others say (process start times, the incident's date),
+are converted after them, from what the store holds. A source whose key (manifest.py) is
+unchanged is not read again; the parts of a source that is gone are removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+
+import pandas as pd
+
+from ..config import CONFIG_NAME
+from ..errors import PostmortemError
+from ..incident import Incident
+from ..loaders.folder import FolderPlan, plan_incident
+from . import layout
+from .convert import CHUNK_BYTES, Converted, ConvertTask, convert_source, remove_parts
+from .manifest import Manifest, SourceEntry, file_key, write_pickle
+from .views import as_frame, connect
+
+SCHEDULER_ENV = "DFLASH_SCHEDULER"
+
+
+@dataclass
+class IngestResult:
+    """What one `ingest` did: the store's location and which sources it converted or removed."""
+
+    store: str
+    converted: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (f"{self.store}: {len(self.converted)} source(s) converted, {len(self.unchanged)} unchanged, "
+                f"{len(self.removed)} removed")
+
+
+def ingest(
+    folder: str | os.PathLike,
+    store: str | None = None,
+    *,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    timezone: str | None = None,
+    host: str | None = None,
+    on_bad_line: str = "warn",
+    chunk_bytes: int = CHUNK_BYTES,
+) -> IngestResult:
+    """Convert the sources of `folder` into the store at `store` (default: `folder/.dflash-store`).
+
+    `workers` processes convert files side by side (default: one per CPU; 1 converts in this
+    process); with `scheduler` (or the DFLASH_SCHEDULER environment variable), the conversions
+    are dask.distributed tasks on that cluster instead, and `store` may be any fsspec URL the
+    workers can write.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise PostmortemError(f"{folder}: not an incident folder (ingest converts a folder)")
+    store = store or layout.default_store(folder)
+    scheduler = scheduler or os.environ.get(SCHEDULER_ENV) or None
+    plan = plan_incident(folder, timezone=timezone, on_bad_line=on_bad_line, host=host)
+    fs, root = layout.filesystem(store)
+    try:
+        fs.makedirs(root, exist_ok=True)
+    except OSError as e:
+        raise PostmortemError(f"{store}: the store cannot be created there ({e.strerror or e}); "
+                              "give another place with --store") from e
+    manifest = Manifest.read(fs, root)
+    options = _options(plan, on_bad_line)
+    if manifest.options != options:
+        # Another zone, host or incident.toml changes every row: nothing of the old store stands.
+        for entry in manifest.sources.values():
+            remove_parts(store, entry.parts + [entry.result])
+        manifest = Manifest(options=options)
+    result = IngestResult(store)
+
+    named = [(plan.context.name(p.path), p) for p in plan.sources]
+    ordered = sorted(range(len(named)), key=lambda i: (named[i][1].fmt.phase, i))
+    here = {rel for rel, _ in named}
+    for rel in sorted(set(manifest.sources) - here):
+        entry = manifest.sources.pop(rel)
+        remove_parts(store, entry.parts + [entry.result])
+        result.removed.append(rel)
+
+    keys = {rel: file_key(p.path) for rel, p in named}
+    stale = [(rel, p) for rel, p in named
+             if rel not in manifest.sources or manifest.sources[rel].key != keys[rel]]
+    first = [(rel, p) for rel, p in stale if p.fmt.phase == 0]
+    later = [(rel, p) for rel, p in named if p.fmt.phase > 0]
+    if not first and not result.removed:
+        later = [(rel, p) for rel, p in later if (rel, p) in stale]  # what they borrow is unchanged
+    _convert(first, plan, store, manifest, keys, result, scheduler, workers, chunk_bytes)
+    if later:
+        # Phase 1 borrows from what is loaded so far: in a folder load, every phase-0 source.
+        _borrow_known(plan, store)
+        _convert(later, plan, store, manifest, keys, result, None, 1, chunk_bytes)
+    result.unchanged = [rel for rel, _ in named if rel not in result.converted]
+    manifest.order = [named[i][0] for i in ordered]
+    manifest.folder = f"{layout.RESULTS}/folder.pkl"
+    write_pickle(fs, f"{root}/{manifest.folder}", plan.report)
+    manifest.write(fs, root)
+    return result
+
+
+def _options(plan: FolderPlan, on_bad_line: str) -> dict:
+    """What every converted row depends on besides its file: the load options and incident.toml."""
+    cfg = plan.root / CONFIG_NAME
+    digest = hashlib.blake2b(cfg.read_bytes(), digest_size=16).hexdigest() if cfg.is_file() else ""
+    ctx = plan.context
+    return {"version": layout.VERSION, "timezone": ctx.timezone, "host": ctx.host,
+            "on_bad_line": "raise" if on_bad_line == "raise" else "warn", "incident_toml": digest}
+
+
+def _convert(todo, plan: FolderPlan, store: str, manifest: Manifest, keys, result: IngestResult,
+             scheduler: str | None, workers: int | None, chunk_bytes: int) -> None:
+    if not todo:
+        return
+    fs, root = layout.filesystem(store)
+    for rel, _ in todo:
+        old = manifest.sources.pop(rel, None)
+        if old is not None:
+            remove_parts(store, old.parts + [old.result])
+    tasks = [ConvertTask(rel, p, plan.context, store, chunk_bytes) for rel, p in todo]
+    for task, done in zip(tasks, _run(tasks, scheduler, workers), strict=True):
+        p = task.planned
+        entry = SourceEntry(keys[task.rel], p.fmt.name, p.fmt.phase, done.parts,
+                            f"{layout.RESULTS}/{layout.part_stem(task.rel)}.pkl", done.columns)
+        write_pickle(fs, f"{root}/{entry.result}", (done.load_report, done.runs))
+        manifest.sources[task.rel] = entry
+        result.converted.append(task.rel)
+
+
+def _run(tasks: list[ConvertTask], scheduler: str | None, workers: int | None) -> list[Converted]:
+    if scheduler:
+        # Dask is the `cluster` extra: imported only when a scheduler is asked for.
+        from .cluster import map_on_cluster
+
+        return map_on_cluster(convert_source, tasks, scheduler)
+    n = min(workers or os.cpu_count() or 1, len(tasks))
+    if n <= 1:
+        return [convert_source(t) for t in tasks]
+    # spawn, not fork: a forked child inherits pyarrow's and dask's threads mid-flight. A worker
+    # is replaced after a few sources, so what one large file made pandas keep is given back.
+    with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"), max_tasks_per_child=8) as pool:
+        return list(pool.map(convert_source, tasks))
+
+
+def _borrow_known(plan: FolderPlan, store: str) -> None:
+    """Give phase-1 sources what a folder load would: the incident's date (its first time) and,
+    as `known`, the processes and each source's first metric and event (what they look up)."""
+    con = connect(store)
+    ctx = plan.context
+    known = Incident()
+    known.processes = _frame(con, "SELECT * FROM processes", "processes")
+    for name in ("metrics", "events"):
+        known_rows = con.execute(
+            f"SELECT * FROM {name} WHERE time IS NOT NULL QUALIFY row_number() OVER "
+            f"(PARTITION BY source ORDER BY time, {layout.FILE_COLUMN}, {layout.ROW_COLUMN}) = 1")
+        setattr(known, name, _frame(con, known_rows, name))
+    ctx.known = known
+    if ctx.date is None:
+        first = con.execute(" UNION ALL ".join(
+            f"SELECT min({layout.time_column(n)}) FROM {n}" for n in ("gpus", "gpu_processes", "metrics", "events", "processes"))
+        ).df().iloc[:, 0].dropna()
+        if len(first):
+            t = pd.Timestamp(first.min()).tz_convert("UTC")
+            ctx.date = t.tz_convert(ctx.timezone).date() if ctx.timezone != "UTC" else t.date()
+
+
+def _frame(con, query, name: str) -> pd.DataFrame:
+    rel = con.execute(query) if isinstance(query, str) else query
+    return as_frame(name, rel.to_arrow_table())

@@ -1,0 +1,63 @@
+"""Where things lie in a store: one hive-partitioned Parquet dataset per canonical frame
+(`gpus/host=h01/day=2026-11-30/part-<file>-<chunk>.parquet`; `metrics`, which has no host, by
+day only), the manifest, and each source's load report.
+
+A store is any fsspec location: a local folder (the default, `.dflash-store` inside the incident
+folder, which the folder walk passes over) or a URL (`s3://...`, `memory://...`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from urllib.parse import quote
+
+import fsspec
+
+from .. import schema
+
+DEFAULT_NAME = ".dflash-store"
+MANIFEST = "manifest.json"
+RESULTS = "results"  # one pickle per source: its load report and runs
+# The name hive readers (DuckDB, pyarrow, Spark) take for a missing partition value.
+NULL = "__HIVE_DEFAULT_PARTITION__"
+# Bumped when what a part holds changes: a store of another version is converted again.
+VERSION = 1
+
+# Rows keep where they came from, so a window comes back in the order a direct load gives:
+# sorted by time, ties in source order, then in the source's own row order.
+FILE_COLUMN = "store_file"
+ROW_COLUMN = "store_row"
+DAY = "day"
+
+
+def partition_keys(frame: str) -> tuple[str, ...]:
+    return ("host", DAY) if "host" in schema.columns(frame) else (DAY,)
+
+
+def time_column(frame: str) -> str:
+    return "first_seen" if frame == "processes" else "time"
+
+
+def default_store(folder: str | os.PathLike) -> str:
+    return os.path.join(os.path.abspath(folder), DEFAULT_NAME)
+
+
+def filesystem(store: str) -> tuple[fsspec.AbstractFileSystem, str]:
+    """(the fsspec filesystem, the store's path on it) for a local path or a URL."""
+    fs, path = fsspec.core.url_to_fs(store)
+    return fs, path.rstrip("/")
+
+
+def part_stem(rel: str) -> str:
+    """Parts of one source share a stem: its path's hash (names in any alphabet, any length)."""
+    return "part-" + hashlib.blake2b(rel.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
+
+
+def partition_dir(root: str, frame: str, values: dict[str, str | None]) -> str:
+    keys = "/".join(f"{k}={NULL if values[k] is None else quote(str(values[k]), safe='')}" for k in partition_keys(frame))
+    return f"{root}/{frame}/{keys}"
+
+
+def frame_glob(root: str, frame: str) -> str:
+    return f"{root}/{frame}/" + "/".join("*" for _ in partition_keys(frame)) + "/*.parquet"

@@ -1,0 +1,80 @@
+"""DuckDB over a store: one view per canonical frame (`gpus`, `gpu_processes`, `metrics`,
+`events`, `processes`) on its hive-partitioned Parquet parts.
+
+The views carry the schema's columns (with the partition columns `host` and `day`), the extra
+columns sources add, and where each row came from (`store_file`, `store_row`). Predicates on
+`host` and `day` prune whole files before they are opened; predicates on `time` and `gpu` skip
+row groups by their statistics. The fleet detectors (store/fleet.py) are SQL over these views.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+
+from .. import schema
+from . import layout
+
+_SQL_TYPES = {schema.TIME: "TIMESTAMPTZ", schema.STR: "VARCHAR", schema.INT: "BIGINT", schema.FLOAT: "DOUBLE"}
+
+
+def connect(store: str, *, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection (new, or `con`) with the store's five views; times are shown in UTC."""
+    con = con or duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    fs, root = layout.filesystem(store)
+    prefix = ""
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    if protocol not in ("file", "local"):
+        # A URL store (memory://, s3://...): DuckDB reads it through fsspec.
+        con.register_filesystem(fs)
+        prefix = protocol + "://"
+    for frame in schema.FRAME_NAMES:
+        files = sorted(fs.glob(layout.frame_glob(root, frame)))
+        con.execute(f"CREATE OR REPLACE VIEW {frame} AS {scan(frame, [prefix + f for f in files])}")
+    return con
+
+
+def scan(frame: str, files: list[str]) -> str:
+    if not files:
+        # No source gave this frame: an empty view with the schema's columns, never a missing one.
+        cols = ", ".join(f"CAST(NULL AS {_SQL_TYPES[c.dtype]}) AS {c.name}" for c in schema.FRAMES[frame])
+        keys = ", ".join(f"CAST(NULL AS {'DATE' if k == layout.DAY else 'VARCHAR'}) AS {k}"
+                         for k in layout.partition_keys(frame) if k not in schema.columns(frame))
+        return (f"SELECT {cols}{', ' + keys if keys else ''}, CAST(NULL AS VARCHAR) AS {layout.FILE_COLUMN}, "
+                f"CAST(NULL AS BIGINT) AS {layout.ROW_COLUMN} WHERE false")
+    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    types = ", ".join(f"'{k}': {'DATE' if k == layout.DAY else 'VARCHAR'}" for k in layout.partition_keys(frame))
+    return (f"SELECT * FROM read_parquet([{listed}], hive_partitioning = true, union_by_name = true, "
+            f"hive_types = {{{types}}})")
+
+
+def as_frame(frame: str, table: pa.Table, columns: dict[str, str] | None = None) -> pd.DataFrame:
+    """Rows of a view as the canonical pandas frame (schema.conform's dtypes), extra columns
+    after (in the order and dtypes of `columns` where given); the store's own columns
+    (partition day, origin) dropped."""
+    drop = [c for c in (layout.DAY, layout.FILE_COLUMN, layout.ROW_COLUMN) if c in table.column_names
+            and c not in schema.columns(frame)]
+    table = table.drop_columns(drop)
+    df = table.to_pandas(types_mapper=_pandas_type, self_destruct=True)
+    df = schema.conform(frame, df)
+    if columns:
+        canonical = schema.columns(frame)
+        extra = [c for c in columns if c in df.columns and c not in canonical]
+        df = df[canonical + extra + [c for c in df.columns if c not in canonical and c not in columns]]
+        for c in extra:
+            if str(df[c].dtype) != columns[c]:
+                try:
+                    df[c] = df[c].astype(columns[c])
+                except (TypeError, ValueError):
+                    pass  # values missing where other sources lack the column: kept nullable
+    return df
+
+
+def _pandas_type(t: pa.DataType):
+    if pa.types.is_integer(t):
+        return pd.Int64Dtype()
+    if pa.types.is_boolean(t):
+        return pd.BooleanDtype()
+    return None

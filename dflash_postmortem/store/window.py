@@ -1,0 +1,184 @@
+"""A window of a store as an Incident: the canonical frames of the rows asked for (a time
+window, some hosts, some GPUs), in the order and with the load report a direct load gives.
+
+Rows are selected by SQL over the store's Parquet parts (DuckDB here, or DuckDB in dask tasks,
+cluster.py) and put in a direct load's order afterwards: by time (missing first), ties in the
+folder's load order of their sources, then in each source's own order. What a folder load does
+across sources is done here too: runs of two sources that share a name are told apart
+(Incident.combine), manual clock offsets are recorded, process rows that only name a GPU UUID get
+its index.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import schema
+from ..config import CONFIG_NAME, IncidentConfig, read_config
+from ..errors import PostmortemError, UsageError
+from ..incident import Incident
+from . import layout
+from .ingest import SCHEDULER_ENV, ingest
+from .manifest import Manifest, read_pickle
+from .views import as_frame, connect
+
+
+def load_from_store(path: str | os.PathLike, *, window=None, hosts=None, gpus=None, timezone=None,
+                    on_bad_line: str = "warn", host=None, store: str | None = None,
+                    scheduler: str | None = None) -> Incident:
+    """`load_incident` through the store: `path` is an incident folder (converted first, only
+    what changed) or a store itself."""
+    root = Path(path)
+    scheduler = scheduler or os.environ.get(SCHEDULER_ENV) or None
+    if (root / layout.MANIFEST).is_file() and store is None:
+        return load_window(str(root), window=window, hosts=hosts, gpus=gpus, scheduler=scheduler)
+    done = ingest(root, store, timezone=timezone, host=host, on_bad_line=on_bad_line, scheduler=scheduler)
+    cfg_path = root / CONFIG_NAME
+    cfg = read_config(cfg_path) if cfg_path.is_file() else IncidentConfig()
+    if timezone is not None:
+        cfg.timezone = timezone
+    return load_window(done.store, window=window, hosts=hosts, gpus=gpus, config=cfg, root=root,
+                       scheduler=scheduler)
+
+
+def parse_window(window) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+    """(start, end) as UTC timestamps; a time without a zone is UTC."""
+    if window is None:
+        return None
+    try:
+        start, end = (pd.Timestamp(t) for t in window)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"window must be (start, end) times, got {window!r}: {e}") from e
+    start, end = (t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC") for t in (start, end))
+    if end <= start:
+        raise UsageError(f"window ends ({end}) before it starts ({start})")
+    return start, end
+
+
+def where_clause(frame: str, window, hosts, gpus) -> str:
+    """The SQL predicate that selects a frame's rows of the window (start inclusive, end
+    exclusive; a process is in when the time it was seen overlaps the window), hosts and GPUs.
+    `gpu_processes` is filtered by GPU after its missing indices are filled, in pandas."""
+    cond = []
+    if window is not None:
+        start, end = (f"TIMESTAMPTZ '{t.isoformat()}'" for t in window)
+        first, last = (f"DATE '{t.date().isoformat()}'" for t in window)
+        if frame == "processes":
+            cond.append(f"first_seen < {end} AND last_seen >= {start} AND (day IS NULL OR day <= {last})")
+        else:
+            cond.append(f"time >= {start} AND time < {end} AND day BETWEEN {first} AND {last}")
+    if hosts is not None and "host" in schema.columns(frame):
+        cond.append("host IN (" + ", ".join(_text(h) for h in hosts) + ")")
+    if gpus is not None and frame == "gpus":
+        cond.append("gpu IN (" + ", ".join(str(int(g)) for g in gpus) + ")")
+    return " AND ".join(cond) or "true"
+
+
+def _text(value) -> str:
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def select_rows(source: str, where: str, con: duckdb.DuckDBPyConnection | None = None) -> pa.Table:
+    """The rows of `source` (a view, or a read_parquet over some parts) that `where` selects."""
+    con = con or duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    return con.execute(f"SELECT * FROM {source} WHERE {where}").to_arrow_table()
+
+
+def load_window(store: str, *, window=None, hosts=None, gpus=None, config: IncidentConfig | None = None,
+                root: Path | None = None, scheduler: str | None = None) -> Incident:
+    """The Incident of a store's rows in `window` = (start, end), on `hosts`, of `gpus` (None:
+    all). With `scheduler`, the rows are selected by dask tasks on that cluster."""
+    span = parse_window(window)
+    fs, top = layout.filesystem(store)
+    if not fs.exists(f"{top}/{layout.MANIFEST}"):
+        raise PostmortemError(f"{store}: not a store (no {layout.MANIFEST}); run `dflash-postmortem ingest` first")
+    manifest = Manifest.read(fs, top)
+    cfg = config or IncidentConfig()
+    order = {rel: k for k, rel in enumerate(manifest.order)}
+    renames = _runs_and_report(fs, top, manifest, cfg, root)
+    con = None if scheduler else connect(store)
+    frames = {}
+    for frame in schema.FRAME_NAMES:
+        where = where_clause(frame, span, hosts, gpus)
+        if scheduler:
+            # Dask is the `cluster` extra: imported only when a scheduler is asked for.
+            from .cluster import select_on_cluster
+
+            table = select_on_cluster(store, frame, where, scheduler)
+        else:
+            table = select_rows(frame, where, con)
+        columns: dict[str, str] = {}
+        for rel in manifest.order:
+            for c, t in manifest.sources[rel].columns.get(frame, {}).items():
+                columns.setdefault(c, t)
+        frames[frame] = _in_load_order(frame, table, order, renames["map"], columns)
+    if len(frames["gpu_processes"]):
+        frames["gpu_processes"] = _fill_gpu_index(frames["gpu_processes"], store, con, gpus)
+    inc = renames["incident"]
+    for frame, df in frames.items():
+        setattr(inc, frame, df)
+    return inc
+
+
+def _runs_and_report(fs, top: str, manifest: Manifest, cfg: IncidentConfig, root: Path | None) -> dict:
+    """The load report and runs as a folder load makes them, and the runs renamed because
+    another source has a run of the same name: {(source, old name): new name}."""
+    parts = []
+    for rel in manifest.order:
+        report, runs = read_pickle(fs, f"{top}/{manifest.sources[rel].result}")
+        parts.append((rel, list(runs), Incident(load_report=report, runs=dict(runs))))
+    inc = Incident.combine([p for _, _, p in parts], config=cfg, root=root)
+    renamed = {}
+    for rel, before, part in parts:
+        for old, new in zip(before, part.runs, strict=True):
+            if old != new:
+                renamed[(rel, old)] = new
+    walk = read_pickle(fs, f"{top}/{manifest.folder}")
+    inc.load_report.files = walk.files + inc.load_report.files
+    inc.load_report.notes = walk.notes + inc.load_report.notes
+    inc.load_report.offsets = dict(cfg.offsets)
+    inc.load_report.files.sort(key=lambda r: r.path)
+    return {"incident": inc, "map": renamed}
+
+
+def _in_load_order(frame: str, table: pa.Table, order: dict[str, int], renamed: dict,
+                   columns: dict[str, str]) -> pd.DataFrame:
+    if table.num_rows == 0:
+        return schema.empty(frame)
+    files = table.column(layout.FILE_COLUMN)
+    keys = pa.array(list(order), pa.string())
+    rank = pc.index_in(files.cast(pa.string()), value_set=keys)
+    table = table.append_column("_rank", rank)
+    tcol = layout.time_column(frame)
+    table = table.sort_by([(tcol, "ascending"), ("_rank", "ascending"), (layout.ROW_COLUMN, "ascending")],
+                          null_placement="at_start")
+    if renamed and "run" in table.column_names:
+        run = table.column("run").to_pylist()
+        src = table.column(layout.FILE_COLUMN).to_pylist()
+        table = table.set_column(table.column_names.index("run"), "run",
+                                 pa.array([renamed.get((s, r), r) for s, r in zip(src, run, strict=True)], pa.string()))
+    return as_frame(frame, table.drop_columns(["_rank"]), columns)
+
+
+def _fill_gpu_index(gp: pd.DataFrame, store: str, con, gpus) -> pd.DataFrame:
+    """Per-process rows that only name a GPU UUID get the index the first GPU sample of that UUID
+    gives (a folder load's rule), then the GPU filter applies."""
+    missing = gp["gpu"].isna() & gp["uuid"].notna()
+    if missing.any():
+        con = con or connect(store)
+        uuids = ", ".join(_text(u) for u in gp.loc[missing, "uuid"].unique())
+        known = con.execute(
+            f"SELECT uuid, first(gpu ORDER BY time NULLS FIRST, {layout.FILE_COLUMN}, {layout.ROW_COLUMN}) AS gpu "
+            f"FROM gpus WHERE gpu IS NOT NULL AND uuid IN ({uuids}) GROUP BY uuid").df()
+        if len(known):
+            gp.loc[missing, "gpu"] = gp.loc[missing, "uuid"].map(known.set_index("uuid")["gpu"]).astype("Int64")
+    if gpus is not None:
+        gp = gp[gp["gpu"].isin([int(g) for g in gpus])].reset_index(drop=True)
+    return gp
