@@ -379,6 +379,7 @@ def write_incident_toml(plan: Plan, path: Path) -> None:
         'timezone = "UTC"',
         f"hosts = {json.dumps(hosts)}",
         f"expected_tok_per_s = {BASE_TOK_PER_S:g}",
+        'ignore = ["truth.json"]  # the answer key, not evidence',
         "",
         "[roles]",
         f"target = {json.dumps([i for i in TARGET_GPUS if i < plan.gpus])}",

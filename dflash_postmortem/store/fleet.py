@@ -259,7 +259,7 @@ class Fleet:
 
     def gpu_errors(self) -> pd.DataFrame:
         runs = self._runs("SELECT * FROM fleet_gpu_minutes WHERE n_silent > 0", "host, gpu", 0,
-                          ", min(first_silent_us) AS first_us, sum(n_silent) AS silent, any_value(uuid) AS uuid")
+                          ", min(first_silent_us) AS first_us, sum(n_silent) AS silent")
         events = self._df(f"""
             SELECT host, epoch_us(time) AS us, kind, message, ref FROM events
             WHERE kind IN {ERROR_EVENTS} AND host IS NOT NULL ORDER BY us
@@ -271,8 +271,9 @@ class Fleet:
             near = events[(events["host"] == r.host) & (events["us"] >= (r.b0 - 1) * self.bucket_s * _US)
                           & (events["us"] < (r.b1 + 1) * self.bucket_s * _US)]
             used |= set(near.index)
-            last = self._df("SELECT max(last_reading_us) FROM fleet_gpu_minutes WHERE host = $1 AND gpu = $2 AND b <= $3",
-                            [r.host, int(r.gpu), int(r.b0)]).iloc[0, 0]
+            last, uuid = self._df(
+                "SELECT max(last_reading_us), arg_max(uuid, b) FILTER (WHERE uuid IS NOT NULL) FROM fleet_gpu_minutes "
+                "WHERE host = $1 AND gpu = $2 AND b <= $3", [r.host, int(r.gpu), int(r.b1)]).iloc[0]
             kinds = sorted(set(near["kind"]))
             lost = "gpu_lost" in kinds or any("lost" in str(m).lower() for m in near["message"])
             minutes = (t1 - t0).total_seconds() / 60
@@ -284,7 +285,7 @@ class Fleet:
                 f"({int(r.silent)} samples to {clock(t1)}; last reading {clock(_time(last), missing='never')})."
                 + (f" The host's logs say: {near['message'].iloc[0]}" if len(near) else ""),
                 near["ref"].dropna().tolist() + self._gpu_refs(r.host, int(r.gpu), t0, silent=True),
-                {"host": r.host, "gpu": int(r.gpu), "uuid": r.uuid if isinstance(r.uuid, str) else None,
+                {"host": r.host, "gpu": int(r.gpu), "uuid": uuid if isinstance(uuid, str) else None,
                  "samples_missing": int(r.silent), "minutes": round(minutes, 2), "event_kinds": kinds,
                  "last_reading": _time(last)}))
         for host, rest in events.drop(index=list(used)).groupby("host"):

@@ -1,0 +1,215 @@
+"""The fleet detectors (store/fleet.py) on a fleet written by benchmarks/gen_fleet.py and read by
+the kit's own loaders: every planted fault found with its host, GPU and time, and nothing else."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import dflash_postmortem as pm
+from dflash_postmortem import schema
+from dflash_postmortem.store.fleet import BUCKET_S, Fleet, windows
+
+GEN = Path(__file__).resolve().parents[2] / "benchmarks" / "gen_fleet.py"
+# truth.json's kind -> the kind of finding that reports it
+KIND = {"straggler": "straggler", "gpu_lost": "gpu_error", "restart_never_came_up": "restart_never_came_up"}
+
+
+def _generator():
+    # benchmarks/ is not a package: the script is loaded from its path, as `python gen_fleet.py` runs it.
+    spec = importlib.util.spec_from_file_location("gen_fleet", GEN)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+gen_fleet = _generator()
+
+
+def generate(out: Path, *args: str) -> dict:
+    assert gen_fleet.main([str(out), *args]) == 0
+    return json.loads((out / "truth.json").read_text())
+
+
+def connect(inc) -> duckdb.DuckDBPyConnection:
+    """What the store gives the detectors: one view per canonical frame."""
+    con = duckdb.connect()
+    for name in schema.FRAME_NAMES:
+        con.register(name, getattr(inc, name))
+    return con
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fleet") / "fleet"
+    # 4 hosts x 8 GPUs x 40 min: the straggler at 10 min, the lost GPU at 16, the relaunch at 24;
+    # the NCCL watchdog ends the lost host's job at 26 and the relaunch is watched for 16 min.
+    truth = generate(out, "--hosts", "4", "--hours", "0.6667", "--seed", "7", "--no-prometheus")
+    inc = pm.load_incident(out)
+    return out, truth, inc
+
+
+@pytest.fixture(scope="module")
+def found(fleet):
+    _, _, inc = fleet
+    return Fleet(connect(inc), config=inc.config).detect()
+
+
+def test_the_kits_loaders_read_the_generated_fleet_with_no_skipped_line(fleet):
+    out, truth, inc = fleet
+    ignored = [f.path for f in inc.load_report.files if "ignored by incident.toml" in f.notes]
+    assert ignored == ["truth.json"]  # the answer key lies beside the data, not read as evidence
+    reports = {f.path: f for f in inc.load_report.files if f.path not in ("incident.toml", "truth.json")}
+    hosts = [f"node{h:03d}" for h in range(1, 5)]
+    assert {p.split("/")[0] for p in reports} == set(hosts)
+    for path, rep in reports.items():
+        assert rep.error is None, path
+        assert rep.balanced, path
+        if path.endswith("smi.csv"):
+            assert rep.format == "nvidia-smi-query-csv"
+            assert dict(rep.skipped) == {"header line": 1}
+            assert rep.parsed == 8 * 2400  # 8 GPUs, 1 Hz, 40 min
+        elif path.endswith(".log") and "train_rank" in path:
+            assert rep.format == "training-log"
+            assert rep.n_skipped == 0, (path, dict(rep.skipped))
+            step_lines = sum(" step " in line for line in (out / path).read_text().splitlines())
+            assert rep.rows["metrics"] == 3 * step_lines  # tok/s, loss, queue depth
+        else:
+            assert rep.n_skipped == 0, (path, dict(rep.skipped))
+    lost = truth["faults"][1]
+    gpus = inc.gpus
+    silent = gpus[(gpus["host"] == lost["host"]) & gpus["memory_used_mib"].isna()]
+    assert set(silent["gpu"]) == {lost["gpu"]}
+    assert silent["time"].min().floor("s") == pd.Timestamp(lost["start"])
+    assert gpus["host"].notna().all() and len(gpus) == 4 * 8 * 2400
+
+
+def test_every_planted_fault_is_found_with_its_host_gpu_and_time_and_nothing_else(fleet, found):
+    _, truth, _ = fleet
+    got = sorted((r.kind, r.numbers["host"], r.numbers.get("gpu")) for r in found.itertuples())
+    want = sorted((KIND[f["kind"]], f["host"], f["gpu"]) for f in truth["faults"])
+    assert got == want
+    for f in truth["faults"]:
+        row = found[found["kind"] == KIND[f["kind"]]].iloc[0]
+        t = pd.Timestamp(f["start"])
+        if f["kind"] == "straggler":
+            # Judged on per-minute means: a minute counts once most of it is slow, so the finding
+            # starts at the minute the fault began in, or the next one.
+            assert t - pd.Timedelta(seconds=BUCKET_S) < row["start"] <= t + pd.Timedelta(seconds=BUCKET_S)
+        elif f["kind"] == "gpu_lost":
+            # The first sample that read nothing: the -l 1 loop's tick within the second.
+            assert t <= row["start"] < t + pd.Timedelta(seconds=1)
+        else:
+            assert row["start"] == t  # the relaunch command's own stamp
+
+
+def test_the_findings_carry_the_evidence_and_numbers_behind_them(fleet, found):
+    _, truth, _ = fleet
+    by = {r.kind: r for r in found.itertuples()}
+    s = by["straggler"]
+    assert s.numbers["util_pct"] >= 99 and s.numbers["peers_util_pct"] < 60
+    assert s.numbers["sm_clock_mhz"] < 1100 < 1900 < s.numbers["fleet_sm_clock_mhz"]
+    assert 0.5 < s.numbers["ratio"] < 0.6  # the job at the throttled GPU's pace (gen: x0.55)
+    assert any(re.fullmatch(rf"{s.numbers['host']}/smi\.csv:\d+", e) for e in s.evidence)
+    e = by["gpu_error"]
+    lost = truth["faults"][1]
+    assert e.numbers["uuid"] == truth["uuids"][lost["host"]][lost["gpu"]]
+    assert set(e.numbers["event_kinds"]) >= {"gpu_lost", "xid"}
+    assert f"{lost['host']}/kern.log:1" in e.evidence
+    r = by["restart_never_came_up"]
+    assert r.evidence == [f"{r.numbers['host']}/operator.log:2"]
+    assert r.numbers["gpu_memory_after_mib"] == 0 and r.numbers["step_lines_after"] == 0
+    assert r.numbers["last_step_time"] < r.start
+
+
+def test_levels_per_host_and_gpu(fleet):
+    _, truth, inc = fleet
+    fl = Fleet(connect(inc), config=inc.config)
+    hosts = fl.host_levels().set_index("host")
+    straggler = truth["faults"][0]
+    healthy = hosts.drop(index=[f["host"] for f in truth["faults"]])
+    assert (healthy["tok_per_s"].between(20000, 23000)).all()
+    assert hosts.loc[straggler["host"], "util_pct"] < 60 < healthy["util_pct"].min()
+    gpus = fl.gpu_levels()
+    assert len(gpus) == 32
+    lost = truth["faults"][1]
+    one = gpus[(gpus["host"] == lost["host"]) & (gpus["gpu"] == lost["gpu"])].iloc[0]
+    assert one["silent_share"] == pytest.approx(1 - 16 * 60 / 2400, abs=0.01)
+
+
+def test_incident_windows_cover_the_findings(found):
+    w = windows(found, pad=pd.Timedelta(0))
+    assert len(w) == 1  # the three faults overlap in time: one window
+    assert w["start"].iloc[0] == found["start"].min() and w["end"].iloc[0] == found["end"].max()
+    assert sorted(w["hosts"].iloc[0]) == sorted({n["host"] for n in found["numbers"]})
+    apart = windows(found.iloc[[0]], pad=pd.Timedelta(minutes=1))
+    assert apart["end"].iloc[0] - apart["start"].iloc[0] == found["end"].iloc[0] - found["start"].iloc[0] + pd.Timedelta(minutes=2)
+
+
+def test_an_idle_allocated_gpu_and_a_role_drift_are_found_on_their_host(fleet):
+    _, truth, inc = fleet
+    healthy = sorted(set(truth["uuids"]) - {f["host"] for f in truth["faults"]})[0]
+    g = inc.gpus.copy()
+    on = (g["host"] == healthy) & (g["time"] >= pd.Timestamp(truth["start"]) + pd.Timedelta(minutes=20))
+    g.loc[on & (g["gpu"] == 6), "util_gpu_pct"] = 0.0  # a drafter that stopped working, memory held
+    g.loc[on & (g["gpu"] == 7), "memory_used_mib"] = 120000.0  # a second target loaded on a drafter GPU
+    con = connect(inc)
+    con.register("gpus", g)
+    fl = Fleet(con, config=inc.config)
+    idle = fl.idle_allocated()
+    assert [(n["host"], n["gpu"]) for n in idle["numbers"]] == [(healthy, 6)]
+    assert idle["start"].iloc[0] == pd.Timestamp(truth["start"]) + pd.Timedelta(minutes=20)
+    drift = fl.role_drift()
+    assert [(n["host"], n["gpus_out_of_place"]) for n in drift["numbers"]] == [(healthy, [7])]
+    assert drift["numbers"].iloc[0]["observed_heavy"] == [0, 1, 2, 3, 4, 5, 7]
+
+
+def test_nan_readings_in_parquet_count_as_no_reading(fleet, tmp_path):
+    """Parquet written from numpy keeps NaN where pandas frames register NULL: both are silence."""
+    _, truth, inc = fleet
+    lost = truth["faults"][1]
+    g = inc.gpus[schema.columns("gpus")]
+    cols = {c: (pa.array(g[c].to_numpy(), from_pandas=False) if g[c].dtype == "float64" else pa.array(g[c]))
+            for c in g.columns}
+    pq.write_table(pa.table(cols), tmp_path / "gpus.parquet")
+    assert pq.read_table(tmp_path / "gpus.parquet").column("memory_used_mib").null_count == 0
+    con = connect(inc)
+    con.execute(f"CREATE OR REPLACE VIEW gpus AS SELECT * FROM read_parquet('{tmp_path / 'gpus.parquet'}')")
+    errors = Fleet(con, config=inc.config).gpu_errors()
+    assert [(n["host"], n["gpu"]) for n in errors["numbers"]] == [(lost["host"], lost["gpu"])]
+
+
+def test_the_generator_is_deterministic_and_writes_promtools_dump(tmp_path):
+    a = generate(tmp_path / "a", "--hosts", "3", "--hours", "0.34", "--seed", "3")
+    generate(tmp_path / "b", "--hosts", "3", "--hours", "0.34", "--seed", "3")
+    for rel in ("node001/smi.csv", "node002/train_rank8.log", "prometheus/dcgm.om", "incident.toml"):
+        assert hashlib.sha256((tmp_path / "a" / rel).read_bytes()).digest() == \
+            hashlib.sha256((tmp_path / "b" / rel).read_bytes()).digest(), rel
+    lines = (tmp_path / "a" / "prometheus" / "dcgm.om").read_text().splitlines()
+    assert lines[-1] == "# EOF"
+    sample = re.compile(r'^(DCGM_FI_DEV_\w+)\{Hostname="(node\d+)", UUID="(GPU-[0-9a-f-]+)", device="nvidia(\d)", '
+                        r'gpu="(\d)", instance="[^"]+", job="dcgm-exporter", modelName="NVIDIA H200"\} (\S+) (\d+\.\d{3})$')
+    parsed = [sample.match(line) for line in lines[:-1]]
+    assert all(parsed)
+    # promtool's order: series sorted by their labels (Hostname, UUID, then the metric name).
+    keys = [(m[2], m[3], m[1]) for m in parsed]
+    assert keys == sorted(keys)
+    lost = a["faults"][1]
+    uuid = a["uuids"][lost["host"]][lost["gpu"]]
+    xid = [(float(m[7]), float(m[6])) for m in parsed if m[3] == uuid and m[1] == "DCGM_FI_DEV_XID_ERRORS"]
+    start = pd.Timestamp(lost["start"]).timestamp()
+    assert {v for t, v in xid if t >= start} == {79.0} and {v for t, v in xid if t < start} == {0.0}
+    util = np.array([float(m[7]) for m in parsed if m[3] == uuid and m[1] == "DCGM_FI_DEV_GPU_UTIL"])
+    assert util.max() < start  # DCGM cannot read a GPU off the bus
