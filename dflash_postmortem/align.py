@@ -12,6 +12,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from . import host_skew
+from .hosts import hosts, metric_hosts, source_hosts
 from .schema import TIME, TOK_PER_S
 
 # Zone abbreviations with one meaning in practice. CST (US or China), IST (India, Ireland,
@@ -210,3 +212,67 @@ def date_untimed_logs(inc) -> None:
         rep.assume(f"dated afterwards: no line has a timestamp, so its {int(sum(r.sum() for r in rows))} rows "
                    f"are placed at the launch that wrote the file ({at['ref']}, {at['time']:%Y-%m-%d %H:%M:%S} "
                    f"UTC), the earliest they can have been written")
+
+
+# host_clocks = "auto" applies an estimated skew only when it is at least this large and this
+# many times its uncertainty. Below 2 s no detector's judgement changes (their windows are tens
+# of seconds and more; samples come at 1 Hz) while a wrong shift could move a host's lines past
+# another's; and two whole-second stamps of one moment already differ by up to 1 s.
+AUTO_MIN_S = 2.0
+AUTO_SIGMAS = 4.0
+
+
+def align_host_clocks(inc) -> None:
+    """Estimate each host's clock skew from the moments it shares with the others
+    (`host_skew.estimate`), record every estimate in the load report (`host_clocks`), and put
+    the hosts on the reference host's clock where incident.toml's `host_clocks` says so:
+    "auto" (the default) when the skew is large and well supported (AUTO_MIN_S, AUTO_SIGMAS),
+    "apply" for every estimate, "estimate" never. A host whose clock incident.toml's `[offsets]`
+    already sets keeps that offset: an explicit offset wins over an estimate. One host: nothing."""
+    if len(hosts(inc)) < 2:
+        return
+    est = host_skew.estimate(inc)
+    if est.empty:
+        return
+    mode = inc.config.host_clocks
+    by_source = source_hosts(inc)
+    explicit = {h for src in inc.config.offsets for s, h in by_source.items() if s.startswith(src)}
+    mh = metric_hosts(inc)
+    for r in est.to_dict("records"):
+        host, seconds, unc = r["host"], float(r["seconds"]), float(r["uncertainty_s"])
+        if host in explicit:
+            applied, why = False, "incident.toml [offsets] sets this host's clock"
+        elif mode == "estimate":
+            applied, why = False, 'incident.toml host_clocks = "estimate"'
+        elif mode == "apply":
+            applied, why = bool(seconds), 'incident.toml host_clocks = "apply"'
+        else:
+            applied = abs(seconds) >= AUTO_MIN_S and abs(seconds) >= AUTO_SIGMAS * unc
+            why = ("large and well supported" if applied else
+                   f"not applied: under {AUTO_MIN_S:g} s or under {AUTO_SIGMAS:g} x its uncertainty")
+        text = (f"clock of host {host} is {-seconds:+.1f} s (+-{unc:.1f} s) from host {r['reference']}'s, "
+                f"estimated from {r['pairs']} moments both logged ({', '.join(r['methods'])})")
+        if applied:
+            _shift_host(inc, host, seconds, mh)
+            for rep in inc.load_report.files:
+                if by_source.get(rep.path) == host:
+                    rep.assume(f"{text}: shifted by {seconds:+.1f} s onto host {r['reference']}'s clock")
+        else:
+            inc.load_report.notes.append(f"{text}; {why}")
+        inc.load_report.host_clocks[host] = dict(r, applied=applied, why=why)
+
+
+def _shift_host(inc, host: str, seconds: float, metric_host: pd.Series) -> None:
+    """Add `seconds` to every time of the rows that came from `host`."""
+    delta = pd.Timedelta(seconds=seconds)
+    for name in _TIMED:
+        df = getattr(inc, name)
+        hit = (metric_host == host) if name == "metrics" else (df["host"] == host)
+        hit = hit.fillna(False).astype(bool)
+        if hit.any():
+            df.loc[hit, "time"] = df.loc[hit, "time"] + delta
+    procs = inc.processes
+    hit = (procs["host"] == host).fillna(False).astype(bool)
+    if hit.any():
+        for col in ("first_seen", "last_seen", "started"):
+            procs.loc[hit, col] = procs.loc[hit, col] + delta

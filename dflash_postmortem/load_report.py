@@ -94,6 +94,9 @@ class LoadReport:
     files: list[FileReport] = field(default_factory=list)
     offsets: dict[str, float] = field(default_factory=dict)  # source -> seconds added
     notes: list[str] = field(default_factory=list)
+    # host -> its clock skew estimated against the reference host (align.align_host_clocks):
+    # reference, seconds, uncertainty_s, pairs, methods, applied, why
+    host_clocks: dict[str, dict] = field(default_factory=dict)
 
     def add(self, report: FileReport) -> FileReport:
         self.files.append(report)
@@ -103,6 +106,7 @@ class LoadReport:
         self.files.extend(other.files)
         self.offsets.update(other.offsets)
         self.notes.extend(other.notes)
+        self.host_clocks.update(other.host_clocks)
 
     def __getitem__(self, path: str) -> FileReport:
         for f in self.files:

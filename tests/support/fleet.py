@@ -5,6 +5,7 @@ that only saw the healthy part) or written by a clock that runs ahead or behind.
 from __future__ import annotations
 
 import datetime as dt
+import random
 import re
 from pathlib import Path
 
@@ -21,9 +22,12 @@ def _when(m: re.Match) -> dt.datetime:
                        int(frac.ljust(6, "0")) if frac else 0)
 
 
-def _shifted(m: re.Match, seconds: float) -> str:
-    """The stamp as a clock `seconds` ahead would have written it, in the same form."""
-    t = _when(m) + dt.timedelta(seconds=seconds)
+def _shifted(m: re.Match, seconds: float, phase: random.Random) -> str:
+    """The stamp as a clock `seconds` ahead would have written it, in the same form. A stamp of
+    whole seconds was written at some moment within its second: which one is drawn from `phase`,
+    so that the shifted clock's stamp falls in the next second as often as it would."""
+    within = 0.0 if m["f"] else phase.random()
+    t = _when(m) + dt.timedelta(seconds=seconds + within)
     s1 = m["s1"]
     text = f"{t:%Y}{s1}{t:%m}{s1}{t:%d}{m['t']}{t:%H:%M:%S}"
     if m["f"]:
@@ -57,7 +61,8 @@ def copy_capture(src: Path, dest: Path, host: str, *, until: dt.datetime | None 
                 continue
             text = "".join(kept)
         if shift_s:
-            text = STAMP.sub(lambda m: _shifted(m, shift_s), text)
+            phase = random.Random(f"{host}/{rel}")
+            text = STAMP.sub(lambda m, phase=phase: _shifted(m, shift_s, phase), text)
         for old, new in (rename or {}).items():
             text = text.replace(old, new)
         target = dest / host / rel
