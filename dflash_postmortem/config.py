@@ -8,7 +8,6 @@ Every key is optional. Example:
     hosts = ["node17"]
     expected_tok_per_s = 21500
     recovery_fraction = 0.9
-    host_clocks = "auto"                # skew between hosts: "auto", "estimate" (report only), "apply"
 
     [roles]                             # which GPUs should hold what, on every host
     target = [0, 1, 2, 3, 4, 5]
@@ -30,6 +29,14 @@ Every key is optional. Example:
     name = "mytrainer"
     regex = 'it (?P<step>\\d+) speed (?P<value>[\\d.]+) tok/s'
     metric = "train/tok_per_s"
+
+    [prometheus]                        # GPU telemetry from a Prometheus server (DCGM exporter)
+    url = "http://prometheus.internal:9090"
+    window = ["2026-11-30T01:00:00Z", "2026-11-30T07:00:00Z"]   # no zone: the incident's timezone
+    step = "15s"                        # Prometheus durations (500ms, 15s, 1m, 1h30m) or seconds
+    metrics = ["DCGM_FI_DEV_GPU_UTIL"]  # optional: default the DCGM fields and node metrics
+    matchers = ['Hostname=~"node1[78]"']  # optional: label matchers added to every query
+    timeout = 30                        # optional: seconds per HTTP request
 """
 
 from __future__ import annotations
@@ -46,8 +53,21 @@ from .errors import IncidentConfigError
 CONFIG_NAME = "incident.toml"
 _KNOWN = {
     "title", "timezone", "date", "hosts", "expected_tok_per_s", "recovery_fraction", "roles",
-    "sources", "offsets", "patterns", "ignore", "detect", "host_clocks",
+    "sources", "offsets", "patterns", "ignore", "detect", "prometheus",
 }
+
+
+@dataclass
+class PrometheusConfig:
+    """The `[prometheus]` table: which server to ask, for which window, at which resolution."""
+
+    url: str
+    start: dt.datetime  # without a zone: read in the incident's timezone
+    end: dt.datetime
+    step_s: float = 15.0
+    metrics: list[str] = field(default_factory=list)  # empty: the DCGM fields and node metrics
+    matchers: list[str] = field(default_factory=list)
+    timeout_s: float = 30.0
 
 
 @dataclass
@@ -65,7 +85,7 @@ class IncidentConfig:
     patterns: list[dict] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     detect: dict = field(default_factory=dict)
-    host_clocks: str = "auto"  # what to do with the skew estimated between hosts (align.py)
+    prometheus: PrometheusConfig | None = None
     path: Path | None = None
 
     def roles_for(self, host) -> dict[str, list[int]]:
@@ -151,17 +171,77 @@ def read_config(path: Path) -> IncidentConfig:
         cfg.ignore = _texts(path, "ignore", raw["ignore"])
     if "detect" in raw:
         cfg.detect = _check_detect(path, _table(path, "detect", raw["detect"], "a [detect] table"))
-    if "host_clocks" in raw:
-        cfg.host_clocks = _text(path, "host_clocks", raw["host_clocks"])
-        if cfg.host_clocks not in HOST_CLOCKS:
-            raise IncidentConfigError(f"{path}: host_clocks: expected one of {list(HOST_CLOCKS)}, "
-                                      f"found {_shown(raw['host_clocks'])}")
+    if "prometheus" in raw:
+        cfg.prometheus = _check_prometheus(path, _table(path, "prometheus", raw["prometheus"], "a [prometheus] table"))
     return cfg
+
+
+_PROMETHEUS_KEYS = ("url", "window", "step", "metrics", "matchers", "timeout")
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
+_DURATION_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+
+
+def _check_prometheus(path: Path, table: dict) -> PrometheusConfig:
+    unknown = sorted(set(table) - set(_PROMETHEUS_KEYS))
+    if unknown:
+        raise IncidentConfigError(f"{path}: prometheus: unknown key(s) {unknown}; known keys are {list(_PROMETHEUS_KEYS)}")
+    for key in ("url", "window"):
+        if key not in table:
+            raise IncidentConfigError(f"{path}: prometheus.{key}: missing (a [prometheus] table needs url and window)")
+    url = _text(path, "prometheus.url", table["url"])
+    if not re.match(r"^https?://[^/\s]+", url):
+        raise IncidentConfigError(f"{path}: prometheus.url: expected an http:// or https:// URL, found {_shown(url)}")
+    window = table["window"]
+    if not isinstance(window, list) or len(window) != 2:
+        raise IncidentConfigError(f"{path}: prometheus.window: expected [start, end] (two date-times), found {_shown(window)}")
+    start, end = (_datetime(path, f"prometheus.window[{i}]", v) for i, v in enumerate(window))
+    if (start.tzinfo is None) != (end.tzinfo is None):
+        raise IncidentConfigError(f"{path}: prometheus.window: give both times with a zone or both without, found {_shown(window)}")
+    if not start < end:
+        raise IncidentConfigError(f"{path}: prometheus.window: expected start before end, found {_shown(window)}")
+    cfg = PrometheusConfig(url=url.rstrip("/"), start=start, end=end)
+    if "step" in table:
+        cfg.step_s = _duration(path, "prometheus.step", table["step"])
+    if "metrics" in table:
+        cfg.metrics = _texts(path, "prometheus.metrics", table["metrics"])
+    if "matchers" in table:
+        cfg.matchers = _texts(path, "prometheus.matchers", table["matchers"])
+    if "timeout" in table:
+        cfg.timeout_s = _number(path, "prometheus.timeout", table["timeout"])
+        if cfg.timeout_s <= 0:
+            raise IncidentConfigError(f"{path}: prometheus.timeout: expected a number of seconds above 0, found {cfg.timeout_s}")
+    return cfg
+
+
+def _datetime(path: Path, key: str, value) -> dt.datetime:
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value)
+        except ValueError as e:
+            raise IncidentConfigError(f"{path}: {key}: expected a date-time like 2026-11-30T01:00:00Z, found {_shown(value)}") from e
+    if not isinstance(value, dt.datetime):
+        raise IncidentConfigError(f"{path}: {key}: expected a date-time like 2026-11-30T01:00:00Z, found {_shown(value)}")
+    return value
+
+
+def _duration(path: Path, key: str, value) -> float:
+    """A Prometheus duration ("15s", "1m30s", "500ms") or a number of seconds, above 0."""
+    if isinstance(value, str):
+        parts = _DURATION.findall(value)
+        if parts and "".join(n + u for n, u in parts) == value:
+            seconds = sum(float(n) * _DURATION_S[u] for n, u in parts)
+            if seconds > 0:
+                return seconds
+    elif not isinstance(value, bool) and isinstance(value, int | float) and value > 0:
+        return float(value)
+    raise IncidentConfigError(f"{path}: {key}: expected a duration like \"15s\", \"1m\" or a number of seconds above 0, "
+                              f"found {_shown(value)}")
 
 
 # host_clocks: apply the skew estimated between hosts when large and well supported, never
 # (estimate and report only), or whenever estimated.
 HOST_CLOCKS = ("auto", "estimate", "apply")
+
 
 # [detect] options and the type each takes (the detectors read them with these names).
 _DETECT_NUMBERS = ("min_drop", "min_regression_s", "stall_s", "restart_grace_s", "roles_min_minutes")

@@ -67,3 +67,15 @@ class MissingDependencyError(PostmortemError, ImportError):
 
 class NoGPUError(PostmortemError, RuntimeError):
     """A feature that reads the NVIDIA driver ran on a machine without one."""
+
+
+class PrometheusError(PostmortemError):
+    """A Prometheus server could not answer a query: unreachable, an HTTP error, a `status:
+    error` body, or an answer that is not the API's JSON. Carries the server, the query and why."""
+
+    def __init__(self, url: str, query: str | None, reason: str):
+        self.url = url
+        self.query = query
+        self.reason = reason
+        what = f" query {query!r}" if query else ""
+        super().__init__(f"Prometheus at {url}:{what}: {reason}")

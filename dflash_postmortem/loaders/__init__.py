@@ -13,6 +13,7 @@ from . import (  # noqa: F401  (importing registers each family's formats)
     transcript,
     kernel_log,
     wandb,
+    prometheus,
 )
 # isort: on
 from .registry import FORMATS, Format, LoadContext, register, sniff

@@ -16,7 +16,7 @@ ORDER = [
     "ps-snapshots", "replay-ab-results", "shell-transcript", "kernel-log", "wandb-chart-csv",
     "wandb-runs-table", "wandb-history-csv", "wandb-summary", "wandb-metadata", "wandb-config",
     "pip-requirements", "console-text", "wandb-events-jsonl", "wandb-history-jsonl", "wandb-debug-log",
-    "wandb-terminal", "wandb-log", "wandb-run", "wandb-bookkeeping",
+    "wandb-terminal", "wandb-log", "wandb-run", "wandb-bookkeeping", "prometheus-text", "prometheus-tsdb-dump",
 ]
 
 
