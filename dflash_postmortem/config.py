@@ -8,6 +8,7 @@ Every key is optional. Example:
     hosts = ["node17"]
     expected_tok_per_s = 21500
     recovery_fraction = 0.9
+    host_clocks = "auto"                # skew between hosts: "auto", "estimate" (report only), "apply"
 
     [roles]                             # which GPUs should hold what, on every host
     target = [0, 1, 2, 3, 4, 5]
@@ -53,7 +54,7 @@ from .errors import IncidentConfigError
 CONFIG_NAME = "incident.toml"
 _KNOWN = {
     "title", "timezone", "date", "hosts", "expected_tok_per_s", "recovery_fraction", "roles",
-    "sources", "offsets", "patterns", "ignore", "detect", "prometheus",
+    "sources", "offsets", "patterns", "ignore", "detect", "host_clocks", "prometheus",
 }
 
 
@@ -85,6 +86,7 @@ class IncidentConfig:
     patterns: list[dict] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     detect: dict = field(default_factory=dict)
+    host_clocks: str = "auto"  # what to do with the skew estimated between hosts (align.py)
     prometheus: PrometheusConfig | None = None
     path: Path | None = None
 
@@ -171,6 +173,11 @@ def read_config(path: Path) -> IncidentConfig:
         cfg.ignore = _texts(path, "ignore", raw["ignore"])
     if "detect" in raw:
         cfg.detect = _check_detect(path, _table(path, "detect", raw["detect"], "a [detect] table"))
+    if "host_clocks" in raw:
+        cfg.host_clocks = _text(path, "host_clocks", raw["host_clocks"])
+        if cfg.host_clocks not in HOST_CLOCKS:
+            raise IncidentConfigError(f"{path}: host_clocks: expected one of {list(HOST_CLOCKS)}, "
+                                      f"found {_shown(raw['host_clocks'])}")
     if "prometheus" in raw:
         cfg.prometheus = _check_prometheus(path, _table(path, "prometheus", raw["prometheus"], "a [prometheus] table"))
     return cfg
