@@ -7,6 +7,7 @@ traceback instead.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import traceback
 import warnings
@@ -16,6 +17,7 @@ from . import __version__, text
 from .errors import PostmortemError, UsageError
 from .loaders.folder import load_incident
 from .recorder import add_record_arguments, run_record
+from .redact import redact
 from .replay.launch import add_launch_arguments, run_launch
 from .replay.scenarios import add_replay_arguments, run_replay
 from .store.ingest import ingest
@@ -27,7 +29,14 @@ def _add_inspect(sub) -> None:
     p.add_argument("--timezone", help="zone for sources whose times carry none (default: incident.toml or UTC)")
     p.add_argument("--on-bad-line", choices=("raise", "warn", "skip"), default="skip")
     _add_strict(p)
-    p.add_argument("--verbose", "-v", action="store_true", help="list skip reasons with line numbers")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="also each file's skipped lines (with line numbers), assumptions and notes, the clock "
+                        "offsets, the frames, and each finding's detail with the text of the lines it cites")
+    p.add_argument("--width", type=int, metavar="N",
+                   help="columns to fit (default: COLUMNS, else the terminal's width, else "
+                        f"{text.TERMINAL_WIDTH}; at least {text.MIN_WIDTH})")
+    p.add_argument("--no-redact", action="store_true",
+                   help="print secrets (tokens, keys, passwords) as they are in the evidence instead of masking them")
     _add_window(p)
     p.set_defaults(func=run_inspect)
 
@@ -57,6 +66,13 @@ def _window_arguments(args) -> dict:
     return out
 
 
+def _terminal_width(asked: int | None) -> int:
+    """--width, else COLUMNS, else the terminal's width, else (a pipe, a file) text.TERMINAL_WIDTH."""
+    if asked is not None:
+        return asked
+    return shutil.get_terminal_size((text.TERMINAL_WIDTH, 24)).columns
+
+
 def _add_strict(p) -> None:
     p.add_argument("--strict", action="store_true",
                    help="stop at the first file or line that cannot be read (exit 2) instead of "
@@ -68,7 +84,8 @@ def run_inspect(args) -> int:
         warnings.simplefilter("ignore")
         inc = load_incident(args.dir, timezone=args.timezone,
                             on_bad_line="raise" if args.strict else args.on_bad_line, **_window_arguments(args))
-    print(text.render_inspect(inc, verbose=args.verbose, debug=args.debug))
+    print(text.render_inspect(inc, verbose=args.verbose, debug=args.debug,
+                              width=_terminal_width(args.width), redacted=not args.no_redact))
     _say_unreadable(inc.load_report)
     return 0
 
@@ -186,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     except PostmortemError as e:
         if args.debug:
             traceback.print_exc()
-        print(f"dflash-postmortem {args.command}: error: {_one_line(e)}", file=sys.stderr)
+        print(f"dflash-postmortem {args.command}: error: {_one_line(e, args)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"dflash-postmortem {args.command}: interrupted", file=sys.stderr)
@@ -194,13 +211,15 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - a bug in the kit: one line, the traceback on request
         if args.debug:
             traceback.print_exc()
-        print(f"dflash-postmortem {args.command}: internal error: {type(e).__name__}: {_one_line(e)} "
+        print(f"dflash-postmortem {args.command}: internal error: {type(e).__name__}: {_one_line(e, args)} "
               "(run with --debug for the traceback, and please report it)", file=sys.stderr)
         return 1
 
 
-def _one_line(e: BaseException) -> str:
+def _one_line(e: BaseException, args) -> str:
+    # An error can quote the line it stopped at: masked like everything else unless --no-redact.
     text = " ".join(str(e).split())
+    text = text if getattr(args, "no_redact", False) else redact(text)
     return text if len(text) <= 400 else text[:397] + "..."
 
 

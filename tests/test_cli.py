@@ -13,12 +13,89 @@ def test_report_on_missing_folder_is_one_line_and_nonzero(capsys):
 
 
 def test_inspect_lists_every_file_and_the_frames(capsys, bundled_dir):
-    assert main(["inspect", str(bundled_dir)]) == 0
+    assert main(["inspect", str(bundled_dir), "--width", "100", "-v"]) == 0
     out = capsys.readouterr().out
     assert "logs/smi_stream.csv" in out and "nvidia-smi-query-csv" in out
     assert "README.md" in out  # not evidence, but listed
-    for frame in ("gpus", "gpu_processes", "metrics", "events", "processes"):
-        assert frame in out
+    frames = out.split("\nFrames:\n")[1].splitlines()
+    assert [line.split()[0] for line in frames] == ["gpus", "gpu_processes", "metrics", "events", "processes"]
+
+
+def test_inspect_fits_the_width_columns_says(capsys, monkeypatch, bundled_dir):
+    monkeypatch.setenv("COLUMNS", "72")
+    assert main(["inspect", str(bundled_dir)]) == 0
+    assert 60 < max(len(line) for line in capsys.readouterr().out.splitlines()) <= 72
+    assert main(["inspect", str(bundled_dir), "--width", "120"]) == 0  # --width wins over COLUMNS
+    assert 100 < max(len(line) for line in capsys.readouterr().out.splitlines()) <= 120
+
+
+SECRETS = {
+    "hf": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345",
+    "wandb": "0123456789abcdef0123456789abcdef01234567",
+    "password": "hunter2-correct-horse",
+    "bearer": "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXRva2Vu.sig",
+    "aws_id": "AKIAIOSFODNN7EXAMPLE",
+    "aws_secret": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "github": "ghp_" + "a1B2c3D4e5" * 4,
+}
+
+
+def _edit_line(path, n: int, edit) -> None:
+    lines = path.read_text().split("\n")
+    lines[n - 1] = edit(lines[n - 1])
+    path.write_text("\n".join(lines))
+
+
+def _incident_with_secrets(tmp_path, bundled_dir):
+    """The bundled capture with secrets planted where inspect shows them: the title, the
+    detection and mitigation commands of the shell transcript (timeline), and a training-log line
+    the regression cites (shown with -v)."""
+    import shutil
+
+    folder = tmp_path / "incident"
+    shutil.copytree(bundled_dir, folder)
+    s = SECRETS
+    _edit_line(folder / "logs" / "operator.log", 5, lambda line: line.replace(
+        "$ kill", f"$ curl -s -H 'Authorization: Bearer {s['bearer']}' https://x/ok; kill"))
+    _edit_line(folder / "logs" / "operator.log", 17, lambda line: line.replace(
+        "setsid nohup python3", f"HF_TOKEN={s['hf']} WANDB_API_KEY={s['wandb']} setsid nohup python3").replace(
+        "--seconds 90", f"--seconds 90 --password {s['password']}"))
+    _edit_line(folder / "logs" / "train_opt.log", 9,
+               lambda line: line + f" AWS_SECRET_ACCESS_KEY={s['aws_secret']} {s['github']}")
+    (folder / "incident.toml").write_text(f'title = "h200 night {s["aws_id"]}"\n')
+    return folder
+
+
+def test_inspect_masks_secrets_unless_no_redact(capsys, tmp_path, bundled_dir):
+    from dflash_postmortem.redact import MASK
+
+    folder = _incident_with_secrets(tmp_path, bundled_dir)
+    assert main(["inspect", str(folder), "-v", "--width", "100"]) == 0
+    out = capsys.readouterr().out
+    assert [name for name, secret in SECRETS.items() if secret in out] == []
+    assert out.startswith(f"Incident: h200 night {MASK}\n")
+    assert f"$ curl -s -H 'Authorization: Bearer {MASK}' https://x/ok; kill" in out
+    assert f"HF_TOKEN={MASK} WANDB_API_KEY={MASK}" in out and f"--password {MASK}" in out
+    assert f"queue 0 AWS_SECRET_ACCESS_KEY={MASK} {MASK}\n" in out  # the cited log line
+    assert main(["inspect", str(folder), "-v", "--width", "100", "--no-redact"]) == 0
+    raw = capsys.readouterr().out
+    assert [name for name, secret in SECRETS.items() if secret not in raw] == [] and MASK not in raw
+
+
+def test_an_error_line_is_masked_too(capsys, monkeypatch, bundled_dir):
+    import dflash_postmortem.text as text
+    from dflash_postmortem.errors import PostmortemError
+
+    def quoting(*a, **kw):
+        raise PostmortemError(f"line 3: expected a step, found 'HF_TOKEN={SECRETS['hf']}'")
+
+    monkeypatch.setattr(text, "render_inspect", quoting)
+    smi = str(bundled_dir / "logs" / "smi_stream.csv")
+    assert main(["inspect", smi]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "dflash-postmortem inspect: error: line 3: expected a step, found 'HF_TOKEN=[REDACTED]'")
+    assert main(["inspect", smi, "--no-redact"]) == 2
+    assert SECRETS["hf"] in capsys.readouterr().err
 
 
 def test_console_script_runs_as_a_process(bundled_dir):
@@ -46,7 +123,7 @@ def _folder_with_a_dangling_link(tmp_path, bundled_dir):
 
 def test_inspect_lists_what_it_could_not_read_and_exits_0(capsys, tmp_path, bundled_dir):
     folder = _folder_with_a_dangling_link(tmp_path, bundled_dir)
-    assert main(["inspect", str(folder)]) == 0
+    assert main(["inspect", str(folder), "--width", "100"]) == 0
     captured = capsys.readouterr()
     assert "dangling  could not be read: dangling symbolic link to gone.log: not read" in captured.out
     assert "smi.csv" in captured.out and "gpus" in captured.out
