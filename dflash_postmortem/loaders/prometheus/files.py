@@ -25,6 +25,7 @@ TEXT = "prometheus-text"
 DUMP = "prometheus-tsdb-dump"
 _SNIFF_LINES = 200
 _EXPECTED = 'a sample line: name{label="value",...} value [timestamp]'
+_IGNORED = Series("", {})  # a series of the exporter's own instrumentation: counted, not kept
 _EXPECTED_DUMP = 'a promtool tsdb dump line: {__name__="name", label="value", ...} value timestamp_ms'
 
 
@@ -76,7 +77,7 @@ def load(path: Path, ctx: LoadContext):
     lines = text.splitlines()
     rep.read = len(lines)
     cut = bool(text) and not text.endswith(("\n", "\r"))
-    found: dict[tuple, Series] = {}
+    found: dict[tuple, Series | None] = {}  # (name, label text) as written -> its series
     eof_at = None
     fractional = stamped = False
     for i, raw in enumerate(lines, start=1):
@@ -94,33 +95,38 @@ def load(path: Path, ctx: LoadContext):
         if s.startswith("#"):
             rep.skip(i, "HELP/TYPE/UNIT line" if X.META.match(s) else "comment line")
             continue
-        sample = X.parse_dump_line(s) if s.startswith("{") else X.parse_sample(s)
-        if sample is None:
+        parts = X.split_sample(s)
+        if parts is not None:
+            key = parts[:2]
+            if key not in found:
+                named = X.series_of(*key)
+                found[key] = None if named is None else (
+                    _IGNORED if F.role(*named) == "ignored" else Series(*named))
+            series = found[key]
+        if parts is None or series is None:
             if X.LOOKS_LIKE_SAMPLE.match(s):
                 what = "truncated last line: " if cut and i == len(lines) else ""
                 rep.bad(i, _EXPECTED_DUMP if s.startswith("{") else _EXPECTED, what + raw)
             else:
                 rep.skip(i, "text that is not a metric line (a prompt, a Markdown fence, prose)")
             continue
-        if F.role(sample.name, sample.labels) == "ignored":
+        if series is _IGNORED:
             rep.skip(i, F.SELF_MONITORING_REASON)
             continue
-        key = (sample.name, tuple(sample.labels.items()))
-        series = found.get(key)
-        if series is None:
-            series = found[key] = Series(sample.name, sample.labels)
-        series.times.append(np.nan if sample.timestamp is None else sample.timestamp)
-        series.values.append(sample.value)
+        ts = parts[3]
+        series.times.append(np.nan if ts is None else X.number(ts))
+        series.values.append(X.number(parts[2]))
         series.lines.append(i)
-        stamped |= sample.timestamp is not None
-        fractional |= sample.fractional
+        stamped |= ts is not None
+        fractional |= ts is not None and "." in ts
         rep.parsed += 1
     seconds = fmt == TEXT and (eof_at is not None or fractional)
     _note_times(rep, fmt, stamped, seconds, eof_at, cut)
     if stamped and not seconds:
         for series in found.values():
-            series.times = [t / 1000.0 for t in series.times]
-    frames = build(list(found.values()), rep.path, ctx.host)
+            if series is not None:
+                series.times = [t / 1000.0 for t in series.times]
+    frames = build([v for v in found.values() if v is not None and v is not _IGNORED], rep.path, ctx.host)
     return from_frames(rep, **frames)
 
 

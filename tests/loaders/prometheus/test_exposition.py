@@ -20,6 +20,12 @@ def test_label_values_keep_escaped_quotes_backslashes_newlines_and_braces():
     assert s.timestamp == 1700000000000.0 and not s.fractional
 
 
+def test_a_hash_or_a_brace_inside_a_label_value_is_part_of_it():
+    s = X.parse_sample('DCGM_FI_DEV_XID_ERRORS{gpu="1",err_msg="see #79 {fallen off}"} 79')
+    assert s.labels["err_msg"] == "see #79 {fallen off}" and s.value == 79.0
+    assert X.split_sample('m{a="x"} 1 2') == ("m", 'a="x"', "1", "2")
+
+
 def test_openmetrics_timestamps_in_seconds_and_exemplars():
     s = X.parse_sample('up{instance="localhost:8000",job="example2"} 1 1700226034.330')
     assert s.timestamp == 1700226034.33 and s.fractional
