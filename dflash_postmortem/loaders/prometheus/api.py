@@ -181,10 +181,20 @@ def _iso(seconds: float) -> str:
     return dt.datetime.fromtimestamp(seconds, dt.UTC).isoformat().replace("+00:00", "Z")
 
 
-def from_config(config: IncidentConfig) -> Incident:
-    """What the incident's `[prometheus]` table asks for (an empty Incident when it has none)."""
+def from_config(config: IncidentConfig, on_bad_line: str = "raise") -> Incident:
+    """What the incident's `[prometheus]` table asks for (an empty Incident when it has none).
+
+    For `load_incident`: unless `on_bad_line` is "raise", a server that cannot answer is a
+    load-report error (like a file that cannot be read), and the rest of the incident loads."""
     p = config.prometheus
     if p is None:
         return Incident()
-    return load_prometheus(p.url, (p.start, p.end), step_s=p.step_s, metrics=p.metrics or None,
-                           matchers=p.matchers or None, timeout_s=p.timeout_s, timezone=config.timezone)
+    try:
+        return load_prometheus(p.url, (p.start, p.end), step_s=p.step_s, metrics=p.metrics or None,
+                               matchers=p.matchers or None, timeout_s=p.timeout_s, timezone=config.timezone)
+    except PrometheusError as e:
+        if on_bad_line == "raise":
+            raise
+        inc = Incident()
+        inc.load_report.add(FileReport(path=f"prometheus:{p.url}", format=FORMAT, unit="sample", error=str(e)))
+        return inc

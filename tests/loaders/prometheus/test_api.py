@@ -197,6 +197,15 @@ timeout = 5
     assert inc.gpus["time"].min() == pd.Timestamp(T0, unit="s", tz="UTC")
 
 
+def test_an_unreachable_configured_server_is_a_load_report_error_unless_strict(tmp_path):
+    cfg = _config(tmp_path, '[prometheus]\nurl = "http://127.0.0.1:9"\n'
+                            'window = ["2025-12-01T01:00:00Z", "2025-12-01T01:10:00Z"]\ntimeout = 2\n')
+    (rep,) = api.from_config(cfg, on_bad_line="warn").load_report.files
+    assert rep.path == "prometheus:http://127.0.0.1:9" and "server unreachable" in rep.error
+    with pytest.raises(PrometheusError):
+        api.from_config(cfg)
+
+
 @pytest.mark.parametrize("table, message", [
     ('url = "prometheus:9090"\nwindow = ["2025-12-01T01:00:00Z", "2025-12-01T02:00:00Z"]',
      "prometheus.url: expected an http:// or https:// URL, found 'prometheus:9090' (a string)"),
