@@ -29,6 +29,8 @@ from .manifest import Manifest, SourceEntry, file_key, write_pickle
 from .views import as_frame, connect
 
 SCHEDULER_ENV = "DFLASH_SCHEDULER"
+# Below this many bytes to convert, the default is to convert in this process.
+POOL_BYTES = 64 << 20
 
 
 @dataclass
@@ -147,7 +149,8 @@ def _run(tasks: list[ConvertTask], scheduler: str | None, workers: int | None) -
 
         return map_on_cluster(convert_source, tasks, scheduler)
     n = min(workers or os.cpu_count() or 1, len(tasks))
-    if n <= 1:
+    if workers is None and sum(t.planned.path.stat().st_size for t in tasks if t.planned.path.is_file()) < POOL_BYTES:
+        n = 1  # starting worker processes takes longer than converting a few MiB here
         return [convert_source(t) for t in tasks]
     # spawn, not fork: a forked child inherits pyarrow's and dask's threads mid-flight. A worker
     # is replaced after a few sources, so what one large file made pandas keep is given back.

@@ -61,6 +61,10 @@ def as_frame(frame: str, table: pa.Table, columns: dict[str, str] | None = None)
     df = schema.conform(frame, df)
     if columns:
         canonical = schema.columns(frame)
+        for c in columns:
+            if c not in df.columns:
+                # a task that read only some parts does not see every source's extra columns
+                df[c] = pd.Series(pd.NA, index=df.index, dtype=object)
         extra = [c for c in columns if c in df.columns and c not in canonical]
         df = df[canonical + extra + [c for c in df.columns if c not in canonical and c not in columns]]
         for c in extra:

@@ -35,6 +35,7 @@ def load_from_store(path: str | os.PathLike, *, window=None, hosts=None, gpus=No
     """`load_incident` through the store: `path` is an incident folder (converted first, only
     what changed) or a store itself."""
     root = Path(path)
+    parse_window(window)  # a bad window is refused before anything is converted
     scheduler = scheduler or os.environ.get(SCHEDULER_ENV) or None
     if (root / layout.MANIFEST).is_file() and store is None:
         return load_window(str(root), window=window, hosts=hosts, gpus=gpus, scheduler=scheduler)
@@ -150,8 +151,6 @@ def _runs_and_report(fs, top: str, manifest: Manifest, cfg: IncidentConfig, root
 
 def _in_load_order(frame: str, table: pa.Table, order: dict[str, int], renamed: dict,
                    columns: dict[str, str]) -> pd.DataFrame:
-    if table.num_rows == 0:
-        return schema.empty(frame)
     files = table.column(layout.FILE_COLUMN)
     keys = pa.array(list(order), pa.string())
     rank = pc.index_in(files.cast(pa.string()), value_set=keys)

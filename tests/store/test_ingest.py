@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dflash_postmortem import schema
+from dflash_postmortem.config import read_config
 from dflash_postmortem.loaders.folder import load_incident
 from dflash_postmortem.store import layout
 from dflash_postmortem.store.ingest import ingest
@@ -19,7 +20,7 @@ from .conftest import SMALL_CHUNKS, assert_same_frames, assert_same_report
 
 
 def _stored(folder: Path, store: str):
-    return load_window(store, root=folder, config=load_incident(folder).config)
+    return load_window(store, root=folder, config=read_config(folder / "incident.toml"))
 
 
 @pytest.mark.parametrize("chunk_bytes", [64 << 20, SMALL_CHUNKS], ids=["whole", "chunked"])

@@ -1,0 +1,38 @@
+"""The store's ingest and window query as dask tasks on a two-worker LocalCluster give what the
+one-machine (process pool, DuckDB) path gives."""
+
+from __future__ import annotations
+
+import pytest
+
+from dflash_postmortem import schema
+from dflash_postmortem.config import read_config
+from dflash_postmortem.store.ingest import ingest
+from dflash_postmortem.store.window import load_window
+
+from .conftest import assert_same_frames, assert_same_report
+
+distributed = pytest.importorskip("distributed", reason="dask[distributed] (the `cluster` extra) is not installed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    # Threads, not processes: starts in a moment, and the workers share the memory:// store.
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+@pytest.mark.slow
+def test_cluster_ingest_and_window_equal_the_duckdb_path(fleet_folder, tmp_path, client):
+    store = f"memory://dflash-{tmp_path.name}"  # an fsspec URL: DuckDB reads it through fsspec
+    window = ("2026-11-30 05:21:00", "2026-11-30 05:23:30")
+    cfg = read_config(fleet_folder / "incident.toml")
+    ingest(fleet_folder, str(tmp_path / "reference"), workers=1)
+    on_duckdb = load_window(str(tmp_path / "reference"), window=window, hosts=["h01"], root=fleet_folder, config=cfg)
+    ingest(fleet_folder, store, scheduler=client)
+    on_dask = load_window(store, window=window, hosts=["h01"], root=fleet_folder, config=cfg, scheduler=client)
+    for frame in schema.FRAME_NAMES:
+        assert_same_frames(on_duckdb.frames()[frame], on_dask.frames()[frame], frame)
+    assert_same_report(on_duckdb, on_dask)
+    assert len(on_dask.gpus) > 100 and set(on_dask.gpus["host"]) == {"h01"}
