@@ -12,6 +12,7 @@ from .incident import Incident, RunInfo
 from .load_report import FileReport, LoadReport
 from .loaders.folder import load_incident
 from .loaders.nvidia_smi import load_nvidia_smi
+from .loaders.prometheus.api import load_prometheus
 from .loaders.ps_snapshots import load_ps_snapshots
 from .loaders.training_log import load_process_log
 from .loaders.transcript import load_shell_transcript
@@ -37,6 +38,7 @@ __all__ = [
     "ingest",
     "load_incident",
     "load_nvidia_smi",
+    "load_prometheus",
     "load_process_log",
     "load_ps_snapshots",
     "load_shell_transcript",

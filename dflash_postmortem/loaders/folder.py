@@ -24,6 +24,7 @@ from ..errors import IncidentConfigError, LoadError, PostmortemError, SourceForm
 from ..incident import Incident
 from ..load_report import FileReport, LoadReport
 from . import encoding
+from .prometheus import api as prometheus_api
 from .registry import FORMATS, Format, LoadContext, is_valid_name, printable, read_head, sniff
 
 # Folders that hold no evidence of their own: version control, notebook autosaves, caches, the
@@ -295,6 +296,8 @@ def load_incident(
     cfg, ctx = plan.config, plan.context
     with tempfile.TemporaryDirectory(prefix="dflash-transcoded-") as scratch:
         parts = _load_planned(plan.sources, ctx, cfg, Path(scratch))
+    # A Prometheus server named in incident.toml is one more source (an empty part without one).
+    parts.append(prometheus_api.from_config(cfg, on_bad_line))
     inc = Incident.combine(parts, consume=True, config=cfg, root=root)
     inc.load_report.files = plan.report.files + inc.load_report.files
     inc.load_report.notes = plan.report.notes + inc.load_report.notes

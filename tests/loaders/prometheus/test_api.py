@@ -13,6 +13,7 @@ import pytest
 
 from dflash_postmortem.config import read_config
 from dflash_postmortem.errors import IncidentConfigError, PrometheusError
+from dflash_postmortem.loaders.folder import load_incident
 from dflash_postmortem.loaders.prometheus import api
 
 from .conftest import (
@@ -230,3 +231,28 @@ def test_durations_read_as_prometheus_writes_them(tmp_path):
     window = 'url = "http://p:9090"\nwindow = [2025-12-01T01:00:00Z, 2025-12-01T02:00:00Z]\n'
     steps = {'"500ms"': 0.5, '"1m30s"': 90.0, '"1h"': 3600.0, "5": 5.0}
     assert {k: _config(tmp_path, f"[prometheus]\n{window}step = {k}\n").prometheus.step_s for k in steps} == steps
+
+
+def test_load_incident_queries_the_server_incident_toml_names(prometheus_server, tmp_path):
+    # The folder holds nothing but incident.toml: every GPU row comes from the server.
+    (tmp_path / "incident.toml").write_text(f"""[prometheus]
+url = "{prometheus_server.url}"
+window = ["2025-12-01T01:00:00Z", "2025-12-01T01:01:00Z"]
+step = "30s"
+metrics = ["DCGM_FI_DEV_GPU_UTIL"]
+matchers = ['Hostname="node17"']
+""")
+    inc = load_incident(tmp_path)
+    assert len(inc.gpus) == 3 * 2 and set(inc.gpus["host"]) == {"node17"}
+    assert [f.path for f in inc.load_report.files] == ["incident.toml", f"prometheus:{prometheus_server.url}"]
+
+
+def test_load_incident_keeps_the_files_when_the_server_cannot_answer(tmp_path):
+    (tmp_path / "incident.toml").write_text('[prometheus]\nurl = "http://127.0.0.1:9"\n'
+                                            'window = ["2025-12-01T01:00:00Z", "2025-12-01T01:10:00Z"]\ntimeout = 2\n')
+    (tmp_path / "smi.csv").write_text("timestamp, index, memory.used [MiB]\n"
+                                      "2025/12/01 01:00:00.000, 0, 1024 MiB\n")
+    inc = load_incident(tmp_path)
+    assert len(inc.gpus) == 1 and inc.gpus["memory_used_mib"].iloc[0] == 1024
+    failed = [f for f in inc.load_report.files if f.error]
+    assert [f.path for f in failed] == ["prometheus:http://127.0.0.1:9"] and "server unreachable" in failed[0].error
