@@ -12,23 +12,71 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
+import zlib
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .schema import TOK_PER_S
+from .schema import PROBLEM_EVENTS, TOK_PER_S
 from .text import gpu_label, one_line
 from .units import clock, tok_s
 
 SEVERITY_COLOURS = {"critical": "#d62728", "warning": "#ff7f0e", "info": "#2ca02c"}
 ROLE_COLOURS = ["#1f77b4", "#9467bd", "#8c564b", "#17becf", "#bcbd22"]
 UNASSIGNED = "#9e9e9e"
+# Runs' colours: none of the greys and browns the lifetimes use, nor the bands' red and green.
+RUN_COLOURS = ("#1f77b4", "#9467bd", "#e377c2", "#17becf", "#bcbd22", "#393b79", "#7b4173", "#637939")
 _HOVER_CHARS = 160
+_HOVER_WIDTH = 100  # characters per hover line: evidence is wrapped there, never cut
+LABEL_CHARS = 40  # an axis label's most characters: past it the label ends in "…" and the hover has it whole
 _NO_THROUGHPUT = f"training logs or wandb runs ({TOK_PER_S})"
 _NO_GPUS = "GPU captures (nvidia-smi, NVML, wandb system metrics)"
-# Findings that are a period of the incident (shaded across every panel); the rest are markers.
-_PERIODS = {"throughput_regression", "stall", "failed_restart", "no_recovery", "recovery", "partial_recovery"}
+# Findings that are a period of the incident (shaded across every panel), with each kind's
+# colour; the rest are markers.
+BAND_COLOURS = {"throughput_regression": "#d62728", "stall": "#ff7f0e", "failed_restart": "#8c564b",
+                "no_recovery": "#7f7f7f", "recovery": "#2ca02c", "partial_recovery": "#bcbd22"}
+# The event panel's lanes, top to bottom, and the kinds each holds: a handful a reader can name
+# instead of one lane per kind. A kind not listed goes to "errors" when it is a problem
+# (schema.PROBLEM_EVENTS), else to the last lane.
+EVENT_LANES = {
+    "process control": ("kill_sent", "killed", "kill_failed", "signal", "exit", "timeout_kill", "job_stopped",
+                        "job_running", "process_count"),
+    "launches": ("launch", "launch_check", "nohup", "nohup_failed", "job_started", "pid_file", "redirect_failed",
+                 "log_missing", "log_never_created", "log_empty", "file_check", "file_missing", "elastic_restart"),
+    "GPU": ("gpu_query", "gpu_error", "gpu_lost", "xid"),
+    "errors": ("traceback", "warning", "error", "exception", "thread_crash", "thread_exception", "compile_error",
+               "nccl_timeout", "nccl_error", "oom", "oom_kill", "oom_invoked", "oom_chosen", "oom_reaped"),
+    "stages": ("stage", "progress", "run_start", "training_start", "training_stop", "run_end", "run_summary"),
+    "commands and other": ("command",),
+}
+LANE_COLOURS = {"process control": "#b2182b", "launches": "#2166ac", "GPU": "#1b7837", "errors": "#e08214",
+                "stages": "#542788", "commands and other": "#525252"}
+_LANE_OF = {kind: lane for lane, kinds in EVENT_LANES.items() for kind in kinds}
+_LIFETIME_COLOURS = {"process": "#7f7f7f", "GPU process": "#6b4e3d"}
+_START_RANGE = "#d0d0d0"  # a start known only to the minute: lighter than any bar
+
+
+def run_colours(runs) -> dict[str, str]:
+    """One colour per run, the same in every figure of every page: picked by the run's name (a
+    checksum, not Python's per-process hash); where two runs of a figure would share one, the
+    later name in sorted order takes the next free colour. The figures of one incident draw the
+    same runs, so a run has one colour throughout the report."""
+    out: dict[str, str] = {}
+    for run in sorted({str(r) for r in runs}):
+        first = zlib.crc32(run.encode()) % len(RUN_COLOURS)
+        free = [RUN_COLOURS[(first + k) % len(RUN_COLOURS)] for k in range(len(RUN_COLOURS))]
+        out[run] = next((c for c in free if c not in out.values()), free[0])  # more runs than colours: shared
+    return out
+
+
+def event_lane(kind) -> str:
+    """The lane of the overview's event panel that an event of `kind` is drawn in."""
+    kind = str(kind)
+    if kind in _LANE_OF:
+        return _LANE_OF[kind]
+    return "errors" if kind in PROBLEM_EVENTS else "commands and other"
 
 
 def _empty(title: str, what: str) -> go.Figure:
@@ -41,6 +89,13 @@ def _empty(title: str, what: str) -> go.Figure:
 def _label(value, limit: int = _HOVER_CHARS) -> str:
     """Evidence text made safe for a plotly label: escaped, one line, bounded."""
     return html.escape(one_line(value, limit))
+
+
+def _whole(value, width: int = _HOVER_WIDTH) -> str:
+    """Evidence text for a hover, whole: escaped, its own lines kept, long ones wrapped at `width`."""
+    s = "" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
+    lines = [piece for line in s.splitlines() for piece in textwrap.wrap(line, width, break_on_hyphens=False) or [""]]
+    return "<br>".join(html.escape(x) for x in lines)
 
 
 def _grid(d: pd.DataFrame, value: str) -> tuple[list, list[str], list[list[float]]] | None:
@@ -82,7 +137,7 @@ def plot_throughput(df: pd.DataFrame, baseline: float | None = None, recovery_fr
     if df.empty:
         return _empty("Throughput", _NO_THROUGHPUT)
     fig = go.Figure()
-    for trace in _throughput_traces(df):
+    for trace in _throughput_traces(df, run_colours(df["run"])):
         fig.add_trace(trace)
     if baseline:
         fig.add_hline(y=baseline, line={"dash": "dash", "color": "#555"}, annotation_text=f"baseline {tok_s(baseline)}")
@@ -90,118 +145,222 @@ def plot_throughput(df: pd.DataFrame, baseline: float | None = None, recovery_fr
             fig.add_hline(y=baseline * recovery_fraction, line={"dash": "dot", "color": "#999"},
                           annotation_text=f"recovered above {recovery_fraction:.0%}", annotation_position="bottom right")
     fig.update_layout(title="Throughput", yaxis_title="tokens/s", xaxis_title="time (UTC)", legend={"orientation": "h", "y": -0.25})
+    fig.update_xaxes(automargin=True)
     return fig
 
 
-def _throughput_traces(df: pd.DataFrame) -> list[go.Scatter]:
-    out = []
+def _throughput_traces(df: pd.DataFrame, colours: dict[str, str]) -> list[go.Scatter]:
+    """A line per run and source, in the run's colour; a run's second source (another log of the
+    same run name) is dashed and named by its file."""
+    out, seen = [], set()
     for (run, source), g in df.groupby(["run", "source"], dropna=False, sort=False):
-        label = f"run {run}"
+        label = f"run {run}" if run not in seen else f"run {run} ({str(source).rsplit('/', 1)[-1]})"
         refs = g["ref"] if "ref" in g.columns else pd.Series("", index=g.index)
         out.append(go.Scatter(
-            x=g["time"], y=g["value"], mode="lines+markers", marker={"size": 3}, name=label, legendgroup="runs",
+            x=g["time"], y=g["value"], mode="lines+markers", marker={"size": 3}, name=label, legendgroup=f"run {run}",
+            line={"color": colours[str(run)], "dash": "dash" if run in seen else "solid"},
             customdata=list(zip(g["step"].astype("object").where(g["step"].notna(), "?"), refs.fillna(source).map(_label), strict=True)),
             hovertemplate="%{x|%H:%M:%S} step %{customdata[0]}: %{y:,.0f} tok/s<br>%{customdata[1]}<extra>" + _label(label) + "</extra>",
         ))
+        seen.add(run)
     return out
 
 
-def _lifetime_traces(life: pd.DataFrame) -> list[go.Scatter]:
-    colours = {"run": "#1f77b4", "process": "#7f7f7f", "GPU process": "#9467bd"}
+def lifetime_labels(life: pd.DataFrame) -> list[str]:
+    """Each lifetime's axis label: `what`, at most `LABEL_CHARS` characters (an ellipsis where cut)."""
+    return [html.escape(one_line(w, LABEL_CHARS)) for w in life["what"]]
+
+
+def _segments(rows: pd.DataFrame, start: str, end: str, hover) -> tuple[list, list, list]:
+    """One line trace's x, y and hover for many bars: each row's bar on its own row (`key`), from
+    its `start` to its `end` column, broken by None between bars."""
+    xs, ys, texts = [], [], []
+    for r in rows.itertuples():
+        text = hover(r)
+        xs += [getattr(r, start), getattr(r, end), None]
+        ys += [r.key, r.key, None]
+        texts += [text, text, None]
+    return xs, ys, texts
+
+
+def _lifetime_hover(r) -> str:
+    note = "<br>" + html.escape(r.start_note) if r.start_note else ""
+    return f"{_whole(r.detail)}<br>{clock(r.start_latest)} – {clock(r.end, utc=True)}{note}<br>{_label(r.source)}"
+
+
+def _start_range_hover(r) -> str:
+    return (f"{_whole(r.detail)}<br>started between {clock(r.start)} and {clock(r.start_latest, utc=True)}"
+            f"<br>{html.escape(r.start_note)}")
+
+
+def _lifetime_traces(life: pd.DataFrame, colours: dict[str, str], in_legend: set) -> list[go.Scatter]:
+    """A bar per lifetime (`tables.lifetimes`) on its own row (y is the row's number: labels may
+    repeat once capped), runs in their colours; a start known only to the minute is a lighter
+    bar before it, from the earliest to the latest it can have been. A run's bar shares its
+    throughput line's legend entry; a run in `in_legend` already has one."""
     out = []
-    for group, g in life.groupby("group", sort=False):
-        xs, ys, hover = [], [], []
-        for r in g.itertuples():
-            text = f"{_label(r.what)}<br>{clock(r.start)} – {clock(r.end, utc=True)}<br>{_label(r.source)}"
-            xs += [r.start, r.end, None]
-            ys += [html.escape(r.what)] * 2 + [None]
-            hover += [text, text, None]
-        out.append(go.Scatter(x=xs, y=ys, mode="lines+markers", line={"width": 9, "color": colours.get(group)},
-                              marker={"size": 4}, name=group + " lifetime", legendgroup="life",
+    runs = [w.removeprefix("run ") if g == "run" else None for w, g in zip(life["what"], life["group"], strict=True)]
+    life = life.assign(key=[str(i) for i in range(len(life))], run=runs)
+    for (group, run), g in life.groupby(["group", "run"], sort=False, dropna=False):
+        colour = colours.get(str(run)) if group == "run" else _LIFETIME_COLOURS.get(group)
+        xs, ys, hover = _segments(g, "start_latest", "end", _lifetime_hover)
+        name = f"run {run}" if group == "run" else group + " lifetime"
+        out.append(go.Scatter(x=xs, y=ys, mode="lines+markers", line={"width": 9, "color": colour}, marker={"size": 4},
+                              name=name, legendgroup=name if group == "run" else "life " + group,
+                              showlegend=group != "run" or str(run) not in in_legend, legend="legend2",
+                              hovertext=hover, hoverinfo="text"))
+    ranged = life[life["start_latest"] > life["start"]]
+    if len(ranged):
+        xs, ys, hover = _segments(ranged, "start", "start_latest", _start_range_hover)
+        out.append(go.Scatter(x=xs, y=ys, mode="lines", line={"width": 9, "color": _START_RANGE},
+                              name="start known to the minute (ps)", legendgroup="life start", legend="legend2",
                               hovertext=hover, hoverinfo="text"))
     return out
 
 
 def _event_traces(ev: pd.DataFrame, findings: pd.DataFrame | None) -> list[go.Scatter]:
+    """One trace per event lane (`event_lane`), each its own legend entry, and the findings as
+    diamonds coloured by severity on a row above them."""
     out = []
-    if len(ev):
-        hover = [f"{clock(t)} {_label(k)}<br>{_label(m)}<br>{_label(r)}"
-                 for t, k, m, r in zip(ev["time"], ev["kind"], ev["message"], ev["ref"], strict=True)]
-        out.append(go.Scatter(x=ev["time"], y=ev["kind"].astype(str), mode="markers", name="events",
-                              marker={"size": 8, "symbol": "line-ns-open", "line": {"width": 2}, "color": "#444"},
-                              hovertext=hover, hoverinfo="text", legendgroup="events"))
+    lanes = ev["kind"].map(event_lane) if len(ev) else pd.Series(dtype=object)
+    for lane in EVENT_LANES:
+        g = ev[lanes == lane]
+        if g.empty:
+            continue
+        hover = [f"{clock(t)} {_label(k)}<br>{_whole(m)}<br>{_whole(r)}"
+                 for t, k, m, r in zip(g["time"], g["kind"], g["message"], g["ref"], strict=True)]
+        out.append(go.Scatter(x=g["time"], y=[lane] * len(g), mode="markers", name=lane, legendgroup="lane " + lane,
+                              marker={"size": 10, "symbol": "line-ns-open", "color": LANE_COLOURS[lane], "line": {"width": 2}},
+                              hovertext=hover, hoverinfo="text", legend="legend3"))
     if findings is not None and len(findings):
         f = findings.dropna(subset=["start"])
         hover = [finding_hover(r) for r in f.itertuples()]
         out.append(go.Scatter(
-            x=f["start"], y=["findings"] * len(f), mode="markers", name="findings",
+            x=f["start"], y=["findings"] * len(f), mode="markers", name="findings (by severity)",
             marker={"size": 13, "symbol": "diamond", "color": [SEVERITY_COLOURS.get(s, "#444") for s in f["severity"]]},
-            hovertext=hover, hoverinfo="text", legendgroup="events"))
+            hovertext=hover, hoverinfo="text", legendgroup="findings", legend="legend3"))
     return out
 
 
 def finding_hover(r) -> str:
     """A finding's hover label: title, when, and the evidence lines it cites."""
     ev = list(r.evidence) if isinstance(r.evidence, list | tuple) else []
-    cites = "<br>".join(_label(e, 80) for e in ev[:5]) + (f"<br>… {len(ev) - 5} more" if len(ev) > 5 else "")
+    cites = "<br>".join(_whole(e) for e in ev[:5]) + (f"<br>… {len(ev) - 5} more" if len(ev) > 5 else "")
     return (f"<b>{_label(r.title)}</b><br>{clock(r.start, utc=True)} · {_label(r.severity)}<br>"
             f"evidence:<br>{cites or 'none cited'}")
+
+
+def _band_shapes(fig: go.Figure, findings: pd.DataFrame | None) -> None:
+    """Shade each period finding across every panel in its kind's colour, with one legend entry per
+    kind that shows and hides all of its bands."""
+    if findings is None:
+        return
+    shown = set()
+    for r in findings[findings["kind"].isin(BAND_COLOURS)].dropna(subset=["start"]).itertuples():
+        end = r.end if pd.notna(r.end) else r.start
+        before = len(fig.layout.shapes)
+        fig.add_vrect(x0=r.start, x1=end, row="all", col=1, line_width=0, opacity=0.15, fillcolor=BAND_COLOURS[r.kind])
+        for k, shape in enumerate(fig.layout.shapes[before:]):
+            shape.update(name=f"shaded: {r.kind.replace('_', ' ')}", legendgroup="band " + r.kind, legend="legend",
+                         showlegend=k == 0 and r.kind not in shown)
+        shown.add(r.kind)
+
+
+def _time_span(*times: pd.Series) -> list | None:
+    """The overview's time axis: every time any panel draws, a little margin either side. Set
+    explicitly, because a panel with no data would otherwise stretch the shared axis to 1970."""
+    known = pd.concat([pd.Series(t).dropna() for t in times if t is not None and len(t)] or [pd.Series(dtype=object)])
+    if known.empty:
+        return None
+    lo, hi = known.min(), known.max()
+    pad = max((hi - lo) * 0.02, pd.Timedelta(seconds=1))
+    return [lo - pad, hi + pad]
+
+
+def _overview_heights(n_legend1: int, n_gpus: int, n_lives: int, n_lanes: int) -> list[int]:
+    """Pixels per panel: each GPU, lifetime and lane gets a row it can be read in, the
+    throughput panel room for its legend."""
+    return [max(240, 20 * n_legend1 + 40), max(100, 26 * n_gpus), max(100, 26 * n_gpus),
+            max(100, 22 * n_lives), max(110, 30 * n_lanes)]
 
 
 def plot_overview(title: str, throughput: pd.DataFrame, memory: pd.DataFrame, utilization: pd.DataFrame,
                   lifetimes: pd.DataFrame, events: pd.DataFrame, findings: pd.DataFrame | None = None) -> go.Figure:
     """One stacked figure on a shared UTC time axis: throughput per run, GPU memory and GPU
-    utilization per GPU, what was alive when, and events and findings with their evidence
-    (`tables.overview` gathers these frames: `plot_overview(**tables.overview(inc, findings))`)."""
+    utilization per GPU, what was alive when, and events in a few lanes and findings with their
+    evidence (`tables.overview` gathers these frames: `plot_overview(**tables.overview(inc, findings))`).
+    Its width follows the page; its height gives every GPU, lifetime and lane a row."""
     titles = ["Throughput per run (tokens/s)", "GPU memory used (GiB)", "GPU utilization (%)",
               "Lifetimes: runs, processes, PIDs on GPUs", "Events and findings"]
-    fig = make_subplots(rows=5, cols=1, shared_xaxes=True, vertical_spacing=0.045, subplot_titles=titles,
-                        row_heights=[0.26, 0.17, 0.17, 0.2, 0.2])
+    grids = {2: _grid(memory, "memory_used_mib"), 3: _grid(utilization, "util_gpu_pct")}
+    marks = _event_traces(events, findings)
+    lanes = sorted((t.y[0] for t in marks), key=lambda lane: lane != "findings")  # top to bottom: findings first
+    bands = set() if findings is None else set(findings["kind"]) & set(BAND_COLOURS)
+    gpus = max((len(g[1]) for g in grids.values() if g is not None), default=0)
+    runs = set(throughput["run"].astype(str))
+    heights = _overview_heights(len(runs) + len(bands), gpus, len(lifetimes), len(lanes))
+    gap = 70  # a panel's title and the time labels above it
+    plot_px = sum(heights) + gap * (len(heights) - 1)
+    fig = make_subplots(rows=5, cols=1, shared_xaxes=True, vertical_spacing=gap / plot_px, subplot_titles=titles,
+                        row_heights=heights)
     missing = {}
-    for t in _throughput_traces(throughput):
+    # the throughput's runs keep the colours every other figure gives them; runs only the
+    # lifetimes know get theirs after
+    colours = run_colours(lifetimes.loc[lifetimes["group"] == "run", "what"].str.removeprefix("run ")) | run_colours(runs)
+    for t in _throughput_traces(throughput, colours):
         fig.add_trace(t, row=1, col=1)
     if throughput.empty:
         missing[1] = _NO_THROUGHPUT
-    for row, samples, value, scale, unit, axis in ((2, memory, "memory_used_mib", 1 / 1024, "GiB", "coloraxis"),
-                                                   (3, utilization, "util_gpu_pct", 1, "%", "coloraxis2")):
-        grid = _grid(samples, value)
-        if grid is None:
+    for row, scale, unit, axis in ((2, 1 / 1024, "GiB", "coloraxis"), (3, 1, "%", "coloraxis2")):
+        if grids[row] is None:
             missing[row] = _NO_GPUS
             continue
-        x, y, z = grid
+        x, y, z = grids[row]
         z = [[v * scale if v == v else None for v in rowv] for rowv in z]
         fig.add_trace(go.Heatmap(x=x, y=y, z=z, coloraxis=axis, name=unit, hoverongaps=False,
                                  hovertemplate="%{x|%H:%M:%S} %{y}: %{z:.1f} " + unit + "<extra></extra>"), row=row, col=1)
-    for t in _lifetime_traces(lifetimes):
+    for t in _lifetime_traces(lifetimes, colours, runs):
         fig.add_trace(t, row=4, col=1)
     if lifetimes.empty:
         missing[4] = "process captures (ps, nvidia-smi compute-apps, training logs)"
-    marks = _event_traces(events, findings)
     for t in marks:
         fig.add_trace(t, row=5, col=1)
     if not marks:
         missing[5] = "logs or shell transcripts (no events)"
     for row, what in missing.items():
         ref = "" if row == 1 else str(row)
+        # plotly draws no panel without a trace, and the note below would land on another one
+        fig.add_trace(go.Scatter(x=[], y=[], showlegend=False, hoverinfo="skip"), row=row, col=1)
+        fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, row=row, col=1)
         fig.add_annotation(text=f"no data from {what}", xref=f"x{ref} domain", yref=f"y{ref} domain", x=0.5, y=0.5,
                            showarrow=False, font={"size": 13, "color": "#666"})
-    if findings is not None:
-        for r in findings[findings["kind"].isin(_PERIODS)].dropna(subset=["start"]).itertuples():
-            end = r.end if pd.notna(r.end) else r.start
-            fig.add_vrect(x0=r.start, x1=end, row="all", col=1, line_width=0, opacity=0.12,
-                          fillcolor=SEVERITY_COLOURS.get(r.severity, "#999"))
-    bar = {"thickness": 12, "len": 0.17, "x": 1.01}
+    _band_shapes(fig, findings)
+    top = {row: fig.layout[f"yaxis{'' if row == 1 else row}"].domain for row in range(1, 6)}
+    beside = {"x": 1.02, "xanchor": "left", "yanchor": "top", "font": {"size": 11}}
+    bar = {"thickness": 12, "x": 1.02, "xanchor": "left"}
     fig.update_layout(
-        height=1150, title=f"Overview: {html.escape(title)}", hovermode="closest",
-        legend={"orientation": "h", "y": -0.06},
-        coloraxis={"colorscale": "Viridis", "colorbar": dict(bar, title="GiB", y=0.64)},
-        coloraxis2={"colorscale": "Cividis", "cmin": 0, "cmax": 100, "colorbar": dict(bar, title="%", y=0.44)},
-        margin={"l": 150, "r": 60, "t": 70, "b": 60},
+        height=plot_px + 150, autosize=True, title=f"Overview: {html.escape(title)}", hovermode="closest",
+        hoverlabel={"align": "left"},
+        legend=dict(beside, y=top[1][1], title={"text": "runs, shaded periods"}),
+        legend2=dict(beside, y=top[4][1], title={"text": "lifetimes"}),
+        legend3=dict(beside, y=top[5][1], title={"text": "events"}),
+        coloraxis={"colorscale": "Viridis", "colorbar": dict(bar, title="GiB", y=sum(top[2]) / 2, len=top[2][1] - top[2][0])},
+        coloraxis2={"colorscale": "Cividis", "cmin": 0, "cmax": 100,
+                    "colorbar": dict(bar, title="%", y=sum(top[3]) / 2, len=top[3][1] - top[3][0])},
+        margin={"t": 90, "b": 60, "r": 40},
     )
+    keys = [str(i) for i in range(len(lifetimes))]
+    # category rows top to bottom in the tables' order; labels capped, the whole text in the hover
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=keys[::-1], tickvals=keys,
+                     ticktext=lifetime_labels(lifetimes), row=4, col=1)
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=lanes[::-1], row=5, col=1)
+    fig.update_xaxes(range=_time_span(throughput.get("time"), memory.get("time"), utilization.get("time"),
+                                      lifetimes["start"], lifetimes["end"], events.get("time"),
+                                      None if findings is None else findings["start"],
+                                      None if findings is None else findings["end"]))
+    fig.update_yaxes(automargin=True, tickfont={"size": 11})
     fig.update_xaxes(title_text="time (UTC)", row=5, col=1)
-    fig.update_yaxes(dtick=1, row=4, col=1)  # category labels: show every one, never thinned
-    fig.update_yaxes(dtick=1, row=5, col=1)
-    fig.update_xaxes(showticklabels=True, tickformat="%H:%M:%S")
+    fig.update_xaxes(type="date", showticklabels=True, tickformat="%H:%M:%S", automargin=True)
     return fig
 
 
@@ -212,8 +371,10 @@ def plot_change_points(series: pd.DataFrame, segments: pd.DataFrame, crossings: 
     if series.empty:
         return _empty("Change points", _NO_THROUGHPUT)
     fig = go.Figure()
+    colours = run_colours(series["run"])
     for run, g in series.groupby("run", sort=False):
-        fig.add_trace(go.Scatter(x=g["time"], y=g["value"], mode="markers", marker={"size": 4}, name=f"run {run}",
+        fig.add_trace(go.Scatter(x=g["time"], y=g["value"], mode="markers", marker={"size": 4, "color": colours[str(run)]},
+                                 name=f"run {run}",
                                  hovertemplate="%{x|%H:%M:%S} %{y:,.0f} tok/s<extra>run " + _label(run) + "</extra>"))
     for k, s in enumerate(segments.itertuples()):
         fig.add_trace(go.Scatter(x=[s.start, s.end], y=[s.level, s.level], mode="lines",
@@ -231,6 +392,7 @@ def plot_change_points(series: pd.DataFrame, segments: pd.DataFrame, crossings: 
         else:  # a level change inside a noisy degraded run: a faint line only
             fig.add_vline(x=s.start, line={"dash": "dot", "color": "#bbb", "width": 1})
     fig.update_layout(title="Change points in throughput", yaxis_title="tokens/s", xaxis_title="time (UTC)", legend={"orientation": "h", "y": -0.2})
+    fig.update_xaxes(automargin=True)
     return fig
 
 
@@ -239,10 +401,13 @@ def plot_throughput_distribution(series: pd.DataFrame) -> go.Figure:
     if series.empty:
         return _empty("Throughput per run", _NO_THROUGHPUT)
     fig = go.Figure()
+    colours = run_colours(series["run"])
     for run, g in series.groupby("run", sort=False):
         fig.add_trace(go.Box(y=g["value"], name=f"run {run}", boxpoints="all", jitter=0.4, pointpos=0,
-                             marker={"size": 3}, boxmean=True, hovertemplate="%{y:,.0f} tok/s<extra></extra>"))
+                             marker={"size": 3, "color": colours[str(run)]}, boxmean=True,
+                             hovertemplate="%{y:,.0f} tok/s<extra></extra>"))
     fig.update_layout(title="Step throughput per run", yaxis_title="tokens/s", showlegend=False)
+    fig.update_xaxes(automargin=True)
     return fig
 
 
@@ -257,31 +422,47 @@ def plot_memory_by_role(table: pd.DataFrame) -> go.Figure:
         idle = ["/" if o == "allocated, idle" else "" for o in g["observed"]]
         fig.add_trace(go.Bar(x=g["label"], y=g["memory_gib"], name=f"expected: {role}", marker_color=colour[role],
                              marker_pattern_shape=idle,
-                             text=g["observed"], textposition="outside",
+                             text=g["observed"], textposition="outside", cliponaxis=False,
                              customdata=g["util_pct"], hovertemplate="%{x}: %{y:.1f} GiB, util %{customdata:.0f}%<extra>" + _label(role) + "</extra>"))
     fig.update_layout(title="GPU memory per GPU, coloured by expected role", yaxis_title="GiB (median in window)",
-                      xaxis={"categoryorder": "array", "categoryarray": list(table["label"])}, barmode="overlay",
-                      legend={"orientation": "h", "y": -0.2})
+                      xaxis={"categoryorder": "array", "categoryarray": list(table["label"]), "automargin": True},
+                      barmode="overlay", legend={"orientation": "h", "y": -0.2})
     return fig
 
 
+def replay_legend(r) -> str:
+    """A replay run's legend entry, from its row of `detect.replay_ab.replay_effects`: what it
+    changed against the baseline, in the data's own words."""
+    if r.note == "baseline":
+        return f"{r.run}: the baseline"
+    if not r.knobs_changed:
+        return f"{r.run}: no knob changed"
+    several = ", not separable" if r.knobs_changed > 1 else ""
+    knobs = "1 knob" if r.knobs_changed == 1 else f"{r.knobs_changed} knobs"
+    return f"{r.run}: {knobs} changed{several}<br>({_whole(r.change, 60)})"
+
+
 def plot_replay_ab(effects: pd.DataFrame) -> go.Figure:
-    """Each replay run's tok/s against the baseline: median with interquartile spread."""
+    """Each replay run's tok/s against the baseline: median with interquartile spread, a bar per
+    run in the run's colour, hatched where several knobs changed at once (its effect cannot be
+    split between them); the legend says what each run changed."""
     if effects.empty:
         return _empty("Replay A/B", "replay runs (wandb config with knob settings and tok/s)")
-    colour = ["#7f7f7f" if n == "baseline" else "#d62728" if k > 1 else "#1f77b4"
-              for n, k in zip(effects["note"], effects["knobs_changed"], strict=True)]
-    labels = [f"{r}<br>{c}" if c != "-" else r for r, c in zip(effects["run"], effects["change"], strict=True)]
-    fig = go.Figure(go.Bar(
-        x=labels, y=effects["median_tok_per_s"], marker_color=colour,
-        error_y={"type": "data", "symmetric": False, "array": effects["p75"] - effects["median_tok_per_s"],
-                 "arrayminus": effects["median_tok_per_s"] - effects["p25"]},
-        customdata=list(zip(effects["vs_baseline"], effects["samples"], effects["note"], strict=True)),
-        hovertemplate="%{x}<br>median %{y:,.0f} tok/s (%{customdata[0]:.2f}x baseline)<br>"
-                      "%{customdata[1]} step samples %{customdata[2]}<extra></extra>"))
+    colours = run_colours(effects["run"])
+    fig = go.Figure()
+    for r in effects.itertuples():
+        fig.add_trace(go.Bar(
+            x=[r.run], y=[r.median_tok_per_s], name=replay_legend(r), marker_color=colours[str(r.run)],
+            marker_pattern_shape="/" if r.knobs_changed > 1 else "",
+            error_y={"type": "data", "symmetric": False, "array": [r.p75 - r.median_tok_per_s],
+                     "arrayminus": [r.median_tok_per_s - r.p25]},
+            customdata=[[r.vs_baseline, r.samples, _whole(r.change, 60), html.escape(r.note)]],
+            hovertemplate="%{x}<br>median %{y:,.0f} tok/s (%{customdata[0]:.2f}x baseline)<br>"
+                          "%{customdata[1]} step samples<br>changed: %{customdata[2]}<br>%{customdata[3]}<extra></extra>"))
     fig.add_hline(y=float(effects["median_tok_per_s"].iloc[0]), line_dash="dot",
                   annotation_text="baseline", annotation_position="top left")
-    fig.update_layout(title="tok/s per replay run (bar: median; whiskers: 25th-75th percentile; "
-                            "blue: one knob changed, red: several)", yaxis_title="tokens/s", showlegend=False,
-                      height=560, margin={"b": 160})
+    fig.update_layout(title="tok/s per replay run (bar: median; whiskers: 25th-75th percentile)", yaxis_title="tokens/s",
+                      height=560, legend={"title": {"text": "what each run changed"}, "font": {"size": 11}},
+                      hoverlabel={"align": "left"})
+    fig.update_xaxes(automargin=True)
     return fig
