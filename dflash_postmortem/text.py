@@ -9,8 +9,9 @@
   `recovery_text`, `effects_text`: the cells tests/notebook_headlines.json holds).
 - What a notebook shows instead of a table it has no evidence for (`Missing`), and findings to
   read one by one (`verdicts`).
-- The terminal: what `dflash-postmortem inspect` prints (`render_inspect`: the load report, then
-  `format_for_terminal`: what happened, the cause chain, findings, timeline, impact).
+- The terminal: what `dflash-postmortem inspect` prints (`render_inspect`: the incident and its
+  span, `format_for_terminal`: what happened, the cause chain, findings, timeline, impact, then
+  `render_load_report`: one line per file), wrapped to the terminal's width and redacted.
 
 Every number is the finding's own, so every page says the same.
 """
