@@ -19,6 +19,7 @@ Every number is the finding's own, so every page says the same.
 from __future__ import annotations
 
 import html
+import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -328,6 +329,7 @@ TERMINAL_WIDTH = 100  # columns when the output is not a terminal and COLUMNS is
 MIN_WIDTH = 40  # narrower than this, hanging indents would leave no room for the text
 MIN_COLUMN = 40  # a value column narrower than this goes under its label instead
 ELLIPSIS = "…"
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline, which wrapping turns into spaces
 
 
 class _Page:
@@ -342,6 +344,9 @@ class _Page:
 
     def clean(self, value) -> str:
         s = "" if value is None else str(value)
+        # Control characters from the evidence (a colour code, a carriage return) would move the
+        # cursor or recolour the user's terminal: shown as escapes, so nothing is lost.
+        s = _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), s)
         return redact(s) if self.redacted else s
 
     def blank(self) -> None:

@@ -62,7 +62,8 @@ def _incident_with_secrets(tmp_path, bundled_dir):
         "--seconds 90", f"--seconds 90 --password {s['password']}"))
     _edit_line(folder / "logs" / "train_opt.log", 9,
                lambda line: line + f" AWS_SECRET_ACCESS_KEY={s['aws_secret']} {s['github']}")
-    (folder / "incident.toml").write_text(f'title = "h200 night {s["aws_id"]}"\n')
+    # and an escape that would clear the user's screen
+    (folder / "incident.toml").write_text(f'title = "h200 night {s["aws_id"]}\\u001b[2J"\n')
     return folder
 
 
@@ -73,7 +74,7 @@ def test_inspect_masks_secrets_unless_no_redact(capsys, tmp_path, bundled_dir):
     assert main(["inspect", str(folder), "-v", "--width", "100"]) == 0
     out = capsys.readouterr().out
     assert [name for name, secret in SECRETS.items() if secret in out] == []
-    assert out.startswith(f"Incident: h200 night {MASK}\n")
+    assert out.startswith(f"Incident: h200 night {MASK}\\x1b[2J\n") and "\x1b" not in out
     assert f"$ curl -s -H 'Authorization: Bearer {MASK}' https://x/ok; kill" in out
     assert f"HF_TOKEN={MASK} WANDB_API_KEY={MASK}" in out and f"--password {MASK}" in out
     assert f"queue 0 AWS_SECRET_ACCESS_KEY={MASK} {MASK}\n" in out  # the cited log line
