@@ -50,7 +50,10 @@ def hosts(inc: Incident) -> list[str]:
         df = getattr(inc, n)
         if len(df):
             names |= {str(h) for h in df["host"].dropna().unique()}
-    if len(inc.metrics):
+    # A metric's host is one of these or a [[sources]] host: only a new one needs the files' map
+    # (what keeps the check cheap for every incident of one machine).
+    given = {s["host"] for s in inc.config.sources if isinstance(s.get("host"), str)} - names
+    if given and len(inc.metrics):
         names |= {str(h) for h in metric_hosts(inc).dropna().unique()}
     return sorted(names)
 
