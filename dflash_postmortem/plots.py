@@ -35,7 +35,7 @@ _NO_THROUGHPUT = f"training logs or wandb runs ({TOK_PER_S})"
 _NO_GPUS = "GPU captures (nvidia-smi, NVML, wandb system metrics)"
 # Findings that are a period of the incident (shaded across every panel), with each kind's
 # colour; the rest are markers.
-BAND_COLOURS = {"throughput_regression": "#d62728", "stall": "#ff7f0e", "failed_restart": "#8c564b",
+BAND_COLOURS = {"throughput_regression": "#d62728", "stall": "#ff7f0e", "failed_restart": "#6a3d9a",
                 "no_recovery": "#7f7f7f", "recovery": "#2ca02c", "partial_recovery": "#bcbd22"}
 # The event panel's lanes, top to bottom, and the kinds each holds: a handful a reader can name
 # instead of one lane per kind. A kind not listed goes to "errors" when it is a problem

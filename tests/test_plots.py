@@ -57,7 +57,7 @@ def test_overview_marks_findings_and_shades_their_periods(overview):
     # one band per period finding, in its kind's colour, drawn across all five panels
     bands = {(s.x0, s.x1, s.fillcolor, s.name) for s in overview.layout.shapes}
     assert bands == {(T("05:22:17"), T("05:22:57"), "#d62728", "shaded: throughput regression"),
-                     (T("05:23:01.707"), T("05:23:16.774"), "#8c564b", "shaded: failed restart"),
+                     (T("05:23:01.707"), T("05:23:16.774"), "#6a3d9a", "shaded: failed restart"),
                      (T("05:23:48"), T("05:25:11"), "#2ca02c", "shaded: recovery")}
     assert len(overview.layout.shapes) == 3 * 5
 
