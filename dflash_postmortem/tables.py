@@ -368,17 +368,21 @@ def _start_ranges(inc: Incident, procs: pd.DataFrame) -> pd.DataFrame:
 def _launched_at(inc: Incident, procs: pd.DataFrame) -> pd.Series:
     """When the launch that started each process (or an ancestor of it) ran, NaT where none did:
     a launch of the script or the run (`--run-name`) the process's command names (the wrapper or
-    shell it ran in too), from the process's START minute to when ps first listed it. No process starts before the launch
-    that started it, nor before its parent."""
-    launches = launch_events(inc)
+    shell it ran in too), from the process's START minute to when ps first listed it. No process
+    starts before the launch that started it, nor before its parent."""
+    launches = launch_events(inc)  # in time order: each process looks at the few in its window
+    times = launches["time"]
+    tried = list(zip(launches["script"], launches["flags"], times, strict=True))
+    runs = procs["run"] if "run" in procs.columns else pd.Series(None, index=procs.index, dtype=object)
     own = pd.Series(pd.NaT, index=procs.index, dtype=procs["started"].dtype)
-    for i, p in procs.iterrows():
-        if pd.isna(p["started"]) or pd.isna(p["first_seen"]):
+    for i, started, seen, command, run in zip(procs.index, procs["started"], procs["first_seen"], procs["command"], runs, strict=True):
+        if pd.isna(started) or pd.isna(seen):
             continue
-        hit = launches[(launches["time"] >= p["started"].floor("min")) & (launches["time"] <= p["first_seen"] + _SNAPSHOT_SLACK)]
-        match = pd.Series([_launch_match(p, s, f) for s, f in zip(hit["script"], hit["flags"], strict=True)], index=hit.index)
-        if len(hit) and match.max() > 0:
-            own[i] = hit.loc[match == match.max(), "time"].max()  # the surest match, the latest of those
+        lo, hi = times.searchsorted(started.floor("min")), times.searchsorted(seen + _SNAPSHOT_SLACK, side="right")
+        best = max(((_launch_match(str(command), run, script, flags), t) for script, flags, t in tried[lo:hi]),
+                   default=(0, None))  # the surest match, the latest of those
+        if best[0]:
+            own[i] = best[1]
     by_pid = dict(zip(zip(procs["host"], procs["pid"], strict=True), own, strict=True))
     parent = dict(zip(zip(procs["host"], procs["pid"], strict=True), procs["ppid"], strict=True))
     out = own.copy()
@@ -391,14 +395,14 @@ def _launched_at(inc: Incident, procs: pd.DataFrame) -> pd.Series:
     return out
 
 
-def _launch_match(proc: pd.Series, script, flags) -> int:
-    """How surely a launch of `script` with `flags` started `proc`: 2 when its command runs the
-    script, 1 when it only trains the run the launch names (a launcher script that execs the
-    trainer), 0 when neither."""
-    if isinstance(script, str) and script in str(proc["command"]):
+def _launch_match(command: str, run, script, flags) -> int:
+    """How surely a launch of `script` with `flags` started the process running `command` (of
+    `run`): 2 when the command runs the script, 1 when it only trains the run the launch names
+    (a launcher script that execs the trainer), 0 when neither."""
+    if isinstance(script, str) and script in command:
         return 2
-    run = flags.get("--run-name") or flags.get("--run_name") if isinstance(flags, dict) else None
-    return int(run is not None and run == proc.get("run"))
+    named = flags.get("--run-name") or flags.get("--run_name") if isinstance(flags, dict) else None
+    return int(named is not None and named == run)
 
 
 def overview(inc: Incident, findings: pd.DataFrame | None = None) -> dict:
