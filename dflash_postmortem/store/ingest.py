@@ -151,6 +151,8 @@ def _run(tasks: list[ConvertTask], scheduler: str | None, workers: int | None) -
     n = min(workers or os.cpu_count() or 1, len(tasks))
     if workers is None and sum(t.planned.path.stat().st_size for t in tasks if t.planned.path.is_file()) < POOL_BYTES:
         n = 1  # starting worker processes takes longer than converting a few MiB here
+    if n <= 1:
+        # One worker is this process: a pool of one would only add a spawned interpreter's start.
         return [convert_source(t) for t in tasks]
     # spawn, not fork: a forked child inherits pyarrow's and dask's threads mid-flight. A worker
     # is replaced after a few sources, so what one large file made pandas keep is given back.

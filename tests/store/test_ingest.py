@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from dflash_postmortem import schema
 from dflash_postmortem.config import read_config
 from dflash_postmortem.loaders.folder import load_incident
@@ -18,20 +16,16 @@ from dflash_postmortem.store.window import load_window
 
 from .conftest import SMALL_CHUNKS, assert_same_frames, assert_same_report
 
+SOURCES = ["dmon_um.txt", "h01/smi_apps_stream.csv", "h01/smi_stream.csv", "h02/smi_apps_stream.csv",
+           "h02/smi_stream.csv", "ps_aux_snapshots.txt", "train.log", "train_opt.log"]
+
 
 def _stored(folder: Path, store: str):
     return load_window(store, root=folder, config=read_config(folder / "incident.toml"))
 
 
-@pytest.mark.parametrize("chunk_bytes", [64 << 20, SMALL_CHUNKS], ids=["whole", "chunked"])
-def test_store_equals_direct_load(fleet_folder, tmp_path, chunk_bytes):
-    store = str(tmp_path / "store")
-    done = ingest(fleet_folder, store, workers=1, chunk_bytes=chunk_bytes)
-    assert sorted(done.converted) == ["dmon_um.txt", "h01/smi_apps_stream.csv", "h01/smi_stream.csv",
-                                      "h02/smi_apps_stream.csv", "h02/smi_stream.csv", "ps_aux_snapshots.txt",
-                                      "train.log", "train_opt.log"]
-    direct = load_incident(fleet_folder)
-    stored = _stored(fleet_folder, store)
+def _assert_equals_direct(direct, folder: Path, store) -> None:
+    stored = _stored(folder, str(store))
     for frame in schema.FRAME_NAMES:
         assert_same_frames(direct.frames()[frame], stored.frames()[frame], frame)
         schema.validate(frame, stored.frames()[frame])
@@ -39,20 +33,36 @@ def test_store_equals_direct_load(fleet_folder, tmp_path, chunk_bytes):
     assert set(direct.gpus["host"].dropna()) == {"h01", "h02"} and len(direct.gpus) > 1000
 
 
-def test_parts_are_partitioned_by_frame_host_and_day(fleet_folder, tmp_path):
+def test_store_equals_direct_load(shared_folder, shared_store, direct):
+    store, done = shared_store
+    assert sorted(done.converted) == SOURCES
+    _assert_equals_direct(direct, shared_folder, store)
+
+
+def test_chunked_in_worker_processes_equals_direct_load(shared_folder, tmp_path, direct):
+    # Every CSV stream and log in chunks, converted by a pool of two spawned processes: the
+    # chunk-merging and the pool's round trip of reports and parts, in one ingest.
     store = tmp_path / "store"
-    ingest(fleet_folder, str(store), workers=1)
+    done = ingest(shared_folder, str(store), workers=2, chunk_bytes=SMALL_CHUNKS)
+    assert sorted(done.converted) == SOURCES
+    stem = layout.part_stem("h01/smi_stream.csv")
+    assert len(list(store.rglob(f"{stem}-*.parquet"))) > 1  # it was read in chunks
+    _assert_equals_direct(direct, shared_folder, store)
+
+
+def test_parts_are_partitioned_by_frame_host_and_day(shared_store):
+    store = shared_store[0]
     parts = sorted(p.relative_to(store).parent.as_posix() for p in store.rglob("*.parquet"))
     assert "gpus/host=h01/day=2026-11-30" in parts
     assert "gpus/host=h02/day=2026-11-30" in parts
     assert "metrics/day=2026-11-30" in parts  # metrics have no host column
 
 
-def test_rerun_converts_only_what_changed(fleet_folder, tmp_path):
-    store = str(tmp_path / "store")
-    ingest(fleet_folder, store, workers=1)
+def test_rerun_converts_only_what_changed(fleet_folder, copy_store):
+    store = str(copy_store)
     again = ingest(fleet_folder, store, workers=1)
     assert again.converted == [] and again.removed == []
+    assert sorted(again.unchanged) == SOURCES
     with open(fleet_folder / "train_opt.log", "a") as f:
         f.write("2026-11-30 05:40:00 [opt] step 9999 loss 1.5 tok/s 123456\n")
     changed = ingest(fleet_folder, store, workers=1)
@@ -64,26 +74,25 @@ def test_rerun_converts_only_what_changed(fleet_folder, tmp_path):
     assert stored.metrics["step"].max() == 9999
 
 
-def test_a_deleted_files_parts_vanish(fleet_folder, tmp_path):
-    store = tmp_path / "store"
-    ingest(fleet_folder, str(store), workers=1)
+def test_a_deleted_files_parts_vanish(fleet_folder, copy_store):
     stem = layout.part_stem("h02/smi_apps_stream.csv")
-    assert list(store.rglob(f"{stem}-*.parquet"))
+    assert list(copy_store.rglob(f"{stem}-*.parquet"))
     (fleet_folder / "h02" / "smi_apps_stream.csv").unlink()
-    done = ingest(fleet_folder, str(store), workers=1)
+    done = ingest(fleet_folder, str(copy_store), workers=1)
     assert done.removed == ["h02/smi_apps_stream.csv"]
-    assert not list(store.rglob(f"{stem}-*.parquet"))
-    assert "h02/smi_apps_stream.csv" not in Manifest.read(*layout.filesystem(str(store))).sources
-    stored = _stored(fleet_folder, str(store))
+    assert not list(copy_store.rglob(f"{stem}-*.parquet"))
+    assert "h02/smi_apps_stream.csv" not in Manifest.read(*layout.filesystem(str(copy_store))).sources
+    stored = _stored(fleet_folder, str(copy_store))
     assert set(stored.gpu_processes["source"]) == {"h01/smi_apps_stream.csv"}
 
 
-def test_a_truncated_or_unreadable_file_is_a_report_entry_and_the_rest_is_ingested(fleet_folder, tmp_path):
+def test_a_truncated_or_unreadable_file_is_a_report_entry_and_the_rest_is_ingested(fleet_folder, copy_store):
     text = (fleet_folder / "h01" / "smi_stream.csv").read_text().splitlines()
     (fleet_folder / "cut.csv").write_text("\n".join(text[:50]) + "\n" + text[50][:30])  # killed mid-write
     os.symlink(fleet_folder / "gone.csv", fleet_folder / "dangling.csv")
-    store = str(tmp_path / "store")
-    ingest(fleet_folder, store, workers=1, chunk_bytes=SMALL_CHUNKS)
+    store = str(copy_store)
+    done = ingest(fleet_folder, store, workers=1, chunk_bytes=SMALL_CHUNKS)
+    assert "cut.csv" in done.converted and "h01/smi_stream.csv" in done.unchanged
     direct = load_incident(fleet_folder)
     stored = _stored(fleet_folder, store)
     assert_same_report(direct, stored)
@@ -94,9 +103,3 @@ def test_a_truncated_or_unreadable_file_is_a_report_entry_and_the_rest_is_ingest
     assert (stored.gpus["source"] == "cut.csv").sum() == 50
     assert len(stored.gpus) == len(direct.gpus) > 1500
     assert_same_frames(direct.gpus, stored.gpus, "gpus")
-
-
-def test_ingest_in_worker_processes(fleet_folder, tmp_path):
-    store = str(tmp_path / "store")
-    ingest(fleet_folder, store, workers=2)
-    assert_same_frames(load_incident(fleet_folder).gpus, _stored(fleet_folder, store).gpus, "gpus")

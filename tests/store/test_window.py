@@ -27,10 +27,10 @@ def _mask(frame: str, df: pd.DataFrame, hosts, gpus) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize(("hosts", "gpus"), [(None, None), (["h02"], [1])], ids=["all", "h02-gpu1"])
-def test_window_selects_what_a_mask_selects(fleet_folder, hosts, gpus):
-    direct = load_incident(fleet_folder)
-    windowed = load_incident(fleet_folder, window=(START, END), hosts=hosts, gpus=gpus)
-    assert (fleet_folder / ".dflash-store" / "manifest.json").is_file()
+def test_window_selects_what_a_mask_selects(shared_folder, direct, hosts, gpus):
+    # The first window converts the folder into its default store, the second finds it up to date.
+    windowed = load_incident(shared_folder, window=(START, END), hosts=hosts, gpus=gpus)
+    assert (shared_folder / ".dflash-store" / "manifest.json").is_file()
     for frame in schema.FRAME_NAMES:
         expected = _mask(frame, direct.frames()[frame], hosts, gpus)
         assert_same_frames(expected, windowed.frames()[frame], frame)
@@ -44,3 +44,4 @@ def test_window_selects_what_a_mask_selects(fleet_folder, hosts, gpus):
 def test_a_window_that_ends_before_it_starts_is_refused(fleet_folder):
     with pytest.raises(UsageError, match="ends"):
         load_incident(fleet_folder, window=(END, START))
+    assert not (fleet_folder / ".dflash-store").exists()  # refused before anything is converted
