@@ -105,6 +105,7 @@ class Survivor(TypedDict):
 class Stall(TypedDict):
     seconds: float
     processes_alive: int
+    gpus: list[int]  # the GPUs that held memory through the silence
     holders: list[int]
     last_step_time: pd.Timestamp | None
     traceback: str | None

@@ -84,6 +84,7 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
             f"{len(alive)} process(es) listed alive{cause}.",
             findings.refs(last) + findings.refs(died, 1) + findings.refs(part, 3) + holder_refs,
             {"seconds": (end - start_).total_seconds(), "processes_alive": int(len(alive)),
+             "gpus": sorted(int(x) for x in part.loc[gpu_state.held(part["memory_used_mib"]), "gpu"].dropna().unique()),
              "holders": [int(p) for p in holders.index],
              "last_step_time": last["time"].iloc[0] if len(last) else None,
              "traceback": tb[-1].strip() if tb else None},

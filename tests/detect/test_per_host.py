@@ -80,6 +80,7 @@ def test_a_stall_of_one_host_is_found_and_named(stall_fleet, line_at):
     assert {n["host"] for n in found["numbers"]} == {"a"}
     stall = found.iloc[0]
     assert stall["numbers"]["holders"] == [474] and stall["numbers"]["also_on_hosts"] == []
+    assert stall["numbers"]["gpus"] == [0]
     assert stall["title"].startswith("host a: stall:")
     assert line_at(fleet.root, "a/logs/train.log:41").endswith("[stalled] step 145 loss 11.8771 tok/s 30412 queue 0")
     assert "a/logs/train.log:41" in stall["evidence"]
