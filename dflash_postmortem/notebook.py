@@ -14,6 +14,7 @@ after a report) pays for loading.
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import os
 import pickle
@@ -24,9 +25,13 @@ import pandas as pd
 
 from . import __version__
 from .detect import detect
+from .evidence import link_refs
 from .loaders.folder import load_incident, regular_files
+from .redact import redact, redact_frame, redact_incident
+from .units import clock
 
 CACHE_ENV = "DFLASH_POSTMORTEM_CACHE"
+REDACT_ENV = "DFLASH_POSTMORTEM_REDACT"  # "0": the report was asked not to mask secrets
 _CACHE_KEEP = 32  # most recent incidents kept in the cache folder
 
 
@@ -44,8 +49,9 @@ def figure_bundle(fig) -> dict:
 
 
 def setup() -> None:
-    """Call once at the top of a notebook: figures render in JupyterLab and in the HTML report."""
-    pd.set_option("display.max_colwidth", 160)
+    """Call once at the top of a notebook: figures render in JupyterLab and in the HTML report,
+    tables read as tables (no index, text left, evidence refs as links, never typeset as math)."""
+    pd.set_option("display.max_colwidth", None)  # evidence is never cut: cells wrap instead
     pd.set_option("display.max_rows", 200)
     try:  # IPython is there in a kernel; a plain interpreter shows no figures anyway
         from IPython import get_ipython
@@ -60,6 +66,72 @@ def setup() -> None:
         # registered for its type is asked first.
         shell.display_formatter.ipython_display_formatter.for_type(
             BaseFigure, lambda fig: display(figure_bundle(fig), raw=True))
+        shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, lambda df: frame_html(df, _shown.root))
+
+
+def redacting() -> bool:
+    """Whether what the notebooks show is masked: yes unless the report was asked not to
+    (`--no-redact` sets the variable for its kernels)."""
+    return os.environ.get(REDACT_ENV, "1") != "0"
+
+
+class _Shown:
+    """The incident folder the tables' evidence refs point into: the one `load` read last."""
+
+    root: Path | None = None
+
+
+_shown = _Shown()
+
+_TABLE_STYLE = ("<style>.pm-table td,.pm-table th{text-align:left!important;vertical-align:top;"
+                "white-space:pre-wrap;overflow-wrap:break-word;max-width:60em}.pm-table table{font-size:12px}</style>")
+
+
+def frame_html(df: pd.DataFrame, root: Path | None = None) -> str:
+    """A table as a reader wants it: no 0..N index (a named index is a column), text left-aligned
+    and wrapped whole, times to the second, every `file:line` a link to the file (relative to
+    the kernel's folder, as JupyterLab opens it), masked and escaped, inside a block MathJax
+    leaves alone (a `$` in a command is a dollar, not math)."""
+    if df.index.name is not None or isinstance(df.index, pd.MultiIndex):
+        df = df.reset_index()
+    multi_day = any(_dates(df[c]) > 1 for c in df.columns if isinstance(df[c].dtype, pd.DatetimeTZDtype))
+    mask = redact if redacting() else str
+    href = None if root is None else (lambda ref: os.path.relpath(Path(root) / ref.path, os.getcwd()))
+
+    def cell(value) -> str:
+        text = html.escape(mask(cell_text(value, multi_day)))
+        return link_refs(text, root, href) if href is not None else text
+
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    rows = "\n".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>"
+                     for row in df.itertuples(index=False, name=None))
+    more = f"<p>{len(df):,} rows</p>" if len(df) > 20 else ""
+    return (f'{_TABLE_STYLE}<div class="pm-table tex2jax_ignore mathjax_ignore"><table class="dataframe">'
+            f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{more}</div>")
+
+
+def _dates(s: pd.Series) -> int:
+    return s.dropna().dt.date.nunique()
+
+
+def cell_text(value, with_date: bool = False) -> str:
+    """One table cell as text: times to the second, whole numbers with thousands separators,
+    fractions to three significant digits, lists joined, nothing for a missing value."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(cell_text(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={cell_text(v)}" for k, v in value.items())
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return ""
+    if isinstance(value, pd.Timestamp):
+        return clock(value, date=with_date)
+    if isinstance(value, float):
+        if value.is_integer() or abs(value) >= 100:
+            return f"{value:,.0f}"
+        return f"{value:.3g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return str(value)
 
 
 def cache_dir() -> Path:
@@ -89,7 +161,7 @@ def _fingerprint(folder: Path, timezone: str | None) -> str:
     return hashlib.sha1("\n".join(stamp).encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def load(incident_dir: str, timezone: str = "", on_bad_line: str = "skip"):
+def load_cached(incident_dir: str, timezone: str = "", on_bad_line: str = "skip"):
     """The incident and its findings, as every notebook starts: from the cache when the evidence
     and the kit are the ones it was made from, else loaded, detected and cached.
 
@@ -109,6 +181,16 @@ def load(incident_dir: str, timezone: str = "", on_bad_line: str = "skip"):
     if path is not None:
         _store(path, found)
     return found
+
+
+def load(incident_dir: str, timezone: str = "", on_bad_line: str = "skip"):
+    """The incident and its findings as a notebook shows them (`load_cached`): secrets masked (unless the report was asked not to), and
+    the tables' evidence refs pointing into this folder."""
+    inc, findings = load_cached(incident_dir, timezone, on_bad_line)
+    _shown.root = Path(incident_dir) if Path(incident_dir).is_dir() else None
+    if redacting():
+        return redact_incident(inc), redact_frame(findings)
+    return inc, findings
 
 
 def _store(path: Path, found) -> None:

@@ -6,7 +6,13 @@ evidence on disk is never modified.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import re
+
+import pandas as pd
+
+from .incident import Incident
 
 MASK = "[REDACTED]"
 
@@ -34,9 +40,14 @@ _SHAPES = [
 ]
 
 
+# Something every pattern above needs: text without any of it is returned as it is, untouched by
+# the ten patterns (most log lines; a million console lines would otherwise take minutes).
+_MAYBE = re.compile(r"(?i)key|secret|token|passw|authori|bearer|--|://|hf_|AKIA|ASIA|gh[pousr]_|sk-|[0-9a-f]{40}")
+
+
 def redact(text: str) -> str:
     """Mask secrets in `text`; everything else is left exactly as it was."""
-    if not text:
+    if not text or not _MAYBE.search(text):
         return text
     for pat in _PATTERNS:
         if pat.groups == 3:
@@ -46,3 +57,47 @@ def redact(text: str) -> str:
     for pat in _SHAPES:
         text = pat.sub(MASK, text)
     return text
+
+
+# --- whole incidents, before anything is shown -------------------------------------------------
+# Masking happens on the loaded text, before any table, figure or page escapes it (HTML, JSON
+# for plotly's hovers), where the patterns above would no longer match.
+
+def redact_value(value):
+    """`value` with every string in it masked: strings, and lists, tuples and dicts of them."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: redact_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact_value(v) for v in value)
+    return value
+
+
+def redact_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of `df` with every text cell masked, dtypes kept (each distinct string is masked
+    once: a frame of a million console lines has far fewer distinct ones)."""
+    out = df.copy(deep=False)  # copy-on-write: only the columns assigned below are new
+    for col in out.columns:
+        s = out[col]
+        if isinstance(s.dtype, pd.StringDtype):
+            changed = {v: m for v in s.dropna().unique() if (m := redact(v)) != v}
+            if changed:
+                out[col] = s.replace(changed)
+        elif s.dtype == object:
+            masked = [redact_value(v) for v in s]
+            out[col] = pd.Series(masked, index=s.index, dtype=object)
+    return out
+
+
+def redact_incident(inc: Incident) -> Incident:
+    """A copy of the incident safe to show: frames, the title and what the runs say about
+    themselves masked. The files on disk are never touched."""
+    cfg = copy.copy(inc.config)
+    if cfg.title:
+        cfg.title = redact(cfg.title)
+    runs = {name: dataclasses.replace(info, command=redact_value(info.command), config=redact_value(info.config),
+                                      summary=redact_value(info.summary))
+            for name, info in inc.runs.items()}
+    frames = {name: redact_frame(df) for name, df in inc.frames().items()}
+    return dataclasses.replace(inc, **frames, runs=runs, config=cfg)

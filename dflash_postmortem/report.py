@@ -18,10 +18,14 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+import pandas as pd
+
 from .errors import MissingDependencyError, PostmortemError
-from .notebook import CACHE_ENV, cache_dir, load
-from .redact import redact
-from .text import summary_lines
+from .evidence import link_refs, parse_ref, view_href, write_file_views
+from .notebook import CACHE_ENV, REDACT_ENV, cache_dir, figure_bundle, load_cached
+from .redact import redact, redact_frame, redact_incident
+from .report_index import index_html, page_entry
+from .timeline import timeline
 
 NOTEBOOK_DIR_ENV = "DFLASH_NOTEBOOKS"
 # Pages run at once: each is its own kernel process, and a page is mostly waiting on one core.
@@ -232,13 +236,17 @@ def build_report(
     write_plotly_js(out)
     # One load of the incident for all pages (see notebook.load): in the parent, before any
     # kernel starts; the kernels read it from the cache.
-    with loading_cache(), this_python_kernel() as kernel:
+    timezone = str(params.get("timezone", ""))
+    with loading_cache(), this_python_kernel() as kernel, _env(REDACT_ENV, "1" if redact_secrets else "0"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            load(str(incident_dir), str(params.get("timezone", "")))
+            inc, findings = load_cached(str(incident_dir), timezone)
         pages = _run_pages(pm, nbformat, chosen, out, params, show_code, static, redact_secrets, kernel, progress)
-        index = out / "index.html"
-        index.write_text(_index_html(incident_dir, pages, redact_secrets, str(params.get("timezone", ""))), encoding="utf-8")
+    if redact_secrets:
+        inc, findings = redact_incident(inc), redact_frame(findings)
+    index = out / "index.html"
+    index.write_text(_index_html(inc, findings, pages, redact_secrets), encoding="utf-8")
+    _link_evidence(incident_dir, out, [index, *(p.html for p in pages)], findings, redact_secrets)
     failed = [p for p in pages if p.error]
     if failed:
         names = ", ".join(f"{p.notebook.stem} ({p.error})" for p in failed)
@@ -351,29 +359,39 @@ def export_static(nb, folder: Path) -> list[Path]:
     return written
 
 
-def _index_html(incident_dir: Path, pages: list[Page], redact_secrets: bool, timezone: str = "") -> str:
-    """The report's front page: what happened (`text.summary_lines`) and a link to every page."""
+def _index_html(inc, findings, pages: list[Page], redact_secrets: bool) -> str:
+    """The front page (report_index): the summary card, the overview figure, the pages."""
+    from . import plots, tables  # start-up time: plotting loads only for a report
+
+    tl = timeline(inc, findings)
+    headline = tables.headline(findings, tl)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        inc, findings = load(str(incident_dir), timezone)
-    lines = summary_lines(inc, findings)
-    if redact_secrets:
-        lines = [redact(x) for x in lines]
-    items = "\n".join(f"<li>{html.escape(x)}</li>" for x in lines)
-    links = "\n".join(
-        f'<li><a href="{html.escape(p.html.name)}">{html.escape(p.notebook.stem)}</a>'
-        + (f' — <strong>failed</strong>: {html.escape(p.error)}' if p.error else "")
-        + "</li>"
-        for p in pages
-    )
-    title = html.escape(inc.title)
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Post-mortem: {title}</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;line-height:1.45}}
-code{{background:#f3f3f3;padding:0 .2em}}</style></head>
-<body><h1>Post-mortem: {title}</h1>
-<p>Incident folder: <code>{html.escape(incident_dir.name)}</code></p>
-<h2>Summary</h2><ul>{items}</ul>
-<h2>Pages</h2><ul>{links}</ul>
-</body></html>
-"""
+        figure = figure_bundle(plots.plot_overview(**tables.overview(inc, findings)))["text/html"]
+    entries = [page_entry(p.notebook, p.html.name, p.error) for p in pages]
+    return index_html(inc, findings, tl, headline if isinstance(headline, pd.DataFrame) else None, figure,
+                      entries, PLOTLY_JS, inc.root, redact if redact_secrets else str)
+
+
+# A ref the notebooks' tables linked (to the file, for JupyterLab), or one in a <code> element.
+_TABLE_REF = re.compile(r'<a class="pm-ref" data-ref="([^"]*)" href="[^"]*">')
+_CODE = re.compile(r"<code>([^<]*)</code>")
+
+
+def _link_evidence(root: Path, out: Path, html_files: list[Path], findings, redact_secrets: bool) -> None:
+    """Point every evidence ref of the report at its line in a file view, and write the views:
+    the refs the pages show and every ref a finding cites."""
+    refs = {r for ev in findings["evidence"] for x in ev if (r := parse_ref(x)) is not None}
+    for page in html_files:
+        text = page.read_text(encoding="utf-8")
+        text = _TABLE_REF.sub(lambda m: _view_link(m.group(1)), text)
+        text = _CODE.sub(lambda m: "<code>" + link_refs(m.group(1), root, view_href) + "</code>", text)
+        refs |= {r for x in re.findall(r'data-ref="([^"]*)"', text) if (r := parse_ref(html.unescape(x))) is not None}
+        page.write_text(text, encoding="utf-8")
+    write_file_views(root, refs, out, redacted=redact_secrets)
+
+
+def _view_link(ref_attr: str) -> str:
+    ref = parse_ref(html.unescape(ref_attr))
+    href = view_href(ref) if ref is not None else "#"
+    return f'<a class="pm-ref" data-ref="{ref_attr}" href="{html.escape(href)}">'

@@ -38,7 +38,7 @@ inc, findings = load(incident_dir, timezone)'''
 
 NOTEBOOKS_SPEC = {
     "01_overview": [
-        ("md", "# Incident overview\n\nWhat happened, when, and what it cost: three sentences from the findings, the "
+        ("md", "# What happened, when, and what did it cost?\n\nThe incident at a glance: three sentences from the findings, the "
                "headline numbers, the timeline, and every source on one UTC clock in one figure."),
         ("params", PARAMETERS),
         ("code", LOAD + "\ntl = pm.timeline(inc, findings)"),
@@ -136,7 +136,9 @@ NOTEBOOKS_SPEC = {
 
 def build(name: str, cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
     nb = new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    # The kit's own kernel (installed with the package; see pyproject's data-files).
+    nb.metadata["kernelspec"] = {"name": "dflash-postmortem", "display_name": "Python (dflash-postmortem)",
+                                 "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
     for kind, src in cells:
         if kind == "md":
@@ -155,7 +157,7 @@ def headline(nb: nbformat.NotebookNode, path: Path) -> str:
     """Execute a copy on the bundled capture and return what its headline cell printed."""
     import papermill
 
-    done = papermill.execute_notebook(nb, None, parameters={"incident_dir": BUNDLED}, kernel_name="python3",
+    done = papermill.execute_notebook(nb, None, parameters={"incident_dir": BUNDLED}, kernel_name="dflash-postmortem",
                                       progress_bar=False, cwd=str(path.parent))
     for cell in done.cells:
         if cell.cell_type == "code" and cell.source.startswith(CHECK):

@@ -30,7 +30,7 @@ def test_every_parameter_is_typed_and_commented(path):
 @pytest.mark.parametrize("path", notebooks(), ids=lambda p: p.stem)
 def test_committed_stripped_with_kernelspec_and_short_cells(path):
     nb = nbformat.read(str(path), as_version=4)
-    assert nb.metadata["kernelspec"]["name"] == "python3"
+    assert nb.metadata["kernelspec"]["name"] == "dflash-postmortem"  # the kit's kernel, installed with it
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
     tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1

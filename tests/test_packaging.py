@@ -1,5 +1,6 @@
 """The two install paths (pip with pyproject.toml, conda with environment.yml) ask for the same things."""
 
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -93,4 +94,12 @@ def test_the_wheel_writes_a_report_away_from_the_checkout(tmp_path, bundled_dir)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "Traceback" not in r.stderr and "Kernel is running over TCP" not in r.stderr
     index = (work / "out" / "index.html").read_text()
-    assert "<strong>failed</strong>" not in index and len(list((work / "out").glob("0*.html"))) == 5
+    assert "class='failed'" not in index and len(list((work / "out").glob("0*.html"))) == 5
+    # The kernel the notebooks name comes with the wheel, running the venv's own Python.
+    spec = subprocess.run([str(py), "-c", "from jupyter_client.kernelspec import KernelSpecManager as M; "
+                           "s = M().get_kernel_spec('dflash-postmortem'); print(s.resource_dir)"],
+                          check=True, capture_output=True, text=True, cwd=work,
+                          env={k: v for k, v in env.items() if k != "JUPYTER_PATH"}).stdout.strip()
+    assert spec == str(venv / "share" / "jupyter" / "kernels" / "dflash-postmortem")
+    names = {json.loads(nb.read_text())["metadata"]["kernelspec"]["name"] for nb in (REPO / "notebooks").glob("0*.ipynb")}
+    assert names == {"dflash-postmortem"}

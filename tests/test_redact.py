@@ -1,6 +1,8 @@
 """Safe to share: secrets planted in a log, a command line and a config never reach a report, and
 markup in a log line is shown as text, never run."""
 
+import html
+import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,9 @@ SECRETS = {
     "aws_secret": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     "bearer": "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXRva2Vu.sig",
     "password": "hunter2-correct-horse",
+    "openai": "sk-proj-AbCdEfGhIjKlMnOpQrStUv",
+    "github": "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "hf2": "hf_ZyXwVuTsRqPoNmLkJiHgFeDcBa987654",
 }
 MARKUP = "<script>alert(1)</script>"
 
@@ -63,8 +68,34 @@ def _planted_incident(root: Path) -> Path:
         f"--password {SECRETS['password']} > /w/logs/train.log 2>&1 & disown\n"
         f"[2026-11-30T05:22:00.000Z] $ curl -H 'Authorization: Bearer {SECRETS['bearer']}' https://api.example.com/ok\n"
         "ok\n")
-    (root / "incident.toml").write_text(f'title = "planted secrets {MARKUP}"\ntimezone = "UTC"\n')
+    # ps snapshots: the secret on a command line
+    (logs / "ps.txt").write_text(
+        "=== 2026-11-30T05:21:00Z ===\n"
+        "USER         PID    PPID STARTED  COMMAND\n"
+        f"root        4242       1 05:20:30 python3 train.py --run-name base --wandb-key {SECRETS['wandb']} "
+        f"--api-key {SECRETS['openai']}\n")
+    # nvidia-smi's per-process CSV: the process name as launched
+    (logs / "apps.csv").write_text(
+        "timestamp, pid, process_name, used_gpu_memory [MiB]\n"
+        f"2026/11/30 05:21:00.000, 4242, HF_TOKEN={SECRETS['hf']} python3, 20480 MiB\n")
+    # a wandb run folder: its config and its console
+    files = root / "wandb" / "run-20261130_052029-planted1" / "files"
+    files.mkdir(parents=True)
+    (files / "config.yaml").write_text(
+        "_wandb:\n    value:\n        cli_version: 0.19.1\n"
+        f"lr:\n    value: 0.001\nhub_token:\n    value: {SECRETS['github']}\n")
+    (files / "output.log").write_text(f"login with token {SECRETS['github']}\nstep 5 loss 10.0\n")
+    (files / "wandb-summary.json").write_text('{"_step": 5, "train/loss": 10.0}\n')
+    (root / "incident.toml").write_text(f'title = "planted secrets {MARKUP} {SECRETS["hf2"]}"\ntimezone = "UTC"\n')
     return root
+
+
+def _undone(text: str) -> str:
+    """What a reader or a script gets back from a report file: HTML entities and JSON escapes
+    (plotly's hover JSON writes `<` as \\u003c and `/` as \\u002f) undone."""
+    text = html.unescape(text)
+    text = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), text)
+    return text.replace("\\/", "/")
 
 
 @pytest.fixture(scope="module")
@@ -74,12 +105,15 @@ def planted_report(tmp_path_factory) -> Path:
 
 
 def test_no_secret_in_any_report_file(planted_report):
-    files = [*planted_report.parent.glob("*.html"), *planted_report.parent.glob("executed/*.ipynb")]
-    assert len(files) == 11
+    files = [f for f in planted_report.parent.rglob("*") if f.is_file() and f.name != "plotly.min.js"]
+    # five pages, the index, five executed notebooks and a view of every cited evidence file
+    views = [f for f in files if "evidence" in f.parts]
+    assert len(files) == 11 + len(views) and len(views) >= 2
     for f in files:
         text = f.read_text(encoding="utf-8")
-        for name, secret in SECRETS.items():
-            assert secret not in text, f"{name} secret leaked into {f.name}"
+        for form in (text, _undone(text)):
+            for name, secret in SECRETS.items():
+                assert secret not in form, f"{name} secret leaked into {f.relative_to(planted_report.parent)}"
     # the evidence the secrets sat in is still shown, masked
     assert MASK in (planted_report.parent / "01_overview.html").read_text()  # the commands, masked
 
@@ -103,3 +137,19 @@ def test_markup_is_shown_not_run_in_the_browser(planted_report, tmp_path):
     assert dialogs == [], "a <script> from the evidence ran"
     assert errors == []
     assert shown["02_throughput_drop"] and shown["index"]  # visible as text
+
+
+def test_every_planted_source_reaches_the_report(tmp_path, planted_report):
+    # The secrets sat in sources the kit reads: each file loads, and the pages show them masked.
+    from dflash_postmortem import load_incident
+
+    inc = load_incident(_planted_incident(tmp_path / "incident"))
+    formats = {f.path: f.format for f in inc.load_report.files}
+    assert {formats[p] for p in ("logs/ps.txt", "logs/apps.csv", "logs/operator.log", "logs/train.log")} == {
+        "ps-snapshots", "nvidia-smi-query-csv", "shell-transcript", "training-log"}
+    assert formats["wandb/run-20261130_052029-planted1/files/config.yaml"] == "wandb-config"
+    assert formats["wandb/run-20261130_052029-planted1/files/output.log"] == "wandb-output-log"
+    restart = (planted_report.parent / "03_failed_restart.html").read_text()
+    assert f"--wandb-key {MASK} --api-key {MASK}" in html.unescape(restart)  # the ps view, masked
+    index = html.unescape((planted_report.parent / "index.html").read_text())
+    assert f"planted secrets {MARKUP} {MASK}" in index  # the title

@@ -1,6 +1,7 @@
 """The batch report on the bundled capture: every page written, self-contained, right numbers,
 and rendered in a real browser."""
 
+import html
 import re
 from pathlib import Path
 
@@ -28,9 +29,41 @@ def test_every_notebook_has_a_page_linked_from_the_index(full_report):
     assert [p.stem for p in notebooks()] == PAGES
     index = full_report.read_text()
     for name in PAGES:
-        assert f'<a href="{name}.html">{name}</a>' in index
+        assert f"<a href='{name}.html'>" in index
         assert (full_report.parent / "executed" / f"{name}.ipynb").exists()
-    assert "<strong>failed</strong>" not in index
+    assert "class='failed'" not in index
+
+
+def test_index_is_a_summary_card(full_report):
+    index = full_report.read_text()
+    # when: the capture's first and last stamps
+    assert "2026-11-30 05:20:20 – 05:25:11 UTC" in index
+    # why: the cause chain, each link with the lines that show it, opening on their view
+    chain = index[index.index("Cause chain"):index.index("Headline numbers")]
+    assert "the shell could not open /workspace/train_opt2.log" in chain
+    assert 'href="evidence/logs/operator.log.html#L9"' in chain
+    # the headline numbers, the overview figure, and the question each page answers
+    assert re.search(r"baseline throughput</div><div class='v'>14\d\.\dK tok/s", index)
+    assert "time to detect" in index and "GPU-hours lost" in index
+    assert index.count('class="plotly-graph-div"') == 1
+    for question in ("What happened, when, and what did it cost?", "Why did throughput drop?",
+                     "Did the restart come up?", "Did it recover, and fully?", "What does each knob cost?"):
+        assert f"<strong>{question}</strong>" in index
+
+
+def test_every_evidence_link_opens_its_line(full_report, bundled_dir):
+    """Each link into a file view lands on a row holding that very line of the file, escaped."""
+    out = full_report.parent
+    links = 0
+    for page in [full_report, *(out / f"{n}.html" for n in PAGES)]:
+        for href in set(re.findall(r'href="(evidence/[^"#]+)#L(\d+)"', page.read_text())):
+            view, line = out / href[0], int(href[1])
+            rel = href[0][len("evidence/"):-len(".html")]
+            want = (bundled_dir / rel).read_text(encoding="utf-8").split("\n")[line - 1]
+            row = re.search(rf'<tr id="L{line}" class="cited">.*?<td class="t">(.*?)</td></tr>', view.read_text(), re.S)
+            assert row and html.unescape(row.group(1)) == want, (page.name, href)
+            links += 1
+    assert links >= 25
 
 
 def test_index_says_what_happened(full_report):
@@ -156,3 +189,4 @@ def test_headline_cells_say_what_they_said_when_reviewed(full_report):
         (cell,) = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("# HEADLINE")]
         got = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
         assert _sanitize(got) == _sanitize(expected[name]), name
+

@@ -28,6 +28,9 @@ def open_pages(folder: Path, shots: Path, check):
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        # A report opens with no internet: any request other than its own files is an error.
+        page.on("request", lambda r: None if r.url.startswith(("file:", "data:", "about:", "blob:"))
+                else errors.append(f"network request: {r.url}"))
         for html in sorted(folder.glob("*.html")):
             page.goto(html.as_uri())
             page.wait_for_load_state("load")
@@ -48,3 +51,30 @@ def figures_rendered(page, name: str) -> None:
     for i in range(plots.count()):
         assert plots.nth(i).locator(".main-svg").count() >= 1, f"{name}: figure {i} has no SVG"
         assert plots.nth(i).bounding_box()["height"] > 100, f"{name}: figure {i} is collapsed"
+
+
+def follow_evidence_links(page, limit: int = 3) -> list[str]:
+    """Click the page's first evidence links; each must open its file view scrolled to the cited
+    line, that row highlighted. Returns the refs followed."""
+    followed = []
+    refs = page.locator("a.pm-ref")
+    start = page.url
+    for i in range(min(limit, refs.count())):
+        link = refs.nth(i)
+        if not link.is_visible():
+            continue
+        ref = link.get_attribute("data-ref")
+        line = int(ref.rsplit(":", 1)[1])
+        link.click()
+        page.wait_for_load_state("load")
+        target = page.locator(":target")
+        assert target.get_attribute("id") == f"L{line}", (ref, page.url)
+        box, height = target.bounding_box(), page.viewport_size["height"]
+        header = page.locator("header").bounding_box()
+        # in view, and not hidden under the sticky header
+        assert box is not None and header["y"] + header["height"] - 1 <= box["y"] < height, f"{ref}: {box}"
+        assert "cited" in (target.get_attribute("class") or ""), ref
+        followed.append(ref)
+        page.goto(start)
+        page.wait_for_load_state("load")
+    return followed

@@ -1,0 +1,33 @@
+"""Every bundled incident's report in a real headless Chromium: it opens offline, draws its
+figures, and its evidence links land on their lines. (A file of its own: the test workers split
+by file, so these reports build beside tests/test_report.py's.)"""
+
+from pathlib import Path
+
+import pytest
+from support.browser import figures_rendered, follow_evidence_links, open_pages
+
+from dflash_postmortem.report import build_report
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = ["01_overview", "02_throughput_drop", "03_failed_restart", "04_recovery", "05_replay_ab"]
+
+BUNDLED = sorted(p.name for p in (REPO / "data" / "incidents").iterdir() if p.is_dir())
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("incident", BUNDLED)
+def test_every_bundled_report_opens_offline_and_its_evidence_links_land(incident, tmp_path):
+    """The index and every page of each bundled incident's report in Chromium: figures drawn, no
+    console error, no network request, and the first evidence links of each page open their line."""
+    index = build_report(REPO / "data" / "incidents" / incident, tmp_path / "report", progress=False)
+    followed = {}
+
+    def check(page, name):
+        figures_rendered(page, name)
+        followed[name] = follow_evidence_links(page)
+
+    errors, dialogs = open_pages(index.parent, tmp_path, check)
+    assert errors == [] and dialogs == []
+    assert set(followed) == {"index", *PAGES}
+    assert sum(len(v) for v in followed.values()) >= 3, followed  # every incident cites evidence somewhere
