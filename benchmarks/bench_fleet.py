@@ -53,6 +53,7 @@ def child_ours(folder: Path, store: Path) -> dict:
 
     t0 = time.perf_counter()
     con = views.connect(str(store))
+    con.execute("SET enable_progress_bar = false")  # stderr noise in the table's run
     found = fleet.Fleet(con, config=read_config(folder / "incident.toml")).detect()
     seconds = time.perf_counter() - t0
     got = sorted((r.kind, r.numbers["host"], r.numbers.get("gpu")) for r in found.itertuples())
@@ -115,7 +116,7 @@ def run_child(kind: str, folder: Path, store: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def prepare(data: Path, hosts: int, hours: float, jobs: int) -> tuple[Path, Path, dict]:
+def prepare(data: Path, hosts: int, hours: float, jobs: int, ingest_workers: int) -> tuple[Path, Path, dict]:
     folder = data / f"fleet_{hosts}x{hours:g}h"
     store = folder / ".dflash-store"
     info = {}
@@ -128,7 +129,7 @@ def prepare(data: Path, hosts: int, hours: float, jobs: int) -> tuple[Path, Path
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-c", "import sys, warnings; warnings.simplefilter('ignore'); "
                         "import dflash_postmortem as pm; pm.ingest(sys.argv[1], workers=int(sys.argv[2]))",
-                        str(folder), str(jobs)], check=True)
+                        str(folder), str(ingest_workers)], check=True)
         info["ingest_s"] = time.perf_counter() - t0
     info["csv_gb"] = sum(p.stat().st_size for p in folder.glob("*/smi.csv")) / 1e9
     return folder, store, info
@@ -139,7 +140,9 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="8x6,64x6,8x72,64x72", help="HOSTSxHOURS,... (8 GPUs per host)")
     ap.add_argument("--data", type=Path, default=Path("/tmp/fleet_bench"))
     ap.add_argument("--pandas-max-rows", type=float, default=40e6)
-    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--jobs", type=int, default=2, help="hosts generated in parallel")
+    ap.add_argument("--ingest-workers", type=int, default=1,
+                    help="pm.ingest workers (1: in this process; its spawn pool hung here twice, see docs/benchmarks.md)")
     ap.add_argument("--child", nargs=3, metavar=("KIND", "FOLDER", "STORE"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -152,7 +155,7 @@ def main(argv=None) -> int:
     for size in args.sizes.split(","):
         hosts, hours = size.split("x")
         hosts, hours = int(hosts), float(hours)
-        folder, store, info = prepare(args.data, hosts, hours, args.jobs)
+        folder, store, info = prepare(args.data, hosts, hours, args.jobs, args.ingest_workers)
         rows = hosts * 8 * int(hours * 3600)
         ours = run_child("ours", folder, store)
         if rows <= args.pandas_max_rows:
