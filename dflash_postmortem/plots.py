@@ -245,7 +245,10 @@ def _event_traces(ev: pd.DataFrame, findings: pd.DataFrame | None) -> list[go.Sc
 def finding_hover(r) -> str:
     """A finding's hover label: title, when, and the evidence lines it cites."""
     ev = list(r.evidence) if isinstance(r.evidence, list | tuple) else []
-    cites = "<br>".join(_whole(e) for e in ev[:5]) + (f"<br>… {len(ev) - 5} more" if len(ev) > 5 else "")
+    # `cited` (tables.overview): each ref with the text of its line, where the file could be read
+    cited = getattr(r, "cited", None)
+    shown = list(cited) if isinstance(cited, list | tuple) and len(cited) == len(ev) else ev
+    cites = "<br>".join(_whole(e) for e in shown[:5]) + (f"<br>… {len(ev) - 5} more" if len(ev) > 5 else "")
     return (f"<b>{_label(r.title)}</b><br>{clock(r.start, utc=True)} · {_label(r.severity)}<br>"
             f"evidence:<br>{cites or 'none cited'}")
 

@@ -20,11 +20,12 @@ from .detect.levels import recovery, regression
 from .detect.ranking import rank_causes
 from .detect.sources import gpu_samples, throughput_samples
 from .detect.throughput import config_differences
+from .evidence import cited_line
 from .incident import Incident
 from .schema import PROBLEM_EVENTS
 from .text import NO_THROUGHPUT, Missing, gpu_label, one_line
 from .timeline import Timeline
-from .units import clock, duration, gpu_hours, tok_s
+from .units import clock, duration, gpu_hours, tok_s, tokens
 
 Table = pd.DataFrame | Missing
 
@@ -76,7 +77,7 @@ def headline(findings: pd.DataFrame, tl: Timeline | None = None) -> Table:
                                 ("time_to_mitigate_s", "time to mitigate", duration),
                                 ("time_to_recover_s", "time to recover", duration),
                                 ("gpu_hours_lost", "GPU-hours lost", gpu_hours),
-                                ("tokens_lost", "tokens lost", "{:,.0f}".format)):
+                                ("tokens_lost", "tokens lost", tokens)):
             v = tl.impact.get(key)
             rows.append((label, NOT_MEASURABLE if v is None or pd.isna(v) else fmt(v), "timeline"))
     elif rec is not None and "time_to_recover_s" in rec["numbers"]:
@@ -131,7 +132,9 @@ def warnings_near(inc: Incident, findings: pd.DataFrame, minutes: float = 10.0) 
     parts = [ev[(ev["time"] >= r.start - pd.Timedelta(minutes=minutes)) & (ev["time"] <= r.end)] for r in regs.itertuples()]
     near = pd.concat(parts).drop_duplicates(subset=["time", "message", "ref"])
     if near.empty:
-        return Missing(f"no data from logs: no warning or error within {minutes:g} min of the drop")
+        if inc.events.empty:
+            return Missing(f"no data from logs or transcripts: nothing to look through within {minutes:g} min of the drop")
+        return Missing(f"no warnings or errors in the logs within {minutes:g} min of the drop")
     return pd.DataFrame({"time": near["time"].map(clock), "kind": near["kind"], "run": near["run"],
                          "message": near["message"].str.slice(0, 300), "evidence": near["ref"]}).reset_index(drop=True)
 
@@ -280,9 +283,13 @@ def recovery_table(findings: pd.DataFrame) -> Table:
     return _kinds(findings, ("recovery", "partial_recovery", "no_recovery"), "no throughput drop, so nothing to recover from")
 
 
-def role_findings(findings: pd.DataFrame) -> Table:
-    """GPUs used against the roles incident.toml expects, and GPUs that hold memory but sit idle."""
-    return _kinds(findings, ("role_mismatch", "idle_allocated_gpu"), "GPU roles as expected; no allocated idle GPU")
+def role_findings(findings: pd.DataFrame, inc: Incident | None = None) -> Table:
+    """GPUs used against the roles incident.toml expects, and GPUs that hold memory but sit idle.
+    With the incident, an empty answer says whether there were roles to check at all."""
+    roles_given = inc is None or bool(inc.config.roles or inc.config.host_roles)
+    none = ("GPU roles as incident.toml expects them" if roles_given
+            else "no GPU roles given in incident.toml ([roles]), so none checked") + "; no allocated idle GPU"
+    return _kinds(findings, ("role_mismatch", "idle_allocated_gpu"), none)
 
 
 def _kinds(findings: pd.DataFrame, kinds, none: str) -> Table:
@@ -408,6 +415,14 @@ def _launch_match(command: str, run, script, flags) -> int:
 def overview(inc: Incident, findings: pd.DataFrame | None = None) -> dict:
     """The frames the overview figure draws, by the names `plots.plot_overview` takes them."""
     events = inc.events[~inc.events["kind"].isin(NOISY_EVENTS)].dropna(subset=["time"])
+    if findings is not None and inc.root is not None:
+        findings = findings.assign(cited=findings["evidence"].map(lambda refs: [_with_line(inc, r) for r in refs]))
     return {"title": inc.title, "throughput": throughput_samples(inc), "memory": gpu_samples(inc.gpus, "memory_used_mib"),
             "utilization": gpu_samples(inc.gpus, "util_gpu_pct"), "lifetimes": lifetimes(inc), "events": events,
             "findings": findings}
+
+
+def _with_line(inc: Incident, ref: str) -> str:
+    """`logs/operator.log:9: bash: line 1: ...`: a ref and the text of the line it cites (masked)."""
+    line = cited_line(inc.root, ref)
+    return ref if line is None else f"{ref}: {line.strip()}"

@@ -33,3 +33,11 @@ def tok_s(value: float) -> str:
 def gpu_hours(value: float) -> str:
     """GPU-hours to the hundredth: `0.03`, `5.05`."""
     return f"{value:,.2f}"
+
+
+def tokens(value: float) -> str:
+    """A token count estimated from rates, to the three digits a rate supports: `8.97M`, `412K`."""
+    for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g}{suffix}"
+    return f"{value:.3g}"

@@ -113,7 +113,7 @@ NOTEBOOKS_SPEC = {
                "window (or the last run when there is no recovery finding)."),
         ("code", "roles = tables.gpu_roles(inc, start, end)\nplots.plot_memory_by_role(roles)"),
         ("code", "roles"),
-        ("code", "tables.role_findings(findings)"),
+        ("code", "tables.role_findings(findings, inc)"),
     ],
     "05_replay_ab": [
         ("md", "# What does each knob cost?\n\nReplay runs switch suspected root causes on and off on purpose. This "

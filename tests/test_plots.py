@@ -320,3 +320,14 @@ def test_run_colours_depend_on_the_names_only():
     # alone, a run gets its name's colour; among others, only where two names share one does the later move
     moved = {run for run in runs if alone[run] != every[run]}
     assert moved == {run for run in runs if [alone[r] for r in sorted(runs) if r < run].count(alone[run])}
+
+
+def test_a_findings_hover_shows_the_text_of_each_cited_line(bundled_dir, bundled_incident, bundled_findings):
+    from dflash_postmortem.evidence import cited_line
+
+    fig = plots.plot_overview(**tables.overview(bundled_incident, bundled_findings))
+    hovers = [h for t in fig.data if t.name and "findings" in t.name and t.hovertext is not None for h in t.hovertext]
+    failed = next(h for h in hovers if "never came up" in h)
+    line = cited_line(bundled_dir, "logs/operator.log:9")
+    assert line == "bash: line 1: /workspace/train_opt2.log: No such file or directory"
+    assert "logs/operator.log:9: bash: line 1: /workspace/train_opt2.log: No such file or" in failed.replace("<br>", " ")

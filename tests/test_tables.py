@@ -1,6 +1,7 @@
 """The tables the notebooks show, on the real captures: the values a reader sees, and the note
 shown in place of a table the evidence cannot fill."""
 
+import dataclasses
 import warnings
 
 import pandas as pd
@@ -49,7 +50,7 @@ def test_headline_numbers(bundled_findings, bundled_timeline):
         ["throughput after recovery", "147.7K tok/s", "throughput recovered to 147.7K tok/s (1.01 of baseline)"],
         ["time to detect", "41 s", "timeline"], ["time to mitigate", "60 s", "timeline"],
         ["time to recover", "91 s", "timeline"], ["GPU-hours lost", "0.03", "timeline"],
-        ["tokens lost", "8,966,020", "timeline"]]
+        ["tokens lost", "8.97M", "timeline"]]
     # without the timeline, the recovery finding's own time to recover
     assert tables.headline(bundled_findings).values.tolist()[-1] == ["time to recover", "91 s", "recovery finding"]
 
@@ -79,7 +80,10 @@ def test_root_causes_are_ranked_and_numbered(bundled_incident, bundled_findings)
 
 def test_warnings_near_the_drop(bundled_incident, bundled_findings, seed_incident, seed_findings):
     quiet = tables.warnings_near(bundled_incident, bundled_findings)
-    assert isinstance(quiet, Missing) and quiet.text == "no data from logs: no warning or error within 10 min of the drop"
+    # the logs were there and said nothing: not "no data"
+    assert isinstance(quiet, Missing) and quiet.text == "no warnings or errors in the logs within 10 min of the drop"
+    bare = tables.warnings_near(dataclasses.replace(bundled_incident, events=bundled_incident.events.iloc[:0]), bundled_findings)
+    assert bare.text == "no data from logs or transcripts: nothing to look through within 10 min of the drop"
     near = tables.warnings_near(seed_incident, seed_findings)
     assert len(near) and set(near["kind"]) <= set(PROBLEM_EVENTS)
     assert near["evidence"].str.match(r"^[\w./-]+:\d+$").all()
@@ -127,7 +131,13 @@ def test_lifetimes_and_the_overview_frames(bundled_incident, bundled_findings):
                                          "run baseline", "PID 598 on GPU 0,1"]
     assert life["start"].is_monotonic_increasing and set(life["group"]) == {"run", "process", "GPU process"}
     frames = tables.overview(bundled_incident, bundled_findings)
-    assert frames["title"] == "h200-2gpu" and frames["findings"] is bundled_findings
+    assert frames["title"] == "h200-2gpu"
+    # the findings, each ref with its line's text for the hover
+    shown = frames["findings"]
+    assert shown.drop(columns="cited").equals(bundled_findings)
+    restart = shown[shown["kind"] == "failed_restart"].iloc[0]
+    assert "logs/operator.log:9: bash: line 1: /workspace/train_opt2.log: No such file or directory" in restart["cited"]
+    assert len(restart["cited"]) == len(restart["evidence"])
     assert len(frames["throughput"]) == 571 and len(frames["memory"]) == len(frames["utilization"]) == 580
     assert "console" not in set(frames["events"]["kind"])  # too many to mark one by one
 
@@ -167,3 +177,12 @@ def test_notes_where_the_evidence_is_missing(tmp_path, bundled_dir):
         "recovery": "no throughput drop, so nothing to recover from",
     }
     assert tables.gpu_roles(inc)["observed"].tolist() == ["holds memory, busy", "holds memory, busy"]
+
+
+def test_role_findings_say_whether_there_were_roles_to_check(bundled_incident, bundled_findings, seed_incident, seed_findings):
+    # h200-2gpu's folder gives no roles: nothing was checked, which is not "as expected"
+    none = tables.role_findings(bundled_findings, bundled_incident)
+    assert none.text == "no GPU roles given in incident.toml ([roles]), so none checked; no allocated idle GPU"
+    # the seed reconstruction names them: its findings are the table
+    seeded = tables.role_findings(seed_findings, seed_incident)
+    assert seed_incident.config.roles and isinstance(seeded, pd.DataFrame) and len(seeded) >= 1
