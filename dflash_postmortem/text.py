@@ -22,13 +22,12 @@ import html
 import re
 import textwrap
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 
 from .detect import detect
-from .detect.findings import ref_line
 from .detect.levels import band_crossings, recovery, regression
+from .evidence import cited_line
 from .incident import Incident
 from .redact import redact
 from .schema import TOK_PER_S
@@ -498,35 +497,15 @@ def _stamp(t) -> str:
 
 
 def cited_lines(inc: Incident, refs) -> dict[str, str]:
-    """The text of each `file:line` the findings cite, read from the evidence on disk; a ref whose
-    file is not text (a .wandb log numbers records, not lines) or is gone has none."""
-    where = {f.path: f.abs_path for f in inc.load_report.files if f.abs_path}
-    wanted: dict[str, dict[int, str]] = {}
-    for ref in refs:
-        split = ref_line(ref)
-        if split is not None and split[0] in where:
-            wanted.setdefault(split[0], {})[split[1]] = ref
-    out = {}
-    for path, lines in wanted.items():
-        out.update(_read_lines(Path(where[path]), lines))
-    return out
-
-
-def _read_lines(path: Path, wanted: dict[int, str]) -> dict[str, str]:
-    out = {}
-    last = max(wanted)
-    try:
-        with path.open("rb") as fh:
-            for n, raw in enumerate(fh, start=1):
-                if b"\0" in raw:  # binary or UTF-16: its "lines" are not the ones cited
-                    return {}
-                if n in wanted:
-                    out[wanted[n]] = raw.decode("utf-8", "replace").rstrip("\r\n")
-                if n >= last:
-                    break
-    except OSError:
+    """The text of each `file:line` the findings cite (`evidence.cited_line`: in the file's own
+    encoding); a ref whose file is gone or binary (a .wandb log numbers records) has none. Not
+    masked here: the terminal masks whatever it prints, unless told not to."""
+    if inc.root is None:
         return {}
-    return out
+    # A single file inspected alone is its own incident; its refs are relative to its folder.
+    root = inc.root if inc.root.is_dir() else inc.root.parent
+    found = {ref: cited_line(root, ref, redacted=False) for ref in dict.fromkeys(refs)}
+    return {ref: text for ref, text in found.items() if text is not None}
 
 
 def _what_happened(page: _Page, inc: Incident, findings: pd.DataFrame, tl: Timeline) -> None:
