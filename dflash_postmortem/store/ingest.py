@@ -154,9 +154,10 @@ def _run(tasks: list[ConvertTask], scheduler: str | None, workers: int | None) -
     if n <= 1:
         # One worker is this process: a pool of one would only add a spawned interpreter's start.
         return [convert_source(t) for t in tasks]
-    # spawn, not fork: a forked child inherits pyarrow's and dask's threads mid-flight. A worker
-    # is replaced after a few sources, so what one large file made pandas keep is given back.
-    with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"), max_tasks_per_child=8) as pool:
+    # spawn, not fork: a forked child inherits pyarrow's and dask's threads mid-flight. No
+    # max_tasks_per_child: Python 3.11-3.14 deadlock once a worker retires with tasks still queued
+    # (CPython gh-115634: 17 sources on 2 workers hung forever).
+    with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
         return list(pool.map(convert_source, tasks))
 
 
