@@ -33,7 +33,7 @@ from .redact import redact
 from .schema import TOK_PER_S
 from .timeline import Timeline, timeline
 from .timeline import impact as timeline_impact
-from .units import clock, duration, gpu_hours, tok_s
+from .units import clock, duration, gpu_hours, tok_s, tokens
 
 MAX_SENTENCES = 5
 
@@ -208,7 +208,7 @@ def _lost(cost: dict | None) -> str:
     if not _missing(cost.get("gpu_hours_lost")):
         parts.append(f"{gpu_hours(cost['gpu_hours_lost'])} GPU-hours")
     if not _missing(cost.get("tokens_lost")):
-        parts.append(f"{cost['tokens_lost']:,.0f} tokens")
+        parts.append(f"{tokens(cost['tokens_lost'])} tokens")
     return ("; lost: " + " and ".join(parts)) if parts else ""
 
 
@@ -556,10 +556,10 @@ def _impact(page: _Page, i: dict) -> None:
     page.para(f"time to detect {duration(i.get('time_to_detect_s'))}, to mitigate "
               f"{duration(i.get('time_to_mitigate_s'))}, to recover {duration(i.get('time_to_recover_s'))}", 2, 4)
     if i.get("gpu_hours_lost") is not None:
-        tokens = (f"; tokens lost {i['tokens_lost']:,.0f} against {_k(i['baseline_tok_per_s'])}"
-                  if i.get("tokens_lost") is not None else "; tokens lost: no baseline rate (expected_tok_per_s)")
+        lost = (f"; tokens lost {tokens(i['tokens_lost'])} against {_k(i['baseline_tok_per_s'])}"
+                if i.get("tokens_lost") is not None else "; tokens lost: no baseline rate (expected_tok_per_s)")
         page.para(f"{i['gpus_held']} GPUs held ({i['gpus_held_from']}); GPU-hours lost "
-                  f"{gpu_hours(i['gpu_hours_lost'])} of {gpu_hours(i['gpu_hours_held'])} held{tokens}", 2, 4)
+                  f"{gpu_hours(i['gpu_hours_lost'])} of {gpu_hours(i['gpu_hours_held'])} held{lost}", 2, 4)
 
 
 def _story(page: _Page, inc: Incident, findings: pd.DataFrame, tl: Timeline, verbose: bool) -> None:

@@ -22,6 +22,8 @@ def test_one_formatter_each():
     assert (units.duration(91.0), units.duration(4785.6), units.duration(None)) == ("91 s", "4,786 s", "n/a")
     assert (units.tok_s(146812.5), units.tok_s(74918.0), units.tok_s(21500)) == ("146.8K", "74.9K", "21.5K")
     assert (units.gpu_hours(0.0253), units.gpu_hours(5.049), units.gpu_hours(1234.5)) == ("0.03", "5.05", "1,234.50")
+    # tokens lost are rates times seconds: three digits, not eight
+    assert [units.tokens(v) for v in (8966020.0, 48837975.0, 979389.0, 512.0, 2.5e9)] == ["8.97M", "48.8M", "979K", "512", "2.5B"]
     assert text.one_line("a\n  b\tc", 10) == "a b c" and text.one_line("x" * 12, 10) == "x" * 9 + "…"
     assert text.gpu_label("node17", 5, True) == "node17:GPU 5" and text.gpu_label("node17", 5, False) == "GPU 5"
 
@@ -88,7 +90,7 @@ def test_terminal_text(seed_incident, seed_findings):
     # the impact in the same units as every page: seconds, K tok/s, GPU-hours to the hundredth
     assert "  time to detect 4,291 s, to mitigate 4,582 s, to recover 4,786 s" in out
     assert ("  8 GPUs held (GPUs named in incident.toml roles); GPU-hours lost 5.05 of 10.64 held; "
-            "tokens lost 48,837,975 against 21.5K tok/s") in out
+            "tokens lost 48.8M against 21.5K tok/s") in out
 
 
 INCIDENTS = sorted(p.name for p in (Path(__file__).resolve().parents[1] / "data" / "incidents").iterdir() if p.is_dir())
