@@ -64,7 +64,7 @@ def select_parts(job) -> object:
     if not _local(fs):
         con.register_filesystem(fs)
         prefix = _protocol(fs) + "://"
-    return con.execute(f"SELECT * FROM ({scan(frame, [prefix + f for f in files])}) WHERE {where}").to_arrow_table()
+    return con.sql(f"SELECT * FROM ({scan(frame, [prefix + f for f in files])}) WHERE {where}").to_arrow_table()
 
 
 def _local(fs) -> bool:
