@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import pickle
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -66,6 +67,9 @@ class Manifest:
     sources: dict[str, SourceEntry] = field(default_factory=dict)  # by the source's name in the incident
     order: list[str] = field(default_factory=list)  # load order: phase, then the folder walk's order
     folder: str = ""  # pickle of what the walk alone accounted for (unread entries, notes)
+    # Digest of the folder as the last ingest saw it (ingest.folder_snapshot): equal, and the
+    # store is up to date without sniffing every file again.
+    snapshot: str = ""
 
     @classmethod
     def read(cls, fs: fsspec.AbstractFileSystem, root: str) -> Manifest:
@@ -76,19 +80,54 @@ class Manifest:
             with fs.open(path, "r", encoding="utf-8") as f:
                 raw = json.load(f)
             sources = {rel: SourceEntry(**{**e, "key": FileKey(**e["key"])}) for rel, e in raw["sources"].items()}
-            return cls(raw["options"], sources, raw["order"], raw["folder"])
+            return cls(raw["options"], sources, raw["order"], raw["folder"], raw.get("snapshot", ""))
         except (ValueError, KeyError, TypeError) as e:
             raise PostmortemError(
                 f"{path}: not a store manifest this version can read ({type(e).__name__}: {e}); "
                 "remove the store folder to convert the incident again") from e
 
     def write(self, fs: fsspec.AbstractFileSystem, root: str) -> None:
-        raw = {"options": self.options, "order": self.order, "folder": self.folder,
+        raw = {"options": self.options, "order": self.order, "folder": self.folder, "snapshot": self.snapshot,
                "sources": {rel: asdict(e) for rel, e in self.sources.items()}}
         tmp = f"{root}/{layout.MANIFEST}.tmp"
         with fs.open(tmp, "w", encoding="utf-8") as f:
             json.dump(raw, f, indent=1)  # key order kept: it is the column order
         fs.mv(tmp, f"{root}/{layout.MANIFEST}")  # a reader never sees half a manifest
+
+
+def folder_snapshot(folder: Path, skip: set[Path], args: tuple) -> str | None:
+    """A digest of every entry below `folder` (its path, its kind, a regular file's key, a link's
+    target) and of `args`, leaving out the folders in `skip`; None where a link leads to a folder
+    (what lies behind it could change unseen). Two equal digests: a walk would plan the same."""
+    folder = Path(os.path.abspath(folder))
+    skip = {Path(os.path.abspath(p)) for p in skip}
+    h = hashlib.blake2b(repr((layout.VERSION, args)).encode(), digest_size=16)
+    for top, dirs, files in os.walk(folder):
+        here = Path(top)
+        dirs[:] = sorted(d for d in dirs if here / d not in skip)
+        for name in sorted(dirs) + sorted(files):
+            path = here / name
+            rel = path.relative_to(folder).as_posix().encode("utf-8", "surrogateescape")
+            st = path.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                if path.is_dir():
+                    return None
+                target = os.readlink(path).encode("utf-8", "surrogateescape")
+                h.update(b"L\0" + rel + b"\0" + target + b"\0" + _key_bytes(path) + b"\n")
+            elif stat.S_ISREG(st.st_mode):
+                h.update(b"F\0" + rel + b"\0" + _key_bytes(path) + b"\n")
+            else:
+                # a folder, or a special file that is never read (a FIFO would block)
+                h.update(b"%o\0" % stat.S_IFMT(st.st_mode) + rel + b"\n")
+    return h.hexdigest()
+
+
+def _key_bytes(path: Path) -> bytes:
+    try:
+        key = file_key(path)
+    except OSError:
+        return b"-"  # a dangling link, an unreadable file: the walk reports it, the digest notes it
+    return f"{key.size}\0{key.mtime_ns}\0{key.hash}".encode()
 
 
 def write_pickle(fs: fsspec.AbstractFileSystem, path: str, obj) -> None:

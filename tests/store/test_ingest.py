@@ -6,9 +6,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from dflash_postmortem import schema
 from dflash_postmortem.config import read_config
 from dflash_postmortem.loaders.folder import load_incident
+from dflash_postmortem.store import ingest as ingest_module
 from dflash_postmortem.store import layout
 from dflash_postmortem.store.ingest import ingest
 from dflash_postmortem.store.manifest import Manifest
@@ -58,9 +61,12 @@ def test_parts_are_partitioned_by_frame_host_and_day(shared_store):
     assert "metrics/day=2026-11-30" in parts  # metrics have no host column
 
 
-def test_rerun_converts_only_what_changed(fleet_folder, copy_store):
+def test_rerun_converts_only_what_changed(fleet_folder, copy_store, monkeypatch):
     store = str(copy_store)
-    again = ingest(fleet_folder, store, workers=1)
+    with monkeypatch.context() as m:
+        # every entry as the last ingest saw it: not even sniffed again
+        m.setattr(ingest_module, "plan_incident", lambda *a, **k: pytest.fail("planned an unchanged folder"))
+        again = ingest(fleet_folder, store, workers=1)
     assert again.converted == [] and again.removed == []
     assert sorted(again.unchanged) == SOURCES
     with open(fleet_folder / "train_opt.log", "a") as f:
