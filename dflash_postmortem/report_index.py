@@ -18,7 +18,7 @@ import pandas as pd
 
 from .evidence import link_refs, view_href
 from .incident import Incident
-from .text import one_line, what_happened
+from .text import one_line, sources_line, what_happened
 from .timeline import Timeline
 from .units import clock
 
@@ -115,9 +115,7 @@ def index_html(inc: Incident, findings: pd.DataFrame, tl: Timeline, headline: pd
         + (f" <span class='failed'>failed: {esc(p.error)}</span>" if p.error else "")
         + (f"<div class='about'>{html.escape(p.about)}</div>" if p.about else "") + "</li>"
         for p in pages)
-    rep = inc.load_report
-    sources = (f"{len(rep.loaded)} source files loaded, {len(rep.failed)} could not be read, "
-               f"{len(rep.unrecognised)} not recognised")
+    sources = sources_line(inc)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Post-mortem: {title}</title>
 <script type="text/javascript" src="{html.escape(plotly_js)}"></script>

@@ -3,8 +3,8 @@
 - Formatters: `clock` (times on the incident's UTC clock), `duration`, `tok_s` (throughput),
   `gpu_hours`; every page, sentence and terminal line writes its numbers through them, so the
   report index, the notebooks and `inspect` say "4,786 s" and "146.8K tok/s" alike.
-- What happened: the incident in at most five sentences, cause first (`what_happened`), and the
-  report index's summary (`summary_lines`).
+- What happened: the incident in at most five sentences, cause first (`what_happened`), and what
+  the evidence was (`sources_line`, under the report index's title).
 - Headlines: each notebook's one-line answer (`headline_text`, `levels_text`, `restart_text`,
   `recovery_text`, `effects_text`: the cells tests/notebook_headlines.json holds).
 - What a notebook shows instead of a table it has no evidence for (`Missing`), and findings to
@@ -32,7 +32,6 @@ from .incident import Incident
 from .redact import redact
 from .schema import TOK_PER_S
 from .timeline import Timeline, timeline
-from .timeline import impact as timeline_impact
 from .units import clock, duration, gpu_hours, tok_s, tokens
 
 MAX_SENTENCES = 5
@@ -248,16 +247,10 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     return out[:MAX_SENTENCES]
 
 
-def summary_lines(inc: Incident, findings: pd.DataFrame | None = None) -> list[str]:
-    """The report index's summary: what happened, then what the evidence was."""
-    if findings is None:
-        findings = detect(inc)
-    lines = what_happened(inc, findings, timeline_impact(inc, findings))
+def sources_line(inc: Incident) -> str:
+    """What the evidence was, in one line (the report index's, under its title)."""
     rep = inc.load_report
-    lines.append(
-        f"{len(rep.loaded)} source files loaded, {len(rep.failed)} could not be read, {len(rep.unrecognised)} not recognised."
-    )
-    return lines
+    return f"{len(rep.loaded)} source files loaded, {len(rep.failed)} could not be read, {len(rep.unrecognised)} not recognised"
 
 
 # --- the notebooks' one-line headlines (the cells nbval checks; see docs/report.md) --------------

@@ -2,6 +2,7 @@
 and rendered in a real browser."""
 
 import html
+import os
 import re
 from pathlib import Path
 
@@ -155,6 +156,8 @@ def test_every_page_renders_in_headless_chromium(full_report, tmp_path):
             assert fig.locator(".scatterlayer .trace").count() >= 6  # 3 runs, lifetimes, events, findings
 
     errors, dialogs = open_pages(full_report.parent, tmp_path, check)
+    if os.environ.get("DFLASH_UPDATE_SCREENSHOTS"):
+        _docs_screenshots(full_report.parent)
     assert sorted(seen) == sorted([*PAGES, "index"])
     assert seen["01_overview"] == 1 and seen["02_throughput_drop"] == 2 and seen["04_recovery"] == 2
     assert errors == [] and dialogs == []
@@ -190,3 +193,26 @@ def test_headline_cells_say_what_they_said_when_reviewed(full_report):
         got = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
         assert _sanitize(got) == _sanitize(expected[name]), name
 
+
+
+def _docs_screenshots(report: Path) -> None:
+    """docs/report.md's pictures, taken from this report: the index, the overview figure and the
+    view of the line the failed restart cites (DFLASH_UPDATE_SCREENSHOTS=1 rewrites them)."""
+    from playwright.sync_api import sync_playwright
+    from support.browser import chromium
+
+    docs = REPO / "docs" / "img"
+    docs.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        page.goto((report / "index.html").as_uri())
+        page.wait_for_selector(".js-plotly-plot .main-svg")
+        page.screenshot(path=str(docs / "report-index.png"))
+        page.goto((report / "01_overview.html").as_uri())
+        page.wait_for_selector(".js-plotly-plot .main-svg")
+        page.locator(".js-plotly-plot").first.screenshot(path=str(docs / "report-overview.png"))
+        page.set_viewport_size({"width": 1600, "height": 600})
+        page.goto((report / "evidence" / "logs" / "operator.log.html").as_uri() + "#L9")
+        page.screenshot(path=str(docs / "report-evidence.png"))
+        browser.close()

@@ -75,11 +75,8 @@ def test_what_happened_with_nothing_found():
     assert pm.what_happened is text.what_happened
 
 
-def test_summary_lines_end_with_the_evidence(bundled_incident, bundled_findings):
-    lines = text.summary_lines(bundled_incident, bundled_findings)
-    assert lines[:-1] == pm.what_happened(bundled_incident, bundled_findings,
-                                          pm.timeline(bundled_incident, bundled_findings).impact)
-    assert lines[-1] == "39 source files loaded, 0 could not be read, 2 not recognised."
+def test_the_sources_line_says_what_the_evidence_was(bundled_incident):
+    assert text.sources_line(bundled_incident) == "39 source files loaded, 0 could not be read, 2 not recognised"
 
 
 def test_terminal_text(seed_incident, seed_findings):
