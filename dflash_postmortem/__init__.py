@@ -17,11 +17,20 @@ from .loaders.ps_snapshots import load_ps_snapshots
 from .loaders.training_log import load_process_log
 from .loaders.transcript import load_shell_transcript
 from .loaders.wandb import load_wandb_run
-from .store.ingest import ingest
 from .text import what_happened
 from .timeline import Timeline, timeline
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # Start-up time: the Parquet store brings DuckDB and fsspec (~0.2 s), which only `ingest`
+    # and windowed loads need; `pm.ingest` imports them on first use.
+    if name == "ingest":
+        from .store.ingest import ingest
+
+        return ingest
+    raise AttributeError(f"module 'dflash_postmortem' has no attribute {name!r}")
 
 __all__ = [
     "FileReport",
