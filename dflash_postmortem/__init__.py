@@ -27,7 +27,7 @@ def __getattr__(name: str):
     # Start-up time: the Parquet store brings DuckDB and fsspec (~0.2 s), which only `ingest`
     # and windowed loads need; `pm.ingest` imports them on first use.
     if name == "ingest":
-        from .store.ingest import ingest
+        from .store.ingest import ingest  # start-up time: see above
 
         return ingest
     raise AttributeError(f"module 'dflash_postmortem' has no attribute {name!r}")
