@@ -83,6 +83,36 @@ def floor_once() -> float:
         return timed_run([sys.executable, "-c", FLOOR, out, TRIVIAL])
 
 
+def folder_and_page_load(incident: Path) -> None:
+    """The report folder's size, and each page's load time in headless Chromium (navigation start
+    to the load event, figures drawn), the first page fetching plotly.min.js from disk."""
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory(prefix="bench-pages-") as out:
+        subprocess.run([*CLI, "report", str(incident), "-o", out, "--no-progress"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        files = [f for f in Path(out).rglob("*") if f.is_file() and "executed" not in f.parts]
+        total = sum(f.stat().st_size for f in files)
+        js = (Path(out) / "plotly.min.js").stat().st_size
+        print(f"report folder (without executed/): {total / 1e6:.1f} MB, of which plotly.min.js {js / 1e6:.1f} MB; "
+              f"{len(files)} files")
+        exe = shutil.which("chromium") or shutil.which("chromium-browser")
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            for html in sorted(Path(out).glob("*.html")):
+                page.goto(html.as_uri())
+                page.wait_for_load_state("load")
+                if "Plotly.newPlot(" in page.content():
+                    page.wait_for_selector(".js-plotly-plot .main-svg")
+                ms = page.evaluate("() => { const t = performance.getEntriesByType('navigation')[0];"
+                                   " return t.loadEventEnd - t.startTime; }")
+                print(f"  {html.name:<24} {html.stat().st_size / 1e3:7.0f} kB  load {ms:6.0f} ms")
+            browser.close()
+
+
 def load_and_detect_per_mb() -> None:
     import dflash_postmortem as pm
 
@@ -124,6 +154,7 @@ def main() -> int:
         warm, cells = report_once(args.incident, cache)
     print(f"warm report (incident already loaded): {warm:.2f} s; first cell per page: "
           f"{', '.join(f'{c:.2f}' for c in cells)} s")
+    folder_and_page_load(args.incident)
     print("load_incident + detect per MB of input:")
     load_and_detect_per_mb()
     return 0
