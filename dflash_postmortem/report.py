@@ -107,9 +107,28 @@ def parse_params(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+def notebook_tools():
+    """nbformat and papermill, imported without jsonschema's optional IRI format checker: where
+    `rfc3987_syntax` is installed (JupyterLab's jsonschema[format-nongpl] brings it) jsonschema
+    builds 39 lark grammars when it is imported (~1.8 s), for a format no notebook schema uses.
+    The block lasts for this import only."""
+    blocked = "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules
+    if blocked:
+        sys.modules["rfc3987_syntax"] = None  # an import of it raises ImportError, which jsonschema expects
+    try:
+        import nbformat  # start-up time: the notebook machinery loads only for a report
+        import papermill
+    except ImportError as e:  # pragma: no cover - both are runtime dependencies
+        raise MissingDependencyError(e.name or "papermill", "report") from e
+    finally:
+        if blocked:
+            del sys.modules["rfc3987_syntax"]
+    return nbformat, papermill
+
+
 def typed_params(nb: Path, params: dict) -> dict:
     """Check parameters against the notebook's `parameters` cell and give them its types."""
-    import papermill as pm
+    _, pm = notebook_tools()
 
     declared = pm.inspect_notebook(str(nb))
     typed = {}
@@ -139,7 +158,7 @@ def typed_params(nb: Path, params: dict) -> dict:
 
 
 def _check_known(pages_nbs: list[Path], params: dict) -> None:
-    import papermill as pm
+    _, pm = notebook_tools()
 
     declared = set()
     for nb in pages_nbs:
@@ -217,11 +236,7 @@ def build_report(
     redact_secrets: bool = True,
 ) -> Path:
     """Run the notebooks on `incident_dir`, write one HTML page each and an index; return it."""
-    try:
-        import nbformat
-        import papermill as pm
-    except ImportError as e:  # pragma: no cover - both are runtime dependencies
-        raise MissingDependencyError(e.name or "papermill", "report") from e
+    nbformat, pm = notebook_tools()
     incident_dir = Path(incident_dir).resolve()
     if not incident_dir.is_dir():
         raise PostmortemError(f"{incident_dir}: no such incident folder")
