@@ -21,19 +21,34 @@ _SQL_TYPES = {schema.TIME: "TIMESTAMPTZ", schema.STR: "VARCHAR", schema.INT: "BI
 
 def connect(store: str, *, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection (new, or `con`) with the store's five views; times are shown in UTC."""
+    con = reader(store, con=con)
+    for frame in schema.FRAME_NAMES:
+        con.execute(f"CREATE OR REPLACE VIEW {frame} AS {scan(frame, frame_files(store, frame))}")
+    return con
+
+
+def reader(store: str, *, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection (new, or `con`) that can read the store's files, without views."""
     con = con or duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    fs, root = layout.filesystem(store)
-    prefix = ""
-    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    fs, _ = layout.filesystem(store)
+    protocol = _protocol(fs)
     if protocol not in ("file", "local"):
         # A URL store (memory://, s3://...): DuckDB reads it through fsspec.
         con.register_filesystem(fs)
-        prefix = protocol + "://"
-    for frame in schema.FRAME_NAMES:
-        files = sorted(fs.glob(layout.frame_glob(root, frame)))
-        con.execute(f"CREATE OR REPLACE VIEW {frame} AS {scan(frame, [prefix + f for f in files])}")
     return con
+
+
+def frame_files(store: str, frame: str) -> list[str]:
+    """Every part of a frame, as DuckDB names them (a URL store's with its protocol)."""
+    fs, root = layout.filesystem(store)
+    protocol = _protocol(fs)
+    prefix = "" if protocol in ("file", "local") else protocol + "://"
+    return [prefix + f for f in sorted(fs.glob(layout.frame_glob(root, frame)))]
+
+
+def _protocol(fs) -> str:
+    return fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
 
 
 def scan(frame: str, files: list[str]) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import quote
 
 import duckdb
 import numpy as np
@@ -27,7 +28,7 @@ from ..incident import Incident
 from . import layout
 from .ingest import SCHEDULER_ENV, ingest
 from .manifest import Manifest, read_pickle
-from .views import as_frame, connect
+from .views import as_frame, connect, frame_files, reader, scan
 
 
 def load_from_store(path: str | os.PathLike, *, window=None, hosts=None, gpus=None, timezone=None,
@@ -82,6 +83,31 @@ def where_clause(frame: str, window, hosts, gpus) -> str:
     return " AND ".join(cond) or "true"
 
 
+def window_parts(frame: str, files: list[str], window, hosts) -> list[str]:
+    """The parts of `files` whose `host=` and `day=` folders can hold rows that `where_clause`
+    selects (a process first seen before the window may still be in it)."""
+    if window is None and hosts is None:
+        return files
+    wanted = None if hosts is None or "host" not in layout.partition_keys(frame) else {
+        f"host={quote(str(h), safe='')}" for h in hosts}
+    first, last = (f"day={t.date().isoformat()}" for t in window) if window is not None else (None, None)
+    null_day = f"day={layout.NULL}"
+    kept = []
+    for f in files:
+        parts = f.split("/")
+        day = next(p for p in reversed(parts) if p.startswith("day="))
+        if wanted is not None and not any(p in wanted for p in parts):
+            continue
+        if window is not None:
+            if frame == "processes":
+                if day != null_day and day > last:
+                    continue
+            elif day == null_day or not first <= day <= last:
+                continue
+        kept.append(f)
+    return kept
+
+
 def _text(value) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
@@ -106,7 +132,7 @@ def load_window(store: str, *, window=None, hosts=None, gpus=None, config: Incid
     cfg = config or IncidentConfig()
     order = {rel: k for k, rel in enumerate(manifest.order)}
     renames = _runs_and_report(fs, top, manifest, cfg, root)
-    con = None if scheduler else connect(store)
+    con = None if scheduler else reader(store)
     frames = {}
     for frame in schema.FRAME_NAMES:
         where = where_clause(frame, span, hosts, gpus)
@@ -116,14 +142,17 @@ def load_window(store: str, *, window=None, hosts=None, gpus=None, config: Incid
 
             table = select_on_cluster(store, frame, where, scheduler)
         else:
-            table = select_rows(frame, where, con)
+            # Only the parts whose partition folders can hold the window's rows: DuckDB reads the
+            # schema of every part it is given (half a second for a fleet's thousands).
+            files = window_parts(frame, frame_files(store, frame), span, hosts)
+            table = select_rows(f"({scan(frame, files)})", where, con)
         columns: dict[str, str] = {}
         for rel in manifest.order:
             for c, t in manifest.sources[rel].columns.get(frame, {}).items():
                 columns.setdefault(c, t)
         frames[frame] = _in_load_order(frame, table, order, renames["map"], columns)
     if len(frames["gpu_processes"]):
-        frames["gpu_processes"] = _fill_gpu_index(frames["gpu_processes"], store, con, gpus)
+        frames["gpu_processes"] = _fill_gpu_index(frames["gpu_processes"], store, None, gpus)
     inc = renames["incident"]
     for frame, df in frames.items():
         setattr(inc, frame, df)

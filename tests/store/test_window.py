@@ -8,6 +8,7 @@ import pytest
 from dflash_postmortem import schema
 from dflash_postmortem.errors import UsageError
 from dflash_postmortem.loaders.folder import load_incident
+from dflash_postmortem.store.window import parse_window, window_parts
 
 from .conftest import assert_same_frames
 
@@ -45,3 +46,21 @@ def test_a_window_that_ends_before_it_starts_is_refused(fleet_folder):
     with pytest.raises(UsageError, match="ends"):
         load_incident(fleet_folder, window=(END, START))
     assert not (fleet_folder / ".dflash-store").exists()  # refused before anything is converted
+
+
+def test_only_the_parts_that_can_hold_the_window_are_read():
+    files = [f"s/{frame}/host={h}/day={d}/part-1-00000.parquet"
+             for frame in ("gpus", "processes") for h in ("h01", "h%2F2")
+             for d in ("2026-11-29", "2026-11-30", "2026-12-01", "__HIVE_DEFAULT_PARTITION__")]
+    files += [f"s/metrics/day={d}/part-1-00000.parquet" for d in ("2026-11-30", "__HIVE_DEFAULT_PARTITION__")]
+    span = parse_window((START, END))
+
+    def kept(frame, hosts):
+        return window_parts(frame, [f for f in files if f"/{frame}/" in f], span, hosts)
+
+    assert kept("gpus", ["h/2"]) == ["s/gpus/host=h%2F2/day=2026-11-30/part-1-00000.parquet"]
+    # a process first seen on an earlier day, or never, may still be running in the window
+    assert kept("processes", ["h01"]) == [f"s/processes/host=h01/day={d}/part-1-00000.parquet"
+                                          for d in ("2026-11-29", "2026-11-30", "__HIVE_DEFAULT_PARTITION__")]
+    assert kept("metrics", ["h01"]) == ["s/metrics/day=2026-11-30/part-1-00000.parquet"]  # no host folders
+    assert window_parts("gpus", files, None, None) == files
