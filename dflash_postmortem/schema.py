@@ -147,7 +147,7 @@ def conform(frame: str, df: pd.DataFrame) -> pd.DataFrame:
                 s = pd.to_numeric(s, errors="raise").astype(col.dtype)
             else:
                 s = s.astype(col.dtype)
-            out[col.name] = s.reset_index(drop=True)
+            out[col.name] = _one_chunk(s.reset_index(drop=True))
         else:
             out[col.name] = pd.Series([pd.NA] * n, dtype=col.dtype) if col.dtype != FLOAT else (
                 pd.Series([float("nan")] * n, dtype=FLOAT)
@@ -155,8 +155,22 @@ def conform(frame: str, df: pd.DataFrame) -> pd.DataFrame:
     extra = [c for c in df.columns if c not in out]
     result = pd.DataFrame(out, copy=False)  # columns are already fresh Series: no second copy
     for c in extra:
-        result[c] = df[c].reset_index(drop=True)
+        result[c] = _one_chunk(df[c].reset_index(drop=True))
     return result
+
+
+def _one_chunk(s: pd.Series) -> pd.Series:
+    """An Arrow-backed column (pandas' strings) in one chunk. A frame concatenated from many
+    files has a chunk per file in each such column, and every row selection (`iloc`, a sort)
+    then costs in proportion to the chunks: detecting over a long night's many files grew faster
+    than its evidence. One copy here, once per frame."""
+    arrow = getattr(s.array, "__arrow_array__", None)
+    if arrow is None:
+        return s
+    chunked = arrow()
+    if getattr(chunked, "num_chunks", 1) <= 1:
+        return s
+    return pd.Series(pd.array(chunked.combine_chunks(), dtype=s.dtype), index=s.index, name=s.name)
 
 
 def validate(frame: str, df: pd.DataFrame) -> None:
