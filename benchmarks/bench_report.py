@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 import warnings
+from datetime import datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,7 +61,7 @@ def timed_run(argv: list[str], env: dict | None = None) -> float:
 
 def report_once(incident: Path, cache: str | None = None) -> tuple[float, list[float]]:
     """One report, cold (an empty cache of loaded incidents) unless `cache` is given; the time
-    and each page's first code cell (imports, setup, load) as papermill timed it."""
+    and each page's first code cell (imports, setup, load) as the kernel timed it."""
     with tempfile.TemporaryDirectory(prefix="bench-report-") as out, \
             tempfile.TemporaryDirectory(prefix="bench-cache-") as empty:
         env = {**os.environ, "DFLASH_POSTMORTEM_CACHE": cache or empty}
@@ -74,7 +75,9 @@ def first_cells(executed: Path) -> list[float]:
         code = [c for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code"]
         # the cell after the parameters (and papermill's injected ones): imports, setup(), load()
         first = next(c for c in code if "load(" in "".join(c["source"]))
-        cells.append(first["metadata"]["papermill"]["duration"])
+        run = first["metadata"]["execution"]  # nbclient's timestamps of the cell
+        cells.append((datetime.fromisoformat(run["shell.execute_reply"]) -
+                      datetime.fromisoformat(run["iopub.execute_input"])).total_seconds())
     return cells
 
 

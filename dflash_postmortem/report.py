@@ -28,8 +28,6 @@ from .report_index import index_html, page_entry
 from .timeline import timeline
 
 NOTEBOOK_DIR_ENV = "DFLASH_NOTEBOOKS"
-# Pages run at once: each is its own kernel process, and a page is mostly waiting on one core.
-MAX_PARALLEL = 4
 PLOTLY_JS = "plotly.min.js"
 
 
@@ -271,22 +269,32 @@ def build_report(
 
 def _run_pages(pm, nbformat, chosen: list[Path], out: Path, params: dict, show_code: bool, static: bool,
                redact_secrets: bool, kernel: str, progress: bool) -> list[Page]:
-    """Every page, several at a time, in the notebooks' order; the bar counts pages as they end."""
-    from concurrent.futures import ThreadPoolExecutor, as_completed
+    """Every page in one kernel, in the notebooks' order, its namespace cleared between pages
+    (the modules stay imported: a page after the first starts in a fraction of a second); each
+    page's HTML is written in a thread while the next page runs. The bar counts pages."""
+    from concurrent.futures import ThreadPoolExecutor
 
+    from jupyter_client.manager import KernelManager
     from tqdm import tqdm  # start-up time: the bar loads only for a report
 
-    workers = max(1, min(MAX_PARALLEL, os.cpu_count() or 1, len(chosen)))
-    with ThreadPoolExecutor(max_workers=workers) as pool, \
-            tqdm(total=len(chosen), desc="report", unit="page", disable=not progress) as bar:
-        futures = {pool.submit(_page, pm, nbformat, nb, out, params, show_code, static, redact_secrets, kernel): nb
-                   for nb in chosen}
-        done = {}
-        for fut in as_completed(futures):
-            done[futures[fut]] = fut.result()
-            bar.set_postfix_str(futures[fut].stem)
-            bar.update(1)
-    return [done[nb] for nb in chosen]
+    km = KernelManager(kernel_name=kernel)
+    pages = []
+    try:
+        with ThreadPoolExecutor(max_workers=1) as writer, \
+                tqdm(total=len(chosen), desc="report", unit="page", disable=not progress) as bar:
+            written = []
+            for nb_path in chosen:
+                page, nb = _execute(pm, nbformat, km, nb_path, out, typed_params(nb_path, params))
+                pages.append(page)
+                written.append(writer.submit(_write_page, nbformat, page, nb, out, show_code, static, redact_secrets))
+                bar.set_postfix_str(nb_path.stem)
+                bar.update(1)
+            for w in written:
+                w.result()
+    finally:
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
+    return pages
 
 
 @contextlib.contextmanager
@@ -311,41 +319,53 @@ def _env(name: str, value: str):
         os.environ.pop(name, None)
 
 
-def _execute(pm, nb_path: Path, executed: Path, params: dict, kernel: str, attempts: int = 2) -> None:
-    """Run one notebook; a kernel that fails to start (a port taken by another kernel starting at
-    the same moment, a slow machine) is retried once. An error inside a cell is never retried."""
-    for attempt in range(attempts):
-        try:
-            pm.execute_notebook(
-                str(nb_path), str(executed), parameters=params,
-                # No `cwd`: papermill would chdir the whole process, and pages run in threads.
-                kernel_name=kernel, progress_bar=False,
-            )
-            return
-        except pm.PapermillExecutionError:
-            raise
-        except RuntimeError:  # nbclient: kernel died or did not answer before the first cell
-            if attempt == attempts - 1:
-                raise
+_RESET = "%reset -f"  # the first cell of every page: the last page's variables are gone
 
-def _page(pm, nbformat, nb_path: Path, out: Path, params: dict, show_code: bool, static: bool,
-          redact_secrets: bool, kernel: str) -> Page:
-    """Execute one notebook and write its HTML page; a failing notebook still gets a page."""
-    executed = out / "executed" / nb_path.name
-    page = Page(nb_path, executed, out / f"{nb_path.stem}.html")
-    try:
-        _execute(pm, nb_path, executed, typed_params(nb_path, params), kernel)
-    except pm.PapermillExecutionError as e:
-        first = str(e.evalue).strip().splitlines()[0] if str(e.evalue).strip() else ""
-        page.error = f"{e.ename}: {first[:200]}"
-    nb = nbformat.read(str(executed), as_version=4)
+
+def _execute(pm, nbformat, km, nb_path: Path, out: Path, params: dict):
+    """Run one notebook, its parameters injected as papermill does, in the report's kernel
+    (started, or started again after a page killed it). A cell that fails ends the page, which
+    still gets written; a kernel that fails to start is tried once more."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, DeadKernelError
+
+    page = Page(nb_path, out / "executed" / nb_path.name, out / f"{nb_path.stem}.html")
+    from papermill.iorw import load_notebook_node
+    from papermill.parameterize import parameterize_notebook
+
+    # papermill's reader gives every cell the metadata its parameterizer expects
+    nb = parameterize_notebook(load_notebook_node(str(nb_path)), params, kernel_name=km.kernel_name)
+    nb.cells.insert(0, nbformat.v4.new_code_cell(_RESET))
+    for attempt in range(2):
+        if not km.has_kernel or not km.is_alive():
+            try:
+                km.start_kernel()
+            except RuntimeError:
+                if attempt:
+                    raise
+                continue
+        try:
+            # No `resources.path`: the kernel keeps the report's working folder for every page.
+            NotebookClient(nb, km=km, timeout=None, kernel_name=km.kernel_name).execute()
+        except CellExecutionError as e:
+            first = str(e.evalue).strip().splitlines()[0] if str(e.evalue).strip() else ""
+            page.error = f"{e.ename}: {first[:200]}"
+        except DeadKernelError as e:
+            page.error = f"the kernel died: {e}"
+            km.shutdown_kernel(now=True)
+        break
+    del nb.cells[0]
+    return page, nb
+
+
+def _write_page(nbformat, page: Page, nb, out: Path, show_code: bool, static: bool, redact_secrets: bool) -> None:
+    """The executed notebook (masked) and its HTML page."""
     if redact_secrets:
         redact_notebook(nb)
-        nbformat.write(nb, str(executed))
-    page.html.write_text(to_html(nb, nb_path.stem, show_code, "index.html"), encoding="utf-8")
+    nbformat.write(nb, str(page.executed))
+    page.html.write_text(to_html(nb, page.notebook.stem, show_code, "index.html"), encoding="utf-8")
     if static:
-        export_static(nb, out / "figures" / nb_path.stem)
-    return page
+        export_static(nb, out / "figures" / page.notebook.stem)
 
 
 def export_static(nb, folder: Path) -> list[Path]:

@@ -216,3 +216,35 @@ def _docs_screenshots(report: Path) -> None:
         page.goto((report / "evidence" / "logs" / "operator.log.html").as_uri() + "#L9")
         page.screenshot(path=str(docs / "report-evidence.png"))
         browser.close()
+
+
+def _notebook(path: Path, *sources: str) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "dflash-postmortem", "display_name": "Python (dflash-postmortem)",
+                                 "language": "python"}
+    params = nbformat.v4.new_code_cell('incident_dir: str = ""  # the incident')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [nbformat.v4.new_markdown_cell(f"# {path.stem}?"), params,
+                *(nbformat.v4.new_code_cell(s) for s in sources)]
+    nbformat.write(nb, str(path))
+
+
+def test_a_failing_page_is_named_and_the_pages_after_it_run_clean(tmp_path, bundled_dir, monkeypatch):
+    # The pages share one kernel: a page that fails leaves it usable, and none of its variables
+    # reach the next page.
+    book = tmp_path / "notebooks"
+    book.mkdir()
+    _notebook(book / "01_first.ipynb", "print('first ran on', incident_dir.split('/')[-1])")
+    _notebook(book / "02_broken.ipynb", "leak = 1", "raise ValueError('boom')")
+    _notebook(book / "03_after.ipynb", "assert 'leak' not in globals(), 'a variable of page 02 survived'",
+              "print('after ran')")
+    monkeypatch.setenv("DFLASH_NOTEBOOKS", str(book))
+    with pytest.raises(PostmortemError, match=r"notebook\(s\) failed: 02_broken \(ValueError: boom\)"):
+        build_report(bundled_dir, tmp_path / "out", progress=False)
+    out = tmp_path / "out"
+    assert "class='failed'>failed: ValueError: boom" in (out / "index.html").read_text()
+    assert "first ran on h200-2gpu" in (out / "01_first.html").read_text()
+    assert "after ran" in (out / "03_after.html").read_text()
+    assert "ValueError" in (out / "02_broken.html").read_text()  # the failing page is written too
