@@ -28,6 +28,9 @@ from .report_index import index_html, page_entry
 from .timeline import timeline
 
 NOTEBOOK_DIR_ENV = "DFLASH_NOTEBOOKS"
+# Kernels a report runs its pages in: one per core, two at most (five short pages; a third
+# kernel's start costs more than it saves).
+MAX_KERNELS = 2
 PLOTLY_JS = "plotly.min.js"
 
 
@@ -269,32 +272,51 @@ def build_report(
 
 def _run_pages(pm, nbformat, chosen: list[Path], out: Path, params: dict, show_code: bool, static: bool,
                redact_secrets: bool, kernel: str, progress: bool) -> list[Page]:
-    """Every page in one kernel, in the notebooks' order, its namespace cleared between pages
-    (the modules stay imported: a page after the first starts in a fraction of a second); each
-    page's HTML is written in a thread while the next page runs. The bar counts pages."""
+    """Every page, in as many kernels as there are cores (two at most: a report is five short
+    pages), each kernel taking the next page when it is free and clearing the last page's
+    variables first (the modules stay imported: a page after a kernel's first starts in a
+    fraction of a second); each page's HTML is written in a thread while the next runs. The bar
+    counts pages as they end."""
+    import queue
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
     from jupyter_client.manager import KernelManager
     from tqdm import tqdm  # start-up time: the bar loads only for a report
 
-    km = KernelManager(kernel_name=kernel)
-    pages = []
-    try:
-        with ThreadPoolExecutor(max_workers=1) as writer, \
-                tqdm(total=len(chosen), desc="report", unit="page", disable=not progress) as bar:
-            written = []
-            for nb_path in chosen:
+    todo: queue.Queue = queue.Queue()
+    for nb_path in chosen:
+        todo.put(nb_path)
+    done: dict[Path, Page] = {}
+    lock = threading.Lock()
+
+    def kernel_worker(bar, writer, written) -> None:
+        km = KernelManager(kernel_name=kernel)
+        try:
+            while True:
+                try:
+                    nb_path = todo.get_nowait()
+                except queue.Empty:
+                    return
                 page, nb = _execute(pm, nbformat, km, nb_path, out, typed_params(nb_path, params))
-                pages.append(page)
-                written.append(writer.submit(_write_page, nbformat, page, nb, out, show_code, static, redact_secrets))
-                bar.set_postfix_str(nb_path.stem)
-                bar.update(1)
-            for w in written:
-                w.result()
-    finally:
-        if km.has_kernel:
-            km.shutdown_kernel(now=True)
-    return pages
+                with lock:
+                    done[nb_path] = page
+                    written.append(writer.submit(_write_page, nbformat, page, nb, out, show_code, static, redact_secrets))
+                    bar.set_postfix_str(nb_path.stem)
+                    bar.update(1)
+        finally:
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
+
+    kernels = max(1, min(MAX_KERNELS, os.cpu_count() or 1, len(chosen)))
+    written: list = []
+    with ThreadPoolExecutor(max_workers=1) as writer, ThreadPoolExecutor(max_workers=kernels) as pool, \
+            tqdm(total=len(chosen), desc="report", unit="page", disable=not progress) as bar:
+        for w in [pool.submit(kernel_worker, bar, writer, written) for _ in range(kernels)]:
+            w.result()
+        for w in written:
+            w.result()
+    return [done[nb] for nb in chosen]
 
 
 @contextlib.contextmanager
