@@ -42,21 +42,28 @@ def map_on_cluster(func, items: list, scheduler) -> list:
 
 def select_on_cluster(store: str, frame: str, where: str, scheduler):
     """The rows of `frame` that `where` selects, read by tasks on the cluster, as one Arrow table."""
+    return query_on_cluster(store, frame, f"SELECT * FROM rows WHERE {where}", scheduler)
+
+
+def query_on_cluster(store: str, frame: str, query: str, scheduler):
+    """`query` (SQL over a relation named `rows`) run by one task per group of `frame`'s Parquet
+    parts; the tasks' results concatenated, as one Arrow table. A query whose result is merged
+    afterwards (partial aggregates) must not assume one task sees all of a group's rows."""
     fs, root = layout.filesystem(store)
     files = sorted(fs.glob(layout.frame_glob(root, frame)))
     if not files:
-        return connect(store).execute(f"SELECT * FROM {frame} WHERE false").to_arrow_table()
-    groups = [(store, frame, files[k:k + PARTS_PER_TASK], where) for k in range(0, len(files), PARTS_PER_TASK)]
-    tables = map_on_cluster(select_parts, groups, scheduler)
+        return connect(store).execute(f"WITH rows AS (SELECT * FROM {frame} WHERE false) {query}").to_arrow_table()
+    groups = [(store, frame, files[k:k + PARTS_PER_TASK], query) for k in range(0, len(files), PARTS_PER_TASK)]
+    tables = map_on_cluster(query_parts, groups, scheduler)
     return pa.concat_tables(tables, promote_options="permissive")
 
 
-def select_parts(job) -> object:
-    """One task: the selected rows of some parts of a frame (run on a worker)."""
+def query_parts(job) -> object:
+    """One task: the query over some parts of a frame (run on a worker)."""
     # Run on a worker: duckdb loads in the worker process.
     import duckdb
 
-    store, frame, files, where = job
+    store, frame, files, query = job
     fs, _ = layout.filesystem(store)
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
@@ -64,7 +71,7 @@ def select_parts(job) -> object:
     if not _local(fs):
         con.register_filesystem(fs)
         prefix = _protocol(fs) + "://"
-    return con.sql(f"SELECT * FROM ({scan(frame, [prefix + f for f in files])}) WHERE {where}").to_arrow_table()
+    return con.sql(f"WITH rows AS ({scan(frame, [prefix + f for f in files])}) {query}").to_arrow_table()
 
 
 def _local(fs) -> bool:

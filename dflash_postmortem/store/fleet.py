@@ -39,8 +39,10 @@ from ..detect.gpu_state import HELD_MIB, IDLE_UTIL_PCT
 from ..detect.restart import GRACE_S
 from ..detect.roles import HEAVY_FRACTION, MIN_MINUTES
 from ..detect.throughput import MIN_DROP
+from ..errors import PostmortemError
 from ..schema import TOK_PER_S
 from ..units import clock, tok_s
+from .cluster import query_on_cluster
 
 BUCKET_S = 60  # one judgement per GPU per minute: 512 GPUs x 3 days is 2.2 M buckets
 BUSY_UTIL_PCT = 90.0  # a GPU that sets the pace of a synchronous job is never waiting itself
@@ -59,14 +61,43 @@ def _num(x, digits: int = 1) -> float | None:
     return None if x is None or pd.isna(x) else round(float(x), digits)
 
 
+# Per (host, GPU, bucket), over whatever share of the `gpus` rows the relation `rows` holds: sums
+# and counts rather than means, so that shares scanned apart merge exactly.
+# NaN and NULL are both "no reading": pandas frames register NaN as NULL, Parquet may keep NaN.
+_BUCKET_PARTS = """
+    , s AS (
+        SELECT host, gpu, uuid, source, epoch_us(time) AS us,
+               nullif(util_gpu_pct, 'NaN'::DOUBLE) AS util,
+               nullif(memory_used_mib, 'NaN'::DOUBLE) AS mem,
+               nullif(sm_clock_mhz, 'NaN'::DOUBLE) AS clk
+        FROM rows WHERE time IS NOT NULL AND host IS NOT NULL AND gpu IS NOT NULL
+    )
+    SELECT host, gpu, us // {b} AS b, count(*) AS n,
+           count(*) FILTER (WHERE util IS NULL AND mem IS NULL) AS n_silent,
+           min(us) FILTER (WHERE util IS NULL AND mem IS NULL) AS first_silent_us,
+           max(us) FILTER (WHERE util IS NOT NULL OR mem IS NOT NULL) AS last_reading_us,
+           sum(util) AS util_sum, count(util) AS util_n, max(util) AS util_max,
+           sum(clk) AS clk_sum, count(clk) AS clk_n,
+           sum(mem) AS mem_sum, count(mem) AS mem_n, min(mem) AS mem_min, max(mem) AS mem_max,
+           min(uuid) AS uuid, min(source) AS source
+    FROM s GROUP BY ALL
+"""
+
+
 class Fleet:
     """The fleet-wide questions over one connection's views. Buckets are built on first use."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, *, config: IncidentConfig | None = None,
-                 bucket_s: int = BUCKET_S):
+                 bucket_s: int = BUCKET_S, store: str | None = None, scheduler=None):
+        """`con` has the store's views; with `scheduler` (a dask address or client) and `store`,
+        the one scan of every GPU sample runs as tasks on the cluster, one per group of the
+        store's Parquet parts, and only the per-minute buckets come back."""
+        if scheduler is not None and store is None:
+            raise PostmortemError("Fleet: a scheduler needs the store's path (store=...), which its workers read")
         self.con = con
         self.config = config or IncidentConfig()
         self.bucket_s = int(bucket_s)
+        self.store, self.scheduler = store, scheduler
         self._built = False
 
     # -- the one scan ------------------------------------------------------------------------
@@ -76,25 +107,23 @@ class Fleet:
     def _build(self) -> None:
         if self._built:
             return
-        b = self.bucket_s * _US
-        # NaN and NULL are both "no reading": pandas frames register NaN as NULL, Parquet may keep NaN.
-        self.con.execute(f"""
+        # The scan in two steps: partial sums per bucket over any share of the rows (all of them
+        # here, one group of Parquet parts per task on a cluster), then the sums merged.
+        partial = _BUCKET_PARTS.format(b=self.bucket_s * _US)
+        if self.scheduler is None:
+            self.con.execute("CREATE OR REPLACE TEMP TABLE fleet_gpu_minute_parts AS "
+                             f"WITH rows AS (SELECT * FROM gpus) {partial}")
+        else:
+            self.con.register("fleet_gpu_minute_parts", query_on_cluster(self.store, "gpus", partial, self.scheduler))
+        self.con.execute("""
             CREATE OR REPLACE TEMP TABLE fleet_gpu_minutes AS
-            WITH s AS (
-                SELECT host, gpu, uuid, source, epoch_us(time) AS us,
-                       nullif(util_gpu_pct, 'NaN'::DOUBLE) AS util,
-                       nullif(memory_used_mib, 'NaN'::DOUBLE) AS mem,
-                       nullif(sm_clock_mhz, 'NaN'::DOUBLE) AS clk
-                FROM gpus WHERE time IS NOT NULL AND host IS NOT NULL AND gpu IS NOT NULL
-            )
-            SELECT host, gpu, us // {b} AS b, count(*) AS n,
-                   count(*) FILTER (WHERE util IS NULL AND mem IS NULL) AS n_silent,
-                   min(us) FILTER (WHERE util IS NULL AND mem IS NULL) AS first_silent_us,
-                   max(us) FILTER (WHERE util IS NOT NULL OR mem IS NOT NULL) AS last_reading_us,
-                   avg(util) AS util, max(util) AS util_max, avg(clk) AS clk,
-                   avg(mem) AS mem, min(mem) AS mem_min, max(mem) AS mem_max,
-                   any_value(uuid) AS uuid, any_value(source) AS source
-            FROM s GROUP BY ALL
+            SELECT host, gpu, b, sum(n) AS n, sum(n_silent) AS n_silent, min(first_silent_us) AS first_silent_us,
+                   max(last_reading_us) AS last_reading_us,
+                   sum(util_sum) / nullif(sum(util_n), 0) AS util, max(util_max) AS util_max,
+                   sum(clk_sum) / nullif(sum(clk_n), 0) AS clk,
+                   sum(mem_sum) / nullif(sum(mem_n), 0) AS mem, min(mem_min) AS mem_min, max(mem_max) AS mem_max,
+                   min(uuid) AS uuid, min(source) AS source
+            FROM fleet_gpu_minute_parts GROUP BY host, gpu, b
         """)
         # Host and fleet levels per bucket, and each GPU's peers (the host's other GPUs).
         self.con.execute("""

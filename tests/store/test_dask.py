@@ -40,3 +40,29 @@ def test_cluster_ingest_and_window_equal_the_duckdb_path(shared_folder, shared_s
             # dmon (no host) is a phase-1 source, converted after the others: its parts are there too
             assert set(on_dask.gpus["source"]) == {"h01/smi_stream.csv", "h02/smi_stream.csv", "dmon_um.txt"}
     assert len(on_dask.gpus) > 100 and set(on_dask.gpus["host"]) == {"h01"}
+
+
+def test_the_fleet_detectors_on_the_cluster_equal_the_duckdb_path(tmp_path, client, monkeypatch):
+    import pandas as pd
+
+    from dflash_postmortem.store import cluster, layout, views
+    from dflash_postmortem.store.fleet import Fleet
+
+    from .test_fleet import KIND, generate
+
+    out = tmp_path / "fleet"
+    truth = generate(out, "--hosts", "4", "--hours", "0.6667", "--seed", "7", "--no-prometheus")
+    store = str(tmp_path / "store")
+    ingest(out, store)
+    cfg = read_config(out / "incident.toml")
+    # One task per Parquet part: every bucket of partial sums is merged from tasks that ran apart.
+    monkeypatch.setattr(cluster, "PARTS_PER_TASK", 1)
+    on_duckdb = Fleet(views.connect(store), config=cfg)
+    on_dask = Fleet(views.connect(store), config=cfg, store=store, scheduler=client)
+    found, found_on_dask = on_duckdb.detect(), on_dask.detect()
+    # the planted faults, the same on both paths
+    assert sorted(found["kind"]) == sorted(KIND[t["kind"]] for t in truth["faults"])
+    pd.testing.assert_frame_equal(found, found_on_dask)
+    pd.testing.assert_frame_equal(on_duckdb.gpu_levels(), on_dask.gpu_levels(), check_exact=False, rtol=1e-9)
+    fs, root = layout.filesystem(store)
+    assert len(fs.glob(layout.frame_glob(root, "gpus"))) >= 4  # as many tasks: one per host's part at least
