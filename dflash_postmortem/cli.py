@@ -7,6 +7,7 @@ traceback instead.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import traceback
@@ -156,6 +157,26 @@ def run_ingest(args) -> int:
     return 0
 
 
+def _add_fleet(sub) -> None:
+    p = sub.add_parser("fleet", help="a large incident: fleet-wide findings over its store, then each incident window")
+    p.add_argument("dir", type=Path, help="incident folder")
+    p.add_argument("--store", help="where the store goes: a folder or an fsspec URL (default: DIR/.dflash-store)")
+    p.add_argument("--scheduler", help="dask scheduler address: ingest and scan on that cluster (default: $DFLASH_SCHEDULER)")
+    p.add_argument("--workers", type=int, default=None, help="processes converting files side by side (default: one per CPU)")
+    p.set_defaults(func=run_fleet)
+
+
+def run_fleet(args) -> int:
+    from .store.fleet import investigate  # start-up time: for this command only
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = investigate(args.dir, args.store, scheduler=args.scheduler or os.environ.get("DFLASH_SCHEDULER"),
+                            workers=args.workers)
+    print("\n".join(redact(line) for line in found.lines()))
+    return 0
+
+
 def _add_record(sub) -> None:
     p = sub.add_parser("record-gpus", help="sample GPUs and their processes through NVML into a folder")
     add_record_arguments(p)
@@ -186,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_inspect(sub)
     _add_report(sub)
     _add_ingest(sub)
+    _add_fleet(sub)
     _add_record(sub)
     _add_replay(sub)
     _add_launch(sub)

@@ -30,19 +30,25 @@ existing detectors through `load_incident(store, window=..., hosts=...)`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import duckdb
 import pandas as pd
 
-from ..config import IncidentConfig
-from ..detect import findings
+from ..config import CONFIG_NAME, IncidentConfig, read_config
+from ..detect import detect, findings
 from ..detect.gpu_state import HELD_MIB, IDLE_UTIL_PCT
 from ..detect.restart import GRACE_S
 from ..detect.roles import HEAVY_FRACTION, MIN_MINUTES
 from ..detect.throughput import MIN_DROP
 from ..errors import PostmortemError
+from ..loaders.folder import load_incident
 from ..schema import TOK_PER_S
 from ..units import clock, tok_s
 from .cluster import query_on_cluster
+from .ingest import ingest
+from .views import connect
 
 BUCKET_S = 60  # one judgement per GPU per minute: 512 GPUs x 3 days is 2.2 M buckets
 BUSY_UTIL_PCT = 90.0  # a GPU that sets the pace of a synchronous job is never waiting itself
@@ -485,3 +491,40 @@ def windows(found: pd.DataFrame, pad: pd.Timedelta = WINDOW_PAD) -> pd.DataFrame
         if r.kind not in w["kinds"]:
             w["kinds"].append(r.kind)
     return pd.DataFrame(out, columns=cols)
+
+
+@dataclass
+class FleetInvestigation:
+    """A large incident as `dflash-postmortem fleet` reads it: the fleet-wide findings over the
+    whole store, and for each incident window the existing detectors' findings on just it."""
+
+    store: str
+    found: pd.DataFrame
+    windows: list[tuple[pd.Series, pd.DataFrame]]
+
+    def lines(self) -> list[str]:
+        out = [f"Fleet findings over the whole store ({len(self.found)}):"]
+        out += [f"  {clock(r.start, date=True)}  {r.kind}: {r.title}" for r in self.found.itertuples()] or ["  none"]
+        for w, found in self.windows:
+            hosts = ", ".join(w["hosts"]) or "every host"
+            out.append(f"Window {clock(w['start'], date=True)} .. {clock(w['end'], date=True)} UTC on {hosts}: "
+                       f"{len(found)} finding(s) from the incident detectors")
+            out += [f"  {clock(r.start)}  {r.kind}: {r.title}" for r in found.itertuples()]
+        return out
+
+
+def investigate(folder, store: str | None = None, *, scheduler=None, workers: int | None = None) -> FleetInvestigation:
+    """Ingest `folder` (only what changed), run the fleet detectors over the whole store (on
+    `scheduler`'s cluster when given), then load each incident window with its hosts and run the
+    incident detectors on it."""
+    folder = Path(folder)
+    done = ingest(folder, store, scheduler=scheduler, workers=workers)
+    cfg_path = folder / CONFIG_NAME
+    cfg = read_config(cfg_path) if cfg_path.is_file() else IncidentConfig()
+    fleet = Fleet(connect(done.store), config=cfg, store=done.store, scheduler=scheduler)
+    found = fleet.detect()
+    looked = []
+    for w in windows(found).to_dict("records"):
+        inc = load_incident(folder, window=(w["start"], w["end"]), hosts=w["hosts"] or None)
+        looked.append((pd.Series(w), detect(inc)))
+    return FleetInvestigation(done.store, found, looked)

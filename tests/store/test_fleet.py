@@ -213,3 +213,23 @@ def test_the_generator_is_deterministic_and_writes_promtools_dump(tmp_path):
     assert {v for t, v in xid if t >= start} == {79.0} and {v for t, v in xid if t < start} == {0.0}
     util = np.array([float(m[7]) for m in parsed if m[3] == uuid and m[1] == "DCGM_FI_DEV_GPU_UTIL"])
     assert util.max() < start  # DCGM cannot read a GPU off the bus
+
+
+def test_the_fleet_command_finds_the_faults_then_reads_each_window(tmp_path, capsys):
+    """`dflash-postmortem fleet DIR`: the store ingested, the fleet findings over it, and the
+    incident detectors on the window around them, each finding naming its host."""
+    from dflash_postmortem.cli import main
+
+    out = tmp_path / "fleet"
+    truth = generate(out, "--hosts", "4", "--hours", "0.6667", "--seed", "7", "--no-prometheus")
+    assert main(["fleet", str(out), "--workers", "1"]) == 0
+    text = capsys.readouterr().out
+    hosts = {f["kind"]: f["host"] for f in truth["faults"]}
+    assert "Fleet findings over the whole store (3):" in text
+    assert f"straggler: host {hosts['straggler']} GPU" in text
+    assert f"gpu_error: host {hosts['gpu_lost']} GPU" in text
+    assert f"restart_never_came_up: host {hosts['restart_never_came_up']}: the relaunch" in text
+    # the window handed to the incident detectors: the straggler's host's drop, the relaunch's host
+    assert re.search(rf"throughput_regression: host {hosts['straggler']}: throughput fell", text)
+    assert re.search(rf"failed_restart: host {hosts['restart_never_came_up']}: restart at", text)
+    assert (out / ".dflash-store").is_dir()
