@@ -139,12 +139,17 @@ def run_report(args) -> int:
     return 0
 
 
-def _add_ingest(sub) -> None:
-    p = sub.add_parser("ingest", help="convert an incident folder into its Parquet store (only what changed)")
+def _add_store_arguments(p) -> None:
+    """The folder and where its store goes and is computed: ingest's and fleet's."""
     p.add_argument("dir", type=Path, help="incident folder")
     p.add_argument("--store", help="where the store goes: a folder or an fsspec URL (default: DIR/.dflash-store)")
-    p.add_argument("--scheduler", help="dask scheduler address: convert on that cluster (default: $DFLASH_SCHEDULER)")
+    p.add_argument("--scheduler", help="dask scheduler address: work on that cluster (default: $DFLASH_SCHEDULER)")
     p.add_argument("--workers", type=int, default=None, help="processes converting files side by side (default: one per CPU)")
+
+
+def _add_ingest(sub) -> None:
+    p = sub.add_parser("ingest", help="convert an incident folder into its Parquet store (only what changed)")
+    _add_store_arguments(p)
     p.add_argument("--timezone", help="zone for sources whose times carry none (default: incident.toml or UTC)")
     p.set_defaults(func=run_ingest)
 
@@ -159,10 +164,7 @@ def run_ingest(args) -> int:
 
 def _add_fleet(sub) -> None:
     p = sub.add_parser("fleet", help="a large incident: fleet-wide findings over its store, then each incident window")
-    p.add_argument("dir", type=Path, help="incident folder")
-    p.add_argument("--store", help="where the store goes: a folder or an fsspec URL (default: DIR/.dflash-store)")
-    p.add_argument("--scheduler", help="dask scheduler address: ingest and scan on that cluster (default: $DFLASH_SCHEDULER)")
-    p.add_argument("--workers", type=int, default=None, help="processes converting files side by side (default: one per CPU)")
+    _add_store_arguments(p)
     p.set_defaults(func=run_fleet)
 
 
