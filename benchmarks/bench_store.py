@@ -2,7 +2,8 @@
 on the same CSV files, paired in one run, for fleets of growing size.
 
     .venv/bin/python benchmarks/bench_store.py [--sizes 8x6,64x6,8x72] [--data /tmp/store_bench]
-        [--jobs 2] [--workers N]
+        [--jobs 2] [--workers N] [--json OUT]
+    .venv/bin/python benchmarks/bench_store.py --read-only /tmp/fleet_bench/fleet_64x72h
 
 A size is HOSTSxHOURS (8 GPUs per host, 1 Hz). benchmarks/gen_fleet.py writes each fleet once
 under --data (no Prometheus dump: per host one nvidia-smi query CSV, eight rank logs). Then, each
@@ -149,6 +150,22 @@ def child_window(folder: Path) -> dict:
     return {"query": query, "load_incident": whole, "window": window}
 
 
+def child_query(folder: Path) -> dict:
+    """The window through `load_window` only: reads the store and writes nothing (another
+    benchmark's fleet and store, --read-only)."""
+    import warnings
+
+    from dflash_postmortem.config import read_config
+    from dflash_postmortem.store.window import load_window
+
+    warnings.simplefilter("ignore")
+    window = _hour(folder)
+    cfg = read_config(folder / "incident.toml")
+    runs = [_measured(lambda: _frames(load_window(str(folder / ".dflash-store"), window=window, root=folder,
+                                                  config=cfg))) for _ in range(2)]
+    return {"cold": runs[0], "warm": runs[1], "window": window}
+
+
 def _frames(inc) -> dict:
     smi = int(inc.gpus["source"].str.endswith("/smi.csv").sum())
     return {"rows": {f: len(df) for f, df in inc.frames().items()}, "smi_rows": smi}
@@ -252,6 +269,9 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="hosts gen_fleet.py writes in parallel")
     ap.add_argument("--workers", type=int, default=0, help="ingest's workers (0: its default)")
     ap.add_argument("--json", type=Path, help="also write every measurement here")
+    ap.add_argument("--read-only", type=Path, metavar="FOLDER",
+                    help="an ingested fleet this run must not write to: only the window (load_window, cold "
+                         "then warm) and the pandas side")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -260,7 +280,11 @@ def main(argv=None) -> int:
         if kind == "ingest":
             result = child_ingest(folder, int(extra[0]) or None)
         else:
-            result = {"window": child_window, "pandas": child_pandas}[kind](folder)
+            result = {"window": child_window, "pandas": child_pandas, "query": child_query}[kind](folder)
+        print(json.dumps(result, default=str))
+        return 0
+    if args.read_only:
+        result = {"window": run_child("query", args.read_only), "pandas": run_child("pandas", args.read_only)}
         print(json.dumps(result, default=str))
         return 0
     rows = []
