@@ -250,14 +250,18 @@ def build_report(
     params.setdefault("incident_dir", str(incident_dir))
 
     write_plotly_js(out)
-    # One load of the incident for all pages (see notebook.load): in the parent, before any
-    # kernel starts; the kernels read it from the cache.
+    # One load of the incident for all pages (see notebook.load), in the parent, while the
+    # kernels start and import what the pages need; the kernels then read it from the cache.
     timezone = str(params.get("timezone", ""))
     with loading_cache(), this_python_kernel() as kernel, _env(REDACT_ENV, "1" if redact_secrets else "0"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            inc, findings = load_cached(str(incident_dir), timezone)
-        pages = _run_pages(pm, nbformat, chosen, out, params, show_code, static, redact_secrets, kernel, progress)
+
+        def load_incident_once():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return load_cached(str(incident_dir), timezone)
+
+        inc, findings, pages = _run_pages(pm, nbformat, chosen, out, params, show_code, static, redact_secrets,
+                                          kernel, progress, load_incident_once)
     if redact_secrets:
         inc, findings = redact_incident(inc), redact_frame(findings)
     index = out / "index.html"
@@ -270,13 +274,19 @@ def build_report(
     return index
 
 
+# What every page's first cell imports: run in each kernel as it starts, while the parent loads.
+_WARM_UP = ("import dflash_postmortem, dflash_postmortem.notebook, dflash_postmortem.plots, "
+            "dflash_postmortem.tables, plotly.basedatatypes, IPython.display")
+
+
 def _run_pages(pm, nbformat, chosen: list[Path], out: Path, params: dict, show_code: bool, static: bool,
-               redact_secrets: bool, kernel: str, progress: bool) -> list[Page]:
-    """Every page, in as many kernels as there are cores (two at most: a report is five short
-    pages), each kernel taking the next page when it is free and clearing the last page's
-    variables first (the modules stay imported: a page after a kernel's first starts in a
-    fraction of a second); each page's HTML is written in a thread while the next runs. The bar
-    counts pages as they end."""
+               redact_secrets: bool, kernel: str, progress: bool, load_incident_once):
+    """Every page, in one kernel per core (two at most: a report is five short pages). The
+    kernels start and import what the pages need while this process loads the incident
+    (`load_incident_once`, whose result is returned with the pages); then each kernel takes the
+    next page when it is free, clearing the last page's variables first (the modules stay
+    imported); each page's HTML is written in a thread while the next runs. The bar counts
+    pages as they end. Each kernel lives in one thread, from its start to its shutdown."""
     import queue
     import threading
     from concurrent.futures import ThreadPoolExecutor
@@ -289,10 +299,24 @@ def _run_pages(pm, nbformat, chosen: list[Path], out: Path, params: dict, show_c
         todo.put(nb_path)
     done: dict[Path, Page] = {}
     lock = threading.Lock()
+    loaded = threading.Event()
 
     def kernel_worker(bar, writer, written) -> None:
         km = KernelManager(kernel_name=kernel)
         try:
+            try:
+                km.start_kernel()
+            except RuntimeError:  # a port taken by another kernel starting at the same moment
+                km.start_kernel()
+            kc = km.client()
+            kc.start_channels()
+            try:
+                kc.wait_for_ready(timeout=120)
+                kc.execute_interactive(_WARM_UP, silent=True, store_history=False, timeout=300,
+                                       output_hook=lambda msg: None)
+            finally:
+                kc.stop_channels()
+            loaded.wait()
             while True:
                 try:
                     nb_path = todo.get_nowait()
@@ -308,15 +332,20 @@ def _run_pages(pm, nbformat, chosen: list[Path], out: Path, params: dict, show_c
             if km.has_kernel:
                 km.shutdown_kernel(now=True)
 
-    kernels = max(1, min(MAX_KERNELS, os.cpu_count() or 1, len(chosen)))
+    n = max(1, min(MAX_KERNELS, os.cpu_count() or 1, len(chosen)))
     written: list = []
-    with ThreadPoolExecutor(max_workers=1) as writer, ThreadPoolExecutor(max_workers=kernels) as pool, \
+    with ThreadPoolExecutor(max_workers=1) as writer, ThreadPoolExecutor(max_workers=n) as pool, \
             tqdm(total=len(chosen), desc="report", unit="page", disable=not progress) as bar:
-        for w in [pool.submit(kernel_worker, bar, writer, written) for _ in range(kernels)]:
+        workers = [pool.submit(kernel_worker, bar, writer, written) for _ in range(n)]
+        try:
+            inc, findings = load_incident_once()
+        finally:
+            loaded.set()
+        for w in workers:
             w.result()
         for w in written:
             w.result()
-    return [done[nb] for nb in chosen]
+    return inc, findings, [done[nb] for nb in chosen]
 
 
 @contextlib.contextmanager
