@@ -254,8 +254,9 @@ def _reason(L: pd.Series, inc: Incident, w: _Window, said: pd.DataFrame) -> _Ver
                         f"the process was started in the background inside `{how}` without setsid or "
                         f"disown and did not survive the end of that session; process never started",
                         [L["ref"]] if isinstance(L.get("ref"), str) else [])
-    return _Verdict("unknown", "no evidence says why the process did not start (missing: "
-                    + _missing_evidence(L, inc, w) + ")", [])
+    # The title takes the why up to its first colon: the list of what is missing goes after it.
+    return _Verdict("unknown", "no evidence says why the process did not start: the evidence that would "
+                    "tell is missing (" + _missing_evidence(L, inc, w) + ")", [])
 
 
 # What `dflash-postmortem launch` says in its first failed check -> the reason it names.

@@ -70,3 +70,21 @@ def test_python_process_alone_is_not_training(bundled_incident):
     failed = fr[fr["kind"] == "failed_restart"]
     assert [f"{t:%H:%M:%S}" for t in failed["start"]] == ["05:23:01"]
     assert failed.iloc[0]["numbers"]["checks"]["process"] is False
+
+
+def test_a_restart_with_no_evidence_of_why_says_so_whole_and_lists_what_is_missing(tmp_path, bundled_dir):
+    # The operator's transcript alone: every launch "never came up" for want of other evidence,
+    # and the title says so in whole words (it used to stop inside "(missing").
+    import shutil
+
+    import dflash_postmortem as pm
+
+    (tmp_path / "logs").mkdir()
+    shutil.copy(bundled_dir / "logs" / "operator.log", tmp_path / "logs")
+    found = detect_failed_restarts(pm.load_incident(tmp_path))
+    unknown = found[found["title"].str.endswith("never came up: no evidence says why the process did not start")]
+    assert len(unknown) == 3
+    for r in unknown.itertuples():
+        assert r.title.count("(") == r.title.count(")")
+        assert "the evidence that would tell is missing (no process listing (ps) covers the launch; " \
+               "no per-process GPU samples; its log (" in r.detail
