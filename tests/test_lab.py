@@ -5,7 +5,6 @@ every cell runs, evidence refs are links into the Lab's files, and no output is 
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -14,18 +13,13 @@ from pathlib import Path
 
 import pytest
 from support.browser import chromium
+from support.servers import free_port, wait_until_ready
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = ["01_overview", "02_throughput_drop", "03_failed_restart", "04_recovery", "05_replay_ab"]
 TOKEN = "dflash-lab-test"
 # A cell that must be typeset where MathJax runs: proof the check below can fail.
 CONTROL = 'from IPython.display import HTML\nHTML("<p class=\\"control\\">control $x^2$ math</p>")'
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -43,25 +37,18 @@ def lab(tmp_path_factory):
     control["cells"].append({"cell_type": "code", "execution_count": None, "id": "control", "metadata": {},
                              "outputs": [], "source": CONTROL})
     (root / "notebooks" / "03_failed_restart.ipynb").write_text(json.dumps(control))
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "DFLASH_POSTMORTEM_CACHE": str(root / "cache"), "JUPYTER_RUNTIME_DIR": str(root / "runtime")}
+    log = open(root / "lab.log", "wb")  # noqa: SIM115 - open while the server runs
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}", "--ip=127.0.0.1",
          f"--ServerApp.token={TOKEN}", "--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={root}",
          "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=1)
-                break
-            except OSError:
-                if server.poll() is not None:
-                    pytest.fail(f"JupyterLab exited: {server.stderr.read()[-2000:]}")
-                time.sleep(0.5)
-        else:
-            pytest.fail("JupyterLab did not answer within 60 s")
+        wait_until_ready(f"{url}/api/status?token={TOKEN}", server, "JupyterLab",
+                         lambda: (root / "lab.log").read_text(errors="replace"))
         yield url
     finally:
         server.terminate()

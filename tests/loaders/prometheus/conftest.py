@@ -6,13 +6,11 @@ are absent (`make prometheus` installs them)."""
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
-import time
-import urllib.request
 from dataclasses import dataclass
 
 import pytest
+from support.servers import free_port, wait_until_ready
 
 T0 = 1764550800  # 2025-12-01T01:00:00Z
 STEP = 15
@@ -68,12 +66,6 @@ class Server:
     end: float = T0 + STEP * (SAMPLES - 1)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def prometheus_server(tmp_path_factory):
     prometheus, promtool = shutil.which("prometheus"), shutil.which("promtool")
@@ -87,7 +79,7 @@ def prometheus_server(tmp_path_factory):
                    check=True, capture_output=True, timeout=60)
     config = root / "prometheus.yml"
     config.write_text("global: {}\n")
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = open(root / "prometheus.log", "wb")  # noqa: SIM115 - open while the server runs
     proc = subprocess.Popen(
@@ -96,17 +88,7 @@ def prometheus_server(tmp_path_factory):
         stdout=log, stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"prometheus did not become ready: {(root / 'prometheus.log').read_text()[-2000:]}")
-            time.sleep(0.1)
+        wait_until_ready(f"{url}/-/ready", proc, "prometheus", lambda: (root / "prometheus.log").read_text(), 30)
         yield Server(url)
     finally:
         proc.terminate()
