@@ -129,8 +129,6 @@ def cell_text(value, with_date: bool = False) -> str:
         if value.is_integer() or abs(value) >= 100:
             return f"{value:,.0f}"
         return f"{value:.3g}"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
     return str(value)
 
 
