@@ -116,7 +116,7 @@ def _add_report(sub) -> None:
 
 def run_report(args) -> int:
     # Start-up time: plotly, papermill and nbconvert load only for the command that writes pages.
-    from .notebook import load
+    from .notebook import load_cached
     from .report import build_report, loading_cache, parse_params
 
     if not args.dir.is_dir():
@@ -124,16 +124,15 @@ def run_report(args) -> int:
     out = args.out or Path("reports") / args.dir.resolve().name
     params = parse_params(args.param)
     with loading_cache():
-        # Loaded here, once, before any notebook kernel starts: the pages read it from the cache,
-        # and --strict stops before a page is written.
+        # build_report loads the incident once, while its kernels start (--strict stops there,
+        # before a page runs); the load report comes back from the cache it filled.
+        index = build_report(
+            args.dir, out, only=args.only, params=params, show_code=args.show_code,
+            progress=not args.no_progress, static=args.static, on_bad_line="raise" if args.strict else "skip",
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            inc, _ = load(str(args.dir.resolve()), str(params.get("timezone", "")),
-                          on_bad_line="raise" if args.strict else "skip")
-        index = build_report(
-            args.dir, out, only=args.only, params=params,
-            show_code=args.show_code, progress=not args.no_progress, static=args.static,
-        )
+            inc, _ = load_cached(str(args.dir.resolve()), str(params.get("timezone", "")))
     print(f"report written: {index}")
     _say_unreadable(inc.load_report, "the load report on the overview page")
     return 0

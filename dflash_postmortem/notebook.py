@@ -32,7 +32,7 @@ from .units import clock
 
 CACHE_ENV = "DFLASH_POSTMORTEM_CACHE"
 REDACT_ENV = "DFLASH_POSTMORTEM_REDACT"  # "0": the report was asked not to mask secrets
-_CACHE_KEEP = 32  # most recent incidents kept in the cache folder
+_CACHE_KEEP = 64  # most recent files kept in the cache folder (an incident as read, and masked)
 
 
 def figure_bundle(fig) -> dict:
@@ -159,36 +159,42 @@ def _fingerprint(folder: Path, timezone: str | None) -> str:
     return hashlib.sha1("\n".join(stamp).encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def load_cached(incident_dir: str, timezone: str = "", on_bad_line: str = "skip"):
+def load_cached(incident_dir: str, timezone: str = "", on_bad_line: str = "skip", masked: bool = False):
     """The incident and its findings, as every notebook starts: from the cache when the evidence
     and the kit are the ones it was made from, else loaded, detected and cached.
 
+    `masked`: with secrets masked (redact.py), cached too, beside the incident as read: every
+    page of a report shows it masked, and masking costs a page as much as reading the cache.
     `on_bad_line="raise"` (`--strict`) stops at the first unreadable file or line; a load that
     passes it is the same incident as a lenient one, so the cache is shared.
     """
     folder = Path(incident_dir)
-    path = cache_dir() / f"{_fingerprint(folder, timezone)}.pickle" if folder.is_dir() else None
+    path = None
+    if folder.is_dir():
+        path = cache_dir() / f"{_fingerprint(folder, timezone)}{'-masked' if masked else ''}.pickle"
     if path is not None and path.exists():
         try:
             with path.open("rb") as fh:
                 return pickle.load(fh)
         except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
             pass  # a cache written by another version of a dependency: load again
-    inc = load_incident(folder, timezone=timezone or None, on_bad_line=on_bad_line)
-    found = (inc, detect(inc))
+    if masked:
+        inc, findings = load_cached(incident_dir, timezone, on_bad_line)
+        found = (redact_incident(inc), redact_frame(findings))
+    else:
+        inc = load_incident(folder, timezone=timezone or None, on_bad_line=on_bad_line)
+        found = (inc, detect(inc))
     if path is not None:
         _store(path, found)
     return found
 
 
 def load(incident_dir: str, timezone: str = "", on_bad_line: str = "skip"):
-    """The incident and its findings as a notebook shows them (`load_cached`): secrets masked (unless the report was asked not to), and
-    the tables' evidence refs pointing into this folder."""
-    inc, findings = load_cached(incident_dir, timezone, on_bad_line)
+    """The incident and its findings as a notebook shows them (`load_cached`): secrets masked
+    (unless the report was asked not to), and the tables' evidence refs pointing into this
+    folder."""
     _shown.root = Path(incident_dir) if Path(incident_dir).is_dir() else None
-    if redacting():
-        return redact_incident(inc), redact_frame(findings)
-    return inc, findings
+    return load_cached(incident_dir, timezone, on_bad_line, masked=redacting())
 
 
 def _store(path: Path, found) -> None:

@@ -7,12 +7,12 @@ report opens with no internet; secrets are redacted from every output before it 
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import json
 import os
 import re
 import sys
-import tempfile
 import warnings
 from dataclasses import dataclass
 from importlib import resources
@@ -23,14 +23,12 @@ import pandas as pd
 from .errors import MissingDependencyError, PostmortemError
 from .evidence import link_refs, parse_ref, view_href, write_file_views
 from .notebook import CACHE_ENV, REDACT_ENV, cache_dir, figure_bundle, load_cached
-from .redact import redact, redact_frame, redact_incident
+from .redact import redact
 from .report_index import index_html, page_entry
+from .report_kernels import Kernels, execute_page, this_python_kernel
 from .timeline import timeline
 
 NOTEBOOK_DIR_ENV = "DFLASH_NOTEBOOKS"
-# Kernels a report runs its pages in: one per core, two at most (five short pages; a third
-# kernel's start costs more than it saves).
-MAX_KERNELS = 2
 PLOTLY_JS = "plotly.min.js"
 
 
@@ -41,34 +39,6 @@ def notebook_dir() -> Path:
     if given:
         return Path(given)
     return Path(str(resources.files("dflash_postmortem.notebooks")))
-
-
-@contextlib.contextmanager
-def this_python_kernel():
-    """A kernelspec for the interpreter running the kit, for the length of the block: the pages
-    run in the Python that has the kit installed, never in whatever `python3` a kernel list has.
-    Its log level hides the kernel's start-up chatter (the TCP transport warning) from the
-    user's terminal; errors still show."""
-    with tempfile.TemporaryDirectory(prefix="dflash-kernel-") as root:
-        spec = Path(root) / "kernels" / KERNEL
-        spec.mkdir(parents=True)
-        (spec / "kernel.json").write_text(json.dumps({
-            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-                     "--IPKernelApp.log_level=ERROR"],
-            "display_name": "Python (dflash-postmortem)", "language": "python",
-        }), encoding="utf-8")
-        old = os.environ.get("JUPYTER_PATH")
-        os.environ["JUPYTER_PATH"] = root + (os.pathsep + old if old else "")
-        try:
-            yield KERNEL
-        finally:
-            if old is None:
-                os.environ.pop("JUPYTER_PATH", None)
-            else:
-                os.environ["JUPYTER_PATH"] = old
-
-
-KERNEL = "dflash-postmortem-run"
 
 
 @dataclass
@@ -205,14 +175,21 @@ def write_plotly_js(out: Path) -> Path:
     return path
 
 
-def to_html(nb, title: str, show_code: bool, index_href: str | None) -> str:
-    from nbconvert import HTMLExporter
+@functools.lru_cache(maxsize=2)
+def _exporter(show_code: bool):
+    """One HTML exporter per setting for the process: each new exporter compiles the lab
+    template's nine Jinja files again (~0.25 s a page). Pages are written by one thread."""
+    from nbconvert import HTMLExporter  # start-up time: nbconvert loads only for a report
 
     exporter = HTMLExporter(template_name="lab")
     exporter.exclude_input = not show_code
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True
-    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
+    return exporter
+
+
+def to_html(nb, title: str, show_code: bool, index_href: str | None) -> str:
+    body, _ = _exporter(show_code).from_notebook_node(nb, resources={"metadata": {"name": title}})
     # The lab template loads require.js and MathJax from a CDN: a report must not reach the
     # internet, and with require.js present plotly.js registers as an AMD module, not window.Plotly.
     body = _CDN_SCRIPT.sub("", body)
@@ -235,117 +212,57 @@ def build_report(
     progress: bool = True,
     static: bool = False,
     redact_secrets: bool = True,
+    on_bad_line: str = "skip",
 ) -> Path:
-    """Run the notebooks on `incident_dir`, write one HTML page each and an index; return it."""
-    nbformat, pm = notebook_tools()
+    """Run the notebooks on `incident_dir`, write one HTML page each and an index; return it.
+
+    The kernels start first; while they start and import the kit, this process loads the
+    incident once (the pages read it from the cache, see notebook.load); while the pages run,
+    it draws the index. `on_bad_line="raise"` (`--strict`) stops at the first unreadable file
+    or line, before any page runs."""
     incident_dir = Path(incident_dir).resolve()
     if not incident_dir.is_dir():
         raise PostmortemError(f"{incident_dir}: no such incident folder")
-    out = Path(out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "executed").mkdir(exist_ok=True)
     chosen = notebooks(only)
     params = dict(params or {})
-    _check_known(chosen, params)
     params.setdefault("incident_dir", str(incident_dir))
-
-    write_plotly_js(out)
-    # One load of the incident for all pages (see notebook.load), in the parent, while the
-    # kernels start and import what the pages need; the kernels then read it from the cache.
     timezone = str(params.get("timezone", ""))
-    with loading_cache(), this_python_kernel() as kernel, _env(REDACT_ENV, "1" if redact_secrets else "0"):
+    with loading_cache(), this_python_kernel() as kernel, _env(REDACT_ENV, "1" if redact_secrets else "0"), \
+            Kernels(kernel, len(chosen), progress) as kernels:
+        nbformat, pm = notebook_tools()
+        _check_known(chosen, params)
+        out = Path(out).resolve()
+        (out / "executed").mkdir(parents=True, exist_ok=True)
+        write_plotly_js(out)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            inc, findings = load_cached(str(incident_dir), timezone, on_bad_line, masked=redact_secrets)
 
-        def load_incident_once():
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                return load_cached(str(incident_dir), timezone)
+        from papermill.iorw import load_notebook_node
+        from papermill.parameterize import parameterize_notebook
 
-        inc, findings, pages = _run_pages(pm, nbformat, chosen, out, params, show_code, static, redact_secrets,
-                                          kernel, progress, load_incident_once)
-    if redact_secrets:
-        inc, findings = redact_incident(inc), redact_frame(findings)
+        def execute(km, nb_path: Path) -> tuple[Page, object]:
+            page = Page(nb_path, out / "executed" / nb_path.name, out / f"{nb_path.stem}.html")
+            # papermill's reader gives every cell the metadata its parameterizer expects
+            nb = parameterize_notebook(load_notebook_node(str(nb_path)), typed_params(nb_path, params),
+                                       kernel_name=km.kernel_name)
+            page.error = execute_page(nbformat, km, nb)
+            return page, nb
+
+        def written(nb_path: Path, result) -> None:
+            _write_page(nbformat, *result, out, show_code, static, redact_secrets)
+
+        kernels.run(chosen, execute, written)
+        front = _front_page(inc, findings, redact_secrets)
+        pages = [page for page, _ in (kernels.results()[nb] for nb in chosen)]
     index = out / "index.html"
-    index.write_text(_index_html(inc, findings, pages, redact_secrets), encoding="utf-8")
+    index.write_text(front([page_entry(p.notebook, p.html.name, p.error) for p in pages]), encoding="utf-8")
     _link_evidence(incident_dir, out, [index, *(p.html for p in pages)], findings, redact_secrets)
     failed = [p for p in pages if p.error]
     if failed:
         names = ", ".join(f"{p.notebook.stem} ({p.error})" for p in failed)
         raise PostmortemError(f"report written to {index}, but notebook(s) failed: {names}")
     return index
-
-
-# What every page's first cell imports: run in each kernel as it starts, while the parent loads.
-_WARM_UP = ("import dflash_postmortem, dflash_postmortem.notebook, dflash_postmortem.plots, "
-            "dflash_postmortem.tables, plotly.basedatatypes, IPython.display")
-
-
-def _run_pages(pm, nbformat, chosen: list[Path], out: Path, params: dict, show_code: bool, static: bool,
-               redact_secrets: bool, kernel: str, progress: bool, load_incident_once):
-    """Every page, in one kernel per core (two at most: a report is five short pages). The
-    kernels start and import what the pages need while this process loads the incident
-    (`load_incident_once`, whose result is returned with the pages); then each kernel takes the
-    next page when it is free, clearing the last page's variables first (the modules stay
-    imported); each page's HTML is written in a thread while the next runs. The bar counts
-    pages as they end. Each kernel lives in one thread, from its start to its shutdown."""
-    import queue
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
-    from jupyter_client.manager import KernelManager
-    from tqdm import tqdm  # start-up time: the bar loads only for a report
-
-    todo: queue.Queue = queue.Queue()
-    for nb_path in chosen:
-        todo.put(nb_path)
-    done: dict[Path, Page] = {}
-    lock = threading.Lock()
-    loaded = threading.Event()
-
-    def kernel_worker(bar, writer, written) -> None:
-        km = KernelManager(kernel_name=kernel)
-        try:
-            try:
-                km.start_kernel()
-            except RuntimeError:  # a port taken by another kernel starting at the same moment
-                km.start_kernel()
-            kc = km.client()
-            kc.start_channels()
-            try:
-                kc.wait_for_ready(timeout=120)
-                kc.execute_interactive(_WARM_UP, silent=True, store_history=False, timeout=300,
-                                       output_hook=lambda msg: None)
-            finally:
-                kc.stop_channels()
-            loaded.wait()
-            while True:
-                try:
-                    nb_path = todo.get_nowait()
-                except queue.Empty:
-                    return
-                page, nb = _execute(pm, nbformat, km, nb_path, out, typed_params(nb_path, params))
-                with lock:
-                    done[nb_path] = page
-                    written.append(writer.submit(_write_page, nbformat, page, nb, out, show_code, static, redact_secrets))
-                    bar.set_postfix_str(nb_path.stem)
-                    bar.update(1)
-        finally:
-            if km.has_kernel:
-                km.shutdown_kernel(now=True)
-
-    n = max(1, min(MAX_KERNELS, os.cpu_count() or 1, len(chosen)))
-    written: list = []
-    with ThreadPoolExecutor(max_workers=1) as writer, ThreadPoolExecutor(max_workers=n) as pool, \
-            tqdm(total=len(chosen), desc="report", unit="page", disable=not progress) as bar:
-        workers = [pool.submit(kernel_worker, bar, writer, written) for _ in range(n)]
-        try:
-            inc, findings = load_incident_once()
-        finally:
-            loaded.set()
-        for w in workers:
-            w.result()
-        for w in written:
-            w.result()
-    return inc, findings, [done[nb] for nb in chosen]
 
 
 @contextlib.contextmanager
@@ -368,45 +285,6 @@ def _env(name: str, value: str):
         yield
     finally:
         os.environ.pop(name, None)
-
-
-_RESET = "%reset -f"  # the first cell of every page: the last page's variables are gone
-
-
-def _execute(pm, nbformat, km, nb_path: Path, out: Path, params: dict):
-    """Run one notebook, its parameters injected as papermill does, in the report's kernel
-    (started, or started again after a page killed it). A cell that fails ends the page, which
-    still gets written; a kernel that fails to start is tried once more."""
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, DeadKernelError
-
-    page = Page(nb_path, out / "executed" / nb_path.name, out / f"{nb_path.stem}.html")
-    from papermill.iorw import load_notebook_node
-    from papermill.parameterize import parameterize_notebook
-
-    # papermill's reader gives every cell the metadata its parameterizer expects
-    nb = parameterize_notebook(load_notebook_node(str(nb_path)), params, kernel_name=km.kernel_name)
-    nb.cells.insert(0, nbformat.v4.new_code_cell(_RESET))
-    for attempt in range(2):
-        if not km.has_kernel or not km.is_alive():
-            try:
-                km.start_kernel()
-            except RuntimeError:
-                if attempt:
-                    raise
-                continue
-        try:
-            # No `resources.path`: the kernel keeps the report's working folder for every page.
-            NotebookClient(nb, km=km, timeout=None, kernel_name=km.kernel_name).execute()
-        except CellExecutionError as e:
-            first = str(e.evalue).strip().splitlines()[0] if str(e.evalue).strip() else ""
-            page.error = f"{e.ename}: {first[:200]}"
-        except DeadKernelError as e:
-            page.error = f"the kernel died: {e}"
-            km.shutdown_kernel(now=True)
-        break
-    del nb.cells[0]
-    return page, nb
 
 
 def _write_page(nbformat, page: Page, nb, out: Path, show_code: bool, static: bool, redact_secrets: bool) -> None:
@@ -445,8 +323,9 @@ def export_static(nb, folder: Path) -> list[Path]:
     return written
 
 
-def _index_html(inc, findings, pages: list[Page], redact_secrets: bool) -> str:
-    """The front page (report_index): the summary card, the overview figure, the pages."""
+def _front_page(inc, findings, redact_secrets: bool):
+    """The front page (report_index) but for its list of pages: the summary card and the
+    overview figure, drawn while the pages run; the returned function finishes it."""
     from . import plots, tables  # start-up time: plotting loads only for a report
 
     tl = timeline(inc, findings)
@@ -454,9 +333,9 @@ def _index_html(inc, findings, pages: list[Page], redact_secrets: bool) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         figure = figure_bundle(plots.plot_overview(**tables.overview(inc, findings)))["text/html"]
-    entries = [page_entry(p.notebook, p.html.name, p.error) for p in pages]
-    return index_html(inc, findings, tl, headline if isinstance(headline, pd.DataFrame) else None, figure,
-                      entries, PLOTLY_JS, inc.root, redact if redact_secrets else str)
+    headline = headline if isinstance(headline, pd.DataFrame) else None
+    mask = redact if redact_secrets else str
+    return lambda entries: index_html(inc, findings, tl, headline, figure, entries, PLOTLY_JS, inc.root, mask)
 
 
 # A ref the notebooks' tables linked (to the file, for JupyterLab), or one in a <code> element.

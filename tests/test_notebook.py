@@ -60,5 +60,11 @@ def test_load_masks_what_the_cache_keeps_whole(tmp_path, monkeypatch, bundled_di
     key = "0123456789abcdef0123456789abcdef01234567"
     assert not shown.events["message"].str.contains(key, regex=False).any()
     assert shown.events["message"].str.contains(f"WANDB_API_KEY={MASK}", regex=False).any()
-    assert raw.events["message"].str.contains(key, regex=False).any()  # the cache is the evidence as read
-    assert len(list((tmp_path / "cache").glob("*.pickle"))) == 1
+    assert raw.events["message"].str.contains(key, regex=False).any()  # the cache keeps the evidence as read
+    # ... and the masked copy every page shows, which holds no secret
+    masked = sorted((tmp_path / "cache").glob("*-masked.pickle"))
+    assert len(masked) == 1 and len(list((tmp_path / "cache").glob("*.pickle"))) == 2
+    assert key.encode() not in masked[0].read_bytes()
+    assert key.encode() in masked[0].with_name(masked[0].name.replace("-masked", "")).read_bytes()
+    again, _ = notebook.load(str(inc_dir))  # read back, not masked again
+    assert again.events["message"].tolist() == shown.events["message"].tolist()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from support.browser import figures_rendered, open_pages
 
-from dflash_postmortem import report
+from dflash_postmortem import report_kernels
 from dflash_postmortem.errors import MissingDependencyError, PostmortemError
 from dflash_postmortem.report import build_report, notebooks
 
@@ -242,7 +242,7 @@ def test_a_failing_page_is_named_and_the_pages_after_it_run_clean(tmp_path, bund
     _notebook(book / "03_after.ipynb", "assert 'leak' not in globals(), 'a variable of page 02 survived'",
               "print('after ran')")
     monkeypatch.setenv("DFLASH_NOTEBOOKS", str(book))
-    monkeypatch.setattr(report, "MAX_KERNELS", 1)  # the three pages in one kernel, in order
+    monkeypatch.setattr(report_kernels, "MAX_KERNELS", 1)  # the three pages in one kernel, in order
     with pytest.raises(PostmortemError, match=r"notebook\(s\) failed: 02_broken \(ValueError: boom\)"):
         build_report(bundled_dir, tmp_path / "out", progress=False)
     out = tmp_path / "out"

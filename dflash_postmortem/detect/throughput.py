@@ -1,9 +1,8 @@
 """Throughput regressions: change points in tokens/s, within a run and across consecutive runs.
 
 The series is every run's throughput in time order, joined end to end, so that a relaunch that
-comes back slower is a change point like any other. Change points come from `ruptures` (PELT
-search on the l2 cost, run as KernelCPD with a linear kernel; log throughput) with a
-penalty calibrated on the steady baseline: the noise of the first run's steady stretch sets what
+comes back slower is a change point like any other. Change points come from a PELT search on the
+l2 cost of log throughput (changepoints.py) with a penalty calibrated on the steady baseline: the noise of the first run's steady stretch sets what
 a real level change must exceed. Segments whose levels differ by less than `min_drop` are merged,
 and consecutive segments below (1 - min_drop) x baseline form one regression episode, however
 noisy the degraded run is.
@@ -21,7 +20,7 @@ from ..commands import flag_key
 from ..incident import Incident, RunInfo
 from ..schema import PROBLEM_EVENTS, TOK_PER_S
 from ..units import tok_s
-from . import findings, memo
+from . import changepoints, findings, memo
 from .launches import launch_of
 from .per_host import judged
 from .stall import stall_intervals
@@ -99,7 +98,7 @@ def _sigma(signal: np.ndarray, first_run: int) -> float:
     return max(float(mad), 0.005)
 
 
-# Candidate breakpoints the change-point search looks at, at most (see `segments`).
+# Grid points the change-point search steps through, about (see changepoints.breakpoints).
 SEARCH_POINTS = 2000
 
 
@@ -171,27 +170,6 @@ def _run_boundaries(signal: np.ndarray, runs: np.ndarray, min_drop: float) -> li
     return out
 
 
-def _refine(signal: np.ndarray, bkps: list[int], jump: int) -> list[int]:
-    """Move each breakpoint found on a grid to the sample within one grid step that splits its
-    two neighbouring segments with the least squared error."""
-    csum = np.concatenate([[0.0], np.cumsum(signal)])
-    csq = np.concatenate([[0.0], np.cumsum(signal * signal)])
-
-    def sse(a: int, b: int) -> float:
-        n = b - a
-        total = csum[b] - csum[a]
-        return float(csq[b] - csq[a] - total * total / n) if n else 0.0
-
-    out = list(bkps)
-    for k in range(len(out) - 1):
-        lo = out[k - 1] if k else 0
-        hi = out[k + 1]
-        cands = range(max(lo + MIN_SIZE, out[k] - jump), min(hi - MIN_SIZE, out[k] + jump) + 1)
-        if len(cands):
-            out[k] = min(cands, key=lambda t: sse(lo, t) + sse(t, hi))
-    return out
-
-
 def segments(s: pd.DataFrame, min_drop: float = MIN_DROP, penalty: float = PENALTY,
              min_len_s: float = MIN_REGRESSION_S) -> pd.DataFrame:
     """Level segments of a throughput series: start/end index, level (median), first/last time.
@@ -204,21 +182,11 @@ def segments(s: pd.DataFrame, min_drop: float = MIN_DROP, penalty: float = PENAL
             return pd.DataFrame(columns=["i0", "i1", "level", "start", "end"])
         bkps = [len(s)]
     else:
-        import ruptures as rpt
-
         signal = np.log(s["value"].to_numpy(dtype=float))
         first_run = int((s["run"] == s["run"].iloc[0]).sum())
         sigma = _sigma(signal, first_run)
         pen = penalty * sigma**2 * math.log(len(signal))
-        # KernelCPD with a linear kernel is PELT on the l2 cost, in C: same breakpoints, ~100x faster.
-        # PELT prunes little on long steady stretches (its cost grows with n^2 there), so a long
-        # series is searched on a grid of every `jump`-th sample, then each breakpoint is put back
-        # on its exact sample by a local search: linear in n, same breakpoints.
-        jump = max(1, len(signal) // SEARCH_POINTS)
-        algo = rpt.KernelCPD(kernel="linear", min_size=max(MIN_SIZE, jump), jump=jump)
-        bkps = algo.fit(signal.reshape(-1, 1)).predict(pen=pen)
-        if jump > 1:
-            bkps = _refine(signal, bkps, jump)
+        bkps = changepoints.breakpoints(signal, pen, MIN_SIZE, SEARCH_POINTS)
         runs = s["run"].to_numpy()
         bkps = sorted(set(_snap_to_runs(bkps, runs)) | set(_run_boundaries(signal, runs, min_drop)))
     bounds = [0, *bkps]

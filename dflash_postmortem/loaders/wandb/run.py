@@ -9,7 +9,12 @@ form, `stats` records to `metrics` as `system/...` and, per GPU, to `gpus`; cons
 
 from __future__ import annotations
 
+import functools
+import importlib
+import importlib.util
 import re
+import sys
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,13 +40,29 @@ from .online import load_online_run
 LOG_FORMAT = "wandb-log"
 
 
+@functools.cache
 def _pb():
+    """wandb's generated protobuf module for `Record`, imported without the SDK: `import wandb`
+    (~1.1 s: settings, pydantic models, artifacts) runs before its `proto` package, which is
+    generated code that needs only protobuf (0.06 s). Unless the SDK is already imported, a bare
+    package stands for `wandb` during this import only, and every `wandb.*` module it loaded is
+    forgotten after it: a later `import wandb` runs the SDK as usual (protobuf hands it the same
+    message classes)."""
+    if "wandb" in sys.modules:
+        return importlib.import_module("wandb.proto.wandb_internal_pb2")
+    spec = importlib.util.find_spec("wandb")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDependencyError("wandb", "reading .wandb run logs")
+    bare = types.ModuleType("wandb")
+    bare.__path__ = list(spec.submodule_search_locations)
+    before = set(sys.modules)
+    sys.modules["wandb"] = bare
     try:
-        # here, not at the top: start-up time (the wandb SDK takes a second to import)
-        from wandb.proto import wandb_internal_pb2
-    except ImportError as e:  # pragma: no cover - wandb is a core dependency
-        raise MissingDependencyError("wandb", "reading .wandb run logs") from e
-    return wandb_internal_pb2
+        return importlib.import_module("wandb.proto.wandb_internal_pb2")
+    finally:
+        for name in set(sys.modules) - before:
+            if name == "wandb" or name.startswith("wandb."):
+                del sys.modules[name]
 
 
 def _us(ts) -> int:

@@ -186,3 +186,24 @@ def test_cross_check_with_the_sdks_own_reader(tmp_path):
     assert ours == theirs
     n_stats = sum(r["type"] == "stats" for r in records)
     assert inc.gpus["time"].nunique() == n_stats
+
+
+def test_reading_a_wandb_log_leaves_the_sdk_unloaded_and_importable():
+    """The .wandb reader takes wandb's generated protobuf modules without running the SDK's
+    start-up (a second per report); a later `import wandb` in the same process still gets the
+    whole SDK, whose messages parse what the reader parsed."""
+    code = f"""
+import sys
+import dflash_postmortem as pm
+inc = pm.load_wandb_run({str(FOLDERS['fixed'] / 'run-kpqfxkj2.wandb')!r})
+print(len(inc.metrics), sorted(m for m in sys.modules if m == 'wandb' or m.startswith('wandb.')))
+import wandb
+from wandb.proto import wandb_internal_pb2
+print(wandb.proto.wandb_internal_pb2 is wandb_internal_pb2, callable(wandb.init), hasattr(wandb, 'Api'))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    first, second = out.stdout.splitlines()[-2:]
+    rows, loaded = first.split(" ", 1)
+    assert int(rows) > 1000 and loaded == "[]"
+    assert second == "True True True"
