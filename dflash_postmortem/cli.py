@@ -21,7 +21,6 @@ from .recorder import add_record_arguments, run_record
 from .redact import redact
 from .replay.launch import add_launch_arguments, run_launch
 from .replay.scenarios import add_replay_arguments, run_replay
-from .store.ingest import ingest
 
 
 def _add_inspect(sub) -> None:
@@ -154,6 +153,8 @@ def _add_ingest(sub) -> None:
 
 
 def run_ingest(args) -> int:
+    from .store.ingest import ingest  # start-up time: DuckDB and fsspec load only for the store's commands
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         done = ingest(args.dir, args.store, scheduler=args.scheduler, workers=args.workers, timezone=args.timezone)
