@@ -19,13 +19,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import schema
 from ..config import CONFIG_NAME
 from ..errors import PostmortemError
 from ..incident import Incident
+from ..load_report import LoadReport
 from ..loaders.folder import FolderPlan, plan_incident
 from . import layout
 from .convert import CHUNK_BYTES, Converted, ConvertTask, convert_source, remove_parts
-from .manifest import Manifest, SourceEntry, file_key, folder_snapshot, write_pickle
+from .manifest import Manifest, SourceEntry, file_key, folder_snapshot, read_pickle, write_pickle
 from .views import as_frame, connect
 
 SCHEDULER_ENV = "DFLASH_SCHEDULER"
@@ -77,6 +79,8 @@ def ingest(
     snapshot = folder_snapshot(folder, skip, (timezone, host, on_bad_line))
     manifest = Manifest.read(fs, root) if fs.exists(root) else Manifest()
     if snapshot is not None and manifest.snapshot == snapshot and manifest.order:
+        if not manifest.combined:  # a store made before ingest kept it
+            _write_combined(fs, root, manifest)
         return IngestResult(store, unchanged=list(manifest.order))
     plan = plan_incident(folder, timezone=timezone, on_bad_line=on_bad_line, host=host)
     try:
@@ -117,8 +121,44 @@ def ingest(
     manifest.folder = f"{layout.RESULTS}/folder.pkl"
     write_pickle(fs, f"{root}/{manifest.folder}", plan.report)
     manifest.snapshot = snapshot or ""
-    manifest.write(fs, root)
+    manifest.combined = ""
+    _write_combined(fs, root, manifest)
     return result
+
+
+def _write_combined(fs, root: str, manifest: Manifest) -> None:
+    """Keep the incident-wide load report and runs (`combined`) in the store, and the manifest
+    that points at them."""
+    whole = combined(fs, root, manifest)
+    manifest.combined = f"{layout.RESULTS}/combined.pkl"
+    write_pickle(fs, f"{root}/{manifest.combined}", whole)
+    manifest.write(fs, root)
+
+
+def combined(fs, root: str, manifest: Manifest) -> tuple[LoadReport, dict, dict]:
+    """The load report and runs of the whole incident, as a folder load makes them, and the runs
+    renamed because another source has a run of the same name: {(source, old name): new name}.
+    Written once by ingest; a store made before it kept this is combined from its sources."""
+    if manifest.combined:
+        return read_pickle(fs, f"{root}/{manifest.combined}")
+    parts = []
+    # One set of empty frames for every source's part: they are never changed (combine skips
+    # empty frames), and five fresh ones per source cost seconds for a fleet's hundreds of sources.
+    empty = {frame: schema.empty(frame) for frame in schema.FRAME_NAMES}
+    for rel in manifest.order:
+        report, runs = read_pickle(fs, f"{root}/{manifest.sources[rel].result}")
+        parts.append((rel, list(runs), Incident(load_report=report, runs=dict(runs), **empty)))
+    inc = Incident.combine([p for _, _, p in parts])
+    renamed = {}
+    for rel, before, part in parts:
+        for old, new in zip(before, part.runs, strict=True):
+            if old != new:
+                renamed[(rel, old)] = new
+    walk = read_pickle(fs, f"{root}/{manifest.folder}")
+    inc.load_report.files = walk.files + inc.load_report.files
+    inc.load_report.notes = walk.notes + inc.load_report.notes
+    inc.load_report.files.sort(key=lambda r: r.path)
+    return inc.load_report, inc.runs, renamed
 
 
 def _options(plan: FolderPlan, on_bad_line: str) -> dict:

@@ -39,11 +39,15 @@ def reader(store: str, *, con: duckdb.DuckDBPyConnection | None = None) -> duckd
     return con
 
 
-def frame_files(store: str, frame: str) -> list[str]:
-    """Every part of a frame, as DuckDB names them (a URL store's with its protocol)."""
+def frame_files(store: str, frame: str, listed: list[str] | None = None) -> list[str]:
+    """Every part of a frame, as DuckDB names them (a URL store's with its protocol): those on
+    disk, or those of `listed` (parts named from the store's root, as the manifest lists them:
+    no listing of a fleet's thousands of folders)."""
     fs, root = layout.filesystem(store)
     protocol = _protocol(fs)
     prefix = "" if protocol in ("file", "local") else protocol + "://"
+    if listed is not None:
+        return [f"{prefix}{root}/{p}" for p in listed if p.startswith(frame + "/")]
     return [prefix + f for f in sorted(fs.glob(layout.frame_glob(root, frame)))]
 
 

@@ -26,8 +26,8 @@ from ..config import CONFIG_NAME, IncidentConfig, read_config
 from ..errors import PostmortemError, UsageError
 from ..incident import Incident
 from . import layout
-from .ingest import SCHEDULER_ENV, ingest
-from .manifest import Manifest, read_pickle
+from .ingest import SCHEDULER_ENV, combined, ingest
+from .manifest import Manifest
 from .views import as_frame, connect, frame_files, reader, scan
 
 
@@ -131,8 +131,11 @@ def load_window(store: str, *, window=None, hosts=None, gpus=None, config: Incid
     manifest = Manifest.read(fs, top)
     cfg = config or IncidentConfig()
     order = {rel: k for k, rel in enumerate(manifest.order)}
-    renames = _runs_and_report(fs, top, manifest, cfg, root)
+    report, runs, renamed = combined(fs, top, manifest)
+    report.offsets = dict(cfg.offsets)
+    inc = Incident(load_report=report, runs=runs, config=cfg, root=root)
     con = None if scheduler else reader(store)
+    listed = [part for rel in manifest.order for part in manifest.sources[rel].parts]
     frames = {}
     for frame in schema.FRAME_NAMES:
         where = where_clause(frame, span, hosts, gpus)
@@ -144,43 +147,18 @@ def load_window(store: str, *, window=None, hosts=None, gpus=None, config: Incid
         else:
             # Only the parts whose partition folders can hold the window's rows: DuckDB reads the
             # schema of every part it is given (half a second for a fleet's thousands).
-            files = window_parts(frame, frame_files(store, frame), span, hosts)
+            files = window_parts(frame, frame_files(store, frame, listed), span, hosts)
             table = select_rows(f"({scan(frame, files)})", where, con)
         columns: dict[str, str] = {}
         for rel in manifest.order:
             for c, t in manifest.sources[rel].columns.get(frame, {}).items():
                 columns.setdefault(c, t)
-        frames[frame] = _in_load_order(frame, table, order, renames["map"], columns)
+        frames[frame] = _in_load_order(frame, table, order, renamed, columns)
     if len(frames["gpu_processes"]):
         frames["gpu_processes"] = _fill_gpu_index(frames["gpu_processes"], store, None, gpus)
-    inc = renames["incident"]
     for frame, df in frames.items():
         setattr(inc, frame, df)
     return inc
-
-
-def _runs_and_report(fs, top: str, manifest: Manifest, cfg: IncidentConfig, root: Path | None) -> dict:
-    """The load report and runs as a folder load makes them, and the runs renamed because
-    another source has a run of the same name: {(source, old name): new name}."""
-    parts = []
-    # One set of empty frames for every source's part: they are never changed (combine skips
-    # empty frames), and five fresh ones per source cost seconds for a fleet's hundreds of sources.
-    empty = {frame: schema.empty(frame) for frame in schema.FRAME_NAMES}
-    for rel in manifest.order:
-        report, runs = read_pickle(fs, f"{top}/{manifest.sources[rel].result}")
-        parts.append((rel, list(runs), Incident(load_report=report, runs=dict(runs), **empty)))
-    inc = Incident.combine([p for _, _, p in parts], config=cfg, root=root)
-    renamed = {}
-    for rel, before, part in parts:
-        for old, new in zip(before, part.runs, strict=True):
-            if old != new:
-                renamed[(rel, old)] = new
-    walk = read_pickle(fs, f"{top}/{manifest.folder}")
-    inc.load_report.files = walk.files + inc.load_report.files
-    inc.load_report.notes = walk.notes + inc.load_report.notes
-    inc.load_report.offsets = dict(cfg.offsets)
-    inc.load_report.files.sort(key=lambda r: r.path)
-    return {"incident": inc, "map": renamed}
 
 
 def _in_load_order(frame: str, table: pa.Table, order: dict[str, int], renamed: dict,

@@ -80,6 +80,25 @@ def test_rerun_converts_only_what_changed(fleet_folder, copy_store, monkeypatch)
     assert stored.metrics["step"].max() == 9999
 
 
+def test_the_incident_wide_report_is_kept_once_and_made_for_a_store_without_it(fleet_folder, copy_store, direct):
+    # A window reads one pickle of the combined load report and runs, not one per source.
+    fs, root = layout.filesystem(str(copy_store))
+    manifest = Manifest.read(fs, root)
+    assert manifest.combined == "results/combined.pkl" and (copy_store / manifest.combined).is_file()
+    stored = _stored(fleet_folder, str(copy_store))
+    assert_same_report(direct, stored)
+    # A store written before ingest kept it: the window combines the sources' reports itself,
+    # and the next ingest (the folder unchanged) writes it
+    (copy_store / manifest.combined).unlink()
+    manifest.combined = ""
+    manifest.write(fs, root)
+    assert_same_report(direct, _stored(fleet_folder, str(copy_store)))
+    again = ingest(fleet_folder, str(copy_store), workers=1)
+    assert again.converted == [] and Manifest.read(fs, root).combined == "results/combined.pkl"
+    assert (copy_store / "results" / "combined.pkl").is_file()
+    assert_same_report(direct, _stored(fleet_folder, str(copy_store)))
+
+
 def test_a_deleted_files_parts_vanish(fleet_folder, copy_store):
     stem = layout.part_stem("h02/smi_apps_stream.csv")
     assert list(copy_store.rglob(f"{stem}-*.parquet"))
