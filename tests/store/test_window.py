@@ -8,6 +8,7 @@ import pytest
 from dflash_postmortem import schema
 from dflash_postmortem.errors import UsageError
 from dflash_postmortem.loaders.folder import load_incident
+from dflash_postmortem.store import window
 from dflash_postmortem.store.window import parse_window, window_parts
 
 from .conftest import assert_same_frames
@@ -27,8 +28,11 @@ def _mask(frame: str, df: pd.DataFrame, hosts, gpus) -> pd.DataFrame:
     return df[keep.fillna(False).astype(bool)].reset_index(drop=True)
 
 
-@pytest.mark.parametrize(("hosts", "gpus"), [(None, None), (["h02"], [1])], ids=["all", "h02-gpu1"])
-def test_window_selects_what_a_mask_selects(shared_folder, direct, hosts, gpus):
+@pytest.mark.parametrize(("hosts", "gpus", "threads"), [(None, None, False), (["h02"], [1], False), (None, None, True)],
+                         ids=["all", "h02-gpu1", "all-take-in-threads"])
+def test_window_selects_what_a_mask_selects(shared_folder, direct, hosts, gpus, threads, monkeypatch):
+    if threads:  # the column-per-thread take a fleet's window of millions of rows gets
+        monkeypatch.setattr(window, "_PARALLEL_TAKE_ROWS", 0)
     # The first window converts the folder into its default store, the second finds it up to date.
     windowed = load_incident(shared_folder, window=(START, END), hosts=hosts, gpus=gpus)
     assert (shared_folder / ".dflash-store" / "manifest.json").is_file()
