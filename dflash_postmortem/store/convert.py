@@ -50,6 +50,7 @@ class ConvertTask:
 class Converted:
     rel: str
     parts: list[str] = field(default_factory=list)  # relative to the store root
+    spans: dict[str, list[int] | None] = field(default_factory=dict)  # part -> its rows' time span (layout.span)
     load_report: LoadReport = field(default_factory=LoadReport)
     runs: dict[str, RunInfo] = field(default_factory=dict)
     # frame -> {column: pandas dtype}: a window puts extra columns in a direct load's order and dtypes.
@@ -100,7 +101,7 @@ def _convert_chunks(task: ConvertTask, fs, root: str, scratch: Path, out: Conver
         if rep.error:
             # One chunk the loader refuses is the file's error, as a direct load of it would be.
             _remove(fs, root, out.parts)
-            out.parts, rep.rows = [], type(rep.rows)()
+            out.parts, out.spans, rep.rows = [], {}, type(rep.rows)()
             out.load_report = inc.load_report
             return
         if report is None:
@@ -131,12 +132,14 @@ def _keep(task: ConvertTask, fs, root: str, inc: Incident, out: Converted, *, ch
         known.update({c: str(t) for c, t in df.dtypes.items() if c not in known})
         start = first_row.get(name, 0)
         first_row[name] = start + len(df)
-        out.parts.extend(write_frame(fs, root, name, df, task.rel, chunk, start))
+        written = write_frame(fs, root, name, df, task.rel, chunk, start)
+        out.parts.extend(written)
+        out.spans.update(written)
 
 
-def write_frame(fs, root: str, frame: str, df: pd.DataFrame, rel: str, chunk: int, first_row: int) -> list[str]:
+def write_frame(fs, root: str, frame: str, df: pd.DataFrame, rel: str, chunk: int, first_row: int) -> dict:
     """One source's rows of one frame -> a part per partition (host, day); returns their paths
-    relative to the store root."""
+    relative to the store root, each with the time span of its rows (layout.span)."""
     df = df.assign(**{layout.FILE_COLUMN: rel,
                       layout.ROW_COLUMN: np.arange(first_row, first_row + len(df), dtype="int64")})
     times = df[layout.time_column(frame)]
@@ -145,8 +148,10 @@ def write_frame(fs, root: str, frame: str, df: pd.DataFrame, rel: str, chunk: in
     if "host" in layout.partition_keys(frame):
         keys["host"] = df["host"].reset_index(drop=True)
     groups = pd.DataFrame(keys).groupby(list(keys), sort=True, dropna=False).indices
-    written = []
+    written = {}
     stem = layout.part_stem(rel)
+    ends = [times.to_numpy(dtype="datetime64[us]"),
+            df[layout.end_column(frame)].to_numpy(dtype="datetime64[us]")]
     for values, idx in groups.items():
         values = values if isinstance(values, tuple) else (values,)
         where = {k: (None if pd.isna(v) else (str(v)[:10] if k == layout.DAY else str(v)))
@@ -157,7 +162,7 @@ def write_frame(fs, root: str, frame: str, df: pd.DataFrame, rel: str, chunk: in
         table = to_arrow(df.iloc[idx].drop(columns=[c for c in layout.partition_keys(frame) if c in df.columns]))
         with fs.open(path, "wb") as f:
             pq.write_table(table, f, compression="zstd", row_group_size=ROW_GROUP_ROWS)
-        written.append(path[len(root) + 1:])
+        written[path[len(root) + 1:]] = layout.span(ends[0][idx], ends[1][idx])
     return written
 
 

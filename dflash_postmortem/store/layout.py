@@ -13,6 +13,7 @@ import os
 from urllib.parse import quote
 
 import fsspec
+import numpy as np
 
 from .. import schema
 
@@ -37,6 +38,21 @@ def partition_keys(frame: str) -> tuple[str, ...]:
 
 def time_column(frame: str) -> str:
     return "first_seen" if frame == "processes" else "time"
+
+
+def end_column(frame: str) -> str:
+    """The column a row's time ends in: a process is seen until its `last_seen`."""
+    return "last_seen" if frame == "processes" else "time"
+
+
+def span(starts: np.ndarray, ends: np.ndarray) -> list[int] | None:
+    """[earliest start, latest end] of a part's rows in µs since the epoch, from their start and
+    end times (datetime64[us]); None when no row has a time. A window whose rows must overlap
+    this span can skip the part unread (window.where_clause never selects a row without a time)."""
+    starts, ends = starts[~np.isnat(starts)], ends[~np.isnat(ends)]
+    if not len(starts) or not len(ends):
+        return None
+    return [int(starts.min().astype("int64")), int(ends.max().astype("int64"))]
 
 
 def default_store(folder: str | os.PathLike) -> str:

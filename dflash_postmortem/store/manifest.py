@@ -59,6 +59,9 @@ class SourceEntry:
     parts: list[str] = field(default_factory=list)  # relative to the store root
     result: str = ""  # the pickle of its load report and runs, relative to the store root
     columns: dict[str, dict[str, str]] = field(default_factory=dict)  # frame -> {column: dtype}
+    # part -> [earliest, latest] time of its rows in µs (layout.span): a window skips the parts
+    # outside it unopened (a host's 3-day capture is dozens of parts; an hour needs one or two)
+    spans: dict[str, list[int] | None] = field(default_factory=dict)
 
 
 @dataclass

@@ -109,6 +109,17 @@ def window_parts(frame: str, files: list[str], window, hosts) -> list[str]:
     return kept
 
 
+def _overlaps(part_span, window) -> bool:
+    """Whether a part whose rows' times lie in `part_span` ([earliest, latest] µs; () when the
+    store does not know it) can hold rows of `window`."""
+    if part_span is None:
+        return False  # no row has a time: where_clause selects none of them
+    if not part_span:
+        return True
+    start, end = (int(t.value // 1000) for t in window)
+    return part_span[0] < end and part_span[1] >= start
+
+
 def _text(value) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
@@ -136,7 +147,8 @@ def load_window(store: str, *, window=None, hosts=None, gpus=None, config: Incid
     report.offsets = dict(cfg.offsets)
     inc = Incident(load_report=report, runs=runs, config=cfg, root=root)
     con = None if scheduler else reader(store)
-    listed = [part for rel in manifest.order for part in manifest.sources[rel].parts]
+    listed = [part for rel in manifest.order for part in manifest.sources[rel].parts
+              if span is None or _overlaps(manifest.sources[rel].spans.get(part, ()), span)]
     frames = {}
     for frame in schema.FRAME_NAMES:
         where = where_clause(frame, span, hosts, gpus)

@@ -6,12 +6,15 @@ import pandas as pd
 import pytest
 
 from dflash_postmortem import schema
+from dflash_postmortem.config import read_config
 from dflash_postmortem.errors import UsageError
 from dflash_postmortem.loaders.folder import load_incident
-from dflash_postmortem.store import window
+from dflash_postmortem.store import layout, views, window
+from dflash_postmortem.store.ingest import ingest
+from dflash_postmortem.store.manifest import Manifest
 from dflash_postmortem.store.window import parse_window, window_parts
 
-from .conftest import assert_same_frames
+from .conftest import SMALL_CHUNKS, assert_same_frames
 
 START, END = pd.Timestamp("2026-11-30 05:21:00", tz="UTC"), pd.Timestamp("2026-11-30 05:23:30", tz="UTC")
 
@@ -68,3 +71,24 @@ def test_only_the_parts_that_can_hold_the_window_are_read():
                                           for d in ("2026-11-29", "2026-11-30", "__HIVE_DEFAULT_PARTITION__")]
     assert kept("metrics", ["h01"]) == ["s/metrics/day=2026-11-30/part-1-00000.parquet"]  # no host folders
     assert window_parts("gpus", files, None, None) == files
+
+
+def test_parts_outside_the_window_are_skipped_by_their_time_span(shared_folder, direct, tmp_path, monkeypatch):
+    # In small chunks every stream is many parts of one day; the manifest keeps each part's time
+    # span, and a window hands DuckDB only the parts that overlap it, with the same rows.
+    store = str(tmp_path / "store")
+    ingest(shared_folder, store, workers=1, chunk_bytes=SMALL_CHUNKS)
+    manifest = Manifest.read(*layout.filesystem(store))
+    entry = manifest.sources["h01/smi_stream.csv"]
+    gpu_parts = [p for p in entry.parts if p.startswith("gpus/")]
+    assert len(gpu_parts) > 3 and set(entry.spans) == set(entry.parts)
+    first, last = entry.spans[gpu_parts[0]], entry.spans[gpu_parts[-1]]
+    assert first[0] <= first[1] < last[0] <= last[1]  # chunks in time order, each its own span
+    scanned = []
+    monkeypatch.setattr(window, "scan", lambda frame, files: scanned.extend(files) or views.scan(frame, files))
+    cfg = read_config(shared_folder / "incident.toml")
+    windowed = window.load_window(store, window=(START, END), root=shared_folder, config=cfg)
+    read = [f for f in scanned if "/gpus/" in f and layout.part_stem("h01/smi_stream.csv") in f]
+    assert 0 < len(read) < len(gpu_parts)
+    for frame in schema.FRAME_NAMES:
+        assert_same_frames(_mask(frame, direct.frames()[frame], None, None), windowed.frames()[frame], frame)
