@@ -30,8 +30,9 @@ from . import chunks, layout
 # its text (a 290 MB smi.csv: 966 MiB in 64 MiB chunks, 499 MiB in 16 MiB, and 20% less CPU),
 # and the pool runs one per CPU: small chunks keep a fleet's ingest under 2 GB.
 CHUNK_BYTES = 16 << 20
-# An hour of a host's 8 GPUs at 1 Hz is 28,800 rows: a window's time predicate skips whole row
-# groups by their min/max instead of reading a day's part to the end (benchmarks/bench_store.py).
+# Row groups hold one clock hour of a part's rows (`row_groups`), at most this many (an hour of a
+# host's 8 GPUs at 1 Hz is 28,800): a window's time predicate skips whole row groups by their
+# min/max instead of reading a day's part to the end (benchmarks/bench_store.py).
 ROW_GROUP_ROWS = 32 * 1024
 # Formats read in chunks: (format name, whether its chunks need the header line in front).
 CHUNKED = {"nvidia-smi-query-csv": True, "training-log": False}
@@ -160,10 +161,28 @@ def write_frame(fs, root: str, frame: str, df: pd.DataFrame, rel: str, chunk: in
         fs.makedirs(folder, exist_ok=True)
         path = f"{folder}/{stem}-{chunk:05d}.parquet"
         table = to_arrow(df.iloc[idx].drop(columns=[c for c in layout.partition_keys(frame) if c in df.columns]))
-        with fs.open(path, "wb") as f:
-            pq.write_table(table, f, compression="zstd", row_group_size=ROW_GROUP_ROWS)
+        with fs.open(path, "wb") as f, pq.ParquetWriter(f, table.schema, compression="zstd") as out:
+            for a, b in row_groups(ends[0][idx]):
+                out.write_table(table.slice(a, b - a), row_group_size=ROW_GROUP_ROWS)
         written[path[len(root) + 1:]] = layout.span(ends[0][idx], ends[1][idx])
     return written
+
+
+def row_groups(times: np.ndarray) -> list[tuple[int, int]]:
+    """Row ranges [a, b) cut where the part's time first enters a new clock hour: the row
+    groups' statistics then let a window's time predicate skip the other hours (one rank's log
+    has ~1,000 rows an hour: a day's part in one row group made an hour's window decode the whole
+    day of every rank). Rows stay in their order; one a little out of it (GPUs of one sample a
+    millisecond apart, a row without a time) only widens its group's span. Each range is cut
+    at ROW_GROUP_ROWS when written."""
+    if len(times) < 2:
+        return [(0, len(times))]
+    hours = times.astype("datetime64[h]").view("int64").copy()
+    hours[np.isnat(times)] = np.iinfo(np.int64).min
+    reached = np.maximum.accumulate(hours)
+    cuts = np.flatnonzero(reached[1:] > reached[:-1]) + 1
+    edges = [0, *cuts.tolist(), len(times)]
+    return list(zip(edges[:-1], edges[1:], strict=True))
 
 
 def to_arrow(df: pd.DataFrame) -> pa.Table:

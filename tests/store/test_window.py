@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from dflash_postmortem import schema
@@ -92,3 +93,37 @@ def test_parts_outside_the_window_are_skipped_by_their_time_span(shared_folder, 
     assert 0 < len(read) < len(gpu_parts)
     for frame in schema.FRAME_NAMES:
         assert_same_frames(_mask(frame, direct.frames()[frame], None, None), windowed.frames()[frame], frame)
+
+
+def test_row_groups_hold_one_clock_hour_so_a_window_skips_the_others(tmp_path):
+    # 3 hosts of 2 GPUs for 2.5 hours, their ranks' logs too: each row group of every part holds one
+    # clock hour, so an hour's window decodes that hour's row groups only; it returns what a
+    # direct load's mask does.
+    from .test_fleet import generate
+
+    out = tmp_path / "fleet"
+    truth = generate(out, "--hosts", "3", "--gpus-per-host", "2", "--hours", "2.5", "--seed", "3", "--no-prometheus")
+    store = tmp_path / "store"
+    ingest(out, str(store), workers=1)
+    checked = 0
+    for part in store.rglob("*.parquet"):
+        md = pq.ParquetFile(part).metadata
+        col = md.schema.to_arrow_schema().names.index("time") if "/processes/" not in str(part) else None
+        if col is None or md.num_rows < 1000:
+            continue
+        spans = [(md.row_group(g).column(col).statistics.min, md.row_group(g).column(col).statistics.max)
+                 for g in range(md.num_row_groups)]
+        # each row group one clock hour (the GPUs of one sample may lie a millisecond either side)
+        assert all(hi - lo < pd.Timedelta(hours=1, seconds=1) for lo, hi in spans), part
+        assert md.num_row_groups >= 2 and spans[0][1] < spans[1][0], part
+        checked += 1
+    assert checked >= 9  # the GPU stream's parts and every rank's log
+    start = pd.Timestamp(truth["start"]) + pd.Timedelta(hours=1)
+    hour = (start, start + pd.Timedelta(hours=1))
+    windowed = window.load_window(str(store), window=hour, config=read_config(out / "incident.toml"), root=out)
+    direct = load_incident(out)
+    for frame in ("gpus", "metrics"):
+        df = direct.frames()[frame]
+        expected = df[(df["time"] >= hour[0]) & (df["time"] < hour[1])].reset_index(drop=True)
+        assert_same_frames(expected, windowed.frames()[frame], frame)
+    assert len(windowed.gpus) == 3 * 2 * 3600
