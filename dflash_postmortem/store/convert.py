@@ -52,6 +52,7 @@ class Converted:
     rel: str
     parts: list[str] = field(default_factory=list)  # relative to the store root
     spans: dict[str, list[int] | None] = field(default_factory=dict)  # part -> its rows' time span (layout.span)
+    schemas: dict[str, str] = field(default_factory=dict)  # part -> its columns' fingerprint (layout.schema_key)
     load_report: LoadReport = field(default_factory=LoadReport)
     runs: dict[str, RunInfo] = field(default_factory=dict)
     # frame -> {column: pandas dtype}: a window puts extra columns in a direct load's order and dtypes.
@@ -102,7 +103,7 @@ def _convert_chunks(task: ConvertTask, fs, root: str, scratch: Path, out: Conver
         if rep.error:
             # One chunk the loader refuses is the file's error, as a direct load of it would be.
             _remove(fs, root, out.parts)
-            out.parts, out.spans, rep.rows = [], {}, type(rep.rows)()
+            out.parts, out.spans, out.schemas, rep.rows = [], {}, {}, type(rep.rows)()
             out.load_report = inc.load_report
             return
         if report is None:
@@ -135,12 +136,14 @@ def _keep(task: ConvertTask, fs, root: str, inc: Incident, out: Converted, *, ch
         first_row[name] = start + len(df)
         written = write_frame(fs, root, name, df, task.rel, chunk, start)
         out.parts.extend(written)
-        out.spans.update(written)
+        out.spans.update((part, span) for part, (span, _) in written.items())
+        out.schemas.update((part, key) for part, (_, key) in written.items())
 
 
 def write_frame(fs, root: str, frame: str, df: pd.DataFrame, rel: str, chunk: int, first_row: int) -> dict:
     """One source's rows of one frame -> a part per partition (host, day); returns their paths
-    relative to the store root, each with the time span of its rows (layout.span)."""
+    relative to the store root, each with the time span of its rows (layout.span) and the
+    fingerprint of its columns (layout.schema_key)."""
     df = df.assign(**{layout.FILE_COLUMN: rel,
                       layout.ROW_COLUMN: np.arange(first_row, first_row + len(df), dtype="int64")})
     times = df[layout.time_column(frame)]
@@ -164,7 +167,7 @@ def write_frame(fs, root: str, frame: str, df: pd.DataFrame, rel: str, chunk: in
         with fs.open(path, "wb") as f, pq.ParquetWriter(f, table.schema, compression="zstd") as out:
             for a, b in row_groups(ends[0][idx]):
                 out.write_table(table.slice(a, b - a), row_group_size=ROW_GROUP_ROWS)
-        written[path[len(root) + 1:]] = layout.span(ends[0][idx], ends[1][idx])
+        written[path[len(root) + 1:]] = (layout.span(ends[0][idx], ends[1][idx]), layout.schema_key(table.schema))
     return written
 
 

@@ -183,7 +183,8 @@ def _convert(todo, plan: FolderPlan, store: str, manifest: Manifest, keys, resul
     for task, done in zip(tasks, _run(tasks, scheduler, workers), strict=True):
         p = task.planned
         entry = SourceEntry(keys[task.rel], p.fmt.name, p.fmt.phase, done.parts,
-                            f"{layout.RESULTS}/{layout.part_stem(task.rel)}.pkl", done.columns, done.spans)
+                            f"{layout.RESULTS}/{layout.part_stem(task.rel)}.pkl", done.columns, done.spans,
+                            done.schemas)
         write_pickle(fs, f"{root}/{entry.result}", (done.load_report, done.runs))
         manifest.sources[task.rel] = entry
         result.converted.append(task.rel)

@@ -45,6 +45,13 @@ def end_column(frame: str) -> str:
     return "last_seen" if frame == "processes" else "time"
 
 
+def schema_key(columns) -> str:
+    """A short fingerprint of a part's column names, order and types (an Arrow schema): parts
+    with equal keys are read by one scan that needs no matching of columns by name."""
+    text = ",".join(f"{f.name}:{f.type}" for f in columns)
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
 def span(starts: np.ndarray, ends: np.ndarray) -> list[int] | None:
     """[earliest start, latest end] of a part's rows in µs since the epoch, from their start and
     end times (datetime64[us]); None when no row has a time. A window whose rows must overlap

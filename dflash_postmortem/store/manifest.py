@@ -62,6 +62,9 @@ class SourceEntry:
     # part -> [earliest, latest] time of its rows in µs (layout.span): a window skips the parts
     # outside it unopened (a host's 3-day capture is dozens of parts; an hour needs one or two)
     spans: dict[str, list[int] | None] = field(default_factory=dict)
+    # part -> the fingerprint of its columns (layout.schema_key): parts alike are scanned together
+    # without DuckDB's union by name (it reads every part's schema: +0.45 s for 500 rank logs)
+    schemas: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

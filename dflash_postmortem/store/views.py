@@ -55,7 +55,11 @@ def _protocol(fs) -> str:
     return fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
 
 
-def scan(frame: str, files: list[str]) -> str:
+def scan(frame: str, files: list[str], schemas: dict[str, str] | None = None) -> str:
+    """SQL reading `files`, a frame's parts, with their partition columns. Parts whose columns
+    differ are matched by name; with `schemas` (file -> layout.schema_key) each group of alike
+    parts is one plain scan and the groups are put together by name: DuckDB's union by name over
+    every part reads each part's schema first."""
     if not files:
         # No source gave this frame: an empty view with the schema's columns, never a missing one.
         cols = ", ".join(f"CAST(NULL AS {_SQL_TYPES[c.dtype]}) AS {c.name}" for c in schema.FRAMES[frame])
@@ -63,10 +67,19 @@ def scan(frame: str, files: list[str]) -> str:
                          for k in layout.partition_keys(frame) if k not in schema.columns(frame))
         return (f"SELECT {cols}{', ' + keys if keys else ''}, CAST(NULL AS VARCHAR) AS {layout.FILE_COLUMN}, "
                 f"CAST(NULL AS BIGINT) AS {layout.ROW_COLUMN} WHERE false")
-    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
     types = ", ".join(f"'{k}': {'DATE' if k == layout.DAY else 'VARCHAR'}" for k in layout.partition_keys(frame))
-    return (f"SELECT * FROM read_parquet([{listed}], hive_partitioning = true, union_by_name = true, "
-            f"hive_types = {{{types}}})")
+
+    def read(group: list[str], by_name: bool) -> str:
+        listed = ", ".join("'" + f.replace("'", "''") + "'" for f in group)
+        return (f"SELECT * FROM read_parquet([{listed}], hive_partitioning = true, "
+                f"union_by_name = {'true' if by_name else 'false'}, hive_types = {{{types}}})")
+
+    if schemas is None or any(f not in schemas for f in files):
+        return read(files, by_name=True)
+    groups: dict[str, list[str]] = {}
+    for f in files:
+        groups.setdefault(schemas[f], []).append(f)
+    return " UNION ALL BY NAME ".join(read(g, by_name=False) for g in groups.values())
 
 
 def as_frame(frame: str, table: pa.Table, columns: dict[str, str] | None = None) -> pd.DataFrame:

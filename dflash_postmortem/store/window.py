@@ -149,6 +149,7 @@ def load_window(store: str, *, window=None, hosts=None, gpus=None, config: Incid
     con = None if scheduler else reader(store)
     listed = [part for rel in manifest.order for part in manifest.sources[rel].parts
               if span is None or _overlaps(manifest.sources[rel].spans.get(part, ()), span)]
+    schemas = {part: key for rel in manifest.order for part, key in manifest.sources[rel].schemas.items()}
     frames = {}
     for frame in schema.FRAME_NAMES:
         where = where_clause(frame, span, hosts, gpus)
@@ -160,8 +161,11 @@ def load_window(store: str, *, window=None, hosts=None, gpus=None, config: Incid
         else:
             # Only the parts whose partition folders can hold the window's rows: DuckDB reads the
             # schema of every part it is given (half a second for a fleet's thousands).
-            files = window_parts(frame, frame_files(store, frame, listed), span, hosts)
-            table = select_rows(f"({scan(frame, files)})", where, con)
+            mine = [p for p in listed if p.startswith(frame + "/")]
+            named = dict(zip(frame_files(store, frame, mine), mine, strict=True))
+            files = window_parts(frame, list(named), span, hosts)
+            keys = {f: schemas[named[f]] for f in files if named[f] in schemas}
+            table = select_rows(f"({scan(frame, files, keys)})", where, con)
         columns: dict[str, str] = {}
         for rel in manifest.order:
             for c, t in manifest.sources[rel].columns.get(frame, {}).items():

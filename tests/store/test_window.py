@@ -85,12 +85,22 @@ def test_parts_outside_the_window_are_skipped_by_their_time_span(shared_folder, 
     assert len(gpu_parts) > 3 and set(entry.spans) == set(entry.parts)
     first, last = entry.spans[gpu_parts[0]], entry.spans[gpu_parts[-1]]
     assert first[0] <= first[1] < last[0] <= last[1]  # chunks in time order, each its own span
-    scanned = []
-    monkeypatch.setattr(window, "scan", lambda frame, files: scanned.extend(files) or views.scan(frame, files))
+    scanned, sql = [], {}
+
+    def scan(frame, files, *args):
+        scanned.extend(files)
+        sql[frame] = views.scan(frame, files, *args)
+        return sql[frame]
+
+    monkeypatch.setattr(window, "scan", scan)
     cfg = read_config(shared_folder / "incident.toml")
     windowed = window.load_window(store, window=(START, END), root=shared_folder, config=cfg)
     read = [f for f in scanned if "/gpus/" in f and layout.part_stem("h01/smi_stream.csv") in f]
     assert 0 < len(read) < len(gpu_parts)
+    # every part's columns are known: alike parts in one plain scan each, the groups joined by name
+    # (nvidia-smi's and dmon's GPU columns differ), never DuckDB's union by name over every part
+    assert all("union_by_name = true" not in q for q in sql.values())
+    assert "UNION ALL BY NAME" in sql["gpus"]
     for frame in schema.FRAME_NAMES:
         assert_same_frames(_mask(frame, direct.frames()[frame], None, None), windowed.frames()[frame], frame)
 
