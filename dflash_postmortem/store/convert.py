@@ -45,6 +45,10 @@ class ConvertTask:
     context: LoadContext
     store: str  # fsspec location of the store
     chunk_bytes: int = CHUNK_BYTES
+    # What tells this conversion's parts from an earlier one's of the same file (a digest of its
+    # key): a rewritten part never reuses a path, so no cache of Parquet footers keyed by
+    # path and modification time (DuckDB's: whole seconds) can hand a window an old one.
+    tag: str = ""
 
 
 @dataclass
@@ -134,13 +138,14 @@ def _keep(task: ConvertTask, fs, root: str, inc: Incident, out: Converted, *, ch
         known.update({c: str(t) for c, t in df.dtypes.items() if c not in known})
         start = first_row.get(name, 0)
         first_row[name] = start + len(df)
-        written = write_frame(fs, root, name, df, task.rel, chunk, start)
+        written = write_frame(fs, root, name, df, task.rel, chunk, start, task.tag)
         out.parts.extend(written)
         out.spans.update((part, span) for part, (span, _) in written.items())
         out.schemas.update((part, key) for part, (_, key) in written.items())
 
 
-def write_frame(fs, root: str, frame: str, df: pd.DataFrame, rel: str, chunk: int, first_row: int) -> dict:
+def write_frame(fs, root: str, frame: str, df: pd.DataFrame, rel: str, chunk: int, first_row: int,
+                tag: str = "") -> dict:
     """One source's rows of one frame -> a part per partition (host, day); returns their paths
     relative to the store root, each with the time span of its rows (layout.span) and the
     fingerprint of its columns (layout.schema_key)."""
@@ -153,7 +158,7 @@ def write_frame(fs, root: str, frame: str, df: pd.DataFrame, rel: str, chunk: in
         keys["host"] = df["host"].reset_index(drop=True)
     groups = pd.DataFrame(keys).groupby(list(keys), sort=True, dropna=False).indices
     written = {}
-    stem = layout.part_stem(rel)
+    stem = layout.part_stem(rel) + (f"-{tag}" if tag else "")
     ends = [times.to_numpy(dtype="datetime64[us]"),
             df[layout.end_column(frame)].to_numpy(dtype="datetime64[us]")]
     for values, idx in groups.items():

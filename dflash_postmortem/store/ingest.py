@@ -179,7 +179,7 @@ def _convert(todo, plan: FolderPlan, store: str, manifest: Manifest, keys, resul
         old = manifest.sources.pop(rel, None)
         if old is not None:
             remove_parts(store, old.parts + [old.result])
-    tasks = [ConvertTask(rel, p, plan.context, store, chunk_bytes) for rel, p in todo]
+    tasks = [ConvertTask(rel, p, plan.context, store, chunk_bytes, _tag(keys[rel])) for rel, p in todo]
     for task, done in zip(tasks, _run(tasks, scheduler, workers), strict=True):
         p = task.planned
         entry = SourceEntry(keys[task.rel], p.fmt.name, p.fmt.phase, done.parts,
@@ -188,6 +188,11 @@ def _convert(todo, plan: FolderPlan, store: str, manifest: Manifest, keys, resul
         write_pickle(fs, f"{root}/{entry.result}", (done.load_report, done.runs))
         manifest.sources[task.rel] = entry
         result.converted.append(task.rel)
+
+
+def _tag(key) -> str:
+    """Eight hex digits that change whenever the file's key does (ConvertTask.tag)."""
+    return hashlib.blake2b(f"{key.size}:{key.mtime_ns}:{key.hash}".encode(), digest_size=4).hexdigest()
 
 
 def _run(tasks: list[ConvertTask], scheduler: str | None, workers: int | None) -> list[Converted]:

@@ -9,6 +9,8 @@ row groups by their statistics. The fleet detectors (store/fleet.py) are SQL ove
 
 from __future__ import annotations
 
+import functools
+
 import duckdb
 import pandas as pd
 import pyarrow as pa
@@ -20,23 +22,39 @@ _SQL_TYPES = {schema.TIME: "TIMESTAMPTZ", schema.STR: "VARCHAR", schema.INT: "BI
 
 
 def connect(store: str, *, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection (new, or `con`) with the store's five views; times are shown in UTC."""
-    con = reader(store, con=con)
+    """A DuckDB connection (new, or `con`) with the store's five views; times are shown in UTC.
+    A new one is a database of its own: views named for the frames, one store's each."""
+    con = reader(store, con=con or duckdb.connect())
     for frame in schema.FRAME_NAMES:
         con.execute(f"CREATE OR REPLACE VIEW {frame} AS {scan(frame, frame_files(store, frame))}")
     return con
 
 
 def reader(store: str, *, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection (new, or `con`) that can read the store's files, without views."""
-    con = con or duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
+    """A DuckDB connection (new, or `con`) that can read the store's files, without views. For
+    a store on this machine, a cursor of the process's one in-memory database (`_database`),
+    whose cache of Parquet footers every later window shares."""
     fs, _ = layout.filesystem(store)
     protocol = _protocol(fs)
-    if protocol not in ("file", "local"):
-        # A URL store (memory://, s3://...): DuckDB reads it through fsspec.
+    local = protocol in ("file", "local")
+    con = con or (_database().cursor() if local else duckdb.connect())
+    con.execute("SET TimeZone = 'UTC'")
+    if not local:
+        # A URL store (memory://, s3://...): DuckDB reads it through fsspec, on a connection of
+        # its own (a filesystem is registered once per database).
         con.register_filesystem(fs)
     return con
+
+
+@functools.cache
+def _database() -> duckdb.DuckDBPyConnection:
+    """The in-memory DuckDB database the windows of this process read through. Its Parquet
+    metadata cache keeps each part's footer, checked against the file's modification time: the
+    second window over 500 rank logs' parts opens them without parsing them again (0.7 -> 0.45 s).
+    Each reader gets a cursor of it: its own connection, the database's cache."""
+    db = duckdb.connect()
+    db.execute("SET GLOBAL parquet_metadata_cache = true")
+    return db
 
 
 def frame_files(store: str, frame: str, listed: list[str] | None = None) -> list[str]:

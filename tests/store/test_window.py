@@ -137,3 +137,20 @@ def test_row_groups_hold_one_clock_hour_so_a_window_skips_the_others(tmp_path):
         expected = df[(df["time"] >= hour[0]) & (df["time"] < hour[1])].reset_index(drop=True)
         assert_same_frames(expected, windowed.frames()[frame], frame)
     assert len(windowed.gpus) == 3 * 2 * 3600
+
+
+def test_a_window_after_a_file_changed_reads_the_new_parts_not_cached_footers(fleet_folder, copy_store):
+    # Windows share one DuckDB database and its cache of Parquet footers (keyed by path and a
+    # modification time in whole seconds): a source converted again writes parts under new names,
+    # so a window right after reads the new rows, never a stale footer.
+    cfg = read_config(fleet_folder / "incident.toml")
+    before = window.load_window(str(copy_store), root=fleet_folder, config=cfg)
+    old_parts = set(Manifest.read(*layout.filesystem(str(copy_store))).sources["train_opt.log"].parts)
+    with open(fleet_folder / "train_opt.log", "a") as f:
+        f.write("2026-11-30 05:40:00 [opt] step 9999 loss 1.5 tok/s 123456\n")
+    ingest(fleet_folder, str(copy_store), workers=1)
+    new_parts = set(Manifest.read(*layout.filesystem(str(copy_store))).sources["train_opt.log"].parts)
+    assert new_parts and not new_parts & old_parts
+    after = window.load_window(str(copy_store), root=fleet_folder, config=cfg)
+    assert len(after.metrics) > len(before.metrics) and after.metrics["step"].max() == 9999
+    assert_same_frames(load_incident(fleet_folder).metrics, after.metrics, "metrics")
