@@ -114,7 +114,7 @@ def ingest(
     _convert(first, plan, store, manifest, keys, result, scheduler, workers, chunk_bytes)
     if later:
         # Phase 1 borrows from what is loaded so far: in a folder load, every phase-0 source.
-        _borrow_known(plan, store)
+        _borrow_known(plan, store, manifest)
         _convert(later, plan, store, manifest, keys, result, None, 1, chunk_bytes)
     result.unchanged = [rel for rel, _ in named if rel not in result.converted]
     manifest.order = [named[i][0] for i in ordered]
@@ -214,10 +214,10 @@ def _run(tasks: list[ConvertTask], scheduler: str | None, workers: int | None) -
         return list(pool.map(convert_source, tasks))
 
 
-def _borrow_known(plan: FolderPlan, store: str) -> None:
+def _borrow_known(plan: FolderPlan, store: str, manifest: Manifest) -> None:
     """Give phase-1 sources what a folder load would: the incident's date (its first time) and,
     as `known`, the processes and each source's first metric and event (what they look up)."""
-    con = connect(store)
+    con = connect(store, manifest=manifest)  # what this run converted, not yet written down
     ctx = plan.context
     known = Incident()
     known.processes = _frame(con, "SELECT * FROM processes", "processes")

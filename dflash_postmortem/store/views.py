@@ -17,17 +17,37 @@ import pyarrow as pa
 
 from .. import schema
 from . import layout
+from .manifest import Manifest
 
 _SQL_TYPES = {schema.TIME: "TIMESTAMPTZ", schema.STR: "VARCHAR", schema.INT: "BIGINT", schema.FLOAT: "DOUBLE"}
 
 
-def connect(store: str, *, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
+def connect(store: str, *, con: duckdb.DuckDBPyConnection | None = None,
+            manifest: Manifest | None = None) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection (new, or `con`) with the store's five views; times are shown in UTC.
-    A new one is a database of its own: views named for the frames, one store's each."""
+    A new one is a database of its own: views named for the frames, one store's each. The parts
+    are those `manifest` lists (default: the store's), alike ones scanned together (`scan`): a
+    union by name over a fleet's 1,500 rank-log parts held 600 MiB for a GROUP BY."""
     con = reader(store, con=con or duckdb.connect())
+    if manifest is None:
+        manifest = Manifest.read(*layout.filesystem(store))
+    parts = [part for entry in manifest.sources.values() for part in entry.parts]
+    schemas = {part: key for entry in manifest.sources.values() for part, key in entry.schemas.items()}
     for frame in schema.FRAME_NAMES:
-        con.execute(f"CREATE OR REPLACE VIEW {frame} AS {scan(frame, frame_files(store, frame))}")
+        if manifest.sources:
+            known = listed_files(store, frame, parts, schemas)
+            sql = scan(frame, list(known), {f: k for f, k in known.items() if k is not None})
+        else:
+            sql = scan(frame, frame_files(store, frame))
+        con.execute(f"CREATE OR REPLACE VIEW {frame} AS {sql}")
     return con
+
+
+def listed_files(store: str, frame: str, parts: list[str], schemas: dict[str, str]) -> dict[str, str | None]:
+    """The frame's parts among `parts` (named from the store's root, as the manifest lists
+    them), as DuckDB names them, each with its column fingerprint (None where not known)."""
+    mine = [p for p in parts if p.startswith(frame + "/")]
+    return {f: schemas.get(p) for f, p in zip(frame_files(store, frame, mine), mine, strict=True)}
 
 
 def reader(store: str, *, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:

@@ -29,7 +29,7 @@ from ..incident import Incident
 from . import layout
 from .ingest import SCHEDULER_ENV, combined, ingest
 from .manifest import Manifest
-from .views import as_frame, connect, frame_files, reader, scan
+from .views import as_frame, connect, listed_files, reader, scan
 
 
 def load_from_store(path: str | os.PathLike, *, window=None, hosts=None, gpus=None, timezone=None,
@@ -161,11 +161,9 @@ def load_window(store: str, *, window=None, hosts=None, gpus=None, config: Incid
         else:
             # Only the parts whose partition folders can hold the window's rows: DuckDB reads the
             # schema of every part it is given (half a second for a fleet's thousands).
-            mine = [p for p in listed if p.startswith(frame + "/")]
-            named = dict(zip(frame_files(store, frame, mine), mine, strict=True))
-            files = window_parts(frame, list(named), span, hosts)
-            keys = {f: schemas[named[f]] for f in files if named[f] in schemas}
-            table = select_rows(f"({scan(frame, files, keys)})", where, con)
+            known = listed_files(store, frame, listed, schemas)
+            files = window_parts(frame, list(known), span, hosts)
+            table = select_rows(f"({scan(frame, files, {f: known[f] for f in files if known[f]})})", where, con)
         columns: dict[str, str] = {}
         for rel in manifest.order:
             for c, t in manifest.sources[rel].columns.get(frame, {}).items():
