@@ -153,7 +153,7 @@ def _add_ingest(sub) -> None:
 
 
 def run_ingest(args) -> int:
-    from .store.ingest import ingest  # start-up time: DuckDB and fsspec load only for the store's commands
+    from .store.ingest import ingest  # start-up time: DuckDB loads only for the store's commands
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
