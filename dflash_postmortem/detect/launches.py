@@ -153,5 +153,13 @@ def launch_of(inc: Incident, run, before) -> pd.Series | None:
     oc = outcomes(inc)
     if oc.empty:
         return None
-    hit = oc[(oc["run"] == run) & (oc["time"] <= before)]
+    # Each run's launches, grouped once per scope: a lookup per episode over every launch made
+    # detection grow faster than the evidence.
+    by_run = memo.cached(inc, "outcomes:by_run", ("events", "processes", "metrics"),
+                         lambda: oc.groupby("run", sort=False, dropna=True).indices)
+    idx = by_run.get(run)
+    if idx is None:
+        return None
+    mine = oc.iloc[idx]
+    hit = mine[mine["time"] <= before]
     return hit.iloc[-1] if len(hit) else None

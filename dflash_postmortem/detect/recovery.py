@@ -104,7 +104,8 @@ def _relaunch_partials(inc: Incident, ep: dict, frac: float) -> list[dict]:
     finding per run, over the samples it logged below the floor inside the episode."""
     s = ep["series"]
     floor = frac * ep["baseline"]
-    started_before = set(s[s["time"] < ep["start"]]["run"]) | {ep["during"]["run"].iloc[0]}
+    # unique() first: a set over the column walks every sample in Python, once per episode
+    started_before = set(s.loc[s["time"] < ep["start"], "run"].unique()) | {ep["during"]["run"].iloc[0]}
     window = s[(s["time"] >= ep["start"]) & (s["time"] <= ep["end"])]
     rows = []
     for run, part in window.groupby("run", sort=False):
