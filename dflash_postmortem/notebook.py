@@ -26,7 +26,7 @@ import pandas as pd
 from . import __version__
 from .detect import detect
 from .evidence import link_refs
-from .loaders.folder import load_incident, regular_files
+from .loaders.folder import load_incident, walked
 from .redact import redact, redact_frame, redact_incident
 from .units import clock
 
@@ -152,10 +152,11 @@ def _kit_stamp() -> str:
 
 
 def _fingerprint(folder: Path, timezone: str | None) -> str:
-    """Changes whenever an evidence file or the kit changes."""
+    """Changes whenever an evidence file or the kit changes, and whenever an entry the load
+    reports instead of reading (a dangling link, a FIFO) comes or goes: it is in the load report."""
     stamp = [_kit_stamp(), str(folder.resolve()), timezone or ""]
-    for p, st in regular_files(folder):
-        stamp.append(f"{p.relative_to(folder)}:{st.st_size}:{st.st_mtime_ns}")
+    for p, st in walked(folder):
+        stamp.append(f"{p.relative_to(folder)}:{st.st_size}:{st.st_mtime_ns}" if st else f"{p.relative_to(folder)}:-")
     return hashlib.sha1("\n".join(stamp).encode("utf-8", "surrogateescape")).hexdigest()
 
 
@@ -166,7 +167,9 @@ def load_cached(incident_dir: str, timezone: str = "", on_bad_line: str = "skip"
     `masked`: with secrets masked (redact.py), cached too, beside the incident as read: every
     page of a report shows it masked, and masking costs a page as much as reading the cache.
     `on_bad_line="raise"` (`--strict`) stops at the first unreadable file or line; a load that
-    passes it is the same incident as a lenient one, so the cache is shared.
+    passes it is the same incident as a lenient one, so the cache is shared, but a cached
+    incident with a file it could not read or a line it skipped is loaded again, strictly, so
+    that the load stops where a strict one does.
     """
     folder = Path(incident_dir)
     path = None
@@ -175,9 +178,11 @@ def load_cached(incident_dir: str, timezone: str = "", on_bad_line: str = "skip"
     if path is not None and path.exists():
         try:
             with path.open("rb") as fh:
-                return pickle.load(fh)
+                found = pickle.load(fh)
         except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
-            pass  # a cache written by another version of a dependency: load again
+            found = None  # a cache written by another version of a dependency: load again
+        if found is not None and (on_bad_line != "raise" or _clean(found[0].load_report)):
+            return found
     if masked:
         inc, findings = load_cached(incident_dir, timezone, on_bad_line)
         found = (redact_incident(inc), redact_frame(findings))
@@ -187,6 +192,11 @@ def load_cached(incident_dir: str, timezone: str = "", on_bad_line: str = "skip"
     if path is not None:
         _store(path, found)
     return found
+
+
+def _clean(report) -> bool:
+    """Nothing in the load report a strict load would stop at."""
+    return not report.failed and not any(f.n_skipped for f in report.files)
 
 
 def load(incident_dir: str, timezone: str = "", on_bad_line: str = "skip"):

@@ -254,8 +254,8 @@ def finding_hover(r) -> str:
 
 
 def _band_shapes(fig: go.Figure, findings: pd.DataFrame | None, panels: int) -> None:
-    """Shade each period finding across each of the `panels` stacked panels in its kind's colour, with one legend entry per
-    kind that shows and hides all of its bands."""
+    """Shade each period finding across each of the `panels` stacked panels in its kind's
+    colour, with one legend entry per kind that shows and hides all of its bands."""
     if findings is None:
         return
     shown = set()

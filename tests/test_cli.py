@@ -1,5 +1,7 @@
 """The command line: one clear error line and a non-zero exit for bad input, no traceback."""
 
+import os
+import shutil
 import subprocess
 import sys
 
@@ -137,6 +139,26 @@ def test_strict_is_one_line_and_exit_2(capsys, tmp_path, bundled_dir):
     assert main(["inspect", str(folder), "--strict"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["dflash-postmortem inspect: error: dangling: dangling symbolic link to gone.log: not read"]
+
+
+def test_report_strict_stops_on_what_the_cache_has_seen_and_the_cache_sees_new_links(capsys, tmp_path, monkeypatch,
+                                                                                     bundled_dir):
+    # The cache of loaded incidents is keyed by every entry the load walks (a dangling link too),
+    # and a strict report never takes a cached incident that has something a strict load refuses.
+    monkeypatch.setenv("DFLASH_POSTMORTEM_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "incident"
+    folder.mkdir()
+    shutil.copy(bundled_dir / "logs" / "smi_stream.csv", folder / "smi.csv")
+    assert main(["report", str(folder), "-o", str(tmp_path / "clean"), "--only", "01", "--no-progress"]) == 0
+    assert "could not be read" not in capsys.readouterr().err
+    os.symlink("gone.log", folder / "dangling")  # no regular file changed
+    assert main(["report", str(folder), "-o", str(tmp_path / "lenient"), "--only", "01", "--no-progress"]) == 0
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("1 file could not be read")
+    assert main(["report", str(folder), "-o", str(tmp_path / "strict"), "--only", "01", "--no-progress",
+                 "--strict"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["dflash-postmortem report: error: dangling: dangling symbolic link to gone.log: not read"]
+    assert not (tmp_path / "strict" / "01_overview.html").exists()
 
 
 def test_a_bug_is_one_line_without_debug_and_a_traceback_with_it(capsys, monkeypatch, bundled_dir):

@@ -2,8 +2,8 @@
 
 The series is every run's throughput in time order, joined end to end, so that a relaunch that
 comes back slower is a change point like any other. Change points come from a PELT search on the
-l2 cost of log throughput (changepoints.py) with a penalty calibrated on the steady baseline: the noise of the first run's steady stretch sets what
-a real level change must exceed. Segments whose levels differ by less than `min_drop` are merged,
+l2 cost of log throughput (changepoints.py) with a penalty calibrated on the steady baseline:
+the noise of the first run's steady stretch sets what a real level change must exceed. Segments whose levels differ by less than `min_drop` are merged,
 and consecutive segments below (1 - min_drop) x baseline form one regression episode, however
 noisy the degraded run is.
 """

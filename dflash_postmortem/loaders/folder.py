@@ -111,23 +111,29 @@ def _inside(real: str, root: Path) -> bool:
     return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
 
 
-def regular_files(root: Path):
-    """(path, stat) of every regular file under `root`, as the loader walks it: never blocking,
-    each linked folder once, unreadable folders passed over."""
+def walked(root: Path):
+    """(path, stat) of every entry under `root` as the loader walks it: each regular file with
+    its stat, each entry the walk reports instead of reading (a dangling link, a loop, a FIFO, a
+    folder it cannot list) with None. Never blocking, each linked folder once."""
     ctx = LoadContext(root=root)
     pending = [root]
     seen = {os.path.realpath(root)}
     while pending:
         for entry in _listing(pending.pop(), ctx, seen):
             if entry.report is not None or entry.dangling is not None:
-                continue
-            if entry.is_dir:
+                yield entry.path, None
+            elif entry.is_dir:
                 pending.append(entry.path)
             else:
                 try:
                     yield entry.path, os.stat(entry.path)
                 except OSError:
-                    continue
+                    yield entry.path, None
+
+
+def regular_files(root: Path):
+    """(path, stat) of every regular file under `root`, as the loader walks it (`walked`)."""
+    return ((path, st) for path, st in walked(root) if st is not None)
 
 
 @dataclass
