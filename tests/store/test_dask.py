@@ -66,3 +66,26 @@ def test_the_fleet_detectors_on_the_cluster_equal_the_duckdb_path(tmp_path, clie
     pd.testing.assert_frame_equal(on_duckdb.gpu_levels(), on_dask.gpu_levels(), check_exact=False, rtol=1e-9)
     fs, root = layout.filesystem(store)
     assert len(fs.glob(layout.frame_glob(root, "gpus"))) >= 4  # as many tasks: one per host's part at least
+
+
+def test_compacts_are_built_by_the_cluster_and_equal_the_local_ones(tmp_path, client):
+    from dflash_postmortem.store import layout
+    from dflash_postmortem.store.manifest import Manifest
+
+    from .test_fleet import generate
+
+    out = tmp_path / "fleet"
+    generate(out, "--hosts", "4", "--hours", "0.34", "--seed", "3", "--no-prometheus")
+    here, there = str(tmp_path / "store"), f"memory://dflash-{tmp_path.name}"
+    ingest(out, here, workers=1)
+    ingest(out, there, scheduler=client)
+    compacts = [Manifest.read(*layout.filesystem(s)).compacts for s in (here, there)]
+    # the 32 rank logs' metrics partition: the same compact, of the same parts, on both paths
+    assert list(compacts[0]) == list(compacts[1]) and len(compacts[0]) == 1
+    assert compacts[0] == compacts[1]
+    cfg = read_config(out / "incident.toml")
+    on_duckdb = load_window(here, root=out, config=cfg)
+    on_dask = load_window(there, root=out, config=cfg, scheduler=client)
+    for frame in schema.FRAME_NAMES:
+        assert_same_frames(on_duckdb.frames()[frame], on_dask.frames()[frame], frame)
+    assert len(on_dask.metrics) > 1000
