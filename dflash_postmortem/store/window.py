@@ -145,7 +145,6 @@ def load_window(store: str, *, window=None, hosts=None, gpus=None, config: Incid
     order = {rel: k for k, rel in enumerate(manifest.order)}
     report, runs, renamed = combined(fs, top, manifest)
     report.offsets = dict(cfg.offsets)
-    inc = Incident(load_report=report, runs=runs, config=cfg, root=root)
     con = None if scheduler else reader(store)
     parts = [p for p in manifest.parts() if span is None or _overlaps(p.span, span)]
     frames = {}
@@ -169,9 +168,8 @@ def load_window(store: str, *, window=None, hosts=None, gpus=None, config: Incid
         frames[frame] = _in_load_order(frame, table, order, renamed, columns)
     if len(frames["gpu_processes"]):
         frames["gpu_processes"] = _fill_gpu_index(frames["gpu_processes"], store, None, gpus)
-    for frame, df in frames.items():
-        setattr(inc, frame, df)
-    return inc
+    # Made with its frames: an Incident() first would build five empty frames only to drop them.
+    return Incident(**frames, load_report=report, runs=runs, config=cfg, root=root)
 
 
 def _in_load_order(frame: str, table: pa.Table, order: dict[str, int], renamed: dict,
@@ -185,21 +183,25 @@ def _in_load_order(frame: str, table: pa.Table, order: dict[str, int], renamed: 
     # The store's own columns go before the take, not after it (as_frame would drop them).
     table = table.drop_columns([c for c in (layout.DAY, layout.FILE_COLUMN, layout.ROW_COLUMN)
                                 if c in table.column_names and c not in schema.columns(frame)])
-    return as_frame(frame, _take(table, pa.array(permutation)), columns)
+    return as_frame(frame, table if permutation is None else _take(table, pa.array(permutation)), columns)
 
 
-def _load_order(table: pa.Table, time: str, order: dict[str, int]) -> np.ndarray:
+def _load_order(table: pa.Table, time: str, order: dict[str, int]) -> np.ndarray | None:
     """The permutation that puts `table`'s rows in a direct load's order: by time (missing
-    first, as its stable sort puts them), then by source in load order, then by row. The sort
-    keys in numpy, then one take: Arrow's sort_by on the whole table costs twice as much for a
-    window of millions. Source and row are one key (a source's rank above its row number); rows
-    that come already in that order (one file group's parts, in load order) need one stable
-    sort by time instead of two."""
+    first, as its stable sort puts them), then by source in load order, then by row; None when
+    they already are (one source's rows, one host's stream: no take at all). The sort keys in
+    numpy, then one take: Arrow's sort_by on the whole table costs twice as much for a window of
+    millions. Source and row are one key (a source's rank above its row number); rows that come
+    already in that order (one file group's parts, in load order) need one stable sort by time
+    instead of two."""
     files = table.column(layout.FILE_COLUMN)
     rank = pc.fill_null(pc.index_in(files, value_set=pa.array(list(order), files.type)), -1)
     times = table.column(time).cast(pa.int64())
     times = (pc.fill_null(times, np.iinfo(np.int64).min) if times.null_count else times).to_numpy()
     within = ((rank.to_numpy().astype(np.int64) + 1) << _ROW_BITS) | table.column(layout.ROW_COLUMN).to_numpy()
+    later, same = times[1:] > times[:-1], times[1:] == times[:-1]  # not a difference: missing is int64's least
+    if (later | (same & (within[1:] >= within[:-1]))).all():
+        return None
     if (within[1:] >= within[:-1]).all():
         return np.argsort(times, kind="stable")
     return np.lexsort((within, times))

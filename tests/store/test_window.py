@@ -154,3 +154,22 @@ def test_a_window_after_a_file_changed_reads_the_new_parts_not_cached_footers(fl
     after = window.load_window(str(copy_store), root=fleet_folder, config=cfg)
     assert len(after.metrics) > len(before.metrics) and after.metrics["step"].max() == 9999
     assert_same_frames(load_incident(fleet_folder).metrics, after.metrics, "metrics")
+
+
+def test_rows_already_in_load_order_are_not_taken_again():
+    # A direct load's order: time (missing first), then the source's load order, then its row.
+    import numpy as np
+    import pyarrow as pa
+
+    t = pd.to_datetime(["2026-11-30 05:00:00", "2026-11-30 05:00:00", "2026-11-30 05:00:01", None], utc=True)
+    rows = pa.table({"time": pa.array([None, *t[:3]], pa.timestamp("us", tz="UTC")),
+                     layout.FILE_COLUMN: ["b.log", "a.log", "b.log", "a.log"],
+                     layout.ROW_COLUMN: pa.array([5, 0, 7, 1], pa.int64())})
+    order = {"a.log": 0, "b.log": 1}
+    assert window._load_order(rows, "time", order) is None
+    shuffled = rows.take([2, 0, 3, 1])
+    permutation = window._load_order(shuffled, "time", order)
+    assert shuffled.take(pa.array(permutation)).equals(rows)
+    # ties at one time in another source order are put in load order
+    swapped = rows.take([0, 2, 1, 3])
+    assert np.array_equal(window._load_order(swapped, "time", order), [0, 2, 1, 3])
