@@ -53,7 +53,6 @@ def child_ours(folder: Path, store: Path) -> dict:
 
     t0 = time.perf_counter()
     con = views.connect(str(store))
-    con.execute("SET enable_progress_bar = false")  # stderr noise in the table's run
     found = fleet.Fleet(con, config=read_config(folder / "incident.toml")).detect()
     seconds = time.perf_counter() - t0
     got = sorted((r.kind, r.numbers["host"], r.numbers.get("gpu")) for r in found.itertuples())
