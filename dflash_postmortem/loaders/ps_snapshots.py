@@ -2,7 +2,8 @@
 
 Reads `ps aux`, `ps -ef`, `ps -eLf`, `ps -eo <any columns>` (LSTART's five words, ETIME/ETIMES),
 `ps --forest` (tree glyphs give the parent), BusyBox and macOS `ps`, `top -b` (one or several
-iterations; wide, with columns after COMMAND), header-less `ps aux | grep` / `ps -ef | grep`
+iterations; wide, with columns after COMMAND), `fuser -v` (the processes that hold a file such as
+`/dev/nvidia0`: a `files` column), header-less `ps aux | grep` / `ps -ef | grep`
 pastes, and files of repeated snapshots separated by anything: a time (`# 2026-11-30T05:20:20Z`,
 `date` output in any locale, `top - 05:20:20 up ...`, `--- 05:20:20 ---`, an epoch), a rule
 (`=====`), a repeated header. One row per process (pid + command): first and last snapshot that
@@ -41,6 +42,7 @@ COLUMNS = {
     "PRI": "priority", "TID": "lwp", "SPID": "lwp", "THCNT": "threads", "NTH": "threads", "GID": "gid",
     "GROUP": "group", "RGID": "gid", "TPGID": "tpgid", "CLS": "sched", "RTPRIO": "rtprio",
     "%C": "cpu_pct", "CP": "cpu_util", "MAJFL": "majflt", "MINFL": "minflt", "CPUID": "psr",
+    "ACCESS": "access", "%VSZ": "vsz_pct", "CPU": "psr",  # BusyBox top: VSZ share, the core it ran on
 }
 # top's wide view: more names, each one word, none of them a command.
 _TOP_EXTRA = {"RUID", "SUID", "SUSER", "P", "SWAP", "CODE", "DATA", "nMaj", "nMin", "nDRT", "Flags",
@@ -53,14 +55,29 @@ AUX = ["USER", "PID", "%CPU", "%MEM", "VSZ", "RSS", "TTY", "STAT", "START", "TIM
 EF = ["UID", "PID", "PPID", "C", "STIME", "TTY", "TIME", "CMD"]
 _AUX_ROW = re.compile(r"^\S+\s+\d+\s+[\d.]+\s+[\d.]+\s+\d+\s+\d+\s+\S+\s+\S+\s+\S+\s+[\d:.]+\s+\S")
 _EF_ROW = re.compile(r"^\S+\s+\d+\s+\d+\s+\d+\s+\S+\s+\S+\s+(?:\d+-)?\d+:\d{2}(?::\d{2})?(?:\.\d+)?\s+\S")
+# `ps -o stat,pid,comm` / `ps -eo pid=,etime=,args=` / `ps axo pid,pcpu,comm` name their columns on
+# the command line: rows printed without a header (`=`, or the header cut by `| grep`) are read with
+# them. Format names that are not their header's name:
+_FORMAT_OPTION = re.compile(r"(?:^|\s)(?:-[a-zA-Z]*o\s*|--format[= ]|[aAxeuwfjlTr]+o\s+)(?P<spec>[\w%,=+:-]+)")
+_FORMAT_HEADERS = {
+    "pcpu": "%CPU", "pmem": "%MEM", "cputime": "TIME", "rsz": "RSS", "vsize": "VSZ", "start_time": "START",
+    "bsdstart": "START", "thcount": "NLWP", "ucmd": "COMM", "ucomm": "COMM", "fname": "COMM", "tname": "TTY",
+    "session": "SID", "pgrp": "PGID", "spid": "LWP", "etimes": "ETIMES", "s": "S",
+}
 _SNAP_ISO = re.compile(r"^[#=*\s-]*(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s?(?:Z|[+-]\d{2}:?\d{2})?)[\s#=*-]*$")
 _SNAP_EPOCH = re.compile(r"^[#=*\s-]*(?P<s>1\d{9})(?:\.\d+)?[\s#=*-]*$")
 _SNAP_TOD = re.compile(r"^[#=*\s-]*(?P<time>\d{2}:\d{2}:\d{2})[\s#=*-]*$")
 _FENCE = re.compile(r"^(?:```|~~~)")
+# fuser -v names the file once, left of its first process (`/dev/nvidia0:   bob  869108 F...m python`);
+# the kernel's own use of it has no PID (`root  kernel mount /mnt`); a process it could not read
+# is a warning on stderr.
+_FUSER_FILE = re.compile(r"^(?P<file>\S+):(?=\s)")
+_FUSER_KERNEL = re.compile(r"^\S+\s+kernel\s+(?:mount|swap|root|exe|mmap)\b")
+_FUSER_WARNING = re.compile(r"^(?:Cannot stat file|Cannot open /proc|Specified filename .* does not exist)")
 _ECHOED = re.compile(r"^(?:sudo\s+)?(?:ps|top|htop|pgrep|busybox\s+ps)(?:\s+[-\w,=+%:/.^()\\|\"' ]*)?$")
 _RULE = re.compile(r"^\s*(?:[=*#~_-]\s?){3,}\s*$")
 _TOP = re.compile(r"^top - (?P<time>\d{2}:\d{2}:\d{2}) ")
-_TOP_SUMMARY = re.compile(r"^(Tasks|Threads|%?Cpu|MiB|KiB|GiB|TiB|Mem|Swap|Load|Processes|PhysMem|VM|Networks|Disks|SharedLibs|MemRegions)\b")
+_TOP_SUMMARY = re.compile(r"^(?:(?:Tasks|Threads|%?Cpu|MiB|KiB|GiB|TiB|Mem|Swap|Load|Processes|PhysMem|VM|Networks|Disks|SharedLibs|MemRegions)\b|CPU:)")
 _ETIME = re.compile(r"^(?:(?:(?P<d>\d+)-)?(?P<h>\d+):)?(?P<m>\d+):(?P<s>\d+)$")
 _SIZE = re.compile(r"^(?P<n>\d+(?:\.\d+)?)(?P<unit>[kmgtpe]?)$", re.I)
 MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
@@ -74,6 +91,19 @@ def _header(line: str) -> list[str] | None:
     return cells if known >= max(2, len(cells) - 1) else None
 
 
+def format_columns(command: str) -> list[str] | None:
+    """The header names of the columns a `ps -o ...` command line asks for (several -o add up);
+    None when it names none, or one we would not know under a header either."""
+    specs = [m["spec"] for m in _FORMAT_OPTION.finditer(command)]
+    names = [
+        _FORMAT_HEADERS.get(name.lower(), name.upper())
+        for spec in specs for name in (re.split(r"[=:]", f, maxsplit=1)[0] for f in spec.split(",")) if name
+    ]
+    if "PID" not in names or not all(n in COLUMNS or n in _TOP_EXTRA for n in names):
+        return None
+    return names
+
+
 class Listing:
     """The rows under one header: the header's column names and where each starts on the line
     (a command column that is not last is cut where the next column begins), and the current
@@ -82,8 +112,12 @@ class Listing:
     def __init__(self, header: list[str] | None = None, line: str = ""):
         self.header = header
         self.guessed = False  # columns assumed (ps aux / ps -ef), not read from a header
+        self.named = False  # columns the ps command names (-o), not read from a header
         self.tree: list[tuple[int, int]] = []
         self.starts: list[int] = []
+        self.fuser = bool(header) and "ACCESS" in header
+        self.file: str | None = None  # fuser -v: the file the rows below hold
+        self.held: dict[int, dict] = {}  # fuser -v: pid -> its row (one row, all its files)
         if header and line:
             pos = 0
             for name in header:
@@ -216,6 +250,8 @@ def listing_row(listing: Listing, line: str, snap, ctx: LoadContext, rep) -> dic
     if use is None:
         return "a ps/top row under a header line"
     cells = listing.cells(line)
+    if cells is None and listing.named:
+        return f"{len(use)} columns ({' '.join(use)}, as the ps command names them)"
     if cells is None:
         # A row cut short (a paste that stops, a listing killed mid-write): kept with the fields
         # it has when they reach its PID.
@@ -310,11 +346,14 @@ def _local(naive: pd.Timestamp, tz: str):
     return None if pd.isna(t) else t
 
 
-def read_listing(lines: list[str], first_line: int, snap, ctx: LoadContext, rep, *, counted: bool = True) -> tuple[list[dict], int]:
+def read_listing(lines: list[str], first_line: int, snap, ctx: LoadContext, rep, *, counted: bool = True,
+                 command: str = "") -> tuple[list[dict], int]:
     """Read ps/top output (one file, or one command's output inside a transcript) into process
     rows. Every line is counted in `rep` (parsed or skipped with its reason) unless `counted` is
-    False (a transcript counts its own lines). Returns (rows, number of snapshot markers)."""
-    listing = Listing()
+    False (a transcript counts its own lines). `command` is the command that printed them, when
+    known: its `-o` columns read rows that come without a header. Returns (rows, number of
+    snapshot markers)."""
+    listing = _listing_of_command(command, rep) or Listing()
     rows: list[dict] = []
     n_snaps = 0
 
@@ -354,15 +393,21 @@ def read_listing(lines: list[str], first_line: int, snap, ctx: LoadContext, rep,
         if _TOP_SUMMARY.match(s):
             skip(i, "top summary line")
             continue
+        if _FUSER_WARNING.match(s):
+            skip(i, "fuser warning (a process it could not read)")
+            continue
         h = _header(line)
         if h:
             listing = Listing(h, line)
             skip(i, "header line")
             continue
-        if match_prompt(line) is not None:
+        prompt = match_prompt(line)
+        if prompt is not None:
+            listing = _listing_of_command(prompt.command or "", rep) or listing
             skip(i, "shell prompt line")
             continue
         if _ECHOED.match(s):
+            listing = _listing_of_command(s, rep) or listing
             skip(i, "command line")  # the command echoed above its answer (a capture without prompts)
             continue
         if listing.header is None or listing.guessed:
@@ -375,15 +420,62 @@ def read_listing(lines: list[str], first_line: int, snap, ctx: LoadContext, rep,
                 rep.assume(f"no header line: `ps {'aux' if guess is AUX else '-ef'}` columns assumed")
                 listing = Listing(guess)
                 listing.guessed = True
+        if listing.fuser:
+            line = _fuser_line(listing, line)
+            if _FUSER_KERNEL.match(line.strip()):
+                skip(i, "fuser: used by the kernel (no process)")
+                continue
         got = listing_row(listing, line, snap, ctx, rep)
         if isinstance(got, str):
             bad(i, got, line)
             continue
         got["line"] = i
-        rows.append(got)
         if counted:
             rep.parsed += 1
+        if listing.fuser and _fuser_held(listing, got):
+            continue
+        rows.append(got)
     return rows, n_snaps
+
+
+def _ps_columns(command: str) -> list[str] | None:
+    """The -o columns of a `ps` command line (not of another program's -o option)."""
+    return format_columns(command) if re.match(r"^(?:sudo\s+)?(?:busybox\s+)?ps\b", command.strip()) else None
+
+
+def _listing_of_command(command: str, rep) -> Listing | None:
+    """The listing a command's rows belong to before any header: its `ps -o` columns (None when
+    it names none: the listing read so far goes on)."""
+    cols = _ps_columns(command)
+    if cols is None:
+        return None
+    rep.assume(f"rows without a header read with the columns the ps command names ({' '.join(cols)})")
+    listing = Listing(cols)
+    listing.named = True
+    return listing
+
+
+def _fuser_line(listing: Listing, line: str) -> str:
+    """A fuser -v row with the file it names blanked out (kept in `listing.file` for the rows
+    under it, which leave it empty): the columns stay where the header put them."""
+    m = _FUSER_FILE.match(line)
+    if m is None or (listing.starts and m.end() > listing.starts[0]):
+        return line
+    listing.file = m["file"]
+    return " " * m.end() + line[m.end():]
+
+
+def _fuser_held(listing: Listing, row: dict) -> bool:
+    """Record the file a fuser -v row holds; True when the PID already has its row in this
+    listing (fuser lists a process once per file: /dev/nvidia0, /dev/nvidiactl, /dev/nvidia-uvm)."""
+    earlier = listing.held.get(row["pid"])
+    if earlier is not None and earlier["command"] == row["command"]:
+        if listing.file and listing.file not in earlier["files"]:
+            earlier["files"].append(listing.file)
+        return True
+    row["files"] = [listing.file] if listing.file else []
+    listing.held[row["pid"]] = row
+    return False
 
 
 def sniff_ps(path: Path, head: bytes) -> float:
@@ -403,7 +495,38 @@ def sniff_ps(path: Path, head: bytes) -> float:
         return 0.9
     if rows and rows / len(lines) >= 0.5:
         return 0.8
+    fitting = _rows_for_command_columns(lines)
+    stamps = sum(1 for ln in lines if _is_snapshot_stamp(ln.strip()))
+    if fitting >= 2 and (fitting + stamps) / len(lines) >= 0.5:
+        return 0.8  # `date; ps -o ... | grep` in a loop: rows under the columns the command names
+    if rows and rows / len(lines) >= 0.15:
+        # a `ps aux | grep` row quoted among a few lines of prose (an issue's "State:"): the
+        # row's shape is strict enough to read it, weakly, over plain console text
+        return 0.25
     return 0.0
+
+
+def _rows_for_command_columns(lines: list[str]) -> int:
+    """Header-less rows that fit the columns an echoed `ps -o ...` command above them names."""
+    cols, n = None, 0
+    for ln in lines:
+        s = ln.strip()
+        prompt = match_prompt(ln)
+        command = prompt.command if prompt is not None else s if _ECHOED.match(s) else None
+        if command:
+            cols = _ps_columns(command)
+            continue
+        words = s.split()
+        if cols and len(words) >= len(cols) and words[cols.index("PID")].isdigit():
+            n += 1
+    return n
+
+
+def _is_snapshot_stamp(s: str) -> bool:
+    """A line that only states a time (`date` output, an ISO stamp, an epoch) between snapshots."""
+    if _SNAP_ISO.match(s) or _SNAP_EPOCH.match(s) or _SNAP_TOD.match(s):
+        return True
+    return len(s) < 80 and parse_date_line(s) is not None
 
 
 @registry.format(
@@ -502,12 +625,19 @@ def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep) -> pd.DataFr
         state=("state", "last"), snapshots=("line", "size"), cpu_pct_max=("cpu_pct", "max"),
         rss_kib_max=("rss_kib", "max"), line=("line", "first"),
     ).reset_index()
+    if "files" in df:  # fuser -v: the files each process held (its GPU device nodes)
+        out["files"] = g["files"].agg(_joined_files).to_numpy()
     out["command"] = out["command"].replace("", pd.NA)  # a row cut before its command: missing, not empty
     out["run"] = out["command"].str.extract(r"--run[-_]name[= ]([\w.@-]+)", expand=False)
     out["source"] = source
     out["host"] = ctx.host
     out["ref"] = [f"{source}:{n}" for n in out.pop("line")]
     return out.sort_values(["first_seen", "pid"], na_position="first", kind="stable").reset_index(drop=True)
+
+
+def _joined_files(lists: pd.Series):
+    files = sorted({f for x in lists if isinstance(x, list) for f in x})
+    return ",".join(files) if files else None
 
 
 def _int(v):
@@ -520,8 +650,9 @@ def _int(v):
 
 
 def _float(v):
+    """A percentage: `47.3`, or BusyBox top's `1%`."""
     try:
-        return float(v)
+        return float(str(v).removesuffix("%"))
     except (TypeError, ValueError):
         return float("nan")
 

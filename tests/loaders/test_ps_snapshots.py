@@ -8,7 +8,12 @@ import pandas as pd
 import pytest
 
 import dflash_postmortem as pm
-from dflash_postmortem.loaders.ps_snapshots import parse_etime, parse_start, sniff_ps
+from dflash_postmortem.loaders.ps_snapshots import (
+    format_columns,
+    parse_etime,
+    parse_start,
+    sniff_ps,
+)
 
 T = lambda s: pd.Timestamp(s, tz="UTC")  # noqa: E731
 
@@ -114,7 +119,9 @@ def test_parsers():
 
 def test_sniff(bundled_dir, fixtures_dir):
     for path in [bundled_dir / "logs" / "ps_aux_snapshots.txt", *sorted((fixtures_dir / "ps").iterdir())]:
-        assert sniff_ps(path, path.read_bytes()[:65536]) >= 0.8, path.name
+        # a lone row quoted in prose is claimed, weakly (test_a_ps_row_quoted_in_prose_is_read)
+        least = 0.25 if "in-prose" in path.name else 0.8
+        assert sniff_ps(path, path.read_bytes()[:65536]) >= least, path.name
     assert sniff_ps(bundled_dir / "logs" / "train.log", (bundled_dir / "logs" / "train.log").read_bytes()) == 0.0
 
 
@@ -235,3 +242,70 @@ def test_a_session_that_kills_is_a_transcript_not_a_listing(fixtures_dir):
     assert sniff_ps(path, path.read_bytes()) < 0.5
     path = fixtures_dir / "ps" / "runc-ps-ef-two-prompts-same-container.txt"
     assert sniff_ps(path, path.read_bytes()) >= 0.8
+
+
+def test_fuser_v_names_each_process_once_with_the_files_it_holds(tmp_path):
+    (tmp_path / "fuser.txt").write_text(
+        "Cannot stat file /proc/2674/fd/1023: Permission denied\n"
+        "                     USER        PID ACCESS COMMAND\n"
+        "/dev/nvidia0:        root       1025 F...m Xorg\n"
+        "                     bob        6943 F...m python\n"
+        "/dev/nvidia-uvm:     bob        6943 F.... python\n"
+        "/mnt:                root     kernel mount /mnt\n")
+    inc = _load(tmp_path / "fuser.txt")
+    p = inc.processes.set_index("pid")
+    assert sorted(p.index) == [1025, 6943]
+    assert p.loc[6943, "files"] == "/dev/nvidia-uvm,/dev/nvidia0" and p.loc[6943, "snapshots"] == 1
+    assert (p.loc[1025, "user"], p.loc[1025, "command"]) == ("root", "Xorg")
+    rep = inc.load_report.files[0]
+    assert rep.balanced and set(rep.skipped) == {
+        "fuser warning (a process it could not read)", "header line", "fuser: used by the kernel (no process)"}
+
+
+def test_a_ps_row_quoted_in_prose_is_read(tmp_path):
+    path = tmp_path / "issue.txt"
+    path.write_text(
+        "State:\n"
+        "bob      13620  0.3  0.5 1394124 253628 pts/9  D    19:18   0:00 python train.py\n"
+        "\n"
+        "The above is my running command and status.\n")
+    assert 0.2 < sniff_ps(path, path.read_bytes()) < 0.5  # above plain console text, below any log
+    p = _load(path).processes
+    assert (p["pid"].iloc[0], p["state"].iloc[0]) == (13620, "D")
+
+
+def test_format_columns_of_a_ps_command():
+    assert format_columns("ps -ostat,pid,user,group,comm,args | grep ^Z") == ["STAT", "PID", "USER", "GROUP", "COMM", "ARGS"]
+    assert format_columns("sudo ps -o pid= -o etime= -o args=") == ["PID", "ETIME", "ARGS"]
+    assert format_columns("ps axo pid,pcpu,wchan:32,comm") == ["PID", "%CPU", "WCHAN", "COMM"]
+    assert format_columns("ps aux") is None and format_columns("ps -o foo,pid") is None
+
+
+def test_headerless_rows_under_an_echoed_ps_o_loop(tmp_path):
+    path = tmp_path / "loop.txt"
+    path.write_text(
+        " ps -ostat,pid,user,group,comm,args | grep ^Z\n"
+        " sleep 1\n"
+        "Sun Apr 29 07:00:01 CEST 2018\n"
+        "Z     4392 root     root     sh               [sh]\n"
+        "Sun Apr 29 07:00:02 CEST 2018\n"
+        "Z     4392 root     root     sh               [sh]\n")
+    assert sniff_ps(path, path.read_bytes()) >= 0.8
+    inc = _load(path)
+    p = inc.processes
+    assert list(p["pid"]) == [4392]  # `sleep 1` is not a row cut short
+    assert (p["state"].iloc[0], p["command"].iloc[0], p["snapshots"].iloc[0]) == ("Z", "[sh]", 2)
+    assert p["last_seen"].iloc[0] == T("2018-04-29 05:00:02")
+
+
+def test_busybox_top_cpu_line_percent_signs_and_core_column(tmp_path):
+    (tmp_path / "top.txt").write_text(
+        "Mem: 217800K used, 630044K free, 14412K shrd, 0K buff, 99832K cached\n"
+        "CPU:   0% usr   2% sys   0% nic  48% idle  48% io   0% irq   0% sirq\n"
+        "Load average: 0.02 0.01 0.00 1/182 1912\n"
+        "  PID  PPID USER     STAT   VSZ %VSZ CPU %CPU COMMAND\n"
+        " 4242     1 root     R     535m  65%   3  99% python train.py\n")
+    inc = _load(tmp_path / "top.txt")
+    p = inc.processes.iloc[0]
+    assert (p["pid"], p["ppid"], p["cpu_pct_max"], p["command"]) == (4242, 1, 99.0, "python train.py")
+    assert inc.load_report.files[0].skipped["top summary line"] == 3

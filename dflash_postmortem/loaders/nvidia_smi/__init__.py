@@ -8,7 +8,7 @@ and pmon), q_text (`-q` text), q_xml (`-q -x`), gpu_list (`-L`), error_output (e
 nvml_recording (what `record-gpus` writes). The rest is what the forms share: fields (the field
 table and value parsing), paste (captures as people save them), times (timestamp forms),
 gpu_errors (error lines and GPU error states), table_lines (the table's lines, also found inside
-other captures).
+other captures, and the `-L` lines pasted with it).
 """
 
 from __future__ import annotations

@@ -65,6 +65,8 @@ QUERY_FIELDS: dict[str, Field] = {
     "power.draw.average": Field("power_avg_w", "float", "W"),
     "power.draw.instant": Field("power_instant_w", "float", "W"),
     "power.limit": Field("power_limit_w", "float", "W"),
+    "power.default_limit": Field("power_default_limit_w", "float", "W"),
+    "power.max_limit": Field("power_max_limit_w", "float", "W"),
     "clocks.sm": Field("sm_clock_mhz", "float", "MHz"),
     "clocks.current.sm": Field("sm_clock_mhz", "float", "MHz"),
     "clocks.mem": Field("mem_clock_mhz", "float", "MHz"),

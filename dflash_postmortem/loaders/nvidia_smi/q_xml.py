@@ -11,6 +11,7 @@ Error`, `Not available in WDDM driver model`) are missing and named in `state`.
 from __future__ import annotations
 
 import bisect
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -32,6 +33,9 @@ from .paste import split_lines
 
 FORMAT = "nvidia-smi-xml"
 _END = "</nvidia_smi_log>"
+# A report that went through GitHub's e-mail replies comes back with each tag's ">" written as
+# "&gt;" and its indentation as "&nbsp; " (the "<" survives): `<timestamp&gt;Tue ...</timestamp&gt;`.
+_ESCAPED_TAG = re.compile(r"<[/!?]?[A-Za-z_][\w.-]*(?:\s[^<>]*?)?&gt;")
 
 
 def sniff(path: Path, head: bytes) -> float:
@@ -46,6 +50,9 @@ def load(path: Path, ctx: LoadContext):
     rep = ctx.report(path, FORMAT)
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
         text = f.read()
+    if _ESCAPED_TAG.search(text):
+        text = _unescape_tags(text)
+        rep.assume("tags written with '&gt;' and '&nbsp;' (an e-mail reply's rendering) read as '>' and spaces")
     lines = split_lines(text)
     rep.read = len(lines)
     line_starts = _line_starts(text)
@@ -86,6 +93,12 @@ def load(path: Path, ctx: LoadContext):
     if events is not None:
         frames["events"] = events
     return from_frames(rep, **frames)
+
+
+def _unescape_tags(text: str) -> str:
+    """Undo the e-mail rendering of a report: only "&gt;" and "&nbsp;" were written for it, so
+    only they are replaced ("&lt;" and "&amp;" keep their XML meaning)."""
+    return text.replace("&gt;", ">").replace("&nbsp;", " ")
 
 
 def _reports(text: str):

@@ -41,6 +41,7 @@ from .fields import (
     field_key,
     find_ctime,
     integers,
+    is_gpu_error,
     is_marker,
     join_states,
     looks_like_field,
@@ -79,7 +80,9 @@ def _cells(line: str) -> list[str]:
 
 
 def _looks_like_value(cell: str) -> bool:
-    return bool(_STAMP.match(cell) or _UUID.match(cell) or _WITH_UNIT.match(cell) or cell in MISSING)
+    # `[Unknown Error]` stands where a GPU that did not answer would have put its value.
+    return bool(_STAMP.match(cell) or _UUID.match(cell) or _WITH_UNIT.match(cell) or cell in MISSING
+                or is_gpu_error(cell))
 
 
 def sniff(path: Path, head: bytes) -> float:

@@ -17,8 +17,16 @@ import re
 
 from ... import align
 from ..registry import LoadContext
-from .fields import QUERY_FIELDS, find_ctime, put, read_value, snapshot_frame, unit_spellings
-from .gpu_errors import ErrorLines
+from .fields import (
+    MISSING,
+    QUERY_FIELDS,
+    find_ctime,
+    put,
+    read_value,
+    snapshot_frame,
+    unit_spellings,
+)
+from .gpu_errors import ErrorLines, match_error
 
 VERSION_MARK = "NVIDIA-SMI "  # starts the table's version line (and the driver-unreachable error)
 _BORDER = re.compile(r"^\s*[+|][-=+| ]*[+|]?\s*$")
@@ -37,9 +45,17 @@ _PROC_GI_CI = re.compile(
     r"^(?P<gpu>\d+)\s+(?P<gi>\S+)\s+(?P<ci>\S+)\s+(?P<pid>\d+)\s+(?P<type>[CGM+]+)\s+(?P<name>.*?)\s+(?P<mem>\S+)$"
 )
 _PROC_OLD = re.compile(r"^(?P<gpu>\d+)\s+(?P<pid>\d+)\s+(?P<type>[CGM+]+)\s+(?P<name>.*?)\s+(?P<mem>\S+)$")
-_HEADINGS = ("GPU  Name", "Fan  Temp", "MIG M.", "Processes:", "Process name", "ID   ID", "Usage",
+# "PID   Type" also names a processes heading that a paste cut before "Process name".
+_HEADINGS = ("GPU  Name", "Fan  Temp", "MIG M.", "Processes:", "Process name", "PID   Type", "ID   ID", "Usage",
              "MIG devices:", "GPU  GI  CI", "ID  ID  Dev", "ECC|", "Memory-Usage")
 OUTSIDE = "line outside the nvidia-smi table"
+# An `nvidia-smi -L` line (also pasted above a table, `nvidia-smi -L; nvidia-smi`). The UUID may be
+# cut (a paste lost the closing parenthesis, or everything after "UUID:") or blanked by the poster
+# ("[removed]").
+_LIST_LINE = re.compile(
+    r"^\s*GPU (?P<gpu>\d+): (?P<name>.+?)"
+    r"(?: \((?:UUID:(?: (?P<uuid>[^)\s]+))?|S/N: (?P<serial>[^)]+))\)?)?\s*$"
+)
 
 F = QUERY_FIELDS
 
@@ -47,6 +63,12 @@ F = QUERY_FIELDS
 def is_gpu_line1(cells: list[str]) -> bool:
     """`|   0  NVIDIA A40   On   | 00000000:03:00.0 Off |   0 |`: a GPU block's first line."""
     return len(cells) >= 2 and bool(_GPU_LINE1.match(cells[0])) and bool(_BUS_ID.match(cells[1]))
+
+
+def list_line(line: str, i: int) -> re.Match | None:
+    """`GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-...)`, a line of `nvidia-smi -L`."""
+    # "GPU 00000000:00:07.0: GPU is lost" has the shape of a list line: it is an error.
+    return _LIST_LINE.match(line) if match_error(line, i) is None else None
 
 
 def table_cells(s: str) -> list[str]:
@@ -65,6 +87,7 @@ def parse_table_lines(paste, rep, ctx: LoadContext):
     gpu_rows: list[dict] = []
     proc_rows: list[dict] = []
     found = ErrorLines()
+    uuids: dict[int, str] = {}  # from `nvidia-smi -L` lines pasted with the table
     current: dict | None = None
     content = paste.content()
     last = content[-1][0] if content else 0
@@ -85,12 +108,19 @@ def parse_table_lines(paste, rep, ctx: LoadContext):
             if found.feed(s, i):
                 rep.parsed += 1
                 continue
+            listed = list_line(s, i)
+            if listed and (listed.group("uuid") or "").startswith("GPU-"):
+                uuids[int(listed.group("gpu"))] = listed.group("uuid")
+                rep.parsed += 1
+                continue
             rep.skip(i, OUTSIDE)
             section, current = None, None
             continue
         m = VERSION.search(s)
         if m:
-            header = {"driver_version": m.group("driver"), "cuda_version": m.group("cuda")}
+            # A vGPU host (and a driver without CUDA) prints "CUDA Version: N/A": missing, not a version.
+            cuda = m.group("cuda")
+            header = {"driver_version": m.group("driver"), "cuda_version": None if cuda in MISSING else cuda}
             rep.parsed += 1
             continue
         if _BORDER.match(s):
@@ -106,7 +136,7 @@ def parse_table_lines(paste, rep, ctx: LoadContext):
                 section = "mig"
             elif "Processes:" in s:
                 section = "procs"
-            elif "Process name" in s:
+            elif "Process name" in s or "PID   Type" in s:
                 proc_pattern = _PROC_GI_CI if " GI " in s else _PROC_OLD
             continue
         if not s.startswith("|"):
@@ -139,6 +169,9 @@ def parse_table_lines(paste, rep, ctx: LoadContext):
             rep.parsed += 1
         else:
             rep.skip(i, OUTSIDE)
+    if uuids:
+        _add_listed_uuids(gpu_rows, uuids)
+        rep.assume("UUIDs taken from the `nvidia-smi -L` lines pasted with the table, by GPU index")
     if any(str(r.get("name") or "").endswith("...") for r in gpu_rows):
         rep.assume("GPU names ending in '...' were truncated by nvidia-smi and are kept as printed")
     if any([r.pop("_mb", False) for r in gpu_rows]):
@@ -209,6 +242,13 @@ def _gpu_line(cells, current, rows, time, header, cut: bool) -> dict | None:
         put(current, F["mig.mode.current"], cells[2].strip() or None)
         return current
     return None
+
+
+def _add_listed_uuids(rows: list[dict], uuids: dict[int, str]) -> None:
+    # The table prints no UUID; a list from the same paste names each index's GPU.
+    for row in rows:
+        if not row.get("uuid") and row.get("gpu") in uuids:
+            row["uuid"] = uuids[row["gpu"]]
 
 
 def _check_cut(row: dict, field, text: str | None) -> None:

@@ -116,15 +116,16 @@ class FieldFormat:
     """A format printed as separate `key: value` / `key=value` / `key value` fields.
 
     `steps` find the step, the first that matches wins (group `step`, or `epoch`, `i` and
-    `per_epoch` for loggers that count iterations within an epoch: step = epoch * per_epoch + i;
-    `i` alone: the iteration within the epoch); `fields` maps a field's key (lower case, single
-    spaces) to (metric, scale)."""
+    `per_epoch` for loggers that count iterations within an epoch: step = (epoch - first_epoch)
+    * per_epoch + i; `i` alone: the iteration within the epoch); `fields` maps a field's key
+    (lower case, single spaces) to (metric, scale)."""
 
     name: str
     keyword: bytes
     steps: tuple[re.Pattern, ...]
     fields: dict[str, tuple[str, float]]
     separator: re.Pattern
+    first_epoch: int = 0  # the number the logger gives its first epoch
 
 
 _PIPES = re.compile(r"[|,]")
@@ -133,11 +134,21 @@ _LOSS = (LOSS, 1.0)
 _LR = ("train/learning_rate", 1.0)
 _GRAD_NORM = ("train/grad_norm", 1.0)
 _ITER_MS = ("train/iter_time_ms", 1.0)
+# A time field's own unit wins over its format's scale: litgpt prints `iter time: 112.20 ms`,
+# ArcticTraining `iter time: 1.038s` (and `0:01:03` past a minute, which is no number).
+TIME_UNITS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0}  # seconds per unit
+TIME_METRICS = {"train/iter_time_ms": 1e-3, "train/step_time_s": 1.0}  # seconds per metric unit
 
 
-def _fields(name, keyword, steps, fields, separator=_PIPES) -> FieldFormat:
+def field_scale(metric: str, scale: float, unit: str | None) -> float:
+    """The factor from a field's printed value to its metric: the unit's, for a time in a known unit."""
+    per_unit, per_metric = TIME_UNITS.get(unit or ""), TIME_METRICS.get(metric)
+    return scale if per_unit is None or per_metric is None else per_unit / per_metric
+
+
+def _fields(name, keyword, steps, fields, separator=_PIPES, first_epoch=0) -> FieldFormat:
     steps = (steps,) if isinstance(steps, str) else steps
-    return FieldFormat(name, keyword.encode(), tuple(re.compile(s) for s in steps), fields, separator)
+    return FieldFormat(name, keyword.encode(), tuple(re.compile(s) for s in steps), fields, separator, first_epoch)
 
 
 FIELD_FORMATS: tuple[FieldFormat, ...] = (
@@ -184,6 +195,54 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
         "tokens_per_sec": (TOK_PER_S, 1.0), "tok_per_s": (TOK_PER_S, 1.0),
         "tps": (TOK_PER_S, 1.0),
     }, separator=re.compile(r"\s*\|\s*|(?<![\s,]),?\s++(?=[A-Za-z_][\w./]*=)")),  # a blank run tried once
+    # torchtune's StdoutLogger / DiskLogger: `Step 1 | loss:2.0853 lr:2e-05 tokens_per_second_per_gpu:57.8`
+    _fields("torchtune", "Step ", r"^Step (?P<step>\d+) \|", {
+        "loss": _LOSS, "lr": _LR, "grad_norm": _GRAD_NORM,
+        "tokens_per_second_per_gpu": ("train/tok_per_s_per_gpu", 1.0),
+    }, separator=re.compile(r"\s*\|\s*|\s+(?=[A-Za-z_][\w./]*:)")),
+    # litgpt: `Epoch 34 | iter 3050700 step 610140 | loss train: 2.846, val: 2.861 | iter time:
+    # 112.20 ms (step) remaining time: 0:01:54` (lit-gpt 2023: `iter 0 step 1: loss 10.9, iter
+    # time: 1565.57ms (optimizer.step)`); `step` counts optimizer steps, `iter` micro-batches
+    _fields("litgpt", "iter time:", r"(?i)\bstep (?P<step>\d+)", {
+        "loss train": _LOSS, "loss train (curr)": _LOSS, "loss": _LOSS, "val": ("eval/val_loss", 1.0),
+        "iter time": _ITER_MS,
+    }, separator=re.compile(r"[|,]|\s(?=remaining time:)")),
+    # ArcticTraining (speculator / SwiftKV trainers), every rank printing its own line: `iter:  130/3000
+    # 4% | loss: 16.5469 | iter time: 1.038s | iter tflops: 909.8 | lr: 8.667E-04 | seqlen: 16.38K |
+    # step time: 0.996s | step tflops: 947.4 | epoch: 0 | MA 2.84 GB | Max_MA 28.95 GB | NV 51.92 GB`
+    _fields("arctic_training", "iter:", r"(?<![\w/])iter:\s*(?P<step>\d+)/\d+", {
+        "loss": _LOSS, "iter time": _ITER_MS, "iter tflops": ("train/tflops", 1.0), "lr": _LR,
+        "step time": ("train/step_time_s", 1.0),
+    }),
+    # MaxText: `completed step: 9, seconds: 1.341, TFLOP/s/device: 257.929, Tokens/s/device: 36653.244, loss: 0.000`
+    _fields("maxtext", "completed step:", r"completed step: (?P<step>\d+)", {
+        "seconds": ("train/step_time_s", 1.0), "tflop/s/device": ("train/tflops_per_gpu", 1.0),
+        "tokens/s/device": ("train/tok_per_s_per_gpu", 1.0), "loss": _LOSS,
+    }),
+    # NVIDIA DLLogger's stdout backend (DeepLearningExamples): `DLL 2022-04-05 05:10:36.324733 -
+    # Training Epoch: 0 Training Iteration: 651  step_loss : 2.05  learning_rate : 2.9e-05`, or
+    # a `(epoch, iteration)` step: `DLL ... - (1, 20) train.loss : 2.3  train.total_ips : 1234.5 img/s`
+    _fields("dllogger", "DLL ", (r"Training Iteration: (?P<step>\d+)", r"^DLL [\d: .-]+ - \(\d+, (?P<i>\d+)\)"), {
+        "step_loss": _LOSS, "loss": _LOSS, "train.loss": _LOSS, "learning_rate": _LR, "lr": _LR,
+        "train.total_ips": ("train/samples_per_s", 1.0),
+        "training_sequences_per_second": ("train/samples_per_s", 1.0),
+    }, separator=_GAPS),
+    # OpenMMLab (mmcv's TextLoggerHook, MMEngine): `Epoch [1][25/612]\tlr: 0.00000, eta: 0:20:40,
+    # time: 1.515, data_time: 0.671, memory: 8436, loss: 0.9603`, `Iter [15750/87900]\tlr: ...`,
+    # MMEngine `Epoch(train) [1][ 50/938]  lr: 1.0000e-02  eta: 0:06:54  time: 0.0366 ...`;
+    # epochs count from 1, `time` is seconds per iteration, `memory` the peak MiB allocated
+    _fields("mmcv", "eta:", (r"\bIter(?:\(train\))? \[\s*(?P<step>\d+)/\d+\]",
+                            r"\bEpoch(?:\(train\))? \[(?P<epoch>\d+)\]\[\s*(?P<i>\d+)/(?P<per_epoch>\d+)\]"), {
+        "lr": _LR, "time": ("train/step_time_s", 1.0), "data_time": ("train/data_time_s", 1.0),
+        "memory": ("train/max_memory_mib", 1.0), "loss": _LOSS, "grad_norm": _GRAD_NORM,
+    }, separator=re.compile(r"[,\t]|\s{2,}"), first_epoch=1),
+    # mlx-lm / mlx-vlm LoRA and full fine-tuning, the unit before the value: `Iter 18: Train loss
+    # 10.059, Learning Rate 1.000e-04, It/sec 0.468, Tokens/sec 213.130, Trained Tokens 3778.0,
+    # Peak mem 4.974 GB` (GB of 10^9 bytes)
+    _fields("mlx_lm", "Tokens/sec", r"^Iter (?P<step>\d+): Train loss", {
+        "train loss": _LOSS, "learning rate": _LR, "it/sec": ("train/it_per_s", 1.0),
+        "tokens/sec": (TOK_PER_S, 1.0), "peak mem": ("train/max_memory_mib", 1e9 / 2**20),
+    }),
     # torchvision / DeiT / MAE MetricLogger: `Epoch: [2]  [1480/1504]  ...  time: 4.3713  max mem: 51710`
     _fields("metric_logger", "max mem:", r"Epoch: \[(?P<epoch>\d+)\]\s+\[\s*(?P<i>\d+)/(?P<per_epoch>\d+)\]", {
         "time": ("train/step_time_s", 1.0), "loss": _LOSS, "closs": _LOSS, "lr": _LR,
@@ -232,7 +291,7 @@ HF_DICT_KEYS = {"loss", "eval_loss", "train_loss", "epoch", "train_runtime"}
 # to a `(`, `)`, `;`, brace or 120 characters (text before that is a message, not the bar's).
 # Matching the description in the regex made a long digit run cost cubic backtracking; every run
 # of blanks has one place in the pattern for the same reason.
-BAR_KEYWORDS = (b"it/s", b"s/it", b"batch/s", b"s/batch", b"s/epoch")
+BAR_KEYWORDS = (b"it/s", b"s/it", b"batch/s", b"s/batch", b"step/s", b"s/step", b"s/epoch")
 BAR = re.compile(
     r"(?:(?P<pct>\d{1,3})%[ \t]*)?(?:\|[^|\r\n]*\|[ \t]*|\|[ \t]*)?(?<![\d.])(?P<n>\d+)/(?P<total>\d+|\?)[ \t]*"
     r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:?]+),\s*(?P<rate>[\d.]+|\?)(?P<unit>[a-zA-Z]*/s|s/[a-zA-Z]+)"
@@ -350,7 +409,7 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
            r"Watchdog caught collective operation timeout(?:: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w++)"
            r"[^)]*?Timeout\(ms\)=(?P<timeout_ms>\d+)\)(?: ran for (?P<ran_ms>\d+) milliseconds)?)?"),
     _event("nccl_timeout", "nccl_watchdog_exception", "detected by watchdog",
-           r"Exception \(either an error or timeout\) detected by watchdog(?: at work: (?P<seq>\d+))?"),
+           r"(?:Exception \(either an error or timeout\)|failure) detected by watchdog(?: at work(?: sequence id)?: (?P<seq>\d+))?"),
     _event("nccl_timeout", "nccl_heartbeat_timeout", "Heartbeat monitor timed out", r"Heartbeat monitor timed out"),
     _event("nccl_timeout", "nccl_watchdog_stuck", "watchdog got stuck",
            r"watchdog got stuck for (?P<stuck_s>\d+) seconds"),
@@ -364,6 +423,9 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("stage", "nccl_version", "NCCL version", r"NCCL version \d+\.\d+"),
     _event("stage", "nccl_init", "Init COMPLETE",
            r"rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<gpu>\d+).*Init COMPLETE"),
+    # Inductor wraps Triton's shared-memory limit as `OutOfMemoryError: out of resource: ...
+    # Required: 107008 Hardware limit:101376`: a kernel config too big, not GPU memory running out
+    _event("error", "triton_out_of_resource", "out of resource", r"OutOfMemoryError: out of resource"),
     _event("oom", "cuda_oom", "out of memory",
            rf"out of memory\. Tried to allocate (?P<req>{_SIZE})(?:\. GPU (?P<gpu>\d+) has a total capac\w* of "
            rf"(?P<cap>{_SIZE}) of which (?P<free>{_SIZE}) is free| \(GPU (?P<gpu_old>\d+); (?P<cap_old>{_SIZE}) total "
@@ -440,6 +502,7 @@ RECORD_HEAD = re.compile(
     r"|\[rank\d+\]:\[[IWEF]"  # c10 glog behind torchrun's rank prefix
     r"|(?<!\]:)\[[IWEF](?:\d{3,4} \d\d:| [\w.]+\.cpp:\d+\])"  # c10 glog, unless behind a `[rankN]:`
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+\]"  # DeepSpeed / logging with a bracketed time
+    r"|(?<![\d:-])\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[,.]\d+)? [|-] (?:INFO|WARNING|ERROR|DEBUG|CRITICAL|SUCCESS) *[|-] "  # loguru `time | LEVEL    |`
     r"|Traceback \(most recent call last\):"
     r"|(?<![\w.])(?:torch\.(?:cuda\.)?)?OutOfMemoryError:"
     r")"
@@ -458,8 +521,9 @@ PREFIXES: tuple[tuple[str, re.Pattern], ...] = (
     ("html", re.compile(r"^<pre>")),
 )
 
-# Right after a timestamp, `[name]` names the run unless it is a level or a logger tag.
-RUN_TAG = re.compile(r"^[\s\]]*\[(?P<run>[\w.@-]+)\]")
+# Right after a timestamp, `[name]` names the run unless it is a level, a logger tag or a
+# launcher's rank prefix (`2026-09-18 19:29:24 [rank3]:[E918 ...`, a collector's time before it).
+RUN_TAG = re.compile(r"^[\s\]]*\[(?P<run>[\w.@-]+)\](?!:)")
 LEVELS = {"INFO", "WARNING", "WARN", "ERROR", "DEBUG", "CRITICAL", "TRACE", "FATAL", "NOTICE", "TRAIN", "EVAL"}
 
 

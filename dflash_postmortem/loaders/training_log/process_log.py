@@ -68,6 +68,17 @@ class Rows:
         for col, v in zip(self.metric_cols, (stamp, line, run, step, metric, value, rank, pattern), strict=True):
             col.append(v)
 
+    def drop_bar_echoes(self, since: int) -> None:
+        """Rows from `since` on are one line's. A bar's postfix value that a record glued on the
+        same line logs again (`loss=8.2841` in the bar, `train_loss=8.284101` after it) is dropped:
+        the record's has its own time and every digit."""
+        step, metric, rank, pattern = (self.metric_cols[_METRIC_COLS.index(c)] for c in ("step", "metric", "rank", "pattern"))
+        logged = {(step[i], metric[i], rank[i]) for i in range(since, len(step)) if pattern[i] != "tqdm"}
+        keep = [i for i in range(since, len(step)) if pattern[i] != "tqdm" or (step[i], metric[i], rank[i]) not in logged]
+        if len(keep) < len(step) - since:
+            for col in self.metric_cols:
+                col[since:] = [col[i] for i in keep]
+
     def event(self, **kw) -> dict:
         row = {k: v for k, v in kw.items() if v is not None}
         self.event_rows.append(row)
@@ -150,11 +161,13 @@ def strip_prefixes(text: str) -> tuple[str, dict]:
     changed = True
     while changed:
         changed = False
-        for _, rx in lp.PREFIXES:
+        for name, rx in lp.PREFIXES:
             m = rx.match(text)
             if m and m.end():
                 found.update({k: v for k, v in m.groupdict().items() if v is not None})
                 text = text[m.end():]
+                if name == "backtick" and text.rstrip().endswith("`"):  # the inline code's closing one
+                    text = text.rstrip()[:-1]
                 changed = True
     return text, found
 
@@ -339,7 +352,7 @@ class LogScanner:
         segments = [s for s in text.split("\r") if s.strip()] if "\r" in text else [text]
         if len(segments) > 1:
             self.redraws += len(segments) - 1
-        got, skipped = 0, None
+        got, skipped, since, barred = 0, None, len(rows.metric_cols[0]), False
         for seg in segments:
             for record, own in self._records(seg):
                 rec_rank, rec_pid = _int(own.get("rank")) if "rank" in own else rank, _int(own.get("pid")) or pid
@@ -347,6 +360,7 @@ class LogScanner:
                 pieces = [record]
                 if bars:
                     got |= self._bars(bars, record, lineno, rows, rec_rank)
+                    barred = True
                     pieces = [record[:bars[0].start], *(record[a.end:b.start] for a, b in zip(bars, bars[1:], strict=False)),
                               record[bars[-1].end:]]
                 for piece in pieces:
@@ -359,6 +373,8 @@ class LogScanner:
                         skipped = found
         if not got and skipped:
             self.rep.skip(lineno, skipped)
+        if got and barred:
+            rows.drop_bar_echoes(since)
         return 1 if got else 0
 
     def _records(self, seg: str) -> list[tuple[str, dict]]:
@@ -556,7 +572,7 @@ class LogScanner:
             step = _int(g["step"])
         elif g.get("per_epoch") is not None:
             epoch, per_epoch, i = _int(g["epoch"]), _int(g["per_epoch"]), _int(g["i"])
-            step = _int(epoch * per_epoch + i) if None not in (epoch, per_epoch, i) else None
+            step = _int((epoch - f.first_epoch) * per_epoch + i) if None not in (epoch, per_epoch, i) else None
         else:
             step = _int(g.get("i"))
         n = 0
@@ -571,7 +587,8 @@ class LogScanner:
                 continue
             seen.add(target[0])
             rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=target[0],
-                        value=lp.number(m.group("value")) * target[1], rank=rank, pattern=f.name)
+                        value=lp.number(m.group("value")) * lp.field_scale(target[0], target[1], m.group("unit")),
+                        rank=rank, pattern=f.name)
             n += 1
         return n
 

@@ -101,12 +101,27 @@ class Session:
     loose: list[tuple[int, str]] = field(default_factory=list)  # lines outside any command
 
 
+_INLINE_CODE = re.compile(r"^`(?!``)|(?<!``)`$")
+
+
+def _unquoted(s: str) -> str:
+    """A line of a paste wrapped in single backticks (`` `[root@host ~]# pgrep -l fio` ``, or the
+    first and last line of a block quoted that way) without them; a backtick inside stays."""
+    if s.count("`") % 2 and not s.startswith("`") and not s.endswith("`"):
+        return s
+    if s.startswith("`") or s.endswith("`"):
+        inner = _INLINE_CODE.sub("", s)
+        if "`" not in inner:
+            return inner
+    return s
+
+
 def split_session(lines: list[str], rep) -> Session:
     """Commands, their output and `script` marks; prompts without a command are skipped."""
     ses = Session()
     current: Command | None = None
     for i, raw in enumerate(lines, 1):
-        s = screen_text(raw)
+        s = _unquoted(screen_text(raw))
         fence = _FENCE.match(s)
         if fence and not fence["rest"]:
             # A markdown fence opens or closes a paste: what follows a closing one is prose,
@@ -258,12 +273,13 @@ class _Events:
         return row
 
 
-def gpu_rows(c: Command, rep, ctx: LoadContext):
+def gpu_rows(c: Command, rep, ctx: LoadContext) -> dict[str, pd.DataFrame]:
     """nvidia-smi output inside a transcript (any form: table, query CSV, -L, -q), read by the
-    nvidia-smi loader. Returns (frame, rows) or None."""
+    nvidia-smi loader. Returns the frames it gave rows to: a table gives both `gpus` and
+    `gpu_processes` (the PIDs that hold memory are the evidence a stale process leaves)."""
     name = command_name(c.words) if c.output else ""
     if name != "nvidia-smi" and not (name == "watch" and "nvidia-smi" in c.text):
-        return None  # `watch nvidia-smi` answers with its header above the table: the loader knows it
+        return {}  # `watch nvidia-smi` answers with its header above the table: the loader knows it
     m = _SMI_QUERY.search(c.text)
     fields = m.group("fields").split(",") if m and "noheader" in m.group("rest") else None
     fd, tmp = tempfile.mkstemp(suffix=".txt")
@@ -273,12 +289,13 @@ def gpu_rows(c: Command, rep, ctx: LoadContext):
         sub = load_nvidia_smi(tmp, host=ctx.host, timezone=ctx.timezone, fields=fields, on_bad_line="skip", date=ctx.date)
     except SourceFormatError as e:
         rep.notes.append(f"line {c.line}: nvidia-smi answer not readable: {e.expected}")
-        return None
+        return {}
     except Exception as e:  # noqa: BLE001  (another format's loader: its failure must not lose this file)
         rep.notes.append(f"line {c.line}: nvidia-smi answer not readable ({type(e).__name__}: {e})")
-        return None
+        return {}
     finally:
         os.unlink(tmp)
+    got = {}
     for frame in ("gpus", "gpu_processes"):
         df = getattr(sub, frame)
         if len(df):
@@ -286,18 +303,31 @@ def gpu_rows(c: Command, rep, ctx: LoadContext):
             if df["time"].isna().all() and not pd.isna(c.time):
                 df["time"] = c.time
             df["source"] = rep.path
-            return frame, df
-    return None
+            if "line" in df:  # a line of the answer written alone -> that line in the transcript
+                df["line"] = [c.output[int(k) - 1][0] if k == k and 0 < k <= len(c.output) else None for k in df["line"]]
+            got[frame] = df
+    return got
+
+
+def _gpu_summary(got: dict[str, pd.DataFrame]) -> str:
+    """The gpu_query event's message: memory and utilisation per GPU, else the process count."""
+    if "gpus" not in got:
+        return f"{len(got['gpu_processes'])} compute processes"
+    df = got["gpus"]
+    return "; ".join(
+        f"GPU {g}" + (f": {m:.0f} MiB" if m == m else "") + (f", {u:.0f} %" if u == u else "")
+        for g, m, u in zip(df.get("gpu", []), df.get("memory_used_mib", []), df.get("util_gpu_pct", [float("nan")] * len(df)), strict=False)
+    )
 
 
 def _listing_rows(c: Command, ctx: LoadContext, rep) -> list[dict]:
-    """Processes a `ps`/`top`/`pgrep`/`pidof` answer shows, seen at the command's time."""
+    """Processes a `ps`/`top`/`fuser -v`/`pgrep`/`pidof` answer shows, seen at the command's time."""
     name = command_name(c.words) if c.words else ""
     first = c.line + 1
     snap = None if pd.isna(c.time) else c.time
-    if name in ("ps", "top") or (name == "watch" and re.search(r"\bps\b", c.text)):
+    if name in ("ps", "top", "fuser") or (name == "watch" and re.search(r"\bps\b", c.text)):
         # the output lines follow the prompt without a gap: read_listing numbers them from there
-        rows, _ = read_listing([s for _, s in c.output], first, snap, ctx, rep, counted=False)
+        rows, _ = read_listing([s for _, s in c.output], first, snap, ctx, rep, counted=False, command=c.text)
         return rows
     if name in ("pgrep", "pidof"):
         rows = []
@@ -580,7 +610,7 @@ _BOOL_COLUMNS = ("time_approx", "target_is_group", "core_dumped", "cgroup")
 
 def sniff_transcript(path: Path, head: bytes) -> float:
     text = head.decode("utf-8", "replace").removeprefix("\ufeff")
-    lines = [s for s in (screen_text(ln) for ln in text.split("\n")[:400]) if s.strip()]
+    lines = [s for s in (_unquoted(screen_text(ln)) for ln in text.split("\n")[:400]) if s.strip()]
     if not lines:
         return 0.0
     if match_script_mark(lines[0]) is not None:
@@ -671,14 +701,10 @@ def load_transcript(path: Path, ctx: LoadContext, fmt: str = FORMAT, loose: str 
         for p, mref in facts["missing"].items():
             missing_after.append((t, p, mref))
         got = gpu_rows(c, rep, ctx)
-        if got is not None:
-            frame, df = got
+        for frame, df in got.items():
             gpu_parts[frame].append(df)
-            summary = "; ".join(
-                f"GPU {g}" + (f": {m:.0f} MiB" if m == m else "") + (f", {u:.0f} %" if u == u else "")
-                for g, m, u in zip(df.get("gpu", []), df.get("memory_used_mib", []), df.get("util_gpu_pct", [float("nan")] * len(df)), strict=False)
-            ) if frame == "gpus" else f"{len(df)} compute processes"
-            ev.add(t, "gpu_query", summary, cref, time_approx=c.approx)
+        if got:
+            ev.add(t, "gpu_query", _gpu_summary(got), cref, time_approx=c.approx)
         procs += _listing_rows(c, ctx, rep)
         if not (c.prompt is not None and c.prompt.trace_depth) and not _ECHO_STATUS.match(c.text):
             prev = c

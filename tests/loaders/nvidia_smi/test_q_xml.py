@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from support.captures import only_report, rows
+from support.captures import only_report, rows, ts, write
 
 import dflash_postmortem as pm
 from dflash_postmortem import SourceFormatError
@@ -44,3 +44,23 @@ def test_truncated_xml_keeps_what_was_written(tmp_path, bundled_dir):
     r.write_text(text[: text.index("<gpu ")])
     with pytest.raises(SourceFormatError, match="nogpu.xml:8: .*<gpu>"):
         pm.load_nvidia_smi(r)
+
+
+def test_report_with_email_escaped_tags(fixtures_dir):
+    """A report pasted through an e-mail reply (`<timestamp&gt;...</timestamp&gt;`, `&nbsp;`
+    indentation) is read as the report it was, cut where the reply cut it."""
+    inc = pm.load_nvidia_smi(fixtures_dir / "smi-xml/wsl-rtx4090-591.74-email-reply-html-escaped-tags-cut.xml")
+    rep = only_report(inc)
+    assert any("&gt;" in a for a in rep.assumptions)
+    gpu = inc.gpus.iloc[0]
+    assert (gpu["name"], gpu["driver_version"], gpu["pci_bus_id"]) == ("NVIDIA GeForce RTX 4090", "591.74", "00000000:01:00.0")
+    assert gpu["time"] == ts("2026-02-17 22:43:40")
+
+
+def test_escaped_text_inside_a_clean_report_is_left_alone(tmp_path):
+    p = write(tmp_path, "r.xml", [
+        '<?xml version="1.0" ?>', "<nvidia_smi_log>", "<timestamp>Mon Nov 30 05:24:18 2026</timestamp>",
+        '<gpu id="00000000:00:06.0">', "<product_name>a&lt;b&gt;</product_name>", "</gpu>", "</nvidia_smi_log>",
+    ])
+    inc = pm.load_nvidia_smi(p)
+    assert inc.gpus.iloc[0]["name"] == "a<b>" and not any("&gt;" in a for a in only_report(inc).assumptions)

@@ -198,6 +198,7 @@ NEEDS_FIELDS = [
     "smi-csv/noheader-nounits-fan-NA-newer.csv",
     "smi-csv/noheader-nounits-fan-not-supported-older.csv",
     "smi-csv/pdsh-cluster-name-memtotal-noheader-excerpt.csv",
+    "smi-csv/gtx1080ti-x7-gtx1080-windows-noheader-units-unknown-error-fan.csv",
 ]
 
 
@@ -205,7 +206,9 @@ NEEDS_FIELDS = [
 def test_headerless_without_fields_is_a_clear_error(fixtures_dir, rel):
     with pytest.raises(SourceFormatError) as e:
         pm.load_nvidia_smi(fixtures_dir / rel)
-    assert e.value.line == 1 and rel.split("/")[-1] in str(e.value) and "fields" in str(e.value)
+    # The first line of data: a pasted sample's fence line comes before it.
+    first = next(n for n, s in enumerate((fixtures_dir / rel).read_text().splitlines(), 1) if not s.startswith("```"))
+    assert e.value.line == first and rel.split("/")[-1] in str(e.value) and "fields" in str(e.value)
 
 
 def test_empty_forms(fixtures_dir):
@@ -247,3 +250,22 @@ def test_noheader_answer_takes_its_fields_from_the_command_line_above_it(tmp_pat
     # Without the command line the same rows are a clear error naming file and line.
     with pytest.raises(pm.SourceFormatError, match="bare.csv:1"):
         pm.load_nvidia_smi(write(tmp_path, "bare.csv", stream[1:5]))
+
+
+def test_headerless_row_with_an_error_value_is_still_a_query_answer(tmp_path):
+    """`[Unknown Error]` stands where a value would be: the row is still claimed and read, the
+    value is missing and named as an error state, and the power limits keep their units."""
+    p = write(tmp_path, "rig.csv", [
+        "GeForce GTX 1080 Ti, 53 %, 84, 123.00 W, [Unknown Error], 300.00 W, 250.00 W",
+        "GeForce GTX 1080, 83 %, 70, 181.22 W, 71 %, 216.00 W, 200.00 W",
+    ])
+    fields = ["name", "utilization.gpu", "temperature.gpu", "power.draw", "fan.speed", "power.max_limit",
+              "power.default_limit"]
+    inc = pm.load_nvidia_smi(p, fields=fields)
+    only_report(inc)
+    first, second = inc.gpus.iloc[0], inc.gpus.iloc[1]
+    assert pd.isna(first["fan_pct"]) and second["fan_pct"] == 71
+    assert (first["power_max_limit_w"], first["power_default_limit_w"]) == (300, 250)
+    assert list(inc.events["kind"]) == ["gpu_error"]
+    with pytest.raises(SourceFormatError, match="fields"):
+        pm.load_nvidia_smi(p)  # claimed as a header-less answer, whose field list must be given

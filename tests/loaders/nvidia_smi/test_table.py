@@ -45,3 +45,32 @@ def test_table_pasted_into_training_log(fixtures_dir):
     assert list(inc.gpus["gpu"]) == list(range(8))
     assert inc.gpus.iloc[0]["memory_used_mib"] == 7746
     assert rep.skipped["line outside the nvidia-smi table"] > 0 and rep.balanced
+
+
+def test_list_pasted_above_the_table_gives_the_table_its_uuids(fixtures_dir):
+    """`nvidia-smi -L; nvidia-smi` in one paste is read as the table (the measurement), and the
+    list's lines name each index's GPU instead of being skipped."""
+    inc = pm.load_nvidia_smi(fixtures_dir / "smi-table/quadro-rtx4000x2-535.129.03-L-then-table-root-prompt-cut.txt")
+    rep = only_report(inc)
+    assert rep.format == "nvidia-smi-table" and "line outside the nvidia-smi table" not in rep.skipped
+    assert list(inc.gpus["uuid"]) == ["GPU-c7b57be0-94ff-d352-a59b-d0ee00aeed43", "GPU-d6de6afc-bdfe-75c4-5273-0544439153fc"]
+    assert list(inc.gpus["power_w"]) == [10, 1]
+
+
+def test_list_lines_without_uuid_do_not_name_gpus(tmp_path, bundled_dir):
+    lines = ["GPU 0: NVIDIA H200 (S/N: 1234)", *(bundled_dir / "snap" / "table_busy.txt").read_text().splitlines()]
+    inc = pm.load_nvidia_smi(write(tmp_path, "t.txt", lines))
+    assert only_report(inc).skipped["line outside the nvidia-smi table"] == 1
+    assert inc.gpus["uuid"].isna().all()
+
+
+def test_processes_heading_cut_mid_word_is_a_heading(fixtures_dir):
+    rel = "smi-table/rtx-a6000-515.48.07-ctr-run-wrapped-command-processes-heading-cut.txt"
+    rep = only_report(pm.load_nvidia_smi(fixtures_dir / rel, on_bad_line="raise"))
+    assert rep.skipped["table heading"] == 5
+
+
+def test_cuda_version_na_is_missing(fixtures_dir):
+    rel = "smi-table/quadro-p400-vgpu-unlock-460.32.04-glued-prompt-timestamp-vgpu-s-list-cut.txt"
+    inc = pm.load_nvidia_smi(fixtures_dir / rel)
+    assert pd.isna(inc.gpus.iloc[0]["cuda_version"]) and inc.gpus.iloc[0]["driver_version"] == "460.32.04"

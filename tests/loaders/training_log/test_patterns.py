@@ -138,3 +138,76 @@ def test_sniffer_claims_logs_with_nul_runs_but_not_wandb_debug_logs(fixtures_dir
     assert sniff_log(nul, nul.read_bytes()[:65536]) >= 0.5
     for debug in sorted((fixtures_dir / "wandb").rglob("debug*.log")):
         assert sniff_log(debug, debug.read_bytes()[:65536]) < 0.95, debug  # the wandb format's own confidence
+
+
+def test_bar_postfix_repeated_by_a_glued_record_is_read_once(fixtures_dir):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = pm.load_process_log(fixtures_dir / TRAIN / "automodel-eagle3-tqdm-step-per-s-glued-log.log").metrics
+    loss = m[m["metric"] == "train/loss"]
+    assert loss["step"].tolist() == [38, 39, 40, 41, 42]  # the bar's rounded copy is dropped
+    assert loss["value"].iloc[0] == 8.284101 and loss["time"].notna().all()
+    assert m[m["metric"] == "train/it_per_s"]["value"].tolist() == [3.07, 3.07, 3.06, 3.01, 3.02]
+
+
+@pytest.mark.parametrize(("unit", "metric", "scale", "want"), [
+    ("ms", "train/iter_time_ms", 1.0, 1.0), ("s", "train/iter_time_ms", 1.0, 1000.0),
+    ("s", "train/step_time_s", 1.0, 1.0), ("ms", "train/step_time_s", 1.0, 1e-3),
+    (None, "train/iter_time_ms", 1000.0, 1000.0), ("s", "train/tok_per_s", 1.0, 1.0),  # no unit, not a time
+])
+def test_a_time_fields_own_unit_wins(unit, metric, scale, want):
+    from dflash_postmortem.loaders.training_log.patterns import field_scale
+    assert field_scale(metric, scale, unit) == pytest.approx(want)
+
+
+@pytest.mark.parametrize(("line", "metric", "step", "value"), [
+    ("Step 7 | loss:0.94 lr:2e-05 tokens_per_second_per_gpu:408.6", "train/tok_per_s_per_gpu", 7, 408.6),
+    ("Epoch 1 | iter 8 step 2 | loss train: 1.761, val: n/a | iter time: 121.17 ms (step)", "train/iter_time_ms", 2, 121.17),
+    ("iter 0 step 1: loss 10.9, iter time: 1565.57ms (optimizer.step)", "train/iter_time_ms", 1, 1565.57),  # lit-gpt 2023
+    ("iter: 12/300 4% | loss: 6.5 | iter time: 0.250s | lr: 1.0E-04", "train/iter_time_ms", 12, 250.0),
+    ("completed step: 3, seconds: 5.402, TFLOP/s/device: 141.542, Tokens/s/device: 9098.189, loss: 11.379",
+     "train/tok_per_s_per_gpu", 3, 9098.189),
+    ("DLL 2022-04-05 05:10:36.324733 - Training Epoch: 0 Training Iteration: 651  step_loss : 2.05", "train/loss", 651, 2.05),
+    ("DLL 2021-01-01 00:00:00.000001 - (1, 20)  train.loss : 2.3  train.total_ips : 1234.5 img/s",
+     "train/samples_per_s", 20, 1234.5),
+    # MMEngine counts epochs from 1: epoch 2, iteration 50 of 938 is step 988
+    ("07/14 13:56:24 - mmengine - INFO - Epoch(train) [2][ 50/938]  lr: 1.0000e-02  eta: 0:06:54  time: 0.0366"
+     "  data_time: 0.0076  memory: 1234  loss: 0.6617", "train/loss", 988, 0.6617),
+    ("`Iter [100/2000]\tlr: 1.0e-04, eta: 1:00:00, time: 0.905, data_time: 0.037, memory: 18408, loss: 0.5`",
+     "train/loss", 100, 0.5),  # inline code: its closing backtick goes with the opening one
+    ("Iter 20: Train loss 8.931, Learning Rate 1.000e-04, It/sec 1.043, Tokens/sec 121.980, Peak mem 4.974 GB",
+     "train/tok_per_s", 20, 121.98),
+])
+def test_field_formats_of_more_trainers(tmp_path, line, metric, step, value):
+    p = tmp_path / "train.log"
+    p.write_text(line + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = pm.load_process_log(p).metrics
+    row = m[m["metric"] == metric]
+    assert row[["step", "value"]].values.tolist() == [[step, pytest.approx(value)]]
+
+
+def test_rank_prefix_after_a_collectors_time_names_no_run(fixtures_dir):
+    ev = _events(fixtures_dir, "ms-swift-bar-glued-watchdog-then-dated-rank-glog.log")
+    assert set(ev["run"]) == {"ms-swift-bar-glued-watchdog-then-dated-rank-glog"}
+    new = ev[ev["pattern"] == "nccl_watchdog_exception"]  # torch 2.6+: `failure detected by watchdog`
+    assert new["seq"].tolist() == [7219, 7219] and (new["kind"] == "nccl_timeout").all()
+
+
+def test_triton_out_of_resource_is_an_error_not_an_oom(fixtures_dir):
+    ev = _events(fixtures_dir, "specforge-rank-prefixed-joined-inductor-out-of-resource.log")
+    assert ev["kind"].tolist() == ["error"] and ev["pattern"].iloc[0] == "triton_out_of_resource"
+
+
+def test_loguru_record_glued_after_a_bar_keeps_its_own_time(tmp_path):
+    p = tmp_path / "train.log"
+    p.write_text("Train:  10%|#  | 1/10 [00:01<00:09,  1.00it/s, loss=2.01]2024-01-01 12:00:00.123 | INFO     | "
+                 "__main__:train:42 - step=1 loss=2.0123 tps=1500\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = pm.load_process_log(p).metrics
+    loss = m[m["metric"] == "train/loss"]
+    assert loss[["step", "value", "pattern"]].values.tolist() == [[1, 2.0123, "key_value"]]
+    assert str(loss["time"].iloc[0]) == "2024-01-01 12:00:00.123000+00:00"
+    assert m[m["metric"] == "train/tok_per_s"]["value"].tolist() == [1500.0]

@@ -263,3 +263,66 @@ def test_prompt_clocks_run_past_midnight(tmp_path):
     cmds = inc.events[inc.events["kind"] == "command"].set_index("message")
     assert cmds.loc["kill 4242", "time"] == T("2026-12-01 23:59:50") and not cmds.loc["kill 4242", "time_approx"]
     assert cmds.loc["kill 4243", "time"] == T("2026-12-02 00:00:10")
+
+
+_SMI_WITH_PROCESSES = """\
++-----------------------------------------------------------------------------+
+| NVIDIA-SMI 410.73       Driver Version: 410.73       CUDA Version: 10.0     |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   0  GeForce GTX 108...  Off  | 00000000:01:00.0  On |                  N/A |
+| 37%   48C    P0    59W / 250W |   9379MiB / 11175MiB |      0%      Default |
++-------------------------------+----------------------+----------------------+
+
++-----------------------------------------------------------------------------+
+| Processes:                                                       GPU Memory |
+|  GPU       PID   Type   Process name                             Usage      |
+|=============================================================================|
+|    0      6943      C   python                                      9000MiB |
++-----------------------------------------------------------------------------+
+"""
+
+
+def test_nvidia_smi_table_in_a_session_keeps_its_processes_and_fuser_names_holders(tmp_path):
+    (tmp_path / "session.txt").write_text(
+        "bob@box:~$ sudo fuser -v /dev/nvidia*\n"
+        "                     USER        PID ACCESS COMMAND\n"
+        "/dev/nvidia0:        bob        6943 F...m python\n"
+        "/dev/nvidiactl:      bob        6943 F...m python\n"
+        "bob@box:~$ kill -9 6943\n"
+        "bob@box:~$ nvidia-smi\n"
+        "Tue Nov 13 09:45:09 2018\n" + _SMI_WITH_PROCESSES)
+    inc = pm.load_shell_transcript(tmp_path / "session.txt")
+    gp = inc.gpu_processes
+    assert list(gp["pid"]) == [6943] and gp["used_memory_mib"].iloc[0] == 9000.0
+    assert gp["line"].iloc[0] == 22  # the line in the session, not in the answer alone
+    assert inc.gpus["memory_used_mib"].iloc[0] == 9379.0
+    p = inc.processes.set_index("pid")
+    assert p.loc[6943, "files"] == "/dev/nvidia0,/dev/nvidiactl"
+
+
+def test_ps_o_without_header_in_a_session_reads_the_columns_it_names(tmp_path):
+    (tmp_path / "session.txt").write_text(
+        "$ date\n"
+        "Tue Dec  1 03:04:05 UTC 2026\n"
+        "$ ps -o pid=,etime=,args= -C python\n"
+        " 4242  1-02:03:04 python train.py\n"
+        "$ kill 4242\n")
+    p = pm.load_shell_transcript(tmp_path / "session.txt").processes
+    assert (p["pid"].iloc[0], p["command"].iloc[0]) == (4242, "python train.py")
+    assert p["started"].iloc[0] == pd.Timestamp("2026-11-30 01:01:01", tz="UTC")
+
+
+def test_a_paste_wrapped_in_single_backticks_is_a_session(tmp_path):
+    (tmp_path / "issue.txt").write_text(
+        "Running it, then `pgrep fio`, you can see:\n"
+        "`[root@box ~]# pgrep -l fio`\n"
+        "`4180 dm_bufio_cache\n"
+        "6700 fio`\n"
+        "`[root@box ~]# kill 6700`\n")
+    inc = pm.load_incident(tmp_path)
+    assert inc.load_report.files[0].format == "shell-transcript"
+    assert sorted(inc.processes["pid"]) == [4180, 6700]
+    assert list(inc.events.loc[inc.events["kind"] == "command", "message"]) == ["pgrep -l fio", "kill 6700"]
