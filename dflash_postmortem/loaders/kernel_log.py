@@ -1,5 +1,6 @@
-"""Kernel messages pasted on their own (dmesg, `dmesg -T`, `dmesg --time-format iso`,
-journalctl -k, /var/log/syslog or kern.log). The OOM killer's choices and kills, NVIDIA Xid errors
+"""Kernel messages pasted on their own (dmesg, `dmesg -T`, `dmesg --time-format iso`, `dmesg -x`,
+journalctl -k, /var/log/syslog or kern.log, RFC 5424 syslog, `talosctl dmesg`, each also behind a
+markdown quote `> `). The OOM killer's choices and kills, NVIDIA Xid errors
 and GPUs that fell off the bus become events: the file is read like a terminal session without
 prompts, by the transcript loader (`transcript/process_control.py` reads the lines); lines that
 state none of these are counted as skipped.
@@ -19,9 +20,11 @@ from .transcript import process_control
 from .transcript.shell_transcript import load_transcript
 
 FORMAT = "kernel-log"
-_KERNEL_PREFIX = re.compile(r"^\s*(?:<\d+>)?\[\s*\d+\.\d+\]|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}\]"
-                            r"|^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[.,]\d+[+-]\d{2}:?\d{2} |^[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \S+ kernel:"
-                            r"|^kern\s*:\w+\s*:")
+# A stamp a kernel line starts with (after a markdown quote `> `): dmesg, `dmesg -T`, `--time-format iso`, journalctl,
+# `dmesg -x`, RFC 5424 (`<3>1 2024-...`) and `talosctl dmesg` (`node: kern: warning: [2026-...Z]:`).
+_KERNEL_PREFIX = re.compile(r"^\s*(?:>\s*)?(?:<\d+>\[\s*\d+\.\d+\]|\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}\]"
+                            r"|(?:<\d+>\d{1,2} )?\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2}) "
+                            r"|[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ kernel:|(?:[\w.:-]+: )?kern\s*:\s*\w+\s*:)")
 _KERNEL_KINDS = {"oom_kill", "oom_chosen", "oom_invoked", "oom_reaped", "xid", "gpu_lost"}
 
 

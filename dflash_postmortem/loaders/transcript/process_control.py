@@ -100,7 +100,14 @@ _OOM_CONSTRAINT = re.compile(r"oom-kill:constraint=(?P<constraint>[A-Z_]+),.*?(?
 _OOM_INVOKED = re.compile(r"(?P<name>\S.*?) invoked oom-killer: gfp_mask=(?P<gfp>\S+?),? .*?order=(?P<order>-?\d{1,3}), oom_score_adj=(?P<adj>-?\d{1,5})")
 _OOM_REAPED = re.compile(r"oom_reaper: reaped process (?P<pid>\d{1,10}) \((?P<name>.*?)\), now anon-rss:" + _KB.format("anon"))
 _XID = re.compile(r"NVRM: Xid \((?P<bus>[^)]*)\): (?P<xid>\d{1,5})(?:, pid=(?P<pid>'?<?\w+>?'?))?(?:, name=(?P<name>[^,]*))?(?:, (?P<text>.*))?")
-_GPU_LOST = re.compile(r"NVRM: (?:The NVIDIA GPU (?P<bus>[0-9a-fA-F:.]+)|GPU (?P<bus2>[0-9a-fA-F:.]+): GPU has fallen off the bus|fallen off the bus)")
+# `The NVIDIA GPU 0000:b3:00.0 ... has fallen off the bus` (continued on indented lines), `GPU 0000:3b:00.0:
+# GPU has fallen off the bus.` and the older drivers' `GPU at 0000:01:00.0 has fallen off the bus.`
+_GPU_LOST = re.compile(r"NVRM: (?:The NVIDIA GPU (?P<bus>[0-9a-fA-F:.]+)|GPU (?:at )?(?P<bus2>[0-9a-fA-F:.]+?):? (?:GPU )?has fallen off the bus"
+                       r"|fallen off the bus)")
+# What the driver writes where it knows no process: `pid='<unknown>', name=<unknown>`.
+_UNKNOWN = "<unknown>"
+# A bus the Xid line names; a paste that hides it (`Xid (PCI:...)`) names none.
+_XID_BUS = re.compile(r"(?:PCI:)?[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?")
 _KERNEL_KEYS = ("Killed process", "Kill process", "oom-kill:", "invoked oom-killer", "oom_reaper:", "NVRM: Xid",
                 "fallen off the bus")
 # A line a terminal wrapped and the copy kept as one: the wrap shows as a long run of spaces.
@@ -108,13 +115,16 @@ _WRAP = re.compile(r" {20,}")
 # Python's report of a DataLoader worker that died: the worker's PID and the signal's name.
 _WORKER_KILLED = re.compile(r"DataLoader worker \(pid(?:\(s\))? (?P<pid>\d+)\) is killed by signal: (?P<status>[A-Za-z /]+?)\.?\s*$")
 # Prefixes a kernel line is pasted with: dmesg `[  518.050606]`, `dmesg -T` `[Sun Mar 30 08:24:00 2025]`,
-# `--time-format iso`, syslog/journalctl `May 15 23:09:30 host kernel:`, `dmesg -x` `kern  :err   :`.
+# `--time-format iso`, syslog/journalctl `May 15 23:09:30 host kernel:` (`-o short-iso`: `2024-05-01T10:00:00+0000
+# host kernel:`), `dmesg -x` `kern  :err   :`, RFC 5424 `<3>1 2024-05-01T10:00:00.123456+00:00 host kernel - - -`,
+# `talosctl dmesg` `192.168.11.119: kern: warning: [2026-04-22T21:27:51.291660856Z]:`, and a markdown quote `> `.
+_ISO = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 _KERNEL_PREFIX = re.compile(
-    r"(?:\s*(?:<\d+>|\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}\]"
-    r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
-    r"|[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ kernel:|kern\s*:\s*\w+\s*:|kernel:))*\s*")
+    r"(?:\s*(?:>(?=\s)|<\d+>(?:\d{1,2} )?|\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}\]"
+    rf"|{_ISO}|\[{_ISO}\]:?|[A-Z][a-z]{{2}} [ \d]\d \d{{2}}:\d{{2}}:\d{{2}}(?:\.\d+)? \S+ kernel:"
+    r"|[\w.-]+ kernel(?::| \S+ \S+ (?:-|\[[^\]]*\]))|[\w.:-]+:(?=\s*kern\s*:)|kern\s*:\s*\w+\s*:|kernel:))*\s*")
 _UPTIME = re.compile(r"\[\s*(?P<s>\d+\.\d+)\]")
-_SYSLOG = re.compile(r"^(?:<\d+>)?(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>\d{1,2}) (?P<time>\d{2}:\d{2}:\d{2})(?:\.\d+)? \S+ kernel:")
+_SYSLOG = re.compile(r"^(?:>\s*)?(?:<\d+>)?(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>\d{1,2}) (?P<time>\d{2}:\d{2}:\d{2})(?:\.\d+)? \S+ kernel:")
 
 
 def kernel_stamp(prefix: str) -> dict:
@@ -177,11 +187,15 @@ def read_kernel(line: str) -> dict | None:
     if m and "Xid" not in body:
         return dict(kind="gpu_lost", bus=m["bus"] or m["bus2"], prefix=prefix)
     m = _XID.search(body)
-    if m:
-        pid = (m["pid"] or "").strip("'<>")
-        return dict(kind="xid", xid=int(m["xid"]), pid=_int(pid), process_name=(m["name"] or None),
-                    bus=m["bus"], detail=(m["text"] or "").strip() or None, prefix=prefix)
-    return None
+    return _xid_fact(m, prefix) if m else None
+
+
+def _xid_fact(m: re.Match, prefix: str) -> dict:
+    """An `NVRM: Xid` line's fact: what the driver did not know (`<unknown>`) or the paste hid is None."""
+    name = m["name"] if m["name"] != _UNKNOWN else None
+    return dict(kind="xid", xid=int(m["xid"]), pid=_int((m["pid"] or "").strip("'<>")), process_name=name or None,
+                bus=m["bus"] if _XID_BUS.fullmatch(m["bus"]) else None, detail=(m["text"] or "").strip() or None,
+                prefix=prefix)
 
 
 def _status_fact(status: str, core: str | None, cmd: str | None, pid, job) -> dict:

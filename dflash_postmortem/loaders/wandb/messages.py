@@ -53,6 +53,15 @@ _ERROR_LEVELS = {"ERROR", "CRITICAL", "FATAL"}
 _TROUBLE = re.compile(r"retrying (?:HTTP )?error|Retry attempt failed|Network error|timed out|"
                       r"parent process exited|received signal|panic")
 _WARNING_LEVELS = {"WARNING", "WARN"}
+# The Python SDK's sender (0.10-0.16) logs the run's start as epoch seconds on a local-time line:
+# the one place such a log says which zone its clock was in.
+_EPOCH_START = re.compile(r"^run started: \w+ with start time (?P<epoch>\d+(?:\.\d+)?)$")
+_ZONE_STEP_S = 900  # UTC offsets are whole quarter hours
+# The Python SDK's system monitor (0.13-0.17) logs every NVML call that fails, at ERROR, every 2 s.
+_MONITOR_FAILED = re.compile(r"^Failed to (?:sample|serialize) metric: (?P<why>.+)$")
+# NVML's words for a GPU that is itself failing (NVML_ERROR_RESET_REQUIRED, _GPU_IS_LOST); the rest
+# ("Not Supported", "division by zero") are metrics a GPU does not report.
+_NVML_FAULT = re.compile(r"GPU requires restart|GPU is lost")
 _CONTINUATION_LIMIT = 40  # lines of a traceback kept in one event's message
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _TERM_LINE = re.compile(r"^(?:.*?[\s>$#%:])?wandb: (?P<msg>.*)$")
@@ -63,15 +72,17 @@ _MILESTONES: tuple[tuple[str, re.Pattern], ...] = (
     ("run_start", re.compile(r"^run started, returning control to user process")),
     ("run_start", re.compile(r"^stream: started$|^W&B internal server running at pid")),
     ("run_start", re.compile(r"^Logging user logs to ")),  # 0.10-0.12 write no "run started"
+    ("run_start", re.compile(r"^handleInformInit: stream started$")),  # wandb-core's own debug-core.log
     ("run_end", re.compile(r"^got exitcode: (?P<code>-?\d+)")),
     ("run_end", re.compile(r"^handling exit code: (?P<code>-?\d+)")),
     ("run_end", re.compile(r"^finishing run (?P<path>\S+)")),
     ("run_end", re.compile(r"^Internal process exiting, parent pid (?P<pid>\d+) disappeared")),
     ("run_end", re.compile(r"^stream: closing$|^stream: finishing up$")),
+    ("run_end", re.compile(r"^handleInformTeardown: server teardown initiated$")),
 )
 # Kinds a file contributes once: the first start, the most telling end.
 _END_RANK = {"got exitcode": 0, "handling exit code": 1, "Internal process exiting": 2, "finishing run": 3,
-             "stream:": 4}
+             "stream:": 4, "handleInformTeardown": 4}
 
 
 @dataclass
@@ -87,6 +98,13 @@ class SdkLog:
     last_line: int | None = None
     started: bool = False
     ended: bool = False
+    utc_offset_s: int | None = None  # of its local-time lines, when the log (or a sibling) tells it
+    utc_offset_from: str = "the offset the log gives itself ('run started ... with start time <epoch>')"
+
+    @property
+    def zone_assumed(self) -> bool:
+        """Local times whose zone the log does not give: read in the incident's timezone."""
+        return self.naive_times and self.utc_offset_s is None
 
 
 def _event(i: int, when: str | None, kind: str, level: str | None, message: str, **extra) -> dict:
@@ -136,10 +154,18 @@ def scan_debug_log(lines: list[str], rep: FileReport) -> SdkLog:
             log.pid = pid
         if m := re.search(r"Configure stats pid to (\d+)", msg):
             log.pid = int(m.group(1))
-        if log.version is None and (v := re.search(r"(?:SDK version is|core version\"?:?\"?|wandb version) ?(\d+\.\d+\.\d+[\w.+-]*)", line)):
+        if fields and msg.startswith("Will exit if parent process dies") and isinstance(fields.get("ppid"), int):
+            log.pid = fields["ppid"]  # debug-core.log: wandb-core's parent is the trainer
+        # "wandb version 0.12.11 is available!" names the upgrade, not the SDK that wrote the log.
+        if log.version is None and "is available" not in msg and (v := re.search(r"(?:SDK version is|core version\"?:?\"?|wandb version) ?(\d+\.\d+\.\d+[\w.+-]*)", line)):
             log.version = v.group(1)
         if log.run_id is None:
             log.run_id = _run_id(msg, fields)
+        if log.utc_offset_s is None and not zoned and (ep := _EPOCH_START.match(msg)):
+            log.utc_offset_s = _utc_offset(when, float(ep["epoch"]))
+        elif log.utc_offset_s is None and zoned and (minutes := _written_offset(when)) is not None:
+            # wandb-core writes the machine's own offset: the clock of the folder's local-time logs.
+            log.utc_offset_s, log.utc_offset_from = minutes * 60, "the offset wandb-core writes in its JSON times"
         kind, code = None, None
         for k, rx in _MILESTONES:
             if mm := rx.search(msg):
@@ -177,6 +203,14 @@ def scan_debug_log(lines: list[str], rep: FileReport) -> SdkLog:
                 log.rows.append(_event(i, when, "run_end", level, f"wandb: {msg}", **extra))
                 rep.parsed += 1
                 continue
+        if monitor := _MONITOR_FAILED.match(msg):
+            if fault := _NVML_FAULT.search(monitor["why"]):
+                kind = "gpu_lost" if fault.group(0) == "GPU is lost" else "gpu_error"
+                log.rows.append(_event(i, when, kind, level, f"wandb GPU monitor: {msg}"))
+                rep.parsed += 1
+            else:
+                rep.skip(i, "wandb's system monitor: a metric the GPU does not report")
+            continue
         # wandb-core logs its network retries at INFO: they stall init all the same.
         trouble = level not in _ERROR_LEVELS and _TROUBLE.search(msg) is not None
         if level in _ERROR_LEVELS or level in _WARNING_LEVELS or trouble:
@@ -194,10 +228,28 @@ def scan_debug_log(lines: list[str], rep: FileReport) -> SdkLog:
     return log
 
 
+def _utc_offset(local: str, epoch: float) -> int | None:
+    """Seconds east of UTC of a local wall-clock time that stamps the instant `epoch`."""
+    wall = pd.to_datetime(local, errors="coerce", format="ISO8601")
+    if pd.isna(wall):
+        return None
+    seconds = (wall - pd.Timestamp(epoch, unit="s")).total_seconds()
+    offset = round(seconds / _ZONE_STEP_S) * _ZONE_STEP_S
+    # Real zones lie within -12:00..+14:00; anything else is not a clock offset.
+    return int(offset) if -12 * 3600 <= offset <= 14 * 3600 else None
+
+
+def _written_offset(when: str) -> int | None:
+    """Minutes east of UTC a zoned time is written in (`...+05:30`, `...Z`)."""
+    m = re.search(r"(Z|[+-]\d{2}:?\d{2})$", when)
+    return align.zone_offset(m.group(1)) if m else None
+
+
 def _run_id(msg: str, fields: dict | None) -> str | None:
     if fields:
-        for k in ("id", "stream_id", "run_id"):
-            if isinstance(fields.get(k), str) and fields[k]:
+        # debug-core.log's "id" is a connection ("127.0.0.1:44424"): its run is "streamId".
+        for k in ("streamId", "id", "stream_id", "run_id"):
+            if isinstance(fields.get(k), str) and re.fullmatch(r"[\w-]+", fields[k]):
                 return fields[k]
     if m := _RUN_DIR.search(msg):
         return m["id"]
@@ -224,7 +276,7 @@ def debug_log_events(log: SdkLog, ctx: LoadContext, rep: FileReport, run: str | 
     frame["message"] = [
         m + ("\n" + "\n".join(r["more"]) if r.get("more") else "") for m, r in zip(frame["message"], rows, strict=True)
     ]
-    frame["time"] = _times(frame["when"], ctx, rep, log.naive_times)
+    frame["time"] = _times(frame["when"], ctx, rep, log)
     frame["ref"] = [f"{rep.path}:{n}" for n in frame["line"]]
     frame["source"], frame["host"] = rep.path, host
     # A line that names its run (the CLI's log spans several) keeps it; the rest are the file's.
@@ -236,27 +288,53 @@ def debug_log_events(log: SdkLog, ctx: LoadContext, rep: FileReport, run: str | 
     return frame.drop(columns=[c for c in ("when", "line", "more", "row_run") if c in frame])
 
 
-def _times(when: pd.Series, ctx: LoadContext, rep: FileReport, naive: bool) -> pd.Series:
+def _times(when: pd.Series, ctx: LoadContext, rep: FileReport, log: SdkLog) -> pd.Series:
     text = when.astype(object)
     zoned = text.str.contains(r"(?:Z|[+-]\d{2}:?\d{2})$", na=False, regex=True)
     times = pd.Series(pd.NaT, index=text.index, dtype=TIME)
     if zoned.any():
         times[zoned] = pd.to_datetime(text[zoned], utc=True, format="ISO8601", errors="coerce").astype(TIME)
     if (~zoned).any():
-        times[~zoned] = align.localize(pd.to_datetime(text[~zoned], errors="coerce", format="ISO8601"), ctx.timezone)
-        if naive:
-            rep.assume(align.zone_assumption(ctx.timezone) + " (the SDK writes local time)")
+        wall = pd.to_datetime(text[~zoned], errors="coerce", format="ISO8601")
+        if log.utc_offset_s is not None:
+            # An offset the SDK's own logs give beats any configured zone: it is this machine's clock.
+            utc = align.shift(pd.DataFrame({"time": align.localize(wall, "UTC")}), -log.utc_offset_s)["time"]
+            times[~zoned] = utc
+            rep.assume(f"local time read as UTC{_offset_text(log.utc_offset_s)}, {log.utc_offset_from}")
+        else:
+            times[~zoned] = align.localize(wall, ctx.timezone)
+            if log.zone_assumed:
+                rep.assume(align.zone_assumption(ctx.timezone) + " (the SDK writes local time)")
     return times
 
 
-def read_debug_log(path: Path, ctx: LoadContext, run: str | None = None, host: str | None = None,
-                   *, say_unfinished: bool = True) -> tuple[FileReport, pd.DataFrame, SdkLog]:
+def _offset_text(seconds: int) -> str:
+    sign, minutes = ("+" if seconds >= 0 else "-"), abs(seconds) // 60
+    return f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def scan_debug_file(path: Path, ctx: LoadContext) -> tuple[FileReport, SdkLog]:
     rep = ctx.report(path, "wandb-debug-log")
     lines = read_text(path).splitlines()
     rep.read = len(lines)
     log = scan_debug_log(lines, rep)
     if log.version:
         rep.notes.append(f"wandb {log.version}")
+    return rep, log
+
+
+def share_utc_offset(logs: list[SdkLog]) -> None:
+    """The debug logs of one run folder share the machine's clock: an offset one of them states
+    (debug-internal.log's epoch line) holds for the others (debug.log of 0.13+ has no such line)."""
+    known = next((log.utc_offset_s for log in logs if log.utc_offset_s is not None), None)
+    for log in logs:
+        if known is not None and log.zone_assumed:
+            log.utc_offset_s, log.utc_offset_from = known, "the offset the run's other debug logs give"
+
+
+def read_debug_log(path: Path, ctx: LoadContext, run: str | None = None, host: str | None = None,
+                   *, say_unfinished: bool = True) -> tuple[FileReport, pd.DataFrame, SdkLog]:
+    rep, log = scan_debug_file(path, ctx)
     frame = debug_log_events(log, ctx, rep, run or log.run_id, host, say_unfinished=say_unfinished)
     return rep, frame, log
 
@@ -272,6 +350,8 @@ def is_debug_log(head: bytes) -> bool:
     js = [ln for ln in lines if ln.startswith(_JSON_START)]
     if js and len(js) >= 0.5 * len(lines) and '"msg":"' in text and (
         "wandb-core" in text or '"msg":"stream:' in text or '"stream_id"' in text or "core version" in text
+        # debug-core.log copied as a file (not the usual link): wandb-core's own server log
+        or '"port-filename"' in text or '"msg":"handleInformInit' in text
     ):
         return True
     cli = sum(bool(_CLI_LINE.match(ln)) for ln in lines)

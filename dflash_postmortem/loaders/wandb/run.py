@@ -503,8 +503,10 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
         parts.reports.append(rep)
     debug = _debug_logs(folder)
     debug_scans = []
-    for p in debug:  # first: debug.log names the trainer's PID, which console events carry
-        rep, frame, log = wandb_messages.read_debug_log(p, ctx)
+    scanned = [(p, *wandb_messages.scan_debug_file(p, ctx)) for p in debug]
+    wandb_messages.share_utc_offset([log for _, _, log in scanned])
+    for p, rep, log in scanned:  # first: debug.log names the trainer's PID, which console events carry
+        frame = wandb_messages.debug_log_events(log, ctx, rep, log.run_id, None, say_unfinished=True)
         parts.reports.append(rep)
         debug_scans.append((p, frame, log))
         if parts.pid is None and log.pid is not None and p.name == "debug.log":
@@ -575,6 +577,10 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
                            "(sync it, use the API with load_wandb_run('entity/project/id'), or an export)")
         if summary:
             parts.events.append(wandb_files.summary_event(summary, run, ctx.name(files_dir / "wandb-summary.json")))
+    elif summary and _summary_outlived_log(summary, info):
+        # The log lost its last blocks (no exit record) but the summary file was rewritten
+        # after them: where the run really was when it last logged.
+        parts.events.append(wandb_files.summary_event(summary, info.run, ctx.name(files_dir / "wandb-summary.json")))
     parts.events += _milestones(parts, info, debug_scans, wandb_files.metadata_frames(
         meta, parts.run, ctx.name(meta_path), parts.host)[0])
     for p in events_jsonl:
@@ -598,6 +604,13 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
 
 
 _MILESTONE_KINDS = ("run_start", "run_end")
+
+
+def _summary_outlived_log(summary: dict, info: RunInfo) -> bool:
+    """A summary written after the last record of a .wandb log that has no exit record."""
+    _, last_logged, _, _ = wandb_files.summary_facts(summary)
+    return (info.exit_record is False and last_logged is not None
+            and (info.ended is None or pd.isna(info.ended) or last_logged > info.ended))
 
 
 def _milestones(parts: _RunParts, info: RunInfo, debug_scans, meta_start: pd.DataFrame) -> list[pd.DataFrame]:

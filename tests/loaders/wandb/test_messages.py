@@ -102,3 +102,64 @@ def test_folder_has_one_start_and_one_end_from_the_best_source(tmp_path):
     assert end["source"].endswith("debug.log") and end["time"] == pd.Timestamp("2026-12-01T10:23:16.704Z")
     rep = next(f for f in killed.load_report.files if f.path.endswith(".wandb"))
     assert any("holds only its header" in n for n in rep.notes)
+
+
+def test_python_sdk_log_gives_its_own_utc_offset(tmp_path):
+    # 0.12: "run started: 6k2yiw4s with start time 1648381685" on a line stamped 17:18:06,740 local:
+    # UTC+05:30, whatever the incident's timezone says. The upgrade notice names 0.12.11, which is
+    # not the SDK that wrote the log.
+    inc = _load(tmp_path, WANDB / "ivlabs-0.12-debug-internal.log", 'timezone = "Europe/Berlin"')
+    ev = inc.events.set_index("kind")
+    assert ev.loc["run_start", "time"] == pd.Timestamp("2022-03-27T11:48:05.886Z")
+    assert ev.loc["run_end", "time"] == pd.Timestamp("2022-03-27T11:48:29.086Z")
+    rep = inc.load_report.files[-1]
+    assert any("UTC+05:30" in a for a in rep.assumptions)
+    assert not any("0.12.11" in n for n in rep.notes)
+
+
+def test_folder_debug_logs_agree_with_the_metadata_clock(tmp_path):
+    # 0-byte .wandb: the end comes from debug.log (17:20:18,351 local = 11:50:18 UTC), 43 s after
+    # metadata's startedAt, not five and a half hours.
+    inc = _load(tmp_path, WANDB / "ivlabs-0.12-2x1080ti-empty-wandb-log")
+    ev = inc.events.set_index("kind")
+    assert ev.loc["run_end", "time"] - ev.loc["run_start", "time"] < pd.Timedelta(seconds=44)
+
+
+def test_summary_newer_than_a_torn_log_is_a_run_summary_event(tmp_path):
+    # The .wandb log stops at 03:40:21 (its history records never reached the file); the summary
+    # was rewritten at _timestamp 1647488467 (03:41:07) with _step 3.
+    inc = _load(tmp_path, WANDB / "ivlabs-0.12.9-windows-torn-run")
+    summary = inc.events[inc.events["kind"] == "run_summary"]
+    assert list(summary["time"]) == [pd.Timestamp("2022-03-17T03:41:07Z")]
+    assert "iter_loss=257.879" in summary["message"].iloc[0]
+
+
+def test_debug_core_log_copied_as_a_file(tmp_path):
+    # wandb-core's server log: "id" is a connection (127.0.0.1:44424), the run is "streamId", and
+    # its parent (ppid 3942942) is the trainer.
+    path = WANDB / "llmail-0.18.7-debug-core.log"
+    assert wandb_messages.sniff_debug_log(path, path.read_bytes()) == 0.95
+    inc = _load(tmp_path, path)
+    assert set(inc.events["run"]) == {"5kimi4nd"} and set(inc.events["pid"]) == {3942942}
+    assert list(inc.events["kind"]) == ["run_start", "run_end"]
+
+
+def test_gpu_monitor_nvml_faults_are_gpu_errors_and_not_supported_is_not_trouble(tmp_path):
+    # 0.16.2 logs every failed NVML read at ERROR: "GPU requires restart" (one GPU, every 2 s) is
+    # the GPU failing; "Not Supported" and "division by zero" are metrics a GPU does not report.
+    # debug.log (no epoch line of its own) takes UTC-05:00 from debug-internal.log.
+    inc = _load(tmp_path, WANDB / "reversal-0.16.2-8xa6000-gpu-requires-restart")
+    ev = inc.events
+    assert len(ev[ev["kind"] == "gpu_error"]) == 6 and not (ev["kind"] == "error").any()
+    warning = ev[ev["kind"] == "warning"]
+    assert list(warning["time"]) == [pd.Timestamp("2024-11-09T07:30:29.226Z")]
+    debug_log = next(f for f in inc.load_report.files if f.path.endswith("logs/debug.log"))
+    assert any("UTC-05:00" in a and "other debug logs" in a for a in debug_log.assumptions)
+
+
+def test_local_debug_log_takes_the_offset_wandb_core_writes(tmp_path):
+    # 0.18.7: debug.log says 10:11:51,447 local; debug-internal.log and debug-core.log write
+    # +05:30. The router warning lands at 04:41:51.447 UTC, with the exit record, not 5.5 h later.
+    inc = _load(tmp_path, WANDB / "llmail-0.18.7-lora-typeerror-exit1")
+    warning = inc.events[inc.events["message"] == "message_loop has been closed"]
+    assert list(warning["time"]) == [pd.Timestamp("2024-11-21T04:41:51.447Z")]
