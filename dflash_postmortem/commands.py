@@ -380,7 +380,8 @@ def kill_targets(cmd: str) -> list[KillTarget]:
 
     `kill 924` -> PID 924 (SIGTERM); `kill -9 -- -924` and `kill -KILL -924` -> process group 924;
     `kill %1` -> job 1; `pkill -9 -f "python train.py"` -> pattern; `kill -- -$(cat x.pid)` -> the
-    expression (a group: note the minus), its PID unknown until an answer names it.
+    expression (a group: note the minus), its PID unknown until an answer names it. A target
+    named twice in one command (`kill -9 6943 6943`) is one target.
     """
     out: list[KillTarget] = []
     for seg, _ in simple_commands(shell_words(cmd)):
@@ -388,6 +389,7 @@ def kill_targets(cmd: str) -> list[KillTarget]:
         if name not in ("kill", "pkill", "killall", "skill"):
             continue
         i = next(i for i, w in enumerate(seg) if w.rsplit("/", 1)[-1] == name) + 1
+        first = len(out)  # this command's targets start here: one named twice is one target
         sig = "SIGTERM"
         sig_given = options_done = False
         args: list[str] = []
@@ -420,6 +422,8 @@ def kill_targets(cmd: str) -> list[KillTarget]:
                     out.append(KillTarget(name, sig, is_group=a.startswith("-"), expr=a.removeprefix("-")))
             elif not a.startswith("$"):
                 out.append(KillTarget(name, sig, pattern=a))
+        mine = out[first:]
+        out[first:] = [t for k, t in enumerate(mine) if t not in mine[:k]]
     return out
 
 

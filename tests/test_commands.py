@@ -66,6 +66,13 @@ def test_command_vocabulary():
     assert signal_name("-31") == "SIGSYS" and exit_meaning(130) == ("SIGINT", "killed by SIGINT")
 
 
+def test_a_pid_named_twice_in_one_kill_is_one_target():
+    (t,) = kill_targets("kill -9 6943 6943 6943")
+    assert (t.pid, t.signal, t.is_group) == (6943, "SIGKILL", False)
+    assert [(k.pid, k.is_group) for k in kill_targets("kill 5 -- -5 5")] == [(5, False), (5, True)]
+    assert [k.pid for k in kill_targets("kill 7; kill 7")] == [7, 7]  # two commands: two kills
+
+
 def test_parse_launch_forms():
     ssh = parse_launch("ssh node17 'cd /w && nohup torchrun --nproc-per-node 8 train.py --run-name r1 > /w/r1.log 2>&1 &'")
     assert ssh.launcher == "ssh" and ssh.run == "r1"

@@ -37,6 +37,19 @@ _MONTH_WORDS = {
     12: "dec december dezember décembre déc dez dic diciembre dicembre dezembro gru grudzień grudnia дек декабря декабрь",
 }
 MONTHS = {w: n for n, words in _MONTH_WORDS.items() for w in words.split()}
+# A month as `%b` writes it in a syslog/journalctl stamp (`May 15`, `kwi 15`, `févr. 15`, `4月 15`);
+# `month_number` says whether the word is one.
+SYSLOG_MONTH = r"(?:[^\W\d_]{3,5}\.?|\d{1,2}\s?[月월])"
+
+
+def month_number(word: str) -> int | None:
+    """The month a locale's name or abbreviation states (`Apr`, `kwi`, `avr.`, `апр`, `4月`), or None."""
+    w = word.strip().rstrip(".").lower()
+    m = re.fullmatch(r"(\d{1,2})\s?[月월]", w)
+    if m:
+        n = int(m[1])
+        return n if 1 <= n <= 12 else None
+    return MONTHS.get(w)
 _TIME = re.compile(r"(?<![\d:])(?P<h>\d{1,2}):(?P<m>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d{1,9}))?(?![\d:])")
 _ISO = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?"
                   r"\s?(?P<off>Z|[+-]\d{2}:?\d{2}|[+-]\d{2}(?!\d))?")

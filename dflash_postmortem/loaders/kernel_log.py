@@ -1,6 +1,7 @@
 """Kernel messages pasted on their own (dmesg, `dmesg -T`, `dmesg --time-format iso`, `dmesg -x`,
 journalctl -k, /var/log/syslog or kern.log, RFC 5424 syslog, `talosctl dmesg`, each also behind a
-markdown quote `> `). The OOM killer's choices and kills, NVIDIA Xid errors
+markdown quote `> `; journal/syslog months in the locale's words, `kwi 15`, `4月 15`). The OOM killer's
+choices and kills, NVIDIA Xid errors (with the GPU's UUID when the driver printed it before them)
 and GPUs that fell off the bus become events: the file is read like a terminal session without
 prompts, by the transcript loader (`transcript/process_control.py` reads the lines); lines that
 state none of these are counted as skipped.
@@ -14,6 +15,7 @@ from pathlib import Path
 from ..commands import match_prompt
 from ..incident import Incident
 from . import registry
+from .clock_text import SYSLOG_MONTH
 from .registry import LoadContext
 from .terminal import screen_text
 from .transcript import process_control
@@ -21,10 +23,10 @@ from .transcript.shell_transcript import load_transcript
 
 FORMAT = "kernel-log"
 # A stamp a kernel line starts with (after a markdown quote `> `): dmesg, `dmesg -T`, `--time-format iso`, journalctl,
-# `dmesg -x`, RFC 5424 (`<3>1 2024-...`) and `talosctl dmesg` (`node: kern: warning: [2026-...Z]:`).
+# `dmesg -x`, RFC 5424 (`<3>1 2024-...`), journal stamps with the locale's month (`kwi 15 07:56:59 host kernel:`) and `talosctl dmesg` (`node: kern: warning: [2026-...Z]:`).
 _KERNEL_PREFIX = re.compile(r"^\s*(?:>\s*)?(?:<\d+>\[\s*\d+\.\d+\]|\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}\]"
                             r"|(?:<\d+>\d{1,2} )?\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2}) "
-                            r"|[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ kernel:|(?:[\w.:-]+: )?kern\s*:\s*\w+\s*:)")
+                            rf"|{SYSLOG_MONTH} {{1,2}}\d{{1,2}} \d{{2}}:\d{{2}}:\d{{2}}(?:\.\d+)? \S+ kernel:|(?:[\w.:-]+: )?kern\s*:\s*\w+\s*:)")
 _KERNEL_KINDS = {"oom_kill", "oom_chosen", "oom_invoked", "oom_reaped", "xid", "gpu_lost"}
 
 

@@ -3,7 +3,8 @@
 Reads `ps aux`, `ps -ef`, `ps -eLf`, `ps -eo <any columns>` (LSTART's five words, ETIME/ETIMES),
 `ps --forest` (tree glyphs give the parent), BusyBox and macOS `ps`, `top -b` (one or several
 iterations; wide, with columns after COMMAND), `fuser -v` (the processes that hold a file such as
-`/dev/nvidia0`: a `files` column), header-less `ps aux | grep` / `ps -ef | grep`
+`/dev/nvidia0`: a `files` column), `lsof /dev/nvidia*` (the same, read off its NAME column: one row
+per PID whatever the number of descriptors), header-less `ps aux | grep` / `ps -ef | grep`
 pastes, and files of repeated snapshots separated by anything: a time (`# 2026-11-30T05:20:20Z`,
 `date` output in any locale, `top - 05:20:20 up ...`, `--- 05:20:20 ---`, an epoch), a rule
 (`=====`), a repeated header. One row per process (pid + command): first and last snapshot that
@@ -74,7 +75,14 @@ _FENCE = re.compile(r"^(?:```|~~~)")
 _FUSER_FILE = re.compile(r"^(?P<file>\S+):(?=\s)")
 _FUSER_KERNEL = re.compile(r"^\S+\s+kernel\s+(?:mount|swap|root|exe|mmap)\b")
 _FUSER_WARNING = re.compile(r"^(?:Cannot stat file|Cannot open /proc|Specified filename .* does not exist)")
-_ECHOED = re.compile(r"^(?:sudo\s+)?(?:ps|top|htop|pgrep|busybox\s+ps)(?:\s+[-\w,=+%:/.^()\\|\"' ]*)?$")
+_ECHOED = re.compile(r"^(?:sudo\s+)?(?:ps|top|htop|pgrep|busybox\s+ps|lsof)(?:\s+[-\w,=+%:/.^()\\|\"'* ]*)?$")
+# lsof: `COMMAND PID USER FD TYPE DEVICE SIZE/OFF NODE NAME`; a `mem` row has no SIZE/OFF. A
+# process is listed once per descriptor (and per mapping): the rows of one PID are one process.
+_LSOF_HEADER = re.compile(r"^\s*COMMAND\s+PID\s+USER\s+FD\s+TYPE\s+DEVICE\s+(?:SIZE/OFF|SIZE|OFFSET)\s+NODE\s+NAME\s*$")
+_LSOF_ROW = re.compile(
+    r"^(?P<command>\S+)\s+(?P<pid>\d+)\s+(?P<user>\S+)\s+(?P<fd>\S+)\s+(?P<type>\S+)\s+(?P<device>\S+)\s+"
+    r"(?:(?P<size>\S+)\s+)?(?P<node>\d+)\s+(?P<name>\S.*)$")
+_LSOF_WARNING = re.compile(r"^(?:lsof: WARNING: |Output information may be incomplete\.)")
 _RULE = re.compile(r"^\s*(?:[=*#~_-]\s?){3,}\s*$")
 _TOP = re.compile(r"^top - (?P<time>\d{2}:\d{2}:\d{2}) ")
 _TOP_SUMMARY = re.compile(r"^(?:(?:Tasks|Threads|%?Cpu|MiB|KiB|GiB|TiB|Mem|Swap|Load|Processes|PhysMem|VM|Networks|Disks|SharedLibs|MemRegions)\b|CPU:)")
@@ -116,6 +124,7 @@ class Listing:
         self.tree: list[tuple[int, int]] = []
         self.starts: list[int] = []
         self.fuser = bool(header) and "ACCESS" in header
+        self.lsof = False  # lsof: rows read by _LSOF_ROW, the file in NAME
         self.file: str | None = None  # fuser -v: the file the rows below hold
         self.held: dict[int, dict] = {}  # fuser -v: pid -> its row (one row, all its files)
         if header and line:
@@ -396,6 +405,14 @@ def read_listing(lines: list[str], first_line: int, snap, ctx: LoadContext, rep,
         if _FUSER_WARNING.match(s):
             skip(i, "fuser warning (a process it could not read)")
             continue
+        if _LSOF_WARNING.match(s):
+            skip(i, "lsof warning (a file system it could not read)")
+            continue
+        if _LSOF_HEADER.match(line):
+            listing = Listing(line.split())
+            listing.lsof = True
+            skip(i, "header line")
+            continue
         h = _header(line)
         if h:
             listing = Listing(h, line)
@@ -420,6 +437,17 @@ def read_listing(lines: list[str], first_line: int, snap, ctx: LoadContext, rep,
                 rep.assume(f"no header line: `ps {'aux' if guess is AUX else '-ef'}` columns assumed")
                 listing = Listing(guess)
                 listing.guessed = True
+        if listing.lsof:
+            got = _lsof_row(listing, s, snap)
+            if got is None:
+                bad(i, "an lsof row (COMMAND PID USER FD TYPE DEVICE SIZE/OFF NODE NAME)", line)
+                continue
+            got["line"] = i
+            if counted:
+                rep.parsed += 1
+            if not _fuser_held(listing, got):
+                rows.append(got)
+            continue
         if listing.fuser:
             line = _fuser_line(listing, line)
             if _FUSER_KERNEL.match(line.strip()):
@@ -465,6 +493,18 @@ def _fuser_line(listing: Listing, line: str) -> str:
     return " " * m.end() + line[m.end():]
 
 
+def _lsof_row(listing: Listing, s: str, snap) -> dict | None:
+    """An lsof row -> its process (the file it names kept in `listing.file`); None when the line
+    has not the shape of one."""
+    m = _LSOF_ROW.match(s)
+    pid = _int(m["pid"]) if m else None
+    if pid is None:
+        return None
+    listing.file = m["name"].strip()
+    return dict(pid=pid, ppid=None, pgid=None, sid=None, user=m["user"], command=m["command"], snap=snap,
+                started=None, state=None, cpu_pct=float("nan"), rss_kib=float("nan"), threads=None)
+
+
 def _fuser_held(listing: Listing, row: dict) -> bool:
     """Record the file a fuser -v row holds; True when the PID already has its row in this
     listing (fuser lists a process once per file: /dev/nvidia0, /dev/nvidiactl, /dev/nvidia-uvm)."""
@@ -484,12 +524,12 @@ def sniff_ps(path: Path, head: bytes) -> float:
     lines = [ln for ln in lines if ln.strip()]
     if not lines:
         return 0.0
-    headers = sum(1 for ln in lines if _header(ln))
+    headers = sum(1 for ln in lines if _header(ln) or _LSOF_HEADER.match(ln))
     rows = sum(1 for ln in lines if _AUX_ROW.match(ln) or _EF_ROW.match(ln))
     # A terminal session that runs other commands too (kill, nvidia-smi) is a transcript: it
     # reads the listings inside it as well.
     prompts = [ln for ln in lines if is_prompt(ln)]
-    if len(prompts) >= 2 and any(not re.search(r"\b(?:ps|top|pgrep)\b", p) for p in prompts):
+    if len(prompts) >= 2 and any(not re.search(r"\b(?:ps|top|pgrep|fuser|lsof)\b", p) for p in prompts):
         return 0.3
     if headers and len(lines) > headers:
         return 0.9

@@ -33,3 +33,12 @@ def test_a_zone_that_is_not_certain_is_left_to_the_incident():
 def test_a_listing_row_is_not_a_date_line():
     assert parse_date_line("kuser01   1749  1043  0 Oct26 ?        00:00:00 -bash") is None
     assert parse_date_line("Tue Dec  1 03:04:05 UTC 2026").utc() == T("2026-12-01 03:04:05")
+
+
+@pytest.mark.parametrize(("word", "month"), [
+    ("kwi", 4), ("Mär", 3), ("avr.", 4), ("févr.", 2), ("ene", 1), ("giu", 6), ("out", 10), ("paź", 10),
+    ("мая", 5), ("4月", 4), (" 12月", 12), ("13月", None), ("foo", None),
+])
+def test_month_number_reads_the_locales_abbreviations(word, month):
+    from dflash_postmortem.loaders.clock_text import month_number
+    assert month_number(word) == month

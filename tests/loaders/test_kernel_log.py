@@ -76,3 +76,87 @@ def test_a_quoted_dmesg_paste_is_a_kernel_log_on_one_clock(tmp_path):
     ev = inc.events
     assert ev["kind"].tolist() == ["xid"] and ev["time"].tolist() == [T("2024-08-30 11:43:14")]
     assert inc.load_report.files[0].format == "kernel-log"
+
+
+@pytest.mark.parametrize("prefix, month", [
+    ("kwi 15 07:56:59 testowy kernel: ", 4),  # pl_PL
+    ("Mär 15 07:56:59 host kernel: ", 3),  # de_DE
+    ("févr. 15 07:56:59 host kernel: ", 2),  # fr_FR
+    ("abr 15 07:56:59 host kernel: ", 4),  # es_ES, pt_BR
+    ("giu 15 07:56:59 host kernel: ", 6),  # it_IT
+    ("out 15 07:56:59 host kernel: ", 10),  # pt_BR
+    ("апр 15 07:56:59 host kernel: ", 4),  # ru_RU
+    ("4月 15 07:56:59 host kernel: ", 4),  # zh_CN, ja_JP
+    ("> Dez  5 07:56:59 host kernel: ", 12),
+])
+def test_journal_months_in_the_locales_words(prefix, month):
+    from dflash_postmortem.loaders.clock_text import month_number
+    stamp = _stamp(prefix + XID_109)
+    assert month_number(stamp["syslog"][0]) == month and stamp["syslog"][2] == "07:56:59"
+    assert "syslog" not in _stamp("foo 15 07:56:59 host kernel: " + XID_109)  # not a month: no stamp
+
+
+def _load(tmp_path, text: str, config: str | None = None):
+    (tmp_path / "kern.log").write_text(text, encoding="utf-8")
+    if config:
+        (tmp_path / "incident.toml").write_text(config, encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    rep = next(f for f in inc.load_report.files if f.path.endswith("kern.log"))
+    return inc, rep
+
+
+def test_a_polish_journal_takes_the_incidents_year(tmp_path):
+    text = "kwi 15 07:56:59 testowy kernel: " + XID_109 + "\n4月 16 01:02:03 host kernel: " + XID_109 + "\n"
+    inc, rep = _load(tmp_path, text, 'date = "2026-04-20"\n')
+    assert inc.events["time"].tolist() == [T("2026-04-15 07:56:59"), T("2026-04-16 01:02:03")]
+    assert not any("seconds since boot" in a for a in rep.assumptions)
+
+
+@pytest.mark.parametrize("prefix, says", [
+    ("kwi 15 07:56:59 testowy kernel: ", "carry no year"),
+    ("kernel: ", "without a stamp"),
+    ("19:15:34  ", "time of day only"),
+    ("[ 1843.308145] ", "seconds since boot only"),
+])
+def test_the_report_says_why_a_kernel_line_has_no_time(tmp_path, prefix, says):
+    inc, rep = _load(tmp_path, prefix + XID_109 + "\n")
+    assert inc.events["time"].isna().all() and inc.events["xid"].tolist() == [109]
+    assert any(says in a for a in rep.assumptions), rep.assumptions
+    assert ("seconds since boot" in " ".join(rep.assumptions)) == (says == "seconds since boot only")
+
+
+def test_an_xid_wrapped_onto_indented_lines_is_one_event(tmp_path):
+    text = ("19:15:34  NVRM: Xid (PCI:0000:9a:00): 31, pid=477445, name=python3, channel 0x00000002, intr 00000000.\n"
+            "          MMU Fault: ENGINE GRAPHICS GPC0 UNRECOGNIZED_CLIENT faulted @ 0x182400_0030198d.\n"
+            "          Fault is of type UNRECOGNIZED_FAULT UNRECOGNIZED_ACCESS_TYPE\n"
+            "19:15:35  NVRM: Xid (PCI:0000:1a:00): 13, Graphics Exception: ESR 0x57e7b0=0x81e0017\n"
+            "19:15:36  sched: RT throttling activated\n"
+            "          not part of any Xid\n")
+    inc, rep = _load(tmp_path, text)
+    ev = inc.events
+    assert ev["xid"].tolist() == [31, 13] and ev["ref"].tolist() == ["kern.log:1", "kern.log:4"]
+    assert ev["detail"].iloc[0] == ("channel 0x00000002, intr 00000000. MMU Fault: ENGINE GRAPHICS GPC0 UNRECOGNIZED_CLIENT "
+                                    "faulted @ 0x182400_0030198d. Fault is of type UNRECOGNIZED_FAULT UNRECOGNIZED_ACCESS_TYPE")
+    assert ev["detail"].iloc[1] == "Graphics Exception: ESR 0x57e7b0=0x81e0017"
+    assert (rep.parsed, rep.n_skipped) == (4, 2)  # the sched line and the indented line after it
+
+
+def test_an_xid_takes_the_uuid_the_driver_printed_for_its_bus(tmp_path):
+    from dflash_postmortem.loaders.transcript.process_control import read_gpu_identity
+    uuid = "GPU-fb51809b-350a-99db-67b5-e16fc6d498ab"
+    assert read_gpu_identity(f"[Mon Aug  5 03:54:13 2024] NVRM: GPU at PCI:0000:3b:00: {uuid}") == {"bus": "PCI:0000:3b:00", "uuid": uuid}
+    assert read_gpu_identity("NVRM: GPU Board Serial Number: 1652923017935") == {"serial": "1652923017935"}
+    assert read_gpu_identity("NVRM: GPU Board Serial Number:") == {"serial": None}
+    text = (f"[Mon Aug  5 03:54:13 2024] NVRM: GPU at PCI:0000:cb:00: {uuid}\n"
+            "[Mon Aug  5 03:54:13 2024] NVRM: GPU Board Serial Number: 1652923017935\n"
+            f"[Mon Aug  5 03:54:14 2024] {XID_109}\n"
+            "[Mon Aug  5 03:54:15 2024] NVRM: GPU Board Serial Number:\n"  # names no GPU: skipped
+            "[Mon Aug  5 03:54:16 2024] NVRM: Xid (PCI:0000:3d:00): 43, pid=35521, Ch 00000008\n")
+    inc, rep = _load(tmp_path, text)
+    ev = inc.events.set_index("xid")
+    assert ev.loc[109, "uuid"] == uuid and ev.loc[109, "board_serial"] == "1652923017935"
+    assert ev.loc[109, "bus"] == "PCI:0000:cb:00" and pd.isna(ev.loc[43, "uuid"])  # the bus stays as written
+    assert "gpu" not in inc.events  # a bus is not a GPU index
+    assert (rep.parsed, rep.n_skipped) == (4, 1)

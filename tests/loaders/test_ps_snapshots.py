@@ -262,6 +262,29 @@ def test_fuser_v_names_each_process_once_with_the_files_it_holds(tmp_path):
         "fuser warning (a process it could not read)", "header line", "fuser: used by the kernel (no process)"}
 
 
+def test_lsof_names_each_process_once_with_the_devices_it_holds(tmp_path):
+    (tmp_path / "lsof.txt").write_text(
+        "$ lsof -n -w /dev/nvidia*\n"
+        "lsof: WARNING: can't stat() fuse.gvfsd-fuse file system /run/user/1000/gvfs\n"
+        "      Output information may be incomplete.\n"
+        "COMMAND    PID USER   FD   TYPE  DEVICE SIZE/OFF  NODE NAME\n"
+        "python   12345  bob  mem    CHR   195,0           1234 /dev/nvidia0\n"
+        "python   12345  bob   5u    CHR 195,255      0t0  1233 /dev/nvidiactl\n"
+        "python   12345  bob   7u    CHR   508,0      0t0  1240 /dev/nvidia-uvm\n"
+        "Xorg      1025 root   9u    CHR   195,0      0t0  1234 /dev/nvidia0\n"
+        "not an lsof row\n")
+    inc = _load(tmp_path / "lsof.txt")
+    p = inc.processes.set_index("pid")
+    assert sorted(p.index) == [1025, 12345]
+    assert p.loc[12345, "files"] == "/dev/nvidia-uvm,/dev/nvidia0,/dev/nvidiactl"
+    assert (p.loc[12345, "user"], p.loc[12345, "command"], p.loc[12345, "snapshots"]) == ("bob", "python", 1)
+    assert (p.loc[1025, "user"], p.loc[1025, "files"]) == ("root", "/dev/nvidia0")
+    rep = inc.load_report.files[0]
+    assert rep.balanced and rep.parsed == 4
+    assert rep.skipped["lsof warning (a file system it could not read)"] == 2
+    assert sum(n for k, n in rep.skipped.items() if "lsof row" in k) == 1
+
+
 def test_a_ps_row_quoted_in_prose_is_read(tmp_path):
     path = tmp_path / "issue.txt"
     path.write_text(

@@ -25,6 +25,10 @@ The kinds (docs/process-evidence.md says what each means):
     oom_reaped    oom_reaper: reaped process 1234 (python), now anon-rss:0kB, ...
     xid           NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.
     gpu_lost      NVRM: The NVIDIA GPU 0000:b3:00.0 ... has fallen off the bus (no Xid line)
+
+`read_gpu_identity` reads what the driver prints before a GPU's first Xid (`NVRM: GPU at
+PCI:0000:3b:00: GPU-<uuid>`, `NVRM: GPU Board Serial Number: ...`): no event of its own, the
+transcript loader gives it to the Xid events of that bus.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from __future__ import annotations
 import re
 
 from ...commands import SIGNALS, exit_meaning, signal_name
-from ..clock_text import parse_wall_clock
+from ..clock_text import SYSLOG_MONTH, month_number, parse_wall_clock
 
 # The shell's words for "died of signal N" (bash/dash: capitalised; zsh: lower case).
 STATUS_SIGNALS = {
@@ -117,31 +121,63 @@ _WORKER_KILLED = re.compile(r"DataLoader worker \(pid(?:\(s\))? (?P<pid>\d+)\) i
 # Prefixes a kernel line is pasted with: dmesg `[  518.050606]`, `dmesg -T` `[Sun Mar 30 08:24:00 2025]`,
 # `--time-format iso`, syslog/journalctl `May 15 23:09:30 host kernel:` (`-o short-iso`: `2024-05-01T10:00:00+0000
 # host kernel:`), `dmesg -x` `kern  :err   :`, RFC 5424 `<3>1 2024-05-01T10:00:00.123456+00:00 host kernel - - -`,
-# `talosctl dmesg` `192.168.11.119: kern: warning: [2026-04-22T21:27:51.291660856Z]:`, and a markdown quote `> `.
+# `talosctl dmesg` `192.168.11.119: kern: warning: [2026-04-22T21:27:51.291660856Z]:`, a markdown quote `> `, a month in
+# the locale's words (`kwi 15 07:56:59 host kernel:`) and a bare time of day (`19:15:34  NVRM: ...`).
 _ISO = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 _KERNEL_PREFIX = re.compile(
     r"(?:\s*(?:>(?=\s)|<\d+>(?:\d{1,2} )?|\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}\]"
-    rf"|{_ISO}|\[{_ISO}\]:?|[A-Z][a-z]{{2}} [ \d]\d \d{{2}}:\d{{2}}:\d{{2}}(?:\.\d+)? \S+ kernel:"
-    r"|[\w.-]+ kernel(?::| \S+ \S+ (?:-|\[[^\]]*\]))|[\w.:-]+:(?=\s*kern\s*:)|kern\s*:\s*\w+\s*:|kernel:))*\s*")
+    rf"|{_ISO}|\[{_ISO}\]:?|{SYSLOG_MONTH} {{1,2}}\d{{1,2}} \d{{2}}:\d{{2}}:\d{{2}}(?:\.\d+)? \S+ kernel:"
+    r"|[\w.-]+ kernel(?::| \S+ \S+ (?:-|\[[^\]]*\]))|[\w.:-]+:(?=\s*kern\s*:)|kern\s*:\s*\w+\s*:|kernel:"
+    r"|\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?(?=\s)))*\s*")
 _UPTIME = re.compile(r"\[\s*(?P<s>\d+\.\d+)\]")
-_SYSLOG = re.compile(r"^(?:>\s*)?(?:<\d+>)?(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>\d{1,2}) (?P<time>\d{2}:\d{2}:\d{2})(?:\.\d+)? \S+ kernel:")
+_SYSLOG = re.compile(rf"^(?:>\s*)?(?:<\d+>)?(?P<mon>{SYSLOG_MONTH}) {{1,2}}(?P<day>\d{{1,2}}) (?P<time>\d{{2}}:\d{{2}}:\d{{2}})(?:\.\d+)? \S+ kernel:")
+_TIME_OF_DAY = re.compile(r"^(?:>\s*)?(?P<time>\d{1,2}:\d{2}:\d{2})(?:[.,]\d+)?(?:\s|$)")
+# What the driver prints before a GPU's first Xid: its bus and UUID, then its board serial (may be empty).
+_GPU_AT = re.compile(r"NVRM: GPU at (?P<bus>(?:PCI:)?[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?): "
+                     r"(?P<uuid>GPU-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})\s*$")
+_GPU_SERIAL = re.compile(r"NVRM: GPU Board Serial Number:[ \t]*(?P<serial>\S*)\s*$")
 
 
 def kernel_stamp(prefix: str) -> dict:
     """The time a kernel line's prefix states: `wall` (a WallClock with a date), `syslog`
-    (month, day, time: no year), `uptime_s` (seconds since boot); empty when none."""
+    (month as written, in any locale `month_number` reads, day, time: no year), `time_of_day`
+    (`HH:MM:SS`, no date), `uptime_s` (seconds since boot); empty when none."""
     out: dict = {}
     m = _UPTIME.search(prefix)
     if m:
         out["uptime_s"] = float(m["s"])
     m = _SYSLOG.match(prefix.strip())
-    if m:
+    if m and month_number(m["mon"]) is not None:
         out["syslog"] = (m["mon"], int(m["day"]), m["time"])
         return out
     wall = parse_wall_clock(prefix.replace("[", " ").replace("]", " "))
     if wall is not None:
         out["wall"] = wall
+    elif "uptime_s" not in out and (m := _TIME_OF_DAY.match(prefix.strip())):
+        out["time_of_day"] = m["time"]
     return out
+
+
+def read_gpu_identity(line: str) -> dict | None:
+    """`NVRM: GPU at PCI:0000:3b:00: GPU-<uuid>` -> {bus, uuid}; `NVRM: GPU Board Serial Number: N`
+    -> {serial} (None when the driver printed none); any other line -> None."""
+    if "NVRM: GPU " not in line:
+        return None
+    m = _GPU_AT.search(line)
+    if m:
+        return {"bus": m["bus"], "uuid": m["uuid"]}
+    m = _GPU_SERIAL.search(line)
+    if m:
+        return {"serial": m["serial"] or None}
+    return None
+
+
+def bus_key(bus: str | None) -> str | None:
+    """A PCI bus as one key whatever form names it (`PCI:0000:3b:00`, `0000:3b:00.0`)."""
+    if not bus:
+        return None
+    b = bus.lower().removeprefix("pci:")
+    return re.sub(r"\.0$", "", b)
 
 
 def _kb(v: str | None) -> float:
@@ -279,4 +315,4 @@ def read_line(line: str) -> dict | None:
     return None
 
 
-__all__ = ["SIGNALS", "STATUS_SIGNALS", "kernel_stamp", "read_kernel", "read_line"]
+__all__ = ["SIGNALS", "STATUS_SIGNALS", "bus_key", "kernel_stamp", "read_gpu_identity", "read_kernel", "read_line"]

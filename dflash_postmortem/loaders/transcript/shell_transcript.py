@@ -40,7 +40,7 @@ from ...commands import (
 from ...errors import SourceFormatError
 from ...incident import Incident, from_frames
 from .. import registry
-from ..clock_text import WallClock, parse_wall_clock
+from ..clock_text import WallClock, month_number, parse_wall_clock
 from ..nvidia_smi import load_nvidia_smi
 from ..ps_snapshots import lifetimes, read_listing
 from ..registry import LoadContext
@@ -321,11 +321,11 @@ def _gpu_summary(got: dict[str, pd.DataFrame]) -> str:
 
 
 def _listing_rows(c: Command, ctx: LoadContext, rep) -> list[dict]:
-    """Processes a `ps`/`top`/`fuser -v`/`pgrep`/`pidof` answer shows, seen at the command's time."""
+    """Processes a `ps`/`top`/`fuser -v`/`lsof`/`pgrep`/`pidof` answer shows, seen at the command's time."""
     name = command_name(c.words) if c.words else ""
     first = c.line + 1
     snap = None if pd.isna(c.time) else c.time
-    if name in ("ps", "top", "fuser") or (name == "watch" and re.search(r"\bps\b", c.text)):
+    if name in ("ps", "top", "fuser", "lsof") or (name == "watch" and re.search(r"\bps\b", c.text)):
         # the output lines follow the prompt without a gap: read_listing numbers them from there
         rows, _ = read_listing([s for _, s in c.output], first, snap, ctx, rep, counted=False, command=c.text)
         return rows
@@ -342,8 +342,10 @@ def _listing_rows(c: Command, ctx: LoadContext, rep) -> list[dict]:
 
 
 def _kernel_time(fact: dict, c: Command | None, ctx: LoadContext, rep) -> pd.Timestamp:
-    """A kernel line's own time: dmesg -T / iso stamps; syslog stamps take the year of the
-    command that printed them. Seconds since boot alone give no time."""
+    """A kernel line's own time: dmesg -T / iso stamps; syslog stamps (a month in any locale
+    `month_number` reads) take the year of the command that printed them, or of the incident's
+    `date`. Seconds since boot, a time of day or no stamp alone give no time; the load report
+    says which."""
     stamp = process_control.kernel_stamp(fact.pop("prefix", ""))
     if "uptime_s" in stamp:
         fact["uptime_s"] = stamp["uptime_s"]
@@ -358,12 +360,20 @@ def _kernel_time(fact: dict, c: Command | None, ctx: LoadContext, rep) -> pd.Tim
         if year is None:
             rep.assume("syslog stamps carry no year and nothing dates the session: those kernel lines have no time")
             return pd.NaT
-        wall = parse_wall_clock(f"{stamp['syslog'][0]} {stamp['syslog'][1]} {stamp['syslog'][2]} {year}")
-        if wall is None:
+        mon, day, tod = stamp["syslog"]
+        try:
+            naive = pd.Timestamp(f"{year:04d}-{month_number(mon):02d}-{day:02d} {tod}")
+        except (ValueError, TypeError):
             return pd.NaT
         rep.assume(f"syslog stamps carry no year: {year} taken from the session")
-        return align.localize(pd.Series([wall.naive]), ctx.timezone).iloc[0]
-    rep.assume("kernel lines stamped with seconds since boot only: those events have no time (uptime_s column)")
+        rep.assume(align.zone_assumption(ctx.timezone))
+        return align.localize(pd.Series([naive]), ctx.timezone).iloc[0]
+    if "uptime_s" in stamp:
+        rep.assume("kernel lines stamped with seconds since boot only: those events have no time (uptime_s column)")
+    elif "time_of_day" in stamp:
+        rep.assume("kernel lines stamped with a time of day only (no date): those events have no time")
+    else:
+        rep.assume("kernel lines without a stamp of their own (bare, or cut to `kernel:`): those events have no time")
     return pd.NaT
 
 
@@ -385,8 +395,20 @@ def _fact_events(ev: _Events, lines: list[tuple[int, str]], c: Command | None, r
     targets = kill_targets(c.text) if c is not None else []
     failed: set[tuple] = set()
     pending_oom: dict[int, dict] = {}  # pid -> the `oom-kill:constraint=` event waiting for its Killed line
+    gpus: dict[str, dict] = {}  # bus -> the uuid (and board serial) the driver printed for it
+    last_gpu: str | None = None
     for n, s, joined in _kernel_messages(lines):
         if n in skip_lines:
+            continue
+        ident = process_control.read_gpu_identity(s)
+        if ident is not None:
+            if "uuid" in ident:
+                last_gpu = process_control.bus_key(ident["bus"])
+                gpus[last_gpu] = {"uuid": ident["uuid"]}
+                got.add(n)
+            elif ident["serial"] and last_gpu is not None:
+                gpus[last_gpu]["board_serial"] = ident["serial"]
+                got.add(n)
             continue
         fact = process_control.read_line(s)
         if fact is None:
@@ -399,6 +421,8 @@ def _fact_events(ev: _Events, lines: list[tuple[int, str]], c: Command | None, r
         if "prefix" in fact:
             t, approx = _kernel_time(fact, c, ctx, rep), False
         context = fact.pop("context", False)
+        if kind == "xid" and (gpu := gpus.get(process_control.bus_key(fact.get("bus")))):
+            fact.update(gpu)  # the GPU the driver named on this bus before the Xid (no index: the bus is not one)
         if kind == "kill_sent":
             # killall -v / pkill -e named the PIDs its pattern matched: they stand for the pattern
             failed.update(_key(k) for k in targets if k.pattern)
@@ -452,17 +476,26 @@ def _fact_events(ev: _Events, lines: list[tuple[int, str]], c: Command | None, r
 
 
 _CONTINUED = re.compile(r"^\s{4,}NVRM: ")
+# An Xid message wrapped onto indented lines with no `NVRM:` and no stamp of their own
+# (`          MMU Fault: ENGINE GRAPHICS ...`).
+_XID_WRAPPED = re.compile(r"^\s{4,}(?![\[<>]|\d{1,2}:\d{2}|NVRM:)\S")
 
 
 def _kernel_messages(lines: list[tuple[int, str]]):
     """(line, text, lines joined into it): the NVIDIA driver continues a message on indented
-    `NVRM:` lines (`NVRM: The NVIDIA GPU 0000:b3:00.0` / `NVRM: ... fallen off the bus`); they
-    are read as one message at its first line."""
+    `NVRM:` lines (`NVRM: The NVIDIA GPU 0000:b3:00.0` / `NVRM: ... fallen off the bus`), and an
+    Xid message wrapped onto indented lines without `NVRM:` continues it too; they are read as
+    one message at its first line."""
     out: list[tuple[int, str, list[int]]] = []
     for n, s in lines:
         if out and _CONTINUED.match(s) and "NVRM:" in out[-1][1]:
             first, text, joined = out[-1]
             out[-1] = (first, text + " " + s.strip().removeprefix("NVRM: "), [*joined, n])
+            continue
+        if (out and _XID_WRAPPED.match(s) and "NVRM: Xid" in out[-1][1] and process_control.read_line(s) is None
+                and process_control.read_gpu_identity(s) is None):
+            first, text, joined = out[-1]
+            out[-1] = (first, text.rstrip() + " " + s.strip(), [*joined, n])
             continue
         out.append((n, s, []))
     return out

@@ -303,6 +303,24 @@ def test_nvidia_smi_table_in_a_session_keeps_its_processes_and_fuser_names_holde
     assert p.loc[6943, "files"] == "/dev/nvidia0,/dev/nvidiactl"
 
 
+def test_lsof_in_a_session_names_the_holders_of_the_gpus(tmp_path):
+    (tmp_path / "session.txt").write_text(
+        "bob@box:~$ date\n"
+        "Tue Dec  1 03:04:05 UTC 2026\n"
+        "bob@box:~$ sudo lsof -n -w /dev/nvidia*\n"
+        "COMMAND   PID USER   FD   TYPE  DEVICE SIZE/OFF NODE NAME\n"
+        "python   6943  bob  mem    CHR   195,0          1234 /dev/nvidia0\n"
+        "python   6943  bob   5u    CHR 195,255      0t0 1233 /dev/nvidiactl\n"
+        "bob@box:~$ kill -9 6943 6943\n")
+    inc = pm.load_shell_transcript(tmp_path / "session.txt")
+    p = inc.processes.set_index("pid")
+    assert list(p.index) == [6943]
+    assert (p.loc[6943, "user"], p.loc[6943, "command"]) == ("bob", "python")
+    assert p.loc[6943, "files"] == "/dev/nvidia0,/dev/nvidiactl"
+    assert p.loc[6943, "first_seen"] == pd.Timestamp("2026-12-01 03:04:05", tz="UTC")
+    assert inc.load_report.files[0].balanced
+
+
 def test_ps_o_without_header_in_a_session_reads_the_columns_it_names(tmp_path):
     (tmp_path / "session.txt").write_text(
         "$ date\n"
