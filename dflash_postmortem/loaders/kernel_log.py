@@ -9,24 +9,17 @@ state none of these are counted as skipped.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from ..commands import match_prompt
 from ..incident import Incident
 from . import registry
-from .clock_text import SYSLOG_MONTH
 from .registry import LoadContext
 from .terminal import screen_text
 from .transcript import process_control
 from .transcript.shell_transcript import load_transcript
 
 FORMAT = "kernel-log"
-# A stamp a kernel line starts with (after a markdown quote `> `): dmesg, `dmesg -T`, `--time-format iso`, journalctl,
-# `dmesg -x`, RFC 5424 (`<3>1 2024-...`), journal stamps with the locale's month (`kwi 15 07:56:59 host kernel:`) and `talosctl dmesg` (`node: kern: warning: [2026-...Z]:`).
-_KERNEL_PREFIX = re.compile(r"^\s*(?:>\s*)?(?:<\d+>\[\s*\d+\.\d+\]|\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}\]"
-                            r"|(?:<\d+>\d{1,2} )?\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2}) "
-                            rf"|{SYSLOG_MONTH} {{1,2}}\d{{1,2}} \d{{2}}:\d{{2}}:\d{{2}}(?:\.\d+)? \S+ kernel:|(?:[\w.:-]+: )?kern\s*:\s*\w+\s*:)")
 _KERNEL_KINDS = {"oom_kill", "oom_chosen", "oom_invoked", "oom_reaped", "xid", "gpu_lost"}
 
 
@@ -38,7 +31,8 @@ def sniff_kernel_log(path: Path, head: bytes) -> float:
     facts = [f for f in map(process_control.read_line, lines) if f is not None and f["kind"] in _KERNEL_KINDS]
     if not facts:
         return 0.0
-    prefixed = sum(1 for ln in lines if _KERNEL_PREFIX.match(ln))
+    # The prefixes the transcript reader cuts off kernel lines (one list of stamp forms for both).
+    prefixed = sum(1 for ln in lines if process_control.kernel_prefix(ln))
     return 0.8 if prefixed / len(lines) >= 0.3 else 0.45
 
 

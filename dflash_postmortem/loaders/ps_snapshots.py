@@ -315,39 +315,49 @@ def listing_row(listing: Listing, line: str, snap, ctx: LoadContext, rep) -> dic
     )
 
 
-def _snapshot_time(s: str, snap, ctx: LoadContext, rep) -> tuple[bool, object]:
-    """(is this line a snapshot marker, the snapshot's time: UTC, or None when unknown)."""
+def _snapshot_mark(s: str) -> tuple[str, object] | None:
+    """What makes `s` a line between snapshots: ("wall", WallClock) for an ISO stamp or a `date`
+    line, ("epoch", seconds), ("clock", "HH:MM:SS") for top's header or a bare time of day;
+    None for any other line."""
     m = _SNAP_ISO.match(s)
     if m:
         wall = parse_wall_clock(m["ts"])
-        if wall is None:
-            return False, snap
-        if wall.offset_min is not None:
-            return True, wall.utc()
-        rep.assume(align.zone_assumption(ctx.timezone))
-        return True, _local(wall.naive, ctx.timezone)
+        return None if wall is None else ("wall", wall)
     m = _SNAP_EPOCH.match(s)
     if m:
-        return True, pd.Timestamp(int(m["s"]), unit="s", tz="UTC")
+        return "epoch", int(m["s"])
     m = _TOP.match(s) or _SNAP_TOD.match(s)
     if m:
-        date = ctx.date or (snap.tz_convert(ctx.timezone).date() if snap is not None else None)
-        if date is None:
-            rep.assume("snapshot gives only a time of day and no date is known: snapshot has no time")
-            return True, None
-        rep.assume(f"snapshot gives only time of day: date {date} taken from {'the incident' if ctx.date else 'an earlier snapshot'}")
-        t = _local(pd.Timestamp(f"{date} {m['time']}"), ctx.timezone)
-        if snap is not None and t is not None and t < snap - pd.Timedelta(hours=1):
-            t += pd.Timedelta(days=1)  # past midnight since the snapshot the date came from
-        return True, t
+        return "clock", m["time"]
     if len(s) < 80:
         wall = parse_date_line(s.lstrip("#=*- ").rstrip("#=*- "))
         if wall is not None:
-            if wall.offset_min is not None:
-                return True, wall.utc()
-            rep.assume(align.zone_assumption(ctx.timezone))
-            return True, _local(wall.naive, ctx.timezone)
-    return False, snap
+            return "wall", wall
+    return None
+
+
+def _snapshot_time(s: str, snap, ctx: LoadContext, rep) -> tuple[bool, object]:
+    """(is this line a snapshot marker, the snapshot's time: UTC, or None when unknown)."""
+    mark = _snapshot_mark(s)
+    if mark is None:
+        return False, snap
+    kind, value = mark
+    if kind == "epoch":
+        return True, pd.Timestamp(value, unit="s", tz="UTC")
+    if kind == "wall":
+        if value.offset_min is not None:
+            return True, value.utc()
+        rep.assume(align.zone_assumption(ctx.timezone))
+        return True, _local(value.naive, ctx.timezone)
+    date = ctx.date or (snap.tz_convert(ctx.timezone).date() if snap is not None else None)
+    if date is None:
+        rep.assume("snapshot gives only a time of day and no date is known: snapshot has no time")
+        return True, None
+    rep.assume(f"snapshot gives only time of day: date {date} taken from {'the incident' if ctx.date else 'an earlier snapshot'}")
+    t = _local(pd.Timestamp(f"{date} {value}"), ctx.timezone)
+    if snap is not None and t is not None and t < snap - pd.Timedelta(hours=1):
+        t += pd.Timedelta(days=1)  # past midnight since the snapshot the date came from
+    return True, t
 
 
 def _local(naive: pd.Timestamp, tz: str):
@@ -437,31 +447,23 @@ def read_listing(lines: list[str], first_line: int, snap, ctx: LoadContext, rep,
                 rep.assume(f"no header line: `ps {'aux' if guess is AUX else '-ef'}` columns assumed")
                 listing = Listing(guess)
                 listing.guessed = True
-        if listing.lsof:
-            got = _lsof_row(listing, s, snap)
-            if got is None:
-                bad(i, "an lsof row (COMMAND PID USER FD TYPE DEVICE SIZE/OFF NODE NAME)", line)
-                continue
-            got["line"] = i
-            if counted:
-                rep.parsed += 1
-            if not _fuser_held(listing, got):
-                rows.append(got)
-            continue
         if listing.fuser:
             line = _fuser_line(listing, line)
             if _FUSER_KERNEL.match(line.strip()):
                 skip(i, "fuser: used by the kernel (no process)")
                 continue
-        got = listing_row(listing, line, snap, ctx, rep)
+        if listing.lsof:
+            got = _lsof_row(listing, s, snap) or "an lsof row (COMMAND PID USER FD TYPE DEVICE SIZE/OFF NODE NAME)"
+        else:
+            got = listing_row(listing, line, snap, ctx, rep)
         if isinstance(got, str):
             bad(i, got, line)
             continue
         got["line"] = i
         if counted:
             rep.parsed += 1
-        if listing.fuser and _fuser_held(listing, got):
-            continue
+        if (listing.fuser or listing.lsof) and _fuser_held(listing, got):
+            continue  # one more file of a process already listed
         rows.append(got)
     return rows, n_snaps
 
@@ -536,7 +538,7 @@ def sniff_ps(path: Path, head: bytes) -> float:
     if rows and rows / len(lines) >= 0.5:
         return 0.8
     fitting = _rows_for_command_columns(lines)
-    stamps = sum(1 for ln in lines if _is_snapshot_stamp(ln.strip()))
+    stamps = sum(1 for ln in lines if _snapshot_mark(ln.strip()) is not None)
     if fitting >= 2 and (fitting + stamps) / len(lines) >= 0.5:
         return 0.8  # `date; ps -o ... | grep` in a loop: rows under the columns the command names
     if rows and rows / len(lines) >= 0.15:
@@ -560,13 +562,6 @@ def _rows_for_command_columns(lines: list[str]) -> int:
         if cols and len(words) >= len(cols) and words[cols.index("PID")].isdigit():
             n += 1
     return n
-
-
-def _is_snapshot_stamp(s: str) -> bool:
-    """A line that only states a time (`date` output, an ISO stamp, an epoch) between snapshots."""
-    if _SNAP_ISO.match(s) or _SNAP_EPOCH.match(s) or _SNAP_TOD.match(s):
-        return True
-    return len(s) < 80 and parse_date_line(s) is not None
 
 
 @registry.format(

@@ -110,8 +110,10 @@ _GPU_LOST = re.compile(r"NVRM: (?:The NVIDIA GPU (?P<bus>[0-9a-fA-F:.]+)|GPU (?:
                        r"|fallen off the bus)")
 # What the driver writes where it knows no process: `pid='<unknown>', name=<unknown>`.
 _UNKNOWN = "<unknown>"
-# A bus the Xid line names; a paste that hides it (`Xid (PCI:...)`) names none.
-_XID_BUS = re.compile(r"(?:PCI:)?[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?")
+# A PCI bus as the driver names it (`PCI:0000:3b:00`, `0000:3b:00.0`); a paste that hides it
+# (`Xid (PCI:...)`) names none.
+_BUS = r"(?:PCI:)?[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
+_XID_BUS = re.compile(_BUS)
 _KERNEL_KEYS = ("Killed process", "Kill process", "oom-kill:", "invoked oom-killer", "oom_reaper:", "NVRM: Xid",
                 "fallen off the bus")
 # A line a terminal wrapped and the copy kept as one: the wrap shows as a long run of spaces.
@@ -133,7 +135,7 @@ _UPTIME = re.compile(r"\[\s*(?P<s>\d+\.\d+)\]")
 _SYSLOG = re.compile(rf"^(?:>\s*)?(?:<\d+>)?(?P<mon>{SYSLOG_MONTH}) {{1,2}}(?P<day>\d{{1,2}}) (?P<time>\d{{2}}:\d{{2}}:\d{{2}})(?:\.\d+)? \S+ kernel:")
 _TIME_OF_DAY = re.compile(r"^(?:>\s*)?(?P<time>\d{1,2}:\d{2}:\d{2})(?:[.,]\d+)?(?:\s|$)")
 # What the driver prints before a GPU's first Xid: its bus and UUID, then its board serial (may be empty).
-_GPU_AT = re.compile(r"NVRM: GPU at (?P<bus>(?:PCI:)?[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?): "
+_GPU_AT = re.compile(rf"NVRM: GPU at (?P<bus>{_BUS}): "
                      r"(?P<uuid>GPU-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})\s*$")
 _GPU_SERIAL = re.compile(r"NVRM: GPU Board Serial Number:[ \t]*(?P<serial>\S*)\s*$")
 
@@ -189,6 +191,12 @@ def _int(v) -> int | None:
         return int(v)
     except (TypeError, ValueError):
         return None
+
+
+def kernel_prefix(line: str) -> str:
+    """The stamps and tags a kernel line starts with (`[  518.050606]`, `May 15 23:09:30 host
+    kernel:`, `kern  :err   :`, ...), a markdown quote left out; '' when it has none."""
+    return _KERNEL_PREFIX.match(line).group().strip().removeprefix(">").strip()
 
 
 def read_kernel(line: str) -> dict | None:
@@ -315,4 +323,5 @@ def read_line(line: str) -> dict | None:
     return None
 
 
-__all__ = ["SIGNALS", "STATUS_SIGNALS", "bus_key", "kernel_stamp", "read_gpu_identity", "read_kernel", "read_line"]
+__all__ = ["SIGNALS", "STATUS_SIGNALS", "bus_key", "kernel_prefix", "kernel_stamp", "read_gpu_identity", "read_kernel",
+           "read_line"]

@@ -298,8 +298,7 @@ def _times(when: pd.Series, ctx: LoadContext, rep: FileReport, log: SdkLog) -> p
         wall = pd.to_datetime(text[~zoned], errors="coerce", format="ISO8601")
         if log.utc_offset_s is not None:
             # An offset the SDK's own logs give beats any configured zone: it is this machine's clock.
-            utc = align.shift(pd.DataFrame({"time": align.localize(wall, "UTC")}), -log.utc_offset_s)["time"]
-            times[~zoned] = utc
+            times[~zoned] = align.localize(wall, "UTC") - pd.Timedelta(seconds=log.utc_offset_s)
             rep.assume(f"local time read as UTC{_offset_text(log.utc_offset_s)}, {log.utc_offset_from}")
         else:
             times[~zoned] = align.localize(wall, ctx.timezone)
