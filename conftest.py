@@ -9,7 +9,7 @@ import os
 import shutil
 import tempfile
 
-from dflash_postmortem.notebook import CACHE_ENV
+from dflash_postmortem.report_cache import CACHE_ENV
 
 if not os.environ.get(CACHE_ENV):
     os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="dflash-nbval-")

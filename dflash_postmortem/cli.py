@@ -38,6 +38,7 @@ def _add_inspect(sub) -> None:
     p.add_argument("--no-redact", action="store_true",
                    help="print secrets (tokens, keys, passwords) as they are in the evidence instead of masking them")
     _add_window(p)
+    _add_online(p)
     p.set_defaults(func=run_inspect)
 
 
@@ -73,6 +74,12 @@ def _terminal_width(asked: int | None) -> int:
     return shutil.get_terminal_size((text.TERMINAL_WIDTH, 24)).columns
 
 
+def _add_online(p) -> None:
+    p.add_argument("--online", action="store_true",
+                   help="also query the servers incident.toml names (Prometheus); without it nothing "
+                        "reaches the network and such a source is listed as needing --online")
+
+
 def _add_strict(p) -> None:
     p.add_argument("--strict", action="store_true",
                    help="stop at the first file or line that cannot be read (exit 2) instead of "
@@ -82,7 +89,7 @@ def _add_strict(p) -> None:
 def run_inspect(args) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        inc = load_incident(args.dir, timezone=args.timezone,
+        inc = load_incident(args.dir, timezone=args.timezone, online=args.online,
                             on_bad_line="raise" if args.strict else args.on_bad_line, **_window_arguments(args))
     print(text.render_inspect(inc, verbose=args.verbose, debug=args.debug,
                               width=_terminal_width(args.width), redacted=not args.no_redact))
@@ -110,6 +117,7 @@ def _add_report(sub) -> None:
     p.add_argument("--static", action="store_true", help="also export figures as PNG (needs kaleido and Chromium)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_strict(p)
+    _add_online(p)
     p.set_defaults(func=run_report)
 
 
@@ -128,10 +136,11 @@ def run_report(args) -> int:
         index = build_report(
             args.dir, out, only=args.only, params=params, show_code=args.show_code,
             progress=not args.no_progress, static=args.static, on_bad_line="raise" if args.strict else "skip",
+            online=args.online,
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            inc, _ = load_cached(str(args.dir.resolve()), str(params.get("timezone", "")))
+            inc, _ = load_cached(str(args.dir.resolve()), str(params.get("timezone", "")), online=args.online)
     print(f"report written: {index}")
     _say_unreadable(inc.load_report, "the load report on the overview page")
     return 0

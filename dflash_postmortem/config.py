@@ -114,6 +114,16 @@ def check_timezone(name: str, where: str = "timezone") -> str:
     return name
 
 
+def incident_config(root: Path, timezone: str | None = None) -> IncidentConfig:
+    """The configuration of the incident at `root` (a folder, or a file read alone): its
+    `incident.toml` where it has one, with `timezone` (the caller's choice) over the file's."""
+    path = root / CONFIG_NAME
+    cfg = read_config(path) if root.is_dir() and path.is_file() else IncidentConfig()
+    if timezone:
+        cfg.timezone = check_timezone(timezone)
+    return cfg
+
+
 def read_config(path: Path) -> IncidentConfig:
     """Parse `incident.toml`; unknown keys and wrong types are one-line errors naming the key,
     the type expected and the value found."""

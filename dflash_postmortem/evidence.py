@@ -12,10 +12,11 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
+from .loaders.encoding import KEEP, LONG_LINE
 from .loaders.encoding import detect as detect_encoding
 from .redact import redact
 
@@ -75,21 +76,85 @@ def _exists(root: str, rel: str) -> bool:
 # --- reading the cited lines ----------------------------------------------------------------------
 
 @lru_cache(maxsize=64)
-def _lines(path: str, mtime_ns: int) -> tuple[str, ...] | None:
+def _lines(path: str, mtime_ns: int) -> tuple[str, ...] | _LargeText | None:
     """The file's lines as the loaders numbered them (one per `\\n`), decoded in its own
-    encoding, terminal escapes removed; None for a binary file."""
-    raw = Path(path).read_bytes()
-    enc = detect_encoding(raw[:4096])
-    text = raw[enc.bom:].decode(enc.codec, errors="replace")
-    if enc.strip_nul:
-        text = text.replace("\x00", "")
-    if "\x00" in text or sum(ch < " " and ch not in "\n\r\x1b" and ch not in _TEXT_CONTROLS for ch in text[:4096]) > 8:
+    encoding, terminal escapes removed; None for a binary file. A file above LARGE_FILE is read
+    a line at a time where asked (`_LargeText`), never whole."""
+    size = Path(path).stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    enc = detect_encoding(head)
+    if size > LARGE_FILE:
+        return _LargeText(path, enc) if enc.codec == "utf-8" and _is_text(_decoded(head, enc)) else None
+    text = _decoded(Path(path).read_bytes(), enc)
+    if not _is_text(text[:4096]):
         return None
-    text = _ANSI.sub("", text)
-    return tuple(line.rstrip("\r") for line in text.split("\n"))
+    return tuple(_shown(line) for line in text.split("\n"))
 
 
-def read_lines(root: Path, rel: str) -> tuple[str, ...] | None:
+def _decoded(raw: bytes, enc) -> str:
+    text = raw[enc.bom:].decode(enc.codec, errors="replace")
+    return text.replace("\x00", "") if enc.strip_nul else text
+
+
+def _is_text(sample: str) -> bool:
+    return "\x00" not in sample and sum(ch < " " and ch not in "\n\r\x1b" and ch not in _TEXT_CONTROLS
+                                          for ch in sample[:4096]) <= 8
+
+
+def _shown(line: str) -> str:
+    """A line as a reader sees it: no terminal escapes, no carriage return, no more than
+    LONG_LINE characters (the loaders read no further either)."""
+    if len(line) > LONG_LINE:
+        line = line[:KEEP] + f" … ({len(line) - KEEP:,} more characters not shown)"
+    return _ANSI.sub("", line).rstrip("\r")
+
+
+# Above this size a cited file is not read whole (a report cites lines of a 2 GB log too).
+LARGE_FILE = 64 << 20
+_STRIDE = 4096  # a large file's index keeps where every 4096th line starts
+
+
+class _LargeText:
+    """The lines of a large UTF-8 file, read where asked: one pass keeps the offset of every
+    _STRIDE-th line (a few KiB of index for millions of lines); a line is read from the nearest.
+    Holds one line at a time, cut as `_shown` cuts it."""
+
+    def __init__(self, path: str, enc):
+        self.path, self.enc = path, enc
+        self.starts = [enc.bom]
+        count, at = 0, 0
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                pos = block.find(b"\n")
+                while pos >= 0:
+                    count += 1
+                    if count % _STRIDE == 0:
+                        self.starts.append(at + pos + 1)
+                    pos = block.find(b"\n", pos + 1)
+                at += len(block)
+        self.n = count + 1  # the text after the last line break is a line too, as split() gives
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> str:
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        with open(self.path, "rb") as f:
+            f.seek(self.starts[i // _STRIDE])
+            for _ in range(i % _STRIDE):
+                _skip_line(f)
+            line = f.readline(LONG_LINE + 1)
+        return _shown(_decoded(line.rstrip(b"\n"), replace(self.enc, bom=0)))
+
+
+def _skip_line(f) -> None:
+    while (chunk := f.readline(1 << 20)) and not chunk.endswith(b"\n"):
+        pass
+
+
+def read_lines(root: Path, rel: str) -> tuple[str, ...] | _LargeText | None:
     p = Path(root) / rel
     try:
         return _lines(str(p), p.stat().st_mtime_ns)

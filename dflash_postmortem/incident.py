@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import plain_data as plain
 from . import schema
 from .config import IncidentConfig
 from .load_report import FileReport, LoadReport
@@ -30,6 +31,35 @@ class RunInfo:
     config: dict = field(default_factory=dict)
     summary: dict = field(default_factory=dict)
     source: str | None = None
+
+    def to_plain(self) -> dict:
+        return {f: getattr(self, f) for f in _RUN_FIELDS}
+
+    @classmethod
+    def from_plain(cls, data, where: str = "run") -> RunInfo:
+        """A RunInfo from what `to_plain` gave, every field type-checked (plain_data.Untrusted)."""
+        return cls(**plain.fields(where, data, _RUN_FIELDS))
+
+
+_opt_text = plain.optional(plain.text)
+_opt_time = plain.optional(plain.time)
+_RUN_FIELDS: dict[str, plain.Check] = {
+    "run": plain.text, "id": _opt_text, "name": _opt_text, "project": _opt_text, "host": _opt_text,
+    "started": _opt_time, "ended": _opt_time, "exit_code": plain.optional(plain.integer),
+    "exit_record": plain.optional(plain.boolean), "command": _opt_text,
+    "config": plain.map_of(plain.anything), "summary": plain.map_of(plain.anything), "source": _opt_text,
+}
+
+
+def runs_to_plain(runs: dict[str, RunInfo]) -> list:
+    return [[key, info.to_plain()] for key, info in runs.items()]
+
+
+def runs_from_plain(data, where: str = "runs") -> dict[str, RunInfo]:
+    pairs = plain.list_of(plain.list_of(plain.anything))(where, data)
+    if not all(len(p) == 2 and isinstance(p[0], str) for p in pairs):
+        raise plain.Untrusted(f"{where}: expected [name, run] pairs")
+    return {key: RunInfo.from_plain(info, f"{where}[{key!r}]") for key, info in pairs}
 
 
 @dataclass

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from . import plain_data as plain
 from .errors import SourceFormatError
 
 POLICIES = ("raise", "warn", "skip")
@@ -82,9 +83,33 @@ class FileReport:
     def balanced(self) -> bool:
         return self.parsed + self.n_skipped == self.read
 
+    def to_plain(self) -> dict:
+        return {f: getattr(self, f) for f in _FILE_FIELDS}
+
+    @classmethod
+    def from_plain(cls, data, where: str = "file report") -> FileReport:
+        """A FileReport from what `to_plain` gave, every field type-checked (plain_data.Untrusted)."""
+        got = plain.fields(where, data, _FILE_FIELDS)
+        for counted in ("skipped", "rows"):
+            got[counted] = Counter(got[counted])
+        return cls(**got)
+
     def summary(self) -> str:
         rows = ", ".join(f"{k} {v}" for k, v in sorted(self.rows.items())) or "no rows"
         return f"{self.path}: {self.format or 'unrecognised'}; {self.read} {self.unit}s read, {self.parsed} parsed, {self.n_skipped} skipped; {rows}"
+
+
+_opt_text = plain.optional(plain.text)
+_opt_time = plain.optional(plain.time)
+_texts = plain.list_of(plain.text)
+# Every field of a FileReport and the type it must have when read back (plain_data).
+_FILE_FIELDS: dict[str, plain.Check] = {
+    "path": plain.text, "format": _opt_text, "unit": plain.text, "read": plain.integer,
+    "parsed": plain.integer, "skipped": plain.map_of(plain.integer),
+    "examples": plain.map_of(plain.list_of(plain.integer)), "rows": plain.map_of(plain.integer),
+    "assumptions": _texts, "notes": _texts, "error": _opt_text, "trace": _opt_text,
+    "start": _opt_time, "end": _opt_time, "on_bad_line": plain.text, "abs_path": _opt_text,
+}
 
 
 @dataclass
@@ -97,6 +122,18 @@ class LoadReport:
     # host -> its clock skew estimated against the reference host (align.align_host_clocks):
     # reference, seconds, uncertainty_s, pairs, methods, applied, why
     host_clocks: dict[str, dict] = field(default_factory=dict)
+
+    def to_plain(self) -> dict:
+        return {"files": [f.to_plain() for f in self.files], "offsets": self.offsets, "notes": self.notes,
+                "host_clocks": self.host_clocks}
+
+    @classmethod
+    def from_plain(cls, data, where: str = "load report") -> LoadReport:
+        got = plain.fields(where, data, {
+            "files": plain.list_of(plain.anything), "offsets": plain.map_of(plain.number),
+            "notes": _texts, "host_clocks": plain.map_of(plain.map_of(plain.anything))})
+        got["files"] = [FileReport.from_plain(f, f"{where}.files[{i}]") for i, f in enumerate(got["files"])]
+        return cls(**got)
 
     def add(self, report: FileReport) -> FileReport:
         self.files.append(report)

@@ -13,26 +13,22 @@ after a report) pays for loading.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import os
-import pickle
-from functools import cache
 from pathlib import Path
 
 import pandas as pd
 
-from . import __version__
+from . import plain_data, report_cache
 from .detect import detect
 from .evidence import link_refs
-from .loaders.folder import load_incident, walked
+from .loaders.folder import load_incident
 from .redact import redact, redact_frame, redact_incident
 from .units import clock
 
-CACHE_ENV = "DFLASH_POSTMORTEM_CACHE"
 REDACT_ENV = "DFLASH_POSTMORTEM_REDACT"  # "0": the report was asked not to mask secrets
-_CACHE_KEEP = 64  # most recent files kept in the cache folder (an incident as read, and masked)
+ONLINE_ENV = "DFLASH_POSTMORTEM_ONLINE"  # "1": the report was asked to query the servers incident.toml names
 
 
 def figure_bundle(fig) -> dict:
@@ -132,65 +128,45 @@ def cell_text(value, with_date: bool = False) -> str:
     return str(value)
 
 
-def cache_dir() -> Path:
-    """Where loaded incidents are kept: `DFLASH_POSTMORTEM_CACHE`, else the user's cache folder."""
-    given = os.environ.get(CACHE_ENV)
-    if given:
-        return Path(given)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "dflash-postmortem"
-
-
-@cache
-def _kit_stamp() -> str:
-    """The kit's own code, as loaded: its version and every module's size and mtime (a working
-    checkout changes without a new version number)."""
-    here = Path(__file__).resolve().parent
-    parts = [__version__] + [f"{p.relative_to(here)}:{p.stat().st_size}:{p.stat().st_mtime_ns}"
-                             for p in sorted(here.rglob("*.py"))]
-    return hashlib.sha1("\n".join(parts).encode()).hexdigest()
-
-
-def _fingerprint(folder: Path, timezone: str | None) -> str:
-    """Changes whenever an evidence file or the kit changes, and whenever an entry the load
-    reports instead of reading (a dangling link, a FIFO) comes or goes: it is in the load report."""
-    stamp = [_kit_stamp(), str(folder.resolve()), timezone or ""]
-    for p, st in walked(folder):
-        stamp.append(f"{p.relative_to(folder)}:{st.st_size}:{st.st_mtime_ns}" if st else f"{p.relative_to(folder)}:-")
-    return hashlib.sha1("\n".join(stamp).encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def load_cached(incident_dir: str, timezone: str = "", on_bad_line: str = "skip", masked: bool = False):
+def load_cached(incident_dir: str, timezone: str = "", on_bad_line: str = "skip", masked: bool = False,
+                online: bool = False):
     """The incident and its findings, as every notebook starts: from the cache when the evidence
-    and the kit are the ones it was made from, else loaded, detected and cached.
+    and the kit are the ones it was made from, else loaded, detected and cached (report_cache).
 
     `masked`: with secrets masked (redact.py), cached too, beside the incident as read: every
     page of a report shows it masked, and masking costs a page as much as reading the cache.
     `on_bad_line="raise"` (`--strict`) stops at the first unreadable file or line; a load that
     passes it is the same incident as a lenient one, so the cache is shared, but a cached
     incident with a file it could not read or a line it skipped is loaded again, strictly, so
-    that the load stops where a strict one does.
+    that the load stops where a strict one does. `online`: servers named in incident.toml are
+    asked too (load_incident).
     """
     folder = Path(incident_dir)
-    path = None
+    entry, notes = None, []
     if folder.is_dir():
-        path = cache_dir() / f"{_fingerprint(folder, timezone)}{'-masked' if masked else ''}.pickle"
-    if path is not None and path.exists():
+        where = report_cache.cache_dir()
+        unsafe = report_cache.unsafe_folder(where)
+        if unsafe:
+            notes.append(f"the cache folder {where} {unsafe}: not used (loaded from the evidence)")
+        else:
+            entry = where / f"{report_cache.key(folder, (timezone, online))}{'-masked' if masked else ''}"
+    found = None
+    if entry is not None:
         try:
-            with path.open("rb") as fh:
-                found = pickle.load(fh)
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
-            found = None  # a cache written by another version of a dependency: load again
-        if found is not None and (on_bad_line != "raise" or _clean(found[0].load_report)):
-            return found
+            found = report_cache.read(entry, folder, timezone or None)
+        except plain_data.Untrusted as e:
+            notes.append(f"{e}: loaded again from the evidence")
+    if found is not None and (on_bad_line != "raise" or _clean(found[0].load_report)):
+        return found
     if masked:
-        inc, findings = load_cached(incident_dir, timezone, on_bad_line)
+        inc, findings = load_cached(incident_dir, timezone, on_bad_line, online=online)
         found = (redact_incident(inc), redact_frame(findings))
     else:
-        inc = load_incident(folder, timezone=timezone or None, on_bad_line=on_bad_line)
+        inc = load_incident(folder, timezone=timezone or None, on_bad_line=on_bad_line, online=online)
         found = (inc, detect(inc))
-    if path is not None:
-        _store(path, found)
+    if entry is not None:
+        report_cache.write(entry, *found)
+    found[0].load_report.notes.extend(notes)  # this load's own: not kept in the cache
     return found
 
 
@@ -204,18 +180,5 @@ def load(incident_dir: str, timezone: str = "", on_bad_line: str = "skip"):
     (unless the report was asked not to), and the tables' evidence refs pointing into this
     folder."""
     _shown.root = Path(incident_dir) if Path(incident_dir).is_dir() else None
-    return load_cached(incident_dir, timezone, on_bad_line, masked=redacting())
-
-
-def _store(path: Path, found) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        with tmp.open("wb") as fh:
-            pickle.dump(found, fh)
-        tmp.replace(path)  # atomic: notebooks running in parallel never read half a file
-        old = sorted(path.parent.glob("*.pickle"), key=lambda p: p.stat().st_mtime)[:-_CACHE_KEEP]
-        for p in old:
-            p.unlink(missing_ok=True)
-    except OSError:
-        pass  # a read-only home: every page loads for itself, slower but the same
+    return load_cached(incident_dir, timezone, on_bad_line, masked=redacting(),
+                       online=os.environ.get(ONLINE_ENV) == "1")

@@ -22,8 +22,9 @@ import pandas as pd
 
 from .errors import MissingDependencyError, PostmortemError
 from .evidence import link_refs, parse_ref, view_href, write_file_views
-from .notebook import CACHE_ENV, REDACT_ENV, cache_dir, figure_bundle, load_cached
+from .notebook import ONLINE_ENV, REDACT_ENV, figure_bundle, load_cached
 from .redact import redact
+from .report_cache import CACHE_ENV, cache_dir
 from .report_index import index_html, page_entry
 from .report_kernels import Kernels, execute_page, this_python_kernel
 from .timeline import timeline
@@ -213,13 +214,15 @@ def build_report(
     static: bool = False,
     redact_secrets: bool = True,
     on_bad_line: str = "skip",
+    online: bool = False,
 ) -> Path:
     """Run the notebooks on `incident_dir`, write one HTML page each and an index; return it.
 
     The kernels start first; while they start and import the kit, this process loads the
     incident once (the pages read it from the cache, see notebook.load); while the pages run,
     it draws the index. `on_bad_line="raise"` (`--strict`) stops at the first unreadable file
-    or line, before any page runs."""
+    or line, before any page runs. `online`: the servers incident.toml names are queried too
+    (the pages' kernels are told so)."""
     incident_dir = Path(incident_dir).resolve()
     if not incident_dir.is_dir():
         raise PostmortemError(f"{incident_dir}: no such incident folder")
@@ -228,7 +231,7 @@ def build_report(
     params.setdefault("incident_dir", str(incident_dir))
     timezone = str(params.get("timezone", ""))
     with loading_cache(), this_python_kernel() as kernel, _env(REDACT_ENV, "1" if redact_secrets else "0"), \
-            Kernels(kernel, len(chosen), progress) as kernels:
+            _env(ONLINE_ENV, "1" if online else "0"), Kernels(kernel, len(chosen), progress) as kernels:
         nbformat, pm = notebook_tools()
         _check_known(chosen, params)
         out = Path(out).resolve()
@@ -236,7 +239,8 @@ def build_report(
         write_plotly_js(out)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            inc, findings = load_cached(str(incident_dir), timezone, on_bad_line, masked=redact_secrets)
+            inc, findings = load_cached(str(incident_dir), timezone, on_bad_line, masked=redact_secrets,
+                                        online=online)
 
         from papermill.iorw import load_notebook_node
         from papermill.parameterize import parameterize_notebook

@@ -142,3 +142,63 @@ def test_loader_survives_mutations(fmt_name):
         _check_one(fmt_name, data)
 
     run()
+
+
+# --- hostile sizes ------------------------------------------------------------------------------
+# Peak memory of a load in a fresh interpreter, with each hostile file against a small copy of
+# itself: what the load holds must not grow with the file (bounded by size, never by a timer).
+HUGE_LINE = int(os.environ.get("FUZZ_HUGE_LINE_BYTES", str(1 << 30)))
+_PEAK = """
+import resource, sys, warnings
+warnings.simplefilter("ignore")
+import dflash_postmortem as pm
+inc = pm.load_incident(sys.argv[1], on_bad_line="skip")
+notes = [n for f in inc.load_report.files for n in f.notes] + [r for f in inc.load_report.files for r in f.skipped]
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+print("\\n".join(notes))
+"""
+
+
+def _hostile_folder(folder: Path, size: int) -> Path:
+    """A training log with one line of `size` bytes, log lines holding literals nested 100,000
+    deep (the HF Trainer's dict repr, JSON), a wandb history line nested as deep, and a run
+    summary JSON holding one value of `size` bytes."""
+    folder.mkdir()
+    with open(folder / "train.log", "wb") as f:
+        f.write(b"2026-11-30 01:00:00 step 1 loss 2.0 tok/s 1000\n")
+        block = b"x" * (1 << 20)
+        for _ in range(size // len(block)):
+            f.write(block)
+        f.write(b"x" * (size % len(block)) + b"\n")
+        f.write(b"{'loss': " + b"[" * 100_000 + b"]" * 100_000 + b", 'epoch': 0.2}\n")
+        f.write(b'{"_step": 2, "loss": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n")
+        f.write(b"2026-11-30 01:00:10 step 2 loss 1.9 tok/s 1001\n")
+    run = folder / "wandb" / "offline-run-20261130_010000-abcd1234" / "files"
+    run.mkdir(parents=True)
+    (run / "wandb-history.jsonl").write_bytes(b'{"_step": 1, "loss": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n")
+    with open(run / "wandb-summary.json", "wb") as f:
+        f.write(b'{"_step": 1, "note": "')
+        for _ in range(size // (1 << 20)):
+            f.write(b"y" * (1 << 20))
+        f.write(b'"}')
+    return folder
+
+
+def _peak(folder: Path) -> tuple[int, str]:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _PEAK, str(folder)], capture_output=True, text=True,
+                          check=True, timeout=600)
+    first, _, rest = done.stdout.partition("\n")
+    return int(first) * 1024, rest
+
+
+@pytest.mark.slow
+def test_hostile_sizes_are_skipped_with_their_reason_in_bounded_memory(tmp_path):
+    small, small_notes = _peak(_hostile_folder(tmp_path / "small", 2 << 20))
+    huge, notes = _peak(_hostile_folder(tmp_path / "huge", HUGE_LINE))
+    assert f"cut to its first 64 KiB (line 2): {HUGE_LINE - (64 << 10):,} bytes not read" in notes
+    assert "of at most 64 MiB" in notes  # the summary is not parsed
+    # The load holds no more for a line of a gigabyte than for one of two megabytes.
+    assert huge - small < min(64 << 20, HUGE_LINE // 8), (small, huge)

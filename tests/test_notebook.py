@@ -4,8 +4,9 @@ before anything is shown, the cache shared by the report's kernels and JupyterLa
 import re
 
 import pandas as pd
+import pyarrow.parquet as pq
 
-from dflash_postmortem import notebook
+from dflash_postmortem import notebook, report_cache
 from dflash_postmortem.notebook import REDACT_ENV, cell_text, frame_html
 from dflash_postmortem.redact import MASK
 
@@ -50,7 +51,7 @@ def test_secrets_are_masked_unless_the_report_says_not_to(monkeypatch):
 def test_load_masks_what_the_cache_keeps_whole(tmp_path, monkeypatch, bundled_dir):
     import shutil
 
-    monkeypatch.setenv(notebook.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(report_cache.CACHE_ENV, str(tmp_path / "cache"))
     inc_dir = tmp_path / "incident"
     shutil.copytree(bundled_dir, inc_dir)
     with (inc_dir / "logs" / "operator.log").open("a") as fh:
@@ -62,9 +63,14 @@ def test_load_masks_what_the_cache_keeps_whole(tmp_path, monkeypatch, bundled_di
     assert shown.events["message"].str.contains(f"WANDB_API_KEY={MASK}", regex=False).any()
     assert raw.events["message"].str.contains(key, regex=False).any()  # the cache keeps the evidence as read
     # ... and the masked copy every page shows, which holds no secret
-    masked = sorted((tmp_path / "cache").glob("*-masked.pickle"))
-    assert len(masked) == 1 and len(list((tmp_path / "cache").glob("*.pickle"))) == 2
-    assert key.encode() not in masked[0].read_bytes()
-    assert key.encode() in masked[0].with_name(masked[0].name.replace("-masked", "")).read_bytes()
+    masked = sorted((tmp_path / "cache").glob("*-masked"))
+    assert len(masked) == 1 and len(list((tmp_path / "cache").iterdir())) == 2
+    whole = masked[0].with_name(masked[0].name.replace("-masked", ""))
+
+    def holds_key(entry) -> bool:
+        return any(key in str(pq.read_table(p).to_pylist()) for p in entry.glob("*.parquet")) or \
+            key.encode() in (entry / "incident.json").read_bytes()
+
+    assert not holds_key(masked[0]) and holds_key(whole)
     again, _ = notebook.load(str(inc_dir))  # read back, not masked again
     assert again.events["message"].tolist() == shown.events["message"].tolist()

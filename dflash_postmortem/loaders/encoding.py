@@ -5,12 +5,18 @@ file, whether it must be transcoded first, and does it as a stream (the file is 
 
 Line numbers survive transcoding (a line break stays a line break), so evidence refs still open
 the original file at the right line.
+
+A line longer than LONG_LINE is cut in the same pass: its first KEEP bytes are read, the rest is
+counted and left. Every reader holds at least a line at a time, and a file that is one line of
+gigabytes (a binary dumped into a log, a runaway print) would otherwise be held whole.
 """
 
 from __future__ import annotations
 
 import codecs
-from dataclasses import dataclass
+import mmap
+import os
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 _BOMS = (
@@ -25,6 +31,9 @@ _BOMS = (
 # terminal recording); any other C0 byte besides NUL marks the head as binary.
 _TEXT_CONTROLS = frozenset(b"\t\n\r\x0b\x0c\x08\x1b\x07")
 _CHUNK = 1 << 20
+LONG_LINE = 1 << 20
+KEEP = 64 << 10
+_EXAMPLES = 5
 
 
 @dataclass(frozen=True)
@@ -35,17 +44,21 @@ class Encoding:
     codec: str = "utf-8"
     bom: int = 0
     strip_nul: bool = False
+    cut_long_lines: bool = False  # some line is longer than LONG_LINE (has_long_lines)
 
     @property
     def needs_transcoding(self) -> bool:
-        return self.codec != "utf-8" or self.bom > 0 or self.strip_nul
+        return self.codec != "utf-8" or self.bom > 0 or self.strip_nul or self.cut_long_lines
 
-    def describe(self) -> str:
+    def describe(self) -> str | None:
+        """The assumption transcoding makes about the file's bytes (None: only lines were cut)."""
         if self.codec != "utf-8":
             return f"read as {self.codec.upper()}" + (" (byte order mark)" if self.bom else " (no byte order mark)")
         if self.bom:
             return "UTF-8 byte order mark dropped"
-        return "NUL bytes removed"
+        if self.strip_nul:
+            return "NUL bytes removed"
+        return None
 
 
 PLAIN = Encoding()
@@ -113,11 +126,96 @@ def sniff_head(head: bytes, enc: Encoding) -> bytes:
     return out.replace(b"\x00", b"")
 
 
+def plan(path: Path, head: bytes) -> Encoding:
+    """How the file at `path`, which starts with `head`, must be read: its encoding, and whether
+    it is text with a line too long to hold (binary formats keep their bytes)."""
+    enc = detect(head)
+    sample = sniff_head(head, enc)[:4096]
+    text = not any(b < 0x20 and b not in _TEXT_CONTROLS for b in sample)
+    if text and path.is_file() and has_long_lines(path):
+        enc = replace(enc, cut_long_lines=True)
+    return enc
+
+
+def has_long_lines(path: Path) -> bool:
+    """Whether `path` may hold a line longer than LONG_LINE: some LONG_LINE bytes without a line
+    break (then a line of more than 2 x LONG_LINE surely exists, or one between the two). One
+    look per LONG_LINE bytes through a memory map: only the pages looked at are read."""
+    size = os.path.getsize(path)
+    if size <= LONG_LINE:
+        return False
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        for at in range(0, size - LONG_LINE, LONG_LINE):
+            if mm.find(b"\n", at, at + LONG_LINE) < 0:
+                return True
+    return False
+
+
 @dataclass
 class Transcoded:
     path: Path
     nul_bytes: int = 0
     replaced: int = 0  # characters that were not valid in the codec, written as U+FFFD
+    cut: list[int] = field(default_factory=list)  # the first lines cut (1-based), up to _EXAMPLES
+    n_cut: int = 0  # lines longer than LONG_LINE, cut to their first KEEP bytes
+    bytes_left: int = 0  # what the cut lines held beyond KEEP, not read
+
+    def cut_note(self) -> str | None:
+        if not self.n_cut:
+            return None
+        lines = ", ".join(map(str, self.cut)) + (", ..." if self.n_cut > len(self.cut) else "")
+        return (f"{self.n_cut} line{'s' if self.n_cut != 1 else ''} longer than {LONG_LINE >> 20} MiB cut to "
+                f"{'their' if self.n_cut != 1 else 'its'} first {KEEP >> 10} KiB (line {lines}): "
+                f"{self.bytes_left:,} bytes not read")
+
+
+class _LineCutter:
+    """Passes text through, each line longer than LONG_LINE cut to its first KEEP bytes. Holds at
+    most LONG_LINE bytes of the current line (a line is written once it is known to be short)."""
+
+    def __init__(self, result: Transcoded):
+        self.result = result
+        self.line = 1
+        self.pending = bytearray()  # the current line so far, while it may still be short
+        self.seen = 0  # bytes of the current line so far
+        self.cutting = False
+
+    def feed(self, data: bytes) -> bytes:
+        out = bytearray()
+        start = 0
+        while start < len(data):
+            nl = data.find(b"\n", start)
+            end = len(data) if nl < 0 else nl + 1
+            self._piece(data[start:end] if nl < 0 else data[start:nl], out)
+            if nl >= 0:
+                self._end_line(out)
+            start = end
+        return bytes(out)
+
+    def _piece(self, piece: bytes, out: bytearray) -> None:
+        self.seen += len(piece)
+        if self.cutting:
+            self.result.bytes_left += len(piece)
+            return
+        self.pending += piece
+        if self.seen > LONG_LINE:
+            self.cutting = True
+            self.result.n_cut += 1
+            if len(self.result.cut) < _EXAMPLES:
+                self.result.cut.append(self.line)
+            self.result.bytes_left += len(self.pending) - KEEP
+            out += self.pending[:KEEP]
+            self.pending = bytearray()
+
+    def _end_line(self, out: bytearray) -> None:
+        out += self.pending
+        out += b"\n"
+        self.pending, self.seen, self.cutting = bytearray(), 0, False
+        self.line += 1
+
+    def close(self) -> bytes:
+        rest, self.pending = bytes(self.pending), bytearray()
+        return rest
 
 
 def transcode(src: Path, dest: Path, enc: Encoding) -> Transcoded:
@@ -128,6 +226,7 @@ def transcode(src: Path, dest: Path, enc: Encoding) -> Transcoded:
     """
     decoder = None if enc.codec == "utf-8" else codecs.getincrementaldecoder(enc.codec)("replace")
     result = Transcoded(dest)
+    cutter = _LineCutter(result) if enc.cut_long_lines else None
     with open(src, "rb") as fin, open(dest, "wb") as fout:
         fin.seek(enc.bom)
         while True:
@@ -142,7 +241,21 @@ def transcode(src: Path, dest: Path, enc: Encoding) -> Transcoded:
             if n:
                 result.nul_bytes += n
                 data = data.replace(b"\x00", b"")
+            if cutter is not None:
+                data = cutter.feed(data) + (b"" if chunk else cutter.close())
             fout.write(data)
             if not chunk:
                 break
     return result
+
+
+def annotate(rep, enc: Encoding, done: Transcoded) -> None:
+    """Say in a file's load report what reading it through a transcoded copy assumed and changed."""
+    described = enc.describe()
+    if described:
+        rep.assume(described)
+    for note in (done.cut_note(),
+                 done.nul_bytes and f"{done.nul_bytes} NUL bytes removed (a writer killed mid-block leaves them)",
+                 done.replaced and f"{done.replaced} characters not valid {enc.codec.upper()} read as U+FFFD"):
+        if note and note not in rep.notes:
+            rep.notes.append(note)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import align
-from ..config import CONFIG_NAME, IncidentConfig, check_timezone, read_config
+from ..config import CONFIG_NAME, IncidentConfig, incident_config
 from ..errors import IncidentConfigError, LoadError, PostmortemError, SourceFormatError
 from ..incident import Incident
 from ..load_report import FileReport, LoadReport
@@ -208,7 +208,7 @@ class _Planner:
         except OSError as e:
             self.account(FileReport(path=rel, error=f"could not be read: {_os_error(e)}"))
             return
-        enc = encoding.detect(head)
+        enc = encoding.plan(path, head)
         if explicit:
             if explicit not in FORMATS:
                 raise IncidentConfigError(
@@ -250,9 +250,7 @@ def plan_incident(
             raise PostmortemError(f"{root}: dangling symbolic link")
         raise PostmortemError(f"{root}: no such file or folder")
     cfg_path = root / CONFIG_NAME if root.is_dir() else None
-    cfg = read_config(cfg_path) if cfg_path is not None and cfg_path.is_file() else IncidentConfig()
-    if timezone is not None:
-        cfg.timezone = check_timezone(timezone)
+    cfg = incident_config(root, timezone)
     base = root if root.is_dir() else root.parent
     ctx = LoadContext(root=base, timezone=cfg.timezone, host=host, on_bad_line=on_bad_line, config=cfg, date=cfg.date)
 
@@ -279,6 +277,7 @@ def load_incident(
     window: tuple | None = None,
     hosts: list[str] | None = None,
     gpus: list[int] | None = None,
+    online: bool = False,
 ) -> Incident:
     """Load every source in an incident folder (or a single file) into one Incident.
 
@@ -290,6 +289,9 @@ def load_incident(
     With `window=(start, end)`, `hosts` or `gpus`, or for a folder larger than
     `store.LARGE_FOLDER_BYTES`, the folder goes through its Parquet store (converted once,
     see docs/store.md) and only the rows asked for come back.
+
+    Loading reads files and nothing else: a server that incident.toml names (Prometheus) is
+    asked only with `online=True`, and is otherwise listed in the load report as needing it.
     """
     root = Path(path)
     if window is not None or hosts is not None or gpus is not None or _is_large(root):
@@ -303,7 +305,7 @@ def load_incident(
     with tempfile.TemporaryDirectory(prefix="dflash-transcoded-") as scratch:
         parts = _load_planned(plan.sources, ctx, cfg, Path(scratch))
     # A Prometheus server named in incident.toml is one more source (an empty part without one).
-    parts.append(prometheus_api.from_config(cfg, on_bad_line))
+    parts.append(prometheus_api.from_config(cfg, on_bad_line, online=online))
     inc = Incident.combine(parts, consume=True, config=cfg, root=root)
     inc.load_report.files = plan.report.files + inc.load_report.files
     inc.load_report.notes = plan.report.notes + inc.load_report.notes
@@ -386,16 +388,12 @@ def _load_one(p: _Planned, ctx: LoadContext, scratch: Path) -> Incident:
         failed = _failed(p, fctx, f"{p.fmt.name} could not read it: {type(e).__name__}: {e}")
         failed.load_report.files[0].trace = traceback.format_exc()
         return failed
-    notes, assumed = [], []
-    if transcoded is not None:
-        assumed.append(p.enc.describe())
-        if transcoded.nul_bytes:
-            notes.append(f"{transcoded.nul_bytes} NUL bytes removed (a writer killed mid-block leaves them)")
-        if transcoded.replaced:
-            notes.append(f"{transcoded.replaced} characters not valid {p.enc.codec.upper()} read as U+FFFD")
-    if not is_valid_name(p.path):
-        notes.append("file name is not valid UTF-8: shown with U+FFFD in its place")
-    _annotate(inc, fctx.name(p.path), notes, assumed)
+    rep = _own_report(inc, fctx.name(p.path))
+    if rep is not None:
+        if transcoded is not None:
+            encoding.annotate(rep, p.enc, transcoded)
+        if not is_valid_name(p.path):
+            rep.notes.append("file name is not valid UTF-8: shown with U+FFFD in its place")
     return inc
 
 
@@ -407,13 +405,12 @@ def _failed(p: _Planned, fctx: LoadContext, error: str) -> Incident:
     return inc
 
 
-def _annotate(inc: Incident, rel: str, notes: list[str], assumed: list[str]) -> None:
+def _own_report(inc: Incident, rel: str) -> FileReport | None:
+    """The load report entry of the source named `rel` (a file, or a folder's first file)."""
     for rep in inc.load_report.files:
         if rep.path == rel or rep.path.startswith(rel + "/"):
-            for a in assumed:
-                rep.assume(a)
-            rep.notes.extend(notes)
-            return
+            return rep
+    return None
 
 
 def _fill_gpu_index(inc: Incident) -> None:

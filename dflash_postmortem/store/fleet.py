@@ -36,7 +36,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from ..config import CONFIG_NAME, IncidentConfig, read_config
+from ..config import IncidentConfig, incident_config
 from ..detect import detect, findings
 from ..detect.gpu_state import HELD_MIB, IDLE_UTIL_PCT
 from ..detect.restart import GRACE_S
@@ -519,8 +519,7 @@ def investigate(folder, store: str | None = None, *, scheduler=None, workers: in
     incident detectors on it."""
     folder = Path(folder)
     done = ingest(folder, store, scheduler=scheduler, workers=workers)
-    cfg_path = folder / CONFIG_NAME
-    cfg = read_config(cfg_path) if cfg_path.is_file() else IncidentConfig()
+    cfg = incident_config(folder)
     fleet = Fleet(connect(done.store), config=cfg, store=done.store, scheduler=scheduler)
     found = fleet.detect()
     looked = []

@@ -20,21 +20,31 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import plain_data as plain
 from .. import schema
 from ..config import CONFIG_NAME
 from ..errors import PostmortemError
-from ..incident import Incident
-from ..load_report import LoadReport
+from ..incident import Incident, RunInfo, runs_from_plain, runs_to_plain
+from ..load_report import FileReport, LoadReport
 from ..loaders.folder import FolderPlan, plan_incident
 from . import layout
 from .compact import compact
 from .convert import CHUNK_BYTES, Converted, ConvertTask, convert_source, remove_parts
-from .manifest import Manifest, SourceEntry, file_key, folder_snapshot, read_pickle, write_pickle
+from .manifest import (
+    Manifest,
+    SourceEntry,
+    file_key,
+    folder_snapshot,
+    read_document,
+    write_document,
+)
 from .views import as_frame, connect
 
 SCHEDULER_ENV = "DFLASH_SCHEDULER"
 # Below this many bytes to convert, the default is to convert in this process.
 POOL_BYTES = 64 << 20
+# The kinds of the store's documents (manifest.write_document).
+WALK, SOURCE, COMBINED = "store-folder-walk", "store-source", "store-combined"
 
 
 @dataclass
@@ -45,6 +55,9 @@ class IngestResult:
     converted: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    # what this ingest found in the store and could not trust (a damaged or planted document),
+    # and rebuilt from the evidence
+    notes: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         return (f"{self.store}: {len(self.converted)} source(s) converted, {len(self.unchanged)} unchanged, "
@@ -79,11 +92,11 @@ def ingest(
     # fleet's 578. A folder whose every entry is as the last ingest saw it needs none of it.
     skip = {folder / layout.DEFAULT_NAME, Path(os.path.abspath(store))}
     snapshot = folder_snapshot(folder, skip, (timezone, host, on_bad_line))
-    manifest = Manifest.read(fs, root) if fs.exists(root) else Manifest()
-    if snapshot is not None and manifest.snapshot == snapshot and manifest.order:
-        # A store made before ingest kept the combined report or compacts gets them now.
-        if compact(store, manifest, scheduler) or not manifest.combined:
-            _write_combined(fs, root, manifest)
+    notes: list[str] = []
+    manifest = _read_manifest(fs, root, notes)
+    if snapshot is not None and manifest.snapshot == snapshot and manifest.order and _trusted(fs, root, manifest, notes):
+        if compact(store, manifest, scheduler):
+            _write_combined(fs, root, manifest, {})
         return IngestResult(store, unchanged=list(manifest.order))
     plan = plan_incident(folder, timezone=timezone, on_bad_line=on_bad_line, host=host)
     try:
@@ -97,7 +110,7 @@ def ingest(
         for entry in manifest.sources.values():
             remove_parts(store, entry.parts + [entry.result])
         manifest = Manifest(options=options)
-    result = IngestResult(store)
+    result = IngestResult(store, notes=notes)
 
     named = [(plan.context.name(p.path), p) for p in plan.sources]
     ordered = sorted(range(len(named)), key=lambda i: (named[i][1].fmt.phase, i))
@@ -108,49 +121,115 @@ def ingest(
         result.removed.append(rel)
 
     keys = {rel: file_key(p.path) for rel, p in named}
+    results = _source_results(fs, root, manifest, notes)
     stale = [(rel, p) for rel, p in named
-             if rel not in manifest.sources or manifest.sources[rel].key != keys[rel]]
+             if rel not in manifest.sources or manifest.sources[rel].key != keys[rel] or rel not in results]
     first = [(rel, p) for rel, p in stale if p.fmt.phase == 0]
     later = [(rel, p) for rel, p in named if p.fmt.phase > 0]
     if not first and not result.removed:
         later = [(rel, p) for rel, p in later if (rel, p) in stale]  # what they borrow is unchanged
-    _convert(first, plan, store, manifest, keys, result, scheduler, workers, chunk_bytes)
+    _convert(first, plan, store, manifest, keys, result, results, scheduler, workers, chunk_bytes)
     if later:
         # Phase 1 borrows from what is loaded so far: in a folder load, every phase-0 source.
         _borrow_known(plan, store, manifest)
-        _convert(later, plan, store, manifest, keys, result, None, 1, chunk_bytes)
+        _convert(later, plan, store, manifest, keys, result, results, None, 1, chunk_bytes)
     result.unchanged = [rel for rel, _ in named if rel not in result.converted]
     manifest.order = [named[i][0] for i in ordered]
-    manifest.folder = f"{layout.RESULTS}/folder.pkl"
-    write_pickle(fs, f"{root}/{manifest.folder}", plan.report)
+    manifest.folder = f"{layout.RESULTS}/folder.json"
+    write_document(fs, f"{root}/{manifest.folder}", WALK, plan.report.to_plain())
     manifest.snapshot = snapshot or ""
     compact(store, manifest, scheduler)
-    manifest.combined = ""
-    _write_combined(fs, root, manifest)
+    _write_combined(fs, root, manifest, results)
     return result
 
 
-def _write_combined(fs, root: str, manifest: Manifest) -> None:
+def _read_manifest(fs, root: str, notes: list[str]) -> Manifest:
+    """The store's manifest; one it cannot trust is set aside with a note, and the store is
+    converted afresh (the frame folders and documents it wrote are removed: no part of it stands)."""
+    try:
+        return Manifest.read(fs, root) if fs.exists(root) else Manifest()
+    except plain.Untrusted as e:
+        notes.append(f"store manifest not trusted ({e}): the store is converted again from the evidence")
+        clear(fs, root)
+        return Manifest()
+
+
+def clear(fs, root: str) -> None:
+    """Remove what a store holds (its frame folders, documents and manifest), nothing else."""
+    for top in (*schema.FRAME_NAMES, layout.RESULTS, layout.MANIFEST):
+        if fs.exists(f"{root}/{top}"):
+            fs.rm(f"{root}/{top}", recursive=True)
+
+
+def _trusted(fs, root: str, manifest: Manifest, notes: list[str]) -> bool:
+    """Whether the combined load report the store keeps can be read back as this kit wrote it."""
+    if not manifest.combined:
+        return False  # a store made before ingest kept it: made now
+    try:
+        read_document(fs, f"{root}/{manifest.combined}", COMBINED)
+        return True
+    except plain.Untrusted as e:
+        notes.append(f"{manifest.combined or 'combined load report'} not trusted ({e}): rebuilt from the evidence")
+        return False
+
+
+def _source_results(fs, root: str, manifest: Manifest, notes: list[str] | None) -> dict[str, tuple]:
+    """Each source's stored load report and runs, by name; a source whose document cannot be
+    trusted is left out (with a note): ingest converts it again, a window shows it as unread."""
+    out = {}
+    for rel, entry in manifest.sources.items():
+        try:
+            data = plain.fields(rel, read_document(fs, f"{root}/{entry.result}", SOURCE),
+                                {"report": plain.anything, "runs": plain.anything})
+            out[rel] = (LoadReport.from_plain(data["report"]), runs_from_plain(data["runs"]))
+        except plain.Untrusted as e:
+            if notes is not None:
+                notes.append(f"{entry.result or rel} not trusted ({e}): converted again from {rel}")
+    return out
+
+
+def _write_combined(fs, root: str, manifest: Manifest, results: dict[str, tuple]) -> None:
     """Keep the incident-wide load report and runs (`combined`) in the store, and the manifest
     that points at them."""
-    whole = combined(fs, root, manifest)
-    manifest.combined = f"{layout.RESULTS}/combined.pkl"
-    write_pickle(fs, f"{root}/{manifest.combined}", whole)
+    manifest.combined = ""
+    report, runs, renamed = combined(fs, root, manifest, results)
+    manifest.combined = f"{layout.RESULTS}/combined.json"
+    write_document(fs, f"{root}/{manifest.combined}", COMBINED, {
+        "report": report.to_plain(), "runs": runs_to_plain(runs),
+        "renamed": [[rel, old, new] for (rel, old), new in renamed.items()]})
     manifest.write(fs, root)
 
 
-def combined(fs, root: str, manifest: Manifest) -> tuple[LoadReport, dict, dict]:
+def combined(fs, root: str, manifest: Manifest, results: dict[str, tuple] | None = None
+             ) -> tuple[LoadReport, dict[str, RunInfo], dict]:
     """The load report and runs of the whole incident, as a folder load makes them, and the runs
     renamed because another source has a run of the same name: {(source, old name): new name}.
-    Written once by ingest; a store made before it kept this is combined from its sources."""
+    Written once by ingest (`results`: the sources' documents it has read already); where the
+    store's copy cannot be trusted, combined again from the sources' own documents, and a source
+    whose document cannot be trusted either is listed with that note and no report."""
+    notes: list[str] = []
     if manifest.combined:
-        return read_pickle(fs, f"{root}/{manifest.combined}")
+        try:
+            data = plain.fields("combined", read_document(fs, f"{root}/{manifest.combined}", COMBINED),
+                                {"report": plain.anything, "runs": plain.anything, "renamed": plain.anything})
+            renamed = plain.list_of(plain.list_of(plain.text))("combined.renamed", data["renamed"])
+            return (LoadReport.from_plain(data["report"]), runs_from_plain(data["runs"]),
+                    {(rel, old): new for rel, old, new in renamed})
+        except (plain.Untrusted, ValueError) as e:
+            notes.append(f"{manifest.combined} not trusted ({e}): combined again from each source's report")
+    if results is None or set(results) != set(manifest.sources):
+        results = {**_source_results(fs, root, manifest, None), **(results or {})}
     parts = []
     # One set of empty frames for every source's part: they are never changed (combine skips
     # empty frames), and five fresh ones per source cost seconds for a fleet's hundreds of sources.
     empty = {frame: schema.empty(frame) for frame in schema.FRAME_NAMES}
     for rel in manifest.order:
-        report, runs = read_pickle(fs, f"{root}/{manifest.sources[rel].result}")
+        if rel in results:
+            report, runs = results[rel]
+        else:
+            entry = manifest.sources[rel]
+            why = "its load report in the store could not be trusted: rows shown, the account of its lines is not"
+            report, runs = LoadReport(files=[FileReport(path=rel, format=entry.format, notes=[why])]), {}
         parts.append((rel, list(runs), Incident(load_report=report, runs=dict(runs), **empty)))
     inc = Incident.combine([p for _, _, p in parts])
     renamed = {}
@@ -158,9 +237,12 @@ def combined(fs, root: str, manifest: Manifest) -> tuple[LoadReport, dict, dict]
         for old, new in zip(before, part.runs, strict=True):
             if old != new:
                 renamed[(rel, old)] = new
-    walk = read_pickle(fs, f"{root}/{manifest.folder}")
+    try:
+        walk = LoadReport.from_plain(read_document(fs, f"{root}/{manifest.folder}", WALK))
+    except plain.Untrusted as e:
+        walk = LoadReport(notes=[f"{manifest.folder}: the folder walk in the store could not be trusted ({e})"])
     inc.load_report.files = walk.files + inc.load_report.files
-    inc.load_report.notes = walk.notes + inc.load_report.notes
+    inc.load_report.notes = notes + walk.notes + inc.load_report.notes
     inc.load_report.files.sort(key=lambda r: r.path)
     return inc.load_report, inc.runs, renamed
 
@@ -175,7 +257,7 @@ def _options(plan: FolderPlan, on_bad_line: str) -> dict:
 
 
 def _convert(todo, plan: FolderPlan, store: str, manifest: Manifest, keys, result: IngestResult,
-             scheduler: str | None, workers: int | None, chunk_bytes: int) -> None:
+             results: dict[str, tuple], scheduler: str | None, workers: int | None, chunk_bytes: int) -> None:
     if not todo:
         return
     fs, root = layout.filesystem(store)
@@ -187,9 +269,11 @@ def _convert(todo, plan: FolderPlan, store: str, manifest: Manifest, keys, resul
     for task, done in zip(tasks, _run(tasks, scheduler, workers), strict=True):
         p = task.planned
         entry = SourceEntry(keys[task.rel], p.fmt.name, p.fmt.phase, done.parts,
-                            f"{layout.RESULTS}/{layout.part_stem(task.rel)}.pkl", done.columns, done.spans,
+                            f"{layout.RESULTS}/{layout.part_stem(task.rel)}.json", done.columns, done.spans,
                             done.schemas)
-        write_pickle(fs, f"{root}/{entry.result}", (done.load_report, done.runs))
+        write_document(fs, f"{root}/{entry.result}", SOURCE,
+                       {"report": done.load_report.to_plain(), "runs": runs_to_plain(done.runs)})
+        results[task.rel] = (done.load_report, done.runs)
         manifest.sources[task.rel] = entry
         result.converted.append(task.rel)
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import fsspec
 
-from ..errors import PostmortemError
+from .. import plain_data as plain
+from .. import schema
 from . import layout
 
 _EDGE = 1 << 20
@@ -57,7 +57,7 @@ class SourceEntry:
     format: str
     phase: int
     parts: list[str] = field(default_factory=list)  # relative to the store root
-    result: str = ""  # the pickle of its load report and runs, relative to the store root
+    result: str = ""  # the JSON of its load report and runs (plain_data), relative to the store root
     columns: dict[str, dict[str, str]] = field(default_factory=dict)  # frame -> {column: dtype}
     # part -> [earliest, latest] time of its rows in µs (layout.span): a window skips the parts
     # outside it unopened (a host's 3-day capture is dozens of parts; an hour needs one or two)
@@ -91,11 +91,11 @@ class Manifest:
     options: dict = field(default_factory=dict)
     sources: dict[str, SourceEntry] = field(default_factory=dict)  # by the source's name in the incident
     order: list[str] = field(default_factory=list)  # load order: phase, then the folder walk's order
-    folder: str = ""  # pickle of what the walk alone accounted for (unread entries, notes)
+    folder: str = ""  # JSON of what the walk alone accounted for (unread entries, notes)
     # Digest of the folder as the last ingest saw it (ingest.folder_snapshot): equal, and the
     # store is up to date without sniffing every file again.
     snapshot: str = ""
-    # pickle of the incident-wide load report and runs, every source's combined (ingest.combined):
+    # JSON of the incident-wide load report and runs, every source's combined (ingest.combined):
     # a window reads one file, not one per source (578 for a fleet of 64 hosts)
     combined: str = ""
     # compact path -> what it holds (compact.py): a fleet's rank logs all write to one partition
@@ -128,20 +128,43 @@ class Manifest:
 
     @classmethod
     def read(cls, fs: fsspec.AbstractFileSystem, root: str) -> Manifest:
+        """The store's manifest (an empty one where there is none); `plain_data.Untrusted` when
+        it is not one this version wrote: damaged, another version's, or naming a file outside
+        the store (the caller starts the store afresh)."""
         path = f"{root}/{layout.MANIFEST}"
         if not fs.exists(path):
             return cls()
         try:
-            with fs.open(path, "r", encoding="utf-8") as f:
-                raw = json.load(f)
+            with fs.open(path, "rb") as f:
+                text = f.read(plain.MAX_BYTES + 1)
+            if len(text) > plain.MAX_BYTES:
+                raise plain.Untrusted(f"{len(text):,} bytes: larger than any manifest the kit writes")
+            raw = json.loads(text)
+            if raw.get("options", {}).get("version") != layout.VERSION:
+                raise plain.Untrusted(f"store version {raw.get('options', {}).get('version')!r}, "
+                                      f"this kit writes version {layout.VERSION}")
             sources = {rel: SourceEntry(**{**e, "key": FileKey(**e["key"])}) for rel, e in raw["sources"].items()}
             compacts = {name: Compact(**c) for name, c in raw.get("compacts", {}).items()}
-            return cls(raw["options"], sources, raw["order"], raw["folder"], raw.get("snapshot", ""),
-                       raw.get("combined", ""), compacts)
-        except (ValueError, KeyError, TypeError) as e:
-            raise PostmortemError(
-                f"{path}: not a store manifest this version can read ({type(e).__name__}: {e}); "
-                "remove the store folder to convert the incident again") from e
+            manifest = cls(raw["options"], sources, raw["order"], raw["folder"], raw.get("snapshot", ""),
+                           raw.get("combined", ""), compacts)
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+            raise plain.Untrusted(f"{path}: not a store manifest ({type(e).__name__})") from e
+        manifest.check_paths()
+        return manifest
+
+    def check_paths(self) -> None:
+        """Every file the manifest names lies inside the store, where the kit puts it: a part
+        under its frame's folder, a result under results/. A manifest is read from a folder that
+        may come from anyone, and a window reads what it names."""
+        documents = [self.folder, self.combined] + [e.result for e in self.sources.values()]
+        parts = [p for e in self.sources.values() for p in e.parts] + list(self.compacts)
+        parts += [m for c in self.compacts.values() for m in c.members]
+        for rel in documents:
+            if rel and not _inside_store(rel, (layout.RESULTS,), ".json"):
+                raise plain.Untrusted(f"the manifest names {rel[:80]!r}, not a document of the store")
+        for rel in parts:
+            if not _inside_store(rel, schema.FRAME_NAMES, ".parquet"):
+                raise plain.Untrusted(f"the manifest names {rel[:80]!r}, not a part of the store")
 
     def write(self, fs: fsspec.AbstractFileSystem, root: str) -> None:
         raw = {"options": self.options, "order": self.order, "folder": self.folder, "snapshot": self.snapshot,
@@ -193,13 +216,27 @@ def _key_bytes(path: Path) -> bytes:
     return f"{st.st_size}\0{st.st_mtime_ns}".encode()
 
 
-def write_pickle(fs: fsspec.AbstractFileSystem, path: str, obj) -> None:
+def _inside_store(rel: str, tops, suffix: str) -> bool:
+    words = rel.split("/")
+    return (isinstance(rel, str) and len(words) >= 2 and words[0] in tops and rel.endswith(suffix)
+            and not any(w in ("", ".", "..") or "\\" in w or ":" in w for w in words))
+
+
+def write_document(fs: fsspec.AbstractFileSystem, path: str, kind: str, data) -> None:
+    """One of the store's documents (plain_data), written whole or not at all."""
     fs.makedirs(os.path.dirname(path), exist_ok=True)
-    with fs.open(path, "wb") as f:
-        pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
+    tmp = f"{path}.tmp"
+    with fs.open(tmp, "wb") as f:
+        f.write(plain.dumps(kind, layout.VERSION, data))
+    fs.mv(tmp, path)
 
 
-def read_pickle(fs: fsspec.AbstractFileSystem, path: str):
-    # The store is the kit's own output, written by `ingest`: only ever read a store you trust.
-    with fs.open(path, "rb") as f:
-        return pickle.load(f)  # noqa: S301
+def read_document(fs: fsspec.AbstractFileSystem, path: str, kind: str):
+    """The data of a document `write_document` wrote; `plain_data.Untrusted` for anything else
+    (missing, damaged, another version's, or not the kit's at all). Nothing in it is executed."""
+    try:
+        with fs.open(path, "rb") as f:
+            raw = f.read(plain.MAX_BYTES + 1)
+    except OSError as e:
+        raise plain.Untrusted(f"{path}: cannot be read ({type(e).__name__})") from e
+    return plain.loads(kind, layout.VERSION, raw)

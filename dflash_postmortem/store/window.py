@@ -22,12 +22,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import plain_data as plain
 from .. import schema
-from ..config import CONFIG_NAME, IncidentConfig, read_config
+from ..config import IncidentConfig, incident_config
 from ..errors import PostmortemError, UsageError
 from ..incident import Incident
 from . import layout
-from .ingest import SCHEDULER_ENV, combined, ingest
+from .ingest import SCHEDULER_ENV, clear, combined, ingest
 from .manifest import Manifest
 from .views import as_frame, connect, listed_files, reader, scan
 
@@ -43,12 +44,22 @@ def load_from_store(path: str | os.PathLike, *, window=None, hosts=None, gpus=No
     if (root / layout.MANIFEST).is_file() and store is None:
         return load_window(str(root), window=window, hosts=hosts, gpus=gpus, scheduler=scheduler)
     done = ingest(root, store, timezone=timezone, host=host, on_bad_line=on_bad_line, scheduler=scheduler)
-    cfg_path = root / CONFIG_NAME
-    cfg = read_config(cfg_path) if cfg_path.is_file() else IncidentConfig()
-    if timezone is not None:
-        cfg.timezone = timezone
-    return load_window(done.store, window=window, hosts=hosts, gpus=gpus, config=cfg, root=root,
-                       scheduler=scheduler)
+    cfg = incident_config(root, timezone)
+    notes = done.notes  # what this ingest could not trust and rebuilt
+    try:
+        inc = load_window(done.store, window=window, hosts=hosts, gpus=gpus, config=cfg, root=root,
+                          scheduler=scheduler)
+    except (duckdb.Error, pa.ArrowException, OSError, ValueError, KeyError) as e:
+        # A part the store names cannot be read back as the kit wrote it (damaged, or replaced
+        # by someone else): the store is converted afresh from the evidence, once.
+        clear(*layout.filesystem(done.store))
+        again = ingest(root, store, timezone=timezone, host=host, on_bad_line=on_bad_line, scheduler=scheduler)
+        notes = [*notes, f"the store could not be read back ({type(e).__name__}: {str(e)[:160]}): "
+                         "converted again from the evidence", *again.notes]
+        inc = load_window(again.store, window=window, hosts=hosts, gpus=gpus, config=cfg, root=root,
+                          scheduler=scheduler)
+    inc.load_report.notes[:0] = notes
+    return inc
 
 
 def parse_window(window) -> tuple[pd.Timestamp, pd.Timestamp] | None:
@@ -140,7 +151,10 @@ def load_window(store: str, *, window=None, hosts=None, gpus=None, config: Incid
     fs, top = layout.filesystem(store)
     if not fs.exists(f"{top}/{layout.MANIFEST}"):
         raise PostmortemError(f"{store}: not a store (no {layout.MANIFEST}); run `dflash-postmortem ingest` first")
-    manifest = Manifest.read(fs, top)
+    try:
+        manifest = Manifest.read(fs, top)
+    except plain.Untrusted as e:
+        raise PostmortemError(f"{store}: {e}; load the incident folder instead, which converts it again") from e
     cfg = config or IncidentConfig()
     order = {rel: k for k, rel in enumerate(manifest.order)}
     report, runs, renamed = combined(fs, top, manifest)

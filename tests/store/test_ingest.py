@@ -81,10 +81,10 @@ def test_rerun_converts_only_what_changed(fleet_folder, copy_store, monkeypatch)
 
 
 def test_the_incident_wide_report_is_kept_once_and_made_for_a_store_without_it(fleet_folder, copy_store, direct):
-    # A window reads one pickle of the combined load report and runs, not one per source.
+    # A window reads one document of the combined load report and runs, not one per source.
     fs, root = layout.filesystem(str(copy_store))
     manifest = Manifest.read(fs, root)
-    assert manifest.combined == "results/combined.pkl" and (copy_store / manifest.combined).is_file()
+    assert manifest.combined == "results/combined.json" and (copy_store / manifest.combined).is_file()
     stored = _stored(fleet_folder, str(copy_store))
     assert_same_report(direct, stored)
     # A store written before ingest kept it: the window combines the sources' reports itself,
@@ -94,8 +94,8 @@ def test_the_incident_wide_report_is_kept_once_and_made_for_a_store_without_it(f
     manifest.write(fs, root)
     assert_same_report(direct, _stored(fleet_folder, str(copy_store)))
     again = ingest(fleet_folder, str(copy_store), workers=1)
-    assert again.converted == [] and Manifest.read(fs, root).combined == "results/combined.pkl"
-    assert (copy_store / "results" / "combined.pkl").is_file()
+    assert again.converted == [] and Manifest.read(fs, root).combined == "results/combined.json"
+    assert (copy_store / "results" / "combined.json").is_file()
     assert_same_report(direct, _stored(fleet_folder, str(copy_store)))
 
 

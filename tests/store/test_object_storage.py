@@ -92,3 +92,34 @@ def test_dask_workers_ingest_into_and_read_from_the_bucket(s3, shared_folder, sh
         assert_same_frames(on_duckdb.frames()[frame], on_dask.frames()[frame], frame)
     assert_same_report(on_duckdb, on_dask)
     assert len(on_dask.gpus) > 100
+
+
+def test_a_bucket_store_planted_with_pickles_is_rebuilt_never_run(s3, shared_folder, direct, tmp_path):
+    """Anyone who can write to the bucket can replace the store's documents: a crafted pickle in
+    each is never run; the next ingest converts those sources again and says so."""
+    import pickle
+
+    import fsspec
+
+    from dflash_postmortem.store.window import load_from_store
+
+    marker = tmp_path / "ran"
+
+    class Planted:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    store = f"s3://{BUCKET}/planted-store"
+    ingest(shared_folder, store, workers=1)
+    fs = fsspec.filesystem("s3", skip_instance_cache=True)
+    documents = fs.glob(f"{BUCKET}/planted-store/results/*.json")
+    assert len(documents) == 10  # 8 sources, the folder walk, the combined report
+    for doc in documents:
+        with fs.open(doc, "wb") as f:
+            f.write(pickle.dumps(Planted()))
+    inc = load_from_store(shared_folder, store=store)
+    assert not marker.exists()
+    notes = "\n".join(inc.load_report.notes)
+    assert "not trusted" in notes and "converted again" in notes
+    for frame in schema.FRAME_NAMES:
+        assert_same_frames(direct.frames()[frame], inc.frames()[frame], frame)

@@ -56,16 +56,17 @@ def load_nvidia_smi(
     check_timezone(timezone)
     ctx = LoadContext(timezone=timezone, host=host, on_bad_line=on_bad_line, date=date)
     raw = read_head(path)
-    enc = encoding.detect(raw)
+    enc = encoding.plan(path, raw)
     if not enc.needs_transcoding:
         return _load(path, raw, ctx, fields)
-    # A capture redirected by Windows PowerShell is UTF-16: every form reads UTF-8.
+    # A capture redirected by Windows PowerShell is UTF-16 (every form reads UTF-8); a line too
+    # long to hold is cut.
     with tempfile.TemporaryDirectory(prefix="dflash-transcoded-") as scratch:
-        copy = encoding.transcode(path, Path(scratch) / path.name, enc).path
-        ctx.aliases[copy] = path
-        inc = _load(copy, encoding.sniff_head(raw, enc), ctx, fields)
+        copy = encoding.transcode(path, Path(scratch) / path.name, enc)
+        ctx.aliases[copy.path] = path
+        inc = _load(copy.path, encoding.sniff_head(raw, enc), ctx, fields)
     for rep in inc.load_report.files:
-        rep.assume(enc.describe())
+        encoding.annotate(rep, enc, copy)
     return inc
 
 

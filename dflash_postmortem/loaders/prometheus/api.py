@@ -181,14 +181,25 @@ def _iso(seconds: float) -> str:
     return dt.datetime.fromtimestamp(seconds, dt.UTC).isoformat().replace("+00:00", "Z")
 
 
-def from_config(config: IncidentConfig, on_bad_line: str = "raise") -> Incident:
+# What the load report says of a server named in incident.toml that a load was not asked to reach.
+NEEDS_NETWORK = ("needs the network: a server named in incident.toml is queried only when asked "
+                 "(--online on the command line, online=True in Python)")
+
+
+def from_config(config: IncidentConfig, on_bad_line: str = "raise", *, online: bool = True) -> Incident:
     """What the incident's `[prometheus]` table asks for (an empty Incident when it has none).
 
-    For `load_incident`: unless `on_bad_line` is "raise", a server that cannot answer is a
-    load-report error (like a file that cannot be read), and the rest of the incident loads."""
+    For `load_incident`: an incident folder may come from anyone, and its incident.toml alone
+    never makes the kit reach a host: without `online` the server is only listed in the load
+    report as needing the network. Unless `on_bad_line` is "raise", a server that cannot answer
+    is a load-report error (like a file that cannot be read), and the rest of the incident loads."""
     p = config.prometheus
     if p is None:
         return Incident()
+    if not online:
+        inc = Incident()
+        inc.load_report.add(FileReport(path=f"prometheus:{p.url}", format=FORMAT, unit="sample", notes=[NEEDS_NETWORK]))
+        return inc
     try:
         return load_prometheus(p.url, (p.start, p.end), step_s=p.step_s, metrics=p.metrics or None,
                                matchers=p.matchers or None, timeout_s=p.timeout_s, timezone=config.timezone)

@@ -890,13 +890,14 @@ def load_process_log(path, *, timezone: str = "UTC", host: str | None = None, ru
     if run:
         ctx.options = {"run": run}
     path = Path(path)
-    enc = encoding.detect(read_head(path))
-    if enc.codec == "utf-8" and not enc.bom:
+    enc = encoding.plan(path, read_head(path))
+    if enc.codec == "utf-8" and not enc.bom and not enc.cut_long_lines:
         return load_log(path, ctx)  # NUL runs are removed and counted by the scanner itself
-    # UTF-16 from PowerShell, a BOM: read a UTF-8 copy, as load_incident does, named as the original
+    # UTF-16 from PowerShell, a BOM, a line too long to hold: read a UTF-8 copy, as load_incident
+    # does, named as the original
     with tempfile.TemporaryDirectory(prefix="dflash-transcoded-") as scratch:
-        copy = encoding.transcode(path, Path(scratch) / path.name, enc).path
-        ctx.aliases = {copy: path}
-        inc = load_log(copy, ctx)
-    inc.load_report.files[0].assume(enc.describe())
+        copy = encoding.transcode(path, Path(scratch) / path.name, enc)
+        ctx.aliases = {copy.path: path}
+        inc = load_log(copy.path, ctx)
+    encoding.annotate(inc.load_report.files[0], enc, copy)
     return inc

@@ -79,10 +79,25 @@ def read_text(path: Path) -> str:
     return path.read_text(encoding="utf-8", errors="replace")
 
 
+# A run's JSON and YAML documents (summary, metadata, config) are kilobytes; one far larger is not
+# parsed (a parser holds the whole document, several times over).
+DOCUMENT_LIMIT = 64 << 20
+
+
+def _too_large(path: Path, rep: FileReport, expected: str) -> bool:
+    size = path.stat().st_size
+    if size <= DOCUMENT_LIMIT:
+        return False
+    rep.bad(1, f"{expected} of at most {DOCUMENT_LIMIT >> 20} MiB", f"{size:,} bytes: not parsed")
+    return True
+
+
 def read_json_doc(path: Path, ctx: LoadContext, fmt: str) -> tuple[dict, FileReport]:
     """One JSON object: the report counts the file as one document, parsed or not."""
     rep = ctx.report(path, fmt, unit="document")
     rep.read = 1
+    if _too_large(path, rep, "one JSON object"):
+        return {}, rep
     text = read_text(path)
     try:
         doc = json.loads(text)
@@ -208,13 +223,30 @@ def metadata_frames(meta: Metadata, run: str, source: str, host: str | None):
     return events, gpus
 
 
+def _loader_without_aliases(yaml):
+    """PyYAML's SafeLoader refusing aliases: `*name` shares a node, and a few lines of nested
+    aliases stand for a structure that is gigabytes once written out (the billion laughs). The
+    SDK never writes them."""
+
+    class Loader(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                raise yaml.YAMLError(f"an alias (*{self.peek_event().anchor}) at line "
+                                     f"{self.peek_event().start_mark.line + 1}: aliases are not read")
+            return super().compose_node(parent, index)
+
+    return Loader
+
+
 def read_config(path: Path, ctx: LoadContext) -> tuple[dict, FileReport]:
     import yaml  # here, not at the top: start-up time (only a config.yaml needs it)
 
     rep = ctx.report(path, "wandb-config", unit="document")
     rep.read = 1
+    if _too_large(path, rep, "a wandb config.yaml mapping"):
+        return {}, rep
     try:
-        doc = yaml.safe_load(read_text(path))
+        doc = yaml.load(read_text(path), Loader=_loader_without_aliases(yaml))  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as e:
         rep.bad(1, "a wandb config.yaml mapping", str(e).splitlines()[0] if str(e) else type(e).__name__)
         return {}, rep

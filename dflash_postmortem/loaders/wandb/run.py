@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...errors import MissingDependencyError, SourceFormatError
+from ...errors import MissingDependencyError, SourceFormatError, UsageError
 from ...incident import Incident, RunInfo, from_frames
 from ...load_report import FileReport
 from ...schema import TIME
@@ -707,17 +707,21 @@ _RUN_PATH = re.compile(r"^(?:https?://[^/]+/)?([\w.-]+)/([\w.-]+)/(?:runs/)?(\w+
 
 
 def load_wandb_run(source, *, on_bad_line: str = "warn", sampled: bool = False, host=None,
-                   timezone: str = "UTC", api=None) -> Incident:
+                   timezone: str = "UTC", api=None, online: bool = False) -> Incident:
     """Read one wandb run at full resolution into an Incident.
 
     `source` is a `.wandb` file, a run folder, a wandb folder holding run folders, a history or
     chart CSV export, or (only when no such path exists) an online run path
-    `entity/project/run_id`, read with `wandb.Api()` (or `api`). Online history is read in full
-    (`scan_history`); `sampled=True` allows the sampled `history()` and the report says so.
+    `entity/project/run_id`, read with `wandb.Api()` (or `api`) when `online=True` says the
+    network may be used. Online history is read in full (`scan_history`); `sampled=True` allows
+    the sampled `history()` and the report says so.
     """
     path = Path(source)
     if not path.exists():
         if isinstance(source, str) and (m := _RUN_PATH.match(source)):
+            if not online:
+                raise UsageError(f"{source}: no such file or folder here; as a wandb run path it needs the "
+                                 "network: pass online=True to read it from the wandb server")
             return load_online_run("/".join(m.groups()), api=api, sampled=sampled,
                                    on_bad_line=on_bad_line)
         raise SourceFormatError(path, None, "a .wandb file, a run folder, an export or entity/project/run_id",

@@ -242,7 +242,7 @@ step = "30s"
 metrics = ["DCGM_FI_DEV_GPU_UTIL"]
 matchers = ['Hostname="node17"']
 """)
-    inc = load_incident(tmp_path)
+    inc = load_incident(tmp_path, online=True)
     assert len(inc.gpus) == 3 * 2 and set(inc.gpus["host"]) == {"node17"}
     assert [f.path for f in inc.load_report.files] == ["incident.toml", f"prometheus:{prometheus_server.url}"]
 
@@ -252,7 +252,7 @@ def test_load_incident_keeps_the_files_when_the_server_cannot_answer(tmp_path):
                                             'window = ["2025-12-01T01:00:00Z", "2025-12-01T01:10:00Z"]\ntimeout = 2\n')
     (tmp_path / "smi.csv").write_text("timestamp, index, memory.used [MiB]\n"
                                       "2025/12/01 01:00:00.000, 0, 1024 MiB\n")
-    inc = load_incident(tmp_path)
+    inc = load_incident(tmp_path, online=True)
     assert len(inc.gpus) == 1 and inc.gpus["memory_used_mib"].iloc[0] == 1024
     failed = [f for f in inc.load_report.files if f.error]
     assert [f.path for f in failed] == ["prometheus:http://127.0.0.1:9"] and "server unreachable" in failed[0].error

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 import dflash_postmortem as pm
+from dflash_postmortem.loaders.registry import LoadContext
 from dflash_postmortem.loaders.training_log import process_log
 from dflash_postmortem.loaders.training_log.process_log import sniff_log
 
@@ -199,8 +200,12 @@ def test_ten_megabyte_line_is_counted_not_held(tmp_path, monkeypatch):
     inc = _load(p)
     rep = _balanced(inc)
     assert rep.read == 3
-    assert any("longer than" in r for r in rep.skipped)
+    # read through a copy with the line cut to its first 64 KiB (loaders.encoding), said in a note
+    assert "1 line longer than 1 MiB cut to its first 64 KiB (line 2): 10,420,224 bytes not read" in rep.notes
     assert inc.metrics.query("metric == 'train/tok_per_s'")["value"].tolist() == [100.0, 300.0]
+    # the scanner itself never holds a line longer than its limit either (a caller of load_log)
+    inc = process_log.load_log(p, LoadContext())
+    assert any("longer than" in r for r in _balanced(inc).skipped)
 
 
 def test_interleaved_ranks_keep_every_row(tmp_path):

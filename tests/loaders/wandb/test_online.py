@@ -43,7 +43,7 @@ class FakeApi:
 
 def test_online_api_reads_full_history_from_a_recorded_double():
     api = FakeApi()
-    inc = pm.load_wandb_run("team/dflash/zz9", api=api)
+    inc = pm.load_wandb_run("team/dflash/zz9", api=api, online=True)
     assert api.run_obj.calls == ["scan_history"]
     tok = inc.metrics[inc.metrics["metric"] == "train/tok_per_s"]
     assert tok["value"].tolist() == [21500.0, 21400.0, 12400.0] and tok["key"].eq("tok/s").all()
@@ -55,7 +55,7 @@ def test_online_api_reads_full_history_from_a_recorded_double():
 
 def test_online_api_sampled_only_when_asked():
     api = FakeApi()
-    inc = pm.load_wandb_run("https://wandb.ai/team/dflash/runs/zz9", api=api, sampled=True)
+    inc = pm.load_wandb_run("https://wandb.ai/team/dflash/runs/zz9", api=api, sampled=True, online=True)
     assert api.run_obj.calls == ["history"]
     assert any(n.startswith("sampled") for n in inc.load_report.files[0].notes)
     assert len(inc.metrics[inc.metrics["metric"] == "train/tok_per_s"]) == 2
