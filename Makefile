@@ -55,11 +55,15 @@ prometheus:
 	       || echo "note: could not install prometheus; its server tests will be skipped"; \
 	   else echo "note: no prometheus and no root apt-get; its server tests will be skipped"; fi; }
 
+# Four workers on any machine: much of a test run waits (kernels, servers, browsers, replayed
+# trainers), and conftest.py keeps torch and numpy to one thread per worker.
+TEST_WORKERS ?= 4
+
 test: setup browser prometheus
-	$(PY) -m pytest -n 2 --dist loadfile -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(PYTEST_ARGS)
 
 unit: setup
-	$(PY) -m pytest -n 2 --dist loadfile tests $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup tests $(PYTEST_ARGS)
 
 notebooks: setup
 	$(PY) -m pytest notebooks --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(PYTEST_ARGS)

@@ -57,6 +57,9 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         Column("metric", STR, "metric key, group/name (train/tok_per_s, train/loss, ...)"),
         Column("value", FLOAT, "value"),
         Column("source", STR, "file the row came from"),
+        Column("rank", INT, "global rank that logged it, where known (torchrun's [rankN]:, a rank's own file)"),
+        Column("job", STR, "the launcher's job: torchrun run id, Slurm job id, pod, container, where known"),
+        Column("attempt", INT, "the launcher's attempt of that job (torchrun restart count, requeue), where known"),
     ),
     "events": (
         Column("time", TIME, "when it happened"),
@@ -67,6 +70,9 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         Column("message", STR, "what happened, in the source's words"),
         Column("source", STR, "file the event came from"),
         Column("ref", STR, "evidence reference, file:line"),
+        Column("rank", INT, "global rank it concerns, where known"),
+        Column("job", STR, "the launcher's job (torchrun run id, Slurm job id, pod, container), where known"),
+        Column("attempt", INT, "the launcher's attempt of that job, where known"),
     ),
     "processes": (
         Column("host", STR, "host name"),

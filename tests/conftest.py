@@ -13,6 +13,16 @@ REAL_WORLD = REPO / "tests" / "fixtures" / "real-world"
 
 
 @pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for every browser test of this test process (support/browser.py)."""
+    from support.browser import Browser
+
+    b = Browser()
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="session")
 def repo_dir() -> Path:
     return REPO
 

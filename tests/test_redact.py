@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from support.browser import figures_rendered, open_pages
+from support.browser import figures_rendered
 
 from dflash_postmortem.redact import MASK, redact
 from dflash_postmortem.report import build_report
@@ -126,14 +126,14 @@ def test_markup_in_a_log_line_is_text(planted_report):
 
 
 @pytest.mark.browser
-def test_markup_is_shown_not_run_in_the_browser(planted_report, tmp_path):
+def test_markup_is_shown_not_run_in_the_browser(planted_report, browser):
     shown = {}
 
     def check(page, name):
         figures_rendered(page, name)
         shown[name] = MARKUP in page.inner_text("body")
 
-    errors, dialogs = open_pages(planted_report.parent, tmp_path, check)
+    errors, dialogs = browser.open_pages(planted_report.parent, check)
     assert dialogs == [], "a <script> from the evidence ran"
     assert errors == []
     assert shown["02_throughput_drop"] and shown["index"]  # visible as text

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from support.browser import figures_rendered, open_pages
+from support.browser import figures_rendered
 
 from dflash_postmortem import report_kernels
 from dflash_postmortem.errors import MissingDependencyError, PostmortemError
@@ -143,7 +143,7 @@ def test_static_export_without_kaleido_says_how_to_get_it(monkeypatch):
 
 
 @pytest.mark.browser
-def test_every_page_renders_in_headless_chromium(full_report, tmp_path):
+def test_every_page_renders_in_headless_chromium(full_report, tmp_path, browser):
     seen = {}
 
     def check(page, name):
@@ -156,7 +156,7 @@ def test_every_page_renders_in_headless_chromium(full_report, tmp_path):
             assert fig.locator(".heatmaplayer image").count() == 2  # memory and utilization per GPU
             assert fig.locator(".scatterlayer .trace").count() >= 6  # 3 runs, lifetimes, events, findings
 
-    errors, dialogs = open_pages(full_report.parent, tmp_path, check)
+    errors, dialogs = browser.open_pages(full_report.parent, check, shots=tmp_path)
     if os.environ.get("DFLASH_UPDATE_SCREENSHOTS"):
         _docs_screenshots(full_report.parent)
     assert sorted(seen) == sorted([*PAGES, "index"])

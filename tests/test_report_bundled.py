@@ -1,11 +1,10 @@
 """Every bundled incident's report in a real headless Chromium: it opens offline, draws its
-figures, and its evidence links land on their lines. (A file of its own: the test workers split
-by file, so these reports build beside tests/test_report.py's.)"""
+figures, and its evidence links land on their lines."""
 
 from pathlib import Path
 
 import pytest
-from support.browser import figures_rendered, follow_evidence_links, open_pages
+from support.browser import figures_rendered, follow_evidence_links
 
 from dflash_postmortem.report import build_report
 
@@ -16,8 +15,10 @@ BUNDLED = sorted(p.name for p in (REPO / "data" / "incidents").iterdir() if p.is
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("incident", BUNDLED)
-def test_every_bundled_report_opens_offline_and_its_evidence_links_land(incident, tmp_path):
+# each report a group of its own: the test workers build them side by side (conftest.py)
+@pytest.mark.parametrize("incident", [pytest.param(name, marks=pytest.mark.xdist_group(f"report-{name}"))
+                                      for name in BUNDLED])
+def test_every_bundled_report_opens_offline_and_its_evidence_links_land(incident, tmp_path, browser):
     """The index and every page of each bundled incident's report in Chromium: figures drawn, no
     console error, no network request, and the first evidence links of each page open their line."""
     index = build_report(REPO / "data" / "incidents" / incident, tmp_path / "report", progress=False)
@@ -27,7 +28,7 @@ def test_every_bundled_report_opens_offline_and_its_evidence_links_land(incident
         figures_rendered(page, name)
         followed[name] = follow_evidence_links(page)
 
-    errors, dialogs = open_pages(index.parent, tmp_path, check)
+    errors, dialogs = browser.open_pages(index.parent, check)
     assert errors == [] and dialogs == []
     assert set(followed) == {"index", *PAGES}
     assert sum(len(v) for v in followed.values()) >= 3, followed  # every incident cites evidence somewhere

@@ -120,12 +120,19 @@ def test_the_cache_planted_with_pickles_is_rebuilt_never_run(incident, tmp_path,
     assert "not trusted" in _notes(again) and "loaded again from the evidence" in _notes(again)
     assert found_again["id"].tolist() == findings["id"].tolist()
     assert len(again.events) == len(inc.events)
-    # and the report, whose pages read the cache (an entry planted again after the load above)
+    # and the report, whose pages read the cache (an entry planted again after the load above),
+    # written under a umask that keeps everything to the user: no file of it is widened
     for entry in entries:
         (entry / "incident.json").write_bytes(planted(marker))
     out = tmp_path / "report"
-    assert _quiet(main, ["report", str(incident), "-o", str(out), "--only", "01", "--no-progress"]) == 0
+    old = os.umask(0o077)
+    try:
+        assert _quiet(main, ["report", str(incident), "-o", str(out), "--only", "01", "--no-progress"]) == 0
+    finally:
+        os.umask(old)
     assert not marker.exists() and (out / "index.html").is_file()
+    written = list(out.rglob("*"))
+    assert len(written) > 5 and not [p for p in written if p.stat().st_mode & 0o077]
 
 
 def test_a_cache_folder_others_can_write_is_not_used(incident, tmp_path, monkeypatch):
@@ -145,16 +152,15 @@ def test_a_cache_folder_others_can_write_is_not_used(incident, tmp_path, monkeyp
         assert stat.S_IMODE(entry.stat().st_mode) == 0o700
 
 
-def test_files_the_kit_writes_follow_the_users_umask(incident, tmp_path, monkeypatch):
+def test_the_store_and_cache_follow_the_users_umask(incident, tmp_path, monkeypatch):
     monkeypatch.setenv(report_cache.CACHE_ENV, str(tmp_path / "cache"))
     old = os.umask(0o077)
     try:
         _quiet(ingest, incident)
-        out = tmp_path / "report"
-        assert _quiet(main, ["report", str(incident), "-o", str(out), "--only", "01", "--no-progress"]) == 0
+        _quiet(notebook.load_cached, str(incident))
     finally:
         os.umask(old)
-    written = [p for top in (incident / layout.DEFAULT_NAME, out, tmp_path / "cache") for p in top.rglob("*")]
+    written = [p for top in (incident / layout.DEFAULT_NAME, tmp_path / "cache") for p in top.rglob("*")]
     assert len(written) > 20
     loose = [p for p in written if p.stat().st_mode & 0o077]
     assert not loose, loose[:5]

@@ -23,7 +23,7 @@ RESULTS = "results"  # one JSON document per source: its load report and runs (p
 # The name hive readers (DuckDB, pyarrow, Spark) take for a missing partition value.
 NULL = "__HIVE_DEFAULT_PARTITION__"
 # Bumped when what a part holds changes: a store of another version is converted again.
-VERSION = 2  # 2: load reports and runs as JSON documents (plain_data), never pickles
+VERSION = 3  # 2: load reports and runs as JSON documents (plain_data), never pickles; 3: rank, job, attempt
 
 # Rows keep where they came from, so a window comes back in the order a direct load gives:
 # sorted by time, ties in source order, then in the source's own row order.

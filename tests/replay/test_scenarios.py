@@ -17,7 +17,10 @@ STEP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[(\w+)\] step \d+ loss [\d.
 COMMAND = re.compile(r"^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\] \$ (.*)$", re.M)
 
 
-pytestmark = pytest.mark.slow  # four trainer processes (torch + wandb start-up each): ~1 min
+# Four trainer processes (torch + wandb start-up each) per scenario, mostly waiting on the clock:
+# each scenario's tests are a group of their own, so the scenarios run beside each other on the
+# test workers (conftest.py), not one after another.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +32,7 @@ def replayed(tmp_path_factory):
     return out
 
 
+@pytest.mark.xdist_group("replay-full")
 def test_operator_transcript_tells_the_story_in_the_capture_form(replayed, bundled_dir):
     real = (bundled_dir / "logs" / "operator.log").read_text()
     assert len(COMMAND.findall(real)) == 10, "the pattern must describe the real transcript first"
@@ -43,6 +47,7 @@ def test_operator_transcript_tells_the_story_in_the_capture_form(replayed, bundl
     assert "launch: step  ok" in text and "launch: started" in text
 
 
+@pytest.mark.xdist_group("replay-full")
 def test_trainer_logs_pid_files_ps_snapshots_and_wandb_runs(replayed):
     logs = replayed / "logs"
     assert {m for m in STEP.findall((logs / "train.log").read_text())} == {"baseline"}
@@ -61,6 +66,7 @@ def test_trainer_logs_pid_files_ps_snapshots_and_wandb_runs(replayed):
     assert re.search(r'^timezone = "[\w/+-]+"$', (replayed / "incident.toml").read_text(), re.M)
 
 
+@pytest.mark.xdist_group("replay-full")
 def test_the_kit_loads_the_replayed_incident(replayed):
     import dflash_postmortem as pm
 
@@ -84,6 +90,7 @@ def stalled(tmp_path_factory):
     return out
 
 
+@pytest.mark.xdist_group("replay-stall")
 def test_the_stalled_run_stops_logging_and_lives_on_until_killed(stalled):
     """The drafter thread blocks at its step 20: step 19 is the last line, the process stays
     listed through the stall, the operator's checks see it, the kill ends it, `launch` relaunches."""
@@ -113,6 +120,7 @@ def test_the_stalled_run_stops_logging_and_lives_on_until_killed(stalled):
     assert (found["kind"] != "stall").all()
 
 
+@pytest.mark.xdist_group("replay-crash")
 def test_the_crash_variant_leaves_a_traceback_and_a_live_process(tmp_path):
     """--stall-by crash: the drafter raises at its step 20 under --on-thread-error continue; the
     traceback is in the log, nothing after it, and the operator's check still counts the trainer."""
@@ -137,6 +145,7 @@ def survivor(tmp_path_factory):
     return out
 
 
+@pytest.mark.xdist_group("replay-survivor")
 def test_survivor_replay_records_a_real_interactive_terminal(survivor):
     text = (survivor / "logs" / "terminal.log").read_text(errors="replace")
     assert text.startswith("Script started on ")  # util-linux script, as an operator keeps a session log
@@ -146,6 +155,7 @@ def test_survivor_replay_records_a_real_interactive_terminal(survivor):
     assert (survivor / "logs" / "train_fix.log").stat().st_size == 0
 
 
+@pytest.mark.xdist_group("replay-survivor")
 def test_the_kit_finds_the_survivor_chain_in_the_replay(survivor):
     """The links that do not depend on this machine's speed: the failed kill, the survivor it
     left, the restart its timeout killed."""
@@ -166,6 +176,7 @@ def test_the_kit_finds_the_survivor_chain_in_the_replay(survivor):
     assert restart["numbers"]["reason"] == "killed by its timeout wrapper"
 
 
+@pytest.mark.xdist_group("replay-regression")
 def test_replay_regression_with_its_defaults_is_detected_with_its_cause(tmp_path):
     """`replay regression` as a new user runs it (20 s a run, a tiny model on the CPU): the
     regressed run is found, and its cause is the flags its launch changed."""

@@ -1,4 +1,7 @@
-"""Opening report pages in headless Chromium (playwright), for the report and redaction tests."""
+"""Opening report pages in headless Chromium (playwright), for the report and redaction tests.
+
+One browser per test process (`browser` fixture, tests/conftest.py): starting Chromium costs a
+second or two, and every report test opens a dozen pages."""
 
 import shutil
 from pathlib import Path
@@ -10,34 +13,53 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def open_pages(folder: Path, shots: Path, check):
-    """Open every HTML page of a report in headless Chromium, screenshot it, run `check(page,
-    name)`; return the console errors and dialogs seen."""
-    exe = chromium()
-    if exe is None:
-        pytest.skip("no chromium on this machine (make test installs it where apt-get is available)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    errors, dialogs = [], []
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=exe,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run", "--disable-quic"],
-        )
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+class Browser:
+    """A headless Chromium, started on first use and closed at the end of the test process."""
+
+    def __init__(self):
+        self._playwright = self._browser = None
+
+    def _started(self):
+        if self._browser is None:
+            exe = chromium()
+            if exe is None:
+                pytest.skip("no chromium on this machine (make test installs it where apt-get is available)")
+            sync_api = pytest.importorskip("playwright.sync_api")
+            self._playwright = sync_api.sync_playwright().start()
+            self._browser = self._playwright.chromium.launch(
+                executable_path=exe,
+                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                      "--disable-sync", "--no-first-run", "--disable-quic"],
+            )
+        return self._browser
+
+    def close(self):
+        if self._browser is not None:
+            self._browser.close()
+            self._playwright.stop()
+
+    def open_pages(self, folder: Path, check, shots: Path | None = None):
+        """Open every HTML page of a report, run `check(page, name)` on each (and screenshot it
+        into `shots` when given); return the console errors and dialogs seen."""
+        errors, dialogs = [], []
+        context = self._started().new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
         # A report opens with no internet: any request other than its own files is an error.
-        page.on("request", lambda r: None if r.url.startswith(("file:", "data:", "about:", "blob:"))
-                else errors.append(f"network request: {r.url}"))
-        for html in sorted(folder.glob("*.html")):
-            page.goto(html.as_uri())
-            page.wait_for_load_state("load")
-            check(page, html.stem)
-            page.screenshot(path=str(shots / f"{html.stem}.png"), full_page=True)
-        browser.close()
-    return errors, dialogs
+        context.on("request", lambda r: None if r.url.startswith(("file:", "data:", "about:", "blob:"))
+                   else errors.append(f"network request: {r.url}"))
+        try:
+            for html in sorted(folder.glob("*.html")):
+                page.goto(html.as_uri())
+                page.wait_for_load_state("load")
+                check(page, html.stem)
+                if shots is not None:
+                    page.screenshot(path=str(shots / f"{html.stem}.png"), full_page=True)
+        finally:
+            context.close()
+        return errors, dialogs
 
 
 def figures_rendered(page, name: str) -> None:
@@ -54,27 +76,29 @@ def figures_rendered(page, name: str) -> None:
 
 
 def follow_evidence_links(page, limit: int = 3) -> list[str]:
-    """Click the page's first evidence links; each must open its file view scrolled to the cited
-    line, that row highlighted. Returns the refs followed."""
+    """The page's first evidence links, each opened where its click leads (a tab beside the
+    page, so the report page is not drawn again for every link): the file view must scroll to
+    the cited line, that row highlighted, in view below the sticky header. Returns the refs."""
     followed = []
     refs = page.locator("a.pm-ref")
-    start = page.url
-    for i in range(min(limit, refs.count())):
-        link = refs.nth(i)
-        if not link.is_visible():
-            continue
-        ref = link.get_attribute("data-ref")
-        line = int(ref.rsplit(":", 1)[1])
-        link.click()
-        page.wait_for_load_state("load")
-        target = page.locator(":target")
-        assert target.get_attribute("id") == f"L{line}", (ref, page.url)
-        box, height = target.bounding_box(), page.viewport_size["height"]
-        header = page.locator("header").bounding_box()
-        # in view, and not hidden under the sticky header
-        assert box is not None and header["y"] + header["height"] - 1 <= box["y"] < height, f"{ref}: {box}"
-        assert "cited" in (target.get_attribute("class") or ""), ref
-        followed.append(ref)
-        page.goto(start)
-        page.wait_for_load_state("load")
+    view = page.context.new_page()
+    try:
+        for i in range(min(limit, refs.count())):
+            link = refs.nth(i)
+            if not link.is_visible():
+                continue
+            ref = link.get_attribute("data-ref")
+            line = int(ref.rsplit(":", 1)[1])
+            view.goto(link.evaluate("a => a.href"))  # the link's URL, resolved as a click resolves it
+            view.wait_for_load_state("load")
+            target = view.locator(":target")
+            assert target.get_attribute("id") == f"L{line}", (ref, view.url)
+            box, height = target.bounding_box(), view.viewport_size["height"]
+            header = view.locator("header").bounding_box()
+            # in view, and not hidden under the sticky header
+            assert box is not None and header["y"] + header["height"] - 1 <= box["y"] < height, f"{ref}: {box}"
+            assert "cited" in (target.get_attribute("class") or ""), ref
+            followed.append(ref)
+    finally:
+        view.close()
     return followed

@@ -637,7 +637,7 @@ def read_lines(path: Path, fmt: str) -> list[str]:
     return lines
 
 
-_INT_COLUMNS = ("count", "exit_code", "size_bytes", "pid", "target_pid", "job", "xid", "uid", "oom_score_adj", "order", "score")
+_INT_COLUMNS = ("count", "exit_code", "size_bytes", "pid", "target_pid", "shell_job", "xid", "uid", "oom_score_adj", "order", "score")
 _BOOL_COLUMNS = ("time_approx", "target_is_group", "core_dumped", "cgroup")
 
 
@@ -773,6 +773,8 @@ def _events_frame(ev: _Events, rep, ctx: LoadContext) -> pd.DataFrame:
     events["source"] = rep.path
     events["host"] = ctx.host
     events["time"] = pd.Series(pd.to_datetime(events["time"], utc=True, errors="coerce"), dtype="datetime64[us, UTC]")
+    # The shell's job number (`[1]`, `%1`): `job` in the frames is a launcher's job (schema.py).
+    events = events.rename(columns={"job": "shell_job"})
     for col in _INT_COLUMNS:
         if col in events:
             events[col] = pd.array([_whole(v, col) for v in events[col]], dtype="Int64")

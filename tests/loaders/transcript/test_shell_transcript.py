@@ -200,7 +200,7 @@ def test_a_group_kill_of_a_pid_file_whose_process_is_gone(bundled_dir):
     assert k["time"] == T("2026-12-01 10:31:06") and k["time_approx"]
     killed = ev[ev["kind"] == "killed"].iloc[0]  # `timeout -s KILL 2 python ...` -> Killed, its PID from ps
     assert (killed["pid"], killed["signal"]) == (1021, "SIGKILL")
-    done = ev[(ev["kind"] == "exit") & ev["job"].notna()].set_index("job")
+    done = ev[(ev["kind"] == "exit") & ev["shell_job"].notna()].set_index("shell_job")
     assert done.loc[1, "pid"] == 506 and done.loc[1, "exit_code"] == 0
     assert done.loc[2, "pid"] == 787 and done.loc[2, "signal"] == "SIGTERM"
 
@@ -225,7 +225,7 @@ def test_job_table_gives_the_pid_of_what_was_killed(tmp_path):
     assert ev.loc["launch", "pid"] == 4242 and ev.loc["job_started", "pid"] == 4242
     assert ev.loc["nohup", "output_file"] == "nohup.out"
     assert ev.loc["killed", "pid"] == 4242 and ev.loc["killed", "signal"] == "SIGKILL"
-    assert ev.loc["kill_sent", "job"] == 1 and ev.loc["kill_sent", "pid"] == 4242
+    assert ev.loc["kill_sent", "shell_job"] == 1 and ev.loc["kill_sent", "pid"] == 4242
 
 
 def test_echo_status_answers_for_the_command_before_it(fixtures_dir, tmp_path):
