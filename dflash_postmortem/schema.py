@@ -95,12 +95,43 @@ FRAME_NAMES = tuple(FRAMES)
 TOK_PER_S = "train/tok_per_s"
 LOSS = "train/loss"
 
+# The event kinds the attempt model reads (model/), whatever source wrote them. A loader that
+# knows one of these things says it with this kind; columns beyond the canonical ones that the
+# model reads are named here too. Other kinds (console, gpu_query, ...) are evidence to show.
+EVENT_KINDS: dict[str, str] = {
+    # starts
+    "launch": "a command that starts training, typed, traced (`bash -x`, `set -x`) or in shell history; "
+              "columns: program, log_path, launcher",
+    "attempt_start": "a launcher, scheduler or container runtime starting an attempt of a job (torchrun's worker "
+                     "group, a restart of it, a Slurm job or requeue, a container (re)start, a systemd unit start); "
+                     "columns: job, attempt, by (torchrun, slurm, kubernetes, docker, systemd, supervisor), rank, pid",
+    "run_start": "a tracked run begins (wandb)",
+    "training_start": "the trainer says training begins",
+    "stage": "a start-up stage line (`Loading target model ...`)",
+    "pid_file": "a PID file names a process",
+    # ends
+    "attempt_end": "a launcher, scheduler or container runtime saying an attempt ended: failed, cancelled, timed "
+                   "out, OOM-killed, completed; columns: job, attempt, by, rank, pid, exit_code, signal, reason",
+    "exit": "a process exited; columns: pid, exit_code, signal",
+    "killed": "a process was killed by a signal; columns: pid, signal",
+    "oom_kill": "the kernel's (or a cgroup's) OOM killer killed a process; columns: pid",
+    "oom": "CUDA (or host) out of memory in the trainer; columns: holders (PIDs the message names)",
+    "timeout": "a wait ran out: a collective (NCCL, gloo), a store or rendezvous, a scheduler's time limit; "
+               "columns: what, timeout_ms",
+    "nccl_timeout": "NCCL's watchdog gave up on a collective; columns: seq, op, timeout_ms",
+    "traceback": "a Python traceback; its last line in the message",
+    "run_end": "a tracked run ended (wandb exit record)",
+    "training_stop": "the trainer says training stopped",
+    "kill_sent": "the operator sent a signal; columns: target_pid, target_is_group, target_pattern",
+    "kill_failed": "a kill that did not reach its target",
+}
+
 # Event kinds that say something went wrong, in the sources' own words: what a reader must see
 # near a drop, and where the throughput detector looks for its cause.
 PROBLEM_EVENTS = (
     "warning", "error", "traceback", "exception", "thread_crash", "compile_error", "signal",
     "nccl_timeout", "nccl_error", "oom", "oom_kill", "killed", "kill_failed", "gpu_error", "gpu_lost",
-    "xid", "elastic_restart",
+    "xid", "elastic_restart", "timeout", "attempt_end",
 )
 
 
