@@ -24,6 +24,7 @@ if not os.environ.get(CACHE_ENV):
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
     """The test workers (pytest-xdist, `--dist loadgroup`) take a file at a time, so a file's
     module fixtures are made once; a test that names a group of its own (a replay scenario, one

@@ -176,7 +176,7 @@ def test_the_kit_finds_the_survivor_chain_in_the_replay(survivor):
     assert restart["numbers"]["reason"] == "killed by its timeout wrapper"
 
 
-@pytest.mark.xdist_group("replay-regression")
+@pytest.mark.alone  # it compares two runs' speed: other tests beside it would decide the ratio
 def test_replay_regression_with_its_defaults_is_detected_with_its_cause(tmp_path):
     """`replay regression` as a new user runs it (20 s a run, a tiny model on the CPU): the
     regressed run is found, and its cause is the flags its launch changed."""
