@@ -158,6 +158,7 @@ def oom_bashx(r: Recording) -> None:
     op.run("ps -o pid,user,etime,args -p $(pgrep -f hog_memory | head -1)")
     r.truth(f"operator kills the leftover job {hog_proc.pid}")
     op.run(f"kill {hog_proc.pid}; sleep 3; nvidia-smi --query-gpu=memory.used --format=csv,noheader")
+    hog_proc.wait(timeout=30)  # reaped, as the shell that started it would
     r.truth("operator relaunches the same launcher under bash -x")
     op.run("bash -x ./launch.sh big-drafter > logs/launch2.log 2>&1; echo exit=$?", timeout=600)
     r.truth("relaunch returned (trained 40 s and stopped)")
