@@ -59,7 +59,7 @@ prometheus:
 # trainers), and conftest.py keeps torch and numpy to one thread per worker. Tests marked `alone`
 # compare speeds: they run afterwards, with nothing beside them.
 TEST_WORKERS ?= 4
-PARALLEL   := -n $(TEST_WORKERS) --dist loadgroup -m "not alone"
+PARALLEL   := -n $(TEST_WORKERS) --dist loadscope -m "not alone"
 
 test: setup browser prometheus
 	$(PY) -m pytest $(PARALLEL) -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(PYTEST_ARGS)
