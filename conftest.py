@@ -10,8 +10,6 @@ import os
 import shutil
 import tempfile
 
-import pytest
-
 from dflash_postmortem.report_cache import CACHE_ENV
 
 if not os.environ.get(CACHE_ENV):
