@@ -175,8 +175,8 @@ def torchrun_halt(r: Recording) -> None:
     r.truth("operator starts torchrun (2 ranks, gloo on one GPU); rank 1 is set to stop at its drafter step 150, "
             "and to hang before joining the process group in attempt 1; process-group timeout 45 s; --max-restarts 1")
     op.run(cmd)
-    r.wait_for("logs/torchrun.log", "step 150", 300)
-    r.truth("step 150 logged: rank 1 stops there")
+    r.wait_for("logs/torchrun.log", "step 145", 300)
+    r.truth("step 145 logged: rank 1 stops at its step 150, rank 0 waits in the all-reduce")
     time.sleep(20)
     op.run("tail -n 4 logs/torchrun.log")
     op.run("nvidia-smi --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader")

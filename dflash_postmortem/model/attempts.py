@@ -295,10 +295,11 @@ class _Assembly:
     def _frame(self) -> pd.DataFrame:
         found = sorted(self.found, key=lambda a: (a.start is None, a.start))
         # A log's part for each attempt ends where the next attempt's part of it begins.
-        for a in found:
-            for source, begin in a.sources.items():
-                later = [b.sources[source] for b in found if source in b.sources and b.sources[source] > begin]
-                a.sources[source] = (begin, min(later) if later else None)
+        begins = [(a, dict(a.sources)) for a in found]
+        for a, mine in begins:
+            a.sources = {source: (begin, min((other[source] for _, other in begins
+                                              if source in other and other[source] > begin), default=None))
+                         for source, begin in mine.items()}
         self.owned = {s for a in found for s in a.sources}
         rows = []
         for i, a in enumerate(found, 1):
