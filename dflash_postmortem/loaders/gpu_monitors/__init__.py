@@ -1,5 +1,4 @@
-"""GPU monitors other than nvidia-smi whose output people paste: gpustat (its one line per GPU,
-and `--json`) and nvitop (`nvitop -1` / `--once`). Each becomes `gpus` rows (and
+"""GPU monitors other than nvidia-smi whose output people paste: gpustat (its one line per GPU) and nvitop (`nvitop -1` / `--once`). Each becomes `gpus` rows (and
 `gpu_processes` rows where the tool lists processes), as nvidia-smi's forms do.
 
 Importing this package registers each format, in this order (a tie goes to the first).

@@ -1,4 +1,4 @@
-"""gpustat (wookayin/gpustat): its text output and `gpustat --json`.
+"""gpustat (wookayin/gpustat): its text output.
 
 Text: a header `host  Mon Aug 22 15:23:57 2022  515.65.01` (host, local time as `%c`, driver),
 then one line per GPU:
@@ -11,9 +11,7 @@ command for `-c` (`user:command` with `-u`), `/pid` with `-p`. gpustat prints `?
 driver did not give: missing, never 0. A watch (`gpustat -i`, `watch gpustat`) repeats the header
 per sample: each header starts a snapshot at its time (read in the incident's zone).
 
-JSON (`--json`): `{"hostname", "driver_version", "query_time" (local ISO time), "gpus": [{index,
-uuid, name, temperature.gpu, fan.speed, utilization.gpu, power.draw, enforced.power.limit,
-memory.used, memory.total, processes: [{pid, username, command, gpu_memory_usage, ...}]}]}`.
+`gpustat --json` is not read: no public capture of it was found to test a reader against.
 """
 
 from __future__ import annotations
@@ -31,10 +29,8 @@ from .. import registry
 from ..nvidia_smi.paste import read_paste, unwrap_head
 from ..registry import LoadContext
 from ..training_log.patterns import integer
-from ..wandb.files import read_json_doc
 
 TEXT_FORMAT = "gpustat"
-JSON_FORMAT = "gpustat-json"
 _V = r"(?:\d+|\?\?|None)"  # gpustat's `??` (and a bare None from old versions) for a missing value
 GPU_LINE = re.compile(
     rf"^\s*\[(?P<gpu>\d+)\]\s+(?P<name>[^|]*?)\s*\|\s*(?P<temp>{_V})\s*(?:°C|'C|C)\s*,"
@@ -57,13 +53,6 @@ def sniff(path: Path, head: bytes) -> float:
     if not gpu_lines:
         return 0.0
     return 0.95 if any(HEADER.match(s) for s in lines) or gpu_lines >= 2 else 0.85
-
-
-def sniff_json(path: Path, head: bytes) -> float:
-    text = head.lstrip()
-    if not text.startswith(b"{") or b'"gpus"' not in head:
-        return 0.0
-    return 0.95 if b'"query_time"' in head and (b'"memory.used"' in head or b'"driver_version"' in head) else 0.0
 
 
 def _num(text: str | None) -> float:
@@ -116,51 +105,6 @@ def load(path: Path, ctx: LoadContext):
         rep.assume("a process shown by one name is read as its user (gpustat's default; with -c alone the name "
                    "is the command)")
     return from_frames(rep, **_frames(gpus, procs, ctx, rep))
-
-
-@registry.format(JSON_FORMAT, sniff=sniff_json, doc="gpustat --json: hostname, query_time, GPUs and their processes")
-def load_json(path: Path, ctx: LoadContext):
-    doc, rep = read_json_doc(path, ctx, JSON_FORMAT)
-    rep.unit = "GPU"
-    entries = doc.get("gpus") if rep.parsed else None
-    if not isinstance(entries, list):
-        return from_frames(rep)
-    stamp = pd.to_datetime(doc.get("query_time"), errors="coerce") if isinstance(doc.get("query_time"), str) else None
-    if stamp is not None and (pd.isna(stamp) or stamp.tzinfo is not None):
-        stamp = stamp.tz_convert("UTC").tz_localize(None) if not pd.isna(stamp) else None
-    host = doc.get("hostname") if isinstance(doc.get("hostname"), str) else None
-    gpus, procs = [], []
-    for n, e in enumerate(entries, start=1):
-        rep.read += 1
-        if not isinstance(e, dict) or integer(e.get("index")) is None:
-            rep.bad(n, "a GPU entry with an index", type(e).__name__)
-            continue
-        gpu = integer(e["index"])
-        gpus.append({"time": stamp, "host": host, "gpu": gpu, "uuid": _text(e.get("uuid")), "name": _text(e.get("name")),
-                     "temp_c": _float(e.get("temperature.gpu")), "fan_pct": _float(e.get("fan.speed")),
-                     "util_gpu_pct": _float(e.get("utilization.gpu")), "power_w": _float(e.get("power.draw")),
-                     "power_limit_w": _float(e.get("enforced.power.limit")),
-                     "memory_used_mib": _float(e.get("memory.used")), "memory_total_mib": _float(e.get("memory.total"))})
-        for p in e.get("processes") or []:
-            if isinstance(p, dict):
-                procs.append({"time": stamp, "host": host, "gpu": gpu, "uuid": _text(e.get("uuid")),
-                              "pid": integer(p.get("pid")), "user": _text(p.get("username")),
-                              "process_name": _text(p.get("command")), "used_memory_mib": _float(p.get("gpu_memory_usage"))})
-        rep.parsed += 1
-    return from_frames(rep, **_frames(gpus, procs, ctx, rep))
-
-
-def _text(value) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _float(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return float("nan")
-    try:
-        return float(value)
-    except OverflowError:
-        return float("nan")
 
 
 def _frames(gpus: list[dict], procs: list[dict], ctx: LoadContext, rep) -> dict:

@@ -132,6 +132,8 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
     started, ended = _ms(meta.get("start_time")), _ms(meta.get("end_time"))
     source = ctx.name(folder / "meta.yaml")
     events = _milestones(run, started, ended, status, source, ctx.host)
+    if meta.get("lifecycle_stage") == "deleted":
+        rep.notes.append("the run was deleted in MLflow (lifecycle_stage deleted): its files were kept")
     if status == "RUNNING" and ended is None:
         rep.notes.append("status RUNNING and no end time: the run never said it ended (killed, or copied while it ran)")
     info = RunInfo(run=run, id=run_id, name=meta.get("run_name") or tags.get("mlflow.runName"),

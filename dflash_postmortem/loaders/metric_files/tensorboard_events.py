@@ -117,7 +117,7 @@ def load(path: Path, ctx: LoadContext):
     frame = pd.DataFrame({
         "time": pd.to_datetime((wall * 1e6).round(), unit="us", utc=True).astype(TIME), "run": run,
         "step": pd.array(steps, dtype="Int64"), "metric": metrics, "value": values, "source": rep.path,
-        "ref": [f"{rep.path}:record {k}" for k in refs],
+        "ref": [f"{rep.path}:{k}" for k in refs],  # the record's number, as .wandb logs cite theirs
     })
     return from_frames(rep, metrics=frame)
 

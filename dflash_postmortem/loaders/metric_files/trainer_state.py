@@ -10,7 +10,7 @@ is NaT, and the load report says so. The state's own fields (global_step, max_st
 checkpoint and its metric) go to the run's summary.
 
 Every entry is accounted for: parsed (it gave a row) or skipped with its reason; the state's
-top level counts as one more entry. A file above the document limit is not parsed (wandb.files).
+top level counts as one more record. A file above the document limit is not parsed (wandb.files).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _number(value) -> float | None:
 @registry.format(FORMAT, sniff=sniff, doc="Hugging Face Trainer trainer_state.json: log_history (loss, lr, eval_*), best checkpoint")
 def load(path: Path, ctx: LoadContext):
     doc, rep = read_json_doc(path, ctx, FORMAT)
-    rep.unit = "entry"
+    rep.unit = "record"
     run = run_of(path, ctx)
     history = doc.get("log_history")
     if not rep.parsed:
@@ -91,10 +91,11 @@ def load(path: Path, ctx: LoadContext):
             rep.skip(n, "log_history entry without a number")
     if too_large:
         rep.notes.append(f"{too_large} values larger than any float (an integer of hundreds of digits): not read")
+    lines = _entry_lines(path, len(history))
     metrics = pd.DataFrame({
         "time": pd.Series(pd.NaT, index=range(len(rows["step"])), dtype=TIME),
         "run": run, "step": pd.array(rows["step"], dtype="Int64"), "metric": rows["metric"],
-        "value": rows["value"], "source": rep.path, "ref": [f"{rep.path}:log_history[{n - 1}]" for n in rows["entry"]],
+        "value": rows["value"], "source": rep.path, "ref": [f"{rep.path}:{lines[n - 1]}" for n in rows["entry"]],
     })
     if len(metrics):
         rep.assume("trainer_state.json carries no time per log entry: its rows have no time (NaT), placed by "
@@ -103,6 +104,22 @@ def load(path: Path, ctx: LoadContext):
     _note_progress(summary, rep)
     info = RunInfo(run=run, summary=summary, source=rep.path)
     return from_frames(rep, metrics=metrics, runs={run: info})
+
+
+def _entry_lines(path: Path, n: int) -> list[int]:
+    """The line each log_history entry opens on, for evidence refs: the Trainer writes the state
+    indented, one `{` line per entry; a file written otherwise cites the log_history line."""
+    starts, history, indent = [], 1, None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for k, line in enumerate(f, start=1):
+            if history == 1 and '"log_history"' in line:
+                history = k
+            elif history > 1 and line.strip() == "{":
+                width = len(line) - len(line.lstrip())
+                indent = width if indent is None else indent
+                if width == indent:
+                    starts.append(k)
+    return starts if len(starts) == n else [history] * n
 
 
 def _plain(value) -> bool:

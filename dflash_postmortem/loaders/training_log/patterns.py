@@ -180,7 +180,8 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
         "tflops": ("train/tflops_per_gpu", 1.0),
         "samples per second": ("train/samples_per_s", 1.0),
         "tokens per second": (TOK_PER_S, 1.0),
-        "lm loss": _LOSS, "learning rate": _LR, "grad norm": _GRAD_NORM,
+        "lm loss": _LOSS, "lm_loss": _LOSS, "learning rate": _LR, "grad norm": _GRAD_NORM,
+        "samples/sec": ("train/samples_per_s", 1.0), "approx flops per gpu": ("train/tflops_per_gpu", 1e-12),  # Megatron-DeepSpeed: `112.9TFLOPS`, the T read as 1e12
         "consumed samples": ("train/consumed_samples", 1.0), "consumed tokens": ("train/consumed_tokens", 1.0),
         "global batch size": ("train/global_batch_size", 1.0), "loss scale": ("train/loss_scale", 1.0),
         "number of skipped iterations": ("train/skipped_steps", 1.0),
@@ -263,15 +264,16 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
     }, separator=re.compile(r"[,\t]|\s{2,}"), first_epoch=1),
     # BasicSR (and its forks: Real-ESRGAN, GFPGAN, HAT, ...) MessageLogger: `[train..][epoch:  0,
     # iter:   1,000, lr:(1.000e-04,)] [eta: 1 day, 2:41:39, time (data): 0.123 (0.001)] l_pix:
-    # 1.2345e-02 l_percep: 3.1e+00`; the iteration is printed with thousands commas, one learning
-    # rate per optimizer (the first is the generator's), `time` in seconds per iteration, and every
-    # loss under its own `l_*` name (a GAN logs several: none of them is the loss)
-    _fields("basicsr", "time (data):", r"\biter:\s*(?P<step>\d{1,3}(?:,\d{3})*)\b", {
-        "lr": _LR, "time (data)": ("train/step_time_s", 1.0), "l_pix": ("train/l_pix", 1.0),
-        "l_percep": ("train/l_percep", 1.0), "l_style": ("train/l_style", 1.0), "l_g_gan": ("train/l_g_gan", 1.0),
-        "l_d_real": ("train/l_d_real", 1.0), "l_d_fake": ("train/l_d_fake", 1.0),
-        "l_g_total": ("train/l_g_total", 1.0), "l_total": (LOSS, 1.0),
-    }, separator=re.compile(r"\]\s*\[|\]\s+|,\s+(?=[a-z])|\s+(?=l_\w+:)|,\)|(?<=\d),(?=[\d.])")),
+    # 1.2345e-02 l_percep: 3.1e+00`, before 2020 `<epoch: 86, iter: 107,200, lr:2.500e-05> l_g_pix: ...`;
+    # the iteration is printed with thousands commas, one learning rate per optimizer (the first is
+    # the generator's), `time` in seconds per iteration, and every loss under its own `l_*` name (a
+    # GAN logs several: none of them is the loss)
+    _fields("basicsr", ", iter:", r"[\[<]epoch:\s*\d+,\s*iter:\s*(?P<step>\d{1,3}(?:,\d{3})*)\b", {
+        "lr": _LR, "time (data)": ("train/step_time_s", 1.0), "l_total": (LOSS, 1.0),
+        **{k: (f"train/{k}", 1.0) for k in (
+            "l_pix", "l_percep", "l_style", "l_fft", "l_g_pix", "l_g_fea", "l_g_percep", "l_g_gan", "l_g_total",
+            "l_d_real", "l_d_fake", "l_d", "l_identity")},
+    }, separator=re.compile(r"\]\s*\[|[\]>]\s*|,\s+(?=[a-z])|\s+(?=[A-Za-z_]\w*:\s)|,\)|(?<=\d),(?=[\d.])")),
     # mlx-lm / mlx-vlm LoRA and full fine-tuning, the unit before the value: `Iter 18: Train loss
     # 10.059, Learning Rate 1.000e-04, It/sec 0.468, Tokens/sec 213.130, Trained Tokens 3778.0,
     # Peak mem 4.974 GB` (GB of 10^9 bytes)
