@@ -67,13 +67,7 @@ def load(path: Path, ctx: LoadContext):
     gpus, procs = [], []
     stamp, host = None, None
     users_only = False
-    for n, (line, wrap) in enumerate(zip(paste.lines, paste.wrapping, strict=True), start=1):
-        if wrap is not None:
-            rep.skip(n, wrap)
-            continue
-        if not line.strip():
-            rep.skip(n, "blank line")
-            continue
+    for n, line in paste.lines_to_read(rep):
         h = HEADER.match(line)
         if h is not None:
             stamp, host = pd.Timestamp(h.group("time")), h.group("host")

@@ -90,14 +90,8 @@ def load(path: Path, ctx: LoadContext):
     stamp, host, driver = None, None, None
     gpus, procs = [], []
     current: dict | None = None  # the GPU whose second row comes next
-    for n, (line, wrap) in enumerate(zip(paste.lines, paste.wrapping, strict=True), start=1):
-        if wrap is not None:
-            rep.skip(n, wrap)
-            continue
+    for n, line in paste.lines_to_read(rep):
         text = line.strip()
-        if not text:
-            rep.skip(n, "blank line")
-            continue
         if _BORDER.match(text):
             rep.skip(n, "table border")
             continue

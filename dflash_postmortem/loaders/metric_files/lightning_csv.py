@@ -23,6 +23,7 @@ from ...schema import TIME
 from .. import registry
 from ..registry import LoadContext
 from ..training_log.patterns import integer
+from .frames import MetricRows
 from .naming import metric_key, run_of
 
 FORMAT = "lightning-csv"
@@ -62,7 +63,7 @@ def load(path: Path, ctx: LoadContext):
     time_at = next((header.index(c) for c in _TIME_COLUMNS if c in header), None)
     keys = [None if i in (step_at, time_at) else metric_key(c) if c != "epoch" else "train/epoch"
             for i, c in enumerate(header)]
-    steps, metrics, values, stamps, refs = [], [], [], [], []
+    rows = MetricRows()
     not_numbers = 0
     for n, row in enumerate(csv.reader(io.StringIO("\n".join(lines[1:]))), start=2):
         if not row:
@@ -73,7 +74,6 @@ def load(path: Path, ctx: LoadContext):
             continue
         step = integer(row[step_at].strip()) if step_at is not None else None
         stamp = row[time_at].strip() if time_at is not None else ""
-        got = 0
         for key, cell in zip(keys, row, strict=True):
             cell = cell.strip()
             if key is None or not cell:
@@ -83,23 +83,11 @@ def load(path: Path, ctx: LoadContext):
             except ValueError:
                 not_numbers += 1
                 continue
-            steps.append(step)
-            metrics.append(key)
-            values.append(value)
-            stamps.append(stamp)
-            refs.append(n)
-            got += 1
-        if got:
-            rep.parsed += 1
-        else:
-            rep.skip(n, "row without a value")
+            rows.add(step, key, value, n, stamp)
+        rows.close(rep, n, "row without a value")
     if not_numbers:
         rep.notes.append(f"{not_numbers} cells that are not numbers (text logged as a metric?): not read")
-    frame = pd.DataFrame({
-        "time": _times(stamps, ctx, rep) if time_at is not None else pd.Series(pd.NaT, index=range(len(steps)), dtype=TIME),
-        "run": run, "step": pd.array(steps, dtype="Int64"), "metric": metrics, "value": values,
-        "source": rep.path, "ref": [f"{rep.path}:{n}" for n in refs],
-    })
+    frame = rows.frame(rep.path, run, _times(rows.times, ctx, rep) if time_at is not None else None)
     if time_at is None and len(frame):
         rep.assume("metrics.csv carries no time: its rows have no time (NaT), placed by step only")
     return from_frames(rep, metrics=frame)

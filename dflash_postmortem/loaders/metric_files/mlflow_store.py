@@ -21,12 +21,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...incident import Incident, RunInfo, from_frames
+from ...incident import Incident, RunInfo, from_frames, from_sources
 from ...load_report import FileReport
 from ...schema import TIME
 from .. import registry
 from ..registry import LoadContext
 from ..training_log.patterns import integer
+from .frames import MetricRows
 from .naming import metric_key
 
 RUN_FORMAT = "mlflow-run"
@@ -140,20 +141,9 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
                    project=meta.get("experiment_id"), host=ctx.host, started=started, ended=ended,
                    config=params, summary={"status": status} if status else {}, source=source,
                    command=tags.get("mlflow.source.name"))
-    metrics = pd.concat([f for f in metric_frames if len(f)], ignore_index=True) if any(len(f) for f in metric_frames) \
-        else pd.DataFrame()
-    inc = Incident()
-    for name, df in (("metrics", metrics), ("events", events)):
-        if len(df):
-            setattr(inc, name, from_frames(None, **{name: df}).frames()[name])
-    for r in reports:
-        for name, df in (("metrics", metrics), ("events", events)):
-            if len(df):
-                mine = df["source"] == r.path
-                r.count_rows(name, int(mine.sum()))
-                if mine.any():
-                    r.see_times(df.loc[mine, "time"])
-        inc.load_report.add(r)
+    metrics = [f for f in metric_frames if len(f)]
+    inc = from_sources(reports, metrics=pd.concat(metrics, ignore_index=True) if metrics else pd.DataFrame(),
+                       events=events)
     inc.runs[run] = info
     return inc
 
@@ -181,7 +171,7 @@ def _values(folder: Path, ctx: LoadContext, what: str) -> tuple[dict[str, str], 
 
 def _read_metric(path: Path, key: str, run: str, ctx: LoadContext) -> tuple[FileReport, pd.DataFrame]:
     rep = ctx.report(path, "mlflow-metric")
-    times, values, steps, refs = [], [], [], []
+    rows = MetricRows()
     for n, line in enumerate(_bounded_lines(path), start=1):
         rep.read += 1
         if line is None:
@@ -199,17 +189,11 @@ def _read_metric(path: Path, key: str, run: str, ctx: LoadContext) -> tuple[File
         if value is None:
             rep.bad(n, "'timestamp_ms value [step]'", line)
             continue
-        times.append(t)
-        values.append(value)
-        steps.append(integer(parts[2]) if len(parts) == 3 else None)
-        refs.append(n)
+        rows.add(integer(parts[2]) if len(parts) == 3 else None, metric_key(key), value, n, t)
         rep.parsed += 1
-    if refs and all(s is None for s in steps):
+    if rows.refs and all(s is None for s in rows.steps):
         rep.assume("metric lines without a step (MLflow before 1.0): step unknown")
-    frame = pd.DataFrame({
-        "time": pd.Series(times, dtype=object).astype(TIME), "run": run, "step": pd.array(steps, dtype="Int64"),
-        "metric": metric_key(key), "value": values, "source": rep.path, "ref": [f"{rep.path}:{n}" for n in refs],
-    })
+    frame = rows.frame(rep.path, run, pd.Series(rows.times, dtype=object).astype(TIME))
     return rep, frame
 
 

@@ -24,6 +24,7 @@ from ...incident import from_frames
 from ...schema import TIME
 from .. import registry
 from ..registry import LoadContext
+from .frames import MetricRows
 from .naming import metric_key, run_of
 
 FORMAT = "tensorboard-events"
@@ -66,7 +67,7 @@ def load(path: Path, ctx: LoadContext):
     from google.protobuf.message import DecodeError  # protobuf comes with tensorboard
 
     run = run_of(path, ctx)
-    times, steps, metrics, values, refs = [], [], [], [], []
+    rows = MetricRows()
     n = consumed = 0
     records = loader(str(path)).Load()
     while True:
@@ -92,33 +93,19 @@ def load(path: Path, ctx: LoadContext):
                          "meta_graph_def": "graph", "log_message": "log message", "tagged_run_metadata": "run metadata"}
                      .get(what or "", "record without a summary"))
             continue
-        got = 0
         for value in event.summary.value:
             v = _scalar(value, tensor_util)
-            if v is None:
-                continue
-            times.append(event.wall_time)
-            steps.append(event.step)
-            metrics.append(metric_key(value.tag))
-            values.append(v)
-            refs.append(n)
-            got += 1
-        if got:
-            rep.parsed += 1
-        else:
-            rep.skip(n, "summary without a scalar (histogram, image, audio, text, hparams)")
+            if v is not None:  # ref: the record's number, as .wandb logs cite theirs
+                rows.add(event.step, metric_key(value.tag), v, n, event.wall_time)
+        rows.close(rep, n, "summary without a scalar (histogram, image, audio, text, hparams)")
     rest = path.stat().st_size - consumed
     if rest > 0:
         # The reader stops quietly at a record cut short or failing its CRC: what follows is lost.
         rep.read += 1
         rep.skip(n + 1, "record cut short or failing its CRC: the read stops there")
         rep.notes.append(f"{rest:,} bytes after the last whole record (a writer killed mid-record?)")
-    wall = pd.Series(times, dtype="float64")
-    frame = pd.DataFrame({
-        "time": pd.to_datetime((wall * 1e6).round(), unit="us", utc=True).astype(TIME), "run": run,
-        "step": pd.array(steps, dtype="Int64"), "metric": metrics, "value": values, "source": rep.path,
-        "ref": [f"{rep.path}:{k}" for k in refs],  # the record's number, as .wandb logs cite theirs
-    })
+    wall = pd.Series(rows.times, dtype="float64")
+    frame = rows.frame(rep.path, run, pd.to_datetime((wall * 1e6).round(), unit="us", utc=True).astype(TIME))
     return from_frames(rep, metrics=frame)
 
 

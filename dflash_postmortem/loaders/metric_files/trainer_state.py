@@ -19,14 +19,12 @@ import math
 import re
 from pathlib import Path
 
-import pandas as pd
-
 from ...incident import RunInfo, from_frames
-from ...schema import TIME
 from .. import registry
 from ..registry import LoadContext
 from ..training_log.patterns import hf_metric_key, integer
 from ..wandb.files import read_json_doc
+from .frames import MetricRows
 from .naming import run_of
 
 FORMAT = "hf-trainer-state"
@@ -61,7 +59,7 @@ def load(path: Path, ctx: LoadContext):
     if not isinstance(history, list):
         rep.notes.append("no log_history list: the state says where the run got to, not what it logged")
         history = []
-    rows: dict[str, list] = {"step": [], "metric": [], "value": [], "entry": []}
+    rows = MetricRows()
     too_large = 0
     for n, entry in enumerate(history, start=1):
         rep.read += 1
@@ -69,7 +67,6 @@ def load(path: Path, ctx: LoadContext):
             rep.bad(n, "a log_history entry (a JSON object)", type(entry).__name__)
             continue
         step = integer(entry.get("step")) if isinstance(entry.get("step"), int) else None
-        got = 0
         for key, value in entry.items():
             if key == "step" or not isinstance(key, str):
                 continue
@@ -80,23 +77,13 @@ def load(path: Path, ctx: LoadContext):
                 continue
             if v is None:
                 continue
-            rows["step"].append(step)
-            rows["metric"].append(hf_metric_key(key))
-            rows["value"].append(v)
-            rows["entry"].append(n)
-            got += 1
-        if got:
-            rep.parsed += 1
-        else:
-            rep.skip(n, "log_history entry without a number")
+            rows.add(step, hf_metric_key(key), v, n)
+        rows.close(rep, n, "log_history entry without a number")
     if too_large:
         rep.notes.append(f"{too_large} values larger than any float (an integer of hundreds of digits): not read")
     lines = _entry_lines(path, len(history))
-    metrics = pd.DataFrame({
-        "time": pd.Series(pd.NaT, index=range(len(rows["step"])), dtype=TIME),
-        "run": run, "step": pd.array(rows["step"], dtype="Int64"), "metric": rows["metric"],
-        "value": rows["value"], "source": rep.path, "ref": [f"{rep.path}:{lines[n - 1]}" for n in rows["entry"]],
-    })
+    rows.refs = [lines[n - 1] for n in rows.refs]  # entry numbers -> the lines they open on
+    metrics = rows.frame(rep.path, run)
     if len(metrics):
         rep.assume("trainer_state.json carries no time per log entry: its rows have no time (NaT), placed by "
                    "step only (the file's mtime and train_runtime do not say when a step happened)")

@@ -78,13 +78,7 @@ def load(path: Path, ctx: LoadContext):
     extra: list[str] = []
     rows, nics, other_matrix = [], {}, False
     links = Counter()
-    for n, (line, wrap) in enumerate(zip(paste.lines, paste.wrapping, strict=True), start=1):
-        if wrap is not None:
-            rep.skip(n, wrap)
-            continue
-        if not line.strip():
-            rep.skip(n, "blank line")
-            continue
+    for n, line in paste.lines_to_read(rep):
         h = _header(line)
         if h is not None:
             if devices is None:
