@@ -14,6 +14,8 @@ from . import (  # noqa: F401  (importing registers each family's formats)
     kernel_log,
     wandb,
     prometheus,
+    metric_files,
+    gpu_monitors,
 )
 # isort: on
 from .registry import FORMATS, Format, LoadContext, register, sniff
