@@ -168,7 +168,9 @@ def torchrun_halt(r: Recording) -> None:
     r.smi_stream()
     r.top_loop()
     op = Transcript(r.dir)
-    cmd = (f"nohup {shlex.quote(str(Path(sys.executable).with_name('torchrun')))} --nproc-per-node 2 --max-restarts 1 "
+    beside = Path(sys.executable).with_name("torchrun")
+    torchrun = str(beside) if beside.exists() else shutil.which("torchrun") or f"{sys.executable} -m torch.distributed.run"
+    cmd = (f"nohup {torchrun} --nproc-per-node 2 --max-restarts 1 "
            "--log-dir logs/torchrun --tee 3 -m dflash_postmortem.replay.train --run-name ddp-drafter "
            f"--seconds 600 {r.model} --pg-timeout 45 --inject-hang drafter:150,init:1 --fault-rank 1 "
            "> logs/torchrun.log 2>&1 &")
@@ -283,11 +285,12 @@ def crash_loop(r: Recording) -> None:
     (r.dir / "loop.sh").chmod(0o755)
     bad = "--target-gpus 3 --drafter-gpus 3" if r.gpu else "--dtype bf17"
     r.truth(f"operator starts the restart loop with a bad flag ({bad}): each start dies at once")
-    op.run(f"EXTRA='{bad}' nohup ./loop.sh > logs/loop.log 2>&1 & echo $! > run/loop.pid")
+    # setsid: the loop leads a process group of its own, which the operator then kills whole
+    op.run(f"EXTRA='{bad}' setsid nohup ./loop.sh > logs/loop.log 2>&1 & echo $! > run/loop.pid")
     time.sleep(40)
     op.run("tail -n 6 logs/loop.log")
     r.truth("operator stops the loop (kills the loop's process group)")
-    op.run("kill -- -$(ps -o pgid= $(cat run/loop.pid) | tr -d ' '); sleep 1; ps aux | grep -c [l]oop.sh")
+    op.run("kill -- -$(cat run/loop.pid); sleep 1; ps aux | grep -c [l]oop.sh")
     r.truth("operator starts the trainer right, by hand")
     op.run(f"nohup {TRAIN} --run-name looped-fixed --seconds 30 {r.model} > logs/train_fixed.log 2>&1 &")
     r.wait_for("logs/train_fixed.log", "Training stopped", 300)
