@@ -659,13 +659,16 @@ def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep) -> pd.DataFr
         named = df.loc[~bare].drop_duplicates("pid").set_index("pid")["command"]
         df.loc[bare, "command"] = df.loc[bare, "pid"].map(named).fillna("")
     _fold_exec_chains(df, rep)
+    # A zombie (state Z, `<defunct>`) has ended: it is listed until its parent reaps it.
+    df["running"] = df["snap"].where(~df["state"].fillna("").astype(str).str.startswith("Z"))
     g = df.groupby(["pid", "command"], sort=False, dropna=False)
     out = g.agg(
         ppid=("ppid", "last"), pgid=("pgid", "last"), sid=("sid", "last"), user=("user", "last"),
         first_seen=("snap", "min"), last_seen=("snap", "max"), started=("started", "min"),
         # how far `started` may be from the true start: 1 s (ELAPSED, LSTART), 60 s (START 05:20)
         started_within_s=("started_within_s", "min"),
-        state=("state", "last"), snapshots=("line", "size"), cpu_pct_max=("cpu_pct", "max"),
+        state=("state", "last"), last_running=("running", "max"), snapshots=("line", "size"),
+        cpu_pct_max=("cpu_pct", "max"),
         rss_kib_max=("rss_kib", "max"), line=("line", "first"),
     ).reset_index()
     if "files" in df:  # fuser -v: the files each process held (its GPU device nodes)
