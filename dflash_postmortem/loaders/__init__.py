@@ -12,6 +12,8 @@ from . import (  # noqa: F401  (importing registers each family's formats)
     replay_results,
     transcript,
     kernel_log,
+    systemd_journal,
+    containers,
     wandb,
     prometheus,
 )

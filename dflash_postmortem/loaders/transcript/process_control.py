@@ -132,7 +132,10 @@ _KERNEL_PREFIX = re.compile(
     r"|[\w.-]+ kernel(?::| \S+ \S+ (?:-|\[[^\]]*\]))|[\w.:-]+:(?=\s*kern\s*:)|kern\s*:\s*\w+\s*:|kernel:"
     r"|\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?(?=\s)))*\s*")
 _UPTIME = re.compile(r"\[\s*(?P<s>\d+\.\d+)\]")
-_SYSLOG = re.compile(rf"^(?:>\s*)?(?:<\d+>)?(?P<mon>{SYSLOG_MONTH}) {{1,2}}(?P<day>\d{{1,2}}) (?P<time>\d{{2}}:\d{{2}}:\d{{2}})(?:\.\d+)? \S+ kernel:")
+# A syslog/journal stamp: before `host kernel:`, or (journal lines of other programs, cut there
+# by their reader) before the host alone.
+_SYSLOG = re.compile(rf"^(?:>\s*)?(?:<\d+>)?(?P<mon>{SYSLOG_MONTH}) {{1,2}}(?P<day>\d{{1,2}}) (?P<time>\d{{2}}:\d{{2}}:\d{{2}})(?:\.\d+)?"
+                     r"(?: \S+(?: kernel:)?)?(?=\s|$)")
 _TIME_OF_DAY = re.compile(r"^(?:>\s*)?(?P<time>\d{1,2}:\d{2}:\d{2})(?:[.,]\d+)?(?:\s|$)")
 # What the driver prints before a GPU's first Xid: its bus and UUID, then its board serial (may be empty).
 _GPU_AT = re.compile(rf"NVRM: GPU at (?P<bus>{_BUS}): "
@@ -141,7 +144,7 @@ _GPU_SERIAL = re.compile(r"NVRM: GPU Board Serial Number:[ \t]*(?P<serial>\S*)\s
 
 
 def kernel_stamp(prefix: str) -> dict:
-    """The time a kernel line's prefix states: `wall` (a WallClock with a date), `syslog`
+    """The time a kernel (or journal) line's prefix states: `wall` (a WallClock with a date), `syslog`
     (month as written, in any locale `month_number` reads, day, time: no year), `time_of_day`
     (`HH:MM:SS`, no date), `uptime_s` (seconds since boot); empty when none."""
     out: dict = {}
