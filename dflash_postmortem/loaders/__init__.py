@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (importing registers each family's formats)
     containers,
     wandb,
     prometheus,
+    source_code,
 )
 # isort: on
 from .registry import FORMATS, Format, LoadContext, register, sniff

@@ -20,7 +20,7 @@ from .transcript import process_control
 from .transcript.shell_transcript import load_transcript
 
 FORMAT = "kernel-log"
-_KERNEL_KINDS = {"oom_kill", "oom_chosen", "oom_invoked", "oom_reaped", "xid", "gpu_lost"}
+_KERNEL_KINDS = {"oom_kill", "oom_chosen", "oom_invoked", "oom_reaped", "oom_memcg", "xid", "gpu_lost"}
 
 
 def sniff_kernel_log(path: Path, head: bytes) -> float:

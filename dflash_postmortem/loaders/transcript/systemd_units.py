@@ -5,6 +5,7 @@ output: each line's fact, with the unit as the job and the restart counter as th
     ... systemd[1]: train.service: Main process exited, code=exited, status=1/FAILURE   exit (exit_code 1)
     ... systemd[1]: train.service: Main process exited, code=killed, status=9/KILL      killed (SIGKILL)
     ... systemd[1]: train.service: A process of this unit has been killed by the OOM killer.   oom_kill
+    ... systemd-oomd[512]: Killed /system.slice/train.service due to memory pressure for ...   oom_kill
     ... systemd[1]: train.service: Failed with result 'oom-kill'.                 attempt_end (reason oom-kill)
     ... systemd[1]: train.service: Scheduled restart job, restart counter is at 3.   restart_scheduled
     ... systemd[1]: train.service: Killing process 1234 (python3) with signal SIGKILL.   kill_sent
@@ -41,7 +42,10 @@ _ISO = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 # The journal's prefix before `systemd[1]: ` (short, short-precise, short-iso, short-monotonic; none in `-o cat`).
 _SYSTEMD_LINE = re.compile(
     rf"^(?P<prefix>(?:(?:{SYSLOG_MONTH}) {{1,2}}\d{{1,2}} \d{{2}}:\d{{2}}:\d{{2}}(?:\.\d+)?|{_ISO}|\[\s*\d+\.\d+\])"
-    r" \S+ )?systemd(?:\[\d+\])?: (?P<msg>.*?)\s*$")
+    r" \S+ )?(?P<ident>systemd(?:-oomd)?)(?:\[\d+\])?: (?P<msg>.*?)\s*$")
+# systemd-oomd kills a whole cgroup under memory pressure: `Killed /system.slice/train.service due to
+# memory pressure for ...` (v247+), `... due to memory used (15.2G) / total (15.5G) and swap used ...`.
+_OOMD_KILLED = re.compile(rf"^Killed (?P<cgroup>/\S*?(?P<unit>{_UNIT})?) due to (?P<why>.*)$")
 _UNIT_MSG = re.compile(rf"^(?:Unit )?(?P<unit>{_UNIT})(?::| (?=entered|failed|holdoff))\s*(?P<what>.*)$")
 _MAIN_EXITED = re.compile(r"^[Mm]ain process exited, code=(?P<how>exited|killed|dumped), status=(?P<status>-?\d+)(?:/(?P<name>\w+))?")
 _FAILED_RESULT = re.compile(r"^Failed with result '(?P<result>[\w-]+)'")
@@ -77,6 +81,12 @@ def read_unit_line(line: str) -> dict | None:
     if m is None:
         return _status_line(line)
     prefix, msg = m["prefix"] or "", m["msg"]
+    if m["ident"] == "systemd-oomd":
+        k = _OOMD_KILLED.match(msg)
+        if k is None:
+            return None
+        return dict(kind="oom_kill", unit=k["unit"] or k["cgroup"], cgroup_path=k["cgroup"], reason=k["why"],
+                    killer="systemd-oomd", prefix=prefix)
     u = _UNIT_MSG.match(msg)
     if u is not None:
         unit, what = u["unit"], u["what"]
@@ -113,6 +123,8 @@ def _unit_fact(what: str) -> dict | None:
         return dict(kind="restart_scheduled")
     if what.startswith("A process of this unit has been killed by the OOM killer"):
         return dict(kind="oom_kill")
+    if what.startswith("systemd-oomd killed"):  # `systemd-oomd killed 5 process(es) in this unit.`
+        return dict(kind="oom_kill", killer="systemd-oomd")
     m = _KILLING.match(what)
     if m:
         return dict(kind="kill_sent", target_pid=int(m["pid"]), pid=int(m["pid"]), process_name=m["name"],
