@@ -17,7 +17,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from ..commands import flags_of, is_prompt, match_prompt, parse_launch, shell_words
+from ..commands import invocation, is_prompt, match_prompt
 from ..incident import Incident, from_frames
 from . import registry
 from .registry import LoadContext
@@ -128,14 +128,10 @@ def _launcher_script(lines: list[str], rep) -> None:
         if not s or s.startswith("#") or not _TRAINER.search(s):
             rep.skip(i, NOT_EVIDENCE)
             continue
-        launch = parse_launch(s)
-        words = shell_words(s)
-        program = launch.program if launch is not None else next((w for w in words if w.endswith(".py")), None)
+        program, flags = invocation(s)
         if program is None:
             rep.skip(i, NOT_EVIDENCE)
             continue
-        args = launch.args if launch is not None else " ".join(words[words.index(program) + 1:])
-        flags = flags_of(args)
         rep.parsed += 1
         launches += 1
         if launches <= _MAX_NOTES:

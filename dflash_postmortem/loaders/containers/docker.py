@@ -38,7 +38,8 @@ BY = "docker"
 _STAMP = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})?(?:Z?[+-]?\d{2}:\d{2})?"
 _EVENT = re.compile(
     rf"^(?P<time>{_STAMP}) (?P<type>container|image|network|volume|plugin|daemon|service|node|secret|config|builder) "
-    r"(?P<action>\w+)(?:: (?P<detail>.*?))? (?P<id>\S+)(?: \((?P<attrs>.*)\))?\s*$")
+    r"(?P<action>\w+)(?:: (?P<detail>.*?))? (?P<id>\S+)(?: \((?P<attrs>.*?)\)?)?\s*$")  # `)` lost in a paste cut short
+_STAMP_START = re.compile(r"^\d{4}-\d{2}-\d{2}T")
 _ATTR_KEY = re.compile(r"(?:^|, )(?P<key>[\w./-]+)=")
 # Container actions read as lifecycle facts; the others (attach, resize, exec_*, ...) are skipped.
 _STAGES = {"create", "stop", "restart", "destroy", "pause", "unpause", "health_status", "rename", "update"}
@@ -78,15 +79,30 @@ def _lifecycle(found: Found, t, action: str, cid: str, attrs: dict, line: int, m
     return True
 
 
+def _unwrapped(lines: list[str], first: int) -> list[tuple[int, str, int]]:
+    """(line number, text, lines it spans): an event line a paste wrapped (its attributes' `(`
+    still open, the next line not an event) is read as one, the wrap undone."""
+    out: list[tuple[int, str, int]] = []
+    for i, raw in enumerate(lines, first):
+        s = raw.strip()
+        if out and s and not _STAMP_START.match(s) and (prev := out[-1][1]).startswith(tuple("0123456789")) \
+                and prev.count("(") > prev.count(")"):
+            out[-1] = (out[-1][0], prev + s, out[-1][2] + 1)
+            continue
+        out.append((i, s, 1))
+    return out
+
+
 def read_events(lines: list[str], first: int, ctx: LoadContext, rep, found: Found, *, counted: bool = True) -> None:
     """`docker events` output, text or JSON lines, from line number `first`."""
     count = Lines(rep, counted)
-    for i, raw in enumerate(lines, first):
-        s = raw.strip()
+    for i, s, span in _unwrapped(lines, first):
         why = framing(s)
         if why is not None:
             count.skip(i, why)
             continue
+        if span > 1:
+            count.parsed(span - 1)  # the wrapped lines, read with their first
         got = _json_event(s) if s.startswith("{") else None
         if got is None:
             m = _EVENT.match(s)
@@ -143,39 +159,90 @@ def _inspected(found: Found, c: dict, line: int, ctx: LoadContext, rep) -> None:
     cid = str(c.get("Id") or "")[:64] or None
     restarts = integer(c.get("RestartCount"))
     job = name or cid
+    label = job or "the container"
     where = dict(job=job, container_id=cid, by=BY, restart_count=restarts, status=st.get("Status"))
     started = stated_time(str(st.get("StartedAt") or ""), ctx, rep)
     finished = stated_time(str(st.get("FinishedAt") or ""), ctx, rep)
     running = bool(st.get("Running")) or st.get("Status") in ("running", "restarting", "paused")
     pid = integer(st.get("Pid")) if running else None
     if not pd.isna(started):
-        found.add(started, "attempt_start", f"{job} started (StartedAt {st.get('StartedAt')})", line,
+        found.add(started, "attempt_start", f"{label} started (StartedAt {st.get('StartedAt')})", line,
                   attempt=restarts, pid=pid or None, **where)
     if pd.isna(finished):
         return
     if running or (not pd.isna(started) and finished < started):
         before = restarts - 1 if restarts else None
-        found.add(finished, "attempt_end", f"{job}: an earlier run ended (FinishedAt {st.get('FinishedAt')}); "
+        found.add(finished, "attempt_end", f"{label}: an earlier run ended (FinishedAt {st.get('FinishedAt')}); "
                   "docker keeps no exit code for it", line, attempt=before, reason="ended before the last start", **where)
         return
     code = integer(st.get("ExitCode"))
     sig, meaning = exit_meaning(code) if code is not None else (None, None)
     oom = st.get("OOMKilled") is True
     reason = "OOMKilled" if oom else (str(st.get("Error")) if st.get("Error") else meaning)
-    found.add(finished, "attempt_end", f"{job} {st.get('Status') or 'ended'} with exit code {code} (FinishedAt "
+    found.add(finished, "attempt_end", f"{label} {st.get('Status') or 'ended'} with exit code {code} (FinishedAt "
               f"{st.get('FinishedAt')}{', OOMKilled' if oom else ''})", line, attempt=restarts, exit_code=code,
               signal=sig, reason=reason, **where)
     if oom:
-        found.add(finished, "oom_kill", f"{job}: OOMKilled (docker inspect)", line, attempt=restarts, **where)
+        found.add(finished, "oom_kill", f"{label}: OOMKilled (docker inspect)", line, attempt=restarts, **where)
+
+
+_STATE_KEY = re.compile(r'^\s*"State":\s*\{\s*$')
+_FIELD = re.compile(r'^\s*"(?P<key>Id|Name|RestartCount)":\s*(?P<value>"[^"]*"|\d+)')
+
+
+def _state_fragments(lines: list[str]) -> list[tuple[dict, int, int]]:
+    """The `"State": {...}` objects of a paste whose JSON does not parse as a whole (cut short, or
+    `docker inspect x | grep -A12 State`): (container, first line index, last line index), the
+    container's Id, Name and RestartCount taken from the lines around its State."""
+    out: list[tuple[dict, int, int]] = []
+    k = 0
+    while k < len(lines):
+        if not _STATE_KEY.match(lines[k]):
+            k += 1
+            continue
+        depth, j = 0, k
+        while j < len(lines):
+            depth += lines[j].count("{") - lines[j].count("}")
+            if depth <= 0:
+                break
+            j += 1
+        try:
+            state = json.loads("{" + "\n".join(lines[k + 1:j + 1]).rstrip().rstrip(","))
+        except (ValueError, RecursionError):
+            k += 1
+            continue
+        out.append(({"State": state}, k, min(j, len(lines) - 1)))
+        k = j + 1
+    for n, (c, a, _) in enumerate(out):
+        lo = out[n - 1][2] + 1 if n else 0
+        hi = out[n + 1][1] if n + 1 < len(out) else len(lines)
+        for ln in lines[lo:hi]:
+            m = _FIELD.match(ln)
+            if m and m["key"] not in c:
+                c[m["key"]] = json.loads(m["value"])
+    return out
 
 
 def read_inspect(lines: list[str], first: int, ctx: LoadContext, rep, found: Found, *, counted: bool = True) -> bool:
-    """`docker inspect` output (the JSON array, or a lone State object); False when it holds none."""
+    """`docker inspect` output (the JSON array, or a lone State object, or the State objects of a
+    paste cut short); False when it holds none."""
     count = Lines(rep, counted)
     got = find_json(lines)
     containers = _containers(got[0]) if got is not None else []
     if not containers:
-        return False
+        fragments = _state_fragments(lines)
+        if not fragments:
+            return False
+        inside = {i for _, a, b in fragments for i in range(a, b + 1)}
+        for i, ln in enumerate(lines):
+            if i in inside:
+                count.parsed()
+            else:
+                count.skip(first + i, framing(ln) or "docker inspect text around the State objects")
+        rep.notes.append("the docker inspect document does not parse as a whole: its State objects are read")
+        for c, a, _ in fragments:
+            _inspected(found, c, first + a, ctx, rep)
+        return True
     doc, a, b = got
     for i in range(len(lines)):
         if a <= i <= b:
@@ -261,7 +328,7 @@ def sniff_docker_inspect(path: Path, head: bytes) -> float:
     text = head.decode("utf-8", "replace")
     if '"StartedAt"' not in text or '"FinishedAt"' not in text or '"ExitCode"' not in text:
         return 0.0
-    return 0.9 if '"OOMKilled"' in text or '"RestartCount"' in text else 0.0
+    return 0.9 if '"OOMKilled"' in text or '"RestartCount"' in text or '"Restarting"' in text else 0.0
 
 
 def sniff_docker_ps(path: Path, head: bytes) -> float:

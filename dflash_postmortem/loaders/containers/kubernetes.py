@@ -40,6 +40,7 @@ BY = "kubernetes"
 _KV = re.compile(r"^(?P<indent>[ \t]*)(?P<key>[A-Za-z][\w .()/-]{0,40}?):(?:[ \t]+(?P<value>.*?))?\s*$")
 _STATES = {"Running", "Terminated", "Waiting"}
 _STATE_KEYS = {"State": "state", "Last State": "last", "Last Termination State": "last"}
+_STATE_FIELDS = ("Reason", "Exit Code", "Signal", "Started", "Finished", "Message")
 # `3m (x4 over 10m)`: the last time, how many times, the first time.
 _AGE_CELL = re.compile(r"^(?P<last>\S+)(?: \(x(?P<count>\d+) over (?P<first>\S+)\))?$")
 _CONTAINER_OF = re.compile(r"spec\.(?:initContainers|containers|ephemeralContainers)\{(?P<name>[^}]+)\}")
@@ -96,8 +97,8 @@ def _container_events(found: Found, c: Container, ctx: LoadContext, rep) -> None
             continue
         started = stated_time(st.value("Started") or "", ctx, rep)
         if not pd.isna(started):
-            found.add(started, "attempt_start", f"{label} started (restart count {c.restart_count})", st.line_of("Started"),
-                      attempt=attempt, **where)
+            when = f"restart count {c.restart_count}" if which == "state" else "the run before the last restart"
+            found.add(started, "attempt_start", f"{label} started ({when})", st.line_of("Started"), attempt=attempt, **where)
         if st.what != "Terminated":
             continue
         code = integer(st.value("Exit Code"))
@@ -144,7 +145,9 @@ def read_describe(lines: list[str], first: int, ctx: LoadContext, rep, found: Fo
             count.skip(i, "pod description line (no process fact)")
             continue
         indent, key, value = len(m["indent"].expandtabs(8)), m["key"].strip(), (m["value"] or "").strip()
-        if state is not None and indent > state[1] and key in ("Reason", "Exit Code", "Signal", "Started", "Finished", "Message"):
+        # A state's fields are indented below it; a paste that lost its indentation keeps them right
+        # after it, each once.
+        if state is not None and key in _STATE_FIELDS and (indent > state[1] or (indent == state[1] and key not in state[0].fields)):
             state[0].fields[key] = (value, i)
             count.parsed()
             continue
@@ -197,6 +200,9 @@ def _table_columns(header: str) -> tuple[list[tuple[str, int]], bool]:
 def _table_cells(line: str, columns: list[tuple[str, int]], tabbed: bool) -> dict[str, str] | None:
     if tabbed:
         parts = re.split(r"\t+", line.strip())
+        names = [name for name, _ in columns]
+        if len(parts) == len(names) - 1 and "subobject" in names:
+            parts.insert(names.index("subobject"), "")  # an empty column's tabs run into the next one's
         if len(parts) < len(columns):
             return None
         parts = parts[: len(columns) - 1] + ["\t".join(parts[len(columns) - 1:])]
@@ -368,11 +374,12 @@ def sniff_describe(path: Path, head: bytes) -> float:
 
 
 def sniff_get_events(path: Path, head: bytes) -> float:
+    """`kubectl get events`, or an events table pasted alone (describe's `Type Reason Age From Message`)."""
     if is_session(head):
         return 0.0
     lines = _head(head).splitlines()
     for ln in lines[:50]:
-        if _EVENTS_HEADER.match(ln) and "REASON" in ln and ("MESSAGE" in ln or "OBJECT" in ln):
+        if _EVENTS_HEADER.match(ln) and "REASON" in ln.upper() and ("MESSAGE" in ln.upper() or "OBJECT" in ln):
             return 0.85
     return 0.0
 

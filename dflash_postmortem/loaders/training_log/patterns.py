@@ -411,7 +411,7 @@ PROCESS_DEATH_PATTERNS: tuple[EventPattern, ...] = (
     _event("signal", "shell_signal_report", ("Segmentation fault", "Aborted", "Bus error", "Floating point", "Illegal instr"),
            r"^(?P<signal_word>Segmentation fault|Aborted|Bus error|Floating point exception|Illegal instruction)"
            r"(?: \(core dumped\))?\s*$"),
-    _event("error", "cuda_error", "CUDA error:", r"CUDA error: (?P<cuda_error>[A-Za-z][^.\n]{0,200}?)\s*(?:\.|$)"),
+    _event("error", "cuda_error", "CUDA error:", r"CUDA error: (?P<cuda_error>[A-Za-z][^.(\n]{0,200}?)\s*(?:[.(]|$)"),
 )
 # The CUDA OOM message names the processes holding the GPU's memory (PyTorch >= 2.1): `Process 1234
 # has 40.00 GiB memory in use.`, and this process's own share.
@@ -505,7 +505,8 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("training_stop", "training_stop", "raining", r"(?i)\b(training (stopped|finished|complete[d]?|done|ended|interrupted)|finished training)\b"),
     _event("stage", "loading", "oading", r"(?i)^(loading|loaded) "),
     _event("stage", "ready", " ready", r"(?i)^\w+ ready\b"),
-    _event("stage", "compile", "ompil", r"(?i)^(compiling|compiled|torch\.compile|compile )"),
+    # (not the CUDA error's advice `Compile with \`TORCH_USE_CUDA_DSA\` to enable device-side assertions.`)
+    _event("stage", "compile", "ompil", r"(?i)^(compiling|compiled|torch\.compile|compile (?!with .TORCH_USE_CUDA_DSA))"),
     _event("stage", "checkpoint_save", "aving checkpoint", r"(?i)^saving checkpoint"),
     _event("error", "fatal", _GLOG_SOURCE, r"^\[?F\d{3,4} |^\[F "),
     _event("warning", "warning", ("arn", "WARN", *_GLOG_SOURCE), r"(?:^|[\s:\[\]])(?:WARNING|WARN|Warning|\w{1,60}Warning)\b|^\[?W\d{3,4} |^\[W "),
@@ -562,6 +563,7 @@ PREFIXES: tuple[tuple[str, re.Pattern], ...] = (
     ("rank", re.compile(r"^\[default(?P<rank>\d+)\]: ?")),
     ("stream", re.compile(r"^(?:stderr|stdout): ")),
     ("ray", re.compile(r"^[\w-]+/\d+ \(\w+ pid=(?P<pid>\d+)\) ?")),
+    ("ray", re.compile(r"^\(\w+ pid=(?P<pid>\d+)(?:, ip=[\d.]+)?\) ?")),  # Ray's actor tag alone: (RayWorkerVllm pid=7046)
     ("fence", re.compile(r"^```[\w-]*(?=\[)")),  # a markdown fence glued to the first line
     ("backtick", re.compile(r"^`(?!`)")),  # inline code opened before a pasted line
     ("html", re.compile(r"^<pre>")),

@@ -817,7 +817,7 @@ def settle_runs(cols: dict[str, list], scanner: LogScanner, stem: str, rep: File
 _STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring input", "torch.distributed.elastic",
            "torch.distributed.run", "elastic_operator", "ProcessGroupNCCL", "NCCL INFO", "NCCL WARN", "NCCL version",
            "sigkill_handler", "ChildFailedError", "OutOfMemoryError", "CUDA out of memory", "death signal",
-           "closing signal", "{'loss':", "{'eval_loss':", "{'train_runtime':")
+           "closing signal", "{'loss':", "{'eval_loss':", "{'train_runtime':", "Fatal Python error", "CUDA error: ")
 
 
 def sniff_log(path: Path, head: bytes) -> float:

@@ -20,7 +20,7 @@ The kinds (docs/process-evidence.md says what each means):
     nohup_failed  nohup: failed to run command 'python': No such file or directory
     timeout_kill  timeout: sending signal KILL to command 'python'
     oom_kill      Out of memory: Killed process 1234 (python) total-vm:...kB, anon-rss:...kB ...
-                  Killed process 2382, UID 27, (mysqld) total-vm:...kB (RHEL 6)
+                  Killed process 2382, UID 27, (mysqld) total-vm:...kB (RHEL 6), ... (palo_be), UID 0, total-vm: (RHEL 7)
     oom_chosen    Out of memory: Kill process 1234 (python) score 1031 or sacrifice child
     oom_invoked   python invoked oom-killer: gfp_mask=0x..., order=0, oom_score_adj=0
     oom_reaped    oom_reaper: reaped process 1234 (python), now anon-rss:0kB, ...
@@ -98,7 +98,7 @@ _TIMEOUT = re.compile(r"^timeout: sending signal (?P<sig>\w+) to command ['‘\"
 _KB = r"(?P<{0}>[\d,]+)kB"
 _OOM_KILLED = re.compile(
     r"(?P<cgroup>Memory cgroup out of memory: )?(?:Out of memory(?: \([^)]*\))?: )?[Kk]illed process (?P<pid>\d{1,10})"
-    r"(?:, UID (?P<uid_old>\d+),)? \((?P<name>.*?)\)(?=[ ,.]|$)"
+    r"(?:, UID (?P<uid_old>\d+),)? \((?P<name>.*?)\)(?=[ ,.]|$)(?:, UID (?P<uid_el7>\d+),)?"
     r"(?: total-vm:" + _KB.format("vm") + r",? anon-rss:" + _KB.format("anon") + r",? file-rss:" + _KB.format("file")
     + r"(?:,? shmem-rss:" + _KB.format("shmem") + r")?)?(?:,? UID:(?P<uid>\d+))?(?: pgtables:" + _KB.format("pgt")
     + r")?(?: oom_score_adj:(?P<adj>-?\d+))?")
@@ -226,7 +226,7 @@ def read_kernel(line: str) -> dict | None:
             out = dict(kind=kind, pid=int(d["pid"]), process_name=d["name"], prefix=prefix)
             if kind == "oom_kill":
                 out.update(total_vm_kib=_kb(d["vm"]), anon_rss_kib=_kb(d["anon"]), file_rss_kib=_kb(d["file"]),
-                           shmem_rss_kib=_kb(d["shmem"]), uid=_int(d["uid"] or d["uid_old"]), oom_score_adj=_int(d["adj"]),
+                           shmem_rss_kib=_kb(d["shmem"]), uid=_int(d["uid"] or d["uid_old"] or d["uid_el7"]), oom_score_adj=_int(d["adj"]),
                            cgroup=bool(d["cgroup"]))
             elif kind == "oom_chosen":
                 out.update(score=_int(d["score"]), cgroup=bool(d["cgroup"]))

@@ -355,7 +355,8 @@ def _kernel_time(fact: dict, c: Command | None, ctx: LoadContext, rep) -> pd.Tim
             return wall.utc()
         rep.assume(align.zone_assumption(ctx.timezone))
         return align.localize(pd.Series([wall.naive]), ctx.timezone).iloc[0]
-    stated_year = fact.pop("year", None)  # a year the same text states elsewhere (systemctl status)
+    # The year and zone the same text states elsewhere (systemctl status's `since`).
+    stated_year, stated_offset = fact.pop("year", None), fact.pop("offset_min", None)
     if "syslog" in stamp:
         year = (c.time.year if c is not None and not pd.isna(c.time) else stated_year or (ctx.date.year if ctx.date else None))
         if year is None:
@@ -367,6 +368,9 @@ def _kernel_time(fact: dict, c: Command | None, ctx: LoadContext, rep) -> pd.Tim
         except (ValueError, TypeError):
             return pd.NaT
         rep.assume(f"syslog stamps carry no year: {year} taken from the session")
+        if stated_offset is not None:
+            rep.assume(f"journal stamps read in the zone the status line states (UTC{stated_offset / 60:+g}h)")
+            return (naive - pd.Timedelta(minutes=stated_offset)).tz_localize("UTC")
         rep.assume(align.zone_assumption(ctx.timezone))
         return align.localize(pd.Series([naive]), ctx.timezone).iloc[0]
     if "uptime_s" in stamp:

@@ -9,6 +9,7 @@ output: each line's fact, with the unit as the job and the restart counter as th
     ... systemd[1]: train.service: Failed with result 'oom-kill'.                 attempt_end (reason oom-kill)
     ... systemd[1]: train.service: Scheduled restart job, restart counter is at 3.   restart_scheduled
     ... systemd[1]: train.service: Killing process 1234 (python3) with signal SIGKILL.   kill_sent
+    ... systemd[1]: train.service: Sent signal SIGKILL to main process 1234 (python3) on client request.   kill_sent
     ... systemd[1]: train.service: State 'stop-sigterm' timed out. Killing.        timeout
     ... systemd[1]: Stopped Train job.  /  train.service: Deactivated successfully.   attempt_end (stopped, success)
     ● train.service - Train job                                                   (the unit of the lines below)
@@ -42,17 +43,20 @@ _ISO = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 # The journal's prefix before `systemd[1]: ` (short, short-precise, short-iso, short-monotonic; none in `-o cat`).
 _SYSTEMD_LINE = re.compile(
     rf"^(?P<prefix>(?:(?:{SYSLOG_MONTH}) {{1,2}}\d{{1,2}} \d{{2}}:\d{{2}}:\d{{2}}(?:\.\d+)?|{_ISO}|\[\s*\d+\.\d+\])"
-    r" \S+ )?(?P<ident>systemd(?:-oomd)?)(?:\[\d+\])?: (?P<msg>.*?)\s*$")
+    r"(?: \S+)? )?(?P<ident>systemd(?:-oomd)?)(?:\[\d+\])?: (?P<msg>.*?)\s*$")  # the host may be cut out
 # systemd-oomd kills a whole cgroup under memory pressure: `Killed /system.slice/train.service due to
 # memory pressure for ...` (v247+), `... due to memory used (15.2G) / total (15.5G) and swap used ...`.
-_OOMD_KILLED = re.compile(rf"^Killed (?P<cgroup>/\S*?(?P<unit>{_UNIT})?) due to (?P<why>.*)$")
+_OOMD_KILLED = re.compile(r"^Killed (?P<cgroup>/\S+?)(?: due to (?P<why>.*))?$")
+_UNIT_AT_END = re.compile(rf"(?:^|/)(?P<unit>{_UNIT})$")
+_OOMD_KILLING = re.compile(r"^oomd attempting to kill (?P<pid>\d+) with (?P<sig>\w+)")  # v249-v250
 _UNIT_MSG = re.compile(rf"^(?:Unit )?(?P<unit>{_UNIT})(?::| (?=entered|failed|holdoff))\s*(?P<what>.*)$")
 _MAIN_EXITED = re.compile(r"^[Mm]ain process exited, code=(?P<how>exited|killed|dumped), status=(?P<status>-?\d+)(?:/(?P<name>\w+))?")
 _FAILED_RESULT = re.compile(r"^Failed with result '(?P<result>[\w-]+)'")
 _RESTART_AT = re.compile(r"^Scheduled restart job, restart counter is at (?P<n>\d+)")
-_KILLING = re.compile(r"^Killing process (?P<pid>\d+) \((?P<name>[^)]*)\) with signal (?P<sig>SIG\w+)")
+_KILLING = re.compile(r"^(?:Killing process|Sent signal (?P<sent>SIG\w+) to main process) (?P<pid>\d+) \((?P<name>[^)]*)\)"
+                      r"(?: with signal (?P<sig>SIG\w+))?")
 _TIMED_OUT = re.compile(r"^State '(?P<state>[\w-]+)' timed out\. (?P<action>\w+)")
-_LIFECYCLE = re.compile(rf"^(?P<verb>Started|Starting|Stopped|Stopping) (?:(?P<unit>{_UNIT})(?: - (?P<desc>.*?))?|(?P<text>.*?))(?:\.|\.\.\.)?$")
+_LIFECYCLE = re.compile(rf"^(?P<verb>Started|Starting|Stopped|Stopping|Failed to start) (?:(?P<unit>{_UNIT})(?: - (?P<desc>.*?))?|(?P<text>.*?))(?:\.|\.\.\.)?$")
 # systemctl status: the unit's header, its state since when, its main process.
 _HEADER = re.compile(rf"^\s*[●○×*]\s+(?P<unit>{_UNIT})(?: - (?P<desc>.*))?$")
 _ACTIVE = re.compile(r"^\s*Active: (?P<state>[\w-]+)(?: \((?P<sub>[\w-]+)\))?(?: \(Result: (?P<result>[\w-]+)\))?"
@@ -83,10 +87,15 @@ def read_unit_line(line: str) -> dict | None:
     prefix, msg = m["prefix"] or "", m["msg"]
     if m["ident"] == "systemd-oomd":
         k = _OOMD_KILLED.match(msg)
-        if k is None:
-            return None
-        return dict(kind="oom_kill", unit=k["unit"] or k["cgroup"], cgroup_path=k["cgroup"], reason=k["why"],
-                    killer="systemd-oomd", prefix=prefix)
+        if k is not None:
+            u = _UNIT_AT_END.search(k["cgroup"])
+            return dict(kind="oom_kill", unit=u["unit"] if u else k["cgroup"], cgroup_path=k["cgroup"], reason=k["why"],
+                        killer="systemd-oomd", prefix=prefix)
+        k = _OOMD_KILLING.match(msg)
+        if k is not None:  # names a process, not a unit: the unit's own lines follow
+            return dict(kind="oom_kill", pid=int(k["pid"]), signal=signal_name(k["sig"]), killer="systemd-oomd",
+                        prefix=prefix, no_unit=True)
+        return None
     u = _UNIT_MSG.match(msg)
     if u is not None:
         unit, what = u["unit"], u["what"]
@@ -97,10 +106,10 @@ def read_unit_line(line: str) -> dict | None:
     lm = _LIFECYCLE.match(msg)
     if lm is not None:
         verb = lm["verb"]
-        kind = {"Started": "attempt_start", "Stopped": "attempt_end"}.get(verb, "stage")
+        kind = {"Started": "attempt_start", "Stopped": "attempt_end", "Failed to start": "attempt_end"}.get(verb, "stage")
         fact = dict(kind=kind, prefix=prefix, verb=verb)
-        if verb == "Stopped":
-            fact["reason"] = "stopped"
+        if verb in ("Stopped", "Failed to start"):
+            fact["reason"] = "stopped" if verb == "Stopped" else "failed to start"
         if lm["unit"]:
             fact.update(unit=lm["unit"], description=lm["desc"])
         else:
@@ -121,6 +130,8 @@ def _unit_fact(what: str) -> dict | None:
         return dict(kind="restart_scheduled", restart_count=int(m["n"]))
     if what.startswith("holdoff time over, scheduling restart"):
         return dict(kind="restart_scheduled")
+    if re.match(r"Service RestartSec=\S+ expired, scheduling restart", what):
+        return dict(kind=None)  # the `Scheduled restart job` line that follows says it with the counter
     if what.startswith("A process of this unit has been killed by the OOM killer"):
         return dict(kind="oom_kill")
     if what.startswith("systemd-oomd killed"):  # `systemd-oomd killed 5 process(es) in this unit.`
@@ -128,7 +139,7 @@ def _unit_fact(what: str) -> dict | None:
     m = _KILLING.match(what)
     if m:
         return dict(kind="kill_sent", target_pid=int(m["pid"]), pid=int(m["pid"]), process_name=m["name"],
-                    signal=signal_name(m["sig"]))
+                    signal=signal_name(m["sig"] or m["sent"]))
     m = _TIMED_OUT.match(what)
     if m:
         return dict(kind="timeout", what=f"systemd state {m['state']}", action=m["action"])
@@ -189,14 +200,16 @@ class Units:
     def __init__(self, lines: list[tuple[int, str]]):
         self.facts: dict[int, dict] = {}
         self.year: int | None = None
+        self.offset_min: int | None = None
         self.held: set[int] = set()  # lines read for the unit they name, with no event
         raw = {n: f for n, s in lines if (f := read_unit_line(s)) is not None}
         if not raw:
             return
         named = {f["unit"] for f in raw.values() if f.get("unit") and (f.get("kind") or f.get("header"))}
-        # Journal stamps carry no year; a status line's `since` does.
-        years = [w.naive.year for f in raw.values() if f.get("active") and (w := parse_wall_clock(f.get("prefix") or ""))]
-        self.year = years[0] if years else None
+        # Journal stamps carry no year and no zone; a status line's `since`, printed in the same zone, does.
+        walls = [w for f in raw.values() if f.get("active") and (w := parse_wall_clock(f.get("prefix") or ""))]
+        self.year = walls[0].naive.year if walls else None
+        self.offset_min = walls[0].offset_min if walls else None
         described = {f["description"]: f["unit"] for f in raw.values() if f.get("unit") and f.get("description")}
         self._attempts(raw, named, described)
 
@@ -226,6 +239,10 @@ class Units:
             if f.get("status_line") and "prefix" not in f and block.get("since"):
                 f["prefix"] = block["since"]  # the main process ended when the unit entered its state
             unit = status_unit if f.pop("status_line", False) else self._unit_of(f, named, described)
+            if f.pop("no_unit", False):
+                f.update(by=BY)
+                self.facts[n] = f  # systemd-oomd names the process it kills, not its unit
+                continue
             if unit is None:
                 continue
             if f.pop("main_pid", False):
@@ -266,9 +283,10 @@ class Units:
             self.facts[n] = f
 
     def fact(self, n: int) -> dict | None:
-        """The fact of line `n` (a fresh copy), or None; `year` is the year a status line of the
-        same text states, for journal stamps that carry none."""
+        """The fact of line `n` (a fresh copy), or None; `year` and `offset_min` are what a status
+        line of the same text states, for journal stamps that carry neither."""
         f = self.facts.get(n)
         if f is None:
             return None
-        return dict(f, year=self.year) if self.year is not None else dict(f)
+        stated = {k: v for k, v in (("year", self.year), ("offset_min", self.offset_min)) if v is not None}
+        return dict(f, **stated)
