@@ -213,7 +213,7 @@ def _state_fragments(lines: list[str]) -> list[tuple[dict, int, int]]:
             continue
         out.append(({"State": state}, k, min(j, len(lines) - 1)))
         k = j + 1
-    for n, (c, a, _) in enumerate(out):
+    for n, (c, _, _) in enumerate(out):
         lo = out[n - 1][2] + 1 if n else 0
         hi = out[n + 1][1] if n + 1 < len(out) else len(lines)
         for ln in lines[lo:hi]:
