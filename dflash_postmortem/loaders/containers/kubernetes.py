@@ -11,7 +11,7 @@ A container's current state and its last state are two attempts: `attempt_start`
 `attempt_end` at Finished (reason, exit code, signal), `oom_kill` where the reason is OOMKilled;
 the current one is attempt = Restart Count, the last one the attempt before. A container waiting
 (CrashLoopBackOff) is a `warning` at the time the command ran. Rows of the events table become
-`oom_kill` (OOMKilling, SystemOOM), `kill_sent` (Killing), `attempt_start` (Started, in `get
+`oom_kill` (OOMKilling, SystemOOM, CgroupOOM), `kill_sent` (Killing), `attempt_start` (Started, in `get
 events`; in `describe` the container's state already says it, so there it is a `stage`),
 `warning` (any Warning), `stage` (other Normal rows). `job` is the pod, `container` the
 container, `by` "kubernetes". Ages are read by `events.anchor`. `kubectl logs --previous` is a
@@ -46,6 +46,9 @@ _AGE_CELL = re.compile(r"^(?P<last>\S+)(?: \(x(?P<count>\d+) over (?P<first>\S+)
 _CONTAINER_OF = re.compile(r"spec\.(?:initContainers|containers|ephemeralContainers)\{(?P<name>[^}]+)\}")
 _CONTAINER_IN_MESSAGE = re.compile(r"\bcontainer[: ]+\"?(?P<name>[a-z0-9][a-z0-9.-]*)\"?", re.I)
 _SYSTEM_OOM = re.compile(r"victim process: (?P<name>[^,]+), pid: (?P<pid>\d+)")
+# The events that say the OOM killer killed a process: the kernel monitor's (the kernel's line as its
+# message) and kubelet's (`System OOM encountered, victim process: python, pid: 1234`).
+_OOM_REASONS = ("OOMKilling", "SystemOOM", "CgroupOOM")
 # The events table's column names, in every kubectl version -> one name each.
 _COLUMN = {
     "TYPE": "type", "REASON": "reason", "AGE": "last", "LAST SEEN": "last", "LASTSEEN": "last", "FIRST SEEN": "first",
@@ -265,9 +268,9 @@ def _event_row(found: Found, cells: dict, line: int, ctx: LoadContext, rep, pod:
                  count=n if n is not None else integer(cells.get("count")), source_component=cells.get("from") or None,
                  age_s=age, first_age_s=first_age, first_seen=first_t if not pd.isna(first_t) else None)
     text = f"{typ} {reason}: {message}".strip()
-    fact = process_control.read_kernel(message) if reason in ("OOMKilling", "SystemOOM") else None
-    oom = _SYSTEM_OOM.search(message) if reason == "SystemOOM" else None
-    if reason in ("OOMKilling", "SystemOOM"):
+    fact = process_control.read_kernel(message) if reason in _OOM_REASONS else None
+    oom = _SYSTEM_OOM.search(message) if reason in _OOM_REASONS else None
+    if reason in _OOM_REASONS:
         pid = fact.get("pid") if fact else integer(oom["pid"]) if oom else None
         name_ = fact.get("process_name") if fact else oom["name"] if oom else None
         found.add(t, "oom_kill", text, line, pid=pid, process_name=name_, **where)

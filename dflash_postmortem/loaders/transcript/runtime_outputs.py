@@ -29,7 +29,8 @@ from ..training_log import load_process_log
 _RUNTIMES = {"docker", "podman", "nerdctl"}
 # Options of `kubectl logs` / `docker logs` that take a value (the pod or container is the word left).
 _VALUE_OPTIONS = {"-c", "--container", "-n", "--namespace", "--since", "--since-time", "--tail", "-l", "--selector",
-                  "--context", "--kubeconfig", "--until", "--pod-running-timeout"}
+                  "--context", "--kubeconfig", "--until", "--pod-running-timeout", "-f", "--filter", "--format", "-o",
+                  "--output"}
 
 
 def _subcommand(words: list[str]) -> tuple[str, list[str]]:
@@ -60,13 +61,18 @@ def reader_of(words: list[str]):
 
 
 def read_answer(c, ctx, rep, ref_of) -> list[dict]:
-    """The events a container command's answer states, as transcript event rows (ref, command_ref)."""
+    """The events a container command's answer states, as transcript event rows (ref, command_ref);
+    rows that name no pod or container take the one the command names."""
     got = reader_of(c.words) if c.output else None
     if got is None:
         return []
     read, what = got
     found = Found()
     read([s for _, s in c.output], c.output[0][0], ctx, rep, found, counted=False)
+    named = _object_of(c.words)
+    for r in found.rows:
+        if r.get("job") is None and named is not None:
+            r["job"] = named
     anchor(found, None if pd.isna(c.time) else c.time, rep, f"{what} at line {c.line}")
     rows = []
     for r in found.rows:
@@ -76,6 +82,23 @@ def read_answer(c, ctx, rep, ref_of) -> list[dict]:
             r["time_approx"] = False
         rows.append(r)
     return rows
+
+
+def _object_of(words: list[str]) -> str | None:
+    """The pod a `kubectl describe pod X` / `kubectl get pod X` names, or the container a docker
+    command names (the first word that is not an option or its value), else None."""
+    name, rest = _subcommand(words)
+    if name == "kubectl":
+        args = [w for w in rest if not w.startswith("-")]
+        if len(args) < 2 or args[0] not in ("describe", "get"):
+            return None
+        rest = rest[rest.index(args[1]) + (0 if "/" in args[1] else 1):]
+    elif name in _RUNTIMES:
+        rest = rest[1:] if rest[:1] == ["container"] else rest
+        rest = rest[1:]
+    else:
+        return None
+    return _first_argument(rest)
 
 
 def log_of(words: list[str]) -> str | None:
@@ -92,6 +115,11 @@ def log_of(words: list[str]) -> str | None:
         rest = rest[1:]
     else:
         return None
+    return _first_argument(rest)
+
+
+def _first_argument(rest: list[str]) -> str | None:
+    """The first word that is not an option or an option's value (`pod/x` -> `x`)."""
     skip = False
     for w in rest:
         if skip:
