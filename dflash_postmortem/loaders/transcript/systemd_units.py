@@ -83,7 +83,10 @@ def read_unit_line(line: str) -> dict | None:
     the unit, or `description` where the line names only that. None for any other line."""
     m = _SYSTEMD_LINE.match(line.strip())
     if m is None:
-        return _status_line(line)
+        # `journalctl -o cat` prints the message alone: only a unit's process facts are read so
+        u = _UNIT_MSG.match(line.strip())
+        fact = _unit_fact(u["what"]) if u is not None else None
+        return dict(fact, unit=u["unit"], prefix="") if fact is not None else _status_line(line)
     prefix, msg = m["prefix"] or "", m["msg"]
     if m["ident"] == "systemd-oomd":
         k = _OOMD_KILLED.match(msg)
@@ -201,11 +204,18 @@ class Units:
         self.facts: dict[int, dict] = {}
         self.year: int | None = None
         self.offset_min: int | None = None
+        self._only: str | None = None
         self.held: set[int] = set()  # lines read for the unit they name, with no event
         raw = {n: f for n, s in lines if (f := read_unit_line(s)) is not None}
         if not raw:
             return
-        named = {f["unit"] for f in raw.values() if f.get("unit") and (f.get("kind") or f.get("header"))}
+        # The units this text is about: those a process fact or a status header names (a whole
+        # journal starts and stops many others), or the only unit it names at all (`journalctl -u`).
+        every = {f["unit"] for f in raw.values() if f.get("unit")}
+        named = {f["unit"] for f in raw.values() if f.get("unit") and (f.get("header") or
+                 (f.get("kind") is not None and "verb" not in f))}
+        named = every if len(every) == 1 else named
+        self._only = next(iter(every)) if len(every) == 1 else None
         # Journal stamps carry no year and no zone; a status line's `since`, printed in the same zone, does.
         walls = [w for f in raw.values() if f.get("active") and (w := parse_wall_clock(f.get("prefix") or ""))]
         self.year = walls[0].naive.year if walls else None
@@ -218,7 +228,7 @@ class Units:
             return f["unit"] if f["unit"] in named else None
         if f.get("description") in described:
             return described[f["description"]]
-        return next(iter(named)) if len(named) == 1 else None
+        return self._only  # `Started Train job.` belongs to the unit only when the text names no other
 
     def _attempts(self, raw: dict[int, dict], named: set[str], described: dict[str, str]) -> None:
         counter: dict[str, int | None] = {}  # unit -> the attempt running now (None: not known yet)
