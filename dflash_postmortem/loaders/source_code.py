@@ -120,19 +120,29 @@ def load_source(path: Path, ctx: LoadContext) -> Incident:
     return from_frames(rep)
 
 
+def _commands(lines: list[str]):
+    """(first line, last line, text) of each command of a script, lines continued with `\\` joined."""
+    i = 0
+    while i < len(lines):
+        j, text = i, lines[i].rstrip()
+        while text.endswith("\\") and j + 1 < len(lines):
+            j += 1
+            text = text[:-1] + " " + lines[j].strip()
+        yield i + 1, j + 1, text.strip()
+        i = j + 1
+
+
 def _launcher_script(lines: list[str], rep) -> None:
     """A shell script: its trainer launches as configuration (program, flags), the rest skipped."""
     launches = 0
-    for i, raw in enumerate(lines, 1):
-        s = raw.strip()
-        if not s or s.startswith("#") or not _TRAINER.search(s):
-            rep.skip(i, NOT_EVIDENCE)
-            continue
-        program, flags = invocation(s)
+    for first, last, s in _commands(lines):
+        program, flags = (None, {}) if not s or s.startswith("#") or not _TRAINER.search(s) else invocation(s)
         if program is None:
-            rep.skip(i, NOT_EVIDENCE)
+            for i in range(first, last + 1):
+                rep.skip(i, NOT_EVIDENCE)
             continue
-        rep.parsed += 1
+        rep.parsed += last - first + 1
+        i = first
         launches += 1
         if launches <= _MAX_NOTES:
             shown = ", ".join(f"{k} {v}" for k, v in flags.items())
