@@ -10,8 +10,8 @@ from . import (  # noqa: F401  (importing registers each family's formats)
     training_log,
     ps_snapshots,
     replay_results,
+    transcript,  # reads container answers in sessions: importing it registers `containers` first
     containers,
-    transcript,
     kernel_log,
     systemd_journal,
     wandb,
