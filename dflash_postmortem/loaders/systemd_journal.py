@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..commands import match_prompt
 from ..incident import Incident
 from . import registry
+from .kernel_log import pasted_lines
 from .registry import LoadContext
-from .terminal import screen_text
 from .transcript import systemd_units
 from .transcript.shell_transcript import load_transcript
 
@@ -24,10 +23,9 @@ _FACTS = {"attempt_start", "attempt_end", "exit", "killed", "oom_kill", "restart
 
 
 def sniff_journal(path: Path, head: bytes) -> float:
-    text = head.decode("utf-8", "replace").removeprefix("\ufeff")
-    lines = [s for s in (screen_text(ln) for ln in text.split("\n")[:400]) if s.strip()]
-    if not lines or any(p is not None and p.command and not p.trace_depth for p in map(match_prompt, lines)):
-        return 0.0  # a session with prompts is a transcript: it reads these lines too
+    lines = pasted_lines(head)
+    if not lines:
+        return 0.0
     facts = [f for f in map(systemd_units.read_unit_line, lines) if f is not None]
     if not any(f.get("kind") in _FACTS and (f.get("unit") or f.get("status_line")) for f in facts):
         return 0.0

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import dflash_postmortem as pm
 from dflash_postmortem.loaders import sniff
+from support.incidents import load_written
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _load(tmp_path, name: str, text: str) -> pm.Incident:
-    (tmp_path / name).write_text(text, encoding="utf-8")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return pm.load_incident(tmp_path)
+    return load_written(tmp_path, name, text)
 
 
 def test_a_python_file_beside_the_logs_gives_no_events_whatever_its_name(tmp_path):

@@ -4,20 +4,17 @@ a running container after restarts, ps listings whose ages a session's clock anc
 from __future__ import annotations
 
 import json
-import warnings
 
 import pandas as pd
 
 import dflash_postmortem as pm
+from support.incidents import load_written
 
 T = lambda s: pd.Timestamp(s, tz="UTC")  # noqa: E731
 
 
 def _load(tmp_path, name: str, text: str) -> pm.Incident:
-    (tmp_path / name).write_text(text, encoding="utf-8")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return pm.load_incident(tmp_path)
+    return load_written(tmp_path, name, text)
 
 
 def test_json_lines_events_take_their_nanosecond_utc_time(tmp_path):

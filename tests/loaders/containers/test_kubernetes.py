@@ -5,11 +5,11 @@ real-world corpus (tests/fixtures/real-world/k8s/) holds the published forms; th
 from __future__ import annotations
 
 import json
-import warnings
 
 import pandas as pd
 
 import dflash_postmortem as pm
+from support.incidents import load_written
 
 T = lambda s: pd.Timestamp(s, tz="UTC")  # noqa: E731
 
@@ -38,13 +38,8 @@ Events:
 """
 
 
-def _load(tmp_path, name: str, text: str, config: str | None = None) -> pm.Incident:
-    (tmp_path / name).write_text(text, encoding="utf-8")
-    if config:
-        (tmp_path / "incident.toml").write_text(config, encoding="utf-8")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return pm.load_incident(tmp_path)
+def _load(tmp_path, name: str, text: str) -> pm.Incident:
+    return load_written(tmp_path, name, text)
 
 
 def test_describe_last_state_is_the_attempt_before_the_restart_count(tmp_path):
