@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from support.incidents import load_written
+
 import dflash_postmortem as pm
 from dflash_postmortem.loaders import sniff
-from support.incidents import load_written
 
 REPO = Path(__file__).resolve().parents[2]
 

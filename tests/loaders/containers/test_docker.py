@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+from support.incidents import load_written
 
 import dflash_postmortem as pm
-from support.incidents import load_written
 
 T = lambda s: pd.Timestamp(s, tz="UTC")  # noqa: E731
 
