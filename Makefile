@@ -25,7 +25,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet $(PIP_FLAGS) -e '.[dev,replay,lab,cluster]'
+	$(PY) -m pip install --quiet $(PIP_FLAGS) -e '.[dev,replay,lab,cluster,tensorboard]'
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (dflash-postmortem)" >/dev/null
 	@touch $@
 
@@ -56,14 +56,18 @@ prometheus:
 	   else echo "note: no prometheus and no root apt-get; its server tests will be skipped"; fi; }
 
 # Four workers on any machine: much of a test run waits (kernels, servers, browsers, replayed
-# trainers), and conftest.py keeps torch and numpy to one thread per worker.
+# trainers), and conftest.py keeps torch and numpy to one thread per worker. Tests marked `alone`
+# compare speeds: they run afterwards, with nothing beside them.
 TEST_WORKERS ?= 4
+PARALLEL   := -n $(TEST_WORKERS) --dist loadscope -m "not alone"
 
 test: setup browser prometheus
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(PYTEST_ARGS)
+	$(PY) -m pytest $(PARALLEL) -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(PYTEST_ARGS)
+	$(PY) -m pytest -m alone -p no:cacheprovider tests $(PYTEST_ARGS)
 
 unit: setup
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup tests $(PYTEST_ARGS)
+	$(PY) -m pytest $(PARALLEL) tests $(PYTEST_ARGS)
+	$(PY) -m pytest -m alone tests $(PYTEST_ARGS)
 
 notebooks: setup
 	$(PY) -m pytest notebooks --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(PYTEST_ARGS)

@@ -10,8 +10,6 @@ import os
 import shutil
 import tempfile
 
-import pytest
-
 from dflash_postmortem.report_cache import CACHE_ENV
 
 if not os.environ.get(CACHE_ENV):
@@ -24,10 +22,20 @@ if not os.environ.get(CACHE_ENV):
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
-def pytest_collection_modifyitems(config, items):
-    """The test workers (pytest-xdist, `--dist loadgroup`) take a file at a time, so a file's
-    module fixtures are made once; a test that names a group of its own (a replay scenario, one
-    bundled incident's report) goes to whichever worker is free, beside the rest of its file."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+# Files whose tests each go to whichever worker is free (each builds a whole report); every other
+# file's tests run on one worker, in order: its module fixtures are made once, and a notebook's
+# cells run in one kernel.
+EACH_TEST_ALONE = {"tests/test_report_bundled.py"}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """The test workers (pytest-xdist) take a file at a time (EACH_TEST_ALONE aside). xdist's
+    own `loadgroup` cannot express it on pytest >= 9.2, whose test ids it can no longer rewrite."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return nodeid if path in EACH_TEST_ALONE else path
+
+    return ByFile(config, log)

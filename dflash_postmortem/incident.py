@@ -185,3 +185,21 @@ def from_frames(report: FileReport | None = None, **frames) -> Incident:
     if report is not None:
         inc.load_report.add(report)
     return inc
+
+
+def from_sources(reports: list[FileReport], **frames: pd.DataFrame) -> Incident:
+    """One Incident from the frames several files of one source made together (a run folder):
+    each file's report counts its own rows and time span, found by the `source` they name."""
+    inc = Incident()
+    for name, df in frames.items():
+        if len(df):
+            setattr(inc, name, schema.conform(name, df))
+    for rep in reports:
+        for name, df in frames.items():
+            if len(df):
+                mine = df["source"] == rep.path
+                rep.count_rows(name, int(mine.sum()))
+                if mine.any():
+                    rep.see_times(df.loc[mine, "time"])
+        inc.load_report.add(rep)
+    return inc

@@ -12,6 +12,7 @@ under real-world/ (a folder for formats that are folders, such as a wandb run):
     rows = { gpus = 8, events = 0 }   # exact row counts of the frames named
     skipped = 3                       # optional: lines skipped in the sample's own report
     error = "expected ..."            # optional: the file must fail with this text in its error
+    needs = "tensorboard"             # optional: a package the format reads through (skipped without it)
     events = [{ kind = "gpu_error", count = 1, gpu = 3 }]   # events of a kind (+ equal columns)
     [["smi-table/h200x8-570.133.20.txt".check]]
     frame = "gpus"
@@ -37,7 +38,7 @@ import dflash_postmortem as pm
 
 CORPUS = Path(__file__).resolve().parent / "fixtures" / "real-world"
 MANIFESTS = Path(__file__).resolve().parent / "fixtures" / "expected"
-_ENTRY_KEYS = {"format", "quirks", "config", "rows", "skipped", "error", "events", "check", "note"}
+_ENTRY_KEYS = {"format", "quirks", "config", "rows", "skipped", "error", "events", "check", "note", "needs"}
 
 
 def _sources() -> dict[str, dict]:
@@ -124,6 +125,8 @@ def _own_report(inc: pm.Incident, name: str):
 @pytest.mark.parametrize("rel", sorted(MANIFEST))
 def test_sample(rel, tmp_path):
     entry = MANIFEST[rel]
+    if "needs" in entry:
+        pytest.importorskip(entry["needs"], reason=f"the {entry['needs']} package is not installed")
     inc, name = _load_alone(rel, entry, tmp_path)
     reports = _own_report(inc, name)
     main = reports[0]

@@ -15,9 +15,7 @@ BUNDLED = sorted(p.name for p in (REPO / "data" / "incidents").iterdir() if p.is
 
 
 @pytest.mark.browser
-# each report a group of its own: the test workers build them side by side (conftest.py)
-@pytest.mark.parametrize("incident", [pytest.param(name, marks=pytest.mark.xdist_group(f"report-{name}"))
-                                      for name in BUNDLED])
+@pytest.mark.parametrize("incident", BUNDLED)  # each its own test worker where one is free (conftest.py)
 def test_every_bundled_report_opens_offline_and_its_evidence_links_land(incident, tmp_path, browser):
     """The index and every page of each bundled incident's report in Chromium: figures drawn, no
     console error, no network request, and the first evidence links of each page open their line."""

@@ -12,7 +12,8 @@ import pandas as pd
 
 from ..hosts import views
 from ..incident import Incident
-from . import findings, memo, per_host
+from ..model import computed as memo
+from . import findings, per_host
 from .causes import frame_with_causes
 from .control import detect_failed_kills
 from .recovery import detect_recovery

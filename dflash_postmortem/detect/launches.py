@@ -13,8 +13,8 @@ import pandas as pd
 
 from ..commands import invocation, is_wrapper_process, log_target
 from ..incident import Incident
+from ..model import computed as memo
 from ..schema import TOK_PER_S
-from . import memo
 
 STARTUP_SLACK = pd.Timedelta(seconds=60)  # ps START has minute resolution
 

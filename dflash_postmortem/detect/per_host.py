@@ -19,7 +19,8 @@ import pandas as pd
 
 from .. import hosts as host_rows
 from ..incident import Incident
-from . import findings, memo
+from ..model import computed as memo
+from . import findings
 
 
 def hosts(inc: Incident) -> list[str]:

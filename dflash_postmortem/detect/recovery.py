@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident
+from ..model import computed as memo
 from ..units import clock, tok_s
-from . import findings, gpu_state, memo
+from . import findings, gpu_state
 from .launches import launch_of
 from .per_host import judged
 from .stall import stall_intervals

@@ -15,8 +15,9 @@ import pandas as pd
 
 from ..commands import ends_session, is_detached, session_launcher
 from ..incident import Incident
+from ..model import computed as memo
 from ..units import clock
-from . import findings, gpu_state, memo
+from . import findings, gpu_state
 from .launches import is_trainer, outcomes, verdicts
 from .per_host import judged
 

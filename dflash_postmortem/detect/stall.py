@@ -7,9 +7,10 @@ from __future__ import annotations
 import pandas as pd
 
 from ..incident import Incident
+from ..model import computed as memo
 from ..schema import TOK_PER_S
 from ..units import clock, duration
-from . import findings, gpu_state, memo
+from . import findings, gpu_state
 from .per_host import judged
 
 THRESHOLD_S = 300.0

@@ -18,9 +18,10 @@ import pandas as pd
 
 from ..commands import flag_key
 from ..incident import Incident, RunInfo
+from ..model import computed as memo
 from ..schema import PROBLEM_EVENTS, TOK_PER_S
 from ..units import tok_s
-from . import changepoints, findings, memo
+from . import changepoints, findings
 from .launches import launch_of
 from .per_host import judged
 from .stall import stall_intervals

@@ -16,6 +16,8 @@ from . import (  # noqa: F401  (importing registers each family's formats)
     systemd_journal,
     wandb,
     prometheus,
+    metric_files,
+    gpu_monitors,
     source_code,
 )
 # isort: on

@@ -295,22 +295,26 @@ def listing_row(listing: Listing, line: str, snap, ctx: LoadContext, rep) -> dic
     state = row.get("state") or None
     if defunct and not (state or "").startswith("Z"):
         state = "Z" + (state or "")[1:] if state else "Z"
-    started, note = None, None
+    started, note, within = None, None, None
     etime = parse_etime(row["etime"]) if row.get("etime") else None
     if row.get("etimes") and row["etimes"].isdigit() and snap is not None:
-        started = snap - pd.Timedelta(seconds=int(row["etimes"]))
+        started, within = snap - pd.Timedelta(seconds=int(row["etimes"])), 1.0
     elif etime is not None and snap is not None:
-        started = snap - pd.Timedelta(seconds=etime)
+        started, within = snap - pd.Timedelta(seconds=etime), 1.0
     elif row.get("lstart"):
         started = parse_lstart(row["lstart"], ctx.timezone)
         note = None if started is not None else f"LSTART {row['lstart']!r} not understood"
+        within = 1.0
     elif row.get("start"):
         started, note = parse_start(row["start"], snap, ctx.timezone)
+        # `05:20` is to the minute; a day (`Sep03`) to the day
+        within = 60.0 if ":" in row["start"] else 86400.0
+    within = within if started is not None else None
     if note:
         rep.assume(note)
     return dict(
         pid=pid, ppid=ppid, pgid=_int(row.get("pgid")), sid=_int(row.get("sid")),
-        user=row.get("user"), command=cmd, snap=snap, started=started, state=state,
+        user=row.get("user"), command=cmd, snap=snap, started=started, started_within_s=within, state=state,
         cpu_pct=_float(row.get("cpu_pct")), rss_kib=_kib(row.get("rss_kib")), threads=_int(row.get("threads")),
     )
 
@@ -674,7 +678,8 @@ def _fold_exec_chains(df: pd.DataFrame, rep) -> None:
         rep.assume(f"{exits} process(es) listed as [name] while exiting are kept under their full command")
 
 
-_ROW_FIELDS = ("pid", "ppid", "pgid", "sid", "user", "command", "snap", "started", "state", "cpu_pct", "rss_kib", "line")
+_ROW_FIELDS = ("pid", "ppid", "pgid", "sid", "user", "command", "snap", "started", "started_within_s", "state",
+               "cpu_pct", "rss_kib", "line")
 
 
 def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep) -> pd.DataFrame:
@@ -684,9 +689,10 @@ def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep) -> pd.DataFr
     df = pd.DataFrame(rows)
     for col in _ROW_FIELDS:  # a pgrep answer gives PIDs and commands only
         if col not in df.columns:
-            df[col] = float("nan") if col in ("cpu_pct", "rss_kib") else None
+            df[col] = float("nan") if col in ("cpu_pct", "rss_kib", "started_within_s") else None
     df["snap"] = pd.Series(df["snap"], dtype="datetime64[us, UTC]")
     df["started"] = pd.Series(df["started"], dtype="datetime64[us, UTC]")
+    df["started_within_s"] = pd.to_numeric(df["started_within_s"], errors="coerce")
     df["command"] = df["command"].fillna("")
     # `pgrep`/`pidof` answers show only PIDs: the listing that shows the same PID's command
     # names that process.
@@ -699,6 +705,8 @@ def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep) -> pd.DataFr
     out = g.agg(
         ppid=("ppid", "last"), pgid=("pgid", "last"), sid=("sid", "last"), user=("user", "last"),
         first_seen=("snap", "min"), last_seen=("snap", "max"), started=("started", "min"),
+        # how far `started` may be from the true start: 1 s (ELAPSED, LSTART), 60 s (START 05:20)
+        started_within_s=("started_within_s", "min"),
         state=("state", "last"), snapshots=("line", "size"), cpu_pct_max=("cpu_pct", "max"),
         rss_kib_max=("rss_kib", "max"), line=("line", "first"),
     ).reset_index()

@@ -65,3 +65,13 @@ class ReplayConfig:
     inject_error: str | None = None  # "target:N" or "drafter:N": raise in that thread at its step N
     inject_hang: str | None = None  # "target:N" or "drafter:N": block that thread forever at its step N
     on_thread_error: str = "stop"  # "continue": a failed thread just dies (a naive loop), the rest wait
+    # ranks (torchrun; ranks.py)
+    fault_rank: int | None = None  # the faults happen on this rank only (None: every rank)
+    fault_attempt: int = 0  # ... in this attempt of the launcher (its restart count)
+    backend: str | None = None  # None: NCCL when each rank has a GPU of its own, else gloo
+    pg_timeout: float = 600.0  # seconds a collective (and process-group setup) waits for the others
+    # checkpoints
+    checkpoint_dir: str | None = None
+    checkpoint_every: int = 0  # drafter steps between checkpoints (0: none)
+    resume: bool = False  # start from the newest checkpoint in checkpoint_dir, at its step
+    log_per_thread: bool = False  # each drafter thread writes its own step lines and rate

@@ -143,10 +143,13 @@ class Background:
             t.join(timeout=30)
 
     def _ps(self):
+        # This incident's python processes: its trainers and wrappers name its folder (their PID
+        # files, their `cd`); other jobs on the machine (replays beside it) are not its evidence.
+        mine = str(self.root)
         with open(self.root / "logs" / "ps_aux_snapshots.txt", "w") as f:
             while True:
                 lines = subprocess.run(["ps", "auxww"], stdout=subprocess.PIPE, text=True).stdout.splitlines()
-                keep = [lines[0]] + [ln for ln in lines[1:] if "python" in ln]
+                keep = [lines[0]] + [ln for ln in lines[1:] if "python" in ln and mine in ln]
                 f.write(f"# {_utc_stamp(ms=False)}\n" + "\n".join(keep) + "\n")
                 f.flush()
                 if self.stop.wait(self.ps_interval):
@@ -183,6 +186,12 @@ class Scenario:
             args += ["--record-gpus-dir", f"{self.root}/nvml"]
         return args
 
+    @property
+    def count(self) -> str:
+        """The operator's process count: the trainers of this incident, which name its run folder
+        in their PID files (a count of every trainer on the machine counts other people's jobs)."""
+        return f"ps aux | grep {self.root}/run/ | grep -v grep | wc -l"
+
     def trainer(self, run: str, seconds: float, extra: list[str] = ()) -> str:
         return shlex.join([sys.executable, "-m", TRAINER_MODULE, *self.trainer_flags(run, seconds, extra)])
 
@@ -199,7 +208,7 @@ class Scenario:
         raise PostmortemError(f"replay: {path} did not show {pattern!r} within {timeout:g}s")
 
     def checks(self, log_path: str) -> None:
-        self.sh.run(f"ps aux | grep {TRAINER_MODULE} | grep -v grep | wc -l")
+        self.sh.run(self.count)
         if self.gpus:
             self.sh.run("nvidia-smi --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader")
         self.sh.run(f"tail -n 3 {log_path}")
@@ -218,7 +227,7 @@ class Scenario:
         self.wait_for("train_opt.log", r"\] step \d+ ", 300)  # killed while visibly training
         time.sleep(self.seconds)
         self.sh.run(f"kill -TERM $(cat {self.root}/run/regressed.pid); sleep 2; "
-                    f"ps aux | grep {TRAINER_MODULE} | grep -v grep | wc -l")
+                    + self.count)
 
     def failed_restarts(self) -> None:
         # 1: started inside the operator's session, which ends while the trainer is starting up
@@ -254,7 +263,7 @@ class Scenario:
         time.sleep(self.stall_seconds)
         self.checks(f"{self.root}/logs/train.log")
         self.sh.run(f"kill -TERM $(cat {self.root}/run/stalled.pid); sleep 2; "
-                    f"ps aux | grep {TRAINER_MODULE} | grep -v grep | wc -l")
+                    + self.count)
 
     def survivor(self) -> None:
         wrapper = self.root / "run_train.sh"
@@ -277,7 +286,7 @@ class Scenario:
             # A quick start check: SIGKILL after 2 s, to timeout's own process group (itself too).
             t.run(f"timeout -s KILL 2 {self.trainer('fixed', self.seconds)} > logs/train_fix.log 2>&1; echo exit=$?")
             t.run("date")
-            t.run(f"ps aux | grep {TRAINER_MODULE} | grep -v grep | wc -l")
+            t.run(self.count)
             t.run("ls -l logs/train_fix.log")
             fixed = self.trainer_flags("fixed", self.seconds * 4)
             t.run(f"nohup ./run_train.sh {shlex.join(fixed)} > logs/train_fix2.log 2>&1 &")
@@ -295,10 +304,10 @@ class Scenario:
                     t.run(cmd)
             else:
                 t.run("free -m")
-            t.run("ps -eo pid,ppid,pgid,lstart,etimes,args | grep '[r]eplay.train'")
+            t.run(f"ps -eo pid,ppid,pgid,lstart,etimes,args | grep '[r]eplay.train' | grep -F {self.root}/run/")
             t.run("kill $(cat run/regressed.pid)")
             time.sleep(2)
-            t.run(f"ps aux | grep {TRAINER_MODULE} | grep -v grep | wc -l")
+            t.run(self.count)
             self.wait_for("train_fix2.log", r"Training (stopped|failed)$", self.seconds * 4 + 300)
             t.run("date")
             t.run("tail -n 2 logs/train_fix2.log")
@@ -314,7 +323,7 @@ class Scenario:
             self.checks(log)
         # No PID file yet (it is written once start-up is done): killed by its command line. The
         # bracket keeps pkill from matching the shell that runs it.
-        self.sh.run(f"pkill -TERM -f '[r]un-name big'; sleep 3; ps aux | grep {TRAINER_MODULE} | grep -v grep | wc -l")
+        self.sh.run(f"pkill -TERM -f '{self.root}/run/[b]ig.pid'; sleep 3; {self.count}")
         self.recovery()
 
     def write_manifest(self, name: str) -> None:

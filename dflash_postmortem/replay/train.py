@@ -41,6 +41,7 @@ from .dist import train_distributed
 from .drafter import ATTN_BACKENDS, COMPILE_MODES, LM_HEAD_MODES, sample_anchors, sdpa_attention
 from .faults import hang_at, raise_at
 from .model import LINEAR_ATTN_IMPLS
+from .ranks import Ranks
 from .telemetry import RunLog, format_step, gpu_recording, open_wandb, route_library_warnings
 
 # ---------------------------------------------------------------- command line
@@ -107,7 +108,22 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="stop the run when a thread fails (default), or let that thread die and the others "
                         "wait, as a loop without the guard does: the run then stalls")
     g.add_argument("--inject-hang", help="target:N or drafter:N: that thread blocks for good at its step N, as in a "
-                                         "collective that never returns (the process lives on, holding its memory)")
+                                         "collective that never returns (the process lives on, holding its memory); "
+                                         "init:A: a rank blocks before joining the process group in attempt A")
+    g.add_argument("--log-per-thread", action="store_true",
+                   help="each drafter thread writes its own step lines with its own rate (per-thread logging)")
+    g = p.add_argument_group("ranks (under torchrun: one data-parallel rank per process)")
+    g.add_argument("--fault-rank", type=int, default=d.fault_rank, help="the injected faults happen on this rank only")
+    g.add_argument("--fault-attempt", type=int, default=d.fault_attempt,
+                   help="... in this attempt of the launcher (TORCHELASTIC_RESTART_COUNT; default 0, the first)")
+    g.add_argument("--backend", choices=("gloo", "nccl"), default=d.backend,
+                   help="default: NCCL when each rank has a GPU of its own, else gloo")
+    g.add_argument("--pg-timeout", type=float, default=d.pg_timeout,
+                   help="seconds a collective and process-group setup wait for the other ranks")
+    g = p.add_argument_group("checkpoints")
+    g.add_argument("--checkpoint-dir", help="save the drafter here (step_N.pt)")
+    g.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every, help="drafter steps between checkpoints")
+    g.add_argument("--resume", action="store_true", help="start from the newest checkpoint in --checkpoint-dir")
 
 
 def config_from_args(args: argparse.Namespace) -> ReplayConfig:
@@ -169,30 +185,39 @@ def count_model_flops(cfg: ReplayConfig, target, drafter, data: TokenData) -> di
 # ---------------------------------------------------------------- throughput bookkeeping
 
 class Meter:
-    """Counts completed drafter steps from every thread and writes the step lines."""
+    """Counts completed drafter steps from every thread and writes the step lines: one rate for
+    all drafter threads, or (`--log-per-thread`) each thread its own line and its own rate."""
 
-    def __init__(self, cfg: ReplayConfig, log: RunLog, run, depth=lambda: 0):
+    def __init__(self, cfg: ReplayConfig, log: RunLog, run, depth=lambda: 0, step: int = 0):
         self.cfg, self.log, self.run, self.depth = cfg, log, run, depth
         self.lock = threading.Lock()
-        self.step = 0
-        self.tokens_since_line = 0
-        self.line_time = time.perf_counter()
+        self.step = step
+        self.since: dict[int | None, list] = {}  # thread (None: all) -> [tokens, steps, time] since its line
         self.history: list[tuple[float, int, int]] = []  # (time, step, tokens), for --result-json
 
-    def completed(self, tokens: int, loss: float) -> int:
+    def completed(self, tokens: int, loss: float, thread: int = 0) -> int:
         with self.lock:
             self.step += 1
-            self.tokens_since_line += tokens
             now = time.perf_counter()
             self.history.append((now, self.step, tokens))
-            if self.step % self.cfg.log_every == 0:
-                tok_s = self.tokens_since_line / max(now - self.line_time, 1e-9)
+            key = thread if self.cfg.log_per_thread else None
+            since = self.since.setdefault(key, [0, 0, now])
+            since[0] += tokens
+            since[1] += 1
+            due = since[1] % self.cfg.log_every == 0 if key is not None else self.step % self.cfg.log_every == 0
+            if due:
+                tok_s = since[0] / max(now - since[2], 1e-9)
                 depth = self.depth()
                 self.log.info(format_step(self.step, loss, tok_s, depth))
                 self.run.log({"train/step": self.step, LOSS: loss, TOK_PER_S: tok_s,
                               "queue/depth": depth}, step=self.step)
-                self.tokens_since_line, self.line_time = 0, now
+                self.since[key] = [0, 0 if key is None else since[1], now]
             return self.step
+
+
+def newest_checkpoint(folder: str | None) -> Path | None:
+    found = sorted(Path(folder).glob("step_*.pt"), key=lambda p: int(p.stem[5:])) if folder else []
+    return found[-1] if found else None
 
 
 def _set_device(device: torch.device) -> None:
@@ -210,6 +235,15 @@ def train(cfg: ReplayConfig, stream=None) -> int:
         return train_distributed(cfg, stream)
     log = RunLog(cfg.run_name, stream)
     route_library_warnings(stream)
+    ranks = Ranks.from_env()
+    if ranks.many:
+        # One rank per process, on its local rank's GPU (ranks share one where there are fewer).
+        gpu = ranks.device()
+        cfg.target_gpus = cfg.drafter_gpus = [gpu] if gpu is not None else []
+        cfg.drafter_threads = 1
+        ranks.join(cfg, log, shared_gpu=gpu is not None and ranks.world > torch.cuda.device_count())
+    if not ranks.faulty(cfg):
+        cfg.inject_error = cfg.inject_hang = None  # `init:A` has done its work in join()
     target_devs = [device_of(g) for g in cfg.target_gpus] or [device_of(None)]
     drafter_devs = [device_of(g) for g in cfg.drafter_gpus] or [device_of(None)]
     n_target = cfg.target_threads or len(target_devs)
@@ -246,9 +280,26 @@ def train(cfg: ReplayConfig, stream=None) -> int:
             drafter.zero_grad(set_to_none=True)
         log.info("Compiled attention on the main thread")
 
-    run = open_wandb(cfg.run_name, asdict(cfg), Path(cfg.wandb_dir) if cfg.wandb_dir else None, cfg.wandb)
+    first_step = 0
+    if cfg.checkpoint_dir:
+        Path(cfg.checkpoint_dir).mkdir(parents=True, exist_ok=True)
+    saved = newest_checkpoint(cfg.checkpoint_dir) if cfg.resume else None
+    if saved is not None:
+        # Every drafter replica starts from the saved one; step numbers go on from its step, so
+        # the steps after it that the last run had done are done again.
+        state = torch.load(saved, map_location="cpu")
+        for _, drafter, opt in drafters:
+            drafter.load_state_dict(state["drafter"])
+            opt.load_state_dict(state["optimizer"])
+        first_step = state["step"]
+        log.info(f"Resumed from checkpoint {saved} at step {first_step}")
+    elif cfg.resume:
+        log.info(f"No checkpoint in {cfg.checkpoint_dir}: starting from step 0")
+
+    run = open_wandb(cfg.run_name, asdict(cfg), Path(cfg.wandb_dir) if cfg.wandb_dir else None,
+                     cfg.wandb and ranks.rank == 0)
     q: queue.Queue = queue.Queue(maxsize=cfg.queue_size)
-    meter = Meter(cfg, log, run, depth=q.qsize)
+    meter = Meter(cfg, log, run, depth=q.qsize, step=first_step)
     stop = threading.Event()
     failures: list[tuple[str, str]] = []
     busy = {"target_s": 0.0, "target_batches": 0, "drafter_wait_s": 0.0}
@@ -307,8 +358,13 @@ def train(cfg: ReplayConfig, stream=None) -> int:
             hang_at(cfg.inject_hang, "drafter", step)
             ids, mask = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
             loss = drafter_step(drafter, opt, ids, mask, hidden.to(device, non_blocking=True), g)
-            # .item() is a CPU-GPU sync point: a step's tokens count only once it has really run
-            meter.completed(ids.numel(), loss.item())
+            # .item() is a CPU-GPU sync point: a step's tokens count only once it has really run;
+            # the mean over ranks is the job's one collective (a rank that stops stops the others)
+            done = meter.completed(ids.numel(), ranks.mean(loss.item(), device), thread=i)
+            if cfg.checkpoint_every and done % cfg.checkpoint_every == 0 and i == 0 and ranks.rank == 0:
+                path = Path(cfg.checkpoint_dir) / f"step_{done}.pt"
+                torch.save({"step": done, "drafter": drafter.state_dict(), "optimizer": opt.state_dict()}, path)
+                log.info(f"Saved checkpoint at step {done}: {path}")
 
     threads = [threading.Thread(target=target_worker, args=(i, target_devs[i % len(target_devs)]),
                                 name=f"target-{i}", daemon=True) for i in range(n_target)]
@@ -337,7 +393,8 @@ def train(cfg: ReplayConfig, stream=None) -> int:
             log.raw(tb)
         log.info("Training failed")
         run.finish(exit_code=1)
-        return 1
+        return 1  # no leave(): the group's other ranks are stuck or gone, a barrier would wait
+    ranks.leave()
     log.info("Training stopped")
     run.finish()
     if cfg.result_json:

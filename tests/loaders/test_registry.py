@@ -12,14 +12,15 @@ from dflash_postmortem.loaders.wandb import export
 # here changes which format wins a tie: it has to be on purpose.
 ORDER = [
     "nvidia-smi-query-csv", "nvidia-smi-table", "nvidia-smi-dmon", "nvidia-smi-pmon", "nvidia-smi-q",
-    "nvidia-smi-xml", "nvidia-smi-list", "nvidia-smi-error", "nvml-recording", "pid-file", "training-log",
-    "ps-snapshots", "top-batch", "replay-ab-results",
+    "nvidia-smi-xml", "nvidia-smi-list", "nvidia-smi-error", "nvml-recording", "nvidia-smi-topo", "pid-file",
+    "training-log", "ps-snapshots", "top-batch", "replay-ab-results",
     # the transcript reads container answers: importing it registers the container formats first
     "docker-events", "docker-inspect", "docker-ps", "kubectl-describe-pod", "kubectl-events", "kubectl-pod-document",
     "shell-transcript", "kernel-log", "systemd-journal", "wandb-chart-csv",
     "wandb-runs-table", "wandb-history-csv", "wandb-summary", "wandb-metadata", "wandb-config",
     "pip-requirements", "console-text", "wandb-events-jsonl", "wandb-history-jsonl", "wandb-debug-log",
     "wandb-terminal", "wandb-log", "wandb-run", "wandb-bookkeeping", "prometheus-text", "prometheus-tsdb-dump",
+    "hf-trainer-state", "lightning-csv", "mlflow-experiment", "mlflow-run", "tensorboard-events", "gpustat", "nvitop",
     "source-code",
 ]
 
@@ -35,7 +36,7 @@ def test_each_format_is_its_loader_s_decorator():
     phase1 = {n for n, f in registry.FORMATS.items() if f.phase == 1}
     assert phase1 == {"nvidia-smi-dmon", "nvidia-smi-pmon", "pid-file", "shell-transcript", "kernel-log",
                       "systemd-journal", "top-batch"}
-    assert [n for n, f in registry.FORMATS.items() if f.folder] == ["wandb-run"]
+    assert [n for n, f in registry.FORMATS.items() if f.folder] == ["wandb-run", "mlflow-run"]
 
 
 def test_the_decorator_registers_and_returns_the_loader(monkeypatch):
@@ -52,7 +53,7 @@ def test_the_decorator_registers_and_returns_the_loader(monkeypatch):
 
 
 def test_a_family_chooses_among_its_own_formats(tmp_path):
-    assert [f.name for f in registry.formats_of(nvidia_smi.__name__)] == ORDER[:9]
+    assert [f.name for f in registry.formats_of(nvidia_smi.__name__)] == ORDER[:10]
     assert [f.name for f in registry.formats_of(export.__name__)] == ["wandb-chart-csv", "wandb-runs-table", "wandb-history-csv"]
     # A training log that prints an nvidia-smi table: anywhere it is a log, to load_nvidia_smi a table.
     p = tmp_path / "train.log"

@@ -5,7 +5,8 @@ formats.
 Each form is a loader module registered when this package is imported, in this order (a tie
 between two sniffers goes to the first): query_csv (query CSV), table (default table), dmon (dmon
 and pmon), q_text (`-q` text), q_xml (`-q -x`), gpu_list (`-L`), error_output (error output),
-nvml_recording (what `record-gpus` writes). The rest is what the forms share: fields (the field
+nvml_recording (what `record-gpus` writes), topo (`topo -m`,
+the host's link matrix). The rest is what the forms share: fields (the field
 table and value parsing), paste (captures as people save them), times (timestamp forms),
 gpu_errors (error lines and GPU error states), table_lines (the table's lines, also found inside
 other captures, and the `-L` lines pasted with it).
@@ -33,6 +34,7 @@ from . import (  # noqa: F401
     gpu_list,
     error_output,
     nvml_recording,
+    topo,
 )
 # isort: on
 

@@ -5,6 +5,7 @@ messages themselves are read by `gpu_errors`.
 
 from __future__ import annotations
 
+from ...commands import match_prompt
 from ...incident import from_frames
 from .. import registry
 from ..registry import LoadContext
@@ -24,9 +25,13 @@ def sniff(path, head: bytes) -> float:
     first = [i for i, s in content if match_error(s, i) is not None]
     if not first:
         return 0.0
+    # A session that ran other commands too is that session's paste, unless a transcript's form
+    # (stamped prompts, 0.9) says it is a transcript with nvidia-smi's error one line of it.
+    prompts = [p.command for p in map(match_prompt, paste.lines) if p is not None and p.command]
+    others = any("nvidia-smi" not in c for c in prompts)
     before = [k for k in range(first[0] - 1) if paste.lines[k].strip()]
     if first[0] == content[0][0] or (before and paste.wrapping[before[-1]] == COMMAND):
-        return 0.9
+        return 0.85 if others else 0.9
     return 0.6 if len(first) * 4 >= len(content) else 0.0
 
 

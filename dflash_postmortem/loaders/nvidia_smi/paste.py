@@ -54,6 +54,17 @@ class Paste:
         return [(i, s) for i, (s, w) in enumerate(zip(self.lines, self.wrapping, strict=True), start=1)
                 if w is None and s.strip()]
 
+    def lines_to_read(self, rep):
+        """(1-based line number, text) of each line a form reads; wrapping and blank lines are
+        counted skipped in `rep` with their reason as they pass."""
+        for i, (line, wrap) in enumerate(zip(self.lines, self.wrapping, strict=True), start=1):
+            if wrap is not None:
+                rep.skip(i, wrap)
+            elif not line.strip():
+                rep.skip(i, "blank line")
+            else:
+                yield i, line
+
     def note(self, rep) -> None:
         for q in self.quirks:
             rep.assume(q)

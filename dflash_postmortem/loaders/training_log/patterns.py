@@ -103,6 +103,27 @@ METRIC_PATTERNS: tuple[MetricPattern, ...] = (
         rf"\bstep:(?P<step>\d+)/\d+(?: val_loss:(?P<val>{_NUM}))? train_time:(?P<tt>{_NUM})ms step_avg:(?P<avg>{_NUM})ms",
         {"avg": "train/step_avg_ms", "tt": "train/train_time_ms", "val": "eval/val_loss"},
     ),
+    # DeepSpeed's engine (`log_dist`), its ThroughputTimer (the `epoch=0/micro_step=10/` prefix
+    # since 0.8, `0/20,` before), and its pipeline engine: fixed f-strings, one field order each.
+    # The lr list holds one rate per parameter group: the first is the run's.
+    _metric(
+        "deepspeed_step", "skipped=",
+        rf"\bstep=(?P<step>\d+), skipped=(?P<skipped>\d+), lr=\[(?P<lr>{_NUM})",
+        {"skipped": "train/skipped_steps", "lr": "train/learning_rate"},
+    ),
+    _metric(
+        "deepspeed_throughput", "SamplesPerSec=",
+        rf"(?:global_step=|\b\d+/)(?P<step>\d+), (?:RunningAvgSamplesPerSec=(?P<avg>{_NUM}), )?"
+        rf"(?:Curr)?SamplesPerSec=(?P<cur>{_NUM})(?:, MemAllocated=(?P<mem>{_NUM})GB, MaxMemAllocated=(?P<max>{_NUM})GB)?",
+        {"cur": "train/samples_per_s", "avg": "train/samples_per_s_avg", "mem": "train/memory_allocated_mib",
+         "max": "train/max_memory_mib"},
+        scale={"mem": 1024.0, "max": 1024.0},  # DeepSpeed divides by 1024**3: GiB
+    ),
+    _metric(
+        "deepspeed_pipe", "samples/sec:",
+        rf"\bsteps: (?P<step>\d+) loss: (?P<loss>{_NUM})(?: .*?)? iter time \(s\): (?P<t>{_NUM}) samples/sec: (?P<sps>{_NUM})",
+        {"loss": LOSS, "t": "train/step_time_s", "sps": "train/samples_per_s"},
+    ),
     _metric(
         "tf_step_time", "per-step time",
         rf"\bStep (?P<step>\d+) per-step time (?P<t>{_NUM})s(?: loss=(?P<loss>{_NUM}))?",
@@ -159,7 +180,12 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
         "tflops": ("train/tflops_per_gpu", 1.0),
         "samples per second": ("train/samples_per_s", 1.0),
         "tokens per second": (TOK_PER_S, 1.0),
-        "lm loss": _LOSS, "learning rate": _LR, "grad norm": _GRAD_NORM,
+        "lm loss": _LOSS, "lm_loss": _LOSS, "learning rate": _LR, "grad norm": _GRAD_NORM,
+        "samples/sec": ("train/samples_per_s", 1.0), "approx flops per gpu": ("train/tflops_per_gpu", 1e-12),  # Megatron-DeepSpeed: `112.9TFLOPS`, the T read as 1e12
+        "consumed samples": ("train/consumed_samples", 1.0), "consumed tokens": ("train/consumed_tokens", 1.0),
+        "global batch size": ("train/global_batch_size", 1.0), "loss scale": ("train/loss_scale", 1.0),
+        "number of skipped iterations": ("train/skipped_steps", 1.0),
+        "number of nan iterations": ("train/nan_iterations", 1.0),
     }),
     _fields("nanotron", "tokens_per_sec", r"iteration: (?P<step>\d+) / \d+", {
         "tokens_per_sec": (TOK_PER_S, 1.0),
@@ -236,6 +262,18 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
         "lr": _LR, "time": ("train/step_time_s", 1.0), "data_time": ("train/data_time_s", 1.0),
         "memory": ("train/max_memory_mib", 1.0), "loss": _LOSS, "grad_norm": _GRAD_NORM,
     }, separator=re.compile(r"[,\t]|\s{2,}"), first_epoch=1),
+    # BasicSR (and its forks: Real-ESRGAN, GFPGAN, HAT, ...) MessageLogger: `[train..][epoch:  0,
+    # iter:   1,000, lr:(1.000e-04,)] [eta: 1 day, 2:41:39, time (data): 0.123 (0.001)] l_pix:
+    # 1.2345e-02 l_percep: 3.1e+00`, before 2020 `<epoch: 86, iter: 107,200, lr:2.500e-05> l_g_pix: ...`;
+    # the iteration is printed with thousands commas, one learning rate per optimizer (the first is
+    # the generator's), `time` in seconds per iteration, and every loss under its own `l_*` name (a
+    # GAN logs several: none of them is the loss)
+    _fields("basicsr", ", iter:", r"[\[<]epoch:\s*\d+,\s*iter:\s*(?P<step>\d{1,3}(?:,\d{3})*)\b", {
+        "lr": _LR, "time (data)": ("train/step_time_s", 1.0), "l_total": (LOSS, 1.0),
+        **{k: (f"train/{k}", 1.0) for k in (
+            "l_pix", "l_percep", "l_style", "l_fft", "l_g_pix", "l_g_fea", "l_g_percep", "l_g_gan", "l_g_total",
+            "l_d_real", "l_d_fake", "l_d", "l_identity")},
+    }, separator=re.compile(r"\]\s*\[|[\]>]\s*|,\s+(?=[a-z])|\s+(?=[A-Za-z_]\w*:\s)|,\)|(?<=\d),(?=[\d.])")),
     # mlx-lm / mlx-vlm LoRA and full fine-tuning, the unit before the value: `Iter 18: Train loss
     # 10.059, Learning Rate 1.000e-04, It/sec 0.468, Tokens/sec 213.130, Trained Tokens 3778.0,
     # Peak mem 4.974 GB` (GB of 10^9 bytes)
@@ -272,9 +310,10 @@ UNIT_VALUE = re.compile(
 UNIT_METRICS = {"tok": (TOK_PER_S, 1.0), "sam": ("train/samples_per_s", 1.0), "ms/": ("train/iter_time_ms", 1.0)}
 
 # One field: a key (words), `:`/`=`/spaces, a number with an optional unit, an optional
-# `(running average)`, at the end of the field.
+# `(running average)`, at the end of the field. A tuple's first value counts (BasicSR's
+# `lr:(1.000e-04,)`, cut at its commas by that format's separator).
 FIELD = re.compile(
-    rf"(?P<key>[A-Za-z_][\w./()%-]*(?: [A-Za-z_(][\w./()%-]*)*)(?:\s*[:=]\s*|\s+)"
+    rf"(?P<key>[A-Za-z_][\w./()%-]*(?: [A-Za-z_(][\w./()%-]*)*)(?:\s*[:=]\s*\(?|\s+)"
     rf"(?P<value>{_NUM}[kKMGTB]?)\s*(?P<unit>%|[A-Za-z/]+)?\s*(?:\([^()]*\))?\s*$"
 )
 
@@ -284,6 +323,14 @@ HF_DICT = re.compile(r"\{'[\w./-]+': [^{}]*\}")
 # A dict is a Trainer log only if it holds one of these keys (every Trainer and TRL log dict has
 # `epoch`): a config dict printed in a log (`learning_rate`, `vocab_size`) is not a metric.
 HF_DICT_KEYS = {"loss", "eval_loss", "train_loss", "epoch", "train_runtime"}
+
+
+def hf_metric_key(key: str) -> str:
+    """A Trainer log key as a metric key: `eval_loss` is `eval/loss`, a key with a `/` (TRL's
+    `rewards/chosen`) is kept, any other is under `train/` (`loss`, `learning_rate`, and the run's
+    closing averages as `train/train_loss`, `train/train_runtime`: never mixed into the per-step
+    series). Read alike from logs and from `trainer_state.json`'s log_history."""
+    return key if "/" in key else f"eval/{key[5:]}" if key.startswith("eval_") else f"train/{key}"
 
 # A tqdm bar: `desc: 3%|▎  | 4/157 [00:59<37:27, 14.69s/it, k=v, ...]`. Colab drops the bar
 # (`57% 4/7 [...]`) and a bar cleared to make room for a message keeps only `| 1/2538 [...]`.
@@ -324,7 +371,10 @@ def find_bars(text: str) -> list[Bar]:
 
 
 # Postfix keys that carry a metric, and the bars that are not training (loading shards, maps).
-BAR_POSTFIX = {"tokens_per_sec": TOK_PER_S, "tok_per_s": TOK_PER_S, "loss": LOSS}
+# Lightning's bar shows what `self.log(..., prog_bar=True)` names (`train_loss`, `train_loss_step`
+# when logged on step and epoch, `v_num` the logger's version, not a metric).
+BAR_POSTFIX = {"tokens_per_sec": TOK_PER_S, "tok_per_s": TOK_PER_S, "loss": LOSS, "train_loss": LOSS,
+               "loss_step": LOSS, "train_loss_step": LOSS, "lr": "train/learning_rate"}
 NOT_TRAINING_BAR = re.compile(r"(?i)loading|download|map|token|shard|generat|fetch|process|eval|valid|chunk")
 # A bar over epochs (`231.64s/epoch`) is progress, not a per-iteration rate.
 NOT_ITERATION_UNIT = re.compile(r"(?i)epoch")

@@ -586,7 +586,7 @@ class LogScanner:
             return 0
         g = sm.groupdict()
         if g.get("step") is not None:
-            step = _int(g["step"])
+            step = _int(g["step"].replace(",", ""))  # BasicSR prints `iter:   1,000`
         elif g.get("per_epoch") is not None:
             epoch, per_epoch, i = _int(g["epoch"]), _int(g["per_epoch"]), _int(g["i"])
             step = _int((epoch - f.first_epoch) * per_epoch + i) if None not in (epoch, per_epoch, i) else None
@@ -623,8 +623,7 @@ class LogScanner:
             nums = {k: v for k, v in d.items() if isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool)}
             step = _int(d.get("step")) if "step" in d else self.bar_step.get(rank)
             for k, v in nums.items():
-                key = k if "/" in k else f"eval/{k[5:]}" if k.startswith("eval_") else f"train/{k}"
-                rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=key, value=float(v), rank=rank, pattern="hf_trainer")
+                rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=lp.hf_metric_key(k), value=float(v), rank=rank, pattern="hf_trainer")
                 n += 1
         return n
 

@@ -37,6 +37,8 @@ TIMESTAMPS: tuple[tuple[str, re.Pattern], ...] = (
     ("mdy", re.compile(r"(?<![\d/])(?P<a>\d{2})/(?P<b>\d{2})/(?P<year>\d{4}|\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?")),
     # glog / absl / c10: I0912 11:40:27.956218, [E626 06:24:44.9...] (month and day, no year;
     # c10 drops the month's leading zero)
+    # BasicSR / mmsr's logger before 2020: `19-08-09 08:23:24.709 - INFO:` (%y-%m-%d), at the line's start
+    ("ymd2", re.compile(r"^(?P<year>\d{2})-(?P<month>\d{2})-(?P<day>\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))? - ")),
     ("glog", re.compile(r"^\[?[IWEF](?P<month>\d{1,2})(?P<day>\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,9}))?")),
     ("syslog", re.compile(r"^(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) (?P<time>\d{2}:\d{2}:\d{2})")),
     ("clock", re.compile(r"^\[?(?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?\]?(?:\s|$)")),
@@ -87,6 +89,8 @@ def find_stamp(text: str) -> tuple[Stamp | None, int]:
                 month, day = day, month
             year = g["year"] if len(g["year"]) == 4 else "20" + g["year"]
             return Stamp("iso", f"{year}-{month:02d}-{day:02d}T{clock}.{frac}"), m.end()
+        if form == "ymd2":
+            return Stamp("iso", f"20{g['year']}-{g['month']}-{g['day']}T{clock}.{frac}"), m.end() - 3
         if form == "glog":
             return Stamp("monthday", f"{int(g['month']):02d}-{g['day']}T{clock}.{frac}"), m.end()
         if form == "syslog":

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import MissingDependencyError, SourceFormatError, UsageError
-from ...incident import Incident, RunInfo, from_frames
+from ...incident import Incident, RunInfo, from_frames, from_sources
 from ...load_report import FileReport
 from ...schema import TIME
 from .. import registry
@@ -673,20 +673,8 @@ def _assemble(parts: _RunParts, info: RunInfo) -> Incident:
         frames = [f for f in frames if len(f)]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
-    metrics, gpus, events = cat(parts.metrics), cat(parts.gpus), cat(parts.events)
-    inc = Incident()
-    for name, df in (("metrics", metrics), ("gpus", gpus), ("events", events)):
-        if len(df):
-            setattr(inc, name, from_frames(None, **{name: df}).frames()[name])
     # Rows and time spans go to the report of the file they came from.
-    for rep in parts.reports:
-        for name, df in (("metrics", metrics), ("gpus", gpus), ("events", events)):
-            if len(df):
-                mine = df["source"] == rep.path
-                rep.count_rows(name, int(mine.sum()))
-                if mine.any():
-                    rep.see_times(df.loc[mine, "time"])
-        inc.load_report.add(rep)
+    inc = from_sources(parts.reports, metrics=cat(parts.metrics), gpus=cat(parts.gpus), events=cat(parts.events))
     inc.runs[info.run] = info
     return inc
 

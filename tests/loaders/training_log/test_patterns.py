@@ -211,3 +211,36 @@ def test_loguru_record_glued_after_a_bar_keeps_its_own_time(tmp_path):
     assert loss[["step", "value", "pattern"]].values.tolist() == [[1, 2.0123, "key_value"]]
     assert str(loss["time"].iloc[0]) == "2024-01-01 12:00:00.123000+00:00"
     assert m[m["metric"] == "train/tok_per_s"]["value"].tolist() == [1500.0]
+
+
+METRIC_LINES = """\
+[2023-03-01 10:00:00,123] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=2, lr=[5.9e-05, 5.9e-05], mom=[(0.9, 0.95)]
+[2023-03-01 10:00:00,124] [INFO] [timer.py:215:stop] epoch=0/micro_step=40/global_step=10, RunningAvgSamplesPerSec=24.5, CurrSamplesPerSec=25.0, MemAllocated=5.5GB, MaxMemAllocated=9.0GB
+[2023-03-01 10:00:01,000] [INFO] [engine.py:100:_exec] steps: 20 loss: 10.6001 iter time (s): 2.900 samples/sec: 44.138
+ iteration      100/  500000 | consumed samples:        51200 | elapsed time per iteration (ms): 1234.5 | learning rate: 5.999E-05 | global batch size:   512 | lm loss: 2.345E+00 | loss scale: 65536.0 | number of skipped iterations:   0 | number of nan iterations:   0 |
+Epoch 3:  45%|████▌     | 450/1000 [01:23<01:42,  5.42it/s, v_num=0, train_loss_step=1.230]
+2021-05-03 13:20:18,512 INFO: [train..][epoch:  0, iter:   1,000, lr:(1.000e-04,2.000e-05,)] [eta: 1 day, 2:41:39, time (data): 0.123 (0.001)] l_pix: 1.2345e-02 l_percep: 3.1e+00
+"""
+
+
+def test_deepspeed_megatron_lightning_and_basicsr_metric_lines(tmp_path):
+    """The iteration lines issue #24 found giving no metrics: rates, times with their unit, steps."""
+    p = tmp_path / "train.log"
+    p.write_text(METRIC_LINES, encoding="utf-8")
+    m = pm.load_process_log(p).metrics
+    got = {(r.pattern, r.metric, r.step): r.value for r in m.itertuples()}
+    assert got[("deepspeed_step", "train/skipped_steps", 10)] == 2.0
+    assert got[("deepspeed_step", "train/learning_rate", 10)] == 5.9e-05
+    assert got[("deepspeed_throughput", "train/samples_per_s", 10)] == 25.0
+    assert got[("deepspeed_throughput", "train/max_memory_mib", 10)] == 9.0 * 1024
+    assert got[("deepspeed_pipe", "train/loss", 20)] == 10.6001
+    assert got[("deepspeed_pipe", "train/step_time_s", 20)] == 2.9
+    assert got[("deepspeed_pipe", "train/samples_per_s", 20)] == 44.138
+    assert got[("megatron", "train/iter_time_ms", 100)] == 1234.5
+    assert got[("megatron", "train/global_batch_size", 100)] == 512.0
+    assert got[("megatron", "train/loss_scale", 100)] == 65536.0
+    assert got[("tqdm", "train/loss", 450)] == 1.23
+    assert got[("basicsr", "train/learning_rate", 1000)] == 1.0e-04  # the first optimizer's
+    assert got[("basicsr", "train/step_time_s", 1000)] == 0.123
+    assert got[("basicsr", "train/l_percep", 1000)] == 3.1
+    assert not any(k[1] == "train/loss" and k[0] == "basicsr" for k in got)  # no l_* is the loss

@@ -1,4 +1,4 @@
-"""One computation per incident of what several detectors read: the launch outcomes, the
+"""What is computed once per incident and shared within one `detect()` call: the attempts, the
 throughput series, its episodes, the stalls.
 
 Detectors stay functions of an Incident; within one `detect()` call they share these results

@@ -1,0 +1,21 @@
+"""The attempt model: the one account of every start of training in an incident.
+
+    attempts.py   every start, whatever showed it (a command typed or traced, a launcher's or
+                  scheduler's restart, a trainer process, a log or run that begins), its
+                  processes, ranks, GPUs, logs and runs, and how it ended
+    progress.py   each attempt's progress from its step and token counters, as levels over windows
+    states.py     each attempt's states over time (starting, training, degraded, stalled, exited,
+                  killed, never trained), every change citing its line
+    ledger.py     every GPU-second of the incident in one class (productive, degraded, starting,
+                  stalled, restarting, down, redone)
+
+Pure functions of an Incident, no I/O; detectors (detect/) find patterns over what they return.
+May import: the contracts (schema, errors, config, units), incident, commands, clock helpers.
+"""
+
+from .attempts import attempts
+from .ledger import ledger
+from .progress import progress
+from .states import states
+
+__all__ = ["attempts", "ledger", "progress", "states"]

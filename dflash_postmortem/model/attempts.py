@@ -1,0 +1,518 @@
+"""Attempts: every start of training the evidence shows, whatever showed it, as one frame.
+
+A start shows itself in many ways, and an incident holds some of them: a command typed or traced
+(`launch` events: a transcript, a `bash -x` log, shell history), a launcher's, scheduler's or
+container runtime's start of an attempt of a job (`attempt_start`), a trainer process in a listing
+(ps, top, nvidia-smi's process list, a PID file), a log whose lines begin, a run that begins. The
+signals that agree are one attempt:
+
+- a process joins the launch whose program it runs and that came first (within a minute of its
+  start, the resolution of ps's START), else the launcher's attempt it was started in (a child of
+  the agent, or a row that names the job and attempt);
+- a log joins the launch that redirected into it, else the attempt whose process wrote it (a PID
+  its lines name) or was alive when its first line was written; a log a restart loop appends to
+  holds one start per start-up sequence;
+- a run joins the attempt that logged it;
+- what joins nothing is an attempt of its own (a `nohup` start with no transcript is its process,
+  or its log).
+
+Each attempt knows who started it (operator, script, agent, scheduler, container, supervisor or
+unknown), its job (a launcher's job id; a relaunch by hand is a job of its own unless a run name,
+a checkpoint or a log ties it to an earlier one), its processes, ranks, GPUs, logs and runs, its
+first training step, its last sign of life, and how it ended, with the lines that show each.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+import numpy as np
+import pandas as pd
+
+from ..commands import invocation, is_wrapper_process, log_target, parse_launch
+from ..incident import Incident
+from ..schema import TOK_PER_S
+from . import computed
+
+# ps START has minute resolution: a process started in the minute of a launch may be its own.
+STARTUP_SLACK = pd.Timedelta(seconds=60)
+# A launch through a wrapper (a script, `timeout`, `nohup`) starts its trainer within seconds.
+WRAPPER_DELAY = pd.Timedelta(seconds=30)
+# A log's first line follows its process's start by the interpreter's start-up and imports.
+LOG_SLACK = pd.Timedelta(seconds=120)
+# The last sign of life and a terminal line this far apart still belong together (a traceback
+# printed after the last listing of a process that then exits).
+END_SLACK = pd.Timedelta(seconds=30)
+
+COLUMNS = ("attempt", "start", "start_within_s", "start_ref", "by", "job", "job_attempt", "host", "command",
+           "script", "flags", "log_path", "launch_ref", "run", "runs", "pids", "ranks", "gpus", "sources",
+           "first_step", "first_step_ref", "last_alive", "last_alive_ref", "end", "end_kind", "end_ref",
+           "end_message", "exit_code", "signal")
+# Kinds that end an attempt, strongest first: what ended it when several lines say something.
+_ENDS = ("oom_kill", "oom", "killed", "kill_sent", "attempt_end", "timeout", "nccl_timeout", "exit",
+         "traceback", "training_stop", "run_end")
+_STARTS = ("stage", "training_start")
+_PYTHON = re.compile(r"(?:^|/)python[\d.]*\s|\s-m\s[\w.]+|\.py\b")
+_AGENT = re.compile(r"\btorchrun\b|torch\.distributed\.(?:run|launch)|\bdeepspeed\b|\baccelerate launch\b")
+
+
+def attempts(inc: Incident) -> pd.DataFrame:
+    """One row per attempt, in start order (COLUMNS)."""
+    return computed.cached(inc, "attempts", ("events", "processes", "metrics", "gpu_processes"),
+                           lambda: _Assembly(inc).build())
+
+
+def _col(df: pd.DataFrame, name: str) -> pd.Series:
+    return df[name] if name in df.columns else pd.Series(pd.NA, index=df.index, dtype=object)
+
+
+def _num(v) -> int | None:
+    return None if v is None or (not isinstance(v, str) and pd.isna(v)) else int(v)
+
+
+def _text(v) -> str | None:
+    return v if isinstance(v, str) and v else None
+
+
+class _Attempt:
+    """One attempt while it is assembled: the signals that joined it."""
+
+    def __init__(self, start, by: str, within: float = 0.0, ref: str | None = None):
+        self.start, self.by, self.within, self.start_ref = start, by, within, ref
+        self.job = self.job_attempt = self.command = self.script = self.log_path = self.launch_ref = None
+        self.host = None
+        self.flags: dict = {}
+        self.pids: set[int] = set()
+        self.ranks: set[int] = set()
+        self.sources: dict[str, pd.Timestamp] = {}  # log source -> where this attempt's part of it begins
+        self.runs: list[str] = []
+        self.until: pd.Timestamp | None = None  # a later start of the same log ends this attempt's part
+
+    def consider_start(self, when, within: float, ref: str | None) -> None:
+        """A signal that shows the start more precisely than what the attempt has (a log's first
+        line against ps's minute)."""
+        if when is None or pd.isna(when):
+            return
+        if self.start is None or within < self.within and when <= self.start + pd.Timedelta(seconds=self.within):
+            self.start, self.within, self.start_ref = when, within, ref or self.start_ref
+
+
+class _Assembly:
+    def __init__(self, inc: Incident):
+        self.inc = inc
+        self.found: list[_Attempt] = []
+        # Processes that joined no start: an attempt of their own once a log or GPU memory shows
+        # they trained or tried to (a python process that is neither is not a start of training).
+        self.orphans: list[_Attempt] = []
+        ev = inc.events
+        self.ev = ev
+        self.procs = _trainer_processes(inc.processes)
+
+    # ------------------------------------------------------------------ the signals, in turn
+    def build(self) -> pd.DataFrame:
+        self._launches()
+        self._launcher_attempts()
+        self._processes()
+        self._logs()
+        held = set(self.inc.gpu_processes["pid"].dropna().astype(int))
+        self.found += [a for a in self.orphans if a.sources or a.pids & held]
+        self._runs()
+        return self._frame()
+
+    def _launches(self) -> None:
+        """Each command that starts a trainer: in the background or under a launcher (parse_launch),
+        in the foreground into a log, or traced by `bash -x` inside a log."""
+        ev = self.ev
+        rows = ev[ev["kind"] == "launch"]
+        cmds = ev[(ev["kind"] == "command") & ev["ref"].notna()]
+        by_ref = cmds.drop_duplicates("ref").set_index("ref")["message"]
+        for _, r in rows.sort_values("time", kind="stable").iterrows():
+            command = by_ref.get(r["ref"], r["message"]) if isinstance(r.get("ref"), str) else r["message"]
+            traced = pd.notna(r.get("traced")) if "traced" in rows.columns else False
+            a = _Attempt(r["time"], "script" if traced else "operator", 0.0, _text(r.get("ref")))
+            self._describe(a, str(command), _text(r.get("log_path")))
+            a.launch_ref, a.host = _text(r.get("ref")), _text(r.get("host"))
+            if _num(r.get("pid")) is not None:
+                a.pids.add(_num(r.get("pid")))
+            self.found.append(a)
+        # Foreground commands that run a trainer into a log (`python train.py > run.log`): a start
+        # when the log they name is in the incident.
+        launched = {a.launch_ref for a in self.found}
+        logs = self._log_names()
+        for _, r in cmds.sort_values("time", kind="stable").iterrows():
+            if r["ref"] in launched or parse_launch(str(r["message"])) is not None:
+                continue
+            target = log_target(str(r["message"]))
+            if not target or PurePosixPath(target).name not in logs or not _runs_program(str(r["message"])):
+                continue
+            a = _Attempt(r["time"], "operator", 0.0, r["ref"])
+            self._describe(a, str(r["message"]), target)
+            a.launch_ref, a.host = r["ref"], _text(r.get("host"))
+            self.found.append(a)
+
+    def _describe(self, a: _Attempt, command: str, log_path: str | None) -> None:
+        script, flags = invocation(command)
+        a.command, a.script, a.flags = command, script, flags
+        a.log_path = (log_path or "").strip("'\"") or log_target(command)
+        run = flags.get("--run-name") or flags.get("--run_name")
+        if run:
+            a.runs.append(run)
+
+    def _launcher_attempts(self) -> None:
+        """A launcher's own starts (torchrun's worker groups, a scheduler's requeue, a container
+        restart): a new attempt of its job, unless it is the launch typed just before it."""
+        rows = self.ev[self.ev["kind"] == "attempt_start"].sort_values("time", kind="stable")
+        for _, r in rows.iterrows():
+            job, n = _text(r.get("job")), _num(r.get("attempt"))
+            same = next((a for a in self.found if a.job is not None and a.job == job and a.job_attempt == n), None)
+            if same is not None:
+                continue
+            typed = next((a for a in reversed(self.found) if a.launch_ref and a.job is None
+                          and a.start <= r["time"] <= a.start + LOG_SLACK), None)
+            if typed is not None and (n in (None, 0)):
+                typed.job, typed.job_attempt = job, n
+                continue
+            a = _Attempt(r["time"], str(r.get("by") or "agent"), 0.0, _text(r.get("ref")))
+            a.job, a.job_attempt, a.host = job, n, _text(r.get("host"))
+            if typed is not None:
+                a.command, a.script, a.flags, a.runs = typed.command, typed.script, typed.flags, list(typed.runs)
+            self.found.append(a)
+
+    def _processes(self) -> None:
+        """Each trainer process joins the start that made it, else is a start of its own."""
+        procs = self.procs.sort_values("start", kind="stable")
+        for _, p in procs.iterrows():
+            pid = int(p["pid"])
+            owner = next((a for a in self.found if pid in a.pids), None) or self._start_of(p)
+            if owner is None:
+                owner = _Attempt(p["start"], "unknown", float(p["within"]), _text(p.get("ref")))
+                script, flags = invocation(str(p["command"]))
+                owner.command, owner.script, owner.flags = str(p["command"]), script, flags
+                owner.host = _text(p.get("host"))
+                run = flags.get("--run-name") or flags.get("--run_name") or _text(p.get("run"))
+                owner.runs += [run] if run else []
+                self.orphans.append(owner)
+            owner.pids.add(pid)
+            if owner.launch_ref is None:
+                owner.consider_start(p["start"], float(p["within"]), _text(p.get("ref")))
+
+    def _start_of(self, p: pd.Series) -> _Attempt | None:
+        """The start that made this process: the latest typed or launcher start of its program
+        at most seconds before it (ps's START may give only its minute) that no listing had
+        already shown it before, or the attempt its parent process belongs to."""
+        start, within = p["start"], pd.Timedelta(seconds=float(p["within"]))
+        seen = p["first_seen"] if pd.notna(p.get("first_seen")) else None
+        made = [a for a in self.found if a.command and (a.launch_ref or a.job is not None)
+                and start - WRAPPER_DELAY <= a.start <= start + within + pd.Timedelta(seconds=5)
+                and (seen is None or a.start <= seen + pd.Timedelta(seconds=1))
+                and _same_program(a, str(p["command"]))]
+        if made:
+            # A wrapper's child takes the PID right after it (Linux hands PIDs out in order): where
+            # listings lack parents and two starts fit the time, the nearer PID tells.
+            pid = int(p["pid"])
+            near = [(pid - q, a) for a in made for q in a.pids if 0 < pid - q <= 16]
+            return min(near, key=lambda x: x[0])[1] if near else max(made, key=lambda a: a.start)
+        ppid = _num(p.get("ppid"))
+        parents = [a for a in self.found if ppid is not None and ppid in a.pids and a.start <= start + within]
+        return max(parents, key=lambda a: a.start) if parents else None
+
+    def _log_names(self) -> set[str]:
+        names = set()
+        for df in (self.inc.metrics, self.inc.events):
+            names |= {PurePosixPath(str(s)).name for s in df["source"].dropna().unique()}
+        return names
+
+    def _logs(self) -> None:
+        """Each log source's start-up sequences join the attempt that wrote them."""
+        for source, starts in _log_starts(self.inc).items():
+            for when, ref, rank, job, n, pid in starts:
+                owner = self._log_owner(source, when, rank, job, n, pid)
+                if owner is None:
+                    owner = _Attempt(when, "unknown", 0.0, ref)
+                    owner.job, owner.job_attempt = job, n
+                    self.found.append(owner)
+                owner.consider_start(when, 0.0, ref)
+                owner.sources.setdefault(source, when)
+                if rank is not None:
+                    owner.ranks.add(rank)
+                if pid is not None:
+                    owner.pids.add(pid)
+
+    def _log_owner(self, source: str, when, rank, job, n, pid) -> _Attempt | None:
+        name = PurePosixPath(source).name
+        if job is not None:
+            hit = next((a for a in self.found if a.job == job and a.job_attempt == n), None)
+            if hit is not None:
+                return hit
+        if pid is not None:
+            hit = next((a for a in self.found + self.orphans if pid in a.pids), None)
+            if hit is not None:
+                return hit
+        # the launch that redirected into this log, the latest before its first line
+        named = [a for a in self.found if a.log_path and PurePosixPath(a.log_path).name == name
+                 and a.start <= when + pd.Timedelta(seconds=a.within) and source not in a.sources]
+        if named:
+            return max(named, key=lambda a: a.start)
+        # the attempt whose process was alive when the line was written, and started before it
+        alive = [a for a in self.found + self.orphans if a.pids and self._alive_at(a, when) and not a.sources]
+        if len(alive) == 1:
+            return alive[0]
+        # a start typed just before, with no log of its own yet
+        recent = [a for a in self.found if a.launch_ref and not a.sources
+                  and a.start <= when <= a.start + LOG_SLACK and not a.log_path]
+        return max(recent, key=lambda a: a.start) if recent else None
+
+    def _alive_at(self, a: _Attempt, when) -> bool:
+        mine = self.procs[self.procs["pid"].isin(a.pids)]
+        if mine.empty:
+            return False
+        return bool(((mine["start"] <= when + pd.Timedelta(seconds=5)) & (mine["last_seen"] >= when - LOG_SLACK)).any())
+
+    def _runs(self) -> None:
+        """Each run the metrics name joins the attempt whose log wrote it, else a start of its own
+        (a wandb run with no log beside it)."""
+        m = self.inc.metrics.dropna(subset=["run"])
+        if m.empty:
+            return
+        firsts = m.groupby(["source", "run"], sort=False)["time"].min().reset_index()
+        for _, r in firsts.sort_values("time", kind="stable").iterrows():
+            owner = self._source_owner(r["source"], r["time"])
+            if owner is None:
+                owner = next((a for a in self.found if r["run"] in a.runs and not a.sources), None)
+            if owner is None:
+                owner = _Attempt(r["time"], "unknown", 0.0, None)
+                self.found.append(owner)
+                owner.sources.setdefault(r["source"], r["time"])
+            if r["run"] not in owner.runs:
+                owner.runs.append(r["run"])
+
+    def _source_owner(self, source: str, when) -> _Attempt | None:
+        own = [a for a in self.found if source in a.sources and a.sources[source] <= when]
+        return max(own, key=lambda a: a.sources[source]) if own else None
+
+    # ------------------------------------------------------------------ the frame
+    def _frame(self) -> pd.DataFrame:
+        found = sorted(self.found, key=lambda a: (a.start is None, a.start))
+        # A log's part for each attempt ends where the next attempt's part of it begins.
+        begins = [(a, dict(a.sources)) for a in found]
+        for a, mine in begins:
+            a.sources = {source: (begin, min((other[source] for _, other in begins
+                                              if source in other and other[source] > begin), default=None))
+                         for source, begin in mine.items()}
+        self.owned = {s for a in found for s in a.sources}
+        rows = []
+        for i, a in enumerate(found, 1):
+            rows.append(self._row(i, a))
+        df = pd.DataFrame(rows, columns=list(COLUMNS))
+        for col in ("start", "first_step", "last_alive", "end"):
+            df[col] = pd.to_datetime(df[col], utc=True).astype("datetime64[us, UTC]")
+        return df
+
+    def _row(self, i: int, a: _Attempt) -> dict:
+        inc = self.inc
+        parts = [(s, b, e) for s, (b, e) in a.sources.items()]
+        steps = _steps(inc, parts, a.runs, a.start, self.owned)
+        first = steps.iloc[0] if len(steps) else None
+        rows = _rows_of(inc, parts, a.pids)
+        gp = inc.gpu_processes[inc.gpu_processes["pid"].isin(a.pids)] if a.pids else inc.gpu_processes.iloc[:0]
+        procs = self.procs[self.procs["pid"].isin(a.pids)]
+        lives = [x for x in (_last(rows, "time"), _last(gp, "time")) if x is not None]
+        if len(procs):
+            p = procs.loc[procs["last_seen"].idxmax()]
+            lives.append((p["last_seen"], _text(p.get("ref"))))
+        last_alive, last_ref = max(lives, key=lambda x: x[0]) if lives else (a.start, a.start_ref)
+        end = _end(inc, a, parts, last_alive)
+        ranks = set(a.ranks) | {int(x) for x in _col(rows, "rank").dropna()}
+        job = a.job if a.job is not None else _first(_col(rows, "job"))
+        n = a.job_attempt if a.job_attempt is not None else _num(_first(_col(rows, "attempt")))
+        runs = list(dict.fromkeys(a.runs + [r for r in _col(rows, "run").dropna().unique() if r not in a.runs]))
+        return {
+            "attempt": f"A{i}", "start": a.start, "start_within_s": a.within, "start_ref": a.start_ref, "by": a.by,
+            "job": job, "job_attempt": n, "host": a.host, "command": a.command, "script": a.script,
+            "flags": a.flags, "log_path": a.log_path, "launch_ref": a.launch_ref,
+            "run": runs[0] if runs else None, "runs": runs, "pids": sorted(a.pids), "ranks": sorted(ranks),
+            "gpus": sorted({int(g) for g in gp["gpu"].dropna().unique()}), "sources": [s for s, _, _ in parts],
+            "first_step": None if first is None else first["time"],
+            "first_step_ref": None if first is None else _ref(first),
+            "last_alive": last_alive, "last_alive_ref": last_ref, **end,
+        }
+
+
+def _first(s: pd.Series):
+    s = s.dropna()
+    return s.iloc[0] if len(s) else None
+
+
+def _last(df: pd.DataFrame, col: str):
+    t = df[col].dropna() if len(df) else pd.Series(dtype=object)
+    if t.empty:
+        return None
+    i = t.idxmax()
+    return t[i], _ref(df.loc[i])
+
+
+def _ref(row: pd.Series) -> str | None:
+    if isinstance(row.get("ref"), str):
+        return row["ref"]
+    if pd.notna(row.get("line")) and isinstance(row.get("source"), str):
+        return f"{row['source']}:{int(row['line'])}"
+    return None
+
+
+def _refs(df: pd.DataFrame) -> pd.Series:
+    """Each row's `file:line`: its `ref`, else its source and line."""
+    ref = _col(df, "ref").astype(object)
+    if "line" in df.columns:
+        made = df["source"].astype(str) + ":" + df["line"].astype("Int64").astype(str)
+        ref = ref.where(ref.notna(), made.where(df["line"].notna()))
+    return ref
+
+
+def _runs_program(command: str) -> bool:
+    return bool(_PYTHON.search(command) or _AGENT.search(command) or re.search(r"\.sh\b", command))
+
+
+def _same_program(a: _Attempt, command: str) -> bool:
+    """Whether a process running `command` is what attempt `a` started: the run it names (where
+    both name one), else its script or module, a worker of the launcher it started (torchrun runs
+    `-m module` or the script it was given), or for a wrapper script the flags it passed on."""
+    if not a.command:
+        return False
+    script, flags = invocation(command)
+    run = flags.get("--run-name") or flags.get("--run_name")
+    if a.runs:
+        return run in a.runs
+    if a.script and a.script.endswith(".sh"):
+        given = {k: v for k, v in a.flags.items() if k.startswith("--")}
+        return bool(given) and sum(flags.get(k) == v for k, v in given.items()) * 2 >= len(given)
+    wanted = {a.script} | ({a.flags.get("-m")} if a.flags.get("-m") else set())
+    tail = re.findall(r"(?:-m\s+|\s)([\w./-]+\.py|[\w]+(?:\.[\w]+)+)\b", a.command)
+    wanted |= {PurePosixPath(t).name for t in tail}
+    return script is not None and PurePosixPath(script).name in wanted
+
+
+def _trainer_processes(procs: pd.DataFrame) -> pd.DataFrame:
+    """Processes that run a trainer (a python script or module, or a launcher's agent) rather
+    than a shell, wrapper or tool around one; with their best start time and its precision."""
+    if procs.empty:
+        return procs.assign(start=pd.Series(dtype="datetime64[us, UTC]"), within=pd.Series(dtype=float))
+    cmd = procs["command"].fillna("").astype(str)
+    keep = cmd.map(lambda c: bool(_PYTHON.search(c) or _AGENT.search(c)) and not is_wrapper_process(c)).astype(bool)
+    # helper processes of a trainer (inductor's compile workers, data loader workers) are its own business
+    keep &= ~cmd.str.contains(r"--pickler|compile_worker|multiprocessing\.(?:spawn|forkserver|resource_tracker)", regex=True)
+    out = procs[keep].copy()
+    started = out["started"]
+    within = _col(out, "started_within_s").astype(float)
+    # No start time: the first listing that shows it, as late as the listing's interval allows.
+    out["start"] = started.fillna(out["first_seen"])
+    out["within"] = np.where(started.notna(), within.fillna(60.0), 60.0)
+    return out.dropna(subset=["start"])
+
+
+def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
+    """Each log source's starts: its first row, and each start-up sequence that begins after the
+    source said its trainer ended (a restart loop appending to one log). (time, ref, rank, job,
+    attempt, pid) each, per rank where rows carry one."""
+    ev, m = inc.events, inc.metrics
+    parts = []
+    for df in (m, ev):
+        if df.empty:
+            continue
+        cols = ["source", "time", "rank", "job", "attempt"]
+        part = df[[c for c in cols if c in df.columns]].copy()
+        part["kind"] = df["kind"] if "kind" in df.columns else "metric"
+        part["pid"] = _col(df, "pid")
+        part["ref"] = _refs(df)
+        parts.append(part)
+    if not parts:
+        return {}
+    rows = pd.concat(parts, ignore_index=True).dropna(subset=["source", "time"])
+    # a transcript or a listing is not a log of one trainer
+    transcripts = set(ev.loc[ev["kind"].isin(("command", "launch", "gpu_query", "process_count")), "source"].dropna())
+    rows = rows[~rows["source"].isin(transcripts)]
+    out: dict[str, list[tuple]] = {}
+    for (source, rank), g in rows.groupby(["source", _col(rows, "rank").fillna(-1)], sort=False, dropna=False):
+        g = g.sort_values("time", kind="stable")
+        kinds = g["kind"].to_numpy()
+        starts = [0]
+        ended = False
+        for i, k in enumerate(kinds):
+            if k in _ENDS:
+                ended = True
+            elif ended and k in _STARTS:
+                starts.append(i)
+                ended = False
+            elif k in ("metric",) or k not in _STARTS:
+                pass
+        # a launcher's log: every new (job, attempt) is a start of its own
+        if g["attempt"].notna().any() if "attempt" in g.columns else False:
+            change = g["attempt"].ne(g["attempt"].shift()) & g["attempt"].notna()
+            starts = sorted(set(starts) | set(np.flatnonzero(change.to_numpy())))
+        for i in starts:
+            r = g.iloc[i]
+            out.setdefault(source, []).append((
+                r["time"], r["ref"], None if rank == -1 else int(rank), _text(r.get("job")),
+                _num(r.get("attempt")), _num(r.get("pid"))))
+    for source in out:
+        out[source].sort(key=lambda x: x[0])
+    return out
+
+
+def _steps(inc: Incident, parts: list[tuple], runs: list[str], start, owned: set[str]) -> pd.DataFrame:
+    """The attempt's throughput rows: from its own log parts, else from its runs after its start
+    in sources no attempt owns (a run with no log of its own: wandb)."""
+    m = inc.metrics[inc.metrics["metric"] == TOK_PER_S]
+    if parts:
+        mask = pd.Series(False, index=m.index)
+        for source, begin, end in parts:
+            part = (m["source"] == source) & (m["time"] >= begin)
+            if end is not None:
+                part &= m["time"] < end
+            mask |= part
+        mine = m[mask]
+    elif runs:
+        mine = m[m["run"].isin(runs) & (m["time"] >= start) & ~m["source"].isin(owned)]
+    else:
+        mine = m.iloc[:0]
+    return mine.sort_values("time", kind="stable")
+
+
+def _rows_of(inc: Incident, parts: list[tuple], pids: set[int]) -> pd.DataFrame:
+    """Every metric and event row of the attempt's log parts (and the events naming its PIDs)."""
+    out = []
+    for df in (inc.metrics, inc.events):
+        if df.empty:
+            continue
+        mask = pd.Series(False, index=df.index)
+        for source, begin, end in parts:
+            part = (df["source"] == source) & (df["time"] >= begin)
+            if end is not None:
+                part &= df["time"] < end
+            mask |= part
+        if pids and "pid" in df.columns:
+            mask |= df["pid"].isin(pids).fillna(False).astype(bool)
+        if pids and "target_pid" in df.columns:  # the operator's kill of it
+            mask |= df["target_pid"].isin(pids).fillna(False).astype(bool)
+        out.append(df[mask])
+    out = [d for d in out if len(d)]
+    return pd.concat(out, ignore_index=True) if out else inc.events.iloc[:0]
+
+
+def _end(inc: Incident, a: _Attempt, parts: list[tuple], last_alive) -> dict:
+    """How the attempt ended: the strongest terminal line of its own logs or naming its PIDs, up
+    to a little after its last sign of life; None where it was alive when the evidence ends."""
+    rows = _rows_of(inc, parts, a.pids)
+    ev = rows[rows["kind"].isin(_ENDS)] if "kind" in rows.columns else rows.iloc[:0]
+    ev = ev[(ev["time"] >= a.start) & (ev["time"] <= last_alive + END_SLACK)]
+    # a kill is its end only if it was gone soon after (a kill that failed is another story)
+    ev = ev[(ev["kind"] != "kill_sent") | (last_alive <= ev["time"] + END_SLACK)]
+    none = {"end": None, "end_kind": None, "end_ref": None, "end_message": None, "exit_code": None, "signal": None}
+    if ev.empty:
+        return none
+    rank = {k: i for i, k in enumerate(_ENDS)}
+    r = ev.assign(_r=ev["kind"].map(rank)).sort_values(["_r", "time"], kind="stable").iloc[0]
+    message = str(r["message"]).strip().splitlines()
+    return {"end": r["time"], "end_kind": r["kind"], "end_ref": _ref(r),
+            "end_message": message[-1][:300] if message else None,
+            "exit_code": _num(r.get("exit_code")), "signal": _text(r.get("signal"))}

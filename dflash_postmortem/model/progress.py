@@ -1,0 +1,157 @@
+"""Progress: how fast each attempt trained, from its counters over windows, not line by line.
+
+A trainer's log line says how many tokens per second it saw since its last line; lines differ for
+reasons that are not the job's speed: two drafter threads (or ranks) each writing their own rate
+make the values alternate, gradient accumulation makes every k-th line slower, a compile makes one
+line slow. So progress is counted: the tokens a line stands for (its rate times the time since the
+previous line of its own series) are summed over a window and divided by the window's time, and
+the step counter's advance over the window is kept beside it as a cross-check. A series is one
+rank's lines of one attempt; ranks that log different values at the same step each log their own
+share (the job's level is their sum), ranks that log the same value log a global figure (one is
+taken); the choice is in `notes`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..incident import Incident
+from ..schema import TOK_PER_S
+from . import computed
+from .attempts import attempts
+
+COLUMNS = ("attempt", "start", "end", "level", "steps_per_s", "lines", "ref")
+# A window holds about this many lines of each series (an even number: alternating values of two
+# threads average out), and lasts at least / at most:
+LINES_PER_WINDOW = 6
+MIN_WINDOW_S, MAX_WINDOW_S = 5.0, 120.0
+
+
+def progress(inc: Incident) -> pd.DataFrame:
+    """Each attempt's throughput over windows (COLUMNS; `level` in tok/s), in time order, with
+    `attrs["notes"]` saying how ranks were combined and where line values alternate."""
+    return computed.cached(inc, "progress", ("metrics", "events", "processes", "gpu_processes"),
+                           lambda: _progress(inc))
+
+
+def lines_of(inc: Incident, attempt: pd.Series) -> pd.DataFrame:
+    """The attempt's throughput lines: its own log parts (from its start), else its runs'."""
+    m = inc.metrics[(inc.metrics["metric"] == TOK_PER_S) & inc.metrics["value"].notna()]
+    sources = attempt["sources"]
+    if sources:
+        mine = m[m["source"].isin(sources) & (m["time"] >= attempt["start"])]
+        later = _next_part(inc, attempt)
+        if later is not None:
+            mine = mine[mine["time"] < later]
+        if mine.empty and attempt["runs"]:
+            mine = m[m["run"].isin(attempt["runs"]) & (m["time"] >= attempt["start"])]
+    elif attempt["runs"]:
+        owned = {s for ss in attempts(inc)["sources"] for s in ss}
+        mine = m[m["run"].isin(attempt["runs"]) & (m["time"] >= attempt["start"]) & ~m["source"].isin(owned)]
+    else:
+        return m.iloc[:0]
+    # one source per series: a run in its log and in wandb is counted once (the one with most lines)
+    if mine["source"].nunique() > 1:
+        key = mine["rank"].fillna(-1)
+        best = mine.groupby([key, "source"]).size().reset_index(name="n").sort_values("n", ascending=False)
+        best = best.drop_duplicates(best.columns[0])
+        keep = set(zip(best.iloc[:, 0], best["source"], strict=True))
+        mine = mine[[(k, s) in keep for k, s in zip(key, mine["source"], strict=True)]]
+    return mine.sort_values("time", kind="stable")
+
+
+def _next_part(inc: Incident, attempt: pd.Series):
+    """Where the next attempt's part of the same log begins (a restart loop appends to one log)."""
+    all_ = attempts(inc)
+    later = all_[(all_["start"] > attempt["start"])
+                 & all_["sources"].map(lambda s: bool(set(s) & set(attempt["sources"])))]
+    return later["start"].min() if len(later) else None
+
+
+def _progress(inc: Incident) -> pd.DataFrame:
+    rows, notes = [], []
+    for _, a in attempts(inc).iterrows():
+        lines = lines_of(inc, a)
+        if lines.empty:
+            continue
+        series = {r: g for r, g in lines.groupby(lines["rank"].fillna(-1), sort=True)}
+        combine, note = _combine(series)
+        if note:
+            notes.append(f"attempt {a['attempt']} ({a['run'] or a['script'] or '?'}): {note}")
+        alternating = [r for r, g in series.items() if _alternates(g["value"].to_numpy(dtype=float))]
+        if alternating:
+            notes.append(f"attempt {a['attempt']} ({a['run'] or a['script'] or '?'}): its lines' tok/s alternate "
+                         "between two levels (threads or ranks writing their own rate, or gradient accumulation): "
+                         "levels are taken over windows, never line by line")
+        width = _window_s(series)
+        t0 = lines["time"].min()
+        edges = pd.date_range(t0, lines["time"].max() + pd.Timedelta(seconds=width), freq=pd.Timedelta(seconds=width))
+        per = [_windows(g, edges) for g in series.values()]
+        merged = pd.concat(per, ignore_index=True)
+        for (start, end), w in merged.groupby(["start", "end"], sort=True):
+            level = w["level"].sum() if combine == "sum" else w["level"].mean()
+            rows.append({"attempt": a["attempt"], "start": start, "end": end, "level": float(level),
+                         "steps_per_s": float(w["steps_per_s"].max()), "lines": int(w["lines"].sum()),
+                         "ref": w["ref"].iloc[0]})
+    out = pd.DataFrame(rows, columns=list(COLUMNS))
+    out.attrs["notes"] = notes
+    return out
+
+
+def _window_s(series: dict) -> float:
+    gaps = [np.median(np.diff(g["time"].to_numpy(dtype="datetime64[us]").astype("i8"))) / 1e6
+            for g in series.values() if len(g) > 1]
+    gap = float(np.median(gaps)) if gaps else MIN_WINDOW_S
+    return float(np.clip(LINES_PER_WINDOW * gap, MIN_WINDOW_S, MAX_WINDOW_S))
+
+
+def _windows(g: pd.DataFrame, edges: pd.DatetimeIndex) -> pd.DataFrame:
+    """One series' windows: the tokens its lines stand for over the time they cover."""
+    t = g["time"].to_numpy(dtype="datetime64[us]").astype("i8") / 1e6
+    v = g["value"].to_numpy(dtype=float)
+    dt = np.diff(t, prepend=np.nan)
+    dt[0] = np.median(dt[1:]) if len(dt) > 1 else 1.0
+    dt = np.where(dt > 0, dt, np.nan)
+    step = g["step"].to_numpy(dtype="float64", na_value=np.nan)
+    bins = np.searchsorted(edges.asi8 / 1e6, t, side="right") - 1
+    refs = g["ref"].tolist() if "ref" in g.columns else [None] * len(g)
+    out = []
+    for b in np.unique(bins):
+        sel = bins == b
+        covered = np.nansum(dt[sel])
+        level = np.nansum(v[sel] * dt[sel]) / covered if covered > 0 else float(np.nanmean(v[sel]))
+        s = step[sel]
+        steps_per_s = (np.nanmax(s) - np.nanmin(s)) / max(t[sel].max() - t[sel].min(), 1e-9) \
+            if np.isfinite(s).sum() > 1 else np.nan
+        out.append({"start": edges[b], "end": edges[b + 1] if b + 1 < len(edges) else edges[-1],
+                    "level": level, "steps_per_s": steps_per_s, "lines": int(sel.sum()),
+                    "ref": next((r for r, k in zip(refs, sel, strict=True) if k and isinstance(r, str)), None)})
+    return pd.DataFrame(out)
+
+
+def _combine(series: dict) -> tuple[str, str | None]:
+    """How ranks' levels make the job's: summed where each logs its own, one where all log the
+    same figure; and the note saying which."""
+    ranked = {r: g for r, g in series.items() if r != -1}
+    if len(ranked) < 2:
+        return "sum", None
+    base = next(iter(ranked.values()))
+    diffs = []
+    for g in list(ranked.values())[1:]:
+        both = base.merge(g, on="step", suffixes=("_a", "_b")).dropna(subset=["step"])
+        if len(both):
+            diffs.append(float(np.median(np.abs(both["value_a"] - both["value_b"]) / both["value_a"].abs().clip(lower=1e-9))))
+    if diffs and max(diffs) < 1e-6:
+        return "mean", f"its {len(ranked)} ranks log the same tok/s at the same step (a global figure): one is taken"
+    return "sum", f"its {len(ranked)} ranks each log their own tok/s: the job's throughput is their sum"
+
+
+def _alternates(v: np.ndarray) -> bool:
+    """Line values that swing between two levels every other line (by more than a tenth)."""
+    if len(v) < 8:
+        return False
+    d = np.diff(v)
+    flips = np.sign(d[1:]) != np.sign(d[:-1])
+    swing = np.median(np.abs(d)) / max(np.median(v), 1e-9)
+    return bool(flips.mean() > 0.8 and swing > 0.1)

@@ -1,0 +1,108 @@
+"""States: what each attempt was doing, from its start to its end, from generic signals.
+
+    starting      from its start to its first training step
+    training      progressing at its job's level
+    degraded      progressing, below (1 - min_drop) x its job's level before
+    stalled       alive (a listing shows it, its PIDs hold GPU memory, or its log grows), no step
+                  for longer than max(3 x its median step interval, 60 s) (`[detect] stall_s`)
+    exited        ended with a status, an error line or a clean stop
+    killed        ended by a signal, the OOM killer, or a launcher's or scheduler's kill
+    never trained ended (or the evidence ended) before a first step
+
+Each row is one stretch of one state, with the line that shows its beginning.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..incident import Incident
+from . import computed
+from .attempts import attempts
+from .progress import lines_of, progress
+
+COLUMNS = ("attempt", "state", "start", "end", "ref", "detail")
+MIN_STALL_S = 60.0
+STALL_INTERVALS = 3.0
+MIN_DROP = 0.15
+_KILLED = ("oom_kill", "oom", "killed")
+
+
+def stall_threshold_s(inc: Incident, lines: pd.DataFrame | None = None) -> float:
+    """How long an attempt may go without a step before it is stalled: `[detect] stall_s` where
+    incident.toml sets it, else max(3 x its median step interval, 60 s)."""
+    given = inc.config.detect.get("stall_s")
+    if given is not None:
+        return float(given)
+    if lines is None or len(lines) < 2:
+        return MIN_STALL_S
+    gap = float(np.median(np.diff(lines["time"].to_numpy(dtype="datetime64[us]").astype("i8")))) / 1e6
+    return max(STALL_INTERVALS * gap, MIN_STALL_S)
+
+
+def states(inc: Incident) -> pd.DataFrame:
+    """Each attempt's states over time (COLUMNS), in time order."""
+    return computed.cached(inc, "states", ("metrics", "events", "processes", "gpu_processes", "gpus"),
+                           lambda: _states(inc))
+
+
+def _states(inc: Incident) -> pd.DataFrame:
+    rows = []
+    prog = progress(inc)
+    min_drop = float(inc.config.detect.get("min_drop", MIN_DROP))
+    for _, a in attempts(inc).iterrows():
+        end = a["end"] if pd.notna(a["end"]) else a["last_alive"]
+        end = max(end, a["last_alive"]) if pd.notna(a["last_alive"]) else end
+        first = a["first_step"]
+        if pd.isna(first):
+            rows.append(_row(a, "starting", a["start"], end, a["start_ref"], ""))
+        else:
+            rows.append(_row(a, "starting", a["start"], first, a["start_ref"], ""))
+            lines = lines_of(inc, a)
+            threshold = pd.Timedelta(seconds=stall_threshold_s(inc, lines))
+            # Its steps, then the last sign of life: a gap longer than the threshold is a stall.
+            times = lines["time"].tolist() + [end]
+            refs = (lines["ref"].tolist() if "ref" in lines.columns else [None] * len(lines)) + [a["last_alive_ref"]]
+            w = prog[prog["attempt"] == a["attempt"]]
+            base = float(w["level"].iloc[: max(3, len(w) // 3)].median()) if len(w) else np.nan
+            since, cursor, cursor_ref = first, first, a["first_step_ref"]
+            for t, ref in zip(times, refs, strict=True):
+                if t - cursor > threshold:
+                    rows.append(_row(a, "training", since, cursor, a["first_step_ref"] if since == first else ref, ""))
+                    rows.append(_row(a, "stalled", cursor, t, cursor_ref,
+                                     f"no step for {(t - cursor).total_seconds():.0f} s"))
+                    since = t
+                if t >= cursor:
+                    cursor, cursor_ref = t, ref
+            if end > since:
+                rows.append(_row(a, "training", since, end, a["first_step_ref"] if since == first else None, ""))
+            rows += _degraded(a, w, base, min_drop)
+        kind = a["end_kind"]
+        if pd.isna(first):
+            rows.append(_row(a, "never trained", end, end, a["end_ref"] or a["last_alive_ref"],
+                             a["end_message"] or "no step before it ended"))
+        elif isinstance(kind, str):
+            rows.append(_row(a, "killed" if kind in _KILLED or pd.notna(a["signal"]) else "exited",
+                             a["end"], a["end"], a["end_ref"], a["end_message"] or ""))
+    out = pd.DataFrame([r for r in rows if r["start"] is not None], columns=list(COLUMNS))
+    return _fill_training(out)
+
+
+def _row(a: pd.Series, state: str, start, end, ref, detail: str) -> dict:
+    return {"attempt": a["attempt"], "state": state, "start": start, "end": end, "ref": ref, "detail": detail}
+
+
+def _degraded(a: pd.Series, w: pd.DataFrame, base: float, min_drop: float) -> list[dict]:
+    """Windows of the attempt below (1 - min_drop) of its own early level."""
+    if not np.isfinite(base) or w.empty:
+        return []
+    low = w[w["level"] < (1 - min_drop) * base]
+    return [_row(a, "degraded", r["start"], r["end"], r["ref"], f"{r['level']:.0f} tok/s against {base:.0f}")
+            for _, r in low.iterrows()]
+
+
+def _fill_training(df: pd.DataFrame) -> pd.DataFrame:
+    """Training is what lies between an attempt's first step and its end that no other state
+    covers: made explicit here so that the states tile each attempt's life."""
+    return df.sort_values(["attempt", "start"], kind="stable").reset_index(drop=True)

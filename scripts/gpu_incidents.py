@@ -1,0 +1,358 @@
+"""Record incidents on a lent GPU machine, each with an operator habit of its own, for
+data/incidents/h200-1gpu-*/ (each scenario's folder comes back as $OUT/<name>.tgz):
+
+    python3 scripts/gpu_incidents.py oom-bashx torchrun-halt thread-death nohup-crash
+    python3 scripts/gpu_incidents.py --cpu ...     # a dry run on a machine without GPUs
+
+Beside each incident folder the driver writes `<name>.truth`: its own UTC timestamps of what it
+did (what the README of the incident is written from), which the incident folder never holds.
+
+    oom-bashx          a leftover job holds most of the GPU; a launcher run with `bash -x` dies of
+                       CUDA OOM in start-up; the operator kills the leftover and relaunches
+    torchrun-halt      torchrun, 2 ranks on one GPU (gloo): rank 1 stops at a step, rank 0 waits
+                       in the all-reduce until the timeout, the agent restarts the group, the
+                       restart never gets past process-group setup (rank 1 never joins)
+    thread-death       a `script`-recorded terminal, dated only by `date`s: the drafter thread dies,
+                       the process lives on idle; the operator kills it and relaunches
+    nohup-crash        `nohup ... &` and nothing else: training runs, then dies of an error
+    resume-supervisor  a supervisor loop: the run dies at a step, the loop restarts it with
+                       --resume, it resumes from the last checkpoint and redoes the steps since
+    crash-loop         a supervisor loop restarting a trainer that dies in start-up (a GPU that does
+                       not exist); the operator stops the loop and starts it right
+    alternating        no incident: two drafter threads, each logging its own rate
+    clean-relaunch     no incident: a run that stops cleanly, relaunched by hand
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from dflash_postmortem.replay.scenarios import Transcript  # noqa: E402
+from dflash_postmortem.replay.terminal import InteractiveShell  # noqa: E402
+
+TRAIN = f"{shlex.quote(sys.executable)} -m dflash_postmortem.replay.train"
+GPU_MODEL = ("--vocab 32768 --hidden 2048 --layers 12 --heads 16 --seq 2048 --batch 4 --draft-layers 2 "
+             "--draft-heads 16 --attn sdpa --log-every 5 --no-wandb")
+CPU_MODEL = ("--cpu --vocab 509 --hidden 32 --layers 4 --heads 2 --seq 64 --draft-heads 2 --num-anchors 6 "
+             "--dataset-tokens 4096 --log-every 5 --no-wandb")
+# A target too large for what the leftover job leaves free (8 x 8192-wide layers: ~13 GB in bf16).
+GPU_BIG = "--vocab 32768 --hidden 8192 --layers 8 --heads 64 --seq 1024 --batch 1 --draft-layers 1 --draft-heads 64 --attn sdpa --log-every 5 --no-wandb"
+SMI_QUERY = "timestamp,index,uuid,memory.used,memory.total,utilization.gpu,power.draw,temperature.gpu,clocks.sm"
+SMI_APPS = "timestamp,gpu_uuid,pid,process_name,used_memory"
+
+
+def stamp() -> str:
+    now = dt.datetime.now(dt.UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+class Recording:
+    """One incident folder, its captures running in the background, and the driver's truth log."""
+
+    def __init__(self, root: Path, name: str, gpu: bool):
+        self.name, self.gpu = name, gpu
+        self.dir = root / name
+        shutil.rmtree(self.dir, ignore_errors=True)
+        (self.dir / "logs").mkdir(parents=True)
+        (self.dir / "run").mkdir()
+        self.truth_path = root / f"{name}.truth"
+        self.truth_path.write_text("")
+        self.procs: list[subprocess.Popen] = []
+        self.model = GPU_MODEL if gpu else CPU_MODEL
+
+    def truth(self, what: str) -> None:
+        with open(self.truth_path, "a") as f:
+            f.write(f"{stamp()} {what}\n")
+        print(f"[{self.name}] {what}", flush=True)
+
+    def background(self, cmd: str, out: str) -> subprocess.Popen:
+        """A capture or a process nobody typed: started with bash, output to `out` (in the folder)."""
+        f = open(self.dir / out, "ab")  # noqa: SIM115 - open for the process's life
+        p = subprocess.Popen(["bash", "-c", cmd], cwd=self.dir, stdout=f, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+        self.procs.append(p)
+        return p
+
+    def smi_stream(self, out: str = "logs/smi.csv") -> None:
+        if self.gpu:
+            self.background(f"exec nvidia-smi --query-gpu={SMI_QUERY} --format=csv -l 1", out)
+
+    def smi_apps(self, out: str = "logs/smi_apps.csv") -> None:
+        if self.gpu:
+            self.background(f"exec nvidia-smi --query-compute-apps={SMI_APPS} --format=csv -l 2", out)
+
+    def ps_loop(self, out: str = "logs/ps.txt", every: float = 2) -> None:
+        self.background("while true; do echo \"# $(date -u +%Y-%m-%dT%H:%M:%SZ)\"; "
+                        "ps -eo pid,ppid,pgid,sid,user,lstart,etimes,stat,args ww | grep -E '^ *PID|[p]ython|[t]orchrun'; "
+                        f"sleep {every}; done", out)
+
+    def top_loop(self, out: str = "logs/top.txt", every: float = 2) -> None:
+        self.background(f"exec top -b -c -w 512 -d {every}", out)
+
+    def nvml(self, out: str = "nvml") -> None:
+        if self.gpu:
+            self.background(f"exec {shlex.quote(sys.executable)} -m dflash_postmortem.cli record-gpus --out {out} "
+                            "--interval 1", "logs/.recorder.out")
+
+    def wait_for(self, rel: str, text: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        path = self.dir / rel
+        while time.monotonic() < deadline:
+            if path.exists() and text in path.read_text(errors="replace"):
+                return True
+            time.sleep(0.5)
+        self.truth(f"waited {timeout:g}s for {text!r} in {rel}: not seen")
+        return False
+
+    def finish(self) -> None:
+        """Stop the captures, then anything of this incident still running."""
+        for p in self.procs:
+            try:
+                os.killpg(p.pid, 15)
+            except ProcessLookupError:
+                pass
+        time.sleep(1)
+        subprocess.run(["pkill", "-f", "dflash_postmortem.replay.train"], check=False)
+        subprocess.run(["pkill", "-f", "hog_memory"], check=False)
+        for leftover in self.dir.glob("logs/.*"):
+            leftover.unlink()
+        self.truth("recording ended")
+
+
+def oom_bashx(r: Recording) -> None:
+    r.smi_stream()
+    r.smi_apps()
+    r.ps_loop()
+    op = Transcript(r.dir)
+    hog = ("import torch, time  # hog_memory\n"
+           f"x = torch.empty({128 << 30 if r.gpu else 1 << 20}, dtype=torch.uint8, device={'cuda' if r.gpu else 'cpu'!r})\n"
+           "print('holding', x.numel() >> 30, 'GiB', flush=True)\ntime.sleep(3600)\n")
+    (r.dir / "run" / "hog_memory.py").write_text(hog)
+    r.truth("a leftover job (another user's, no transcript) starts holding 128 GiB: run/hog_memory.py")
+    hog_proc = r.background(f"exec {shlex.quote(sys.executable)} run/hog_memory.py", "logs/hog.out")
+    r.wait_for("logs/hog.out", "holding", 60)
+    r.truth(f"leftover job holds its memory, pid {hog_proc.pid}")
+    big = GPU_BIG if r.gpu else CPU_MODEL
+    (r.dir / "launch.sh").write_text(
+        "#!/usr/bin/env bash\n# start the big drafter run\nset -euo pipefail\n"
+        f"cd {r.dir}\nRUN=${{1:-big-drafter}}\nexport CUDA_VISIBLE_DEVICES=0\n"
+        f"{TRAIN} --run-name \"$RUN\" --seconds 40 {big} --pid-file run/$RUN.pid\n")
+    time.sleep(5)
+    r.truth("operator runs the launcher under bash -x; expected: CUDA OOM in start-up")
+    op.run("bash -x ./launch.sh big-drafter > logs/launch.log 2>&1; echo exit=$?", timeout=300)
+    r.truth("launcher returned")
+    time.sleep(5)
+    op.run("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv")
+    op.run("ps -o pid,user,etime,args -p $(pgrep -f hog_memory | head -1)")
+    r.truth(f"operator kills the leftover job {hog_proc.pid}")
+    op.run(f"kill {hog_proc.pid}; sleep 3; nvidia-smi --query-gpu=memory.used --format=csv,noheader")
+    hog_proc.wait(timeout=30)  # reaped, as the shell that started it would
+    r.truth("operator relaunches the same launcher under bash -x")
+    op.run("bash -x ./launch.sh big-drafter > logs/launch2.log 2>&1; echo exit=$?", timeout=600)
+    r.truth("relaunch returned (trained 40 s and stopped)")
+
+
+def torchrun_halt(r: Recording) -> None:
+    r.smi_stream()
+    r.top_loop()
+    op = Transcript(r.dir)
+    beside = Path(sys.executable).with_name("torchrun")
+    torchrun = str(beside) if beside.exists() else shutil.which("torchrun") or f"{sys.executable} -m torch.distributed.run"
+    cmd = (f"nohup {torchrun} --nproc-per-node 2 --max-restarts 1 "
+           "--log-dir logs/torchrun --tee 3 -m dflash_postmortem.replay.train --run-name ddp-drafter "
+           f"--seconds 600 {r.model} --pg-timeout 45 --inject-hang drafter:150,init:1 --fault-rank 1 "
+           "> logs/torchrun.log 2>&1 &")
+    r.truth("operator starts torchrun (2 ranks, gloo on one GPU); rank 1 is set to stop at its drafter step 150, "
+            "and to hang before joining the process group in attempt 1; process-group timeout 45 s; --max-restarts 1")
+    op.run(cmd)
+    r.wait_for("logs/torchrun.log", "step 145", 300)
+    r.truth("step 145 logged: rank 1 stops at its step 150, rank 0 waits in the all-reduce")
+    time.sleep(20)
+    op.run("tail -n 4 logs/torchrun.log")
+    op.run("nvidia-smi --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader")
+    r.wait_for("logs/torchrun.log", "attempt 1", 240)
+    r.truth("the agent restarted the group (attempt 1 seen)")
+    r.wait_for("logs/torchrun.log", "ChildFailedError", 240)
+    r.truth("torchrun gave up (ChildFailedError)")
+    op.run("tail -n 25 logs/torchrun.log")
+    op.run("ps aux | grep [t]orchrun | wc -l")
+
+
+def thread_death(r: Recording) -> None:
+    r.nvml()
+    r.smi_apps()
+    r.ps_loop(every=3)
+    t = InteractiveShell(r.dir, r.dir / "logs" / "terminal.typescript", dict(os.environ, COLUMNS=""))
+    try:
+        r.truth("operator at a script-recorded terminal; launch with the drafter thread set to die at its step 120 "
+                "(--on-thread-error continue: the process lives on)")
+        t.run("date")
+        t.run(f"nohup {TRAIN} --run-name lone-drafter --seconds 900 {r.model} --inject-error drafter:120 "
+              "--on-thread-error continue --pid-file run/lone.pid > logs/train.log 2>&1 &")
+        r.wait_for("logs/train.log", "Exception in thread", 300)
+        r.truth("the drafter thread died (Exception in thread seen in the log)")
+        time.sleep(60)
+        t.run("date")
+        t.run("tail -n 3 logs/train.log")
+        t.run("nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv" if r.gpu else "uptime")
+        t.run("cat run/lone.pid")
+        r.truth("operator kills the idle process by its PID file")
+        t.run("kill $(cat run/lone.pid)")
+        time.sleep(3)
+        t.run("date")
+        r.truth("operator relaunches without the fault")
+        t.run(f"nohup {TRAIN} --run-name lone-drafter-2 --seconds 40 {r.model} --pid-file run/lone2.pid "
+              "> logs/train2.log 2>&1 &")
+        r.wait_for("logs/train2.log", "Training stopped", 300)
+        t.run("date")
+        t.run("tail -n 2 logs/train2.log")
+    finally:
+        t.close()
+
+
+def nohup_crash(r: Recording) -> None:
+    r.smi_stream()
+    r.ps_loop()
+    r.truth("nohup launch, nothing else recorded; the drafter is set to raise at its step 150 (the run stops)")
+    r.background(f"nohup {TRAIN} --run-name solo --seconds 600 {r.model} --inject-error drafter:150", "logs/nohup.out")
+    r.wait_for("logs/nohup.out", "Training failed", 400)
+    r.truth("the run died (Training failed)")
+    time.sleep(10)
+
+
+SUPERVISOR = """#!/usr/bin/env bash
+# keep the drafter training: restart it from its last checkpoint whenever it dies
+cd "$(dirname "$0")"
+fault="$FIRST_FAULT"
+n=0
+while true; do
+  n=$((n + 1))
+  echo "[supervisor] $(date -u '+%F %T') starting attempt $n"
+  {train} --run-name resumable --seconds 45 {model} --checkpoint-dir ckpt --checkpoint-every 50 --resume $fault
+  rc=$?
+  echo "[supervisor] $(date -u '+%F %T') trainer exited with status $rc"
+  [ "$rc" -eq 0 ] && break
+  fault=""
+  sleep 5
+done
+"""
+
+
+def resume_supervisor(r: Recording) -> None:
+    r.smi_stream()
+    r.smi_apps()
+    r.ps_loop()
+    op = Transcript(r.dir)
+    (r.dir / "supervise.sh").write_text(SUPERVISOR.format(train=TRAIN, model=r.model))
+    (r.dir / "supervise.sh").chmod(0o755)
+    r.truth("operator starts the supervisor loop; first attempt raises at drafter step 130, checkpoints every 50 "
+            "steps; later attempts resume from the newest checkpoint")
+    op.run("FIRST_FAULT='--inject-error drafter:130' nohup ./supervise.sh > logs/supervisor.log 2>&1 &")
+    r.wait_for("logs/supervisor.log", "starting attempt 2", 400)
+    r.truth("the supervisor restarted the trainer (attempt 2)")
+    r.wait_for("logs/supervisor.log", "exited with status 0", 400)
+    r.truth("the resumed run stopped cleanly; the loop ended")
+    op.run("ls ckpt; tail -n 3 logs/supervisor.log")
+
+
+CRASH_LOOP = """#!/usr/bin/env bash
+# restart the trainer forever
+while true; do
+  {train} --run-name looped --seconds 30 {model} $EXTRA
+  echo "trainer died with $?, restarting in 4 s"
+  sleep 4
+done
+"""
+
+
+def crash_loop(r: Recording) -> None:
+    r.smi_stream()
+    r.ps_loop()
+    op = Transcript(r.dir)
+    (r.dir / "loop.sh").write_text(CRASH_LOOP.format(train=TRAIN, model=r.model))
+    (r.dir / "loop.sh").chmod(0o755)
+    bad = "--target-gpus 3 --drafter-gpus 3" if r.gpu else "--dtype bf17"
+    r.truth(f"operator starts the restart loop with a bad flag ({bad}): each start dies at once")
+    # setsid: the loop leads a process group of its own, which the operator then kills whole
+    op.run(f"EXTRA='{bad}' setsid nohup ./loop.sh > logs/loop.log 2>&1 & echo $! > run/loop.pid")
+    time.sleep(40)
+    op.run("tail -n 6 logs/loop.log")
+    r.truth("operator stops the loop (kills the loop's process group)")
+    op.run("kill -- -$(cat run/loop.pid); sleep 1; ps aux | grep -c [l]oop.sh")
+    r.truth("operator starts the trainer right, by hand")
+    op.run(f"nohup {TRAIN} --run-name looped-fixed --seconds 30 {r.model} > logs/train_fixed.log 2>&1 &")
+    r.wait_for("logs/train_fixed.log", "Training stopped", 300)
+    r.truth("the fixed run trained and stopped")
+
+
+def alternating(r: Recording) -> None:
+    r.smi_stream()
+    r.ps_loop()
+    op = Transcript(r.dir)
+    r.truth("a healthy run with two drafter threads, each writing its own step lines and rate")
+    op.run(f"nohup {TRAIN} --run-name two-threads --seconds 60 {r.model} --drafter-threads 2 --log-per-thread "
+           "> logs/train.log 2>&1 &")
+    r.wait_for("logs/train.log", "Training stopped", 400)
+    r.truth("the run stopped cleanly")
+
+
+def clean_relaunch(r: Recording) -> None:
+    r.smi_stream()
+    r.smi_apps()
+    op = Transcript(r.dir)
+    r.truth("by hand in a shell: a run that stops by itself after 40 s")
+    op.run(f"{TRAIN} --run-name steady --seconds 40 {r.model} > logs/steady.log 2>&1; echo exit=$?", timeout=600)
+    r.truth("first run ended; the operator relaunches it the same way")
+    time.sleep(8)
+    op.run(f"{TRAIN} --run-name steady --seconds 40 {r.model} > logs/steady2.log 2>&1; echo exit=$?", timeout=600)
+    r.truth("second run ended")
+
+
+SCENARIOS = {
+    "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
+    "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
+    "alternating": alternating, "clean-relaunch": clean_relaunch,
+}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("scenarios", nargs="+", choices=sorted(SCENARIOS))
+    p.add_argument("--root", default="/tmp/incidents")
+    p.add_argument("--cpu", action="store_true", help="a dry run: tiny model on the CPU, no GPU captures")
+    p.add_argument("--out", default=os.environ.get("OUT"), help="where each <scenario>.tgz goes")
+    args = p.parse_args()
+    root = Path(args.root)
+    root.mkdir(parents=True, exist_ok=True)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    for name in args.scenarios:
+        r = Recording(root, f"h200-1gpu-{name}", gpu=not args.cpu)
+        r.truth(f"scenario {name} begins (gpu={r.gpu}, {sys.executable})")
+        try:
+            SCENARIOS[name](r)
+        except Exception as e:  # one scenario's failure must not lose the others
+            r.truth(f"scenario failed: {type(e).__name__}: {e}")
+        finally:
+            r.finish()
+        if args.out:
+            with tarfile.open(Path(args.out) / f"{r.name}.tgz", "w:gz") as tar:
+                tar.add(r.dir, arcname=r.name)
+                tar.add(r.truth_path, arcname=f"{r.name}.truth")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

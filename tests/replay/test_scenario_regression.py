@@ -1,0 +1,38 @@
+"""The `regression` replay with its defaults: a slower run after a baseline, and its cause."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+pytest.importorskip("torch")
+
+
+from dflash_postmortem.cli import main  # noqa: E402
+
+# Four trainer processes (torch + wandb start-up each) per scenario, mostly waiting on the clock: a
+# file per scenario, so that the scenarios run beside each other on the test workers.
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.alone  # it compares two runs' speed: other tests beside it would decide the ratio
+def test_replay_regression_with_its_defaults_is_detected_with_its_cause(tmp_path):
+    """`replay regression` as a new user runs it (20 s a run, a tiny model on the CPU): the
+    regressed run is found, and its cause is the flags its launch changed."""
+    import dflash_postmortem as pm
+
+    out = tmp_path / "regression"
+    assert main(["replay", "regression", "--out", str(out), "--quiet"]) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(out)
+    found = pm.detect(inc)
+    reg = found[found["kind"] == "throughput_regression"]
+    assert len(reg) == 1, list(found["title"])
+    n = reg.iloc[0]["numbers"]
+    assert (n["run_before"], n["run_after"]) == ("baseline", "regressed") and n["ratio"] < 0.85
+    assert n["flag_differences"] == ["--fast-linear-attn 0", "--use-reentrant 0", "--draft-layer-ckpt 1",
+                                     "--lm-head-opt 0"]
+    cause = reg.iloc[0]["caused_by"][0]
+    assert cause["id"] == "event:logs/operator.log:3" and "--run-name regressed" in (out / "logs" / "operator.log").read_text().splitlines()[2]
