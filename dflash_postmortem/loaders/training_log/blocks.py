@@ -119,3 +119,49 @@ class FailureTable:
         elif ev.get("exit_code") is not None and ev["exit_code"] < 0:
             ev["signal"] = lp.EVENT_GROUPS["signo"][1](str(ev["exit_code"]))
         return ev
+
+
+class FaulthandlerBlock:
+    """faulthandler's dump (`Fatal Python error: Segmentation fault`, a `Timeout (0:05:00)!`, or
+    a dump on a registered signal): its thread headers and frames, Python 3.12's extension modules.
+    One event: `signal` naming the fatal signal, else `traceback`; `threads` counts the stacks and
+    `frames` keeps each thread's most recent frame."""
+
+    def __init__(self, first: str, head: re.Match, **where):
+        self.where = where
+        self.lines = [first]
+        self.fatal = head["fatal"]
+        self.timeout = head["timeout"]
+        self.stacks: list[tuple[str, bool, list[str]]] = []  # (thread id, current, frames)
+        if head["tid"] or first.startswith("Stack "):
+            self.stacks.append((head["tid"] or "", bool(head["current"]), []))
+
+    def feed(self, text: str, lineno: int) -> str:
+        if not text.strip():
+            self.lines.append("")
+            return TAKE
+        m = lp.FAULTHANDLER_THREAD.match(text.strip())
+        if m:
+            self.stacks.append((m["tid"] or "", bool(m["current"]), []))
+        elif lp.FAULTHANDLER_FRAME.match(text) and self.stacks:
+            f = lp.FAULTHANDLER_FRAME.match(text)
+            if f["file"]:
+                self.stacks[-1][2].append(f"{f['file']}:{f['line']} in {f['func']}")
+        elif not lp.FAULTHANDLER_TAIL.match(text.strip()):
+            return NOT_MINE
+        self.lines.append(text.rstrip())
+        return TAKE
+
+    def events(self, truncated: bool) -> list[dict]:
+        while self.lines and not self.lines[-1]:
+            self.lines.pop()  # blank lines after the dump belong to nobody
+        signal = lp.FAULTHANDLER_SIGNALS.get((self.fatal or "").strip())
+        top = [f"{'current ' if cur else ''}thread {tid}: {frames[0]}".replace("thread : ", "stack: ")
+               for tid, cur, frames in self.stacks if frames]
+        text = "\n".join(self.lines)
+        if truncated:
+            text += "\n[dump cut off: the file ends here]"
+        return [dict(self.where, kind="signal" if signal else "traceback", pattern="faulthandler",
+                     message=text[: MAX_EVENT_CHARS * 4], lines=len(self.lines), signal=signal,
+                     fatal_error=self.fatal, timeout=self.timeout, threads=len(self.stacks),
+                     frames="; ".join(top) or None)]
