@@ -121,17 +121,21 @@ def apply_offsets(inc, offsets: dict[str, float]) -> None:
     a folder) to every time of the matching sources, and record them in the load report."""
     for src, seconds in offsets.items():
         delta = pd.Timedelta(seconds=seconds)
-        for name in _TIMED:
+        for name in (*_TIMED, "processes"):
             df = getattr(inc, name)
-            hit = df["source"].fillna("").str.startswith(src)
-            if hit.any():
-                df.loc[hit, "time"] = df.loc[hit, "time"] + delta
-        procs = inc.processes
-        hit = procs["source"].fillna("").str.startswith(src)
-        for col in ("first_seen", "last_seen", "started"):
-            if hit.any():
-                procs.loc[hit, col] = procs.loc[hit, col] + delta
+            _shift(df, df["source"].fillna("").str.startswith(src), delta)
         inc.load_report.offsets[src] = seconds
+
+
+def _shift(df: pd.DataFrame, hit: pd.Series, delta: pd.Timedelta) -> None:
+    """Add `delta` to every time of the rows `hit` selects: each tz-aware column (a frame's own
+    `time`, a process's first and last listing and start, what a loader adds)."""
+    hit = hit.fillna(False).astype(bool)
+    if not hit.any():
+        return
+    for col in df.columns:
+        if isinstance(df[col].dtype, pd.DatetimeTZDtype):
+            df.loc[hit, col] = df.loc[hit, col] + delta
 
 
 OFFSET_COLUMNS = ("source", "reference", "seconds", "samples", "method")
@@ -265,14 +269,6 @@ def align_host_clocks(inc) -> None:
 def _shift_host(inc, host: str, seconds: float, metric_host: pd.Series) -> None:
     """Add `seconds` to every time of the rows that came from `host`."""
     delta = pd.Timedelta(seconds=seconds)
-    for name in _TIMED:
+    for name in (*_TIMED, "processes"):
         df = getattr(inc, name)
-        hit = (metric_host == host) if name == "metrics" else (df["host"] == host)
-        hit = hit.fillna(False).astype(bool)
-        if hit.any():
-            df.loc[hit, "time"] = df.loc[hit, "time"] + delta
-    procs = inc.processes
-    hit = (procs["host"] == host).fillna(False).astype(bool)
-    if hit.any():
-        for col in ("first_seen", "last_seen", "started"):
-            procs.loc[hit, col] = procs.loc[hit, col] + delta
+        _shift(df, (metric_host == host) if name == "metrics" else (df["host"] == host), delta)

@@ -94,7 +94,9 @@ def _label(value, limit: int = _HOVER_CHARS) -> str:
 def _whole(value, width: int = _HOVER_WIDTH) -> str:
     """Evidence text for a hover, whole: escaped, its own lines kept, long ones wrapped at `width`."""
     s = "" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
-    lines = [piece for line in s.splitlines() for piece in textwrap.wrap(line, width, break_on_hyphens=False) or [""]]
+    # a word longer than the width (a URL, a path) stays whole on a line of its own
+    lines = [piece for line in s.splitlines()
+             for piece in textwrap.wrap(line, width, break_on_hyphens=False, break_long_words=False) or [""]]
     return "<br>".join(html.escape(x) for x in lines)
 
 

@@ -109,6 +109,7 @@ EVENT_KINDS: dict[str, str] = {
     "training_start": "the trainer says training begins",
     "stage": "a start-up stage line (`Loading target model ...`)",
     "pid_file": "a PID file names a process",
+    "resumed": "a start that goes on from a checkpoint (the step it names, where it does)",
     # ends
     "attempt_end": "a launcher, scheduler or container runtime saying an attempt ended: failed, cancelled, timed "
                    "out, OOM-killed, completed; columns: job, attempt, by, rank, pid, exit_code, signal, reason",

@@ -15,13 +15,14 @@ import pandas as pd
 
 from .commands import is_shell_running
 from .detect import gpu_state
-from .detect.launches import launch_events, outcomes
+from .detect.launches import outcomes
 from .detect.levels import recovery, regression
 from .detect.ranking import rank_causes
 from .detect.sources import gpu_samples, throughput_samples
 from .detect.throughput import config_differences
 from .evidence import cited_line
 from .incident import Incident
+from .model.attempts import attempts
 from .schema import PROBLEM_EVENTS
 from .text import NO_THROUGHPUT, Missing, gpu_label, one_line
 from .timeline import Timeline
@@ -171,7 +172,7 @@ def launch_checklist(inc: Incident, findings: pd.DataFrame) -> Table:
         else:
             started = "✗ none"
         rows.append({
-            "launch": clock(L["time"]), "run": L["run"], "command": str(L["message"])[:160],
+            "launch": clock(L["time"]), "run": L["run"], "command": str(L.get("message") if isinstance(L.get("message"), str) else L.get("command") or "")[:160],
             "process started": started,
             "log created": "✗ none" if log is None else f"{clock(log['first'])} {log['name']}",
             "log growing": "✗" if log is None else (f"✓ until {clock(log['last'])}" if log["last"] > log["first"] else "✗ one line"),
@@ -310,8 +311,6 @@ _PATHS = re.compile(r"(/[^\s/]+)+/([^\s/]+)")  # /srv/x/trainer.py -> trainer.py
 
 
 _PS_START_RESOLUTION = pd.Timedelta(minutes=1)  # START shows HH:MM
-# ps snapshot stamps are whole seconds: a process can be listed up to a second before its launch's stamp.
-_SNAPSHOT_SLACK = pd.Timedelta(seconds=1)
 
 
 def lifetimes(inc: Incident) -> pd.DataFrame:
@@ -364,7 +363,7 @@ def _start_ranges(inc: Incident, procs: pd.DataFrame) -> pd.DataFrame:
     started = procs["started"]
     minute = started.notna() & (started.dt.second == 0) & (started.dt.microsecond == 0)
     launched = _launched_at(inc, procs)
-    lo = started.where(~minute | launched.isna() | (launched <= started), launched).fillna(procs["first_seen"])
+    lo = started.where(launched.isna() | (launched <= started), launched).fillna(procs["first_seen"])
     hi = pd.concat([started + _PS_START_RESOLUTION, procs["first_seen"]], axis=1).min(axis=1)
     hi = hi.where(minute & (hi > lo), lo)
     note = [f"ps gives the start to the minute ({clock(s)[:5]})" + (f"; launched {clock(x)}" if pd.notna(x) else "") if m else ""
@@ -373,23 +372,23 @@ def _start_ranges(inc: Incident, procs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _launched_at(inc: Incident, procs: pd.DataFrame) -> pd.Series:
-    """When the launch that started each process (or an ancestor of it) ran, NaT where none did:
-    a launch of the script or the run (`--run-name`) the process's command names (the wrapper or
-    shell it ran in too), from the process's START minute to when ps first listed it. No process
-    starts before the launch that started it, nor before its parent."""
-    launches = launch_events(inc)  # in time order: each process looks at the few in its window
-    times = launches["time"]
-    tried = list(zip(launches["script"], launches["flags"], times, strict=True))
-    runs = procs["run"] if "run" in procs.columns else pd.Series(None, index=procs.index, dtype=object)
-    own = pd.Series(pd.NaT, index=procs.index, dtype=procs["started"].dtype)
-    for i, started, seen, command, run in zip(procs.index, procs["started"], procs["first_seen"], procs["command"], runs, strict=True):
-        if pd.isna(started) or pd.isna(seen):
-            continue
-        lo, hi = times.searchsorted(started.floor("min")), times.searchsorted(seen + _SNAPSHOT_SLACK, side="right")
-        best = max(((_launch_match(str(command), run, script, flags), t) for script, flags, t in tried[lo:hi]),
-                   default=(0, None))  # the surest match, the latest of those
-        if best[0]:
-            own[i] = best[1]
+    """When the launch that started each process (or an ancestor of it) was typed or traced, NaT
+    where none was: the start each PID joined in model.attempts. No process starts before the
+    launch that started it, nor before its parent's."""
+    att = attempts(inc)
+    typed: dict[int, list[tuple]] = {}
+    for host, pids, launched in zip(att["host"], att["pids"], att["launched"], strict=True):
+        if pd.notna(launched):
+            for pid in pids:
+                typed.setdefault(int(pid), []).append((host, launched))
+
+    def launched_for(host, pid):
+        # a launch on another host is not this process's (PIDs repeat across machines)
+        hits = [t for h, t in typed.get(int(pid), []) if h is None or pd.isna(host) or h == host]
+        return max(hits) if hits else pd.NaT
+
+    own = pd.Series([launched_for(h, p) for h, p in zip(procs["host"], procs["pid"], strict=True)],
+                    index=procs.index, dtype=procs["started"].dtype)
     by_pid = dict(zip(zip(procs["host"], procs["pid"], strict=True), own, strict=True))
     parent = dict(zip(zip(procs["host"], procs["pid"], strict=True), procs["ppid"], strict=True))
     out = own.copy()
@@ -400,16 +399,6 @@ def _launched_at(inc: Incident, procs: pd.DataFrame) -> pd.Series:
             key = (host, parent[key])
             out[i] = by_pid.get(key, pd.NaT)
     return out
-
-
-def _launch_match(command: str, run, script, flags) -> int:
-    """How surely a launch of `script` with `flags` started the process running `command` (of
-    `run`): 2 when the command runs the script, 1 when it only trains the run the launch names
-    (a launcher script that execs the trainer), 0 when neither."""
-    if isinstance(script, str) and script in command:
-        return 2
-    named = flags.get("--run-name") or flags.get("--run_name") if isinstance(flags, dict) else None
-    return int(named is not None and named == run)
 
 
 def overview(inc: Incident, findings: pd.DataFrame | None = None) -> dict:

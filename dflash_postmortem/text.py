@@ -169,13 +169,16 @@ def _kill(f: pd.Series, survivor: pd.Series | None) -> str:
 def _restarts(failed: pd.DataFrame, stale: pd.DataFrame) -> str:
     first = failed.iloc[0]
     why = first["detail"].split(". Checks:")[0]
-    text = f"The restart at {_when(first['start'])} never came up: {why}"
+    word = "start" if str(first["title"]).startswith("start ") else "restart"
+    text = f"The {word} at {_when(first['start'])} never came up: {why}"
     if len(failed) > 1:
         more = [f"{_when(r['start'])} ({r['numbers'].get('reason', '?')})" for _, r in failed.iloc[1:].iterrows()]
         text += f"; so did the one{'s' if len(more) > 1 else ''} at " + ", ".join(more)
-    if len(stale):
-        pids = ", ".join(str(p["numbers"]["pid"]) for _, p in stale.iterrows())
-        text += (f"; the stale python process{'es' if len(stale) > 1 else ''} {pids}, older than the launch, "
+    holders = {c["id"] for cs in failed["caused_by"] for c in cs}
+    counted = stale[~stale["id"].isin(holders)] if len(stale) else stale
+    if len(counted):
+        pids = ", ".join(str(p["numbers"]["pid"]) for _, p in counted.iterrows())
+        text += (f"; the stale python process{'es' if len(counted) > 1 else ''} {pids}, older than the launch, "
                  "made a process count look like it was running")
     return text + "."
 
@@ -222,6 +225,8 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     sign = _first(findings, "throughput_regression", "stall", "never_trained")
     if sign is not None:
         out.append(_first_sign(sign))
+    for _, died in _of(findings, "training_died").iterrows():
+        out.append(_death(died))
     kill = _first(findings, "kill_failed")
     if kill is not None:
         survivor = _first(findings, "survivor")
@@ -245,6 +250,20 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     if sign is None and not out:
         out.append(_cap(findings.iloc[0]["title"]) + f" at {_when(findings.iloc[0]['start'])}.")
     return out[:MAX_SENTENCES]
+
+
+def _death(f: pd.Series) -> str:
+    """A run that died of an error while training, and what started it again."""
+    n = f["numbers"]
+    said = f"At {_when(f['start'])} run {n['run'] or '?'} died while training: {n['error'] or 'an error'}."
+    if n.get("restarted_at") is None or pd.isna(n.get("restarted_at")):
+        return said + " Nothing started it again."
+    who = {"supervisor": "its supervisor", "agent": "the launcher's agent", "scheduler": "the scheduler",
+           "operator": "the operator"}.get(n.get("restarted_by"), "a new start")
+    said += f" It was started again at {_when(n['restarted_at'])} by {who}"
+    if n.get("resumed_step") is not None:
+        said += f", resuming from a checkpoint at step {n['resumed_step']} ({n['redone_steps']} steps done again)"
+    return said + "."
 
 
 def sources_line(inc: Incident) -> str:

@@ -78,7 +78,11 @@ def test_the_stalls_line_up_once_the_clocks_agree(fleet):
     agree, it starts at the same second on each, and each names the others."""
     st = detect_stalls(fleet)
     assert sorted(n["host"] for n in st["numbers"]) == list("abcdef")
-    assert (st["start"].max() - st["start"].min()).total_seconds() <= 1.0
+    # where the logs are, a stall begins at the last step; f has only GPU samples, whose stall
+    # begins when its GPU went idle, the two seconds the GPU took to drain after that step
+    logged = st[[n["host"] != "f" for n in st["numbers"]]]
+    assert (logged["start"].max() - logged["start"].min()).total_seconds() <= 1.0
+    assert 0 <= (st["start"].max() - logged["start"].min()).total_seconds() <= 3.0
     assert all(sorted([n["host"], *n["also_on_hosts"]]) == list("abcdef") for n in st["numbers"])
 
 

@@ -59,13 +59,11 @@ def lab(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def ran(lab):
+def ran(lab, browser):
     """Every notebook opened in Lab, all its cells run; what each shows afterwards."""
-    sync_api = pytest.importorskip("playwright.sync_api")
     seen = {}
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
         for name in PAGES:
             # a workspace of its own: only this notebook open, so run-all acts on it
             page.goto(f"{lab}/lab/workspaces/{name}/tree/notebooks/{name}.ipynb?token={TOKEN}&reset")
@@ -94,7 +92,8 @@ def ran(lab):
                   errors: w.node.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]').length,
                 };
             }""")
-        browser.close()
+    finally:
+        page.context.close()
     return seen
 
 

@@ -158,7 +158,7 @@ def test_every_page_renders_in_headless_chromium(full_report, tmp_path, browser)
 
     errors, dialogs = browser.open_pages(full_report.parent, check, shots=tmp_path)
     if os.environ.get("DFLASH_UPDATE_SCREENSHOTS"):
-        _docs_screenshots(full_report.parent)
+        _docs_screenshots(full_report.parent, browser)
     assert sorted(seen) == sorted([*PAGES, "index"])
     assert seen["01_overview"] == 1 and seen["02_throughput_drop"] == 2 and seen["04_recovery"] == 2
     assert errors == [] and dialogs == []
@@ -196,17 +196,13 @@ def test_headline_cells_say_what_they_said_when_reviewed(full_report):
 
 
 
-def _docs_screenshots(report: Path) -> None:
+def _docs_screenshots(report: Path, browser) -> None:
     """docs/report.md's pictures, taken from this report: the index, the overview figure and the
     view of the line the failed restart cites (DFLASH_UPDATE_SCREENSHOTS=1 rewrites them)."""
-    from playwright.sync_api import sync_playwright
-    from support.browser import chromium
-
     docs = REPO / "docs" / "img"
     docs.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
-        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    try:
         page.goto((report / "index.html").as_uri())
         page.wait_for_selector(".js-plotly-plot .main-svg")
         page.screenshot(path=str(docs / "report-index.png"))
@@ -216,7 +212,8 @@ def _docs_screenshots(report: Path) -> None:
         page.set_viewport_size({"width": 1600, "height": 600})
         page.goto((report / "evidence" / "logs" / "operator.log.html").as_uri() + "#L9")
         page.screenshot(path=str(docs / "report-evidence.png"))
-        browser.close()
+    finally:
+        page.context.close()
 
 
 def _notebook(path: Path, *sources: str) -> None:

@@ -1,6 +1,7 @@
 """Every bundled incident's report in a real headless Chromium: it opens offline, draws its
 figures, and its evidence links land on their lines."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -29,4 +30,7 @@ def test_every_bundled_report_opens_offline_and_its_evidence_links_land(incident
     errors, dialogs = browser.open_pages(index.parent, check)
     assert errors == [] and dialogs == []
     assert set(followed) == {"index", *PAGES}
-    assert sum(len(v) for v in followed.values()) >= 3, followed  # every incident cites evidence somewhere
+    # every incident cites evidence somewhere: each finding its lines, a run without one at
+    # least the starts it reviewed
+    findings = json.loads((REPO / "tests" / "bundled_findings.json").read_text()).get(incident, {}).get("findings", [None])
+    assert sum(len(v) for v in followed.values()) >= (3 if findings else 1), followed

@@ -104,8 +104,13 @@ def test_inspect_fits_the_width_and_shows_every_cited_line_whole(name, repo_dir)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         inc = pm.load_incident(repo_dir / "data" / "incidents" / name)
-    cited = _cited(pm.detect(inc))
-    assert cited, "every bundled incident has findings that cite evidence"
+    found = pm.detect(inc)
+    cited = _cited(found)
+    assert cited or found.empty, "every finding cites evidence"
+    if found.empty:  # the incidents recorded without one: the page says so and fits
+        page = text.render_inspect(inc, verbose=True, width=100)
+        assert "Nothing went wrong" in page and max(len(x) for x in page.splitlines()) <= 100
+        return
     lengths = {}
     for width in (100, 60):
         lines = text.render_inspect(inc, width=width).splitlines()

@@ -16,6 +16,7 @@ from ..model import computed as memo
 from . import findings, per_host
 from .causes import frame_with_causes
 from .control import detect_failed_kills
+from .deaths import detect_deaths
 from .recovery import detect_recovery
 from .restart import detect_failed_restarts
 from .roles import detect_role_mismatch
@@ -29,6 +30,7 @@ DETECTORS = (
     detect_recovery,
     detect_role_mismatch,
     detect_stalls,
+    detect_deaths,
 )
 
 
@@ -52,6 +54,7 @@ def _judged(inc: Incident) -> pd.DataFrame:
 __all__ = [
     "DETECTORS",
     "detect",
+    "detect_deaths",
     "detect_failed_kills",
     "detect_failed_restarts",
     "detect_recovery",

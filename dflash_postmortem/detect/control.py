@@ -10,13 +10,10 @@ logging training steps.
 
 from __future__ import annotations
 
-import re
-from pathlib import PurePosixPath
-
 import pandas as pd
 
-from ..commands import kill_targets
 from ..incident import Incident
+from ..model.kills import kill_pids
 from ..schema import TOK_PER_S
 from ..units import clock
 from . import findings
@@ -112,46 +109,6 @@ def detect_failed_kills(inc: Incident) -> pd.DataFrame:
             {"pid": pid, "run": run, "until": seen["until"], "memory_mib_by_gpu": gpus},
             caused_by=[findings.cause(kill["id"], f"the kill meant to stop PID {pid} failed: {why}", kill_refs)]))
     return findings.frame(rows)
-
-
-_CAT_PID_FILE = re.compile(r"\$\(\s*cat\s+([^\s)]+)\s*\)|`\s*cat\s+([^\s`]+)\s*`")
-
-
-def _pid_files(inc: Incident) -> dict[str, int]:
-    """PID file name -> the PID it held (the pid-file loader's events)."""
-    ev = inc.events
-    files = ev[(ev["kind"] == "pid_file") & ev["pid"].notna()]
-    return {PurePosixPath(str(s)).name: int(p) for s, p in zip(files["source"], files["pid"], strict=True)}
-
-
-def kill_pids(inc: Incident, command: str, when) -> set[int]:
-    """The PIDs a kill command line aimed at: literal PIDs, `$(cat run/x.pid)` through the PID
-    files in the incident, and `pkill -f PATTERN` through the processes alive at that time."""
-    pids: set[int] = set()
-    targets = kill_targets(command)
-    pids |= {t.pid for t in targets if t.pid is not None}
-    if re.search(r"\bkill\b", command):
-        files = _pid_files(inc)
-        for m in _CAT_PID_FILE.finditer(command):
-            name = PurePosixPath(m.group(1) or m.group(2)).name
-            if name in files:
-                pids.add(files[name])
-    patterns = [t.pattern for t in targets if t.pattern]
-    if patterns and len(inc.processes):
-        procs = inc.processes
-        alive = procs[(procs["first_seen"] <= when) & (procs["last_seen"] >= when - pd.Timedelta(seconds=5))]
-        for pat in patterns:
-            rx = _pattern_regex(pat)
-            hit = alive[alive["command"].fillna("").map(lambda c, rx=rx: bool(rx.search(c))).astype(bool)]
-            pids |= {int(p) for p in hit["pid"]}
-    return pids
-
-
-def _pattern_regex(pattern: str) -> re.Pattern:
-    try:
-        return re.compile(pattern)  # pkill patterns are extended regular expressions
-    except re.error:
-        return re.compile(re.escape(pattern))
 
 
 def stopped_by(inc: Incident, pids: list[int], start, end) -> pd.Series | None:

@@ -1,12 +1,13 @@
-"""What each launch command led to: its flags, its process, its log, its run, its first step.
+"""What each start led to, as the restart, throughput and recovery detectors read it: its
+flags, its process, its log, its run, its first step (one row per attempt of model.attempts).
 
-Shared by the restart and throughput detectors: a launch is only known to have started training
-when a new process running its script appears after it, its log fills, and steps are logged. A
-python process that was already there before the launch proves nothing.
+A start is only known to have trained when its process appears, its log fills and steps are
+logged. A python process that was already there before it proves nothing.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 
 import pandas as pd
@@ -14,6 +15,7 @@ import pandas as pd
 from ..commands import invocation, is_wrapper_process, log_target
 from ..incident import Incident
 from ..model import computed as memo
+from ..model.attempts import attempts
 from ..schema import TOK_PER_S
 
 STARTUP_SLACK = pd.Timedelta(seconds=60)  # ps START has minute resolution
@@ -76,67 +78,58 @@ def _log_sources(inc: Incident) -> pd.DataFrame:
 
 
 def outcomes(inc: Incident) -> pd.DataFrame:
-    """One row per launch: what appeared after it (process, log, GPU memory, first step)."""
+    """One row per attempt (model.attempts: every start, whatever showed it): its start as a
+    launch row (time, launched, ref, command, script, flags, log_path and what its launch event says), and
+    what appeared after it: its process, its log, its run, its first step, and the processes of
+    its program that predate it."""
     return memo.cached(inc, "outcomes", ("events", "processes", "metrics"), lambda: _outcomes(inc))
 
 
 def _outcomes(inc: Incident) -> pd.DataFrame:
-    launches = launch_events(inc)
-    if launches.empty:
-        return launches
+    att = attempts(inc)
+    if att.empty:
+        return att
+    ev = inc.events
+    said = ev[ev["ref"].notna() & (ev["kind"] == "launch")].drop_duplicates("ref").set_index("ref")
     logs = _log_sources(inc)
+    tok = inc.metrics[inc.metrics["metric"] == TOK_PER_S]
     procs = inc.processes
     commands = procs["command"].fillna("").astype(str)
-    tok = inc.metrics[inc.metrics["metric"] == TOK_PER_S].sort_values("time", kind="stable")
-    # Grouped once: every launch looks up its own script, log and run in these.
-    by_script = {s: _by_seen(procs[commands.map(lambda c, s=s: is_trainer(c, s)).astype(bool)])
-                 for s in launches["script"].dropna().unique()}
-    by_source = {k: g for k, g in tok.groupby("source", sort=False)}
-    by_run = {k: g for k, g in tok.groupby("run", sort=False)}
-    logs_by_name = {k: g for k, g in logs.groupby("name", sort=False)}
     out = []
-    for i, L in launches.iterrows():
-        nxt = launches["time"].iloc[i + 1] if i + 1 < len(launches) else None
-        row = L.to_dict()
-        # The process this launch started: first seen after it (and before the next launch
-        # claims it), running its script, started no earlier than the launch.
-        cand = by_script.get(L["script"], _by_seen(procs.iloc[:0]))
-        # Only processes first seen from the launch on (to the next launch) can be its own.
-        lo = cand["seen"].searchsorted(L["time"], side="left")
-        hi = cand["seen"].searchsorted(nxt, side="left") if nxt is not None else len(cand)
-        window = cand.iloc[lo:hi]
-        mine = window[window["start"] >= L["time"].floor("min")]
+    for _, a in att.iterrows():
+        launch = said.loc[a["launch_ref"]].to_dict() if a["launch_ref"] in said.index else {}
+        # `time` is the attempt's start as the model places it; `launched`, when the launch
+        # event itself was written (a transcript dated only by its `date`s places it roughly)
+        row = {**launch, "launched": a["launched"], "time": a["start"], "ref": a["launch_ref"] or a["start_ref"], "attempt": a["attempt"],
+               "by": a["by"], "command": a["command"] or launch.get("message"), "script": a["script"],
+               "flags": a["flags"], "log_path": a["log_path"], "run": a["run"], "host": a["host"]}
+        row.setdefault("pid", a["pids"][0] if len(a["pids"]) == 1 else None)
+        mine = procs[procs["pid"].isin(a["pids"]) & commands.map(lambda c, s=a["script"]: is_trainer(c, s) or
+                                                                  _runs_python(c)).astype(bool)]
+        mine = _by_seen(mine)
         row["process"] = mine.iloc[0].drop(["seen", "start"]) if len(mine) else None
-        row["stale"] = cand[cand["start"] < L["time"].floor("min")] if len(cand) else cand
-        # Its log: a source with the redirect target's file name whose first line follows it.
+        same = _by_seen(procs[commands.map(lambda c, s=a["script"]: is_trainer(c, s)).astype(bool)]) \
+            if a["script"] else procs.iloc[:0].assign(seen=None, start=None)
+        row["stale"] = same[(same["start"] < a["start"].floor("min")) & ~same["pid"].isin(a["pids"])] if len(same) else same
         log = None
-        if isinstance(L["log_path"], str):
-            named = logs_by_name.get(PurePosixPath(L["log_path"]).name, logs.iloc[:0])
-            hit = named[named["first"] >= L["time"]]
-            if nxt is not None:
-                hit = hit[hit["first"] < nxt]
-            log = hit.iloc[0] if len(hit) else None
+        if a["sources"]:
+            # the log its command redirected into, where it names one, else the first it wrote
+            named = [src for src in a["sources"] if isinstance(a["log_path"], str)
+                     and PurePosixPath(src).name == PurePosixPath(a["log_path"]).name]
+            known = logs[logs["source"] == (named or a["sources"])[0]]
+            if len(known):
+                log = known.iloc[0].copy()
+                log["first"] = max(log["first"], a["start"])
         row["log"] = log
-        run = None
-        own = by_source.get(log["source"]) if log is not None else None
-        if own is not None:
-            runs = own["run"].dropna()
-            run = runs.iloc[0] if len(runs) else None
-        if run is None and isinstance(L.get("run"), str) and L.get("run"):
-            run = L.get("run")
-        if run is None:
-            run = L["flags"].get("--run-name") or L["flags"].get("--run_name")
-        row["run"] = run
-        if log is not None:
-            steps = own if own is not None else tok.iloc[:0]
-        elif not isinstance(L["log_path"], str) and run is not None:
-            steps = by_run.get(run, tok.iloc[:0])
-        else:
-            steps = tok.iloc[:0]
-        steps = steps[steps["time"] >= L["time"]]
-        row["first_step"] = steps.iloc[0] if len(steps) else None
+        first = tok[(tok["time"] == a["first_step"]) & (tok["source"].isin(a["sources"]) if a["sources"] else True)] \
+            if pd.notna(a["first_step"]) else tok.iloc[:0]
+        row["first_step"] = first.iloc[0] if len(first) else None
         out.append(row)
     return pd.DataFrame(out)
+
+
+def _runs_python(command: str) -> bool:
+    return bool(re.search(r"(?:^|/)python[\d.]*\s|\s-m\s[\w.]+|\.py\b", command)) and not is_wrapper_process(command)
 
 
 def _by_seen(procs: pd.DataFrame) -> pd.DataFrame:

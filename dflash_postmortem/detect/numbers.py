@@ -82,6 +82,17 @@ class NeverTrained(TypedDict):
     memory_mib: list  # (time, MiB) points of the creep
 
 
+class TrainingDied(TypedDict):
+    run: Any
+    pid: int | None
+    last_step_time: pd.Timestamp | None
+    error: str | None
+    restarted_at: pd.Timestamp | None
+    restarted_by: str | None  # operator, supervisor, agent, scheduler, container, unknown
+    resumed_step: int | None  # the step the next attempt resumed at, from a checkpoint
+    redone_steps: int  # steps the next attempt did again (they had been done before the death)
+
+
 class StaleProcess(TypedDict):
     pid: int
     command: str
@@ -169,6 +180,7 @@ BY_KIND: dict[str, type] = {
     "throughput_regression": Regression, "recovery": Recovery, "partial_recovery": PartialRecovery,
     "no_recovery": NoRecovery, "failed_restart": FailedRestart, "slow_start": SlowStart,
     "verified_start": VerifiedStart, "never_trained": NeverTrained, "stale_process": StaleProcess,
+    "training_died": TrainingDied,
     "kill_failed": KillFailed, "survivor": Survivor, "stall": Stall, "role_mismatch": RoleMismatch,
     "idle_allocated_gpu": IdleAllocatedGpu,
     # fleet-wide (store/fleet.py)

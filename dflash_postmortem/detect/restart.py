@@ -98,8 +98,11 @@ def _gpu_check(inc: Incident, w: _Window, pid) -> tuple[bool | None, str, list[s
         mine = gp[gp["pid"] == pid]
         if len(mine):
             return True, f"{len(mine)} GPU samples held by PID {pid}", findings.refs(mine, 3)
-        # Not held by the new PID: the operator's own GPU checks say what the GPUs held instead.
-        return False, f"0 GPU samples held by PID {pid}", refs
+        # Not held by the new PID: the operator's own GPU checks say what the GPUs held instead,
+        # and the per-process samples who held them.
+        others = sorted(int(p) for p in gp["pid"].dropna().unique())
+        held = (" (memory held only by PID(s) " + ", ".join(map(str, others)) + ")") if others else ""
+        return False, f"0 GPU samples held by PID {pid}{held}", refs + findings.refs(gp, 3)
     if len(gp):
         # Per-process samples: memory held only by PIDs that were there before is not the launch's.
         first = memo.first_seen_on_gpus(inc)
@@ -237,6 +240,19 @@ def _reason(L: pd.Series, inc: Incident, w: _Window, said: pd.DataFrame) -> _Ver
                         f"for the redirect, so the command after it never ran", refs,
                         [findings.cause(findings.event_id(refs[0]), f"the shell could not open {path}", refs)] if refs else [])
     proc = L.get("process")
+    oom = _startup_traceback(L, ev, kind="oom")
+    if len(oom):
+        r = oom.iloc[0]
+        who = f"process {proc['pid']}" if isinstance(proc, pd.Series) else "the launched process"
+        holders = str(r["holders"]) if isinstance(r.get("holders"), str) and r["holders"] else None
+        held = f"; the memory was held by PID {holders.replace(', ', ', PID ')}" if holders else ""
+        asked = (f" ({r['requested_mib']:,.0f} MiB asked, {r['free_mib']:,.0f} MiB free)"
+                 if pd.notna(r.get("requested_mib")) and pd.notna(r.get("free_mib")) else "")
+        # the error's own words where its numbers could not be read
+        said = "" if asked else f" (`{str(r['message']).strip().splitlines()[0][:100]}`)"
+        return _Verdict("out of memory in start-up",
+                        f"out of memory in start-up: {who} ran out of GPU memory{asked}{held}{said}",
+                        findings.refs(oom, 1), [_event_cause(r, f"CUDA out of memory{held.replace(';', ':')}")])
     tb = _startup_traceback(L, ev)
     if len(tb):
         last = str(tb["message"].iloc[0]).strip().splitlines()[-1]
@@ -299,10 +315,11 @@ def _launcher_said(L: pd.Series, inc: Incident, said: pd.DataFrame) -> tuple[str
             + (f"; the log tail it quoted ends `{quoted[-1]}`" if quoted else ""), refs)
 
 
-def _startup_traceback(L: pd.Series, ev: pd.DataFrame) -> pd.DataFrame:
-    """Tracebacks after the launch: in its own log when that log is known, else in any source
-    while the launched process is the one being watched (a process listing says it ran)."""
-    tb = ev[ev["kind"] == "traceback"]
+def _startup_traceback(L: pd.Series, ev: pd.DataFrame, kind: str = "traceback") -> pd.DataFrame:
+    """Tracebacks (or out-of-memory lines) after the launch: in its own log when that log is
+    known, else in any source while the launched process is the one being watched (a process
+    listing says it ran)."""
+    tb = ev[ev["kind"] == kind]
     log = L.get("log")
     if isinstance(log, pd.Series):
         return tb[tb["source"] == log["source"]]
@@ -363,6 +380,8 @@ def _gone(inc: Incident, proc: pd.Series, end) -> bool:
     # Or: a later listing left it out, and the operator's own count after it said none.
     later = procs["last_seen"][procs["last_seen"] > proc["last_seen"]]
     ev = inc.events
+    if "count" not in ev.columns:
+        return False  # no operator's count of processes in the evidence
     zero = ev[(ev["kind"] == "process_count") & (ev["time"] > proc["last_seen"]) & (ev["count"] == 0)]
     return bool(len(later) and len(zero))
 
@@ -506,15 +525,21 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
                 evidence, {"checks": checks, "run": L["run"], "pid": None if pid is None else int(pid)}))
             continue
         v = _reason(L, inc, w, said)
+        stale = _stale(inc, L, w, counts)
+        # a stale process named as the holder of the memory the start could not get caused it
+        holders = {int(x) for x in re.findall(r"PID (\d+)", v.why)} if v.reason.startswith("out of memory") else set()
+        held = [findings.cause(f["id"], f"PID {f['numbers']['pid']} held the GPU memory", f["evidence"][:1])
+                for f in stale if f["numbers"]["pid"] in holders]
+        word = "restart" if i > 0 else "start"  # the first start of the incident is no restart
         rows.append(findings.finding(
             "failed_restart", L["time"], w.end, "critical",
-            f"restart at {clock(L['time'])} never came up: {v.why.split(':')[0]}",
+            f"{word} at {clock(L['time'])} never came up: {v.why.split(':')[0]}",
             v.why + ". Checks: " + "; ".join(lines) + ".",
             v.refs + evidence,
             {"reason": v.reason, "checks": checks, "run": L["run"], "log_path": L["log_path"],
              "launcher": session_launcher(str(L["command"])), "pid": None if pid is None else int(pid)},
-            caused_by=v.causes))
-        rows += _stale(inc, L, w, counts)
+            caused_by=v.causes + held))
+        rows += stale
     return findings.frame(rows)
 
 

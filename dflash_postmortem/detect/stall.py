@@ -1,5 +1,10 @@
-"""Stalls: the job looks alive (processes running, GPU memory held) but nothing moves (GPU
-utilization near zero and no training step) for longer than a threshold.
+"""Stalls: an attempt that trained, then made no progress while it was alive (model.states:
+its process listed, its PIDs holding GPU memory, or its log still writing) for longer than its
+threshold, or after a line saying a thread or rank of it died.
+
+The finding names what shows it was alive and idle (GPU memory held at ~0 % utilization and by
+which PIDs, where the GPU samples say), the last step line before the silence, and the error line
+that began it where there is one.
 """
 
 from __future__ import annotations
@@ -8,89 +13,117 @@ import pandas as pd
 
 from ..incident import Incident
 from ..model import computed as memo
-from ..schema import TOK_PER_S
+from ..model.attempts import attempts
+from ..model.progress import lines_of
+from ..model.states import states
 from ..units import clock, duration
 from . import findings, gpu_state
 from .per_host import judged
 
-THRESHOLD_S = 300.0
+THRESHOLD_S = 300.0  # kept for the fleet rules: a host silent this long
+IDLE_SHARE = 0.8  # a stall's GPUs are idle when this share of its samples is
 
 
 def stall_intervals(inc: Incident, threshold_s: float | None = None) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
-    """(start, end) of each stretch longer than the threshold with memory held, ~0 % utilization,
-    no training step and a process alive: what a stall is, for this detector and for those that
-    must not read a stall and the relaunch after it as a configuration regression."""
-    return memo.cached(inc, f"stalls:{threshold_s}", ("gpus", "metrics", "processes"),
-                       lambda: _stall_intervals(inc, threshold_s))
+    """(start, end) of each stall of the incident: what the detectors that must not read a stall
+    and the relaunch after it as a configuration regression look at."""
+    return memo.cached(inc, "stall intervals", ("metrics", "events", "processes", "gpu_processes", "gpus"),
+                       lambda: [(r["start"], r["end"]) for _, r in _stalled(inc).iterrows()])
 
 
-def _stall_intervals(inc: Incident, threshold_s: float | None) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
-    threshold = pd.Timedelta(seconds=threshold_s if threshold_s is not None
-                             else float(inc.config.detect.get("stall_s", THRESHOLD_S)))
+def _stalled(inc: Incident) -> pd.DataFrame:
+    """The stalled stretches of the attempts; where no attempt shows progress at all (GPU samples
+    are the only evidence), the stretches GPU samples alone show (_gpu_stalls)."""
+    st = states(inc)
+    stalled = st[st["state"] == "stalled"].sort_values("start", kind="stable")
+    if len(stalled) or (st["state"] == "training").any():
+        return stalled
+    return pd.DataFrame([{"attempt": None, "state": "stalled", "start": a, "end": b, "ref": None, "detail": ""}
+                         for a, b in _gpu_stalls(inc)], columns=st.columns)
+
+
+def _gpu_stalls(inc: Incident) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
+    """Stretches of GPU samples longer than `[detect] stall_s` (default THRESHOLD_S) with memory
+    held at ~0 % utilization while a process was listed alive and no step was logged."""
+    threshold = pd.Timedelta(seconds=float(inc.config.detect.get("stall_s", THRESHOLD_S)))
     g = inc.gpus.dropna(subset=["memory_used_mib", "util_gpu_pct"])
     if g.empty:
         return []
     per = g.assign(t=g["time"].dt.floor("s")).groupby("t").agg(
         held=("memory_used_mib", "max"), util=("util_gpu_pct", "max")).sort_index()
     quiet = gpu_state.held(per["held"]) & gpu_state.idle(per["util"])
-    steps = inc.metrics.loc[inc.metrics["metric"] == TOK_PER_S, "time"].sort_values()
     procs = inc.processes
     out = []
-    # consecutive quiet samples: a new stretch starts wherever quiet flips
-    stretch = (quiet != quiet.shift()).cumsum()
-    for _, part_q in per[quiet].groupby(stretch[quiet]):
-        start_, end = part_q.index[0], part_q.index[-1]
-        if end - start_ < threshold:
-            continue
-        if len(steps[(steps >= start_) & (steps <= end)]):
-            continue
+    stretch = (quiet != quiet.shift()).cumsum()  # a new stretch wherever quiet flips
+    for _, part in per[quiet].groupby(stretch[quiet]):
+        start_, end = part.index[0], part.index[-1]
         alive = procs[(procs["first_seen"] <= end) & (procs["last_seen"] >= start_)] if len(procs) else procs
-        if len(procs) and alive.empty:
-            continue  # memory held by nobody we can see alive: a leak or a dead job, not a stall
-        out.append((start_, end))
+        if end - start_ >= threshold and not (len(procs) and alive.empty):
+            out.append((start_, end))
     return out
 
 
 @judged
 def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFrame:
-    """Stretches longer than the threshold with memory held, ~0 % utilization and no step."""
-    g = inc.gpus.dropna(subset=["memory_used_mib", "util_gpu_pct"])
-    procs = inc.processes
+    """One finding per stretch of an attempt's life without progress (model.states); with
+    `threshold_s`, only those at least that long."""
+    att = attempts(inc).set_index("attempt")
     rows = []
-    for start_, end in stall_intervals(inc, threshold_s):
-        alive = procs[(procs["first_seen"] <= end) & (procs["last_seen"] >= start_)] if len(procs) else procs
-        part = g[(g["time"] >= start_) & (g["time"] <= end)]
-        # Who holds the memory (per-process samples), and the last step before the silence.
+    for _, s in _stalled(inc).iterrows():
+        if threshold_s is not None and (s["end"] - s["start"]).total_seconds() < threshold_s:
+            continue
+        a = att.loc[s["attempt"]] if s["attempt"] is not None else _NO_ATTEMPT
+        start_, end = s["start"], s["end"]
+        g = inc.gpus.dropna(subset=["memory_used_mib"])
+        g = g[(g["time"] >= start_) & (g["time"] <= end)]
         gp = inc.gpu_processes[(inc.gpu_processes["time"] >= start_) & (inc.gpu_processes["time"] <= end)]
-        holders, holder_refs = findings.memory_by_pid(gp)
-        last = inc.metrics[(inc.metrics["metric"] == TOK_PER_S) & (inc.metrics["time"] < start_)]
-        last = last.sort_values("time", kind="stable").tail(1)
-        # A thread that died right before the silence (a loop without a guard runs on without it).
-        since = last["time"].iloc[0] if len(last) else start_ - pd.Timedelta(seconds=60)
-        ev = inc.events
-        died = ev[(ev["kind"] == "traceback") & (ev["time"] >= since) & (ev["time"] <= end)]
-        tb = str(died["message"].iloc[0]).strip().splitlines() if len(died) else []
-        cause = (f"; likely cause: {tb[0].rstrip(':')} ({tb[-1].strip()}) at {clock(died['time'].iloc[0])}"
-                 if tb else "")
+        mine = gp[gp["pid"].isin(a["pids"])] if a["pids"] else gp.iloc[:0]
+        holders, holder_refs = findings.memory_by_pid(mine if len(mine) else gp)
+        held = g[gpu_state.held(g["memory_used_mib"])]
+        # A GPU drains the work queued before the last step for a few seconds: idle means most
+        # samples of the stall, not every one of them.
+        util = held["util_gpu_pct"].dropna()
+        idle = len(util) > 0 and float(gpu_state.idle(util).mean()) >= IDLE_SHARE
+        seconds = (end - start_).total_seconds()
+        cause = s["detail"].split("likely cause: ", 1)[1] if "likely cause: " in s["detail"] else None
+        title = (f"stall: GPUs hold memory at ~0 % utilization with no step for {duration(seconds)}" if idle
+                 else f"stall: no step for {duration(seconds)} while {_alive_by(a, holders)} was alive")
         held_by = ("; held by " + ", ".join(f"PID {int(p)} ({m:.0f} MiB)" for p, m in holders.items())
                    if len(holders) else "")
-        last_text = (f"; the last step was logged at {clock(last['time'].iloc[0])} (run {last['run'].iloc[0]})"
-                     if len(last) else "")
+        gpu_text = (f" GPU memory stayed allocated (up to {held['memory_used_mib'].max():.0f} MiB{held_by}) with "
+                    f"utilization at most {util.quantile(IDLE_SHARE):.0f} % in {IDLE_SHARE:.0%} of the samples;"
+                    if len(util) else "")
+        detail = (f"Run {a['run'] or '?'} logged its last step at {clock(start_)} and nothing after it until "
+                  f"{clock(end)}:{gpu_text} its process was alive throughout"
+                  + (f"; likely cause: {cause}" if cause else "") + ".")
+        lines = lines_of(inc, a) if s["attempt"] is not None else inc.metrics.iloc[:0]
+        last = lines[lines["time"] <= start_].tail(1)
+        died = [s["ref"]] if cause and isinstance(s["ref"], str) else []
+        refs = findings.refs(last) + died
+        tb = _last_line(inc, died[0]) if died else None
         rows.append(findings.finding(
-            "stall", start_, end, "critical",
-            f"stall: GPUs hold memory at ~0 % utilization with no step for {duration((end - start_).total_seconds())}",
-            f"From {clock(start_)} to {clock(end)} GPU memory stayed allocated (up to "
-            f"{part['memory_used_mib'].max():.0f} MiB{held_by}) with utilization at most "
-            f"{part['util_gpu_pct'].max():.0f} % and no training step logged{last_text}; "
-            f"{len(alive)} process(es) listed alive{cause}.",
-            findings.refs(last) + findings.refs(died, 1) + findings.refs(part, 3) + holder_refs,
-            {"seconds": (end - start_).total_seconds(), "processes_alive": int(len(alive)),
-             "gpus": sorted(int(x) for x in part.loc[gpu_state.held(part["memory_used_mib"]), "gpu"].dropna().unique()),
-             "holders": [int(p) for p in holders.index],
-             "last_step_time": last["time"].iloc[0] if len(last) else None,
-             "traceback": tb[-1].strip() if tb else None},
-            caused_by=[findings.cause(findings.event_id(r), f"a thread died right before the silence: {tb[-1].strip()}",
-                                      [r]) for r in findings.refs(died, 1)]))
+            "stall", start_, end, "critical", title, detail,
+            refs + findings.refs(held[gpu_state.idle(held["util_gpu_pct"]).fillna(False).astype(bool)], 3)
+            + holder_refs,
+            {"seconds": seconds, "processes_alive": len(a["pids"]),
+             "gpus": sorted(int(x) for x in held["gpu"].dropna().unique()),
+             "holders": [int(p) for p in holders.index], "last_step_time": start_, "traceback": tb},
+            caused_by=[findings.cause(findings.event_id(r), f"a thread or rank died before the silence: {cause}", [r])
+                       for r in died]))
     return findings.frame(rows)
 
 
+# What a stall that GPU samples alone show knows of its attempt: nothing.
+_NO_ATTEMPT = pd.Series({"pids": [], "run": None, "sources": [], "runs": [], "start": None})
+
+
+def _last_line(inc: Incident, ref: str) -> str | None:
+    """The last line of the event a ref cites (a traceback's exception)."""
+    ev = memo.rows_where(inc, "events", "ref", ref)
+    lines = str(ev["message"].iloc[0]).strip().splitlines() if len(ev) else []
+    return lines[-1].strip() if lines else None
+
+
+def _alive_by(a: pd.Series, holders: pd.Series) -> str:
+    pids = [int(p) for p in a["pids"]] or [int(p) for p in holders.index]
+    return f"PID {', '.join(map(str, pids))}" if pids else "its process"

@@ -42,9 +42,12 @@ from ..commands import (
 from ..incident import Incident
 from ..schema import TOK_PER_S
 from . import computed
+from .kills import aimed_at
 
 # ps START has minute resolution: a process started in the minute of a launch may be its own.
 STARTUP_SLACK = pd.Timedelta(seconds=60)
+# How far a line of a transcript dated only by the `date`s typed may be from its true time.
+APPROX_S = 60.0
 # A launch through a wrapper (a script, `timeout`, `nohup`) starts its trainer within seconds.
 WRAPPER_DELAY = pd.Timedelta(seconds=30)
 # A log's first line follows its process's start by the interpreter's start-up and imports.
@@ -53,7 +56,7 @@ LOG_SLACK = pd.Timedelta(seconds=120)
 # printed after the last listing of a process that then exits).
 END_SLACK = pd.Timedelta(seconds=30)
 
-COLUMNS = ("attempt", "start", "start_within_s", "start_ref", "by", "job", "job_attempt", "host", "command",
+COLUMNS = ("attempt", "start", "start_within_s", "start_ref", "launched", "by", "job", "job_attempt", "host", "command",
            "script", "flags", "log_path", "launch_ref", "run", "runs", "pids", "ranks", "gpus", "sources",
            "first_step", "first_step_ref", "last_alive", "last_alive_ref", "end", "end_kind", "end_ref",
            "end_message", "exit_code", "signal")
@@ -95,12 +98,15 @@ class _Attempt:
         self.ranks: set[int] = set()
         self.sources: dict[str, pd.Timestamp] = {}  # log source -> where this attempt's part of it begins
         self.runs: list[str] = []
-        self.until: pd.Timestamp | None = None  # a later start of the same log ends this attempt's part
+        self.until: pd.Timestamp | None = None
+        self.floor: pd.Timestamp | None = None  # no start before it (see consider_start)
+        self.launched: pd.Timestamp | None = None  # when its launch was typed or traced  # a later start of the same log ends this attempt's part
 
     def consider_start(self, when, within: float, ref: str | None) -> None:
         """A signal that shows the start more precisely than what the attempt has (a log's first
-        line against ps's minute)."""
-        if when is None or pd.isna(when):
+        line against ps's minute). Never before `floor`: a command dated by the last `date`
+        printed before it ran no earlier than that (a listing dated by an older clock says so)."""
+        if when is None or pd.isna(when) or (self.floor is not None and when < self.floor):
             return
         if self.start is None or within < self.within and when <= self.start + pd.Timedelta(seconds=self.within):
             self.start, self.within, self.start_ref = when, within, ref or self.start_ref
@@ -116,6 +122,9 @@ class _Assembly:
         ev = inc.events
         self.ev = ev
         self.procs = _trainer_processes(inc.processes)
+        # each operator's kill with the PIDs it aimed at (PID files, patterns resolved)
+        sent = ev[ev["kind"] == "kill_sent"]
+        self.kills = [(i, aimed_at(inc, r)) for i, r in sent.iterrows()]
 
     # ------------------------------------------------------------------ the signals, in turn
     def build(self) -> pd.DataFrame:
@@ -139,9 +148,14 @@ class _Assembly:
         for _, r in rows.sort_values("time", kind="stable").iterrows():
             command = by_ref.get(r["ref"], r["message"]) if isinstance(r.get("ref"), str) else r["message"]
             traced = pd.notna(r.get("traced")) if "traced" in rows.columns else False
-            a = _Attempt(r["time"], "script" if traced else "operator", 0.0, _text(r.get("ref")))
+            # a transcript dated only by the `date`s typed places its lines between them: a
+            # process's own start time (ps LSTART) may then be the more precise one
+            approx = bool(r.get("time_approx")) if pd.notna(r.get("time_approx")) else False
+            a = _Attempt(r["time"], "script" if traced else "operator", APPROX_S if approx else 0.0,
+                         _text(r.get("ref")))
             self._describe(a, str(command), _text(r.get("log_path")))
             a.launch_ref, a.host = _text(r.get("ref")), _text(r.get("host"))
+            a.launched, a.floor = r["time"], (r["time"] if approx else None)
             if _num(r.get("pid")) is not None:
                 a.pids.add(_num(r.get("pid")))
             self.found.append(a)
@@ -157,7 +171,7 @@ class _Assembly:
                 continue
             a = _Attempt(r["time"], "operator", 0.0, r["ref"])
             self._describe(a, str(r["message"]), target)
-            a.launch_ref, a.host = r["ref"], _text(r.get("host"))
+            a.launch_ref, a.host, a.launched = r["ref"], _text(r.get("host")), r["time"]
             self.found.append(a)
 
     def _describe(self, a: _Attempt, command: str, log_path: str | None) -> None:
@@ -204,7 +218,7 @@ class _Assembly:
                 owner.runs += [run] if run else []
                 self.orphans.append(owner)
             owner.pids.add(pid)
-            if owner.launch_ref is None:
+            if owner.launch_ref is None or owner.within > 0:
                 owner.consider_start(p["start"], float(p["within"]), _text(p.get("ref")))
 
     def _start_of(self, p: pd.Series) -> _Attempt | None:
@@ -235,25 +249,29 @@ class _Assembly:
 
     def _logs(self) -> None:
         """Each log source's start-up sequences join the attempt that wrote them."""
-        for source, starts in _log_starts(self.inc).items():
-            first = None
-            for when, ref, rank, job, n, pid, run in starts:
-                owner = self._log_owner(source, when, rank, job, n, pid, run)
-                if owner is None:
-                    owner = _Attempt(when, "unknown", 0.0, ref)
-                    owner.job, owner.job_attempt = job, n
-                    self.found.append(owner)
-                if first is None:
-                    first = owner
-                elif owner is not first and owner.by == "unknown" and first.script and first.script.endswith(".sh"):
-                    # A later start in the log a wrapper script writes to: the script restarted it.
-                    owner.by = "supervisor"
-                owner.consider_start(when, 0.0, ref)
-                owner.sources.setdefault(source, when)
-                if rank is not None:
-                    owner.ranks.add(rank)
-                if pid is not None:
-                    owner.pids.add(pid)
+        # in time order over every source: a log's first line bounds its trainer's start from
+        # above, so the earliest one is the most precise (a wandb run's first record comes later)
+        starts = sorted(((source,) + s for source, found in _log_starts(self.inc).items() for s in found),
+                        key=lambda s: s[1])
+        firsts: dict[str, _Attempt] = {}
+        for source, when, ref, rank, job, n, pid, run in starts:
+            first = firsts.get(source)
+            owner = self._log_owner(source, when, rank, job, n, pid, run)
+            if owner is None:
+                owner = _Attempt(when, "unknown", 0.0, ref)
+                owner.job, owner.job_attempt = job, n
+                self.found.append(owner)
+            if first is None:
+                firsts[source] = owner
+            elif owner is not first and owner.by == "unknown" and first.script and first.script.endswith(".sh"):
+                # A later start in the log a wrapper script writes to: the script restarted it.
+                owner.by = "supervisor"
+            owner.consider_start(when, 0.0, ref)
+            owner.sources.setdefault(source, when)
+            if rank is not None:
+                owner.ranks.add(rank)
+            if pid is not None:
+                owner.pids.add(pid)
 
     def _log_owner(self, source: str, when, rank, job, n, pid, run) -> _Attempt | None:
         name = PurePosixPath(source).name
@@ -274,8 +292,10 @@ class _Assembly:
         alive = [a for a in self.found + self.orphans if a.pids and self._alive_at(a, when) and not a.sources]
         if run is not None and len(alive) > 1:
             alive = [a for a in alive if run in a.runs] or alive
-        if len(alive) == 1:
-            return alive[0]
+        if alive:
+            # the one that started last before the log began: an older process alive beside it
+            # (a watcher, a leftover) was not what started writing this log
+            return max(alive, key=lambda a: a.start)
         # a start typed just before, with no log of its own yet
         recent = [a for a in self.found if a.launch_ref and not a.sources
                   and a.start <= when <= a.start + LOG_SLACK and not a.log_path]
@@ -323,8 +343,9 @@ class _Assembly:
         rows = []
         for i, a in enumerate(found, 1):
             rows.append(self._row(i, a))
-        df = pd.DataFrame(rows, columns=list(COLUMNS))
-        for col in ("start", "first_step", "last_alive", "end"):
+        # object columns: a missing text stays None (pandas would make it a NaN of a string column)
+        df = pd.DataFrame(rows, columns=list(COLUMNS), dtype=object)
+        for col in ("start", "launched", "first_step", "last_alive", "end"):
             df[col] = pd.to_datetime(df[col], utc=True).astype("datetime64[us, UTC]")
         return df
 
@@ -333,7 +354,7 @@ class _Assembly:
         parts = [(s, b, e) for s, (b, e) in a.sources.items()]
         steps = _steps(inc, parts, a.runs, a.start, self.owned)
         first = steps.iloc[0] if len(steps) else None
-        rows = _rows_of(inc, parts, a.pids)
+        rows = _rows_of(inc, parts, a.pids, self.kills)
         gp = inc.gpu_processes[inc.gpu_processes["pid"].isin(a.pids)] if a.pids else inc.gpu_processes.iloc[:0]
         procs = self.procs[self.procs["pid"].isin(a.pids)]
         lives = [x for x in (_last(rows, "time"), _last(gp, "time")) if x is not None]
@@ -341,13 +362,14 @@ class _Assembly:
             p = procs.loc[procs["alive_until"].idxmax()]
             lives.append((p["alive_until"], _text(p.get("ref"))))
         last_alive, last_ref = max(lives, key=lambda x: x[0]) if lives else (a.start, a.start_ref)
-        end = _end(inc, a, parts, last_alive)
+        end = _end(inc, a, parts, last_alive, self.kills)
         ranks = set(a.ranks) | {int(x) for x in _col(rows, "rank").dropna()}
         job = a.job if a.job is not None else _first(_col(rows, "job"))
         n = a.job_attempt if a.job_attempt is not None else _num(_first(_col(rows, "attempt")))
         runs = list(dict.fromkeys(a.runs + [r for r in _col(rows, "run").dropna().unique() if r not in a.runs]))
         return {
-            "attempt": f"A{i}", "start": a.start, "start_within_s": a.within, "start_ref": a.start_ref, "by": a.by,
+            "attempt": f"A{i}", "start": a.start, "start_within_s": a.within, "start_ref": a.start_ref,
+            "launched": a.launched, "by": a.by,
             "job": job, "job_attempt": n, "host": a.host, "command": a.command, "script": a.script,
             "flags": a.flags, "log_path": a.log_path, "launch_ref": a.launch_ref,
             "run": runs[0] if runs else None, "runs": runs, "pids": sorted(a.pids), "ranks": sorted(ranks),
@@ -542,8 +564,9 @@ def _steps(inc: Incident, parts: list[tuple], runs: list[str], start, owned: set
     return mine.sort_values("time", kind="stable")
 
 
-def _rows_of(inc: Incident, parts: list[tuple], pids: set[int]) -> pd.DataFrame:
-    """Every metric and event row of the attempt's log parts (and the events naming its PIDs)."""
+def _rows_of(inc: Incident, parts: list[tuple], pids: set[int], kills: list | None = None) -> pd.DataFrame:
+    """Every metric and event row of the attempt's log parts, the events naming its PIDs, and
+    the operator's kills aimed at them (`kills`: (row index, PIDs) of each kill_sent event)."""
     out = []
     for df in (inc.metrics, inc.events):
         if df.empty:
@@ -556,22 +579,26 @@ def _rows_of(inc: Incident, parts: list[tuple], pids: set[int]) -> pd.DataFrame:
             mask |= part
         if pids and "pid" in df.columns:
             mask |= df["pid"].isin(pids).fillna(False).astype(bool)
-        if pids and "target_pid" in df.columns:  # the operator's kill of it
-            mask |= df["target_pid"].isin(pids).fillna(False).astype(bool)
+        if pids and df is inc.events and kills:
+            mask.loc[[i for i, aimed in kills if aimed & pids]] = True
         out.append(df[mask])
     out = [d for d in out if len(d)]
     return pd.concat(out, ignore_index=True) if out else inc.events.iloc[:0]
 
 
-def _end(inc: Incident, a: _Attempt, parts: list[tuple], last_alive) -> dict:
+def _end(inc: Incident, a: _Attempt, parts: list[tuple], last_alive, kills: list) -> dict:
     """How the attempt ended: the strongest terminal line of its own logs or naming its PIDs, up
     to a little after its last sign of life; None where it was alive when the evidence ends."""
-    rows = _rows_of(inc, parts, a.pids)
-    ev = rows[rows["kind"].isin(_ENDS)] if "kind" in rows.columns else rows.iloc[:0]
-    ev = ev[(ev["time"] >= a.start) & (ev["time"] <= last_alive + END_SLACK)]
+    none = {"end": None, "end_kind": None, "end_ref": None, "end_message": None, "exit_code": None, "signal": None}
+    rows = _rows_of(inc, parts, a.pids, kills)
+    if "kind" not in rows.columns:
+        return none  # only metric rows: nothing says how it ended
+    ev = rows[rows["kind"].isin(_ENDS)]
+    # an end is at the end: a traceback an hour before the last step (a thread that died while the
+    # rest trained on) did not end the attempt
+    ev = ev[(ev["time"] >= max(a.start, last_alive - END_SLACK)) & (ev["time"] <= last_alive + END_SLACK)]
     # a kill is its end only if it was gone soon after (a kill that failed is another story)
     ev = ev[(ev["kind"] != "kill_sent") | (last_alive <= ev["time"] + END_SLACK)]
-    none = {"end": None, "end_kind": None, "end_ref": None, "end_message": None, "exit_code": None, "signal": None}
     if ev.empty:
         return none
     rank = {k: i for i, k in enumerate(_ENDS)}

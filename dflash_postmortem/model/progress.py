@@ -110,8 +110,12 @@ def _windows(g: pd.DataFrame, edges: pd.DatetimeIndex) -> pd.DataFrame:
     """One series' windows: the tokens its lines stand for over the time they cover."""
     t = g["time"].to_numpy(dtype="datetime64[us]").astype("i8") / 1e6
     v = g["value"].to_numpy(dtype=float)
+    # The tokens a line stands for cover the time since the previous line of its series; the
+    # first line's interval is unknown (it starts where the trainer's meter did), so it counts
+    # only where it is the series' one line.
     dt = np.diff(t, prepend=np.nan)
-    dt[0] = np.median(dt[1:]) if len(dt) > 1 else 1.0
+    if len(dt) == 1:
+        dt[0] = 1.0
     dt = np.where(dt > 0, dt, np.nan)
     step = g["step"].to_numpy(dtype="float64", na_value=np.nan)
     bins = np.searchsorted(edges.asi8 / 1e6, t, side="right") - 1

@@ -26,7 +26,7 @@ COLUMNS = ("attempt", "state", "start", "end", "ref", "detail")
 MIN_STALL_S = 60.0
 STALL_INTERVALS = 3.0
 MIN_DROP = 0.15
-_KILLED = ("oom_kill", "oom", "killed")
+_KILLED = ("oom_kill", "oom", "killed", "kill_sent")
 
 
 def stall_threshold_s(inc: Incident, lines: pd.DataFrame | None = None) -> float:
@@ -67,11 +67,13 @@ def _states(inc: Incident) -> pd.DataFrame:
             w = prog[prog["attempt"] == a["attempt"]]
             base = float(w["level"].iloc[: max(3, len(w) // 3)].median()) if len(w) else np.nan
             since, cursor, cursor_ref = first, first, a["first_step_ref"]
+            died = _died_inside(inc, a, lines, end)
             for t, ref in zip(times, refs, strict=True):
-                if t - cursor > threshold:
+                if t - cursor > threshold or (died is not None and t == end and t > cursor):
                     rows.append(_row(a, "training", since, cursor, a["first_step_ref"] if since == first else ref, ""))
-                    rows.append(_row(a, "stalled", cursor, t, cursor_ref,
-                                     f"no step for {(t - cursor).total_seconds():.0f} s"))
+                    why = (f"no step for {(t - cursor).total_seconds():.0f} s" if died is None else
+                           f"no step for {(t - cursor).total_seconds():.0f} s, the process alive; likely cause: {died[1]}")
+                    rows.append(_row(a, "stalled", cursor, t, cursor_ref if died is None else died[0], why))
                     since = t
                 if t >= cursor:
                     cursor, cursor_ref = t, ref
@@ -87,6 +89,35 @@ def _states(inc: Incident) -> pd.DataFrame:
                              a["end"], a["end"], a["end_ref"], a["end_message"] or ""))
     out = pd.DataFrame([r for r in rows if r["start"] is not None], columns=list(COLUMNS))
     return _fill_training(out)
+
+
+# An error line after the last step, with the process alive this long after it, is a stall
+# whatever the threshold: a thread or rank died and the rest waits (no slow step explains it).
+DIED_ALIVE_S = 10.0
+_DEATHS = ("traceback", "thread_crash", "exception", "error", "oom", "nccl_timeout", "timeout")
+
+
+def _died_inside(inc: Incident, a: pd.Series, lines: pd.DataFrame, end) -> tuple[str, str] | None:
+    """(ref, last line) of an error the attempt's log wrote after its last step, when the attempt
+    stayed alive well after it: a part of it died, not all of it."""
+    if lines.empty or not a["sources"]:
+        return None
+    last = lines["time"].max()
+    ev = inc.events
+    err = ev[ev["source"].isin(a["sources"]) & ev["kind"].isin(_DEATHS) & (ev["time"] >= last) & (ev["time"] <= end)]
+    if err.empty:
+        return None
+    r = err.sort_values("time", kind="stable").iloc[0]
+    gap = float(np.median(np.diff(lines["time"].to_numpy(dtype="datetime64[us]").astype("i8")))) / 1e6 \
+        if len(lines) > 1 else 0.0
+    if (end - r["time"]).total_seconds() < max(DIED_ALIVE_S, STALL_INTERVALS * gap):
+        return None
+    said = [ln.strip() for ln in str(r["message"]).strip().splitlines() if ln.strip()]
+    first, last = (said[0], said[-1]) if said else (r["kind"], r["kind"])
+    if first.startswith("Traceback") and len(said) > 1:
+        first = said[-1]  # the exception line says it; "Traceback (most recent call last):" does not
+    first = first.rstrip(":")
+    return (r["ref"] if isinstance(r.get("ref"), str) else None), f"{first[:120]} ({last[:160]}) at {r['time']:%H:%M:%S}"
 
 
 def _row(a: pd.Series, state: str, start, end, ref, detail: str) -> dict:

@@ -96,7 +96,7 @@ def test_the_restart_under_timeout_is_killed_by_its_wrapper(survivor, line_at):
     assert cited[0].startswith("root@gpu-node:/tmp/survivor/incident# timeout -s KILL 2 ")
     assert cited[1:] == ["Killed", "exit=137"]
     # The GPU memory during that launch was the survivor's, not the new process's.
-    assert "no new PID on the GPUs (memory held only by PID(s) 789, there before the launch)" in f["detail"]
+    assert "0 GPU samples held by PID 1022 (memory held only by PID(s) 789)" in f["detail"]
 
 
 def test_the_relaunch_beside_the_survivor_is_a_partial_recovery(survivor, line_at):

@@ -104,7 +104,7 @@ def test_a_log_that_ends_in_a_traceback_is_a_death_not_a_slow_start(nohup_crash,
     fr = found[found["kind"] == "failed_restart"]
     assert len(fr) == 1
     r = fr.iloc[0]
-    assert r["numbers"]["reason"] == "died in start-up"
+    assert r["numbers"]["reason"] == "out of memory in start-up"  # the traceback's exception says so
     assert "RuntimeError: CUDA error: out of memory" in r["detail"]
     cited = [line_at(folder, ref) for ref in r["evidence"]]
     assert "Traceback (most recent call last):" in cited

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import warnings
 
+import pandas as pd
 import pytest
 
 pytest.importorskip("torch")
@@ -12,6 +13,7 @@ pytest.importorskip("torch")
 from support.replays import TINY  # noqa: E402
 
 from dflash_postmortem.cli import main  # noqa: E402
+from dflash_postmortem.units import duration  # noqa: E402
 
 # Four trainer processes (torch + wandb start-up each) per scenario, mostly waiting on the clock: a
 # file per scenario, so that the scenarios run beside each other on the test workers.
@@ -54,9 +56,13 @@ def test_the_stalled_run_stops_logging_and_lives_on_until_killed(stalled):
     assert counts[0] >= 1 and counts[-1] == 0, counts  # alive at the check, gone after the kill
     found = detect(inc)
     assert (found["kind"] == "verified_start").sum() == 1, found[["kind", "title"]].to_string()
-    # CPU only: no GPU samples, so no stall finding (it needs memory held at ~0 % utilization);
-    # the H200 capture data/incidents/h200-1gpu-stall has them.
-    assert (found["kind"] != "stall").all()
+    # No GPU samples on CPU: the stall shows in the log going silent while the process lives,
+    # from the last step's line to the operator's kill.
+    (stall,) = [r for _, r in found.iterrows() if r["kind"] == "stall"]
+    last = pd.Timestamp(re.findall(r"^(\S+ \S+) \[stalled\] step 19 ", log, re.M)[-1], tz="UTC")
+    kill = inc.events[inc.events["kind"] == "kill_sent"]["time"].iloc[-1]
+    assert stall["start"] == last and stall["end"] == kill
+    assert stall["title"] == f"stall: no step for {duration((kill - last).total_seconds())} while PID {pid} was alive"
 
 
 def test_the_crash_variant_leaves_a_traceback_and_a_live_process(tmp_path):

@@ -33,6 +33,12 @@ class Browser:
             )
         return self._browser
 
+    def new_page(self, **options):
+        """A page in a context of its own (closed with `page.context.close()`). Tests that need a
+        browser take it from here: a second Playwright in one process finds this one's event loop
+        running and refuses to start."""
+        return self._started().new_context(**options).new_page()
+
     def close(self):
         if self._browser is not None:
             self._browser.close()

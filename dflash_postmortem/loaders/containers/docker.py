@@ -219,7 +219,10 @@ def _state_fragments(lines: list[str]) -> list[tuple[dict, int, int]]:
         for ln in lines[lo:hi]:
             m = _FIELD.match(ln)
             if m and m["key"] not in c:
-                c[m["key"]] = json.loads(m["value"])
+                try:
+                    c[m["key"]] = json.loads(m["value"])
+                except ValueError:  # a garbled Id or Name: the State still tells the exit
+                    continue
     return out
 
 

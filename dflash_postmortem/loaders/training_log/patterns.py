@@ -557,7 +557,13 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("stage", "ready", " ready", r"(?i)^\w+ ready\b"),
     # (not the CUDA error's advice `Compile with \`TORCH_USE_CUDA_DSA\` to enable device-side assertions.`)
     _event("stage", "compile", "ompil", r"(?i)^(compiling|compiled|torch\.compile|compile (?!with .TORCH_USE_CUDA_DSA))"),
-    _event("stage", "checkpoint_save", "aving checkpoint", r"(?i)^saving checkpoint"),
+    _event("stage", "checkpoint_save", ("aving checkpoint", "aved checkpoint"), r"(?i)^sav(?:ing|ed) checkpoint"),
+    # A start that goes on from a checkpoint, with the step it resumes at where the line says it
+    # (our loop; HF Trainer's `Continuing training from global step N`; Megatron's `loaded
+    # checkpoint ... at iteration N`; Lightning's `Restoring states from the checkpoint path`).
+    _event("resumed", "resumed", ("esum", "ontinuing training", "estoring states", "oaded checkpoint"),
+           r"(?i)\bresum(?:ed|ing)\b.*\bcheckpoint|\bcontinuing training from\b|\brestoring states from the checkpoint"
+           r"|\bloaded checkpoint\b.*\biteration\b"),
     _event("error", "fatal", _GLOG_SOURCE, r"^\[?F\d{3,4} |^\[F "),
     _event("warning", "warning", ("arn", "WARN", *_GLOG_SOURCE), r"(?:^|[\s:\[\]])(?:WARNING|WARN|Warning|\w{1,60}Warning)\b|^\[?W\d{3,4} |^\[W "),
     _event("error", "error", ("rror", "ERROR", *_GLOG_SOURCE), r"(?:^|[\s:\[\]])(?:ERROR|Error)\b|^\[?E\d{3,4} |^\[E "),

@@ -1,0 +1,101 @@
+"""Deaths: an attempt that trained, then ended of an error (a traceback, CUDA or host out of
+memory, the OOM killer, a collective's timeout, a launcher or scheduler saying it failed, a
+non-zero exit, a signal nobody in the evidence sent), and what came after it: the next attempt of
+the same job, who started it and how long after, and the steps it did again when it resumed from
+a checkpoint (`Resumed from checkpoint ... at step N`).
+
+An attempt whose process outlived the error is a stall (stall.py), not a death; one the operator
+killed, or that stopped cleanly, is neither.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from ..incident import Incident
+from ..model.attempts import attempts
+from ..model.progress import lines_of
+from ..model.states import states
+from ..units import clock
+from . import findings
+from .per_host import judged
+
+_ERRORS = ("traceback", "oom", "oom_kill", "timeout", "nccl_timeout", "attempt_end", "exit", "killed")
+# The step a `resumed` line names: `at step 120`, `global step 120`, `iteration 120`.
+_RESUMED = re.compile(r"\b(?:step|iteration)[\s_=:]*(\d+)\b(?!\.\w)", re.I)
+
+
+@judged
+def detect_deaths(inc: Incident) -> pd.DataFrame:
+    att = attempts(inc)
+    st = states(inc)
+    rows = []
+    for _, a in att.iterrows():
+        if pd.isna(a["first_step"]) or a["end_kind"] not in _ERRORS:
+            continue
+        mine = st[st["attempt"] == a["attempt"]]
+        if (mine["state"] == "stalled").any() or not (mine["state"].isin(("exited", "killed"))).any():
+            continue
+        if not _an_error(a):
+            continue
+        lines = lines_of(inc, a)
+        last = lines.tail(1)
+        nxt = att[(att["start"] > a["start"]) & (att["job"] == a["job"])].head(1)
+        after, numbers = "", {}
+        if len(nxt):
+            b = nxt.iloc[0]
+            gap = (b["start"] - a["end"]).total_seconds()
+            redo = _redone(inc, b, lines)
+            after = (f" The {b['by'] if b['by'] != 'unknown' else 'next'} start at {clock(b['start'])}, {gap:.0f} s "
+                     f"later, began attempt {b['attempt']}"
+                     + (f"; it resumed at step {redo[0]}, so {redo[1]} step(s) up to {redo[2]} were done again"
+                        if redo else "") + ".")
+            numbers = {"restarted_at": b["start"], "restarted_by": b["by"],
+                       "resumed_step": redo[0] if redo else None, "redone_steps": redo[1] if redo else 0}
+        else:
+            after = " Nothing started it again in the evidence."
+        rows.append(findings.finding(
+            "training_died", a["end"], a["end"], "critical",
+            f"run {a['run'] or a['script'] or '?'} died at {clock(a['end'])}: {_short(a['end_message'])}",
+            f"Attempt {a['attempt']} (run {a['run'] or '?'}, started {clock(a['start'])} by {a['by']}) trained from "
+            f"{clock(a['first_step'])}; its last step line was at {clock(last['time'].iloc[0]) if len(last) else '?'} "
+            f"and it ended at {clock(a['end'])} with `{a['end_message']}`.{after}",
+            [r for r in (a["end_ref"],) if isinstance(r, str)] + findings.refs(last),
+            {"run": a["run"], "pid": a["pids"][0] if a["pids"] else None, "last_step_time":
+             last["time"].iloc[0] if len(last) else None, "error": a["end_message"], **numbers},
+            caused_by=[findings.cause(findings.event_id(a["end_ref"]), f"how it ended: {_short(a['end_message'])}",
+                                      [a["end_ref"]])] if isinstance(a["end_ref"], str) else []))
+    return findings.frame(rows)
+
+
+def _an_error(a: pd.Series) -> bool:
+    """The end is an error, not a clean stop or a kill someone sent: an exit status of 0 or a
+    message saying the run stopped is not a death."""
+    if a["end_kind"] == "exit":
+        return a["exit_code"] not in (None, 0) and not pd.isna(a["exit_code"])
+    text = str(a["end_message"] or "")
+    return not re.search(r"\b(?:completed|succeeded|success)\b", text, re.I)
+
+
+def _redone(inc: Incident, b: pd.Series, before: pd.DataFrame) -> tuple[int, int, int] | None:
+    """(step it resumed at, steps done again, the last step before) when attempt `b` says it
+    resumed from a checkpoint at a step below the one the attempt before it reached."""
+    ev = inc.events
+    said = ev[ev["source"].isin(b["sources"]) & (ev["time"] >= b["start"]) & (ev["kind"] == "resumed")] \
+        if b["sources"] else ev.iloc[:0]
+    for msg in said["message"].astype(str):
+        m = _RESUMED.findall(msg)
+        if m:
+            resumed = int(m[-1])
+            reached = int(before["step"].max()) if len(before) and before["step"].notna().any() else None
+            if reached is not None and reached > resumed:
+                return resumed, reached - resumed, reached
+            return None
+    return None
+
+
+def _short(text) -> str:
+    text = str(text or "ended").strip()
+    return text if len(text) <= 120 else text[:117] + "…"

@@ -1,0 +1,64 @@
+"""Which processes a kill aimed at: literal PIDs, `$(cat run/x.pid)` through the PID files in
+the incident, and `pkill -f PATTERN` through the processes alive at that time. Read by the
+attempt model (an attempt the operator killed ended by that kill) and the failed-kill detector.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+import pandas as pd
+
+from ..commands import kill_targets
+from ..incident import Incident
+
+_CAT_PID_FILE = re.compile(r"\$\(\s*cat\s+([^\s)]+)\s*\)|`\s*cat\s+([^\s`]+)\s*`")
+
+
+def pid_files(inc: Incident) -> dict[str, int]:
+    """PID file name -> the PID it held (the pid-file loader's events)."""
+    ev = inc.events
+    files = ev[(ev["kind"] == "pid_file") & ev["pid"].notna()]
+    return {PurePosixPath(str(s)).name: int(p) for s, p in zip(files["source"], files["pid"], strict=True)}
+
+
+def kill_pids(inc: Incident, command: str, when) -> set[int]:
+    """The PIDs a kill command line aimed at: literal PIDs, `$(cat run/x.pid)` through the PID
+    files in the incident, and `pkill -f PATTERN` through the processes alive at that time."""
+    pids: set[int] = set()
+    targets = kill_targets(command)
+    pids |= {t.pid for t in targets if t.pid is not None}
+    if re.search(r"\bkill\b", command):
+        files = pid_files(inc)
+        for m in _CAT_PID_FILE.finditer(command):
+            name = PurePosixPath(m.group(1) or m.group(2)).name
+            if name in files:
+                pids.add(files[name])
+    patterns = [t.pattern for t in targets if t.pattern]
+    if patterns and len(inc.processes):
+        procs = inc.processes
+        alive = procs[(procs["first_seen"] <= when) & (procs["last_seen"] >= when - pd.Timedelta(seconds=5))]
+        for pat in patterns:
+            rx = _pattern_regex(pat)
+            hit = alive[alive["command"].fillna("").map(lambda c, rx=rx: bool(rx.search(c))).astype(bool)]
+            pids |= {int(p) for p in hit["pid"]}
+    return pids
+
+
+def _pattern_regex(pattern: str) -> re.Pattern:
+    try:
+        return re.compile(pattern)  # pkill patterns are extended regular expressions
+    except re.error:
+        return re.compile(re.escape(pattern))
+
+
+def aimed_at(inc: Incident, kill: pd.Series) -> set[int]:
+    """The PIDs one `kill_sent` event aimed at: its resolved target, else its command's."""
+    pids = {int(kill["target_pid"])} if pd.notna(kill.get("target_pid")) else set()
+    expr, pattern = kill.get("target_expr"), kill.get("target_pattern")
+    if isinstance(expr, str) and expr:
+        pids |= kill_pids(inc, f"kill {expr}", kill["time"])
+    if isinstance(pattern, str) and pattern:
+        pids |= kill_pids(inc, f"pkill -f {pattern}", kill["time"])
+    return pids
