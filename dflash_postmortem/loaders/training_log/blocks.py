@@ -30,6 +30,7 @@ class TracebackBlock:
         self.where = where  # stamp, line, run, pid, rank of the first line
         self.cut = cut  # width of a per-line `[time] tag || ` prefix before the traceback's text
         self.lines = [first]
+        self.last_line = where.get("line")  # the line number of the last line taken
         self.thread = thread
         self.heads = 1
         self.awaiting = thread is not None  # the header was read: its traceback comes next
@@ -43,11 +44,19 @@ class TracebackBlock:
             self.lines.append(text.strip())
             self.awaiting = False
             self.heads += 1
+            self.last_line = lineno
             return TAKE
         self.lines.append(text)
+        self.last_line = lineno
         if text[:1] in (" ", "\t") or (not text.strip() and len(self.lines) == self.heads + 1):
             return TAKE
         return TAKE_LAST
+
+    @property
+    def exception(self) -> str | None:
+        """The exception line a complete traceback ends with (`RuntimeError: ... Timed out`)."""
+        last = self.lines[-1].strip() if len(self.lines) > self.heads else ""
+        return last if _EXCEPTION.match(last) else None
 
     def events(self, truncated: bool) -> list[dict]:
         text = "\n".join(self.lines[:MAX_TRACEBACK_LINES])
@@ -100,7 +109,7 @@ class FailureTable:
 
     def _event(self, entry: dict) -> dict:
         f = entry["fields"]
-        ev = dict(self.where, line=entry["line"], kind="exit",
+        ev = dict(self.where, line=entry["line"], kind="exit", by="torchrun",
                   pattern="elastic_root_cause" if self.root else "elastic_failure",
                   message="\n".join(entry["lines"])[:MAX_EVENT_CHARS], lines=len(entry["lines"]))
         stamp, _ = find_stamp(f.get("time", ""))

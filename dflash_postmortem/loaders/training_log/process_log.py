@@ -33,7 +33,10 @@ from ...config import IncidentConfig
 from ...incident import from_frames
 from ...load_report import FileReport
 from .. import encoding, registry
+from ..launchers.slurm import job_of_output_name
+from ..launchers.torchrun import LogDirPlace, log_dir_place
 from ..registry import LoadContext, read_head
+from . import attempts
 from . import patterns as lp
 from .blocks import MAX_EVENT_CHARS, NOT_MINE, TAKE_LAST, FailureTable, TracebackBlock
 from .times import Calendar, Stamp, find_stamp, resolve_times
@@ -106,6 +109,8 @@ _HF_DICT = lp.HF_DICT_KEYWORD.decode()
 _BAR_KW = tuple(k.decode() for k in lp.BAR_KEYWORDS)
 
 _METRIC_COLS = ("stamp", "line", "run", "step", "metric", "value", "rank", "pattern")
+# What a traceback's exception line is read for beyond the traceback itself: the wait that ran out.
+_WAITS = ("timeout", "nccl_timeout")
 _EVENT_COLS = ("stamp", "line", "run", "pid", "kind", "message", "rank", "pattern", "exit_code", "signal", "lines",
                "thread")
 
@@ -467,8 +472,10 @@ class LogScanner:
             return 1
         return self._event(text, _strip_tags(body), where, rows)
 
-    def _event(self, text: str, body: str, where: dict, rows: Rows) -> int | str:
+    def _event(self, text: str, body: str, where: dict, rows: Rows, kinds: tuple[str, ...] | None = None) -> int | str:
         for p, kws in _EVENT_KW:
+            if kinds is not None and p.kind not in kinds:
+                continue
             if kws and not any(kw in text for kw in kws):
                 continue
             em = p.regex.search(body if p.regex.pattern.startswith(("^", "(?i)^")) else text)
@@ -486,6 +493,7 @@ class LogScanner:
             if ev.get("exit_code") is not None and ev["exit_code"] < 0 and "signal" not in ev:
                 ev["signal"] = lp.EVENT_GROUPS["signo"][1](str(ev["exit_code"]))  # -9: killed by SIGKILL
             ev["signal"] = ev.get("signal") or p.signal
+            ev["by"], ev["what"] = p.by, p.what
             _c10d_ranks(text, ev)
             row = rows.event(**ev)
             if p.kind == "nccl_error":
@@ -667,6 +675,9 @@ class LogScanner:
         record, self.block = self.block, None
         for ev in record.events(truncated):
             rows.event(**ev)
+        exception = record.exception if isinstance(record, TracebackBlock) else None
+        if exception is not None:  # `RuntimeError: ... Timed out waiting 30000ms for recv ...`
+            self._event(exception, exception, dict(record.where, line=record.last_line), rows, kinds=_WAITS)
 
     def _finish_report(self) -> None:
         rep = self.rep
@@ -769,21 +780,23 @@ def _merge(into: Rows, part: Rows) -> None:
     into.event_rows.extend(part.event_rows)
 
 
-def default_run(path: Path, ctx: LoadContext) -> tuple[str, bool]:
-    """The run name for lines that do not name one: the [[sources]] `run`, else the file stem."""
+def default_run(path: Path, ctx: LoadContext, place: LogDirPlace | None = None) -> tuple[str, bool]:
+    """The run name for lines that do not name one: the [[sources]] `run`, else (when no line
+    names one either) the job attempt of a torchrun log folder, else the file stem."""
     if ctx.options.get("run"):
         return str(ctx.options["run"]), False
-    return Path(path).stem, True
+    return (place.run if place is not None else Path(path).stem), True
 
 
-def settle_runs(cols: dict[str, list], scanner: LogScanner, stem: str, rep: FileReport) -> None:
+def settle_runs(cols: dict[str, list], scanner: LogScanner, stem: str, rep: FileReport,
+                named_by: str = "the file's name") -> None:
     """Rows read before any tagged line take the first tag that follows; no tag at all: the stem."""
     if None not in cols["run"]:
         return
     run = scanner.first_run or stem
     cols["run"] = [r if r is not None else run for r in cols["run"]]
     if scanner.first_run is None:
-        rep.assume(f"lines that name no run are given run {run!r} (the file's name)")
+        rep.assume(f"lines that name no run are given run {run!r} ({named_by})")
     else:
         rep.assume(f"rows before the first [run] tag are given the first tag that follows, {run!r}")
 
@@ -793,7 +806,9 @@ def settle_runs(cols: dict[str, list], scanner: LogScanner, stem: str, rep: File
 _STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring input", "torch.distributed.elastic",
            "torch.distributed.run", "elastic_operator", "ProcessGroupNCCL", "NCCL INFO", "NCCL WARN", "NCCL version",
            "sigkill_handler", "ChildFailedError", "OutOfMemoryError", "CUDA out of memory", "death signal",
-           "closing signal", "{'loss':", "{'eval_loss':", "{'train_runtime':")
+           "closing signal", "{'loss':", "{'eval_loss':", "{'train_runtime':", "ProcessGroupGloo",
+           "connectFullMesh", "DistStoreError", "DistNetworkError", "RendezvousTimeoutError", "Starting worker group",
+           "slurmstepd", "srun: error:", "srun: Job step aborted")
 
 
 def sniff_log(path: Path, head: bytes) -> float:
@@ -857,20 +872,28 @@ def load_log(path: Path, ctx: LoadContext):
     """Format loader: one training log -> Incident with metrics and events."""
     path = Path(path)
     rep = ctx.report(path, "training-log")
-    run, from_name = default_run(path, ctx)
+    original = ctx.aliases.get(path, path)
+    place = log_dir_place(original)  # a worker's file in torchrun's --log-dir folder
+    run, from_name = default_run(path, ctx, place)
     patterns = lp.user_patterns(ctx.config.patterns, str(ctx.config.path or "incident.toml")) if ctx.config else ()
     scanner = LogScanner(path, rep, patterns=patterns, default_run=None if from_name else run)
     rows = Rows()
     for part in scanner.scan():
         _merge(rows, part)
+    segments = attempts.annotate(rows.event_rows, place, job_of_output_name(original.name))
     metric_cols, event_cols = rows.metrics, rows.events
-    settle_runs(metric_cols, scanner, run, rep)
-    settle_runs(event_cols, scanner, run, rep)
+    attempts.assign(metric_cols, segments, place)
+    named_by = "its torchrun log folder: run id and attempt" if place is not None else "the file's name"
+    settle_runs(metric_cols, scanner, run, rep, named_by)
+    settle_runs(event_cols, scanner, run, rep, named_by)
+    if place is not None:
+        rep.assume(f"job {place.job!r}, attempt {place.attempt} and rank {place.local_rank} from the file's "
+                   "torchrun log folder (<run id>/attempt_<n>/<local rank>/)")
     metrics = _frame(metric_cols, rep, ctx, scanner)
     events = _frame(event_cols, rep, ctx, scanner)
     metrics = metrics.drop(columns=["ref", "host"]).assign(ref=metrics["ref"])
     events = events.astype({c: "Int64" for c in lp.EVENT_INT_COLUMNS if c in events.columns})
-    metrics = metrics.astype({"step": "Int64", "rank": "Int64"})
+    metrics = metrics.astype({"step": "Int64", "rank": "Int64", "attempt": "Int64"})
     return from_frames(rep, metrics=metrics, events=events)
 
 

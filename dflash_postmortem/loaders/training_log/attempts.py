@@ -1,0 +1,150 @@
+"""The launcher job and attempt of every row of a training log, read from the launchers' own
+lines in file order, and the events those lines imply beyond their own.
+
+- torchrun's agent names its job (`run_id : ...` in its launch configs, the rendezvous it
+  joined), starts an attempt (`Starting worker group`, its restart count from the rendezvous
+  result just before), and ends it: the first of a worker's failure (`failed (exitcode: 1)
+  local_rank: 0 (pid: 123)`), `Worker group FAILED. 3/3 attempts left; will restart worker
+  group`, the death signal the agent received, a ChildFailedError table's root cause, or
+  `worker group successfully finished` is the attempt's `attempt_end` (a worker's failure and a
+  table's root cause are also that process's `exit`); the agent's restart line after an
+  attempt already ended is `elastic_restart`.
+- Slurm lines name their job (`*** JOB 123 ON node CANCELLED AT ... ***`, `Detected 1 oom_kill
+  event in StepId=123.batch`); srun's task lines name none and take the latest one named, or the
+  job of the file's own name (`slurm-123.out`). A cancellation's `AT` time is its time, and one
+  `DUE TO TIME LIMIT` is also the job's `timeout`.
+- A file in torchrun's `--log-dir` folder is one job, attempt and local rank throughout.
+
+Rows take the job and attempt in force at their line: torchrun's run id where the file gave one
+(else Slurm's job), and the torchrun attempt; Slurm's own events keep their Slurm job.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from ..launchers.torchrun import LogDirPlace
+from .times import find_stamp
+
+# The agent's lines, by pattern name (patterns.EVENT_PATTERNS).
+_RUN_ID = ("elastic_run_id", "elastic_rendezvous_joined")
+_RESTART_COUNT = "elastic_rendezvous"
+_START = "elastic_start_workers"
+_WILL_RESTART = "elastic_will_restart"
+_SUCCEEDED = "elastic_succeeded"
+_WORKER_FAILED = ("elastic_child_failed", "elastic_child_failed_no_error_file")
+_DEATH_SIGNAL = "elastic_death_signal"
+_ROOT_CAUSE = "elastic_root_cause"
+_SLURM_CANCELLED = "slurm_job_cancelled"
+_TIME_LIMIT = "TIME LIMIT"
+
+
+@dataclass
+class _Agent:
+    """torchrun's agent as its lines show it so far."""
+
+    job: str | None = None
+    attempt: int | None = None
+    started: bool = False
+    ended: bool = False
+    next_attempt: int | None = None  # the restart count of the rendezvous just completed
+
+    def see(self, ev: dict, added: list[dict]) -> None:
+        pattern = ev.get("pattern")
+        if pattern in _RUN_ID and ev.get("job"):
+            if ev["job"] != self.job:  # another run in the same file
+                self.attempt, self.started, self.ended = None, False, False
+            self.job = ev["job"]
+        elif pattern == _RESTART_COUNT:
+            self.next_attempt = ev.get("attempt")
+        elif pattern == _START:
+            if self.next_attempt is not None:
+                self.attempt = self.next_attempt
+            else:
+                self.attempt = self.attempt + 1 if self.started and self.attempt is not None else (self.attempt or 0)
+            self.started, self.ended, self.next_attempt = True, False, None
+        elif pattern == _WILL_RESTART:
+            left, most = ev.get("restarts_left"), ev.get("max_restarts")
+            if left is not None and most is not None and most >= left:
+                self.attempt = most - left  # `2/3 attempts left`: this was restart 1
+            self._end(ev, reason=ev.get("reason") or ("new nodes" if ev.get("count") else "restart"),
+                      instead="elastic_restart")
+        elif pattern == _SUCCEEDED:
+            self._end(ev, reason="SUCCEEDED", instead="stage")
+        elif pattern in _WORKER_FAILED or pattern == _ROOT_CAUSE:
+            self._end_with(ev, added, reason="worker failed")
+        elif pattern == _DEATH_SIGNAL:
+            self._end_with(ev, added, reason=f"agent received {ev.get('signal') or 'a signal'}")
+
+    def _end(self, ev: dict, *, reason: str, instead: str) -> None:
+        """This line itself ends the attempt, unless an earlier one did: then it is `instead`."""
+        if self.ended:
+            ev["kind"] = instead
+            return
+        ev["reason"] = reason
+        self.ended = True
+
+    def _end_with(self, ev: dict, added: list[dict], *, reason: str) -> None:
+        """This line (a process's exit, a signal) also means the attempt ended, once per attempt."""
+        if self.ended:
+            return
+        end = {k: v for k, v in ev.items() if k not in ("pattern", "kind")}
+        end.update(kind="attempt_end", pattern=f"{ev.get('pattern')}_attempt_end", reason=reason, by="torchrun")
+        added.append(end)
+        self.ended = True
+
+
+def annotate(events: list[dict], place: LogDirPlace | None, file_job: str | None) -> list[tuple]:
+    """Give each event its job and attempt (and add the events its line implies); returns the
+    (line, job, attempt) from which each state holds, for the metric rows (`assign`)."""
+    agent = _Agent()
+    if place is not None:
+        agent.job, agent.attempt, agent.started = place.job, place.attempt, True
+    slurm_job = file_job
+    segments: list[tuple] = [(0, agent.job or slurm_job, agent.attempt)]
+    added: list[dict] = []
+    for ev in sorted(events, key=lambda e: e["line"]):
+        new: list[dict] = []
+        if ev.get("by") == "slurm":
+            slurm_job = ev.get("job") or slurm_job
+            _slurm(ev, slurm_job, new)
+        else:
+            agent.see(ev, new)
+        for row in (ev, *new):
+            if row.get("by") != "slurm":
+                row.setdefault("job", agent.job or slurm_job)
+                row.setdefault("attempt", agent.attempt)
+            if place is not None and row.get("rank") is None:
+                row["rank"] = place.local_rank
+        added.extend(new)
+        now = (agent.job or slurm_job, agent.attempt)
+        if now != segments[-1][1:]:
+            segments.append((ev["line"], *now))
+    events.extend(added)
+    return segments
+
+
+def _slurm(ev: dict, job: str | None, added: list[dict]) -> None:
+    ev.setdefault("job", job)
+    at = ev.pop("at", None)
+    if at:
+        stamp, _ = find_stamp(at)
+        if stamp is not None:
+            ev["stamp"] = stamp  # the controller's own time of the cancellation
+    if ev.get("pattern") == _SLURM_CANCELLED:
+        reason = ev.get("reason")
+        ev["reason"] = reason or "CANCELLED"
+        if reason and _TIME_LIMIT in reason:
+            timeout = {k: v for k, v in ev.items() if k not in ("pattern", "kind", "reason")}
+            added.append(dict(timeout, kind="timeout", pattern="slurm_time_limit", what="slurm time limit"))
+
+
+def assign(cols: dict[str, list], segments: list[tuple], place: LogDirPlace | None) -> None:
+    """Give each metric row the job and attempt in force at its line (and its log folder's rank)."""
+    starts = [s[0] for s in segments]
+    at = [bisect_right(starts, line) - 1 for line in cols["line"]]
+    cols["job"] = [segments[i][1] for i in at]
+    cols["attempt"] = [segments[i][2] for i in at]
+    if place is not None:
+        cols["rank"] = [place.local_rank if r is None else r for r in cols["rank"]]
