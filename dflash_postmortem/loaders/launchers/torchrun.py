@@ -38,6 +38,12 @@ class LogDirPlace:
         return f"{self.job} attempt {self.attempt}"
 
 
+def job_of_run_folder(name: str) -> str:
+    """The run id of a run's log folder (`none_ghgeo4qi` -> `none`)."""
+    m = _RUN_FOLDER.fullmatch(name)
+    return m.group("run_id") if m else name
+
+
 def log_dir_place(path: str | Path) -> LogDirPlace | None:
     """The job, attempt and local rank a file's folders name, or None outside that layout."""
     parts = Path(path).parts
@@ -47,5 +53,4 @@ def log_dir_place(path: str | Path) -> LogDirPlace | None:
     m = _ATTEMPT.fullmatch(attempt)
     if name not in LOG_DIR_FILES or m is None or not _RANK.fullmatch(rank):
         return None
-    run = _RUN_FOLDER.fullmatch(run_folder)
-    return LogDirPlace(run.group("run_id") if run else run_folder, int(m.group("n")), int(rank))
+    return LogDirPlace(job_of_run_folder(run_folder), int(m.group("n")), int(rank))

@@ -429,7 +429,7 @@ EVENT_GROUPS: dict[str, tuple[str, Callable]] = {
     "world": ("world_size", integer), "addr": ("address", str), "reason": ("reason", str),
     "job": ("job", str), "granted": ("job", str), "step": ("step", str),
     "stepd_host": ("host", str), "attempt": ("attempt", integer), "task": ("rank", integer),
-    "tasks": ("tasks", str), "at": ("at", str), "left": ("restarts_left", integer),
+    "tasks": ("tasks", str), "at": ("at", str), "error_file": ("error_file", str), "log_dir": ("log_dir", str), "left": ("restarts_left", integer),
     "max_restarts": ("max_restarts", integer), "count": ("count", integer),
     "task_signal": ("signal", lambda text: STATUS_SIGNALS.get(text.lower())),
 }
@@ -536,11 +536,14 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     # and which attempt a line belongs to is the file's order: training_log/attempts.py.
     _elastic("stage", "elastic_launch_config", "Starting elastic_operator", r"Starting elastic_operator with launch configs"),
     _elastic("stage", "elastic_run_id", "run_id", r"\brun_id\s+:\s*(?P<job>\S+)"),
+    _elastic("stage", "elastic_log_dir", "log directory set to", r"log directory set to: (?P<log_dir>\S+)"),
     _elastic("stage", "elastic_rendezvous_joined", "has joined round",
              r"has joined round \d+ of the rendezvous '(?P<job>[^']+)' as rank \d+ in a world of size (?P<world>\d+)"),
     _elastic("stage", "elastic_rendezvous", "restart_count=", r"\brestart_count=(?P<attempt>\d+)"),
     _elastic("attempt_start", "elastic_start_workers", "Starting worker group", r"\bStarting worker group"),
     _elastic("stage", "elastic_stop_workers", "Stopping worker group", r"\bStopping worker group"),
+    _elastic("stage", "elastic_reply_file", "reply file to",
+             r"Setting worker(?P<local_rank>\d+) reply file to: (?P<error_file>\S+)"),
     _elastic("attempt_end", "elastic_will_restart", "will restart worker group",
              r"(?:Worker group (?P<reason>\w+)\. (?P<left>\d+)/(?P<max_restarts>\d+) attempts left; |"
              r"Detected (?P<count>\d+) new nodes .{0,80})?will restart worker group"),
