@@ -11,8 +11,8 @@ lines in file order, and the events those lines imply beyond their own.
   attempt already ended is `elastic_restart`.
 - Slurm lines name their job (`*** JOB 123 ON node CANCELLED AT ... ***`, `Detected 1 oom_kill
   event in StepId=123.batch`); srun's task lines name none and take the latest one named, or the
-  job of the file's own name (`slurm-123.out`). A cancellation's `AT` time is its time, and one
-  `DUE TO TIME LIMIT` is also the job's `timeout`.
+  job of the file's own name (`slurm-123.out`). A cancellation `DUE TO TIME LIMIT` is also the
+  job's `timeout` (its `AT` time is its time: process_log).
 - A file in torchrun's `--log-dir` folder is one job, attempt and local rank throughout; the
   agent's `Setting worker0 reply file to: <log dir>/<run id>_x/attempt_1/0/error.json` (torch
   1.9-1.x) names the job and attempt the same way.
@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from ..launchers.torchrun import LogDirPlace, job_of_run_folder, log_dir_place
-from .times import find_stamp
 
 # The agent's lines, by pattern name (patterns.EVENT_PATTERNS).
 _RUN_ID = ("elastic_run_id", "elastic_rendezvous_joined", "elastic_log_dir")
@@ -136,11 +135,6 @@ def annotate(events: list[dict], place: LogDirPlace | None, file_job: str | None
 
 def _slurm(ev: dict, job: str | None, added: list[dict]) -> None:
     ev.setdefault("job", job)
-    at = ev.pop("at", None)
-    if at:
-        stamp, _ = find_stamp(at)
-        if stamp is not None:
-            ev["stamp"] = stamp  # the controller's own time of the cancellation
     if ev.get("pattern") == _SLURM_CANCELLED:
         reason = ev.get("reason")
         ev["reason"] = reason or "CANCELLED"

@@ -474,6 +474,9 @@ _GLOG_SOURCE = (".cpp:", ".py:", ".cc:")
 _STATUS_WORDS = "|".join(sorted((re.escape(w) for w in STATUS_SIGNALS if w != "killed by signal"),
                                 key=len, reverse=True))
 
+# srun's word on a task (its Slurm task id is its rank) or a range of them
+_SRUN_TASKS = r"^srun: error: (?P<host>[\w.-]+): (?:task (?P<task>\d+)|tasks (?P<tasks>[\d,-]+)): "
+
 # Order matters: the first pattern matching a line names its event.
 EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("nohup", "nohup_ignoring_input", "nohup:", r"^nohup: (ignoring input|appending output)"),
@@ -573,12 +576,11 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _slurm("oom_kill", "slurm_oom_kill", ("oom_kill event", "oom-kill event"),
            r"Detected (?P<count>\d+) oom[-_]kill events?(?:\(s\))? in (?:StepId=|step )(?P<job>\d+)(?:\.(?P<step>\w+))?"),
     _slurm("exit", "slurm_task_exited", ": Exited with exit code",
-           rf"^srun: error: (?P<host>[\w.-]+): (?:task (?P<task>\d+)|tasks (?P<tasks>[\d,-]+)): Exited with exit code (?P<code>\d+)"),
+           _SRUN_TASKS + r"Exited with exit code (?P<code>\d+)"),
     _slurm("oom_kill", "slurm_task_oom", ": Out Of Memory",
-           r"^srun: error: (?P<host>[\w.-]+): (?:task (?P<task>\d+)|tasks (?P<tasks>[\d,-]+)): Out Of Memory"),
+           _SRUN_TASKS + "Out Of Memory"),
     _slurm("killed", "slurm_task_signal", "srun: error: ",
-           rf"^srun: error: (?P<host>[\w.-]+): (?:task (?P<task>\d+)|tasks (?P<tasks>[\d,-]+)): "
-           rf"(?P<task_signal>(?i:{_STATUS_WORDS}))(?: \(core dumped\))?\s*$"),
+           _SRUN_TASKS + rf"(?P<task_signal>(?i:{_STATUS_WORDS}))(?: \(core dumped\))?\s*$"),
     _slurm("killed", "slurm_step_aborted", "Job step aborted", r"^srun: Job step aborted"),
     _slurm("killed", "slurm_force_terminated", "Force Terminated",
            r"^srun: Force Terminated (?:job |StepId=)(?P<job>\d+)(?:\.(?P<step>\w+))?"),

@@ -494,6 +494,11 @@ class LogScanner:
                 ev["signal"] = lp.EVENT_GROUPS["signo"][1](str(ev["exit_code"]))  # -9: killed by SIGKILL
             ev["signal"] = ev.get("signal") or p.signal
             ev["by"], ev["what"] = p.by, p.what
+            if (at := find_stamp(ev.pop("at", None) or "")[0]) is not None:
+                # slurmstepd's `CANCELLED AT 2024-05-01T12:00:00`: the line's own time, and the
+                # time of the lines after it (srun's word on each task)
+                ev["stamp"] = self.last_stamp = at
+                self.calendar.see(at)
             _c10d_ranks(text, ev)
             row = rows.event(**ev)
             if p.kind == "nccl_error":
