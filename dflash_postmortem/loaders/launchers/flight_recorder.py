@@ -57,7 +57,7 @@ def load_flight_recorder(path: Path, ctx: LoadContext) -> Incident:
         rep.read = 1
         rep.skip(None, PICKLE_SKIPPED)
         return from_frames(rep)
-    rep = ctx.report(path, FORMAT, unit="entry")
+    rep = ctx.report(path, FORMAT, unit="record")
     if path.stat().st_size > MAX_BYTES:
         raise SourceFormatError(path, None, f"a dump under {MAX_BYTES >> 20} MiB", f"{path.stat().st_size} bytes", fmt=FORMAT)
     try:

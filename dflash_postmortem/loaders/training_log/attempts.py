@@ -13,9 +13,10 @@ lines in file order, and the events those lines imply beyond their own.
   event in StepId=123.batch`); srun's task lines name none and take the latest one named, or the
   job of the file's own name (`slurm-123.out`). A cancellation `DUE TO TIME LIMIT` is also the
   job's `timeout` (its `AT` time is its time: process_log).
-- A file in torchrun's `--log-dir` folder is one job, attempt and local rank throughout; the
-  agent's `Setting worker0 reply file to: <log dir>/<run id>_x/attempt_1/0/error.json` (torch
-  1.9-1.x) names the job and attempt the same way.
+- A file in torchrun's `--log-dir` folder is one job, attempt and local rank throughout; an
+  error file's path in that folder names the job and attempt the same way (the agent's `Setting
+  worker0 reply file to: <log dir>/<run id>_x/attempt_1/0/error.json` of torch 1.9-1.x, a
+  ChildFailedError table's `error_file:`).
 
 Rows take the job and attempt in force at their line: torchrun's run id where the file gave one
 (else Slurm's job), and the torchrun attempt; Slurm's own events keep their Slurm job.
@@ -34,7 +35,6 @@ _RUN_ID = ("elastic_run_id", "elastic_rendezvous_joined", "elastic_log_dir")
 _LOG_DIR = "elastic_log_dir"
 _RESTART_COUNT = "elastic_rendezvous"
 _START = "elastic_start_workers"
-_REPLY_FILE = "elastic_reply_file"
 _WILL_RESTART = "elastic_will_restart"
 _SUCCEEDED = "elastic_succeeded"
 _WORKER_FAILED = ("elastic_child_failed", "elastic_child_failed_no_error_file")
@@ -56,14 +56,15 @@ class _Agent:
 
     def see(self, ev: dict, added: list[dict]) -> None:
         pattern = ev.get("pattern")
+        place = log_dir_place(ev["error_file"]) if ev.get("error_file") else None
+        if place is not None:  # a reply file, a failure's error file: `.../<run id>_x/attempt_1/0/error.json`
+            self.job, self.attempt = place.job, place.attempt
         if pattern == _LOG_DIR and ev.get("log_dir"):
             ev["job"] = job_of_run_folder(PurePath(ev["log_dir"]).name)  # `log directory set to: /log/none_ghgeo4qi`
         if pattern in _RUN_ID and ev.get("job"):
             if ev["job"] != self.job:  # another run in the same file
                 self.attempt, self.started, self.ended = None, False, False
             self.job = ev["job"]
-        elif pattern == _REPLY_FILE and (place := log_dir_place(ev.get("error_file", ""))) is not None:
-            self.job, self.attempt = place.job, place.attempt  # `.../<run id>_x/attempt_1/0/error.json`
         elif pattern == _RESTART_COUNT:
             self.next_attempt = ev.get("attempt")
         elif pattern == _START:
