@@ -1,6 +1,7 @@
 """Slurm's listings of jobs: `sacct` (its fixed-width table or `-P`/`-p` with `|`), `squeue`
 (also `-l` with the time it ran, and `-o` formats), and job records of `Key=Value` fields
-(`scontrol show job`, and the job-completion log `jobcomp/filetxt` writes, one record a line).
+(`scontrol show job`, and the job-completion log `jobcomp/filetxt` writes, one record a line,
+where a requeued run's record is left PENDING with the run's end).
 
 A job's rows become what happened to it: `attempt_start` at its start, `attempt_end` at its end
 (the state, who cancelled it, the exit code and the signal of `ExitCode=0:15`), and a
@@ -170,7 +171,8 @@ def _full_step(step: str | None) -> str | None:
 
 
 def _number_requeues(jobs: list[Job]) -> None:
-    """`sacct --duplicates` lists each attempt of a requeued job: their order is the attempt."""
+    """`sacct --duplicates` (and the completion log) list each run of a requeued job: their order
+    is the attempt."""
     seen: dict[str, int] = {}
     for job in jobs:
         if job.step is None:
@@ -283,6 +285,7 @@ def load_records(path: Path, ctx: LoadContext) -> Incident:
             close()
             rep.skip(n, BEFORE if not jobs else "not a field line of a job record")
     close()
+    _number_requeues(jobs)  # the completion log has a record per run of a requeued job
     return _frames(jobs, rep, ctx, "scontrol")
 
 
@@ -300,6 +303,8 @@ def _record_job(record: list[tuple[int, str]]) -> Job:
     elif f.get("HetJobId") and f.get("HetJobOffset", "").isdigit():
         job = f"{f['HetJobId']}+{f['HetJobOffset']}"
     state, by = slurm.state(f.get("JobState", ""))
+    if state == "PENDING" and "JobName" not in f and slurm.time_text(f.get("EndTime", "")):
+        state = "REQUEUED"  # the completion log's record of a run that was requeued: pending again, with an end
     code, signal = slurm.exit_code(f.get("ExitCode", ""))
     restarts = f.get("Restarts", "")
     nodes = f.get("NodeList") or None

@@ -42,6 +42,7 @@ _DEATH_SIGNAL = "elastic_death_signal"
 _ROOT_CAUSE = "elastic_root_cause"
 _SLURM_CANCELLED = "slurm_job_cancelled"
 _TIME_LIMIT = "TIME LIMIT"
+_REQUEUE = "REQUEUE"
 
 
 @dataclass
@@ -104,34 +105,74 @@ class _Agent:
         self.ended = True
 
 
-def annotate(events: list[dict], place: LogDirPlace | None, file_job: str | None) -> list[tuple]:
-    """Give each event its job and attempt (and add the events its line implies); returns the
-    (line, job, attempt) from which each state holds, for the metric rows (`assign`)."""
+@dataclass
+class Segments:
+    """Where each state of the file holds: torchrun's (job, attempt) from a line on, and the lines
+    where each Slurm run after a requeue begins."""
+
+    lines: list[int]
+    states: list[tuple]
+    runs: list[int] | None  # None: the file shows no requeue, so it says nothing of Slurm's attempts
+
+    def at(self, line: int) -> tuple:
+        job, attempt = self.states[bisect_right(self.lines, line) - 1]
+        return job, (attempt if attempt is not None else self.slurm_attempt(line))
+
+    def slurm_attempt(self, line: int) -> int | None:
+        return None if self.runs is None else bisect_right(self.runs, line)
+
+
+def annotate(events: list[dict], metric_lines: list[int], place: LogDirPlace | None,
+             file_job: str | None) -> Segments:
+    """Give each event its job and attempt (and add the events its line implies); returns where
+    each state holds, for the metric rows (`assign`)."""
     agent = _Agent()
     if place is not None:
         agent.job, agent.attempt, agent.started = place.job, place.attempt, True
     slurm_job = file_job
-    segments: list[tuple] = [(0, agent.job or slurm_job, agent.attempt)]
+    segments = Segments([0], [(agent.job or slurm_job, agent.attempt)], _slurm_runs(events, metric_lines))
     added: list[dict] = []
     for ev in sorted(events, key=lambda e: e["line"]):
         new: list[dict] = []
         if ev.get("by") == "slurm":
             slurm_job = ev.get("job") or slurm_job
             _slurm(ev, slurm_job, new)
+            for row in (ev, *new):
+                row.setdefault("attempt", segments.slurm_attempt(ev["line"]))
         else:
             agent.see(ev, new)
+        state = (agent.job or slurm_job, agent.attempt)
         for row in (ev, *new):
-            if row.get("by") != "slurm":
-                row.setdefault("job", agent.job or slurm_job)
-                row.setdefault("attempt", agent.attempt)
+            row.setdefault("job", state[0])
+            row.setdefault("attempt", segments.at(ev["line"])[1] if state[1] is None else state[1])
             if place is not None and row.get("rank") is None:
                 row["rank"] = place.local_rank
         added.extend(new)
-        now = (agent.job or slurm_job, agent.attempt)
-        if now != segments[-1][1:]:
-            segments.append((ev["line"], *now))
+        if state != segments.states[-1]:
+            segments.lines.append(ev["line"] + 1)
+            segments.states.append(state)
     events.extend(added)
     return segments
+
+
+def _slurm_runs(events: list[dict], metric_lines: list[int]) -> list[int] | None:
+    """A job's output appended across requeues (`--open-mode=append`) holds each of its runs, the
+    one before ended by `CANCELLED ... DUE TO JOB REQUEUE` and the lines slurmstepd and srun
+    write as it dies; the next run begins with the first line of the job's own after that. The
+    file's runs count from 0; without a requeue in it, the file says nothing of them."""
+    requeues = sorted(ev["line"] for ev in events if _requeued(ev))
+    if not requeues:
+        return None
+    own = sorted({*metric_lines, *(ev["line"] for ev in events if ev.get("by") != "slurm")})
+    runs = []
+    for k, line in enumerate(requeues):
+        after = own[bisect_right(own, line):][:1]
+        runs.append(min([*after, *requeues[k + 1:k + 2]] or [line + 1]))
+    return runs
+
+
+def _requeued(ev: dict) -> bool:
+    return ev.get("pattern") == _SLURM_CANCELLED and _REQUEUE in (ev.get("reason") or "")
 
 
 def _slurm(ev: dict, job: str | None, added: list[dict]) -> None:
@@ -144,11 +185,10 @@ def _slurm(ev: dict, job: str | None, added: list[dict]) -> None:
             added.append(dict(timeout, kind="timeout", pattern="slurm_time_limit", what="slurm time limit"))
 
 
-def assign(cols: dict[str, list], segments: list[tuple], place: LogDirPlace | None) -> None:
+def assign(cols: dict[str, list], segments: Segments, place: LogDirPlace | None) -> None:
     """Give each metric row the job and attempt in force at its line (and its log folder's rank)."""
-    starts = [s[0] for s in segments]
-    at = [bisect_right(starts, line) - 1 for line in cols["line"]]
-    cols["job"] = [segments[i][1] for i in at]
-    cols["attempt"] = [segments[i][2] for i in at]
+    at = [segments.at(line) for line in cols["line"]]
+    cols["job"] = [job for job, _ in at]
+    cols["attempt"] = [attempt for _, attempt in at]
     if place is not None:
         cols["rank"] = [place.local_rank if r is None else r for r in cols["rank"]]

@@ -216,6 +216,7 @@ class LogScanner:
         self.lineno = 0  # lines read so far
         self.parsed = 0
         self.last_stamp: Stamp | bytes | None = None
+        self.said_at: tuple[int, Stamp] | None = None  # (line, time) of the latest line that said its time in its text
         self.calendar = Calendar()
         self.borrowed = 0
         self.last_run: str | None = None  # the run tag of the latest tagged line
@@ -396,7 +397,7 @@ class LogScanner:
             return [(seg, {})]
         return [strip_prefixes(part) for part in parts]
 
-    def _stamp_for(self, text: str, block: bytes, ls: int) -> tuple[Stamp | bytes | None, str, str | None, bool]:
+    def _stamp_for(self, text: str, block: bytes, ls: int, lineno: int) -> tuple[Stamp | bytes | None, str, str | None, bool]:
         """(the line's time, the text after it, the run tag of the line that gave the time,
         whether the time is the line's own).
 
@@ -410,27 +411,29 @@ class LogScanner:
             self.last_stamp = stamp
             body = text[end:]
             return stamp, body, _run_tag(body), True
-        near, tag = self._look_back(block, ls)
+        near, tag, back = self._look_back(block, ls)
+        if self.said_at is not None and (near is None or self.said_at[0] > lineno - back):
+            near, tag = self.said_at[1], None  # a nearer line said its time in the text (`CANCELLED AT ...`)
         if near is None:
             near, tag = self.last_stamp, None
         if near is not None:
             self.borrowed += 1
         return near, text, tag, False
 
-    def _look_back(self, block: bytes, ls: int) -> tuple[Stamp | bytes | None, str | None]:
+    def _look_back(self, block: bytes, ls: int) -> tuple[Stamp | bytes | None, str | None, int]:
         end = ls - 1
-        for _ in range(_NEIGHBOUR_LINES):
+        for back in range(1, _NEIGHBOUR_LINES + 1):
             if end <= 0:
-                return None, None
+                return None, None, back
             start = block.rfind(b"\n", 0, end) + 1
             prev, _ = strip_prefixes(_clean(block[start:end]))
             stamp, at = find_stamp(prev)
             if stamp is not None:
                 if stamp.form == "clock":  # a few lines back: dated as the clock reads now
                     stamp.reading = self.calendar.now()
-                return stamp, _run_tag(prev[at:])
+                return stamp, _run_tag(prev[at:]), back
             end = start - 1
-        return None, None
+        return None, None, _NEIGHBOUR_LINES
 
     def _run_for(self, own_tag: str | None, own_stamp: bool, neighbour_tag: str | None) -> str | None:
         """The line's own [run] tag; else the run given for the file; else the nearest tagged
@@ -449,7 +452,7 @@ class LogScanner:
 
     def _text(self, text: str, lineno: int, rows: Rows, rank, pid, block: bytes, ls: int) -> int | str:
         """One record: 1 when it gave a row, a skip reason when it is known to carry none."""
-        stamp, body, tag, own = self._stamp_for(text, block, ls)
+        stamp, body, tag, own = self._stamp_for(text, block, ls, lineno)
         if own and "[rank" in body[:12]:  # `2025-02-18 12:54 [rank13]:[E218 ...`: the prefix follows the time
             inner, pre = strip_prefixes(body.lstrip())
             if "rank" in pre:
@@ -498,6 +501,7 @@ class LogScanner:
                 # slurmstepd's `CANCELLED AT 2024-05-01T12:00:00`: the line's own time, and the
                 # time of the lines after it (srun's word on each task)
                 ev["stamp"] = self.last_stamp = at
+                self.said_at = (where["line"], at)
                 self.calendar.see(at)
             _c10d_ranks(text, ev)
             row = rows.event(**ev)
@@ -885,7 +889,8 @@ def load_log(path: Path, ctx: LoadContext):
     rows = Rows()
     for part in scanner.scan():
         _merge(rows, part)
-    segments = attempts.annotate(rows.event_rows, place, job_of_output_name(original.name))
+    segments = attempts.annotate(rows.event_rows, rows.metric_cols[_METRIC_COLS.index("line")], place,
+                                 job_of_output_name(original.name))
     metric_cols, event_cols = rows.metrics, rows.events
     attempts.assign(metric_cols, segments, place)
     named_by = "its torchrun log folder: run id and attempt" if place is not None else "the file's name"
