@@ -130,13 +130,14 @@ def load_sacct(path: Path, ctx: LoadContext) -> Incident:
 
 
 def _columns(header: str, rule: str) -> list[tuple[str, int, int | None]]:
+    """Each column's name and where its values lie: the rule's dashes (a value may run past them
+    up to the next column's: a long state, a wide node list). The names are the header's words
+    in order, whether or not a paste kept them above their dashes."""
     spans = [(m.start(), m.end()) for m in re.finditer(r"-+", rule)]
-    out = []
-    for k, (a, b) in enumerate(spans):
-        # a value may run past its dashes up to the next column's (a long state, a wide node list)
-        end = spans[k + 1][0] if k + 1 < len(spans) else None
-        out.append((header[a:b].strip() or header[a:end].strip(), a, end))
-    return out
+    names = header.split()
+    if len(names) != len(spans):
+        names = [header[a:b].strip() for a, b in spans]
+    return [(name, a, spans[k + 1][0] if k + 1 < len(spans) else None) for k, (name, (a, _)) in enumerate(zip(names, spans, strict=True))]
 
 
 def _pipe_fields(line: str, names: list[str]) -> dict[str, str] | None:

@@ -3,8 +3,8 @@
     {"message": {"message": "RuntimeError: ...", "extraInfo": {"py_callstack": "Traceback ...",
      "timestamp": "1796176605"}}}
 
-(the agent copies a worker's file to its own and may add `"errorCode"`; a signal leaves a plain
-`"message": "Signal 9 (SIGKILL) received by PID 123"`). One `traceback` event at the file's
+(the agent copies a worker's file to its own and may add `"errorCode"`; the plain form, torch's
+"new error file format", is `{"message": "...", "timestamp": 12}`). One `traceback` event at the file's
 timestamp (seconds since the epoch, UTC); a file in torchrun's `--log-dir` folder
 (`<run id>_x/attempt_<n>/<local rank>/error.json`) names its job, attempt and rank.
 """
@@ -26,13 +26,21 @@ from .torchrun import log_dir_place
 FORMAT = "torchelastic-error-file"
 MAX_BYTES = 16 << 20  # a traceback is kilobytes; a larger file is not this
 _HEAD = re.compile(rb'^\s*\{\s*"message"\s*:')
+_PLAIN_KEYS = {"message", "timestamp", "errorCode"}
 _EXCEPTION = re.compile(r"^(?:[\w.]+\.)?(?P<name>\w+(?:Error|Exception|Interrupt|Exit|Failure))\b")
 
 
 def sniff_error_file(path: Path, head: bytes) -> float:
     if not _HEAD.match(head):
         return 0.0
-    return 0.9 if b'"py_callstack"' in head or b'"extraInfo"' in head or b'"errorCode"' in head else 0.0
+    if b'"py_callstack"' in head or b'"extraInfo"' in head or b'"errorCode"' in head:
+        return 0.9
+    # the plain form, `{"message": "...", "timestamp": 12}`: a whole file of those keys alone
+    try:
+        doc = json.loads(head)
+    except (ValueError, RecursionError):
+        return 0.0
+    return 0.9 if isinstance(doc, dict) and set(doc) <= _PLAIN_KEYS and isinstance(doc.get("timestamp"), int) else 0.0
 
 
 def epoch_seconds(stamp) -> pd.Timestamp:
@@ -59,8 +67,8 @@ def load_error_file(path: Path, ctx: LoadContext) -> Incident:
     except (ValueError, RecursionError) as e:  # cut by a crash, not UTF-8, nested too deep
         raise SourceFormatError(path, getattr(e, "lineno", None), "a complete JSON document", str(e)[:200], fmt=FORMAT) from e
     message = doc.get("message") if isinstance(doc, dict) else None
-    if isinstance(message, str):
-        info, text, callstack = {}, message, None
+    if isinstance(message, str):  # the plain form: its timestamp beside the message
+        info, text, callstack = doc, message, None
     elif isinstance(message, dict) and isinstance(message.get("message"), str):
         info = message.get("extraInfo") if isinstance(message.get("extraInfo"), dict) else {}
         text = message["message"]

@@ -41,6 +41,7 @@ _WORKER_FAILED = ("elastic_child_failed", "elastic_child_failed_no_error_file")
 _DEATH_SIGNAL = "elastic_death_signal"
 _ROOT_CAUSE = "elastic_root_cause"
 _SLURM_CANCELLED = "slurm_job_cancelled"
+_WRAPPED_REASON = "slurm_cancel_reason_wrapped"
 _TIME_LIMIT = "TIME LIMIT"
 _REQUEUE = "REQUEUE"
 
@@ -126,6 +127,7 @@ def annotate(events: list[dict], metric_lines: list[int], place: LogDirPlace | N
              file_job: str | None) -> Segments:
     """Give each event its job and attempt (and add the events its line implies); returns where
     each state holds, for the metric rows (`assign`)."""
+    events[:] = _wrapped_reasons(events)
     agent = _Agent()
     if place is not None:
         agent.job, agent.attempt, agent.started = place.job, place.attempt, True
@@ -183,6 +185,23 @@ def _slurm(ev: dict, job: str | None, added: list[dict]) -> None:
         if reason and _TIME_LIMIT in reason:
             timeout = {k: v for k, v in ev.items() if k not in ("pattern", "kind", "reason")}
             added.append(dict(timeout, kind="timeout", pattern="slurm_time_limit", what="slurm time limit"))
+
+
+def _wrapped_reasons(events: list[dict]) -> list[dict]:
+    """A cancellation line a paste wrapped before its `DUE TO TIME LIMIT ***` takes its reason
+    from the next line, which is no event of its own."""
+    by_line = {ev["line"]: ev for ev in events if ev.get("pattern") == _SLURM_CANCELLED and not ev.get("reason")}
+    kept = []
+    for ev in events:
+        if ev.get("pattern") == _WRAPPED_REASON and (cancelled := by_line.get(ev["line"] - 1)) is not None:
+            cancelled["reason"] = ev.get("reason")
+            cancelled["message"] += "\n" + ev["message"]
+            cancelled["lines"] = 2
+        else:
+            if ev.get("pattern") == _WRAPPED_REASON:
+                ev["kind"] = "error"  # no cancellation before it: Slurm's words alone
+            kept.append(ev)
+    return kept
 
 
 def assign(cols: dict[str, list], segments: Segments, place: LogDirPlace | None) -> None:

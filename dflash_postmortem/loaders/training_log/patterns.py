@@ -573,6 +573,7 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _slurm("killed", "slurm_step_cancelled", "*** STEP ",
            r"\*\*\* STEP (?P<job>\d+)(?:\.(?P<step>\w+))? (?:ON (?P<host>\S+) )?CANCELLED"
            r"(?: AT (?P<at>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d))?(?: DUE TO (?P<reason>[^*]{1,120}?))?\s*(?:\*\*\*|$)"),
+    _slurm("attempt_end", "slurm_cancel_reason_wrapped", "DUE TO ", r"^DUE TO (?P<reason>[^*]{1,120}?)\s*\*\*\*\s*$"),
     _slurm("oom_kill", "slurm_oom_kill", ("oom_kill event", "oom-kill event"),
            r"Detected (?P<count>\d+) oom[-_]kill events?(?:\(s\))? in (?:StepId=|step )(?P<job>\d+)(?:\.(?P<step>\w+))?"),
     _slurm("exit", "slurm_task_exited", ": Exited with exit code",
@@ -627,10 +628,12 @@ THREAD_EXCEPTION_KEYWORD = b"Exception in thread "
 THREAD_EXCEPTION = re.compile(r"^Exception in thread (?P<thread>.{1,200}?)(?: \(\S+\))?:\s*$")
 
 # torchelastic's ChildFailedError table: a header, then `[N]:` entries of `key : value` fields.
-FAILURE_TABLE_KEYWORDS = ("Root Cause (first observed failure)", "Failures:")
-FAILURE_TABLE_HEADER = re.compile(r"^\s*(?P<root>Root Cause \(first observed failure\)|Failures)\s*:\s*$")
+# (torch 1.10 wrote `Root Cause:`, its fields unpadded, and the worker's error file under `msg:`)
+FAILURE_TABLE_KEYWORDS = ("Root Cause", "Failures:")
+FAILURE_TABLE_HEADER = re.compile(r"^\s*(?P<root>Root Cause(?: \(first observed failure\))?|Failures)\s*:\s*$")
 FAILURE_ENTRY = re.compile(r"^\s*\[(?P<index>\d+)\]:\s*$")
-FAILURE_FIELD = re.compile(r"^\s{0,4}(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<value>.*)$")
+FAILURE_FIELD = re.compile(r"^\s{0,4}(?P<key>time|host|rank|exitcode|error_file|traceback|msg)\s*:\s?(?P<value>.*)$")
+FAILURE_MULTILINE_FIELDS = ("traceback", "msg")  # their text goes on over indented lines
 FAILURE_RANK = re.compile(r"(?P<rank>\d+) \(local_rank: (?P<local_rank>\d+)\)")
 FAILURE_EXIT = re.compile(r"(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
 FAILURE_SIGNAL = re.compile(r"Signal (?P<signo>\d+) \((?P<signal>SIG\w+)\)")
@@ -658,6 +661,7 @@ PREFIXES: tuple[tuple[str, re.Pattern], ...] = (
     ("rank", re.compile(r"^\[default(?P<rank>\d+)\]: ?")),
     ("stream", re.compile(r"^(?:stderr|stdout): ")),
     ("ray", re.compile(r"^[\w-]+/\d+ \(\w+ pid=(?P<pid>\d+)\) ?")),
+    ("ray", re.compile(r"^\((?:\w+ )?pid=(?P<pid>\d+)(?:, ip=[\d.]+)?\) ?")),  # `(pid=3769) `, `(RayWorkerWrapper pid=24271) `
     ("fence", re.compile(r"^```[\w-]*(?=\[)")),  # a markdown fence glued to the first line
     ("backtick", re.compile(r"^`(?!`)")),  # inline code opened before a pasted line
     ("html", re.compile(r"^<pre>")),

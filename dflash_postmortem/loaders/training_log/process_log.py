@@ -161,7 +161,7 @@ def strip_prefixes(text: str) -> tuple[str, dict]:
     """Remove launcher and viewer prefixes ([rank3]:, [80746], stderr:, ray actor tags, a
     markdown fence or backtick a paste left on the line)."""
     found: dict = {}
-    if not (text[:1] in "[`<" or text.startswith(("stderr: ", "stdout: ")) or " pid=" in text[:48]):
+    if not (text[:1] in "[`<" or text.startswith(("stderr: ", "stdout: ")) or "pid=" in text[:48]):
         return text, found
     changed = True
     while changed:
@@ -817,7 +817,7 @@ _STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring in
            "sigkill_handler", "ChildFailedError", "OutOfMemoryError", "CUDA out of memory", "death signal",
            "closing signal", "{'loss':", "{'eval_loss':", "{'train_runtime':", "ProcessGroupGloo",
            "connectFullMesh", "DistStoreError", "DistNetworkError", "RendezvousTimeoutError", "Starting worker group",
-           "slurmstepd", "srun: error:", "srun: Job step aborted")
+           "slurmstepd", "srun: error:", "srun: Job step aborted", "third_party/gloo", "Root Cause", "error_file:")
 
 
 def sniff_log(path: Path, head: bytes) -> float:

@@ -8,7 +8,11 @@ import pickle
 
 import pandas as pd
 
-from dflash_postmortem.loaders.launchers.flight_recorder import PICKLE_SKIPPED, load_flight_recorder, sniff_flight_recorder
+from dflash_postmortem.loaders.launchers.flight_recorder import (
+    PICKLE_SKIPPED,
+    load_flight_recorder,
+    sniff_flight_recorder,
+)
 from dflash_postmortem.loaders.registry import LoadContext, read_head
 
 from .conftest import FIXTURES

@@ -12,9 +12,9 @@ import warnings
 
 import pandas as pd
 import pytest
+from support.slurm import OneNodeSlurm, Unavailable
 
 import dflash_postmortem as pm
-from support.slurm import OneNodeSlurm, Unavailable
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm-live")]
 

@@ -14,7 +14,11 @@ import pandas as pd
 import pytest
 
 import dflash_postmortem as pm
-from dflash_postmortem.loaders.launchers.torchrun import LogDirPlace, job_of_run_folder, log_dir_place
+from dflash_postmortem.loaders.launchers.torchrun import (
+    LogDirPlace,
+    job_of_run_folder,
+    log_dir_place,
+)
 
 from .conftest import FIXTURES
 
