@@ -13,7 +13,7 @@ from dflash_postmortem.loaders.wandb import export
 ORDER = [
     "nvidia-smi-query-csv", "nvidia-smi-table", "nvidia-smi-dmon", "nvidia-smi-pmon", "nvidia-smi-q",
     "nvidia-smi-xml", "nvidia-smi-list", "nvidia-smi-error", "nvml-recording", "nvidia-smi-topo", "pid-file",
-    "training-log",
+    "flight-recorder", "slurm-sacct", "slurm-squeue", "slurm-job-records", "torchelastic-error-file", "training-log",
     "ps-snapshots", "replay-ab-results", "shell-transcript", "kernel-log", "wandb-chart-csv",
     "wandb-runs-table", "wandb-history-csv", "wandb-summary", "wandb-metadata", "wandb-config",
     "pip-requirements", "console-text", "wandb-events-jsonl", "wandb-history-jsonl", "wandb-debug-log",

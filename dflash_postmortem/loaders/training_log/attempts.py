@@ -11,7 +11,7 @@ lines in file order, and the events those lines imply beyond their own.
   attempt already ended is `elastic_restart`.
 - Slurm lines name their job (`*** JOB 123 ON node CANCELLED AT ... ***`, `Detected 1 oom_kill
   event in StepId=123.batch`); srun's task lines name none and take the latest one named, or the
-  job of the file's own name (`slurm-123.out`). A cancellation `DUE TO TIME LIMIT` is also the
+  job of the file's own name (`slurm-123.out`), or the one job the whole file names. A cancellation `DUE TO TIME LIMIT` is also the
   job's `timeout` (its `AT` time is its time: process_log).
 - A file in torchrun's `--log-dir` folder is one job, attempt and local rank throughout; an
   error file's path in that folder names the job and attempt the same way (the agent's `Setting
@@ -131,7 +131,10 @@ def annotate(events: list[dict], metric_lines: list[int], place: LogDirPlace | N
     agent = _Agent()
     if place is not None:
         agent.job, agent.attempt, agent.started = place.job, place.attempt, True
-    slurm_job = file_job
+    named = {ev["job"] for ev in events if ev.get("by") == "slurm" and ev.get("job")}
+    # A job's output file holds one job: one the file's Slurm lines name is the whole file's job,
+    # lines before that one included; the file's own name (`slurm-123.out`) says the same
+    slurm_job = file_job or (next(iter(named)) if len(named) == 1 else None)
     segments = Segments([0], [(agent.job or slurm_job, agent.attempt)], _slurm_runs(events, metric_lines))
     added: list[dict] = []
     for ev in sorted(events, key=lambda e: e["line"]):
