@@ -17,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from support.servers import free_port
+from support.servers import free_port, stop
 
 CLUSTER = "dflash"
 NODE = "dflashnode"
@@ -97,13 +97,7 @@ class OneNodeSlurm:
 
     def stop(self) -> None:
         for _, proc in reversed(self.procs):
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            stop(proc)
         self.procs.clear()
 
     def _daemon(self, name: str, *argv: str) -> None:

@@ -62,10 +62,14 @@ class Job:
     reason: str | None = None  # scontrol's Reason=
 
 
-def _read_lines(path: Path) -> list[str]:
-    data = path.read_bytes().decode("utf-8", "replace").replace("\r\n", "\n")
+def _listing(path: Path, ctx: LoadContext, fmt: str) -> tuple[FileReport, list[str]]:
+    """The file's report and its lines (a last line without its newline is a line)."""
+    rep = ctx.report(path, fmt)
+    data = Path(path).read_bytes().decode("utf-8", "replace").replace("\r\n", "\n")
     lines = data.split("\n")
-    return lines[:-1] if data.endswith("\n") else lines
+    lines = lines[:-1] if data.endswith("\n") else lines
+    rep.read = len(lines)
+    return rep, lines
 
 
 def _head_lines(head: bytes) -> list[str]:
@@ -94,9 +98,7 @@ def sniff_sacct(path: Path, head: bytes) -> float:
 
 @registry.format(SACCT, sniff=sniff_sacct, doc="Slurm's sacct listing (fixed-width or -P/-p): jobs and steps, states, exit codes, times")
 def load_sacct(path: Path, ctx: LoadContext) -> Incident:
-    rep = ctx.report(path, SACCT)
-    lines = _read_lines(Path(path))
-    rep.read = len(lines)
+    rep, lines = _listing(path, ctx, SACCT)
     jobs: list[Job] = []
     columns: list[tuple[str, int, int | None]] | None = None  # (name, start, end) of a fixed-width table
     names: list[str] | None = None  # of a `|` table
@@ -199,9 +201,7 @@ def sniff_squeue(path: Path, head: bytes) -> float:
 
 @registry.format(SQUEUE, sniff=sniff_squeue, doc="Slurm's squeue listing (default, -l, -o): each job's state when it ran")
 def load_squeue(path: Path, ctx: LoadContext) -> Incident:
-    rep = ctx.report(path, SQUEUE)
-    lines = _read_lines(Path(path))
-    rep.read = len(lines)
+    rep, lines = _listing(path, ctx, SQUEUE)
     rows: list[dict] = []
     names: list[str] | None = None
     now: str | None = None  # `squeue -l` prints the time it ran first
@@ -260,9 +260,7 @@ def sniff_records(path: Path, head: bytes) -> float:
 @registry.format(RECORDS, sniff=sniff_records,
                  doc="Slurm job records of Key=Value fields: scontrol show job, the jobcomp/filetxt log")
 def load_records(path: Path, ctx: LoadContext) -> Incident:
-    rep = ctx.report(path, RECORDS)
-    lines = _read_lines(Path(path))
-    rep.read = len(lines)
+    rep, lines = _listing(path, ctx, RECORDS)
     jobs: list[Job] = []
     record: list[tuple[int, str]] = []
 
