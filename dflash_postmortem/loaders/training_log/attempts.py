@@ -35,7 +35,7 @@ _RUN_ID = ("elastic_run_id", "elastic_rendezvous_joined", "elastic_log_dir")
 _LOG_DIR = "elastic_log_dir"
 _RESTART_COUNT = "elastic_rendezvous"
 _START = "elastic_start_workers"
-_WILL_RESTART = "elastic_will_restart"
+_WILL_RESTART = ("elastic_will_restart", "elastic_restarting")
 _SUCCEEDED = "elastic_succeeded"
 _WORKER_FAILED = ("elastic_child_failed", "elastic_child_failed_no_error_file")
 _DEATH_SIGNAL = "elastic_death_signal"
@@ -75,7 +75,7 @@ class _Agent:
             else:
                 self.attempt = self.attempt + 1 if self.started and self.attempt is not None else (self.attempt or 0)
             self.started, self.ended, self.next_attempt = True, False, None
-        elif pattern == _WILL_RESTART:
+        elif pattern in _WILL_RESTART:
             left, most = ev.get("restarts_left"), ev.get("max_restarts")
             if left is not None and most is not None and most >= left:
                 self.attempt = most - left  # `2/3 attempts left`: this was restart 1

@@ -550,6 +550,9 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _elastic("attempt_end", "elastic_will_restart", "will restart worker group",
              r"(?:Worker group (?P<reason>\w+)\. (?P<left>\d+)/(?P<max_restarts>\d+) attempts left; |"
              r"Detected (?P<count>\d+) new nodes .{0,80})?will restart worker group"),
+    # nvidia-resiliency-ext's and other forks of the agent: `2/3 restart attempts left; restarting worker group...`
+    _elastic("attempt_end", "elastic_restarting", "estarting worker group",
+             r"(?:(?P<left>\d+)/(?P<max_restarts>\d+) restart attempts left; )?[Rr]estarting worker group"),
     _elastic("attempt_end", "elastic_succeeded", "successfully finished", r"worker group successfully finished"),
     _elastic("exit", "elastic_child_failed", "failed (exitcode:",
              r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)"),
