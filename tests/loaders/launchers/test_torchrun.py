@@ -122,3 +122,19 @@ def test_a_glog_file_alone_has_no_year(tmp_path):
     assert any("nothing gives the year" in a for f in inc.load_report.files for a in f.assumptions)
     dated = pm.load_process_log(dest / "stderr.log", date="2027-01-01")  # 2 December: the year before
     assert dated.events["time"].iloc[0] == T("2026-12-02 01:54:59.654541")
+
+
+def test_forks_of_the_agent_and_a_success(tmp_path):
+    # nvidia-resiliency-ext's agent says its restarts its own way; torch's says when a group finished
+    log = tmp_path / "agent.log"
+    log.write_text(
+        "[default] Starting worker group\n"
+        "failed (exitcode: 1) local_rank: 0 (pid: 28382) of binary: python\n"
+        "3/3 restart attempts left; restarting worker group...\n"
+        "[default] Starting worker group\n"
+        "[default] worker group successfully finished. Waiting 300 seconds for other agents to finish.\n")
+    ev = pm.load_process_log(log).events
+    assert ev[["kind", "attempt"]].values.tolist() == [
+        ["attempt_start", 0], ["exit", 0], ["elastic_restart", 0], ["attempt_start", 1], ["attempt_end", 1],
+        ["attempt_end", 0]]
+    assert ev[ev["kind"] == "attempt_end"]["reason"].tolist() == ["SUCCEEDED", "worker failed"]
