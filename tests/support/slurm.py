@@ -34,6 +34,12 @@ def _which(name: str) -> str | None:
     return shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin")
 
 
+def _said(e: BaseException) -> str:
+    """What a failed command said (its stderr), or the exception."""
+    text = getattr(e, "stderr", None) or getattr(e, "stdout", None) or str(e)
+    return text.strip()[-600:] if isinstance(text, str) else str(e)
+
+
 class OneNodeSlurm:
     def __init__(self, root: Path):
         self.root = root
@@ -78,10 +84,17 @@ class OneNodeSlurm:
             raise Unavailable(f"not installed: {', '.join(missing)} (Debian: apt-get install slurmctld slurmd "
                               "slurm-client munge; `make slurm`)")
         self.accounting = all(_which(b) for b in ACCOUNTING)
+        self.no_accounting = None if self.accounting else f"not installed: one of {', '.join(ACCOUNTING)}"
         try:
             self._munge()
             if self.accounting:
-                self._database()
+                try:
+                    self._database()
+                except (Unavailable, RuntimeError, subprocess.CalledProcessError) as e:  # sacct is one part of it
+                    self.accounting, self.no_accounting = False, f"MariaDB did not start: {_said(e)}"
+                    for name, proc in [p for p in self.procs if p[0] == "mariadbd"]:
+                        stop(proc)
+                        self.procs.remove((name, proc))
             self._config()
             if self.accounting:
                 self._daemon("slurmdbd", "slurmdbd", "-D")
@@ -121,7 +134,7 @@ class OneNodeSlurm:
         data.mkdir()
         subprocess.run([_which("mariadb-install-db"), f"--datadir={data}", "--user=root",
                         "--auth-root-authentication-method=normal", "--skip-test-db"],
-                       capture_output=True, check=True, timeout=120)
+                       capture_output=True, check=True, timeout=120, text=True)
         sock = self.root / "db.sock"
         self._daemon("mariadbd", "mariadbd", "--no-defaults", f"--datadir={data}", f"--socket={sock}",
                      f"--port={self.db_port}", "--bind-address=127.0.0.1", "--user=root",
