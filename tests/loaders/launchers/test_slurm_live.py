@@ -3,8 +3,8 @@ limit, another is cancelled with scancel, and what Slurm wrote about them (the j
 `scontrol show job`, `sacct -P`, the job-completion log) is loaded with `load_incident` and must
 agree: the same job ids, states, ends and events from every source. Skipped with the reason where
 Slurm cannot be installed or started (`make slurm`). The time limit takes a minute and more to
-hit, so the module runs in its own xdist group, beside the rest of the tests, and it is one test:
-one cluster, whatever the scheduler does with groups."""
+hit: the file is one test (one cluster), which the test workers take as a unit (conftest.py's
+scheduler gives each file to one worker), so it waits beside the rest of the tests."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from support.slurm import OneNodeSlurm, Unavailable
 
 import dflash_postmortem as pm
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm-live")]
+pytestmark = pytest.mark.slow
 
 SACCT_FIELDS = "JobID,JobName,State,ExitCode,Start,End,Elapsed,NodeList,Timelimit"
 
