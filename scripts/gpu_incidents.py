@@ -38,6 +38,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+# Every process the scenarios start (the operator's shells take a copy of this environment when
+# the replay module is imported) finds the kit here, installed or not.
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 
 from dflash_postmortem.replay.scenarios import Transcript  # noqa: E402
 from dflash_postmortem.replay.terminal import InteractiveShell  # noqa: E402
@@ -148,7 +151,7 @@ def oom_bashx(r: Recording) -> None:
     (r.dir / "launch.sh").write_text(
         "#!/usr/bin/env bash\n# start the big drafter run\nset -euo pipefail\n"
         f"cd {r.dir}\nRUN=${{1:-big-drafter}}\nexport CUDA_VISIBLE_DEVICES=0\n"
-        f"{TRAIN} --run-name \"$RUN\" --seconds 40 {big} --pid-file run/$RUN.pid\n")
+        f"{TRAIN} --run-name \"$RUN\" --seconds 20 {big} --pid-file run/$RUN.pid\n")
     time.sleep(5)
     r.truth("operator runs the launcher under bash -x; expected: CUDA OOM in start-up")
     op.run("bash -x ./launch.sh big-drafter > logs/launch.log 2>&1; echo exit=$?", timeout=300)
@@ -161,7 +164,7 @@ def oom_bashx(r: Recording) -> None:
     hog_proc.wait(timeout=30)  # reaped, as the shell that started it would
     r.truth("operator relaunches the same launcher under bash -x")
     op.run("bash -x ./launch.sh big-drafter > logs/launch2.log 2>&1; echo exit=$?", timeout=600)
-    r.truth("relaunch returned (trained 40 s and stopped)")
+    r.truth("relaunch returned (trained 20 s and stopped)")
 
 
 def torchrun_halt(r: Recording) -> None:
@@ -172,19 +175,19 @@ def torchrun_halt(r: Recording) -> None:
     torchrun = str(beside) if beside.exists() else shutil.which("torchrun") or f"{sys.executable} -m torch.distributed.run"
     cmd = (f"nohup {torchrun} --nproc-per-node 2 --max-restarts 1 "
            "--log-dir logs/torchrun --tee 3 -m dflash_postmortem.replay.train --run-name ddp-drafter "
-           f"--seconds 600 {r.model} --pg-timeout 45 --inject-hang drafter:150,init:1 --fault-rank 1 "
+           f"--seconds 600 {r.model} --pg-timeout 30 --inject-hang drafter:150,init:1 --fault-rank 1 "
            "> logs/torchrun.log 2>&1 &")
     r.truth("operator starts torchrun (2 ranks, gloo on one GPU); rank 1 is set to stop at its drafter step 150, "
-            "and to hang before joining the process group in attempt 1; process-group timeout 45 s; --max-restarts 1")
+            "and to hang before joining the process group in attempt 1; process-group timeout 30 s; --max-restarts 1")
     op.run(cmd)
-    r.wait_for("logs/torchrun.log", "step 145", 300)
+    r.wait_for("logs/torchrun.log", "step 145", 150)
     r.truth("step 145 logged: rank 1 stops at its step 150, rank 0 waits in the all-reduce")
     time.sleep(20)
     op.run("tail -n 4 logs/torchrun.log")
     op.run("nvidia-smi --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader")
-    r.wait_for("logs/torchrun.log", "attempt 1", 240)
+    r.wait_for("logs/torchrun.log", "attempt 1", 120)
     r.truth("the agent restarted the group (attempt 1 seen)")
-    r.wait_for("logs/torchrun.log", "ChildFailedError", 240)
+    r.wait_for("logs/torchrun.log", "ChildFailedError", 120)
     r.truth("torchrun gave up (ChildFailedError)")
     op.run("tail -n 25 logs/torchrun.log")
     op.run("ps aux | grep [t]orchrun | wc -l")
@@ -203,7 +206,7 @@ def thread_death(r: Recording) -> None:
               "--on-thread-error continue --pid-file run/lone.pid > logs/train.log 2>&1 &")
         r.wait_for("logs/train.log", "Exception in thread", 300)
         r.truth("the drafter thread died (Exception in thread seen in the log)")
-        time.sleep(60)
+        time.sleep(35)
         t.run("date")
         t.run("tail -n 3 logs/train.log")
         t.run("nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv" if r.gpu else "uptime")
@@ -213,7 +216,7 @@ def thread_death(r: Recording) -> None:
         time.sleep(3)
         t.run("date")
         r.truth("operator relaunches without the fault")
-        t.run(f"nohup {TRAIN} --run-name lone-drafter-2 --seconds 40 {r.model} --pid-file run/lone2.pid "
+        t.run(f"nohup {TRAIN} --run-name lone-drafter-2 --seconds 20 {r.model} --pid-file run/lone2.pid "
               "> logs/train2.log 2>&1 &")
         r.wait_for("logs/train2.log", "Training stopped", 300)
         t.run("date")
@@ -240,7 +243,7 @@ n=0
 while true; do
   n=$((n + 1))
   echo "[supervisor] $(date -u '+%F %T') starting attempt $n"
-  {train} --run-name resumable --seconds 45 {model} --checkpoint-dir ckpt --checkpoint-every 50 --resume $fault
+  {train} --run-name resumable --seconds 25 {model} --checkpoint-dir ckpt --checkpoint-every 60 --resume $fault
   rc=$?
   echo "[supervisor] $(date -u '+%F %T') trainer exited with status $rc"
   [ "$rc" -eq 0 ] && break
@@ -257,12 +260,12 @@ def resume_supervisor(r: Recording) -> None:
     op = Transcript(r.dir)
     (r.dir / "supervise.sh").write_text(SUPERVISOR.format(train=TRAIN, model=r.model))
     (r.dir / "supervise.sh").chmod(0o755)
-    r.truth("operator starts the supervisor loop; first attempt raises at drafter step 130, checkpoints every 50 "
+    r.truth("operator starts the supervisor loop; first attempt raises at drafter step 130, checkpoints every 60 "
             "steps; later attempts resume from the newest checkpoint")
     op.run("FIRST_FAULT='--inject-error drafter:130' nohup ./supervise.sh > logs/supervisor.log 2>&1 &")
-    r.wait_for("logs/supervisor.log", "starting attempt 2", 400)
+    r.wait_for("logs/supervisor.log", "starting attempt 2", 120)
     r.truth("the supervisor restarted the trainer (attempt 2)")
-    r.wait_for("logs/supervisor.log", "exited with status 0", 400)
+    r.wait_for("logs/supervisor.log", "exited with status 0", 120)
     r.truth("the resumed run stopped cleanly; the loop ended")
     op.run("ls ckpt; tail -n 3 logs/supervisor.log")
 
@@ -287,12 +290,12 @@ def crash_loop(r: Recording) -> None:
     r.truth(f"operator starts the restart loop with a bad flag ({bad}): each start dies at once")
     # setsid: the loop leads a process group of its own, which the operator then kills whole
     op.run(f"EXTRA='{bad}' setsid nohup ./loop.sh > logs/loop.log 2>&1 & echo $! > run/loop.pid")
-    time.sleep(40)
+    time.sleep(30)
     op.run("tail -n 6 logs/loop.log")
     r.truth("operator stops the loop (kills the loop's process group)")
     op.run("kill -- -$(cat run/loop.pid); sleep 1; ps aux | grep -c [l]oop.sh")
     r.truth("operator starts the trainer right, by hand")
-    op.run(f"nohup {TRAIN} --run-name looped-fixed --seconds 30 {r.model} > logs/train_fixed.log 2>&1 &")
+    op.run(f"nohup {TRAIN} --run-name looped-fixed --seconds 20 {r.model} > logs/train_fixed.log 2>&1 &")
     r.wait_for("logs/train_fixed.log", "Training stopped", 300)
     r.truth("the fixed run trained and stopped")
 
@@ -302,7 +305,7 @@ def alternating(r: Recording) -> None:
     r.ps_loop()
     op = Transcript(r.dir)
     r.truth("a healthy run with two drafter threads, each writing its own step lines and rate")
-    op.run(f"nohup {TRAIN} --run-name two-threads --seconds 60 {r.model} --drafter-threads 2 --log-per-thread "
+    op.run(f"nohup {TRAIN} --run-name two-threads --seconds 30 {r.model} --drafter-threads 2 --log-per-thread "
            "> logs/train.log 2>&1 &")
     r.wait_for("logs/train.log", "Training stopped", 400)
     r.truth("the run stopped cleanly")
@@ -312,11 +315,11 @@ def clean_relaunch(r: Recording) -> None:
     r.smi_stream()
     r.smi_apps()
     op = Transcript(r.dir)
-    r.truth("by hand in a shell: a run that stops by itself after 40 s")
-    op.run(f"{TRAIN} --run-name steady --seconds 40 {r.model} > logs/steady.log 2>&1; echo exit=$?", timeout=600)
+    r.truth("by hand in a shell: a run that stops by itself after 25 s")
+    op.run(f"{TRAIN} --run-name steady --seconds 25 {r.model} > logs/steady.log 2>&1; echo exit=$?", timeout=600)
     r.truth("first run ended; the operator relaunches it the same way")
     time.sleep(8)
-    op.run(f"{TRAIN} --run-name steady --seconds 40 {r.model} > logs/steady2.log 2>&1; echo exit=$?", timeout=600)
+    op.run(f"{TRAIN} --run-name steady --seconds 25 {r.model} > logs/steady2.log 2>&1; echo exit=$?", timeout=600)
     r.truth("second run ended")
 
 
@@ -336,7 +339,6 @@ def main() -> int:
     args = p.parse_args()
     root = Path(args.root)
     root.mkdir(parents=True, exist_ok=True)
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     for name in args.scenarios:
         r = Recording(root, f"h200-1gpu-{name}", gpu=not args.cpu)
@@ -349,7 +351,8 @@ def main() -> int:
             r.finish()
         if args.out:
             with tarfile.open(Path(args.out) / f"{r.name}.tgz", "w:gz") as tar:
-                tar.add(r.dir, arcname=r.name)
+                # checkpoints are the trainer's state, not evidence (and hundreds of MB each)
+                tar.add(r.dir, arcname=r.name, filter=lambda t: None if t.name.endswith(".pt") else t)
                 tar.add(r.truth_path, arcname=f"{r.name}.truth")
     return 0
 

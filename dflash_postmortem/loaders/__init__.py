@@ -11,12 +11,15 @@ from . import (  # noqa: F401  (importing registers each family's formats)
     training_log,
     ps_snapshots,
     replay_results,
-    transcript,
+    transcript,  # reads container answers in sessions: importing it registers `containers` first
+    containers,
     kernel_log,
+    systemd_journal,
     wandb,
     prometheus,
     metric_files,
     gpu_monitors,
+    source_code,
 )
 # isort: on
 from .registry import FORMATS, Format, LoadContext, register, sniff

@@ -182,3 +182,38 @@ def parse_date_line(text: str) -> WallClock | None:
     if not all(_DATE_WORD.match(w) or w.rstrip(".,").lower() in MONTHS for w in words):
         return None
     return parse_wall_clock(text)
+
+
+# -- relative ages ------------------------------------------------------------------------------
+# How long ago something happened, as tools print it relative to the moment they ran:
+#   kubectl   2m3s  5m  19h  2d3h  44s  3m (x4 over 10m)  <invalid>  <unknown>
+#   docker    5 minutes ago  About an hour ago  Less than a second ago  Up 2 hours  3 weeks ago
+#   systemd   5min ago  1h 2min ago  2 days ago  1 weeks 2 days ago  1min 3s ago  2 months 3 days ago
+_AGE_UNITS = {
+    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "mins": 60, "minute": 60,
+    "minutes": 60, "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400,
+    "days": 86400, "w": 604800, "week": 604800, "weeks": 604800, "month": 2629800, "months": 2629800,
+    "y": 31557600, "year": 31557600, "years": 31557600, "ms": 0.001, "us": 1e-6, "µs": 1e-6,
+}
+# docker's words for an amount (go-units HumanDuration): `About an hour`, `Less than a second`.
+_AGE_WORDS = {"less than a second": 0.5, "about a minute": 60, "about an hour": 3600, "a minute": 60, "an hour": 3600}
+_AGE_PART = re.compile(r"(?P<n>\d+(?:\.\d+)?)\s?(?P<unit>[a-zµ]+)")
+_AGE_WHOLE = re.compile(r"^(?:\d+(?:\.\d+)?\s?[a-zµ]+\s?)+$")
+
+
+def parse_age(text: str) -> float | None:
+    """Seconds in a relative age (see the forms above; a leading `Up ` and a trailing ` ago` are
+    read too); None for `<invalid>`, `<unknown>` and anything else."""
+    s = " ".join(text.strip().lower().split())
+    s = s.removeprefix("up ").removesuffix(" ago").strip()
+    if s in _AGE_WORDS:
+        return float(_AGE_WORDS[s])
+    if not s or not _AGE_WHOLE.match(s):
+        return None
+    total = 0.0
+    for m in _AGE_PART.finditer(s):
+        unit = _AGE_UNITS.get(m["unit"])
+        if unit is None:
+            return None
+        total += float(m["n"]) * unit
+    return total

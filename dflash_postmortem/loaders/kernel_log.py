@@ -20,14 +20,23 @@ from .transcript import process_control
 from .transcript.shell_transcript import load_transcript
 
 FORMAT = "kernel-log"
-_KERNEL_KINDS = {"oom_kill", "oom_chosen", "oom_invoked", "oom_reaped", "xid", "gpu_lost"}
+_KERNEL_KINDS = {"oom_kill", "oom_chosen", "oom_invoked", "oom_reaped", "oom_memcg", "xid", "gpu_lost"}
+
+
+def pasted_lines(head: bytes) -> list[str]:
+    """The non-blank lines of a paste as the terminal showed them; none when a prompt with a
+    command is among them (a session is a transcript: it reads these lines too)."""
+    text = head.decode("utf-8", "replace").removeprefix("\ufeff")
+    lines = [s for s in (screen_text(ln) for ln in text.split("\n")[:400]) if s.strip()]
+    if any(p is not None and p.command and not p.trace_depth for p in map(match_prompt, lines)):
+        return []
+    return lines
 
 
 def sniff_kernel_log(path: Path, head: bytes) -> float:
-    text = head.decode("utf-8", "replace").removeprefix("\ufeff")
-    lines = [s for s in (screen_text(ln) for ln in text.split("\n")[:400]) if s.strip()]
-    if not lines or any(p is not None and p.command and not p.trace_depth for p in map(match_prompt, lines)):
-        return 0.0  # a session with prompts is a transcript: it reads these lines too
+    lines = pasted_lines(head)
+    if not lines:
+        return 0.0
     facts = [f for f in map(process_control.read_line, lines) if f is not None and f["kind"] in _KERNEL_KINDS]
     if not facts:
         return 0.0

@@ -353,15 +353,38 @@ def _snapshot_time(s: str, snap, ctx: LoadContext, rep) -> tuple[bool, object]:
             return True, value.utc()
         rep.assume(align.zone_assumption(ctx.timezone))
         return True, _local(value.naive, ctx.timezone)
-    date = ctx.date or (snap.tz_convert(ctx.timezone).date() if snap is not None else None)
+    if snap is not None:
+        date, source = snap.tz_convert(ctx.timezone).date(), "an earlier snapshot"
+    else:
+        date, source = _day_of(value, ctx)
     if date is None:
         rep.assume("snapshot gives only a time of day and no date is known: snapshot has no time")
         return True, None
-    rep.assume(f"snapshot gives only time of day: date {date} taken from {'the incident' if ctx.date else 'an earlier snapshot'}")
+    rep.assume(f"snapshot gives only time of day: date {date} taken from {source}")
     t = _local(pd.Timestamp(f"{date} {value}"), ctx.timezone)
     if snap is not None and t is not None and t < snap - pd.Timedelta(hours=1):
         t += pd.Timedelta(days=1)  # past midnight since the snapshot the date came from
     return True, t
+
+
+def _day_of(time_of_day: str, ctx: LoadContext) -> tuple[dt.date | None, str]:
+    """The date of a listing's first time of day (top's header): the incident's date where
+    incident.toml gives it; else, when other sources are loaded (phase 1), the day of their span
+    on which that time falls within it (their first day if on none); else the date given."""
+    if ctx.config is not None and ctx.config.date is not None:
+        return ctx.config.date, "the incident's date (incident.toml)"
+    first, last = ctx.known.span() if ctx.known is not None else (None, None)
+    if first is None:
+        return ctx.date, "the incident's date"
+    lo, hi = first.tz_convert(ctx.timezone), last.tz_convert(ctx.timezone)
+    day = lo.date()
+    while day <= hi.date() and (day - lo.date()).days < 31:
+        t = _local(pd.Timestamp(f"{day} {time_of_day}"), ctx.timezone)
+        if t is not None and first - pd.Timedelta(hours=1) <= t <= last + pd.Timedelta(hours=1):
+            return day, f"the other sources' times ({first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC)"
+        day += dt.timedelta(days=1)
+    return lo.date(), f"the other sources' first day (their times, {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC, " \
+                      "do not include this time of day)"
 
 
 def _local(naive: pd.Timestamp, tz: str):
@@ -568,23 +591,42 @@ def _rows_for_command_columns(lines: list[str]) -> int:
     return n
 
 
+def sniff_top(path: Path, head: bytes) -> float:
+    """`top -b` whose snapshots state only a time of day (its header): dated from the other sources,
+    so read after them (phase 1). A listing with dated snapshots is read as any other."""
+    lines = [screen_text(ln).strip() for ln in head.decode("utf-8", "replace").splitlines()[:300]]
+    marks = [m for m in (_snapshot_mark(ln) for ln in lines if ln) if m is not None]
+    if not any(_TOP.match(ln) for ln in lines) or any(kind != "clock" for kind, _ in marks):
+        return 0.0
+    score = sniff_ps(path, head)
+    return score + 0.02 if score >= 0.8 else 0.0
+
+
 @registry.format(
     "ps-snapshots", sniff=sniff_ps,
     doc="ps aux / -ef / -eo ... / --forest / BusyBox / macOS, top -b: single or repeated snapshots",
 )
-def load_ps(path: Path, ctx: LoadContext):
+def load_ps(path: Path, ctx: LoadContext, fmt: str = "ps-snapshots"):
     path = Path(path)
-    rep = ctx.report(path, "ps-snapshots")
+    rep = ctx.report(path, fmt)
     try:
         text = path.read_bytes().decode("utf-8", "replace")
     except OSError as e:
-        raise SourceFormatError(path, None, "a readable file", str(e), fmt="ps-snapshots") from e
+        raise SourceFormatError(path, None, "a readable file", str(e), fmt=fmt) from e
     lines = text.splitlines()
     rep.read = len(lines)
     rows, n_snaps = read_listing(lines, 1, None, ctx, rep)
     if n_snaps == 0:
         rep.assume("no snapshot time in file: first_seen and last_seen are empty")
     return from_frames(rep, processes=lifetimes(rows, rep.path, ctx, rep))
+
+
+@registry.format(
+    "top-batch", sniff=sniff_top, phase=1,
+    doc="top -b whose snapshots give only a time of day: dated from the incident's date or the other sources' times",
+)
+def load_top(path: Path, ctx: LoadContext):
+    return load_ps(path, ctx, fmt="top-batch")
 
 
 # Programs that exec the command after them, keeping the PID: `setsid nohup python train.py`
@@ -659,13 +701,16 @@ def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep) -> pd.DataFr
         named = df.loc[~bare].drop_duplicates("pid").set_index("pid")["command"]
         df.loc[bare, "command"] = df.loc[bare, "pid"].map(named).fillna("")
     _fold_exec_chains(df, rep)
+    # A zombie (state Z, `<defunct>`) has ended: it is listed until its parent reaps it.
+    df["running"] = df["snap"].where(~df["state"].fillna("").astype(str).str.startswith("Z"))
     g = df.groupby(["pid", "command"], sort=False, dropna=False)
     out = g.agg(
         ppid=("ppid", "last"), pgid=("pgid", "last"), sid=("sid", "last"), user=("user", "last"),
         first_seen=("snap", "min"), last_seen=("snap", "max"), started=("started", "min"),
         # how far `started` may be from the true start: 1 s (ELAPSED, LSTART), 60 s (START 05:20)
         started_within_s=("started_within_s", "min"),
-        state=("state", "last"), snapshots=("line", "size"), cpu_pct_max=("cpu_pct", "max"),
+        state=("state", "last"), last_running=("running", "max"), snapshots=("line", "size"),
+        cpu_pct_max=("cpu_pct", "max"),
         rss_kib_max=("rss_kib", "max"), line=("line", "first"),
     ).reset_index()
     if "files" in df:  # fuser -v: the files each process held (its GPU device nodes)

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import SourceFormatError
 
 _OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
 _CSI = re.compile(r"\x1b\[(?P<args>[0-?]*)[ -/]*(?P<final>[@-~])")
@@ -114,3 +117,18 @@ def match_script_mark(line: str) -> ScriptMark | None:
     cmd = _SCRIPT_COMMAND.search(info)
     return ScriptMark(m["what"] == "started", m["when"], cmd["cmd"] if cmd else None,
                       int(code["code"]) if code else None)
+
+
+def read_lines(path: Path, fmt: str) -> list[str]:
+    """The file's lines (LF, CRLF, or CR alone), a UTF-8 BOM dropped; unreadable -> SourceFormatError."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as e:
+        raise SourceFormatError(path, None, "a readable file", f"{type(e).__name__}: {e.strerror or e}", fmt=fmt) from e
+    text = raw.decode("utf-8", "replace").removeprefix("\ufeff")
+    if "\n" not in text and "\r" in text:
+        text = text.replace("\r", "\n")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines

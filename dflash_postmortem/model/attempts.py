@@ -30,7 +30,15 @@ from pathlib import PurePosixPath
 import numpy as np
 import pandas as pd
 
-from ..commands import invocation, is_wrapper_process, log_target, parse_launch
+from ..commands import (
+    command_name,
+    invocation,
+    is_wrapper_process,
+    log_target,
+    parse_launch,
+    shell_words,
+    simple_commands,
+)
 from ..incident import Incident
 from ..schema import TOK_PER_S
 from . import computed
@@ -102,8 +110,8 @@ class _Assembly:
     def __init__(self, inc: Incident):
         self.inc = inc
         self.found: list[_Attempt] = []
-        # Processes that joined no start: an attempt of their own once a log or GPU memory shows
-        # they trained or tried to (a python process that is neither is not a start of training).
+        # Processes that joined no start: an attempt of their own once a log shows they trained
+        # or tried to (a python process that writes none is not a start of training).
         self.orphans: list[_Attempt] = []
         ev = inc.events
         self.ev = ev
@@ -115,8 +123,9 @@ class _Assembly:
         self._launcher_attempts()
         self._processes()
         self._logs()
-        held = set(self.inc.gpu_processes["pid"].dropna().astype(int))
-        self.found += [a for a in self.orphans if a.sources or a.pids & held]
+        # A process that wrote no log is not a start of training: a leftover job holding a GPU,
+        # a driver script, a tool. It stays in the evidence (the findings cite GPU holders).
+        self.found += [a for a in self.orphans if a.sources]
         self._runs()
         return self._frame()
 
@@ -153,6 +162,7 @@ class _Assembly:
 
     def _describe(self, a: _Attempt, command: str, log_path: str | None) -> None:
         script, flags = invocation(command)
+        script = script or _script_run(command)
         a.command, a.script, a.flags = command, script, flags
         a.log_path = (log_path or "").strip("'\"") or log_target(command)
         run = flags.get("--run-name") or flags.get("--run_name")
@@ -204,7 +214,7 @@ class _Assembly:
         start, within = p["start"], pd.Timedelta(seconds=float(p["within"]))
         seen = p["first_seen"] if pd.notna(p.get("first_seen")) else None
         made = [a for a in self.found if a.command and (a.launch_ref or a.job is not None)
-                and start - WRAPPER_DELAY <= a.start <= start + within + pd.Timedelta(seconds=5)
+                and start - WRAPPER_DELAY <= a.start <= start + within + pd.Timedelta(seconds=1)
                 and (seen is None or a.start <= seen + pd.Timedelta(seconds=1))
                 and _same_program(a, str(p["command"]))]
         if made:
@@ -226,12 +236,18 @@ class _Assembly:
     def _logs(self) -> None:
         """Each log source's start-up sequences join the attempt that wrote them."""
         for source, starts in _log_starts(self.inc).items():
-            for when, ref, rank, job, n, pid in starts:
-                owner = self._log_owner(source, when, rank, job, n, pid)
+            first = None
+            for when, ref, rank, job, n, pid, run in starts:
+                owner = self._log_owner(source, when, rank, job, n, pid, run)
                 if owner is None:
                     owner = _Attempt(when, "unknown", 0.0, ref)
                     owner.job, owner.job_attempt = job, n
                     self.found.append(owner)
+                if first is None:
+                    first = owner
+                elif owner is not first and owner.by == "unknown" and first.script and first.script.endswith(".sh"):
+                    # A later start in the log a wrapper script writes to: the script restarted it.
+                    owner.by = "supervisor"
                 owner.consider_start(when, 0.0, ref)
                 owner.sources.setdefault(source, when)
                 if rank is not None:
@@ -239,7 +255,7 @@ class _Assembly:
                 if pid is not None:
                     owner.pids.add(pid)
 
-    def _log_owner(self, source: str, when, rank, job, n, pid) -> _Attempt | None:
+    def _log_owner(self, source: str, when, rank, job, n, pid, run) -> _Attempt | None:
         name = PurePosixPath(source).name
         if job is not None:
             hit = next((a for a in self.found if a.job == job and a.job_attempt == n), None)
@@ -256,6 +272,8 @@ class _Assembly:
             return max(named, key=lambda a: a.start)
         # the attempt whose process was alive when the line was written, and started before it
         alive = [a for a in self.found + self.orphans if a.pids and self._alive_at(a, when) and not a.sources]
+        if run is not None and len(alive) > 1:
+            alive = [a for a in alive if run in a.runs] or alive
         if len(alive) == 1:
             return alive[0]
         # a start typed just before, with no log of its own yet
@@ -267,7 +285,7 @@ class _Assembly:
         mine = self.procs[self.procs["pid"].isin(a.pids)]
         if mine.empty:
             return False
-        return bool(((mine["start"] <= when + pd.Timedelta(seconds=5)) & (mine["last_seen"] >= when - LOG_SLACK)).any())
+        return bool(((mine["start"] <= when + pd.Timedelta(seconds=5)) & (mine["alive_until"] >= when - LOG_SLACK)).any())
 
     def _runs(self) -> None:
         """Each run the metrics name joins the attempt whose log wrote it, else a start of its own
@@ -301,6 +319,7 @@ class _Assembly:
                                               if source in other and other[source] > begin), default=None))
                          for source, begin in mine.items()}
         self.owned = {s for a in found for s in a.sources}
+        _jobs(found)
         rows = []
         for i, a in enumerate(found, 1):
             rows.append(self._row(i, a))
@@ -318,9 +337,9 @@ class _Assembly:
         gp = inc.gpu_processes[inc.gpu_processes["pid"].isin(a.pids)] if a.pids else inc.gpu_processes.iloc[:0]
         procs = self.procs[self.procs["pid"].isin(a.pids)]
         lives = [x for x in (_last(rows, "time"), _last(gp, "time")) if x is not None]
-        if len(procs):
-            p = procs.loc[procs["last_seen"].idxmax()]
-            lives.append((p["last_seen"], _text(p.get("ref"))))
+        if len(procs) and procs["alive_until"].notna().any():
+            p = procs.loc[procs["alive_until"].idxmax()]
+            lives.append((p["alive_until"], _text(p.get("ref"))))
         last_alive, last_ref = max(lives, key=lambda x: x[0]) if lives else (a.start, a.start_ref)
         end = _end(inc, a, parts, last_alive)
         ranks = set(a.ranks) | {int(x) for x in _col(rows, "rank").dropna()}
@@ -337,6 +356,35 @@ class _Assembly:
             "first_step_ref": None if first is None else _ref(first),
             "last_alive": last_alive, "last_alive_ref": last_ref, **end,
         }
+
+
+def _jobs(found: list[_Attempt]) -> None:
+    """Attempts of one job: a launcher's job id where the evidence gives one; else attempts tied
+    by a run name, a log they both write, or the checkpoints one resumes from another's (a relaunch
+    by hand with nothing in common is a job of its own). Such a job is named for its first attempt."""
+    parent = list(range(len(found)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    seen: dict[tuple, int] = {}
+    for i, a in enumerate(found):
+        keys = [("run", r) for r in a.runs] + [("log", src) for src in a.sources]
+        ckpt = a.flags.get("--checkpoint-dir") or a.flags.get("--checkpoint_dir") or a.flags.get("--output_dir")
+        keys += [("ckpt", ckpt)] if ckpt else []
+        keys += [("job", a.job)] if a.job is not None else []
+        for k in keys:
+            if k in seen:
+                parent[root(i)] = root(seen[k])
+            else:
+                seen[k] = i
+    for i, a in enumerate(found):
+        if a.job is None:
+            head = found[root(i)]
+            a.job = head.job if head.job is not None else f"job {found.index(head) + 1}"
 
 
 def _first(s: pd.Series):
@@ -357,6 +405,19 @@ def _ref(row: pd.Series) -> str | None:
         return row["ref"]
     if pd.notna(row.get("line")) and isinstance(row.get("source"), str):
         return f"{row['source']}:{int(row['line'])}"
+    return None
+
+
+def _script_run(command: str) -> str | None:
+    """The script a shell command runs (`bash -x ./launch.sh x > log`: launch.sh), where it runs one."""
+    for words, _ in simple_commands(shell_words(command)):
+        name = command_name(words)
+        if name in ("bash", "sh", "zsh", "dash"):
+            rest = [w for w in words[words.index(next(w for w in words if w.rsplit("/", 1)[-1] == name)) + 1:]
+                    if not w.startswith("-")]
+            name = rest[0].rsplit("/", 1)[-1] if rest else name
+        if name.endswith((".sh", ".py")):
+            return name
     return None
 
 
@@ -384,8 +445,9 @@ def _same_program(a: _Attempt, command: str) -> bool:
     if a.runs:
         return run in a.runs
     if a.script and a.script.endswith(".sh"):
+        # A wrapper script starts the trainer its way: what it passed on must not contradict it.
         given = {k: v for k, v in a.flags.items() if k.startswith("--")}
-        return bool(given) and sum(flags.get(k) == v for k, v in given.items()) * 2 >= len(given)
+        return script is not None and sum(flags.get(k) == v for k, v in given.items()) * 2 >= len(given)
     wanted = {a.script} | ({a.flags.get("-m")} if a.flags.get("-m") else set())
     tail = re.findall(r"(?:-m\s+|\s)([\w./-]+\.py|[\w]+(?:\.[\w]+)+)\b", a.command)
     wanted |= {PurePosixPath(t).name for t in tail}
@@ -407,19 +469,21 @@ def _trainer_processes(procs: pd.DataFrame) -> pd.DataFrame:
     # No start time: the first listing that shows it, as late as the listing's interval allows.
     out["start"] = started.fillna(out["first_seen"])
     out["within"] = np.where(started.notna(), within.fillna(60.0), 60.0)
+    # until when it ran: a zombie (`<defunct>`) is listed after its end, until it is reaped
+    out["alive_until"] = _col(out, "last_running").fillna(out["last_seen"]) if "last_running" in out else out["last_seen"]
     return out.dropna(subset=["start"])
 
 
 def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
     """Each log source's starts: its first row, and each start-up sequence that begins after the
     source said its trainer ended (a restart loop appending to one log). (time, ref, rank, job,
-    attempt, pid) each, per rank where rows carry one."""
+    attempt, pid, run) each, per rank where rows carry one."""
     ev, m = inc.events, inc.metrics
     parts = []
     for df in (m, ev):
         if df.empty:
             continue
-        cols = ["source", "time", "rank", "job", "attempt"]
+        cols = ["source", "time", "rank", "job", "attempt", "run"]
         part = df[[c for c in cols if c in df.columns]].copy()
         part["kind"] = df["kind"] if "kind" in df.columns else "metric"
         part["pid"] = _col(df, "pid")
@@ -453,7 +517,7 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
             r = g.iloc[i]
             out.setdefault(source, []).append((
                 r["time"], r["ref"], None if rank == -1 else int(rank), _text(r.get("job")),
-                _num(r.get("attempt")), _num(r.get("pid"))))
+                _num(r.get("attempt")), _num(r.get("pid")), _text(r.get("run"))))
     for source in out:
         out[source].sort(key=lambda x: x[0])
     return out

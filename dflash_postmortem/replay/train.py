@@ -288,9 +288,8 @@ def train(cfg: ReplayConfig, stream=None) -> int:
         # Every drafter replica starts from the saved one; step numbers go on from its step, so
         # the steps after it that the last run had done are done again.
         state = torch.load(saved, map_location="cpu")
-        for _, drafter, opt in drafters:
-            drafter.load_state_dict(state["drafter"])
-            opt.load_state_dict(state["optimizer"])
+        for _, drafter, _ in drafters:
+            drafter.load_state_dict(state["drafter"], strict=False)  # the frozen parts come from the target
         first_step = state["step"]
         log.info(f"Resumed from checkpoint {saved} at step {first_step}")
     elif cfg.resume:
@@ -363,7 +362,10 @@ def train(cfg: ReplayConfig, stream=None) -> int:
             done = meter.completed(ids.numel(), ranks.mean(loss.item(), device), thread=i)
             if cfg.checkpoint_every and done % cfg.checkpoint_every == 0 and i == 0 and ranks.rank == 0:
                 path = Path(cfg.checkpoint_dir) / f"step_{done}.pt"
-                torch.save({"step": done, "drafter": drafter.state_dict(), "optimizer": opt.state_dict()}, path)
+                # the trainable weights only: the frozen embedding and head are the target's
+                trainable = {n for n, p in drafter.named_parameters() if p.requires_grad}
+                torch.save({"step": done, "drafter": {k: v for k, v in drafter.state_dict().items() if k in trainable}},
+                           path)
                 log.info(f"Saved checkpoint at step {done}: {path}")
 
     threads = [threading.Thread(target=target_worker, args=(i, target_devs[i % len(target_devs)]),

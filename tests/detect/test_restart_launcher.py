@@ -77,7 +77,7 @@ def test_an_untimed_log_is_dated_from_the_launch_that_wrote_it(launched):
     tb = inc.events[inc.events["kind"] == "traceback"]
     assert len(tb) == 1 and tb["time"].iloc[0] == launch["time"].iloc[0]
     rep = next(f for f in inc.load_report.files if f.path == "logs/train_crash.log")
-    assert any(a.startswith("dated afterwards: no line has a timestamp, so its 2 rows are placed at the launch "
+    assert any(a.startswith("dated afterwards: no line has a timestamp, so its 3 rows are placed at the launch "
                             "that wrote the file (operator.log:4,") for a in rep.assumptions)
     assert found[found["kind"] == "slow_start"].empty  # the launcher saw it exit: not slow
 

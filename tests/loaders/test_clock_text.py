@@ -42,3 +42,16 @@ def test_a_listing_row_is_not_a_date_line():
 def test_month_number_reads_the_locales_abbreviations(word, month):
     from dflash_postmortem.loaders.clock_text import month_number
     assert month_number(word) == month
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("2m3s", 123.0), ("5m", 300.0), ("19h", 68400.0), ("2d3h", 183600.0), ("44s", 44.0),  # kubectl
+    ("5 minutes ago", 300.0), ("About an hour ago", 3600.0), ("Less than a second ago", 0.5),  # docker
+    ("Up 2 hours", 7200.0), ("Up About a minute", 60.0), ("3 weeks ago", 1814400.0),
+    ("5min ago", 300.0), ("1h 2min ago", 3720.0), ("1 weeks 2 days ago", 777600.0),  # systemd
+    ("<invalid>", None), ("<unknown>", None), ("Created", None), ("5 parsecs", None),
+])
+def test_relative_ages(text, seconds):
+    from dflash_postmortem.loaders.clock_text import parse_age
+
+    assert parse_age(text) == seconds

@@ -13,12 +13,16 @@ from dflash_postmortem.loaders.wandb import export
 ORDER = [
     "nvidia-smi-query-csv", "nvidia-smi-table", "nvidia-smi-dmon", "nvidia-smi-pmon", "nvidia-smi-q",
     "nvidia-smi-xml", "nvidia-smi-list", "nvidia-smi-error", "nvml-recording", "nvidia-smi-topo", "pid-file",
-    "flight-recorder", "slurm-sacct", "slurm-squeue", "slurm-job-records", "torchelastic-error-file", "training-log",
-    "ps-snapshots", "replay-ab-results", "shell-transcript", "kernel-log", "wandb-chart-csv",
+    "flight-recorder", "slurm-sacct", "slurm-squeue", "slurm-job-records", "torchelastic-error-file",
+    "training-log", "ps-snapshots", "top-batch", "replay-ab-results",
+    # the transcript reads container answers: importing it registers the container formats first
+    "docker-events", "docker-inspect", "docker-ps", "kubectl-describe-pod", "kubectl-events", "kubectl-pod-document",
+    "shell-transcript", "kernel-log", "systemd-journal", "wandb-chart-csv",
     "wandb-runs-table", "wandb-history-csv", "wandb-summary", "wandb-metadata", "wandb-config",
     "pip-requirements", "console-text", "wandb-events-jsonl", "wandb-history-jsonl", "wandb-debug-log",
     "wandb-terminal", "wandb-log", "wandb-run", "wandb-bookkeeping", "prometheus-text", "prometheus-tsdb-dump",
     "hf-trainer-state", "lightning-csv", "mlflow-experiment", "mlflow-run", "tensorboard-events", "gpustat", "nvitop",
+    "source-code",
 ]
 
 
@@ -31,7 +35,8 @@ def test_each_format_is_its_loader_s_decorator():
         assert fmt.load.__module__.startswith("dflash_postmortem.loaders."), fmt.name
         assert fmt.doc and callable(fmt.sniff), fmt.name
     phase1 = {n for n, f in registry.FORMATS.items() if f.phase == 1}
-    assert phase1 == {"nvidia-smi-dmon", "nvidia-smi-pmon", "pid-file", "shell-transcript", "kernel-log"}
+    assert phase1 == {"nvidia-smi-dmon", "nvidia-smi-pmon", "pid-file", "shell-transcript", "kernel-log",
+                      "systemd-journal", "top-batch"}
     assert [n for n, f in registry.FORMATS.items() if f.folder] == ["wandb-run", "mlflow-run"]
 
 

@@ -16,3 +16,12 @@ def smi_stream_only(folder: Path, bundled_dir: Path) -> pm.Incident:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the load report lists what was assumed
         return pm.load_incident(folder)
+
+
+def load_written(folder: Path, name: str, text: str) -> pm.Incident:
+    """`text` written as the file `name` in `folder`, and the folder loaded (warnings about bad
+    lines silenced: the tests read the load report)."""
+    (folder / name).write_text(text, encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.load_incident(folder)

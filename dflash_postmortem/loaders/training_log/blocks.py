@@ -30,7 +30,6 @@ class TracebackBlock:
         self.where = where  # stamp, line, run, pid, rank of the first line
         self.cut = cut  # width of a per-line `[time] tag || ` prefix before the traceback's text
         self.lines = [first]
-        self.last_line = where.get("line")  # the line number of the last line taken
         self.thread = thread
         self.heads = 1
         self.awaiting = thread is not None  # the header was read: its traceback comes next
@@ -44,19 +43,11 @@ class TracebackBlock:
             self.lines.append(text.strip())
             self.awaiting = False
             self.heads += 1
-            self.last_line = lineno
             return TAKE
         self.lines.append(text)
-        self.last_line = lineno
         if text[:1] in (" ", "\t") or (not text.strip() and len(self.lines) == self.heads + 1):
             return TAKE
         return TAKE_LAST
-
-    @property
-    def exception(self) -> str | None:
-        """The exception line a complete traceback ends with (`RuntimeError: ... Timed out`)."""
-        last = self.lines[-1].strip() if len(self.lines) > self.heads else ""
-        return last if _EXCEPTION.match(last) else None
 
     def events(self, truncated: bool) -> list[dict]:
         text = "\n".join(self.lines[:MAX_TRACEBACK_LINES])
@@ -132,3 +123,49 @@ class FailureTable:
         elif ev.get("exit_code") is not None and ev["exit_code"] < 0:
             ev["signal"] = lp.EVENT_GROUPS["signo"][1](str(ev["exit_code"]))
         return ev
+
+
+class FaulthandlerBlock:
+    """faulthandler's dump (`Fatal Python error: Segmentation fault`, a `Timeout (0:05:00)!`, or
+    a dump on a registered signal): its thread headers and frames, Python 3.12's extension modules.
+    One event: `signal` naming the fatal signal, else `traceback`; `threads` counts the stacks and
+    `frames` keeps each thread's most recent frame."""
+
+    def __init__(self, first: str, head: re.Match, **where):
+        self.where = where
+        self.lines = [first]
+        self.fatal = head["fatal"]
+        self.timeout = head["timeout"]
+        self.stacks: list[tuple[str, bool, list[str]]] = []  # (thread id, current, frames)
+        if head["tid"] or first.startswith("Stack "):
+            self.stacks.append((head["tid"] or "", bool(head["current"]), []))
+
+    def feed(self, text: str, lineno: int) -> str:
+        if not text.strip():
+            self.lines.append("")
+            return TAKE
+        m = lp.FAULTHANDLER_THREAD.match(text.strip())
+        if m:
+            self.stacks.append((m["tid"] or "", bool(m["current"]), []))
+        elif lp.FAULTHANDLER_FRAME.match(text) and self.stacks:
+            f = lp.FAULTHANDLER_FRAME.match(text)
+            if f["file"]:
+                self.stacks[-1][2].append(f"{f['file']}:{f['line']} in {f['func']}")
+        elif not lp.FAULTHANDLER_TAIL.match(text.strip()):
+            return NOT_MINE
+        self.lines.append(text.rstrip())
+        return TAKE
+
+    def events(self, truncated: bool) -> list[dict]:
+        while self.lines and not self.lines[-1]:
+            self.lines.pop()  # blank lines after the dump belong to nobody
+        signal = lp.FAULTHANDLER_SIGNALS.get((self.fatal or "").strip())
+        top = [f"{'current ' if cur else ''}thread {tid}: {frames[0]}".replace("thread : ", "stack: ")
+               for tid, cur, frames in self.stacks if frames]
+        text = "\n".join(self.lines)
+        if truncated:
+            text += "\n[dump cut off: the file ends here]"
+        return [dict(self.where, kind="signal" if signal else "traceback", pattern="faulthandler",
+                     message=text[: MAX_EVENT_CHARS * 4], lines=len(self.lines), signal=signal,
+                     fatal_error=self.fatal, timeout=self.timeout, threads=len(self.stacks),
+                     frames="; ".join(top) or None)]

@@ -429,14 +429,16 @@ EVENT_GROUPS: dict[str, tuple[str, Callable]] = {
     "world": ("world_size", integer), "addr": ("address", str), "reason": ("reason", str),
     "job": ("job", str), "granted": ("job", str), "step": ("step", str),
     "stepd_host": ("host", str), "attempt": ("attempt", integer), "task": ("rank", integer),
-    "tasks": ("tasks", str), "at": ("at", str), "error_file": ("error_file", str), "log_dir": ("log_dir", str), "left": ("restarts_left", integer),
+    "tasks": ("tasks", str), "at": ("at", str), "error_file": ("error_file", str), "log_dir": ("log_dir", str),
+    "left": ("restarts_left", integer),
     "max_restarts": ("max_restarts", integer), "count": ("count", integer),
     "task_signal": ("signal", lambda text: STATUS_SIGNALS.get(text.lower())),
+    "cuda_error": ("cuda_error", str), "signal_word": ("signal", lambda w: FAULTHANDLER_SIGNALS.get(w)),
 }
 # Columns some events carry beyond the canonical ones; integers are kept as nullable Int64.
 EVENT_INT_COLUMNS = ("pid", "exit_code", "rank", "lines", "local_rank", "group_rank", "seq", "timeout_ms",
                      "ran_ms", "gpu", "nranks", "nccl_code", "attempt", "clients_joined", "world_size",
-                     "restarts_left", "max_restarts", "count")
+                     "restarts_left", "max_restarts", "count", "threads")
 
 
 @dataclass(frozen=True)
@@ -476,6 +478,50 @@ _STATUS_WORDS = "|".join(sorted((re.escape(w) for w in STATUS_SIGNALS if w != "k
 
 # srun's word on a task (its Slurm task id is its rank) or a range of them
 _SRUN_TASKS = r"^srun: error: (?P<host>[\w.-]+): (?:task (?P<task>\d+)|tasks (?P<tasks>[\d,-]+)): "
+
+# -- process deaths: CUDA errors, faulthandler dumps (kept apart: other families add patterns above) --
+# `CUDA error: an illegal memory access was encountered`, `... device-side assert triggered`, in a
+# traceback's exception line, c10's glog line or a watchdog's message (`CUDA error: out of memory`
+# is an OOM: the oom patterns come first); the shell's report of a death by signal written into a
+# redirected log (`Segmentation fault (core dumped)`).
+PROCESS_DEATH_PATTERNS: tuple[EventPattern, ...] = (
+    _event("signal", "shell_signal_report", ("Segmentation fault", "Aborted", "Bus error", "Floating point", "Illegal instr"),
+           r"^(?P<signal_word>Segmentation fault|Aborted|Bus error|Floating point exception|Illegal instruction)"
+           r"(?: \(core dumped\))?\s*$"),
+    _event("error", "cuda_error", "CUDA error:", r"CUDA error: (?P<cuda_error>[A-Za-z][^.(\n]{0,200}?)\s*(?:[.(]|$)"),
+)
+# The CUDA OOM message names the processes holding the GPU's memory (PyTorch >= 2.1): `Process 1234
+# has 40.00 GiB memory in use.`, and this process's own share.
+OOM_HOLDER = re.compile(rf"Process (?P<pid>\d{{1,10}}) has (?P<size>{_SIZE}) memory in use")
+OOM_THIS_PROCESS = re.compile(rf"this process has (?P<size>{_SIZE}) memory in use")
+# Event patterns whose statement a traceback's exception line makes too (`torch.OutOfMemoryError:
+# CUDA out of memory ...`, `RuntimeError: CUDA error: ...`): the traceback is one event, and what
+# its last line states is another.
+EXCEPTION_FACTS = ("triton_out_of_resource", "cuda_oom", "oom", "oom_error", "cuda_error")
+
+# faulthandler's dump of every thread's stack when Python dies of a signal (or on a timeout, or a
+# registered signal): `Fatal Python error: Segmentation fault`, then `Current thread 0x... (most recent
+# call first):` / `Thread 0x...`, each with `  File "x.py", line 12 in f`, Python 3.12's `Extension
+# modules: ... (total: N)`. One event per dump.
+FAULTHANDLER_KEYWORDS = ("Fatal Python error", "(most recent call first)", "Timeout (")
+FAULTHANDLER_HEAD = re.compile(
+    r"^(?:Fatal Python error: (?P<fatal>.+?)|Timeout \((?P<timeout>\d+:\d{2}:\d{2}(?:\.\d+)?)\)!|"
+    r"(?P<current>Current )?[Tt]hread (?P<tid>0x[0-9a-fA-F]+) \(most recent call first\):|Stack \(most recent call first\):)\s*$")
+FAULTHANDLER_THREAD = re.compile(r"^(?P<current>Current )?[Tt]hread (?P<tid>0x[0-9a-fA-F]+) \(most recent call first\):\s*$"
+                                 r"|^Stack \(most recent call first\):\s*$")
+FAULTHANDLER_FRAME = re.compile(r"^\s+(?:File \"(?P<file>[^\"]*)\", line (?P<line>\d+) in (?P<func>\S+)|<no Python frame>|\.\.\.|"
+                                r"Garbage-collecting)\s*$")
+FAULTHANDLER_TAIL = re.compile(r"^(?:Extension modules: .*|Python runtime state: .*)$")
+# The fatal errors that are signals, in faulthandler's words.
+FAULTHANDLER_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
+                        "Floating point exception": "SIGFPE", "Illegal instruction": "SIGILL"}
+
+
+def oom_holders(text: str) -> str | None:
+    """`1234: 40.00 GiB, 5678: 37.00 GiB`: the processes a CUDA OOM message says hold the GPU's memory."""
+    found = [f"{m['pid']}: {m['size']}" for m in OOM_HOLDER.finditer(text)]
+    return ", ".join(found) if found else None
+
 
 # Order matters: the first pattern matching a line names its event.
 EVENT_PATTERNS: tuple[EventPattern, ...] = (
@@ -534,6 +580,7 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
            rf"capacity;(?: {_SIZE} already allocated; (?P<free_old>{_SIZE}) free)?)?"),
     _event("oom", "oom", "out of memory", r"(?i)(CUDA|HIP)? ?out of memory"),
     _event("oom", "oom_error", "OutOfMemoryError", r"OutOfMemoryError"),
+    *PROCESS_DEATH_PATTERNS,
     # torchelastic's agent (torchrun, torch.distributed.run/launch): the job's run id, each
     # attempt's start (its restart count from the rendezvous) and end. Which line ends an attempt
     # and which attempt a line belongs to is the file's order: training_log/attempts.py.
@@ -605,7 +652,8 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("training_stop", "training_stop", "raining", r"(?i)\b(training (stopped|finished|complete[d]?|done|ended|interrupted)|finished training)\b"),
     _event("stage", "loading", "oading", r"(?i)^(loading|loaded) "),
     _event("stage", "ready", " ready", r"(?i)^\w+ ready\b"),
-    _event("stage", "compile", "ompil", r"(?i)^(compiling|compiled|torch\.compile|compile )"),
+    # (not the CUDA error's advice `Compile with \`TORCH_USE_CUDA_DSA\` to enable device-side assertions.`)
+    _event("stage", "compile", "ompil", r"(?i)^(compiling|compiled|torch\.compile|compile (?!with .TORCH_USE_CUDA_DSA))"),
     _event("stage", "checkpoint_save", "aving checkpoint", r"(?i)^saving checkpoint"),
     _event("error", "fatal", _GLOG_SOURCE, r"^\[?F\d{3,4} |^\[F "),
     _event("warning", "warning", ("arn", "WARN", *_GLOG_SOURCE), r"(?:^|[\s:\[\]])(?:WARNING|WARN|Warning|\w{1,60}Warning)\b|^\[?W\d{3,4} |^\[W "),
@@ -664,7 +712,7 @@ PREFIXES: tuple[tuple[str, re.Pattern], ...] = (
     ("rank", re.compile(r"^\[default(?P<rank>\d+)\]: ?")),
     ("stream", re.compile(r"^(?:stderr|stdout): ")),
     ("ray", re.compile(r"^[\w-]+/\d+ \(\w+ pid=(?P<pid>\d+)\) ?")),
-    ("ray", re.compile(r"^\((?:\w+ )?pid=(?P<pid>\d+)(?:, ip=[\d.]+)?\) ?")),  # `(pid=3769) `, `(RayWorkerWrapper pid=24271) `
+    ("ray", re.compile(r"^\((?:\w+ )?pid=(?P<pid>\d+)(?:, ip=[\d.]+)?\) ?")),  # `(pid=3769) `, Ray's actor tag alone: `(RayWorkerVllm pid=7046) `
     ("fence", re.compile(r"^```[\w-]*(?=\[)")),  # a markdown fence glued to the first line
     ("backtick", re.compile(r"^`(?!`)")),  # inline code opened before a pasted line
     ("html", re.compile(r"^<pre>")),

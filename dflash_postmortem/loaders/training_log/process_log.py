@@ -38,7 +38,14 @@ from ..launchers.torchrun import LogDirPlace, log_dir_place
 from ..registry import LoadContext, read_head
 from . import attempts
 from . import patterns as lp
-from .blocks import MAX_EVENT_CHARS, NOT_MINE, TAKE_LAST, FailureTable, TracebackBlock
+from .blocks import (
+    MAX_EVENT_CHARS,
+    NOT_MINE,
+    TAKE_LAST,
+    FailureTable,
+    FaulthandlerBlock,
+    TracebackBlock,
+)
 from .times import Calendar, Stamp, find_stamp, resolve_times
 
 __all__ = ["LogScanner", "load_process_log", "resolve_times", "sniff_log"]
@@ -103,14 +110,16 @@ _FIELD_KW = tuple((f, f.keyword.decode()) for f in lp.FIELD_FORMATS)
 _GENERIC_KW = lp.GENERIC_LOSS.keyword.decode()
 # (pattern, its keywords or () when the keyword is case-insensitive: then only the regex decides)
 _EVENT_KW = tuple((p, () if p.case_insensitive_keyword else p.keywords) for p in lp.EVENT_PATTERNS)
+# (what a traceback's exception line states: an OOM, a CUDA error, the wait that ran out)
+_EXCEPTION_KW = tuple((p, kws) for p, kws in _EVENT_KW
+                      if p.name in lp.EXCEPTION_FACTS or p.kind in ("timeout", "nccl_timeout"))
 _TRACEBACK = lp.TRACEBACK_KEYWORD.decode()
 _THREAD_EXCEPTION = lp.THREAD_EXCEPTION_KEYWORD.decode()
 _HF_DICT = lp.HF_DICT_KEYWORD.decode()
+_FAULTHANDLER_KW = lp.FAULTHANDLER_KEYWORDS
 _BAR_KW = tuple(k.decode() for k in lp.BAR_KEYWORDS)
 
 _METRIC_COLS = ("stamp", "line", "run", "step", "metric", "value", "rank", "pattern")
-# What a traceback's exception line is read for beyond the traceback itself: the wait that ran out.
-_WAITS = ("timeout", "nccl_timeout")
 _EVENT_COLS = ("stamp", "line", "run", "pid", "kind", "message", "rank", "pattern", "exit_code", "signal", "lines",
                "thread")
 
@@ -187,7 +196,7 @@ def candidate_regex(user=()) -> str:
     """One RE2 alternation of every pattern's keywords: a line without any of them has no row."""
     parts = [p.keyword for p in lp.METRIC_PATTERNS] + [f.keyword for f in (*lp.FIELD_FORMATS, lp.GENERIC_LOSS)]
     parts += [lp.HF_DICT_KEYWORD, lp.TRACEBACK_KEYWORD, lp.THREAD_EXCEPTION_KEYWORD, *lp.BAR_KEYWORDS]
-    parts += [k.encode() for k in (*lp.FAILURE_TABLE_KEYWORDS, *lp.UNIT_KEYWORDS)]
+    parts += [k.encode() for k in (*lp.FAILURE_TABLE_KEYWORDS, *lp.UNIT_KEYWORDS, *lp.FAULTHANDLER_KEYWORDS)]
     parts += [p.keyword for p in user if p.keyword]
     alts = [_re2_literal(k.decode()) for k in dict.fromkeys(parts)]
     for p in lp.EVENT_PATTERNS:
@@ -467,6 +476,10 @@ class LogScanner:
             self.block = TracebackBlock(text[at:].strip(), thread=header.group("thread") if header else None,
                                         cut=cut, **where)
             return 1
+        dump = lp.FAULTHANDLER_HEAD.match(_strip_tags(body).strip()) if any(k in text for k in _FAULTHANDLER_KW) else None
+        if dump is not None:
+            self.block = FaulthandlerBlock(_strip_tags(body).strip(), dump, **where)
+            return 1
         table = lp.FAILURE_TABLE_HEADER.match(text) if ":" in text else None
         if table is not None:
             self.block = FailureTable(table.group("root") != "Failures", stamp=stamp, line=lineno, run=run)
@@ -475,10 +488,8 @@ class LogScanner:
             return 1
         return self._event(text, _strip_tags(body), where, rows)
 
-    def _event(self, text: str, body: str, where: dict, rows: Rows, kinds: tuple[str, ...] | None = None) -> int | str:
-        for p, kws in _EVENT_KW:
-            if kinds is not None and p.kind not in kinds:
-                continue
+    def _event(self, text: str, body: str, where: dict, rows: Rows, among=_EVENT_KW) -> int | str:
+        for p, kws in among:
             if kws and not any(kw in text for kw in kws):
                 continue
             em = p.regex.search(body if p.regex.pattern.startswith(("^", "(?i)^")) else text)
@@ -503,6 +514,10 @@ class LogScanner:
                 ev["stamp"] = self.last_stamp = at
                 self.said_at = (where["line"], at)
                 self.calendar.see(at)
+            if p.kind == "oom":
+                ev["holders"] = lp.oom_holders(text)
+                own = lp.OOM_THIS_PROCESS.search(text)
+                ev["this_process_mib"] = lp.mib(own["size"]) if own else None
             _c10d_ranks(text, ev)
             row = rows.event(**ev)
             if p.kind == "nccl_error":
@@ -684,9 +699,12 @@ class LogScanner:
         record, self.block = self.block, None
         for ev in record.events(truncated):
             rows.event(**ev)
-        exception = record.exception if isinstance(record, TracebackBlock) else None
-        if exception is not None:  # `RuntimeError: ... Timed out waiting 30000ms for recv ...`
-            self._event(exception, exception, dict(record.where, line=record.last_line), rows, kinds=_WAITS)
+        if isinstance(record, TracebackBlock) and not record.awaiting:
+            # What the exception line states (a CUDA OOM and its holders, a CUDA error, a wait
+            # that timed out) is an event of its own, at the traceback's first line.
+            last = record.lines[-1].strip()
+            self._event(last, last, {k: record.where.get(k) for k in ("stamp", "line", "run", "pid", "rank")}, rows,
+                        among=_EXCEPTION_KW)
 
     def _finish_report(self) -> None:
         rep = self.rep
@@ -817,7 +835,8 @@ _STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring in
            "sigkill_handler", "ChildFailedError", "OutOfMemoryError", "CUDA out of memory", "death signal",
            "closing signal", "{'loss':", "{'eval_loss':", "{'train_runtime':", "ProcessGroupGloo",
            "connectFullMesh", "DistStoreError", "DistNetworkError", "RendezvousTimeoutError", "Starting worker group",
-           "slurmstepd", "srun: error:", "srun: Job step aborted", "third_party/gloo", "Root Cause", "error_file:")
+           "slurmstepd", "srun: error:", "srun: Job step aborted", "third_party/gloo", "Root Cause", "error_file:",
+           "Fatal Python error", "CUDA error: ")
 
 
 def sniff_log(path: Path, head: bytes) -> float:

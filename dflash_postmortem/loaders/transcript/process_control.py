@@ -20,9 +20,11 @@ The kinds (docs/process-evidence.md says what each means):
     nohup_failed  nohup: failed to run command 'python': No such file or directory
     timeout_kill  timeout: sending signal KILL to command 'python'
     oom_kill      Out of memory: Killed process 1234 (python) total-vm:...kB, anon-rss:...kB ...
+                  Killed process 2382, UID 27, (mysqld) total-vm:...kB (RHEL 6), ... (palo_be), UID 0, total-vm: (RHEL 7)
     oom_chosen    Out of memory: Kill process 1234 (python) score 1031 or sacrifice child
     oom_invoked   python invoked oom-killer: gfp_mask=0x..., order=0, oom_score_adj=0
     oom_reaped    oom_reaper: reaped process 1234 (python), now anon-rss:0kB, ...
+    oom_memcg     Task in /kubepods/pod1/abc killed as a result of limit of /kubepods/pod1 (cgroup v1)
     xid           NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.
     gpu_lost      NVRM: The NVIDIA GPU 0000:b3:00.0 ... has fallen off the bus (no Xid line)
 
@@ -86,13 +88,16 @@ _TIMEOUT = re.compile(r"^timeout: sending signal (?P<sig>\w+) to command ['‘\"
 # -- kernel ---------------------------------------------------------------------------------
 _KB = r"(?P<{0}>[\d,]+)kB"
 _OOM_KILLED = re.compile(
-    r"(?P<cgroup>Memory cgroup out of memory: )?(?:Out of memory(?: \([^)]*\))?: )?Killed process (?P<pid>\d{1,10}) \((?P<name>.*?)\)(?=[ ,]|$)"
+    r"(?P<cgroup>Memory cgroup out of memory: )?(?:Out of memory(?: \([^)]*\))?: )?[Kk]illed process (?P<pid>\d{1,10})"
+    r"(?:, UID (?P<uid_old>\d+),)? \((?P<name>.*?)\)(?=[ ,.]|$)(?:, UID (?P<uid_el7>\d+),)?"
     r"(?: total-vm:" + _KB.format("vm") + r",? anon-rss:" + _KB.format("anon") + r",? file-rss:" + _KB.format("file")
     + r"(?:,? shmem-rss:" + _KB.format("shmem") + r")?)?(?:,? UID:(?P<uid>\d+))?(?: pgtables:" + _KB.format("pgt")
     + r")?(?: oom_score_adj:(?P<adj>-?\d+))?")
-_OOM_CHOSEN = re.compile(r"(?P<cgroup>Memory cgroup out of memory: )?(?:Out of memory(?: \([^)]*\))?: )?Kill process (?P<pid>\d{1,10}) \((?P<name>.*?)\) score (?P<score>-?\d{1,10}) or sacrifice child")
+_OOM_CHOSEN = re.compile(r"(?P<cgroup>Memory cgroup out of memory: )?(?:Out of memory(?: \([^)]*\))?: )?[Kk]ill process (?P<pid>\d{1,10}) \((?P<name>.*?)\) score (?P<score>-?\d{1,10}) or sacrifice child")
 _OOM_CONSTRAINT = re.compile(r"oom-kill:constraint=(?P<constraint>[A-Z_]+),.*?(?:task_memcg=(?P<memcg>[^,]*),)?task=(?P<name>[^,]*),pid=(?P<pid>\d{1,10}),uid=(?P<uid>\d{1,10})")
 _OOM_INVOKED = re.compile(r"(?P<name>\S.*?) invoked oom-killer: gfp_mask=(?P<gfp>\S+?),? .*?order=(?P<order>-?\d{1,3}), oom_score_adj=(?P<adj>-?\d{1,5})")
+# cgroup v1 (kernels before 4.19): the task's memory cgroup and the one whose limit it hit.
+_OOM_MEMCG = re.compile(r"Task in (?P<memcg>\S+) killed as a result of limit of (?P<limit>\S+)")
 _OOM_REAPED = re.compile(r"oom_reaper: reaped process (?P<pid>\d{1,10}) \((?P<name>.*?)\), now anon-rss:" + _KB.format("anon"))
 _XID = re.compile(r"NVRM: Xid \((?P<bus>[^)]*)\): (?P<xid>\d{1,5})(?:, pid=(?P<pid>'?<?\w+>?'?))?(?:, name=(?P<name>[^,]*))?(?:, (?P<text>.*))?")
 # `The NVIDIA GPU 0000:b3:00.0 ... has fallen off the bus` (continued on indented lines), `GPU 0000:3b:00.0:
@@ -105,8 +110,8 @@ _UNKNOWN = "<unknown>"
 # (`Xid (PCI:...)`) names none.
 _BUS = r"(?:PCI:)?[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
 _XID_BUS = re.compile(_BUS)
-_KERNEL_KEYS = ("Killed process", "Kill process", "oom-kill:", "invoked oom-killer", "oom_reaper:", "NVRM: Xid",
-                "fallen off the bus")
+_KERNEL_KEYS = ("illed process", "ill process", "oom-kill:", "invoked oom-killer", "oom_reaper:", "NVRM: Xid",
+                "fallen off the bus", "killed as a result of limit of")
 # A line a terminal wrapped and the copy kept as one: the wrap shows as a long run of spaces.
 _WRAP = re.compile(r" {20,}")
 # Python's report of a DataLoader worker that died: the worker's PID and the signal's name.
@@ -123,7 +128,10 @@ _KERNEL_PREFIX = re.compile(
     r"|[\w.-]+ kernel(?::| \S+ \S+ (?:-|\[[^\]]*\]))|[\w.:-]+:(?=\s*kern\s*:)|kern\s*:\s*\w+\s*:|kernel:"
     r"|\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?(?=\s)))*\s*")
 _UPTIME = re.compile(r"\[\s*(?P<s>\d+\.\d+)\]")
-_SYSLOG = re.compile(rf"^(?:>\s*)?(?:<\d+>)?(?P<mon>{SYSLOG_MONTH}) {{1,2}}(?P<day>\d{{1,2}}) (?P<time>\d{{2}}:\d{{2}}:\d{{2}})(?:\.\d+)? \S+ kernel:")
+# A syslog/journal stamp: before `host kernel:`, or (journal lines of other programs, cut there
+# by their reader) before the host alone.
+_SYSLOG = re.compile(rf"^(?:>\s*)?(?:<\d+>)?(?P<mon>{SYSLOG_MONTH}) {{1,2}}(?P<day>\d{{1,2}}) (?P<time>\d{{2}}:\d{{2}}:\d{{2}})(?:\.\d+)?"
+                     r"(?: \S+(?: kernel:)?)?(?=\s|$)")
 _TIME_OF_DAY = re.compile(r"^(?:>\s*)?(?P<time>\d{1,2}:\d{2}:\d{2})(?:[.,]\d+)?(?:\s|$)")
 # What the driver prints before a GPU's first Xid: its bus and UUID, then its board serial (may be empty).
 _GPU_AT = re.compile(rf"NVRM: GPU at (?P<bus>{_BUS}): "
@@ -132,7 +140,7 @@ _GPU_SERIAL = re.compile(r"NVRM: GPU Board Serial Number:[ \t]*(?P<serial>\S*)\s
 
 
 def kernel_stamp(prefix: str) -> dict:
-    """The time a kernel line's prefix states: `wall` (a WallClock with a date), `syslog`
+    """The time a kernel (or journal) line's prefix states: `wall` (a WallClock with a date), `syslog`
     (month as written, in any locale `month_number` reads, day, time: no year), `time_of_day`
     (`HH:MM:SS`, no date), `uptime_s` (seconds since boot); empty when none."""
     out: dict = {}
@@ -209,11 +217,14 @@ def read_kernel(line: str) -> dict | None:
             out = dict(kind=kind, pid=int(d["pid"]), process_name=d["name"], prefix=prefix)
             if kind == "oom_kill":
                 out.update(total_vm_kib=_kb(d["vm"]), anon_rss_kib=_kb(d["anon"]), file_rss_kib=_kb(d["file"]),
-                           shmem_rss_kib=_kb(d["shmem"]), uid=_int(d["uid"]), oom_score_adj=_int(d["adj"]),
+                           shmem_rss_kib=_kb(d["shmem"]), uid=_int(d["uid"] or d["uid_old"] or d["uid_el7"]), oom_score_adj=_int(d["adj"]),
                            cgroup=bool(d["cgroup"]))
             elif kind == "oom_chosen":
                 out.update(score=_int(d["score"]), cgroup=bool(d["cgroup"]))
             return out
+    m = _OOM_MEMCG.search(body)
+    if m:
+        return dict(kind="oom_memcg", memcg=m["memcg"], limit_memcg=m["limit"], prefix=prefix)
     m = _OOM_CONSTRAINT.search(body)
     if m:
         return dict(kind="oom_kill", pid=int(m["pid"]), process_name=m["name"], uid=int(m["uid"]),

@@ -44,8 +44,8 @@ from ..clock_text import WallClock, month_number, parse_wall_clock
 from ..nvidia_smi import load_nvidia_smi
 from ..ps_snapshots import lifetimes, read_listing
 from ..registry import LoadContext
-from ..terminal import match_script_mark, screen_text
-from . import process_control
+from ..terminal import match_script_mark, read_lines, screen_text
+from . import process_control, runtime_outputs, systemd_units
 
 FORMAT = "shell-transcript"
 EMPTY_LOG_SECONDS = 60.0
@@ -342,10 +342,10 @@ def _listing_rows(c: Command, ctx: LoadContext, rep) -> list[dict]:
 
 
 def _kernel_time(fact: dict, c: Command | None, ctx: LoadContext, rep) -> pd.Timestamp:
-    """A kernel line's own time: dmesg -T / iso stamps; syslog stamps (a month in any locale
-    `month_number` reads) take the year of the command that printed them, or of the incident's
-    `date`. Seconds since boot, a time of day or no stamp alone give no time; the load report
-    says which."""
+    """A kernel (or journal) line's own time: dmesg -T / iso stamps; syslog stamps (a month in any
+    locale `month_number` reads) take the year of the command that printed them, or of the
+    incident's `date`. Seconds since boot, a time of day or no stamp alone give no time; the load
+    report says which."""
     stamp = process_control.kernel_stamp(fact.pop("prefix", ""))
     if "uptime_s" in stamp:
         fact["uptime_s"] = stamp["uptime_s"]
@@ -355,8 +355,10 @@ def _kernel_time(fact: dict, c: Command | None, ctx: LoadContext, rep) -> pd.Tim
             return wall.utc()
         rep.assume(align.zone_assumption(ctx.timezone))
         return align.localize(pd.Series([wall.naive]), ctx.timezone).iloc[0]
+    # The year and zone the same text states elsewhere (systemctl status's `since`).
+    stated_year, stated_offset = fact.pop("year", None), fact.pop("offset_min", None)
     if "syslog" in stamp:
-        year = (c.time.year if c is not None and not pd.isna(c.time) else ctx.date.year if ctx.date else None)
+        year = (c.time.year if c is not None and not pd.isna(c.time) else stated_year or (ctx.date.year if ctx.date else None))
         if year is None:
             rep.assume("syslog stamps carry no year and nothing dates the session: those kernel lines have no time")
             return pd.NaT
@@ -366,6 +368,9 @@ def _kernel_time(fact: dict, c: Command | None, ctx: LoadContext, rep) -> pd.Tim
         except (ValueError, TypeError):
             return pd.NaT
         rep.assume(f"syslog stamps carry no year: {year} taken from the session")
+        if stated_offset is not None:
+            rep.assume(f"journal stamps read in the zone the status line states (UTC{stated_offset / 60:+g}h)")
+            return (naive - pd.Timedelta(minutes=stated_offset)).tz_localize("UTC")
         rep.assume(align.zone_assumption(ctx.timezone))
         return align.localize(pd.Series([naive]), ctx.timezone).iloc[0]
     if "uptime_s" in stamp:
@@ -373,7 +378,8 @@ def _kernel_time(fact: dict, c: Command | None, ctx: LoadContext, rep) -> pd.Tim
     elif "time_of_day" in stamp:
         rep.assume("kernel lines stamped with a time of day only (no date): those events have no time")
     else:
-        rep.assume("kernel lines without a stamp of their own (bare, or cut to `kernel:`): those events have no time")
+        rep.assume("kernel or journal lines without a stamp of their own (bare, cut to `kernel:`, `journalctl -o cat`): "
+                   "those events have no time")
     return pd.NaT
 
 
@@ -397,8 +403,12 @@ def _fact_events(ev: _Events, lines: list[tuple[int, str]], c: Command | None, r
     pending_oom: dict[int, dict] = {}  # pid -> the `oom-kill:constraint=` event waiting for its Killed line
     gpus: dict[str, dict] = {}  # bus -> the uuid (and board serial) the driver printed for it
     last_gpu: str | None = None
+    units = systemd_units.Units(lines)
     for n, s, joined in _kernel_messages(lines):
         if n in skip_lines:
+            continue
+        if n in units.held:
+            got.add(n)  # a status header or a main PID: read for the lines it belongs to
             continue
         ident = process_control.read_gpu_identity(s)
         if ident is not None:
@@ -410,12 +420,13 @@ def _fact_events(ev: _Events, lines: list[tuple[int, str]], c: Command | None, r
                 gpus[last_gpu]["board_serial"] = ident["serial"]
                 got.add(n)
             continue
-        fact = process_control.read_line(s)
+        fact = units.fact(n) or process_control.read_line(s)
         if fact is None:
             continue
         got.add(n)
         got.update(joined)
         kind = fact.pop("kind")
+        shell = "by" not in fact  # a launcher's or service manager's fact names its own job
         t = c.time if c is not None else pd.NaT
         approx = bool(c.approx) if c is not None else False
         if "prefix" in fact:
@@ -444,11 +455,11 @@ def _fact_events(ev: _Events, lines: list[tuple[int, str]], c: Command | None, r
                 failed.add(_key(target))
             if fact.get("job") is not None and fact.get("pid") is None:
                 fact["pid"] = jobs.pid(fact["job"])
-        if kind in ("killed", "exit", "job_stopped", "job_running") and fact.get("pid") is None:
+        if shell and kind in ("killed", "exit", "job_stopped", "job_running") and fact.get("pid") is None:
             fact["pid"] = jobs.pid(fact.get("job"))
             if fact["pid"] is None and fact.get("job") is None and c is not None and kind == "killed":
                 fact["pid"] = c.pid
-        if kind in ("killed", "exit") and not fact.get("job_command") and c is not None:
+        if shell and kind in ("killed", "exit") and not fact.get("job_command") and c is not None:
             fact["job_command"] = c.text
         if kind == "oom_kill" and fact.get("pid") in pending_oom and not context:
             earlier = pending_oom.pop(fact["pid"])
@@ -622,22 +633,8 @@ def _verdict_event(ev: _Events, t, line: str, ref: str, cmd_ref: str, facts: dic
     return False
 
 
-def read_lines(path: Path, fmt: str) -> list[str]:
-    """The file's lines (LF, CRLF, or CR alone), a UTF-8 BOM dropped; unreadable -> SourceFormatError."""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as e:
-        raise SourceFormatError(path, None, "a readable file", f"{type(e).__name__}: {e.strerror or e}", fmt=fmt) from e
-    text = raw.decode("utf-8", "replace").removeprefix("\ufeff")
-    if "\n" not in text and "\r" in text:
-        text = text.replace("\r", "\n")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
-
-
-_INT_COLUMNS = ("count", "exit_code", "size_bytes", "pid", "target_pid", "shell_job", "xid", "uid", "oom_score_adj", "order", "score")
+_INT_COLUMNS = ("count", "exit_code", "size_bytes", "pid", "target_pid", "shell_job", "xid", "uid", "oom_score_adj", "order", "score",
+                "attempt", "restart_count")
 _BOOL_COLUMNS = ("time_approx", "target_is_group", "core_dumped", "cgroup")
 
 
@@ -687,6 +684,7 @@ def load_transcript(path: Path, ctx: LoadContext, fmt: str = FORMAT, loose: str 
     ev = _Events()
     jobs = _Jobs()
     gpu_parts: dict[str, list] = {"gpus": [], "gpu_processes": []}
+    log_parts: dict[str, list] = {"metrics": [], "events": []}  # containers' own logs (kubectl/docker logs)
     procs: list[dict] = []
     launches: list[tuple[int, Launch, object, str]] = []
     missing_after: list[tuple[object, str, str]] = []  # (time, path, ref) of "no such file"
@@ -739,12 +737,19 @@ def load_transcript(path: Path, ctx: LoadContext, fmt: str = FORMAT, loose: str 
         if got:
             ev.add(t, "gpu_query", _gpu_summary(got), cref, time_approx=c.approx)
         procs += _listing_rows(c, ctx, rep)
+        ev.rows += runtime_outputs.read_answer(c, ctx, rep, ref_of)
+        for frame, df in runtime_outputs.read_log(c, ctx, rep, ref_of).items():
+            log_parts[frame].append(df)
         if not (c.prompt is not None and c.prompt.trace_depth) and not _ECHO_STATUS.match(c.text):
             prev = c
     end = max((c.time for c in ses.commands if not pd.isna(c.time)), default=pd.NaT)
     _file_evidence(ev, launches, missing_after, end, ctx, rep)
     _launch_pids_to_outcomes(ev, launches)
     frames = {"events": _events_frame(ev, rep, ctx)}
+    if log_parts["events"]:
+        frames["events"] = pd.concat([frames["events"], *log_parts["events"]], ignore_index=True)
+    if log_parts["metrics"]:
+        frames["metrics"] = pd.concat(log_parts["metrics"], ignore_index=True)
     for name, parts in gpu_parts.items():
         if parts:
             frames[name] = pd.concat(parts, ignore_index=True)
@@ -773,8 +778,12 @@ def _events_frame(ev: _Events, rep, ctx: LoadContext) -> pd.DataFrame:
     events["source"] = rep.path
     events["host"] = ctx.host
     events["time"] = pd.Series(pd.to_datetime(events["time"], utc=True, errors="coerce"), dtype="datetime64[us, UTC]")
-    # The shell's job number (`[1]`, `%1`): `job` in the frames is a launcher's job (schema.py).
-    events = events.rename(columns={"job": "shell_job"})
+    # The shell's job number (`[1]`, `%1`) is `shell_job`: `job` in the frames is a launcher's job
+    # (schema.py), which the facts of launchers, runtimes and service managers name (they say `by`).
+    if "job" in events:
+        launcher = events["by"].notna() if "by" in events else pd.Series(False, index=events.index)
+        events["shell_job"] = events["job"].where(~launcher)
+        events["job"] = events["job"].where(launcher).astype("string")
     for col in _INT_COLUMNS:
         if col in events:
             events[col] = pd.array([_whole(v, col) for v in events[col]], dtype="Int64")

@@ -1,0 +1,151 @@
+"""Files beside the logs that are not evidence: a trainer's source, its launcher script, its
+configuration. Recognised by content (a Python file's `import` / `def` / `class` lines, a shell
+script's `#!` line or statements without a prompt, a YAML/TOML document of settings), never by
+name, so that none is read as console text with an event per line.
+
+- Python source: every line skipped, "source code, not evidence".
+- A shell script: the lines that launch a trainer (`python train.py --lr 3e-4`, `torchrun ...`)
+  are read as configuration: the program and its flags go into the load report's notes; the
+  other lines are skipped as source code.
+- A YAML or TOML file of settings (a trainer's config): skipped as configuration, its top-level
+  settings listed in the notes.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from ..commands import invocation, is_prompt, match_prompt
+from ..incident import Incident, from_frames
+from . import registry
+from .registry import LoadContext
+from .terminal import read_lines
+
+FORMAT = "source-code"
+NOT_EVIDENCE = "source code, not evidence"
+CONFIGURATION = "configuration, not evidence"
+_PY_STATEMENT = re.compile(r"^(?:import [\w.]+|from [\w.]+ import \S|def \w+\(|async def \w+\(|class \w+\s*[(:]|"
+                           r"if __name__ == ['\"]__main__['\"]|@[\w.]+(?:\(|$))")
+_SHEBANG = re.compile(r"^#!\s*\S*(?:/|env\s+)(?P<lang>python[\d.]*|(?:ba|z|da|k)?sh)\b")
+_SHELL_KEYWORD = re.compile(r"^(?:export \w+=|set -[euxo]|if \[|fi$|then$|else$|done$|do$|for \w+ in |while |"
+                            r"case .+ in$|esac$|source |\. \S|\w+\(\) \{|function \w+|cd \S|echo |exit \d)")
+_SHELL_ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=(?!=)\S*$")
+_TRAINER = re.compile(r"\b(?:python[\d.]*|torchrun|accelerate launch|deepspeed|srun|mpirun)\b|\S+\.py\b")
+_MAX_NOTES = 5
+
+
+def _lines(head: bytes) -> list[str]:
+    return [ln for ln in head.decode("utf-8", "replace").splitlines()[:400] if ln.strip()]
+
+
+def _python_statements(lines: list[str]) -> int:
+    """How many of the lines are Python statements at the top level (0: not Python source). A
+    module that opens with its docstring or a `#!` naming python needs only one."""
+    statements = sum(1 for ln in lines if _PY_STATEMENT.match(ln))
+    opening = bool(lines) and (lines[0].startswith(('"""', "'" * 3)) or
+                               ((m := _SHEBANG.match(lines[0])) is not None and m["lang"].startswith("python")))
+    return statements if (statements >= 3 and statements / len(lines) >= 0.03) or (opening and statements >= 1) else 0
+
+
+def _is_python(lines: list[str]) -> bool:
+    return _python_statements(lines) > 0
+
+
+def _is_shell(lines: list[str]) -> bool:
+    if any(is_prompt(ln) and (p := match_prompt(ln)) is not None and p.command for ln in lines[:50]):
+        return False  # a terminal session, whatever it ran
+    if lines and (m := _SHEBANG.match(lines[0])) is not None and not m["lang"].startswith("python"):
+        return True
+    code = [ln for ln in lines if not ln.lstrip().startswith("#")]
+    keywords = sum(1 for ln in code if _SHELL_KEYWORD.match(ln.strip()))
+    assignments = sum(1 for ln in code if _SHELL_ASSIGNMENT.match(ln.strip()))
+    return len(code) >= 3 and keywords >= 2 and (keywords + assignments) / len(code) >= 0.4
+
+
+def _settings(path: Path, text: str) -> dict | None:
+    """The top-level settings of a TOML or YAML document of them, else None."""
+    try:
+        doc = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError):
+        doc = None
+    if doc is None and re.search(r"(?m)^[A-Za-z_][\w.-]*:(?:\s|$)", text):
+        import yaml  # here, not at the top: start-up time (only a YAML file needs it)
+
+        try:
+            doc = yaml.safe_load(text)
+        except (yaml.YAMLError, RecursionError, ValueError):
+            return None
+    if not isinstance(doc, dict) or len(doc) < 3 or not all(isinstance(k, str) for k in doc):
+        return None
+    if "apiVersion" in doc or "kind" in doc:
+        return None  # a Kubernetes object: its own readers decide
+    return doc
+
+
+def sniff_source(path: Path, head: bytes) -> float:
+    lines = _lines(head)
+    if not lines or b"\0" in head[:4096]:
+        return 0.0
+    statements = _python_statements(lines)
+    if statements >= 10:
+        return 0.99  # a module that quotes another format's text (XML, a log line) is still source
+    if statements or _is_shell(lines):
+        return 0.95
+    text = head.decode("utf-8", "replace")
+    if len(head) < registry.SNIFF_BYTES and _settings(path, text) is not None:
+        return 0.4  # any format that knows the document (wandb's config.yaml) is more confident
+    return 0.0
+
+
+@registry.format(FORMAT, sniff=sniff_source,
+                 doc="source code, launcher scripts and settings files beside the logs: not evidence (a launcher's flags noted)")
+def load_source(path: Path, ctx: LoadContext) -> Incident:
+    path = Path(path)
+    rep = ctx.report(path, FORMAT)
+    lines = read_lines(path, FORMAT)
+    rep.read = len(lines)
+    nonblank = [ln for ln in lines if ln.strip()]
+    if _is_python(nonblank[:400]):
+        rep.skip(None, NOT_EVIDENCE, rep.read)
+        rep.notes.append("Python source: not read as evidence")
+    elif _is_shell(nonblank[:400]):
+        _launcher_script(lines, rep)
+    else:
+        settings = _settings(path, "\n".join(lines)) or {}
+        rep.skip(None, CONFIGURATION, rep.read)
+        shown = [f"{k}={v}" for k, v in settings.items() if isinstance(v, str | int | float | bool)][:12]
+        rep.notes.append(f"settings file: {len(settings)} top-level settings" + (f" ({', '.join(shown)})" if shown else ""))
+    return from_frames(rep)
+
+
+def _commands(lines: list[str]):
+    """(first line, last line, text) of each command of a script, lines continued with `\\` joined."""
+    i = 0
+    while i < len(lines):
+        j, text = i, lines[i].rstrip()
+        while text.endswith("\\") and j + 1 < len(lines):
+            j += 1
+            text = text[:-1] + " " + lines[j].strip()
+        yield i + 1, j + 1, text.strip()
+        i = j + 1
+
+
+def _launcher_script(lines: list[str], rep) -> None:
+    """A shell script: its trainer launches as configuration (program, flags), the rest skipped."""
+    launches = 0
+    for first, last, s in _commands(lines):
+        program, flags = (None, {}) if not s or s.startswith("#") or not _TRAINER.search(s) else invocation(s)
+        if program is None:
+            for i in range(first, last + 1):
+                rep.skip(i, NOT_EVIDENCE)
+            continue
+        rep.parsed += last - first + 1
+        i = first
+        launches += 1
+        if launches <= _MAX_NOTES:
+            shown = ", ".join(f"{k} {v}" for k, v in flags.items())
+            rep.notes.append(f"launcher script line {i}: runs {program}" + (f" with {shown}" if shown else ""))
+    if not launches:
+        rep.notes.append("shell script: not read as evidence (it launches no trainer)")

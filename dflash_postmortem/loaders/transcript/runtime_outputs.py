@@ -1,0 +1,167 @@
+"""What container and orchestrator commands answered inside a session: each answer is read by
+the reader of that output (`loaders/containers/`), its ages read against the time the command ran.
+
+    kubectl describe pod X          -> kubernetes.read_describe
+    kubectl get events              -> kubernetes.read_events
+    kubectl get pod X -o json|yaml  -> kubernetes.read_pod_document
+    docker events / inspect / ps    -> docker.read_events / read_inspect / read_ps
+    kubectl logs [--previous] X, docker logs [-t] X
+                                    -> the training-log reader: the container's own log, its rows
+                                       attributed to the pod or container (`job`)
+
+(`systemctl status` and `journalctl -u` answers are read line by line with the kernel's lines:
+`systemd_units`.)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+
+import pandas as pd
+
+from ...commands import command_name
+from ..containers import docker, kubernetes
+from ..containers.events import Found, anchor
+from ..training_log import load_process_log
+
+_RUNTIMES = {"docker", "podman", "nerdctl"}
+# Options of `kubectl logs` / `docker logs` that take a value (the pod or container is the word left).
+_VALUE_OPTIONS = {"-c", "--container", "-n", "--namespace", "--since", "--since-time", "--tail", "-l", "--selector",
+                  "--context", "--kubeconfig", "--until", "--pod-running-timeout", "-f", "--filter", "--format", "-o",
+                  "--output"}
+
+
+def _subcommand(words: list[str]) -> tuple[str, list[str]]:
+    """(the program, its words after the program) of a simple command (`sudo docker ps -a`)."""
+    name = command_name(words)
+    at = next((i for i, w in enumerate(words) if w.rsplit("/", 1)[-1] == name), None)
+    return name, words[at + 1:] if at is not None else []
+
+
+def reader_of(words: list[str]):
+    """(reader, what) for a command whose answer a container reader reads, else None."""
+    name, rest = _subcommand(words)
+    args = [w for w in rest if not w.startswith("-")]
+    if name == "kubectl" and args:
+        output = " ".join(rest)
+        if args[0] == "describe" and len(args) > 1 and re.match(r"^(?:pods?|po)(?:/|$)", args[1]):
+            return kubernetes.read_describe, "kubectl describe pod"
+        if args[0] == "get" and len(args) > 1 and args[1] in ("events", "event", "ev"):
+            return kubernetes.read_events, "kubectl get events"
+        if args[0] == "get" and len(args) > 1 and re.match(r"^(?:pods?|po)(?:/|$)", args[1]) and \
+                re.search(r"(?:-o|--output)[= ]?(?:json|yaml)\b", output):
+            return kubernetes.read_pod_document, "kubectl get pod"
+    if name in _RUNTIMES and args:
+        verb = args[1] if args[0] in ("container", "system") and len(args) > 1 else args[0]
+        return {"events": (docker.read_events, "docker events"), "inspect": (docker.read_inspect, "docker inspect"),
+                "ps": (docker.read_ps, "docker ps"), "ls": (docker.read_ps, "docker ps")}.get(verb)
+    return None
+
+
+def read_answer(c, ctx, rep, ref_of) -> list[dict]:
+    """The events a container command's answer states, as transcript event rows (ref, command_ref);
+    rows that name no pod or container take the one the command names."""
+    got = reader_of(c.words) if c.output else None
+    if got is None:
+        return []
+    read, what = got
+    found = Found()
+    read([s for _, s in c.output], c.output[0][0], ctx, rep, found, counted=False)
+    named = _object_of(c.words)
+    for r in found.rows:
+        if r.get("job") is None and named is not None:
+            r["job"] = named
+    anchor(found, None if pd.isna(c.time) else c.time, rep, f"{what} at line {c.line}")
+    rows = []
+    for r in found.rows:
+        n = r.pop("line")
+        r.update(ref=ref_of(n), command_ref=ref_of(c.line))
+        if r.get("time_approx") is None:
+            r["time_approx"] = False
+        rows.append(r)
+    return rows
+
+
+def _object_of(words: list[str]) -> str | None:
+    """The pod a `kubectl describe pod X` / `kubectl get pod X` names, or the container a docker
+    command names (the first word that is not an option or its value), else None."""
+    name, rest = _subcommand(words)
+    if name == "kubectl":
+        args = [w for w in rest if not w.startswith("-")]
+        if len(args) < 2 or args[0] not in ("describe", "get"):
+            return None
+        rest = rest[rest.index(args[1]) + (0 if "/" in args[1] else 1):]
+    elif name in _RUNTIMES:
+        rest = rest[1:] if rest[:1] == ["container"] else rest
+        rest = rest[1:]
+    else:
+        return None
+    return _first_argument(rest)
+
+
+def log_of(words: list[str]) -> str | None:
+    """The pod or container whose log a `kubectl logs` / `docker logs` command prints, else None."""
+    name, rest = _subcommand(words)
+    if name == "kubectl":
+        if not rest or rest[0] != "logs":
+            return None
+        rest = rest[1:]
+    elif name in _RUNTIMES:
+        rest = rest[1:] if rest[:1] == ["container"] else rest
+        if not rest or rest[0] != "logs":
+            return None
+        rest = rest[1:]
+    else:
+        return None
+    return _first_argument(rest)
+
+
+def _first_argument(rest: list[str]) -> str | None:
+    """The first word that is not an option or an option's value (`pod/x` -> `x`)."""
+    skip = False
+    for w in rest:
+        if skip:
+            skip = False
+            continue
+        if w.startswith("-"):
+            skip = w in _VALUE_OPTIONS
+            continue
+        return w.split("/", 1)[1] if w.startswith(("pod/", "pods/")) else w
+    return None
+
+
+def read_log(c, ctx, rep, ref_of) -> dict[str, pd.DataFrame]:
+    """A container's log printed by `kubectl logs` / `docker logs`: read as the training log it
+    is (the training-log reader), every row attributed to the pod or container."""
+    job = log_of(c.words) if c.output else None
+    if job is None:
+        return {}
+    fd, tmp = tempfile.mkstemp(suffix=".log")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("\n".join(s for _, s in c.output) + "\n")
+        sub = load_process_log(tmp, timezone=ctx.timezone, host=ctx.host, run=job, date=ctx.date, on_bad_line="skip")
+    finally:
+        os.unlink(tmp)
+    previous = bool(re.search(r"(?:^|\s)(?:-p|--previous)(?:\s|=|$)", c.text))
+    out = {}
+    for frame in ("metrics", "events"):
+        df = getattr(sub, frame)
+        if df.empty:
+            continue
+        df = df.copy()
+        lines = [int(str(r).rsplit(":", 1)[-1]) for r in df["ref"]]
+        df["ref"] = [ref_of(c.output[k - 1][0]) if 0 < k <= len(c.output) else ref_of(c.line) for k in lines]
+        df["source"] = rep.path
+        df["job"] = job
+        df["by"] = "kubernetes" if command_name(c.words) == "kubectl" else "docker"
+        if previous:
+            df["previous"] = True  # the log of the container's last attempt, not the running one
+        if frame == "events":
+            df["command_ref"] = ref_of(c.line)
+        out[frame] = df
+    rep.notes.append(f"line {c.line}: the {'previous ' if previous else ''}log of {job} read as a training log "
+                     f"({len(out.get('metrics', []))} metric rows, {len(out.get('events', []))} events)")
+    return out

@@ -1,0 +1,116 @@
+"""Kubernetes readers (loaders/containers/kubernetes.py): a container's states as attempts, the
+events table's rows as lifecycle kinds, ages read against a known time, pod JSON and YAML. The
+real-world corpus (tests/fixtures/real-world/k8s/) holds the published forms; these pin each rule."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+from support.incidents import load_written
+
+import dflash_postmortem as pm
+
+T = lambda s: pd.Timestamp(s, tz="UTC")  # noqa: E731
+
+DESCRIBE = """Name:         trainer-0
+Namespace:    default
+Start Time:   Mon, 13 Nov 2023 03:48:50 +0100
+Containers:
+  trainer:
+    Container ID:   containerd://abc
+    Image:          trainer:1.0
+    State:          Waiting
+      Reason:       CrashLoopBackOff
+    Last State:     Terminated
+      Reason:       OOMKilled
+      Exit Code:    137
+      Started:      Mon, 13 Nov 2023 03:48:52 +0100
+      Finished:     Mon, 13 Nov 2023 03:50:55 +0100
+    Ready:          False
+    Restart Count:  3
+Events:
+  Type     Reason     Age                From     Message
+  ----     ------     ----               ----     -------
+  Normal   Started    5m (x4 over 10m)   kubelet  Started container trainer
+  Warning  BackOff    2m3s (x9 over 9m)  kubelet  Back-off restarting failed container trainer in pod trainer-0
+  Normal   Killing    <invalid>          kubelet  Stopping container trainer
+"""
+
+
+def _load(tmp_path, name: str, text: str) -> pm.Incident:
+    return load_written(tmp_path, name, text)
+
+
+def test_describe_last_state_is_the_attempt_before_the_restart_count(tmp_path):
+    inc = _load(tmp_path, "describe.txt", DESCRIBE)
+    ev = inc.events
+    end = ev[ev["kind"] == "attempt_end"].iloc[0]
+    assert (end["job"], end["container"], end["attempt"], end["exit_code"], end["reason"], end["signal"]) == (
+        "trainer-0", "trainer", 2, 137, "OOMKilled", "SIGKILL")
+    assert end["time"] == T("2023-11-13 02:50:55")
+    oom = ev[ev["kind"] == "oom_kill"].iloc[0]
+    assert oom["attempt"] == 2 and oom["time"] == end["time"]
+    assert ev.loc[ev["kind"] == "attempt_start", "time"].tolist() == [T("2023-11-13 02:48:52")]
+
+
+def test_ages_are_read_against_the_newest_time_the_output_states(tmp_path):
+    inc = _load(tmp_path, "describe.txt", DESCRIBE)
+    ev = inc.events
+    newest = T("2023-11-13 02:50:55")  # the Finished time: the output was printed no earlier
+    back = ev[ev["reason"] == "BackOff"].iloc[0]
+    assert back["kind"] == "warning" and back["age_s"] == 123.0 and back["count"] == 9
+    assert back["time"] == newest - pd.Timedelta(seconds=123) and bool(back["time_approx"])
+    assert back["first_seen"] == newest - pd.Timedelta(minutes=9)
+    # `Started` restates the container's state in describe: a stage, not a second start
+    assert ev.loc[ev["reason"] == "Started", "kind"].tolist() == ["stage"]
+    # the waiting container is a warning at the time the output was printed
+    wait = ev[(ev["kind"] == "warning") & (ev["reason"] == "CrashLoopBackOff")].iloc[0]
+    assert wait["attempt"] == 3 and wait["time"] == newest
+    killing = ev[ev["reason"] == "Killing"].iloc[0]
+    assert killing["kind"] == "kill_sent" and pd.isna(killing["time"])
+    rep = inc.load_report.files[0]
+    assert any("newest time the output states" in a for a in rep.assumptions)
+    assert any("<invalid>" in a for a in rep.assumptions)
+    assert rep.balanced
+
+
+def test_get_events_started_is_an_attempt_start_and_the_object_names_the_job(tmp_path):
+    text = """LAST SEEN   TYPE      REASON       OBJECT                MESSAGE
+2m          Normal    Started      pod/trainer-0         Started container trainer
+3m          Warning   OOMKilling   node/gpu-node-1       Memory cgroup out of memory: Killed process 4242 (python) total-vm:100kB, anon-rss:50kB, file-rss:0kB, shmem-rss:0kB
+"""
+    ev = _load(tmp_path, "events.txt", text).events
+    start = ev[ev["kind"] == "attempt_start"].iloc[0]
+    assert start["job"] == "trainer-0" and start["container"] == "trainer" and start["age_s"] == 120.0
+    oom = ev[ev["kind"] == "oom_kill"].iloc[0]
+    assert oom["pid"] == 4242 and oom["process_name"] == "python" and pd.isna(oom["job"])
+    assert ev["time"].isna().all()  # nothing anchors the ages: kept relative
+
+
+def test_pod_json_and_yaml(tmp_path):
+    pod = {"kind": "Pod", "metadata": {"name": "w-0"}, "status": {"containerStatuses": [{
+        "name": "pytorch", "restartCount": 1,
+        "state": {"running": {"startedAt": "2024-02-21T09:31:00Z"}},
+        "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": "2024-02-21T09:30:00Z",
+                                     "finishedAt": "2024-02-21T09:30:56Z"}}}]}}
+    as_json = _load(tmp_path, "pod.json", "$ kubectl get pod w-0 -o json\n" + json.dumps(pod, indent=2)).events
+    end = as_json[as_json["kind"] == "attempt_end"].iloc[0]
+    assert (end["job"], end["attempt"], end["exit_code"], end["time"]) == ("w-0", 0, 1, T("2024-02-21 09:30:56"))
+    starts = as_json[as_json["kind"] == "attempt_start"].sort_values("time")
+    assert starts["attempt"].tolist() == [0, 1]
+    yaml_text = """apiVersion: v1
+kind: Pod
+metadata:
+  name: w-0
+status:
+  containerStatuses:
+  - name: pytorch
+    restartCount: 1
+    state:
+      running:
+        startedAt: "2024-02-21T09:31:00Z"
+"""
+    (tmp_path / "pod.json").unlink()
+    as_yaml = _load(tmp_path, "pod.yaml", yaml_text).events
+    assert as_yaml[["kind", "attempt"]].values.tolist() == [["attempt_start", 1]]

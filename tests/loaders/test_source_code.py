@@ -1,0 +1,60 @@
+"""Files that are not evidence (source_code.py): recognised by content, never read as console text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support.incidents import load_written
+
+import dflash_postmortem as pm
+from dflash_postmortem.loaders import sniff
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _load(tmp_path, name: str, text: str) -> pm.Incident:
+    return load_written(tmp_path, name, text)
+
+
+def test_a_python_file_beside_the_logs_gives_no_events_whatever_its_name(tmp_path):
+    # the trainer the replay runs: its strings hold log lines, tracebacks and `tok/s`
+    text = (REPO / "dflash_postmortem" / "replay" / "train.py").read_text(encoding="utf-8")
+    inc = _load(tmp_path, "notes.txt", text)
+    rep = inc.load_report.files[0]
+    assert rep.format == "source-code" and rep.parsed == 0 and rep.balanced
+    assert dict(rep.skipped) == {"source code, not evidence": rep.read}
+    assert inc.events.empty and inc.metrics.empty
+
+
+def test_a_launcher_script_is_read_for_its_flags(tmp_path):
+    text = """#!/usr/bin/env bash
+set -euo pipefail
+export NCCL_DEBUG=INFO
+torchrun --nproc_per_node 8 train.py --lr 3e-4 --batch-size 32 --run-name night1
+echo done
+"""
+    inc = _load(tmp_path, "go", text)
+    rep = inc.load_report.files[0]
+    assert rep.format == "source-code" and rep.parsed == 1 and rep.balanced
+    assert any("line 4: runs train.py" in n and "--lr 3e-4" in n and "--run-name night1" in n for n in rep.notes)
+    assert inc.events.empty
+
+
+def test_a_trainers_settings_file_is_configuration(tmp_path):
+    inc = _load(tmp_path, "cfg", "lr = 3e-4\nbatch_size = 32\nwarmup_steps = 100\n[model]\nlayers = 2\n")
+    rep = inc.load_report.files[0]
+    assert rep.format == "source-code" and dict(rep.skipped) == {"configuration, not evidence": 5}
+    assert any("lr=0.0003" in n for n in rep.notes)
+
+
+def test_logs_sessions_and_pod_documents_stay_what_they_are(tmp_path):
+    cases = {
+        "log": "2024-01-01 00:00:00 [r] step 1 loss 2.0 tok/s 100\nimport torch failed\n",
+        "session": "$ python train.py --lr 1\nKilled\n$ ls\n",
+        "pod": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\nstatus:\n  containerStatuses:\n  - restartCount: 1\n",
+    }
+    for name, text in cases.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        fmt, _ = sniff(path)
+        assert fmt is not None and fmt.name != "source-code", name
