@@ -105,7 +105,8 @@ def _time_limit(inc, limited, accounting):
     rec_end = record[record["kind"] == "attempt_end"].iloc[0]
     # the batch script died of the SIGTERM: ExitCode=0:15, or 143:0 where bash reported it first
     assert (rec_end["reason"], rec_end["attempt"]) == ("TIMEOUT (TimeLimit)", 0)
-    assert (rec_end["exit_code"], rec_end["signal"]) in ((0, "SIGTERM"), (143, None)), rec_end["message"]
+    signal = None if pd.isna(rec_end["signal"]) else rec_end["signal"]
+    assert (rec_end["exit_code"], signal) in ((0, "SIGTERM"), (143, None)), rec_end["message"]
     assert rec_end["time"] == end["time"]  # slurmstepd's AT and scontrol's EndTime are one moment
     rec_timeout = record[record["kind"] == "timeout"].iloc[0]
     assert (rec_timeout["timeout_ms"], rec_timeout["time"]) == (60_000, end["time"])
