@@ -18,7 +18,7 @@ STAMP      := $(VENV)/.installed
 KERNEL     := dflash-postmortem
 PYTEST_ARGS ?=
 
-.PHONY: setup report reports test unit notebooks lab lint browser prometheus strip bench fuzz clean
+.PHONY: setup report reports test unit notebooks lab lint browser prometheus slurm strip bench fuzz clean
 
 setup: $(STAMP)
 
@@ -55,13 +55,24 @@ prometheus:
 	       || echo "note: could not install prometheus; its server tests will be skipped"; \
 	   else echo "note: no prometheus and no root apt-get; its server tests will be skipped"; fi; }
 
+# A real one-node Slurm (Debian's packages; MariaDB behind slurmdbd for sacct) for the Slurm
+# loader's live test, the same way: tests/support/slurm.py starts it on loopback from a temp folder.
+SLURM_PACKAGES := slurmctld slurmd slurm-client munge slurmdbd mariadb-server
+slurm:
+	@command -v slurmctld >/dev/null 2>&1 && command -v slurmd >/dev/null 2>&1 && command -v munged >/dev/null 2>&1 && \
+	 command -v slurmdbd >/dev/null 2>&1 && command -v mariadbd >/dev/null 2>&1 || \
+	 { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SLURM_PACKAGES)) >/dev/null 2>&1 \
+	       || echo "note: could not install slurm; its live test will be skipped"; \
+	   else echo "note: no slurm and no root apt-get; its live test will be skipped"; fi; }
+
 # Four workers on any machine: much of a test run waits (kernels, servers, browsers, replayed
 # trainers), and conftest.py keeps torch and numpy to one thread per worker. Tests marked `alone`
 # compare speeds: they run afterwards, with nothing beside them.
 TEST_WORKERS ?= 4
 PARALLEL   := -n $(TEST_WORKERS) --dist loadscope -m "not alone"
 
-test: setup browser prometheus
+test: setup browser prometheus slurm
 	$(PY) -m pytest $(PARALLEL) -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(PYTEST_ARGS)
 	$(PY) -m pytest -m alone -p no:cacheprovider tests $(PYTEST_ARGS)
 

@@ -25,6 +25,16 @@ SIGNALS = {
     34: "SIGRTMIN", 64: "SIGRTMAX",
 }
 SIGNAL_NUMBERS = {name: n for n, name in SIGNALS.items()}
+# The words for "died of signal N" (strsignal's, as the shell prints them: bash/dash capitalised,
+# zsh lower case; srun says the same of a task).
+STATUS_SIGNALS = {
+    "killed": "SIGKILL", "terminated": "SIGTERM", "segmentation fault": "SIGSEGV", "aborted": "SIGABRT",
+    "abort": "SIGABRT", "bus error": "SIGBUS", "illegal instruction": "SIGILL", "floating point exception": "SIGFPE",
+    "hangup": "SIGHUP", "quit": "SIGQUIT", "interrupt": "SIGINT", "user defined signal 1": "SIGUSR1",
+    "user defined signal 2": "SIGUSR2", "alarm clock": "SIGALRM", "broken pipe": "SIGPIPE",
+    "trace/breakpoint trap": "SIGTRAP", "cpu time limit exceeded": "SIGXCPU", "file size limit exceeded": "SIGXFSZ",
+    "killed by signal": None,
+}
 # `timeout` exits 124 when the time ran out (and it sent its signal), 125 when it failed itself,
 # 126/127 when the command could not be run / found; 137 when the KILL came (-s KILL, -k).
 _TIMEOUT_CODES = {124: "timed out: timeout sent its signal", 125: "timeout itself failed",

@@ -39,6 +39,10 @@ class FileReport:
     end: pd.Timestamp | None = None
     on_bad_line: str = "warn"
     abs_path: str | None = None
+    # Set by a loader whose stamps lack a date or a year that the incident could give (glog's
+    # `E1201 22:44:03`, a time of day): a folder load reads the file again once the other
+    # sources have dated the incident. Not kept in the store's reports (not in _FILE_FIELDS).
+    needs_date: bool = False
 
     def skip(self, line: int | None, reason: str, n: int = 1) -> None:
         """Count `n` lines that carry nothing to parse (blank, header, repeated progress bar...)."""

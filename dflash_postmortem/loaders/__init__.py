@@ -7,6 +7,7 @@ every format's sniffer, in the order below (a tie between two sniffers goes to t
 from . import (  # noqa: F401  (importing registers each family's formats)
     nvidia_smi,
     pid_file,
+    launchers,
     training_log,
     ps_snapshots,
     replay_results,

@@ -340,19 +340,34 @@ def load_source(p: _Planned, ctx: LoadContext, scratch: Path) -> Incident:
 
 
 def _load_planned(plan: list[_Planned], ctx: LoadContext, cfg: IncidentConfig, scratch: Path) -> list[Incident]:
-    parts: list[Incident] = []
+    loaded: list[tuple[int, Incident]] = []
     for phase in sorted({p.fmt.phase for p in plan}):
         if phase > 0:
-            so_far = Incident.combine(parts)
+            so_far = Incident.combine([part for _, part in loaded])
             ctx.known = so_far
             if ctx.date is None:
-                first, _ = so_far.span()
-                if first is not None:
-                    ctx.date = first.tz_convert(cfg.timezone).date() if cfg.timezone != "UTC" else first.date()
+                ctx.date = _first_date(so_far, cfg)
         for n, p in enumerate(plan):
             if p.fmt.phase == phase:
-                parts.append(_load_one(p, ctx, scratch / str(n)))
-    return parts
+                loaded.append((n, _load_one(p, ctx, scratch / str(n))))
+    # A source whose stamps lack a date or a year (glog's `E1201 22:44:03`) is read again with
+    # the incident's date, once the other sources have given one.
+    undated = {n for n, part in loaded if any(r.needs_date for r in part.load_report.files)}
+    if undated:
+        date = ctx.date or _first_date(Incident.combine([part for n, part in loaded if n not in undated]), cfg)
+        if date is not None:
+            ctx.date = date
+            loaded = [(n, _load_one(plan[n], ctx, scratch / f"{n}-dated") if n in undated else part)
+                      for n, part in loaded]
+    return [part for _, part in loaded]
+
+
+def _first_date(inc: Incident, cfg: IncidentConfig):
+    """The incident's date: the day of its first time, in the incident's zone."""
+    first, _ = inc.span()
+    if first is None:
+        return None
+    return first.tz_convert(cfg.timezone).date() if cfg.timezone != "UTC" else first.date()
 
 
 def _load_one(p: _Planned, ctx: LoadContext, scratch: Path) -> Incident:

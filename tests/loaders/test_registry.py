@@ -13,6 +13,7 @@ from dflash_postmortem.loaders.wandb import export
 ORDER = [
     "nvidia-smi-query-csv", "nvidia-smi-table", "nvidia-smi-dmon", "nvidia-smi-pmon", "nvidia-smi-q",
     "nvidia-smi-xml", "nvidia-smi-list", "nvidia-smi-error", "nvml-recording", "nvidia-smi-topo", "pid-file",
+    "flight-recorder", "slurm-sacct", "slurm-squeue", "slurm-job-records", "torchelastic-error-file",
     "training-log", "ps-snapshots", "top-batch", "replay-ab-results",
     # the transcript reads container answers: importing it registers the container formats first
     "docker-events", "docker-inspect", "docker-ps", "kubectl-describe-pod", "kubectl-events", "kubectl-pod-document",

@@ -2,6 +2,7 @@
 until the server answers or has died."""
 
 import socket
+import subprocess
 import time
 import urllib.request
 
@@ -28,3 +29,15 @@ def wait_until_ready(url: str, proc, what: str, log, timeout_s: float = 60) -> N
         if proc.poll() is not None or time.monotonic() > deadline:
             pytest.fail(f"{what} did not become ready: {log()[-2000:]}")
         time.sleep(0.1)
+
+
+def stop(proc, timeout_s: float = 15) -> None:
+    """Terminate a server started for a test, killing it if it will not go."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -62,9 +62,9 @@ class TracebackBlock:
 
 
 class FailureTable:
-    """torchelastic's ChildFailedError table after its `Root Cause (first observed failure):` or
-    `Failures:` header: `[N]:` entries of `time`, `host`, `rank`, `exitcode`, `error_file`,
-    `traceback` fields, up to a `----` / `====` rule."""
+    """torchelastic's ChildFailedError table after its `Root Cause (first observed failure):`
+    (torch 1.10: `Root Cause:`) or `Failures:` header: `[N]:` entries of `time`, `host`, `rank`,
+    `exitcode`, `error_file`, `traceback` (torch 1.10: `msg`) fields, up to a `----` / `====` rule."""
 
     def __init__(self, root: bool, **where):
         self.root = root
@@ -88,19 +88,23 @@ class FailureTable:
         field = lp.FAILURE_FIELD.match(text)
         if field:
             self.entry["fields"][field.group("key")] = field.group("value").strip()
-        elif text[:1] in (" ", "\t") and "traceback" in self.entry["fields"]:
-            self.entry["fields"]["traceback"] += "\n" + stripped  # an error_file's traceback, indented
+        elif text[:1] in (" ", "\t") and (last := self._multiline()) is not None:
+            self.entry["fields"][last] += "\n" + stripped  # an error_file's traceback or message, indented
         else:
             return NOT_MINE
         self.entry["lines"].append(stripped)
         return TAKE
+
+    def _multiline(self) -> str | None:
+        """The entry's field whose text goes on over indented lines, if it has begun one."""
+        return next((k for k in reversed(self.entry["fields"]) if k in lp.FAILURE_MULTILINE_FIELDS), None)
 
     def events(self, truncated: bool) -> list[dict]:
         return [self._event(e) for e in self.entries]
 
     def _event(self, entry: dict) -> dict:
         f = entry["fields"]
-        ev = dict(self.where, line=entry["line"], kind="exit",
+        ev = dict(self.where, line=entry["line"], kind="exit", by="torchrun",
                   pattern="elastic_root_cause" if self.root else "elastic_failure",
                   message="\n".join(entry["lines"])[:MAX_EVENT_CHARS], lines=len(entry["lines"]))
         stamp, _ = find_stamp(f.get("time", ""))

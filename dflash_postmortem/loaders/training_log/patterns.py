@@ -51,6 +51,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ...commands import STATUS_SIGNALS
 from ...errors import IncidentConfigError
 from ...schema import LOSS, TOK_PER_S
 
@@ -424,11 +425,20 @@ EVENT_GROUPS: dict[str, tuple[str, Callable]] = {
     "stuck_s": ("ran_ms", _seconds_as_ms), "gpu": ("gpu", integer), "host": ("host", str),
     "nranks": ("nranks", integer), "nccl_code": ("nccl_code", integer),
     "req": ("requested_mib", mib), "cap": ("capacity_mib", mib), "free": ("free_mib", mib),
+    "timeout_s": ("timeout_ms", _seconds_as_ms), "joined": ("clients_joined", integer),
+    "world": ("world_size", integer), "addr": ("address", str), "reason": ("reason", str),
+    "job": ("job", str), "granted": ("job", str), "step": ("step", str),
+    "stepd_host": ("host", str), "attempt": ("attempt", integer), "task": ("rank", integer),
+    "tasks": ("tasks", str), "at": ("at", str), "error_file": ("error_file", str), "log_dir": ("log_dir", str),
+    "left": ("restarts_left", integer),
+    "max_restarts": ("max_restarts", integer), "count": ("count", integer),
+    "task_signal": ("signal", lambda text: STATUS_SIGNALS.get(text.lower())),
     "cuda_error": ("cuda_error", str), "signal_word": ("signal", lambda w: FAULTHANDLER_SIGNALS.get(w)),
 }
 # Columns some events carry beyond the canonical ones; integers are kept as nullable Int64.
 EVENT_INT_COLUMNS = ("pid", "exit_code", "rank", "lines", "local_rank", "group_rank", "seq", "timeout_ms",
-                     "ran_ms", "gpu", "nranks", "nccl_code", "threads")
+                     "ran_ms", "gpu", "nranks", "nccl_code", "attempt", "clients_joined", "world_size",
+                     "restarts_left", "max_restarts", "count", "threads")
 
 
 @dataclass(frozen=True)
@@ -439,18 +449,35 @@ class EventPattern:
     regex: re.Pattern
     case_insensitive_keyword: bool = False
     signal: str | None = None  # the signal the line means without naming it (`Killed`)
+    what: str | None = None  # what waited, for a timeout (`gloo`, `store connect`, `slurm time limit`)
+    by: str | None = None  # the launcher or scheduler that wrote the line (`torchrun`, `slurm`)
 
 
-def _event(kind, name, keywords, regex, signal=None) -> EventPattern:
+def _event(kind, name, keywords, regex, signal=None, what=None, by=None) -> EventPattern:
     kws = (keywords,) if isinstance(keywords, str) else tuple(keywords)
     return EventPattern(kind, name, kws, re.compile(regex), case_insensitive_keyword=regex.startswith("(?i)"),
-                        signal=signal)
+                        signal=signal, what=what, by=by)
+
+
+def _elastic(kind, name, keywords, regex, **kw) -> EventPattern:
+    return _event(kind, name, keywords, regex, by="torchrun", **kw)
+
+
+def _slurm(kind, name, keywords, regex, **kw) -> EventPattern:
+    return _event(kind, name, keywords, regex, by="slurm", **kw)
 
 
 _SIZE = r"[\d.]+ (?:[KMGT]i?B|bytes)"
 # Every glog / c10 line names its source file (`ProcessGroupNCCL.cpp:607]`, `api.py:869]`): the
 # literal that finds `E`/`W`/`F` lines, whose level letter alone is no usable keyword.
 _GLOG_SOURCE = (".cpp:", ".py:", ".cc:")
+
+# srun's word for how a task died: strsignal's text, as the shell prints it
+_STATUS_WORDS = "|".join(sorted((re.escape(w) for w in STATUS_SIGNALS if w != "killed by signal"),
+                                key=len, reverse=True))
+
+# srun's word on a task (its Slurm task id is its rank) or a range of them
+_SRUN_TASKS = r"^srun: error: (?P<host>[\w.-]+): (?:task (?P<task>\d+)|tasks (?P<tasks>[\d,-]+)): "
 
 # -- process deaths: CUDA errors, faulthandler dumps (kept apart: other families add patterns above) --
 # `CUDA error: an illegal memory access was encountered`, `... device-side assert triggered`, in a
@@ -510,6 +537,32 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
            r"watchdog got stuck for (?P<stuck_s>\d+) seconds"),
     _event("nccl_timeout", "nccl_operations_failed", "Some NCCL operations have failed",
            r"Some NCCL operations have failed or timed out"),
+    _event("nccl_timeout", "nccl_timeout_at_work", "Timeout at NCCL work",
+           r"Timeout at NCCL work: (?P<seq>\d+)"),
+    # gloo collectives and connections, the c10d store and torchelastic's rendezvous
+    _event("timeout", "gloo_op_timeout", "Timed out waiting",
+           r"Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>\w+) operation to complete", what="gloo"),
+    _event("timeout", "gloo_connect_failed", "connectFullMesh failed",
+           r"Gloo connectFullMesh failed with \[[^\]]*\] ?(?P<reason>[^\r\n]{0,200})", what="gloo connectFullMesh"),
+    _event("timeout", "store_clients_timeout", ("clients joined", "workers joined"),
+           r"Timed out after (?P<timeout_s>\d+) seconds waiting for (?:clients|workers)\. (?P<joined>\d+)/(?P<world>\d+)",
+           what="store clients"),
+    _event("timeout", "store_connect_timeout", "has timed out after",
+           r"socket has timed out after (?:(?P<timeout_ms>\d+)ms|(?P<timeout_s>\d+)s) while trying to connect to "
+           r"\((?P<addr>[^()]{1,300})\)", what="store connect"),
+    _event("timeout", "store_connect_retry_timeout", "timed out (try=",
+           r"to connect/validate to host (?P<addr>\S+) - timed out \(try=\d+, timeout=(?P<timeout_ms>\d+)ms\)",
+           what="store connect"),
+    _event("timeout", "store_wait_timeout", "ait timeout after", r"[Ww]ait timeout after (?P<timeout_ms>\d+)ms",
+           what="store wait"),
+    _event("timeout", "store_barrier_timeout", "barrier timeout after", r"barrier timeout after (?P<timeout_ms>\d+)ms",
+           what="store barrier"),
+    _event("timeout", "store_based_barrier_timeout", "store based barrier",
+           r"Timed out initializing process group in store based barrier", what="store based barrier"),
+    _event("timeout", "store_socket_timeout", "Socket Timeout", r"\bSocket Timeout\b", what="store socket"),
+    _event("timeout", "monitored_barrier_timeout", "monitoredBarrier",
+           r"(?:timed out in|failed to pass) monitoredBarrier (?:in|after) (?P<timeout_ms>\d+) ms", what="monitored barrier"),
+    _elastic("timeout", "rendezvous_timeout", "RendezvousTimeoutError", r"RendezvousTimeoutError", what="rendezvous"),
     # NCCL's own log: `host:pid:tid [cudaDev] [file:line] NCCL WARN|INFO ...`
     _event("nccl_error", "nccl_warn", "NCCL WARN",
            r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] .*?NCCL WARN "),
@@ -528,23 +581,67 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("oom", "oom", "out of memory", r"(?i)(CUDA|HIP)? ?out of memory"),
     _event("oom", "oom_error", "OutOfMemoryError", r"OutOfMemoryError"),
     *PROCESS_DEATH_PATTERNS,
-    _event("stage", "elastic_start_workers", "ing worker group", r"\b(Starting|Stopping) worker group"),
-    _event("elastic_restart", "elastic_will_restart", "will restart worker group", r"will restart worker group"),
-    _event("elastic_restart", "elastic_restart_count", "restart_count=", r"^\s*restart_count=[1-9]"),
-    _event("exit", "elastic_child_failed", "failed (exitcode:",
-           r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)"),
+    # torchelastic's agent (torchrun, torch.distributed.run/launch): the job's run id, each
+    # attempt's start (its restart count from the rendezvous) and end. Which line ends an attempt
+    # and which attempt a line belongs to is the file's order: training_log/attempts.py.
+    _elastic("stage", "elastic_launch_config", "Starting elastic_operator", r"Starting elastic_operator with launch configs"),
+    _elastic("stage", "elastic_run_id", "run_id", r"\brun_id\s+:\s*(?P<job>\S+)"),
+    _elastic("stage", "elastic_log_dir", "log directory set to", r"log directory set to: (?P<log_dir>\S+)"),
+    _elastic("stage", "elastic_rendezvous_joined", "has joined round",
+             r"has joined round \d+ of the rendezvous '(?P<job>[^']+)' as rank \d+ in a world of size (?P<world>\d+)"),
+    _elastic("stage", "elastic_rendezvous", "restart_count=", r"\brestart_count=(?P<attempt>\d+)"),
+    _elastic("attempt_start", "elastic_start_workers", "Starting worker group", r"\bStarting worker group"),
+    _elastic("stage", "elastic_stop_workers", "Stopping worker group", r"\bStopping worker group"),
+    _elastic("stage", "elastic_reply_file", "reply file to",
+             r"Setting worker(?P<local_rank>\d+) reply file to: (?P<error_file>\S+)"),
+    _elastic("attempt_end", "elastic_will_restart", "will restart worker group",
+             r"(?:Worker group (?P<reason>\w+)\. (?P<left>\d+)/(?P<max_restarts>\d+) attempts left; |"
+             r"Detected (?P<count>\d+) new nodes .{0,80})?will restart worker group"),
+    # nvidia-resiliency-ext's and other forks of the agent: `2/3 restart attempts left; restarting worker group...`
+    _elastic("attempt_end", "elastic_restarting", "estarting worker group",
+             r"(?:(?P<left>\d+)/(?P<max_restarts>\d+) restart attempts left; )?[Rr]estarting worker group"),
+    _elastic("attempt_end", "elastic_succeeded", "successfully finished", r"worker group successfully finished"),
+    _elastic("exit", "elastic_child_failed", "failed (exitcode:",
+             r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)"),
     # torch 1.9-1.10's box when a child wrote no error file
-    _event("exit", "elastic_child_failed_no_error_file", "FAILED (exitcode",
-           r"Child process (?P<pid>\d+) \(local_rank (?P<local_rank>\d+)\) FAILED \(exitcode (?P<code>-?\d+)\)"),
-    _event("signal", "elastic_closing_signal", ("closing signal", "via signal"),
-           r"(?:Sending|Closing) process (?P<pid>\d+) (?:closing|via) signal (?P<signal>SIG\w+)"),
-    _event("signal", "elastic_death_signal", "death signal", r"Received (?P<signo>\d+) death signal"),
+    _elastic("exit", "elastic_child_failed_no_error_file", "FAILED (exitcode",
+             r"Child process (?P<pid>\d+) \(local_rank (?P<local_rank>\d+)\) FAILED \(exitcode (?P<code>-?\d+)\)"),
+    _elastic("signal", "elastic_closing_signal", ("closing signal", "via signal"),
+             r"(?:Sending|Closing) process (?P<pid>\d+) (?:closing|via) signal (?P<signal>SIG\w+)"),
+    _elastic("signal", "elastic_death_signal", "death signal", r"Received (?P<signo>\d+) death signal"),
     _event("signal", "elastic_signal_exception", "SignalException",
            r"SignalException: Process (?P<pid>\d+) got signal: (?P<signo>\d+)"),
     # DeepSpeed's launcher (launch.py sigkill_handler)
     _event("signal", "deepspeed_killing_subprocess", "Killing subprocess", r"Killing subprocess (?P<pid>\d+)"),
     _event("exit", "deepspeed_exit", "exits with return code",
            r"(?:--local_rank=(?P<local_rank>\d+).*)?exits with return code = (?P<code>-?\d+)"),
+    # Slurm in a job's output (`slurm-<job>.out`): slurmstepd's cancellations (their own time in
+    # `at`), srun's word on each task, cgroup OOM kills, allocations
+    _slurm("attempt_end", "slurm_job_cancelled", "*** JOB ",
+           r"\*\*\* JOB (?P<job>\d+) (?:ON (?P<host>\S+) CANCELLED|CANCELLED|STEPD TERMINATED ON (?P<stepd_host>\S+))"
+           r"(?: AT (?P<at>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d))?(?: DUE TO (?P<reason>[^*]{1,120}?))?\s*(?:\*\*\*|$)"),
+    _slurm("killed", "slurm_step_cancelled", "*** STEP ",
+           r"\*\*\* STEP (?P<job>\d+)(?:\.(?P<step>\w+))? (?:ON (?P<host>\S+) )?CANCELLED"
+           r"(?: AT (?P<at>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d))?(?: DUE TO (?P<reason>[^*]{1,120}?))?\s*(?:\*\*\*|$)"),
+    _slurm("attempt_end", "slurm_cancel_reason_wrapped", "DUE TO ", r"^DUE TO (?P<reason>[^*]{1,120}?)\s*\*\*\*\s*$"),
+    _slurm("oom_kill", "slurm_oom_kill", ("oom_kill event", "oom-kill event"),
+           r"Detected (?P<count>\d+) oom[-_]kill events?(?:\(s\))? in (?:StepId=|step )(?P<job>\d+)(?:\.(?P<step>\w+))?"),
+    _slurm("exit", "slurm_task_exited", ": Exited with exit code",
+           _SRUN_TASKS + r"Exited with exit code (?P<code>\d+)"),
+    _slurm("oom_kill", "slurm_task_oom", ": Out Of Memory",
+           _SRUN_TASKS + "Out Of Memory"),
+    _slurm("killed", "slurm_task_signal", "srun: error: ",
+           _SRUN_TASKS + rf"(?P<task_signal>(?i:{_STATUS_WORDS}))(?: \(core dumped\))?\s*$"),
+    _slurm("killed", "slurm_step_aborted", "Job step aborted", r"^srun: Job step aborted"),
+    _slurm("killed", "slurm_force_terminated", "Force Terminated",
+           r"^srun: Force Terminated (?:job |StepId=)(?P<job>\d+)(?:\.(?P<step>\w+))?"),
+    _slurm("attempt_start", "slurm_job_allocated", ("has been allocated resources", "Granted job allocation"),
+           r"^(?:srun|salloc): (?:job (?P<job>\d+) has been allocated resources|Granted job allocation (?P<granted>\d+))"),
+    _slurm("stage", "slurm_job_queued", "queued and waiting", r"^(?:srun|salloc): job (?P<job>\d+) queued and waiting"),
+    _slurm("stage", "slurm_job_submitted", "Submitted batch job", r"^Submitted batch job (?P<job>\d+)"),
+    _slurm("attempt_end", "slurm_allocation_revoked", "has been revoked",
+           r"^(?:srun|salloc): Job allocation (?P<job>\d+) has been revoked"),
+    _slurm("error", "slurm_error", ": error: ", r"^(?:srun|slurmstepd(?:-[\w.-]+)?|sbatch|salloc)(?:\[\d+\])?: error: "),
     _event("signal", "received_signal", "Signal", r"(?i)(received|got) signal (?P<signal>\w+)"),
     _event("signal", "killed", "Killed", r"^Killed\b", signal="SIGKILL"),
     _event("signal", "terminated", "Terminated", r"^Terminated\b", signal="SIGTERM"),
@@ -588,10 +685,12 @@ THREAD_EXCEPTION_KEYWORD = b"Exception in thread "
 THREAD_EXCEPTION = re.compile(r"^Exception in thread (?P<thread>.{1,200}?)(?: \(\S+\))?:\s*$")
 
 # torchelastic's ChildFailedError table: a header, then `[N]:` entries of `key : value` fields.
-FAILURE_TABLE_KEYWORDS = ("Root Cause (first observed failure)", "Failures:")
-FAILURE_TABLE_HEADER = re.compile(r"^\s*(?P<root>Root Cause \(first observed failure\)|Failures)\s*:\s*$")
+# (torch 1.10 wrote `Root Cause:`, its fields unpadded, and the worker's error file under `msg:`)
+FAILURE_TABLE_KEYWORDS = ("Root Cause", "Failures:")
+FAILURE_TABLE_HEADER = re.compile(r"^\s*(?P<root>Root Cause(?: \(first observed failure\))?|Failures)\s*:\s*$")
 FAILURE_ENTRY = re.compile(r"^\s*\[(?P<index>\d+)\]:\s*$")
-FAILURE_FIELD = re.compile(r"^\s{0,4}(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<value>.*)$")
+FAILURE_FIELD = re.compile(r"^\s{0,4}(?P<key>time|host|rank|exitcode|error_file|traceback|msg)\s*:\s?(?P<value>.*)$")
+FAILURE_MULTILINE_FIELDS = ("traceback", "msg")  # their text goes on over indented lines
 FAILURE_RANK = re.compile(r"(?P<rank>\d+) \(local_rank: (?P<local_rank>\d+)\)")
 FAILURE_EXIT = re.compile(r"(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")
 FAILURE_SIGNAL = re.compile(r"Signal (?P<signo>\d+) \((?P<signal>SIG\w+)\)")
@@ -619,7 +718,7 @@ PREFIXES: tuple[tuple[str, re.Pattern], ...] = (
     ("rank", re.compile(r"^\[default(?P<rank>\d+)\]: ?")),
     ("stream", re.compile(r"^(?:stderr|stdout): ")),
     ("ray", re.compile(r"^[\w-]+/\d+ \(\w+ pid=(?P<pid>\d+)\) ?")),
-    ("ray", re.compile(r"^\(\w+ pid=(?P<pid>\d+)(?:, ip=[\d.]+)?\) ?")),  # Ray's actor tag alone: (RayWorkerVllm pid=7046)
+    ("ray", re.compile(r"^\((?:\w+ )?pid=(?P<pid>\d+)(?:, ip=[\d.]+)?\) ?")),  # `(pid=3769) `, Ray's actor tag alone: `(RayWorkerVllm pid=7046) `
     ("fence", re.compile(r"^```[\w-]*(?=\[)")),  # a markdown fence glued to the first line
     ("backtick", re.compile(r"^`(?!`)")),  # inline code opened before a pasted line
     ("html", re.compile(r"^<pre>")),

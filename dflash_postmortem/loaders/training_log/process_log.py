@@ -33,7 +33,10 @@ from ...config import IncidentConfig
 from ...incident import from_frames
 from ...load_report import FileReport
 from .. import encoding, registry
+from ..launchers.slurm import job_of_output_name
+from ..launchers.torchrun import LogDirPlace, log_dir_place
 from ..registry import LoadContext, read_head
+from . import attempts
 from . import patterns as lp
 from .blocks import (
     MAX_EVENT_CHARS,
@@ -107,7 +110,9 @@ _FIELD_KW = tuple((f, f.keyword.decode()) for f in lp.FIELD_FORMATS)
 _GENERIC_KW = lp.GENERIC_LOSS.keyword.decode()
 # (pattern, its keywords or () when the keyword is case-insensitive: then only the regex decides)
 _EVENT_KW = tuple((p, () if p.case_insensitive_keyword else p.keywords) for p in lp.EVENT_PATTERNS)
-_EXCEPTION_KW = tuple((p, kws) for p, kws in _EVENT_KW if p.name in lp.EXCEPTION_FACTS)
+# (what a traceback's exception line states: an OOM, a CUDA error, the wait that ran out)
+_EXCEPTION_KW = tuple((p, kws) for p, kws in _EVENT_KW
+                      if p.name in lp.EXCEPTION_FACTS or p.kind in ("timeout", "nccl_timeout"))
 _TRACEBACK = lp.TRACEBACK_KEYWORD.decode()
 _THREAD_EXCEPTION = lp.THREAD_EXCEPTION_KEYWORD.decode()
 _HF_DICT = lp.HF_DICT_KEYWORD.decode()
@@ -165,7 +170,7 @@ def strip_prefixes(text: str) -> tuple[str, dict]:
     """Remove launcher and viewer prefixes ([rank3]:, [80746], stderr:, ray actor tags, a
     markdown fence or backtick a paste left on the line)."""
     found: dict = {}
-    if not (text[:1] in "[`<" or text.startswith(("stderr: ", "stdout: ")) or " pid=" in text[:48]):
+    if not (text[:1] in "[`<" or text.startswith(("stderr: ", "stdout: ")) or "pid=" in text[:48]):
         return text, found
     changed = True
     while changed:
@@ -220,6 +225,7 @@ class LogScanner:
         self.lineno = 0  # lines read so far
         self.parsed = 0
         self.last_stamp: Stamp | bytes | None = None
+        self.said_at: tuple[int, Stamp] | None = None  # (line, time) of the latest line that said its time in its text
         self.calendar = Calendar()
         self.borrowed = 0
         self.last_run: str | None = None  # the run tag of the latest tagged line
@@ -400,7 +406,7 @@ class LogScanner:
             return [(seg, {})]
         return [strip_prefixes(part) for part in parts]
 
-    def _stamp_for(self, text: str, block: bytes, ls: int) -> tuple[Stamp | bytes | None, str, str | None, bool]:
+    def _stamp_for(self, text: str, block: bytes, ls: int, lineno: int) -> tuple[Stamp | bytes | None, str, str | None, bool]:
         """(the line's time, the text after it, the run tag of the line that gave the time,
         whether the time is the line's own).
 
@@ -414,27 +420,29 @@ class LogScanner:
             self.last_stamp = stamp
             body = text[end:]
             return stamp, body, _run_tag(body), True
-        near, tag = self._look_back(block, ls)
+        near, tag, back = self._look_back(block, ls)
+        if self.said_at is not None and (near is None or self.said_at[0] > lineno - back):
+            near, tag = self.said_at[1], None  # a nearer line said its time in the text (`CANCELLED AT ...`)
         if near is None:
             near, tag = self.last_stamp, None
         if near is not None:
             self.borrowed += 1
         return near, text, tag, False
 
-    def _look_back(self, block: bytes, ls: int) -> tuple[Stamp | bytes | None, str | None]:
+    def _look_back(self, block: bytes, ls: int) -> tuple[Stamp | bytes | None, str | None, int]:
         end = ls - 1
-        for _ in range(_NEIGHBOUR_LINES):
+        for back in range(1, _NEIGHBOUR_LINES + 1):
             if end <= 0:
-                return None, None
+                return None, None, back
             start = block.rfind(b"\n", 0, end) + 1
             prev, _ = strip_prefixes(_clean(block[start:end]))
             stamp, at = find_stamp(prev)
             if stamp is not None:
                 if stamp.form == "clock":  # a few lines back: dated as the clock reads now
                     stamp.reading = self.calendar.now()
-                return stamp, _run_tag(prev[at:])
+                return stamp, _run_tag(prev[at:]), back
             end = start - 1
-        return None, None
+        return None, None, _NEIGHBOUR_LINES
 
     def _run_for(self, own_tag: str | None, own_stamp: bool, neighbour_tag: str | None) -> str | None:
         """The line's own [run] tag; else the run given for the file; else the nearest tagged
@@ -453,7 +461,7 @@ class LogScanner:
 
     def _text(self, text: str, lineno: int, rows: Rows, rank, pid, block: bytes, ls: int) -> int | str:
         """One record: 1 when it gave a row, a skip reason when it is known to carry none."""
-        stamp, body, tag, own = self._stamp_for(text, block, ls)
+        stamp, body, tag, own = self._stamp_for(text, block, ls, lineno)
         if own and "[rank" in body[:12]:  # `2025-02-18 12:54 [rank13]:[E218 ...`: the prefix follows the time
             inner, pre = strip_prefixes(body.lstrip())
             if "rank" in pre:
@@ -499,6 +507,13 @@ class LogScanner:
             if ev.get("exit_code") is not None and ev["exit_code"] < 0 and "signal" not in ev:
                 ev["signal"] = lp.EVENT_GROUPS["signo"][1](str(ev["exit_code"]))  # -9: killed by SIGKILL
             ev["signal"] = ev.get("signal") or p.signal
+            ev["by"], ev["what"] = p.by, p.what
+            if (at := find_stamp(ev.pop("at", None) or "")[0]) is not None:
+                # slurmstepd's `CANCELLED AT 2024-05-01T12:00:00`: the line's own time, and the
+                # time of the lines after it (srun's word on each task)
+                ev["stamp"] = self.last_stamp = at
+                self.said_at = (where["line"], at)
+                self.calendar.see(at)
             if p.kind == "oom":
                 ev["holders"] = lp.oom_holders(text)
                 own = lp.OOM_THIS_PROCESS.search(text)
@@ -685,8 +700,8 @@ class LogScanner:
         for ev in record.events(truncated):
             rows.event(**ev)
         if isinstance(record, TracebackBlock) and not record.awaiting:
-            # What the exception line states (a CUDA OOM and its holders, a CUDA error) is an
-            # event of its own, at the traceback's first line.
+            # What the exception line states (a CUDA OOM and its holders, a CUDA error, a wait
+            # that timed out) is an event of its own, at the traceback's first line.
             last = record.lines[-1].strip()
             self._event(last, last, {k: record.where.get(k) for k in ("stamp", "line", "run", "pid", "rank")}, rows,
                         among=_EXCEPTION_KW)
@@ -792,21 +807,23 @@ def _merge(into: Rows, part: Rows) -> None:
     into.event_rows.extend(part.event_rows)
 
 
-def default_run(path: Path, ctx: LoadContext) -> tuple[str, bool]:
-    """The run name for lines that do not name one: the [[sources]] `run`, else the file stem."""
+def default_run(path: Path, ctx: LoadContext, place: LogDirPlace | None = None) -> tuple[str, bool]:
+    """The run name for lines that do not name one: the [[sources]] `run`, else (when no line
+    names one either) the job attempt of a torchrun log folder, else the file stem."""
     if ctx.options.get("run"):
         return str(ctx.options["run"]), False
-    return Path(path).stem, True
+    return (place.run if place is not None else Path(path).stem), True
 
 
-def settle_runs(cols: dict[str, list], scanner: LogScanner, stem: str, rep: FileReport) -> None:
+def settle_runs(cols: dict[str, list], scanner: LogScanner, stem: str, rep: FileReport,
+                named_by: str = "the file's name") -> None:
     """Rows read before any tagged line take the first tag that follows; no tag at all: the stem."""
     if None not in cols["run"]:
         return
     run = scanner.first_run or stem
     cols["run"] = [r if r is not None else run for r in cols["run"]]
     if scanner.first_run is None:
-        rep.assume(f"lines that name no run are given run {run!r} (the file's name)")
+        rep.assume(f"lines that name no run are given run {run!r} ({named_by})")
     else:
         rep.assume(f"rows before the first [run] tag are given the first tag that follows, {run!r}")
 
@@ -816,7 +833,10 @@ def settle_runs(cols: dict[str, list], scanner: LogScanner, stem: str, rep: File
 _STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring input", "torch.distributed.elastic",
            "torch.distributed.run", "elastic_operator", "ProcessGroupNCCL", "NCCL INFO", "NCCL WARN", "NCCL version",
            "sigkill_handler", "ChildFailedError", "OutOfMemoryError", "CUDA out of memory", "death signal",
-           "closing signal", "{'loss':", "{'eval_loss':", "{'train_runtime':", "Fatal Python error", "CUDA error: ")
+           "closing signal", "{'loss':", "{'eval_loss':", "{'train_runtime':", "ProcessGroupGloo",
+           "connectFullMesh", "DistStoreError", "DistNetworkError", "RendezvousTimeoutError", "Starting worker group",
+           "slurmstepd", "srun: error:", "srun: Job step aborted", "third_party/gloo", "Root Cause", "error_file:",
+           "Fatal Python error", "CUDA error: ")
 
 
 def sniff_log(path: Path, head: bytes) -> float:
@@ -880,20 +900,29 @@ def load_log(path: Path, ctx: LoadContext):
     """Format loader: one training log -> Incident with metrics and events."""
     path = Path(path)
     rep = ctx.report(path, "training-log")
-    run, from_name = default_run(path, ctx)
+    original = ctx.aliases.get(path, path)
+    place = log_dir_place(original)  # a worker's file in torchrun's --log-dir folder
+    run, from_name = default_run(path, ctx, place)
     patterns = lp.user_patterns(ctx.config.patterns, str(ctx.config.path or "incident.toml")) if ctx.config else ()
     scanner = LogScanner(path, rep, patterns=patterns, default_run=None if from_name else run)
     rows = Rows()
     for part in scanner.scan():
         _merge(rows, part)
+    segments = attempts.annotate(rows.event_rows, rows.metric_cols[_METRIC_COLS.index("line")], place,
+                                 job_of_output_name(original.name))
     metric_cols, event_cols = rows.metrics, rows.events
-    settle_runs(metric_cols, scanner, run, rep)
-    settle_runs(event_cols, scanner, run, rep)
+    attempts.assign(metric_cols, segments, place)
+    named_by = "its torchrun log folder: run id and attempt" if place is not None else "the file's name"
+    settle_runs(metric_cols, scanner, run, rep, named_by)
+    settle_runs(event_cols, scanner, run, rep, named_by)
+    if place is not None:
+        rep.assume(f"job {place.job!r}, attempt {place.attempt} and rank {place.local_rank} from the file's "
+                   "torchrun log folder (<run id>/attempt_<n>/<local rank>/)")
     metrics = _frame(metric_cols, rep, ctx, scanner)
     events = _frame(event_cols, rep, ctx, scanner)
     metrics = metrics.drop(columns=["ref", "host"]).assign(ref=metrics["ref"])
     events = events.astype({c: "Int64" for c in lp.EVENT_INT_COLUMNS if c in events.columns})
-    metrics = metrics.astype({"step": "Int64", "rank": "Int64"})
+    metrics = metrics.astype({"step": "Int64", "rank": "Int64", "attempt": "Int64"})
     return from_frames(rep, metrics=metrics, events=events)
 
 

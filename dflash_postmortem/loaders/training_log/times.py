@@ -11,6 +11,7 @@ with no full date in the file, from the incident date; else they have no time.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from dataclasses import dataclass
 
@@ -233,6 +234,7 @@ def resolve_times(stamps: list, rep, ctx, first_date: str | None, calendar: Cale
                 elif dated_from == "the nearest full date in the file":
                     sources.add("an impossible date in the file")
             if len(keep) < len(idx):
+                rep.needs_date = not dated_from
                 rep.assume(f"{len(idx) - len(keep)} time-of-day timestamps have no date in the file or the incident: rows have no time")
             for source in sorted(s for s in sources if s):
                 rep.assume(f"time-of-day timestamps dated from {source} (a midnight counted where the clock goes back)")
@@ -241,10 +243,14 @@ def resolve_times(stamps: list, rep, ctx, first_date: str | None, calendar: Cale
             texts = [stamps[i].text for i in idx]
         if form == "monthday":
             if year_from is None:
+                rep.needs_date = True
                 rep.assume("timestamps carry month and day but no year, and nothing gives the year: rows have no time")
                 continue
-            texts = [f"{year_from[:4]}-{t}" for t in texts]
-            rep.assume(f"year {year_from[:4]} taken from {'incident date' if ctx.date else 'the file'} for month-day timestamps")
+            near = dt.date.fromisoformat(year_from[:10])
+            texts = [f"{_year_nearest(t[:5], near)}-{t}" for t in texts]
+            years = ", ".join(sorted({t[:4] for t in texts}))
+            rep.assume(f"year {years} taken from {f'the incident date {near}' if ctx.date else 'the file'} for "
+                       "month-day timestamps (the year that puts each nearest that date)")
         if not idx:
             continue
         if aware:
@@ -255,6 +261,20 @@ def resolve_times(stamps: list, rep, ctx, first_date: str | None, calendar: Cale
             rep.assume(align.zone_assumption(ctx.timezone))
         out[idx] = _utc_naive(t)
     return align.localize(pd.Series(out), "UTC")
+
+
+@functools.lru_cache(maxsize=1024)
+def _year_nearest(month_day: str, near: dt.date) -> int:
+    """The year that puts `MM-DD` nearest `near` (a log of 31 December read with an incident
+    dated 2 January belongs to the year before)."""
+    month, day = int(month_day[:2]), int(month_day[3:5])
+    gaps = []
+    for year in (near.year, near.year - 1, near.year + 1):
+        try:
+            gaps.append((abs((dt.date(year, month, day) - near).days), year))
+        except ValueError:  # 29 February of a common year, month 13: no such day
+            continue
+    return min(gaps)[1] if gaps else near.year
 
 
 def _utc_naive(t: pd.Series) -> np.ndarray:

@@ -37,18 +37,9 @@ from __future__ import annotations
 
 import re
 
-from ...commands import SIGNALS, exit_meaning, signal_name
+from ...commands import SIGNALS, STATUS_SIGNALS, exit_meaning, signal_name
 from ..clock_text import SYSLOG_MONTH, month_number, parse_wall_clock
 
-# The shell's words for "died of signal N" (bash/dash: capitalised; zsh: lower case).
-STATUS_SIGNALS = {
-    "killed": "SIGKILL", "terminated": "SIGTERM", "segmentation fault": "SIGSEGV", "aborted": "SIGABRT",
-    "abort": "SIGABRT", "bus error": "SIGBUS", "illegal instruction": "SIGILL", "floating point exception": "SIGFPE",
-    "hangup": "SIGHUP", "quit": "SIGQUIT", "interrupt": "SIGINT", "user defined signal 1": "SIGUSR1",
-    "user defined signal 2": "SIGUSR2", "alarm clock": "SIGALRM", "broken pipe": "SIGPIPE",
-    "trace/breakpoint trap": "SIGTRAP", "cpu time limit exceeded": "SIGXCPU", "file size limit exceeded": "SIGXFSZ",
-    "killed by signal": None,
-}
 _STATUS = "|".join(sorted((re.escape(s) for s in STATUS_SIGNALS if s != "killed by signal"), key=len, reverse=True))
 _CORE = r"(?:\s*\(core dumped\))?"
 

@@ -10,7 +10,7 @@ import subprocess
 from dataclasses import dataclass
 
 import pytest
-from support.servers import free_port, wait_until_ready
+from support.servers import free_port, stop, wait_until_ready
 
 T0 = 1764550800  # 2025-12-01T01:00:00Z
 STEP = 15
@@ -91,10 +91,5 @@ def prometheus_server(tmp_path_factory):
         wait_until_ready(f"{url}/-/ready", proc, "prometheus", lambda: (root / "prometheus.log").read_text(), 30)
         yield Server(url)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, timeout_s=10)
         log.close()

@@ -76,10 +76,14 @@ def test_deepspeed_launcher_kills_and_exit(fixtures_dir):
 
 def test_elastic_signals_by_number_and_name(fixtures_dir):
     ev = _events(fixtures_dir, "elastic-sighup-cjk-glued-signal-exception.log")
-    assert ev[["pattern", "signal"]].values.tolist() == [
+    assert ev[ev["kind"] == "signal"][["pattern", "signal"]].values.tolist() == [
         ["elastic_death_signal", "SIGHUP"], ["elastic_closing_signal", "SIGHUP"], ["elastic_signal_exception", "SIGHUP"]]
+    # the agent's death signal ends the attempt it was running
+    end = ev[ev["kind"] == "attempt_end"]
+    assert end[["reason", "by"]].values.tolist() == [["agent received SIGHUP", "torchrun"]]
     ev = _events(fixtures_dir, "elastic-glog-closing-via-signal-multi-agent.log")
-    assert (ev["signal"] == "SIGTERM").all() and len(ev) == 9
+    signals = ev[ev["kind"] == "signal"]
+    assert (signals["signal"] == "SIGTERM").all() and len(signals) == 9
 
 
 def test_records_glued_on_one_line_are_read_apart(fixtures_dir):

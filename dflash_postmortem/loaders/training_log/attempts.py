@@ -1,0 +1,216 @@
+"""The launcher job and attempt of every row of a training log, read from the launchers' own
+lines in file order, and the events those lines imply beyond their own.
+
+- torchrun's agent names its job (`run_id : ...` in its launch configs, the rendezvous it
+  joined, the log folder it set), starts an attempt (`Starting worker group`, its restart count from the rendezvous
+  result just before), and ends it: the first of a worker's failure (`failed (exitcode: 1)
+  local_rank: 0 (pid: 123)`), `Worker group FAILED. 3/3 attempts left; will restart worker
+  group`, the death signal the agent received, a ChildFailedError table's root cause, or
+  `worker group successfully finished` is the attempt's `attempt_end` (a worker's failure and a
+  table's root cause are also that process's `exit`); the agent's restart line after an
+  attempt already ended is `elastic_restart`.
+- Slurm lines name their job (`*** JOB 123 ON node CANCELLED AT ... ***`, `Detected 1 oom_kill
+  event in StepId=123.batch`); srun's task lines name none and take the latest one named, or the
+  job of the file's own name (`slurm-123.out`), or the one job the whole file names. A cancellation `DUE TO TIME LIMIT` is also the
+  job's `timeout` (its `AT` time is its time: process_log).
+- A file in torchrun's `--log-dir` folder is one job, attempt and local rank throughout; an
+  error file's path in that folder names the job and attempt the same way (the agent's `Setting
+  worker0 reply file to: <log dir>/<run id>_x/attempt_1/0/error.json` of torch 1.9-1.x, a
+  ChildFailedError table's `error_file:`).
+
+Rows take the job and attempt in force at their line: torchrun's run id where the file gave one
+(else Slurm's job), and the torchrun attempt; Slurm's own events keep their Slurm job.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from ..launchers.torchrun import LogDirPlace, job_of_run_folder, log_dir_place
+
+# The agent's lines, by pattern name (patterns.EVENT_PATTERNS).
+_RUN_ID = ("elastic_run_id", "elastic_rendezvous_joined", "elastic_log_dir")
+_LOG_DIR = "elastic_log_dir"
+_RESTART_COUNT = "elastic_rendezvous"
+_START = "elastic_start_workers"
+_WILL_RESTART = ("elastic_will_restart", "elastic_restarting")
+_SUCCEEDED = "elastic_succeeded"
+_WORKER_FAILED = ("elastic_child_failed", "elastic_child_failed_no_error_file")
+_DEATH_SIGNAL = "elastic_death_signal"
+_ROOT_CAUSE = "elastic_root_cause"
+_SLURM_CANCELLED = "slurm_job_cancelled"
+_WRAPPED_REASON = "slurm_cancel_reason_wrapped"
+_TIME_LIMIT = "TIME LIMIT"
+_REQUEUE = "REQUEUE"
+
+
+@dataclass
+class _Agent:
+    """torchrun's agent as its lines show it so far."""
+
+    job: str | None = None
+    attempt: int | None = None
+    started: bool = False
+    ended: bool = False
+    next_attempt: int | None = None  # the restart count of the rendezvous just completed
+
+    def see(self, ev: dict, added: list[dict]) -> None:
+        pattern = ev.get("pattern")
+        place = log_dir_place(ev["error_file"]) if ev.get("error_file") else None
+        if place is not None:  # a reply file, a failure's error file: `.../<run id>_x/attempt_1/0/error.json`
+            self.job, self.attempt = place.job, place.attempt
+        if pattern == _LOG_DIR and ev.get("log_dir"):
+            ev["job"] = job_of_run_folder(PurePath(ev["log_dir"]).name)  # `log directory set to: /log/none_ghgeo4qi`
+        if pattern in _RUN_ID and ev.get("job"):
+            if ev["job"] != self.job:  # another run in the same file
+                self.attempt, self.started, self.ended = None, False, False
+            self.job = ev["job"]
+        elif pattern == _RESTART_COUNT:
+            self.next_attempt = ev.get("attempt")
+        elif pattern == _START:
+            if self.next_attempt is not None:
+                self.attempt = self.next_attempt
+            else:
+                self.attempt = self.attempt + 1 if self.started and self.attempt is not None else (self.attempt or 0)
+            self.started, self.ended, self.next_attempt = True, False, None
+        elif pattern in _WILL_RESTART:
+            left, most = ev.get("restarts_left"), ev.get("max_restarts")
+            if left is not None and most is not None and most >= left:
+                self.attempt = most - left  # `2/3 attempts left`: this was restart 1
+            self._end(ev, reason=ev.get("reason") or ("new nodes" if ev.get("count") else "restart"),
+                      instead="elastic_restart")
+        elif pattern == _SUCCEEDED:
+            self._end(ev, reason="SUCCEEDED", instead="stage")
+        elif pattern in _WORKER_FAILED or pattern == _ROOT_CAUSE:
+            self._end_with(ev, added, reason="worker failed")
+        elif pattern == _DEATH_SIGNAL:
+            self._end_with(ev, added, reason=f"agent received {ev.get('signal') or 'a signal'}")
+
+    def _end(self, ev: dict, *, reason: str, instead: str) -> None:
+        """This line itself ends the attempt, unless an earlier one did: then it is `instead`."""
+        if self.ended:
+            ev["kind"] = instead
+            return
+        ev["reason"] = reason
+        self.ended = True
+
+    def _end_with(self, ev: dict, added: list[dict], *, reason: str) -> None:
+        """This line (a process's exit, a signal) also means the attempt ended, once per attempt."""
+        if self.ended:
+            return
+        end = {k: v for k, v in ev.items() if k not in ("pattern", "kind")}
+        end.update(kind="attempt_end", pattern=f"{ev.get('pattern')}_attempt_end", reason=reason, by="torchrun")
+        added.append(end)
+        self.ended = True
+
+
+@dataclass
+class Segments:
+    """Where each state of the file holds: torchrun's (job, attempt) from a line on, and the lines
+    where each Slurm run after a requeue begins."""
+
+    lines: list[int]
+    states: list[tuple]
+    runs: list[int] | None  # None: the file shows no requeue, so it says nothing of Slurm's attempts
+
+    def at(self, line: int) -> tuple:
+        job, attempt = self.states[bisect_right(self.lines, line) - 1]
+        return job, (attempt if attempt is not None else self.slurm_attempt(line))
+
+    def slurm_attempt(self, line: int) -> int | None:
+        return None if self.runs is None else bisect_right(self.runs, line)
+
+
+def annotate(events: list[dict], metric_lines: list[int], place: LogDirPlace | None,
+             file_job: str | None) -> Segments:
+    """Give each event its job and attempt (and add the events its line implies); returns where
+    each state holds, for the metric rows (`assign`)."""
+    events[:] = _wrapped_reasons(events)
+    agent = _Agent()
+    if place is not None:
+        agent.job, agent.attempt, agent.started = place.job, place.attempt, True
+    named = {ev["job"] for ev in events if ev.get("by") == "slurm" and ev.get("job")}
+    # A job's output file holds one job: one the file's Slurm lines name is the whole file's job,
+    # lines before that one included; the file's own name (`slurm-123.out`) says the same
+    slurm_job = file_job or (next(iter(named)) if len(named) == 1 else None)
+    segments = Segments([0], [(agent.job or slurm_job, agent.attempt)], _slurm_runs(events, metric_lines))
+    added: list[dict] = []
+    for ev in sorted(events, key=lambda e: e["line"]):
+        new: list[dict] = []
+        if ev.get("by") == "slurm":
+            slurm_job = ev.get("job") or slurm_job
+            _slurm(ev, slurm_job, new)
+            for row in (ev, *new):
+                row.setdefault("attempt", segments.slurm_attempt(ev["line"]))
+        else:
+            agent.see(ev, new)
+        state = (agent.job or slurm_job, agent.attempt)
+        for row in (ev, *new):
+            row.setdefault("job", state[0])
+            row.setdefault("attempt", segments.at(ev["line"])[1] if state[1] is None else state[1])
+            if place is not None and row.get("rank") is None:
+                row["rank"] = place.local_rank
+        added.extend(new)
+        if state != segments.states[-1]:
+            segments.lines.append(ev["line"] + 1)
+            segments.states.append(state)
+    events.extend(added)
+    return segments
+
+
+def _slurm_runs(events: list[dict], metric_lines: list[int]) -> list[int] | None:
+    """A job's output appended across requeues (`--open-mode=append`) holds each of its runs, the
+    one before ended by `CANCELLED ... DUE TO JOB REQUEUE` and the lines slurmstepd and srun
+    write as it dies; the next run begins with the first line of the job's own after that. The
+    file's runs count from 0; without a requeue in it, the file says nothing of them."""
+    requeues = sorted(ev["line"] for ev in events if _requeued(ev))
+    if not requeues:
+        return None
+    own = sorted({*metric_lines, *(ev["line"] for ev in events if ev.get("by") != "slurm")})
+    runs = []
+    for k, line in enumerate(requeues):
+        after = own[bisect_right(own, line):][:1]
+        runs.append(min([*after, *requeues[k + 1:k + 2]] or [line + 1]))
+    return runs
+
+
+def _requeued(ev: dict) -> bool:
+    return ev.get("pattern") == _SLURM_CANCELLED and _REQUEUE in (ev.get("reason") or "")
+
+
+def _slurm(ev: dict, job: str | None, added: list[dict]) -> None:
+    ev.setdefault("job", job)
+    if ev.get("pattern") == _SLURM_CANCELLED:
+        reason = ev.get("reason")
+        ev["reason"] = reason or "CANCELLED"
+        if reason and _TIME_LIMIT in reason:
+            timeout = {k: v for k, v in ev.items() if k not in ("pattern", "kind", "reason")}
+            added.append(dict(timeout, kind="timeout", pattern="slurm_time_limit", what="slurm time limit"))
+
+
+def _wrapped_reasons(events: list[dict]) -> list[dict]:
+    """A cancellation line a paste wrapped before its `DUE TO TIME LIMIT ***` takes its reason
+    from the next line, which is no event of its own."""
+    by_line = {ev["line"]: ev for ev in events if ev.get("pattern") == _SLURM_CANCELLED and not ev.get("reason")}
+    kept = []
+    for ev in events:
+        if ev.get("pattern") == _WRAPPED_REASON and (cancelled := by_line.get(ev["line"] - 1)) is not None:
+            cancelled["reason"] = ev.get("reason")
+            cancelled["message"] += "\n" + ev["message"]
+            cancelled["lines"] = 2
+        else:
+            if ev.get("pattern") == _WRAPPED_REASON:
+                ev["kind"] = "error"  # no cancellation before it: Slurm's words alone
+            kept.append(ev)
+    return kept
+
+
+def assign(cols: dict[str, list], segments: Segments, place: LogDirPlace | None) -> None:
+    """Give each metric row the job and attempt in force at its line (and its log folder's rank)."""
+    at = [segments.at(line) for line in cols["line"]]
+    cols["job"] = [job for job, _ in at]
+    cols["attempt"] = [attempt for _, attempt in at]
+    if place is not None:
+        cols["rank"] = [place.local_rank if r is None else r for r in cols["rank"]]

@@ -1,0 +1,143 @@
+"""A real one-node Slurm on loopback (tests/support/slurm.py): one job runs into its one-minute time
+limit, another is cancelled with scancel, and what Slurm wrote about them (the jobs' output files,
+`scontrol show job`, `sacct -P`, the job-completion log) is loaded with `load_incident` and must
+agree: the same job ids, states, ends and events from every source. Skipped with the reason where
+Slurm cannot be installed or started (`make slurm`). The time limit takes a minute and more to
+hit: the file is one test (one cluster), which the test workers take as a unit (conftest.py's
+scheduler gives each file to one worker), so it waits beside the rest of the tests."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import pandas as pd
+import pytest
+from support.slurm import OneNodeSlurm, Unavailable
+
+import dflash_postmortem as pm
+
+pytestmark = pytest.mark.slow
+
+SACCT_FIELDS = "JobID,JobName,State,ExitCode,Start,End,Elapsed,NodeList,Timelimit"
+
+
+@pytest.fixture(scope="module")
+def slurm_incident(tmp_path_factory):
+    """Run the two jobs and gather what Slurm wrote into an incident folder."""
+    slurm = OneNodeSlurm(tmp_path_factory.mktemp("slurm"))
+    try:
+        slurm.start()
+    except Unavailable as e:
+        pytest.skip(f"no one-node Slurm here: {e}")
+    try:
+        out = slurm.root / "out"
+        script = slurm.root / "job.sh"
+        script.write_text("#!/bin/bash\necho '2026-12-02 00:00:00 [ddp] step 5 loss 6.44 tok/s 15315'\nsrun sleep 300\n")
+        submit = ["sbatch", "--parsable", f"--output={out}/slurm-%j.out"]
+        limited = slurm.run(*submit, "--time=1", "--job-name=timelimit", str(script)).strip()
+        cancelled = slurm.run(*submit, "--job-name=cancelled", str(script)).strip()
+        state = lambda job: slurm.run("scontrol", "show", "job", job).split("JobState=")[1].split()[0]  # noqa: E731
+        slurm.wait_for("the jobs to run", lambda: state(cancelled) == "RUNNING" and state(limited) == "RUNNING", 60)
+        time.sleep(3)  # srun's step is up: the cancellation reaches a running step
+        slurm.run("scancel", cancelled)
+        slurm.wait_for("the time limit", lambda: state(limited) == "TIMEOUT", 240)
+        slurm.wait_for("the cancellation", lambda: state(cancelled) == "CANCELLED", 60)
+        time.sleep(2)  # slurmstepd and srun finish writing the outputs
+        incident = slurm.root / "incident"
+        incident.mkdir()
+        for job in (limited, cancelled):
+            (incident / f"slurm-{job}.out").write_bytes((out / f"slurm-{job}.out").read_bytes())
+        (incident / "scontrol-show-job.txt").write_text(slurm.run("scontrol", "show", "job"))
+        (incident / "jobcomp.txt").write_bytes((slurm.root / "jobcomp.txt").read_bytes())
+        if slurm.accounting:
+            slurm.wait_for("accounting", lambda: "TIMEOUT" in slurm.run("sacct", "-n", "-j", limited, "-o", "State"), 60)
+            (incident / "sacct.txt").write_text(slurm.run("sacct", "-P", "-j", f"{limited},{cancelled}", "-o", SACCT_FIELDS))
+            (incident / "sacct-table.txt").write_text(slurm.run("sacct", "-j", f"{limited},{cancelled}"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            inc = pm.load_incident(incident)
+        yield inc, limited, cancelled, slurm.no_accounting
+    finally:
+        slurm.stop()
+
+
+def _events(inc, source, **match):
+    ev = inc.events[inc.events["source"] == source]
+    for col, want in match.items():
+        ev = ev[ev[col] == want]
+    return ev
+
+
+def test_one_node_slurm(slurm_incident):
+    inc, limited, cancelled, no_accounting = slurm_incident
+    accounting = no_accounting is None
+    _read_whole(inc, limited, cancelled, accounting)
+    _time_limit(inc, limited, accounting)
+    _cancelled(inc, cancelled, accounting)
+    if not accounting:
+        pytest.skip(f"read everything but sacct's listings: {no_accounting}")
+
+
+def _read_whole(inc, limited, cancelled, accounting):
+    formats = {f.path: f.format for f in inc.load_report.files}
+    assert formats[f"slurm-{limited}.out"] == formats[f"slurm-{cancelled}.out"] == "training-log"
+    assert formats["scontrol-show-job.txt"] == formats["jobcomp.txt"] == "slurm-job-records"
+    if accounting:
+        assert formats["sacct.txt"] == formats["sacct-table.txt"] == "slurm-sacct"
+    assert all(f.balanced and not f.error for f in inc.load_report.files)
+
+
+def _time_limit(inc, limited, accounting):
+    log = f"slurm-{limited}.out"
+    end = _events(inc, log, kind="attempt_end").iloc[0]  # slurmstepd's `*** JOB n ... DUE TO TIME LIMIT ***`
+    assert (end["job"], end["reason"], end["by"]) == (limited, "TIME LIMIT", "slurm")
+    timeout = _events(inc, log, kind="timeout").iloc[0]
+    assert (timeout["what"], timeout["time"]) == ("slurm time limit", end["time"])
+    step = _events(inc, log, pattern="slurm_step_cancelled").iloc[0]
+    assert (step["kind"], step["job"], step["step"], step["time"]) == ("killed", limited, "0", end["time"])
+    task = _events(inc, log, pattern="slurm_task_signal").iloc[0]  # srun: error: node: task 0: Terminated
+    assert (task["job"], task["rank"], task["signal"]) == (limited, 0, "SIGTERM")
+    metrics = inc.metrics[inc.metrics["source"] == log]
+    assert set(metrics["job"]) == {limited} and set(metrics["metric"]) == {"train/tok_per_s", "train/loss"}
+
+    record = _events(inc, "scontrol-show-job.txt", job=limited)
+    rec_end = record[record["kind"] == "attempt_end"].iloc[0]
+    # the batch script died of the SIGTERM: ExitCode=0:15, or 143:0 where bash reported it first
+    assert (rec_end["reason"], rec_end["attempt"]) == ("TIMEOUT (TimeLimit)", 0)
+    signal = None if pd.isna(rec_end["signal"]) else rec_end["signal"]
+    assert (rec_end["exit_code"], signal) in ((0, "SIGTERM"), (143, None)), rec_end["message"]
+    assert rec_end["time"] == end["time"]  # slurmstepd's AT and scontrol's EndTime are one moment
+    rec_timeout = record[record["kind"] == "timeout"].iloc[0]
+    assert (rec_timeout["timeout_ms"], rec_timeout["time"]) == (60_000, end["time"])
+    start = record[record["kind"] == "attempt_start"].iloc[0]
+    assert pd.Timedelta(seconds=60) <= end["time"] - start["time"] < pd.Timedelta(seconds=180)
+    comp = _events(inc, "jobcomp.txt", job=limited)
+    assert comp[comp["kind"] == "timeout"]["time"].tolist() == [end["time"]]
+    assert comp[comp["kind"] == "timeout"]["timeout_ms"].tolist() == [60_000]  # TimeLimit=1 (minutes)
+    if not accounting:
+        return
+    for source in ("sacct.txt", "sacct-table.txt"):
+        acct = _events(inc, source, job=limited)
+        assert acct[acct["kind"] == "attempt_end"]["reason"].tolist() == ["TIMEOUT"]
+    acct = _events(inc, "sacct.txt", job=limited)
+    assert acct[(acct["kind"] == "timeout")][["time", "timeout_ms"]].values.tolist() == [[end["time"], 60_000]]
+    assert acct[acct["kind"] == "attempt_start"]["time"].tolist() == [start["time"]]
+    steps = acct[acct["step"].notna()]
+    assert set(steps["step"]) == {"batch", "0"} and (steps["kind"] == "killed").all()
+
+
+def _cancelled(inc, cancelled, accounting):
+    log = f"slurm-{cancelled}.out"
+    end = _events(inc, log, kind="attempt_end").iloc[0]
+    assert (end["job"], end["reason"]) == (cancelled, "CANCELLED")
+    assert _events(inc, log, kind="timeout").empty
+    record = _events(inc, "scontrol-show-job.txt", job=cancelled)
+    rec_end = record[record["kind"] == "attempt_end"].iloc[0]
+    assert rec_end["reason"].startswith("CANCELLED") and rec_end["time"] == end["time"]
+    assert record[record["kind"] == "timeout"].empty
+    if not accounting:
+        return
+    acct = _events(inc, "sacct.txt", job=cancelled)
+    job_end = acct[(acct["kind"] == "attempt_end")].iloc[0]
+    assert job_end["reason"].startswith("CANCELLED by") and job_end["time"] == end["time"]
