@@ -441,7 +441,10 @@ def kill_targets(cmd: str) -> list[KillTarget]:
 # The script (or `-m` module) a launch runs and its arguments, up to the first redirect, pipe,
 # separator or closing quote.
 _SCRIPT_CALL = re.compile(r"(?P<script>[\w./~-]+\.py)(?P<args>(?:\s+(?![0-9]?[<>|;&'\"])[^\s<>|;&'\"]+)*)")
-_MODULE_CALL = re.compile(r"\bpython[\d.]*(?:\s+-[^m\s]\S*)*\s+-m\s+(?P<script>[\w.]+)"
+# `python -m module`, and a launcher's `-m`: `torchrun --nproc-per-node 2 -m module` (its own
+# options, with their values, come first)
+_MODULE_CALL = re.compile(r"(?:\bpython[\d.]*(?:\s+-[^m\s]\S*)*|\btorchrun(?:\s+(?!-m\b)[^\s<>|;&'\"]+)*?)"
+                          r"\s+-m\s+(?P<script>[\w.]+)"
                           r"(?P<args>(?:\s+(?![0-9]?[<>|;&'\"])[^\s<>|;&'\"]+)*)")
 # Programs that run another program: a process running one of these is not the trainer itself.
 _WRAPPER_PROCESS = re.compile(

@@ -255,14 +255,17 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
 def _death(f: pd.Series) -> str:
     """A run that died of an error while training, and what started it again."""
     n = f["numbers"]
-    said = f"At {_when(f['start'])} run {n['run'] or '?'} died while training: {n['error'] or 'an error'}."
+    rank = f" on rank {n['error_rank']}" if n.get("error_rank") is not None else ""
+    since = f", {duration(n['silent_s'])} after its last step" if n.get("hung") else ""
+    said = f"At {_when(f['start'])} run {n['run'] or '?'} died while training{rank}{since}: {n['error'] or 'an error'}."
     if n.get("restarted_at") is None or pd.isna(n.get("restarted_at")):
         return said + " Nothing started it again."
     who = {"supervisor": "its supervisor", "agent": "the launcher's agent", "scheduler": "the scheduler",
            "operator": "the operator"}.get(n.get("restarted_by"), "a new start")
     said += f" It was started again at {_when(n['restarted_at'])} by {who}"
     if n.get("resumed_step") is not None:
-        said += f", resuming from a checkpoint at step {n['resumed_step']} ({n['redone_steps']} steps done again)"
+        said += (f", resuming from a checkpoint at step {n['resumed_step']}: it had logged step {n['reached_step']}, "
+                 f"so {n['redone_steps']} steps were done again")
     return said + "."
 
 

@@ -53,21 +53,42 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
                      + (f"; it resumed at step {redo[0]}, so {redo[1]} step(s) up to {redo[2]} were done again"
                         if redo else "") + ".")
             numbers = {"restarted_at": b["start"], "restarted_by": b["by"],
-                       "resumed_step": redo[0] if redo else None, "redone_steps": redo[1] if redo else 0}
+                       "resumed_step": redo[0] if redo else None, "redone_steps": redo[1] if redo else 0,
+                       "reached_step": redo[2] if redo else None}
         else:
             after = " Nothing started it again in the evidence."
+            numbers = {"restarted_at": None, "restarted_by": None, "resumed_step": None, "redone_steps": 0,
+                       "reached_step": None}
+        # what went wrong (the first error after the last step) and how it ended (the line that
+        # said it was over) may be apart: a rank's timeout, then the agent's "failed" line
+        error = a["cause_message"] or a["end_message"]
+        when = a["cause_time"] if pd.notna(a["cause_time"]) else a["end"]
+        last_t = last["time"].iloc[0] if len(last) else None
+        silent = (when - last_t).total_seconds() if last_t is not None else None
+        on_rank = f" on rank {a['cause_rank']}" if a["cause_rank"] is not None and not pd.isna(a["cause_rank"]) else ""
+        refs = [r for r in dict.fromkeys((a["cause_ref"], a["end_ref"])) if isinstance(r, str)]
         rows.append(findings.finding(
-            "training_died", a["end"], a["end"], "critical",
-            f"run {a['run'] or a['script'] or '?'} died at {clock(a['end'])}: {_short(a['end_message'])}",
+            "training_died", when, a["end"], "critical",
+            f"run {a['run'] or a['script'] or '?'} died at {clock(when)}: {_short(error)}",
             f"Attempt {a['attempt']} (run {a['run'] or '?'}, started {clock(a['start'])} by {a['by']}) trained from "
-            f"{clock(a['first_step'])}; its last step line was at {clock(last['time'].iloc[0]) if len(last) else '?'} "
-            f"and it ended at {clock(a['end'])} with `{a['end_message']}`.{after}",
-            [r for r in (a["end_ref"],) if isinstance(r, str)] + findings.refs(last),
-            {"run": a["run"], "pid": a["pids"][0] if a["pids"] else None, "last_step_time":
-             last["time"].iloc[0] if len(last) else None, "error": a["end_message"], **numbers},
-            caused_by=[findings.cause(findings.event_id(a["end_ref"]), f"how it ended: {_short(a['end_message'])}",
-                                      [a["end_ref"]])] if isinstance(a["end_ref"], str) else []))
+            f"{clock(a['first_step'])}; its last step line was at {clock(last_t) if last_t is not None else '?'}; "
+            f"at {clock(when)}{on_rank}: `{error}`; it ended at {clock(a['end'])}"
+            + (f" (`{_short(a['end_message'])}`)" if a["end_message"] and a["end_message"] != error else "")
+            + f".{after}",
+            refs + findings.refs(last),
+            {"run": a["run"], "pid": a["pids"][0] if a["pids"] else None, "last_step_time": last_t,
+             "error": error, "error_rank": None if not on_rank else int(a["cause_rank"]), "ended": a["end"],
+             "silent_s": silent, "hung": silent is not None and silent >= _hang_s(lines), **numbers},
+            caused_by=[findings.cause(findings.event_id(refs[0]), f"what went wrong: {_short(error)}", refs[:1])]
+            if refs else []))
     return findings.frame(rows)
+
+
+def _hang_s(lines: pd.DataFrame) -> float:
+    """How long without a step line reads as a hang before the error rather than a crash in
+    stride: five of the attempt's usual gaps between lines, and at least 10 s."""
+    gaps = lines["time"].diff().dt.total_seconds().dropna()
+    return max(10.0, 5 * float(gaps.median())) if len(gaps) else 10.0
 
 
 def _an_error(a: pd.Series) -> bool:

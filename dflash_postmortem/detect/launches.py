@@ -80,8 +80,9 @@ def _log_sources(inc: Incident) -> pd.DataFrame:
 def outcomes(inc: Incident) -> pd.DataFrame:
     """One row per attempt (model.attempts: every start, whatever showed it): its start as a
     launch row (time, launched, ref, command, script, flags, log_path and what its launch event says), and
-    what appeared after it: its process, its log, its run, its first step, and the processes of
-    its program that predate it."""
+    what appeared after it: its process, its log, its run, its first step, the processes of its
+    program that predate it (`stale`) and those of its own job (`job_pids`: a launcher's agent
+    outlives the attempts it starts)."""
     return memo.cached(inc, "outcomes", ("events", "processes", "metrics"), lambda: _outcomes(inc))
 
 
@@ -110,7 +111,13 @@ def _outcomes(inc: Incident) -> pd.DataFrame:
         row["process"] = mine.iloc[0].drop(["seen", "start"]) if len(mine) else None
         same = _by_seen(procs[commands.map(lambda c, s=a["script"]: is_trainer(c, s)).astype(bool)]) \
             if a["script"] else procs.iloc[:0].assign(seen=None, start=None)
-        row["stale"] = same[(same["start"] < a["start"].floor("min")) & ~same["pid"].isin(a["pids"])] if len(same) else same
+        # its own job's processes are not stale: the launcher's agent outlives each attempt it starts
+        ours = {p for pids in att.loc[att["job"] == a["job"], "pids"] for p in pids} if a["job"] is not None else set()
+        ours |= set(a["pids"])
+        row["job_pids"] = sorted(ours)
+        # when it was over: its last sign of life, where something said it ended
+        row["ended"] = a["last_alive"] if pd.notna(a["end"]) else pd.NaT
+        row["stale"] = same[(same["start"] < a["start"].floor("min")) & ~same["pid"].isin(ours)] if len(same) else same
         log = None
         if a["sources"]:
             # the log its command redirected into, where it names one, else the first it wrote

@@ -86,11 +86,16 @@ class TrainingDied(TypedDict):
     run: Any
     pid: int | None
     last_step_time: pd.Timestamp | None
-    error: str | None
+    error: str | None  # the first error line after the last step
+    error_rank: int | None  # the rank that wrote it, where the line names one
+    silent_s: float | None  # from the last step line to the error
+    hung: bool  # that silence was long (five usual gaps between step lines, 10 s at least): a hang, then the error
+    ended: pd.Timestamp  # when the attempt was over (the agent's or shell's last word on it)
     restarted_at: pd.Timestamp | None
     restarted_by: str | None  # operator, supervisor, agent, scheduler, container, unknown
     resumed_step: int | None  # the step the next attempt resumed at, from a checkpoint
     redone_steps: int  # steps the next attempt did again (they had been done before the death)
+    reached_step: int | None  # the last step the dead attempt logged
 
 
 class StaleProcess(TypedDict):

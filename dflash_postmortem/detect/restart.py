@@ -16,6 +16,7 @@ import pandas as pd
 from ..commands import ends_session, is_detached, session_launcher
 from ..incident import Incident
 from ..model import computed as memo
+from ..said import error_text
 from ..units import clock
 from . import findings, gpu_state
 from .launches import is_trainer, outcomes, verdicts
@@ -255,7 +256,7 @@ def _reason(L: pd.Series, inc: Incident, w: _Window, said: pd.DataFrame) -> _Ver
                         findings.refs(oom, 1), [_event_cause(r, f"CUDA out of memory{held.replace(';', ':')}")])
     tb = _startup_traceback(L, ev)
     if len(tb):
-        last = str(tb["message"].iloc[0]).strip().splitlines()[-1]
+        last = error_text(tb["message"].iloc[0], "traceback")
         who = f"process {proc['pid']}" if isinstance(proc, pd.Series) else "the launched process"
         return _Verdict("died in start-up", f"died during start-up: {who} started and wrote a traceback "
                         f"ending `{last}`", findings.refs(tb, 3), [_event_cause(tb.iloc[0], f"traceback ending `{last}`")])
@@ -532,7 +533,7 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
                 for f in stale if f["numbers"]["pid"] in holders]
         word = "restart" if i > 0 else "start"  # the first start of the incident is no restart
         rows.append(findings.finding(
-            "failed_restart", L["time"], w.end, "critical",
+            "failed_restart", L["time"], min(w.end, L["ended"]) if pd.notna(L.get("ended")) else w.end, "critical",
             f"{word} at {clock(L['time'])} never came up: {v.why.split(':')[0]}",
             v.why + ". Checks: " + "; ".join(lines) + ".",
             v.refs + evidence,
@@ -577,7 +578,8 @@ def _stale(inc: Incident, L: pd.Series, w: _Window, counts: list[pd.Series]) -> 
     if alive.empty:
         alive = _alive(procs, start)
     started = alive["started"].fillna(alive["first_seen"])
-    old = alive[(started < start.floor("min")) & alive["command"].fillna("").str.contains(_PYTHON)]
+    old = alive[(started < start.floor("min")) & alive["command"].fillna("").str.contains(_PYTHON)
+                & ~alive["pid"].isin(L.get("job_pids") or [])]
     # Where the operator counted processes, the stale ones that matter are those the count matched.
     patterns = [str(c["pattern"]) for c in counts if isinstance(c.get("pattern"), str) and c["pattern"] != "?"]
     old = _relevant(inc, old, L, when, patterns)

@@ -40,6 +40,7 @@ from ..commands import (
     simple_commands,
 )
 from ..incident import Incident
+from ..said import error_text
 from ..schema import TOK_PER_S
 from . import computed
 from .kills import aimed_at
@@ -55,15 +56,21 @@ LOG_SLACK = pd.Timedelta(seconds=120)
 # The last sign of life and a terminal line this far apart still belong together (a traceback
 # printed after the last listing of a process that then exits).
 END_SLACK = pd.Timedelta(seconds=30)
+# One rank's first lines in two logs (a launcher's copy and its own file) are written together.
+RANK_SLACK = pd.Timedelta(seconds=5)
 
 COLUMNS = ("attempt", "start", "start_within_s", "start_ref", "launched", "by", "job", "job_attempt", "host", "command",
            "script", "flags", "log_path", "launch_ref", "run", "runs", "pids", "ranks", "gpus", "sources",
            "first_step", "first_step_ref", "last_alive", "last_alive_ref", "end", "end_kind", "end_ref",
-           "end_message", "exit_code", "signal")
+           "end_message", "exit_code", "signal", "cause_time", "cause_kind", "cause_ref", "cause_message", "cause_rank")
 # Kinds that end an attempt, strongest first: what ended it when several lines say something.
 _ENDS = ("oom_kill", "oom", "killed", "kill_sent", "attempt_end", "timeout", "nccl_timeout", "exit",
          "traceback", "training_stop", "run_end")
 _STARTS = ("stage", "training_start")
+# Kinds that say what went wrong: the first of them after the last step is the cause a reader
+# names (rank 0's collective timeout, not the agent's "failed" line a second later).
+_CAUSES = ("oom_kill", "oom", "timeout", "nccl_timeout", "nccl_error", "gpu_error", "gpu_lost", "xid",
+           "traceback", "thread_crash", "exception", "killed")
 _PYTHON = re.compile(r"(?:^|/)python[\d.]*\s|\s-m\s[\w.]+|\.py\b")
 _AGENT = re.compile(r"\btorchrun\b|torch\.distributed\.(?:run|launch)|\bdeepspeed\b|\baccelerate launch\b")
 
@@ -100,6 +107,7 @@ class _Attempt:
         self.runs: list[str] = []
         self.until: pd.Timestamp | None = None
         self.floor: pd.Timestamp | None = None  # no start before it (see consider_start)
+        self.rank_starts: dict[int, pd.Timestamp] = {}  # each rank's first line
         self.launched: pd.Timestamp | None = None  # when its launch was typed or traced  # a later start of the same log ends this attempt's part
 
     def consider_start(self, when, within: float, ref: str | None) -> None:
@@ -119,6 +127,7 @@ class _Assembly:
         # Processes that joined no start: an attempt of their own once a log shows they trained
         # or tried to (a python process that writes none is not a start of training).
         self.orphans: list[_Attempt] = []
+        self.firsts: dict[str, _Attempt] = {}  # each log's first attempt
         ev = inc.events
         self.ev = ev
         self.procs = _trainer_processes(inc.processes)
@@ -130,8 +139,12 @@ class _Assembly:
     def build(self) -> pd.DataFrame:
         self._launches()
         self._launcher_attempts()
+        # A launcher's own logs name their job and attempt (torchrun's --log-dir): the surest
+        # sign of each attempt, taken before processes and other logs are matched to them.
+        starts = _log_starts(self.inc)
+        self._logs(starts, named=True)
         self._processes()
-        self._logs()
+        self._logs(starts, named=False)
         # A process that wrote no log is not a start of training: a leftover job holding a GPU,
         # a driver script, a tool. It stays in the evidence (the findings cite GPU holders).
         self.found += [a for a in self.orphans if a.sources]
@@ -220,6 +233,10 @@ class _Assembly:
             owner.pids.add(pid)
             if owner.launch_ref is None or owner.within > 0:
                 owner.consider_start(p["start"], float(p["within"]), _text(p.get("ref")))
+            seen = p.get("first_seen")
+            if owner.launch_ref is None and pd.notna(seen) and seen < owner.start:
+                # listed before the first line its attempt wrote: it had started by then
+                owner.start, owner.start_ref = seen, _text(p.get("ref")) or owner.start_ref
 
     def _start_of(self, p: pd.Series) -> _Attempt | None:
         """The start that made this process: the latest typed or launcher start of its program
@@ -227,9 +244,10 @@ class _Assembly:
         already shown it before, or the attempt its parent process belongs to."""
         start, within = p["start"], pd.Timedelta(seconds=float(p["within"]))
         seen = p["first_seen"] if pd.notna(p.get("first_seen")) else None
+        # (an attempt known from its log's first line started before it: ps may list it first)
         made = [a for a in self.found if a.command and (a.launch_ref or a.job is not None)
                 and start - WRAPPER_DELAY <= a.start <= start + within + pd.Timedelta(seconds=1)
-                and (seen is None or a.start <= seen + pd.Timedelta(seconds=1))
+                and (seen is None or a.start <= seen + (pd.Timedelta(seconds=1) if a.launch_ref else LOG_SLACK))
                 and _same_program(a, str(p["command"]))]
         if made:
             # A wrapper's child takes the PID right after it (Linux hands PIDs out in order): where
@@ -247,22 +265,22 @@ class _Assembly:
             names |= {PurePosixPath(str(s)).name for s in df["source"].dropna().unique()}
         return names
 
-    def _logs(self) -> None:
-        """Each log source's start-up sequences join the attempt that wrote them."""
+    def _logs(self, starts: dict[str, list[tuple]], named: bool) -> None:
+        """Each log source's start-up sequences join the attempt that wrote them: those that name
+        a launcher's job and attempt (`named`), else the others."""
         # in time order over every source: a log's first line bounds its trainer's start from
         # above, so the earliest one is the most precise (a wandb run's first record comes later)
-        starts = sorted(((source,) + s for source, found in _log_starts(self.inc).items() for s in found),
-                        key=lambda s: s[1])
-        firsts: dict[str, _Attempt] = {}
-        for source, when, ref, rank, job, n, pid, run in starts:
-            first = firsts.get(source)
+        mine = sorted(((source,) + st for source, found in starts.items() for st in found
+                       if (st[3] is not None or st[4] is not None) == named), key=lambda st: st[1])
+        for source, when, ref, rank, job, n, pid, run in mine:
+            first = self.firsts.get(source)
             owner = self._log_owner(source, when, rank, job, n, pid, run)
             if owner is None:
                 owner = _Attempt(when, "unknown", 0.0, ref)
                 owner.job, owner.job_attempt = job, n
                 self.found.append(owner)
             if first is None:
-                firsts[source] = owner
+                self.firsts[source] = owner
             elif owner is not first and owner.by == "unknown" and first.script and first.script.endswith(".sh"):
                 # A later start in the log a wrapper script writes to: the script restarted it.
                 owner.by = "supervisor"
@@ -270,19 +288,29 @@ class _Assembly:
             owner.sources.setdefault(source, when)
             if rank is not None:
                 owner.ranks.add(rank)
+                owner.rank_starts.setdefault(rank, when)
             if pid is not None:
                 owner.pids.add(pid)
 
     def _log_owner(self, source: str, when, rank, job, n, pid, run) -> _Attempt | None:
         name = PurePosixPath(source).name
-        if job is not None:
-            hit = next((a for a in self.found if a.job == job and a.job_attempt == n), None)
-            if hit is not None:
-                return hit
+        if job is not None or n is not None:
+            return self._launcher_attempt(when, job, n)
         if pid is not None:
             hit = next((a for a in self.found + self.orphans if pid in a.pids), None)
             if hit is not None:
                 return hit
+        if rank is not None:
+            # A rank starts once per attempt: its lines in a second log (torchrun's --tee beside
+            # its --log-dir) that begin when they begin in the first are the same attempt's.
+            hit = [a for a in self.found if rank in a.rank_starts and abs(a.rank_starts[rank] - when) <= RANK_SLACK]
+            if hit:
+                return min(hit, key=lambda a: abs(a.rank_starts[rank] - when))
+            # a further rank of a launcher's log that an attempt already began
+            own = [a for a in self.found if source in a.sources and a.sources[source] <= when
+                   and rank not in a.ranks and when - a.sources[source] <= LOG_SLACK]
+            if own:
+                return max(own, key=lambda a: a.sources[source])
         # the launch that redirected into this log, the latest before its first line
         named = [a for a in self.found if a.log_path and PurePosixPath(a.log_path).name == name
                  and a.start <= when + pd.Timedelta(seconds=a.within) and source not in a.sources]
@@ -300,6 +328,26 @@ class _Assembly:
         recent = [a for a in self.found if a.launch_ref and not a.sources
                   and a.start <= when <= a.start + LOG_SLACK and not a.log_path]
         return max(recent, key=lambda a: a.start) if recent else None
+
+    def _launcher_attempt(self, when, job, n) -> _Attempt:
+        """The attempt `n` of a launcher's job: known already, else the launch typed just before
+        (its first attempt), else a new attempt the launcher started (a restart)."""
+        hit = next((a for a in self.found if a.job == job and a.job_attempt == n), None)
+        if hit is not None:
+            return hit
+        typed = [a for a in self.found if a.launch_ref and a.job is None and a.start <= when <= a.start + LOG_SLACK]
+        if typed and n in (None, 0):
+            a = max(typed, key=lambda a: a.start)
+            a.job, a.job_attempt = job, n
+            return a
+        before = [a for a in self.found if a.job == job and a.start <= when]
+        a = _Attempt(when, "agent" if before else "unknown", 0.0, None)
+        a.job, a.job_attempt = job, n
+        if before:  # the launcher runs the same command again
+            b = max(before, key=lambda x: x.start)
+            a.command, a.script, a.flags, a.runs, a.host = b.command, b.script, b.flags, list(b.runs), b.host
+        self.found.append(a)
+        return a
 
     def _alive_at(self, a: _Attempt, when) -> bool:
         mine = self.procs[self.procs["pid"].isin(a.pids)]
@@ -345,7 +393,7 @@ class _Assembly:
             rows.append(self._row(i, a))
         # object columns: a missing text stays None (pandas would make it a NaN of a string column)
         df = pd.DataFrame(rows, columns=list(COLUMNS), dtype=object)
-        for col in ("start", "launched", "first_step", "last_alive", "end"):
+        for col in ("start", "launched", "first_step", "last_alive", "end", "cause_time"):
             df[col] = pd.to_datetime(df[col], utc=True).astype("datetime64[us, UTC]")
         return df
 
@@ -363,6 +411,7 @@ class _Assembly:
             lives.append((p["alive_until"], _text(p.get("ref"))))
         last_alive, last_ref = max(lives, key=lambda x: x[0]) if lives else (a.start, a.start_ref)
         end = _end(inc, a, parts, last_alive, self.kills)
+        end.update(_cause(rows, steps["time"].max() if len(steps) else a.start, end["end"]))
         ranks = set(a.ranks) | {int(x) for x in _col(rows, "rank").dropna()}
         job = a.job if a.job is not None else _first(_col(rows, "job"))
         n = a.job_attempt if a.job_attempt is not None else _num(_first(_col(rows, "attempt")))
@@ -534,7 +583,7 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
         # a launcher's log: every new (job, attempt) is a start of its own
         if g["attempt"].notna().any() if "attempt" in g.columns else False:
             change = g["attempt"].ne(g["attempt"].shift()) & g["attempt"].notna()
-            starts = sorted(set(starts) | set(np.flatnonzero(change.to_numpy())))
+            starts = sorted(set(starts) | set(np.flatnonzero(change.to_numpy(dtype=bool, na_value=False))))
         for i in starts:
             r = g.iloc[i]
             out.setdefault(source, []).append((
@@ -584,6 +633,20 @@ def _rows_of(inc: Incident, parts: list[tuple], pids: set[int], kills: list | No
         out.append(df[mask])
     out = [d for d in out if len(d)]
     return pd.concat(out, ignore_index=True) if out else inc.events.iloc[:0]
+
+
+def _cause(rows: pd.DataFrame, since, end) -> dict:
+    """What went wrong: the first error line from the last step to the end (none where it
+    ended without one, or is alive)."""
+    none = {"cause_time": None, "cause_kind": None, "cause_ref": None, "cause_message": None, "cause_rank": None}
+    if end is None or pd.isna(end) or "kind" not in rows.columns:
+        return none
+    ev = rows[rows["kind"].isin(_CAUSES) & (rows["time"] >= since) & (rows["time"] <= end)]
+    if ev.empty:
+        return none
+    r = ev.sort_values("time", kind="stable").iloc[0]
+    return {"cause_time": r["time"], "cause_kind": r["kind"], "cause_ref": _ref(r),
+            "cause_message": error_text(r["message"], r["kind"]) or None, "cause_rank": _num(r.get("rank"))}
 
 
 def _end(inc: Incident, a: _Attempt, parts: list[tuple], last_alive, kills: list) -> dict:

@@ -1,0 +1,21 @@
+"""What an error line says, as a reader quotes it: a traceback by its last line, any other line
+by its first, without the logger's prefix (glog's `E1202 02:33:51.653000 917 api.py:986] `, a
+date and time, a `[run]` tag) or the C++ source locations inside it
+(`[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152] `)."""
+
+from __future__ import annotations
+
+import re
+
+_LINE_PREFIX = re.compile(r"^\[?[IWEF]\d{4} [\d:.]+(?: +\d+)? [^\]]{1,200}\] *"
+                          r"|^\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(?:\[[^\]]*\]\s*)?")
+_SOURCE_AT = re.compile(r"\[(?:/[^\]\s]+|[\w.-]+)\.(?:cc|cpp|cu|h|hpp|c):\d+\] ?")
+
+
+def error_text(message, kind: str | None = None, limit: int = 300) -> str:
+    """The words of an error event's message (`kind` "traceback": its last line)."""
+    lines = [ln for ln in str(message or "").strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    line = lines[-1] if kind == "traceback" else lines[0]
+    return _SOURCE_AT.sub("", _LINE_PREFIX.sub("", line.strip()))[:limit]
