@@ -23,10 +23,11 @@ from .detect.throughput import config_differences
 from .evidence import cited_line
 from .incident import Incident
 from .model.attempts import attempts
+from .model.ledger import CLASSES, ledger
 from .schema import PROBLEM_EVENTS
 from .text import NO_THROUGHPUT, Missing, gpu_label, one_line
 from .timeline import Timeline
-from .units import clock, duration, gpu_hours, tok_s, tokens
+from .units import clock, duration, gpu_hours, share, tok_s, tokens
 
 Table = pd.DataFrame | Missing
 
@@ -205,10 +206,27 @@ def _verdict(findings: pd.DataFrame, when, stepped: bool) -> str:
     return "came up" if stepped else "no training step seen"
 
 
-def _worker_pools(commands: pd.Series) -> pd.Series:
-    """Rows whose command more than 3 processes share: a pool of identical workers (torch's
-    compile workers, dataloader workers), shown as one row or bar so the rest stays readable."""
-    return commands.groupby(commands.fillna("")).transform("size") > 3
+def _worker_pools(procs: pd.DataFrame) -> pd.Series:
+    """Processes whose command more than 3 processes alive together share: a pool of identical
+    workers (torch's compile workers, dataloader workers), shown as one row or bar so the rest
+    stays readable. The same command run again and again (a restart loop) is no pool: each run
+    is a start of its own."""
+    key = procs["command"].fillna("")
+    pooled = pd.Series(False, index=procs.index)
+    for _, g in procs.groupby(key, sort=False):
+        if len(g) > 3 and _most_alive_at_once(g["first_seen"], g["last_seen"]) > 3:
+            pooled[g.index] = True
+    return pooled
+
+
+def _most_alive_at_once(first, last) -> int:
+    """The most of these lifetimes (first to last seen) that overlap at one time."""
+    changes = sorted([(t, 1) for t in first.dropna()] + [(t, -1) for t in last.dropna()], key=lambda x: (x[0], -x[1]))
+    alive = most = 0
+    for _, d in changes:
+        alive += d
+        most = max(most, alive)
+    return most
 
 
 def process_view(inc: Incident, findings: pd.DataFrame) -> Table:
@@ -231,7 +249,7 @@ def process_view(inc: Incident, findings: pd.DataFrame) -> Table:
         "status": ["stale (predates the launch)" if p in stale else "" for p in procs["pid"]],
         "command": procs["command"], "source": procs["source"],
     }).reset_index(drop=True)
-    pools = _worker_pools(out["command"])
+    pools = _worker_pools(procs.reset_index(drop=True))
     folded = out[pools].groupby("command", as_index=False, sort=False).agg(
         pid=("pid", lambda p: f"{len(p)} processes ({p.iloc[0]}…{p.iloc[-1]})"), user=("user", "first"),
         started=("started", "min"), **{"first seen": ("first seen", "min"), "last seen": ("last seen", "max")},
@@ -277,6 +295,20 @@ def _observed(mib: float, util: float) -> str:
     if pd.isna(util):
         return "holds memory (no utilization samples)"
     return "allocated, idle" if gpu_state.idle(util) else "holds memory, busy"
+
+
+def gpu_time(inc: Incident) -> Table:
+    """Where each GPU's time went over the incident window (`model.ledger`): one row per GPU,
+    a column per class with its seconds and share of the window."""
+    led = ledger(inc)
+    if led.empty:
+        return Missing("no attempt on a known GPU in the evidence, so no GPU time to account for")
+    many = led["host"].nunique() > 1
+    out = pd.DataFrame({"GPU": [gpu_label(h, g, many) for h, g in zip(led["host"], led["gpu"], strict=True)],
+                        "window": led["total"].map(duration)})
+    for c in CLASSES:
+        out[c] = [share(v, t) if v >= 0.5 else "" for v, t in zip(led[c], led["total"], strict=True)]
+    return out
 
 
 def recovery_table(findings: pd.DataFrame) -> Table:
@@ -333,7 +365,7 @@ def lifetimes(inc: Incident) -> pd.DataFrame:
                      "start_note": "", "end": end, "source": g["source"].iloc[0]})
     procs = inc.processes.join(_start_ranges(inc, inc.processes))  # before the shells go: they link children to launches
     procs = procs[~procs["command"].fillna("").map(is_shell_running).astype(bool)].dropna(subset=["start"])
-    pools = _worker_pools(procs["command"])
+    pools = _worker_pools(procs)
     for cmd, pool in procs[pools].groupby("command", sort=False):
         label = one_line(_PATHS.sub(r"\2", str(cmd)), 50)
         first = pool.loc[pool["start"].idxmin()]

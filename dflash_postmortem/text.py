@@ -29,10 +29,12 @@ from .detect import detect
 from .detect.levels import band_crossings, recovery, regression
 from .evidence import cited_line
 from .incident import Incident
+from .model.attempts import attempts
+from .model.ledger import CLASSES, ledger
 from .redact import redact
 from .schema import TOK_PER_S
 from .timeline import Timeline, timeline
-from .units import clock, duration, gpu_hours, tok_s, tokens
+from .units import clock, duration, gpu_hours, share, tok_s, tokens
 
 MAX_SENTENCES = 5
 
@@ -225,15 +227,18 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     sign = _first(findings, "throughput_regression", "stall", "never_trained")
     if sign is not None:
         out.append(_first_sign(sign))
-    for _, died in _of(findings, "training_died").iterrows():
-        out.append(_death(died))
+    # what happened next, in the order it happened (a crash loop alternates deaths and restarts)
+    timed = [(died["start"], _death(died)) for _, died in _of(findings, "training_died").iterrows()]
     kill = _first(findings, "kill_failed")
     if kill is not None:
-        survivor = _first(findings, "survivor")
-        out.append(_kill(kill, survivor))
+        timed.append((kill["start"], _kill(kill, _first(findings, "survivor"))))
     failed = _of(findings, "failed_restart")
     if len(failed):
-        out.append(_restarts(failed, _of(findings, "stale_process")))
+        timed.append((failed["start"].min(), _restarts(failed, _of(findings, "stale_process"))))
+        up = _came_up(inc, failed["start"].max())
+        if up is not None and not len(_of(findings, "recovery", "partial_recovery", "verified_start")):
+            timed.append(up)
+    out += [said for _, said in sorted(timed, key=lambda x: x[0])]
     partial = _first(findings, "partial_recovery")
     rec = _first(findings, "recovery")
     if partial is not None and (rec is None or partial["start"] < rec["start"]):
@@ -252,6 +257,22 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     return out[:MAX_SENTENCES]
 
 
+_STARTED_BY = {"supervisor": "its supervisor", "agent": "the launcher's agent", "scheduler": "the scheduler",
+               "operator": "the operator", "container": "the container runtime", "script": "a script"}
+
+
+def _came_up(inc: Incident, after) -> tuple | None:
+    """(when, sentence) for the first start after `after` that reached a training step."""
+    att = attempts(inc)
+    later = att[(att["start"] > after) & att["first_step"].notna()]
+    if later.empty:
+        return None
+    a = later.iloc[0]
+    who = f" by {_STARTED_BY[a['by']]}" if a["by"] in _STARTED_BY else ""
+    return a["start"], (f"The start at {_when(a['start'])}{who} came up: its first step was logged at "
+                        f"{_when(a['first_step'])}.")
+
+
 def _death(f: pd.Series) -> str:
     """A run that died of an error while training, and what started it again."""
     n = f["numbers"]
@@ -260,8 +281,7 @@ def _death(f: pd.Series) -> str:
     said = f"At {_when(f['start'])} run {n['run'] or '?'} died while training{rank}{since}: {n['error'] or 'an error'}."
     if n.get("restarted_at") is None or pd.isna(n.get("restarted_at")):
         return said + " Nothing started it again."
-    who = {"supervisor": "its supervisor", "agent": "the launcher's agent", "scheduler": "the scheduler",
-           "operator": "the operator"}.get(n.get("restarted_by"), "a new start")
+    who = _STARTED_BY.get(n.get("restarted_by"), "a new start")
     said += f" It was started again at {_when(n['restarted_at'])} by {who}"
     if n.get("resumed_step") is not None:
         said += (f", resuming from a checkpoint at step {n['resumed_step']}: it had logged step {n['reached_step']}, "
@@ -577,6 +597,26 @@ def _impact(page: _Page, i: dict) -> None:
                   f"{gpu_hours(i['gpu_hours_lost'])} of {gpu_hours(i['gpu_hours_held'])} held{lost}", 2, 4)
 
 
+def gpu_time_lines(inc: Incident) -> list[str]:
+    """Where each GPU's time went over the incident window (`model.ledger`), one line per GPU
+    naming every class it spent a second in: `GPU 0 (75 s): productive 49 s (65%), ...`."""
+    led = ledger(inc)
+    many = led["host"].nunique() > 1
+    return [f"{gpu_label(r.host, r.gpu, many)} ({duration(r.total)}): "
+            + ", ".join(f"{c} {share(getattr(r, c), r.total)}" for c in CLASSES if getattr(r, c) >= 0.5)
+            for r in led.itertuples()]
+
+
+def _gpu_time(page: _Page, inc: Incident) -> None:
+    lines = gpu_time_lines(inc)
+    if not lines:
+        return
+    page.blank()
+    page.para("Where the GPU time went")
+    for line in lines:
+        page.para(line, 2, 4)
+
+
 def _story(page: _Page, inc: Incident, findings: pd.DataFrame, tl: Timeline, verbose: bool) -> None:
     _what_happened(page, inc, findings, tl)
     _cause_chain(page, findings)
@@ -584,6 +624,7 @@ def _story(page: _Page, inc: Incident, findings: pd.DataFrame, tl: Timeline, ver
     _findings(page, findings, cited_lines(inc, refs) if verbose else None)
     _timeline(page, tl)
     _impact(page, tl.impact)
+    _gpu_time(page, inc)
 
 
 def format_for_terminal(incident: Incident, findings: pd.DataFrame | None = None,

@@ -25,6 +25,11 @@ def duration(seconds) -> str:
     return "n/a" if _missing(seconds) else f"{seconds:,.0f} s"
 
 
+def share(seconds: float, total: float) -> str:
+    """A part of a length of time, with its fraction of the whole: `64 s (85%)`."""
+    return f"{duration(seconds)} ({seconds / total:.0%})" if total > 0 else duration(seconds)
+
+
 def tok_s(value: float) -> str:
     """Throughput in thousands of tokens per second: `146.8K` (the unit is the sentence's to say)."""
     return f"{value / 1e3:.1f}K"

@@ -19,6 +19,8 @@ did (what the README of the incident is written from), which the incident folder
                        --resume, it resumes from the last checkpoint and redoes the steps since
     crash-loop         a supervisor loop restarting a trainer that dies in start-up (a GPU that does
                        not exist); the operator stops the loop and starts it right
+    torchrun-crashloop torchrun in the foreground, --max-restarts 2: rank 1 raises at the same step in
+                       every attempt; the agent restarts the group twice, then gives up
     alternating        no incident: two drafter threads, each logging its own rate
     clean-relaunch     no incident: a run that stops cleanly, relaunched by hand
 """
@@ -300,6 +302,22 @@ def crash_loop(r: Recording) -> None:
     r.truth("the fixed run trained and stopped")
 
 
+def torchrun_crashloop(r: Recording) -> None:
+    r.smi_stream()
+    r.smi_apps()
+    r.ps_loop()
+    op = Transcript(r.dir)
+    beside = Path(sys.executable).with_name("torchrun")
+    torchrun = str(beside) if beside.exists() else shutil.which("torchrun") or f"{sys.executable} -m torch.distributed.run"
+    r.truth("operator runs torchrun in the foreground (2 ranks, gloo on one GPU, --max-restarts 2); rank 1 raises "
+            "at its drafter step 40 in every attempt, as a bad batch would")
+    op.run(f"{torchrun} --nproc-per-node 2 --max-restarts 2 -m dflash_postmortem.replay.train --run-name ddp-loop "
+           f"--seconds 600 {r.model} --pg-timeout 60 --inject-error drafter:40 --fault-rank 1 --fault-attempt -1 "
+           "2>&1 | tee logs/torchrun.log; echo exit=${PIPESTATUS[0]}", timeout=900)
+    r.truth("torchrun returned (gave up after its restarts)")
+    op.run("nvidia-smi --query-compute-apps=pid,used_memory --format=csv")
+
+
 def alternating(r: Recording) -> None:
     r.smi_stream()
     r.ps_loop()
@@ -326,7 +344,7 @@ def clean_relaunch(r: Recording) -> None:
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
-    "alternating": alternating, "clean-relaunch": clean_relaunch,
+    "alternating": alternating, "clean-relaunch": clean_relaunch, "torchrun-crashloop": torchrun_crashloop,
 }
 
 

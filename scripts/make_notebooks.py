@@ -48,6 +48,10 @@ NOTEBOOKS_SPEC = {
                "and what the incident cost in GPU-hours and tokens."),
         ("code", f"{CHECK}\nprint(text.headline_text(findings))"),
         ("code", "tables.headline(findings, tl)"),
+        ("md", "## Where the GPU time went\n\nEvery second of the incident window on every GPU a job used, in one "
+               "class: productive, degraded (the share lost to a drop), starting, stalled, redone (steps "
+               "repeated after a resume), restarting, down. Each row sums to the window."),
+        ("code", "tables.gpu_time(inc)"),
         ("md", "## Timeline"),
         ("code", "tables.timeline_table(tl)"),
         ("md", "## Everything on one clock\n\nThroughput per run, GPU memory and utilization per GPU, what was "

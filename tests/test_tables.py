@@ -186,3 +186,24 @@ def test_role_findings_say_whether_there_were_roles_to_check(bundled_incident, b
     # the seed reconstruction names them: its findings are the table
     seeded = tables.role_findings(seed_findings, seed_incident)
     assert seed_incident.config.roles and isinstance(seeded, pd.DataFrame) and len(seeded) >= 1
+
+
+def test_gpu_time_shows_the_ledger_per_gpu(bundled_incident):
+    from dflash_postmortem.model import ledger
+    from dflash_postmortem.model.ledger import CLASSES
+
+    t = tables.gpu_time(bundled_incident)
+    led = ledger(bundled_incident)
+    assert t["GPU"].tolist() == ["GPU 0", "GPU 1"] and (t["window"] == "288 s").all()
+    for (_, row), (_, sums) in zip(t.iterrows(), led.iterrows(), strict=True):
+        for c in CLASSES:  # each class as `seconds (share)`, blank where it had none
+            assert row[c] == ("" if sums[c] < 0.5 else f"{sums[c]:,.0f} s ({sums[c] / sums['total']:.0%})")
+    assert t.loc[0, "restarting"] == "19 s (7%)" and t.loc[0, "stalled"] == ""
+
+
+def test_gpu_time_without_gpus_says_so(repo_dir):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(repo_dir / "data" / "incidents" / "h200-2gpu-replay-ab")  # results, no GPU samples
+    t = tables.gpu_time(inc)
+    assert isinstance(t, Missing) and "no GPU time" in t.text

@@ -132,7 +132,7 @@ def test_inspect_tells_what_happened_first_then_one_line_per_file(bundled_incide
     assert _sections(out) == [
         "Incident: h200-2gpu",
         "Span: 2026-11-30 05:20:20 UTC .. 2026-11-30 05:25:11 UTC (sources without a zone read as UTC)",
-        "What happened", "Cause chain", "Findings (4)", "Timeline (UTC)", "Impact",
+        "What happened", "Cause chain", "Findings (4)", "Timeline (UTC)", "Impact", "Where the GPU time went",
         f"Files in {bundled_incident.root}: 41 — 39 loaded, 0 failed, 2 not recognised",
         "-v shows every file's skipped lines, assumptions and notes, the clock offsets, the frames, and each",
     ]
@@ -174,3 +174,13 @@ def test_labels_end_with_an_ellipsis_and_the_width_has_a_floor(bundled_incident)
     assert text.shorten_label("logs/train.log", 33) == "logs/train.log"
     narrow = text.render_inspect(bundled_incident, width=10).splitlines()
     assert max(len(line) for line in narrow) == text.MIN_WIDTH
+
+
+def test_inspect_says_where_the_gpu_time_went(bundled_incident):
+    from dflash_postmortem.text import render_inspect
+
+    out = render_inspect(bundled_incident, width=100)
+    section = out.split("Where the GPU time went\n", 1)[1].split("\n\n", 1)[0]
+    assert all(len(line) <= 100 for line in section.splitlines())
+    each = "(288 s): productive 154 s (53%), degraded 21 s (7%), starting 94 s (33%), restarting 19 s (7%)"
+    assert " ".join(section.split()) == f"GPU 0 {each} GPU 1 {each}"

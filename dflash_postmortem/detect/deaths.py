@@ -16,21 +16,20 @@ import pandas as pd
 
 from ..incident import Incident
 from ..model.attempts import attempts
-from ..model.progress import lines_of
+from ..model.progress import lines_of, resumes
 from ..model.states import states
 from ..units import clock
 from . import findings
 from .per_host import judged
 
 _ERRORS = ("traceback", "oom", "oom_kill", "timeout", "nccl_timeout", "attempt_end", "exit", "killed")
-# The step a `resumed` line names: `at step 120`, `global step 120`, `iteration 120`.
-_RESUMED = re.compile(r"\b(?:step|iteration)[\s_=:]*(\d+)\b(?!\.\w)", re.I)
 
 
 @judged
 def detect_deaths(inc: Incident) -> pd.DataFrame:
     att = attempts(inc)
     st = states(inc)
+    redo = resumes(inc)
     rows = []
     for _, a in att.iterrows():
         if pd.isna(a["first_step"]) or a["end_kind"] not in _ERRORS:
@@ -47,14 +46,16 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
         if len(nxt):
             b = nxt.iloc[0]
             gap = (b["start"] - a["end"]).total_seconds()
-            redo = _redone(inc, b, lines)
+            r = redo[redo["attempt"] == b["attempt"]]
+            redo_b = (int(r["resumed_step"].iloc[0]), int(r["redone_steps"].iloc[0]), int(r["reached_step"].iloc[0])) \
+                if len(r) else None
             after = (f" The {b['by'] if b['by'] != 'unknown' else 'next'} start at {clock(b['start'])}, {gap:.0f} s "
                      f"later, began attempt {b['attempt']}"
-                     + (f"; it resumed at step {redo[0]}, so {redo[1]} step(s) up to {redo[2]} were done again"
-                        if redo else "") + ".")
+                     + (f"; it resumed at step {redo_b[0]}, so {redo_b[1]} step(s) up to {redo_b[2]} were done again"
+                        if redo_b else "") + ".")
             numbers = {"restarted_at": b["start"], "restarted_by": b["by"],
-                       "resumed_step": redo[0] if redo else None, "redone_steps": redo[1] if redo else 0,
-                       "reached_step": redo[2] if redo else None}
+                       "resumed_step": redo_b[0] if redo_b else None, "redone_steps": redo_b[1] if redo_b else 0,
+                       "reached_step": redo_b[2] if redo_b else None}
         else:
             after = " Nothing started it again in the evidence."
             numbers = {"restarted_at": None, "restarted_by": None, "resumed_step": None, "redone_steps": 0,
@@ -98,23 +99,6 @@ def _an_error(a: pd.Series) -> bool:
         return a["exit_code"] not in (None, 0) and not pd.isna(a["exit_code"])
     text = str(a["end_message"] or "")
     return not re.search(r"\b(?:completed|succeeded|success)\b", text, re.I)
-
-
-def _redone(inc: Incident, b: pd.Series, before: pd.DataFrame) -> tuple[int, int, int] | None:
-    """(step it resumed at, steps done again, the last step before) when attempt `b` says it
-    resumed from a checkpoint at a step below the one the attempt before it reached."""
-    ev = inc.events
-    said = ev[ev["source"].isin(b["sources"]) & (ev["time"] >= b["start"]) & (ev["kind"] == "resumed")] \
-        if b["sources"] else ev.iloc[:0]
-    for msg in said["message"].astype(str):
-        m = _RESUMED.findall(msg)
-        if m:
-            resumed = int(m[-1])
-            reached = int(before["step"].max()) if len(before) and before["step"].notna().any() else None
-            if reached is not None and reached > resumed:
-                return resumed, reached - resumed, reached
-            return None
-    return None
 
 
 def _short(text) -> str:

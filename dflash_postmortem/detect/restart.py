@@ -16,6 +16,7 @@ import pandas as pd
 from ..commands import ends_session, is_detached, session_launcher
 from ..incident import Incident
 from ..model import computed as memo
+from ..model.attempts import attempts
 from ..said import error_text
 from ..units import clock
 from . import findings, gpu_state
@@ -61,6 +62,11 @@ class _Window:
 def _window(inc: Incident, oc: pd.DataFrame, i: int, grace: pd.Timedelta) -> _Window:
     start = oc["time"].iloc[i]
     end = start + grace
+    # what the launch's own transcript says of it begins when it was typed, which a transcript
+    # dated only by its `date`s may place before the start the model settled on
+    launched = oc["launched"].iloc[i] if "launched" in oc.columns else pd.NaT
+    if pd.notna(launched) and launched < start:
+        start = launched
     stop_ref = None
     if i + 1 < len(oc) and oc["time"].iloc[i + 1] <= end:
         end = oc["time"].iloc[i + 1]
@@ -216,6 +222,20 @@ def _missing_evidence(L: pd.Series, inc: Incident, w: _Window) -> str:
     return "; ".join(missing) or "every usual source is here and none says why"
 
 
+def _killed_in_startup(L: pd.Series, inc: Incident) -> _Verdict | None:
+    """A kill the attempt model found aimed at the attempt (a PID, a PID file, a pattern or the
+    process group it ran in) before its first step."""
+    att = attempts(inc)
+    a = att[att["attempt"] == L.get("attempt")]
+    if a.empty or a.iloc[0]["end_kind"] != "kill_sent":
+        return None
+    a = a.iloc[0]
+    refs = [a["end_ref"]] if isinstance(a["end_ref"], str) else []
+    return _Verdict("killed", f"killed during start-up by a kill aimed at it: {a['end_message'] or 'a kill'} "
+                    f"({clock(a['end'])})", refs,
+                    [findings.cause(findings.event_id(refs[0]), "the kill reached the process", refs)] if refs else [])
+
+
 def _reason(L: pd.Series, inc: Incident, w: _Window, said: pd.DataFrame) -> _Verdict:
     """Why the launch failed, as far as the evidence goes. `said`: the launcher's verdict lines
     for this launch (empty unless it went through `launch`)."""
@@ -260,7 +280,7 @@ def _reason(L: pd.Series, inc: Incident, w: _Window, said: pd.DataFrame) -> _Ver
         who = f"process {proc['pid']}" if isinstance(proc, pd.Series) else "the launched process"
         return _Verdict("died in start-up", f"died during start-up: {who} started and wrote a traceback "
                         f"ending `{last}`", findings.refs(tb, 3), [_event_cause(tb.iloc[0], f"traceback ending `{last}`")])
-    ended = _ended(L, inc, w)
+    ended = _ended(L, inc, w) or _killed_in_startup(L, inc)
     if ended is not None:
         return ended
     killed = _session_kill(L, inc, w)
@@ -517,7 +537,8 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
             if (stuck_until - stages["time"].iloc[-1]).total_seconds() >= NEVER_TRAINED_S:
                 rows.append(_never_trained(inc, L, w, proc, pid, stages, gone or _stopped(inc, proc, w), evidence))
                 continue
-        if not (exited or died) and ((proc is not None and not gone)
+        # alive unless the attempt model saw it end (a kill that reached its group, an exit)
+        if not (exited or died or pd.notna(L.get("ended"))) and ((proc is not None and not gone)
                                      or (proc is None and inc.processes.empty and log is not None)):
             # Alive (or no process listing, but its log fills): slow, not failed.
             rows.append(findings.finding(

@@ -59,7 +59,7 @@ END_SLACK = pd.Timedelta(seconds=30)
 # One rank's first lines in two logs (a launcher's copy and its own file) are written together.
 RANK_SLACK = pd.Timedelta(seconds=5)
 
-COLUMNS = ("attempt", "start", "start_within_s", "start_ref", "launched", "by", "job", "job_attempt", "host", "command",
+COLUMNS = ("attempt", "start", "start_within_s", "start_ref", "launched", "by", "launcher", "job", "job_attempt", "host", "command",
            "script", "flags", "log_path", "launch_ref", "run", "runs", "pids", "ranks", "gpus", "sources",
            "first_step", "first_step_ref", "last_alive", "last_alive_ref", "end", "end_kind", "end_ref",
            "end_message", "exit_code", "signal", "cause_time", "cause_kind", "cause_ref", "cause_message", "cause_rank")
@@ -69,6 +69,10 @@ _ENDS = ("oom_kill", "oom", "killed", "kill_sent", "attempt_end", "timeout", "nc
 _STARTS = ("stage", "training_start")
 # Kinds that say what went wrong: the first of them after the last step is the cause a reader
 # names (rank 0's collective timeout, not the agent's "failed" line a second later).
+# Who starts an attempt, by the launcher, scheduler or runtime that wrote its start: torchrun's
+# agent restarts a worker group, Slurm requeues a job, a container runtime restarts a container.
+ROLES = {"torchrun": "agent", "deepspeed": "agent", "accelerate": "agent", "slurm": "scheduler",
+         "kubernetes": "container", "docker": "container", "systemd": "supervisor"}
 _CAUSES = ("oom_kill", "oom", "timeout", "nccl_timeout", "nccl_error", "gpu_error", "gpu_lost", "xid",
            "traceback", "thread_crash", "exception", "killed")
 _PYTHON = re.compile(r"(?:^|/)python[\d.]*\s|\s-m\s[\w.]+|\.py\b")
@@ -108,6 +112,7 @@ class _Attempt:
         self.until: pd.Timestamp | None = None
         self.floor: pd.Timestamp | None = None  # no start before it (see consider_start)
         self.rank_starts: dict[int, pd.Timestamp] = {}  # each rank's first line
+        self.launcher: str | None = None  # the launcher, scheduler or runtime that started it
         self.launched: pd.Timestamp | None = None  # when its launch was typed or traced  # a later start of the same log ends this attempt's part
 
     def consider_start(self, when, within: float, ref: str | None) -> None:
@@ -143,6 +148,7 @@ class _Assembly:
         # sign of each attempt, taken before processes and other logs are matched to them.
         starts = _log_starts(self.inc)
         self._logs(starts, named=True)
+        self._launcher_workers()
         self._processes()
         self._logs(starts, named=False)
         # A process that wrote no log is not a start of training: a leftover job holding a GPU,
@@ -210,11 +216,28 @@ class _Assembly:
             if typed is not None and (n in (None, 0)):
                 typed.job, typed.job_attempt = job, n
                 continue
-            a = _Attempt(r["time"], str(r.get("by") or "agent"), 0.0, _text(r.get("ref")))
-            a.job, a.job_attempt, a.host = job, n, _text(r.get("host"))
+            launcher = _text(r.get("by"))
+            a = _Attempt(r["time"], ROLES.get(launcher or "", "agent"), 0.0, _text(r.get("ref")))
+            a.job, a.job_attempt, a.host, a.launcher = job, n, _text(r.get("host")), launcher
             if typed is not None:
                 a.command, a.script, a.flags, a.runs = typed.command, typed.script, typed.flags, list(typed.runs)
             self.found.append(a)
+
+    def _launcher_workers(self) -> None:
+        """A launcher's line that names a worker of an attempt (torchrun's `failed (exitcode: 1)
+        local_rank: 1 (pid: 535)`, the signal it sends the others) gives that attempt its PID:
+        surer than a listing's parent, which is the same agent for every attempt."""
+        ev = self.ev
+        if "by" not in ev.columns:
+            return
+        named = ev[ev["by"].isin(list(ROLES)) & ev["pid"].notna() & ev["attempt"].notna()
+                   & ev["kind"].isin(["signal", "exit", "attempt_end"])]
+        for _, r in named.iterrows():
+            job, n = _text(r.get("job")), _num(r.get("attempt"))
+            hit = [a for a in self.found if a.job_attempt == n and (a.job == job or job is None)
+                   and (r["source"] in a.sources or a.launcher is not None)]
+            if len(hit) == 1:
+                hit[0].pids.add(int(r["pid"]))
 
     def _processes(self) -> None:
         """Each trainer process joins the start that made it, else is a start of its own."""
@@ -222,6 +245,8 @@ class _Assembly:
         for _, p in procs.iterrows():
             pid = int(p["pid"])
             owner = next((a for a in self.found if pid in a.pids), None) or self._start_of(p)
+            if owner is not None and pid not in owner.pids:
+                owner = self._restarted(owner, p) or owner
             if owner is None:
                 owner = _Attempt(p["start"], "unknown", float(p["within"]), _text(p.get("ref")))
                 script, flags = invocation(str(p["command"]))
@@ -237,6 +262,23 @@ class _Assembly:
             if owner.launch_ref is None and pd.notna(seen) and seen < owner.start:
                 # listed before the first line its attempt wrote: it had started by then
                 owner.start, owner.start_ref = seen, _text(p.get("ref")) or owner.start_ref
+
+    def _restarted(self, a: _Attempt, p: pd.Series) -> _Attempt | None:
+        """A new attempt where the process was started by the parent of one of the attempt's own
+        after that one had ended: what the launch ran (a restart loop, a supervisor script) ran
+        the trainer again. It writes where the first one wrote."""
+        ppid = _num(p.get("ppid"))
+        mine = self.procs[self.procs["pid"].isin(a.pids)]
+        if ppid is None or mine.empty or not (mine["ppid"] == ppid).any():
+            return None
+        before = mine[mine["ppid"] == ppid]
+        if not (before["alive_until"] < p["start"]).all():
+            return None
+        r = _Attempt(p["start"], "supervisor", float(p["within"]), _text(p.get("ref")))
+        r.command, r.script, r.flags, r.runs = a.command, a.script, dict(a.flags), list(a.runs)
+        r.host, r.log_path, r.job = a.host, a.log_path, a.job
+        self.found.append(r)
+        return r
 
     def _start_of(self, p: pd.Series) -> _Attempt | None:
         """The start that made this process: the latest typed or launcher start of its program
@@ -333,6 +375,18 @@ class _Assembly:
         """The attempt `n` of a launcher's job: known already, else the launch typed just before
         (its first attempt), else a new attempt the launcher started (a restart)."""
         hit = next((a for a in self.found if a.job == job and a.job_attempt == n), None)
+        if hit is None and job is None:
+            # a launcher's lines before it names its job (torchrun's config, then its run id): the
+            # attempt of that number the launcher started about then
+            near = [a for a in self.found if a.job_attempt == n and abs(a.start - when) <= LOG_SLACK]
+            hit = min(near, key=lambda a: abs(a.start - when)) if near else None
+        elif hit is None:
+            # the same attempt seen first in a launcher's copy that names no job (torchrun's own
+            # output beside its --log-dir): it is this job's
+            near = [a for a in self.found if a.job is None and a.job_attempt == n and abs(a.start - when) <= LOG_SLACK]
+            hit = min(near, key=lambda a: abs(a.start - when)) if near else None
+            if hit is not None:
+                hit.job = job
         if hit is not None:
             return hit
         typed = [a for a in self.found if a.launch_ref and a.job is None and a.start <= when <= a.start + LOG_SLACK]
@@ -340,12 +394,15 @@ class _Assembly:
             a = max(typed, key=lambda a: a.start)
             a.job, a.job_attempt = job, n
             return a
-        before = [a for a in self.found if a.job == job and a.start <= when]
+        # (a launcher's lines that name no job: the launcher attempt before it is its job's)
+        before = [a for a in self.found if a.start <= when
+                  and (a.job == job or (job is None and a.job_attempt is not None and n is not None and a.job_attempt < n))]
         a = _Attempt(when, "agent" if before else "unknown", 0.0, None)
         a.job, a.job_attempt = job, n
         if before:  # the launcher runs the same command again
             b = max(before, key=lambda x: x.start)
             a.command, a.script, a.flags, a.runs, a.host = b.command, b.script, b.flags, list(b.runs), b.host
+            a.job = job if job is not None else b.job
         self.found.append(a)
         return a
 
@@ -405,6 +462,10 @@ class _Assembly:
         rows = _rows_of(inc, parts, a.pids, self.kills)
         gp = inc.gpu_processes[inc.gpu_processes["pid"].isin(a.pids)] if a.pids else inc.gpu_processes.iloc[:0]
         procs = self.procs[self.procs["pid"].isin(a.pids)]
+        # a launcher's agent lives through every attempt of its job: an attempt lives as long as
+        # its workers, where the listings show them
+        workers = procs[~procs["command"].astype(str).str.contains(_AGENT)]
+        procs = workers if len(workers) else procs
         lives = [x for x in (_last(rows, "time"), _last(gp, "time")) if x is not None]
         if len(procs) and procs["alive_until"].notna().any():
             p = procs.loc[procs["alive_until"].idxmax()]
@@ -418,7 +479,7 @@ class _Assembly:
         runs = list(dict.fromkeys(a.runs + [r for r in _col(rows, "run").dropna().unique() if r not in a.runs]))
         return {
             "attempt": f"A{i}", "start": a.start, "start_within_s": a.within, "start_ref": a.start_ref,
-            "launched": a.launched, "by": a.by,
+            "launched": a.launched, "by": a.by, "launcher": a.launcher,
             "job": job, "job_attempt": n, "host": a.host, "command": a.command, "script": a.script,
             "flags": a.flags, "log_path": a.log_path, "launch_ref": a.launch_ref,
             "run": runs[0] if runs else None, "runs": runs, "pids": sorted(a.pids), "ranks": sorted(ranks),
@@ -580,10 +641,14 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
                 ended = False
             elif k in ("metric",) or k not in _STARTS:
                 pass
-        # a launcher's log: every new (job, attempt) is a start of its own
+        # a launcher's log: every new (job, attempt) is a start of its own; its lines before the
+        # first attempt it names (torchrun's configuration) belong to that attempt
         if g["attempt"].notna().any() if "attempt" in g.columns else False:
             change = g["attempt"].ne(g["attempt"].shift()) & g["attempt"].notna()
             starts = sorted(set(starts) | set(np.flatnonzero(change.to_numpy(dtype=bool, na_value=False))))
+            g = g.assign(attempt=g["attempt"].bfill(), job=_col(g, "job").bfill())
+            starts = [i for i in starts if i == 0 or g["attempt"].iloc[i] != g["attempt"].iloc[i - 1]
+                      or g["kind"].iloc[i] in _STARTS]
         for i in starts:
             r = g.iloc[i]
             out.setdefault(source, []).append((
@@ -659,7 +724,12 @@ def _end(inc: Incident, a: _Attempt, parts: list[tuple], last_alive, kills: list
     ev = rows[rows["kind"].isin(_ENDS)]
     # an end is at the end: a traceback an hour before the last step (a thread that died while the
     # rest trained on) did not end the attempt
-    ev = ev[(ev["time"] >= max(a.start, last_alive - END_SLACK)) & (ev["time"] <= last_alive + END_SLACK)]
+    # (a transcript dated only by its `date`s places its lines up to APPROX_S early: the shell's
+    # `Killed` after a foreground command may be dated before the command's own first log line)
+    lo = max(a.start, last_alive - END_SLACK)
+    approx = ev["time_approx"].fillna(False).astype(bool) if "time_approx" in ev.columns else False
+    ev = ev[((ev["time"] >= lo) | (approx & (ev["time"] >= lo - pd.Timedelta(seconds=APPROX_S))))
+            & (ev["time"] <= last_alive + END_SLACK)]
     # a kill is its end only if it was gone soon after (a kill that failed is another story)
     ev = ev[(ev["kind"] != "kill_sent") | (last_alive <= ev["time"] + END_SLACK)]
     if ev.empty:
@@ -667,6 +737,6 @@ def _end(inc: Incident, a: _Attempt, parts: list[tuple], last_alive, kills: list
     rank = {k: i for i, k in enumerate(_ENDS)}
     r = ev.assign(_r=ev["kind"].map(rank)).sort_values(["_r", "time"], kind="stable").iloc[0]
     message = str(r["message"]).strip().splitlines()
-    return {"end": r["time"], "end_kind": r["kind"], "end_ref": _ref(r),
+    return {"end": max(r["time"], a.start), "end_kind": r["kind"], "end_ref": _ref(r),
             "end_message": message[-1][:300] if message else None,
             "exit_code": _num(r.get("exit_code")), "signal": _text(r.get("signal"))}

@@ -34,10 +34,13 @@ def scope(inc: Incident):
 
 
 def cached(inc: Incident, name: str, frames: tuple[str, ...], compute: Callable[[], T]) -> T:
-    """`compute()` once per scope and per identity of the named frames; outside a scope, always."""
+    """`compute()` once per scope and per identity of the named frames. Outside a scope, a
+    scope of its own for the call: what it computes on the way (states need progress, both need
+    the attempts) is shared within it, and nothing stays on the Incident after."""
     store = inc.__dict__.get(_ATTR)
     if store is None:
-        return compute()
+        with scope(inc):
+            return cached(inc, name, frames, compute)
     key = (name, *(id(getattr(inc, f)) for f in frames), *(id(inc.config),))
     if key not in store:
         store[key] = compute()

@@ -1,5 +1,6 @@
 """Which processes a kill aimed at: literal PIDs, `$(cat run/x.pid)` through the PID files in
-the incident, and `pkill -f PATTERN` through the processes alive at that time. Read by the
+the incident, `pkill -f PATTERN` through the processes alive at that time, and a process group
+(`kill -- -PGID`) through the listings' PGID. Read by the
 attempt model (an attempt the operator killed ended by that kill) and the failed-kill detector.
 """
 
@@ -61,4 +62,16 @@ def aimed_at(inc: Incident, kill: pd.Series) -> set[int]:
         pids |= kill_pids(inc, f"kill {expr}", kill["time"])
     if isinstance(pattern, str) and pattern:
         pids |= kill_pids(inc, f"pkill -f {pattern}", kill["time"])
+    if kill.get("target_is_group") is True and pids:
+        pids |= group_members(inc, pids, kill["time"])
     return pids
+
+
+def group_members(inc: Incident, groups: set[int], when) -> set[int]:
+    """The processes of these process groups alive at `when` (a listing's PGID column): what
+    `kill -- -PGID` reaches, a restart loop's trainer with its loop."""
+    procs = inc.processes
+    if procs.empty or "pgid" not in procs.columns or pd.isna(when):
+        return set()
+    alive = procs[(procs["first_seen"] <= when) & (procs["last_seen"] >= when - pd.Timedelta(seconds=5))]
+    return {int(p) for p in alive.loc[alive["pgid"].isin(list(groups)), "pid"]}

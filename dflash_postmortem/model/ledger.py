@@ -1,17 +1,20 @@
 """The goodput ledger: every GPU-second of the incident window, for every GPU a job used, in one
 class, so that the cost of an incident is a sum that can be checked.
 
-    productive    an attempt trained on the GPU at its job's level (a degraded second counts its
-                  level / baseline here, the rest as degraded)
-    degraded      the share of a degraded second lost to the drop
+    productive    an attempt trained on the GPU at the job's level (`_baseline`); a second below
+                  it by more than `min_drop` counts its level / baseline here
+    degraded      ... and the rest here: the share lost to the drop
     starting      an attempt held the GPU before its first step (program start-up, checkpoint restore)
     stalled       an attempt held the GPU and made no progress
-    restarting    between an attempt's end and the next attempt's start on the GPU
-    down          the job's GPU held by nothing, with no attempt starting
     redone        training that repeated steps already done before a resume from a checkpoint
                   (Google's ML Goodput: wasted progress)
+    restarting    between an attempt's end and the next attempt's start
+    down          the GPU held by no attempt, with none to come
 
-A GPU held by two attempts at once splits its seconds between them by their memory on it where
+The window runs from the first attempt's start to the last sign of any. It is cut where anything
+changes (an attempt starts or ends, a state or a progress window begins, a resume's repeated
+steps are done): within a piece every class is constant, so each piece is classified once. A
+GPU held by two attempts at once splits its seconds between them by their memory on it where
 per-process samples say, else evenly. Each GPU's classes sum exactly to the window.
 """
 
@@ -23,86 +26,123 @@ import pandas as pd
 from ..incident import Incident
 from . import computed
 from .attempts import attempts
-from .progress import progress
-from .states import states
+from .progress import progress, resumes
+from .states import MIN_DROP, states
 
-CLASSES = ("productive", "degraded", "starting", "stalled", "restarting", "down", "redone")
+CLASSES = ("productive", "degraded", "starting", "stalled", "redone", "restarting", "down")
+COLUMNS = ("host", "gpu", *CLASSES, "total")
 
 
 def ledger(inc: Incident) -> pd.DataFrame:
     """One row per GPU (host, gpu) with seconds per class (CLASSES) and `total`, over the
-    incident window (the first attempt's start to the last sign of any); empty where no GPU or
-    progress evidence exists."""
+    incident window; empty where no attempt or no GPU is known."""
     return computed.cached(inc, "ledger", ("metrics", "events", "processes", "gpu_processes", "gpus"),
                            lambda: _ledger(inc))
-
-
-def _gpus_of_job(inc: Incident, att: pd.DataFrame) -> list[tuple]:
-    used = {(a["host"], g) for _, a in att.iterrows() for g in a["gpus"]}
-    if used:
-        return sorted(used, key=lambda x: (str(x[0]), x[1]))
-    g = inc.gpus.dropna(subset=["gpu"])
-    return sorted({(h if isinstance(h, str) else None, int(x)) for h, x in zip(g["host"], g["gpu"], strict=True)},
-                  key=lambda x: (str(x[0]), x[1]))
 
 
 def _ledger(inc: Incident) -> pd.DataFrame:
     att = attempts(inc)
     if att.empty:
-        return pd.DataFrame(columns=["host", "gpu", *CLASSES, "total"])
-    start = att["start"].min()
-    end = max(att["last_alive"].max(), att["end"].max() if att["end"].notna().any() else start)
-    secs = int(max(0, (end - start).total_seconds()))
-    if secs == 0:
-        return pd.DataFrame(columns=["host", "gpu", *CLASSES, "total"])
-    grid = start + pd.to_timedelta(np.arange(secs), unit="s")
-    st = states(inc)
-    prog = progress(inc)
-    baseline = _baseline(prog)
+        return pd.DataFrame(columns=list(COLUMNS))
+    alive_until = pd.concat([att["last_alive"], att["end"]], axis=1).max(axis=1).fillna(att["start"])
+    t0, t1 = att["start"].min(), alive_until.max()
+    if not t1 > t0:
+        return pd.DataFrame(columns=list(COLUMNS))
+    st, prog, redo = states(inc), progress(inc), resumes(inc)
+    cuts = pd.concat([att["start"], alive_until, att["first_step"], st["start"], st["end"], prog["start"],
+                      prog["end"], redo["resumed_at"], redo["redone_until"], pd.Series([t0, t1])]).dropna()
+    cuts = pd.DatetimeIndex(cuts[(cuts >= t0) & (cuts <= t1)]).tz_convert("UTC").tz_localize(None)
+    cuts = np.unique(cuts.as_unit("us").to_numpy())
+    lo, hi = cuts[:-1], cuts[1:]
+    mid = pd.DatetimeIndex(lo + (hi - lo) // 2, tz="UTC")
+    secs = (hi - lo).astype("timedelta64[us]").astype(np.int64) / 1e6
+    baseline = _baseline(inc, prog)
+    # per attempt and piece: which class its share of the piece falls in, and its level ratio
+    min_drop = float(inc.config.detect.get("min_drop", MIN_DROP))
+    what = {a: _classes(a, mid, st, prog, redo, baseline, min_drop) for a in att["attempt"]}
+    alive = {a: ((s <= mid) & (mid < e)) for a, s, e in zip(att["attempt"], att["start"], alive_until, strict=True)}
+    later = np.array([(att["start"] > m).any() for m in mid])
     rows = []
-    for host, gpu in _gpus_of_job(inc, att):
-        cls = {c: 0.0 for c in CLASSES}
-        users = att[att["gpus"].map(lambda gs, g=gpu: g in gs or not gs)]
-        for t in grid:
-            share = _shares(users, t)
-            if not share:
-                cls["down" if not _restarting(att, t) else "restarting"] += 1.0
-                continue
-            for attempt, part in share.items():
-                _classify(cls, st[st["attempt"] == attempt], prog[prog["attempt"] == attempt], baseline, t, part)
-        rows.append({"host": host, "gpu": gpu, **cls, "total": float(secs)})
-    return pd.DataFrame(rows)
+    for host, gpu in _gpus(inc, att):
+        users = [a for a, gs in zip(att["attempt"], att["gpus"], strict=True) if gpu in gs or not gs]
+        weight = _memory_weights(inc, att, users, gpu)
+        held = np.zeros(len(mid))
+        cls = dict.fromkeys(CLASSES, 0.0)
+        share_sum = sum(np.where(alive[a], weight[a], 0.0) for a in users) if users else np.zeros(len(mid))
+        for a in users:
+            share = np.divide(np.where(alive[a], weight[a], 0.0), share_sum, out=np.zeros(len(mid)),
+                              where=share_sum > 0)
+            held += share
+            kind, ratio = what[a]
+            for c in ("starting", "stalled", "redone"):
+                cls[c] += float(np.sum(secs * share * (kind == c)))
+            training = kind == "training"
+            cls["productive"] += float(np.sum(secs * share * training * ratio))
+            cls["degraded"] += float(np.sum(secs * share * training * (1 - ratio)))
+        idle = secs * (1 - np.clip(held, 0, 1))
+        cls["restarting"] += float(np.sum(idle * later))
+        cls["down"] += float(np.sum(idle * ~later))
+        rows.append({"host": host, "gpu": gpu, **cls, "total": float(secs.sum())})
+    return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def _baseline(prog: pd.DataFrame) -> float:
-    return float(prog["level"].quantile(0.9)) if len(prog) else np.nan
+def _baseline(inc: Incident, prog: pd.DataFrame) -> float:
+    """What the job should do: incident.toml's expected_tok_per_s, else the median of the upper
+    half of its windows (the first window's warm-up and a short last one sit at the ends, and a
+    job that spent most of its time degraded still has its good half)."""
+    if inc.config.expected_tok_per_s is not None:
+        return float(inc.config.expected_tok_per_s)
+    return float(prog["level"].quantile(0.75)) if len(prog) else np.nan
 
 
-def _shares(users: pd.DataFrame, t) -> dict[str, float]:
-    alive = users[(users["start"] <= t) & (users["last_alive"].fillna(users["start"]) >= t)]
-    if alive.empty:
-        return {}
-    return {a: 1.0 / len(alive) for a in alive["attempt"]}
+def _classes(attempt: str, mid: pd.DatetimeIndex, st: pd.DataFrame, prog: pd.DataFrame, redo: pd.DataFrame,
+             baseline: float, min_drop: float) -> tuple[np.ndarray, np.ndarray]:
+    """For each piece (by its middle): the attempt's class there (starting, stalled, redone or
+    training) and its level against the baseline (1 where no level is known)."""
+    kind = np.full(len(mid), "training", dtype=object)
+    mine = st[st["attempt"] == attempt]
+    # stalled wins over starting where both say so; a hang until the error is a stall's seconds
+    for state, cls in (("starting", "starting"), ("stalled", "stalled"), ("hung", "stalled")):
+        for s, e in zip(mine.loc[mine["state"] == state, "start"], mine.loc[mine["state"] == state, "end"], strict=True):
+            kind[(s <= mid) & (mid < (e if pd.notna(e) else s))] = cls
+    # from the resume line on it trains, though its first step line may come later
+    for since, until in zip(redo.loc[redo["attempt"] == attempt, "resumed_at"],
+                            redo.loc[redo["attempt"] == attempt, "redone_until"], strict=True):
+        kind[(since <= mid) & (mid < until) & (kind != "stalled")] = "redone"
+    # a window below the incident's level by more than the states' drop (`min_drop`) is
+    # degraded, in any attempt (a relaunch that trains slower lost against the one before); a
+    # level within that of the baseline is noise, not a loss
+    ratio = np.ones(len(mid))
+    w = prog[(prog["attempt"] == attempt) & (prog["level"] < (1 - min_drop) * baseline)]
+    for s, e, level in zip(w["start"], w["end"], w["level"], strict=True):
+        ratio[(s <= mid) & (mid < e)] = float(np.clip(level / baseline, 0.0, 1.0))
+    return kind, ratio
 
 
-def _restarting(att: pd.DataFrame, t) -> bool:
-    ended = att[att["last_alive"] < t]
-    later = att[att["start"] > t]
-    return bool(len(ended) and len(later))
+def _gpus(inc: Incident, att: pd.DataFrame) -> list[tuple]:
+    """The GPUs the attempts used (per-process samples), else every GPU the incident samples."""
+    used = {(a["host"] if isinstance(a["host"], str) else None, g) for _, a in att.iterrows() for g in a["gpus"]}
+    if not used:
+        g = inc.gpus.dropna(subset=["gpu"])
+        used = {(h if isinstance(h, str) else None, int(x)) for h, x in zip(g["host"], g["gpu"], strict=True)}
+    # a source that names no host (a pasted nvidia-smi answer) beside one that names the only
+    # host there is: the same machine's GPUs
+    named = {h for h, _ in used if h is not None}
+    if len(named) == 1:
+        used = {(next(iter(named)), x) for _, x in used}
+    return sorted(used, key=lambda x: (str(x[0]), x[1]))
 
 
-def _classify(cls: dict, st: pd.DataFrame, prog: pd.DataFrame, baseline: float, t, part: float) -> None:
-    here = st[(st["start"] <= t) & (st["end"].fillna(st["start"]) > t)]
-    kinds = set(here["state"])
-    if "stalled" in kinds:
-        cls["stalled"] += part
-    elif "starting" in kinds:
-        cls["starting"] += part
-    else:
-        w = prog[(prog["start"] <= t) & (prog["end"] > t)]
-        if w.empty or not np.isfinite(baseline) or baseline <= 0:
-            cls["productive"] += part
-            return
-        ratio = float(np.clip(w["level"].iloc[0] / baseline, 0.0, 1.0))
-        cls["productive"] += part * ratio
-        cls["degraded"] += part * (1 - ratio)
+def _memory_weights(inc: Incident, att: pd.DataFrame, users: list[str], gpu: int) -> dict[str, float]:
+    """Each attempt's mean memory on the GPU where per-process samples give it for all of them,
+    else 1 each (an even split: one sampled and one not cannot be weighed against each other)."""
+    gp = inc.gpu_processes
+    out = {}
+    for a in users:
+        pids = att.loc[att["attempt"] == a, "pids"].iloc[0]
+        mine = gp[(gp["gpu"] == gpu) & gp["pid"].isin(pids)] if len(gp) and pids else gp.iloc[:0]
+        mem = mine["used_memory_mib"].mean() if "used_memory_mib" in mine.columns and len(mine) else np.nan
+        out[a] = float(mem) if pd.notna(mem) and mem > 0 else np.nan
+    if any(np.isnan(v) for v in out.values()):
+        return dict.fromkeys(users, 1.0)
+    return out

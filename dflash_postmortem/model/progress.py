@@ -13,6 +13,8 @@ taken); the choice is in `notes`.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -59,6 +61,42 @@ def lines_of(inc: Incident, attempt: pd.Series) -> pd.DataFrame:
         keep = set(zip(best.iloc[:, 0], best["source"], strict=True))
         mine = mine[[(k, s) in keep for k, s in zip(key, mine["source"], strict=True)]]
     return mine.sort_values("time", kind="stable")
+
+
+# The step a `resumed` line names: `at step 120`, `global step 120`, `iteration 120`.
+_RESUMED = re.compile(r"\b(?:step|iteration)[\s_=:]*(\d+)\b(?!\.\w)", re.I)
+RESUME_COLUMNS = ("attempt", "resumed_at", "resumed_step", "reached_step", "redone_steps", "redone_until", "ref")
+
+
+def resumes(inc: Incident) -> pd.DataFrame:
+    """Each attempt that resumed from a checkpoint below the step its job had logged before
+    (RESUME_COLUMNS): when it said so and the step it resumed at, the step reached before, how
+    many steps it did again, and when its steps passed that one again (its last sign of life
+    where they never did): from `resumed_at` to `redone_until` it redid what was done."""
+    return computed.cached(inc, "resumes", ("metrics", "events", "processes", "gpu_processes"),
+                           lambda: _resumes(inc))
+
+
+def _resumes(inc: Incident) -> pd.DataFrame:
+    att = attempts(inc)
+    ev = inc.events[inc.events["kind"] == "resumed"]
+    rows = []
+    for _, b in att.iterrows():
+        said = ev[ev["source"].isin(b["sources"]) & (ev["time"] >= b["start"])] if b["sources"] else ev.iloc[:0]
+        steps = [int(m[-1]) for m in said["message"].astype(str).map(_RESUMED.findall) if m]
+        if not steps:
+            continue
+        before = att[(att["start"] < b["start"]) & (att["job"] == b["job"])]
+        reached = max((lines_of(inc, a)["step"].max() for _, a in before.iterrows()), default=np.nan)
+        if not (pd.notna(reached) and reached > steps[0]):
+            continue
+        mine = lines_of(inc, b)
+        past = mine[mine["step"] >= reached]
+        until = past["time"].iloc[0] if len(past) else b["last_alive"]
+        rows.append({"attempt": b["attempt"], "resumed_at": said["time"].iloc[0], "resumed_step": steps[0], "reached_step": int(reached),
+                     "redone_steps": int(reached) - steps[0], "redone_until": until,
+                     "ref": said["ref"].iloc[0] if "ref" in said.columns else None})
+    return pd.DataFrame(rows, columns=list(RESUME_COLUMNS))
 
 
 def _next_part(inc: Incident, attempt: pd.Series):

@@ -5,6 +5,9 @@
     degraded      progressing, below (1 - min_drop) x its job's level before
     stalled       alive (a listing shows it, its PIDs hold GPU memory, or its log grows), no step
                   for longer than max(3 x its median step interval, 60 s) (`[detect] stall_s`)
+    hung          no step from its last one until the error that ended it, longer than 3 x its
+                  median step interval (a collective waiting for a rank that stopped, until its
+                  timeout): its death's story, as a stall is one of its own
     exited        ended with a status, an error line or a clean stop
     killed        ended by a signal, the OOM killer, or a launcher's or scheduler's kill
     never trained ended (or the evidence ended) before a first step
@@ -37,8 +40,14 @@ def stall_threshold_s(inc: Incident, lines: pd.DataFrame | None = None) -> float
         return float(given)
     if lines is None or len(lines) < 2:
         return MIN_STALL_S
-    gap = float(np.median(np.diff(lines["time"].to_numpy(dtype="datetime64[us]").astype("i8")))) / 1e6
-    return max(STALL_INTERVALS * gap, MIN_STALL_S)
+    return max(STALL_INTERVALS * step_interval_s(lines), MIN_STALL_S)
+
+
+def step_interval_s(lines: pd.DataFrame) -> float:
+    """The attempt's median time between step lines (0 with fewer than two times): between the
+    times lines were written, so that ranks or threads logging the same step together count once."""
+    times = np.unique(lines["time"].to_numpy(dtype="datetime64[us]").astype("i8"))
+    return float(np.median(np.diff(times))) / 1e6 if len(times) > 1 else 0.0
 
 
 def states(inc: Incident) -> pd.DataFrame:
@@ -68,12 +77,14 @@ def _states(inc: Incident) -> pd.DataFrame:
             base = float(w["level"].iloc[: max(3, len(w) // 3)].median()) if len(w) else np.nan
             since, cursor, cursor_ref = first, first, a["first_step_ref"]
             died = _died_inside(inc, a, lines, end)
+            hung = _hung_until_error(a, lines) if died is None else None
             for t, ref in zip(times, refs, strict=True):
-                if t - cursor > threshold or (died is not None and t == end and t > cursor):
+                if t - cursor > threshold or ((died or hung) is not None and t == end and t > cursor):
                     rows.append(_row(a, "training", since, cursor, a["first_step_ref"] if since == first else ref, ""))
-                    why = (f"no step for {(t - cursor).total_seconds():.0f} s" if died is None else
-                           f"no step for {(t - cursor).total_seconds():.0f} s, the process alive; likely cause: {died[1]}")
-                    rows.append(_row(a, "stalled", cursor, t, cursor_ref if died is None else died[0], why))
+                    why = (f"no step for {(t - cursor).total_seconds():.0f} s" if (died or hung) is None else
+                           f"no step for {(t - cursor).total_seconds():.0f} s, {(died or hung)[1]}")
+                    state = "hung" if hung is not None and died is None and t == end else "stalled"
+                    rows.append(_row(a, state, cursor, t, cursor_ref if (died or hung) is None else (died or hung)[0], why))
                     since = t
                 if t >= cursor:
                     cursor, cursor_ref = t, ref
@@ -108,16 +119,29 @@ def _died_inside(inc: Incident, a: pd.Series, lines: pd.DataFrame, end) -> tuple
     if err.empty:
         return None
     r = err.sort_values("time", kind="stable").iloc[0]
-    gap = float(np.median(np.diff(lines["time"].to_numpy(dtype="datetime64[us]").astype("i8")))) / 1e6 \
-        if len(lines) > 1 else 0.0
-    if (end - r["time"]).total_seconds() < max(DIED_ALIVE_S, STALL_INTERVALS * gap):
+    if (end - r["time"]).total_seconds() < max(DIED_ALIVE_S, STALL_INTERVALS * step_interval_s(lines)):
         return None
     said = [ln.strip() for ln in str(r["message"]).strip().splitlines() if ln.strip()]
     first, last = (said[0], said[-1]) if said else (r["kind"], r["kind"])
     if first.startswith("Traceback") and len(said) > 1:
         first = said[-1]  # the exception line says it; "Traceback (most recent call last):" does not
     first = first.rstrip(":")
-    return (r["ref"] if isinstance(r.get("ref"), str) else None), f"{first[:120]} ({last[:160]}) at {r['time']:%H:%M:%S}"
+    return ((r["ref"] if isinstance(r.get("ref"), str) else None),
+            f"the process alive; likely cause: {first[:120]} ({last[:160]}) at {r['time']:%H:%M:%S}")
+
+
+def _hung_until_error(a: pd.Series, lines: pd.DataFrame) -> tuple[str, str] | None:
+    """(ref, what it said) of the error that ended the attempt, when that error came long after
+    its last step (more than STALL_INTERVALS of its step intervals): it waited, then failed (a
+    collective's timeout after a rank stopped), and the wait made no progress however short it
+    was against the stall threshold, which is for a run whose end is not known."""
+    if lines.empty or pd.isna(a["cause_time"]) or len(lines) < 2:
+        return None
+    waited = (a["cause_time"] - lines["time"].max()).total_seconds()
+    if waited <= STALL_INTERVALS * step_interval_s(lines):
+        return None
+    said = a["cause_message"] or a["cause_kind"]
+    return a["cause_ref"], f"then it failed: {str(said)[:160]} at {a['cause_time']:%H:%M:%S}"
 
 
 def _row(a: pd.Series, state: str, start, end, ref, detail: str) -> dict:

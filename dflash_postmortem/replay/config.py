@@ -67,7 +67,7 @@ class ReplayConfig:
     on_thread_error: str = "stop"  # "continue": a failed thread just dies (a naive loop), the rest wait
     # ranks (torchrun; ranks.py)
     fault_rank: int | None = None  # the faults happen on this rank only (None: every rank)
-    fault_attempt: int = 0  # ... in this attempt of the launcher (its restart count)
+    fault_attempt: int = 0  # ... in this attempt of the launcher (its restart count; -1: every one)
     backend: str | None = None  # None: NCCL when each rank has a GPU of its own, else gloo
     pg_timeout: float = 600.0  # seconds a collective (and process-group setup) waits for the others
     # checkpoints

@@ -46,8 +46,9 @@ class Ranks:
         return cfg.fault_rank is None or cfg.fault_rank == self.rank
 
     def faulty(self, cfg) -> bool:
-        """Whether the step faults the config asks for happen on this rank, in this attempt."""
-        return self.on_this_rank(cfg) and cfg.fault_attempt == self.attempt
+        """Whether the step faults the config asks for happen on this rank, in this attempt (-1:
+        in every attempt, as a bug in the data or the code recurs on each restart)."""
+        return self.on_this_rank(cfg) and cfg.fault_attempt in (-1, self.attempt)
 
     def device(self) -> int | None:
         """This rank's GPU: its local rank's, several ranks sharing one where there are fewer."""

@@ -19,7 +19,7 @@ recordings.
                     `script`, dated only by the `date`s typed): baseline -> regression started
                     through a wrapper script -> `kill -TERM -- -$(cat pid_file)` fails (the PID
                     file names a process, not a group) -> a relaunch under `timeout -s KILL 2`
-                    dies before writing a line -> a relaunch that trains beside the survivor
+                    dies in start-up -> a relaunch that trains beside the survivor
                     -> the survivor killed by its PID -> full speed
     never-trains    a target too large for its start-up (`--big-args`: made on the host, moved
                     block by block): stage lines stop at loading, GPU memory creeps up, no step;

@@ -115,7 +115,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("ranks (under torchrun: one data-parallel rank per process)")
     g.add_argument("--fault-rank", type=int, default=d.fault_rank, help="the injected faults happen on this rank only")
     g.add_argument("--fault-attempt", type=int, default=d.fault_attempt,
-                   help="... in this attempt of the launcher (TORCHELASTIC_RESTART_COUNT; default 0, the first)")
+                   help="... in this attempt of the launcher (TORCHELASTIC_RESTART_COUNT; default 0, the first; "
+                        "-1: every attempt)")
     g.add_argument("--backend", choices=("gloo", "nccl"), default=d.backend,
                    help="default: NCCL when each rank has a GPU of its own, else gloo")
     g.add_argument("--pg-timeout", type=float, default=d.pg_timeout,

@@ -32,11 +32,11 @@ def told():
     """Each incident loaded once: (incident, attempts, findings)."""
     cache = {}
 
-    def get(name: str):
+    def get(name):
         if name not in cache:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                inc = pm.load_incident(REPO / "data" / "incidents" / name)
+                inc = pm.load_incident(REPO / "data" / "incidents" / name)  # a Path stays whole
             cache[name] = (inc, attempts(inc), detect(inc))
         return cache[name]
 
@@ -120,6 +120,45 @@ def test_a_torchrun_rank_hangs_the_collective_times_out_and_the_restart_never_se
     assert "stale_process" not in set(found["kind"])  # the agent, PID 917, is the job's own
 
 
+def test_a_restart_loop_of_start_up_deaths_then_a_start_by_hand_that_trains(told):
+    inc, att, found = told("h200-1gpu-crash-loop")
+    # the loop's four trainers, each its own start (the loop's shell, PID 711, is their parent),
+    # then the operator's; the recording driver (PID 467, python, no log, no GPU) is no start
+    assert [a["pids"] for _, a in att.iterrows()] == [[714], [758], [804], [846], [879]]
+    assert att["by"].tolist() == ["operator", "supervisor", "supervisor", "supervisor", "operator"]
+    assert all(near(a["start"], t) for (_, a), t in zip(att.iterrows(), ["04:37:00", "04:37:09", "04:37:18",
+                                                                          "04:37:26", "04:37:32"], strict=True))
+    assert att.iloc[:4]["first_step"].isna().all() and near(att.iloc[4]["first_step"], "04:37:48")
+    # the fourth was killed by the operator's `kill -- -$(cat run/loop.pid)`: the group, PID 711's
+    assert att.iloc[3]["end_kind"] == "kill_sent" and near(att.iloc[3]["end"], "04:37:31")
+    assert att.iloc[4]["end_kind"] == "training_stop" and near(att.iloc[4]["end"], "04:38:04")
+    assert _kinds(found) == ["failed_restart"] * 4
+    reasons = [n["reason"] for n in found.sort_values("start")["numbers"]]
+    assert reasons == ["died in start-up"] * 3 + ["killed"]
+    assert all("invalid device ordinal" in d for d in found.sort_values("start")["detail"].iloc[:3])
+    story = " ".join(pm.what_happened(inc, found))
+    assert "The start at 04:37:32 UTC by the operator came up: its first step was logged at 04:37:48 UTC" in story
+
+
+def test_torchrun_restarts_that_its_agent_does_not_log_are_attempts(told):
+    """torchrun at its default log level: no `Starting worker group`, only each attempt's end."""
+    _, att, found = told("h200-1gpu-torchrun-crashloop")
+    assert len(att) == 3 and att["job"].nunique() == 1 and att["job_attempt"].tolist() == [0, 1, 2]
+    assert att["by"].tolist() == ["operator", "agent", "agent"]
+    # the agent (491) belongs to the job; each attempt has its own workers
+    assert {534, 535} <= set(att.iloc[0]["pids"])
+    assert att.iloc[1]["pids"] == [610, 611] and att.iloc[2]["pids"] == [631, 632]
+    assert near(att.iloc[0]["end"], "04:36:34") and near(att.iloc[1]["end"], "04:36:38")
+    assert near(att.iloc[2]["end"], "04:36:58")
+    assert _kinds(found) == ["failed_restart", "training_died", "training_died"]
+    first, last = found[found["kind"] == "training_died"].sort_values("start")["numbers"]
+    assert first["restarted_by"] == "agent" and near(first["restarted_at"], "04:36:37")
+    assert last["restarted_at"] is None  # the agent gave up
+    failed = found[found["kind"] == "failed_restart"].iloc[0]
+    assert near(failed["start"], "04:36:37") and "connectFullMesh failed" in failed["detail"]
+    assert "stall" not in set(found["kind"])  # rank 0 was killed within 2 s of rank 1's error
+
+
 @pytest.mark.parametrize(("name", "firsts"), [
     ("h200-1gpu-alternating", ["02:48:29"]),
     ("h200-1gpu-clean-relaunch", ["02:49:10", "02:49:51"]),
@@ -130,3 +169,22 @@ def test_healthy_runs_have_no_finding(told, name, firsts):
     assert len(att) == len(firsts)
     assert all(near(a["first_step"], f) for (_, a), f in zip(att.iterrows(), firsts, strict=True))
     assert (att["end_kind"] == "training_stop").all()
+
+
+def test_a_torchrun_run_on_cpu_tells_the_same_story(told):
+    """The CPU recording of tests/loaders/launchers/fixtures (its README): torchrun with INFO logs,
+    no transcript; rank 1 hangs at its drafter step 30, rank 0's gloo recv times out after 8 s,
+    the agent restarts the group, whose ranks time out connecting gloo; the agent gives up."""
+    _, att, found = told(REPO / "tests" / "loaders" / "launchers" / "fixtures" / "torchrun-gloo-hang-restart")
+    assert len(att) == 2 and (att["by"] == "agent").all() and (att["launcher"] == "torchrun").all()
+    assert att["job_attempt"].tolist() == [0, 1] and att["job"].nunique() == 1
+    assert [r for r in att["ranks"]] == [[0, 1], [0, 1]]
+    assert pd.notna(att.iloc[0]["first_step"]) and pd.isna(att.iloc[1]["first_step"])
+    assert _kinds(found) == ["failed_restart", "training_died"]
+    died = found[found["kind"] == "training_died"].iloc[0]
+    assert near(died["start"], "01:54:16") and died["numbers"]["error_rank"] == 0
+    assert "Timed out waiting 8000ms for recv" in died["numbers"]["error"]
+    assert near(died["numbers"]["restarted_at"], "01:54:17") and died["numbers"]["restarted_by"] == "agent"
+    failed = found[found["kind"] == "failed_restart"].iloc[0]
+    assert near(failed["start"], "01:54:17") and near(failed["end"], "01:55:01")
+    assert "connectFullMesh failed" in failed["detail"]

@@ -32,7 +32,9 @@ def test_survivor_replay_records_a_real_interactive_terminal(survivor):
     assert re.search(r"bash: kill: \(-\d+\) - No such process", text)  # the group kill named a process
     assert "Killed" in text and "exit=137" in text  # the relaunch under timeout -s KILL 2
     assert re.search(r"\[\d\]\+?-? +Exit 143 +nohup \./run_train\.sh --run-name regressed", text)
-    assert (survivor / "logs" / "train_fix.log").stat().st_size == 0
+    # killed in start-up: 2 s is too short for the first step (a fast machine may log the first
+    # start-up lines; a slow one none)
+    assert not re.search(r"\bstep \d+", (survivor / "logs" / "train_fix.log").read_text())
 
 
 def test_the_kit_finds_the_survivor_chain_in_the_replay(survivor):

@@ -39,6 +39,7 @@ _WILL_RESTART = ("elastic_will_restart", "elastic_restarting")
 _SUCCEEDED = "elastic_succeeded"
 _WORKER_FAILED = ("elastic_child_failed", "elastic_child_failed_no_error_file")
 _DEATH_SIGNAL = "elastic_death_signal"
+_CLOSING_SIGNAL = "elastic_closing_signal"
 _ROOT_CAUSE = "elastic_root_cause"
 _SLURM_CANCELLED = "slurm_job_cancelled"
 _WRAPPED_REASON = "slurm_cancel_reason_wrapped"
@@ -88,6 +89,11 @@ class _Agent:
         elif pattern == _DEATH_SIGNAL:
             self._end_with(ev, added, reason=f"agent received {ev.get('signal') or 'a signal'}")
 
+    def restart_unseen(self) -> None:
+        """A restart the agent did not log (its INFO lines are off by default): the next attempt."""
+        self.attempt = (self.attempt if self.attempt is not None else 0) + 1
+        self.started, self.ended, self.next_attempt = True, False, None
+
     def _end(self, ev: dict, *, reason: str, instead: str) -> None:
         """This line itself ends the attempt, unless an earlier one did: then it is `instead`."""
         if self.ended:
@@ -135,9 +141,16 @@ def annotate(events: list[dict], metric_lines: list[int], place: LogDirPlace | N
     # A job's output file holds one job: one the file's Slurm lines name is the whole file's job,
     # lines before that one included; the file's own name (`slurm-123.out`) says the same
     slurm_job = file_job or (next(iter(named)) if len(named) == 1 else None)
+    restarts = _unseen_restarts(events)
+    if restarts and agent.attempt is None:
+        agent.attempt = 0  # the file shows restarts: the attempt before the first is the first
     segments = Segments([0], [(agent.job or slurm_job, agent.attempt)], _slurm_runs(events, metric_lines))
     added: list[dict] = []
     for ev in sorted(events, key=lambda e: e["line"]):
+        while restarts and restarts[0] <= ev["line"]:
+            agent.restart_unseen()
+            segments.lines.append(restarts.pop(0))
+            segments.states.append((agent.job or slurm_job, agent.attempt))
         new: list[dict] = []
         if ev.get("by") == "slurm":
             slurm_job = ev.get("job") or slurm_job
@@ -158,6 +171,32 @@ def annotate(events: list[dict], metric_lines: list[int], place: LogDirPlace | N
             segments.states.append(state)
     events.extend(added)
     return segments
+
+
+def _unseen_restarts(events: list[dict]) -> list[int]:
+    """Lines where an attempt of torchrun's the agent did not log begins: at its default level it
+    writes no `Starting worker group`, only each attempt's end (`Sending process 534 closing
+    signal SIGTERM`, `failed (exitcode: 1) local_rank: 1 (pid: 535)`). A worker failure or signal
+    after an attempt ended that names a process of none of its workers is a later attempt's
+    (the agent starts new workers on a restart), and that attempt began on the line after the
+    end: its workers' output comes next."""
+    starts, ended, current, end_line = [], None, set(), None
+    for ev in sorted(events, key=lambda e: e["line"]):
+        pattern = ev.get("pattern")
+        if pattern == _START or pattern in _WILL_RESTART:
+            ended, current = None, set()  # the agent says it itself
+            continue
+        if pattern not in (*_WORKER_FAILED, _CLOSING_SIGNAL) or ev.get("pid") is None:
+            continue
+        if ended is not None and ev["pid"] not in ended:
+            starts.append(end_line + 1)
+            ended, current = None, set()
+        current.add(ev["pid"])
+        if pattern in _WORKER_FAILED and ended is None:
+            ended, end_line = set(current), ev["line"] + ev.get("lines", 1) - 1
+        elif ended is not None:
+            ended.add(ev["pid"])
+    return starts
 
 
 def _slurm_runs(events: list[dict], metric_lines: list[int]) -> list[int] | None:

@@ -1,0 +1,69 @@
+"""The goodput ledger on the incidents recorded on an H200 (their READMEs say what was done):
+every GPU-second in one class, the classes summing to the window, each class where the
+recording put it."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import dflash_postmortem as pm
+from dflash_postmortem.model import attempts, ledger
+from dflash_postmortem.model.ledger import CLASSES
+
+REPO = Path(__file__).resolve().parents[2]
+BUNDLED = sorted(p.name for p in (REPO / "data" / "incidents").iterdir() if p.is_dir())
+
+
+def _load(name: str):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.load_incident(REPO / "data" / "incidents" / name)
+
+
+def _seconds(a: str, b: str) -> float:
+    return (pd.Timestamp(f"2026-12-02 {b}") - pd.Timestamp(f"2026-12-02 {a}")).total_seconds()
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_every_gpu_second_is_in_one_class(name):
+    inc = _load(name)
+    led = ledger(inc)
+    att = attempts(inc)
+    if led.empty:  # no GPU in the evidence (a replay's results): nothing to account
+        assert inc.gpus.empty and not any(att["gpus"])
+        return
+    window = (pd.concat([att["last_alive"], att["end"]]).max() - att["start"].min()).total_seconds()
+    assert (led["total"] - window).abs().max() < 1e-6
+    assert (led[list(CLASSES)].sum(axis=1) - led["total"]).abs().max() < 1e-6
+    assert (led[list(CLASSES)] >= 0).all().all()
+    assert not led.duplicated(["host", "gpu"]).any()
+
+
+def test_a_dead_thread_stalls_the_gpu_until_the_kill():
+    (row,) = [r for _, r in ledger(_load("h200-1gpu-thread-death")).iterrows()]
+    # the last step line 02:35:23, the kill at 02:35:59.677 (the typescript dates it 02:36:02)
+    assert abs(row["stalled"] - _seconds("02:35:23", "02:36:00")) <= 3
+    # between the kill and the relaunch's start (02:36:02.682; 02:36:05 as the typescript dates it)
+    assert 0 < row["restarting"] <= 5 and row["down"] == 0
+
+
+def test_a_resume_redoes_the_steps_since_its_checkpoint():
+    (row,) = [r for _, r in ledger(_load("h200-1gpu-resume-supervisor")).iterrows()]
+    # `Resumed from checkpoint ... at step 120` at 02:47:44; its first step line, 125 (the step
+    # the dead attempt had logged last), at 02:47:46
+    assert row["redone"] == pytest.approx(_seconds("02:47:44", "02:47:46"))
+    # the trainer died at 02:47:28, the supervisor started the next at 02:47:35 (ps: 02:47:34)
+    assert abs(row["restarting"] - _seconds("02:47:28", "02:47:35")) <= 2
+
+
+def test_two_clean_runs_leave_the_gap_between_them_restarting():
+    (row,) = [r for _, r in ledger(_load("h200-1gpu-clean-relaunch")).iterrows()]
+    # the first stopped at 02:49:31, the same command ran again at 02:49:40.634
+    assert row["restarting"] == pytest.approx(_seconds("02:49:31", "02:49:40.634"))
+    assert row["stalled"] == 0 and row["redone"] == 0
+    # start-up from each command to its first step: 02:48:55.841 -> 02:49:10, 02:49:40.634 -> 02:49:51
+    assert row["starting"] == pytest.approx(_seconds("02:48:55.841", "02:49:10") + _seconds("02:49:40.634", "02:49:51"))
