@@ -17,6 +17,7 @@ from .loaders.ps_snapshots import load_ps_snapshots
 from .loaders.training_log import load_process_log
 from .loaders.transcript import load_shell_transcript
 from .loaders.wandb import load_wandb_run
+from .model import attempts, ledger
 from .text import what_happened
 from .timeline import Timeline, timeline
 
@@ -43,8 +44,10 @@ __all__ = [
     "RunInfo",
     "SourceFormatError",
     "Timeline",
+    "attempts",
     "detect",
     "ingest",
+    "ledger",
     "load_incident",
     "load_nvidia_smi",
     "load_prometheus",

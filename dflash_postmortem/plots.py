@@ -37,6 +37,9 @@ _NO_GPUS = "GPU captures (nvidia-smi, NVML, wandb system metrics)"
 # colour; the rest are markers.
 BAND_COLOURS = {"throughput_regression": "#d62728", "stall": "#ff7f0e", "failed_restart": "#6a3d9a",
                 "no_recovery": "#7f7f7f", "recovery": "#2ca02c", "partial_recovery": "#bcbd22"}
+# The goodput ledger's classes (model.ledger.CLASSES), from time that counted to time lost.
+LEDGER_COLOURS = {"productive": "#2ca02c", "degraded": "#bcbd22", "starting": "#9ecae1", "stalled": "#ff7f0e",
+                  "redone": "#e377c2", "restarting": "#6a3d9a", "down": "#7f7f7f"}
 # The event panel's lanes, top to bottom, and the kinds each holds: a handful a reader can name
 # instead of one lane per kind. A kind not listed goes to "errors" when it is a problem
 # (schema.PROBLEM_EVENTS), else to the last lane.
@@ -437,6 +440,26 @@ def plot_memory_by_role(table: pd.DataFrame) -> go.Figure:
     fig.update_layout(title="GPU memory per GPU, coloured by expected role", yaxis_title="GiB (median in window)",
                       xaxis={"categoryorder": "array", "categoryarray": list(table["label"]), "automargin": True},
                       barmode="overlay", legend={"orientation": "h", "y": -0.2})
+    return fig
+
+
+def plot_gpu_time(led: pd.DataFrame) -> go.Figure:
+    """Where each GPU's time went (`model.ledger`): one stacked bar per GPU, a segment per class,
+    in seconds of the incident window."""
+    if led.empty:
+        return _empty("Where the GPU time went", _NO_GPUS)
+    many = led["host"].nunique() > 1
+    labels = [gpu_label(h, g, many) for h, g in zip(led["host"], led["gpu"], strict=True)]
+    fig = go.Figure()
+    for cls, colour in LEDGER_COLOURS.items():
+        if led[cls].sum() < 0.5:
+            continue
+        share = led[cls] / led["total"]
+        fig.add_trace(go.Bar(y=labels, x=led[cls], name=cls, orientation="h", marker_color=colour,
+                             customdata=share, hovertemplate="%{y}: %{x:,.0f} s (%{customdata:.0%})<extra>" + cls + "</extra>"))
+    fig.update_layout(title="Where the GPU time went", barmode="stack", xaxis_title="seconds of the incident window",
+                      yaxis={"autorange": "reversed", "automargin": True}, legend={"orientation": "h", "y": -0.25},
+                      height=max(220, 60 + 28 * len(labels)))
     return fig
 
 

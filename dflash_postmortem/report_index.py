@@ -1,7 +1,7 @@
 """The report's front page: a summary card, the way an incident review opens.
 
 Title, date and time window (UTC and the incident's own zone), what happened in a few sentences,
-the cause chain, the headline numbers, the overview figure, and then every page with the question
+the cause chain, the headline numbers, where the GPU time went, the overview figure, and then every page with the question
 it answers. Everything on it comes from the incident as the notebooks show it (masked when the
 report masks), and is escaped here, after masking.
 """
@@ -18,7 +18,9 @@ import pandas as pd
 
 from .evidence import link_refs, view_href
 from .incident import Incident
-from .text import one_line, sources_line, what_happened
+from .model.ledger import CLASSES, ledger
+from .plots import LEDGER_COLOURS
+from .text import gpu_time_lines, one_line, sources_line, what_happened
 from .timeline import Timeline
 from .units import clock
 
@@ -84,7 +86,27 @@ h1 { margin-bottom: .1em; } .when { color: #555; margin-top: 0; }
 .pages li { margin: .5em 0; } .pages .about { color: #555; font-size: 92%; }
 code, .refs a { font-family: ui-monospace, monospace; }
 .failed { color: #b00020; font-weight: 600; }
+.ledger { display: flex; height: 1.6em; border-radius: 4px; overflow: hidden; margin: .4em 0; }
+.ledger span { display: block; height: 100%; }
+.keys span.key { display: inline-block; width: .9em; height: .9em; margin: 0 .3em 0 .9em; vertical-align: -.1em; }
 </style>"""
+
+
+def gpu_time_card(inc: Incident, esc) -> str:
+    """One stacked bar of every GPU-second of the incident window by class (`model.ledger`), its
+    key with each class's share, and the per-GPU lines `inspect` prints; empty without GPUs."""
+    led = ledger(inc)
+    if led.empty:
+        return ""
+    total = float(led["total"].sum())
+    parts = [(c, float(led[c].sum())) for c in CLASSES if led[c].sum() >= 0.5]
+    bar = "".join(f"<span class='{c}' style='width:{100 * v / total:.3f}%;background:{LEDGER_COLOURS[c]}' "
+                  f"title='{c}: {v / total:.0%}'></span>" for c, v in parts)
+    keys = "".join(f"<span class='key' style='background:{LEDGER_COLOURS[c]}'></span>{c} {v / total:.0%}"
+                   for c, v in parts)
+    lines = "".join(f"<li>{esc(line)}</li>" for line in gpu_time_lines(inc))
+    return (f"<div class='card'><h2>Where the GPU time went</h2><div class='ledger'>{bar}</div>"
+            f"<div class='keys'>{keys}</div><ul>{lines}</ul></div>")
 
 
 def index_html(inc: Incident, findings: pd.DataFrame, tl: Timeline, headline: pd.DataFrame | None,
@@ -126,6 +148,7 @@ def index_html(inc: Incident, findings: pd.DataFrame, tl: Timeline, headline: pd
 <div class="card"><h2>What happened</h2><ul>{sentences}</ul>
 {f"<h3>Cause chain</h3><ul class='chain'>{chain_html}</ul>" if chain_html else ""}</div>
 {f"<div class='card'><h2>Headline numbers</h2><div class='numbers'>{numbers}</div></div>" if numbers else ""}
+{gpu_time_card(inc, esc)}
 <div class="card"><h2>Overview</h2>{figure}</div>
 <div class="card"><h2>Pages</h2><ul class="pages">{page_items}</ul></div>
 </body></html>

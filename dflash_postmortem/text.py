@@ -31,6 +31,7 @@ from .evidence import cited_line
 from .incident import Incident
 from .model.attempts import attempts
 from .model.ledger import CLASSES, ledger
+from .model.notes import reading_notes
 from .redact import redact
 from .schema import TOK_PER_S
 from .timeline import Timeline, timeline
@@ -516,6 +517,12 @@ def render_load_report(inc: Incident, verbose: bool = False, debug: bool = False
 
 
 def _load_details(page: _Page, inc: Incident) -> None:
+    said = reading_notes(inc)
+    if said:
+        page.blank()
+        page.para("How the evidence was read:")
+        for note in said:
+            page.para(note, 2, 4)
     if inc.load_report.offsets:
         page.blank()
         page.para("Clock offsets applied:")
@@ -602,9 +609,11 @@ def gpu_time_lines(inc: Incident) -> list[str]:
     naming every class it spent a second in: `GPU 0 (75 s): productive 49 s (65%), ...`."""
     led = ledger(inc)
     many = led["host"].nunique() > 1
-    return [f"{gpu_label(r.host, r.gpu, many)} ({duration(r.total)}): "
-            + ", ".join(f"{c} {share(getattr(r, c), r.total)}" for c in CLASSES if getattr(r, c) >= 0.5)
-            for r in led.itertuples()]
+    lines: dict[str, list[str]] = {}  # GPUs whose time went the same way share a line
+    for r in led.itertuples():
+        said = ", ".join(f"{c} {share(getattr(r, c), r.total)}" for c in CLASSES if getattr(r, c) >= 0.5)
+        lines.setdefault(f"({duration(r.total)}): {said}", []).append(gpu_label(r.host, r.gpu, many))
+    return [f"{gpus[0] if len(gpus) == 1 else ', '.join(gpus) + ' each'} {said}" for said, gpus in lines.items()]
 
 
 def _gpu_time(page: _Page, inc: Incident) -> None:

@@ -52,6 +52,7 @@ NOTEBOOKS_SPEC = {
                "class: productive, degraded (the share lost to a drop), starting, stalled, redone (steps "
                "repeated after a resume), restarting, down. Each row sums to the window."),
         ("code", "tables.gpu_time(inc)"),
+        ("code", "plots.plot_gpu_time(pm.ledger(inc))"),
         ("md", "## Timeline"),
         ("code", "tables.timeline_table(tl)"),
         ("md", "## Everything on one clock\n\nThroughput per run, GPU memory and utilization per GPU, what was "
@@ -63,6 +64,9 @@ NOTEBOOKS_SPEC = {
         ("md", "## What was loaded\n\nEvery file in the folder, the format it was recognised as, lines read, parsed "
                "and skipped, and the assumptions made (for example a file with no time zone)."),
         ("code", 'inc.load_report.to_frame()[["path", "format", "read", "parsed", "skipped", "rows", "start", "end", "assumptions"]]'),
+        ("md", "How the evidence was read: each attempt's stall threshold and where it came from, how its ranks' "
+               "rates were combined, and where its lines' rates swing (levels are taken over windows)."),
+        ("code", 'from dflash_postmortem.model import reading_notes\n\nprint("\\n".join(reading_notes(inc)) or "nothing assumed")'),
     ],
     "02_throughput_drop": [
         ("md", "# Why did throughput drop?\n\nThe change point(s) in tokens/s, the level before and after, how each "

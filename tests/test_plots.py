@@ -333,3 +333,13 @@ def test_a_findings_hover_shows_the_text_of_each_cited_line(bundled_dir, bundled
     line = cited_line(bundled_dir, "logs/operator.log:9")
     assert line == "bash: line 1: /workspace/train_opt2.log: No such file or directory"
     assert "logs/operator.log:9: bash: line 1: /workspace/train_opt2.log: No such file or" in failed.replace("<br>", " ")
+
+
+def test_the_gpu_time_bars_stack_to_each_gpus_window(bundled_incident):
+    led = pm.ledger(bundled_incident)
+    fig = plots.plot_gpu_time(led)
+    assert [t.name for t in fig.data] == ["productive", "degraded", "starting", "restarting"]
+    assert all(list(t.y) == ["GPU 0", "GPU 1"] for t in fig.data)
+    for i in range(2):  # each GPU's segments add up to the window it was accounted over
+        assert abs(sum(t.x[i] for t in fig.data) - led["total"].iloc[i]) < 1e-6
+    assert [t.marker.color for t in fig.data] == [plots.LEDGER_COLOURS[t.name] for t in fig.data]

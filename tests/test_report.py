@@ -48,6 +48,12 @@ def test_index_is_a_summary_card(full_report):
     assert re.search(r"baseline throughput</div><div class='v'>14\d\.\dK tok/s", index)
     assert "time to detect" in index and "GPU-hours lost" in index
     assert index.count('class="plotly-graph-div"') == 1
+    # where the GPU time went: one bar of both GPUs' seconds by class, the same as the ledger's
+    card = index[index.index("Where the GPU time went"):index.index("<h2>Overview")]
+    widths = dict(re.findall(r"<span class='(\w+)' style='width:([\d.]+)%", card))
+    assert list(widths) == ["productive", "degraded", "starting", "restarting"]
+    assert abs(sum(float(w) for w in widths.values()) - 100) < 0.01
+    assert "GPU 0, GPU 1 each (288 s): productive 154 s (53%)" in card
     for question in ("What happened, when, and what did it cost?", "Why did throughput drop?",
                      "Did the restart come up?", "Did it recover, and fully?", "What does each knob cost?"):
         assert f"<strong>{question}</strong>" in index

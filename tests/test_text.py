@@ -183,4 +183,4 @@ def test_inspect_says_where_the_gpu_time_went(bundled_incident):
     section = out.split("Where the GPU time went\n", 1)[1].split("\n\n", 1)[0]
     assert all(len(line) <= 100 for line in section.splitlines())
     each = "(288 s): productive 154 s (53%), degraded 21 s (7%), starting 94 s (33%), restarting 19 s (7%)"
-    assert " ".join(section.split()) == f"GPU 0 {each} GPU 1 {each}"
+    assert " ".join(section.split()) == f"GPU 0, GPU 1 each {each}"

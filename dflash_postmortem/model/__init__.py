@@ -4,10 +4,12 @@
                   scheduler's restart, a trainer process, a log or run that begins), its
                   processes, ranks, GPUs, logs and runs, and how it ended
     progress.py   each attempt's progress from its step and token counters, as levels over windows
-    states.py     each attempt's states over time (starting, training, degraded, stalled, exited,
-                  killed, never trained), every change citing its line
+    states.py     each attempt's states over time (starting, training, degraded, stalled, hung,
+                  exited, killed, never trained), every change citing its line
     ledger.py     every GPU-second of the incident in one class (productive, degraded, starting,
                   stalled, restarting, down, redone)
+    notes.py      what it assumed in reading them (stall thresholds, ranks combined, alternating
+                  rates), for the load report
 
 Pure functions of an Incident, no I/O; detectors (detect/) find patterns over what they return.
 May import: the contracts (schema, errors, config, units), incident, commands, clock helpers.
@@ -15,7 +17,8 @@ May import: the contracts (schema, errors, config, units), incident, commands, c
 
 from .attempts import attempts
 from .ledger import ledger
+from .notes import reading_notes
 from .progress import progress
 from .states import states
 
-__all__ = ["attempts", "ledger", "progress", "states"]
+__all__ = ["attempts", "ledger", "progress", "reading_notes", "states"]

@@ -117,11 +117,15 @@ def _progress(inc: Incident) -> pd.DataFrame:
         combine, note = _combine(series)
         if note:
             notes.append(f"attempt {a['attempt']} ({a['run'] or a['script'] or '?'}): {note}")
-        alternating = [r for r, g in series.items() if _alternates(g["value"].to_numpy(dtype=float))]
-        if alternating:
+        values = [g["value"].to_numpy(dtype=float) for g in series.values()]
+        if any(_alternates(v) for v in values):
             notes.append(f"attempt {a['attempt']} ({a['run'] or a['script'] or '?'}): its lines' tok/s alternate "
                          "between two levels (threads or ranks writing their own rate, or gradient accumulation): "
                          "levels are taken over windows, never line by line")
+        elif (spread := max(_spread(v) for v in values)) > SPIKY:
+            notes.append(f"attempt {a['attempt']} ({a['run'] or a['script'] or '?'}): its lines' tok/s swing by "
+                         f"{spread:.0%} of their median from line to line (threads or ranks logging their own "
+                         "rate, uneven steps): levels are taken over windows, never line by line")
         width = _window_s(series)
         t0 = lines["time"].min()
         edges = pd.date_range(t0, lines["time"].max() + pd.Timedelta(seconds=width), freq=pd.Timedelta(seconds=width))
@@ -187,6 +191,19 @@ def _combine(series: dict) -> tuple[str, str | None]:
     if diffs and max(diffs) < 1e-6:
         return "mean", f"its {len(ranked)} ranks log the same tok/s at the same step (a global figure): one is taken"
     return "sum", f"its {len(ranked)} ranks each log their own tok/s: the job's throughput is their sum"
+
+
+# Line values whose typical distance from their median is more than this share of it are no
+# steady rate (a steady trainer's lines stay within a few per cent).
+SPIKY = 0.1
+
+
+def _spread(v: np.ndarray) -> float:
+    """The median distance of the values from their median, as a share of it."""
+    if len(v) < 8:
+        return 0.0
+    mid = float(np.median(v))
+    return float(np.median(np.abs(v - mid))) / mid if mid > 0 else 0.0
 
 
 def _alternates(v: np.ndarray) -> bool:

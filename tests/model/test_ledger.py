@@ -67,3 +67,4 @@ def test_two_clean_runs_leave_the_gap_between_them_restarting():
     assert row["stalled"] == 0 and row["redone"] == 0
     # start-up from each command to its first step: 02:48:55.841 -> 02:49:10, 02:49:40.634 -> 02:49:51
     assert row["starting"] == pytest.approx(_seconds("02:48:55.841", "02:49:10") + _seconds("02:49:40.634", "02:49:51"))
+
