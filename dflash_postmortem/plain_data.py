@@ -132,7 +132,9 @@ def fields(where: str, data, spec: dict[str, Check]) -> dict:
 
 def _of(*types, what: str) -> Check:
     def check(where: str, value):
-        if isinstance(value, bool) and bool not in types:
+        # (a boolean is an int to isinstance: an integer field must not take one; a field of
+        # any value must)
+        if isinstance(value, bool) and bool not in types and object not in types:
             raise Untrusted(f"{where}: expected {what}, found a boolean")
         if not isinstance(value, types):
             raise Untrusted(f"{where}: expected {what}, found {type(value).__name__}")

@@ -37,8 +37,14 @@ def lab(tmp_path_factory):
     control["cells"].append({"cell_type": "code", "execution_count": None, "id": "control", "metadata": {},
                              "outputs": [], "source": CONTROL})
     (root / "notebooks" / "03_failed_restart.ipynb").write_text(json.dumps(control))
+    # Lab renders only the cells near the view by default (windowing): every cell in the page, so
+    # what each output shows can be read from the page after run-all
+    tracker = root / "settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     port = free_port()
-    env = {**os.environ, "DFLASH_POSTMORTEM_CACHE": str(root / "cache"), "JUPYTER_RUNTIME_DIR": str(root / "runtime")}
+    env = {**os.environ, "DFLASH_POSTMORTEM_CACHE": str(root / "cache"), "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+           "JUPYTERLAB_SETTINGS_DIR": str(root / "settings")}
     log = open(root / "lab.log", "wb")  # noqa: SIM115 - open while the server runs
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}", "--ip=127.0.0.1",

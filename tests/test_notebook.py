@@ -74,3 +74,16 @@ def test_load_masks_what_the_cache_keeps_whole(tmp_path, monkeypatch, bundled_di
     assert not holds_key(masked[0]) and holds_key(whole)
     again, _ = notebook.load(str(inc_dir))  # read back, not masked again
     assert again.events["message"].tolist() == shown.events["message"].tolist()
+
+
+def test_a_run_config_of_booleans_reads_back_from_the_cache(tmp_path, monkeypatch, repo_dir):
+    """A wandb run's config holds booleans (`use_reentrant: false`): the cache must read them back,
+    or every page of a report loads the incident from the evidence again."""
+    monkeypatch.setenv(report_cache.CACHE_ENV, str(tmp_path / "cache"))
+    folder = str(repo_dir / "data" / "incidents" / "h200-1gpu-stall")
+    first, found = notebook.load_cached(folder)
+    again, found_again = notebook.load_cached(folder)
+    assert not [n for n in again.load_report.notes if "not trusted" in n]
+    assert again.runs["stalled"].config["use_reentrant"] is True  # the kit's trainer: `--use-reentrant 1`
+    assert again.runs["stalled"].config == first.runs["stalled"].config
+    assert found_again["id"].tolist() == found["id"].tolist()

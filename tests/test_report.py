@@ -156,8 +156,11 @@ def test_every_page_renders_in_headless_chromium(full_report, tmp_path, browser)
         figures_rendered(page, name)
         seen[name] = page.locator(".js-plotly-plot").count()
         if name == "01_overview":
+            # where the GPU time went: a bar per GPU, a segment per class it spent time in
+            bars = page.locator(".js-plotly-plot").first
+            assert bars.locator(".barlayer .trace").count() == 4 and bars.locator(".barlayer path").count() == 8
             # the stacked overview: five panels sharing one time axis, with data traces drawn
-            fig = page.locator(".js-plotly-plot").first
+            fig = page.locator(".js-plotly-plot").nth(1)
             assert fig.locator(".cartesianlayer .subplot").count() == 5
             assert fig.locator(".heatmaplayer image").count() == 2  # memory and utilization per GPU
             assert fig.locator(".scatterlayer .trace").count() >= 6  # 3 runs, lifetimes, events, findings
@@ -166,7 +169,7 @@ def test_every_page_renders_in_headless_chromium(full_report, tmp_path, browser)
     if os.environ.get("DFLASH_UPDATE_SCREENSHOTS"):
         _docs_screenshots(full_report.parent, browser)
     assert sorted(seen) == sorted([*PAGES, "index"])
-    assert seen["01_overview"] == 1 and seen["02_throughput_drop"] == 2 and seen["04_recovery"] == 2
+    assert seen["01_overview"] == 2 and seen["02_throughput_drop"] == 2 and seen["04_recovery"] == 2
     assert errors == [] and dialogs == []
     assert len(list(tmp_path.glob("*.png"))) == len(PAGES) + 1
 

@@ -12,7 +12,6 @@ import pandas as pd
 
 from ..hosts import views
 from ..incident import Incident
-from ..model import computed as memo
 from . import findings, per_host
 from .causes import frame_with_causes
 from .control import detect_failed_kills
@@ -37,18 +36,16 @@ DETECTORS = (
 def detect(incident: Incident) -> pd.DataFrame:
     """Every detector's findings, ordered by start time, with the cause graph across them; in a
     fleet, each host's own (causes link findings of one host), then the summary across hosts."""
-    with memo.scope(incident):
-        if len(per_host.hosts(incident)) < 2:
-            return _judged(incident)
+    if len(per_host.hosts(incident)) < 2:
+        return _judged(incident)
     return per_host.summarised([per_host.named(_judged(share), host) for host, share in views(incident)])
 
 
 def _judged(inc: Incident) -> pd.DataFrame:
-    with memo.scope(inc):
-        parts = [d(inc) for d in DETECTORS]
-        if not any(len(p) for p in parts):
-            return findings.empty()
-        return frame_with_causes(inc, parts)
+    parts = [d(inc) for d in DETECTORS]
+    if not any(len(p) for p in parts):
+        return findings.empty()
+    return frame_with_causes(inc, parts)
 
 
 __all__ = [

@@ -37,8 +37,7 @@ def judged(detector: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataFrame]
             return detector(inc, *args, **kwargs)
         parts = []
         for host, share in host_rows.views(inc):
-            with memo.scope(share):
-                parts.append(named(detector(share, *args, **kwargs), host))
+            parts.append(named(detector(share, *args, **kwargs), host))
         return summarised(parts)
 
     return per_host

@@ -1,57 +1,41 @@
-"""What is computed once per incident and shared within one `detect()` call: the attempts, the
-throughput series, its episodes, the stalls.
+"""What is computed once per incident and shared by every question asked of it: the attempts,
+their progress and states, the ledger, the throughput series, time indexes of the frames.
 
-Detectors stay functions of an Incident; within one `detect()` call they share these results
-instead of recomputing them (a launch looked up once per regression recomputed every launch's
-outcome, which made detection grow faster than the evidence). The memo is keyed by the identity
-of the frames a result reads, so replacing a frame recomputes it, and it lives only for the
-`scope` it was made in: nothing is left on the Incident afterwards.
+Detectors, tables and figures stay functions of an Incident; they share these results instead of
+recomputing them (a launch looked up once per regression recomputed every launch's outcome, which
+made detection grow faster than the evidence; a notebook page that asks ten questions built the
+attempts ten times). The memo lives on the Incident and is keyed by the identity and length of
+the frames a result reads and by the config's identity: replacing a frame or the config (as
+redaction, a window or a reload does) recomputes what read it. Frames are not changed in place
+once an incident is loaded; code that must change one replaces it.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import TypeVar
 
 from ..incident import Incident
 
 T = TypeVar("T")
-_ATTR = "_detect_memo"
-
-
-@contextlib.contextmanager
-def scope(inc: Incident):
-    """Share results between the detectors run inside the block."""
-    owner = _ATTR not in inc.__dict__
-    if owner:
-        inc.__dict__[_ATTR] = {}
-    try:
-        yield
-    finally:
-        if owner:
-            inc.__dict__.pop(_ATTR, None)
+_ATTR = "_computed"
 
 
 def cached(inc: Incident, name: str, frames: tuple[str, ...], compute: Callable[[], T]) -> T:
-    """`compute()` once per scope and per identity of the named frames. Outside a scope, a
-    scope of its own for the call: what it computes on the way (states need progress, both need
-    the attempts) is shared within it, and nothing stays on the Incident after."""
-    store = inc.__dict__.get(_ATTR)
-    if store is None:
-        with scope(inc):
-            return cached(inc, name, frames, compute)
-    key = (name, *(id(getattr(inc, f)) for f in frames), *(id(inc.config),))
+    """`compute()` once per incident and per identity of the named frames."""
+    store = inc.__dict__.setdefault(_ATTR, {})
+    read = tuple(getattr(inc, f) for f in frames)
+    key = (name, *((id(df), len(df)) for df in read), id(inc.config))
     if key not in store:
-        store[key] = compute()
-    return store[key]
+        # the frames are kept with the result: while it is cached, their ids cannot be reused
+        store[key] = (read, inc.config, compute())
+    return store[key][2]
 
 
 def between(inc: Incident, df, col: str, start, end, *, inclusive: bool = False):
     """Rows of `df` with start <= df[col] < end (<= end with `inclusive`), by binary search on a
-    time index built once
-    per scope (a detector that looks at every launch's window would otherwise scan the whole
-    frame once per launch)."""
+    time index built once per frame (a detector that looks at every launch's window would
+    otherwise scan the whole frame once per launch)."""
     import numpy as np
     import pandas as pd
 
@@ -75,7 +59,7 @@ def between(inc: Incident, df, col: str, start, end, *, inclusive: bool = False)
 
 def rows_where(inc: Incident, frame: str, col: str, value):
     """Rows of one of the incident's frames whose `col` equals `value`, through a grouping made
-    once per scope (a lookup per launch or per episode must not scan the whole frame)."""
+    once per frame (a lookup per launch or per episode must not scan the whole frame)."""
     df = getattr(inc, frame)
 
     def build():
@@ -87,7 +71,7 @@ def rows_where(inc: Incident, frame: str, col: str, value):
 
 
 def of_kinds(inc: Incident, kinds: tuple[str, ...]):
-    """The incident's events of these kinds, filtered once per scope."""
+    """The incident's events of these kinds, filtered once per frame."""
     return cached(inc, f"kinds:{','.join(kinds)}", ("events",),
                   lambda: inc.events[inc.events["kind"].isin(kinds)])
 
