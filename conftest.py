@@ -20,31 +20,12 @@ if not os.environ.get(CACHE_ENV):
 # servers, browsers and replayed trainers); torch and numpy in each keep to one thread, so
 # the workers share the cores instead of each spreading over all of them.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-# ... and each report starts one kernel: a second one's start and imports cost more CPU than it
-# saves when the workers already fill the cores
-os.environ.setdefault("DFLASH_POSTMORTEM_KERNELS", "1")
 
 
 # Files whose tests each go to whichever worker is free (each builds a whole report); every other
 # file's tests run on one worker, in order: its module fixtures are made once, and a notebook's
 # cells run in one kernel.
 EACH_TEST_ALONE = {"tests/test_report_bundled.py"}
-
-
-def pytest_configure(config):
-    # The workers take files in the order the items below are sorted in (xdist's own reorder
-    # would put the files with most tests first, leaving the long single tests for the end).
-    if hasattr(config.option, "loadscopereorder"):
-        config.option.loadscopereorder = False
-
-
-def pytest_collection_modifyitems(config, items):
-    """The long files first (a replayed incident, a live server: `slow`; a whole report in a
-    browser: `browser`), so that no worker is left with one of them when the others are done."""
-    def rank(item) -> int:
-        return 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("browser") else 2
-
-    items.sort(key=rank)  # stable: within each group, the collection's order
 
 
 def pytest_xdist_make_scheduler(config, log):

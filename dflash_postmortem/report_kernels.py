@@ -24,9 +24,6 @@ from pathlib import Path
 # Kernels a report runs its pages in: one per core, two at most (five short pages; a third
 # kernel's start costs more than it saves).
 MAX_KERNELS = 2
-# A machine already busy with other work (a CI runner, a test run on every core) may ask for
-# fewer: the environment variable sets the most kernels a report starts.
-KERNELS_ENV = "DFLASH_POSTMORTEM_KERNELS"
 KERNEL = "dflash-postmortem-run"
 # What every page's first cell imports: run in each kernel as it starts.
 WARM_UP = ("import dflash_postmortem, dflash_postmortem.notebook, dflash_postmortem.plots, "
@@ -70,8 +67,7 @@ class Kernels:
 
     def __init__(self, kernel_name: str, pages: int, progress: bool):
         self._name = kernel_name
-        most = int(os.environ.get(KERNELS_ENV) or MAX_KERNELS)
-        self._n = max(1, min(most, os.cpu_count() or 1, pages))
+        self._n = max(1, min(MAX_KERNELS, os.cpu_count() or 1, pages))
         self._todo: queue.Queue = queue.Queue()
         self._go = threading.Event()
         self._lock = threading.Lock()

@@ -5,7 +5,6 @@ import re
 import tomllib
 from pathlib import Path
 
-import pytest
 import yaml
 
 # The repository root (tests/ is one level down). Not imported from conftest: notebooks/ has
@@ -59,7 +58,6 @@ def test_every_package_is_listed_for_the_wheel():
     assert found | {"dflash_postmortem.notebooks"} == listed
 
 
-@pytest.mark.slow  # builds a wheel, installs it, writes a report: run first (conftest.py)
 def test_the_wheel_writes_a_report_away_from_the_checkout(tmp_path, bundled_dir):
     """Built, installed into a fresh venv (its dependencies borrowed from this one), and run from
     another folder: the notebooks come from the wheel, the kernel is the venv's own Python."""

@@ -13,7 +13,6 @@ from dflash_postmortem.store.window import load_window
 from .conftest import assert_same_frames, assert_same_report
 
 distributed = pytest.importorskip("distributed", reason="dask[distributed] (the `cluster` extra) is not installed")
-pytestmark = pytest.mark.slow  # a local cluster: run first (conftest.py)
 
 
 @pytest.fixture(scope="module")

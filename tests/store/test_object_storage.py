@@ -23,8 +23,6 @@ from .conftest import assert_same_frames, assert_same_report
 pytest.importorskip("s3fs", reason="s3fs is not installed (the `dev` extra has it)")
 pytest.importorskip("moto", reason="moto's S3 server is not installed (the `dev` extra has it)")
 
-pytestmark = pytest.mark.slow  # a server and dask workers: run first (conftest.py)
-
 BUCKET = "fleet-telemetry"
 
 
