@@ -94,7 +94,8 @@ def run_inspect(args) -> int:
     print(text.render_inspect(inc, verbose=args.verbose, debug=args.debug,
                               width=_terminal_width(args.width), redacted=not args.no_redact))
     _say_unreadable(inc.load_report)
-    return 0
+    # nothing to tell from (an empty folder, files of no known format): a failure to a script
+    return 0 if any(len(df) for df in inc.frames().values()) else 1
 
 
 def _say_unreadable(report, where: str = "the load report above") -> None:

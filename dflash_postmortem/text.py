@@ -222,8 +222,7 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     timeline's) adds what it cost."""
     first, last = inc.span()
     if findings is None or findings.empty:
-        return [f"Nothing went wrong that the evidence shows between {_when(first)} and {_when(last)}: "
-                "no throughput regression, stall, failed restart or start that never trained."]
+        return [_nothing_found(inc, first, last)]
     out = []
     sign = _first(findings, "throughput_regression", "stall", "never_trained")
     if sign is not None:
@@ -272,6 +271,27 @@ def _came_up(inc: Incident, after) -> tuple | None:
     who = f" by {_STARTED_BY[a['by']]}" if a["by"] in _STARTED_BY else ""
     return a["start"], (f"The start at {_when(a['start'])}{who} came up: its first step was logged at "
                         f"{_when(a['first_step'])}.")
+
+
+# What a row of each frame is, in a sentence
+_ROWS = {"metrics": "metric value", "events": "event", "gpus": "GPU sample", "processes": "process",
+         "gpu_processes": "per-process GPU sample"}
+
+
+def _nothing_found(inc: Incident, first, last) -> str:
+    """No finding: "nothing went wrong" only where the evidence shows training that ran; else
+    what was seen and what was not."""
+    files = len(inc.load_report.files) if inc.load_report else 0
+    read = f"{files} file{'' if files == 1 else 's'}"
+    if not any(len(df) for df in inc.frames().values()):
+        return f"No evidence to tell from: {read} read, none with a row (no step, GPU sample, process or event)."
+    att = attempts(inc)
+    if att.empty or att["first_step"].isna().all():
+        seen = [f"{len(df):,} {_ROWS[name]}{'' if len(df) == 1 else 's'}" for name, df in inc.frames().items() if len(df)]
+        return (f"No training seen in {read}: no training step between {_when(first)} and {_when(last)} "
+                f"({', '.join(seen)}), so nothing can be said of how it went.")
+    return (f"Nothing went wrong that the evidence shows between {_when(first)} and {_when(last)}: "
+            "no throughput regression, stall, failed restart or start that never trained.")
 
 
 def _death(f: pd.Series) -> str:

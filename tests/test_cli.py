@@ -211,3 +211,14 @@ def test_report_on_a_hostile_folder_writes_every_page(capsys, tmp_path, bundled_
     index = (out / "index.html").read_text()
     assert "<strong>failed</strong>" not in index
     assert len(list(out.glob("0*.html"))) == 5
+
+
+def test_inspect_with_nothing_to_tell_from_says_so_and_exits_1(capsys, tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "README.md").write_text("what we think happened\n")
+    for folder in ("empty", "notes"):
+        assert main(["inspect", str(tmp_path / folder)]) == 1
+        out = capsys.readouterr().out
+        assert "No evidence to tell from:" in out and "Nothing went wrong" not in out
+    assert "1 file read, none with a row" in out

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from support.incidents import smi_stream_only
 
 import dflash_postmortem as pm
 from dflash_postmortem import text, units
@@ -70,9 +71,22 @@ def test_verdicts_cite_their_evidence_and_escape_it(bundled_findings):
 def test_what_happened_with_nothing_found():
     inc = pm.Incident()
     assert text.what_happened(inc, pm.detect(inc)) == [
-        "Nothing went wrong that the evidence shows between ? and ?: "
-        "no throughput regression, stall, failed restart or start that never trained."]
+        "No evidence to tell from: 0 files read, none with a row (no step, GPU sample, process or event)."]
     assert pm.what_happened is text.what_happened
+
+
+def test_nothing_went_wrong_only_where_training_ran(tmp_path, bundled_dir, repo_dir):
+    """GPU samples alone show no training: the page says what it saw, not that all went well."""
+    inc = smi_stream_only(tmp_path, bundled_dir)
+    assert text.what_happened(inc, pm.detect(inc)) == [
+        f"No training seen in 1 file: no training step between 05:20:20 UTC and 05:25:09 UTC "
+        f"({len(inc.gpus):,} GPU samples), so nothing can be said of how it went."]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ran = pm.load_incident(repo_dir / "data" / "incidents" / "h200-1gpu-alternating")  # a healthy run
+    assert text.what_happened(ran, pm.detect(ran)) == [
+        "Nothing went wrong that the evidence shows between 02:48:12 UTC and 02:48:54 UTC: "
+        "no throughput regression, stall, failed restart or start that never trained."]
 
 
 def test_the_sources_line_says_what_the_evidence_was(bundled_incident):
