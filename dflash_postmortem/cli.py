@@ -22,9 +22,25 @@ from .redact import redact
 from .replay.launch import add_launch_arguments, run_launch
 from .replay.scenarios import add_replay_arguments, run_replay
 
+# What `--help` ends with: two commands a new user runs first, and what a folder may hold.
+EXAMPLES = """examples:
+  dflash-postmortem inspect my-incident/            what happened, the findings, one line per file
+  dflash-postmortem report my-incident/ -o out/     the HTML report (out/index.html)
+
+an incident folder: any names, any layout, formats recognised from content, e.g.
+  my-incident/
+    incident.toml           optional: title, timezone, expected_tok_per_s, [roles], [detect]
+    logs/operator.log       a shell transcript (`script`, a terminal paste, bash -x)
+    logs/train.log          the trainer's output; torchrun/Slurm/docker/kubectl/journal lines
+    logs/smi.csv            nvidia-smi in any form; NVML samples (record-gpus)
+    logs/ps.txt             ps or top snapshots
+    wandb/                  offline wandb runs
+"""
+
 
 def _add_inspect(sub) -> None:
-    p = sub.add_parser("inspect", help="show what was loaded and skipped, and the findings")
+    p = sub.add_parser("inspect", help="show what was loaded and skipped, and the findings",
+                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dir", type=Path, help="incident folder (or a single file)")
     p.add_argument("--timezone", help="zone for sources whose times carry none (default: incident.toml or UTC)")
     p.add_argument("--on-bad-line", choices=("raise", "warn", "skip"), default="skip")
@@ -107,7 +123,8 @@ def _say_unreadable(report, where: str = "the load report above") -> None:
 
 
 def _add_report(sub) -> None:
-    p = sub.add_parser("report", help="run the notebooks and write an HTML report")
+    p = sub.add_parser("report", help="run the notebooks and write an HTML report", epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dir", type=Path, help="incident folder")
     p.add_argument("-o", "--out", type=Path, default=None, help="output folder (default: reports/<incident>)")
     p.add_argument("--only", action="append", default=None, metavar="NOTEBOOK",
@@ -211,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dflash-postmortem",
         description="Reconstruct, measure and report incidents in multi-GPU training runs.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")

@@ -222,3 +222,14 @@ def test_inspect_with_nothing_to_tell_from_says_so_and_exits_1(capsys, tmp_path)
         out = capsys.readouterr().out
         assert "No evidence to tell from:" in out and "Nothing went wrong" not in out
     assert "1 file read, none with a row" in out
+
+
+def test_help_shows_two_examples_and_a_folder(capsys):
+    for argv in (["--help"], ["inspect", "--help"], ["report", "--help"]):
+        try:
+            main(argv)
+        except SystemExit as e:
+            assert e.code == 0
+        out = capsys.readouterr().out
+        assert "dflash-postmortem inspect my-incident/" in out and "dflash-postmortem report my-incident/ -o out/" in out
+        assert "incident.toml" in out and "logs/train.log" in out
