@@ -87,7 +87,7 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
         seconds = (end - start_).total_seconds()
         cause = s["detail"].split("likely cause: ", 1)[1] if "likely cause: " in s["detail"] else None
         title = (f"stall: GPUs hold memory at ~0 % utilization with no step for {duration(seconds)}" if idle
-                 else f"stall: no step for {duration(seconds)} while {_alive_by(a, holders)} was alive")
+                 else f"stall: no step for {duration(seconds)} while {_alive_by(inc, a, holders, start_, end)} was alive")
         held_by = ("; held by " + ", ".join(f"PID {int(p)} ({m:.0f} MiB)" for p, m in holders.items())
                    if len(holders) else "")
         gpu_text = (f" GPU memory stayed allocated (up to {held['memory_used_mib'].max():.0f} MiB{held_by}) with "
@@ -124,6 +124,11 @@ def _last_line(inc: Incident, ref: str) -> str | None:
     return lines[-1].strip() if lines else None
 
 
-def _alive_by(a: pd.Series, holders: pd.Series) -> str:
-    pids = [int(p) for p in a["pids"]] or [int(p) for p in holders.index]
+def _alive_by(inc: Incident, a: pd.Series, holders: pd.Series, start, end) -> str:
+    """The attempt's PIDs that a listing shows alive during the stall (all of its PIDs where no
+    listing covers it), else those holding its GPU memory."""
+    procs = inc.processes
+    seen = procs[procs["pid"].isin(a["pids"]) & (procs["first_seen"] <= end) & (procs["last_seen"] >= start)] \
+        if a["pids"] and len(procs) else procs.iloc[:0]
+    pids = sorted({int(p) for p in seen["pid"]}) or [int(p) for p in a["pids"]] or [int(p) for p in holders.index]
     return f"PID {', '.join(map(str, pids))}" if pids else "its process"

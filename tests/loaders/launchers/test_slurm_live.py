@@ -8,7 +8,6 @@ scheduler gives each file to one worker), so it waits beside the rest of the tes
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import pandas as pd
@@ -39,11 +38,15 @@ def slurm_incident(tmp_path_factory):
         cancelled = slurm.run(*submit, "--job-name=cancelled", str(script)).strip()
         state = lambda job: slurm.run("scontrol", "show", "job", job).split("JobState=")[1].split()[0]  # noqa: E731
         slurm.wait_for("the jobs to run", lambda: state(cancelled) == "RUNNING" and state(limited) == "RUNNING", 60)
-        time.sleep(3)  # srun's step is up: the cancellation reaches a running step
+        # srun's step is up, so the cancellation reaches a running step (a fixed sleep was too short
+        # on a busy machine: the cancelled job's output then had no CANCELLED line)
+        slurm.wait_for("the step to run", lambda: f"{cancelled}.0" in slurm.run("squeue", "-h", "-s", "-o", "%i"), 60)
         slurm.run("scancel", cancelled)
         slurm.wait_for("the time limit", lambda: state(limited) == "TIMEOUT", 240)
         slurm.wait_for("the cancellation", lambda: state(cancelled) == "CANCELLED", 60)
-        time.sleep(2)  # slurmstepd and srun finish writing the outputs
+        # slurmstepd has written each job's end into its output
+        slurm.wait_for("the outputs", lambda: all("*** JOB" in (out / f"slurm-{job}.out").read_text(errors="replace")
+                                                  for job in (limited, cancelled)), 60)
         incident = slurm.root / "incident"
         incident.mkdir()
         for job in (limited, cancelled):
