@@ -19,6 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .model.ledger import SHOWN_S
 from .schema import PROBLEM_EVENTS, TOK_PER_S
 from .text import gpu_label, one_line
 from .units import clock, tok_s
@@ -452,7 +453,7 @@ def plot_gpu_time(led: pd.DataFrame) -> go.Figure:
     labels = [gpu_label(h, g, many) for h, g in zip(led["host"], led["gpu"], strict=True)]
     fig = go.Figure()
     for cls, colour in LEDGER_COLOURS.items():
-        if led[cls].sum() < 0.5:
+        if led[cls].sum() < SHOWN_S:
             continue
         share = led[cls] / led["total"]
         fig.add_trace(go.Bar(y=labels, x=led[cls], name=cls, orientation="h", marker_color=colour,

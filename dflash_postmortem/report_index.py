@@ -18,7 +18,7 @@ import pandas as pd
 
 from .evidence import link_refs, view_href
 from .incident import Incident
-from .model.ledger import CLASSES, ledger
+from .model.ledger import CLASSES, SHOWN_S, ledger
 from .plots import LEDGER_COLOURS
 from .text import gpu_time_lines, one_line, sources_line, what_happened
 from .timeline import Timeline
@@ -99,7 +99,7 @@ def gpu_time_card(inc: Incident, esc) -> str:
     if led.empty:
         return ""
     total = float(led["total"].sum())
-    parts = [(c, float(led[c].sum())) for c in CLASSES if led[c].sum() >= 0.5]
+    parts = [(c, float(led[c].sum())) for c in CLASSES if led[c].sum() >= SHOWN_S]
     bar = "".join(f"<span class='{c}' style='width:{100 * v / total:.3f}%;background:{LEDGER_COLOURS[c]}' "
                   f"title='{c}: {v / total:.0%}'></span>" for c, v in parts)
     keys = "".join(f"<span class='key' style='background:{LEDGER_COLOURS[c]}'></span>{c} {v / total:.0%}"

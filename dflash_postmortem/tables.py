@@ -23,7 +23,7 @@ from .detect.throughput import config_differences
 from .evidence import cited_line
 from .incident import Incident
 from .model.attempts import attempts
-from .model.ledger import CLASSES, ledger
+from .model.ledger import CLASSES, SHOWN_S, ledger
 from .schema import PROBLEM_EVENTS
 from .text import NO_THROUGHPUT, Missing, gpu_label, one_line
 from .timeline import Timeline
@@ -307,7 +307,7 @@ def gpu_time(inc: Incident) -> Table:
     out = pd.DataFrame({"GPU": [gpu_label(h, g, many) for h, g in zip(led["host"], led["gpu"], strict=True)],
                         "window": led["total"].map(duration)})
     for c in CLASSES:
-        out[c] = [share(v, t) if v >= 0.5 else "" for v, t in zip(led[c], led["total"], strict=True)]
+        out[c] = [share(v, t) if v >= SHOWN_S else "" for v, t in zip(led[c], led["total"], strict=True)]
     return out
 
 

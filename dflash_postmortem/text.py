@@ -30,7 +30,7 @@ from .detect.levels import band_crossings, recovery, regression
 from .evidence import cited_line
 from .incident import Incident
 from .model.attempts import attempts
-from .model.ledger import CLASSES, ledger
+from .model.ledger import CLASSES, SHOWN_S, ledger
 from .model.notes import reading_notes
 from .redact import redact
 from .schema import TOK_PER_S
@@ -631,7 +631,7 @@ def gpu_time_lines(inc: Incident) -> list[str]:
     many = led["host"].nunique() > 1
     lines: dict[str, list[str]] = {}  # GPUs whose time went the same way share a line
     for r in led.itertuples():
-        said = ", ".join(f"{c} {share(getattr(r, c), r.total)}" for c in CLASSES if getattr(r, c) >= 0.5)
+        said = ", ".join(f"{c} {share(getattr(r, c), r.total)}" for c in CLASSES if getattr(r, c) >= SHOWN_S)
         lines.setdefault(f"({duration(r.total)}): {said}", []).append(gpu_label(r.host, r.gpu, many))
     return [f"{gpus[0] if len(gpus) == 1 else ', '.join(gpus) + ' each'} {said}" for said, gpus in lines.items()]
 

@@ -375,17 +375,15 @@ class _Assembly:
         """The attempt `n` of a launcher's job: known already, else the launch typed just before
         (its first attempt), else a new attempt the launcher started (a restart)."""
         hit = next((a for a in self.found if a.job == job and a.job_attempt == n), None)
-        if hit is None and job is None:
-            # a launcher's lines before it names its job (torchrun's config, then its run id): the
-            # attempt of that number the launcher started about then
-            near = [a for a in self.found if a.job_attempt == n and abs(a.start - when) <= LOG_SLACK]
+        if hit is None:
+            # The attempt of that number the launcher started about then, where one side names no
+            # job: a launcher's lines before it names its job (torchrun's config, then its run id),
+            # or the same attempt seen first in a copy that names none (torchrun's own output
+            # beside its --log-dir), which is then this job's.
+            near = [a for a in self.found if a.job_attempt == n and (job is None or a.job is None)
+                    and abs(a.start - when) <= LOG_SLACK]
             hit = min(near, key=lambda a: abs(a.start - when)) if near else None
-        elif hit is None:
-            # the same attempt seen first in a launcher's copy that names no job (torchrun's own
-            # output beside its --log-dir): it is this job's
-            near = [a for a in self.found if a.job is None and a.job_attempt == n and abs(a.start - when) <= LOG_SLACK]
-            hit = min(near, key=lambda a: abs(a.start - when)) if near else None
-            if hit is not None:
+            if hit is not None and job is not None:
                 hit.job = job
         if hit is not None:
             return hit

@@ -30,6 +30,8 @@ from .progress import progress, resumes
 from .states import MIN_DROP, states
 
 CLASSES = ("productive", "degraded", "starting", "stalled", "redone", "restarting", "down")
+# A class with less than this many seconds is not shown (it rounds to 0 s)
+SHOWN_S = 0.5
 COLUMNS = ("host", "gpu", *CLASSES, "total")
 
 

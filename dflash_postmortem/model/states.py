@@ -76,15 +76,17 @@ def _states(inc: Incident) -> pd.DataFrame:
             w = prog[prog["attempt"] == a["attempt"]]
             base = float(w["level"].iloc[: max(3, len(w) // 3)].median()) if len(w) else np.nan
             since, cursor, cursor_ref = first, first, a["first_step_ref"]
+            # what ended the silence at its end: a part that died while the process lived on, else
+            # the error that ended an attempt which had waited for it
             died = _died_inside(inc, a, lines, end)
             hung = _hung_until_error(a, lines) if died is None else None
+            said = died or hung
             for t, ref in zip(times, refs, strict=True):
-                if t - cursor > threshold or ((died or hung) is not None and t == end and t > cursor):
+                if t - cursor > threshold or (said is not None and t == end and t > cursor):
                     rows.append(_row(a, "training", since, cursor, a["first_step_ref"] if since == first else ref, ""))
-                    why = (f"no step for {(t - cursor).total_seconds():.0f} s" if (died or hung) is None else
-                           f"no step for {(t - cursor).total_seconds():.0f} s, {(died or hung)[1]}")
-                    state = "hung" if hung is not None and died is None and t == end else "stalled"
-                    rows.append(_row(a, state, cursor, t, cursor_ref if (died or hung) is None else (died or hung)[0], why))
+                    why = f"no step for {(t - cursor).total_seconds():.0f} s" + (f", {said[1]}" if said else "")
+                    state = "hung" if hung is not None and t == end else "stalled"
+                    rows.append(_row(a, state, cursor, t, said[0] if said else cursor_ref, why))
                     since = t
                 if t >= cursor:
                     cursor, cursor_ref = t, ref
