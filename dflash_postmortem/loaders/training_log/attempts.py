@@ -42,8 +42,12 @@ _DEATH_SIGNAL = "elastic_death_signal"
 _CLOSING_SIGNAL = "elastic_closing_signal"
 _ROOT_CAUSE = "elastic_root_cause"
 _SLURM_CANCELLED = "slurm_job_cancelled"
+# slurmstepd's line for a job, or for one of its steps: where the batch step is already ending when
+# the signal reaches it (srun's step died first), the step's line is the only one in the output
+_SLURM_CANCELLATIONS = (_SLURM_CANCELLED, "slurm_step_cancelled")
 _WRAPPED_REASON = "slurm_cancel_reason_wrapped"
 _TIME_LIMIT = "TIME LIMIT"
+_TIME_LIMIT_PATTERN = "slurm_time_limit"
 _REQUEUE = "REQUEUE"
 
 
@@ -154,7 +158,7 @@ def annotate(events: list[dict], metric_lines: list[int], place: LogDirPlace | N
         new: list[dict] = []
         if ev.get("by") == "slurm":
             slurm_job = ev.get("job") or slurm_job
-            _slurm(ev, slurm_job, new)
+            _slurm(ev, slurm_job, new, added)
             for row in (ev, *new):
                 row.setdefault("attempt", segments.slurm_attempt(ev["line"]))
         else:
@@ -219,20 +223,25 @@ def _requeued(ev: dict) -> bool:
     return ev.get("pattern") == _SLURM_CANCELLED and _REQUEUE in (ev.get("reason") or "")
 
 
-def _slurm(ev: dict, job: str | None, added: list[dict]) -> None:
+def _slurm(ev: dict, job: str | None, added: list[dict], before: list[dict]) -> None:
+    """Complete a Slurm line's event; the events its line implies go to `added` (`before`: those
+    the file's earlier lines implied)."""
     ev.setdefault("job", job)
-    if ev.get("pattern") == _SLURM_CANCELLED:
+    if ev.get("pattern") in _SLURM_CANCELLATIONS:
         reason = ev.get("reason")
         ev["reason"] = reason or "CANCELLED"
-        if reason and _TIME_LIMIT in reason:
-            timeout = {k: v for k, v in ev.items() if k not in ("pattern", "kind", "reason")}
-            added.append(dict(timeout, kind="timeout", pattern="slurm_time_limit", what="slurm time limit"))
+        # one time limit per job and moment, whether the job's line, its step's or both say it
+        said = any(a.get("pattern") == _TIME_LIMIT_PATTERN and (a.get("job"), a.get("at")) == (ev["job"], ev.get("at"))
+                   for a in before)
+        if reason and _TIME_LIMIT in reason and not said:
+            timeout = {k: v for k, v in ev.items() if k not in ("pattern", "kind", "reason", "step")}
+            added.append(dict(timeout, kind="timeout", pattern=_TIME_LIMIT_PATTERN, what="slurm time limit"))
 
 
 def _wrapped_reasons(events: list[dict]) -> list[dict]:
     """A cancellation line a paste wrapped before its `DUE TO TIME LIMIT ***` takes its reason
     from the next line, which is no event of its own."""
-    by_line = {ev["line"]: ev for ev in events if ev.get("pattern") == _SLURM_CANCELLED and not ev.get("reason")}
+    by_line = {ev["line"]: ev for ev in events if ev.get("pattern") in _SLURM_CANCELLATIONS and not ev.get("reason")}
     kept = []
     for ev in events:
         if ev.get("pattern") == _WRAPPED_REASON and (cancelled := by_line.get(ev["line"] - 1)) is not None:

@@ -44,9 +44,16 @@ def slurm_incident(tmp_path_factory):
         slurm.run("scancel", cancelled)
         slurm.wait_for("the time limit", lambda: state(limited) == "TIMEOUT", 240)
         slurm.wait_for("the cancellation", lambda: state(cancelled) == "CANCELLED", 60)
-        # slurmstepd has written each job's end into its output
-        slurm.wait_for("the outputs", lambda: all("*** JOB" in (out / f"slurm-{job}.out").read_text(errors="replace")
-                                                  for job in (limited, cancelled)), 60)
+        # slurmstepd has written each job's end into its output: the batch step's `*** JOB` line, or
+        # only the srun step's `*** STEP` line where the batch step was already ending when the
+        # signal reached it (slurmstepd writes the line only for a step that is not ending yet)
+        ended = lambda job: any(f"*** {w} {job}" in (out / f"slurm-{job}.out").read_text(errors="replace")  # noqa: E731
+                                for w in ("JOB", "STEP"))
+        try:
+            slurm.wait_for("the outputs", lambda: ended(limited) and ended(cancelled), 60)
+        except Unavailable as e:
+            said = {job: (out / f"slurm-{job}.out").read_text(errors="replace")[-400:] for job in (limited, cancelled)}
+            raise AssertionError(f"no slurmstepd end line in every output after 60 s: {said}") from e
         incident = slurm.root / "incident"
         incident.mkdir()
         for job in (limited, cancelled):
@@ -91,14 +98,23 @@ def _read_whole(inc, limited, cancelled, accounting):
     assert all(f.balanced and not f.error for f in inc.load_report.files)
 
 
+def _end(inc, log):
+    """slurmstepd's line for the job's end in its output: the batch step's `*** JOB n ... ***`, else the
+    srun step's `*** STEP n.0 ... ***` (the only one written where the batch step was already ending)."""
+    job = _events(inc, log, pattern="slurm_job_cancelled")
+    return job.iloc[0] if len(job) else _events(inc, log, pattern="slurm_step_cancelled").iloc[0]
+
+
 def _time_limit(inc, limited, accounting):
     log = f"slurm-{limited}.out"
-    end = _events(inc, log, kind="attempt_end").iloc[0]  # slurmstepd's `*** JOB n ... DUE TO TIME LIMIT ***`
+    end = _end(inc, log)  # `*** JOB n ON node CANCELLED AT t DUE TO TIME LIMIT ***`
     assert (end["job"], end["reason"], end["by"]) == (limited, "TIME LIMIT", "slurm")
     timeout = _events(inc, log, kind="timeout").iloc[0]
     assert (timeout["what"], timeout["time"]) == ("slurm time limit", end["time"])
-    step = _events(inc, log, pattern="slurm_step_cancelled").iloc[0]
-    assert (step["kind"], step["job"], step["step"], step["time"]) == ("killed", limited, "0", end["time"])
+    step = _events(inc, log, pattern="slurm_step_cancelled")
+    if len(step):  # the step's own line, where srun relayed it before it ended
+        step = step.iloc[0]
+        assert (step["kind"], step["job"], step["step"], step["time"]) == ("killed", limited, "0", end["time"])
     task = _events(inc, log, pattern="slurm_task_signal").iloc[0]  # srun: error: node: task 0: Terminated
     assert (task["job"], task["rank"], task["signal"]) == (limited, 0, "SIGTERM")
     metrics = inc.metrics[inc.metrics["source"] == log]
@@ -138,7 +154,7 @@ def _time_limit(inc, limited, accounting):
 
 def _cancelled(inc, cancelled, accounting):
     log = f"slurm-{cancelled}.out"
-    end = _events(inc, log, kind="attempt_end").iloc[0]
+    end = _end(inc, log)
     assert (end["job"], end["reason"]) == (cancelled, "CANCELLED")
     assert _events(inc, log, kind="timeout").empty
     record = _events(inc, "scontrol-show-job.txt", job=cancelled)
