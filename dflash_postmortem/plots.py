@@ -48,7 +48,7 @@ EVENT_LANES = {
     "process control": ("kill_sent", "killed", "kill_failed", "signal", "exit", "timeout_kill", "job_stopped",
                         "job_running", "process_count"),
     "launches": ("launch", "launch_check", "nohup", "nohup_failed", "job_started", "pid_file", "redirect_failed",
-                 "log_missing", "log_never_created", "log_empty", "file_check", "file_missing", "elastic_restart"),
+                 "log_missing", "file_check", "file_missing", "elastic_restart"),
     "GPU": ("gpu_query", "gpu_error", "gpu_lost", "xid"),
     "errors": ("traceback", "warning", "error", "exception", "thread_crash", "thread_exception", "compile_error",
                "nccl_timeout", "nccl_error", "oom", "oom_kill", "oom_invoked", "oom_chosen", "oom_reaped"),

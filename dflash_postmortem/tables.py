@@ -23,7 +23,7 @@ from .detect.throughput import config_differences
 from .evidence import cited_line
 from .incident import Incident
 from .model.attempts import attempts
-from .model.ledger import CLASSES, SHOWN_S, ledger
+from .model.ledger import CLASSES, SHOWN_S, ledger, ledger_parts
 from .schema import PROBLEM_EVENTS
 from .text import NO_THROUGHPUT, Missing, gpu_label, one_line
 from .timeline import Timeline
@@ -309,6 +309,19 @@ def gpu_time(inc: Incident) -> Table:
     for c in CLASSES:
         out[c] = [share(v, t) if v >= SHOWN_S else "" for v, t in zip(led[c], led["total"], strict=True)]
     return out
+
+
+def gpu_time_by_attempt(inc: Incident) -> Table:
+    """The same GPU time by job and attempt (`model.ledger_parts`): one row per class an attempt
+    spent its GPUs' time in, and per gap between attempts, with the lines that show it."""
+    parts = ledger_parts(inc)
+    if parts.empty:
+        return Missing("no attempt on a known GPU in the evidence, so no GPU time to account for")
+    total = float(ledger(inc)["total"].sum())
+    whose = [a if isinstance(a, str) else f"after {p}" for a, p in zip(parts["attempt"], parts["after"], strict=True)]
+    return pd.DataFrame({"job": parts["job"].fillna(""), "attempt": whose, "GPU time went to": parts["class"],
+                         "GPU time": [share(v, total) for v in parts["seconds"]],
+                         "evidence": parts["evidence"].map(lambda e: _evidence(e, 3))})
 
 
 def recovery_table(findings: pd.DataFrame) -> Table:

@@ -53,6 +53,9 @@ NOTEBOOKS_SPEC = {
                "repeated after a resume), restarting, down. Each row sums to the window."),
         ("code", "tables.gpu_time(inc)"),
         ("code", "plots.plot_gpu_time(pm.ledger(inc))"),
+        ("md", "The same GPU time by job and attempt, with the lines that show each part: an attempt's start "
+               "and first step, the line where it stalled or slowed, the end before a gap and the start after it."),
+        ("code", "tables.gpu_time_by_attempt(inc)"),
         ("md", "## Timeline"),
         ("code", "tables.timeline_table(tl)"),
         ("md", "## Everything on one clock\n\nThroughput per run, GPU memory and utilization per GPU, what was "

@@ -159,7 +159,7 @@ def test_inspect_tells_what_happened_first_then_one_line_per_file(bundled_incide
     rows = {line.split()[0]: " ".join(line.split()[1:]) for line in files if not line.startswith("   ")}
     assert len(rows) == len(rep.files) == 41
     assert rows["logs/dmon_um.txt"] == "nvidia-smi-dmon: gpus 576; 28 of 604 lines skipped"
-    assert rows["logs/operator.log"] == "shell-transcript: events 25, gpus 4"
+    assert rows["logs/operator.log"] == "shell-transcript: events 24, gpus 4"
     assert rows["snap/apps_idle_noheader.csv"] == "not recognised: empty file"
     long_path = "wandb/wandb/offline-run-20261130_052027-3lsy4q7j/logs/debug-internal.log"
     assert rows[text.shorten_label(long_path, 33)] == "wandb-debug-log: no rows; 10 of 12 lines skipped"

@@ -17,6 +17,7 @@ from ..commands import ends_session, is_detached, session_launcher
 from ..incident import Incident
 from ..model import computed as memo
 from ..model.attempts import attempts
+from ..model.log_files import NEVER_CREATED, NOT_IN_INCIDENT, log_files
 from ..said import error_text
 from ..units import clock
 from . import findings, gpu_state
@@ -212,7 +213,9 @@ def _missing_evidence(L: pd.Series, inc: Incident, w: _Window) -> str:
         missing.append("no process listing (ps) covers the launch")
     if inc.gpu_processes.empty:
         missing.append("no per-process GPU samples")
-    if not isinstance(L.get("log"), pd.Series):
+    log = log_files(inc).get(L.get("attempt"))
+    # (a log a check found missing never existed: nothing is missing from the folder)
+    if not isinstance(L.get("log"), pd.Series) and (log is None or (log.file is None and log.state != NEVER_CREATED)):
         missing.append(f"its log ({L.get('log_path') or 'no redirect'}) is not in the incident")
     sources = memo.cached(inc, "event sources", ("events",), lambda: tuple(inc.events["source"].dropna().unique()))
     if not isinstance(L.get("ref"), str) or not str(L["ref"]).startswith(sources):
@@ -509,12 +512,11 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
                 evidence += _output_refs(inc, c)
         else:
             lines.append(f"process {pid} started")
-        missing = w.of(inc.events)
-        missing = missing[missing["kind"].isin(("log_missing", "log_empty"))]
         if log is None:
-            lines.append(f"no log: {L['log_path']} never received a line")
-            for _, m in missing.iterrows():
-                evidence += [m["ref"]] if isinstance(m.get("ref"), str) else []
+            told = log_files(inc).get(L.get("attempt"))
+            lines.append(f"no log: {told.said}" if told is not None and told.state != NOT_IN_INCIDENT
+                         else f"no log: {L['log_path']} never received a line")
+            evidence += list(told.refs) if told is not None else []
         lines.append(gpu_text)
         evidence += gpu_refs
         if not stepped:

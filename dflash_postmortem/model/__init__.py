@@ -3,6 +3,7 @@
     attempts.py   every start, whatever showed it (a command typed or traced, a launcher's or
                   scheduler's restart, a trainer process, a log or run that begins), its
                   processes, ranks, GPUs, logs and runs, and how it ended
+    log_files.py  each attempt's own log file: written, empty, never created, or not in the folder
     progress.py   each attempt's progress from its step and token counters, as levels over windows
     states.py     each attempt's states over time (starting, training, degraded, stalled, hung,
                   exited, killed, never trained), every change citing its line

@@ -136,6 +136,10 @@ class _Assembly:
         ev = inc.events
         self.ev = ev
         self.procs = _trainer_processes(inc.processes)
+        # each source's host, where incident.toml or the source names one
+        self.hosts = {src: h for df in (inc.metrics, inc.events) if "host" in df.columns and len(df)
+                      for src, h in df.dropna(subset=["source", "host"]).drop_duplicates("source")[["source", "host"]]
+                      .itertuples(index=False)}
         # each operator's kill with the PIDs it aimed at (PID files, patterns resolved)
         sent = ev[ev["kind"] == "kill_sent"]
         self.kills = [(i, aimed_at(inc, r)) for i, r in sent.iterrows()]
@@ -243,8 +247,8 @@ class _Assembly:
         """Each trainer process joins the start that made it, else is a start of its own."""
         procs = self.procs.sort_values("start", kind="stable")
         for _, p in procs.iterrows():
-            pid = int(p["pid"])
-            owner = next((a for a in self.found if pid in a.pids), None) or self._start_of(p)
+            pid, host = int(p["pid"]), _text(p.get("host"))
+            owner = next((a for a in self.found if pid in a.pids and _same_host(a, host)), None) or self._start_of(p)
             if owner is not None and pid not in owner.pids:
                 owner = self._restarted(owner, p) or owner
             if owner is None:
@@ -287,7 +291,8 @@ class _Assembly:
         start, within = p["start"], pd.Timedelta(seconds=float(p["within"]))
         seen = p["first_seen"] if pd.notna(p.get("first_seen")) else None
         # (an attempt known from its log's first line started before it: ps may list it first)
-        made = [a for a in self.found if a.command and (a.launch_ref or a.job is not None)
+        host = _text(p.get("host"))
+        made = [a for a in self.found if a.command and (a.launch_ref or a.job is not None) and _same_host(a, host)
                 and start - WRAPPER_DELAY <= a.start <= start + within + pd.Timedelta(seconds=1)
                 and (seen is None or a.start <= seen + (pd.Timedelta(seconds=1) if a.launch_ref else LOG_SLACK))
                 and _same_program(a, str(p["command"]))]
@@ -298,7 +303,8 @@ class _Assembly:
             near = [(pid - q, a) for a in made for q in a.pids if 0 < pid - q <= 16]
             return min(near, key=lambda x: x[0])[1] if near else max(made, key=lambda a: a.start)
         ppid = _num(p.get("ppid"))
-        parents = [a for a in self.found if ppid is not None and ppid in a.pids and a.start <= start + within]
+        parents = [a for a in self.found if ppid is not None and ppid in a.pids and a.start <= start + within
+                   and _same_host(a, host)]
         return max(parents, key=lambda a: a.start) if parents else None
 
     def _log_names(self) -> set[str]:
@@ -336,10 +342,11 @@ class _Assembly:
 
     def _log_owner(self, source: str, when, rank, job, n, pid, run) -> _Attempt | None:
         name = PurePosixPath(source).name
+        host = self.hosts.get(source)
         if job is not None or n is not None:
             return self._launcher_attempt(when, job, n)
         if pid is not None:
-            hit = next((a for a in self.found + self.orphans if pid in a.pids), None)
+            hit = next((a for a in self.found + self.orphans if pid in a.pids and _same_host(a, host)), None)
             if hit is not None:
                 return hit
         if rank is not None:
@@ -355,11 +362,12 @@ class _Assembly:
                 return max(own, key=lambda a: a.sources[source])
         # the launch that redirected into this log, the latest before its first line
         named = [a for a in self.found if a.log_path and PurePosixPath(a.log_path).name == name
-                 and a.start <= when + pd.Timedelta(seconds=a.within) and source not in a.sources]
+                 and a.start <= when + pd.Timedelta(seconds=a.within) and source not in a.sources and _same_host(a, host)]
         if named:
             return max(named, key=lambda a: a.start)
         # the attempt whose process was alive when the line was written, and started before it
-        alive = [a for a in self.found + self.orphans if a.pids and self._alive_at(a, when) and not a.sources]
+        alive = [a for a in self.found + self.orphans if a.pids and self._alive_at(a, when) and not a.sources
+                 and _same_host(a, host)]
         if run is not None and len(alive) > 1:
             alive = [a for a in alive if run in a.runs] or alive
         if alive:
@@ -368,7 +376,7 @@ class _Assembly:
             return max(alive, key=lambda a: a.start)
         # a start typed just before, with no log of its own yet
         recent = [a for a in self.found if a.launch_ref and not a.sources
-                  and a.start <= when <= a.start + LOG_SLACK and not a.log_path]
+                  and a.start <= when <= a.start + LOG_SLACK and not a.log_path and _same_host(a, host)]
         return max(recent, key=lambda a: a.start) if recent else None
 
     def _launcher_attempt(self, when, job, n) -> _Attempt:
@@ -457,7 +465,7 @@ class _Assembly:
         parts = [(s, b, e) for s, (b, e) in a.sources.items()]
         steps = _steps(inc, parts, a.runs, a.start, self.owned)
         first = steps.iloc[0] if len(steps) else None
-        rows = _rows_of(inc, parts, a.pids, self.kills)
+        rows = _rows_of(inc, parts, a.pids, self.kills, a.launch_ref)
         gp = inc.gpu_processes[inc.gpu_processes["pid"].isin(a.pids)] if a.pids else inc.gpu_processes.iloc[:0]
         procs = self.procs[self.procs["pid"].isin(a.pids)]
         # a launcher's agent lives through every attempt of its job: an attempt lives as long as
@@ -564,6 +572,12 @@ def _runs_program(command: str) -> bool:
     return bool(_PYTHON.search(command) or _AGENT.search(command) or re.search(r"\.sh\b", command))
 
 
+def _same_host(a: _Attempt, host: str | None) -> bool:
+    """Whether a process or log on `host` can be the attempt's: the same machine, where both
+    name one (a fleet's copies of one script start on every host at once)."""
+    return a.host is None or host is None or a.host == host
+
+
 def _same_program(a: _Attempt, command: str) -> bool:
     """Whether a process running `command` is what attempt `a` started: the run it names (where
     both name one), else its script or module, a worker of the launcher it started (torchrun runs
@@ -571,6 +585,10 @@ def _same_program(a: _Attempt, command: str) -> bool:
     if not a.command:
         return False
     script, flags = invocation(command)
+    # an option the start gave and the process shows with another value: another start's process
+    # (two launches of one run, `--seconds 20` under `timeout` and `--seconds 80` by a script)
+    if any(k.startswith("--") and k in flags and flags[k] != v for k, v in a.flags.items()):
+        return False
     run = flags.get("--run-name") or flags.get("--run_name")
     if a.runs:
         return run in a.runs
@@ -676,9 +694,11 @@ def _steps(inc: Incident, parts: list[tuple], runs: list[str], start, owned: set
     return mine.sort_values("time", kind="stable")
 
 
-def _rows_of(inc: Incident, parts: list[tuple], pids: set[int], kills: list | None = None) -> pd.DataFrame:
-    """Every metric and event row of the attempt's log parts, the events naming its PIDs, and
-    the operator's kills aimed at them (`kills`: (row index, PIDs) of each kill_sent event)."""
+def _rows_of(inc: Incident, parts: list[tuple], pids: set[int], kills: list | None = None,
+             launch_ref: str | None = None) -> pd.DataFrame:
+    """Every metric and event row of the attempt's log parts, the events naming its PIDs, the
+    operator's kills aimed at them (`kills`: (row index, PIDs) of each kill_sent event), and what
+    the shell said of the command that launched it (`Killed`, `exit=137` under a foreground launch)."""
     out = []
     for df in (inc.metrics, inc.events):
         if df.empty:
@@ -693,6 +713,8 @@ def _rows_of(inc: Incident, parts: list[tuple], pids: set[int], kills: list | No
             mask |= df["pid"].isin(pids).fillna(False).astype(bool)
         if pids and df is inc.events and kills:
             mask.loc[[i for i, aimed in kills if aimed & pids]] = True
+        if launch_ref and "command_ref" in df.columns:
+            mask |= (df["command_ref"] == launch_ref).fillna(False).astype(bool)
         out.append(df[mask])
     out = [d for d in out if len(d)]
     return pd.concat(out, ignore_index=True) if out else inc.events.iloc[:0]
@@ -716,7 +738,7 @@ def _end(inc: Incident, a: _Attempt, parts: list[tuple], last_alive, kills: list
     """How the attempt ended: the strongest terminal line of its own logs or naming its PIDs, up
     to a little after its last sign of life; None where it was alive when the evidence ends."""
     none = {"end": None, "end_kind": None, "end_ref": None, "end_message": None, "exit_code": None, "signal": None}
-    rows = _rows_of(inc, parts, a.pids, kills)
+    rows = _rows_of(inc, parts, a.pids, kills, a.launch_ref)
     if "kind" not in rows.columns:
         return none  # only metric rows: nothing says how it ended
     ev = rows[rows["kind"].isin(_ENDS)]

@@ -38,18 +38,35 @@ COLUMNS = ("host", "gpu", *CLASSES, "total")
 def ledger(inc: Incident) -> pd.DataFrame:
     """One row per GPU (host, gpu) with seconds per class (CLASSES) and `total`, over the
     incident window; empty where no attempt or no GPU is known."""
+    return _account(inc)[0]
+
+
+def ledger_parts(inc: Incident) -> pd.DataFrame:
+    """The same GPU-seconds by whose they were (PART_COLUMNS): one row per attempt and class
+    (its job, the seconds summed over its GPUs, the lines that show it), and the GPU time
+    between attempts (`attempt` None; restarting or down, after the attempt in `after`). Each
+    class sums to the ledger's over every GPU."""
+    return _account(inc)[1]
+
+
+PART_COLUMNS = ("job", "attempt", "after", "class", "seconds", "evidence")
+_LIFE = ("starting", "redone", "productive", "degraded", "stalled", "restarting", "down")
+
+
+def _account(inc: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
     return computed.cached(inc, "ledger", ("metrics", "events", "processes", "gpu_processes", "gpus"),
                            lambda: _ledger(inc))
 
 
-def _ledger(inc: Incident) -> pd.DataFrame:
+def _ledger(inc: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
+    none = pd.DataFrame(columns=list(COLUMNS)), pd.DataFrame(columns=list(PART_COLUMNS))
     att = attempts(inc)
     if att.empty:
-        return pd.DataFrame(columns=list(COLUMNS))
+        return none
     alive_until = pd.concat([att["last_alive"], att["end"]], axis=1).max(axis=1).fillna(att["start"])
     t0, t1 = att["start"].min(), alive_until.max()
     if not t1 > t0:
-        return pd.DataFrame(columns=list(COLUMNS))
+        return none
     st, prog, redo = states(inc), progress(inc), resumes(inc)
     cuts = pd.concat([att["start"], alive_until, att["first_step"], st["start"], st["end"], prog["start"],
                       prog["end"], redo["resumed_at"], redo["redone_until"], pd.Series([t0, t1])]).dropna()
@@ -64,6 +81,10 @@ def _ledger(inc: Incident) -> pd.DataFrame:
     what = {a: _classes(a, mid, st, prog, redo, baseline, min_drop) for a in att["attempt"]}
     alive = {a: ((s <= mid) & (mid < e)) for a, s, e in zip(att["attempt"], att["start"], alive_until, strict=True)}
     later = np.array([(att["start"] > m).any() for m in mid])
+    # the GPU time no attempt held belongs to the gap after the last attempt that had ended
+    ended = sorted(zip(alive_until, att["attempt"], strict=True), key=lambda x: x[0])
+    after = np.array([next((a for t, a in reversed(ended) if t <= m), None) for m in mid], dtype=object)
+    parts: dict[tuple, float] = {}
     rows = []
     for host, gpu in _gpus(inc, att):
         users = [a for a, gs in zip(att["attempt"], att["gpus"], strict=True) if gpu in gs or not gs]
@@ -76,16 +97,53 @@ def _ledger(inc: Incident) -> pd.DataFrame:
                               where=share_sum > 0)
             held += share
             kind, ratio = what[a]
-            for c in ("starting", "stalled", "redone"):
-                cls[c] += float(np.sum(secs * share * (kind == c)))
             training = kind == "training"
-            cls["productive"] += float(np.sum(secs * share * training * ratio))
-            cls["degraded"] += float(np.sum(secs * share * training * (1 - ratio)))
+            for c, part in (("starting", kind == "starting"), ("stalled", kind == "stalled"), ("redone", kind == "redone"),
+                            ("productive", training * ratio), ("degraded", training * (1 - ratio))):
+                v = float(np.sum(secs * share * part))
+                cls[c] += v
+                parts[(a, None, c)] = parts.get((a, None, c), 0.0) + v
         idle = secs * (1 - np.clip(held, 0, 1))
-        cls["restarting"] += float(np.sum(idle * later))
-        cls["down"] += float(np.sum(idle * ~later))
+        for c, when in (("restarting", later), ("down", ~later)):
+            cls[c] += float(np.sum(idle * when))
+            for prev in {x for x in after[idle * when > 0]}:
+                v = float(np.sum(idle * when * (after == prev)))
+                parts[(None, prev, c)] = parts.get((None, prev, c), 0.0) + v
         rows.append({"host": host, "gpu": gpu, **cls, "total": float(secs.sum())})
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    return pd.DataFrame(rows, columns=list(COLUMNS)), _parts(parts, att, st, redo)
+
+
+def _parts(parts: dict[tuple, float], att: pd.DataFrame, st: pd.DataFrame, redo: pd.DataFrame) -> pd.DataFrame:
+    """The per-attempt rows, each with the lines that show its class: the start and first step,
+    the state changes, the resume line; a gap by the end of the attempt before it and the start
+    of the one after."""
+    by = att.set_index("attempt")
+    rows = []
+    for (a, prev, c), v in parts.items():
+        if v < SHOWN_S:
+            continue
+        me = by.loc[a if a is not None else prev]
+        if a is None:
+            nxt = att[att["start"] >= me["last_alive"]] if pd.notna(me["last_alive"]) else att.iloc[:0]
+            refs = [me["end_ref"] if isinstance(me["end_ref"], str) else me["last_alive_ref"]]
+            refs += [nxt["start_ref"].iloc[0]] if c == "restarting" and len(nxt) else []
+        elif c == "starting":
+            refs = [me["start_ref"], me["first_step_ref"]]
+        elif c == "productive":
+            refs = [me["first_step_ref"]]
+        elif c == "degraded":
+            refs = list(st.loc[(st["attempt"] == a) & (st["state"] == "degraded"), "ref"]) or [me["first_step_ref"]]
+        elif c == "stalled":
+            refs = list(st.loc[(st["attempt"] == a) & st["state"].isin(["stalled", "hung"]), "ref"])
+        else:
+            refs = list(redo.loc[redo["attempt"] == a, "ref"])
+        rows.append({"job": me["job"], "attempt": a, "after": prev, "class": c, "seconds": v,
+                     "evidence": list(dict.fromkeys(r for r in refs if isinstance(r, str)))})
+    # attempt by attempt in start order, each followed by the gap after it, classes in the order
+    # of an attempt's life
+    start, order = dict(zip(att["attempt"], att["start"], strict=True)), {c: i for i, c in enumerate(_LIFE)}
+    rows.sort(key=lambda r: (start[r["attempt"] or r["after"]], r["attempt"] is None, order[r["class"]]))
+    return pd.DataFrame(rows, columns=list(PART_COLUMNS))
 
 
 def _baseline(inc: Incident, prog: pd.DataFrame) -> float:

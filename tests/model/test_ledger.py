@@ -12,7 +12,7 @@ import pytest
 
 import dflash_postmortem as pm
 from dflash_postmortem.model import attempts, ledger
-from dflash_postmortem.model.ledger import CLASSES
+from dflash_postmortem.model.ledger import CLASSES, SHOWN_S, ledger_parts
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED = sorted(p.name for p in (REPO / "data" / "incidents").iterdir() if p.is_dir())
@@ -41,6 +41,12 @@ def test_every_gpu_second_is_in_one_class(name):
     assert (led[list(CLASSES)].sum(axis=1) - led["total"]).abs().max() < 1e-6
     assert (led[list(CLASSES)] >= 0).all().all()
     assert not led.duplicated(["host", "gpu"]).any()
+    # the same seconds by attempt: each class sums to the GPUs' (parts under half a second are
+    # not listed), and every part cites a line
+    parts = ledger_parts(inc)
+    for c in CLASSES:
+        assert abs(parts.loc[parts["class"] == c, "seconds"].sum() - led[c].sum()) < SHOWN_S * len(att) + 1e-6, c
+    assert parts["evidence"].map(len).gt(0).all(), parts[parts["evidence"].map(len) == 0]
 
 
 def test_a_dead_thread_stalls_the_gpu_until_the_kill():
@@ -68,3 +74,19 @@ def test_two_clean_runs_leave_the_gap_between_them_restarting():
     # start-up from each command to its first step: 02:48:55.841 -> 02:49:10, 02:49:40.634 -> 02:49:51
     assert row["starting"] == pytest.approx(_seconds("02:48:55.841", "02:49:10") + _seconds("02:49:40.634", "02:49:51"))
 
+
+
+def test_each_part_of_the_gpu_time_is_an_attempts_and_cites_its_lines(bundled_dir):
+    """The bundled 2-GPU capture: the regressed run (A2) slowed at its step line 19 of
+    train_opt.log; the operator killed it (operator.log:5) and relaunched into a folder that does
+    not exist (A3, operator.log:8, never started); the relaunch that trained (A4, operator.log:17)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parts = ledger_parts(pm.load_incident(bundled_dir))
+    said = {(a if isinstance(a, str) else f"after {p}", c): e
+            for a, p, c, e in zip(parts["attempt"], parts["after"], parts["class"], parts["evidence"], strict=True)}
+    assert said[("A2", "degraded")] == ["logs/train_opt.log:19"]
+    assert said[("after A2", "restarting")] == ["logs/operator.log:5", "logs/operator.log:8"]
+    assert said[("A4", "starting")] == ["logs/operator.log:17", "logs/train_opt2.log:8"]
+    assert ("A3", "starting") not in said  # it held no GPU
+    assert list(parts["job"].drop_duplicates()) == ["job 1", "job 2", "job 3"]

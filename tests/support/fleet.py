@@ -13,6 +13,8 @@ from pathlib import Path
 # [2026-11-30T09:29:48.735Z], "time":"2026-11-30T09:28:32.950384Z", # 2026-11-30T09:28:09Z.
 STAMP = re.compile(r"(?P<y>20\d\d)(?P<s1>[-/])(?P<mo>\d\d)(?P=s1)(?P<d>\d\d)(?P<t>[ T])"
                    r"(?P<h>\d\d):(?P<mi>\d\d):(?P<se>\d\d)(?:\.(?P<f>\d{1,6}))?")
+# ps aux's START: a time of day to the minute, as the host's own clock had it when it started
+PS_START = re.compile(r"^(?P<head>\S+\s+\d+\s+[\d.]+\s+[\d.]+\s+\d+\s+\d+\s+\S+\s+\S+\s+)(?P<h>\d\d):(?P<mi>\d\d)(?=\s)")
 _LEFT_OUT = ("README.md", "incident.toml")
 
 
@@ -20,6 +22,22 @@ def _when(m: re.Match) -> dt.datetime:
     frac = m["f"] or ""
     return dt.datetime(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["se"]),
                        int(frac.ljust(6, "0")) if frac else 0)
+
+
+def _starts_shifted(text: str, seconds: float) -> str:
+    """ps's START column as the clock `seconds` ahead would show it. ps gives the minute; the
+    process started in it and no later than the listing that shows it (the last stamp above
+    the row), so that is the moment taken."""
+    out, listed = [], None
+    for line in text.splitlines(keepends=True):
+        if (stamp := STAMP.search(line)) is not None:
+            listed = _when(stamp)
+        if (m := PS_START.match(line)) is not None and listed is not None:
+            t = dt.datetime.combine(listed.date(), dt.time(int(m["h"]), int(m["mi"]), 59))
+            t = min(t, listed) + dt.timedelta(seconds=seconds)
+            line = f"{m['head']}{t:%H:%M}{line[m.end():]}"
+        out.append(line)
+    return "".join(out)
 
 
 def _shifted(m: re.Match, seconds: float, phase: random.Random) -> str:
@@ -62,6 +80,7 @@ def copy_capture(src: Path, dest: Path, host: str, *, until: dt.datetime | None 
             text = "".join(kept)
         if shift_s:
             phase = random.Random(f"{host}/{rel}")
+            text = _starts_shifted(text, shift_s)
             text = STAMP.sub(lambda m, phase=phase: _shifted(m, shift_s, phase), text)
         for old, new in (rename or {}).items():
             text = text.replace(old, new)

@@ -37,8 +37,6 @@ Event kinds (the `kind` column of events from logs, transcripts and process list
 | launch | a command that starts a trainer (`launcher`, `log_path`, `args`, `run`, `background`) |
 | redirect_failed | the shell could not open a launch's redirect target |
 | log_missing / file_missing | a check (cat, ls, tail) says the log / another file does not exist |
-| log_never_created | conclusion: a launch's log never appeared |
-| log_empty | conclusion: a launch's log stayed empty for 60 s or more |
 | process_count | `ps ... | grep ... | wc -l` answered a number (`count` column) |
 | gpu_query | nvidia-smi answered inside a transcript (rows also land in `gpus`) |
 | file_check | `ls -l` of a file: its size (`size_bytes` column) |

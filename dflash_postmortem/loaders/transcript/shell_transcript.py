@@ -9,10 +9,8 @@ the kit's stamped transcripts (`[2026-11-30T05:23:01.707Z] $ command`), terminal
 `script` recordings (escape sequences, CR/LF, backspaces), tmux capture-pane output, `set -x`
 traces. A prompt has no time: a command is dated by the nearest clock before it (`date` output in
 any locale, `script`'s header, an nvidia-smi table's date line), marked `time_approx`, and the load
-report says so. Launch log paths are checked against the incident folder: a log that never
-appeared, or stayed empty for 60 s, becomes an event of its own (`log_never_created`,
-`log_empty`). This format loads in phase 1, so it can see which logs wrote when and which PIDs
-`ps` saw.
+report says so. The reader reads the session and nothing beside it: whether a launch's log was
+ever written, and which process ran it, are the attempt model's questions (model/attempts.py).
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ import pandas as pd
 
 from ... import align
 from ...commands import (
-    KIT_LAUNCHER,
     Launch,
     Prompt,
     command_name,
@@ -48,7 +45,6 @@ from ..terminal import match_script_mark, read_lines, screen_text
 from . import process_control, runtime_outputs, systemd_units
 
 FORMAT = "shell-transcript"
-EMPTY_LOG_SECONDS = 60.0
 MAX_PID = 2**31 - 1  # larger numbers are not process ids (Linux pid_max is at most 2**22)
 
 _NO_SUCH = re.compile(r"^(?:(?P<prog>[\w./-]+): )?(?:line \d+: )?(?:(?:cannot access|cannot open) )?'?(?P<path>/?[^\s:']+)'?: No such file or directory")
@@ -569,14 +565,13 @@ def _output_events(ev: _Events, c: Command, ref_of, launch: Launch | None, cmd_r
     """Files, sizes, process counts and launcher verdicts in one command's output; returns facts
     later steps use."""
     t = c.time
-    facts: dict = {"missing": {}, "empty": {}, "lines": set()}
+    facts: dict = {"lines": set()}
     for n, out in c.output:
         ref = ref_of(n)
         s = out.strip()
         m = _NO_SUCH.match(s)
         if m:
             path = m.group("path")
-            facts["missing"][path] = ref
             facts["lines"].add(n)
             if launch is not None and launch.log_path == path:
                 ev.add(t, "redirect_failed", f"the shell could not open the log file {path}: {s}", ref, path=path, run=launch.run)
@@ -597,7 +592,6 @@ def _output_events(ev: _Events, c: Command, ref_of, launch: Launch | None, cmd_r
         lm = _LS_LONG.match(s)
         if lm:
             size = int(lm.group("size"))
-            facts["empty"][lm.group("path")] = size
             ev.add(t, "file_check", f"{lm.group('path')}: {size} bytes", ref, path=lm.group("path"),
                    size_bytes=size if size < 2**62 else None)
     last = c.output[-1][1].strip() if c.output else ""
@@ -669,7 +663,7 @@ def sniff_transcript(path: Path, head: bytes) -> float:
 
 
 @registry.format(
-    FORMAT, sniff=sniff_transcript, phase=1,
+    FORMAT, sniff=sniff_transcript,
     doc="operator terminal sessions: stamped transcripts, prompts of any shell, script recordings, set -x traces",
 )
 def load_transcript(path: Path, ctx: LoadContext, fmt: str = FORMAT, loose: str = "text outside any command") -> Incident:
@@ -687,7 +681,6 @@ def load_transcript(path: Path, ctx: LoadContext, fmt: str = FORMAT, loose: str 
     log_parts: dict[str, list] = {"metrics": [], "events": []}  # containers' own logs (kubectl/docker logs)
     procs: list[dict] = []
     launches: list[tuple[int, Launch, object, str]] = []
-    missing_after: list[tuple[object, str, str]] = []  # (time, path, ref) of "no such file"
 
     def ref_of(n: int) -> str:
         return f"{rep.path}:{n}"
@@ -729,8 +722,6 @@ def load_transcript(path: Path, ctx: LoadContext, fmt: str = FORMAT, loose: str 
             c.pid = facts["pid"]
         if launch is not None and c.pid is not None:
             ev.rows[launches[-1][0]]["pid"] = c.pid
-        for p, mref in facts["missing"].items():
-            missing_after.append((t, p, mref))
         got = gpu_rows(c, rep, ctx)
         for frame, df in got.items():
             gpu_parts[frame].append(df)
@@ -742,8 +733,6 @@ def load_transcript(path: Path, ctx: LoadContext, fmt: str = FORMAT, loose: str 
             log_parts[frame].append(df)
         if not (c.prompt is not None and c.prompt.trace_depth) and not _ECHO_STATUS.match(c.text):
             prev = c
-    end = max((c.time for c in ses.commands if not pd.isna(c.time)), default=pd.NaT)
-    _file_evidence(ev, launches, missing_after, end, ctx, rep)
     _launch_pids_to_outcomes(ev, launches)
     frames = {"events": _events_frame(ev, rep, ctx)}
     if log_parts["events"]:
@@ -791,90 +780,6 @@ def _events_frame(ev: _Events, rep, ctx: LoadContext) -> pd.DataFrame:
         if col in events:
             events[col] = events[col].astype("boolean")
     return events
-
-
-def _file_evidence(ev: _Events, launches, missing_after, end, ctx: LoadContext, rep) -> None:
-    """Where each launch's log went: found in the incident folder, never created, or empty."""
-    files = _incident_files(ctx)
-    claimed: dict[str, tuple[int, int]] = {}  # relpath -> (suffix length, launch index)
-    for k, (_, launch, _, _) in enumerate(launches):
-        if not launch.log_path:
-            continue
-        for rel in files:
-            n = _suffix_match(launch.log_path, rel)
-            if n and (rel not in claimed or n >= claimed[rel][0]):
-                claimed[rel] = (n, k)
-    known = ctx.known if isinstance(ctx.known, Incident) else None
-    for k, (row, launch, t, cref) in enumerate(launches):
-        if not launch.log_path:
-            continue
-        mine = [rel for rel, (_, who) in claimed.items() if who == k]
-        ev.rows[row]["log_file"] = mine[0] if mine else None
-        _link_pid(ev.rows[row], launch, t, launches[k + 1][2] if k + 1 < len(launches) else None, known)
-        if not mine:
-            seen_missing = [(mt, mref) for mt, p, mref in missing_after if p == launch.log_path and (pd.isna(t) or pd.isna(mt) or mt >= t)]
-            if seen_missing:
-                mt, mref = seen_missing[-1]
-                ev.add(mt, "log_never_created", f"log file never created: {launch.log_path} (launched at {cref})", mref,
-                       path=launch.log_path, run=launch.run)
-            else:
-                rep.notes.append(f"{cref}: log {launch.log_path} is not in the incident folder")
-            continue
-        rel = mine[0]
-        first = _first_written(known, rel)
-        size = (ctx.root / rel).stat().st_size if ctx.root is not None else None
-        if size == 0:
-            if not pd.isna(end) and not pd.isna(t) and (end - t).total_seconds() >= EMPTY_LOG_SECONDS:
-                ev.add(t + pd.Timedelta(seconds=EMPTY_LOG_SECONDS), "log_empty",
-                       f"log file empty: {launch.log_path} (0 bytes in the incident folder)", cref, path=launch.log_path, run=launch.run)
-        elif first is not None and not pd.isna(t) and (first - t).total_seconds() >= EMPTY_LOG_SECONDS:
-            gap = (first - t).total_seconds()
-            ev.add(t + pd.Timedelta(seconds=EMPTY_LOG_SECONDS), "log_empty",
-                   f"log file empty for {gap:.0f} s after launch: {launch.log_path}", cref, path=launch.log_path, run=launch.run)
-
-
-def _incident_files(ctx: LoadContext) -> list[str]:
-    if ctx.root is None or not Path(ctx.root).is_dir():
-        return []
-    root = Path(ctx.root)
-    return [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
-
-
-def _suffix_match(log_path: str, rel: str) -> int:
-    """How many trailing path components two paths share (0: different file names)."""
-    a, b = Path(log_path).parts[::-1], Path(rel).parts[::-1]
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def _first_written(known: Incident | None, rel: str):
-    if known is None:
-        return None
-    times = [df.loc[df["source"] == rel, "time"].dropna() for df in (known.metrics, known.events) if len(df)]
-    times = [t for t in times if len(t)]
-    return min(t.min() for t in times) if times else None
-
-
-def _link_pid(row: dict, launch: Launch, t, nxt, known: Incident | None) -> None:
-    """The PID `ps` saw running this launch's command line, first seen within 2 min of it and
-    before the next launch (a launcher that prints the PID it started has already said it)."""
-    if known is None or known.processes.empty or pd.isna(t) or not launch.program or row.get("pid") is not None:
-        return
-    p = known.processes
-    needle = f"{launch.program} {launch.args}".strip()
-    cmd = p["command"].fillna("")
-    wrapper = cmd.str.contains(r"^(?:bash|sh) -c", regex=True) | cmd.str.contains(KIT_LAUNCHER, regex=True)
-    hit = p[cmd.str.contains(needle, regex=False) & ~wrapper]
-    until = t + pd.Timedelta(seconds=120)
-    if nxt is not None and not pd.isna(nxt):
-        until = min(until, nxt)
-    hit = hit[(hit["first_seen"] >= t - pd.Timedelta(seconds=1)) & (hit["first_seen"] <= until)]
-    if len(hit):
-        row["pid"] = int(hit.sort_values("first_seen")["pid"].iloc[0])
 
 
 

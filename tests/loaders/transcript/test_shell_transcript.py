@@ -33,9 +33,9 @@ def test_both_launches_of_the_relaunch(ops):
     assert launches["time"].tolist() == [T("2026-11-30 05:23:01.707"), T("2026-11-30 05:23:16.774")]
     failed, ok = launches.iloc[0], launches.iloc[1]
     assert failed["log_path"] == "/workspace/train_opt2.log" and failed["launcher"] == "nohup"
-    assert pd.isna(failed["pid"]) and pd.isna(failed["log_file"])
+    assert pd.isna(failed["pid"])  # the session printed none (the attempt model joins ps's: tests/model)
     assert ok["log_path"] == "/tmp/capture2/logs/train_opt2.log" and ok["launcher"] == "setsid"
-    assert ok["pid"] == 1391 and ok["log_file"] == "logs/train_opt2.log"
+    assert pd.isna(ok["pid"])  # ps saw it; joining the two is the model's (tests/model/test_log_files.py)
     assert ok["args"] == "--run-name fixed --seconds 90 --pid-file /tmp/capture2/run/fixed.pid"
     assert ok["ref"] == "logs/operator.log:17"
 
@@ -43,7 +43,7 @@ def test_both_launches_of_the_relaunch(ops):
 def test_regressed_launch_args(ops):
     r = ops[(ops["kind"] == "launch") & (ops["run"] == "regressed")].iloc[0]
     assert r["args"].startswith("--run-name regressed --fast-linear-attn 0 --use-reentrant 0")
-    assert r["pid"] == 971 and r["background"]
+    assert r["background"]
 
 
 def test_failed_redirect_and_missing_log(ops):
@@ -52,8 +52,9 @@ def test_failed_redirect_and_missing_log(ops):
     assert red["time"] == T("2026-11-30 05:23:01.707")
     miss = ops[ops["kind"] == "log_missing"].iloc[0]
     assert miss["ref"] == "logs/operator.log:16" and miss["time"] == T("2026-11-30 05:23:16.770")
-    never = ops[ops["kind"] == "log_never_created"]
-    assert never["path"].tolist() == ["/workspace/train_opt2.log"]
+    # the reader concludes nothing beside the session: whether the log was ever created is the
+    # model's (tests/model/test_log_files.py)
+    assert not ops["kind"].isin(["log_never_created", "log_empty"]).any()
 
 
 def test_operator_checks_one_process_and_zero_mib(ops, incident):
@@ -97,18 +98,6 @@ def test_plain_paste_with_prompts(tmp_path):
     assert inc.load_report.files[0].balanced
 
 
-def test_log_empty_for_60_seconds(tmp_path):
-    (tmp_path / "logs").mkdir()
-    (tmp_path / "logs" / "slow.log").write_text("")
-    (tmp_path / "ops.log").write_text(
-        "[2026-11-30T05:00:00Z] $ setsid nohup python3 t.py --run-name slow > /x/logs/slow.log 2>&1 < /dev/null & disown\n"
-        "[2026-11-30T05:02:00Z] $ ls -la /x/logs/slow.log\n-rw-r--r-- 1 root root 0 Nov 30 05:01 /x/logs/slow.log\n"
-    )
-    inc = pm.load_incident(tmp_path)
-    empty = inc.events[inc.events["kind"] == "log_empty"]
-    assert len(empty) == 1 and empty["time"].iloc[0] == T("2026-11-30 05:01:00")
-
-
 # -- launch tokenising (shlex): the seed reconstruction's operator.log ---------------------------
 def _seed_launches(seed_dir):
     lines = (seed_dir / "logs" / "operator.log").read_text().splitlines()
@@ -130,13 +119,6 @@ def test_seed_tmux_tee_launches_have_clean_log_path_and_args(seed_dir):
     assert launches[3].args == launches[2].args == launches[0].args
     # tmux new -d detaches; `nohup ... &` inside bash -c / ssh puts the trainer in the background
     assert all(x.background for x in launches)
-
-
-def test_seed_tmux_launches_link_the_pid_ps_saw(seed_incident):
-    ev = seed_incident.events
-    launches = ev[(ev["kind"] == "launch") & (ev["source"] == "logs/operator.log")]
-    assert launches["pid"].tolist()[:2] == [30517, 41877]
-    assert launches["log_file"].tolist()[:2] == ["logs/train.log", "logs/train_opt.log"]
 
 
 def _load(path, **kw):
@@ -198,8 +180,8 @@ def test_a_group_kill_of_a_pid_file_whose_process_is_gone(bundled_dir):
     assert (k["target_pid"], bool(k["target_is_group"]), k["signal"]) == (789, True, "SIGTERM")
     assert k["target_expr"] == "$(cat run/regressed.pid)" and k["ref"] == "logs/terminal.log:14"
     assert k["time"] == T("2026-12-01 10:31:06") and k["time_approx"]
-    killed = ev[ev["kind"] == "killed"].iloc[0]  # `timeout -s KILL 2 python ...` -> Killed, its PID from ps
-    assert (killed["pid"], killed["signal"]) == (1021, "SIGKILL")
+    killed = ev[ev["kind"] == "killed"].iloc[0]  # `timeout -s KILL 2 python ...` -> Killed
+    assert (killed["command_ref"], killed["signal"]) == ("logs/terminal.log:15", "SIGKILL")
     done = ev[(ev["kind"] == "exit") & ev["shell_job"].notna()].set_index("shell_job")
     assert done.loc[1, "pid"] == 506 and done.loc[1, "exit_code"] == 0
     assert done.loc[2, "pid"] == 787 and done.loc[2, "signal"] == "SIGTERM"

@@ -1,0 +1,122 @@
+"""Each attempt's own log as a file: the one its command redirected into, found in the incident
+folder by the tail of its path (the launch wrote `/workspace/logs/run.log`, the folder holds
+`logs/run.log`), and what the evidence says of it.
+
+A reader settles it the way the operator did: the attempt's lines in it (written), the folder's
+copy with no line in it or a listing of 0 bytes (empty), a check that found no such file or a
+shell that could not open it (never created), else nothing in the incident shows the file. The
+loaders only read: this is where the sources meet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+import pandas as pd
+
+from ..incident import Incident
+from ..units import clock
+from . import computed
+from .attempts import attempts
+
+WRITTEN, EMPTY, NEVER_CREATED, NOT_IN_INCIDENT = "written", "empty", "never created", "not in the incident"
+# What a session's output says of a path: it does not exist, or its size.
+_MISSING = ("log_missing", "file_missing", "redirect_failed")
+_SIZE = "file_check"
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """The log an attempt's command named: `path` as typed, `file` the incident file it is
+    (None where the folder has none), its `state`, `first` line's time where written, and the
+    lines that show the state (`refs`), each said in `said`."""
+
+    path: str
+    file: str | None
+    state: str
+    first: pd.Timestamp | None
+    refs: tuple[str, ...]
+    said: str
+
+
+def log_files(inc: Incident) -> dict[str, LogFile]:
+    """Attempt id -> its log, for each attempt whose command names one."""
+    return computed.cached(inc, "log files", ("events", "metrics"), lambda: _all(inc))
+
+
+def _all(inc: Incident) -> dict[str, LogFile]:
+    att = attempts(inc)
+    if att.empty:
+        return {}
+    named = att[att["log_path"].map(lambda p: isinstance(p, str) and bool(p))]
+    files = [f.path for f in inc.load_report.files]
+    empty = {f.path for f in inc.load_report.files if f.read == 0 and not f.error}
+    owner = _owners(files, named["log_path"].tolist())
+    out = {}
+    for _, a in named.iterrows():
+        file = next((f for f, paths in owner.items() if a["log_path"] in paths), None)
+        out[a["attempt"]] = _state(inc, a, file, file in empty)
+    return out
+
+
+def _owners(files: list[str], paths: list[str]) -> dict[str, set[str]]:
+    """Each incident file -> the launch paths it is: those sharing the longest tail with it (a
+    later launch into `/tmp/run/logs/x.log` is `logs/x.log`, not one into `/workspace/x.log`)."""
+    out = {}
+    for f in files:
+        tails = {p: _tail(p, f) for p in set(paths)}
+        best = max(tails.values(), default=0)
+        if best:
+            out[f] = {p for p, n in tails.items() if n == best}
+    return out
+
+
+def _tail(path: str, rel: str) -> int:
+    """How many trailing path components two paths share (0: different file names)."""
+    n = 0
+    for x, y in zip(PurePosixPath(path).parts[::-1], PurePosixPath(rel).parts[::-1], strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _state(inc: Incident, a: pd.Series, file: str | None, empty: bool) -> LogFile:
+    path = a["log_path"]
+    mine = [s for s in a["sources"] if s == file or PurePosixPath(s).name == PurePosixPath(path).name]
+    if mine:
+        first = _first_line(inc, mine[0], a["start"])
+        return LogFile(path, mine[0], WRITTEN, first, (), f"its log {mine[0]} begins {clock(first)}")
+    checks = _checks(inc, a, path)
+    gone = checks[checks["kind"].isin(_MISSING)]
+    if len(gone):
+        r = gone.iloc[0]
+        return LogFile(path, None, NEVER_CREATED, None, tuple(gone["ref"].dropna()),
+                       f"its log {path} was never created ({clock(r['time'])}: {_first(r['message'])})")
+    zero = checks[(checks["kind"] == _SIZE) & (checks["size_bytes"] == 0)] if "size_bytes" in checks else checks.iloc[:0]
+    if len(zero) or empty:
+        seen = [f"{clock(r['time'])}: {path} listed with 0 bytes" for _, r in zero.iterrows()]
+        seen += [f"{file} in the incident folder is empty"] if empty else []
+        return LogFile(path, file, EMPTY, None, tuple(zero["ref"].dropna()), f"its log stayed empty ({'; '.join(seen)})")
+    return LogFile(path, file, NOT_IN_INCIDENT, None, (), f"its log ({path}) is not in the incident")
+
+
+def _checks(inc: Incident, a: pd.Series, path: str) -> pd.DataFrame:
+    """What the sessions' outputs say of `path` from the attempt's launch on."""
+    ev = inc.events
+    if "path" not in ev.columns:
+        return ev.iloc[:0]
+    hit = ev[(ev["path"] == path) & ev["kind"].isin((*_MISSING, _SIZE))]
+    since = a["launched"] if pd.notna(a["launched"]) else a["start"]
+    return hit[hit["time"].isna() | (hit["time"] >= since)].sort_values("time", kind="stable")
+
+
+def _first_line(inc: Incident, source: str, since) -> pd.Timestamp | None:
+    times = [df.loc[(df["source"] == source) & (df["time"] >= since), "time"] for df in (inc.metrics, inc.events)]
+    times = [t.min() for t in times if len(t)]
+    return min(times) if times else None
+
+
+def _first(message) -> str:
+    return str(message).strip().splitlines()[0][:160] if isinstance(message, str) else ""

@@ -1,0 +1,78 @@
+"""Each attempt's log file and the process that ran it, settled by the model from every source
+(the transcript reader only reads the session): on the bundled captures, where the operator's
+commands and checks show what happened to each launch's log, and on a folder made here."""
+
+import warnings
+
+import pandas as pd
+
+import dflash_postmortem as pm
+from dflash_postmortem.model import attempts, reading_notes
+from dflash_postmortem.model.log_files import (
+    EMPTY,
+    NEVER_CREATED,
+    NOT_IN_INCIDENT,
+    WRITTEN,
+    log_files,
+)
+
+
+def T(s):
+    return pd.Timestamp(s, tz="UTC")
+
+
+def _load(path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.load_incident(path)
+
+
+def test_the_relaunch_into_a_missing_folder_never_created_its_log(bundled_incident):
+    """05:23:01 `nohup ... > /workspace/train_opt2.log` (no /workspace on that machine: bash
+    said so, line 9; `tail` said so again, line 16); 05:23:16 the same run into
+    /tmp/capture2/logs/train_opt2.log, which the folder holds as logs/train_opt2.log."""
+    att = attempts(bundled_incident).set_index("attempt")
+    logs = log_files(bundled_incident)
+    failed, ok = logs["A3"], logs["A4"]
+    assert att.loc["A3", "launch_ref"] == "logs/operator.log:8" and att.loc["A3", "pids"] == []
+    assert (failed.state, failed.file, failed.refs) == (NEVER_CREATED, None, ("logs/operator.log:9", "logs/operator.log:16"))
+    assert att.loc["A4", "pids"] == [1391]  # the process ps saw running that command
+    assert (ok.state, ok.file, ok.first) == (WRITTEN, "logs/train_opt2.log", T("2026-11-30 05:23:21"))
+    assert att.loc["A2", "pids"] == [971] and logs["A2"].file == "logs/train_opt.log"
+
+
+def test_a_log_the_folder_holds_empty_and_a_listing_shows_empty(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "slow.log").write_text("")
+    (tmp_path / "ops.log").write_text(
+        "[2026-11-30T05:00:00Z] $ setsid nohup python3 t.py --run-name slow > /x/logs/slow.log 2>&1 < /dev/null & disown\n"
+        "[2026-11-30T05:02:00Z] $ ls -la /x/logs/slow.log\n-rw-r--r-- 1 root root 0 Nov 30 05:01 /x/logs/slow.log\n")
+    inc = _load(tmp_path)
+    log = log_files(inc)["A1"]
+    assert (log.state, log.file, log.refs) == (EMPTY, "logs/slow.log", ("ops.log:3",))
+    assert "05:02:00: /x/logs/slow.log listed with 0 bytes" in log.said
+    f = pm.detect(inc).iloc[0]
+    assert f["kind"] == "failed_restart" and f["evidence"] == ["ops.log:1", "ops.log:3"]
+    assert "no log: its log stayed empty (05:02:00: /x/logs/slow.log listed with 0 bytes" in f["detail"]
+    assert "not in the incident" not in f["detail"]  # the folder has it
+
+
+def test_a_log_the_folder_lacks_is_said_in_the_reading_notes(tmp_path):
+    (tmp_path / "ops.log").write_text(
+        "[2026-11-30T05:00:00Z] $ nohup python3 t.py --run-name a > /x/a.log 2>&1 &\n[1] 4242\n")
+    inc = _load(tmp_path)
+    assert log_files(inc)["A1"].state == NOT_IN_INCIDENT
+    assert "attempt A1: its log /x/a.log is not in the incident folder, so its lines are not read" in reading_notes(inc)
+
+
+def test_two_launches_of_one_run_each_get_their_own_process(bundled_dir):
+    """The survivor capture: at 10:31:06 `timeout -s KILL 2 python ... --run-name fixed --seconds
+    20` (its process 1022, killed after 2 s: `Killed`, `exit=137`), at 10:31:08 `nohup
+    ./run_train.sh --run-name fixed --seconds 80` (1048, its trainer 1050): the options each
+    process runs with tell which start made it."""
+    inc = _load(bundled_dir.parent / "h200-1gpu-survivor")
+    att = attempts(inc).set_index("attempt")
+    assert att.loc["A3", "pids"] == [1022] and att.loc["A4", "pids"] == [1048, 1050]
+    assert (att.loc["A3", "end_kind"], att.loc["A3", "end_ref"]) == ("killed", "logs/terminal.log:16")
+    log = log_files(inc)["A3"]
+    assert (log.state, log.refs) == (EMPTY, ("logs/terminal.log:23",))
