@@ -33,10 +33,9 @@ report: setup
 	@$(VENV)/bin/dflash-postmortem report $(INCIDENT) -o $(REPORT_DIR)
 	@echo "open $(REPORT_DIR)/index.html (every bundled incident: make reports)"
 
-# Every bundled incident's report, under reports/.
+# Every bundled incident's report, under reports/ (one command: the reports share its kernels).
 reports: setup
-	@for d in $(BUNDLED); do \
-	  $(VENV)/bin/dflash-postmortem report $$d -o reports/$$(basename $$d) || exit 1; done
+	@$(VENV)/bin/dflash-postmortem report $(BUNDLED) -o reports
 	@echo "open reports/*/index.html"
 
 # Headless Chromium for the browser tests, where this machine lets us install it (root + apt).

@@ -125,8 +125,10 @@ def _say_unreadable(report, where: str = "the load report above") -> None:
 def _add_report(sub) -> None:
     p = sub.add_parser("report", help="run the notebooks and write an HTML report", epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("dir", type=Path, help="incident folder")
-    p.add_argument("-o", "--out", type=Path, default=None, help="output folder (default: reports/<incident>)")
+    p.add_argument("dir", type=Path, nargs="+", help="incident folder; several build one report each, in one "
+                   "set of kernels")
+    p.add_argument("-o", "--out", type=Path, default=None,
+                   help="output folder (default: reports/<incident>; with several incidents, <out>/<incident>)")
     p.add_argument("--only", action="append", default=None, metavar="NOTEBOOK",
                    help="run only this notebook (name or number, e.g. 01 or overview); repeatable")
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
@@ -142,25 +144,30 @@ def _add_report(sub) -> None:
 def run_report(args) -> int:
     # Start-up time: plotly, papermill and nbconvert load only for the command that writes pages.
     from .notebook import load_cached
-    from .report import build_report, loading_cache, parse_params
+    from .report import build_report, loading_cache, notebooks, parse_params
+    from .report_kernels import shared_kernels
 
-    if not args.dir.is_dir():
-        raise PostmortemError(f"{args.dir}: no such incident folder")
-    out = args.out or Path("reports") / args.dir.resolve().name
+    for d in args.dir:
+        if not d.is_dir():
+            raise PostmortemError(f"{d}: no such incident folder")
+    many = len(args.dir) > 1
     params = parse_params(args.param)
-    with loading_cache():
-        # build_report loads the incident once, while its kernels start (--strict stops there,
-        # before a page runs); the load report comes back from the cache it filled.
-        index = build_report(
-            args.dir, out, only=args.only, params=params, show_code=args.show_code,
-            progress=not args.no_progress, static=args.static, on_bad_line="raise" if args.strict else "skip",
-            online=args.online,
-        )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            inc, _ = load_cached(str(args.dir.resolve()), str(params.get("timezone", "")), online=args.online)
-    print(f"report written: {index}")
-    _say_unreadable(inc.load_report, "the load report on the overview page")
+    pages = len(notebooks(args.only)) * len(args.dir)
+    with loading_cache(), shared_kernels(pages, progress=not args.no_progress) as kernels:
+        for d in args.dir:
+            out = (args.out or Path("reports")) / d.resolve().name if many or args.out is None else args.out
+            # build_report loads the incident once, while its kernels start (--strict stops there,
+            # before a page runs); the load report comes back from the cache it filled.
+            index = build_report(
+                d, out, only=args.only, params=params, show_code=args.show_code,
+                progress=not args.no_progress, static=args.static, on_bad_line="raise" if args.strict else "skip",
+                online=args.online, kernels=kernels,
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                inc, _ = load_cached(str(d.resolve()), str(params.get("timezone", "")), online=args.online)
+            print(f"report written: {index}")
+            _say_unreadable(inc.load_report, "the load report on the overview page")
     return 0
 
 

@@ -26,7 +26,7 @@ from .notebook import ONLINE_ENV, REDACT_ENV, figure_bundle, load_cached
 from .redact import redact
 from .report_cache import CACHE_ENV, cache_dir
 from .report_index import index_html, page_entry
-from .report_kernels import Kernels, execute_page, this_python_kernel
+from .report_kernels import Kernels, execute_page, shared_kernels
 from .timeline import timeline
 
 NOTEBOOK_DIR_ENV = "DFLASH_NOTEBOOKS"
@@ -215,6 +215,7 @@ def build_report(
     redact_secrets: bool = True,
     on_bad_line: str = "skip",
     online: bool = False,
+    kernels: Kernels | None = None,
 ) -> Path:
     """Run the notebooks on `incident_dir`, write one HTML page each and an index; return it.
 
@@ -222,7 +223,8 @@ def build_report(
     incident once (the pages read it from the cache, see notebook.load); while the pages run,
     it draws the index. `on_bad_line="raise"` (`--strict`) stops at the first unreadable file
     or line, before any page runs. `online`: the servers incident.toml names are queried too
-    (the pages' kernels are told so)."""
+    (the pages' kernels are told so). `kernels`: those of `shared_kernels()`, for several reports
+    in a row (else the report starts its own)."""
     incident_dir = Path(incident_dir).resolve()
     if not incident_dir.is_dir():
         raise PostmortemError(f"{incident_dir}: no such incident folder")
@@ -230,8 +232,10 @@ def build_report(
     params = dict(params or {})
     params.setdefault("incident_dir", str(incident_dir))
     timezone = str(params.get("timezone", ""))
-    with loading_cache(), this_python_kernel() as kernel, _env(REDACT_ENV, "1" if redact_secrets else "0"), \
-            _env(ONLINE_ENV, "1" if online else "0"), Kernels(kernel, len(chosen), progress) as kernels:
+    with loading_cache(), _env(REDACT_ENV, "1" if redact_secrets else "0"), _env(ONLINE_ENV, "1" if online else "0"), \
+            (contextlib.nullcontext(kernels) if kernels is not None else shared_kernels(len(chosen), progress)) as kernels:
+        # what the pages read from their environment: set in each page's kernel before it runs
+        env = {name: os.environ[name] for name in (CACHE_ENV, REDACT_ENV, ONLINE_ENV)}
         nbformat, pm = notebook_tools()
         _check_known(chosen, params)
         out = Path(out).resolve()
@@ -250,15 +254,15 @@ def build_report(
             # papermill's reader gives every cell the metadata its parameterizer expects
             nb = parameterize_notebook(load_notebook_node(str(nb_path)), typed_params(nb_path, params),
                                        kernel_name=km.kernel_name)
-            page.error = execute_page(nbformat, km, nb)
+            page.error = execute_page(nbformat, km, nb, env)
             return page, nb
 
         def written(nb_path: Path, result) -> None:
             _write_page(nbformat, *result, out, show_code, static, redact_secrets)
 
-        kernels.run(chosen, execute, written)
+        batch = kernels.run(chosen, execute, written, progress)
         front = _front_page(inc, findings, redact_secrets)
-        pages = [page for page, _ in (kernels.results()[nb] for nb in chosen)]
+        pages = [page for page, _ in (batch.results()[nb] for nb in chosen)]
     index = out / "index.html"
     index.write_text(front([page_entry(p.notebook, p.html.name, p.error) for p in pages]), encoding="utf-8")
     _link_evidence(incident_dir, out, [index, *(p.html for p in pages)], findings, redact_secrets)

@@ -1,9 +1,11 @@
 """The command line: one clear error line and a non-zero exit for bad input, no traceback."""
 
+import html
 import os
 import shutil
 import subprocess
 import sys
+import tomllib
 
 from dflash_postmortem.cli import main
 
@@ -233,3 +235,19 @@ def test_help_shows_two_examples_and_a_folder(capsys):
         out = capsys.readouterr().out
         assert "dflash-postmortem inspect my-incident/" in out and "dflash-postmortem report my-incident/ -o out/" in out
         assert "incident.toml" in out and "logs/train.log" in out
+
+
+def test_report_on_several_incidents_writes_one_report_each(tmp_path, bundled_dir, capsys):
+    """`report A B -o out`: out/A/ and out/B/, each its own incident's pages and title (as `make
+    reports` does)."""
+    survivor, stall = bundled_dir.parent / "h200-1gpu-survivor", bundled_dir.parent / "h200-1gpu-stall"
+    out = tmp_path / "reports"
+    assert main(["report", str(survivor), str(stall), "-o", str(out), "--only", "01", "--no-progress"]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said == [f"report written: {out / 'h200-1gpu-survivor' / 'index.html'}",
+                    f"report written: {out / 'h200-1gpu-stall' / 'index.html'}"]
+    for folder, run in ((survivor, "regressed"), (stall, "stalled")):
+        title = tomllib.loads((folder / "incident.toml").read_text())["title"]
+        assert run in (out / folder.name / "01_overview.html").read_text(encoding="utf-8")
+        assert f"<title>Post-mortem: {html.escape(title)}" in (out / folder.name / "index.html").read_text(encoding="utf-8")
+    assert "regressed" not in (out / "h200-1gpu-stall" / "01_overview.html").read_text(encoding="utf-8")

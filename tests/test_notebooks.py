@@ -57,8 +57,8 @@ def test_notebook_files_match_their_generator():
 
 
 @pytest.fixture(scope="module")
-def seed_report(tmp_path_factory) -> Path:
-    return build_report(SEED, tmp_path_factory.mktemp("seed"), progress=False)
+def seed_report(tmp_path_factory, report_kernels) -> Path:
+    return build_report(SEED, tmp_path_factory.mktemp("seed"), progress=False, kernels=report_kernels)
 
 
 def _executed_text(index: Path, name: str) -> str:
@@ -95,11 +95,11 @@ SINGLE_SOURCE = {
 
 
 @pytest.mark.parametrize("name, source", SINGLE_SOURCE.items(), ids=list(SINGLE_SOURCE))
-def test_notebook_runs_on_a_single_source(tmp_path, bundled_dir, name, source):
+def test_notebook_runs_on_a_single_source(tmp_path, bundled_dir, name, source, report_kernels):
     folder = tmp_path / "incident"
     (folder / Path(source).parent).mkdir(parents=True)
     shutil.copy(bundled_dir / source, folder / source)
-    index = build_report(folder, tmp_path / "report", only=[name], progress=False)
+    index = build_report(folder, tmp_path / "report", only=[name], progress=False, kernels=report_kernels)
     text = _executed_text(index, name)
     assert "no data from" in text, text[:2000]
     assert "Traceback" not in text

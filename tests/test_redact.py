@@ -99,9 +99,9 @@ def _undone(text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def planted_report(tmp_path_factory) -> Path:
+def planted_report(tmp_path_factory, report_kernels) -> Path:
     inc = _planted_incident(tmp_path_factory.mktemp("planted") / "incident")
-    return build_report(inc, tmp_path_factory.mktemp("planted-report"), progress=False)
+    return build_report(inc, tmp_path_factory.mktemp("planted-report"), progress=False, kernels=report_kernels)
 
 
 def test_no_secret_in_any_report_file(planted_report):
@@ -153,3 +153,15 @@ def test_every_planted_source_reaches_the_report(tmp_path, planted_report):
     assert f"--wandb-key {MASK} --api-key {MASK}" in html.unescape(restart)  # the ps view, masked
     index = html.unescape((planted_report.parent / "index.html").read_text())
     assert f"planted secrets {MARKUP} {MASK}" in index  # the title
+
+
+def test_kernels_shared_by_two_reports_take_each_reports_own_masking(tmp_path, report_kernels):
+    """One set of kernels serving a report asked not to mask (`--no-redact`) and then one that
+    masks (`report A B`, the tests' shared kernels): each page runs with its own report's
+    setting, not with the environment the kernel started in."""
+    inc = _planted_incident(tmp_path / "incident")
+    bare = build_report(inc, tmp_path / "bare", only=["01"], progress=False, redact_secrets=False, kernels=report_kernels)
+    masked = build_report(inc, tmp_path / "masked", only=["01"], progress=False, kernels=report_kernels)
+    executed = [(index.parent / "executed" / "01_overview.ipynb").read_text(encoding="utf-8") for index in (bare, masked)]
+    assert SECRETS["hf"] in _undone(executed[0])
+    assert SECRETS["hf"] not in _undone(executed[1]) and MASK in _undone(executed[1])

@@ -18,9 +18,9 @@ PAGES = ["01_overview", "02_throughput_drop", "03_failed_restart", "04_recovery"
 
 
 @pytest.fixture(scope="session")
-def full_report(tmp_path_factory, bundled_dir) -> Path:
+def full_report(tmp_path_factory, bundled_dir, report_kernels) -> Path:
     """All notebooks on the real 2 x H200 capture, built once for every test in this file."""
-    return build_report(bundled_dir, tmp_path_factory.mktemp("report"), progress=False)
+    return build_report(bundled_dir, tmp_path_factory.mktemp("report"), progress=False, kernels=report_kernels)
 
 
 def _page(index: Path, name: str) -> str:
@@ -133,9 +133,9 @@ def test_only_rejects_unknown_notebooks():
         notebooks(["99"])
 
 
-def test_unknown_parameter_is_rejected(tmp_path, bundled_dir):
+def test_unknown_parameter_is_rejected(tmp_path, bundled_dir, report_kernels):
     with pytest.raises(PostmortemError, match=r"unknown notebook parameter\(s\) \['colour'\]"):
-        build_report(bundled_dir, tmp_path, only=["01"], params={"colour": "red"}, progress=False)
+        build_report(bundled_dir, tmp_path, only=["01"], params={"colour": "red"}, progress=False, kernels=report_kernels)
 
 
 def test_static_export_without_kaleido_says_how_to_get_it(monkeypatch):

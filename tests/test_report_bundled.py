@@ -17,15 +17,18 @@ BUNDLED = sorted(p.name for p in (REPO / "data" / "incidents").iterdir() if p.is
 
 @pytest.mark.browser
 @pytest.mark.parametrize("incident", BUNDLED)  # each its own test worker where one is free (conftest.py)
-def test_every_bundled_report_opens_offline_and_its_evidence_links_land(incident, tmp_path, browser):
+def test_every_bundled_report_opens_offline_and_its_evidence_links_land(incident, tmp_path, browser, report_kernels):
     """The index and every page of each bundled incident's report in Chromium: figures drawn, no
-    console error, no network request, and the first evidence links of each page open their line."""
-    index = build_report(REPO / "data" / "incidents" / incident, tmp_path / "report", progress=False)
-    followed = {}
+    console error, no network request, and evidence links open their line: each page's first, and
+    the first into every file the report cites on its first three links of a page."""
+    index = build_report(REPO / "data" / "incidents" / incident, tmp_path / "report", progress=False,
+                         kernels=report_kernels)
+    followed, opened = {}, set()
 
     def check(page, name):
         figures_rendered(page, name)
-        followed[name] = follow_evidence_links(page)
+        # each page's first link, and the first into each file no page has opened yet
+        followed[name] = follow_evidence_links(page, opened=opened)
 
     errors, dialogs = browser.open_pages(index.parent, check)
     assert errors == [] and dialogs == []

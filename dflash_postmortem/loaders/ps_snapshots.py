@@ -635,9 +635,20 @@ def load_top(path: Path, ctx: LoadContext):
 _EXEC_WRAPPERS = {"setsid", "nohup", "env", "stdbuf", "nice", "ionice", "taskset", "numactl", "chrt"}
 
 
+# A shell running one command string (`bash -c 'cd /w && setsid nohup python t.py > log'`) execs
+# its last command in place: the same PID is listed next as that command, without the shell's
+# part (the `cd`, the redirections).
+_SHELL_C = re.compile(r"^(?:\S*/)?(?:ba|da|z|k)?sh -c ")
+
+
 def _exec_chain(earlier: str, later: str) -> bool:
-    """`earlier` is `later` behind exec wrappers and their options (the same process after exec)."""
-    if not later or earlier == later or not earlier.endswith(" " + later):
+    """`earlier` is `later` behind exec wrappers and their options, or a shell's `-c` string that
+    holds it (the same process after exec)."""
+    if not later or earlier == later:
+        return False
+    if _SHELL_C.match(earlier) and " " in later and later in earlier:
+        return True
+    if not earlier.endswith(" " + later):
         return False
     words = earlier[: -len(later)].split()
     return bool(words) and words[0] in _EXEC_WRAPPERS and all(
@@ -672,8 +683,8 @@ def _fold_exec_chains(df: pd.DataFrame, rep) -> None:
                 exits += 1
         df.loc[cmd.index, "command"] = cmd
     if execs:
-        rep.assume(f"{execs} process(es) listed first as an exec wrapper (setsid, nohup, env, ...) and then "
-                   "as the command it ran are one process each (exec keeps the PID)")
+        rep.assume(f"{execs} process(es) listed first as an exec wrapper (setsid, nohup, env, ...) or a shell's "
+                   "-c string and then as the command it ran are one process each (exec keeps the PID)")
     if exits:
         rep.assume(f"{exits} process(es) listed as [name] while exiting are kept under their full command")
 

@@ -151,6 +151,29 @@ def test_a_wrapper_that_execs_stays_one_process(tmp_path):
     assert any(a.startswith("1 process(es) listed first as an exec wrapper") for a in rep.assumptions)
 
 
+def test_a_shell_that_execs_its_last_command_is_that_process(tmp_path):
+    """`bash -c 'cd /w && setsid nohup python ... > log 2>&1'` is listed under the same PID first
+    as the shell, then (the shell exec'd its last command) as the trainer: one process. A stall
+    replay's sampler on a loaded machine caught the shell's form (tests/replay/test_scenario_stall.py)."""
+    head = "USER         PID %CPU %MEM    VSZ   RSS TTY      STAT START   TIME COMMAND"
+    cmd = "/opt/torch/.venv/bin/python3 -m dflash_postmortem.replay.train --run-name stalled --seconds 720"
+    (tmp_path / "ps.txt").write_text(
+        f"# 2026-11-30T09:18:17Z\n{head}\n"
+        f"root        7850  0.0  0.0   2800  1536 ?        Ss   09:18   0:00 bash -c cd /w && setsid nohup {cmd} "
+        "> /w/logs/train.log 2>&1 < /dev/null\n"
+        f"# 2026-11-30T09:18:18Z\n{head}\n"
+        f"root        7850 95.0  1.2 912345 401234 ?       Rsl  09:18   0:01 {cmd}\n"
+        # a shell whose string only mentions a word of it is another process
+        f"# 2026-11-30T09:18:20Z\n{head}\n"
+        "root        7900  0.0  0.0   2800  1536 ?        Ss   09:18   0:00 bash -c echo python3\n"
+        f"# 2026-11-30T09:18:21Z\n{head}\n"
+        "root        7900  0.0  0.0   2800  1536 ?        Ss   09:18   0:00 python3\n")
+    p = _load(tmp_path / "ps.txt").processes
+    trainer = p[p["pid"] == 7850]
+    assert trainer["command"].tolist() == [cmd] and trainer["first_seen"].tolist() == [T("2026-11-30 09:18:17")]
+    assert len(p[p["pid"] == 7900]) == 2
+
+
 def test_a_process_listed_as_its_short_name_while_exiting_stays_one(tmp_path):
     """After SIGTERM the kernel drops the command line first: `ps` shows `[python3]` for a moment."""
     head = "USER         PID %CPU %MEM    VSZ   RSS TTY      STAT START   TIME COMMAND"

@@ -81,10 +81,12 @@ def figures_rendered(page, name: str) -> None:
         assert plots.nth(i).bounding_box()["height"] > 100, f"{name}: figure {i} is collapsed"
 
 
-def follow_evidence_links(page, limit: int = 3) -> list[str]:
+def follow_evidence_links(page, limit: int = 3, opened: set[str] | None = None) -> list[str]:
     """The page's first evidence links, each opened where its click leads (a tab beside the
     page, so the report page is not drawn again for every link): the file view must scroll to
-    the cited line, that row highlighted, in view below the sticky header. Returns the refs."""
+    the cited line, that row highlighted, in view below the sticky header. Returns the refs.
+    `opened`: the files whose views the report's other pages already opened; after the page's
+    first link, a link into one of them is passed over (the same view, another line)."""
     followed = []
     refs = page.locator("a.pm-ref")
     view = page.context.new_page()
@@ -94,6 +96,9 @@ def follow_evidence_links(page, limit: int = 3) -> list[str]:
             if not link.is_visible():
                 continue
             ref = link.get_attribute("data-ref")
+            file = ref.rsplit(":", 1)[0]
+            if opened is not None and followed and file in opened:
+                continue
             line = int(ref.rsplit(":", 1)[1])
             view.goto(link.evaluate("a => a.href"))  # the link's URL, resolved as a click resolves it
             view.wait_for_load_state("load")
@@ -105,6 +110,8 @@ def follow_evidence_links(page, limit: int = 3) -> list[str]:
             assert box is not None and header["y"] + header["height"] - 1 <= box["y"] < height, f"{ref}: {box}"
             assert "cited" in (target.get_attribute("class") or ""), ref
             followed.append(ref)
+            if opened is not None:
+                opened.add(file)
     finally:
         view.close()
     return followed
