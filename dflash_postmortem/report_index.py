@@ -20,7 +20,7 @@ from .evidence import link_refs, view_href
 from .incident import Incident
 from .model.ledger import CLASSES, SHOWN_S, ledger
 from .plots import LEDGER_COLOURS
-from .text import gpu_time_lines, one_line, sources_line, what_happened
+from .text import gpu_time_lines, html_text, one_line, sources_line, what_happened
 from .timeline import Timeline
 from .units import clock
 
@@ -116,7 +116,7 @@ def index_html(inc: Incident, findings: pd.DataFrame, tl: Timeline, headline: pd
     table (quantity, value, from) or None when there are no numbers."""
 
     def esc(text) -> str:
-        escaped = html.escape(mask(str(text)))
+        escaped = html_text(html.escape(mask(str(text))))
         return link_refs(escaped, root, view_href) if root is not None else escaped
 
     title = esc(inc.title)

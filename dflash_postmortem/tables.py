@@ -101,6 +101,10 @@ def levels(segments: pd.DataFrame) -> Table:
                          "vs previous": (lv / lv.shift()).round(2)})
 
 
+# What a setting that differs between two runs changes: how it trains, or only its bookkeeping
+TRAINING, BOOKKEEPING = "training", "bookkeeping (a name, path or duration)"
+
+
 def config_diff(inc: Incident, findings: pd.DataFrame) -> Table:
     """Settings that differ between the run before a throughput drop and the run after it."""
     regs = findings[findings["kind"] == "throughput_regression"]
@@ -112,10 +116,13 @@ def config_diff(inc: Incident, findings: pd.DataFrame) -> Table:
         for d in config_differences(inc, n["run_before"], n["run_after"], r.start):
             rows.append({"runs": f"{n['run_before']} → {n['run_after']}", "setting": d["setting"],
                          "before": _setting(d["before"]), "after": _setting(d["after"]), "from": d["from"],
-                         "evidence": d["ref"] or "", "bookkeeping": d["bookkeeping"]})
+                         "evidence": d["ref"] or "", "changes": BOOKKEEPING if d["bookkeeping"] else TRAINING})
     if not rows:
         return Missing("no configuration difference between runs (or no run-to-run drop)")
-    return pd.DataFrame(rows).sort_values(["bookkeeping", "setting"], kind="stable").reset_index(drop=True)
+    # the settings that change how it trains first, bookkeeping (names, paths, duration) last
+    out = pd.DataFrame(rows)
+    return out.sort_values(["changes", "setting"], key=lambda c: c.eq(BOOKKEEPING) if c.name == "changes" else c,
+                           kind="stable").reset_index(drop=True)
 
 
 def _setting(value) -> str:

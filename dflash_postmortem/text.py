@@ -74,6 +74,15 @@ class Missing:
         return f'<p class="pm-missing" style="color:#666;font-style:italic">{html.escape(self.text)}</p>'
 
 
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def html_text(escaped: str) -> str:
+    """An escaped sentence for HTML: its `code` spans (commands, lines quoted from the
+    evidence) in code style instead of between backticks."""
+    return _CODE_SPAN.sub(r"<code>\1</code>", escaped)
+
+
 @dataclass
 class Claims:
     """Findings to read one by one: a heading, the full explanation, the evidence lines. Evidence
@@ -87,7 +96,8 @@ class Claims:
     def _repr_html_(self) -> str:
         esc = html.escape
         return "".join(
-            f"<div class='pm-claim' style='margin:0 0 1em 0'><strong>{esc(h)}</strong><p style='margin:.3em 0'>{esc(body)}</p>"
+            f"<div class='pm-claim' style='margin:0 0 1em 0'><strong>{html_text(esc(h))}</strong>"
+            f"<p style='margin:.3em 0'>{html_text(esc(body))}</p>"
             f"<p style='margin:0;font-size:90%'>evidence: {', '.join(f'<code>{esc(e)}</code>' for e in ev) or 'none cited'}</p></div>"
             for h, body, ev in self.items)
 
@@ -100,7 +110,9 @@ def verdicts(findings: pd.DataFrame, kinds=RESTART_KINDS) -> Claims | Missing:
     hit = findings[findings["kind"].isin(kinds)]
     if hit.empty:
         return Missing("no failed restart: every launch came up")
-    return Claims([(f"{clock(r.start)} {r.title}", str(r.detail), list(r.evidence)) for r in hit.itertuples()])
+    # a title that names its time already ("restart at 05:23:01 never came up") is not prefixed with it
+    return Claims([(r.title if clock(r.start) in r.title else f"{clock(r.start)} {r.title}", str(r.detail),
+                    list(r.evidence)) for r in hit.itertuples()])
 
 
 # --- what happened -----------------------------------------------------------------------------

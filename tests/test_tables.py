@@ -63,10 +63,11 @@ def test_levels_and_what_changed(bundled_incident, bundled_findings):
     assert t["vs previous"].tolist()[1:] == [0.51, 1.96]
     diff = tables.config_diff(bundled_incident, bundled_findings)
     # the settings that change how it trains first, bookkeeping (names, paths, duration) last
-    assert diff[["setting", "before", "after", "bookkeeping"]].values.tolist() == [
-        ["--fast-linear-attn", "(not set)", "0", False], ["--use-reentrant", "(not set)", "0", False],
-        ["--pid-file", "/tmp/capture2/run/baseline.pid", "/tmp/capture2/run/regressed.pid", True],
-        ["--run-name", "baseline", "regressed", True], ["--seconds", "60", "600", True]]
+    book = "bookkeeping (a name, path or duration)"
+    assert diff[["setting", "before", "after", "changes"]].values.tolist() == [
+        ["--fast-linear-attn", "(not set)", "0", "training"], ["--use-reentrant", "(not set)", "0", "training"],
+        ["--pid-file", "/tmp/capture2/run/baseline.pid", "/tmp/capture2/run/regressed.pid", book],
+        ["--run-name", "baseline", "regressed", book], ["--seconds", "60", "600", book]]
     assert set(diff["evidence"]) == {"logs/operator.log:3"} and set(diff["runs"]) == {"baseline → regressed"}
 
 

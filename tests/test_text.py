@@ -58,10 +58,14 @@ def test_verdicts_cite_their_evidence_and_escape_it(bundled_findings):
     claims = text.verdicts(bundled_findings)
     headings = [h for h, _, _ in claims.items]
     assert headings == ["05:20:00 stale python process 579 predates the launch at 05:23:01",
-                        "05:23:01 restart at 05:23:01 never came up: log path does not exist, process never started"]
+                        # its title names its time: not said twice
+                        "restart at 05:23:01 never came up: log path does not exist, process never started"]
     _, body, evidence = claims.items[1]
     assert "/workspace/train_opt2.log" in body and evidence[0] == "logs/operator.log:8"
     assert "<code>logs/operator.log:8</code>" in claims._repr_html_()
+    # the commands the sentences quote are code in HTML, not text between backticks
+    assert "`" in str(claims) and "`" not in claims._repr_html_()
+    assert text.html_text("a `kill -- -789` &amp; `x`") == "a <code>kill -- -789</code> &amp; <code>x</code>"
     marked = text.Claims([("<b>x</b>", "a <script> line", ["log:1 <i>"])])._repr_html_()
     assert "<script>" not in marked and "&lt;script&gt;" in marked and "&lt;i&gt;" in marked
     assert text.Missing("no <data>")._repr_html_().endswith(">no &lt;data&gt;</p>")

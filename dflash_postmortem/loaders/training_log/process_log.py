@@ -722,7 +722,8 @@ class LogScanner:
         if self.bad_utf8_lines:
             rep.notes.append(f"{self.bad_utf8_lines} lines hold bytes that are not UTF-8 (read as U+FFFD)")
         if self.borrowed:
-            rep.assume(f"{self.borrowed} rows without their own timestamp took the nearest earlier line's time")
+            rows = "1 row without its own timestamp" if self.borrowed == 1 else f"{self.borrowed} rows without their own timestamp"
+            rep.assume(f"{rows} took the nearest earlier line's time")
         if self.run_from_neighbour:
             rep.assume(f"{self.run_from_neighbour} lines without a [run] tag took the run of the nearest tagged line")
 
