@@ -125,8 +125,8 @@ def _say_unreadable(report, where: str = "the load report above") -> None:
 def _add_report(sub) -> None:
     p = sub.add_parser("report", help="run the notebooks and write an HTML report", epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("dir", type=Path, nargs="+", help="incident folder; several build one report each, in one "
-                   "set of kernels")
+    p.add_argument("dir", type=Path, nargs="+", help="incident folder (or a single file); several build one report "
+                   "each, in one set of kernels")
     p.add_argument("-o", "--out", type=Path, default=None,
                    help="output folder (default: reports/<incident>; with several incidents, <out>/<incident>)")
     p.add_argument("--only", action="append", default=None, metavar="NOTEBOOK",
@@ -148,14 +148,15 @@ def run_report(args) -> int:
     from .report_kernels import shared_kernels
 
     for d in args.dir:
-        if not d.is_dir():
-            raise PostmortemError(f"{d}: no such incident folder")
+        if not d.exists():
+            raise PostmortemError(f"{d}: no such incident folder or file")
     many = len(args.dir) > 1
     params = parse_params(args.param)
     pages = len(notebooks(args.only)) * len(args.dir)
     with loading_cache(), shared_kernels(pages, progress=not args.no_progress) as kernels:
         for d in args.dir:
-            out = (args.out or Path("reports")) / d.resolve().name if many or args.out is None else args.out
+            name = d.resolve().name if d.is_dir() else d.resolve().stem
+            out = (args.out or Path("reports")) / name if many or args.out is None else args.out
             # build_report loads the incident once, while its kernels start (--strict stops there,
             # before a page runs); the load report comes back from the cache it filled.
             index = build_report(
@@ -166,7 +167,7 @@ def run_report(args) -> int:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 inc, _ = load_cached(str(d.resolve()), str(params.get("timezone", "")), online=args.online)
-            print(f"report written: {index}")
+            print(f"report written: {index}" + ("" if d.is_dir() else f" (one file read as the incident: {d.name})"))
             _say_unreadable(inc.load_report, "the load report on the overview page")
     return 0
 

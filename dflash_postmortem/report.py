@@ -217,7 +217,8 @@ def build_report(
     online: bool = False,
     kernels: Kernels | None = None,
 ) -> Path:
-    """Run the notebooks on `incident_dir`, write one HTML page each and an index; return it.
+    """Run the notebooks on `incident_dir` (a folder, or one file read as a one-file incident),
+    write one HTML page each and an index; return it.
 
     The kernels start first; while they start and import the kit, this process loads the
     incident once (the pages read it from the cache, see notebook.load); while the pages run,
@@ -226,8 +227,10 @@ def build_report(
     (the pages' kernels are told so). `kernels`: those of `shared_kernels()`, for several reports
     in a row (else the report starts its own)."""
     incident_dir = Path(incident_dir).resolve()
-    if not incident_dir.is_dir():
-        raise PostmortemError(f"{incident_dir}: no such incident folder")
+    if not incident_dir.exists():
+        raise PostmortemError(f"{incident_dir}: no such incident folder or file")
+    # a file is a one-file incident: its evidence refs name it relative to its folder
+    root = incident_dir if incident_dir.is_dir() else incident_dir.parent
     chosen = notebooks(only)
     params = dict(params or {})
     params.setdefault("incident_dir", str(incident_dir))
@@ -261,11 +264,11 @@ def build_report(
             _write_page(nbformat, *result, out, show_code, static, redact_secrets)
 
         batch = kernels.run(chosen, execute, written, progress)
-        front = _front_page(inc, findings, redact_secrets)
+        front = _front_page(inc, findings, redact_secrets, root)
         pages = [page for page, _ in (batch.results()[nb] for nb in chosen)]
     index = out / "index.html"
     index.write_text(front([page_entry(p.notebook, p.html.name, p.error) for p in pages]), encoding="utf-8")
-    _link_evidence(incident_dir, out, [index, *(p.html for p in pages)], findings, redact_secrets)
+    _link_evidence(root, out, [index, *(p.html for p in pages)], findings, redact_secrets)
     failed = [p for p in pages if p.error]
     if failed:
         names = ", ".join(f"{p.notebook.stem} ({p.error})" for p in failed)
@@ -331,7 +334,7 @@ def export_static(nb, folder: Path) -> list[Path]:
     return written
 
 
-def _front_page(inc, findings, redact_secrets: bool):
+def _front_page(inc, findings, redact_secrets: bool, root: Path):
     """The front page (report_index) but for its list of pages: the summary card and the
     overview figure, drawn while the pages run; the returned function finishes it."""
     from . import plots, tables  # start-up time: plotting loads only for a report
@@ -343,7 +346,7 @@ def _front_page(inc, findings, redact_secrets: bool):
         figure = figure_bundle(plots.plot_overview(**tables.overview(inc, findings)))["text/html"]
     headline = headline if isinstance(headline, pd.DataFrame) else None
     mask = redact if redact_secrets else str
-    return lambda entries: index_html(inc, findings, tl, headline, figure, entries, PLOTLY_JS, inc.root, mask)
+    return lambda entries: index_html(inc, findings, tl, headline, figure, entries, PLOTLY_JS, root, mask)
 
 
 # A ref the notebooks' tables linked (to the file, for JupyterLab), or one in a <code> element.

@@ -13,7 +13,7 @@ from dflash_postmortem.cli import main
 def test_report_on_missing_folder_is_one_line_and_nonzero(capsys):
     assert main(["report", "/nonexistent"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["dflash-postmortem report: error: /nonexistent: no such incident folder"]
+    assert err == ["dflash-postmortem report: error: /nonexistent: no such incident folder or file"]
 
 
 def test_inspect_lists_every_file_and_the_frames(capsys, bundled_dir):
@@ -251,3 +251,16 @@ def test_report_on_several_incidents_writes_one_report_each(tmp_path, bundled_di
         assert run in (out / folder.name / "01_overview.html").read_text(encoding="utf-8")
         assert f"<title>Post-mortem: {html.escape(title)}" in (out / folder.name / "index.html").read_text(encoding="utf-8")
     assert "regressed" not in (out / "h200-1gpu-stall" / "01_overview.html").read_text(encoding="utf-8")
+
+
+def test_report_on_one_file_reads_it_as_the_incident(tmp_path, bundled_dir, capsys):
+    """`report launch.log`: a one-file incident (a `bash -x` launcher whose start died of CUDA OOM),
+    said so, its evidence links into a view of that file."""
+    log = bundled_dir.parent / "h200-1gpu-oom-bashx" / "logs" / "launch.log"
+    out = tmp_path / "report"
+    assert main(["report", str(log), "-o", str(out), "--only", "01", "--no-progress"]) == 0
+    assert capsys.readouterr().out.strip() == (f"report written: {out / 'index.html'} "
+                                               "(one file read as the incident: launch.log)")
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert "out of memory" in index and 'data-ref="launch.log:' in index
+    assert (out / "evidence" / "launch.log.html").is_file()
