@@ -27,9 +27,13 @@ from .model.ledger import CLASSES, SHOWN_S, ledger, ledger_parts
 from .schema import PROBLEM_EVENTS
 from .text import NO_THROUGHPUT, Missing, gpu_label, one_line
 from .timeline import Timeline
-from .units import clock, duration, gpu_hours, share, tok_s, tokens
+from .units import clock, duration, gpu_hours, share, start_clock, tok_s, tokens
 
 Table = pd.DataFrame | Missing
+
+
+def _col_or_na(df: pd.DataFrame, name: str) -> pd.Series:
+    return df[name] if name in df.columns else pd.Series(pd.NA, index=df.index)
 
 
 def _evidence(refs, limit: int | None = None) -> str:
@@ -55,7 +59,7 @@ def timeline_table(tl: Timeline) -> Table:
     ev = tl.events
     if ev.empty:
         return Missing("nothing on the timeline: no finding and no operator action")
-    return pd.DataFrame({"time": ev["time"].map(clock), "phase": ev["phase"], "what": ev["what"].str.slice(0, 200),
+    return pd.DataFrame({"time": ev["time"].map(clock), "phase": ev["phase"], "what": ev["what"].map(lambda v: one_line(v, 200)),
                          "evidence": ev["evidence"].map(_evidence)})
 
 
@@ -145,7 +149,7 @@ def warnings_near(inc: Incident, findings: pd.DataFrame, minutes: float = 10.0) 
             return Missing(f"no data from logs or transcripts: nothing to look through within {minutes:g} min of the drop")
         return Missing(f"no warnings or errors in the logs within {minutes:g} min of the drop")
     return pd.DataFrame({"time": near["time"].map(clock), "kind": near["kind"], "run": near["run"],
-                         "message": near["message"].str.slice(0, 300), "evidence": near["ref"]}).reset_index(drop=True)
+                         "message": near["message"].map(lambda v: one_line(v, 300)), "evidence": near["ref"]}).reset_index(drop=True)
 
 
 def root_causes(inc: Incident, findings: pd.DataFrame) -> Table:
@@ -174,13 +178,15 @@ def launch_checklist(inc: Incident, findings: pd.DataFrame) -> Table:
         proc, log, step = (L[k] if isinstance(L[k], pd.Series) else None for k in ("process", "log", "first_step"))
         pid = None if proc is None else proc["pid"]
         if proc is not None:
-            started = f"{clock(proc['started'] if pd.notna(proc['started']) else proc['first_seen'])} PID {pid}"
+            when = (start_clock(proc["started"], proc.get("started_within_s")) if pd.notna(proc["started"])
+                    else clock(proc["first_seen"]))
+            started = f"{when} PID {pid}"
         elif pd.notna(L.get("pid")):  # no process listing, but the launcher printed the PID it started
             started = f"{clock(L['time'])} PID {int(L['pid'])} (launcher)"
         else:
             started = "✗ none"
         rows.append({
-            "launch": clock(L["time"]), "run": L["run"], "command": str(L.get("message") if isinstance(L.get("message"), str) else L.get("command") or "")[:160],
+            "launch": clock(L["time"]), "run": L["run"], "command": one_line(L.get("message") if isinstance(L.get("message"), str) else L.get("command") or "", 160),
             "process started": started,
             "log created": "✗ none" if log is None else f"{clock(log['first'])} {log['name']}",
             "log growing": "✗" if log is None else (f"✓ until {clock(log['last'])}" if log["last"] > log["first"] else "✗ one line"),
@@ -251,7 +257,7 @@ def process_view(inc: Incident, findings: pd.DataFrame) -> Table:
         return Missing("ps snapshots were loaded, but no python process was ever seen in them")
     stale = {r.numbers.get("pid") for r in findings[findings["kind"] == "stale_process"].itertuples()}
     out = pd.DataFrame({
-        "pid": procs["pid"].astype("string"), "user": procs["user"], "started": procs["started"].map(clock),
+        "pid": procs["pid"].astype("string"), "user": procs["user"], "started": [start_clock(t, w) for t, w in zip(procs["started"], _col_or_na(procs, "started_within_s"), strict=True)],
         "first seen": procs["first_seen"].map(clock), "last seen": procs["last_seen"].map(clock),
         "status": ["stale (predates the launch)" if p in stale else "" for p in procs["pid"]],
         "command": procs["command"], "source": procs["source"],
@@ -262,7 +268,7 @@ def process_view(inc: Incident, findings: pd.DataFrame) -> Table:
         started=("started", "min"), **{"first seen": ("first seen", "min"), "last seen": ("last seen", "max")},
         status=("status", "first"), source=("source", "first"))
     out = pd.concat([out[~pools], folded[out.columns]], ignore_index=True)
-    out["command"] = out["command"].str.slice(0, 160)  # after folding: pools differ past the cut
+    out["command"] = out["command"].map(lambda v: one_line(v, 160))  # after folding: pools differ past the cut
     return out.sort_values("first seen", kind="stable").reset_index(drop=True)
 
 

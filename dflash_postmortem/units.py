@@ -20,6 +20,14 @@ def clock(t, *, date: bool = False, utc: bool = False, missing: str = "") -> str
     return pd.Timestamp(t).strftime(("%Y-%m-%d " if date else "") + "%H:%M:%S" + (" UTC" if utc else ""))
 
 
+def start_clock(t, within_s) -> str:
+    """A start known only to its minute (ps's START: `within_s` 60) as `05:20 (to the minute)`, so
+    that it does not read as a moment before a launch at 05:20:22; else `clock(t)`."""
+    if not _missing(t) and not _missing(within_s) and float(within_s) >= 60:
+        return pd.Timestamp(t).strftime("%H:%M") + " (to the minute)"
+    return clock(t)
+
+
 def duration(seconds) -> str:
     """A length of time in whole seconds: `91 s`, `4,786 s` (the findings measure in seconds)."""
     return "n/a" if _missing(seconds) else f"{seconds:,.0f} s"

@@ -98,7 +98,8 @@ def test_launch_checklist(bundled_incident, bundled_findings):
     assert (failed["process started"], failed["log created"], failed["first step"]) == ("✗ none", "✗ none", "✗ none")
     assert failed["verdict"].startswith("restart at 05:23:01 never came up: log path does not exist")
     good = t.iloc[3]
-    assert good["process started"] == "05:23:00 PID 1391" and good["log created"] == "05:23:21 train_opt2.log"
+    # ps gives its START to the minute: not a moment before the launch at 05:23:16
+    assert good["process started"] == "05:23 (to the minute) PID 1391" and good["log created"] == "05:23:21 train_opt2.log"
     assert good["GPU memory held"] == "✓ 05:23:29 by PID 1391" and good["first step"] == "05:23:48"
     assert good["verdict"] == "came up" and good["evidence"] == "logs/operator.log:17"
 
@@ -108,6 +109,7 @@ def test_process_view_marks_the_stale_process(bundled_incident, bundled_findings
     assert t["pid"].tolist() == ["579", "598", "971", "1391"]
     assert t["status"].tolist() == ["stale (predates the launch)", "", "", ""]
     assert t["command"].iloc[0] == "python3 -c import time; time.sleep(100000)"
+    assert t["started"].iloc[0] == "05:20 (to the minute)"  # ps aux's START
 
 
 def test_worker_pools_are_one_row_and_one_bar(repo_dir):
