@@ -84,6 +84,21 @@ def html_text(escaped: str) -> str:
 
 
 @dataclass
+class Sentences:
+    """Sentences to read (what happened, how the evidence was read): in HTML a list wrapped at
+    words, the commands they quote in code style; as text one per line."""
+
+    lines: list[str]
+
+    def __repr__(self) -> str:
+        return "\n".join(self.lines)
+
+    def _repr_html_(self) -> str:
+        items = "".join(f"<li>{html_text(html.escape(s))}</li>" for s in self.lines)
+        return f"<ul class='pm-sentences' style='margin:.3em 0 1em 1.2em;padding:0;line-height:1.5'>{items}</ul>"
+
+
+@dataclass
 class Claims:
     """Findings to read one by one: a heading, the full explanation, the evidence lines. Evidence
     text is escaped here, so a log line holding markup shows as text."""

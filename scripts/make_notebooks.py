@@ -43,7 +43,7 @@ NOTEBOOKS_SPEC = {
         ("params", PARAMETERS),
         ("code", LOAD + "\ntl = pm.timeline(inc, findings)"),
         ("md", "## What happened"),
-        ("code", 'print("\\n".join(pm.what_happened(inc, findings, tl.impact)))'),
+        ("code", "text.Sentences(pm.what_happened(inc, findings, tl.impact))"),
         ("md", "## Headline numbers\n\nBaseline and degraded throughput, time to detect, mitigate and recover, "
                "and what the incident cost in GPU-hours and tokens."),
         ("code", f"{CHECK}\nprint(text.headline_text(findings))"),
@@ -69,7 +69,7 @@ NOTEBOOKS_SPEC = {
         ("code", 'inc.load_report.to_frame()[["path", "format", "read", "parsed", "skipped", "rows", "start", "end", "assumptions"]]'),
         ("md", "How the evidence was read: each attempt's stall threshold and where it came from, how its ranks' "
                "rates were combined, and where its lines' rates swing (levels are taken over windows)."),
-        ("code", 'from dflash_postmortem.model import reading_notes\n\nprint("\\n".join(reading_notes(inc)) or "nothing assumed")'),
+        ("code", 'from dflash_postmortem.model import reading_notes\n\ntext.Sentences(reading_notes(inc) or ["nothing assumed"])'),
     ],
     "02_throughput_drop": [
         ("md", "# Why did throughput drop?\n\nThe change point(s) in tokens/s, the level before and after, how each "

@@ -85,6 +85,11 @@ def test_index_says_what_happened(full_report):
     assert ("The restart at 05:23:01 UTC never came up: log path does not exist, process never started: "
             "the shell could not open /workspace/train_opt2.log") in index
     assert "the stale python process 579, older than the launch" in index
+    # page 01 tells the same sentences as text to read: a list wrapped at words, not console output
+    page = _page(full_report, "01_overview")
+    said = re.split(r"class=.pm-sentences.", page, maxsplit=1)[1].split("</ul>", 1)[0]
+    assert said.count("<li>") >= 3 and "At 05:22:17 UTC throughput fell from" in said
+    assert "never came up" in said and "<pre>At 05:22:17" not in page
 
 
 def test_plotly_js_is_written_once_beside_the_pages(full_report):
