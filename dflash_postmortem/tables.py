@@ -32,10 +32,6 @@ from .units import clock, duration, gpu_hours, share, start_clock, tok_s, tokens
 Table = pd.DataFrame | Missing
 
 
-def _col_or_na(df: pd.DataFrame, name: str) -> pd.Series:
-    return df[name] if name in df.columns else pd.Series(pd.NA, index=df.index)
-
-
 def _evidence(refs, limit: int | None = None) -> str:
     """Evidence lines cited, joined; with `limit`, the first few."""
     refs = list(refs)
@@ -257,7 +253,7 @@ def process_view(inc: Incident, findings: pd.DataFrame) -> Table:
         return Missing("ps snapshots were loaded, but no python process was ever seen in them")
     stale = {r.numbers.get("pid") for r in findings[findings["kind"] == "stale_process"].itertuples()}
     out = pd.DataFrame({
-        "pid": procs["pid"].astype("string"), "user": procs["user"], "started": [start_clock(t, w) for t, w in zip(procs["started"], _col_or_na(procs, "started_within_s"), strict=True)],
+        "pid": procs["pid"].astype("string"), "user": procs["user"], "started": [start_clock(t, w) for t, w in zip(procs["started"], procs.get("started_within_s", pd.Series(pd.NA, index=procs.index)), strict=True)],
         "first seen": procs["first_seen"].map(clock), "last seen": procs["last_seen"].map(clock),
         "status": ["stale (predates the launch)" if p in stale else "" for p in procs["pid"]],
         "command": procs["command"], "source": procs["source"],

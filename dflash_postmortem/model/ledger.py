@@ -45,7 +45,7 @@ def ledger_parts(inc: Incident) -> pd.DataFrame:
     """The same GPU-seconds by whose they were (PART_COLUMNS): one row per attempt and class
     (its job, the seconds summed over its GPUs, the lines that show it), and the GPU time
     between attempts (`attempt` None; restarting or down, after the attempt in `after`). Each
-    class sums to the ledger's over every GPU."""
+    class sums to the ledger's over every GPU, less the parts under SHOWN_S, which are not listed."""
     return _account(inc)[1]
 
 
@@ -106,7 +106,7 @@ def _ledger(inc: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
         idle = secs * (1 - np.clip(held, 0, 1))
         for c, when in (("restarting", later), ("down", ~later)):
             cls[c] += float(np.sum(idle * when))
-            for prev in {x for x in after[idle * when > 0]}:
+            for prev in set(after[idle * when > 0]):
                 v = float(np.sum(idle * when * (after == prev)))
                 parts[(None, prev, c)] = parts.get((None, prev, c), 0.0) + v
         rows.append({"host": host, "gpu": gpu, **cls, "total": float(secs.sum())})
