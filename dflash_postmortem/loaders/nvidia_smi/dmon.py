@@ -120,7 +120,8 @@ def load(path: Path, ctx: LoadContext):
         names, rows, row_lines = segments[-1]
         cells = s.split(None, len(names) - 1) if per_process else s.split()
         if len(cells) == len(names):
-            if per_process and cells[names.index("pid")] == "-":
+            # (a header cut or garbled on its way may name no pid column)
+            if per_process and "pid" in names and cells[names.index("pid")] == "-":
                 rep.skip(i, "pmon row with no process on the GPU")
                 continue
             rows.append(cells)

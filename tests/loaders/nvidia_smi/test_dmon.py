@@ -34,3 +34,15 @@ def test_dmon_truncated_and_midnight(tmp_path, bundled_dir):
     assert inc.gpus.iloc[0]["time"] == pd.Timestamp("2026-11-29 23:20:20", tz="UTC")
     assert inc.gpus.iloc[-2]["time"] == pd.Timestamp("2026-11-30 00:20:22", tz="UTC")
     assert any("midnight" in a for a in rep.assumptions)
+
+
+def test_pmon_whose_later_header_lost_its_pid_column(tmp_path, fixtures_dir):
+    """A pmon capture whose second header came out garbled (the pid column gone, as a cut or a
+    flipped byte leaves it): its rows are read under the header they have, nothing raises."""
+    lines = (fixtures_dir / "smi-dmon" / "h200-590.48.01-pmon-load-dash-util.txt").read_text().splitlines()
+    garbled = lines[0].replace("pid", "pxd", 1)
+    p = write(tmp_path, "pmon.txt", lines[:5] + [garbled, lines[1], "    0      10291     C      -      -      -      -      -      -    memhog"])
+    inc = pm.load_nvidia_smi(p, date=dt.date(2026, 11, 29))
+    rep = only_report(inc)
+    # two headers, each with its units line; three rows under the first, one under the garbled one
+    assert (rep.read, rep.skipped["header line"], rep.parsed) == (8, 4, 4)
