@@ -26,16 +26,46 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # file's tests run on one worker, in order: its module fixtures are made once, and a notebook's
 # cells run in one kernel.
 EACH_TEST_ALONE = {"tests/test_report_bundled.py"}
+# Files that spend most of their time waiting on something real (a replayed trainer in real time,
+# a Slurm cluster, a JupyterLab server, an S3 server and dask workers, pip building a wheel), not
+# on the CPU. No more of them run at once than the machine has cores, beside the others' CPU work:
+# all waiting together left the cores idle, and all left to the end made the run wait on them.
+WAITING = {
+    "tests/loaders/launchers/test_slurm_live.py",
+    "tests/replay/test_scenario_full.py",
+    "tests/replay/test_scenario_stall.py",
+    "tests/replay/test_scenario_survivor.py",
+    "tests/store/test_dask.py",
+    "tests/store/test_object_storage.py",
+    "tests/test_lab.py",
+    "tests/test_packaging.py",
+}
+_HERE = os.path.dirname(os.path.abspath(__file__))
+assert all(os.path.isfile(os.path.join(_HERE, f)) for f in EACH_TEST_ALONE | WAITING), "a file named above is gone"
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """The test workers (pytest-xdist) take a file at a time (EACH_TEST_ALONE aside). xdist's
-    own `loadgroup` cannot express it on pytest >= 9.2, whose test ids it can no longer rewrite."""
+    """The test workers (pytest-xdist) take a file at a time (EACH_TEST_ALONE aside), at most one
+    WAITING file per core at once. xdist's own `loadgroup` cannot express it on pytest >= 9.2,
+    whose test ids it can no longer rewrite."""
     from xdist.scheduler import LoadScopeScheduling
+
+    at_once = max(1, min(len(os.sched_getaffinity(0)), int(config.getvalue("numprocesses") or 1) - 1))
 
     class ByFile(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
             return nodeid if path in EACH_TEST_ALONE else path
+
+        def _assign_work_unit(self, node) -> None:
+            # The next file in xdist's order (most tests first), but a waiting one while fewer
+            # than `at_once` workers have one, and not one while they do (as long as others remain).
+            waiting = sum(any(s in WAITING and not all(done.values()) for s, done in work.items())
+                          for work in self.assigned_work.values())
+            queue = list(self.workqueue)
+            want = [s for s in queue if (s in WAITING) == (waiting < at_once)]
+            scope = (want or queue)[0]
+            self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
 
     return ByFile(config, log)

@@ -9,6 +9,7 @@ format (`FUZZ_EXAMPLES`, default 25); `make fuzz` runs many more with fresh rand
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from pathlib import Path
@@ -46,9 +47,11 @@ def _head(path: Path) -> bytes:
     return data
 
 
-def _samples_by_format() -> dict[str, list[bytes]]:
+@functools.cache
+def samples() -> dict[str, list[bytes]]:
     """Every real file we hold, sorted by the format sniffing gives it (wandb run folders are
-    fuzzed through their files)."""
+    fuzzed through their files). Read when a test first asks, not when the module is collected:
+    every test worker collects every module, and sniffing the corpus takes seconds."""
     found: dict[str, list[bytes]] = {}
     for root in ROOTS:
         for path in sorted(root.rglob("*")):
@@ -61,8 +64,11 @@ def _samples_by_format() -> dict[str, list[bytes]]:
     return found
 
 
-SAMPLES = _samples_by_format()
-ALL_SAMPLES = [s for group in SAMPLES.values() for s in group]
+@functools.cache
+def all_samples() -> list[bytes]:
+    return [s for group in samples().values() for s in group]
+
+
 FILE_FORMATS = sorted(name for name, fmt in FORMATS.items() if not fmt.folder)
 
 
@@ -96,7 +102,7 @@ def mutated(draw, originals: list[bytes]) -> bytes:
             codec = draw(st.sampled_from(["utf-16", "utf-16-le", "latin-1", "utf-8-sig", "utf-32"]))
             data = data.decode("utf-8", "replace").encode(codec, "replace")
         elif how == "glue":
-            other = draw(st.sampled_from(ALL_SAMPLES))
+            other = draw(st.sampled_from(all_samples()))
             data = data + other if draw(st.booleans()) else other + data
         elif how == "nul" and data:
             pos = draw(st.integers(0, len(data)))
@@ -127,12 +133,12 @@ def _check_one(fmt_name: str, data: bytes) -> None:
 
 @pytest.mark.parametrize("fmt_name", FILE_FORMATS)
 def test_every_file_format_has_real_samples(fmt_name):
-    assert SAMPLES.get(fmt_name), f"no real sample is sniffed as {fmt_name}"
+    assert samples().get(fmt_name), f"no real sample is sniffed as {fmt_name}"
 
 
 @pytest.mark.parametrize("fmt_name", FILE_FORMATS)
 def test_loader_survives_mutations(fmt_name):
-    originals = SAMPLES.get(fmt_name)
+    originals = samples().get(fmt_name)
     if not originals:
         pytest.fail(f"no real sample is sniffed as {fmt_name}")
 
