@@ -18,6 +18,7 @@ from ..incident import Incident
 from ..model import computed as memo
 from ..model.attempts import attempts
 from ..model.log_files import NEVER_CREATED, NOT_IN_INCIDENT, log_files
+from ..model.states import states
 from ..said import error_text
 from ..units import clock
 from . import findings, gpu_state
@@ -479,6 +480,8 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
     grace = pd.Timedelta(seconds=grace_s if grace_s is not None else
                          float(inc.config.detect.get("restart_grace_s", GRACE_S)))
     oc = outcomes(inc)
+    st = states(inc)
+    gave_up = set(st.loc[st["state"] == "never trained", "attempt"])
     rows = []
     for i, L in oc.iterrows():
         w = _window(inc, oc, i, grace)
@@ -530,22 +533,22 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
             lines.append("; ".join(f"{clock(c['time'])}: {c['message']}" for c in after) or
                          f"no longer listed after {clock(proc['last_seen'])}")
             evidence += [c["ref"] for c in after if isinstance(c.get("ref"), str)]
-        # A traceback in its log, or the shell saying it was killed or failed, is a death,
-        # whatever the process listings say.
-        died = len(_startup_traceback(L, w.of(inc.events))) > 0 or _ended(L, inc, w) is not None
+        # Whether it gave up is the model's (states: never trained, or still starting when the
+        # evidence ends); the checks above and the reason below say what shows it.
+        over = L["attempt"] in gave_up
         stages = _stages(inc, log)
+        died = len(_startup_traceback(L, w.of(inc.events))) > 0 or _ended(L, inc, w) is not None
         if not (exited or died) and len(stages) and proc is not None:
             stuck_until = proc["last_seen"] if pd.notna(proc["last_seen"]) else w.end
             if (stuck_until - stages["time"].iloc[-1]).total_seconds() >= NEVER_TRAINED_S:
                 rows.append(_never_trained(inc, L, w, proc, pid, stages, gone or _stopped(inc, proc, w), evidence))
                 continue
-        # alive unless the attempt model saw it end (a kill that reached its group, an exit)
-        if not (exited or died or pd.notna(L.get("ended"))) and ((proc is not None and not gone)
-                                     or (proc is None and inc.processes.empty and log is not None)):
-            # Alive (or no process listing, but its log fills): slow, not failed.
+        if not over:
+            late = f"its first step came {(first['time'] - L['time']).total_seconds():,.0f} s after the launch" \
+                if first is not None else "still starting when the evidence ends, with no sign that it failed"
             rows.append(findings.finding(
                 "slow_start", L["time"], w.end, "info", f"slow start after launch at {clock(L['time'])}",
-                "; ".join(lines) + ". Alive and no evidence of failure: slow, not failed.",
+                "; ".join(lines) + f". Slow, not failed: {late}.",
                 evidence, {"checks": checks, "run": L["run"], "pid": None if pid is None else int(pid)}))
             continue
         v = _reason(L, inc, w, said)

@@ -10,7 +10,10 @@
                   timeout): its death's story, as a stall is one of its own
     exited        ended with a status, an error line or a clean stop
     killed        ended by a signal, the OOM killer, or a launcher's or scheduler's kill
-    never trained ended (or the evidence ended) before a first step
+    never trained gave up before a first step: it ended, it went silent (no sign of life for
+                  SILENT_S while the evidence went on), or another start followed it on its host;
+                  one still showing life when the evidence ends is still starting, and so is one
+                  that showed life where nothing in the incident could show a step
 
 Each row is one stretch of one state, with the line that shows its beginning.
 """
@@ -29,6 +32,9 @@ COLUMNS = ("attempt", "state", "start", "end", "ref", "detail")
 MIN_STALL_S = 60.0
 STALL_INTERVALS = 3.0
 MIN_DROP = 0.15
+# A start with no step whose last sign of life (a listing, GPU memory, a log line) came this long
+# before the evidence ends went silent: it is over, not still loading.
+SILENT_S = 60.0
 _KILLED = ("oom_kill", "oom", "killed", "kill_sent")
 
 
@@ -60,7 +66,9 @@ def _states(inc: Incident) -> pd.DataFrame:
     rows = []
     prog = progress(inc)
     min_drop = float(inc.config.detect.get("min_drop", MIN_DROP))
-    for _, a in attempts(inc).iterrows():
+    att = attempts(inc)
+    evidence_end = inc.span()[1]
+    for _, a in att.iterrows():
         end = a["end"] if pd.notna(a["end"]) else a["last_alive"]
         end = max(end, a["last_alive"]) if pd.notna(a["last_alive"]) else end
         first = a["first_step"]
@@ -95,13 +103,30 @@ def _states(inc: Incident) -> pd.DataFrame:
             rows += _degraded(a, w, base, min_drop)
         kind = a["end_kind"]
         if pd.isna(first):
-            rows.append(_row(a, "never trained", end, end, a["end_ref"] or a["last_alive_ref"],
-                             a["end_message"] or "no step before it ended"))
+            gave_up = _gave_up(a, att, evidence_end, not inc.metrics.empty)
+            if gave_up is not None:
+                rows.append(_row(a, "never trained", end, end, a["end_ref"] or a["last_alive_ref"],
+                                 a["end_message"] or gave_up))
         elif isinstance(kind, str):
             rows.append(_row(a, "killed" if kind in _KILLED or pd.notna(a["signal"]) else "exited",
                              a["end"], a["end"], a["end_ref"], a["end_message"] or ""))
     out = pd.DataFrame([r for r in rows if r["start"] is not None], columns=list(COLUMNS))
     return _fill_training(out)
+
+
+def _gave_up(a: pd.Series, att: pd.DataFrame, evidence_end, steps_seen: bool) -> str | None:
+    """Why an attempt with no step is over (None: it still showed life when the evidence ends, or
+    it showed life in an incident where nothing could show a step: no progress line at all)."""
+    if pd.notna(a["end"]):
+        return "no step before it ended"
+    if not steps_seen and (a["pids"] or a["sources"]):
+        return None
+    later = att[(att["start"] > a["start"]) & ((att["host"] == a["host"]) | att["host"].isna() | pd.isna(a["host"]))]
+    if len(later):
+        return f"no step before the next start at {later['start'].min():%H:%M:%S}"
+    if evidence_end is not None and (evidence_end - a["last_alive"]).total_seconds() > SILENT_S:
+        return f"no step, and no sign of life after {a['last_alive']:%H:%M:%S}"
+    return None
 
 
 # An error line after the last step, with the process alive this long after it, is a stall

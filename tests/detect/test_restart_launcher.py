@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 import dflash_postmortem as pm
 from dflash_postmortem.detect import detect_failed_restarts
+from dflash_postmortem.model import states
 
 CRASH = ("import sys; print('Loading target model on cuda:0 ...', flush=True); "
          "raise RuntimeError('CUDA error: out of memory')")
@@ -122,3 +123,62 @@ def test_the_checklist_shows_what_the_launcher_saw(launched):
     missing = table[table["command"].str.contains("train_opt2.log")].iloc[0]
     assert missing["process started"] == "✗ none"
     assert missing["verdict"].endswith("never came up: log folder missing")
+
+
+LOADING = ("import time; print('Loading target model on cuda:0 ...', flush=True); time.sleep(30)")
+
+
+@pytest.fixture(scope="module")
+def still_loading(tmp_path_factory):
+    """A start still loading when the operator's session ends: nohup into a log, the log's first
+    line seen, the process counted alive; then the evidence stops (the trainer is killed after
+    the recording, so that nothing outlives the test)."""
+    folder = tmp_path_factory.mktemp("loading")
+    (folder / "logs").mkdir()
+    (folder / "slow_train.py").write_text(LOADING.replace("; ", "\n") + "\n")
+    try:
+        _record(folder, [
+            f"nohup {sys.executable} {folder}/slow_train.py > {folder}/logs/train.log 2>&1 &",
+            f"for i in $(seq 60); do grep -q Loading {folder}/logs/train.log && break; sleep 0.5; done; "
+            "ps aux | grep slow_train.py | grep -v grep | wc -l",
+        ])
+    finally:
+        subprocess.run(["pkill", "-f", f"{folder}/slow_train.py"], check=False)
+    inc = pm.load_incident(folder)
+    return folder, inc, detect_failed_restarts(inc)
+
+
+def test_a_start_still_loading_when_the_evidence_ends_is_slow_not_failed(still_loading):
+    """The model keeps it `starting` (it showed life to the end); the detector says slow start,
+    not failed: nothing shows that it gave up."""
+    _, inc, found = still_loading
+    assert found[found["kind"] == "failed_restart"].empty, found[["kind", "detail"]]
+    slow = found[found["kind"] == "slow_start"]
+    assert len(slow) == 1
+    launch = inc.events[inc.events["kind"] == "launch"]["time"].iloc[0]
+    assert slow.iloc[0]["start"] == launch
+    assert "still starting when the evidence ends, with no sign that it failed" in slow.iloc[0]["detail"]
+    st = states(inc)
+    assert st["state"].tolist() == ["starting"]
+
+
+def test_the_same_start_followed_by_another_gave_up(tmp_path, still_loading):
+    """The same evidence with a relaunch after it: the first start was abandoned (never trained),
+    so it is a failed start, and the relaunch, still loading at the end, is the slow one."""
+    folder, _, _ = still_loading
+    log = (folder / "operator.log").read_text().splitlines()
+    first_at = log[0][1:log[0].index("]")]
+    relaunch = (datetime.fromisoformat(first_at.replace("Z", "+00:00")) + timedelta(seconds=20)).isoformat(
+        timespec="milliseconds").replace("+00:00", "Z")
+    copy = tmp_path / "relaunched"
+    copy.mkdir()
+    (copy / "logs").mkdir()
+    (copy / "logs" / "train.log").write_text((folder / "logs" / "train.log").read_text())
+    (copy / "operator.log").write_text("\n".join(
+        log + [f"[{relaunch}] $ nohup {sys.executable} {folder}/slow_train.py > {folder}/logs/train2.log 2>&1 &"]) + "\n")
+    inc = pm.load_incident(copy)
+    found = detect_failed_restarts(inc)
+    st = states(inc)
+    assert st.groupby("attempt")["state"].last().tolist() == ["never trained", "starting"]
+    assert found["kind"].tolist().count("failed_restart") == 1
+    assert found[found["kind"] == "failed_restart"].iloc[0]["start"] < found[found["kind"] == "slow_start"].iloc[0]["start"]
