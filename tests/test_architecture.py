@@ -5,6 +5,7 @@ package's own modules only where it says why (a comment on the line or the one b
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "dflash_postmortem"
@@ -19,11 +20,11 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _modules() -> dict[str, tuple[Path, ast.Module]]:
+@functools.cache
+def modules() -> dict[str, tuple[Path, ast.Module]]:
+    """Every module of the package, parsed: when a test first asks (each test worker collects
+    this file, and parsing the package takes a second or two)."""
     return {_module_name(p): (p, ast.parse(p.read_text(encoding="utf-8"))) for p in sorted(PACKAGE.rglob("*.py"))}
-
-
-MODULES = _modules()
 
 
 def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str | None:
@@ -39,7 +40,7 @@ def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str | None:
 
 def _imports(module: str, top_level_only: bool):
     """(line, imported module, names, function-level?) for every import of the package's own code."""
-    path, tree = MODULES[module]
+    path, tree = modules()[module]
     is_package = path.name == "__init__.py"
     out = []
 
@@ -51,10 +52,10 @@ def _imports(module: str, top_level_only: bool):
                 if target is not None:
                     names = [a.name for a in child.names]
                     # `from . import x` imports the submodule x
-                    if child.module is None or target + "." + names[0] in MODULES:
+                    if child.module is None or target + "." + names[0] in modules():
                         for n in names:
                             sub = f"{target}.{n}"
-                            out.append((child.lineno, sub if sub in MODULES else target, [], in_function))
+                            out.append((child.lineno, sub if sub in modules() else target, [], in_function))
                     else:
                         out.append((child.lineno, target, names, in_function))
             elif isinstance(child, ast.Import):
@@ -70,16 +71,16 @@ def _imports(module: str, top_level_only: bool):
 
 def _owner(target: str) -> str | None:
     """The module a dotted name belongs to (a package's name is its __init__)."""
-    while target and target not in MODULES:
+    while target and target not in modules():
         target = target.rpartition(".")[0]
     return target or None
 
 
 def test_no_import_cycle_at_module_level():
-    graph = {m: {_owner(t) for _, t, _, fn in _imports(m, True) if not fn} - {None, m} for m in MODULES}
+    graph = {m: {_owner(t) for _, t, _, fn in _imports(m, True) if not fn} - {None, m} for m in modules()}
     # A package importing its own submodules (to register them) is not a cycle with them.
     for m, deps in graph.items():
-        deps -= {d for d in deps if d.startswith(m + ".") and MODULES[m][0].name == "__init__.py"}
+        deps -= {d for d in deps if d.startswith(m + ".") and modules()[m][0].name == "__init__.py"}
     cycles = []
     state: dict[str, int] = {}
 
@@ -100,11 +101,11 @@ def test_no_import_cycle_at_module_level():
 
 def test_no_private_name_imported_across_modules():
     bad = []
-    for m in MODULES:
+    for m in modules():
         for line, target, names, _ in _imports(m, False):
             for n in names:
                 if n.startswith("_") and not n.startswith("__") and _owner(target) != m:
-                    bad.append(f"{MODULES[m][0].relative_to(PACKAGE.parent)}:{line}: {n} from {target}")
+                    bad.append(f"{modules()[m][0].relative_to(PACKAGE.parent)}:{line}: {n} from {target}")
     assert bad == [], "\n".join(bad)
 
 
@@ -122,8 +123,8 @@ def _explained(lines: list[str], line: int) -> bool:
 
 def test_function_level_imports_of_the_package_say_why():
     bad = []
-    for m in MODULES:
-        path = MODULES[m][0]
+    for m in modules():
+        path = modules()[m][0]
         lines = path.read_text(encoding="utf-8").splitlines()
         for line, _target, _, in_function in _imports(m, False):
             if not in_function:
