@@ -26,11 +26,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # file's tests run on one worker, in order: its module fixtures are made once, and a notebook's
 # cells run in one kernel.
 EACH_TEST_ALONE = {"tests/test_report_bundled.py"}
-# Files that spend most of their time waiting on something real (a replayed trainer in real time,
-# a Slurm cluster, a JupyterLab server, an S3 server and dask workers, pip building a wheel), not
-# on the CPU. No more of them run at once than the machine has cores, beside the others' CPU work:
-# all waiting together left the cores idle, and all left to the end made the run wait on them.
-WAITING = {
+# Files that take a worker from tens of seconds to minutes (a replayed trainer in real time, a
+# Slurm cluster, a JupyterLab server, an S3 server and dask workers, pip building a wheel): each
+# starts early, so that none is left for the end of the run with the other workers idle, and no
+# more of them run at once than the machine has cores, so that the many short files keep going
+# beside them (the Slurm test mostly waits on its daemons: its worker's core goes to the others).
+LONG = {
     "tests/loaders/launchers/test_slurm_live.py",
     "tests/replay/test_scenario_full.py",
     "tests/replay/test_scenario_stall.py",
@@ -41,12 +42,12 @@ WAITING = {
     "tests/test_packaging.py",
 }
 _HERE = os.path.dirname(os.path.abspath(__file__))
-assert all(os.path.isfile(os.path.join(_HERE, f)) for f in EACH_TEST_ALONE | WAITING), "a file named above is gone"
+assert all(os.path.isfile(os.path.join(_HERE, f)) for f in EACH_TEST_ALONE | LONG), "a file named above is gone"
 
 
 def pytest_xdist_make_scheduler(config, log):
     """The test workers (pytest-xdist) take a file at a time (EACH_TEST_ALONE aside), at most one
-    WAITING file per core at once. xdist's own `loadgroup` cannot express it on pytest >= 9.2,
+    LONG file per core at once. xdist's own `loadgroup` cannot express it on pytest >= 9.2,
     whose test ids it can no longer rewrite."""
     from xdist.scheduler import LoadScopeScheduling
 
@@ -58,12 +59,12 @@ def pytest_xdist_make_scheduler(config, log):
             return nodeid if path in EACH_TEST_ALONE else path
 
         def _assign_work_unit(self, node) -> None:
-            # The next file in xdist's order (most tests first), but a waiting one while fewer
-            # than `at_once` workers have one, and not one while they do (as long as others remain).
-            waiting = sum(any(s in WAITING and not all(done.values()) for s, done in work.items())
+            # The next file in xdist's order (most tests first), but a long one while fewer than
+            # `at_once` workers have one, and not one while they do (as long as others remain).
+            running = sum(any(s in LONG and not all(done.values()) for s, done in work.items())
                           for work in self.assigned_work.values())
             queue = list(self.workqueue)
-            want = [s for s in queue if (s in WAITING) == (waiting < at_once)]
+            want = [s for s in queue if (s in LONG) == (running < at_once)]
             scope = (want or queue)[0]
             self.workqueue.move_to_end(scope, last=False)
             super()._assign_work_unit(node)

@@ -28,6 +28,16 @@ def start_clock(t, within_s) -> str:
     return clock(t)
 
 
+def clock_within(t, within_s) -> str:
+    """A time its source gives only to within `within_s` seconds, the true moment being up to
+    that much later (ps's START gives the minute; a command in a transcript dated only by its
+    `date`s carries the latest clock before it): `05:23:01 (up to 60 s later)`; else `clock(t)`
+    (also for a time given to its second, whose within is 1 s: the clock already says as much)."""
+    if not _missing(t) and not _missing(within_s) and float(within_s) > 1:
+        return f"{clock(t)} (up to {float(within_s):,.0f} s later)"
+    return clock(t)
+
+
 def duration(seconds) -> str:
     """A length of time in whole seconds: `91 s`, `4,786 s` (the findings measure in seconds)."""
     return "n/a" if _missing(seconds) else f"{seconds:,.0f} s"

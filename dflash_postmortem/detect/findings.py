@@ -1,6 +1,8 @@
 """The findings frame every detector returns, and how a finding cites its evidence.
 
-A finding is one claim about the incident: what (kind, title, detail), when (start, end), how bad
+A finding is one claim about the incident: what (kind, title, detail), when (start, end, and
+`within_s`: how much later its start may truly be, where the source that shows it gives its time
+only roughly, such as ps's minute or a transcript dated by its `date`s; 0 where exact), how bad
 (severity), the numbers behind it, and `evidence`: `file:line` references into the incident's own
 files, so that every claim can be checked by opening the line it cites.
 
@@ -17,7 +19,7 @@ import pandas as pd
 from ..schema import TIME
 from .numbers import declared
 
-COLUMNS = ("id", "kind", "start", "end", "severity", "title", "detail", "evidence", "numbers", "caused_by")
+COLUMNS = ("id", "kind", "start", "end", "within_s", "severity", "title", "detail", "evidence", "numbers", "caused_by")
 SEVERITIES = ("info", "warning", "critical")
 
 
@@ -31,6 +33,7 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=list(COLUMNS))
     for col in ("start", "end"):
         df[col] = pd.to_datetime(df[col], utc=True).astype(TIME) if len(df) else pd.Series(dtype=TIME)
+    df["within_s"] = pd.to_numeric(df["within_s"], errors="coerce").fillna(0.0).astype(float)
     for col in ("id", "kind", "severity", "title", "detail"):
         df[col] = df[col].astype("string")
     df["caused_by"] = [list(c) if isinstance(c, list) else [] for c in df["caused_by"]]
@@ -55,13 +58,15 @@ def cause(cause_id: str, why: str, evidence: list[str]) -> dict:
 
 
 def finding(kind: str, start, end, severity: str, title: str, detail: str,
-            evidence: list[str], numbers: dict, caused_by: list[dict] | None = None) -> dict:
+            evidence: list[str], numbers: dict, caused_by: list[dict] | None = None,
+            within_s: float = 0.0) -> dict:
     assert severity in SEVERITIES, severity
     # Internal invariant: every number is declared for its kind (detect/numbers.py).
     undeclared = set(numbers) - declared(kind)
     assert not undeclared, f"{kind}: numbers {sorted(undeclared)} are not declared in detect/numbers.py"
     return {
-        "id": finding_id(kind, start), "kind": kind, "start": start, "end": end, "severity": severity,
+        "id": finding_id(kind, start), "kind": kind, "start": start, "end": end,
+        "within_s": 0.0 if within_s is None or pd.isna(within_s) else float(within_s), "severity": severity,
         "title": title, "detail": detail, "evidence": unique(evidence), "numbers": numbers,
         "caused_by": list({c["id"]: c for c in caused_by or []}.values()),
     }

@@ -79,7 +79,8 @@ def _log_sources(inc: Incident) -> pd.DataFrame:
 
 def outcomes(inc: Incident) -> pd.DataFrame:
     """One row per attempt (model.attempts: every start, whatever showed it): its start as a
-    launch row (time, launched, ref, command, script, flags, log_path and what its launch event says), and
+    launch row (time, within_s: how much later it may truly be, launched, ref, command, script,
+    flags, log_path and what its launch event says), and
     what appeared after it: its process, its log, its run, its first step, the processes of its
     program that predate it (`stale`) and those of its own job (`job_pids`: a launcher's agent
     outlives the attempts it starts)."""
@@ -103,7 +104,8 @@ def _outcomes(inc: Incident) -> pd.DataFrame:
         # event itself was written (a transcript dated only by its `date`s places it roughly)
         row = {**launch, "launched": a["launched"], "time": a["start"], "ref": a["launch_ref"] or a["start_ref"], "attempt": a["attempt"],
                "by": a["by"], "command": a["command"] or launch.get("message"), "script": a["script"],
-               "flags": a["flags"], "log_path": a["log_path"], "run": a["run"], "host": a["host"]}
+               "flags": a["flags"], "log_path": a["log_path"], "run": a["run"], "host": a["host"],
+               "within_s": a["start_within_s"]}
         row.setdefault("pid", a["pids"][0] if len(a["pids"]) == 1 else None)
         mine = procs[procs["pid"].isin(a["pids"]) & commands.map(lambda c, s=a["script"]: is_trainer(c, s) or
                                                                   _runs_python(c)).astype(bool)]

@@ -20,7 +20,7 @@ from ..model.attempts import attempts
 from ..model.log_files import NEVER_CREATED, NOT_IN_INCIDENT, log_files
 from ..model.states import states
 from ..said import error_text
-from ..units import clock
+from ..units import clock, clock_within
 from . import findings, gpu_state
 from .launches import is_trainer, outcomes, verdicts
 from .per_host import judged
@@ -386,12 +386,12 @@ def _verified(L: pd.Series, said: pd.DataFrame, proc, first) -> dict:
     text = "; ".join(str(m).removeprefix("launch: ").strip() for m in said["message"])
     return findings.finding(
         "verified_start", L["time"], first["time"], "info",
-        f"restart at {clock(L['time'])} verified by dflash-postmortem launch",
+        f"restart at {clock_within(L['time'], L.get('within_s'))} verified by dflash-postmortem launch",
         f"The launcher checked the start itself: {text}. First training step logged at "
         f"{clock(first['time'])}" + (f" by PID {proc['pid']}" if proc is not None else "") + ".",
         ([L["ref"]] if isinstance(L.get("ref"), str) else []) + findings.refs(said),
         {"checks": checks, "run": L["run"], "log_path": L["log_path"],
-         "pid": None if proc is None else int(proc["pid"])})
+         "pid": None if proc is None else int(proc["pid"])}, within_s=L.get("within_s"))
 
 
 def _gone(inc: Incident, proc: pd.Series, end) -> bool:
@@ -454,13 +454,13 @@ def _never_trained(inc: Incident, L: pd.Series, w: _Window, proc, pid, stages: p
     seconds = (until - last["time"]).total_seconds()
     return findings.finding(
         "never_trained", L["time"], until, "critical",
-        f"launch at {clock(L['time'])} never reached training: stuck after `{_stage_text(last)}`",
+        f"launch at {clock_within(L['time'], L.get('within_s'))} never reached training: stuck after `{_stage_text(last)}`",
         f"Run {L['run'] or '?'} wrote its start-up stages up to `{_stage_text(last)}` at {clock(last['time'])} "
         f"and nothing after it for {seconds:,.0f} s{creep}; no training step; {how_ended}.",
         evidence + findings.refs(stages.tail(1)),
         {"run": L["run"], "pid": None if pid is None else int(pid), "last_stage": _stage_text(last),
          "last_stage_time": last["time"], "seconds_in_stage": seconds, "memory_mib": points},
-        caused_by=[_event_cause(last, "the last start-up stage it reached")])
+        caused_by=[_event_cause(last, "the last start-up stage it reached")], within_s=L.get("within_s"))
 
 
 def _stage_text(ev: pd.Series) -> str:
@@ -547,9 +547,11 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
             late = f"its first step came {(first['time'] - L['time']).total_seconds():,.0f} s after the launch" \
                 if first is not None else "still starting when the evidence ends, with no sign that it failed"
             rows.append(findings.finding(
-                "slow_start", L["time"], w.end, "info", f"slow start after launch at {clock(L['time'])}",
+                "slow_start", L["time"], w.end, "info",
+                f"slow start after launch at {clock_within(L['time'], L.get('within_s'))}",
                 "; ".join(lines) + f". Slow, not failed: {late}.",
-                evidence, {"checks": checks, "run": L["run"], "pid": None if pid is None else int(pid)}))
+                evidence, {"checks": checks, "run": L["run"], "pid": None if pid is None else int(pid)},
+                within_s=L.get("within_s")))
             continue
         v = _reason(L, inc, w, said)
         stale = _stale(inc, L, w, counts)
@@ -560,12 +562,12 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         word = "restart" if i > 0 else "start"  # the first start of the incident is no restart
         rows.append(findings.finding(
             "failed_restart", L["time"], min(w.end, L["ended"]) if pd.notna(L.get("ended")) else w.end, "critical",
-            f"{word} at {clock(L['time'])} never came up: {v.why.split(':')[0]}",
+            f"{word} at {clock_within(L['time'], L.get('within_s'))} never came up: {v.why.split(':')[0]}",
             v.why + ". Checks: " + "; ".join(lines) + ".",
             v.refs + evidence,
             {"reason": v.reason, "checks": checks, "run": L["run"], "log_path": L["log_path"],
              "launcher": session_launcher(str(L["command"])), "pid": None if pid is None else int(pid)},
-            caused_by=v.causes + held))
+            caused_by=v.causes + held, within_s=L.get("within_s")))
         rows += stale
     return findings.frame(rows)
 

@@ -174,8 +174,10 @@ class _Assembly:
             # a transcript dated only by the `date`s typed places its lines between them: a
             # process's own start time (ps LSTART) may then be the more precise one
             approx = bool(r.get("time_approx")) if pd.notna(r.get("time_approx")) else False
-            a = _Attempt(r["time"], "script" if traced else "operator", APPROX_S if approx else 0.0,
-                         _text(r.get("ref")))
+            # how much later it may be: the gap to the transcript's next clock, where it has one
+            gap = r.get("time_within_s")
+            within = (float(gap) if pd.notna(gap) else APPROX_S) if approx else 0.0
+            a = _Attempt(r["time"], "script" if traced else "operator", within, _text(r.get("ref")))
             self._describe(a, str(command), _text(r.get("log_path")))
             a.launch_ref, a.host = _text(r.get("ref")), _text(r.get("host"))
             a.launched, a.floor = r["time"], (r["time"] if approx else None)

@@ -79,6 +79,7 @@ class Command:
     prompt: Prompt | None = None
     time: pd.Timestamp = pd.NaT
     approx: bool = False
+    within_s: float | None = None  # approx: the true time lies up to this much later (the next clock)
     pid: int | None = None
     output: list[tuple[int, str]] = field(default_factory=list)  # (line number, screen text)
 
@@ -248,12 +249,19 @@ def date_commands(ses: Session, ctx: LoadContext, rep) -> None:
         stated = _stated_time(c, clock)
         if stated is not None and not pd.isna(stated[0]):
             c.time, c.approx = stated[0], False
-            if approx and c is not ses.commands[0]:
-                pass
             clock.set(stated[0], stated[1], f"line {c.line}")
+    # A command dated by the latest clock before it ran between that clock and the next one
+    # the session gives: how much later it may be is the gap to that next clock.
+    following = pd.NaT
+    for c in reversed(ses.commands):
+        if c.approx and not pd.isna(c.time):
+            c.within_s = (following - c.time).total_seconds() if not pd.isna(following) else None
+        elif not pd.isna(c.time):
+            following = c.time
     if approx:
         rep.assume(f"{approx} command(s) carry no time of their own: each is dated by the latest clock "
-                   "before it (`date` output, script header, nvidia-smi date line); time_approx is True")
+                   "before it (`date` output, script header, nvidia-smi date line), and may be as late as "
+                   "the next clock; time_approx is True, time_within_s the gap to that next clock")
     if ses.commands and all(pd.isna(c.time) for c in ses.commands):
         rep.assume("no clock in the session (no stamp, date output or script header): commands have no time")
 
@@ -706,6 +714,7 @@ def load_transcript(path: Path, ctx: LoadContext, fmt: str = FORMAT, loose: str 
         cref = ref_of(c.line)
         launch = parse_launch(c.text)
         ev.add(t, "command", c.text, cref, output="\n".join(s for _, s in c.output), time_approx=c.approx,
+               time_within_s=c.within_s,
                traced=c.prompt.trace_depth if c.prompt is not None and c.prompt.trace_depth else None)
         if launch is not None:
             how = launch.launcher if launch.launcher.endswith(" launch") else f"{launch.launcher} launch"
@@ -713,7 +722,7 @@ def load_transcript(path: Path, ctx: LoadContext, fmt: str = FORMAT, loose: str 
                    + (f" > {launch.log_path}" if launch.log_path else ""), cref,
                    launcher=launch.launcher, log_path=launch.log_path, args=launch.args, run=launch.run,
                    program=launch.program, background=launch.background, time_approx=c.approx,
-                   timeout_s=launch.timeout_s, timeout_signal=launch.timeout_signal)
+                   time_within_s=c.within_s, timeout_s=launch.timeout_s, timeout_signal=launch.timeout_signal)
             launches.append((len(ev.rows) - 1, launch, t, cref))
         facts = _output_events(ev, c, ref_of, launch, cref)
         answered = _status_answer(ev, c, prev, ref_of)

@@ -187,6 +187,21 @@ def test_a_group_kill_of_a_pid_file_whose_process_is_gone(bundled_dir):
     assert done.loc[2, "pid"] == 787 and done.loc[2, "signal"] == "SIGTERM"
 
 
+def test_a_command_dated_by_the_clock_before_it_may_be_as_late_as_the_next_clock(bundled_dir):
+    """The survivor's typescript has no stamps: its commands carry the latest `date` output
+    before them, and `time_within_s` says how much later each may truly be (the gap to the next
+    clock the session gives); the last ones, with no clock after them, leave it open."""
+    inc = pm.load_incident(bundled_dir.parent / "h200-1gpu-survivor")
+    ev = inc.events[(inc.events["source"] == "logs/terminal.log") & (inc.events["kind"] == "command")]
+    ev = ev.set_index("ref")
+    timeout = ev.loc["logs/terminal.log:15"]  # `timeout -s KILL 2 python ...`, dated 10:31:06
+    assert timeout["time"] == T("2026-12-01 10:31:06") and timeout["time_approx"]
+    assert timeout["time_within_s"] == 2.0  # the next `date` in the session printed 10:31:08
+    exact = ev[~ev["time_approx"].astype(bool)]
+    assert len(exact) and exact["time_within_s"].isna().all()
+    assert (ev.loc[ev["time_approx"].astype(bool), "time_within_s"].dropna() >= 0).all()
+
+
 def test_real_kill_failures(fixtures_dir):
     suse = _load(fixtures_dir / "terminal" / "moler-suse-root-kill-9-no-such-process.txt").events
     k = suse[suse["kind"] == "kill_failed"].iloc[0]
