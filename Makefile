@@ -66,18 +66,19 @@ slurm:
 	   else echo "note: no slurm and no root apt-get; its live test will be skipped"; fi; }
 
 # Four workers on any machine: much of a test run waits (kernels, servers, browsers, replayed
-# trainers), and conftest.py keeps torch and numpy to one thread per worker. Tests marked `alone`
-# compare speeds: they run afterwards, with nothing beside them.
+# trainers), and conftest.py keeps torch and numpy to one thread per worker (three workers on two
+# cores: 476 s against 413-521 s with four, a noisy machine). Tests marked `alone` compare speeds:
+# they live in tests/alone/ and run afterwards, with nothing beside them.
 TEST_WORKERS ?= 4
 PARALLEL   := -n $(TEST_WORKERS) --dist loadscope -m "not alone"
 
 test: setup browser prometheus slurm
 	$(PY) -m pytest $(PARALLEL) -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(PYTEST_ARGS)
-	$(PY) -m pytest -m alone -p no:cacheprovider tests $(PYTEST_ARGS)
+	$(PY) -m pytest -m alone -p no:cacheprovider tests/alone $(PYTEST_ARGS)
 
 unit: setup
 	$(PY) -m pytest $(PARALLEL) tests $(PYTEST_ARGS)
-	$(PY) -m pytest -m alone tests $(PYTEST_ARGS)
+	$(PY) -m pytest -m alone tests/alone $(PYTEST_ARGS)
 
 notebooks: setup
 	$(PY) -m pytest notebooks --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(PYTEST_ARGS)

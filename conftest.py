@@ -10,6 +10,8 @@ import os
 import shutil
 import tempfile
 
+import pytest
+
 from dflash_postmortem.report_cache import CACHE_ENV
 
 if not os.environ.get(CACHE_ENV):
@@ -43,6 +45,17 @@ LONG = {
 }
 _HERE = os.path.dirname(os.path.abspath(__file__))
 assert all(os.path.isfile(os.path.join(_HERE, f)) for f in EACH_TEST_ALONE | LONG), "a file named above is gone"
+
+
+# Tests that measure speed (`alone`) live here and run after the rest with nothing beside them
+# (Makefile): that run collects this folder only, not the whole suite to pick one test out of it.
+ALONE = "tests/alone/"
+
+
+def pytest_collection_modifyitems(config, items):
+    stray = [i.nodeid for i in items if i.get_closest_marker("alone") and not i.nodeid.startswith(ALONE)]
+    if stray:  # it would run in neither part of `make test`
+        raise pytest.UsageError(f"tests marked `alone` belong in {ALONE}: {', '.join(stray)}")
 
 
 def pytest_xdist_make_scheduler(config, log):

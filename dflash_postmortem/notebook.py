@@ -25,6 +25,7 @@ from .detect import detect
 from .evidence import link_refs
 from .loaders.folder import load_incident
 from .redact import redact, redact_frame, redact_incident
+from .text import CELL_CHARS, one_line
 from .units import clock
 
 REDACT_ENV = "DFLASH_POSTMORTEM_REDACT"  # "0": the report was asked not to mask secrets
@@ -95,8 +96,12 @@ def frame_html(df: pd.DataFrame, root: Path | None = None) -> str:
     href = None if root is None else (lambda ref: os.path.relpath(Path(root) / ref.path, os.getcwd()))
 
     def cell(value) -> str:
-        text = html.escape(mask(cell_text(value, multi_day)))
-        return link_refs(text, root, href) if href is not None else text
+        # one rule for every cut: an ellipsis, and the whole text one hover away
+        whole = mask(cell_text(value, multi_day))
+        shown = one_line(whole, CELL_CHARS) if len(whole) > CELL_CHARS else whole
+        text = html.escape(shown)
+        text = link_refs(text, root, href) if href is not None else text
+        return text if shown == whole else f'<span title="{html.escape(whole)}">{text}</span>'
 
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
     rows = "\n".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>"

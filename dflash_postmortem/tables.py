@@ -55,7 +55,7 @@ def timeline_table(tl: Timeline) -> Table:
     ev = tl.events
     if ev.empty:
         return Missing("nothing on the timeline: no finding and no operator action")
-    return pd.DataFrame({"time": ev["time"].map(clock), "phase": ev["phase"], "what": ev["what"].map(lambda v: one_line(v, 200)),
+    return pd.DataFrame({"time": ev["time"].map(clock), "phase": ev["phase"], "what": ev["what"].map(one_line),
                          "evidence": ev["evidence"].map(_evidence)})
 
 
@@ -145,7 +145,7 @@ def warnings_near(inc: Incident, findings: pd.DataFrame, minutes: float = 10.0) 
             return Missing(f"no data from logs or transcripts: nothing to look through within {minutes:g} min of the drop")
         return Missing(f"no warnings or errors in the logs within {minutes:g} min of the drop")
     return pd.DataFrame({"time": near["time"].map(clock), "kind": near["kind"], "run": near["run"],
-                         "message": near["message"].map(lambda v: one_line(v, 300)), "evidence": near["ref"]}).reset_index(drop=True)
+                         "message": near["message"].map(one_line), "evidence": near["ref"]}).reset_index(drop=True)
 
 
 def root_causes(inc: Incident, findings: pd.DataFrame) -> Table:
@@ -182,7 +182,7 @@ def launch_checklist(inc: Incident, findings: pd.DataFrame) -> Table:
         else:
             started = "✗ none"
         rows.append({
-            "launch": clock(L["time"]), "run": L["run"], "command": one_line(L.get("message") if isinstance(L.get("message"), str) else L.get("command") or "", 160),
+            "launch": clock(L["time"]), "run": L["run"], "command": one_line(L.get("message") if isinstance(L.get("message"), str) else L.get("command") or ""),
             "process started": started,
             "log created": "✗ none" if log is None else f"{clock(log['first'])} {log['name']}",
             "log growing": "✗" if log is None else (f"✓ until {clock(log['last'])}" if log["last"] > log["first"] else "✗ one line"),
@@ -264,7 +264,7 @@ def process_view(inc: Incident, findings: pd.DataFrame) -> Table:
         started=("started", "min"), **{"first seen": ("first seen", "min"), "last seen": ("last seen", "max")},
         status=("status", "first"), source=("source", "first"))
     out = pd.concat([out[~pools], folded[out.columns]], ignore_index=True)
-    out["command"] = out["command"].map(lambda v: one_line(v, 160))  # after folding: pools differ past the cut
+    out["command"] = out["command"].map(one_line)
     return out.sort_values("first seen", kind="stable").reset_index(drop=True)
 
 

@@ -46,11 +46,17 @@ def _missing(value) -> bool:
     return value is None or pd.isna(value)
 
 
-def one_line(value, limit: int) -> str:
-    """Evidence text for a label: one line, at most `limit` characters (an ellipsis where cut)."""
+# A table cell longer than this is cut where it is shown (notebook.frame_html), with an ellipsis and
+# the whole text on hover; the tables themselves keep the whole text.
+CELL_CHARS = 160
+
+
+def one_line(value, limit: int | None = None) -> str:
+    """Evidence text for a label or a cell: one line, at most `limit` characters (an ellipsis
+    where cut; no limit: the whole text, on one line)."""
     s = "" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
     s = " ".join(s.split())
-    return s[: limit - 1] + "…" if len(s) > limit else s
+    return s[: limit - 1] + "…" if limit is not None and len(s) > limit else s
 
 
 def gpu_label(host, gpu, many_hosts: bool) -> str:

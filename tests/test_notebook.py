@@ -1,6 +1,7 @@
 """The notebooks' glue (dflash_postmortem.notebook): tables as a reader wants them, secrets masked
 before anything is shown, the cache shared by the report's kernels and JupyterLab."""
 
+import html
 import re
 
 import pandas as pd
@@ -34,6 +35,23 @@ def test_a_named_index_is_a_column_and_times_of_several_days_carry_the_date():
     page = frame_html(df)
     assert "<th>rank</th><th>t</th>" in page
     assert "<td>2026-11-30 23:59:59</td>" in page and "<td>2026-12-01 00:00:01</td>" in page
+
+
+def test_a_long_cell_is_cut_with_an_ellipsis_and_whole_on_hover():
+    """One rule for every table: past CELL_CHARS a cell ends in an ellipsis and its `title` holds
+    the whole text (escaped, masked); a shorter cell is shown as it is."""
+    whole = ("nohup python3 -m dflash.train --run-name regressed --use-reentrant 0 --draft-layer-ckpt 1 "
+             "--lm-head-opt 0 --seconds 80 --hf-token hf_AbCdEfGhIjKlMnOpQrStUvWxYz "
+             "> /workspace/logs/train_regressed_with_a_long_name.log 2>&1 < /dev/null &")
+    assert len(whole) > notebook.CELL_CHARS
+    page = frame_html(pd.DataFrame({"command": [whole, "ls -l logs/"]}))
+    cut = re.search(r'<td><span title="([^"]*)">([^<]*)</span></td>', page)
+    assert cut is not None, page
+    title, shown = cut.group(1), cut.group(2)
+    assert shown.endswith("…") and len(html.unescape(shown)) == notebook.CELL_CHARS
+    assert title.startswith("nohup python3 -m dflash.train") and title.endswith("&lt; /dev/null &amp;")
+    assert f"--hf-token {MASK}" in title and "hf_AbCd" not in page
+    assert "<td>ls -l logs/</td>" in page
 
 
 def test_cells_read_as_numbers_the_evidence_supports():

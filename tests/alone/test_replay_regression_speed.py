@@ -11,8 +11,6 @@ pytest.importorskip("torch")
 
 from dflash_postmortem.cli import main  # noqa: E402
 
-# Four trainer processes (torch + wandb start-up each) per scenario, mostly waiting on the clock: a
-# file per scenario, so that the scenarios run beside each other on the test workers.
 pytestmark = pytest.mark.slow
 
 
