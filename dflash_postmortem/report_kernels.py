@@ -68,9 +68,9 @@ class Kernels:
     Leaving the block shuts the kernels down once every page given has run.
     """
 
-    def __init__(self, kernel_name: str, pages: int, progress: bool, most: int = MAX_KERNELS):
+    def __init__(self, kernel_name: str, pages: int, progress: bool):
         self._name = kernel_name
-        self._n = max(1, min(most, os.cpu_count() or 1, pages))
+        self._n = max(1, min(MAX_KERNELS, os.cpu_count() or 1, pages))
         self._todo: queue.Queue = queue.Queue()
         self._progress = progress
 
@@ -161,11 +161,10 @@ class Batch:
 
 
 @contextlib.contextmanager
-def shared_kernels(pages: int = 5, progress: bool = True, most: int = MAX_KERNELS):
+def shared_kernels(pages: int = 5, progress: bool = True):
     """Kernels for several reports built in a row (`build_report(..., kernels=k)`): started
-    once, in this interpreter, for every report built inside the block; `most` of them (fewer
-    where the machine has fewer cores, or is already busy with other work)."""
-    with this_python_kernel() as kernel, Kernels(kernel, pages, progress, most) as kernels:
+    once, in this interpreter, for every report built inside the block."""
+    with this_python_kernel() as kernel, Kernels(kernel, pages, progress) as kernels:
         yield kernels
 
 

@@ -25,11 +25,10 @@ def browser():
 @pytest.fixture(scope="session")
 def report_kernels():
     """Kernels shared by the reports this test process builds (`build_report(..., kernels=)`):
-    they start once, as `dflash-postmortem report A B C` starts them once. One kernel: the test
-    workers already keep every core busy, and a second kernel's start is CPU taken from them."""
+    they start once, as `dflash-postmortem report A B C` starts them once."""
     from dflash_postmortem.report_kernels import shared_kernels
 
-    with shared_kernels(progress=False, most=1) as kernels:
+    with shared_kernels(progress=False) as kernels:
         yield kernels
 
 
