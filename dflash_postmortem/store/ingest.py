@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -299,7 +301,28 @@ def _run(tasks: list[ConvertTask], scheduler: str | None, workers: int | None) -
     # max_tasks_per_child: Python 3.11-3.14 deadlock once a worker retires with tasks still queued
     # (CPython gh-115634: 17 sources on 2 workers hung forever).
     with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
-        return list(pool.map(convert_source, tasks))
+        with _main_file_the_workers_can_open():
+            done = pool.map(convert_source, tasks)  # the workers start here, all of them
+        return list(done)
+
+
+@contextmanager
+def _main_file_the_workers_can_open():
+    """A spawned worker first runs the parent's `__main__` from its file. A script read from
+    standard input (`python - <<EOF`, as shell scripts and CI run Python) names `<stdin>`, which
+    no worker can open, and every worker died before its first task. The workers run the
+    package's functions, never the script's, so while they start `__main__` names no file,
+    as under `python -c` or in a notebook."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if path is None or getattr(main, "__spec__", None) is not None or os.path.exists(path):
+        yield
+        return
+    del main.__file__
+    try:
+        yield
+    finally:
+        main.__file__ = path
 
 
 def _borrow_known(plan: FolderPlan, store: str, manifest: Manifest) -> None:

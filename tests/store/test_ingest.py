@@ -4,6 +4,8 @@ and the store gives back what a direct load gives."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,6 +52,21 @@ def test_chunked_in_worker_processes_equals_direct_load(shared_folder, tmp_path,
     assert sorted(done.converted) == SOURCES
     stem = layout.part_stem("h01/smi_stream.csv")
     assert len(list(store.rglob(f"{stem}-*.parquet"))) > 1  # it was read in chunks
+    _assert_equals_direct(direct, shared_folder, store)
+
+
+def test_worker_processes_start_from_a_script_read_on_standard_input(shared_folder, tmp_path, direct):
+    """`python - <<EOF` (shell scripts, CI): spawned workers re-run `__main__` from its file, which
+    is `<stdin>` here; the ingest's workers still start, convert, and give the same frames."""
+    store = tmp_path / "store"
+    script = ("import sys, warnings\nwarnings.simplefilter('ignore')\n"
+              "from dflash_postmortem.store.ingest import ingest\n"
+              f"done = ingest({str(shared_folder)!r}, {str(store)!r}, workers=2)\n"
+              "print(len(done.converted))\nimport __main__\nprint(__main__.__file__)\n")
+    ran = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.stdout.split() == [str(len(SOURCES)), "<stdin>"]  # and __main__ is left as it was
     _assert_equals_direct(direct, shared_folder, store)
 
 
