@@ -65,9 +65,9 @@ slurm:
 	       || echo "note: could not install slurm; its live test will be skipped"; \
 	   else echo "note: no slurm and no root apt-get; its live test will be skipped"; fi; }
 
-# Four workers on any machine: much of a test run waits (kernels, servers, browsers, replayed
-# trainers), and conftest.py keeps torch and numpy to one thread per worker (three workers on two
-# cores: 476 s against 413-521 s with four, a noisy machine). Tests marked `alone` compare speeds:
+# Four workers on any machine, measured on two cores (three: 476 s against 413-521 s with four;
+# six: over 9 minutes; docs/benchmarks.md); conftest.py keeps torch and numpy to one thread per
+# worker. Tests marked `alone` compare speeds:
 # they live in tests/alone/ and run afterwards, with nothing beside them.
 TEST_WORKERS ?= 4
 PARALLEL   := -n $(TEST_WORKERS) --dist loadscope -m "not alone"

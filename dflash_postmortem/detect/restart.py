@@ -386,12 +386,17 @@ def _verified(L: pd.Series, said: pd.DataFrame, proc, first) -> dict:
     text = "; ".join(str(m).removeprefix("launch: ").strip() for m in said["message"])
     return findings.finding(
         "verified_start", L["time"], first["time"], "info",
-        f"restart at {clock_within(L['time'], L.get('within_s'))} verified by dflash-postmortem launch",
+        f"restart at {_when(L)} verified by dflash-postmortem launch",
         f"The launcher checked the start itself: {text}. First training step logged at "
         f"{clock(first['time'])}" + (f" by PID {proc['pid']}" if proc is not None else "") + ".",
         ([L["ref"]] if isinstance(L.get("ref"), str) else []) + findings.refs(said),
         {"checks": checks, "run": L["run"], "log_path": L["log_path"],
          "pid": None if proc is None else int(proc["pid"])}, within_s=L.get("within_s"))
+
+
+def _when(L: pd.Series) -> str:
+    """The start's time as its source gives it (`05:23:01 (up to 2 s later)` where it is rough)."""
+    return clock_within(L["time"], L.get("within_s"))
 
 
 def _gone(inc: Incident, proc: pd.Series, end) -> bool:
@@ -454,7 +459,7 @@ def _never_trained(inc: Incident, L: pd.Series, w: _Window, proc, pid, stages: p
     seconds = (until - last["time"]).total_seconds()
     return findings.finding(
         "never_trained", L["time"], until, "critical",
-        f"launch at {clock_within(L['time'], L.get('within_s'))} never reached training: stuck after `{_stage_text(last)}`",
+        f"launch at {_when(L)} never reached training: stuck after `{_stage_text(last)}`",
         f"Run {L['run'] or '?'} wrote its start-up stages up to `{_stage_text(last)}` at {clock(last['time'])} "
         f"and nothing after it for {seconds:,.0f} s{creep}; no training step; {how_ended}.",
         evidence + findings.refs(stages.tail(1)),
@@ -548,7 +553,7 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
                 if first is not None else "still starting when the evidence ends, with no sign that it failed"
             rows.append(findings.finding(
                 "slow_start", L["time"], w.end, "info",
-                f"slow start after launch at {clock_within(L['time'], L.get('within_s'))}",
+                f"slow start after launch at {_when(L)}",
                 "; ".join(lines) + f". Slow, not failed: {late}.",
                 evidence, {"checks": checks, "run": L["run"], "pid": None if pid is None else int(pid)},
                 within_s=L.get("within_s")))
@@ -562,7 +567,7 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         word = "restart" if i > 0 else "start"  # the first start of the incident is no restart
         rows.append(findings.finding(
             "failed_restart", L["time"], min(w.end, L["ended"]) if pd.notna(L.get("ended")) else w.end, "critical",
-            f"{word} at {clock_within(L['time'], L.get('within_s'))} never came up: {v.why.split(':')[0]}",
+            f"{word} at {_when(L)} never came up: {v.why.split(':')[0]}",
             v.why + ". Checks: " + "; ".join(lines) + ".",
             v.refs + evidence,
             {"reason": v.reason, "checks": checks, "run": L["run"], "log_path": L["log_path"],
