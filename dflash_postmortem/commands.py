@@ -403,12 +403,16 @@ def kill_targets(cmd: str) -> list[KillTarget]:
         sig = "SIGTERM"
         sig_given = options_done = False
         args: list[str] = []
+        groups: list[str] = []
         while i < len(seg):
             w = seg[i]
             if options_done or not w.startswith("-") or w == "-":
                 args.append(w)
             elif w == "--":
                 options_done = True
+            elif name == "pkill" and w in ("-g", "-s", "--pgroup", "--session") and i + 1 < len(seg):
+                groups += seg[i + 1].split(",")  # pkill -g PGID / -s SID: a whole group or session
+                i += 1
             elif w in ("-s", "--signal", "-n") and i + 1 < len(seg):
                 sig, sig_given = signal_name(seg[i + 1]) or sig, True
                 i += 1
@@ -432,6 +436,8 @@ def kill_targets(cmd: str) -> list[KillTarget]:
                     out.append(KillTarget(name, sig, is_group=a.startswith("-"), expr=a.removeprefix("-")))
             elif not a.startswith("$"):
                 out.append(KillTarget(name, sig, pattern=a))
+        if not args:  # `pkill -g 924` alone: the group is the target (with a pattern, it only narrows it)
+            out += [KillTarget(name, sig, pid=int(g), is_group=True) for g in groups if g.isdigit() and int(g) > 0]
         mine = out[first:]
         out[first:] = [t for k, t in enumerate(mine) if t not in mine[:k]]
     return out
@@ -453,9 +459,6 @@ _WRAPPER_PROCESS = re.compile(
 # Sessions a background job dies with unless detached from them.
 _SESSION_LAUNCHER = re.compile(r"\b(?P<how>pct exec|pct enter|lxc-attach|docker exec|kubectl exec|ssh)\b")
 _DETACHING = re.compile(r"\bsetsid\b|\bdisown\b|\btmux\b|\bscreen\b|\bsystemd-run\b")
-# Commands that end a whole session or process group besides `kill -- -PGID`.
-_ENDS_SESSION = re.compile(r"\bpkill\s+(?:-\S+\s+)*-[sg]\s*\d+|\btmux\s+kill-(?:session|server)\b|"
-                           r"\bscreen\b.*-X\s+quit\b|\bloginctl\s+terminate")
 # `--use-reentrant` on a command line and wandb's `use_reentrant` name one setting.
 _FLAG_KEY = re.compile(r"-")
 
@@ -540,11 +543,6 @@ def session_launcher(command: str) -> str | None:
 def is_detached(command: str) -> bool:
     """Started out of the shell's session (setsid, disown, tmux, screen, systemd-run)."""
     return bool(_DETACHING.search(command or ""))
-
-
-def ends_session(command: str) -> bool:
-    """Kills a whole process group or session: `kill -- -PGID`, `pkill -g/-s`, tmux/screen/loginctl."""
-    return any(t.is_group for t in kill_targets(command or "")) or bool(_ENDS_SESSION.search(command or ""))
 
 
 # -- prompts --------------------------------------------------------------------------------

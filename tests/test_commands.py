@@ -73,6 +73,16 @@ def test_a_pid_named_twice_in_one_kill_is_one_target():
     assert [k.pid for k in kill_targets("kill 7; kill 7")] == [7, 7]  # two commands: two kills
 
 
+def test_pkill_of_a_group_or_session_targets_it_whole():
+    """`pkill -g PGID` and `pkill -s SID` alone kill a whole group (pkill's `-s` is a session, not
+    a signal as for kill); with a pattern the group only narrows which processes match."""
+    assert [(k.pid, k.is_group, k.signal) for k in kill_targets("pkill -9 -g 3489")] == [(3489, True, "SIGKILL")]
+    assert [(k.pid, k.is_group) for k in kill_targets("pkill -s 120")] == [(120, True)]
+    assert [(k.pid, k.pattern) for k in kill_targets("pkill -g 12 -f train.py")] == [(None, "train.py")]
+    assert kill_targets("pkill -s 0") == []  # the caller's own session: nothing the evidence can name
+    assert [k.signal for k in kill_targets("kill -s KILL 5")] == ["SIGKILL"]
+
+
 def test_parse_launch_forms():
     ssh = parse_launch("ssh node17 'cd /w && nohup torchrun --nproc-per-node 8 train.py --run-name r1 > /w/r1.log 2>&1 &'")
     assert ssh.launcher == "ssh" and ssh.run == "r1"

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..commands import ends_session, is_detached, session_launcher
+from ..commands import is_detached, session_launcher
 from ..incident import Incident
 from ..model import computed as memo
 from ..model.attempts import attempts
+from ..model.kills import aimed_at
 from ..model.log_files import NEVER_CREATED, NOT_IN_INCIDENT, log_files
 from ..model.states import states
-from ..said import error_text
 from ..units import clock, clock_within
 from . import findings, gpu_state
 from .launches import is_trainer, outcomes, verdicts
@@ -156,58 +156,154 @@ def _event_cause(r: pd.Series, why: str) -> dict:
     return findings.cause(findings.event_id(ref) if ref else f"event:{r['kind']}@{r['time']}", why, [ref] if ref else [])
 
 
-def _own_ends(L: pd.Series, inc: Incident, w: _Window) -> pd.DataFrame:
-    """`killed` / `exit` / `oom_kill` events of this launch: tied to its command line, to its job's
-    PID, or (OOM) to its process."""
-    ev = w.of(inc.events)
-    ends = ev[ev["kind"].isin(("killed", "exit", "oom_kill", "segfault"))]
-    if ends.empty:
-        return ends
-    mine = pd.Series(False, index=ends.index)
-    if "command_ref" in ends.columns and isinstance(L.get("ref"), str):
-        mine |= ends["command_ref"] == L["ref"]
-    pids = {int(p) for p in (L.get("pid"), (L["process"]["pid"] if isinstance(L.get("process"), pd.Series) else None))
-            if p is not None and not pd.isna(p)}
-    if pids:
-        mine |= ends["pid"].isin(pids).fillna(False).astype(bool)
-    return ends[mine.fillna(False).astype(bool)]
+# What went wrong first, as a reader says it of a start: "process 714 started and wrote a
+# traceback ending `...`" (the model's `cause_kind` -> the words before the error's own).
+_DIED = {"traceback": "wrote a traceback ending", "exception": "raised", "thread_crash": "lost a thread to",
+         "timeout": "timed out:", "nccl_timeout": "timed out in a collective:", "nccl_error": "hit an NCCL error:",
+         "gpu_error": "hit a GPU error:", "xid": "hit a GPU error:", "gpu_lost": "lost its GPU:"}
+# Ends that a process, its shell or its launcher report (a status, a signal); a kill the operator
+# sent is its own story.
+_REPORTED = ("killed", "exit", "segfault", "attempt_end", "oom_kill")
 
 
-def _ended(L: pd.Series, inc: Incident, w: _Window) -> _Verdict | None:
-    """Killed by its `timeout` wrapper, by the OOM killer, or exited: what the shell said."""
-    ends = _own_ends(L, inc, w)
-    if ends.empty:
+def _attempt(inc: Incident, L: pd.Series) -> pd.Series | None:
+    """The model's row of the launch's attempt."""
+    att = attempts(inc)
+    a = att[att["attempt"] == L.get("attempt")]
+    return a.iloc[0] if len(a) else None
+
+
+def _line(inc: Incident, ref, kind: str) -> pd.Series | None:
+    """The event of this kind that a model column cites (one line may hold several events)."""
+    if not isinstance(ref, str):
         return None
-    refs = findings.refs(ends)
-    oom = ends[ends["kind"] == "oom_kill"]
-    if len(oom):
-        r = oom.iloc[0]
-        return _Verdict("killed by the OOM killer", f"killed by the kernel's OOM killer: `{str(r['message']).strip()}`",
-                        refs, [_event_cause(r, "the kernel killed the process for memory")])
-    code = ends["exit_code"].dropna() if "exit_code" in ends.columns else pd.Series(dtype=float)
-    killed = ends[ends["kind"] == "killed"]
-    said = "; ".join(f"`{str(m).strip()}`" for m in ends["message"].head(3))
+    rows = memo.rows_where(inc, "events", "ref", ref)
+    rows = rows[rows["kind"] == kind]
+    return rows.iloc[0] if len(rows) else None
+
+
+def _died(a: pd.Series | None) -> bool:
+    """The attempt ended by itself or by what ran it: an error, a status, a signal, a redirect
+    the shell could not open (not a kill the operator sent to a start that hung)."""
+    return a is not None and (a["cause_kind"] in _DIED or a["end_kind"] in (*_REPORTED, "oom", "redirect_failed"))
+
+
+def _told(L: pd.Series, inc: Incident, a: pd.Series) -> _Verdict | None:
+    """Why the attempt ended before its first step, from how the model says it ended (`end_kind`,
+    `exit_code`, `signal`) and what went wrong first (`cause_kind`, `cause_message`), with the
+    lines that show them. None where the model read no end."""
+    end, cause = a["end_kind"], a["cause_kind"]
+    end_ref = a["end_ref"] if isinstance(a["end_ref"], str) else None
+    refs = [end_ref] if end_ref else []
+    proc = L.get("process")
+    who = f"process {proc['pid']}" if isinstance(proc, pd.Series) else "the launched process"
+    if end == "redirect_failed":
+        r = _line(inc, end_ref, end)
+        refs = [L["ref"], *refs] if isinstance(L.get("ref"), str) else refs  # the launch, then what the shell said
+        path = r["path"] if r is not None and isinstance(r.get("path"), str) else L.get("log_path")
+        return _Verdict("redirect target missing",
+                        f"log path does not exist, process never started: the shell could not open {path} "
+                        f"for the redirect, so the command after it never ran", refs,
+                        [findings.cause(findings.event_id(end_ref), f"the shell could not open {path}", refs)] if end_ref else [])
+    oom = _line(inc, end_ref, "oom") if end == "oom" else _line(inc, a["cause_ref"], "oom") if cause == "oom" else None
+    if oom is not None:
+        return _out_of_memory(oom, who)
+    if cause in _DIED:
+        ref = a["cause_ref"]
+        said = f"{_DIED[cause]} `{a['cause_message'] or a['end_message']}`"
+        return _Verdict("died in start-up", f"died during start-up: {who} started and {said}",
+                        [ref, *(r for r in refs if r != ref)],
+                        [findings.cause(findings.event_id(ref), said, [ref])] if isinstance(ref, str) else [])
+    # the shell may say one end twice (`Killed`, then `exit=137` from the operator's `echo`)
+    told = _reported(inc, a)
+    refs += [r for r in findings.refs(told) if r not in refs]
+    shown = "; ".join(f"`{str(m).strip()}`" for m in told["message"].head(3)) or f"`{a['end_message']}`"
+    reported = [findings.cause(findings.event_id(r), "the shell reported how it ended", [r]) for r in refs]
+    if end == "oom_kill":
+        return _Verdict("killed by the OOM killer", f"killed by the kernel's OOM killer: {shown}", refs,
+                        [findings.cause(findings.event_id(end_ref), "the kernel killed the process for memory", refs)]
+                        if refs else [])
     limit = L.get("timeout_s")
-    if limit is not None and not pd.isna(limit):
+    if end in _REPORTED and limit is not None and not pd.isna(limit):
         sig = L.get("timeout_signal") or "SIGTERM"
         launch = [findings.cause(findings.event_id(L["ref"]), f"the launch ran under `timeout`, {limit:g} s then {sig}",
                                  [L["ref"]])] if isinstance(L.get("ref"), str) else []
-        return _Verdict(
-            "killed by its timeout wrapper",
-            f"killed by its timeout wrapper: the launch ran under `timeout` with {limit:g} s and {sig} "
-            f"({said}), so the trainer was killed before it could start",
-            refs, launch + [_event_cause(r, "the shell reported how it ended") for _, r in ends.iterrows()])
-    if len(killed) or (len(code) and int(code.iloc[0]) >= 128):
-        sig = killed["signal"].dropna().iloc[0] if len(killed) and "signal" in killed.columns and killed["signal"].notna().any() else None
-        return _Verdict("killed", f"killed{f' by {sig}' if sig else ''} during start-up ({said})", refs,
-                        [_event_cause(r, "the shell reported how it ended") for _, r in ends.iterrows()])
-    if len(code) and int(code.iloc[0]) != 0:
-        return _Verdict("exited", f"exited with status {int(code.iloc[0])} during start-up ({said})", refs,
-                        [_event_cause(r, "the shell reported its exit status") for _, r in ends.iterrows()])
+        return _Verdict("killed by its timeout wrapper",
+                        f"killed by its timeout wrapper: the launch ran under `timeout` with {limit:g} s and {sig} "
+                        f"({shown}), so the trainer was killed before it could start", refs, launch + reported)
+    if end == "kill_sent":
+        return _kill_sent(L, inc, a, refs)
+    code = int(a["exit_code"]) if pd.notna(a["exit_code"]) else None
+    if end in _REPORTED and (pd.notna(a["signal"]) or end == "killed" or (code or 0) >= 128):
+        sig = f" by {a['signal']}" if pd.notna(a["signal"]) else ""
+        return _Verdict("killed", f"killed{sig} during start-up ({shown})", refs, reported)
+    if code:
+        return _Verdict("exited", f"exited with status {code} during start-up ({shown})", refs, reported)
+    if isinstance(end, str):
+        return _Verdict("ended", f"ended before its first step: {shown}", refs, reported)
     return None
 
 
-def _missing_evidence(L: pd.Series, inc: Incident, w: _Window) -> str:
+def _reported(inc: Incident, a: pd.Series) -> pd.DataFrame:
+    """The lines that report the attempt's end: its end line, and the other status lines of the
+    command that launched it."""
+    lines = memo.rows_where(inc, "events", "ref", a["end_ref"]) if isinstance(a["end_ref"], str) else inc.events.iloc[:0]
+    if isinstance(a["launch_ref"], str) and "command_ref" in inc.events.columns:
+        lines = pd.concat([lines, memo.rows_where(inc, "events", "command_ref", a["launch_ref"])])
+    lines = lines[lines["kind"].isin(_REPORTED)]
+    return lines[~lines.index.duplicated()].sort_values("time", kind="stable")
+
+
+def _out_of_memory(r: pd.Series, who: str) -> _Verdict:
+    """CUDA out of memory in start-up: what was asked and free, and who held the rest, where the
+    error says."""
+    holders = str(r["holders"]) if isinstance(r.get("holders"), str) and r["holders"] else None
+    held = f"; the memory was held by PID {holders.replace(', ', ', PID ')}" if holders else ""
+    asked = (f" ({r['requested_mib']:,.0f} MiB asked, {r['free_mib']:,.0f} MiB free)"
+             if pd.notna(r.get("requested_mib")) and pd.notna(r.get("free_mib")) else "")
+    # the error's own words where its numbers could not be read
+    said = "" if asked else f" (`{str(r['message']).strip().splitlines()[0][:100]}`)"
+    return _Verdict("out of memory in start-up", f"out of memory in start-up: {who} ran out of GPU memory{asked}{held}{said}",
+                    [r["ref"]] if isinstance(r.get("ref"), str) else [],
+                    [_event_cause(r, f"CUDA out of memory{held.replace(';', ':')}")])
+
+
+def _kill_sent(L: pd.Series, inc: Incident, a: pd.Series, refs: list[str]) -> _Verdict:
+    """A kill ended the start: aimed at it (its PID, a PID file, a pattern, its listed group), or
+    at the shell session it was started in without setsid or disown (the model's inference where
+    no listing gives the group's members)."""
+    kill = _line(inc, refs[0] if refs else None, "kill_sent")
+    typed = _line(inc, kill.get("command_ref"), "command") if kill is not None else None
+    if kill is None or aimed_at(inc, kill) & set(a["pids"]) or typed is None:
+        return _Verdict("killed", f"killed during start-up by a kill aimed at it: {a['end_message'] or 'a kill'} "
+                        f"({clock(a['end'])})", refs,
+                        [findings.cause(findings.event_id(refs[0]), "the kill reached the process", refs)] if refs else [])
+    pids = ", ".join(map(str, a["pids"]))
+    proc = L.get("process")
+    last = (f"it was last listed running at {clock(proc['last_seen'])}"
+            if isinstance(proc, pd.Series) and pd.notna(proc["last_seen"]) else f"its last sign of life was at {clock(a['last_alive'])}")
+    stopped, log_refs = _log_stopped(inc, L)
+    stopped, log_refs = _log_stopped(inc, L)
+    return _Verdict("launching session killed",
+                    f"launching session killed / process died during start-up: PID {pids} was started in the "
+                    f"background without setsid or disown, inside the shell session that the operator then "
+                    f"killed (`{typed['message']}` at {clock(typed['time'])}); {last}, before any training step{stopped}", refs + log_refs,
+                    [findings.cause(findings.event_id(refs[0]), "the kill reached the session it ran in", refs)] if refs else [])
+
+
+def _log_stopped(inc: Incident, L: pd.Series) -> tuple[str, list[str]]:
+    """Where the launch's log stopped, and its last line (with that line's reference)."""
+    log = L.get("log")
+    if not isinstance(log, pd.Series):
+        return "", []
+    lines = memo.rows_where(inc, "events", "source", log["source"])
+    last = lines.sort_values("time", kind="stable").tail(1)
+    n = len(set(findings.refs(lines)) | set(findings.refs(memo.rows_where(inc, "metrics", "source", log["source"]))))
+    return (f"; its log {log['name']} stopped at {clock(log['last'])} after {n} line(s)"
+            + (f" (`{str(last['message'].iloc[0]).strip()}`)" if len(last) else "")), findings.refs(last)
+
+
+def _missing_evidence(L: pd.Series, inc: Incident, w: _Window, a: pd.Series | None) -> str:
     """What would have told why, and is not in the incident."""
     missing = []
     if not len(w.of(inc.processes, "first_seen")) and inc.processes.empty:
@@ -221,75 +317,22 @@ def _missing_evidence(L: pd.Series, inc: Incident, w: _Window) -> str:
     sources = memo.cached(inc, "event sources", ("events",), lambda: tuple(inc.events["source"].dropna().unique()))
     if not isinstance(L.get("ref"), str) or not str(L["ref"]).startswith(sources):
         missing.append("no transcript of the launch")
-    elif _own_ends(L, inc, w).empty:
+    elif a is None or not isinstance(a["end_kind"], str):
         missing.append("no exit status or kill message in the transcript")
     return "; ".join(missing) or "every usual source is here and none says why"
 
 
-def _killed_in_startup(L: pd.Series, inc: Incident) -> _Verdict | None:
-    """A kill the attempt model found aimed at the attempt (a PID, a PID file, a pattern or the
-    process group it ran in) before its first step."""
-    att = attempts(inc)
-    a = att[att["attempt"] == L.get("attempt")]
-    if a.empty or a.iloc[0]["end_kind"] != "kill_sent":
-        return None
-    a = a.iloc[0]
-    refs = [a["end_ref"]] if isinstance(a["end_ref"], str) else []
-    return _Verdict("killed", f"killed during start-up by a kill aimed at it: {a['end_message'] or 'a kill'} "
-                    f"({clock(a['end'])})", refs,
-                    [findings.cause(findings.event_id(refs[0]), "the kill reached the process", refs)] if refs else [])
-
-
 def _reason(L: pd.Series, inc: Incident, w: _Window, said: pd.DataFrame) -> _Verdict:
-    """Why the launch failed, as far as the evidence goes. `said`: the launcher's verdict lines
-    for this launch (empty unless it went through `launch`)."""
-    launcher = _launcher_said(L, inc, said)
+    """Why the launch failed, as far as the evidence goes: the launcher's own verdict where it
+    checked the start (`said`: its lines for this launch, empty unless it went through `launch`),
+    else how the attempt model says it ended, else what the launch line itself implies."""
+    a = _attempt(inc, L)
+    launcher = _launcher_said(L, said, a)
     if launcher is not None:
         return _Verdict(*launcher)
-    ev = w.of(inc.events)
-    path = L.get("log_path") if isinstance(L.get("log_path"), str) else None
-    # A redirect the shell could not open is reported right after the launch, on its own output.
-    soon = ev[ev["time"] <= w.start + pd.Timedelta(seconds=10)]
-    said = soon["message"].fillna("").astype(str)
-    if "output" in soon.columns:
-        said = said + "\n" + soon["output"].fillna("").astype(str)
-    failed = soon[(soon["kind"] == "redirect_failed")
-                  | (said.str.contains(re.escape(path) + ": " + _NO_FILE) if path else False)]
-    if path and len(failed):
-        r = failed.iloc[0]
-        refs = [r["ref"]] if isinstance(r.get("ref"), str) else []
-        if r["kind"] != "redirect_failed":
-            refs += _output_refs(inc, r)
-        return _Verdict("redirect target missing",
-                        f"log path does not exist, process never started: the shell could not open {path} "
-                        f"for the redirect, so the command after it never ran", refs,
-                        [findings.cause(findings.event_id(refs[0]), f"the shell could not open {path}", refs)] if refs else [])
-    proc = L.get("process")
-    oom = _startup_traceback(L, ev, kind="oom")
-    if len(oom):
-        r = oom.iloc[0]
-        who = f"process {proc['pid']}" if isinstance(proc, pd.Series) else "the launched process"
-        holders = str(r["holders"]) if isinstance(r.get("holders"), str) and r["holders"] else None
-        held = f"; the memory was held by PID {holders.replace(', ', ', PID ')}" if holders else ""
-        asked = (f" ({r['requested_mib']:,.0f} MiB asked, {r['free_mib']:,.0f} MiB free)"
-                 if pd.notna(r.get("requested_mib")) and pd.notna(r.get("free_mib")) else "")
-        # the error's own words where its numbers could not be read
-        said = "" if asked else f" (`{str(r['message']).strip().splitlines()[0][:100]}`)"
-        return _Verdict("out of memory in start-up",
-                        f"out of memory in start-up: {who} ran out of GPU memory{asked}{held}{said}",
-                        findings.refs(oom, 1), [_event_cause(r, f"CUDA out of memory{held.replace(';', ':')}")])
-    tb = _startup_traceback(L, ev)
-    if len(tb):
-        last = error_text(tb["message"].iloc[0], "traceback")
-        who = f"process {proc['pid']}" if isinstance(proc, pd.Series) else "the launched process"
-        return _Verdict("died in start-up", f"died during start-up: {who} started and wrote a traceback "
-                        f"ending `{last}`", findings.refs(tb, 3), [_event_cause(tb.iloc[0], f"traceback ending `{last}`")])
-    ended = _ended(L, inc, w) or _killed_in_startup(L, inc)
-    if ended is not None:
-        return ended
-    killed = _session_kill(L, inc, w)
-    if killed is not None:
-        return _Verdict(*killed)
+    told = _told(L, inc, a) if a is not None else None
+    if told is not None:
+        return told
     how = session_launcher(str(L["command"]))
     if how and not is_detached(str(L["command"])):
         return _Verdict("launching session killed",
@@ -298,7 +341,7 @@ def _reason(L: pd.Series, inc: Incident, w: _Window, said: pd.DataFrame) -> _Ver
                         [L["ref"]] if isinstance(L.get("ref"), str) else [])
     # The title takes the why up to its first colon: the list of what is missing goes after it.
     return _Verdict("unknown", "no evidence says why the process did not start: the evidence that would "
-                    "tell is missing (" + _missing_evidence(L, inc, w) + ")", [])
+                    "tell is missing (" + _missing_evidence(L, inc, w, a) + ")", [])
 
 
 # What `dflash-postmortem launch` says in its first failed check -> the reason it names.
@@ -318,7 +361,7 @@ def _launcher_checks(said: pd.DataFrame) -> dict[str, tuple[bool, str]]:
             for _, r in said.iterrows() if r["check"] != "verdict"}
 
 
-def _launcher_said(L: pd.Series, inc: Incident, said: pd.DataFrame) -> tuple[str, str, list[str]] | None:
+def _launcher_said(L: pd.Series, said: pd.DataFrame, a: pd.Series | None) -> tuple[str, str, list[str]] | None:
     """A start through `dflash-postmortem launch`: its first FAIL line is the reason, with the log
     tail it quoted (the traceback of a trainer that died is there even when its log is lost)."""
     if said.empty:
@@ -333,51 +376,12 @@ def _launcher_said(L: pd.Series, inc: Incident, said: pd.DataFrame) -> tuple[str
     quoted = [ln.removeprefix("| ").strip() for ln in str(first["message"]).splitlines()[1:]]
     n = int(first["lines"]) if pd.notna(first.get("lines")) else 1
     refs = [first["ref"], *(r for r in (findings.shifted(first["ref"], k) for k in range(1, n)) if r)]
-    # The trainer's own log, when it is in the folder, holds the same traceback at its source.
-    refs += findings.refs(_startup_traceback(L, _between(inc.events, L["time"], first["time"] + pd.Timedelta(seconds=5))), 3)
+    # The trainer's own log, when it is in the folder, holds the error at its source.
+    if a is not None and isinstance(a["cause_ref"], str):
+        refs.append(a["cause_ref"])
     return (reason, f"{reason}: dflash-postmortem launch reported `{check}` FAIL "
             f"({detail.removesuffix('; last log lines:')})"
             + (f"; the log tail it quoted ends `{quoted[-1]}`" if quoted else ""), refs)
-
-
-def _startup_traceback(L: pd.Series, ev: pd.DataFrame, kind: str = "traceback") -> pd.DataFrame:
-    """Tracebacks (or out-of-memory lines) after the launch: in its own log when that log is
-    known, else in any source while the launched process is the one being watched (a process
-    listing says it ran)."""
-    tb = ev[ev["kind"] == kind]
-    log = L.get("log")
-    if isinstance(log, pd.Series):
-        return tb[tb["source"] == log["source"]]
-    return tb if isinstance(L.get("process"), pd.Series) else tb.iloc[:0]
-
-
-def _session_kill(L: pd.Series, inc: Incident, w: _Window) -> tuple[str, str, list[str]] | None:
-    """A background job of the operator's shell (no setsid/disown) whose session or process group
-    the operator then killed, after which the process vanished before its first step."""
-    proc = L.get("process")
-    if not isinstance(proc, pd.Series) or is_detached(str(L["command"])):
-        return None
-    ev = w.of(inc.events)
-    kills = ev[(ev["kind"] == "command") & ev["message"].fillna("").map(ends_session).astype(bool)]
-    kills = kills[kills["time"] >= proc["first_seen"] - pd.Timedelta(seconds=5)]
-    if kills.empty:
-        return None
-    k = kills.iloc[0]
-    refs = [k["ref"]] if isinstance(k.get("ref"), str) else []
-    log = L.get("log")
-    said = ""
-    if isinstance(log, pd.Series):
-        lines = memo.rows_where(inc, "events", "source", log["source"])
-        last = lines.sort_values("time", kind="stable").tail(1)
-        n = len(set(findings.refs(lines)) | set(findings.refs(memo.rows_where(inc, "metrics", "source", log["source"]))))
-        said = (f"; its log {log['name']} stopped at {clock(log['last'])} after {n} line(s)"
-                + (f" (`{str(last['message'].iloc[0]).strip()}`)" if len(last) else ""))
-        refs += findings.refs(last)
-    return ("launching session killed",
-            f"launching session killed / process died during start-up: PID {proc['pid']} was started in "
-            f"the background without setsid or disown, inside the shell session that the operator then "
-            f"killed (`{k['message']}` at {clock(k['time'])}); it was last listed running at "
-            f"{clock(proc['last_seen'])}, before any training step{said}", refs)
 
 
 def _verified(L: pd.Series, said: pd.DataFrame, proc, first) -> dict:
@@ -542,7 +546,7 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         # evidence ends); the checks above and the reason below say what shows it.
         over = L["attempt"] in gave_up
         stages = _stages(inc, log)
-        died = len(_startup_traceback(L, w.of(inc.events))) > 0 or _ended(L, inc, w) is not None
+        died = _died(_attempt(inc, L))
         if not (exited or died) and len(stages) and proc is not None:
             stuck_until = proc["last_seen"] if pd.notna(proc["last_seen"]) else w.end
             if (stuck_until - stages["time"].iloc[-1]).total_seconds() >= NEVER_TRAINED_S:
@@ -566,7 +570,7 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
                 for f in stale if f["numbers"]["pid"] in holders]
         word = "restart" if i > 0 else "start"  # the first start of the incident is no restart
         rows.append(findings.finding(
-            "failed_restart", L["time"], min(w.end, L["ended"]) if pd.notna(L.get("ended")) else w.end, "critical",
+            "failed_restart", L["time"], _failed_until(L, w), "critical",
             f"{word} at {_when(L)} never came up: {v.why.split(':')[0]}",
             v.why + ". Checks: " + "; ".join(lines) + ".",
             v.refs + evidence,
@@ -575,6 +579,14 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
             caused_by=v.causes + held, within_s=L.get("within_s")))
         rows += stale
     return findings.frame(rows)
+
+
+def _failed_until(L: pd.Series, w: _Window):
+    """The failed start's period: to its end where it lasted, else (a redirect the shell could not
+    open ends it the instant it began) to the next launch or the grace, the time it was the start
+    the job waited on."""
+    ended = L.get("ended")
+    return min(w.end, ended) if pd.notna(ended) and ended > L["time"] else w.end
 
 
 def _stopped(inc: Incident, proc: pd.Series, w: _Window) -> bool:

@@ -33,6 +33,7 @@ import pandas as pd
 from ..commands import (
     command_name,
     invocation,
+    is_detached,
     is_wrapper_process,
     log_target,
     parse_launch,
@@ -43,7 +44,7 @@ from ..incident import Incident
 from ..said import error_text
 from ..schema import TOK_PER_S
 from . import computed
-from .kills import aimed_at
+from .kills import aimed_at, is_group_kill
 
 # ps START has minute resolution: a process started in the minute of a launch may be its own.
 STARTUP_SLACK = pd.Timedelta(seconds=60)
@@ -64,7 +65,7 @@ COLUMNS = ("attempt", "start", "start_within_s", "start_ref", "launched", "by", 
            "first_step", "first_step_ref", "last_alive", "last_alive_ref", "end", "end_kind", "end_ref",
            "end_message", "exit_code", "signal", "cause_time", "cause_kind", "cause_ref", "cause_message", "cause_rank")
 # Kinds that end an attempt, strongest first: what ended it when several lines say something.
-_ENDS = ("oom_kill", "oom", "killed", "kill_sent", "attempt_end", "timeout", "nccl_timeout", "exit",
+_ENDS = ("redirect_failed", "oom_kill", "oom", "killed", "kill_sent", "attempt_end", "timeout", "nccl_timeout", "exit",
          "traceback", "training_stop", "run_end")
 _STARTS = ("stage", "training_start")
 # Kinds that say what went wrong: the first of them after the last step is the cause a reader
@@ -452,6 +453,7 @@ class _Assembly:
                                               if source in other and other[source] > begin), default=None))
                          for source, begin in mine.items()}
         self.owned = {s for a in found for s in a.sources}
+        self.kills = [(i, pids | self._session_members(i, pids, found)) for i, pids in self.kills]
         _jobs(found)
         rows = []
         for i, a in enumerate(found, 1):
@@ -461,6 +463,19 @@ class _Assembly:
         for col in ("start", "launched", "first_step", "last_alive", "end", "cause_time"):
             df[col] = pd.to_datetime(df[col], utc=True).astype("datetime64[us, UTC]")
         return df
+
+    def _session_members(self, i, aimed: set[int], found: list[_Attempt]) -> set[int]:
+        """A kill of a process group (`kill -- -PGID`, `pkill -g`) reaches the processes started
+        in that group. Where no listing gives PGIDs to say which those are, a launch typed in a
+        shell and not detached from it (no setsid, disown, tmux...) started its processes in the
+        shell's group, whose leader came first: its PIDs above the group's number, started before
+        the kill, are aimed at (`_end` takes the kill as its end only if they were gone after it)."""
+        kill = self.ev.loc[i]
+        group = kill.get("target_pid")
+        if not is_group_kill(kill) or pd.isna(group) or aimed - {int(group)}:
+            return set()
+        return {p for a in found if a.launch_ref and a.pids and a.start is not None and a.start <= kill["time"]
+                and not is_detached(a.command or "") and min(a.pids) > int(group) for p in a.pids}
 
     def _row(self, i: int, a: _Attempt) -> dict:
         inc = self.inc

@@ -62,9 +62,16 @@ def aimed_at(inc: Incident, kill: pd.Series) -> set[int]:
         pids |= kill_pids(inc, f"kill {expr}", kill["time"])
     if isinstance(pattern, str) and pattern:
         pids |= kill_pids(inc, f"pkill -f {pattern}", kill["time"])
-    if kill.get("target_is_group") is True and pids:
+    if is_group_kill(kill) and pids:
         pids |= group_members(inc, pids, kill["time"])
     return pids
+
+
+def is_group_kill(kill: pd.Series) -> bool:
+    """A kill of a whole process group (`kill -- -924`, `pkill -g 924`); the column is a nullable
+    boolean, whose row values are numpy's or Python's depending on how the row was taken."""
+    value = kill.get("target_is_group")
+    return bool(pd.notna(value) and value)
 
 
 def group_members(inc: Incident, groups: set[int], when) -> set[int]:

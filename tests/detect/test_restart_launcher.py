@@ -182,3 +182,30 @@ def test_the_same_start_followed_by_another_gave_up(tmp_path, still_loading):
     assert st.groupby("attempt")["state"].last().tolist() == ["never trained", "starting"]
     assert found["kind"].tolist().count("failed_restart") == 1
     assert found[found["kind"] == "failed_restart"].iloc[0]["start"] < found[found["kind"] == "slow_start"].iloc[0]["start"]
+
+
+EXITS = "import sys; print('Loading target model on cuda:0 ...', flush=True); sys.exit(3)"
+
+
+@pytest.fixture(scope="module")
+def exits_with_status(tmp_path_factory):
+    """A start in the background that the shell waits for, its trainer exiting with status 3, the
+    shell's `echo exit=$?` after it, and no traceback anywhere: only the status says how it ended."""
+    folder = tmp_path_factory.mktemp("exits")
+    (folder / "logs").mkdir()
+    (folder / "exit_train.py").write_text(EXITS + "\n")
+    _record(folder, [f"nohup {sys.executable} {folder}/exit_train.py > {folder}/logs/train.log 2>&1 & wait $!; echo exit=$?"])
+    inc = pm.load_incident(folder)
+    return folder, inc, detect_failed_restarts(inc)
+
+
+def test_a_start_that_exits_with_a_status_is_told_from_its_end(exits_with_status, line_at):
+    """The reason is the attempt model's end (its exit status), cited at the shell's line."""
+    folder, inc, found = exits_with_status
+    fr = found[found["kind"] == "failed_restart"]
+    assert len(fr) == 1, found[["kind", "title"]]
+    r = fr.iloc[0]
+    assert r["numbers"]["reason"] == "exited"
+    assert r["title"].endswith("never came up: exited with status 3 during start-up (`exit=3`)")
+    assert line_at(folder, r["evidence"][0]) == "exit=3"
+    assert states(inc)["state"].tolist() == ["starting", "never trained"]

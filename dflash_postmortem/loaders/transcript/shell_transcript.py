@@ -582,7 +582,8 @@ def _output_events(ev: _Events, c: Command, ref_of, launch: Launch | None, cmd_r
             path = m.group("path")
             facts["lines"].add(n)
             if launch is not None and launch.log_path == path:
-                ev.add(t, "redirect_failed", f"the shell could not open the log file {path}: {s}", ref, path=path, run=launch.run)
+                ev.add(t, "redirect_failed", f"the shell could not open the log file {path}: {s}", ref, path=path,
+                       run=launch.run, command_ref=cmd_ref)
             else:
                 kind = "log_missing" if re.search(r"\.(log|out|txt|err)$", path) else "file_missing"
                 ev.add(t, kind, s, ref, path=path)
