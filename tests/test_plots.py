@@ -3,14 +3,13 @@ marked, the bands and lines, the event lanes, the capped labels and minute-resol
 colour per run across figures, and what a figure says when its source is missing."""
 
 import html
-import warnings
 
 import pandas as pd
 import pytest
+from support.bundled import NAMES, loaded
 from support.incidents import smi_stream_only
 
 import dflash_postmortem as pm
-from conftest import REPO
 from dflash_postmortem import plots, tables
 from dflash_postmortem.detect import levels, replay_ab, sources, throughput
 from dflash_postmortem.detect.launches import outcomes
@@ -139,7 +138,7 @@ def test_replay_ab_legend_says_what_each_run_changed(bundled_incident):
 
 
 def test_replay_ab_legend_matches_every_run_of_the_ab_capture(repo_dir):
-    inc = _load(repo_dir / "data" / "incidents" / "h200-2gpu-replay-ab")
+    inc, _ = loaded("h200-2gpu-replay-ab")
     effects = replay_ab.replay_effects(inc)
     fig = plots.plot_replay_ab(effects)
     assert len(fig.data) == len(effects) == 8
@@ -161,20 +160,10 @@ def test_gpu_memory_is_one_line_per_gpu_from_its_best_source(bundled_incident):
 
 # --- every bundled incident: lanes, labels, bands, minute starts, run colours ---------------------
 
-INCIDENTS = sorted(p.name for p in (REPO / "data" / "incidents").iterdir() if p.is_dir())
-
-
-def _load(path):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the load report lists what was assumed
-        return pm.load_incident(path)
-
-
-@pytest.fixture(scope="module", params=INCIDENTS)
+@pytest.fixture(scope="module", params=NAMES)
 def drawn(request):
     """(incident, findings, the overview's frames, the overview) for each bundled incident."""
-    inc = _load(REPO / "data" / "incidents" / request.param)
-    findings = pm.detect(inc)
+    inc, findings = loaded(request.param)
     frames = tables.overview(inc, findings)
     return inc, findings, frames, plots.plot_overview(**frames)
 
@@ -286,8 +275,7 @@ def test_the_bundled_capture_draws_its_ps_starts_from_the_launch(overview):
 
 @pytest.mark.parametrize("name", ["h200-2gpu", "h200-2gpu-replay-ab"])
 def test_a_run_has_one_colour_in_every_figure(repo_dir, name):
-    inc = _load(repo_dir / "data" / "incidents" / name)
-    findings = pm.detect(inc)
+    inc, findings = loaded(name)
     series = throughput.series(inc)
     segments = throughput.segments(series)
     figures = {

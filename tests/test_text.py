@@ -3,10 +3,10 @@ tests/notebook_headlines.json holds), the verdicts, the report index's summary a
 
 import json
 import warnings
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from support.bundled import NAMES, loaded
 from support.incidents import smi_stream_only
 
 import dflash_postmortem as pm
@@ -112,7 +112,6 @@ def test_terminal_text(seed_incident, seed_findings):
             "tokens lost 48.8M against 21.5K tok/s") in out
 
 
-INCIDENTS = sorted(p.name for p in (Path(__file__).resolve().parents[1] / "data" / "incidents").iterdir() if p.is_dir())
 
 
 def _cited(findings) -> set[str]:
@@ -121,12 +120,9 @@ def _cited(findings) -> set[str]:
             | {ref for links in findings["caused_by"] for link in links for ref in link["evidence"]})
 
 
-@pytest.mark.parametrize("name", INCIDENTS)
+@pytest.mark.parametrize("name", NAMES)
 def test_inspect_fits_the_width_and_shows_every_cited_line_whole(name, repo_dir):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        inc = pm.load_incident(repo_dir / "data" / "incidents" / name)
-    found = pm.detect(inc)
+    inc, found = loaded(name)
     cited = _cited(found)
     assert cited or found.empty, "every finding cites evidence"
     if found.empty:  # the incidents recorded without one: the page says so and fits

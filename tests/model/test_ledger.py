@@ -9,19 +9,18 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from support.bundled import NAMES, loaded
 
 import dflash_postmortem as pm
 from dflash_postmortem.model import attempts, ledger
 from dflash_postmortem.model.ledger import CLASSES, SHOWN_S, ledger_parts
 
 REPO = Path(__file__).resolve().parents[2]
-BUNDLED = sorted(p.name for p in (REPO / "data" / "incidents").iterdir() if p.is_dir())
+BUNDLED = NAMES
 
 
 def _load(name: str):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return pm.load_incident(REPO / "data" / "incidents" / name)
+    return loaded(name)[0]
 
 
 def _seconds(a: str, b: str) -> float:
