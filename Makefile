@@ -18,7 +18,7 @@ STAMP      := $(VENV)/.installed
 KERNEL     := dflash-postmortem
 PYTEST_ARGS ?=
 
-.PHONY: setup report reports test unit notebooks lab lint browser prometheus slurm strip bench fuzz clean
+.PHONY: setup report reports test unit notebooks lab lint browser prometheus slurm shells strip bench fuzz clean
 
 setup: $(STAMP)
 
@@ -54,6 +54,15 @@ prometheus:
 	       || echo "note: could not install prometheus; its server tests will be skipped"; \
 	   else echo "note: no prometheus and no root apt-get; its server tests will be skipped"; fi; }
 
+# The shells whose own words the transcript tests record (bash is the recipe's; dash and zsh print
+# a redirect they cannot open differently), the same way.
+shells:
+	@command -v dash >/dev/null 2>&1 && command -v zsh >/dev/null 2>&1 || \
+	 { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dash zsh) >/dev/null 2>&1 \
+	       || echo "note: could not install dash and zsh; their transcript tests will be skipped"; \
+	   else echo "note: no dash or zsh and no root apt-get; their transcript tests will be skipped"; fi; }
+
 # A real one-node Slurm (Debian's packages; MariaDB behind slurmdbd for sacct) for the Slurm
 # loader's live test, the same way: tests/support/slurm.py starts it on loopback from a temp folder.
 SLURM_PACKAGES := slurmctld slurmd slurm-client munge slurmdbd mariadb-server
@@ -72,7 +81,7 @@ slurm:
 TEST_WORKERS ?= 4
 PARALLEL   := -n $(TEST_WORKERS) --dist loadscope -m "not alone"
 
-test: setup browser prometheus slurm
+test: setup browser prometheus slurm shells
 	$(PY) -m pytest $(PARALLEL) -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(PYTEST_ARGS)
 	$(PY) -m pytest -m alone -p no:cacheprovider tests/alone $(PYTEST_ARGS)
 

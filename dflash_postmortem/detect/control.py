@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..incident import Incident
-from ..model.kills import kill_pids
+from ..model.kills import is_group_kill, kill_pids
 from ..schema import TOK_PER_S
 from ..units import clock
 from . import findings
@@ -74,8 +74,7 @@ def detect_failed_kills(inc: Incident) -> pd.DataFrame:
         if pd.isna(target):
             continue
         pid = abs(int(target))
-        is_group = _col(kills, "target_is_group").get(k.name)
-        group = bool(is_group) if is_group is not None and not pd.isna(is_group) else False
+        group = is_group_kill(k)
         run = _run_of(inc, pid)
         seen = _seen_after(inc, pid, run, k["time"])
         if seen["until"] is None:

@@ -26,8 +26,7 @@ from .launches import is_trainer, outcomes, verdicts
 from .per_host import judged
 
 GRACE_S = 600.0
-# A background job started inside one of these exits with it unless it is detached (setsid/disown).
-_NO_FILE = "No such file or directory"
+# A python interpreter in a listed command: a process that could pass for the trainer.
 _PYTHON = re.compile(r"\bpython[\d.]*\b")
 
 
@@ -74,10 +73,6 @@ def _window(inc: Incident, oc: pd.DataFrame, i: int, grace: pd.Timedelta) -> _Wi
         end = oc["time"].iloc[i + 1]
         stop_ref = oc["ref"].iloc[i + 1] if isinstance(oc["ref"].iloc[i + 1], str) else None
     return _Window(start, end, stop_ref, inc)
-
-
-def _between(df: pd.DataFrame, start, end, col: str = "time") -> pd.DataFrame:
-    return df[(df[col] >= start) & (df[col] < end)]
 
 
 def _output_refs(inc: Incident, ev: pd.Series) -> list[str]:
@@ -161,6 +156,8 @@ def _event_cause(r: pd.Series, why: str) -> dict:
 _DIED = {"traceback": "wrote a traceback ending", "exception": "raised", "thread_crash": "lost a thread to",
          "timeout": "timed out:", "nccl_timeout": "timed out in a collective:", "nccl_error": "hit an NCCL error:",
          "gpu_error": "hit a GPU error:", "xid": "hit a GPU error:", "gpu_lost": "lost its GPU:"}
+# A shell's words for a redirect target whose folder is not there (bash, zsh; dash).
+_MISSING = re.compile(r"no such file or directory|directory nonexistent", re.IGNORECASE)
 # Ends that a process, its shell or its launcher report (a status, a signal); a kill the operator
 # sent is its own story.
 _REPORTED = ("killed", "exit", "segfault", "attempt_end", "oom_kill")
@@ -201,9 +198,13 @@ def _told(L: pd.Series, inc: Incident, a: pd.Series) -> _Verdict | None:
         r = _line(inc, end_ref, end)
         refs = [L["ref"], *refs] if isinstance(L.get("ref"), str) else refs  # the launch, then what the shell said
         path = r["path"] if r is not None and isinstance(r.get("path"), str) else L.get("log_path")
-        return _Verdict("redirect target missing",
-                        f"log path does not exist, process never started: the shell could not open {path} "
-                        f"for the redirect, so the command after it never ran", refs,
+        # the shell's own words (its line ends the message): a folder that is not there, or a
+        # file it may not write
+        missing = _MISSING.search(str(a["end_message"] or "")) is not None
+        return _Verdict("redirect target missing" if missing else "log not writable",
+                        ("log path does not exist" if missing else "log path not writable") + ", process never "
+                        f"started: the shell could not open {path} for the redirect, so the command after it never ran",
+                        refs,
                         [findings.cause(findings.event_id(end_ref), f"the shell could not open {path}", refs)] if end_ref else [])
     oom = _line(inc, end_ref, "oom") if end == "oom" else _line(inc, a["cause_ref"], "oom") if cause == "oom" else None
     if oom is not None:
@@ -283,7 +284,6 @@ def _kill_sent(L: pd.Series, inc: Incident, a: pd.Series, refs: list[str]) -> _V
     last = (f"it was last listed running at {clock(proc['last_seen'])}"
             if isinstance(proc, pd.Series) and pd.notna(proc["last_seen"]) else f"its last sign of life was at {clock(a['last_alive'])}")
     stopped, log_refs = _log_stopped(inc, L)
-    stopped, log_refs = _log_stopped(inc, L)
     return _Verdict("launching session killed",
                     f"launching session killed / process died during start-up: PID {pids} was started in the "
                     f"background without setsid or disown, inside the shell session that the operator then "
@@ -322,11 +322,11 @@ def _missing_evidence(L: pd.Series, inc: Incident, w: _Window, a: pd.Series | No
     return "; ".join(missing) or "every usual source is here and none says why"
 
 
-def _reason(L: pd.Series, inc: Incident, w: _Window, said: pd.DataFrame) -> _Verdict:
+def _reason(L: pd.Series, inc: Incident, w: _Window, said: pd.DataFrame, a: pd.Series | None) -> _Verdict:
     """Why the launch failed, as far as the evidence goes: the launcher's own verdict where it
     checked the start (`said`: its lines for this launch, empty unless it went through `launch`),
-    else how the attempt model says it ended, else what the launch line itself implies."""
-    a = _attempt(inc, L)
+    else how the attempt model says it ended (`a`, its row), else what the launch line itself
+    implies."""
     launcher = _launcher_said(L, said, a)
     if launcher is not None:
         return _Verdict(*launcher)
@@ -546,7 +546,8 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         # evidence ends); the checks above and the reason below say what shows it.
         over = L["attempt"] in gave_up
         stages = _stages(inc, log)
-        died = _died(_attempt(inc, L))
+        a = _attempt(inc, L)
+        died = _died(a)
         if not (exited or died) and len(stages) and proc is not None:
             stuck_until = proc["last_seen"] if pd.notna(proc["last_seen"]) else w.end
             if (stuck_until - stages["time"].iloc[-1]).total_seconds() >= NEVER_TRAINED_S:
@@ -562,7 +563,7 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
                 evidence, {"checks": checks, "run": L["run"], "pid": None if pid is None else int(pid)},
                 within_s=L.get("within_s")))
             continue
-        v = _reason(L, inc, w, said)
+        v = _reason(L, inc, w, said, a)
         stale = _stale(inc, L, w, counts)
         # a stale process named as the holder of the memory the start could not get caused it
         holders = {int(x) for x in re.findall(r"PID (\d+)", v.why)} if v.reason.startswith("out of memory") else set()

@@ -6,6 +6,7 @@ written the way the operator's transcript in the bundled capture writes commands
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -21,12 +22,12 @@ CRASH = ("import sys; print('Loading target model on cuda:0 ...', flush=True); "
          "raise RuntimeError('CUDA error: out of memory')")
 
 
-def _record(folder: Path, commands: list[str]) -> Path:
-    """Run each command in bash; write `[ISO time] $ command` then its output, like operator.log."""
+def _record(folder: Path, commands: list[str], shell: str = "bash") -> Path:
+    """Run each command in `shell`; write `[ISO time] $ command` then its output, like operator.log."""
     lines = []
     for cmd in commands:
         at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        done = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120, cwd=folder)
+        done = subprocess.run([shell, "-c", cmd], capture_output=True, text=True, timeout=120, cwd=folder)
         lines += [f"[{at}] $ {cmd}", *(done.stdout + done.stderr).splitlines()]
     path = folder / "operator.log"
     path.write_text("\n".join(lines) + "\n")
@@ -208,4 +209,28 @@ def test_a_start_that_exits_with_a_status_is_told_from_its_end(exits_with_status
     assert r["numbers"]["reason"] == "exited"
     assert r["title"].endswith("never came up: exited with status 3 during start-up (`exit=3`)")
     assert line_at(folder, r["evidence"][0]) == "exit=3"
+    assert states(inc)["state"].tolist() == ["starting", "never trained"]
+
+
+@pytest.mark.parametrize("shell", ["bash", "dash", "zsh"])
+@pytest.mark.parametrize(("target", "reason"), [("missing/train.log", "redirect target missing"),
+                                                 ("/sys/train.log", "log not writable")])
+def test_a_redirect_the_shell_could_not_open_ends_the_start_in_every_shell(tmp_path, line_at, shell, target, reason):
+    """The same background launch typed in bash, dash and zsh, into a folder that is not there and
+    into one no user may write (/sys): each shell says so in its own words (`bash: ...: No such
+    file or directory`, `sh: 1: cannot create ...: Directory nonexistent`, `zsh:1: no such file or
+    directory: ...`), and the model ends the start on that line."""
+    if shutil.which(shell) is None:
+        pytest.skip(f"no {shell} on this machine (make test installs it where apt-get is available)")
+    log = target if target.startswith("/") else f"{tmp_path}/{target}"
+    (tmp_path / "exit_train.py").write_text(EXITS + "\n")  # never runs: the redirect fails first
+    _record(tmp_path, [f"nohup {sys.executable} {tmp_path}/exit_train.py > {log} 2>&1 &"], shell=shell)
+    inc = pm.load_incident(tmp_path)
+    found = detect_failed_restarts(inc)
+    fr = found[found["kind"] == "failed_restart"]
+    assert len(fr) == 1, found[["kind", "title"]]
+    r = fr.iloc[0]
+    assert r["numbers"]["reason"] == reason
+    said = line_at(tmp_path, r["evidence"][1])  # after the launch line: the shell's own
+    assert log in said and said.startswith(("bash:", "sh:", "dash:", "zsh:")), said
     assert states(inc)["state"].tolist() == ["starting", "never trained"]

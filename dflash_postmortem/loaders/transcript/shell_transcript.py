@@ -48,6 +48,13 @@ FORMAT = "shell-transcript"
 MAX_PID = 2**31 - 1  # larger numbers are not process ids (Linux pid_max is at most 2**22)
 
 _NO_SUCH = re.compile(r"^(?:(?P<prog>[\w./-]+): )?(?:line \d+: )?(?:(?:cannot access|cannot open) )?'?(?P<path>/?[^\s:']+)'?: No such file or directory")
+# What a shell says when it cannot open a redirect's file, as bash, dash and zsh print it:
+#   bash: line 1: /w/x.log: No such file or directory    bash: /w/x.log: Permission denied
+#   sh: 1: cannot create /w/x.log: Directory nonexistent  zsh:1: no such file or directory: /w/x.log
+_CANNOT_OPEN = re.compile(
+    r"^(?:[\w./-]+: ?)?(?:(?:line )?\d+: )?(?:cannot create (?P<dash>\S+): [A-Z][\w -]+"
+    r"|(?:no such file or directory|permission denied|is a directory|read-only file system): (?P<zsh>\S+)"
+    r"|(?P<bash>/?[^\s:']+): (?:No such file or directory|Permission denied|Is a directory|Read-only file system))$")
 _SMI_QUERY = re.compile(r"nvidia-smi\b.*--query-(?P<what>gpu|compute-apps)=(?P<fields>[\w.,]+)(?P<rest>.*)")
 _LS_LONG = re.compile(r"^[-dl][rwxsStT-]{9}\S*\s+\d+\s+\S+\s+\S+\s+(?P<size>\d+)\s+\w+\s+\d+\s+[\d:]+\s+(?P<path>\S+)")
 # `dflash-postmortem launch` prints one verdict line per check: `launch: gpu   ok      4.3s  detail`.
@@ -577,16 +584,18 @@ def _output_events(ev: _Events, c: Command, ref_of, launch: Launch | None, cmd_r
     for n, out in c.output:
         ref = ref_of(n)
         s = out.strip()
+        failed = _CANNOT_OPEN.match(s) if launch is not None and launch.log_path else None
+        if failed and launch.log_path in (failed["dash"], failed["zsh"], failed["bash"]):
+            facts["lines"].add(n)
+            ev.add(t, "redirect_failed", f"the shell could not open the log file {launch.log_path}: {s}", ref,
+                   path=launch.log_path, run=launch.run, command_ref=cmd_ref)
+            continue
         m = _NO_SUCH.match(s)
         if m:
             path = m.group("path")
             facts["lines"].add(n)
-            if launch is not None and launch.log_path == path:
-                ev.add(t, "redirect_failed", f"the shell could not open the log file {path}: {s}", ref, path=path,
-                       run=launch.run, command_ref=cmd_ref)
-            else:
-                kind = "log_missing" if re.search(r"\.(log|out|txt|err)$", path) else "file_missing"
-                ev.add(t, kind, s, ref, path=path)
+            kind = "log_missing" if re.search(r"\.(log|out|txt|err)$", path) else "file_missing"
+            ev.add(t, kind, s, ref, path=path)
             continue
         if launch is not None and launch.launcher == "dflash-postmortem launch":
             if _verdict_event(ev, t, s, ref, cmd_ref, facts):
