@@ -28,6 +28,7 @@ from .report_cache import CACHE_ENV, cache_dir
 from .report_index import index_html, page_entry
 from .report_kernels import Kernels, execute_page, shared_kernels
 from .timeline import timeline
+from .vendor import PLOTLY_CARTESIAN, PLOTLY_JS_VERSION
 
 NOTEBOOK_DIR_ENV = "DFLASH_NOTEBOOKS"
 PLOTLY_JS = "plotly.min.js"
@@ -166,13 +167,18 @@ _CDN_SCRIPT = re.compile(r'<script[^>]*\ssrc="https?://[^"]*"[^>]*>\s*</script>\
 
 def write_plotly_js(out: Path) -> Path:
     """plotly.js once for the whole report folder, loaded by every page from beside it: the
-    folder stays self-contained (copy or zip it whole) and opens with no internet."""
-    from plotly.offline import get_plotlyjs  # start-up time: plotly loads only for a report
+    folder stays self-contained (copy or zip it whole) and opens with no internet. The cartesian
+    bundle where it is the version plotly.py writes figures for (vendor/), else plotly.py's own
+    full bundle: figures written for another plotly.js may need what the bundle lacks."""
+    from plotly.offline import get_plotlyjs, get_plotlyjs_version  # start-up: only a report
 
     path = out / PLOTLY_JS
-    text = get_plotlyjs()
-    if not path.exists() or path.stat().st_size != len(text.encode("utf-8")):
-        path.write_text(text, encoding="utf-8")
+    if get_plotlyjs_version() == PLOTLY_JS_VERSION and PLOTLY_CARTESIAN.is_file():
+        data = PLOTLY_CARTESIAN.read_bytes()
+    else:
+        data = get_plotlyjs().encode("utf-8")
+    if not path.exists() or path.stat().st_size != len(data):
+        path.write_bytes(data)
     return path
 
 

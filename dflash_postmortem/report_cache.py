@@ -3,7 +3,9 @@ so that only the first of a report's pages, or the first cell in JupyterLab, pay
 
 An entry is keyed by the evidence files (each entry the folder walk sees, with its size and
 modification time), the kit's own code, and the load's options. It is plain data: a Parquet table
-per frame and one JSON document (plain_data) for the load report, the runs and the findings. An
+per frame and one JSON document (plain_data) for the load report, the runs, the findings and the
+model's frames (attempts, states, ledger: model/kept.py), which every page would otherwise build
+again. An
 entry the kit cannot read back as it wrote it is ignored and written again; nothing in it is ever
 executed. The cache folder is the user's own: one that other users can write to is not used.
 """
@@ -26,12 +28,13 @@ from .detect import findings as found_frame
 from .incident import Incident, runs_from_plain, runs_to_plain
 from .load_report import LoadReport
 from .loaders.folder import walked
+from .model import kept
 from .store.convert import to_arrow
 from .store.views import as_frame
 
 CACHE_ENV = "DFLASH_POSTMORTEM_CACHE"
 KEEP = 64  # most recent entries kept in the cache folder (an incident as read, and masked)
-_KIND, _VERSION = "incident-cache", 1
+_KIND, _VERSION = "incident-cache", 2
 _META = "incident.json"
 
 
@@ -89,13 +92,14 @@ def read(entry: Path, folder: Path, timezone: str | None):
     try:
         meta = plain.fields("cache", plain.loads(_KIND, _VERSION, (entry / _META).read_bytes()), {
             "load_report": plain.anything, "runs": plain.anything, "findings": plain.list_of(plain.anything),
-            "columns": plain.map_of(plain.map_of(plain.text))})
+            "columns": plain.map_of(plain.map_of(plain.text)), "model": plain.map_of(plain.anything)})
         frames = {name: as_frame(name, pq.read_table(entry / f"{name}.parquet"), meta["columns"].get(name))
                   for name in schema.FRAME_NAMES}
         inc = Incident(**frames, load_report=LoadReport.from_plain(meta["load_report"]),
                        runs=runs_from_plain(meta["runs"]), config=config, root=folder)
         findings = found_frame.frame([plain.fields("finding", f, {c: plain.anything for c in found_frame.COLUMNS})
                                       for f in meta["findings"]])
+        kept.restore(inc, meta["model"])
     except (plain.Untrusted, OSError, ValueError, TypeError, KeyError) as e:  # pyarrow's errors are among them
         shutil.rmtree(entry, ignore_errors=True)
         why = str(e) if isinstance(e, plain.Untrusted) else f"{type(e).__name__}: {str(e)[:120]}"
@@ -119,7 +123,7 @@ def write(entry: Path, inc: Incident, findings) -> None:
         rows = [{c: row[c] for c in found_frame.COLUMNS} for row in findings.to_dict("records")]
         (tmp / _META).write_bytes(plain.dumps(_KIND, _VERSION, {
             "load_report": inc.load_report.to_plain(), "runs": runs_to_plain(inc.runs), "findings": rows,
-            "columns": columns}))
+            "columns": columns, "model": kept.frames(inc)}))
         try:
             tmp.rename(entry)
         except OSError:

@@ -95,6 +95,12 @@ def test_the_wheel_writes_a_report_away_from_the_checkout(tmp_path, bundled_dir)
     assert "Traceback" not in r.stderr and "Kernel is running over TCP" not in r.stderr
     index = (work / "out" / "index.html").read_text()
     assert "class='failed'" not in index and len(list((work / "out").glob("0*.html"))) == 5
+    # plotly.js from the wheel's vendor folder where plotly.py writes figures for its version
+    from plotly.offline import get_plotlyjs_version
+
+    from dflash_postmortem.vendor import PLOTLY_JS_VERSION
+    cartesian = "plotly.js (cartesian - minified)" in (work / "out" / "plotly.min.js").read_text(encoding="utf-8")[:200]
+    assert cartesian == (get_plotlyjs_version() == PLOTLY_JS_VERSION)
     # The kernel the notebooks name comes with the wheel, running the venv's own Python.
     spec = subprocess.run([str(py), "-c", "from jupyter_client.kernelspec import KernelSpecManager as M; "
                            "s = M().get_kernel_spec('dflash-postmortem'); print(s.resource_dir)"],

@@ -2,6 +2,7 @@
 and rendered in a real browser."""
 
 import html
+import json
 import os
 import re
 from pathlib import Path
@@ -93,10 +94,43 @@ def test_index_says_what_happened(full_report):
 
 
 def test_plotly_js_is_written_once_beside_the_pages(full_report):
-    js = full_report.parent / "plotly.min.js"
-    assert re.search(r"plotly\.js v\d+\.\d+\.\d+", js.read_text(encoding="utf-8")[:2000])
+    from plotly.offline import get_plotlyjs_version
+
+    js = (full_report.parent / "plotly.min.js").read_text(encoding="utf-8")
+    # the plotly.js that plotly.py writes figures for, and it knows every trace type they draw
+    assert re.search(rf"plotly\.js[^\n]* v{re.escape(get_plotlyjs_version())}\n", js[:2000])
+    knows = set(re.findall(r'moduleType:"trace",name:"(\w+)"', js))
+    pages = [full_report, *(full_report.parent / f"{name}.html" for name in PAGES)]
+    drawn = {trace.get("type", "scatter") for page in pages for trace in _traces(page.read_text(encoding="utf-8"))}
+    assert {"scatter", "bar"} <= drawn and drawn <= knows, (drawn, knows)
     # one copy for the folder: no page carries plotly.js inline
     assert [p.name for p in full_report.parent.glob("*.js")] == ["plotly.min.js"]
+
+
+def test_plotly_js_for_another_plotly_py_is_plotly_pys_own(tmp_path, monkeypatch):
+    """The vendored cartesian bundle only for the plotly.js version it is; figures written for
+    another may need trace types it lacks, so plotly.py's full bundle is written instead."""
+    import plotly.offline
+
+    from dflash_postmortem.report import write_plotly_js
+    from dflash_postmortem.vendor import PLOTLY_CARTESIAN, PLOTLY_JS_VERSION
+
+    monkeypatch.setattr(plotly.offline, "get_plotlyjs_version", lambda: PLOTLY_JS_VERSION)
+    assert write_plotly_js(tmp_path).read_bytes() == PLOTLY_CARTESIAN.read_bytes()
+    monkeypatch.setattr(plotly.offline, "get_plotlyjs_version", lambda: "99.0.0")
+    assert write_plotly_js(tmp_path).read_text(encoding="utf-8") == plotly.offline.get_plotlyjs()
+
+
+def _traces(page: str) -> list[dict]:
+    """The traces of every figure on a page: the data list of each `Plotly.newPlot(id, data, ...)`
+    (a figure's template lists every trace type; only its data says what it draws)."""
+    decoder, traces = json.JSONDecoder(), []
+    for call in re.finditer(r"Plotly\.newPlot\(\s*", page):
+        _, at = decoder.raw_decode(page, call.end())  # the div's id
+        at = re.compile(r"\s*,\s*").match(page, at).end()
+        data, _ = decoder.raw_decode(page, at)
+        traces += data
+    return traces
 
 
 @pytest.mark.parametrize("name", PAGES)

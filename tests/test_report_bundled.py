@@ -28,7 +28,7 @@ def test_every_bundled_report_opens_offline_and_its_evidence_links_land(incident
     def check(page, name):
         figures_rendered(page, name)
         # each page's first link, and the first into each file no page has opened yet
-        followed[name] = follow_evidence_links(page, opened=opened)
+        followed[name] = follow_evidence_links(page, browser.evidence_view(), opened=opened)
 
     errors, dialogs = browser.open_pages(index.parent, check)
     assert errors == [] and dialogs == []

@@ -11,6 +11,8 @@
                   stalled, restarting, down, redone)
     notes.py      what it assumed in reading them (stall thresholds, ranks combined, alternating
                   rates), for the load report
+    kept.py       the attempts, states and ledger as the cache of loaded incidents keeps them
+    computed.py   the memo: each result computed once per incident and shared
 
 Pure functions of an Incident, no I/O; detectors (detect/) find patterns over what they return.
 May import: the contracts (schema, errors, config, units), incident, commands, clock helpers.

@@ -77,12 +77,14 @@ ROLES = {"torchrun": "agent", "deepspeed": "agent", "accelerate": "agent", "slur
 _CAUSES = ("oom_kill", "oom", "timeout", "nccl_timeout", "nccl_error", "gpu_error", "gpu_lost", "xid",
            "traceback", "thread_crash", "exception", "killed")
 _PYTHON = re.compile(r"(?:^|/)python[\d.]*\s|\s-m\s[\w.]+|\.py\b")
+# The frames an attempt is read from (the memo of computed.py is keyed by them).
+READS = ("events", "processes", "metrics", "gpu_processes")
 _AGENT = re.compile(r"\btorchrun\b|torch\.distributed\.(?:run|launch)|\bdeepspeed\b|\baccelerate launch\b")
 
 
 def attempts(inc: Incident) -> pd.DataFrame:
     """One row per attempt, in start order (COLUMNS)."""
-    return computed.cached(inc, "attempts", ("events", "processes", "metrics", "gpu_processes"),
+    return computed.cached(inc, "attempts", READS,
                            lambda: _Assembly(inc).build())
 
 

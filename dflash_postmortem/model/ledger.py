@@ -49,12 +49,14 @@ def ledger_parts(inc: Incident) -> pd.DataFrame:
     return _account(inc)[1]
 
 
+# The frames the ledger is read from (the memo of computed.py is keyed by them).
+READS = ("metrics", "events", "processes", "gpu_processes", "gpus")
 PART_COLUMNS = ("job", "attempt", "after", "class", "seconds", "evidence")
 _LIFE = ("starting", "redone", "productive", "degraded", "stalled", "restarting", "down")
 
 
 def _account(inc: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
-    return computed.cached(inc, "ledger", ("metrics", "events", "processes", "gpu_processes", "gpus"),
+    return computed.cached(inc, "ledger", READS,
                            lambda: _ledger(inc))
 
 

@@ -29,6 +29,8 @@ from .attempts import attempts
 from .progress import lines_of, progress
 
 COLUMNS = ("attempt", "state", "start", "end", "ref", "detail")
+# The frames the states are read from (the memo of computed.py is keyed by them).
+READS = ("metrics", "events", "processes", "gpu_processes", "gpus")
 MIN_STALL_S = 60.0
 STALL_INTERVALS = 3.0
 MIN_DROP = 0.15
@@ -58,7 +60,7 @@ def step_interval_s(lines: pd.DataFrame) -> float:
 
 def states(inc: Incident) -> pd.DataFrame:
     """Each attempt's states over time (COLUMNS), in time order."""
-    return computed.cached(inc, "states", ("metrics", "events", "processes", "gpu_processes", "gpus"),
+    return computed.cached(inc, "states", READS,
                            lambda: _states(inc))
 
 
