@@ -9,8 +9,8 @@ from .errors import (
     SourceFormatError,
 )
 from .incident import Incident, RunInfo
+from .load import load_incident
 from .load_report import FileReport, LoadReport
-from .loaders.folder import load_incident
 from .loaders.nvidia_smi import load_nvidia_smi
 from .loaders.prometheus.api import load_prometheus
 from .loaders.ps_snapshots import load_ps_snapshots

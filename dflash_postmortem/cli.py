@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import __version__, text
 from .errors import PostmortemError, UsageError
-from .loaders.folder import load_incident
+from .load import load_incident
 from .recorder import add_record_arguments, run_record
 from .redact import redact
 from .replay.launch import add_launch_arguments, run_launch

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .loaders.encoding import KEEP, LONG_LINE
 from .loaders.encoding import detect as detect_encoding
+from .loaders.terminal import ESCAPES
 from .redact import redact
 
 # A ref: a relative path (no spaces, no `:`), a colon, a line number. Times such as 05:22:17
@@ -27,7 +28,6 @@ REF = re.compile(r"(?<![\w/.:-])((?:[\w.+@~-]+/)*[\w.+@~-]+):(\d+)\b")
 WHOLE_FILE_LINES = 5000
 WINDOW = 40  # lines shown before and after a cited line of a long file
 VIEWS = "evidence"  # the report's folder of file views
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
 _TEXT_CONTROLS = frozenset("\t\x0b\x0c\x08\x07")
 
 
@@ -107,7 +107,7 @@ def _shown(line: str) -> str:
     LONG_LINE characters (the loaders read no further either)."""
     if len(line) > LONG_LINE:
         line = line[:KEEP] + f" … ({len(line) - KEEP:,} more characters not shown)"
-    return _ANSI.sub("", line).rstrip("\r")
+    return ESCAPES.sub("", line).rstrip("\r")
 
 
 # Above this size a cited file is not read whole (a report cites lines of a 2 GB log too).

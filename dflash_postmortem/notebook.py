@@ -23,7 +23,7 @@ import pandas as pd
 from . import plain_data, report_cache
 from .detect import detect
 from .evidence import link_refs
-from .loaders.folder import load_incident
+from .load import load_incident
 from .redact import redact, redact_frame, redact_incident
 from .text import CELL_CHARS, one_line
 from .units import clock

@@ -45,21 +45,27 @@ def duration(seconds) -> str:
 
 def share(seconds: float, total: float) -> str:
     """A part of a length of time, with its fraction of the whole: `64 s (85%)`."""
-    return f"{duration(seconds)} ({seconds / total:.0%})" if total > 0 else duration(seconds)
+    if _missing(seconds) or _missing(total) or not total > 0:
+        return duration(seconds)
+    return f"{duration(seconds)} ({seconds / total:.0%})"
 
 
+# Every number below reads `n/a` where there is none (a missing level, a run with no tokens),
+# never `nanK`.
 def tok_s(value: float) -> str:
     """Throughput in thousands of tokens per second: `146.8K` (the unit is the sentence's to say)."""
-    return f"{value / 1e3:.1f}K"
+    return "n/a" if _missing(value) else f"{value / 1e3:.1f}K"
 
 
 def gpu_hours(value: float) -> str:
     """GPU-hours to the hundredth: `0.03`, `5.05`."""
-    return f"{value:,.2f}"
+    return "n/a" if _missing(value) else f"{value:,.2f}"
 
 
 def tokens(value: float) -> str:
     """A token count estimated from rates, to the three digits a rate supports: `8.97M`, `412K`."""
+    if _missing(value):
+        return "n/a"
     for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
         if abs(value) >= scale:
             return f"{value / scale:.3g}{suffix}"

@@ -20,7 +20,7 @@ import pytest
 
 from dflash_postmortem import notebook, report_cache, schema
 from dflash_postmortem.cli import main
-from dflash_postmortem.loaders.folder import load_incident
+from dflash_postmortem.load import load_incident
 from dflash_postmortem.loaders.prometheus.api import NEEDS_NETWORK
 from dflash_postmortem.store import layout
 from dflash_postmortem.store.ingest import ingest

@@ -29,6 +29,10 @@ def test_one_formatter_each():
     assert (units.gpu_hours(0.0253), units.gpu_hours(5.049), units.gpu_hours(1234.5)) == ("0.03", "5.05", "1,234.50")
     # tokens lost are rates times seconds: three digits, not eight
     assert [units.tokens(v) for v in (8966020.0, 48837975.0, 979389.0, 512.0, 2.5e9)] == ["8.97M", "48.8M", "979K", "512", "2.5B"]
+    # no number, no digits: a missing level or count reads n/a, never nanK
+    for missing in (float("nan"), None, pd.NA):
+        assert units.tok_s(missing) == units.gpu_hours(missing) == units.tokens(missing) == "n/a"
+    assert units.share(64.0, 75.0) == "64 s (85%)" and units.share(64.0, float("nan")) == units.share(64.0, 0) == "64 s"
     assert text.one_line("a\n  b\tc", 10) == "a b c" and text.one_line("x" * 12, 10) == "x" * 9 + "…"
     assert text.gpu_label("node17", 5, True) == "node17:GPU 5" and text.gpu_label("node17", 5, False) == "GPU 5"
 

@@ -268,38 +268,23 @@ def plan_incident(
     return FolderPlan(root, cfg, ctx, planner.plan, planner.report)
 
 
-def load_incident(
-    path: str | os.PathLike,
+def read_folder(
+    root: Path,
     *,
     timezone: str | None = None,
     on_bad_line: str = "warn",
     host: str | None = None,
-    window: tuple | None = None,
-    hosts: list[str] | None = None,
-    gpus: list[int] | None = None,
     online: bool = False,
 ) -> Incident:
-    """Load every source in an incident folder (or a single file) into one Incident.
+    """Read every source in an incident folder (or a single file) into one Incident, in memory
+    (`load.load_incident` decides between this and the Parquet store).
 
     Each file's format is sniffed from its content; `incident.toml`, when present, adds what the
     files cannot say (zone, date, roles, field lists of header-less CSVs, clock offsets). A file
     that cannot be read is an entry of the load report with the reason, never the end of the load,
-    unless `on_bad_line="raise"`.
-
-    With `window=(start, end)`, `hosts` or `gpus`, or for a folder larger than
-    `store.LARGE_FOLDER_BYTES`, the folder goes through its Parquet store (converted once,
-    see docs/store.md) and only the rows asked for come back.
-
-    Loading reads files and nothing else: a server that incident.toml names (Prometheus) is
-    asked only with `online=True`, and is otherwise listed in the load report as needing it.
+    unless `on_bad_line="raise"`. A server that incident.toml names (Prometheus) is asked only with
+    `online=True`, and is otherwise listed in the load report as needing it.
     """
-    root = Path(path)
-    if window is not None or hosts is not None or gpus is not None or _is_large(root):
-        # The store converts each source with this module's planner: imported here, not at the top.
-        from ..store.window import load_from_store
-
-        return load_from_store(root, window=window, hosts=hosts, gpus=gpus, timezone=timezone,
-                               on_bad_line=on_bad_line, host=host)
     plan = plan_incident(root, timezone=timezone, on_bad_line=on_bad_line, host=host)
     cfg, ctx = plan.config, plan.context
     with tempfile.TemporaryDirectory(prefix="dflash-transcoded-") as scratch:
@@ -315,22 +300,6 @@ def load_incident(
     _fill_gpu_index(inc)
     inc.load_report.files.sort(key=lambda r: r.path)
     return inc
-
-
-# Above this many bytes of files, a plain load_incident goes through the Parquet store: held in
-# pandas, such a folder would need several times its size in memory.
-LARGE_FOLDER_BYTES = 4 << 30
-
-
-def _is_large(root: Path) -> bool:
-    if not root.is_dir():
-        return False
-    total = 0
-    for _, st in regular_files(root):
-        total += st.st_size
-        if total > LARGE_FOLDER_BYTES:
-            return True
-    return False
 
 
 def load_source(p: _Planned, ctx: LoadContext, scratch: Path) -> Incident:

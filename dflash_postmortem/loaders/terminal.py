@@ -16,6 +16,11 @@ from pathlib import Path
 from ..errors import SourceFormatError
 
 _OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
+# Every escape sequence a terminal acts on, for readers that want a line's text and nothing of
+# how it was drawn (colours, titles): CSI (ESC [ ... final byte), OSC (ESC ] ... BEL or ESC \,
+# or cut off by the end of the line) and the two-byte ESC sequences. The only such pattern in
+# the kit; `screen_text` interprets them instead, for a recording of a whole terminal.
+ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|" + _OSC.pattern + r"|\x1b[@-Z\\-_=>]")
 _CSI = re.compile(r"\x1b\[(?P<args>[0-?]*)[ -/]*(?P<final>[@-~])")
 _ESC_OTHER = re.compile(r"\x1b[()*+][0-9A-Za-z]|\x1b[@-Z\\^_=>78]|\x1b")
 _C1_CSI = re.compile(r"\x9b[0-?]*[ -/]*[@-~]")

@@ -43,7 +43,7 @@ from ..detect.restart import GRACE_S
 from ..detect.roles import HEAVY_FRACTION, MIN_MINUTES
 from ..detect.throughput import MIN_DROP
 from ..errors import PostmortemError
-from ..loaders.folder import load_incident
+from ..load import load_incident
 from ..schema import TOK_PER_S
 from ..units import clock, tok_s
 from .cluster import query_on_cluster

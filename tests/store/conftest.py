@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from dflash_postmortem import schema
-from dflash_postmortem.loaders.folder import load_incident
+from dflash_postmortem.load import load_incident
 from dflash_postmortem.store.ingest import ingest
 from dflash_postmortem.store.layout import DEFAULT_NAME
 

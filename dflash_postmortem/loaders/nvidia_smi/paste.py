@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ...commands import is_bare_prompt, ran
+from ..terminal import ESCAPES
 
 # CSI sequences (colours, cursor moves), OSC sequences (window titles) and two-byte escapes.
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 # The same colour codes after a web page dropped the ESC byte: "[1m[37mGPU[0m".
 _BARE_SGR = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m")
 _QUOTE = re.compile(r"^ {0,3}(?:> ?)+")
@@ -97,7 +97,7 @@ def unwrap(text: str) -> Paste:
         lines = [ln or "" for ln in decoded]
         quirks.append("read from a Jupyter notebook's cell output (JSON strings decoded)")
     if "\x1b" in text:
-        lines = [_ANSI.sub("", ln) for ln in lines]
+        lines = [ESCAPES.sub("", ln) for ln in lines]
         quirks.append("ANSI colour/cursor codes removed")
     elif _BARE_SGR.search(text) and sum(1 for ln in lines if re.search(r"\[\d{1,3}(?:;\d{1,3})*m", ln)) >= 2:
         lines = [_BARE_SGR.sub("", ln) for ln in lines]

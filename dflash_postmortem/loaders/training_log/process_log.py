@@ -36,6 +36,7 @@ from .. import encoding, registry
 from ..launchers.slurm import job_of_output_name
 from ..launchers.torchrun import LogDirPlace, log_dir_place
 from ..registry import LoadContext, read_head
+from ..terminal import ESCAPES
 from . import attempts
 from . import patterns as lp
 from .blocks import (
@@ -53,7 +54,6 @@ __all__ = ["LogScanner", "load_process_log", "resolve_times", "sniff_log"]
 BLOCK_BYTES = 4 << 20  # per-block costs (arrow, numpy, pandas) amortised; memory stays flat
 MAX_LINE_BYTES = 1 << 20  # longer lines are counted and skipped, not held in memory
 _NEIGHBOUR_LINES = 50  # how far back a line without a timestamp looks for one
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _HTML = re.compile(r"&(?:lt|gt|amp|quot|#\d+);|</?pre>")
 NO_MATCH = "log text without a metric or event"
 _MAX_FIELD_CHARS = 200  # a `key: value` field is short; prose is not searched for one
@@ -733,7 +733,7 @@ def _clean(raw: bytes) -> str:
     page the log was copied from taken off."""
     text = raw.rstrip(b"\r").decode("utf-8", "replace")
     if "\x1b" in text:
-        text = _ANSI.sub("", text)
+        text = ESCAPES.sub("", text)
     if "^M" in text:
         text = text.replace("^M", "\r")
     if "&" in text or "<pre>" in text:

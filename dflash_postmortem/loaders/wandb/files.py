@@ -33,13 +33,13 @@ from ...load_report import FileReport
 from ...schema import TIME
 from .. import registry
 from ..registry import SNIFF_BYTES, LoadContext
+from ..terminal import ESCAPES
 from .frames import gpu_info, history_frame, numeric_values, stats_frames
 
 _LINK_TEXT = re.compile(
     rb"^[^\n]{0,200}?(?:(?:offline-)?run-\d{8}_\d{6}-\w+(?:/logs/debug(?:-internal)?\.log)?"
     rb"|core-debug-\d{8}_\d{6}\.log)\n?$"
 )
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _LEADING_TIME = re.compile(r"^\[?(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)")
 _SUMMARY_KEYS = re.compile(rb'"(?:_wandb|_runtime|_timestamp|_step)"\s*:')
 # The SDK's own key: `{"_wandb": {"runtime": 3}}` is the whole summary of a run that logged nothing.
@@ -303,7 +303,7 @@ def read_output_log(path: Path, ctx: LoadContext, known: list[str], run: str | N
     for i, raw in enumerate(lines, 1):
         line = raw.rstrip("\r").rsplit("\r", 1)[-1]
         if "\x1b" in line:
-            line, n = _ANSI.subn("", line)
+            line, n = ESCAPES.subn("", line)
             coloured += bool(n)
         if not line.strip():
             rep.skip(i, "blank line")

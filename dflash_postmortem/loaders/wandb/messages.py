@@ -33,6 +33,7 @@ from ...load_report import FileReport
 from ...schema import TIME
 from .. import registry
 from ..registry import LoadContext
+from ..terminal import ESCAPES
 from .files import bookkeeping, link_target, read_text, summary_event, summary_facts
 
 _PY_LINE = re.compile(
@@ -63,7 +64,6 @@ _MONITOR_FAILED = re.compile(r"^Failed to (?:sample|serialize) metric: (?P<why>.
 # ("Not Supported", "division by zero") are metrics a GPU does not report.
 _NVML_FAULT = re.compile(r"GPU requires restart|GPU is lost")
 _CONTINUATION_LIMIT = 40  # lines of a traceback kept in one event's message
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _TERM_LINE = re.compile(r"^(?:.*?[\s>$#%:])?wandb: (?P<msg>.*)$")
 _SPARK = re.compile(r"^[▁▂▃▄▅▆▇█ ]+$")
 
@@ -404,7 +404,7 @@ class _Terminal:
 
 
 def _term_message(line: str) -> str | None:
-    m = _TERM_LINE.match(_ANSI.sub("", line).rstrip())
+    m = _TERM_LINE.match(ESCAPES.sub("", line).rstrip())
     return m["msg"] if m else None
 
 
@@ -424,7 +424,7 @@ def read_terminal(path: Path, ctx: LoadContext) -> tuple[FileReport, _Terminal]:
     for i, raw in enumerate(lines, 1):
         msg = _term_message(raw)
         if msg is None:
-            plain = _ANSI.sub("", raw).strip()
+            plain = ESCAPES.sub("", raw).strip()
             if plain in ("Run summary:", "Run history:"):  # a paste that lost its first prefix
                 msg = plain
             elif not plain:

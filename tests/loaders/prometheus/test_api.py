@@ -13,7 +13,7 @@ import pytest
 
 from dflash_postmortem.config import read_config
 from dflash_postmortem.errors import IncidentConfigError, PrometheusError
-from dflash_postmortem.loaders.folder import load_incident
+from dflash_postmortem.load import load_incident
 from dflash_postmortem.loaders.prometheus import api
 
 from .conftest import (
