@@ -12,7 +12,7 @@ import tempfile
 
 import pytest
 
-from dflash_postmortem.report_cache import CACHE_ENV
+from dflash_postmortem.report.cache import CACHE_ENV
 
 if not os.environ.get(CACHE_ENV):
     os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="dflash-nbval-")
@@ -27,7 +27,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # Files whose tests each go to whichever worker is free (each builds a whole report); every other
 # file's tests run on one worker, in order: its module fixtures are made once, and a notebook's
 # cells run in one kernel.
-EACH_TEST_ALONE = {"tests/test_report_bundled.py"}
+EACH_TEST_ALONE = {"tests/report/test_bundled_reports.py"}
 # Files that take a worker from tens of seconds to minutes (a replayed trainer in real time, a
 # Slurm cluster, a JupyterLab server, an S3 server and dask workers, pip building a wheel): each
 # starts early, so that none is left for the end of the run with the other workers idle, and no

@@ -1,5 +1,6 @@
 """dflash-postmortem: reconstruct, measure and report incidents in multi-GPU training runs."""
 
+from .analysis.timeline import Timeline, timeline
 from .detect import detect
 from .errors import (
     IncidentConfigError,
@@ -9,7 +10,6 @@ from .errors import (
     SourceFormatError,
 )
 from .incident import Incident, RunInfo
-from .load import load_incident
 from .load_report import FileReport, LoadReport
 from .loaders.nvidia_smi import load_nvidia_smi
 from .loaders.prometheus.api import load_prometheus
@@ -18,8 +18,8 @@ from .loaders.training_log import load_process_log
 from .loaders.transcript import load_shell_transcript
 from .loaders.wandb import load_wandb_run
 from .model import attempts, ledger
-from .text import what_happened
-from .timeline import Timeline, timeline
+from .present.sentences import what_happened
+from .store.load import load_incident
 
 __version__ = "0.1.0"
 

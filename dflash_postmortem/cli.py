@@ -14,13 +14,14 @@ import traceback
 import warnings
 from pathlib import Path
 
-from . import __version__, text
+from . import __version__
 from .errors import PostmortemError, UsageError
-from .load import load_incident
+from .present import sentences as text
+from .present.redact import redact
 from .recorder import add_record_arguments, run_record
-from .redact import redact
 from .replay.launch import add_launch_arguments, run_launch
 from .replay.scenarios import add_replay_arguments, run_replay
+from .store.load import load_incident
 
 # What `--help` ends with: two commands a new user runs first, and what a folder may hold.
 EXAMPLES = """examples:
@@ -143,9 +144,9 @@ def _add_report(sub) -> None:
 
 def run_report(args) -> int:
     # Start-up time: plotly, papermill and nbconvert load only for the command that writes pages.
-    from .notebook import load_cached
-    from .report import build_report, loading_cache, notebooks, parse_params
-    from .report_kernels import shared_kernels
+    from .report.build import build_report, loading_cache, notebooks, parse_params
+    from .report.kernels import shared_kernels
+    from .report.notebook import load_cached
 
     for d in args.dir:
         if not d.exists():

@@ -86,7 +86,7 @@ class IncidentConfig:
     patterns: list[dict] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     detect: dict = field(default_factory=dict)
-    host_clocks: str = "auto"  # what to do with the skew estimated between hosts (align.py)
+    host_clocks: str = "auto"  # what to do with the skew estimated between hosts (clock/align.py)
     prometheus: PrometheusConfig | None = None
     path: Path | None = None
 

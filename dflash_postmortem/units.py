@@ -1,5 +1,5 @@
 """How numbers read, in one place for every sentence the kit writes: finding titles in
-`detect/`, the pages' texts in `text.py`, the terminal view. A leaf module (it imports nothing
+`detect/`, the pages' texts in `present/sentences.py`, the terminal view. A leaf module (it imports nothing
 of the package), so the detectors and the presentation can both use it.
 """
 

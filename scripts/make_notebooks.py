@@ -6,7 +6,7 @@
 Cells are short calls into the package; the story each notebook tells lives here in one place.
 A cell whose first line is `# HEADLINE` prints the notebook's one-line headline. With --expected
 every notebook is executed on the bundled h200-2gpu capture and the headlines are written to
-tests/notebook_headlines.json, which tests/test_report.py compares with the report's executed
+tests/notebook_headlines.json, which tests/report/test_build.py compares with the report's executed
 notebooks. The notebooks themselves are always written with every output stripped.
 """
 
@@ -30,8 +30,8 @@ incident_dir: str = "../data/incidents/h200-2gpu"  # folder of evidence files, o
 timezone: str = ""  # zone for sources without one (IANA name); empty means incident.toml or UTC'''
 
 LOAD = '''import dflash_postmortem as pm
-from dflash_postmortem import plots, tables, text
-from dflash_postmortem.notebook import load, setup
+from dflash_postmortem.present import figures, sentences, tables
+from dflash_postmortem.report.notebook import load, setup
 
 setup()
 inc, findings = load(incident_dir, timezone)'''
@@ -43,16 +43,16 @@ NOTEBOOKS_SPEC = {
         ("params", PARAMETERS),
         ("code", LOAD + "\ntl = pm.timeline(inc, findings)"),
         ("md", "## What happened"),
-        ("code", "text.Sentences(pm.what_happened(inc, findings, tl.impact))"),
+        ("code", "sentences.Sentences(pm.what_happened(inc, findings, tl.impact))"),
         ("md", "## Headline numbers\n\nBaseline and degraded throughput, time to detect, mitigate and recover, "
                "and what the incident cost in GPU-hours and tokens."),
-        ("code", f"{CHECK}\nprint(text.headline_text(findings))"),
+        ("code", f"{CHECK}\nprint(sentences.headline_text(findings))"),
         ("code", "tables.headline(findings, tl)"),
         ("md", "## Where the GPU time went\n\nEvery second of the incident window on every GPU a job used, in one "
                "class: productive, degraded (the share lost to a drop), starting, stalled, redone (steps "
                "repeated after a resume), restarting, down. Each row sums to the window."),
         ("code", "tables.gpu_time(inc)"),
-        ("code", "plots.plot_gpu_time(pm.ledger(inc))"),
+        ("code", "figures.plot_gpu_time(pm.ledger(inc))"),
         ("md", "The same GPU time by job and attempt, with the lines that show each part: an attempt's start "
                "and first step, the line where it stalled or slowed, the end before a gap and the start after it."),
         ("code", "tables.gpu_time_by_attempt(inc)"),
@@ -61,7 +61,7 @@ NOTEBOOKS_SPEC = {
         ("md", "## Everything on one clock\n\nThroughput per run, GPU memory and utilization per GPU, what was "
                "alive when, and the events and findings. Hover a marker to see the evidence line it cites "
                "(`file:line`); shaded bands are findings."),
-        ("code", "plots.plot_overview(**tables.overview(inc, findings))"),
+        ("code", "figures.plot_overview(**tables.overview(inc, findings))"),
         ("md", "## Findings"),
         ("code", "tables.findings_table(findings)"),
         ("md", "## What was loaded\n\nEvery file in the folder, the format it was recognised as, lines read, parsed "
@@ -69,7 +69,7 @@ NOTEBOOKS_SPEC = {
         ("code", 'inc.load_report.to_frame()[["path", "format", "read", "parsed", "skipped", "rows", "start", "end", "assumptions"]]'),
         ("md", "How the evidence was read: each attempt's stall threshold and where it came from, how its ranks' "
                "rates were combined, and where its lines' rates swing (levels are taken over windows)."),
-        ("code", 'from dflash_postmortem.model import reading_notes\n\ntext.Sentences(reading_notes(inc) or ["nothing assumed"])'),
+        ("code", 'from dflash_postmortem.model import reading_notes\n\nsentences.Sentences(reading_notes(inc) or ["nothing assumed"])'),
     ],
     "02_throughput_drop": [
         ("md", "# Why did throughput drop?\n\nThe change point(s) in tokens/s, the level before and after, how each "
@@ -77,14 +77,14 @@ NOTEBOOKS_SPEC = {
                "and errors near the change, and the root-cause candidates ranked by the evidence behind them."),
         ("params", PARAMETERS),
         ("code", LOAD),
-        ("code", "from dflash_postmortem.detect import levels, throughput\n\n"
+        ("code", "from dflash_postmortem.analysis import throughput_levels\nfrom dflash_postmortem.detect import throughput\n\n"
                  "series = throughput.series(inc)\nsegments = throughput.segments(series)"),
         ("md", "## Change points and levels"),
-        ("code", f"{CHECK}\nprint(text.levels_text(segments))"),
-        ("code", "plots.plot_change_points(series, segments, levels.band_crossings(segments))"),
+        ("code", f"{CHECK}\nprint(sentences.levels_text(segments))"),
+        ("code", "figures.plot_change_points(series, segments, throughput_levels.band_crossings(segments))"),
         ("code", "tables.levels(segments)"),
         ("md", "## Step throughput per run"),
-        ("code", "plots.plot_throughput_distribution(series)"),
+        ("code", "figures.plot_throughput_distribution(series)"),
         ("md", "## What changed between the runs\n\nCommand-line flags of each launch and the runs' wandb config. "
                "Bookkeeping settings (run name, duration, PID file) are listed last."),
         ("code", "tables.config_diff(inc, findings)"),
@@ -100,12 +100,12 @@ NOTEBOOKS_SPEC = {
         ("params", PARAMETERS),
         ("code", LOAD),
         ("md", "## Launch checklist"),
-        ("code", f"{CHECK}\nprint(text.restart_text(findings))"),
+        ("code", f"{CHECK}\nprint(sentences.restart_text(findings))"),
         ("code", "tables.launch_checklist(inc, findings)"),
         ("md", "## Processes seen by `ps`: stale against new"),
         ("code", "tables.process_view(inc, findings)"),
         ("md", "## Verdicts and evidence"),
-        ("code", "text.verdicts(findings)"),
+        ("code", "sentences.verdicts(findings)"),
     ],
     "04_recovery": [
         ("md", "# Did it recover, and fully?\n\nTime to recover, throughput against the baseline after the "
@@ -113,16 +113,16 @@ NOTEBOOKS_SPEC = {
                "the GPUs show (memory per GPU, coloured by expected role; GPUs that hold memory but sit idle)."),
         ("params", PARAMETERS),
         ("code", LOAD),
-        ("code", "from dflash_postmortem.detect import levels, sources\n\n"
-                 "start, end = levels.recovery_window(inc, findings)"),
+        ("code", "from dflash_postmortem.analysis import source_choice, throughput_levels\n\n"
+                 "start, end = throughput_levels.recovery_window(inc, findings)"),
         ("md", "## Recovery"),
-        ("code", f"{CHECK}\nprint(text.recovery_text(findings))"),
+        ("code", f"{CHECK}\nprint(sentences.recovery_text(findings))"),
         ("code", "tables.recovery_table(findings)"),
-        ("code", "plots.plot_throughput(sources.throughput_samples(inc), baseline=levels.baseline(inc, findings),\n"
+        ("code", "figures.plot_throughput(source_choice.throughput_samples(inc), baseline=throughput_levels.baseline(inc, findings),\n"
                  "                      recovery_fraction=inc.config.recovery_fraction)"),
         ("md", "## GPU roles: expected against observed\n\nMedian memory and utilization per GPU over the recovery "
                "window (or the last run when there is no recovery finding)."),
-        ("code", "roles = tables.gpu_roles(inc, start, end)\nplots.plot_memory_by_role(roles)"),
+        ("code", "roles = tables.gpu_roles(inc, start, end)\nfigures.plot_memory_by_role(roles)"),
         ("code", "roles"),
         ("code", "tables.role_findings(findings, inc)"),
     ],
@@ -134,12 +134,12 @@ NOTEBOOKS_SPEC = {
         ("params", PARAMETERS.replace("# folder of evidence files", "# folder of replay runs (or any incident)")
                              .replace("incidents/h200-2gpu\"", "incidents/h200-2gpu-replay-ab\"")),
         ("code", LOAD),
-        ("code", "from dflash_postmortem.detect import replay_ab\n\neffects = replay_ab.replay_effects(inc)"),
+        ("code", "from dflash_postmortem.analysis import replay_ab\n\neffects = replay_ab.replay_effects(inc)"),
         ("md", "## Knob settings per run"),
         ("code", "replay_ab.knob_settings(inc)"),
         ("md", "## Measured effect on tok/s"),
-        ("code", f"{CHECK}\nprint(text.effects_text(effects))"),
-        ("code", "plots.plot_replay_ab(effects)"),
+        ("code", f"{CHECK}\nprint(sentences.effects_text(effects))"),
+        ("code", "figures.plot_replay_ab(effects)"),
         ("code", "effects"),
     ],
 }

@@ -26,7 +26,7 @@ def browser():
 def report_kernels():
     """Kernels shared by the reports this test process builds (`build_report(..., kernels=)`):
     they start once, as `dflash-postmortem report A B C` starts them once."""
-    from dflash_postmortem.report_kernels import shared_kernels
+    from dflash_postmortem.report.kernels import shared_kernels
 
     with shared_kernels(progress=False) as kernels:
         yield kernels

@@ -1,5 +1,6 @@
-"""The package's shape, checked from its source (`ast`, no import): no import cycle between its
-modules (an import inside a function closes a circle as surely as one at the top), no private name imported from another module, and a function-level import of the
+"""The package's shape, checked from its source (`ast`, no import): every import within the
+floors docs/architecture.md allows, no import cycle between its modules (an import inside a
+function closes a circle as surely as one at the top), no private name imported from another module, and a function-level import of the
 package's own modules only where it says why (a comment on the line or the one before)."""
 
 from __future__ import annotations
@@ -132,3 +133,43 @@ def test_function_level_imports_of_the_package_say_why():
             if not _explained(lines, line):
                 bad.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {lines[line - 1].strip()}")
     assert bad == [], "function-level imports without a reason:\n" + "\n".join(bad)
+
+
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def _floors() -> tuple[dict[str, str], dict[str, set[str]]]:
+    """The table "Who may import whom" of docs/architecture.md: the floor of each top-level name
+    of the package (a module, or a folder written with its slash) and the floors each floor may
+    import. The package's own `__init__` is the floor that names it."""
+    text = ARCHITECTURE.read_text(encoding="utf-8").split("## Who may import whom", 1)[1]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines()
+            if line.startswith("|") and not line.startswith("| ---")][1:]
+    floor_of, allowed = {}, {}
+    for floor, holds, may in rows:
+        for name in holds.replace("`", "").split():
+            floor_of[ROOT if name == f"{ROOT}/__init__.py" else name.rstrip("/")] = floor
+        allowed[floor] = {f.strip() for f in may.split(",")} | {floor}
+    return floor_of, allowed
+
+
+def _floor(module: str, floor_of: dict[str, str]) -> str:
+    top = module if module == ROOT else module.split(".")[1]
+    assert top in floor_of, f"{module}: on no floor of docs/architecture.md's table"
+    return floor_of[top]
+
+
+def test_every_import_stays_within_the_floors_the_architecture_allows():
+    floor_of, allowed = _floors()
+    assert len(allowed) >= 10 and {"contracts", "loaders", "model", "detect", "present", "report"} <= set(allowed)
+    bad = []
+    for m in modules():
+        here = _floor(m, floor_of)
+        for line, target, _, _ in _imports(m, False):
+            owner = _owner(target)
+            if owner is None or owner == m:
+                continue
+            there = _floor(owner, floor_of)
+            if there not in allowed[here]:
+                bad.append(f"{modules()[m][0].relative_to(PACKAGE.parent)}:{line}: {here} imports {there} ({owner})")
+    assert bad == [], "imports the table in docs/architecture.md does not allow:\n" + "\n".join(bad)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import dflash_postmortem as pm
-from dflash_postmortem.timeline import impact
+from dflash_postmortem.analysis.timeline import impact
 
 REPO = Path(__file__).resolve().parents[1]
 EXPECTED = REPO / "tests" / "bundled_findings.json"

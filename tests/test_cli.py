@@ -72,7 +72,7 @@ def _incident_with_secrets(tmp_path, bundled_dir):
 
 
 def test_inspect_masks_secrets_unless_no_redact(capsys, tmp_path, bundled_dir):
-    from dflash_postmortem.redact import MASK
+    from dflash_postmortem.present.redact import MASK
 
     folder = _incident_with_secrets(tmp_path, bundled_dir)
     assert main(["inspect", str(folder), "-v", "--width", "100"]) == 0
@@ -88,7 +88,7 @@ def test_inspect_masks_secrets_unless_no_redact(capsys, tmp_path, bundled_dir):
 
 
 def test_an_error_line_is_masked_too(capsys, monkeypatch, bundled_dir):
-    import dflash_postmortem.text as text
+    import dflash_postmortem.present.sentences as text
     from dflash_postmortem.errors import PostmortemError
 
     def quoting(*a, **kw):
@@ -164,7 +164,7 @@ def test_report_strict_stops_on_what_the_cache_has_seen_and_the_cache_sees_new_l
 
 
 def test_a_bug_is_one_line_without_debug_and_a_traceback_with_it(capsys, monkeypatch, bundled_dir):
-    import dflash_postmortem.text as text
+    import dflash_postmortem.present.sentences as text
 
     def broken(*a, **kw):
         raise ZeroDivisionError("division by zero")

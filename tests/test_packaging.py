@@ -85,7 +85,7 @@ def test_the_wheel_writes_a_report_away_from_the_checkout(tmp_path, bundled_dir)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DFLASH_NOTEBOOKS")}
     # The borrowed dependencies' data files (nbconvert's templates) lie in this venv's prefix.
     env["JUPYTER_PATH"] = str(Path(sys.prefix) / "share" / "jupyter")
-    where = subprocess.run([str(py), "-c", "import dflash_postmortem, dflash_postmortem.report as r; "
+    where = subprocess.run([str(py), "-c", "import dflash_postmortem, dflash_postmortem.report.build as r; "
                             "print(dflash_postmortem.__file__); print(r.notebook_dir())"],
                            check=True, capture_output=True, text=True, cwd=work, env=env).stdout.split()
     assert all(p.startswith(site) for p in where), where

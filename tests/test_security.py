@@ -18,12 +18,14 @@ import warnings
 
 import pytest
 
-from dflash_postmortem import notebook, report_cache, schema
+from dflash_postmortem import schema
 from dflash_postmortem.cli import main
-from dflash_postmortem.load import load_incident
 from dflash_postmortem.loaders.prometheus.api import NEEDS_NETWORK
+from dflash_postmortem.report import cache as report_cache
+from dflash_postmortem.report import notebook
 from dflash_postmortem.store import layout
 from dflash_postmortem.store.ingest import ingest
+from dflash_postmortem.store.load import load_incident
 from dflash_postmortem.store.manifest import Manifest
 
 WINDOW = ("2026-11-30T05:00:00Z", "2026-11-30T06:00:00Z")

@@ -4,13 +4,15 @@
 detail, evidence, numbers, caused_by). No detector reads files or draws; a source that is missing only means the
 question it would answer gets fewer findings, never an error. An incident of several hosts is
 judged host by host (`per_host`): each host's findings name it.
+
+May import: the contracts, clock/, model/ (docs/architecture.md, "Who may import whom").
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ..hosts import views
+from ..clock.hosts import views
 from ..incident import Incident
 from . import findings, per_host
 from .causes import frame_with_causes

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from .. import hosts as host_rows
+from ..clock import hosts as host_rows
 from ..incident import Incident
 from ..model import computed as memo
 from . import findings

@@ -15,9 +15,9 @@ import pandas as pd
 
 from ..incident import Incident
 from ..model import computed as memo
+from ..model.launches import launch_of
 from ..units import clock, tok_s
 from . import findings, gpu_state
-from .launches import launch_of
 from .per_host import judged
 from .stall import stall_intervals
 from .throughput import config_differences, episodes, segments, series

@@ -13,16 +13,16 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..commands import is_detached, session_launcher
 from ..incident import Incident
 from ..model import computed as memo
 from ..model.attempts import attempts
 from ..model.kills import aimed_at
+from ..model.launches import is_trainer, outcomes, verdicts
 from ..model.log_files import NEVER_CREATED, NOT_IN_INCIDENT, log_files
 from ..model.states import states
+from ..shell_words import is_detached, session_launcher
 from ..units import clock, clock_within
 from . import findings, gpu_state
-from .launches import is_trainer, outcomes, verdicts
 from .per_host import judged
 
 GRACE_S = 600.0

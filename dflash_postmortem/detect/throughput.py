@@ -16,13 +16,13 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..commands import flag_key
 from ..incident import Incident, RunInfo
 from ..model import computed as memo
+from ..model.launches import launch_of
 from ..schema import PROBLEM_EVENTS, TOK_PER_S
+from ..shell_words import flag_key
 from ..units import tok_s
 from . import changepoints, findings
-from .launches import launch_of
 from .per_host import judged
 from .stall import stall_intervals
 

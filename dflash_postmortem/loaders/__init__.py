@@ -1,5 +1,8 @@
 """One package per source family, one module per single source; importing this package registers
 every format's sniffer, in the order below (a tie between two sniffers goes to the first).
+
+Loaders read files and nothing else. May import: the contracts, clock/ (docs/architecture.md,
+"Who may import whom").
 """
 
 # The order of these imports is the registry's: kept out of import sorting.

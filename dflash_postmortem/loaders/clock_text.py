@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .. import align
+from ..clock import align
 
 # Month names and abbreviations of the locales `date` is seen in (lower case, no trailing dot).
 _MONTH_WORDS = {

@@ -18,7 +18,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import align
+from ..clock import align
 from ..config import CONFIG_NAME, IncidentConfig, incident_config
 from ..errors import IncidentConfigError, LoadError, PostmortemError, SourceFormatError
 from ..incident import Incident

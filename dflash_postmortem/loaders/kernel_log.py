@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..commands import match_prompt
 from ..incident import Incident
+from ..shell_words import match_prompt
 from . import registry
 from .registry import LoadContext
 from .terminal import screen_text

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import align
-from ..commands import is_prompt, match_prompt
+from ..clock import align
 from ..errors import SourceFormatError
 from ..incident import from_frames
+from ..shell_words import is_prompt, match_prompt
 from . import registry
 from .clock_text import parse_date_line, parse_wall_clock
 from .registry import LoadContext

@@ -17,8 +17,8 @@ import re
 import tomllib
 from pathlib import Path
 
-from ..commands import invocation, is_prompt, match_prompt
 from ..incident import Incident, from_frames
+from ..shell_words import invocation, is_prompt, match_prompt
 from . import registry
 from .registry import LoadContext
 from .terminal import read_lines

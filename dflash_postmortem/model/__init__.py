@@ -3,6 +3,9 @@
     attempts.py   every start, whatever showed it (a command typed or traced, a launcher's or
                   scheduler's restart, a trainer process, a log or run that begins), its
                   processes, ranks, GPUs, logs and runs, and how it ended
+    launches.py   what each start led to (its flags, process, log, run, first step), as the
+                  detectors and tables read it
+    kills.py      which processes a kill reached (PIDs, PID files, patterns, process groups)
     log_files.py  each attempt's own log file: written, empty, never created, or not in the folder
     progress.py   each attempt's progress from its step and token counters, as levels over windows
     states.py     each attempt's states over time (starting, training, degraded, stalled, hung,
@@ -15,7 +18,7 @@
     computed.py   the memo: each result computed once per incident and shared
 
 Pure functions of an Incident, no I/O; detectors (detect/) find patterns over what they return.
-May import: the contracts (schema, errors, config, units), incident, commands, clock helpers.
+May import: the contracts (docs/architecture.md, "Who may import whom").
 """
 
 from .attempts import attempts

@@ -30,7 +30,10 @@ from pathlib import PurePosixPath
 import numpy as np
 import pandas as pd
 
-from ..commands import (
+from ..incident import Incident
+from ..said import error_text
+from ..schema import TOK_PER_S
+from ..shell_words import (
     command_name,
     invocation,
     is_detached,
@@ -40,9 +43,6 @@ from ..commands import (
     shell_words,
     simple_commands,
 )
-from ..incident import Incident
-from ..said import error_text
-from ..schema import TOK_PER_S
 from . import computed
 from .kills import aimed_at, is_group_kill
 

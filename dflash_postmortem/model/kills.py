@@ -11,8 +11,8 @@ from pathlib import PurePosixPath
 
 import pandas as pd
 
-from ..commands import kill_targets
 from ..incident import Incident
+from ..shell_words import kill_targets
 
 _CAT_PID_FILE = re.compile(r"\$\(\s*cat\s+([^\s)]+)\s*\)|`\s*cat\s+([^\s`]+)\s*`")
 

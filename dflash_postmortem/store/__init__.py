@@ -1,2 +1,7 @@
-"""The Parquet store of a large incident: `ingest` converts each source once, DuckDB (one
-machine) or Dask (a cluster) query it, and a window of it comes back as the canonical frames."""
+"""Loading an incident (load.py, the one entry point) and the Parquet store of a large one:
+`ingest` converts each source once, DuckDB (one machine) or Dask (a cluster) query it, a window
+of it comes back as the canonical frames, and the fleet detectors run as SQL over it.
+
+May import: the contracts, clock/, loaders/, model/, detect/ (docs/architecture.md, "Who may
+import whom").
+"""

@@ -18,7 +18,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import align, schema
+from .. import schema
+from ..clock import align
 from ..incident import Incident, RunInfo
 from ..load_report import LoadReport
 from ..loaders.folder import load_source

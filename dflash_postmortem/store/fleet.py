@@ -43,11 +43,11 @@ from ..detect.restart import GRACE_S
 from ..detect.roles import HEAVY_FRACTION, MIN_MINUTES
 from ..detect.throughput import MIN_DROP
 from ..errors import PostmortemError
-from ..load import load_incident
 from ..schema import TOK_PER_S
 from ..units import clock, tok_s
 from .cluster import query_on_cluster
 from .ingest import ingest
+from .load import load_incident
 from .views import connect
 
 BUCKET_S = 60  # one judgement per GPU per minute: 512 GPUs x 3 days is 2.2 M buckets

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 import dflash_postmortem as pm
-from dflash_postmortem.timeline import impact
+from dflash_postmortem.analysis.timeline import impact
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -114,7 +114,7 @@ def test_a_log_that_ends_in_a_traceback_is_a_death_not_a_slow_start(nohup_crash,
 
 
 def test_the_checklist_shows_what_the_launcher_saw(launched):
-    from dflash_postmortem import tables
+    from dflash_postmortem.present import tables
 
     _, inc, found = launched
     table = tables.launch_checklist(inc, found)

@@ -69,8 +69,8 @@ host = "node18"
 
 
 def test_each_host_is_judged_against_its_own_split(tmp_path, seed_dir, bundled_dir, line_at):
-    from dflash_postmortem import tables
-    from dflash_postmortem.timeline import impact
+    from dflash_postmortem.analysis.timeline import impact
+    from dflash_postmortem.present import tables
 
     inc = _two_hosts(tmp_path, seed_dir, bundled_dir, "target = [1]\ndrafter = [0]")
     found = detect_role_mismatch(inc)

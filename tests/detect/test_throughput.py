@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from dflash_postmortem.commands import invocation
 from dflash_postmortem.detect import detect_throughput_regressions
 from dflash_postmortem.detect.throughput import segments, series
+from dflash_postmortem.shell_words import invocation
 
 
 def _one(findings):

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import dflash_postmortem as pm
-from dflash_postmortem.detect import replay_ab
+from dflash_postmortem.analysis import replay_ab
 
 # The repository root (this file is one level below tests/). Not imported from conftest: notebooks/ has
 # a conftest.py too, and pytest puts both folders on sys.path.

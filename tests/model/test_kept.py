@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 from support.bundled import INCIDENTS, loaded
 
-from dflash_postmortem import notebook, report_cache
 from dflash_postmortem.model import attempts, states
 from dflash_postmortem.model.ledger import ledger, ledger_parts
+from dflash_postmortem.report import cache as report_cache
+from dflash_postmortem.report import notebook
 
 # lists of PIDs, runs and evidence, missing ends and refs, nullable numbers and flags
 SHAPES = ["h200-1gpu-crash-loop", "h200-1gpu-torchrun-halt", "h200-2gpu-replay-full", "seed-8gpu-reconstruction"]

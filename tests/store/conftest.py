@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from dflash_postmortem import schema
-from dflash_postmortem.load import load_incident
 from dflash_postmortem.store.ingest import ingest
 from dflash_postmortem.store.layout import DEFAULT_NAME
+from dflash_postmortem.store.load import load_incident
 
 LOGS = Path(__file__).resolve().parents[2] / "data" / "incidents" / "h200-2gpu" / "logs"
 # Small enough that every CSV stream and log here is read in several chunks.

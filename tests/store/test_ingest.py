@@ -12,10 +12,10 @@ import pytest
 
 from dflash_postmortem import schema
 from dflash_postmortem.config import read_config
-from dflash_postmortem.load import load_incident
 from dflash_postmortem.store import ingest as ingest_module
 from dflash_postmortem.store import layout
 from dflash_postmortem.store.ingest import ingest
+from dflash_postmortem.store.load import load_incident
 from dflash_postmortem.store.manifest import Manifest
 from dflash_postmortem.store.window import load_window
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 import dflash_postmortem as pm
-from dflash_postmortem.notebook import load_cached
+from dflash_postmortem.report.notebook import load_cached
 
 INCIDENTS = Path(__file__).resolve().parents[2] / "data" / "incidents"
 NAMES = sorted(p.name for p in INCIDENTS.iterdir() if p.is_dir())

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ... import align
-from ...commands import match_prompt
+from ...clock import align
 from ...incident import Incident, from_frames
+from ...shell_words import match_prompt
 from ..clock_text import parse_wall_clock
 from ..terminal import read_lines
 from ..training_log.patterns import integer

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...commands import exit_meaning, signal_name
 from ...incident import Incident
+from ...shell_words import exit_meaning, signal_name
 from .. import registry
 from ..clock_text import parse_age
 from ..registry import LoadContext

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ... import align
-from ...commands import ran
+from ...clock import align
 from ...incident import from_frames
 from ...schema import TIME
+from ...shell_words import ran
 from .. import registry
 from ..nvidia_smi.paste import read_paste, unwrap_head
 from ..registry import LoadContext

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ...commands import SIGNALS
+from ...shell_words import SIGNALS
 
 # Every job state (sacct, scontrol) and squeue's short forms of them.
 SHORT_STATES = {

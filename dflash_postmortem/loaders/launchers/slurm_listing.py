@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ... import align
+from ...clock import align
 from ...incident import Incident, from_frames
 from ...load_report import FileReport
 from .. import registry

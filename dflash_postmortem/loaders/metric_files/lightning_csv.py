@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ... import align
+from ...clock import align
 from ...incident import from_frames
 from ...schema import TIME
 from .. import registry

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ... import align
+from ...clock import align
 from ...incident import from_frames
 from .. import registry
 from ..registry import LoadContext

@@ -5,8 +5,8 @@ messages themselves are read by `gpu_errors`.
 
 from __future__ import annotations
 
-from ...commands import match_prompt
 from ...incident import from_frames
+from ...shell_words import match_prompt
 from .. import registry
 from ..registry import LoadContext
 from .gpu_errors import ErrorLines, events_frame, match_error

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ... import align
+from ...clock import align
 
 
 @dataclass(frozen=True)

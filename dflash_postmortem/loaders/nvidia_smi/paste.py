@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ...commands import is_bare_prompt, ran
+from ...shell_words import is_bare_prompt, ran
 from ..terminal import ESCAPES
 
 # CSI sequences (colours, cursor moves), OSC sequences (window titles) and two-byte escapes.

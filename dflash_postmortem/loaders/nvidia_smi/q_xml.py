@@ -15,7 +15,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ... import align
+from ...clock import align
 from ...errors import SourceFormatError
 from ...incident import from_frames
 from .. import registry

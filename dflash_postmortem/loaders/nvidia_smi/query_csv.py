@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow import csv
 
-from ... import align, schema
+from ... import schema
+from ...clock import align
 from ...errors import SourceFormatError
 from ...incident import from_frames
 from .. import registry

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from ... import align
+from ...clock import align
 from ..registry import LoadContext
 from .fields import (
     MISSING,

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import pandas as pd
 
-from ... import align
+from ...clock import align
 from ...config import IncidentConfig
 from ...errors import PrometheusError, UsageError
 from ...incident import Incident, from_frames

@@ -49,9 +49,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ...commands import STATUS_SIGNALS
 from ...errors import IncidentConfigError
 from ...schema import LOSS, TOK_PER_S
+from ...shell_words import STATUS_SIGNALS
 
 # Thousands commas come in threes and the fraction needs its `.`: a looser `\d[\d,]*\.?\d*` could
 # read a long digit (or `1,1,1`) run many ways and backtrack quadratically over it.

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ... import align
+from ...clock import align
 
 # How far the clock must run backwards between two stamped lines to mean "the next day": lines
 # of several ranks interleave a few seconds out of order, a midnight goes back ~24 h.

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 
-from ...commands import SIGNALS, STATUS_SIGNALS, exit_meaning, signal_name
+from ...shell_words import SIGNALS, STATUS_SIGNALS, exit_meaning, signal_name
 from ..clock_text import SYSLOG_MONTH, month_number, parse_wall_clock
 
 _STATUS = "|".join(sorted((re.escape(s) for s in STATUS_SIGNALS if s != "killed by signal"), key=len, reverse=True))

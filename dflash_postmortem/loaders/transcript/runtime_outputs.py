@@ -21,7 +21,7 @@ import tempfile
 
 import pandas as pd
 
-from ...commands import command_name
+from ...shell_words import command_name
 from ..containers import docker, kubernetes
 from ..containers.events import Found, anchor
 from ..training_log import load_process_log

@@ -4,7 +4,7 @@ signal, exit statuses, the kernel's OOM killer, nohup, missing files, process co
 `top` and `pgrep` listings inside the session -> `processes`; nvidia-smi answers -> `gpus` /
 `gpu_processes`.
 
-Sessions come in every form an operator leaves (commands.py lists the prompts):
+Sessions come in every form an operator leaves (shell_words.py lists the prompts):
 the kit's stamped transcripts (`[2026-11-30T05:23:01.707Z] $ command`), terminal pastes,
 `script` recordings (escape sequences, CR/LF, backspaces), tmux capture-pane output, `set -x`
 traces. A prompt has no time: a command is dated by the nearest clock before it (`date` output in
@@ -23,8 +23,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ... import align
-from ...commands import (
+from ...clock import align
+from ...errors import SourceFormatError
+from ...incident import Incident, from_frames
+from ...shell_words import (
     Launch,
     Prompt,
     command_name,
@@ -34,8 +36,6 @@ from ...commands import (
     parse_launch,
     shell_words,
 )
-from ...errors import SourceFormatError
-from ...incident import Incident, from_frames
 from .. import registry
 from ..clock_text import WallClock, month_number, parse_wall_clock
 from ..nvidia_smi import load_nvidia_smi

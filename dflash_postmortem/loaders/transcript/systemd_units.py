@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-from ...commands import exit_meaning, signal_name
+from ...shell_words import exit_meaning, signal_name
 from ..clock_text import SYSLOG_MONTH, parse_wall_clock
 
 BY = "systemd"

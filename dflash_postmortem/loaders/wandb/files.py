@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ... import align
+from ...clock import align
 from ...incident import Incident, RunInfo, from_frames
 from ...load_report import FileReport
 from ...schema import TIME

@@ -13,8 +13,8 @@ import pytest
 
 from dflash_postmortem.config import read_config
 from dflash_postmortem.errors import IncidentConfigError, PrometheusError
-from dflash_postmortem.load import load_incident
 from dflash_postmortem.loaders.prometheus import api
+from dflash_postmortem.store.load import load_incident
 
 from .conftest import (
     FB_FREE,

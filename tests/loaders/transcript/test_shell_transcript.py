@@ -9,10 +9,8 @@ import pandas as pd
 import pytest
 
 import dflash_postmortem as pm
-from dflash_postmortem.commands import (
-    parse_launch,
-)
 from dflash_postmortem.loaders.transcript.shell_transcript import sniff_transcript
+from dflash_postmortem.shell_words import parse_launch
 
 T = lambda s: pd.Timestamp(s, tz="UTC")  # noqa: E731
 

@@ -1,0 +1,130 @@
+"""The shell-command vocabulary (shell_words.py): prompts, launches and what they run, kill targets,
+`timeout`, signals and exit statuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from dflash_postmortem.shell_words import (
+    exit_meaning,
+    kill_targets,
+    match_prompt,
+    parse_launch,
+    signal_name,
+    timeout_wrapper,
+)
+
+
+@pytest.mark.parametrize(("line", "command"), [
+    ("root@gpu-node:~/w# nvidia-smi", "nvidia-smi"),
+    ("user@host:~$ kill -9 -- -924", "kill -9 -- -924"),
+    ("(venv) (base) user@host:~/w (main)$ python train.py", "python train.py"),
+    ("[root@skl-node-1 eris]# dmesg -T", "dmesg -T"),
+    ("[havb@be-lx139213:~]$ perl -wE 1", "perl -wE 1"),
+    ("(venv) user@host ~ % ps aux", "ps aux"),
+    ("user@host ~ $ ls", "ls"),
+    ("mac:~ user$ top -l 1", "top -l 1"),
+    ("bash-5.1$ echo $?", "echo $?"),
+    ("❯ torchrun --nproc-per-node 8 train.py", "torchrun --nproc-per-node 8 train.py"),
+    ("➜  dflash git:(main) ✗ pkill -f train.py", "pkill -f train.py"),
+    ("PS C:\\Users\\me> nvidia-smi", "nvidia-smi"),
+    ("$ nohup python train.py &", "nohup python train.py &"),
+    ("# kill 4242", "kill 4242"),
+    (" host:~ # kill -9 973", "kill -9 973"),
+    ("ttyserver@ttyserver:~> kill 637", "kill 637"),
+    ("hacker@processes~killing-processes:~$ kill 136", "kill 136"),
+    ("    $ nvidia-smi -L", "nvidia-smi -L"),
+])
+def test_prompt_forms(line, command):
+    p = match_prompt(line)
+    assert p is not None and p.command == command and not p.trace_depth
+
+
+@pytest.mark.parametrize("line", [
+    "# NameTester.rb tests class Name and its operations",  # a comment is not a root prompt
+    "Tasks: 112 total,   1 running",
+    "        $ indented deeper than a code block",
+    "root        1422  0.1  0.0      0     0 ?        Ds   Jul22  32:01 [Xorg]",
+])
+def test_not_prompts(line):
+    assert match_prompt(line) is None
+
+
+def test_set_x_trace_lines_are_commands_of_a_script():
+    assert match_prompt("+ python train.py --lr 3e-4").trace_depth == 1
+    assert match_prompt("++ cat /run/train.pid").command == "cat /run/train.pid"
+
+
+def test_command_vocabulary():
+    g = kill_targets("sudo kill -9 -- -924 5")
+    assert [(k.pid, k.is_group, k.signal) for k in g] == [(924, True, "SIGKILL"), (5, False, "SIGKILL")]
+    assert [k.pattern for k in kill_targets('pkill -f "python train.py"')] == ["python train.py"]
+    (subst,) = kill_targets("kill -9 -$(cat run/train.pid)")  # known only when it ran: the text is kept
+    assert (subst.pid, subst.expr, subst.is_group) == (None, "$(cat run/train.pid)", True)
+    assert timeout_wrapper(["timeout", "--signal=INT", "-k", "5", "1.5m", "python"]) == (90.0, "SIGINT")
+    assert parse_launch("timeout -s KILL 2 python x.py").launcher == "timeout"
+    assert signal_name("-31") == "SIGSYS" and exit_meaning(130) == ("SIGINT", "killed by SIGINT")
+
+
+def test_a_pid_named_twice_in_one_kill_is_one_target():
+    (t,) = kill_targets("kill -9 6943 6943 6943")
+    assert (t.pid, t.signal, t.is_group) == (6943, "SIGKILL", False)
+    assert [(k.pid, k.is_group) for k in kill_targets("kill 5 -- -5 5")] == [(5, False), (5, True)]
+    assert [k.pid for k in kill_targets("kill 7; kill 7")] == [7, 7]  # two commands: two kills
+
+
+def test_pkill_of_a_group_or_session_targets_it_whole():
+    """`pkill -g PGID` and `pkill -s SID` alone kill a whole group (pkill's `-s` is a session, not
+    a signal as for kill); with a pattern the group only narrows which processes match."""
+    assert [(k.pid, k.is_group, k.signal) for k in kill_targets("pkill -9 -g 3489")] == [(3489, True, "SIGKILL")]
+    assert [(k.pid, k.is_group) for k in kill_targets("pkill -s 120")] == [(120, True)]
+    assert [(k.pid, k.pattern) for k in kill_targets("pkill -g 12 -f train.py")] == [(None, "train.py")]
+    assert kill_targets("pkill -s 0") == []  # the caller's own session: nothing the evidence can name
+    assert [k.signal for k in kill_targets("kill -s KILL 5")] == ["SIGKILL"]
+
+
+def test_parse_launch_forms():
+    ssh = parse_launch("ssh node17 'cd /w && nohup torchrun --nproc-per-node 8 train.py --run-name r1 > /w/r1.log 2>&1 &'")
+    assert ssh.launcher == "ssh" and ssh.run == "r1"
+    tmux = parse_launch("tmux send-keys -t train 'python train.py --lr 3e-4 | tee out.log' Enter")
+    assert tmux.launcher == "tmux" and tmux.log_path == "out.log"
+    pct = parse_launch("pct exec 101 -- bash -c 'nohup python3 /srv/t.py --x 1 >> /root/t.log 2>&1 &'")
+    assert pct.launcher == "pct exec" and pct.log_path == "/root/t.log"
+    dock = parse_launch("docker exec -d trainer python train.py --epochs 3 > /logs/a.log")
+    assert dock.launcher == "docker exec" and dock.args == "--epochs 3"
+    assert parse_launch("ls -la /tmp") is None
+    assert parse_launch("python check.py") is None  # foreground, no launcher: not a launch
+
+
+@pytest.mark.parametrize(("cmd", "launcher", "log_path", "args"), [
+    ("nohup python train.py --lr 3e-4 > /w/a.log 2>&1 &", "nohup", "/w/a.log", "--lr 3e-4"),
+    ("nohup python train.py --workers 2 > /w/a.log 2>&1 &", "nohup", "/w/a.log", "--workers 2"),
+    ("setsid python3 t.py --x 1 >/w/b.log 2>/w/b.err < /dev/null & disown", "setsid", "/w/b.log", "--x 1"),
+    ("python t.py --name 'my run' &>> /w/c.log &", "&", "/w/c.log", "--name my run"),
+    ("ssh node17 'cd /w && nohup torchrun --nproc-per-node 8 train.py --run-name r1 > /w/r1.log 2>&1 &'",
+     "ssh", "/w/r1.log", "--nproc-per-node 8 train.py --run-name r1"),
+    ("pct exec 101 -- bash -c 'nohup python3 /srv/t.py --x 1 >> /root/t.log 2>&1 &'", "pct exec", "/root/t.log", "--x 1"),
+    ("docker exec -d trainer bash -c \"python train.py --epochs 3 2>&1 | tee -a /logs/d.log\"",
+     "docker exec", "/logs/d.log", "--epochs 3"),
+    ("tmux send-keys -t train 'python train.py --lr 3e-4 | tee out.log' Enter", "tmux", "out.log", "--lr 3e-4"),
+    ("tmux new -d -s t 'python train.py --lr 1 2>&1 | tee /w/t.log'", "tmux", "/w/t.log", "--lr 1"),
+    ("torchrun --nproc-per-node 2 train.py --bs 8 > /w/tr.log 2>&1 &", "torchrun", "/w/tr.log", "--nproc-per-node 2 train.py --bs 8"),
+    # unbalanced quote (a paste cut short): still read, nothing raised
+    ("nohup python train.py --tag 'abc > /w/u.log 2>&1 &", "nohup", None, "--tag abc > /w/u.log 2>&1 &"),
+])
+def test_parse_launch_tokenises_with_shlex(cmd, launcher, log_path, args):
+    x = parse_launch(cmd)
+    assert (x.launcher, x.log_path, x.args) == (launcher, log_path, args)
+    assert x.background == (log_path is not None)  # the cut-short one's `&` is inside its quote
+
+
+@pytest.mark.parametrize("cmd", [
+    "cd /w && dflash-postmortem launch --log /w/logs/t.log --expect-gpu -- python3 -m pkg.train --run-name fixed --lr 1",
+    "cd /w && /opt/venv/bin/python3 -m dflash_postmortem.cli launch --log=/w/logs/t.log --timeout 600 -- "
+    "python3 -m pkg.train --run-name fixed --lr 1",
+])
+def test_parse_launch_kit_launcher(cmd):
+    x = parse_launch(cmd)
+    assert (x.launcher, x.log_path, x.program, x.args, x.run) == (
+        "dflash-postmortem launch", "/w/logs/t.log", "python3", "-m pkg.train --run-name fixed --lr 1", "fixed")
+    assert x.background
