@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import PostmortemError, UsageError
-from .present import sentences as text
+from .present import terminal_view
 from .present.redact import redact
 from .recorder import add_record_arguments, run_record
 from .replay.launch import add_launch_arguments, run_launch
@@ -51,7 +51,7 @@ def _add_inspect(sub) -> None:
                         "offsets, the frames, and each finding's detail with the text of the lines it cites")
     p.add_argument("--width", type=int, metavar="N",
                    help="columns to fit (default: COLUMNS, else the terminal's width, else "
-                        f"{text.TERMINAL_WIDTH}; at least {text.MIN_WIDTH})")
+                        f"{terminal_view.TERMINAL_WIDTH}; at least {terminal_view.MIN_WIDTH})")
     p.add_argument("--no-redact", action="store_true",
                    help="print secrets (tokens, keys, passwords) as they are in the evidence instead of masking them")
     _add_window(p)
@@ -85,10 +85,10 @@ def _window_arguments(args) -> dict:
 
 
 def _terminal_width(asked: int | None) -> int:
-    """--width, else COLUMNS, else the terminal's width, else (a pipe, a file) text.TERMINAL_WIDTH."""
+    """--width, else COLUMNS, else the terminal's width, else (a pipe, a file) terminal_view.TERMINAL_WIDTH."""
     if asked is not None:
         return asked
-    return shutil.get_terminal_size((text.TERMINAL_WIDTH, 24)).columns
+    return shutil.get_terminal_size((terminal_view.TERMINAL_WIDTH, 24)).columns
 
 
 def _add_online(p) -> None:
@@ -108,7 +108,7 @@ def run_inspect(args) -> int:
         warnings.simplefilter("ignore")
         inc = load_incident(args.dir, timezone=args.timezone, online=args.online,
                             on_bad_line="raise" if args.strict else args.on_bad_line, **_window_arguments(args))
-    print(text.render_inspect(inc, verbose=args.verbose, debug=args.debug,
+    print(terminal_view.render_inspect(inc, verbose=args.verbose, debug=args.debug,
                               width=_terminal_width(args.width), redacted=not args.no_redact))
     _say_unreadable(inc.load_report)
     # nothing to tell from (an empty folder, files of no known format): a failure to a script

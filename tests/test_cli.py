@@ -88,7 +88,7 @@ def test_inspect_masks_secrets_unless_no_redact(capsys, tmp_path, bundled_dir):
 
 
 def test_an_error_line_is_masked_too(capsys, monkeypatch, bundled_dir):
-    import dflash_postmortem.present.sentences as text
+    import dflash_postmortem.present.terminal_view as text
     from dflash_postmortem.errors import PostmortemError
 
     def quoting(*a, **kw):
@@ -164,7 +164,7 @@ def test_report_strict_stops_on_what_the_cache_has_seen_and_the_cache_sees_new_l
 
 
 def test_a_bug_is_one_line_without_debug_and_a_traceback_with_it(capsys, monkeypatch, bundled_dir):
-    import dflash_postmortem.present.sentences as text
+    import dflash_postmortem.present.terminal_view as text
 
     def broken(*a, **kw):
         raise ZeroDivisionError("division by zero")
