@@ -44,8 +44,8 @@ sys.path.insert(0, str(REPO))
 # the replay module is imported) finds the kit here, installed or not.
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 
+from dflash_postmortem.replay.interactive_shell import InteractiveShell  # noqa: E402
 from dflash_postmortem.replay.scenarios import Transcript  # noqa: E402
-from dflash_postmortem.replay.terminal import InteractiveShell  # noqa: E402
 
 TRAIN = f"{shlex.quote(sys.executable)} -m dflash_postmortem.replay.train"
 GPU_MODEL = ("--vocab 32768 --hidden 2048 --layers 12 --heads 16 --seq 2048 --batch 4 --draft-layers 2 "

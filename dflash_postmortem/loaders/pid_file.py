@@ -25,14 +25,17 @@ def sniff_pid_file(path: Path, head: bytes) -> float:
     return 0.6 if len(head) <= 24 and _PID.match(head) else 0.0
 
 
-@registry.format("pid-file", sniff=sniff_pid_file, phase=1, doc="a PID file: one process id; the file name names the run")
+PID_FILE_FORMAT = "pid-file"
+
+
+@registry.format(PID_FILE_FORMAT, sniff=sniff_pid_file, phase=1, doc="a PID file: one process id; the file name names the run")
 def load_pid_file(path: Path, ctx: LoadContext) -> Incident:
     path = Path(path)
-    rep = ctx.report(path, "pid-file")
+    rep = ctx.report(path, PID_FILE_FORMAT)
     try:
         raw = path.read_bytes()
     except OSError as e:
-        raise SourceFormatError(path, None, "a readable file", f"{type(e).__name__}: {e.strerror or e}", fmt="pid-file") from e
+        raise SourceFormatError(path, None, "a readable file", f"{type(e).__name__}: {e.strerror or e}", fmt=PID_FILE_FORMAT) from e
     rep.read = max(1, len(raw.splitlines()))
     m = _PID.match(raw)
     pid = int(m.group(1)) if m else None

@@ -29,12 +29,15 @@ def sniff_ab_results(path: Path, head: bytes) -> float:
     return 0.9 if b'"environment"' in head and b'"results"' in head and b'"config"' in head else 0.0
 
 
+REPLAY_AB_RESULTS_FORMAT = "replay-ab-results"
+
+
 @registry.format(
-    "replay-ab-results", sniff=sniff_ab_results,
+    REPLAY_AB_RESULTS_FORMAT, sniff=sniff_ab_results,
     doc="benchmarks/replay_ab_gpu.py's ab_results.json: knob settings and numbers per replay run",
 )
 def load_ab_results(path: Path, ctx: LoadContext) -> Incident:
-    rep = ctx.report(path, "replay-ab-results", unit="record")
+    rep = ctx.report(path, REPLAY_AB_RESULTS_FORMAT, unit="record")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:

@@ -25,7 +25,10 @@ import torch.distributed as dist
 
 from ..errors import UsageError
 from ..schema import LOSS, TOK_PER_S
-from .build import (
+from .drafter import DFlashDrafter
+from .faults import hang_at, raise_at
+from .model import build_target_layer_ids
+from .run_parts import (
     TokenData,
     build_target,
     device_of,
@@ -34,9 +37,6 @@ from .build import (
     dtype_of,
     param_count,
 )
-from .drafter import DFlashDrafter
-from .faults import hang_at, raise_at
-from .model import build_target_layer_ids
 from .telemetry import RunLog, format_step, open_wandb, route_library_warnings
 
 

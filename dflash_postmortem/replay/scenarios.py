@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 from ..errors import PostmortemError
-from .terminal import InteractiveShell
+from .interactive_shell import InteractiveShell
 
 SCENARIOS = ("regression", "failed-restart", "full", "stall", "survivor", "never-trains")
 # trainer flags per suspected cause; `all` is the write-up's regressed configuration

@@ -35,13 +35,13 @@ from pathlib import Path
 import torch
 
 from ..schema import LOSS, TOK_PER_S
-from .build import TokenData, build_drafter, build_target, device_of, drafter_step, param_count
-from .config import ReplayConfig
 from .dist import train_distributed
 from .drafter import ATTN_BACKENDS, COMPILE_MODES, LM_HEAD_MODES, sample_anchors, sdpa_attention
 from .faults import hang_at, raise_at
 from .model import LINEAR_ATTN_IMPLS
 from .ranks import Ranks
+from .run_parts import TokenData, build_drafter, build_target, device_of, drafter_step, param_count
+from .settings import ReplayConfig
 from .telemetry import RunLog, format_step, gpu_recording, open_wandb, route_library_warnings
 
 # ---------------------------------------------------------------- command line

@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dflash_postmortem.replay.config import ReplayConfig  # noqa: E402
+from dflash_postmortem.replay.settings import ReplayConfig  # noqa: E402
 from dflash_postmortem.replay.train import (  # noqa: E402
     add_train_arguments,
     config_from_args,

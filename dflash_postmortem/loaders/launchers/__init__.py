@@ -3,7 +3,7 @@ folder layout and error files, PyTorch's Flight Recorder dumps, Slurm's listings
 `squeue`, `scontrol show job`, the job-completion log) and its vocabulary.
 
 Their lines inside a trainer's output (torchrun's agent, slurmstepd, srun) are read with the
-training log (`training_log/patterns.py`, `training_log/attempts.py`), which uses `torchrun`
+training log (`training_log/patterns.py`, `training_log/launcher_lines.py`), which uses `torchrun`
 and `slurm` here for what those lines and a file's place mean.
 """
 

@@ -23,7 +23,7 @@ from ...schema import TIME
 from .. import registry
 from ..registry import LoadContext
 from ..training_log.patterns import integer
-from .frames import MetricRows
+from .metric_rows import MetricRows
 from .naming import metric_key, run_of
 
 FORMAT = "lightning-csv"

@@ -24,7 +24,7 @@ from ...incident import from_frames
 from ...schema import TIME
 from .. import registry
 from ..registry import LoadContext
-from .frames import MetricRows
+from .metric_rows import MetricRows
 from .naming import metric_key, run_of
 
 FORMAT = "tensorboard-events"

@@ -24,7 +24,7 @@ from .. import registry
 from ..registry import LoadContext
 from ..training_log.patterns import hf_metric_key, integer
 from ..wandb.files import read_json_doc
-from .frames import MetricRows
+from .metric_rows import MetricRows
 from .naming import run_of
 
 FORMAT = "hf-trainer-state"

@@ -52,7 +52,7 @@ from .fields import (
 from .gpu_errors import ErrorLines, events_frame, match_error, state_events
 from .paste import COMMAND, Paste, read_paste, unwrap_head
 from .table_lines import VERSION_MARK, parse_table_lines
-from .times import parse_times
+from .timestamp_column import parse_times
 
 FORMAT = "nvidia-smi-query-csv"
 TIME_FORMAT = "%Y/%m/%d %H:%M:%S.%f"

@@ -10,7 +10,7 @@ api (the HTTP client).
 
 from __future__ import annotations
 
-from . import files  # noqa: F401  (importing registers the file formats)
+from . import exposition_files as files  # noqa: F401  (importing registers the file formats)
 from .api import load_prometheus
 
 __all__ = ["load_prometheus"]

@@ -25,8 +25,8 @@ from ...config import IncidentConfig
 from ...errors import PrometheusError, UsageError
 from ...incident import Incident, from_frames
 from ...load_report import FileReport
-from . import fields as F
-from .frames import Series, build
+from . import dcgm_fields as F
+from .series_frames import Series, build
 
 FORMAT = "prometheus-api"
 MAX_POINTS_PER_SERIES = 11_000  # Prometheus refuses a query_range with more points per series

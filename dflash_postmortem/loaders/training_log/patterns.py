@@ -581,7 +581,7 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     *PROCESS_DEATH_PATTERNS,
     # torchelastic's agent (torchrun, torch.distributed.run/launch): the job's run id, each
     # attempt's start (its restart count from the rendezvous) and end. Which line ends an attempt
-    # and which attempt a line belongs to is the file's order: training_log/attempts.py.
+    # and which attempt a line belongs to is the file's order: training_log/launcher_lines.py.
     _elastic("stage", "elastic_launch_config", "Starting elastic_operator", r"Starting elastic_operator with launch configs"),
     _elastic("stage", "elastic_run_id", "run_id", r"\brun_id\s+:\s*(?P<job>\S+)"),
     _elastic("stage", "elastic_log_dir", "log directory set to", r"log directory set to: (?P<log_dir>\S+)"),

@@ -37,7 +37,7 @@ from ..launchers.slurm import job_of_output_name
 from ..launchers.torchrun import LogDirPlace, log_dir_place
 from ..registry import LoadContext, read_head
 from ..terminal import ESCAPES
-from . import attempts
+from . import launcher_lines as attempts
 from . import patterns as lp
 from .blocks import (
     MAX_EVENT_CHARS,
@@ -892,15 +892,18 @@ def _sniff_metric(body: str) -> bool:
     return any(k in body for k in _BAR_KW) and lp.BAR.search(body) is not None
 
 
+TRAINING_LOG_FORMAT = "training-log"
+
+
 # -- loading ----------------------------------------------------------------------------------
 @registry.format(
-    "training-log", sniff=sniff_log,
+    TRAINING_LOG_FORMAT, sniff=sniff_log,
     doc="a trainer's stdout/stderr: throughput/loss lines, stages, warnings, tracebacks, NCCL and torchrun errors",
 )
 def load_log(path: Path, ctx: LoadContext):
     """Format loader: one training log -> Incident with metrics and events."""
     path = Path(path)
-    rep = ctx.report(path, "training-log")
+    rep = ctx.report(path, TRAINING_LOG_FORMAT)
     original = ctx.aliases.get(path, path)
     place = log_dir_place(original)  # a worker's file in torchrun's --log-dir folder
     run, from_name = default_run(path, ctx, place)

@@ -131,12 +131,15 @@ def _numbers(col: pd.Series) -> pd.Series:
     return pd.to_numeric(col.replace({"": np.nan, "NaN": np.nan}), errors="coerce")
 
 
+WANDB_CHART_CSV_FORMAT = "wandb-chart-csv"
+
+
 @registry.format(
-    "wandb-chart-csv", sniff=sniff_chart,
+    WANDB_CHART_CSV_FORMAT, sniff=sniff_chart,
     doc="wandb web UI chart export (Step or an x-axis key, '<run> - <metric>', __MIN, __MAX)",
 )
 def load_chart_csv(path: Path, ctx: LoadContext) -> Incident:
-    rep = ctx.report(path, "wandb-chart-csv")
+    rep = ctx.report(path, WANDB_CHART_CSV_FORMAT)
     df = _read_csv(path, rep)
     if len(df.columns) < 2 or not all(_CHART_COL.match(str(c)) for c in df.columns[1:]):
         raise SourceFormatError(path, 1, "a chart export header ('Step' or an x-axis key, '<run> - <metric>', ...)",
@@ -202,13 +205,16 @@ def _config_then_summary(keys: list[str]) -> int:
     return 0  # one sorted run of keys: which kind they are cannot be told, call them summary
 
 
+WANDB_RUNS_TABLE_FORMAT = "wandb-runs-table"
+
+
 @registry.format(
-    "wandb-runs-table", sniff=sniff_runs_table,
+    WANDB_RUNS_TABLE_FORMAT, sniff=sniff_runs_table,
     doc="wandb project runs table exported as CSV (Name, State, Created, Runtime, config, summary)",
 )
 def load_runs_table(path: Path, ctx: LoadContext) -> Incident:
     """The project page's runs table exported as CSV: one run a row, its state, times, host."""
-    rep = ctx.report(path, "wandb-runs-table")
+    rep = ctx.report(path, WANDB_RUNS_TABLE_FORMAT)
     df = _read_csv(path, rep)
     if not len(df.columns) or df.columns[0] != "Name":
         raise SourceFormatError(path, 1, "a runs table header starting with 'Name'",
@@ -265,11 +271,14 @@ def _utc(text) -> pd.Timestamp | None:
     return None if pd.isna(t) else t
 
 
+WANDB_HISTORY_CSV_FORMAT = "wandb-history-csv"
+
+
 @registry.format(
-    "wandb-history-csv", sniff=sniff_history, doc="wandb history export CSV (_step, _timestamp, one column per metric)",
+    WANDB_HISTORY_CSV_FORMAT, sniff=sniff_history, doc="wandb history export CSV (_step, _timestamp, one column per metric)",
 )
 def load_history_csv(path: Path, ctx: LoadContext) -> Incident:
-    rep = ctx.report(path, "wandb-history-csv")
+    rep = ctx.report(path, WANDB_HISTORY_CSV_FORMAT)
     df = _read_csv(path, rep)
     if df.empty or not len(df.columns):
         return from_frames(rep)

@@ -238,10 +238,13 @@ def _loader_without_aliases(yaml):
     return Loader
 
 
+WANDB_CONFIG_FORMAT = "wandb-config"
+
+
 def read_config(path: Path, ctx: LoadContext) -> tuple[dict, FileReport]:
     import yaml  # here, not at the top: start-up time (only a config.yaml needs it)
 
-    rep = ctx.report(path, "wandb-config", unit="document")
+    rep = ctx.report(path, WANDB_CONFIG_FORMAT, unit="document")
     rep.read = 1
     if _too_large(path, rep, "a wandb config.yaml mapping"):
         return {}, rep
@@ -268,8 +271,11 @@ def read_config(path: Path, ctx: LoadContext) -> tuple[dict, FileReport]:
     }, rep
 
 
+PIP_REQUIREMENTS_FORMAT = "pip-requirements"
+
+
 def read_requirements(path: Path, ctx: LoadContext) -> FileReport:
-    rep = ctx.report(path, "pip-requirements")
+    rep = ctx.report(path, PIP_REQUIREMENTS_FORMAT)
     lines = read_text(path).splitlines()
     rep.read = len(lines)
     found = {}
@@ -360,9 +366,12 @@ def _json_lines(path: Path, rep: FileReport, what: str) -> list[tuple[int, dict]
     return out
 
 
+WANDB_EVENTS_JSONL_FORMAT = "wandb-events-jsonl"
+
+
 def read_events_jsonl(path: Path, ctx: LoadContext, run: str, host: str | None, gpus: dict[int, dict]):
     """files/wandb-events.jsonl (SDKs up to 0.16): one system-stats sample a line."""
-    rep = ctx.report(path, "wandb-events-jsonl")
+    rep = ctx.report(path, WANDB_EVENTS_JSONL_FORMAT)
     row, key, value, times = [], [], [], []
     for i, doc in _json_lines(path, rep, "one JSON object of system stats"):
         t = _epoch(doc.get("_timestamp"))
@@ -382,9 +391,12 @@ def read_events_jsonl(path: Path, ctx: LoadContext, run: str, host: str | None, 
     return rep, metrics, gpu_rows
 
 
+WANDB_HISTORY_JSONL_FORMAT = "wandb-history-jsonl"
+
+
 def read_history_jsonl(path: Path, ctx: LoadContext, run: str):
     """wandb-history.jsonl (SDKs before 0.10): one history row a line."""
-    rep = ctx.report(path, "wandb-history-jsonl")
+    rep = ctx.report(path, WANDB_HISTORY_JSONL_FORMAT)
     row, key, value, stepnum = [], [], [], []
     for _, doc in _json_lines(path, rep, "one JSON object of history"):
         n = len(stepnum)
@@ -585,7 +597,7 @@ def load_metadata(path: Path, ctx: LoadContext) -> Incident:
     return inc
 
 
-@registry.format("wandb-config", sniff=sniff_config, doc="wandb config.yaml: a run's config")
+@registry.format(WANDB_CONFIG_FORMAT, sniff=sniff_config, doc="wandb config.yaml: a run's config")
 def load_config(path: Path, ctx: LoadContext) -> Incident:
     config, rep = read_config(path, ctx)
     run = _run_name(path, ctx)
@@ -594,7 +606,7 @@ def load_config(path: Path, ctx: LoadContext) -> Incident:
     return inc
 
 
-@registry.format("pip-requirements", sniff=sniff_requirements, doc="requirements.txt (pip freeze) of a run's environment")
+@registry.format(PIP_REQUIREMENTS_FORMAT, sniff=sniff_requirements, doc="requirements.txt (pip freeze) of a run's environment")
 def load_requirements(path: Path, ctx: LoadContext) -> Incident:
     return from_frames(read_requirements(path, ctx))
 
@@ -607,14 +619,14 @@ def load_console(path: Path, ctx: LoadContext) -> Incident:
     return from_frames(rep, events=events)
 
 
-@registry.format("wandb-events-jsonl", sniff=sniff_events_jsonl, doc="wandb-events.jsonl: system stats of a run (SDKs up to 0.16)")
+@registry.format(WANDB_EVENTS_JSONL_FORMAT, sniff=sniff_events_jsonl, doc="wandb-events.jsonl: system stats of a run (SDKs up to 0.16)")
 def load_events_jsonl(path: Path, ctx: LoadContext) -> Incident:
     run = _run_name(path, ctx)
     rep, metrics, gpus = read_events_jsonl(path, ctx, run, ctx.host, {})
     return from_frames(rep, metrics=metrics, gpus=gpus)
 
 
-@registry.format("wandb-history-jsonl", sniff=sniff_history_jsonl, doc="wandb-history.jsonl: history rows of a run (SDKs before 0.10)")
+@registry.format(WANDB_HISTORY_JSONL_FORMAT, sniff=sniff_history_jsonl, doc="wandb-history.jsonl: history rows of a run (SDKs before 0.10)")
 def load_history_jsonl(path: Path, ctx: LoadContext) -> Incident:
     run = _run_name(path, ctx)
     rep, metrics = read_history_jsonl(path, ctx, run)

@@ -312,8 +312,11 @@ def _offset_text(seconds: int) -> str:
     return f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
 
 
+WANDB_DEBUG_LOG_FORMAT = "wandb-debug-log"
+
+
 def scan_debug_file(path: Path, ctx: LoadContext) -> tuple[FileReport, SdkLog]:
-    rep = ctx.report(path, "wandb-debug-log")
+    rep = ctx.report(path, WANDB_DEBUG_LOG_FORMAT)
     lines = read_text(path).splitlines()
     rep.read = len(lines)
     log = scan_debug_log(lines, rep)
@@ -367,7 +370,7 @@ def sniff_debug_log(path: Path, head: bytes) -> float:
 
 
 @registry.format(
-    "wandb-debug-log", sniff=sniff_debug_log,
+    WANDB_DEBUG_LOG_FORMAT, sniff=sniff_debug_log,
     doc="wandb SDK debug.log / debug-internal.log / debug-cli.log: run id, start, finish or its absence, the SDK's "
         "errors and warnings",
 )
@@ -415,8 +418,11 @@ def _scalar(text: str):
         return text
 
 
+WANDB_TERMINAL_FORMAT = "wandb-terminal"
+
+
 def read_terminal(path: Path, ctx: LoadContext) -> tuple[FileReport, _Terminal]:
-    rep = ctx.report(path, "wandb-terminal")
+    rep = ctx.report(path, WANDB_TERMINAL_FORMAT)
     lines = read_text(path).splitlines()
     rep.read = len(lines)
     term = _Terminal()
@@ -482,7 +488,7 @@ def sniff_terminal(path: Path, head: bytes) -> float:
 
 
 @registry.format(
-    "wandb-terminal", sniff=sniff_terminal,
+    WANDB_TERMINAL_FORMAT, sniff=sniff_terminal,
     doc="wandb's terminal lines (`wandb: ...`): run summary, run link, exit status",
 )
 def load_terminal(path: Path, ctx: LoadContext) -> Incident:

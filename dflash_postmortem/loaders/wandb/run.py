@@ -482,8 +482,14 @@ def load_log_file(path: Path, ctx: LoadContext) -> Incident:
     return _assemble(parts, parts.info)
 
 
+WANDB_RUN_FORMAT = "wandb-run"
+
+
+WANDB_RUN_FILE_FORMAT = "wandb-run-file"
+
+
 @registry.format(
-    "wandb-run", sniff=sniff_run_folder, folder=True,
+    WANDB_RUN_FORMAT, sniff=sniff_run_folder, folder=True,
     doc="wandb run folder (run-*/offline-run-*: .wandb log, files/, logs/)",
 )
 def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
@@ -493,7 +499,7 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
     # SDKs before 0.10 kept the run's files in the run folder itself, not in files/.
     files_dir = folder / "files" if (folder / "files").is_dir() else folder
     # The folder's own entry, first in the report: what was found in it.
-    whole = ctx.report(folder, "wandb-run", unit="folder")
+    whole = ctx.report(folder, WANDB_RUN_FORMAT, unit="folder")
     whole.read = whole.parsed = 1
     parts.reports.append(whole)
     meta, summary, config = wandb_files.Metadata(), {}, {}
@@ -535,7 +541,7 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
         if target is not None:
             parts.reports.append(wandb_files.bookkeeping(p, ctx, target))
         elif p.parent == folder and p.stat().st_size == 0:
-            rep = ctx.report(p, "wandb-run-file", unit="file")
+            rep = ctx.report(p, WANDB_RUN_FILE_FORMAT, unit="file")
             rep.read = 1
             rep.skip(None, "empty file")
             rep.notes.append("empty: a .wandb log the run never wrote a byte to (stopped at its start), "
@@ -560,7 +566,7 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
             parts.reports.append(rep)
             parts.metrics.append(metrics)
         else:
-            rep = ctx.report(p, "wandb-run-file", unit="file")
+            rep = ctx.report(p, WANDB_RUN_FILE_FORMAT, unit="file")
             rep.read = 1
             rep.skip(None, "wandb run file not read as evidence (code, environment, media)")
             parts.reports.append(rep)
@@ -722,7 +728,7 @@ def load_wandb_run(source, *, on_bad_line: str = "warn", sampled: bool = False, 
                    and sniff_run_folder(p, b"")]
         if not folders:
             raise SourceFormatError(path, None, "a wandb run folder (a .wandb log or files/wandb-*.json)",
-                                    "a folder without one", fmt="wandb-run")
+                                    "a folder without one", fmt=WANDB_RUN_FORMAT)
         ctx.root = path
         return Incident.combine([load_run_folder(p, ctx) for p in folders])
     head = registry.read_head(path)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ... import schema
-from . import fields as F
+from . import dcgm_fields as F
 
 
 @dataclass

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from dflash_postmortem.loaders.prometheus.fields import host_of
-from dflash_postmortem.loaders.prometheus.frames import Series, build, metric_key
+from dflash_postmortem.loaders.prometheus.dcgm_fields import host_of
+from dflash_postmortem.loaders.prometheus.series_frames import Series, build, metric_key
 
 GPU = {"gpu": "3", "UUID": "GPU-c", "Hostname": "node18"}
 

@@ -14,7 +14,7 @@ from support.captures import only_report, ts, write
 import dflash_postmortem as pm
 from dflash_postmortem.errors import SourceFormatError
 from dflash_postmortem.loaders import registry
-from dflash_postmortem.loaders.prometheus import files
+from dflash_postmortem.loaders.prometheus import exposition_files as files
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real-world" / "prometheus"
 

@@ -17,9 +17,9 @@ import numpy as np
 from ...incident import from_frames
 from .. import registry
 from ..registry import LoadContext
+from . import dcgm_fields as F
 from . import exposition as X
-from . import fields as F
-from .frames import Series, build
+from .series_frames import Series, build
 
 TEXT = "prometheus-text"
 DUMP = "prometheus-tsdb-dump"

@@ -2,7 +2,7 @@
 
 The target's and the drafter's own defaults live in their configs (`model.TargetConfig`,
 `drafter.DraftConfig`); this one takes them from there, and adds placement, run length and
-telemetry. `build.py` turns it into the two configs.
+telemetry. `run_parts.py` turns it into the two configs.
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import torch
 
-from .config import ReplayConfig
 from .drafter import DFlashDrafter, DraftConfig, sample_anchors
 from .model import Block, HybridTarget, TargetConfig, build_target_layer_ids
+from .settings import ReplayConfig
 
 # ---------------------------------------------------------------- data
 
