@@ -52,6 +52,11 @@ def share(seconds: float, total: float) -> str:
 
 # Every number below reads `n/a` where there is none (a missing level, a run with no tokens),
 # never `nanK`.
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """A count with its noun in the number it takes: `1 line`, `3 lines`, `2 processes`."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
 def tok_s(value: float) -> str:
     """Throughput in thousands of tokens per second: `146.8K` (the unit is the sentence's to say)."""
     return "n/a" if _missing(value) else f"{value / 1e3:.1f}K"

@@ -120,7 +120,9 @@ def _gpu_check(inc: Incident, w: _Window, pid) -> tuple[bool | None, str, list[s
         return None, "no GPU samples after the launch", []
     peak = g["memory_used_mib"].max()
     held = gpu_state.started(peak)
-    text = f"GPU memory rose to {peak:.0f} MiB" if held else f"all {g['gpu'].nunique()} GPUs at {peak:.0f} MiB"
+    n = g["gpu"].nunique()
+    text = (f"GPU memory rose to {peak:.0f} MiB" if held
+            else f"the GPU at {peak:.0f} MiB" if n == 1 else f"all {n} GPUs at {peak:.0f} MiB")
     return held, text, refs + findings.refs(g, 8)
 
 

@@ -125,8 +125,9 @@ def config_diff(inc: Incident, findings: pd.DataFrame) -> Table:
                            kind="stable").reset_index(drop=True)
 
 
-def _setting(value) -> str:
-    return "(not set)" if value is None else str(value)
+def _setting(value):
+    # a flag stays a bool: the table writes it as a word (yes, no), not as Python's True
+    return "(not set)" if value is None else value if isinstance(value, bool) else str(value)
 
 
 # Event kinds that may explain a drop: what a reader scans the logs around it for.

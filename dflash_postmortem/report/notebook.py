@@ -18,13 +18,14 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .. import plain_data
 from ..detect import detect
 from ..present.evidence_views import link_refs
 from ..present.redact import redact, redact_frame, redact_incident
-from ..present.sentences import CELL_CHARS, one_line
+from ..present.sentences import CELL_CHARS, html_text, one_line
 from ..store.load import load_incident
 from ..units import clock
 from . import cache as report_cache
@@ -100,7 +101,7 @@ def frame_html(df: pd.DataFrame, root: Path | None = None) -> str:
         # one rule for every cut: an ellipsis, and the whole text one hover away
         whole = mask(cell_text(value, multi_day))
         shown = one_line(whole, CELL_CHARS) if len(whole) > CELL_CHARS else whole
-        text = html.escape(shown)
+        text = html_text(html.escape(shown))  # what a cell quotes in backticks, in code style
         text = link_refs(text, root, href) if href is not None else text
         return text if shown == whole else f'<span title="{html.escape(whole)}">{text}</span>'
 
@@ -125,6 +126,8 @@ def cell_text(value, with_date: bool = False) -> str:
         return ", ".join(f"{k}={cell_text(v)}" for k, v in value.items())
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return ""
+    if isinstance(value, (bool, np.bool_)):  # a flag reads as a word, not as Python's True
+        return "yes" if value else "no"
     if isinstance(value, pd.Timestamp):
         return clock(value, date=with_date)
     if isinstance(value, float):

@@ -2,6 +2,7 @@
 figures, and its evidence links land on their lines."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,9 @@ from dflash_postmortem.report.build import build_report
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = ["01_overview", "02_throughput_drop", "03_failed_restart", "04_recovery", "05_replay_ab"]
+# What a reader must never see: markup left raw (a backtick), a value as Python prints it, a count
+# of one with a plural noun.
+RAW = re.compile(r"`|\b(?:nan|NaN|NaT|nanK)\b|<NA>|(?<![\d.,])1 (?:rows|lines|files|GPUs|processes|findings|samples|attempts|runs|events|seconds)\b")
 
 BUNDLED = sorted(p.name for p in (REPO / "data" / "incidents").iterdir() if p.is_dir())
 
@@ -19,7 +23,8 @@ BUNDLED = sorted(p.name for p in (REPO / "data" / "incidents").iterdir() if p.is
 @pytest.mark.parametrize("incident", BUNDLED)  # each its own test worker where one is free (conftest.py)
 def test_every_bundled_report_opens_offline_and_its_evidence_links_land(incident, tmp_path, browser, report_kernels):
     """The index and every page of each bundled incident's report in Chromium: figures drawn, no
-    console error, no network request, and evidence links open their line: each page's first, and
+    raw markup or raw value in the text, no console error, no network request, and evidence links
+    open their line: each page's first, and
     the first into every file the report cites on its first three links of a page."""
     index = build_report(REPO / "data" / "incidents" / incident, tmp_path / "report", progress=False,
                          kernels=report_kernels)
@@ -27,6 +32,8 @@ def test_every_bundled_report_opens_offline_and_its_evidence_links_land(incident
 
     def check(page, name):
         figures_rendered(page, name)
+        said = RAW.findall(page.inner_text("body"))
+        assert said == [], (name, said)
         # each page's first link, and the first into each file no page has opened yet
         followed[name] = follow_evidence_links(page, browser.evidence_view(), opened=opened)
 

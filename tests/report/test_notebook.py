@@ -106,3 +106,14 @@ def test_a_run_config_of_booleans_reads_back_from_the_cache(tmp_path, monkeypatc
     assert again.runs["stalled"].config["use_reentrant"] is True  # the kit's trainer: `--use-reentrant 1`
     assert again.runs["stalled"].config == first.runs["stalled"].config
     assert found_again["id"].tolist() == found["id"].tolist()
+
+
+def test_a_flag_reads_as_a_word_and_a_quoted_command_in_code_style():
+    import numpy as np
+
+    from dflash_postmortem.report.notebook import cell_text, frame_html
+
+    assert (cell_text(True), cell_text(np.bool_(False)), cell_text(1), cell_text(0.5)) == ("yes", "no", "1", "0.5")
+    table = frame_html(pd.DataFrame({"bookkeeping": [True, False], "said": ["stuck after `Loading target`", "x"]}))
+    assert "<td>yes</td>" in table and "<td>no</td>" in table and "True" not in table
+    assert "stuck after <code>Loading target</code>" in table and "`" not in table

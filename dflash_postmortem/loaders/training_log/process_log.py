@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 from ...config import IncidentConfig
 from ...incident import from_frames
 from ...load_report import FileReport
+from ...units import count
 from .. import encoding, registry
 from ..launchers.slurm import job_of_output_name
 from ..launchers.torchrun import LogDirPlace, log_dir_place
@@ -725,7 +726,7 @@ class LogScanner:
             rows = "1 row without its own timestamp" if self.borrowed == 1 else f"{self.borrowed} rows without their own timestamp"
             rep.assume(f"{rows} took the nearest earlier line's time")
         if self.run_from_neighbour:
-            rep.assume(f"{self.run_from_neighbour} lines without a [run] tag took the run of the nearest tagged line")
+            rep.assume(f"{count(self.run_from_neighbour, 'line')} without a [run] tag took the run of the nearest tagged line")
 
 
 def _clean(raw: bytes) -> str:

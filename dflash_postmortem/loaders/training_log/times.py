@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ...clock import align
+from ...units import count
 
 # How far the clock must run backwards between two stamped lines to mean "the next day": lines
 # of several ranks interleave a few seconds out of order, a midnight goes back ~24 h.
@@ -215,7 +216,7 @@ def resolve_times(stamps: list, rep, ctx, first_date: str | None, calendar: Cale
             else:
                 by_form.setdefault((s.form, s.aware), []).append(i)
     if missing:
-        rep.assume(f"{missing} rows have no time: no timestamp on or before their line")
+        rep.assume(f"{count(missing, 'row')} without a time: no timestamp on or before {'its' if missing == 1 else 'their'} line")
     if fast:
         found = stamps if isinstance(fast, slice) else [stamps[i] for i in fast]
         out[fast] = _utc_naive(align.localize(_naive_seconds(found), ctx.timezone))
