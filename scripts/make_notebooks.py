@@ -4,7 +4,7 @@
     .venv/bin/python scripts/make_notebooks.py --expected # also record the checked headline outputs
 
 Cells are short calls into the package; the story each notebook tells lives here in one place.
-A cell whose first line is `# HEADLINE` prints the notebook's one-line headline. With --expected
+A cell whose first line is `# HEADLINE` shows the notebook's one-line headline. With --expected
 every notebook is executed on the bundled h200-2gpu capture and the headlines are written to
 tests/notebook_headlines.json, which tests/report/test_build.py compares with the report's executed
 notebooks. The notebooks themselves are always written with every output stripped.
@@ -46,7 +46,7 @@ NOTEBOOKS_SPEC = {
         ("code", "sentences.Sentences(pm.what_happened(inc, findings, tl.impact))"),
         ("md", "## Headline numbers\n\nBaseline and degraded throughput, time to detect, mitigate and recover, "
                "and what the incident cost in GPU-hours and tokens."),
-        ("code", f"{CHECK}\nprint(sentences.headline_text(findings))"),
+        ("code", f"{CHECK}\nsentences.Headline(sentences.headline_text(findings))"),
         ("code", "tables.headline(findings, tl)"),
         ("md", "## Where the GPU time went\n\nEvery second of the incident window on every GPU a job used, in one "
                "class: productive, degraded (the share lost to a drop), starting, stalled, redone (steps "
@@ -80,7 +80,7 @@ NOTEBOOKS_SPEC = {
         ("code", "from dflash_postmortem.analysis import throughput_levels\nfrom dflash_postmortem.detect import throughput\n\n"
                  "series = throughput.series(inc)\nsegments = throughput.segments(series)"),
         ("md", "## Change points and levels"),
-        ("code", f"{CHECK}\nprint(sentences.levels_text(segments))"),
+        ("code", f"{CHECK}\nsentences.Headline(sentences.levels_text(segments))"),
         ("code", "figures.plot_change_points(series, segments, throughput_levels.band_crossings(segments))"),
         ("code", "tables.levels(segments)"),
         ("md", "## Step throughput per run"),
@@ -100,7 +100,7 @@ NOTEBOOKS_SPEC = {
         ("params", PARAMETERS),
         ("code", LOAD),
         ("md", "## Launch checklist"),
-        ("code", f"{CHECK}\nprint(sentences.restart_text(findings))"),
+        ("code", f"{CHECK}\nsentences.Headline(sentences.restart_text(findings))"),
         ("code", "tables.launch_checklist(inc, findings)"),
         ("md", "## Processes seen by `ps`: stale against new"),
         ("code", "tables.process_view(inc, findings)"),
@@ -116,7 +116,7 @@ NOTEBOOKS_SPEC = {
         ("code", "from dflash_postmortem.analysis import source_choice, throughput_levels\n\n"
                  "start, end = throughput_levels.recovery_window(inc, findings)"),
         ("md", "## Recovery"),
-        ("code", f"{CHECK}\nprint(sentences.recovery_text(findings))"),
+        ("code", f"{CHECK}\nsentences.Headline(sentences.recovery_text(findings))"),
         ("code", "tables.recovery_table(findings)"),
         ("code", "figures.plot_throughput(source_choice.throughput_samples(inc), baseline=throughput_levels.baseline(inc, findings),\n"
                  "                      recovery_fraction=inc.config.recovery_fraction)"),
@@ -138,7 +138,7 @@ NOTEBOOKS_SPEC = {
         ("md", "## Knob settings per run"),
         ("code", "replay_ab.knob_settings(inc)"),
         ("md", "## Measured effect on tok/s"),
-        ("code", f"{CHECK}\nprint(sentences.effects_text(effects))"),
+        ("code", f"{CHECK}\nsentences.Headline(sentences.effects_text(effects))"),
         ("code", "figures.plot_replay_ab(effects)"),
         ("code", "effects"),
     ],
@@ -165,14 +165,15 @@ def build(name: str, cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
 
 
 def headline(nb: nbformat.NotebookNode, path: Path) -> str:
-    """Execute a copy on the bundled capture and return what its headline cell printed."""
+    """Execute a copy on the bundled capture and return what its headline cell says (as text)."""
     import papermill
 
     done = papermill.execute_notebook(nb, None, parameters={"incident_dir": BUNDLED}, kernel_name="dflash-postmortem",
                                       progress_bar=False, cwd=str(path.parent))
     for cell in done.cells:
         if cell.cell_type == "code" and cell.source.startswith(CHECK):
-            return "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+            return "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs
+                           if o.get("output_type") == "execute_result")
     raise SystemExit(f"{path.name}: no {CHECK} cell")
 
 

@@ -99,6 +99,21 @@ class Sentences:
 
 
 @dataclass
+class Headline:
+    """A page's one-line answer: in HTML a paragraph in bold, wrapped at words, what it quotes in
+    code style; as text the line itself (what tests/notebook_headlines.json holds)."""
+
+    line: str
+
+    def __repr__(self) -> str:
+        return self.line
+
+    def _repr_html_(self) -> str:
+        return (f"<p class='pm-headline' style='font-weight:600;margin:.3em 0 1em 0;line-height:1.5'>"
+                f"{html_text(html.escape(self.line))}</p>")
+
+
+@dataclass
 class Claims:
     """Findings to read one by one: a heading, the full explanation, the evidence lines. Evidence
     text is escaped here, so a log line holding markup shows as text."""

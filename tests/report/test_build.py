@@ -225,7 +225,7 @@ def _sanitize(text: str) -> str:
 
 
 def test_headline_cells_say_what_they_said_when_reviewed(full_report):
-    """Each notebook's `# HEADLINE` cell, executed on the real capture, prints the reviewed line.
+    """Each notebook's `# HEADLINE` cell, executed on the real capture, says the reviewed line.
 
     tests/notebook_headlines.json is written by `scripts/make_notebooks.py --expected`; a change
     there is a change in what the report says, and shows up in review as a diff.
@@ -239,8 +239,10 @@ def test_headline_cells_say_what_they_said_when_reviewed(full_report):
     for name in PAGES:
         nb = nbformat.read(str(full_report.parent / "executed" / f"{name}.ipynb"), as_version=4)
         (cell,) = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("# HEADLINE")]
-        got = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
-        assert _sanitize(got) == _sanitize(expected[name]), name
+        (shown,) = [o for o in cell.outputs if o.get("output_type") == "execute_result"]
+        assert _sanitize(shown["data"]["text/plain"]) == _sanitize(expected[name]), name
+        # read as a paragraph of text, not console output
+        assert shown["data"]["text/html"].startswith("<p class='pm-headline'") and "<pre" not in shown["data"]["text/html"]
 
 
 
