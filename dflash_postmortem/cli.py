@@ -22,6 +22,7 @@ from .recorder import add_record_arguments, run_record
 from .replay.launch import add_launch_arguments, run_launch
 from .replay.scenarios import add_replay_arguments, run_replay
 from .store.load import load_incident
+from .units import count
 
 # What `--help` ends with: two commands a new user runs first, and what a folder may hold.
 EXAMPLES = """examples:
@@ -119,7 +120,7 @@ def _say_unreadable(report, where: str = "the load report above") -> None:
     """The last line a user sees: how many files the kit could not read, and where they are listed."""
     n = len(report.failed)
     if n:
-        print(f"{n} file{'s' if n != 1 else ''} could not be read (see {where}; "
+        print(f"{count(n, 'file')} could not be read (see {where}; "
               "--strict stops at the first)", file=sys.stderr)
 
 

@@ -54,7 +54,9 @@ def share(seconds: float, total: float) -> str:
 # never `nanK`.
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """A count with its noun in the number it takes: `1 line`, `3 lines`, `2 processes`."""
-    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+    if n == 1:
+        return f"1 {noun}"
+    return f"{n:,} {plural or (noun + 'es' if noun.endswith(('s', 'sh', 'ch', 'x')) else noun + 's')}"
 
 
 def tok_s(value: float) -> str:

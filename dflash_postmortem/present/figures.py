@@ -21,7 +21,7 @@ from plotly.subplots import make_subplots
 
 from ..model.ledger import SHOWN_S
 from ..schema import PROBLEM_EVENTS, TOK_PER_S
-from ..units import clock, tok_s
+from ..units import clock, count, tok_s
 from .sentences import gpu_label, one_line
 
 SEVERITY_COLOURS = {"critical": "#d62728", "warning": "#ff7f0e", "info": "#2ca02c"}
@@ -472,8 +472,7 @@ def replay_legend(r) -> str:
     if not r.knobs_changed:
         return f"{r.run}: no knob changed"
     several = ", not separable" if r.knobs_changed > 1 else ""
-    knobs = "1 knob" if r.knobs_changed == 1 else f"{r.knobs_changed} knobs"
-    return f"{r.run}: {knobs} changed{several}<br>({_whole(r.change, 60)})"
+    return f"{r.run}: {count(int(r.knobs_changed), 'knob')} changed{several}<br>({_whole(r.change, 60)})"
 
 
 def plot_replay_ab(effects: pd.DataFrame) -> go.Figure:

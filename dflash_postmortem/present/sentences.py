@@ -29,7 +29,7 @@ from ..incident import Incident
 from ..model.attempts import attempts
 from ..model.ledger import CLASSES, SHOWN_S, ledger
 from ..schema import TOK_PER_S
-from ..units import clock, duration, gpu_hours, share, tok_s, tokens
+from ..units import clock, count, duration, gpu_hours, share, tok_s, tokens
 
 MAX_SENTENCES = 5
 
@@ -324,12 +324,12 @@ def _nothing_found(inc: Incident, first, last) -> str:
     """No finding: "nothing went wrong" only where the evidence shows training that ran; else
     what was seen and what was not."""
     files = len(inc.load_report.files) if inc.load_report else 0
-    read = f"{files} file{'' if files == 1 else 's'}"
+    read = count(files, "file")
     if not any(len(df) for df in inc.frames().values()):
         return f"No evidence to tell from: {read} read, none with a row (no step, GPU sample, process or event)."
     att = attempts(inc)
     if att.empty or att["first_step"].isna().all():
-        seen = [f"{len(df):,} {_ROWS[name]}{'' if len(df) == 1 else 's'}" for name, df in inc.frames().items() if len(df)]
+        seen = [count(len(df), _ROWS[name]) for name, df in inc.frames().items() if len(df)]
         return (f"No training seen in {read}: no training step between {_when(first)} and {_when(last)} "
                 f"({', '.join(seen)}), so nothing can be said of how it went.")
     return (f"Nothing went wrong that the evidence shows between {_when(first)} and {_when(last)}: "

@@ -30,6 +30,8 @@ def test_one_formatter_each():
     assert (units.gpu_hours(0.0253), units.gpu_hours(5.049), units.gpu_hours(1234.5)) == ("0.03", "5.05", "1,234.50")
     # tokens lost are rates times seconds: three digits, not eight
     assert [units.tokens(v) for v in (8966020.0, 48837975.0, 979389.0, 512.0, 2.5e9)] == ["8.97M", "48.8M", "979K", "512", "2.5B"]
+    assert [units.count(n, w) for n, w in ((1, "line"), (3, "line"), (2, "process"), (1, "process"), (1200, "GPU sample"))] \
+        == ["1 line", "3 lines", "2 processes", "1 process", "1,200 GPU samples"]
     # no number, no digits: a missing level or count reads n/a, never nanK
     for missing in (float("nan"), None, pd.NA):
         assert units.tok_s(missing) == units.gpu_hours(missing) == units.tokens(missing) == "n/a"
