@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(PIP_FLAGS) -e '.[dev,replay,lab,cluster,tensorboard]'
-	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (dflash-postmortem)" >/dev/null
+	$(VENV)/bin/jupyter kernelspec install --sys-prefix --name $(KERNEL) share/jupyter/kernels/$(KERNEL) >/dev/null
 	@touch $@
 
 report: setup

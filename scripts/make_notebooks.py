@@ -19,6 +19,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from dflash_postmortem.report.lab_kernel import LANGUAGE_INFO
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
 CHECK = "# HEADLINE"
@@ -150,7 +152,8 @@ def build(name: str, cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
     # The kit's own kernel (installed with the package; see pyproject's data-files).
     nb.metadata["kernelspec"] = {"name": "dflash-postmortem", "display_name": "Python (dflash-postmortem)",
                                  "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
+    # what the kit's kernel says of its language: opening the notebook in Lab changes nothing
+    nb.metadata["language_info"] = dict(LANGUAGE_INFO)
     for kind, src in cells:
         if kind == "md":
             nb.cells.append(new_markdown_cell(src))

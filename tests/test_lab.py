@@ -78,6 +78,12 @@ def ran(lab, browser):
                 "() => { const w = jupyterapp.shell.currentWidget;"
                 " return w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel &&"
                 " w.sessionContext.session.kernel.status === 'idle'; }", timeout=120000)
+            page.wait_for_timeout(1000)  # what the kernel says of itself reaches the notebook's metadata
+            opened = page.evaluate(
+                "async () => { const w = jupyterapp.shell.currentWidget;"
+                " const info = await w.sessionContext.session.kernel.info;"
+                " return {dirty: w.context.model.dirty, language: info.language_info,"
+                " kept: w.context.model.getMetadata('language_info')}; }")
             page.evaluate("() => { jupyterapp.shell.activateById(jupyterapp.shell.currentWidget.id);"
                           " return jupyterapp.commands.execute('notebook:run-all-cells'); }")
             _wait_for_all_cells(page, name)
@@ -98,6 +104,7 @@ def ran(lab, browser):
                   errors: w.node.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]').length,
                 };
             }""")
+            seen[name]["opened"] = opened
     finally:
         page.context.close()
     return seen
@@ -126,6 +133,17 @@ def test_every_notebook_runs_on_the_kits_kernel(ran):
         assert ran[name]["spec"] == "dflash-postmortem", name
         assert ran[name]["kernel"] == "Python (dflash-postmortem)", name
         assert ran[name]["errors"] == 0 and "Traceback" not in ran[name]["text"], name
+
+
+@pytest.mark.browser
+def test_opening_a_notebook_changes_nothing(ran):
+    """Lab writes what the kernel says of its language into the notebook as it starts: the kit's
+    kernel says what the committed notebooks hold (no interpreter version), so a notebook opened
+    is not a notebook modified."""
+    for name in PAGES:
+        opened = ran[name]["opened"]
+        assert opened["language"]["name"] == "python" and "version" not in opened["language"], name
+        assert opened["kept"] == opened["language"] and opened["dirty"] is False, (name, opened)
 
 
 @pytest.mark.browser

@@ -10,6 +10,7 @@ import papermill
 import pytest
 
 from dflash_postmortem.report.build import build_report, notebooks
+from dflash_postmortem.report.lab_kernel import LANGUAGE_INFO
 
 CHECK = "# HEADLINE"
 MAX_CELL_LINES = 7  # a longer cell is a function that belongs in the package
@@ -31,6 +32,8 @@ def test_every_parameter_is_typed_and_commented(path):
 def test_committed_stripped_with_kernelspec_and_short_cells(path):
     nb = nbformat.read(str(path), as_version=4)
     assert nb.metadata["kernelspec"]["name"] == "dflash-postmortem"  # the kit's kernel, installed with it
+    # what that kernel says of its language, so that opening the notebook in Lab changes nothing
+    assert nb.metadata["language_info"] == LANGUAGE_INFO and "version" not in LANGUAGE_INFO
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
     tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1
