@@ -93,6 +93,9 @@ FRAME_NAMES = tuple(FRAMES)
 
 # Metric keys that more than one module reads (loaders write them, detectors and plots read them).
 TOK_PER_S = "train/tok_per_s"
+# Seconds since a progress bar began, as the bar shows them (tqdm's `[00:33<00:17, ...]`): a log
+# with no timestamps carries its own relative clock in them (clock/align.date_untimed_logs).
+BAR_ELAPSED_S = "train/bar_elapsed_s"
 LOSS = "train/loss"
 
 # The event kinds the attempt model reads (model/), whatever source wrote them. A loader that
@@ -123,7 +126,7 @@ EVENT_KINDS: dict[str, str] = {
     "traceback": "a Python traceback; its last line in the message",
     "run_end": "a tracked run ended (wandb exit record)",
     "training_stop": "the trainer says training stopped",
-    "kill_sent": "the operator sent a signal; columns: target_pid, target_is_group, target_pattern",
+    "kill_sent": "the operator sent a signal; columns: target_pid, target_is_group, target_pattern, target_expr, target_session",
     "kill_failed": "a kill that did not reach its target",
 }
 

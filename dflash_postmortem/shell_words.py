@@ -370,16 +370,18 @@ def parse_launch(cmd: str) -> Launch | None:
 # -- kills ----------------------------------------------------------------------------------
 @dataclass
 class KillTarget:
-    """One target of a kill-like command: a PID, a process GROUP (`kill -- -924`), a job (`%1`)
-    or a name pattern (`pkill -f train.py`, `killall python`)."""
+    """One target of a kill-like command: a PID, a process GROUP (`kill -- -924`), a job (`%1`),
+    a name pattern (`pkill -f train.py`, `killall python`) or a terminal multiplexer's session
+    (`tmux kill-session -t train`, `screen -S train -X quit`: what was started in it gets SIGHUP)."""
 
-    program: str  # kill, pkill, killall, skill
+    program: str  # kill, pkill, killall, skill, tmux, screen
     signal: str
     pid: int | None = None
     is_group: bool = False
     job: int | None = None
     pattern: str | None = None
     expr: str | None = None  # `kill $(cat run/train.pid)`: the PID is known only when it ran
+    session: str | None = None  # a tmux or screen session name; "*" for every one (`tmux kill-server`)
 
 
 _KILL_VALUE_OPTIONS = {"-u", "-U", "-g", "-G", "-P", "-t", "--user", "--parent", "--group", "--terminal"}
@@ -396,6 +398,9 @@ def kill_targets(cmd: str) -> list[KillTarget]:
     out: list[KillTarget] = []
     for seg, _ in simple_commands(shell_words(cmd)):
         name = command_name(seg)
+        if name in ("tmux", "screen"):
+            out += _multiplexer_kill(name, seg)
+            continue
         if name not in ("kill", "pkill", "killall", "skill"):
             continue
         i = next(i for i, w in enumerate(seg) if w.rsplit("/", 1)[-1] == name) + 1
@@ -441,6 +446,58 @@ def kill_targets(cmd: str) -> list[KillTarget]:
         mine = out[first:]
         out[first:] = [t for k, t in enumerate(mine) if t not in mine[:k]]
     return out
+
+
+def _multiplexer_kill(name: str, seg: list[str]) -> list[KillTarget]:
+    """`tmux kill-session -t NAME`, `tmux kill-server`, `screen -S NAME -X quit`: the multiplexer
+    closes the session's panes, and the programs started in them get SIGHUP (a program run under
+    `nohup` ignores it and lives on)."""
+    i = next(i for i, w in enumerate(seg) if w.rsplit("/", 1)[-1] == name)
+    words = seg[i + 1:]
+    if name == "tmux":
+        if "kill-server" in words:
+            return [KillTarget("tmux", "SIGHUP", session="*")]
+        if "kill-session" not in words:
+            return []
+        return [KillTarget("tmux", "SIGHUP", session=t) for t in [_option_value(words, "-t")] if t]
+    if "-X" in words and {"quit", "kill"} & set(words[words.index("-X") + 1:]):
+        return [KillTarget("screen", "SIGHUP", session=t) for t in [_option_value(words, "-S")] if t]
+    return []
+
+
+def _option_value(words: list[str], option: str) -> str | None:
+    """The value of `-t NAME` / `-tNAME` / `-t=NAME`; a tmux target's window part (`train:0`)
+    names its session."""
+    for k, w in enumerate(words):
+        if w == option and k + 1 < len(words):
+            value = words[k + 1]
+        elif w.startswith(option) and len(w) > len(option):
+            value = w[len(option):].lstrip("=")
+        else:
+            continue
+        return value.split(":", 1)[0].removeprefix("=") or None
+    return None
+
+
+def multiplexer_session(cmd: str) -> str | None:
+    """The tmux or screen session a command starts a program in: `tmux new-session -d -s NAME
+    '...'`, `tmux send-keys -t NAME '...'`, `screen -dmS NAME ...`."""
+    for seg, _ in simple_commands(shell_words(cmd)):
+        name = command_name(seg)
+        if name not in ("tmux", "screen"):
+            continue
+        words = seg[next(i for i, w in enumerate(seg) if w.rsplit("/", 1)[-1] == name) + 1:]
+        if name == "tmux" and words and words[0] in ("new-session", "new"):
+            return _option_value(words, "-s")
+        if name == "tmux" and words and words[0] in ("send-keys", "send"):
+            return _option_value(words, "-t")
+        if name == "screen":
+            for k, w in enumerate(words):
+                if re.fullmatch(r"-[dmDRrA]*S", w) and k + 1 < len(words):
+                    return words[k + 1]  # -S NAME, -dmS NAME
+                if w.startswith("-S") and len(w) > 2:
+                    return w[2:]
+    return None
 
 
 # -- what a launch line runs, and what a command does to a session --------------------------

@@ -21,6 +21,13 @@ did (what the README of the incident is written from), which the incident folder
                        not exist); the operator stops the loop and starts it right
     torchrun-crashloop torchrun in the foreground, --max-restarts 2: rank 1 raises at the same step in
                        every attempt; the agent restarts the group twice, then gives up
+    tmux-history       an operator working in tmux, whose only record is bash's own history (with
+                       times): `tmux kill-session` does not stop a trainer started under nohup; the
+                       relaunch shares the GPU with it until the operator kills it by its PID
+    hf-oom-resume      a real Hugging Face Trainer (GPT-2 shape, random weights) under `accelerate
+                       launch` with `nohup`, TensorBoard logging: CUDA out of memory at a step (a
+                       callback asks for 1 TiB, as a batch far longer than the rest would), then
+                       the operator relaunches with --resume from its last checkpoint
     alternating        no incident: two drafter threads, each logging its own rate
     clean-relaunch     no incident: a run that stops cleanly, relaunched by hand
 """
@@ -131,6 +138,8 @@ class Recording:
         time.sleep(1)
         subprocess.run(["pkill", "-f", "dflash_postmortem.replay.train"], check=False)
         subprocess.run(["pkill", "-f", "hog_memory"], check=False)
+        subprocess.run(["pkill", "-f", "run/hf_train.py"], check=False)
+        subprocess.run(["tmux", "kill-server"], check=False, capture_output=True)
         for leftover in self.dir.glob("logs/.*"):
             leftover.unlink()
         self.truth("recording ended")
@@ -318,6 +327,117 @@ def torchrun_crashloop(r: Recording) -> None:
     op.run("nvidia-smi --query-compute-apps=pid,used_memory --format=csv")
 
 
+def tmux_history(r: Recording) -> None:
+    r.smi_stream()
+    r.smi_apps()
+    r.ps_loop()
+    # the terminal itself is not kept (the operator did not record it): only bash's history is
+    t = InteractiveShell(r.dir, r.dir.parent / f"{r.name}.tty", dict(os.environ, COLUMNS=""),
+                         history=r.dir / "logs" / "bash_history")
+    try:
+        r.truth("operator starts the run in a detached tmux session `train`, under nohup")
+        t.run(f"tmux new-session -d -s train 'nohup {TRAIN} --run-name first --seconds 900 {r.model} "
+              "> logs/first.log 2>&1'")
+        r.wait_for("logs/first.log", "step 100", 300)
+        r.truth("first run trains (step 100 seen)")
+        time.sleep(10)
+        t.run("nvidia-smi" if r.gpu else "uptime")
+        r.truth("operator ends the session to restart the run: tmux kill-session -t train")
+        t.run("tmux kill-session -t train")
+        time.sleep(3)
+        t.run("tmux ls")
+        r.truth("operator relaunches in a new tmux session of the same name (the first run lives on: nohup ignores SIGHUP)")
+        t.run(f"tmux new-session -d -s train 'nohup {TRAIN} --run-name second --seconds 100 {r.model} "
+              "> logs/second.log 2>&1'")
+        r.wait_for("logs/second.log", "step 50", 300)
+        time.sleep(30)
+        r.truth("operator looks at the GPU: two python processes")
+        t.run("nvidia-smi --query-compute-apps=pid,used_memory --format=csv" if r.gpu else "uptime")
+        # the trainer itself (nohup execs it), not the shell tmux ran it with
+        first = subprocess.run(["pgrep", "-f", "^[^ ]*python[0-9.]* -m dflash_postmortem.replay.train --run-name first"],
+                               capture_output=True, text=True).stdout.split()
+        t.run("ps -eo pid,etime,args | grep [r]un-name")
+        if first:
+            r.truth(f"operator kills the first run by its PID {first[0]}")
+            t.run(f"kill {first[0]}")
+        r.wait_for("logs/second.log", "Training stopped", 400)
+        r.truth("the second run trained to its end and stopped")
+        t.run("tail -n 2 logs/second.log")
+    finally:
+        t.close()
+
+
+HF_TRAIN = """import argparse, torch
+from torch.utils.data import Dataset
+from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments
+
+p = argparse.ArgumentParser()
+p.add_argument("--out", required=True)
+p.add_argument("--max-steps", type=int, default=400)
+p.add_argument("--oom-at-step", type=int, default=0)
+p.add_argument("--resume", action="store_true")
+p.add_argument("--cpu", action="store_true")
+a = p.parse_args()
+SEQ = 64 if a.cpu else 1024
+
+
+class Tokens(Dataset):
+    def __len__(self):
+        return 1 << 20
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        ids = torch.randint(0, 50257, (SEQ,), generator=g)
+        return {"input_ids": ids, "labels": ids}
+
+
+class Spike(TrainerCallback):
+    # a batch far longer than the rest: the allocator is asked for more than the GPU has
+    def on_step_end(self, args, state, control, **kw):
+        if a.oom_at_step and state.global_step == a.oom_at_step:
+            torch.empty(1 << 40, dtype=torch.uint8, device="cuda" if torch.cuda.is_available() else "meta")
+            if not torch.cuda.is_available():
+                raise torch.OutOfMemoryError("CUDA out of memory (a dry run on the CPU)")
+
+
+cfg = GPT2Config(vocab_size=50257, n_positions=SEQ, n_embd=64 if a.cpu else 768, n_layer=2 if a.cpu else 12,
+                 n_head=2 if a.cpu else 12)
+model = GPT2LMHeadModel(cfg)
+args = TrainingArguments(output_dir=a.out, max_steps=a.max_steps, per_device_train_batch_size=4 if a.cpu else 16,
+                         logging_steps=10, save_steps=100, save_total_limit=3, report_to=["tensorboard"],
+                         bf16=not a.cpu, use_cpu=a.cpu,
+                         dataloader_num_workers=0, learning_rate=3e-4, warmup_steps=20, seed=0)
+Trainer(model=model, args=args, train_dataset=Tokens(), callbacks=[Spike()]).train(
+    resume_from_checkpoint=True if a.resume else None)
+"""
+
+
+def hf_oom_resume(r: Recording) -> None:
+    r.smi_stream()
+    r.smi_apps()
+    r.ps_loop()
+    op = Transcript(r.dir)
+    (r.dir / "run" / "hf_train.py").write_text(HF_TRAIN)
+    beside = Path(sys.executable).with_name("accelerate")
+    accelerate = str(beside) if beside.exists() else shutil.which("accelerate") or f"{sys.executable} -m accelerate.commands.accelerate_cli"
+    cpu = " --cpu" if not r.gpu else ""
+    launch = f"{accelerate} launch --num_processes 1 --num_machines 1 --mixed_precision {'bf16' if r.gpu else 'no'} --dynamo_backend no"
+    r.truth("operator starts a Hugging Face Trainer run under accelerate launch with nohup; a callback asks for "
+            "1 TiB of GPU memory at step 250 (CUDA out of memory); checkpoints every 100 steps")
+    op.run(f"nohup {launch} run/hf_train.py --out runs/gpt2 --oom-at-step 250{cpu} > logs/hf_train.log 2>&1 &")
+    r.wait_for("logs/hf_train.log", "OutOfMemoryError", 900)
+    r.truth("the run died of CUDA out of memory at step 250")
+    time.sleep(15)
+    op.run("tail -n 5 logs/hf_train.log")
+    op.run("ls runs/gpt2")
+    r.truth("operator relaunches the same command with --resume (resumes from checkpoint-200)")
+    op.run(f"nohup {launch} run/hf_train.py --out runs/gpt2 --resume{cpu} > logs/hf_resume.log 2>&1 &")
+    r.wait_for("logs/hf_resume.log", "train_runtime", 900)
+    r.truth("the resumed run reached max_steps 400 and ended")
+    time.sleep(5)
+    op.run("ls runs/gpt2; tail -n 2 logs/hf_resume.log")
+
+
 def alternating(r: Recording) -> None:
     r.smi_stream()
     r.ps_loop()
@@ -345,6 +465,7 @@ SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
     "alternating": alternating, "clean-relaunch": clean_relaunch, "torchrun-crashloop": torchrun_crashloop,
+    "tmux-history": tmux_history, "hf-oom-resume": hf_oom_resume,
 }
 
 
@@ -369,8 +490,10 @@ def main() -> int:
             r.finish()
         if args.out:
             with tarfile.open(Path(args.out) / f"{r.name}.tgz", "w:gz") as tar:
-                # checkpoints are the trainer's state, not evidence (and hundreds of MB each)
-                tar.add(r.dir, arcname=r.name, filter=lambda t: None if t.name.endswith(".pt") else t)
+                # checkpoints are the trainer's state, not evidence (and hundreds of MB each); their
+                # trainer_state.json stays
+                tar.add(r.dir, arcname=r.name,
+                        filter=lambda t: None if t.name.endswith((".pt", ".pth", ".safetensors", ".bin")) else t)
                 tar.add(r.truth_path, arcname=f"{r.name}.truth")
     return 0
 

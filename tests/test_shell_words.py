@@ -9,6 +9,7 @@ from dflash_postmortem.shell_words import (
     exit_meaning,
     kill_targets,
     match_prompt,
+    multiplexer_session,
     parse_launch,
     signal_name,
     timeout_wrapper,
@@ -81,6 +82,21 @@ def test_pkill_of_a_group_or_session_targets_it_whole():
     assert [(k.pid, k.pattern) for k in kill_targets("pkill -g 12 -f train.py")] == [(None, "train.py")]
     assert kill_targets("pkill -s 0") == []  # the caller's own session: nothing the evidence can name
     assert [k.signal for k in kill_targets("kill -s KILL 5")] == ["SIGKILL"]
+
+
+def test_a_multiplexer_session_killed_is_the_target_and_a_launch_names_its_session():
+    """`tmux kill-session` and `screen -X quit` close a session: what was started in it gets
+    SIGHUP. A launch into tmux or screen names the session it started the trainer in."""
+    assert [(k.program, k.session, k.signal) for k in kill_targets("tmux kill-session -t train")] == [("tmux", "train", "SIGHUP")]
+    assert [k.session for k in kill_targets("tmux kill-session -t=train:0.1")] == ["train"]  # a pane's session
+    assert [k.session for k in kill_targets("tmux kill-server")] == ["*"]
+    assert [k.session for k in kill_targets("screen -X -S job quit")] == [k.session for k in kill_targets("screen -S job -X quit")] == ["job"]
+    assert kill_targets("tmux ls; tmux attach -t train; screen -r job") == []
+    assert multiplexer_session("tmux new-session -d -s train 'nohup python train.py > a.log 2>&1'") == "train"
+    assert multiplexer_session("tmux new -s t2 -d python x.py") == "t2"
+    assert multiplexer_session("tmux send-keys -t train:0 'python train.py' Enter") == "train"
+    assert multiplexer_session("screen -dmS job python train.py") == multiplexer_session("screen -S job -d -m python t.py") == "job"
+    assert multiplexer_session("nohup python train.py &") is None
 
 
 def test_parse_launch_forms():

@@ -186,38 +186,6 @@ def estimate_offsets(inc, *, metric: str = TOK_PER_S, loading_pattern: str = r"[
     return pd.DataFrame(rows, columns=list(OFFSET_COLUMNS))
 
 
-def date_untimed_logs(inc) -> None:
-    """Date a log that carries no timestamp at all (a trainer that died at start-up leaves only
-    its traceback) from the launch that redirected into it: the last launch naming that path
-    whose redirect did not fail. Its lines were written after that moment, so the launch time is
-    the earliest they can be; the file's load report says so. A log no launch names stays NaT."""
-    ev = inc.events
-    if ev.empty or "log_path" not in ev.columns:
-        return
-    launches = ev[(ev["kind"] == "launch") & ev["log_path"].notna() & ev["time"].notna()]
-    failed = set(ev.loc[ev["kind"] == "redirect_failed", "path"].dropna()) if "path" in ev.columns else set()
-    launches = launches[~launches["log_path"].isin(failed)].sort_values("time", kind="stable")
-    if launches.empty:
-        return
-    for rep in inc.load_report.files:
-        if rep.format != "training-log":
-            continue
-        frames = [df for df in (inc.events, inc.metrics) if not df.empty]
-        rows = [df["source"] == rep.path for df in frames]
-        if not any(r.any() for r in rows) or any(df.loc[r, "time"].notna().any() for df, r in zip(frames, rows, strict=True)):
-            continue
-        name = rep.path
-        named = launches[[p == name or str(p).endswith("/" + name) for p in launches["log_path"]]]
-        if named.empty:
-            continue
-        at = named.iloc[-1]
-        for df, r in zip(frames, rows, strict=True):
-            df.loc[r, "time"] = at["time"]
-        rep.assume(f"dated afterwards: no line has a timestamp, so its {int(sum(r.sum() for r in rows))} rows "
-                   f"are placed at the launch that wrote the file ({at['ref']}, {at['time']:%Y-%m-%d %H:%M:%S} "
-                   f"UTC), the earliest they can have been written")
-
-
 # host_clocks = "auto" applies an estimated skew only when it is at least this large and this
 # many times its uncertainty. Below 2 s no detector's judgement changes (their windows are tens
 # of seconds and more; samples come at 1 Hz) while a wrong shift could move a host's lines past

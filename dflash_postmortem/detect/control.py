@@ -5,7 +5,10 @@ A `kill` that fails (`No such process`, `Operation not permitted`) is only an in
 it was meant to stop lived on: then the survivor keeps its GPUs and every relaunch shares them.
 The survivor is the process the kill named (for `kill -- -N`, the process N whose group the
 operator assumed), seen alive after the kill in `ps`, in per-process GPU samples, or still
-logging training steps.
+logging training steps. A kill that raised no error fails the same way when what it reached
+lives on: a trainer under `nohup` ignores the SIGHUP of `tmux kill-session`, one that handles
+SIGTERM may never exit. The model says what each kill reached (attempts.kill_reach); a process
+of it seen alive more than a minute later was not stopped by it.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from __future__ import annotations
 import pandas as pd
 
 from ..incident import Incident
+from ..model.attempts import attempts, kill_reach
 from ..model.kills import is_group_kill, kill_pids
+from ..model.progress import lines_of
 from ..schema import TOK_PER_S
 from ..units import clock
 from . import findings
@@ -21,6 +26,11 @@ from .per_host import judged
 
 # After a kill, a process seen this much later was not stopped by it (ps samples every few s).
 _GRACE = pd.Timedelta(seconds=5)
+# A kill that raised no error: a trainer that handles SIGTERM (a checkpoint, a clean stop) may take
+# this long to exit; seen alive after it, the kill did not stop it.
+STOP_WITHIN = pd.Timedelta(seconds=60)
+# Signals sent to end a process (`kill -USR1` asks for a dump, `-0` only checks, `-STOP` pauses).
+_ENDING = ("SIGTERM", "SIGKILL", "SIGINT", "SIGHUP", "SIGQUIT", "SIGABRT")
 
 
 def _col(df: pd.DataFrame, name: str) -> pd.Series:
@@ -95,19 +105,77 @@ def detect_failed_kills(inc: Incident) -> pd.DataFrame:
             "kill_failed", k["time"], k["time"], "warning",
             f"the kill at {clock(k['time'])} did not stop {who}",
             f"`{why}`: {meaning}.", kill_refs, {"pid": pid, "group": group, "run": run, "message": why})
-        gpus = seen["memory"]
-        held = ("; it held " + ", ".join(f"{m:.0f} MiB on GPU {g}" for g, m in sorted(gpus.items()))
-                if gpus else "")
-        rows.append(kill)
-        rows.append(findings.finding(
-            "survivor", k["time"], seen["until"], "critical",
-            f"{who} survived the failed kill and kept running until {clock(seen['until'])}",
-            f"After the kill at {clock(k['time'])} {who} was still {', '.join(seen['how'])} until "
-            f"{clock(seen['until'])}{held}: whatever was started meanwhile shared its GPUs.",
-            kill_refs[-1:] + seen["refs"],
-            {"pid": pid, "run": run, "until": seen["until"], "memory_mib_by_gpu": gpus},
-            caused_by=[findings.cause(kill["id"], f"the kill meant to stop PID {pid} failed: {why}", kill_refs)]))
+        rows += [kill, _survivor(k, kill, who, pid, run, seen, kill_refs, why)]
+    told = {r for r in _col(kills, "command_ref") if isinstance(r, str)}
+    rows += _unstopped(inc, told)
     return findings.frame(rows)
+
+
+def _survivor(k: pd.Series, kill: dict, who: str, pid: int, run: str | None, seen: dict, kill_refs: list[str],
+              why: str) -> dict:
+    gpus = seen["memory"]
+    held = ("; it held " + ", ".join(f"{m:.0f} MiB on GPU {g}" for g, m in sorted(gpus.items()))
+            if gpus else "")
+    return findings.finding(
+        "survivor", k["time"], seen["until"], "critical",
+        f"{who} survived the failed kill and kept running until {clock(seen['until'])}",
+        f"After the kill at {clock(k['time'])} {who} was still {', '.join(seen['how'])} until "
+        f"{clock(seen['until'])}{held}: whatever was started meanwhile shared its GPUs.",
+        kill_refs[-1:] + seen["refs"],
+        {"pid": pid, "run": run, "until": seen["until"], "memory_mib_by_gpu": gpus},
+        caused_by=[findings.cause(kill["id"], f"the kill meant to stop PID {pid} failed: {why}", kill_refs)])
+
+
+def _unstopped(inc: Incident, told: set[str]) -> list[dict]:
+    """Kills that raised no error, whose processes lived on (`told`: the commands whose failure
+    an error line already tells). What shows a process was not stopped, as a reader sees it: its
+    attempt logged a training step after the kill (a process that is stopping trains no more), a
+    later kill had to be aimed at it, or it was still alive STOP_WITHIN after."""
+    rows = []
+    ev = inc.events
+    reach = kill_reach(inc)
+    att = attempts(inc)
+    for i, pids in sorted(reach.items(), key=lambda kv: ev.loc[kv[0], "time"]):
+        k = ev.loc[i]
+        ref = k.get("command_ref") if isinstance(k.get("command_ref"), str) else k.get("ref")
+        if ref in told or k.get("signal") not in _ENDING or pd.isna(k["time"]):
+            continue
+        for pid in sorted(pids):
+            run = _run_of(inc, pid)
+            seen = _seen_after(inc, pid, run, k["time"])
+            if seen["until"] is None:
+                continue
+            stepped = _stepped_after(inc, att, pid, k["time"] + _GRACE)
+            again = [j for j, other in reach.items()
+                     if pid in other and k["time"] + _GRACE < ev.loc[j, "time"] <= seen["until"] + _GRACE]
+            if stepped is None and not again and seen["until"] - k["time"] < STOP_WITHIN:
+                continue
+            if stepped is not None and "logging training steps" not in " ".join(seen["how"]):
+                seen["how"].append("logging training steps")
+                seen["refs"] += findings.refs(stepped.tail(1))  # its last step after the kill
+                seen["until"] = max(seen["until"], stepped["time"].max())
+            who = f"PID {pid}" + (f" (run {run})" if run else "")
+            why = str(k["message"]).strip()
+            refs = [r for r in dict.fromkeys((ref, k.get("ref"))) if isinstance(r, str)]
+            later = (f"; the kill at {clock(ev.loc[again[0], 'time'])} was aimed at it again" if again else "")
+            kill = findings.finding(
+                "kill_failed", k["time"], k["time"], "warning",
+                f"the kill at {clock(k['time'])} did not stop {who}",
+                f"`{why}` reached {who}, which was still {', '.join(seen['how'])} until {clock(seen['until'])}"
+                f"{later}: the {k['signal']} did not end it.", refs,
+                {"pid": pid, "group": is_group_kill(k), "run": run, "message": why})
+            rows += [kill, _survivor(k, kill, who, pid, run, seen, refs, f"{k['signal']} did not end it")]
+    return rows
+
+
+def _stepped_after(inc: Incident, att: pd.DataFrame, pid: int, after) -> pd.DataFrame | None:
+    """The training steps the attempt holding `pid` logged after `after` (None: none)."""
+    mine = att[att["pids"].map(lambda p: pid in p)]
+    if mine.empty:
+        return None
+    lines = lines_of(inc, mine.iloc[0])
+    lines = lines[lines["time"] > after]
+    return lines if len(lines) else None
 
 
 def stopped_by(inc: Incident, pids: list[int], start, end) -> pd.Series | None:

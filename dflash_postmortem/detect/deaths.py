@@ -15,7 +15,7 @@ import re
 import pandas as pd
 
 from ..incident import Incident
-from ..model.attempts import attempts
+from ..model.attempts import attempts, trainer_pids
 from ..model.progress import lines_of, resumes
 from ..model.states import states
 from ..units import clock
@@ -77,7 +77,7 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
             + (f" (`{_short(a['end_message'])}`)" if a["end_message"] and a["end_message"] != error else "")
             + f".{after}",
             refs + findings.refs(last),
-            {"run": a["run"], "pid": a["pids"][0] if a["pids"] else None, "last_step_time": last_t,
+            {"run": a["run"], "pid": next(iter(trainer_pids(inc, a)), None), "last_step_time": last_t,
              "error": error, "error_rank": None if not on_rank else int(a["cause_rank"]), "ended": a["end"],
              "silent_s": silent, "hung": silent is not None and silent >= _hang_s(lines), **numbers},
             caused_by=[findings.cause(findings.event_id(refs[0]), f"what went wrong: {_short(error)}", refs[:1])]

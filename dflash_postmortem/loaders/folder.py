@@ -18,7 +18,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..clock import align
+from ..clock import align, untimed
 from ..config import CONFIG_NAME, IncidentConfig, incident_config
 from ..errors import IncidentConfigError, LoadError, PostmortemError, SourceFormatError
 from ..incident import Incident
@@ -295,7 +295,7 @@ def read_folder(
     inc.load_report.files = plan.report.files + inc.load_report.files
     inc.load_report.notes = plan.report.notes + inc.load_report.notes
     align.apply_offsets(inc, cfg.offsets)
-    align.date_untimed_logs(inc)
+    untimed.date_untimed_logs(inc)
     align.align_host_clocks(inc)
     _fill_gpu_index(inc)
     inc.load_report.files.sort(key=lambda r: r.path)

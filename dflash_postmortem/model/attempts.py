@@ -25,6 +25,7 @@ first training step, its last sign of life, and how it ended, with the lines tha
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 import numpy as np
@@ -32,19 +33,20 @@ import pandas as pd
 
 from ..incident import Incident
 from ..said import error_text
-from ..schema import TOK_PER_S
 from ..shell_words import (
     command_name,
     invocation,
     is_detached,
     is_wrapper_process,
     log_target,
+    multiplexer_session,
     parse_launch,
     shell_words,
     simple_commands,
 )
 from . import computed
 from .kills import aimed_at, is_group_kill
+from .step_lines import step_lines
 
 # ps START has minute resolution: a process started in the minute of a launch may be its own.
 STARTUP_SLACK = pd.Timedelta(seconds=60)
@@ -79,6 +81,8 @@ _CAUSES = ("oom_kill", "oom", "timeout", "nccl_timeout", "nccl_error", "gpu_erro
 _PYTHON = re.compile(r"(?:^|/)python[\d.]*\s|\s-m\s[\w.]+|\.py\b")
 # The frames an attempt is read from (the memo of computed.py is keyed by them).
 READS = ("events", "processes", "metrics", "gpu_processes")
+# Flags that name where a run keeps its checkpoints (`--output_dir`, `--save-dir`, `--ckpt_dir`, `--out`).
+_SAVE_DIR = re.compile(r"--(?:output|out|save|ckpt|checkpoint|checkpoints)(?:[-_](?:dir|path|root))?")
 _AGENT = re.compile(r"\btorchrun\b|torch\.distributed\.(?:run|launch)|\bdeepspeed\b|\baccelerate launch\b")
 
 
@@ -86,6 +90,63 @@ def attempts(inc: Incident) -> pd.DataFrame:
     """One row per attempt, in start order (COLUMNS)."""
     return computed.cached(inc, "attempts", READS,
                            lambda: _Assembly(inc).build())
+
+
+def trainer_pids(inc: Incident, attempt: pd.Series) -> list[int]:
+    """The attempt's PIDs that ran the trainer itself: those holding GPU memory, else those a
+    listing shows running no launcher's agent or wrapper (accelerate, torchrun's agent, a shell
+    -c), else every one."""
+    pids = list(attempt["pids"])
+    gp = inc.gpu_processes
+    held = [p for p in pids if len(gp) and (gp["pid"] == p).any()]
+    if held:
+        return held
+    procs = inc.processes[inc.processes["pid"].isin(pids)] if len(inc.processes) else inc.processes
+    agents = {int(p) for p, c in zip(procs.get("pid", []), procs.get("command", []), strict=True)
+              if isinstance(c, str) and (_AGENT.search(c) or is_wrapper_process(c))}
+    return [p for p in pids if p not in agents] or pids
+
+
+def kill_reach(inc: Incident) -> dict[int, set[int]]:
+    """Each `kill_sent` event (by its row in `inc.events`) -> the PIDs it reached: what it aimed at
+    (kills.aimed_at), and the processes of the attempts its group or session held."""
+    def build() -> dict[int, set[int]]:
+        att = attempts(inc)
+        started = [_Started(c, frozenset(p), s, r) for c, p, s, r in
+                   zip(att["command"], att["pids"], att["start"], att["launch_ref"], strict=True)]
+        sent = inc.events[inc.events["kind"] == "kill_sent"]
+        return {i: (aimed := aimed_at(inc, r)) | reached(r, aimed, started) for i, r in sent.iterrows()}
+    return computed.cached(inc, "kill reach", READS, build)
+
+
+@dataclass(frozen=True)
+class _Started:
+    """What a kill's reach is judged on, of one attempt: its command, PIDs, start, launch line."""
+
+    command: str | None
+    pids: frozenset[int]
+    start: pd.Timestamp | None
+    launch_ref: str | None
+
+
+def reached(kill: pd.Series, aimed: set[int], started: list[_Started]) -> set[int]:
+    """The attempts' processes a kill reached beyond the PIDs it named. A kill of a process group
+    (`kill -- -PGID`, `pkill -g`) reaches the processes started in that group. Where no listing
+    gives PGIDs to say which those are, a launch typed in a shell and not detached from it (no
+    setsid, disown, tmux...) started its processes in the shell's group, whose leader came first:
+    its PIDs above the group's number, started before the kill, are aimed at (`_end` takes the
+    kill as its end only if they were gone after it). A kill of a tmux or screen session reaches
+    what was started in that session."""
+    session = kill.get("target_session")
+    before = [a for a in started if a.pids and a.start is not None and pd.notna(a.start) and a.start <= kill["time"]]
+    if isinstance(session, str) and session:
+        return {p for a in before if (into := multiplexer_session(a.command or "")) is not None
+                and session in ("*", into) for p in a.pids}
+    group = kill.get("target_pid")
+    if not is_group_kill(kill) or pd.isna(group) or aimed - {int(group)}:
+        return set()
+    return {p for a in before if a.launch_ref and not is_detached(a.command or "") and min(a.pids) > int(group)
+            for p in a.pids}
 
 
 def _col(df: pd.DataFrame, name: str) -> pd.Series:
@@ -425,8 +486,9 @@ class _Assembly:
 
     def _runs(self) -> None:
         """Each run the metrics name joins the attempt whose log wrote it, else a start of its own
-        (a wandb run with no log beside it)."""
-        m = self.inc.metrics.dropna(subset=["run"])
+        (a wandb run with no log beside it). A run whose rows carry no time (a checkpoint's
+        trainer_state.json) says nothing of when anything started."""
+        m = self.inc.metrics.dropna(subset=["run", "time"])
         if m.empty:
             return
         firsts = m.groupby(["source", "run"], sort=False)["time"].min().reset_index()
@@ -455,7 +517,8 @@ class _Assembly:
                                               if source in other and other[source] > begin), default=None))
                          for source, begin in mine.items()}
         self.owned = {s for a in found for s in a.sources}
-        self.kills = [(i, pids | self._session_members(i, pids, found)) for i, pids in self.kills]
+        started = [_Started(a.command, frozenset(a.pids), a.start, a.launch_ref) for a in found]
+        self.kills = [(i, pids | reached(self.ev.loc[i], pids, started)) for i, pids in self.kills]
         _jobs(found)
         rows = []
         for i, a in enumerate(found, 1):
@@ -466,18 +529,6 @@ class _Assembly:
             df[col] = pd.to_datetime(df[col], utc=True).astype("datetime64[us, UTC]")
         return df
 
-    def _session_members(self, i, aimed: set[int], found: list[_Attempt]) -> set[int]:
-        """A kill of a process group (`kill -- -PGID`, `pkill -g`) reaches the processes started
-        in that group. Where no listing gives PGIDs to say which those are, a launch typed in a
-        shell and not detached from it (no setsid, disown, tmux...) started its processes in the
-        shell's group, whose leader came first: its PIDs above the group's number, started before
-        the kill, are aimed at (`_end` takes the kill as its end only if they were gone after it)."""
-        kill = self.ev.loc[i]
-        group = kill.get("target_pid")
-        if not is_group_kill(kill) or pd.isna(group) or aimed - {int(group)}:
-            return set()
-        return {p for a in found if a.launch_ref and a.pids and a.start is not None and a.start <= kill["time"]
-                and not is_detached(a.command or "") and min(a.pids) > int(group) for p in a.pids}
 
     def _row(self, i: int, a: _Attempt) -> dict:
         inc = self.inc
@@ -530,8 +581,8 @@ def _jobs(found: list[_Attempt]) -> None:
     seen: dict[tuple, int] = {}
     for i, a in enumerate(found):
         keys = [("run", r) for r in a.runs] + [("log", src) for src in a.sources]
-        ckpt = a.flags.get("--checkpoint-dir") or a.flags.get("--checkpoint_dir") or a.flags.get("--output_dir")
-        keys += [("ckpt", ckpt)] if ckpt else []
+        # the same script writing its checkpoints where an earlier start wrote them
+        keys += [("ckpt", a.script, v) for k, v in a.flags.items() if _SAVE_DIR.fullmatch(k) and v and v != "true"]
         keys += [("job", a.job)] if a.job is not None else []
         for k in keys:
             if k in seen:
@@ -695,9 +746,9 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
 
 
 def _steps(inc: Incident, parts: list[tuple], runs: list[str], start, owned: set[str]) -> pd.DataFrame:
-    """The attempt's throughput rows: from its own log parts, else from its runs after its start
-    in sources no attempt owns (a run with no log of its own: wandb)."""
-    m = inc.metrics[inc.metrics["metric"] == TOK_PER_S]
+    """The attempt's step lines (step_lines.py): from its own log parts, else from its runs after
+    its start in sources no attempt owns (a run with no log of its own: wandb)."""
+    m = step_lines(inc)
     if parts:
         mask = pd.Series(False, index=m.index)
         for source, begin, end in parts:

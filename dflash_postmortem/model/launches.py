@@ -13,10 +13,10 @@ from pathlib import PurePosixPath
 import pandas as pd
 
 from ..incident import Incident
-from ..schema import TOK_PER_S
 from ..shell_words import invocation, is_wrapper_process, log_target
 from . import computed as memo
 from .attempts import attempts
+from .step_lines import step_lines
 
 STARTUP_SLACK = pd.Timedelta(seconds=60)  # ps START has minute resolution
 
@@ -94,7 +94,7 @@ def _outcomes(inc: Incident) -> pd.DataFrame:
     ev = inc.events
     said = ev[ev["ref"].notna() & (ev["kind"] == "launch")].drop_duplicates("ref").set_index("ref")
     logs = _log_sources(inc)
-    tok = inc.metrics[inc.metrics["metric"] == TOK_PER_S]
+    tok = step_lines(inc)
     procs = inc.processes
     commands = procs["command"].fillna("").astype(str)
     out = []

@@ -22,6 +22,7 @@ from ..incident import Incident
 from ..schema import TOK_PER_S
 from . import computed
 from .attempts import attempts
+from .step_lines import step_lines
 
 COLUMNS = ("attempt", "start", "end", "level", "steps_per_s", "lines", "ref")
 # A window holds about this many lines of each series (an even number: alternating values of two
@@ -39,7 +40,15 @@ def progress(inc: Incident) -> pd.DataFrame:
 
 def lines_of(inc: Incident, attempt: pd.Series) -> pd.DataFrame:
     """The attempt's throughput lines: its own log parts (from its start), else its runs'."""
-    m = inc.metrics[(inc.metrics["metric"] == TOK_PER_S) & inc.metrics["value"].notna()]
+    return _attempt_rows(inc, attempt, inc.metrics[(inc.metrics["metric"] == TOK_PER_S) & inc.metrics["value"].notna()])
+
+
+def steps_of(inc: Incident, attempt: pd.Series) -> pd.DataFrame:
+    """The attempt's step lines (step_lines.py), taken the way its throughput lines are."""
+    return _attempt_rows(inc, attempt, step_lines(inc))
+
+
+def _attempt_rows(inc: Incident, attempt: pd.Series, m: pd.DataFrame) -> pd.DataFrame:
     sources = attempt["sources"]
     if sources:
         mine = m[m["source"].isin(sources) & (m["time"] >= attempt["start"])]
@@ -87,10 +96,10 @@ def _resumes(inc: Incident) -> pd.DataFrame:
         if not steps:
             continue
         before = att[(att["start"] < b["start"]) & (att["job"] == b["job"])]
-        reached = max((lines_of(inc, a)["step"].max() for _, a in before.iterrows()), default=np.nan)
+        reached = max((steps_of(inc, a)["step"].max() for _, a in before.iterrows()), default=np.nan)
         if not (pd.notna(reached) and reached > steps[0]):
             continue
-        mine = lines_of(inc, b)
+        mine = steps_of(inc, b)
         past = mine[mine["step"] >= reached]
         until = past["time"].iloc[0] if len(past) else b["last_alive"]
         rows.append({"attempt": b["attempt"], "resumed_at": said["time"].iloc[0], "resumed_step": steps[0], "reached_step": int(reached),

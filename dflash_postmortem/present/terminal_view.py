@@ -16,7 +16,7 @@ from ..analysis.timeline import Timeline, timeline
 from ..detect import detect
 from ..incident import Incident
 from ..model.notes import reading_notes
-from ..units import clock, duration, gpu_hours, tok_s, tokens
+from ..units import clock, count, duration, gpu_hours, tok_s, tokens
 from .evidence_views import cited_line
 from .redact import redact
 from .sentences import gpu_time_lines, what_happened
@@ -267,7 +267,7 @@ def _impact(page: _Page, i: dict) -> None:
     if i.get("gpu_hours_lost") is not None:
         lost = (f"; tokens lost {tokens(i['tokens_lost'])} against {tok_s(i['baseline_tok_per_s'])} tok/s"
                 if i.get("tokens_lost") is not None else "; tokens lost: no baseline rate (expected_tok_per_s)")
-        page.para(f"{i['gpus_held']} GPUs held ({i['gpus_held_from']}); GPU-hours lost "
+        page.para(f"{count(i['gpus_held'], 'GPU')} held ({i['gpus_held_from']}); GPU-hours lost "
                   f"{gpu_hours(i['gpu_hours_lost'])} of {gpu_hours(i['gpu_hours_held'])} held{lost}", 2, 4)
 
 

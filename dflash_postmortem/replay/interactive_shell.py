@@ -29,13 +29,18 @@ _PROMPT_END = re.compile(rb"@gpu-node:[^\r\n]*[#$] $")
 class InteractiveShell:
     """Types commands into a live `bash -i`, one at a time, waiting for the prompt after each."""
 
-    def __init__(self, root: Path, log: Path, env: dict[str, str]):
+    def __init__(self, root: Path, log: Path, env: dict[str, str], history: Path | None = None):
+        """`history`: where bash keeps the operator's history, with the time of each command
+        (HISTTIMEFORMAT) and each command appended as it is typed, as people set it up so that
+        history survives a lost session; None keeps none."""
         self.log = log
         env = dict(env, TERM="xterm", HISTFILE="/dev/null")
         # The prompt comes from an rc file, as a user's ~/.bashrc sets it (bash ignores a PS1
         # handed down in the environment when it starts interactive).
         self.rcfile = log.parent / ".operator_bashrc"
-        self.rcfile.write_text(f"PS1='{PS1}'\nunset PROMPT_COMMAND\n")
+        keep = (f"HISTFILE='{history}'\nHISTTIMEFORMAT='%F %T '\nshopt -s histappend\nPROMPT_COMMAND='history -a'\n"
+                if history is not None else "unset PROMPT_COMMAND\n")
+        self.rcfile.write_text(f"PS1='{PS1}'\n{keep}")
         argv = ["bash", "--noprofile", "--rcfile", str(self.rcfile), "-i"]
         if shutil.which("script"):
             # -f: flush after each write, so a session cut short still leaves its log.

@@ -14,6 +14,7 @@ import pytest
 import dflash_postmortem as pm
 from dflash_postmortem.detect import detect
 from dflash_postmortem.model import attempts
+from dflash_postmortem.model.progress import resumes
 
 REPO = Path(__file__).resolve().parents[2]
 NEAR = pd.Timedelta(seconds=5)
@@ -188,3 +189,43 @@ def test_a_torchrun_run_on_cpu_tells_the_same_story(told):
     failed = found[found["kind"] == "failed_restart"].iloc[0]
     assert near(failed["start"], "01:54:17") and near(failed["end"], "01:55:01")
     assert "connectFullMesh failed" in failed["detail"]
+
+
+def test_tmux_kill_session_leaves_a_nohup_trainer_alive_told_from_bash_history_alone(told):
+    """The operator's only record is bash's own history: `tmux kill-session -t train` at
+    17:38:19.948 sent SIGHUP to a trainer started under nohup (PID 582), which trained on until
+    `kill 582` at 17:39:13.538; the relaunch at 17:38:22.957 (PID 732) shared GPU 0 with it."""
+    inc, att, found = told("h200-1gpu-tmux-history")
+    assert len(att) == 2 and att["by"].tolist() == ["operator", "operator"]
+    first, second = att.iloc[0], att.iloc[1]
+    assert near(first["start"], "17:37:38") and first["pids"] == [582] and near(first["first_step"], "17:37:54")
+    assert near(second["start"], "17:38:22") and second["pids"] == [732]
+    assert first["end_kind"] == "kill_sent" and near(first["end"], "17:39:13")
+    assert first["end_ref"] == "logs/bash_history:16"  # `kill 582`, not the kill-session that missed it
+    assert second["end_kind"] == "training_stop" and near(second["end"], "17:40:12")
+    assert _kinds(found) == ["kill_failed", "survivor"]
+    kill = found[found["kind"] == "kill_failed"].iloc[0]
+    assert near(kill["start"], "17:38:19") and kill["numbers"]["pid"] == 582 and kill["evidence"][0] == "logs/bash_history:6"
+    survivor = found[found["kind"] == "survivor"].iloc[0]
+    assert near(survivor["numbers"]["until"], "17:39:13") and survivor["numbers"]["memory_mib_by_gpu"] == {0: 5622.0}
+    assert survivor["caused_by"][0]["id"] == kill["id"]
+
+
+def test_a_hugging_face_trainer_dies_of_cuda_oom_and_is_resumed_from_its_checkpoint(told):
+    """A real transformers.Trainer run whose log prints no time: tqdm bars and loss dicts, with
+    TensorBoard beside it. It died of CUDA OOM at step 250 (the driver saw it at 17:41:13.993);
+    the relaunch with --resume at 17:41:29.602 went on from checkpoint-200 and redid 201-249."""
+    inc, att, found = told("h200-1gpu-hf-oom-resume")
+    assert len(att) == 2 and att["job"].nunique() == 1  # the same script writing the same checkpoints
+    first, second = att.iloc[0], att.iloc[1]
+    assert near(first["start"], "17:40:13") and 1112 in first["pids"] and near(first["first_step"], "17:40:42")
+    assert first["end_kind"] == "oom" and near(first["end"], "17:41:13") and first["end_ref"] == "logs/hf_train.log:32"
+    assert near(second["start"], "17:41:29") and 1344 in second["pids"] and second["end_kind"] == "training_stop"
+    assert _kinds(found) == ["training_died"]
+    died = found.iloc[0]
+    assert near(died["start"], "17:41:13") and died["numbers"]["pid"] == 1112
+    assert "CUDA out of memory" in died["numbers"]["error"] and near(died["numbers"]["restarted_at"], "17:41:29")
+    (resumed,) = resumes(inc).itertuples()
+    assert (resumed.resumed_step, resumed.reached_step) == (201, 249)  # the bar leapt to 201 at 0 s
+    log = next(f for f in inc.load_report.files if f.path == "logs/hf_train.log")
+    assert any("its progress bar's elapsed time spaces" in a and "tfevents" in a for a in log.assumptions)

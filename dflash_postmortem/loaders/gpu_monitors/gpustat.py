@@ -115,7 +115,7 @@ def _frames(gpus: list[dict], procs: list[dict], ctx: LoadContext, rep) -> dict:
         df["source"] = rep.path
         out[name] = df
     if any(r["time"] is None for r in gpus):
-        rep.assume("no gpustat header (host and time) above some GPU lines: their rows have no time (NaT)")
+        rep.assume("no gpustat header (host and time) above some GPU lines: their rows have no time")
     elif gpus:
         rep.assume(f"gpustat prints local time without a zone: read in {ctx.timezone}")
     return out

@@ -158,7 +158,7 @@ def load(path: Path, ctx: LoadContext):
             frames[name] = df
     if gpus:
         rep.assume(f"nvitop prints local time without a zone: read in {ctx.timezone}" if stamp is not None
-                   else "no time above the screen: rows have no time (NaT)")
+                   else "no time above the screen: rows have no time")
     return from_frames(rep, **frames)
 
 

@@ -89,7 +89,7 @@ def load(path: Path, ctx: LoadContext):
         rep.notes.append(f"{not_numbers} cells that are not numbers (text logged as a metric?): not read")
     frame = rows.frame(rep.path, run, _times(rows.times, ctx, rep) if time_at is not None else None)
     if time_at is None and len(frame):
-        rep.assume("metrics.csv carries no time: its rows have no time (NaT), placed by step only")
+        rep.assume("metrics.csv carries no time: its rows have no time, placed by step only")
     return from_frames(rep, metrics=frame)
 
 

@@ -10,10 +10,15 @@ as `simple_value` (tf.summary v1, torch's SummaryWriter, Lightning) or as a rank
 the `scalars` plugin (tf.summary v2), become `metrics` rows at their wall time under canonical
 keys (naming.metric_key). Histograms, images, audio, text, graphs and hparams are counted, not
 read. A record cut by a crash or a failed CRC ends the read there, with its reason.
+
+The file's name says which process wrote it (`<host>.<pid>` as TensorFlow's and torch's writers
+name it): its file-version record becomes a `run_start` event at the writer's creation with that
+PID, so the attempt model joins the file to the process that wrote it.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 from pathlib import Path
 
@@ -30,6 +35,8 @@ from .naming import metric_key, run_of
 FORMAT = "tensorboard-events"
 EXTRA = "tensorboard"
 _VERSION = b"brain.Event:"
+# events.out.tfevents.<epoch>.<host>.<pid>.<n>[.v2] (a host name may hold dots)
+_WRITER = re.compile(r"^events\.out\.tfevents\.\d+\.(?P<host>.+)\.(?P<pid>\d{1,10})\.\d+(?:\.v2)?$")
 _SCALAR_DTYPES = {1: "float32", 2: "float64", 3: "int32", 9: "int64"}  # DataType enum: DT_FLOAT, DT_DOUBLE, ...
 
 
@@ -69,6 +76,9 @@ def load(path: Path, ctx: LoadContext):
     run = run_of(path, ctx)
     rows = MetricRows()
     n = consumed = 0
+    m = _WRITER.match(path.name)
+    writer = int(m["pid"]) if m and int(m["pid"]) < 2**31 else None
+    started: list[dict] = []
     records = loader(str(path)).Load()
     while True:
         try:
@@ -88,6 +98,11 @@ def load(path: Path, ctx: LoadContext):
             rep.bad(n, "an Event protobuf", f"{len(raw)} bytes ({e})")
             continue
         what = event.WhichOneof("what")
+        if what == "file_version" and writer is not None and event.wall_time and not started:
+            started.append(dict(time=event.wall_time, kind="run_start", run=run, pid=writer,
+                                message=f"TensorBoard writer of PID {writer} opened {path.name}", ref=f"{rep.path}:{n}"))
+            rep.parsed += 1
+            continue
         if what != "summary":
             rep.skip(n, {"file_version": "file version record", "graph_def": "graph", "session_log": "session log",
                          "meta_graph_def": "graph", "log_message": "log message", "tagged_run_metadata": "run metadata"}
@@ -106,7 +121,12 @@ def load(path: Path, ctx: LoadContext):
         rep.notes.append(f"{rest:,} bytes after the last whole record (a writer killed mid-record?)")
     wall = pd.Series(rows.times, dtype="float64")
     frame = rows.frame(rep.path, run, pd.to_datetime((wall * 1e6).round(), unit="us", utc=True).astype(TIME))
-    return from_frames(rep, metrics=frame)
+    if not started:
+        return from_frames(rep, metrics=frame)
+    events = pd.DataFrame(started).assign(source=rep.path, host=ctx.host)
+    events["time"] = pd.to_datetime((events["time"] * 1e6).round(), unit="us", utc=True).astype(TIME)
+    events["pid"] = events["pid"].astype("Int64")
+    return from_frames(rep, metrics=frame, events=events)
 
 
 def _scalar(value, tensor_util) -> float | None:

@@ -85,7 +85,7 @@ def load(path: Path, ctx: LoadContext):
     rows.refs = [lines[n - 1] for n in rows.refs]  # entry numbers -> the lines they open on
     metrics = rows.frame(rep.path, run)
     if len(metrics):
-        rep.assume("trainer_state.json carries no time per log entry: its rows have no time (NaT), placed by "
+        rep.assume("trainer_state.json carries no time per log entry: its rows have no time, placed by "
                    "step only (the file's mtime and train_runtime do not say when a step happened)")
     summary = {k: doc[k] for k in _STATE_FIELDS if k in doc and _plain(doc[k])}
     _note_progress(summary, rep)

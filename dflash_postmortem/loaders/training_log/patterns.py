@@ -344,6 +344,17 @@ BAR = re.compile(
     r"(?P<postfix>(?:,[^\]\r\n]*)?)(?:\]|$)"  # a bar cut at the end of its line (wrapped, killed) still counts
 )
 _NOT_DESC = frozenset("|\r\n]();{}")
+
+
+def bar_seconds(text: str) -> float | None:
+    """A bar's elapsed time (`33`, `01:02`, `1:02:03`, as tqdm formats it) in seconds."""
+    parts = text.split(":")
+    if not all(p.isdigit() for p in parts) or len(parts) > 3:
+        return None
+    seconds = 0
+    for p in parts:
+        seconds = seconds * 60 + int(p)
+    return float(seconds)
 MAX_BAR_DESC = 120
 
 
@@ -648,6 +659,8 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("warning", "torch_fallback", "falling back to", r"(?i)falling back to (torch|its reference|the) "),
     _event("training_start", "training_start", "raining", r"(?i)\b(start(ing|ed)? training|training (start(ed|ing)?|begins?))\b"),
     _event("training_stop", "training_stop", "raining", r"(?i)\b(training (stopped|finished|complete[d]?|done|ended|interrupted)|finished training)\b"),
+    # Hugging Face's Trainer prints its closing summary (`{'train_runtime': 26.92, ...}`) once, when train() returns
+    _event("training_stop", "hf_summary", "train_runtime", r"""['"]train_runtime['"]\s*:"""),
     _event("stage", "loading", "oading", r"(?i)^(loading|loaded) "),
     _event("stage", "ready", " ready", r"(?i)^\w+ ready\b"),
     # (not the CUDA error's advice `Compile with \`TORCH_USE_CUDA_DSA\` to enable device-side assertions.`)

@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 from ...config import IncidentConfig
 from ...incident import from_frames
 from ...load_report import FileReport
+from ...schema import BAR_ELAPSED_S
 from ...units import count
 from .. import encoding, registry
 from ..launchers.slurm import job_of_output_name
@@ -665,6 +666,15 @@ class LogScanner:
             if lp.NOT_TRAINING_BAR.search(context):
                 continue
             self.bar_step[rank] = n
+            if (prev is None or prev["_n"] == 0) and n and lp.bar_seconds(g["elapsed"]) == 0:
+                # a training bar that starts above 0, or leaps there before a second has passed (Hugging
+                # Face's Trainer counts the steps a checkpoint holds at once): it goes on from a checkpoint
+                rows.event(stamp=self.last_stamp, line=lineno, run=run, kind="resumed", rank=rank, pattern="tqdm",
+                           message=f"{desc + ': ' if desc else ''}the training bar is at step {n} of {g['total']} "
+                                   f"0 s after it began: resumed (at step {n})", lines=1)
+            if n is not None and new_step and (elapsed := lp.bar_seconds(g["elapsed"])) is not None:
+                rows.metric(stamp=self.last_stamp, line=lineno, run=run, step=n, metric=BAR_ELAPSED_S,
+                            value=elapsed, rank=rank, pattern="tqdm")
             if n is None or not new_step or g["rate"] == "?" or lp.NOT_ITERATION_UNIT.search(g["unit"]):
                 continue
             rate = float(g["rate"]) if g["rate"].count(".") <= 1 else float("nan")

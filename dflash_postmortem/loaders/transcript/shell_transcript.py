@@ -336,6 +336,8 @@ def _listing_rows(c: Command, ctx: LoadContext, rep) -> list[dict]:
     name = command_name(c.words) if c.words else ""
     first = c.line + 1
     snap = None if pd.isna(c.time) else c.time
+    if not c.output:
+        return []  # a command with no answer (a history keeps none) lists nothing
     if name in ("ps", "top", "fuser", "lsof") or (name == "watch" and re.search(r"\bps\b", c.text)):
         # the output lines follow the prompt without a gap: read_listing numbers them from there
         rows, _ = read_listing([s for _, s in c.output], first, snap, ctx, rep, counted=False, command=c.text)
@@ -489,11 +491,13 @@ def _fact_events(ev: _Events, lines: list[tuple[int, str]], c: Command | None, r
                 continue
             group = "process group" if k.is_group else "PID"
             what = (f"{group} {k.pid}" if k.pid is not None else f"{group} {k.expr}" if k.expr else
-                    f"job %{k.job}" if k.job is not None else f"processes matching {k.pattern!r}")
+                    f"job %{k.job}" if k.job is not None else
+                    f"every {k.program} session" if k.session == "*" else
+                    f"{k.program} session {k.session!r}" if k.session else f"processes matching {k.pattern!r}")
             ev.add(c.time, "kill_sent", f"{k.program} sent {k.signal} to {what}", ref_of(c.line), time_approx=c.approx,
                    command_ref=ref_of(c.line), pid=k.pid if k.pid is not None else jobs.pid(k.job), target_pid=k.pid,
                    target_is_group=k.is_group if k.pid is not None or k.expr else None, target_pattern=k.pattern,
-                   target_expr=k.expr, job=k.job, signal=k.signal)
+                   target_expr=k.expr, target_session=k.session, job=k.job, signal=k.signal)
     return got
 
 
@@ -693,6 +697,12 @@ def load_transcript(path: Path, ctx: LoadContext, fmt: str = FORMAT, loose: str 
     rep.read = len(lines)
     ses = split_session(lines, rep)
     date_commands(ses, ctx, rep)
+    return session_incident(ses, ctx, rep, loose)
+
+
+def session_incident(ses: Session, ctx: LoadContext, rep, loose: str = "text outside any command") -> Incident:
+    """What a session's commands (dated) and their output say, as frames: the one reading of a
+    transcript, a `script` log, a paste and a shell's history alike."""
     ev = _Events()
     jobs = _Jobs()
     gpu_parts: dict[str, list] = {"gpus": [], "gpu_processes": []}

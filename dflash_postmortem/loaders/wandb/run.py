@@ -401,7 +401,7 @@ def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, meta: wandb_files.
         if last is None:
             # Killed seconds after start: no record carries a time yet, so the end has none.
             message = f"ended without exit record; no record in the file carries a time{tail}"
-            rep.assume("run end time unknown (NaT): the .wandb log holds no timestamped record "
+            rep.assume("run end time unknown: the .wandb log holds no timestamped record "
                        "(the run was stopped seconds after it started)")
     parts.ends.append(
         pd.DataFrame({"time": pd.Series([info.ended], dtype=object).astype(TIME), "host": host, "run": run,

@@ -76,7 +76,7 @@ def test_killed_run_loads_with_unknown_end(killed_run):
     assert console["message"].str.contains(r"\[killed\] Loading dataset").any()
     assert console["time"].notna().all()
     rep = next(f for f in inc.load_report.files if f.format == "wandb-log")
-    assert any("run end time unknown (NaT)" in a for a in rep.assumptions)
+    assert any("run end time unknown" in a for a in rep.assumptions)
     assert rep.parsed + rep.n_skipped == rep.read
 
 

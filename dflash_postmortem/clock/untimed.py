@@ -1,0 +1,148 @@
+"""Logs with no timestamp at all, dated from what the incident says of them.
+
+A trainer that prints no time (Hugging Face's Trainer: tqdm bars and `{'loss': ...}` dicts; a
+trainer that died at start-up: its traceback) still says when things happened, the way a reader
+works it out:
+
+- the launch that redirected into the log is the earliest any of its lines can be;
+- a progress bar states the seconds since it began (`249/400 [00:33<00:17, 7.5it/s]`): the
+  log's lines are that far apart;
+- another source of the same run with a clock (TensorBoard, wandb, a metrics file) logged the
+  same steps at known times: the bar began where the two counters agree.
+
+Each row gets the bar's clock where a bar came before it (lines before the first bar: the
+launch), put on the incident's clock by the earliest source whose steps agree with the bar and
+that begins after the launch, else by the launch itself (then the times are the earliest they
+can be). The file's load report says which.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..schema import BAR_ELAPSED_S
+
+# Two sources' step counters agree when their offsets spread no more than this (or 10 % of the
+# bar's span): step lines are written when a step ends, a logging callback a moment later.
+AGREE_S = 5.0
+# Fewer common steps than this prove nothing.
+MIN_COMMON = 3
+# A bar begins after its process starts; a shell's clock and a trainer's differ by a second.
+LAUNCH_SLACK = pd.Timedelta(seconds=2)
+
+
+def date_untimed_logs(inc) -> None:
+    """Date each training log that carries no timestamp (see the module's docstring). A log no
+    launch names and no clocked source agrees with stays NaT."""
+    ev = inc.events
+    launches = ev.iloc[:0]
+    if not ev.empty and "log_path" in ev.columns:
+        launches = ev[(ev["kind"] == "launch") & ev["log_path"].notna() & ev["time"].notna()]
+        failed = set(ev.loc[ev["kind"] == "redirect_failed", "path"].dropna()) if "path" in ev.columns else set()
+        launches = launches[~launches["log_path"].isin(failed)].sort_values("time", kind="stable")
+    for rep in inc.load_report.files:
+        if rep.format != "training-log":
+            continue
+        frames = [df for df in (inc.events, inc.metrics) if not df.empty]
+        rows = [df["source"] == rep.path for df in frames]
+        if not any(r.any() for r in rows) or any(df.loc[r, "time"].notna().any() for df, r in zip(frames, rows, strict=True)):
+            continue
+        named = [i for i, p in zip(launches.index, launches["log_path"], strict=True)
+                 if p == rep.path or str(p).endswith("/" + rep.path)] if len(launches) else []
+        at = launches.loc[named[-1]] if named else None
+        clock = _bar_clock(inc.metrics, rep.path)
+        start, how = _bar_start(inc.metrics, rep.path, clock, None if at is None else at["time"])
+        if start is None and at is not None and clock:
+            start, how = at["time"], "the launch that wrote the file, the earliest its bar can have begun"
+        n = int(sum(r.sum() for r in rows))
+        if start is not None:
+            for df, r in zip(frames, rows, strict=True):
+                rel = df.loc[r, "ref"].map(_line).map(clock.at_line)
+                if df is inc.metrics:  # a step's rows (its bar, its logged dict): the step's time
+                    own = df.loc[r, "step"].map(clock.at_step)
+                    rel = own.where(own.notna(), rel)
+                before = at["time"] if at is not None else start
+                df.loc[r, "time"] = [before if pd.isna(x) else start + pd.Timedelta(seconds=float(x)) for x in rel]
+            ref = f" ({at['ref']})" if at is not None else ""
+            rep.assume(f"dated afterwards: no line has a timestamp; its progress bar's elapsed time spaces its {n} "
+                       f"rows, the bar began at {start:%Y-%m-%d %H:%M:%S} UTC ({how}){ref}; lines before the bar "
+                       "are placed at the launch")
+        elif at is not None:
+            for df, r in zip(frames, rows, strict=True):
+                df.loc[r, "time"] = at["time"]
+            rep.assume(f"dated afterwards: no line has a timestamp, so its {n} rows are placed at the launch "
+                       f"that wrote the file ({at['ref']}, {at['time']:%Y-%m-%d %H:%M:%S} UTC), the earliest "
+                       "they can have been written")
+
+
+class _Clock:
+    """A log's bar clock: seconds since its first bar began, by line and by step. Bars that
+    follow one another (an epoch each) continue the count where the last one stopped."""
+
+    def __init__(self, lines: list[int], steps: list, seconds: list[float]):
+        self.lines, self.seconds = np.asarray(lines), np.asarray(seconds, dtype=float)
+        self.steps: dict[int, float] = {}
+        monotonic = all(b > a for a, b in zip(steps, steps[1:], strict=False) if a is not None and b is not None)
+        if monotonic:  # a counter that restarts (an epoch's bar) names no global step
+            self.steps = {int(s): t for s, t in zip(steps, self.seconds, strict=True) if s is not None}
+
+    def __bool__(self) -> bool:
+        return len(self.lines) > 0
+
+    def at_step(self, step) -> float | None:
+        return None if step is None or pd.isna(step) else self.steps.get(int(step))
+
+    def at_line(self, line: int | None) -> float | None:
+        """The bar's time at the end of this line (None before the first bar)."""
+        if line is None or not len(self.lines) or line < self.lines[0]:
+            return None
+        return float(self.seconds[np.searchsorted(self.lines, line, side="right") - 1])
+
+
+def _line(ref) -> int | None:
+    tail = str(ref).rsplit(":", 1)[-1] if isinstance(ref, str) else ""
+    return int(tail) if tail.isdigit() else None
+
+
+def _bar_clock(metrics: pd.DataFrame, source: str) -> _Clock:
+    el = metrics[(metrics["source"] == source) & (metrics["metric"] == BAR_ELAPSED_S)] if len(metrics) else metrics
+    if el.empty:
+        return _Clock([], [], [])
+    lines = el["ref"].map(_line)
+    el = el.assign(_line=lines).dropna(subset=["_line"]).sort_values("_line", kind="stable")
+    total, base, last = [], 0.0, 0.0
+    for v in el["value"].astype(float):
+        if v < last:  # a new bar: its count starts where the last one stopped
+            base += last
+        last = v
+        total.append(base + v)
+    steps = [None if pd.isna(s) else int(s) for s in el["step"]]
+    return _Clock(el["_line"].astype(int).tolist(), steps, total)
+
+
+def _bar_start(metrics: pd.DataFrame, source: str, clock: _Clock, launched) -> tuple[pd.Timestamp | None, str]:
+    """When the log's bar began, from another source that logged the same steps with a clock:
+    the earliest such start at or after the launch (a restart logs the same steps again later)."""
+    if not clock.steps or metrics.empty:
+        return None, ""
+    timed = metrics[(metrics["source"] != source) & metrics["time"].notna() & metrics["step"].notna()]
+    timed = timed[timed["step"].isin(list(clock.steps))]
+    span = max(clock.steps.values()) - min(clock.steps.values())
+    found = []
+    for other, g in timed.groupby("source", sort=True):
+        first = g.groupby("step")["time"].min()
+        if len(first) < MIN_COMMON:
+            continue
+        offsets = np.array([(t - pd.Timestamp(0, tz="UTC")).total_seconds() - clock.steps[int(s)]
+                            for s, t in first.items()])
+        if offsets.max() - offsets.min() > max(AGREE_S, 0.1 * span):
+            continue
+        start = pd.Timestamp(0, tz="UTC") + pd.Timedelta(seconds=float(np.median(offsets)))
+        if launched is not None and start < launched - LAUNCH_SLACK:
+            continue  # the steps of an earlier run of the same script
+        found.append((start, other, len(first)))
+    if not found:
+        return None, ""
+    start, other, n = min(found, key=lambda f: (f[0], -f[2])) if launched is not None else max(found, key=lambda f: f[2])
+    return start.floor("ms"), f"where its steps agree with {n} steps of {other}"
