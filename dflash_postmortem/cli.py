@@ -32,7 +32,7 @@ EXAMPLES = """examples:
 an incident folder: any names, any layout, formats recognised from content, e.g.
   my-incident/
     incident.toml           optional: title, timezone, expected_tok_per_s, [roles], [detect]
-    logs/operator.log       a shell transcript (`script`, a terminal paste, bash -x)
+    logs/operator.log       a shell transcript (`script`, a paste, bash -x) or history
     logs/train.log          the trainer's output; torchrun/Slurm/docker/kubectl/journal lines
     logs/smi.csv            nvidia-smi in any form; NVML samples (record-gpus)
     logs/ps.txt             ps or top snapshots

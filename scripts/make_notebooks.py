@@ -27,9 +27,11 @@ CHECK = "# HEADLINE"
 HEADLINES = REPO / "tests" / "notebook_headlines.json"
 BUNDLED = "../data/incidents/h200-2gpu"
 
-PARAMETERS = '''# Parameters (papermill overrides these; in JupyterLab, edit them to point at your own incident)
-incident_dir: str = "../data/incidents/h200-2gpu"  # folder of evidence files, optionally with incident.toml
-timezone: str = ""  # zone for sources without one (IANA name); empty means incident.toml or UTC'''
+# Lines fit a code cell's width in JupyterLab (79 characters): Lab does not wrap code.
+PARAMETERS = '''# Parameters: papermill overrides these; in JupyterLab, point them
+# at your own incident (a folder, optionally with incident.toml).
+incident_dir: str = "../data/incidents/h200-2gpu"  # evidence folder
+timezone: str = ""  # IANA zone for sources without one; "": incident.toml/UTC'''
 
 LOAD = '''import dflash_postmortem as pm
 from dflash_postmortem.present import figures, sentences, tables
@@ -68,7 +70,8 @@ NOTEBOOKS_SPEC = {
         ("code", "tables.findings_table(findings)"),
         ("md", "## What was loaded\n\nEvery file in the folder, the format it was recognised as, lines read, parsed "
                "and skipped, and the assumptions made (for example a file with no time zone)."),
-        ("code", 'inc.load_report.to_frame()[["path", "format", "read", "parsed", "skipped", "rows", "start", "end", "assumptions"]]'),
+        ("code", 'columns = ["path", "format", "read", "parsed", "skipped", "rows",\n'
+                 '           "start", "end", "assumptions"]\ninc.load_report.to_frame()[columns]'),
         ("md", "How the evidence was read: each attempt's stall threshold and where it came from, how its ranks' "
                "rates were combined, and where its lines' rates swing (levels are taken over windows)."),
         ("code", 'from dflash_postmortem.model import reading_notes\n\nsentences.Sentences(reading_notes(inc) or ["nothing assumed"])'),
@@ -83,7 +86,8 @@ NOTEBOOKS_SPEC = {
                  "series = throughput.series(inc)\nsegments = throughput.segments(series)"),
         ("md", "## Change points and levels"),
         ("code", f"{CHECK}\nsentences.Headline(sentences.levels_text(segments))"),
-        ("code", "figures.plot_change_points(series, segments, throughput_levels.band_crossings(segments))"),
+        ("code", "crossings = throughput_levels.band_crossings(segments)\n"
+                 "figures.plot_change_points(series, segments, crossings)"),
         ("code", "tables.levels(segments)"),
         ("md", "## Step throughput per run"),
         ("code", "figures.plot_throughput_distribution(series)"),
@@ -120,8 +124,10 @@ NOTEBOOKS_SPEC = {
         ("md", "## Recovery"),
         ("code", f"{CHECK}\nsentences.Headline(sentences.recovery_text(findings))"),
         ("code", "tables.recovery_table(findings)"),
-        ("code", "figures.plot_throughput(source_choice.throughput_samples(inc), baseline=throughput_levels.baseline(inc, findings),\n"
-                 "                      recovery_fraction=inc.config.recovery_fraction)"),
+        ("code", "samples = source_choice.throughput_samples(inc)\n"
+                 "baseline = throughput_levels.baseline(inc, findings)\n"
+                 "figures.plot_throughput(samples, baseline=baseline,\n"
+                 "                        recovery_fraction=inc.config.recovery_fraction)"),
         ("md", "## GPU roles: expected against observed\n\nMedian memory and utilization per GPU over the recovery "
                "window (or the last run when there is no recovery finding)."),
         ("code", "roles = tables.gpu_roles(inc, start, end)\nfigures.plot_memory_by_role(roles)"),
@@ -133,7 +139,7 @@ NOTEBOOKS_SPEC = {
                "notebook reads them (the runs' wandb config gives each run's knob settings, the logs or wandb give "
                "tok/s) and shows each run against the baseline run: which knobs it changed and its tok/s with "
                "spread. A run that changed several knobs at once is marked: its effect cannot be split between them."),
-        ("params", PARAMETERS.replace("# folder of evidence files", "# folder of replay runs (or any incident)")
+        ("params", PARAMETERS.replace("# evidence folder", "# replay runs")
                              .replace("incidents/h200-2gpu\"", "incidents/h200-2gpu-replay-ab\"")),
         ("code", LOAD),
         ("code", "from dflash_postmortem.analysis import replay_ab\n\neffects = replay_ab.replay_effects(inc)"),

@@ -155,7 +155,7 @@ def _unstopped(inc: Incident, told: set[str]) -> list[dict]:
                 seen["refs"] += findings.refs(stepped.tail(1))  # its last step after the kill
                 seen["until"] = max(seen["until"], stepped["time"].max())
             who = f"PID {pid}" + (f" (run {run})" if run else "")
-            why = str(k["message"]).strip()
+            why = _typed(inc, ref) or str(k["message"]).strip()  # the command as typed, where a shell shows it
             refs = [r for r in dict.fromkeys((ref, k.get("ref"))) if isinstance(r, str)]
             later = (f"; the kill at {clock(ev.loc[again[0], 'time'])} was aimed at it again" if again else "")
             kill = findings.finding(
@@ -166,6 +166,12 @@ def _unstopped(inc: Incident, told: set[str]) -> list[dict]:
                 {"pid": pid, "group": is_group_kill(k), "run": run, "message": why})
             rows += [kill, _survivor(k, kill, who, pid, run, seen, refs, f"{k['signal']} did not end it")]
     return rows
+
+
+def _typed(inc: Incident, ref) -> str | None:
+    ev = inc.events
+    typed = ev[(ev["kind"] == "command") & (ev["ref"] == ref)] if isinstance(ref, str) else ev.iloc[:0]
+    return str(typed["message"].iloc[0]).strip() if len(typed) else None
 
 
 def _stepped_after(inc: Incident, att: pd.DataFrame, pid: int, after) -> pd.DataFrame | None:

@@ -70,17 +70,17 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
         refs = [r for r in dict.fromkeys((a["cause_ref"], a["end_ref"])) if isinstance(r, str)]
         rows.append(findings.finding(
             "training_died", when, a["end"], "critical",
-            f"run {a['run'] or a['script'] or '?'} died at {clock(when)}: {_short(error)}",
+            f"run {a['run'] or a['script'] or '?'} died at {clock(when)}: {_one_line(error)}",
             f"Attempt {a['attempt']} (run {a['run'] or '?'}, started {clock(a['start'])} by {a['by']}) trained from "
             f"{clock(a['first_step'])}; its last step line was at {clock(last_t) if last_t is not None else '?'}; "
             f"at {clock(when)}{on_rank}: `{error}`; it ended at {clock(a['end'])}"
-            + (f" (`{_short(a['end_message'])}`)" if a["end_message"] and a["end_message"] != error else "")
+            + (f" (`{_one_line(a['end_message'])}`)" if a["end_message"] and a["end_message"] != error else "")
             + f".{after}",
             refs + findings.refs(last),
             {"run": a["run"], "pid": next(iter(trainer_pids(inc, a)), None), "last_step_time": last_t,
              "error": error, "error_rank": None if not on_rank else int(a["cause_rank"]), "ended": a["end"],
              "silent_s": silent, "hung": silent is not None and silent >= _hang_s(lines), **numbers},
-            caused_by=[findings.cause(findings.event_id(refs[0]), f"what went wrong: {_short(error)}", refs[:1])]
+            caused_by=[findings.cause(findings.event_id(refs[0]), f"what went wrong: {_one_line(error)}", refs[:1])]
             if refs else []))
     return findings.frame(rows)
 
@@ -101,6 +101,7 @@ def _an_error(a: pd.Series) -> bool:
     return not re.search(r"\b(?:completed|succeeded|success)\b", text, re.I)
 
 
-def _short(text) -> str:
-    text = str(text or "ended").strip()
-    return text if len(text) <= 120 else text[:117] + "…"
+def _one_line(text) -> str:
+    """The error whole, on one line: where it is shown, the page or terminal cuts it (with an
+    ellipsis and the whole text a hover away)."""
+    return " ".join(str(text or "ended").split())

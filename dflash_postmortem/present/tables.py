@@ -32,10 +32,10 @@ from .sentences import NO_THROUGHPUT, Missing, gpu_label, one_line
 Table = pd.DataFrame | Missing
 
 
-def _evidence(refs, limit: int | None = None) -> str:
-    """Evidence lines cited, joined; with `limit`, the first few."""
-    refs = list(refs)
-    return ", ".join(refs if limit is None else refs[:limit])
+def _evidence(refs) -> str:
+    """Evidence lines cited, joined, all of them (a long list is cut where it is shown, with an
+    ellipsis and the whole list on hover: notebook.frame_html)."""
+    return ", ".join(refs)
 
 
 # --- overview -----------------------------------------------------------------------------------
@@ -46,7 +46,7 @@ def findings_table(findings: pd.DataFrame) -> Table:
         return Missing("no findings: the detectors found nothing in this evidence")
     return pd.DataFrame({
         "start": findings["start"].map(clock), "end": findings["end"].map(clock), "severity": findings["severity"],
-        "what": findings["title"], "evidence": findings["evidence"].map(lambda e: _evidence(e, 4) + (" …" if len(e) > 4 else "")),
+        "what": findings["title"], "evidence": findings["evidence"].map(_evidence),  # cut where shown, with a hover
     })
 
 
@@ -126,7 +126,10 @@ def config_diff(inc: Incident, findings: pd.DataFrame) -> Table:
 
 
 def _setting(value):
-    # a flag stays a bool: the table writes it as a word (yes, no), not as Python's True
+    # a flag stays a bool, and a flag given as text (`--lm-head-trainable False`, a config's
+    # "true") becomes one: the table writes it as a word (yes, no), not as Python's True
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
     return "(not set)" if value is None else value if isinstance(value, bool) else str(value)
 
 
@@ -156,7 +159,7 @@ def root_causes(inc: Incident, findings: pd.DataFrame) -> Table:
     if ranked.empty:
         dropped = (findings["kind"] == "throughput_regression").any()
         return Missing("no root-cause candidate in the evidence" if dropped else "no throughput drop found")
-    out = ranked.assign(evidence=ranked["evidence"].map(lambda e: _evidence(e, 4)))
+    out = ranked.assign(evidence=ranked["evidence"].map(_evidence))
     out.index = out.index + 1
     out.index.name = "rank"
     return out
@@ -261,7 +264,7 @@ def process_view(inc: Incident, findings: pd.DataFrame) -> Table:
     }).reset_index(drop=True)
     pools = _worker_pools(procs.reset_index(drop=True))
     folded = out[pools].groupby("command", as_index=False, sort=False).agg(
-        pid=("pid", lambda p: f"{len(p)} processes ({p.iloc[0]}…{p.iloc[-1]})"), user=("user", "first"),
+        pid=("pid", lambda p: f"{len(p)} processes (PIDs {p.iloc[0]}–{p.iloc[-1]})"), user=("user", "first"),
         started=("started", "min"), **{"first seen": ("first seen", "min"), "last seen": ("last seen", "max")},
         status=("status", "first"), source=("source", "first"))
     out = pd.concat([out[~pools], folded[out.columns]], ignore_index=True)
@@ -331,7 +334,7 @@ def gpu_time_by_attempt(inc: Incident) -> Table:
     whose = [a if isinstance(a, str) else f"after {p}" for a, p in zip(parts["attempt"], parts["after"], strict=True)]
     return pd.DataFrame({"job": parts["job"].fillna(""), "attempt": whose, "GPU time went to": parts["class"],
                          "GPU time": [share(v, total) for v in parts["seconds"]],
-                         "evidence": parts["evidence"].map(lambda e: _evidence(e, 3))})
+                         "evidence": parts["evidence"].map(_evidence)})
 
 
 def recovery_table(findings: pd.DataFrame) -> Table:
@@ -353,7 +356,7 @@ def _kinds(findings: pd.DataFrame, kinds, none: str) -> Table:
     if hit.empty:
         return Missing(none)
     return pd.DataFrame({"from": hit["start"].map(clock), "to": hit["end"].map(clock), "what": hit["title"],
-                         "detail": hit["detail"], "evidence": hit["evidence"].map(lambda e: _evidence(e, 4))}).reset_index(drop=True)
+                         "detail": hit["detail"], "evidence": hit["evidence"].map(_evidence)}).reset_index(drop=True)
 
 
 # --- what the overview figure draws --------------------------------------------------------------
@@ -392,7 +395,7 @@ def lifetimes(inc: Incident) -> pd.DataFrame:
     for cmd, pool in procs[pools].groupby("command", sort=False):
         label = one_line(_PATHS.sub(r"\2", str(cmd)), 50)
         first = pool.loc[pool["start"].idxmin()]
-        rows.append({"what": f"{len(pool)} PIDs {label}", "detail": f"{len(pool)} PIDs ({pool['pid'].iloc[0]}…{pool['pid'].iloc[-1]}) {cmd}",
+        rows.append({"what": f"{len(pool)} PIDs {label}", "detail": f"{len(pool)} PIDs ({pool['pid'].iloc[0]}–{pool['pid'].iloc[-1]}) {cmd}",
                      "group": "process", "start": first["start"], "start_latest": first["start_latest"],
                      "start_note": first["start_note"], "end": pool["last_seen"].max(), "source": pool["source"].iloc[0]})
     for _, p in procs[~pools].iterrows():

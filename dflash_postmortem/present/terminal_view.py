@@ -19,7 +19,7 @@ from ..model.notes import reading_notes
 from ..units import clock, count, duration, gpu_hours, tok_s, tokens
 from .evidence_views import cited_line
 from .redact import redact
-from .sentences import gpu_time_lines, what_happened
+from .sentences import CELL_CHARS, gpu_time_lines, one_line, what_happened
 
 # What happened, the cause chain, the findings, the timeline and the impact come first; then one
 # line per file of the load report. Every line fits `width`: evidence is wrapped at word
@@ -232,7 +232,7 @@ def _cause_chain(page: _Page, findings: pd.DataFrame) -> None:
     for f in linked.itertuples():
         page.para(f.id, 2)
         for c in f.caused_by:
-            page.para(f"<- {c['id']}: {c['why']}", 4, 7)
+            page.para(f"<- {c['id']}: {one_line(c['why'], CELL_CHARS)}", 4, 7)
             page.refs(list(c["evidence"]), 7)
 
 
@@ -242,7 +242,9 @@ def _findings(page: _Page, findings: pd.DataFrame, cited: dict[str, str] | None)
     if findings.empty:
         page.para("none", 2)
     for f in findings.itertuples():
-        page.para(f"[{f.severity}] {clock(f.start, date=True)} {f.kind}: {f.title}", 2, 6)
+        # a title longer than a table cell is cut the way a cell is (the detail and -v have it whole)
+        title = f.title if cited is not None else one_line(f.title, CELL_CHARS)
+        page.para(f"[{f.severity}] {clock(f.start, date=True)} {f.kind}: {title}", 2, 6)
         if cited is None:
             page.refs(list(f.evidence), 6)
             continue
@@ -256,7 +258,7 @@ def _timeline(page: _Page, tl: Timeline) -> None:
     page.blank()
     page.para("Timeline (UTC)")
     for e in tl.events.itertuples():
-        page.row(f"{clock(e.time)}  {e.phase:<16}", e.what, 26)
+        page.row(f"{clock(e.time)}  {e.phase:<16}", one_line(e.what, CELL_CHARS), 26)
 
 
 def _impact(page: _Page, i: dict) -> None:

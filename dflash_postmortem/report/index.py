@@ -21,8 +21,9 @@ from ..incident import Incident
 from ..model.ledger import CLASSES, SHOWN_S, ledger
 from ..present.evidence_views import link_refs, view_href
 from ..present.figures import LEDGER_COLOURS
-from ..present.sentences import gpu_time_lines, html_text, one_line, sources_line, what_happened
+from ..present.sentences import gpu_time_lines, html_text, sources_line, what_happened
 from ..units import clock
+from .notebook import cut_html
 
 CHAIN_LINES = 6  # cause links shown on the card; the overview page has them all
 
@@ -71,7 +72,7 @@ def chain_lines(findings: pd.DataFrame) -> list[tuple[str, str, list[str]]]:
     out = []
     for f in findings[findings["caused_by"].map(len) > 0].itertuples():
         for c in f.caused_by:
-            out.append((one_line(f.title, 140), str(c["why"]), list(c.get("evidence", []))[:3]))
+            out.append((f.title, str(c["why"]), list(c.get("evidence", []))))
     return out
 
 
@@ -80,7 +81,7 @@ body { font-family: system-ui, sans-serif; max-width: 1600px; margin: 1.5em auto
 h1 { margin-bottom: .1em; } .when { color: #555; margin-top: 0; }
 .card { border: 1px solid #ddd; border-radius: 8px; padding: 1em 1.4em; margin: 1em 0; background: #fcfcfc; }
 .numbers { display: grid; grid-template-columns: repeat(auto-fill, minmax(15em, 1fr)); gap: .6em 1.2em; }
-.numbers div { border-left: 3px solid #4c78a8; padding-left: .6em; }
+.numbers > div { border-left: 3px solid #4c78a8; padding-left: .6em; }
 .numbers .q { color: #555; font-size: 90%; } .numbers .v { font-size: 120%; font-weight: 600; }
 .chain li { margin: .25em 0; } .chain .why { color: #333; } .refs { font-size: 85%; color: #555; }
 .pages li { margin: .5em 0; } .pages .about { color: #555; font-size: 92%; }
@@ -115,19 +116,25 @@ def index_html(inc: Incident, findings: pd.DataFrame, tl: Timeline, headline: pd
     `figure` is the overview figure's HTML (a div and its script); `headline` the headline
     table (quantity, value, from) or None when there are no numbers."""
 
-    def esc(text) -> str:
-        escaped = html_text(html.escape(mask(str(text))))
+    def rendered(text: str) -> str:
+        escaped = html_text(html.escape(text))
         return link_refs(escaped, root, view_href) if root is not None else escaped
+
+    def esc(text) -> str:
+        return rendered(mask(str(text)))
+
+    def cut(text) -> str:  # cut the way a table cell is: an ellipsis, the whole text on hover
+        return cut_html(mask(str(text)), rendered)
 
     title = esc(inc.title)
     sentences = "".join(f"<li>{esc(s)}</li>" for s in what_happened(inc, findings, tl.impact))
     chain = chain_lines(findings)
     chain_html = "".join(
-        f"<li>{esc(what)} <span class='why'>&larr; {esc(why)}</span>"
-        + (f"<div class='refs'>{esc(', '.join(refs))}</div>" if refs else "") + "</li>"
+        f"<li>{cut(what)} <span class='why'>&larr; {cut(why)}</span>"
+        + (f"<div class='refs'>{cut(', '.join(refs))}</div>" if refs else "") + "</li>"
         for what, why, refs in chain[:CHAIN_LINES])
     if len(chain) > CHAIN_LINES:
-        chain_html += f"<li>… {len(chain) - CHAIN_LINES} more on the overview page</li>"
+        chain_html += f"<li>and {len(chain) - CHAIN_LINES} more on the overview page</li>"
     numbers = "" if headline is None else "".join(
         f"<div><div class='q'>{esc(r.quantity)}</div><div class='v'>{esc(r.value)}</div></div>"
         for r in headline.itertuples())

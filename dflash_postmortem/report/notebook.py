@@ -97,13 +97,12 @@ def frame_html(df: pd.DataFrame, root: Path | None = None) -> str:
     mask = redact if redacting() else str
     href = None if root is None else (lambda ref: os.path.relpath(Path(root) / ref.path, os.getcwd()))
 
+    def rendered(text: str) -> str:
+        text = html_text(html.escape(text))  # what a cell quotes in backticks, in code style
+        return link_refs(text, root, href) if href is not None else text
+
     def cell(value) -> str:
-        # one rule for every cut: an ellipsis, and the whole text one hover away
-        whole = mask(cell_text(value, multi_day))
-        shown = one_line(whole, CELL_CHARS) if len(whole) > CELL_CHARS else whole
-        text = html_text(html.escape(shown))  # what a cell quotes in backticks, in code style
-        text = link_refs(text, root, href) if href is not None else text
-        return text if shown == whole else f'<span title="{html.escape(whole)}">{text}</span>'
+        return cut_html(mask(cell_text(value, multi_day)), rendered)
 
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
     rows = "\n".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>"
@@ -111,6 +110,15 @@ def frame_html(df: pd.DataFrame, root: Path | None = None) -> str:
     more = f"<p>{len(df):,} rows</p>" if len(df) > 20 else ""
     return (f'{_TABLE_STYLE}<div class="pm-table tex2jax_ignore mathjax_ignore"><table class="dataframe">'
             f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{more}</div>")
+
+
+def cut_html(whole: str, rendered, limit: int = CELL_CHARS) -> str:
+    """Text for a page, by the one rule for every cut: past `limit` characters it ends in an
+    ellipsis, and the whole text is one hover away. `rendered(text)` makes the HTML of what is
+    shown (escaped, code style, links)."""
+    shown = one_line(whole, limit) if len(whole) > limit else whole
+    text = rendered(shown)
+    return text if shown == whole else f'<span title="{html.escape(whole)}">{text}</span>'
 
 
 def _dates(s: pd.Series) -> int:

@@ -13,6 +13,7 @@ from dflash_postmortem.analysis import throughput_levels as levels
 from dflash_postmortem.detect import throughput
 from dflash_postmortem.present import tables
 from dflash_postmortem.present.sentences import Missing
+from dflash_postmortem.report.notebook import frame_html
 from dflash_postmortem.schema import PROBLEM_EVENTS
 
 
@@ -29,8 +30,12 @@ def test_findings_table(bundled_findings):
     assert t["what"].iloc[3] == "throughput recovered to 147.7K tok/s (1.01 of baseline)"
     assert t["evidence"].iloc[0] == "logs/ps_aux_snapshots.txt:3, logs/operator.log:11"
     assert t["evidence"].iloc[1] == "logs/operator.log:3, logs/train.log:210, logs/train_opt.log:9, logs/train_opt.log:10"
-    # the failed restart cites 15 lines: the first four, and a mark that there are more
-    assert t["evidence"].iloc[2] == "logs/operator.log:8, logs/operator.log:9, logs/operator.log:11, logs/operator.log:16 …"
+    # the failed restart cites 15 lines, every one of them: the page cuts the cell, with the whole list on hover
+    assert t["evidence"].iloc[2].split(", ") == list(bundled_findings["evidence"].iloc[2])
+    assert len(bundled_findings["evidence"].iloc[2]) == 15
+    shown = frame_html(t.iloc[[2]][["evidence"]])
+    assert 'title="logs/operator.log:8, logs/operator.log:9, ' in shown and "logs/dmon_um.txt:340\">" in shown
+    assert "…" in shown
 
 
 def test_timeline_table(bundled_timeline):

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 def survivor(tmp_path_factory):
     out = tmp_path_factory.mktemp("replay") / "survivor"
     assert main(["replay", "survivor", "--out", str(out), "--seconds", "3", "--ps-interval", "1", "--quiet",
-                 "--trainer-args", TINY]) == 0
+                 "--trainer-args", TINY + " --no-wandb"]) == 0
     return out
 
 

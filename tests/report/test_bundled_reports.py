@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from support.browser import figures_rendered, follow_evidence_links
+from support.browser import figures_rendered, follow_evidence_links, reader_text_problems
 
 from dflash_postmortem.report.build import build_report
 
@@ -34,6 +34,7 @@ def test_every_bundled_report_opens_offline_and_its_evidence_links_land(incident
         figures_rendered(page, name)
         said = RAW.findall(page.inner_text("body"))
         assert said == [], (name, said)
+        assert reader_text_problems(page) == {}, name
         # each page's first link, and the first into each file no page has opened yet
         followed[name] = follow_evidence_links(page, browser.evidence_view(), opened=opened)
 

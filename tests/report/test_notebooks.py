@@ -43,6 +43,8 @@ def test_committed_stripped_with_kernelspec_and_short_cells(path):
         assert cell.outputs == [] and cell.execution_count is None, f"{path.stem}: outputs not stripped"
         if cell is not tagged[0]:
             assert len(cell.source.splitlines()) <= MAX_CELL_LINES, cell.source
+        # JupyterLab does not wrap code: a line past a cell's width runs off it
+        assert max(map(len, cell.source.splitlines()), default=0) <= 79, cell.source
     assert sum(c.source.startswith(CHECK) for c in nb.cells if c.cell_type == "code") == 1
 
 

@@ -112,6 +112,34 @@ def figures_rendered(page, name: str) -> None:
         assert plots.nth(i).bounding_box()["height"] > 100, f"{name}: figure {i} is collapsed"
 
 
+# What a reader must see whole or not at all, read from the page as drawn (issue #28): a flag as
+# Python prints it in a table cell, a GPU left unknown, a text cut without its whole form a hover
+# away, a headline number with a second bar inside its card, a sentence of the story set as
+# console output.
+_READER_CHECKS = """() => {
+  const cells = [...document.querySelectorAll('td, th')].map(e => e.innerText.trim());
+  const leaves = [...document.querySelectorAll('body *')].filter(e => !e.closest('svg, script, style')
+      && [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.includes('\u2026')));
+  const cut = leaves.filter(e => {
+      const t = e.closest('[title]');
+      return !(t && t.title.length > e.innerText.replace('\u2026', '').trim().length);
+  }).map(e => e.innerText.trim().slice(0, 80));
+  return {
+    flags: cells.filter(t => t === 'True' || t === 'False'),
+    unknown_gpu: (document.body.innerText.match(/GPU \\?(?![\\w])/g) || []).length,
+    cut: cut,
+    double_bars: [...document.querySelectorAll('.numbers > div div')].filter(e => getComputedStyle(e).borderLeftWidth !== '0px').length,
+    story_in_pre: [...document.querySelectorAll('pre')].filter(e => /^\\s*(?:At|The start|The restart) \\d/.test(e.innerText)).length,
+  };
+}"""
+
+
+def reader_text_problems(page) -> dict:
+    """What a reader trips on in the page's text (see _READER_CHECKS): each list or count empty."""
+    found = page.evaluate(_READER_CHECKS)
+    return {k: v for k, v in found.items() if v}
+
+
 def follow_evidence_links(page, view, limit: int = 3, opened: set[str] | None = None) -> list[str]:
     """The page's first evidence links, each opened where its click leads, in `view` (a tab beside
     the page, so the report page is not drawn again for every link): the file view must scroll to
