@@ -223,7 +223,7 @@ def _what_happened(page: _Page, inc: Incident, findings: pd.DataFrame, tl: Timel
         page.para(line, 2, 4)
 
 
-def _cause_chain(page: _Page, findings: pd.DataFrame) -> None:
+def _cause_chain(page: _Page, findings: pd.DataFrame, verbose: bool = False) -> None:
     linked = findings[findings["caused_by"].map(len) > 0]
     if linked.empty:
         return
@@ -232,7 +232,7 @@ def _cause_chain(page: _Page, findings: pd.DataFrame) -> None:
     for f in linked.itertuples():
         page.para(f.id, 2)
         for c in f.caused_by:
-            page.para(f"<- {c['id']}: {one_line(c['why'], CELL_CHARS)}", 4, 7)
+            page.para(f"<- {c['id']}: {c['why'] if verbose else one_line(c['why'], CELL_CHARS)}", 4, 7)
             page.refs(list(c["evidence"]), 7)
 
 
@@ -254,11 +254,11 @@ def _findings(page: _Page, findings: pd.DataFrame, cited: dict[str, str] | None)
             page.row(ref, cited.get(ref, ""), label_width, 8)
 
 
-def _timeline(page: _Page, tl: Timeline) -> None:
+def _timeline(page: _Page, tl: Timeline, verbose: bool = False) -> None:
     page.blank()
     page.para("Timeline (UTC)")
     for e in tl.events.itertuples():
-        page.row(f"{clock(e.time)}  {e.phase:<16}", one_line(e.what, CELL_CHARS), 26)
+        page.row(f"{clock(e.time)}  {e.phase:<16}", e.what if verbose else one_line(e.what, CELL_CHARS), 26)
 
 
 def _impact(page: _Page, i: dict) -> None:
@@ -285,10 +285,10 @@ def _gpu_time(page: _Page, inc: Incident) -> None:
 
 def _story(page: _Page, inc: Incident, findings: pd.DataFrame, tl: Timeline, verbose: bool) -> None:
     _what_happened(page, inc, findings, tl)
-    _cause_chain(page, findings)
+    _cause_chain(page, findings, verbose)
     refs = [r for ev in findings["evidence"] for r in ev]
     _findings(page, findings, cited_lines(inc, refs) if verbose else None)
-    _timeline(page, tl)
+    _timeline(page, tl, verbose)
     _impact(page, tl.impact)
     _gpu_time(page, inc)
 
