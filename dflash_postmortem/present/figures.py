@@ -162,14 +162,40 @@ def _throughput_traces(df: pd.DataFrame, colours: dict[str, str]) -> list[go.Sca
     for (run, source), g in df.groupby(["run", "source"], dropna=False, sort=False):
         label = f"run {run}" if run not in seen else f"run {run} ({str(source).rsplit('/', 1)[-1]})"
         refs = g["ref"] if "ref" in g.columns else pd.Series("", index=g.index)
+        custom = list(zip(g["step"].astype("object").where(g["step"].notna(), "?"), refs.fillna(source).map(_label), strict=True))
+        x, y, custom = _broken(list(g["time"]), list(g["value"]), custom)
         out.append(go.Scatter(
-            x=g["time"], y=g["value"], mode="lines+markers", marker={"size": 3}, name=label, legendgroup=f"run {run}",
+            x=x, y=y, mode="lines+markers", marker={"size": 3}, name=label, legendgroup=f"run {run}",
             line={"color": colours[str(run)], "dash": "dash" if run in seen else "solid"},
-            customdata=list(zip(g["step"].astype("object").where(g["step"].notna(), "?"), refs.fillna(source).map(_label), strict=True)),
+            customdata=custom,
             hovertemplate="%{x|%H:%M:%S} step %{customdata[0]}: %{y:,.0f} tok/s<br>%{customdata[1]}<extra>" + _label(label) + "</extra>",
         ))
         seen.add(run)
     return out
+
+
+# A run's line breaks where its samples stop for this many of its usual intervals (and at least
+# GAP_MIN_S): a restart, a stall, a run stopped and started again are no throughput in between.
+GAP_INTERVALS = 5
+GAP_MIN_S = 10.0
+
+
+def _broken(x: list, y: list, custom: list) -> tuple[list, list, list]:
+    """The points with a break (an empty point, which plotly does not join) in each gap."""
+    if len(x) < 3:
+        return x, y, custom
+    steps = pd.Series(x).diff().dt.total_seconds().iloc[1:]
+    gap = max(GAP_MIN_S, GAP_INTERVALS * float(steps[steps > 0].median() if (steps > 0).any() else 0))
+    xs, ys, cs = [x[0]], [y[0]], [custom[0]]
+    for i in range(1, len(x)):
+        if (x[i] - x[i - 1]).total_seconds() > gap:
+            xs.append(x[i - 1] + (x[i] - x[i - 1]) / 2)
+            ys.append(None)
+            cs.append(("", ""))
+        xs.append(x[i])
+        ys.append(y[i])
+        cs.append(custom[i])
+    return xs, ys, cs
 
 
 def lifetime_labels(life: pd.DataFrame) -> list[str]:

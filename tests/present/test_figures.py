@@ -112,6 +112,18 @@ def test_throughput_draws_the_baseline_and_the_recovery_line(bundled_incident, b
     assert fig.layout.yaxis.title.text == "tokens/s"
 
 
+def test_a_runs_line_breaks_where_its_steps_stop():
+    """The torchrun crash loop: run ddp-loop logged its step 35 at 04:36:31, its rank died at 04:36:32, the
+    agent's restart never trained, the third attempt logged from 04:36:50: the line is not drawn
+    across the 20 s with no step (a reader would take it for throughput during the restart)."""
+    inc, _ = loaded("h200-1gpu-torchrun-crashloop")
+    (trace,) = plots.plot_throughput(sources.throughput_samples(inc)).data
+    gaps = [i for i, v in enumerate(trace.y) if v is None]
+    assert len(gaps) == 1
+    before, after = pd.Timestamp(trace.x[gaps[0] - 1]), pd.Timestamp(trace.x[gaps[0] + 1])
+    assert before.strftime("%H:%M:%S") == "04:36:31" and after.strftime("%H:%M:%S") == "04:36:50"
+
+
 def test_distribution_is_one_box_per_run(bundled_incident):
     fig = plots.plot_throughput_distribution(throughput.series(bundled_incident))
     assert [(t.type, t.name, len(t.y)) for t in fig.data] == [("box", "run baseline", 202), ("box", "run regressed", 70),
