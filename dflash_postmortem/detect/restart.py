@@ -19,7 +19,7 @@ from ..model.attempts import attempts
 from ..model.kills import aimed_at
 from ..model.launches import is_trainer, outcomes, verdicts
 from ..model.log_files import NEVER_CREATED, NOT_IN_INCIDENT, log_files
-from ..model.states import states
+from ..model.states import stall_threshold_s, states
 from ..shell_words import is_detached, session_launcher
 from ..units import clock, clock_within
 from . import findings, gpu_state
@@ -479,9 +479,6 @@ def _stage_text(ev: pd.Series) -> str:
     return re.sub(r"^\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(\[[^\]]*\]\s*)?", "", text)[:120]
 
 
-# A start stuck in one stage this long without a step never trained (compile and weight loading
-# take minutes on big models; the default grace for a first step is 10 minutes).
-NEVER_TRAINED_S = 90.0
 
 
 @judged
@@ -552,7 +549,9 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         died = _died(a)
         if not (exited or died) and len(stages) and proc is not None:
             stuck_until = proc["last_seen"] if pd.notna(proc["last_seen"]) else w.end
-            if (stuck_until - stages["time"].iloc[-1]).total_seconds() >= NEVER_TRAINED_S:
+            # stuck in its last stage longer than the model lets a run go without progress (the
+            # stall threshold: `[detect] stall_s`, else 60 s for a start that has no step yet)
+            if (stuck_until - stages["time"].iloc[-1]).total_seconds() >= stall_threshold_s(inc):
                 rows.append(_never_trained(inc, L, w, proc, pid, stages, gone or _stopped(inc, proc, w), evidence))
                 continue
         if not over:
