@@ -16,9 +16,10 @@ from __future__ import annotations
 import pandas as pd
 
 from ..incident import Incident
+from ..model import computed as memo
 from ..model.attempts import attempts, kill_reach
 from ..model.kills import is_group_kill, kill_pids
-from ..model.progress import lines_of
+from ..model.progress import steps_of
 from ..schema import TOK_PER_S
 from ..units import clock
 from . import findings
@@ -169,8 +170,11 @@ def _unstopped(inc: Incident, told: set[str]) -> list[dict]:
 
 
 def _typed(inc: Incident, ref) -> str | None:
-    ev = inc.events
-    typed = ev[(ev["kind"] == "command") & (ev["ref"] == ref)] if isinstance(ref, str) else ev.iloc[:0]
+    """The command line a shell shows at `ref`."""
+    if not isinstance(ref, str):
+        return None
+    typed = memo.rows_where(inc, "events", "ref", ref)
+    typed = typed[typed["kind"] == "command"]
     return str(typed["message"].iloc[0]).strip() if len(typed) else None
 
 
@@ -179,7 +183,7 @@ def _stepped_after(inc: Incident, att: pd.DataFrame, pid: int, after) -> pd.Data
     mine = att[att["pids"].map(lambda p: pid in p)]
     if mine.empty:
         return None
-    lines = lines_of(inc, mine.iloc[0])
+    lines = steps_of(inc, mine.iloc[0])
     lines = lines[lines["time"] > after]
     return lines if len(lines) else None
 

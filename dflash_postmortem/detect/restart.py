@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..incident import Incident
 from ..model import computed as memo
-from ..model.attempts import attempts
+from ..model.attempts import attempts, kill_reach
 from ..model.kills import aimed_at
 from ..model.launches import is_trainer, outcomes, verdicts
 from ..model.log_files import NEVER_CREATED, NOT_IN_INCIDENT, log_files
@@ -277,7 +277,12 @@ def _kill_sent(L: pd.Series, inc: Incident, a: pd.Series, refs: list[str]) -> _V
     no listing gives the group's members)."""
     kill = _line(inc, refs[0] if refs else None, "kill_sent")
     typed = _line(inc, kill.get("command_ref"), "command") if kill is not None else None
-    if kill is None or aimed_at(inc, kill) & set(a["pids"]) or typed is None:
+    # aimed at it: by PID, PID file, pattern or listed group, or at the tmux or screen session it
+    # was started in (the model resolves those); a group the model only infers from a launch not
+    # detached from its shell is the launching session's, told below
+    aimed = set() if kill is None else aimed_at(inc, kill) | (
+        kill_reach(inc).get(kill.name, set()) if isinstance(kill.get("target_session"), str) else set())
+    if kill is None or aimed & set(a["pids"]) or typed is None:
         return _Verdict("killed", f"killed during start-up by a kill aimed at it: {a['end_message'] or 'a kill'} "
                         f"({clock(a['end'])})", refs,
                         [findings.cause(findings.event_id(refs[0]), "the kill reached the process", refs)] if refs else [])
@@ -477,8 +482,6 @@ def _never_trained(inc: Incident, L: pd.Series, w: _Window, proc, pid, stages: p
 def _stage_text(ev: pd.Series) -> str:
     text = str(ev["message"]).strip().splitlines()[0]
     return re.sub(r"^\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(\[[^\]]*\]\s*)?", "", text)[:120]
-
-
 
 
 @judged

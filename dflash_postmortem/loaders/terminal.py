@@ -126,10 +126,18 @@ def match_script_mark(line: str) -> ScriptMark | None:
 
 def read_lines(path: Path, fmt: str) -> list[str]:
     """The file's lines (LF, CRLF, or CR alone), a UTF-8 BOM dropped; unreadable -> SourceFormatError."""
+    return decode_lines(read_bytes(path, fmt))
+
+
+def read_bytes(path: Path, fmt: str) -> bytes:
     try:
-        raw = Path(path).read_bytes()
+        return Path(path).read_bytes()
     except OSError as e:
         raise SourceFormatError(path, None, "a readable file", f"{type(e).__name__}: {e.strerror or e}", fmt=fmt) from e
+
+
+def decode_lines(raw: bytes) -> list[str]:
+    """Bytes as lines (LF, CRLF, or CR alone), a UTF-8 BOM dropped."""
     text = raw.decode("utf-8", "replace").removeprefix("\ufeff")
     if "\n" not in text and "\r" in text:
         text = text.replace("\r", "\n")

@@ -529,7 +529,6 @@ class _Assembly:
             df[col] = pd.to_datetime(df[col], utc=True).astype("datetime64[us, UTC]")
         return df
 
-
     def _row(self, i: int, a: _Attempt) -> dict:
         inc = self.inc
         parts = [(s, b, e) for s, (b, e) in a.sources.items()]

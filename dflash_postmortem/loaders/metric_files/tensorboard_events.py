@@ -78,7 +78,7 @@ def load(path: Path, ctx: LoadContext):
     n = consumed = 0
     m = _WRITER.match(path.name)
     writer = int(m["pid"]) if m and int(m["pid"]) < 2**31 else None
-    started: list[dict] = []
+    started: dict | None = None  # the writer's run_start event
     records = loader(str(path)).Load()
     while True:
         try:
@@ -98,9 +98,9 @@ def load(path: Path, ctx: LoadContext):
             rep.bad(n, "an Event protobuf", f"{len(raw)} bytes ({e})")
             continue
         what = event.WhichOneof("what")
-        if what == "file_version" and writer is not None and event.wall_time and not started:
-            started.append(dict(time=event.wall_time, kind="run_start", run=run, pid=writer,
-                                message=f"TensorBoard writer of PID {writer} opened {path.name}", ref=f"{rep.path}:{n}"))
+        if what == "file_version" and writer is not None and event.wall_time and started is None:
+            started = dict(time=event.wall_time, kind="run_start", run=run, pid=writer,
+                           message=f"TensorBoard writer of PID {writer} opened {path.name}", ref=f"{rep.path}:{n}")
             rep.parsed += 1
             continue
         if what != "summary":
@@ -121,9 +121,9 @@ def load(path: Path, ctx: LoadContext):
         rep.notes.append(f"{rest:,} bytes after the last whole record (a writer killed mid-record?)")
     wall = pd.Series(rows.times, dtype="float64")
     frame = rows.frame(rep.path, run, pd.to_datetime((wall * 1e6).round(), unit="us", utc=True).astype(TIME))
-    if not started:
+    if started is None:
         return from_frames(rep, metrics=frame)
-    events = pd.DataFrame(started).assign(source=rep.path, host=ctx.host)
+    events = pd.DataFrame([started]).assign(source=rep.path, host=ctx.host)
     events["time"] = pd.to_datetime((events["time"] * 1e6).round(), unit="us", utc=True).astype(TIME)
     events["pid"] = events["pid"].astype("Int64")
     return from_frames(rep, metrics=frame, events=events)

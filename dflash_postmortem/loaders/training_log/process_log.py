@@ -113,6 +113,8 @@ _GENERIC_KW = lp.GENERIC_LOSS.keyword.decode()
 # (pattern, its keywords or () when the keyword is case-insensitive: then only the regex decides)
 _EVENT_KW = tuple((p, () if p.case_insensitive_keyword else p.keywords) for p in lp.EVENT_PATTERNS)
 # (what a traceback's exception line states: an OOM, a CUDA error, the wait that ran out)
+# A bar's leap from 0 at 0 s is a resume when it is more than this many seconds of the pace after it.
+LEAP_PACES = 5
 _EXCEPTION_KW = tuple((p, kws) for p, kws in _EVENT_KW
                       if p.name in lp.EXCEPTION_FACTS or p.kind in ("timeout", "nccl_timeout"))
 _TRACEBACK = lp.TRACEBACK_KEYWORD.decode()
@@ -237,6 +239,7 @@ class LogScanner:
         self.block: TracebackBlock | FailureTable | None = None  # the multi-line record open
         self.bars: dict[tuple, dict] = {}
         self.bar_step: dict = {}  # rank -> the step of the latest training bar (for HF dicts)
+        self.leaps: dict[tuple, dict] = {}  # bar -> the resumed event its leap from 0 would be (see _bars)
         self.nccl_errors: dict[tuple, dict] = {}  # (host, pid, tid) -> its latest nccl_error event
         self.redraws = 0
         self.glued = 0
@@ -666,13 +669,12 @@ class LogScanner:
             if lp.NOT_TRAINING_BAR.search(context):
                 continue
             self.bar_step[rank] = n
-            if (prev is None or prev["_n"] == 0) and n and lp.bar_seconds(g["elapsed"]) == 0:
-                # a training bar that starts above 0, or leaps there before a second has passed (Hugging
-                # Face's Trainer counts the steps a checkpoint holds at once): it goes on from a checkpoint
-                rows.event(stamp=self.last_stamp, line=lineno, run=run, kind="resumed", rank=rank, pattern="tqdm",
-                           message=f"{desc + ': ' if desc else ''}the training bar is at step {n} of {g['total']} "
-                                   f"0 s after it began: resumed (at step {n})", lines=1)
-            if n is not None and new_step and (elapsed := lp.bar_seconds(g["elapsed"])) is not None:
+            elapsed = lp.bar_seconds(g["elapsed"])
+            self._leap(key, prev, n, _int(g["total"]), elapsed, rows,
+                       dict(stamp=self.last_stamp, line=lineno, run=run, kind="resumed", rank=rank, pattern="tqdm",
+                            message=f"{desc + ': ' if desc else ''}the training bar is at step {n} of {g['total']} "
+                                    f"0 s after it began: resumed (at step {n})", lines=1))
+            if n is not None and new_step and elapsed is not None:
                 rows.metric(stamp=self.last_stamp, line=lineno, run=run, step=n, metric=BAR_ELAPSED_S,
                             value=elapsed, rank=rank, pattern="tqdm")
             if n is None or not new_step or g["rate"] == "?" or lp.NOT_ITERATION_UNIT.search(g["unit"]):
@@ -687,6 +689,23 @@ class LogScanner:
                     rows.metric(stamp=self.last_stamp, line=lineno, run=run, step=n,
                                 metric=lp.BAR_POSTFIX[k], value=lp.number(v), rank=rank, pattern="tqdm")
         return 1
+
+    def _leap(self, key: tuple, prev: dict | None, n: int | None, total: int | None, elapsed: float | None,
+              rows: Rows, event: dict) -> None:
+        """A training bar that starts above 0, or leaps there before a second has passed, goes on
+        from a checkpoint (Hugging Face's Trainer counts the steps a checkpoint holds at once:
+        `0/400`, then `201/400 [00:00<...]`). A fast trainer's first update looks the same, so the
+        leap is told a resume only once the bar's next second shows a pace that could not have
+        done it: the leap more than LEAP_PACES seconds of the steps that follow. A bar done at
+        once (`196/196`) is a short bar, not a resume."""
+        leap = self.leaps.get(key)
+        if leap is not None and n is not None and elapsed and elapsed >= 1:
+            del self.leaps[key]
+            if leap["_n"] > LEAP_PACES * (n - leap["_n"]) / elapsed:
+                leap.pop("_n")
+                rows.event(**leap)
+        elif (prev is None or prev["_n"] == 0) and n and elapsed == 0 and (total is None or n < total):
+            self.leaps[key] = {**event, "_n": n}
 
     # -- multi-line records --------------------------------------------------------------------
     def _follow(self, block: bytes, pos: int, lineno: int, rows: Rows) -> tuple[int, int]:

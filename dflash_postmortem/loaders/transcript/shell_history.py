@@ -29,11 +29,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...errors import SourceFormatError
 from ...incident import Incident
 from .. import registry
 from ..clock_text import parse_wall_clock
 from ..registry import LoadContext
+from ..terminal import decode_lines, read_bytes
 from .shell_transcript import Clock, Command, Session, session_incident
 
 FORMAT = "shell-history"
@@ -63,20 +63,16 @@ def sniff_history(path: Path, head: bytes) -> float:
     return 0.93 if _form(head.decode("utf-8", "replace").split("\n")[:400]) else 0.0
 
 
-def _lines(path: Path) -> list[str]:
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise SourceFormatError(path, None, "a readable file", f"{type(e).__name__}: {e.strerror or e}", fmt=FORMAT) from e
-    if _form(raw[:65536].decode("utf-8", "replace").split("\n")[:400]) == "zsh":
+def _lines(path: Path) -> tuple[list[str], str | None]:
+    """The file's lines (zsh's metafied bytes undone) and its form."""
+    raw = read_bytes(path, FORMAT)
+    form = _form(raw[:65536].decode("utf-8", "replace").split("\n")[:400])
+    if form == "zsh":
         raw = _META.sub(lambda m: bytes([m[1][0] ^ 0x20]), raw)
-    lines = raw.decode("utf-8", "replace").removeprefix("\ufeff").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [s.removesuffix("\r") for s in lines]
+    return decode_lines(raw), form
 
 
-def is_open(text: str) -> bool:
+def _is_open(text: str) -> bool:
     """A command that goes on: a quote or a heredoc not yet closed (shell_words keeps going over
     an open quote, so shlex's strict reading tells it)."""
     m = _HEREDOC.search(text)
@@ -94,9 +90,8 @@ def is_open(text: str) -> bool:
 def load_shell_history(path: Path, ctx: LoadContext) -> Incident:
     path = Path(path)
     rep = ctx.report(path, FORMAT)
-    lines = _lines(path)
+    lines, form = _lines(path)
     rep.read = len(lines)
-    form = _form(lines[:400]) or _form(lines)
     ses = Session()
     clock = Clock(ctx, rep)
     when = None
@@ -106,7 +101,7 @@ def load_shell_history(path: Path, ctx: LoadContext) -> Incident:
         if current is not None and _continues(form, entry, current):
             if entry is None:  # a line of the open command (bash stamps each one with its time)
                 current.text = (current.text.removesuffix("\\") if form == "zsh" else current.text) + "\n" + s
-                still = s.endswith("\\") if form == "zsh" else is_open(current.text)
+                still = s.endswith("\\") if form == "zsh" else _is_open(current.text)
                 current = current if still else _close(current)
             rep.parsed += 1
             continue
@@ -125,7 +120,7 @@ def load_shell_history(path: Path, ctx: LoadContext) -> Incident:
             ses.commands.append(c)
             rep.parsed += 1
             when = None
-            still = c.text.endswith("\\") if form == "zsh" else is_open(c.text)
+            still = c.text.endswith("\\") if form == "zsh" else _is_open(c.text)
             current = c if still else _close(c)
     if current is not None:
         _close(current)

@@ -332,3 +332,30 @@ def test_odd_files_load_balanced(tmp_path, data):
     p = tmp_path / "odd.log"
     p.write_bytes(data)
     _balanced(_load(p))
+
+
+def test_a_bar_that_leaps_from_zero_is_a_resume_only_past_the_pace_after_it(tmp_path):
+    """Hugging Face's Trainer resuming draws `0/400`, then `201/400 [00:00<...]` (the checkpoint's
+    steps counted at once), then its real pace: a resume. A fast first update (1 step in under a
+    second), a short bar done at once (`196/196`) and a bar cut before its next second are not."""
+    from pathlib import Path
+
+    real = Path(__file__).resolve().parents[2] / "fixtures" / "real-world"
+    bundled = Path(__file__).resolve().parents[3] / "data" / "incidents" / "h200-1gpu-hf-oom-resume" / "logs"
+
+    def resumed(path) -> list[str]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ev = pm.load_process_log(path).events
+        return list(ev.loc[ev["kind"] == "resumed", "message"])
+
+    assert resumed(bundled / "hf_resume.log") == ["the training bar is at step 201 of 400 0 s after it began: resumed (at step 201)"]
+    assert resumed(bundled / "hf_train.log") == []
+    for name in ("train-log/oom-warning-root-glued-batch-bar-cut.log",  # 1/2538 at 00:00
+                 "train-log/hydra-log-bar-death-signal-2-sigint.log",  # 3/3 at 00:00
+                 "wandb/sparsegpt-0.13-jupyter-online-run/files/output.log"):  # 196/196 at 00:00
+        assert resumed(real / name) == [], name
+    fast = tmp_path / "fast.log"  # a thousand steps a second: its first update is no leap
+    fast.write_text("\r".join(["  0%|          | 0/5000 [00:00<?, ?it/s]", " 2%|▏         | 100/5000 [00:00<00:04, 999.0it/s]",
+                                 " 22%|██▏       | 1100/5000 [00:01<00:03, 999.0it/s]"]) + "\n")
+    assert resumed(fast) == []
