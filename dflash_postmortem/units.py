@@ -64,6 +64,18 @@ def tok_s(value: float) -> str:
     return "n/a" if _missing(value) else f"{value / 1e3:.1f}K"
 
 
+def rate(value: float, unit: str) -> str:
+    """A pace with its unit (model/pace.py): `146.8K tok/s`, `8.41 steps/s`."""
+    return f"{tok_s(value)} tok/s" if unit == "tok/s" else f"{figure(value, unit)} {unit}"
+
+
+def figure(value: float, unit: str) -> str:
+    """A pace's number in the digits its unit takes, for lists of levels: `146812`, `8.41`."""
+    if _missing(value):
+        return "n/a"
+    return f"{value:.0f}" if unit == "tok/s" else f"{value:.3g}"
+
+
 def gpu_hours(value: float) -> str:
     """GPU-hours to the hundredth: `0.03`, `5.05`."""
     return "n/a" if _missing(value) else f"{value:,.2f}"

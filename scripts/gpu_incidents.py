@@ -28,6 +28,9 @@ did (what the README of the incident is written from), which the incident folder
                        launch` with `nohup`, TensorBoard logging: CUDA out of memory at a step (a
                        callback asks for 1 TiB, as a batch far longer than the rest would), then
                        the operator relaunches with --resume from its last checkpoint
+    pl-contention      a PyTorch Lightning run (tqdm bar only, no tokens, no times of day) started
+                       with nohup; another user's job starts on the same GPU and takes half its
+                       compute for about 70 s, then ends; the run goes back to its pace
     alternating        no incident: two drafter threads, each logging its own rate
     clean-relaunch     no incident: a run that stops cleanly, relaunched by hand
 """
@@ -139,6 +142,8 @@ class Recording:
         subprocess.run(["pkill", "-f", "dflash_postmortem.replay.train"], check=False)
         subprocess.run(["pkill", "-f", "hog_memory"], check=False)
         subprocess.run(["pkill", "-f", "run/hf_train.py"], check=False)
+        subprocess.run(["pkill", "-f", "run/pl_train.py"], check=False)
+        subprocess.run(["pkill", "-f", "hog_compute"], check=False)
         subprocess.run(["tmux", "kill-server"], check=False, capture_output=True)
         for leftover in self.dir.glob("logs/.*"):
             leftover.unlink()
@@ -437,6 +442,95 @@ def hf_oom_resume(r: Recording) -> None:
     time.sleep(5)
     op.run("ls runs/gpt2; tail -n 2 logs/hf_resume.log")
 
+PL_TRAIN = """import argparse, torch, lightning as L
+from lightning.pytorch.callbacks import TQDMProgressBar
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+p = argparse.ArgumentParser()
+p.add_argument("--minutes", type=float, default=4.0)
+p.add_argument("--cpu", action="store_true")
+a = p.parse_args()
+SEQ, WIDTH, LAYERS, VOCAB = (32, 32, 2, 512) if a.cpu else (1024, 1024, 8, 32000)
+
+
+class Tokens(Dataset):
+    def __len__(self):
+        return 1 << 20
+
+    def __getitem__(self, i):
+        return torch.randint(0, VOCAB, (SEQ + 1,), generator=torch.Generator().manual_seed(i))
+
+
+class LM(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, WIDTH)
+        layer = nn.TransformerEncoderLayer(WIDTH, 16 if not a.cpu else 2, 4 * WIDTH, batch_first=True, norm_first=True)
+        self.body = nn.TransformerEncoder(layer, LAYERS)
+        self.head = nn.Linear(WIDTH, VOCAB)
+
+    def training_step(self, batch, i):
+        x, y = batch[:, :-1], batch[:, 1:]
+        mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1], device=x.device)
+        loss = nn.functional.cross_entropy(self.head(self.body(self.emb(x), mask=mask, is_causal=True)).flatten(0, 1),
+                                           y.flatten())
+        self.log("loss", loss, prog_bar=True)
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=3e-4)
+
+
+trainer = L.Trainer(accelerator="cpu" if a.cpu else "gpu", devices=1, precision="32" if a.cpu else "bf16-mixed",
+                    max_time={"minutes": a.minutes}, max_epochs=-1, logger=False, enable_checkpointing=False,
+                    # the tqdm bar, every 20 steps (Lightning picks rich's bar where rich is
+                    # installed, which writes nothing to a file until the end)
+                    callbacks=[TQDMProgressBar(refresh_rate=20)])
+trainer.fit(LM(), DataLoader(Tokens(), batch_size=2 if a.cpu else 16, num_workers=2))
+"""
+
+# Another user's job: matrix products on the same GPU, for a while.
+HOG_COMPUTE = """import sys, time, torch  # hog_compute
+dev = "cuda" if torch.cuda.is_available() else "cpu"
+n = 8192 if dev == "cuda" else 256
+x = torch.randn(n, n, device=dev, dtype=torch.bfloat16 if dev == "cuda" else torch.float32)
+print("computing", flush=True)
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    y = x @ x
+    if dev == "cuda":
+        torch.cuda.synchronize()
+print("done", flush=True)
+"""
+
+
+def pl_contention(r: Recording) -> None:
+    r.smi_stream()
+    r.smi_apps()
+    r.ps_loop()
+    op = Transcript(r.dir)
+    (r.dir / "run" / "pl_train.py").write_text(PL_TRAIN)
+    (r.dir / "run" / "hog_compute.py").write_text(HOG_COMPUTE)
+    cpu = " --cpu" if not r.gpu else ""
+    r.truth("operator starts a PyTorch Lightning run with nohup (max_time 4 min; its log is the tqdm bar)")
+    op.run(f"nohup {shlex.quote(sys.executable)} run/pl_train.py --minutes 4{cpu} > logs/pl_train.log 2>&1 &")
+    r.wait_for("logs/pl_train.log", "it/s", 180)
+    r.truth("the bar shows it/s: training")
+    time.sleep(60)
+    r.truth("another user's job starts on the same GPU (no transcript): matrix products for 70 s")
+    hog = r.background(f"exec {shlex.quote(sys.executable)} run/hog_compute.py 70", "logs/hog.out")
+    r.wait_for("logs/hog.out", "computing", 60)
+    r.truth(f"the other job computes, pid {hog.pid}")
+    time.sleep(20)
+    op.run("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv" if r.gpu else "uptime")
+    hog.wait(timeout=120)
+    r.truth("the other job ended")
+    r.wait_for("logs/pl_train.log", "Time limit reached", 240)
+    time.sleep(5)
+    r.truth("the Lightning run reached its max_time and stopped")
+    op.run("tail -c 300 logs/pl_train.log")
+
 
 def alternating(r: Recording) -> None:
     r.smi_stream()
@@ -465,7 +559,7 @@ SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
     "alternating": alternating, "clean-relaunch": clean_relaunch, "torchrun-crashloop": torchrun_crashloop,
-    "tmux-history": tmux_history, "hf-oom-resume": hf_oom_resume,
+    "tmux-history": tmux_history, "hf-oom-resume": hf_oom_resume, "pl-contention": pl_contention,
 }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..incident import Incident
-from ..schema import TOK_PER_S
+from ..model.pace import pace_rows
 
 
 def densest(df: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
@@ -37,7 +37,8 @@ def gpu_samples(gpus: pd.DataFrame, value: str) -> pd.DataFrame:
     return densest(gpus.dropna(subset=["gpu"]), ["host", "gpu"], value)
 
 
-def throughput_samples(inc: Incident, metric: str = TOK_PER_S) -> pd.DataFrame:
-    """Throughput samples per run from the run's best-sampled source (log or wandb), warm-up kept
-    (`detect.throughput.series` is the job's series the detectors judge)."""
-    return densest(inc.metrics[inc.metrics["metric"] == metric], ["run"], "value")
+def throughput_samples(inc: Incident) -> pd.DataFrame:
+    """The job's pace samples (model/pace.py: tok/s, else steps/s) per run from the run's
+    best-sampled source (log or wandb), warm-up kept (`detect.throughput.series` is the job's
+    series the detectors judge)."""
+    return densest(pace_rows(inc), ["run"], "value")

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..detect.throughput import MIN_DROP
 from ..incident import Incident
+from ..model.pace import unit
 from .source_choice import throughput_samples
 
 
@@ -52,7 +53,8 @@ def baseline_and_source(inc: Incident, findings: pd.DataFrame) -> tuple[float | 
     """The one throughput baseline: incident.toml's expected_tok_per_s when the user gives it (what
     the run should do), else the level measured before the first regression, else the stalled
     run's level before its stall; and where it came from."""
-    if inc.config.expected_tok_per_s is not None:
+    # (a rate in tokens says nothing of a job measured in steps)
+    if inc.config.expected_tok_per_s is not None and unit(inc) == "tok/s":
         return inc.config.expected_tok_per_s, "incident.toml expected_tok_per_s"
     reg = regression(findings)
     if reg is not None:

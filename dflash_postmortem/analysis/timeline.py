@@ -18,6 +18,7 @@ from ..detect import detect
 from ..detect.findings import refs as evidence_refs
 from ..detect.throughput import series
 from ..incident import Incident
+from ..model.pace import unit
 from ..schema import TIME
 from .throughput_levels import baseline_and_source
 
@@ -125,7 +126,7 @@ def impact(inc: Incident, findings: pd.DataFrame) -> dict:
     baseline, baseline_from = baseline_and_source(inc, findings)
     n_gpus, how = _gpus_held(inc)
     out.update(baseline_tok_per_s=baseline, baseline_from=baseline_from if baseline is not None else None,
-               gpus_held=n_gpus, gpus_held_from=how)
+               gpus_held=n_gpus, gpus_held_from=how, unit=unit(inc))
     end = m["recovered"] if m["recovered"] is not None else (s["time"].max() if len(s) else None)
     if t0 is not None and baseline is None and end is not None and end > t0 and len(_kinds(findings, "never_trained")):
         # Nothing trained from the start that never did to the relaunch's first step: every GPU-second
@@ -146,12 +147,14 @@ def impact(inc: Incident, findings: pd.DataFrame) -> dict:
     rate = rate.fillna(0.0).to_numpy(dtype=float)
     shortfall = np.clip(1.0 - rate / baseline, 0.0, 1.0)
     window = len(grid)
+    # what the shortfall cost in the pace's own unit: tokens, or steps (model/pace.py)
+    lost = float(np.clip(baseline - rate, 0.0, None).sum())
     out.update(
         window_s=float(window),
         gpu_hours_held=n_gpus * window / 3600.0,
         gpu_hours_lost=float(n_gpus * shortfall.sum() / 3600.0),
-        tokens_lost=float(np.clip(baseline - rate, 0.0, None).sum()),
         mean_shortfall=float(shortfall.mean()),
+        **({"tokens_lost": lost} if out["unit"] == "tok/s" else {"tokens_lost": None, "steps_lost": lost}),
     )
     return out
 

@@ -83,9 +83,13 @@ class _Clock:
     def __init__(self, lines: list[int], steps: list, seconds: list[float]):
         self.lines, self.seconds = np.asarray(lines), np.asarray(seconds, dtype=float)
         self.steps: dict[int, float] = {}
-        monotonic = all(b > a for a, b in zip(steps, steps[1:], strict=False) if a is not None and b is not None)
+        # a bar redrawn at the same count (Lightning's, when its postfix `loss=` changes) repeats
+        # a step: the first drawing of a count is when it was reached
+        monotonic = all(b >= a for a, b in zip(steps, steps[1:], strict=False) if a is not None and b is not None)
         if monotonic:  # a counter that restarts (an epoch's bar) names no global step
-            self.steps = {int(s): t for s, t in zip(steps, self.seconds, strict=True) if s is not None}
+            for s, t in zip(steps, self.seconds, strict=True):
+                if s is not None:
+                    self.steps.setdefault(int(s), t)
 
     def __bool__(self) -> bool:
         return len(self.lines) > 0

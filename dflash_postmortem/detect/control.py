@@ -20,7 +20,7 @@ from ..model import computed as memo
 from ..model.attempts import attempts, kill_reach
 from ..model.kills import is_group_kill, kill_pids
 from ..model.progress import steps_of
-from ..schema import TOK_PER_S
+from ..model.step_lines import step_lines
 from ..units import clock
 from . import findings
 from .per_host import judged
@@ -67,7 +67,8 @@ def _seen_after(inc: Incident, pid: int, run: str | None, after) -> dict:
         per_gpu = gp.dropna(subset=["gpu"]).groupby("gpu")["used_memory_mib"].max()
         seen["memory"] = {int(g): float(m) for g, m in per_gpu.items()}
     if run is not None:
-        steps = inc.metrics[(inc.metrics["metric"] == TOK_PER_S) & (inc.metrics["run"] == run)]
+        lines = step_lines(inc)
+        steps = lines[lines["run"] == run]
         if len(steps):
             note(steps["time"], f"logging training steps (run {run})", steps)
     return seen

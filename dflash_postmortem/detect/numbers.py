@@ -12,6 +12,8 @@ from typing import Any, TypedDict
 import pandas as pd
 
 
+# Levels are in the job's pace (model/pace.py): `unit` says which, "tok/s" or "steps/s" (a trainer
+# that logs no tokens); the `_tok_per_s` keys keep their name for the findings already written.
 class Regression(TypedDict):
     baseline_tok_per_s: float
     degraded_tok_per_s: float  # the first degraded level, the drop itself
@@ -25,6 +27,7 @@ class Regression(TypedDict):
     flag_differences: list[str]  # the launch command's flags when it has any, else the run's config
     candidates: list[str]
     levels_tok_per_s: list[float]
+    unit: str
 
 
 class _Episode(TypedDict):
@@ -32,6 +35,7 @@ class _Episode(TypedDict):
     recovery_fraction: float
     regression_start: pd.Timestamp
     episode: str  # "regression" or "stall"
+    unit: str
 
 
 class NoRecovery(_Episode):

@@ -16,7 +16,8 @@ import pandas as pd
 from ..incident import Incident
 from ..model import computed as memo
 from ..model.launches import launch_of
-from ..units import clock, tok_s
+from ..model.pace import unit
+from ..units import clock, figure, rate
 from . import findings, gpu_state
 from .per_host import judged
 from .stall import stall_intervals
@@ -105,6 +106,7 @@ def _relaunch_partials(inc: Incident, ep: dict, frac: float) -> list[dict]:
     finding per run, over the samples it logged below the floor inside the episode."""
     s = ep["series"]
     floor = frac * ep["baseline"]
+    u = unit(inc)
     # unique() first: a set over the column walks every sample in Python, once per episode
     started_before = set(s.loc[s["time"] < ep["start"], "run"].unique()) | {ep["during"]["run"].iloc[0]}
     window = s[(s["time"] >= ep["start"]) & (s["time"] <= ep["end"])]
@@ -121,15 +123,15 @@ def _relaunch_partials(inc: Incident, ep: dict, frac: float) -> list[dict]:
         reasons, refs, others = _partial_reasons(inc, first, last, run, run_start, ep)
         rows.append(findings.finding(
             "partial_recovery", first, last, "warning",
-            f"relaunch {run} came back at {tok_s(level)} tok/s ({level / ep['baseline']:.2f} of baseline)",
-            f"Run {run} trained at {level:.0f} tok/s from {clock(first)} to {clock(last)}, "
-            f"below {frac:.0%} of the {ep['baseline']:.0f} tok/s baseline. "
+            f"relaunch {run} came back at {rate(level, u)} ({level / ep['baseline']:.2f} of baseline)",
+            f"Run {run} trained at {figure(level, u)} {u} from {clock(first)} to {clock(last)}, "
+            f"below {frac:.0%} of the {figure(ep['baseline'], u)} {u} baseline. "
             + ("Likely reason: " + "; ".join(reasons) + "." if reasons
                else "No reason in the evidence (no per-process GPU samples, no flag difference)."),
             findings.refs(low.head(SUSTAIN)) + refs,
             {"baseline_tok_per_s": ep["baseline"], "recovery_fraction": frac, "regression_start": ep["start"],
              "level_tok_per_s": level, "ratio": level / ep["baseline"], "run": run,
-             "reasons": reasons, "other_pids": others}))
+             "reasons": reasons, "other_pids": others, "unit": u}))
     return rows
 
 
@@ -158,13 +160,13 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
     """Per regression episode and per stall: each relaunch that came back short (partial), and
     the recovery (when) or its absence."""
     frac = fraction if fraction is not None else inc.config.recovery_fraction
-    rows = []
+    rows, u = [], unit(inc)
     for ep in episodes(inc) + stall_episodes(inc):
         rows += _relaunch_partials(inc, ep, frac)
         after = ep["after"]
         floor = frac * ep["baseline"]
         nums = {"baseline_tok_per_s": ep["baseline"], "recovery_fraction": frac,
-                "regression_start": ep["start"], "episode": "stall" if ep.get("stall") else "regression"}
+                "regression_start": ep["start"], "episode": "stall" if ep.get("stall") else "regression", "unit": u}
         if after.empty:
             if not any(r["kind"] == "partial_recovery" for r in rows):
                 rows.append(findings.finding(
@@ -181,9 +183,9 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
             ttr = (when - ep["start"]).total_seconds()
             rows.append(findings.finding(
                 "recovery", when, window["time"].iloc[-1], "info",
-                f"throughput recovered to {tok_s(level)} tok/s ({level / ep['baseline']:.2f} of baseline)",
+                f"throughput recovered to {rate(level, u)} ({level / ep['baseline']:.2f} of baseline)",
                 f"From {clock(when)} run {window['run'].iloc[0]} sustained at least {frac:.0%} of the "
-                f"{ep['baseline']:.0f} tok/s baseline ({SUSTAIN} consecutive samples), {ttr:.0f} s after "
+                f"{figure(ep['baseline'], u)} {u} baseline ({SUSTAIN} consecutive samples), {ttr:.0f} s after "
                 f"the {'stall' if ep.get('stall') else 'regression'} began.",
                 findings.refs(window.head(SUSTAIN)),
                 dict(nums, level_tok_per_s=level, ratio=level / ep["baseline"], run=window["run"].iloc[0],
@@ -198,9 +200,9 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
                 inc, last["start"], last["end"], run, after[after["run"] == run]["time"].iloc[0], ep)
             rows.append(findings.finding(
                 "partial_recovery", last["start"], last["end"], "warning",
-                f"partial recovery to {tok_s(level)} tok/s ({level / ep['baseline']:.2f} of baseline)",
-                f"Throughput came back to {level:.0f} tok/s, below {frac:.0%} of the {ep['baseline']:.0f} "
-                f"tok/s baseline. " + ("Likely reason: " + "; ".join(reasons) + "." if reasons
+                f"partial recovery to {rate(level, u)} ({level / ep['baseline']:.2f} of baseline)",
+                f"Throughput came back to {figure(level, u)} {u}, below {frac:.0%} of the "
+                f"{figure(ep['baseline'], u)} {u} baseline. " + ("Likely reason: " + "; ".join(reasons) + "." if reasons
                                         else "No likely reason in the evidence."),
                 findings.refs(after.iloc[int(last["i0"]):int(last["i0"]) + SUSTAIN]) + reason_refs,
                 dict(nums, level_tok_per_s=level, ratio=level / ep["baseline"], run=run, reasons=reasons,

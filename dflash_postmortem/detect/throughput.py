@@ -1,4 +1,5 @@
-"""Throughput regressions: change points in tokens/s, within a run and across consecutive runs.
+"""Throughput regressions: change points in the job's pace (tokens/s, else steps/s: model/pace.py),
+within a run and across consecutive runs.
 
 The series is every run's throughput in time order, joined end to end, so that a relaunch that
 comes back slower is a change point like any other. Change points come from a PELT search on the
@@ -19,14 +20,14 @@ import pandas as pd
 from ..incident import Incident, RunInfo
 from ..model import computed as memo
 from ..model.launches import launch_of
-from ..schema import PROBLEM_EVENTS, TOK_PER_S
+from ..model.pace import pace_rows, unit
+from ..schema import PROBLEM_EVENTS
 from ..shell_words import flag_key
-from ..units import tok_s
+from ..units import figure, rate
 from . import changepoints, findings
 from .per_host import judged
 from .stall import stall_intervals
 
-METRIC = TOK_PER_S
 MIN_DROP = 0.15
 MIN_SIZE = 3
 # A drop shorter than this is noise or a hiccup, not an incident (short replay runs logged once a
@@ -45,8 +46,9 @@ CAUSES = (
 )
 
 
-def series(inc: Incident, metric: str = METRIC) -> pd.DataFrame:
-    """Throughput samples of the job in time order: every run, one source per run, warm-up dropped.
+def series(inc: Incident) -> pd.DataFrame:
+    """The job's pace samples in time order (model/pace.py: tok/s lines, else steps/s from the
+    step counter): every run, one source per run, warm-up dropped.
 
     When a run's throughput is in two sources (the log and wandb), the one with more samples is
     used. A few leading samples below 0.75 x the run's median are warm-up (compile, first batches).
@@ -54,11 +56,11 @@ def series(inc: Incident, metric: str = METRIC) -> pd.DataFrame:
     no longer the job (a survivor of a failed kill, a run left behind) and its later samples are
     left out; the detector of survivors says what it did meanwhile.
     """
-    return memo.cached(inc, f"series:{metric}", ("metrics",), lambda: _series(inc, metric))
+    return memo.cached(inc, "series", ("metrics",), lambda: _series(inc))
 
 
-def _series(inc: Incident, metric: str) -> pd.DataFrame:
-    m = inc.metrics[(inc.metrics["metric"] == metric) & inc.metrics["value"].notna()]
+def _series(inc: Incident) -> pd.DataFrame:
+    m = pace_rows(inc)
     if m.empty:
         return m
     parts = []
@@ -340,7 +342,7 @@ def _shared_gpus(inc: Incident, ep: dict) -> list[dict]:
 @judged
 def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) -> pd.DataFrame:
     """One finding per regression episode, with its levels and root-cause candidates."""
-    rows = []
+    rows, u = [], unit(inc)
     for ep in episodes(inc, min_drop):
         during, before = ep["during"], ep["before"]
         run_b, run_a = before["run"].iloc[-1], during["run"].iloc[0]
@@ -373,10 +375,10 @@ def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) 
         launch = launch_of(inc, run_a, ep["start"]) if across else None
         rows.append(findings.finding(
             "throughput_regression", ep["start"], ep["end"], "critical",
-            f"throughput fell from {tok_s(ep['baseline'])} to {tok_s(ep['degraded'])} tok/s "
+            f"throughput fell from {rate(ep['baseline'], u).removesuffix(' ' + u)} to {rate(ep['degraded'], u)} "
             f"({ratio:.2f} of baseline)",
-            f"Throughput {where}: baseline {ep['baseline']:.0f} tok/s, degraded {ep['degraded']:.0f} "
-            f"tok/s (segment levels {', '.join(f'{v:.0f}' for v in ep['levels'])}). "
+            f"Throughput {where}: baseline {figure(ep['baseline'], u)} {u}, degraded {figure(ep['degraded'], u)} "
+            f"{u} (segment levels {', '.join(figure(v, u) for v in ep['levels'])}). "
             + ("Root-cause candidates: " + "; ".join(cands) + "." if cands
                else "No root-cause candidate in the evidence."),
             evidence,
@@ -388,7 +390,7 @@ def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) 
              # run's own config.
              "flag_differences": [d["shown"] for d in ([d for d in flags if d["from"] == "launch command"] or flags)],
              "candidates": cands,
-             "levels_tok_per_s": ep["levels"]},
+             "levels_tok_per_s": ep["levels"], "unit": u},
             caused_by=causes,
         ))
     return findings.frame(rows)

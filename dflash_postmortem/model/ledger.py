@@ -26,6 +26,7 @@ import pandas as pd
 from ..incident import Incident
 from . import computed
 from .attempts import attempts
+from .pace import unit
 from .progress import progress, resumes
 from .states import MIN_DROP, states
 
@@ -152,7 +153,7 @@ def _baseline(inc: Incident, prog: pd.DataFrame) -> float:
     """What the job should do: incident.toml's expected_tok_per_s, else the median of the upper
     half of its windows (the first window's warm-up and a short last one sit at the ends, and a
     job that spent most of its time degraded still has its good half)."""
-    if inc.config.expected_tok_per_s is not None:
+    if inc.config.expected_tok_per_s is not None and unit(inc) == "tok/s":
         return float(inc.config.expected_tok_per_s)
     return float(prog["level"].quantile(0.75)) if len(prog) else np.nan
 

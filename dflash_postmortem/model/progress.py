@@ -19,9 +19,10 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident
-from ..schema import TOK_PER_S
+from ..schema import STEPS_PER_S
 from . import computed
 from .attempts import attempts
+from .pace import pace_metric, pace_rows
 from .step_lines import step_lines
 
 COLUMNS = ("attempt", "start", "end", "level", "steps_per_s", "lines", "ref")
@@ -32,15 +33,16 @@ MIN_WINDOW_S, MAX_WINDOW_S = 5.0, 120.0
 
 
 def progress(inc: Incident) -> pd.DataFrame:
-    """Each attempt's throughput over windows (COLUMNS; `level` in tok/s), in time order, with
+    """Each attempt's throughput over windows (COLUMNS; `level` in the pace's unit, pace.py), in time order, with
     `attrs["notes"]` saying how ranks were combined and where line values alternate."""
     return computed.cached(inc, "progress", ("metrics", "events", "processes", "gpu_processes"),
                            lambda: _progress(inc))
 
 
 def lines_of(inc: Incident, attempt: pd.Series) -> pd.DataFrame:
-    """The attempt's throughput lines: its own log parts (from its start), else its runs'."""
-    return _attempt_rows(inc, attempt, inc.metrics[(inc.metrics["metric"] == TOK_PER_S) & inc.metrics["value"].notna()])
+    """The attempt's pace lines (pace.py: its tok/s lines, else its step counter's rates): its own
+    log parts (from its start), else its runs'."""
+    return _attempt_rows(inc, attempt, pace_rows(inc))
 
 
 def steps_of(inc: Incident, attempt: pd.Series) -> pd.DataFrame:
@@ -123,15 +125,16 @@ def _progress(inc: Incident) -> pd.DataFrame:
         if lines.empty:
             continue
         series = {r: g for r, g in lines.groupby(lines["rank"].fillna(-1), sort=True)}
-        combine, note = _combine(series)
+        combine, note = _combine(series, pace_metric(inc))
         if note:
             notes.append(f"attempt {a['attempt']} ({a['run'] or a['script'] or '?'}): {note}")
-        values = [g["value"].to_numpy(dtype=float) for g in series.values()]
+        # (the trainer's own rates only: a step counter's are the model's, over PACE_S or more)
+        values = [g["value"].to_numpy(dtype=float) for g in series.values()] if pace_metric(inc) != STEPS_PER_S else []
         if any(_alternates(v) for v in values):
             notes.append(f"attempt {a['attempt']} ({a['run'] or a['script'] or '?'}): its lines' tok/s alternate "
                          "between two levels (threads or ranks writing their own rate, or gradient accumulation): "
                          "levels are taken over windows, never line by line")
-        elif (spread := max(_spread(v) for v in values)) > SPIKY:
+        elif (spread := max((_spread(v) for v in values), default=0.0)) > SPIKY:
             notes.append(f"attempt {a['attempt']} ({a['run'] or a['script'] or '?'}): its lines' tok/s swing by "
                          f"{spread:.0%} of their median from line to line (threads or ranks logging their own "
                          "rate, uneven steps): levels are taken over windows, never line by line")
@@ -185,12 +188,15 @@ def _windows(g: pd.DataFrame, edges: pd.DatetimeIndex) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _combine(series: dict) -> tuple[str, str | None]:
+def _combine(series: dict, metric: str) -> tuple[str, str | None]:
     """How ranks' levels make the job's: summed where each logs its own, one where all log the
-    same figure; and the note saying which."""
+    same figure (and always for steps: ranks take the job's steps together); and the note saying
+    which."""
     ranked = {r: g for r, g in series.items() if r != -1}
     if len(ranked) < 2:
         return "sum", None
+    if metric == STEPS_PER_S:
+        return "mean", f"its {len(ranked)} ranks count the same steps: their steps per second are averaged"
     base = next(iter(ranked.values()))
     diffs = []
     for g in list(ranked.values())[1:]:

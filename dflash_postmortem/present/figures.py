@@ -20,8 +20,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..model.ledger import SHOWN_S
+from ..model.pace import UNITS
 from ..schema import PROBLEM_EVENTS, TOK_PER_S
-from ..units import clock, count, tok_s
+from ..units import clock, count, figure, rate
 from .sentences import gpu_label, one_line
 
 SEVERITY_COLOURS = {"critical": "#d62728", "warning": "#ff7f0e", "info": "#2ca02c"}
@@ -32,7 +33,18 @@ RUN_COLOURS = ("#1f77b4", "#9467bd", "#e377c2", "#17becf", "#bcbd22", "#393b79",
 _HOVER_CHARS = 160
 _HOVER_WIDTH = 100  # characters per hover line: evidence is wrapped there, never cut
 LABEL_CHARS = 40  # an axis label's most characters: past it the label ends in "…" and the hover has it whole
-_NO_THROUGHPUT = f"training logs or wandb runs ({TOK_PER_S})"
+_NO_THROUGHPUT = f"training logs or wandb runs ({TOK_PER_S}, or a step counter)"
+
+
+def _unit(df: pd.DataFrame) -> tuple[str, str]:
+    """The pace's unit of a frame of samples (model/pace.py), short and as an axis title."""
+    u = UNITS.get(str(df["metric"].iloc[0]), "tok/s") if len(df) and "metric" in df.columns else "tok/s"
+    return u, "tokens/s" if u == "tok/s" else u
+
+
+def _hover(u: str) -> str:
+    """A hover label's number format for a pace in `u`: whole tokens, three digits of steps."""
+    return ",.0f" if u == "tok/s" else ",.3~f"
 _NO_GPUS = "GPU captures (nvidia-smi, NVML, wandb system metrics)"
 # Findings that are a period of the incident (shaded across every panel), with each kind's
 # colour; the rest are markers.
@@ -143,14 +155,16 @@ def plot_throughput(df: pd.DataFrame, baseline: float | None = None, recovery_fr
     if df.empty:
         return _empty("Throughput", _NO_THROUGHPUT)
     fig = go.Figure()
+    u, axis = _unit(df)
     for trace in _throughput_traces(df, run_colours(df["run"])):
         fig.add_trace(trace)
     if baseline:
-        fig.add_hline(y=baseline, line={"dash": "dash", "color": "#555"}, annotation_text=f"baseline {tok_s(baseline)}")
+        fig.add_hline(y=baseline, line={"dash": "dash", "color": "#555"},
+                      annotation_text=f"baseline {rate(baseline, u).removesuffix(' tok/s')}")
         if recovery_fraction:
             fig.add_hline(y=baseline * recovery_fraction, line={"dash": "dot", "color": "#999"},
                           annotation_text=f"recovered above {recovery_fraction:.0%}", annotation_position="bottom right")
-    fig.update_layout(title="Throughput", yaxis_title="tokens/s", xaxis_title="time (UTC)", legend={"orientation": "h", "y": -0.25})
+    fig.update_layout(title="Throughput", yaxis_title=axis, xaxis_title="time (UTC)", legend={"orientation": "h", "y": -0.25})
     fig.update_xaxes(automargin=True)
     return fig
 
@@ -159,6 +173,7 @@ def _throughput_traces(df: pd.DataFrame, colours: dict[str, str]) -> list[go.Sca
     """A line per run and source, in the run's colour; a run's second source (another log of the
     same run name) is dashed and named by its file."""
     out, seen = [], set()
+    u, _ = _unit(df)
     for (run, source), g in df.groupby(["run", "source"], dropna=False, sort=False):
         label = f"run {run}" if run not in seen else f"run {run} ({str(source).rsplit('/', 1)[-1]})"
         refs = g["ref"] if "ref" in g.columns else pd.Series("", index=g.index)
@@ -168,7 +183,8 @@ def _throughput_traces(df: pd.DataFrame, colours: dict[str, str]) -> list[go.Sca
             x=x, y=y, mode="lines+markers", marker={"size": 3}, name=label, legendgroup=f"run {run}",
             line={"color": colours[str(run)], "dash": "dash" if run in seen else "solid"},
             customdata=custom,
-            hovertemplate="%{x|%H:%M:%S} step %{customdata[0]}: %{y:,.0f} tok/s<br>%{customdata[1]}<extra>" + _label(label) + "</extra>",
+            hovertemplate="%{x|%H:%M:%S} step %{customdata[0]}: %{y:" + _hover(u) + "} " + u + "<br>%{customdata[1]}<extra>"
+                          + _label(label) + "</extra>",
         ))
         seen.add(run)
     return out
@@ -412,14 +428,15 @@ def plot_change_points(series: pd.DataFrame, segments: pd.DataFrame, crossings: 
         return _empty("Change points", _NO_THROUGHPUT)
     fig = go.Figure()
     colours = run_colours(series["run"])
+    u, axis = _unit(series)
     for run, g in series.groupby("run", sort=False):
         fig.add_trace(go.Scatter(x=g["time"], y=g["value"], mode="markers", marker={"size": 4, "color": colours[str(run)]},
                                  name=f"run {run}",
-                                 hovertemplate="%{x|%H:%M:%S} %{y:,.0f} tok/s<extra>run " + _label(run) + "</extra>"))
+                                 hovertemplate="%{x|%H:%M:%S} %{y:" + _hover(u) + "} " + u + "<extra>run " + _label(run) + "</extra>"))
     for k, s in enumerate(segments.itertuples()):
         fig.add_trace(go.Scatter(x=[s.start, s.end], y=[s.level, s.level], mode="lines",
                                  line={"color": "black", "width": 3}, name="segment level", legendgroup="seg",
-                                 showlegend=k == 0, hovertemplate=f"level {s.level:,.0f} tok/s<extra></extra>"))
+                                 showlegend=k == 0, hovertemplate=f"level {figure(s.level, u)} {u}<extra></extra>"))
     crossing = set(crossings.index)
     for k, s in enumerate(segments.itertuples()):
         if not k:
@@ -427,11 +444,12 @@ def plot_change_points(series: pd.DataFrame, segments: pd.DataFrame, crossings: 
         prev = segments["level"].iloc[k - 1]
         if k in crossing:
             fig.add_vline(x=s.start, line={"dash": "dash", "color": "#d62728"})
-            fig.add_annotation(x=s.start, y=max(prev, s.level), text=f"{tok_s(prev)} → {tok_s(s.level)}",
+            fig.add_annotation(x=s.start, y=max(prev, s.level),
+                               text=f"{rate(prev, u).removesuffix(' tok/s')} → {rate(s.level, u).removesuffix(' tok/s')}",
                                showarrow=True, arrowhead=2, ax=45, ay=-30, bgcolor="white")
         else:  # a level change inside a noisy degraded run: a faint line only
             fig.add_vline(x=s.start, line={"dash": "dot", "color": "#bbb", "width": 1})
-    fig.update_layout(title="Change points in throughput", yaxis_title="tokens/s", xaxis_title="time (UTC)", legend={"orientation": "h", "y": -0.2})
+    fig.update_layout(title="Change points in throughput", yaxis_title=axis, xaxis_title="time (UTC)", legend={"orientation": "h", "y": -0.2})
     fig.update_xaxes(automargin=True)
     return fig
 
@@ -442,11 +460,12 @@ def plot_throughput_distribution(series: pd.DataFrame) -> go.Figure:
         return _empty("Throughput per run", _NO_THROUGHPUT)
     fig = go.Figure()
     colours = run_colours(series["run"])
+    u, axis = _unit(series)
     for run, g in series.groupby("run", sort=False):
         fig.add_trace(go.Box(y=g["value"], name=f"run {run}", boxpoints="all", jitter=0.4, pointpos=0,
                              marker={"size": 3, "color": colours[str(run)]}, boxmean=True,
-                             hovertemplate="%{y:,.0f} tok/s<extra></extra>"))
-    fig.update_layout(title="Step throughput per run", yaxis_title="tokens/s", showlegend=False)
+                             hovertemplate="%{y:" + _hover(u) + "} " + u + "<extra></extra>"))
+    fig.update_layout(title="Step throughput per run", yaxis_title=axis, showlegend=False)
     fig.update_xaxes(automargin=True)
     return fig
 

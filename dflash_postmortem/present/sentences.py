@@ -29,7 +29,7 @@ from ..incident import Incident
 from ..model.attempts import attempts
 from ..model.ledger import CLASSES, SHOWN_S, ledger
 from ..schema import TOK_PER_S
-from ..units import clock, count, duration, gpu_hours, share, tok_s, tokens
+from ..units import clock, count, duration, gpu_hours, rate, share, tok_s, tokens
 
 MAX_SENTENCES = 5
 
@@ -156,8 +156,9 @@ def _when(t) -> str:
     return clock(t, utc=True, missing="?")
 
 
-def _k(v: float) -> str:
-    return f"{tok_s(v)} tok/s"
+def _k(v: float, n: dict) -> str:
+    """A level in its finding's unit (`numbers["unit"]`; findings older than steps/s have none)."""
+    return rate(v, n.get("unit") or "tok/s")
 
 
 def _of(findings: pd.DataFrame, *kinds: str) -> pd.DataFrame:
@@ -184,8 +185,8 @@ def _first_sign(f: pd.Series) -> str:
         others = [c for c in n.get("candidates", []) if not c.startswith("configuration differs")]
         if not flags and others:
             why = f"; likely cause: {others[0]}"
-        return (f"At {_when(f['start'])} throughput fell from {_k(n['baseline_tok_per_s'])} to "
-                f"{_k(n['degraded_tok_per_s'])} ({n['ratio']:.2f} of baseline) {where}{why}.")
+        return (f"At {_when(f['start'])} throughput fell from {_k(n['baseline_tok_per_s'], n)} to "
+                f"{_k(n['degraded_tok_per_s'], n)} ({n['ratio']:.2f} of baseline) {where}{why}.")
     if f["kind"] == "stall":
         cause = f", after {n['traceback']}" if n.get("traceback") else ""
         held = (f"; PID {', '.join(map(str, n['holders']))} held its memory" if n.get("holders") else "")
@@ -232,14 +233,14 @@ def _partial(f: pd.Series) -> str:
     n = f["numbers"]
     reasons = n.get("reasons") or []
     because = f" because {reasons[0]}" if reasons else " (no reason in the evidence)"
-    return (f"The relaunch at {_when(f['start'])} trained at only {_k(n['level_tok_per_s'])} "
+    return (f"The relaunch at {_when(f['start'])} trained at only {_k(n['level_tok_per_s'], n)} "
             f"({n['ratio']:.2f} of baseline){because}.")
 
 
 def _recovery(f: pd.Series, cost: dict | None) -> str:
     n = f["numbers"]
     ttr = n.get("time_to_recover_s")
-    text = (f"Throughput recovered to {_k(n['level_tok_per_s'])} ({n['ratio']:.2f} of baseline) at {_when(f['start'])}"
+    text = (f"Throughput recovered to {_k(n['level_tok_per_s'], n)} ({n['ratio']:.2f} of baseline) at {_when(f['start'])}"
             + (f", {duration(ttr)} after the {'stall' if n.get('episode') == 'stall' else 'drop'} began"
                if ttr is not None else ""))
     fix = [c for c in f["caused_by"] if str(c["id"]).startswith("event:") and "stopped" in c["why"]]
@@ -256,6 +257,8 @@ def _lost(cost: dict | None) -> str:
         parts.append(f"{gpu_hours(cost['gpu_hours_lost'])} GPU-hours")
     if not _missing(cost.get("tokens_lost")):
         parts.append(f"{tokens(cost['tokens_lost'])} tokens")
+    if not _missing(cost.get("steps_lost")):
+        parts.append(f"{tokens(cost['steps_lost'])} steps")
     return ("; lost: " + " and ".join(parts)) if parts else ""
 
 
@@ -360,7 +363,7 @@ def sources_line(inc: Incident) -> str:
 
 # --- the notebooks' one-line headlines (the cells nbval checks; see docs/report.md) --------------
 
-NO_THROUGHPUT = f"no data from training logs or wandb runs ({TOK_PER_S})"
+NO_THROUGHPUT = f"no data from training logs or wandb runs ({TOK_PER_S}, or a step counter)"
 
 
 def headline_text(findings: pd.DataFrame) -> str:
@@ -369,10 +372,10 @@ def headline_text(findings: pd.DataFrame) -> str:
     if reg is None:
         return "no throughput regression found"
     n = reg["numbers"]
-    line = f"baseline {tok_s(n['baseline_tok_per_s'])} tok/s -> degraded {tok_s(n['degraded_tok_per_s'])} tok/s ({n['ratio']:.2f})"
+    line = f"baseline {_k(n['baseline_tok_per_s'], n)} -> degraded {_k(n['degraded_tok_per_s'], n)} ({n['ratio']:.2f})"
     rec = recovery(findings)
     if rec is not None and "level_tok_per_s" in rec["numbers"]:
-        line += f" -> {rec['kind'].replace('_', ' ')} {tok_s(rec['numbers']['level_tok_per_s'])} tok/s ({rec['numbers']['ratio']:.2f})"
+        line += f" -> {rec['kind'].replace('_', ' ')} {_k(rec['numbers']['level_tok_per_s'], n)} ({rec['numbers']['ratio']:.2f})"
     return line
 
 

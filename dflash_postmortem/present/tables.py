@@ -25,7 +25,7 @@ from ..model.launches import outcomes
 from ..model.ledger import CLASSES, SHOWN_S, ledger, ledger_parts
 from ..schema import PROBLEM_EVENTS
 from ..shell_words import is_shell_running
-from ..units import clock, duration, gpu_hours, share, start_clock, tok_s, tokens
+from ..units import clock, duration, gpu_hours, rate, share, start_clock, tokens
 from .evidence_views import cited_line
 from .sentences import NO_THROUGHPUT, Missing, gpu_label, one_line
 
@@ -68,18 +68,22 @@ def headline(findings: pd.DataFrame, tl: Timeline | None = None) -> Table:
     reg = regression(findings)
     if reg is not None:
         n = reg["numbers"]
-        rows += [("baseline throughput", f"{tok_s(n['baseline_tok_per_s'])} tok/s", f"run {n['run_before']}"),
-                 ("degraded throughput", f"{tok_s(n['degraded_tok_per_s'])} tok/s ({n['ratio']:.2f} of baseline)",
+        u = n.get("unit") or "tok/s"
+        rows += [("baseline throughput", rate(n["baseline_tok_per_s"], u), f"run {n['run_before']}"),
+                 ("degraded throughput", f"{rate(n['degraded_tok_per_s'], u)} ({n['ratio']:.2f} of baseline)",
                   f"run {n['run_after']}")]
     rec = recovery(findings)
     if rec is not None and "level_tok_per_s" in rec["numbers"]:
-        rows.append(("throughput after recovery", f"{tok_s(rec['numbers']['level_tok_per_s'])} tok/s", rec["title"]))
+        rows.append(("throughput after recovery",
+                     rate(rec["numbers"]["level_tok_per_s"], rec["numbers"].get("unit") or "tok/s"), rec["title"]))
     if tl is not None and tl.impact:
         for key, label, fmt in (("time_to_detect_s", "time to detect", duration),
                                 ("time_to_mitigate_s", "time to mitigate", duration),
                                 ("time_to_recover_s", "time to recover", duration),
                                 ("gpu_hours_lost", "GPU-hours lost", gpu_hours),
-                                ("tokens_lost", "tokens lost", tokens)):
+                                ("tokens_lost", "tokens lost", tokens), ("steps_lost", "steps lost", tokens)):
+            if key == ("tokens_lost" if "steps_lost" in tl.impact else "steps_lost"):
+                continue  # one of the two: the job's pace is in tokens or in steps (model/pace.py)
             v = tl.impact.get(key)
             rows.append((label, NOT_MEASURABLE if v is None or pd.isna(v) else fmt(v), "timeline"))
     elif rec is not None and "time_to_recover_s" in rec["numbers"]:

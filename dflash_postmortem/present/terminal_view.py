@@ -16,7 +16,7 @@ from ..analysis.timeline import Timeline, timeline
 from ..detect import detect
 from ..incident import Incident
 from ..model.notes import reading_notes
-from ..units import clock, count, duration, gpu_hours, tok_s, tokens
+from ..units import clock, count, duration, gpu_hours, rate, tokens
 from .evidence_views import cited_line
 from .redact import redact
 from .sentences import CELL_CHARS, gpu_time_lines, one_line, what_happened
@@ -267,8 +267,11 @@ def _impact(page: _Page, i: dict) -> None:
     page.para(f"time to detect {duration(i.get('time_to_detect_s'))}, to mitigate "
               f"{duration(i.get('time_to_mitigate_s'))}, to recover {duration(i.get('time_to_recover_s'))}", 2, 4)
     if i.get("gpu_hours_lost") is not None:
-        lost = (f"; tokens lost {tokens(i['tokens_lost'])} against {tok_s(i['baseline_tok_per_s'])} tok/s"
-                if i.get("tokens_lost") is not None else "; tokens lost: no baseline rate (expected_tok_per_s)")
+        u = i.get("unit") or "tok/s"
+        what = "tokens" if u == "tok/s" else "steps"
+        n = i.get(f"{what}_lost")
+        lost = (f"; {what} lost {tokens(n)} against {rate(i['baseline_tok_per_s'], u)}" if n is not None
+                else "; tokens lost: no baseline rate (expected_tok_per_s)")
         page.para(f"{count(i['gpus_held'], 'GPU')} held ({i['gpus_held_from']}); GPU-hours lost "
                   f"{gpu_hours(i['gpu_hours_lost'])} of {gpu_hours(i['gpu_hours_held'])} held{lost}", 2, 4)
 

@@ -77,7 +77,7 @@ def test_a_missing_source_is_said_on_its_panel(tmp_path, bundled_dir):
     inc = smi_stream_only(tmp_path, bundled_dir)
     fig = plots.plot_overview(**tables.overview(inc, pm.detect(inc)))
     said = {(a.text, a.xref) for a in fig.layout.annotations if a.text.startswith("no data from")}
-    assert said == {("no data from training logs or wandb runs (train/tok_per_s)", "x domain"),
+    assert said == {("no data from training logs or wandb runs (train/tok_per_s, or a step counter)", "x domain"),
                     ("no data from process captures (ps, nvidia-smi compute-apps, training logs)", "x4 domain"),
                     ("no data from logs or shell transcripts (no events)", "x5 domain")}
     # the GPU panels it has data for; the others hold an empty trace, so that plotly draws them
@@ -88,7 +88,7 @@ def test_a_missing_source_is_said_on_its_panel(tmp_path, bundled_dir):
     series = throughput.series(inc)
     segments = throughput.segments(series)
     empty = plots.plot_change_points(series, segments, levels.band_crossings(segments))
-    assert [a.text for a in empty.layout.annotations] == ["no data from training logs or wandb runs (train/tok_per_s)"]
+    assert [a.text for a in empty.layout.annotations] == ["no data from training logs or wandb runs (train/tok_per_s, or a step counter)"]
 
 
 def test_change_points_mark_the_changes_across_the_baseline_band(bundled_incident):

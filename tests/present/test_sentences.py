@@ -59,7 +59,7 @@ def test_headlines_without_evidence():
     nothing = pm.detect(pm.Incident())
     assert text.headline_text(nothing) == "no throughput regression found"
     assert text.levels_text(throughput.segments(throughput.series(pm.Incident()))) == (
-        "no data from training logs or wandb runs (train/tok_per_s)")
+        "no data from training logs or wandb runs (train/tok_per_s, or a step counter)")
     assert text.restart_text(nothing) == "failed restarts: 0; slow starts: 0; stale processes: 0"
     assert text.recovery_text(nothing) == "no throughput drop, nothing to recover from"
     assert text.effects_text(replay_ab.replay_effects(pm.Incident())).startswith("no data from replay runs")

@@ -177,7 +177,7 @@ def test_notes_where_the_evidence_is_missing(tmp_path, bundled_dir):
         "findings": "no findings: the detectors found nothing in this evidence",
         "timeline": "nothing on the timeline: no finding and no operator action",
         "headline": "no throughput regression found: no headline numbers",
-        "levels": "no data from training logs or wandb runs (train/tok_per_s)",
+        "levels": "no data from training logs or wandb runs (train/tok_per_s, or a step counter)",
         "config": "no configuration difference between runs (or no run-to-run drop)",
         "warnings": "no throughput drop to look around",
         "causes": "no throughput drop found",

@@ -1,0 +1,84 @@
+"""The job's pace: how fast it trained, in the one measure its evidence gives.
+
+Tokens per second where a trainer logs them (its lines' rates; progress.py counts them over
+windows). Where no source of the incident logs tokens (a Hugging Face or Lightning run: a bar of
+steps, a loss every N steps), steps per second from the step counter: the steps between two step
+lines of one series over the time between them, the lines at least PACE_S apart. A bar's own
+`it/s` is not read for this: Lightning's tqdm bar draws the mean since its start (smoothing 0),
+which hides a slowdown for minutes; and a bar dated by its elapsed time has whole seconds, so a
+rate per update would be noise.
+
+One measure per incident, so that levels, regressions and the cost compare like with like.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..incident import Incident
+from ..schema import STEPS_PER_S, TOK_PER_S
+from . import computed
+from .step_lines import step_lines
+
+UNITS = {TOK_PER_S: "tok/s", STEPS_PER_S: "steps/s"}
+# Step lines closer than this are merged into one interval of the step counter.
+PACE_S = 5.0
+
+
+def pace_metric(inc: Incident) -> str:
+    """TOK_PER_S where any source logs tokens per second, else STEPS_PER_S."""
+    return computed.cached(inc, "pace metric", ("metrics",), lambda: _metric(inc.metrics))
+
+
+def unit(inc: Incident) -> str:
+    """The pace's unit as a sentence says it: `tok/s` or `steps/s`."""
+    return UNITS[pace_metric(inc)]
+
+
+def pace_rows(inc: Incident) -> pd.DataFrame:
+    """Rows shaped like the metrics frame's, one measure (pace_metric): the tokens-per-second lines
+    as logged, or one steps-per-second row per interval of each series' step counter, at the
+    interval's end (the time and line of the step that closes it)."""
+    return computed.cached(inc, "pace rows", ("metrics",), lambda: _rows(inc))
+
+
+def _metric(m: pd.DataFrame) -> str:
+    return TOK_PER_S if ((m["metric"] == TOK_PER_S) & m["value"].notna()).any() else STEPS_PER_S
+
+
+def _rows(inc: Incident) -> pd.DataFrame:
+    m = inc.metrics
+    if _metric(m) == TOK_PER_S:
+        return m[(m["metric"] == TOK_PER_S) & m["value"].notna()]
+    lines = step_lines(inc)
+    if lines.empty:
+        return m.iloc[:0]
+    keys = [lines["source"].fillna(""), lines["run"].fillna(""), lines["rank"].fillna(-1)]
+    parts = [_counted(g) for _, g in lines.groupby(keys, sort=False)]
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return m.iloc[:0]
+    return pd.concat(parts).sort_values("time", kind="stable")
+
+
+def _counted(g: pd.DataFrame) -> pd.DataFrame:
+    """One series' steps-per-second rows: between lines at least PACE_S apart; a counter that goes
+    back (a resume from a checkpoint, a new run in the same file) begins a new interval."""
+    g = g.sort_values("time", kind="stable")
+    t = g["time"].to_numpy(dtype="datetime64[us]").astype("i8") / 1e6
+    step = g["step"].to_numpy(dtype="float64", na_value=np.nan)
+    keep, values = [], []
+    t0, s0 = t[0], step[0]
+    for i in range(1, len(g)):
+        if step[i] < s0:
+            t0, s0 = t[i], step[i]
+            continue
+        if t[i] - t0 >= PACE_S:
+            keep.append(i)
+            values.append((step[i] - s0) / (t[i] - t0))
+            t0, s0 = t[i], step[i]
+    out = g.iloc[keep].copy()
+    out["metric"] = STEPS_PER_S
+    out["value"] = np.asarray(values, dtype=float)
+    return out

@@ -1,0 +1,53 @@
+"""The job's pace (model/pace.py) on incidents recorded on an H200: tokens per second where the
+trainer logs them; steps per second from the step counter where it does not, checked against
+the rate the trainer's own progress bar printed."""
+
+from __future__ import annotations
+
+import numpy as np
+from support.bundled import loaded
+
+from dflash_postmortem.model.pace import PACE_S, _counted, pace_rows, unit
+from dflash_postmortem.model.progress import progress
+from dflash_postmortem.model.step_lines import step_lines
+from dflash_postmortem.schema import STEPS_PER_S, TOK_PER_S
+
+
+def test_a_trainer_that_logs_tokens_is_measured_in_tokens():
+    inc = loaded("h200-1gpu-stall")[0]
+    rows = pace_rows(inc)
+    assert unit(inc) == "tok/s"
+    logged = inc.metrics[(inc.metrics["metric"] == TOK_PER_S) & inc.metrics["value"].notna()]
+    assert len(rows) == len(logged) > 0
+    assert set(rows["metric"]) == {TOK_PER_S}
+
+
+def test_a_trainer_that_logs_steps_only_is_measured_from_its_step_counter():
+    # transformers.Trainer under accelerate: a tqdm bar of steps (its it/s printed), a loss every
+    # 10 steps, TensorBoard; no tokens anywhere
+    inc = loaded("h200-1gpu-hf-oom-resume")[0]
+    assert unit(inc) == "steps/s"
+    rows = pace_rows(inc)
+    assert set(rows["metric"]) == {STEPS_PER_S}
+    log = rows[rows["source"] == "logs/hf_train.log"]
+    # one row per interval of at least PACE_S, each closing on a later step than the one before
+    gaps = log["time"].diff().dt.total_seconds().dropna()
+    assert (gaps >= PACE_S).all() and log["step"].is_monotonic_increasing
+    # the counted pace agrees with the bar's own it/s (the bar smooths; the counter does not)
+    bar = inc.metrics[(inc.metrics["source"] == "logs/hf_train.log") & (inc.metrics["metric"] == "train/it_per_s")]
+    assert abs(np.median(log["value"]) / np.median(bar["value"]) - 1) < 0.1
+    # and the attempts' levels are in it: the first run and its resume, both about 8 steps/s
+    levels = progress(inc).groupby("attempt")["level"].median()
+    assert len(levels) == 2 and ((levels > 6) & (levels < 10)).all()
+
+
+def test_a_counter_that_goes_back_starts_a_new_interval():
+    # the two runs' bars as one log would hold them (a supervisor appending both to one file): the
+    # resume's bar starts again at 200 after the first run reached 249; no interval spans the two
+    inc = loaded("h200-1gpu-hf-oom-resume")[0]
+    lines = step_lines(inc)
+    both = lines[lines["source"].isin(["logs/hf_train.log", "logs/hf_resume.log"])].assign(source="logs/one.log")
+    rates = _counted(both)
+    # one spanning the 50 s between the runs would count 226 -> 244 as 0.4 steps/s
+    assert rates["time"].diff().dt.total_seconds().max() > 45
+    assert ((rates["value"] > 4) & (rates["value"] < 10)).all()
