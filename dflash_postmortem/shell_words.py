@@ -374,7 +374,7 @@ class KillTarget:
     a name pattern (`pkill -f train.py`, `killall python`) or a terminal multiplexer's session
     (`tmux kill-session -t train`, `screen -S train -X quit`: what was started in it gets SIGHUP)."""
 
-    program: str  # kill, pkill, killall, skill, tmux, screen
+    program: str  # kill, pkill, killall, skill, tmux, screen, scancel
     signal: str
     pid: int | None = None
     is_group: bool = False
@@ -382,6 +382,7 @@ class KillTarget:
     pattern: str | None = None
     expr: str | None = None  # `kill $(cat run/train.pid)`: the PID is known only when it ran
     session: str | None = None  # a tmux or screen session name; "*" for every one (`tmux kill-server`)
+    scheduler_job: str | None = None  # `scancel 1234`: a Slurm job (`1234_5` an array task, `1234.0` a step)
 
 
 _KILL_VALUE_OPTIONS = {"-u", "-U", "-g", "-G", "-P", "-t", "--user", "--parent", "--group", "--terminal"}
@@ -400,6 +401,9 @@ def kill_targets(cmd: str) -> list[KillTarget]:
         name = command_name(seg)
         if name in ("tmux", "screen"):
             out += _multiplexer_kill(name, seg)
+            continue
+        if name == "scancel":
+            out += _scancel(seg)
             continue
         if name not in ("kill", "pkill", "killall", "skill"):
             continue
@@ -446,6 +450,35 @@ def kill_targets(cmd: str) -> list[KillTarget]:
         mine = out[first:]
         out[first:] = [t for k, t in enumerate(mine) if t not in mine[:k]]
     return out
+
+
+# scancel's options that take a value (`-u alice`, `--partition gpu`), and a job id as it names
+# one: `1234`, an array task `1234_5`, a het component `1234+1`, a step `1234.0`.
+_SCANCEL_VALUES = {"-A", "--account", "-M", "--clusters", "-n", "--name", "--jobname", "-p", "--partition",
+                   "-q", "--qos", "-R", "--reservation", "-s", "--signal", "-t", "--state", "-u", "--user",
+                   "-w", "--nodelist", "--wckey", "--sibling"}
+_SLURM_JOB = re.compile(r"\d+(?:[_+]\d+)?(?:\.\w+)?")
+
+
+def _scancel(seg: list[str]) -> list[KillTarget]:
+    """`scancel [-s SIGNAL] JOBID...`: Slurm ends each job (SIGTERM to its processes, then SIGKILL
+    after its KillWait), or only signals it where `--signal` is given. Jobs chosen by name, user
+    or partition are not targets the command line names."""
+    i = next(i for i, w in enumerate(seg) if w.rsplit("/", 1)[-1] == "scancel") + 1
+    sig, jobs = "SIGTERM", []
+    while i < len(seg):
+        w = seg[i]
+        option, _, value = w.partition("=")
+        if option in _SCANCEL_VALUES:
+            if not value and i + 1 < len(seg):
+                value = seg[i + 1]
+                i += 1
+            if option in ("-s", "--signal"):
+                sig = signal_name(value) or sig
+        elif _SLURM_JOB.fullmatch(w):
+            jobs.append(w)
+        i += 1
+    return [KillTarget("scancel", sig, scheduler_job=j) for j in dict.fromkeys(jobs)]
 
 
 def _multiplexer_kill(name: str, seg: list[str]) -> list[KillTarget]:

@@ -82,7 +82,11 @@ def _milestones(inc: Incident, f: pd.DataFrame, s: pd.DataFrame) -> dict:
             # The recovery names what ended the incident (a survivor stopped): that is the mitigation.
             out["mitigated"], out["mitigated_ref"] = fix["time"], fix["ref"]
         else:
+            # the relaunch that brought it back: after the first sign (the launch of the run
+            # that slowed down and came back by itself mitigated nothing)
             launches = ev[(ev["kind"] == "launch") & (ev["time"] <= out["recovered"])]
+            if out["first_sign"] is not None:
+                launches = launches[launches["time"] >= out["first_sign"]]
             failed = set(_kinds(f, "failed_restart")["start"])
             ok = launches[~launches["time"].isin(failed)]
             if len(ok):
@@ -141,9 +145,11 @@ def impact(inc: Incident, findings: pd.DataFrame) -> dict:
     grid = pd.DataFrame({"time": pd.date_range(t0, end, freq="1s", inclusive="left").astype(TIME)})
     gaps = s.groupby("run")["time"].diff().dt.total_seconds().dropna()
     tol = max(10.0, 3 * float(gaps.median())) if len(gaps) else 60.0
-    # A tok/s value logged at t describes the interval ending at t: look forward to it.
+    # A tok/s value logged at t describes the interval ending at t: look forward to it; a pace
+    # counted from steps stands at the beginning of its interval (model/pace.py): look back.
     rate = pd.merge_asof(grid, s[["time", "value"]].sort_values("time"), on="time",
-                         direction="forward", tolerance=pd.Timedelta(seconds=tol))["value"]
+                         direction="forward" if out["unit"] == "tok/s" else "backward",
+                         tolerance=pd.Timedelta(seconds=tol))["value"]
     rate = rate.fillna(0.0).to_numpy(dtype=float)
     shortfall = np.clip(1.0 - rate / baseline, 0.0, 1.0)
     window = len(grid)

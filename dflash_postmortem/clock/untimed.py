@@ -8,12 +8,15 @@ works it out:
 - a progress bar states the seconds since it began (`249/400 [00:33<00:17, 7.5it/s]`): the
   log's lines are that far apart;
 - another source of the same run with a clock (TensorBoard, wandb, a metrics file) logged the
-  same steps at known times: the bar began where the two counters agree.
+  same steps at known times: the bar began where the two counters agree;
+- else a GPU that was idle when the log was launched went busy: its steps are what keeps a GPU at
+  work (loading a model copies memory at low utilization), so the bar began after its last idle
+  sample, within one sampling interval.
 
 Each row gets the bar's clock where a bar came before it (lines before the first bar: the
 launch), put on the incident's clock by the earliest source whose steps agree with the bar and
-that begins after the launch, else by the launch itself (then the times are the earliest they
-can be). The file's load report says which.
+that begins after the launch, else by the GPU going busy after it, else by the launch itself
+(then the times are the earliest they can be). The file's load report says which.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ def date_untimed_logs(inc) -> None:
         at = launches.loc[named[-1]] if named else None
         clock = _bar_clock(inc.metrics, rep.path)
         start, how = _bar_start(inc.metrics, rep.path, clock, None if at is None else at["time"])
+        if start is None and at is not None and clock:
+            start, how = _gpu_busy(inc.gpus, at["time"])
         if start is None and at is not None and clock:
             start, how = at["time"], "the launch that wrote the file, the earliest its bar can have begun"
         n = int(sum(r.sum() for r in rows))
@@ -123,6 +128,39 @@ def _bar_clock(metrics: pd.DataFrame, source: str) -> _Clock:
         total.append(base + v)
     steps = [None if pd.isna(s) else int(s) for s in el["step"]]
     return _Clock(el["_line"].astype(int).tolist(), steps, total)
+
+
+# A GPU below IDLE_PCT is idle, at or above BUSY_PCT busy (nvidia-smi's utilization.gpu: the
+# share of the last sample period a kernel ran); a start that takes longer than BUSY_WITHIN after
+# its launch to make a GPU busy is not told apart from other work.
+IDLE_PCT, BUSY_PCT = 10.0, 50.0
+BUSY_WITHIN = pd.Timedelta(minutes=30)
+
+
+def _gpu_busy(gpus: pd.DataFrame, launched) -> tuple[pd.Timestamp | None, str]:
+    """The last idle sample before a GPU that was idle at the launch went busy: the earliest the
+    trainer's steps can have begun, and the latest is one sample later."""
+    g = gpus.dropna(subset=["time", "util_gpu_pct"]) if len(gpus) else gpus
+    if g.empty:
+        return None, ""
+    best = None
+    for key, s in g.groupby([g["host"].fillna(""), g["gpu"].fillna(-1)], sort=False):
+        s = s.sort_values("time", kind="stable")
+        after = s[(s["time"] >= launched) & (s["time"] <= launched + BUSY_WITHIN)]
+        busy = np.flatnonzero(after["util_gpu_pct"].to_numpy(dtype=float) >= BUSY_PCT)
+        if not len(busy) or busy[0] == 0:
+            continue  # busy at its first sample after the launch: other work, or no idle sample to bound it
+        idle = after.iloc[: busy[0]]
+        if (idle["util_gpu_pct"] >= IDLE_PCT).any():
+            continue  # at work before: not idle at the launch
+        last_idle, first_busy = idle.iloc[-1], after.iloc[busy[0]]
+        if best is None or last_idle["time"] < best[0]:
+            best = (last_idle["time"], first_busy["time"], key[1])
+    if best is None:
+        return None, ""
+    gpu = f"GPU {int(best[2])}" if best[2] != -1 else "its GPU"
+    return best[0], (f"where {gpu}, idle at the launch, went busy: idle at {best[0]:%H:%M:%S}, busy at "
+                     f"{best[1]:%H:%M:%S}")
 
 
 def _bar_start(metrics: pd.DataFrame, source: str, clock: _Clock, launched) -> tuple[pd.Timestamp | None, str]:

@@ -24,18 +24,23 @@ from .stall import stall_intervals
 from .throughput import config_differences, episodes, segments, series
 
 SUSTAIN = 5
+# A recovered level is the median of this many samples from the recovery on.
+LEVEL_SAMPLES = 20
 # Without its launch in the evidence, a relaunch is taken to have started this long before its
 # first step (model loading and compile).
 _STARTUP = pd.Timedelta(minutes=2)
 
 
 def _sustained(values: np.ndarray, floor: float, n: int) -> int | None:
-    ok = values >= floor
-    run = 0
-    for i, good in enumerate(ok):
-        run = run + 1 if good else 0
-        if run >= n:
-            return i - n + 1
+    """The first sample at the floor from which the job stayed there: its first n samples all at
+    the floor, or (a noisy series, a rate counted over whole seconds, dips below it now and then
+    while the level is back) the level it is measured by, the median of its LEVEL_SAMPLES, at the
+    floor over at least n samples."""
+    for i in range(len(values) - n + 1):
+        if values[i] < floor:
+            continue
+        if (values[i:i + n] >= floor).all() or np.median(values[i:i + LEVEL_SAMPLES]) >= floor:
+            return i
     return None
 
 
@@ -178,7 +183,7 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
         i = _sustained(after["value"].to_numpy(dtype=float), floor, min(SUSTAIN, len(after)))
         if i is not None:
             window = after.iloc[i:]
-            level = float(window["value"].iloc[:max(SUSTAIN, 20)].median())
+            level = float(window["value"].iloc[:LEVEL_SAMPLES].median())
             when = window["time"].iloc[0]
             ttr = (when - ep["start"]).total_seconds()
             rows.append(findings.finding(

@@ -21,6 +21,7 @@ from ..incident import Incident, RunInfo
 from ..model import computed as memo
 from ..model.launches import launch_of
 from ..model.pace import pace_rows, unit
+from ..model.progress import LINES_PER_WINDOW, SPIKY, alternates, spread
 from ..schema import PROBLEM_EVENTS
 from ..shell_words import flag_key
 from ..units import figure, rate
@@ -67,6 +68,13 @@ def _series(inc: Incident) -> pd.DataFrame:
     for _run, g in m.groupby("run", dropna=False, sort=False):
         counts = g.groupby("source", dropna=False).size().sort_values(ascending=False)
         g = g[g["source"] == counts.index[0]].sort_values("time", kind="stable")
+        v = g["value"].to_numpy(dtype=float)
+        if unit(inc) == "tok/s" and (alternates(v) or spread(v) > SPIKY):
+            # a trainer's lines that alternate or swing (threads or ranks each logging their own
+            # rate, uneven steps) say no level one by one: the run's level is the mean over a
+            # window of lines around each (as model/progress.py counts it); a pace counted from
+            # steps is counted over intervals already
+            g = g.assign(value=g["value"].rolling(LINES_PER_WINDOW, center=True).mean()).dropna(subset=["value"])
         parts.append(g.iloc[_warmup(g["value"].to_numpy(dtype=float)):])
     parts = [p for p in parts if len(p)]
     if not parts:
@@ -329,7 +337,10 @@ def _shared_gpus(inc: Incident, ep: dict) -> list[dict]:
     gp = memo.between(inc, inc.gpu_processes, "time", ep["start"], ep["end"], inclusive=True).dropna(subset=["pid"])
     if gp.empty:
         return []
-    key = "gpu" if gp["gpu"].notna().all() else "uuid"
+    # by index where the samples name one (an operator's `--query-compute-apps=pid,used_memory`
+    # in a transcript names no GPU: it cannot say which GPU was shared)
+    key = "gpu" if gp["gpu"].notna().any() else "uuid"
+    gp = gp.dropna(subset=[key])
     per = gp.groupby(["time", key])["pid"].nunique()
     shared = per[per > 1]
     if shared.empty:

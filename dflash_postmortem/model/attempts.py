@@ -45,7 +45,7 @@ from ..shell_words import (
     simple_commands,
 )
 from . import computed
-from .kills import aimed_at, is_group_kill
+from .kills import aimed_at, is_group_kill, job_reached
 from .step_lines import step_lines
 
 # ps START has minute resolution: a process started in the minute of a launch may be its own.
@@ -115,7 +115,11 @@ def kill_reach(inc: Incident) -> dict[int, set[int]]:
         started = [_Started(c, frozenset(p), s, r) for c, p, s, r in
                    zip(att["command"], att["pids"], att["start"], att["launch_ref"], strict=True)]
         sent = inc.events[inc.events["kind"] == "kill_sent"]
-        return {i: (aimed := aimed_at(inc, r)) | reached(r, aimed, started) for i, r in sent.iterrows()}
+        # a `scancel` reaches the processes of the attempts of the job it names
+        jobs = [(j, set(p)) for j, p in zip(att["job"], att["pids"], strict=True)]
+        return {i: (aimed := aimed_at(inc, r)) | reached(r, aimed, started)
+                | {p for j, ps in jobs if job_reached(r.get("target_job"), j) for p in ps}
+                for i, r in sent.iterrows()}
     return computed.cached(inc, "kill reach", READS, build)
 
 
@@ -204,9 +208,13 @@ class _Assembly:
         self.hosts = {src: h for df in (inc.metrics, inc.events) if "host" in df.columns and len(df)
                       for src, h in df.dropna(subset=["source", "host"]).drop_duplicates("source")[["source", "host"]]
                       .itertuples(index=False)}
-        # each operator's kill with the PIDs it aimed at (PID files, patterns resolved)
+        # each operator's kill with the PIDs it aimed at (PID files, patterns resolved), and the
+        # scheduler jobs it cancelled (`scancel 1234`: the job, not a PID, is what it names)
         sent = ev[ev["kind"] == "kill_sent"]
         self.kills = [(i, aimed_at(inc, r)) for i, r in sent.iterrows()]
+        self.job_kills = {i: j for i, j in _col(sent, "target_job").items() if isinstance(j, str) and j}
+        listed = ev[ev["source"].isin(job_listings(inc))] if "job" in ev.columns else ev.iloc[:0]
+        self.listed = listed.dropna(subset=["job"])
 
     # ------------------------------------------------------------------ the signals, in turn
     def build(self) -> pd.DataFrame:
@@ -278,8 +286,12 @@ class _Assembly:
         rows = self.ev[self.ev["kind"] == "attempt_start"].sort_values("time", kind="stable")
         for _, r in rows.iterrows():
             job, n = _text(r.get("job")), _num(r.get("attempt"))
-            same = next((a for a in self.found if a.job is not None and a.job == job and a.job_attempt == n), None)
+            # the same start as another source lists it (scontrol numbers the attempt, sacct does
+            # not): one attempt
+            same = next((a for a in self.found if a.job is not None and a.job == job and (
+                a.job_attempt == n or (None in (a.job_attempt, n) and abs(a.start - r["time"]) <= LOG_SLACK))), None)
             if same is not None:
+                same.job_attempt = same.job_attempt if same.job_attempt is not None else n
                 continue
             typed = next((a for a in reversed(self.found) if a.launch_ref and a.job is None
                           and a.start <= r["time"] <= a.start + LOG_SLACK), None)
@@ -449,6 +461,12 @@ class _Assembly:
         """The attempt `n` of a launcher's job: known already, else the launch typed just before
         (its first attempt), else a new attempt the launcher started (a restart)."""
         hit = next((a for a in self.found if a.job == job and a.job_attempt == n), None)
+        if hit is None and n is None and job is not None:
+            # lines that name the job and no attempt (a Slurm job's output file): the job's attempt
+            # running then, the latest started by then (a requeue appends to the same file), else
+            # its first (the trainer's clock is not the scheduler's)
+            mine = sorted((a for a in self.found if a.job == job), key=lambda a: a.start)
+            hit = next((a for a in reversed(mine) if a.start <= when + LOG_SLACK), mine[0] if mine else None)
         if hit is None:
             # The attempt of that number the launcher started about then, where one side names no
             # job: a launcher's lines before it names its job (torchrun's config, then its run id),
@@ -520,6 +538,7 @@ class _Assembly:
         started = [_Started(a.command, frozenset(a.pids), a.start, a.launch_ref) for a in found]
         self.kills = [(i, pids | reached(self.ev.loc[i], pids, started)) for i, pids in self.kills]
         _jobs(found)
+        self.ordered = found
         rows = []
         for i, a in enumerate(found, 1):
             rows.append(self._row(i, a))
@@ -529,12 +548,28 @@ class _Assembly:
             df[col] = pd.to_datetime(df[col], utc=True).astype("datetime64[us, UTC]")
         return df
 
+    def _job_rows_of(self, a: _Attempt, found: list[_Attempt]) -> list:
+        """The event rows that are the attempt's by its scheduler job: the kill_sent rows that
+        cancelled it (`scancel`), and what the job listings say of it, from its start to the next
+        attempt of the same job."""
+        if a.job is None:
+            return []
+        rows = [i for i, j in self.job_kills.items() if job_reached(j, a.job)]
+        later = [b.start for b in found if b.job == a.job and b.start is not None and b.start > a.start]
+        listed = self.listed[(self.listed["job"] == a.job) & (self.listed["time"] >= a.start - LOG_SLACK)]
+        if later:
+            listed = listed[listed["time"] < min(later)]
+        if a.job_attempt is not None and "attempt" in listed.columns:
+            listed = listed[listed["attempt"].isna() | (listed["attempt"] == a.job_attempt)]
+        return rows + list(listed.index)
+
     def _row(self, i: int, a: _Attempt) -> dict:
         inc = self.inc
         parts = [(s, b, e) for s, (b, e) in a.sources.items()]
         steps = _steps(inc, parts, a.runs, a.start, self.owned)
         first = steps.iloc[0] if len(steps) else None
-        rows = _rows_of(inc, parts, a.pids, self.kills, a.launch_ref)
+        by_job = self._job_rows_of(a, self.ordered)
+        rows = _rows_of(inc, parts, a.pids, self.kills, a.launch_ref, by_job)
         gp = inc.gpu_processes[inc.gpu_processes["pid"].isin(a.pids)] if a.pids else inc.gpu_processes.iloc[:0]
         procs = self.procs[self.procs["pid"].isin(a.pids)]
         # a launcher's agent lives through every attempt of its job: an attempt lives as long as
@@ -546,7 +581,7 @@ class _Assembly:
             p = procs.loc[procs["alive_until"].idxmax()]
             lives.append((p["alive_until"], _text(p.get("ref"))))
         last_alive, last_ref = max(lives, key=lambda x: x[0]) if lives else (a.start, a.start_ref)
-        end = _end(inc, a, parts, last_alive, self.kills)
+        end = _end(inc, a, parts, last_alive, self.kills, by_job)
         end.update(_cause(rows, steps["time"].max() if len(steps) else a.start, end["end"]))
         ranks = set(a.ranks) | {int(x) for x in _col(rows, "rank").dropna()}
         job = a.job if a.job is not None else _first(_col(rows, "job"))
@@ -691,6 +726,16 @@ def _trainer_processes(procs: pd.DataFrame) -> pd.DataFrame:
     return out.dropna(subset=["start"])
 
 
+def job_listings(inc: Incident) -> set[str]:
+    """Sources that list several jobs of a scheduler (`sacct`, `scontrol show job`, a job-completion
+    log): what they say of each job is that job's, none of them is one trainer's log."""
+    ev = inc.events
+    if ev.empty or "job" not in ev.columns:
+        return set()
+    jobs = ev.dropna(subset=["job"]).groupby("source")["job"].nunique()
+    return set(jobs[jobs > 1].index) - set(inc.metrics["source"].dropna().unique())
+
+
 def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
     """Each log source's starts: its first row, and each start-up sequence that begins after the
     source said its trainer ended (a restart loop appending to one log). (time, ref, rank, job,
@@ -711,7 +756,7 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
     rows = pd.concat(parts, ignore_index=True).dropna(subset=["source", "time"])
     # a transcript or a listing is not a log of one trainer
     transcripts = set(ev.loc[ev["kind"].isin(("command", "launch", "gpu_query", "process_count")), "source"].dropna())
-    rows = rows[~rows["source"].isin(transcripts)]
+    rows = rows[~rows["source"].isin(transcripts | job_listings(inc))]
     out: dict[str, list[tuple]] = {}
     for (source, rank), g in rows.groupby(["source", _col(rows, "rank").fillna(-1)], sort=False, dropna=False):
         g = g.sort_values("time", kind="stable")
@@ -764,10 +809,11 @@ def _steps(inc: Incident, parts: list[tuple], runs: list[str], start, owned: set
 
 
 def _rows_of(inc: Incident, parts: list[tuple], pids: set[int], kills: list | None = None,
-             launch_ref: str | None = None) -> pd.DataFrame:
+             launch_ref: str | None = None, job_rows: list | None = None) -> pd.DataFrame:
     """Every metric and event row of the attempt's log parts, the events naming its PIDs, the
-    operator's kills aimed at them (`kills`: (row index, PIDs) of each kill_sent event), and what
-    the shell said of the command that launched it (`Killed`, `exit=137` under a foreground launch)."""
+    operator's kills aimed at them (`kills`: (row index, PIDs) of each kill_sent event), the event
+    rows that are its by its scheduler job (`job_rows`: row indexes, `_job_rows_of`), and what the
+    shell said of the command that launched it (`Killed`, `exit=137` under a foreground launch)."""
     out = []
     for df in (inc.metrics, inc.events):
         if df.empty:
@@ -782,6 +828,8 @@ def _rows_of(inc: Incident, parts: list[tuple], pids: set[int], kills: list | No
             mask |= df["pid"].isin(pids).fillna(False).astype(bool)
         if pids and df is inc.events and kills:
             mask.loc[[i for i, aimed in kills if aimed & pids]] = True
+        if df is inc.events and job_rows:
+            mask.loc[job_rows] = True
         if launch_ref and "command_ref" in df.columns:
             mask |= (df["command_ref"] == launch_ref).fillna(False).astype(bool)
         out.append(df[mask])
@@ -803,11 +851,11 @@ def _cause(rows: pd.DataFrame, since, end) -> dict:
             "cause_message": error_text(r["message"], r["kind"]) or None, "cause_rank": _num(r.get("rank"))}
 
 
-def _end(inc: Incident, a: _Attempt, parts: list[tuple], last_alive, kills: list) -> dict:
+def _end(inc: Incident, a: _Attempt, parts: list[tuple], last_alive, kills: list, job_rows: list) -> dict:
     """How the attempt ended: the strongest terminal line of its own logs or naming its PIDs, up
     to a little after its last sign of life; None where it was alive when the evidence ends."""
     none = {"end": None, "end_kind": None, "end_ref": None, "end_message": None, "exit_code": None, "signal": None}
-    rows = _rows_of(inc, parts, a.pids, kills, a.launch_ref)
+    rows = _rows_of(inc, parts, a.pids, kills, a.launch_ref, job_rows)
     if "kind" not in rows.columns:
         return none  # only metric rows: nothing says how it ended
     ev = rows[rows["kind"].isin(_ENDS)]

@@ -1,6 +1,6 @@
 """Which processes a kill aimed at: literal PIDs, `$(cat run/x.pid)` through the PID files in
 the incident, `pkill -f PATTERN` through the processes alive at that time, and a process group
-(`kill -- -PGID`) through the listings' PGID. Read by the
+(`kill -- -PGID`) through the listings' PGID; and which scheduler jobs (`scancel 1234`). Read by the
 attempt model (an attempt the operator killed ended by that kill) and the failed-kill detector.
 """
 
@@ -82,3 +82,13 @@ def group_members(inc: Incident, groups: set[int], when) -> set[int]:
         return set()
     alive = procs[(procs["first_seen"] <= when) & (procs["last_seen"] >= when - pd.Timedelta(seconds=5))]
     return {int(p) for p in alive.loc[alive["pgid"].isin(list(groups)), "pid"]}
+
+
+def job_reached(target, job) -> bool:
+    """Whether a scheduler kill of `target` (`scancel 1234`, `1234_5`, `1234.0`) reaches the job
+    an attempt belongs to: the job itself, every task of its array and component of its
+    heterogeneous job; a step's cancel (`1234.0`) ends the training its job runs in that step."""
+    if not isinstance(target, str) or not target or not isinstance(job, str) or not job:
+        return False
+    base = target.split(".", 1)[0]
+    return job == base or job.startswith((base + "_", base + "+"))

@@ -38,8 +38,9 @@ def unit(inc: Incident) -> str:
 
 def pace_rows(inc: Incident) -> pd.DataFrame:
     """Rows shaped like the metrics frame's, one measure (pace_metric): the tokens-per-second lines
-    as logged, or one steps-per-second row per interval of each series' step counter, at the
-    interval's end (the time and line of the step that closes it)."""
+    as logged (each for the time since the line before it), or one steps-per-second row per
+    interval of each series' step counter, at the interval's beginning with the line and step
+    that close it: a change of pace found at a row began within its interval, no earlier."""
     return computed.cached(inc, "pace rows", ("metrics",), lambda: _rows(inc))
 
 
@@ -68,17 +69,19 @@ def _counted(g: pd.DataFrame) -> pd.DataFrame:
     g = g.sort_values("time", kind="stable")
     t = g["time"].to_numpy(dtype="datetime64[us]").astype("i8") / 1e6
     step = g["step"].to_numpy(dtype="float64", na_value=np.nan)
-    keep, values = [], []
-    t0, s0 = t[0], step[0]
+    keep, values, begins = [], [], []
+    i0 = 0
     for i in range(1, len(g)):
-        if step[i] < s0:
-            t0, s0 = t[i], step[i]
+        if step[i] < step[i0]:
+            i0 = i
             continue
-        if t[i] - t0 >= PACE_S:
+        if t[i] - t[i0] >= PACE_S:
             keep.append(i)
-            values.append((step[i] - s0) / (t[i] - t0))
-            t0, s0 = t[i], step[i]
+            begins.append(i0)
+            values.append((step[i] - step[i0]) / (t[i] - t[i0]))
+            i0 = i
     out = g.iloc[keep].copy()
+    out["time"] = g["time"].iloc[begins].to_numpy()
     out["metric"] = STEPS_PER_S
     out["value"] = np.asarray(values, dtype=float)
     return out

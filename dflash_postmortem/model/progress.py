@@ -130,13 +130,13 @@ def _progress(inc: Incident) -> pd.DataFrame:
             notes.append(f"attempt {a['attempt']} ({a['run'] or a['script'] or '?'}): {note}")
         # (the trainer's own rates only: a step counter's are the model's, over PACE_S or more)
         values = [g["value"].to_numpy(dtype=float) for g in series.values()] if pace_metric(inc) != STEPS_PER_S else []
-        if any(_alternates(v) for v in values):
+        if any(alternates(v) for v in values):
             notes.append(f"attempt {a['attempt']} ({a['run'] or a['script'] or '?'}): its lines' tok/s alternate "
                          "between two levels (threads or ranks writing their own rate, or gradient accumulation): "
                          "levels are taken over windows, never line by line")
-        elif (spread := max((_spread(v) for v in values), default=0.0)) > SPIKY:
+        elif (swing := max((spread(v) for v in values), default=0.0)) > SPIKY:
             notes.append(f"attempt {a['attempt']} ({a['run'] or a['script'] or '?'}): its lines' tok/s swing by "
-                         f"{spread:.0%} of their median from line to line (threads or ranks logging their own "
+                         f"{swing:.0%} of their median from line to line (threads or ranks logging their own "
                          "rate, uneven steps): levels are taken over windows, never line by line")
         width = _window_s(series)
         t0 = lines["time"].min()
@@ -213,7 +213,7 @@ def _combine(series: dict, metric: str) -> tuple[str, str | None]:
 SPIKY = 0.1
 
 
-def _spread(v: np.ndarray) -> float:
+def spread(v: np.ndarray) -> float:
     """The median distance of the values from their median, as a share of it."""
     if len(v) < 8:
         return 0.0
@@ -221,7 +221,7 @@ def _spread(v: np.ndarray) -> float:
     return float(np.median(np.abs(v - mid))) / mid if mid > 0 else 0.0
 
 
-def _alternates(v: np.ndarray) -> bool:
+def alternates(v: np.ndarray) -> bool:
     """Line values that swing between two levels every other line (by more than a tenth)."""
     if len(v) < 8:
         return False

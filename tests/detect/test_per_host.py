@@ -100,7 +100,7 @@ def test_a_regression_and_failed_restarts_of_one_host_are_found_and_named(regres
     assert list(found["kind"]) == ["throughput_regression", "failed_restart", "failed_restart", "verified_start",
                                    "recovery"]
     reg = found.iloc[0]
-    assert reg["title"] == "host a: throughput fell from 21.4K to 13.2K tok/s (0.62 of baseline)"
+    assert reg["title"] == "host a: throughput fell from 21.2K to 13.2K tok/s (0.62 of baseline)"
     assert {n["host"] for n in found["numbers"]} == {"a"}
 
 

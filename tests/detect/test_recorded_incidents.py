@@ -14,6 +14,7 @@ import pytest
 import dflash_postmortem as pm
 from dflash_postmortem.detect import detect
 from dflash_postmortem.model import attempts
+from dflash_postmortem.model.pace import PACE_S
 from dflash_postmortem.model.progress import resumes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -229,3 +230,22 @@ def test_a_hugging_face_trainer_dies_of_cuda_oom_and_is_resumed_from_its_checkpo
     assert (resumed.resumed_step, resumed.reached_step) == (201, 249)  # the bar leapt to 201 at 0 s
     log = next(f for f in inc.load_report.files if f.path == "logs/hf_train.log")
     assert any("its progress bar's elapsed time spaces" in a and "tfevents" in a for a in log.assumptions)
+
+
+def test_a_lightning_run_slowed_by_another_job_on_its_gpu_told_from_its_step_counter(told):
+    """A Lightning run whose log is a tqdm bar only (no time of day, no tokens; the bar's it/s is
+    the mean since its start). Another user's job (PID 877) computed on the same GPU from about
+    21:20:02 until 21:21:13; the trainer (PID 601) ran at about half its pace meanwhile."""
+    inc, att, found = told("h200-1gpu-pl-contention")
+    assert len(att) == 1 and att["pids"].iloc[0][0] == 601 and near(att["start"].iloc[0], "21:18:46")
+    assert near(att["first_step"].iloc[0], "21:19:00")  # the bar dated by GPU 0 going busy (21:19:01)
+    assert _kinds(found) == ["recovery", "throughput_regression"]
+    reg = found[found["kind"] == "throughput_regression"].iloc[0]
+    assert near(reg["start"], "21:20:02") and reg["numbers"]["unit"] == "steps/s"
+    assert 0.4 < reg["numbers"]["ratio"] < 0.6
+    assert "PIDs [601, 877]" in " ".join(reg["numbers"]["candidates"])
+    rec = found[found["kind"] == "recovery"].iloc[0]
+    # a pace counted over intervals of PACE_S (5 s) of whole-second bar times shows a change one
+    # interval late at most
+    assert abs(rec["start"] - T("21:21:13")) <= pd.Timedelta(seconds=PACE_S + 2)
+    assert rec["numbers"]["ratio"] > 0.9

@@ -492,12 +492,14 @@ def _fact_events(ev: _Events, lines: list[tuple[int, str]], c: Command | None, r
             group = "process group" if k.is_group else "PID"
             what = (f"{group} {k.pid}" if k.pid is not None else f"{group} {k.expr}" if k.expr else
                     f"job %{k.job}" if k.job is not None else
+                    f"Slurm job {k.scheduler_job}" if k.scheduler_job else
                     f"every {k.program} session" if k.session == "*" else
                     f"{k.program} session {k.session!r}" if k.session else f"processes matching {k.pattern!r}")
             ev.add(c.time, "kill_sent", f"{k.program} sent {k.signal} to {what}", ref_of(c.line), time_approx=c.approx,
                    command_ref=ref_of(c.line), pid=k.pid if k.pid is not None else jobs.pid(k.job), target_pid=k.pid,
                    target_is_group=k.is_group if k.pid is not None or k.expr else None, target_pattern=k.pattern,
-                   target_expr=k.expr, target_session=k.session, job=k.job, signal=k.signal)
+                   target_expr=k.expr, target_session=k.session, target_job=k.scheduler_job, job=k.job,
+                   signal=k.signal)
     return got
 
 

@@ -15,6 +15,8 @@ import pytest
 from support.slurm import OneNodeSlurm, Unavailable
 
 import dflash_postmortem as pm
+from dflash_postmortem.model.attempts import attempts
+from dflash_postmortem.replay.scenarios import Transcript
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +34,7 @@ def slurm_incident(tmp_path_factory):
     try:
         out = slurm.root / "out"
         script = slurm.root / "job.sh"
-        script.write_text("#!/bin/bash\necho '2026-12-02 00:00:00 [ddp] step 5 loss 6.44 tok/s 15315'\nsrun sleep 300\n")
+        script.write_text("#!/bin/bash\necho \"$(date -u '+%F %T') [ddp] step 5 loss 6.44 tok/s 15315\"\nsrun sleep 300\n")
         submit = ["sbatch", "--parsable", f"--output={out}/slurm-%j.out"]
         limited = slurm.run(*submit, "--time=1", "--job-name=timelimit", str(script)).strip()
         cancelled = slurm.run(*submit, "--job-name=cancelled", str(script)).strip()
@@ -41,7 +43,10 @@ def slurm_incident(tmp_path_factory):
         # srun's step is up, so the cancellation reaches a running step (a fixed sleep was too short
         # on a busy machine: the cancelled job's output then had no CANCELLED line)
         slurm.wait_for("the step to run", lambda: f"{cancelled}.0" in slurm.run("squeue", "-h", "-s", "-o", "%i"), 60)
-        slurm.run("scancel", cancelled)
+        # the operator cancels it from a shell the kit records (`[UTC] $ command`, then its output)
+        incident = slurm.root / "incident"
+        (incident / "logs").mkdir(parents=True)
+        Transcript(incident).run(f"SLURM_CONF={slurm.root / 'slurm.conf'} scancel {cancelled}")
         slurm.wait_for("the time limit", lambda: state(limited) == "TIMEOUT", 240)
         slurm.wait_for("the cancellation", lambda: state(cancelled) == "CANCELLED", 60)
         # slurmstepd has written each job's end into its output: the batch step's `*** JOB` line, or
@@ -54,8 +59,6 @@ def slurm_incident(tmp_path_factory):
         except Unavailable as e:
             said = {job: (out / f"slurm-{job}.out").read_text(errors="replace")[-400:] for job in (limited, cancelled)}
             raise AssertionError(f"no slurmstepd end line in every output after 60 s: {said}") from e
-        incident = slurm.root / "incident"
-        incident.mkdir()
         for job in (limited, cancelled):
             (incident / f"slurm-{job}.out").write_bytes((out / f"slurm-{job}.out").read_bytes())
         (incident / "scontrol-show-job.txt").write_text(slurm.run("scontrol", "show", "job"))
@@ -85,6 +88,7 @@ def test_one_node_slurm(slurm_incident):
     _read_whole(inc, limited, cancelled, accounting)
     _time_limit(inc, limited, accounting)
     _cancelled(inc, cancelled, accounting)
+    _typed_cancel(inc, cancelled, limited)
     if not accounting:
         pytest.skip(f"read everything but sacct's listings: {no_accounting}")
 
@@ -167,3 +171,21 @@ def _cancelled(inc, cancelled, accounting):
     acct = _events(inc, "sacct.txt", job=cancelled)
     job_end = acct[(acct["kind"] == "attempt_end")].iloc[0]
     assert job_end["reason"].startswith("CANCELLED by") and job_end["time"] == rec_end["time"]
+
+
+def _typed_cancel(inc, cancelled, limited):
+    """The `scancel JOBID` typed in the operator's shell is a kill of that job: it is the end of
+    the job's attempt, and the job's timed-out neighbour is not touched by it."""
+    sent = inc.events[inc.events["kind"] == "kill_sent"]
+    assert sent["target_job"].tolist() == [cancelled] and sent["signal"].tolist() == ["SIGTERM"]
+    # one attempt per job, whichever source shows it (its output file, scontrol, sacct, the
+    # job-completion log), each ended by what the listings say of its own job
+    att = attempts(inc).set_index("job")
+    assert sorted(att.index) == sorted([cancelled, limited])
+    typed = sent["time"].iloc[0]
+    # Slurm's own end of the job (CANCELLED by the operator's uid) follows the typed kill
+    assert pd.Timedelta(0) <= att.loc[cancelled, "end"] - typed.floor("s") < pd.Timedelta(seconds=30)
+    assert att.loc[cancelled, "end_kind"] in ("killed", "attempt_end", "kill_sent")
+    # the other job ran on into its time limit, a minute after its start
+    assert att.loc[limited, "end"] - att.loc[limited, "start"] >= pd.Timedelta(seconds=60)
+    assert att.loc[limited, "end"] > typed + pd.Timedelta(seconds=20)
