@@ -19,7 +19,7 @@ from ..model.attempts import attempts, kill_reach
 from ..model.kills import aimed_at
 from ..model.launches import is_trainer, outcomes, verdicts
 from ..model.log_files import NEVER_CREATED, NOT_IN_INCIDENT, log_files
-from ..model.states import stall_threshold_s, states
+from ..model.states import states
 from ..shell_words import is_detached, session_launcher
 from ..units import clock, clock_within
 from . import findings, gpu_state
@@ -181,12 +181,6 @@ def _line(inc: Incident, ref, kind: str) -> pd.Series | None:
     return rows.iloc[0] if len(rows) else None
 
 
-def _died(a: pd.Series | None) -> bool:
-    """The attempt ended by itself or by what ran it: an error, a status, a signal, a redirect
-    the shell could not open (not a kill the operator sent to a start that hung)."""
-    return a is not None and (a["cause_kind"] in _DIED or a["end_kind"] in (*_REPORTED, "oom", "redirect_failed"))
-
-
 def _told(L: pd.Series, inc: Incident, a: pd.Series) -> _Verdict | None:
     """Why the attempt ended before its first step, from how the model says it ended (`end_kind`,
     `exit_code`, `signal`) and what went wrong first (`cause_kind`, `cause_message`), with the
@@ -276,7 +270,10 @@ def _kill_sent(L: pd.Series, inc: Incident, a: pd.Series, refs: list[str]) -> _V
     at the shell session it was started in without setsid or disown (the model's inference where
     no listing gives the group's members)."""
     kill = _line(inc, refs[0] if refs else None, "kill_sent")
-    typed = _line(inc, kill.get("command_ref"), "command") if kill is not None else None
+    # a runtime's or scheduler's own kill (docker's `kill` event) was aimed at its container or
+    # job; only a kill the operator typed can have reached a start through its shell session
+    typed = (_line(inc, kill.get("command_ref"), "command")
+             if kill is not None and not isinstance(kill.get("by"), str) else None)
     # aimed at it: by PID, PID file, pattern or listed group, or at the tmux or screen session it
     # was started in (the model resolves those); a group the model only infers from a launch not
     # detached from its shell is the launching session's, told below
@@ -410,31 +407,6 @@ def _when(L: pd.Series) -> str:
     return clock_within(L["time"], L.get("within_s"))
 
 
-def _gone(inc: Incident, proc: pd.Series, end) -> bool:
-    """No longer listed while the listings went on (a capture that ends proves nothing)."""
-    if pd.isna(proc["last_seen"]):
-        return False
-    procs = inc.processes
-    listed_until = procs["last_seen"].max()
-    if proc["last_seen"] < min(end, listed_until) - pd.Timedelta(seconds=30):
-        return True
-    # Or: a later listing left it out, and the operator's own count after it said none.
-    later = procs["last_seen"][procs["last_seen"] > proc["last_seen"]]
-    ev = inc.events
-    if "count" not in ev.columns:
-        return False  # no operator's count of processes in the evidence
-    zero = ev[(ev["kind"] == "process_count") & (ev["time"] > proc["last_seen"]) & (ev["count"] == 0)]
-    return bool(len(later) and len(zero))
-
-
-def _stages(inc: Incident, log) -> pd.DataFrame:
-    """The start-up stage lines of a launch's log (`Loading target model ...`), in order."""
-    if not isinstance(log, pd.Series):
-        return inc.events.iloc[:0]
-    ev = inc.events
-    return ev[(ev["source"] == log["source"]) & (ev["kind"] == "stage")].sort_values("time", kind="stable")
-
-
 def _memory_curve(inc: Incident, w: _Window, pid) -> pd.DataFrame:
     """GPU memory over the launch window: by the launched PID where per-process samples have it,
     else the GPUs' total (the curve of a start that loads for minutes)."""
@@ -450,12 +422,13 @@ def _memory_curve(inc: Incident, w: _Window, pid) -> pd.DataFrame:
     return g.groupby("time", as_index=False).agg(mib=("memory_used_mib", "sum"))
 
 
-def _never_trained(inc: Incident, L: pd.Series, w: _Window, proc, pid, stages: pd.DataFrame,
-                   gone: bool, evidence: list[str]) -> dict:
-    """A start that reached a stage line and stopped there: no step, for minutes, until it was
-    killed or the evidence ends. Not a stall (that is a run that trained, then stopped)."""
-    last = stages.iloc[-1]
-    until = proc["last_seen"] if proc is not None and pd.notna(proc["last_seen"]) else w.end
+def _never_trained(inc: Incident, L: pd.Series, w: _Window, pid, stuck: pd.Series, gone: bool,
+                   evidence: list[str]) -> dict:
+    """A start the model found stalled in start-up (`stuck`, its state row: its last stage line,
+    then nothing for longer than the stall threshold), until it was killed or the evidence ends.
+    Not a stall finding (that is a run that trained, then stopped)."""
+    last = _line(inc, stuck["ref"], "stage")
+    until = stuck["end"]
     curve = _memory_curve(inc, _Window(w.start, min(w.end, until + pd.Timedelta(seconds=2)), w.stop_ref, inc), pid)
     curve = curve[curve["mib"] > 0] if len(curve) else curve
     creep = ""
@@ -473,7 +446,7 @@ def _never_trained(inc: Incident, L: pd.Series, w: _Window, proc, pid, stages: p
         f"launch at {_when(L)} never reached training: stuck after `{_stage_text(last)}`",
         f"Run {L['run'] or '?'} wrote its start-up stages up to `{_stage_text(last)}` at {clock(last['time'])} "
         f"and nothing after it for {seconds:,.0f} s{creep}; no training step; {how_ended}.",
-        evidence + findings.refs(stages.tail(1)),
+        evidence + [stuck["ref"]],
         {"run": L["run"], "pid": None if pid is None else int(pid), "last_stage": _stage_text(last),
          "last_stage_time": last["time"], "seconds_in_stage": seconds, "memory_mib": points},
         caused_by=[_event_cause(last, "the last start-up stage it reached")], within_s=L.get("within_s"))
@@ -493,6 +466,9 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
     oc = outcomes(inc)
     st = states(inc)
     gave_up = set(st.loc[st["state"] == "never trained", "attempt"])
+    # (an attempt with no first step has no other stalled stretch than its start-up's)
+    begun = set(attempts(inc).dropna(subset=["first_step"])["attempt"])
+    stalled_in_start_up = {r["attempt"]: r for _, r in st[(st["state"] == "stalled") & ~st["attempt"].isin(begun)].iterrows()}
     rows = []
     for i, L in oc.iterrows():
         w = _window(inc, oc, i, grace)
@@ -535,7 +511,10 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         evidence += gpu_refs
         if not stepped:
             lines.append(f"no training step within {grace.total_seconds():.0f} s")
-        gone = proc is not None and _gone(inc, proc, w.end)
+        # Whether it gave up is the model's (states: never trained, or still starting when the
+        # evidence ends); the checks and the reason below say what shows it.
+        over = L["attempt"] in gave_up
+        gone = over and proc is not None and _stopped(inc, proc)
         exited = own.get("alive", (True,))[0] is False
         if exited:
             lines.append(str(own["alive"][1]).removesuffix("; last log lines:"))
@@ -544,19 +523,14 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
             lines.append("; ".join(f"{clock(c['time'])}: {c['message']}" for c in after) or
                          f"no longer listed after {clock(proc['last_seen'])}")
             evidence += [c["ref"] for c in after if isinstance(c.get("ref"), str)]
-        # Whether it gave up is the model's (states: never trained, or still starting when the
-        # evidence ends); the checks above and the reason below say what shows it.
-        over = L["attempt"] in gave_up
-        stages = _stages(inc, log)
         a = _attempt(inc, L)
-        died = _died(a)
-        if not (exited or died) and len(stages) and proc is not None:
-            stuck_until = proc["last_seen"] if pd.notna(proc["last_seen"]) else w.end
-            # stuck in its last stage longer than the model lets a run go without progress (the
-            # stall threshold: `[detect] stall_s`, else 60 s for a start that has no step yet)
-            if (stuck_until - stages["time"].iloc[-1]).total_seconds() >= stall_threshold_s(inc):
-                rows.append(_never_trained(inc, L, w, proc, pid, stages, gone or _stopped(inc, proc, w), evidence))
-                continue
+        # stalled in start-up (model/states: its last stage line, then nothing for longer than
+        # the stall threshold while it lived on or until it was killed); one whose wait ended in
+        # its own error is a failed start, told by that error
+        stuck = stalled_in_start_up.get(L["attempt"])
+        if stuck is not None and not exited:
+            rows.append(_never_trained(inc, L, w, pid, stuck, over or pd.notna(a["end"]) if a is not None else over, evidence))
+            continue
         if not over:
             late = f"its first step came {(first['time'] - L['time']).total_seconds():,.0f} s after the launch" \
                 if first is not None else "still starting when the evidence ends, with no sign that it failed"
@@ -594,8 +568,8 @@ def _failed_until(L: pd.Series, w: _Window):
     return min(w.end, ended) if pd.notna(ended) and ended > L["time"] else w.end
 
 
-def _stopped(inc: Incident, proc: pd.Series, w: _Window) -> bool:
-    """Its last listing came before the listings ended: something stopped it."""
+def _stopped(inc: Incident, proc: pd.Series) -> bool:
+    """Its last listing came before the listings ended: it was no longer there."""
     listed = inc.processes["last_seen"].max()
     return bool(pd.notna(proc["last_seen"]) and proc["last_seen"] < listed - pd.Timedelta(seconds=2))
 

@@ -35,7 +35,10 @@ def _stalled(inc: Incident) -> pd.DataFrame:
     """The stalled stretches of the attempts; where no attempt shows progress at all (GPU samples
     are the only evidence), the stretches GPU samples alone show (_gpu_stalls)."""
     st = states(inc)
-    stalled = st[st["state"] == "stalled"].sort_values("start", kind="stable")
+    # a stall is a run that trained, then stopped: a start stalled before its first step never
+    # trained (detect/restart.py tells it)
+    began = set(attempts(inc).dropna(subset=["first_step"])["attempt"])
+    stalled = st[(st["state"] == "stalled") & st["attempt"].isin(began)].sort_values("start", kind="stable")
     if len(stalled) or (st["state"] == "training").any():
         return stalled
     return pd.DataFrame([{"attempt": None, "state": "stalled", "start": a, "end": b, "ref": None, "detail": ""}

@@ -56,6 +56,8 @@ APPROX_S = 60.0
 WRAPPER_DELAY = pd.Timedelta(seconds=30)
 # A log's first line follows its process's start by the interpreter's start-up and imports.
 LOG_SLACK = pd.Timedelta(seconds=120)
+# Two sources' times of one start: listings print it to the second.
+SAME_START = pd.Timedelta(seconds=2)
 # The last sign of life and a terminal line this far apart still belong together (a traceback
 # printed after the last listing of a process that then exits).
 END_SLACK = pd.Timedelta(seconds=30)
@@ -287,9 +289,10 @@ class _Assembly:
         for _, r in rows.iterrows():
             job, n = _text(r.get("job")), _num(r.get("attempt"))
             # the same start as another source lists it (scontrol numbers the attempt, sacct does
-            # not): one attempt
+            # not, both give its second): one attempt; a start of the same job later is a restart
             same = next((a for a in self.found if a.job is not None and a.job == job and (
-                a.job_attempt == n or (None in (a.job_attempt, n) and abs(a.start - r["time"]) <= LOG_SLACK))), None)
+                (n is not None and a.job_attempt == n) or (None in (a.job_attempt, n)
+                                                           and abs(a.start - r["time"]) <= SAME_START))), None)
             if same is not None:
                 same.job_attempt = same.job_attempt if same.job_attempt is not None else n
                 continue
@@ -727,12 +730,15 @@ def _trainer_processes(procs: pd.DataFrame) -> pd.DataFrame:
 
 
 def job_listings(inc: Incident) -> set[str]:
-    """Sources that list several jobs of a scheduler (`sacct`, `scontrol show job`, a job-completion
-    log): what they say of each job is that job's, none of them is one trainer's log."""
+    """Sources that list the starts of several jobs (`sacct`, `scontrol show job`, a job-completion
+    log, a runtime's events of several containers): what they say of each job is that job's, none
+    of them is one trainer's log. (A file whose rows name several jobs but start none, such as one
+    OOM kill that systemd reports for each slice above the process, is not such a listing.)"""
     ev = inc.events
     if ev.empty or "job" not in ev.columns:
         return set()
-    jobs = ev.dropna(subset=["job"]).groupby("source")["job"].nunique()
+    starts = ev[(ev["kind"] == "attempt_start")].dropna(subset=["job"])
+    jobs = starts.groupby("source")["job"].nunique()
     return set(jobs[jobs > 1].index) - set(inc.metrics["source"].dropna().unique())
 
 

@@ -4,7 +4,8 @@
     training      progressing at its job's level
     degraded      progressing, below (1 - min_drop) x its job's level before
     stalled       alive (a listing shows it, its PIDs hold GPU memory, or its log grows), no step
-                  for longer than max(3 x its median step interval, 60 s) (`[detect] stall_s`)
+                  for longer than max(3 x its median step interval, 60 s) (`[detect] stall_s`);
+                  before a first step: no start-up stage line for that long after its last one
     hung          no step from its last one until the error that ended it, longer than 3 x its
                   median step interval (a collective waiting for a rank that stopped, until its
                   timeout): its death's story, as a stall is one of its own
@@ -24,8 +25,10 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident
+from ..units import figure
 from . import computed
 from .attempts import attempts
+from .pace import unit
 from .progress import lines_of, progress
 
 COLUMNS = ("attempt", "state", "start", "end", "ref", "detail")
@@ -75,7 +78,10 @@ def _states(inc: Incident) -> pd.DataFrame:
         end = max(end, a["last_alive"]) if pd.notna(a["last_alive"]) else end
         first = a["first_step"]
         if pd.isna(first):
-            rows.append(_row(a, "starting", a["start"], end, a["start_ref"], ""))
+            stuck = _stuck_in_start_up(inc, a, end)
+            rows.append(_row(a, "starting", a["start"], end if stuck is None else stuck["start"], a["start_ref"], ""))
+            if stuck is not None:
+                rows.append(stuck)
         else:
             rows.append(_row(a, "starting", a["start"], first, a["start_ref"], ""))
             lines = lines_of(inc, a)
@@ -102,7 +108,7 @@ def _states(inc: Incident) -> pd.DataFrame:
                     cursor, cursor_ref = t, ref
             if end > since:
                 rows.append(_row(a, "training", since, end, a["first_step_ref"] if since == first else None, ""))
-            rows += _degraded(a, w, base, min_drop)
+            rows += _degraded(a, w, base, min_drop, unit(inc))
         kind = a["end_kind"]
         if pd.isna(first):
             gave_up = _gave_up(a, att, evidence_end, not inc.metrics.empty)
@@ -114,6 +120,34 @@ def _states(inc: Incident) -> pd.DataFrame:
                              a["end"], a["end"], a["end_ref"], a["end_message"] or ""))
     out = pd.DataFrame([r for r in rows if r["start"] is not None], columns=list(COLUMNS))
     return _fill_training(out)
+
+
+def _stuck_in_start_up(inc: Incident, a: pd.Series, end) -> dict | None:
+    """A start that stopped making start-up progress: its last start-up stage line (`Loading
+    target model ...`) followed by nothing for longer than the stall threshold while it lived
+    (`[detect] stall_s`, else 60 s: it has no step to measure an interval by). Stalled where it
+    lived on or was killed; hung where that wait ended in its own error (a rendezvous that timed
+    out)."""
+    if not a["sources"] or pd.isna(end):
+        return None
+    ev = inc.events
+    stages = ev[ev["source"].isin(a["sources"]) & (ev["kind"] == "stage") & (ev["time"] >= a["start"])
+                & (ev["time"] <= end)]
+    if stages.empty:
+        return None
+    last = stages.sort_values("time", kind="stable").iloc[-1]
+    waited = (end - last["time"]).total_seconds()
+    if waited < stall_threshold_s(inc):
+        return None
+    text = str(last["message"]).strip().splitlines()[0]
+    died = isinstance(a["cause_kind"], str) or a["end_kind"] in _ENDED_BY_ITSELF
+    return _row(a, "hung" if died else "stalled", last["time"], end, last["ref"] if isinstance(last.get("ref"), str) else None,
+                f"no start-up progress for {waited:.0f} s after `{text[:120]}`")
+
+
+# Ends that an attempt's process, its shell or its launcher report of it (an exit status, a
+# signal it died of, an OOM): not a kill the operator sent to a start that hung.
+_ENDED_BY_ITSELF = ("killed", "exit", "segfault", "attempt_end", "oom_kill", "oom", "redirect_failed")
 
 
 def _gave_up(a: pd.Series, att: pd.DataFrame, evidence_end, steps_seen: bool) -> str | None:
@@ -177,12 +211,12 @@ def _row(a: pd.Series, state: str, start, end, ref, detail: str) -> dict:
     return {"attempt": a["attempt"], "state": state, "start": start, "end": end, "ref": ref, "detail": detail}
 
 
-def _degraded(a: pd.Series, w: pd.DataFrame, base: float, min_drop: float) -> list[dict]:
+def _degraded(a: pd.Series, w: pd.DataFrame, base: float, min_drop: float, u: str) -> list[dict]:
     """Windows of the attempt below (1 - min_drop) of its own early level."""
     if not np.isfinite(base) or w.empty:
         return []
     low = w[w["level"] < (1 - min_drop) * base]
-    return [_row(a, "degraded", r["start"], r["end"], r["ref"], f"{r['level']:.0f} tok/s against {base:.0f}")
+    return [_row(a, "degraded", r["start"], r["end"], r["ref"], f"{figure(r['level'], u)} {u} against {figure(base, u)}")
             for _, r in low.iterrows()]
 
 

@@ -18,6 +18,7 @@ import pytest
 
 import dflash_postmortem as pm
 from dflash_postmortem.analysis.timeline import impact
+from dflash_postmortem.model import states
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -145,14 +146,21 @@ def test_a_start_that_never_trains(line_at):
     f = found.iloc[0]
     n = f["numbers"]
     assert n["run"] == "big" and n["pid"] == 1553 and n["last_stage"] == "Loading target model on cuda:0 ..."
-    assert n["seconds_in_stage"] == 124.0
+    # from its last stage line (10:25:24) to the operator's `pkill` that ended it (10:27:27.441)
+    assert n["seconds_in_stage"] == pytest.approx(123.4, abs=0.1)
+    # the model's states say so: starting, stalled in start-up from its stage line, never trained
+    st = states(inc)
+    mine = st[st["attempt"] == "A1"]
+    assert mine["state"].tolist() == ["starting", "stalled", "never trained"]
+    stalled = mine.iloc[1]
+    assert (stalled["start"], stalled["ref"]) == (T("10:25:24"), "logs/train.log:3")
     mib = [m for _, m in n["memory_mib"]]
     assert mib == sorted(mib) and mib[0] < 5000 and mib[-1] > 25000  # the creep, sampled
     assert _cited(line_at, NEVER, [f["caused_by"][0]["evidence"][0]]) == [
         "2026-12-01 10:25:24 [big] Loading target model on cuda:0 ..."]
     lines = pm.what_happened(inc, found, impact(inc, found))
     assert lines[0].startswith("At 10:25:20 UTC run big was launched and never reached training: it stayed at "
-                               "`Loading target model on cuda:0 ...` for 124 s while its GPU memory crept from")
+                               "`Loading target model on cuda:0 ...` for 123 s while its GPU memory crept from")
     assert lines[1] == "The relaunch at 10:27:30 UTC came up, checked by dflash-postmortem launch; its first step was logged at 10:27:47 UTC."
     imp = impact(inc, found)
     assert imp["first_sign"] == f["start"] and imp["recovered"] == T("10:27:47")

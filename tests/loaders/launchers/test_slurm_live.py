@@ -183,8 +183,10 @@ def _typed_cancel(inc, cancelled, limited):
     att = attempts(inc).set_index("job")
     assert sorted(att.index) == sorted([cancelled, limited])
     typed = sent["time"].iloc[0]
-    # Slurm's own end of the job (CANCELLED by the operator's uid) follows the typed kill
-    assert pd.Timedelta(0) <= att.loc[cancelled, "end"] - typed.floor("s") < pd.Timedelta(seconds=30)
+    # Slurm's own end of the job (CANCELLED by the operator's uid) follows the typed kill; srun's
+    # lines in the job's output carry no time of their own and take that of the line before them,
+    # so the end they report may read up to a few seconds early
+    assert abs(att.loc[cancelled, "end"] - typed) < pd.Timedelta(seconds=5)
     assert att.loc[cancelled, "end_kind"] in ("killed", "attempt_end", "kill_sent")
     # the other job ran on into its time limit, a minute after its start
     assert att.loc[limited, "end"] - att.loc[limited, "start"] >= pd.Timedelta(seconds=60)
