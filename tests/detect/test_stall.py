@@ -106,3 +106,28 @@ def test_real_h200_stall_after_a_thread_died_names_the_traceback(line_at):
     cited = [line_at(CRASH, ref) for ref in s["evidence"]]
     assert cited[:2] == ["2026-11-30 09:44:29 [stalled] step 95 loss 11.9559 tok/s 19877 queue 0",
                          "Exception in thread drafter-0:"]
+
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real-world"
+
+
+@pytest.mark.parametrize("sample", [
+    "tensorboard/hf-trainer-t5-text-args-train-scalars.tfevents",  # a loss every 500 steps, 127 s apart
+    "train-log/xtuner-mmengine-iter-train-slash-date-data-stall.log",  # 29 s apart; a slow data load inside one step
+    "train-log/eagle1-draft-pipe-logger-kv-automodel.log",  # 20 s apart
+])
+def test_a_steady_trainer_that_logs_no_tokens_has_no_stall(sample, tmp_path):
+    """Public logs of trainers that log steps and no tokens, each line at its steady interval:
+    the stall threshold is measured on those intervals (3 x the median), so no stretch of their
+    training is a stall (it once was, when only tok/s lines counted as steps)."""
+    import shutil
+    import warnings
+
+    import dflash_postmortem as pm
+    shutil.copy(REAL / sample, tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    assert len(inc.metrics) > 0
+    assert detect_stalls(inc).empty
+    assert pm.detect(inc).empty
