@@ -11,10 +11,12 @@ files the user cannot read, and names that are not valid UTF-8 are entries of th
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 import tempfile
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,15 +113,19 @@ def _inside(real: str, root: Path) -> bool:
     return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
 
 
-def walked(root: Path):
+def walked(root: Path, skip: Iterable[Path] = ()):
     """(path, stat) of every entry under `root` as the loader walks it: each regular file with
     its stat, each entry the walk reports instead of reading (a dangling link, a loop, a FIFO, a
-    folder it cannot list) with None. Never blocking, each linked folder once."""
+    folder it cannot list) with None. Never blocking, each linked folder once; the folders in
+    `skip` (a store written inside the folder) left out."""
     ctx = LoadContext(root=root)
     pending = [root]
     seen = {os.path.realpath(root)}
+    skipped = {os.path.realpath(p) for p in skip}
     while pending:
         for entry in _listing(pending.pop(), ctx, seen):
+            if skipped and os.path.realpath(entry.path) in skipped:
+                continue
             if entry.report is not None or entry.dangling is not None:
                 yield entry.path, None
             elif entry.is_dir:
@@ -129,6 +135,20 @@ def walked(root: Path):
                     yield entry.path, os.stat(entry.path)
                 except OSError:
                     yield entry.path, None
+
+
+def folder_digest(root: Path, args: tuple, skip: Iterable[Path] = ()) -> str:
+    """A digest of `root` as the loader walks it (`walked`: every entry's path, a regular file's
+    size and modification time in nanoseconds, an entry the walk reports instead of reading as
+    such) and of `args`. Equal digests: a load would read the same files with the same options.
+    The one key of both caches (the report's of loaded incidents, the store's of a folder's
+    sources). A file rewritten to the same size within the same nanosecond is the one change it
+    misses (hashing content cost a fleet's walk seconds each time)."""
+    h = hashlib.blake2b(repr(args).encode("utf-8", "surrogateescape"), digest_size=20)
+    for path, st in walked(root, skip):
+        rel = path.relative_to(root).as_posix().encode("utf-8", "surrogateescape")
+        h.update(rel + (b"\0%d\0%d\n" % (st.st_size, st.st_mtime_ns) if st else b"\0-\n"))
+    return h.hexdigest()
 
 
 def regular_files(root: Path):

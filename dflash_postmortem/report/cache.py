@@ -27,7 +27,7 @@ from ..config import incident_config
 from ..detect import findings as found_frame
 from ..incident import Incident, runs_from_plain, runs_to_plain
 from ..load_report import LoadReport
-from ..loaders.folder import walked
+from ..loaders.folder import folder_digest
 from ..model import kept
 from ..store.convert import to_arrow
 from ..store.views import as_frame
@@ -75,11 +75,9 @@ def _kit_stamp() -> str:
 
 def key(folder: Path, options: tuple) -> str:
     """Changes whenever an evidence file or the kit changes, and whenever an entry the load
-    reports instead of reading (a dangling link, a FIFO) comes or goes: it is in the load report."""
-    stamp = [_kit_stamp(), str(folder.resolve()), repr(options)]
-    for p, st in walked(folder):
-        stamp.append(f"{p.relative_to(folder)}:{st.st_size}:{st.st_mtime_ns}" if st else f"{p.relative_to(folder)}:-")
-    return hashlib.sha1("\n".join(stamp).encode("utf-8", "surrogateescape")).hexdigest()
+    reports instead of reading (a dangling link, a FIFO) comes or goes: it is in the load report
+    (`folder_digest`, the store's key too)."""
+    return folder_digest(folder, (_kit_stamp(), str(folder.resolve()), repr(options)))
 
 
 def read(entry: Path, folder: Path, timezone: str | None):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import fsspec
 
 from .. import plain_data as plain
 from .. import schema
+from ..loaders.folder import folder_digest
 from . import layout
 
 _EDGE = 1 << 20
@@ -176,44 +176,14 @@ class Manifest:
         fs.mv(tmp, f"{root}/{layout.MANIFEST}")  # a reader never sees half a manifest
 
 
-def folder_snapshot(folder: Path, skip: set[Path], args: tuple) -> str | None:
-    """A digest of every entry below `folder` (its path, its kind, a regular file's key, a link's
-    target) and of `args`, leaving out the folders in `skip`; None where a link leads to a folder
-    (what lies behind it could change unseen). Two equal digests: a walk would plan the same."""
-    folder = Path(os.path.abspath(folder))
-    skip = {Path(os.path.abspath(p)) for p in skip}
-    h = hashlib.blake2b(repr((layout.VERSION, args)).encode(), digest_size=16)
-    for top, dirs, files in os.walk(folder):
-        here = Path(top)
-        dirs[:] = sorted(d for d in dirs if here / d not in skip)
-        for name in sorted(dirs) + sorted(files):
-            path = here / name
-            rel = path.relative_to(folder).as_posix().encode("utf-8", "surrogateescape")
-            st = path.lstat()
-            if stat.S_ISLNK(st.st_mode):
-                if path.is_dir():
-                    return None
-                target = os.readlink(path).encode("utf-8", "surrogateescape")
-                h.update(b"L\0" + rel + b"\0" + target + b"\0" + _key_bytes(path) + b"\n")
-            elif stat.S_ISREG(st.st_mode):
-                h.update(b"F\0" + rel + b"\0" + _key_bytes(path) + b"\n")
-            else:
-                # a folder, or a special file that is never read (a FIFO would block)
-                h.update(b"%o\0" % stat.S_IFMT(st.st_mode) + rel + b"\n")
-    return h.hexdigest()
-
-
-def _key_bytes(path: Path) -> bytes:
-    """What the snapshot keeps of a file: its size and modification time in nanoseconds, from one
-    stat. Not its content hash (file_key's): hashing the first and last MiB of every file cost a
-    windowed load of 578 files ~2.5 s each time it checked the store. A file rewritten to the same
-    size within the same nanosecond is the one change this shortcut misses; any other change
-    sends ingest to the per-source keys, which hash the content."""
-    try:
-        st = path.stat()
-    except OSError:
-        return b"-"  # a dangling link, an unreadable file: the walk reports it, the digest notes it
-    return f"{st.st_size}\0{st.st_mtime_ns}".encode()
+def folder_snapshot(folder: Path, skip: set[Path], args: tuple) -> str:
+    """A digest of every entry below `folder` as the loader walks it, leaving out the folders in
+    `skip`, and of `args` (loaders.folder.folder_digest, the report cache's key too): two equal
+    digests, and a walk would plan the same. Not the sources' content hashes (file_key's):
+    hashing the first and last MiB of every file cost a windowed load of 578 files ~2.5 s each
+    time it checked the store; a change the digest sees sends ingest to the per-source keys,
+    which hash the content."""
+    return folder_digest(Path(os.path.abspath(folder)), (layout.VERSION, args), skip)
 
 
 def _inside_store(rel: str, tops, suffix: str) -> bool:
