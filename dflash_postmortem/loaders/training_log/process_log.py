@@ -6,8 +6,9 @@ One streaming pass over binary blocks: memory holds one block and the rows found
 file. Candidate lines are found with one RE2 alternation of the patterns' keywords over the
 block's lines (pyarrow); the DFlash trainer line, the common case, is read by one bytes regex
 with its timestamp kept as bytes for a vectorised conversion per batch; other candidates are
-decoded and matched (see patterns.py for the tables and the event vocabulary, times.py for
-timestamps, blocks.py for tracebacks and ChildFailedError tables). Lines that carry neither a
+decoded and matched (see patterns.py for the tables and the event vocabulary, line_metrics.py for
+the metrics a record gives, bars.py for progress bars, times.py for timestamps, blocks.py for
+tracebacks and ChildFailedError tables, rows.py for the rows found). Lines that carry neither a
 metric nor an event are counted as skipped with that reason, so parsed + skipped == read holds
 for every file. Nothing in a file makes this module raise: bad bytes, NUL runs, lines cut by a
 crash, records glued on one line are all read as far as they go.
@@ -15,13 +16,11 @@ crash, records glued on one line are all read as far as they go.
 
 from __future__ import annotations
 
-import ast
 import datetime as dt
 import html
 import re
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +31,6 @@ import pyarrow.compute as pc
 from ...config import IncidentConfig
 from ...incident import from_frames
 from ...load_report import FileReport
-from ...schema import BAR_ELAPSED_S
 from ...units import count
 from .. import encoding, registry
 from ..launchers.slurm import job_of_output_name
@@ -41,6 +39,7 @@ from ..registry import LoadContext, read_head
 from ..terminal import ESCAPES
 from . import launcher_lines as attempts
 from . import patterns as lp
+from .bars import Bars
 from .blocks import (
     MAX_EVENT_CHARS,
     NOT_MINE,
@@ -49,6 +48,8 @@ from .blocks import (
     FaulthandlerBlock,
     TracebackBlock,
 )
+from .line_metrics import FIELD_KW, GENERIC_KW, HF_DICT_KW, MAX_FIELD_CHARS, read_metrics
+from .rows import METRIC_COLS, Rows
 from .times import Calendar, Stamp, find_stamp, resolve_times
 
 __all__ = ["LogScanner", "load_process_log", "resolve_times", "sniff_log"]
@@ -58,7 +59,6 @@ MAX_LINE_BYTES = 1 << 20  # longer lines are counted and skipped, not held in me
 _NEIGHBOUR_LINES = 50  # how far back a line without a timestamp looks for one
 _HTML = re.compile(r"&(?:lt|gt|amp|quot|#\d+);|</?pre>")
 NO_MATCH = "log text without a metric or event"
-_MAX_FIELD_CHARS = 200  # a `key: value` field is short; prose is not searched for one
 _TAGS_WITHIN = 200  # leading tags ([INFO], logger names, container ids) end within this many characters
 # What loggers put between the timestamp and the message: [run], [INFO], " - root - INFO - ",
 # a platform's `fa88a9df || ` container tag.
@@ -67,65 +67,17 @@ _LEADING_TAGS = re.compile(
 )
 
 
-@dataclass
-class Rows:
-    """Rows found in one block; times still as found until `resolve_times`. Metrics are kept as
-    columns (the hot path extends them; transposing ~1 M row tuples cost more than the parse),
-    events, which are few, as one dict per row (they carry different extra columns)."""
-
-    metric_cols: tuple[list, ...] = field(default_factory=lambda: tuple([] for _ in _METRIC_COLS))
-    event_rows: list[dict] = field(default_factory=list)
-
-    def metric(self, stamp, line, run, step, metric, value, rank, pattern):
-        for col, v in zip(self.metric_cols, (stamp, line, run, step, metric, value, rank, pattern), strict=True):
-            col.append(v)
-
-    def drop_bar_echoes(self, since: int) -> None:
-        """Rows from `since` on are one line's. A bar's postfix value that a record glued on the
-        same line logs again (`loss=8.2841` in the bar, `train_loss=8.284101` after it) is dropped:
-        the record's has its own time and every digit."""
-        step, metric, rank, pattern = (self.metric_cols[_METRIC_COLS.index(c)] for c in ("step", "metric", "rank", "pattern"))
-        logged = {(step[i], metric[i], rank[i]) for i in range(since, len(step)) if pattern[i] != "tqdm"}
-        keep = [i for i in range(since, len(step)) if pattern[i] != "tqdm" or (step[i], metric[i], rank[i]) not in logged]
-        if len(keep) < len(step) - since:
-            for col in self.metric_cols:
-                col[since:] = [col[i] for i in keep]
-
-    def event(self, **kw) -> dict:
-        row = {k: v for k, v in kw.items() if v is not None}
-        self.event_rows.append(row)
-        return row
-
-    @property
-    def metrics(self) -> dict[str, list]:
-        return dict(zip(_METRIC_COLS, self.metric_cols, strict=True))
-
-    @property
-    def events(self) -> dict[str, list]:
-        extra = sorted({k for r in self.event_rows for k in r} - set(_EVENT_COLS))
-        return {k: [r.get(k) for r in self.event_rows] for k in (*_EVENT_COLS, *extra)}
-
-
 # Keywords as text, decoded once: the hot path tests them on every candidate line.
-_METRIC_KW = tuple((p, p.keyword.decode()) for p in lp.METRIC_PATTERNS)
-_FIELD_KW = tuple((f, f.keyword.decode()) for f in lp.FIELD_FORMATS)
-_GENERIC_KW = lp.GENERIC_LOSS.keyword.decode()
 # (pattern, its keywords or () when the keyword is case-insensitive: then only the regex decides)
 _EVENT_KW = tuple((p, () if p.case_insensitive_keyword else p.keywords) for p in lp.EVENT_PATTERNS)
 # (what a traceback's exception line states: an OOM, a CUDA error, the wait that ran out)
-# A bar's leap from 0 at 0 s is a resume when it is more than this many seconds of the pace after it.
-LEAP_PACES = 5
 _EXCEPTION_KW = tuple((p, kws) for p, kws in _EVENT_KW
                       if p.name in lp.EXCEPTION_FACTS or p.kind in ("timeout", "nccl_timeout"))
 _TRACEBACK = lp.TRACEBACK_KEYWORD.decode()
 _THREAD_EXCEPTION = lp.THREAD_EXCEPTION_KEYWORD.decode()
-_HF_DICT = lp.HF_DICT_KEYWORD.decode()
 _FAULTHANDLER_KW = lp.FAULTHANDLER_KEYWORDS
 _BAR_KW = tuple(k.decode() for k in lp.BAR_KEYWORDS)
 
-_METRIC_COLS = ("stamp", "line", "run", "step", "metric", "value", "rank", "pattern")
-_EVENT_COLS = ("stamp", "line", "run", "pid", "kind", "message", "rank", "pattern", "exit_code", "signal", "lines",
-               "thread")
 
 # The DFlash trainer line, read whole by one regex: `YYYY-mm-dd HH:MM:SS [run] step N loss X
 # tok/s Y [queue Q]`. Anything else (nan, commas, a level tag, trailing text) takes the general path.
@@ -237,11 +189,8 @@ class LogScanner:
         self.run_from_neighbour = 0
         self._run_names: dict[bytes, str] = {}
         self.block: TracebackBlock | FailureTable | None = None  # the multi-line record open
-        self.bars: dict[tuple, dict] = {}
-        self.bar_step: dict = {}  # rank -> the step of the latest training bar (for HF dicts)
-        self.leaps: dict[tuple, dict] = {}  # bar -> the resumed event its leap from 0 would be (see _bars)
+        self.bars = Bars()
         self.nccl_errors: dict[tuple, dict] = {}  # (host, pid, tid) -> its latest nccl_error event
-        self.redraws = 0
         self.glued = 0
         self.nul_bytes = 0
         self.bad_utf8_lines = 0
@@ -263,7 +212,7 @@ class LogScanner:
             self._close_block(rows := Rows(), truncated=True)
             yield rows
         rows = Rows()
-        for bar in self.bars.values():
+        for bar in self.bars.states.values():
             bar.pop("_n", None)
             rows.event(**bar)
             # the bar's last-state line was counted when first seen; the event is extra, not a line
@@ -371,7 +320,7 @@ class LogScanner:
         # \r-separated redraws: each segment is a state; each may hold several glued records
         segments = [s for s in text.split("\r") if s.strip()] if "\r" in text else [text]
         if len(segments) > 1:
-            self.redraws += len(segments) - 1
+            self.bars.redraws += len(segments) - 1
         got, skipped, since, barred = 0, None, len(rows.metric_cols[0]), False
         for seg in segments:
             for record, own in self._records(seg):
@@ -379,7 +328,8 @@ class LogScanner:
                 bars = lp.find_bars(record) if any(k in record for k in _BAR_KW) else []
                 pieces = [record]
                 if bars:
-                    got |= self._bars(bars, record, lineno, rows, rec_rank)
+                    got |= self.bars.read(bars, record, lineno, rows, rec_rank, self._run_for(None, False, None),
+                                          self.last_stamp)
                     barred = True
                     pieces = [record[:bars[0].start], *(record[a.end:b.start] for a, b in zip(bars, bars[1:], strict=False)),
                               record[bars[-1].end:]]
@@ -489,7 +439,7 @@ class LogScanner:
         if table is not None:
             self.block = FailureTable(table.group("root") != "Failures", stamp=stamp, line=lineno, run=run)
             return 1
-        if self._metrics(text, stamp, lineno, run, rank, rows):
+        if read_metrics(text, stamp, lineno, run, rank, rows, self.user, self.bars.step):
             return 1
         return self._event(text, _strip_tags(body), where, rows)
 
@@ -543,170 +493,6 @@ class LogScanner:
         ev.setdefault("nccl_code", cols.get("nccl_code"))
         return True
 
-    def _metrics(self, text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
-        for p, kw in _METRIC_KW:
-            if kw not in text:
-                continue
-            m = p.regex.search(text)
-            if not m:
-                continue
-            g = m.groupdict()
-            step = _int(g.get("step"))
-            n = 0
-            for group, key in p.metrics.items():
-                if g.get(group) is None:
-                    continue
-                v = lp.number(g[group]) * p.scale.get(group, 1.0)
-                if p.sentinel.get(group) == v:
-                    v = float("nan")
-                rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=key, value=v, rank=rank, pattern=p.name)
-                n += 1
-            return n
-        for f, kw in _FIELD_KW:
-            if kw in text:
-                n = self._field_metrics(f, text, stamp, lineno, run, rank, rows)
-                if n:
-                    return n
-        if _HF_DICT in text:
-            n = self._hf_dict(text, stamp, lineno, run, rank, rows)
-            if n:
-                return n
-        for p in self.user:
-            if p.keyword is not None and p.keyword.decode() not in text:
-                continue
-            m = p.regex.search(text)
-            if m:
-                g = m.groupdict()
-                rows.metric(stamp=stamp, line=lineno, run=g.get("run") or run, step=_int(g.get("step")),
-                            metric=p.metric, value=lp.number(g["value"]), rank=rank, pattern=p.name)
-                return 1
-        n = self._unit_metrics(text, stamp, lineno, run, rank, rows) if any(k in text for k in lp.UNIT_KEYWORDS) else 0
-        if _GENERIC_KW in text:
-            n += self._field_metrics(lp.GENERIC_LOSS, text, stamp, lineno, run, rank, rows)
-        return n
-
-    def _unit_metrics(self, text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
-        """Rates named by their unit (`1.2k tok/s`, `85 ms/step`): the step, if the line has one,
-        from a step-like counter."""
-        found = list(lp.UNIT_VALUE.finditer(text))
-        if not found:
-            return 0
-        sm = lp.GENERIC_LOSS.steps[0].search(text)
-        step = _int(sm.group("step")) if sm else None
-        for m in found:
-            metric, scale = lp.UNIT_METRICS[m.group("unit")[:3].lower()]
-            value = lp.number(m.group("value") + (m.group("mult") or "").upper()) * scale
-            rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=metric, value=value, rank=rank, pattern="unit")
-        return len(found)
-
-    def _field_metrics(self, f: lp.FieldFormat, text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
-        """A `key: value | key: value` line: every known key gives its metric."""
-        sm = next((m for m in (rx.search(text) for rx in f.steps) if m is not None), None)
-        if sm is None:
-            return 0
-        g = sm.groupdict()
-        if g.get("step") is not None:
-            step = _int(g["step"].replace(",", ""))  # BasicSR prints `iter:   1,000`
-        elif g.get("per_epoch") is not None:
-            epoch, per_epoch, i = _int(g["epoch"]), _int(g["per_epoch"]), _int(g["i"])
-            step = _int((epoch - f.first_epoch) * per_epoch + i) if None not in (epoch, per_epoch, i) else None
-        else:
-            step = _int(g.get("i"))
-        n = 0
-        seen = set()
-        for part in f.separator.split(text):
-            m = lp.FIELD.search(part) if len(part) <= _MAX_FIELD_CHARS else None
-            if m is None:
-                continue
-            key = " ".join(m.group("key").lower().split())
-            target = f.fields.get(key)
-            if target is None or target[0] in seen:
-                continue
-            seen.add(target[0])
-            rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=target[0],
-                        value=lp.number(m.group("value")) * lp.field_scale(target[0], target[1], m.group("unit")),
-                        rank=rank, pattern=f.name)
-            n += 1
-        return n
-
-    def _hf_dict(self, text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
-        """HF Trainer's log dict; without a `step` key it takes the step of the training bar
-        drawn before it."""
-        n = 0
-        for m in lp.HF_DICT.finditer(text):
-            try:
-                d = ast.literal_eval(m.group(0))
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                continue
-            if not isinstance(d, dict) or not lp.HF_DICT_KEYS & set(d):
-                continue
-            nums = {k: v for k, v in d.items() if isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool)}
-            step = _int(d.get("step")) if "step" in d else self.bar_step.get(rank)
-            for k, v in nums.items():
-                rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=lp.hf_metric_key(k), value=float(v), rank=rank, pattern="hf_trainer")
-                n += 1
-        return n
-
-    def _bars(self, bars: list[lp.Bar], record: str, lineno: int, rows: Rows, rank) -> int:
-        run = self._run_for(None, False, None)
-        since = 0  # where the text before this bar starts: after the previous bar
-        for b in bars:
-            g = b.fields
-            desc = b.desc.strip().rstrip(":").strip()
-            context = record[max(since, b.start - 80):b.bar_start]  # a description cut at `(` starts earlier
-            since = b.end
-            key = (desc, g["total"], rank)
-            prev = self.bars.get(key)
-            n = _int(g["n"])
-            shown = record[b.bar_start:b.end].strip()
-            state = dict(stamp=self.last_stamp, line=lineno, run=run, kind="progress",
-                         message=f"{desc + ': ' if desc else ''}{shown}", rank=rank, pattern="tqdm", lines=1)
-            new_step = prev is None or prev["_n"] != n
-            state["_n"] = n
-            self.bars[key] = state
-            if prev is not None:
-                self.redraws += 1
-            if lp.NOT_TRAINING_BAR.search(context):
-                continue
-            self.bar_step[rank] = n
-            elapsed = lp.bar_seconds(g["elapsed"])
-            self._leap(key, prev, n, _int(g["total"]), elapsed, rows,
-                       dict(stamp=self.last_stamp, line=lineno, run=run, kind="resumed", rank=rank, pattern="tqdm",
-                            message=f"{desc + ': ' if desc else ''}the training bar is at step {n} of {g['total']} "
-                                    f"0 s after it began: resumed (at step {n})", lines=1))
-            if n is not None and new_step and elapsed is not None:
-                rows.metric(stamp=self.last_stamp, line=lineno, run=run, step=n, metric=BAR_ELAPSED_S,
-                            value=elapsed, rank=rank, pattern="tqdm")
-            if n is None or not new_step or g["rate"] == "?" or lp.NOT_ITERATION_UNIT.search(g["unit"]):
-                continue
-            rate = float(g["rate"]) if g["rate"].count(".") <= 1 else float("nan")
-            per_s = rate if g["unit"].endswith("/s") else (1.0 / rate if rate else float("nan"))
-            rows.metric(stamp=self.last_stamp, line=lineno, run=run, step=n, metric="train/it_per_s",
-                        value=per_s, rank=rank, pattern="tqdm")
-            for kv in g["postfix"].split(","):
-                k, _, v = kv.strip().partition("=")
-                if k in lp.BAR_POSTFIX and v:
-                    rows.metric(stamp=self.last_stamp, line=lineno, run=run, step=n,
-                                metric=lp.BAR_POSTFIX[k], value=lp.number(v), rank=rank, pattern="tqdm")
-        return 1
-
-    def _leap(self, key: tuple, prev: dict | None, n: int | None, total: int | None, elapsed: float | None,
-              rows: Rows, event: dict) -> None:
-        """A training bar that starts above 0, or leaps there before a second has passed, goes on
-        from a checkpoint (Hugging Face's Trainer counts the steps a checkpoint holds at once:
-        `0/400`, then `201/400 [00:00<...]`). A fast trainer's first update looks the same, so the
-        leap is told a resume only once the bar's next second shows a pace that could not have
-        done it: the leap more than LEAP_PACES seconds of the steps that follow. A bar done at
-        once (`196/196`) is a short bar, not a resume."""
-        leap = self.leaps.get(key)
-        if leap is not None and n is not None and elapsed and elapsed >= 1:
-            del self.leaps[key]
-            if leap["_n"] > LEAP_PACES * (n - leap["_n"]) / elapsed:
-                leap.pop("_n")
-                rows.event(**leap)
-        elif (prev is None or prev["_n"] == 0) and n and elapsed == 0 and (total is None or n < total):
-            self.leaps[key] = {**event, "_n": n}
-
     # -- multi-line records --------------------------------------------------------------------
     def _follow(self, block: bytes, pos: int, lineno: int, rows: Rows) -> tuple[int, int]:
         """Feed the open record the lines from `pos`; returns (position after it, lines taken)."""
@@ -743,8 +529,8 @@ class LogScanner:
         rest = rep.read - rep.parsed - rep.n_skipped
         if rest > 0:
             rep.skip(None, NO_MATCH, rest)
-        if self.redraws:
-            rep.notes.append(f"{self.redraws} progress-bar redraws collapsed to each bar's last state")
+        if self.bars.redraws:
+            rep.notes.append(f"{self.bars.redraws} progress-bar redraws collapsed to each bar's last state")
         if self.glued:
             rep.notes.append(f"{self.glued} log records glued to the end of another line were read apart")
         if self.nul_bytes:
@@ -888,7 +674,7 @@ def sniff_log(path: Path, head: bytes) -> float:
             stamped += 1
         if _sniff_metric(body):
             metric_lines += 1
-        elif (_GENERIC_KW in body and _generic_loss(body)) or (
+        elif (GENERIC_KW in body and _generic_loss(body)) or (
                 any(k in body for k in lp.UNIT_KEYWORDS) and lp.UNIT_VALUE.search(body)):
             loss_lines += 1
     if metric_lines:
@@ -906,7 +692,7 @@ def _generic_loss(body: str) -> bool:
     f = lp.GENERIC_LOSS
     if f.steps[0].search(body) is None:
         return False
-    return any(len(part) <= _MAX_FIELD_CHARS and (m := lp.FIELD.search(part)) and m.group("key").lower() in f.fields
+    return any(len(part) <= MAX_FIELD_CHARS and (m := lp.FIELD.search(part)) and m.group("key").lower() in f.fields
                for part in f.separator.split(body))
 
 
@@ -914,10 +700,10 @@ def _sniff_metric(body: str) -> bool:
     for p in lp.METRIC_PATTERNS:
         if p.keyword.decode() in body and p.regex.search(body):
             return True
-    for f, kw in _FIELD_KW:
+    for f, kw in FIELD_KW:
         if kw in body and any(rx.search(body) for rx in f.steps):
             return True
-    if _HF_DICT in body and any(f"'{k}':" in body for k in lp.HF_DICT_KEYS) and lp.HF_DICT.search(body):
+    if HF_DICT_KW in body and any(f"'{k}':" in body for k in lp.HF_DICT_KEYS) and lp.HF_DICT.search(body):
         return True  # a Trainer log dict, not any dict (a config, wandb's settings)
     return any(k in body for k in _BAR_KW) and lp.BAR.search(body) is not None
 
@@ -942,7 +728,7 @@ def load_log(path: Path, ctx: LoadContext):
     rows = Rows()
     for part in scanner.scan():
         _merge(rows, part)
-    segments = attempts.annotate(rows.event_rows, rows.metric_cols[_METRIC_COLS.index("line")], place,
+    segments = attempts.annotate(rows.event_rows, rows.metric_cols[METRIC_COLS.index("line")], place,
                                  job_of_output_name(original.name))
     metric_cols, event_cols = rows.metrics, rows.events
     attempts.assign(metric_cols, segments, place)

@@ -1,0 +1,85 @@
+"""Progress bars (tqdm's and the like) in a training log: each bar's states as it is redrawn, the
+step a training bar is at, its elapsed time (the clock of a log that prints none) and rate, and a
+bar that leaps from 0 at once (a resume from a checkpoint)."""
+
+from __future__ import annotations
+
+from ...schema import BAR_ELAPSED_S
+from . import patterns as lp
+from .rows import Rows
+
+# A bar's leap from 0 at 0 s is a resume when it is more than this many seconds of the pace after it.
+LEAP_PACES = 5
+_int = lp.integer
+
+
+class Bars:
+    """The bars of one log as the pass meets them."""
+
+    def __init__(self):
+        self.states: dict[tuple, dict] = {}  # (description, total, rank) -> its latest state
+        self.step: dict = {}  # rank -> the step of the latest training bar (for HF dicts)
+        self.leaps: dict[tuple, dict] = {}  # bar -> the resumed event its leap from 0 would be (see _leap)
+        self.redraws = 0
+
+    def read(self, bars: list[lp.Bar], record: str, lineno: int, rows: Rows, rank, run, stamp) -> int:
+        """The bars drawn in one record: each bar's state (its last one becomes a `progress` event at
+        the end of the file), and for a training bar its step's elapsed time, rate and postfix values,
+        and a resume where it leaps from 0."""
+        since = 0  # where the text before this bar starts: after the previous bar
+        for b in bars:
+            g = b.fields
+            desc = b.desc.strip().rstrip(":").strip()
+            context = record[max(since, b.start - 80):b.bar_start]  # a description cut at `(` starts earlier
+            since = b.end
+            key = (desc, g["total"], rank)
+            prev = self.states.get(key)
+            n = _int(g["n"])
+            shown = record[b.bar_start:b.end].strip()
+            state = dict(stamp=stamp, line=lineno, run=run, kind="progress",
+                         message=f"{desc + ': ' if desc else ''}{shown}", rank=rank, pattern="tqdm", lines=1)
+            new_step = prev is None or prev["_n"] != n
+            state["_n"] = n
+            self.states[key] = state
+            if prev is not None:
+                self.redraws += 1
+            if lp.NOT_TRAINING_BAR.search(context):
+                continue
+            self.step[rank] = n
+            elapsed = lp.bar_seconds(g["elapsed"])
+            self._leap(key, prev, n, _int(g["total"]), elapsed, rows,
+                       dict(stamp=stamp, line=lineno, run=run, kind="resumed", rank=rank, pattern="tqdm",
+                            message=f"{desc + ': ' if desc else ''}the training bar is at step {n} of {g['total']} "
+                                    f"0 s after it began: resumed (at step {n})", lines=1))
+            if n is not None and new_step and elapsed is not None:
+                rows.metric(stamp=stamp, line=lineno, run=run, step=n, metric=BAR_ELAPSED_S,
+                            value=elapsed, rank=rank, pattern="tqdm")
+            if n is None or not new_step or g["rate"] == "?" or lp.NOT_ITERATION_UNIT.search(g["unit"]):
+                continue
+            rate = float(g["rate"]) if g["rate"].count(".") <= 1 else float("nan")
+            per_s = rate if g["unit"].endswith("/s") else (1.0 / rate if rate else float("nan"))
+            rows.metric(stamp=stamp, line=lineno, run=run, step=n, metric="train/it_per_s",
+                        value=per_s, rank=rank, pattern="tqdm")
+            for kv in g["postfix"].split(","):
+                k, _, v = kv.strip().partition("=")
+                if k in lp.BAR_POSTFIX and v:
+                    rows.metric(stamp=stamp, line=lineno, run=run, step=n,
+                                metric=lp.BAR_POSTFIX[k], value=lp.number(v), rank=rank, pattern="tqdm")
+        return 1
+
+    def _leap(self, key: tuple, prev: dict | None, n: int | None, total: int | None, elapsed: float | None,
+              rows: Rows, event: dict) -> None:
+        """A training bar that starts above 0, or leaps there before a second has passed, goes on
+        from a checkpoint (Hugging Face's Trainer counts the steps a checkpoint holds at once:
+        `0/400`, then `201/400 [00:00<...]`). A fast trainer's first update looks the same, so the
+        leap is told a resume only once the bar's next second shows a pace that could not have
+        done it: the leap more than LEAP_PACES seconds of the steps that follow. A bar done at
+        once (`196/196`) is a short bar, not a resume."""
+        leap = self.leaps.get(key)
+        if leap is not None and n is not None and elapsed and elapsed >= 1:
+            del self.leaps[key]
+            if leap["_n"] > LEAP_PACES * (n - leap["_n"]) / elapsed:
+                leap.pop("_n")
+                rows.event(**leap)
+        elif (prev is None or prev["_n"] == 0) and n and elapsed == 0 and (total is None or n < total):
+            self.leaps[key] = {**event, "_n": n}

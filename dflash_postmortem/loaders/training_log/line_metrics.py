@@ -1,0 +1,125 @@
+"""The metrics in one record of a training log: the known line formats (patterns.py), `key: value`
+fields, Hugging Face's dicts, the user's own patterns, rates named by their unit (`1.2k tok/s`)."""
+
+from __future__ import annotations
+
+import ast
+
+from . import patterns as lp
+from .rows import Rows
+
+# Keywords as text, decoded once: the hot path tests them on every candidate line.
+METRIC_KW = tuple((p, p.keyword.decode()) for p in lp.METRIC_PATTERNS)
+FIELD_KW = tuple((f, f.keyword.decode()) for f in lp.FIELD_FORMATS)
+GENERIC_KW = lp.GENERIC_LOSS.keyword.decode()
+HF_DICT_KW = lp.HF_DICT_KEYWORD.decode()
+MAX_FIELD_CHARS = 200  # a `key: value` field is short; prose is not searched for one
+_int = lp.integer
+
+
+def read_metrics(text: str, stamp, lineno: int, run, rank, rows: Rows, user: tuple, bar_step: dict) -> int:
+    """The metrics one record of a log gives (the number of rows it added): the known line formats
+    first, then `key: value` fields, Hugging Face's dicts, the user's patterns (incident.toml),
+    rates named by their unit, and a generic `loss`."""
+    for p, kw in METRIC_KW:
+        if kw not in text:
+            continue
+        m = p.regex.search(text)
+        if not m:
+            continue
+        g = m.groupdict()
+        step = _int(g.get("step"))
+        n = 0
+        for group, key in p.metrics.items():
+            if g.get(group) is None:
+                continue
+            v = lp.number(g[group]) * p.scale.get(group, 1.0)
+            if p.sentinel.get(group) == v:
+                v = float("nan")
+            rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=key, value=v, rank=rank, pattern=p.name)
+            n += 1
+        return n
+    for f, kw in FIELD_KW:
+        if kw in text:
+            n = _field_metrics(f, text, stamp, lineno, run, rank, rows)
+            if n:
+                return n
+    if HF_DICT_KW in text:
+        n = _hf_dict(text, stamp, lineno, run, rank, rows, bar_step)
+        if n:
+            return n
+    for p in user:
+        if p.keyword is not None and p.keyword.decode() not in text:
+            continue
+        m = p.regex.search(text)
+        if m:
+            g = m.groupdict()
+            rows.metric(stamp=stamp, line=lineno, run=g.get("run") or run, step=_int(g.get("step")),
+                        metric=p.metric, value=lp.number(g["value"]), rank=rank, pattern=p.name)
+            return 1
+    n = _unit_metrics(text, stamp, lineno, run, rank, rows) if any(k in text for k in lp.UNIT_KEYWORDS) else 0
+    if GENERIC_KW in text:
+        n += _field_metrics(lp.GENERIC_LOSS, text, stamp, lineno, run, rank, rows)
+    return n
+
+def _unit_metrics(text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
+    """Rates named by their unit (`1.2k tok/s`, `85 ms/step`): the step, if the line has one,
+    from a step-like counter."""
+    found = list(lp.UNIT_VALUE.finditer(text))
+    if not found:
+        return 0
+    sm = lp.GENERIC_LOSS.steps[0].search(text)
+    step = _int(sm.group("step")) if sm else None
+    for m in found:
+        metric, scale = lp.UNIT_METRICS[m.group("unit")[:3].lower()]
+        value = lp.number(m.group("value") + (m.group("mult") or "").upper()) * scale
+        rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=metric, value=value, rank=rank, pattern="unit")
+    return len(found)
+
+def _field_metrics(f: lp.FieldFormat, text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
+    """A `key: value | key: value` line: every known key gives its metric."""
+    sm = next((m for m in (rx.search(text) for rx in f.steps) if m is not None), None)
+    if sm is None:
+        return 0
+    g = sm.groupdict()
+    if g.get("step") is not None:
+        step = _int(g["step"].replace(",", ""))  # BasicSR prints `iter:   1,000`
+    elif g.get("per_epoch") is not None:
+        epoch, per_epoch, i = _int(g["epoch"]), _int(g["per_epoch"]), _int(g["i"])
+        step = _int((epoch - f.first_epoch) * per_epoch + i) if None not in (epoch, per_epoch, i) else None
+    else:
+        step = _int(g.get("i"))
+    n = 0
+    seen = set()
+    for part in f.separator.split(text):
+        m = lp.FIELD.search(part) if len(part) <= MAX_FIELD_CHARS else None
+        if m is None:
+            continue
+        key = " ".join(m.group("key").lower().split())
+        target = f.fields.get(key)
+        if target is None or target[0] in seen:
+            continue
+        seen.add(target[0])
+        rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=target[0],
+                    value=lp.number(m.group("value")) * lp.field_scale(target[0], target[1], m.group("unit")),
+                    rank=rank, pattern=f.name)
+        n += 1
+    return n
+
+def _hf_dict(text: str, stamp, lineno: int, run, rank, rows: Rows, bar_step: dict) -> int:
+    """HF Trainer's log dict; without a `step` key it takes the step of the training bar
+    drawn before it."""
+    n = 0
+    for m in lp.HF_DICT.finditer(text):
+        try:
+            d = ast.literal_eval(m.group(0))
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if not isinstance(d, dict) or not lp.HF_DICT_KEYS & set(d):
+            continue
+        nums = {k: v for k, v in d.items() if isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool)}
+        step = _int(d.get("step")) if "step" in d else bar_step.get(rank)
+        for k, v in nums.items():
+            rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=lp.hf_metric_key(k), value=float(v), rank=rank, pattern="hf_trainer")
+            n += 1
+    return n
