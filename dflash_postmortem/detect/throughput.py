@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..incident import Incident, RunInfo
 from ..model import computed as memo
+from ..model.attempts import attempts
 from ..model.launches import launch_of
 from ..model.pace import pace_rows, unit
 from ..model.progress import LINES_PER_WINDOW, SPIKY, alternates, spread
@@ -378,8 +379,14 @@ def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) 
                 evidence += refs
                 if refs:
                     causes.append(findings.cause(findings.event_id(refs[0]), f"{label}: {_gist(hit['message'].iloc[0])}", refs))
+        # the degraded run's own processes are not what it shared its GPUs with
+        own = {p for _, a in attempts(inc).iterrows() if run_a in a["runs"] for p in a["pids"]}
         for sh in _shared_gpus(inc, ep):
-            cands.append(f"second process on GPU(s) {', '.join(sh['gpus'])}: PIDs {sh['pids']}")
+            others = [p for p in sh["pids"] if p not in own] or sh["pids"]
+            mine = sorted(set(sh["pids"]) & own)
+            gpus = f"GPU{'s' if len(sh['gpus']) > 1 else ''} {', '.join(sh['gpus'])}"
+            cands.append(f"another process on {gpus}" + (f" beside the trainer (PID {', '.join(map(str, mine))})" if mine else "")
+                         + f": PID {', '.join(map(str, others))}")
         evidence += findings.refs(before.tail(1)) + findings.refs(during.head(2))
         where = (f"began when run {run_a} started (after run {run_b})" if across
                  else f"within run {run_a}")

@@ -7,6 +7,8 @@
                   detectors and tables read it
     kills.py      which processes a kill reached (PIDs, PID files, patterns, process groups)
     log_files.py  each attempt's own log file: written, empty, never created, or not in the folder
+    pace.py       the job's one measure of speed: tok/s where a trainer logs tokens, else steps/s
+                  counted from its step counter
     progress.py   each attempt's progress from its step and token counters, as levels over windows
     states.py     each attempt's states over time (starting, training, degraded, stalled, hung,
                   exited, killed, never trained), every change citing its line

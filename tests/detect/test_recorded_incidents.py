@@ -243,7 +243,7 @@ def test_a_lightning_run_slowed_by_another_job_on_its_gpu_told_from_its_step_cou
     reg = found[found["kind"] == "throughput_regression"].iloc[0]
     assert near(reg["start"], "21:20:02") and reg["numbers"]["unit"] == "steps/s"
     assert 0.4 < reg["numbers"]["ratio"] < 0.6
-    assert "PIDs [601, 877]" in " ".join(reg["numbers"]["candidates"])
+    assert "another process on GPU 0 beside the trainer (PID 601): PID 877" in reg["numbers"]["candidates"]
     rec = found[found["kind"] == "recovery"].iloc[0]
     # a pace counted over intervals of PACE_S (5 s) of whole-second bar times shows a change one
     # interval late at most

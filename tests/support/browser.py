@@ -55,9 +55,9 @@ class Browser:
             self._tab, self._view = context.new_page(), context.new_page()
         return self._tab, self._view
 
-    def open_pages(self, folder: Path, check, shots: Path | None = None):
-        """Open every HTML page of a report, run `check(page, name)` on each (and screenshot it
-        into `shots` when given); return the console errors and dialogs seen."""
+    def open_pages(self, folder: Path, check):
+        """Open every HTML page of a report, run `check(page, name)` on each; return the console
+        errors and dialogs seen."""
         errors, dialogs = [], []
         page, view = self._tabs()
         context = page.context
@@ -85,8 +85,6 @@ class Browser:
                 page.goto(html.as_uri())
                 page.wait_for_load_state("load")
                 check(page, html.stem)
-                if shots is not None:
-                    page.screenshot(path=str(shots / f"{html.stem}.png"), full_page=True)
         finally:
             for target, event, handler in listeners:
                 target.remove_listener(event, handler)
