@@ -19,6 +19,17 @@ from .per_host import judged
 
 HEAVY_FRACTION = 0.4
 MIN_MINUTES = 5.0
+HEAVY_ROLES = ("target",)  # the roles expected heavy unless `[detect] heavy_roles` names others
+
+
+def heavy_roles(config) -> set[str]:
+    """The roles incident.toml expects to hold the heavy share of memory (`[detect] heavy_roles`)."""
+    return set(config.detect.get("heavy_roles", list(HEAVY_ROLES)))
+
+
+def heavy_sql(mem: str, peak: str) -> str:
+    """The heavy rule of `_classes` as SQL (the fleet's DuckDB queries judge roles by it)."""
+    return f"({mem} >= {HEAVY_FRACTION} * {peak} AND {mem} >= {HELD_MIB})"
 
 
 def _classes(g: pd.DataFrame) -> pd.DataFrame:
@@ -69,8 +80,8 @@ def detect_role_mismatch(inc: Incident, min_minutes: float | None = None) -> pd.
 
 def _mismatches(inc: Incident, g: pd.DataFrame, roles: dict[str, list[int]], min_dur: pd.Timedelta,
                 label: str, host) -> list[dict]:
-    heavy_roles = set(inc.config.detect.get("heavy_roles", ["target"]))
-    expected = {gpu: ("heavy" if role in heavy_roles else "light")
+    heavy = heavy_roles(inc.config)
+    expected = {gpu: ("heavy" if role in heavy else "light")
                 for role, gpus in roles.items() for gpu in gpus}
     wide = g.pivot_table(index="t", columns="gpu", values="cls", aggfunc="first")
     wide = wide.reindex(columns=sorted(expected)).dropna()

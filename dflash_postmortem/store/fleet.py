@@ -17,7 +17,7 @@ whole store is scanned once however many questions are asked:
 - `idle_allocated`: a GPU holding memory (gpu_state.HELD_MIB) at < IDLE_UTIL_PCT for
   roles.MIN_MINUTES.
 - `role_drift`: a host whose heavy/light memory split differs from incident.toml's roles for
-  roles.MIN_MINUTES (the heavy rule of detect/roles.py: roles.HEAVY_FRACTION of the host's most).
+  roles.MIN_MINUTES (the heavy rule of detect/roles.py, roles.heavy_sql: HEAVY_FRACTION of the host's most, at least 1 GiB).
 - `restarts_never_came_up`: a launch on a host after which, for restart.GRACE_S and to the end of
   what the host reported, no GPU held memory and no rank logged a step.
 
@@ -40,7 +40,7 @@ from ..config import IncidentConfig, incident_config
 from ..detect import detect, findings
 from ..detect.gpu_state import HELD_MIB, IDLE_UTIL_PCT
 from ..detect.restart import GRACE_S
-from ..detect.roles import HEAVY_FRACTION, MIN_MINUTES
+from ..detect.roles import MIN_MINUTES, heavy_roles, heavy_sql
 from ..detect.throughput import MIN_DROP
 from ..errors import PostmortemError
 from ..schema import TOK_PER_S
@@ -358,31 +358,33 @@ class Fleet:
         cfg = self.config
         if not cfg.has_roles:
             return findings.empty()
-        heavy_roles = set(cfg.detect.get("heavy_roles", ["target"]))
+        heavy = heavy_roles(cfg)
         hosts = self._df("SELECT DISTINCT host FROM fleet_gpu_minutes")["host"].tolist()
         expected = pd.DataFrame(
-            [(h, gpu, role in heavy_roles) for h in hosts for role, gpus in cfg.roles_for(h).items() for gpu in gpus],
+            [(h, gpu, role in heavy) for h in hosts for role, gpus in cfg.roles_for(h).items() for gpu in gpus],
             columns=["host", "gpu", "heavy"])
         if expected.empty:
             return findings.empty()
         self.con.register("fleet_expected_roles", expected.astype({"host": "string", "gpu": "int64"}))
+        # heavy as detect/roles.py judges a GPU sample, here on a minute's medians
+        is_heavy = heavy_sql("g.mem", "h.mem_max")
         runs = self._runs(f"""
             SELECT g.host, g.b,
-                   list(g.gpu ORDER BY g.gpu) FILTER (WHERE (g.mem >= {HEAVY_FRACTION} * h.mem_max) <> e.heavy) AS wrong,
-                   list(g.gpu ORDER BY g.gpu) FILTER (WHERE g.mem >= {HEAVY_FRACTION} * h.mem_max) AS heavy
+                   list(g.gpu ORDER BY g.gpu) FILTER (WHERE {is_heavy} <> e.heavy) AS wrong,
+                   list(g.gpu ORDER BY g.gpu) FILTER (WHERE {is_heavy}) AS heavy
             FROM fleet_gpu_minutes g
             JOIN fleet_expected_roles e USING (host, gpu)
             JOIN fleet_host_minutes h USING (host, b)
             WHERE g.mem IS NOT NULL AND h.mem_max >= {HELD_MIB}
-            GROUP BY ALL HAVING count(*) FILTER (WHERE (g.mem >= {HEAVY_FRACTION} * h.mem_max) <> e.heavy) > 0
+            GROUP BY ALL HAVING count(*) FILTER (WHERE {is_heavy} <> e.heavy) > 0
         """, "host", self._min_minutes(min_minutes), ", flatten(list(DISTINCT wrong)) AS wrong, "
             "any_value(heavy) AS heavy")
         rows = []
         for r in runs.itertuples():
             t0, t1 = self._t(r.b0), self._t(r.b1 + 1)
             roles = cfg.roles_for(r.host)
-            exp_heavy = sorted(g for role, gpus in roles.items() if role in heavy_roles for g in gpus)
-            exp_light = sorted(g for role, gpus in roles.items() if role not in heavy_roles for g in gpus)
+            exp_heavy = sorted(g for role, gpus in roles.items() if role in heavy for g in gpus)
+            exp_light = sorted(g for role, gpus in roles.items() if role not in heavy for g in gpus)
             observed_heavy = sorted(int(g) for g in r.heavy)
             wrong = sorted({int(g) for g in r.wrong})
             mem = self._df("SELECT gpu, median(mem) AS m FROM fleet_gpu_minutes WHERE host = $1 AND b BETWEEN $2 AND $3 "
