@@ -31,6 +31,8 @@ did (what the README of the incident is written from), which the incident folder
     pl-contention      a PyTorch Lightning run (tqdm bar only, no tokens, no times of day) started
                        with nohup; another user's job starts on the same GPU and takes half its
                        compute for about 70 s, then ends; the run goes back to its pace
+    hf-long-eval       no incident: a Hugging Face Trainer run that stops training for a long
+                       evaluation every 100 steps (TensorBoard beside its log)
     alternating        no incident: two drafter threads, each logging its own rate
     clean-relaunch     no incident: a run that stops cleanly, relaunched by hand
 """
@@ -382,13 +384,18 @@ p.add_argument("--max-steps", type=int, default=400)
 p.add_argument("--oom-at-step", type=int, default=0)
 p.add_argument("--resume", action="store_true")
 p.add_argument("--cpu", action="store_true")
+p.add_argument("--eval-every", type=int, default=0)
+p.add_argument("--eval-size", type=int, default=0)
 a = p.parse_args()
 SEQ = 64 if a.cpu else 1024
 
 
 class Tokens(Dataset):
+    def __init__(self, n=1 << 20):
+        self.n = n
+
     def __len__(self):
-        return 1 << 20
+        return self.n
 
     def __getitem__(self, i):
         g = torch.Generator().manual_seed(i)
@@ -411,9 +418,11 @@ model = GPT2LMHeadModel(cfg)
 args = TrainingArguments(output_dir=a.out, max_steps=a.max_steps, per_device_train_batch_size=4 if a.cpu else 16,
                          logging_steps=10, save_steps=100, save_total_limit=3, report_to=["tensorboard"],
                          bf16=not a.cpu, use_cpu=a.cpu,
-                         dataloader_num_workers=0, learning_rate=3e-4, warmup_steps=20, seed=0)
-Trainer(model=model, args=args, train_dataset=Tokens(), callbacks=[Spike()]).train(
-    resume_from_checkpoint=True if a.resume else None)
+                         dataloader_num_workers=0, learning_rate=3e-4, warmup_steps=20, seed=0,
+                         eval_strategy="steps" if a.eval_every else "no", eval_steps=a.eval_every or None,
+                         per_device_eval_batch_size=4 if a.cpu else 32)
+Trainer(model=model, args=args, train_dataset=Tokens(), eval_dataset=Tokens(a.eval_size) if a.eval_every else None,
+        callbacks=[Spike()]).train(resume_from_checkpoint=True if a.resume else None)
 """
 
 
@@ -455,8 +464,11 @@ SEQ, WIDTH, LAYERS, VOCAB = (32, 32, 2, 512) if a.cpu else (1024, 1024, 8, 32000
 
 
 class Tokens(Dataset):
+    def __init__(self, n=1 << 20):
+        self.n = n
+
     def __len__(self):
-        return 1 << 20
+        return self.n
 
     def __getitem__(self, i):
         return torch.randint(0, VOCAB, (SEQ + 1,), generator=torch.Generator().manual_seed(i))
@@ -532,6 +544,24 @@ def pl_contention(r: Recording) -> None:
     op.run("tail -c 300 logs/pl_train.log")
 
 
+def hf_long_eval(r: Recording) -> None:
+    r.smi_stream()
+    r.smi_apps()
+    r.ps_loop()
+    op = Transcript(r.dir)
+    (r.dir / "run" / "hf_train.py").write_text(HF_TRAIN)
+    cpu = " --cpu" if not r.gpu else ""
+    size = 200 if not r.gpu else 100000
+    r.truth(f"no incident: a Hugging Face Trainer run (python, nohup) that evaluates every 100 steps on {size} "
+            "sequences (each evaluation long against its steps), TensorBoard logging; max_steps 300")
+    op.run(f"nohup {shlex.quote(sys.executable)} run/hf_train.py --out runs/gpt2 --max-steps 300 --eval-every 100 "
+           f"--eval-size {size}{cpu} > logs/hf_train.log 2>&1 &")
+    r.wait_for("logs/hf_train.log", "train_runtime", 540)
+    r.truth("the run reached max_steps 300 and ended")
+    time.sleep(3)
+    op.run("tail -c 400 logs/hf_train.log")
+
+
 def alternating(r: Recording) -> None:
     r.smi_stream()
     r.ps_loop()
@@ -560,6 +590,7 @@ SCENARIOS = {
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
     "alternating": alternating, "clean-relaunch": clean_relaunch, "torchrun-crashloop": torchrun_crashloop,
     "tmux-history": tmux_history, "hf-oom-resume": hf_oom_resume, "pl-contention": pl_contention,
+    "hf-long-eval": hf_long_eval,
 }
 
 

@@ -117,9 +117,24 @@ def _hf_dict(text: str, stamp, lineno: int, run, rank, rows: Rows, bar_step: dic
             continue
         if not isinstance(d, dict) or not lp.HF_DICT_KEYS & set(d):
             continue
-        nums = {k: v for k, v in d.items() if isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool)}
+        nums = {k: n for k, v in d.items() if isinstance(k, str) and (n := _dict_number(v)) is not None}
         step = _int(d.get("step")) if "step" in d else bar_step.get(rank)
         for k, v in nums.items():
-            rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=lp.hf_metric_key(k), value=float(v), rank=rank, pattern="hf_trainer")
+            rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=lp.hf_metric_key(k), value=v, rank=rank, pattern="hf_trainer")
             n += 1
     return n
+
+
+def _dict_number(v) -> float | None:
+    """A number of a Hugging Face log dict: a Python number, or a number the Trainer wrote as a
+    string (transformers 5 prints `{'loss': '10.96', 'grad_norm': '0.3973', ...}`)."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, str) and len(v) <= 40:
+        try:
+            return float(v)
+        except ValueError:
+            return None
+    return None
