@@ -73,6 +73,8 @@ _EVENT_KW = tuple((p, () if p.case_insensitive_keyword else p.keywords) for p in
 # (what a traceback's exception line states: an OOM, a CUDA error, the wait that ran out)
 _EXCEPTION_KW = tuple((p, kws) for p, kws in _EVENT_KW
                       if p.name in lp.EXCEPTION_FACTS or p.kind in ("timeout", "nccl_timeout"))
+_SUMMARY_EVENTS = tuple((p, kws) for p, kws in _EVENT_KW if p.name == "hf_summary")
+_SUMMARY_KW = "train_runtime"
 _TRACEBACK = lp.TRACEBACK_KEYWORD.decode()
 _THREAD_EXCEPTION = lp.THREAD_EXCEPTION_KEYWORD.decode()
 _FAULTHANDLER_KW = lp.FAULTHANDLER_KEYWORDS
@@ -440,6 +442,10 @@ class LogScanner:
             self.block = FailureTable(table.group("root") != "Failures", stamp=stamp, line=lineno, run=run)
             return 1
         if read_metrics(text, stamp, lineno, run, rank, rows, self.user, self.bars.step):
+            # numbers that are also a fact: Hugging Face's closing summary is the run's averages
+            # and the end of its training (whether it prints them as numbers or as strings)
+            if _SUMMARY_KW in text:
+                self._event(text, _strip_tags(body), where, rows, among=_SUMMARY_EVENTS)
             return 1
         return self._event(text, _strip_tags(body), where, rows)
 

@@ -359,3 +359,21 @@ def test_a_bar_that_leaps_from_zero_is_a_resume_only_past_the_pace_after_it(tmp_
     fast.write_text("\r".join(["  0%|          | 0/5000 [00:00<?, ?it/s]", " 2%|▏         | 100/5000 [00:00<00:04, 999.0it/s]",
                                  " 22%|██▏       | 1100/5000 [00:01<00:03, 999.0it/s]"]) + "\n")
     assert resumed(fast) == []
+
+
+def test_hugging_face_dicts_with_numbers_as_strings_give_metrics_and_the_summary_ends_training():
+    """transformers 5 prints its log dicts with every number quoted (`{'loss': '10.96', 'grad_norm':
+    '0.3973', ...}`, recorded on an H200 in data/incidents/h200-1gpu-hf-oom-resume): each is a
+    metric at the step of the bar drawn before it, and the closing `{'train_runtime': '26.92',
+    ...}` is both the run's averages and the end of its training."""
+    from pathlib import Path
+
+    logs = Path(__file__).resolve().parents[3] / "data" / "incidents" / "h200-1gpu-hf-oom-resume" / "logs"
+    first = pm.load_process_log(logs / "hf_train.log").metrics
+    loss = first[first["metric"] == "train/loss"]
+    assert len(loss) == 24 and loss["value"].iloc[0] == pytest.approx(10.96)
+    assert loss["step"].iloc[0] == 10  # the dict has no step: the bar's, drawn just before it
+    resumed = pm.load_process_log(logs / "hf_resume.log")
+    assert resumed.metrics.loc[resumed.metrics["metric"] == "train/train_runtime", "value"].tolist() == [pytest.approx(26.92)]
+    stop = resumed.events[resumed.events["kind"] == "training_stop"]
+    assert len(stop) == 1 and "train_runtime" in stop["message"].iloc[0]
