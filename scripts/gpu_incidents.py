@@ -551,7 +551,7 @@ def hf_long_eval(r: Recording) -> None:
     op = Transcript(r.dir)
     (r.dir / "run" / "hf_train.py").write_text(HF_TRAIN)
     cpu = " --cpu" if not r.gpu else ""
-    size = 200 if not r.gpu else 100000
+    size = 6000 if not r.gpu else 100000
     r.truth(f"no incident: a Hugging Face Trainer run (python, nohup) that evaluates every 100 steps on {size} "
             "sequences (each evaluation long against its steps), TensorBoard logging; max_steps 300")
     op.run(f"nohup {shlex.quote(sys.executable)} run/hf_train.py --out runs/gpt2 --max-steps 300 --eval-every 100 "

@@ -4,7 +4,8 @@
     training      progressing at its job's level
     degraded      progressing, below (1 - min_drop) x its job's level before
     stalled       alive (a listing shows it, its PIDs hold GPU memory, or its log grows), no step
-                  for longer than max(3 x its median step interval, 60 s) (`[detect] stall_s`);
+                  for longer than max(3 x its median step interval, 60 s) (`[detect] stall_s`)
+                  and no evaluation results logged in that time;
                   before a first step: no start-up stage line for that long after its last one
     hung          no step from its last one until the error that ended it, longer than 3 x its
                   median step interval (a collective waiting for a rank that stopped, until its
@@ -97,8 +98,12 @@ def _states(inc: Incident) -> pd.DataFrame:
             died = _died_inside(inc, a, lines, end)
             hung = _hung_until_error(a, lines) if died is None else None
             said = died or hung
+            evaluated = _evaluations(inc, a)
             for t, ref in zip(times, refs, strict=True):
-                if t - cursor > threshold or (said is not None and t == end and t > cursor):
+                # a gap the attempt spent evaluating (its evaluation's results logged in it) is
+                # work, not a stall: Hugging Face's Trainer stops training for every evaluation
+                busy = bool(len(evaluated)) and ((evaluated > cursor) & (evaluated <= t)).any()
+                if (t - cursor > threshold and not busy) or (said is not None and t == end and t > cursor):
                     rows.append(_row(a, "training", since, cursor, a["first_step_ref"] if since == first else ref, ""))
                     why = f"no step for {(t - cursor).total_seconds():.0f} s" + (f", {said[1]}" if said else "")
                     state = "hung" if hung is not None and t == end else "stalled"
@@ -120,6 +125,16 @@ def _states(inc: Incident) -> pd.DataFrame:
                              a["end"], a["end"], a["end_ref"], a["end_message"] or ""))
     out = pd.DataFrame([r for r in rows if r["start"] is not None], columns=list(COLUMNS))
     return _fill_training(out)
+
+
+def _evaluations(inc: Incident, a: pd.Series) -> pd.Series:
+    """When the attempt logged evaluation results (`eval/...` metrics of its own logs and runs)."""
+    m = inc.metrics
+    if m.empty or not (a["sources"] or a["runs"]):
+        return pd.Series([], dtype="datetime64[us, UTC]")
+    ev = m[m["metric"].str.startswith("eval/") & m["time"].notna() & (m["time"] >= a["start"])]
+    ev = ev[ev["source"].isin(a["sources"]) | ev["run"].isin(a["runs"])]
+    return ev["time"].drop_duplicates()
 
 
 def _stuck_in_start_up(inc: Incident, a: pd.Series, end) -> dict | None:

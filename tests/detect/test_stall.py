@@ -131,3 +131,34 @@ def test_a_steady_trainer_that_logs_no_tokens_has_no_stall(sample, tmp_path):
     assert len(inc.metrics) > 0
     assert detect_stalls(inc).empty
     assert pm.detect(inc).empty
+
+
+def test_a_hugging_face_run_that_stops_training_to_evaluate_has_no_stall():
+    """A healthy Trainer run recorded on this CPU machine (tests/detect/fixtures/hf-long-eval-cpu):
+    three evaluations of 92-97 s each, no training step meanwhile, the process working. The
+    evaluation's bar, drawn below the unfinished training bar, is no training bar (its elapsed time
+    would push the log's clock minutes past the run's end); each gap holds the evaluation's results,
+    so it is work, not a stall."""
+    import warnings
+
+    import dflash_postmortem as pm
+    from dflash_postmortem.model import states
+    from dflash_postmortem.model.step_lines import step_lines
+
+    folder = Path(__file__).resolve().parent / "fixtures" / "hf-long-eval-cpu"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(folder)
+    log = step_lines(inc)
+    log = log[log["source"] == "logs/hf_train.log"]
+    # only the training bar's steps, 1..300; the last of them, then the last evaluation's
+    # runtime, end where the driver saw the run's summary (23:06:45.726)
+    assert log["step"].max() == 300 and log["step"].min() >= 1
+    m = inc.metrics
+    runtime = m[(m["source"] == "logs/hf_train.log") & (m["metric"] == "eval/runtime")]["value"].tolist()
+    assert runtime == pytest.approx([91.97, 92.2, 96.59])
+    ended = log["time"].max() + pd.Timedelta(seconds=runtime[-1])
+    assert abs(ended - pd.Timestamp("2026-12-02 23:06:45.726", tz="UTC")) < pd.Timedelta(seconds=5)
+    st = states(inc)
+    assert "stalled" not in set(st["state"])
+    assert pm.detect(inc).empty

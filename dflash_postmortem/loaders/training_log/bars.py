@@ -21,6 +21,28 @@ class Bars:
         self.step: dict = {}  # rank -> the step of the latest training bar (for HF dicts)
         self.leaps: dict[tuple, dict] = {}  # bar -> the resumed event its leap from 0 would be (see _leap)
         self.redraws = 0
+        self.outer: dict = {}  # rank -> (key, total) of its training bar while it is unfinished
+        self.inner: set[tuple] = set()  # bars drawn inside it (an evaluation's, a prediction's)
+
+    def _inner(self, key: tuple, prev: dict | None, rank, n: int | None, total: int | None) -> bool:
+        """A bar that begins while this rank's training bar is unfinished is a task inside it, not
+        training: Hugging Face's Trainer draws its evaluation's bar (`0/1500`) below the training
+        bar (`100/300`), which then goes on. The training bar is the first to count a step of a
+        known total; it is done when its count reaches that total."""
+        if key in self.inner:
+            return True
+        outer = self.outer.get(rank)
+        if outer is not None and outer[0] != key and prev is None:
+            self.inner.add(key)
+            return True
+        if outer is None or outer[0] == key:
+            # a bar holds the others inside it once it has counted a step of a known total (a
+            # placeholder `Training: 0/?` is no training bar yet; a bar with no total never ends)
+            if n is None or total is None or n >= total:
+                self.outer.pop(rank, None)
+            elif n > 0:
+                self.outer[rank] = (key, total)
+        return False
 
     def read(self, bars: list[lp.Bar], record: str, lineno: int, rows: Rows, rank, run, stamp) -> int:
         """The bars drawn in one record: each bar's state (its last one becomes a `progress` event at
@@ -43,7 +65,7 @@ class Bars:
             self.states[key] = state
             if prev is not None:
                 self.redraws += 1
-            if lp.NOT_TRAINING_BAR.search(context):
+            if lp.NOT_TRAINING_BAR.search(context) or self._inner(key, prev, rank, n, _int(g["total"])):
                 continue
             self.step[rank] = n
             elapsed = lp.bar_seconds(g["elapsed"])
