@@ -19,7 +19,7 @@ from ..model.attempts import attempts, kill_reach
 from ..model.kills import aimed_at
 from ..model.launches import is_trainer, outcomes, verdicts
 from ..model.log_files import NEVER_CREATED, NOT_IN_INCIDENT, log_files
-from ..model.states import states
+from ..model.states import REPORTED_ENDS, states
 from ..shell_words import is_detached, session_launcher
 from ..units import clock, clock_within
 from . import findings, gpu_state
@@ -162,7 +162,7 @@ _DIED = {"traceback": "wrote a traceback ending", "exception": "raised", "thread
 _MISSING = re.compile(r"no such file or directory|directory nonexistent", re.IGNORECASE)
 # Ends that a process, its shell or its launcher report (a status, a signal); a kill the operator
 # sent is its own story.
-_REPORTED = ("killed", "exit", "segfault", "attempt_end", "oom_kill")
+_REPORTED = REPORTED_ENDS
 
 
 def _attempt(inc: Incident, L: pd.Series) -> pd.Series | None:
@@ -529,7 +529,8 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         # its own error is a failed start, told by that error
         stuck = stalled_in_start_up.get(L["attempt"])
         if stuck is not None and not exited:
-            rows.append(_never_trained(inc, L, w, pid, stuck, over or pd.notna(a["end"]) if a is not None else over, evidence))
+            ended = over or (a is not None and pd.notna(a["end"]))
+            rows.append(_never_trained(inc, L, w, pid, stuck, ended, evidence))
             continue
         if not over:
             late = f"its first step came {(first['time'] - L['time']).total_seconds():,.0f} s after the launch" \

@@ -551,14 +551,14 @@ class _Assembly:
             df[col] = pd.to_datetime(df[col], utc=True).astype("datetime64[us, UTC]")
         return df
 
-    def _job_rows_of(self, a: _Attempt, found: list[_Attempt]) -> list:
+    def _job_rows_of(self, a: _Attempt) -> list:
         """The event rows that are the attempt's by its scheduler job: the kill_sent rows that
         cancelled it (`scancel`), and what the job listings say of it, from its start to the next
         attempt of the same job."""
         if a.job is None:
             return []
         rows = [i for i, j in self.job_kills.items() if job_reached(j, a.job)]
-        later = [b.start for b in found if b.job == a.job and b.start is not None and b.start > a.start]
+        later = [b.start for b in self.ordered if b.job == a.job and b.start is not None and b.start > a.start]
         listed = self.listed[(self.listed["job"] == a.job) & (self.listed["time"] >= a.start - LOG_SLACK)]
         if later:
             listed = listed[listed["time"] < min(later)]
@@ -571,7 +571,7 @@ class _Assembly:
         parts = [(s, b, e) for s, (b, e) in a.sources.items()]
         steps = _steps(inc, parts, a.runs, a.start, self.owned)
         first = steps.iloc[0] if len(steps) else None
-        by_job = self._job_rows_of(a, self.ordered)
+        by_job = self._job_rows_of(a)
         rows = _rows_of(inc, parts, a.pids, self.kills, a.launch_ref, by_job)
         gp = inc.gpu_processes[inc.gpu_processes["pid"].isin(a.pids)] if a.pids else inc.gpu_processes.iloc[:0]
         procs = self.procs[self.procs["pid"].isin(a.pids)]
@@ -734,12 +734,14 @@ def job_listings(inc: Incident) -> set[str]:
     log, a runtime's events of several containers): what they say of each job is that job's, none
     of them is one trainer's log. (A file whose rows name several jobs but start none, such as one
     OOM kill that systemd reports for each slice above the process, is not such a listing.)"""
-    ev = inc.events
-    if ev.empty or "job" not in ev.columns:
-        return set()
-    starts = ev[(ev["kind"] == "attempt_start")].dropna(subset=["job"])
-    jobs = starts.groupby("source")["job"].nunique()
-    return set(jobs[jobs > 1].index) - set(inc.metrics["source"].dropna().unique())
+    def find() -> set[str]:
+        ev = inc.events
+        if ev.empty or "job" not in ev.columns:
+            return set()
+        starts = ev[(ev["kind"] == "attempt_start")].dropna(subset=["job"])
+        jobs = starts.groupby("source")["job"].nunique()
+        return set(jobs[jobs > 1].index) - set(inc.metrics["source"].dropna().unique())
+    return computed.cached(inc, "job listings", ("events", "metrics"), find)
 
 
 def _log_starts(inc: Incident) -> dict[str, list[tuple]]:

@@ -74,6 +74,7 @@ def _states(inc: Incident) -> pd.DataFrame:
     min_drop = float(inc.config.detect.get("min_drop", MIN_DROP))
     att = attempts(inc)
     evidence_end = inc.span()[1]
+    evaluations = _evaluation_rows(inc)
     for _, a in att.iterrows():
         end = a["end"] if pd.notna(a["end"]) else a["last_alive"]
         end = max(end, a["last_alive"]) if pd.notna(a["last_alive"]) else end
@@ -98,7 +99,7 @@ def _states(inc: Incident) -> pd.DataFrame:
             died = _died_inside(inc, a, lines, end)
             hung = _hung_until_error(a, lines) if died is None else None
             said = died or hung
-            evaluated = _evaluations(inc, a)
+            evaluated = _evaluations(evaluations, a)
             for t, ref in zip(times, refs, strict=True):
                 # a gap the attempt spent evaluating (its evaluation's results logged in it) is
                 # work, not a stall: Hugging Face's Trainer stops training for every evaluation
@@ -127,13 +128,15 @@ def _states(inc: Incident) -> pd.DataFrame:
     return _fill_training(out)
 
 
-def _evaluations(inc: Incident, a: pd.Series) -> pd.Series:
-    """When the attempt logged evaluation results (`eval/...` metrics of its own logs and runs)."""
+def _evaluation_rows(inc: Incident) -> pd.DataFrame:
+    """The incident's evaluation results (`eval/...` metrics with a time)."""
     m = inc.metrics
-    if m.empty or not (a["sources"] or a["runs"]):
-        return pd.Series([], dtype="datetime64[us, UTC]")
-    ev = m[m["metric"].str.startswith("eval/") & m["time"].notna() & (m["time"] >= a["start"])]
-    ev = ev[ev["source"].isin(a["sources"]) | ev["run"].isin(a["runs"])]
+    return m[m["metric"].str.startswith("eval/") & m["time"].notna()] if len(m) else m
+
+
+def _evaluations(rows: pd.DataFrame, a: pd.Series) -> pd.Series:
+    """When the attempt logged evaluation results (of `_evaluation_rows`: its own logs and runs)."""
+    ev = rows[(rows["time"] >= a["start"]) & (rows["source"].isin(a["sources"]) | rows["run"].isin(a["runs"]))]
     return ev["time"].drop_duplicates()
 
 
@@ -152,17 +155,19 @@ def _stuck_in_start_up(inc: Incident, a: pd.Series, end) -> dict | None:
         return None
     last = stages.sort_values("time", kind="stable").iloc[-1]
     waited = (end - last["time"]).total_seconds()
-    if waited < stall_threshold_s(inc):
-        return None
+    if waited < stall_threshold_s(inc) or not isinstance(last.get("ref"), str):
+        return None  # (a stage line the finding could not cite tells nothing)
     text = str(last["message"]).strip().splitlines()[0]
     died = isinstance(a["cause_kind"], str) or a["end_kind"] in _ENDED_BY_ITSELF
-    return _row(a, "hung" if died else "stalled", last["time"], end, last["ref"] if isinstance(last.get("ref"), str) else None,
+    return _row(a, "hung" if died else "stalled", last["time"], end, last["ref"],
                 f"no start-up progress for {waited:.0f} s after `{text[:120]}`")
 
 
-# Ends that an attempt's process, its shell or its launcher report of it (an exit status, a
-# signal it died of, an OOM): not a kill the operator sent to a start that hung.
-_ENDED_BY_ITSELF = ("killed", "exit", "segfault", "attempt_end", "oom_kill", "oom", "redirect_failed")
+# Ends that a process, its shell or its launcher report (a status, a signal); with an OOM and a
+# redirect the shell could not open, the ends an attempt came to by itself, not by a kill the
+# operator sent to a start that hung.
+REPORTED_ENDS = ("killed", "exit", "segfault", "attempt_end", "oom_kill")
+_ENDED_BY_ITSELF = (*REPORTED_ENDS, "oom", "redirect_failed")
 
 
 def _gave_up(a: pd.Series, att: pd.DataFrame, evidence_end, steps_seen: bool) -> str | None:

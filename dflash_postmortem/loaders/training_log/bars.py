@@ -21,7 +21,7 @@ class Bars:
         self.step: dict = {}  # rank -> the step of the latest training bar (for HF dicts)
         self.leaps: dict[tuple, dict] = {}  # bar -> the resumed event its leap from 0 would be (see _leap)
         self.redraws = 0
-        self.outer: dict = {}  # rank -> (key, total) of its training bar while it is unfinished
+        self.outer: dict = {}  # rank -> the key of its training bar while it is unfinished
         self.inner: set[tuple] = set()  # bars drawn inside it (an evaluation's, a prediction's)
 
     def _inner(self, key: tuple, prev: dict | None, rank, n: int | None, total: int | None) -> bool:
@@ -32,16 +32,16 @@ class Bars:
         if key in self.inner:
             return True
         outer = self.outer.get(rank)
-        if outer is not None and outer[0] != key and prev is None:
+        if outer is not None and outer != key and prev is None:
             self.inner.add(key)
             return True
-        if outer is None or outer[0] == key:
+        if outer is None or outer == key:
             # a bar holds the others inside it once it has counted a step of a known total (a
             # placeholder `Training: 0/?` is no training bar yet; a bar with no total never ends)
             if n is None or total is None or n >= total:
                 self.outer.pop(rank, None)
             elif n > 0:
-                self.outer[rank] = (key, total)
+                self.outer[rank] = key
         return False
 
     def read(self, bars: list[lp.Bar], record: str, lineno: int, rows: Rows, rank, run, stamp) -> int:
