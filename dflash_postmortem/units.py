@@ -89,3 +89,8 @@ def tokens(value: float) -> str:
         if abs(value) >= scale:
             return f"{value / scale:.3g}{suffix}"
     return f"{value:.3g}"
+
+
+def percent(fraction: float) -> str:
+    """A fraction 0..1 as a whole percentage: `97 %` (a goodput, a share of GPU time)."""
+    return "n/a" if _missing(fraction) else f"{fraction * 100:.0f} %"

@@ -21,7 +21,6 @@ from ..model.attempts import attempts, kill_reach
 from ..model.kills import is_group_kill, kill_pids
 from ..model.progress import steps_of
 from ..model.step_lines import step_lines
-from ..units import clock
 from . import findings
 from .per_host import judged
 
@@ -96,35 +95,22 @@ def detect_failed_kills(inc: Incident) -> pd.DataFrame:
         proc = inc.processes[inc.processes["pid"] == pid]
         pgid = proc["pgid"].dropna()
         why = str(k["message"]).strip()
-        if group:
-            meaning = (f"`kill -- -{pid}` names process group {pid}, but PID {pid} does not lead a group"
-                       + (f" (its group is {int(pgid.iloc[0])})" if len(pgid) else "")
-                       + ": the PID named a process, not a process group, and nothing was signalled")
-        else:
-            meaning = f"the signal did not reach PID {pid}"
-        who = f"PID {pid}" + (f" (run {run})" if run else "")
         kill = findings.finding(
-            "kill_failed", k["time"], k["time"], "warning",
-            f"the kill at {clock(k['time'])} did not stop {who}",
-            f"`{why}`: {meaning}.", kill_refs, {"pid": pid, "group": group, "run": run, "message": why})
-        rows += [kill, _survivor(k, kill, who, pid, run, seen, kill_refs, why)]
+            "kill_failed", k["time"], k["time"], "warning", kill_refs,
+            {"pid": pid, "group": group, "run": run, "message": why, "refused": True,
+             "process_group": int(pgid.iloc[0]) if len(pgid) else None, "still": seen["how"],
+             "until": seen["until"], "signal": k.get("signal") if isinstance(k.get("signal"), str) else None, "aimed_again_at": None})
+        rows += [kill, _survivor(k, kill, pid, run, seen, kill_refs, why)]
     told = {r for r in _col(kills, "command_ref") if isinstance(r, str)}
     rows += _unstopped(inc, told)
     return findings.frame(rows)
 
 
-def _survivor(k: pd.Series, kill: dict, who: str, pid: int, run: str | None, seen: dict, kill_refs: list[str],
+def _survivor(k: pd.Series, kill: dict, pid: int, run: str | None, seen: dict, kill_refs: list[str],
               why: str) -> dict:
-    gpus = seen["memory"]
-    held = ("; it held " + ", ".join(f"{m:.0f} MiB on GPU {g}" for g, m in sorted(gpus.items()))
-            if gpus else "")
     return findings.finding(
-        "survivor", k["time"], seen["until"], "critical",
-        f"{who} survived the failed kill and kept running until {clock(seen['until'])}",
-        f"After the kill at {clock(k['time'])} {who} was still {', '.join(seen['how'])} until "
-        f"{clock(seen['until'])}{held}: whatever was started meanwhile shared its GPUs.",
-        kill_refs[-1:] + seen["refs"],
-        {"pid": pid, "run": run, "until": seen["until"], "memory_mib_by_gpu": gpus},
+        "survivor", k["time"], seen["until"], "critical", kill_refs[-1:] + seen["refs"],
+        {"pid": pid, "run": run, "until": seen["until"], "memory_mib_by_gpu": seen["memory"], "still": seen["how"]},
         caused_by=[findings.cause(kill["id"], f"the kill meant to stop PID {pid} failed: {why}", kill_refs)])
 
 
@@ -156,17 +142,14 @@ def _unstopped(inc: Incident, told: set[str]) -> list[dict]:
                 seen["how"].append("logging training steps")
                 seen["refs"] += findings.refs(stepped.tail(1))  # its last step after the kill
                 seen["until"] = max(seen["until"], stepped["time"].max())
-            who = f"PID {pid}" + (f" (run {run})" if run else "")
             why = _typed(inc, ref) or str(k["message"]).strip()  # the command as typed, where a shell shows it
             refs = [r for r in dict.fromkeys((ref, k.get("ref"))) if isinstance(r, str)]
-            later = (f"; the kill at {clock(ev.loc[again[0], 'time'])} was aimed at it again" if again else "")
             kill = findings.finding(
-                "kill_failed", k["time"], k["time"], "warning",
-                f"the kill at {clock(k['time'])} did not stop {who}",
-                f"`{why}` reached {who}, which was still {', '.join(seen['how'])} until {clock(seen['until'])}"
-                f"{later}: the {k['signal']} did not end it.", refs,
-                {"pid": pid, "group": is_group_kill(k), "run": run, "message": why})
-            rows += [kill, _survivor(k, kill, who, pid, run, seen, refs, f"{k['signal']} did not end it")]
+                "kill_failed", k["time"], k["time"], "warning", refs,
+                {"pid": pid, "group": is_group_kill(k), "run": run, "message": why, "refused": False,
+                 "process_group": None, "still": seen["how"], "until": seen["until"], "signal": k["signal"],
+                 "aimed_again_at": ev.loc[again[0], "time"] if again else None})
+            rows += [kill, _survivor(k, kill, pid, run, seen, refs, f"{k['signal']} did not end it")]
     return rows
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..schema import TIME
+from .finding_text import written
 from .numbers import declared
 
 COLUMNS = ("id", "kind", "start", "end", "within_s", "severity", "title", "detail", "evidence", "numbers", "caused_by")
@@ -57,13 +58,14 @@ def cause(cause_id: str, why: str, evidence: list[str]) -> dict:
     return {"id": cause_id, "why": why, "evidence": unique([e for e in evidence if isinstance(e, str) and e])}
 
 
-def finding(kind: str, start, end, severity: str, title: str, detail: str,
-            evidence: list[str], numbers: dict, caused_by: list[dict] | None = None,
-            within_s: float = 0.0) -> dict:
+def finding(kind: str, start, end, severity: str, evidence: list[str], numbers: dict,
+            caused_by: list[dict] | None = None, within_s: float = 0.0) -> dict:
+    """One finding; its title and detail are written from its numbers (finding_text.py)."""
     assert severity in SEVERITIES, severity
     # Internal invariant: every number is declared for its kind (detect/numbers.py).
     undeclared = set(numbers) - declared(kind)
     assert not undeclared, f"{kind}: numbers {sorted(undeclared)} are not declared in detect/numbers.py"
+    title, detail = written(kind, start, end, within_s, numbers)
     return {
         "id": finding_id(kind, start), "kind": kind, "start": start, "end": end,
         "within_s": 0.0 if within_s is None or pd.isna(within_s) else float(within_s), "severity": severity,

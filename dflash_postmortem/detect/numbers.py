@@ -47,6 +47,7 @@ class Recovery(_Episode):
     ratio: float
     run: Any
     time_to_recover_s: float
+    sustained_samples: int  # consecutive samples at or above the floor that make a recovery
 
 
 class PartialRecovery(_Episode):
@@ -55,6 +56,7 @@ class PartialRecovery(_Episode):
     run: Any
     reasons: list[str]
     other_pids: list[int]  # processes on the run's GPUs that were there before it
+    relaunch: bool  # a run started after the drop, below the floor from its start
 
 
 class _Launch(TypedDict):
@@ -65,16 +67,21 @@ class _Launch(TypedDict):
 
 class FailedRestart(_Launch):
     reason: str
+    why: str  # the reason with what shows it: the title takes it up to its first colon
+    checks_seen: list[str]  # what each check saw, one observation each
+    first_start: bool  # the incident's first start: no restart
     log_path: str | None
     launcher: str | None
 
 
 class SlowStart(_Launch):
-    pass
+    checks_seen: list[str]
+    first_step_after_s: float | None  # None: still starting when the evidence ends
 
 
 class VerifiedStart(_Launch):
     log_path: str | None
+    launcher_said: str  # the launcher's own check lines, joined
 
 
 class NeverTrained(TypedDict):
@@ -84,10 +91,21 @@ class NeverTrained(TypedDict):
     last_stage_time: pd.Timestamp
     seconds_in_stage: float
     memory_mib: list  # (time, MiB) points of the creep
+    memory_from: tuple | None  # (time, MiB): the first and last GPU memory reading of the wait
+    memory_to: tuple | None
+    memory_growing: bool  # the last reading was the highest
+    gone: bool  # its process had ended by the finding's end (else: still no step then)
 
 
 class TrainingDied(TypedDict):
     run: Any
+    script: str | None
+    attempt: Any  # the model's label: `A2`
+    started: pd.Timestamp
+    started_by: str
+    first_step_time: pd.Timestamp
+    end_message: str | None  # the line that said it was over, where not the error itself
+    next_attempt: Any
     pid: int | None
     last_step_time: pd.Timestamp | None
     error: str | None  # the first error line after the last step
@@ -106,6 +124,8 @@ class StaleProcess(TypedDict):
     pid: int
     command: str
     launch: pd.Timestamp
+    first_seen: pd.Timestamp
+    counted_at: pd.Timestamp | None  # the operator's process count that counted it
 
 
 class KillFailed(TypedDict):
@@ -113,6 +133,12 @@ class KillFailed(TypedDict):
     group: bool  # the kill named a process group (`kill -- -N`)
     run: Any
     message: str
+    refused: bool  # the kill itself said it failed (else: it said nothing, and its target lived on)
+    process_group: int | None  # the group the PID is in, where a listing shows it
+    still: list[str]  # how the target was seen alive after it
+    until: pd.Timestamp | None
+    signal: str | None
+    aimed_again_at: pd.Timestamp | None  # a later kill aimed at the same process
 
 
 class Survivor(TypedDict):
@@ -120,6 +146,7 @@ class Survivor(TypedDict):
     run: Any
     until: pd.Timestamp
     memory_mib_by_gpu: dict[int, float]
+    still: list[str]  # how it was seen alive after the kill
 
 
 class Stall(TypedDict):
@@ -127,23 +154,37 @@ class Stall(TypedDict):
     processes_alive: int
     gpus: list[int]  # the GPUs that held memory through the silence
     holders: list[int]
+    holder_mib: dict[int, float]  # the memory each holder had
     last_step_time: pd.Timestamp | None
     traceback: str | None
+    run: Any
+    idle: bool  # the GPUs sat at ~0 % utilization through most of it
+    alive: str  # who was alive: `PID 4242` or `its process`
+    max_memory_mib: float | None
+    util_pct_mostly: float | None  # utilization at most this in `idle_share` of the samples
+    idle_share: float
+    cause: str | None  # a thread or rank that died before the silence
 
 
 class RoleMismatch(TypedDict):
     host: Any
+    host_named: bool  # the title names the host (a fleet, or an incident of several hosts)
+    expected_roles: dict[str, list[int]]  # incident.toml's roles: role -> its GPUs
     expected_heavy: list[int]
     expected_light: list[int]
     observed_heavy: list[int]
     observed_light: list[int]
+    observed_classes: dict[int, str]  # GPU -> heavy, light or empty, where known
     gpus_out_of_place: list[int]
     memory_mib: dict
     processes: dict
+    holders_by_gpu: dict  # GPU -> [(PID, name, MiB)] of the out-of-place GPUs
 
 
 class IdleAllocatedGpu(TypedDict):
     host: Any
+    host_named: bool
+    beside_busy: bool  # judged against the other GPUs being busy at the same time
     gpu: int
     memory_mib: float
     max_util_pct: float
@@ -161,6 +202,8 @@ class Straggler(TypedDict):
     tok_per_s_before: float | None
     tok_per_s_during: float | None
     fleet_tok_per_s: float | None
+    host_tok_per_s: float | None  # a whole host behind: its job's pace and the fleet's median
+    fleet_median_tok_per_s: float | None
     ratio: float | None
     minutes: float
 
@@ -173,6 +216,9 @@ class GpuError(TypedDict):
     minutes: float
     event_kinds: list[str]
     last_reading: pd.Timestamp | None
+    lost: bool  # `[GPU is lost]` or a log line that says so
+    events: int  # the error events that name it
+    message: str | None  # the first of them
 
 
 class RestartNeverCameUp(TypedDict):

@@ -17,7 +17,6 @@ from ..incident import Incident
 from ..model import computed as memo
 from ..model.launches import launch_of
 from ..model.pace import unit
-from ..units import clock, figure, rate
 from . import findings, gpu_state
 from .per_host import judged
 from .stall import stall_intervals
@@ -127,16 +126,10 @@ def _relaunch_partials(inc: Incident, ep: dict, frac: float) -> list[dict]:
         run_start = part["time"].iloc[0]  # it has no sample before the episode began
         reasons, refs, others = _partial_reasons(inc, first, last, run, run_start, ep)
         rows.append(findings.finding(
-            "partial_recovery", first, last, "warning",
-            f"relaunch {run} came back at {rate(level, u)} ({level / ep['baseline']:.2f} of baseline)",
-            f"Run {run} trained at {figure(level, u)} {u} from {clock(first)} to {clock(last)}, "
-            f"below {frac:.0%} of the {figure(ep['baseline'], u)} {u} baseline. "
-            + ("Likely reason: " + "; ".join(reasons) + "." if reasons
-               else "No reason in the evidence (no per-process GPU samples, no flag difference)."),
-            findings.refs(low.head(SUSTAIN)) + refs,
+            "partial_recovery", first, last, "warning", findings.refs(low.head(SUSTAIN)) + refs,
             {"baseline_tok_per_s": ep["baseline"], "recovery_fraction": frac, "regression_start": ep["start"],
              "level_tok_per_s": level, "ratio": level / ep["baseline"], "run": run,
-             "reasons": reasons, "other_pids": others, "unit": u}))
+             "reasons": reasons, "other_pids": others, "unit": u, "relaunch": True}))
     return rows
 
 
@@ -175,10 +168,7 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
         if after.empty:
             if not any(r["kind"] == "partial_recovery" for r in rows):
                 rows.append(findings.finding(
-                    "no_recovery", ep["end"], None, "critical", "throughput never recovered in the data",
-                    f"No throughput samples after the {'stall' if ep.get('stall') else 'regression'} "
-                    f"ending {clock(ep['end'])}.",
-                    findings.refs(ep["during"].tail(1)), nums))
+                    "no_recovery", ep["end"], None, "critical", findings.refs(ep["during"].tail(1)), nums))
             continue
         i = _sustained(after["value"].to_numpy(dtype=float), floor, min(SUSTAIN, len(after)))
         if i is not None:
@@ -187,14 +177,9 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
             when = window["time"].iloc[0]
             ttr = (when - ep["start"]).total_seconds()
             rows.append(findings.finding(
-                "recovery", when, window["time"].iloc[-1], "info",
-                f"throughput recovered to {rate(level, u)} ({level / ep['baseline']:.2f} of baseline)",
-                f"From {clock(when)} run {window['run'].iloc[0]} sustained at least {frac:.0%} of the "
-                f"{figure(ep['baseline'], u)} {u} baseline ({SUSTAIN} consecutive samples), {ttr:.0f} s after "
-                f"the {'stall' if ep.get('stall') else 'regression'} began.",
-                findings.refs(window.head(SUSTAIN)),
+                "recovery", when, window["time"].iloc[-1], "info", findings.refs(window.head(SUSTAIN)),
                 dict(nums, level_tok_per_s=level, ratio=level / ep["baseline"], run=window["run"].iloc[0],
-                     time_to_recover_s=ttr)))
+                     time_to_recover_s=ttr, sustained_samples=SUSTAIN)))
             continue
         segs = segments(after)
         last = segs.iloc[-1]
@@ -205,11 +190,7 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
                 inc, last["start"], last["end"], run, after[after["run"] == run]["time"].iloc[0], ep)
             rows.append(findings.finding(
                 "partial_recovery", last["start"], last["end"], "warning",
-                f"partial recovery to {rate(level, u)} ({level / ep['baseline']:.2f} of baseline)",
-                f"Throughput came back to {figure(level, u)} {u}, below {frac:.0%} of the "
-                f"{figure(ep['baseline'], u)} {u} baseline. " + ("Likely reason: " + "; ".join(reasons) + "." if reasons
-                                        else "No likely reason in the evidence."),
                 findings.refs(after.iloc[int(last["i0"]):int(last["i0"]) + SUSTAIN]) + reason_refs,
                 dict(nums, level_tok_per_s=level, ratio=level / ep["baseline"], run=run, reasons=reasons,
-                     other_pids=others)))
+                     other_pids=others, relaunch=False)))
     return findings.frame(rows)

@@ -21,7 +21,7 @@ from ..model.launches import is_trainer, outcomes, verdicts
 from ..model.log_files import NEVER_CREATED, NOT_IN_INCIDENT, log_files
 from ..model.states import REPORTED_ENDS, states
 from ..shell_words import is_detached, session_launcher
-from ..units import clock, clock_within
+from ..units import clock
 from . import findings, gpu_state
 from .per_host import judged
 
@@ -394,17 +394,9 @@ def _verified(L: pd.Series, said: pd.DataFrame, proc, first) -> dict:
     text = "; ".join(str(m).removeprefix("launch: ").strip() for m in said["message"])
     return findings.finding(
         "verified_start", L["time"], first["time"], "info",
-        f"restart at {_when(L)} verified by dflash-postmortem launch",
-        f"The launcher checked the start itself: {text}. First training step logged at "
-        f"{clock(first['time'])}" + (f" by PID {proc['pid']}" if proc is not None else "") + ".",
         ([L["ref"]] if isinstance(L.get("ref"), str) else []) + findings.refs(said),
-        {"checks": checks, "run": L["run"], "log_path": L["log_path"],
+        {"checks": checks, "run": L["run"], "log_path": L["log_path"], "launcher_said": text,
          "pid": None if proc is None else int(proc["pid"])}, within_s=L.get("within_s"))
-
-
-def _when(L: pd.Series) -> str:
-    """The start's time as its source gives it (`05:23:01 (up to 2 s later)` where it is rough)."""
-    return clock_within(L["time"], L.get("within_s"))
 
 
 def _memory_curve(inc: Incident, w: _Window, pid) -> pd.DataFrame:
@@ -431,24 +423,19 @@ def _never_trained(inc: Incident, L: pd.Series, w: _Window, pid, stuck: pd.Serie
     until = stuck["end"]
     curve = _memory_curve(inc, _Window(w.start, min(w.end, until + pd.Timedelta(seconds=2)), w.stop_ref, inc), pid)
     curve = curve[curve["mib"] > 0] if len(curve) else curve
-    creep = ""
+    ends: dict = {"memory_from": None, "memory_to": None, "memory_growing": False}
     points = []
     if len(curve) >= 2:
         lo, hi = curve.iloc[0], curve.iloc[-1]
-        creep = (f"; GPU memory went from {lo['mib']:,.0f} MiB at {clock(lo['time'])} to {hi['mib']:,.0f} MiB "
-                 f"at {clock(hi['time'])}" + (" and was still growing" if hi["mib"] > curve["mib"].iloc[:-1].max() else ""))
+        ends = {"memory_from": (lo["time"], float(lo["mib"])), "memory_to": (hi["time"], float(hi["mib"])),
+                "memory_growing": bool(hi["mib"] > curve["mib"].iloc[:-1].max())}
         step = max(1, len(curve) // 8)
         points = [(t, float(m)) for t, m in zip(curve["time"].iloc[::step], curve["mib"].iloc[::step], strict=True)]
-    how_ended = (f"it was gone by {clock(until)}" if gone else f"still no step at {clock(until)}")
-    seconds = (until - last["time"]).total_seconds()
     return findings.finding(
-        "never_trained", L["time"], until, "critical",
-        f"launch at {_when(L)} never reached training: stuck after `{_stage_text(last)}`",
-        f"Run {L['run'] or '?'} wrote its start-up stages up to `{_stage_text(last)}` at {clock(last['time'])} "
-        f"and nothing after it for {seconds:,.0f} s{creep}; no training step; {how_ended}.",
-        evidence + [stuck["ref"]],
+        "never_trained", L["time"], until, "critical", evidence + [stuck["ref"]],
         {"run": L["run"], "pid": None if pid is None else int(pid), "last_stage": _stage_text(last),
-         "last_stage_time": last["time"], "seconds_in_stage": seconds, "memory_mib": points},
+         "last_stage_time": last["time"], "seconds_in_stage": (until - last["time"]).total_seconds(),
+         "memory_mib": points, "gone": gone, **ends},
         caused_by=[_event_cause(last, "the last start-up stage it reached")], within_s=L.get("within_s"))
 
 
@@ -533,13 +520,10 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
             rows.append(_never_trained(inc, L, w, pid, stuck, ended, evidence))
             continue
         if not over:
-            late = f"its first step came {(first['time'] - L['time']).total_seconds():,.0f} s after the launch" \
-                if first is not None else "still starting when the evidence ends, with no sign that it failed"
             rows.append(findings.finding(
-                "slow_start", L["time"], w.end, "info",
-                f"slow start after launch at {_when(L)}",
-                "; ".join(lines) + f". Slow, not failed: {late}.",
-                evidence, {"checks": checks, "run": L["run"], "pid": None if pid is None else int(pid)},
+                "slow_start", L["time"], w.end, "info", evidence,
+                {"checks": checks, "run": L["run"], "pid": None if pid is None else int(pid), "checks_seen": lines,
+                 "first_step_after_s": (first["time"] - L["time"]).total_seconds() if first is not None else None},
                 within_s=L.get("within_s")))
             continue
         v = _reason(L, inc, w, said, a)
@@ -548,13 +532,10 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         holders = {int(x) for x in re.findall(r"PID (\d+)", v.why)} if v.reason.startswith("out of memory") else set()
         held = [findings.cause(f["id"], f"PID {f['numbers']['pid']} held the GPU memory", f["evidence"][:1])
                 for f in stale if f["numbers"]["pid"] in holders]
-        word = "restart" if i > 0 else "start"  # the first start of the incident is no restart
         rows.append(findings.finding(
-            "failed_restart", L["time"], _failed_until(L, w), "critical",
-            f"{word} at {_when(L)} never came up: {v.why.split(':')[0]}",
-            v.why + ". Checks: " + "; ".join(lines) + ".",
-            v.refs + evidence,
-            {"reason": v.reason, "checks": checks, "run": L["run"], "log_path": L["log_path"],
+            "failed_restart", L["time"], _failed_until(L, w), "critical", v.refs + evidence,
+            {"reason": v.reason, "why": v.why, "checks_seen": lines, "first_start": i == 0,
+             "checks": checks, "run": L["run"], "log_path": L["log_path"],
              "launcher": session_launcher(str(L["command"])), "pid": None if pid is None else int(pid)},
             caused_by=v.causes + held, within_s=L.get("within_s")))
         rows += stale
@@ -610,18 +591,13 @@ def _stale(inc: Incident, L: pd.Series, w: _Window, counts: list[pd.Series]) -> 
     old = _relevant(inc, old, L, when, patterns)
     out = []
     for _, p in old.iterrows():
-        count_text = ""
         refs = findings.refs(procs[procs["pid"] == p["pid"]].iloc[:1])
         for c in counts:
-            count_text = f"; the process count at {clock(c['time'])} counted it"
             refs += [c["ref"]] if isinstance(c.get("ref"), str) else []
             refs += _output_refs(inc, c)
         p_start = p["started"] if pd.notna(p["started"]) else p["first_seen"]
         out.append(findings.finding(
-            "stale_process", p_start, p["last_seen"], "warning",
-            f"stale python process {p['pid']} predates the launch at {clock(L['time'])}",
-            f"PID {p['pid']} (`{p['command']}`) was started {p_start:%H:%M} and seen from "
-            f"{clock(p['first_seen'])} to {clock(p['last_seen'])}: it predates the launch and is "
-            f"not the launched trainer, so its existence does not mean training is running{count_text}.",
-            refs, {"pid": int(p["pid"]), "command": str(p["command"]), "launch": L["time"]}))
+            "stale_process", p_start, p["last_seen"], "warning", refs,
+            {"pid": int(p["pid"]), "command": str(p["command"]), "launch": L["time"], "first_seen": p["first_seen"],
+             "counted_at": counts[-1]["time"] if counts else None}))
     return out

@@ -12,7 +12,6 @@ from __future__ import annotations
 import pandas as pd
 
 from ..incident import Incident
-from ..units import clock
 from . import findings
 from .gpu_state import HELD_MIB, IDLE_UTIL_PCT
 from .per_host import judged
@@ -70,16 +69,16 @@ def detect_role_mismatch(inc: Incident, min_minutes: float | None = None) -> pd.
     for key in names:
         one = _classes(g[keys == key])
         host = key or None
-        label = f"host {host}: " if len(names) > 1 and host else ""
+        named = len(names) > 1 and bool(host)  # the title names the host where there are several
         roles = inc.config.roles_for(host)
         if roles:
-            rows += _mismatches(inc, one, roles, min_dur, label, host)
-        rows += _idle_allocated(one, min_dur, label, host)
+            rows += _mismatches(inc, one, roles, min_dur, named, host)
+        rows += _idle_allocated(one, min_dur, named, host)
     return findings.frame(rows)
 
 
 def _mismatches(inc: Incident, g: pd.DataFrame, roles: dict[str, list[int]], min_dur: pd.Timedelta,
-                label: str, host) -> list[dict]:
+                named: bool, host) -> list[dict]:
     heavy = heavy_roles(inc.config)
     expected = {gpu: ("heavy" if role in heavy else "light")
                 for role, gpus in roles.items() for gpu in gpus}
@@ -98,10 +97,6 @@ def _mismatches(inc: Incident, g: pd.DataFrame, roles: dict[str, list[int]], min
         wrong = {gpu: c for gpu, c in observed.items() if c != expected[gpu]}
         if not wrong:
             continue
-        n_heavy = sum(c == "heavy" for c in split)
-        n_light = sum(c != "heavy" for c in split)
-        exp_heavy = sum(c == "heavy" for c in expected.values())
-        exp_text = " + ".join(f"{len(v)} {k}" for k, v in roles.items())
         during = g[(g["t"] >= t0) & (g["t"] <= t1)]
         mem = during.groupby("gpu")["memory_used_mib"].median().round(0)
         mem = {int(k): float(v) for k, v in mem.items()}
@@ -112,18 +107,15 @@ def _mismatches(inc: Incident, g: pd.DataFrame, roles: dict[str, list[int]], min
         held, held_refs = _placement(inc, host, list(wrong), t0, t1)
         rows.append(findings.finding(
             "role_mismatch", t0, t1, "warning",
-            f"{label}GPU roles: observed {n_heavy} heavy + {n_light} light, expected {exp_text}",
-            f"From {clock(t0)} to {clock(t1)} the memory footprint {'of ' + str(host) + ' ' if label else ''}"
-            f"shows {n_heavy} heavy and {n_light} light GPUs; incident.toml expects {exp_text} "
-            f"({exp_heavy} heavy). Out of place: "
-            + ", ".join(f"GPU {gpu} is {c} ({mem.get(int(gpu), float('nan')):.0f} MiB), expected {expected[gpu]}"
-                        for gpu, c in wrong.items()) + "."
-            + "".join(f" On GPU {gpu}: " + ", ".join(f"PID {pid} ({name}, {mib:.0f} MiB)" for pid, name, mib in procs) + "."
-                      for gpu, procs in held.items()),
             _query_refs(inc, seen) + findings.refs(during[during["t"] == t0]) + held_refs,
-            {"host": host, "observed_heavy": n_heavy, "observed_light": n_light, "expected_heavy": exp_heavy,
-             "expected_light": len(expected) - exp_heavy, "gpus_out_of_place": [int(x) for x in wrong],
-             "memory_mib": mem, "processes": {gpu: [pid for pid, _, _ in procs] for gpu, procs in held.items()}}))
+            {"host": host, "host_named": named, "expected_roles": roles,
+             "observed_heavy": [int(gpu) for gpu, c in observed.items() if c == "heavy"],
+             "observed_light": [int(gpu) for gpu, c in observed.items() if c != "heavy"],
+             "observed_classes": {int(gpu): c for gpu, c in observed.items()},
+             "expected_heavy": sorted(int(gpu) for gpu, c in expected.items() if c == "heavy"),
+             "expected_light": sorted(int(gpu) for gpu, c in expected.items() if c != "heavy"),
+             "gpus_out_of_place": [int(x) for x in wrong], "memory_mib": mem, "holders_by_gpu": held,
+             "processes": {gpu: [pid for pid, _, _ in procs] for gpu, procs in held.items()}}))
     return rows
 
 
@@ -158,7 +150,7 @@ def _query_refs(inc: Incident, queries: pd.DataFrame) -> list[str]:
     return out
 
 
-def _idle_allocated(g: pd.DataFrame, min_dur: pd.Timedelta, label: str = "", host=None) -> list[dict]:
+def _idle_allocated(g: pd.DataFrame, min_dur: pd.Timedelta, named: bool = False, host=None) -> list[dict]:
     """A GPU that holds memory at ~0 % utilization for min_dur while other GPUs are busy."""
     if g["util_gpu_pct"].isna().all():
         return []
@@ -174,13 +166,9 @@ def _idle_allocated(g: pd.DataFrame, min_dur: pd.Timedelta, label: str = "", hos
                 continue
             part = one.iloc[a:b]
             out.append(findings.finding(
-                "idle_allocated_gpu", t0, t1, "warning",
-                f"{label}GPU {int(gpu)} holds {part['memory_used_mib'].median():.0f} MiB but sits idle",
-                f"GPU {int(gpu)} held {part['memory_used_mib'].median():.0f} MiB at "
-                f"{part['util_gpu_pct'].max():.0f} % utilization or less from {clock(t0)} to "
-                f"{clock(t1)} while other GPUs were busy.",
-                findings.refs(part, 3),
-                {"host": host, "gpu": int(gpu), "memory_mib": float(part["memory_used_mib"].median()),
+                "idle_allocated_gpu", t0, t1, "warning", findings.refs(part, 3),
+                {"host": host, "host_named": named, "beside_busy": True, "gpu": int(gpu),
+                 "memory_mib": float(part["memory_used_mib"].median()),
                  "max_util_pct": float(part["util_gpu_pct"].max()),
                  "minutes": (t1 - t0).total_seconds() / 60}))
     return out

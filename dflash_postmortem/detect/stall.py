@@ -16,7 +16,6 @@ from ..model import computed as memo
 from ..model.attempts import attempts
 from ..model.progress import lines_of
 from ..model.states import states
-from ..units import clock, duration
 from . import findings, gpu_state
 from .per_host import judged
 
@@ -89,28 +88,23 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
         idle = len(util) > 0 and float(gpu_state.idle(util).mean()) >= IDLE_SHARE
         seconds = (end - start_).total_seconds()
         cause = s["detail"].split("likely cause: ", 1)[1] if "likely cause: " in s["detail"] else None
-        title = (f"stall: GPUs hold memory at ~0 % utilization with no step for {duration(seconds)}" if idle
-                 else f"stall: no step for {duration(seconds)} while {_alive_by(inc, a, holders, start_, end)} was alive")
-        held_by = ("; held by " + ", ".join(f"PID {int(p)} ({m:.0f} MiB)" for p, m in holders.items())
-                   if len(holders) else "")
-        gpu_text = (f" GPU memory stayed allocated (up to {held['memory_used_mib'].max():.0f} MiB{held_by}) with "
-                    f"utilization at most {util.quantile(IDLE_SHARE):.0f} % in {IDLE_SHARE:.0%} of the samples;"
-                    if len(util) else "")
-        detail = (f"Run {a['run'] or '?'} logged its last step at {clock(start_)} and nothing after it until "
-                  f"{clock(end)}:{gpu_text} its process was alive throughout"
-                  + (f"; likely cause: {cause}" if cause else "") + ".")
         lines = lines_of(inc, a) if s["attempt"] is not None else inc.metrics.iloc[:0]
         last = lines[lines["time"] <= start_].tail(1)
         died = [s["ref"]] if cause and isinstance(s["ref"], str) else []
         refs = findings.refs(last) + died
         tb = _last_line(inc, died[0]) if died else None
         rows.append(findings.finding(
-            "stall", start_, end, "critical", title, detail,
+            "stall", start_, end, "critical",
             refs + findings.refs(held[gpu_state.idle(held["util_gpu_pct"]).fillna(False).astype(bool)], 3)
             + holder_refs,
             {"seconds": seconds, "processes_alive": len(a["pids"]),
              "gpus": sorted(int(x) for x in held["gpu"].dropna().unique()),
-             "holders": [int(p) for p in holders.index], "last_step_time": start_, "traceback": tb},
+             "holders": [int(p) for p in holders.index], "last_step_time": start_, "traceback": tb,
+             "holder_mib": {int(p): float(m) for p, m in holders.items()}, "run": a["run"], "idle": idle,
+             "alive": _alive_by(inc, a, holders, start_, end),
+             "max_memory_mib": float(held["memory_used_mib"].max()) if len(util) else None,
+             "util_pct_mostly": float(util.quantile(IDLE_SHARE)) if len(util) else None,
+             "idle_share": IDLE_SHARE, "cause": cause},
             caused_by=[findings.cause(findings.event_id(r), f"a thread or rank died before the silence: {cause}", [r])
                        for r in died]))
     return findings.frame(rows)

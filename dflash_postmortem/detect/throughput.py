@@ -25,7 +25,6 @@ from ..model.pace import pace_rows, unit
 from ..model.progress import LINES_PER_WINDOW, SPIKY, alternates, spread
 from ..schema import PROBLEM_EVENTS
 from ..shell_words import flag_key
-from ..units import figure, rate
 from . import changepoints, findings
 from .per_host import judged
 from .stall import stall_intervals
@@ -388,18 +387,9 @@ def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) 
             cands.append(f"another process on {gpus}" + (f" beside the trainer (PID {', '.join(map(str, mine))})" if mine else "")
                          + f": PID {', '.join(map(str, others))}")
         evidence += findings.refs(before.tail(1)) + findings.refs(during.head(2))
-        where = (f"began when run {run_a} started (after run {run_b})" if across
-                 else f"within run {run_a}")
         launch = launch_of(inc, run_a, ep["start"]) if across else None
         rows.append(findings.finding(
-            "throughput_regression", ep["start"], ep["end"], "critical",
-            f"throughput fell from {rate(ep['baseline'], u).removesuffix(' ' + u)} to {rate(ep['degraded'], u)} "
-            f"({ratio:.2f} of baseline)",
-            f"Throughput {where}: baseline {figure(ep['baseline'], u)} {u}, degraded {figure(ep['degraded'], u)} "
-            f"{u} (segment levels {', '.join(figure(v, u) for v in ep['levels'])}). "
-            + ("Root-cause candidates: " + "; ".join(cands) + "." if cands
-               else "No root-cause candidate in the evidence."),
-            evidence,
+            "throughput_regression", ep["start"], ep["end"], "critical", evidence,
             {"baseline_tok_per_s": ep["baseline"], "degraded_tok_per_s": ep["degraded"],
              "ratio": ratio, "run_before": run_b, "run_after": run_a, "across_runs": across,
              "degraded_min": float(during["value"].min()), "degraded_max": float(during["value"].max()),

@@ -11,7 +11,8 @@
   read one by one (`verdicts`).
 - Where each GPU's time went, one line per GPU (`gpu_time_lines`).
 
-The terminal lays these out for `inspect` (terminal_view.py).
+The terminal lays these out for `inspect` (terminal_view.py). A finding's own title and detail are
+written where findings are made (detect/finding_text.py), from the same numbers these read.
 
 Every number is the finding's own, so every page says the same.
 """
@@ -190,8 +191,8 @@ def _first_sign(f: pd.Series) -> str:
     if f["kind"] == "stall":
         cause = f", after {n['traceback']}" if n.get("traceback") else ""
         held = (f"; PID {', '.join(map(str, n['holders']))} held its memory" if n.get("holders") else "")
-        return (f"At {_when(f['start'])} training stalled: no step for {duration(n['seconds'])} at ~0 % GPU "
-                f"utilization{cause}{held}.")
+        idle = " at ~0 % GPU utilization" if n["idle"] else f" while {n['alive']} was alive"
+        return f"At {_when(f['start'])} training stalled: no step for {duration(n['seconds'])}{idle}{cause}{held}."
     if f["kind"] == "never_trained":
         mem = n.get("memory_mib") or []
         creep = (f" while its GPU memory crept from {mem[0][1] / 1024:,.1f} to {mem[-1][1] / 1024:,.1f} GiB"
@@ -214,8 +215,8 @@ def _kill(f: pd.Series, survivor: pd.Series | None) -> str:
 
 def _restarts(failed: pd.DataFrame, stale: pd.DataFrame) -> str:
     first = failed.iloc[0]
-    why = first["detail"].split(". Checks:")[0]
-    word = "start" if str(first["title"]).startswith("start ") else "restart"
+    why = first["numbers"]["why"]
+    word = "start" if first["numbers"]["first_start"] else "restart"
     text = f"The {word} at {_when(first['start'])} never came up: {why}"
     if len(failed) > 1:
         more = [f"{_when(r['start'])} ({r['numbers'].get('reason', '?')})" for _, r in failed.iloc[1:].iterrows()]

@@ -44,7 +44,7 @@ from ..detect.roles import MIN_MINUTES, heavy_roles, heavy_sql
 from ..detect.throughput import MIN_DROP
 from ..errors import PostmortemError
 from ..schema import TOK_PER_S
-from ..units import clock, tok_s
+from ..units import clock
 from .cluster import query_on_cluster
 from .ingest import ingest
 from .load import load_incident
@@ -270,27 +270,16 @@ class Fleet:
         before, during, fleet = self._tok_around(r.host, int(r.b0), int(r.b1))
         ratio = round(during / before, 3) if before and during is not None else None
         minutes = r.n * self.bucket_s / 60
-        tok = (f" Its job ran at {tok_s(during)} tok/s against {tok_s(before)} before and {tok_s(fleet)} on "
-               f"the other hosts." if during is not None and before and fleet else "")
         if gpu is None:
-            title = f"host {r.host} is the fleet's straggler: {tok_s(r.tok)} tok/s against {tok_s(r.fleet)}"
-            detail = (f"From {clock(t0)} to {clock(t1)} ({minutes:.0f} min) host {r.host}'s job ran at "
-                      f"{tok_s(r.tok)} tok/s while the fleet's median was {tok_s(r.fleet)}, and no GPU of "
-                      f"its own was setting the pace." + tok)
             numbers = {"host": r.host, "gpu": None, "tok_per_s_before": before, "tok_per_s_during": during,
-                       "fleet_tok_per_s": fleet, "ratio": ratio, "minutes": minutes}
+                       "fleet_tok_per_s": fleet, "ratio": ratio, "minutes": minutes,
+                       "host_tok_per_s": _num(r.tok), "fleet_median_tok_per_s": _num(r.fleet)}
         else:
-            title = f"host {r.host} GPU {gpu} sets the pace: {r.util:.0f} % busy while its peers wait at {r.peers:.0f} %"
-            detail = (f"From {clock(t0)} to {clock(t1)} ({minutes:.0f} min) GPU {gpu} of {r.host} ran at "
-                      f"{r.util:.0f} % utilization and {r.clk:.0f} MHz (the fleet's busy GPUs: {r.fleet_clk:.0f} MHz) "
-                      f"while the host's other GPUs waited at {r.peers:.0f} % and the fleet ran at {r.fleet:.0f} %."
-                      + tok)
             numbers = {"host": r.host, "gpu": gpu, "util_pct": _num(r.util), "peers_util_pct": _num(r.peers),
                        "fleet_util_pct": _num(r.fleet), "sm_clock_mhz": _num(r.clk, 0),
                        "fleet_sm_clock_mhz": _num(r.fleet_clk, 0), "tok_per_s_before": before,
                        "tok_per_s_during": during, "fleet_tok_per_s": fleet, "ratio": ratio, "minutes": minutes}
-        return findings.finding("straggler", t0, t1, "warning", title, detail,
-                                self._gpu_refs(r.host, gpu, t0) + self._log_refs(r.host), numbers)
+        return findings.finding("straggler", t0, t1, "warning", self._gpu_refs(r.host, gpu, t0) + self._log_refs(r.host), numbers)
 
     def gpu_errors(self) -> pd.DataFrame:
         runs = self._runs("SELECT * FROM fleet_gpu_minutes WHERE n_silent > 0", "host, gpu", 0,
@@ -314,24 +303,18 @@ class Fleet:
             minutes = (t1 - t0).total_seconds() / 60
             rows.append(findings.finding(
                 "gpu_error", t0, t1, "critical" if lost or minutes >= 1 else "warning",
-                f"host {r.host} GPU {int(r.gpu)} {'is lost' if lost else 'stopped answering'}: "
-                f"{int(r.silent)} samples with no reading",
-                f"From {clock(t0)} nvidia-smi still lists GPU {int(r.gpu)} of {r.host} but reads nothing from it "
-                f"({int(r.silent)} samples to {clock(t1)}; last reading {clock(_time(last), missing='never')})."
-                + (f" The host's logs say: {near['message'].iloc[0]}" if len(near) else ""),
                 near["ref"].dropna().tolist() + self._gpu_refs(r.host, int(r.gpu), t0, silent=True),
                 {"host": r.host, "gpu": int(r.gpu), "uuid": uuid if isinstance(uuid, str) else None,
                  "samples_missing": int(r.silent), "minutes": round(minutes, 2), "event_kinds": kinds,
-                 "last_reading": _time(last)}))
+                 "last_reading": _time(last), "lost": lost, "events": len(near),
+                 "message": str(near["message"].iloc[0]) if len(near) else None}))
         for host, rest in events.drop(index=list(used)).groupby("host"):
             t0 = _time(rest["us"].min())
             rows.append(findings.finding(
-                "gpu_error", t0, _time(rest["us"].max()), "warning",
-                f"host {host}: {len(rest)} GPU error event(s), every GPU still reporting",
-                f"{rest['message'].iloc[0]} ({clock(t0)}); no GPU of {host} went silent in the captures.",
-                rest["ref"].dropna().tolist(),
+                "gpu_error", t0, _time(rest["us"].max()), "warning", rest["ref"].dropna().tolist(),
                 {"host": host, "gpu": None, "uuid": None, "samples_missing": 0, "minutes": 0.0,
-                 "event_kinds": sorted(set(rest["kind"])), "last_reading": None}))
+                 "event_kinds": sorted(set(rest["kind"])), "last_reading": None, "lost": False,
+                 "events": len(rest), "message": str(rest["message"].iloc[0])}))
         return findings.frame(rows)
 
     def idle_allocated(self, min_minutes: float | None = None) -> pd.DataFrame:
@@ -344,12 +327,8 @@ class Fleet:
         for r in runs.itertuples():
             t0, t1 = self._t(r.b0), self._t(r.b1 + 1)
             rows.append(findings.finding(
-                "idle_allocated_gpu", t0, t1, "warning",
-                f"host {r.host} GPU {int(r.gpu)} holds {r.mem:.0f} MiB but sits idle",
-                f"GPU {int(r.gpu)} of {r.host} held {r.mem:.0f} MiB at {r.util_max:.0f} % utilization or less "
-                f"from {clock(t0)} to {clock(t1)}.",
-                self._gpu_refs(r.host, int(r.gpu), t0),
-                {"host": r.host, "gpu": int(r.gpu), "memory_mib": float(r.mem), "max_util_pct": float(r.util_max),
+                "idle_allocated_gpu", t0, t1, "warning", self._gpu_refs(r.host, int(r.gpu), t0),
+                {"host": r.host, "host_named": True, "beside_busy": False, "gpu": int(r.gpu), "memory_mib": float(r.mem), "max_util_pct": float(r.util_max),
                  "minutes": r.n * self.bucket_s / 60}))
         return findings.frame(rows)
 
@@ -390,13 +369,10 @@ class Fleet:
             mem = self._df("SELECT gpu, median(mem) AS m FROM fleet_gpu_minutes WHERE host = $1 AND b BETWEEN $2 AND $3 "
                            "GROUP BY gpu ORDER BY gpu", [r.host, int(r.b0), int(r.b1)])
             rows.append(findings.finding(
-                "role_mismatch", t0, t1, "warning",
-                f"host {r.host}: GPU roles drifted, GPUs {wrong} out of place",
-                f"From {clock(t0)} to {clock(t1)} the memory footprint of {r.host} shows heavy GPUs {observed_heavy}; "
-                f"incident.toml expects {exp_heavy} heavy and {exp_light} light.",
-                self._gpu_refs(r.host, wrong[0] if wrong else None, t0),
-                {"host": r.host, "expected_heavy": exp_heavy, "expected_light": exp_light,
-                 "observed_heavy": observed_heavy,
+                "role_mismatch", t0, t1, "warning", self._gpu_refs(r.host, wrong[0] if wrong else None, t0),
+                {"host": r.host, "host_named": True, "expected_roles": roles, "expected_heavy": exp_heavy,
+                 "expected_light": exp_light, "observed_heavy": observed_heavy, "observed_classes": {},
+                 "holders_by_gpu": {},
                  "observed_light": sorted(set(exp_heavy + exp_light) - set(observed_heavy)),
                  "gpus_out_of_place": wrong, "memory_mib": {int(g): round(float(m), 0) for g, m in zip(mem["gpu"], mem["m"], strict=True)},
                  "processes": {}}))
@@ -430,13 +406,7 @@ class Fleet:
             mem = None if silent else float(r.mem_after)
             last_step = _time(r.last_step_us)
             rows.append(findings.finding(
-                "restart_never_came_up", start, end, "critical",
-                f"host {r.host}: the relaunch at {clock(start)} never came up",
-                f"{r.host} was relaunched at {clock(start)}; in the {watched / 60:.0f} minutes after it "
-                + ("the host reported no GPU samples at all" if silent
-                   else f"no GPU of the host held more than {mem:.0f} MiB")
-                + f" and no rank logged a step (last step line: {clock(last_step, missing='none')}).",
-                [r.ref] if isinstance(r.ref, str) else [],
+                "restart_never_came_up", start, end, "critical", [r.ref] if isinstance(r.ref, str) else [],
                 {"host": r.host, "relaunch": start, "last_step_time": last_step, "minutes_watched": round(watched / 60, 1),
                  "gpu_memory_after_mib": mem, "step_lines_after": 0, "command": r.message}))
         return findings.frame(rows)

@@ -71,7 +71,10 @@ def test_the_failed_kill_leaves_a_survivor_that_keeps_gpu_0(survivor, line_at):
     _, found = survivor
     kill, surv = _one(found, "kill_failed"), _one(found, "survivor")
     assert kill["numbers"] == {"pid": 789, "group": True, "run": "regressed",
-                               "message": "bash: kill: (-789) - No such process"}
+                               "message": "bash: kill: (-789) - No such process", "refused": True,
+                               "process_group": 787, "still": surv["numbers"]["still"], "until": surv["end"],
+                               "signal": "SIGTERM", "aimed_again_at": None}
+    assert surv["numbers"]["still"] == ["listed by ps", "holding GPU memory", "logging training steps (run regressed)"]
     assert "the PID named a process, not a process group" in kill["detail"]
     assert _cited(line_at, SURVIVOR, kill["evidence"]) == [
         "root@gpu-node:/tmp/survivor/incident# kill -TERM -- -$(cat run/regressed.pid)",

@@ -7,8 +7,12 @@ def test_seed_role_mismatch(seed_findings, seed_dir, line_at):
     rm = seed_findings[seed_findings["kind"] == "role_mismatch"]
     assert len(rm) == 1
     n = rm.iloc[0]["numbers"]
-    assert (n["observed_heavy"], n["observed_light"]) == (5, 3)
-    assert (n["expected_heavy"], n["expected_light"]) == (6, 2)
+    assert (n["observed_heavy"], n["observed_light"]) == ([0, 1, 2, 3, 4], [5, 6, 7])
+    assert (n["expected_heavy"], n["expected_light"]) == ([0, 1, 2, 3, 4, 5], [6, 7])
+    assert n["observed_classes"][5] == "light"
+    # the title and the detail say what the numbers say
+    assert rm.iloc[0]["title"] == "host pve-gpu8: GPU roles: observed 5 heavy + 3 light, expected 6 target + 2 drafter"
+    assert "GPU 5 is light (8722 MiB), expected heavy" in rm.iloc[0]["detail"]
     assert n["gpus_out_of_place"] == [5]
     cited = [line_at(seed_dir, r) for r in rm.iloc[0]["evidence"]]
     assert "5, 8725 MiB, 0 %" in cited and "0, 87069 MiB, 9 %" in cited
@@ -77,10 +81,10 @@ def test_each_host_is_judged_against_its_own_split(tmp_path, seed_dir, bundled_d
     rm = found[found["kind"] == "role_mismatch"]
     by_host = {n["host"]: n for n in rm["numbers"]}
     assert set(by_host) == {"node17", "node18"}
-    assert (by_host["node17"]["observed_heavy"], by_host["node17"]["observed_light"]) == (5, 3)
+    assert (by_host["node17"]["observed_heavy"], by_host["node17"]["observed_light"]) == ([0, 1, 2, 3, 4], [5, 6, 7])
     assert by_host["node17"]["gpus_out_of_place"] == [5]
     # On the real H200 stream both GPUs hold a model's worth of memory: 2 heavy, not 1 + 1.
-    assert (by_host["node18"]["observed_heavy"], by_host["node18"]["expected_heavy"]) == (2, 1)
+    assert (by_host["node18"]["observed_heavy"], by_host["node18"]["expected_heavy"]) == ([0, 1], [1])
     assert by_host["node18"]["gpus_out_of_place"] == [0]
     # per-process placement: the real capture's trainer PIDs on GPU 0, cited from its apps stream
     node18 = rm[[n["host"] == "node18" for n in rm["numbers"]]].iloc[0]
