@@ -23,6 +23,7 @@ from .replay.launch import add_launch_arguments, run_launch
 from .replay.scenarios import add_replay_arguments, run_replay
 from .store.load import load_incident
 from .units import count
+from .watch.command import add_watch_arguments, run_watch
 
 # What `--help` ends with: two commands a new user runs first, and what a folder may hold.
 EXAMPLES = """examples:
@@ -234,6 +235,13 @@ def _add_launch(sub) -> None:
     p.set_defaults(func=run_launch)
 
 
+def _add_watch(sub) -> None:
+    p = sub.add_parser("watch", help="follow an incident folder live and announce each change (a start that "
+                                     "does not start, a stall, a drop)")
+    add_watch_arguments(p)
+    p.set_defaults(func=run_watch)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dflash-postmortem",
@@ -251,6 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_record(sub)
     _add_replay(sub)
     _add_launch(sub)
+    _add_watch(sub)
     for p in sub.choices.values():
         # `--debug` is also accepted after the command, where users tend to type it.
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")

@@ -35,6 +35,11 @@ did (what the README of the incident is written from), which the incident folder
                        evaluation every 100 steps (TensorBoard beside its log)
     alternating        no incident: two drafter threads, each logging its own rate
     clean-relaunch     no incident: a run that stops cleanly, relaunched by hand
+    watched-relaunch   `dflash-postmortem watch` follows the folder live (sampling NVML itself): a
+                       good run, a relaunch that dies of a bad flag, a relaunch that never gets
+                       past loading its target (killed after 100 s), then a slower relaunch whose
+                       drafter thread hangs at its step 150; the watch's record and its terminal
+                       output come back beside the folder
 """
 
 from __future__ import annotations
@@ -585,12 +590,49 @@ def clean_relaunch(r: Recording) -> None:
     r.truth("second run ended")
 
 
+def watched_relaunch(r: Recording) -> None:
+    r.smi_apps()
+    r.ps_loop()
+    # The watcher's terminal goes beside the folder, not into it: it is not evidence of the run.
+    r.background(f"exec {shlex.quote(sys.executable)} -m dflash_postmortem.cli watch . --poll 1 --width 220 "
+                 "--sample-gpus --metrics-port 9464 --exec 'echo \"$DFLASH_TIME $DFLASH_KIND\" >> ../exec.out'",
+                 f"../{r.name}.watch.out")
+    time.sleep(5)
+    op = Transcript(r.dir)
+    r.truth("operator: a good run, 30 s of training")
+    op.run(f"nohup {TRAIN} --run-name steady --seconds 30 {r.model} > logs/train.log 2>&1 &")
+    r.wait_for("logs/train.log", "Training stopped", 300)
+    r.truth("good run stopped; relaunch with a bad flag (a GPU that does not exist)")
+    bad = "--target-gpus 3 --drafter-gpus 3" if r.gpu else "--dtype bf17"
+    op.run(f"nohup {TRAIN} --run-name steady --seconds 30 {r.model} {bad} > logs/train2.log 2>&1 &")
+    r.wait_for("logs/train2.log", "Error", 120)
+    r.truth("relaunch died; relaunch with a target too large to finish loading (materialized on the host)")
+    big = "--materialize host --hidden 8192 --layers 80 --heads 64" if r.gpu else "--materialize host --hidden 1024 --layers 64"
+    op.run(f"nohup {TRAIN} --run-name steady --seconds 30 {r.model} {big} > logs/train3.log 2>&1 &")
+    time.sleep(100)
+    op.run("tail -n 2 logs/train3.log; nvidia-smi --query-gpu=memory.used --format=csv" if r.gpu else "tail -n 2 logs/train3.log")
+    r.truth("operator kills the stuck start")
+    op.run("pkill -TERM -f 'train3[.]log' ; pkill -TERM -f '[-]-hidden 8192' ; pkill -TERM -f '[-]-layers 64'; sleep 3")
+    r.truth("relaunch without the fast linear attention; its drafter thread hangs at step 150")
+    op.run(f"nohup {TRAIN} --run-name slow --seconds 240 {r.model} --fast-linear-attn 0 --inject-hang drafter:150 "
+           "> logs/train4.log 2>&1 &")
+    r.wait_for("logs/train4.log", "step 150", 300)
+    time.sleep(100)
+    r.truth("operator kills the hung run")
+    op.run("pkill -TERM -f 'run-name [s]low'; sleep 3")
+    time.sleep(10)
+    # the watch ends on SIGINT as after Ctrl-C; finish() stops the rest
+    subprocess.run(["pkill", "-INT", "-f", "dflash_postmortem.cli watch"], check=False)
+    time.sleep(3)
+    r.truth("watch stopped (SIGINT)")
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
     "alternating": alternating, "clean-relaunch": clean_relaunch, "torchrun-crashloop": torchrun_crashloop,
     "tmux-history": tmux_history, "hf-oom-resume": hf_oom_resume, "pl-contention": pl_contention,
-    "hf-long-eval": hf_long_eval,
+    "hf-long-eval": hf_long_eval, "watched-relaunch": watched_relaunch,
 }
 
 
@@ -620,6 +662,9 @@ def main() -> int:
                 tar.add(r.dir, arcname=r.name,
                         filter=lambda t: None if t.name.endswith((".pt", ".pth", ".safetensors", ".bin")) else t)
                 tar.add(r.truth_path, arcname=f"{r.name}.truth")
+                for extra in (root / f"{r.name}.watch.out", root / "exec.out"):
+                    if extra.exists():
+                        tar.add(extra, arcname=extra.name)
     return 0
 
 

@@ -15,6 +15,7 @@ import socket
 import stat
 import threading
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -28,7 +29,9 @@ from dflash_postmortem.store.ingest import ingest
 from dflash_postmortem.store.load import load_incident
 from dflash_postmortem.store.manifest import Manifest
 
-WINDOW = ("2026-11-30T05:00:00Z", "2026-11-30T06:00:00Z")
+# A small real incident (a crash loop recorded on an H200): what is planted, not how much, is the point.
+SMALL = Path(__file__).resolve().parents[1] / "data" / "incidents" / "h200-1gpu-crash-loop"
+WINDOW = ("2026-12-02T04:30:00Z", "2026-12-02T05:00:00Z")
 
 
 class _Planted:
@@ -46,9 +49,9 @@ def planted(marker) -> bytes:
 
 
 @pytest.fixture
-def incident(tmp_path, bundled_dir):
+def incident(tmp_path):
     folder = tmp_path / "incident"
-    shutil.copytree(bundled_dir, folder)
+    shutil.copytree(SMALL, folder)
     return folder
 
 

@@ -32,6 +32,10 @@ from .registry import FORMATS, Format, LoadContext, is_valid_name, printable, re
 # Folders that hold no evidence of their own: version control, notebook autosaves, caches, the
 # incident's own Parquet store (docs/store.md).
 _SKIPPED_FOLDERS = {".dflash-store", ".git", ".hg", ".svn", ".ipynb_checkpoints", "__pycache__", ".pytest_cache", ".mypy_cache"}
+# The record `dflash-postmortem watch` keeps in the folder it watches (watch/live.py): what the
+# watcher said, not evidence of the run; listed in the load report with this reason, never read.
+WATCH_LOG = "dflash-watch.log"
+_OWN_RECORDS = {WATCH_LOG: "the watcher's own record of what it announced (dflash-postmortem watch): not evidence"}
 _SPECIAL = (
     (stat.S_ISFIFO, "a named pipe (FIFO): not read (reading it waits for a writer)"),
     (stat.S_ISSOCK, "a socket: not read"),
@@ -90,6 +94,9 @@ def _listing(folder: Path, ctx: LoadContext, seen: set[str]) -> list[Entry]:
     for name in names:
         path = folder / name
         if name in _SKIPPED_FOLDERS and path.is_dir():
+            continue
+        if name in _OWN_RECORDS and ctx.root is not None and os.path.abspath(folder) == os.path.abspath(ctx.root):
+            out.append(Entry(path, report=FileReport(path=ctx.name(path), notes=[_OWN_RECORDS[name]])))
             continue
         entry = _classify(path, ctx)
         if entry.is_dir:

@@ -1,0 +1,283 @@
+"""Following an incident folder while its files grow: load what changed, read the model and the
+findings again, and announce what is new since the last look.
+
+What is announced is what the post-mortem would say, read off the same model (model/attempts.py,
+model/states.py) and the same detectors, so the watch and a `report` afterwards cannot disagree:
+an attempt that started, its first step, each new finding of the kinds in ANNOUNCED, and one thing
+only a live reader can say: a start that has run past its start budget with no step and no sign
+of failing ("not starting").
+
+A look loads the folder again only when a file in it changed (its size, its time, or a new
+name), and computes the model over the whole incident then. Making that incremental (readers that
+resume at their offsets, the model recomputing only the attempts new rows touch) changes the
+readers and the model, not this module: it only asks for "the incident now".
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ..detect import detect
+from ..incident import Incident
+from ..loaders.folder import WATCH_LOG
+from ..model.attempts import attempts
+from ..model.ledger import ledger_parts
+from ..model.pace import pace_rows, unit
+from ..model.states import states
+from ..present.evidence_views import cited_line
+from ..store.load import load_incident
+from ..units import clock, duration
+from .announcements import Announcement, JobStatus
+
+# A start with no step after this long, where nothing in the folder or incident.toml says how long
+# this job takes to start, is announced as not starting.
+DEFAULT_START_BUDGET_S = 300.0
+# How much longer than the longest earlier start of the same script a start may take.
+BUDGET_FACTOR = 1.5
+
+# Finding kinds announced as they appear -> the announcement's kind.
+ANNOUNCED = {
+    "failed_restart": "failed_start", "never_trained": "failed_start", "throughput_regression": "throughput_fell",
+    "stall": "stall", "kill_failed": "kill_failed", "partial_recovery": "partial_recovery",
+    "recovery": "recovered", "training_died": "ended",
+}
+
+
+def start_budget(att: pd.DataFrame, a: pd.Series, configured: float | None) -> tuple[float, str]:
+    """How long attempt `a` may take to its first step before it is announced as not starting,
+    and where that figure comes from: 1.5 × the longest earlier start of the same script in the
+    folder, else incident.toml's `[detect] start_budget_s`, else 5 minutes."""
+    same = att[(att["start"] < a["start"]) & att["first_step"].notna()]
+    if isinstance(a["script"], str) and a["script"]:
+        same = same[same["script"] == a["script"]]
+    if len(same):
+        longest = float((same["first_step"] - same["start"]).dt.total_seconds().max())
+        return BUDGET_FACTOR * longest, f"{BUDGET_FACTOR} × the longest earlier start of {a['script'] or 'it'} ({longest:,.0f} s)"
+    if configured is not None:
+        return float(configured), "incident.toml [detect] start_budget_s"
+    return DEFAULT_START_BUDGET_S, "the default"
+
+
+@dataclass
+class _Seen:
+    """What has been announced already: findings by id, attempts by what was said of them."""
+
+    findings: set[str] = field(default_factory=set)
+    started: set[str] = field(default_factory=set)
+    stepped: set[str] = field(default_factory=set)
+    not_starting: set[str] = field(default_factory=set)
+
+
+class Watch:
+    """One folder followed: `look()` loads the incident as it is now and returns what changed."""
+
+    def __init__(self, folder, *, clock_now=None, timezone: str | None = None):
+        self.folder = Path(folder)
+        self.timezone = timezone
+        # The wall clock, on the incident's UTC clock; tests pass their own.
+        self.now = clock_now or (lambda: pd.Timestamp.now(tz="UTC"))
+        self.seen = _Seen()
+        self.incident: Incident | None = None
+        self.findings: pd.DataFrame | None = None
+        self._digest: tuple | None = None
+        self.looks = 0  # looks done so far (a test waits on it)
+
+    def changed(self) -> bool:
+        """Whether any file of the folder changed since the last look (size, time or a new name)."""
+        digest = tuple(sorted(
+            (os.path.relpath(os.path.join(d, n), self.folder), st.st_size, st.st_mtime_ns)
+            for d, _, names in os.walk(self.folder) for n in names if n != WATCH_LOG
+            for st in [_stat(os.path.join(d, n))] if st is not None))
+        if digest == self._digest:
+            return False
+        self._digest = digest
+        return True
+
+    def look(self) -> list[Announcement]:
+        """Load the folder, and return what is new since the last look, in time order."""
+        if self.changed() or self.incident is None:
+            self.incident = load_incident(self.folder, timezone=self.timezone)
+            self.findings = detect(self.incident)
+        inc, found = self.incident, self.findings
+        out = self._attempts(inc) + self._findings(found) + self._not_starting(inc)
+        self.looks += 1
+        return sorted(out, key=lambda a: a.time)
+
+    def status(self) -> list[JobStatus]:
+        """Each job's last attempt now: its state, pace and goodput."""
+        inc = self.incident
+        if inc is None:
+            return []
+        att = attempts(inc)
+        if att.empty:
+            return []
+        st, u = states(inc), unit(inc)
+        pace = pace_rows(inc)
+        parts = ledger_parts(inc)
+        out = []
+        for job, runs in att.groupby("job", sort=False):
+            a = runs.iloc[-1]
+            mine = st[st["attempt"] == a["attempt"]]
+            state = str(mine["state"].iloc[-1]) if len(mine) else "starting"
+            recent = pace[pace["source"].isin(a["sources"])] if len(pace) and a["sources"] else pace.iloc[:0]
+            level = float(recent["value"].tail(6).median()) if len(recent) else None
+            out.append(JobStatus(job=str(a["run"] or job), state=_live_state(state), pace=level, unit=u,
+                                 goodput=_goodput(parts, job)))
+        return out
+
+    def _evidence(self, ref) -> str:
+        if not isinstance(ref, str):
+            return ""
+        text = cited_line(self.folder, ref)
+        return f"{ref}  {' '.join(text.split())}" if text else ref
+
+    def _attempts(self, inc: Incident) -> list[Announcement]:
+        out = []
+        for _, a in attempts(inc).iterrows():
+            name, job = str(a["attempt"]), str(a["run"] or a["job"])
+            if name not in self.seen.started:
+                self.seen.started.add(name)
+                out.append(Announcement(a["start"], job, "attempt_started",
+                                        f"attempt {name} started by {a['by']}"
+                                        + (f": {a['command']}" if isinstance(a["command"], str) else ""),
+                                        self._evidence(a["start_ref"])))
+            if pd.notna(a["first_step"]) and name not in self.seen.stepped:
+                self.seen.stepped.add(name)
+                out.append(Announcement(a["first_step"], job, "first_step",
+                                        f"first step of attempt {name}, "
+                                        f"{duration((a['first_step'] - a['start']).total_seconds())} after its start",
+                                        self._evidence(a["first_step_ref"])))
+        return out
+
+    def _findings(self, found: pd.DataFrame) -> list[Announcement]:
+        out = []
+        for _, f in found.iterrows():
+            if f["kind"] not in ANNOUNCED or f["id"] in self.seen.findings:
+                continue
+            self.seen.findings.add(f["id"])
+            run = f["numbers"].get("run") or f["numbers"].get("run_after")
+            out.append(Announcement(f["start"], str(run or "?"), ANNOUNCED[f["kind"]], str(f["title"]),
+                                    self._evidence(f["evidence"][0] if f["evidence"] else None)))
+        return out
+
+    def _not_starting(self, inc: Incident) -> list[Announcement]:
+        """Attempts past their start budget with no step and nothing that ended them."""
+        att = attempts(inc)
+        now = self.now()
+        out = []
+        for _, a in att.iterrows():
+            name = str(a["attempt"])
+            if pd.notna(a["first_step"]) or pd.notna(a["end"]) or name in self.seen.not_starting:
+                continue
+            budget, why = start_budget(att, a, inc.config.detect.get("start_budget_s"))
+            waited = (now - a["start"]).total_seconds()
+            if waited < budget:
+                continue
+            self.seen.not_starting.add(name)
+            last = _last_line(inc, a)
+            out.append(Announcement(
+                now, str(a["run"] or a["job"]), "not_starting",
+                f"not starting: {_alive(inc, a)}, {_memory(inc, a)}, no step after {duration(waited)} "
+                f"(budget {duration(budget)}: {why})" + (f"; last log line at {clock(last['time'])}" if last is not None else ""),
+                self._evidence(last["ref"] if last is not None else a["start_ref"])))
+        return out
+
+
+def _stat(path: str):
+    try:
+        return os.stat(path)
+    except OSError:  # gone between the listing and the look: the next look sees it gone
+        return None
+
+
+def _goodput(parts: pd.DataFrame, job) -> float | None:
+    """The share of the job's GPU time so far that trained at full pace (model/ledger.py)."""
+    mine = parts[parts["job"] == job] if len(parts) else parts
+    total = float(mine["seconds"].sum()) if len(mine) else 0.0
+    return float(mine.loc[mine["class"] == "productive", "seconds"].sum()) / total if total > 0 else None
+
+
+def _live_state(state: str) -> str:
+    """The model's states as the watch's status line names them (a hang reads as a stall)."""
+    state = state.replace(" ", "_")  # the model's "never trained"
+    return {"hung": "stalled"}.get(state, state)
+
+
+def _alive(inc: Incident, a: pd.Series) -> str:
+    procs = inc.processes[inc.processes["pid"].isin(a["pids"])] if a["pids"] else inc.processes.iloc[:0]
+    if procs.empty:
+        return "no process of it listed"
+    return f"PID {', '.join(str(int(p)) for p in sorted(set(procs['pid'])))} alive"
+
+
+def _memory(inc: Incident, a: pd.Series) -> str:
+    gp = inc.gpu_processes[inc.gpu_processes["pid"].isin(a["pids"])] if a["pids"] else inc.gpu_processes.iloc[:0]
+    if len(gp):
+        last = gp[gp["time"] == gp["time"].max()]
+        return f"{last['used_memory_mib'].sum():,.0f} MiB on its GPUs"
+    g = inc.gpus.dropna(subset=["memory_used_mib"])
+    if g.empty:
+        return "no GPU samples"
+    last = g[g["time"] == g["time"].max()]
+    return f"{last['memory_used_mib'].sum():,.0f} MiB on the GPUs"
+
+
+def _last_line(inc: Incident, a: pd.Series) -> pd.Series | None:
+    """The attempt's latest line in its own sources (its log), with its ref."""
+    if not a["sources"]:
+        return None
+    rows = pd.concat([df.loc[df["source"].isin(a["sources"]) & df["ref"].notna(), ["time", "ref"]]
+                      for df in (inc.events, inc.metrics) if len(df)], ignore_index=True)
+    rows = rows.dropna(subset=["time"])
+    return None if rows.empty else rows.loc[rows["time"].idxmax()]
+
+
+def follow(watch: Watch, sinks, *, poll_s: float = 2.0, stop: threading.Event | None = None,
+           log=None) -> None:
+    """Look at the folder whenever a file changes (file events where the platform gives them,
+    else every `poll_s`), send what is new to `sinks`, until `stop` is set."""
+    stop = stop or threading.Event()
+    woken = threading.Event()
+    observer = _file_events(watch.folder, woken)
+    try:
+        while not stop.is_set():
+            for a in watch.look():
+                sinks.announce(a)
+                if log is not None:
+                    # when it was said, then what: the record tells each announcement's delay
+                    log.write(f"{pd.Timestamp.now(tz='UTC'):%Y-%m-%dT%H:%M:%S.%fZ}  {a.redacted().line(None)}\n")
+                    log.flush()
+            sinks.status(watch.status())
+            woken.wait(poll_s)  # a file event wakes it early; the poll catches the silent starts
+            woken.clear()
+    finally:
+        if observer is not None:
+            observer.stop()
+
+
+def _file_events(folder: Path, woken: threading.Event):
+    """A watchdog observer that sets `woken` on any change under `folder`; None where watchdog
+    is not installed or the platform refuses (inotify limits): polling alone then."""
+    try:
+        from watchdog.events import FileSystemEventHandler  # optional: polling works without it
+        from watchdog.observers import Observer
+    except ImportError:
+        return None
+
+    class _Wake(FileSystemEventHandler):
+        def on_any_event(self, event):
+            if not str(event.src_path).endswith(WATCH_LOG):
+                woken.set()
+
+    observer = Observer()
+    try:
+        observer.schedule(_Wake(), str(folder), recursive=True)
+        observer.start()
+    except OSError:
+        return None
+    return observer

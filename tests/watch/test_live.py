@@ -1,0 +1,172 @@
+"""The live watch on recorded incidents replayed into a folder while it runs: each file grows in
+the order its lines were written (by their own time stamps), the watch announces what the
+post-mortem would say as soon as the lines show it, and at the end the folder's findings are what
+was announced."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import re
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import dflash_postmortem as pm
+from dflash_postmortem.cli import main
+from dflash_postmortem.loaders.folder import WATCH_LOG
+from dflash_postmortem.watch.live import ANNOUNCED, Watch, follow
+from dflash_postmortem.watch.sinks import Sinks, Webhook
+
+INCIDENTS = Path(__file__).resolve().parents[2] / "data" / "incidents"
+# A line's own time: `2026-12-02 04:37:48`, `2026/12/02 04:37:00.706`, `[2026-12-02T04:37:31.296Z]`.
+STAMP = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T](\d\d):(\d\d):(\d\d)")
+
+
+def _grow(src: Path, dest: Path, until: str | None) -> None:
+    """Write into `dest` every file of `src` as it stood at `until` (the files' own clock): each
+    text file up to its first line stamped later; lines with no stamp go with the line before."""
+    cut = None if until is None else pd.Timestamp(until)
+    for f in sorted(src.rglob("*")):
+        if not f.is_file() or f.name == "README.md":  # dangling links (wandb's) stay behind
+            continue
+        out = dest / f.relative_to(src)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        data = f.read_bytes()
+        if cut is not None and b"\0" not in data[:4096]:
+            kept = []
+            for line in data.decode("utf-8", "replace").splitlines(keepends=True):
+                m = STAMP.search(line)
+                if m and pd.Timestamp(*map(int, m.groups())) > cut:
+                    break
+                kept.append(line)
+            data = "".join(kept).encode()
+        elif cut is not None and f.stat().st_mtime and ".wandb" in f.name:
+            continue  # a binary run file comes whole at the end
+        if not out.exists() or out.read_bytes() != data:
+            out.write_bytes(data)
+
+
+class _Hook(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):  # noqa: N802 - http.server's name
+        self.server.posts.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def hook():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hook)
+    server.posts = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+
+
+def _wait_for_looks(watch: Watch, n: int, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while watch.looks < n:
+        assert time.monotonic() < deadline, "the watch stopped looking"
+        time.sleep(0.05)
+
+
+def test_a_crash_loop_replayed_live_is_announced_as_it_happens_and_agrees_with_the_post_mortem(tmp_path, hook):
+    src, folder = INCIDENTS / "h200-1gpu-crash-loop", tmp_path / "incident"
+    folder.mkdir()
+    watch = Watch(folder)
+    said: list[tuple[int, object]] = []
+
+    class _Record(list):
+        def announce(self, a):
+            said.append((watch.looks, a))
+
+        def status(self, jobs):
+            pass
+
+        def close(self):
+            pass
+
+    stop = threading.Event()
+    sinks = Sinks([_Record(), Webhook(f"http://127.0.0.1:{hook.server_port}/hook")])
+    t = threading.Thread(target=follow, args=(watch, sinks), kwargs={"poll_s": 0.1, "stop": stop}, daemon=True)
+    t.start()
+    try:
+        for until in ("2026-12-02 04:37:05", None):
+            done = watch.looks
+            _grow(src, folder, until)
+            _wait_for_looks(watch, done + 2)  # one look at least after the files were written
+    finally:
+        stop.set()
+        t.join(30)
+    kinds = [(a.kind, a.time.strftime("%H:%M:%S")) for _, a in said]
+    # The loop's first start died in start-up at 04:37:00 (its traceback in logs/loop.log): told
+    # in the first stage, before the fixed run's first step at 04:37:48 could be.
+    first_fail = next(i for i, (k, t) in enumerate(kinds) if k == "failed_start" and t == "04:37:00")
+    first_step = next(i for i, (k, _) in enumerate(kinds) if k == "first_step")
+    assert said[first_fail][0] < said[first_step][0] and first_fail < first_step
+    assert said[first_fail][1].evidence.startswith("logs/loop.log:4  Traceback")
+    assert kinds[first_step] == ("first_step", "04:37:48")
+    assert said[first_step][1].job == "looped-fixed"
+    # Four starts of the loop failed: 04:37:00, :09, :18, and :26 (killed by the operator).
+    assert [t for k, t in kinds if k == "failed_start"] == ["04:37:00", "04:37:09", "04:37:18", "04:37:26"]
+    # Each announcement once, and the webhook got every one of them.
+    assert len({(a.kind, a.time, a.text) for _, a in said}) == len(said)
+    assert sorted(p["text"] for p in hook.posts) == sorted(a.redacted().line(None) for _, a in said)
+    assert any("start at 04:37:00 never came up: died during start-up" in p["text"] for p in hook.posts)
+    # The post-mortem of the finished folder says what the watch said.
+    found = pm.detect(pm.load_incident(folder))
+    told = {a.text for _, a in said if a.kind in set(ANNOUNCED.values())}
+    assert {str(t) for t in found.loc[found["kind"].isin(list(ANNOUNCED)), "title"]} == told
+
+
+def test_a_start_with_no_step_past_its_budget_is_announced_as_not_starting(tmp_path):
+    # big's launch at 10:25:20 loaded its target model and never logged a step (README of the
+    # incident); cut at 10:25:50, six minutes on the wall clock after it, nothing said it failed.
+    folder = tmp_path / "incident"
+    _grow(INCIDENTS / "h200-1gpu-never-trains", folder, "2026-12-01 10:25:50")
+    watch = Watch(folder, clock_now=lambda: pd.Timestamp("2026-12-01 10:31:20", tz="UTC"))
+    said = watch.look()
+    late = [a for a in said if a.kind == "not_starting"]
+    assert len(late) == 1 and late[0].job == "big"
+    assert "no step after 360 s (budget 300 s: the default)" in late[0].text
+    assert "logs/train.log" in late[0].evidence
+    assert [a.kind for a in watch.look()] == []  # said once
+    status = {j.job: j.state for j in watch.status()}
+    assert status["big"] == "starting"
+
+
+def test_the_budget_is_longer_than_the_longest_earlier_start_of_the_same_script(tmp_path):
+    folder = tmp_path / "incident"
+    _grow(INCIDENTS / "h200-1gpu-crash-loop", folder, None)
+    inc = pm.load_incident(folder)
+    from dflash_postmortem.model.attempts import attempts
+    from dflash_postmortem.watch.live import start_budget
+
+    att = attempts(inc)
+    fixed = att[att["run"] == "looped-fixed"].iloc[0]
+    later = fixed.copy()
+    later["start"] = fixed["start"] + pd.Timedelta(minutes=5)
+    budget, why = start_budget(att, later, None)
+    took = (fixed["first_step"] - fixed["start"]).total_seconds()
+    assert budget == pytest.approx(1.5 * took)
+    assert why.startswith("1.5 × the longest earlier start")
+
+
+def test_watch_once_prints_the_state_and_its_record_is_skipped_when_the_folder_is_loaded(tmp_path, capsys):
+    folder = tmp_path / "incident"
+    shutil.copytree(INCIDENTS / "h200-1gpu-crash-loop", folder)
+    (folder / WATCH_LOG).write_text("04:37:00  looped  start at 04:37:00 never came up\n")
+    assert main(["watch", str(folder), "--once", "--width", "120"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    # the loop never trained; the fixed run trained, then was stopped (its pace: its last lines)
+    assert out[-1] == "watching 2 jobs · looped never trained ? tok/s 0 % · looped-fixed exited 64.2K tok/s 51 %"
+    assert all(len(line) <= 120 for line in out)
+    rep = {r.path: r for r in pm.load_incident(folder).load_report.files}
+    assert rep[WATCH_LOG].notes == ["the watcher's own record of what it announced (dflash-postmortem watch): not evidence"]
