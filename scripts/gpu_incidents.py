@@ -37,7 +37,7 @@ did (what the README of the incident is written from), which the incident folder
     clean-relaunch     no incident: a run that stops cleanly, relaunched by hand
     watched-relaunch   `dflash-postmortem watch` follows the folder live (sampling NVML itself): a
                        good run, a relaunch that dies of a bad flag, a relaunch that never gets
-                       past loading its target (killed after 100 s), then a slower relaunch whose
+                       past loading its target (killed after 60 s), then a slower relaunch whose
                        drafter thread hangs at its step 150; the watch's record and its terminal
                        output come back beside the folder
 """
@@ -591,6 +591,9 @@ def clean_relaunch(r: Recording) -> None:
 
 
 def watched_relaunch(r: Recording) -> None:
+    subprocess.run(["pkill", "-f", "dflash_postmortem.cli watch"], check=False)  # one left by an earlier try
+    for old in (r.dir.parent / f"{r.name}.watch.out", r.dir.parent / "exec.out"):
+        old.unlink(missing_ok=True)
     r.smi_apps()
     r.ps_loop()
     # The watcher's terminal goes beside the folder, not into it: it is not evidence of the run.
@@ -609,15 +612,16 @@ def watched_relaunch(r: Recording) -> None:
     r.truth("relaunch died; relaunch with a target too large to finish loading (materialized on the host)")
     big = "--materialize host --hidden 8192 --layers 80 --heads 64" if r.gpu else "--materialize host --hidden 1024 --layers 64"
     op.run(f"nohup {TRAIN} --run-name steady --seconds 30 {r.model} {big} > logs/train3.log 2>&1 &")
-    time.sleep(100)
+    time.sleep(60)
     op.run("tail -n 2 logs/train3.log; nvidia-smi --query-gpu=memory.used --format=csv" if r.gpu else "tail -n 2 logs/train3.log")
     r.truth("operator kills the stuck start")
     op.run("pkill -TERM -f 'train3[.]log' ; pkill -TERM -f '[-]-hidden 8192' ; pkill -TERM -f '[-]-layers 64'; sleep 3")
     r.truth("relaunch without the fast linear attention; its drafter thread hangs at step 150")
     op.run(f"nohup {TRAIN} --run-name slow --seconds 240 {r.model} --fast-linear-attn 0 --inject-hang drafter:150 "
            "> logs/train4.log 2>&1 &")
-    r.wait_for("logs/train4.log", "step 150", 300)
-    time.sleep(100)
+    # the hang comes before step 150 is logged: its last line is step 145
+    r.wait_for("logs/train4.log", "step 145", 240)
+    time.sleep(90)
     r.truth("operator kills the hung run")
     op.run("pkill -TERM -f 'run-name [s]low'; sleep 3")
     time.sleep(10)

@@ -277,8 +277,11 @@ def _kill_sent(L: pd.Series, inc: Incident, a: pd.Series, refs: list[str]) -> _V
     # aimed at it: by PID, PID file, pattern or listed group, or at the tmux or screen session it
     # was started in (the model resolves those); a group the model only infers from a launch not
     # detached from its shell is the launching session's, told below
-    aimed = set() if kill is None else aimed_at(inc, kill) | (
-        kill_reach(inc).get(kill.name, set()) if isinstance(kill.get("target_session"), str) else set())
+    # every kill its line sent counts: one line may hold several (`pkill -f a ; pkill -f b`)
+    sent = memo.rows_where(inc, "events", "ref", refs[0]) if kill is not None else inc.events.iloc[:0]
+    sent = sent[sent["kind"] == "kill_sent"]
+    aimed = {p for _, k in sent.iterrows() for p in aimed_at(inc, k) | (
+        kill_reach(inc).get(k.name, set()) if isinstance(k.get("target_session"), str) else set())}
     if kill is None or aimed & set(a["pids"]) or typed is None:
         return _Verdict("killed", f"killed during start-up by a kill aimed at it: {a['end_message'] or 'a kill'} "
                         f"({clock(a['end'])})", refs,

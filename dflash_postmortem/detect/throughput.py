@@ -290,7 +290,8 @@ def config_differences(inc: Incident, run_before, run_after, first_after) -> lis
     """Settings that differ between two runs: command-line flags of their launches, wandb config."""
     diffs: dict[str, dict] = {}
     la = launch_of(inc, run_after, first_after)
-    lb = launch_of(inc, run_before, first_after)
+    # the launch whose pace was the baseline: the run's last start that trained
+    lb = launch_of(inc, run_before, first_after, trained=True)
     if la is not None:
         fb = lb["flags"] if lb is not None else {}
         fa = la["flags"]

@@ -7,6 +7,7 @@ attempt model (an attempt the operator killed ended by that kill) and the failed
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import PurePosixPath
 
 import pandas as pd
@@ -61,7 +62,9 @@ def aimed_at(inc: Incident, kill: pd.Series) -> set[int]:
     if isinstance(expr, str) and expr:
         pids |= kill_pids(inc, f"kill {expr}", kill["time"])
     if isinstance(pattern, str) and pattern:
-        pids |= kill_pids(inc, f"pkill -f {pattern}", kill["time"])
+        # quoted as typed: a pattern with a space (`pkill -f '[-]-layers 64'`) is one pattern, not
+        # two (the second, `64`, matching any command line with a 64 in it)
+        pids |= kill_pids(inc, f"pkill -f {shlex.quote(pattern)}", kill["time"])
     if is_group_kill(kill) and pids:
         pids |= group_members(inc, pids, kill["time"])
     return pids

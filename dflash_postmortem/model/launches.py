@@ -150,8 +150,10 @@ def _by_seen(procs: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("seen", kind="stable")
 
 
-def launch_of(inc: Incident, run, before) -> pd.Series | None:
-    """The last launch of `run` (by run name, log file, or --run-name) before `before`."""
+def launch_of(inc: Incident, run, before, *, trained: bool = False) -> pd.Series | None:
+    """The last launch of `run` (by run name, log file, or --run-name) before `before`; with
+    `trained`, the last one that reached a training step (a run name reused by a start that never
+    trained is not the run whose pace was measured)."""
     oc = outcomes(inc)
     if oc.empty:
         return None
@@ -164,4 +166,6 @@ def launch_of(inc: Incident, run, before) -> pd.Series | None:
         return None
     mine = oc.iloc[idx]
     hit = mine[mine["time"] <= before]
+    if trained:
+        hit = hit[hit["first_step"].notna()]
     return hit.iloc[-1] if len(hit) else None

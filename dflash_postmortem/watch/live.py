@@ -68,6 +68,7 @@ class _Seen:
     """What has been announced already: findings by id, attempts by what was said of them."""
 
     findings: set[str] = field(default_factory=set)
+    spans: list[tuple] = field(default_factory=list)  # (kind, run, start, end) of each one announced
     started: set[str] = field(default_factory=set)
     stepped: set[str] = field(default_factory=set)
     not_starting: set[str] = field(default_factory=set)
@@ -161,9 +162,23 @@ class Watch:
                 continue
             self.seen.findings.add(f["id"])
             run = f["numbers"].get("run") or f["numbers"].get("run_after")
+            if self._told(f["kind"], run, f["start"], f["end"]):
+                continue
+            self.seen.spans.append((f["kind"], run, f["start"], f["end"]))
             out.append(Announcement(f["start"], str(run or "?"), ANNOUNCED[f["kind"]], str(f["title"]),
                                     self._evidence(f["evidence"][0] if f["evidence"] else None)))
         return out
+
+    def _told(self, kind: str, run, start, end) -> bool:
+        """Whether a finding of this kind and run over this time was announced already: as the
+        files grow a finding's measure moves (a drop's first degraded sample, a stall's length)
+        and with it its id; it is still the one the watch told."""
+        end = start if pd.isna(end) else end
+        for k, r, s, e in self.seen.spans:
+            e = s if pd.isna(e) else e
+            if k == kind and r == run and start <= e and s <= end:  # the same stretch of time
+                return True
+        return False
 
     def _not_starting(self, inc: Incident) -> list[Announcement]:
         """Attempts past their start budget with no step and nothing that ended them."""

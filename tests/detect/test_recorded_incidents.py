@@ -249,3 +249,32 @@ def test_a_lightning_run_slowed_by_another_job_on_its_gpu_told_from_its_step_cou
     # interval late at most
     assert abs(rec["start"] - T("21:21:13")) <= pd.Timedelta(seconds=PACE_S + 2)
     assert rec["numbers"]["ratio"] > 0.9
+
+
+def test_a_watched_session_a_dead_relaunch_a_stuck_one_killed_by_pattern_then_a_slow_hang(told):
+    """h200-1gpu-watched-relaunch (2026-12-03): the README's table, from the driver's clock."""
+    inc, att, found = told("h200-1gpu-watched-relaunch")
+
+    def at(hms):
+        return pd.Timestamp(f"2026-12-03 {hms}", tz="UTC")
+
+    assert [p for a in att["pids"] for p in a] == [669, 924, 963, 1298]
+    a1, a2, a3, a4 = (att.iloc[i] for i in range(4))
+    assert a1["first_step"] == at("04:14:05") and a1["end_kind"] == "training_stop"
+    assert a2["end_kind"] == "traceback" and pd.isna(a2["first_step"])
+    # the stuck start ended by the operator's second pkill pattern, the one that matched PID 963
+    assert a3["end"] == at("04:15:36.538") and "'[-]-hidden 8192'" in a3["end_message"]
+    assert a4["first_step"] == at("04:15:51")
+    by_kind = {k: g for k, g in found.groupby("kind")}
+    dead, stuck = by_kind["failed_restart"].sort_values("start").itertuples()
+    assert dead.title == "restart at 04:14:31 never came up: died during start-up"
+    assert "invalid device ordinal" in dead.detail
+    assert stuck.title == "restart at 04:14:35 never came up: killed during start-up by a kill aimed at it"
+    # the first and third patterns reached nothing: no failed kill, no survivor (the watch's own
+    # python process, and the harness's shells whose command lines hold a `64`, are not targets)
+    assert "kill_failed" not in by_kind and "survivor" not in by_kind
+    drop = by_kind["throughput_regression"].iloc[0]
+    assert drop["numbers"]["run_after"] == "slow" and drop["numbers"]["run_before"] == "steady"
+    assert "--fast-linear-attn 0" in drop["numbers"]["flag_differences"]
+    stall = by_kind["stall"].iloc[0]
+    assert (stall["start"], stall["end"]) == (at("04:16:18"), at("04:17:48.239"))  # its last step, the kill

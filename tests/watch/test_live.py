@@ -30,7 +30,7 @@ STAMP = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T](\d\d):(\d\d):(\d\d)")
 def _grow(src: Path, dest: Path, until: str | None) -> None:
     """Write into `dest` every file of `src` as it stood at `until` (the files' own clock): each
     text file up to its first line stamped later; lines with no stamp go with the line before."""
-    cut = None if until is None else pd.Timestamp(until)
+    cut = None if until is None else tuple(int(x) for x in STAMP.search(until).groups())
     for f in sorted(src.rglob("*")):
         if not f.is_file() or f.name == "README.md":  # dangling links (wandb's) stay behind
             continue
@@ -41,7 +41,7 @@ def _grow(src: Path, dest: Path, until: str | None) -> None:
             kept = []
             for line in data.decode("utf-8", "replace").splitlines(keepends=True):
                 m = STAMP.search(line)
-                if m and pd.Timestamp(*map(int, m.groups())) > cut:
+                if m and tuple(map(int, m.groups())) > cut:
                     break
                 kept.append(line)
             data = "".join(kept).encode()
@@ -77,10 +77,26 @@ def _wait_for_looks(watch: Watch, n: int, timeout_s: float = 60) -> None:
         time.sleep(0.05)
 
 
-def test_a_crash_loop_replayed_live_is_announced_as_it_happens_and_agrees_with_the_post_mortem(tmp_path, hook):
-    src, folder = INCIDENTS / "h200-1gpu-crash-loop", tmp_path / "incident"
+def _live_record(name: str) -> list[tuple[str, str]]:
+    """(kind word, job) of each line of a watch's own record, as it was said on the machine."""
+    kinds = {"attempt": "attempt_started", "first": "first_step", "not": "not_starting", "throughput": "throughput_fell",
+             "stall:": "stall"}
+    out = []
+    for line in (INCIDENTS / name / WATCH_LOG).read_text().splitlines():
+        _, _, job, text = line.split(maxsplit=3)
+        word = text.split()[0]
+        out.append((kinds.get(word, "failed_start" if "never came up" in text else word), job))
+    return out
+
+
+def test_a_watched_h200_session_replayed_live_says_what_the_live_watch_said(tmp_path, hook):
+    """The session recorded on an H200 while `watch` followed it (its README): replayed into a
+    folder at four moments, with the watch's clock at each, it announces what the live watch
+    announced, in the same order, and the post-mortem of the whole folder finds the same."""
+    src, folder = INCIDENTS / "h200-1gpu-watched-relaunch", tmp_path / "incident"
     folder.mkdir()
-    watch = Watch(folder)
+    now = {"t": pd.Timestamp("2026-12-03 04:13:40", tz="UTC")}
+    watch = Watch(folder, clock_now=lambda: now["t"])
     said: list[tuple[int, object]] = []
 
     class _Record(list):
@@ -98,32 +114,29 @@ def test_a_crash_loop_replayed_live_is_announced_as_it_happens_and_agrees_with_t
     t = threading.Thread(target=follow, args=(watch, sinks), kwargs={"poll_s": 0.1, "stop": stop}, daemon=True)
     t.start()
     try:
-        for until in ("2026-12-02 04:37:05", None):
+        # the restart that dies; the stuck one past its budget; the slow run; its stall
+        for until in ("04:14:40", "04:15:00", "04:16:00", "04:18:05"):
             done = watch.looks
-            _grow(src, folder, until)
+            now["t"] = pd.Timestamp(f"2026-12-03 {until}", tz="UTC")
+            _grow(src, folder, f"2026-12-03 {until}")
             _wait_for_looks(watch, done + 2)  # one look at least after the files were written
     finally:
         stop.set()
         t.join(30)
-    kinds = [(a.kind, a.time.strftime("%H:%M:%S")) for _, a in said]
-    # The loop's first start died in start-up at 04:37:00 (its traceback in logs/loop.log): told
-    # in the first stage, before the fixed run's first step at 04:37:48 could be.
-    first_fail = next(i for i, (k, t) in enumerate(kinds) if k == "failed_start" and t == "04:37:00")
-    first_step = next(i for i, (k, _) in enumerate(kinds) if k == "first_step")
-    assert said[first_fail][0] < said[first_step][0] and first_fail < first_step
-    assert said[first_fail][1].evidence.startswith("logs/loop.log:4  Traceback")
-    assert kinds[first_step] == ("first_step", "04:37:48")
-    assert said[first_step][1].job == "looped-fixed"
-    # Four starts of the loop failed: 04:37:00, :09, :18, and :26 (killed by the operator).
-    assert [t for k, t in kinds if k == "failed_start"] == ["04:37:00", "04:37:09", "04:37:18", "04:37:26"]
-    # Each announcement once, and the webhook got every one of them.
-    assert len({(a.kind, a.time, a.text) for _, a in said}) == len(said)
+    told = [(a.kind, a.job) for _, a in said]
+    assert told == _live_record("h200-1gpu-watched-relaunch")
+    late = next(a for _, a in said if a.kind == "not_starting")
+    assert late.text.startswith("not starting: PID 963 alive, ") and "(budget 20 s: 1.5 × the longest earlier start" in late.text
+    dead = next(a for _, a in said if a.kind == "failed_start")
+    assert dead.text == "restart at 04:14:31 never came up: died during start-up"
+    assert dead.evidence.startswith("logs/train2.log:4  Traceback")
+    # the webhook got every announcement, masked as every output is
     assert sorted(p["text"] for p in hook.posts) == sorted(a.redacted().line(None) for _, a in said)
-    assert any("start at 04:37:00 never came up: died during start-up" in p["text"] for p in hook.posts)
-    # The post-mortem of the finished folder says what the watch said.
+    # the post-mortem of the finished folder finds what the watch announced
     found = pm.detect(pm.load_incident(folder))
-    told = {a.text for _, a in said if a.kind in set(ANNOUNCED.values())}
-    assert {str(t) for t in found.loc[found["kind"].isin(list(ANNOUNCED)), "title"]} == told
+    announced = found[found["kind"].isin(list(ANNOUNCED))]
+    assert sorted((ANNOUNCED[k], n.get("run") or n.get("run_after")) for k, n in zip(announced["kind"], announced["numbers"], strict=True)) \
+        == sorted((a.kind, a.job) for _, a in said if a.kind in set(ANNOUNCED.values()))
 
 
 def test_a_start_with_no_step_past_its_budget_is_announced_as_not_starting(tmp_path):
