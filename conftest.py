@@ -73,12 +73,16 @@ def pytest_xdist_make_scheduler(config, log):
 
         def _assign_work_unit(self, node) -> None:
             # The next file in xdist's order (most tests first), but a long one while fewer than
-            # `at_once` workers have one, and not one while they do (as long as others remain).
+            # `at_once` workers have one, and not one while they do (as long as others remain);
+            # among the rest, a whole report (EACH_TEST_ALONE: each of them ten seconds and more)
+            # before the short files: xdist's order would leave them all for the end, where the
+            # many short files can no longer fill the cores beside them.
             running = sum(any(s in LONG and not all(done.values()) for s, done in work.items())
                           for work in self.assigned_work.values())
             queue = list(self.workqueue)
             want = [s for s in queue if (s in LONG) == (running < at_once)]
-            scope = (want or queue)[0]
+            heavy = [s for s in want if s.split("::", 1)[0] in EACH_TEST_ALONE]
+            scope = (heavy or want or queue)[0]
             self.workqueue.move_to_end(scope, last=False)
             super()._assign_work_unit(node)
 

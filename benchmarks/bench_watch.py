@@ -1,0 +1,166 @@
+"""What the live watch costs and how soon it speaks (dflash_postmortem/watch/live.py).
+
+    .venv/bin/python benchmarks/bench_watch.py delays [--incident data/incidents/h200-1gpu-watched-relaunch] [--step 2]
+    .venv/bin/python benchmarks/bench_watch.py cost [--gpus 8] [--minutes 5 15 30 60] [--poll 2]
+
+`delays`: a recorded incident replayed into a folder one step of its own clock at a time (each
+file cut at its first line stamped later), the watch looking after each step with its clock set
+to that moment. Each announcement's delay is the incident time of the look that made it minus the
+time of the line that shows it (for "not starting": the moment its budget ran out). What this
+measures is how much evidence each finding needs, plus the step; the wall-clock delays of a real
+run are in the incident's README (h200-1gpu-watched-relaunch: the watch ran live on the H200).
+
+`cost`: a synthetic training folder (an nvidia-smi query stream of N GPUs at 1 Hz and one log per
+rank with a step line a second) written up to each length; at each, the CPU time of one look after
+the files changed (a reload) and of one look at an unchanged folder (a listing), against plain
+pandas reading the same nvidia-smi file in the same run (the baseline of the ratio). The average
+share of a core over an hour follows from the reload cost at each length: a folder that changes
+every second is reloaded every poll.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import resource
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from dflash_postmortem.loaders.folder import WATCH_LOG  # noqa: E402
+from dflash_postmortem.watch.live import Watch  # noqa: E402
+
+STAMP = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T](\d\d):(\d\d):(\d\d)")
+
+
+def grow(src: Path, dest: Path, cut: tuple) -> None:
+    """Every file of `src` as it stood at `cut` (its lines up to the first stamped later)."""
+    for f in sorted(src.rglob("*")):
+        if not f.is_file() or f.name in ("README.md", WATCH_LOG):
+            continue
+        out = dest / f.relative_to(src)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        kept = []
+        for line in f.read_text(errors="replace").splitlines(keepends=True):
+            m = STAMP.search(line)
+            if m and tuple(map(int, m.groups())) > cut:
+                break
+            kept.append(line)
+        text = "".join(kept)
+        if not out.exists() or out.read_text(errors="replace") != text:
+            out.write_text(text)
+
+
+def delays(args) -> None:
+    src = Path(args.incident)
+    stamps = [tuple(map(int, m.groups())) for f in src.rglob("*") if f.is_file() and f.suffix in (".log", ".txt", ".csv", ".jsonl")
+              for m in STAMP.finditer(f.read_text(errors="replace"))]
+    first, last = min(stamps), max(stamps)
+    t, end = pd.Timestamp(*first, tz="UTC"), pd.Timestamp(*last, tz="UTC") + pd.Timedelta(seconds=args.step)
+    now = {"t": t}
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        folder = Path(tmp) / "incident"
+        folder.mkdir()
+        watch = Watch(folder, clock_now=lambda: now["t"])
+        cpu = 0.0
+        while t <= end:
+            now["t"] = t
+            grow(src, folder, (t.year, t.month, t.day, t.hour, t.minute, t.second))
+            c0 = time.process_time()
+            for a in watch.look():
+                shown = a.time
+                if a.kind == "not_starting":  # said when its budget ran out: the look's own time
+                    waited = re.search(r"no step after ([\d,]+) s \(budget ([\d,]+) s", a.text)
+                    shown = t - pd.Timedelta(seconds=float(waited[1].replace(",", ""))) \
+                        + pd.Timedelta(seconds=float(waited[2].replace(",", "")))
+                rows.append((a.kind, a.job, shown, t, (t - shown).total_seconds(), a.text[:70]))
+            cpu += time.process_time() - c0
+            t += pd.Timedelta(seconds=args.step)
+    print(f"# {src.name}: replayed in steps of {args.step:g} s of its clock; the watch's CPU {cpu:.1f} s over "
+          f"{len(rows)} announcements")
+    print("| announcement | job | shown by | said at | delay |")
+    print("| --- | --- | --- | --- | --- |")
+    for kind, job, shown, said, delay, text in rows:
+        print(f"| {kind}: {text} | {job} | {shown:%H:%M:%S} | {said:%H:%M:%S} | {delay:.0f} s |")
+
+
+def write_stream(folder: Path, gpus: int, seconds: int, start: pd.Timestamp) -> None:
+    """`seconds` of an nvidia-smi query stream of `gpus` GPUs at 1 Hz and one log per rank."""
+    (folder / "logs").mkdir(parents=True, exist_ok=True)
+    with open(folder / "logs" / "smi.csv", "w") as smi:
+        smi.write("timestamp, index, uuid, memory.used [MiB], memory.total [MiB], utilization.gpu [%], power.draw [W]\n")
+        for s in range(seconds):
+            t = start + pd.Timedelta(seconds=s)
+            for g in range(gpus):
+                smi.write(f"{t:%Y/%m/%d %H:%M:%S}.{s % 1000:03d}, {g}, GPU-0000000{g}-aaaa-bbbb-cccc-dddddddddddd, "
+                          f"{70000 + g} MiB, 143771 MiB, {90 + (s + g) % 7} %, {500 + g}.00 W\n")
+    for rank in range(gpus):
+        with open(folder / "logs" / f"rank{rank}.log", "w") as log:
+            log.write(f"{start:%Y-%m-%d %H:%M:%S} [r{rank}] Loading target model on cuda:{rank} ...\n")
+            for s in range(5, seconds):
+                t = start + pd.Timedelta(seconds=s)
+                log.write(f"{t:%Y-%m-%d %H:%M:%S} [r{rank}] step {s} loss {10 - s / 10000:.4f} tok/s {21500 + (s * 7 + rank) % 300} "
+                          "queue 0\n")
+
+
+def cost(args) -> None:
+    start = pd.Timestamp("2026-12-03 10:00:00")
+    print(f"# {args.gpus} GPUs at 1 Hz and {args.gpus} rank logs; a look after a change reloads the folder")
+    print("| length | files | reload CPU | listing CPU | plain pandas (smi.csv) | reload / pandas | RSS after |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    reloads = {}
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for minutes in args.minutes:
+            folder = Path(tmp) / f"m{minutes}"
+            write_stream(folder, args.gpus, minutes * 60, start)
+            size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+            watch = Watch(folder, clock_now=lambda: start + pd.Timedelta(minutes=minutes))
+            c0 = time.process_time()
+            watch.look()
+            watch.status()
+            reload_s = time.process_time() - c0
+            c0 = time.process_time()
+            watch.look()
+            listing_s = time.process_time() - c0
+            c0 = time.process_time()
+            pd.read_csv(folder / "logs" / "smi.csv", skipinitialspace=True)
+            plain_s = time.process_time() - c0
+            reloads[minutes] = reload_s
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            print(f"| {minutes} min | {size / 2**20:.1f} MiB | {reload_s:.2f} s | {listing_s * 1000:.1f} ms | "
+                  f"{plain_s:.3f} s | {reload_s / plain_s:.0f} | {rss:.0f} MiB |")
+            shutil.rmtree(folder)
+    # over an hour the folder grows linearly: the mean reload is about the reload at half the hour
+    lengths = sorted(reloads)
+    mean_reload = sum(reloads[m] for m in lengths) / len(lengths)
+    print(f"\nmean reload over the lengths measured: {mean_reload:.2f} s; polling every {args.poll:g} s with files "
+          f"changing every second: about {min(1.0, mean_reload / args.poll):.0%} of one core (the target: under 2 %)")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="what", required=True)
+    d = sub.add_parser("delays")
+    d.add_argument("--incident", default=str(REPO / "data" / "incidents" / "h200-1gpu-watched-relaunch"))
+    d.add_argument("--step", type=float, default=2.0)
+    c = sub.add_parser("cost")
+    c.add_argument("--gpus", type=int, default=8)
+    c.add_argument("--minutes", type=int, nargs="+", default=[5, 15, 30, 60])
+    c.add_argument("--poll", type=float, default=2.0)
+    args = p.parse_args()
+    delays(args) if args.what == "delays" else cost(args)
+
+
+if __name__ == "__main__":
+    main()
