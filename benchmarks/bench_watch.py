@@ -125,7 +125,7 @@ def cost(args) -> None:
             folder = Path(tmp) / f"m{minutes}"
             write_stream(folder, args.gpus, minutes * 60, start)
             size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-            watch = Watch(folder, clock_now=lambda: start + pd.Timedelta(minutes=minutes))
+            watch = Watch(folder, clock_now=lambda m=minutes: start + pd.Timedelta(minutes=m))
             c0 = time.process_time()
             watch.look()
             watch.status()
