@@ -15,7 +15,6 @@ readers and the model, not this module: it only asks for "the incident now".
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,7 @@ import pandas as pd
 
 from ..detect import detect
 from ..incident import Incident
-from ..loaders.folder import WATCH_LOG
+from ..loaders.folder import WATCH_LOG, folder_digest
 from ..model.attempts import attempts
 from ..model.ledger import ledger_parts
 from ..model.pace import pace_rows, unit
@@ -85,15 +84,14 @@ class Watch:
         self.seen = _Seen()
         self.incident: Incident | None = None
         self.findings: pd.DataFrame | None = None
-        self._digest: tuple | None = None
+        self._digest: str | None = None
         self.looks = 0  # looks done so far (a test waits on it)
 
     def changed(self) -> bool:
         """Whether any file of the folder changed since the last look (size, time or a new name)."""
-        digest = tuple(sorted(
-            (os.path.relpath(os.path.join(d, n), self.folder), st.st_size, st.st_mtime_ns)
-            for d, _, names in os.walk(self.folder) for n in names if n != WATCH_LOG
-            for st in [_stat(os.path.join(d, n))] if st is not None))
+        # the caches' own key: the folder as the loader walks it (the watch's record is listed,
+        # never read, so what it appends changes nothing)
+        digest = folder_digest(self.folder, (self.timezone,))
         if digest == self._digest:
             return False
         self._digest = digest
@@ -201,13 +199,6 @@ class Watch:
                 f"(budget {duration(budget)}: {why})" + (f"; last log line at {clock(last['time'])}" if last is not None else ""),
                 self._evidence(last["ref"] if last is not None else a["start_ref"])))
         return out
-
-
-def _stat(path: str):
-    try:
-        return os.stat(path)
-    except OSError:  # gone between the listing and the look: the next look sees it gone
-        return None
 
 
 def _goodput(parts: pd.DataFrame, job) -> float | None:
