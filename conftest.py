@@ -29,12 +29,14 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # cells run in one kernel.
 EACH_TEST_ALONE = {"tests/report/test_bundled_reports.py"}
 # Files that take a worker from tens of seconds to minutes (a replayed trainer in real time, a
-# Slurm cluster, a JupyterLab server, an S3 server and dask workers, pip building a wheel): each
+# Slurm cluster, a JupyterLab server, an S3 server and dask workers, pip building a wheel,
+# incidents read again at each of their moments): each
 # starts early, so that none is left for the end of the run with the other workers idle, and no
 # more of them run at once than the machine has cores, so that the many short files keep going
 # beside them (the Slurm test mostly waits on its daemons: its worker's core goes to the others).
 LONG = {
     "tests/loaders/launchers/test_slurm_live.py",
+    "tests/loaders/test_following.py",
     "tests/replay/test_scenario_full.py",
     "tests/replay/test_scenario_stall.py",
     "tests/replay/test_scenario_survivor.py",

@@ -16,7 +16,7 @@ import os
 import stat
 import tempfile
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +27,16 @@ from ..incident import Incident
 from ..load_report import FileReport, LoadReport
 from . import encoding
 from .prometheus import api as prometheus_api
-from .registry import FORMATS, Format, LoadContext, is_valid_name, printable, read_head, sniff
+from .registry import (
+    FORMATS,
+    SNIFF_BYTES,
+    Format,
+    LoadContext,
+    is_valid_name,
+    printable,
+    read_head,
+    sniff,
+)
 
 # Folders that hold no evidence of their own: version control, notebook autosaves, caches, the
 # incident's own Parquet store (docs/store.md).
@@ -174,10 +183,14 @@ class _Planner:
     """Decides what each entry is before anything is loaded: folder formats (a wandb run) claim
     everything inside them; explicit `[[sources]]` override sniffing."""
 
-    def __init__(self, ctx: LoadContext, cfg: IncidentConfig, cfg_path: Path | None):
+    def __init__(self, ctx: LoadContext, cfg: IncidentConfig, cfg_path: Path | None, sniffed: dict | None = None):
         self.ctx, self.cfg, self.cfg_path = ctx, cfg, cfg_path
         self.plan: list[_Planned] = []
         self.report = LoadReport()
+        # (path, digest of a whole head) -> (format, the sniffers' notes), kept by the caller
+        # across plans of a folder that grows: sniffers read the head only, and a file's head
+        # stops changing once the file outgrows it (loaders/following.py)
+        self.sniffed = sniffed
 
     def strict(self, rep: FileReport) -> None:
         if self.ctx.on_bad_line == "raise" and rep.error:
@@ -244,7 +257,13 @@ class _Planner:
             self.plan.append(_Planned(path, FORMATS[explicit], enc))
             return
         probe = FileReport(path=rel)
-        fmt = self.sniff(path, encoding.sniff_head(head, enc), probe)
+        key = (str(path), hashlib.blake2b(head, digest_size=16).digest()) if len(head) == SNIFF_BYTES else None
+        if self.sniffed is not None and key in self.sniffed:
+            fmt, probe.notes = self.sniffed[key][0], list(self.sniffed[key][1])
+        else:
+            fmt = self.sniff(path, encoding.sniff_head(head, enc), probe)
+            if self.sniffed is not None and key is not None:
+                self.sniffed[key] = (fmt, list(probe.notes))
         if fmt is None:
             probe.notes.insert(0, "empty file" if not head else "no known format matched its content")
             self.report.add(probe)
@@ -269,8 +288,10 @@ class FolderPlan:
 
 def plan_incident(
     path: str | os.PathLike, *, timezone: str | None = None, on_bad_line: str = "warn", host: str | None = None,
+    sniffed: dict | None = None,
 ) -> FolderPlan:
-    """Walk an incident folder (or take a single file) and decide each entry's format."""
+    """Walk an incident folder (or take a single file) and decide each entry's format
+    (`sniffed`: the formats decided by earlier plans of the same folder, see _Planner)."""
     root = Path(path)
     if not root.exists():
         if root.is_symlink():
@@ -281,7 +302,7 @@ def plan_incident(
     base = root if root.is_dir() else root.parent
     ctx = LoadContext(root=base, timezone=cfg.timezone, host=host, on_bad_line=on_bad_line, config=cfg, date=cfg.date)
 
-    planner = _Planner(ctx, cfg, cfg_path)
+    planner = _Planner(ctx, cfg, cfg_path, sniffed)
     if root.is_dir():
         planner.folder(root, {os.path.realpath(root)})
     else:
@@ -302,6 +323,8 @@ def read_folder(
     on_bad_line: str = "warn",
     host: str | None = None,
     online: bool = False,
+    reader: SourceReader | None = None,
+    sniffed: dict | None = None,
 ) -> Incident:
     """Read every source in an incident folder (or a single file) into one Incident, in memory
     (`load.load_incident` decides between this and the Parquet store).
@@ -311,14 +334,18 @@ def read_folder(
     that cannot be read is an entry of the load report with the reason, never the end of the load,
     unless `on_bad_line="raise"`. A server that incident.toml names (Prometheus) is asked only with
     `online=True`, and is otherwise listed in the load report as needing it.
+
+    `reader`: what reads each planned source (`load_source` by default); the live watch's keeps
+    what it read and reads a growing file from where it stopped (following.py). Its parts are
+    its own: this combines them without consuming them. `sniffed`: its formats decided so far.
     """
-    plan = plan_incident(root, timezone=timezone, on_bad_line=on_bad_line, host=host)
+    plan = plan_incident(root, timezone=timezone, on_bad_line=on_bad_line, host=host, sniffed=sniffed)
     cfg, ctx = plan.config, plan.context
     with tempfile.TemporaryDirectory(prefix="dflash-transcoded-") as scratch:
-        parts = _load_planned(plan.sources, ctx, cfg, Path(scratch))
+        parts = _load_planned(plan.sources, ctx, cfg, Path(scratch), reader or load_source)
     # A Prometheus server named in incident.toml is one more source (an empty part without one).
     parts.append(prometheus_api.from_config(cfg, on_bad_line, online=online))
-    inc = Incident.combine(parts, consume=True, config=cfg, root=root)
+    inc = Incident.combine(parts, consume=reader is None, config=cfg, root=root)
     inc.load_report.files = plan.report.files + inc.load_report.files
     inc.load_report.notes = plan.report.notes + inc.load_report.notes
     align.apply_offsets(inc, cfg.offsets)
@@ -335,7 +362,12 @@ def load_source(p: _Planned, ctx: LoadContext, scratch: Path) -> Incident:
     return _load_one(p, ctx, scratch)
 
 
-def _load_planned(plan: list[_Planned], ctx: LoadContext, cfg: IncidentConfig, scratch: Path) -> list[Incident]:
+# What reads one planned source: (source, context, scratch folder) -> its Incident.
+SourceReader = Callable[[_Planned, LoadContext, Path], Incident]
+
+
+def _load_planned(plan: list[_Planned], ctx: LoadContext, cfg: IncidentConfig, scratch: Path,
+                  reader: SourceReader) -> list[Incident]:
     loaded: list[tuple[int, Incident]] = []
     for phase in sorted({p.fmt.phase for p in plan}):
         if phase > 0:
@@ -345,7 +377,7 @@ def _load_planned(plan: list[_Planned], ctx: LoadContext, cfg: IncidentConfig, s
                 ctx.date = _first_date(so_far, cfg)
         for n, p in enumerate(plan):
             if p.fmt.phase == phase:
-                loaded.append((n, _load_one(p, ctx, scratch / str(n))))
+                loaded.append((n, reader(p, ctx, scratch / str(n))))
     # A source whose stamps lack a date or a year (glog's `E1201 22:44:03`) is read again with
     # the incident's date, once the other sources have given one.
     undated = {n for n, part in loaded if any(r.needs_date for r in part.load_report.files)}
@@ -353,7 +385,7 @@ def _load_planned(plan: list[_Planned], ctx: LoadContext, cfg: IncidentConfig, s
         date = ctx.date or _first_date(Incident.combine([part for n, part in loaded if n not in undated]), cfg)
         if date is not None:
             ctx.date = date
-            loaded = [(n, _load_one(plan[n], ctx, scratch / f"{n}-dated") if n in undated else part)
+            loaded = [(n, reader(plan[n], ctx, scratch / f"{n}-dated") if n in undated else part)
                       for n, part in loaded]
     return [part for _, part in loaded]
 

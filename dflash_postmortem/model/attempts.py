@@ -584,7 +584,7 @@ class _Assembly:
             p = procs.loc[procs["alive_until"].idxmax()]
             lives.append((p["alive_until"], _text(p.get("ref"))))
         last_alive, last_ref = max(lives, key=lambda x: x[0]) if lives else (a.start, a.start_ref)
-        end = _end(inc, a, parts, last_alive, self.kills, by_job)
+        end = _end(rows, a, last_alive)
         end.update(_cause(rows, steps["time"].max() if len(steps) else a.start, end["end"]))
         ranks = set(a.ranks) | {int(x) for x in _col(rows, "rank").dropna()}
         job = a.job if a.job is not None else _first(_col(rows, "job"))
@@ -859,11 +859,11 @@ def _cause(rows: pd.DataFrame, since, end) -> dict:
             "cause_message": error_text(r["message"], r["kind"]) or None, "cause_rank": _num(r.get("rank"))}
 
 
-def _end(inc: Incident, a: _Attempt, parts: list[tuple], last_alive, kills: list, job_rows: list) -> dict:
-    """How the attempt ended: the strongest terminal line of its own logs or naming its PIDs, up
-    to a little after its last sign of life; None where it was alive when the evidence ends."""
+def _end(rows: pd.DataFrame, a: _Attempt, last_alive) -> dict:
+    """How the attempt ended: the strongest terminal line of its own rows (`_rows_of`: its logs,
+    the events naming its PIDs), up to a little after its last sign of life; None where it was
+    alive when the evidence ends."""
     none = {"end": None, "end_kind": None, "end_ref": None, "end_message": None, "exit_code": None, "signal": None}
-    rows = _rows_of(inc, parts, a.pids, kills, a.launch_ref, job_rows)
     if "kind" not in rows.columns:
         return none  # only metric rows: nothing says how it ended
     ev = rows[rows["kind"].isin(_ENDS)]

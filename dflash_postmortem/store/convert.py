@@ -8,7 +8,6 @@ they come, so memory holds one chunk whatever the file's size.
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,10 +21,10 @@ from .. import schema
 from ..clock import align
 from ..incident import Incident, RunInfo
 from ..load_report import LoadReport
+from ..loaders import chunks
 from ..loaders.folder import load_source
-from ..loaders.nvidia_smi.query_csv import header_fields
 from ..loaders.registry import LoadContext
-from . import chunks, layout
+from . import layout
 
 # A file larger than this is read in chunks of about this size. A chunk's loader peaks at ~15x
 # its text (a 290 MB smi.csv: 966 MiB in 64 MiB chunks, 499 MiB in 16 MiB, and 20% less CPU),
@@ -35,8 +34,6 @@ CHUNK_BYTES = 16 << 20
 # host's 8 GPUs at 1 Hz is 28,800): a window's time predicate skips whole row groups by their
 # min/max instead of reading a day's part to the end (benchmarks/bench_store.py).
 ROW_GROUP_ROWS = 32 * 1024
-# Formats read in chunks: (format name, whether its chunks need the header line in front).
-CHUNKED = {"nvidia-smi-query-csv": True, "training-log": False}
 
 
 @dataclass
@@ -79,32 +76,15 @@ def convert_source(task: ConvertTask) -> Converted:
 
 
 def _chunked(p, chunk_bytes: int) -> bool:
-    if not (p.fmt.name in CHUNKED and not p.enc.needs_transcoding and p.path.is_file()
-            and p.path.stat().st_size > chunk_bytes):
-        return False
-    if CHUNKED[p.fmt.name]:
-        # Only a CSV that starts with its header: a header-less one takes its fields from what a
-        # whole read sees (a command line above the output, the first rows), not from a chunk.
-        with open(p.path, "rb") as f:
-            first = f.readline().decode("utf-8", "replace")
-        return header_fields(first) is not None
-    return True
+    return chunks.chunkable(p) and p.path.stat().st_size > chunk_bytes
 
 
 def _convert_chunks(task: ConvertTask, fs, root: str, scratch: Path, out: Converted) -> None:
     p = task.planned
     first_row: dict[str, int] = {}
     report = None
-    for k, chunk in enumerate(chunks.split_lines(p.path, task.chunk_bytes, csv_header=CHUNKED[p.fmt.name])):
-        piece = scratch / f"chunk-{k}{p.path.suffix}"
-        piece.write_bytes(chunk.text)
-        ctx = dataclasses.replace(task.context, aliases={**task.context.aliases, piece: p.path})
-        inc = load_source(dataclasses.replace(p, path=piece), ctx, scratch / f"scratch-{k}")
-        piece.unlink()
-        shift = chunk.first_line - 1 - chunk.synthetic_lines
-        for name in schema.FRAME_NAMES:
-            setattr(inc, name, chunks.shift_lines(getattr(inc, name), shift))
-        rep = chunks.chunk_report(inc.load_report.files[0], chunk, shift)
+    for k, chunk in enumerate(chunks.split_lines(p.path, task.chunk_bytes, csv_header=chunks.CHUNKED[p.fmt.name])):
+        inc, rep = chunks.read_chunk(p, task.context, chunk, scratch, f"chunk-{k}")
         if rep.error:
             # One chunk the loader refuses is the file's error, as a direct load of it would be.
             _remove(fs, root, out.parts)

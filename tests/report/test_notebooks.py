@@ -6,7 +6,6 @@ import shutil
 from pathlib import Path
 
 import nbformat
-import papermill
 import pytest
 
 from dflash_postmortem.report.build import build_report, notebooks
@@ -20,6 +19,8 @@ SEED = REPO / "data" / "incidents" / "seed-8gpu-reconstruction"
 
 @pytest.mark.parametrize("path", notebooks(), ids=lambda p: p.stem)
 def test_every_parameter_is_typed_and_commented(path):
+    import papermill  # at use: every test worker collects this module
+
     params = papermill.inspect_notebook(str(path))
     assert {"incident_dir", "timezone"} <= set(params)
     for name, p in params.items():

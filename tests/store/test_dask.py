@@ -4,6 +4,7 @@ one-machine (DuckDB) path gives."""
 from __future__ import annotations
 
 import pytest
+from support.extras import needs
 
 from dflash_postmortem import schema
 from dflash_postmortem.config import read_config
@@ -12,12 +13,14 @@ from dflash_postmortem.store.window import load_window
 
 from .conftest import assert_same_frames, assert_same_report
 
-distributed = pytest.importorskip("distributed", reason="dask[distributed] (the `cluster` extra) is not installed")
+needs("distributed", "dask[distributed] (the `cluster` extra) is not installed")
 
 
 @pytest.fixture(scope="module")
 def client():
     # Threads, not processes: starts in a moment, and the workers share the memory:// store.
+    import distributed
+
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as c:
         yield c

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from support.extras import needs
 from support.servers import free_port, wait_until_ready
 
 from dflash_postmortem import schema
@@ -20,8 +21,8 @@ from dflash_postmortem.store.window import load_window
 
 from .conftest import assert_same_frames, assert_same_report
 
-pytest.importorskip("s3fs", reason="s3fs is not installed (the `dev` extra has it)")
-pytest.importorskip("moto", reason="moto's S3 server is not installed (the `dev` extra has it)")
+needs("s3fs", "s3fs is not installed (the `dev` extra has it)")
+needs("moto", "moto's S3 server is not installed (the `dev` extra has it)")
 
 BUCKET = "fleet-telemetry"
 

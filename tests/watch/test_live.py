@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import re
 import shutil
 import threading
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from support.growing import grow
 
 import dflash_postmortem as pm
 from dflash_postmortem.cli import main
@@ -23,34 +23,6 @@ from dflash_postmortem.watch.live import ANNOUNCED, Watch, follow
 from dflash_postmortem.watch.sinks import Sinks, Webhook
 
 INCIDENTS = Path(__file__).resolve().parents[2] / "data" / "incidents"
-# A line's own time: `2026-12-02 04:37:48`, `2026/12/02 04:37:00.706`, `[2026-12-02T04:37:31.296Z]`.
-STAMP = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T](\d\d):(\d\d):(\d\d)")
-
-
-def _grow(src: Path, dest: Path, until: str | None) -> None:
-    """Write into `dest` every file of `src` as it stood at `until` (the files' own clock): each
-    text file up to its first line stamped later; lines with no stamp go with the line before."""
-    cut = None if until is None else tuple(int(x) for x in STAMP.search(until).groups())
-    for f in sorted(src.rglob("*")):
-        if not f.is_file() or f.name == "README.md":  # dangling links (wandb's) stay behind
-            continue
-        out = dest / f.relative_to(src)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        data = f.read_bytes()
-        if cut is not None and b"\0" not in data[:4096]:
-            kept = []
-            for line in data.decode("utf-8", "replace").splitlines(keepends=True):
-                m = STAMP.search(line)
-                if m and tuple(map(int, m.groups())) > cut:
-                    break
-                kept.append(line)
-            data = "".join(kept).encode()
-        elif cut is not None and f.stat().st_mtime and ".wandb" in f.name:
-            continue  # a binary run file comes whole at the end
-        if not out.exists() or out.read_bytes() != data:
-            out.write_bytes(data)
-
-
 class _Hook(http.server.BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802 - http.server's name
         self.server.posts.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
@@ -118,7 +90,7 @@ def test_a_watched_h200_session_replayed_live_says_what_the_live_watch_said(tmp_
         for until in ("04:14:40", "04:15:00", "04:16:00", "04:18:05"):
             done = watch.looks
             now["t"] = pd.Timestamp(f"2026-12-03 {until}", tz="UTC")
-            _grow(src, folder, f"2026-12-03 {until}")
+            grow(src, folder, f"2026-12-03 {until}")
             _wait_for_looks(watch, done + 2)  # one look at least after the files were written
     finally:
         stop.set()
@@ -143,7 +115,7 @@ def test_a_start_with_no_step_past_its_budget_is_announced_as_not_starting(tmp_p
     # big's launch at 10:25:20 loaded its target model and never logged a step (README of the
     # incident); cut at 10:25:50, six minutes on the wall clock after it, nothing said it failed.
     folder = tmp_path / "incident"
-    _grow(INCIDENTS / "h200-1gpu-never-trains", folder, "2026-12-01 10:25:50")
+    grow(INCIDENTS / "h200-1gpu-never-trains", folder, "2026-12-01 10:25:50")
     watch = Watch(folder, clock_now=lambda: pd.Timestamp("2026-12-01 10:31:20", tz="UTC"))
     said = watch.look()
     late = [a for a in said if a.kind == "not_starting"]
@@ -157,7 +129,7 @@ def test_a_start_with_no_step_past_its_budget_is_announced_as_not_starting(tmp_p
 
 def test_the_budget_is_longer_than_the_longest_earlier_start_of_the_same_script(tmp_path):
     folder = tmp_path / "incident"
-    _grow(INCIDENTS / "h200-1gpu-crash-loop", folder, None)
+    grow(INCIDENTS / "h200-1gpu-crash-loop", folder, None)
     inc = pm.load_incident(folder)
     from dflash_postmortem.model.attempts import attempts
     from dflash_postmortem.watch.live import start_budget

@@ -1,28 +1,40 @@
-"""Large line-oriented sources read in chunks of lines, through their own loaders.
+"""Line-oriented sources read in chunks of lines, through their own loaders: the reader interface
+of the Parquet store's ingest (a file of any size in one chunk's memory, store/convert.py) and of
+the live watch (a growing file read from where the last look stopped, following.py).
 
-The formats that dominate fleet data (nvidia-smi query CSV streams, training logs) are read by
-their registered loaders from chunk files of complete lines, each named as the original file
-(`LoadContext.aliases`, the hook transcoding uses too), so a file of any size costs one chunk's
-memory. A CSV chunk after the first gets the file's header line in front; a log is cut only
-before a line that carries its own full date, so no multi-line record (a traceback) and no
-borrowed timestamp crosses a cut. Line numbers are shifted back to the file's own, and the
-chunks' load reports become the one report of the file.
+The formats that dominate fleet and live data (CHUNKED: nvidia-smi query CSV streams, training
+logs) are read by their registered loaders from chunk files of complete lines, each named as the
+original file (`LoadContext.aliases`, the hook transcoding uses too). A CSV chunk after the first
+gets the file's header line in front; a log is cut only before a line that carries its own full
+date, so no multi-line record (a traceback) and no borrowed timestamp crosses a cut. Line numbers
+are shifted back to the file's own, and the chunks' load reports become the one report of the
+file.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
+from .. import schema
+from ..incident import Incident
 from ..load_report import FileReport
+from .folder import load_source
+from .nvidia_smi.query_csv import header_fields
+from .registry import LoadContext
+
+# Formats read in chunks: (format name, whether its chunks need the header line in front).
+CHUNKED = {"nvidia-smi-query-csv": True, "training-log": False}
 
 # Read in pieces of this size while looking for chunk boundaries.
 _READ_BYTES = 1 << 22
 # A log line that dates itself: `2026-11-30 01:02:03` or `2026-11-30T01:02:03` at the start.
-_DATED = re.compile(rb"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d")
+DATED = re.compile(rb"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d")
 _HEADER_LINE = "header line"
 
 
@@ -62,6 +74,39 @@ def split_lines(path, chunk_bytes: int, *, csv_header: bool) -> Iterator[Chunk]:
                 return
 
 
+def chunkable(p) -> bool:
+    """Whether a planned source (`FolderPlan.sources`) can be read in chunks: a file of a CHUNKED
+    format read as it is (not transcoded), and for a CSV one that starts with its header (a
+    header-less one takes its fields from what a whole read sees: a command line above the
+    output, the first rows)."""
+    if not (p.fmt.name in CHUNKED and not p.enc.needs_transcoding and p.path.is_file()):
+        return False
+    if CHUNKED[p.fmt.name]:
+        with open(p.path, "rb") as f:
+            first = f.readline().decode("utf-8", "replace")
+        return header_fields(first) is not None
+    return True
+
+
+def read_chunk(p, ctx: LoadContext, chunk: Chunk, scratch: Path, name: str) -> tuple[Incident, FileReport]:
+    """One chunk of planned source `p`, read by its own loader from a file that stands for the
+    original (in folder `name` of `scratch`, under the original's own name: a loader that names
+    a run for its file sees that name): its frames on the file's own line numbers, and its
+    account (`chunk_report`; its `error` set where the loader refused the chunk)."""
+    (scratch / name).mkdir(parents=True, exist_ok=True)
+    piece = scratch / name / p.path.name
+    piece.write_bytes(chunk.text)
+    try:
+        ctx = dataclasses.replace(ctx, aliases={**ctx.aliases, piece: p.path})
+        inc = load_source(dataclasses.replace(p, path=piece), ctx, scratch / f"{name}.scratch")
+    finally:
+        piece.unlink()
+    shift = chunk.first_line - 1 - chunk.synthetic_lines
+    for frame in schema.FRAME_NAMES:
+        setattr(inc, frame, shift_lines(getattr(inc, frame), shift))
+    return inc, chunk_report(inc.load_report.files[0], chunk, shift)
+
+
 def _cut(buf: bytes, chunk_bytes: int, csv_header: bool) -> int | None:
     """Where the chunk in `buf` ends: after a newline at or past `chunk_bytes` (for a log, the
     first such newline followed by a dated line), or None when `buf` holds none yet."""
@@ -70,7 +115,7 @@ def _cut(buf: bytes, chunk_bytes: int, csv_header: bool) -> int | None:
         nxt = at + 1
         if nxt >= len(buf):
             return None
-        if csv_header or _DATED.match(buf, nxt):
+        if csv_header or DATED.match(buf, nxt):
             return nxt
         at = buf.find(b"\n", nxt)
     return None

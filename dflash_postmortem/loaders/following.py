@@ -1,0 +1,199 @@
+"""An incident folder read again and again as its files grow (the live watch): each file is read
+once, and a stream that only grew is read on from where the last read stopped.
+
+`GrowingFolder` is a source reader for `read_folder(..., reader=, sniffed=)`. A file that has not changed
+(size and modification time) since it was last read is not read again. A stream of a format read
+in chunks (chunks.CHUNKED: nvidia-smi query CSV, training logs) that only grew, its bytes up to
+the last cut still those read, is read from that cut: the new whole lines are one more chunk,
+through the same loader, on the file's own line numbers, and its account is added to the file's.
+What may still grow is not cut off: a CSV line without its newline, and a log's last record (a
+traceback being written continues it) are read again at each look until a later dated line
+closes them. Everything else that changed is read whole, and so is every source read after the
+others (phase 1: what it borrows from them changes as they grow). The incident is the one a
+fresh read of the folder gives (tests/loaders/test_following.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import schema
+from ..incident import Incident
+from ..load_report import FileReport
+from . import chunks
+from .folder import folder_digest, load_source
+from .registry import LoadContext
+
+# How much of a stream's bytes before its cut must read as they did: a file rewritten from the
+# start (a capture restarted with `>`) is read whole again.
+_SEAL_BYTES = 4096
+
+
+@dataclass
+class _Stream:
+    """What has been read of one growing stream for good, and the look it last gave."""
+
+    offset: int = 0  # bytes read for good (whole lines, closed records)
+    next_line: int = 1  # the file's line number at `offset`
+    header: bytes = b""  # a CSV's header line, put in front of each later chunk
+    seal: str = ""  # digest of the bytes just before `offset`
+    part: Incident | None = None  # the frames of the bytes up to `offset`
+    report: FileReport | None = None  # their account
+    notes: list[str] = field(default_factory=list)
+    stat: tuple = ()
+    look: Incident | None = None  # the part and what follows `offset`, as last read
+
+
+class GrowingFolder:
+    """A source reader that keeps what it read (see the module's docstring). One per folder
+    followed; `reads` counts how sources were read, over all its looks (kept, resumed, whole)."""
+
+    def __init__(self):
+        self._whole: dict[tuple, tuple[tuple, Incident]] = {}
+        self._streams: dict[tuple, _Stream] = {}
+        self.sniffed: dict = {}  # the formats decided so far (read_folder's `sniffed`)
+        self.reads = {"kept": 0, "resumed": 0, "whole": 0}
+
+    def __call__(self, p, ctx: LoadContext, scratch: Path) -> Incident:
+        key = (str(p.path), p.fmt.name, ctx.date)
+        try:
+            # a folder (a wandb run) changes with the files in it, not with its own entry
+            state = folder_digest(p.path, ()) if p.path.is_dir() else (p.path.stat().st_size, p.path.stat().st_mtime_ns)
+        except OSError:
+            state = None
+        if p.fmt.phase == 0 and state is not None and not p.path.is_dir() and chunks.chunkable(p):
+            return _own(self._stream(key, p, ctx, scratch, state))
+        kept = self._whole.get(key)
+        if p.fmt.phase == 0 and state is not None and kept is not None and kept[0] == state:
+            self.reads["kept"] += 1
+            return _own(kept[1])
+        self.reads["whole"] += 1
+        inc = load_source(p, ctx, scratch)
+        if p.fmt.phase == 0 and state is not None:
+            self._whole[key] = (state, inc)
+        return _own(inc)
+
+    def _stream(self, key: tuple, p, ctx: LoadContext, scratch: Path, state: tuple) -> Incident:
+        s = self._streams.get(key)
+        if s is not None and s.stat == state:
+            self.reads["kept"] += 1
+            return s.look
+        if s is None or state[0] < s.offset or _seal(p.path, s.offset) != s.seal:
+            s = self._streams[key] = _Stream()
+        csv = chunks.CHUNKED[p.fmt.name]
+        with open(p.path, "rb") as f:
+            if csv and not s.header:
+                s.header = f.readline()
+            f.seek(s.offset)
+            tail = f.read(state[0] - s.offset)
+        cut = _closed(tail, csv)
+        scratch.mkdir(parents=True, exist_ok=True)
+        self.reads["resumed" if s.part is not None else "whole"] += 1
+        if cut:
+            s = self._take(s, p, ctx, scratch, tail[:cut], csv)
+            if s is None:  # the loader refused a chunk: the file as a whole read gives it
+                self._streams.pop(key, None)
+                return load_source(p, ctx, scratch / "whole")
+            self._streams[key] = s
+            s.seal = _seal(p.path, s.offset)
+        rest = tail[cut:]
+        s.look = self._with_rest(s, p, ctx, scratch, rest, csv) if rest.strip() else _joined(s, None)
+        s.stat = state
+        return s.look
+
+    def _take(self, s: _Stream, p, ctx, scratch: Path, text: bytes, csv: bool) -> _Stream | None:
+        """`s` with the closed lines `text` (which follow its offset) read for good."""
+        inc, rep = _read(s, p, ctx, scratch, text, csv, "closed")
+        if rep.error:
+            return None
+        if s.report is None:
+            s.report, s.notes = rep, list(inc.load_report.notes)
+        else:
+            chunks.merge_reports(s.report, rep)
+            s.notes.extend(n for n in inc.load_report.notes if n not in s.notes)
+        inc.load_report.files, inc.load_report.notes = [], []
+        s.part = inc if s.part is None else _combined([s.part, inc])
+        s.offset += len(text)
+        s.next_line += text.count(b"\n")
+        return s
+
+    def _with_rest(self, s: _Stream, p, ctx, scratch: Path, text: bytes, csv: bool) -> Incident:
+        """The stream as it stands: what was read for good and the open rest read once more."""
+        inc, rep = _read(s, p, ctx, scratch, text, csv, "open")
+        if rep.error:
+            return _joined(s, None)
+        return _joined(s, (inc, rep))
+
+
+def _read(s: _Stream, p, ctx, scratch: Path, text: bytes, csv: bool, name: str):
+    later = csv and s.offset > 0  # a CSV chunk after the first takes the header in front
+    chunk = chunks.Chunk(s.next_line, s.header + text if later else text, 1 if later else 0)
+    return chunks.read_chunk(p, ctx, chunk, scratch, name)
+
+
+def _joined(s: _Stream, rest) -> Incident:
+    """One Incident of the stream: its part read for good, the open rest, one report."""
+    report = copy.deepcopy(s.report) if s.report is not None else None
+    parts = [s.part] if s.part is not None else []
+    notes = list(s.notes)
+    if rest is not None:
+        inc, rep = rest
+        if report is None:
+            report = rep
+        else:
+            chunks.merge_reports(report, rep)
+        notes.extend(n for n in inc.load_report.notes if n not in notes)
+        inc.load_report.files, inc.load_report.notes = [], []
+        parts.append(inc)
+    out = _combined([_own(x) for x in parts]) if parts else Incident()
+    out.load_report.files = [report] if report is not None else []
+    out.load_report.notes = notes
+    return out
+
+
+def _combined(parts: list[Incident]) -> Incident:
+    """The parts of one file as one Incident, each column of the type the file's rows give it:
+    a column that some chunks have no value in (a `thread` field seen from line 40 on) would
+    otherwise come out of the concatenation as Python objects, not the text a whole read makes."""
+    out = Incident.combine(parts)
+    for name in schema.FRAME_NAMES:
+        df = getattr(out, name)
+        for col in df.columns:
+            kinds = {str(c.dtype): c.dtype for p in parts if col in getattr(p, name).columns
+                     for c in [getattr(p, name)[col]] if c.notna().any()}
+            if len(kinds) == 1 and str(df[col].dtype) not in kinds:
+                df[col] = df[col].astype(next(iter(kinds.values())))
+    return out
+
+
+def _closed(tail: bytes, csv: bool) -> int:
+    """How many bytes of `tail` are closed for good: a CSV's whole lines; a log's lines before
+    its last dated line (its last record may still grow). 0 where none is."""
+    if csv:
+        return tail.rfind(b"\n") + 1
+    at = len(tail)
+    while (newline := tail.rfind(b"\n", 0, at)) != -1:
+        if chunks.DATED.match(tail, newline + 1):
+            return newline + 1
+        at = newline
+    return 0
+
+
+def _seal(path: Path, offset: int) -> str:
+    with open(path, "rb") as f:
+        f.seek(max(0, offset - _SEAL_BYTES))
+        return hashlib.sha1(f.read(min(offset, _SEAL_BYTES))).hexdigest()
+
+
+def _own(inc: Incident) -> Incident:
+    """A copy the folder's read may change (it renames runs, sorts reports) without changing
+    what is kept: frames shared until written (pandas copy-on-write), reports and runs copied."""
+    out = copy.copy(inc)
+    for name in schema.FRAME_NAMES:
+        setattr(out, name, getattr(inc, name).copy(deep=False))
+    out.load_report = copy.deepcopy(inc.load_report)
+    out.runs = copy.deepcopy(inc.runs)
+    return out
