@@ -6,10 +6,11 @@ once, and a stream that only grew is read on from where the last read stopped.
 in chunks (chunks.CHUNKED: nvidia-smi query CSV, training logs) that only grew, its bytes up to
 the last cut still those read, is read from that cut: the new whole lines are one more chunk,
 through the same loader, on the file's own line numbers, and its account is added to the file's.
-What may still grow is not cut off: a CSV line without its newline, and a log's last record (a
-traceback being written continues it) are read again at each look until a later dated line
-closes them. Everything else that changed is read whole, and so is every source read after the
-others (phase 1: what it borrows from them changes as they grow). The incident is the one a
+A line still being written (no newline yet) is read again at each look until it ends. New lines
+of a log that carry no date of their own continue the record read last (a traceback after its
+error line): no chunk may start inside a record, so that log is read from its start again.
+Everything else that changed is read whole, and so is every source read after the others
+(phase 1: what it borrows from them changes as they grow). The incident is the one a
 fresh read of the folder gives (tests/loaders/test_following.py).
 """
 
@@ -89,7 +90,14 @@ class GrowingFolder:
                 s.header = f.readline()
             f.seek(s.offset)
             tail = f.read(state[0] - s.offset)
-        cut = _closed(tail, csv)
+            if not csv and s.offset and tail and not chunks.DATED.match(tail):
+                # lines with no date of their own continue the record read last (a traceback
+                # after its error line): no chunk may start inside a record, so the log is
+                # read from its start again (chunks.py's cut rule)
+                s = self._streams[key] = _Stream()
+                f.seek(0)
+                tail = f.read(state[0])
+        cut = tail.rfind(b"\n") + 1  # whole lines; a line still being written stays open
         scratch.mkdir(parents=True, exist_ok=True)
         self.reads["resumed" if s.part is not None else "whole"] += 1
         if cut:
@@ -167,19 +175,6 @@ def _combined(parts: list[Incident]) -> Incident:
             if len(kinds) == 1 and str(df[col].dtype) not in kinds:
                 df[col] = df[col].astype(next(iter(kinds.values())))
     return out
-
-
-def _closed(tail: bytes, csv: bool) -> int:
-    """How many bytes of `tail` are closed for good: a CSV's whole lines; a log's lines before
-    its last dated line (its last record may still grow). 0 where none is."""
-    if csv:
-        return tail.rfind(b"\n") + 1
-    at = len(tail)
-    while (newline := tail.rfind(b"\n", 0, at)) != -1:
-        if chunks.DATED.match(tail, newline + 1):
-            return newline + 1
-        at = newline
-    return 0
 
 
 def _seal(path: Path, offset: int) -> str:

@@ -64,3 +64,29 @@ def test_a_stream_rewritten_from_its_start_is_read_whole_again(tmp_path):
         whole = reader.reads["whole"]
         _same(read_folder(tmp_path, reader=reader, sniffed=reader.sniffed), read_folder(tmp_path), what)
         assert reader.reads["whole"] == whole + 1, what
+
+
+def test_a_record_that_goes_on_after_a_look_is_read_from_the_start(tmp_path):
+    """An error line read at one look and its traceback written after it: the traceback's lines
+    have no date of their own, so the log is read again from its start, and the error is one
+    record with its traceback, as a fresh read has it."""
+    log = tmp_path / "rank0.log"
+    steps = "".join(f"2026-12-03 10:00:{s:02d} [r0] step {s} loss {9 - s / 100:.2f} tok/s {21500 + s} queue 0\n"
+                    for s in range(5, 30))
+    log.write_text(steps + "2026-12-03 10:00:30 [r0] Traceback (most recent call last):\n")
+    reader = GrowingFolder()
+    read_folder(tmp_path, reader=reader, sniffed=reader.sniffed)
+    with open(log, "a") as f:
+        f.write('  File "train.py", line 88, in <module>\n    loss.backward()\n'
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    whole = reader.reads["whole"]
+    followed = read_folder(tmp_path, reader=reader, sniffed=reader.sniffed)
+    _same(followed, read_folder(tmp_path), "after the traceback")
+    assert reader.reads["whole"] == whole + 1
+    assert followed.events["message"].str.contains("CUDA out of memory").any()
+    # and a dated line after it is read on from there
+    with open(log, "a") as f:
+        f.write("2026-12-03 10:00:41 [r0] step 30 loss 8.70 tok/s 21530 queue 0\n")
+    resumed = reader.reads["resumed"]
+    _same(read_folder(tmp_path, reader=reader, sniffed=reader.sniffed), read_folder(tmp_path), "a step after it")
+    assert reader.reads["resumed"] == resumed + 1
