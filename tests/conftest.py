@@ -25,10 +25,12 @@ def browser():
 @pytest.fixture(scope="session")
 def report_kernels():
     """Kernels shared by the reports this test process builds (`build_report(..., kernels=)`):
-    they start once, as `dflash-postmortem report A B C` starts them once."""
+    they start once, as `dflash-postmortem report A B C` starts them once. Two, not one a page:
+    the test workers already keep every core busy, and each kernel costs seconds of CPU to
+    start and warm up (the pages queue for the two, as they would on a small machine)."""
     from dflash_postmortem.report.kernels import shared_kernels
 
-    with shared_kernels(progress=False) as kernels:
+    with shared_kernels(pages=2, progress=False) as kernels:
         yield kernels
 
 
