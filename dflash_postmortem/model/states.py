@@ -93,14 +93,16 @@ def _states(inc: Incident) -> pd.DataFrame:
             refs = (lines["ref"].tolist() if "ref" in lines.columns else [None] * len(lines)) + [a["last_alive_ref"]]
             w = prog[prog["attempt"] == a["attempt"]]
             base = float(w["level"].iloc[: max(3, len(w) // 3)].median()) if len(w) else np.nan
-            since, cursor, cursor_ref = first, first, a["first_step_ref"]
+            since = first
             # what ended the silence at its end: a part that died while the process lived on, else
             # the error that ended an attempt which had waited for it
             died = _died_inside(inc, a, lines, end)
             hung = _hung_until_error(a, lines) if died is None else None
             said = died or hung
             evaluated = _evaluations(evaluations, a)
-            for t, ref in zip(times, refs, strict=True):
+            for k, last in _gaps(times, first, threshold, end if said is not None else None):
+                t, ref = times[k], refs[k]
+                cursor, cursor_ref = (first, a["first_step_ref"]) if last < 0 else (times[last], refs[last])
                 # a gap the attempt spent evaluating (its evaluation's results logged in it) is
                 # work, not a stall: Hugging Face's Trainer stops training for every evaluation
                 busy = bool(len(evaluated)) and ((evaluated > cursor) & (evaluated <= t)).any()
@@ -110,8 +112,6 @@ def _states(inc: Incident) -> pd.DataFrame:
                     state = "hung" if hung is not None and t == end else "stalled"
                     rows.append(_row(a, state, cursor, t, said[0] if said else cursor_ref, why))
                     since = t
-                if t >= cursor:
-                    cursor, cursor_ref = t, ref
             if end > since:
                 rows.append(_row(a, "training", since, end, a["first_step_ref"] if since == first else None, ""))
             rows += _degraded(a, w, base, min_drop, unit(inc))
@@ -126,6 +126,24 @@ def _states(inc: Incident) -> pd.DataFrame:
                              a["end"], a["end"], a["end_ref"], a["end_message"] or ""))
     out = pd.DataFrame([r for r in rows if r["start"] is not None], columns=list(COLUMNS))
     return _fill_training(out)
+
+
+def _gaps(times: list, first, threshold: pd.Timedelta, end) -> list[tuple[int, int]]:
+    """The positions in `times` (an attempt's line times, then its end) that may end a silence,
+    each with the position of the latest time before it (-1: its first step): the cursor is the
+    latest time seen so far, and a silence is a time more than `threshold` past it, or `end`
+    past it where something said how the attempt ended. Found over arrays: an hour of a 1 Hz
+    log has thousands of lines and a few silences at most."""
+    at = np.array([pd.Timestamp(t).value for t in times], dtype="int64")  # NaT: the smallest
+    start = pd.Timestamp(first).value
+    cursor = np.maximum.accumulate(np.concatenate([[start], at]))[:-1]
+    # where the cursor moved (a time at or past it), and the last such position before each
+    moved = np.where(at >= cursor, np.arange(len(at)), -1)
+    before = np.concatenate([[-1], np.maximum.accumulate(moved)[:-1]])
+    late = (at - cursor > threshold.value) & (at != np.iinfo("int64").min)
+    if end is not None:
+        late |= (at == pd.Timestamp(end).value) & (at > cursor)
+    return [(int(k), int(before[k])) for k in np.flatnonzero(late)]
 
 
 def _evaluation_rows(inc: Incident) -> pd.DataFrame:
