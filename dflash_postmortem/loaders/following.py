@@ -60,12 +60,17 @@ class GrowingFolder:
 
     def __call__(self, p, ctx: LoadContext, scratch: Path) -> Incident:
         key = (str(p.path), p.fmt.name, ctx.date)
+        folder = p.path.is_dir()
         try:
             # a folder (a wandb run) changes with the files in it, not with its own entry
-            state = folder_digest(p.path, ()) if p.path.is_dir() else (p.path.stat().st_size, p.path.stat().st_mtime_ns)
+            if folder:
+                state = folder_digest(p.path, ())
+            else:
+                st = p.path.stat()
+                state = (st.st_size, st.st_mtime_ns)
         except OSError:
             state = None
-        if p.fmt.phase == 0 and state is not None and not p.path.is_dir() and chunks.chunkable(p):
+        if p.fmt.phase == 0 and state is not None and not folder and chunks.chunkable(p):
             return _own(self._stream(key, p, ctx, scratch, state))
         kept = self._whole.get(key)
         if p.fmt.phase == 0 and state is not None and kept is not None and kept[0] == state:
@@ -109,6 +114,9 @@ class GrowingFolder:
             s.seal = _seal(p.path, s.offset)
         rest = tail[cut:]
         s.look = self._with_rest(s, p, ctx, scratch, rest, csv) if rest.strip() else _joined(s, None)
+        if s.look is None:  # the loader refused the open rest: the file as a whole read gives it
+            self._streams.pop(key, None)
+            return load_source(p, ctx, scratch / "whole")
         s.stat = state
         return s.look
 
@@ -128,12 +136,11 @@ class GrowingFolder:
         s.next_line += text.count(b"\n")
         return s
 
-    def _with_rest(self, s: _Stream, p, ctx, scratch: Path, text: bytes, csv: bool) -> Incident:
-        """The stream as it stands: what was read for good and the open rest read once more."""
+    def _with_rest(self, s: _Stream, p, ctx, scratch: Path, text: bytes, csv: bool) -> Incident | None:
+        """The stream as it stands: what was read for good and the open rest read once more
+        (None where the loader refuses the rest: its error is the file's, as a whole read says)."""
         inc, rep = _read(s, p, ctx, scratch, text, csv, "open")
-        if rep.error:
-            return _joined(s, None)
-        return _joined(s, (inc, rep))
+        return None if rep.error else _joined(s, (inc, rep))
 
 
 def _read(s: _Stream, p, ctx, scratch: Path, text: bytes, csv: bool, name: str):
