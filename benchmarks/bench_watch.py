@@ -1,11 +1,12 @@
 """What the live watch costs and how soon it speaks (dflash_postmortem/watch/live.py).
 
-    .venv/bin/python benchmarks/bench_watch.py delays [--incident data/incidents/h200-1gpu-watched-relaunch] [--step 2]
+    .venv/bin/python benchmarks/bench_watch.py delays [--incident data/incidents/h200-1gpu-watched-relaunch] [--step 2] [--cpu-share 0.02]
     .venv/bin/python benchmarks/bench_watch.py cost [--gpus 8] [--minutes 5 15 30 60] [--poll 2]
+    .venv/bin/python benchmarks/bench_watch.py hour [--gpus 8] [--minutes 60] [--poll 2] [--cpu-share 0.02] [--drop-min 40]
 
 `delays`: a recorded incident replayed into a folder one step of its own clock at a time (each
 file cut at its first line stamped later), the watch looking after each step with its clock set
-to that moment. Each announcement's delay is the incident time of the look that made it minus the
+to that moment, paced as the command paces it (watch/pacing.py) on that clock. Each announcement's delay is the incident time of the look that made it minus the
 time of the line that shows it (for "not starting": the moment its budget ran out). What this
 measures is how much evidence each finding needs, plus the step; the wall-clock delays of a real
 run are in the incident's README (h200-1gpu-watched-relaunch: the watch ran live on the H200).
@@ -13,9 +14,12 @@ run are in the incident's README (h200-1gpu-watched-relaunch: the watch ran live
 `cost`: a synthetic training folder (an nvidia-smi query stream of N GPUs at 1 Hz and one log per
 rank with a step line a second) written up to each length; at each, the CPU time of one look after
 the files changed (a reload) and of one look at an unchanged folder (a listing), against plain
-pandas reading the same nvidia-smi file in the same run (the baseline of the ratio). The average
-share of a core over an hour follows from the reload cost at each length: a folder that changes
-every second is reloaded every poll.
+pandas reading the same nvidia-smi file in the same run (the baseline of the ratio): what one read costs at each length, the
+figure the pacer spaces the command's steady reads by.
+
+`hour`: the whole run followed as the command follows it, on a simulated clock: a look every
+poll, the folder read when the pacer calls for it; the watch's CPU over the run, its peak RSS,
+how far apart the reads fell, and each announcement's delay (a drop in tok/s at `--drop-min`).
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from dflash_postmortem.loaders.folder import WATCH_LOG, read_folder  # noqa: E402
+from dflash_postmortem.watch.command import lean_memory  # noqa: E402
 from dflash_postmortem.watch.live import Watch  # noqa: E402
+from dflash_postmortem.watch.pacing import Pacer  # noqa: E402
 
 STAMP = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T](\d\d):(\d\d):(\d\d)")
 
@@ -70,7 +76,9 @@ def delays(args) -> None:
         warnings.simplefilter("ignore")
         folder = Path(tmp) / "incident"
         folder.mkdir()
-        watch = Watch(folder, clock_now=lambda: now["t"])
+        # paced as the watch command paces it, on the replay's clock
+        pacer = Pacer(share=args.cpu_share, clock=lambda: now["t"].timestamp())
+        watch = Watch(folder, clock_now=lambda: now["t"], pacer=pacer)
         cpu = 0.0
         while t <= end:
             now["t"] = t
@@ -93,9 +101,11 @@ def delays(args) -> None:
         print(f"| {kind}: {text} | {job} | {shown:%H:%M:%S} | {said:%H:%M:%S} | {delay:.0f} s |")
 
 
-def write_stream(folder: Path, gpus: int, since: int, until: int, start: pd.Timestamp) -> None:
+def write_stream(folder: Path, gpus: int, since: int, until: int, start: pd.Timestamp,
+                 drop_at: int | None = None) -> None:
     """Seconds [since, until) of an nvidia-smi query stream of `gpus` GPUs at 1 Hz and one log per
-    rank, appended to what is there (a rank logs a step a second from its fifth second)."""
+    rank, appended to what is there (a rank logs a step a second from its fifth second; from
+    `drop_at` at 12.4K tok/s instead of 21.5K)."""
     (folder / "logs").mkdir(parents=True, exist_ok=True)
     with open(folder / "logs" / "smi.csv", "a") as smi:
         if since == 0:
@@ -111,7 +121,8 @@ def write_stream(folder: Path, gpus: int, since: int, until: int, start: pd.Time
                 log.write(f"{start:%Y-%m-%d %H:%M:%S} [r{rank}] Loading target model on cuda:{rank} ...\n")
             for s in range(max(5, since), until):
                 t = start + pd.Timedelta(seconds=s)
-                log.write(f"{t:%Y-%m-%d %H:%M:%S} [r{rank}] step {s} loss {10 - s / 10000:.4f} tok/s {21500 + (s * 7 + rank) % 300} "
+                level = 12400 if drop_at is not None and s >= drop_at else 21500
+                log.write(f"{t:%Y-%m-%d %H:%M:%S} [r{rank}] step {s} loss {10 - s / 10000:.4f} tok/s {level + (s * 7 + rank) % 300} "
                           "queue 0\n")
 
 
@@ -152,8 +163,51 @@ def cost(args) -> None:
                   f"{plain_s:.3f} s | {rss:.0f} MiB |")
     # the folder grows linearly over the hour: the mean look is about the mean over the lengths
     mean = sum(looks.values()) / len(looks)
-    print(f"\nmean look over the lengths measured: {mean:.3f} s; one look every {args.poll:g} s while files change "
-          f"every second: about {min(1.0, mean / args.poll):.1%} of one core (the target: under 2 %)")
+    print(f"\nmean read over the lengths measured: {mean:.3f} s; read at every poll of {args.poll:g} s it would take "
+          f"about {min(1.0, mean / args.poll):.1%} of one core: the command paces its reads instead (`hour`)")
+
+
+def hour(args) -> None:
+    """The watch followed through a whole synthetic run, second by second on a simulated clock,
+    as `follow` does live: a look every poll, the folder read when the pacer calls for it. The
+    run's tok/s falls at `--drop-min`. (A stall needs evidence this stream does not carry, a
+    process alive after its log stopped: `delays` measures one on a recorded session.)"""
+    start = pd.Timestamp("2026-12-03 10:00:00", tz="UTC")
+    drop, length = args.drop_min * 60, args.minutes * 60
+    sim = {"s": 0}
+    said, reads, cpu = [], [], 0.0
+    lean_memory()  # as the watch command does
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        folder = Path(tmp) / "live"
+        folder.mkdir()
+        pacer = Pacer(share=args.cpu_share, clock=lambda: float(sim["s"]))
+        watch = Watch(folder, clock_now=lambda: start + pd.Timedelta(seconds=sim["s"]), pacer=pacer)
+        for s in range(0, length, int(args.poll)):
+            write_stream(folder, args.gpus, s, s + int(args.poll), start, drop)
+            sim["s"] = s + int(args.poll)
+            c0 = time.process_time()
+            out = watch.look()
+            watch.status()  # what the status line and the metrics endpoint ask at every look
+            cpu += time.process_time() - c0
+            if watch.why is not None:
+                reads.append((sim["s"], watch.why, watch.spent["read"] + watch.spent["judge"]))
+                watch.why = None
+            said += [(sim["s"], a) for a in out]
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    gaps = [b[0] - a[0] for a, b in zip(reads, reads[1:], strict=False)]
+    late = [g for (t, _, _), g in zip(reads[1:], gaps, strict=False) if t > length * 0.75]
+    print(f"# {args.gpus} GPUs at 1 Hz and {args.gpus} rank logs for {args.minutes} min on a simulated clock, a look "
+          f"every {args.poll:g} s, the pacer's share {args.cpu_share:g}; tok/s falls at {args.drop_min} min")
+    print(f"the watch's CPU {cpu:.1f} s over {length} s: {cpu / length:.2%} of one core; RSS {rss:.0f} MiB")
+    print(f"{len(reads)} reads ({', '.join(f'{n} {why}' for why, n in pd.Series([w for _, w, _ in reads]).value_counts().items())}); "
+          f"a read's cost {min(c for *_, c in reads):.2f}-{max(c for *_, c in reads):.2f} s; "
+          f"steady reads {min(late):.0f}-{max(late):.0f} s apart in the last quarter" if late else "")
+    print("| announcement | shown by | said at | delay |")
+    print("| --- | --- | --- | --- |")
+    for t, a in said:
+        shown = (a.time - start).total_seconds()
+        print(f"| {a.kind}: {a.text[:60]} | {shown / 60:.1f} min | {t / 60:.1f} min | {t - shown:.0f} s |")
 
 
 def main() -> None:
@@ -162,12 +216,19 @@ def main() -> None:
     d = sub.add_parser("delays")
     d.add_argument("--incident", default=str(REPO / "data" / "incidents" / "h200-1gpu-watched-relaunch"))
     d.add_argument("--step", type=float, default=2.0)
+    d.add_argument("--cpu-share", type=float, default=0.02)
     c = sub.add_parser("cost")
     c.add_argument("--gpus", type=int, default=8)
     c.add_argument("--minutes", type=int, nargs="+", default=[5, 15, 30, 60])
     c.add_argument("--poll", type=float, default=2.0)
+    h = sub.add_parser("hour")
+    h.add_argument("--gpus", type=int, default=8)
+    h.add_argument("--minutes", type=int, default=60)
+    h.add_argument("--poll", type=float, default=2.0)
+    h.add_argument("--cpu-share", type=float, default=0.02)
+    h.add_argument("--drop-min", type=int, default=40)
     args = p.parse_args()
-    delays(args) if args.what == "delays" else cost(args)
+    {"delays": delays, "cost": cost, "hour": hour}[args.what](args)
 
 
 if __name__ == "__main__":

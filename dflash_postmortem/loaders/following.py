@@ -163,7 +163,8 @@ def _joined(s: _Stream, rest) -> Incident:
         notes.extend(n for n in inc.load_report.notes if n not in notes)
         inc.load_report.files, inc.load_report.notes = [], []
         parts.append(inc)
-    out = _combined([_own(x) for x in parts]) if parts else Incident()
+    # one part is the look as it stands (no second copy of the stream's frames)
+    out = _own(parts[0]) if len(parts) == 1 else _combined([_own(x) for x in parts]) if parts else Incident()
     out.load_report.files = [report] if report is not None else []
     out.load_report.notes = notes
     return out
@@ -176,7 +177,9 @@ def _combined(parts: list[Incident]) -> Incident:
     out = Incident.combine(parts)
     for name in schema.FRAME_NAMES:
         df = getattr(out, name)
-        for col in df.columns:
+        # only a column the concatenation left as objects can be wrong (and only those are
+        # looked at: the parts grow with the file, and this runs at every look)
+        for col in df.columns[[dt == "object" for dt in df.dtypes]]:
             kinds = {str(c.dtype): c.dtype for p in parts if col in getattr(p, name).columns
                      for c in [getattr(p, name)[col]] if c.notna().any()}
             if len(kinds) == 1 and str(df[col].dtype) not in kinds:

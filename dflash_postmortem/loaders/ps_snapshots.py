@@ -15,6 +15,7 @@ the last state in an extra `state` column (`Z` for zombies and `<defunct>`).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from pathlib import Path
 
@@ -234,6 +235,7 @@ def parse_start(text: str, snap: pd.Timestamp | None, tz: str) -> tuple[pd.Times
     return None, f"START form {text!r} not understood: started left empty"
 
 
+@functools.lru_cache(maxsize=4096)  # a process is listed with the same LSTART in every snapshot
 def parse_lstart(text: str, tz: str) -> pd.Timestamp | None:
     """LSTART (`Tue Dec  1 03:04:05 2026`, in the host's locale): local time, read in `tz`."""
     wall = parse_wall_clock(text)

@@ -12,6 +12,7 @@ from ..errors import PostmortemError, UsageError
 from ..loaders.folder import WATCH_LOG
 from ..recorder import record_gpus
 from .live import Watch, follow
+from .pacing import Pacer
 from .sinks import Exec, Metrics, Sinks, Terminal, Webhook
 
 EXAMPLES = """examples:
@@ -28,6 +29,9 @@ def add_watch_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--once", action="store_true", help="print what the folder shows now, then exit")
     p.add_argument("--poll", type=float, default=2.0, metavar="S",
                    help="seconds between looks when no file event comes (default 2)")
+    p.add_argument("--cpu-share", type=float, default=0.02, metavar="F",
+                   help="the share of one core the watch may spend reading files that only grow steadily "
+                        "(default 0.02; a new, waking or quiet file is read at once; 1: read at every change)")
     p.add_argument("--timezone", help="zone for sources whose times carry none (default: incident.toml or UTC)")
     p.add_argument("--webhook", metavar="URL", help="POST each announcement as JSON (`text` field: Slack-compatible)")
     p.add_argument("--webhook-format", choices=("text", "discord", "json"), default="text")
@@ -42,11 +46,23 @@ def add_watch_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--width", type=int, metavar="N", help="columns to fit (default: the terminal's)")
 
 
+def lean_memory() -> None:
+    """Arrow's buffers (the frames' text columns) from the system allocator for this process:
+    Arrow's default (mimalloc) keeps the pages of every read's temporaries, and a watch reads
+    for hours (the peak at an hour of 8 GPUs: 294 -> 248 MiB, benchmarks/bench_watch.py hour)."""
+    import pyarrow as pa  # pandas' own dependency here
+
+    pa.set_memory_pool(pa.system_memory_pool())
+
+
 def run_watch(args) -> int:
     folder: Path = args.dir
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder (watch follows an incident folder)")
-    watch = Watch(folder, timezone=args.timezone)
+    if not 0 < args.cpu_share <= 1:
+        raise UsageError(f"--cpu-share {args.cpu_share:g}: expected a share of one core, over 0 and at most 1")
+    # the one look of --once reads the folder as it is; a followed folder is read as paced
+    watch = Watch(folder, timezone=args.timezone, pacer=None if args.once else Pacer(share=args.cpu_share))
     terminal = Terminal(sys.stdout, width=args.width)
     if args.once:
         for a in watch.look():
@@ -54,6 +70,7 @@ def run_watch(args) -> int:
         terminal.status(watch.status())
         terminal.close()
         return 0
+    lean_memory()
     sinks = Sinks([terminal])
     if args.webhook:
         sinks.append(Webhook(args.webhook, format=args.webhook_format))

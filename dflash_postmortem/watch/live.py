@@ -10,7 +10,9 @@ of failing ("not starting").
 A look reads the folder again only when a file in it changed (its size, its time, or a new
 name), and then only what changed: a file read before and unchanged is not read again, and a
 stream that grew is read on from where the last look stopped (loaders/following.py). The model
-and the detectors then run over the whole incident.
+and the detectors then run over the whole incident. Followed live (`follow`), a folder whose
+files only grow steadily is read as often as the watch's share of a core allows, and at once
+when a file appears, wakes or goes quiet (pacing.py).
 """
 
 from __future__ import annotations
@@ -24,21 +26,25 @@ import pandas as pd
 
 from ..detect import detect
 from ..incident import Incident
-from ..loaders.folder import WATCH_LOG, folder_digest, read_folder
+from ..loaders.folder import WATCH_LOG, folder_digest, read_folder, regular_files
 from ..loaders.following import GrowingFolder
 from ..model.attempts import attempts
 from ..model.ledger import ledger_parts
 from ..model.pace import pace_rows, unit
-from ..model.states import states
+from ..model.states import MIN_STALL_S, states
 from ..present.evidence_views import cited_line
 from ..units import clock, duration
 from .announcements import Announcement, JobStatus
+from .pacing import Pacer
 
 # A start with no step after this long, where nothing in the folder or incident.toml says how long
 # this job takes to start, is announced as not starting.
 DEFAULT_START_BUDGET_S = 300.0
 # How much longer than the longest earlier start of the same script a start may take.
 BUDGET_FACTOR = 1.5
+
+# The shortest time between two looks, however often file events wake the watch.
+MIN_GAP_S = 0.5
 
 # Finding kinds announced as they appear -> the announcement's kind.
 ANNOUNCED = {
@@ -75,9 +81,11 @@ class _Seen:
 
 
 class Watch:
-    """One folder followed: `look()` loads the incident as it is now and returns what changed."""
+    """One folder followed: `look()` loads the incident as it is now and returns what changed.
+    With `pacer`, a look reads the folder only when the pacer calls for it (pacing.py); without,
+    whenever anything in it changed (`--once`, tests that replay a folder)."""
 
-    def __init__(self, folder, *, clock_now=None, timezone: str | None = None):
+    def __init__(self, folder, *, clock_now=None, timezone: str | None = None, pacer: Pacer | None = None):
         self.folder = Path(folder)
         self.timezone = timezone
         # The wall clock, on the incident's UTC clock; tests pass their own.
@@ -89,6 +97,9 @@ class Watch:
         self.reader = GrowingFolder()  # what was read, kept between looks
         self.looks = 0  # looks done so far (a test waits on it)
         self.spent = {"read": 0.0, "judge": 0.0}  # CPU seconds of the last look that read the folder
+        self.pacer = pacer
+        self.why: str | None = None  # why the last look that read the folder read it
+        self._status: tuple = (None, [])  # (the incident, its jobs' status)
 
     def changed(self) -> bool:
         """Whether any file of the folder changed since the last look (size, time or a new name)."""
@@ -100,25 +111,65 @@ class Watch:
         self._digest = digest
         return True
 
+    def due(self) -> str | None:
+        """Why the folder should be read now, or None."""
+        if self.pacer is not None:
+            listing = {path.relative_to(self.folder).as_posix(): (st.st_size, st.st_mtime_ns)
+                       for path, st in regular_files(self.folder) if path.name != WATCH_LOG}
+            return self.pacer.why(listing, starting=self._starting()) \
+                or (None if self.incident is not None else "the first look")
+        return "a file changed" if self.changed() or self.incident is None else None
+
+    def _starting(self) -> set[str]:
+        """The sources (files, run folders) of the attempts that, as last read, wait for their
+        first step with nothing that ended them."""
+        if self.incident is None:
+            return set()
+        att = attempts(self.incident)
+        if att.empty:
+            return set()
+        waiting = att[att["first_step"].isna() & att["end"].isna()]
+        return {s for sources in waiting["sources"] for s in sources}
+
     def look(self) -> list[Announcement]:
-        """Load the folder, and return what is new since the last look, in time order."""
-        if self.changed() or self.incident is None:
-            c0 = time.process_time()
+        """Load the folder where it is due, and return what is new since the last look, in time order."""
+        c0 = time.process_time()
+        why = self.due()
+        if why is None and self.pacer is not None and self.pacer.pending and self._overdue():
+            # "not starting" says that no step came: it is said of the folder as it is now, not
+            # as the last read left it
+            why = "a start past its budget"
+        if why is not None:
+            c1 = time.process_time()
             self.incident = read_folder(self.folder, timezone=self.timezone, reader=self.reader,
                                         sniffed=self.reader.sniffed)
-            c1 = time.process_time()
+            c2 = time.process_time()
             self.findings = detect(self.incident)
-            self.spent = {"read": c1 - c0, "judge": time.process_time() - c1}
+            self.spent = {"read": c2 - c1, "judge": time.process_time() - c2}
+            self.why = why
+            if self.pacer is not None:
+                # the earliest a stall can be told: the incident's own threshold where it sets one
+                self.pacer.quiet_s = float(self.incident.config.detect.get("stall_s") or MIN_STALL_S)
         inc, found = self.incident, self.findings
         out = self._attempts(inc) + self._findings(found) + self._not_starting(inc)
+        self.status()  # computed once per read (the status line and the metrics ask at every look)
+        if self.pacer is not None:
+            self.pacer.spent(time.process_time() - c0, read=why is not None)
         self.looks += 1
         return sorted(out, key=lambda a: a.time)
 
     def status(self) -> list[JobStatus]:
-        """Each job's last attempt now: its state, pace and goodput."""
+        """Each job's last attempt now: its state, pace and goodput (read off the incident as last
+        read: the status line and the metrics endpoint ask at every look, the folder is read
+        far less often)."""
         inc = self.incident
         if inc is None:
             return []
+        if self._status[0] is not inc:
+            self._status = (inc, self._status_of(inc))
+        return self._status[1]
+
+    def _status_of(self, inc: Incident) -> list[JobStatus]:
         att = attempts(inc)
         if att.empty:
             return []
@@ -167,9 +218,11 @@ class Watch:
                 continue
             self.seen.findings.add(f["id"])
             run = f["numbers"].get("run") or f["numbers"].get("run_after")
-            if self._told(f["kind"], run, f["start"], f["end"]):
+            # a finding of no one run (a job's throughput over all its ranks) names the run it
+            # was read on after, which may change as the ranks' lines arrive: it is still one
+            if self._told(f["kind"], f["numbers"].get("run"), f["start"], f["end"]):
                 continue
-            self.seen.spans.append((f["kind"], run, f["start"], f["end"]))
+            self.seen.spans.append((f["kind"], f["numbers"].get("run"), f["start"], f["end"]))
             out.append(Announcement(f["start"], str(run or "?"), ANNOUNCED[f["kind"]], str(f["title"]),
                                     self._evidence(f["evidence"][0] if f["evidence"] else None)))
         return out
@@ -185,20 +238,30 @@ class Watch:
                 return True
         return False
 
-    def _not_starting(self, inc: Incident) -> list[Announcement]:
-        """Attempts past their start budget with no step and nothing that ended them."""
+    def _overdue(self) -> list[tuple[pd.Series, float, str, float]]:
+        """(attempt, budget, where the budget comes from, seconds waited) of each attempt past
+        its start budget with no step, nothing that ended it, and nothing said of it yet."""
+        inc = self.incident
+        if inc is None:
+            return []
         att = attempts(inc)
         now = self.now()
         out = []
         for _, a in att.iterrows():
-            name = str(a["attempt"])
-            if pd.notna(a["first_step"]) or pd.notna(a["end"]) or name in self.seen.not_starting:
+            if pd.notna(a["first_step"]) or pd.notna(a["end"]) or str(a["attempt"]) in self.seen.not_starting:
                 continue
             budget, why = start_budget(att, a, inc.config.detect.get("start_budget_s"))
             waited = (now - a["start"]).total_seconds()
-            if waited < budget:
-                continue
-            self.seen.not_starting.add(name)
+            if waited >= budget:
+                out.append((a, budget, why, waited))
+        return out
+
+    def _not_starting(self, inc: Incident) -> list[Announcement]:
+        """Attempts past their start budget with no step and nothing that ended them."""
+        now = self.now()
+        out = []
+        for a, budget, why, waited in self._overdue():
+            self.seen.not_starting.add(str(a["attempt"]))
             last = _last_line(inc, a)
             out.append(Announcement(
                 now, str(a["run"] or a["job"]), "not_starting",
@@ -266,8 +329,11 @@ def follow(watch: Watch, sinks, *, poll_s: float = 2.0, stop: threading.Event | 
                     log.write(f"{pd.Timestamp.now(tz='UTC'):%Y-%m-%dT%H:%M:%S.%fZ}  {a.redacted().line(None)}\n")
                     log.flush()
             sinks.status(watch.status())
+            began = time.monotonic()
             woken.wait(poll_s)  # a file event wakes it early; the poll catches the silent starts
             woken.clear()
+            # a stream written many times a second wakes it at most this often
+            stop.wait(max(0.0, began + MIN_GAP_S - time.monotonic()))
     finally:
         if observer is not None:
             observer.stop()
