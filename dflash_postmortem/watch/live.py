@@ -140,6 +140,9 @@ class Watch:
             # as the last read left it
             why = "a start past its budget"
         if why is not None:
+            # what the last read built (its frames, the model's series, the findings) is let go
+            # before the next is built: a watch's peak memory is one incident, not two
+            self.incident, self.findings, self._status = None, None, (None, [])
             c1 = time.process_time()
             self.incident = read_folder(self.folder, timezone=self.timezone, reader=self.reader,
                                         sniffed=self.reader.sniffed)

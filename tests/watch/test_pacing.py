@@ -105,11 +105,11 @@ class _Charged(Pacer):
 
 
 def test_a_watched_session_replayed_with_the_pacer_says_what_was_said_live_in_time(tmp_path):
-    """The H200 session the watch followed live (its README), replayed in steps of 2 s of its own
-    clock with the pacer at 2 % of a core and 0.5 CPU-s a read (a read every 25 s while files
-    only grow): the same announcements in the same order as the live record, the failed start
-    within a step of the line that shows it plus 15 s, the stall within its threshold plus 30 s,
-    and far fewer reads than looks."""
+    """The H200 session the watch followed live (its README), replayed in steps of 3 s of its own
+    clock (a look each) with the pacer at 2 % of a core and 0.5 CPU-s a read (a read every 25 s
+    while files only grow): the same announcements in the same order as the live record, the
+    failed start within a step of the line that shows it plus 15 s, the stall within its
+    threshold plus 30 s, and far fewer reads than looks."""
     src, folder = INCIDENTS / "h200-1gpu-watched-relaunch", tmp_path / "incident"
     folder.mkdir()
     t = pd.Timestamp("2026-12-03 04:13:40", tz="UTC")
@@ -121,11 +121,11 @@ def test_a_watched_session_replayed_with_the_pacer_says_what_was_said_live_in_ti
         said += [(t, a) for a in watch.look()]
         reads += watch.why is not None
         watch.why = None
-        t += pd.Timedelta(seconds=2)
+        t += pd.Timedelta(seconds=3)
     live = [line.split(maxsplit=3)[2:] for line in (src / "dflash-watch.log").read_text().splitlines()]
     assert [(a.job, a.text.split()[0]) for _, a in said] == [(job, text.split()[0]) for job, text in live]
     failed = [(when, a) for when, a in said if a.kind == "failed_start"]
-    assert (failed[0][0] - failed[0][1].time).total_seconds() <= 2 + 15  # its line: train2.log's traceback
+    assert (failed[0][0] - failed[0][1].time).total_seconds() <= 3 + 15  # its line: train2.log's traceback
     stall = next((when, a) for when, a in said if a.kind == "stall")
     last_step = pd.Timestamp("2026-12-03 04:16:18", tz="UTC")  # train4.log:37, the last step before it
     assert (stall[0] - last_step).total_seconds() <= 60 + 30  # its threshold (60 s) + 30 s
