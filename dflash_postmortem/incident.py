@@ -75,6 +75,9 @@ class Incident:
     runs: dict[str, RunInfo] = field(default_factory=dict)
     config: IncidentConfig = field(default_factory=IncidentConfig)
     root: Path | None = None
+    # Read from a folder that is still being written (the live watch): where a run's records
+    # stop is where the folder stops, not where the run did (model/attempts.py `_end`).
+    live: bool = False
 
     @property
     def title(self) -> str:

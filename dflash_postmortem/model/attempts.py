@@ -205,6 +205,7 @@ class _Assembly:
         self.firsts: dict[str, _Attempt] = {}  # each log's first attempt
         ev = inc.events
         self.ev = ev
+        self.evidence_end = inc.span()[1]  # the last time anything in the folder was observed
         self.procs = _trainer_processes(inc.processes)
         # each source's host, where incident.toml or the source names one
         self.hosts = {src: h for df in (inc.metrics, inc.events) if "host" in df.columns and len(df)
@@ -584,7 +585,7 @@ class _Assembly:
             p = procs.loc[procs["alive_until"].idxmax()]
             lives.append((p["alive_until"], _text(p.get("ref"))))
         last_alive, last_ref = max(lives, key=lambda x: x[0]) if lives else (a.start, a.start_ref)
-        end = _end(rows, a, last_alive)
+        end = _end(rows, a, last_alive, self.evidence_end, inc.live)
         end.update(_cause(rows, steps["time"].max() if len(steps) else a.start, end["end"]))
         ranks = set(a.ranks) | {int(x) for x in _col(rows, "rank").dropna()}
         job = a.job if a.job is not None else _first(_col(rows, "job"))
@@ -859,7 +860,7 @@ def _cause(rows: pd.DataFrame, since, end) -> dict:
             "cause_message": error_text(r["message"], r["kind"]) or None, "cause_rank": _num(r.get("rank"))}
 
 
-def _end(rows: pd.DataFrame, a: _Attempt, last_alive) -> dict:
+def _end(rows: pd.DataFrame, a: _Attempt, last_alive, evidence_end, live: bool = False) -> dict:
     """How the attempt ended: the strongest terminal line of its own rows (`_rows_of`: its logs,
     the events naming its PIDs), up to a little after its last sign of life; None where it was
     alive when the evidence ends."""
@@ -867,6 +868,12 @@ def _end(rows: pd.DataFrame, a: _Attempt, last_alive) -> dict:
     if "kind" not in rows.columns:
         return none  # only metric rows: nothing says how it ended
     ev = rows[rows["kind"].isin(_ENDS)]
+    if live and "open_end" in ev.columns and evidence_end is not None:
+        # in a folder still being written, an end read from where a run's records stop with no
+        # exit record (killed, crashed, or still running) ends the attempt only where the
+        # evidence goes on after it: at the end of what the folder holds so far, the run is
+        # still writing as far as anything shows (a post-mortem reads it as the end it was)
+        ev = ev[~(ev["open_end"].fillna(False).astype(bool) & (ev["time"] >= evidence_end - END_SLACK))]
     # an end is at the end: a traceback an hour before the last step (a thread that died while the
     # rest trained on) did not end the attempt
     # (a transcript dated only by its `date`s places its lines up to APPROX_S early: the shell's

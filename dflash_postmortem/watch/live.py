@@ -146,6 +146,7 @@ class Watch:
             c1 = time.process_time()
             self.incident = read_folder(self.folder, timezone=self.timezone, reader=self.reader,
                                         sniffed=self.reader.sniffed)
+            self.incident.live = True
             c2 = time.process_time()
             self.findings = detect(self.incident)
             self.spent = {"read": c2 - c1, "judge": time.process_time() - c2}

@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("torch")
 
 from support.replays import COMMAND, STEP, TINY  # noqa: E402
+from support.watching import watching  # noqa: E402
 
 from dflash_postmortem.cli import main  # noqa: E402
 
@@ -19,12 +20,19 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def replayed(tmp_path_factory):
+def replay_watched(tmp_path_factory):
+    """The replay's folder, and what the live watch announced while the replay wrote it."""
     out = tmp_path_factory.mktemp("replay") / "full"
-    rc = main(["replay", "full", "--out", str(out), "--seconds", "3", "--ps-interval", "1", "--quiet",
-               "--trainer-args", TINY])
+    with watching(out) as said:
+        rc = main(["replay", "full", "--out", str(out), "--seconds", "3", "--ps-interval", "1", "--quiet",
+                   "--trainer-args", TINY])
     assert rc == 0
-    return out
+    return out, said
+
+
+@pytest.fixture(scope="module")
+def replayed(replay_watched):
+    return replay_watched[0]
 
 
 def test_operator_transcript_tells_the_story_in_the_capture_form(replayed, bundled_dir):
@@ -68,3 +76,25 @@ def test_the_kit_loads_the_replayed_incident(replayed):
     tok = inc.metrics[inc.metrics["metric"] == "train/tok_per_s"]
     assert {"baseline", "regressed", "fixed"} <= set(tok["run"].dropna())
     assert len(inc.processes) > 0
+
+
+def test_the_watch_said_while_it_ran_what_the_post_mortem_finds(replay_watched):
+    """`watch`, paced as the command paces it, followed the folder while the replay wrote it:
+    it announced every attempt and each restart that never came up, and every finding the
+    post-mortem of the finished folder gives (a drop it announced while the runs were short may
+    be weighed again by the post-mortem on the whole runs: a CPU replay's pace is noisy)."""
+    import dflash_postmortem as pm
+    from dflash_postmortem.watch.live import ANNOUNCED
+
+    out, said = replay_watched
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = pm.detect(pm.load_incident(out))
+    announced = found[found["kind"].isin(list(ANNOUNCED))]
+    expected = [(ANNOUNCED[k], n.get("run") or n.get("run_after"))
+                for k, n in zip(announced["kind"], announced["numbers"], strict=True)]
+    told = [(a.kind, a.job) for a in said]
+    assert [x for x in expected if x not in told] == [], told
+    failed = sorted(x for x in expected if x[0] == "failed_start")
+    assert failed == sorted(x for x in told if x[0] == "failed_start") == [("failed_start", "fixed")] * 2
+    assert [j for k, j in told if k == "attempt_started"] == ["baseline", "regressed", "fixed", "fixed", "fixed"]

@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("torch")
 
 from support.replays import TINY  # noqa: E402
+from support.watching import watching  # noqa: E402
 
 from dflash_postmortem.cli import main  # noqa: E402
 from dflash_postmortem.units import duration  # noqa: E402
@@ -24,12 +25,19 @@ STALL_S = 6.0
 
 
 @pytest.fixture(scope="module")
-def stalled(tmp_path_factory):
+def stall_watched(tmp_path_factory):
+    """The replay's folder, and what the live watch announced while the replay wrote it."""
     out = tmp_path_factory.mktemp("replay") / "stall"
-    rc = main(["replay", "stall", "--out", str(out), "--seconds", "3", "--ps-interval", "1", "--quiet",
-               "--stall-seconds", f"{STALL_S:g}", "--trainer-args", TINY])
+    with watching(out) as said:
+        rc = main(["replay", "stall", "--out", str(out), "--seconds", "3", "--ps-interval", "1", "--quiet",
+                   "--stall-seconds", f"{STALL_S:g}", "--trainer-args", TINY])
     assert rc == 0
-    return out
+    return out, said
+
+
+@pytest.fixture(scope="module")
+def stalled(stall_watched):
+    return stall_watched[0]
 
 
 def test_the_stalled_run_stops_logging_and_lives_on_until_killed(stalled):
@@ -63,6 +71,30 @@ def test_the_stalled_run_stops_logging_and_lives_on_until_killed(stalled):
     kill = inc.events[inc.events["kind"] == "kill_sent"]["time"].iloc[-1]
     assert stall["start"] == last and stall["end"] == kill
     assert stall["title"] == f"stall: no step for {duration((kill - last).total_seconds())} while PID {pid} was alive"
+
+
+def test_the_watch_said_the_stall_while_it_ran_before_the_kill(stall_watched):
+    """`watch`, paced as the command paces it, followed the folder while the replay wrote it:
+    the stall was announced once, from the last step's line, and every finding the post-mortem
+    of the finished folder gives was announced."""
+    import dflash_postmortem as pm
+    from dflash_postmortem.watch.live import ANNOUNCED
+
+    out, said = stall_watched
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(out)
+    found = pm.detect(inc)
+    announced = found[found["kind"].isin(list(ANNOUNCED))]
+    expected = [(ANNOUNCED[k], n.get("run") or n.get("run_after"))
+                for k, n in zip(announced["kind"], announced["numbers"], strict=True)]
+    told = [(a.kind, a.job) for a in said]
+    assert [x for x in expected if x not in told] == [], told
+    assert [x for x in told if x[0] == "stall"] == [("stall", "stalled")], [a.text for a in said]
+    (stall,) = [a for a in said if a.kind == "stall"]
+    assert "step 19 " in stall.evidence and stall.evidence.startswith("logs/train.log:")
+    log = (out / "logs" / "train.log").read_text()
+    assert stall.time == pd.Timestamp(re.findall(r"^(\S+ \S+) \[stalled\] step 19 ", log, re.M)[-1], tz="UTC")
 
 
 def test_the_crash_variant_leaves_a_traceback_and_a_live_process(tmp_path):

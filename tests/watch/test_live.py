@@ -81,6 +81,17 @@ def test_a_watched_h200_session_replayed_live_says_what_the_live_watch_said(tmp_
         def close(self):
             pass
 
+    # grow() writes a moment's files one by one: the watch looks at whole moments only, or a look
+    # between two of them (a log's traceback not yet beside the transcript's command) would tell
+    # the same things in another order than the live watch did
+    moment = threading.Lock()
+    look = watch.look
+
+    def look_at_whole_moments():
+        with moment:
+            return look()
+
+    watch.look = look_at_whole_moments
     stop = threading.Event()
     sinks = Sinks([_Record(), Webhook(f"http://127.0.0.1:{hook.server_port}/hook")])
     t = threading.Thread(target=follow, args=(watch, sinks), kwargs={"poll_s": 0.1, "stop": stop}, daemon=True)
@@ -89,8 +100,9 @@ def test_a_watched_h200_session_replayed_live_says_what_the_live_watch_said(tmp_
         # the restart that dies; the stuck one past its budget; the slow run; its stall
         for until in ("04:14:40", "04:15:00", "04:16:00", "04:18:05"):
             done = watch.looks
-            now["t"] = pd.Timestamp(f"2026-12-03 {until}", tz="UTC")
-            grow(src, folder, f"2026-12-03 {until}")
+            with moment:
+                now["t"] = pd.Timestamp(f"2026-12-03 {until}", tz="UTC")
+                grow(src, folder, f"2026-12-03 {until}")
             _wait_for_looks(watch, done + 2)  # one look at least after the files were written
     finally:
         stop.set()

@@ -268,7 +268,7 @@ def debug_log_events(log: SdkLog, ctx: LoadContext, rep: FileReport, run: str | 
     if say_unfinished and log.started and not log.ended and log.last_line is not None:
         rows.append(_event(log.last_line, log.last_time, "run_end", None,
                            "the wandb log stops here without a finish line: the run was killed, "
-                           "crashed without wandb.finish, or was still running"))
+                           "crashed without wandb.finish, or was still running", open_end=True))
         rep.notes.append("no finish line: the run was killed, crashed hard, or was still running")
     if not rows:
         return pd.DataFrame()
@@ -285,6 +285,8 @@ def debug_log_events(log: SdkLog, ctx: LoadContext, rep: FileReport, run: str | 
         frame["pid"] = log.pid
     if "exit_code" in frame:
         frame["exit_code"] = pd.array(frame["exit_code"], dtype="Int64")
+    if "open_end" in frame:
+        frame["open_end"] = pd.array(frame["open_end"].eq(True), dtype="boolean")
     return frame.drop(columns=[c for c in ("when", "line", "more", "row_run") if c in frame])
 
 

@@ -406,7 +406,9 @@ def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, meta: wandb_files.
     parts.ends.append(
         pd.DataFrame({"time": pd.Series([info.ended], dtype=object).astype(TIME), "host": host, "run": run,
                       "kind": "run_end", "message": message, "source": source, "ref": ref,
-                      "exit_code": pd.array([info.exit_code], dtype="Int64")})
+                      "exit_code": pd.array([info.exit_code], dtype="Int64"),
+                      # no exit record: the run's records stop here (model/attempts.py `_end`)
+                      "open_end": pd.array([not info.exit_record], dtype="boolean")})
     )
     parts.records += len(scan.records)
     if not scan.records and not scan.seen and scan.size >= wandb_log.FILE_HEADER.size:
