@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..detect import detect
 from ..incident import Incident
-from ..loaders.folder import WATCH_LOG, folder_digest, read_folder, regular_files
+from ..loaders.folder import WATCH_LOG, read_folder, walked
 from ..loaders.following import GrowingFolder
 from ..model.attempts import attempts
 from ..model.ledger import ledger_parts
@@ -93,7 +93,7 @@ class Watch:
         self.seen = _Seen()
         self.incident: Incident | None = None
         self.findings: pd.DataFrame | None = None
-        self._digest: str | None = None
+        self._listed: dict | None = None  # the folder at the last look (without a pacer)
         self.reader = GrowingFolder()  # what was read, kept between looks
         self.looks = 0  # looks done so far (a test waits on it)
         self.spent = {"read": 0.0, "judge": 0.0}  # CPU seconds of the last look that read the folder
@@ -101,24 +101,21 @@ class Watch:
         self.why: str | None = None  # why the last look that read the folder read it
         self._status: tuple = (None, [])  # (the incident, its jobs' status)
 
-    def changed(self) -> bool:
-        """Whether any file of the folder changed since the last look (size, time or a new name)."""
-        # the caches' own key: the folder as the loader walks it (the watch's record is listed,
-        # never read, so what it appends changes nothing)
-        digest = folder_digest(self.folder, (self.timezone,))
-        if digest == self._digest:
-            return False
-        self._digest = digest
-        return True
+    def listing(self) -> dict[str, tuple[int, int]]:
+        """The folder as the loader walks it: each entry's path in it -> (size, modification time
+        in ns), (-1, -1) for an entry the walk reports instead of reading (a dangling link); the
+        watch's own record left out (listed, never read: what it appends changes nothing)."""
+        return {path.relative_to(self.folder).as_posix(): (st.st_size, st.st_mtime_ns) if st else (-1, -1)
+                for path, st in walked(self.folder) if path.name != WATCH_LOG}
 
     def due(self) -> str | None:
         """Why the folder should be read now, or None."""
+        listing = self.listing()
         if self.pacer is not None:
-            listing = {path.relative_to(self.folder).as_posix(): (st.st_size, st.st_mtime_ns)
-                       for path, st in regular_files(self.folder) if path.name != WATCH_LOG}
             return self.pacer.why(listing, starting=self._starting()) \
                 or (None if self.incident is not None else "the first look")
-        return "a file changed" if self.changed() or self.incident is None else None
+        changed, self._listed = listing != self._listed, listing
+        return "a file changed" if changed or self.incident is None else None
 
     def _starting(self) -> set[str]:
         """The sources (files, run folders) of the attempts that, as last read, wait for their

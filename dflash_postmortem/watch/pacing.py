@@ -9,7 +9,7 @@ folder costs next to nothing. So the watch lists the folder at every poll and re
   a start, and a start that fails, show this way;
 - a file that had been quiet grew (an operator typed in a recorded shell, a launcher wrote);
 - a file that grew has been quiet for the shortest stall threshold (a log that stopped: the first
-  moment a stall can be told), and again at twice and four times that while it stays quiet;
+  moment a stall can be told), and again at each doubling of its silence while it stays quiet;
 - the log of an attempt that waits for its first step grew ("is it starting?" is answered by
   its next lines);
 - otherwise, while files grow, when its credit allows: each second adds `share` CPU-seconds

@@ -648,7 +648,8 @@ def _milestones(parts: _RunParts, info: RunInfo, debug_scans, meta_start: pd.Dat
     out = [starts[0].iloc[:1]] if starts else []
     if len(ends):
         has_code = ends["exit_code"].notna() if "exit_code" in ends else pd.Series(False, index=ends.index)
-        stops = ends["message"].str.startswith("the wandb log stops here")
+        stops = (ends["open_end"].fillna(False).astype(bool) if "open_end" in ends
+                 else pd.Series(False, index=ends.index))  # a log that only stops (messages.py)
         # Among logs that only stop, the one that went on longest dates the end best.
         late = ends["time"].rank(ascending=False, method="first").fillna(len(ends)) * stops
         best = ends.assign(_rank=(~has_code).astype(int) * 2 + stops.astype(int), _late=late)
