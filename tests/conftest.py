@@ -34,6 +34,18 @@ def report_kernels():
         yield kernels
 
 
+@pytest.fixture
+def cli_report_kernels(monkeypatch, report_kernels):
+    """`dflash-postmortem report` called in this test process builds on the shared kernels above
+    instead of starting its own (a kernel costs seconds of CPU to start; how a report starts its
+    kernels is tested in tests/report/test_build.py and, from a fresh install, test_packaging.py)."""
+    import contextlib
+
+    from dflash_postmortem.report import kernels
+
+    monkeypatch.setattr(kernels, "shared_kernels", lambda *args, **kwargs: contextlib.nullcontext(report_kernels))
+
+
 @pytest.fixture(scope="session")
 def repo_dir() -> Path:
     return REPO

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import tomllib
 
+import pytest
+
 from dflash_postmortem.cli import main
 
 
@@ -143,6 +145,7 @@ def test_strict_is_one_line_and_exit_2(capsys, tmp_path, bundled_dir):
     assert err == ["dflash-postmortem inspect: error: dangling: dangling symbolic link to gone.log: not read"]
 
 
+@pytest.mark.usefixtures("cli_report_kernels")
 def test_report_strict_stops_on_what_the_cache_has_seen_and_the_cache_sees_new_links(capsys, tmp_path, monkeypatch,
                                                                                      bundled_dir):
     # The cache of loaded incidents is keyed by every entry the load walks (a dangling link too),
@@ -185,6 +188,7 @@ def test_launch_without_a_command_is_one_line(capsys):
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.usefixtures("cli_report_kernels")
 def test_report_on_a_hostile_folder_writes_every_page(capsys, tmp_path, bundled_dir, fixtures_dir):
     """Everything a crash and a careless copy leave in one folder: the report is written, every
     page runs, the command says how many files it could not read and exits 0."""
@@ -237,6 +241,7 @@ def test_help_shows_two_examples_and_a_folder(capsys):
         assert "incident.toml" in out and "logs/train.log" in out
 
 
+@pytest.mark.usefixtures("cli_report_kernels")
 def test_report_on_several_incidents_writes_one_report_each(tmp_path, bundled_dir, capsys):
     """`report A B -o out`: out/A/ and out/B/, each its own incident's pages and title (as `make
     reports` does)."""
@@ -253,6 +258,7 @@ def test_report_on_several_incidents_writes_one_report_each(tmp_path, bundled_di
     assert "regressed" not in (out / "h200-1gpu-stall" / "01_overview.html").read_text(encoding="utf-8")
 
 
+@pytest.mark.usefixtures("cli_report_kernels")
 def test_report_on_one_file_reads_it_as_the_incident(tmp_path, bundled_dir, capsys):
     """`report launch.log`: a one-file incident (a `bash -x` launcher whose start died of CUDA OOM),
     said so, its evidence links into a view of that file."""

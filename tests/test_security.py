@@ -108,6 +108,7 @@ def test_a_planted_part_or_manifest_is_rebuilt(incident, tmp_path):
     assert not marker.exists() and "store manifest not trusted" in _notes(fourth)
 
 
+@pytest.mark.usefixtures("cli_report_kernels")
 def test_the_cache_planted_with_pickles_is_rebuilt_never_run(incident, tmp_path, monkeypatch):
     marker = tmp_path / "ran"
     cache = tmp_path / "cache"
