@@ -51,7 +51,11 @@ def _metric(m: pd.DataFrame) -> str:
 def _rows(inc: Incident) -> pd.DataFrame:
     m = inc.metrics
     if _metric(m) == TOK_PER_S:
-        return m[(m["metric"] == TOK_PER_S) & m["value"].notna()]
+        rates = m[(m["metric"] == TOK_PER_S) & m["value"].notna()]
+        lines = step_lines(inc)
+        # where the step lines are these same rows in the same order, they are shared, not copied
+        # again (a long run's rates are most of what the model holds)
+        return lines if len(lines) == len(rates) and lines.index.equals(rates.index) else rates
     lines = step_lines(inc)
     if lines.empty:
         return m.iloc[:0]

@@ -33,4 +33,7 @@ def _step_lines(m: pd.DataFrame) -> pd.DataFrame:
     others = others[(others["metric"] != BAR_ELAPSED_S) | (others["value"] > 0)]
     keys = ["source", "step"] + (["rank"] if "rank" in others.columns else [])
     others = others.sort_values("time", kind="stable").drop_duplicates(keys, keep="first")
-    return pd.concat([rates, others]).sort_values("time", kind="stable") if len(others) else rates.sort_values("time", kind="stable")
+    if len(others):
+        return pd.concat([rates, others]).sort_values("time", kind="stable")
+    # a trainer's lines come in time order: no sorted copy of them (the watch holds one less)
+    return rates if rates["time"].is_monotonic_increasing else rates.sort_values("time", kind="stable")
