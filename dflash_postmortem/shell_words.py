@@ -705,8 +705,15 @@ KNOWN_COMMANDS = frozenset("""
     """.split())
 
 
+# Every form above has one of these signs before its command: a line with none of them is output,
+# told without trying each form (a sniffer asks this of every line of every file it looks at).
+_PROMPT_SIGNS = re.compile(r"[$#%>+➜❯λ»→▶]")
+
+
 def match_prompt(line: str) -> Prompt | None:
     """The prompt a line starts with and the command after it, or None (an output line)."""
+    if _PROMPT_SIGNS.search(line) is None:
+        return None
     m = _STAMPED.match(line)
     if m:
         return Prompt(m["cmd"], stamp=m["ts"], style="[stamp] $")

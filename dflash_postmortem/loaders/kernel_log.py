@@ -15,7 +15,7 @@ from ..incident import Incident
 from ..shell_words import match_prompt
 from . import registry
 from .registry import LoadContext
-from .terminal import screen_text
+from .terminal import screen_lines
 from .transcript import process_control
 from .transcript.shell_transcript import load_transcript
 
@@ -26,8 +26,7 @@ _KERNEL_KINDS = {"oom_kill", "oom_chosen", "oom_invoked", "oom_reaped", "oom_mem
 def pasted_lines(head: bytes) -> list[str]:
     """The non-blank lines of a paste as the terminal showed them; none when a prompt with a
     command is among them (a session is a transcript: it reads these lines too)."""
-    text = head.decode("utf-8", "replace").removeprefix("\ufeff")
-    lines = [s for s in (screen_text(ln) for ln in text.split("\n")[:400]) if s.strip()]
+    lines = [s for s in screen_lines(head) if s.strip()]
     if any(p is not None and p.command and not p.trace_depth for p in map(match_prompt, lines)):
         return []
     return lines

@@ -9,6 +9,7 @@ typed corrections. `screen_text` replays one line the way the terminal would hav
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,13 +25,25 @@ ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|" + _OSC.pattern + r"|\x1b[@-Z\\-
 _CSI = re.compile(r"\x1b\[(?P<args>[0-?]*)[ -/]*(?P<final>[@-~])")
 _ESC_OTHER = re.compile(r"\x1b[()*+][0-9A-Za-z]|\x1b[@-Z\\^_=>78]|\x1b")
 _C1_CSI = re.compile(r"\x9b[0-?]*[ -/]*[@-~]")
+# What a terminal acts on rather than shows: a line with none of these is its own text (one scan;
+# every sniffer that reads terminal text asks this of every line).
+_DRAWN = re.compile("[\x1b\r\b\x9b\x00\x07\x7f]")
+
+
+@functools.lru_cache(maxsize=2)
+def screen_lines(head: bytes, limit: int = 400) -> tuple[str, ...]:
+    """The first `limit` lines of a file's head as the terminal showed them (`screen_text`), a
+    byte-order mark dropped: the shell transcript's and the kernel log's sniffers both read them,
+    so they are drawn once per head."""
+    text = head.decode("utf-8", "replace").removeprefix("\ufeff")
+    return tuple(screen_text(ln) for ln in text.split("\n")[:limit])
 
 
 def screen_text(line: str) -> str:
     """What a terminal shows for one line of raw output: escape sequences interpreted (cursor
     moves and erasures applied, colours and titles dropped), `\\r` returning to the start of the
     line, `\\b` stepping back. Plain text comes back unchanged (trailing whitespace trimmed)."""
-    if not any(c in line for c in "\x1b\r\b\x9b\x00\x07\x7f"):
+    if _DRAWN.search(line) is None:
         return line.rstrip()
     line = _OSC.sub("", line)
     line = _C1_CSI.sub("", line)

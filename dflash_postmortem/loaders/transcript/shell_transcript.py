@@ -33,7 +33,7 @@ from .. import registry
 from ..clock_text import parse_wall_clock
 from ..ps_snapshots import lifetimes
 from ..registry import LoadContext
-from ..terminal import match_script_mark, read_lines, screen_text
+from ..terminal import match_script_mark, read_lines, screen_lines
 from . import process_control, runtime_outputs
 from .command_output import (
     ECHO_STATUS,
@@ -67,8 +67,7 @@ _BOOL_COLUMNS = ("time_approx", "target_is_group", "core_dumped", "cgroup")
 
 
 def sniff_transcript(path: Path, head: bytes) -> float:
-    text = head.decode("utf-8", "replace").removeprefix("\ufeff")
-    lines = [s for s in (unquoted(screen_text(ln)) for ln in text.split("\n")[:400]) if s.strip()]
+    lines = [s for s in map(unquoted, screen_lines(head)) if s.strip()]
     if not lines:
         return 0.0
     if match_script_mark(lines[0]) is not None:
