@@ -520,6 +520,12 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         stuck = stalled_in_start_up.get(L["attempt"])
         if stuck is not None and not exited:
             ended = over or (a is not None and pd.notna(a["end"]))
+            if inc.live and not ended:
+                # a folder still being written: a start quiet past the stall threshold with
+                # nothing that ended it is still starting (start-up goes quiet for minutes while
+                # weights load or code compiles); the watch says "not starting" when its start
+                # budget runs out
+                continue
             rows.append(_never_trained(inc, L, w, pid, stuck, ended, evidence))
             continue
         if not over:

@@ -218,6 +218,8 @@ class _Assembly:
         self.job_kills = {i: j for i, j in _col(sent, "target_job").items() if isinstance(j, str) and j}
         listed = ev[ev["source"].isin(job_listings(inc))] if "job" in ev.columns else ev.iloc[:0]
         self.listed = listed.dropna(subset=["job"])
+        # PID files: a start's record of its process, not a log it writes
+        self.pid_records = set(ev.loc[ev["kind"] == "pid_file", "source"].dropna())
 
     # ------------------------------------------------------------------ the signals, in turn
     def build(self) -> pd.DataFrame:
@@ -448,7 +450,7 @@ class _Assembly:
         if named:
             return max(named, key=lambda a: a.start)
         # the attempt whose process was alive when the line was written, and started before it
-        alive = [a for a in self.found + self.orphans if a.pids and self._alive_at(a, when) and not a.sources
+        alive = [a for a in self.found + self.orphans if a.pids and self._alive_at(a, when) and self._no_log(a)
                  and _same_host(a, host)]
         if run is not None and len(alive) > 1:
             alive = [a for a in alive if run in a.runs] or alive
@@ -457,9 +459,14 @@ class _Assembly:
             # (a watcher, a leftover) was not what started writing this log
             return max(alive, key=lambda a: a.start)
         # a start typed just before, with no log of its own yet
-        recent = [a for a in self.found if a.launch_ref and not a.sources
+        recent = [a for a in self.found if a.launch_ref and self._no_log(a)
                   and a.start <= when <= a.start + LOG_SLACK and not a.log_path and _same_host(a, host)]
         return max(recent, key=lambda a: a.start) if recent else None
+
+    def _no_log(self, a: _Attempt) -> bool:
+        """Whether no log has joined the attempt yet (its PID file, if any, is no log: a trainer
+        that writes one writes its log too, which is still to come)."""
+        return not (a.sources.keys() - self.pid_records)
 
     def _launcher_attempt(self, when, job, n) -> _Attempt:
         """The attempt `n` of a launcher's job: known already, else the launch typed just before

@@ -76,8 +76,12 @@ def test_the_stalled_run_stops_logging_and_lives_on_until_killed(stalled):
 def test_the_watch_said_the_stall_while_it_ran_before_the_kill(stall_watched):
     """`watch`, paced as the command paces it, followed the folder while the replay wrote it:
     the stall was announced once, from the last step's line, and every finding the post-mortem
-    of the finished folder gives was announced."""
+    of the finished folder gives was announced; it announced the attempts the post-mortem finds,
+    no more (the relaunch's log and its PID file one attempt while the typed launch was still to
+    reach the transcript), and no failed start the post-mortem does not find (a start-up quiet
+    past the incident's 3-s stall threshold while its process lived was still starting)."""
     import dflash_postmortem as pm
+    from dflash_postmortem.model.attempts import attempts
     from dflash_postmortem.watch.live import ANNOUNCED
 
     out, said = stall_watched
@@ -90,6 +94,10 @@ def test_the_watch_said_the_stall_while_it_ran_before_the_kill(stall_watched):
                 for k, n in zip(announced["kind"], announced["numbers"], strict=True)]
     told = [(a.kind, a.job) for a in said]
     assert [x for x in expected if x not in told] == [], told
+    assert [x for x in told if x[0] == "failed_start"] == [x for x in expected if x[0] == "failed_start"], told
+    att = attempts(inc)
+    assert [j for k, j in told if k == "attempt_started"] == [str(r or j) for r, j in zip(att["run"], att["job"], strict=True)] \
+        == ["stalled", "fixed"], told
     assert [x for x in told if x[0] == "stall"] == [("stall", "stalled")], [a.text for a in said]
     (stall,) = [a for a in said if a.kind == "stall"]
     assert "step 19 " in stall.evidence and stall.evidence.startswith("logs/train.log:")
