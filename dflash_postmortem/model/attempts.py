@@ -792,7 +792,9 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
         if g["attempt"].notna().any() if "attempt" in g.columns else False:
             change = g["attempt"].ne(g["attempt"].shift()) & g["attempt"].notna()
             starts = sorted(set(starts) | set(np.flatnonzero(change.to_numpy(dtype=bool, na_value=False))))
-            g = g.assign(attempt=g["attempt"].bfill(), job=_col(g, "job").bfill())
+            # (and its lines after the last it names, the agent's own, to that last attempt: a log
+            # read while torchrun writes it may end on them)
+            g = g.assign(attempt=g["attempt"].bfill().ffill(), job=_col(g, "job").bfill().ffill())
             starts = [i for i in starts if i == 0 or g["attempt"].iloc[i] != g["attempt"].iloc[i - 1]
                       or g["kind"].iloc[i] in _STARTS]
         for i in starts:

@@ -4,15 +4,47 @@ clock, for what reads a folder while it is written (the live watch)."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 # A line's own time: `2026-12-02 04:37:48`, `2026/12/02 04:37:00.706`, `[2026-12-02T04:37:31.296Z]`.
 STAMP = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T](\d\d):(\d\d):(\d\d)")
+# nvidia-smi's own date (its table's header, its XML's <timestamp>): `Mon Nov 30 05:24:18 2026`
+_MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
+_SMI_DATE = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (" + "|".join(_MONTHS) + r") +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\b")
+# a line that starts with a time of day alone (dmon's and pmon's #Time column): of the moment's day
+_TIME_OF_DAY = re.compile(r"^\s*(\d\d):(\d\d):(\d\d)\s")
+# glog's prefix (PyTorch's C++ logs, torchrun's workers): `[E1202 02:33:56.339274231 ...`, no year
+# a shell history's time (HISTTIMEFORMAT): `#1796233058` above each command
+_EPOCH = re.compile(r"^#(\d{9,11})\s*$")
+_GLOG = re.compile(r"^\[?[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)")
+
+
+def _stamp(line: str, day: tuple) -> tuple | None:
+    """The line's own time as (year, month, day, hour, minute, second), where it shows one."""
+    m = STAMP.search(line)
+    if m:
+        return tuple(map(int, m.groups()))
+    m = _SMI_DATE.search(line)
+    if m:
+        return (int(m[6]), _MONTHS[m[1]], int(m[2]), int(m[3]), int(m[4]), int(m[5]))
+    m = _EPOCH.match(line)
+    if m:
+        t = datetime.fromtimestamp(int(m[1]), tz=UTC)
+        return (t.year, t.month, t.day, t.hour, t.minute, t.second)
+    m = _GLOG.match(line)
+    if m:
+        return (day[0],) + tuple(map(int, m.groups()))
+    m = _TIME_OF_DAY.match(line)
+    return day + tuple(map(int, m.groups())) if m else None
 
 
 def grow(src: Path, dest: Path, until: str | None) -> None:
     """Write into `dest` every file of `src` as it stood at `until` (the files' own clock): each
-    text file up to its first line stamped later; lines with no stamp go with the line before."""
+    text file up to its first line stamped later (a date and time, nvidia-smi's own date, glog's
+    month, day and time, a shell history's `#epoch`, or a time of day alone at the start of a
+    line, as dmon writes it); lines with no stamp go with the line before, those above a file's
+    first stamp with it (a file whose first stamp is later is not there yet)."""
     cut = None if until is None else tuple(int(x) for x in STAMP.search(until).groups())
     for f in sorted(src.rglob("*")):
         if not f.is_file() or f.name == "README.md":  # dangling links (wandb's) stay behind
@@ -21,12 +53,19 @@ def grow(src: Path, dest: Path, until: str | None) -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
         data = f.read_bytes()
         if cut is not None and b"\0" not in data[:4096]:
-            kept = []
+            kept, stamped = [], False
             for line in data.decode("utf-8", "replace").splitlines(keepends=True):
-                m = STAMP.search(line)
-                if m and tuple(map(int, m.groups())) > cut:
+                when = _stamp(line, cut[:3])
+                if when is not None and when > cut:
                     break
                 kept.append(line)
+                stamped = stamped or when is not None
+            else:
+                stamped = True  # nothing in it is later than the moment
+            if not stamped:
+                # its first stamp is later: the lines above it (`nohup: ignoring input`, a
+                # header) were written with it, and the file did not exist yet
+                continue
             data = "".join(kept).encode()
         elif cut is not None and f.stat().st_mtime and ".wandb" in f.name:
             continue  # a binary run file comes whole at the end

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from support.growing import grow
+from support.growing import grow, moments
 
 import dflash_postmortem as pm
 from dflash_postmortem.cli import main
@@ -121,6 +121,29 @@ def test_a_watched_h200_session_replayed_live_says_what_the_live_watch_said(tmp_
     announced = found[found["kind"].isin(list(ANNOUNCED))]
     assert sorted((ANNOUNCED[k], n.get("run") or n.get("run_after")) for k, n in zip(announced["kind"], announced["numbers"], strict=True)) \
         == sorted((a.kind, a.job) for _, a in said if a.kind in set(ANNOUNCED.values()))
+
+
+def test_a_torchrun_folder_followed_while_it_is_written_is_read_at_every_moment(tmp_path):
+    """The torchrun crash loop grown again moment by moment, the watch looking at each: torchrun's
+    log read while it is written ends on the agent's lines after the last attempt it names (a
+    look there raised before those lines were given to that attempt), and no failed start is
+    announced that the post-mortem of the whole folder does not find."""
+    src = INCIDENTS / "h200-1gpu-torchrun-crashloop"
+    folder = tmp_path / "live"
+    now = {"t": None}
+    watch = Watch(folder, clock_now=lambda: now["t"])
+    said = []
+    for moment in moments(src, 12):
+        grow(src, folder, moment)
+        now["t"] = pd.Timestamp(moment, tz="UTC")
+        said += watch.look()
+    grow(src, folder, None)
+    now["t"] += pd.Timedelta(minutes=10)
+    said += watch.look()
+    found = pm.detect(pm.load_incident(src))
+    failed = sorted((n.get("run") or "?") for k, n in zip(found["kind"], found["numbers"], strict=True)
+                    if ANNOUNCED.get(k) == "failed_start")
+    assert sorted(a.job for a in said if a.kind == "failed_start") == failed, [a.text for a in said]
 
 
 def test_a_start_with_no_step_past_its_budget_is_announced_as_not_starting(tmp_path):
