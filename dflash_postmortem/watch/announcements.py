@@ -20,8 +20,9 @@ from ..units import clock, count, percent, rate
 
 # What changed. The watcher announces a change of an attempt or a job, never a reading: "stall"
 # once when it begins, "recovered" once when the pace is back.
+# "watch_error" is the watch's own: a read of the folder that raised (it tries again).
 KINDS = ("attempt_started", "first_step", "throughput_fell", "stall", "kill_failed", "partial_recovery",
-         "failed_start", "not_starting", "recovered", "ended")
+         "failed_start", "not_starting", "recovered", "ended", "watch_error")
 # A job's state now: the model's states (model/states.py) as a live reader can tell them.
 STATES = ("starting", "training", "degraded", "stalled", "exited", "killed", "never_trained")
 UNKNOWN = "?"  # a number not known yet (no step seen, no GPU sample): never "nan"

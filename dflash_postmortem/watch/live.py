@@ -45,6 +45,11 @@ BUDGET_FACTOR = 1.5
 
 # The shortest time between two looks, however often file events wake the watch.
 MIN_GAP_S = 0.5
+# After a look that raised, the next waits this long, twice as long after each further one up to
+# RETRY_MAX_S: a watch that runs for days outlives a bad read (a file caught mid-write, a reader's
+# bug) without spinning a core on it.
+RETRY_S = 10.0
+RETRY_MAX_S = 300.0
 
 # Finding kinds announced as they appear -> the announcement's kind.
 ANNOUNCED = {
@@ -141,11 +146,14 @@ class Watch:
             # before the next is built: a watch's peak memory is one incident, not two
             self.incident, self.findings, self._status = None, None, (None, [])
             c1 = time.process_time()
-            self.incident = read_folder(self.folder, timezone=self.timezone, reader=self.reader,
-                                        sniffed=self.reader.sniffed)
-            self.incident.live = True
+            incident = read_folder(self.folder, timezone=self.timezone, reader=self.reader,
+                                   sniffed=self.reader.sniffed)
+            incident.live = True
             c2 = time.process_time()
-            self.findings = detect(self.incident)
+            findings = detect(incident)
+            # kept only once both are whole: a look that raised leaves nothing read, and the
+            # next reads again (follow's RETRY_S)
+            self.incident, self.findings = incident, findings
             self.spent = {"read": c2 - c1, "judge": time.process_time() - c2}
             self.why = why
             if self.pacer is not None:
@@ -321,15 +329,29 @@ def follow(watch: Watch, sinks, *, poll_s: float = 2.0, stop: threading.Event | 
     stop = stop or threading.Event()
     woken = threading.Event()
     observer = _file_events(watch.folder, woken)
+    retry, told = RETRY_S, None
     try:
         while not stop.is_set():
-            for a in watch.look():
+            try:
+                said, failed = watch.look(), False
+                retry, told = RETRY_S, None
+            except Exception as e:  # noqa: BLE001 - see RETRY_S; the error is said, not hidden
+                why = f"{type(e).__name__}: {e}"
+                said = [] if why == told else [Announcement(
+                    pd.Timestamp.now(tz="UTC"), "watch", "watch_error",
+                    f"reading the folder failed ({why}); trying again, first in {duration(retry)}")]
+                failed, told = True, why
+            for a in said:
                 sinks.announce(a)
                 if log is not None:
                     # when it was said, then what: the record tells each announcement's delay
                     log.write(f"{pd.Timestamp.now(tz='UTC'):%Y-%m-%dT%H:%M:%S.%fZ}  {a.redacted().line(None)}\n")
                     log.flush()
             sinks.status(watch.status())
+            if failed:
+                stop.wait(retry)  # file events do not cut it short
+                retry = min(2 * retry, RETRY_MAX_S)
+                continue
             began = time.monotonic()
             woken.wait(poll_s)  # a file event wakes it early; the poll catches the silent starts
             woken.clear()

@@ -13,7 +13,7 @@ from dflash_postmortem.watch.pacing import Pacer
 from dflash_postmortem.watch.sinks import Sinks
 
 
-class _Said(list):
+class Said(list):
     """A sink that keeps every announcement."""
 
     def announce(self, a):
@@ -31,7 +31,7 @@ def watching(folder: Path, poll_s: float = 0.5):
     """Follow `folder` (created if missing) until the block ends, then one look more; yields the
     list its announcements go to."""
     folder.mkdir(parents=True, exist_ok=True)
-    said = _Said()
+    said = Said()
     watch = Watch(folder, pacer=Pacer())
     stop = threading.Event()
     thread = threading.Thread(target=follow, args=(watch, Sinks([said])), kwargs={"poll_s": poll_s, "stop": stop},

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from support.growing import grow, moments
+from support.watching import Said
 
 import dflash_postmortem as pm
 from dflash_postmortem.cli import main
@@ -144,6 +145,40 @@ def test_a_torchrun_folder_followed_while_it_is_written_is_read_at_every_moment(
     failed = sorted((n.get("run") or "?") for k, n in zip(found["kind"], found["numbers"], strict=True)
                     if ANNOUNCED.get(k) == "failed_start")
     assert sorted(a.job for a in said if a.kind == "failed_start") == failed, [a.text for a in said]
+
+
+def test_a_look_that_raises_is_said_once_and_the_watch_tries_again_later(tmp_path, monkeypatch):
+    """A read that raises (a reader's bug, a file caught mid-write) does not end `follow`: it is
+    announced once as the watch's own error, the next tries wait RETRY_S and then twice that (not
+    the poll, however the files change), and once a read works the watch goes on as before."""
+    from dflash_postmortem.watch import live
+
+    folder = tmp_path / "live"
+    grow(INCIDENTS / "h200-1gpu-crash-loop", folder, None)
+    tried, real = [], live.detect
+
+    def detect_failing_twice(inc):
+        tried.append(time.monotonic())
+        if len(tried) <= 2:
+            raise TypeError("boolean value of NA is ambiguous")
+        return real(inc)
+
+    monkeypatch.setattr(live, "detect", detect_failing_twice)
+    monkeypatch.setattr(live, "RETRY_S", 0.3)
+    said, stop = Said(), threading.Event()
+    thread = threading.Thread(target=follow, args=(Watch(folder), Sinks([said])),
+                              kwargs={"poll_s": 0.05, "stop": stop}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not any(a.kind == "attempt_started" for a in said) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    stop.set()
+    thread.join(30)
+    errors = [a for a in said if a.kind == "watch_error"]
+    assert len(errors) == 1 and "(TypeError: boolean value of NA is ambiguous)" in errors[0].text, errors
+    assert errors[0].job == "watch" and said.index(errors[0]) == 0
+    assert tried[1] - tried[0] >= 0.3 and tried[2] - tried[1] >= 0.6
+    assert len(tried) >= 3 and [a.kind for a in said].count("attempt_started") == len(pm.attempts(pm.load_incident(folder)))
 
 
 def test_a_start_with_no_step_past_its_budget_is_announced_as_not_starting(tmp_path):
