@@ -4,7 +4,8 @@
     .venv/bin/python benchmarks/bench_watch.py cost [--gpus 8] [--minutes 5 15 30 60] [--poll 2]
     .venv/bin/python benchmarks/bench_watch.py hour [--gpus 8] [--minutes 60] [--poll 2] [--cpu-share 0.02] [--drop-min 40]
 
-`delays`: a recorded incident replayed into a folder one step of its own clock at a time (each
+`delays`: a recorded incident replayed into a folder one step of its own clock at a time, as the
+tests grow one (tests/support/growing.py: each
 file cut at its first line stamped later), the watch looking after each step with its clock set
 to that moment, paced as the command paces it (watch/pacing.py) on that clock. Each announcement's delay is the incident time of the look that made it minus the
 time of the line that shows it (for "not starting": the moment its budget ran out). What this
@@ -37,31 +38,16 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))  # the incident grown again as the tests grow it
 
-from dflash_postmortem.loaders.folder import WATCH_LOG, read_folder  # noqa: E402
+from support.growing import grow  # noqa: E402
+
+from dflash_postmortem.loaders.folder import read_folder  # noqa: E402
 from dflash_postmortem.watch.command import lean_memory  # noqa: E402
 from dflash_postmortem.watch.live import Watch  # noqa: E402
 from dflash_postmortem.watch.pacing import Pacer  # noqa: E402
 
 STAMP = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T](\d\d):(\d\d):(\d\d)")
-
-
-def grow(src: Path, dest: Path, cut: tuple) -> None:
-    """Every file of `src` as it stood at `cut` (its lines up to the first stamped later)."""
-    for f in sorted(src.rglob("*")):
-        if not f.is_file() or f.name in ("README.md", WATCH_LOG):
-            continue
-        out = dest / f.relative_to(src)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        kept = []
-        for line in f.read_text(errors="replace").splitlines(keepends=True):
-            m = STAMP.search(line)
-            if m and tuple(map(int, m.groups())) > cut:
-                break
-            kept.append(line)
-        text = "".join(kept)
-        if not out.exists() or out.read_text(errors="replace") != text:
-            out.write_text(text)
 
 
 def delays(args) -> None:
@@ -82,7 +68,7 @@ def delays(args) -> None:
         cpu = 0.0
         while t <= end:
             now["t"] = t
-            grow(src, folder, (t.year, t.month, t.day, t.hour, t.minute, t.second))
+            grow(src, folder, f"{t:%Y-%m-%d %H:%M:%S}")
             c0 = time.process_time()
             for a in watch.look():
                 shown = a.time
