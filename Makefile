@@ -15,6 +15,7 @@ CONSTRAINTS ?= constraints/cpu.txt
 WHEELS     ?= /opt/wheels
 PIP_FLAGS  := -c $(CONSTRAINTS) $(if $(wildcard $(WHEELS)),--find-links $(WHEELS))
 STAMP      := $(VENV)/.installed
+EXTRAS     := [dev,replay,lab,cluster,tensorboard]
 KERNEL     := dflash-postmortem
 PYTEST_ARGS ?=
 
@@ -22,10 +23,15 @@ PYTEST_ARGS ?=
 
 setup: $(STAMP)
 
+# uv installs the same requirements as pip in about a third of the time (parallel downloads and
+# unpacking; the bytecode compiled at once, as pip does, for machines that write none at run
+# time); where uv cannot be installed or cannot reach an index, pip does it.
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet $(PIP_FLAGS) -e '.[dev,replay,lab,cluster,tensorboard]'
+	@{ $(PY) -m pip install --quiet uv && \
+	   $(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) $(PIP_FLAGS) -e '.$(EXTRAS)'; } || \
+	 { echo "note: installing with pip"; $(PY) -m pip install --quiet --upgrade pip && \
+	   $(PY) -m pip install --quiet $(PIP_FLAGS) -e '.$(EXTRAS)'; }
 	$(VENV)/bin/jupyter kernelspec install --sys-prefix --name $(KERNEL) share/jupyter/kernels/$(KERNEL) >/dev/null
 	@touch $@
 

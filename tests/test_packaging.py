@@ -72,14 +72,16 @@ def test_the_wheel_writes_a_report_away_from_the_checkout(tmp_path, bundled_dir)
                     str(wheels), str(REPO)], check=True, capture_output=True)
     (wheel,) = wheels.glob("dflash_postmortem-*.whl")
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # no pip of its own (ensurepip costs seconds of CPU): this venv's pip installs into it
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     py = venv / "bin" / "python"
     site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           check=True, capture_output=True, text=True).stdout.strip()
     # The dependencies are this venv's (a .pth adds its folder: the checkout's own editable
     # install there is a .pth too, which a .pth-added folder does not run).
     (Path(site) / "borrowed.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                   check=True)
     work = tmp_path / "elsewhere"
     shutil.copytree(bundled_dir, work / "incident")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DFLASH_NOTEBOOKS")}

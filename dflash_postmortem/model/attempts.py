@@ -580,24 +580,26 @@ class _Assembly:
         steps = _steps(inc, parts, a.runs, a.start, self.owned)
         first = steps.iloc[0] if len(steps) else None
         by_job = self._job_rows_of(a)
-        rows = _rows_of(inc, parts, a.pids, self.kills, a.launch_ref, by_job)
+        lines, rows = _rows_of(inc, parts, a.pids, self.kills, a.launch_ref, by_job)
         gp = inc.gpu_processes[inc.gpu_processes["pid"].isin(a.pids)] if a.pids else inc.gpu_processes.iloc[:0]
         procs = self.procs[self.procs["pid"].isin(a.pids)]
         # a launcher's agent lives through every attempt of its job: an attempt lives as long as
         # its workers, where the listings show them
         workers = procs[~procs["command"].astype(str).str.contains(_AGENT)]
         procs = workers if len(workers) else procs
-        lives = [x for x in (_last(rows, "time"), _last(gp, "time")) if x is not None]
+        lives = [x for x in (_last(lines, "time"), _last(rows, "time"), _last(gp, "time")) if x is not None]
         if len(procs) and procs["alive_until"].notna().any():
             p = procs.loc[procs["alive_until"].idxmax()]
             lives.append((p["alive_until"], _text(p.get("ref"))))
         last_alive, last_ref = max(lives, key=lambda x: x[0]) if lives else (a.start, a.start_ref)
         end = _end(rows, a, last_alive, self.evidence_end, inc.live)
         end.update(_cause(rows, steps["time"].max() if len(steps) else a.start, end["end"]))
-        ranks = set(a.ranks) | {int(x) for x in _col(rows, "rank").dropna()}
-        job = a.job if a.job is not None else _first(_col(rows, "job"))
-        n = a.job_attempt if a.job_attempt is not None else _num(_first(_col(rows, "attempt")))
-        runs = list(dict.fromkeys(a.runs + [r for r in _col(rows, "run").dropna().unique() if r not in a.runs]))
+        # what the attempt's lines say of it, its metric lines first
+        said = {c: [v for df in (lines, rows) for v in _col(df, c).dropna()] for c in ("rank", "job", "attempt", "run")}
+        ranks = set(a.ranks) | {int(x) for x in said["rank"]}
+        job = a.job if a.job is not None else next(iter(said["job"]), None)
+        n = a.job_attempt if a.job_attempt is not None else _num(next(iter(said["attempt"]), None))
+        runs = list(dict.fromkeys(a.runs + said["run"]))
         return {
             "attempt": f"A{i}", "start": a.start, "start_within_s": a.within, "start_ref": a.start_ref,
             "launched": a.launched, "by": a.by, "launcher": a.launcher,
@@ -638,11 +640,6 @@ def _jobs(found: list[_Attempt]) -> None:
         if a.job is None:
             head = found[root(i)]
             a.job = head.job if head.job is not None else f"job {found.index(head) + 1}"
-
-
-def _first(s: pd.Series):
-    s = s.dropna()
-    return s.iloc[0] if len(s) else None
 
 
 def _last(df: pd.DataFrame, col: str):
@@ -812,13 +809,7 @@ def _steps(inc: Incident, parts: list[tuple], runs: list[str], start, owned: set
     its start in sources no attempt owns (a run with no log of its own: wandb)."""
     m = step_lines(inc)
     if parts:
-        mask = pd.Series(False, index=m.index)
-        for source, begin, end in parts:
-            part = (m["source"] == source) & (m["time"] >= begin)
-            if end is not None:
-                part &= m["time"] < end
-            mask |= part
-        mine = m[mask]
+        mine = m.iloc[_in_parts(inc, m, parts)]
     elif runs:
         mine = m[m["run"].isin(runs) & (m["time"] >= start) & ~m["source"].isin(owned)]
     else:
@@ -826,33 +817,34 @@ def _steps(inc: Incident, parts: list[tuple], runs: list[str], start, owned: set
     return mine.sort_values("time", kind="stable")
 
 
+def _in_parts(inc: Incident, df: pd.DataFrame, parts: list[tuple]) -> np.ndarray:
+    """Positions of `df`'s rows in the attempt's log parts ((source, begin, end): a source from
+    `begin` up to the next attempt's part of it), in the frame's order."""
+    picked = [computed.positions(inc, df, "source", source, since=begin, until=end) for source, begin, end in parts]
+    return np.unique(np.concatenate(picked)) if picked else np.empty(0, dtype=np.intp)
+
+
 def _rows_of(inc: Incident, parts: list[tuple], pids: set[int], kills: list | None = None,
-             launch_ref: str | None = None, job_rows: list | None = None) -> pd.DataFrame:
-    """Every metric and event row of the attempt's log parts, the events naming its PIDs, the
-    operator's kills aimed at them (`kills`: (row index, PIDs) of each kill_sent event), the event
-    rows that are its by its scheduler job (`job_rows`: row indexes, `_job_rows_of`), and what the
-    shell said of the command that launched it (`Killed`, `exit=137` under a foreground launch)."""
+             launch_ref: str | None = None, job_rows: list | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every metric row and every event row of the attempt's log parts, the events naming its
+    PIDs, the operator's kills aimed at them (`kills`: (row index, PIDs) of each kill_sent event),
+    the event rows that are its by its scheduler job (`job_rows`: row indexes, `_job_rows_of`),
+    and what the shell said of the command that launched it (`Killed`, `exit=137` under a
+    foreground launch): (metric rows, event rows), each in its frame's order."""
     out = []
     for df in (inc.metrics, inc.events):
-        if df.empty:
-            continue
-        mask = pd.Series(False, index=df.index)
-        for source, begin, end in parts:
-            part = (df["source"] == source) & (df["time"] >= begin)
-            if end is not None:
-                part &= df["time"] < end
-            mask |= part
-        if pids and "pid" in df.columns:
-            mask |= df["pid"].isin(pids).fillna(False).astype(bool)
-        if pids and df is inc.events and kills:
-            mask.loc[[i for i, aimed in kills if aimed & pids]] = True
-        if df is inc.events and job_rows:
-            mask.loc[job_rows] = True
-        if launch_ref and "command_ref" in df.columns:
-            mask |= (df["command_ref"] == launch_ref).fillna(False).astype(bool)
-        out.append(df[mask])
-    out = [d for d in out if len(d)]
-    return pd.concat(out, ignore_index=True) if out else inc.events.iloc[:0]
+        picked = [_in_parts(inc, df, parts)] if len(df) else []
+        if len(df) and pids and "pid" in df.columns:
+            picked += [computed.positions(inc, df, "pid", pid) for pid in pids]
+        if len(df) and pids and df is inc.events and kills:
+            picked.append(df.index.get_indexer([i for i, aimed in kills if aimed & pids]))
+        if len(df) and df is inc.events and job_rows:
+            picked.append(df.index.get_indexer(job_rows))
+        if len(df) and launch_ref and "command_ref" in df.columns:
+            picked.append(computed.positions(inc, df, "command_ref", launch_ref))
+        at = np.unique(np.concatenate(picked)) if picked else np.empty(0, dtype=np.intp)
+        out.append(df.iloc[at[at >= 0]])
+    return out[0], out[1]
 
 
 def _cause(rows: pd.DataFrame, since, end) -> dict:

@@ -37,21 +37,15 @@ def between(inc: Incident, df, col: str, start, end, *, inclusive: bool = False)
     time index built once per frame (a detector that looks at every launch's window would
     otherwise scan the whole frame once per launch)."""
     import numpy as np
-    import pandas as pd
 
     def build():
-        t = df[col].to_numpy(dtype="datetime64[us]").view("i8")
+        t = _micros_of(df[col])
         order = np.argsort(t, kind="stable")
         # The frame itself is kept with its index: while it is cached, its id cannot be reused
         # by another frame.
         return df, t[order], order
 
     _, times, order = cached(inc, f"index:{id(df)}:{col}", (), build)
-    def micros(t) -> int:
-        t = pd.Timestamp(t)
-        t = t.tz_convert("UTC").tz_localize(None) if t.tzinfo is not None else t
-        return int(t.to_datetime64().astype("datetime64[us]").astype("i8"))
-
     lo = np.searchsorted(times, micros(start), side="left")
     hi = np.searchsorted(times, micros(end), side="right" if inclusive else "left")
     return df.iloc[np.sort(order[lo:hi])]
@@ -61,13 +55,54 @@ def rows_where(inc: Incident, frame: str, col: str, value):
     """Rows of one of the incident's frames whose `col` equals `value`, through a grouping made
     once per frame (a lookup per launch or per episode must not scan the whole frame)."""
     df = getattr(inc, frame)
+    return df.iloc[positions(inc, df, col, value)]
+
+
+def positions(inc: Incident, df, col: str, value, since=None, until=None):
+    """Positions (sorted) of the rows of `df` whose `col` equals `value`, and with `since` or
+    `until`, whose time is in [since, until): through a grouping and a time column made once per
+    frame, so that picking one attempt's or one source's rows costs its rows, not the frame's."""
+    import numpy as np
 
     def build():
-        return df, {k: idx for k, idx in df.groupby(col, sort=False, dropna=True).indices.items()}
+        groups = {k: idx for k, idx in df.groupby(col, sort=False, dropna=True).indices.items()}
+        return df, groups
 
-    _, groups = cached(inc, f"rows:{frame}:{col}", (frame,), build)
+    _, groups = cached(inc, f"groups:{id(df)}:{col}", (), build)
     idx = groups.get(value)
-    return df.iloc[idx] if idx is not None else df.iloc[:0]
+    if idx is None:
+        return np.empty(0, dtype=np.intp)
+    if since is None and until is None:
+        return idx
+    t = times_of(inc, df)[idx]
+    keep = np.ones(len(idx), dtype=bool)
+    if since is not None:
+        keep &= t >= micros(since)
+    if until is not None:
+        keep &= t < micros(until)
+    return idx[keep]
+
+
+def times_of(inc: Incident, df):
+    """`df`'s time column as microseconds since the epoch (UTC), made once per frame."""
+    return cached(inc, f"times:{id(df)}", (), lambda: (df, _micros_of(df["time"])))[1]
+
+
+def micros(t) -> int:
+    """A time (naive is UTC) as microseconds since the epoch."""
+    import pandas as pd
+
+    t = pd.Timestamp(t)
+    t = t.tz_convert("UTC").tz_localize(None) if t.tzinfo is not None else t
+    return int(t.to_datetime64().astype("datetime64[us]").astype("i8"))
+
+
+def _micros_of(s):
+    import pandas as pd
+
+    if isinstance(s.dtype, pd.DatetimeTZDtype):
+        s = s.dt.tz_convert("UTC").dt.tz_localize(None)
+    return s.to_numpy(dtype="datetime64[us]").view("i8")
 
 
 def of_kinds(inc: Incident, kinds: tuple[str, ...]):
