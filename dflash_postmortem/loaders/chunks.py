@@ -27,9 +27,11 @@ from ..load_report import FileReport
 from .folder import load_source
 from .nvidia_smi.query_csv import header_fields
 from .registry import LoadContext
+from .training_log.process_log import TRAINING_LOG_FORMAT
+from .training_log.process_log import reads_on as log_reads_on
 
 # Formats read in chunks: (format name, whether its chunks need the header line in front).
-CHUNKED = {"nvidia-smi-query-csv": True, "training-log": False}
+CHUNKED = {"nvidia-smi-query-csv": True, TRAINING_LOG_FORMAT: False}
 
 # Read in pieces of this size while looking for chunk boundaries.
 _READ_BYTES = 1 << 22
@@ -72,6 +74,15 @@ def split_lines(path, chunk_bytes: int, *, csv_header: bool) -> Iterator[Chunk]:
                 first = False
             if not more:
                 return
+
+
+def reads_on(p, before: Incident, before_report: FileReport, chunk: Incident, chunk_report: FileReport) -> bool:
+    """Whether a chunk of a growing file, read on its own after what was read of it before, gives
+    the rows a read of the whole file gives (a log whose lines name their runs, jobs and attempts
+    from lines before them may not: process_log.reads_on); a CSV chunk always does."""
+    if p.fmt.name == TRAINING_LOG_FORMAT:
+        return log_reads_on(before, before_report, chunk, chunk_report)
+    return True
 
 
 def chunkable(p) -> bool:

@@ -8,7 +8,9 @@ the last cut still those read, is read from that cut: the new whole lines are on
 through the same loader, on the file's own line numbers, and its account is added to the file's.
 A line still being written (no newline yet) is read again at each look until it ends. New lines
 of a log that carry no date of their own continue the record read last (a traceback after its
-error line): no chunk may start inside a record, so that log is read from its start again.
+error line): no chunk may start inside a record, so that log is read from its start again; so
+is a log whose new lines take their run, job or attempt from lines read before (a chunk whose
+first lines name no run, a torchrun agent's or Slurm's lines: process_log.reads_on).
 Everything else that changed is read whole, and so is every source read after the others
 (phase 1: what it borrows from them changes as they grow). The incident is the one a
 fresh read of the folder gives (tests/loaders/test_following.py).
@@ -27,6 +29,9 @@ from ..load_report import FileReport
 from . import chunks
 from .folder import folder_digest, load_source
 from .registry import LoadContext
+
+# `_take`'s answer for a chunk that read on its own would not give the rows a whole read gives.
+_FROM_START = object()
 
 # How much of a stream's bytes before its cut must read as they did: a file rewritten from the
 # start (a capture restarted with `>`) is read whole again.
@@ -106,7 +111,11 @@ class GrowingFolder:
         scratch.mkdir(parents=True, exist_ok=True)
         self.reads["resumed" if s.part is not None else "whole"] += 1
         if cut:
-            s = self._take(s, p, ctx, scratch, tail[:cut], csv)
+            taken = self._take(s, p, ctx, scratch, tail[:cut], csv)
+            if taken is _FROM_START:  # read on its own, the chunk's rows would be named otherwise
+                self._streams[key] = _Stream()
+                return self._stream(key, p, ctx, scratch, state)
+            s = taken
             if s is None:  # the loader refused a chunk: the file as a whole read gives it
                 self._streams.pop(key, None)
                 return load_source(p, ctx, scratch / "whole")
@@ -125,6 +134,8 @@ class GrowingFolder:
         inc, rep = _read(s, p, ctx, scratch, text, csv, "closed")
         if rep.error:
             return None
+        if s.part is not None and not chunks.reads_on(p, s.part, s.report, inc, rep):
+            return _FROM_START
         if s.report is None:
             s.report, s.notes = rep, list(inc.load_report.notes)
         else:
@@ -140,7 +151,9 @@ class GrowingFolder:
         """The stream as it stands: what was read for good and the open rest read once more
         (None where the loader refuses the rest: its error is the file's, as a whole read says)."""
         inc, rep = _read(s, p, ctx, scratch, text, csv, "open")
-        return None if rep.error else _joined(s, (inc, rep))
+        if rep.error or (s.part is not None and not chunks.reads_on(p, s.part, s.report, inc, rep)):
+            return None  # read whole by the caller
+        return _joined(s, (inc, rep))
 
 
 def _read(s: _Stream, p, ctx, scratch: Path, text: bytes, csv: bool, name: str):

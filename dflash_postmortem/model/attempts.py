@@ -550,9 +550,19 @@ class _Assembly:
         self.kills = [(i, pids | reached(self.ev.loc[i], pids, started)) for i, pids in self.kills]
         _jobs(found)
         self.ordered = found
+        carried = computed.carried(self.inc)
         rows = []
         for i, a in enumerate(found, 1):
-            rows.append(self._row(i, a))
+            seen = self._evidence_of(a)
+            if carried is None:
+                rows.append(self._row(i, a, seen))
+            else:
+                # a folder still being written: an attempt whose signals and evidence rows are
+                # what they were at the last read has the row it had (computed.Carried)
+                # (the end of the evidence matters to a row only through the rows it leaves open)
+                key = ("attempt row", i, _signals(a), *(computed.digest(df) for df in seen[1:]),
+                       tuple(_still_open(seen[3], self.evidence_end, self.inc.live)))
+                rows.append(carried.get(key, lambda i=i, a=a, seen=seen: self._row(i, a, seen)))
         # object columns: a missing text stays None (pandas would make it a NaN of a string column)
         df = pd.DataFrame(rows, columns=list(COLUMNS), dtype=object)
         for col in ("start", "launched", "first_step", "last_alive", "end", "cause_time"):
@@ -574,19 +584,24 @@ class _Assembly:
             listed = listed[listed["attempt"].isna() | (listed["attempt"] == a.job_attempt)]
         return rows + list(listed.index)
 
-    def _row(self, i: int, a: _Attempt) -> dict:
+    def _evidence_of(self, a: _Attempt) -> tuple:
+        """(its log parts, then the rows its row is read from: its step lines, its metric rows,
+        its event rows, its GPU samples, its listed processes)."""
         inc = self.inc
         parts = [(s, b, e) for s, (b, e) in a.sources.items()]
         steps = _steps(inc, parts, a.runs, a.start, self.owned)
-        first = steps.iloc[0] if len(steps) else None
-        by_job = self._job_rows_of(a)
-        lines, rows = _rows_of(inc, parts, a.pids, self.kills, a.launch_ref, by_job)
+        lines, rows = _rows_of(inc, parts, a.pids, self.kills, a.launch_ref, self._job_rows_of(a))
         gp = inc.gpu_processes[inc.gpu_processes["pid"].isin(a.pids)] if a.pids else inc.gpu_processes.iloc[:0]
         procs = self.procs[self.procs["pid"].isin(a.pids)]
         # a launcher's agent lives through every attempt of its job: an attempt lives as long as
         # its workers, where the listings show them
         workers = procs[~procs["command"].astype(str).str.contains(_AGENT)]
-        procs = workers if len(workers) else procs
+        return parts, steps, lines, rows, gp, workers if len(workers) else procs
+
+    def _row(self, i: int, a: _Attempt, seen: tuple) -> dict:
+        inc = self.inc
+        parts, steps, lines, rows, gp, procs = seen
+        first = steps.iloc[0] if len(steps) else None
         lives = [x for x in (_last(lines, "time"), _last(rows, "time"), _last(gp, "time")) if x is not None]
         if len(procs) and procs["alive_until"].notna().any():
             p = procs.loc[procs["alive_until"].idxmax()]
@@ -640,6 +655,17 @@ def _jobs(found: list[_Attempt]) -> None:
         if a.job is None:
             head = found[root(i)]
             a.job = head.job if head.job is not None else f"job {found.index(head) + 1}"
+
+
+def _signals(a: _Attempt) -> str:
+    """Everything an attempt was assembled from, as one text (sets and dicts in a fixed order)."""
+    def plain(v):
+        if isinstance(v, (set, frozenset)):
+            return sorted(v, key=repr)
+        if isinstance(v, dict):
+            return sorted(((repr(k), plain(x)) for k, x in v.items()), key=lambda kv: kv[0])
+        return v
+    return repr(sorted((k, plain(v)) for k, v in vars(a).items()))
 
 
 def _last(df: pd.DataFrame, col: str):
@@ -847,6 +873,16 @@ def _rows_of(inc: Incident, parts: list[tuple], pids: set[int], kills: list | No
     return out[0], out[1]
 
 
+def _still_open(rows: pd.DataFrame, evidence_end, live: bool) -> pd.Series:
+    """The rows that are no end yet: in a folder still being written, an end read from where a
+    run's records stop with no exit record (killed, crashed, or still running) ends the attempt
+    only where the evidence goes on after it; at the end of what the folder holds so far, the run
+    is still writing as far as anything shows (a post-mortem reads it as the end it was)."""
+    if not live or "open_end" not in rows.columns or evidence_end is None:
+        return pd.Series(False, index=rows.index)
+    return rows["open_end"].fillna(False).astype(bool) & (rows["time"] >= evidence_end - END_SLACK)
+
+
 def _cause(rows: pd.DataFrame, since, end) -> dict:
     """What went wrong: the first error line from the last step to the end (none where it
     ended without one, or is alive)."""
@@ -869,12 +905,7 @@ def _end(rows: pd.DataFrame, a: _Attempt, last_alive, evidence_end, live: bool =
     if "kind" not in rows.columns:
         return none  # only metric rows: nothing says how it ended
     ev = rows[rows["kind"].isin(_ENDS)]
-    if live and "open_end" in ev.columns and evidence_end is not None:
-        # in a folder still being written, an end read from where a run's records stop with no
-        # exit record (killed, crashed, or still running) ends the attempt only where the
-        # evidence goes on after it: at the end of what the folder holds so far, the run is
-        # still writing as far as anything shows (a post-mortem reads it as the end it was)
-        ev = ev[~(ev["open_end"].fillna(False).astype(bool) & (ev["time"] >= evidence_end - END_SLACK))]
+    ev = ev[~_still_open(ev, evidence_end, live)]
     # an end is at the end: a traceback an hour before the last step (a thread that died while the
     # rest trained on) did not end the attempt
     # (a transcript dated only by its `date`s places its lines up to APPROX_S early: the shell's

@@ -115,3 +115,61 @@ def first_seen_on_gpus(inc: Incident):
     """Each PID's first per-process GPU sample."""
     return cached(inc, "first on gpus", ("gpu_processes",),
                   lambda: inc.gpu_processes.dropna(subset=["pid"]).groupby("pid")["time"].min())
+
+
+class Carried:
+    """What the model computed on one read of a folder still being written that the next read
+    may take as it is: each result keyed by everything it was computed from (an attempt's row by
+    the attempt's signals and the digests of its evidence rows, model/attempts.py). The watch
+    keeps one across its looks (watch/live.py), so that a look recomputes only the attempts whose
+    evidence changed, not the ones that ended an hour ago; a post-mortem has none. What a read
+    did not ask for is dropped when it settles: one read's worth is kept."""
+
+    def __init__(self):
+        self._last: dict = {}
+        self._now: dict = {}
+        self.reused = self.computed = 0  # over the last read
+
+    def get(self, key, compute: Callable[[], T]) -> T:
+        if key not in self._now:
+            if key in self._last:
+                self._now[key] = self._last[key]
+                self.reused += 1
+            else:
+                self._now[key] = compute()
+                self.computed += 1
+        return self._now[key]
+
+    def settle(self) -> None:
+        """The read is done: what it asked for is what the next read may take."""
+        self._last, self._now = self._now, {}
+
+    def begin(self) -> None:
+        """A read starts: its counts start at zero."""
+        self.reused = self.computed = 0
+
+
+_CARRIED = "_carried"
+
+
+def carry(inc: Incident, carried: Carried) -> None:
+    """Let the model of `inc` take results from `carried` (and leave its own there)."""
+    inc.__dict__[_CARRIED] = carried
+
+
+def carried(inc: Incident) -> Carried | None:
+    return inc.__dict__.get(_CARRIED)
+
+
+def digest(df) -> str:
+    """A digest of a frame's rows (every column, in order): equal digests, equal rows."""
+    import hashlib
+
+    import pandas as pd
+
+    if df.empty:
+        return f"empty:{','.join(map(str, df.columns))}"
+    # values a hash cannot take (lists, dicts) as their text
+    plain = df.astype({c: str for c in df.columns if df[c].dtype == object})
+    hashed = pd.util.hash_pandas_object(plain, index=False).to_numpy()
+    return hashlib.blake2b(hashed.tobytes() + ",".join(map(str, df.columns)).encode(), digest_size=16).hexdigest()

@@ -638,6 +638,11 @@ def default_run(path: Path, ctx: LoadContext, place: LogDirPlace | None = None) 
     return (place.run if place is not None else Path(path).stem), True
 
 
+# What settle_runs says of a file's rows (reads_on reads a chunk's account for them).
+_NO_TAG = "lines that name no run are given run"
+_BEFORE_TAG = "rows before the first [run] tag are given the first tag that follows"
+
+
 def settle_runs(cols: dict[str, list], scanner: LogScanner, stem: str, rep: FileReport,
                 named_by: str = "the file's name") -> None:
     """Rows read before any tagged line take the first tag that follows; no tag at all: the stem."""
@@ -646,9 +651,31 @@ def settle_runs(cols: dict[str, list], scanner: LogScanner, stem: str, rep: File
     run = scanner.first_run or stem
     cols["run"] = [r if r is not None else run for r in cols["run"]]
     if scanner.first_run is None:
-        rep.assume(f"lines that name no run are given run {run!r} ({named_by})")
+        rep.assume(f"{_NO_TAG} {run!r} ({named_by})")
     else:
-        rep.assume(f"rows before the first [run] tag are given the first tag that follows, {run!r}")
+        rep.assume(f"{_BEFORE_TAG}, {run!r}")
+
+
+def reads_on(before, before_report: FileReport, chunk, chunk_report: FileReport) -> bool:
+    """Whether a chunk of a growing log, read on its own after the lines read before (`before`,
+    and their account), gives its rows the runs, jobs and attempts a read of the whole file gives them.
+    Not where its first rows name no run (the whole file gives them the run the lines before
+    named), where the lines before named none and its rows do (the whole file names those lines
+    after its first tag), or where a launcher's lines say whose job and attempt rows are (a
+    torchrun agent's restarts, a Slurm job: the whole file's count and names). Such a log is read
+    from its start again (loaders/following.py)."""
+    said = chunk_report.assumptions
+    if any(a.startswith(_BEFORE_TAG) for a in said):
+        return False
+    untagged_before = any(a.startswith(_NO_TAG) for a in before_report.assumptions)
+    rows = len(chunk.metrics) + len(chunk.events)
+    if rows and untagged_before != any(a.startswith(_NO_TAG) for a in said):
+        return False
+    # a worker's file in torchrun's --log-dir folder takes its job and attempt from its path
+    if log_dir_place(Path(chunk_report.path)) is not None:
+        return True
+    return not any(col in df.columns and df[col].notna().any()
+                   for inc in (before, chunk) for df in (inc.events, inc.metrics) for col in ("job", "attempt"))
 
 
 # -- sniffing ---------------------------------------------------------------------------------
