@@ -31,9 +31,14 @@ def heavy_sql(mem: str, peak: str) -> str:
     return f"({mem} >= {HEAVY_FRACTION} * {peak} AND {mem} >= {HELD_MIB})"
 
 
+# The columns of the GPU samples the rules read or cite (a copy of the whole frame is an hour's
+# samples of every column, most of a live watch's look).
+_READ = ("time", "host", "gpu", "uuid", "memory_used_mib", "util_gpu_pct", "ref", "source", "line")
+
+
 def _classes(g: pd.DataFrame) -> pd.DataFrame:
     """Per sample time: each GPU's class (heavy / light / empty)."""
-    g = g.dropna(subset=["gpu", "memory_used_mib"]).copy()
+    g = g[[c for c in _READ if c in g.columns]].dropna(subset=["gpu", "memory_used_mib"])
     g["t"] = g["time"].dt.floor("s")
     peak = g.groupby("t")["memory_used_mib"].transform("max")
     g["cls"] = "empty"

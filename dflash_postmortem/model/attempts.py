@@ -697,15 +697,6 @@ def _script_run(command: str) -> str | None:
     return None
 
 
-def _refs(df: pd.DataFrame) -> pd.Series:
-    """Each row's `file:line`: its `ref`, else its source and line."""
-    ref = _col(df, "ref").astype(object)
-    if "line" in df.columns:
-        made = df["source"].astype(str) + ":" + df["line"].astype("Int64").astype(str)
-        ref = ref.where(ref.notna(), made.where(df["line"].notna()))
-    return ref
-
-
 def _runs_program(command: str) -> bool:
     return bool(_PYTHON.search(command) or _AGENT.search(command) or re.search(r"\.sh\b", command))
 
@@ -780,15 +771,20 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
     source said its trainer ended (a restart loop appending to one log). (time, ref, rank, job,
     attempt, pid, run) each, per rank where rows carry one."""
     ev, m = inc.events, inc.metrics
+    frames = (m, ev)
     parts = []
-    for df in (m, ev):
+    for k, df in enumerate(frames):
         if df.empty:
             continue
+        at = _may_start(m, ev) if df is m else np.arange(len(df))
+        df = df.iloc[at]
         cols = ["source", "time", "rank", "job", "attempt", "run"]
         part = df[[c for c in cols if c in df.columns]].copy()
         part["kind"] = df["kind"] if "kind" in df.columns else "metric"
         part["pid"] = _col(df, "pid")
-        part["ref"] = _refs(df)
+        # where the row is, for the ref of the few rows that start something (every row's ref
+        # as text would be the largest thing a watch's look holds: an hour of 1 Hz rank logs)
+        part["frame"], part["at"] = k, at
         parts.append(part)
     if not parts:
         return {}
@@ -823,11 +819,49 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
         for i in starts:
             r = g.iloc[i]
             out.setdefault(source, []).append((
-                r["time"], r["ref"], None if rank == -1 else int(rank), _text(r.get("job")),
+                r["time"], _ref(frames[r["frame"]].iloc[r["at"]]), None if rank == -1 else int(rank), _text(r.get("job")),
                 _num(r.get("attempt")), _num(r.get("pid")), _text(r.get("run"))))
     for source in out:
         out[source].sort(key=lambda x: x[0])
     return out
+
+
+def _may_start(m: pd.DataFrame, ev: pd.DataFrame) -> np.ndarray:
+    """Positions of the metric rows of `_log_starts` that can start something, in order: of a
+    log's metric rows (per rank, in time order) the first, and one that follows one of the log's
+    event rows or names another job or attempt than the metric row before it. The others change
+    nothing there (a metric row is neither an end nor a start), and they are most of an hour's
+    rows: they are never copied out."""
+    valid = np.flatnonzero((m["source"].notna() & m["time"].notna()).to_numpy(dtype=bool))
+    if not len(valid):
+        return valid
+    m = m[[c for c in ("source", "time", "rank", "job", "attempt") if c in m.columns]]
+    m = m if len(valid) == len(m) else m.iloc[valid]
+    src, logs = pd.factorize(m["source"])
+    ev_src = pd.Index(logs).get_indexer(ev["source"])  # a log with no metric row: -1
+    rank = _col(m, "rank").fillna(-1).to_numpy(dtype="int64")
+    time = m["time"].to_numpy(dtype="datetime64[us]").view("i8")
+    order = np.lexsort((np.arange(len(m)), time, rank, src))  # by log, rank, time, then as read
+    src, rank, time = src[order], rank[order], time[order]
+    same = np.zeros(len(m), dtype=bool)
+    same[1:] = (src[1:] == src[:-1]) & (rank[1:] == rank[:-1])
+    for col in ("job", "attempt"):
+        if col in m.columns:
+            v = pd.factorize(m[col])[0][order]  # missing: -1, as one value
+            same[1:] &= v[1:] == v[:-1]
+    if len(ev):
+        # an event of the log between a metric row and the one before it (at or after the one
+        # before: a log's event sorts after its metric rows of the same time)
+        ev_rank = _col(ev, "rank").fillna(-1).to_numpy(dtype="int64")
+        ev_time = ev["time"].to_numpy(dtype="datetime64[us]").view("i8")
+        for s_code, r in set(zip(ev_src.tolist(), ev_rank.tolist(), strict=True)):
+            here = np.flatnonzero((src == s_code) & (rank == r))
+            if len(here) < 2:
+                continue
+            t = np.sort(ev_time[(ev_src == s_code) & (ev_rank == r)])
+            before = np.searchsorted(t, time[here], side="left")  # events earlier than each row
+            same[here[1:]] &= before[1:] == np.searchsorted(t, time[here[:-1]], side="left")
+    return np.sort(valid[order[~same]])
 
 
 def _steps(inc: Incident, parts: list[tuple], runs: list[str], start, owned: set[str]) -> pd.DataFrame:
