@@ -10,6 +10,8 @@ May import: the contracts, clock/, model/ (docs/architecture.md, "Who may import
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 
 from ..clock.hosts import views
@@ -35,19 +37,33 @@ DETECTORS = (
 )
 
 
-def detect(incident: Incident) -> pd.DataFrame:
+def detect(incident: Incident, on_error: Callable[[str, Exception], None] | None = None) -> pd.DataFrame:
     """Every detector's findings, ordered by start time, with the cause graph across them; in a
-    fleet, each host's own (causes link findings of one host), then the summary across hosts."""
+    fleet, each host's own (causes link findings of one host), then the summary across hosts.
+
+    With `on_error`, a detector that raises is passed over: `on_error(its name, the error)`, and
+    the others' findings are returned (the live watch tells the error and goes on telling the
+    rest); without, the error propagates (a post-mortem says nothing rather than half)."""
     if len(per_host.hosts(incident)) < 2:
-        return _judged(incident)
-    return per_host.summarised([per_host.named(_judged(share), host) for host, share in views(incident)])
+        return _judged(incident, on_error)
+    return per_host.summarised([per_host.named(_judged(share, on_error), host) for host, share in views(incident)])
 
 
-def _judged(inc: Incident) -> pd.DataFrame:
-    parts = [d(inc) for d in DETECTORS]
+def _judged(inc: Incident, on_error=None) -> pd.DataFrame:
+    parts = [_found(d, inc, on_error) for d in DETECTORS]
     if not any(len(p) for p in parts):
         return findings.empty()
     return frame_with_causes(inc, parts)
+
+
+def _found(d, inc: Incident, on_error) -> pd.DataFrame:
+    if on_error is None:
+        return d(inc)
+    try:
+        return d(inc)
+    except Exception as e:  # noqa: BLE001 - handed to on_error, which tells it
+        on_error(d.__name__, e)
+        return findings.empty()
 
 
 __all__ = [

@@ -86,6 +86,7 @@ class _Seen:
     started: set[str] = field(default_factory=set)
     stepped: set[str] = field(default_factory=set)
     not_starting: set[str] = field(default_factory=set)
+    errors: set[str] = field(default_factory=set)  # the detectors' errors said
 
 
 class Watch:
@@ -104,6 +105,7 @@ class Watch:
         self._listed: dict | None = None  # the folder at the last look (without a pacer)
         self.reader = GrowingFolder()  # what was read, kept between looks
         self.carried = Carried()  # what the model computed, kept between looks (model/computed.py)
+        self.failed: list[tuple[str, Exception]] = []  # the detectors that raised on the last read
         self.looks = 0  # looks done so far (a test waits on it)
         self.spent = {"read": 0.0, "judge": 0.0}  # CPU seconds of the last look that read the folder
         self.pacer = pacer
@@ -156,10 +158,13 @@ class Watch:
             carry(incident, self.carried)
             c2 = time.process_time()
             self.carried.begin()
+            failed: list[tuple[str, Exception]] = []
             try:
-                findings = detect(incident)
+                # a detector that raises is told (below) and the others' findings are said
+                findings = detect(incident, on_error=lambda name, e: failed.append((name, e)))
             finally:
                 self.carried.settle()
+            self.failed = failed
             # kept only once both are whole: a look that raised leaves nothing read, and the
             # next reads again (follow's RETRY_S)
             self.incident, self.findings = incident, findings
@@ -169,7 +174,7 @@ class Watch:
                 # the earliest a stall can be told: the incident's own threshold where it sets one
                 self.pacer.quiet_s = float(self.incident.config.detect.get("stall_s") or MIN_STALL_S)
         inc, found = self.incident, self.findings
-        out = self._attempts(inc) + self._findings(found) + self._not_starting(inc)
+        out = self._attempts(inc) + self._findings(found) + self._not_starting(inc) + self._failures()
         self.status()  # computed once per read (the status line and the metrics ask at every look)
         if self.pacer is not None:
             self.pacer.spent(time.process_time() - c0, read=why is not None)
@@ -243,6 +248,17 @@ class Watch:
             self.seen.spans.append((f["kind"], f["numbers"].get("run"), f["start"], f["end"]))
             out.append(Announcement(f["start"], str(run or "?"), ANNOUNCED[f["kind"]], str(f["title"]),
                                     self._evidence(f["evidence"][0] if f["evidence"] else None)))
+        return out
+
+    def _failures(self) -> list[Announcement]:
+        """A detector that raised on the last read, said once for each error (the next reads may
+        raise it again: a bug in it, or evidence it cannot take)."""
+        out = []
+        for name, e in self.failed:
+            why = f"{name} failed ({type(e).__name__}: {e}); the other detectors' findings are told"
+            if why not in self.seen.errors:
+                self.seen.errors.add(why)
+                out.append(Announcement(self.now(), "watch", "watch_error", why))
         return out
 
     def _told(self, kind: str, run, start, end) -> bool:

@@ -157,11 +157,11 @@ def test_a_look_that_raises_is_said_once_and_the_watch_tries_again_later(tmp_pat
     grow(INCIDENTS / "h200-1gpu-crash-loop", folder, None)
     tried, real = [], live.detect
 
-    def detect_failing_twice(inc):
+    def detect_failing_twice(inc, **kwargs):
         tried.append(time.monotonic())
         if len(tried) <= 2:
             raise TypeError("boolean value of NA is ambiguous")
-        return real(inc)
+        return real(inc, **kwargs)
 
     monkeypatch.setattr(live, "detect", detect_failing_twice)
     monkeypatch.setattr(live, "RETRY_S", 0.3)
@@ -179,6 +179,35 @@ def test_a_look_that_raises_is_said_once_and_the_watch_tries_again_later(tmp_pat
     assert errors[0].job == "watch" and said.index(errors[0]) == 0
     assert tried[1] - tried[0] >= 0.3 and tried[2] - tried[1] >= 0.6
     assert len(tried) >= 3 and [a.kind for a in said].count("attempt_started") == len(pm.attempts(pm.load_incident(folder)))
+
+
+def test_a_detector_that_raises_is_said_once_and_the_others_findings_are_told(tmp_path, monkeypatch):
+    """The stall replay on one H200 (a drafter thread blocked at 09:28:53, the relaunch at 09:29:52
+    recovering to 0.83 of baseline) watched with the stall detector raising: its error is the
+    watch's own announcement, once over two reads, and the partial recovery is still told."""
+    import importlib
+    import os
+
+    detection = importlib.import_module("dflash_postmortem.detect")  # the package, not its function
+
+    folder = tmp_path / "stall"
+    grow(INCIDENTS / "h200-1gpu-stall", folder, None)
+
+    def detect_stalls(inc):
+        raise ValueError("cannot take this evidence")
+
+    monkeypatch.setattr(detection, "DETECTORS", tuple(detect_stalls if d.__name__ == "detect_stalls" else d
+                                                      for d in detection.DETECTORS))
+    watch = Watch(folder)
+    said = watch.look()
+    assert [a.text for a in said if a.kind == "watch_error"] == [
+        "detect_stalls failed (ValueError: cannot take this evidence); the other detectors' findings are told"]
+    told = {a.kind: a for a in said}
+    assert "stall" not in told and told["partial_recovery"].time == pd.Timestamp("2026-11-30 09:30:08", tz="UTC")
+    log = sorted((folder / "logs").glob("*.log"))[0]
+    os.utime(log, ns=(log.stat().st_atime_ns, log.stat().st_mtime_ns + 10**9))  # the folder changed: read again
+    again = watch.look()
+    assert watch.failed and [a for a in again if a.kind == "watch_error"] == []
 
 
 def test_a_start_with_no_step_past_its_budget_is_announced_as_not_starting(tmp_path):
