@@ -204,6 +204,8 @@ class Watch:
             a = runs.iloc[-1]
             mine = st[st["attempt"] == a["attempt"]]
             state = str(mine["state"].iloc[-1]) if len(mine) else "starting"
+            if state == "starting" and pd.notna(a["first_step"]):
+                state = "training"  # its one step line so far: no stretch of training yet in the states
             recent = pace[pace["source"].isin(a["sources"])] if len(pace) and a["sources"] else pace.iloc[:0]
             level = float(recent["value"].tail(6).median()) if len(recent) else None
             out.append(JobStatus(job=str(a["run"] or job), state=_live_state(state), pace=level, unit=u,

@@ -226,6 +226,17 @@ def test_a_start_with_no_step_past_its_budget_is_announced_as_not_starting(tmp_p
     assert status["big"] == "starting"
 
 
+def test_a_run_whose_first_step_lines_share_one_second_is_training(tmp_path):
+    """The crash loop cut at 04:37:48, the fixed run's first second of steps (5 and 10, its log's
+    lines 8-9): its status is training, not starting; the looped script before it never trained."""
+    folder = tmp_path / "incident"
+    grow(INCIDENTS / "h200-1gpu-crash-loop", folder, "2026-12-02 04:37:48")
+    watch = Watch(folder, clock_now=lambda: pd.Timestamp("2026-12-02 04:37:48", tz="UTC"))
+    said = watch.look()
+    assert [a.evidence.split()[0] for a in said if a.kind == "first_step"] == ["logs/train_fixed.log:8"]
+    assert {j.job: j.state for j in watch.status()} == {"looped": "never_trained", "looped-fixed": "training"}
+
+
 def test_the_budget_is_longer_than_the_longest_earlier_start_of_the_same_script(tmp_path):
     folder = tmp_path / "incident"
     grow(INCIDENTS / "h200-1gpu-crash-loop", folder, None)
