@@ -78,14 +78,24 @@ def start_budget(att: pd.DataFrame, a: pd.Series, configured: float | None) -> t
 
 
 @dataclass
+class _Told:
+    """An attempt the watch announced, and what it said of it."""
+
+    job: str
+    start: pd.Timestamp
+    refs: set[str]  # the lines that started it (its start's, its launch's), as read so far
+    pids: set[int]
+    stepped: bool = False
+    not_starting: bool = False
+
+
+@dataclass
 class _Seen:
     """What has been announced already: findings by id, attempts by what was said of them."""
 
     findings: set[str] = field(default_factory=set)
     spans: list[tuple] = field(default_factory=list)  # (kind, run, start, end) of each one announced
-    started: set[str] = field(default_factory=set)
-    stepped: set[str] = field(default_factory=set)
-    not_starting: set[str] = field(default_factory=set)
+    attempts: list[_Told] = field(default_factory=list)
     errors: set[str] = field(default_factory=set)  # the detectors' errors said
 
 
@@ -218,18 +228,45 @@ class Watch:
         text = cited_line(self.folder, ref)
         return f"{ref}  {' '.join(text.split())}" if text else ref
 
+    def _told_attempts(self, att: pd.DataFrame) -> list[_Told | None]:
+        """For each attempt as the folder reads now, the one announced already that it is (None:
+        not announced yet), one each: the one started by the same line (its start's or its
+        launch's), else the one with a process of it, else the one of the same job in the same
+        second; each then known by what is read now. Not by its name: attempts are numbered in
+        start order, and a start read later (a log that names its attempts after its first lines,
+        a process listed late) renumbers those after it; nor by its start alone, which a more
+        precise signal read later moves (a log's first line after the launch)."""
+        rows = [(str(a["run"] or a["job"]), a["start"], _start_refs(a), set(a["pids"])) for _, a in att.iterrows()]
+        same = (lambda r, t: bool(r[2] & t.refs), lambda r, t: bool(r[3] & t.pids),
+                lambda r, t: t.job == r[0] and abs((r[1] - t.start).total_seconds()) < 1)
+        found: list[_Told | None] = [None] * len(rows)
+        free = list(self.seen.attempts)
+        for rule in same:
+            for i, r in enumerate(rows):
+                if found[i] is None:
+                    t = next((t for t in free if rule(r, t)), None)
+                    if t is not None:
+                        found[i] = t
+                        free.remove(t)
+        for r, t in zip(rows, found, strict=True):
+            if t is not None:
+                t.job, t.start, t.refs, t.pids = r
+        return found
+
     def _attempts(self, inc: Incident) -> list[Announcement]:
         out = []
-        for _, a in attempts(inc).iterrows():
+        att = attempts(inc)
+        for (_, a), told in zip(att.iterrows(), self._told_attempts(att), strict=True):
             name, job = str(a["attempt"]), str(a["run"] or a["job"])
-            if name not in self.seen.started:
-                self.seen.started.add(name)
+            if told is None:
+                told = _Told(job, a["start"], _start_refs(a), set(a["pids"]))
+                self.seen.attempts.append(told)
                 out.append(Announcement(a["start"], job, "attempt_started",
                                         f"attempt {name} started by {a['by']}"
                                         + (f": {a['command']}" if isinstance(a["command"], str) else ""),
                                         self._evidence(a["start_ref"])))
-            if pd.notna(a["first_step"]) and name not in self.seen.stepped:
-                self.seen.stepped.add(name)
+            if pd.notna(a["first_step"]) and not told.stepped:
+                told.stepped = True
                 out.append(Announcement(a["first_step"], job, "first_step",
                                         f"first step of attempt {name}, "
                                         f"{duration((a['first_step'] - a['start']).total_seconds())} after its start",
@@ -274,30 +311,32 @@ class Watch:
                 return True
         return False
 
-    def _overdue(self) -> list[tuple[pd.Series, float, str, float]]:
-        """(attempt, budget, where the budget comes from, seconds waited) of each attempt past
-        its start budget with no step, nothing that ended it, and nothing said of it yet."""
+    def _overdue(self) -> list[tuple[pd.Series, float, str, float, _Told | None]]:
+        """(attempt, budget, where the budget comes from, seconds waited, the attempt as told) of
+        each attempt past its start budget with no step, nothing that ended it, and nothing said
+        of it yet."""
         inc = self.incident
         if inc is None:
             return []
         att = attempts(inc)
         now = self.now()
         out = []
-        for _, a in att.iterrows():
-            if pd.notna(a["first_step"]) or pd.notna(a["end"]) or str(a["attempt"]) in self.seen.not_starting:
+        for (_, a), told in zip(att.iterrows(), self._told_attempts(att), strict=True):
+            if pd.notna(a["first_step"]) or pd.notna(a["end"]) or (told is not None and told.not_starting):
                 continue
             budget, why = start_budget(att, a, inc.config.detect.get("start_budget_s"))
             waited = (now - a["start"]).total_seconds()
             if waited >= budget:
-                out.append((a, budget, why, waited))
+                out.append((a, budget, why, waited, told))
         return out
 
     def _not_starting(self, inc: Incident) -> list[Announcement]:
         """Attempts past their start budget with no step and nothing that ended them."""
         now = self.now()
         out = []
-        for a, budget, why, waited in self._overdue():
-            self.seen.not_starting.add(str(a["attempt"]))
+        for a, budget, why, waited, told in self._overdue():
+            if told is not None:
+                told.not_starting = True
             last = _last_line(inc, a)
             out.append(Announcement(
                 now, str(a["run"] or a["job"]), "not_starting",
@@ -312,6 +351,10 @@ def _goodput(parts: pd.DataFrame, job) -> float | None:
     mine = parts[parts["job"] == job] if len(parts) else parts
     total = float(mine["seconds"].sum()) if len(mine) else 0.0
     return float(mine.loc[mine["class"] == "productive", "seconds"].sum()) / total if total > 0 else None
+
+
+def _start_refs(a: pd.Series) -> set[str]:
+    return {r for r in (a["start_ref"], a["launch_ref"]) if isinstance(r, str)}
 
 
 def _live_state(state: str) -> str:
