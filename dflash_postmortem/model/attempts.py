@@ -550,19 +550,7 @@ class _Assembly:
         self.kills = [(i, pids | reached(self.ev.loc[i], pids, started)) for i, pids in self.kills]
         _jobs(found)
         self.ordered = found
-        carried = computed.carried(self.inc)
-        rows = []
-        for i, a in enumerate(found, 1):
-            seen = self._evidence_of(a)
-            if carried is None:
-                rows.append(self._row(i, a, seen))
-            else:
-                # a folder still being written: an attempt whose signals and evidence rows are
-                # what they were at the last read has the row it had (computed.Carried)
-                # (the end of the evidence matters to a row only through the rows it leaves open)
-                key = ("attempt row", i, _signals(a), *(computed.digest(df) for df in seen[1:]),
-                       tuple(_still_open(seen[3], self.evidence_end, self.inc.live)))
-                rows.append(carried.get(key, lambda i=i, a=a, seen=seen: self._row(i, a, seen)))
+        rows = [self._row(i, a) for i, a in enumerate(found, 1)]
         # object columns: a missing text stays None (pandas would make it a NaN of a string column)
         df = pd.DataFrame(rows, columns=list(COLUMNS), dtype=object)
         for col in ("start", "launched", "first_step", "last_alive", "end", "cause_time"):
@@ -584,24 +572,18 @@ class _Assembly:
             listed = listed[listed["attempt"].isna() | (listed["attempt"] == a.job_attempt)]
         return rows + list(listed.index)
 
-    def _evidence_of(self, a: _Attempt) -> tuple:
-        """(its log parts, then the rows its row is read from: its step lines, its metric rows,
-        its event rows, its GPU samples, its listed processes)."""
+    def _row(self, i: int, a: _Attempt) -> dict:
         inc = self.inc
         parts = [(s, b, e) for s, (b, e) in a.sources.items()]
         steps = _steps(inc, parts, a.runs, a.start, self.owned)
+        first = steps.iloc[0] if len(steps) else None
         lines, rows = _rows_of(inc, parts, a.pids, self.kills, a.launch_ref, self._job_rows_of(a))
         gp = inc.gpu_processes[inc.gpu_processes["pid"].isin(a.pids)] if a.pids else inc.gpu_processes.iloc[:0]
         procs = self.procs[self.procs["pid"].isin(a.pids)]
         # a launcher's agent lives through every attempt of its job: an attempt lives as long as
         # its workers, where the listings show them
         workers = procs[~procs["command"].astype(str).str.contains(_AGENT)]
-        return parts, steps, lines, rows, gp, workers if len(workers) else procs
-
-    def _row(self, i: int, a: _Attempt, seen: tuple) -> dict:
-        inc = self.inc
-        parts, steps, lines, rows, gp, procs = seen
-        first = steps.iloc[0] if len(steps) else None
+        procs = workers if len(workers) else procs
         lives = [x for x in (_last(lines, "time"), _last(rows, "time"), _last(gp, "time")) if x is not None]
         if len(procs) and procs["alive_until"].notna().any():
             p = procs.loc[procs["alive_until"].idxmax()]
@@ -655,17 +637,6 @@ def _jobs(found: list[_Attempt]) -> None:
         if a.job is None:
             head = found[root(i)]
             a.job = head.job if head.job is not None else f"job {found.index(head) + 1}"
-
-
-def _signals(a: _Attempt) -> str:
-    """Everything an attempt was assembled from, as one text (sets and dicts in a fixed order)."""
-    def plain(v):
-        if isinstance(v, (set, frozenset)):
-            return sorted(v, key=repr)
-        if isinstance(v, dict):
-            return sorted(((repr(k), plain(x)) for k, x in v.items()), key=lambda kv: kv[0])
-        return v
-    return repr(sorted((k, plain(v)) for k, v in vars(a).items()))
 
 
 def _last(df: pd.DataFrame, col: str):

@@ -10,9 +10,7 @@ of failing ("not starting").
 A look reads the folder again only when a file in it changed (its size, its time, or a new
 name), and then only what changed: a file read before and unchanged is not read again, and a
 stream that grew is read on from where the last look stopped (loaders/following.py). The model
-and the detectors then run over the whole incident; an attempt whose signals and evidence rows
-are what they were at the last look keeps the row it had (model/computed.py `Carried`), so that a
-look recomputes the attempts that are still being written, not every attempt of the folder. Followed live (`follow`), a folder whose
+and the detectors then run over the whole incident. Followed live (`follow`), a folder whose
 files only grow steadily is read as often as the watch's share of a core allows, and at once
 when a file appears, wakes or goes quiet (pacing.py).
 """
@@ -31,7 +29,6 @@ from ..incident import Incident
 from ..loaders.folder import WATCH_LOG, read_folder, walked
 from ..loaders.following import GrowingFolder
 from ..model.attempts import attempts
-from ..model.computed import Carried, carry
 from ..model.ledger import ledger_parts
 from ..model.pace import pace_rows, unit
 from ..model.states import MIN_STALL_S, states
@@ -114,7 +111,6 @@ class Watch:
         self.findings: pd.DataFrame | None = None
         self._listed: dict | None = None  # the folder at the last look (without a pacer)
         self.reader = GrowingFolder()  # what was read, kept between looks
-        self.carried = Carried()  # what the model computed, kept between looks (model/computed.py)
         self.failed: list[tuple[str, Exception]] = []  # the detectors that raised on the last read
         self.looks = 0  # looks done so far (a test waits on it)
         self.spent = {"read": 0.0, "judge": 0.0}  # CPU seconds of the last look that read the folder
@@ -165,15 +161,10 @@ class Watch:
             incident = read_folder(self.folder, timezone=self.timezone, reader=self.reader,
                                    sniffed=self.reader.sniffed)
             incident.live = True
-            carry(incident, self.carried)
             c2 = time.process_time()
-            self.carried.begin()
             failed: list[tuple[str, Exception]] = []
-            try:
-                # a detector that raises is told (below) and the others' findings are said
-                findings = detect(incident, on_error=lambda name, e: failed.append((name, e)))
-            finally:
-                self.carried.settle()
+            # a detector that raises is told (below) and the others' findings are said
+            findings = detect(incident, on_error=lambda name, e: failed.append((name, e)))
             self.failed = failed
             # kept only once both are whole: a look that raised leaves nothing read, and the
             # next reads again (follow's RETRY_S)
