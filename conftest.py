@@ -24,10 +24,14 @@ if not os.environ.get(CACHE_ENV):
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
-# Files whose tests each go to whichever worker is free (each builds a whole report); every other
-# file's tests run on one worker, in order: its module fixtures are made once, and a notebook's
-# cells run in one kernel.
-EACH_TEST_ALONE = {"tests/report/test_bundled_reports.py"}
+# Every file's tests run on one worker, in order: its module fixtures are made once, and a
+# notebook's cells run in one kernel. These two files are split by bundled incident instead: each
+# incident goes to whichever worker is free (its report is ten seconds and more), where its pin
+# (what the kit says of it, loaded afresh) runs first and keeps what it loaded and detected in
+# the cache of loaded incidents (support/bundled.py), for its report to read back instead of
+# loading and detecting it again.
+PIN = "tests/test_bundled_findings.py"
+BY_INCIDENT = {PIN, "tests/report/test_bundled_reports.py"}
 # Files that take a worker from tens of seconds to minutes (a replayed trainer in real time, a
 # Slurm cluster, a JupyterLab server, an S3 server and dask workers, pip building a wheel,
 # incidents read again at each of their moments): each
@@ -46,7 +50,7 @@ LONG = {
     "tests/test_packaging.py",
 }
 _HERE = os.path.dirname(os.path.abspath(__file__))
-assert all(os.path.isfile(os.path.join(_HERE, f)) for f in EACH_TEST_ALONE | LONG), "a file named above is gone"
+assert all(os.path.isfile(os.path.join(_HERE, f)) for f in BY_INCIDENT | LONG), "a file named above is gone"
 
 
 # Tests that measure speed (`alone`) live here and run after the rest with nothing beside them
@@ -58,32 +62,40 @@ def pytest_collection_modifyitems(config, items):
     stray = [i.nodeid for i in items if i.get_closest_marker("alone") and not i.nodeid.startswith(ALONE)]
     if stray:  # it would run in neither part of `make test`
         raise pytest.UsageError(f"tests marked `alone` belong in {ALONE}: {', '.join(stray)}")
+    # each incident's pin before its report (BY_INCIDENT), the rest in collection order
+    at = [n for n, i in enumerate(items) if _path(i.nodeid) in BY_INCIDENT]
+    for n, item in zip(at, sorted((items[n] for n in at), key=lambda i: _path(i.nodeid) != PIN), strict=True):
+        items[n] = item
+
+
+def _path(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """The test workers (pytest-xdist) take a file at a time (EACH_TEST_ALONE aside), at most one
-    LONG file per core at once. xdist's own `loadgroup` cannot express it on pytest >= 9.2,
-    whose test ids it can no longer rewrite."""
+    """The test workers (pytest-xdist) take a file at a time (or a bundled incident's tests,
+    BY_INCIDENT), at most one LONG file per core at once. xdist's own `loadgroup` cannot express
+    it on pytest >= 9.2, whose test ids it can no longer rewrite."""
     from xdist.scheduler import LoadScopeScheduling
 
     at_once = max(1, min(len(os.sched_getaffinity(0)), int(config.getvalue("numprocesses") or 1) - 1))
 
     class ByFile(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return nodeid if path in EACH_TEST_ALONE else path
+            path = _path(nodeid)
+            return "bundled" + nodeid[nodeid.index("["):] if path in BY_INCIDENT else path  # test[name]
 
         def _assign_work_unit(self, node) -> None:
             # The next file in xdist's order (most tests first), but a long one while fewer than
             # `at_once` workers have one, and not one while they do (as long as others remain);
-            # among the rest, a whole report (EACH_TEST_ALONE: each of them ten seconds and more)
+            # among the rest, a bundled incident (BY_INCIDENT: ten seconds and more each)
             # before the short files: xdist's order would leave them all for the end, where the
             # many short files can no longer fill the cores beside them.
             running = sum(any(s in LONG and not all(done.values()) for s, done in work.items())
                           for work in self.assigned_work.values())
             queue = list(self.workqueue)
             want = [s for s in queue if (s in LONG) == (running < at_once)]
-            heavy = [s for s in want if s.split("::", 1)[0] in EACH_TEST_ALONE]
+            heavy = [s for s in want if s.startswith("bundled[")]
             scope = (heavy or want or queue)[0]
             self.workqueue.move_to_end(scope, last=False)
             super()._assign_work_unit(node)

@@ -311,11 +311,13 @@ def format_for_terminal(incident: Incident, findings: pd.DataFrame | None = None
 
 
 def render_inspect(inc: Incident, verbose: bool = False, debug: bool = False, *,
-                   width: int = TERMINAL_WIDTH, redacted: bool = True) -> str:
+                   width: int = TERMINAL_WIDTH, redacted: bool = True, findings: pd.DataFrame | None = None) -> str:
     """Everything `dflash-postmortem inspect` prints: the incident and its span, the story
     (`format_for_terminal`), then the load report (`render_load_report`), `width` columns wide and
-    redacted unless `redacted` is false."""
-    findings = detect(inc)
+    redacted unless `redacted` is false. `findings`: `detect(inc)` where the caller has it already
+    (a page at several widths, a notebook), else detected here."""
+    if findings is None:
+        findings = detect(inc)
     page = _Page(width, redacted)
     _header(page, inc)
     page.blank()

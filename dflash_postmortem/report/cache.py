@@ -80,6 +80,12 @@ def key(folder: Path, options: tuple) -> str:
     return folder_digest(folder, (_kit_stamp(), str(folder.resolve()), repr(options)))
 
 
+def entry(folder: Path, timezone: str = "", online: bool = False, masked: bool = False) -> Path:
+    """The cache entry of `folder` loaded with these options (`notebook.load_cached`), masked or
+    as read; whether the cache folder may be used is `unsafe_folder`'s question."""
+    return cache_dir() / f"{key(folder, (timezone, online))}{'-masked' if masked else ''}"
+
+
 def read(entry: Path, folder: Path, timezone: str | None):
     """(incident, findings) from a cache entry, None where there is none; `plain_data.Untrusted`
     where it cannot be read back as the kit wrote it (another version, damaged, planted), and

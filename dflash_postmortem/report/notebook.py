@@ -166,7 +166,7 @@ def load_cached(incident_dir: str, timezone: str = "", on_bad_line: str = "skip"
         if unsafe:
             notes.append(f"the cache folder {where} {unsafe}: not used (loaded from the evidence)")
         else:
-            entry = where / f"{report_cache.key(folder, (timezone, online))}{'-masked' if masked else ''}"
+            entry = report_cache.entry(folder, timezone, online, masked)
     found = None
     if entry is not None:
         try:

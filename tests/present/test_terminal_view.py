@@ -35,12 +35,12 @@ def test_inspect_fits_the_width_and_shows_every_cited_line_whole(name, repo_dir)
     cited = _cited(found)
     assert cited or found.empty, "every finding cites evidence"
     if found.empty:  # the incidents recorded without one: the page says so and fits
-        page = terminal_view.render_inspect(inc, verbose=True, width=100)
+        page = terminal_view.render_inspect(inc, verbose=True, width=100, findings=found)
         assert "Nothing went wrong" in page and max(len(x) for x in page.splitlines()) <= 100
         return
     lengths = {}
     for width in (100, 60):
-        lines = terminal_view.render_inspect(inc, width=width).splitlines()
+        lines = terminal_view.render_inspect(inc, width=width, findings=found).splitlines()
         assert max(len(line) for line in lines) <= width
         # whole: each ref is a word of its own (a list's comma aside), never broken across lines
         words = {w.rstrip(",") for line in lines for w in line.split()}
@@ -77,8 +77,8 @@ def test_inspect_tells_what_happened_first_then_one_line_per_file(bundled_incide
     assert "skipped 26: repeated header line" not in out and "Frames:" not in out
 
 
-def test_verbose_shows_every_detail_whole(bundled_incident):
-    out = terminal_view.render_inspect(bundled_incident, verbose=True, width=100)
+def test_verbose_shows_every_detail_whole(bundled_incident, bundled_findings):
+    out = terminal_view.render_inspect(bundled_incident, verbose=True, width=100, findings=bundled_findings)
     assert max(len(line) for line in out.splitlines()) <= 100
     for f in bundled_incident.load_report.files:
         assert f"\n  {f.path}\n" in out  # whole, on a line of its own where the status would not fit beside it
@@ -88,21 +88,21 @@ def test_verbose_shows_every_detail_whole(bundled_incident):
     # each finding's detail, and the text of each line it cites, next to the ref
     assert "the shell could not open\n      /workspace/train_opt2.log for the redirect" in out
     assert "        logs/operator.log:9      bash: line 1: /workspace/train_opt2.log: No such file or directory\n" in out
-    assert "bash: line 1:" not in terminal_view.render_inspect(bundled_incident, width=100)
+    assert "bash: line 1:" not in terminal_view.render_inspect(bundled_incident, width=100, findings=bundled_findings)
 
 
-def test_labels_end_with_an_ellipsis_and_the_width_has_a_floor(bundled_incident):
+def test_labels_end_with_an_ellipsis_and_the_width_has_a_floor(bundled_incident, bundled_findings):
     path = "wandb/wandb/offline-run-20261130_052027-3lsy4q7j/logs/debug-internal.log"
     assert terminal_view.shorten_label(path, 33) == "…3lsy4q7j/logs/debug-internal.log"  # 33 characters
     assert terminal_view.shorten_label("logs/train.log", 33) == "logs/train.log"
-    narrow = terminal_view.render_inspect(bundled_incident, width=10).splitlines()
+    narrow = terminal_view.render_inspect(bundled_incident, width=10, findings=bundled_findings).splitlines()
     assert max(len(line) for line in narrow) == terminal_view.MIN_WIDTH
 
 
-def test_inspect_says_where_the_gpu_time_went(bundled_incident):
+def test_inspect_says_where_the_gpu_time_went(bundled_incident, bundled_findings):
     from dflash_postmortem.present.terminal_view import render_inspect
 
-    out = render_inspect(bundled_incident, width=100)
+    out = render_inspect(bundled_incident, width=100, findings=bundled_findings)
     section = out.split("Where the GPU time went\n", 1)[1].split("\n\n", 1)[0]
     assert all(len(line) <= 100 for line in section.splitlines())
     each = "(288 s): productive 154 s (53%), degraded 21 s (7%), starting 94 s (33%), restarting 19 s (7%)"
