@@ -203,6 +203,9 @@ class _Assembly:
         # or tried to (a python process that writes none is not a start of training).
         self.orphans: list[_Attempt] = []
         self.firsts: dict[str, _Attempt] = {}  # each log's first attempt
+        # the attempts a parent process started again after an attempt's own had ended, by
+        # (that attempt, the parent's PID): see _restarted
+        self.restarts: dict[tuple[int, int], list[_Attempt]] = {}
         ev = inc.events
         self.ev = ev
         self.evidence_end = inc.span()[1]  # the last time anything in the folder was observed
@@ -362,10 +365,18 @@ class _Assembly:
         before = mine[mine["ppid"] == ppid]
         if not (before["alive_until"] < p["start"]).all():
             return None
+        # The processes one restart started together (a launcher's ranks, before its own line
+        # about the restart is written) are one attempt: a sibling's, where one began within
+        # the time its start is known to.
+        slack = pd.Timedelta(seconds=float(p["within"]) + 1)
+        together = [r for r in self.restarts.get((id(a), ppid), []) if abs(r.start - p["start"]) <= slack]
+        if together:
+            return together[0]
         r = _Attempt(p["start"], "supervisor", float(p["within"]), _text(p.get("ref")))
         r.command, r.script, r.flags, r.runs = a.command, a.script, dict(a.flags), list(a.runs)
         r.host, r.log_path, r.job = a.host, a.log_path, a.job
         self.found.append(r)
+        self.restarts.setdefault((id(a), ppid), []).append(r)
         return r
 
     def _start_of(self, p: pd.Series) -> _Attempt | None:

@@ -127,8 +127,10 @@ def test_a_watched_h200_session_replayed_live_says_what_the_live_watch_said(tmp_
 def test_a_torchrun_folder_followed_while_it_is_written_is_read_at_every_moment(tmp_path):
     """The torchrun crash loop grown again moment by moment, the watch looking at each: torchrun's
     log read while it is written ends on the agent's lines after the last attempt it names (a
-    look there raised before those lines were given to that attempt), and no failed start is
-    announced that the post-mortem of the whole folder does not find."""
+    look there raised before those lines were given to that attempt), no failed start is
+    announced that the post-mortem of the whole folder does not find, and each attempt is told
+    once: the agent's third round, whose two ranks `ps` lists (04:36:39) before torchrun's log
+    says it restarted them, is one attempt, not one per rank."""
     src = INCIDENTS / "h200-1gpu-torchrun-crashloop"
     folder = tmp_path / "live"
     now = {"t": None}
@@ -145,6 +147,12 @@ def test_a_torchrun_folder_followed_while_it_is_written_is_read_at_every_moment(
     failed = sorted((n.get("run") or "?") for k, n in zip(found["kind"], found["numbers"], strict=True)
                     if ANNOUNCED.get(k) == "failed_start")
     assert sorted(a.job for a in said if a.kind == "failed_start") == failed, [a.text for a in said]
+    started = [a.text for a in said if a.kind == "attempt_started"]
+    assert len(started) == len(pm.attempts(pm.load_incident(src))) == 3, started
+    cut = tmp_path / "cut"
+    grow(src, cut, "2026-12-02 04:36:43")
+    third = pm.attempts(pm.load_incident(cut)).iloc[-1]
+    assert (len(pm.attempts(pm.load_incident(cut))), sorted(third["pids"])) == (3, [631, 632])
 
 
 def test_a_look_that_raises_is_said_once_and_the_watch_tries_again_later(tmp_path, monkeypatch):
