@@ -9,9 +9,11 @@ from pathlib import Path
 
 # A line's own time: `2026-12-02 04:37:48`, `2026/12/02 04:37:00.706`, `[2026-12-02T04:37:31.296Z]`.
 STAMP = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T](\d\d):(\d\d):(\d\d)")
-# nvidia-smi's own date (its table's header, its XML's <timestamp>): `Mon Nov 30 05:24:18 2026`
+# nvidia-smi's own date (its table's header, its XML's <timestamp>): `Mon Nov 30 05:24:18 2026`;
+# `date`'s, typed in a terminal a `script` recording holds: `Tue Dec  1 10:31:06 AM UTC 2026`
 _MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
-_SMI_DATE = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (" + "|".join(_MONTHS) + r") +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\b")
+_SMI_DATE = re.compile(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (" + "|".join(_MONTHS) + r") +(\d{1,2}) (\d\d):(\d\d):(\d\d)"
+                       r"(?: ([AP]M))?(?: [A-Z]{2,5})? (\d{4})\b")
 # a line that starts with a time of day alone (dmon's and pmon's #Time column): of the moment's day
 _TIME_OF_DAY = re.compile(r"^\s*(\d\d):(\d\d):(\d\d)\s")
 # glog's prefix (PyTorch's C++ logs, torchrun's workers): `[E1202 02:33:56.339274231 ...`, no year
@@ -27,7 +29,8 @@ def _stamp(line: str, day: tuple) -> tuple | None:
         return tuple(map(int, m.groups()))
     m = _SMI_DATE.search(line)
     if m:
-        return (int(m[6]), _MONTHS[m[1]], int(m[2]), int(m[3]), int(m[4]), int(m[5]))
+        hour = int(m[3]) % 12 + (12 if m[6] == "PM" else 0) if m[6] else int(m[3])
+        return (int(m[7]), _MONTHS[m[1]], int(m[2]), hour, int(m[4]), int(m[5]))
     m = _EPOCH.match(line)
     if m:
         t = datetime.fromtimestamp(int(m[1]), tz=UTC)
@@ -41,7 +44,7 @@ def _stamp(line: str, day: tuple) -> tuple | None:
 
 def grow(src: Path, dest: Path, until: str | None) -> None:
     """Write into `dest` every file of `src` as it stood at `until` (the files' own clock): each
-    text file up to its first line stamped later (a date and time, nvidia-smi's own date, glog's
+    text file up to its first line stamped later (a date and time, nvidia-smi's or `date`'s own date, glog's
     month, day and time, a shell history's `#epoch`, or a time of day alone at the start of a
     line, as dmon writes it); lines with no stamp go with the line before, those above a file's
     first stamp with it (a file whose first stamp is later is not there yet)."""

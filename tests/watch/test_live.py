@@ -273,3 +273,18 @@ def test_watch_once_prints_the_state_and_its_record_is_skipped_when_the_folder_i
     assert all(len(line) <= 120 for line in out)
     rep = {r.path: r for r in pm.load_incident(folder).load_report.files}
     assert rep[WATCH_LOG].notes == ["the watcher's own record of what it announced (dflash-postmortem watch): not evidence"]
+
+
+def test_a_script_recorded_session_grows_by_the_dates_typed_in_it(tmp_path):
+    """A terminal recorded by `script` has no time on its lines but the `date`s the operator typed
+    (`Tue Dec  1 10:30:29 AM UTC 2026`): grown to 10:30:00 it holds the first launch and not what
+    was typed after the next `date` (the second launch, the kill), and a look then announces the
+    start and no failed one (the whole transcript there made both launches "never came up")."""
+    src = INCIDENTS / "h200-1gpu-survivor"
+    folder = tmp_path / "live"
+    grow(src, folder, "2026-12-01 10:30:00")
+    typed = (folder / "logs" / "terminal.log").read_text()
+    assert "--run-name baseline" in typed and "--run-name regressed" not in typed and "kill" not in typed
+    said = Watch(folder, clock_now=lambda: pd.Timestamp("2026-12-01 10:30:00", tz="UTC")).look()
+    assert [a.kind for a in said if a.kind in ("attempt_started", "failed_start")] == ["attempt_started"], \
+        [a.text for a in said]
