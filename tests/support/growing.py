@@ -4,6 +4,7 @@ clock, for what reads a folder while it is written (the live watch)."""
 from __future__ import annotations
 
 import re
+import struct
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -70,10 +71,27 @@ def grow(src: Path, dest: Path, until: str | None) -> None:
                 # header) were written with it, and the file did not exist yet
                 continue
             data = "".join(kept).encode()
+        elif cut is not None and ".tfevents." in f.name:
+            data = _records_until(data, datetime(*cut, tzinfo=UTC).timestamp() + 1)
+            if not data:
+                continue  # its first event is later: the writer had not made it yet
         elif cut is not None and f.stat().st_mtime and ".wandb" in f.name:
             continue  # a binary run file comes whole at the end
         if not out.exists() or out.read_bytes() != data:
             out.write_bytes(data)
+
+
+def _records_until(data: bytes, before: float) -> bytes:
+    """A TensorBoard event file (TFRecords: length, its CRC, an `Event`, its CRC) up to its first
+    event written at `before` or later: each event's `wall_time` is its first field (a double)."""
+    at = 0
+    while at + 12 <= len(data):
+        (size,) = struct.unpack_from("<Q", data, at)
+        event = data[at + 12:at + 12 + size]
+        if event[:1] == b"\x09" and struct.unpack_from("<d", event, 1)[0] >= before:
+            break
+        at += 12 + size + 4
+    return data[:at]
 
 
 def moments(src: Path, n: int) -> list[str]:

@@ -288,3 +288,20 @@ def test_a_script_recorded_session_grows_by_the_dates_typed_in_it(tmp_path):
     said = Watch(folder, clock_now=lambda: pd.Timestamp("2026-12-01 10:30:00", tz="UTC")).look()
     assert [a.kind for a in said if a.kind in ("attempt_started", "failed_start")] == ["attempt_started"], \
         [a.text for a in said]
+
+
+def test_a_tensorboard_run_grows_by_its_events_wall_times(tmp_path):
+    """TensorBoard's event files are binary, with a wall time on every event: grown to 17:41:00,
+    the first run's file holds its events up to then and the resumed run's (first event 17:41:55)
+    is not there yet; the kit reads no TensorBoard point after that second (the moments are the
+    files' own second-resolution clock: a line stamped 17:41:00 is in)."""
+    src = INCIDENTS / "h200-1gpu-hf-oom-resume"
+    folder = tmp_path / "live"
+    grow(src, folder, "2026-12-02 17:41:00")
+    files = sorted(p.relative_to(folder).parts[3] for p in folder.rglob("*.tfevents.*"))
+    assert files == ["Dec02_17-40-39_vm"]
+    whole = next(src.rglob("Dec02_17-40-39_vm/*.tfevents.*")).stat().st_size
+    assert 0 < next(folder.rglob("*.tfevents.*")).stat().st_size < whole
+    metrics = pm.load_incident(folder).metrics
+    board = metrics[metrics["source"].str.contains("tfevents", na=False)]
+    assert len(board) and board["time"].max() < pd.Timestamp("2026-12-02 17:41:01", tz="UTC")
