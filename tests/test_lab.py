@@ -71,9 +71,16 @@ def ran(lab, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         for name in PAGES:
-            # a workspace of its own: only this notebook open, so run-all acts on it
-            page.goto(f"{lab}/lab/workspaces/{name}/tree/notebooks/{name}.ipynb?token={TOKEN}&reset")
-            page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell')", timeout=120000)
+            path = f"notebooks/{name}.ipynb"
+            if not seen:  # Lab opens once, in a workspace of its own, on the first notebook
+                page.goto(f"{lab}/lab/workspaces/dflash/tree/{path}?token={TOKEN}&reset")
+            else:  # the others open in it as a reader opens them, each becoming the current one
+                page.evaluate("async p => { await jupyterapp.commands.execute('docmanager:open', {path: p, factory: 'Notebook'}); }",
+                              path)
+            page.wait_for_function(  # this notebook is the current one: run-all acts on it
+                "p => window.jupyterapp && jupyterapp.shell.currentWidget && jupyterapp.shell.currentWidget.context"
+                " && jupyterapp.shell.currentWidget.context.path === p"
+                " && jupyterapp.shell.currentWidget.node.querySelector('.jp-Notebook .jp-Cell')", arg=path, timeout=120000)
             page.wait_for_function(  # the kernel is up before cells are sent to it
                 "() => { const w = jupyterapp.shell.currentWidget;"
                 " return w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel &&"
