@@ -200,8 +200,10 @@ def to_html(nb, title: str, show_code: bool, index_href: str | None) -> str:
     # The lab template loads require.js and MathJax from a CDN: a report must not reach the
     # internet, and with require.js present plotly.js registers as an AMD module, not window.Plotly.
     body = _CDN_SCRIPT.sub("", body)
-    # plotly.js from the report folder, in the head, before any figure's script runs.
-    head = f"<script type=\"text/javascript\" src=\"{PLOTLY_JS}\"></script>\n{_STYLE}\n</head>"
+    # plotly.js from the report folder, in the head, before any figure's script runs; a page
+    # with no figure does without it (a browser runs its 1.5 MB again for every page that loads it).
+    script = f"<script type=\"text/javascript\" src=\"{PLOTLY_JS}\"></script>\n" if "Plotly.newPlot(" in body else ""
+    head = f"{script}{_STYLE}\n</head>"
     body = body.replace("</head>", head, 1)
     if index_href:
         nav = f'<nav style="padding:8px 16px;font-family:sans-serif"><a href="{index_href}">&larr; report index</a></nav>'
