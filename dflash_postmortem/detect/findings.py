@@ -14,6 +14,8 @@ cause they did not produce.
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from ..schema import TIME
@@ -65,6 +67,9 @@ def finding(kind: str, start, end, severity: str, evidence: list[str], numbers: 
     # Internal invariant: every number is declared for its kind (detect/numbers.py).
     undeclared = set(numbers) - declared(kind)
     assert not undeclared, f"{kind}: numbers {sorted(undeclared)} are not declared in detect/numbers.py"
+    # a number the evidence does not give is None, however the frame it came from marks it
+    # missing (a string column's NaN read back as a run's name said "nan")
+    numbers = {k: None if _missing(v) else v for k, v in numbers.items()}
     title, detail = written(kind, start, end, within_s, numbers)
     return {
         "id": finding_id(kind, start), "kind": kind, "start": start, "end": end,
@@ -72,6 +77,10 @@ def finding(kind: str, start, end, severity: str, evidence: list[str], numbers: 
         "title": title, "detail": detail, "evidence": unique(evidence), "numbers": numbers,
         "caused_by": list({c["id"]: c for c in caused_by or []}.values()),
     }
+
+
+def _missing(v) -> bool:
+    return v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and math.isnan(v))
 
 
 def refs(df: pd.DataFrame, limit: int | None = None) -> list[str]:

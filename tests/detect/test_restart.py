@@ -88,3 +88,11 @@ def test_a_restart_with_no_evidence_of_why_says_so_whole_and_lists_what_is_missi
         assert r.title.count("(") == r.title.count(")")
         assert "the evidence that would tell is missing (no process listing (ps) covers the launch; " \
                "no per-process GPU samples; its log (" in r.detail
+
+
+def test_a_number_the_evidence_does_not_give_is_none(seed_findings):
+    """The seed's failed restart ran with no run name: its `run` is None, not the NaN its
+    launch's row holds (the watch announced it for a run called "nan")."""
+    numbers = seed_findings[seed_findings["kind"] == "failed_restart"].iloc[0]["numbers"]
+    assert "run" in numbers and numbers["run"] is None
+    assert all(not (isinstance(v, float) and v != v) for f in seed_findings["numbers"] for v in f.values())
