@@ -75,8 +75,10 @@ def grow(src: Path, dest: Path, until: str | None) -> None:
             data = _records_until(data, datetime(*cut, tzinfo=UTC).timestamp() + 1)
             if not data:
                 continue  # its first event is later: the writer had not made it yet
-        elif cut is not None and f.stat().st_mtime and ".wandb" in f.name:
-            continue  # a binary run file comes whole at the end
+        elif cut is not None and f.suffix == ".wandb":
+            data = _wandb_until(data, datetime(*cut, tzinfo=UTC).timestamp() + 1)
+            if not data:
+                continue  # its run had not started yet
         if not out.exists() or out.read_bytes() != data:
             out.write_bytes(data)
 
@@ -92,6 +94,36 @@ def _records_until(data: bytes, before: float) -> bytes:
             break
         at += 12 + size + 4
     return data[:at]
+
+
+def _wandb_until(data: bytes, before: float) -> bytes:
+    """A wandb run's `.wandb` log up to its first record written at `before` or later, cut where
+    that record's first chunk begins (the file as the SDK had written it then): a record's time
+    is its run's start, a history row's `_timestamp`, a stats sample's or a console line's own;
+    a record with none goes with the one before. Nothing where the run starts later."""
+    from wandb.proto import wandb_internal_pb2  # the SDK's own messages (wandb is a dependency)
+
+    from dflash_postmortem.loaders.wandb import log
+
+    scan = log.scan(data)
+    for payload, at in zip(scan.records, scan.offsets, strict=True):
+        record = wandb_internal_pb2.Record()
+        record.ParseFromString(payload)
+        if _record_time(record) >= before:
+            return b"" if record.WhichOneof("record_type") == "run" else data[:at]
+    return data
+
+
+def _record_time(record) -> float:
+    """When a `.wandb` record was written, where it says (0 where it does not)."""
+    kind = record.WhichOneof("record_type")
+    if kind == "run":
+        return record.run.start_time.seconds
+    if kind in ("stats", "output_raw"):
+        return getattr(record, kind).timestamp.seconds
+    if kind == "history":
+        return next((float(i.value_json) for i in record.history.item if i.key == "_timestamp"), 0)
+    return 0
 
 
 def moments(src: Path, n: int) -> list[str]:

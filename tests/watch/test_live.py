@@ -305,3 +305,19 @@ def test_a_tensorboard_run_grows_by_its_events_wall_times(tmp_path):
     metrics = pm.load_incident(folder).metrics
     board = metrics[metrics["source"].str.contains("tfevents", na=False)]
     assert len(board) and board["time"].max() < pd.Timestamp("2026-12-02 17:41:01", tz="UTC")
+
+
+def test_a_wandb_run_grows_record_by_record(tmp_path):
+    """A `.wandb` log grows by its records' own times (a history row's `_timestamp`, a console
+    line's, a stats sample's): grown to 05:21:33, the first run's log is a prefix of the whole
+    one, cut where a record begins, the kit reads no point of it after that second, and the runs
+    started later are not there yet."""
+    src = INCIDENTS / "h200-2gpu"
+    folder = tmp_path / "live"
+    grow(src, folder, "2026-11-30 05:21:33")
+    (grown,) = folder.rglob("*.wandb")
+    whole = (src / grown.relative_to(folder)).read_bytes()
+    assert grown.parent.name.endswith("3lsy4q7j") and whole.startswith(grown.read_bytes()) and grown.stat().st_size < len(whole)
+    metrics = pm.load_incident(folder).metrics
+    run = metrics[metrics["source"].str.endswith(".wandb", na=False)]
+    assert len(run) and run["time"].max() < pd.Timestamp("2026-11-30 05:21:34", tz="UTC")
