@@ -3,6 +3,7 @@ clock, for what reads a folder while it is written (the live watch)."""
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 from datetime import UTC, datetime
@@ -76,7 +77,8 @@ def grow(src: Path, dest: Path, until: str | None) -> None:
             if not data:
                 continue  # its first event is later: the writer had not made it yet
         elif cut is not None and f.suffix == ".wandb":
-            data = _wandb_until(data, datetime(*cut, tzinfo=UTC).timestamp() + 1)
+            data = _wandb_until(data, _wandb_times(str(f), f.stat().st_mtime_ns),
+                                datetime(*cut, tzinfo=UTC).timestamp() + 1)
             if not data:
                 continue  # its run had not started yet
         if not out.exists() or out.read_bytes() != data:
@@ -96,22 +98,33 @@ def _records_until(data: bytes, before: float) -> bytes:
     return data[:at]
 
 
-def _wandb_until(data: bytes, before: float) -> bytes:
+def _wandb_until(data: bytes, times: list[tuple[int, float, bool]], before: float) -> bytes:
     """A wandb run's `.wandb` log up to its first record written at `before` or later, cut where
-    that record's first chunk begins (the file as the SDK had written it then): a record's time
-    is its run's start, a history row's `_timestamp`, a stats sample's or a console line's own;
-    a record with none goes with the one before. Nothing where the run starts later."""
+    that record's first chunk begins (the file as the SDK had written it then); nothing where the
+    run starts later. `times`: `_wandb_times`."""
+    for at, when, run in times:
+        if when >= before:
+            return b"" if run else data[:at]
+    return data
+
+
+@functools.cache
+def _wandb_times(path: str, mtime_ns: int) -> list[tuple[int, float, bool]]:
+    """Each record of a `.wandb` log: where it begins, when it was written, whether it is the run's
+    start. A record's time is its run's start, a history row's `_timestamp`, a stats sample's or a
+    console line's own; a record with none goes with the one before. Read once per file: a test
+    grows the same folder at many moments."""
     from wandb.proto import wandb_internal_pb2  # the SDK's own messages (wandb is a dependency)
 
     from dflash_postmortem.loaders.wandb import log
 
-    scan = log.scan(data)
+    scan = log.scan(Path(path).read_bytes())
+    out = []
     for payload, at in zip(scan.records, scan.offsets, strict=True):
         record = wandb_internal_pb2.Record()
         record.ParseFromString(payload)
-        if _record_time(record) >= before:
-            return b"" if record.WhichOneof("record_type") == "run" else data[:at]
-    return data
+        out.append((at, _record_time(record), record.WhichOneof("record_type") == "run"))
+    return out
 
 
 def _record_time(record) -> float:
