@@ -4,6 +4,7 @@ clock, for what reads a folder while it is written (the live watch)."""
 from __future__ import annotations
 
 import functools
+import os
 import re
 import struct
 from datetime import UTC, datetime
@@ -49,12 +50,22 @@ def grow(src: Path, dest: Path, until: str | None) -> None:
     text file up to its first line stamped later (a date and time, nvidia-smi's or `date`'s own date, glog's
     month, day and time, a shell history's `#epoch`, or a time of day alone at the start of a
     line, as dmon writes it); lines with no stamp go with the line before, those above a file's
-    first stamp with it (a file whose first stamp is later is not there yet)."""
+    first stamp with it (a file whose first stamp is later is not there yet). A symbolic link is
+    made again as the link it is (wandb's `debug.log` and `latest-run` point into the newest run),
+    not as a copy of what it points to."""
     cut = None if until is None else tuple(int(x) for x in STAMP.search(until).groups())
     for f in sorted(src.rglob("*")):
-        if not f.is_file() or f.name == "README.md":  # dangling links (wandb's) stay behind
+        rel = f.relative_to(src)
+        if any((src / up).is_symlink() for up in rel.parents):
+            continue  # inside a linked folder: its files are written where the link points
+        out = dest / rel
+        if f.is_symlink():
+            if not out.is_symlink():
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.symlink_to(os.readlink(f))
             continue
-        out = dest / f.relative_to(src)
+        if not f.is_file() or f.name == "README.md":
+            continue
         out.parent.mkdir(parents=True, exist_ok=True)
         data = f.read_bytes()
         if cut is not None and b"\0" not in data[:4096]:

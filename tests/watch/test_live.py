@@ -321,3 +321,18 @@ def test_a_wandb_run_grows_record_by_record(tmp_path):
     metrics = pm.load_incident(folder).metrics
     run = metrics[metrics["source"].str.endswith(".wandb", na=False)]
     assert len(run) and run["time"].max() < pd.Timestamp("2026-11-30 05:21:34", tz="UTC")
+
+
+def test_a_folders_links_grow_as_links(tmp_path):
+    """wandb's top-level `debug.log` and `latest-run` are links into the newest run: grown again
+    they are links, not copies. A copy read as a log of its own, at 10:27:52 of the never-trains
+    capture, gave the harness's python process a start of its own that then "never came up"."""
+    src = INCIDENTS / "h200-1gpu-never-trains"
+    folder = tmp_path / "live"
+    grow(src, folder, "2026-12-01 10:27:52")
+    top = folder / "wandb" / "wandb"
+    assert (top / "debug.log").is_symlink() and (top / "latest-run").is_symlink()
+    assert (top / "debug.log").resolve().parent.parent == (top / "latest-run").resolve()
+    said = Watch(folder, clock_now=lambda: pd.Timestamp("2026-12-01 10:27:52", tz="UTC")).look()
+    told = [(a.kind, a.job) for a in said if a.kind in ("attempt_started", "failed_start")]
+    assert told == [("attempt_started", "big"), ("failed_start", "big"), ("attempt_started", "fixed")], told
