@@ -276,9 +276,16 @@ class Watch:
             if self._told(f["kind"], f["numbers"].get("run"), f["start"], f["end"]):
                 continue
             self.seen.spans.append((f["kind"], f["numbers"].get("run"), f["start"], f["end"]))
-            out.append(Announcement(f["start"], str(run or "?"), ANNOUNCED[f["kind"]], str(f["title"]),
+            out.append(Announcement(f["start"], str(run or self._job_at(f["start"], f["within_s"])),
+                                    ANNOUNCED[f["kind"]], str(f["title"]),
                                     self._evidence(f["evidence"][0] if f["evidence"] else None)))
         return out
+
+    def _job_at(self, when, within_s: float) -> str:
+        """What a finding of no named run is said of: the job of the attempt told as starting
+        then (a restart with no run name is "job 3" in its start's line, so in this one too)."""
+        slack = pd.Timedelta(seconds=float(within_s or 0) + 1)
+        return next((t.job for t in self.seen.attempts if abs(t.start - when) <= slack), "?")
 
     def _failures(self) -> list[Announcement]:
         """A detector that raised on the last read, said once for each error (the next reads may

@@ -336,3 +336,15 @@ def test_a_folders_links_grow_as_links(tmp_path):
     said = Watch(folder, clock_now=lambda: pd.Timestamp("2026-12-01 10:27:52", tz="UTC")).look()
     told = [(a.kind, a.job) for a in said if a.kind in ("attempt_started", "failed_start")]
     assert told == [("attempt_started", "big"), ("failed_start", "big"), ("attempt_started", "fixed")], told
+
+
+def test_a_finding_of_no_named_run_is_told_for_its_attempts_job(tmp_path):
+    """The seed's restart ran with no run name: its start is told for "job 3" (its attempt's job),
+    and so are its failed start and its "not starting", not "?" or "nan"."""
+    folder = tmp_path / "seed"
+    grow(INCIDENTS / "seed-8gpu-reconstruction", folder, None)
+    said = Watch(folder, clock_now=lambda: pd.Timestamp("2026-05-09 23:00", tz="UTC")).look()
+    third = [(a.kind, a.job) for a in said if a.kind in ("attempt_started", "failed_start", "not_starting")
+             and a.job not in ("baseline", "opt", "opt2")]
+    assert sorted(third) == [("attempt_started", "job 3"), ("failed_start", "job 3"), ("not_starting", "job 3")], \
+        [(a.kind, a.job) for a in said]
