@@ -8,14 +8,16 @@ from __future__ import annotations
 import pandas as pd
 
 
-def _missing(value) -> bool:
-    return value is None or pd.isna(value)
+def is_missing(value) -> bool:
+    """Whether a value is absent however a frame or a parser marks it: None, NaN, NaT, pd.NA (a
+    list or a dict, present, is not)."""
+    return value is None or (pd.api.types.is_scalar(value) and bool(pd.isna(value)))
 
 
 def clock(t, *, date: bool = False, utc: bool = False, missing: str = "") -> str:
     """A time on the incident's one clock: `05:22:17`, with `date` `2026-11-30 05:22:17`, with
     `utc` the zone named after it; `missing` where there is no time."""
-    if _missing(t):
+    if is_missing(t):
         return missing
     return pd.Timestamp(t).strftime(("%Y-%m-%d " if date else "") + "%H:%M:%S" + (" UTC" if utc else ""))
 
@@ -23,7 +25,7 @@ def clock(t, *, date: bool = False, utc: bool = False, missing: str = "") -> str
 def start_clock(t, within_s) -> str:
     """A start known only to its minute (ps's START: `within_s` 60) as `05:20 (to the minute)`, so
     that it does not read as a moment before a launch at 05:20:22; else `clock(t)`."""
-    if not _missing(t) and not _missing(within_s) and float(within_s) >= 60:
+    if not is_missing(t) and not is_missing(within_s) and float(within_s) >= 60:
         return pd.Timestamp(t).strftime("%H:%M") + " (to the minute)"
     return clock(t)
 
@@ -33,19 +35,19 @@ def clock_within(t, within_s) -> str:
     that much later (ps's START gives the minute; a command in a transcript dated only by its
     `date`s carries the latest clock before it): `05:23:01 (up to 60 s later)`; else `clock(t)`
     (also for a time given to its second, whose within is 1 s: the clock already says as much)."""
-    if not _missing(t) and not _missing(within_s) and float(within_s) > 1:
+    if not is_missing(t) and not is_missing(within_s) and float(within_s) > 1:
         return f"{clock(t)} (up to {float(within_s):,.0f} s later)"
     return clock(t)
 
 
 def duration(seconds) -> str:
     """A length of time in whole seconds: `91 s`, `4,786 s` (the findings measure in seconds)."""
-    return "n/a" if _missing(seconds) else f"{seconds:,.0f} s"
+    return "n/a" if is_missing(seconds) else f"{seconds:,.0f} s"
 
 
 def share(seconds: float, total: float) -> str:
     """A part of a length of time, with its fraction of the whole: `64 s (85%)`."""
-    if _missing(seconds) or _missing(total) or not total > 0:
+    if is_missing(seconds) or is_missing(total) or not total > 0:
         return duration(seconds)
     return f"{duration(seconds)} ({seconds / total:.0%})"
 
@@ -61,7 +63,7 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
 
 def tok_s(value: float) -> str:
     """Throughput in thousands of tokens per second: `146.8K` (the unit is the sentence's to say)."""
-    return "n/a" if _missing(value) else f"{value / 1e3:.1f}K"
+    return "n/a" if is_missing(value) else f"{value / 1e3:.1f}K"
 
 
 def rate(value: float, unit: str) -> str:
@@ -71,19 +73,19 @@ def rate(value: float, unit: str) -> str:
 
 def figure(value: float, unit: str) -> str:
     """A pace's number in the digits its unit takes, for lists of levels: `146812`, `8.41`."""
-    if _missing(value):
+    if is_missing(value):
         return "n/a"
     return f"{value:.0f}" if unit == "tok/s" else f"{value:.3g}"
 
 
 def gpu_hours(value: float) -> str:
     """GPU-hours to the hundredth: `0.03`, `5.05`."""
-    return "n/a" if _missing(value) else f"{value:,.2f}"
+    return "n/a" if is_missing(value) else f"{value:,.2f}"
 
 
 def tokens(value: float) -> str:
     """A token count estimated from rates, to the three digits a rate supports: `8.97M`, `412K`."""
-    if _missing(value):
+    if is_missing(value):
         return "n/a"
     for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
         if abs(value) >= scale:
@@ -93,4 +95,4 @@ def tokens(value: float) -> str:
 
 def percent(fraction: float) -> str:
     """A fraction 0..1 as a whole percentage: `97 %` (a goodput, a share of GPU time)."""
-    return "n/a" if _missing(fraction) else f"{fraction * 100:.0f} %"
+    return "n/a" if is_missing(fraction) else f"{fraction * 100:.0f} %"

@@ -14,11 +14,10 @@ cause they did not produce.
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from ..schema import TIME
+from ..units import is_missing
 from .finding_text import written
 from .numbers import declared
 
@@ -69,7 +68,7 @@ def finding(kind: str, start, end, severity: str, evidence: list[str], numbers: 
     assert not undeclared, f"{kind}: numbers {sorted(undeclared)} are not declared in detect/numbers.py"
     # a number the evidence does not give is None, however the frame it came from marks it
     # missing (a string column's NaN read back as a run's name said "nan")
-    numbers = {k: None if _missing(v) else v for k, v in numbers.items()}
+    numbers = {k: None if is_missing(v) else v for k, v in numbers.items()}
     title, detail = written(kind, start, end, within_s, numbers)
     return {
         "id": finding_id(kind, start), "kind": kind, "start": start, "end": end,
@@ -77,10 +76,6 @@ def finding(kind: str, start, end, severity: str, evidence: list[str], numbers: 
         "title": title, "detail": detail, "evidence": unique(evidence), "numbers": numbers,
         "caused_by": list({c["id"]: c for c in caused_by or []}.values()),
     }
-
-
-def _missing(v) -> bool:
-    return v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and math.isnan(v))
 
 
 def refs(df: pd.DataFrame, limit: int | None = None) -> list[str]:

@@ -30,16 +30,12 @@ from ..incident import Incident
 from ..model.attempts import attempts
 from ..model.ledger import CLASSES, SHOWN_S, ledger
 from ..schema import TOK_PER_S
-from ..units import clock, count, duration, gpu_hours, rate, share, tok_s, tokens
+from ..units import clock, count, duration, gpu_hours, is_missing, rate, share, tok_s, tokens
 
 MAX_SENTENCES = 5
 
 
 # --- the formatters live in units.py (detect's titles use them too) ------------------------------
-
-def _missing(value) -> bool:
-    return value is None or pd.isna(value)
-
 
 # A table cell longer than this is cut where it is shown (notebook.frame_html), with an ellipsis and
 # the whole text on hover; the tables themselves keep the whole text.
@@ -254,11 +250,11 @@ def _lost(cost: dict | None) -> str:
     if not cost:
         return ""
     parts = []
-    if not _missing(cost.get("gpu_hours_lost")):
+    if not is_missing(cost.get("gpu_hours_lost")):
         parts.append(f"{gpu_hours(cost['gpu_hours_lost'])} GPU-hours")
-    if not _missing(cost.get("tokens_lost")):
+    if not is_missing(cost.get("tokens_lost")):
         parts.append(f"{tokens(cost['tokens_lost'])} tokens")
-    if not _missing(cost.get("steps_lost")):
+    if not is_missing(cost.get("steps_lost")):
         parts.append(f"{tokens(cost['steps_lost'])} steps")
     return ("; lost: " + " and ".join(parts)) if parts else ""
 

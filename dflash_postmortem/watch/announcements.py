@@ -16,7 +16,7 @@ from ..loaders.terminal import ESCAPES
 from ..model.pace import UNITS
 from ..present.redact import redact
 from ..present.terminal_view import ELLIPSIS
-from ..units import clock, count, percent, rate
+from ..units import clock, count, is_missing, percent, rate
 
 # What changed. The watcher announces a change of an attempt or a job, never a reading: "stall"
 # once when it begins, "recovered" once when the pace is back.
@@ -85,16 +85,16 @@ class JobStatus:
             raise UsageError(f"job state {self.state!r} is not one of {', '.join(STATES)}")
         if self.unit not in UNITS.values():
             raise UsageError(f"pace unit {self.unit!r} is not one of {', '.join(UNITS.values())}")
-        if not _missing(self.goodput) and not 0 <= self.goodput <= 1:
+        if not is_missing(self.goodput) and not 0 <= self.goodput <= 1:
             raise UsageError(f"goodput {self.goodput!r} is not a fraction between 0 and 1")
 
     def summary(self) -> str:
         """`r1 training 21.5K tok/s 97 %`; `r2 starting` while neither number is known."""
         text = f"{_printable(self.job)} {self.state.replace('_', ' ')}"
-        if _missing(self.pace) and _missing(self.goodput):
+        if is_missing(self.pace) and is_missing(self.goodput):
             return text
-        pace = f"{UNKNOWN} {self.unit}" if _missing(self.pace) else rate(self.pace, self.unit)
-        goodput = f"{UNKNOWN} %" if _missing(self.goodput) else percent(self.goodput)
+        pace = f"{UNKNOWN} {self.unit}" if is_missing(self.pace) else rate(self.pace, self.unit)
+        goodput = f"{UNKNOWN} %" if is_missing(self.goodput) else percent(self.goodput)
         return f"{text} {pace} {goodput}"
 
 
@@ -102,10 +102,6 @@ def status_line(jobs: list[JobStatus], width: int) -> str:
     """The jobs in one line of at most `width` characters:
     `watching 2 jobs · r1 training 21.5K tok/s 97 % · r2 starting` (masked, like every line shown)."""
     return _fit(" · ".join([f"watching {count(len(jobs), 'job')}"] + [j.summary() for j in jobs]), width)
-
-
-def _missing(value) -> bool:
-    return value is None or pd.isna(value)
 
 
 def _printable(text: str) -> str:

@@ -209,7 +209,7 @@ class Watch:
                 state = "training"  # its one step line so far: no stretch of training yet in the states
             recent = pace[pace["source"].isin(a["sources"])] if len(pace) and a["sources"] else pace.iloc[:0]
             level = float(recent["value"].tail(6).median()) if len(recent) else None
-            out.append(JobStatus(job=str(a["run"] or job), state=_live_state(state), pace=level, unit=u,
+            out.append(JobStatus(job=_job_of(a), state=_live_state(state), pace=level, unit=u,
                                  goodput=_goodput(parts, job)))
         return out
 
@@ -227,7 +227,7 @@ class Watch:
         start order, and a start read later (a log that names its attempts after its first lines,
         a process listed late) renumbers those after it; nor by its start alone, which a more
         precise signal read later moves (a log's first line after the launch)."""
-        rows = [(str(a["run"] or a["job"]), a["start"], _start_refs(a), set(a["pids"])) for _, a in att.iterrows()]
+        rows = [(_job_of(a), a["start"], _start_refs(a), set(a["pids"])) for _, a in att.iterrows()]
         same = (lambda r, t: bool(r[2] & t.refs), lambda r, t: bool(r[3] & t.pids),
                 lambda r, t: t.job == r[0] and abs((r[1] - t.start).total_seconds()) < 1)
         found: list[_Told | None] = [None] * len(rows)
@@ -248,7 +248,7 @@ class Watch:
         out = []
         att = attempts(inc)
         for (_, a), told in zip(att.iterrows(), self._told_attempts(att), strict=True):
-            name, job = str(a["attempt"]), str(a["run"] or a["job"])
+            name, job = str(a["attempt"]), _job_of(a)
             if told is None:
                 told = _Told(job, a["start"], _start_refs(a), set(a["pids"]))
                 self.seen.attempts.append(told)
@@ -337,7 +337,7 @@ class Watch:
                 told.not_starting = True
             last = _last_line(inc, a)
             out.append(Announcement(
-                now, str(a["run"] or a["job"]), "not_starting",
+                now, _job_of(a), "not_starting",
                 f"not starting: {_alive(inc, a)}, {_memory(inc, a)}, no step after {duration(waited)} "
                 f"(budget {duration(budget)}: {why})" + (f"; last log line at {clock(last['time'])}" if last is not None else ""),
                 self._evidence(last["ref"] if last is not None else a["start_ref"])))
@@ -349,6 +349,11 @@ def _goodput(parts: pd.DataFrame, job) -> float | None:
     mine = parts[parts["job"] == job] if len(parts) else parts
     total = float(mine["seconds"].sum()) if len(mine) else 0.0
     return float(mine.loc[mine["class"] == "productive", "seconds"].sum()) / total if total > 0 else None
+
+
+def _job_of(a: pd.Series) -> str:
+    """What an attempt's announcements are said of: its run, else its job ("job 3")."""
+    return str(a["run"] or a["job"])
 
 
 def _start_refs(a: pd.Series) -> set[str]:
