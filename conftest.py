@@ -72,6 +72,7 @@ def _path(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
+@pytest.hookimpl(optionalhook=True)  # (a run without xdist: `-p no:xdist`)
 def pytest_xdist_make_scheduler(config, log):
     """The test workers (pytest-xdist) take a file at a time (or a bundled incident's tests,
     BY_INCIDENT), at most one LONG file per core at once. xdist's own `loadgroup` cannot express

@@ -461,8 +461,10 @@ class _Assembly:
         if named:
             return max(named, key=lambda a: a.start)
         # the attempt whose process was alive when the line was written, and started before it
-        alive = [a for a in self.found + self.orphans if a.pids and self._alive_at(a, when) and self._no_log(a)
-                 and _same_host(a, host)]
+        # (a process writes one log; the run it names beside it (wandb's records, read before
+        # or without the run's own logs, which name its PID) is its too, log or not)
+        alive = [a for a in self.found + self.orphans if a.pids and self._alive_at(a, when)
+                 and (self._no_log(a) or (run is not None and run in a.runs)) and _same_host(a, host)]
         if run is not None and len(alive) > 1:
             alive = [a for a in alive if run in a.runs] or alive
         if alive:

@@ -245,6 +245,32 @@ def test_a_run_whose_first_step_lines_share_one_second_is_training(tmp_path):
     assert {j.job: j.state for j in watch.status()} == {"looped": "never_trained", "looped-fixed": "training"}
 
 
+def test_a_run_read_ahead_of_its_trainers_log_is_that_trainers_not_a_start_after_it(tmp_path):
+    """A look reads a folder file by file while it is written: on a busy machine the relaunch's
+    wandb records (its first history row at 09:30:08.227) can be read after its first step was
+    written and its log before, with the run's own logs, which name its PID, not there yet. The
+    run is the relaunch's (PID 887, alive then, started with `--run-name fixed`), not a start of
+    its own, which made the relaunch one that never trained (the stall replay's watch test on CI
+    said a failed start of `fixed`, then its first step)."""
+    src = INCIDENTS / "h200-1gpu-stall"
+    folder = tmp_path / "incident"
+    grow(src, folder, "2026-11-30 09:30:09")
+    lines = (src / "logs" / "train_opt2.log").read_text().splitlines(True)
+    first = next(i for i, ln in enumerate(lines) if " step " in ln)
+    (folder / "logs" / "train_opt2.log").write_text("".join(lines[:first]))
+    run = next(folder.glob("wandb/wandb/offline-run-*-p4uadly6"))
+    shutil.rmtree(run / "logs"), shutil.rmtree(run / "files")
+    watch = Watch(folder, clock_now=lambda: pd.Timestamp("2026-11-30 09:30:09", tz="UTC"))
+    said = watch.look()
+    att = pm.attempts(watch.incident)
+    assert len(att) == 2, att[["attempt", "start", "pids", "runs"]]
+    relaunch = att.iloc[1]
+    assert relaunch["pids"] == [887] and relaunch["runs"] == ["fixed"]
+    assert relaunch["first_step"] == pd.Timestamp("2026-11-30 09:30:08.227016", tz="UTC")
+    assert [a.text for a in said if a.kind == "failed_start"] == []
+    assert {j.job: j.state for j in watch.status()}["fixed"] == "training"
+
+
 def test_the_budget_is_longer_than_the_longest_earlier_start_of_the_same_script(tmp_path):
     folder = tmp_path / "incident"
     grow(INCIDENTS / "h200-1gpu-crash-loop", folder, None)
