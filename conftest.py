@@ -84,7 +84,7 @@ def pytest_xdist_make_scheduler(config, log):
     class ByFile(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = _path(nodeid)
-            return "bundled" + nodeid[nodeid.index("["):] if path in BY_INCIDENT else path  # test[name]
+            return "bundled" + nodeid[nodeid.index("["):] if path in BY_INCIDENT and "[" in nodeid else path  # test[name]
 
         def _assign_work_unit(self, node) -> None:
             # The next file in xdist's order (most tests first), but a long one while fewer than
