@@ -223,6 +223,8 @@ class _Assembly:
         self.listed = listed.dropna(subset=["job"])
         # PID files: a start's record of its process, not a log it writes
         self.pid_records = set(ev.loc[ev["kind"] == "pid_file", "source"].dropna())
+        # the files a tracked run's records were read from (a `.wandb` log), not a log of its own
+        self.run_records = {info.source for info in inc.runs.values() if info.source}
 
     # ------------------------------------------------------------------ the signals, in turn
     def build(self) -> pd.DataFrame:
@@ -461,10 +463,12 @@ class _Assembly:
         if named:
             return max(named, key=lambda a: a.start)
         # the attempt whose process was alive when the line was written, and started before it
-        # (a process writes one log; the run it names beside it (wandb's records, read before
-        # or without the run's own logs, which name its PID) is its too, log or not)
+        # (a process writes one log; a tracked run's records that name its run (wandb's, read
+        # before or without the run's own logs, which name its PID) are its too, log or not; a
+        # second log naming the run may be a restart's, and joins by the rules above)
+        record = run is not None and source in self.run_records
         alive = [a for a in self.found + self.orphans if a.pids and self._alive_at(a, when)
-                 and (self._no_log(a) or (run is not None and run in a.runs)) and _same_host(a, host)]
+                 and (self._no_log(a) or (record and run in a.runs)) and _same_host(a, host)]
         if run is not None and len(alive) > 1:
             alive = [a for a in alive if run in a.runs] or alive
         if alive:
