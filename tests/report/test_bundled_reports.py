@@ -21,13 +21,15 @@ PAGES = ["01_overview", "02_throughput_drop", "03_failed_restart", "04_recovery"
 RAW = re.compile(r"`|\b(?:nan|NaN|NaT|nanK)\b|<NA>|(?<![\d.,])1 (?:rows|lines|files|GPUs|processes|findings|samples|attempts|runs|events|seconds)\b")
 
 BUNDLED = sorted(p.name for p in (REPO / "data" / "incidents").iterdir() if p.is_dir())
+# what each bundled incident's report says, pinned (tests/test_bundled_findings.py)
+PINNED = json.loads((REPO / "tests" / "bundled_findings.json").read_text())
 
 
-def _features(incident: str, pinned: dict) -> set[str]:
+def _features(incident: str) -> set[str]:
     """What an incident's report shows that another's may not: the kinds of its findings and the
     figures of its impact (tests/bundled_findings.json, what its pages say), and the kinds of
     files in its folder (what its evidence views show)."""
-    said = pinned.get(incident, {})
+    said = PINNED.get(incident, {})
     out = {"finding:" + f["id"].split("@")[0] for f in said.get("findings", [])} or {"finding:none"}
     out |= {"impact:" + k for k, v in said.get("impact", {}).items() if v is not None}
     return out | {"file:" + (p.suffix or p.name) for p in (REPO / "data" / "incidents" / incident).rglob("*")
@@ -39,8 +41,7 @@ def _covering(incidents: list[str]) -> list[str]:
     all of them: drawn in Chromium, they draw every kind of finding, figure and evidence view
     the bundled reports have. Each Chromium page costs about half a second of CPU, most of it
     plotly.js; the 22 reports' 132 pages were a quarter of the test run's CPU."""
-    pinned = json.loads((REPO / "tests" / "bundled_findings.json").read_text())
-    features = {name: _features(name, pinned) for name in incidents}
+    features = {name: _features(name) for name in incidents}
     left, chosen = set().union(*features.values()), []
     while left:
         best = max(sorted(features), key=lambda n: len(features[n] & left))
@@ -115,7 +116,7 @@ def test_every_bundled_report_reads_clean_and_its_evidence_links_have_their_line
                 views[view] = view.read_text(encoding="utf-8")
             assert anchor == "L" + ref.rsplit(":", 1)[1] and f'id="{anchor}"' in views[view], (name, ref, href)
             links += 1
-    findings = json.loads((REPO / "tests" / "bundled_findings.json").read_text()).get(incident, {}).get("findings", [None])
+    findings = PINNED.get(incident, {}).get("findings", [None])
     assert links >= (3 if findings else 1), links
 
 
@@ -141,15 +142,14 @@ def test_the_reports_covering_every_feature_open_offline_in_chromium(incident, b
     assert set(followed) == {"index", *PAGES}
     # every incident cites evidence somewhere: each finding its lines, a run without one at
     # least the starts it reviewed
-    findings = json.loads((REPO / "tests" / "bundled_findings.json").read_text()).get(incident, {}).get("findings", [None])
+    findings = PINNED.get(incident, {}).get("findings", [None])
     assert sum(len(v) for v in followed.values()) >= (3 if findings else 1), followed
 
 
 def test_the_covering_reports_show_every_feature_and_are_fewer():
     """The cover is a cover: every feature of every bundled report is in one of IN_BROWSER's,
     and it leaves reports out (else it saves nothing)."""
-    pinned = json.loads((REPO / "tests" / "bundled_findings.json").read_text())
-    every = set().union(*(_features(n, pinned) for n in BUNDLED))
-    covered = set().union(*(_features(n, pinned) for n in IN_BROWSER))
+    every = set().union(*(_features(n) for n in BUNDLED))
+    covered = set().union(*(_features(n) for n in IN_BROWSER))
     assert every == covered and {"finding:stall", "file:.wandb", "impact:tokens_lost"} <= every
     assert len(IN_BROWSER) < len(BUNDLED)
