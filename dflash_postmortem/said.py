@@ -1,6 +1,6 @@
 """What an error line says, as a reader quotes it: a traceback by its last line, any other line
 by its first, without the logger's prefix (glog's `E1202 02:33:51.653000 917 api.py:986] `, a
-date and time, a `[run]` tag) or the C++ source locations inside it
+date and time, a `[run]` tag or a syslog `host kernel:`) or the C++ source locations inside it
 (`[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152] `)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 _LINE_PREFIX = re.compile(r"^\[?[IWEF]\d{4} [\d:.]+(?: +\d+)? [^\]]{1,200}\] *"
-                          r"|^\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(?:\[[^\]]*\]\s*)?")
+                          r"|^\d{4}-\d\d-\d\d[ T][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*(?:\[[^\]]*\]\s*|\S+ kernel: )?")
 _SOURCE_AT = re.compile(r"\[(?:/[^\]\s]+|[\w.-]+)\.(?:cc|cpp|cu|h|hpp|c):\d+\] ?")
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..incident import Incident
 from ..model import computed as memo
-from ..model.attempts import attempts
+from ..model.attempts import MACHINE_FAULTS, attempts
 from ..model.progress import lines_of
 from ..model.states import states
 from . import findings, gpu_state
@@ -91,6 +91,14 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
         lines = lines_of(inc, a) if s["attempt"] is not None else inc.metrics.iloc[:0]
         last = lines[lines["time"] <= start_].tail(1)
         died = [s["ref"]] if cause and isinstance(s["ref"], str) else []
+        caused_by = [findings.cause(findings.event_id(r), f"a thread or rank died before the silence: {cause}", [r])
+                     for r in died]
+        if not died and a.get("cause_kind") in MACHINE_FAULTS and start_ <= a["cause_time"] <= end:
+            # the machine said a GPU of the attempt failed as it fell silent (an Xid, off the bus)
+            cause = a["cause_message"] or a["cause_kind"]
+            died = [a["cause_ref"]] if isinstance(a["cause_ref"], str) else []
+            caused_by = [findings.cause(findings.event_id(r), f"a GPU failed as the steps stopped: {cause}", [r])
+                         for r in died]
         refs = findings.refs(last) + died
         tb = _last_line(inc, died[0]) if died else None
         rows.append(findings.finding(
@@ -105,8 +113,7 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
              "max_memory_mib": float(held["memory_used_mib"].max()) if len(util) else None,
              "util_pct_mostly": float(util.quantile(IDLE_SHARE)) if len(util) else None,
              "idle_share": IDLE_SHARE, "cause": cause},
-            caused_by=[findings.cause(findings.event_id(r), f"a thread or rank died before the silence: {cause}", [r])
-                       for r in died]))
+            caused_by=caused_by))
     return findings.frame(rows)
 
 

@@ -277,6 +277,13 @@ def _whole_runs(s: pd.DataFrame, part: pd.DataFrame) -> bool:
     return bool(runs["time"].min() >= part["time"].min() and runs["time"].max() <= part["time"].max())
 
 
+def _attempt_of(inc: Incident, run) -> str | None:
+    """The first attempt that logged `run`, or None."""
+    att = attempts(inc)
+    hit = att[[run in runs for runs in att["runs"]]]
+    return None if hit.empty else hit["attempt"].iloc[0]
+
+
 def _run_info(inc: Incident, run) -> RunInfo | None:
     if run in inc.runs:
         return inc.runs[run]
@@ -358,7 +365,10 @@ def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) 
     for ep in episodes(inc, min_drop):
         during, before = ep["during"], ep["before"]
         run_b, run_a = before["run"].iloc[-1], during["run"].iloc[0]
-        across = run_a != run_b
+        # two runs of one attempt are its ranks, each logging (train_rank8.log, train_rank9.log):
+        # the drop came inside it, not with a new run
+        one = _attempt_of(inc, run_a)
+        across = run_a != run_b and (one is None or one != _attempt_of(inc, run_b))
         ratio = ep["degraded"] / ep["baseline"]
         cands, evidence, causes = [], [], []
         flags = [d for d in config_differences(inc, run_b, run_a, ep["start"]) if not d["bookkeeping"]] if across else []

@@ -12,7 +12,12 @@ signals that agree are one attempt:
 - a log joins the launch that redirected into it, else the attempt whose process wrote it (a PID
   its lines name) or was alive when its first line was written; a log a restart loop appends to
   holds one start per start-up sequence;
+- logs begun together on one host and named alike but for a number (`train_rank16.log`,
+  `train_rank17.log`: one launch starts every rank) are one attempt's, each rank's own;
 - a run joins the attempt that logged it;
+- an error line starts nothing (a rank's timeout in a log whose earlier lines named no rank), nor
+  does what the machine says of its GPUs (an Xid, `[GPU is lost]`): that is a cause of the
+  attempts running there;
 - what joins nothing is an attempt of its own (a `nohup` start with no transcript is its process,
   or its log).
 
@@ -63,6 +68,13 @@ SAME_START = pd.Timedelta(seconds=2)
 END_SLACK = pd.Timedelta(seconds=30)
 # One rank's first lines in two logs (a launcher's copy and its own file) are written together.
 RANK_SLACK = pd.Timedelta(seconds=5)
+# A rank's own file or run says which rank it is (`train_rank16.log`, `node003-rank16`).
+_NAMED_RANK = re.compile(r"(?i)(?<![a-z])rank[_-]?(\d+)(?!\d)")
+# What the machine says of its GPUs (the kernel's Xid, nvidia-smi's `[GPU is lost]`): never a
+# start of training, and a cause for every attempt running on that machine.
+MACHINE_FAULTS = ("xid", "gpu_error", "gpu_lost")
+# Where two ranks' file names differ: their numbers.
+_SIBLING = re.compile(r"\d+")
 
 COLUMNS = ("attempt", "start", "start_within_s", "start_ref", "launched", "by", "launcher", "job", "job_attempt", "host", "command",
            "script", "flags", "log_path", "launch_ref", "run", "runs", "pids", "ranks", "gpus", "sources",
@@ -225,6 +237,7 @@ class _Assembly:
         self.pid_records = set(ev.loc[ev["kind"] == "pid_file", "source"].dropna())
         # the files a tracked run's records were read from (a `.wandb` log), not a log of its own
         self.run_records = {info.source for info in inc.runs.values() if info.source}
+        self.machine = ev[ev["kind"].isin(MACHINE_FAULTS)]
 
     # ------------------------------------------------------------------ the signals, in turn
     def build(self) -> pd.DataFrame:
@@ -462,6 +475,13 @@ class _Assembly:
                  and a.start <= when + pd.Timedelta(seconds=a.within) and source not in a.sources and _same_host(a, host)]
         if named:
             return max(named, key=lambda a: a.start)
+        # a sibling: another rank's log of the same job, named as this one but for a number
+        # (`train_rank16.log`, `train_rank17.log`) and begun with it (one launch starts its ranks)
+        siblings = [a for a in self.found if source not in a.sources and _same_host(a, host)
+                    and any(abs(begin - when) <= RANK_SLACK and _SIBLING.sub("#", PurePosixPath(s).name)
+                            == _SIBLING.sub("#", name) for s, begin in a.sources.items())]
+        if siblings:
+            return min(siblings, key=lambda a: abs(a.start - when))
         # the attempt whose process was alive when the line was written, and started before it
         # (a process writes one log; a tracked run's records that name its run (wandb's, read
         # before or without the run's own logs, which name its PID) are its too, log or not; a
@@ -607,7 +627,13 @@ class _Assembly:
             lives.append((p["alive_until"], _text(p.get("ref"))))
         last_alive, last_ref = max(lives, key=lambda x: x[0]) if lives else (a.start, a.start_ref)
         end = _end(rows, a, last_alive, self.evidence_end, inc.live)
-        end.update(_cause(rows, steps["time"].max() if len(steps) else a.start, end["end"]))
+        # what the machine said of its GPUs meanwhile is a cause too (a GPU off the bus hangs
+        # the job; its ranks' timeouts come later)
+        gpus = set(gp["gpu"].dropna().astype(int))
+        machine = self.machine[[_same_host(a, h) and (g is None or not gpus or g in gpus)
+                                for h, g in zip(_col(self.machine, "host"), _col(self.machine, "gpu").map(_num), strict=True)]]
+        causes = pd.concat([rows, machine]) if len(machine) else rows
+        end.update(_cause(causes, steps["time"].max() if len(steps) else a.start, end["end"]))
         # what the attempt's lines say of it, its metric lines first
         said = {c: [v for df in (lines, rows) for v in _col(df, c).dropna()] for c in ("rank", "job", "attempt", "run")}
         ranks = set(a.ranks) | {int(x) for x in said["rank"]}
@@ -777,14 +803,19 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
     if not parts:
         return {}
     rows = pd.concat(parts, ignore_index=True).dropna(subset=["source", "time"])
-    # a transcript or a listing is not a log of one trainer
+    # a transcript or a listing is not a log of one trainer, and what the machine says of its
+    # GPUs (a kernel log's Xid, a GPU capture's `[GPU is lost]`) starts nothing
     transcripts = set(ev.loc[ev["kind"].isin(("command", "launch", "gpu_query", "process_count")), "source"].dropna())
-    rows = rows[~rows["source"].isin(transcripts | job_listings(inc))]
+    rows = rows[~rows["source"].isin(transcripts | job_listings(inc)) & ~rows["kind"].isin(MACHINE_FAULTS)]
+    rows = rows.assign(rank=_named_ranks(rows))
+    first_row = rows.groupby("source")["time"].min()
     out: dict[str, list[tuple]] = {}
     for (source, rank), g in rows.groupby(["source", _col(rows, "rank").fillna(-1)], sort=False, dropna=False):
         g = g.sort_values("time", kind="stable")
         kinds = g["kind"].to_numpy()
-        starts = [0]
+        # an error line is no start: a rank first named by its timeout (`[Rank 16] Watchdog
+        # caught ...`) in a log whose earlier lines name no rank is the attempt writing that log
+        starts = [] if kinds[0] in _ENDS + _CAUSES and g["time"].iloc[0] > first_row[source] else [0]
         ended = False
         for i, k in enumerate(kinds):
             if k in _ENDS:
@@ -812,6 +843,22 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
     for source in out:
         out[source].sort(key=lambda x: x[0])
     return out
+
+
+def _named_ranks(rows: pd.DataFrame) -> pd.Series:
+    """Each row's rank: its own, else the rank its log's file or run is named for
+    (`train_rank16.log`, run `node003-rank16`)."""
+    rank = _col(rows, "rank").astype("Int64")
+    by_name = rows["source"].map(lambda s: _rank_in(PurePosixPath(str(s)).name)).astype("Int64")
+    if "run" in rows.columns:
+        by_run = rows["run"].map(lambda r: _rank_in(r) if isinstance(r, str) else None).astype("Int64")
+        by_name = by_name.fillna(by_run.groupby(rows["source"]).transform("first"))
+    return rank.fillna(by_name)
+
+
+def _rank_in(name: str) -> int | None:
+    m = _NAMED_RANK.search(name)
+    return int(m.group(1)) if m else None
 
 
 def _may_start(m: pd.DataFrame, ev: pd.DataFrame) -> np.ndarray:

@@ -26,9 +26,10 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident
+from ..said import error_text
 from ..units import figure
 from . import computed
-from .attempts import attempts
+from .attempts import MACHINE_FAULTS, attempts
 from .pace import unit
 from .progress import lines_of, progress
 
@@ -238,11 +239,17 @@ def _hung_until_error(a: pd.Series, lines: pd.DataFrame) -> tuple[str, str] | No
     was against the stall threshold, which is for a run whose end is not known."""
     if lines.empty or pd.isna(a["cause_time"]) or len(lines) < 2:
         return None
-    waited = (a["cause_time"] - lines["time"].max()).total_seconds()
+    said, when, ref = a["cause_message"] or a["cause_kind"], a["cause_time"], a["cause_ref"]
+    first = ""
+    if a["cause_kind"] in MACHINE_FAULTS and pd.notna(a["end"]) and a["end"] > when:
+        # a GPU that failed under it came first; the wait ended with the attempt's own end (the
+        # collective's timeout on the ranks that lived)
+        first = f" (after its GPU failed: {error_text(said)[:120]} at {when:%H:%M:%S})"
+        said, when, ref = error_text(a["end_message"]) or a["end_kind"], a["end"], a["end_ref"]
+    waited = (when - lines["time"].max()).total_seconds()
     if waited <= STALL_INTERVALS * step_interval_s(lines):
         return None
-    said = a["cause_message"] or a["cause_kind"]
-    return a["cause_ref"], f"then it failed: {str(said)[:160]} at {a['cause_time']:%H:%M:%S}"
+    return ref, f"then it failed: {str(said)[:160]} at {when:%H:%M:%S}{first}"
 
 
 def _row(a: pd.Series, state: str, start, end, ref, detail: str) -> dict:

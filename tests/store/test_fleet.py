@@ -233,3 +233,67 @@ def test_the_fleet_command_finds_the_faults_then_reads_each_window(tmp_path, cap
     assert re.search(rf"throughput_regression: host {hosts['straggler']}: throughput fell", text)
     assert re.search(rf"failed_restart: host {hosts['restart_never_came_up']}: restart at", text)
     assert (out / ".dflash-store").is_dir()
+
+
+# -- the incident story of the same folder (detect(), host by host) ----------------------------
+
+@pytest.fixture(scope="module")
+def told(fleet):
+    _, _, inc = fleet
+    return pm.detect(inc)
+
+
+def _host_share(inc, host: str):
+    from dflash_postmortem.clock.hosts import views
+
+    return next(share for h, share in views(inc) if h == host)
+
+
+def test_each_hosts_rank_logs_are_one_attempt_with_its_ranks(fleet):
+    """Eight logs begun in the same second, named but for the rank (train_rank16.log ...), are
+    the ranks of one job, not eight starts; a watchdog line naming its rank starts nothing."""
+    _, truth, inc = fleet
+    from dflash_postmortem.model import attempts
+
+    for h in range(4):
+        host = f"node{h + 1:03d}"
+        att = attempts(_host_share(inc, host))
+        trained = att[att["first_step"].notna()]
+        assert len(trained) == 1, host
+        a = trained.iloc[0]
+        assert a["ranks"] == list(range(8 * h, 8 * h + 8))
+        assert len(a["sources"]) == 8 and a["start"] == pd.Timestamp(truth["start"])
+    # the relaunch that never came up is the one other attempt, on its host only
+    relaunch = next(f for f in truth["faults"] if f["kind"] == "restart_never_came_up")
+    att = attempts(_host_share(inc, relaunch["host"]))
+    assert att["start"].tolist()[1:] == [pd.Timestamp(relaunch["start"])] and att["first_step"].isna().tolist()[1:] == [True]
+
+
+def test_the_lost_gpu_is_the_cause_of_its_hosts_death_not_the_ranks_timeouts(fleet, told):
+    _, truth, inc = fleet
+    lost = next(f for f in truth["faults"] if f["kind"] == "gpu_lost")
+    from dflash_postmortem.model import attempts
+
+    a = attempts(_host_share(inc, lost["host"])).iloc[0]
+    assert (a["cause_kind"], a["cause_time"], a["cause_ref"]) == ("xid", pd.Timestamp(lost["start"]), f"{lost['host']}/kern.log:1")
+    # the watchdog, 600 s later, is how it ended
+    assert a["end_kind"] == "nccl_timeout" and a["end"] == pd.Timestamp(lost["start"]) + pd.Timedelta(seconds=600)
+    died = told[(told["kind"] == "training_died")]
+    assert [n["host"] for n in died["numbers"]] == [lost["host"]]
+    d = died.iloc[0]
+    assert d["start"] == pd.Timestamp(lost["start"]) and d["end"] == a["end"]
+    assert d["numbers"]["error"].startswith("NVRM: Xid (PCI:0000:9a:00): 79") and "fallen off the bus" in d["numbers"]["error"]
+    assert [c["id"] for c in d["caused_by"]] == [f"event:{lost['host']}/kern.log:1"]
+    # no start is told for the machine's own lines, none for a rank's timeout
+    assert not any(k in ("failed_restart", "never_trained") and n["host"] == lost["host"]
+                   for k, n in zip(told["kind"], told["numbers"], strict=True))
+
+
+def test_the_stragglers_drop_is_told_within_its_job_not_as_one_rank_replacing_another(fleet, told):
+    _, truth, _ = fleet
+    slow = next(f for f in truth["faults"] if f["kind"] == "straggler")
+    reg = told[told["kind"] == "throughput_regression"]
+    assert [n["host"] for n in reg["numbers"]] == [slow["host"]]
+    n = reg["numbers"].iloc[0]
+    assert n["across_runs"] is False and 0.5 < n["ratio"] < 0.6
+    assert pd.Timestamp(slow["start"]) <= reg["start"].iloc[0] <= pd.Timestamp(slow["start"]) + pd.Timedelta(seconds=10)
