@@ -47,7 +47,7 @@ def _expected(folder: Path) -> list[tuple]:
 
 
 def child_ours(folder: Path, store: Path) -> dict:
-    import dflash_postmortem.store.fleet as fleet
+    import dflash_postmortem.detect.fleet as fleet
     from dflash_postmortem.config import read_config
     from dflash_postmortem.store import views
 

@@ -22,7 +22,9 @@ hosts chosen by the seed:
 
 - straggler: from `--straggler-at` one GPU throttles (HW thermal slowdown: SM clock ~1050 MHz,
   90 C) and stays at 100 % utilization while it sets the pace; the host's other GPUs wait at
-  ~55 % and the job's tok/s falls to ~55 % on every rank of the host;
+  ~55 % and the job's tok/s falls to ~55 % on every rank of the host. With `--straggler-in
+  clocks` the fault shows only in its clock and power (SM clock ~1050 MHz, ~290 W): every GPU
+  keeps its utilization, the others spinning in NCCL as they wait, as a synchronous job's do;
 - gpu_lost: from `--lost-at` one GPU fell off the bus: nvidia-smi prints `[GPU is lost]` / `ERR!`
   in its rows, the kernel log has Xid 79, DCGM reports DCGM_FI_DEV_XID_ERRORS 79 and stops its
   other metrics; the host's job hangs in NCCL (the other GPUs at 100 % util, steps stop) until
@@ -98,6 +100,7 @@ class Plan:
     straggler: tuple[int, int, int]  # host index, gpu, second
     lost: tuple[int, int, int]
     restart: tuple[int, int]  # host index, second of the relaunch
+    straggler_in: str = "util"  # util: the others wait at ~55 %; clocks: only its clock and power show it
 
     def host(self, h: int) -> str:
         return f"node{h + 1:03d}"
@@ -169,11 +172,15 @@ class HostSeries:
         if self.h == sh:
             slow = (t >= st)[:, 0]
             others = np.arange(g) != sg
-            r["util"][slow] = np.where(others, np.clip(np.rint(55 + 4 * rng.standard_normal((slow.sum(), g))), 0, 100),
-                                       100)
-            r["clock"][slow, sg] = 1050 + 15 * rng.integers(-1, 2, slow.sum())
-            r["temp"][slow, sg] = 89 + rng.integers(0, 3, slow.sum())
-            r["power"][slow] = np.where(others, 380 + 15 * rng.standard_normal((slow.sum(), g)), 450)
+            if p.straggler_in == "clocks":
+                r["clock"][slow, sg] = 1050 + 15 * rng.integers(-1, 2, slow.sum())
+                r["power"][slow, sg] = 290 + 10 * rng.standard_normal(slow.sum())
+            else:
+                r["util"][slow] = np.where(others, np.clip(np.rint(55 + 4 * rng.standard_normal((slow.sum(), g))), 0, 100),
+                                           100)
+                r["clock"][slow, sg] = 1050 + 15 * rng.integers(-1, 2, slow.sum())
+                r["temp"][slow, sg] = 89 + rng.integers(0, 3, slow.sum())
+                r["power"][slow] = np.where(others, 380 + 15 * rng.standard_normal((slow.sum(), g)), 450)
             pace[slow] = STRAGGLER_PACE
         lh, lg, lt = p.lost
         if self.h == lh:
@@ -420,7 +427,7 @@ def make_plan(args) -> Plan:
         else pd.Timestamp(args.start).tz_convert("UTC"),
         seed=args.seed, prometheus=not args.no_prometheus, prom_every=args.prom_every, log_every=args.log_every,
         straggler=(sh, sg, at(args.straggler_at, 0.25)), lost=(lh, lg, at(args.lost_at, 0.4)),
-        restart=(rh, at(args.restart_at, 0.6)),
+        restart=(rh, at(args.restart_at, 0.6)), straggler_in=args.straggler_in,
     )
 
 
@@ -433,7 +440,9 @@ def truth(plan: Plan, uuids: dict[str, list[str]]) -> dict:
     rh, rt = plan.restart
     faults = [
         Fault("straggler", plan.host(sh), sg, iso(st),
-              f"SM clock ~1050 MHz at 100 % util; the host's other GPUs wait at ~55 %, its tok/s x{STRAGGLER_PACE}"),
+              f"SM clock ~1050 MHz at 100 % util; the host's other GPUs wait at ~55 %, its tok/s x{STRAGGLER_PACE}"
+              if plan.straggler_in == "util" else
+              f"SM clock ~1050 MHz and ~290 W; every GPU's utilization unchanged; its tok/s x{STRAGGLER_PACE}"),
         Fault("gpu_lost", plan.host(lh), lg, iso(lt),
               f"[GPU is lost] rows, Xid 79; the host's job hangs in NCCL and exits {NCCL_TIMEOUT_S} s later"),
         Fault("restart_never_came_up", plan.host(rh), None, iso(rt),
@@ -480,6 +489,8 @@ def main(argv=None) -> int:
     ap.add_argument("--start", default="2026-11-28T00:00:00", help="UTC start of the captures")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--straggler-at", type=float, help="hours from the start (default: a quarter in)")
+    ap.add_argument("--straggler-in", choices=("util", "clocks"), default="util",
+                    help="what shows the straggler: the others' utilization too, or only its clock and power")
     ap.add_argument("--lost-at", type=float, help="hours from the start (default: 0.4 of the run)")
     ap.add_argument("--restart-at", type=float, help="hours from the start of the relaunch (default: 0.6)")
     ap.add_argument("--no-prometheus", action="store_true", help="skip the DCGM dump (big runs)")

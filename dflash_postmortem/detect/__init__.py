@@ -37,16 +37,25 @@ DETECTORS = (
 )
 
 
-def detect(incident: Incident, on_error: Callable[[str, Exception], None] | None = None) -> pd.DataFrame:
+def detect(incident: Incident, on_error: Callable[[str, Exception], None] | None = None, *,
+           fleet: bool = True) -> pd.DataFrame:
     """Every detector's findings, ordered by start time, with the cause graph across them; in a
-    fleet, each host's own (causes link findings of one host), then the summary across hosts.
+    fleet, each host's own (causes link findings of one host), then the summary across hosts,
+    and (`fleet`) what the fleet detectors find that the hosts' own findings do not tell: a GPU
+    that sets its host's pace, a GPU lost (detect/fleet.py).
 
     With `on_error`, a detector that raises is passed over: `on_error(its name, the error)`, and
     the others' findings are returned (the live watch tells the error and goes on telling the
     rest); without, the error propagates (a post-mortem says nothing rather than half)."""
     if len(per_host.hosts(incident)) < 2:
         return _judged(incident, on_error)
-    return per_host.summarised([per_host.named(_judged(share, on_error), host) for host, share in views(incident)])
+    told = per_host.summarised([per_host.named(_judged(share, on_error), host) for host, share in views(incident)])
+    if not fleet:
+        return told
+    # Start-up time: DuckDB loads for an incident of several hosts only.
+    from .fleet import told_with_fleet
+
+    return _found(lambda inc: told_with_fleet(inc, told), incident, on_error, "fleet detectors", told)
 
 
 def _judged(inc: Incident, on_error=None) -> pd.DataFrame:
@@ -56,14 +65,14 @@ def _judged(inc: Incident, on_error=None) -> pd.DataFrame:
     return frame_with_causes(inc, parts)
 
 
-def _found(d, inc: Incident, on_error) -> pd.DataFrame:
+def _found(d, inc: Incident, on_error, name: str | None = None, fallback: pd.DataFrame | None = None) -> pd.DataFrame:
     if on_error is None:
         return d(inc)
     try:
         return d(inc)
     except Exception as e:  # noqa: BLE001 - handed to on_error, which tells it
-        on_error(d.__name__, e)
-        return findings.empty()
+        on_error(name or d.__name__, e)
+        return findings.empty() if fallback is None else fallback
 
 
 __all__ = [

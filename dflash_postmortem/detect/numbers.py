@@ -198,6 +198,12 @@ class Straggler(TypedDict):
     peers_util_pct: float  # the host's other GPUs, waiting
     fleet_util_pct: float
     sm_clock_mhz: float
+    peers_sm_clock_mhz: float | None  # the host's other GPUs holding memory, each reading a median
+    power_w: float | None
+    peers_power_w: float | None
+    temp_c: float | None
+    peers_temp_c: float | None
+    shown_by: str  # "clock": its SM clock against its peers'; "utilization": its peers waiting
     fleet_sm_clock_mhz: float
     tok_per_s_before: float | None
     tok_per_s_during: float | None

@@ -48,8 +48,9 @@ def test_cluster_ingest_and_window_equal_the_duckdb_path(shared_folder, shared_s
 def test_the_fleet_detectors_on_the_cluster_equal_the_duckdb_path(tmp_path, client, monkeypatch):
     import pandas as pd
 
+    from dflash_postmortem.detect.fleet import Fleet
     from dflash_postmortem.store import cluster, layout, views
-    from dflash_postmortem.store.fleet import Fleet
+    from dflash_postmortem.store.fleet import on_cluster
 
     from .test_fleet import KIND, generate
 
@@ -61,7 +62,7 @@ def test_the_fleet_detectors_on_the_cluster_equal_the_duckdb_path(tmp_path, clie
     # One task per Parquet part: every bucket of partial sums is merged from tasks that ran apart.
     monkeypatch.setattr(cluster, "PARTS_PER_TASK", 1)
     on_duckdb = Fleet(views.connect(store), config=cfg)
-    on_dask = Fleet(views.connect(store), config=cfg, store=store, scheduler=client)
+    on_dask = Fleet(views.connect(store), config=cfg, scan=on_cluster(store, client))
     found, found_on_dask = on_duckdb.detect(), on_dask.detect()
     # the planted faults, the same on both paths
     assert sorted(found["kind"]) == sorted(KIND[t["kind"]] for t in truth["faults"])

@@ -1,4 +1,4 @@
-"""The fleet detectors (store/fleet.py) on a fleet written by benchmarks/gen_fleet.py and read by
+"""The fleet detectors (detect/fleet.py) on a fleet written by benchmarks/gen_fleet.py and read by
 the kit's own loaders: every planted fault found with its host, GPU and time, and nothing else."""
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import pytest
 
 import dflash_postmortem as pm
 from dflash_postmortem import schema
-from dflash_postmortem.store.fleet import BUCKET_S, Fleet, windows
+from dflash_postmortem.detect.fleet import BUCKET_S, Fleet
+from dflash_postmortem.store.fleet import windows
 
 GEN = Path(__file__).resolve().parents[2] / "benchmarks" / "gen_fleet.py"
 # truth.json's kind -> the kind of finding that reports it
@@ -283,7 +284,7 @@ def test_the_lost_gpu_is_the_cause_of_its_hosts_death_not_the_ranks_timeouts(fle
     d = died.iloc[0]
     assert d["start"] == pd.Timestamp(lost["start"]) and d["end"] == a["end"]
     assert d["numbers"]["error"].startswith("NVRM: Xid (PCI:0000:9a:00): 79") and "fallen off the bus" in d["numbers"]["error"]
-    assert [c["id"] for c in d["caused_by"]] == [f"event:{lost['host']}/kern.log:1"]
+    assert [c["id"] for c in d["caused_by"]][0] == f"event:{lost['host']}/kern.log:1"
     # no start is told for the machine's own lines, none for a rank's timeout
     assert not any(k in ("failed_restart", "never_trained") and n["host"] == lost["host"]
                    for k, n in zip(told["kind"], told["numbers"], strict=True))
@@ -297,3 +298,62 @@ def test_the_stragglers_drop_is_told_within_its_job_not_as_one_rank_replacing_an
     n = reg["numbers"].iloc[0]
     assert n["across_runs"] is False and 0.5 < n["ratio"] < 0.6
     assert pd.Timestamp(slow["start"]) <= reg["start"].iloc[0] <= pd.Timestamp(slow["start"]) + pd.Timedelta(seconds=10)
+
+
+def test_the_incident_story_tells_the_fleets_findings_and_links_them_to_what_they_caused(fleet, told):
+    """detect() on a folder of several hosts adds what only the fleet detectors see (the GPU
+    setting its host's pace, the lost GPU) to each host's own findings, not what those already
+    tell (the relaunch that never came up is the host's failed_restart), and links each GPU to
+    what it did to its host's job."""
+    _, truth, _ = fleet
+    by = {f["kind"]: f for f in truth["faults"]}
+    got = sorted((k, n["host"], n.get("gpu")) for k, n in zip(told["kind"], told["numbers"], strict=True)
+                 if k in ("straggler", "gpu_error", "restart_never_came_up", "failed_restart"))
+    assert got == sorted([("straggler", by["straggler"]["host"], by["straggler"]["gpu"]),
+                          ("gpu_error", by["gpu_lost"]["host"], by["gpu_lost"]["gpu"]),
+                          ("failed_restart", by["restart_never_came_up"]["host"], None)])
+    ids = dict(zip(told["kind"], told["id"], strict=True))
+    assert ids["straggler"] == f"straggler@{pd.Timestamp(by['straggler']['start']).isoformat()[:19]}@{by['straggler']['host']}"
+    reg = told[told["kind"] == "throughput_regression"].iloc[0]
+    assert [c["id"] for c in reg["caused_by"]] == [ids["straggler"]]
+    died = told[told["kind"] == "training_died"].iloc[0]
+    assert ids["gpu_error"] in [c["id"] for c in died["caused_by"]]
+    assert told["start"].is_monotonic_increasing and told["id"].is_unique
+
+
+def test_a_straggler_shown_only_by_its_clock_and_power_is_found(tmp_path):
+    """Every GPU of the host keeps its utilization (the others spin in NCCL as they wait): the
+    throttled GPU's SM clock against its busy peers' tells it, with the host's job behind the
+    fleet; the detector is told nothing of which GPU."""
+    out = tmp_path / "fleet"
+    truth = generate(out, "--hosts", "3", "--hours", "0.5", "--seed", "11", "--no-prometheus", "--straggler-in", "clocks")
+    slow = truth["faults"][0]
+    inc = pm.load_incident(out)
+    g = inc.gpus
+    after = g[(g["host"] == slow["host"]) & (g["time"] >= pd.Timestamp(slow["start"]) + pd.Timedelta(minutes=1))]
+    util = after.groupby("gpu")["util_gpu_pct"].median()
+    assert abs(util[slow["gpu"]] - util.drop(slow["gpu"]).min()) < 10  # utilization does not show it
+    found = Fleet(connect(inc), config=inc.config).stragglers()
+    assert [(n["host"], n["gpu"], n["shown_by"]) for n in found["numbers"]] == [(slow["host"], slow["gpu"], "clock")]
+    n = found["numbers"].iloc[0]
+    assert n["sm_clock_mhz"] < 1100 < 1900 < n["peers_sm_clock_mhz"]
+    assert n["power_w"] < 300 < n["peers_power_w"]
+    t = pd.Timestamp(slow["start"])
+    assert t - pd.Timedelta(seconds=BUCKET_S) < found["start"].iloc[0] <= t + pd.Timedelta(seconds=BUCKET_S)
+    assert "its SM clock at 1050 MHz against its peers' 19" in found["title"].iloc[0]
+    # and the story of the folder tells it as the cause of the host's drop
+    told = pm.detect(inc)
+    reg = told[told["kind"] == "throughput_regression"]
+    assert [n["host"] for n in reg["numbers"]] == [slow["host"]]
+    assert [c["id"].split("@")[0] for c in reg["caused_by"].iloc[0]] == ["straggler"]
+
+
+def test_inspect_on_a_fleet_folder_tells_the_lost_gpu(fleet, capsys):
+    from dflash_postmortem.cli import main
+
+    out, truth, _ = fleet
+    lost = truth["faults"][1]
+    assert main(["inspect", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert f"gpu_error: host {lost['host']} GPU {lost['gpu']} is lost" in text
+    assert "Nothing went wrong" not in text
