@@ -56,6 +56,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+# --straggler-in clocks: `clocks_event_reasons.active` too, the throttled GPU's HW thermal slowdown.
+REASONS_FIELD = ", clocks_event_reasons.active"
+HW_THERMAL, NO_REASON = "0x0000000000000040", "0x0000000000000000"
 HEADER = ("timestamp, index, uuid, name, memory.used [MiB], memory.total [MiB], utilization.gpu [%], "
           "utilization.memory [%], power.draw [W], temperature.gpu, clocks.sm [MHz]")
 MODEL = "NVIDIA H200"
@@ -167,6 +170,8 @@ class HostSeries:
             "clock": np.full(shape, MAX_SM_MHZ) - 15 * (rng.random(shape) < 0.05),
             "lost": np.zeros(shape, dtype=bool),
         }
+        if p.straggler_in == "clocks":
+            r["reasons"] = np.zeros(shape, dtype=bool)  # HW thermal slowdown, per GPU and second
         pace = np.ones(n)
         sh, sg, st = p.straggler
         if self.h == sh:
@@ -175,6 +180,7 @@ class HostSeries:
             if p.straggler_in == "clocks":
                 r["clock"][slow, sg] = 1050 + 15 * rng.integers(-1, 2, slow.sum())
                 r["power"][slow, sg] = 290 + 10 * rng.standard_normal(slow.sum())
+                r["reasons"][slow, sg] = True
             else:
                 r["util"][slow] = np.where(others, np.clip(np.rint(55 + 4 * rng.standard_normal((slow.sum(), g))), 0, 100),
                                            100)
@@ -234,6 +240,8 @@ def write_csv_chunk(f, s: HostSeries, t0: int, r: dict) -> None:
         _text(r["temp"]),
         _with(_text(r["clock"].astype(np.int64)), " MHz"),
     ]
+    if "reasons" in r:
+        cols.append(pc.cast(pa.array(np.where(r["reasons"].ravel(), HW_THERMAL, NO_REASON)), pa.string()))
     if r["lost"].any():
         # A GPU off the bus: NVML answers nothing for it; nvidia-smi still enumerates its index.
         for i in range(2, len(cols)):
@@ -330,7 +338,8 @@ def write_host(plan: Plan, h: int) -> dict:
     logs = RankLogs(plan, h, folder)
     scraped: dict[str, list] = {k: [] for k in ("t", "mem", "util", "power", "lost")}
     with open(folder / "smi.csv", "wb") as f:
-        f.write((HEADER + "\n").encode())
+        # the clocks mode also prints why the driver holds each GPU's clocks down
+        f.write((HEADER + (REASONS_FIELD if plan.straggler_in == "clocks" else "") + "\n").encode())
         for t0 in range(0, plan.seconds, CHUNK_S):
             n = min(CHUNK_S, plan.seconds - t0)
             r = s.chunk(t0, n)

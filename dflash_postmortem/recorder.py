@@ -60,6 +60,10 @@ class _Sampler:
         mem = n.nvmlDeviceGetMemoryInfo(self.handle)  # raises for a lost GPU: the caller records it
         util = self._try(n.nvmlDeviceGetUtilizationRates)
         power = self._try(n.nvmlDeviceGetPowerUsage)
+        # (named Throttle before R535's Event; nvidia-ml-py keeps both names)
+        why = (getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None)
+               or getattr(n, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
+        reasons = None if why is None else self._try(why)
         gpu = {
             "gpu": self.index, "uuid": self.uuid,
             "memory_used_mib": mem.used / MIB, "memory_total_mib": mem.total / MIB,
@@ -68,6 +72,8 @@ class _Sampler:
             "power_w": None if power is None else power / 1000.0,
             "temp_c": self._try(n.nvmlDeviceGetTemperature, n.NVML_TEMPERATURE_GPU),
             "sm_clock_mhz": self._try(n.nvmlDeviceGetClockInfo, n.NVML_CLOCK_SM),
+            # as nvidia-smi prints clocks_event_reasons.active
+            "clocks_event_reasons": None if reasons is None else f"0x{reasons:016x}",
         }
         procs = []
         for p in self._try(n.nvmlDeviceGetComputeRunningProcesses) or []:

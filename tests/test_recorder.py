@@ -73,6 +73,9 @@ class FakeNVML:
     def nvmlDeviceGetClockInfo(self, h, clock):
         return 1980
 
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h):
+        return 0x40 if h == 1 else 0  # GPU 1 in HW thermal slowdown
+
     def nvmlDeviceGetComputeRunningProcesses(self, h):
         return [types.SimpleNamespace(pid=1391, usedGpuMemory=4430 * MIB if h == 0 else None)]
 
@@ -129,6 +132,7 @@ def test_recording_reads_back(tmp_path):
     assert g.iloc[0]["power_w"] == pytest.approx(456.74)
     assert pd.isna(g.iloc[1]["power_w"])  # not supported -> missing, not 0
     assert list(g["util_gpu_pct"][:2]) == [90, 91] and list(g["temp_c"][:2]) == [50, 51]
+    assert list(g["clocks_event_reasons"][:2]) == ["0x0000000000000000", "0x0000000000000040"]  # as nvidia-smi prints it
     p = inc.gpu_processes
     assert len(p) == 6 and (p["pid"] == 1391).all() and (p["process_name"] == "python3").all()
     assert p.iloc[0]["used_memory_mib"] == 4430 and pd.isna(p.iloc[1]["used_memory_mib"])

@@ -250,11 +250,14 @@ def _straggler(f: _Finding) -> tuple[str, str]:
         power = (f", {f.power_w:.0f} W against {f.peers_power_w:.0f} W" if f.power_w is not None
                  and f.peers_power_w is not None else "")
         heat = f", {f.temp_c:.0f} C against {f.peers_temp_c:.0f} C" if f.temp_c is not None and f.peers_temp_c is not None else ""
+        why = [r for r in f.clock_reasons or [] if r not in (f.peers_clock_reasons or [])]
         return (f"host {f.host} GPU {f.gpu} sets the pace: its SM clock at {f.sm_clock_mhz:.0f} MHz against its "
                 f"peers' {f.peers_sm_clock_mhz:.0f} MHz",
-                f"{span} GPU {f.gpu} of {f.host} ran at {f.sm_clock_mhz:.0f} MHz{power}{heat} (the host's other busy "
-                f"GPUs), at {f.util_pct:.0f} % utilization beside their {f.peers_util_pct:.0f} %: utilization "
-                "does not show it, the others wait inside their collectives." + tok)
+                f"{span} GPU {f.gpu} of {f.host} ran at {f.sm_clock_mhz:.0f} MHz against {f.peers_sm_clock_mhz:.0f} MHz "
+                f"on the host's other busy GPUs{power}{heat}"
+                + (f"; the driver held its clocks down for {', '.join(why)}" if why else "")
+                + f". At {f.util_pct:.0f} % utilization beside their {f.peers_util_pct:.0f} %, utilization does not "
+                "show it: the others wait inside their collectives." + tok)
     return (f"host {f.host} GPU {f.gpu} sets the pace: {f.util_pct:.0f} % busy while its peers wait at "
             f"{f.peers_util_pct:.0f} %",
             f"{span} GPU {f.gpu} of {f.host} ran at {f.util_pct:.0f} % utilization and {f.sm_clock_mhz:.0f} MHz "

@@ -11,7 +11,8 @@ those buckets, so the whole fleet is scanned once however many questions are ask
   by heat or power while every GPU shows 100 % utilization, the others spinning in NCCL), with the
   host's job behind the fleet where it logs tok/s; or, where utilization does tell, busy
   (>= BUSY_UTIL_PCT) while the host's other GPUs wait STRAGGLER_GAP_PCT lower and the host sits
-  that far below the fleet's median. Its clock, power and temperature against its peers', the
+  that far below the fleet's median. Its clock, power, temperature and clock event reasons (why
+  the driver held its clocks down, where the capture has them) against its peers', the
   host's and the fleet's tok/s are the numbers. A host whose tok/s stays MIN_DROP below the
   fleet's median with no such GPU is a straggler host (gpu None).
 - `gpu_errors`: a GPU still enumerated whose readings are all missing (nvidia-smi's `[GPU is
@@ -43,6 +44,7 @@ from ..config import IncidentConfig
 from ..incident import Incident
 from ..schema import FRAME_NAMES, TOK_PER_S
 from . import findings
+from .clock_reasons import reason_names
 from .gpu_state import HELD_MIB, IDLE_UTIL_PCT
 from .restart import GRACE_S
 from .roles import MIN_MINUTES, heavy_roles, heavy_sql
@@ -77,7 +79,7 @@ _BUCKET_PARTS = """
                nullif(util_gpu_pct, 'NaN'::DOUBLE) AS util,
                nullif(memory_used_mib, 'NaN'::DOUBLE) AS mem,
                nullif(sm_clock_mhz, 'NaN'::DOUBLE) AS clk,
-               nullif(power_w, 'NaN'::DOUBLE) AS pwr, nullif(temp_c, 'NaN'::DOUBLE) AS tmp
+               nullif(power_w, 'NaN'::DOUBLE) AS pwr, nullif(temp_c, 'NaN'::DOUBLE) AS tmp, {why} AS why
         FROM rows WHERE time IS NOT NULL AND host IS NOT NULL AND gpu IS NOT NULL
     )
     SELECT host, gpu, us // {b} AS b, count(*) AS n,
@@ -86,7 +88,7 @@ _BUCKET_PARTS = """
            max(us) FILTER (WHERE util IS NOT NULL OR mem IS NOT NULL) AS last_reading_us,
            sum(util) AS util_sum, count(util) AS util_n, max(util) AS util_max,
            sum(clk) AS clk_sum, count(clk) AS clk_n, sum(pwr) AS pwr_sum, count(pwr) AS pwr_n,
-           sum(tmp) AS tmp_sum, count(tmp) AS tmp_n,
+           sum(tmp) AS tmp_sum, count(tmp) AS tmp_n, bit_or(why) AS why,
            sum(mem) AS mem_sum, count(mem) AS mem_n, min(mem) AS mem_min, max(mem) AS mem_max,
            min(uuid) AS uuid, min(source) AS source
     FROM s GROUP BY ALL
@@ -117,7 +119,10 @@ class Fleet:
             return
         # The scan in two steps: partial sums per bucket over any share of the rows (all of them
         # here, one group of Parquet parts per task on a cluster), then the sums merged.
-        partial = _BUCKET_PARTS.format(b=self.bucket_s * _US)
+        # the clocks' event reasons where a capture has them (nvidia-smi's hex bitmask)
+        why = ("TRY_CAST(clocks_event_reasons AS UBIGINT)" if "clocks_event_reasons" in self._columns("gpus")
+               else "NULL::UBIGINT")
+        partial = _BUCKET_PARTS.format(b=self.bucket_s * _US, why=why)
         if self.scan is None:
             self.con.execute("CREATE OR REPLACE TEMP TABLE fleet_gpu_minute_parts AS "
                              f"WITH rows AS (SELECT * FROM gpus) {partial}")
@@ -130,6 +135,7 @@ class Fleet:
                    sum(util_sum) / nullif(sum(util_n), 0) AS util, max(util_max) AS util_max,
                    sum(clk_sum) / nullif(sum(clk_n), 0) AS clk,
                    sum(pwr_sum) / nullif(sum(pwr_n), 0) AS pwr, sum(tmp_sum) / nullif(sum(tmp_n), 0) AS tmp,
+                   bit_or(why) AS why,
                    sum(mem_sum) / nullif(sum(mem_n), 0) AS mem, min(mem_min) AS mem_min, max(mem_max) AS mem_max,
                    min(uuid) AS uuid, min(source) AS source
             FROM fleet_gpu_minute_parts GROUP BY host, gpu, b
@@ -236,29 +242,34 @@ class Fleet:
         runs = self._runs(f"""
             WITH peers AS (
                 SELECT g.host, g.gpu, g.b, median(o.util) AS util, median(o.clk) AS clk, median(o.pwr) AS pwr,
-                       median(o.tmp) AS tmp
+                       median(o.tmp) AS tmp, bit_or(o.why) AS why
                 FROM fleet_gpu_minutes g
                 JOIN fleet_gpu_minutes o ON o.host = g.host AND o.b = g.b AND o.gpu <> g.gpu
                 WHERE g.mem >= {HELD_MIB} AND o.mem >= {HELD_MIB}
                 GROUP BY ALL
-            ), fleet_tok AS (SELECT b, median(tok) AS tok FROM fleet_host_tok GROUP BY b)
+            ), others_tok AS (  -- the other hosts' pace: the host's own must not set its reference
+                SELECT t.host, t.b, median(o.tok) AS tok FROM fleet_host_tok t
+                JOIN fleet_host_tok o ON o.b = t.b AND o.host <> t.host GROUP BY ALL
+            )
             SELECT g.host, g.gpu, g.b, g.util, g.clk, g.pwr, g.tmp, p.util AS peers, p.clk AS peers_clk,
-                   p.pwr AS peers_pwr, p.tmp AS peers_tmp, f.util AS fleet, f.clk AS fleet_clk
+                   p.pwr AS peers_pwr, p.tmp AS peers_tmp, g.why, p.why AS peers_why, f.util AS fleet,
+                   f.clk AS fleet_clk
             FROM fleet_gpu_minutes g
             JOIN peers p USING (host, gpu, b)
             JOIN fleet_minutes f ON f.b = g.b
             JOIN fleet_host_minutes h ON h.host = g.host AND h.b = g.b
             LEFT JOIN fleet_host_tok t ON t.host = g.host AND t.b = g.b
-            LEFT JOIN fleet_tok ft ON ft.b = g.b
+            LEFT JOIN others_tok ot ON ot.host = g.host AND ot.b = g.b
             WHERE
                 -- its clock: slower than its busy peers, and the job behind where it logs a pace
-                (g.clk <= (1 - {clock_gap}) * p.clk AND (t.tok IS NULL OR t.tok < (1 - {MIN_DROP}) * ft.tok))
+                (g.clk <= (1 - {clock_gap}) * p.clk AND (t.tok IS NULL OR ot.tok IS NULL OR t.tok < (1 - {MIN_DROP}) * ot.tok))
                 -- or its utilization, where the others' waiting shows in theirs
                 OR (g.util >= {BUSY_UTIL_PCT} AND p.util <= g.util - {gap} AND h.util <= f.util - {gap})
         """, "host, gpu", STRAGGLER_MIN_MINUTES,
             ", median(util) AS util, median(clk) AS clk, median(peers) AS peers, median(fleet) AS fleet, "
             "median(fleet_clk) AS fleet_clk, median(peers_clk) AS peers_clk, median(pwr) AS pwr, "
-            "median(peers_pwr) AS peers_pwr, median(tmp) AS tmp, median(peers_tmp) AS peers_tmp")
+            "median(peers_pwr) AS peers_pwr, median(tmp) AS tmp, median(peers_tmp) AS peers_tmp, "
+            "bit_or(why) AS why, bit_or(peers_why) AS peers_why")
         rows = [self._straggler(r, int(r.gpu)) for r in runs.itertuples()]
         paced = {(r.host, b) for r in runs.itertuples() for b in range(int(r.b0), int(r.b1) + 1)}
         # A whole host behind the fleet, with no GPU of its own setting the pace (network, input).
@@ -298,6 +309,7 @@ class Fleet:
                        "peers_sm_clock_mhz": _num(r.peers_clk, 0), "power_w": _num(r.pwr, 0),
                        "peers_power_w": _num(r.peers_pwr, 0), "temp_c": _num(r.tmp, 0),
                        "peers_temp_c": _num(r.peers_tmp, 0),
+                       "clock_reasons": reason_names(r.why), "peers_clock_reasons": reason_names(r.peers_why),
                        "shown_by": "clock" if pd.notna(r.peers_clk) and r.clk <= (1 - CLOCK_GAP) * r.peers_clk
                        else "utilization",
                        "fleet_sm_clock_mhz": _num(r.fleet_clk, 0), "tok_per_s_before": before,

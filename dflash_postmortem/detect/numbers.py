@@ -204,6 +204,8 @@ class Straggler(TypedDict):
     temp_c: float | None
     peers_temp_c: float | None
     shown_by: str  # "clock": its SM clock against its peers'; "utilization": its peers waiting
+    clock_reasons: list  # why its clocks were held down in the run (detect/clock_reasons.py), where captured
+    peers_clock_reasons: list
     fleet_sm_clock_mhz: float
     tok_per_s_before: float | None
     tok_per_s_during: float | None

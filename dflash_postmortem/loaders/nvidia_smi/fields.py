@@ -74,6 +74,10 @@ QUERY_FIELDS: dict[str, Field] = {
     "clocks.gr": Field("gr_clock_mhz", "float", "MHz"),
     "clocks.current.graphics": Field("gr_clock_mhz", "float", "MHz"),
     "fan.speed": Field("fan_pct", "float", "%"),
+    # Why the clocks are held down now, as the bitmask nvidia-smi prints (`0x0000000000000040`:
+    # HW thermal slowdown); named `throttle` before R535. Decoded by detect/clock_reasons.py.
+    "clocks_event_reasons.active": Field("clocks_event_reasons", "str"),
+    "clocks_throttle_reasons.active": Field("clocks_event_reasons", "str"),
     "pid": Field("pid", "int"),
     "process_name": Field("process_name", "str"),
     "used_memory": Field("used_memory_mib", "float", "MiB"),

@@ -88,4 +88,5 @@ def load(path: Path, ctx: LoadContext):
 
 
 # Recorded fields that are text; every other field of a gpu or proc record is a number.
-_TEXT_COLUMNS = {"time", "host", "source", "uuid", "name", "process_name", "pstate", "line", "gpu", "pid"}
+_TEXT_COLUMNS = {"time", "host", "source", "uuid", "name", "process_name", "pstate", "line", "gpu", "pid",
+                 "clocks_event_reasons"}
