@@ -475,11 +475,15 @@ class _Assembly:
                  and a.start <= when + pd.Timedelta(seconds=a.within) and source not in a.sources and _same_host(a, host)]
         if named:
             return max(named, key=lambda a: a.start)
-        # a sibling: another rank's log of the same job, named as this one but for a number
-        # (`train_rank16.log`, `train_rank17.log`) and begun with it (one launch starts its ranks)
+        # a sibling: another rank's log of the same job, at the same path but for a number
+        # (`train_rank16.log`, `train_rank17.log`; torchrun's `attempt_0/0/stdout.log`,
+        # `attempt_0/1/stdout.log`) and begun with it (one launch starts its ranks); a run it
+        # names is the same but for a number too (`runs/a/train.log` beside `runs/b/train.log`,
+        # or runs `baseline` and `variant`, are two jobs)
         siblings = [a for a in self.found if source not in a.sources and _same_host(a, host)
-                    and any(abs(begin - when) <= RANK_SLACK and _SIBLING.sub("#", PurePosixPath(s).name)
-                            == _SIBLING.sub("#", name) for s, begin in a.sources.items())]
+                    and (run is None or not a.runs or any(_SIBLING.sub("#", r) == _SIBLING.sub("#", run) for r in a.runs))
+                    and any(abs(begin - when) <= RANK_SLACK and _SIBLING.sub("#", s) == _SIBLING.sub("#", source)
+                            for s, begin in a.sources.items())]
         if siblings:
             return min(siblings, key=lambda a: abs(a.start - when))
         # the attempt whose process was alive when the line was written, and started before it

@@ -43,3 +43,20 @@ def test_logs_named_apart_or_begun_apart_stay_apart(tmp_path):
     later = (tmp_path / "b" / "worker0.log").read_text().replace("2026-11-28 00:", "2026-11-28 01:")
     (tmp_path / "b" / "worker1.log").write_text(later)
     assert len(attempts(pm.load_incident(tmp_path / "b"))) == 2
+
+
+def test_logs_of_one_name_in_two_folders_are_two_jobs_and_torchruns_rank_folders_one(tmp_path):
+    """The same file name in two run folders begun together (two jobs a script started side by
+    side) is two attempts; torchrun's per-rank folders (`attempt_0/0/stdout.log`, `attempt_0/1/...`)
+    differ in a number only: one."""
+    folder = tmp_path / "inc"
+    _worker_logs(folder, [], 0)
+    for name in ("a", "b"):
+        _worker_logs(folder / name, ["train.log"], 5)
+    assert len(attempts(pm.load_incident(folder))) == 2
+    folder = tmp_path / "torchrun"
+    (folder / "attempt_0").mkdir(parents=True)
+    for rank in (0, 1):
+        _worker_logs(folder / "attempt_0" / str(rank), ["stdout.log"], 5)
+    att = attempts(pm.load_incident(folder))
+    assert len(att) == 1 and sorted(att["sources"].iloc[0]) == ["attempt_0/0/stdout.log", "attempt_0/1/stdout.log"]
