@@ -78,8 +78,7 @@ _BUCKET_PARTS = """
         SELECT host, gpu, uuid, source, epoch_us(time) AS us,
                nullif(util_gpu_pct, 'NaN'::DOUBLE) AS util,
                nullif(memory_used_mib, 'NaN'::DOUBLE) AS mem,
-               nullif(sm_clock_mhz, 'NaN'::DOUBLE) AS clk,
-               nullif(power_w, 'NaN'::DOUBLE) AS pwr, nullif(temp_c, 'NaN'::DOUBLE) AS tmp, {why} AS why
+               nullif(sm_clock_mhz, 'NaN'::DOUBLE) AS clk
         FROM rows WHERE time IS NOT NULL AND host IS NOT NULL AND gpu IS NOT NULL
     )
     SELECT host, gpu, us // {b} AS b, count(*) AS n,
@@ -87,8 +86,7 @@ _BUCKET_PARTS = """
            min(us) FILTER (WHERE util IS NULL AND mem IS NULL) AS first_silent_us,
            max(us) FILTER (WHERE util IS NOT NULL OR mem IS NOT NULL) AS last_reading_us,
            sum(util) AS util_sum, count(util) AS util_n, max(util) AS util_max,
-           sum(clk) AS clk_sum, count(clk) AS clk_n, sum(pwr) AS pwr_sum, count(pwr) AS pwr_n,
-           sum(tmp) AS tmp_sum, count(tmp) AS tmp_n, bit_or(why) AS why,
+           sum(clk) AS clk_sum, count(clk) AS clk_n,
            sum(mem) AS mem_sum, count(mem) AS mem_n, min(mem) AS mem_min, max(mem) AS mem_max,
            min(uuid) AS uuid, min(source) AS source
     FROM s GROUP BY ALL
@@ -119,10 +117,7 @@ class Fleet:
             return
         # The scan in two steps: partial sums per bucket over any share of the rows (all of them
         # here, one group of Parquet parts per task on a cluster), then the sums merged.
-        # the clocks' event reasons where a capture has them (nvidia-smi's hex bitmask)
-        why = ("TRY_CAST(clocks_event_reasons AS UBIGINT)" if "clocks_event_reasons" in self._columns("gpus")
-               else "NULL::UBIGINT")
-        partial = _BUCKET_PARTS.format(b=self.bucket_s * _US, why=why)
+        partial = _BUCKET_PARTS.format(b=self.bucket_s * _US)
         if self.scan is None:
             self.con.execute("CREATE OR REPLACE TEMP TABLE fleet_gpu_minute_parts AS "
                              f"WITH rows AS (SELECT * FROM gpus) {partial}")
@@ -134,16 +129,15 @@ class Fleet:
                    max(last_reading_us) AS last_reading_us,
                    sum(util_sum) / nullif(sum(util_n), 0) AS util, max(util_max) AS util_max,
                    sum(clk_sum) / nullif(sum(clk_n), 0) AS clk,
-                   sum(pwr_sum) / nullif(sum(pwr_n), 0) AS pwr, sum(tmp_sum) / nullif(sum(tmp_n), 0) AS tmp,
-                   bit_or(why) AS why,
                    sum(mem_sum) / nullif(sum(mem_n), 0) AS mem, min(mem_min) AS mem_min, max(mem_max) AS mem_max,
                    min(uuid) AS uuid, min(source) AS source
             FROM fleet_gpu_minute_parts GROUP BY host, gpu, b
         """)
         # Host and fleet levels per bucket, and each GPU's peers (the host's other GPUs).
-        self.con.execute("""
+        self.con.execute(f"""
             CREATE OR REPLACE TEMP TABLE fleet_host_minutes AS
-            SELECT host, b, median(util) AS util, max(mem) AS mem_max, count(util) AS gpus_reporting
+            SELECT host, b, median(util) AS util, max(mem) AS mem_max, count(util) AS gpus_reporting,
+                   median(clk) FILTER (WHERE mem >= {HELD_MIB}) AS busy_clk
             FROM fleet_gpu_minutes GROUP BY ALL
         """)
         horizon = max(1, 1800 // self.bucket_s)
@@ -239,37 +233,28 @@ class Fleet:
     # -- detectors -----------------------------------------------------------------------------
     def stragglers(self) -> pd.DataFrame:
         gap, clock_gap = STRAGGLER_GAP_PCT, CLOCK_GAP
+        # Against the host's medians of the minute (its GPUs holding memory for the clock): with
+        # eight GPUs, one slow GPU moves the median of eight no more than the median of its seven
+        # peers, and the host's medians are one row a minute, not a join of every GPU with its peers.
         runs = self._runs(f"""
-            WITH peers AS (
-                SELECT g.host, g.gpu, g.b, median(o.util) AS util, median(o.clk) AS clk, median(o.pwr) AS pwr,
-                       median(o.tmp) AS tmp, bit_or(o.why) AS why
-                FROM fleet_gpu_minutes g
-                JOIN fleet_gpu_minutes o ON o.host = g.host AND o.b = g.b AND o.gpu <> g.gpu
-                WHERE g.mem >= {HELD_MIB} AND o.mem >= {HELD_MIB}
-                GROUP BY ALL
-            ), others_tok AS (  -- the other hosts' pace: the host's own must not set its reference
-                SELECT t.host, t.b, median(o.tok) AS tok FROM fleet_host_tok t
-                JOIN fleet_host_tok o ON o.b = t.b AND o.host <> t.host GROUP BY ALL
-            )
-            SELECT g.host, g.gpu, g.b, g.util, g.clk, g.pwr, g.tmp, p.util AS peers, p.clk AS peers_clk,
-                   p.pwr AS peers_pwr, p.tmp AS peers_tmp, g.why, p.why AS peers_why, f.util AS fleet,
+            WITH fleet_tok AS (SELECT b, median(tok) AS tok, count(*) AS hosts FROM fleet_host_tok GROUP BY b)
+            SELECT g.host, g.gpu, g.b, g.util, g.clk, h.util AS peers, h.busy_clk AS peers_clk, f.util AS fleet,
                    f.clk AS fleet_clk
             FROM fleet_gpu_minutes g
-            JOIN peers p USING (host, gpu, b)
-            JOIN fleet_minutes f ON f.b = g.b
             JOIN fleet_host_minutes h ON h.host = g.host AND h.b = g.b
+            JOIN fleet_minutes f ON f.b = g.b
             LEFT JOIN fleet_host_tok t ON t.host = g.host AND t.b = g.b
-            LEFT JOIN others_tok ot ON ot.host = g.host AND ot.b = g.b
-            WHERE
-                -- its clock: slower than its busy peers, and the job behind where it logs a pace
-                (g.clk <= (1 - {clock_gap}) * p.clk AND (t.tok IS NULL OR ot.tok IS NULL OR t.tok < (1 - {MIN_DROP}) * ot.tok))
+            LEFT JOIN fleet_tok ft ON ft.b = g.b
+            WHERE g.mem >= {HELD_MIB} AND (
+                -- its clock: slower than its busy peers, and its job behind the others where they
+                -- log a pace (a host alone logging is no reference for itself)
+                (g.clk <= (1 - {clock_gap}) * h.busy_clk
+                 AND (t.tok IS NULL OR ft.hosts < 2 OR t.tok < (1 - {MIN_DROP}) * ft.tok))
                 -- or its utilization, where the others' waiting shows in theirs
-                OR (g.util >= {BUSY_UTIL_PCT} AND p.util <= g.util - {gap} AND h.util <= f.util - {gap})
+                OR (g.util >= {BUSY_UTIL_PCT} AND h.util <= g.util - {gap} AND h.util <= f.util - {gap}))
         """, "host, gpu", STRAGGLER_MIN_MINUTES,
             ", median(util) AS util, median(clk) AS clk, median(peers) AS peers, median(fleet) AS fleet, "
-            "median(fleet_clk) AS fleet_clk, median(peers_clk) AS peers_clk, median(pwr) AS pwr, "
-            "median(peers_pwr) AS peers_pwr, median(tmp) AS tmp, median(peers_tmp) AS peers_tmp, "
-            "bit_or(why) AS why, bit_or(peers_why) AS peers_why")
+            "median(fleet_clk) AS fleet_clk, median(peers_clk) AS peers_clk")
         rows = [self._straggler(r, int(r.gpu)) for r in runs.itertuples()]
         paced = {(r.host, b) for r in runs.itertuples() for b in range(int(r.b0), int(r.b1) + 1)}
         # A whole host behind the fleet, with no GPU of its own setting the pace (network, input).
@@ -306,15 +291,34 @@ class Fleet:
         else:
             numbers = {"host": r.host, "gpu": gpu, "util_pct": _num(r.util), "peers_util_pct": _num(r.peers),
                        "fleet_util_pct": _num(r.fleet), "sm_clock_mhz": _num(r.clk, 0),
-                       "peers_sm_clock_mhz": _num(r.peers_clk, 0), "power_w": _num(r.pwr, 0),
-                       "peers_power_w": _num(r.peers_pwr, 0), "temp_c": _num(r.tmp, 0),
-                       "peers_temp_c": _num(r.peers_tmp, 0),
-                       "clock_reasons": reason_names(r.why), "peers_clock_reasons": reason_names(r.peers_why),
+                       **self._beside_peers(r.host, gpu, t0, t1),
                        "shown_by": "clock" if pd.notna(r.peers_clk) and r.clk <= (1 - CLOCK_GAP) * r.peers_clk
                        else "utilization",
                        "fleet_sm_clock_mhz": _num(r.fleet_clk, 0), "tok_per_s_before": before,
                        "tok_per_s_during": during, "fleet_tok_per_s": fleet, "ratio": ratio, "minutes": minutes}
         return findings.finding("straggler", t0, t1, "warning", self._gpu_refs(r.host, gpu, t0) + self._log_refs(r.host), numbers)
+
+    def _beside_peers(self, host: str, gpu: int, t0: pd.Timestamp, t1: pd.Timestamp) -> dict:
+        """The GPU's SM clock, power, temperature and clock event reasons over [t0, t1) against its
+        peers' (the host's other GPUs holding memory: the median of their medians, the reasons
+        any of them had), from the samples: one host's, for one finding."""
+        why = ("TRY_CAST(clocks_event_reasons AS UBIGINT)" if "clocks_event_reasons" in self._columns("gpus")
+               else "NULL::UBIGINT")
+        each = self._df(f"""
+            SELECT gpu, median(sm_clock_mhz) AS clk, median(power_w) AS pwr, median(temp_c) AS tmp, bit_or({why}) AS why
+            FROM gpus WHERE host = $1 AND time >= $2 AND time < $3 AND memory_used_mib >= {HELD_MIB}
+            GROUP BY gpu
+        """, [host, t0, t1]).set_index("gpu")
+        own = each.loc[gpu] if gpu in each.index else pd.Series(dtype=float)
+        peers = each.drop(index=gpu, errors="ignore")
+        reasons = 0
+        for w in peers["why"].dropna():
+            reasons |= int(w)
+        return {"peers_sm_clock_mhz": _num(peers["clk"].median(), 0),
+                "power_w": _num(own.get("pwr"), 0), "peers_power_w": _num(peers["pwr"].median(), 0),
+                "temp_c": _num(own.get("tmp"), 0), "peers_temp_c": _num(peers["tmp"].median(), 0),
+                "clock_reasons": reason_names(own.get("why")),
+                "peers_clock_reasons": reason_names(reasons if peers["why"].notna().any() else None)}
 
     def gpu_errors(self) -> pd.DataFrame:
         runs = self._runs("SELECT * FROM fleet_gpu_minutes WHERE n_silent > 0", "host, gpu", 0,
