@@ -12,7 +12,7 @@ signals that agree are one attempt:
 - a log joins the launch that redirected into it, else the attempt whose process wrote it (a PID
   its lines name) or was alive when its first line was written; a log a restart loop appends to
   holds one start per start-up sequence;
-- logs begun together on one host and named alike but for a number (`train_rank16.log`,
+- logs begun together on one host and named alike but for their last number (`train_rank16.log`,
   `train_rank17.log`: one launch starts every rank) are one attempt's, each rank's own;
 - a run joins the attempt that logged it;
 - an error line starts nothing (a rank's timeout in a log whose earlier lines named no rank), nor
@@ -73,8 +73,9 @@ _NAMED_RANK = re.compile(r"(?i)(?<![a-z])rank[_-]?(\d+)(?!\d)")
 # What the machine says of its GPUs (the kernel's Xid, nvidia-smi's `[GPU is lost]`): never a
 # start of training, and a cause for every attempt running on that machine.
 MACHINE_FAULTS = ("xid", "gpu_error", "gpu_lost")
-# Where two ranks' file names differ: their numbers.
-_SIBLING = re.compile(r"\d+")
+# Where two ranks' logs differ: the last number in their paths (`train_rank16.log`, torchrun's
+# `attempt_0/1/stdout.log`); two jobs' differ before it too (`slurm-1234-0.out`, `slurm-1235-0.out`).
+_RANK_NUMBER = re.compile(r"\d+(?=\D*$)")
 
 COLUMNS = ("attempt", "start", "start_within_s", "start_ref", "launched", "by", "launcher", "job", "job_attempt", "host", "command",
            "script", "flags", "log_path", "launch_ref", "run", "runs", "pids", "ranks", "gpus", "sources",
@@ -475,14 +476,14 @@ class _Assembly:
                  and a.start <= when + pd.Timedelta(seconds=a.within) and source not in a.sources and _same_host(a, host)]
         if named:
             return max(named, key=lambda a: a.start)
-        # a sibling: another rank's log of the same job, at the same path but for a number
-        # (`train_rank16.log`, `train_rank17.log`; torchrun's `attempt_0/0/stdout.log`,
+        # a sibling: another rank's log of the same job, at the same path but for its last
+        # number (`train_rank16.log`, `train_rank17.log`; torchrun's `attempt_0/0/stdout.log`,
         # `attempt_0/1/stdout.log`) and begun with it (one launch starts its ranks); a run it
-        # names is the same but for a number too (`runs/a/train.log` beside `runs/b/train.log`,
+        # names is the same but for its last number too (`runs/a/train.log` beside `runs/b/train.log`,
         # or runs `baseline` and `variant`, are two jobs)
         siblings = [a for a in self.found if source not in a.sources and _same_host(a, host)
-                    and (run is None or not a.runs or any(_SIBLING.sub("#", r) == _SIBLING.sub("#", run) for r in a.runs))
-                    and any(abs(begin - when) <= RANK_SLACK and _SIBLING.sub("#", s) == _SIBLING.sub("#", source)
+                    and (run is None or not a.runs or any(_but_rank(r) == _but_rank(run) for r in a.runs))
+                    and any(abs(begin - when) <= RANK_SLACK and _but_rank(s) == _but_rank(source)
                             for s, begin in a.sources.items())]
         if siblings:
             return min(siblings, key=lambda a: abs(a.start - when))
@@ -717,6 +718,11 @@ def _script_run(command: str) -> str | None:
 
 def _runs_program(command: str) -> bool:
     return bool(_PYTHON.search(command) or _AGENT.search(command) or re.search(r"\.sh\b", command))
+
+
+def _but_rank(name: str) -> str:
+    """A log's path or run name with its last number blanked: what two ranks' have in common."""
+    return _RANK_NUMBER.sub("#", name, count=1)
 
 
 def _same_host(a: _Attempt, host: str | None) -> bool:

@@ -47,12 +47,16 @@ def test_logs_named_apart_or_begun_apart_stay_apart(tmp_path):
 
 def test_logs_of_one_name_in_two_folders_are_two_jobs_and_torchruns_rank_folders_one(tmp_path):
     """The same file name in two run folders begun together (two jobs a script started side by
-    side) is two attempts; torchrun's per-rank folders (`attempt_0/0/stdout.log`, `attempt_0/1/...`)
+    side) is two attempts, as are two jobs' numbered outputs; torchrun's per-rank folders (`attempt_0/0/stdout.log`, `attempt_0/1/...`)
     differ in a number only: one."""
     folder = tmp_path / "inc"
     _worker_logs(folder, [], 0)
     for name in ("a", "b"):
         _worker_logs(folder / name, ["train.log"], 5)
+    assert len(attempts(pm.load_incident(folder))) == 2
+    # two jobs' outputs begun together, numbered by job then by task: two jobs
+    folder = tmp_path / "slurm"
+    _worker_logs(folder, ["out-1234-0.log", "out-1235-0.log"], 5)
     assert len(attempts(pm.load_incident(folder))) == 2
     folder = tmp_path / "torchrun"
     (folder / "attempt_0").mkdir(parents=True)
