@@ -12,6 +12,9 @@ did (what the README of the incident is written from), which the incident folder
     torchrun-halt      torchrun, 2 ranks on one GPU (gloo): rank 1 stops at a step, rank 0 waits
                        in the all-reduce until the timeout, the agent restarts the group, the
                        restart never gets past process-group setup (rank 1 never joins)
+    rank-logs          a launcher script under nohup runs torchrun --no-python with a wrapper that
+                       sends each rank's output to logs/train_rankN.log: rank 1 stops at a step,
+                       rank 0's all-reduce times out, torchrun (no restarts) ends the job
     thread-death       a `script`-recorded terminal, dated only by `date`s: the drafter thread dies,
                        the process lives on idle; the operator kills it and relaunches
     nohup-crash        `nohup ... &` and nothing else: training runs, then dies of an error
@@ -120,6 +123,12 @@ class Recording:
                         "ps -eo pid,ppid,pgid,sid,user,lstart,etimes,stat,args ww | grep -E '^ *PID|[p]ython|[t]orchrun'; "
                         f"sleep {every}; done", out)
 
+    def gpus_and_processes(self) -> None:
+        """What most scenarios capture: the GPUs, their compute apps and a `ps` loop."""
+        self.smi_stream()
+        self.smi_apps()
+        self.ps_loop()
+
     def top_loop(self, out: str = "logs/top.txt", every: float = 2) -> None:
         self.background(f"exec top -b -c -w 512 -d {every}", out)
 
@@ -157,10 +166,14 @@ class Recording:
         self.truth("recording ended")
 
 
+def _torchrun() -> str:
+    """torchrun beside this Python, else on PATH, else the module."""
+    beside = Path(sys.executable).with_name("torchrun")
+    return str(beside) if beside.exists() else shutil.which("torchrun") or f"{sys.executable} -m torch.distributed.run"
+
+
 def oom_bashx(r: Recording) -> None:
-    r.smi_stream()
-    r.smi_apps()
-    r.ps_loop()
+    r.gpus_and_processes()
     op = Transcript(r.dir)
     hog = ("import torch, time  # hog_memory\n"
            f"x = torch.empty({128 << 30 if r.gpu else 1 << 20}, dtype=torch.uint8, device={'cuda' if r.gpu else 'cpu'!r})\n"
@@ -194,8 +207,7 @@ def torchrun_halt(r: Recording) -> None:
     r.smi_stream()
     r.top_loop()
     op = Transcript(r.dir)
-    beside = Path(sys.executable).with_name("torchrun")
-    torchrun = str(beside) if beside.exists() else shutil.which("torchrun") or f"{sys.executable} -m torch.distributed.run"
+    torchrun = _torchrun()
     cmd = (f"nohup {torchrun} --nproc-per-node 2 --max-restarts 1 "
            "--log-dir logs/torchrun --tee 3 -m dflash_postmortem.replay.train --run-name ddp-drafter "
            f"--seconds 600 {r.model} --pg-timeout 30 --inject-hang drafter:150,init:1 --fault-rank 1 "
@@ -214,6 +226,32 @@ def torchrun_halt(r: Recording) -> None:
     r.truth("torchrun gave up (ChildFailedError)")
     op.run("tail -n 25 logs/torchrun.log")
     op.run("ps aux | grep [t]orchrun | wc -l")
+
+
+def rank_logs(r: Recording) -> None:
+    r.gpus_and_processes()
+    op = Transcript(r.dir)
+    torchrun = _torchrun()
+    (r.dir / "rank.sh").write_text(
+        "#!/usr/bin/env bash\n# one rank of the job, its output in a log of its own\n"
+        f"exec {TRAIN} \"$@\" > logs/train_rank${{RANK}}.log 2>&1\n")
+    (r.dir / "launch.sh").write_text(
+        "#!/usr/bin/env bash\n# two ranks on GPU 0 (gloo), each writing logs/train_rankN.log\nset -euo pipefail\n"
+        f"cd {r.dir}\nexec {torchrun} --nproc-per-node 2 --max-restarts 0 --no-python ./rank.sh "
+        f"--run-name ddp-ranks --seconds 600 {r.model} --pg-timeout 30 --inject-hang drafter:150 --fault-rank 1\n")
+    for script in ("rank.sh", "launch.sh"):
+        (r.dir / script).chmod(0o755)
+    r.truth("operator starts launch.sh under nohup: torchrun --no-python, 2 ranks on one GPU (gloo), each rank's "
+            "output in logs/train_rank{0,1}.log; rank 1 is set to stop at its drafter step 150; process-group "
+            "timeout 30 s; --max-restarts 0")
+    op.run("nohup ./launch.sh > logs/launch.out 2>&1 &")
+    r.wait_for("logs/train_rank0.log", "step 145", 180)
+    r.truth("rank 0 logged step 145: rank 1 stops at its step 150, rank 0 waits in the all-reduce")
+    r.wait_for("logs/launch.out", "ChildFailedError", 150)
+    r.truth("torchrun gave up (ChildFailedError in logs/launch.out)")
+    time.sleep(5)
+    op.run("tail -n 3 logs/train_rank0.log logs/train_rank1.log")
+    op.run("nvidia-smi --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader")
 
 
 def thread_death(r: Recording) -> None:
@@ -277,9 +315,7 @@ done
 
 
 def resume_supervisor(r: Recording) -> None:
-    r.smi_stream()
-    r.smi_apps()
-    r.ps_loop()
+    r.gpus_and_processes()
     op = Transcript(r.dir)
     (r.dir / "supervise.sh").write_text(SUPERVISOR.format(train=TRAIN, model=r.model))
     (r.dir / "supervise.sh").chmod(0o755)
@@ -324,12 +360,9 @@ def crash_loop(r: Recording) -> None:
 
 
 def torchrun_crashloop(r: Recording) -> None:
-    r.smi_stream()
-    r.smi_apps()
-    r.ps_loop()
+    r.gpus_and_processes()
     op = Transcript(r.dir)
-    beside = Path(sys.executable).with_name("torchrun")
-    torchrun = str(beside) if beside.exists() else shutil.which("torchrun") or f"{sys.executable} -m torch.distributed.run"
+    torchrun = _torchrun()
     r.truth("operator runs torchrun in the foreground (2 ranks, gloo on one GPU, --max-restarts 2); rank 1 raises "
             "at its drafter step 40 in every attempt, as a bad batch would")
     op.run(f"{torchrun} --nproc-per-node 2 --max-restarts 2 -m dflash_postmortem.replay.train --run-name ddp-loop "
@@ -340,9 +373,7 @@ def torchrun_crashloop(r: Recording) -> None:
 
 
 def tmux_history(r: Recording) -> None:
-    r.smi_stream()
-    r.smi_apps()
-    r.ps_loop()
+    r.gpus_and_processes()
     # the terminal itself is not kept (the operator did not record it): only bash's history is
     t = InteractiveShell(r.dir, r.dir.parent / f"{r.name}.tty", dict(os.environ, COLUMNS=""),
                          history=r.dir / "logs" / "bash_history")
@@ -432,9 +463,7 @@ Trainer(model=model, args=args, train_dataset=Tokens(), eval_dataset=Tokens(a.ev
 
 
 def hf_oom_resume(r: Recording) -> None:
-    r.smi_stream()
-    r.smi_apps()
-    r.ps_loop()
+    r.gpus_and_processes()
     op = Transcript(r.dir)
     (r.dir / "run" / "hf_train.py").write_text(HF_TRAIN)
     beside = Path(sys.executable).with_name("accelerate")
@@ -523,9 +552,7 @@ print("done", flush=True)
 
 
 def pl_contention(r: Recording) -> None:
-    r.smi_stream()
-    r.smi_apps()
-    r.ps_loop()
+    r.gpus_and_processes()
     op = Transcript(r.dir)
     (r.dir / "run" / "pl_train.py").write_text(PL_TRAIN)
     (r.dir / "run" / "hog_compute.py").write_text(HOG_COMPUTE)
@@ -550,9 +577,7 @@ def pl_contention(r: Recording) -> None:
 
 
 def hf_long_eval(r: Recording) -> None:
-    r.smi_stream()
-    r.smi_apps()
-    r.ps_loop()
+    r.gpus_and_processes()
     op = Transcript(r.dir)
     (r.dir / "run" / "hf_train.py").write_text(HF_TRAIN)
     cpu = " --cpu" if not r.gpu else ""
@@ -636,7 +661,7 @@ SCENARIOS = {
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
     "alternating": alternating, "clean-relaunch": clean_relaunch, "torchrun-crashloop": torchrun_crashloop,
     "tmux-history": tmux_history, "hf-oom-resume": hf_oom_resume, "pl-contention": pl_contention,
-    "hf-long-eval": hf_long_eval, "watched-relaunch": watched_relaunch,
+    "hf-long-eval": hf_long_eval, "watched-relaunch": watched_relaunch, "rank-logs": rank_logs,
 }
 
 

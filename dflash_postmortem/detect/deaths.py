@@ -59,16 +59,33 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
         silent = (when - last_t).total_seconds() if last_t is not None else None
         on_rank = a["cause_rank"] is not None and not pd.isna(a["cause_rank"])
         refs = [r for r in dict.fromkeys((a["cause_ref"], a["end_ref"])) if isinstance(r, str)]
+        hung = silent is not None and silent >= _hang_s(lines)
         rows.append(findings.finding(
             "training_died", when, a["end"], "critical", refs + findings.refs(last),
             {"run": a["run"], "script": a["script"], "attempt": a["attempt"], "started": a["start"],
              "started_by": a["by"], "first_step_time": a["first_step"], "end_message": a["end_message"] or None,
              "pid": next(iter(trainer_pids(inc, a)), None), "last_step_time": last_t,
              "error": error, "error_rank": int(a["cause_rank"]) if on_rank else None, "ended": a["end"],
-             "silent_s": silent, "hung": silent is not None and silent >= _hang_s(lines), **numbers},
+             "silent_s": silent, "hung": hung, "silent_logs": _silent_logs(inc, a, last_t) if hung else [],
+             **numbers},
             caused_by=[findings.cause(findings.event_id(refs[0]), f"what went wrong: {one_line(error)}", refs[:1])]
             if refs else []))
     return findings.frame(rows)
+
+
+def _silent_logs(inc: Incident, a: pd.Series, last_step) -> list[str]:
+    """Of a hang that ended in an error: the attempt's logs with no line after its last step
+    while another of its logs wrote one (each rank writing its own file: the rank the others
+    waited for said nothing; theirs timed out)."""
+    m = inc.metrics
+    # the logs that logged steps (a launcher's own output logs none)
+    logs = sorted(set(m.loc[m["source"].isin(a["sources"]), "source"].dropna()))
+    if len(logs) < 2 or last_step is None:
+        return []
+    said = set()
+    for frame in (m, inc.events):
+        said |= set(frame.loc[frame["source"].isin(logs) & (frame["time"] > last_step), "source"].dropna())
+    return [s for s in logs if s not in said] if said else []
 
 
 def _hang_s(lines: pd.DataFrame) -> float:

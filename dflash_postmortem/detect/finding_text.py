@@ -163,7 +163,13 @@ def _training_died(f: _Finding) -> tuple[str, str]:
             f"{clock(f.first_step_time)}; its last step line was at "
             f"{clock(f.last_step_time) if f.last_step_time is not None else '?'}; "
             f"at {clock(f.start)}{on_rank}: `{f.error}`; it ended at {clock(f.ended)}"
-            + (f" (`{one_line(ended)}`)" if ended and ended != f.error else "") + f".{after}")
+            + (f" (`{one_line(ended)}`)" if ended and ended != f.error else "")
+            + (f". {_listed(f.silent_logs)} wrote nothing after the last step: what the others waited for"
+               if f.silent_logs else "") + f".{after}")
+
+
+def _listed(paths: list) -> str:
+    return ", ".join(f"`{p}`" for p in paths)
 
 
 def _stall(f: _Finding) -> tuple[str, str]:

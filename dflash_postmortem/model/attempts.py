@@ -493,7 +493,8 @@ class _Assembly:
         # second log naming the run may be a restart's, and joins by the rules above)
         record = run is not None and source in self.run_records
         alive = [a for a in self.found + self.orphans if a.pids and self._alive_at(a, when)
-                 and (self._no_log(a) or (record and run in a.runs)) and _same_host(a, host)]
+                 and (self._no_log(a) or (record and run in a.runs) or self._new_worker(a, when))
+                 and _same_host(a, host)]
         if run is not None and len(alive) > 1:
             alive = [a for a in alive if run in a.runs] or alive
         if alive:
@@ -504,6 +505,20 @@ class _Assembly:
         recent = [a for a in self.found if a.launch_ref and self._no_log(a)
                   and a.start <= when <= a.start + LOG_SLACK and not a.log_path and _same_host(a, host)]
         return max(recent, key=lambda a: a.start) if recent else None
+
+    def _new_worker(self, a: _Attempt, when) -> bool:
+        """Whether one of the attempt's processes started after every log it has began, and at
+        most LOG_SLACK before `when`: a worker its launcher started (a rank writing its own file
+        beside the launcher's output), whose log this is."""
+        if not a.sources:
+            return False
+        mine = self.procs[self.procs["pid"].isin(a.pids)]
+        since = max(a.sources.values())
+        # (a listing gives its start to the second or coarser, `within` says how much later it may
+        # be; a launcher's first line and its workers' start are the same moment told by two clocks)
+        latest = mine["start"] + pd.to_timedelta(mine["within"], unit="s") + SAME_START
+        fresh = (latest >= since) & (mine["start"] <= when + pd.Timedelta(seconds=5)) & (when - mine["start"] <= LOG_SLACK)
+        return bool(fresh.any())
 
     def _no_log(self, a: _Attempt) -> bool:
         """Whether no log has joined the attempt yet (its PID file, if any, is no log: a trainer

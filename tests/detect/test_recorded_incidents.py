@@ -278,3 +278,28 @@ def test_a_watched_session_a_dead_relaunch_a_stuck_one_killed_by_pattern_then_a_
     assert "--fast-linear-attn 0" in drop["numbers"]["flag_differences"]
     stall = by_kind["stall"].iloc[0]
     assert (stall["start"], stall["end"]) == (at("04:16:18"), at("04:17:48.239"))  # its last step, the kill
+
+
+def test_each_ranks_own_log_under_torchrun_is_one_attempt_and_the_silent_rank_is_named(told):
+    """h200-1gpu-rank-logs: `nohup ./launch.sh` at 01:19:01.788 (driver) runs torchrun --no-python
+    with a wrapper that sends each rank's output to logs/train_rankN.log; rank 1 stops at its
+    step 150 (its last line, step 145, at 01:19:54), rank 0's all-reduce times out at 01:20:25,
+    the agent ends rank 1 and gives up at 01:20:27."""
+    _, att, found = told("h200-1gpu-rank-logs")
+
+    def at(hms: str) -> pd.Timestamp:
+        return pd.Timestamp(f"2026-12-04 {hms}", tz="UTC")
+
+    assert len(att) == 1  # the launch, torchrun (PID 636), its two workers and both rank logs
+    a = att.iloc[0]
+    assert a["by"] == "operator" and a["start"] == at("01:19:01.788")
+    assert {636, 678, 679} <= set(a["pids"]) and a["ranks"] == [0, 1]
+    assert {"logs/launch.out", "logs/train_rank0.log", "logs/train_rank1.log"} <= set(a["sources"])
+    assert a["first_step"] == at("01:19:27")
+    assert _kinds(found) == ["training_died"]
+    died = found.iloc[0]
+    n = died["numbers"]
+    assert died["start"] == at("01:20:25") and n["last_step_time"] == at("01:19:54") and n["hung"]
+    assert abs(n["ended"] - at("01:20:27.187")) <= pd.Timedelta(seconds=1)
+    assert "Timed out waiting 30000ms for recv" in n["error"]
+    assert n["silent_logs"] == ["logs/train_rank1.log"]  # rank 1 said nothing: what rank 0 waited for
