@@ -239,6 +239,9 @@ class _Assembly:
         # the files a tracked run's records were read from (a `.wandb` log), not a log of its own
         self.run_records = {info.source for info in inc.runs.values() if info.source}
         self.machine = ev[ev["kind"].isin(MACHINE_FAULTS)]
+        # each source's last line (the time of its last row)
+        self.last_line = pd.concat([df.groupby("source")["time"].max() for df in (inc.metrics, ev)
+                                    if len(df)] or [pd.Series(dtype=object)]).groupby(level=0).max().to_dict()
 
     # ------------------------------------------------------------------ the signals, in turn
     def build(self) -> pd.DataFrame:
@@ -481,10 +484,11 @@ class _Assembly:
         # `attempt_0/1/stdout.log`) and begun with it (one launch starts its ranks); a run it
         # names is the same but for its last number too (`runs/a/train.log` beside `runs/b/train.log`,
         # or runs `baseline` and `variant`, are two jobs)
+        # (ranks write side by side: a log that had ended before this one began is a relaunch's)
         siblings = [a for a in self.found if source not in a.sources and _same_host(a, host)
                     and (run is None or not a.runs or any(_but_rank(r) == _but_rank(run) for r in a.runs))
                     and any(abs(begin - when) <= RANK_SLACK and _but_rank(s) == _but_rank(source)
-                            for s, begin in a.sources.items())]
+                            and self.last_line.get(s, begin) >= when for s, begin in a.sources.items())]
         if siblings:
             return min(siblings, key=lambda a: abs(a.start - when))
         # the attempt whose process was alive when the line was written, and started before it

@@ -64,3 +64,23 @@ def test_logs_of_one_name_in_two_folders_are_two_jobs_and_torchruns_rank_folders
         _worker_logs(folder / "attempt_0" / str(rank), ["stdout.log"], 5)
     att = attempts(pm.load_incident(folder))
     assert len(att) == 1 and sorted(att["sources"].iloc[0]) == ["attempt_0/0/stdout.log", "attempt_0/1/stdout.log"]
+
+
+def test_a_relaunch_seconds_after_a_start_that_died_is_not_its_rank(tmp_path):
+    """train2.log ends (a bad flag) and train3.log begins 4 s later: no transcript says who
+    started them, and the names differ only in their last number, but the first had ended before
+    the second began: two starts, not two ranks."""
+    folder = tmp_path / "inc"
+    folder.mkdir()
+    (folder / "train2.log").write_text(
+        "2026-11-28 00:00:00 [job] Loading target on cuda:0 ...\n"
+        "2026-11-28 00:00:01 [job] Traceback (most recent call last):\n"
+        "ValueError: unknown --attn flash9\n")
+    _worker_logs(folder / "later", ["train3.log"], 5)
+    (folder / "train3.log").write_text((folder / "later" / "train3.log").read_text()
+                                       .replace("00:00:00", "00:00:04").replace("00:10:00", "00:10:04"))
+    for f in (folder / "later").iterdir():
+        f.unlink()
+    (folder / "later").rmdir()
+    att = attempts(pm.load_incident(folder))
+    assert [s for s in att["sources"]] == [["train2.log"], ["train3.log"]]
