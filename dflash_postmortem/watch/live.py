@@ -56,6 +56,8 @@ ANNOUNCED = {
     "failed_restart": "failed_start", "never_trained": "failed_start", "throughput_regression": "throughput_fell",
     "stall": "stall", "kill_failed": "kill_failed", "partial_recovery": "partial_recovery",
     "recovery": "recovered", "training_died": "ended",
+    # a folder of several hosts: what the fleet detectors see (detect/fleet.py)
+    "straggler": "straggler", "gpu_error": "gpu_error",
 }
 
 
@@ -276,7 +278,9 @@ class Watch:
             if self._told(f["kind"], f["numbers"].get("run"), f["start"], f["end"]):
                 continue
             self.seen.spans.append((f["kind"], f["numbers"].get("run"), f["start"], f["end"]))
-            out.append(Announcement(f["start"], str(run or self._job_at(f["start"], f["within_s"])),
+            host = f["numbers"].get("host")  # a fleet finding of one host's GPU names no run
+            out.append(Announcement(f["start"], str(run or (f"host {host}" if host else None)
+                                                    or self._job_at(f["start"], f["within_s"])),
                                     ANNOUNCED[f["kind"]], str(f["title"]),
                                     self._evidence(f["evidence"][0] if f["evidence"] else None)))
         return out
@@ -379,6 +383,8 @@ def _memory(inc: Incident, a: pd.Series) -> str:
         last = gp[gp["time"] == gp["time"].max()]
         return f"{last['used_memory_mib'].sum():,.0f} MiB on its GPUs"
     g = inc.gpus.dropna(subset=["memory_used_mib"])
+    if isinstance(a["host"], str) and g["host"].notna().any():
+        g = g[g["host"] == a["host"]]  # a folder of several hosts: the GPUs of its own
     if g.empty:
         return "no GPU samples"
     last = g[g["time"] == g["time"].max()]

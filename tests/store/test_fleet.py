@@ -362,3 +362,39 @@ def test_inspect_on_a_fleet_folder_tells_the_lost_gpu(fleet, capsys):
     text = capsys.readouterr().out
     assert f"gpu_error: host {lost['host']} GPU {lost['gpu']} is lost" in text
     assert "Nothing went wrong" not in text
+
+
+def test_the_watch_on_a_fleet_folder_says_the_fleets_findings_of_their_hosts(fleet, capsys):
+    """`watch --once` on the folder: the straggler and the lost GPU said of their hosts, and the
+    relaunch that never came up said once, from its evidence; its `not starting` (the watch's
+    clock is now, long past its budget) quotes its own host's GPUs, at 0 MiB."""
+    from dflash_postmortem.cli import main
+
+    out, truth, _ = fleet
+    by = {f["kind"]: f for f in truth["faults"]}
+    assert main(["watch", str(out), "--once"]) == 0
+    text = capsys.readouterr().out
+    assert re.search(rf"host {by['straggler']['host']}  host {by['straggler']['host']} GPU {by['straggler']['gpu']} "
+                     "sets the pace", text)
+    assert re.search(rf"host {by['gpu_lost']['host']}  host {by['gpu_lost']['host']} GPU {by['gpu_lost']['gpu']} is lost", text)
+    relaunch = by["restart_never_came_up"]["host"]
+    assert len(re.findall(rf"host {relaunch}: restart at 00:24:00 never came up", text)) == 1
+    assert re.search(r"node001-restart  not starting: no process of it listed, 0 MiB on the GPUs", text)
+
+
+def test_what_the_watch_says_of_a_starts_gpus_in_a_fleet_is_its_own_hosts(fleet):
+    """The memory the `not starting` line quotes for a start with no per-process samples: the
+    GPUs of its own host at its last sample (the relaunch's host at 0 MiB), not those of whichever
+    host sampled last."""
+    from dflash_postmortem.model import attempts
+    from dflash_postmortem.watch.live import _memory
+
+    _, truth, inc = fleet
+    relaunch = next(f for f in truth["faults"] if f["kind"] == "restart_never_came_up")
+    att = attempts(inc)
+    a = att[att["start"] == pd.Timestamp(relaunch["start"])].iloc[0]
+    assert a["host"] == relaunch["host"]
+    assert _memory(inc, a) == "0 MiB on the GPUs"
+    # what it said before: the GPUs of whichever host sampled last (38,886 MiB here, another host's)
+    last = inc.gpus[inc.gpus["time"] == inc.gpus["time"].max()]
+    assert set(last["host"]) != {relaunch["host"]} and last["memory_used_mib"].sum() > 0
