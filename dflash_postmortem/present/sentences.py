@@ -180,8 +180,10 @@ def _first_sign(f: pd.Series) -> str:
         flags = n.get("flag_differences") or []
         why = f", started with {' '.join(flags)}" if flags else ""
         others = [c for c in n.get("candidates", []) if not c.startswith("configuration differs")]
-        if not flags and others:
-            why = f"; likely cause: {others[0]}"
+        # else what another finding showed caused it (a GPU of the host setting the job's pace)
+        linked = [c["why"] for c in f.get("caused_by") or [] if not str(c["id"]).startswith(("event:", "config:"))]
+        if not flags and (others or linked):
+            why = f"; likely cause: {(others or linked)[0]}"
         return (f"At {_when(f['start'])} throughput fell from {_k(n['baseline_tok_per_s'], n)} to "
                 f"{_k(n['degraded_tok_per_s'], n)} ({n['ratio']:.2f} of baseline) {where}{why}.")
     if f["kind"] == "stall":

@@ -372,7 +372,7 @@ def test_the_watch_on_a_fleet_folder_says_the_fleets_findings_of_their_hosts(fle
 
     out, truth, _ = fleet
     by = {f["kind"]: f for f in truth["faults"]}
-    assert main(["watch", str(out), "--once"]) == 0
+    assert main(["watch", str(out), "--once", "--width", "400"]) == 0
     text = capsys.readouterr().out
     assert re.search(rf"host {by['straggler']['host']}  host {by['straggler']['host']} GPU {by['straggler']['gpu']} "
                      "sets the pace", text)
@@ -398,3 +398,14 @@ def test_what_the_watch_says_of_a_starts_gpus_in_a_fleet_is_its_own_hosts(fleet)
     # what it said before: the GPUs of whichever host sampled last (38,886 MiB here, another host's)
     last = inc.gpus[inc.gpus["time"] == inc.gpus["time"].max()]
     assert set(last["host"]) != {relaunch["host"]} and last["memory_used_mib"].sum() > 0
+
+
+def test_what_happened_names_the_gpu_that_set_the_pace_as_the_drops_likely_cause(fleet, capsys):
+    from dflash_postmortem.cli import main
+
+    out, truth, _ = fleet
+    slow = truth["faults"][0]
+    assert main(["inspect", str(out), "--width", "400"]) == 0
+    text = capsys.readouterr().out
+    assert re.search(rf"throughput fell from 21\.\dK tok/s to 11\.\dK tok/s \(0\.55 of baseline\) within run "
+                     rf"{slow['host']}-rank\d+; likely cause: host {slow['host']} GPU {slow['gpu']} sets the pace", text)
