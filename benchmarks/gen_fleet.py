@@ -23,8 +23,8 @@ hosts chosen by the seed:
 - straggler: from `--straggler-at` one GPU throttles (HW thermal slowdown: SM clock ~1050 MHz,
   90 C) and stays at 100 % utilization while it sets the pace; the host's other GPUs wait at
   ~55 % and the job's tok/s falls to ~55 % on every rank of the host. With `--straggler-in
-  clocks` the fault shows only in its clock and power (SM clock ~1050 MHz, ~290 W): every GPU
-  keeps its utilization, the others spinning in NCCL as they wait, as a synchronous job's do;
+  clocks` the fault shows only in its clock and power (SM clock ~1050 MHz, ~290 W, at 100 %):
+  the other GPUs keep their utilization, spinning in NCCL as they wait, as a synchronous job's do;
 - gpu_lost: from `--lost-at` one GPU fell off the bus: nvidia-smi prints `[GPU is lost]` / `ERR!`
   in its rows, the kernel log has Xid 79, DCGM reports DCGM_FI_DEV_XID_ERRORS 79 and stops its
   other metrics; the host's job hangs in NCCL (the other GPUs at 100 % util, steps stop) until
@@ -178,6 +178,7 @@ class HostSeries:
             slow = (t >= st)[:, 0]
             others = np.arange(g) != sg
             if p.straggler_in == "clocks":
+                r["util"][slow, sg] = 100  # the slow one works flat out; the others' waiting spins
                 r["clock"][slow, sg] = 1050 + 15 * rng.integers(-1, 2, slow.sum())
                 r["power"][slow, sg] = 290 + 10 * rng.standard_normal(slow.sum())
                 r["reasons"][slow, sg] = True

@@ -7,8 +7,9 @@ mean and extremes of each reading, samples that answered nothing); every detecto
 those buckets, so the whole fleet is scanned once however many questions are asked:
 
 - `stragglers`: a GPU that sets the pace of its host's synchronous job, for STRAGGLER_MIN_MINUTES.
-  Its clock shows it: an SM clock CLOCK_GAP below its busy peers' on the host (a GPU throttled
-  by heat or power while every GPU shows 100 % utilization, the others spinning in NCCL), with the
+  Its clock shows it: an SM clock CLOCK_GAP below its busy peers' on the host while it is itself
+  at >= BUSY_UTIL_PCT (a GPU throttled by heat or power works flat out, the others spinning in
+  NCCL show as busy; a GPU that waits drops its clock for another reason), with the
   host's job behind the fleet where it logs tok/s; or, where utilization does tell, busy
   (>= BUSY_UTIL_PCT) while the host's other GPUs wait STRAGGLER_GAP_PCT lower and the host sits
   that far below the fleet's median. Its clock, power, temperature and clock event reasons (why
@@ -246,9 +247,10 @@ class Fleet:
             LEFT JOIN fleet_host_tok t ON t.host = g.host AND t.b = g.b
             LEFT JOIN fleet_tok ft ON ft.b = g.b
             WHERE g.mem >= {HELD_MIB} AND (
-                -- its clock: slower than its busy peers, and its job behind the others where they
-                -- log a pace (a host alone logging is no reference for itself)
-                (g.clk <= (1 - {clock_gap}) * h.busy_clk
+                -- its clock: slower than its busy peers while it works flat out (a GPU that waits,
+                -- a drafter between batches, drops its clock too), and its job behind the others
+                -- where they log a pace (a host alone logging is no reference for itself)
+                (g.clk <= (1 - {clock_gap}) * h.busy_clk AND g.util >= {BUSY_UTIL_PCT}
                  AND (t.tok IS NULL OR ft.hosts < 2 OR t.tok < (1 - {MIN_DROP}) * ft.tok))
                 -- or its utilization, where the others' waiting shows in theirs
                 OR (g.util >= {BUSY_UTIL_PCT} AND h.util <= g.util - {gap} AND h.util <= f.util - {gap}))
