@@ -374,3 +374,21 @@ def test_a_finding_of_no_named_run_is_told_for_its_attempts_job(tmp_path):
              and a.job not in ("baseline", "opt", "opt2")]
     assert sorted(third) == [("attempt_started", "job 3"), ("failed_start", "job 3"), ("not_starting", "job 3")], \
         [(a.kind, a.job) for a in said]
+
+
+def test_rank_logs_written_beside_torchruns_output_are_watched_as_one_start(tmp_path):
+    """h200-1gpu-rank-logs grown every 5 s of its clock, the watch looking at each moment: one
+    start (the launch at 01:19:01.788), its first step (01:19:27, both ranks' files), its end at
+    01:20:25 (rank 0's timeout); never a second start for the rank files that appear 14 s after the
+    launch, whatever is read of them."""
+    folder = tmp_path / "ranks"
+    now = {"t": pd.Timestamp("2026-12-04 01:19:00", tz="UTC")}
+    watch = Watch(folder, clock_now=lambda: now["t"])
+    said = []
+    while now["t"] <= pd.Timestamp("2026-12-04 01:20:35", tz="UTC"):
+        grow(INCIDENTS / "h200-1gpu-rank-logs", folder, now["t"].strftime("%Y-%m-%d %H:%M:%S"))
+        said += [(a.kind, a.time) for a in watch.look()]
+        now["t"] += pd.Timedelta(seconds=5)
+    assert said == [("attempt_started", pd.Timestamp("2026-12-04 01:19:01.788", tz="UTC")),
+                    ("first_step", pd.Timestamp("2026-12-04 01:19:27", tz="UTC")),
+                    ("ended", pd.Timestamp("2026-12-04 01:20:25", tz="UTC"))]
