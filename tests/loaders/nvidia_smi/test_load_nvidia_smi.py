@@ -107,3 +107,23 @@ def test_fixture_folder_loads_as_incident(fixtures_dir, tmp_path):
     assert formats == ["nvidia-smi-error", "nvidia-smi-list", "nvidia-smi-pmon", "nvidia-smi-q",
                        "nvidia-smi-table", "nvidia-smi-xml"]
     assert (inc.events["kind"] == "gpu_lost").sum() == 1
+
+
+@pytest.mark.parametrize("sample", ["h100-mig-590-query-gpu-allfields.csv", "rtx2080super-465.27-allfields.csv",
+                                    "rtx2080super-610.57.04-r610-allfields-load.csv",
+                                    "rtx2080super-windows-471.11-wddm-allfields.csv"])
+def test_the_clocks_event_reasons_bitmask_names_what_the_captures_own_reason_fields_mark_active(sample, fixtures_dir):
+    """Real `--query-gpu=...` captures of every field print the bitmask (`clocks_event_reasons.active`,
+    `clocks_throttle_reasons.active` before R535) beside one Active / Not Active field per reason:
+    the column keeps the bitmask, and its bits are the names of the fields marked Active."""
+    from dflash_postmortem.detect.clock_reasons import REASONS, reason_names
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = pm.load_incident(fixtures_dir / "smi-csv" / sample).gpus
+    assert "clocks_event_reasons" in g.columns
+    for _, row in g.iterrows():
+        active = {c.split("_reasons_", 1)[1] for c in g.columns
+                  if c.startswith(("smi_clocks_event_reasons_", "smi_clocks_throttle_reasons_"))
+                  and c.split("_reasons_", 1)[1] in REASONS.values() and row[c] == "Active"}
+        assert set(reason_names(int(row["clocks_event_reasons"], 16))) == active
