@@ -10,7 +10,7 @@ those buckets, so the whole fleet is scanned once however many questions are ask
   Its clock shows it: an SM clock CLOCK_GAP below its busy peers' on the host while it is itself
   at >= BUSY_UTIL_PCT (a GPU throttled by heat or power works flat out, the others spinning in
   NCCL show as busy; a GPU that waits drops its clock for another reason), with the
-  host's job behind the fleet where it logs tok/s; or, where utilization does tell, busy
+  host's job behind the other hosts where they log tok/s; or, where utilization does tell, busy
   (>= BUSY_UTIL_PCT) while the host's other GPUs wait STRAGGLER_GAP_PCT lower and the host sits
   that far below the fleet's median. Its clock, power, temperature and clock event reasons (why
   the driver held its clocks down, where the capture has them) against its peers', the
@@ -43,6 +43,7 @@ import pandas as pd
 
 from ..config import IncidentConfig
 from ..incident import Incident
+from ..model.attempts import MACHINE_FAULTS
 from ..schema import FRAME_NAMES, TOK_PER_S
 from . import findings
 from .clock_reasons import reason_names
@@ -58,8 +59,6 @@ STRAGGLER_MIN_MINUTES = 5.0
 # A GPU's SM clock this far below its busy peers' (H200: 1050 against 1980 MHz when it throttles
 # for heat; a power cap shared by every GPU moves them together) slows every step of the job.
 CLOCK_GAP = 0.2
-ERROR_EVENTS = ("gpu_lost", "gpu_error", "xid")
-WINDOW_PAD = pd.Timedelta(minutes=10)  # context on each side of an incident window
 _US = 1_000_000
 
 
@@ -327,7 +326,7 @@ class Fleet:
                           ", min(first_silent_us) AS first_us, sum(n_silent) AS silent")
         events = self._df(f"""
             SELECT host, epoch_us(time) AS us, kind, message, ref FROM events
-            WHERE kind IN {ERROR_EVENTS} AND host IS NOT NULL ORDER BY us
+            WHERE kind IN {MACHINE_FAULTS} AND host IS NOT NULL ORDER BY us
         """)
         rows, used = [], set()
         for r in runs.itertuples():

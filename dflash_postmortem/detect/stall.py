@@ -91,14 +91,13 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
         lines = lines_of(inc, a) if s["attempt"] is not None else inc.metrics.iloc[:0]
         last = lines[lines["time"] <= start_].tail(1)
         died = [s["ref"]] if cause and isinstance(s["ref"], str) else []
-        caused_by = [findings.cause(findings.event_id(r), f"a thread or rank died before the silence: {cause}", [r])
-                     for r in died]
+        why = "a thread or rank died before the silence"
         if not died and a.get("cause_kind") in MACHINE_FAULTS and start_ <= a["cause_time"] <= end:
             # the machine said a GPU of the attempt failed as it fell silent (an Xid, off the bus)
             cause = a["cause_message"] or a["cause_kind"]
             died = [a["cause_ref"]] if isinstance(a["cause_ref"], str) else []
-            caused_by = [findings.cause(findings.event_id(r), f"a GPU failed as the steps stopped: {cause}", [r])
-                         for r in died]
+            why = "a GPU failed as the steps stopped"
+        caused_by = [findings.cause(findings.event_id(r), f"{why}: {cause}", [r]) for r in died]
         refs = findings.refs(last) + died
         tb = _last_line(inc, died[0]) if died else None
         rows.append(findings.finding(
