@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_watch.py delays [--incident data/incidents/h200-1gpu-watched-relaunch] [--step 2] [--cpu-share 0.02]
     .venv/bin/python benchmarks/bench_watch.py cost [--gpus 8] [--minutes 5 15 30 60] [--poll 2]
     .venv/bin/python benchmarks/bench_watch.py hour [--gpus 8] [--minutes 60] [--poll 2] [--cpu-share 0.02] [--drop-min 40]
+    .venv/bin/python benchmarks/bench_watch.py attempts [--attempts 30] [--minutes 5]
 
 `delays`: a recorded incident replayed into a folder one step of its own clock at a time, as the
 tests grow one (tests/support/growing.py: each
@@ -21,6 +22,10 @@ figure the pacer spaces the command's steady reads by.
 `hour`: the whole run followed as the command follows it, on a simulated clock: a look every
 poll, the folder read when the pacer calls for it; the watch's CPU over the run, its peak RSS,
 how far apart the reads fell, and each announcement's delay (a drop in tok/s at `--drop-min`).
+
+`attempts`: a crash loop's log of many starts, the last still training: one look with what the
+last read kept of the attempts that are over (model/carried.py) against the same look rebuilding
+every attempt, in one run (the ratio), and the same findings from both.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the incident grown again as the tests
 from support.growing import grow  # noqa: E402
 
 from dflash_postmortem.loaders.folder import read_folder  # noqa: E402
+from dflash_postmortem.model.carried import Carry  # noqa: E402
 from dflash_postmortem.watch.command import lean_memory  # noqa: E402
 from dflash_postmortem.watch.live import Watch  # noqa: E402
 from dflash_postmortem.watch.pacing import Pacer  # noqa: E402
@@ -196,6 +202,57 @@ def hour(args) -> None:
         print(f"| {a.kind}: {a.text[:60]} | {shown / 60:.1f} min | {t / 60:.1f} min | {t - shown:.0f} s |")
 
 
+def write_loop(folder: Path, attempts: int, minutes: int, start: pd.Timestamp, extra_s: int = 0) -> pd.Timestamp:
+    """A supervisor loop's one log: `attempts` starts of `minutes` each (a step line a second),
+    each but the last ending in a CUDA error, and the last going on `extra_s` seconds more;
+    returns the time of the last line written. The file is written whole each call."""
+    lines, t = [], start
+    for k in range(attempts):
+        lines.append(f"{t:%Y-%m-%d %H:%M:%S} [looped] Loading target model on cuda:0 ...")
+        length = minutes * 60 + (extra_s if k == attempts - 1 else 0)
+        for s in range(5, length):
+            u = t + pd.Timedelta(seconds=s)
+            lines.append(f"{u:%Y-%m-%d %H:%M:%S} [looped] step {s} loss {10 - s / 10000:.4f} tok/s {21500 + (s * 7) % 300} queue 0")
+        t = t + pd.Timedelta(seconds=length)
+        if k < attempts - 1:
+            lines += ["Traceback (most recent call last):", '  File "train.py", line 258, in train',
+                      "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"]
+            t += pd.Timedelta(seconds=10)  # the loop's pause before the next start
+    (folder / "logs").mkdir(parents=True, exist_ok=True)
+    (folder / "logs" / "loop.log").write_text("\n".join(lines) + "\n")
+    return t
+
+
+def attempts(args) -> None:
+    """One look at a crash loop's folder (`--attempts` starts of `--minutes` each in one log, the
+    last still training) after two more seconds of it, with what the last read kept of the
+    attempts that are over (model/carried.py) against the same look without it, in one run."""
+    start = pd.Timestamp("2026-12-03 10:00:00", tz="UTC")
+    print(f"# a crash loop of {args.attempts} starts of {args.minutes} min in one log, the last one training; "
+          "one look after 2 s more of it (CPU seconds of the model and the findings; median of 5)")
+    warnings.simplefilter("ignore")
+    spent = {}
+    for keep in (False, True):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp) / "live"
+            now = {"t": write_loop(folder, args.attempts, args.minutes, start)}
+            watch = Watch(folder, clock_now=lambda now=now: now["t"])
+            watch.look()
+            times = []
+            for k in range(1, 6):
+                if not keep:
+                    watch.carry = Carry()  # as if every read rebuilt the model from scratch
+                now["t"] = write_loop(folder, args.attempts, args.minutes, start, extra_s=2 * k)
+                watch.look()
+                times.append(watch.spent["judge"])
+            spent[keep] = sorted(times)[2]
+            found = watch.findings[["kind", "start", "title"]].to_string()
+            spent[keep, "found"] = found
+    assert spent[True, "found"] == spent[False, "found"], "the kept attempts changed the findings"
+    print(f"| rebuilt at every read | attempts that are over taken as they were | ratio |\n| --- | --- | --- |\n"
+          f"| {spent[False]:.3f} s | {spent[True]:.3f} s | {spent[False] / spent[True]:.2f}x |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
@@ -213,8 +270,11 @@ def main() -> None:
     h.add_argument("--poll", type=float, default=2.0)
     h.add_argument("--cpu-share", type=float, default=0.02)
     h.add_argument("--drop-min", type=int, default=40)
+    a = sub.add_parser("attempts")
+    a.add_argument("--attempts", type=int, default=30)
+    a.add_argument("--minutes", type=int, default=5)
     args = p.parse_args()
-    {"delays": delays, "cost": cost, "hour": hour}[args.what](args)
+    {"delays": delays, "cost": cost, "hour": hour, "attempts": attempts}[args.what](args)
 
 
 if __name__ == "__main__":

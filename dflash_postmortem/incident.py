@@ -78,6 +78,10 @@ class Incident:
     # Read from a folder that is still being written (the live watch): where a run's records
     # stop is where the folder stops, not where the run did (model/attempts.py `_end`).
     live: bool = False
+    # What the model computed of the attempts that were over at the watch's last read of the same
+    # folder, taken again where their rows are unchanged (model/carried.py's Carry); read only
+    # when `live`.
+    carried: object | None = None
 
     @property
     def title(self) -> str:

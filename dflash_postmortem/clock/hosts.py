@@ -69,7 +69,9 @@ def view(inc: Incident, host: str | None, metric_host: pd.Series | None = None) 
     mh = metric_hosts(inc) if metric_host is None else metric_host
     keep = mh.isna() if host is None else mh == host
     frames["metrics"] = inc.metrics[keep.fillna(False).astype(bool)] if len(inc.metrics) else inc.metrics
-    return Incident(**frames, load_report=inc.load_report, runs=inc.runs, config=inc.config, root=inc.root)
+    # (read live, a host's view is live too, and keeps what it computes in the whole's Carry)
+    return Incident(**frames, load_report=inc.load_report, runs=inc.runs, config=inc.config, root=inc.root,
+                    live=inc.live, carried=inc.carried)
 
 
 def views(inc: Incident) -> list[tuple[str | None, Incident]]:

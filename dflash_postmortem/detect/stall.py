@@ -69,7 +69,7 @@ def _gpu_stalls(inc: Incident) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
 def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFrame:
     """One finding per stretch of an attempt's life without progress (model.states); with
     `threshold_s`, only those at least that long."""
-    att = attempts(inc).set_index("attempt")
+    att = attempts(inc).set_index("attempt", drop=False)
     rows = []
     for _, s in _stalled(inc).iterrows():
         if threshold_s is not None and (s["end"] - s["start"]).total_seconds() < threshold_s:

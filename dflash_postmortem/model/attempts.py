@@ -49,7 +49,7 @@ from ..shell_words import (
     shell_words,
     simple_commands,
 )
-from . import computed
+from . import carried, computed
 from .kills import aimed_at, is_group_kill, job_reached
 from .step_lines import step_lines
 
@@ -634,13 +634,48 @@ class _Assembly:
         return rows + list(listed.index)
 
     def _row(self, i: int, a: _Attempt) -> dict:
+        """The attempt's row: taken from the last read of a growing folder where the attempt was
+        over then and nothing it is made of has changed since (carried.py), else derived now."""
+        got = self._inputs(a)
+        if not self.inc.live:  # read once: nothing is kept for a next read
+            return {**self._derive(a, *got), "attempt": f"A{i}"}
+        key = (_identity(a), carried.digest(*got))
+        over = lambda row: self._over(row, got[2])  # noqa: E731
+        row = carried.take(self.inc, "attempt", key, lambda: self._derive(a, *got), over)
+        row = {**row, "attempt": f"A{i}"}
+        if over(row):
+            carried.settle(self.inc, row["attempt"], key)
+        return row
+
+    def _over(self, row: dict, events: pd.DataFrame) -> bool:
+        """Whether nothing read later can change the row, its own rows (`events`: its event rows)
+        staying as they are: the attempt has an end, and where the folder is still written and
+        its rows hold a place where a run's records stop (`open_end`), the evidence goes on well
+        past its last sign of life (within END_SLACK of the evidence's end such a place is no end
+        yet: `_still_open`)."""
+        if pd.isna(row["end"]):
+            return False
+        if not self.inc.live or "open_end" not in events.columns or not events["open_end"].fillna(False).astype(bool).any():
+            return True
+        return self.evidence_end is not None and self.evidence_end > row["last_alive"] + 2 * END_SLACK
+
+    def _inputs(self, a: _Attempt) -> tuple[pd.DataFrame, ...]:
+        """Every row the attempt's row is derived from: its step lines, its metric and event rows
+        (`_rows_of`), its GPU processes and listed processes, and what its machine said of its GPUs."""
         inc = self.inc
         parts = [(s, b, e) for s, (b, e) in a.sources.items()]
         steps = _steps(inc, parts, a.runs, a.start, self.owned)
-        first = steps.iloc[0] if len(steps) else None
         lines, rows = _rows_of(inc, parts, a.pids, self.kills, a.launch_ref, self._job_rows_of(a))
         gp = inc.gpu_processes[inc.gpu_processes["pid"].isin(a.pids)] if a.pids else inc.gpu_processes.iloc[:0]
         procs = self.procs[self.procs["pid"].isin(a.pids)]
+        gpus = set(gp["gpu"].dropna().astype(int))
+        machine = self.machine[[_same_host(a, h) and (g is None or not gpus or g in gpus)
+                                for h, g in zip(_col(self.machine, "host"), _col(self.machine, "gpu").map(_num), strict=True)]]
+        return steps, lines, rows, gp, procs, machine
+
+    def _derive(self, a: _Attempt, steps, lines, rows, gp, procs, machine) -> dict:
+        inc = self.inc
+        first = steps.iloc[0] if len(steps) else None
         # a launcher's agent lives through every attempt of its job: an attempt lives as long as
         # its workers, where the listings show them
         workers = procs[~procs["command"].astype(str).str.contains(_AGENT)]
@@ -653,9 +688,6 @@ class _Assembly:
         end = _end(rows, a, last_alive, self.evidence_end, inc.live)
         # what the machine said of its GPUs meanwhile is a cause too (a GPU off the bus hangs
         # the job; its ranks' timeouts come later)
-        gpus = set(gp["gpu"].dropna().astype(int))
-        machine = self.machine[[_same_host(a, h) and (g is None or not gpus or g in gpus)
-                                for h, g in zip(_col(self.machine, "host"), _col(self.machine, "gpu").map(_num), strict=True)]]
         causes = pd.concat([rows, machine]) if len(machine) else rows
         end.update(_cause(causes, steps["time"].max() if len(steps) else a.start, end["end"]))
         # what the attempt's lines say of it, its metric lines first
@@ -665,16 +697,24 @@ class _Assembly:
         n = a.job_attempt if a.job_attempt is not None else _num(next(iter(said["attempt"]), None))
         runs = list(dict.fromkeys(a.runs + said["run"]))
         return {
-            "attempt": f"A{i}", "start": a.start, "start_within_s": a.within, "start_ref": a.start_ref,
+            "attempt": None, "start": a.start, "start_within_s": a.within, "start_ref": a.start_ref,
             "launched": a.launched, "by": a.by, "launcher": a.launcher,
             "job": job, "job_attempt": n, "host": a.host, "command": a.command, "script": a.script,
             "flags": a.flags, "log_path": a.log_path, "launch_ref": a.launch_ref,
             "run": runs[0] if runs else None, "runs": runs, "pids": sorted(a.pids), "ranks": sorted(ranks),
-            "gpus": sorted({int(g) for g in gp["gpu"].dropna().unique()}), "sources": [s for s, _, _ in parts],
+            "gpus": sorted({int(g) for g in gp["gpu"].dropna().unique()}), "sources": list(a.sources),
             "first_step": None if first is None else first["time"],
             "first_step_ref": None if first is None else _ref(first),
             "last_alive": last_alive, "last_alive_ref": last_ref, **end,
         }
+
+
+def _identity(a: _Attempt) -> tuple:
+    """The attempt as assembled, as a key (carried.py): every field its row is derived from
+    besides the rows themselves."""
+    return (a.start, a.within, a.start_ref, a.launched, a.by, a.launcher, a.job, a.job_attempt, a.host,
+            a.command, a.script, tuple(sorted(a.flags.items(), key=str)), a.log_path, a.launch_ref,
+            tuple(sorted(a.pids)), tuple(sorted(a.ranks)), tuple(a.sources.items()), tuple(a.runs))
 
 
 def _jobs(found: list[_Attempt]) -> None:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..incident import Incident
 from ..schema import STEPS_PER_S
-from . import computed
+from . import carried, computed
 from .attempts import attempts
 from .pace import pace_metric, pace_rows
 from .step_lines import step_lines
@@ -32,31 +32,39 @@ LINES_PER_WINDOW = 6
 MIN_WINDOW_S, MAX_WINDOW_S = 5.0, 120.0
 
 
+# The frames progress is read from (the memo of computed.py is keyed by them): the attempts' own.
+READS = ("metrics", "events", "processes", "gpu_processes")
+
+
 def progress(inc: Incident) -> pd.DataFrame:
     """Each attempt's throughput over windows (COLUMNS; `level` in the pace's unit, pace.py), in time order, with
     `attrs["notes"]` saying how ranks were combined and where line values alternate."""
-    return computed.cached(inc, "progress", ("metrics", "events", "processes", "gpu_processes"),
+    return computed.cached(inc, "progress", READS,
                            lambda: _progress(inc))
 
 
 def lines_of(inc: Incident, attempt: pd.Series) -> pd.DataFrame:
     """The attempt's pace lines (pace.py: its tok/s lines, else its step counter's rates): its own
-    log parts (from its start), else its runs'."""
-    return _attempt_rows(inc, attempt, pace_rows(inc))
+    log parts (from its start), else its runs'. Taken once per attempt and incident: the states,
+    the progress and several detectors ask for them."""
+    return computed.cached(inc, f"pace lines of {attempt['attempt']}", READS,
+                           lambda: _attempt_rows(inc, attempt, pace_rows(inc)))
 
 
 def steps_of(inc: Incident, attempt: pd.Series) -> pd.DataFrame:
     """The attempt's step lines (step_lines.py), taken the way its throughput lines are."""
-    return _attempt_rows(inc, attempt, step_lines(inc))
+    return computed.cached(inc, f"step lines of {attempt['attempt']}", READS,
+                           lambda: _attempt_rows(inc, attempt, step_lines(inc)))
 
 
 def _attempt_rows(inc: Incident, attempt: pd.Series, m: pd.DataFrame) -> pd.DataFrame:
     sources = attempt["sources"]
     if sources:
-        mine = m[m["source"].isin(sources) & (m["time"] >= attempt["start"])]
+        # through the frame's grouping by source (computed.py): an attempt's lines cost its
+        # sources' rows, not the frame's (a crash loop's fifty starts share one frame)
         later = _next_part(inc, attempt)
-        if later is not None:
-            mine = mine[mine["time"] < later]
+        picked = [computed.positions(inc, m, "source", s, since=attempt["start"], until=later) for s in sources]
+        mine = m.iloc[np.unique(np.concatenate(picked))]
         if mine.empty and attempt["runs"]:
             mine = m[m["run"].isin(attempt["runs"]) & (m["time"] >= attempt["start"])]
     elif attempt["runs"]:
@@ -124,35 +132,51 @@ def _progress(inc: Incident) -> pd.DataFrame:
         lines = lines_of(inc, a)
         if lines.empty:
             continue
-        series = {r: g for r, g in lines.groupby(lines["rank"].fillna(-1), sort=True)}
-        combine, note = _combine(series, pace_metric(inc))
-        if note:
-            notes.append(f"attempt {a['attempt']} ({a['run'] or a['script'] or '?'}): {note}")
-        # (the trainer's own rates only: a step counter's are the model's, over PACE_S or more)
-        values = [g["value"].to_numpy(dtype=float) for g in series.values()] if pace_metric(inc) != STEPS_PER_S else []
-        if any(alternates(v) for v in values):
-            notes.append(f"attempt {a['attempt']} ({a['run'] or a['script'] or '?'}): its lines' tok/s alternate "
-                         "between two levels (threads or ranks writing their own rate, or gradient accumulation): "
-                         "levels are taken over windows, never line by line")
-        elif (swing := max((spread(v) for v in values), default=0.0)) > SPIKY:
-            notes.append(f"attempt {a['attempt']} ({a['run'] or a['script'] or '?'}): its lines' tok/s swing by "
-                         f"{swing:.0%} of their median from line to line (threads or ranks logging their own "
-                         "rate, uneven steps): levels are taken over windows, never line by line")
-        width = _window_s(series)
-        t0 = lines["time"].min()
-        edges = pd.date_range(t0, lines["time"].max() + pd.Timedelta(seconds=width), freq=pd.Timedelta(seconds=width))
-        per = [_windows(g, edges) for g in series.values()]
-        merged = pd.concat(per, ignore_index=True)
-        # the ranks' windows that share a span, taken together (their first rank's line cited)
-        together = merged.groupby(["start", "end"], sort=True).agg(
-            level=("level", combine), steps_per_s=("steps_per_s", "max"), lines=("lines", "sum"))
-        cited = merged.drop_duplicates(["start", "end"]).set_index(["start", "end"])["ref"]
-        for w in together.join(cited).reset_index().to_dict("records"):
-            rows.append({"attempt": a["attempt"], "start": w["start"], "end": w["end"], "level": float(w["level"]),
-                         "steps_per_s": float(w["steps_per_s"]), "lines": int(w["lines"]), "ref": w["ref"]})
+        over = carried.settled(inc, a["attempt"])
+        if over is None:
+            mine, said = _attempt_progress(inc, a, lines)
+        else:
+            # an attempt that is over, read again as its folder grows: its windows are what its
+            # own lines made them (carried.py)
+            key = (over, carried.digest(lines), pace_metric(inc))
+            mine, said = carried.take(inc, "progress", key, lambda a=a, lines=lines: _attempt_progress(inc, a, lines))
+        name = f"attempt {a['attempt']} ({a['run'] or a['script'] or '?'})"
+        rows += [{**r, "attempt": a["attempt"]} for r in mine]
+        notes += [f"{name}: {n}" for n in said]
     out = pd.DataFrame(rows, columns=list(COLUMNS))
     out.attrs["notes"] = notes
     return out
+
+
+def _attempt_progress(inc: Incident, a: pd.Series, lines: pd.DataFrame) -> tuple[list[dict], list[str]]:
+    """One attempt's windows (rows of COLUMNS) from its pace lines, and what its lines showed of
+    how they were taken (how ranks combine, rates that alternate or swing)."""
+    rows, notes = [], []
+    series = {r: g for r, g in lines.groupby(lines["rank"].fillna(-1), sort=True)}
+    combine, note = _combine(series, pace_metric(inc))
+    if note:
+        notes.append(note)
+    # (the trainer's own rates only: a step counter's are the model's, over PACE_S or more)
+    values = [g["value"].to_numpy(dtype=float) for g in series.values()] if pace_metric(inc) != STEPS_PER_S else []
+    if any(alternates(v) for v in values):
+        notes.append("its lines' tok/s alternate between two levels (threads or ranks writing their own rate, or "
+                     "gradient accumulation): levels are taken over windows, never line by line")
+    elif (swing := max((spread(v) for v in values), default=0.0)) > SPIKY:
+        notes.append(f"its lines' tok/s swing by {swing:.0%} of their median from line to line (threads or ranks "
+                     "logging their own rate, uneven steps): levels are taken over windows, never line by line")
+    width = _window_s(series)
+    t0 = lines["time"].min()
+    edges = pd.date_range(t0, lines["time"].max() + pd.Timedelta(seconds=width), freq=pd.Timedelta(seconds=width))
+    per = [_windows(g, edges) for g in series.values()]
+    merged = pd.concat(per, ignore_index=True)
+    # the ranks' windows that share a span, taken together (their first rank's line cited)
+    together = merged.groupby(["start", "end"], sort=True).agg(
+        level=("level", combine), steps_per_s=("steps_per_s", "max"), lines=("lines", "sum"))
+    cited = merged.drop_duplicates(["start", "end"]).set_index(["start", "end"])["ref"]
+    for w in together.join(cited).reset_index().to_dict("records"):
+        rows.append({"attempt": a["attempt"], "start": w["start"], "end": w["end"], "level": float(w["level"]),
+                     "steps_per_s": float(w["steps_per_s"]), "lines": int(w["lines"]), "ref": w["ref"]})
+    return rows, notes
 
 
 def _window_s(series: dict) -> float:

@@ -28,7 +28,7 @@ import pandas as pd
 from ..incident import Incident
 from ..said import error_text
 from ..units import figure
-from . import computed
+from . import carried, computed
 from .attempts import MACHINE_FAULTS, attempts
 from .pace import unit
 from .progress import lines_of, progress
@@ -72,61 +72,86 @@ def states(inc: Incident) -> pd.DataFrame:
 def _states(inc: Incident) -> pd.DataFrame:
     rows = []
     prog = progress(inc)
-    min_drop = float(inc.config.detect.get("min_drop", MIN_DROP))
     att = attempts(inc)
-    evidence_end = inc.span()[1]
     evaluations = _evaluation_rows(inc)
+    evidence_end = inc.span()[1]
+    known = (float(inc.config.detect.get("min_drop", MIN_DROP)), inc.config.detect.get("stall_s"), unit(inc),
+             not inc.metrics.empty)
     for _, a in att.iterrows():
-        end = a["end"] if pd.notna(a["end"]) else a["last_alive"]
-        end = max(end, a["last_alive"]) if pd.notna(a["last_alive"]) else end
-        first = a["first_step"]
-        if pd.isna(first):
-            stuck = _stuck_in_start_up(inc, a, end)
-            rows.append(_row(a, "starting", a["start"], end if stuck is None else stuck["start"], a["start_ref"], ""))
-            if stuck is not None:
-                rows.append(stuck)
-        else:
-            rows.append(_row(a, "starting", a["start"], first, a["start_ref"], ""))
-            lines = lines_of(inc, a)
-            threshold = pd.Timedelta(seconds=stall_threshold_s(inc, lines))
-            # Its steps, then the last sign of life: a gap longer than the threshold is a stall.
-            times = lines["time"].tolist() + [end]
-            refs = (lines["ref"].tolist() if "ref" in lines.columns else [None] * len(lines)) + [a["last_alive_ref"]]
-            w = prog[prog["attempt"] == a["attempt"]]
-            base = float(w["level"].iloc[: max(3, len(w) // 3)].median()) if len(w) else np.nan
-            since = first
-            # what ended the silence at its end: a part that died while the process lived on, else
-            # the error that ended an attempt which had waited for it
-            died = _died_inside(inc, a, lines, end)
-            hung = _hung_until_error(a, lines) if died is None else None
-            said = died or hung
-            evaluated = _evaluations(evaluations, a)
-            for k, last in _gaps(times, first, threshold, end if said is not None else None):
-                t, ref = times[k], refs[k]
-                cursor, cursor_ref = (first, a["first_step_ref"]) if last < 0 else (times[last], refs[last])
-                # a gap the attempt spent evaluating (its evaluation's results logged in it) is
-                # work, not a stall: Hugging Face's Trainer stops training for every evaluation
-                busy = bool(len(evaluated)) and ((evaluated > cursor) & (evaluated <= t)).any()
-                if (t - cursor > threshold and not busy) or (said is not None and t == end and t > cursor):
-                    rows.append(_row(a, "training", since, cursor, a["first_step_ref"] if since == first else ref, ""))
-                    why = f"no step for {(t - cursor).total_seconds():.0f} s" + (f", {said[1]}" if said else "")
-                    state = "hung" if hung is not None and t == end else "stalled"
-                    rows.append(_row(a, state, cursor, t, said[0] if said else cursor_ref, why))
-                    since = t
-            if end > since:
-                rows.append(_row(a, "training", since, end, a["first_step_ref"] if since == first else None, ""))
-            rows += _degraded(a, w, base, min_drop, unit(inc))
-        kind = a["end_kind"]
-        if pd.isna(first):
-            gave_up = _gave_up(a, att, evidence_end, not inc.metrics.empty)
-            if gave_up is not None:
-                rows.append(_row(a, "never trained", end, end, a["end_ref"] or a["last_alive_ref"],
-                                 a["end_message"] or gave_up))
-        elif isinstance(kind, str):
-            rows.append(_row(a, "killed" if kind in _KILLED or pd.notna(a["signal"]) else "exited",
-                             a["end"], a["end"], a["end_ref"], a["end_message"] or ""))
+        over = carried.settled(inc, a["attempt"])
+        if over is None:
+            rows += _attempt_states(inc, a, prog, att, evaluations, evidence_end)
+            continue
+        # an attempt that is over, read again as its folder grows: its states are what its own
+        # rows made them (carried.py)
+        lines, own = lines_of(inc, a), _own_events(inc, a)
+        key = (over, carried.digest(lines, own, _evaluations(evaluations, a).to_frame()), known)
+        done = carried.take(inc, "states", key, lambda a=a: _attempt_states(inc, a, prog, att, evaluations, evidence_end))
+        rows += [{**r, "attempt": a["attempt"]} for r in done]
     out = pd.DataFrame([r for r in rows if r["start"] is not None], columns=list(COLUMNS))
     return _fill_training(out)
+
+
+def _own_events(inc: Incident, a: pd.Series) -> pd.DataFrame:
+    """The event rows of the attempt's own logs from its start (its stages, its errors)."""
+    ev = inc.events
+    return ev[ev["source"].isin(a["sources"]) & (ev["time"] >= a["start"])] if a["sources"] else ev.iloc[:0]
+
+
+def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.DataFrame,
+                    evaluations: pd.DataFrame, evidence_end) -> list[dict]:
+    """One attempt's states (rows of COLUMNS), in the order they are found."""
+    rows = []
+    min_drop = float(inc.config.detect.get("min_drop", MIN_DROP))
+    end = a["end"] if pd.notna(a["end"]) else a["last_alive"]
+    end = max(end, a["last_alive"]) if pd.notna(a["last_alive"]) else end
+    first = a["first_step"]
+    if pd.isna(first):
+        stuck = _stuck_in_start_up(inc, a, end)
+        rows.append(_row(a, "starting", a["start"], end if stuck is None else stuck["start"], a["start_ref"], ""))
+        if stuck is not None:
+            rows.append(stuck)
+    else:
+        rows.append(_row(a, "starting", a["start"], first, a["start_ref"], ""))
+        lines = lines_of(inc, a)
+        threshold = pd.Timedelta(seconds=stall_threshold_s(inc, lines))
+        # Its steps, then the last sign of life: a gap longer than the threshold is a stall.
+        times = lines["time"].tolist() + [end]
+        refs = (lines["ref"].tolist() if "ref" in lines.columns else [None] * len(lines)) + [a["last_alive_ref"]]
+        w = prog[prog["attempt"] == a["attempt"]]
+        base = float(w["level"].iloc[: max(3, len(w) // 3)].median()) if len(w) else np.nan
+        since = first
+        # what ended the silence at its end: a part that died while the process lived on, else
+        # the error that ended an attempt which had waited for it
+        died = _died_inside(inc, a, lines, end)
+        hung = _hung_until_error(a, lines) if died is None else None
+        said = died or hung
+        evaluated = _evaluations(evaluations, a)
+        for k, last in _gaps(times, first, threshold, end if said is not None else None):
+            t, ref = times[k], refs[k]
+            cursor, cursor_ref = (first, a["first_step_ref"]) if last < 0 else (times[last], refs[last])
+            # a gap the attempt spent evaluating (its evaluation's results logged in it) is
+            # work, not a stall: Hugging Face's Trainer stops training for every evaluation
+            busy = bool(len(evaluated)) and ((evaluated > cursor) & (evaluated <= t)).any()
+            if (t - cursor > threshold and not busy) or (said is not None and t == end and t > cursor):
+                rows.append(_row(a, "training", since, cursor, a["first_step_ref"] if since == first else ref, ""))
+                why = f"no step for {(t - cursor).total_seconds():.0f} s" + (f", {said[1]}" if said else "")
+                state = "hung" if hung is not None and t == end else "stalled"
+                rows.append(_row(a, state, cursor, t, said[0] if said else cursor_ref, why))
+                since = t
+        if end > since:
+            rows.append(_row(a, "training", since, end, a["first_step_ref"] if since == first else None, ""))
+        rows += _degraded(a, w, base, min_drop, unit(inc))
+    kind = a["end_kind"]
+    if pd.isna(first):
+        gave_up = _gave_up(a, att, evidence_end, not inc.metrics.empty)
+        if gave_up is not None:
+            rows.append(_row(a, "never trained", end, end, a["end_ref"] or a["last_alive_ref"],
+                             a["end_message"] or gave_up))
+    elif isinstance(kind, str):
+        rows.append(_row(a, "killed" if kind in _KILLED or pd.notna(a["signal"]) else "exited",
+                         a["end"], a["end"], a["end_ref"], a["end_message"] or ""))
+    return rows
 
 
 def _gaps(times: list, first, threshold: pd.Timedelta, end) -> list[tuple[int, int]]:

@@ -29,6 +29,7 @@ from ..incident import Incident
 from ..loaders.folder import WATCH_LOG, read_folder, walked
 from ..loaders.following import GrowingFolder
 from ..model.attempts import attempts
+from ..model.carried import Carry
 from ..model.ledger import ledger_parts
 from ..model.pace import pace_rows, unit
 from ..model.states import MIN_STALL_S, states
@@ -113,6 +114,7 @@ class Watch:
         self.findings: pd.DataFrame | None = None
         self._listed: dict | None = None  # the folder at the last look (without a pacer)
         self.reader = GrowingFolder()  # what was read, kept between looks
+        self.carry = Carry()  # what the model keeps of the last read for the next (model/carried.py)
         self.failed: list[tuple[str, Exception]] = []  # the detectors that raised on the last read
         self.looks = 0  # looks done so far (a test waits on it)
         self.spent = {"read": 0.0, "judge": 0.0}  # CPU seconds of the last look that read the folder
@@ -162,7 +164,9 @@ class Watch:
             c1 = time.process_time()
             incident = read_folder(self.folder, timezone=self.timezone, reader=self.reader,
                                    sniffed=self.reader.sniffed)
-            incident.live = True
+            # the attempts that were over at the last read are taken as they were where their
+            # rows are unchanged (model/carried.py): a read recomputes what its new rows touch
+            incident.live, incident.carried = True, self.carry.next()
             c2 = time.process_time()
             failed: list[tuple[str, Exception]] = []
             # a detector that raises is told (below) and the others' findings are said
@@ -171,6 +175,7 @@ class Watch:
             # kept only once both are whole: a look that raised leaves nothing read, and the
             # next reads again (follow's RETRY_S)
             self.incident, self.findings = incident, findings
+            self.carry = incident.carried
             self.spent = {"read": c2 - c1, "judge": time.process_time() - c2}
             self.why = why
             if self.pacer is not None:
