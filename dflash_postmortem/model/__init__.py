@@ -18,6 +18,8 @@
                   rates), for the load report
     kept.py       the attempts, states and ledger as the cache of loaded incidents keeps them
     computed.py   the memo: each result computed once per incident and shared
+    carried.py    what one read of a growing folder keeps for the next (the live watch): the
+                  attempts that are over, taken again where their rows are unchanged
 
 Pure functions of an Incident, no I/O; detectors (detect/) find patterns over what they return.
 May import: the contracts (docs/architecture.md, "Who may import whom").

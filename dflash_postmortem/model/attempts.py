@@ -639,7 +639,10 @@ class _Assembly:
         got = self._inputs(a)
         if not self.inc.live:  # read once: nothing is kept for a next read
             return {**self._derive(a, *got), "attempt": f"A{i}"}
-        key = (_identity(a), carried.digest(*got))
+        steps, lines, rows, gp, procs, machine = got
+        key = (_identity(a), *(carried.digest_in(self.inc, name, df) for name, df in (
+            ("metrics", steps), ("metrics", lines), ("events", rows), ("gpu_processes", gp), ("events", machine))),
+            carried.digest(procs))
         over = lambda row: self._over(row, got[2])  # noqa: E731
         row = carried.take(self.inc, "attempt", key, lambda: self._derive(a, *got), over)
         row = {**row, "attempt": f"A{i}"}

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident
+from . import computed
 
 T = TypeVar("T")
 _ATTR = "_settled"
@@ -94,21 +95,35 @@ _SAYS = ("time", "ref", "line", "source", "metric", "value", "step", "kind", "me
 def digest(*frames: pd.DataFrame) -> tuple[int, ...]:
     """The rows of these frames as numbers, equal for equal rows whatever their order or index
     (in the columns of _SAYS): the part of a key that says a result's rows are still the ones it
-    was computed from. (Column by column over arrays: a key is made for every attempt at every
-    read, most of them of a few hundred rows, where a frame's own hashing costs more in making
-    its frame than in hashing.)"""
+    was computed from."""
     out = []
     for df in frames:
-        cols = [c for c in _SAYS if c in df.columns]
-        if not len(df) or not cols:
-            out.append(len(df))
-            continue
-        rows = np.zeros(len(df), dtype=np.uint64)
-        for c in cols:
-            # each row's columns combined in order (a value moved to another row changes the sum)
-            rows = rows * np.uint64(1_000_003) ^ pd.util.hash_array(_values(df[c]))
-        out += [len(df), int(rows.sum(dtype=np.uint64))]
+        out += [len(df), int(_row_hashes(df).sum(dtype=np.uint64))] if len(df) else [0]
     return tuple(out)
+
+
+def digest_in(inc: Incident, name: str, rows: pd.DataFrame) -> tuple[int, int]:
+    """`digest` of `rows`, rows of the incident's frame `name` as they are there (selected, its
+    index kept, no value changed), through the hashes of that frame's rows made once per read:
+    an attempt's key costs its rows' positions, not a hashing of them (keys are made for every
+    attempt at every read)."""
+    if not len(rows):
+        return (0, 0)
+    df = getattr(inc, name)
+    hashes = computed.cached(inc, f"row hashes of {name}", (name,), lambda: _row_hashes(df))
+    at = df.index.get_indexer(rows.index)
+    if (at < 0).any():  # not rows of that frame: hashed as they are
+        return digest(rows)
+    return (len(rows), int(hashes[at].sum(dtype=np.uint64)))
+
+
+def _row_hashes(df: pd.DataFrame) -> np.ndarray:
+    """One number per row of `df` from its columns of _SAYS, in order (a value moved to another
+    row changes its row's number)."""
+    rows = np.zeros(len(df), dtype=np.uint64)
+    for c in [c for c in _SAYS if c in df.columns]:
+        rows = rows * np.uint64(1_000_003) ^ pd.util.hash_array(_values(df[c]))
+    return rows
 
 
 def _values(s: pd.Series) -> np.ndarray:

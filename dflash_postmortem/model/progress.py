@@ -138,6 +138,7 @@ def _progress(inc: Incident) -> pd.DataFrame:
         else:
             # an attempt that is over, read again as its folder grows: its windows are what its
             # own lines made them (carried.py)
+            # (its pace lines hashed as they are: a step counter's rates are made from the rows)
             key = (over, carried.digest(lines), pace_metric(inc))
             mine, said = carried.take(inc, "progress", key, lambda a=a, lines=lines: _attempt_progress(inc, a, lines))
         name = f"attempt {a['attempt']} ({a['run'] or a['script'] or '?'})"

@@ -85,7 +85,9 @@ def _states(inc: Incident) -> pd.DataFrame:
         # an attempt that is over, read again as its folder grows: its states are what its own
         # rows made them (carried.py)
         lines, own = lines_of(inc, a), _own_events(inc, a)
-        key = (over, carried.digest(lines, own, _evaluations(evaluations, a).to_frame()), known)
+        # (its pace lines hashed as they are: a step counter's rates are made from the rows)
+        key = (over, carried.digest(lines), carried.digest_in(inc, "events", own),
+               carried.digest(_evaluations(evaluations, a).to_frame()), known)
         done = carried.take(inc, "states", key, lambda a=a: _attempt_states(inc, a, prog, att, evaluations, evidence_end))
         rows += [{**r, "attempt": a["attempt"]} for r in done]
     out = pd.DataFrame([r for r in rows if r["start"] is not None], columns=list(COLUMNS))
