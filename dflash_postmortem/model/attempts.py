@@ -29,6 +29,7 @@ first training step, its last sign of life, and how it ended, with the lines tha
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -640,14 +641,19 @@ class _Assembly:
         if not self.inc.live:  # read once: nothing is kept for a next read
             return {**self._derive(a, *got), "attempt": f"A{i}"}
         steps, lines, rows, gp, procs, machine = got
-        key = (_identity(a), *(carried.digest_in(self.inc, name, df) for name, df in (
-            ("metrics", steps), ("metrics", lines), ("events", rows), ("gpu_processes", gp), ("events", machine))),
-            carried.digest(procs))
-        over = lambda row: self._over(row, got[2])  # noqa: E731
-        row = carried.take(self.inc, "attempt", key, lambda: self._derive(a, *got), over)
+        identity = _identity(a)
+
+        @functools.cache
+        def key() -> tuple:
+            return (identity, *(carried.digest_in(self.inc, name, df) for name, df in (
+                ("metrics", steps), ("metrics", lines), ("events", rows), ("gpu_processes", gp), ("events", machine))),
+                carried.digest(procs))
+
+        over = lambda row: self._over(row, rows)  # noqa: E731
+        row = carried.take(self.inc, "attempt", key, lambda: self._derive(a, *got), over, first=identity)
         row = {**row, "attempt": f"A{i}"}
         if over(row):
-            carried.settle(self.inc, row["attempt"], key)
+            carried.settle(self.inc, row["attempt"], key())
         return row
 
     def _over(self, row: dict, events: pd.DataFrame) -> bool:

@@ -48,15 +48,33 @@ class Carry:
         """The Carry of the next read: what this one kept is what it takes from."""
         return Carry(earlier=self.now)
 
+    def may_hold(self, name: str, first: Hashable) -> bool:
+        """Whether the last read kept anything under `name` whose key begins with `first` (an
+        attempt as assembled): where it did not, nothing can be taken, and the rest of the key
+        (the digest of its rows) need not be made."""
+        if "_firsts" not in self.__dict__:
+            self._firsts = {(n, k[0]) for n, k in self.earlier if isinstance(k, tuple) and k}
+        return (name, first) in self._firsts
 
-def take(inc: Incident, name: str, key: Hashable, compute: Callable[[], T],
-         keep: Callable[[T], bool] = lambda _: True) -> T:
+
+def take(inc: Incident, name: str, key: Hashable | Callable[[], Hashable], compute: Callable[[], T],
+         keep: Callable[[T], bool] = lambda _: True, first: Hashable | None = None) -> T:
     """`compute()`, or what the last read of the same folder computed under the same `name` and
     `key` (`inc.carried`). The result is kept for the next read where `keep(result)` says no
-    later evidence can change it."""
+    later evidence can change it. `key` may be a function that makes it, with `first` the key's
+    first part: it is made only where the last read kept something under that first part, or the
+    result is to be kept (a going attempt's rows are not hashed at every read)."""
     carry = inc.carried
     if not inc.live or carry is None:
         return compute()  # read once: nothing to keep for a next read
+    if callable(key):
+        if first is not None and not carry.may_hold(name, first):
+            carry.counts[name, "computed"] += 1
+            value = compute()
+            if keep(value):
+                carry.now[name, key()] = value
+            return value
+        key = key()
     k = (name, key)
     if k in carry.now:
         return carry.now[k]
