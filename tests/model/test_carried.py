@@ -4,12 +4,14 @@ are computed again, and the model is the one a fresh read of the folder gives at
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from dflash_postmortem.detect import detect
 from dflash_postmortem.loaders.folder import read_folder
 from dflash_postmortem.loaders.following import GrowingFolder
 from dflash_postmortem.model import attempts, ledger, progress, states
@@ -66,6 +68,31 @@ def test_a_growing_folder_read_with_what_the_last_read_kept_is_the_model_a_fresh
         assert got[2].attrs["notes"] == want[2].attrs["notes"]
         carried += read.carry.counts["attempt", "carried"]
     assert carried > 0  # the later reads took attempts that were over from the earlier ones
+
+
+def test_a_fleet_read_as_it_grows_shares_one_carry_across_its_hosts(tmp_path):
+    """Each host's view computes its own attempts and keeps them in the whole read's Carry: the
+    findings and the model are a fresh read's at every moment, and a read of the finished folder
+    takes the hosts' attempts that are over from the read before it."""
+    src = tmp_path / "fleet"
+    subprocess.run([sys.executable, str(REPO / "benchmarks" / "gen_fleet.py"), str(src), "--hosts", "3",
+                    "--gpus-per-host", "2", "--hours", "0.34", "--seed", "3", "--no-prometheus", "--log-every", "30"],
+                   check=True, capture_output=True)
+    folder = tmp_path / "inc"
+    folder.mkdir()
+    read = _Reads(folder)
+    for moment in ["2026-11-28 00:12:00", None, None]:
+        grow(src, folder, moment)
+        inc = read()
+        fresh = read_folder(folder)
+        fresh.live = True
+        found = detect(inc)  # through each host's view
+        by_views = dict(read.carry.counts)
+        pd.testing.assert_frame_equal(found[["kind", "start", "title"]], detect(fresh)[["kind", "start", "title"]])
+        for mine, want in zip(_model(inc), _model(fresh), strict=True):
+            pd.testing.assert_frame_equal(mine.reset_index(drop=True), want.reset_index(drop=True))
+    # the last read, of the folder as the one before it: the hosts' views took what they kept
+    assert by_views.get(("attempt", "carried"), 0) > 0
 
 
 def _loop(folder: Path, starts: int, seconds: int, more: int = 0, late_line_in: int | None = None) -> None:
