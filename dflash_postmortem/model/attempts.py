@@ -608,6 +608,7 @@ class _Assembly:
                                               if source in other and other[source] > begin), default=None))
                          for source, begin in mine.items()}
         self.owned = {s for a in found for s in a.sources}
+        self._gpu_processes(found)
         started = [_Started(a.command, frozenset(a.pids), a.start, a.launch_ref) for a in found]
         self.kills = [(i, pids | reached(self.ev.loc[i], pids, started)) for i, pids in self.kills]
         _jobs(found)
@@ -618,6 +619,44 @@ class _Assembly:
         for col in ("start", "launched", "first_step", "last_alive", "end", "cause_time"):
             df[col] = pd.to_datetime(df[col], utc=True).astype("datetime64[us, UTC]")
         return df
+
+    def _gpu_processes(self, found: list[_Attempt]) -> None:
+        """A start that no listing ties to a process (a `nohup` launch that did not print its PID,
+        a log alone) takes the process that came onto the GPUs while it started: a PID the
+        per-process samples (nvidia-smi's process list, NVML) first show between the start and
+        its first step, running its program (an interpreter, its script), that no other start
+        owns or could own: the one new process that loaded the model is the start's. A process
+        that came later, mid-training (a contender), or was there before (the one holding the
+        memory) is not."""
+        gp = self.inc.gpu_processes.dropna(subset=["pid", "time"])
+        if gp.empty or not any(not a.pids for a in found):
+            return
+        owned = {p for a in found for p in a.pids}
+        firsts = gp.sort_values("time", kind="stable").drop_duplicates("pid")
+        firsts = firsts[~firsts["pid"].isin(owned)]
+        claims: dict[int, list[_Attempt]] = {}
+        for r in firsts.itertuples(index=False):
+            host, when, name = _text(getattr(r, "host", None)), r.time, str(getattr(r, "process_name", "") or "")
+            for a in found:
+                if a.pids or a.start is None or not _same_host(a, host) or not when >= a.start:
+                    continue
+                if not when < self._first_step_or_next(a, found):
+                    continue
+                if _runs_as(a, name):
+                    claims.setdefault(int(r.pid), []).append(a)
+        for pid, who in claims.items():
+            if len(who) == 1 and not any(pid in a.pids for a in found):
+                who[0].pids.add(pid)
+
+    def _first_step_or_next(self, a: _Attempt, found: list[_Attempt]):
+        """When the attempt's start-up was over: its first step line, else the next start on its
+        host, else the end of the evidence."""
+        parts = [(s, b, e) for s, (b, e) in a.sources.items()]
+        steps = _steps(self.inc, parts, a.runs, a.start, self.owned)
+        if len(steps):
+            return steps["time"].iloc[0]
+        later = [b.start for b in found if b.start is not None and b.start > a.start and _same_host(b, a.host)]
+        return min(later) if later else self.evidence_end
 
     def _job_rows_of(self, a: _Attempt) -> list:
         """The event rows that are the attempt's by its scheduler job: the kill_sent rows that
@@ -821,6 +860,18 @@ def _same_program(a: _Attempt, command: str) -> bool:
     tail = re.findall(r"(?:-m\s+|\s)([\w./-]+\.py|[\w]+(?:\.[\w]+)+)\b", a.command)
     wanted |= {PurePosixPath(t).name for t in tail}
     return script is not None and PurePosixPath(script).name in wanted
+
+
+def _runs_as(a: _Attempt, name: str) -> bool:
+    """Whether a process named `name` in a GPU's process list (nvidia-smi gives the executable,
+    `python3` or its path; NVML the same) can be what attempt `a` runs: an interpreter where it
+    runs Python, else its script's or program's own name."""
+    base = PurePosixPath(name.strip()).name
+    if not base or base.startswith("["):  # `[No data]`, `[Not Found]`: a process of another namespace
+        return False
+    if re.fullmatch(r"python[\d.]*", base):
+        return bool(a.command and (_PYTHON.search(a.command + " ") or _AGENT.search(a.command)))
+    return bool(a.script) and PurePosixPath(a.script).name == base
 
 
 def _trainer_processes(procs: pd.DataFrame) -> pd.DataFrame:

@@ -67,8 +67,10 @@ def test_a_resume_redoes_the_steps_since_its_checkpoint():
 
 def test_two_clean_runs_leave_the_gap_between_them_restarting():
     (row,) = [r for _, r in ledger(_load("h200-1gpu-clean-relaunch")).iterrows()]
-    # the first stopped at 02:49:31, the same command ran again at 02:49:40.634
-    assert row["restarting"] == pytest.approx(_seconds("02:49:31", "02:49:40.634"))
+    # the first logged `Training stopped` at 02:49:31 and its process 3307 (the one nvidia-smi's
+    # process list showed on the GPU from its start-up on: the start's own) still held 5,622 MiB
+    # at 02:49:31.874 (smi_apps.csv:17); the same command ran again at 02:49:40.634
+    assert row["restarting"] == pytest.approx(_seconds("02:49:31.874", "02:49:40.634"))
     assert row["stalled"] == 0 and row["redone"] == 0
     # start-up from each command to its first step: 02:48:55.841 -> 02:49:10, 02:49:40.634 -> 02:49:51
     assert row["starting"] == pytest.approx(_seconds("02:48:55.841", "02:49:10") + _seconds("02:49:40.634", "02:49:51"))
