@@ -621,31 +621,44 @@ class _Assembly:
         return df
 
     def _gpu_processes(self, found: list[_Attempt]) -> None:
-        """A start that no listing ties to a process (a `nohup` launch that did not print its PID,
-        a log alone) takes the process that came onto the GPUs while it started: a PID the
-        per-process samples (nvidia-smi's process list, NVML) first show between the start and
-        its first step, running its program (an interpreter, its script), that no other start
-        owns or could own: the one new process that loaded the model is the start's. A process
-        that came later, mid-training (a contender), or was there before (the one holding the
-        memory) is not."""
-        gp = self.inc.gpu_processes.dropna(subset=["pid", "time"])
-        if gp.empty or not any(not a.pids for a in found):
+        """A start that no listing ties to a process by its command (a `nohup` launch that did not
+        print its PID, a log alone) takes the process that shows itself only by its program's
+        name, where that can be no other start's:
+
+        - in the per-process GPU samples (nvidia-smi's process list, NVML: the executable, not
+          its arguments), a PID first shown between the start and its first step: the one new
+          process that loaded the model is the start's; one that came later, mid-training (a
+          contender), or was there before (the one holding the memory) is not;
+        - in a listing that names a process by its program alone (`ps -p PID`, `top` without
+          `-c`), a PID listed while the start's own log was still being written, the only one
+          so named in that listing.
+
+        Each PID goes to a start only where exactly one fits."""
+        if not any(not a.pids for a in found):
             return
         owned = {p for a in found for p in a.pids}
-        firsts = gp.sort_values("time", kind="stable").drop_duplicates("pid")
-        firsts = firsts[~firsts["pid"].isin(owned)]
         claims: dict[int, list[_Attempt]] = {}
-        for r in firsts.itertuples(index=False):
-            host, when, name = _text(getattr(r, "host", None)), r.time, str(getattr(r, "process_name", "") or "")
+        gp = self.inc.gpu_processes.dropna(subset=["pid", "time"])
+        firsts = gp.sort_values("time", kind="stable").drop_duplicates("pid")
+        for r in firsts[~firsts["pid"].isin(owned)].itertuples(index=False):
+            host, name = _text(getattr(r, "host", None)), str(getattr(r, "process_name", "") or "")
             for a in found:
-                if a.pids or a.start is None or not _same_host(a, host) or not when >= a.start:
-                    continue
-                if not when < self._first_step_or_next(a, found):
-                    continue
-                if _runs_as(a, name):
+                if not a.pids and a.start is not None and _same_host(a, host) and _runs_as(a, name) \
+                        and a.start <= r.time < self._first_step_or_next(a, found):
+                    claims.setdefault(int(r.pid), []).append(a)
+        procs = self.inc.processes.dropna(subset=["pid", "first_seen"])
+        named = procs[procs["command"].astype(str).str.fullmatch(r"\S+") & ~procs["pid"].isin(owned)]
+        # a listing that shows two processes by the same name alone cannot tell which is whose
+        named = named[~named.duplicated(["source", "first_seen", "command"], keep=False)]
+        for r in named.itertuples(index=False):
+            host = _text(getattr(r, "host", None))
+            for a in found:
+                writing = max((self.last_line.get(src) for src in a.sources if src in self.last_line), default=None)
+                if not a.pids and a.start is not None and writing is not None and _same_host(a, host) \
+                        and _runs_as(a, str(r.command)) and a.start <= r.first_seen <= writing + END_SLACK:
                     claims.setdefault(int(r.pid), []).append(a)
         for pid, who in claims.items():
-            if len(who) == 1 and not any(pid in a.pids for a in found):
+            if len(set(map(id, who))) == 1:
                 who[0].pids.add(pid)
 
     def _first_step_or_next(self, a: _Attempt, found: list[_Attempt]):

@@ -206,8 +206,9 @@ def _kill(f: pd.Series, survivor: pd.Series | None) -> str:
         text += ": the PID file named a process, not a process group"
     if survivor is not None:
         mem = survivor["numbers"].get("memory_mib_by_gpu") or {}
-        gpus = ", ".join(f"GPU {g}" for g in sorted(mem)) or "its GPUs"
-        text += f"; PID {f['numbers']['pid']} kept running on {gpus} until {_when(survivor['end'])}"
+        # (on the GPUs its memory was seen on; where no sample shows any, where it ran is not said)
+        where = f" on {', '.join(f'GPU {g}' for g in sorted(mem))}" if mem else ""
+        text += f"; PID {f['numbers']['pid']} kept running{where} until {_when(survivor['end'])}"
     return text + "."
 
 

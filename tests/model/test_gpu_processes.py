@@ -7,6 +7,7 @@ from pathlib import Path
 
 import dflash_postmortem as pm
 from dflash_postmortem.model import attempts
+from dflash_postmortem.present.sentences import what_happened
 
 INCIDENTS = Path(__file__).resolve().parents[2] / "data" / "incidents"
 
@@ -27,3 +28,40 @@ def test_a_process_there_before_the_start_or_come_mid_training_is_not_the_starts
     # README: another user's job (PID 877) started at 21:19:59.260, mid-training of PID 601's run
     shared = attempts(pm.load_incident(INCIDENTS / "h200-1gpu-pl-contention"))
     assert all(877 not in pids for pids in shared["pids"])
+
+
+def _background_run_sent_sigint(folder: Path) -> None:
+    """What a shell session leaves when a background job (which ignores SIGINT: a non-interactive
+    shell starts it so) is sent `kill -INT`, goes on training, and is stopped by `kill`: recorded
+    on this machine with the replay trainer on CPU (2026-12-04), lines cut to the ones that tell."""
+    (folder / "logs").mkdir(parents=True)
+    cmd = ("nohup python -m dflash_postmortem.replay.train --cpu --run-name sigint --seconds 120 --log-every 5 "
+           "--no-wandb > logs/train.log 2>&1 &")
+    (folder / "logs" / "operator.log").write_text(
+        f"[2026-12-04T04:40:45.575Z] $ {cmd}\n"
+        "[2026-12-04T04:41:10.581Z] $ kill -INT 23974\n"
+        "[2026-12-04T04:41:15.584Z] $ ps -p 23974\n"
+        "  PID TTY          TIME CMD\n"
+        "23974 ?        00:00:41 python\n"
+        "[2026-12-04T04:41:19.076Z] $ kill 23974\n"
+        "[2026-12-04T04:41:22.080Z] $ ps -p 23974\n"
+        "  PID TTY          TIME CMD\n")
+    lines = ["2026-12-04 04:40:46 [sigint] Loading target model on cpu ...",
+             "2026-12-04 04:40:47 [sigint] Starting training threads"]
+    lines += [f"2026-12-04 04:{40 + (47 + s) // 60:02d}:{(47 + s) % 60:02d} [sigint] step {5 * (s + 1)} loss 6.4 "
+              f"tok/s {13000 + 37 * (s % 5)} queue 4" for s in range(33)]  # 04:40:47 .. 04:41:19
+    (folder / "logs" / "train.log").write_text("\n".join(lines) + "\n")
+
+
+def test_a_process_a_listing_names_by_its_program_alone_is_the_start_whose_log_it_wrote_meanwhile(tmp_path):
+    _background_run_sent_sigint(tmp_path)
+    inc = pm.load_incident(tmp_path)
+    (a,) = attempts(inc).itertuples(index=False)
+    assert a.pids == [23974]  # `ps -p 23974` shows `python` while only that start's log was written
+    found = pm.detect(inc)
+    survivor = found[found["kind"] == "survivor"].iloc[0]
+    # SIGINT at 04:41:10 did not stop it: its log went on to 04:41:19, when `kill` (SIGTERM) was sent
+    assert str(survivor["start"]) == "2026-12-04 04:41:10.581000+00:00"
+    assert str(survivor["end"]) == "2026-12-04 04:41:19+00:00"
+    told = " ".join(what_happened(inc, found))
+    assert "PID 23974 kept running until 04:41:19 UTC" in told  # no GPU sample: where it ran is not said
