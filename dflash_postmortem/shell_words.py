@@ -52,6 +52,14 @@ def signal_name(spec: str | int | None) -> str | None:
     return s if s in SIGNAL_NUMBERS else None
 
 
+_UNDER_TIMEOUT = re.compile(r"(?:^|[\s;&|(])timeout\s")
+
+
+def under_timeout(command: str) -> bool:
+    """Whether a command line runs its job under coreutils' `timeout` (its 124 is timeout's)."""
+    return bool(_UNDER_TIMEOUT.search(command))
+
+
 def exit_meaning(code: int, *, after_timeout: bool = False) -> tuple[str | None, str]:
     """(signal, meaning) of a shell exit status: 137 -> (SIGKILL, "killed by SIGKILL")."""
     if after_timeout and code in _TIMEOUT_CODES:

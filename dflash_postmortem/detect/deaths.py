@@ -99,6 +99,10 @@ def _an_error(a: pd.Series) -> bool:
     """The end is an error, not a clean stop or a kill someone sent: an exit status of 0 or a
     message saying the run stopped is not a death."""
     if a["end_kind"] == "exit":
+        # 124 with SIGTERM is `timeout`'s own status (shell_words.exit_meaning): the limit the
+        # command set was reached, a stop it asked for
+        if a["exit_code"] == 124 and a["signal"] == "SIGTERM":
+            return False
         return a["exit_code"] not in (None, 0) and not pd.isna(a["exit_code"])
     text = str(a["end_message"] or "")
     return not re.search(r"\b(?:completed|succeeded|success)\b", text, re.I)

@@ -1108,6 +1108,13 @@ def _cause(rows: pd.DataFrame, since, end) -> dict:
             "cause_message": error_text(r["message"], r["kind"]) or None, "cause_rank": _num(r.get("rank"))}
 
 
+def _own_status(ev: pd.DataFrame, a: _Attempt) -> pd.Series:
+    """The rows of `ev` that are the shell's status of the command that launched attempt `a`."""
+    if a.launch_ref is None or "command_ref" not in ev.columns:
+        return pd.Series(False, index=ev.index)
+    return ev["kind"].isin(("exit", "killed")) & (ev["command_ref"] == a.launch_ref).fillna(False).astype(bool)
+
+
 def _end(rows: pd.DataFrame, a: _Attempt, last_alive, evidence_end, live: bool = False) -> dict:
     """How the attempt ended: the strongest terminal line of its own rows (`_rows_of`: its logs,
     the events naming its PIDs), up to a little after its last sign of life; None where it was
@@ -1123,8 +1130,12 @@ def _end(rows: pd.DataFrame, a: _Attempt, last_alive, evidence_end, live: bool =
     # `Killed` after a foreground command may be dated before the command's own first log line)
     lo = max(a.start, last_alive - END_SLACK)
     approx = ev["time_approx"].fillna(False).astype(bool) if "time_approx" in ev.columns else False
-    ev = ev[((ev["time"] >= lo) | (approx & (ev["time"] >= lo - pd.Timedelta(seconds=APPROX_S))))
-            & (ev["time"] <= last_alive + END_SLACK)]
+    # the shell's status of the command that launched it (`...; echo exit=$?`, `Killed`) is printed
+    # when that command ended, whatever time the transcript gives its output (a prompt's time
+    # dates the lines under it: the status of an hour's run is dated by its command)
+    own = _own_status(ev, a)
+    ev = ev[(((ev["time"] >= lo) | (approx & (ev["time"] >= lo - pd.Timedelta(seconds=APPROX_S))))
+             & (ev["time"] <= last_alive + END_SLACK)) | own]
     # a kill is its end only if it was gone soon after (a kill that failed is another story)
     ev = ev[(ev["kind"] != "kill_sent") | (last_alive <= ev["time"] + END_SLACK)]
     if ev.empty:
@@ -1132,6 +1143,8 @@ def _end(rows: pd.DataFrame, a: _Attempt, last_alive, evidence_end, live: bool =
     rank = {k: i for i, k in enumerate(_ENDS)}
     r = ev.assign(_r=ev["kind"].map(rank)).sort_values(["_r", "time"], kind="stable").iloc[0]
     message = str(r["message"]).strip().splitlines()
-    return {"end": max(r["time"], a.start), "end_kind": r["kind"], "end_ref": _ref(r),
+    # (its own status is not before its last sign of life: it was printed after the job ended)
+    when = max(r["time"], last_alive) if _own_status(ev.loc[[r.name]], a).any() else r["time"]
+    return {"end": max(when, a.start), "end_kind": r["kind"], "end_ref": _ref(r),
             "end_message": message[-1][:300] if message else None,
             "exit_code": _num(r.get("exit_code")), "signal": _text(r.get("signal"))}

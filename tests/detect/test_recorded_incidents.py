@@ -161,16 +161,17 @@ def test_torchrun_restarts_that_its_agent_does_not_log_are_attempts(told):
     assert "stall" not in set(found["kind"])  # rank 0 was killed within 2 s of rank 1's error
 
 
-@pytest.mark.parametrize(("name", "firsts"), [
-    ("h200-1gpu-alternating", ["02:48:29"]),
-    ("h200-1gpu-clean-relaunch", ["02:49:10", "02:49:51"]),
+@pytest.mark.parametrize(("name", "firsts", "ends"), [
+    ("h200-1gpu-alternating", ["02:48:29"], [("training_stop", None)]),
+    # each run's own `...; echo exit=$?` printed exit=0 (README), the status of the command that ran it
+    ("h200-1gpu-clean-relaunch", ["02:49:10", "02:49:51"], [("exit", 0), ("exit", 0)]),
 ])
-def test_healthy_runs_have_no_finding(told, name, firsts):
+def test_healthy_runs_have_no_finding(told, name, firsts, ends):
     _, att, found = told(name)
     assert found.empty, found[["kind", "title"]].to_string()
     assert len(att) == len(firsts)
     assert all(near(a["first_step"], f) for (_, a), f in zip(att.iterrows(), firsts, strict=True))
-    assert (att["end_kind"] == "training_stop").all()
+    assert [(k, None if pd.isna(c) else int(c)) for k, c in zip(att["end_kind"], att["exit_code"], strict=True)] == ends
 
 
 def test_a_torchrun_run_on_cpu_tells_the_same_story(told):

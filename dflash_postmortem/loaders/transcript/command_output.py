@@ -18,6 +18,7 @@ from ...shell_words import (
     command_name,
     exit_meaning,
     kill_targets,
+    under_timeout,
 )
 from ..clock_text import month_number
 from ..nvidia_smi import load_nvidia_smi
@@ -245,6 +246,9 @@ def fact_events(ev: Events, lines: list[tuple[int, str]], c: Command | None, ref
                 fact["pid"] = c.pid
         if shell and kind in ("killed", "exit") and not fact.get("job_command") and c is not None:
             fact["job_command"] = c.text
+        if shell and kind == "exit" and fact.get("exit_code") is not None and under_timeout(fact.get("job_command") or ""):
+            # `timeout 20 python ...; echo exit=$?`: 124 is timeout's own (it sent its signal)
+            fact["signal"], fact["meaning"] = exit_meaning(int(fact["exit_code"]), after_timeout=True)
         if kind == "oom_kill" and fact.get("pid") in pending_oom and not context:
             earlier = pending_oom.pop(fact["pid"])
             ev.rows.remove(earlier)
@@ -333,8 +337,7 @@ def status_answer(ev: Events, c: Command, prev: Command | None, ref_of) -> set[i
             continue
         code = int(m.group(1))
         about = prev if prev is not None else c
-        wrapped = bool(re.search(r"(?:^|[\s;&|(])timeout\s", about.text))
-        sig, meaning = exit_meaning(code, after_timeout=wrapped)
+        sig, meaning = exit_meaning(code, after_timeout=under_timeout(about.text))
         pid = about.pid
         if pid is None and prev is not None and command_name(prev.words) == "wait":
             pid = next((pid_or_none(w) for w in prev.words[1:] if w.isdigit()), None)

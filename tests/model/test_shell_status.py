@@ -1,0 +1,46 @@
+"""The shell's status of the command that launched a run (`...; echo exit=$?` under a prompt that
+dates the lines below it) is when that command ended, not when it was typed; and 124 under
+`timeout` is the limit the command set, a stop it asked for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dflash_postmortem as pm
+from dflash_postmortem.model import attempts
+
+CMD = ("python -m dflash_postmortem.replay.train --cpu --run-name {run} --seconds 120 --log-every 5 --no-wandb "
+       "> logs/train.log 2>&1; echo exit=$?")
+
+
+def _foreground(folder: Path, run: str, prefix: str, status: int, steps: int) -> None:
+    """A foreground run in a session whose prompts carry their time, the status echoed on the same
+    line: recorded on this machine with the replay trainer on CPU (2026-12-04), lines cut."""
+    (folder / "logs").mkdir(parents=True)
+    (folder / "logs" / "operator.log").write_text(
+        f"[2026-12-04T04:58:17.731Z] $ {prefix}{CMD.format(run=run)}\nexit={status}\n")
+    lines = [f"2026-12-04 04:58:18 [{run}] Loading target model on cpu ...",
+             f"2026-12-04 04:58:18 [{run}] Starting training threads"]
+    lines += [f"2026-12-04 04:58:{18 + s:02d} [{run}] step {5 * (s + 1)} loss 6.4 tok/s {15000 + 41 * (s % 3)} queue 4"
+              for s in range(steps)]
+    (folder / "logs" / "train.log").write_text("\n".join(lines) + "\n")
+
+
+def test_a_run_capped_by_timeout_was_stopped_as_asked(tmp_path):
+    # `timeout 20 python ...; echo exit=$?` printed exit=124; the log's last step line at 04:58:37
+    _foreground(tmp_path, "capped", "timeout 20 ", 124, 20)
+    inc = pm.load_incident(tmp_path)
+    (a,) = attempts(inc).itertuples(index=False)
+    assert (a.end_kind, a.exit_code, a.signal) == ("exit", 124, "SIGTERM")
+    assert str(a.end) == "2026-12-04 04:58:37+00:00"  # the status is dated by its command (04:58:17)
+    assert pm.detect(inc).empty
+
+
+def test_a_foreground_run_that_failed_ended_when_its_log_did(tmp_path):
+    _foreground(tmp_path, "fg", "", 1, 12)
+    inc = pm.load_incident(tmp_path)
+    (a,) = attempts(inc).itertuples(index=False)
+    assert (a.end_kind, a.exit_code) == ("exit", 1)
+    assert str(a.end) == "2026-12-04 04:58:29+00:00"  # its last step line, not 04:58:17
+    died = pm.detect(inc)
+    assert died["kind"].tolist() == ["training_died"] and str(died["start"].iloc[0]) == "2026-12-04 04:58:29+00:00"
