@@ -298,7 +298,10 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     elif partial is None and sign is not None:
         out.append("It had not recovered when the evidence ends" + _lost(impact) + ".")
     if sign is None and not out:
-        out.append(_cap(findings.iloc[0]["title"]) + f" at {_when(findings.iloc[0]['start'])}.")
+        f = findings.iloc[0]
+        # (a title that names its own time, "slow start after launch at 05:09:57", is not dated twice)
+        dated = pd.notna(f["start"]) and f"{f['start']:%H:%M:%S}" in str(f["title"])
+        out.append(_cap(f["title"]) + ("." if dated else f" at {_when(f['start'])}."))
     return out[:MAX_SENTENCES]
 
 

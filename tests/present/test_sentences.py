@@ -106,3 +106,13 @@ def test_nothing_went_wrong_only_where_training_ran(tmp_path, bundled_dir, repo_
 
 def test_the_sources_line_says_what_the_evidence_was(bundled_incident):
     assert text.sources_line(bundled_incident) == "39 source files loaded, 0 could not be read, 2 not recognised"
+
+
+def test_a_finding_whose_title_names_its_time_is_not_dated_twice():
+    from dflash_postmortem.detect import findings as f
+
+    at = pd.Timestamp("2026-12-04 05:09:57", tz="UTC")
+    slow = f.frame([f.finding("slow_start", at, at, "info", ["logs/operator.log:1"],
+                              {"checks": {}, "run": "plain", "pid": None, "checks_seen": ["no step line yet"],
+                               "first_step_after_s": None})])
+    assert text.what_happened(pm.Incident(), slow) == ["Slow start after launch at 05:09:57."]
