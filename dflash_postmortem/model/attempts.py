@@ -9,6 +9,9 @@ signals that agree are one attempt:
 - a process joins the launch whose program it runs and that came first (within a minute of its
   start, the resolution of ps's START), else the launcher's attempt it was started in (a child of
   the agent, or a row that names the job and attempt);
+- a start no listing ties to a process takes the one shown only by its program's name where no
+  other start fits: the PID nvidia-smi's process list first shows while it started up (before its
+  first step), or a PID a listing names `python` alone while its log was being written;
 - a log joins the launch that redirected into it, else the attempt whose process wrote it (a PID
   its lines name) or was alive when its first line was written; a log a restart loop appends to
   holds one start per start-up sequence;
