@@ -641,13 +641,20 @@ class _Assembly:
             return
         owned = {p for a in found for p in a.pids}
         claims: dict[int, list[_Attempt]] = {}
+        started: dict[int, object] = {}  # each start's end of start-up, found once
+
+        def started_up(a: _Attempt):
+            if id(a) not in started:
+                started[id(a)] = self._first_step_or_next(a, found)
+            return started[id(a)]
+
         gp = self.inc.gpu_processes.dropna(subset=["pid", "time"])
         firsts = gp.sort_values("time", kind="stable").drop_duplicates("pid")
         for r in firsts[~firsts["pid"].isin(owned)].itertuples(index=False):
             host, name = _text(getattr(r, "host", None)), str(getattr(r, "process_name", "") or "")
             for a in found:
                 if not a.pids and a.start is not None and _same_host(a, host) and _runs_as(a, name) \
-                        and a.start <= r.time < self._first_step_or_next(a, found):
+                        and a.start <= r.time < started_up(a):
                     claims.setdefault(int(r.pid), []).append(a)
         procs = self.inc.processes.dropna(subset=["pid", "first_seen"])
         named = procs[procs["command"].astype(str).str.fullmatch(r"\S+") & ~procs["pid"].isin(owned)]
