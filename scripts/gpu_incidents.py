@@ -50,6 +50,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -656,12 +657,43 @@ def watched_relaunch(r: Recording) -> None:
     r.truth("watch stopped (SIGINT)")
 
 
+def sigint_ignored(r: Recording) -> None:
+    r.smi_stream()
+    r.smi_apps()
+    op = Transcript(r.dir)
+    r.truth("operator: a run in the background with nohup, its PID not printed")
+    op.run(f"nohup {TRAIN} --run-name bg --seconds 600 {r.model} > logs/train.log 2>&1 &")
+    r.wait_for("logs/train.log", "step 20 ", 300)
+    # the operator finds the PID as people do: the GPU's process list
+    listed, _ = op.run("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv" if r.gpu
+                       else "pgrep -f 'run-name [b]g' | head -1")
+    pids = re.findall(r"^\s*(\d+)", listed, re.M)
+    if not pids:
+        r.truth(f"no PID found in {listed!r}")
+        return
+    pid = pids[0]
+    r.truth(f"operator sends SIGINT to PID {pid} (a background job of a non-interactive shell ignores it)")
+    op.run(f"kill -INT {pid}")
+    time.sleep(20)
+    op.run("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv" if r.gpu else f"ps -p {pid}")
+    r.truth(f"still running: operator sends SIGTERM to PID {pid}")
+    op.run(f"kill {pid}")
+    time.sleep(5)
+    op.run("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv" if r.gpu else f"ps -p {pid}")
+    r.truth("operator relaunches the same run for 25 s of training")
+    op.run(f"nohup {TRAIN} --run-name bg --seconds 25 {r.model} > logs/train2.log 2>&1 &")
+    r.wait_for("logs/train2.log", "Training stopped", 300)
+    r.truth("relaunch stopped by itself")
+    time.sleep(5)
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
     "alternating": alternating, "clean-relaunch": clean_relaunch, "torchrun-crashloop": torchrun_crashloop,
     "tmux-history": tmux_history, "hf-oom-resume": hf_oom_resume, "pl-contention": pl_contention,
     "hf-long-eval": hf_long_eval, "watched-relaunch": watched_relaunch, "rank-logs": rank_logs,
+    "sigint-ignored": sigint_ignored,
 }
 
 

@@ -1151,7 +1151,11 @@ def _end(rows: pd.DataFrame, a: _Attempt, last_alive, evidence_end, live: bool =
     if ev.empty:
         return none
     rank = {k: i for i, k in enumerate(_ENDS)}
-    r = ev.assign(_r=ev["kind"].map(rank)).sort_values(["_r", "time"], kind="stable").iloc[0]
+    # of the kills sent to it, the last is the one that ended it: it lived on after the earlier
+    # ones (a SIGINT a background job ignores, then the SIGTERM it did not)
+    at = ev["time"].array.asi8
+    order = np.where(ev["kind"].to_numpy(dtype=object) == "kill_sent", -at, at)
+    r = ev.assign(_r=ev["kind"].map(rank), _o=order).sort_values(["_r", "_o"], kind="stable").iloc[0]
     message = str(r["message"]).strip().splitlines()
     # (its own status is not before its last sign of life: it was printed after the job ended)
     when = max(r["time"], last_alive) if _own_status(ev.loc[[r.name]], a).any() else r["time"]

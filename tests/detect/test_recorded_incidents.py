@@ -213,6 +213,27 @@ def test_tmux_kill_session_leaves_a_nohup_trainer_alive_told_from_bash_history_a
     assert survivor["caused_by"][0]["id"] == kill["id"]
 
 
+def test_sigint_to_a_background_run_is_ignored_and_the_kill_after_it_ends_the_run(told):
+    """`kill -INT 641` at 05:18:42.356 reached a run started in the background by a non-interactive
+    shell (SIGINT ignored): it trained on to its step 145 at 05:19:02; `kill 641` at 05:19:02.994
+    ended it; the relaunch at 05:19:08.632 (PID 713) trained from 05:19:23 and stopped at 05:19:46.
+    No PID was printed at the launch: nvidia-smi's process list ties each run to its process."""
+    inc, att, found = told("h200-1gpu-sigint-ignored")
+    at = lambda hms: pd.Timestamp(f"2026-12-04 {hms}", tz="UTC")  # noqa: E731
+    close = lambda t, hms: pd.notna(t) and abs(t - at(hms)) <= NEAR  # noqa: E731
+    first, second = att.iloc[0], att.iloc[1]
+    assert len(att) == 2 and first["pids"] == [641] and second["pids"] == [713]
+    assert close(first["first_step"], "05:18:39") and close(second["first_step"], "05:19:23")
+    # its end is the kill it did not outlive, not the SIGINT it trained through
+    assert first["end_kind"] == "kill_sent" and first["signal"] == "SIGTERM" and first["end_ref"] == "logs/operator.log:9"
+    assert second["end_kind"] == "training_stop" and close(second["end"], "05:19:46")
+    assert _kinds(found) == ["kill_failed", "survivor"]
+    kill = found[found["kind"] == "kill_failed"].iloc[0]
+    assert close(kill["start"], "05:18:42") and kill["numbers"]["pid"] == 641 and kill["numbers"]["signal"] == "SIGINT"
+    survivor = found[found["kind"] == "survivor"].iloc[0]
+    assert close(survivor["numbers"]["until"], "05:19:02") and survivor["numbers"]["memory_mib_by_gpu"] == {0: 5622.0}
+
+
 def test_a_hugging_face_trainer_dies_of_cuda_oom_and_is_resumed_from_its_checkpoint(told):
     """A real transformers.Trainer run whose log prints no time: tqdm bars and loss dicts, with
     TensorBoard beside it. It died of CUDA OOM at step 250 (the driver saw it at 17:41:13.993);
