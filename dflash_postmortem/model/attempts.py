@@ -611,7 +611,7 @@ class _Assembly:
                                               if source in other and other[source] > begin), default=None))
                          for source, begin in mine.items()}
         self.owned = {s for a in found for s in a.sources}
-        self._gpu_processes(found)
+        self._processes_by_name(found)
         started = [_Started(a.command, frozenset(a.pids), a.start, a.launch_ref) for a in found]
         self.kills = [(i, pids | reached(self.ev.loc[i], pids, started)) for i, pids in self.kills]
         _jobs(found)
@@ -623,7 +623,7 @@ class _Assembly:
             df[col] = pd.to_datetime(df[col], utc=True).astype("datetime64[us, UTC]")
         return df
 
-    def _gpu_processes(self, found: list[_Attempt]) -> None:
+    def _processes_by_name(self, found: list[_Attempt]) -> None:
         """A start that no listing ties to a process by its command (a `nohup` launch that did not
         print its PID, a log alone) takes the process that shows itself only by its program's
         name, where that can be no other start's:
