@@ -74,11 +74,24 @@ def date_untimed_logs(inc) -> None:
                        f"rows, the bar began at {start:%Y-%m-%d %H:%M:%S} UTC ({how}){ref}; lines before the bar "
                        "are placed at the launch")
         elif at is not None:
+            # the latest they can be: the last moment anything else in the incident was observed
+            latest = inc.span()[1]
+            within = max(0.0, (latest - at["time"]).total_seconds()) if latest is not None else None
             for df, r in zip(frames, rows, strict=True):
                 df.loc[r, "time"] = at["time"]
+                if df is inc.events and within:
+                    # what is said of these lines carries how much later they may be (an error
+                    # among them: "died at 05:09:57 (up to 18 s later)")
+                    if "time_approx" not in df.columns:
+                        df["time_approx"] = pd.array([pd.NA] * len(df), dtype="boolean")
+                    if "time_within_s" not in df.columns:
+                        df["time_within_s"] = np.nan
+                    df.loc[r, "time_approx"] = True
+                    df.loc[r, "time_within_s"] = within
             rep.assume(f"dated afterwards: no line has a timestamp, so its {n} rows are placed at the launch "
                        f"that wrote the file ({at['ref']}, {at['time']:%Y-%m-%d %H:%M:%S} UTC), the earliest "
-                       "they can have been written")
+                       "they can have been written"
+                       + (f", and up to {within:,.0f} s later (the last time the incident observed)" if within else ""))
 
 
 class _Clock:

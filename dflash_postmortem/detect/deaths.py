@@ -15,6 +15,7 @@ import re
 import pandas as pd
 
 from ..incident import Incident
+from ..model import computed as memo
 from ..model.attempts import attempts, trainer_pids
 from ..model.progress import lines_of, resumes
 from ..model.states import states
@@ -69,8 +70,19 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
              "silent_s": silent, "hung": hung, "silent_logs": _silent_logs(inc, a, last_t) if hung else [],
              **numbers},
             caused_by=[findings.cause(findings.event_id(refs[0]), f"what went wrong: {one_line(error)}", refs[:1])]
-            if refs else []))
+            if refs else [], within_s=_within(inc, a["cause_ref"])))
     return findings.frame(rows)
+
+
+def _within(inc: Incident, ref) -> float:
+    """How much later than its time the line at `ref` may be (a log with no time of its own,
+    placed at its launch: clock/untimed.py), else 0."""
+    if not isinstance(ref, str) or "time_within_s" not in inc.events.columns:
+        return 0.0
+    said = memo.rows_where(inc, "events", "ref", ref)
+    approx = said["time_approx"].fillna(False).astype(bool) if "time_approx" in said.columns else said["ref"].isna()
+    within = said.loc[approx, "time_within_s"].dropna()
+    return float(within.max()) if len(within) else 0.0
 
 
 def _silent_logs(inc: Incident, a: pd.Series, last_step) -> list[str]:

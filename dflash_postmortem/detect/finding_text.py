@@ -158,7 +158,7 @@ def _training_died(f: _Finding) -> tuple[str, str]:
         after = (f" The {by} start at {clock(f.restarted_at)}, {gap:.0f} s later, began attempt {f.next_attempt}"
                  + (f"; it resumed at step {f.resumed_step}, so {f.redone_steps} step(s) up to {f.reached_step} "
                     "were done again" if f.resumed_step is not None else "") + ".")
-    return (f"run {f.run or f.script or '?'} died at {clock(f.start)}: {one_line(f.error)}",
+    return (f"run {f.run or f.script or '?'} died at {f.when}: {one_line(f.error)}",
             f"Attempt {f.attempt} (run {f.run or '?'}, started {clock(f.started)} by {f.started_by}) trained from "
             f"{clock(f.first_step_time)}; its last step line was at "
             f"{clock(f.last_step_time) if f.last_step_time is not None else '?'}; "

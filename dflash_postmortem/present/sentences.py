@@ -347,7 +347,9 @@ def _death(f: pd.Series) -> str:
     n = f["numbers"]
     rank = f" on rank {n['error_rank']}" if n.get("error_rank") is not None else ""
     since = f", {duration(n['silent_s'])} after its last step" if n.get("hung") else ""
-    said = f"At {_when(f['start'])} run {n['run'] or '?'} died while training{rank}{since}: {(n['error'] or 'an error').rstrip('.')}."
+    late = f['within_s'] if pd.notna(f.get('within_s')) and float(f['within_s']) > 1 else None
+    at = _when(f['start']) + (f" (or up to {float(late):,.0f} s later)" if late else "")
+    said = f"At {at} run {n['run'] or '?'} died while training{rank}{since}: {(n['error'] or 'an error').rstrip('.')}."
     if n.get("restarted_at") is None or pd.isna(n.get("restarted_at")):
         return said + " Nothing started it again."
     who = _STARTED_BY.get(n.get("restarted_by"), "a new start")

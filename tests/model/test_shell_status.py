@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import dflash_postmortem as pm
 from dflash_postmortem.model import attempts
 
@@ -44,3 +46,26 @@ def test_a_foreground_run_that_failed_ended_when_its_log_did(tmp_path):
     assert str(a.end) == "2026-12-04 04:58:29+00:00"  # its last step line, not 04:58:17
     died = pm.detect(inc)
     assert died["kind"].tolist() == ["training_died"] and str(died["start"].iloc[0]) == "2026-12-04 04:58:29+00:00"
+
+
+def test_an_error_in_a_log_with_no_time_is_told_with_how_much_later_it_may_be(tmp_path):
+    """A trainer that prints no time (its stamps cut off, recorded on this machine with the replay
+    trainer on CPU, 2026-12-04): its lines are placed at the launch that wrote the file
+    (05:09:57.286), the earliest they can be; the last thing the incident observed is the
+    operator's `tail` at 05:10:15.352, so its error may be up to 18 s later."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "operator.log").write_text(
+        "[2026-12-04T05:09:57.286Z] $ nohup python -m dflash_postmortem.replay.train --cpu --run-name plain "
+        "--seconds 15 --log-every 50 --no-wandb > logs/train.log 2>&1 &\n"
+        "[2026-12-04T05:10:15.352Z] $ tail -1 logs/train.log\n[plain] Training failed\n")
+    lines = ["[plain] Loading target model on cpu ...", "[plain] Starting training threads"]
+    lines += [f"[plain] step {s} loss 6.4 tok/s {15000 + s % 7} queue 4" for s in range(50, 1500, 50)]
+    lines += ["Traceback (most recent call last):", '  File "train.py", line 19, in raise_at',
+              "RuntimeError: injected failure in the drafter at its step 1500", "[plain] Training failed"]
+    (tmp_path / "logs" / "train.log").write_text("\n".join(lines) + "\n")
+    inc = pm.load_incident(tmp_path)
+    died = pm.detect(inc)
+    assert died["kind"].tolist() == ["training_died"]
+    assert died["within_s"].iloc[0] == pytest.approx(18.066)
+    assert died["title"].iloc[0].startswith("run plain died at 05:09:57 (up to 18 s later): RuntimeError")
+    assert pm.what_happened(inc, died)[0].startswith("At 05:09:57 UTC (or up to 18 s later) run plain died")
