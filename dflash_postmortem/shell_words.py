@@ -363,8 +363,13 @@ def parse_launch(cmd: str) -> Launch | None:
     if launcher is None:
         launcher = "timeout" if limit is not None and not background else "&"
     seg, log_path = _without_redirects(seg)
-    if log_path is None and commands[k][1] in ("|", "|&") and k + 1 < len(commands) and commands[k + 1][0][0] == "tee":
-        log_path = _tee_target(commands[k + 1][0])
+    # its output piped on: the file the pipeline ends in is its log, through `tee` or through any
+    # filter (`| cut -c21- > train.log`, `| grep --line-buffered step > steps.log`)
+    j = k
+    while log_path is None and commands[j][1] in ("|", "|&") and j + 1 < len(commands) and commands[j + 1][0]:
+        stage = commands[j + 1][0]
+        log_path = _tee_target(stage) if stage[0] == "tee" else _without_redirects(stage)[1]
+        j += 1
     if log_path == "/dev/null":
         log_path = None
     prog_i = _program_index(seg)

@@ -125,6 +125,9 @@ def test_parse_launch_forms():
     ("tmux send-keys -t train 'python train.py --lr 3e-4 | tee out.log' Enter", "tmux", "out.log", "--lr 3e-4"),
     ("tmux new -d -s t 'python train.py --lr 1 2>&1 | tee /w/t.log'", "tmux", "/w/t.log", "--lr 1"),
     ("torchrun --nproc-per-node 2 train.py --bs 8 > /w/tr.log 2>&1 &", "torchrun", "/w/tr.log", "--nproc-per-node 2 train.py --bs 8"),
+    # its output through a filter into the file: the file the pipeline ends in is its log
+    ("nohup python train.py --lr 1 2>&1 | cut -c21- > logs/train.log &", "nohup", "logs/train.log", "--lr 1"),
+    ("python t.py --x 1 | grep --line-buffered step | tee -a /w/steps.log &", "&", "/w/steps.log", "--x 1"),
     # unbalanced quote (a paste cut short): still read, nothing raised
     ("nohup python train.py --tag 'abc > /w/u.log 2>&1 &", "nohup", None, "--tag abc > /w/u.log 2>&1 &"),
 ])
