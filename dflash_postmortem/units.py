@@ -30,14 +30,14 @@ def start_clock(t, within_s) -> str:
     return clock(t)
 
 
-def clock_within(t, within_s) -> str:
+def clock_within(t, within_s, **kw) -> str:
     """A time its source gives only to within `within_s` seconds, the true moment being up to
     that much later (ps's START gives the minute; a command in a transcript dated only by its
     `date`s carries the latest clock before it): `05:23:01 (up to 60 s later)`; else `clock(t)`
     (also for a time given to its second, whose within is 1 s: the clock already says as much)."""
     if not is_missing(t) and not is_missing(within_s) and float(within_s) > 1:
-        return f"{clock(t)} (up to {float(within_s):,.0f} s later)"
-    return clock(t)
+        return f"{clock(t, **kw)} (up to {float(within_s):,.0f} s later)"
+    return clock(t, **kw)
 
 
 def duration(seconds) -> str:

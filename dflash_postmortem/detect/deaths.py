@@ -77,11 +77,10 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
 def _within(inc: Incident, ref) -> float:
     """How much later than its time the line at `ref` may be (a log with no time of its own,
     placed at its launch: clock/untimed.py), else 0."""
-    if not isinstance(ref, str) or "time_within_s" not in inc.events.columns:
+    if not isinstance(ref, str) or not {"time_approx", "time_within_s"} <= set(inc.events.columns):
         return 0.0
     said = memo.rows_where(inc, "events", "ref", ref)
-    approx = said["time_approx"].fillna(False).astype(bool) if "time_approx" in said.columns else said["ref"].isna()
-    within = said.loc[approx, "time_within_s"].dropna()
+    within = said.loc[said["time_approx"].fillna(False).astype(bool), "time_within_s"].dropna()
     return float(within.max()) if len(within) else 0.0
 
 

@@ -700,7 +700,7 @@ class _Assembly:
         """The attempt's row: taken from the last read of a growing folder where the attempt was
         over then and nothing it is made of has changed since (carried.py), else derived now."""
         got = self._inputs(a)
-        if not self.inc.live:  # read once: nothing is kept for a next read
+        if not self.inc.live or self.inc.carried is None:  # read once: nothing is kept for a next read
             return {**self._derive(a, *got), "attempt": f"A{i}"}
         steps, lines, rows, gp, procs, machine = got
         identity = _identity(a)
@@ -1158,7 +1158,7 @@ def _end(rows: pd.DataFrame, a: _Attempt, last_alive, evidence_end, live: bool =
     r = ev.assign(_r=ev["kind"].map(rank), _o=order).sort_values(["_r", "_o"], kind="stable").iloc[0]
     message = str(r["message"]).strip().splitlines()
     # (its own status is not before its last sign of life: it was printed after the job ended)
-    when = max(r["time"], last_alive) if _own_status(ev.loc[[r.name]], a).any() else r["time"]
+    when = last_alive if own.loc[r.name] and not r["time"] >= last_alive else r["time"]
     return {"end": max(when, a.start), "end_kind": r["kind"], "end_ref": _ref(r),
             "end_message": message[-1][:300] if message else None,
             "exit_code": _num(r.get("exit_code")), "signal": _text(r.get("signal"))}

@@ -103,6 +103,16 @@ def settled(inc: Incident, attempt: str) -> Hashable | None:
     return inc.__dict__.get(_ATTR, {}).get(attempt)
 
 
+def of_attempt(inc: Incident, attempt: str, name: str, reads: Callable[[], tuple], compute: Callable[[], T]) -> T:
+    """`compute()` of one attempt's part of the model (its states, its progress): where the
+    attempt is over, taken from the last read under its key and `reads()`, the digests of what
+    else that part reads (made only then)."""
+    over = settled(inc, attempt)
+    if over is None:
+        return compute()
+    return take(inc, name, (over, *reads()), compute)
+
+
 # The columns that say of a row when it was, which line it is and what it says: rows equal in
 # these are one line read the same way (a line still being written reads differently as it grows;
 # a traceback's message grows with the lines that continue it).

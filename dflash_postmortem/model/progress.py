@@ -132,15 +132,11 @@ def _progress(inc: Incident) -> pd.DataFrame:
         lines = lines_of(inc, a)
         if lines.empty:
             continue
-        over = carried.settled(inc, a["attempt"])
-        if over is None:
-            mine, said = _attempt_progress(inc, a, lines)
-        else:
-            # an attempt that is over, read again as its folder grows: its windows are what its
-            # own lines made them (carried.py)
-            # (its pace lines hashed as they are: a step counter's rates are made from the rows)
-            key = (over, carried.digest(lines), pace_metric(inc))
-            mine, said = carried.take(inc, "progress", key, lambda a=a, lines=lines: _attempt_progress(inc, a, lines))
+        # an attempt that is over, read again as its folder grows, has the windows its own lines
+        # made it (carried.py); they are hashed as they are (a step counter's rates are made)
+        mine, said = carried.of_attempt(inc, a["attempt"], "progress",
+                                        lambda lines=lines: (carried.digest(lines), pace_metric(inc)),
+                                        lambda a=a, lines=lines: _attempt_progress(inc, a, lines))
         name = f"attempt {a['attempt']} ({a['run'] or a['script'] or '?'})"
         rows += [{**r, "attempt": a["attempt"]} for r in mine]
         notes += [f"{name}: {n}" for n in said]

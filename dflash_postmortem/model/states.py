@@ -78,17 +78,14 @@ def _states(inc: Incident) -> pd.DataFrame:
     known = (float(inc.config.detect.get("min_drop", MIN_DROP)), inc.config.detect.get("stall_s"), unit(inc),
              not inc.metrics.empty)
     for _, a in att.iterrows():
-        over = carried.settled(inc, a["attempt"])
-        if over is None:
-            rows += _attempt_states(inc, a, prog, att, evaluations, evidence_end)
-            continue
-        # an attempt that is over, read again as its folder grows: its states are what its own
-        # rows made them (carried.py)
-        lines, own = lines_of(inc, a), _own_events(inc, a)
-        # (its pace lines hashed as they are: a step counter's rates are made from the rows)
-        key = (over, carried.digest(lines), carried.digest_in(inc, "events", own),
-               carried.digest(_evaluations(evaluations, a).to_frame()), known)
-        done = carried.take(inc, "states", key, lambda a=a: _attempt_states(inc, a, prog, att, evaluations, evidence_end))
+        # an attempt that is over, read again as its folder grows, has the states its own rows
+        # made it (carried.py); its pace lines are hashed as they are (a step counter's rates
+        # are made from the rows)
+        done = carried.of_attempt(
+            inc, a["attempt"], "states",
+            lambda a=a: (carried.digest(lines_of(inc, a)), carried.digest_in(inc, "events", _own_events(inc, a)),
+                         carried.digest(_evaluations(evaluations, a).to_frame()), known),
+            lambda a=a: _attempt_states(inc, a, prog, att, evaluations, evidence_end))
         rows += [{**r, "attempt": a["attempt"]} for r in done]
     out = pd.DataFrame([r for r in rows if r["start"] is not None], columns=list(COLUMNS))
     return _fill_training(out)

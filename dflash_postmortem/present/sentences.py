@@ -30,7 +30,18 @@ from ..incident import Incident
 from ..model.attempts import attempts
 from ..model.ledger import CLASSES, SHOWN_S, ledger
 from ..schema import TOK_PER_S
-from ..units import clock, count, duration, gpu_hours, is_missing, rate, share, tok_s, tokens
+from ..units import (
+    clock,
+    clock_within,
+    count,
+    duration,
+    gpu_hours,
+    is_missing,
+    rate,
+    share,
+    tok_s,
+    tokens,
+)
 
 MAX_SENTENCES = 5
 
@@ -149,8 +160,8 @@ def verdicts(findings: pd.DataFrame, kinds=RESTART_KINDS) -> Claims | Missing:
 # stale PID), how far the relaunch came back and why not further, and when it recovered, with
 # what it cost.
 
-def _when(t) -> str:
-    return clock(t, utc=True, missing="?")
+def _when(t, within_s=None) -> str:
+    return clock_within(t, within_s, utc=True, missing="?")
 
 
 def _k(v: float, n: dict) -> str:
@@ -347,9 +358,7 @@ def _death(f: pd.Series) -> str:
     n = f["numbers"]
     rank = f" on rank {n['error_rank']}" if n.get("error_rank") is not None else ""
     since = f", {duration(n['silent_s'])} after its last step" if n.get("hung") else ""
-    late = f['within_s'] if pd.notna(f.get('within_s')) and float(f['within_s']) > 1 else None
-    at = _when(f['start']) + (f" (or up to {float(late):,.0f} s later)" if late else "")
-    said = f"At {at} run {n['run'] or '?'} died while training{rank}{since}: {(n['error'] or 'an error').rstrip('.')}."
+    said = f"At {_when(f['start'], f.get('within_s'))} run {n['run'] or '?'} died while training{rank}{since}: {(n['error'] or 'an error').rstrip('.')}."
     if n.get("restarted_at") is None or pd.isna(n.get("restarted_at")):
         return said + " Nothing started it again."
     who = _STARTED_BY.get(n.get("restarted_by"), "a new start")

@@ -68,4 +68,4 @@ def test_an_error_in_a_log_with_no_time_is_told_with_how_much_later_it_may_be(tm
     assert died["kind"].tolist() == ["training_died"]
     assert died["within_s"].iloc[0] == pytest.approx(18.066)
     assert died["title"].iloc[0].startswith("run plain died at 05:09:57 (up to 18 s later): RuntimeError")
-    assert pm.what_happened(inc, died)[0].startswith("At 05:09:57 UTC (or up to 18 s later) run plain died")
+    assert pm.what_happened(inc, died)[0].startswith("At 05:09:57 UTC (up to 18 s later) run plain died")
