@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/bench_watch.py cost [--gpus 8] [--minutes 5 15 30 60] [--poll 2]
     .venv/bin/python benchmarks/bench_watch.py hour [--gpus 8] [--minutes 60] [--poll 2] [--cpu-share 0.02] [--drop-min 40]
     .venv/bin/python benchmarks/bench_watch.py attempts [--attempts 30] [--minutes 5]
+    .venv/bin/python benchmarks/bench_watch.py wandb [--steps 20000] [--more 100] [--repeat 5]
 
 `delays`: a recorded incident replayed into a folder one step of its own clock at a time, as the
 tests grow one (tests/support/growing.py: each
@@ -26,6 +27,11 @@ how far apart the reads fell, and each announcement's delay (a drop in tok/s at 
 `attempts`: a crash loop's log of many starts, the last still training: one look with what the
 last read kept of the attempts that are over (model/carried.py) against the same look rebuilding
 every attempt, in one run (the ratio), and the same findings from both.
+
+`wandb`: an offline run written by the SDK (bench_wandb.py's, `--steps` steps of five metrics)
+followed while its `.wandb` log grows by its last `--more` records: the read that decodes on from
+the record the read before stopped at (loaders/wandb/decoding.py) against a fresh read of the same
+bytes, alternating in one run (the ratio of their CPU seconds), the same frames from both.
 """
 
 from __future__ import annotations
@@ -253,6 +259,47 @@ def attempts(args) -> None:
           f"| {spent[False]:.3f} s | {spent[True]:.3f} s | {spent[False] / spent[True]:.2f}x |")
 
 
+def wandb(args) -> None:
+    import shutil
+
+    import bench_wandb
+
+    from dflash_postmortem import schema
+    from dflash_postmortem.loaders.following import GrowingFolder
+    from dflash_postmortem.loaders.wandb import log as wandb_log
+
+    log = bench_wandb.write_run(args.steps)
+    data = log.read_bytes()
+    scan = wandb_log.scan(data)
+    cut = scan.offsets[-args.more]  # where the last `--more` records begin
+    on, whole = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / log.parent.name
+        for _ in range(args.repeat):
+            shutil.rmtree(run, ignore_errors=True)
+            shutil.copytree(log.parent, run)
+            (run / log.name).write_bytes(data[:cut])
+            reader = GrowingFolder()
+            read_folder(run.parent, reader=reader, sniffed=reader.sniffed)
+            (run / log.name).write_bytes(data)
+            c0 = time.process_time()
+            a = read_folder(run.parent, reader=reader, sniffed=reader.sniffed)
+            c1 = time.process_time()
+            b = read_folder(run.parent)
+            c2 = time.process_time()
+            on.append(c1 - c0)
+            whole.append(c2 - c1)
+            for name in schema.FRAME_NAMES:
+                pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name))
+            (kept,) = reader.kept.values()
+            assert kept.fresh == args.more, (kept.fresh, args.more)
+    on_s, whole_s = sorted(on)[len(on) // 2], sorted(whole)[len(whole) // 2]
+    print(f"{log.name}: {len(data) / 2**20:.1f} MiB, {len(scan.records):,} records, grown by the last {args.more}")
+    print(f"read on from the last record: {on_s:.3f} CPU-s (median of {args.repeat}: {min(on):.3f}-{max(on):.3f})")
+    print(f"read whole again:             {whole_s:.3f} CPU-s ({min(whole):.3f}-{max(whole):.3f})")
+    print(f"ratio: {whole_s / on_s:.2f}x")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
@@ -273,8 +320,12 @@ def main() -> None:
     a = sub.add_parser("attempts")
     a.add_argument("--attempts", type=int, default=30)
     a.add_argument("--minutes", type=int, default=5)
+    w = sub.add_parser("wandb")
+    w.add_argument("--steps", type=int, default=20_000)
+    w.add_argument("--more", type=int, default=100)
+    w.add_argument("--repeat", type=int, default=5)
     args = p.parse_args()
-    {"delays": delays, "cost": cost, "hour": hour, "attempts": attempts}[args.what](args)
+    {"delays": delays, "cost": cost, "hour": hour, "attempts": attempts, "wandb": wandb}[args.what](args)
 
 
 if __name__ == "__main__":

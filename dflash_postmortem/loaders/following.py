@@ -11,6 +11,8 @@ of a log that carry no date of their own continue the record read last (a traceb
 error line): no chunk may start inside a record, so that log is read from its start again; so
 is a log whose new lines take their run, job or attempt from lines read before (a chunk whose
 first lines name no run, a torchrun agent's or Slurm's lines: process_log.reads_on).
+A loader may keep what lets it read on in the reader's `kept` (LoadContext.kept): a `.wandb`
+log that grew is decoded on from the record its last read stopped at (wandb/decoding.py).
 Everything else that changed is read whole, and so is every source read after the others
 (phase 1: what it borrows from them changes as they grow). The incident is the one a
 fresh read of the folder gives (tests/loaders/test_following.py).
@@ -19,6 +21,7 @@ fresh read of the folder gives (tests/loaders/test_following.py).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,9 +64,11 @@ class GrowingFolder:
         self._whole: dict[tuple, tuple[tuple, Incident]] = {}
         self._streams: dict[tuple, _Stream] = {}
         self.sniffed: dict = {}  # the formats decided so far (read_folder's `sniffed`)
+        self.kept: dict = {}  # what loaders keep to read on (LoadContext.kept)
         self.reads = {"kept": 0, "resumed": 0, "whole": 0}
 
     def __call__(self, p, ctx: LoadContext, scratch: Path) -> Incident:
+        ctx = dataclasses.replace(ctx, kept=self.kept)
         key = (str(p.path), p.fmt.name, ctx.date)
         folder = p.path.is_dir()
         try:

@@ -35,6 +35,10 @@ class LoadContext:
     known: object | None = None  # the Incident loaded so far (UUIDs, dates, runs), if any
     # A file read from another path (a UTF-8 copy of a UTF-16 capture) -> the file it stands for.
     aliases: dict[Path, Path] = field(default_factory=dict)
+    # What a reader that follows a growing folder keeps from one read of it to the next
+    # (following.GrowingFolder owns it): a loader may keep there, under its file's name, what
+    # lets its next read go on from where this one stopped (wandb/decoding.py). None: read once.
+    kept: dict | None = None
 
     def __post_init__(self):
         if self.on_bad_line not in POLICIES:
@@ -82,6 +86,7 @@ class LoadContext:
             options=opts,
             known=self.known,
             aliases=dict(self.aliases),
+            kept=self.kept,
         )
 
 

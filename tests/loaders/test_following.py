@@ -92,3 +92,29 @@ def test_a_record_that_goes_on_after_a_look_is_read_from_the_start(tmp_path):
     resumed = reader.reads["resumed"]
     _same(read_folder(tmp_path, reader=reader, sniffed=reader.sniffed), read_folder(tmp_path), "a step after it")
     assert reader.reads["resumed"] == resumed + 1
+
+
+def test_a_growing_wandb_log_is_decoded_on_from_its_last_record(tmp_path):
+    """h200-2gpu's wandb runs grown as the SDK wrote them (each `.wandb` log cut where its first
+    record written later begins): each read decodes only the records the read before did not,
+    and gives a fresh read's frames; a log rewritten under the same name is decoded whole."""
+    src, folder = INCIDENTS / "h200-2gpu", tmp_path / "h200-2gpu"
+    reader = GrowingFolder()
+    decoded: dict = {}
+    read_on = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for when in [*moments(src, 4), None]:
+            grow(src, folder, when)
+            _same(read_folder(folder, reader=reader, sniffed=reader.sniffed), read_folder(folder), when or "the end")
+            for name, kept in reader.kept.items():
+                if kept.records > decoded.get(name, 0) > 0:
+                    assert kept.fresh == kept.records - decoded[name], (when, name)
+                    read_on += 1
+                decoded[name] = kept.records
+        assert read_on >= 2, decoded
+        logs = sorted(folder.rglob("*.wandb"))
+        logs[-1].write_bytes(logs[0].read_bytes()[:30_000])  # another run's records under its name
+        _same(read_folder(folder, reader=reader, sniffed=reader.sniffed), read_folder(folder), "rewritten")
+    (kept,) = [k for name, k in reader.kept.items() if name[1] == str(logs[-1].resolve())]
+    assert kept.fresh == kept.records > 0

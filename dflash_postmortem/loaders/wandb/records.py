@@ -200,15 +200,14 @@ def _one_by_one(items: list[bytes], sdk_item) -> tuple[list[str], list[str]]:
     return keys, values
 
 
-def merged(items: list[bytes], sdk_item) -> dict[str, str]:
-    """{key: value_json} after applying summary update items in order, the last one winning.
+def last_items(items: list[bytes], last: dict, start: int = 0) -> None:
+    """Summary update items (numbered on from `start`) applied to `last`: for each key, its last
+    item and that item's number. The caller must have checked that all items parse (their values
+    are not read here); `summary_of` gives the summary they make.
 
     Only the last item of each key matters. An item that is exactly `key field, value_json
     field` (lengths under 128) has its key in its first field, so items are grouped by the bytes
-    of that field and only the last of each group is decoded; any other item is its own group
-    (equal bytes: equal key and value). Groups of the same key (`key` vs one `nested_key`) are
-    applied in the order of their last item, so the latest still wins. The caller must have
-    checked that all items parse (their values are not read here).
+    of that field; any other item is its own group (equal bytes: equal key and value).
     """
     heads = [
         x[: 2 + x[1]]
@@ -217,6 +216,12 @@ def merged(items: list[bytes], sdk_item) -> dict[str, str]:
         else x
         for x in items
     ]
-    last = sorted(dict(zip(heads, range(len(items)), strict=True)).values())
-    keys, values = _one_by_one([items[i] for i in last], sdk_item)
+    last.update(zip(heads, zip(range(start, start + len(items)), items, strict=True), strict=True))
+
+
+def summary_of(last: dict, sdk_item) -> dict[str, str]:
+    """{key: value_json} after every update item of `last` (last_items), the last one winning:
+    only each group's last item is decoded. Groups of the same key (`key` vs one `nested_key`)
+    are applied in the order of their last item, so the latest still wins."""
+    keys, values = _one_by_one([x for _, x in sorted(last.values(), key=lambda v: v[0])], sdk_item)
     return dict(zip(keys, values, strict=True))

@@ -9,20 +9,13 @@ form, `stats` records to `metrics` as `system/...` and, per GPU, to `gpus`; cons
 
 from __future__ import annotations
 
-import functools
-import importlib
-import importlib.util
 import re
-import sys
-import types
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from ...errors import MissingDependencyError, SourceFormatError, UsageError
+from ...errors import SourceFormatError, UsageError
 from ...incident import Incident, RunInfo, from_frames, from_sources
 from ...load_report import FileReport
 from ...schema import TIME
@@ -32,208 +25,12 @@ from . import export as wandb_export
 from . import files as wandb_files
 from . import log as wandb_log
 from . import messages as wandb_messages
-from . import records as wandb_records
+from .decoding import Decoded, decode_log
 from .frames import gpu_info, history_frame, stats_frames, to_time
-from .keys import bulk_json, item_key, json_values, typed_value_json
+from .keys import bulk_json, json_values
 from .online import load_online_run
 
 LOG_FORMAT = "wandb-log"
-
-
-@functools.cache
-def _pb():
-    """wandb's generated protobuf module for `Record`, imported without the SDK: `import wandb`
-    (~1.1 s: settings, pydantic models, artifacts) runs before its `proto` package, which is
-    generated code that needs only protobuf (0.06 s). Unless the SDK is already imported, a bare
-    package stands for `wandb` during this import only, and every `wandb.*` module it loaded is
-    forgotten after it: a later `import wandb` runs the SDK as usual (protobuf hands it the same
-    message classes)."""
-    if "wandb" in sys.modules:
-        return importlib.import_module("wandb.proto.wandb_internal_pb2")
-    spec = importlib.util.find_spec("wandb")
-    if spec is None or not spec.submodule_search_locations:
-        raise MissingDependencyError("wandb", "reading .wandb run logs")
-    bare = types.ModuleType("wandb")
-    bare.__path__ = list(spec.submodule_search_locations)
-    before = set(sys.modules)
-    sys.modules["wandb"] = bare
-    try:
-        return importlib.import_module("wandb.proto.wandb_internal_pb2")
-    finally:
-        for name in set(sys.modules) - before:
-            if name == "wandb" or name.startswith("wandb."):
-                del sys.modules[name]
-
-
-def _us(ts) -> int:
-    """A protobuf Timestamp as integer microseconds since the epoch."""
-    return ts.seconds * 1_000_000 + ts.nanos // 1000
-
-
-# --------------------------------------------------------------------------------------------
-# records -> flat lists
-
-
-@dataclass
-class _Decoded:
-    """What a run's records say, still as flat Python lists (columns are built once, later)."""
-
-    hist_row: list[int] = field(default_factory=list)
-    hist_key: list[str] = field(default_factory=list)
-    hist_val: list[str] = field(default_factory=list)  # value_json text, decoded in bulk
-    # HistoryRecord.step per row, or a function giving it for the rows asked (read lazily)
-    hist_stepnum: list[int] | Callable[[np.ndarray], list[int]] = field(default_factory=list)
-    n_hist: int = 0
-    stats_row: list[int] = field(default_factory=list)
-    stats_key: list[str] = field(default_factory=list)
-    stats_val: list[str] = field(default_factory=list)
-    stats_time: list[int] = field(default_factory=list)  # µs, per stats record
-    console: list[tuple[int, int, str, str]] = field(default_factory=list)  # num, µs, stream, text
-    summary: dict[str, str] = field(default_factory=dict)  # key -> latest value_json
-    config: dict[str, object] = field(default_factory=dict)
-    identity: dict[str, object] = field(default_factory=dict)
-    environment: dict[str, object] = field(default_factory=dict)
-    exit: tuple[int, float] | None = None
-    last_us: int | None = None
-
-
-def _decode(records: list[bytes], rep: FileReport) -> _Decoded:
-    """All records, through the batch decoder when it can vouch for them, else one by one."""
-    try:
-        d, parsed = _decode_batched(records)
-    except wandb_records.Unverified:
-        return _decode_each(records, rep)
-    rep.parsed += parsed
-    return d
-
-
-def _decode_batched(records: list[bytes]) -> tuple[_Decoded, int]:
-    """History and summary items in a few bulk calls (records.py); other kinds one by one.
-
-    Raises wandb_records.Unverified (having reported nothing) when a record needs the per-record
-    decoder: one that does not parse, a summary that removes keys, an item that does not parse.
-    """
-    pb = _pb()
-    RecordView, _, _ = wandb_records.views()
-    d = _Decoded()
-    view, rec = RecordView(), pb.Record()
-    hist_bodies, sum_bodies = [], []
-    from google.protobuf.message import DecodeError  # start-up time: only .wandb logs need protobuf
-
-    parse, which = view.ParseFromString, view.WhichOneof  # bound once: 600 000 calls a run
-    add_hist, add_sum = hist_bodies.append, sum_bodies.append
-    for num, payload in enumerate(records, 1):
-        try:
-            parse(payload)
-        except DecodeError as e:
-            raise wandb_records.Unverified(str(e)) from e
-        kind = which("record_type")
-        if kind == "history":
-            add_hist(view.history)
-        elif kind == "summary":
-            add_sum(view.summary)
-        elif kind in _OTHER_KINDS:
-            try:
-                rec.ParseFromString(payload)
-            except DecodeError as e:
-                raise wandb_records.Unverified(str(e)) from e
-            _decode_other(rec, kind, num, d)
-    if hist_bodies:
-        items, counts, steps = wandb_records.items_of(hist_bodies)
-        wandb_records.parse(pb.HistoryStep, b"".join(steps))  # every step parses, as in Record
-        d.hist_key, d.hist_val = wandb_records.item_pairs(items, pb.HistoryItem)
-        d.hist_row = np.repeat(np.arange(len(hist_bodies)), counts)
-        d.hist_stepnum = lambda rows: [  # HistoryRecord.step, only for rows without `_step`
-            wandb_records.parse(pb.HistoryRecord, hist_bodies[r]).step.num for r in rows
-        ]
-        d.n_hist = len(hist_bodies)
-    if sum_bodies:
-        items, _, removes = wandb_records.items_of(sum_bodies, per_body=False)
-        if removes:
-            raise wandb_records.Unverified("summary records remove keys: order matters")
-        wandb_records.parse(pb.SummaryRecord, b"".join(sum_bodies))  # all parse, as in Record
-        d.summary = wandb_records.merged(items, pb.SummaryItem)
-    return d, len(records)
-
-
-def _decode_each(records: list[bytes], rep: FileReport) -> _Decoded:
-    from google.protobuf.message import DecodeError  # start-up time: only .wandb logs need protobuf
-
-    pb = _pb()
-    d = _Decoded()
-    rec = pb.Record()
-    hist_row, hist_key, hist_val, hist_stepnum = d.hist_row, d.hist_key, d.hist_val, d.hist_stepnum
-    summary = d.summary
-    n_hist = 0
-    for num, payload in enumerate(records, 1):
-        try:
-            rec.ParseFromString(payload)
-        except DecodeError as e:
-            rep.bad(num, "a wandb Record protobuf", f"{len(payload)} bytes ({e})")
-            continue
-        kind = rec.WhichOneof("record_type")
-        if kind == "history":
-            items = rec.history.item
-            for it in items:
-                hist_key.append(it.nested_key and ".".join(it.nested_key) or it.key)
-                hist_val.append(it.value_json or typed_value_json(it))
-            hist_row.extend([n_hist] * len(items))
-            hist_stepnum.append(rec.history.step.num)
-            n_hist += 1
-            d.n_hist = n_hist
-        elif kind == "summary":
-            for it in rec.summary.update:
-                summary[item_key(it)] = it.value_json
-            for it in rec.summary.remove:
-                summary.pop(item_key(it), None)
-        elif kind in _OTHER_KINDS:
-            _decode_other(rec, kind, num, d)
-        rep.parsed += 1
-    return d
-
-
-_OTHER_KINDS = {"output_raw", "output", "stats", "run", "config", "environment", "exit"}
-
-
-def _decode_other(rec, kind: str, num: int, d: _Decoded) -> None:
-    """The record kinds other than history and summary (few in a run: read through the SDK)."""
-    from google.protobuf.json_format import (
-        MessageToDict,  # start-up time: only .wandb logs need protobuf
-    )
-
-    if kind == "output_raw" or kind == "output":
-        o = getattr(rec, kind)
-        t = _us(o.timestamp)
-        d.console.append((num, t, "stderr" if o.output_type == 0 else "stdout", o.line))
-        d.last_us = t
-    elif kind == "stats":
-        t = _us(rec.stats.timestamp)
-        row = len(d.stats_time)
-        d.stats_time.append(t)
-        for it in rec.stats.item:
-            d.stats_row.append(row)
-            d.stats_key.append(it.key)
-            d.stats_val.append(it.value_json)
-        d.last_us = t
-    elif kind == "run":
-        r = rec.run
-        d.identity.setdefault("num", num)
-        d.identity.update(
-            id=r.run_id or None, name=r.display_name or None, project=r.project or None,
-            entity=r.entity or None, host=r.host or None,
-            started=_us(r.start_time) if r.HasField("start_time") else None,
-        )
-        for it in r.config.update:
-            d.config[item_key(it)] = it.value_json
-    elif kind == "config":
-        for it in rec.config.update:
-            d.config[item_key(it)] = it.value_json
-        for it in rec.config.remove:
-            d.config.pop(item_key(it), None)
-    elif kind == "environment":
-        d.environment.update(MessageToDict(rec.environment, preserving_proto_field_name=True))
-    elif kind == "exit":
-        d.exit = (rec.exit.exit_code, float(rec.exit.runtime))
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,7 +62,7 @@ def _console_lines(chunks: list[tuple[int, int, str, str]]):
             yield num, t, stream, line
 
 
-def _console_events(d: _Decoded, run: str, host, source: str) -> pd.DataFrame:
+def _console_events(d: Decoded, run: str, host, source: str) -> pd.DataFrame:
     lines = list(_console_lines(d.console))
     if not lines:
         return pd.DataFrame()
@@ -354,7 +151,7 @@ def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, meta: wandb_files.
     note = _stop_note(scan)
     if note:
         rep.notes.append(note)
-    d = _decode(scan.records, rep)
+    d = decode_log(data, scan.records, rep, ctx.kept, (LOG_FORMAT, str(path.resolve())))
 
     ident = d.identity
     env = d.environment
