@@ -26,6 +26,7 @@ from ..errors import IncidentConfigError, LoadError, PostmortemError, SourceForm
 from ..incident import Incident
 from ..load_report import FileReport, LoadReport
 from . import encoding
+from .pages import ordinary_pages
 from .prometheus import api as prometheus_api
 from .registry import (
     FORMATS,
@@ -339,12 +340,17 @@ def read_folder(
     what it read and reads a growing file from where it stopped (following.py). Its parts are
     its own: this combines them without consuming them. `sniffed`: its formats decided so far.
     """
-    plan = plan_incident(root, timezone=timezone, on_bad_line=on_bad_line, host=host, sniffed=sniffed)
+    with ordinary_pages():  # pages.py: combining the sources fills new frames as reading them did
+        return _read_planned(plan_incident(root, timezone=timezone, on_bad_line=on_bad_line, host=host,
+                                           sniffed=sniffed), root, online, reader)
+
+
+def _read_planned(plan: FolderPlan, root: Path, online: bool, reader: SourceReader | None) -> Incident:
     cfg, ctx = plan.config, plan.context
     with tempfile.TemporaryDirectory(prefix="dflash-transcoded-") as scratch:
         parts = _load_planned(plan.sources, ctx, cfg, Path(scratch), reader or load_source)
     # A Prometheus server named in incident.toml is one more source (an empty part without one).
-    parts.append(prometheus_api.from_config(cfg, on_bad_line, online=online))
+    parts.append(prometheus_api.from_config(cfg, ctx.on_bad_line, online=online))
     inc = Incident.combine(parts, consume=reader is None, config=cfg, root=root)
     inc.load_report.files = plan.report.files + inc.load_report.files
     inc.load_report.notes = plan.report.notes + inc.load_report.notes
@@ -416,7 +422,8 @@ def _load_one(p: _Planned, ctx: LoadContext, scratch: Path) -> Incident:
             read_from.symlink_to(os.path.abspath(p.path))
         if read_from != p.path:
             fctx.aliases[read_from] = p.path
-        inc = p.fmt.load(read_from, fctx)
+        with ordinary_pages():  # pages.py: a big load stalled on the kernel's huge pages
+            inc = p.fmt.load(read_from, fctx)
     except IncidentConfigError:
         raise  # the user's incident.toml is wrong for every file alike: one clear line, stop
     except SourceFormatError as e:

@@ -21,6 +21,7 @@ from pathlib import Path
 from ...config import check_timezone
 from ...errors import SourceFormatError
 from .. import encoding
+from ..pages import ordinary_pages
 from ..registry import LoadContext, formats_of, read_head, sniff
 
 # Importing a form's module registers it: the order here is the registry's, kept out of sorting.
@@ -60,7 +61,8 @@ def load_nvidia_smi(
     raw = read_head(path)
     enc = encoding.plan(path, raw)
     if not enc.needs_transcoding:
-        return _load(path, raw, ctx, fields)
+        with ordinary_pages():  # loaders/pages.py: a week of samples is a frame of hundreds of MB
+            return _load(path, raw, ctx, fields)
     # A capture redirected by Windows PowerShell is UTF-16 (every form reads UTF-8); a line too
     # long to hold is cut.
     with tempfile.TemporaryDirectory(prefix="dflash-transcoded-") as scratch:
