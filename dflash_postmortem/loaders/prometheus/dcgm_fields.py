@@ -38,7 +38,21 @@ DCGM_FIELDS: dict[str, GpuField] = {
     "DCGM_FI_DEV_XID_ERRORS": GpuField("xid", ""),
     "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": GpuField("ecc_uncorrected_volatile", "", gauge=False),
     "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": GpuField("ecc_corrected_volatile", "", gauge=False),
+    # Why the clocks are held down now: NVML's bitmask (detect/clock_reasons.py), as nvidia-smi's
+    # clocks_event_reasons.active; DCGM 3.3 renamed the field. Written as nvidia-smi writes it.
+    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": GpuField("clocks_event_reasons", "bitmask"),
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": GpuField("clocks_event_reasons", "bitmask"),
 }
+REASONS = "clocks_event_reasons"
+# The exporter's own count of each clock event reason over a window (its
+# `--clock-events-count-window-size`): one series per reason, named in a label. A reason counted in
+# the window is a bit of the GPU's reasons where no bitmask field was scraped with it.
+CLOCK_EVENT_COUNTS = {"DCGM_EXP_CLOCK_EVENTS_COUNT": "clock_event",
+                      "DCGM_FI_EXP_CLOCK_THROTTLE_REASONS_COUNT": "throttle_reason"}  # its name before 3.3.5
+# Those labels' values (dcgm-exporter's clock events collector) -> NVML's bits.
+CLOCK_EVENT_BITS = {"gpu_idle": 0x1, "clocks_setting": 0x2, "power_cap": 0x4, "hw_slowdown": 0x8,
+                    "sync_boost": 0x10, "sw_thermal": 0x20, "hw_thermal": 0x40, "hw_power_brake": 0x80,
+                    "display_clocks": 0x100}
 XID = "DCGM_FI_DEV_XID_ERRORS"
 DCGM_PREFIX = "DCGM_"
 
@@ -53,6 +67,8 @@ INT32_MAX = 2147483647.0
 
 def column_of(name: str) -> str:
     """The gpus column a DCGM field's values go to."""
+    if name in CLOCK_EVENT_COUNTS:
+        return REASONS
     field = DCGM_FIELDS.get(name)
     return field.column if field else "dcgm_" + name.removeprefix("DCGM_FI_").lower()
 

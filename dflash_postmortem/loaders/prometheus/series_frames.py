@@ -85,13 +85,15 @@ def _gpus(series: list[Series], source: str, host: str | None) -> tuple[pd.DataF
     values = np.concatenate([np.asarray(s.values, dtype="float64") for s in series])
     lines = np.concatenate([np.asarray(s.lines if s.lines else [-1] * len(s.values), dtype="int64") for s in series])
     values = _blank(values, table["gauge"].to_numpy()[sid])
+    counted = _counted_reasons(series, values, sid)
     gid = table["gid"].to_numpy()[sid]
     # One row per GPU (or MIG slice) and time: a sample without a time is its own row per field
     # set, which for a single scrape is one row per GPU.
     row_key = pd.MultiIndex.from_arrays([gid, np.nan_to_num(times, nan=-np.inf)])
     row, uniques = pd.factorize(row_key)
-    long = pd.DataFrame({"row": row, "column": table["column"].to_numpy()[sid], "value": values})
-    wide = (long.drop_duplicates(["row", "column"], keep="last")
+    long = pd.DataFrame({"row": row, "column": table["column"].to_numpy()[sid], "value": values,
+                         "counted": counted})
+    wide = (_one_per_row(long).drop(columns="counted")
             .pivot(index="row", columns="column", values="value").sort_index())
     wide.columns.name = None
     first = table.drop_duplicates("gid").set_index("gid")
@@ -106,11 +108,43 @@ def _gpus(series: list[Series], source: str, host: str | None) -> tuple[pd.DataF
     if "gpu_instance_id" in frame.columns:
         frame["gpu_instance_id"] = pd.to_numeric(frame["gpu_instance_id"], errors="coerce").astype("Int64")
     frame = _memory_total(frame)
+    if F.REASONS in frame.columns:  # as nvidia-smi writes the mask (0x0000000000000004)
+        frame[F.REASONS] = pd.array([None if np.isnan(v) else f"0x{int(v):016x}" for v in frame[F.REASONS]],
+                                    dtype="string")
     frame["source"] = source
     frame = frame.sort_values(["time", "host", "gpu"], kind="stable", na_position="first").reset_index(drop=True)
     is_xid = table["column"].to_numpy()[sid] == F.DCGM_FIELDS[F.XID].column
     events = _xid_events(table, series, sid[is_xid], times[is_xid], values[is_xid], lines[is_xid], source)
     return frame, events
+
+
+def _counted_reasons(series: list[Series], values: np.ndarray, sid: np.ndarray) -> np.ndarray:
+    """Which samples are the exporter's count of one clock event reason over its window
+    (dcgm_fields.CLOCK_EVENT_COUNTS); their values become that reason's bit where it was counted,
+    0 where it was not (`values` is changed in place)."""
+    bit = np.array([F.CLOCK_EVENT_BITS.get(s.labels.get(F.CLOCK_EVENT_COUNTS[s.name], ""), np.nan)
+                    if s.name in F.CLOCK_EVENT_COUNTS else np.nan for s in series])[sid]
+    counted = np.array([s.name in F.CLOCK_EVENT_COUNTS for s in series], dtype=bool)[sid]
+    if counted.any():
+        # a reason the table does not name (a newer exporter's) is no bit: its count is dropped
+        values[counted] = np.where(values[counted] > 0, bit[counted], np.where(np.isnan(bit[counted]), np.nan, 0.0))
+    return counted
+
+
+def _one_per_row(long: pd.DataFrame) -> pd.DataFrame:
+    """One value per row and column: a field's last sample; for the clock event reasons, the
+    bitmask field where it was scraped, else every reason the exporter counted (their bits OR'd)."""
+    reasons = long["column"] == F.REASONS
+    out = long[~reasons].drop_duplicates(["row", "column"], keep="last")
+    if not reasons.any():
+        return out
+    r = long[reasons].dropna(subset=["value"])
+    mask = r[~r["counted"]].drop_duplicates("row", keep="last")
+    counts = r[r["counted"] & ~r["row"].isin(mask["row"])]
+    ored = counts.assign(value=counts["value"].astype("int64")).groupby("row", sort=False)["value"].agg(np.bitwise_or.reduce)
+    counted = pd.DataFrame({"row": ored.index, "column": F.REASONS, "value": ored.to_numpy(dtype="float64"),
+                            "counted": True})
+    return pd.concat([out, mask, counted], ignore_index=True)
 
 
 def _memory_total(frame: pd.DataFrame) -> pd.DataFrame:

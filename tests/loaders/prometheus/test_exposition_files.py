@@ -148,3 +148,28 @@ def test_sniffed_by_content_inside_an_incident_folder(tmp_path):
 def test_text_that_is_not_metrics_is_not_claimed(head):
     assert files.sniff_text(Path("x"), head) == 0.0 and files.sniff_dump(Path("x"), head) == 0.0
     assert registry.FORMATS[files.TEXT].sniff is files.sniff_text
+
+
+def test_clock_event_reasons_from_the_bitmask_field_or_the_exporters_counts(tmp_path):
+    """Why a GPU's clocks are held down, as nvidia-smi writes it: DCGM's bitmask field (either of
+    its names) where it was scraped; else the reasons the exporter counted in its window, their
+    bits together (a reason counted 0 times, or one the kit has no bit for, adds nothing)."""
+    gpu = 'gpu="{g}",UUID="GPU-{g}",Hostname="n1"'
+    lines = [
+        # 10:00:00: GPU 0's mask (power cap) and its counts (hw_thermal): the mask is what holds now
+        f'DCGM_FI_DEV_CLOCKS_EVENT_REASONS{{{gpu.format(g=0)}}} 4 1764842400000',
+        f'DCGM_EXP_CLOCK_EVENTS_COUNT{{{gpu.format(g=0)},clock_event="hw_thermal",window_size_in_ms="300000"}} 3 1764842400000',
+        # GPU 1, counts only: sw_thermal 2, power_cap 0, one the kit does not know
+        f'DCGM_EXP_CLOCK_EVENTS_COUNT{{{gpu.format(g=1)},clock_event="sw_thermal",window_size_in_ms="300000"}} 2 1764842400000',
+        f'DCGM_EXP_CLOCK_EVENTS_COUNT{{{gpu.format(g=1)},clock_event="power_cap",window_size_in_ms="300000"}} 0 1764842400000',
+        f'DCGM_EXP_CLOCK_EVENTS_COUNT{{{gpu.format(g=1)},clock_event="new_reason",window_size_in_ms="300000"}} 5 1764842400000',
+        f'DCGM_FI_DEV_SM_CLOCK{{{gpu.format(g=1)}}} 1050 1764842400000',
+        # GPU 2 by the field's name before DCGM 3.3, nothing held down
+        f'DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{{{gpu.format(g=2)}}} 0 1764842400000',
+    ]
+    (tmp_path / "scrape.prom").write_text("\n".join(lines) + "\n")
+    g = load(tmp_path / "scrape.prom").gpus.set_index("gpu")
+    assert g["clocks_event_reasons"].to_dict() == {0: "0x0000000000000004", 1: "0x0000000000000020",
+                                                   2: "0x0000000000000000"}
+    assert str(g["clocks_event_reasons"].dtype) == "string" and g.loc[1, "sm_clock_mhz"] == 1050
+    assert g["time"].iloc[0] == pd.Timestamp("2025-12-04 10:00:00", tz="UTC")
