@@ -301,28 +301,33 @@ def _run(tasks: list[ConvertTask], scheduler: str | None, workers: int | None) -
     # max_tasks_per_child: Python 3.11-3.14 deadlock once a worker retires with tasks still queued
     # (CPython gh-115634: 17 sources on 2 workers hung forever).
     with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
-        with _main_file_the_workers_can_open():
+        with _workers_do_not_run_main():
             done = pool.map(convert_source, tasks)  # the workers start here, all of them
         return list(done)
 
 
 @contextmanager
-def _main_file_the_workers_can_open():
-    """A spawned worker first runs the parent's `__main__` from its file. A script read from
-    standard input (`python - <<EOF`, as shell scripts and CI run Python) names `<stdin>`, which
-    no worker can open, and every worker died before its first task. The workers run the
-    package's functions, never the script's, so while they start `__main__` names no file,
-    as under `python -c` or in a notebook."""
+def _workers_do_not_run_main():
+    """A spawned worker first runs the parent's `__main__` again: from its file, or by its module
+    name under `python -m`. A script read from standard input (`python - <<EOF`, as shell scripts
+    and CI run Python) names `<stdin>`, which no worker can open: every worker died before its
+    first task. A script without `if __name__ == "__main__":` around its call (`pm.ingest(...)` at
+    the top of `fleet.py`) had each worker run the whole script again, ingest and all, until
+    multiprocessing refused to start a pool from a worker's start-up: the ingest died with
+    BrokenProcessPool. The workers run the package's functions, never the script's, so while they
+    start `__main__` names neither a file nor a module, as in a notebook."""
     main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    if path is None or getattr(main, "__spec__", None) is not None or os.path.exists(path):
-        yield
-        return
-    del main.__file__
+    hidden = {k: main.__dict__.pop(k) for k in ("__file__",) if main is not None and k in main.__dict__}
+    spec = getattr(main, "__spec__", None)
+    if spec is not None:
+        main.__spec__ = None
     try:
         yield
     finally:
-        main.__file__ = path
+        if main is not None:
+            main.__dict__.update(hidden)
+            if spec is not None:
+                main.__spec__ = spec
 
 
 def _borrow_known(plan: FolderPlan, store: str, manifest: Manifest) -> None:

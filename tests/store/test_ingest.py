@@ -70,6 +70,26 @@ def test_worker_processes_start_from_a_script_read_on_standard_input(shared_fold
     _assert_equals_direct(direct, shared_folder, store)
 
 
+@pytest.mark.parametrize("how", ["script", "module"])
+def test_worker_processes_do_not_run_a_script_without_a_main_guard(shared_folder, tmp_path, direct, how):
+    """`pm.ingest(...)` at the top of a script (no `if __name__ == "__main__":`), run as a file or
+    with `python -m`: the spawned workers do not run the script again (each would ingest anew, and
+    the pool died); the script runs once, and its `__main__` is left as it was."""
+    store = tmp_path / "store"
+    (tmp_path / "fleet_ingest.py").write_text(
+        "import warnings\nwarnings.simplefilter('ignore')\n"
+        "from dflash_postmortem.store.ingest import ingest\n"
+        "print('script ran', flush=True)\n"
+        f"done = ingest({str(shared_folder)!r}, {str(store)!r}, workers=2)\n"
+        "print(len(done.converted))\nimport __main__\n"
+        "print(__main__.__file__.endswith('fleet_ingest.py'), __main__.__spec__ is None)\n")
+    args = ["fleet_ingest.py"] if how == "script" else ["-m", "fleet_ingest"]
+    ran = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.stdout.splitlines() == ["script ran", str(len(SOURCES)), f"True {how == 'script'}"]
+    _assert_equals_direct(direct, shared_folder, store)
+
+
 def test_parts_are_partitioned_by_frame_host_and_day(shared_store):
     store = shared_store[0]
     parts = sorted(p.relative_to(store).parent.as_posix() for p in store.rglob("*.parquet"))
