@@ -77,6 +77,7 @@ def run_watch(args) -> int:
     if not 0 < args.cpu_share <= 1:
         raise UsageError(f"--cpu-share {args.cpu_share:g}: expected a share of one core, over 0 and at most 1")
     # the one look of --once reads the folder as it is; a followed folder is read as paced
+    lean_memory()  # a look's memory given back (--once too: its one look is the whole folder at once)
     watch = Watch(folder, timezone=args.timezone, pacer=None if args.once else Pacer(share=args.cpu_share))
     terminal = Terminal(sys.stdout, width=args.width)
     if args.once:
@@ -85,7 +86,6 @@ def run_watch(args) -> int:
         terminal.status(watch.status())
         terminal.close()
         return 0
-    lean_memory()
     sinks = Sinks([terminal])
     if args.webhook:
         sinks.append(Webhook(args.webhook, format=args.webhook_format))
