@@ -67,6 +67,8 @@ def date_untimed_logs(inc) -> None:
                 if df is inc.metrics:  # a step's rows (its bar, its logged dict): the step's time
                     own = df.loc[r, "step"].map(clock.at_step)
                     rel = own.where(own.notna(), rel)
+                elif "bar_elapsed_s" in df.columns:  # a bar beside training (an evaluation's)
+                    rel = _own_bar_seconds(df.loc[r], clock).combine_first(rel)
                 before = at["time"] if at is not None else start
                 df.loc[r, "time"] = [before if pd.isna(x) else start + pd.Timedelta(seconds=float(x)) for x in rel]
             ref = f" ({at['ref']})" if at is not None else ""
@@ -120,6 +122,16 @@ class _Clock:
         if line is None or not len(self.lines) or line < self.lines[0]:
             return None
         return float(self.seconds[np.searchsorted(self.lines, line, side="right") - 1])
+
+
+def _own_bar_seconds(ev: pd.DataFrame, clock: _Clock) -> pd.Series:
+    """The clock's seconds when each bar beside training was last drawn: where it began (the
+    clock at its first line) and the seconds it counts of its own since (bars.py); NaN for other
+    rows."""
+    ran = ev["bar_elapsed_s"].astype(float) - ev["began_s"].astype(float)
+    began = [clock.at_line(int(x)) if pd.notna(x) else None for x in ev["began_line"]]
+    return pd.Series([b + r if b is not None and pd.notna(r) else np.nan for b, r in zip(began, ran, strict=True)],
+                     index=ev.index, dtype=float)
 
 
 def _line(ref) -> int | None:

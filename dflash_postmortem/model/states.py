@@ -126,12 +126,15 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         hung = _hung_until_error(a, lines) if died is None else None
         said = died or hung
         evaluated = _evaluations(evaluations, a)
+        bars = _bar_work(inc, a)
         for k, last in _gaps(times, first, threshold, end if said is not None else None):
             t, ref = times[k], refs[k]
             cursor, cursor_ref = (first, a["first_step_ref"]) if last < 0 else (times[last], refs[last])
-            # a gap the attempt spent evaluating (its evaluation's results logged in it) is
-            # work, not a stall: Hugging Face's Trainer stops training for every evaluation
+            # a gap the attempt spent evaluating (its evaluation's results logged in it, or its
+            # evaluation's bar advancing through it) is work, not a stall: Hugging Face's
+            # Trainer stops training for every evaluation
             busy = bool(len(evaluated)) and ((evaluated > cursor) & (evaluated <= t)).any()
+            busy = busy or any(b - cursor <= threshold and t - e <= threshold and e > cursor for b, e in bars)
             if (t - cursor > threshold and not busy) or (said is not None and t == end and t > cursor):
                 rows.append(_row(a, "training", since, cursor, a["first_step_ref"] if since == first else ref, ""))
                 why = f"no step for {(t - cursor).total_seconds():.0f} s" + (f", {said[1]}" if said else "")
@@ -169,6 +172,18 @@ def _gaps(times: list, first, threshold: pd.Timedelta, end) -> list[tuple[int, i
     if end is not None:
         late |= (at == pd.Timestamp(end).value) & (at > cursor)
     return [(int(k), int(before[k])) for k in np.flatnonzero(late)]
+
+
+def _bar_work(inc: Incident, a: pd.Series) -> list[tuple]:
+    """When the attempt's bars beside training advanced (an evaluation's, a prediction's: each
+    bar's last state and the seconds it had run since it began, loaders/training_log/bars.py), as
+    (began, last drawn) times."""
+    ev = _own_events(inc, a)
+    if ev.empty or "bar_elapsed_s" not in ev.columns:
+        return []
+    ev = ev[ev["bar_elapsed_s"].notna() & ev["time"].notna()]
+    ran = pd.to_timedelta(ev["bar_elapsed_s"].astype(float) - ev["began_s"].astype(float).fillna(0.0), unit="s")
+    return [(t - r, t) for t, r in zip(ev["time"], ran, strict=True) if r > pd.Timedelta(0)]
 
 
 def _evaluation_rows(inc: Incident) -> pd.DataFrame:

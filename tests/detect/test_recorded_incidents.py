@@ -13,7 +13,7 @@ import pytest
 
 import dflash_postmortem as pm
 from dflash_postmortem.detect import detect
-from dflash_postmortem.model import attempts
+from dflash_postmortem.model import attempts, states
 from dflash_postmortem.model.pace import PACE_S
 from dflash_postmortem.model.progress import resumes
 
@@ -325,3 +325,22 @@ def test_each_ranks_own_log_under_torchrun_is_one_attempt_and_the_silent_rank_is
     assert abs(n["ended"] - at("01:20:27.187")) <= pd.Timedelta(seconds=1)
     assert "Timed out waiting 30000ms for recv" in n["error"]
     assert n["silent_logs"] == ["logs/train_rank1.log"]  # rank 1 said nothing: what rank 0 waited for
+
+
+def test_a_hugging_face_run_in_a_long_evaluation_when_the_evidence_ends_is_no_stall(told):
+    """A Trainer run whose log prints no time (tqdm bars, dicts): steps 1-100 by 07:47:07.8
+    (TensorBoard), an evaluation of 270.8 s (its results at 07:51:38.5), steps to 200 by 07:51:51.3,
+    then a second evaluation, its bar at 2635/3125 after 3:47 when the captures ended (07:55:37),
+    the GPU at 97-98 % throughout. Its evaluation's bar advancing is work: nothing went wrong."""
+    inc, att, found = told("h200-1gpu-hf-long-eval")
+    at = lambda hms: pd.Timestamp(f"2026-12-04 {hms}", tz="UTC")  # noqa: E731
+    close = lambda t, hms: pd.notna(t) and abs(t - at(hms)) <= NEAR  # noqa: E731
+    assert found.empty, found[["kind", "title"]].to_string()
+    (a,) = att.itertuples()
+    assert a.pids == [658] and close(a.start, "07:46:34")
+    bar = inc.events[(inc.events["kind"] == "progress") & inc.events["message"].str.contains("2635/3125")].iloc[0]
+    # the evaluation's bar began after step 200 (07:51:50.98 on the log's own bar clock) and ran 227 s
+    assert close(bar["time"], "07:55:37") and bar["bar_elapsed_s"] == 227
+    told_states = states(inc)
+    training = told_states[told_states["state"] == "training"]
+    assert "stalled" not in set(told_states["state"]) and close(training["end"].max(), "07:55:37")

@@ -13,6 +13,15 @@ LEAP_PACES = 5
 _int = lp.integer
 
 
+def _again(prev: dict | None, n: int | None, last_s: float | None, elapsed: float | None) -> bool:
+    """A bar drawn again from its start under the same description and total (Hugging Face's
+    evaluation bar at each evaluation): its count or its seconds went back."""
+    if prev is None:
+        return True
+    went_back = n is not None and prev["_n"] is not None and n < prev["_n"]
+    return went_back or (elapsed is not None and last_s is not None and elapsed < last_s)
+
+
 class Bars:
     """The bars of one log as the pass meets them."""
 
@@ -23,6 +32,8 @@ class Bars:
         self.redraws = 0
         self.outer: dict = {}  # rank -> the key of its training bar while it is unfinished
         self.inner: set[tuple] = set()  # bars drawn inside it (an evaluation's, a prediction's)
+        # bar -> (the line it began on, its elapsed seconds there, its elapsed seconds last drawn)
+        self.began: dict[tuple, tuple] = {}
 
     def _inner(self, key: tuple, prev: dict | None, rank, n: int | None, total: int | None) -> bool:
         """A bar that begins while this rank's training bar is unfinished is a task inside it, not
@@ -63,12 +74,22 @@ class Bars:
             new_step = prev is None or prev["_n"] != n
             state["_n"] = n
             self.states[key] = state
+            elapsed = lp.bar_seconds(g["elapsed"])
+            began = self.began.get(key)
+            if began is None or _again(prev, n, began[2], elapsed):
+                began = (lineno, elapsed, elapsed)  # the bar (drawn again from its start) begins here
+            self.began[key] = began = (began[0], began[1], elapsed)
             if prev is not None:
                 self.redraws += 1
             if lp.NOT_TRAINING_BAR.search(context) or self._inner(key, prev, rank, n, _int(g["total"])):
+                # a bar beside training (an evaluation's, a prediction's) counts its own seconds
+                # from its own first drawing: where it began and how long it had run say when
+                # its last state was drawn in a log that prints no time (clock/untimed.py), and
+                # that the process was at work all along (model/states.py: no stall)
+                if elapsed is not None and began[1] is not None:
+                    state.update(bar_elapsed_s=elapsed, began_line=began[0], began_s=began[1])
                 continue
             self.step[rank] = n
-            elapsed = lp.bar_seconds(g["elapsed"])
             self._leap(key, prev, n, _int(g["total"]), elapsed, rows,
                        dict(stamp=stamp, line=lineno, run=run, kind="resumed", rank=rank, pattern="tqdm",
                             message=f"{desc + ': ' if desc else ''}the training bar is at step {n} of {g['total']} "
