@@ -27,7 +27,7 @@ from ..incident import Incident
 from . import computed
 from .attempts import attempts
 from .pace import unit
-from .progress import progress, resumes
+from .progress import progress, resumes, warmed
 from .states import MIN_DROP, states
 
 CLASSES = ("productive", "degraded", "starting", "stalled", "redone", "restarting", "down")
@@ -176,7 +176,9 @@ def _classes(attempt: str, mid: pd.DatetimeIndex, st: pd.DataFrame, prog: pd.Dat
     # degraded, in any attempt (a relaunch that trains slower lost against the one before); a
     # level within that of the baseline is noise, not a loss
     ratio = np.ones(len(mid))
-    w = prog[(prog["attempt"] == attempt) & (prog["level"] < (1 - min_drop) * baseline)]
+    w = prog[prog["attempt"] == attempt]
+    w = w.assign(level=warmed(w["level"]))  # a start's warm-up is no loss (progress.warmed)
+    w = w[w["level"] < (1 - min_drop) * baseline]
     for s, e, level in zip(w["start"], w["end"], w["level"], strict=True):
         ratio[(s <= mid) & (mid < e)] = float(np.clip(level / baseline, 0.0, 1.0))
     return kind, ratio

@@ -176,6 +176,16 @@ def _attempt_progress(inc: Incident, a: pd.Series, lines: pd.DataFrame) -> tuple
     return rows, notes
 
 
+def warmed(levels) -> np.ndarray:
+    """An attempt's window levels (in time order) with its warm-up forgiven: a first window below
+    the one after it (compilation, the first batches: how every start begins) taken at that next
+    window's level. A start slow from its beginning stays slow: its next window is as low."""
+    out = np.asarray(levels, dtype=float).copy()
+    if len(out) > 1 and out[0] < out[1]:
+        out[0] = out[1]
+    return out
+
+
 def _window_s(series: dict) -> float:
     gaps = [np.median(np.diff(g["time"].to_numpy(dtype="datetime64[us]").astype("i8"))) / 1e6
             for g in series.values() if len(g) > 1]

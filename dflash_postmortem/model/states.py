@@ -31,7 +31,7 @@ from ..units import figure
 from . import carried, computed
 from .attempts import MACHINE_FAULTS, attempts
 from .pace import unit
-from .progress import lines_of, progress
+from .progress import lines_of, progress, warmed
 
 COLUMNS = ("attempt", "state", "start", "end", "ref", "detail")
 # The frames the states are read from (the memo of computed.py is keyed by them).
@@ -118,6 +118,7 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         times = lines["time"].tolist() + [end]
         refs = (lines["ref"].tolist() if "ref" in lines.columns else [None] * len(lines)) + [a["last_alive_ref"]]
         w = prog[prog["attempt"] == a["attempt"]]
+        w = w.assign(level=warmed(w["level"]))  # its first window's warm-up is no loss
         base = float(w["level"].iloc[: max(3, len(w) // 3)].median()) if len(w) else np.nan
         since = first
         # what ended the silence at its end: a part that died while the process lived on, else

@@ -13,7 +13,7 @@ import pytest
 
 import dflash_postmortem as pm
 from dflash_postmortem.detect import detect
-from dflash_postmortem.model import attempts, states
+from dflash_postmortem.model import attempts, ledger, states
 from dflash_postmortem.model.pace import PACE_S
 from dflash_postmortem.model.progress import resumes
 
@@ -344,3 +344,7 @@ def test_a_hugging_face_run_in_a_long_evaluation_when_the_evidence_ends_is_no_st
     told_states = states(inc)
     training = told_states[told_states["state"] == "training"]
     assert "stalled" not in set(told_states["state"]) and close(training["end"].max(), "07:55:37")
+    # its first 30 s window (2.9 s for step 1, then 8.5 steps/s) is warm-up, not a loss
+    assert "degraded" not in set(told_states["state"])
+    (gpu,) = ledger(inc).itertuples()
+    assert gpu.degraded == 0 and gpu.stalled == 0 and gpu.productive > 0.9 * gpu.total
