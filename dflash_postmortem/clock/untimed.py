@@ -67,7 +67,7 @@ def date_untimed_logs(inc) -> None:
                 if df is inc.metrics:  # a step's rows (its bar, its logged dict): the step's time
                     own = df.loc[r, "step"].map(clock.at_step)
                     rel = own.where(own.notna(), rel)
-                elif "bar_elapsed_s" in df.columns:  # a bar beside training (an evaluation's)
+                elif {"bar_elapsed_s", "began_s", "began_line"} <= set(df.columns):  # a bar beside training
                     rel = _own_bar_seconds(df.loc[r], clock).combine_first(rel)
                 before = at["time"] if at is not None else start
                 df.loc[r, "time"] = [before if pd.isna(x) else start + pd.Timedelta(seconds=float(x)) for x in rel]

@@ -183,7 +183,8 @@ def _bar_work(inc: Incident, a: pd.Series) -> list[tuple]:
     if ev.empty or "bar_elapsed_s" not in ev.columns:
         return []
     ev = ev[ev["bar_elapsed_s"].notna() & ev["time"].notna()]
-    ran = pd.to_timedelta(ev["bar_elapsed_s"].astype(float) - ev["began_s"].astype(float).fillna(0.0), unit="s")
+    began = ev["began_s"].astype(float).fillna(0.0) if "began_s" in ev.columns else 0.0
+    ran = pd.to_timedelta(ev["bar_elapsed_s"].astype(float) - began, unit="s")
     return [(t - r, t) for t, r in zip(ev["time"], ran, strict=True) if r > pd.Timedelta(0)]
 
 
