@@ -62,13 +62,18 @@ def date_untimed_logs(inc) -> None:
             start, how = at["time"], "the launch that wrote the file, the earliest its bar can have begun"
         n = int(sum(r.sum() for r in rows))
         if start is not None:
+            bars = _bars_beside_training(inc.events, rep.path, clock)
             for df, r in zip(frames, rows, strict=True):
-                rel = df.loc[r, "ref"].map(_line).map(clock.at_line)
+                lines = df.loc[r, "ref"].map(_line)
+                rel = lines.map(clock.at_line)
                 if df is inc.metrics:  # a step's rows (its bar, its logged dict): the step's time
                     own = df.loc[r, "step"].map(clock.at_step)
                     rel = own.where(own.notna(), rel)
                 elif {"bar_elapsed_s", "began_s", "began_line"} <= set(df.columns):  # a bar beside training
                     rel = _own_bar_seconds(df.loc[r], clock).combine_first(rel)
+                # a line after a bar beside training ended (an evaluation's results after its bar)
+                # was written after it: no earlier than that bar's last state
+                rel = _not_before(rel, lines, bars)
                 before = at["time"] if at is not None else start
                 df.loc[r, "time"] = [before if pd.isna(x) else start + pd.Timedelta(seconds=float(x)) for x in rel]
             ref = f" ({at['ref']})" if at is not None else ""
@@ -132,6 +137,37 @@ def _own_bar_seconds(ev: pd.DataFrame, clock: _Clock) -> pd.Series:
     began = [clock.at_line(int(x)) if pd.notna(x) else None for x in ev["began_line"]]
     return pd.Series([b + r if b is not None and pd.notna(r) else np.nan for b, r in zip(began, ran, strict=True)],
                      index=ev.index, dtype=float)
+
+
+def _bars_beside_training(ev: pd.DataFrame, source: str, clock: _Clock) -> list[tuple[float, float, float, float]]:
+    """The log's runs of bars beside training: (the line each began on, the line of its last
+    state, the clock's seconds at each)."""
+    if ev.empty or not {"bar_elapsed_s", "began_s", "began_line"} <= set(ev.columns):
+        return []
+    mine = ev[(ev["source"] == source) & ev["bar_elapsed_s"].notna()]
+    last = _own_bar_seconds(mine, clock)
+    began = [clock.at_line(int(x)) if pd.notna(x) else None for x in mine["began_line"]]
+    return [(float(bl), float(ll), b, s) for bl, ll, b, s in zip(mine["began_line"], mine["ref"].map(_line), began, last,
+                                                                strict=True)
+            if pd.notna(bl) and ll is not None and b is not None and pd.notna(s) and ll > bl]
+
+
+def _not_before(rel: pd.Series, lines: pd.Series, bars: list[tuple[float, float, float, float]]) -> pd.Series:
+    """Each row's seconds raised to where the bars beside training say its line came: after a
+    bar's last state, no earlier than it; inside a bar's run (an evaluation's results, printed
+    before its bar is closed), where its redrawn lines would be, its seconds spread over them
+    evenly (a bar redraws at its own steady pace). A row with no seconds of its own keeps none."""
+    if not bars:
+        return rel
+    at = lines.to_numpy(dtype=float, na_value=np.nan)
+    floor = np.full(len(at), np.nan)
+    for began, last, b, s in bars:
+        inside = np.where((at > began) & (at <= last), b + (s - b) * (at - began) / (last - began), np.nan)
+        after = np.where(at > last, s, np.nan)
+        floor = np.fmax(floor, np.fmax(inside, after))
+    own = rel.to_numpy(dtype=float, na_value=np.nan)
+    # to the microsecond: the frames' unit (a spread second is no finer than that)
+    return pd.Series(np.where(np.isnan(own), own, np.fmax(own, np.round(floor, 6))), index=rel.index)
 
 
 def _line(ref) -> int | None:

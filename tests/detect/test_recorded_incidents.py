@@ -341,6 +341,10 @@ def test_a_hugging_face_run_in_a_long_evaluation_when_the_evidence_ends_is_no_st
     bar = inc.events[(inc.events["kind"] == "progress") & inc.events["message"].str.contains("2635/3125")].iloc[0]
     # the evaluation's bar began after step 200 (07:51:50.98 on the log's own bar clock) and ran 227 s
     assert close(bar["time"], "07:55:37") and bar["bar_elapsed_s"] == 227
+    # the first evaluation's results, printed as its bar closed: TensorBoard logged them at 07:51:38.5
+    m = inc.metrics
+    results = m[(m["source"] == "logs/hf_train.log") & (m["metric"] == "eval/runtime")]
+    assert abs(results["time"].iloc[0] - at("07:51:38.5")) < pd.Timedelta(seconds=2)
     told_states = states(inc)
     training = told_states[told_states["state"] == "training"]
     assert "stalled" not in set(told_states["state"]) and close(training["end"].max(), "07:55:37")

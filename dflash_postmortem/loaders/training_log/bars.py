@@ -77,6 +77,10 @@ class Bars:
             elapsed = lp.bar_seconds(g["elapsed"])
             began = self.began.get(key)
             if began is None or _again(prev, n, began[2], elapsed):
+                if prev is not None and "bar_elapsed_s" in prev:
+                    # the run of a bar beside training that ended here (an evaluation, before the
+                    # next): its last state is an event of its own, as the last run's is at the end
+                    rows.event(**{k: v for k, v in prev.items() if k != "_n"})
                 began = (lineno, elapsed, elapsed)  # the bar (drawn again from its start) begins here
             self.began[key] = began = (began[0], began[1], elapsed)
             if prev is not None:
