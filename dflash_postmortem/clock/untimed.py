@@ -134,8 +134,12 @@ def _own_bar_seconds(ev: pd.DataFrame, clock: _Clock) -> pd.Series:
     clock at its first line) and the seconds it counts of its own since (bars.py); NaN for other
     rows."""
     ran = ev["bar_elapsed_s"].astype(float) - ev["began_s"].astype(float)
-    began = [clock.at_line(int(x)) if pd.notna(x) else None for x in ev["began_line"]]
-    return pd.Series([b + r if b is not None and pd.notna(r) else np.nan for b, r in zip(began, ran, strict=True)],
+    return _began_seconds(ev, clock) + ran
+
+
+def _began_seconds(ev: pd.DataFrame, clock: _Clock) -> pd.Series:
+    """The clock's seconds at the line each bar beside training began on (NaN where unknown)."""
+    return pd.Series([clock.at_line(int(x)) if pd.notna(x) else None for x in ev["began_line"]],
                      index=ev.index, dtype=float)
 
 
@@ -145,11 +149,10 @@ def _bars_beside_training(ev: pd.DataFrame, source: str, clock: _Clock) -> list[
     if ev.empty or not {"bar_elapsed_s", "began_s", "began_line"} <= set(ev.columns):
         return []
     mine = ev[(ev["source"] == source) & ev["bar_elapsed_s"].notna()]
-    last = _own_bar_seconds(mine, clock)
-    began = [clock.at_line(int(x)) if pd.notna(x) else None for x in mine["began_line"]]
+    began, last = _began_seconds(mine, clock), _own_bar_seconds(mine, clock)
     return [(float(bl), float(ll), b, s) for bl, ll, b, s in zip(mine["began_line"], mine["ref"].map(_line), began, last,
                                                                 strict=True)
-            if pd.notna(bl) and ll is not None and b is not None and pd.notna(s) and ll > bl]
+            if pd.notna(bl) and ll is not None and pd.notna(b) and pd.notna(s) and ll > bl]
 
 
 def _not_before(rel: pd.Series, lines: pd.Series, bars: list[tuple[float, float, float, float]]) -> pd.Series:

@@ -6,8 +6,8 @@ and cloud images, and of the machines this kit is measured on), the first touch 
 2 MiB page may stall while the kernel compacts memory to find one: a load that fills hundreds of
 MB of new arrays in a fresh process waits on that, not on the evidence. nvidia-smi's week of 1 Hz
 query CSV (4.84 M rows, a 689 MB frame) loaded by a fresh process, eight runs paired with the
-same load under numpy's huge pages: 1.24 s against 1.72 s (medians; the system time 0.28 s against
-0.63 s), docs/benchmarks.md.
+same load under numpy's huge pages: 1.24 s against 1.60 s (medians; the system time 0.28 s against
+0.54 s), docs/benchmarks.md.
 
 Every source a folder read, the store's ingest or the watch loads (folder.py `_load_one`), a
 folder's read as a whole (the sources combined) and `load_nvidia_smi` run inside

@@ -317,17 +317,17 @@ def _workers_do_not_run_main():
     BrokenProcessPool. The workers run the package's functions, never the script's, so while they
     start `__main__` names neither a file nor a module, as in a notebook."""
     main = sys.modules.get("__main__")
-    hidden = {k: main.__dict__.pop(k) for k in ("__file__",) if main is not None and k in main.__dict__}
-    spec = getattr(main, "__spec__", None)
-    if spec is not None:
-        main.__spec__ = None
+    if main is None:
+        yield
+        return
+    path, spec = main.__dict__.pop("__file__", None), getattr(main, "__spec__", None)
+    main.__spec__ = None
     try:
         yield
     finally:
-        if main is not None:
-            main.__dict__.update(hidden)
-            if spec is not None:
-                main.__spec__ = spec
+        main.__spec__ = spec
+        if path is not None:
+            main.__file__ = path
 
 
 def _borrow_known(plan: FolderPlan, store: str, manifest: Manifest) -> None:

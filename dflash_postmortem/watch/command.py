@@ -76,8 +76,8 @@ def run_watch(args) -> int:
         raise UsageError(f"{folder}: not a folder (watch follows an incident folder)")
     if not 0 < args.cpu_share <= 1:
         raise UsageError(f"--cpu-share {args.cpu_share:g}: expected a share of one core, over 0 and at most 1")
-    # the one look of --once reads the folder as it is; a followed folder is read as paced
     lean_memory()  # a look's memory given back (--once too: its one look is the whole folder at once)
+    # the one look of --once reads the folder as it is; a followed folder is read as paced
     watch = Watch(folder, timezone=args.timezone, pacer=None if args.once else Pacer(share=args.cpu_share))
     terminal = Terminal(sys.stdout, width=args.width)
     if args.once:

@@ -272,5 +272,3 @@ def _decode_other(rec, kind: str, num: int, d: Decoded) -> None:
         d.environment.update(MessageToDict(rec.environment, preserving_proto_field_name=True))
     elif kind == "exit":
         d.exit = (rec.exit.exit_code, float(rec.exit.runtime))
-
-
