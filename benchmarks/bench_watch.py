@@ -55,8 +55,8 @@ from support.growing import grow  # noqa: E402
 
 from dflash_postmortem.loaders.folder import read_folder  # noqa: E402
 from dflash_postmortem.model.carried import Carry  # noqa: E402
-from dflash_postmortem.watch.command import lean_memory  # noqa: E402
 from dflash_postmortem.watch.live import Watch  # noqa: E402
+from dflash_postmortem.watch.memory import lean_memory  # noqa: E402
 from dflash_postmortem.watch.pacing import Pacer  # noqa: E402
 
 STAMP = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T](\d\d):(\d\d):(\d\d)")

@@ -32,23 +32,32 @@ def heavy_sql(mem: str, peak: str) -> str:
     return f"({mem} >= {HEAVY_FRACTION} * {peak} AND {mem} >= {HELD_MIB})"
 
 
-# The columns of the GPU samples the rules read or cite (a copy of the whole frame is an hour's
-# samples of every column, most of a live watch's look).
-_READ = ("time", "host", "gpu", "uuid", "memory_used_mib", "util_gpu_pct", "ref", "source", "line")
+# The columns of the GPU samples the rules read. The rows a finding cites are taken again from the
+# samples by position (`row`): a copy of their text columns (uuid, source, ref) for an hour of
+# samples was most of a live watch's peak memory (benchmarks/bench_watch.py hour).
+_READ = ("time", "gpu", "memory_used_mib", "util_gpu_pct")
 
 
-def _classes(g: pd.DataFrame) -> pd.DataFrame:
-    """Per sample time: each GPU's class (heavy / light / empty)."""
-    g = g[[c for c in _READ if c in g.columns]].dropna(subset=["gpu", "memory_used_mib"])
+_CLASSES = ("empty", "light", "heavy")  # a sample's class by its code
+
+
+def _classes(g: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """Per sample time: each GPU's class (`cls`, its code in _CLASSES), of the samples at positions
+    `rows` of `g`; `row` is each one's position there."""
+    g = g[[c for c in _READ if c in g.columns]].iloc[rows].assign(row=rows)
+    g = g.dropna(subset=["gpu", "memory_used_mib"])
     g["t"] = g["time"].dt.floor("s")
-    peak = g.groupby("t")["memory_used_mib"].transform("max")
-    g["cls"] = "empty"
-    g.loc[g["memory_used_mib"] >= HELD_MIB, "cls"] = "light"
-    g.loc[(g["memory_used_mib"] >= HEAVY_FRACTION * peak) & (g["memory_used_mib"] >= HELD_MIB), "cls"] = "heavy"
+    peak = g.groupby("t")["memory_used_mib"].transform("max").to_numpy(dtype="float64")
+    mem = g["memory_used_mib"].to_numpy(dtype="float64")
+    held = mem >= HELD_MIB
+    # the class as its code (an index of _CLASSES): text on every sample was an hour's copy
+    g["cls"] = np.where(held & (mem >= HEAVY_FRACTION * peak), 2, held).astype("int8")
     return g
 
 
-_CLASS_CODE = {"empty": 0, "light": 1, "heavy": 2}
+def _cited(inc: Incident, g: pd.DataFrame, limit: int | None = None) -> list[str]:
+    """The evidence lines of classed samples: their rows of the GPU samples."""
+    return findings.refs(inc.gpus.iloc[g["row"].to_numpy()], limit)
 
 
 def _stretches(keys: pd.Series) -> list[tuple[int, int]]:
@@ -70,17 +79,17 @@ def detect_role_mismatch(inc: Incident, min_minutes: float | None = None) -> pd.
     g = inc.gpus
     if g.empty or g["memory_used_mib"].isna().all():
         return findings.empty()
-    keys = g["host"].fillna("")
+    keys = g["host"].fillna("").to_numpy()
     names = list(dict.fromkeys(keys))
     rows = []
     for key in names:
-        one = _classes(g[keys == key])
+        one = _classes(g, np.flatnonzero(keys == key))
         host = key or None
         named = len(names) > 1 and bool(host)  # the title names the host where there are several
         roles = inc.config.roles_for(host)
         if roles:
             rows += _mismatches(inc, one, roles, min_dur, named, host)
-        rows += _idle_allocated(one, min_dur, named, host)
+        rows += _idle_allocated(inc, one, min_dur, named, host)
     return findings.frame(rows)
 
 
@@ -93,14 +102,13 @@ def _mismatches(inc: Incident, g: pd.DataFrame, roles: dict[str, list[int]], min
     wide = wide.reindex(columns=sorted(expected)).dropna()
     # each second's split as one number (a digit per GPU, its class), compared over arrays: a
     # tuple per row built by `apply` was most of a fleet's detection (64 hosts x 6 h: 103 of 167 s)
-    digits = np.stack([wide[c].map(_CLASS_CODE).to_numpy(dtype="int64") for c in wide.columns], axis=1) \
-        if len(wide) else np.zeros((0, len(wide.columns)), dtype="int64")
-    key = pd.Series(digits @ (len(_CLASS_CODE) ** np.arange(digits.shape[1], dtype="int64")), index=wide.index)
+    digits = wide.to_numpy(dtype="int64")
+    key = pd.Series(digits @ (len(_CLASSES) ** np.arange(digits.shape[1], dtype="int64")), index=wide.index)
     rows = []
     for a, b in _stretches(key):
         if b - a < 2:
             continue
-        split = tuple(wide.iloc[a])
+        split = tuple(_CLASSES[c] for c in digits[a])
         t0, t1 = wide.index[a], wide.index[b - 1]
         if "heavy" not in split or t1 - t0 < min_dur:
             continue  # nothing loaded (idle, or between runs) or too short to be more than loading
@@ -118,7 +126,7 @@ def _mismatches(inc: Incident, g: pd.DataFrame, roles: dict[str, list[int]], min
         held, held_refs = _placement(inc, host, list(wrong), t0, t1)
         rows.append(findings.finding(
             "role_mismatch", t0, t1, "warning",
-            _query_refs(inc, seen) + findings.refs(during[during["t"] == t0]) + held_refs,
+            _query_refs(inc, seen) + _cited(inc, during[during["t"] == t0]) + held_refs,
             {"host": host, "host_named": named, "expected_roles": roles,
              "observed_heavy": [int(gpu) for gpu, c in observed.items() if c == "heavy"],
              "observed_light": [int(gpu) for gpu, c in observed.items() if c != "heavy"],
@@ -161,23 +169,29 @@ def _query_refs(inc: Incident, queries: pd.DataFrame) -> list[str]:
     return out
 
 
-def _idle_allocated(g: pd.DataFrame, min_dur: pd.Timedelta, named: bool = False, host=None) -> list[dict]:
+def _idle_allocated(inc: Incident, g: pd.DataFrame, min_dur: pd.Timedelta, named: bool = False, host=None) -> list[dict]:
     """A GPU that holds memory at ~0 % utilization for min_dur while other GPUs are busy."""
     if g["util_gpu_pct"].isna().all():
         return []
-    busy_any = g.groupby("t")["util_gpu_pct"].transform("max") >= 20
-    g = g.assign(idle=(g["cls"] != "empty") & (g["util_gpu_pct"] < IDLE_UTIL_PCT) & busy_any)
+    util = g["util_gpu_pct"].to_numpy(dtype="float64")
+    busy_any = g.groupby("t")["util_gpu_pct"].transform("max").to_numpy(dtype="float64") >= 20
+    idle = (g["cls"].to_numpy() != 0) & (util < IDLE_UTIL_PCT) & busy_any
+    # each GPU's samples in time order, as positions (a sorted copy of the samples, then one per
+    # GPU, was an hour's samples copied twice)
+    gpus = g["gpu"].to_numpy(dtype="int64")
+    order = np.lexsort((g["t"].to_numpy(), gpus))
     out = []
-    for gpu, one in g.sort_values("t").groupby("gpu"):
-        for a, b in _stretches(one["idle"].reset_index(drop=True)):
-            if not one["idle"].iloc[a]:
+    for one in np.split(order, np.flatnonzero(np.diff(gpus[order])) + 1):
+        for a, b in _stretches(pd.Series(idle[one])):
+            if not idle[one[a]]:
                 continue
-            t0, t1 = one["t"].iloc[a], one["t"].iloc[b - 1]
+            t0, t1 = g["t"].iloc[one[a]], g["t"].iloc[one[b - 1]]
             if t1 - t0 < min_dur:
                 continue
-            part = one.iloc[a:b]
+            gpu = gpus[one[a]]
+            part = g.iloc[one[a:b]]
             out.append(findings.finding(
-                "idle_allocated_gpu", t0, t1, "warning", findings.refs(part, 3),
+                "idle_allocated_gpu", t0, t1, "warning", _cited(inc, part, 3),
                 {"host": host, "host_named": named, "beside_busy": True, "gpu": int(gpu),
                  "memory_mib": float(part["memory_used_mib"].median()),
                  "max_util_pct": float(part["util_gpu_pct"].max()),

@@ -337,8 +337,9 @@ def read_folder(
     `online=True`, and is otherwise listed in the load report as needing it.
 
     `reader`: what reads each planned source (`load_source` by default); the live watch's keeps
-    what it read and reads a growing file from where it stopped (following.py). Its parts are
-    its own: this combines them without consuming them. `sniffed`: its formats decided so far.
+    what it read and reads a growing file from where it stopped (following.py). Each part it
+    returns is new (what it keeps, it keeps apart), so this consumes them as it combines them as
+    well. `sniffed`: its formats decided so far.
     """
     with ordinary_pages():  # pages.py: combining the sources fills new frames as reading them did
         return _read_planned(plan_incident(root, timezone=timezone, on_bad_line=on_bad_line, host=host,
@@ -351,7 +352,7 @@ def _read_planned(plan: FolderPlan, root: Path, online: bool, reader: SourceRead
         parts = _load_planned(plan.sources, ctx, cfg, Path(scratch), reader or load_source)
     # A Prometheus server named in incident.toml is one more source (an empty part without one).
     parts.append(prometheus_api.from_config(cfg, ctx.on_bad_line, online=online))
-    inc = Incident.combine(parts, consume=reader is None, config=cfg, root=root)
+    inc = Incident.combine(parts, consume=True, config=cfg, root=root)
     inc.load_report.files = plan.report.files + inc.load_report.files
     inc.load_report.notes = plan.report.notes + inc.load_report.notes
     align.apply_offsets(inc, cfg.offsets)

@@ -1056,12 +1056,19 @@ def _steps(inc: Incident, parts: list[tuple], runs: list[str], start, owned: set
     its start in sources no attempt owns (a run with no log of its own: wandb)."""
     m = step_lines(inc)
     if parts:
-        mine = m.iloc[_in_parts(inc, m, parts)]
+        mine = _taken(m, _in_parts(inc, m, parts))
     elif runs:
         mine = m[m["run"].isin(runs) & (m["time"] >= start) & ~m["source"].isin(owned)]
     else:
         mine = m.iloc[:0]
-    return mine.sort_values("time", kind="stable")
+    return mine if mine["time"].is_monotonic_increasing else mine.sort_values("time", kind="stable")
+
+
+def _taken(df: pd.DataFrame, at: np.ndarray) -> pd.DataFrame:
+    """The rows of `df` at the sorted, distinct positions `at`: `df` itself where they are all of
+    its rows (an attempt that owns every log of a live folder would copy the whole of them, then
+    a sorted copy, at every read)."""
+    return df if len(at) == len(df) else df.iloc[at]
 
 
 def _in_parts(inc: Incident, df: pd.DataFrame, parts: list[tuple]) -> np.ndarray:
@@ -1090,7 +1097,7 @@ def _rows_of(inc: Incident, parts: list[tuple], pids: set[int], kills: list | No
         if len(df) and launch_ref and "command_ref" in df.columns:
             picked.append(computed.positions(inc, df, "command_ref", launch_ref))
         at = np.unique(np.concatenate(picked)) if picked else np.empty(0, dtype=np.intp)
-        out.append(df.iloc[at[at >= 0]])
+        out.append(_taken(df, at[at >= 0]))
     return out[0], out[1]
 
 

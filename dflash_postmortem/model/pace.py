@@ -51,11 +51,13 @@ def _metric(m: pd.DataFrame) -> str:
 def _rows(inc: Incident) -> pd.DataFrame:
     m = inc.metrics
     if _metric(m) == TOK_PER_S:
-        rates = m[(m["metric"] == TOK_PER_S) & m["value"].notna()]
+        is_rate = (m["metric"] == TOK_PER_S) & m["value"].notna()
         lines = step_lines(inc)
         # where the step lines are these same rows in the same order, they are shared, not copied
-        # again (a long run's rates are most of what the model holds)
-        return lines if len(lines) == len(rates) and lines.index.equals(rates.index) else rates
+        # again (a long run's rates are most of what the model holds; the rows are compared by
+        # their labels, without a copy of them to compare)
+        same = len(lines) == int(is_rate.sum()) and lines.index.equals(m.index[is_rate.to_numpy(dtype=bool)])
+        return lines if same else m[is_rate]
     lines = step_lines(inc)
     if lines.empty:
         return m.iloc[:0]

@@ -12,6 +12,7 @@ from ..errors import PostmortemError, UsageError
 from ..loaders.folder import WATCH_LOG
 from ..recorder import record_gpus
 from .live import Watch, follow
+from .memory import lean_memory
 from .pacing import Pacer
 from .sinks import Exec, Metrics, Sinks, Terminal, Webhook
 
@@ -44,30 +45,6 @@ def add_watch_arguments(p: argparse.ArgumentParser) -> None:
                    help="also sample this machine's GPUs through NVML into DIR/gpus/ (needs an NVIDIA driver)")
     p.add_argument("--sample-interval", type=float, default=1.0, metavar="S")
     p.add_argument("--width", type=int, metavar="N", help="columns to fit (default: the terminal's)")
-
-
-# glibc's mallopt parameter for the size from which an allocation is a mapping of its own.
-_M_MMAP_THRESHOLD = -3
-
-
-def lean_memory() -> None:
-    """Give a read's memory back when it is done: a watch reads for hours, and each read's frames
-    and temporaries are freed before the next. Arrow's buffers (the frames' text columns) come
-    from the system allocator (Arrow's default, mimalloc, keeps their pages), and with glibc
-    every block of 128 KiB or more is a mapping of its own (glibc raises that bound as blocks are
-    freed, after which big arrays stay in its heap). At an hour of 8 GPUs, benchmarks/bench_watch.py
-    hour: peak RSS 294 -> 252 MiB with the first, then (the last read let go before the next,
-    live.py) 210 MiB with the second, 194 MiB between reads."""
-    import ctypes
-    import ctypes.util
-
-    import pyarrow as pa  # pandas' own dependency here
-
-    pa.set_memory_pool(pa.system_memory_pool())
-    name = ctypes.util.find_library("c")
-    libc = ctypes.CDLL(name) if name else None
-    if libc is not None and hasattr(libc, "mallopt"):  # glibc; other C libraries keep their own ways
-        libc.mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
 
 
 def run_watch(args) -> int:

@@ -36,6 +36,7 @@ from ..model.states import MIN_STALL_S, states
 from ..present.evidence_views import cited_line
 from ..units import clock, duration
 from .announcements import Announcement, JobStatus
+from .memory import give_back
 from .pacing import Pacer
 
 # A start with no step after this long, where nothing in the folder or incident.toml says how long
@@ -161,6 +162,7 @@ class Watch:
             # what the last read built (its frames, the model's series, the findings) is let go
             # before the next is built: a watch's peak memory is one incident, not two
             self.incident, self.findings, self._status = None, None, (None, [])
+            give_back()
             c1 = time.process_time()
             incident = read_folder(self.folder, timezone=self.timezone, reader=self.reader,
                                    sniffed=self.reader.sniffed)

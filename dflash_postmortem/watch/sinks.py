@@ -12,7 +12,6 @@ masked first (present/redact.py): command lines in the evidence carry tokens.
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import os
 import shutil
@@ -20,13 +19,10 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Protocol, TextIO
 
 import pandas as pd
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
 from ..errors import UsageError
 from ..model.pace import UNITS
@@ -147,6 +143,11 @@ class Webhook:
         return {"text": a.line()}
 
     def announce(self, a: Announcement) -> None:
+        # imported here: HTTP with TLS is ~2 MiB of a watch's memory, which most watches never post
+        import http.client
+        import urllib.error
+        import urllib.request
+
         request = urllib.request.Request(self._target, data=json.dumps(self.body(a)).encode(), method="POST",
                                          headers=self._headers)
         try:
@@ -246,6 +247,9 @@ class Metrics:
     name in its place."""
 
     def __init__(self, port: int, host: str = "127.0.0.1"):
+        # imported here: only a watch asked for an endpoint holds it in memory
+        from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+
         self.registry = CollectorRegistry()
         self._state = Gauge("dflash_job_state", "1 for the job's state now, 0 for the others",
                             ["job", "state"], registry=self.registry)

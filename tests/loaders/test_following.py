@@ -118,3 +118,54 @@ def test_a_growing_wandb_log_is_decoded_on_from_its_last_record(tmp_path):
         _same(read_folder(folder, reader=reader, sniffed=reader.sniffed), read_folder(folder), "rewritten")
     (kept,) = [k for name, k in reader.kept.items() if name[1] == str(logs[-1].resolve())]
     assert kept.fresh == kept.records > 0
+
+
+def _read_twice(src: Path, folder: Path, reader: GrowingFolder):
+    """The folder grown to its middle and read, then grown whole and read: (followed, fresh)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        middle = moments(src, 3)[1]
+        grow(src, folder, middle)
+        read_folder(folder, reader=reader, sniffed=reader.sniffed)
+        grow(src, folder, None)
+        return read_folder(folder, reader=reader, sniffed=reader.sniffed), read_folder(folder)
+
+
+def test_what_a_reader_keeps_between_reads_is_in_files_it_maps_not_in_memory(tmp_path):
+    src = INCIDENTS / "h200-1gpu-watched-relaunch"
+    reader = GrowingFolder()
+    followed, fresh = _read_twice(src, tmp_path / "live", reader)
+    _same(followed, fresh, "the end")
+    parts = [s.part for s in reader._streams.values() if s.part is not None]
+    parts += [part for _, part in reader._whole.values()]
+    rests = [s.rest[0] for s in reader._streams.values() if s.rest is not None]
+    assert parts, reader._streams
+    in_files = {"gpus": 0, "metrics": 0}
+    for part in parts:
+        for name, (path, _) in part.files.items():
+            assert path.is_file() and path.stat().st_size > 0
+            in_files[name] = in_files.get(name, 0) + len(getattr(part.incident(), name))
+        # in memory: only a frame Arrow would not give back as it is (a log's events carry
+        # Python objects: a thread's name or a signal beside text)
+        assert all((df.dtypes == "object").any() for df in part.frames.values() if len(df)), part.frames
+    # every GPU sample and metric row read for good is in a file (the rest: lines still open)
+    for name in ("gpus", "metrics"):
+        assert in_files[name] + sum(len(getattr(r, name)) for r in rests) == len(getattr(fresh, name)), name
+    assert in_files["gpus"] > 200 and in_files["metrics"] > 200, in_files
+    scratch = reader._scratch
+    del reader, parts
+    import gc
+    gc.collect()
+    assert not scratch.exists()  # the reader's files go with it
+
+
+def test_a_reader_with_no_room_for_its_files_keeps_them_in_memory(tmp_path):
+    src = INCIDENTS / "h200-1gpu-watched-relaunch"
+    reader = GrowingFolder()
+    blocked = tmp_path / "a file"
+    blocked.write_text("not a folder")
+    reader._scratch = blocked  # every part's folder would be inside a file: mkdir fails
+    followed, fresh = _read_twice(src, tmp_path / "live", reader)
+    _same(followed, fresh, "the end")
+    parts = [s.part for s in reader._streams.values() if s.part is not None]
+    assert parts and all(not p.files and any(len(df) for df in p.frames.values()) for p in parts)

@@ -13,9 +13,6 @@ import datetime as dt
 import json
 import math
 import socket
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 
 import pandas as pd
@@ -47,6 +44,11 @@ def selector(metric: str, matchers: list[str] | tuple[str, ...] = ()) -> str:
 
 def query_range(url: str, query: str, start: float, end: float, step_s: float, timeout_s: float) -> list[dict]:
     """One `/api/v1/query_range` call: the matrix of series it returns, or PrometheusError."""
+    # imported here: HTTP with TLS is ~2 MiB of memory, and a server is asked only with `online`
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
     params = urllib.parse.urlencode({"query": query, "start": _stamp(start), "end": _stamp(end), "step": f"{step_s:g}"})
     request = urllib.request.Request(f"{url}/api/v1/query_range", data=params.encode(), method="POST",
                                      headers={"Content-Type": "application/x-www-form-urlencoded",
