@@ -21,6 +21,7 @@ import html
 import re
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -81,16 +82,85 @@ _FAULTHANDLER_KW = lp.FAULTHANDLER_KEYWORDS
 _BAR_KW = tuple(k.decode() for k in lp.BAR_KEYWORDS)
 
 
-# The DFlash trainer line, read whole by one regex: `YYYY-mm-dd HH:MM:SS [run] step N loss X
-# tok/s Y [queue Q]`. Anything else (nan, commas, a level tag, trailing text) takes the general path.
-_FLOAT = rb"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
-_DFLASH_LINE = re.compile(
-    rb"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \[([\w.@-]+)\] step (\d+) loss (" + _FLOAT + rb") tok/s ("
-    + _FLOAT + rb")(?: queue (\d+))?\r?"
+# The DFlash trainer line, read whole: `YYYY-mm-dd HH:MM:SS [run] step N loss X tok/s Y [queue Q]`.
+# Anything else (nan, commas, a level tag, trailing text) takes the general path.
+_FLOAT = r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+# Read by Arrow's regex kernel (RE2) from a whole block's candidates at once; each line of the
+# block's array ends with its newline.
+_DFLASH_LINE = (
+    r"^(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \[(?P<tag>[\w.@-]+)\] step (?P<step>\d+) loss (?P<loss>"
+    + _FLOAT + r") tok/s (?P<tok>" + _FLOAT + r")(?: queue (?P<queue>\d+))?\r?\n?$"
 )
 _DFLASH_KEYS = tuple(lp.METRIC_PATTERNS[0].metrics.values())  # tok/s, loss, queue: the general path's order
-_NONES, _DFLASH_PATTERN = (None,) * 3, ("dflash",) * 3
 assert lp.METRIC_PATTERNS[0].name == "dflash" and list(lp.METRIC_PATTERNS[0].metrics) == ["tok", "loss", "queue"]
+# Tags that are a level ([INFO]), not a run: such a line takes the general path.
+_LEVEL_TAGS = pa.array(sorted(lp.LEVELS), pa.string()).cast(pa.binary())
+
+
+@dataclass
+class _FastLines:
+    """A block's candidate lines read as the DFlash trainer's line, all at once: per candidate,
+    whether it is one (`ok`) and its fields as numbers (the fields of the others are filler)."""
+
+    ok: np.ndarray
+    starts: np.ndarray  # each candidate's first byte in the block
+    line: np.ndarray  # its index among the block's lines
+    stamp: np.ndarray  # its 19 bytes of time (objects)
+    tags: list  # the run tags of the block's DFlash lines, in the order they first come
+    tag_code: np.ndarray  # each line's tag, an index of `tags`
+    step: np.ndarray  # int, or None where 19 digits or more fit no column (objects)
+    tok: np.ndarray
+    loss: np.ndarray
+    queue: np.ndarray
+    has_queue: np.ndarray
+
+    @classmethod
+    def of(cls, lines: pa.Array, idx: np.ndarray, starts: np.ndarray) -> _FastLines | None:
+        found = pc.extract_regex(lines.take(pa.array(idx)), pattern=_DFLASH_LINE)
+        valid = found.is_valid()
+        at = np.flatnonzero(valid.to_numpy(zero_copy_only=False))
+        if not len(at):
+            return None
+        f = found.filter(valid)
+        tag = f.field("tag")
+        level = pc.is_in(tag, value_set=_LEVEL_TAGS).to_numpy(zero_copy_only=False)
+        codes = tag.dictionary_encode()
+        n = len(idx)
+
+        def spread(values, fill, dtype=None) -> np.ndarray:
+            out = np.full(n, fill, dtype=dtype or values.dtype)
+            out[at] = values
+            return out
+
+        step = f.field("step")
+        digits = pc.binary_length(step).to_numpy(zero_copy_only=False)
+        fits = digits < 19
+        steps = np.asarray(_numbers(pc.if_else(pa.array(fits), step, b"0"), pa.int64()), dtype=object)
+        steps[~fits] = None
+        queue = f.field("queue")
+        has_queue = pc.binary_length(queue).to_numpy(zero_copy_only=False) > 0
+        ok = np.zeros(n, dtype=bool)
+        ok[at[~level]] = True
+        return cls(
+            ok=ok, starts=starts[idx], line=idx.astype(np.int64),
+            stamp=spread(_objects(f.field("stamp").to_pylist()), None, object),
+            tags=codes.dictionary.to_pylist(), tag_code=spread(codes.indices.to_numpy(zero_copy_only=False), 0, np.int64),
+            step=spread(steps, None, object), tok=spread(_numbers(f.field("tok")), np.nan),
+            loss=spread(_numbers(f.field("loss")), np.nan),
+            queue=spread(_numbers(pc.if_else(pa.array(has_queue), queue, b"0")), np.nan),
+            has_queue=spread(has_queue, False))
+
+
+def _objects(items: list) -> np.ndarray:
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
+
+
+def _numbers(digits: pa.Array, to: pa.DataType | None = None) -> np.ndarray:
+    """ASCII numbers as Arrow parses them (the same values as Python's float and int), as
+    floats unless `to` says otherwise."""
+    return pc.cast(digits.cast(pa.string()), to or pa.float64()).to_numpy(zero_copy_only=False)
 
 
 def _blocks(f, size: int) -> Iterator[tuple[str, bytes | int]]:
@@ -242,35 +312,24 @@ class LogScanner:
         base = self.lineno + 1
         if self.block is not None:  # a record left open by the previous block
             consumed_to, handled = self._follow(block, 0, base, rows)
-        idx = self._candidates(block, starts, ends)
-        fast = _DFLASH_LINE.fullmatch
-        c_stamp, c_line, c_run, c_step, c_metric, c_value, c_rank, c_pattern = rows.metric_cols
-        runs = self._run_names
+        idx, lines = self._candidates(block, starts, ends)
+        fast = _FastLines.of(lines, idx, starts) if len(idx) else None
         last = None  # (stamp, run) of the latest fast line, written back before the general path
         n_fast = 0
-        for i, ls, le in zip(idx.tolist(), starts[idx].tolist(), ends[idx].tolist(), strict=True):
+        done = 0  # the candidates before this one are read
+        general = np.flatnonzero(~fast.ok).tolist() if fast is not None else range(len(idx))
+        for g in [*general, len(idx)]:
+            if g > done:  # the DFlash lines between two others, in bulk
+                took = self._fast_run(fast, np.arange(done, g), consumed_to, base, rows)
+                if took is not None:
+                    n, last = took
+                    n_fast += n
+            done = g + 1
+            if g == len(idx):
+                break
+            i, ls, le = int(idx[g]), int(starts[idx[g]]), int(ends[idx[g]])
             if ls < consumed_to:
                 continue
-            m = fast(block, ls, le)
-            if m is not None:
-                stamp, tag, step, loss, tok, queue = m.groups()
-                run = runs.get(tag) or self._tag_run(tag)
-                if run is not None:  # None: a level tag ([INFO]), not a run: the general path decides
-                    if queue is None:
-                        k, keys, values = 2, _DFLASH_KEYS[:2], (float(tok), float(loss))
-                    else:
-                        k, keys, values = 3, _DFLASH_KEYS, (float(tok), float(loss), float(queue))
-                    c_stamp.extend((stamp,) * k)
-                    c_line.extend((base + i,) * k)
-                    c_run.extend((run,) * k)
-                    c_step.extend((int(step) if len(step) < 19 else None,) * k)  # a 19-digit step fits no column
-                    c_metric.extend(keys)
-                    c_value.extend(values)
-                    c_rank.extend(_NONES[:k])
-                    c_pattern.extend(_DFLASH_PATTERN[:k])
-                    last = stamp, run
-                    n_fast += 1
-                    continue
             if last is not None:
                 self._after_fast(*last)
                 last = None
@@ -286,6 +345,31 @@ class LogScanner:
         # Lines that matched nothing are counted in bulk in _finish_report: no per-line work.
         self.parsed += handled
 
+    def _fast_run(self, fast: _FastLines, at: np.ndarray, consumed_to: int, base: int,
+                  rows: Rows) -> tuple[int, tuple[bytes, str]] | None:
+        """The rows of consecutive DFlash lines (candidates `at`), those a record before did not
+        take; (how many lines, (stamp, run) of the last), or None where there were none."""
+        at = at[fast.starts[at] >= consumed_to]
+        if not len(at):
+            return None
+        # each tag named a run in the order its lines come (the file's first run is the first tag)
+        names = [self._run_names.get(t) or self._tag_run(t) for t in fast.tags]
+        run = np.array(names, dtype=object)[fast.tag_code[at]]
+        per_line = np.where(fast.has_queue[at], 3, 2)  # tok/s, loss[, queue]: the general path's order
+        c_stamp, c_line, c_run, c_step, c_metric, c_value, c_rank, c_pattern = rows.metric_cols
+        c_stamp.extend(np.repeat(fast.stamp[at], per_line).tolist())
+        c_line.extend(np.repeat(base + fast.line[at], per_line).tolist())
+        c_run.extend(np.repeat(run, per_line).tolist())
+        c_step.extend(np.repeat(fast.step[at], per_line).tolist())
+        keep = np.ones((len(at), 3), dtype=bool)
+        keep[:, 2] = fast.has_queue[at]
+        c_metric.extend(np.broadcast_to(np.array(_DFLASH_KEYS, dtype=object), keep.shape)[keep].tolist())
+        c_value.extend(np.stack([fast.tok[at], fast.loss[at], fast.queue[at]], axis=1)[keep].tolist())
+        n = int(per_line.sum())
+        c_rank.extend((None,) * n)
+        c_pattern.extend(("dflash",) * n)
+        return len(at), (fast.stamp[at[-1]], run[-1])
+
     def _after_fast(self, stamp: bytes, run: str) -> None:
         self.last_stamp, self.last_run = stamp, run
         self.calendar.see_fast(stamp)
@@ -300,16 +384,17 @@ class LogScanner:
         self.first_run = self.first_run or run
         return run
 
-    def _candidates(self, block: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-        """Indices of the lines that hold a keyword (all lines when a user pattern has none)."""
-        if self.every_line or not len(ends):
-            return np.arange(len(ends))
+    def _candidates(self, block: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, pa.Array]:
+        """Indices of the lines that hold a keyword (all lines when a user pattern has none), and
+        the block's lines as one Arrow array (each with its newline; no copy of the block)."""
         offsets = np.empty(len(ends) + 1, np.int32)
         offsets[0] = 0
-        offsets[1:] = ends
+        offsets[1:] = np.minimum(ends + 1, len(block))
         lines = pa.BinaryArray.from_buffers(pa.binary(), len(ends), [None, pa.py_buffer(offsets), pa.py_buffer(block)])
+        if self.every_line or not len(ends):
+            return np.arange(len(ends)), lines
         hit = pc.match_substring_regex(lines, self.prefilter)
-        return np.flatnonzero(hit.to_numpy(zero_copy_only=False))
+        return np.flatnonzero(hit.to_numpy(zero_copy_only=False)), lines
 
     # -- one line ------------------------------------------------------------------------------
     def _line(self, block: bytes, ls: int, le: int, lineno: int, rows: Rows) -> int:

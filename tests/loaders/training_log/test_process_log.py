@@ -377,3 +377,41 @@ def test_hugging_face_dicts_with_numbers_as_strings_give_metrics_and_the_summary
     assert resumed.metrics.loc[resumed.metrics["metric"] == "train/train_runtime", "value"].tolist() == [pytest.approx(26.92)]
     stop = resumed.events[resumed.events["kind"] == "training_stop"]
     assert len(stop) == 1 and "train_runtime" in stop["message"].iloc[0]
+
+
+def test_the_dflash_lines_read_in_bulk_give_the_rows_the_line_by_line_path_gives(tmp_path, monkeypatch):
+    """A block's DFlash lines are read at once (process_log._FastLines); a space after each sends
+    the same lines through the general path one by one. The rows must be the same, in the same
+    order, among a traceback, a level tag, a step too long for a column and lines without queue."""
+    lines = [
+        "2026-11-30 05:20:01 [run-a] step 10 loss 9.5 tok/s 21500 queue 2",
+        "2026-11-30 05:20:02 [run-a] loading shard 3 of 8",
+        "2026-11-30 05:20:03 [run-a] step 20 loss 9.25 tok/s 21480.5",
+        "2026-11-30 05:20:04 [INFO] step 30 loss 9.0 tok/s 21000 queue 1",
+        "Traceback (most recent call last):",
+        '  File "train.py", line 12, in <module>',
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "2026-11-30 05:20:09 [run-b] step 12345678901234567890 loss -1.5e-3 tok/s +12 queue 0",
+        "2026-11-30 05:20:10 [run-b] step 40 loss 8.75 tok/s 12400 queue 3",
+        "2026-11-30 05:20:11 [run-a] step 50 loss 8.5 tok/s 12350\r",
+    ]
+    dflash = re.compile(r"^\S+ \S+ \[[\w.@-]+\] step \d+ loss \S+ tok/s \S+( queue \d+)?\r?$")
+    bulk, single = tmp_path / "bulk.log", tmp_path / "single.log"
+    bulk.write_text("\n".join(lines) + "\n", newline="")
+    single.write_text("\n".join(ln + " " if dflash.match(ln) else ln for ln in lines) + "\n", newline="")
+    taken = []
+    of = process_log._FastLines.of
+    monkeypatch.setattr(process_log._FastLines, "of",
+                        staticmethod(lambda *a: taken.append(found := of(*a)) or found))
+    a, b = _load(bulk), _load(single)
+    # the bulk path read the DFlash lines of the first file, and none of the second
+    assert [int(t.ok.sum()) if t is not None else 0 for t in taken] == [5, 0]
+    cols = ["time", "run", "step", "metric", "value", "rank", "pattern"]
+    pd.testing.assert_frame_equal(a.metrics[cols].reset_index(drop=True), b.metrics[cols].reset_index(drop=True))
+    assert a.metrics["ref"].str.replace("bulk.log", "single.log").tolist() == b.metrics["ref"].tolist()
+    tok = a.metrics[a.metrics["metric"] == "train/tok_per_s"]
+    assert tok["value"].tolist() == [21500.0, 21480.5, 21000.0, 12.0, 12400.0, 12350.0]
+    assert [r.rsplit(":", 1)[1] for r in tok["ref"]] == ["1", "3", "4", "8", "9", "10"]
+    assert tok["run"].tolist() == ["run-a", "run-a", "run-a", "run-b", "run-b", "run-a"]
+    assert tok["step"].tolist()[3] is pd.NA  # 20 digits fit no column
+    assert a.load_report.files[0].to_plain()["parsed"] == b.load_report.files[0].to_plain()["parsed"]
