@@ -16,11 +16,15 @@ crash, records glued on one line are all read as far as they go.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import html
+import os
 import re
 import tempfile
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +61,7 @@ __all__ = ["LogScanner", "load_process_log", "resolve_times", "sniff_log"]
 
 BLOCK_BYTES = 4 << 20  # per-block costs (arrow, numpy, pandas) amortised; memory stays flat
 MAX_LINE_BYTES = 1 << 20  # longer lines are counted and skipped, not held in memory
+AHEAD = 2  # blocks whose lines are found in threads while the scan makes one block's rows
 _NEIGHBOUR_LINES = 50  # how far back a line without a timestamp looks for one
 _HTML = re.compile(r"&(?:lt|gt|amp|quot|#\d+);|</?pre>")
 NO_MATCH = "log text without a metric or event"
@@ -149,6 +154,55 @@ class _FastLines:
             loss=spread(_numbers(f.field("loss")), np.nan),
             queue=spread(_numbers(pc.if_else(pa.array(has_queue), queue, b"0")), np.nan),
             has_queue=spread(has_queue, False))
+
+
+@dataclass
+class _Found:
+    """What a block's bytes alone tell, found apart from the scan's state (in a thread beside the
+    block before): its lines, the candidates among them (the lines that hold a keyword: all where
+    a user pattern has none) and its DFlash lines."""
+
+    block: bytes  # NUL bytes removed
+    nul_bytes: int
+    bad_utf8_lines: int
+    starts: np.ndarray
+    ends: np.ndarray
+    idx: np.ndarray
+    fast: _FastLines | None
+
+    @classmethod
+    def of(cls, block: bytes, prefilter: str, every_line: bool) -> _Found:
+        nul = block.count(b"\x00")
+        if nul:  # a writer killed mid-file leaves NUL runs: removed, counted
+            block = block.replace(b"\x00", b"")
+        bad = 0
+        if not block.isascii():
+            try:
+                block.decode("utf-8")
+            except UnicodeDecodeError:
+                bad = sum(1 for ln in block.split(b"\n") if not _utf8(ln))
+        ends = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
+        if not block.endswith(b"\n") and block:
+            ends = np.append(ends, len(block))
+        starts = np.empty(len(ends), np.int64)
+        starts[:1] = 0
+        starts[1:] = ends[:-1] + 1
+        # the block's lines as one Arrow array, each with its newline (no copy of the block)
+        offsets = np.empty(len(ends) + 1, np.int32)
+        offsets[0] = 0
+        offsets[1:] = np.minimum(ends + 1, len(block))
+        lines = pa.BinaryArray.from_buffers(pa.binary(), len(ends), [None, pa.py_buffer(offsets), pa.py_buffer(block)])
+        if every_line or not len(ends):
+            idx = np.arange(len(ends))
+        else:
+            idx = np.flatnonzero(pc.match_substring_regex(lines, prefilter).to_numpy(zero_copy_only=False))
+        return cls(block, nul, bad, starts, ends, idx, _FastLines.of(lines, idx, starts) if len(idx) else None)
+
+
+def _done(value) -> Future:
+    done: Future = Future()
+    done.set_result(value)
+    return done
 
 
 def _objects(items: list) -> np.ndarray:
@@ -270,16 +324,22 @@ class LogScanner:
 
     # -- the pass -----------------------------------------------------------------------------
     def scan(self) -> Iterator[Rows]:
-        with open(self.path, "rb") as f:
+        # The next blocks' keyword search and DFlash lines (Arrow's kernels and numpy, which let
+        # go of the GIL) are found in threads while this block's rows are made; a file of one
+        # block (a live watch's chunk) in place, without threads to start.
+        with open(self.path, "rb") as f, contextlib.ExitStack() as stack:
+            many = os.fstat(f.fileno()).st_size > self.block_bytes
+            ahead = stack.enter_context(ThreadPoolExecutor(AHEAD, thread_name_prefix="log-scan")) if many else None
+            waiting: deque = deque()
             for what, item in _blocks(f, self.block_bytes):
-                rows = Rows()
-                if what == "overlong":
-                    self.lineno += 1
-                    self.rep.skip(self.lineno, f"line longer than {MAX_LINE_BYTES // (1 << 20)} MiB, not read")
-                    self.rep.notes.append(f"line {self.lineno}: {item} bytes without a newline, skipped")
-                else:
-                    self._block(item, rows)
-                yield rows
+                if what == "lines":
+                    item = ahead.submit(_Found.of, item, self.prefilter, self.every_line) if ahead \
+                        else _done(_Found.of(item, self.prefilter, self.every_line))
+                waiting.append((what, item))
+                if len(waiting) > AHEAD:
+                    yield self._rows(*waiting.popleft())
+            while waiting:
+                yield self._rows(*waiting.popleft())
         if self.block is not None:
             self._close_block(rows := Rows(), truncated=True)
             yield rows
@@ -291,29 +351,26 @@ class LogScanner:
         yield rows
         self._finish_report()
 
-    def _block(self, block: bytes, rows: Rows) -> None:
-        if b"\x00" in block:  # a writer killed mid-file leaves NUL runs: removed, counted
-            self.nul_bytes += block.count(b"\x00")
-            block = block.replace(b"\x00", b"")
-        if not block.isascii():
-            try:
-                block.decode("utf-8")
-            except UnicodeDecodeError:
-                self.bad_utf8_lines += sum(1 for ln in block.split(b"\n") if not _utf8(ln))
-        ends = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
-        if not block.endswith(b"\n") and block:
-            ends = np.append(ends, len(block))
+    def _rows(self, what: str, item) -> Rows:
+        rows = Rows()
+        if what == "overlong":
+            self.lineno += 1
+            self.rep.skip(self.lineno, f"line longer than {MAX_LINE_BYTES // (1 << 20)} MiB, not read")
+            self.rep.notes.append(f"line {self.lineno}: {item} bytes without a newline, skipped")
+        else:
+            self._block(item.result(), rows)
+        return rows
+
+    def _block(self, found: _Found, rows: Rows) -> None:
+        self.nul_bytes += found.nul_bytes
+        self.bad_utf8_lines += found.bad_utf8_lines
+        block, starts, ends, idx, fast = found.block, found.starts, found.ends, found.idx, found.fast
         n_lines = len(ends)
-        starts = np.empty(n_lines, np.int64)
-        starts[:1] = 0
-        starts[1:] = ends[:-1] + 1
         handled = 0
         consumed_to = 0
         base = self.lineno + 1
         if self.block is not None:  # a record left open by the previous block
             consumed_to, handled = self._follow(block, 0, base, rows)
-        idx, lines = self._candidates(block, starts, ends)
-        fast = _FastLines.of(lines, idx, starts) if len(idx) else None
         last = None  # (stamp, run) of the latest fast line, written back before the general path
         n_fast = 0
         done = 0  # the candidates before this one are read
@@ -383,18 +440,6 @@ class LogScanner:
         self._run_names[tag] = run
         self.first_run = self.first_run or run
         return run
-
-    def _candidates(self, block: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, pa.Array]:
-        """Indices of the lines that hold a keyword (all lines when a user pattern has none), and
-        the block's lines as one Arrow array (each with its newline; no copy of the block)."""
-        offsets = np.empty(len(ends) + 1, np.int32)
-        offsets[0] = 0
-        offsets[1:] = np.minimum(ends + 1, len(block))
-        lines = pa.BinaryArray.from_buffers(pa.binary(), len(ends), [None, pa.py_buffer(offsets), pa.py_buffer(block)])
-        if self.every_line or not len(ends):
-            return np.arange(len(ends)), lines
-        hit = pc.match_substring_regex(lines, self.prefilter)
-        return np.flatnonzero(hit.to_numpy(zero_copy_only=False)), lines
 
     # -- one line ------------------------------------------------------------------------------
     def _line(self, block: bytes, ls: int, le: int, lineno: int, rows: Rows) -> int:
