@@ -36,9 +36,11 @@ def _account(rep) -> dict:
 
 # a session with an nvidia-smi stream and rank logs; wandb run folders whose files grow inside
 # them; a torchrun agent's log, whose run is named for its file; one whose lines name their run only
-# after the agent's first lines, and count its restarts (read from its start again as it grows)
+# after the agent's first lines, and count its restarts (read from its start again as it grows); a
+# Trainer's log whose evaluation bars are dated from where each began (lines read before)
 @pytest.mark.parametrize("incident", ["h200-1gpu-watched-relaunch", "h200-2gpu", "h200-1gpu-torchrun-halt",
-                                      "h200-1gpu-stall-crash", "h200-1gpu-torchrun-crashloop"])
+                                      "h200-1gpu-stall-crash", "h200-1gpu-torchrun-crashloop",
+                                      "h200-1gpu-hf-long-eval"])
 def test_a_growing_folder_reads_as_a_fresh_read_at_every_moment(incident, tmp_path):
     src, folder = INCIDENTS / incident, tmp_path / incident
     reader = GrowingFolder()

@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 from ...config import IncidentConfig
 from ...incident import from_frames
 from ...load_report import FileReport
+from ...schema import BAR_ELAPSED_S
 from ...units import count
 from .. import encoding, registry
 from ..launchers.slurm import job_of_output_name
@@ -788,14 +789,19 @@ def settle_runs(cols: dict[str, list], scanner: LogScanner, stem: str, rep: File
 
 def reads_on(before, before_report: FileReport, chunk, chunk_report: FileReport) -> bool:
     """Whether a chunk of a growing log, read on its own after the lines read before (`before`,
-    and their account), gives its rows the runs, jobs and attempts a read of the whole file gives them.
-    Not where its first rows name no run (the whole file gives them the run the lines before
-    named), where the lines before named none and its rows do (the whole file names those lines
-    after its first tag), or where a launcher's lines say whose job and attempt rows are (a
-    torchrun agent's restarts, a Slurm job: the whole file's count and names). Such a log is read
-    from its start again (loaders/following.py)."""
+    and their account), gives its rows the runs, jobs, attempts and times a read of the whole file
+    gives them. Not where it holds a progress bar's states (each dated from where the bar's run
+    began, lines before it: clock/untimed.py), where its first rows name no run (the whole file
+    gives them the run the lines before named), where the lines before named none and its rows do
+    (the whole file names those lines after its first tag), or where a launcher's lines say whose
+    job and attempt rows are (a torchrun agent's restarts, a Slurm job: the whole file's count and
+    names). Such a log is read from its start again (loaders/following.py)."""
     said = chunk_report.assumptions
     if any(a.startswith(_BEFORE_TAG) for a in said):
+        return False
+    # a progress bar's rows are dated from where its run began (its first state, maybe lines
+    # before the chunk: clock/untimed.py), which a chunk read alone does not see
+    if (chunk.metrics["metric"] == BAR_ELAPSED_S).any():
         return False
     untagged_before = any(a.startswith(_NO_TAG) for a in before_report.assumptions)
     rows = len(chunk.metrics) + len(chunk.events)
