@@ -9,6 +9,14 @@ one run measures:
 
     .venv/bin/python benchmarks/bench_process_log.py            # 2048 MB and 256 MB
     .venv/bin/python benchmarks/bench_process_log.py --size 64  # quick: 64 MB and 8 MB
+    .venv/bin/python benchmarks/bench_process_log.py --families [--family-mb 16]
+
+`--families`: each trainer family's own lines. The corpus's training logs
+(tests/fixtures/real-world/train-log/) are read once; each sample belongs to the family (a
+metric pattern or field format of loaders/training_log/patterns.py) that gave most of its rows;
+a family's samples are repeated into one file of `--family-mb` MB, and in one run `grep -c -F`
+of the family's own keyword (its rate field or the line it is read from) is timed against the
+scanner on the same file.
 """
 
 from __future__ import annotations
@@ -61,18 +69,18 @@ def scan_child(path: str) -> None:
     rep = FileReport(path=path, format="training-log")
     scanner = LogScanner(Path(path), rep, default_run="bench")
     t0 = time.perf_counter()
-    n_tok, total = 0, 0.0
+    n_tok, total, n_rows = 0, 0.0, 0
     for rows in scanner.scan():
         cols = rows.metrics
         times = resolve_times(cols["stamp"], rep, ctx, scanner.first_date, scanner.calendar)
-        assert times.notna().all()
+        n_rows += len(times)
         for metric, value in zip(cols["metric"], cols["value"], strict=True):
             if metric == "train/tok_per_s":
                 n_tok += 1
                 total += value
     dt = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps(dict(seconds=dt, tok_lines=n_tok, mean=total / max(n_tok, 1), read=rep.read,
+    print(json.dumps(dict(seconds=dt, tok_lines=n_tok, rows=n_rows, mean=total / max(n_tok, 1), read=rep.read,
                           parsed=rep.parsed, skipped=rep.n_skipped, peak_rss_mib=peak)))
 
 
@@ -86,6 +94,39 @@ def load_child(path: str) -> None:
     print(json.dumps(dict(seconds=dt, metric_rows=len(inc.metrics), peak_rss_mib=peak)))
 
 
+def families(mbytes: int) -> None:
+    """Each trainer family's samples repeated into a file of its own: grep -c of its keyword
+    against the scanner, in one run."""
+    import warnings
+
+    import dflash_postmortem as pm
+    from dflash_postmortem.loaders.training_log import patterns as lp
+
+    keyword = {p.name: p.keyword for p in (*lp.METRIC_PATTERNS, *lp.FIELD_FORMATS)}
+    corpus = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "real-world" / "train-log"
+    samples: dict[str, list[Path]] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for path in sorted(corpus.glob("*.log")):
+            counts = pm.load_process_log(path).metrics["pattern"].value_counts()
+            counts = counts[[name in keyword for name in counts.index]]
+            if len(counts):
+                samples.setdefault(str(counts.index[0]), []).append(path)
+    print(f"{'family':<22}{'samples':>8}{'MB':>6}{'keyword':>30}{'grep -c MB/s':>14}{'scan MB/s':>11}{'ratio':>7}{'rows':>10}")
+    for name, paths in sorted(samples.items()):
+        out = DATA / f"family_{name}.log"
+        body = b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in paths)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(body * max(1, (mbytes << 20) // len(body)))
+        size = out.stat().st_size / 1e6
+        t0 = time.perf_counter()
+        subprocess.run(["grep", "-c", "-F", keyword[name].decode(), str(out)], capture_output=True, check=False)
+        grep_s = time.perf_counter() - t0
+        r = child("scan", out)
+        print(f"{name:<22}{len(paths):>8}{size:>6.0f}{keyword[name].decode()!r:>30}{size / grep_s:>14.0f}"
+              f"{size / r['seconds']:>11.1f}{(size / grep_s) / (size / r['seconds']):>6.0f}x{r['rows']:>10}")
+
+
 def child(mode: str, path: Path) -> dict:
     out = subprocess.run([sys.executable, __file__, f"--{mode}", str(path)], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -96,7 +137,11 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=2048, help="MB of the large file (the small one is 1/8)")
     ap.add_argument("--scan", help=argparse.SUPPRESS)
     ap.add_argument("--load", help=argparse.SUPPRESS)
+    ap.add_argument("--families", action="store_true", help="each trainer family's lines against grep -c of its keyword")
+    ap.add_argument("--family-mb", type=int, default=16)
     a = ap.parse_args()
+    if a.families:
+        return families(a.family_mb)
     if a.scan:
         return scan_child(a.scan)
     if a.load:

@@ -17,6 +17,7 @@ crash, records glued on one line are all read as far as they go.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import html
 import os
@@ -322,6 +323,7 @@ class LogScanner:
         self.nul_bytes = 0
         self.bad_utf8_lines = 0
         self.first_date: str | None = None
+        self._stamps_of: tuple = (None, {})  # (block, a line's end -> _nearest's answer from it)
 
     # -- the pass -----------------------------------------------------------------------------
     def scan(self) -> Iterator[Rows]:
@@ -518,19 +520,48 @@ class LogScanner:
         return near, text, tag, False
 
     def _look_back(self, block: bytes, ls: int) -> tuple[Stamp | bytes | None, str | None, int]:
-        end = ls - 1
-        for back in range(1, _NEIGHBOUR_LINES + 1):
+        """The nearest of the _NEIGHBOUR_LINES lines before the one at `ls` that says its time:
+        (its stamp, its run tag, how many lines back), or (None, None, how many lines were
+        looked at + 1, at most _NEIGHBOUR_LINES)."""
+        stamp, tag, back = self._nearest(block, ls - 1)
+        if back > _NEIGHBOUR_LINES:
+            return None, None, _NEIGHBOUR_LINES
+        if stamp is not None:
+            stamp = dataclasses.replace(stamp)  # this line's: a clock stamp takes the clock's reading now
+            if stamp.form == "clock":
+                stamp.reading = self.calendar.now()
+        return stamp, tag, back
+
+    def _nearest(self, block: bytes, end: int) -> tuple[Stamp | None, str | None, int]:
+        """`_look_back`'s answer from the line that ends at `end`, without its bound (past it, one
+        more than the bound), remembered for the block: in a log whose lines carry no time
+        (nanoGPT's `iter N: loss ...`) each line would look back over the same 50 lines."""
+        if self._stamps_of[0] is not block:
+            self._stamps_of = block, {}
+        known = self._stamps_of[1]
+        path = []  # the lines looked at, nearest first, that say no time
+        while True:
+            found = known.get(end)
+            if found is not None:
+                break
             if end <= 0:
-                return None, None, back
+                found = None, None, 1
+                break
             start = block.rfind(b"\n", 0, end) + 1
             prev, _ = strip_prefixes(_clean(block[start:end]))
             stamp, at = find_stamp(prev)
             if stamp is not None:
-                if stamp.form == "clock":  # a few lines back: dated as the clock reads now
-                    stamp.reading = self.calendar.now()
-                return stamp, _run_tag(prev[at:]), back
+                found = known[end] = stamp, _run_tag(prev[at:]), 1
+                break
+            path.append(end)
             end = start - 1
-        return None, None, _NEIGHBOUR_LINES
+            if len(path) > _NEIGHBOUR_LINES:  # past the bound: only the first line's answer is known
+                known[path[0]] = None, None, _NEIGHBOUR_LINES + 1
+                return None, None, _NEIGHBOUR_LINES + 1
+        stamp, tag, back = found
+        for k, at_end in enumerate(reversed(path), start=1):
+            known[at_end] = stamp, tag, min(back + k, _NEIGHBOUR_LINES + 1)
+        return (stamp, tag, min(back + len(path), _NEIGHBOUR_LINES + 1)) if path else found
 
     def _run_for(self, own_tag: str | None, own_stamp: bool, neighbour_tag: str | None) -> str | None:
         """The line's own [run] tag; else the run given for the file; else the nearest tagged

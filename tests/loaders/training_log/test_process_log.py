@@ -415,3 +415,45 @@ def test_the_dflash_lines_read_in_bulk_give_the_rows_the_line_by_line_path_gives
     assert tok["run"].tolist() == ["run-a", "run-a", "run-a", "run-b", "run-b", "run-a"]
     assert tok["step"].tolist()[3] is pd.NA  # 20 digits fit no column
     assert a.load_report.files[0].to_plain()["parsed"] == b.load_report.files[0].to_plain()["parsed"]
+
+
+def _looked_back_plainly(scanner, block: bytes, ls: int):
+    """process_log's look-back as it read before it remembered its answers: each line from the
+    nearest back, at most _NEIGHBOUR_LINES of them."""
+    end = ls - 1
+    for back in range(1, process_log._NEIGHBOUR_LINES + 1):
+        if end <= 0:
+            return None, None, back
+        start = block.rfind(b"\n", 0, end) + 1
+        prev, _ = process_log.strip_prefixes(process_log._clean(block[start:end]))
+        stamp, at = process_log.find_stamp(prev)
+        if stamp is not None:
+            if stamp.form == "clock":
+                stamp.reading = scanner.calendar.now()
+            return stamp, process_log._run_tag(prev[at:]), back
+        end = start - 1
+    return None, None, process_log._NEIGHBOUR_LINES
+
+
+@pytest.mark.parametrize("first", ["", "iter 0: loss 9.0"])
+def test_a_line_without_a_time_borrows_the_same_one_however_often_it_is_asked(tmp_path, first):
+    """Each line's look back for a time is remembered for the block (a log without times made every
+    line read the 50 before it): the answer of every line equals the plain look-back's, stamps of
+    each form, lines past the bound, an empty first line."""
+    lines = [first] + [f"iter {i}: loss {9 - i / 100:.2f}" for i in range(1, 70)]
+    lines[5] = "2026-11-30 05:20:01 [run-a] starting"
+    lines[9] = "[12:00:03] epoch 1"
+    lines[12] = "Nov 30 05:21:00 host kernel: x"
+    block = ("\n".join(lines) + "\n").encode()
+    starts = [0]
+    for ln in lines[:-1]:
+        starts.append(starts[-1] + len(ln) + 1)
+    from dflash_postmortem.load_report import FileReport
+    scanner = process_log.LogScanner(tmp_path / "x.log", FileReport(path="x.log", format="training-log"))
+    # asked in order, then again out of order: the same answers
+    for ls in [*starts, *reversed(starts), starts[40], starts[3]]:
+        got, want = scanner._look_back(block, ls), _looked_back_plainly(scanner, block, ls)
+        assert (got[1], got[2]) == (want[1], want[2]), ls
+        assert (got[0] is None) == (want[0] is None) and (got[0] is None or vars(got[0]) == vars(want[0])), ls
+    assert scanner._look_back(block, starts[8])[2] == 3  # the ISO stamp three lines up
+    assert scanner._look_back(block, starts[69])[0] is None  # 57 lines past the last stamp
