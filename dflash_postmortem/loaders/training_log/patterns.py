@@ -721,6 +721,17 @@ RECORD_HEAD = re.compile(
     r")"
 )
 
+# Text that every one of RECORD_HEAD's alternatives holds (a level word, a bracket, a traceback's
+# or an OOM's first words): a line with none of it is one record, and the regex (tried at every
+# position of the line) need not run.
+RECORD_HEAD_HINTS = ("[", "INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL", "SUCCESS", "Traceback", "OutOfMemoryError:")
+
+
+def may_glue_records(line: str) -> bool:
+    """Whether RECORD_HEAD may cut `line`: False where it certainly cannot."""
+    return any(h in line for h in RECORD_HEAD_HINTS)
+
+
 # Prefixes added by launchers and log viewers, stripped before anything else is read.
 # Each captures what it knows (rank, pid); `lineno` prefixes are log-viewer line numbers.
 PREFIXES: tuple[tuple[str, re.Pattern], ...] = (

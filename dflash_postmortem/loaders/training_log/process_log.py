@@ -486,7 +486,7 @@ class LogScanner:
         """The log records of one line segment, each with the prefixes it starts with: records
         glued by a bar, by typed text or by a paste that lost its newlines are read apart. A
         timestamp (and tags) alone before a record, a viewer's or platform's prefix, stays with it."""
-        parts = lp.RECORD_HEAD.split(seg) if len(seg) > 40 else [seg]
+        parts = lp.RECORD_HEAD.split(seg) if len(seg) > 40 and lp.may_glue_records(seg) else [seg]
         if len(parts) > 1:
             stamp, end = find_stamp(parts[0].lstrip())
             if stamp is not None and not _strip_tags(parts[0].lstrip()[end:]).strip():

@@ -21,8 +21,16 @@ class Rows:
     event_rows: list[dict] = field(default_factory=list)
 
     def metric(self, stamp, line, run, step, metric, value, rank, pattern):
-        for col, v in zip(self.metric_cols, (stamp, line, run, step, metric, value, rank, pattern), strict=True):
-            col.append(v)
+        # one append per column, written out: the general path adds a row per value it reads
+        c_stamp, c_line, c_run, c_step, c_metric, c_value, c_rank, c_pattern = self.metric_cols
+        c_stamp.append(stamp)
+        c_line.append(line)
+        c_run.append(run)
+        c_step.append(step)
+        c_metric.append(metric)
+        c_value.append(value)
+        c_rank.append(rank)
+        c_pattern.append(pattern)
 
     def drop_bar_echoes(self, since: int) -> None:
         """Rows from `since` on are one line's. A bar's postfix value that a record glued on the

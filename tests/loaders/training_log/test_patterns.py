@@ -6,11 +6,13 @@ sniffer claims. (ChildFailedError tables span lines: test_blocks.py.)"""
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import dflash_postmortem as pm
+from dflash_postmortem.loaders.training_log import patterns as lp
 from dflash_postmortem.loaders.training_log.process_log import sniff_log
 
 TRAIN = "train-log"
@@ -248,3 +250,24 @@ def test_deepspeed_megatron_lightning_and_basicsr_metric_lines(tmp_path):
     assert got[("basicsr", "train/step_time_s", 1000)] == 0.123
     assert got[("basicsr", "train/l_percep", 1000)] == 3.1
     assert not any(k[1] == "train/loss" and k[0] == "basicsr" for k in got)  # no l_* is the loss
+
+
+def test_every_line_the_record_head_cuts_holds_one_of_its_hints():
+    """patterns.may_glue_records spares most lines the record-head regex: it must never say no to
+    a line the regex would cut. Every line of the corpus's training logs and of the bundled
+    incidents' logs, and the glued records the regex exists for."""
+    root = Path(__file__).resolve().parents[3]
+    files = [*(root / "tests" / "fixtures" / "real-world" / "train-log").glob("*.log"),
+             *(root / "data" / "incidents").glob("*/logs/*.log")]
+    glued = ["step 10 loss 2.0WARNING:root:slow", "tqdm 5/10 [rank0]:[W1201 12:00:00 x.cpp:1]",
+             "abc[E1201 22:44:03.1 ProcessGroupNCCL.cpp:1] x", "typed[2026-01-01 00:00:00,123] INFO",
+             "x 2026-01-01 00:00:00.1 | INFO     | m", "oopsTraceback (most recent call last):",
+             "x torch.OutOfMemoryError: CUDA out of memory"]
+    cut = 0
+    lines = glued + [ln for f in files for ln in f.read_text(errors="replace").replace("\r", "\n").splitlines()]
+    for line in lines:
+        if len(lp.RECORD_HEAD.split(line)) > 1:
+            cut += 1
+            assert lp.may_glue_records(line), line
+    assert cut >= len(glued) + 20, cut  # the corpus has glued lines of its own
+    assert not lp.may_glue_records("iter 100: loss 4.0313, time 131.19ms, mfu 38.76%")
