@@ -28,6 +28,7 @@ import copy
 import dataclasses
 import hashlib
 import itertools
+import os
 import shutil
 import tempfile
 import weakref
@@ -80,7 +81,7 @@ class GrowingFolder:
         self.kept: dict = {}  # what loaders keep to read on (LoadContext.kept)
         self.reads = {"kept": 0, "resumed": 0, "whole": 0}
         try:
-            self._scratch: Path | None = Path(tempfile.mkdtemp(prefix="dflash-watch-"))  # the _Parts' files
+            self._scratch: Path | None = Path(tempfile.mkdtemp(prefix="dflash-watch-", dir=_scratch_root()))
             weakref.finalize(self, shutil.rmtree, self._scratch, ignore_errors=True)
         except OSError:
             self._scratch = None  # no temporary folder: what is kept stays in memory
@@ -260,6 +261,16 @@ def _own(inc: Incident) -> Incident:
     out.load_report = copy.deepcopy(inc.load_report)
     out.runs = copy.deepcopy(inc.runs)
     return out
+
+
+def _scratch_root() -> str | None:
+    """Where the _Parts' files go: the user's TMPDIR where set; else /var/tmp where it can be
+    written, which systems keep on disk (a /tmp in memory, tmpfs, would hold the rows in memory
+    under another name); else the platform's temporary folder."""
+    if os.environ.get("TMPDIR"):
+        return None  # tempfile's own choice is TMPDIR
+    var_tmp = Path("/var/tmp")
+    return str(var_tmp) if var_tmp.is_dir() and os.access(var_tmp, os.W_OK) else None
 
 
 class _Part:
