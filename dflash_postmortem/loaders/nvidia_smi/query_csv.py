@@ -246,7 +246,7 @@ def read_fast(path: Path, header: list[str], ctx: LoadContext, rep):
     n = table.num_rows
     raw = [table.column(name) for name in names]
     del table
-    if n and pc.any(pc.equal(pc.utf8_length(raw[0]), 0)).as_py():
+    if n and _any_empty(raw[0]):
         return None  # a blank line (a short row at the end): the line path counts it
     # Columns are independent and pyarrow/numpy release the GIL: parse them side by side.
     order = sorted(range(len(fields)), key=lambda i: fields[i].kind != "time")
@@ -368,6 +368,17 @@ def _error_texts():
     return pa.array(sorted(GPU_ERRORS | {f"[{t}]" for t in GPU_ERRORS}))
 
 
+def _any_empty(col: pa.ChunkedArray) -> bool:
+    """Whether any value of a text column is empty: two equal offsets in a row, read from the
+    offsets themselves (a length per value computed and compared was 0.08 s of a week of 8 GPUs)."""
+    for chunk in col.chunks:
+        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset:chunk.offset + len(chunk) + 1]
+        if (offsets[1:] == offsets[:-1]).any():
+            return True
+    return False
+
+
 def _all_missing(dtype: str, n: int):
     """A column of `n` missing values in its canonical dtype, without an n-long Python list."""
 
@@ -376,7 +387,7 @@ def _all_missing(dtype: str, n: int):
     if dtype == schema.STR:
         return pd.array(pa.nulls(n, pa.large_string()), dtype="string")
     if dtype == schema.INT:
-        return pd.array(np.zeros(n, dtype="int64"), dtype="Int64") * pd.NA
+        return pd.arrays.IntegerArray(np.zeros(n, dtype="int64"), np.ones(n, dtype=bool))
     return pd.array(np.full(n, np.datetime64("NaT", "us")), dtype="datetime64[us]").tz_localize("UTC")
 
 
