@@ -24,6 +24,7 @@ incident, not that incident and the rows it was built from.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import hashlib
@@ -155,12 +156,13 @@ class GrowingFolder:
                 return load_source(p, ctx, scratch / "whole")
             s.seal = _seal(p.path, s.offset)
         rest = tail[cut:]
-        s.rest = self._rest(s, p, ctx, scratch, rest, csv) if rest.strip() else None
+        part = s.part.incident() if s.part is not None else None  # mapped once for this read
+        s.rest = self._rest(s, part, p, ctx, scratch, rest, csv) if rest.strip() else None
         if s.rest is _REFUSED:  # the loader refused the open rest: the file as a whole read gives it
             self._drop_stream(key)
             return load_source(p, ctx, scratch / "whole")
         s.stat = state
-        return _joined(s, s.rest)
+        return _joined(s, s.rest, part)
 
     def _new_stream(self, key: tuple) -> _Stream:
         self._drop_stream(key)
@@ -192,11 +194,12 @@ class GrowingFolder:
         s.next_line += text.count(b"\n")
         return s
 
-    def _rest(self, s: _Stream, p, ctx, scratch: Path, text: bytes, csv: bool):
-        """The open rest read once more: (its frames, its account, its notes), or _REFUSED where
-        the loader refuses it (its error is the file's, as a whole read says)."""
+    def _rest(self, s: _Stream, part: Incident | None, p, ctx, scratch: Path, text: bytes, csv: bool):
+        """The open rest after `part` (the stream read for good) read once more: (its frames, its
+        account, its notes), or _REFUSED where the loader refuses it (its error is the file's, as
+        a whole read says)."""
         inc, rep = _read(s, p, ctx, scratch, text, csv, "open")
-        if rep.error or (s.part is not None and not chunks.reads_on(p, s.part.incident(), s.report, inc, rep)):
+        if rep.error or (part is not None and not chunks.reads_on(p, part, s.report, inc, rep)):
             return _REFUSED  # read whole by the caller
         notes = list(inc.load_report.notes)
         inc.load_report.files, inc.load_report.notes = [], []
@@ -209,10 +212,13 @@ def _read(s: _Stream, p, ctx, scratch: Path, text: bytes, csv: bool, name: str):
     return chunks.read_chunk(p, ctx, chunk, scratch, name)
 
 
-def _joined(s: _Stream, rest) -> Incident:
-    """One Incident of the stream: its part read for good, the open rest, one report."""
+def _joined(s: _Stream, rest, part: Incident | None = None) -> Incident:
+    """One Incident of the stream: its part read for good (`part` where the caller mapped it
+    already), the open rest, one report."""
     report = copy.deepcopy(s.report) if s.report is not None else None
-    parts = [s.part.incident()] if s.part is not None else []
+    if part is None and s.part is not None:
+        part = s.part.incident()
+    parts = [part] if part is not None else []
     notes = list(s.notes)
     if rest is not None:
         inc, rep, rest_notes = rest
@@ -325,7 +331,8 @@ def _written(df: pd.DataFrame, path: Path) -> bool:
             writer.write_table(table)
     except (pa.ArrowException, TypeError, ValueError, OSError):
         # kept in memory: a full or read-only scratch disk costs memory, never the read
-        path.unlink(missing_ok=True) if path.parent.is_dir() else None
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
         return False
     return True
 

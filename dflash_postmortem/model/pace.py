@@ -56,7 +56,7 @@ def _rows(inc: Incident) -> pd.DataFrame:
         # where the step lines are these same rows in the same order, they are shared, not copied
         # again (a long run's rates are most of what the model holds; the rows are compared by
         # their labels, without a copy of them to compare)
-        same = len(lines) == int(is_rate.sum()) and lines.index.equals(m.index[is_rate.to_numpy(dtype=bool)])
+        same = len(lines) == int(is_rate.sum()) and lines.index.equals(m.index[is_rate.to_numpy(dtype=bool, na_value=False)])
         return lines if same else m[is_rate]
     lines = step_lines(inc)
     if lines.empty:
