@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -174,15 +175,17 @@ def main() -> None:
             if r is not None:
                 runs[which].append(r)
     best = {w: min(rs, key=lambda r: r["seconds"]) for w, rs in runs.items() if rs}
+    median = {w: statistics.median(r["seconds"] for r in rs) for w, rs in runs.items() if rs}
     for which, r in best.items():
-        print(f"{which:12s} {r['rows']:>9,d} rows  best {r['seconds']:.2f} s of {args.repeat} "
-              f"(cpu {r['cpu_seconds']:.2f} s)  "
+        print(f"{which:12s} {r['rows']:>9,d} rows  best {r['seconds']:.2f} s, median {median[which]:.2f} s "
+              f"of {args.repeat} (cpu {r['cpu_seconds']:.2f} s)  "
               f"peak +{r['peak_rise_mb']:.0f} MB  frame {r['frame_mb']:.0f} MB  "
               f"peak/frame {r['peak_rise_mb'] / r['frame_mb']:.2f}")
     o = best["ours"]
     for which, b in best.items():
         if which != "ours":
-            print(f"{which} / ours: {b['seconds'] / o['seconds']:.2f}x wall, {b['cpu_seconds'] / o['cpu_seconds']:.2f}x cpu")
+            print(f"{which} / ours: {b['seconds'] / o['seconds']:.2f}x wall (medians "
+                  f"{median[which] / median['ours']:.2f}x), {b['cpu_seconds'] / o['cpu_seconds']:.2f}x cpu")
     if "polars" not in best:
         print("polars: not installed (pip install -e .[bench])")
 

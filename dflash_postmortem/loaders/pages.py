@@ -9,6 +9,14 @@ query CSV (4.84 M rows, a 689 MB frame) loaded by a fresh process, eight runs pa
 same load under numpy's huge pages: 1.24 s against 1.60 s (medians; the system time 0.28 s against
 0.54 s), docs/benchmarks.md.
 
+Arrow does the same by another road: pyarrow's default pool on Linux is mimalloc, which asks
+for huge pages for its arenas (the stall its maintainers trace to THP, microsoft/mimalloc#1323).
+The same week of samples, the numpy advice already off, loaded in 0.61 s or in 1.74 s from one
+run to the next, the difference all system time; under Arrow's jemalloc (or, in a build without
+it, the C library's allocator), which touches ordinary pages, a steady 0.73-0.78 s over six runs
+(the C library's 0.76-0.88 s). So a load also takes that pool while it runs, unless the process
+chose a pool of its own (anything but mimalloc), which is left alone.
+
 Every source a folder read, the store's ingest or the watch loads (folder.py `_load_one`), a
 folder's read as a whole (the sources combined) and `load_nvidia_smi` run inside
 `ordinary_pages()`; what the process does outside them is left as it was.
@@ -16,10 +24,12 @@ folder's read as a whole (the sources combined) and `load_nvidia_smi` run inside
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
+import pyarrow as pa
 
 
 def _setter():
@@ -31,15 +41,50 @@ def _setter():
     return None
 
 
+class _ArrowPool:
+    """Which Arrow pool was the default before the first of the loads now running took the
+    steady one; the last of them to finish puts it back (a folder loads its sources in threads)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.loads = 0
+        self.before: pa.MemoryPool | None = None
+
+    def take(self) -> None:
+        with self.lock:
+            if self.loads == 0:
+                self.before = pa.default_memory_pool()
+                if self.before.backend_name == "mimalloc":
+                    pa.set_memory_pool(_steady_pool())
+            self.loads += 1
+
+    def give_back(self) -> None:
+        with self.lock:
+            self.loads -= 1
+            if self.loads == 0:
+                pa.set_memory_pool(self.before)
+
+
+def _steady_pool() -> pa.MemoryPool:
+    try:
+        return pa.jemalloc_memory_pool()
+    except NotImplementedError:  # a pyarrow built without jemalloc (Windows, some conda builds)
+        return pa.system_memory_pool()
+
+
+_ARROW_POOL = _ArrowPool()
+
+
 @contextmanager
 def ordinary_pages() -> Iterator[None]:
-    """numpy's huge-page advice off while the block runs, as it was after (nested blocks too)."""
+    """numpy's huge-page advice off and Arrow's steady pool while the block runs, both as they
+    were after (nested blocks too)."""
     setter = _setter()
-    if setter is None:
-        yield
-        return
-    was = setter(False)
+    was = setter(False) if setter is not None else None
+    _ARROW_POOL.take()
     try:
         yield
     finally:
-        setter(was)
+        _ARROW_POOL.give_back()
+        if setter is not None:
+            setter(was)

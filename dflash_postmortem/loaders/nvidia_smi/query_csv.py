@@ -60,6 +60,7 @@ _STAMP = re.compile(r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$")
 _UUID = re.compile(r"^(GPU|MIG)-[0-9a-fA-F-]{8,}$")
 _WITH_UNIT = re.compile(r"^-?\d+(\.\d+)? (MiB|MB|%|W|MHz)$")
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+_INTEGER = re.compile(r"^-?\d+$")
 # `pdsh -w node[1-4] nvidia-smi ...` puts "host: " before every line.
 _PDSH = re.compile(r"^(?P<host>[A-Za-z][\w.-]*): (?P<rest>.*)$")
 # An int column whose values exceed this cannot hold GPU indices, so it holds PIDs.
@@ -185,7 +186,7 @@ def load(path: Path, ctx: LoadContext):
     first = head.split(b"\n", 1)[0].decode("utf-8", "replace")
     header = header_fields(first)
     if header is not None and not _PDSH.match(first) and b"\x1b" not in head:
-        fast = read_fast(path, header, ctx, rep)
+        fast = read_fast(path, header, ctx, rep, head)
         if fast is not None:
             return fast
     return read_lines(path, read_paste(path), ctx, rep)
@@ -222,36 +223,50 @@ def _finish(rep, ctx: LoadContext, parts: list[tuple[pd.DataFrame, list[Field], 
     return from_frames(rep, **frames)
 
 
-def read_fast(path: Path, header: list[str], ctx: LoadContext, rep):
-    """pyarrow read of a clean file: explicit string columns, fixed-format times, vectorised unit
+def read_fast(path: Path, header: list[str], ctx: LoadContext, rep, head: bytes = b""):
+    """pyarrow read of a clean file: explicit column types, fixed-format times, vectorised unit
     stripping, and each column built once in its final dtype (the multi-day streams are millions
     of rows, so every extra copy shows in time and peak memory). Returns None, leaving `rep`
     untouched, when a line is not a sample of the header's fields."""
 
     fields, notes = resolve_fields(header)
     names = [f"c{i}" for i in range(len(header))]
-    try:
-        table = csv.read_csv(
-            path,
-            read_options=csv.ReadOptions(skip_rows=1, column_names=names, block_size=1 << 22),
-            # A blank line becomes a short row, which fails the read and sends the file to the
-            # line path; so every line here is one row and the line count needs no second pass.
-            parse_options=csv.ParseOptions(quote_char=False, ignore_empty_lines=False),
-            convert_options=csv.ConvertOptions(
-                column_types={n: pa.string() for n in names}, strings_can_be_null=False,
-            ),
-        )
-    except pa.ArrowInvalid:
+    texts = {n: pa.string() for n in names}
+    # A number column printed bare (the index; every field under `nounits`) is typed by the
+    # reader itself, in its own threads, with no text column made; the head says which are.
+    # Anything else in it further down ([N/A], a unit, an empty cell) fails that read, and the
+    # file is read again as text: such a file pays once more, a clean one never.
+    typed = {**texts, **_bare_numbers(head, fields, names)}
+    for types in ([typed, texts] if typed != texts else [texts]):
+        try:
+            table = csv.read_csv(
+                path,
+                read_options=csv.ReadOptions(skip_rows=1, column_names=names, block_size=1 << 22),
+                # A blank line becomes a short row, which fails the read and sends the file to the
+                # line path; so every line here is one row and the line count needs no second pass.
+                parse_options=csv.ParseOptions(quote_char=False, ignore_empty_lines=False),
+                convert_options=csv.ConvertOptions(
+                    column_types=types, strings_can_be_null=False, null_values=[],
+                ),
+            )
+            break
+        except pa.ArrowInvalid:
+            table = None
+    if table is None:
         return None
     n = table.num_rows
     raw = [table.column(name) for name in names]
     del table
-    if n and _any_empty(raw[0]):
+    if n and pa.types.is_string(raw[0].type) and _any_empty(raw[0]):
         return None  # a blank line (a short row at the end): the line path counts it
-    # Columns are independent and pyarrow/numpy release the GIL: parse them side by side.
-    order = sorted(range(len(fields)), key=lambda i: fields[i].kind != "time")
+    # Columns are independent and pyarrow/numpy release the GIL: parse them side by side; the
+    # times, the costliest, in two halves, so that a stream of few fields keeps both cores busy.
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        done = dict(zip(order, pool.map(lambda i: _parse_column(raw, i, fields[i], ctx), order), strict=True))
+        stamps = {i: [pool.submit(_stamp_parts, half) for half in _halves(raw[i])]
+                  for i, f in enumerate(fields) if f.kind == "time"}
+        rest = {i: pool.submit(_parse_column, raw, i, f, ctx) for i, f in enumerate(fields) if f.kind != "time"}
+        done = {i: _times(raw, i, fields[i], ctx, [h.result() for h in halves]) for i, halves in stamps.items()}
+        done |= {i: r.result() for i, r in rest.items()}
     if any(v is None for v in done.values()):
         return None
     cols = {fields[i].column: done[i][0] for i in range(len(fields))}
@@ -293,6 +308,38 @@ def read_fast(path: Path, header: list[str], ctx: LoadContext, rep):
     return _finish(rep, ctx, [(pd.DataFrame(cols, copy=False), fields, zoned)])
 
 
+def _bare_numbers(head: bytes, fields: list[Field], names: list[str]) -> dict[str, pa.DataType]:
+    """The number columns whose every value in the file's head is a bare number ("3", "87012",
+    "41.5"), as reader types: int64 for an int field, float64 for a float one."""
+
+    lines = head.split(b"\n")[1:-1]  # the header, and a last line the head may have cut
+    rows = [line.decode("utf-8", "replace").split(",") for line in lines[:200]]
+    if not rows or any(len(r) != len(names) for r in rows):
+        return {}
+    out = {}
+    for i, f in enumerate(fields):
+        bare = _INTEGER if f.kind == "int" else _NUMBER if f.kind == "float" else None
+        if bare is not None and all(bare.match(r[i].strip()) for r in rows):
+            out[names[i]] = pa.int64() if f.kind == "int" else pa.float64()
+    return out
+
+
+def _halves(col: pa.ChunkedArray) -> list[list[pa.Array]]:
+    k = col.num_chunks // 2
+    return [col.chunks[:k], col.chunks[k:]] if k else [col.chunks]
+
+
+def _times(raw: list, i: int, f: Field, ctx: LoadContext, parts: list):
+    """The time column from its halves read in nvidia-smi's fixed form; when a half was not in
+    that form, the column read whole as _parse_column reads it."""
+
+    if any(p is None for p in parts):
+        return _parse_column(raw, i, f, ctx)
+    raw[i] = None
+    t = pa.chunked_array([a for p in parts for a in p], pa.timestamp("us")).to_numpy()
+    return align.localize(pd.DatetimeIndex(t), ctx.timezone).array, None, None
+
+
 def _parse_column(raw: list, i: int, f: Field, ctx: LoadContext):
     """Column `i` of the raw text -> (values in their final dtype, the printed text where a value
     was not one (or None when all were), the form times were read in when not nvidia-smi's); None
@@ -311,6 +358,11 @@ def _parse_column(raw: list, i: int, f: Field, ctx: LoadContext):
             if other.unreadable.any():
                 return None
             return align.localize(other.values, ctx.timezone).array, None, other
+        if pa.types.is_int64(col.type):  # typed by the reader (see read_fast)
+            return pd.arrays.IntegerArray(col.to_numpy(), np.zeros(len(col), dtype=bool)), None, None
+        if pa.types.is_float64(col.type):
+            nums = pc.multiply(col, f.scale) if f.scale != 1.0 else col
+            return nums.to_numpy(), None, None
         if f.kind in ("int", "float"):
             nums, odd = _numbers(col, f)
             if f.kind == "int":
@@ -398,7 +450,16 @@ _STAMP_SEPARATORS = {4: b"/", 7: b"/", 10: b" ", 13: b":", 16: b":", 19: b"."}
 
 def fixed_times(col) -> np.ndarray | None:
     """`YYYY/MM/DD HH:MM:SS.mmm` strings -> datetime64[us], or None when any value is not in
-    exactly that form (the caller then takes the line-by-line path, which names the line).
+    exactly that form (the caller then takes the line-by-line path, which names the line)."""
+
+    parts = _stamp_parts(pa.chunked_array(col).chunks)
+    if parts is None:
+        return None
+    return pa.chunked_array(parts, pa.timestamp("us")).to_numpy()
+
+
+def _stamp_parts(chunks: list[pa.Array]) -> list[pa.Array] | None:
+    """fixed_times of each chunk, as Arrow timestamps; None when one is not in that form.
 
     nvidia-smi always writes this fixed width, so each chunk's Arrow data buffer is an (n, 23)
     byte matrix: the separators are checked column by column, the two slashes become dashes, and
@@ -406,7 +467,7 @@ def fixed_times(col) -> np.ndarray | None:
     """
 
     parts = []
-    for arr in pa.chunked_array(col).chunks:
+    for arr in chunks:
         n = len(arr)
         if arr.null_count:
             return None
@@ -428,9 +489,7 @@ def fixed_times(col) -> np.ndarray | None:
             parts.append(pc.cast(text, pa.timestamp("us")))
         except pa.ArrowInvalid:
             return None
-    if not parts:
-        return np.array([], dtype="datetime64[us]")
-    return pa.chunked_array(parts).to_numpy()
+    return parts
 
 
 @dataclass

@@ -269,3 +269,39 @@ def test_headerless_row_with_an_error_value_is_still_a_query_answer(tmp_path):
     assert list(inc.events["kind"]) == ["gpu_error"]
     with pytest.raises(SourceFormatError, match="fields"):
         pm.load_nvidia_smi(p)  # claimed as a header-less answer, whose field list must be given
+
+
+def test_bare_numbers_typed_by_the_reader_and_a_late_na_read_again(tmp_path, monkeypatch):
+    """A `nounits` stream: the head's bare numbers are typed by the CSV reader itself; an `[N/A]`
+    far below the head fails that read and the file is read again as text, still without the
+    line path, with the same frame as a read that types nothing."""
+    from dflash_postmortem.loaders.nvidia_smi import query_csv
+
+    header = "timestamp, index, memory.used [MiB], power.draw [W]"
+    lines = [header] + [f"2026/11/30 05:{k // 120:02d}:{k // 2 % 60:02d}.{k % 2 * 3 + 701}, {k % 2}, "
+                        f"{1000 + k}, {k / 4}" for k in range(400)]
+    clean = write(tmp_path, "clean.csv", lines)
+    late = list(lines)
+    late[351] = late[351].rsplit(", ", 2)[0] + ", [N/A], 3.5"
+    na = write(tmp_path, "late_na.csv", late)
+
+    reads = []
+    real_read = query_csv.csv.read_csv
+    monkeypatch.setattr(query_csv.csv, "read_csv", lambda *a, **k: reads.append(
+        sorted(str(t) for t in k["convert_options"].column_types.values())) or real_read(*a, **k))
+    monkeypatch.setattr(query_csv, "read_lines", lambda *a, **k: pytest.fail("took the line path"))
+    got = pm.load_nvidia_smi(clean).gpus
+    assert reads == [["double", "double", "int64", "string"]]  # one read, three columns typed
+    assert got["gpu"].tolist()[:3] == [0, 1, 0] and got["memory_used_mib"].iloc[-1] == 1399
+    assert got["power_w"].iloc[3] == 0.75 and str(got["gpu"].dtype) == "Int64"
+
+    reads.clear()
+    late_inc = pm.load_nvidia_smi(na)
+    assert reads == [["double", "double", "int64", "string"], ["string"] * 4]
+    row = late_inc.gpus[late_inc.gpus["line"] == 352].iloc[0]
+    assert pd.isna(row["memory_used_mib"]) and row["state"] == "memory_used_mib=[N/A]" and row["power_w"] == 3.5
+
+    # Both frames as a read that types nothing gives them.
+    monkeypatch.setattr(query_csv, "_bare_numbers", lambda *a: {})
+    pd.testing.assert_frame_equal(got, pm.load_nvidia_smi(clean).gpus)
+    pd.testing.assert_frame_equal(late_inc.gpus, pm.load_nvidia_smi(na).gpus)
