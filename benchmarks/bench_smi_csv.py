@@ -21,12 +21,11 @@ DataFrame.memory_usage(deep=True). Prints a table and the ratio of each baseline
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
+
+from children import alternate, arguments, cpu_seconds, warm_up
 
 DATA = Path(__file__).resolve().parent / "_data"
 HEADER = "timestamp, index, memory.used [MiB], utilization.gpu [%]"
@@ -66,13 +65,6 @@ def _rss_kib(field: str) -> int:
     raise RuntimeError(field)
 
 
-def _cpu() -> float:
-    """User + system CPU seconds of this process, all threads (steadier than wall time on a
-    machine shared with other work)."""
-    import resource
-
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 COLUMNS = ["time", "gpu", "memory_used_mib", "util_gpu_pct"]
@@ -126,19 +118,13 @@ def run_one(which: str, path: Path) -> dict:
     """Runs in the child process: warm up on the file's head, load once, report seconds, peak
     rise and frame size."""
     read = READERS[which]
-    head = path.with_name(f".head-{which}.csv")
-    with open(path, "rb") as f:
-        head.write_bytes(b"".join(f.readline() for _ in range(2000)))
-    try:
-        read(head)
-    finally:
-        head.unlink()
+    warm_up(read, path, which)
     before = _rss_kib("VmRSS")
-    cpu0 = _cpu()
+    cpu0 = cpu_seconds()
     t0 = time.perf_counter()
     df, rows = read(path)
     seconds = time.perf_counter() - t0
-    cpu = _cpu() - cpu0
+    cpu = cpu_seconds() - cpu0
     peak = _rss_kib("VmHWM")
     return {
         "which": which, "seconds": seconds, "cpu_seconds": cpu, "rows": rows,
@@ -146,34 +132,14 @@ def run_one(which: str, path: Path) -> dict:
     }
 
 
-def measure(which: str, path: Path) -> dict | None:
-    out = subprocess.run([sys.executable, __file__, "--child", which, "--path", str(path)],
-                         capture_output=True, text=True)
-    if out.returncode:
-        if "No module named 'polars'" in out.stderr:
-            return None
-        raise RuntimeError(out.stderr.strip().splitlines()[-1])
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--days", type=int, default=7)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--child", choices=tuple(READERS))
-    ap.add_argument("--path", type=Path)
-    args = ap.parse_args()
-    if args.child:
-        print(json.dumps(run_one(args.child, args.path)))
-        return
+    args = arguments(ap, READERS, run_one)
     path = generate(args.days)
     print(f"{path.name}: {path.stat().st_size / 1e6:.0f} MB")
-    runs: dict[str, list] = {w: [] for w in READERS}
-    for _ in range(args.repeat):  # alternated: a busy moment of the machine falls on every reader
-        for which in READERS:
-            r = measure(which, path)
-            if r is not None:
-                runs[which].append(r)
+    runs = alternate(__file__, READERS, path, args.repeat)
     best = {w: min(rs, key=lambda r: r["seconds"]) for w, rs in runs.items() if rs}
     median = {w: statistics.median(r["seconds"] for r in rs) for w, rs in runs.items() if rs}
     for which, r in best.items():

@@ -27,6 +27,7 @@ from .. import schema
 from ..config import IncidentConfig, incident_config
 from ..errors import PostmortemError, UsageError
 from ..incident import Incident
+from ..loaders.pages import ordinary_pages
 from . import layout
 from .ingest import SCHEDULER_ENV, clear, combined, ingest
 from .manifest import Manifest
@@ -147,6 +148,14 @@ def load_window(store: str, *, window=None, hosts=None, gpus=None, config: Incid
                 root: Path | None = None, scheduler: str | None = None) -> Incident:
     """The Incident of a store's rows in `window` = (start, end), on `hosts`, of `gpus` (None:
     all). With `scheduler`, the rows are selected by dask tasks on that cluster."""
+    # A window is a load as a folder's read is (loaders/pages.py): an hour of 512 GPUs made its
+    # frames in 0.81-1.09 s by the default pages, 0.94-1.03 s by ordinary ones (six runs each).
+    with ordinary_pages():
+        return _window(store, window, hosts, gpus, config, root, scheduler)
+
+
+def _window(store: str, window, hosts, gpus, config: IncidentConfig | None, root: Path | None,
+            scheduler: str | None) -> Incident:
     span = parse_window(window)
     fs, top = layout.filesystem(store)
     if not fs.exists(f"{top}/{layout.MANIFEST}"):

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...clock import align
 from ...incident import from_frames
@@ -79,6 +81,17 @@ def sniff_pmon(path: Path, head: bytes) -> float:
 @registry.format(PMON, sniff=sniff_pmon, phase=1, doc="nvidia-smi pmon (per-process utilization and framebuffer memory)")
 @registry.format(DMON, sniff=sniff_dmon, phase=1, doc="nvidia-smi dmon (any -s selection, -o D/T/DT or none)")
 def load(path: Path, ctx: LoadContext):
+    data = path.read_bytes()
+    fast = _columnar(data)
+    if fast is not None:
+        names, raw, row_lines, skips = fast
+        per_process = "pid" in names
+        rep = ctx.report(path, PMON if per_process else DMON)
+        rep.read = data.count(b"\n") + (not data.endswith(b"\n"))
+        for reason, lines in sorted(skips.items(), key=lambda kv: kv[1][0]):
+            rep.skip_lines(lines, reason)
+        return _frames([_frame(names, raw, row_lines, per_process, ctx, rep, {})], per_process, ctx, rep,
+                       ErrorLines(), [])
     paste = read_paste(path)
     cols = _header(paste.content()) or []
     per_process = "pid" in cols
@@ -142,10 +155,18 @@ def load(path: Path, ctx: LoadContext):
             continue
         what = "truncated last line: " if i == last else ""
         rep.bad(i, f"{len(names)} whitespace-separated columns ({' '.join(names)})", what + line)
-    parts = [_frame(names, rows, row_lines, per_process, ctx, rep, cut) for names, rows, row_lines in segments]
+    parts = [_frame(names, _text_frame(names, rows), row_lines, per_process, ctx, rep, cut)
+             for names, rows, row_lines in segments]
+    return _frames(parts, per_process, ctx, rep, found, paste.quirks)
+
+
+def _frames(parts: list[pd.DataFrame], per_process: bool, ctx: LoadContext, rep, found: ErrorLines,
+            quirks: list[str]):
+    """The Incident of a capture's typed segments and the error lines found among them."""
     parts = [p for p in parts if len(p)]
     out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    paste.note(rep)
+    for q in quirks:
+        rep.assume(q)
     if not out.empty:
         out["host"] = ctx.host
         out["source"] = rep.path
@@ -164,6 +185,69 @@ def load(path: Path, ctx: LoadContext):
     return from_frames(rep, **frames)
 
 
+def _text_frame(cols: list[str], rows: list[list[str]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=cols, dtype="string") if rows else pd.DataFrame(
+        {c: pd.Series(dtype="string") for c in cols}
+    )
+
+
+_PLAIN = bytes(range(0x20, 0x7F)) + b"\n"
+
+
+def _columnar(data: bytes) -> tuple[list[str], pd.DataFrame, list[int], dict[str, np.ndarray]] | None:
+    """A plain dmon/pmon stream (`nvidia-smi dmon -o DT > gpu.log`: its two header lines, then
+    samples of as many columns, the header pair perhaps repeated) cut into columns by Arrow in one
+    pass: (column names, the samples' text per column, their line numbers, the skipped lines by
+    reason), or None for anything else (a paste, an error line, a blank or cut line, a prompt,
+    text that is not printable ASCII), which the line path reads and names. (Python's str.split
+    and Arrow's split on whitespace disagree on \x0b, \x0c and \x1c-\x1f; CR, ESC and tabs
+    are a terminal's or an editor's, which the paste reader cleans line by line.)"""
+
+    if not data or data.translate(None, _PLAIN):  # what is left once every plain byte is deleted
+        return None
+    raw = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(raw == 10)
+    if len(ends) == 0 or ends[-1] != len(data) - 1:
+        return None  # a last line without its newline may be cut mid-write
+    starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64)
+    if (ends == starts).any():
+        return None
+    offsets = np.concatenate(([0], ends + 1)).astype(np.int32 if len(data) < 2**31 else np.int64)
+    kind = pa.string() if offsets.dtype == np.int32 else pa.large_string()
+    lines = pa.Array.from_buffers(kind, len(ends), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    lines = pc.utf8_trim_whitespace(lines)
+    hashed = raw[starts] == ord("#")
+    heads = np.flatnonzero(hashed)
+    if len(heads) < 2 or heads[0] != 0 or heads[1] != 1 or len(heads) % 2 or 2 * len(heads) > len(ends):
+        return None  # (a file mostly of '#' lines is a commented-out paste to the line path)
+    names = _columns(lines[0].as_py())
+    if names is None or _columns(lines[1].as_py()) is not None:
+        return None
+    pairs = pc.take(lines, pa.array(heads))
+    if not (pc.all(pc.equal(pc.take(pairs, pa.array(range(0, len(heads), 2))), lines[0])).as_py()
+            and pc.all(pc.equal(pc.take(pairs, pa.array(range(1, len(heads), 2))), lines[1])).as_py()):
+        return None
+    if (heads[1::2] != heads[0::2] + 1).any():
+        return None
+    per_process = "pid" in names
+    samples = np.flatnonzero(~hashed)
+    cells = pc.utf8_split_whitespace(pc.take(lines, pa.array(samples)),
+                                     max_splits=len(names) - 1 if per_process else None)
+    if not pc.all(pc.equal(pc.list_value_length(cells), len(names))).as_py():
+        return None
+    columns = {c: pc.list_element(cells, j) for j, c in enumerate(names)}
+    row_lines = samples + 1
+    skips = {"header line": heads[:2] + 1, "repeated header line": heads[2:] + 1}
+    if per_process:
+        idle = pc.equal(columns["pid"], "-").to_numpy(zero_copy_only=False)
+        skips["pmon row with no process on the GPU"] = row_lines[idle]
+        keep = pa.array(~idle)
+        columns = {c: pc.filter(v, keep) for c, v in columns.items()}
+        row_lines = row_lines[~idle]
+    raw_text = pd.DataFrame({c: pd.array(v, dtype="string") for c, v in columns.items()})
+    return names, raw_text, row_lines.tolist(), {k: v for k, v in skips.items() if len(v)}
+
+
 def _written(cells: list[str]) -> list[str]:
     """The values a cut-off line holds before the cut (and whatever text was glued after it)."""
     out = []
@@ -178,13 +262,11 @@ def _written(cells: list[str]) -> list[str]:
     return out
 
 
-def _frame(cols: list[str], rows: list[list[str]], row_lines: list[int], per_process: bool,
+def _frame(cols: list[str], raw: pd.DataFrame, row_lines: list[int], per_process: bool,
            ctx: LoadContext, rep, cut: dict[int, str]) -> pd.DataFrame:
-    """One segment's rows (one header's columns) -> typed columns; a row whose GPU index is not a
-    number is a bad line, any other field that is not a number is missing and named in `state`."""
-    raw = pd.DataFrame(rows, columns=cols, dtype="string") if rows else pd.DataFrame(
-        {c: pd.Series(dtype="string") for c in cols}
-    )
+    """One segment's samples (one header's columns, as text) -> typed columns; a row whose GPU
+    index is not a number is a bad line, any other field that is not a number is missing and
+    named in `state`."""
     table = PMON_COLUMNS if per_process else DMON_COLUMNS
     out = pd.DataFrame(index=raw.index)
     odd: dict[str, pd.Series] = {}
@@ -211,7 +293,7 @@ def _frame(cols: list[str], rows: list[list[str]], row_lines: list[int], per_pro
             out[c], broken = integers(out[c])
             bad |= broken
     for j in np.flatnonzero(bad.to_numpy()):
-        rep.bad(row_lines[j], "a GPU index (and a PID) in the first columns", " ".join(rows[j]))
+        rep.bad(row_lines[j], "a GPU index (and a PID) in the first columns", " ".join(raw.iloc[j].tolist()))
     for j, n in enumerate(row_lines):
         if n in cut:
             name = _column_of(cut[n], table, per_process)
@@ -226,6 +308,26 @@ def _frame(cols: list[str], rows: list[list[str]], row_lines: list[int], per_pro
     return out
 
 
+_CLOCK_DIGITS = [0, 1, 3, 4, 6, 7]
+
+
+def _times_of_day(text: pd.Series) -> pd.Series:
+    """`pd.to_timedelta(text, errors="coerce")`: dmon's `HH:MM:SS`, every value exactly that, read
+    from the column's bytes in one pass (to_timedelta parses each text alone: 0.3 s a day of
+    8 GPUs); any other column through to_timedelta itself."""
+    arr = pa.array(text.array).cast(pa.large_string())
+    n = len(arr)
+    if n and not arr.null_count:
+        offsets = np.frombuffer(arr.buffers()[1], np.int64)[arr.offset:arr.offset + n + 1]
+        if offsets[-1] - offsets[0] == 8 * n and (np.diff(offsets) == 8).all():
+            clock = np.frombuffer(arr.buffers()[2], np.uint8)[offsets[0]:offsets[-1]].reshape(n, 8)
+            d = (clock[:, _CLOCK_DIGITS] - ord("0")).astype(np.int64)
+            h, m, sec = d[:, 0] * 10 + d[:, 1], d[:, 2] * 10 + d[:, 3], d[:, 4] * 10 + d[:, 5]
+            if ((d < 10).all() and (clock[:, [2, 5]] == ord(":")).all() and (m < 60).all() and (sec < 60).all()):
+                return pd.Series(pd.to_timedelta(h * 3600 + m * 60 + sec, unit="s"), index=text.index)
+    return pd.to_timedelta(text, errors="coerce")
+
+
 def _column_of(heading: str, table: dict, per_process: bool) -> str:
     """The frame column of a dmon/pmon heading: its query field's, or `dmon_<heading>`."""
     return QUERY_FIELDS[table[heading]].column if heading in table else f"{'pmon' if per_process else 'dmon'}_{heading}"
@@ -238,7 +340,7 @@ def _times(raw: pd.DataFrame, ctx: LoadContext, rep) -> tuple[pd.Series, pd.Seri
     if "time" not in raw.columns:
         rep.assume("captured without -o T: rows carry no time")
         return none, pd.Series(False, index=raw.index)
-    tod = pd.to_timedelta(raw["time"], errors="coerce")
+    tod = _times_of_day(raw["time"])
     if "date" in raw.columns:
         day = pd.to_datetime(raw["date"], format="%Y%m%d", errors="coerce")
     else:

@@ -305,3 +305,23 @@ def test_bare_numbers_typed_by_the_reader_and_a_late_na_read_again(tmp_path, mon
     monkeypatch.setattr(query_csv, "_bare_numbers", lambda *a: {})
     pd.testing.assert_frame_equal(got, pm.load_nvidia_smi(clean).gpus)
     pd.testing.assert_frame_equal(late_inc.gpus, pm.load_nvidia_smi(na).gpus)
+
+
+def test_numbers_read_by_arrow_are_what_to_numeric_reads():
+    """parse_numbers' floats (Arrow's cast for decimal text, pandas for the rest) against
+    pd.to_numeric on text of every shape nvidia-smi and its tools print, and some they do not."""
+    import numpy as np
+
+    from dflash_postmortem.loaders.nvidia_smi.fields import parse_numbers
+
+    rng = np.random.default_rng(7)
+    texts = ([str(v) for v in rng.integers(-10**6, 10**12, 2000)] + [f"{v:.6f}" for v in rng.uniform(-1e6, 1e6, 2000)]
+             + [repr(float(v)) for v in rng.standard_normal(2000) * 10.0 ** rng.integers(-30, 30, 2000)]
+             + ["-", "[N/A]", "ERR!", "nan", "inf", "-inf", "1e", ".5", "5.", "+3", "00012", "1_000", "0x10",
+                "12345678901234567890123", "1e400", "", None, "87012 MiB"])
+    text = pd.Series(texts, dtype="string")
+    nums, odd = parse_numbers(text, "MiB", 1.0)
+    cut = text.str.strip().str.removesuffix("MiB").str.removesuffix("MB").str.strip()
+    want = pd.to_numeric(cut, errors="coerce").astype("float64")
+    pd.testing.assert_series_equal(nums, want, check_names=False)
+    assert odd.notna().sum() == want.isna().sum() - text.isna().sum()
