@@ -778,7 +778,7 @@ def _frame(cols: dict[str, list], rep: FileReport, ctx: LoadContext, scanner: Lo
     df = pd.DataFrame({k: v for k, v in cols.items() if k != "stamp"})
     df.insert(0, "time", resolve_times(cols["stamp"], rep, ctx, scanner.first_date, scanner.calendar))
     df["source"] = rep.path
-    df["ref"] = [f"{rep.path}:{n}" for n in cols["line"]]
+    df["ref"] = rep.path + ":" + df["line"].astype("str")
     if "host" in df.columns:  # a line that names its host (NCCL, a ChildFailedError table) keeps it
         df["host"] = df["host"].where(df["host"].notna(), ctx.host)
     else:

@@ -457,3 +457,23 @@ def test_a_line_without_a_time_borrows_the_same_one_however_often_it_is_asked(tm
         assert (got[0] is None) == (want[0] is None) and (got[0] is None or vars(got[0]) == vars(want[0])), ls
     assert scanner._look_back(block, starts[8])[2] == 3  # the ISO stamp three lines up
     assert scanner._look_back(block, starts[69])[0] is None  # 57 lines past the last stamp
+
+
+def test_each_rows_job_and_attempt_found_at_once_as_line_by_line():
+    """launcher_lines.Segments.of_lines (the metric rows' job and attempt in one pass) against
+    `at` line by line: torchrun restarts, Slurm requeues, lines before the first state's line."""
+    import numpy as np
+
+    from dflash_postmortem.loaders.training_log.launcher_lines import Segments
+
+    rng = np.random.default_rng(3)
+    lines = sorted(rng.integers(0, 5000, 3000).tolist()) + [0, 4999, 5000, 7000]
+    for segments in (
+        Segments([0], [("job-a", None)], None),
+        Segments([0, 1200, 3400], [("job-a", 0), ("job-a", 1), ("job-b", None)], [900, 2500]),
+        Segments([0, 10], [(None, None), ("job-a", 2)], [5, 4000]),
+    ):
+        jobs, attempts = segments.of_lines(lines)
+        want = [segments.at(n) for n in lines]
+        assert jobs == [j for j, _ in want] and attempts == [a for _, a in want]
+        assert all(type(a) is type(w) for a, (_, w) in zip(attempts, want, strict=True))
