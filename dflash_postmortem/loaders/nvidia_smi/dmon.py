@@ -211,7 +211,7 @@ def _columnar(data: bytes) -> tuple[list[str], pd.DataFrame, list[int], dict[str
         return None  # a last line without its newline may be cut mid-write
     starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64)
     if (ends == starts).any():
-        return None
+        return None  # a blank line: the line path counts it
     offsets = np.concatenate(([0], ends + 1)).astype(np.int32 if len(data) < 2**31 else np.int64)
     kind = pa.string() if offsets.dtype == np.int32 else pa.large_string()
     lines = pa.Array.from_buffers(kind, len(ends), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
@@ -236,6 +236,8 @@ def _columnar(data: bytes) -> tuple[list[str], pd.DataFrame, list[int], dict[str
     if not pc.all(pc.equal(pc.list_value_length(cells), len(names))).as_py():
         return None
     columns = {c: pc.list_element(cells, j) for j, c in enumerate(names)}
+    if not pc.all(pc.match_substring_regex(columns[names[0]], r"^[0-9:]+$")).as_py():
+        return None  # a line led by a word (a command line, a prompt) that has as many words as a sample
     row_lines = samples + 1
     skips = {"header line": heads[:2] + 1, "repeated header line": heads[2:] + 1}
     if per_process:

@@ -134,7 +134,7 @@ def _columnar(data: bytes, rep) -> _Read | None:
         return None
     raw = np.frombuffer(whole, np.uint8)
     ends = np.flatnonzero(raw == 10)
-    starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64)
+    starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64)[:len(ends)]
     filled = ends > starts
     if not (raw[starts[filled]] == ord("{")).all():
         return None  # a line of spaces, or one that is not an object: the line path names it
@@ -178,8 +178,7 @@ def _columnar(data: bytes, rep) -> _Read | None:
         frames[_FRAME_OF[kind]] = df
     n_lines = len(ends) + (1 if tail else 0)
     rep.read = n_lines
-    for i in np.flatnonzero(~filled) + 1:
-        rep.skip(int(i), "blank line")
+    rep.skip_lines(np.flatnonzero(~filled) + 1, "blank line")
     if tail.strip():
         rep.bad(n_lines, "one JSON record per line", _TRUNCATED + tail.decode("ascii"))
     elif tail:

@@ -63,11 +63,13 @@ def _dmon_variants(dmon: list[str], pmon: list[str]) -> dict[str, tuple[str, boo
         "error_line": ("\n".join([*dmon[:6], "Failed to initialize NVML: Driver/library version mismatch",
                                   *dmon[6:]]) + "\n", False),
         "tabs": ("\n".join(dmon).replace("       0 ", "\t0 ") + "\n", False),
+        # a second run's command line, as many words as a sample has columns (11)
+        "command_line": ("\n".join([*dmon[:6], "nvidia-smi dmon -s um -o T -d 1 -i 0,1 -c", *dmon[6:]]) + "\n", False),
     }
 
 
 @pytest.mark.parametrize("variant", ["stream", "bad_gpu_index", "pmon_idle_rows", "cut_last_line", "blank_line",
-                                     "error_line", "tabs"])
+                                     "error_line", "tabs", "command_line"])
 def test_columnar_read_equals_the_line_by_line_read(variant, bundled_dir, tmp_path, monkeypatch):
     """A plain dmon/pmon stream is cut into columns by Arrow in one pass; its frames and load
     report are what the line-by-line reader gives, and anything else goes line by line."""
