@@ -32,7 +32,7 @@ from .fields import (
     parse_numbers,
 )
 from .gpu_errors import ErrorLines, events_frame, state_events
-from .paste import read_paste, unwrap_head
+from .paste import unwrap, unwrap_head
 
 DMON = "nvidia-smi-dmon"
 PMON = "nvidia-smi-pmon"
@@ -87,12 +87,12 @@ def load(path: Path, ctx: LoadContext):
         names, raw, row_lines, skips = fast
         per_process = "pid" in names
         rep = ctx.report(path, PMON if per_process else DMON)
-        rep.read = data.count(b"\n") + (not data.endswith(b"\n"))
+        rep.read = data.count(b"\n")  # (a plain stream ends every line with one)
         for reason, lines in sorted(skips.items(), key=lambda kv: kv[1][0]):
             rep.skip_lines(lines, reason)
         return _frames([_frame(names, raw, row_lines, per_process, ctx, rep, {})], per_process, ctx, rep,
                        ErrorLines(), [])
-    paste = read_paste(path)
+    paste = unwrap(data.decode("utf-8", "replace"))  # what read_paste would read, not read again
     cols = _header(paste.content()) or []
     per_process = "pid" in cols
     rep = ctx.report(path, PMON if per_process else DMON)
@@ -223,12 +223,9 @@ def _columnar(data: bytes) -> tuple[list[str], pd.DataFrame, list[int], dict[str
     names = _columns(lines[0].as_py())
     if names is None or _columns(lines[1].as_py()) is not None:
         return None
-    pairs = pc.take(lines, pa.array(heads))
-    if not (pc.all(pc.equal(pc.take(pairs, pa.array(range(0, len(heads), 2))), lines[0])).as_py()
-            and pc.all(pc.equal(pc.take(pairs, pa.array(range(1, len(heads), 2))), lines[1])).as_py()):
-        return None
-    if (heads[1::2] != heads[0::2] + 1).any():
-        return None
+    if (heads[1::2] != heads[0::2] + 1).any() or not all(
+            pc.all(pc.equal(pc.take(lines, pa.array(heads[k::2])), lines[k])).as_py() for k in (0, 1)):
+        return None  # header lines that are not the first pair again
     per_process = "pid" in names
     samples = np.flatnonzero(~hashed)
     cells = pc.utf8_split_whitespace(pc.take(lines, pa.array(samples)),
