@@ -145,3 +145,18 @@ def test_a_listing_after_a_prompt(tmp_path):
     assert rep.format == "slurm-sacct" and dict(rep.skipped) == {"text before the listing": 1} and rep.balanced
     assert inc.events[["kind", "job", "step", "signal"]].fillna("").values.tolist() == [
         ["attempt_end", "944651", "", ""], ["timeout", "944651", "", ""], ["killed", "944651", "batch", "SIGTERM"]]
+
+
+def test_an_output_without_slurmstepd_line(tmp_path):
+    # srun, signalled by the scancel itself, may never relay slurmstepd's `*** STEP ... CANCELLED`
+    # line (fixtures/README.md): its own lines are then what the output says of the job's end
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(FIXTURES / "slurm-srun-only")
+    ev = inc.events
+    assert ev[["kind", "pattern", "job", "signal"]].fillna("").values.tolist() == [
+        ["killed", "slurm_step_aborted", "2", ""], ["killed", "slurm_task_signal", "2", "SIGTERM"]]
+    assert ev["rank"].isna().tolist() == [True, False] and ev["rank"].iloc[1] == 0
+    # srun's lines carry no time: they take the step line's, the last one before them
+    assert set(ev["time"]) == {T("2026-12-04 16:42:03")} and ev["ref"].tolist() == ["slurm-2.out:2", "slurm-2.out:4"]
+    assert dict(inc.load_report.files[0].skipped) == {"log text without a metric or event": 1}  # got SIGCONT
