@@ -12,8 +12,13 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 
 
+# conda-forge's names for the packages PyPI names otherwise
+CONDA_NAMES = {"python-hyperscan": "hyperscan"}
+
+
 def _name(req: str) -> str:
-    return re.split(r"[<>=!~\[ ;]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+    name = re.split(r"[<>=!~\[ ;]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+    return CONDA_NAMES.get(name, name)
 
 
 def test_environment_yml_matches_pyproject():
@@ -29,7 +34,7 @@ def test_environment_yml_matches_pyproject():
     runtime = {_name(r): r for r in project["dependencies"]}
     assert set(runtime) <= set(conda), f"missing from environment.yml: {set(runtime) - set(conda)}"
     for name, req in runtime.items():
-        spec = req[len(name):].strip()
+        spec = re.sub(r"^[\w.-]+", "", req).strip()
         assert conda[name].endswith(spec), f"{name}: pyproject says {req!r}, environment.yml says {conda[name]!r}"
     assert conda["python"] == "python=3.11"
     # the conda environment is the developer's: the project with every extra pyproject names

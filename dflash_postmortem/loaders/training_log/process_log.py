@@ -55,6 +55,7 @@ from .blocks import (
     FaulthandlerBlock,
     TracebackBlock,
 )
+from .keywords import SPARSE_BYTES, Keywords
 from .line_metrics import FIELD_KW, GENERIC_KW, HF_DICT_KW, MAX_FIELD_CHARS, read_metrics
 from .rows import METRIC_COLS, Rows
 from .times import Calendar, Stamp, find_stamp, resolve_times
@@ -173,8 +174,9 @@ class _Found:
     fast: _FastLines | None
 
     @classmethod
-    def of(cls, block: bytes, prefilter: str, every_line: bool) -> _Found:
-        nul = block.count(b"\x00")
+    def of(cls, block: bytes, keywords: Keywords | None, sparse: bool) -> _Found:
+        """`keywords` None: every line is a candidate; `sparse`: few are (keywords.py)."""
+        nul = block.count(b"\x00") if b"\x00" in block else 0  # `in` is a memchr: 10x the count
         if nul:  # a writer killed mid-file leaves NUL runs: removed, counted
             block = block.replace(b"\x00", b"")
         bad = 0
@@ -194,10 +196,7 @@ class _Found:
         offsets[0] = 0
         offsets[1:] = np.minimum(ends + 1, len(block))
         lines = pa.BinaryArray.from_buffers(pa.binary(), len(ends), [None, pa.py_buffer(offsets), pa.py_buffer(block)])
-        if every_line or not len(ends):
-            idx = np.arange(len(ends))
-        else:
-            idx = np.flatnonzero(pc.match_substring_regex(lines, prefilter).to_numpy(zero_copy_only=False))
+        idx = np.arange(len(ends)) if keywords is None else keywords.lines(block, ends, lines, sparse)
         return cls(block, nul, bad, starts, ends, idx, _FastLines.of(lines, idx, starts) if len(idx) else None)
 
 
@@ -238,16 +237,17 @@ def _blocks(f, size: int) -> Iterator[tuple[str, bytes | int]]:
                 continue
             yield "overlong", dropping + cut
             dropping, chunk = 0, chunk[cut + 1:]
-        buf = carry + chunk if carry else chunk
-        cut = buf.rfind(b"\n")
+        cut = chunk.rfind(b"\n")
         if cut == -1:
+            buf = carry + chunk
             if len(buf) > MAX_LINE_BYTES:
                 dropping, carry = len(buf), b""
             else:
                 carry = buf
             continue
-        yield "lines", buf[: cut + 1]
-        carry = buf[cut + 1:]
+        # one copy of the block's bytes, none where the read ends at a newline with nothing carried
+        yield "lines", chunk if not carry and cut == len(chunk) - 1 else b"".join((carry, memoryview(chunk)[: cut + 1]))
+        carry = chunk[cut + 1:]
 
 
 def strip_prefixes(text: str) -> tuple[str, dict]:
@@ -276,23 +276,6 @@ def _run_tag(body: str) -> str | None:
     return m.group("run") if m and m.group("run") not in lp.LEVELS else None
 
 
-def candidate_regex(user=()) -> str:
-    """One RE2 alternation of every pattern's keywords: a line without any of them has no row."""
-    parts = [p.keyword for p in lp.METRIC_PATTERNS] + [f.keyword for f in (*lp.FIELD_FORMATS, lp.GENERIC_LOSS)]
-    parts += [lp.HF_DICT_KEYWORD, lp.TRACEBACK_KEYWORD, lp.THREAD_EXCEPTION_KEYWORD, *lp.BAR_KEYWORDS]
-    parts += [k.encode() for k in (*lp.FAILURE_TABLE_KEYWORDS, *lp.UNIT_KEYWORDS, *lp.FAULTHANDLER_KEYWORDS)]
-    parts += [p.keyword for p in user if p.keyword]
-    alts = [_re2_literal(k.decode()) for k in dict.fromkeys(parts)]
-    for p in lp.EVENT_PATTERNS:
-        alts += [f"(?i:{_re2_literal(k)})" if p.case_insensitive_keyword else _re2_literal(k) for k in p.keywords]
-    return "|".join(dict.fromkeys(alts))
-
-
-def _re2_literal(text: str) -> str:
-    # RE2 rejects some of Python's escapes (`\ `); hex escapes mean the same to both.
-    return "".join(c if c.isalnum() and c.isascii() else f"\\x{{{ord(c):x}}}" for c in text)
-
-
 class LogScanner:
     """The single streaming pass over one log file. Iterate `scan()` for row batches."""
 
@@ -303,7 +286,8 @@ class LogScanner:
         self.user = tuple(patterns)
         self.default_run = default_run
         self.block_bytes = block_bytes
-        self.prefilter = candidate_regex(self.user)
+        self.keywords = Keywords.of(self.user)
+        self.sparse = True  # whether the block read last had few candidates (keywords.py)
         # A user regex with no safe literal is tried on every line: correct, and slow.
         self.every_line = any(p.keyword is None for p in self.user)
         self.lineno = 0  # lines read so far
@@ -336,8 +320,8 @@ class LogScanner:
             waiting: deque = deque()
             for what, item in _blocks(f, self.block_bytes):
                 if what == "lines":
-                    item = ahead.submit(_Found.of, item, self.prefilter, self.every_line) if ahead \
-                        else _done(_Found.of(item, self.prefilter, self.every_line))
+                    search = (None if self.every_line else self.keywords), self.sparse
+                    item = ahead.submit(_Found.of, item, *search) if ahead else _done(_Found.of(item, *search))
                 waiting.append((what, item))
                 if len(waiting) > AHEAD:
                     yield self._rows(*waiting.popleft())
@@ -368,6 +352,7 @@ class LogScanner:
         self.nul_bytes += found.nul_bytes
         self.bad_utf8_lines += found.bad_utf8_lines
         block, starts, ends, idx, fast = found.block, found.starts, found.ends, found.idx, found.fast
+        self.sparse = len(idx) * SPARSE_BYTES <= len(block)
         n_lines = len(ends)
         handled = 0
         consumed_to = 0
