@@ -709,7 +709,7 @@ TABLE_RULE = re.compile(r"^\s*(?:={5,}|-{5,})\s*$")
 
 # Where one log record starts in the middle of a line: records glued by a `\r` bar, by text
 # typed before them, or by a paste that lost its newlines. A line is cut at each.
-RECORD_HEAD = re.compile(
+RECORD_HEADS = (
     r"(?<=.)(?="
     r"(?:WARNING|ERROR|INFO|CRITICAL|DEBUG):[\w.]+:"  # python logging's default format
     r"|\[rank\d+\]:\[[IWEF]"  # c10 glog behind torchrun's rank prefix
@@ -720,6 +720,9 @@ RECORD_HEAD = re.compile(
     r"|(?<![\w.])(?:torch\.(?:cuda\.)?)?OutOfMemoryError:"
     r")"
 )
+# The first characters of every alternative, tested first: the regex is tried at every position
+# of a line, and Python's re finds no literal to skip by (half the time; the same cuts).
+RECORD_HEAD = re.compile(r"(?=[WEICD\[TtO]|\d{4}-\d\d-\d\d )" + RECORD_HEADS)
 
 # Text that every one of RECORD_HEAD's alternatives holds (a level word, a bracket, a traceback's
 # or an OOM's first words): a line with none of it is one record, and the regex (tried at every

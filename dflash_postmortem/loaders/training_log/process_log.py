@@ -55,7 +55,7 @@ from .blocks import (
     FaulthandlerBlock,
     TracebackBlock,
 )
-from .keywords import SPARSE_BYTES, Keywords
+from .keywords import SPARSE_BYTES, Keywords, PatternKeywords
 from .line_metrics import FIELD_KW, GENERIC_KW, HF_DICT_KW, MAX_FIELD_CHARS, read_metrics
 from .rows import METRIC_COLS, Rows
 from .times import Calendar, Stamp, find_stamp, resolve_times
@@ -79,6 +79,7 @@ _LEADING_TAGS = re.compile(
 # Keywords as text, decoded once: the hot path tests them on every candidate line.
 # (pattern, its keywords or () when the keyword is case-insensitive: then only the regex decides)
 _EVENT_KW = tuple((p, () if p.case_insensitive_keyword else p.keywords) for p in lp.EVENT_PATTERNS)
+_EVENT_KEYWORDS = PatternKeywords(tuple(kws for _, kws in _EVENT_KW))
 # (what a traceback's exception line states: an OOM, a CUDA error, the wait that ran out)
 _EXCEPTION_KW = tuple((p, kws) for p, kws in _EVENT_KW
                       if p.name in lp.EXCEPTION_FACTS or p.kind in ("timeout", "nccl_timeout"))
@@ -597,8 +598,9 @@ class LogScanner:
         return self._event(text, _strip_tags(body), where, rows)
 
     def _event(self, text: str, body: str, where: dict, rows: Rows, among=_EVENT_KW) -> int | str:
-        for p, kws in among:
-            if kws and not any(kw in text for kw in kws):
+        present = _EVENT_KEYWORDS.present(text) if among is _EVENT_KW else None
+        for i, (p, kws) in enumerate(among):
+            if kws and not (i in present if present is not None else any(kw in text for kw in kws)):
                 continue
             em = p.regex.search(body if p.regex.pattern.startswith(("^", "(?i)^")) else text)
             if not em:

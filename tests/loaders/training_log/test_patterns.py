@@ -5,6 +5,7 @@ sniffer claims. (ChildFailedError tables span lines: test_blocks.py.)"""
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -265,8 +266,11 @@ def test_every_line_the_record_head_cuts_holds_one_of_its_hints():
              "x torch.OutOfMemoryError: CUDA out of memory"]
     cut = 0
     lines = glued + [ln for f in files for ln in f.read_text(errors="replace").replace("\r", "\n").splitlines()]
+    ungated = re.compile(lp.RECORD_HEADS)  # the alternatives alone, without the first-character gate
     for line in lines:
-        if len(lp.RECORD_HEAD.split(line)) > 1:
+        parts = lp.RECORD_HEAD.split(line)
+        assert parts == ungated.split(line), line
+        if len(parts) > 1:
             cut += 1
             assert lp.may_glue_records(line), line
     assert cut >= len(glued) + 20, cut  # the corpus has glued lines of its own
