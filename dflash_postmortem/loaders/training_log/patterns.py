@@ -402,6 +402,8 @@ _INT64 = 2**63
 
 def integer(text) -> int | None:
     """An integer a log prints (PID, step, exit code) if it fits a 64-bit column, else None."""
+    if text is None:  # a group that did not match: most calls, and an exception costs more
+        return None
     try:
         v = int(text)
     except (TypeError, ValueError):  # not a number, or more than 4300 digits
@@ -799,6 +801,10 @@ def number(text: str | None) -> float:
     """A number as logs print it: thousands commas, nan, inf, a K/M/G/T suffix (`14.2K`)."""
     if text is None:
         return float("nan")
+    try:  # most are plain: Python's float reads them as the rest of this does (no comma, no suffix)
+        return float(text)
+    except ValueError:
+        pass
     text = text.replace(",", "")
     exponent = _SUFFIX.get(text[-1:]) if text[-3:].lower() not in ("nan", "inf") else None
     factor = 1

@@ -79,7 +79,7 @@ _LEADING_TAGS = re.compile(
 # Keywords as text, decoded once: the hot path tests them on every candidate line.
 # (pattern, its keywords or () when the keyword is case-insensitive: then only the regex decides)
 _EVENT_KW = tuple((p, () if p.case_insensitive_keyword else p.keywords) for p in lp.EVENT_PATTERNS)
-_EVENT_KEYWORDS = PatternKeywords(tuple(kws for _, kws in _EVENT_KW))
+_EVENT_KEYWORDS = PatternKeywords(tuple((p.keywords, p.case_insensitive_keyword) for p in lp.EVENT_PATTERNS))
 # (what a traceback's exception line states: an OOM, a CUDA error, the wait that ran out)
 _EXCEPTION_KW = tuple((p, kws) for p, kws in _EVENT_KW
                       if p.name in lp.EXCEPTION_FACTS or p.kind in ("timeout", "nccl_timeout"))
@@ -600,7 +600,7 @@ class LogScanner:
     def _event(self, text: str, body: str, where: dict, rows: Rows, among=_EVENT_KW) -> int | str:
         present = _EVENT_KEYWORDS.present(text) if among is _EVENT_KW else None
         for i, (p, kws) in enumerate(among):
-            if kws and not (i in present if present is not None else any(kw in text for kw in kws)):
+            if not (i in present if present is not None else not kws or any(kw in text for kw in kws)):
                 continue
             em = p.regex.search(body if p.regex.pattern.startswith(("^", "(?i)^")) else text)
             if not em:
