@@ -4,6 +4,7 @@ fields, Hugging Face's dicts, the user's own patterns, rates named by their unit
 from __future__ import annotations
 
 import ast
+import re
 
 from . import patterns as lp
 from .rows import Rows
@@ -13,14 +14,20 @@ METRIC_KW = tuple((p, p.keyword.decode()) for p in lp.METRIC_PATTERNS)
 FIELD_KW = tuple((f, f.keyword.decode()) for f in lp.FIELD_FORMATS)
 GENERIC_KW = lp.GENERIC_LOSS.keyword.decode()
 HF_DICT_KW = lp.HF_DICT_KEYWORD.decode()
+STEP_HEADER_KW = lp.STEP_HEADER_KEYWORDS
+_NON_FINITE = re.compile(r"(?<=: )(-?(?:nan|inf))(?=[,}])")  # a float's repr as a dict value
 MAX_FIELD_CHARS = 200  # a `key: value` field is short; prose is not searched for one
 _int = lp.integer
 
 
-def read_metrics(text: str, stamp, lineno: int, run, rank, rows: Rows, user: tuple, bar_step: dict) -> int:
+def read_metrics(text: str, stamp, lineno: int, run, rank, rows: Rows, user: tuple, bar_step: dict,
+                 headed: dict) -> int:
     """The metrics one record of a log gives (the number of rows it added): the known line formats
-    first, then `key: value` fields, Hugging Face's dicts, the user's patterns (incident.toml),
-    rates named by their unit, and a generic `loss`."""
+    first, then `key: value` fields, Hugging Face's dicts, the user's patterns (incident.toml), a
+    field of a metric block, rates named by their unit, and a generic `loss`. `headed` holds the
+    step of each rank's last metric-block header (patterns.STEP_HEADER), kept from line to line."""
+    if any(k in text for k in STEP_HEADER_KW) and (h := lp.STEP_HEADER.search(text)) is not None:
+        headed[rank] = _int(h.group("step"))
     for p, kw in METRIC_KW:
         if kw not in text:
             continue
@@ -57,10 +64,31 @@ def read_metrics(text: str, stamp, lineno: int, run, rank, rows: Rows, user: tup
             rows.metric(stamp=stamp, line=lineno, run=g.get("run") or run, step=_int(g.get("step")),
                         metric=p.metric, value=lp.number(g["value"]), rank=rank, pattern=p.name)
             return 1
+    if text[:1] in " \t" and any(k in text for k in lp.BLOCK_FIELD_KEYWORDS):
+        n = _block_field(text, stamp, lineno, run, rank, rows, headed)
+        if n:
+            return n
     n = _unit_metrics(text, stamp, lineno, run, rank, rows) if any(k in text for k in lp.UNIT_KEYWORDS) else 0
     if GENERIC_KW in text:
         n += _field_metrics(lp.GENERIC_LOSS, text, stamp, lineno, run, rank, rows)
     return n
+
+def _block_field(text: str, stamp, lineno: int, run, rank, rows: Rows, headed: dict) -> int:
+    """One indented `key=value` line of a metric block (patterns.BLOCK_FIELD): a known key as its
+    metric, any other under its own name (an `Eval` one under eval/) where a header came before."""
+    m = lp.BLOCK_FIELD.match(text)
+    if m is None:
+        return 0
+    key = " ".join(m.group("key").split())
+    metric = lp.BLOCK_FIELDS.get(key.lower())
+    if metric is None:
+        if rank not in headed:
+            return 0
+        metric = f"eval/{key}" if m.group("phase") == "Eval" and not key.lower().startswith("eval") else key
+    rows.metric(stamp=stamp, line=lineno, run=run, step=headed.get(rank), metric=metric,
+                value=lp.number(m.group("value")), rank=rank, pattern="metric_block")
+    return 1
+
 
 def _unit_metrics(text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
     """Rates named by their unit (`1.2k tok/s`, `85 ms/step`): the step, if the line has one,
@@ -108,11 +136,12 @@ def _field_metrics(f: lp.FieldFormat, text: str, stamp, lineno: int, run, rank, 
 
 def _hf_dict(text: str, stamp, lineno: int, run, rank, rows: Rows, bar_step: dict) -> int:
     """HF Trainer's log dict; without a `step` key it takes the step of the training bar
-    drawn before it."""
+    drawn before it. A diverged run prints `'grad_norm': nan` (Python's repr of a float NaN,
+    no literal): read as a NaN value, the rest of the dict with it."""
     n = 0
     for m in lp.HF_DICT.finditer(text):
         try:
-            d = ast.literal_eval(m.group(0))
+            d = ast.literal_eval(_NON_FINITE.sub(r"'\1'", m.group(0)))
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue
         if not isinstance(d, dict) or not lp.HF_DICT_KEYS & set(d):

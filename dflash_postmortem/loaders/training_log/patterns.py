@@ -56,7 +56,7 @@ from ...shell_words import STATUS_SIGNALS
 # Thousands commas come in threes and the fraction needs its `.`: a looser `\d[\d,]*\.?\d*` could
 # read a long digit (or `1,1,1`) run many ways and backtrack quadratically over it.
 _NUM = r"[-+]?(?:\d+(?:,\d{3})*(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf)"
-_SUFFIX = {"k": 3, "K": 3, "M": 6, "G": 9, "T": 12, "B": 9}  # human-readable loggers' powers of ten
+_SUFFIX = {"k": 3, "K": 3, "M": 6, "G": 9, "T": 12, "P": 15, "B": 9}  # human-readable loggers' powers of ten
 
 
 @dataclass(frozen=True)
@@ -211,6 +211,18 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
         "ips": ("train/samples_per_s", 1.0), "loss": _LOSS, "lr": _LR,
         "batch_cost": ("train/step_time_s", 1.0),
     }),
+    # verl (volcengine/verl): a step's metrics on one line behind Ray's actor tag, `step:60 -
+    # actor/pg_loss:-0.0036 - ... - timing_s/step:45.21 - perf/throughput:620.62` (tokens a second
+    # per GPU), its SFT trainer `step:2 - train/loss:1.0065 - train/lr(1e-3):0.00054`; numpy values
+    # printed as `np.float64(0.3165)` are no number to the field regex and are left out
+    _fields("verl", "step:", r"^step:(?P<step>\d+) - ", {
+        "perf/throughput": ("train/tok_per_s_per_gpu", 1.0), "timing_s/step": ("train/step_time_s", 1.0),
+        "perf/time_per_step": ("train/step_time_s", 1.0), "perf/total_num_tokens": ("train/step_tokens", 1.0),
+        "perf/max_memory_allocated_gb": ("train/max_memory_mib", 1024.0),
+        "train/loss": _LOSS, "val/loss": ("eval/val_loss", 1.0),
+        **{k: (k, 1.0) for k in ("actor/pg_loss", "actor/entropy", "actor/grad_norm", "actor/ppo_kl", "critic/vf_loss",
+                                  "critic/score/mean", "critic/rewards/mean", "response_length/mean")},
+    }, separator=re.compile(r" - ")),
     # `key=value` print-outs: EAGLE/DFlash drafter trainers (acceptance), accelerate and custom
     # loops: `epoch=0 step=94 train_loss=6.39 train_acc=0.08 train_tau_sim=1.15 lr=4.6e-05`
     _fields("key_value", "step=", r"\bstep=(?P<step>\d+)", {
@@ -297,6 +309,26 @@ GENERIC_LOSS = _fields(
     separator=re.compile(r"[,|\t]|\s{2,}"),
 )
 
+# Loggers that print a step's metrics as a block: a header that names the step (OLMo's `[step=2/739328]`,
+# Composer's `[batch=20/20]:`), then one field per indented line, its key a path as wandb's are
+# (`    train/CrossEntropyLoss=10.73`, `\t Train throughput/tokens_per_sec: 222.2194`, OLMo-core's
+# `    throughput/device/TPS=258,163`). A field takes the step of the last header of its rank; with
+# no header before it, only a key of BLOCK_FIELDS is read (a configuration printed as indented
+# `key: value` lines is no metric).
+STEP_HEADER = re.compile(r"\[(?:step|batch)=(?P<step>\d+)(?:/\d+)?[,\]]")
+STEP_HEADER_KEYWORDS = ("[step=", "[batch=")
+BLOCK_FIELD = re.compile(
+    r"^\s+(?:(?P<phase>Train|Eval) )?(?P<key>[A-Za-z][\w.()@-]*(?: [\w.()@-]+)*(?:/[\w.()@-]+(?: [\w.()@-]+)*)+)"
+    rf"\s*[=:]\s*(?P<value>{_NUM}[kKMGTPB]?)\s*$"
+)
+BLOCK_FIELD_KEYWORDS = ("train/", "throughput/", "optim/", "System/", "Train ", "eval/", "Eval ")
+BLOCK_FIELDS = {
+    "train/crossentropyloss": LOSS, "train/ce loss": LOSS, "loss/train/total": LOSS,
+    "throughput/tokens_per_sec": TOK_PER_S,
+    "throughput/device/tokens_per_second": "train/tok_per_s_per_gpu",
+    "throughput/device/tokens_per_sec": "train/tok_per_s_per_gpu", "throughput/device/tps": "train/tok_per_s_per_gpu",
+}
+
 # Rates and times that say what they are by their unit (`1.2k tok/s`, `85 ms/step`), whatever else
 # the line holds: read with the last resort, a throughput only where a unit names it. (A unit
 # after a loss, `12.65 BPC`, is read by the field readers as the loss's unit.)
@@ -328,8 +360,13 @@ def hf_metric_key(key: str) -> str:
     """A Trainer log key as a metric key: `eval_loss` is `eval/loss`, a key with a `/` (TRL's
     `rewards/chosen`) is kept, any other is under `train/` (`loss`, `learning_rate`, and the run's
     closing averages as `train/train_loss`, `train/train_runtime`: never mixed into the per-step
-    series). Read alike from logs and from `trainer_state.json`'s log_history."""
-    return key if "/" in key else f"eval/{key[5:]}" if key.startswith("eval_") else f"train/{key}"
+    series). Read alike from logs and from `trainer_state.json`'s log_history. A `/` in a unit is
+    no path: ms-swift's `train_speed(iter/s)` is `train/train_speed(iter/s)`."""
+    path = "/" in _UNIT_IN_KEY.sub("", key)
+    return key if path else f"eval/{key[5:]}" if key.startswith("eval_") else f"train/{key}"
+
+
+_UNIT_IN_KEY = re.compile(r"\([^()]*\)")
 
 # A tqdm bar: `desc: 3%|▎  | 4/157 [00:59<37:27, 14.69s/it, k=v, ...]`. Colab drops the bar
 # (`57% 4/7 [...]`) and a bar cleared to make room for a message keeps only `| 1/2538 [...]`.

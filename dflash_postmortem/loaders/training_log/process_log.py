@@ -303,6 +303,7 @@ class LogScanner:
         self._run_names: dict[bytes, str] = {}
         self.block: TracebackBlock | FailureTable | None = None  # the multi-line record open
         self.bars = Bars()
+        self.headed: dict = {}  # rank -> the step of its last metric-block header (line_metrics.read_metrics)
         self.nccl_errors: dict[tuple, dict] = {}  # (host, pid, tid) -> its latest nccl_error event
         self.glued = 0
         self.nul_bytes = 0
@@ -566,6 +567,13 @@ class LogScanner:
 
     def _text(self, text: str, lineno: int, rows: Rows, rank, pid, block: bytes, ls: int) -> int | str:
         """One record: 1 when it gave a row, a skip reason when it is known to carry none."""
+        counted = self.borrowed, self.run_from_neighbour
+        got = self._record(text, lineno, rows, rank, pid, block, ls)
+        if got != 1:  # the report's counts of borrowed times and runs are of rows: a line of none is out
+            self.borrowed, self.run_from_neighbour = counted
+        return got
+
+    def _record(self, text: str, lineno: int, rows: Rows, rank, pid, block: bytes, ls: int) -> int | str:
         stamp, body, tag, own = self._stamp_for(text, block, ls, lineno)
         if own and "[rank" in body[:12]:  # `2025-02-18 12:54 [rank13]:[E218 ...`: the prefix follows the time
             inner, pre = strip_prefixes(body.lstrip())
@@ -589,7 +597,7 @@ class LogScanner:
         if table is not None:
             self.block = FailureTable(table.group("root") != "Failures", stamp=stamp, line=lineno, run=run)
             return 1
-        if read_metrics(text, stamp, lineno, run, rank, rows, self.user, self.bars.step):
+        if read_metrics(text, stamp, lineno, run, rank, rows, self.user, self.bars.step, self.headed):
             # numbers that are also a fact: Hugging Face's closing summary is the run's averages
             # and the end of its training (whether it prints them as numbers or as strings)
             if _SUMMARY_KW in text:
@@ -892,6 +900,8 @@ def _sniff_metric(body: str) -> bool:
             return True
     if HF_DICT_KW in body and any(f"'{k}':" in body for k in lp.HF_DICT_KEYS) and lp.HF_DICT.search(body):
         return True  # a Trainer log dict, not any dict (a config, wandb's settings)
+    if (block := lp.BLOCK_FIELD.match(body)) is not None and " ".join(block.group("key").split()).lower() in lp.BLOCK_FIELDS:
+        return True  # a metric block's loss or throughput (OLMo, Composer)
     return any(k in body for k in _BAR_KW) and lp.BAR.search(body) is not None
 
 
