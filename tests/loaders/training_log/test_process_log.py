@@ -482,8 +482,7 @@ def test_each_rows_job_and_attempt_found_at_once_as_line_by_line():
 def test_a_metric_block_takes_its_headers_step_and_a_config_dump_is_no_metric(tmp_path):
     # OLMo's and Composer's block forms (the corpus holds real ones); before any header, an indented
     # `path/key: number` is read only for a known key: a configuration printed as YAML is no metric
-    log = tmp_path / "train.log"
-    log.write_text(
+    inc = _read(tmp_path,
         "config:\n"
         "  optimizer/lr: 0.001\n"
         "    train/CE loss=6.5\n"
@@ -496,9 +495,6 @@ def test_a_metric_block_takes_its_headers_step_and_a_config_dump_is_no_metric(tm
         "\t Eval metrics/LanguageCrossEntropy: 2.5\n"
         "\t Train throughput/tokens_per_sec: 222.2194\n"
         "\t Train time/batch: x\n")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        inc = pm.load_process_log(log)
     got = inc.metrics[["step", "metric", "value"]].fillna({"step": -1}).values.tolist()
     assert got == [[-1, "train/loss", 6.5], [7, "train/loss", 10.73], [7, "train/Perplexity", 45773.0],
                    [7, "train/tok_per_s_per_gpu", 45538.0], [8, "train/loss", 0.0051],
@@ -508,14 +504,10 @@ def test_a_metric_block_takes_its_headers_step_and_a_config_dump_is_no_metric(tm
 
 
 def test_verl_step_lines_behind_rays_tag(tmp_path):
-    log = tmp_path / "train.log"
-    log.write_text(
+    inc = _read(tmp_path,
         "(TaskRunner pid=247607) step:1 - actor/entropy:0.0977 - actor/pg_loss:-0.0036 - "
         "critic/vf_loss:np.float64(0.3166) - timing_s/step:45.21 - perf/throughput:3283.32\n"
         "step:2 - train/loss:1.0065 - train/lr(1e-3):0.00054\n")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        inc = pm.load_process_log(log)
     # critic/vf_loss's numpy repr is no number to the field regex: left out
     assert inc.metrics[inc.metrics["step"] == 1][["metric", "value"]].values.tolist() == [
         ["actor/entropy", 0.0977], ["actor/pg_loss", -0.0036], ["train/step_time_s", 45.21],
@@ -532,15 +524,18 @@ def test_a_unit_in_a_trainer_dicts_key_is_no_path():
 
 def test_only_lines_that_gave_rows_are_counted_as_borrowing_a_time(tmp_path):
     # wandb's closing summary holds keywords (`train/`, `loss`) and gives no row: it borrowed nothing
-    log = tmp_path / "train.log"
-    log.write_text("2026-01-01 00:00:00 [run] step 1 loss 2.0 tok/s 100\n"
+    inc = _read(tmp_path, "2026-01-01 00:00:00 [run] step 1 loss 2.0 tok/s 100\n"
                    "step 2 loss 1.9 tok/s 110\n"
                    "wandb:      train/loss 11.9\n"
                    "wandb: train/tok_per_s 110.0\n")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        inc = pm.load_process_log(log)
     assert len(inc.metrics) == 4
     said = [a for a in inc.load_report.files[0].assumptions if "without" in a]
     assert said == ["1 row without its own timestamp took the nearest earlier line's time",
                     "1 line without a [run] tag took the run of the nearest tagged line"], said
+
+
+def _read(tmp_path, text: str):
+    """A training log of `text`, read as load_process_log reads it."""
+    log = tmp_path / "train.log"
+    log.write_text(text)
+    return _load(log)
