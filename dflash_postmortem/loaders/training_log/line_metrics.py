@@ -35,7 +35,7 @@ def read_metrics(text: str, stamp, lineno: int, run, rank, rows: Rows, user: tup
         if not m:
             continue
         g = m.groupdict()
-        step = _int(g.get("step"))
+        step = _step(g)
         n = 0
         for group, key in p.metrics.items():
             if g.get(group) is None:
@@ -104,19 +104,23 @@ def _unit_metrics(text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
         rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=metric, value=value, rank=rank, pattern="unit")
     return len(found)
 
+def _step(g: dict, first_epoch: int = 0) -> int | None:
+    """A line's step from its regex's groups: `step`, else (epoch - first_epoch) * per_epoch + i
+    for loggers that count iterations within an epoch, else `i` alone."""
+    if g.get("step") is not None:
+        return _int(g["step"].replace(",", ""))  # BasicSR prints `iter:   1,000`
+    if g.get("per_epoch") is not None:
+        epoch, per_epoch, i = _int(g["epoch"]), _int(g["per_epoch"]), _int(g["i"])
+        return _int((epoch - first_epoch) * per_epoch + i) if None not in (epoch, per_epoch, i) else None
+    return _int(g.get("i"))
+
+
 def _field_metrics(f: lp.FieldFormat, text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
     """A `key: value | key: value` line: every known key gives its metric."""
     sm = next((m for m in (rx.search(text) for rx in f.steps) if m is not None), None)
     if sm is None:
         return 0
-    g = sm.groupdict()
-    if g.get("step") is not None:
-        step = _int(g["step"].replace(",", ""))  # BasicSR prints `iter:   1,000`
-    elif g.get("per_epoch") is not None:
-        epoch, per_epoch, i = _int(g["epoch"]), _int(g["per_epoch"]), _int(g["i"])
-        step = _int((epoch - f.first_epoch) * per_epoch + i) if None not in (epoch, per_epoch, i) else None
-    else:
-        step = _int(g.get("i"))
+    step = _step(sm.groupdict(), f.first_epoch)
     n = 0
     seen = set()
     for part in f.separator.split(text):

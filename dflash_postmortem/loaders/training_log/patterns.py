@@ -123,6 +123,15 @@ METRIC_PATTERNS: tuple[MetricPattern, ...] = (
         rf"\bsteps: (?P<step>\d+) loss: (?P<loss>{_NUM})(?: .*?)? iter time \(s\): (?P<t>{_NUM}) samples/sec: (?P<sps>{_NUM})",
         {"loss": LOSS, "t": "train/step_time_s", "sps": "train/samples_per_s"},
     ),
+    # timm's train.py: `Train: 0 [  50/10009 (  0%)]  Loss:  6.973588 (6.9921)  Time: 0.316s,  405.65/s
+    # (0.344s,  371.84/s)  LR: 5.000e-07  Data: 0.006 (0.033)`: the value, then the running average
+    # in brackets; the rate is samples a second over every rank; epochs count from 0
+    _metric(
+        "timm", "Train: ",
+        rf"\bTrain: (?P<epoch>\d+) \[\s*(?P<i>\d+)/(?P<per_epoch>\d+) \(\s*\d+%\)\]\s+Loss:\s+(?P<loss>{_NUM}) \({_NUM}\)"
+        rf"\s+Time:\s+(?P<t>{_NUM})s,\s+(?P<rate>{_NUM})/s(?:.*?LR:\s+(?P<lr>{_NUM}))?",
+        {"loss": LOSS, "t": "train/step_time_s", "rate": "train/samples_per_s", "lr": "train/learning_rate"},
+    ),
     _metric(
         "tf_step_time", "per-step time",
         rf"\bStep (?P<step>\d+) per-step time (?P<t>{_NUM})s(?: loss=(?P<loss>{_NUM}))?",
@@ -292,6 +301,14 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
         "train loss": _LOSS, "learning rate": _LR, "it/sec": ("train/it_per_s", 1.0),
         "tokens/sec": (TOK_PER_S, 1.0), "peak mem": ("train/max_memory_mib", 1e9 / 2**20),
     }),
+    # detectron2's CommonMetricPrinter: `[04/17 09:42:26 d2.utils.events]:  eta: 0:10:00  iter: 19
+    # total_loss: 1.234  loss_cls: 0.5  ...  time: 0.5012  last_time: 0.4998  data_time: 0.0123
+    # last_data_time: 0.0101  lr: 0.00039962  max_mem: 2345M` (seconds an iteration; MiB printed as M)
+    _fields("detectron2", "data_time:", r"\biter: (?P<step>\d+)\b", {
+        "total_loss": _LOSS, "time": ("train/step_time_s", 1.0), "data_time": ("train/data_time_s", 1.0),
+        "lr": _LR, "max_mem": ("train/max_memory_mib", 1e-6),
+        **{k: (f"train/{k}", 1.0) for k in ("loss_cls", "loss_box_reg", "loss_mask", "loss_rpn_cls", "loss_rpn_loc")},
+    }, separator=_GAPS),
     # torchvision / DeiT / MAE MetricLogger: `Epoch: [2]  [1480/1504]  ...  time: 4.3713  max mem: 51710`
     _fields("metric_logger", "max mem:", r"Epoch: \[(?P<epoch>\d+)\]\s+\[\s*(?P<i>\d+)/(?P<per_epoch>\d+)\]", {
         "time": ("train/step_time_s", 1.0), "loss": _LOSS, "closs": _LOSS, "lr": _LR,

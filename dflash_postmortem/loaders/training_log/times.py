@@ -42,6 +42,9 @@ TIMESTAMPS: tuple[tuple[str, re.Pattern], ...] = (
     # BasicSR / mmsr's logger before 2020: `19-08-09 08:23:24.709 - INFO:` (%y-%m-%d), at the line's start
     ("ymd2", re.compile(r"^(?P<year>\d{2})-(?P<month>\d{2})-(?P<day>\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))? - ")),
     ("glog", re.compile(r"^\[?[IWEF](?P<month>\d{1,2})(?P<day>\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,9}))?")),
+    # detectron2's logger: `[04/17 09:42:26 d2.utils.events]:` on the console, `[11/16 04:35:50]
+    # d2.utils.events INFO:` in its log.txt (%m/%d, no year)
+    ("md", re.compile(r"^\[(?P<month>\d{2})/(?P<day>\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?[ \]]")),
     ("syslog", re.compile(r"^(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) (?P<time>\d{2}:\d{2}:\d{2})")),
     ("clock", re.compile(r"^\[?(?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?\]?(?:\s|$)")),
 )
@@ -93,7 +96,7 @@ def find_stamp(text: str) -> tuple[Stamp | None, int]:
             return Stamp("iso", f"{year}-{month:02d}-{day:02d}T{clock}.{frac}"), m.end()
         if form == "ymd2":
             return Stamp("iso", f"20{g['year']}-{g['month']}-{g['day']}T{clock}.{frac}"), m.end() - 3
-        if form == "glog":
+        if form in ("glog", "md"):
             return Stamp("monthday", f"{int(g['month']):02d}-{g['day']}T{clock}.{frac}"), m.end()
         if form == "syslog":
             return Stamp("monthday", f"{MONTHS[g['mon']]:02d}-{int(g['day']):02d}T{clock}.000000"), m.end()

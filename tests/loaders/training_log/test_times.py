@@ -31,6 +31,8 @@ def _load(path, **kw):
     ("W0227 17:39:41.936000 293814 site-packages/torch", "monthday", "02-27T17:39:41.936000"),
     ("[07:15:39.400163] Epoch: [2]  [1480/1504]", "clock", "07:15:39.400163"),
     ("12:13:46    INFO Starting training step 0", "clock", "12:13:46.000000"),
+    ("[09/02 02:37:24 d2.utils.events]:  eta: 0:05:22  iter: 19", "monthday", "09-02T02:37:24.000000"),  # detectron2
+    ("[11/16 04:35:50] d2.utils.events INFO:  eta: 2:23:15", "monthday", "11-16T04:35:50.000000"),  # its log.txt
 ])
 def test_stamp_forms_of_real_lines(line, form, text):
     stamp, _ = find_stamp(line)
