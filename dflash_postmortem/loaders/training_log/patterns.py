@@ -791,6 +791,10 @@ def may_glue_records(line: str) -> bool:
     return any(h in line for h in RECORD_HEAD_HINTS)
 
 
+# `srun --label` (`-l`): the task id before each line of every task, `0: `, `13: `. Read as a prefix
+# only in a file whose lines all carry it (process_log.srun_labelled).
+SRUN_LABEL = re.compile(r"^(?P<rank>\d{1,5}): ")
+
 # Prefixes added by launchers and log viewers, stripped before anything else is read.
 # Each captures what it knows (rank, pid); `lineno` prefixes are log-viewer line numbers.
 PREFIXES: tuple[tuple[str, re.Pattern], ...] = (

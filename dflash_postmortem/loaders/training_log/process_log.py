@@ -201,6 +201,16 @@ class _Found:
         return cls(block, nul, bad, starts, ends, idx, _FastLines.of(lines, idx, starts) if len(idx) else None)
 
 
+def _labelled(path: Path) -> bool:
+    """srun_labelled of the file's first 64 KiB."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return False
+    return srun_labelled(head.decode("utf-8", "replace").splitlines())
+
+
 def _done(value) -> Future:
     done: Future = Future()
     done.set_result(value)
@@ -271,6 +281,25 @@ def strip_prefixes(text: str) -> tuple[str, dict]:
     return text, found
 
 
+def srun_labelled(lines: list[str]) -> bool:
+    """Whether a file's lines carry `srun --label`'s task id (`0: `, `13: `): nearly all of its
+    first lines do. Decided for the file, not the line: a line cut by `tail -c` can begin with
+    `0: ` by chance (`Epoch 0: 6%|...` cut in its word)."""
+    lines = [ln for ln in lines[:200] if ln.strip()]
+    return len(lines) >= 3 and sum(1 for ln in lines if lp.SRUN_LABEL.match(ln)) >= 0.9 * len(lines)
+
+
+def unlabel(text: str, labelled: bool) -> tuple[str, dict]:
+    """strip_prefixes, after srun's task id where the file carries one (it is the rank, unless a
+    `[rankN]:` after it says otherwise)."""
+    m = lp.SRUN_LABEL.match(text) if labelled else None
+    if m is None:
+        return strip_prefixes(text)
+    text, found = strip_prefixes(text[m.end():])
+    found.setdefault("rank", m.group("rank"))
+    return text, found
+
+
 def _run_tag(body: str) -> str | None:
     """`[name]` right after a timestamp names the run, unless it is a level (`[INFO]`)."""
     m = lp.RUN_TAG.match(body)
@@ -288,6 +317,7 @@ class LogScanner:
         self.default_run = default_run
         self.block_bytes = block_bytes
         self.keywords = Keywords.of(self.user)
+        self.labelled = _labelled(self.path)  # srun --label's task id before every line
         self.sparse = True  # whether the block read last had few candidates (keywords.py)
         # A user regex with no safe literal is tried on every line: correct, and slow.
         self.every_line = any(p.keyword is None for p in self.user)
@@ -436,7 +466,7 @@ class LogScanner:
         """Classify one candidate line; returns 1 when it gave a row (it is then 'parsed'); a
         line read for nothing but a known reason is counted skipped with that reason."""
         text = _clean(block[ls:le])
-        text, pre = strip_prefixes(text)
+        text, pre = unlabel(text, self.labelled)
         rank = _int(pre.get("rank"))
         pid = _int(pre.get("pid"))
         # \r-separated redraws: each segment is a state; each may hold several glued records
@@ -535,7 +565,7 @@ class LogScanner:
                 found = None, None, 1
                 break
             start = block.rfind(b"\n", 0, end) + 1
-            prev, _ = strip_prefixes(_clean(block[start:end]))
+            prev, _ = unlabel(_clean(block[start:end]), self.labelled)
             stamp, at = find_stamp(prev)
             if stamp is not None:
                 found = known[end] = stamp, _run_tag(prev[at:]), 1
@@ -663,7 +693,7 @@ class LogScanner:
         while self.block is not None and pos < len(block):
             le = block.find(b"\n", pos)
             le = len(block) if le == -1 else le
-            text, _ = strip_prefixes(_clean(block[pos:le]))
+            text, _ = unlabel(_clean(block[pos:le]), self.labelled)
             answer = self.block.feed(text, lineno + taken)
             if answer == NOT_MINE:
                 self._close_block(rows)
@@ -863,8 +893,9 @@ def sniff_log(path: Path, head: bytes) -> float:
     if lines[0].startswith("# ") and any(ln.startswith("| ---") or ln.startswith("|---") for ln in lines):
         return 0.0  # markdown
     metric_lines = loss_lines = stamped = 0
+    labelled = srun_labelled(lines)
     for ln in lines:
-        body, _ = strip_prefixes(_clean(ln.encode("utf-8", "replace")))
+        body, _ = unlabel(_clean(ln.encode("utf-8", "replace")), labelled)
         if find_stamp(body)[0] is not None:
             stamped += 1
         if _sniff_metric(body):

@@ -539,3 +539,22 @@ def _read(tmp_path, text: str):
     log = tmp_path / "train.log"
     log.write_text(text)
     return _load(log)
+
+
+def test_srun_labels_name_the_rank_of_a_file_whose_lines_all_carry_them(tmp_path):
+    # `srun -l`: every task's lines behind its task id; a `tail -c` cut that happens to begin
+    # with `0: ` in a file of unlabelled lines is no label (a bundled capture has one)
+    inc = _read(tmp_path, "0: 2026-01-01 00:00:00 [run] step 1 loss 2.0 tok/s 100\n"
+                          "1: 2026-01-01 00:00:00 [run] step 1 loss 2.1 tok/s 90\n"
+                          "1: Traceback (most recent call last):\n"
+                          "1:   File \"train.py\", line 3, in <module>\n"
+                          "1: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+                          "0: 2026-01-01 00:00:10 [run] step 2 loss 1.9 tok/s 101\n")
+    tok = inc.metrics[inc.metrics["metric"] == "train/tok_per_s"]
+    assert tok[["rank", "step", "value"]].values.tolist() == [[0, 1, 100.0], [1, 1, 90.0], [0, 2, 101.0]]
+    tb = inc.events[inc.events["kind"] == "traceback"].iloc[0]
+    assert (tb["rank"], tb["lines"]) == (1, 3) and tb["message"].startswith("Traceback")
+    cut = _read(tmp_path, "0:   6%|▌  | 3800/65536 [03:59<1:04:43, 15.90it/s, loss=10.40]\n\n"
+                          "Epoch 0:   6%|▌  | 3800/65536 [04:00<1:05:00, 15.83it/s, loss=10.40]\n"
+                          "2026-01-01 00:00:00 [run] step 1 loss 2.0 tok/s 100\n")
+    assert cut.metrics["rank"].isna().all()
