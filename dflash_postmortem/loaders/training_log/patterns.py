@@ -132,6 +132,13 @@ METRIC_PATTERNS: tuple[MetricPattern, ...] = (
         rf"\s+Time:\s+(?P<t>{_NUM})s,\s+(?P<rate>{_NUM})/s(?:.*?LR:\s+(?P<lr>{_NUM}))?",
         {"loss": LOSS, "t": "train/step_time_s", "rate": "train/samples_per_s", "lr": "train/learning_rate"},
     ),
+    # pytorch/examples (MNIST and its many copies, Horovod's): `Train Epoch: 1 [640/60000 (1%)]\tLoss:
+    # 0.453241`: the count is of samples seen, no step
+    _metric(
+        "pytorch_examples", "Train Epoch:",
+        rf"\bTrain Epoch: \d+ \[\s*\d+/\d+ \(\s*\d+%\)\]\s+Loss: (?P<loss>{_NUM})",
+        {"loss": LOSS},
+    ),
     _metric(
         "tf_step_time", "per-step time",
         rf"\bStep (?P<step>\d+) per-step time (?P<t>{_NUM})s(?: loss=(?P<loss>{_NUM}))?",
@@ -498,6 +505,7 @@ EVENT_GROUPS: dict[str, tuple[str, Callable]] = {
     "left": ("restarts_left", integer),
     "max_restarts": ("max_restarts", integer), "count": ("count", integer),
     "task_signal": ("signal", lambda text: STATUS_SIGNALS.get(text.lower())),
+    "success": ("exit_code", lambda _text: 0),  # a launcher's word for a clean exit
     "cuda_error": ("cuda_error", str), "signal_word": ("signal", lambda w: FAULTHANDLER_SIGNALS.get(w)),
 }
 # Columns some events carry beyond the canonical ones; integers are kept as nullable Int64.
@@ -680,6 +688,7 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("signal", "deepspeed_killing_subprocess", "Killing subprocess", r"Killing subprocess (?P<pid>\d+)"),
     _event("exit", "deepspeed_exit", "exits with return code",
            r"(?:--local_rank=(?P<local_rank>\d+).*)?exits with return code = (?P<code>-?\d+)"),
+    _event("exit", "deepspeed_exit_ok", "exits successfully", r"\bProcess (?P<pid>\d+) exits (?P<success>successfully)"),
     # Slurm in a job's output (`slurm-<job>.out`): slurmstepd's cancellations (their own time in
     # `at`), srun's word on each task, cgroup OOM kills, allocations
     _slurm("attempt_end", "slurm_job_cancelled", "*** JOB ",
@@ -791,9 +800,13 @@ def may_glue_records(line: str) -> bool:
     return any(h in line for h in RECORD_HEAD_HINTS)
 
 
-# `srun --label` (`-l`): the task id before each line of every task, `0: `, `13: `. Read as a prefix
-# only in a file whose lines all carry it (process_log.srun_labelled).
+# Labels a launcher puts before each line of every process, read as a prefix only in a file whose
+# lines nearly all carry one (process_log.line_label): `srun --label`'s task id (`0: `, `13: `:
+# the rank), and the host name of DeepSpeed's multi-node launcher through pdsh (`worker-1: `,
+# `10.0.0.7: `: the host). Tried in this order: a task id is also a host name to the second.
 SRUN_LABEL = re.compile(r"^(?P<rank>\d{1,5}): ")
+PDSH_LABEL = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]{0,62}): ")
+LINE_LABELS = (SRUN_LABEL, PDSH_LABEL)
 
 # Prefixes added by launchers and log viewers, stripped before anything else is read.
 # Each captures what it knows (rank, pid); `lineno` prefixes are log-viewer line numbers.
@@ -802,6 +815,9 @@ PREFIXES: tuple[tuple[str, re.Pattern], ...] = (
     ("rank", re.compile(r"^\[rank(?P<rank>\d+)\]: ?")),
     ("rank", re.compile(r"^\[default(?P<rank>\d+)\]: ?")),
     ("stream", re.compile(r"^(?:stderr|stdout): ")),
+    # Open MPI's `mpirun --tag-output` (`[1,0]<stdout>:`, SageMaker's `[1,mpirank:3,algo-1]<stdout>:`),
+    # horovodrun's `[0]<stderr>:`: the rank
+    ("mpi", re.compile(r"^\[(?:\d+,)?(?:mpirank:)?(?P<rank>\d+)(?:,[\w.-]+)?\]<(?:stdout|stderr|stddiag)>: ?")),
     ("ray", re.compile(r"^[\w-]+/\d+ \(\w+ pid=(?P<pid>\d+)\) ?")),
     ("ray", re.compile(r"^\((?:\w+ )?pid=(?P<pid>\d+)(?:, ip=[\d.]+)?\) ?")),  # `(pid=3769) `, Ray's actor tag alone: `(RayWorkerVllm pid=7046) `
     ("fence", re.compile(r"^```[\w-]*(?=\[)")),  # a markdown fence glued to the first line

@@ -201,14 +201,14 @@ class _Found:
         return cls(block, nul, bad, starts, ends, idx, _FastLines.of(lines, idx, starts) if len(idx) else None)
 
 
-def _labelled(path: Path) -> bool:
-    """srun_labelled of the file's first 64 KiB."""
+def _label(path: Path) -> re.Pattern | None:
+    """line_label of the file's first 64 KiB."""
     try:
         with open(path, "rb") as f:
             head = f.read(1 << 16)
     except OSError:
-        return False
-    return srun_labelled(head.decode("utf-8", "replace").splitlines())
+        return None
+    return line_label(head.decode("utf-8", "replace").splitlines())
 
 
 def _done(value) -> Future:
@@ -281,22 +281,32 @@ def strip_prefixes(text: str) -> tuple[str, dict]:
     return text, found
 
 
-def srun_labelled(lines: list[str]) -> bool:
-    """Whether a file's lines carry `srun --label`'s task id (`0: `, `13: `): nearly all of its
-    first lines do. Decided for the file, not the line: a line cut by `tail -c` can begin with
-    `0: ` by chance (`Epoch 0: 6%|...` cut in its word)."""
+def line_label(lines: list[str]) -> re.Pattern | None:
+    """The launcher's label (patterns.LINE_LABELS) that most of a file's first lines carry (the
+    launcher's own lines come first, unlabelled), if one does. Decided for the file, not the
+    line: a line cut by `tail -c` can begin with `0: ` by chance (`Epoch 0: 6%|...` cut in its
+    word). A host label names a handful of machines, each name with a digit (`worker-1`,
+    `gpu003`, `10.0.0.7`): a bar's or a logger's word before a colon (`Train: 2%|`, `INFO:`) is none."""
     lines = [ln for ln in lines[:200] if ln.strip()]
-    return len(lines) >= 3 and sum(1 for ln in lines if lp.SRUN_LABEL.match(ln)) >= 0.9 * len(lines)
+    if len(lines) < 3:
+        return None
+    for label in lp.LINE_LABELS:
+        found = {m.group(1) for ln in lines if (m := label.match(ln))}
+        carried = sum(1 for ln in lines if label.match(ln))
+        if carried >= 0.8 * len(lines) and len(found) <= 64 and all(any(c.isdigit() for c in v) for v in found):
+            return label
+    return None
 
 
-def unlabel(text: str, labelled: bool) -> tuple[str, dict]:
-    """strip_prefixes, after srun's task id where the file carries one (it is the rank, unless a
-    `[rankN]:` after it says otherwise)."""
-    m = lp.SRUN_LABEL.match(text) if labelled else None
+def unlabel(text: str, label: re.Pattern | None) -> tuple[str, dict]:
+    """strip_prefixes, after the launcher's label where the file carries one: srun's task id is
+    the rank (unless a `[rankN]:` after it says otherwise), pdsh's the host."""
+    m = label.match(text) if label is not None else None
     if m is None:
         return strip_prefixes(text)
     text, found = strip_prefixes(text[m.end():])
-    found.setdefault("rank", m.group("rank"))
+    for key, value in m.groupdict().items():
+        found.setdefault(key, value)
     return text, found
 
 
@@ -317,7 +327,7 @@ class LogScanner:
         self.default_run = default_run
         self.block_bytes = block_bytes
         self.keywords = Keywords.of(self.user)
-        self.labelled = _labelled(self.path)  # srun --label's task id before every line
+        self.label = _label(self.path)  # a launcher's label before every line (line_label)
         self.sparse = True  # whether the block read last had few candidates (keywords.py)
         # A user regex with no safe literal is tried on every line: correct, and slow.
         self.every_line = any(p.keyword is None for p in self.user)
@@ -466,7 +476,8 @@ class LogScanner:
         """Classify one candidate line; returns 1 when it gave a row (it is then 'parsed'); a
         line read for nothing but a known reason is counted skipped with that reason."""
         text = _clean(block[ls:le])
-        text, pre = unlabel(text, self.labelled)
+        text, pre = unlabel(text, self.label)
+        host = pre.get("host")
         rank = _int(pre.get("rank"))
         pid = _int(pre.get("pid"))
         # \r-separated redraws: each segment is a state; each may hold several glued records
@@ -488,7 +499,7 @@ class LogScanner:
                 for piece in pieces:
                     if not piece.strip():
                         continue
-                    found = self._text(piece, lineno, rows, rec_rank, rec_pid, block, ls)
+                    found = self._text(piece, lineno, rows, rec_rank, rec_pid, block, ls, host)
                     if found == 1:
                         got = 1
                     elif found:
@@ -565,7 +576,7 @@ class LogScanner:
                 found = None, None, 1
                 break
             start = block.rfind(b"\n", 0, end) + 1
-            prev, _ = unlabel(_clean(block[start:end]), self.labelled)
+            prev, _ = unlabel(_clean(block[start:end]), self.label)
             stamp, at = find_stamp(prev)
             if stamp is not None:
                 found = known[end] = stamp, _run_tag(prev[at:]), 1
@@ -595,22 +606,24 @@ class LogScanner:
             self.run_from_neighbour += 1
         return run
 
-    def _text(self, text: str, lineno: int, rows: Rows, rank, pid, block: bytes, ls: int) -> int | str:
+    def _text(self, text: str, lineno: int, rows: Rows, rank, pid, block: bytes, ls: int, host) -> int | str:
         """One record: 1 when it gave a row, a skip reason when it is known to carry none."""
         counted = self.borrowed, self.run_from_neighbour
-        got = self._record(text, lineno, rows, rank, pid, block, ls)
+        got = self._record(text, lineno, rows, rank, pid, block, ls, host)
         if got != 1:  # the report's counts of borrowed times and runs are of rows: a line of none is out
             self.borrowed, self.run_from_neighbour = counted
         return got
 
-    def _record(self, text: str, lineno: int, rows: Rows, rank, pid, block: bytes, ls: int) -> int | str:
+    def _record(self, text: str, lineno: int, rows: Rows, rank, pid, block: bytes, ls: int, host) -> int | str:
         stamp, body, tag, own = self._stamp_for(text, block, ls, lineno)
-        if own and "[rank" in body[:12]:  # `2025-02-18 12:54 [rank13]:[E218 ...`: the prefix follows the time
+        # a prefix that follows the time: `2025-02-18 12:54 [rank13]:[E218 ...`, horovodrun's
+        # `Tue Apr 21 18:22:57 2020[1]<stdout>:`
+        if own and ("[rank" in body[:12] or "]<std" in body[:32]):
             inner, pre = strip_prefixes(body.lstrip())
             if "rank" in pre:
                 rank, text = _int(pre["rank"]), inner
         run = self._run_for(tag if own else None, own, None if own else tag)
-        where = dict(stamp=stamp, line=lineno, run=run, pid=pid, rank=rank)
+        where = dict(stamp=stamp, line=lineno, run=run, pid=pid, rank=rank, host=host)
         header = lp.THREAD_EXCEPTION.match(body.lstrip()) if _THREAD_EXCEPTION in text else None
         if header is not None or _TRACEBACK in text:
             at = text.find("Traceback") if header is None else 0
@@ -693,7 +706,7 @@ class LogScanner:
         while self.block is not None and pos < len(block):
             le = block.find(b"\n", pos)
             le = len(block) if le == -1 else le
-            text, _ = unlabel(_clean(block[pos:le]), self.labelled)
+            text, _ = unlabel(_clean(block[pos:le]), self.label)
             answer = self.block.feed(text, lineno + taken)
             if answer == NOT_MINE:
                 self._close_block(rows)
@@ -712,7 +725,7 @@ class LogScanner:
             # What the exception line states (a CUDA OOM and its holders, a CUDA error, a wait
             # that timed out) is an event of its own, at the traceback's first line.
             last = record.lines[-1].strip()
-            self._event(last, last, {k: record.where.get(k) for k in ("stamp", "line", "run", "pid", "rank")}, rows,
+            self._event(last, last, {k: record.where.get(k) for k in ("stamp", "line", "run", "pid", "rank", "host")}, rows,
                         among=_EXCEPTION_KW)
 
     def _finish_report(self) -> None:
@@ -893,9 +906,9 @@ def sniff_log(path: Path, head: bytes) -> float:
     if lines[0].startswith("# ") and any(ln.startswith("| ---") or ln.startswith("|---") for ln in lines):
         return 0.0  # markdown
     metric_lines = loss_lines = stamped = 0
-    labelled = srun_labelled(lines)
+    label = line_label(lines)
     for ln in lines:
-        body, _ = unlabel(_clean(ln.encode("utf-8", "replace")), labelled)
+        body, _ = unlabel(_clean(ln.encode("utf-8", "replace")), label)
         if find_stamp(body)[0] is not None:
             stamped += 1
         if _sniff_metric(body):

@@ -45,6 +45,10 @@ TIMESTAMPS: tuple[tuple[str, re.Pattern], ...] = (
     # detectron2's logger: `[04/17 09:42:26 d2.utils.events]:` on the console, `[11/16 04:35:50]
     # d2.utils.events INFO:` in its log.txt (%m/%d, no year)
     ("md", re.compile(r"^\[(?P<month>\d{2})/(?P<day>\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?[ \]]")),
+    # ctime, as `date` and Horovod's --timestamp-output print it: `Tue Apr 21 18:22:57 2020`,
+    # `Tue Apr 21 18:22:57 UTC 2020` (a zone other than UTC or GMT is read as the incident's)
+    ("ctime", re.compile(r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +"
+                         r"(?P<day>\d{1,2}) (?P<time>\d{2}:\d{2}:\d{2})(?: (?P<zone>[A-Z]{2,5}))? (?P<year>\d{4})")),
     ("syslog", re.compile(r"^(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) (?P<time>\d{2}:\d{2}:\d{2})")),
     ("clock", re.compile(r"^\[?(?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?\]?(?:\s|$)")),
 )
@@ -98,6 +102,11 @@ def find_stamp(text: str) -> tuple[Stamp | None, int]:
             return Stamp("iso", f"20{g['year']}-{g['month']}-{g['day']}T{clock}.{frac}"), m.end() - 3
         if form in ("glog", "md"):
             return Stamp("monthday", f"{int(g['month']):02d}-{g['day']}T{clock}.{frac}"), m.end()
+        if form == "ctime":
+            iso = f"{g['year']}-{MONTHS[g['mon']]:02d}-{int(g['day']):02d}T{clock}.{frac}"
+            if g["zone"] in ("UTC", "GMT"):
+                return Stamp("iso", iso + "+00:00", aware=True), m.end()
+            return Stamp("iso", iso), m.end()
         if form == "syslog":
             return Stamp("monthday", f"{MONTHS[g['mon']]:02d}-{int(g['day']):02d}T{clock}.000000"), m.end()
         return Stamp("clock", f"{clock}.{frac}"), m.end()

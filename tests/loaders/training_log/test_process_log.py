@@ -558,3 +558,27 @@ def test_srun_labels_name_the_rank_of_a_file_whose_lines_all_carry_them(tmp_path
                           "Epoch 0:   6%|▌  | 3800/65536 [04:00<1:05:00, 15.83it/s, loss=10.40]\n"
                           "2026-01-01 00:00:00 [run] step 1 loss 2.0 tok/s 100\n")
     assert cut.metrics["rank"].isna().all()
+
+
+def test_mpirun_tag_output_names_the_rank(tmp_path):
+    inc = _read(tmp_path, "[1,0]<stdout>:2026-01-01 00:00:00 [run] step 1 loss 2.0 tok/s 100\n"
+                          "[1,1]<stdout>:2026-01-01 00:00:00 [run] step 1 loss 2.1 tok/s 90\n"
+                          "[1,1]<stderr>:RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    tok = inc.metrics[inc.metrics["metric"] == "train/tok_per_s"]
+    assert tok[["rank", "value"]].values.tolist() == [[0, 100.0], [1, 90.0]]
+    assert inc.events[["kind", "rank"]].values.tolist() == [["error", 1]]
+
+
+def test_pdsh_hosts_name_the_host_of_a_multi_node_launch_and_a_bars_word_is_no_host(tmp_path):
+    inc = _read(tmp_path, "[2022-09-08 12:07:09,336] [INFO] [runner.py:415:main] Using IP address of 192.168.0.17\n"
+                          "worker-0: [2022-09-08 12:07:13,642] [INFO] [launch.py:350:main] Process 576484 exits successfully.\n"
+                          "worker-1: [2022-09-08 12:07:13,642] [ERROR] [launch.py:184:sigkill_handler] ['python'] "
+                          "exits with return code = -9\n"
+                          "worker-1: [2022-09-08 12:07:14,000] [INFO] [launch.py:178:sigkill_handler] Killing subprocess 576485\n"
+                          "worker-0: [2022-09-08 12:07:14,100] [INFO] [launch.py:178:sigkill_handler] Killing subprocess 576484\n")
+    ev = inc.events[["kind", "host", "pid", "exit_code"]].fillna({"pid": -1, "exit_code": -1})
+    assert ev.values.tolist() == [["exit", "worker-0", 576484, 0], ["exit", "worker-1", -1, -9],
+                                  ["signal", "worker-1", 576485, -1], ["signal", "worker-0", 576484, -1]]
+    bars = _read(tmp_path, "".join(f"Train: {p:3d}%|##   | {p}/100 [00:0{p % 10}<00:10,  2.00it/s, loss=1.{p}]\n"
+                                   for p in range(1, 6)))
+    assert bars.events["host"].isna().all() and len(bars.metrics)

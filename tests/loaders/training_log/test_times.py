@@ -33,6 +33,8 @@ def _load(path, **kw):
     ("12:13:46    INFO Starting training step 0", "clock", "12:13:46.000000"),
     ("[09/02 02:37:24 d2.utils.events]:  eta: 0:05:22  iter: 19", "monthday", "09-02T02:37:24.000000"),  # detectron2
     ("[11/16 04:35:50] d2.utils.events INFO:  eta: 2:23:15", "monthday", "11-16T04:35:50.000000"),  # its log.txt
+    ("Tue Apr 21 18:22:57 2020[1]<stdout>:Train Epoch: 1", "iso", "2020-04-21T18:22:57.000000"),  # horovodrun
+    ("Wed Dec  2 21:23:04 UTC 2026 starting the run", "iso", "2026-12-02T21:23:04.000000+00:00"),  # `date`
 ])
 def test_stamp_forms_of_real_lines(line, form, text):
     stamp, _ = find_stamp(line)
