@@ -14,7 +14,6 @@ METRIC_KW = tuple((p, p.keyword.decode()) for p in lp.METRIC_PATTERNS)
 FIELD_KW = tuple((f, f.keyword.decode()) for f in lp.FIELD_FORMATS)
 GENERIC_KW = lp.GENERIC_LOSS.keyword.decode()
 HF_DICT_KW = lp.HF_DICT_KEYWORD.decode()
-STEP_HEADER_KW = lp.STEP_HEADER_KEYWORDS
 _NON_FINITE = re.compile(r"(?<=: )(-?(?:nan|inf))(?=[,}])")  # a float's repr as a dict value
 MAX_FIELD_CHARS = 200  # a `key: value` field is short; prose is not searched for one
 _int = lp.integer
@@ -26,7 +25,7 @@ def read_metrics(text: str, stamp, lineno: int, run, rank, rows: Rows, user: tup
     first, then `key: value` fields, Hugging Face's dicts, the user's patterns (incident.toml), a
     field of a metric block, rates named by their unit, and a generic `loss`. `headed` holds the
     step of each rank's last metric-block header (patterns.STEP_HEADER), kept from line to line."""
-    if any(k in text for k in STEP_HEADER_KW) and (h := lp.STEP_HEADER.search(text)) is not None:
+    if any(k in text for k in lp.STEP_HEADER_KEYWORDS) and (h := lp.STEP_HEADER.search(text)) is not None:
         headed[rank] = _int(h.group("step"))
     for p, kw in METRIC_KW:
         if kw not in text:

@@ -801,7 +801,7 @@ def may_glue_records(line: str) -> bool:
 
 
 # Labels a launcher puts before each line of every process, read as a prefix only in a file whose
-# lines nearly all carry one (process_log.line_label): `srun --label`'s task id (`0: `, `13: `:
+# lines mostly carry one (process_log.line_label): `srun --label`'s task id (`0: `, `13: `:
 # the rank), and the host name of DeepSpeed's multi-node launcher through pdsh (`worker-1: `,
 # `10.0.0.7: `: the host). Tried in this order: a task id is also a host name to the second.
 SRUN_LABEL = re.compile(r"^(?P<rank>\d{1,5}): ")

@@ -291,9 +291,9 @@ def line_label(lines: list[str]) -> re.Pattern | None:
     if len(lines) < 3:
         return None
     for label in lp.LINE_LABELS:
-        found = {m.group(1) for ln in lines if (m := label.match(ln))}
-        carried = sum(1 for ln in lines if label.match(ln))
-        if carried >= 0.8 * len(lines) and len(found) <= 64 and all(any(c.isdigit() for c in v) for v in found):
+        carried = [m.group(1) for ln in lines if (m := label.match(ln))]
+        names = set(carried)
+        if len(carried) >= 0.8 * len(lines) and len(names) <= 64 and all(any(c.isdigit() for c in v) for v in names):
             return label
     return None
 
