@@ -642,8 +642,9 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("nccl_error", "nccl_error_trace", "NCCL INFO",
            r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] NCCL INFO (?:[\w.-]+/)*[\w.-]+:\d+ -> (?P<nccl_code>[1-9]\d*)\b"),
     _event("stage", "nccl_version", "NCCL version", r"NCCL version \d+\.\d+"),
-    _event("stage", "nccl_init", "Init COMPLETE",
-           r"rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<gpu>\d+).*Init COMPLETE"),
+    _event("stage", "nccl_init", "Init COMPLETE",  # the host and PID of NCCL's `host:pid:tid [dev]` where it leads
+           r"(?:^(?P<host>[\w.-]+):(?P<pid>\d+):\d+ \[\d+\] .*?)?\brank (?P<rank>\d+) nranks (?P<nranks>\d+) "
+           r"cudaDev (?P<gpu>\d+).*Init COMPLETE"),
     # Inductor wraps Triton's shared-memory limit as `OutOfMemoryError: out of resource: ...
     # Required: 107008 Hardware limit:101376`: a kernel config too big, not GPU memory running out
     _event("error", "triton_out_of_resource", "out of resource", r"OutOfMemoryError: out of resource"),
