@@ -96,10 +96,19 @@ _BAR_KW = tuple(k.decode() for k in lp.BAR_KEYWORDS)
 _FLOAT = r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
 # Read by Arrow's regex kernel (RE2) from a whole block's candidates at once; each line of the
 # block's array ends with its newline.
-_DFLASH_LINE = (
-    r"^(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \[(?P<tag>[\w.@-]+)\] step (?P<step>\d+) loss (?P<loss>"
+_DFLASH_BODY = (
+    r"(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \[(?P<tag>[\w.@-]+)\] step (?P<step>\d+) loss (?P<loss>"
     + _FLOAT + r") tok/s (?P<tok>" + _FLOAT + r")(?: queue (?P<queue>\d+))?\r?\n?$"
 )
+# The line behind the prefix that names its rank, as the general path reads it: torchrun's
+# `[rank3]:` / `[default3]:`; in a file srun labelled, the task id (`3: `); in one pdsh labelled,
+# the host (which a metric row does not keep) and maybe torchrun's prefix after it.
+_TORCHRUN_RANK = r"(?:\[(?:rank|default)(?P<rank>\d{1,9})\]: ?)?"
+_DFLASH_LINES = {
+    None: "^" + _TORCHRUN_RANK + _DFLASH_BODY,
+    lp.SRUN_LABEL: r"^(?P<rank>\d{1,5}): " + _DFLASH_BODY,
+    lp.PDSH_LABEL: r"^[A-Za-z0-9][\w.-]{0,62}: " + _TORCHRUN_RANK + _DFLASH_BODY,
+}
 _DFLASH_KEYS = tuple(lp.METRIC_PATTERNS[0].metrics.values())  # tok/s, loss, queue: the general path's order
 assert lp.METRIC_PATTERNS[0].name == "dflash" and list(lp.METRIC_PATTERNS[0].metrics) == ["tok", "loss", "queue"]
 # Tags that are a level ([INFO]), not a run: such a line takes the general path.
@@ -122,10 +131,11 @@ class _FastLines:
     loss: np.ndarray
     queue: np.ndarray
     has_queue: np.ndarray
+    rank: np.ndarray  # the rank its prefix names, or None (objects)
 
     @classmethod
-    def of(cls, lines: pa.Array, idx: np.ndarray, starts: np.ndarray) -> _FastLines | None:
-        found = pc.extract_regex(lines.take(pa.array(idx)), pattern=_DFLASH_LINE)
+    def of(cls, lines: pa.Array, idx: np.ndarray, starts: np.ndarray, label: re.Pattern | None) -> _FastLines | None:
+        found = pc.extract_regex(lines.take(pa.array(idx)), pattern=_DFLASH_LINES[label])
         valid = found.is_valid()
         at = np.flatnonzero(valid.to_numpy(zero_copy_only=False))
         if not len(at):
@@ -148,6 +158,11 @@ class _FastLines:
         steps[~fits] = None
         queue = f.field("queue")
         has_queue = pc.binary_length(queue).to_numpy(zero_copy_only=False) > 0
+        rank = f.field("rank")
+        has_rank = pc.binary_length(rank).to_numpy(zero_copy_only=False) > 0
+        ranks = np.full(len(at), None, dtype=object)
+        if has_rank.any():
+            ranks[has_rank] = _numbers(rank.filter(pa.array(has_rank)), pa.int64()).tolist()
         ok = np.zeros(n, dtype=bool)
         ok[at[~level]] = True
         return cls(
@@ -157,7 +172,7 @@ class _FastLines:
             step=spread(steps, None, object), tok=spread(_numbers(f.field("tok")), np.nan),
             loss=spread(_numbers(f.field("loss")), np.nan),
             queue=spread(_numbers(pc.if_else(pa.array(has_queue), queue, b"0")), np.nan),
-            has_queue=spread(has_queue, False))
+            has_queue=spread(has_queue, False), rank=spread(ranks, None, object))
 
 
 @dataclass
@@ -175,8 +190,9 @@ class _Found:
     fast: _FastLines | None
 
     @classmethod
-    def of(cls, block: bytes, keywords: Keywords | None, sparse: bool) -> _Found:
-        """`keywords` None: every line is a candidate; `sparse`: few are (keywords.py)."""
+    def of(cls, block: bytes, keywords: Keywords | None, sparse: bool, label: re.Pattern | None) -> _Found:
+        """`keywords` None: every line is a candidate; `sparse`: few are (keywords.py); `label`:
+        the launcher's label the file's lines carry (line_label)."""
         nul = block.count(b"\x00") if b"\x00" in block else 0  # `in` is a memchr: 10x the count
         if nul:  # a writer killed mid-file leaves NUL runs: removed, counted
             block = block.replace(b"\x00", b"")
@@ -198,7 +214,7 @@ class _Found:
         offsets[1:] = np.minimum(ends + 1, len(block))
         lines = pa.BinaryArray.from_buffers(pa.binary(), len(ends), [None, pa.py_buffer(offsets), pa.py_buffer(block)])
         idx = np.arange(len(ends)) if keywords is None else keywords.lines(block, ends, lines, sparse)
-        return cls(block, nul, bad, starts, ends, idx, _FastLines.of(lines, idx, starts) if len(idx) else None)
+        return cls(block, nul, bad, starts, ends, idx, _FastLines.of(lines, idx, starts, label) if len(idx) else None)
 
 
 def _label(path: Path) -> re.Pattern | None:
@@ -362,7 +378,7 @@ class LogScanner:
             waiting: deque = deque()
             for what, item in _blocks(f, self.block_bytes):
                 if what == "lines":
-                    search = (None if self.every_line else self.keywords), self.sparse
+                    search = (None if self.every_line else self.keywords), self.sparse, self.label
                     item = ahead.submit(_Found.of, item, *search) if ahead else _done(_Found.of(item, *search))
                 waiting.append((what, item))
                 if len(waiting) > AHEAD:
@@ -453,7 +469,7 @@ class LogScanner:
         c_metric.extend(np.broadcast_to(np.array(_DFLASH_KEYS, dtype=object), keep.shape)[keep].tolist())
         c_value.extend(np.stack([fast.tok[at], fast.loss[at], fast.queue[at]], axis=1)[keep].tolist())
         n = int(per_line.sum())
-        c_rank.extend((None,) * n)
+        c_rank.extend(np.repeat(fast.rank[at], per_line).tolist())
         c_pattern.extend(("dflash",) * n)
         return len(at), (fast.stamp[at[-1]], run[-1])
 

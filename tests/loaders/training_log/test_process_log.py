@@ -394,8 +394,10 @@ def test_the_dflash_lines_read_in_bulk_give_the_rows_the_line_by_line_path_gives
         "2026-11-30 05:20:09 [run-b] step 12345678901234567890 loss -1.5e-3 tok/s +12 queue 0",
         "2026-11-30 05:20:10 [run-b] step 40 loss 8.75 tok/s 12400 queue 3",
         "2026-11-30 05:20:11 [run-a] step 50 loss 8.5 tok/s 12350\r",
+        "[rank3]:2026-11-30 05:20:12 [run-a] step 60 loss 8.4 tok/s 12300",  # torchrun's prefixes
+        "[default1]: 2026-11-30 05:20:13 [run-a] step 70 loss 8.3 tok/s 12250 queue 1",
     ]
-    dflash = re.compile(r"^\S+ \S+ \[[\w.@-]+\] step \d+ loss \S+ tok/s \S+( queue \d+)?\r?$")
+    dflash = re.compile(r"^(?:\[\w+\]: ?)?\S+ \S+ \[[\w.@-]+\] step \d+ loss \S+ tok/s \S+( queue \d+)?\r?$")
     bulk, single = tmp_path / "bulk.log", tmp_path / "single.log"
     bulk.write_text("\n".join(lines) + "\n", newline="")
     single.write_text("\n".join(ln + " " if dflash.match(ln) else ln for ln in lines) + "\n", newline="")
@@ -405,14 +407,15 @@ def test_the_dflash_lines_read_in_bulk_give_the_rows_the_line_by_line_path_gives
                         staticmethod(lambda *a: taken.append(found := of(*a)) or found))
     a, b = _load(bulk), _load(single)
     # the bulk path read the DFlash lines of the first file, and none of the second
-    assert [int(t.ok.sum()) if t is not None else 0 for t in taken] == [5, 0]
+    assert [int(t.ok.sum()) if t is not None else 0 for t in taken] == [7, 0]
     cols = ["time", "run", "step", "metric", "value", "rank", "pattern"]
     pd.testing.assert_frame_equal(a.metrics[cols].reset_index(drop=True), b.metrics[cols].reset_index(drop=True))
     assert a.metrics["ref"].str.replace("bulk.log", "single.log").tolist() == b.metrics["ref"].tolist()
     tok = a.metrics[a.metrics["metric"] == "train/tok_per_s"]
-    assert tok["value"].tolist() == [21500.0, 21480.5, 21000.0, 12.0, 12400.0, 12350.0]
-    assert [r.rsplit(":", 1)[1] for r in tok["ref"]] == ["1", "3", "4", "8", "9", "10"]
-    assert tok["run"].tolist() == ["run-a", "run-a", "run-a", "run-b", "run-b", "run-a"]
+    assert tok["value"].tolist() == [21500.0, 21480.5, 21000.0, 12.0, 12400.0, 12350.0, 12300.0, 12250.0]
+    assert [r.rsplit(":", 1)[1] for r in tok["ref"]] == ["1", "3", "4", "8", "9", "10", "11", "12"]
+    assert tok["run"].tolist() == ["run-a", "run-a", "run-a", "run-b", "run-b", "run-a", "run-a", "run-a"]
+    assert tok["rank"].fillna(-1).tolist() == [-1, -1, -1, -1, -1, -1, 3, 1]
     assert tok["step"].tolist()[3] is pd.NA  # 20 digits fit no column
     assert a.load_report.files[0].to_plain()["parsed"] == b.load_report.files[0].to_plain()["parsed"]
 
@@ -582,3 +585,23 @@ def test_pdsh_hosts_name_the_host_of_a_multi_node_launch_and_a_bars_word_is_no_h
     bars = _read(tmp_path, "".join(f"Train: {p:3d}%|##   | {p}/100 [00:0{p % 10}<00:10,  2.00it/s, loss=1.{p}]\n"
                                    for p in range(1, 6)))
     assert bars.events["host"].isna().all() and len(bars.metrics)
+
+
+def test_dflash_lines_behind_a_launchers_label_are_read_in_bulk_as_line_by_line(tmp_path, monkeypatch):
+    # srun --label's task id and pdsh's host before every line: the bulk read takes them (a space
+    # after each line sends the same lines one by one), the ranks and values the same
+    taken = []
+    of = process_log._FastLines.of
+    monkeypatch.setattr(process_log._FastLines, "of", staticmethod(lambda *a: taken.append(found := of(*a)) or found))
+    for label, ranks in ((lambda r: f"{r}: ", [0, 1, 0, 1]), (lambda r: f"gpu00{r}: [rank{r}]:", [0, 1, 0, 1])):
+        lines = [f"{label(r)}2026-11-30 05:20:0{s} [run] step {s} loss {9 - s / 10} tok/s {21000 + 10 * s + r}"
+                 for s, r in ((1, 0), (1, 1), (2, 0), (2, 1))]
+        bulk, single = tmp_path / "bulk.log", tmp_path / "single.log"
+        bulk.write_text("\n".join(lines) + "\n")
+        single.write_text("\n".join(ln + " " for ln in lines) + "\n")
+        taken.clear()
+        a, b = _load(bulk), _load(single)
+        assert [int(t.ok.sum()) if t is not None else 0 for t in taken] == [4, 0]
+        cols = ["time", "run", "step", "metric", "value", "rank", "pattern"]
+        pd.testing.assert_frame_equal(a.metrics[cols].reset_index(drop=True), b.metrics[cols].reset_index(drop=True))
+        assert a.metrics[a.metrics["metric"] == "train/tok_per_s"]["rank"].tolist() == ranks
