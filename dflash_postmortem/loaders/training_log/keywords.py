@@ -35,8 +35,7 @@ class Keywords:
 
     def __init__(self, literals: tuple[tuple[bytes, bool], ...]):
         self.literals = literals  # (keyword, case-insensitive)
-        self.regex = "|".join(dict.fromkeys(f"(?i:{_re2_literal(k)})" if folded else _re2_literal(k)
-                                            for k, folded in literals))
+        self.regex = "|".join(f"(?i:{_re2_literal(k)})" if folded else _re2_literal(k) for k, folded in literals)
         self._search = _Literals(literals)
 
     @classmethod

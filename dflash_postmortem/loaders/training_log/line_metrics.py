@@ -78,7 +78,7 @@ def _block_field(text: str, stamp, lineno: int, run, rank, rows: Rows, headed: d
     m = lp.BLOCK_FIELD.match(text)
     if m is None:
         return 0
-    key = " ".join(m.group("key").split())
+    key = _key_of(m)
     metric = lp.BLOCK_FIELDS.get(key.lower())
     if metric is None:
         if rank not in headed:
@@ -87,6 +87,17 @@ def _block_field(text: str, stamp, lineno: int, run, rank, rows: Rows, headed: d
     rows.metric(stamp=stamp, line=lineno, run=run, step=headed.get(rank), metric=metric,
                 value=lp.number(m.group("value")), rank=rank, pattern="metric_block")
     return 1
+
+
+def known_block_field(text: str) -> bool:
+    """Whether `text` is a metric block's field of a key BLOCK_FIELDS knows (a loss, a throughput)."""
+    m = lp.BLOCK_FIELD.match(text)
+    return m is not None and _key_of(m).lower() in lp.BLOCK_FIELDS
+
+
+def _key_of(m) -> str:
+    """A field's key as a regex found it, its blank runs one blank (`train/CE  loss`)."""
+    return " ".join(m.group("key").split())
 
 
 def _unit_metrics(text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
@@ -126,7 +137,7 @@ def _field_metrics(f: lp.FieldFormat, text: str, stamp, lineno: int, run, rank, 
         m = lp.FIELD.search(part) if len(part) <= MAX_FIELD_CHARS else None
         if m is None:
             continue
-        key = " ".join(m.group("key").lower().split())
+        key = _key_of(m).lower()
         target = f.fields.get(key)
         if target is None or target[0] in seen:
             continue

@@ -56,7 +56,14 @@ from .blocks import (
     TracebackBlock,
 )
 from .keywords import SPARSE_BYTES, Keywords, PatternKeywords
-from .line_metrics import FIELD_KW, GENERIC_KW, HF_DICT_KW, MAX_FIELD_CHARS, read_metrics
+from .line_metrics import (
+    FIELD_KW,
+    GENERIC_KW,
+    HF_DICT_KW,
+    MAX_FIELD_CHARS,
+    known_block_field,
+    read_metrics,
+)
 from .rows import METRIC_COLS, Rows
 from .times import Calendar, Stamp, find_stamp, resolve_times
 
@@ -665,9 +672,12 @@ class LogScanner:
         return self._event(text, _strip_tags(body), where, rows)
 
     def _event(self, text: str, body: str, where: dict, rows: Rows, among=_EVENT_KW) -> int | str:
-        present = _EVENT_KEYWORDS.present(text) if among is _EVENT_KW else None
+        present = _EVENT_KEYWORDS.present(text) if among is _EVENT_KW else None  # one search for all
         for i, (p, kws) in enumerate(among):
-            if not (i in present if present is not None else not kws or any(kw in text for kw in kws)):
+            if present is not None:
+                if i not in present:
+                    continue
+            elif kws and not any(kw in text for kw in kws):
                 continue
             em = p.regex.search(body if p.regex.pattern.startswith(("^", "(?i)^")) else text)
             if not em:
@@ -960,7 +970,7 @@ def _sniff_metric(body: str) -> bool:
             return True
     if HF_DICT_KW in body and any(f"'{k}':" in body for k in lp.HF_DICT_KEYS) and lp.HF_DICT.search(body):
         return True  # a Trainer log dict, not any dict (a config, wandb's settings)
-    if (block := lp.BLOCK_FIELD.match(body)) is not None and " ".join(block.group("key").split()).lower() in lp.BLOCK_FIELDS:
+    if known_block_field(body):
         return True  # a metric block's loss or throughput (OLMo, Composer)
     return any(k in body for k in _BAR_KW) and lp.BAR.search(body) is not None
 
