@@ -19,6 +19,7 @@ import functools
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..clock import align
@@ -395,15 +396,15 @@ def _local(naive: pd.Timestamp, tz: str):
 
 
 def read_listing(lines: list[str], first_line: int, snap, ctx: LoadContext, rep, *, counted: bool = True,
-                 command: str = "") -> tuple[list[dict], int]:
+                 command: str = "") -> tuple[list[dict], list]:
     """Read ps/top output (one file, or one command's output inside a transcript) into process
     rows. Every line is counted in `rep` (parsed or skipped with its reason) unless `counted` is
     False (a transcript counts its own lines). `command` is the command that printed them, when
-    known: its `-o` columns read rows that come without a header. Returns (rows, number of
-    snapshot markers)."""
+    known: its `-o` columns read rows that come without a header. Returns (rows, the time of each
+    snapshot marker, None where it gives none)."""
     listing = _listing_of_command(command, rep) or Listing()
     rows: list[dict] = []
-    n_snaps = 0
+    snaps = []
 
     def skip(i, reason):
         if counted:
@@ -422,7 +423,7 @@ def read_listing(lines: list[str], first_line: int, snap, ctx: LoadContext, rep,
         is_snap, when = _snapshot_time(s, snap, ctx, rep)
         if is_snap:
             snap = when
-            n_snaps += 1
+            snaps.append(when)
             listing.tree = []
             if counted:
                 rep.parsed += 1
@@ -494,7 +495,7 @@ def read_listing(lines: list[str], first_line: int, snap, ctx: LoadContext, rep,
         if (listing.fuser or listing.lsof) and _fuser_held(listing, got):
             continue  # one more file of a process already listed
         rows.append(got)
-    return rows, n_snaps
+    return rows, snaps
 
 
 def _ps_columns(command: str) -> list[str] | None:
@@ -617,10 +618,12 @@ def load_ps(path: Path, ctx: LoadContext, fmt: str = "ps-snapshots"):
         raise SourceFormatError(path, None, "a readable file", str(e), fmt=fmt) from e
     lines = text.splitlines()
     rep.read = len(lines)
-    rows, n_snaps = read_listing(lines, 1, None, ctx, rep)
-    if n_snaps == 0:
+    rows, snaps = read_listing(lines, 1, None, ctx, rep)
+    if not snaps:
         rep.assume("no snapshot time in file: first_seen and last_seen are empty")
-    return from_frames(rep, processes=lifetimes(rows, rep.path, ctx, rep))
+    # one file of repeated listings is one command's (a loop's): a process missing from one and
+    # shown by the next started between them
+    return from_frames(rep, processes=lifetimes(rows, rep.path, ctx, rep, listings=snaps))
 
 
 @registry.format(
@@ -695,8 +698,10 @@ _ROW_FIELDS = ("pid", "ppid", "pgid", "sid", "user", "command", "snap", "started
                "cpu_pct", "rss_kib", "line")
 
 
-def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep) -> pd.DataFrame:
-    """One row per process (pid + command): first and last snapshot, last state, max CPU."""
+def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep, listings: list | None = None) -> pd.DataFrame:
+    """One row per process (pid + command): first and last snapshot, last state, max CPU.
+    `listings`: the times of the snapshots of one repeated listing, those that show nothing
+    included, where each is the same command's (they bound the starts, `_bound_by_listing_before`)."""
     if not rows:
         return pd.DataFrame()
     df = pd.DataFrame(rows)
@@ -726,6 +731,8 @@ def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep) -> pd.DataFr
         cpu_pct_max=("cpu_pct", "max"),
         rss_kib_max=("rss_kib", "max"), line=("line", "first"),
     ).reset_index()
+    if listings:
+        _bound_by_listing_before(out, df, listings, rep)
     if "files" in df:  # fuser -v: the files each process held (its GPU device nodes)
         out["files"] = g["files"].agg(_joined_files).to_numpy()
     out["command"] = out["command"].replace("", pd.NA)  # a row cut before its command: missing, not empty
@@ -734,6 +741,37 @@ def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep) -> pd.DataFr
     out["host"] = ctx.host
     out["ref"] = [f"{source}:{n}" for n in out.pop("line")]
     return out.sort_values(["first_seen", "pid"], na_position="first", kind="stable").reset_index(drop=True)
+
+
+def _bound_by_listing_before(out: pd.DataFrame, df: pd.DataFrame, listings: list, rep) -> None:
+    """A process that a listing does not show and the next one does started between the two.
+    Where ps gives no start, or START gives only the minute (`05:20`: up to 60 s later) and that
+    minute reaches past the listing before, the listing before is the earlier bound: in a
+    listing taken every second it dates the start to the second. A start to the second (LSTART,
+    ELAPSED) stays as read, even where the listing before did not show it (a filtered listing,
+    `ps aux | grep python`, shows a process only once it has exec'd python). (Only a PID's first
+    listing under any command: one listed first under another command was running before.)"""
+    snaps = pd.Series(pd.to_datetime([t for t in listings if t is not None], utc=True)).astype("datetime64[us, UTC]")
+    snaps = snaps.drop_duplicates().sort_values().array.asi8
+    if len(snaps) < 2:
+        return
+    first = out["pid"].map(df.groupby("pid")["snap"].min())
+    at = np.searchsorted(snaps, out["first_seen"].array.asi8, side="left")
+    new = out["first_seen"].notna() & (out["first_seen"] == first) & (at > 0)
+    if not new.any():
+        return
+    prev = pd.Series(pd.NaT, index=out.index, dtype="datetime64[us, UTC]")
+    prev[new] = pd.to_datetime(snaps[at[new.to_numpy()] - 1], unit="us", utc=True)
+    started = out["started"]
+    latest = (started + pd.to_timedelta(out["started_within_s"].fillna(0.0), unit="s")).where(started.notna(), out["first_seen"])
+    latest = latest.where(latest <= out["first_seen"], out["first_seen"])
+    bound = new & (started.isna() | (started < prev)) & (latest > prev)
+    if not bound.any():
+        return
+    out.loc[bound, "started"] = prev[bound]
+    out.loc[bound, "started_within_s"] = (latest[bound] - prev[bound]).dt.total_seconds()
+    rep.assume(f"{int(bound.sum())} process(es) not in the listing before their first started after it: "
+               "their start is bounded by the two listings")
 
 
 def _joined_files(lists: pd.Series):
