@@ -23,10 +23,13 @@ def clock(t, *, date: bool = False, utc: bool = False, missing: str = "") -> str
 
 
 def start_clock(t, within_s) -> str:
-    """A start known only to its minute (ps's START: `within_s` 60) as `05:20 (to the minute)`, so
-    that it does not read as a moment before a launch at 05:20:22; else `clock(t)`."""
+    """A start known only to its minute (ps's START: `within_s` 60) as `05:20 (to the minute)`, and
+    one known to a few seconds (between two listings) as `05:20:10-05:20:20`, so that neither
+    reads as a moment before a launch at 05:20:16; else `clock(t)`."""
     if not is_missing(t) and not is_missing(within_s) and float(within_s) >= 60:
         return pd.Timestamp(t).strftime("%H:%M") + " (to the minute)"
+    if not is_missing(t) and not is_missing(within_s) and float(within_s) > 1:
+        return f"{clock(t)}-{clock(pd.Timestamp(t) + pd.Timedelta(seconds=float(within_s)))}"
     return clock(t)
 
 

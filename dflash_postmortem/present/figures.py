@@ -71,7 +71,7 @@ LANE_COLOURS = {"process control": "#b2182b", "launches": "#2166ac", "GPU": "#1b
                 "stages": "#542788", "commands and other": "#525252"}
 _LANE_OF = {kind: lane for lane, kinds in EVENT_LANES.items() for kind in kinds}
 _LIFETIME_COLOURS = {"process": "#7f7f7f", "GPU process": "#6b4e3d"}
-_START_RANGE = "#d0d0d0"  # a start known only to the minute: lighter than any bar
+_START_RANGE = "#d0d0d0"  # a start known only as a range: lighter than any bar
 
 
 def run_colours(runs) -> dict[str, str]:
@@ -243,8 +243,9 @@ def _start_range_hover(r) -> str:
 
 def _lifetime_traces(life: pd.DataFrame, colours: dict[str, str], in_legend: set) -> list[go.Scatter]:
     """A bar per lifetime (`tables.lifetimes`) on its own row (y is the row's number: labels may
-    repeat once capped), runs in their colours; a start known only to the minute is a lighter
-    bar before it, from the earliest to the latest it can have been. A run's bar shares its
+    repeat once capped), runs in their colours; a start known only as a range (ps's minute, or
+    the seconds between two listings) is a lighter bar before it, from the earliest to the latest
+    it can have been. A run's bar shares its
     throughput line's legend entry; a run in `in_legend` already has one."""
     out = []
     runs = [w.removeprefix("run ") if g == "run" else None for w, g in zip(life["what"], life["group"], strict=True)]
@@ -261,7 +262,7 @@ def _lifetime_traces(life: pd.DataFrame, colours: dict[str, str], in_legend: set
     if len(ranged):
         xs, ys, hover = _segments(ranged, "start", "start_latest", _start_range_hover)
         out.append(go.Scatter(x=xs, y=ys, mode="lines", line={"width": 9, "color": _START_RANGE},
-                              name="start known to the minute (ps)", legendgroup="life start", legend="legend2",
+                              name="start known only as a range (ps)", legendgroup="life start", legend="legend2",
                               hovertext=hover, hoverinfo="text"))
     return out
 

@@ -380,10 +380,12 @@ def lifetimes(inc: Incident) -> pd.DataFrame:
     the first `MAX_LIFETIMES` by start, each labelled (`what`) as the overview names it, with the
     whole text behind the label (`detail`: the full command line).
 
-    A start is a range where the evidence gives no more: `ps` START gives only the minute, so such
-    a process started between `start` (that minute, or the launch that started it or its parent
-    when one is known, whichever is later) and `start_latest` (the minute's end, or when ps first
-    listed it, whichever is earlier); `start_note` says so. Elsewhere `start_latest` is `start`.
+    A start is a range where the evidence gives no more: `ps` START gives only the minute, and a
+    repeated listing the seconds between the one before a process's first and that first, so such
+    a process started between `start` (the range's start, or the launch that started it or its
+    parent when one is known, whichever is later) and `start_latest` (the range's end, or when ps
+    first listed it, whichever is earlier); `start_note` says so. Elsewhere `start_latest` is
+    `start`.
     """
     rows = []
     spans = pd.concat([inc.metrics[["run", "time", "source"]], inc.events[["run", "time", "source"]]]).dropna(subset=["run", "time"])
@@ -419,17 +421,26 @@ def lifetimes(inc: Incident) -> pd.DataFrame:
 
 
 def _start_ranges(inc: Incident, procs: pd.DataFrame) -> pd.DataFrame:
-    """Per process: `start`, `start_latest` and `start_note` (see `lifetimes`). A start on the
-    whole minute is read as ps START's minute (one from elapsed time that falls on :00 is drawn as
-    a minute that still holds it); without a start, the first listing stands for it."""
+    """Per process: `start`, `start_latest` and `start_note` (see `lifetimes`). A start the
+    listing gives to within `started_within_s` is a range of that length: ps START's minute, or the
+    seconds between a listing that did not show the process and the next that did. Where no
+    within is given, a start on the whole minute is read as START's minute (one from elapsed time
+    that falls on :00 is drawn as a minute that still holds it); without a start, the first
+    listing stands for it."""
     started = procs["started"]
-    minute = started.notna() & (started.dt.second == 0) & (started.dt.microsecond == 0)
+    within = pd.to_numeric(procs["started_within_s"], errors="coerce") if "started_within_s" in procs.columns \
+        else pd.Series(float("nan"), index=procs.index)
+    whole = started.notna() & (started.dt.second == 0) & (started.dt.microsecond == 0)
+    span = within.where(within.notna(), whole * _PS_START_RESOLUTION.total_seconds())
+    minute = span >= _PS_START_RESOLUTION.total_seconds()
     launched = _launched_at(inc, procs)
     lo = started.where(launched.isna() | (launched <= started), launched).fillna(procs["first_seen"])
-    hi = pd.concat([started + _PS_START_RESOLUTION, procs["first_seen"]], axis=1).min(axis=1)
-    hi = hi.where(minute & (hi > lo), lo)
-    note = [f"ps gives the start to the minute ({clock(s)[:5]})" + (f"; launched {clock(x)}" if pd.notna(x) else "") if m else ""
-            for s, m, x in zip(started, minute, launched, strict=True)]
+    hi = pd.concat([started + pd.to_timedelta(span.fillna(0.0), unit="s"), procs["first_seen"]], axis=1).min(axis=1)
+    hi = hi.where((span > 1) & (hi > lo), lo)
+    note = [("" if not r else (f"ps gives the start to the minute ({clock(s)[:5]})" if m else
+                               f"not in the listing at {clock(s)}, in the one at {clock(f)}")
+             + (f"; launched {clock(x)}" if pd.notna(x) else ""))
+            for s, f, m, r, x in zip(started, procs["first_seen"], minute, span > 1, launched, strict=True)]
     return pd.DataFrame({"start": lo, "start_latest": hi, "start_note": note}, index=procs.index)
 
 

@@ -34,7 +34,7 @@ def test_overview_puts_each_source_on_its_own_panel(overview):
         # lifetimes: processes, runs (each in its colour), PIDs on GPUs, the starts ps gives to the minute
         ("scatter", "process lifetime", "x4", "y4"), ("scatter", "run baseline", "x4", "y4"),
         ("scatter", "GPU process lifetime", "x4", "y4"), ("scatter", "run regressed", "x4", "y4"),
-        ("scatter", "run fixed", "x4", "y4"), ("scatter", "start known to the minute (ps)", "x4", "y4"),
+        ("scatter", "run fixed", "x4", "y4"), ("scatter", "start known only as a range (ps)", "x4", "y4"),
         # events in lanes, then the findings
         ("scatter", "process control", "x5", "y5"), ("scatter", "launches", "x5", "y5"), ("scatter", "GPU", "x5", "y5"),
         ("scatter", "stages", "x5", "y5"), ("scatter", "commands and other", "x5", "y5"),
@@ -252,7 +252,7 @@ def test_every_band_kind_drawn_has_a_legend_entry(drawn):
 def test_minute_resolution_starts_are_ranges_after_the_minute_and_the_launch(drawn):
     inc, _, frames, fig = drawn
     life = frames["lifetimes"]
-    ranges = next((t for t in fig.data if t.name == "start known to the minute (ps)"), None)
+    ranges = next((t for t in fig.data if t.name == "start known only as a range (ps)"), None)
     ranged = life[life["start_latest"] > life["start"]]
     if ranges is None:
         assert ranged.empty
@@ -278,7 +278,7 @@ def test_minute_resolution_starts_are_ranges_after_the_minute_and_the_launch(dra
 
 
 def test_the_bundled_capture_draws_its_ps_starts_from_the_launch(overview):
-    ranges = next(t for t in overview.data if t.name == "start known to the minute (ps)")
+    ranges = next(t for t in overview.data if t.name == "start known only as a range (ps)")
     labels = dict(zip(overview.layout.yaxis4.tickvals, overview.layout.yaxis4.ticktext, strict=True))
     got = [(labels[y], x0, x1) for x0, x1, y in zip(ranges.x[0::3], ranges.x[1::3], ranges.y[0::3], strict=True)]
     # the stale sleeper: ps says 05:20, first listed 05:20:20; each trainer: from its launch to its first listing
@@ -286,7 +286,10 @@ def test_the_bundled_capture_draws_its_ps_starts_from_the_launch(overview):
                    ("PID 598 python3 trainer.py --run-name b…", T("05:20:22.676"), T("05:20:30")),
                    ("PID 971 python3 trainer.py --run-name r…", T("05:21:42.681"), T("05:21:50")),
                    ("PID 1391 python3 trainer.py --run-name …", T("05:23:16.774"), T("05:23:20"))]
-    assert "started between 05:20:22 and 05:20:30 UTC<br>ps gives the start to the minute (05:20); launched 05:20:22" in ranges.hovertext[3]
+    # (ps says 05:20; the listing at 05:20:20 did not show it: the later bound, then the launch's)
+    assert "started between 05:20:22 and 05:20:30 UTC<br>not in the listing at 05:20:20, in the one at 05:20:30; " \
+           "launched 05:20:22" in ranges.hovertext[3]
+    assert "started between 05:20:00 and 05:20:20 UTC<br>ps gives the start to the minute (05:20)" in ranges.hovertext[0]
 
 
 @pytest.mark.parametrize("name", ["h200-2gpu", "h200-2gpu-replay-ab"])

@@ -25,6 +25,8 @@ def test_one_formatter_each():
     assert units.clock_within(T, 2.0) == "05:22:17 (up to 2 s later)"
     assert units.clock_within(T, 1.0) == units.clock_within(T, None) == units.clock_within(T, 0.0) == "05:22:17"
     assert units.start_clock(T, 60.0) == "05:22 (to the minute)"
+    # (between two listings ten seconds apart: a range, not the first of its seconds)
+    assert units.start_clock(T, 10.0) == "05:22:17-05:22:27" and units.start_clock(T, 1.0) == "05:22:17"
     assert (units.duration(91.0), units.duration(4785.6), units.duration(None)) == ("91 s", "4,786 s", "n/a")
     assert (units.tok_s(146812.5), units.tok_s(74918.0), units.tok_s(21500)) == ("146.8K", "74.9K", "21.5K")
     assert (units.gpu_hours(0.0253), units.gpu_hours(5.049), units.gpu_hours(1234.5)) == ("0.03", "5.05", "1,234.50")

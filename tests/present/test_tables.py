@@ -104,8 +104,9 @@ def test_launch_checklist(bundled_incident, bundled_findings):
     assert (failed["process started"], failed["log created"], failed["first step"]) == ("✗ none", "✗ none", "✗ none")
     assert failed["verdict"].startswith("restart at 05:23:01 never came up: log path does not exist")
     good = t.iloc[3]
-    # ps gives its START to the minute: not a moment before the launch at 05:23:16
-    assert good["process started"] == "05:23 (to the minute) PID 1391" and good["log created"] == "05:23:21 train_opt2.log"
+    # ps gives its START to the minute, and the listing at 05:23:10 did not show it: a range, not a
+    # moment before the launch at 05:23:16
+    assert good["process started"] == "05:23:10-05:23:20 PID 1391" and good["log created"] == "05:23:21 train_opt2.log"
     assert good["GPU memory held"] == "✓ 05:23:29 by PID 1391" and good["first step"] == "05:23:48"
     assert good["verdict"] == "came up" and good["evidence"] == "logs/operator.log:17"
 
