@@ -170,7 +170,13 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
                 rows.append(findings.finding(
                     "no_recovery", ep["end"], None, "critical", findings.refs(ep["during"].tail(1)), nums))
             continue
-        i = _sustained(after["value"].to_numpy(dtype=float), floor, min(SUSTAIN, len(after)))
+        # fewer samples than SUSTAIN after the episode are what a finished run left; in a folder
+        # still being written the next are still to come, and the first few tell nothing yet (a
+        # trainer's first step rates its warm-up: 128 G tok/s for a step of a millisecond)
+        need = SUSTAIN if inc.live else min(SUSTAIN, len(after))
+        if len(after) < need:
+            continue
+        i = _sustained(after["value"].to_numpy(dtype=float), floor, need)
         if i is not None:
             window = after.iloc[i:]
             level = float(window["value"].iloc[:LEVEL_SAMPLES].median())

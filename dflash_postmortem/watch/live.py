@@ -53,6 +53,11 @@ MIN_GAP_S = 0.5
 RETRY_S = 10.0
 RETRY_MAX_S = 300.0
 
+# Finding kinds a detector makes once a run (detect/recovery.py: a relaunch that came back below
+# the floor; a run that recovered may recover again after a second drop): told once a run,
+# wherever their stretch moves as the run's samples arrive.
+ONCE_A_RUN = {"partial_recovery"}
+
 # Finding kinds announced as they appear -> the announcement's kind.
 ANNOUNCED = {
     "failed_restart": "failed_start", "never_trained": "failed_start", "throughput_regression": "throughput_fell",
@@ -312,11 +317,13 @@ class Watch:
     def _told(self, kind: str, run, start, end) -> bool:
         """Whether a finding of this kind and run over this time was announced already: as the
         files grow a finding's measure moves (a drop's first degraded sample, a stall's length)
-        and with it its id; it is still the one the watch told."""
+        and with it its id; it is still the one the watch told. A relaunch's partial recovery is
+        one a run: its samples below the floor are read again as each look brings more (the
+        first may rise above it), and the stretch they span moves with them."""
         end = start if pd.isna(end) else end
         for k, r, s, e in self.seen.spans:
             e = s if pd.isna(e) else e
-            if k == kind and r == run and start <= e and s <= end:  # the same stretch of time
+            if k == kind and r == run and (kind in ONCE_A_RUN or (start <= e and s <= end)):  # the same stretch of time
                 return True
         return False
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import shutil
 import threading
 import time
@@ -392,3 +393,24 @@ def test_rank_logs_written_beside_torchruns_output_are_watched_as_one_start(tmp_
     assert said == [("attempt_started", pd.Timestamp("2026-12-04 01:19:01.788", tz="UTC")),
                     ("first_step", pd.Timestamp("2026-12-04 01:19:27", tz="UTC")),
                     ("ended", pd.Timestamp("2026-12-04 01:20:25", tz="UTC"))]
+
+
+def test_a_relaunch_is_not_told_recovered_by_its_first_step_lines(tmp_path):
+    """The thread-death capture's relaunch grown second by second: its first step line rates its
+    warm-up (step 5, 122,494 tok/s, 1.88 of the stalled run's level; the README measures it near
+    60-65K). Until five samples are in (02:36:16) no look tells how it came back; then it is told
+    at its level from them, and each way it came back is told once for the run."""
+    src = INCIDENTS / "h200-1gpu-thread-death"
+    folder = tmp_path / "live"
+    now = {"t": None}
+    watch = Watch(folder, clock_now=lambda: now["t"])
+    told = []
+    for t in pd.date_range("2026-12-02 02:36:08", "2026-12-02 02:36:33", freq="1s", tz="UTC"):
+        grow(src, folder, f"{t:%Y-%m-%d %H:%M:%S}")
+        now["t"] = t
+        told += [(t, a) for a in watch.look() if a.kind in ("recovered", "partial_recovery")]
+    assert told and min(t for t, _ in told) >= pd.Timestamp("2026-12-02 02:36:16", tz="UTC"), [a.text for _, a in told]
+    levels = [float(re.search(r"to ([\d.]+)K tok/s", a.text).group(1)) for _, a in told]
+    assert all(48 <= x <= 66 for x in levels), [a.text for _, a in told]
+    kinds = [a.kind for _, a in told]
+    assert len(kinds) == len(set(kinds)) and all(a.job == "lone-drafter-2" for _, a in told), [a.text for _, a in told]
