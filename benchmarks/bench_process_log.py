@@ -5,7 +5,10 @@ one run measures:
   - the floor: `grep -c 'tok/s'` over the same file (MB/s),
   - the scanner: LogScanner.scan() with times resolved per batch and rows counted, not kept,
     in a child process per file size so each peak RSS is that size's own,
-  - load_process_log (rows materialised into frames) on the smallest size.
+  - load_process_log (rows materialised into frames) on the smallest size,
+  - DuckDB (a dependency the kit ships) reading the same file and keeping the `tok/s` lines with
+    their six fields typed (time, run, step, loss, rate, queue) on two threads: what a scan whose
+    metric lines an engine of that kind reads could reach (no events, no load report).
 
     .venv/bin/python benchmarks/bench_process_log.py            # 2048 MB and 256 MB
     .venv/bin/python benchmarks/bench_process_log.py --size 64  # quick: 64 MB and 8 MB
@@ -127,6 +130,30 @@ def families(mbytes: int) -> None:
               f"{size / r['seconds']:>11.1f}{(size / grep_s) / (size / r['seconds']):>6.0f}x{r['rows']:>10}")
 
 
+# The DFlash step line's fields, as loaders/training_log/patterns.py reads them.
+DUCKDB_TYPED = r"""
+WITH m AS (
+  SELECT regexp_extract(line, '^(\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d) \[([^\]]+)\] step (\d+) loss ([\d.]+) tok/s (\d+) queue (\d+)$',
+                        ['time', 'run', 'step', 'loss', 'tok', 'queue']) AS m
+  FROM read_csv('{path}', columns={{'line': 'VARCHAR'}}, delim='\x01', quote='', escape='', header=false,
+                auto_detect=false, parallel=true)
+  WHERE contains(line, 'tok/s'))
+SELECT strptime(m.time, '%Y-%m-%d %H:%M:%S') AS time, m.run AS run, CAST(m.step AS BIGINT) AS step,
+       CAST(m.loss AS DOUBLE) AS loss, CAST(m.tok AS DOUBLE) AS tok_per_s, CAST(m.queue AS BIGINT) AS queue FROM m
+"""
+
+
+def duckdb_typed(path: Path) -> tuple[float, int]:
+    """Seconds for DuckDB to give the file's `tok/s` lines as typed columns (Arrow), and how many."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET threads = 2")
+    t0 = time.perf_counter()
+    table = con.sql(DUCKDB_TYPED.format(path=str(path).replace("'", "''"))).to_arrow_table()
+    return time.perf_counter() - t0, table.num_rows
+
+
 def child(mode: str, path: Path) -> dict:
     out = subprocess.run([sys.executable, __file__, f"--{mode}", str(path)], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -149,7 +176,8 @@ def main() -> None:
     sizes = [max(1, a.size // 8), a.size]
     for mb in sizes:
         generate(DATA / f"train_{mb}mb.log", mb)
-    print(f"{'file':<20}{'MB':>8}{'grep -c MB/s':>14}{'scan MB/s':>11}{'ratio':>8}{'peak RSS MiB':>14}{'tok/s lines':>13}")
+    print(f"{'file':<20}{'MB':>8}{'grep -c MB/s':>14}{'scan MB/s':>11}{'ratio':>8}{'peak RSS MiB':>14}{'tok/s lines':>13}"
+          f"{'duckdb MB/s':>13}{'ratio':>7}")
     for mb in sizes:
         path = DATA / f"train_{mb}mb.log"
         size = path.stat().st_size / 1e6
@@ -159,8 +187,11 @@ def main() -> None:
         r = child("scan", path)
         assert r["tok_lines"] == int(g.stdout), (r, g.stdout)
         assert r["parsed"] + r["skipped"] == r["read"]
+        duck_s, duck_rows = duckdb_typed(path)
+        assert duck_rows == r["tok_lines"], (duck_rows, r["tok_lines"])
         print(f"{path.name:<20}{size:>8.0f}{size / grep_s:>14.0f}{size / r['seconds']:>11.1f}"
-              f"{(size / grep_s) / (size / r['seconds']):>7.0f}x{r['peak_rss_mib']:>14.0f}{r['tok_lines']:>13}")
+              f"{(size / grep_s) / (size / r['seconds']):>7.0f}x{r['peak_rss_mib']:>14.0f}{r['tok_lines']:>13}"
+              f"{size / duck_s:>13.0f}{duck_s / grep_s:>6.1f}x")
     small = DATA / f"train_{sizes[0]}mb.log"
     r = child("load", small)
     print(f"load_process_log on {small.name}: {small.stat().st_size / 1e6 / r['seconds']:.1f} MB/s, "
