@@ -23,14 +23,18 @@ def clock(t, *, date: bool = False, utc: bool = False, missing: str = "") -> str
 
 
 def start_clock(t, within_s) -> str:
-    """A start known only to its minute (ps's START: `within_s` 60) as `05:20 (to the minute)`, and
-    one known to a few seconds (between two listings) as `05:20:10-05:20:20`, so that neither
-    reads as a moment before a launch at 05:20:16; else `clock(t)`."""
-    if not is_missing(t) and not is_missing(within_s) and float(within_s) >= 60:
-        return pd.Timestamp(t).strftime("%H:%M") + " (to the minute)"
-    if not is_missing(t) and not is_missing(within_s) and float(within_s) > 1:
-        return f"{clock(t)}-{clock(pd.Timestamp(t) + pd.Timedelta(seconds=float(within_s)))}"
-    return clock(t)
+    """A start known only to its day or minute (ps's START: `Sep03`, `within_s` a day; `05:20`, 60)
+    as `2026-09-03 (to the day)`, `05:20 (to the minute)`, and one known to the seconds between two
+    listings as `05:20:10-05:20:20`, so that none reads as a moment before a launch at 05:20:16;
+    else `clock(t)`."""
+    if is_missing(t) or is_missing(within_s) or float(within_s) <= 1:
+        return clock(t)
+    t, w = pd.Timestamp(t), float(within_s)
+    if w >= 86400:
+        return t.strftime("%Y-%m-%d") + " (to the day)"
+    if w == 60 and t.second == 0 and t.microsecond == 0:
+        return t.strftime("%H:%M") + " (to the minute)"
+    return f"{clock(t)}-{clock(t + pd.Timedelta(seconds=w))}"
 
 
 def clock_within(t, within_s, **kw) -> str:

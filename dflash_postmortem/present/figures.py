@@ -245,8 +245,8 @@ def _lifetime_traces(life: pd.DataFrame, colours: dict[str, str], in_legend: set
     """A bar per lifetime (`tables.lifetimes`) on its own row (y is the row's number: labels may
     repeat once capped), runs in their colours; a start known only as a range (ps's minute, or
     the seconds between two listings) is a lighter bar before it, from the earliest to the latest
-    it can have been. A run's bar shares its
-    throughput line's legend entry; a run in `in_legend` already has one."""
+    it can have been. A run's bar shares its throughput line's legend entry; a run in `in_legend`
+    already has one."""
     out = []
     runs = [w.removeprefix("run ") if g == "run" else None for w, g in zip(life["what"], life["group"], strict=True)]
     life = life.assign(key=[str(i) for i in range(len(life))], run=runs)

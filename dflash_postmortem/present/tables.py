@@ -432,16 +432,25 @@ def _start_ranges(inc: Incident, procs: pd.DataFrame) -> pd.DataFrame:
         else pd.Series(float("nan"), index=procs.index)
     whole = started.notna() & (started.dt.second == 0) & (started.dt.microsecond == 0)
     span = within.where(within.notna(), whole * _PS_START_RESOLUTION.total_seconds())
-    minute = span >= _PS_START_RESOLUTION.total_seconds()
     launched = _launched_at(inc, procs)
     lo = started.where(launched.isna() | (launched <= started), launched).fillna(procs["first_seen"])
     hi = pd.concat([started + pd.to_timedelta(span.fillna(0.0), unit="s"), procs["first_seen"]], axis=1).min(axis=1)
     hi = hi.where((span > 1) & (hi > lo), lo)
-    note = [("" if not r else (f"ps gives the start to the minute ({clock(s)[:5]})" if m else
-                               f"not in the listing at {clock(s)}, in the one at {clock(f)}")
-             + (f"; launched {clock(x)}" if pd.notna(x) else ""))
-            for s, f, m, r, x in zip(started, procs["first_seen"], minute, span > 1, launched, strict=True)]
+    note = [_start_note(s, w, f) + (f"; launched {clock(x)}" if w > 1 and pd.notna(x) else "")
+            for s, w, f, x in zip(started, span.fillna(0.0), procs["first_seen"], launched, strict=True)]
     return pd.DataFrame({"start": lo, "start_latest": hi, "start_note": note}, index=procs.index)
+
+
+def _start_note(started, within_s: float, first_seen) -> str:
+    """Where a start known only as a range comes from: START's day or minute, or the listing
+    before the first that shows the process (`_start_ranges`)."""
+    if within_s <= 1:
+        return ""
+    if within_s >= 86400:
+        return f"ps gives the start to the day ({started:%Y-%m-%d})"
+    if within_s == _PS_START_RESOLUTION.total_seconds() and started.second == 0 and started.microsecond == 0:
+        return f"ps gives the start to the minute ({clock(started)[:5]})"
+    return f"not in the listing at {clock(started)}, in the one at {clock(first_seen)}"
 
 
 def _launched_at(inc: Incident, procs: pd.DataFrame) -> pd.Series:

@@ -24,9 +24,15 @@ def test_one_formatter_each():
     # a time its source gives only roughly says how much later it may be; to the second says nothing more
     assert units.clock_within(T, 2.0) == "05:22:17 (up to 2 s later)"
     assert units.clock_within(T, 1.0) == units.clock_within(T, None) == units.clock_within(T, 0.0) == "05:22:17"
-    assert units.start_clock(T, 60.0) == "05:22 (to the minute)"
+    # ps's START `05:22` (a whole minute, 60 s); 60 s between two listings from 05:22:17 is a range
+    assert units.start_clock(T.floor("min"), 60.0) == "05:22 (to the minute)"
+    assert units.start_clock(T, 60.0) == "05:22:17-05:23:17"
     # (between two listings ten seconds apart: a range, not the first of its seconds)
     assert units.start_clock(T, 10.0) == "05:22:17-05:22:27" and units.start_clock(T, 1.0) == "05:22:17"
+    # ps's `Nov30` (a day), and a start between listings five minutes apart: neither a minute
+    day, five = pd.Timestamp("2026-11-30", tz="UTC"), pd.Timestamp("2026-11-30 05:20:00", tz="UTC")
+    assert units.start_clock(day, 86400.0) == "2026-11-30 (to the day)"
+    assert units.start_clock(five, 300.0) == "05:20:00-05:25:00"
     assert (units.duration(91.0), units.duration(4785.6), units.duration(None)) == ("91 s", "4,786 s", "n/a")
     assert (units.tok_s(146812.5), units.tok_s(74918.0), units.tok_s(21500)) == ("146.8K", "74.9K", "21.5K")
     assert (units.gpu_hours(0.0253), units.gpu_hours(5.049), units.gpu_hours(1234.5)) == ("0.03", "5.05", "1,234.50")
