@@ -57,6 +57,9 @@ RETRY_MAX_S = 300.0
 # the floor; a run that recovered may recover again after a second drop): told once a run,
 # wherever their stretch moves as the run's samples arrive.
 ONCE_A_RUN = {"partial_recovery"}
+# Finding kinds of one attempt's end (detect/deaths.py: its `numbers["attempt"]`): told once an
+# attempt, though the time of its error moves as the lines around an undated traceback arrive.
+ONCE_AN_ATTEMPT = {"training_died"}
 
 # Finding kinds announced as they appear -> the announcement's kind.
 ANNOUNCED = {
@@ -93,6 +96,7 @@ class _Told:
     pids: set[int]
     stepped: bool = False
     not_starting: bool = False
+    ended: bool = False  # its death told (a finding of the kinds in ONCE_AN_ATTEMPT)
 
 
 @dataclass
@@ -127,6 +131,7 @@ class Watch:
         self.pacer = pacer
         self.why: str | None = None  # why the last look that read the folder read it
         self._status: tuple = (None, [])  # (the incident, its jobs' status)
+        self._named: dict[str, _Told] = {}  # the attempts of the last look by their names then
 
     def listing(self) -> dict[str, tuple[int, int]]:
         """The folder as the loader walks it: each entry's path in it -> (size, modification time
@@ -261,6 +266,7 @@ class Watch:
     def _attempts(self, inc: Incident) -> list[Announcement]:
         out = []
         att = attempts(inc)
+        self._named = {}  # each attempt's name as read now -> the attempt as told
         for (_, a), told in zip(att.iterrows(), self._told_attempts(att), strict=True):
             name, job = str(a["attempt"]), _job_of(a)
             if told is None:
@@ -270,6 +276,7 @@ class Watch:
                                         f"attempt {name} started by {a['by']}"
                                         + (f": {a['command']}" if isinstance(a["command"], str) else ""),
                                         self._evidence(a["start_ref"])))
+            self._named[name] = told
             if pd.notna(a["first_step"]) and not told.stepped:
                 told.stepped = True
                 out.append(Announcement(a["first_step"], job, "first_step",
@@ -289,6 +296,11 @@ class Watch:
             # was read on after, which may change as the ranks' lines arrive: it is still one
             if self._told(f["kind"], f["numbers"].get("run"), f["start"], f["end"]):
                 continue
+            attempt = self._named.get(str(f["numbers"].get("attempt"))) if f["kind"] in ONCE_AN_ATTEMPT else None
+            if attempt is not None and attempt.ended:
+                continue
+            if attempt is not None:
+                attempt.ended = True
             self.seen.spans.append((f["kind"], f["numbers"].get("run"), f["start"], f["end"]))
             host = f["numbers"].get("host")  # a fleet finding of one host's GPU names no run
             out.append(Announcement(f["start"], str(run or (f"host {host}" if host else None)

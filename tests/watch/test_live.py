@@ -414,3 +414,24 @@ def test_a_relaunch_is_not_told_recovered_by_its_first_step_lines(tmp_path):
     assert all(48 <= x <= 66 for x in levels), [a.text for _, a in told]
     kinds = [a.kind for _, a in told]
     assert len(kinds) == len(set(kinds)) and all(a.job == "lone-drafter-2" for _, a in told), [a.text for _, a in told]
+
+
+def test_a_death_is_told_once_as_its_time_moves(tmp_path):
+    """The HF out-of-memory capture grown every 3 s: the Trainer's log has no times of its own, so
+    the time of its traceback moves as the lines and events around it arrive (17:40:46, 17:41:12,
+    then 17:41:13, where the README's driver saw the error); the one attempt's death was told at
+    each (three "ended") and is now told once, as the post-mortem finds one."""
+    src = INCIDENTS / "h200-1gpu-hf-oom-resume"
+    folder = tmp_path / "live"
+    now = {"t": None}
+    watch = Watch(folder, clock_now=lambda: now["t"])
+    said = []
+    for t in pd.date_range("2026-12-02 17:40:10", "2026-12-02 17:41:22", freq="3s", tz="UTC"):
+        grow(src, folder, f"{t:%Y-%m-%d %H:%M:%S}")
+        now["t"] = t
+        said += watch.look()
+    grow(src, folder, None)
+    said += watch.look()
+    found = pm.detect(pm.load_incident(src))
+    assert [n["run"] for k, n in zip(found["kind"], found["numbers"], strict=True) if k == "training_died"] == ["hf_train"]
+    assert [a.job for a in said if a.kind == "ended"] == ["hf_train"], [a.text for a in said if a.kind == "ended"]
