@@ -400,15 +400,9 @@ def test_a_relaunch_is_not_told_recovered_by_its_first_step_lines(tmp_path):
     warm-up (step 5, 122,494 tok/s, 1.88 of the stalled run's level; the README measures it near
     60-65K). Until five samples are in (02:36:16) no look tells how it came back; then it is told
     at its level from them, and each way it came back is told once for the run."""
-    src = INCIDENTS / "h200-1gpu-thread-death"
-    folder = tmp_path / "live"
-    now = {"t": None}
-    watch = Watch(folder, clock_now=lambda: now["t"])
-    told = []
-    for t in pd.date_range("2026-12-02 02:36:08", "2026-12-02 02:36:33", freq="1s", tz="UTC"):
-        grow(src, folder, f"{t:%Y-%m-%d %H:%M:%S}")
-        now["t"] = t
-        told += [(t, a) for a in watch.look() if a.kind in ("recovered", "partial_recovery")]
+    looks = _looks_while_growing(INCIDENTS / "h200-1gpu-thread-death", tmp_path / "live",
+                                 "2026-12-02 02:36:08", "2026-12-02 02:36:33", "1s")
+    told = [(t, a) for t, said in looks for a in said if a.kind in ("recovered", "partial_recovery")]
     assert told and min(t for t, _ in told) >= pd.Timestamp("2026-12-02 02:36:16", tz="UTC"), [a.text for _, a in told]
     levels = [float(re.search(r"to ([\d.]+)K tok/s", a.text).group(1)) for _, a in told]
     assert all(48 <= x <= 66 for x in levels), [a.text for _, a in told]
@@ -422,16 +416,25 @@ def test_a_death_is_told_once_as_its_time_moves(tmp_path):
     then 17:41:13, where the README's driver saw the error); the one attempt's death was told at
     each (three "ended") and is now told once, as the post-mortem finds one."""
     src = INCIDENTS / "h200-1gpu-hf-oom-resume"
-    folder = tmp_path / "live"
-    now = {"t": None}
-    watch = Watch(folder, clock_now=lambda: now["t"])
-    said = []
-    for t in pd.date_range("2026-12-02 17:40:10", "2026-12-02 17:41:22", freq="3s", tz="UTC"):
-        grow(src, folder, f"{t:%Y-%m-%d %H:%M:%S}")
-        now["t"] = t
-        said += watch.look()
-    grow(src, folder, None)
-    said += watch.look()
+    looks = _looks_while_growing(src, tmp_path / "live", "2026-12-02 17:40:10", "2026-12-02 17:41:22", "3s", to_the_end=True)
+    said = [a for _, told in looks for a in told]
     found = pm.detect(pm.load_incident(src))
     assert [n["run"] for k, n in zip(found["kind"], found["numbers"], strict=True) if k == "training_died"] == ["hf_train"]
     assert [a.job for a in said if a.kind == "ended"] == ["hf_train"], [a.text for a in said if a.kind == "ended"]
+
+
+def _looks_while_growing(src: Path, folder: Path, start: str, end: str, every: str, to_the_end: bool = False) -> list:
+    """(moment, what the watch told at it) of each look at `folder` while `src` is grown into it
+    from `start` to `end` (UTC) a step of `every` at a time; then, with `to_the_end`, one look at
+    the whole of it."""
+    now = {"t": None}
+    watch = Watch(folder, clock_now=lambda: now["t"])
+    looks = []
+    for t in pd.date_range(start, end, freq=every, tz="UTC"):
+        grow(src, folder, f"{t:%Y-%m-%d %H:%M:%S}")
+        now["t"] = t
+        looks.append((t, watch.look()))
+    if to_the_end:
+        grow(src, folder, None)
+        looks.append((None, watch.look()))
+    return looks
