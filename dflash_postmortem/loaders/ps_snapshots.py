@@ -744,28 +744,28 @@ def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep, listings: li
 
 
 def _bound_by_listing_before(out: pd.DataFrame, df: pd.DataFrame, listings: list, rep) -> None:
-    """A process that a listing does not show and the next one does started between the two.
-    Where ps gives no start, or START gives only the minute (`05:20`: up to 60 s later) and that
-    minute reaches past the listing before, the listing before is the earlier bound: in a
-    listing taken every second it dates the start to the second. A start to the second (LSTART,
-    ELAPSED) stays as read, even where the listing before did not show it (a filtered listing,
-    `ps aux | grep python`, shows a process only once it has exec'd python). (Only a PID's first
-    listing under any command: one listed first under another command was running before.)"""
+    """A process that a listing does not show and the next one does started between the two:
+    where START gives only the minute (`05:20`: up to 60 s later) and that minute reaches past the
+    listing before, the listing before is the start's earlier bound (in a listing taken every
+    second it dates the start to the second). Only a START is narrowed, never a start made up
+    where ps gave none: a filtered listing leaves out a process that runs (`ps | grep ^Z` shows a
+    process once it is a zombie); a start to the second (LSTART, ELAPSED) stays as read. (Only a
+    PID's first listing under any command: one listed first under another command was running.)"""
     snaps = pd.Series(pd.to_datetime([t for t in listings if t is not None], utc=True)).astype("datetime64[us, UTC]")
     snaps = snaps.drop_duplicates().sort_values().array.asi8
     if len(snaps) < 2:
         return
     first = out["pid"].map(df.groupby("pid")["snap"].min())
     at = np.searchsorted(snaps, out["first_seen"].array.asi8, side="left")
-    new = out["first_seen"].notna() & (out["first_seen"] == first) & (at > 0)
+    new = out["first_seen"].notna() & (out["first_seen"] == first) & (at > 0) & out["started"].notna()
     if not new.any():
         return
     prev = pd.Series(pd.NaT, index=out.index, dtype="datetime64[us, UTC]")
     prev[new] = pd.to_datetime(snaps[at[new.to_numpy()] - 1], unit="us", utc=True)
     started = out["started"]
-    latest = (started + pd.to_timedelta(out["started_within_s"].fillna(0.0), unit="s")).where(started.notna(), out["first_seen"])
+    latest = started + pd.to_timedelta(out["started_within_s"].fillna(0.0), unit="s")
     latest = latest.where(latest <= out["first_seen"], out["first_seen"])
-    bound = new & (started.isna() | (started < prev)) & (latest > prev)
+    bound = new & (started < prev) & (latest > prev)
     if not bound.any():
         return
     out.loc[bound, "started"] = prev[bound]

@@ -357,14 +357,14 @@ def test_busybox_top_cpu_line_percent_signs_and_core_column(tmp_path):
     assert inc.load_report.files[0].skipped["top summary line"] == 3
 
 
-def test_a_process_missing_from_the_listing_before_started_after_it(tmp_path):
+def test_a_process_missing_from_the_listing_before_started_after_it(tmp_path, fixtures_dir):
     """A trainer that a listing taken every second shows at 19:56:58 and not at 19:56:57 started
     between them, though START says only `19:56` (up to 60 s later): its start is 19:56:57,
     within 1 s, not 19:56:00. Read from 19:56:00, a watch took it for a start older than the run
     before it and told a failed start (the lines of the stall replay whose watch did so,
     shortened). A process in the first listing has no listing before; a start to the second
-    (LSTART) stays as read though the listing before did not show it (a filtered listing shows a
-    process once it runs what the filter matches)."""
+    (LSTART) stays as read though the listing before did not show it, and where ps gives no start
+    none is made up (a filtered listing shows a process once it matches the filter)."""
     head = "USER       PID %CPU %MEM    VSZ   RSS TTY      STAT START   TIME COMMAND"
     launch = "root     31246 19.2  0.4 1379860 115720 ?      Rl   19:56   0:00 /venv/bin/python -m dflash_postmortem.cli launch"
     trainer = "root     31260 55.7  0.4 1379852 113660 ?      Rsl  19:56   0:00 /venv/bin/python -m dflash_postmortem.replay.train"
@@ -383,3 +383,9 @@ def test_a_process_missing_from_the_listing_before_started_after_it(tmp_path):
     (tmp_path / "ps.txt").write_text(f"# 2026-12-02T02:34:56Z\n{head}\n# 2026-12-02T02:34:59Z\n{head}\n{row}\n")
     p = _load(tmp_path / "ps.txt").processes.set_index("pid")
     assert (p.loc[1251, "started"], p.loc[1251, "started_within_s"]) == (T("2026-12-02 02:34:55"), 1.0)
+
+    # a filtered loop (`ps -o ... | grep ^Z` every second): three shells listed from 07:00:01, when
+    # they became zombies, not when they started; ps gives no start, and none is made up
+    inc = _load(fixtures_dir / "ps" / "busybox-ps-o-headerless-zombies-date-loop.txt")
+    assert inc.processes["started"].isna().all() and len(inc.processes) == 3
+    assert not any("not in the listing before" in a for a in inc.load_report.files[0].assumptions)
