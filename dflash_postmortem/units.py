@@ -22,19 +22,30 @@ def clock(t, *, date: bool = False, utc: bool = False, missing: str = "") -> str
     return pd.Timestamp(t).strftime(("%Y-%m-%d " if date else "") + "%H:%M:%S" + (" UTC" if utc else ""))
 
 
-def start_clock(t, within_s) -> str:
-    """A start known only to its day or minute (ps's START: `Sep03`, `within_s` a day; `05:20`, 60)
-    as `2026-09-03 (to the day)`, `05:20 (to the minute)`, and one known to the seconds between two
-    listings as `05:20:10-05:20:20`, so that none reads as a moment before a launch at 05:20:16;
-    else `clock(t)`."""
+def start_known_to(t, within_s) -> str | None:
+    """How precisely a start given to within `within_s` seconds is known: "day" (ps's START
+    `Sep03`), "minute" (START `05:20`: a whole minute, 60 s), "range" (the seconds between two
+    listings), None (to the second, or no start)."""
     if is_missing(t) or is_missing(within_s) or float(within_s) <= 1:
-        return clock(t)
+        return None
     t, w = pd.Timestamp(t), float(within_s)
     if w >= 86400:
-        return t.strftime("%Y-%m-%d") + " (to the day)"
-    if w == 60 and t.second == 0 and t.microsecond == 0:
-        return t.strftime("%H:%M") + " (to the minute)"
-    return f"{clock(t)}-{clock(t + pd.Timedelta(seconds=w))}"
+        return "day"
+    return "minute" if w == 60 and t.second == 0 and t.microsecond == 0 else "range"
+
+
+def start_clock(t, within_s) -> str:
+    """A start known only to its day or minute as `2026-09-03 (to the day)`, `05:20 (to the
+    minute)`, and one known to the seconds between two listings as `05:20:10-05:20:20`, so that
+    none reads as a moment before a launch at 05:20:16; else `clock(t)` (`start_known_to`)."""
+    known = start_known_to(t, within_s)
+    if known == "day":
+        return pd.Timestamp(t).strftime("%Y-%m-%d") + " (to the day)"
+    if known == "minute":
+        return pd.Timestamp(t).strftime("%H:%M") + " (to the minute)"
+    if known == "range":
+        return f"{clock(t)}-{clock(pd.Timestamp(t) + pd.Timedelta(seconds=float(within_s)))}"
+    return clock(t)
 
 
 def clock_within(t, within_s, **kw) -> str:

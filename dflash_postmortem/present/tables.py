@@ -25,7 +25,7 @@ from ..model.launches import outcomes
 from ..model.ledger import CLASSES, SHOWN_S, ledger, ledger_parts
 from ..schema import PROBLEM_EVENTS
 from ..shell_words import is_shell_running
-from ..units import clock, duration, gpu_hours, rate, share, start_clock, tokens
+from ..units import clock, duration, gpu_hours, rate, share, start_clock, start_known_to, tokens
 from .evidence_views import cited_line
 from .sentences import NO_THROUGHPUT, Missing, gpu_label, one_line
 
@@ -444,13 +444,12 @@ def _start_ranges(inc: Incident, procs: pd.DataFrame) -> pd.DataFrame:
 def _start_note(started, within_s: float, first_seen) -> str:
     """Where a start known only as a range comes from: START's day or minute, or the listing
     before the first that shows the process (`_start_ranges`)."""
-    if within_s <= 1:
-        return ""
-    if within_s >= 86400:
+    known = start_known_to(started, within_s)
+    if known == "day":
         return f"ps gives the start to the day ({started:%Y-%m-%d})"
-    if within_s == _PS_START_RESOLUTION.total_seconds() and started.second == 0 and started.microsecond == 0:
+    if known == "minute":
         return f"ps gives the start to the minute ({clock(started)[:5]})"
-    return f"not in the listing at {clock(started)}, in the one at {clock(first_seen)}"
+    return f"not in the listing at {clock(started)}, in the one at {clock(first_seen)}" if known else ""
 
 
 def _launched_at(inc: Incident, procs: pd.DataFrame) -> pd.Series:

@@ -131,7 +131,9 @@ class Watch:
         self.pacer = pacer
         self.why: str | None = None  # why the last look that read the folder read it
         self._status: tuple = (None, [])  # (the incident, its jobs' status)
-        self._named: dict[str, _Told] = {}  # the attempts of the last look by their names then
+        # the attempts of the last look by their names then: set by `_attempts`, which `look`
+        # runs before `_findings` (a death is told once for its attempt)
+        self._named: dict[str, _Told] = {}
 
     def listing(self) -> dict[str, tuple[int, int]]:
         """The folder as the loader walks it: each entry's path in it -> (size, modification time

@@ -72,6 +72,7 @@ def read_metrics(text: str, stamp, lineno: int, run, rank, rows: Rows, user: tup
         n += _field_metrics(lp.GENERIC_LOSS, text, stamp, lineno, run, rank, rows)
     return n
 
+
 def _block_field(text: str, stamp, lineno: int, run, rank, rows: Rows, headed: dict) -> int:
     """One indented `key=value` line of a metric block (patterns.BLOCK_FIELD): a known key as its
     metric, any other under its own name (an `Eval` one under eval/) where a header came before."""
@@ -113,6 +114,7 @@ def _unit_metrics(text: str, stamp, lineno: int, run, rank, rows: Rows) -> int:
         value = lp.number(m.group("value") + (m.group("mult") or "").upper()) * scale
         rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=metric, value=value, rank=rank, pattern="unit")
     return len(found)
+
 
 def _step(g: dict, first_epoch: int = 0) -> int | None:
     """A line's step from its regex's groups: `step`, else (epoch - first_epoch) * per_epoch + i
