@@ -2,13 +2,16 @@
 without any has no metric and no event). Two searches find the same lines; which is faster
 depends on how many lines hold one.
 
-- Hyperscan compiles the ~140 keywords into one SIMD literal matcher that skips the bytes no
-  keyword can start at, as grep does, and calls back for every keyword found: ~1.4 GB/s on a
-  DFlash log (one line in ten a candidate), ~0.2 us a find beside that.
+- Hyperscan compiles the ~150 keywords into one regex, a keyword then the rest of its line,
+  searched by a SIMD matcher that skips the bytes no keyword can start at, as grep does. It
+  reports a pattern once at each end, so once a line that holds keywords (`_Literals` with
+  `lines`); each report is a call back into Python, which takes the GIL again (python-hyperscan
+  lets go of it while it searches): ~0.45 us a line alone, far more beside a thread running
+  Python.
 - RE2's alternation of the same keywords (pyarrow's `match_substring_regex`) reads every line
   and stops at a line's first keyword: ~0.15 us a line (~540 MB/s on the DFlash log, where
-  Hyperscan is 3x faster), and 3.5-4x faster than Hyperscan's finds on a log where most lines
-  hold two (a fairseq or nanoGPT log).
+  Hyperscan is 3x faster), and faster than Hyperscan's reports on a log where most lines hold
+  one (a fairseq or nanoGPT log).
 
 The scan picks per block from the block read before (`sparse`): few candidates, Hyperscan.
 """
@@ -36,7 +39,7 @@ class Keywords:
     def __init__(self, literals: tuple[tuple[bytes, bool], ...]):
         self.literals = literals  # (keyword, case-insensitive)
         self.regex = "|".join(f"(?i:{_re2_literal(k)})" if folded else _re2_literal(k) for k, folded in literals)
-        self._search = _Literals(literals)
+        self._search = _Literals(literals, lines=True)
 
     @classmethod
     def of(cls, user=()) -> Keywords:
@@ -55,7 +58,11 @@ class Keywords:
         if not found:
             return np.empty(0, np.int64)
         # a keyword holds no newline: its last byte lies on the line of the first end at or after it
-        return np.unique(np.searchsorted(ends, np.asarray(found, np.int64) - 1))
+        at = np.searchsorted(ends, np.asarray(found, np.int64) - 1)
+        # Hyperscan reports in the order of the finds' ends, so a line's finds come together
+        if len(at) > 1 and (at[1:] >= at[:-1]).all():
+            return at[np.flatnonzero(np.diff(at, prepend=-1))]
+        return np.unique(at)
 
 
 class PatternKeywords:
@@ -80,23 +87,33 @@ class PatternKeywords:
 
 
 class _Literals:
-    """Literals (each with whether its case is folded) compiled into one Hyperscan database."""
+    """Literals (each with whether its case is folded) compiled into one Hyperscan database, each
+    reported where it is found (`lines`: one regex, a literal then the rest of its line, reported
+    once at the end of each line that holds any: after its newline, or at the data's end)."""
 
-    def __init__(self, literals: tuple[tuple[bytes, bool], ...]):
+    def __init__(self, literals: tuple[tuple[bytes, bool], ...], lines: bool = False):
         self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self._db.compile(expressions=[k for k, _ in literals], ids=list(range(len(literals))),
-                         elements=len(literals), literal=True,
-                         flags=[hyperscan.HS_FLAG_CASELESS if folded else 0 for _, folded in literals])
+        if lines:
+            either = "|".join(f"(?i:{_hs_literal(k)})" if folded else _hs_literal(k) for k, folded in literals)
+            self._db.compile(expressions=[f"(?:{either})[^\\n]*(?:\\n|\\z)".encode()], ids=[0], elements=1, flags=[0])
+        else:
+            self._db.compile(expressions=[k for k, _ in literals], ids=list(range(len(literals))),
+                             elements=len(literals), literal=True,
+                             flags=[hyperscan.HS_FLAG_CASELESS if folded else 0 for _, folded in literals])
         self._scratch = threading.local()  # Hyperscan's scratch space is one thread's at a time
 
     def scan(self, data: bytes, on_find, context) -> None:
-        """Call `on_find(id, start, end, flags, context)` for every literal found in `data`."""
+        """Call `on_find(id, start, end, flags, context)` for every find in `data`."""
         if not data:
             return
         scratch = getattr(self._scratch, "space", None)
         if scratch is None:
             scratch = self._scratch.space = hyperscan.Scratch(self._db)
         self._db.scan(data, match_event_handler=on_find, context=context, scratch=scratch)
+
+
+def _hs_literal(keyword: bytes) -> str:
+    return "".join(chr(b) if chr(b).isalnum() and b < 128 else f"\\x{b:02x}" for b in keyword)
 
 
 def _note_end(_id: int, _start: int, end: int, _flags: int, found: list) -> None:

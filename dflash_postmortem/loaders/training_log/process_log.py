@@ -2,10 +2,10 @@
 warnings, tracebacks, NCCL timeouts and errors, elastic and DeepSpeed launcher failures,
 signals, exits, OOMs).
 
-One streaming pass over binary blocks: memory holds one block and the rows found, never the
-file. Candidate lines are found with one RE2 alternation of the patterns' keywords over the
-block's lines (pyarrow); the DFlash trainer line, the common case, is read by one bytes regex
-with its timestamp kept as bytes for a vectorised conversion per batch; other candidates are
+One streaming pass over binary blocks: memory holds a few blocks and the rows found, never the
+file. Candidate lines are those that hold one of the patterns' keywords (keywords.py); the
+DFlash trainer line, the common case, is read in bulk for the whole block in a thread (told by
+RE2's DFA, cut at its blanks, its time parsed once, its rows numpy arrays); other candidates are
 decoded and matched (see patterns.py for the tables and the event vocabulary, line_metrics.py for
 the metrics a record gives, bars.py for progress bars, times.py for timestamps, blocks.py for
 tracebacks and ChildFailedError tables, rows.py for the rows found). Lines that carry neither a
@@ -64,12 +64,12 @@ from .line_metrics import (
     known_block_field,
     read_metrics,
 )
-from .rows import METRIC_COLS, Rows
+from .rows import Rows
 from .times import Calendar, Stamp, find_stamp, resolve_times
 
 __all__ = ["LogScanner", "load_process_log", "resolve_times", "sniff_log"]
 
-BLOCK_BYTES = 4 << 20  # per-block costs (arrow, numpy, pandas) amortised; memory stays flat
+BLOCK_BYTES = 8 << 20  # per-block costs (arrow, numpy, pandas) amortised; memory stays flat
 MAX_LINE_BYTES = 1 << 20  # longer lines are counted and skipped, not held in memory
 AHEAD = 2  # blocks whose lines are found in threads while the scan makes one block's rows
 _NEIGHBOUR_LINES = 50  # how far back a line without a timestamp looks for one
@@ -116,7 +116,19 @@ _DFLASH_LINES = {
     lp.SRUN_LABEL: r"^(?P<rank>\d{1,5}): " + _DFLASH_BODY,
     lp.PDSH_LABEL: r"^[A-Za-z0-9][\w.-]{0,62}: " + _TORCHRUN_RANK + _DFLASH_BODY,
 }
+
+
+def _uncaptured(regex: str) -> str:
+    return re.sub(r"\(\?P<\w+>", "(?:", regex)
+
+
+# The same lines told by RE2's DFA alone, no fields captured (a capture costs RE2 about twice the
+# match): a line with no prefix is then cut at its blanks, one with a prefix read with captures.
+_DFLASH_PLAIN = "^" + _uncaptured(_DFLASH_BODY)
+_DFLASH_MATCH = {label: _uncaptured(regex) for label, regex in _DFLASH_LINES.items()}
 _DFLASH_KEYS = tuple(lp.METRIC_PATTERNS[0].metrics.values())  # tok/s, loss, queue: the general path's order
+_DFLASH_KEYS_ARRAY = np.array(_DFLASH_KEYS, dtype=object)
+_DFLASH_NAME = np.array(["dflash"], dtype=object)  # repeated: np.full fills objects one by one, 8x slower
 assert lp.METRIC_PATTERNS[0].name == "dflash" and list(lp.METRIC_PATTERNS[0].metrics) == ["tok", "loss", "queue"]
 # Tags that are a level ([INFO]), not a run: such a line takes the general path.
 _LEVEL_TAGS = pa.array(sorted(lp.LEVELS), pa.string()).cast(pa.binary())
@@ -125,61 +137,121 @@ _LEVEL_TAGS = pa.array(sorted(lp.LEVELS), pa.string()).cast(pa.binary())
 @dataclass
 class _FastLines:
     """A block's candidate lines read as the DFlash trainer's line, all at once: per candidate,
-    whether it is one (`ok`) and its fields as numbers (the fields of the others are filler)."""
+    whether it is one (`ok`), and the rows of those that are, made beside the scan (in a thread)."""
 
     ok: np.ndarray
     starts: np.ndarray  # each candidate's first byte in the block
-    line: np.ndarray  # its index among the block's lines
-    stamp: np.ndarray  # its 19 bytes of time (objects)
+    stamp: np.ndarray  # its 19 bytes of time (S19; filler where not ok)
     tags: list  # the run tags of the block's DFlash lines, in the order they first come
-    tag_code: np.ndarray  # each line's tag, an index of `tags`
-    step: np.ndarray  # int, or None where 19 digits or more fit no column (objects)
-    tok: np.ndarray
-    loss: np.ndarray
-    queue: np.ndarray
-    has_queue: np.ndarray
-    rank: np.ndarray  # the rank its prefix names, or None (objects)
+    tag_code: np.ndarray  # each candidate's tag, an index of `tags`
+    first_row: np.ndarray  # each candidate's first row in `rows` (one more entry: the rows' count)
+    # The rows of the ok candidates, a column each as METRIC_COLS, but for `line` the line's index
+    # in the block and for `run` its tag's code (the scan names the runs and numbers the lines),
+    # and `stamp` the naive time its text says (datetime64[s]; its 19 bytes if one is impossible).
+    rows: tuple[np.ndarray, ...]
 
     @classmethod
     def of(cls, lines: pa.Array, idx: np.ndarray, starts: np.ndarray, label: re.Pattern | None) -> _FastLines | None:
-        found = pc.extract_regex(lines.take(pa.array(idx)), pattern=_DFLASH_LINES[label])
-        valid = found.is_valid()
-        at = np.flatnonzero(valid.to_numpy(zero_copy_only=False))
-        if not len(at):
-            return None
-        f = found.filter(valid)
-        tag = f.field("tag")
-        level = pc.is_in(tag, value_set=_LEVEL_TAGS).to_numpy(zero_copy_only=False)
-        codes = tag.dictionary_encode()
+        sub = lines.take(pa.array(idx))
         n = len(idx)
-
-        def spread(values, fill, dtype=None) -> np.ndarray:
-            out = np.full(n, fill, dtype=dtype or values.dtype)
-            out[at] = values
-            return out
-
-        step = f.field("step")
-        digits = pc.binary_length(step).to_numpy(zero_copy_only=False)
-        fits = digits < 19
-        steps = np.asarray(_numbers(pc.if_else(pa.array(fits), step, b"0"), pa.int64()), dtype=object)
-        steps[~fits] = None
-        queue = f.field("queue")
-        has_queue = pc.binary_length(queue).to_numpy(zero_copy_only=False) > 0
-        rank = f.field("rank")
-        has_rank = pc.binary_length(rank).to_numpy(zero_copy_only=False) > 0
-        ranks = np.full(len(at), None, dtype=object)
-        if has_rank.any():
-            ranks[has_rank] = _numbers(rank.filter(pa.array(has_rank)), pa.int64()).tolist()
+        parts = []  # (the candidates it holds, their fields), a part per way of reading them
+        rest = np.arange(n)
+        if label is None:
+            plain = pc.match_substring_regex(sub, pattern=_DFLASH_PLAIN).to_numpy(zero_copy_only=False)
+            if plain.any():
+                parts.append((np.flatnonzero(plain), _split_fields(sub.filter(pa.array(plain)))))
+                rest = np.flatnonzero(~plain)
+        if len(rest):
+            others = sub.take(pa.array(rest)) if len(rest) < n else sub
+            hit = pc.match_substring_regex(others, pattern=_DFLASH_MATCH[label]).to_numpy(zero_copy_only=False)
+            if hit.any():
+                parts.append((rest[hit], _captured_fields(others.filter(pa.array(hit)), label)))
+        if not parts:
+            return None
+        at, f = parts[0]
+        if len(parts) > 1:  # in the order of the lines
+            at = np.concatenate([p for p, _ in parts])
+            order = np.argsort(at, kind="stable")
+            at = at[order]
+            f = {k: (pa.concat_arrays([fields[k] for _, fields in parts]).take(pa.array(order)) if k == "tag"
+                     else np.concatenate([fields[k] for _, fields in parts])[order]) for k in f}
+        level = pc.is_in(f["tag"], value_set=_LEVEL_TAGS).to_numpy(zero_copy_only=False)
+        codes = f["tag"].dictionary_encode()
+        tag_code = codes.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        at, good = at[~level], ~level
+        # tok/s, loss[, queue] a line: the general path's order
+        per_line = np.where(f["has_queue"][good], 3, 2)
+        keep = np.ones((len(at), 3), dtype=bool)
+        keep[:, 2] = f["has_queue"][good]
+        first_row = np.zeros(n + 1, np.int64)
+        first_row[1:][at] = per_line
+        np.cumsum(first_row, out=first_row)
         ok = np.zeros(n, dtype=bool)
-        ok[at[~level]] = True
-        return cls(
-            ok=ok, starts=starts[idx], line=idx.astype(np.int64),
-            stamp=spread(_objects(f.field("stamp").to_pylist()), None, object),
-            tags=codes.dictionary.to_pylist(), tag_code=spread(codes.indices.to_numpy(zero_copy_only=False), 0, np.int64),
-            step=spread(steps, None, object), tok=spread(_numbers(f.field("tok")), np.nan),
-            loss=spread(_numbers(f.field("loss")), np.nan),
-            queue=spread(_numbers(pc.if_else(pa.array(has_queue), queue, b"0")), np.nan),
-            has_queue=spread(has_queue, False), rank=spread(ranks, None, object))
+        ok[at] = True
+        stamp = np.zeros(n, "S19")
+        stamp[at] = f["stamp"][good]
+        code = np.zeros(n, np.int64)
+        code[at] = tag_code[good]
+        try:  # each line's time read once for its two or three rows (numpy's parse holds the GIL)
+            when = f["stamp"][good].astype("datetime64[s]")
+        except ValueError:  # an impossible date (month 13): resolve_times sends them through pandas
+            when = f["stamp"][good]
+        rows = (np.repeat(when, per_line), np.repeat(idx[at].astype(np.int64), per_line),
+                np.repeat(tag_code[good], per_line), np.repeat(f["step"][good], per_line),
+                np.broadcast_to(_DFLASH_KEYS_ARRAY, keep.shape)[keep],
+                np.stack([f["tok"][good], f["loss"][good], f["queue"][good]], axis=1)[keep],
+                np.repeat(f["rank"][good], per_line), _DFLASH_NAME.repeat(int(per_line.sum())))
+        return cls(ok=ok, starts=starts[idx], stamp=stamp, tags=codes.dictionary.to_pylist(), tag_code=code,
+                   first_row=first_row, rows=rows)
+
+
+def _split_fields(found: pa.Array) -> dict:
+    """The fields of DFlash lines without a prefix (each matched _DFLASH_PLAIN: ASCII, one blank
+    between fields), cut at the blanks: 9 fields, 11 with the queue."""
+    text = pc.utf8_rtrim(found.view(pa.string()), characters="\r\n")
+    cut = pc.split_pattern(text, " ")
+    has_queue = pc.list_value_length(cut).to_numpy(zero_copy_only=False) == 11
+    queue = np.full(len(found), np.nan)
+    if has_queue.any():
+        queue[has_queue] = _numbers(pc.list_element(cut.filter(pa.array(has_queue)), 10))
+    return dict(stamp=_stamps(pc.utf8_slice_codeunits(text, 0, 19)),
+                tag=pc.utf8_slice_codeunits(pc.list_element(cut, 2), 1, -1).cast(pa.binary()),
+                step=_steps(pc.list_element(cut, 4)), loss=_numbers(pc.list_element(cut, 6)),
+                tok=_numbers(pc.list_element(cut, 8)), queue=queue, has_queue=has_queue,
+                rank=np.empty(len(found), dtype=object))  # None: no prefix names a rank
+
+
+def _captured_fields(found: pa.Array, label: re.Pattern | None) -> dict:
+    """The fields of DFlash lines behind a prefix (a rank, a task id, a host), by RE2's captures."""
+    f = pc.extract_regex(found, pattern=_DFLASH_LINES[label])
+    queue, rank = f.field("queue"), f.field("rank")
+    has_queue = pc.binary_length(queue).to_numpy(zero_copy_only=False) > 0
+    has_rank = pc.binary_length(rank).to_numpy(zero_copy_only=False) > 0
+    ranks = np.empty(len(found), dtype=object)  # None where no prefix names one
+    if has_rank.any():
+        ranks[has_rank] = _numbers(rank.filter(pa.array(has_rank)), pa.int64()).tolist()
+    return dict(stamp=_stamps(f.field("stamp")), tag=f.field("tag"), step=_steps(f.field("step")),
+                loss=_numbers(f.field("loss")), tok=_numbers(f.field("tok")),
+                queue=_numbers(pc.if_else(pa.array(has_queue), queue, b"0")), has_queue=has_queue, rank=ranks)
+
+
+def _steps(digits: pa.Array) -> np.ndarray:
+    """Steps as int64; where 19 digits or more fit no column, as objects, None for those."""
+    digits = digits.cast(pa.string())
+    fits = pc.binary_length(digits).to_numpy(zero_copy_only=False) < 19
+    if fits.all():
+        return _numbers(digits, pa.int64())
+    steps = np.asarray(_numbers(pc.if_else(pa.array(fits), digits, "0"), pa.int64()), dtype=object)
+    steps[~fits] = None
+    return steps
+
+
+def _stamps(stamps: pa.Array) -> np.ndarray:
+    """`YYYY-mm-dd HH:MM:SS` strings (19 bytes each, as the regexes matched them) as numpy S19,
+    read from Arrow's buffer: no object per line."""
+    b = stamps.cast(pa.binary())
+    first = int(np.frombuffer(b.buffers()[1], np.int32, count=1, offset=4 * b.offset)[0])
+    return np.frombuffer(b.buffers()[2], "S19", count=len(b), offset=first)
 
 
 @dataclass
@@ -240,12 +312,6 @@ def _done(value) -> Future:
     return done
 
 
-def _objects(items: list) -> np.ndarray:
-    out = np.empty(len(items), dtype=object)
-    out[:] = items
-    return out
-
-
 def _numbers(digits: pa.Array, to: pa.DataType | None = None) -> np.ndarray:
     """ASCII numbers as Arrow parses them (the same values as Python's float and int), as
     floats unless `to` says otherwise."""
@@ -259,11 +325,14 @@ def _blocks(f, size: int) -> Iterator[tuple[str, bytes | int]]:
     while True:
         chunk = f.read(size)
         if not chunk:
-            if dropping:
-                yield "overlong", dropping
+            if dropping or len(carry) > MAX_LINE_BYTES:
+                yield "overlong", dropping or len(carry)
             elif carry:
                 yield "lines", carry
             return
+        first = chunk.find(b"\n")
+        if carry and len(carry) + (first if first != -1 else len(chunk)) > MAX_LINE_BYTES:
+            dropping, carry = len(carry), b""  # the line carried over from the block before is too long
         if dropping:
             cut = chunk.find(b"\n")
             if cut == -1:
@@ -343,12 +412,12 @@ class LogScanner:
     """The single streaming pass over one log file. Iterate `scan()` for row batches."""
 
     def __init__(self, path: Path, rep: FileReport, *, patterns=(), default_run: str | None = None,
-                 block_bytes: int = BLOCK_BYTES):
+                 block_bytes: int | None = None):
         self.path = Path(path)
         self.rep = rep
         self.user = tuple(patterns)
         self.default_run = default_run
-        self.block_bytes = block_bytes
+        self.block_bytes = block_bytes or BLOCK_BYTES
         self.keywords = Keywords.of(self.user)
         self.label = _label(self.path)  # a launcher's label before every line (line_label)
         self.sparse = True  # whether the block read last had few candidates (keywords.py)
@@ -430,7 +499,7 @@ class LogScanner:
         general = np.flatnonzero(~fast.ok).tolist() if fast is not None else range(len(idx))
         for g in [*general, len(idx)]:
             if g > done:  # the DFlash lines between two others, in bulk
-                took = self._fast_run(fast, np.arange(done, g), consumed_to, base, rows)
+                took = self._fast_run(fast, done, g, consumed_to, base, rows)
                 if took is not None:
                     n, last = took
                     n_fast += n
@@ -455,30 +524,19 @@ class LogScanner:
         # Lines that matched nothing are counted in bulk in _finish_report: no per-line work.
         self.parsed += handled
 
-    def _fast_run(self, fast: _FastLines, at: np.ndarray, consumed_to: int, base: int,
+    def _fast_run(self, fast: _FastLines, a: int, b: int, consumed_to: int, base: int,
                   rows: Rows) -> tuple[int, tuple[bytes, str]] | None:
-        """The rows of consecutive DFlash lines (candidates `at`), those a record before did not
+        """The rows of the DFlash lines that are candidates a to b, those a record before did not
         take; (how many lines, (stamp, run) of the last), or None where there were none."""
-        at = at[fast.starts[at] >= consumed_to]
-        if not len(at):
+        a += int(np.searchsorted(fast.starts[a:b], consumed_to))
+        if a >= b:
             return None
         # each tag named a run in the order its lines come (the file's first run is the first tag)
-        names = [self._run_names.get(t) or self._tag_run(t) for t in fast.tags]
-        run = np.array(names, dtype=object)[fast.tag_code[at]]
-        per_line = np.where(fast.has_queue[at], 3, 2)  # tok/s, loss[, queue]: the general path's order
-        c_stamp, c_line, c_run, c_step, c_metric, c_value, c_rank, c_pattern = rows.metric_cols
-        c_stamp.extend(np.repeat(fast.stamp[at], per_line).tolist())
-        c_line.extend(np.repeat(base + fast.line[at], per_line).tolist())
-        c_run.extend(np.repeat(run, per_line).tolist())
-        c_step.extend(np.repeat(fast.step[at], per_line).tolist())
-        keep = np.ones((len(at), 3), dtype=bool)
-        keep[:, 2] = fast.has_queue[at]
-        c_metric.extend(np.broadcast_to(np.array(_DFLASH_KEYS, dtype=object), keep.shape)[keep].tolist())
-        c_value.extend(np.stack([fast.tok[at], fast.loss[at], fast.queue[at]], axis=1)[keep].tolist())
-        n = int(per_line.sum())
-        c_rank.extend(np.repeat(fast.rank[at], per_line).tolist())
-        c_pattern.extend(("dflash",) * n)
-        return len(at), (fast.stamp[at[-1]], run[-1])
+        names = np.array([self._run_names.get(t) or self._tag_run(t) for t in fast.tags], dtype=object)
+        s, e = fast.first_row[a], fast.first_row[b]
+        stamp, line, tag, step, metric, value, rank, pattern = (col[s:e] for col in fast.rows)
+        rows.bulk((stamp, base + line, names[tag], step, metric, value, rank, pattern))
+        return b - a, (bytes(fast.stamp[b - 1]), names[fast.tag_code[b - 1]])
 
     def _after_fast(self, stamp: bytes, run: str) -> None:
         self.last_stamp, self.last_run = stamp, run
@@ -850,12 +908,6 @@ def _frame(cols: dict[str, list], rep: FileReport, ctx: LoadContext, scanner: Lo
     return df.drop(columns=["line"])
 
 
-def _merge(into: Rows, part: Rows) -> None:
-    for col, more in zip(into.metric_cols, part.metric_cols, strict=True):
-        col.extend(more)
-    into.event_rows.extend(part.event_rows)
-
-
 def default_run(path: Path, ctx: LoadContext, place: LogDirPlace | None = None) -> tuple[str, bool]:
     """The run name for lines that do not name one: the [[sources]] `run`, else (when no line
     names one either) the job attempt of a torchrun log folder, else the file stem."""
@@ -994,10 +1046,10 @@ def load_log(path: Path, ctx: LoadContext):
     scanner = LogScanner(path, rep, patterns=patterns, default_run=None if from_name else run)
     rows = Rows()
     for part in scanner.scan():
-        _merge(rows, part)
-    segments = attempts.annotate(rows.event_rows, rows.metric_cols[METRIC_COLS.index("line")], place,
-                                 job_of_output_name(original.name))
-    metric_cols, event_cols = rows.metrics, rows.events
+        rows.extend(part)
+    metric_cols = rows.metrics
+    segments = attempts.annotate(rows.event_rows, metric_cols["line"], place, job_of_output_name(original.name))
+    event_cols = rows.events
     attempts.assign(metric_cols, segments, place)
     named_by = "its torchrun log folder: run id and attempt" if place is not None else "the file's name"
     settle_runs(metric_cols, scanner, run, rep, named_by)

@@ -5,6 +5,9 @@ them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
+
+import numpy as np
 
 METRIC_COLS = ("stamp", "line", "run", "step", "metric", "value", "rank", "pattern")
 EVENT_COLS = ("stamp", "line", "run", "pid", "kind", "message", "rank", "pattern", "exit_code", "signal", "lines",
@@ -14,11 +17,31 @@ EVENT_COLS = ("stamp", "line", "run", "pid", "kind", "message", "rank", "pattern
 @dataclass
 class Rows:
     """Rows found in one block; times still as found until `resolve_times`. Metrics are kept as
-    columns (the hot path extends them; transposing ~1 M row tuples cost more than the parse),
-    events, which are few, as one dict per row (they carry different extra columns)."""
+    columns (transposing ~1 M row tuples cost more than the parse): those read one by one as
+    lists (`metric_cols`, the rows since the last part read in bulk), those read in bulk (the
+    DFlash lines) as numpy arrays, each a part in the order of the lines. Events, which are few,
+    are one dict per row (they carry different extra columns)."""
 
     metric_cols: tuple[list, ...] = field(default_factory=lambda: tuple([] for _ in METRIC_COLS))
     event_rows: list[dict] = field(default_factory=list)
+    parts: list[tuple] = field(default_factory=list)  # metric rows before `metric_cols`'s, a column each
+
+    def bulk(self, cols: tuple[np.ndarray, ...]) -> None:
+        """Metric rows read in bulk (an array per column of METRIC_COLS), after those so far."""
+        self._seal()
+        self.parts.append(cols)
+
+    def extend(self, other: Rows) -> None:
+        """`other`'s rows after these."""
+        self._seal()
+        other._seal()
+        self.parts.extend(other.parts)
+        self.event_rows.extend(other.event_rows)
+
+    def _seal(self) -> None:
+        if self.metric_cols[0]:
+            self.parts.append(self.metric_cols)
+            self.metric_cols = tuple([] for _ in METRIC_COLS)
 
     def metric(self, stamp, line, run, step, metric, value, rank, pattern):
         # one append per column, written out: the general path adds a row per value it reads
@@ -49,10 +72,39 @@ class Rows:
         return row
 
     @property
-    def metrics(self) -> dict[str, list]:
-        return dict(zip(METRIC_COLS, self.metric_cols, strict=True))
+    def metrics(self) -> dict[str, list | np.ndarray]:
+        """The metric rows, a column each: lists where every row was read one by one, else
+        arrays (of objects where the parts' types differ; `line` int, `value` float)."""
+        parts = [*self.parts, self.metric_cols] if self.metric_cols[0] or not self.parts else self.parts
+        if all(isinstance(p[0], list) for p in parts):
+            return {c: list(chain.from_iterable(p[i] for p in parts)) if len(parts) > 1 else parts[0][i]
+                    for i, c in enumerate(METRIC_COLS)}
+        return {c: _joined([p[i] for p in parts], c) for i, c in enumerate(METRIC_COLS)}
 
     @property
     def events(self) -> dict[str, list]:
         extra = sorted({k for r in self.event_rows for k in r} - set(EVENT_COLS))
         return {k: [r.get(k) for r in self.event_rows] for k in (*EVENT_COLS, *extra)}
+
+
+_TYPED = {"line": np.int64, "value": np.float64}
+
+
+def _joined(parts: list, column: str) -> np.ndarray:
+    """One column's parts (lists and arrays) as one array: typed where its rows all are (a bulk
+    part's stamps as datetime64 or bytes, its steps as int64), else objects."""
+    if len(parts) == 1 and isinstance(parts[0], np.ndarray):
+        return parts[0]
+    dtype = _TYPED.get(column)
+    if dtype is None and all(isinstance(p, np.ndarray) for p in parts) and len({p.dtype for p in parts}) == 1:
+        dtype = parts[0].dtype
+    if dtype is not None:
+        return np.concatenate([np.asarray(p, dtype=dtype) for p in parts])
+    out = np.empty(sum(len(p) for p in parts), dtype=object)
+    at = 0
+    for p in parts:
+        if isinstance(p, np.ndarray) and p.dtype.kind == "M":  # a time among other stamps: its text again
+            p = np.char.replace(np.datetime_as_string(p, unit="s"), "T", " ").astype("S19")
+        out[at:at + len(p)] = p.astype(object) if isinstance(p, np.ndarray) else p
+        at += len(p)
+    return out

@@ -203,7 +203,7 @@ def _iso_date(text: str | None):
         return None
 
 
-def resolve_times(stamps: list, rep, ctx, first_date: str | None, calendar: Calendar) -> pd.Series:
+def resolve_times(stamps: list | np.ndarray, rep, ctx, first_date: str | None, calendar: Calendar) -> pd.Series:
     """Turn found stamps into UTC times; borrowed and partial (no year/date) ones say so.
 
     `first_date` gives month-day stamps their year; `calendar` (the file's clock as it was read)
@@ -212,12 +212,16 @@ def resolve_times(stamps: list, rep, ctx, first_date: str | None, calendar: Cale
     # UTC instants as naive datetime64[us], filled per form: a tz-aware Series' to_numpy() would
     # give one Timestamp object per row.
     out = np.full(len(stamps), np.datetime64("NaT"), dtype="datetime64[us]")
-    if not stamps:
+    if not len(stamps):
         return align.localize(pd.Series(out), "UTC")
+    kind = stamps.dtype.kind if isinstance(stamps, np.ndarray) else "O"
+    if kind == "M":  # the DFlash lines' times, read from their text in bulk (process_log._FastLines)
+        rep.assume(align.zone_assumption(ctx.timezone))
+        return align.localize(pd.Series(stamps.astype("datetime64[us]")), ctx.timezone)
     by_form: dict[tuple, list[int]] = {}
     fast: list[int] | slice = []
     missing = 0
-    if set(map(type, stamps)) == {bytes}:  # all from the DFlash fast path: one vectorised parse
+    if kind == "S" or set(map(type, stamps)) == {bytes}:  # all from the DFlash fast path: one vectorised parse
         fast = slice(None)
     else:
         for i, s in enumerate(stamps):

@@ -77,7 +77,7 @@ def test_the_scan_picks_the_search_by_the_density_of_the_block_before(tmp_path):
     dense.write_bytes(line * 300)
     for path, want, rows in ((sparse, True, 40 * 2), (dense, False, 300 * 3)):
         scanner = LogScanner(path, FileReport(path=path.name, format="training-log"), block_bytes=4096)
-        assert sum(len(r.metric_cols[0]) for r in scanner.scan()) == rows
+        assert sum(len(r.metrics["line"]) for r in scanner.scan()) == rows
         assert scanner.sparse is want, path
     # the rule's two sides: a candidate every line of 50 bytes; one in ten lines of ~85 bytes
     assert len(line) < SPARSE_BYTES < 9 * len(filler)

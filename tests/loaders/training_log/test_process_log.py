@@ -191,8 +191,10 @@ def test_non_utf8_and_nul_bytes(tmp_path):
     assert "NUL bytes" in notes and "not UTF-8" in notes
 
 
-def test_ten_megabyte_line_is_counted_not_held(tmp_path, monkeypatch):
-    monkeypatch.setattr(process_log, "BLOCK_BYTES", 1 << 16)
+@pytest.mark.parametrize("block", [1 << 16, 8 << 20])
+def test_ten_megabyte_line_is_counted_not_held(tmp_path, monkeypatch, block):
+    # blocks smaller than the line, and one that ends inside it with the line's end in the next
+    monkeypatch.setattr(process_log, "BLOCK_BYTES", block)
     p = tmp_path / "long.log"
     with open(p, "wb") as f:
         f.write(b"2026-11-30 05:20:58 [a] step 5 loss 1.0 tok/s 100\n")
@@ -585,6 +587,24 @@ def test_pdsh_hosts_name_the_host_of_a_multi_node_launch_and_a_bars_word_is_no_h
     bars = _read(tmp_path, "".join(f"Train: {p:3d}%|##   | {p}/100 [00:0{p % 10}<00:10,  2.00it/s, loss=1.{p}]\n"
                                    for p in range(1, 6)))
     assert bars.events["host"].isna().all() and len(bars.metrics)
+
+
+def test_an_impossible_date_among_dflash_lines_read_in_bulk_is_that_rows_time_alone(tmp_path):
+    # The bulk read parses a block's times at once (numpy), which fails as a whole on month 13:
+    # that block's times then go to resolve_times as text, which gives that line no time and
+    # the others theirs, as the line-by-line path does (a space after each line).
+    lines = ["2026-11-30 05:20:01 [r] step 10 loss 9.5 tok/s 21500 queue 2",
+             "2026-13-30 05:20:02 [r] step 20 loss 9.4 tok/s 21400 queue 2",
+             "2026-11-30 05:20:03 [r] step 30 loss 9.3 tok/s 21300"]
+    bulk, single = tmp_path / "bulk.log", tmp_path / "single.log"
+    bulk.write_text("\n".join(lines) + "\n")
+    single.write_text("\n".join(ln + " " for ln in lines) + "\n")
+    a, b = _load(bulk), _load(single)
+    tok = a.metrics[a.metrics["metric"] == "train/tok_per_s"]
+    assert [str(t) for t in tok["time"]] == ["2026-11-30 05:20:01+00:00", "NaT", "2026-11-30 05:20:03+00:00"]
+    assert tok["step"].tolist() == [10, 20, 30]
+    cols = ["time", "run", "step", "metric", "value", "rank", "pattern"]
+    pd.testing.assert_frame_equal(a.metrics[cols].reset_index(drop=True), b.metrics[cols].reset_index(drop=True))
 
 
 def test_dflash_lines_behind_a_launchers_label_are_read_in_bulk_as_line_by_line(tmp_path, monkeypatch):
