@@ -756,7 +756,7 @@ class _Assembly:
             p = procs.loc[procs["alive_until"].idxmax()]
             lives.append((p["alive_until"], _text(p.get("ref"))))
         last_alive, last_ref = max(lives, key=lambda x: x[0]) if lives else (a.start, a.start_ref)
-        end = _end(rows, a, last_alive, self.evidence_end, inc.live)
+        end = _end(rows, a, last_alive, self.evidence_end, inc.live, procs)
         # what the machine said of its GPUs meanwhile is a cause too (a GPU off the bus hangs
         # the job; its ranks' timeouts come later)
         causes = pd.concat([rows, machine]) if len(machine) else rows
@@ -1132,7 +1132,29 @@ def _own_status(ev: pd.DataFrame, a: _Attempt) -> pd.Series:
     return ev["kind"].isin(("exit", "killed")) & (ev["command_ref"] == a.launch_ref).fillna(False).astype(bool)
 
 
-def _end(rows: pd.DataFrame, a: _Attempt, last_alive, evidence_end, live: bool = False) -> dict:
+def _unsettled(ev: pd.DataFrame, procs: pd.DataFrame | None, evidence_end, live: bool) -> pd.Series:
+    """The tracebacks of a thread (`Exception in thread drafter-0:`) after which, in a folder
+    still being written, the process listing has not yet said whether the process outlived the
+    thread: it listed the process in the listing before the traceback or after it, and no
+    listing since has had time to leave it out (the loop waits on the dead thread: the process
+    lives on; the thread's error ends the run: the next listing has it gone). A post-mortem reads
+    them against the whole listing (`_end`'s slack); a main thread's traceback ends its process."""
+    if (not live or evidence_end is None or procs is None or "snapshots" not in procs.columns
+            or "thread" not in ev.columns):
+        return pd.Series(False, index=ev.index)
+    listed = procs[procs["alive_until"].notna() & (procs["snapshots"].fillna(0) > 1)]
+    if listed.empty:
+        return pd.Series(False, index=ev.index)
+    alive = listed["alive_until"].max()
+    # the listing's interval, as its own rows show it (first to last sighting over the sightings)
+    every = ((listed["last_seen"] - listed["first_seen"]) / (listed["snapshots"] - 1)).median()
+    every = min(max(every, pd.Timedelta(seconds=1)), END_SLACK)
+    due = ev["time"].clip(lower=alive) + every + pd.Timedelta(seconds=1)
+    return (ev["kind"] == "traceback") & ev["thread"].notna() & (ev["time"] <= alive + every) & (evidence_end < due)
+
+
+def _end(rows: pd.DataFrame, a: _Attempt, last_alive, evidence_end, live: bool = False,
+         procs: pd.DataFrame | None = None) -> dict:
     """How the attempt ended: the strongest terminal line of its own rows (`_rows_of`: its logs,
     the events naming its PIDs), up to a little after its last sign of life; None where it was
     alive when the evidence ends."""
@@ -1140,7 +1162,7 @@ def _end(rows: pd.DataFrame, a: _Attempt, last_alive, evidence_end, live: bool =
     if "kind" not in rows.columns:
         return none  # only metric rows: nothing says how it ended
     ev = rows[rows["kind"].isin(_ENDS)]
-    ev = ev[~_still_open(ev, evidence_end, live)]
+    ev = ev[~_still_open(ev, evidence_end, live) & ~_unsettled(ev, procs, evidence_end, live)]
     # an end is at the end: a traceback an hour before the last step (a thread that died while the
     # rest trained on) did not end the attempt
     # (a transcript dated only by its `date`s places its lines up to APPROX_S early: the shell's
