@@ -395,6 +395,14 @@ class _Assembly:
         together = [r for r in self.restarts.get((id(a), ppid), []) if abs(r.start - p["start"]) <= slack]
         if together:
             return together[0]
+        # the restart its launcher's log told already (its workers' start-up lines, no PID yet)
+        told = [r for r in self.found if r is not a and r.job == a.job and not r.pids and r.job_attempt is not None
+                and a.job_attempt is not None and r.job_attempt > a.job_attempt
+                and p["start"] - slack <= r.start <= p["start"] + LOG_SLACK]
+        if told:
+            r = min(told, key=lambda x: x.start)
+            self.restarts.setdefault((id(a), ppid), []).append(r)
+            return r
         r = _Attempt(p["start"], "supervisor", float(p["within"]), _text(p.get("ref")))
         r.command, r.script, r.flags, r.runs = a.command, a.script, dict(a.flags), list(a.runs)
         r.host, r.log_path, r.job = a.host, a.log_path, a.job
@@ -438,7 +446,14 @@ class _Assembly:
         # above, so the earliest one is the most precise (a wandb run's first record comes later)
         mine = sorted(((source,) + st for source, found in starts.items() for st in found
                        if (st[3] is not None or st[4] is not None) == named), key=lambda st: st[1])
+        ended = _launcher_ends(self.ev)
         for source, when, ref, rank, job, n, pid, run in mine:
+            # A start-up after its attempt's end (its launcher said the attempt failed): the
+            # launcher started it again. Its lines carry the number of the attempt before until
+            # a later line of the launcher's tells the attempts apart (torchrun's agent logs no
+            # restart at its default level: `launcher_lines._unseen_restarts`).
+            while n is not None and (job, n) in ended and when > ended[(job, n)] + SAME_START:
+                n += 1
             first = self.firsts.get(source)
             owner = self._log_owner(source, when, rank, job, n, pid, run)
             if owner is None:
@@ -778,6 +793,18 @@ class _Assembly:
             "first_step_ref": None if first is None else _ref(first),
             "last_alive": last_alive, "last_alive_ref": last_ref, **end,
         }
+
+
+def _launcher_ends(ev: pd.DataFrame) -> dict[tuple, pd.Timestamp]:
+    """The time each launcher's attempt ended, by (job, attempt), where its launcher says so."""
+    if "attempt" not in ev.columns or "job" not in ev.columns:
+        return {}
+    end = ev[(ev["kind"] == "attempt_end") & ev["attempt"].notna() & ev["time"].notna()]
+    out: dict[tuple, pd.Timestamp] = {}
+    for job, n, t in zip(end["job"], end["attempt"], end["time"], strict=True):
+        key = (None if pd.isna(job) else job, int(n))
+        out[key] = min(t, out.get(key, t))
+    return out
 
 
 def _identity(a: _Attempt) -> tuple:

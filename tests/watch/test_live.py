@@ -441,6 +441,24 @@ def test_a_threads_traceback_is_no_death_while_the_listing_still_shows_its_proce
     assert [a.kind for a in said if a.kind == "stall" and f"PID {pid} was alive" in a.text] == ["stall"]
 
 
+def test_a_launchers_restart_its_agent_did_not_log_owns_the_steps_after_the_attempt_before_ended(tmp_path):
+    """torchrun's agent at its default level logs each attempt's end (`failed (exitcode: 1) ...
+    (pid: 611)`) and no restart: the third round's lines came after the second's end still
+    numbered as the second's (the file tells the rounds apart only at the third's own failure).
+    Grown a second at a time, the watch gave the third round's first step (04:36:50) to the
+    second, which had ended at 04:36:38 without one, and told that round's death ("died at
+    04:36:38"); the post-mortem finds two deaths, the first and the third rounds'. A start-up
+    after its attempt's end is the launcher's restart, and the workers the listing shows
+    starting then are its."""
+    src = INCIDENTS / "h200-1gpu-torchrun-crashloop"
+    found = pm.detect(pm.load_incident(src))
+    died = sorted(f"{t:%H:%M:%S}" for k, t in zip(found["kind"], found["start"], strict=True) if k == "training_died")
+    assert died == ["04:36:32", "04:36:57"]
+    looks = _looks_while_growing(src, tmp_path / "live", "2026-12-02 04:36:44", "2026-12-02 04:36:58", "2s")
+    told = sorted(re.search(r"died at (\S+):", a.text).group(1) for _, said in looks for a in said if a.kind == "ended")
+    assert told == died
+
+
 def _looks_while_growing(src: Path, folder: Path, start: str, end: str, every: str, to_the_end: bool = False) -> list:
     """(moment, what the watch told at it) of each look at `folder` while `src` is grown into it
     from `start` to `end` (UTC) a step of `every` at a time; then, with `to_the_end`, one look at
