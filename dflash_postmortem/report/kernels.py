@@ -23,6 +23,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from ..errors import PostmortemError
+
 # Kernels a report runs its pages in: one per core, two at most (five short pages; a third
 # kernel's start costs more than it saves).
 MAX_KERNELS = 2
@@ -73,6 +75,9 @@ class Kernels:
         self._n = max(1, min(MAX_KERNELS, os.cpu_count() or 1, pages))
         self._todo: queue.Queue = queue.Queue()
         self._progress = progress
+        self._up = 0  # kernels that started
+        self._lock = threading.Lock()
+        self._tried = threading.Barrier(self._n)  # every kernel's start tried
 
     def __enter__(self) -> Kernels:
         self._writer = ThreadPoolExecutor(max_workers=1)
@@ -98,21 +103,49 @@ class Kernels:
             self._writer.shutdown(wait=True)
 
     def _kernel(self) -> None:
-        from jupyter_client.manager import KernelManager
-
-        km = KernelManager(kernel_name=self._name)
+        km, why = None, None
         try:
-            try:
-                km.start_kernel()
-            except RuntimeError:  # a port taken by another kernel starting at the same moment
-                km.start_kernel()
-            _warm_up(km)
+            km = self._started()
+        except Exception as e:  # told with each page it takes, below
+            why = e
+        with self._lock:
+            self._up += km is not None
+        self._tried.wait()
+        if km is None and self._up:
+            return  # the kernels that started take the pages
+        try:
+            # no kernel started at all: each page fails with why, a report never waits on them
+            run = (lambda b, p: b.execute(km, p)) if km is not None else (lambda b, p: _not_started(why))
             while (item := self._todo.get()) is not None:
                 batch, page = item
-                batch.ran(page, lambda b=batch, p=page: b.execute(km, p))
+                batch.ran(page, lambda b=batch, p=page: run(b, p))
         finally:
-            if km.has_kernel:
+            if km is not None and km.has_kernel:
                 km.shutdown_kernel(now=True)
+
+
+    def _started(self):
+        """A kernel started and warmed up. Kernels starting at the same moment (this block's, other
+        processes') may pick the same free port: the start then fails, or the kernel dies binding
+        it before its first reply (`Kernel died before replying to kernel_info`); a second manager
+        picks new ports."""
+        from jupyter_client.manager import KernelManager
+
+        for last in (False, True):
+            km = KernelManager(kernel_name=self._name)
+            try:
+                km.start_kernel()
+                _warm_up(km)
+                return km
+            except RuntimeError:
+                if km.has_kernel:
+                    km.shutdown_kernel(now=True)
+                if last:
+                    raise
+
+
+def _not_started(why: Exception):
+    raise PostmortemError(f"no kernel could start for the pages: {type(why).__name__}: {why}") from why
 
 
 class Batch:

@@ -306,3 +306,51 @@ def test_a_failing_page_is_named_and_the_pages_after_it_run_clean(tmp_path, bund
     assert "first ran on h200-2gpu" in (out / "01_first.html").read_text()
     assert "after ran" in (out / "03_after.html").read_text()
     assert "ValueError" in (out / "02_broken.html").read_text()  # the failing page is written too
+
+
+def test_a_kernel_that_dies_before_its_first_reply_is_started_again_on_new_ports(monkeypatch):
+    """Kernels starting at the same moment (the report's own, another test worker's) may pick one
+    free port: the loser dies binding it, before replying to kernel_info (a CI run at 1363d56
+    failed so). The kernel is started again by a new manager (new ports), and its page runs."""
+    warm_up, tries = report_kernels._warm_up, []
+
+    def dies_once(km):
+        tries.append(km.connection_file)
+        if len(tries) == 1:
+            km.shutdown_kernel(now=True)
+            raise RuntimeError("Kernel died before replying to kernel_info")
+        warm_up(km)
+
+    monkeypatch.setattr(report_kernels, "_warm_up", dies_once)
+    with report_kernels.shared_kernels(pages=1, progress=False) as kernels:
+        batch = kernels.run(["page"], lambda km, page: (km.is_alive(), km.connection_file), lambda page, result: None)
+        (alive, used), = batch.results().values()
+    assert len(tries) == 2 and tries[0] != tries[1]
+    assert alive and used == tries[1]
+
+
+def test_pages_fail_with_why_where_no_kernel_starts(monkeypatch):
+    # no kernel at all (twice dead before its first reply): each page fails with why, where the
+    # report had waited for a kernel to take its pages forever
+    import threading
+
+    def dies(km):
+        km.shutdown_kernel(now=True)
+        raise RuntimeError("Kernel died before replying to kernel_info")
+
+    monkeypatch.setattr(report_kernels, "_warm_up", dies)
+    out = {}
+
+    def report():
+        with report_kernels.shared_kernels(pages=2, progress=False) as kernels:
+            batch = kernels.run(["a", "b"], lambda km, page: page, lambda page, result: None)
+            try:
+                batch.results()
+            except PostmortemError as e:
+                out["error"] = str(e)
+
+    t = threading.Thread(target=report, daemon=True)
+    t.start()
+    t.join(timeout=120)
+    assert not t.is_alive(), "the report waits for a kernel that never started"
+    assert out["error"] == "no kernel could start for the pages: RuntimeError: Kernel died before replying to kernel_info"
