@@ -430,12 +430,12 @@ def test_a_death_is_told_once_as_its_time_moves(tmp_path):
 def test_a_threads_traceback_is_no_death_while_the_listing_still_shows_its_process(tmp_path, name, start, end, pid):
     """A drafter thread raises (`Exception in thread drafter-0:` and its traceback) and the
     process lives on, its loop waiting on the dead thread: the post-mortem finds a stall, no
-    death. Grown a second at a time, the watch told the traceback as the run's death at once
+    death. Grown two seconds at a time, the watch told the traceback as the run's death at once
     (`died at 09:44:29`), before the next `ps` listing showed the process alive; now a thread's
     traceback waits for the listing, which shows the process after it, and the stall is told."""
     found = pm.detect(pm.load_incident(INCIDENTS / name))
     assert "training_died" not in set(found["kind"]) and "stall" in set(found["kind"])
-    looks = _looks_while_growing(INCIDENTS / name, tmp_path / "live", start, end, "1s")
+    looks = _looks_while_growing(INCIDENTS / name, tmp_path / "live", start, end, "2s")
     said = [a for _, told in looks for a in told]
     assert [a.text for a in said if a.kind == "ended"] == []
     assert [a.kind for a in said if a.kind == "stall" and f"PID {pid} was alive" in a.text] == ["stall"]
