@@ -240,6 +240,7 @@ class _Assembly:
         self.listed = listed.dropna(subset=["job"])
         # PID files: a start's record of its process, not a log it writes
         self.pid_records = set(ev.loc[ev["kind"] == "pid_file", "source"].dropna())
+        self.launcher_ends = _launcher_ends(ev)  # (job, attempt) -> when its launcher said it ended
         # the files a tracked run's records were read from (a `.wandb` log), not a log of its own
         self.run_records = {info.source for info in inc.runs.values() if info.source}
         self.machine = ev[ev["kind"].isin(MACHINE_FAULTS)]
@@ -446,13 +447,12 @@ class _Assembly:
         # above, so the earliest one is the most precise (a wandb run's first record comes later)
         mine = sorted(((source,) + st for source, found in starts.items() for st in found
                        if (st[3] is not None or st[4] is not None) == named), key=lambda st: st[1])
-        ended = _launcher_ends(self.ev)
         for source, when, ref, rank, job, n, pid, run in mine:
             # A start-up after its attempt's end (its launcher said the attempt failed): the
             # launcher started it again. Its lines carry the number of the attempt before until
             # a later line of the launcher's tells the attempts apart (torchrun's agent logs no
             # restart at its default level: `launcher_lines._unseen_restarts`).
-            while n is not None and (job, n) in ended and when > ended[(job, n)] + SAME_START:
+            while n is not None and when > self.launcher_ends.get((job, n), when) + SAME_START:
                 n += 1
             first = self.firsts.get(source)
             owner = self._log_owner(source, when, rank, job, n, pid, run)

@@ -113,6 +113,8 @@ class _Literals:
 
 
 def _hs_literal(keyword: bytes) -> str:
+    # byte by byte: Hyperscan reads bytes (no UTF-8 mode), where RE2 reads the keyword's text
+    # (`_re2_literal`); the two differ only for a keyword that is not ASCII (a user's)
     return "".join(chr(b) if chr(b).isalnum() and b < 128 else f"\\x{b:02x}" for b in keyword)
 
 

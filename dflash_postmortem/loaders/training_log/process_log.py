@@ -334,12 +334,11 @@ def _blocks(f, size: int) -> Iterator[tuple[str, bytes | int]]:
         if carry and len(carry) + (first if first != -1 else len(chunk)) > MAX_LINE_BYTES:
             dropping, carry = len(carry), b""  # the line carried over from the block before is too long
         if dropping:
-            cut = chunk.find(b"\n")
-            if cut == -1:
+            if first == -1:
                 dropping += len(chunk)
                 continue
-            yield "overlong", dropping + cut
-            dropping, chunk = 0, chunk[cut + 1:]
+            yield "overlong", dropping + first
+            dropping, chunk = 0, chunk[first + 1:]
         cut = chunk.rfind(b"\n")
         if cut == -1:
             buf = carry + chunk
