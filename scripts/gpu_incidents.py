@@ -1,5 +1,5 @@
 """Record incidents on a lent GPU machine, each with an operator habit of its own, for
-data/incidents/h200-1gpu-*/ (each scenario's folder comes back as $OUT/<name>.tgz):
+data/incidents/h200-*gpu-*/ (each scenario's folder comes back as $OUT/<name>.tgz):
 
     python3 scripts/gpu_incidents.py oom-bashx torchrun-halt thread-death nohup-crash
     python3 scripts/gpu_incidents.py --cpu ...     # a dry run on a machine without GPUs
@@ -43,6 +43,11 @@ did (what the README of the incident is written from), which the incident folder
                        past loading its target (killed after 60 s), then a slower relaunch whose
                        drafter thread hangs at its step 150; the watch's record and its terminal
                        output come back beside the folder
+    nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
+                       stops at a step, rank 0's NCCL watchdog times out and tears the process
+                       down, torchrun ends the job; the operator relaunches the same way, fixed
+    nccl-contention    (2 GPUs) torchrun under nohup, NCCL; another user's job computes on GPU 1
+                       alone for 60 s: both ranks slow down, then go back to their pace
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 from pathlib import Path
 
@@ -138,6 +144,22 @@ class Recording:
             self.background(f"exec {shlex.quote(sys.executable)} -m dflash_postmortem.cli record-gpus --out {out} "
                             "--interval 1", "logs/.recorder.out")
 
+    def other_users_job(self, op: Transcript, seconds: int, look_after: float, gpu: int | None = None) -> None:
+        """Another user's job (no transcript) computing matrix products for `seconds` on the GPU
+        (`gpu`: that one alone); the operator looks at the GPUs' processes `look_after` seconds in."""
+        where = f"GPU {gpu} only" if gpu is not None else "the same GPU"
+        self.truth(f"another user's job starts on {where} (no transcript): matrix products for {seconds} s")
+        (self.dir / "run" / "hog_compute.py").write_text(HOG_COMPUTE)
+        visible = f"CUDA_VISIBLE_DEVICES={gpu} " if gpu is not None else ""
+        hog = self.background(f"{visible}exec {shlex.quote(sys.executable)} run/hog_compute.py {seconds}", "logs/hog.out")
+        self.wait_for("logs/hog.out", "computing", 60)
+        self.truth(f"the other job computes, pid {hog.pid}")
+        time.sleep(look_after)
+        op.run("nvidia-smi --query-compute-apps=pid,gpu_uuid,process_name,used_memory --format=csv" if self.gpu
+               else "uptime")
+        hog.wait(timeout=seconds + 60)
+        self.truth("the other job ended")
+
     def wait_for(self, rel: str, text: str, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         path = self.dir / rel
@@ -165,6 +187,14 @@ class Recording:
         for leftover in self.dir.glob("logs/.*"):
             leftover.unlink()
         self.truth("recording ended")
+
+
+def _gpus(cpu: bool) -> int:
+    """The GPUs the machine has (the folder's name says how many), 1 for a dry run."""
+    if cpu:
+        return 1
+    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False).stdout
+    return max(1, out.count("GPU "))
 
 
 def _torchrun() -> str:
@@ -556,21 +586,13 @@ def pl_contention(r: Recording) -> None:
     r.gpus_and_processes()
     op = Transcript(r.dir)
     (r.dir / "run" / "pl_train.py").write_text(PL_TRAIN)
-    (r.dir / "run" / "hog_compute.py").write_text(HOG_COMPUTE)
     cpu = " --cpu" if not r.gpu else ""
     r.truth("operator starts a PyTorch Lightning run with nohup (max_time 4 min; its log is the tqdm bar)")
     op.run(f"nohup {shlex.quote(sys.executable)} run/pl_train.py --minutes 4{cpu} > logs/pl_train.log 2>&1 &")
     r.wait_for("logs/pl_train.log", "it/s", 180)
     r.truth("the bar shows it/s: training")
     time.sleep(60)
-    r.truth("another user's job starts on the same GPU (no transcript): matrix products for 70 s")
-    hog = r.background(f"exec {shlex.quote(sys.executable)} run/hog_compute.py 70", "logs/hog.out")
-    r.wait_for("logs/hog.out", "computing", 60)
-    r.truth(f"the other job computes, pid {hog.pid}")
-    time.sleep(20)
-    op.run("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv" if r.gpu else "uptime")
-    hog.wait(timeout=120)
-    r.truth("the other job ended")
+    r.other_users_job(op, 70, look_after=20)
     r.wait_for("logs/pl_train.log", "Time limit reached", 240)
     time.sleep(5)
     r.truth("the Lightning run reached its max_time and stopped")
@@ -689,13 +711,55 @@ def sigint_ignored(r: Recording) -> None:
     time.sleep(5)
 
 
+def nccl_watchdog(r: Recording) -> None:
+    r.gpus_and_processes()
+    op = Transcript(r.dir)
+    torchrun = _torchrun()
+    job = (f"{torchrun} --nproc-per-node 2 --max-restarts 0 -m dflash_postmortem.replay.train --run-name nccl-ddp "
+           f"{r.model} --backend {'nccl' if r.gpu else 'gloo'} --pg-timeout 60")
+    r.truth("operator runs torchrun in the foreground of a terminal, output through `tee -a logs/train.log`: 2 ranks, "
+            "one GPU each (NCCL), --max-restarts 0, process-group timeout 60 s; rank 1 is set to stop at its "
+            "drafter step 150")
+    first = threading.Thread(target=op.run, args=(f"{job} --seconds 600 --inject-hang drafter:150 --fault-rank 1 "
+                                                  "2>&1 | tee -a logs/train.log",), kwargs=dict(timeout=900))
+    first.start()
+    r.wait_for("logs/train.log", "step 145 ", 240)
+    r.truth("step 145 logged: rank 1 stops at its step 150, rank 0 waits in the NCCL all-reduce")
+    first.join()
+    r.truth("torchrun returned to the prompt")
+    op.run("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv" if r.gpu else "uptime")
+    op.run("tail -n 30 logs/train.log | grep -m 3 -i -E 'watchdog|timeout|signal'")
+    r.truth("operator relaunches the same job without the fault, for 40 s of training, the same way")
+    op.run(f"{job} --seconds 40 2>&1 | tee -a logs/train.log", timeout=600)
+    r.truth("the relaunch returned to the prompt (trained 40 s, stopped by itself)")
+    time.sleep(5)
+
+
+def nccl_contention(r: Recording) -> None:
+    r.gpus_and_processes()
+    op = Transcript(r.dir)
+    torchrun = _torchrun()
+    r.truth("operator starts torchrun under nohup: 2 ranks, one GPU each (NCCL), 150 s of training")
+    op.run(f"nohup {torchrun} --nproc-per-node 2 --max-restarts 0 -m dflash_postmortem.replay.train "
+           f"--run-name nccl-shared --seconds 150 {r.model} --backend {'nccl' if r.gpu else 'gloo'} "
+           "> logs/train.log 2>&1 &")
+    r.wait_for("logs/train.log", "step 100 ", 240)
+    r.truth("training (step 100 logged)")
+    time.sleep(20)
+    r.other_users_job(op, 60, look_after=15, gpu=1)
+    r.wait_for("logs/train.log", "Training stopped", 240)
+    time.sleep(8)
+    r.truth("the run stopped by itself")
+    op.run("tail -n 3 logs/train.log")
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
     "alternating": alternating, "clean-relaunch": clean_relaunch, "torchrun-crashloop": torchrun_crashloop,
     "tmux-history": tmux_history, "hf-oom-resume": hf_oom_resume, "pl-contention": pl_contention,
     "hf-long-eval": hf_long_eval, "watched-relaunch": watched_relaunch, "rank-logs": rank_logs,
-    "sigint-ignored": sigint_ignored,
+    "sigint-ignored": sigint_ignored, "nccl-watchdog": nccl_watchdog, "nccl-contention": nccl_contention,
 }
 
 
@@ -710,7 +774,7 @@ def main() -> int:
     root.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     for name in args.scenarios:
-        r = Recording(root, f"h200-1gpu-{name}", gpu=not args.cpu)
+        r = Recording(root, f"h200-{_gpus(args.cpu)}gpu-{name}", gpu=not args.cpu)
         r.truth(f"scenario {name} begins (gpu={r.gpu}, {sys.executable})")
         try:
             SCENARIOS[name](r)

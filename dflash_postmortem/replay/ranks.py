@@ -67,14 +67,17 @@ class Ranks:
         dist.init_process_group(backend, timeout=dt.timedelta(seconds=cfg.pg_timeout))
         log.info("Process group ready")
 
-    def mean(self, value: float, device: torch.device) -> float:
-        """The mean of `value` over the ranks (the step's all-reduce); `value` itself alone."""
+    def mean(self, value: float, device: torch.device, stopping: bool = False) -> tuple[float, bool]:
+        """The mean of `value` over the ranks (the step's all-reduce), and whether any rank is
+        stopping: the ranks stop after the same step, so that none waits in a collective for a
+        rank that has left (a time limit each rank measured would end them a step apart)."""
         if not self.many:
-            return value
+            return value, stopping
         on = device if dist.get_backend() == "nccl" else torch.device("cpu")
-        t = torch.tensor([value], dtype=torch.float64, device=on)
+        t = torch.tensor([value, float(stopping)], dtype=torch.float64, device=on)
         dist.all_reduce(t)
-        return t.item() / self.world
+        total, stops = t.tolist()
+        return total / self.world, stops > 0
 
     def leave(self) -> None:
         if self.many and dist.is_initialized():

@@ -301,6 +301,9 @@ def train(cfg: ReplayConfig, stream=None) -> int:
     q: queue.Queue = queue.Queue(maxsize=cfg.queue_size)
     meter = Meter(cfg, log, run, depth=q.qsize, step=first_step)
     stop = threading.Event()
+    # the time limit or step count reached: set by the main loop, then the ranks stop together
+    # (ranks.mean) after the same step; alone, at once
+    stopping = threading.Event()
     failures: list[tuple[str, str]] = []
     busy = {"target_s": 0.0, "target_batches": 0, "drafter_wait_s": 0.0}
 
@@ -360,7 +363,10 @@ def train(cfg: ReplayConfig, stream=None) -> int:
             loss = drafter_step(drafter, opt, ids, mask, hidden.to(device, non_blocking=True), g)
             # .item() is a CPU-GPU sync point: a step's tokens count only once it has really run;
             # the mean over ranks is the job's one collective (a rank that stops stops the others)
-            done = meter.completed(ids.numel(), ranks.mean(loss.item(), device), thread=i)
+            mean, agreed = ranks.mean(loss.item(), device, stopping.is_set())
+            done = meter.completed(ids.numel(), mean, thread=i)
+            if agreed:
+                stop.set()
             if cfg.checkpoint_every and done % cfg.checkpoint_every == 0 and i == 0 and ranks.rank == 0:
                 path = Path(cfg.checkpoint_dir) / f"step_{done}.pt"
                 # the trainable weights only: the frozen embedding and head are the target's
@@ -385,6 +391,9 @@ def train(cfg: ReplayConfig, stream=None) -> int:
             if cfg.max_steps is not None and meter.step >= cfg.max_steps:
                 break
             stop.wait(0.05)
+        stopping.set()
+        if ranks.many:  # the drafters' next all-reduce tells every rank; a rank gone never answers
+            stop.wait(cfg.pg_timeout)
         stop.set()
         for t in threads:
             t.join(timeout=60)

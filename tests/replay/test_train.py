@@ -82,3 +82,35 @@ def test_dist_transport_over_gloo(capfd):
     assert rc == 0, out
     assert any(STEP_LINE.match(line) and "step 5 " in line for line in out.splitlines()), out
     assert "[dist] Training stopped" in out
+
+
+@pytest.mark.slow
+def test_ranks_whose_time_limits_differ_stop_after_the_same_step(tmp_path):
+    """Two ranks under a real torchrun (gloo on CPU), rank 1's time limit 2 s, rank 0's 30 s:
+    rank 1's stop goes out with its next all-reduce and both stop after that step, cleanly. Each
+    rank stopping on its own clock left rank 0 in an all-reduce with a peer gone (`Connection
+    closed by peer`, torchrun's ChildFailedError) at the end of every timed multi-rank run."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rank = tmp_path / "rank.sh"
+    rank.write_text(f'#!/usr/bin/env bash\nexec {sys.executable} -m dflash_postmortem.replay.train '
+                    '--seconds $(( RANK == 1 ? 2 : 30 )) "$@"\n')
+    rank.chmod(0o755)
+    tiny = ("--cpu --vocab 509 --hidden 32 --layers 4 --heads 2 --seq 64 --draft-heads 2 --num-anchors 6 "
+            "--dataset-tokens 4096 --log-every 5 --no-wandb --pg-timeout 20 --run-name agree").split()
+    torchrun = Path(sys.executable).with_name("torchrun")
+    done = subprocess.run([str(torchrun), "--nproc-per-node", "2", "--max-restarts", "0", "--no-python", str(rank),
+                           *tiny], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert out.count("[agree] Training stopped") == 2 and "Training failed" not in out, out
+    # the same last step on both ranks: they stopped together
+    last = {}
+    for line in out.splitlines():
+        if (m := STEP_LINE.match(line)) is not None:
+            last.setdefault(int(m["step"]), 0)
+            last[int(m["step"])] += 1
+    assert last[max(last)] == 2, out

@@ -17,6 +17,12 @@ lines in file order, and the events those lines imply beyond their own.
   error file's path in that folder names the job and attempt the same way (the agent's `Setting
   worker0 reply file to: <log dir>/<run id>_x/attempt_1/0/error.json` of torch 1.9-1.x, a
   ChildFailedError table's `error_file:`).
+- Two torchrun launches in one file (a terminal's output through `tee -a`, a relaunch appended to
+  the same log): each agent's own lines name its process (`E1204 23:54:27.932000 29310
+  .../api.py:1002] failed ...`), and the agent that wrote a ChildFailedError table has given up.
+  A worker's failure from another agent's process, or after the table, is a new launch, not a
+  restart: its rows carry no attempt number (the new agent's count is not the old one's) until
+  its own lines give one.
 
 Rows take the job and attempt in force at their line: torchrun's run id where the file gave one
 (else Slurm's job), and the torchrun attempt; Slurm's own events keep their Slurm job.
@@ -24,6 +30,7 @@ Rows take the job and attempt in force at their line: torchrun's run id where th
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -43,6 +50,7 @@ _WORKER_FAILED = ("elastic_child_failed", "elastic_child_failed_no_error_file")
 _DEATH_SIGNAL = "elastic_death_signal"
 _CLOSING_SIGNAL = "elastic_closing_signal"
 _ROOT_CAUSE = "elastic_root_cause"
+_CHILD_FAILED_TRACEBACK = "ChildFailedError"  # torchrun's own traceback as it gives up
 _SLURM_CANCELLED = "slurm_job_cancelled"
 # slurmstepd's line for a job, or for one of its steps: where the batch step is already ending when
 # the signal reaches it (srun's step died first), the step's line is the only one in the output
@@ -51,6 +59,10 @@ _WRAPPED_REASON = "slurm_cancel_reason_wrapped"
 _TIME_LIMIT = "TIME LIMIT"
 _TIME_LIMIT_PATTERN = "slurm_time_limit"
 _REQUEUE = "REQUEUE"
+# The agent's own log lines (torch's Python logger): level, date, time, the agent's process id,
+# the Python file (`W1204 23:53:40.529000 29125 .../elastic/multiprocessing/api.py:1028] ...`);
+# c10's C++ lines put a thread id there and name a `.cpp` file.
+_AGENT_LINE = re.compile(r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d(?:\.\d+)? (?P<pid>\d{1,10}) \S+\.py:\d+\]")
 
 
 @dataclass
@@ -99,6 +111,11 @@ class _Agent:
         """A restart the agent did not log (its INFO lines are off by default): the next attempt."""
         self.attempt = (self.attempt if self.attempt is not None else 0) + 1
         self.started, self.ended, self.next_attempt = True, False, None
+
+    def launched_again(self) -> None:
+        """Another torchrun's lines from here on (_unseen_restarts): its job and attempt unknown
+        until its own lines name them."""
+        self.job, self.attempt, self.started, self.ended, self.next_attempt = None, None, False, False, None
 
     def _end(self, ev: dict, *, reason: str, instead: str) -> None:
         """This line itself ends the attempt, unless an earlier one did: then it is `instead`."""
@@ -162,14 +179,15 @@ def annotate(events: list[dict], metric_lines: list[int], place: LogDirPlace | N
     # lines before that one included; the file's own name (`slurm-123.out`) says the same
     slurm_job = file_job or (next(iter(named)) if len(named) == 1 else None)
     restarts = _unseen_restarts(events)
-    if restarts and agent.attempt is None:
+    if any(same for _, same in restarts) and agent.attempt is None:
         agent.attempt = 0  # the file shows restarts: the attempt before the first is the first
     segments = Segments([0], [(agent.job or slurm_job, agent.attempt)], _slurm_runs(events, metric_lines))
     added: list[dict] = []
     for ev in sorted(events, key=lambda e: e["line"]):
-        while restarts and restarts[0] <= ev["line"]:
-            agent.restart_unseen()
-            segments.lines.append(restarts.pop(0))
+        while restarts and restarts[0][0] <= ev["line"]:
+            line, same = restarts.pop(0)
+            agent.restart_unseen() if same else agent.launched_again()
+            segments.lines.append(line)
             segments.states.append((agent.job or slurm_job, agent.attempt))
         new: list[dict] = []
         if ev.get("by") == "slurm":
@@ -193,30 +211,56 @@ def annotate(events: list[dict], metric_lines: list[int], place: LogDirPlace | N
     return segments
 
 
-def _unseen_restarts(events: list[dict]) -> list[int]:
-    """Lines where an attempt of torchrun's the agent did not log begins: at its default level it
-    writes no `Starting worker group`, only each attempt's end (`Sending process 534 closing
-    signal SIGTERM`, `failed (exitcode: 1) local_rank: 1 (pid: 535)`). A worker failure or signal
-    after an attempt ended that names a process of none of its workers is a later attempt's
-    (the agent starts new workers on a restart), and that attempt began on the line after the
-    end: its workers' output comes next."""
+def _unseen_restarts(events: list[dict]) -> list[tuple[int, bool]]:
+    """Lines where an attempt of torchrun's the agent did not log begins, each with whether the
+    same agent started it (a restart) or another torchrun did (a new launch in the same file).
+
+    At its default level the agent writes no `Starting worker group`, only each attempt's end
+    (`Sending process 534 closing signal SIGTERM`, `failed (exitcode: 1) local_rank: 1 (pid: 535)`).
+    A worker failure or signal after an attempt ended that names a process of none of its workers
+    is a later attempt's (the agent starts new workers on a restart), and that attempt began on
+    the line after the end: its workers' output comes next. Where that line comes from another
+    agent's process, or the agent had given up (its ChildFailedError table), another torchrun
+    wrote it: its workers' output begins after the last line of the one before (its table and
+    its own traceback)."""
     starts, ended, current, end_line = [], None, set(), None
+    agent, gave_up, last_own = None, False, None  # the agent's process, whether it gave up, its last line
     for ev in sorted(events, key=lambda e: e["line"]):
         pattern = ev.get("pattern")
+        pid = _agent_pid(ev)
         if pattern == _START or pattern in _WILL_RESTART:
             ended, current = None, set()  # the agent says it itself
+            agent = pid or agent
             continue
+        if ev.get("by") == "torchrun" or pattern == _CHILD_FAILED_TRACEBACK:
+            if (pid is None or pid == agent) and not (gave_up and pattern in (*_WORKER_FAILED, _CLOSING_SIGNAL)):
+                last_own = ev["line"] + ev.get("lines", 1) - 1
+            gave_up |= pattern in (_ROOT_CAUSE, _CHILD_FAILED_TRACEBACK)
         if pattern not in (*_WORKER_FAILED, _CLOSING_SIGNAL) or ev.get("pid") is None:
             continue
-        if ended is not None and ev["pid"] not in ended:
-            starts.append(end_line + 1)
+        other = agent is not None and pid is not None and pid != agent
+        if ended is not None and (other or gave_up):
+            starts.append(((last_own if last_own is not None else end_line) + 1, False))
+            ended, current, gave_up = None, set(), False
+        elif ended is not None and ev["pid"] not in ended:
+            starts.append((end_line + 1, True))
             ended, current = None, set()
+        agent = pid or agent
+        last_own = ev["line"] + ev.get("lines", 1) - 1
         current.add(ev["pid"])
         if pattern in _WORKER_FAILED and ended is None:
             ended, end_line = set(current), ev["line"] + ev.get("lines", 1) - 1
         elif ended is not None:
             ended.add(ev["pid"])
     return starts
+
+
+def _agent_pid(ev: dict) -> int | None:
+    """The process of the torchrun agent that wrote this line, where the line says it."""
+    if ev.get("by") != "torchrun":
+        return None
+    m = _AGENT_LINE.match(ev.get("message") or "")
+    return int(m.group("pid")) if m else None
 
 
 def _slurm_runs(events: list[dict], metric_lines: list[int]) -> list[int] | None:

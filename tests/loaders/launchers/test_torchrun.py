@@ -138,3 +138,29 @@ def test_forks_of_the_agent_and_a_success(tmp_path):
         ["attempt_start", 0], ["exit", 0], ["elastic_restart", 0], ["attempt_start", 1], ["attempt_end", 1],
         ["attempt_end", 0]]
     assert ev[ev["kind"] == "attempt_end"]["reason"].tolist() == ["SUCCEEDED", "worker failed"]
+
+
+def test_a_second_torchrun_appended_to_the_log_is_a_new_launch_not_a_restart():
+    """Two torchrun launches in one terminal, each through `tee -a logs/train.log` (--max-restarts
+    0): the first agent (PID 29125) gives up with a ChildFailedError, the operator types the same
+    command again, the second agent (PID 29310) reports its own worker's failure. Read before as
+    the first agent restarting its group (a worker failure naming a new PID after the end): two
+    restarts that "never came up" (the first agent's own traceback taken for a start-up's) and
+    the relaunch told as the agent's."""
+    inc = _load(FIXTURES / "torchrun-tee-append-relaunch")
+    ev = inc.events[inc.events["source"] == "logs/train.log"]
+    ev = ev.assign(line=ev["ref"].str.rsplit(":", n=1).str[-1].astype(int))
+    first = ev[ev["line"] <= 135]  # the first launch's lines, to its ChildFailedError table
+    second = ev[ev["line"] >= 137]
+    assert first["attempt"].isna().all() and second["attempt"].isna().all()
+    ends = ev[ev["kind"] == "attempt_end"].sort_values("line")
+    assert ends[["line", "pid"]].values.tolist() == [[98, 29140], [1580, 29320]]
+    # torchrun's own traceback, as it gives up, is the first launch's: no start of its own
+    assert ev.loc[ev["pattern"] == "ChildFailedError", "line"].tolist() == [99, 1581]
+    att = pm.model.attempts(inc)
+    assert att[["start", "by", "start_ref"]].values.tolist() == [
+        [T("2026-12-04 23:52:33.911"), "operator", "logs/operator.log:1"],
+        [T("2026-12-04 23:53:41.897"), "operator", "logs/operator.log:142"]]
+    assert att["first_step"].tolist() == [T("2026-12-04 23:52:38"), T("2026-12-04 23:53:46")]
+    assert att[["end", "end_ref"]].values.tolist() == [[T("2026-12-04 23:53:40.562"), "logs/train.log:98"],
+                                                      [T("2026-12-04 23:54:27.932"), "logs/train.log:1580"]]
