@@ -1,14 +1,19 @@
 """What an error line says, as a reader quotes it: a traceback by its last line, any other line
 by its first, without the logger's prefix (glog's `E1202 02:33:51.653000 917 api.py:986] `, a
-date and time, a `[run]` tag or a syslog `host kernel:`) or the C++ source locations inside it
+date and time, a `[run]` tag, a syslog `host kernel:` or Python logging's default
+`ERROR:torch.distributed.elastic.multiprocessing.api:`, C++'s `what():`) or the C++ source locations inside it
 (`[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152] `)."""
 
 from __future__ import annotations
 
 import re
 
-_LINE_PREFIX = re.compile(r"^\[?[IWEF]\d{4} [\d:.]+(?: +\d+)? [^\]]{1,200}\] *"
-                          r"|^\d{4}-\d\d-\d\d[ T][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*(?:\[[^\]]*\]\s*|\S+ kernel: )?")
+# (c10 writes June as `E626`: the month's digit alone)
+_LINE_PREFIX = re.compile(r"^\[?[IWEF]\d{3,4} [\d:.]+(?: +\d+)? [^\]]{1,200}\] *"
+                          r"|^\d{4}-\d\d-\d\d[ T][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*(?:\[[^\]]*\]\s*|\S+ kernel: )?"
+                          r"|^(?:CRITICAL|ERROR|WARNING|INFO|DEBUG):[\w.]{1,120}:"
+                          r"|^\[[IWEF] [\w.]{1,120}:\d+\] *"  # c10 before 2.0: `[E ProcessGroupNCCL.cpp:464] `
+                          r"|^what\(\): +")  # C++'s terminate: `what():  [PG 1 Rank 6] ...`
 _SOURCE_AT = re.compile(r"\[(?:/[^\]\s]+|[\w.-]+)\.(?:cc|cpp|cu|h|hpp|c):\d+\] ?")
 
 

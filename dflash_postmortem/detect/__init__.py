@@ -19,7 +19,7 @@ from ..incident import Incident
 from . import findings, per_host
 from .causes import frame_with_causes
 from .control import detect_failed_kills
-from .deaths import detect_deaths
+from .deaths import detect_deaths, detect_unplaced_deaths
 from .recovery import detect_recovery
 from .restart import detect_failed_restarts
 from .roles import detect_role_mismatch
@@ -34,6 +34,7 @@ DETECTORS = (
     detect_role_mismatch,
     detect_stalls,
     detect_deaths,
+    detect_unplaced_deaths,
 )
 
 

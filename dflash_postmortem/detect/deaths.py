@@ -6,6 +6,12 @@ a checkpoint (`Resumed from checkpoint ... at step N`).
 
 An attempt whose process outlived the error is a stall (stall.py), not a death; one the operator
 killed, or that stopped cleanly, is neither.
+
+A death with no start in the evidence (`process_died`): a log that holds what ended a process (a
+collective's timeout, an OOM, a main thread's traceback, a launcher's failure table, a fatal
+signal) and nothing of its start or its training, as an error pasted into an issue is, or the
+tail of a log kept after a crash. No attempt owns its lines, so `training_died` cannot tell it;
+it is told per log, what went wrong first, how it ended and the ranks its lines name.
 """
 
 from __future__ import annotations
@@ -16,14 +22,22 @@ import pandas as pd
 
 from ..incident import Incident
 from ..model import computed as memo
-from ..model.attempts import attempts, trainer_pids
+from ..model.attempts import CAUSES, attempts, trainer_pids
 from ..model.progress import lines_of, resumes
 from ..model.states import states
+from ..said import error_text
 from . import findings
 from .finding_text import one_line
 from .per_host import judged
 
 _ERRORS = ("traceback", "oom", "oom_kill", "timeout", "nccl_timeout", "attempt_end", "exit", "killed")
+# What ends a process, as a line says it (of a main thread's traceback, a non-zero exit, an end
+# that was no success: `_fatal`).
+# torchrun's reaction to a worker's failure, printed before the failure's own line: it stops the
+# others (`Sending process 812914 closing signal SIGTERM`), then gives up (its ChildFailedError)
+_REACTIONS = ("elastic_closing_signal", "ChildFailedError")
+_PROCESS_LOG = "training-log"  # the load report's format of a process's own output
+_FATAL = ("oom_kill", "oom", "killed", "timeout", "nccl_timeout", "exit", "traceback", "attempt_end", "signal")
 
 
 @judged
@@ -117,3 +131,81 @@ def _an_error(a: pd.Series) -> bool:
         return a["exit_code"] not in (None, 0) and not pd.isna(a["exit_code"])
     text = str(a["end_message"] or "")
     return not re.search(r"\b(?:completed|succeeded|success)\b", text, re.I)
+
+
+@judged
+def detect_unplaced_deaths(inc: Incident) -> pd.DataFrame:
+    """A death no attempt accounts for: per log of the evidence whose lines no attempt owns (none
+    read its start or its steps), the first error of the lines that say a process ended, and the
+    last of those."""
+    ev = inc.events
+    # a process's own output: a shell transcript's `Terminated` is the operator's kill, a kernel
+    # log's OOM kill names a PID the listings place
+    logs = {f.path for f in inc.load_report.files if f.format == _PROCESS_LOG} if inc.load_report else set()
+    if ev.empty or "kind" not in ev.columns or not logs:
+        return findings.frame([])
+    att = attempts(inc)
+    owned = {s for sources in att["sources"] for s in (sources or ())} if len(att) else set()
+    pids = {p for ps in att["pids"] for p in (ps or ())} if len(att) else set()
+    mine = ev[ev["source"].isin(logs - owned) & ev["kind"].isin(_FATAL + CAUSES)]
+    if "pid" in mine.columns:
+        mine = mine[~mine["pid"].isin(pids)]
+    rows = []
+    for source, lines in mine.groupby("source", sort=True):
+        lines = lines.assign(_line=[_line_of(r) for r in lines["ref"]]).sort_values("_line", kind="stable")
+        ended = lines[_fatal(lines)]
+        if ended.empty:
+            continue
+        # the first line that says what went wrong or that a process ended; not a launcher's
+        # reaction to it (it stops the other workers, then gives up)
+        reaction = lines["pattern"].isin(_REACTIONS) if "pattern" in lines.columns else False
+        said = lines[(lines["kind"].isin(CAUSES) | _fatal(lines)) & ~reaction]
+        cause = said[said["kind"].isin(CAUSES)].head(1)
+        first = said.iloc[0] if len(said) else ended.iloc[0]
+        last = ended.iloc[-1]
+        error = error_text(first["message"], first["kind"]) or str(first["kind"])
+        signal = first.get("signal") if isinstance(first.get("signal"), str) else None
+        if signal and signal not in error:  # `failed (exitcode: -9)`: SIGKILL
+            error += f" ({signal})"
+        ranks = sorted({int(r) for r in ended["rank"].dropna()} | {int(r) for r in cause["rank"].dropna()}) \
+            if "rank" in lines.columns else []
+        refs = findings.unique([_ref_of(first), _ref_of(last)])
+        start = first["time"] if pd.notna(first["time"]) else last["time"]
+        rows.append(findings.finding(
+            "process_died", start, last["time"] if pd.notna(last["time"]) else start, "critical", refs,
+            {"source": source, "error": error, "error_kind": str(first["kind"]),
+             "end_message": (error_text(last["message"], last["kind"]) or None) if last["ref"] != first["ref"] else None,
+             "ended": last["time"] if pd.notna(last["time"]) else None, "ranks": ranks,
+             "exit_code": _int(last.get("exit_code")), "signal": last.get("signal") if isinstance(last.get("signal"), str) else None},
+            caused_by=[findings.cause(findings.event_id(refs[0]), f"what went wrong: {one_line(error)}", refs[:1])],
+            within_s=_within(inc, refs[0])))
+    return findings.frame(rows)
+
+
+def _fatal(lines: pd.DataFrame) -> pd.Series:
+    """The lines that say a process ended: not a thread's traceback (the process may live on) or
+    one the file cut before its exception, not an exit of status 0, not an attempt that succeeded."""
+    kind = lines["kind"]
+    ok = kind.isin(_FATAL)
+    if "thread" in lines.columns:
+        ok &= ~((kind == "traceback") & lines["thread"].notna())
+    if "pattern" in lines.columns:  # a traceback cut off before its exception line says nothing yet
+        ok &= ~((kind == "traceback") & (lines["pattern"] == "traceback").fillna(False).astype(bool))
+    if "exit_code" in lines.columns:
+        ok &= ~((kind == "exit") & (lines["exit_code"] == 0).fillna(False).astype(bool))
+    if "reason" in lines.columns:
+        ok &= ~((kind == "attempt_end") & (lines["reason"] == "SUCCEEDED").fillna(False).astype(bool))
+    return ok
+
+
+def _line_of(ref) -> int:
+    split = findings.ref_line(ref) if isinstance(ref, str) else None
+    return split[1] if split is not None else 0
+
+
+def _ref_of(row: pd.Series) -> str | None:
+    return row["ref"] if isinstance(row.get("ref"), str) else None
+
+
+def _int(v) -> int | None:
+    return None if v is None or pd.isna(v) else int(v)

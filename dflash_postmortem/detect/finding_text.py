@@ -168,6 +168,20 @@ def _training_died(f: _Finding) -> tuple[str, str]:
                if f.silent_logs else "") + f".{after}")
 
 
+def _process_died(f: _Finding) -> tuple[str, str]:
+    ranks = f" (rank{'s' if len(f.ranks) > 1 else ''} {_ranks(f.ranks)})" if f.ranks else ""
+    ended = f" It ended with `{one_line(f.end_message)}`" if f.end_message else ""
+    at = f" at {clock(f.ended)}" if ended and f.ended is not None else ""
+    what = "processes" if len(f.ranks) > 1 else "a process"
+    return (f"{what} died{ranks}{f' at {f.when}' if f.when else ''}: {one_line(f.error)}",
+            f"`{f.source}` holds what ended {what}{ranks} and nothing of its start or its training steps"
+            f" (an error pasted alone, or a log's tail): `{f.error}`." + (f"{ended}{at}." if ended else ""))
+
+
+def _ranks(ranks: list) -> str:
+    return ", ".join(str(r) for r in ranks[:8]) + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
+
+
 def _listed(paths: list) -> str:
     return ", ".join(f"`{p}`" for p in paths)
 
@@ -296,7 +310,7 @@ _BY_KIND: dict[str, Callable[[_Finding], tuple[str, str]]] = {
     "throughput_regression": _regression, "recovery": _recovery, "partial_recovery": _partial_recovery,
     "no_recovery": _no_recovery, "failed_restart": _failed_restart, "slow_start": _slow_start,
     "verified_start": _verified_start, "never_trained": _never_trained, "stale_process": _stale_process,
-    "training_died": _training_died, "kill_failed": _kill_failed, "survivor": _survivor, "stall": _stall,
+    "training_died": _training_died, "process_died": _process_died, "kill_failed": _kill_failed, "survivor": _survivor, "stall": _stall,
     "role_mismatch": _role_mismatch, "idle_allocated_gpu": _idle_allocated_gpu,
     "straggler": _straggler, "gpu_error": _gpu_error, "restart_never_came_up": _restart_never_came_up,
 }

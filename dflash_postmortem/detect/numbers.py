@@ -121,6 +121,17 @@ class TrainingDied(TypedDict):
     reached_step: int | None  # the last step the dead attempt logged
 
 
+class ProcessDied(TypedDict):
+    source: str  # the log that holds it, with nothing of the process's start or training
+    error: str  # what went wrong: the first error line of those that tell an end
+    error_kind: str  # its event kind (nccl_timeout, oom, traceback, exit, ...)
+    end_message: str | None  # the last line that said a process ended, where not the error itself
+    ended: pd.Timestamp | None
+    ranks: list  # the ranks those lines name
+    exit_code: int | None
+    signal: str | None
+
+
 class StaleProcess(TypedDict):
     pid: int
     command: str
@@ -244,7 +255,7 @@ BY_KIND: dict[str, type] = {
     "throughput_regression": Regression, "recovery": Recovery, "partial_recovery": PartialRecovery,
     "no_recovery": NoRecovery, "failed_restart": FailedRestart, "slow_start": SlowStart,
     "verified_start": VerifiedStart, "never_trained": NeverTrained, "stale_process": StaleProcess,
-    "training_died": TrainingDied,
+    "training_died": TrainingDied, "process_died": ProcessDied,
     "kill_failed": KillFailed, "survivor": Survivor, "stall": Stall, "role_mismatch": RoleMismatch,
     "idle_allocated_gpu": IdleAllocatedGpu,
     # fleet-wide (store/fleet.py)

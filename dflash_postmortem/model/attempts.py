@@ -95,7 +95,7 @@ _STARTS = ("stage", "training_start")
 # agent restarts a worker group, Slurm requeues a job, a container runtime restarts a container.
 ROLES = {"torchrun": "agent", "deepspeed": "agent", "accelerate": "agent", "slurm": "scheduler",
          "kubernetes": "container", "docker": "container", "systemd": "supervisor"}
-_CAUSES = ("oom_kill", "oom", "timeout", "nccl_timeout", "nccl_error", "gpu_error", "gpu_lost", "xid",
+CAUSES = ("oom_kill", "oom", "timeout", "nccl_timeout", "nccl_error", "gpu_error", "gpu_lost", "xid",
            "traceback", "thread_crash", "exception", "killed")
 _PYTHON = re.compile(r"(?:^|/)python[\d.]*\s|\s-m\s[\w.]+|\.py\b")
 # The frames an attempt is read from (the memo of computed.py is keyed by them).
@@ -994,7 +994,7 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
         kinds = g["kind"].to_numpy()
         # an error line is no start: a rank first named by its timeout (`[Rank 16] Watchdog
         # caught ...`) in a log whose earlier lines name no rank is the attempt writing that log
-        starts = [] if kinds[0] in _ENDS + _CAUSES and g["time"].iloc[0] > first_row[source] else [0]
+        starts = [] if kinds[0] in _ENDS + CAUSES and g["time"].iloc[0] > first_row[source] else [0]
         ended = False
         for i, k in enumerate(kinds):
             if k in _ENDS:
@@ -1144,7 +1144,7 @@ def _cause(rows: pd.DataFrame, since, end) -> dict:
     none = {"cause_time": None, "cause_kind": None, "cause_ref": None, "cause_message": None, "cause_rank": None}
     if end is None or pd.isna(end) or "kind" not in rows.columns:
         return none
-    ev = rows[rows["kind"].isin(_CAUSES) & (rows["time"] >= since) & (rows["time"] <= end)]
+    ev = rows[rows["kind"].isin(CAUSES) & (rows["time"] >= since) & (rows["time"] <= end)]
     if ev.empty:
         return none
     r = ev.sort_values("time", kind="stable").iloc[0]

@@ -285,6 +285,7 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
         out.append(_first_sign(sign))
     # what happened next, in the order it happened (a crash loop alternates deaths and restarts)
     timed = [(died["start"], _death(died)) for _, died in _of(findings, "training_died").iterrows()]
+    timed += [(died["start"], _unplaced_death(died)) for _, died in _of(findings, "process_died").iterrows()]
     kill = _first(findings, "kill_failed")
     if kill is not None:
         timed.append((kill["start"], _kill(kill, _first(findings, "survivor"))))
@@ -367,6 +368,18 @@ def _death(f: pd.Series) -> str:
         said += (f", resuming from a checkpoint at step {n['resumed_step']}: it had logged step {n['reached_step']}, "
                  f"so {n['redone_steps']} steps were done again")
     return said + "."
+
+
+def _unplaced_death(f: pd.Series) -> str:
+    """A process's death in a log that holds nothing of its start or training (a pasted error)."""
+    n = f["numbers"]
+    ranks = n.get("ranks") or []
+    who = f"on rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks[:8]))}{' and more' if len(ranks) > 8 else ''}" \
+        if ranks else ""
+    what = "processes" if len(ranks) > 1 else "a process"
+    said = f"At {_when(f['start'], f.get('within_s'))} {what}" if pd.notna(f["start"]) else _cap(what)
+    return (f"{said} {who + ' ' if who else ''}died: {(n['error'] or 'an error').rstrip('.')}. "
+            f"{n['source']} holds nothing of its start or its training.")
 
 
 def sources_line(inc: Incident) -> str:

@@ -1,0 +1,83 @@
+"""A death no attempt accounts for (detect/deaths.py `process_died`): an error pasted alone, as in
+an issue, or a log's tail kept after a crash. Read before as "No training seen ... nothing can be
+said": the public samples below each hold what ended a process and nothing of its start."""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from pathlib import Path
+
+import pandas as pd
+
+import dflash_postmortem as pm
+from dflash_postmortem.detect import detect
+from dflash_postmortem.present.sentences import what_happened
+
+REPO = Path(__file__).resolve().parents[2]
+REAL_WORLD = REPO / "tests" / "fixtures" / "real-world"
+
+
+def _told(tmp_path, *names: str, beside: str | None = None):
+    folder = tmp_path / "incident"
+    if beside is not None:
+        shutil.copytree(REPO / "data" / "incidents" / beside, folder)
+    folder.mkdir(exist_ok=True)
+    for name in names:
+        shutil.copy(REAL_WORLD / name, folder / name.rsplit("/", 1)[-1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(folder)
+    found = detect(inc)
+    return inc, found, found[found["kind"] == "process_died"]
+
+
+def test_an_nccl_watchdog_timeout_pasted_alone(tmp_path):
+    inc, found, died = _told(tmp_path, "torchrun/nccl-watchdog-desync-report-ml-engineering.log")
+    assert len(found) == len(died) == 1
+    f = died.iloc[0]
+    n = f["numbers"]
+    assert n["ranks"] == [0] and n["error_kind"] == "nccl_timeout"
+    assert n["error"] == ("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, "
+                          "NumelIn=4, NumelOut=4, Timeout(ms)=8000) ran for 8097 milliseconds before timing out.")
+    assert f["evidence"][0] == "nccl-watchdog-desync-report-ml-engineering.log:1"
+    assert pd.isna(f["start"])  # glog's `[E1104 ...]` carries no year and nothing else dates it
+    assert what_happened(inc, found) == [
+        f"A process on rank 0 died: {n['error'].rstrip('.')}. nccl-watchdog-desync-report-ml-engineering.log "
+        "holds nothing of its start or its training."]
+
+
+def test_the_failed_worker_not_the_agents_signals_to_the_others(tmp_path):
+    """torchrun prints the SIGTERMs it sends the other workers before the failure that made it
+    send them: what went wrong is local rank 3's SIGKILL (exit -9), its line 7."""
+    _, _, died = _told(tmp_path, "train-log/colossalai-padded-sigterm-x3-exit9.log")
+    f = died.iloc[0]
+    assert f["numbers"]["error"].startswith("failed (exitcode: -9) local_rank: 3 (pid: 812917) of binary: ")
+    assert f["numbers"]["error"].endswith("(SIGKILL)") and f["numbers"]["exit_code"] == -9
+    assert f["numbers"]["end_message"] is None  # the same line ended it
+    assert f["evidence"][0] == "colossalai-padded-sigterm-x3-exit9.log:7"
+
+
+def test_ranks_of_several_watchdogs_and_the_c10_prefix_left_out(tmp_path):
+    _, _, died = _told(tmp_path, "train-log/nccl-watchdog-old-format-ofa-8xv100.log")
+    n = died.iloc[0]["numbers"]
+    assert n["ranks"] == [1, 2, 3, 6, 7]
+    assert n["error"].startswith("[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=469508, ")
+    assert died.iloc[0]["title"].startswith("processes died (ranks 1, 2, 3, 6, 7): [Rank 1] Watchdog caught")
+
+
+def test_a_traceback_the_file_cuts_before_its_exception_tells_no_death(tmp_path):
+    inc, found, died = _told(tmp_path, "train-log/bonito-bar-no-percent-then-traceback-cut.log")
+    assert died.empty and what_happened(inc, found)[0].startswith("No training seen")
+
+
+def test_a_pasted_error_beside_an_incident_is_told_apart_from_its_runs(tmp_path):
+    """The nohup crash (a run that trained, then died: its own story) and an OOM pasted beside
+    it, which no attempt of the folder owns."""
+    name = "train-log/oom-torch22-fenced-23gib.log"
+    inc, found, died = _told(tmp_path, name, beside="h200-1gpu-nohup-crash")
+    assert (found["kind"] == "training_died").sum() == 1
+    assert len(died) == 1 and died.iloc[0]["numbers"]["source"] == "oom-torch22-fenced-23gib.log"
+    assert died.iloc[0]["numbers"]["error"].startswith("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.00 MiB.")
+    alone = pm.load_incident(REPO / "data" / "incidents" / "h200-1gpu-nohup-crash")
+    assert not (detect(alone)["kind"] == "process_died").any()
