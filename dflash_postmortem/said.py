@@ -13,7 +13,10 @@ _LINE_PREFIX = re.compile(r"^\[?[IWEF]\d{3,4} [\d:.]+(?: +\d+)? [^\]]{1,200}\] *
                           r"|^\d{4}-\d\d-\d\d[ T][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*(?:\[[^\]]*\]\s*|\S+ kernel: )?"
                           r"|^(?:CRITICAL|ERROR|WARNING|INFO|DEBUG):[\w.]{1,120}:"
                           r"|^\[[IWEF] [\w.]{1,120}:\d+\] *"  # c10 before 2.0: `[E ProcessGroupNCCL.cpp:464] `
-                          r"|^what\(\): +")  # C++'s terminate: `what():  [PG 1 Rank 6] ...`
+                          r"|^what\(\): +"  # C++'s terminate: `what():  [PG 1 Rank 6] ...`
+                          # syslog's `May  8 14:05:27 host kernel: `, `Jan 09 14:32:25 H systemd-oomd[70]: `; dmesg's `[2059991.491542] `
+                          r"|^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w./-]+(?:\[\d+\])?: +|^\[ *\d+\.\d+\] +"
+                          r"|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] +")  # dmesg -T
 _SOURCE_AT = re.compile(r"\[(?:/[^\]\s]+|[\w.-]+)\.(?:cc|cpp|cu|h|hpp|c):\d+\] ?")
 
 

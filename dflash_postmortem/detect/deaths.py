@@ -36,7 +36,9 @@ _ERRORS = ("traceback", "oom", "oom_kill", "timeout", "nccl_timeout", "attempt_e
 # torchrun's reaction to a worker's failure, printed before the failure's own line: it stops the
 # others (`Sending process 812914 closing signal SIGTERM`), then gives up (its ChildFailedError)
 _REACTIONS = ("elastic_closing_signal", "ChildFailedError")
-_PROCESS_LOG = "training-log"  # the load report's format of a process's own output
+# The load report's formats whose lines tell a process's end: its own output, and what the kernel
+# or systemd killed (`Out of memory: Killed process 25315 (python3)`)
+_PROCESS_LOGS = ("training-log", "kernel-log", "systemd-journal")
 _FATAL = ("oom_kill", "oom", "killed", "timeout", "nccl_timeout", "exit", "traceback", "attempt_end", "signal")
 
 
@@ -139,9 +141,9 @@ def detect_unplaced_deaths(inc: Incident) -> pd.DataFrame:
     read its start or its steps), the first error of the lines that say a process ended, and the
     last of those."""
     ev = inc.events
-    # a process's own output: a shell transcript's `Terminated` is the operator's kill, a kernel
-    # log's OOM kill names a PID the listings place
-    logs = {f.path for f in inc.load_report.files if f.format == _PROCESS_LOG} if inc.load_report else set()
+    # a process's own output and the kernel's or systemd's kills: not a shell transcript (its
+    # `Terminated` is the operator's own kill)
+    logs = {f.path for f in inc.load_report.files if f.format in _PROCESS_LOGS} if inc.load_report else set()
     if ev.empty or "kind" not in ev.columns or not logs:
         return findings.frame([])
     att = attempts(inc)
@@ -158,8 +160,9 @@ def detect_unplaced_deaths(inc: Incident) -> pd.DataFrame:
             continue
         # the first line that says what went wrong or that a process ended; not a launcher's
         # reaction to it (it stops the other workers, then gives up)
-        reaction = lines["pattern"].isin(_REACTIONS) if "pattern" in lines.columns else False
-        said = lines[(lines["kind"].isin(CAUSES) | _fatal(lines)) & ~reaction]
+        reaction = lines["pattern"].isin(_REACTIONS).fillna(False).astype(bool) if "pattern" in lines.columns \
+            else pd.Series(False, index=lines.index)
+        said = lines[(lines["kind"].isin(CAUSES).astype(bool) | _fatal(lines)) & ~reaction]
         cause = said[said["kind"].isin(CAUSES)].head(1)
         first = said.iloc[0] if len(said) else ended.iloc[0]
         last = ended.iloc[-1]
@@ -186,7 +189,7 @@ def _fatal(lines: pd.DataFrame) -> pd.Series:
     """The lines that say a process ended: not a thread's traceback (the process may live on) or
     one the file cut before its exception, not an exit of status 0, not an attempt that succeeded."""
     kind = lines["kind"]
-    ok = kind.isin(_FATAL)
+    ok = kind.isin(_FATAL).fillna(False).astype(bool)
     if "thread" in lines.columns:
         ok &= ~((kind == "traceback") & lines["thread"].notna())
     if "pattern" in lines.columns:  # a traceback cut off before its exception line says nothing yet

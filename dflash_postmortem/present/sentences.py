@@ -29,6 +29,7 @@ from ..analysis.throughput_levels import band_crossings, recovery, regression
 from ..incident import Incident
 from ..model.attempts import attempts
 from ..model.ledger import CLASSES, SHOWN_S, ledger
+from ..said import error_text
 from ..schema import TOK_PER_S
 from ..units import (
     clock,
@@ -348,10 +349,46 @@ def _nothing_found(inc: Incident, first, last) -> str:
     att = attempts(inc)
     if att.empty or att["first_step"].isna().all():
         seen = [count(len(df), _ROWS[name]) for name, df in inc.frames().items() if len(df)]
-        return (f"No training seen in {read}: no training step between {_when(first)} and {_when(last)} "
-                f"({', '.join(seen)}), so nothing can be said of how it went.")
+        said = f"No training seen in {read}: no training step between {_when(first)} and {_when(last)} ({', '.join(seen)})"
+        wrong = _gone_wrong(inc.events)
+        if wrong is None:
+            return said + ", so nothing can be said of how it went."
+        text, ref, more = wrong
+        return (said + f". What it shows going wrong: {text.rstrip('.')} ({ref})"
+                + (f", and {count(more, 'more such line')}" if more else "") + ".")
     return (f"Nothing went wrong that the evidence shows between {_when(first)} and {_when(last)}: "
             "no throughput regression, stall, failed restart or start that never trained.")
+
+
+# What a reader names as gone wrong where no finding does (no training to judge): a GPU's fault
+# (a kernel's Xid, nvidia-smi's "GPU is lost"), a kill, a job or command that failed.
+_WRONG = ("gpu_lost", "xid", "gpu_error", "oom_kill", "oom", "nccl_timeout", "timeout", "nccl_error", "killed",
+          "exit", "attempt_end")
+
+
+def _gone_wrong(ev: pd.DataFrame) -> tuple[str, str, int] | None:
+    """(the first such line's words, its reference, how many more) of the events, or None."""
+    if ev.empty or "kind" not in ev.columns:
+        return None
+    bad = ev[ev["kind"].isin(_WRONG) & ev["ref"].notna()]
+    if "exit_code" in bad.columns:  # a status of 0, a job or container that completed: nothing went wrong
+        bad = bad[~(bad["exit_code"] == 0).fillna(False).astype(bool)]
+    for col in ("reason", "state"):  # torchrun's SUCCEEDED, a scheduler's COMPLETED
+        if col in bad.columns:
+            bad = bad[~bad[col].isin(["SUCCEEDED", "COMPLETED"]).fillna(False).astype(bool)]
+    if bad.empty:
+        return None
+    rank = {k: i for i, k in enumerate(_WRONG)}
+    first = bad.assign(_k=bad["kind"].map(rank)).sort_values(["_k", "time"], kind="stable").iloc[0]
+    text = one_line(error_text(first["message"], first["kind"]) or first["kind"], 200)
+    code = first.get("exit_code")
+    if isinstance(first.get("state"), str) and isinstance(first.get("job"), str):  # a scheduler's table row
+        step = first.get("step")
+        text = f"job {first['job']}" + (f" step {step}" if isinstance(step, str) and step else "") + f" {first['state']}"
+    elif text.isdigit() and code is not None and not pd.isna(code):  # `echo $?` printed the status alone
+        signal = first.get("signal")
+        text = f"exit status {int(code)}" + (f" ({signal})" if isinstance(signal, str) and signal else "")
+    return text, first["ref"], len(bad) - 1
 
 
 def _death(f: pd.Series) -> str:

@@ -124,3 +124,42 @@ def test_a_finding_whose_title_names_its_time_is_not_dated_twice():
                               {"checks": {}, "run": "plain", "pid": None, "checks_seen": ["no step line yet"],
                                "first_step_after_s": None})])
     assert text.what_happened(pm.Incident(), slow) == ["Slow start after launch at 05:09:57."]
+
+
+@pytest.mark.parametrize("sample, shows", [
+    # nvidia-smi could not reach a GPU
+    ("smi-error/device-handle-gpu-lost-windows-wrapped.txt", "What it shows going wrong: Unable to determine the device "
+     "handle for GPU"),
+    # a scheduler's accounting: the job's batch step failed (its table row, not its columns)
+    ("slurm/sacct-format-indented-failed-nesi.txt", "What it shows going wrong: job 37171050 step batch FAILED "
+     "(sacct-format-indented-failed-nesi.txt:4), and 1 more such line."),
+    # `echo $?` after a command a signal ended: the status alone, read as what it means
+    ("terminal/dumb-init-echo-status-143-after-sigterm.txt", "What it shows going wrong: exit status 143 (SIGTERM) "
+     "(dumb-init-echo-status-143-after-sigterm.txt:4)."),
+    # the kernel's Xid for a GPU fallen off the bus
+    ("terminal/dmesg-nvrm-gpu-fallen-off-bus-no-xid.txt", "What it shows going wrong: NVRM: The NVIDIA GPU 0000:b3:00.0 "
+     "(PCI ID: 10de:26b5) installed in this system has fallen off the bus"),
+])
+def test_no_training_but_what_went_wrong(tmp_path, repo_dir, sample, shows):
+    """Where no training is seen, what the evidence shows going wrong is told, not "nothing can
+    be said" (these public samples read so before)."""
+    import shutil
+
+    src = repo_dir / "tests" / "fixtures" / "real-world" / sample
+    shutil.copy(src, tmp_path / src.name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    said = text.what_happened(inc, pm.detect(inc))
+    assert len(said) == 1 and said[0].startswith("No training seen in 1 file: ") and shows in said[0], said
+
+
+def test_a_completed_job_is_nothing_gone_wrong(tmp_path, repo_dir):
+    import shutil
+
+    shutil.copy(repo_dir / "tests" / "fixtures" / "real-world" / "slurm" / "sacct-right-aligned-jobid-truncated-steps-nesi.txt",
+                tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ok = pm.load_incident(tmp_path)
+    assert text.what_happened(ok, pm.detect(ok))[0].endswith("so nothing can be said of how it went.")
