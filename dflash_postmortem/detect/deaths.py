@@ -33,6 +33,9 @@ from .per_host import judged
 _ERRORS = ("traceback", "oom", "oom_kill", "timeout", "nccl_timeout", "attempt_end", "exit", "killed")
 # What ends a process, as a line says it (of a main thread's traceback, a non-zero exit, an end
 # that was no success: `_fatal`).
+# A ChildFailedError table's entry of a worker the agent stopped (launcher_lines: `elastic_failure`)
+_STOPPED_BY_LAUNCHER = "elastic_failure"
+_AFTER_END = pd.Timedelta(seconds=5)  # the table comes a moment after the attempt's end
 # torchrun's reaction to a worker's failure, printed before the failure's own line: it stops the
 # others (`Sending process 812914 closing signal SIGTERM`), then gives up (its ChildFailedError)
 _REACTIONS = ("elastic_closing_signal", "ChildFailedError")
@@ -84,6 +87,7 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
              "pid": next(iter(trainer_pids(inc, a)), None), "last_step_time": last_t,
              "error": error, "error_rank": int(a["cause_rank"]) if on_rank else None, "ended": a["end"],
              "silent_s": silent, "hung": hung, "silent_logs": _silent_logs(inc, a, last_t) if hung else [],
+             "stopped_ranks": _stopped_ranks(inc, a) if hung else [],
              **numbers},
             caused_by=[findings.cause(findings.event_id(refs[0]), f"what went wrong: {one_line(error)}", refs[:1])]
             if refs else [], within_s=_within(inc, a["cause_ref"])))
@@ -113,6 +117,20 @@ def _silent_logs(inc: Incident, a: pd.Series, last_step) -> list[str]:
     for frame in (m, inc.events):
         said |= set(frame.loc[frame["source"].isin(logs) & (frame["time"] > last_step), "source"].dropna())
     return [s for s in logs if s not in said] if said else []
+
+
+def _stopped_ranks(inc: Incident, a: pd.Series) -> list[int]:
+    """Of a hang that ended in an error: the ranks the launcher stopped with a signal (torchrun's
+    table: `exitcode : -15`, `Signal 15 (SIGTERM) received`) that logged no error of their own
+    in the attempt: in a job of two, the rank the other waited for."""
+    ev = inc.events
+    if ev.empty or not {"rank", "signal", "pattern"} <= set(ev.columns) or pd.isna(a["end"]):
+        return []
+    mine = ev[ev["source"].isin(a["sources"]) & (ev["time"] >= a["start"]) & (ev["time"] <= a["end"] + _AFTER_END)]
+    stopped = mine[(mine["pattern"] == _STOPPED_BY_LAUNCHER) & mine["signal"].notna() & mine["rank"].notna()]
+    said = mine[mine["kind"].isin(CAUSES) & mine["rank"].notna()]
+    own = {int(r) for r in said["rank"]} | ({int(a["cause_rank"])} if pd.notna(a["cause_rank"]) else set())
+    return sorted({int(r) for r in stopped["rank"]} - own)
 
 
 def _hang_s(lines: pd.DataFrame) -> float:

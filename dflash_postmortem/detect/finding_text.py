@@ -165,7 +165,9 @@ def _training_died(f: _Finding) -> tuple[str, str]:
             f"at {clock(f.start)}{on_rank}: `{f.error}`; it ended at {clock(f.ended)}"
             + (f" (`{one_line(ended)}`)" if ended and ended != f.error else "")
             + (f". {_listed(f.silent_logs)} wrote nothing after the last step: what the others waited for"
-               if f.silent_logs else "") + f".{after}")
+               if f.silent_logs else "")
+            + (f". Rank(s) {_ranks(f.stopped_ranks)} logged no error of their own before the launcher stopped them"
+               if f.stopped_ranks else "") + f".{after}")
 
 
 def _process_died(f: _Finding) -> tuple[str, str]:

@@ -113,6 +113,7 @@ class TrainingDied(TypedDict):
     silent_s: float | None  # from the last step line to the error
     hung: bool  # that silence was long (five usual gaps between step lines, 10 s at least): a hang, then the error
     silent_logs: list  # of a hang: the attempt's logs (each rank's own) with no line after the last step, where another's error ended it
+    stopped_ranks: list  # of a hang: the ranks the launcher stopped with a signal that logged no error of their own
     ended: pd.Timestamp  # when the attempt was over (the agent's or shell's last word on it)
     restarted_at: pd.Timestamp | None
     restarted_by: str | None  # operator, supervisor, agent, scheduler, container, unknown

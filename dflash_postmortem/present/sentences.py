@@ -391,12 +391,28 @@ def _gone_wrong(ev: pd.DataFrame) -> tuple[str, str, int] | None:
     return text, first["ref"], len(bad) - 1
 
 
+def _waited_for(n: dict) -> str:
+    """Of a hang, then an error: what the rank that erred waited for, as the evidence shows it (a
+    rank's own log silent since the last step; a rank that logged no error of its own and that
+    the launcher stopped)."""
+    said = ""
+    logs = n.get("silent_logs") or []
+    if logs:
+        said += f" {', '.join(logs)} wrote nothing after that step."
+    ranks = n.get("stopped_ranks") or []
+    if ranks:
+        which = f"Rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}"
+        said += f" {which} logged no error of {'their' if len(ranks) > 1 else 'its'} own before the launcher stopped {'them' if len(ranks) > 1 else 'it'}."
+    return said
+
+
 def _death(f: pd.Series) -> str:
     """A run that died of an error while training, and what started it again."""
     n = f["numbers"]
     rank = f" on rank {n['error_rank']}" if n.get("error_rank") is not None else ""
     since = f", {duration(n['silent_s'])} after its last step" if n.get("hung") else ""
     said = f"At {_when(f['start'], f.get('within_s'))} run {n['run'] or '?'} died while training{rank}{since}: {(n['error'] or 'an error').rstrip('.')}."
+    said += _waited_for(n)
     if n.get("restarted_at") is None or pd.isna(n.get("restarted_at")):
         return said + " Nothing started it again."
     who = _STARTED_BY.get(n.get("restarted_by"), "a new start")

@@ -325,6 +325,7 @@ def test_each_ranks_own_log_under_torchrun_is_one_attempt_and_the_silent_rank_is
     assert abs(n["ended"] - at("01:20:27.187")) <= pd.Timedelta(seconds=1)
     assert "Timed out waiting 30000ms for recv" in n["error"]
     assert n["silent_logs"] == ["logs/train_rank1.log"]  # rank 1 said nothing: what rank 0 waited for
+    assert n["stopped_ranks"] == [1]  # torchrun's table: rank 1 ended by its SIGTERM, no error of its own
 
 
 def test_a_hugging_face_run_in_a_long_evaluation_when_the_evidence_ends_is_no_stall(told):

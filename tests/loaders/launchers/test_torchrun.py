@@ -164,3 +164,10 @@ def test_a_second_torchrun_appended_to_the_log_is_a_new_launch_not_a_restart():
     assert att["first_step"].tolist() == [T("2026-12-04 23:52:38"), T("2026-12-04 23:53:46")]
     assert att[["end", "end_ref"]].values.tolist() == [[T("2026-12-04 23:53:40.562"), "logs/train.log:98"],
                                                       [T("2026-12-04 23:54:27.932"), "logs/train.log:1580"]]
+
+    # the first launch's death: rank 0's recv timed out after 60 s of silence; rank 1 logged no
+    # error of its own, torchrun's table has it stopped by SIGTERM (exitcode -15)
+    died = pm.detect(inc)
+    died = died[died["kind"] == "training_died"].iloc[0]
+    assert died["numbers"]["stopped_ranks"] == [1] and died["numbers"]["silent_s"] == 60.0
+    assert "Rank 1 logged no error of its own before the launcher stopped it." in pm.what_happened(inc, pm.detect(inc))[0]
