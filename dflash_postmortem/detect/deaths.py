@@ -197,10 +197,18 @@ def detect_unplaced_deaths(inc: Incident) -> pd.DataFrame:
             {"source": source, "error": error, "error_kind": str(first["kind"]),
              "end_message": (error_text(last["message"], last["kind"]) or None) if last["ref"] != first["ref"] else None,
              "ended": last["time"] if pd.notna(last["time"]) else None, "ranks": ranks,
-             "exit_code": _int(last.get("exit_code")), "signal": last.get("signal") if isinstance(last.get("signal"), str) else None},
+             "exit_code": _int(last.get("exit_code")), "signal": last.get("signal") if isinstance(last.get("signal"), str) else None,
+             **_steps_in(inc.metrics, source)},
             caused_by=[findings.cause(findings.event_id(refs[0]), f"what went wrong: {one_line(error)}", refs[:1])],
             within_s=_within(inc, refs[0])))
     return findings.frame(rows)
+
+
+def _steps_in(metrics: pd.DataFrame, source: str) -> dict:
+    """The step lines a log holds (its training, though nothing placed it in an attempt: lines
+    with no date or year) and the last step among them."""
+    steps = metrics.loc[metrics["source"] == source, "step"].dropna() if len(metrics) else pd.Series(dtype=float)
+    return {"steps_logged": int(steps.nunique()), "last_step": int(steps.max()) if len(steps) else None}
 
 
 def _fatal(lines: pd.DataFrame) -> pd.Series:

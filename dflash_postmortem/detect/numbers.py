@@ -131,6 +131,8 @@ class ProcessDied(TypedDict):
     ranks: list  # the ranks those lines name
     exit_code: int | None
     signal: str | None
+    steps_logged: int  # the distinct steps its log holds (no attempt placed them: nothing dates them)
+    last_step: int | None
 
 
 class StaleProcess(TypedDict):

@@ -350,9 +350,16 @@ def _nothing_found(inc: Incident, first, last) -> str:
     if att.empty or att["first_step"].isna().all():
         seen = [count(len(df), _ROWS[name]) for name, df in inc.frames().items() if len(df)]
         said = f"No training seen in {read}: no training step between {_when(first)} and {_when(last)} ({', '.join(seen)})"
+        m = inc.metrics
+        if len(m) and m["time"].isna().all():  # steps logged, but nothing dates them
+            steps = m["step"].dropna() if "step" in m.columns else m["step"].iloc[:0]
+            span = f", steps {int(steps.min())} to {int(steps.max())}" if len(steps) else ""
+            said = (f"Training seen in {read} ({', '.join(seen)}{span}) but not placed in time: nothing in the "
+                    "evidence dates its lines, so its pace and its stops cannot be judged (where they give a time of "
+                    "day, or a month and day, `date = \"YYYY-MM-DD\"` in incident.toml places them)")
         wrong = _gone_wrong(inc.events)
         if wrong is None:
-            return said + ", so nothing can be said of how it went."
+            return said + ("." if said.startswith("Training") else ", so nothing can be said of how it went.")
         text, ref, more = wrong
         return (said + f". What it shows going wrong: {text.rstrip('.')} ({ref})"
                 + (f", and {count(more, 'more such line')}" if more else "") + ".")
@@ -431,8 +438,11 @@ def _unplaced_death(f: pd.Series) -> str:
         if ranks else ""
     what = "processes" if len(ranks) > 1 else "a process"
     said = f"At {_when(f['start'], f.get('within_s'))} {what}" if pd.notna(f["start"]) else _cap(what)
-    return (f"{said} {who + ' ' if who else ''}died: {(n['error'] or 'an error').rstrip('.')}. "
-            f"{n['source']} holds nothing of its start or its training.")
+    steps = n.get("steps_logged") or 0
+    held = (f"{n['source']} holds {count(steps, 'step line')}, up to step {n['last_step']}, but nothing of its "
+            "start" + (" and no time to place them" if pd.isna(f["start"]) else "")) if steps else \
+        f"{n['source']} holds nothing of its start or its training"
+    return f"{said} {who + ' ' if who else ''}died: {(n['error'] or 'an error').rstrip('.')}. {held}."
 
 
 def sources_line(inc: Incident) -> str:

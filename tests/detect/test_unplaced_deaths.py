@@ -81,3 +81,17 @@ def test_a_pasted_error_beside_an_incident_is_told_apart_from_its_runs(tmp_path)
     assert died.iloc[0]["numbers"]["error"].startswith("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.00 MiB.")
     alone = pm.load_incident(REPO / "data" / "incidents" / "h200-1gpu-nohup-crash")
     assert not (detect(alone)["kind"] == "process_died").any()
+
+
+def test_a_death_after_steps_nothing_dates(tmp_path):
+    """detectron2's lines give month and day, no year: its 20 step lines and its FloatingPointError
+    are in one log no attempt owns; the story tells both."""
+    inc, found, died = _told(tmp_path, "train-log/detectron2-fasterrcnn-diverged-nan.log")
+    n = died.iloc[0]["numbers"]
+    assert (n["steps_logged"], n["last_step"]) == (20, 5878)
+    assert n["error"] == "FloatingPointError: Predicted boxes or scores contain Inf/NaN. Training has diverged."
+    assert died.iloc[0]["evidence"][0] == "detectron2-fasterrcnn-diverged-nan.log:21"  # the traceback, which ends at 46
+    assert what_happened(inc, found) == [
+        "A process died: FloatingPointError: Predicted boxes or scores contain Inf/NaN. Training has diverged. "
+        "detectron2-fasterrcnn-diverged-nan.log holds 20 step lines, up to step 5878, but nothing of its start and "
+        "no time to place them."]

@@ -163,3 +163,25 @@ def test_a_completed_job_is_nothing_gone_wrong(tmp_path, repo_dir):
         warnings.simplefilter("ignore")
         ok = pm.load_incident(tmp_path)
     assert text.what_happened(ok, pm.detect(ok))[0].endswith("so nothing can be said of how it went.")
+
+
+def test_training_nothing_dates_is_seen_not_denied(tmp_path, repo_dir):
+    """detectron2's `[06/13 15:47:34 d2.utils.events]` has no year and nothing else dates it: its
+    steps are training the story must not deny (it said "No training seen ... 150 metric values");
+    with the incident's date they are placed, and the same log tells its run."""
+    import shutil
+
+    shutil.copy(repo_dir / "tests" / "fixtures" / "real-world" / "train-log" / "detectron2-balloon-maskrcnn-plain.log", tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    said = text.what_happened(inc, pm.detect(inc))
+    assert said == ["Training seen in 1 file (150 metric values, 1 event, steps 19 to 299) but not placed in time: "
+                    "nothing in the evidence dates its lines, so its pace and its stops cannot be judged (where they "
+                    "give a time of day, or a month and day, `date = \"YYYY-MM-DD\"` in incident.toml places them)."]
+    (tmp_path / "incident.toml").write_text('date = "2020-06-13"\n')
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dated = pm.load_incident(tmp_path)
+    assert dated.metrics["time"].notna().all()
+    assert text.what_happened(dated, pm.detect(dated))[0].startswith("Nothing went wrong that the evidence shows between ")
