@@ -759,9 +759,23 @@ class _Assembly:
                                 for h, g in zip(_col(self.machine, "host"), _col(self.machine, "gpu").map(_num), strict=True)]]
         return steps, lines, rows, gp, procs, machine
 
+    def _undated_steps(self, a: _Attempt) -> pd.Series | None:
+        """The first step line of the attempt's own logs that nothing dates (Megatron's
+        `iteration 2/ 1000 | ...` carries no time; in a job's output only Slurm's lines do), where
+        no other attempt writes to those logs: the attempt trained, though when is not known."""
+        m = self.inc.metrics
+        if not a.sources or m.empty or any(b is not a and set(b.sources) & set(a.sources) for b in self.found):
+            return None
+        undated = m[m["time"].isna() & m["step"].notna() & m["source"].isin(list(a.sources))]
+        return undated.iloc[0] if len(undated) else None
+
     def _derive(self, a: _Attempt, steps, lines, rows, gp, procs, machine) -> dict:
         inc = self.inc
         first = steps.iloc[0] if len(steps) else None
+        first_time = None if first is None else first["time"]
+        if first is None and (undated := self._undated_steps(a)) is not None:
+            # it trained, though nothing dates its steps: from its start, as far as anything shows
+            first, first_time = undated, a.start
         # a launcher's agent lives through every attempt of its job: an attempt lives as long as
         # its workers, where the listings show them
         workers = procs[~procs["command"].astype(str).str.contains(_AGENT)]
@@ -789,7 +803,7 @@ class _Assembly:
             "flags": a.flags, "log_path": a.log_path, "launch_ref": a.launch_ref,
             "run": runs[0] if runs else None, "runs": runs, "pids": sorted(a.pids), "ranks": sorted(ranks),
             "gpus": sorted({int(g) for g in gp["gpu"].dropna().unique()}), "sources": list(a.sources),
-            "first_step": None if first is None else first["time"],
+            "first_step": first_time,
             "first_step_ref": None if first is None else _ref(first),
             "last_alive": last_alive, "last_alive_ref": last_ref, **end,
         }

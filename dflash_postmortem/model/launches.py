@@ -133,6 +133,10 @@ def _outcomes(inc: Incident) -> pd.DataFrame:
         first = tok[(tok["time"] == a["first_step"]) & (tok["source"].isin(a["sources"]) if a["sources"] else True)] \
             if pd.notna(a["first_step"]) else tok.iloc[:0]
         row["first_step"] = first.iloc[0] if len(first) else None
+        if row["first_step"] is None and pd.notna(a["first_step"]):
+            # a step line nothing dates (model/attempts.py `_undated_steps`): the attempt trained from its start
+            row["first_step"] = pd.Series({"time": a["first_step"], "ref": a["first_step_ref"],
+                                           "source": (a["first_step_ref"] or "").rpartition(":")[0] or None})
         out.append(row)
     return pd.DataFrame(out)
 

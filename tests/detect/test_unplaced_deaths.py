@@ -95,3 +95,19 @@ def test_a_death_after_steps_nothing_dates(tmp_path):
         "A process died: FloatingPointError: Predicted boxes or scores contain Inf/NaN. Training has diverged. "
         "detectron2-fasterrcnn-diverged-nan.log holds 20 step lines, up to step 5878, but nothing of its start and "
         "no time to place them."]
+
+
+def test_a_job_whose_steps_nothing_dates_trained_before_slurm_stopped_it(tmp_path):
+    """Megatron's `iteration 2/ 1000 | ...` lines carry no time; Slurm's CANCELLED line is the
+    only dated one. Read before as a start that "never came up: killed during start-up"; the log
+    shows iterations 2-4, so the attempt trained (from its start, as far as anything shows) and
+    died when Slurm cancelled it at its time limit."""
+    inc, found, _ = _told(tmp_path, "slurm/megatron-time-limit-job-first-bigscience.out")
+    att = pm.model.attempts(inc)
+    assert len(att) == 1
+    a = att.iloc[0]
+    stop = pd.Timestamp("2021-05-27 21:52:36", tz="UTC")
+    assert a["first_step"] == a["start"] == stop
+    assert a["first_step_ref"] == "megatron-time-limit-job-first-bigscience.out:2"
+    assert found["kind"].tolist() == ["training_died"]
+    assert found.iloc[0]["start"] == stop and "DUE TO TIME LIMIT" in found.iloc[0]["numbers"]["error"]
