@@ -371,13 +371,19 @@ def _nothing_found(inc: Incident, first, last) -> str:
 # (a kernel's Xid, nvidia-smi's "GPU is lost"), a kill, a job or command that failed.
 _WRONG = ("gpu_lost", "xid", "gpu_error", "oom_kill", "oom", "nccl_timeout", "timeout", "nccl_error", "killed",
           "exit", "attempt_end")
+# error lines (most say nothing a reader would name) whose pattern is a fault: a CUDA error, a
+# kernel out of the GPU's resources (loaders/training_log/patterns.py EXCEPTION_FACTS)
+_WRONG_PATTERNS = ("cuda_error", "triton_out_of_resource")
 
 
 def _gone_wrong(ev: pd.DataFrame) -> tuple[str, str, int] | None:
     """(the first such line's words, its reference, how many more) of the events, or None."""
     if ev.empty or "kind" not in ev.columns:
         return None
-    bad = ev[ev["kind"].isin(_WRONG) & ev["ref"].notna()]
+    wrong = ev["kind"].isin(_WRONG)
+    if "pattern" in ev.columns:
+        wrong |= ev["pattern"].isin(_WRONG_PATTERNS).fillna(False).astype(bool)
+    bad = ev[wrong.fillna(False).astype(bool) & ev["ref"].notna()]
     if "exit_code" in bad.columns:  # a status of 0, a job or container that completed: nothing went wrong
         bad = bad[~(bad["exit_code"] == 0).fillna(False).astype(bool)]
     for col in ("reason", "state"):  # torchrun's SUCCEEDED, a scheduler's COMPLETED
@@ -386,7 +392,7 @@ def _gone_wrong(ev: pd.DataFrame) -> tuple[str, str, int] | None:
     if bad.empty:
         return None
     rank = {k: i for i, k in enumerate(_WRONG)}
-    first = bad.assign(_k=bad["kind"].map(rank)).sort_values(["_k", "time"], kind="stable").iloc[0]
+    first = bad.assign(_k=bad["kind"].map(rank).fillna(len(rank))).sort_values(["_k", "time"], kind="stable").iloc[0]
     text = one_line(error_text(first["message"], first["kind"]) or first["kind"], 200)
     code = first.get("exit_code")
     if isinstance(first.get("state"), str) and isinstance(first.get("job"), str):  # a scheduler's table row

@@ -136,6 +136,10 @@ def test_a_finding_whose_title_names_its_time_is_not_dated_twice():
     # `echo $?` after a command a signal ended: the status alone, read as what it means
     ("terminal/dumb-init-echo-status-143-after-sigterm.txt", "What it shows going wrong: exit status 143 (SIGTERM) "
      "(dumb-init-echo-status-143-after-sigterm.txt:4)."),
+    # a CUDA error that ended NCCL's watchdog thread (an error line, most of which say nothing)
+    ("train-log/cuda-illegal-access-watchdog-pg-guid-rank2-frames-cut.log", "What it shows going wrong: [PG ID 0 PG "
+     "GUID 0(default_pg) Rank 2] Process group watchdog thread terminated with exception: CUDA error: an illegal "
+     "memory access was encountered (cuda-illegal-access-watchdog-pg-guid-rank2-frames-cut.log:9)."),
     # the kernel's Xid for a GPU fallen off the bus
     ("terminal/dmesg-nvrm-gpu-fallen-off-bus-no-xid.txt", "What it shows going wrong: NVRM: The NVIDIA GPU 0000:b3:00.0 "
      "(PCI ID: 10de:26b5) installed in this system has fallen off the bus"),
