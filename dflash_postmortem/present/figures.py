@@ -281,8 +281,8 @@ def _event_traces(ev: pd.DataFrame, findings: pd.DataFrame | None) -> list[go.Sc
         out.append(go.Scatter(x=g["time"], y=[lane] * len(g), mode="markers", name=lane, legendgroup="lane " + lane,
                               marker={"size": 10, "symbol": "line-ns-open", "color": LANE_COLOURS[lane], "line": {"width": 2}},
                               hovertext=hover, hoverinfo="text", legend="legend3"))
-    if findings is not None and len(findings):
-        f = findings.dropna(subset=["start"])
+    f = findings.dropna(subset=["start"]) if findings is not None else None
+    if f is not None and len(f):  # (a finding nothing dates, a pasted error's, has no place on a time axis)
         hover = [finding_hover(r) for r in f.itertuples()]
         out.append(go.Scatter(
             x=f["start"], y=["findings"] * len(f), mode="markers", name="findings (by severity)",

@@ -91,6 +91,24 @@ def test_a_missing_source_is_said_on_its_panel(tmp_path, bundled_dir):
     assert [a.text for a in empty.layout.annotations] == ["no data from training logs or wandb runs (train/tok_per_s, or a step counter)"]
 
 
+def test_findings_nothing_dates_leave_the_overview_drawable(tmp_path, repo_dir):
+    """A pasted NCCL watchdog timeout (its glog stamp has no year, nothing else dates it): its
+    `process_died` has no time, so no mark on the time axis; the overview drew an empty findings
+    trace and failed on it (the report said "internal error: IndexError")."""
+    import shutil
+    import warnings
+
+    shutil.copy(repo_dir / "tests" / "fixtures" / "real-world" / "torchrun" / "nccl-watchdog-desync-report-ml-engineering.log",
+                tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    found = pm.detect(inc)
+    assert found["kind"].tolist() == ["process_died"] and found["start"].isna().all()
+    fig = plots.plot_overview(**tables.overview(inc, found))
+    assert "findings (by severity)" not in [t.name for t in fig.data]
+
+
 def test_change_points_mark_the_changes_across_the_baseline_band(bundled_incident):
     series = throughput.series(bundled_incident)
     segments = throughput.segments(series)
