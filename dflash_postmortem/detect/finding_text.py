@@ -41,8 +41,9 @@ class _Finding:
 
     @property
     def when(self) -> str:
-        """The start as its source gives it (`05:23:01 (up to 2 s later)` where it is rough)."""
-        return clock_within(self.start, self.within_s)
+        """The start as its source gives it (`05:23:01 (up to 2 s later)` where it is rough; a
+        line nothing dates, a pasted error's, has none)."""
+        return clock_within(self.start, self.within_s) if pd.notna(self.start) else "an unknown time"
 
 
 def one_line(text) -> str:
@@ -175,7 +176,7 @@ def _process_died(f: _Finding) -> tuple[str, str]:
     ended = f" It ended with `{one_line(f.end_message)}`" if f.end_message else ""
     at = f" at {clock(f.ended)}" if ended and f.ended is not None else ""
     what = "processes" if len(f.ranks) > 1 else "a process"
-    return (f"{what} died{ranks}{f' at {f.when}' if f.when else ''}: {one_line(f.error)}",
+    return (f"{what} died{ranks}{f' at {f.when}' if pd.notna(f.start) else ''}: {one_line(f.error)}",
             f"`{f.source}` holds what ended {what}{ranks} and nothing of its start or its training steps"
             f" (an error pasted alone, or a log's tail): `{f.error}`." + (f"{ended}{at}." if ended else ""))
 

@@ -312,8 +312,9 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
         out.append("It had not recovered when the evidence ends" + _lost(impact) + ".")
     if sign is None and not out:
         f = findings.iloc[0]
-        # (a title that names its own time, "slow start after launch at 05:09:57", is not dated twice)
-        dated = pd.notna(f["start"]) and f"{f['start']:%H:%M:%S}" in str(f["title"])
+        # (a title that names its own time, "slow start after launch at 05:09:57", is not dated
+        # twice; one nothing dates says so itself)
+        dated = pd.isna(f["start"]) or f"{f['start']:%H:%M:%S}" in str(f["title"])
         out.append(_cap(f["title"]) + ("." if dated else f" at {_when(f['start'])}."))
     return out[:MAX_SENTENCES]
 

@@ -124,6 +124,11 @@ def test_a_finding_whose_title_names_its_time_is_not_dated_twice():
                               {"checks": {}, "run": "plain", "pid": None, "checks_seen": ["no step line yet"],
                                "first_step_after_s": None})])
     assert text.what_happened(pm.Incident(), slow) == ["Slow start after launch at 05:09:57."]
+    # nothing dates it (a listing's ages with no anchor): said once, not "at  at ?"
+    undated = f.frame([f.finding("slow_start", None, None, "info", ["pods.txt:3"],
+                                 {"checks": {}, "run": "plain", "pid": None, "checks_seen": ["no step line yet"],
+                                  "first_step_after_s": None})])
+    assert text.what_happened(pm.Incident(), undated) == ["Slow start after launch at an unknown time."]
 
 
 @pytest.mark.parametrize("sample, shows", [
