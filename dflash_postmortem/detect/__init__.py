@@ -20,6 +20,7 @@ from . import findings, per_host
 from .causes import frame_with_causes
 from .control import detect_failed_kills
 from .deaths import detect_deaths, detect_unplaced_deaths
+from .divergence import detect_nonfinite_loss
 from .recovery import detect_recovery
 from .restart import detect_failed_restarts
 from .roles import detect_role_mismatch
@@ -35,6 +36,7 @@ DETECTORS = (
     detect_stalls,
     detect_deaths,
     detect_unplaced_deaths,
+    detect_nonfinite_loss,
 )
 
 

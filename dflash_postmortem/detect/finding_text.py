@@ -181,6 +181,18 @@ def _process_died(f: _Finding) -> tuple[str, str]:
             f" (an error pasted alone, or a log's tail): `{f.error}`." + (f"{ended}{at}." if ended else ""))
 
 
+def _loss_not_finite(f: _Finding) -> tuple[str, str]:
+    name = f.metric.removeprefix("train/")
+    at = f" at step {f.step}" if f.step is not None else ""
+    before = (f" (it was {f.last_finite_value:.4g} at step {f.last_finite_step})" if f.last_finite_value is not None
+              and f.last_finite_step is not None else "")
+    after = (f"; a finite value came back later ({f.lines_not_finite} of its {f.lines_after + 1} lines from there "
+             "are not a number: skipped steps, as an fp16 overflow skips them)" if f.finite_after else
+             f"; it stayed so to the end of the log ({f.lines_after} more lines): the run trained on without learning")
+    return (f"{name} of run {f.run or '?'} became {f.value}{at}",
+            f"`{f.source}`: {f.metric} is {f.value}{at}{before}{after}.")
+
+
 def _ranks(ranks: list) -> str:
     return ", ".join(str(r) for r in ranks[:8]) + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
 
@@ -313,7 +325,8 @@ _BY_KIND: dict[str, Callable[[_Finding], tuple[str, str]]] = {
     "throughput_regression": _regression, "recovery": _recovery, "partial_recovery": _partial_recovery,
     "no_recovery": _no_recovery, "failed_restart": _failed_restart, "slow_start": _slow_start,
     "verified_start": _verified_start, "never_trained": _never_trained, "stale_process": _stale_process,
-    "training_died": _training_died, "process_died": _process_died, "kill_failed": _kill_failed, "survivor": _survivor, "stall": _stall,
+    "training_died": _training_died, "process_died": _process_died,
+    "loss_not_finite": _loss_not_finite, "kill_failed": _kill_failed, "survivor": _survivor, "stall": _stall,
     "role_mismatch": _role_mismatch, "idle_allocated_gpu": _idle_allocated_gpu,
     "straggler": _straggler, "gpu_error": _gpu_error, "restart_never_came_up": _restart_never_came_up,
 }

@@ -135,6 +135,19 @@ class ProcessDied(TypedDict):
     last_step: int | None
 
 
+class LossNotFinite(TypedDict):
+    source: str
+    run: str | None
+    metric: str  # train/loss or train/grad_norm
+    step: int | None  # the step of its first line that is not a number
+    value: str  # nan, inf or -inf
+    last_finite_step: int | None  # the line before it that still was
+    last_finite_value: float | None
+    lines_not_finite: int
+    lines_after: int  # lines of the metric after the first that is not a number
+    finite_after: bool  # a finite value came back (a skipped step), else it stayed so
+
+
 class StaleProcess(TypedDict):
     pid: int
     command: str
@@ -259,6 +272,7 @@ BY_KIND: dict[str, type] = {
     "no_recovery": NoRecovery, "failed_restart": FailedRestart, "slow_start": SlowStart,
     "verified_start": VerifiedStart, "never_trained": NeverTrained, "stale_process": StaleProcess,
     "training_died": TrainingDied, "process_died": ProcessDied,
+    "loss_not_finite": LossNotFinite,
     "kill_failed": KillFailed, "survivor": Survivor, "stall": Stall, "role_mismatch": RoleMismatch,
     "idle_allocated_gpu": IdleAllocatedGpu,
     # fleet-wide (store/fleet.py)

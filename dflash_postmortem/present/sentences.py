@@ -287,6 +287,7 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     # what happened next, in the order it happened (a crash loop alternates deaths and restarts)
     timed = [(died["start"], _death(died)) for _, died in _of(findings, "training_died").iterrows()]
     timed += [(died["start"], _unplaced_death(died)) for _, died in _of(findings, "process_died").iterrows()]
+    timed += [(lost["start"], _not_finite(lost)) for _, lost in _of(findings, "loss_not_finite").iterrows()]
     kill = _first(findings, "kill_failed")
     if kill is not None:
         timed.append((kill["start"], _kill(kill, _first(findings, "survivor"))))
@@ -450,6 +451,18 @@ def _unplaced_death(f: pd.Series) -> str:
             "start" + (" and no time to place them" if pd.isna(f["start"]) else "")) if steps else \
         f"{n['source']} holds nothing of its start or its training"
     return f"{said} {who + ' ' if who else ''}died: {(n['error'] or 'an error').rstrip('.')}. {held}."
+
+
+def _not_finite(f: pd.Series) -> str:
+    """A loss or gradient norm that stopped being a number, and whether it came back."""
+    n = f["numbers"]
+    when = f"At {_when(f['start'], f.get('within_s'))} the" if pd.notna(f["start"]) else "The"
+    said = f"{when} {n['metric'].removeprefix('train/')} of run {n['run'] or '?'} became {n['value']}"
+    said += f" at step {n['step']}" if n.get("step") is not None else ""
+    if n.get("last_finite_value") is not None and n.get("last_finite_step") is not None:
+        said += f" (it was {n['last_finite_value']:.4g} at step {n['last_finite_step']})"
+    return said + (": a finite value came back later (skipped steps)." if n["finite_after"]
+                   else f" and stayed so to the end of the log ({count(n['lines_after'], 'more line')}).")
 
 
 def sources_line(inc: Incident) -> str:
