@@ -189,8 +189,14 @@ def _loss_not_finite(f: _Finding) -> tuple[str, str]:
     after = (f"; a finite value came back later ({f.lines_not_finite} of its {f.lines_after + 1} lines from there "
              "are not a number: skipped steps, as an fp16 overflow skips them)" if f.finite_after else
              f"; it stayed so to the end of the log ({f.lines_after} more lines): the run trained on without learning")
-    return (f"{name} of run {f.run or '?'} became {f.value}{at}",
-            f"`{f.source}`: {f.metric} is {f.value}{at}{before}{after}.")
+    return (f"{name} of run {f.run or '?'} {became(f.value)}{at}",
+            f"`{f.source}`: {f.metric} {became(f.value)}{at}{before}{after}.")
+
+
+def became(value: str) -> str:
+    """What a non-finite value (`nan`, `inf`, `-inf` as the numbers keep it) is, in words: a page
+    shows no raw `nan` (tests/report: a pandas missing value leaking reads the same)."""
+    return {"inf": "became infinite", "-inf": "became negative infinite"}.get(value, "stopped being a number")
 
 
 def _ranks(ranks: list) -> str:

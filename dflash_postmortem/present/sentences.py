@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..analysis.throughput_levels import band_crossings, recovery, regression
+from ..detect.finding_text import became
 from ..incident import Incident
 from ..model.attempts import attempts
 from ..model.ledger import CLASSES, SHOWN_S, ledger
@@ -457,7 +458,7 @@ def _not_finite(f: pd.Series) -> str:
     """A loss or gradient norm that stopped being a number, and whether it came back."""
     n = f["numbers"]
     when = f"At {_when(f['start'], f.get('within_s'))} the" if pd.notna(f["start"]) else "The"
-    said = f"{when} {n['metric'].removeprefix('train/')} of run {n['run'] or '?'} became {n['value']}"
+    said = f"{when} {n['metric'].removeprefix('train/')} of run {n['run'] or '?'} {became(n['value'])}"
     said += f" at step {n['step']}" if n.get("step") is not None else ""
     if n.get("last_finite_value") is not None and n.get("last_finite_step") is not None:
         said += f" (it was {n['last_finite_value']:.4g} at step {n['last_finite_step']})"

@@ -22,7 +22,8 @@ from ..units import clock, count, is_missing, percent, rate
 # once when it begins, "recovered" once when the pace is back.
 # "watch_error" is the watch's own: a read of the folder that raised (it tries again).
 KINDS = ("attempt_started", "first_step", "throughput_fell", "stall", "kill_failed", "partial_recovery",
-         "failed_start", "not_starting", "recovered", "ended", "straggler", "gpu_error", "watch_error")
+         "failed_start", "not_starting", "recovered", "ended", "loss_not_finite", "straggler", "gpu_error",
+         "watch_error")
 # A job's state now: the model's states (model/states.py) as a live reader can tell them.
 STATES = ("starting", "training", "degraded", "stalled", "exited", "killed", "never_trained")
 UNKNOWN = "?"  # a number not known yet (no step seen, no GPU sample): never "nan"

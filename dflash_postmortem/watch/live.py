@@ -65,7 +65,7 @@ ONCE_AN_ATTEMPT = {"training_died"}
 ANNOUNCED = {
     "failed_restart": "failed_start", "never_trained": "failed_start", "throughput_regression": "throughput_fell",
     "stall": "stall", "kill_failed": "kill_failed", "partial_recovery": "partial_recovery",
-    "recovery": "recovered", "training_died": "ended",
+    "recovery": "recovered", "training_died": "ended", "loss_not_finite": "loss_not_finite",
     # a folder of several hosts: what the fleet detectors see (detect/fleet.py)
     "straggler": "straggler", "gpu_error": "gpu_error",
 }
@@ -290,8 +290,8 @@ class Watch:
     def _findings(self, found: pd.DataFrame) -> list[Announcement]:
         out = []
         for _, f in found.iterrows():
-            if f["kind"] not in ANNOUNCED or f["id"] in self.seen.findings:
-                continue
+            if f["kind"] not in ANNOUNCED or f["id"] in self.seen.findings or pd.isna(f["start"]):
+                continue  # (a finding nothing dates has no moment to be told at: inspect and report tell it)
             self.seen.findings.add(f["id"])
             run = f["numbers"].get("run") or f["numbers"].get("run_after")
             # a finding of no one run (a job's throughput over all its ranks) names the run it

@@ -33,7 +33,7 @@ def test_a_loss_that_became_nan_and_stayed(tmp_path):
     assert f["evidence"] == ["nanogpt-termux-mfu-sentinel-nan.log:104", "nanogpt-termux-mfu-sentinel-nan.log:103",
                              "nanogpt-termux-mfu-sentinel-nan.log:109"]
     assert pm.what_happened(inc, found) == [
-        "The loss of run nanogpt-termux-mfu-sentinel-nan became nan at step 425 (it was 3.502 at step 420) and "
+        "The loss of run nanogpt-termux-mfu-sentinel-nan stopped being a number at step 425 (it was 3.502 at step 420) and "
         "stayed so to the end of the log (5 more lines)."]
     # its `mfu -100.00%` (a sentinel read as NaN) is no such metric
     assert set(lost["numbers"].map(lambda x: x["metric"])) == {"train/loss"}

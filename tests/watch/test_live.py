@@ -474,3 +474,14 @@ def _looks_while_growing(src: Path, folder: Path, start: str, end: str, every: s
         grow(src, folder, None)
         looks.append((None, watch.look()))
     return looks
+
+
+def test_a_loss_that_stops_being_a_number_is_told_once_as_it_happens(tmp_path):
+    """The oom-bashx relaunch grown a second at a time: its loss is nan from step 210 (02:34:52)
+    to its stop; told once, at that line, and not before it is written."""
+    looks = _looks_while_growing(INCIDENTS / "h200-1gpu-oom-bashx", tmp_path / "live",
+                                 "2026-12-02 02:34:48", "2026-12-02 02:34:56", "1s")
+    told = [(t, a) for t, said in looks for a in said if a.kind == "loss_not_finite"]
+    assert [(f"{t:%H:%M:%S}", f"{a.time:%H:%M:%S}", a.job) for t, a in told] == [("02:34:52", "02:34:52", "big-drafter")]
+    assert told[0][1].text == "loss of run big-drafter stopped being a number at step 210"
+    assert told[0][1].evidence.startswith("logs/launch2.log:55")
