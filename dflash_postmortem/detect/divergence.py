@@ -27,7 +27,10 @@ def detect_nonfinite_loss(inc: Incident) -> pd.DataFrame:
     mine = m[m["metric"].isin(_WATCHED)]
     rows = []
     for (source, metric), g in mine.groupby(["source", "metric"], sort=True):
-        g = g.assign(_line=[_line_of(r) for r in g["ref"]]).sort_values("_line", kind="stable")
+        # in the order written: the log's lines, else the steps (a wandb or TensorBoard run's
+        # records carry no line)
+        g = (g.assign(_line=[_line_of(r) for r in g["ref"]]).sort_values("_line", kind="stable") if "ref" in g.columns
+             else g.sort_values(["step", "time"], kind="stable", na_position="first"))
         value = g["value"].astype(float).to_numpy()
         bad = ~np.isfinite(value)
         if not bad.any():
@@ -38,7 +41,7 @@ def detect_nonfinite_loss(inc: Incident) -> pd.DataFrame:
         after = g.iloc[first + 1:]
         finite_after = bool(np.isfinite(value[first + 1:]).any())
         last_bad = g.iloc[int(np.flatnonzero(bad)[-1])]
-        evidence = [r for r in (row["ref"], *findings.refs(before), last_bad["ref"]) if isinstance(r, str)]
+        evidence = [r for r in (row.get("ref"), *findings.refs(before), last_bad.get("ref")) if isinstance(r, str)]
         rows.append(findings.finding(
             "loss_not_finite", row["time"] if pd.notna(row["time"]) else None,
             last_bad["time"] if pd.notna(last_bad["time"]) else None, "warning" if finite_after else "critical",
