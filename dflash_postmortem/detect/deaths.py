@@ -31,8 +31,6 @@ from .finding_text import one_line
 from .per_host import judged
 
 _ERRORS = ("traceback", "oom", "oom_kill", "timeout", "nccl_timeout", "attempt_end", "exit", "killed")
-# What ends a process, as a line says it (of a main thread's traceback, a non-zero exit, an end
-# that was no success: `_fatal`).
 # A ChildFailedError table's entry of a worker the agent stopped (launcher_lines: `elastic_failure`)
 _STOPPED_BY_LAUNCHER = "elastic_failure"
 _AFTER_END = pd.Timedelta(seconds=5)  # the table comes a moment after the attempt's end
@@ -42,6 +40,8 @@ _REACTIONS = ("elastic_closing_signal", "ChildFailedError")
 # The load report's formats whose lines tell a process's end: its own output, and what the kernel
 # or systemd killed (`Out of memory: Killed process 25315 (python3)`)
 _PROCESS_LOGS = ("training-log", "kernel-log", "systemd-journal")
+# What ends a process, as a line says it (of a main thread's traceback, a non-zero exit, an end
+# that was no success: `_fatal`).
 _FATAL = ("oom_kill", "oom", "killed", "timeout", "nccl_timeout", "exit", "traceback", "attempt_end", "signal")
 
 
@@ -172,15 +172,16 @@ def detect_unplaced_deaths(inc: Incident) -> pd.DataFrame:
         mine = mine[~mine["pid"].isin(pids)]
     rows = []
     for source, lines in mine.groupby("source", sort=True):
-        lines = lines.assign(_line=[_line_of(r) for r in lines["ref"]]).sort_values("_line", kind="stable")
-        ended = lines[_fatal(lines)]
+        lines = findings.in_file_order(lines)
+        fatal = _fatal(lines)
+        ended = lines[fatal]
         if ended.empty:
             continue
         # the first line that says what went wrong or that a process ended; not a launcher's
         # reaction to it (it stops the other workers, then gives up)
         reaction = lines["pattern"].isin(_REACTIONS).fillna(False).astype(bool) if "pattern" in lines.columns \
             else pd.Series(False, index=lines.index)
-        said = lines[(lines["kind"].isin(CAUSES).astype(bool) | _fatal(lines)) & ~reaction]
+        said = lines[(lines["kind"].isin(CAUSES).astype(bool) | fatal) & ~reaction]
         cause = said[said["kind"].isin(CAUSES)].head(1)
         first = said.iloc[0] if len(said) else ended.iloc[0]
         last = ended.iloc[-1]
@@ -197,7 +198,7 @@ def detect_unplaced_deaths(inc: Incident) -> pd.DataFrame:
             {"source": source, "error": error, "error_kind": str(first["kind"]),
              "end_message": (error_text(last["message"], last["kind"]) or None) if last["ref"] != first["ref"] else None,
              "ended": last["time"] if pd.notna(last["time"]) else None, "ranks": ranks,
-             "exit_code": _int(last.get("exit_code")), "signal": last.get("signal") if isinstance(last.get("signal"), str) else None,
+             "exit_code": findings.whole(last.get("exit_code")), "signal": last.get("signal") if isinstance(last.get("signal"), str) else None,
              **_steps_in(inc.metrics, source)},
             caused_by=[findings.cause(findings.event_id(refs[0]), f"what went wrong: {one_line(error)}", refs[:1])],
             within_s=_within(inc, refs[0])))
@@ -227,14 +228,5 @@ def _fatal(lines: pd.DataFrame) -> pd.Series:
     return ok
 
 
-def _line_of(ref) -> int:
-    split = findings.ref_line(ref) if isinstance(ref, str) else None
-    return split[1] if split is not None else 0
-
-
 def _ref_of(row: pd.Series) -> str | None:
     return row["ref"] if isinstance(row.get("ref"), str) else None
-
-
-def _int(v) -> int | None:
-    return None if v is None or pd.isna(v) else int(v)

@@ -27,10 +27,7 @@ def detect_nonfinite_loss(inc: Incident) -> pd.DataFrame:
     mine = m[m["metric"].isin(_WATCHED)]
     rows = []
     for (source, metric), g in mine.groupby(["source", "metric"], sort=True):
-        # in the order written: the log's lines, else the steps (a wandb or TensorBoard run's
-        # records carry no line)
-        g = (g.assign(_line=[_line_of(r) for r in g["ref"]]).sort_values("_line", kind="stable") if "ref" in g.columns
-             else g.sort_values(["step", "time"], kind="stable", na_position="first"))
+        g = findings.in_file_order(g)
         value = g["value"].astype(float).to_numpy()
         bad = ~np.isfinite(value)
         if not bad.any():
@@ -38,7 +35,6 @@ def detect_nonfinite_loss(inc: Incident) -> pd.DataFrame:
         first = int(np.flatnonzero(bad)[0])
         row = g.iloc[first]
         before = g.iloc[:first][np.isfinite(value[:first])].tail(1)
-        after = g.iloc[first + 1:]
         finite_after = bool(np.isfinite(value[first + 1:]).any())
         last_bad = g.iloc[int(np.flatnonzero(bad)[-1])]
         evidence = [r for r in (row.get("ref"), *findings.refs(before), last_bad.get("ref")) if isinstance(r, str)]
@@ -47,21 +43,12 @@ def detect_nonfinite_loss(inc: Incident) -> pd.DataFrame:
             last_bad["time"] if pd.notna(last_bad["time"]) else None, "warning" if finite_after else "critical",
             evidence,
             {"source": source, "run": row["run"] if isinstance(row["run"], str) else None, "metric": metric,
-             "step": _int(row["step"]), "value": _shown(value[first]),
-             "last_finite_step": _int(before["step"].iloc[0]) if len(before) else None,
+             "step": findings.whole(row["step"]), "value": _shown(value[first]),
+             "last_finite_step": findings.whole(before["step"].iloc[0]) if len(before) else None,
              "last_finite_value": float(before["value"].iloc[0]) if len(before) else None,
-             "lines_not_finite": int(bad.sum()), "lines_after": len(after), "finite_after": finite_after}))
+             "lines_not_finite": int(bad.sum()), "lines_after": len(g) - first - 1, "finite_after": finite_after}))
     return findings.frame(rows)
 
 
 def _shown(v: float) -> str:
     return "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
-
-
-def _line_of(ref) -> int:
-    split = findings.ref_line(ref) if isinstance(ref, str) else None
-    return split[1] if split is not None else 0
-
-
-def _int(v) -> int | None:
-    return None if v is None or pd.isna(v) else int(v)

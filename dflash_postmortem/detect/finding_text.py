@@ -167,12 +167,12 @@ def _training_died(f: _Finding) -> tuple[str, str]:
             + (f" (`{one_line(ended)}`)" if ended and ended != f.error else "")
             + (f". {_listed(f.silent_logs)} wrote nothing after the last step: what the others waited for"
                if f.silent_logs else "")
-            + (f". Rank(s) {_ranks(f.stopped_ranks)} logged no error of their own before the launcher stopped them"
+            + (f". Rank(s) {ranks_text(f.stopped_ranks)} logged no error of their own before the launcher stopped them"
                if f.stopped_ranks else "") + f".{after}")
 
 
 def _process_died(f: _Finding) -> tuple[str, str]:
-    ranks = f" (rank{'s' if len(f.ranks) > 1 else ''} {_ranks(f.ranks)})" if f.ranks else ""
+    ranks = f" (rank{'s' if len(f.ranks) > 1 else ''} {ranks_text(f.ranks)})" if f.ranks else ""
     ended = f" It ended with `{one_line(f.end_message)}`" if f.end_message else ""
     at = f" at {clock(f.ended)}" if ended and f.ended is not None else ""
     what = "processes" if len(f.ranks) > 1 else "a process"
@@ -199,7 +199,8 @@ def became(value: str) -> str:
     return {"inf": "became infinite", "-inf": "became negative infinite"}.get(value, "stopped being a number")
 
 
-def _ranks(ranks: list) -> str:
+def ranks_text(ranks: list) -> str:
+    """`1, 2, 3`: the first eight, then how many more."""
     return ", ".join(str(r) for r in ranks[:8]) + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
 
 

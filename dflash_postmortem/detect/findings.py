@@ -14,6 +14,7 @@ cause they did not produce.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ..schema import TIME
@@ -101,6 +102,20 @@ def ref_line(ref: str) -> tuple[str, int] | None:
     """Split 'file:line' (the file name itself may hold colons)."""
     path, _, line = str(ref).rpartition(":")
     return (path, int(line)) if path and line.isdigit() else None
+
+
+def in_file_order(rows: pd.DataFrame) -> pd.DataFrame:
+    """One source's rows in the order its file holds them: by the line each cites, else (a wandb
+    or TensorBoard run's records cite none) by step and time."""
+    if "ref" not in rows.columns:
+        return rows.sort_values(["step", "time"], kind="stable", na_position="first")
+    lines = [split[1] if (split := ref_line(r) if isinstance(r, str) else None) is not None else 0 for r in rows["ref"]]
+    return rows.iloc[np.argsort(np.asarray(lines), kind="stable")]
+
+
+def whole(v) -> int | None:
+    """A count or step as read from a frame (a float, pandas' NA) as an int, None where missing."""
+    return None if is_missing(v) else int(v)
 
 
 def shifted(ref: str, by: int) -> str | None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..analysis.throughput_levels import band_crossings, recovery, regression
-from ..detect.finding_text import became
+from ..detect.finding_text import became, ranks_text
 from ..incident import Incident
 from ..model.attempts import attempts
 from ..model.ledger import CLASSES, SHOWN_S, ledger
@@ -355,7 +355,7 @@ def _nothing_found(inc: Incident, first, last) -> str:
         said = f"No training seen in {read}: no training step between {_when(first)} and {_when(last)} ({', '.join(seen)})"
         m = inc.metrics
         if len(m) and m["time"].isna().all():  # steps logged, but nothing dates them
-            steps = m["step"].dropna() if "step" in m.columns else m["step"].iloc[:0]
+            steps = m["step"].dropna()
             span = f", steps {int(steps.min())} to {int(steps.max())}" if len(steps) else ""
             said = (f"Training seen in {read} ({', '.join(seen)}{span}) but not placed in time: nothing in the "
                     "evidence dates its lines, so its pace and its stops cannot be judged (where they give a time of "
@@ -417,7 +417,7 @@ def _waited_for(n: dict) -> str:
         said += f" {', '.join(logs)} wrote nothing after that step."
     ranks = n.get("stopped_ranks") or []
     if ranks:
-        which = f"Rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}"
+        which = f"Rank{'s' if len(ranks) > 1 else ''} {ranks_text(ranks)}"
         said += f" {which} logged no error of {'their' if len(ranks) > 1 else 'its'} own before the launcher stopped {'them' if len(ranks) > 1 else 'it'}."
     return said
 
@@ -443,8 +443,7 @@ def _unplaced_death(f: pd.Series) -> str:
     """A process's death in a log that holds nothing of its start or training (a pasted error)."""
     n = f["numbers"]
     ranks = n.get("ranks") or []
-    who = f"on rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks[:8]))}{' and more' if len(ranks) > 8 else ''}" \
-        if ranks else ""
+    who = f"on rank{'s' if len(ranks) > 1 else ''} {ranks_text(ranks)}" if ranks else ""
     what = "processes" if len(ranks) > 1 else "a process"
     said = f"At {_when(f['start'], f.get('within_s'))} {what}" if pd.notna(f["start"]) else _cap(what)
     steps = n.get("steps_logged") or 0

@@ -62,7 +62,7 @@ _REQUEUE = "REQUEUE"
 # The agent's own log lines (torch's Python logger): level, date, time, the agent's process id,
 # the Python file (`W1204 23:53:40.529000 29125 .../elastic/multiprocessing/api.py:1028] ...`);
 # c10's C++ lines put a thread id there and name a `.cpp` file.
-_AGENT_LINE = re.compile(r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d(?:\.\d+)? (?P<pid>\d{1,10}) \S+\.py:\d+\]")
+_AGENT_LINE = re.compile(r"^\[?[IWEF]\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)? (?P<pid>\d{1,10}) \S+\.py:\d+\]")
 
 
 @dataclass
