@@ -20,10 +20,15 @@ _LINE_PREFIX = re.compile(r"^\[?[IWEF]\d{3,4} [\d:.]+(?: +\d+)? [^\]]{1,200}\] *
 _SOURCE_AT = re.compile(r"\[(?:/[^\]\s]+|[\w.-]+)\.(?:cc|cpp|cu|h|hpp|c):\d+\] ?")
 
 
-def error_text(message, kind: str | None = None, limit: int = 300) -> str:
+def error_text(message, kind: str | None = None, limit: int = 600) -> str:
     """The words of an error event's message (`kind` "traceback": its last line)."""
     lines = [ln for ln in str(message or "").strip().splitlines() if ln.strip()]
     if not lines:
         return ""
     line = lines[-1] if kind == "traceback" else lines[0]
-    return _SOURCE_AT.sub("", _LINE_PREFIX.sub("", line.strip()))[:limit]
+    text = _SOURCE_AT.sub("", _LINE_PREFIX.sub("", line.strip()))
+    if len(text) <= limit:
+        return text
+    # cut at a word, and say so: a sentence that quotes it must not read as the whole error
+    cut = text[: limit - 1]
+    return (cut[: cut.rfind(" ")] if " " in cut[limit // 2:] else cut).rstrip(" ,;:") + "…"

@@ -43,6 +43,17 @@ did (what the README of the incident is written from), which the incident folder
                        past loading its target (killed after 60 s), then a slower relaunch whose
                        drafter thread hangs at its step 150; the watch's record and its terminal
                        output come back beside the folder
+    hangup             a `script`-recorded terminal: the trainer started with a plain `&` (no nohup);
+                       the connection drops, bash hangs up its jobs and the trainer dies of SIGHUP
+                       with no error of its own; the operator logs in again and resumes it with nohup
+    timeout-limit      by hand with coreutils `timeout`: the limit's SIGTERM ends a run mid-training
+                       (exit 124); the operator resumes it from its checkpoint under a longer limit
+    ctrl-z             a `script`-recorded terminal: the trainer in the foreground through `tee`; the
+                       operator presses Ctrl-Z by mistake (the job stops, holding its GPU memory),
+                       comes back a minute later and types `fg`; the run trains on to its end
+    vanished           `nohup ... &` with a PID file; a SIGKILL from outside the operator's view (as the
+                       host's OOM killer or an admin's cleanup would send) ends it with no word; the
+                       operator notices, then resumes it from its last checkpoint
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -711,6 +722,98 @@ def sigint_ignored(r: Recording) -> None:
     time.sleep(5)
 
 
+def hangup(r: Recording) -> None:
+    r.gpus_and_processes()
+    env = dict(os.environ, COLUMNS="")
+    t = InteractiveShell(r.dir, r.dir / "logs" / "terminal.typescript", env)
+    r.truth("operator at a script-recorded terminal (as over SSH) starts the trainer with a plain `&`, no nohup; "
+            "checkpoints every 100 steps")
+    t.run("date")
+    t.run(f"{TRAIN} --run-name remote --seconds 900 {r.model} --checkpoint-dir ckpt --checkpoint-every 100 "
+          "> logs/train.log 2>&1 &")
+    r.wait_for("logs/train.log", "step 300 ", 300)
+    t.run("date; tail -n 1 logs/train.log")
+    r.truth("the connection drops: the terminal hangs up (bash sends SIGHUP to its jobs)")
+    t.hang_up()
+    r.truth("terminal gone")
+    time.sleep(25)
+    t = InteractiveShell(r.dir, r.dir / "logs" / "terminal2.typescript", env)
+    try:
+        r.truth("operator logs in again (a second script-recorded terminal)")
+        t.run("date")
+        t.run("tail -n 2 logs/train.log")
+        t.run("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv" if r.gpu else "uptime")
+        r.truth("operator resumes from the newest checkpoint, this time with nohup, 30 s of training")
+        t.run(f"nohup {TRAIN} --run-name remote --seconds 30 {r.model} --checkpoint-dir ckpt --checkpoint-every 100 "
+              "--resume > logs/train2.log 2>&1 &")
+        r.wait_for("logs/train2.log", "Training stopped", 300)
+        r.truth("the resumed run stopped by itself")
+        t.run("date; tail -n 1 logs/train2.log")
+    finally:
+        t.close()
+
+
+def timeout_limit(r: Recording) -> None:
+    r.smi_stream()
+    r.smi_apps()
+    op = Transcript(r.dir)
+    r.truth("operator, by hand: the run under `timeout 50` (SIGTERM at 50 s), checkpoints every 100 steps")
+    op.run(f"timeout 50 {TRAIN} --run-name budget --seconds 600 {r.model} --checkpoint-dir ckpt "
+           "--checkpoint-every 100 > logs/train.log 2>&1; echo exit=$?", timeout=300)
+    r.truth("timeout's SIGTERM ended the run; the operator looks at the log's end")
+    op.run("tail -n 2 logs/train.log")
+    r.truth("operator resumes under `timeout 90` with 25 s of training")
+    op.run(f"timeout 90 {TRAIN} --run-name budget --seconds 25 {r.model} --checkpoint-dir ckpt "
+           "--checkpoint-every 100 --resume > logs/train2.log 2>&1; echo exit=$?", timeout=300)
+    r.truth("the resumed run ended")
+    time.sleep(5)
+
+
+def ctrl_z(r: Recording) -> None:
+    r.gpus_and_processes()
+    t = InteractiveShell(r.dir, r.dir / "logs" / "terminal.typescript", dict(os.environ, COLUMNS=""))
+    try:
+        r.truth("operator at a script-recorded terminal runs the trainer in the foreground, through tee")
+        t.run("date")
+        t.start(f"{TRAIN} --run-name fg --seconds 90 {r.model} 2>&1 | tee logs/train.log")
+        r.wait_for("logs/train.log", "step 150 ", 300)
+        r.truth("operator presses Ctrl-Z by mistake: the job (trainer and tee) is stopped")
+        t.suspend()
+        time.sleep(60)
+        r.truth("operator comes back: `date`, `jobs -l`, then `fg`")
+        t.run("date")
+        t.run("jobs -l")
+        t.start("fg")
+        r.wait_for("logs/train.log", "Training stopped", 400)
+        t.wait_prompt(120)
+        r.truth("the run stopped by itself")
+        t.run("date")
+    finally:
+        t.close()
+
+
+def vanished(r: Recording) -> None:
+    r.gpus_and_processes()
+    op = Transcript(r.dir)
+    r.truth("operator starts the trainer under nohup with a PID file, checkpoints every 100 steps")
+    op.run(f"nohup {TRAIN} --run-name quiet --seconds 600 {r.model} --checkpoint-dir ckpt --checkpoint-every 100 "
+           "--pid-file run/quiet.pid > logs/train.log 2>&1 &")
+    r.wait_for("logs/train.log", "step 250 ", 300)
+    pid = (r.dir / "run" / "quiet.pid").read_text().split()[0]
+    r.truth(f"outside the operator's view (no transcript, no log of it), SIGKILL to PID {pid}")
+    subprocess.run(["kill", "-9", pid], check=False)
+    time.sleep(40)
+    r.truth("operator checks the run")
+    op.run("tail -n 2 logs/train.log; nvidia-smi --query-compute-apps=pid,used_memory --format=csv" if r.gpu
+           else "tail -n 2 logs/train.log")
+    r.truth("operator resumes from the newest checkpoint under nohup, 30 s of training")
+    op.run(f"nohup {TRAIN} --run-name quiet --seconds 30 {r.model} --checkpoint-dir ckpt --checkpoint-every 100 "
+           "--resume > logs/train2.log 2>&1 &")
+    r.wait_for("logs/train2.log", "Training stopped", 300)
+    r.truth("the resumed run stopped by itself")
+    time.sleep(5)
+
+
 def nccl_watchdog(r: Recording) -> None:
     r.gpus_and_processes()
     op = Transcript(r.dir)
@@ -759,7 +862,8 @@ SCENARIOS = {
     "alternating": alternating, "clean-relaunch": clean_relaunch, "torchrun-crashloop": torchrun_crashloop,
     "tmux-history": tmux_history, "hf-oom-resume": hf_oom_resume, "pl-contention": pl_contention,
     "hf-long-eval": hf_long_eval, "watched-relaunch": watched_relaunch, "rank-logs": rank_logs,
-    "sigint-ignored": sigint_ignored, "nccl-watchdog": nccl_watchdog, "nccl-contention": nccl_contention,
+    "sigint-ignored": sigint_ignored, "hangup": hangup, "timeout-limit": timeout_limit,
+    "ctrl-z": ctrl_z, "vanished": vanished, "nccl-watchdog": nccl_watchdog, "nccl-contention": nccl_contention,
 }
 
 

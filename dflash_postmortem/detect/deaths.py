@@ -5,7 +5,9 @@ the same job, who started it and how long after, and the steps it did again when
 a checkpoint (`Resumed from checkpoint ... at step N`).
 
 An attempt whose process outlived the error is a stall (stall.py), not a death; one the operator
-killed, or that stopped cleanly, is neither.
+killed, or that stopped cleanly, is neither. One a limit on its time ended (`timeout`'s exit 124,
+Slurm's time limit) is told as such (`time_limit`), with the same cost: the steps since its last
+checkpoint, done again by the attempt that resumed it.
 
 A death with no start in the evidence (`process_died`): a log that holds what ended a process (a
 collective's timeout, an OOM, a main thread's traceback, a launcher's failure table, a fatal
@@ -22,15 +24,20 @@ import pandas as pd
 
 from ..incident import Incident
 from ..model import computed as memo
-from ..model.attempts import CAUSES, attempts, trainer_pids
+from ..model.attempts import CAUSES, GONE, attempts, trainer_pids
 from ..model.progress import lines_of, resumes
 from ..model.states import states
 from ..said import error_text
+from ..shell_words import exit_meaning, under_timeout
 from . import findings
 from .finding_text import one_line
 from .per_host import judged
 
-_ERRORS = ("traceback", "oom", "oom_kill", "timeout", "nccl_timeout", "attempt_end", "exit", "killed")
+_ERRORS = ("traceback", "oom", "oom_kill", "timeout", "nccl_timeout", "attempt_end", "exit", "killed", GONE)
+# A limit on the job's time that ended it (coreutils `timeout`'s status, Slurm's `DUE TO TIME
+# LIMIT` and its TIMEOUT state, Kubernetes' DeadlineExceeded): a stop the job's own command or
+# scheduler asked for, not an error, though what was trained since the last checkpoint is lost.
+_TIME_LIMIT = re.compile(r"(?i)\btime ?limit\b|\bDeadlineExceeded\b|\bjob \S+ (?:\S+ )?TIMEOUT\b")
 # A ChildFailedError table's entry of a worker the agent stopped (launcher_lines: `elastic_failure`)
 _STOPPED_BY_LAUNCHER = "elastic_failure"
 _AFTER_END = pd.Timedelta(seconds=5)  # the table comes a moment after the attempt's end
@@ -57,11 +64,12 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
         mine = st[st["attempt"] == a["attempt"]]
         if (mine["state"] == "stalled").any() or not (mine["state"].isin(("exited", "killed"))).any():
             continue
-        if not _an_error(a):
+        nxt = att[(att["start"] > a["start"]) & (att["job"] == a["job"])].head(1)
+        kind = _how_it_ended(a, restarted=len(nxt) > 0)
+        if kind is None:
             continue
         lines = lines_of(inc, a)
         last = lines.tail(1)
-        nxt = att[(att["start"] > a["start"]) & (att["job"] == a["job"])].head(1)
         numbers = {"restarted_at": None, "restarted_by": None, "next_attempt": None, "resumed_step": None,
                    "redone_steps": 0, "reached_step": None}
         if len(nxt):
@@ -73,7 +81,7 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
                                reached_step=int(r["reached_step"].iloc[0]))
         # what went wrong (the first error after the last step) and how it ended (the line that
         # said it was over) may be apart: a rank's timeout, then the agent's "failed" line
-        error = a["cause_message"] or a["end_message"]
+        error = a["cause_message"] or _status_text(a)
         when = a["cause_time"] if pd.notna(a["cause_time"]) else a["end"]
         last_t = last["time"].iloc[0] if len(last) else None
         silent = (when - last_t).total_seconds() if last_t is not None else None
@@ -81,7 +89,7 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
         refs = [r for r in dict.fromkeys((a["cause_ref"], a["end_ref"])) if isinstance(r, str)]
         hung = silent is not None and silent >= _hang_s(lines)
         rows.append(findings.finding(
-            "training_died", when, a["end"], "critical", refs + findings.refs(last),
+            kind, when, a["end"], "warning" if kind == "time_limit" else "critical", refs + findings.refs(last),
             {"run": a["run"], "script": a["script"], "attempt": a["attempt"], "started": a["start"],
              "started_by": a["by"], "first_step_time": a["first_step"], "end_message": a["end_message"] or None,
              "pid": next(iter(trainer_pids(inc, a)), None), "last_step_time": last_t,
@@ -140,14 +148,40 @@ def _hang_s(lines: pd.DataFrame) -> float:
     return max(10.0, 5 * float(gaps.median())) if len(gaps) else 10.0
 
 
+def _status_text(a: pd.Series) -> str | None:
+    """The line that ended the attempt, an exit status with what it means (`exit=124 (timed out:
+    timeout sent its signal)`, `exit=137 (killed by SIGKILL)`) where the line does not say it."""
+    said = a["end_message"]
+    if a["end_kind"] != "exit" or a["exit_code"] is None or pd.isna(a["exit_code"]) or not isinstance(said, str):
+        return said
+    _, meaning = exit_meaning(int(a["exit_code"]), after_timeout=under_timeout(a["command"] or ""))
+    return said if meaning.lower() in said.lower() or int(a["exit_code"]) == 0 else f"{said} ({meaning})"
+
+
+def _how_it_ended(a: pd.Series, restarted: bool) -> str | None:
+    """Of an attempt that trained, then ended: `time_limit` where a limit on its time ended it,
+    `training_died` where an error or a signal did, None where it stopped by itself or someone
+    stopped it. An end no line tells (its process gone from the listing) is a death where its
+    cause is known (its terminal hung up) or its job was started again (someone found it dead);
+    else a run that finished without a last word reads the same, and nothing is said."""
+    if _time_limited(a):
+        return "time_limit"
+    if a["end_kind"] == GONE:
+        return "training_died" if isinstance(a["cause_kind"], str) or restarted else None
+    return "training_died" if _an_error(a) else None
+
+
+def _time_limited(a: pd.Series) -> bool:
+    # 124 with SIGTERM is `timeout`'s own status (shell_words.exit_meaning)
+    if a["end_kind"] == "exit" and a["exit_code"] == 124 and a["signal"] == "SIGTERM":
+        return True
+    return any(isinstance(t, str) and _TIME_LIMIT.search(t) for t in (a["cause_message"], a["end_message"]))
+
+
 def _an_error(a: pd.Series) -> bool:
     """The end is an error, not a clean stop or a kill someone sent: an exit status of 0 or a
     message saying the run stopped is not a death."""
     if a["end_kind"] == "exit":
-        # 124 with SIGTERM is `timeout`'s own status (shell_words.exit_meaning): the limit the
-        # command set was reached, a stop it asked for
-        if a["exit_code"] == 124 and a["signal"] == "SIGTERM":
-            return False
         return a["exit_code"] not in (None, 0) and not pd.isna(a["exit_code"])
     text = str(a["end_message"] or "")
     return not re.search(r"\b(?:completed|succeeded|success)\b", text, re.I)

@@ -271,7 +271,7 @@ BY_KIND: dict[str, type] = {
     "throughput_regression": Regression, "recovery": Recovery, "partial_recovery": PartialRecovery,
     "no_recovery": NoRecovery, "failed_restart": FailedRestart, "slow_start": SlowStart,
     "verified_start": VerifiedStart, "never_trained": NeverTrained, "stale_process": StaleProcess,
-    "training_died": TrainingDied, "process_died": ProcessDied,
+    "training_died": TrainingDied, "time_limit": TrainingDied, "process_died": ProcessDied,
     "loss_not_finite": LossNotFinite,
     "kill_failed": KillFailed, "survivor": Survivor, "stall": Stall, "role_mismatch": RoleMismatch,
     "idle_allocated_gpu": IdleAllocatedGpu,

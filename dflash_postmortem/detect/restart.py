@@ -442,9 +442,30 @@ def _never_trained(inc: Incident, L: pd.Series, w: _Window, pid, stuck: pd.Serie
         caused_by=[_event_cause(last, "the last start-up stage it reached")], within_s=L.get("within_s"))
 
 
+def _only_listed(inc: Incident, L: pd.Series, proc, log, grace: pd.Timedelta) -> bool:
+    """A start that only a scheduler's or orchestrator's listing shows (squeue, scontrol show
+    job, kubectl get or describe: no process, no output of the trainer's own), in evidence that
+    ends before the start could be called slow: the listing says the job was running, nothing
+    says how its start went."""
+    end = inc.span()[1]
+    if inc.live or proc is not None or end is None or pd.isna(L["time"]) or end - L["time"] >= grace:
+        return False
+    a = _attempt(inc, L)
+    if a is None or a["by"] not in LISTED_BY or isinstance(a["launch_ref"], str):
+        return False
+    formats = {f.path: f.format for f in inc.load_report.files} if inc.load_report else {}
+    return log is None or formats.get(log.get("source")) != TRAINER_OUTPUT
+
+
 def _stage_text(ev: pd.Series) -> str:
     text = str(ev["message"]).strip().splitlines()[0]
     return re.sub(r"^\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(\[[^\]]*\]\s*)?", "", text)[:120]
+
+
+# The load report's format of a trainer's own output (its log, a job's output file)
+TRAINER_OUTPUT = "training-log"
+# Who starts the attempts a listing shows (model/attempts.py ROLES): a scheduler, an orchestrator
+LISTED_BY = ("scheduler", "container")
 
 
 @judged
@@ -529,6 +550,8 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
             rows.append(_never_trained(inc, L, w, pid, stuck, ended, evidence))
             continue
         if not over:
+            if first is None and _only_listed(inc, L, proc, log, grace):
+                continue
             rows.append(findings.finding(
                 "slow_start", L["time"], w.end, "info", evidence,
                 {"checks": checks, "run": L["run"], "pid": None if pid is None else int(pid), "checks_seen": lines,

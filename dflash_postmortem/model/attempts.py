@@ -89,6 +89,9 @@ COLUMNS = ("attempt", "start", "start_within_s", "start_ref", "launched", "by", 
 _ENDS = ("redirect_failed", "oom_kill", "oom", "killed", "kill_sent", "attempt_end", "timeout", "nccl_timeout", "exit",
          "traceback", "training_stop", "run_end")
 _STARTS = ("stage", "training_start")
+# An end no line tells (`_gone`), and the cause a shell's own end gives it (`_hung_up`).
+GONE = "gone"
+HANGUP = "hangup"
 # Kinds that say what went wrong: the first of them after the last step is the cause a reader
 # names (rank 0's collective timeout, not the agent's "failed" line a second later).
 # Who starts an attempt, by the launcher, scheduler or runtime that wrote its start: torchrun's
@@ -244,6 +247,8 @@ class _Assembly:
         # the files a tracked run's records were read from (a `.wandb` log), not a log of its own
         self.run_records = {info.source for info in inc.runs.values() if info.source}
         self.machine = ev[ev["kind"].isin(MACHINE_FAULTS)]
+        # each process listing's last snapshot that listed anything
+        self.listed_until = inc.processes.groupby("source")["last_seen"].max().to_dict() if len(inc.processes) else {}
         # each source's last line (the time of its last row)
         self.last_line = pd.concat([df.groupby("source")["time"].max() for df in (inc.metrics, ev)
                                     if len(df)] or [pd.Series(dtype=object)]).groupby(level=0).max().to_dict()
@@ -780,16 +785,24 @@ class _Assembly:
         # its workers, where the listings show them
         workers = procs[~procs["command"].astype(str).str.contains(_AGENT)]
         procs = workers if len(workers) else procs
-        lives = [x for x in (_last(lines, "time"), _last(rows, "time"), _last(gp, "time")) if x is not None]
+        # bash reports a background job's end (`[1]+  Exit 1  ...`) at the next prompt, minutes
+        # later maybe: no sign of life, and no time for its end (that is its last sign of life)
+        alive_rows = rows[~_job_report(rows)]
+        lives = [x for x in (_last(lines, "time"), _last(alive_rows, "time"), _last(gp, "time")) if x is not None]
         if len(procs) and procs["alive_until"].notna().any():
             p = procs.loc[procs["alive_until"].idxmax()]
             lives.append((p["alive_until"], _text(p.get("ref"))))
         last_alive, last_ref = max(lives, key=lambda x: x[0]) if lives else (a.start, a.start_ref)
         end = _end(rows, a, last_alive, self.evidence_end, inc.live, procs)
+        if end["end"] is None and (first is not None or not inc.metrics.empty):
+            # (where nothing could show a step, an end would make every start one that never trained)
+            end.update(self._gone(procs, last_alive))
         # what the machine said of its GPUs meanwhile is a cause too (a GPU off the bus hangs
         # the job; its ranks' timeouts come later)
         causes = pd.concat([rows, machine]) if len(machine) else rows
         end.update(_cause(causes, steps["time"].max() if len(steps) else a.start, end["end"]))
+        if end["end_kind"] == GONE and end["cause_kind"] is None:
+            end.update(self._hung_up(a, end["end"]))
         # what the attempt's lines say of it, its metric lines first
         said = {c: [v for df in (lines, rows) for v in _col(df, c).dropna()] for c in ("rank", "job", "attempt", "run")}
         ranks = set(a.ranks) | {int(x) for x in said["rank"]}
@@ -807,6 +820,42 @@ class _Assembly:
             "first_step_ref": None if first is None else _ref(first),
             "last_alive": last_alive, "last_alive_ref": last_ref, **end,
         }
+
+
+    def _gone(self, procs: pd.DataFrame, last_alive) -> dict:
+        """An end no line tells: the attempt's processes left a process listing (ps, top) that
+        went on listing others for a while (END_SLACK) without them, its logs silent since. How
+        it ended is not said (a signal from outside the evidence, a terminal that hung up): its
+        end is its last sighting."""
+        if procs.empty or procs["last_seen"].isna().any():
+            return {}
+        p = procs.loc[procs["last_seen"].idxmax()]
+        gone, went_on = p["last_seen"], self.listed_until.get(p["source"])
+        if went_on is None or went_on - gone < END_SLACK or last_alive > gone + END_SLACK:
+            return {}
+        return {"end": gone, "end_kind": GONE, "end_ref": _text(p.get("ref")), "exit_code": None, "signal": None,
+                "end_message": f"PID {int(p['pid'])} was gone from {p['source']} after {gone:%H:%M:%S}, "
+                               "with no error or stop line of its own"}
+
+    def _hung_up(self, a: _Attempt, end) -> dict:
+        """Why an attempt that ended with no word of its own ended, where its shell says it: the
+        shell it was started from (a job of it: `&` with no nohup, setsid or disown) ended on
+        SIGHUP at that moment (`script`'s `exited with 129`, a connection that dropped), and bash
+        hangs up its jobs as it exits."""
+        if a.launch_ref is None or not a.command or re.search(r"\bnohup\b", a.command) or is_detached(a.command):
+            return {}
+        ev = self.ev
+        shell = a.launch_ref.rsplit(":", 1)[0]
+        own = ev["command_ref"].isna() if "command_ref" in ev.columns else True
+        ended = ev[(ev["source"] == shell) & (ev["kind"] == "exit") & (_col(ev, "signal") == "SIGHUP").fillna(False)
+                   & own & ((ev["time"] - end).abs() <= END_SLACK)]
+        if ended.empty:
+            return {}
+        r = ended.iloc[0]
+        said = (str(r["message"]).strip().splitlines() or [""])[0]
+        return {"cause_time": r["time"], "cause_kind": HANGUP, "cause_ref": _ref(r), "cause_rank": None,
+                "cause_message": f"the terminal it was started from hung up ({said}: SIGHUP); it ran as a "
+                                 "job of that shell, not under nohup or setsid"}
 
 
 def _launcher_ends(ev: pd.DataFrame) -> dict[tuple, pd.Timestamp]:
@@ -1194,11 +1243,18 @@ def _unsettled(ev: pd.DataFrame, procs: pd.DataFrame | None, evidence_end, live:
     return (ev["kind"] == "traceback") & ev["thread"].notna() & (ev["time"] <= alive + every) & (evidence_end < due)
 
 
+def _job_report(rows: pd.DataFrame) -> pd.Series:
+    """The rows that are an interactive shell's report of a job it ran in the background
+    (`[1]+  Exit 1  nohup python ...`, `[2]-  Killed ...`: the loader's `shell_job`)."""
+    return rows["shell_job"].notna() if "shell_job" in rows.columns else pd.Series(False, index=rows.index)
+
+
 def _end(rows: pd.DataFrame, a: _Attempt, last_alive, evidence_end, live: bool = False,
          procs: pd.DataFrame | None = None) -> dict:
     """How the attempt ended: the strongest terminal line of its own rows (`_rows_of`: its logs,
     the events naming its PIDs), up to a little after its last sign of life; None where it was
-    alive when the evidence ends."""
+    alive when the evidence ends. The shell's report of a job it ran in the background is no
+    time of its end (bash prints it at the next prompt): that end is its last sign of life."""
     none = {"end": None, "end_kind": None, "end_ref": None, "end_message": None, "exit_code": None, "signal": None}
     if "kind" not in rows.columns:
         return none  # only metric rows: nothing says how it ended
@@ -1214,8 +1270,9 @@ def _end(rows: pd.DataFrame, a: _Attempt, last_alive, evidence_end, live: bool =
     # when that command ended, whatever time the transcript gives its output (a prompt's time
     # dates the lines under it: the status of an hour's run is dated by its command)
     own = _own_status(ev, a)
+    # (a shell's report of a background job comes at the next prompt, whenever the job ended)
     ev = ev[(((ev["time"] >= lo) | (approx & (ev["time"] >= lo - pd.Timedelta(seconds=APPROX_S))))
-             & (ev["time"] <= last_alive + END_SLACK)) | own]
+             & (ev["time"] <= last_alive + END_SLACK)) | own | (_job_report(ev) & (ev["time"] >= lo))]
     # a kill is its end only if it was gone soon after (a kill that failed is another story)
     ev = ev[(ev["kind"] != "kill_sent") | (last_alive <= ev["time"] + END_SLACK)]
     if ev.empty:
@@ -1228,7 +1285,8 @@ def _end(rows: pd.DataFrame, a: _Attempt, last_alive, evidence_end, live: bool =
     r = ev.assign(_r=ev["kind"].map(rank), _o=order).sort_values(["_r", "_o"], kind="stable").iloc[0]
     message = str(r["message"]).strip().splitlines()
     # (its own status is not before its last sign of life: it was printed after the job ended)
-    when = last_alive if own.loc[r.name] and not r["time"] >= last_alive else r["time"]
+    late = own.loc[r.name] and not r["time"] >= last_alive or _job_report(ev).loc[r.name] and r["time"] >= last_alive
+    when = last_alive if late else r["time"]
     return {"end": max(when, a.start), "end_kind": r["kind"], "end_ref": _ref(r),
             "end_message": message[-1][:300] if message else None,
             "exit_code": _num(r.get("exit_code")), "signal": _text(r.get("signal"))}

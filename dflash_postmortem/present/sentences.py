@@ -60,7 +60,11 @@ def one_line(value, limit: int | None = None) -> str:
     where cut; no limit: the whole text, on one line)."""
     s = "" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
     s = " ".join(s.split())
-    return s[: limit - 1] + "…" if limit is not None and len(s) > limit else s
+    if limit is None or len(s) <= limit:
+        return s
+    kept = s[: limit - 1]
+    # a cut inside a quoted span (`RuntimeError: ...`) closes it: no backtick is left raw
+    return kept[:-1] + "…`" if kept.count("`") % 2 else kept + "…"
 
 
 def gpu_label(host, gpu, many_hosts: bool) -> str:
@@ -286,7 +290,7 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     if sign is not None:
         out.append(_first_sign(sign))
     # what happened next, in the order it happened (a crash loop alternates deaths and restarts)
-    timed = [(died["start"], _death(died)) for _, died in _of(findings, "training_died").iterrows()]
+    timed = [(died["start"], _death(died)) for _, died in _of(findings, "training_died", "time_limit").iterrows()]
     timed += [(died["start"], _unplaced_death(died)) for _, died in _of(findings, "process_died").iterrows()]
     timed += [(lost["start"], _not_finite(lost)) for _, lost in _of(findings, "loss_not_finite").iterrows()]
     kill = _first(findings, "kill_failed")
@@ -423,11 +427,13 @@ def _waited_for(n: dict) -> str:
 
 
 def _death(f: pd.Series) -> str:
-    """A run that died of an error while training, and what started it again."""
+    """A run that died of an error while training (or that a limit on its time stopped), and
+    what started it again."""
     n = f["numbers"]
     rank = f" on rank {n['error_rank']}" if n.get("error_rank") is not None else ""
     since = f", {duration(n['silent_s'])} after its last step" if n.get("hung") else ""
-    said = f"At {_when(f['start'], f.get('within_s'))} run {n['run'] or '?'} died while training{rank}{since}: {(n['error'] or 'an error').rstrip('.')}."
+    what = "was stopped by its time limit" if f["kind"] == "time_limit" else "died"
+    said = f"At {_when(f['start'], f.get('within_s'))} run {n['run'] or '?'} {what} while training{rank}{since}: {(n['error'] or 'an error').rstrip('.')}."
     said += _waited_for(n)
     if n.get("restarted_at") is None or pd.isna(n.get("restarted_at")):
         return said + " Nothing started it again."

@@ -15,6 +15,8 @@ import pty
 import re
 import select
 import shutil
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -51,48 +53,92 @@ class InteractiveShell:
             os.chdir(root)
             os.execvpe(argv[0], argv, env)
         self.pid, self.fd = pid, fd
+        self._reader: threading.Thread | None = None
+        self._tail = b""
         self._read_until_prompt(30)
+
+    def _chunk(self) -> bytes | None:
+        """What the terminal showed in the next 0.2 s (kept in the log where no `script` keeps
+        it); None once it is closed."""
+        if not select.select([self.fd], [], [], 0.2)[0]:
+            return b""
+        try:
+            chunk = os.read(self.fd, 65536)
+        except OSError:
+            return None
+        if self.recorder:
+            self.recorder.write(chunk)
+            self.recorder.flush()
+        return chunk
 
     def _read_until_prompt(self, timeout: float) -> bytes:
         seen, deadline = b"", time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.fd], [], [], 0.2)
-            if not ready:
-                continue
-            try:
-                chunk = os.read(self.fd, 65536)
-            except OSError:
-                break
-            if self.recorder:
-                self.recorder.write(chunk)
-                self.recorder.flush()
+        while time.monotonic() < deadline and (chunk := self._chunk()) is not None:
             seen += chunk
             if _PROMPT_END.search(seen):
                 return seen
         raise PostmortemError(f"replay: the operator's shell gave no prompt within {timeout:g}s; last output: {seen[-200:]!r}")
+
+    def start(self, cmd: str) -> None:
+        """Type `cmd` and Enter, and go on while it runs in the foreground: what it prints is read
+        meanwhile (a terminal nobody reads would block it once the pty's buffer is full)."""
+        os.write(self.fd, cmd.encode() + b"\r")
+        self._stop = threading.Event()
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        while not self._stop.is_set() and (chunk := self._chunk()) is not None:
+            self._tail = (self._tail + chunk)[-4096:]
+
+    def wait_prompt(self, timeout: float = 600) -> str:
+        """Wait for the prompt after a command `start` typed (it ended, or was stopped)."""
+        if self._reader is not None:
+            self._stop.set()
+            self._reader.join()
+            self._reader = None
+        seen, self._tail = self._tail, b""
+        if _PROMPT_END.search(seen):
+            return seen.decode("utf-8", "replace")
+        return (seen + self._read_until_prompt(timeout)).decode("utf-8", "replace")
+
+    def suspend(self) -> str:
+        """Ctrl-Z: the terminal stops the foreground job (SIGTSTP to its process group) and bash
+        prints `[1]+  Stopped ...`; returns what the terminal showed until the prompt."""
+        os.write(self.fd, b"\x1a")
+        return self.wait_prompt(30)
 
     def run(self, cmd: str, timeout: float = 600) -> str:
         """Type `cmd` and Enter; return what the terminal showed until the next prompt."""
         os.write(self.fd, cmd.encode() + b"\r")
         return self._read_until_prompt(timeout).decode("utf-8", "replace")
 
+    def hang_up(self, wait: float = 10) -> None:
+        """The connection drops (an SSH session lost, a laptop closed): the shell, the session
+        leader of its terminal, gets SIGHUP from the kernel and, as it exits, sends SIGHUP to every
+        job it started that was not `nohup`ed or disowned. `script` in between would hand bash an
+        end of input instead (its jobs would live on), so the hangup goes to bash itself."""
+        children = Path(f"/proc/{self.pid}/task/{self.pid}/children")
+        shell = int(children.read_text().split()[0]) if self.recorder is None else self.pid
+        os.kill(shell, signal.SIGHUP)
+        self._wait_for_exit(wait)  # `script` writes the end of its log once bash is gone
+        self._release()
+
+    def _wait_for_exit(self, wait: float) -> None:
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and not os.waitpid(self.pid, os.WNOHANG)[0]:
+            if self._chunk() is None:
+                break
+
     def close(self) -> None:
         try:
             os.write(self.fd, b"exit\r")
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                done, _ = os.waitpid(self.pid, os.WNOHANG)
-                if done:
-                    break
-                select.select([self.fd], [], [], 0.2)
-                try:
-                    chunk = os.read(self.fd, 65536)
-                    if self.recorder:
-                        self.recorder.write(chunk)
-                except OSError:
-                    break
+            self._wait_for_exit(10)
         finally:
-            os.close(self.fd)
-            if self.recorder:
-                self.recorder.close()
-            self.rcfile.unlink(missing_ok=True)
+            self._release()
+
+    def _release(self) -> None:
+        os.close(self.fd)
+        if self.recorder:
+            self.recorder.close()
+        self.rcfile.unlink(missing_ok=True)

@@ -59,13 +59,13 @@ RETRY_MAX_S = 300.0
 ONCE_A_RUN = {"partial_recovery"}
 # Finding kinds of one attempt's end (detect/deaths.py: its `numbers["attempt"]`): told once an
 # attempt, though the time of its error moves as the lines around an undated traceback arrive.
-ONCE_AN_ATTEMPT = {"training_died"}
+ONCE_AN_ATTEMPT = {"training_died", "time_limit"}
 
 # Finding kinds announced as they appear -> the announcement's kind.
 ANNOUNCED = {
     "failed_restart": "failed_start", "never_trained": "failed_start", "throughput_regression": "throughput_fell",
     "stall": "stall", "kill_failed": "kill_failed", "partial_recovery": "partial_recovery",
-    "recovery": "recovered", "training_died": "ended", "loss_not_finite": "loss_not_finite",
+    "recovery": "recovered", "training_died": "ended", "time_limit": "ended", "loss_not_finite": "loss_not_finite",
     # a folder of several hosts: what the fleet detectors see (detect/fleet.py)
     "straggler": "straggler", "gpu_error": "gpu_error",
 }

@@ -353,3 +353,66 @@ def test_a_hugging_face_run_in_a_long_evaluation_when_the_evidence_ends_is_no_st
     assert "degraded" not in set(told_states["state"])
     (gpu,) = ledger(inc).itertuples()
     assert gpu.degraded == 0 and gpu.stalled == 0 and gpu.productive > 0.9 * gpu.total
+
+
+def T5(hms: str) -> pd.Timestamp:
+    return pd.Timestamp(f"2026-12-05 {hms}", tz="UTC")
+
+
+def test_a_job_of_a_terminal_that_hung_up_dies_with_no_word_and_its_resume_dies_on_the_cut_checkpoint(told):
+    """Started with `&` and no nohup in a `script`-recorded bash; the connection drops at
+    02:24:02.420 (SIGHUP to that bash), which hangs up PID 592 after step 300 with nothing in its
+    log. Nothing but its absence from ps and the terminal's `exited with 129` says it ended."""
+    inc, att, found = told("h200-1gpu-hangup")
+    first, resume = att.iloc[0], att.iloc[1]
+    assert first["pids"] == [592] and first["end_kind"] == "gone" and first["end"] == T5("02:24:02")
+    assert first["cause_kind"] == "hangup" and first["cause_ref"] == "logs/terminal.typescript:11"
+    assert resume["pids"] == [851] and pd.isna(resume["first_step"])
+    # bash's `[1]+  Exit 1  nohup ...` came at the operator's next prompt (02:29:27); the process
+    # wrote its traceback and left ps's listing at 02:24:38: that is its end, not five idle minutes
+    assert (resume["end"], resume["exit_code"], resume["end_ref"]) == (T5("02:24:38"), 1, "logs/terminal2.typescript:13")
+    assert "hung" not in set(states(inc).loc[lambda s: s["attempt"] == resume["attempt"], "state"])
+    assert _kinds(found) == ["failed_restart", "training_died"]
+    died = found[found["kind"] == "training_died"].iloc[0]
+    assert died["start"] == T5("02:24:02") and died["numbers"]["pid"] == 592
+    assert died["numbers"]["restarted_at"] == T5("02:24:32") and died["numbers"]["restarted_by"] == "operator"
+    failed = found[found["kind"] == "failed_restart"].iloc[0]
+    assert "PytorchStreamReader failed reading zip archive" in failed["detail"]
+    said = pm.what_happened(inc, found)
+    assert said[0].startswith("At 02:24:02 UTC run remote died while training: the terminal it was started "
+                              "from hung up (script: command exited with 129: SIGHUP); it ran as a job of "
+                              "that shell, not under nohup or setsid.")
+
+
+def test_a_process_gone_with_no_word_no_cause_and_no_restart_is_no_death(told, tmp_path):
+    """The same first run alone (its terminal's log and the resume left out): its process leaves
+    the listing after step 300 with nothing said; a run that finished with no last word reads the
+    same, so nothing is found."""
+    src = REPO / "data" / "incidents" / "h200-1gpu-hangup"
+    (tmp_path / "logs").mkdir()
+    for name in ("train.log", "ps.txt", "smi.csv", "smi_apps.csv"):
+        (tmp_path / "logs" / name).write_bytes((src / "logs" / name).read_bytes())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    att = attempts(inc)
+    gone = att[att["pids"].map(lambda p: 592 in p)].iloc[0]
+    assert gone["end_kind"] == "gone" and gone["end"] == T5("02:24:02") and gone["cause_kind"] is None
+    assert "training_died" not in set(detect(inc)["kind"])
+
+
+def test_a_run_that_timeout_stopped_is_told_as_its_time_limit_with_the_steps_redone(told):
+    """`timeout 50` ends the run at 02:30:18 after step 240 (exit=124); the resume at 02:30:19.659
+    loads step 200's checkpoint: 40 steps again."""
+    inc, att, found = told("h200-1gpu-timeout-limit")
+    assert att["exit_code"].tolist() == [124, 0]
+    assert _kinds(found) == ["time_limit"]
+    limit = found.iloc[0]
+    n = limit["numbers"]
+    assert limit["severity"] == "warning" and abs(limit["start"] - T5("02:30:18.843")) <= NEAR
+    assert (n["resumed_step"], n["reached_step"], n["redone_steps"]) == (200, 240, 40)
+    assert abs(n["restarted_at"] - T5("02:30:19.659")) <= NEAR and n["restarted_by"] == "operator"
+    assert pm.what_happened(inc, found)[0] == (
+        "At 02:30:18 UTC run budget was stopped by its time limit while training: exit=124 (timed out: timeout "
+        "sent its signal). It was started again at 02:30:19 UTC by the operator, resuming from a checkpoint at "
+        "step 200: it had logged step 240, so 40 steps were done again.")

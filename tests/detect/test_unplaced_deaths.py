@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 import dflash_postmortem as pm
 from dflash_postmortem.detect import detect
@@ -101,7 +102,7 @@ def test_a_job_whose_steps_nothing_dates_trained_before_slurm_stopped_it(tmp_pat
     """Megatron's `iteration 2/ 1000 | ...` lines carry no time; Slurm's CANCELLED line is the
     only dated one. Read before as a start that "never came up: killed during start-up"; the log
     shows iterations 2-4, so the attempt trained (from its start, as far as anything shows) and
-    died when Slurm cancelled it at its time limit."""
+    was stopped when Slurm cancelled it at its time limit: a time limit, not an error."""
     inc, found, _ = _told(tmp_path, "slurm/megatron-time-limit-job-first-bigscience.out")
     att = pm.model.attempts(inc)
     assert len(att) == 1
@@ -109,5 +110,23 @@ def test_a_job_whose_steps_nothing_dates_trained_before_slurm_stopped_it(tmp_pat
     stop = pd.Timestamp("2021-05-27 21:52:36", tz="UTC")
     assert a["first_step"] == a["start"] == stop
     assert a["first_step_ref"] == "megatron-time-limit-job-first-bigscience.out:2"
-    assert found["kind"].tolist() == ["training_died"]
+    assert found["kind"].tolist() == ["time_limit"] and found.iloc[0]["severity"] == "warning"
     assert found.iloc[0]["start"] == stop and "DUE TO TIME LIMIT" in found.iloc[0]["numbers"]["error"]
+    assert what_happened(inc, found)[0] == (
+        "At 21:52:36 UTC run megatron-time-limit-job-first-bigscience was stopped by its time limit while training: "
+        "slurmstepd: error: *** STEP 1999618.0 ON node02 CANCELLED AT 2021-05-27T21:52:36 DUE TO TIME LIMIT ***. "
+        "Nothing started it again.")
+
+
+@pytest.mark.parametrize("name", [
+    "slurm/scontrol-show-job-running-cut-goose.txt", "slurm/squeue-o-start-time-running-ml-engineering.txt",
+    "k8s/kuard-get-pods-o-json-list-minikube-running.json"])
+def test_a_scheduler_listing_of_a_running_job_is_no_slow_start(tmp_path, name):
+    """A listing taken once, of a job that had started (`JobState=RUNNING`, squeue's `R`, a pod
+    `Running`): it dates the start and nothing after it, so no start can be called slow (these
+    were each "Slow start after launch at ..."): the listing shows no training, as the story says."""
+    inc, found, _ = _told(tmp_path, name)
+    att = pm.model.attempts(inc)
+    assert len(att) == 1 and att.iloc[0]["by"] in ("scheduler", "container")
+    assert found.empty
+    assert what_happened(inc, found)[0].startswith("No training seen in 1 file")

@@ -28,14 +28,18 @@ def _foreground(folder: Path, run: str, prefix: str, status: int, steps: int) ->
     (folder / "logs" / "train.log").write_text("\n".join(lines) + "\n")
 
 
-def test_a_run_capped_by_timeout_was_stopped_as_asked(tmp_path):
+def test_a_run_capped_by_timeout_was_stopped_by_its_limit_not_an_error(tmp_path):
     # `timeout 20 python ...; echo exit=$?` printed exit=124; the log's last step line at 04:58:37
     _foreground(tmp_path, "capped", "timeout 20 ", 124, 20)
     inc = pm.load_incident(tmp_path)
     (a,) = attempts(inc).itertuples(index=False)
     assert (a.end_kind, a.exit_code, a.signal) == ("exit", 124, "SIGTERM")
     assert str(a.end) == "2026-12-04 04:58:37+00:00"  # the status is dated by its command (04:58:17)
-    assert pm.detect(inc).empty
+    found = pm.detect(inc)
+    assert found["kind"].tolist() == ["time_limit"] and found["severity"].tolist() == ["warning"]
+    assert pm.what_happened(inc, found) == [
+        "At 04:58:37 UTC run capped was stopped by its time limit while training: exit=124 (timed out: timeout "
+        "sent its signal). Nothing started it again."]
 
 
 def test_a_foreground_run_that_failed_ended_when_its_log_did(tmp_path):

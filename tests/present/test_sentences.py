@@ -194,3 +194,15 @@ def test_training_nothing_dates_is_seen_not_denied(tmp_path, repo_dir):
         dated = pm.load_incident(tmp_path)
     assert dated.metrics["time"].notna().all()
     assert text.what_happened(dated, pm.detect(dated))[0].startswith("Nothing went wrong that the evidence shows between ")
+
+
+def test_a_cut_inside_a_quoted_error_closes_the_quote():
+    """The index cuts a cause at 160 characters; a cut inside `...` left a raw backtick on the
+    page (h200-1gpu-hangup's corrupt-checkpoint traceback)."""
+    from dflash_postmortem.present.sentences import CELL_CHARS, one_line
+
+    why = ("wrote a traceback ending `RuntimeError: PytorchStreamReader failed reading zip archive: failed finding "
+           "central directory. This is an internal miniz error. If you are seeing this error, there is a high`")
+    cut = one_line(why, CELL_CHARS)
+    assert len(cut) == CELL_CHARS and cut.endswith("…`") and cut.count("`") == 2
+    assert one_line("a b c d e f g h i j", 6) == "a b c…"
