@@ -91,7 +91,9 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
         lines = lines_of(inc, a) if s["attempt"] is not None else inc.metrics.iloc[:0]
         last = lines[lines["time"] <= start_].tail(1)
         died = [s["ref"]] if cause and isinstance(s["ref"], str) else []
-        why = "a thread or rank died before the silence"
+        # what the line it cites is: a shell that stopped the job (Ctrl-Z), else an error
+        stopped = bool(died) and memo.rows_where(inc, "events", "ref", died[0])["kind"].eq("job_stopped").any()
+        why = "its shell stopped the job" if stopped else "a thread or rank died before the silence"
         if not died and a.get("cause_kind") in MACHINE_FAULTS and start_ <= a["cause_time"] <= end:
             # the machine said a GPU of the attempt failed as it fell silent (an Xid, off the bus)
             cause = a["cause_message"] or a["cause_kind"]
@@ -99,7 +101,7 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
             why = "a GPU failed as the steps stopped"
         caused_by = [findings.cause(findings.event_id(r), f"{why}: {cause}", [r]) for r in died]
         refs = findings.refs(last) + died
-        tb = _last_line(inc, died[0]) if died else None
+        tb = _last_line(inc, died[0]) if died and not stopped else None
         rows.append(findings.finding(
             "stall", start_, end, "critical",
             refs + findings.refs(held[gpu_state.idle(held["util_gpu_pct"]).fillna(False).astype(bool)], 3)
@@ -111,7 +113,7 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
              "alive": _alive_by(inc, a, holders, start_, end),
              "max_memory_mib": float(held["memory_used_mib"].max()) if len(util) else None,
              "util_pct_mostly": float(util.quantile(IDLE_SHARE)) if len(util) else None,
-             "idle_share": IDLE_SHARE, "cause": cause},
+             "idle_share": IDLE_SHARE, "cause": cause, "stopped_by_shell": stopped},
             caused_by=caused_by))
     return findings.frame(rows)
 

@@ -22,6 +22,8 @@ Each row is one stretch of one state, with the line that shows its beginning.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -29,7 +31,7 @@ from ..incident import Incident
 from ..said import error_text
 from ..units import figure
 from . import carried, computed
-from .attempts import MACHINE_FAULTS, attempts
+from .attempts import APPROX_S, MACHINE_FAULTS, attempts
 from .pace import unit
 from .progress import lines_of, progress, warmed
 
@@ -128,19 +130,26 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         said = died or hung
         evaluated = _evaluations(evaluations, a)
         bars = _bar_work(inc, a)
-        for k, last in _gaps(times, first, threshold, end if said is not None else None):
+        # a job its shell stopped (Ctrl-Z) makes no step until `fg`, however short the wait
+        stops = _job_stops(inc, a)
+        shortest = min(threshold, pd.Timedelta(seconds=STALL_INTERVALS * step_interval_s(lines))) if stops else threshold
+        for k, last in _gaps(times, first, shortest, end if said is not None else None):
             t, ref = times[k], refs[k]
             cursor, cursor_ref = (first, a["first_step_ref"]) if last < 0 else (times[last], refs[last])
+            stopped = _stop_in(stops, cursor, t)
+            if stopped is None and t - cursor <= threshold and not (said is not None and t == end):
+                continue
             # a gap the attempt spent evaluating (its evaluation's results logged in it, or its
             # evaluation's bar advancing through it) is work, not a stall: Hugging Face's
             # Trainer stops training for every evaluation
             busy = bool(len(evaluated)) and ((evaluated > cursor) & (evaluated <= t)).any()
             busy = busy or any(b - cursor <= threshold and t - e <= threshold and e > cursor for b, e in bars)
-            if (t - cursor > threshold and not busy) or (said is not None and t == end and t > cursor):
+            if (t - cursor > threshold and not busy) or stopped is not None or (said is not None and t == end and t > cursor):
                 rows.append(_row(a, "training", since, cursor, a["first_step_ref"] if since == first else ref, ""))
-                why = f"no step for {(t - cursor).total_seconds():.0f} s" + (f", {said[1]}" if said else "")
-                state = "hung" if hung is not None and t == end else "stalled"
-                rows.append(_row(a, state, cursor, t, said[0] if said else cursor_ref, why))
+                told = stopped or said
+                why = f"no step for {(t - cursor).total_seconds():.0f} s" + (f", {told[1]}" if told else "")
+                state = "hung" if hung is not None and t == end and stopped is None else "stalled"
+                rows.append(_row(a, state, cursor, t, told[0] if told else cursor_ref, why))
                 since = t
         if end > since:
             rows.append(_row(a, "training", since, end, a["first_step_ref"] if since == first else None, ""))
@@ -271,6 +280,53 @@ def _died_inside(inc: Incident, a: pd.Series, lines: pd.DataFrame, end) -> tuple
     first = first.rstrip(":")
     return ((r["ref"] if isinstance(r.get("ref"), str) else None),
             f"the process alive; likely cause: {first[:120]} ({last[:160]}) at {r['time']:%H:%M:%S}")
+
+
+# bash's and zsh's words for a stopped job, without the command after them
+_STOPPED = re.compile(r"^(?:zsh: )?(?:\[\d+\]\s*[+-]?\s+(?:\d+\s+)?)?(?:Stopped|stopped|suspended)(?:\s*\((?:SIG)?\w+\))?")
+# A shell's command that sets a stopped job going again: `fg`, `bg`, `kill -CONT`
+_RESUMES = r"^\s*(?:fg|bg)\b|\bkill\s+-(?:s\s+)?(?:SIG)?(?:CONT|18)\b"
+
+
+def _job_stops(inc: Incident, a: pd.Series) -> list[tuple]:
+    """Where the attempt's shell said it stopped the job (`[1]+  Stopped  python ...`: Ctrl-Z, or
+    SIGTSTP/SIGSTOP): (time, its time's slack, ref, what a reader is told), in time order."""
+    ev = inc.events
+    if ev.empty or "kind" not in ev.columns:
+        return []
+    said = ev[ev["kind"] == "job_stopped"]
+    if said.empty:
+        return []
+    launch = a.get("launch_ref")
+    mine = pd.Series(False, index=said.index)
+    if isinstance(launch, str) and "command_ref" in said.columns:
+        mine |= (said["command_ref"] == launch).fillna(False).astype(bool)
+    if a["pids"] and "pid" in said.columns:
+        mine |= said["pid"].isin(a["pids"]).fillna(False).astype(bool)
+    out = []
+    for _, r in said[mine].sort_values("time", kind="stable").iterrows():
+        if pd.isna(r["time"]) or not isinstance(r.get("ref"), str):
+            continue
+        approx = bool(r.get("time_approx")) if pd.notna(r.get("time_approx")) else False
+        status = _STOPPED.match(str(r["message"]).strip())
+        shown = " ".join(status.group(0).split()) if status else "Stopped"
+        text = f"likely cause: `{shown}` (Ctrl-Z, SIGTSTP or SIGSTOP)"
+        later = ev[(ev["source"] == r["source"]) & (ev["kind"] == "command") & (ev["time"] >= r["time"])
+                   & ev["message"].astype(str).str.contains(_RESUMES, regex=True)]
+        if len(later):
+            go = later.iloc[0]
+            text += f", until `{str(go['message']).strip()[:40]}` at {go['time']:%H:%M:%S}"
+        out.append((r["time"], pd.Timedelta(seconds=APPROX_S if approx else 0), r["ref"], text))
+    return out
+
+
+def _stop_in(stops: list[tuple], after, before) -> tuple[str, str] | None:
+    """(ref, text) of the first stop said between two step lines (a transcript dated only by its
+    `date`s dates it up to its slack early)."""
+    for when, slack, ref, text in stops:
+        if after - slack <= when <= before:
+            return ref, text
+    return None
 
 
 def _hung_until_error(a: pd.Series, lines: pd.DataFrame) -> tuple[str, str] | None:

@@ -416,3 +416,39 @@ def test_a_run_that_timeout_stopped_is_told_as_its_time_limit_with_the_steps_red
         "At 02:30:18 UTC run budget was stopped by its time limit while training: exit=124 (timed out: timeout "
         "sent its signal). It was started again at 02:30:19 UTC by the operator, resuming from a checkpoint at "
         "step 200: it had logged step 240, so 40 steps were done again.")
+
+
+def _fixture(name: str):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(REPO / "tests" / "detect" / "fixtures" / name)
+    return inc, attempts(inc), detect(inc)
+
+
+def test_a_job_stopped_by_ctrl_z_stalls_until_fg_however_short_the_wait():
+    """fixtures/ctrl-z-cpu: step 150 at 03:13:13, Ctrl-Z at 03:13:13.129 (`[1]+  Stopped`), `fg`
+    at 03:14:13, step 155 at 03:14:13. A 60 s silence is within the 60 s threshold a stall needs
+    by itself; the shell's word that it stopped the job makes it one."""
+    inc, att, found = _fixture("ctrl-z-cpu")
+    stall = found[found["kind"] == "stall"]
+    assert len(stall) == 1 and att.iloc[0]["pids"] == [5671]
+    s = stall.iloc[0]
+    assert s["start"] == T5("03:13:13") and s["end"] == T5("03:14:13") and s["numbers"]["stopped_by_shell"]
+    assert "logs/terminal.typescript:43" in s["evidence"]
+    assert [c["why"] for c in s["caused_by"]] == [
+        "its shell stopped the job: `[1]+ Stopped` (Ctrl-Z, SIGTSTP or SIGSTOP), until `fg` at 03:14:13"]
+    assert pm.what_happened(inc, found)[0] == (
+        "At 03:13:13 UTC training stalled: no step for 60 s while PID 5671 was alive: its shell stopped the job, "
+        "`[1]+ Stopped` (Ctrl-Z, SIGTSTP or SIGSTOP), until `fg` at 03:14:13.")
+
+
+def test_a_run_killed_with_no_word_and_resumed_died_where_its_process_left_the_listing():
+    """fixtures/vanished-cpu: SIGKILL to PID 6352 at 03:17:48.089 from outside the evidence, its
+    last step line 280 at 03:17:48; the operator's resume at 03:18:28.400 loads step 200."""
+    inc, att, found = _fixture("vanished-cpu")
+    assert att.iloc[0]["pids"] == [6352] and att.iloc[0]["end_kind"] == "gone"
+    assert _kinds(found) == ["training_died"]
+    n = found.iloc[0]["numbers"]
+    assert found.iloc[0]["start"] == T5("03:17:48") and n["pid"] == 6352
+    assert (n["resumed_step"], n["reached_step"], n["redone_steps"]) == (200, 280, 80)
+    assert abs(n["restarted_at"] - T5("03:18:28.400")) <= NEAR
