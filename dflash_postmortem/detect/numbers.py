@@ -191,8 +191,8 @@ class Stall(TypedDict):
     max_memory_mib: float | None
     util_pct_mostly: float | None  # utilization at most this in `idle_share` of the samples
     idle_share: float
-    cause: str | None  # a thread or rank that died before the silence, or its shell's word that it stopped the job
-    stopped_by_shell: bool  # its shell stopped the job (`[1]+  Stopped`: Ctrl-Z) and the silence is that
+    cause: str | None  # a thread or rank that died before the silence, or what shows the job stopped
+    stopped: bool  # the job was stopped (Ctrl-Z, SIGSTOP): its shell's `[1]+  Stopped`, or a listing's state T
 
 
 class RoleMismatch(TypedDict):

@@ -91,9 +91,11 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
         lines = lines_of(inc, a) if s["attempt"] is not None else inc.metrics.iloc[:0]
         last = lines[lines["time"] <= start_].tail(1)
         died = [s["ref"]] if cause and isinstance(s["ref"], str) else []
-        # what the line it cites is: a shell that stopped the job (Ctrl-Z), else an error
-        stopped = bool(died) and memo.rows_where(inc, "events", "ref", died[0])["kind"].eq("job_stopped").any()
-        why = "its shell stopped the job" if stopped else "a thread or rank died before the silence"
+        # what the line it cites is: a shell or a listing that shows the job stopped (Ctrl-Z), else an error
+        listed = set(inc.processes["stopped_ref"].dropna()) if "stopped_ref" in inc.processes.columns else set()
+        stopped = bool(died) and (memo.rows_where(inc, "events", "ref", died[0])["kind"].eq("job_stopped").any()
+                                  or died[0] in listed)
+        why = "the job was stopped" if stopped else "a thread or rank died before the silence"
         if not died and a.get("cause_kind") in MACHINE_FAULTS and start_ <= a["cause_time"] <= end:
             # the machine said a GPU of the attempt failed as it fell silent (an Xid, off the bus)
             cause = a["cause_message"] or a["cause_kind"]
@@ -113,7 +115,7 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
              "alive": _alive_by(inc, a, holders, start_, end),
              "max_memory_mib": float(held["memory_used_mib"].max()) if len(util) else None,
              "util_pct_mostly": float(util.quantile(IDLE_SHARE)) if len(util) else None,
-             "idle_share": IDLE_SHARE, "cause": cause, "stopped_by_shell": stopped},
+             "idle_share": IDLE_SHARE, "cause": cause, "stopped": stopped},
             caused_by=caused_by))
     return findings.frame(rows)
 

@@ -721,6 +721,9 @@ def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep, listings: li
     _fold_exec_chains(df, rep)
     # A zombie (state Z, `<defunct>`) has ended: it is listed until its parent reaps it.
     df["running"] = df["snap"].where(~df["state"].fillna("").astype(str).str.startswith("Z"))
+    # T: stopped by job control (Ctrl-Z, SIGSTOP), alive and doing nothing until SIGCONT
+    stopped = df["state"].fillna("").astype(str).str.startswith("T")
+    df["stopped"], df["stopped_line"] = df["snap"].where(stopped), df["line"].where(stopped)
     g = df.groupby(["pid", "command"], sort=False, dropna=False)
     out = g.agg(
         ppid=("ppid", "last"), pgid=("pgid", "last"), sid=("sid", "last"), user=("user", "last"),
@@ -729,7 +732,8 @@ def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep, listings: li
         started_within_s=("started_within_s", "min"),
         state=("state", "last"), last_running=("running", "max"), snapshots=("line", "size"),
         cpu_pct_max=("cpu_pct", "max"),
-        rss_kib_max=("rss_kib", "max"), line=("line", "first"),
+        rss_kib_max=("rss_kib", "max"), line=("line", "first"), last_line=("line", "last"),
+        stopped_from=("stopped", "min"), stopped_until=("stopped", "max"), stopped_line=("stopped_line", "min"),
     ).reset_index()
     if listings:
         _bound_by_listing_before(out, df, listings, rep)
@@ -740,6 +744,9 @@ def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep, listings: li
     out["source"] = source
     out["host"] = ctx.host
     out["ref"] = [f"{source}:{n}" for n in out.pop("line")]
+    # the line of its last sighting: where a reader sees it listed for the last time
+    out["last_ref"] = [f"{source}:{n}" for n in out.pop("last_line")]
+    out["stopped_ref"] = [f"{source}:{int(n)}" if pd.notna(n) else None for n in out.pop("stopped_line")]
     return out.sort_values(["first_seen", "pid"], na_position="first", kind="stable").reset_index(drop=True)
 
 

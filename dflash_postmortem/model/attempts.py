@@ -833,9 +833,10 @@ class _Assembly:
         gone, went_on = p["last_seen"], self.listed_until.get(p["source"])
         if went_on is None or went_on - gone < END_SLACK or last_alive > gone + END_SLACK:
             return {}
-        return {"end": gone, "end_kind": GONE, "end_ref": _text(p.get("ref")), "exit_code": None, "signal": None,
-                "end_message": f"PID {int(p['pid'])} was gone from {p['source']} after {gone:%H:%M:%S}, "
-                               "with no error or stop line of its own"}
+        return {"end": gone, "end_kind": GONE, "end_ref": _text(p.get("last_ref")) or _text(p.get("ref")),
+                "exit_code": None, "signal": None,
+                "end_message": f"PID {int(p['pid'])} was listed last at {gone:%H:%M:%S} in {p['source']}, which "
+                               "went on without it; no error or stop line of its own"}
 
     def _hung_up(self, a: _Attempt, end) -> dict:
         """Why an attempt that ended with no word of its own ended, where its shell says it: the

@@ -289,8 +289,24 @@ _RESUMES = r"^\s*(?:fg|bg)\b|\bkill\s+-(?:s\s+)?(?:SIG)?(?:CONT|18)\b"
 
 
 def _job_stops(inc: Incident, a: pd.Series) -> list[tuple]:
-    """Where the attempt's shell said it stopped the job (`[1]+  Stopped  python ...`: Ctrl-Z, or
-    SIGTSTP/SIGSTOP): (time, its time's slack, ref, what a reader is told), in time order."""
+    """Where the attempt's job was stopped (Ctrl-Z, SIGTSTP or SIGSTOP), as its shell said it
+    (`[1]+  Stopped  python ...`) or a process listing shows it (state `T`): (time, its time's
+    slack, ref, what a reader is told), in time order."""
+    return sorted(_shell_stops(inc, a) + _listed_stops(inc, a), key=lambda s: s[0])
+
+
+def _listed_stops(inc: Incident, a: pd.Series) -> list[tuple]:
+    p = inc.processes
+    if p.empty or "stopped_from" not in p.columns or not a["pids"]:
+        return []
+    mine = p[p["pid"].isin(a["pids"]) & p["stopped_from"].notna()]
+    return [(r["stopped_from"], pd.Timedelta(0), r["stopped_ref"],
+             f"likely cause: {r['source']} lists PID {int(r['pid'])} stopped (state `T`: Ctrl-Z, SIGTSTP or "
+             f"SIGSTOP) from {r['stopped_from']:%H:%M:%S} to {r['stopped_until']:%H:%M:%S}")
+            for _, r in mine.iterrows() if isinstance(r.get("stopped_ref"), str)]
+
+
+def _shell_stops(inc: Incident, a: pd.Series) -> list[tuple]:
     ev = inc.events
     if ev.empty or "kind" not in ev.columns:
         return []

@@ -204,9 +204,9 @@ def _first_sign(f: pd.Series) -> str:
         return (f"At {_when(f['start'])} throughput fell from {_k(n['baseline_tok_per_s'], n)} to "
                 f"{_k(n['degraded_tok_per_s'], n)} ({n['ratio']:.2f} of baseline) {where}{why}.")
     if f["kind"] == "stall":
-        # what came before the silence: the error's last line, else what stopped it (its shell)
+        # what came before the silence: the error's last line, else what shows the job stopped
         cause = f", after {n['traceback']}" if n.get("traceback") else \
-            (f": its shell stopped the job, {n['cause']}" if n.get("stopped_by_shell") else "")
+            (f": the job was stopped, {n['cause']}" if n.get("stopped") else "")
         held = (f"; PID {', '.join(map(str, n['holders']))} held its memory" if n.get("holders") else "")
         idle = " at ~0 % GPU utilization" if n["idle"] else f" while {n['alive']} was alive"
         return f"At {_when(f['start'])} training stalled: no step for {duration(n['seconds'])}{idle}{cause}{held}."

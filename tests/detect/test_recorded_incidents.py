@@ -433,13 +433,32 @@ def test_a_job_stopped_by_ctrl_z_stalls_until_fg_however_short_the_wait():
     stall = found[found["kind"] == "stall"]
     assert len(stall) == 1 and att.iloc[0]["pids"] == [5671]
     s = stall.iloc[0]
-    assert s["start"] == T5("03:13:13") and s["end"] == T5("03:14:13") and s["numbers"]["stopped_by_shell"]
+    assert s["start"] == T5("03:13:13") and s["end"] == T5("03:14:13") and s["numbers"]["stopped"]
     assert "logs/terminal.typescript:43" in s["evidence"]
     assert [c["why"] for c in s["caused_by"]] == [
-        "its shell stopped the job: `[1]+ Stopped` (Ctrl-Z, SIGTSTP or SIGSTOP), until `fg` at 03:14:13"]
+        "the job was stopped: `[1]+ Stopped` (Ctrl-Z, SIGTSTP or SIGSTOP), until `fg` at 03:14:13"]
     assert pm.what_happened(inc, found)[0] == (
-        "At 03:13:13 UTC training stalled: no step for 60 s while PID 5671 was alive: its shell stopped the job, "
+        "At 03:13:13 UTC training stalled: no step for 60 s while PID 5671 was alive: the job was stopped, "
         "`[1]+ Stopped` (Ctrl-Z, SIGTSTP or SIGSTOP), until `fg` at 03:14:13.")
+
+
+def test_a_job_a_listing_shows_stopped_stalls_with_no_word_from_its_shell(tmp_path):
+    """The same recording without the terminal's log: ps lists PID 5671 in state `T` from
+    03:13:14 to 03:14:12, between its steps 150 (03:13:13) and 155 (03:14:13)."""
+    src = REPO / "tests" / "detect" / "fixtures" / "ctrl-z-cpu" / "logs"
+    (tmp_path / "logs").mkdir()
+    for name in ("train.log", "ps.txt"):
+        (tmp_path / "logs" / name).write_bytes((src / name).read_bytes())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    found = detect(inc)
+    stall = found[found["kind"] == "stall"]
+    assert len(stall) == 1 and stall.iloc[0]["start"] == T5("03:13:13") and stall.iloc[0]["end"] == T5("03:14:13")
+    assert stall.iloc[0]["numbers"]["stopped"] and "logs/ps.txt:19" in stall.iloc[0]["evidence"]
+    assert pm.what_happened(inc, found)[0] == (
+        "At 03:13:13 UTC training stalled: no step for 60 s while PID 5671 was alive: the job was stopped, "
+        "logs/ps.txt lists PID 5671 stopped (state `T`: Ctrl-Z, SIGTSTP or SIGSTOP) from 03:13:14 to 03:14:12.")
 
 
 def test_a_run_killed_with_no_word_and_resumed_died_where_its_process_left_the_listing():
