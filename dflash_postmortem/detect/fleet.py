@@ -44,10 +44,10 @@ import pandas as pd
 from ..config import IncidentConfig
 from ..incident import Incident
 from ..model.attempts import MACHINE_FAULTS
+from ..model.gpu_state import HELD_MIB, IDLE_UTIL_PCT
 from ..schema import FRAME_NAMES, TOK_PER_S
 from . import findings
 from .clock_reasons import reason_names
-from .gpu_state import HELD_MIB, IDLE_UTIL_PCT
 from .restart import GRACE_S
 from .roles import MIN_MINUTES, heavy_roles, heavy_sql
 from .throughput import MIN_DROP

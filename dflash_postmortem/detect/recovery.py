@@ -15,9 +15,11 @@ import pandas as pd
 
 from ..incident import Incident
 from ..model import computed as memo
+from ..model import gpu_state
+from ..model.attempts import stopped_cleanly_near
 from ..model.launches import launch_of
 from ..model.pace import unit
-from . import findings, gpu_state
+from . import findings
 from .per_host import judged
 from .stall import stall_intervals
 from .throughput import config_differences, episodes, segments, series
@@ -166,6 +168,8 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
         nums = {"baseline_tok_per_s": ep["baseline"], "recovery_fraction": frac,
                 "regression_start": ep["start"], "episode": "stall" if ep.get("stall") else "regression", "unit": u}
         if after.empty:
+            if ep.get("stall") and stopped_cleanly_near(inc, ep["end"]) is not None:
+                continue  # the silence ended with the run's own clean stop: nothing was left to recover
             if not any(r["kind"] == "partial_recovery" for r in rows):
                 rows.append(findings.finding(
                     "no_recovery", ep["end"], None, "critical", findings.refs(ep["during"].tail(1)), nums))

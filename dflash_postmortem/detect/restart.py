@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..incident import Incident
 from ..model import computed as memo
+from ..model import gpu_state
 from ..model.attempts import attempts, kill_reach
 from ..model.kills import aimed_at
 from ..model.launches import is_trainer, outcomes, verdicts
@@ -22,7 +23,7 @@ from ..model.log_files import NEVER_CREATED, NOT_IN_INCIDENT, log_files
 from ..model.states import REPORTED_ENDS, states
 from ..shell_words import is_detached, session_launcher
 from ..units import clock
-from . import findings, gpu_state
+from . import findings
 from .per_host import judged
 
 GRACE_S = 600.0

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident
+from ..model.gpu_state import HELD_MIB, IDLE_UTIL_PCT
 from . import findings
-from .gpu_state import HELD_MIB, IDLE_UTIL_PCT
 from .per_host import judged
 
 HEAVY_FRACTION = 0.4

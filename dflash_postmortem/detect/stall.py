@@ -13,10 +13,11 @@ import pandas as pd
 
 from ..incident import Incident
 from ..model import computed as memo
+from ..model import gpu_state
 from ..model.attempts import MACHINE_FAULTS, attempts
 from ..model.progress import lines_of
 from ..model.states import states
-from . import findings, gpu_state
+from . import findings
 from .per_host import judged
 
 THRESHOLD_S = 300.0  # kept for the fleet rules: a host silent this long

@@ -53,7 +53,7 @@ from ..shell_words import (
     shell_words,
     simple_commands,
 )
-from . import carried, computed
+from . import carried, computed, gpu_state
 from .kills import aimed_at, is_group_kill, job_reached
 from .step_lines import step_lines
 
@@ -112,6 +112,19 @@ def attempts(inc: Incident) -> pd.DataFrame:
     """One row per attempt, in start order (COLUMNS)."""
     return computed.cached(inc, "attempts", READS,
                            lambda: _Assembly(inc).build())
+
+
+# The ends of an attempt that stopped by itself: its stop line, its run's end (a status of 0 too)
+CLEAN_ENDS = ("training_stop", "run_end")
+
+
+def stopped_cleanly_near(inc: Incident, when) -> pd.Timestamp | None:
+    """The end of an attempt that stopped by itself, cleanly, within END_SLACK of `when` (where a
+    stall ended: the silence was the run's last, not a wait to recover from), else None."""
+    att = attempts(inc)
+    ended = att[(att["end"] - when).abs() <= END_SLACK]
+    clean = ended[ended["end_kind"].isin(CLEAN_ENDS) | ((ended["end_kind"] == "exit") & (ended["exit_code"] == 0))]
+    return clean["end"].iloc[0] if len(clean) else None
 
 
 def trainer_pids(inc: Incident, attempt: pd.Series) -> list[int]:
@@ -796,7 +809,7 @@ class _Assembly:
         end = _end(rows, a, last_alive, self.evidence_end, inc.live, procs)
         if end["end"] is None and (first is not None or not inc.metrics.empty):
             # (where nothing could show a step, an end would make every start one that never trained)
-            end.update(self._gone(procs, last_alive))
+            end.update(self._gone(procs, last_alive) or self._left_gpu(gp, last_alive))
         # what the machine said of its GPUs meanwhile is a cause too (a GPU off the bus hangs
         # the job; its ranks' timeouts come later)
         causes = pd.concat([rows, machine]) if len(machine) else rows
@@ -837,6 +850,32 @@ class _Assembly:
                 "exit_code": None, "signal": None,
                 "end_message": f"PID {int(p['pid'])} was listed last at {gone:%H:%M:%S} in {p['source']}, which "
                                "went on without it; no error or stop line of its own"}
+
+    def _left_gpu(self, gp: pd.DataFrame, last_alive) -> dict:
+        """An end no line tells, where no process listing shows it: the attempt's PIDs left
+        nvidia-smi's process list and a GPU they held shows its memory released soon after, in a
+        stream that went on (a GPU another job also holds shows nothing either way)."""
+        if gp.empty or gp["time"].isna().all():
+            return {}
+        last = gp.loc[gp["time"].idxmax()]
+        gpus = set(gp["gpu"].dropna().astype(int))
+        g = self.inc.gpus
+        if not gpus or g.empty or last_alive > last["time"] + END_SLACK:
+            return {}
+        mine = g[g["gpu"].isin(gpus) & g["memory_used_mib"].notna()]
+        after = mine[mine["time"] > last["time"]].sort_values("time", kind="stable")
+        if after.empty or after["time"].max() - last["time"] < END_SLACK:
+            return {}
+        # a sample within the slack that shows the memory released (a sample taken as it exited
+        # may still show it; a restart may take it again after)
+        soon = after[(after["time"] <= last["time"] + END_SLACK) & ~gpu_state.held(after["memory_used_mib"])]
+        if soon.empty:
+            return {}
+        freed = soon.iloc[0]
+        return {"end": last["time"], "end_kind": GONE, "end_ref": _ref(last), "exit_code": None, "signal": None,
+                "end_message": f"PID {int(last['pid'])} was on GPU {int(freed['gpu'])} last at {last['time']:%H:%M:%S} "
+                               f"and its memory was released by {freed['time']:%H:%M:%S} ({_ref(freed)}); no error "
+                               "or stop line of its own"}
 
     def _hung_up(self, a: _Attempt, end) -> dict:
         """Why an attempt that ended with no word of its own ended, where its shell says it: the

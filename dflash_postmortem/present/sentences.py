@@ -28,7 +28,7 @@ import pandas as pd
 from ..analysis.throughput_levels import band_crossings, recovery, regression
 from ..detect.finding_text import became, ranks_text
 from ..incident import Incident
-from ..model.attempts import attempts
+from ..model.attempts import attempts, stopped_cleanly_near
 from ..model.ledger import CLASSES, SHOWN_S, ledger
 from ..said import error_text
 from ..schema import TOK_PER_S
@@ -316,6 +316,9 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
         v = verified.iloc[-1]
         out.append(f"The relaunch at {_when(v['start'])} came up, checked by dflash-postmortem launch; its first "
                    f"step was logged at {_when(v['end'])}.")
+    elif partial is None and sign is not None and sign["kind"] == "stall" and \
+            (stopped := stopped_cleanly_near(inc, sign["end"])) is not None:
+        out.append(f"Then the run stopped by itself at {_when(stopped)}" + _lost(impact) + ".")
     elif partial is None and sign is not None:
         out.append("It had not recovered when the evidence ends" + _lost(impact) + ".")
     if sign is None and not out:

@@ -17,9 +17,9 @@ from ..analysis.cause_ranking import rank_causes
 from ..analysis.source_choice import gpu_samples, throughput_samples
 from ..analysis.throughput_levels import recovery, regression
 from ..analysis.timeline import Timeline
-from ..detect import gpu_state
 from ..detect.throughput import config_differences
 from ..incident import Incident
+from ..model import gpu_state
 from ..model.attempts import attempts
 from ..model.launches import outcomes
 from ..model.ledger import CLASSES, SHOWN_S, ledger, ledger_parts

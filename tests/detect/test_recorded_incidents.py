@@ -471,3 +471,42 @@ def test_a_run_killed_with_no_word_and_resumed_died_where_its_process_left_the_l
     assert found.iloc[0]["start"] == T5("03:17:48") and n["pid"] == 6352
     assert (n["resumed_step"], n["reached_step"], n["redone_steps"]) == (200, 280, 80)
     assert abs(n["restarted_at"] - T5("03:18:28.400")) <= NEAR
+
+
+def test_where_no_listing_shows_processes_the_gpu_shows_the_end(tmp_path):
+    """h200-1gpu-hangup without its ps loop: nvidia-smi's process list shows PID 592 last at
+    02:24:01.897 and GPU 0's memory is 0 MiB at 02:24:02.899 (smi.csv): its end; the terminal's
+    hangup is still its cause."""
+    src = REPO / "data" / "incidents" / "h200-1gpu-hangup" / "logs"
+    (tmp_path / "logs").mkdir()
+    for name in ("smi.csv", "smi_apps.csv", "train.log", "train2.log", "terminal.typescript", "terminal2.typescript"):
+        (tmp_path / "logs" / name).write_bytes((src / name).read_bytes())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    first = attempts(inc).iloc[0]
+    assert first["end_kind"] == "gone" and first["end"] == T5("02:24:01.897") and first["cause_kind"] == "hangup"
+    assert "released by 02:24:02 (logs/smi.csv:" in first["end_message"]
+    died = detect(inc)
+    assert died[died["kind"] == "training_died"]["start"].tolist() == [T5("02:24:02")]
+
+
+def test_on_the_h200_a_ctrl_z_stall_and_a_kill_from_outside_are_told(told):
+    """h200-1gpu-ctrl-z: step 150 at 03:44:12, Ctrl-Z at 03:44:13.189, `fg` at 03:45:13.191, then
+    a clean stop; h200-1gpu-vanished: SIGKILL to PID 816 at 03:46:11.961 after step 250, the
+    operator's resume at 03:46:52.298 from step 200."""
+    inc, att, found = told("h200-1gpu-ctrl-z")
+    assert _kinds(found) == ["stall"]
+    stall = found.iloc[0]
+    # (it ends where the process was last seen on the GPU, 03:45:14.684, after its stop line)
+    assert stall["start"] == T5("03:44:12") and abs(stall["end"] - T5("03:45:13")) <= NEAR
+    assert stall["numbers"]["stopped"]
+    assert stall["numbers"]["holders"] == [503] and stall["numbers"]["idle"]
+    # `fg` woke it with its 90 s used up: it stopped at once (no "had not recovered")
+    assert pm.what_happened(inc, found)[1].startswith("Then the run stopped by itself at 03:45:13 UTC")
+    inc, att, found = told("h200-1gpu-vanished")
+    assert _kinds(found) == ["training_died"]
+    n = found.iloc[0]["numbers"]
+    assert abs(found.iloc[0]["start"] - T5("03:46:11.961")) <= NEAR and n["pid"] == 816
+    assert (n["resumed_step"], n["reached_step"], n["redone_steps"]) == (200, 250, 50)
+    assert abs(n["restarted_at"] - T5("03:46:52.298")) <= NEAR
