@@ -834,7 +834,6 @@ class _Assembly:
             "last_alive": last_alive, "last_alive_ref": last_ref, **end,
         }
 
-
     def _gone(self, procs: pd.DataFrame, last_alive) -> dict:
         """An end no line tells: the attempt's processes left a process listing (ps, top) that
         went on listing others for a while (END_SLACK) without them, its logs silent since. How
