@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..incident import Incident
 from ..model import computed as memo
-from ..model.attempts import CAUSES, GONE, attempts, trainer_pids
+from ..model.attempts import CAUSES, END_SLACK, GONE, attempts, trainer_pids
 from ..model.progress import lines_of, resumes
 from ..model.states import states
 from ..said import error_text
@@ -34,10 +34,11 @@ from .finding_text import one_line
 from .per_host import judged
 
 _ERRORS = ("traceback", "oom", "oom_kill", "timeout", "nccl_timeout", "attempt_end", "exit", "killed", GONE)
-# A limit on the job's time that ended it (coreutils `timeout`'s status, Slurm's `DUE TO TIME
-# LIMIT` and its TIMEOUT state, Kubernetes' DeadlineExceeded): a stop the job's own command or
-# scheduler asked for, not an error, though what was trained since the last checkpoint is lost.
-_TIME_LIMIT = re.compile(r"(?i)\btime ?limit\b|\bDeadlineExceeded\b|\bjob \S+ (?:\S+ )?TIMEOUT\b")
+# A limit on the job's time that ended it (coreutils `timeout`'s status; Slurm's `DUE TO TIME
+# LIMIT` and TIMEOUT state, which its loaders give as a timeout of `what` "slurm time limit"): a
+# stop the job's own command or scheduler asked for, not an error, though what was trained since
+# the last checkpoint is lost.
+_TIME_LIMIT = "time limit"
 # A ChildFailedError table's entry of a worker the agent stopped (launcher_lines: `elastic_failure`)
 _STOPPED_BY_LAUNCHER = "elastic_failure"
 _AFTER_END = pd.Timedelta(seconds=5)  # the table comes a moment after the attempt's end
@@ -65,7 +66,7 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
         if (mine["state"] == "stalled").any() or not (mine["state"].isin(("exited", "killed"))).any():
             continue
         nxt = att[(att["start"] > a["start"]) & (att["job"] == a["job"])].head(1)
-        kind = _how_it_ended(a, restarted=len(nxt) > 0)
+        kind = _how_it_ended(inc, a, restarted=len(nxt) > 0)
         if kind is None:
             continue
         lines = lines_of(inc, a)
@@ -158,24 +159,32 @@ def _status_text(a: pd.Series) -> str | None:
     return said if meaning.lower() in said.lower() or int(a["exit_code"]) == 0 else f"{said} ({meaning})"
 
 
-def _how_it_ended(a: pd.Series, restarted: bool) -> str | None:
+def _how_it_ended(inc: Incident, a: pd.Series, restarted: bool) -> str | None:
     """Of an attempt that trained, then ended: `time_limit` where a limit on its time ended it,
     `training_died` where an error or a signal did, None where it stopped by itself or someone
     stopped it. An end no line tells (its process gone from the listing) is a death where its
     cause is known (its terminal hung up) or its job was started again (someone found it dead);
     else a run that finished without a last word reads the same, and nothing is said."""
-    if _time_limited(a):
+    if _time_limited(inc, a):
         return "time_limit"
     if a["end_kind"] == GONE:
         return "training_died" if isinstance(a["cause_kind"], str) or restarted else None
     return "training_died" if _an_error(a) else None
 
 
-def _time_limited(a: pd.Series) -> bool:
-    # 124 with SIGTERM is `timeout`'s own status (shell_words.exit_meaning)
+def _time_limited(inc: Incident, a: pd.Series) -> bool:
+    """Its end was a time limit: `timeout`'s own status (124 with SIGTERM: shell_words.exit_meaning),
+    or a scheduler's time limit for its job or in its logs as it ended."""
     if a["end_kind"] == "exit" and a["exit_code"] == 124 and a["signal"] == "SIGTERM":
         return True
-    return any(isinstance(t, str) and _TIME_LIMIT.search(t) for t in (a["cause_message"], a["end_message"]))
+    ev = inc.events
+    if "what" not in ev.columns or pd.isna(a["end"]):
+        return False
+    limits = ev[ev["what"].astype(str).str.contains(_TIME_LIMIT) & ((ev["time"] - a["end"]).abs() <= END_SLACK)]
+    mine = limits["source"].isin(a["sources"] or [])
+    if "job" in limits.columns and isinstance(a["job"], str):
+        mine |= (limits["job"] == a["job"]).fillna(False).astype(bool)
+    return bool(mine.any())
 
 
 def _an_error(a: pd.Series) -> bool:

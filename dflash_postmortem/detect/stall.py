@@ -71,6 +71,8 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
     """One finding per stretch of an attempt's life without progress (model.states); with
     `threshold_s`, only those at least that long."""
     att = attempts(inc).set_index("attempt", drop=False)
+    # the lines of a process listing that show a process stopped (state T)
+    listed = set(inc.processes["stopped_ref"].dropna()) if "stopped_ref" in inc.processes.columns else set()
     rows = []
     for _, s in _stalled(inc).iterrows():
         if threshold_s is not None and (s["end"] - s["start"]).total_seconds() < threshold_s:
@@ -93,7 +95,6 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
         last = lines[lines["time"] <= start_].tail(1)
         died = [s["ref"]] if cause and isinstance(s["ref"], str) else []
         # what the line it cites is: a shell or a listing that shows the job stopped (Ctrl-Z), else an error
-        listed = set(inc.processes["stopped_ref"].dropna()) if "stopped_ref" in inc.processes.columns else set()
         stopped = bool(died) and (memo.rows_where(inc, "events", "ref", died[0])["kind"].eq("job_stopped").any()
                                   or died[0] in listed)
         why = "the job was stopped" if stopped else "a thread or rank died before the silence"

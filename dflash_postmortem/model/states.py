@@ -22,8 +22,6 @@ Each row is one stretch of one state, with the line that shows its beginning.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
@@ -282,8 +280,6 @@ def _died_inside(inc: Incident, a: pd.Series, lines: pd.DataFrame, end) -> tuple
             f"the process alive; likely cause: {first[:120]} ({last[:160]}) at {r['time']:%H:%M:%S}")
 
 
-# bash's and zsh's words for a stopped job, without the command after them
-_STOPPED = re.compile(r"^(?:zsh: )?(?:\[\d+\]\s*[+-]?\s+(?:\d+\s+)?)?(?:Stopped|stopped|suspended)(?:\s*\((?:SIG)?\w+\))?")
 # A shell's command that sets a stopped job going again: `fg`, `bg`, `kill -CONT`
 _RESUMES = r"^\s*(?:fg|bg)\b|\bkill\s+-(?:s\s+)?(?:SIG)?(?:CONT|18)\b"
 
@@ -324,8 +320,9 @@ def _shell_stops(inc: Incident, a: pd.Series) -> list[tuple]:
         if pd.isna(r["time"]) or not isinstance(r.get("ref"), str):
             continue
         approx = bool(r.get("time_approx")) if pd.notna(r.get("time_approx")) else False
-        status = _STOPPED.match(str(r["message"]).strip())
-        shown = " ".join(status.group(0).split()) if status else "Stopped"
+        # the shell's words without the job's command line the loader read after them
+        said, job = str(r["message"]).strip(), r.get("job_command")
+        shown = " ".join((said.split(job, 1)[0] if isinstance(job, str) and job in said else said).split())
         text = f"likely cause: `{shown}` (Ctrl-Z, SIGTSTP or SIGSTOP)"
         later = ev[(ev["source"] == r["source"]) & (ev["kind"] == "command") & (ev["time"] >= r["time"])
                    & ev["message"].astype(str).str.contains(_RESUMES, regex=True)]
