@@ -697,6 +697,9 @@ _STYLES = (
     ("bash-N$", re.compile(rf"^{_ENV}(?:ba|z|k|da|)sh(?:-\d+(?:\.\d+)*)?[$#](?: (?P<cmd>.*))?$")),
     # oh-my-zsh robbyrussell: ➜  dir git:(main) ✗ cmd
     ("➜", re.compile(rf"^{_ENV}➜ +\S+(?: git:\([^)]*\))?(?: ✗)?(?: (?P<cmd>.*))?$")),
+    # dev containers and GitHub Codespaces: `@user ➜ /workspaces/repo (main) $ cmd` (`user` without
+    # the `@` in a local dev container)
+    ("user ➜ dir $", re.compile(rf"^{_ENV}@?[\w.-]+ ➜ +[^\s$#]+(?: \([^)]*\))?(?: ✗)? ?[$#](?: (?P<cmd>.*))?$")),
     # pure / starship / powerlevel10k: the path is on the line above, the prompt is a glyph
     ("❯", re.compile(rf"^{_ENV}(?:[\w~/.-]+ )?❯(?: (?P<cmd>.*))?$|^{_ENV}[λ»→▶](?: (?P<cmd2>.*))?$")),
     # PowerShell and cmd.exe

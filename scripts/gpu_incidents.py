@@ -54,6 +54,12 @@ did (what the README of the incident is written from), which the incident folder
     vanished           `nohup ... &` with a PID file; a SIGKILL from outside the operator's view (as the
                        host's OOM killer or an admin's cleanup would send) ends it with no word; the
                        operator notices, then resumes it from its last checkpoint
+    disk-full          `nohup ... &` checkpointing into a small volume another job fills with a data
+                       cache: the step-200 checkpoint cannot be written and the run dies; the operator
+                       frees the volume, removes the cut file and resumes from step 100
+    lingering          `nohup ... &`, a sweep: the first run logs its last line but its process never
+                       exits, holding its GPU memory; the operator starts the next run beside it and,
+                       once that one is done, finds the first in nvidia-smi and kills it
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -856,6 +862,89 @@ def nccl_contention(r: Recording) -> None:
     op.run("tail -n 3 logs/train.log")
 
 
+DISK_FILLER = """import sys, time  # a data cache another job writes
+size = int(sys.argv[2])
+with open(sys.argv[1], "wb") as f:
+    while size > 0:
+        n = min(size, 1 << 20)
+        f.write(b"\\0" * n)
+        size -= n
+print("cache written", flush=True)
+"""
+
+
+def disk_full(r: Recording) -> None:
+    r.gpus_and_processes()
+    op = Transcript(r.dir)
+    ckpt = r.dir / "ckpt"
+    ckpt.mkdir()
+    size = "6g" if r.gpu else "64m"
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(ckpt)],
+                             capture_output=True, text=True, check=False)
+    if mounted.returncode:
+        r.truth(f"cannot mount a small volume for the checkpoints ({mounted.stderr.strip()}): scenario skipped")
+        return
+    r.truth(f"the checkpoint folder is a volume of its own, {size} (a tmpfs the driver mounted, as a small scratch disk)")
+    try:
+        r.truth("operator starts the trainer under nohup, checkpoints every 100 steps into ckpt/")
+        op.run(f"nohup {TRAIN} --run-name scratch --seconds 600 {r.model} --checkpoint-dir ckpt --checkpoint-every 100 "
+               "> logs/train.log 2>&1 &")
+        r.wait_for("logs/train.log", "Saved checkpoint at step 100", 300)
+        first = (ckpt / "step_100.pt").stat().st_size
+        free = shutil.disk_usage(ckpt).free
+        fill = max(0, free - first // 2)
+        r.truth(f"step_100.pt is {first} bytes; another job (no transcript) writes a {fill} byte data cache to the "
+                f"same volume, leaving about half a checkpoint free")
+        (r.dir / "run" / "fill_cache.py").write_text(DISK_FILLER)
+        (ckpt / "cache").mkdir()
+        cache = r.background(f"exec {shlex.quote(sys.executable)} run/fill_cache.py ckpt/cache/shard-00.bin {fill}",
+                             "logs/cache.out")
+        cache.wait(timeout=120)
+        r.truth("the cache is written; the step-200 checkpoint cannot fit")
+        r.wait_for("logs/train.log", "Traceback", 300)
+        time.sleep(10)
+        r.truth("operator looks: the log's end, the volume, the folder")
+        op.run("tail -n 6 logs/train.log")
+        op.run("df -h ckpt; ls -la ckpt ckpt/cache")
+        r.truth("operator removes the cache and the cut step-200 file, then resumes with 30 s of training")
+        op.run("rm -r ckpt/cache ckpt/step_200.pt; df -h ckpt")
+        op.run(f"nohup {TRAIN} --run-name scratch --seconds 30 {r.model} --checkpoint-dir ckpt --checkpoint-every 100 "
+               "--resume > logs/train2.log 2>&1 &")
+        r.wait_for("logs/train2.log", "Training stopped", 300)
+        r.truth("the resumed run stopped by itself")
+        time.sleep(5)
+    finally:
+        subprocess.run(["pkill", "-f", "dflash_postmortem.replay.train"], check=False)
+        time.sleep(2)
+        # the checkpoints are not evidence; the folder stays, as an empty mount point
+        subprocess.run(["umount", "-l", str(ckpt)], check=False)
+
+
+def lingering(r: Recording) -> None:
+    r.gpus_and_processes()
+    op = Transcript(r.dir)
+    r.truth("operator starts the first run of a sweep under nohup, 40 s of training; it is set never to exit "
+            "after its last line (--inject-hang exit:1: as a process waiting on a worker that never ends)")
+    op.run(f"nohup {TRAIN} --run-name sweep-a --seconds 40 {r.model} --inject-hang exit:1 "
+           "--pid-file run/sweep-a.pid > logs/sweep-a.log 2>&1 &")
+    r.wait_for("logs/sweep-a.log", "Training stopped", 300)
+    r.truth("sweep-a logged `Training stopped`; its process lives on, holding its GPU memory")
+    time.sleep(20)
+    r.truth("operator sees the log's last line and starts the next run of the sweep the same way")
+    op.run("tail -n 1 logs/sweep-a.log")
+    op.run(f"nohup {TRAIN} --run-name sweep-b --seconds 40 {r.model} --pid-file run/sweep-b.pid "
+           "> logs/sweep-b.log 2>&1 &")
+    r.wait_for("logs/sweep-b.log", "Training stopped", 300)
+    r.truth("sweep-b stopped by itself and exited")
+    time.sleep(15)
+    r.truth("operator looks at the GPU, finds sweep-a's process still there and kills it")
+    op.run("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv" if r.gpu else "uptime")
+    op.run("ps -o pid,etime,args -p $(cat run/sweep-a.pid)")
+    op.run("kill $(cat run/sweep-a.pid); sleep 3; ps -p $(cat run/sweep-a.pid) || echo gone")
+    r.truth("sweep-a's process is gone")
+    time.sleep(8)
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -864,6 +953,7 @@ SCENARIOS = {
     "hf-long-eval": hf_long_eval, "watched-relaunch": watched_relaunch, "rank-logs": rank_logs,
     "sigint-ignored": sigint_ignored, "hangup": hangup, "timeout-limit": timeout_limit,
     "ctrl-z": ctrl_z, "vanished": vanished, "nccl-watchdog": nccl_watchdog, "nccl-contention": nccl_contention,
+    "disk-full": disk_full, "lingering": lingering,
 }
 
 

@@ -51,6 +51,16 @@ _PROCESS_LOGS = ("training-log", "kernel-log", "systemd-journal")
 # What ends a process, as a line says it (of a main thread's traceback, a non-zero exit, an end
 # that was no success: `_fatal`).
 _FATAL = ("oom_kill", "oom", "killed", "timeout", "nccl_timeout", "exit", "traceback", "attempt_end", "signal")
+# A traceback's frame that saves (torch.save and its `_save`, a trainer's `save_checkpoint` or
+# `_save_checkpoint`, `save_pretrained`, safetensors' `save_file`, accelerate's `save_state`,
+# torch.distributed.checkpoint's `save`): the run died writing its state, not computing a step.
+_SAVING = re.compile(r'^\s*File "[^"]*", line \d+, in (?:_*save\w*|\w*_save(?:_\w+)?)\s*$', re.M)
+# What a failed write says, where the error itself tells: the OS's words, torch.save's writer
+_WRITE_FAILED = re.compile(r"No space left on device|Errno 28\b|ENOSPC|Disk quota exceeded|EDQUOT|"
+                           r"file write failed|unexpected pos \d+ vs \d+|iostream error", re.I)
+# A full file system in the operator's `df` (transcript/disk_usage.py) this near a death that
+# wrote tells why the write failed: the operator looks after the crash, or saw it fill before.
+_DF_NEAR = pd.Timedelta(minutes=30)
 
 
 @judged
@@ -89,6 +99,14 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
         on_rank = a["cause_rank"] is not None and not pd.isna(a["cause_rank"])
         refs = [r for r in dict.fromkeys((a["cause_ref"], a["end_ref"])) if isinstance(r, str)]
         hung = silent is not None and silent >= _hang_s(lines)
+        saving = _saving(inc, a, when)
+        full = _full_disk(inc, when) if saving or _WRITE_FAILED.search(str(error)) else None
+        causes = [findings.cause(findings.event_id(refs[0]), f"what went wrong: {one_line(error)}", refs[:1])] \
+            if refs else []
+        if full is not None:
+            causes.append(findings.cause(findings.event_id(full["ref"]), f"a full file system: {full['message']}",
+                                         [full["ref"]]))
+            refs.append(full["ref"])
         rows.append(findings.finding(
             kind, when, a["end"], "warning" if kind == "time_limit" else "critical", refs + findings.refs(last),
             {"run": a["run"], "script": a["script"], "attempt": a["attempt"], "started": a["start"],
@@ -97,10 +115,33 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
              "error": error, "error_rank": int(a["cause_rank"]) if on_rank else None, "ended": a["end"],
              "silent_s": silent, "hung": hung, "silent_logs": _silent_logs(inc, a, last_t) if hung else [],
              "stopped_ranks": _stopped_ranks(inc, a) if hung else [],
+             "doing": "saving" if saving else "training",
+             "disk_full": full["message"] if full is not None else None,
+             "disk_full_at": full["time"] if full is not None else None,
              **numbers},
-            caused_by=[findings.cause(findings.event_id(refs[0]), f"what went wrong: {one_line(error)}", refs[:1])]
-            if refs else [], within_s=_within(inc, a["cause_ref"])))
+            caused_by=causes, within_s=_within(inc, a["cause_ref"])))
     return findings.frame(rows)
+
+
+def _saving(inc: Incident, a: pd.Series, when) -> bool:
+    """Whether a traceback of the attempt's logs as it died (a chained exception is two) has a
+    frame that saves."""
+    ev = inc.events
+    if pd.isna(when) or "kind" not in ev.columns:
+        return False
+    tb = ev[(ev["kind"] == "traceback") & ev["source"].isin(a["sources"] or []) & ((ev["time"] - when).abs() <= END_SLACK)]
+    return bool(tb["message"].astype(str).str.contains(_SAVING).any())
+
+
+def _full_disk(inc: Incident, when) -> dict | None:
+    """The `df` row nearest the death that showed a full file system, within _DF_NEAR of it."""
+    ev = inc.events
+    if pd.isna(when) or "kind" not in ev.columns:
+        return None
+    full = ev[(ev["kind"] == "disk_full") & ((ev["time"] - when).abs() <= _DF_NEAR)]
+    if full.empty:
+        return None
+    return full.loc[(full["time"] - when).abs().idxmin()].to_dict()
 
 
 def _within(inc: Incident, ref) -> float:
@@ -242,6 +283,7 @@ def detect_unplaced_deaths(inc: Incident) -> pd.DataFrame:
              "end_message": (error_text(last["message"], last["kind"]) or None) if last["ref"] != first["ref"] else None,
              "ended": last["time"] if pd.notna(last["time"]) else None, "ranks": ranks,
              "exit_code": findings.whole(last.get("exit_code")), "signal": last.get("signal") if isinstance(last.get("signal"), str) else None,
+             "doing": "saving" if first["kind"] == "traceback" and _SAVING.search(str(first["message"])) else None,
              **_steps_in(inc.metrics, source)},
             caused_by=[findings.cause(findings.event_id(refs[0]), f"what went wrong: {one_line(error)}", refs[:1])],
             within_s=_within(inc, refs[0])))

@@ -222,6 +222,17 @@ def _stall(f: _Finding) -> tuple[str, str]:
                    + (f"; likely cause: {f.cause}" if f.cause else "") + ".")
 
 
+def _lingering(f: _Finding) -> tuple[str, str]:
+    who = f"PID {f.pid}" if f.pid is not None else "its process"
+    held = ("; it held " + ", ".join(f"{m:.0f} MiB (PID {p})" for p, m in f.holder_mib.items())
+            + (f" at ~{f.util_pct_mostly:.0f} % utilization" if f.idle and f.util_pct_mostly is not None else "")
+            if f.holder_mib else "")
+    until = (f"until {clock(f.end)}: {f.end_message}" if f.end_message else f"to the end of the evidence at {clock(f.end)}")
+    return (f"run {f.run or '?'} finished but {who} did not exit for {duration(f.seconds)}",
+            f"Run {f.run or '?'} wrote nothing after {clock(f.start)} ({f.stop_line}), yet {who} lived on "
+            f"{until}{held}.")
+
+
 # --- kills ----------------------------------------------------------------------------------------
 
 def _who(f: _Finding) -> str:
@@ -334,7 +345,7 @@ _BY_KIND: dict[str, Callable[[_Finding], tuple[str, str]]] = {
     "no_recovery": _no_recovery, "failed_restart": _failed_restart, "slow_start": _slow_start,
     "verified_start": _verified_start, "never_trained": _never_trained, "stale_process": _stale_process,
     "training_died": _training_died, "time_limit": _training_died, "process_died": _process_died,
-    "loss_not_finite": _loss_not_finite, "kill_failed": _kill_failed, "survivor": _survivor, "stall": _stall,
+    "loss_not_finite": _loss_not_finite, "kill_failed": _kill_failed, "survivor": _survivor, "stall": _stall, "lingering": _lingering,
     "role_mismatch": _role_mismatch, "idle_allocated_gpu": _idle_allocated_gpu,
     "straggler": _straggler, "gpu_error": _gpu_error, "restart_never_came_up": _restart_never_came_up,
 }

@@ -114,6 +114,9 @@ class TrainingDied(TypedDict):
     hung: bool  # that silence was long (five usual gaps between step lines, 10 s at least): a hang, then the error
     silent_logs: list  # of a hang: the attempt's logs (each rank's own) with no line after the last step, where another's error ended it
     stopped_ranks: list  # of a hang: the ranks the launcher stopped with a signal that logged no error of their own
+    doing: str  # "saving" where a traceback as it died has a frame that saves (a checkpoint), else "training"
+    disk_full: str | None  # of a death that wrote: the full file system a `df` near it showed
+    disk_full_at: pd.Timestamp | None  # when that `df` ran
     ended: pd.Timestamp  # when the attempt was over (the agent's or shell's last word on it)
     restarted_at: pd.Timestamp | None
     restarted_by: str | None  # operator, supervisor, agent, scheduler, container, unknown
@@ -133,6 +136,7 @@ class ProcessDied(TypedDict):
     signal: str | None
     steps_logged: int  # the distinct steps its log holds (no attempt placed them: nothing dates them)
     last_step: int | None
+    doing: str | None  # "saving" where the error's traceback has a frame that saves (a checkpoint)
 
 
 class LossNotFinite(TypedDict):
@@ -193,6 +197,20 @@ class Stall(TypedDict):
     idle_share: float
     cause: str | None  # a thread or rank that died before the silence, or what shows the job stopped
     stopped: bool  # the job was stopped (Ctrl-Z, SIGSTOP): its shell's `[1]+  Stopped`, or a listing's state T
+
+
+class Lingering(TypedDict):
+    run: Any
+    attempt: Any
+    pid: int | None
+    seconds: float  # from its last line after its stop line to the end of its process
+    stop_line: str  # what its own last word was: `its own last word was ...`
+    end_kind: str | None  # how its process ended (a kill sent, a signal...), None: alive when the evidence ends
+    end_message: str | None
+    holder_mib: dict[int, float]  # the GPU memory its PIDs held meanwhile, per PID
+    gpus: list[int]
+    idle: bool  # the GPUs it held sat at ~0 % utilization through most of it
+    util_pct_mostly: float | None
 
 
 class RoleMismatch(TypedDict):
@@ -274,7 +292,8 @@ BY_KIND: dict[str, type] = {
     "verified_start": VerifiedStart, "never_trained": NeverTrained, "stale_process": StaleProcess,
     "training_died": TrainingDied, "time_limit": TrainingDied, "process_died": ProcessDied,
     "loss_not_finite": LossNotFinite,
-    "kill_failed": KillFailed, "survivor": Survivor, "stall": Stall, "role_mismatch": RoleMismatch,
+    "kill_failed": KillFailed, "survivor": Survivor, "stall": Stall, "lingering": Lingering,
+    "role_mismatch": RoleMismatch,
     "idle_allocated_gpu": IdleAllocatedGpu,
     # fleet-wide (store/fleet.py)
     "straggler": Straggler, "gpu_error": GpuError, "restart_never_came_up": RestartNeverCameUp,

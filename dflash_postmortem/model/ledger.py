@@ -6,6 +6,7 @@ class, so that the cost of an incident is a sum that can be checked.
     degraded      ... and the rest here: the share lost to the drop
     starting      an attempt held the GPU before its first step (program start-up, checkpoint restore)
     stalled       an attempt held the GPU and made no progress
+    lingering     an attempt's process held the GPU after its run had finished (it did not exit)
     redone        training that repeated steps already done before a resume from a checkpoint
                   (Google's ML Goodput: wasted progress)
     restarting    between an attempt's end and the next attempt's start
@@ -30,7 +31,7 @@ from .pace import unit
 from .progress import progress, resumes, warmed
 from .states import MIN_DROP, states
 
-CLASSES = ("productive", "degraded", "starting", "stalled", "redone", "restarting", "down")
+CLASSES = ("productive", "degraded", "starting", "stalled", "lingering", "redone", "restarting", "down")
 # A class with less than this many seconds is not shown (it rounds to 0 s)
 SHOWN_S = 0.5
 COLUMNS = ("host", "gpu", *CLASSES, "total")
@@ -53,7 +54,7 @@ def ledger_parts(inc: Incident) -> pd.DataFrame:
 # The frames the ledger is read from (the memo of computed.py is keyed by them).
 READS = ("metrics", "events", "processes", "gpu_processes", "gpus")
 PART_COLUMNS = ("job", "attempt", "after", "class", "seconds", "evidence")
-_LIFE = ("starting", "redone", "productive", "degraded", "stalled", "restarting", "down")
+_LIFE = ("starting", "redone", "productive", "degraded", "stalled", "lingering", "restarting", "down")
 
 
 def _account(inc: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -102,7 +103,8 @@ def _ledger(inc: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
             kind, ratio = what[a]
             training = kind == "training"
             for c, part in (("starting", kind == "starting"), ("stalled", kind == "stalled"), ("redone", kind == "redone"),
-                            ("productive", training * ratio), ("degraded", training * (1 - ratio))):
+                            ("lingering", kind == "lingering"), ("productive", training * ratio),
+                            ("degraded", training * (1 - ratio))):
                 v = float(np.sum(secs * share * part))
                 cls[c] += v
                 parts[(a, None, c)] = parts.get((a, None, c), 0.0) + v
@@ -138,6 +140,8 @@ def _parts(parts: dict[tuple, float], att: pd.DataFrame, st: pd.DataFrame, redo:
             refs = list(st.loc[(st["attempt"] == a) & (st["state"] == "degraded"), "ref"]) or [me["first_step_ref"]]
         elif c == "stalled":
             refs = list(st.loc[(st["attempt"] == a) & st["state"].isin(["stalled", "hung"]), "ref"])
+        elif c == "lingering":
+            refs = list(st.loc[(st["attempt"] == a) & (st["state"] == "lingering"), "ref"])
         else:
             refs = list(redo.loc[redo["attempt"] == a, "ref"])
         rows.append({"job": me["job"], "attempt": a, "after": prev, "class": c, "seconds": v,
@@ -160,12 +164,12 @@ def _baseline(inc: Incident, prog: pd.DataFrame) -> float:
 
 def _classes(attempt: str, mid: pd.DatetimeIndex, st: pd.DataFrame, prog: pd.DataFrame, redo: pd.DataFrame,
              baseline: float, min_drop: float) -> tuple[np.ndarray, np.ndarray]:
-    """For each piece (by its middle): the attempt's class there (starting, stalled, redone or
-    training) and its level against the baseline (1 where no level is known)."""
+    """For each piece (by its middle): the attempt's class there (starting, stalled, lingering,
+    redone or training) and its level against the baseline (1 where no level is known)."""
     kind = np.full(len(mid), "training", dtype=object)
     mine = st[st["attempt"] == attempt]
     # stalled wins over starting where both say so; a hang until the error is a stall's seconds
-    for state, cls in (("starting", "starting"), ("stalled", "stalled"), ("hung", "stalled")):
+    for state, cls in (("starting", "starting"), ("stalled", "stalled"), ("hung", "stalled"), ("lingering", "lingering")):
         for s, e in zip(mine.loc[mine["state"] == state, "start"], mine.loc[mine["state"] == state, "end"], strict=True):
             kind[(s <= mid) & (mid < (e if pd.notna(e) else s))] = cls
     # from the resume line on it trains, though its first step line may come later

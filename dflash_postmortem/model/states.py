@@ -10,6 +10,9 @@
     hung          no step from its last one until the error that ended it, longer than 3 x its
                   median step interval (a collective waiting for a rank that stopped, until its
                   timeout): its death's story, as a stall is one of its own
+    lingering     done training (its own stop line: `Training stopped`, its run's end) and silent
+                  after it, yet alive (a listing, its GPU memory, a kill that ended it) for longer
+                  than LINGER_S: a process that did not exit, holding what it held
     exited        ended with a status, an error line or a clean stop
     killed        ended by a signal, the OOM killer, or a launcher's or scheduler's kill
     never trained gave up before a first step: it ended, it went silent (no sign of life for
@@ -29,7 +32,7 @@ from ..incident import Incident
 from ..said import error_text
 from ..units import figure
 from . import carried, computed
-from .attempts import APPROX_S, MACHINE_FAULTS, attempts
+from .attempts import APPROX_S, CLEAN_ENDS, MACHINE_FAULTS, attempts
 from .pace import unit
 from .progress import lines_of, progress, warmed
 
@@ -42,6 +45,9 @@ MIN_DROP = 0.15
 # A start with no step whose last sign of life (a listing, GPU memory, a log line) came this long
 # before the evidence ends went silent: it is over, not still loading.
 SILENT_S = 60.0
+# A run silent this long after its own stop line while its process lived on did not exit (a
+# trainer saving or evaluating after its stop line writes lines while it does).
+LINGER_S = 60.0
 _KILLED = ("oom_kill", "oom", "killed", "kill_sent")
 
 
@@ -113,6 +119,10 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
     else:
         rows.append(_row(a, "starting", a["start"], first, a["start_ref"], ""))
         lines = lines_of(inc, a)
+        done = _done_but_alive(inc, a, lines, end)
+        if done is not None:  # its training ended at its stop line; the rest is a process that lived on
+            rows.append(_row(a, "lingering", done[0], end, done[1], done[2]))
+            end = done[0]
         threshold = pd.Timedelta(seconds=stall_threshold_s(inc, lines))
         # Its steps, then the last sign of life: a gap longer than the threshold is a stall.
         times = lines["time"].tolist() + [end]
@@ -162,6 +172,24 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         rows.append(_row(a, "killed" if kind in _KILLED or pd.notna(a["signal"]) else "exited",
                          a["end"], a["end"], a["end_ref"], a["end_message"] or ""))
     return rows
+
+
+def _done_but_alive(inc: Incident, a: pd.Series, lines: pd.DataFrame, end) -> tuple | None:
+    """(its last line, the stop line's ref, the stop line) of an attempt whose own logs said it
+    was done after its last step and then nothing for longer than LINGER_S while it lived on."""
+    if pd.isna(end) or lines.empty:
+        return None
+    ev = _own_events(inc, a)
+    last_step = lines["time"].max()
+    stops = ev[ev["kind"].isin(CLEAN_ENDS) & (ev["time"] >= last_step)]
+    if stops.empty:
+        return None
+    stop = stops.sort_values("time", kind="stable").iloc[0]
+    # its last line of any kind: a trainer that saves or evaluates after its stop line says so
+    quiet_from = max(ev["time"].max(), last_step)
+    if (end - quiet_from).total_seconds() <= LINGER_S:
+        return None
+    return quiet_from, stop["ref"], f"its last word was `{error_text(stop['message'], stop['kind'], 160)}`"
 
 
 def _gaps(times: list, first, threshold: pd.Timedelta, end) -> list[tuple[int, int]]:

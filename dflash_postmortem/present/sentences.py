@@ -295,6 +295,7 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     timed = [(died["start"], _death(died)) for _, died in _of(findings, "training_died", "time_limit").iterrows()]
     timed += [(died["start"], _unplaced_death(died)) for _, died in _of(findings, "process_died").iterrows()]
     timed += [(lost["start"], _not_finite(lost)) for _, lost in _of(findings, "loss_not_finite").iterrows()]
+    timed += [(left["start"], _lingered(left)) for _, left in _of(findings, "lingering").iterrows()]
     kill = _first(findings, "kill_failed")
     if kill is not None:
         timed.append((kill["start"], _kill(kill, _first(findings, "survivor"))))
@@ -438,7 +439,10 @@ def _death(f: pd.Series) -> str:
     rank = f" on rank {n['error_rank']}" if n.get("error_rank") is not None else ""
     since = f", {duration(n['silent_s'])} after its last step" if n.get("hung") else ""
     what = "was stopped by its time limit" if f["kind"] == "time_limit" else "died"
-    said = f"At {_when(f['start'], f.get('within_s'))} run {n['run'] or '?'} {what} while training{rank}{since}: {(n['error'] or 'an error').rstrip('.')}."
+    doing = "saving a checkpoint" if n.get("doing") == "saving" else "training"
+    said = f"At {_when(f['start'], f.get('within_s'))} run {n['run'] or '?'} {what} while {doing}{rank}{since}: {(n['error'] or 'an error').rstrip('.')}."
+    if n.get("disk_full"):
+        said += f" `df` at {_when(n['disk_full_at'])} showed a full file system: {n['disk_full']}."
     said += _waited_for(n)
     if n.get("restarted_at") is None or pd.isna(n.get("restarted_at")):
         return said + " Nothing started it again."
@@ -448,6 +452,24 @@ def _death(f: pd.Series) -> str:
         said += (f", resuming from a checkpoint at step {n['resumed_step']}: it had logged step {n['reached_step']}, "
                  f"so {n['redone_steps']} steps were done again")
     return said + "."
+
+
+def _lingered(f: pd.Series) -> str:
+    """A run that finished whose process did not exit, what it held, and what ended it."""
+    n = f["numbers"]
+    who = f"PID {n['pid']}" if n.get("pid") is not None else "its process"
+    said = (f"Run {n['run'] or '?'} finished at {_when(f['start'])} ({n['stop_line']}), but {who} did not exit: "
+            f"it lived on for {duration(n['seconds'])}")
+    held = n.get("holder_mib") or {}
+    if held:
+        gpus = n.get("gpus") or []
+        said += (f", holding {sum(held.values()) / 1024:,.1f} GiB of "
+                 + (f"GPU {ranks_text(gpus)}" if gpus else "GPU memory")
+                 + (" at ~0 % utilization" if n.get("idle") else ""))
+    if n.get("end_message"):
+        how = "it was killed at " if n.get("end_kind") in ("kill_sent", "killed", "oom_kill") else ""
+        return said + f", until {how}{_when(f['end'])}: {n['end_message']}."
+    return said + ", to the end of the evidence."
 
 
 def _unplaced_death(f: pd.Series) -> str:
@@ -461,7 +483,8 @@ def _unplaced_death(f: pd.Series) -> str:
     held = (f"{n['source']} holds {count(steps, 'step line')}, up to step {n['last_step']}, but nothing of its "
             "start" + (" and no time to place them" if pd.isna(f["start"]) else "")) if steps else \
         f"{n['source']} holds nothing of its start or its training"
-    return f"{said} {who + ' ' if who else ''}died: {(n['error'] or 'an error').rstrip('.')}. {held}."
+    doing = " while saving a checkpoint" if n.get("doing") == "saving" else ""
+    return f"{said} {who + ' ' if who else ''}died{doing}: {(n['error'] or 'an error').rstrip('.')}. {held}."
 
 
 def _not_finite(f: pd.Series) -> str:

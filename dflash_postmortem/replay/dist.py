@@ -192,3 +192,4 @@ def _run_drafter(cfg, j: int, n_t: int, n_d: int, device, log: RunLog, group) ->
     if lead:
         log.info("Training stopped")
     run.finish()
+    hang_at(cfg.inject_hang, "exit", 1)

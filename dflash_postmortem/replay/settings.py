@@ -63,7 +63,8 @@ class ReplayConfig:
     count_flops: bool = False
     peak_tflops: float | None = None
     inject_error: str | None = None  # "target:N" or "drafter:N": raise in that thread at its step N
-    inject_hang: str | None = None  # "target:N" or "drafter:N": block that thread forever at its step N
+    inject_hang: str | None = None  # "target:N" or "drafter:N": block that thread forever at its step N;
+    # "exit:1": the process never exits after its last line
     on_thread_error: str = "stop"  # "continue": a failed thread just dies (a naive loop), the rest wait
     # ranks (torchrun; ranks.py)
     fault_rank: int | None = None  # the faults happen on this rank only (None: every rank)

@@ -109,7 +109,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                         "wait, as a loop without the guard does: the run then stalls")
     g.add_argument("--inject-hang", help="target:N or drafter:N: that thread blocks for good at its step N, as in a "
                                          "collective that never returns (the process lives on, holding its memory); "
-                                         "init:A: a rank blocks before joining the process group in attempt A")
+                                         "init:A: a rank blocks before joining the process group in attempt A; "
+                                         "exit:1: the process never exits after its last line (as one waiting "
+                                         "on a worker or thread that never ends)")
     g.add_argument("--log-per-thread", action="store_true",
                    help="each drafter thread writes its own step lines with its own rate (per-thread logging)")
     g = p.add_argument_group("ranks (under torchrun: one data-parallel rank per process)")
@@ -411,6 +413,7 @@ def train(cfg: ReplayConfig, stream=None) -> int:
     run.finish()
     if cfg.result_json:
         write_result(cfg, meter, busy, elapsed, flops, n_target, n_drafter)
+    hang_at(cfg.inject_hang, "exit", 1)
     return 0
 
 

@@ -510,3 +510,47 @@ def test_on_the_h200_a_ctrl_z_stall_and_a_kill_from_outside_are_told(told):
     assert abs(found.iloc[0]["start"] - T5("03:46:11.961")) <= NEAR and n["pid"] == 816
     assert (n["resumed_step"], n["reached_step"], n["redone_steps"]) == (200, 250, 50)
     assert abs(n["restarted_at"] - T5("03:46:52.298")) <= NEAR
+
+
+def test_a_checkpoint_that_did_not_fit_on_a_full_volume_is_told_with_the_df_that_shows_it(told):
+    """h200-1gpu-disk-full: another job fills the checkpoint volume after step 100's checkpoint;
+    at 05:13:44 torch.save of step 200 fails with words that say nothing of a disk (`basic_ios::
+    clear: iostream error`); the operator's `df -h ckpt` at 05:13:54.705 shows it at 100 %; the
+    resume at 05:13:55.930 loads step 100: 100 steps again. The first trainer is PID 512."""
+    inc, att, found = told("h200-1gpu-disk-full")
+    assert _kinds(found) == ["training_died"]
+    died = found.iloc[0]
+    n = died["numbers"]
+    assert died["start"] == T5("05:13:44") and n["doing"] == "saving" and n["pid"] == 512
+    assert n["disk_full_at"] == T5("05:13:54.705") and "100% of its space used (6.0G of 6.0G, 0 available)" in n["disk_full"]
+    assert [c["evidence"] for c in died["caused_by"]] == [["logs/train.log:50"], ["logs/operator.log:11"]]
+    assert (n["resumed_step"], n["reached_step"], n["redone_steps"]) == (100, 200, 100)
+    assert pm.what_happened(inc, found)[0] == (
+        "At 05:13:44 UTC run scratch died while saving a checkpoint: RuntimeError: basic_ios::clear: iostream "
+        "error. `df` at 05:13:54 UTC showed a full file system: tmpfs mounted on /tmp/inc/h200-1gpu-disk-full/ckpt: "
+        "100% of its space used (6.0G of 6.0G, 0 available). It was started again at 05:13:55 UTC by the operator, "
+        "resuming from a checkpoint at step 100: it had logged step 200, so 100 steps were done again.")
+
+
+def test_a_run_that_finished_but_never_exited_holds_its_gpu_until_killed(told):
+    """h200-1gpu-lingering: sweep-a logs `Training stopped` at 05:15:34 and never exits; PID 882
+    holds 5,622 MiB of GPU 0 beside sweep-b (PID 1097) until the operator's kill at
+    05:17:01.030. Not a stall (it had finished) and not a regression of sweep-b."""
+    inc, att, found = told("h200-1gpu-lingering")
+    assert att["pids"].tolist() == [[882], [1097]]
+    assert _kinds(found) == ["lingering"]
+    left = found.iloc[0]
+    n = left["numbers"]
+    assert left["start"] == T5("05:15:34") and abs(left["end"] - T5("05:17:01.030")) <= NEAR
+    assert (n["run"], n["pid"], n["holder_mib"], n["gpus"]) == ("sweep-a", 882, {882: 5622.0}, [0])
+    assert left["evidence"][:2] == ["logs/sweep-a.log:56", "logs/operator.log:11"]
+    st = states(inc)
+    lived = st[(st["attempt"] == "A1") & (st["state"] != "degraded")]  # (its last window's tail is slower)
+    assert lived["state"].tolist() == ["starting", "training", "lingering", "killed"]
+    gpu = ledger(inc).iloc[0]
+    # the 87 s it lived on, less the share sweep-b held of the GPU while both were on it
+    assert gpu.stalled == 0 and 40 < gpu.lingering < 87
+    assert pm.what_happened(inc, found) == [
+        "Run sweep-a finished at 05:15:34 UTC (its last word was `Training stopped`), but PID 882 did not exit: it "
+        "lived on for 87 s, holding 5.5 GiB of GPU 0, until it was killed at 05:17:01 UTC: `kill $(cat "
+        "run/sweep-a.pid); sleep 3; ps -p $(cat run/sweep-a.pid) || echo gone`."]

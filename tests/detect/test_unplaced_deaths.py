@@ -130,3 +130,25 @@ def test_a_scheduler_listing_of_a_running_job_is_no_slow_start(tmp_path, name):
     assert len(att) == 1 and att.iloc[0]["by"] in ("scheduler", "container")
     assert found.empty
     assert what_happened(inc, found)[0].startswith("No training seen in 1 file")
+
+
+@pytest.mark.parametrize(("name", "error"), [
+    ("train-log/disk-full-errno-28-glued-to-progress-chained-cut-mockingbird.log",
+     "OSError: [Errno 28] No space left on device"),
+    ("train-log/disk-full-rank0-write-failed-data-pkl-fenced-tqdm-f5tts.log",
+     "PytorchStreamWriter failed writing file data.pkl: file write failed"),
+    ("train-log/disk-full-spawn-write-failed-then-unexpected-pos-windows-rvc.log",
+     "PytorchStreamWriter failed writing file data/2229: file write failed"),
+])
+def test_a_process_that_died_in_a_save_is_told_saving(tmp_path, name, error):
+    """Three public pastes of a save that a full disk broke (torch.save's frames, a trainer's
+    `save`): the process died while saving a checkpoint, in torch's or the OS's words."""
+    inc, found, died = _told(tmp_path, name)
+    assert len(died) == 1 and died.iloc[0]["numbers"]["doing"] == "saving"
+    said = what_happened(inc, found)[0]
+    assert " died while saving a checkpoint: " in said and error in said
+
+
+def test_a_death_whose_traceback_saves_nothing_is_not_told_saving(tmp_path):
+    inc, found, died = _told(tmp_path, "torchrun/nccl-watchdog-desync-report-ml-engineering.log")
+    assert died.iloc[0]["numbers"]["doing"] is None and "saving" not in what_happened(inc, found)[0]

@@ -40,6 +40,7 @@ Event kinds (the `kind` column of events from logs, transcripts and process list
 | process_count | `ps ... | grep ... | wc -l` answered a number (`count` column) |
 | gpu_query | nvidia-smi answered inside a transcript (rows also land in `gpus`) |
 | file_check | `ls -l` of a file: its size (`size_bytes` column) |
+| disk_full | `df` (any form: `-h`, `-i`, `-T`, `-P`) showed a file system full (`path`: its mount point) |
 | pid_file | a run's PID file names a process |
 """
 

@@ -47,6 +47,7 @@ from .command_output import (
     output_events,
     status_answer,
 )
+from .disk_usage import disk_full_events
 from .session import Command, Session, pid_or_none, split_session, unquoted
 from .session_clock import Clock, date_commands
 
@@ -169,6 +170,7 @@ def session_incident(ses: Session, ctx: LoadContext, rep, loose: str = "text out
             ev.add(t, "gpu_query", gpu_summary(got), cref, time_approx=c.approx)
         procs += listing_rows(c, ctx, rep)
         ev.rows += runtime_outputs.read_answer(c, ctx, rep, ref_of)
+        ev.rows += disk_full_events(c, ref_of)
         for frame, df in runtime_outputs.read_log(c, ctx, rep, ref_of).items():
             log_parts[frame].append(df)
         if not (c.prompt is not None and c.prompt.trace_depth) and not ECHO_STATUS.match(c.text):
