@@ -18,6 +18,11 @@ _LINE_PREFIX = re.compile(r"^\[?[IWEF]\d{3,4} [\d:.]+(?: +\d+)? [^\]]{1,200}\] *
                           r"|^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w./-]+(?:\[\d+\])?: +|^\[ *\d+\.\d+\] +"
                           r"|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] +")  # dmesg -T
 _SOURCE_AT = re.compile(r"\[(?:/[^\]\s]+|[\w.-]+)\.(?:cc|cpp|cu|h|hpp|c):\d+\] ?")
+# An entry of torchelastic's ChildFailedError table (`[0]:`, then `time : ...`, `exitcode : -9 (pid:
+# 14750)`, `traceback : Signal 9 (SIGKILL) received by PID 14750`): its traceback (torch 1.10: msg)
+# says what happened, unless it only points at the docs; else its exit code.
+_ENTRY = re.compile(r"^\[\d+\]:$")
+_FIELD = re.compile(r"^(traceback|msg|exitcode)\s*:\s*(\S.*)$")
 
 
 def error_text(message, kind: str | None = None, limit: int = 600) -> str:
@@ -26,6 +31,10 @@ def error_text(message, kind: str | None = None, limit: int = 600) -> str:
     if not lines:
         return ""
     line = lines[-1] if kind == "traceback" else lines[0]
+    if _ENTRY.match(line.strip()):
+        fields = {m[1]: m[2].strip() for ln in lines[1:] if (m := _FIELD.match(ln.strip()))}
+        told = [fields[k] for k in ("traceback", "msg") if k in fields and not fields[k].startswith(("<N/A>", "To enable"))]
+        line = told[0] if told else f"exitcode {fields['exitcode']}" if "exitcode" in fields else line
     text = _SOURCE_AT.sub("", _LINE_PREFIX.sub("", line.strip()))
     if len(text) <= limit:
         return text

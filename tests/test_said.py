@@ -24,3 +24,19 @@ def test_a_short_error_is_whole():
         "Watchdog caught collective operation timeout"
     assert error_text("x" * 600) == "x" * 600
     assert error_text("x" * 601).endswith("…") and len(error_text("x" * 601)) == 600  # no word to cut at
+
+
+# An entry of torchelastic's ChildFailedError table as the loader gives it (its lines from
+# tests/fixtures/real-world/train-log/torchrun-childfailed-table-accelerate-grpo.log, host masked
+# there), and one whose traceback field only points at the docs (torch 2.x without an error file)
+GRPO_ENTRY = ("[0]:\ntime      : 2025-05-21_15:43:03\nhost      : gpunode000000000000000-00000000000000-000000-000000-worker\n"
+              "rank      : 0 (local_rank: 0)\nexitcode  : -9 (pid: 14750)\nerror_file: <N/A>\n"
+              "traceback : Signal 9 (SIGKILL) received by PID 14750")
+
+
+def test_a_failure_tables_entry_is_told_by_its_traceback_field_else_its_exit_code():
+    assert error_text(GRPO_ENTRY, "exit") == "Signal 9 (SIGKILL) received by PID 14750"
+    docs = GRPO_ENTRY.replace("traceback : Signal 9 (SIGKILL) received by PID 14750",
+                              "traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html")
+    assert error_text(docs, "exit") == "exitcode -9 (pid: 14750)"
+    assert error_text("[0]:", "exit") == "[0]:"  # an entry with no field: its own words

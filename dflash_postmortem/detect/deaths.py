@@ -41,7 +41,9 @@ _ERRORS = ("traceback", "oom", "oom_kill", "timeout", "nccl_timeout", "attempt_e
 _TIME_LIMIT = "time limit"
 # A ChildFailedError table's entry of a worker the agent stopped (launcher_lines: `elastic_failure`)
 _STOPPED_BY_LAUNCHER = "elastic_failure"
-_AFTER_END = pd.Timedelta(seconds=5)  # the table comes a moment after the attempt's end
+_AFTER_END = pd.Timedelta(seconds=5)
+# What says who killed a process that a bare `Killed` reports
+_KILLERS = ("oom_kill",)  # the table comes a moment after the attempt's end
 # torchrun's reaction to a worker's failure, printed before the failure's own line: it stops the
 # others (`Sending process 812914 closing signal SIGTERM`), then gives up (its ChildFailedError)
 _REACTIONS = ("elastic_closing_signal", "ChildFailedError")
@@ -268,8 +270,16 @@ def detect_unplaced_deaths(inc: Incident) -> pd.DataFrame:
         said = lines[(lines["kind"].isin(CAUSES).astype(bool) | fatal) & ~reaction]
         cause = said[said["kind"].isin(CAUSES)].head(1)
         first = said.iloc[0] if len(said) else ended.iloc[0]
+        # a bare `Killed` (a shell's word for SIGKILL) is told by the line that says who killed
+        # it, where the log has one (the kernel's `Out of memory: Killed process 7899 (python)`)
+        killer = said[said["kind"].isin(_KILLERS)] if first["kind"] == "killed" else said.iloc[:0]
+        # (what the kill's own line says beyond the word: `DataLoader worker (pid 629) is killed ...`)
+        bare = error_text(first["message"], first["kind"]) if len(killer) else ""
+        first = killer.iloc[0] if len(killer) else first
         last = ended.iloc[-1]
         error = error_text(first["message"], first["kind"]) or str(first["kind"])
+        if bare and bare.rstrip(".") != "Killed":
+            error = f"{bare.rstrip('.')}; {error}"
         signal = first.get("signal") if isinstance(first.get("signal"), str) else None
         if signal and signal not in error:  # `failed (exitcode: -9)`: SIGKILL
             error += f" ({signal})"

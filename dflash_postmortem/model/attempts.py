@@ -1096,7 +1096,13 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
         kinds = g["kind"].to_numpy()
         # an error line is no start: a rank first named by its timeout (`[Rank 16] Watchdog
         # caught ...`) in a log whose earlier lines name no rank is the attempt writing that log
-        starts = [] if kinds[0] in _ENDS + CAUSES and g["time"].iloc[0] > first_row[source] else [0]
+        # and a log of nothing but errors (an error pasted alone, a log's tail kept after a crash)
+        # shows no start: what ended a process, not that it began (detect/deaths `process_died`);
+        # unless a launcher's files place it in an attempt (torchrun's attempt_1/0/stderr.log of a
+        # rank that died in its start-up)
+        named = any(c in g.columns and g[c].notna().any() for c in ("attempt", "job"))
+        errors_only = not named and set(kinds) <= set(_ENDS + CAUSES) | {"error"}
+        starts = [] if errors_only or (kinds[0] in _ENDS + CAUSES and g["time"].iloc[0] > first_row[source]) else [0]
         ended = False
         for i, k in enumerate(kinds):
             if k in _ENDS:

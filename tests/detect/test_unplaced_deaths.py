@@ -139,9 +139,12 @@ def test_a_scheduler_listing_of_a_running_job_is_no_slow_start(tmp_path, name):
      "PytorchStreamWriter failed writing file data.pkl: file write failed"),
     ("train-log/disk-full-spawn-write-failed-then-unexpected-pos-windows-rvc.log",
      "PytorchStreamWriter failed writing file data/2229: file write failed"),
+    # dated lines, every one behind Metaflow's prefix; nothing but the error: no start of its own
+    ("train-log/metaflow-prefix-traceback-torch-save-errno-28-dolly.log",
+     "OSError: [Errno 28] No space left on device"),
 ])
 def test_a_process_that_died_in_a_save_is_told_saving(tmp_path, name, error):
-    """Three public pastes of a save that a full disk broke (torch.save's frames, a trainer's
+    """Four public pastes of a save that a full disk broke (torch.save's frames, a trainer's
     `save`): the process died while saving a checkpoint, in torch's or the OS's words."""
     inc, found, died = _told(tmp_path, name)
     assert len(died) == 1 and died.iloc[0]["numbers"]["doing"] == "saving"
@@ -152,3 +155,29 @@ def test_a_process_that_died_in_a_save_is_told_saving(tmp_path, name, error):
 def test_a_death_whose_traceback_saves_nothing_is_not_told_saving(tmp_path):
     inc, found, died = _told(tmp_path, "torchrun/nccl-watchdog-desync-report-ml-engineering.log")
     assert died.iloc[0]["numbers"]["doing"] is None and "saving" not in what_happened(inc, found)[0]
+
+
+def test_a_shells_killed_is_told_by_the_kernels_line_that_says_who_killed_it(tmp_path):
+    """A paste whose first line is the shell's `Killed`, then `dmesg -T` with the OOM killer's
+    line: the death is the OOM kill (its line, its time), not a bare SIGKILL."""
+    inc, found, died = _told(tmp_path, "terminal/dmesg-T-fence-glued-oom-table-commas.txt")
+    n = died.iloc[0]["numbers"]
+    assert n["error_kind"] == "oom_kill" and n["error"].startswith("Out of memory: Killed process 7899 (python)")
+    assert died.iloc[0]["evidence"][0] == "dmesg-T-fence-glued-oom-table-commas.txt:8"
+    assert died.iloc[0]["start"] == pd.Timestamp("2025-03-30 08:24:00", tz="UTC")
+
+
+def test_a_torchrun_failure_table_alone_is_told_by_the_signal_it_names(tmp_path):
+    inc, found, died = _told(tmp_path, "train-log/torchrun-childfailed-table-accelerate-grpo.log")
+    assert [k for k in found["kind"]] == ["process_died"]
+    assert what_happened(inc, found)[0].startswith(
+        "At 15:43:03 UTC a process on rank 0 died: Signal 9 (SIGKILL) received by PID 14750.")
+
+
+def test_a_dataloader_workers_kill_keeps_its_own_words_beside_the_kernels(tmp_path):
+    """Python's `DataLoader worker (pid 629) is killed by signal: Killed.` says whose death it
+    was; the memory cgroup's OOM line for PID 629 says who killed it: both are told."""
+    inc, found, died = _told(tmp_path, "terminal/colab-memory-cgroup-oom-dataloader-worker.txt")
+    assert died.iloc[0]["numbers"]["error"].startswith(
+        "RuntimeError: DataLoader worker (pid 629) is killed by signal: Killed; Memory cgroup out of memory: "
+        "Killed process 629 (onmt_train)")

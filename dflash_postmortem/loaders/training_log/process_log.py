@@ -77,9 +77,9 @@ _HTML = re.compile(r"&(?:lt|gt|amp|quot|#\d+);|</?pre>")
 NO_MATCH = "log text without a metric or event"
 _TAGS_WITHIN = 200  # leading tags ([INFO], logger names, container ids) end within this many characters
 # What loggers put between the timestamp and the message: [run], [INFO], " - root - INFO - ",
-# a platform's `fa88a9df || ` container tag.
+# a platform's `fa88a9df || ` container tag, Metaflow's `[177/train/578 (pid 28936)]`.
 _LEADING_TAGS = re.compile(
-    r"^(?:[\s\-:|,\d\]]*(?:\[[\w.@ -]*\]|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b:?|[\w.]+ - |[0-9a-f]{6,16} \|\|))*[\s\-:|]*"
+    r"^(?:[\s\-:|,\d\]]*(?:\[[\w.@ /()-]*\]|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b:?|[\w.]+ - |[0-9a-f]{6,16} \|\|))*[\s\-:|]*"
 )
 
 
