@@ -60,6 +60,11 @@ did (what the README of the incident is written from), which the incident folder
     lingering          `nohup ... &`, a sweep: the first run logs its last line but its process never
                        exits, holding its GPU memory; the operator starts the next run beside it and,
                        once that one is done, finds the first in nvidia-smi and kills it
+    diverged           `nohup ... &`: a resume with a typo in its learning rate (3e2 for 3e-4); the
+                       loss turns nan within steps and the run trains on, checkpointing, until the
+                       operator reads the log a minute later, kills it and resumes with the right
+                       rate from the newest checkpoint, which the nan run wrote: nan again; killed,
+                       its checkpoints removed, resumed from the last good one
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -945,6 +950,42 @@ def lingering(r: Recording) -> None:
     time.sleep(8)
 
 
+def diverged(r: Recording) -> None:
+    r.gpus_and_processes()
+    op = Transcript(r.dir)
+    ckpt = "--checkpoint-dir ckpt --checkpoint-every 100"
+    r.truth("operator trains a first stretch under nohup, 30 s, checkpoints every 100 steps")
+    op.run(f"nohup {TRAIN} --run-name ft --seconds 30 {r.model} {ckpt} > logs/train.log 2>&1 &")
+    r.wait_for("logs/train.log", "Training stopped", 300)
+    r.truth("operator resumes it with a typo in the learning rate: --lr 3e2 (meant 3e-4), PID file")
+    op.run(f"nohup {TRAIN} --run-name ft --seconds 600 {r.model} {ckpt} --resume --lr 3e2 --pid-file run/ft.pid "
+           "> logs/train2.log 2>&1 &")
+    r.wait_for("logs/train2.log", "loss nan", 300)
+    r.truth("the loss is nan; the run trains on")
+    time.sleep(60)
+    r.truth("operator looks at the log, sees nan, kills the run")
+    op.run("tail -n 3 logs/train2.log")
+    op.run("kill $(cat run/ft.pid)")
+    time.sleep(8)
+    r.truth("operator resumes again with --lr 3e-4 from the newest checkpoint, which the nan run wrote")
+    op.run(f"nohup {TRAIN} --run-name ft --seconds 600 {r.model} {ckpt} --resume --lr 3e-4 --pid-file run/ft.pid "
+           "> logs/train3.log 2>&1 &")
+    r.wait_for("logs/train3.log", "loss nan", 300)
+    time.sleep(20)
+    good = re.search(r"Resumed from checkpoint ckpt/step_(\d+)\.pt", (r.dir / "logs" / "train2.log").read_text())
+    r.truth(f"operator sees nan again, kills it, removes the checkpoints the nan run wrote (after step "
+            f"{good.group(1) if good else '?'}) and resumes from the last good one, 30 s")
+    op.run("tail -n 2 logs/train3.log; kill $(cat run/ft.pid)")
+    time.sleep(8)
+    if good:
+        newer = sorted(f.name for f in (r.dir / "ckpt").glob("step_*.pt") if int(f.stem[5:]) > int(good.group(1)))
+        op.run("ls ckpt | tail -n 3; rm " + " ".join(f"ckpt/{n}" for n in newer))
+    op.run(f"nohup {TRAIN} --run-name ft --seconds 30 {r.model} {ckpt} --resume --lr 3e-4 > logs/train4.log 2>&1 &")
+    r.wait_for("logs/train4.log", "Training stopped", 300)
+    r.truth("the last run stopped by itself")
+    time.sleep(5)
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -953,7 +994,7 @@ SCENARIOS = {
     "hf-long-eval": hf_long_eval, "watched-relaunch": watched_relaunch, "rank-logs": rank_logs,
     "sigint-ignored": sigint_ignored, "hangup": hangup, "timeout-limit": timeout_limit,
     "ctrl-z": ctrl_z, "vanished": vanished, "nccl-watchdog": nccl_watchdog, "nccl-contention": nccl_contention,
-    "disk-full": disk_full, "lingering": lingering,
+    "disk-full": disk_full, "lingering": lingering, "diverged": diverged,
 }
 
 

@@ -11,12 +11,13 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident
+from ..model.progress import NOT_FINITE_BREAKS, resumed_step
 from . import findings
 from .per_host import judged
 
 # The metrics whose non-finite value means the training is broken (not a rate or a sentinel
 # a logger writes before it has one: nanoGPT's `mfu -100.00%` is read as NaN).
-_WATCHED = ("train/loss", "train/grad_norm")
+_WATCHED = NOT_FINITE_BREAKS
 
 
 @judged
@@ -25,29 +26,57 @@ def detect_nonfinite_loss(inc: Incident) -> pd.DataFrame:
     if m.empty:
         return findings.frame([])
     mine = m[m["metric"].isin(_WATCHED)]
-    rows = []
-    for (source, metric), g in mine.groupby(["source", "metric"], sort=True):
+    found = []  # (its first line that is not a number, the rows of its metric in its log)
+    for _, g in mine.groupby(["source", "metric"], sort=True):
         g = findings.in_file_order(g)
+        bad = ~np.isfinite(g["value"].astype(float).to_numpy())
+        if bad.any():
+            found.append((g.iloc[int(np.flatnonzero(bad)[0])], g, bad))
+    # in time order: a run that resumed from a checkpoint saved after its loss broke carries it
+    found.sort(key=lambda f: (pd.isna(f[0]["time"]), f[0]["time"] if pd.notna(f[0]["time"]) else 0))
+    rows = []
+    for row, g, bad in found:
         value = g["value"].astype(float).to_numpy()
-        bad = ~np.isfinite(value)
-        if not bad.any():
-            continue
         first = int(np.flatnonzero(bad)[0])
-        row = g.iloc[first]
         before = g.iloc[:first][np.isfinite(value[:first])].tail(1)
         finite_after = bool(np.isfinite(value[first + 1:]).any())
         last_bad = g.iloc[int(np.flatnonzero(bad)[-1])]
         evidence = [r for r in (row.get("ref"), *findings.refs(before), last_bad.get("ref")) if isinstance(r, str)]
+        run = row["run"] if isinstance(row["run"], str) else None
+        carried = _carried(inc, row, run, rows)
         rows.append(findings.finding(
             "loss_not_finite", row["time"] if pd.notna(row["time"]) else None,
             last_bad["time"] if pd.notna(last_bad["time"]) else None, "warning" if finite_after else "critical",
-            evidence,
-            {"source": source, "run": row["run"] if isinstance(row["run"], str) else None, "metric": metric,
+            evidence + ([carried[1]] if carried else []),
+            {"source": row["source"], "run": run, "metric": row["metric"],
              "step": findings.whole(row["step"]), "value": _shown(value[first]),
              "last_finite_step": findings.whole(before["step"].iloc[0]) if len(before) else None,
              "last_finite_value": float(before["value"].iloc[0]) if len(before) else None,
-             "lines_not_finite": int(bad.sum()), "lines_after": len(g) - first - 1, "finite_after": finite_after}))
+             "lines_not_finite": int(bad.sum()), "lines_after": len(g) - first - 1, "finite_after": finite_after,
+             "resumed_step": carried[2] if carried else None,
+             "broke_at_step": carried[0]["numbers"]["step"] if carried else None},
+            caused_by=[findings.cause(carried[0]["id"], f"it resumed from a checkpoint at step {carried[2]}, saved "
+                                      f"after the {carried[0]['numbers']['metric'].removeprefix('train/')} stopped "
+                                      f"being a number at step {carried[0]['numbers']['step']}", [carried[1]])]
+            if carried else []))
     return findings.frame(rows)
+
+
+def _carried(inc: Incident, row: pd.Series, run, told: list[dict]) -> tuple[dict, str, int] | None:
+    """(the earlier finding, the resume line, its step) where the log of `row` resumed, before
+    it, from a checkpoint of a step at or after the one where the same run's metric had already
+    stopped being a number: the checkpoint holds what broke."""
+    ev = inc.events
+    if pd.isna(row["time"]) or "kind" not in ev.columns:
+        return None
+    said = ev[(ev["kind"] == "resumed") & (ev["source"] == row["source"]) & (ev["time"] <= row["time"])].tail(1)
+    step = resumed_step(said["message"].iloc[0]) if len(said) else None
+    if step is None or not isinstance(said["ref"].iloc[0], str):
+        return None
+    broke = [f for f in told if f["numbers"]["run"] == run and f["numbers"]["metric"] == row["metric"]
+             and f["numbers"]["step"] is not None and f["numbers"]["step"] <= step and f["start"] is not None
+             and f["start"] < said["time"].iloc[0] and f["numbers"]["source"] != row["source"]]
+    return (broke[-1], said["ref"].iloc[0], step) if broke else None
 
 
 def _shown(v: float) -> str:

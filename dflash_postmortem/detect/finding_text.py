@@ -227,7 +227,7 @@ def _lingering(f: _Finding) -> tuple[str, str]:
     held = ("; it held " + ", ".join(f"{m:.0f} MiB (PID {p})" for p, m in f.holder_mib.items())
             + (f" at ~{f.util_pct_mostly:.0f} % utilization" if f.idle and f.util_pct_mostly is not None else "")
             if f.holder_mib else "")
-    until = (f"until {clock(f.end)}: {f.end_message}" if f.end_message else f"to the end of the evidence at {clock(f.end)}")
+    until = (f"until {clock(f.end)}: {f.end_message}" if f.end_message else f"and was last seen alive at {clock(f.end)}")
     return (f"run {f.run or '?'} finished but {who} did not exit for {duration(f.seconds)}",
             f"Run {f.run or '?'} wrote nothing after {clock(f.start)} ({f.stop_line}), yet {who} lived on "
             f"{until}{held}.")

@@ -150,6 +150,8 @@ class LossNotFinite(TypedDict):
     lines_not_finite: int
     lines_after: int  # lines of the metric after the first that is not a number
     finite_after: bool  # a finite value came back (a skipped step), else it stayed so
+    resumed_step: int | None  # its log resumed from a checkpoint of this step, saved after the same run's
+    broke_at_step: int | None  # metric had stopped being a number at this step (an earlier finding): it carried it
 
 
 class StaleProcess(TypedDict):
@@ -205,7 +207,7 @@ class Lingering(TypedDict):
     pid: int | None
     seconds: float  # from its last line after its stop line to the end of its process
     stop_line: str  # what its own last word was: `its own last word was ...`
-    end_kind: str | None  # how its process ended (a kill sent, a signal...), None: alive when the evidence ends
+    end_kind: str | None  # how its process ended (a kill sent, a signal...), None: not known (the finding ends where it was last seen alive)
     end_message: str | None
     holder_mib: dict[int, float]  # the GPU memory its PIDs held meanwhile, per PID
     gpus: list[int]

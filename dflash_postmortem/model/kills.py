@@ -31,21 +31,34 @@ def kill_pids(inc: Incident, command: str, when) -> set[int]:
     pids: set[int] = set()
     targets = kill_targets(command)
     pids |= {t.pid for t in targets if t.pid is not None}
+    procs = inc.processes
+    alive = procs[(procs["first_seen"] <= when) & (procs["last_seen"] >= when - pd.Timedelta(seconds=5))] \
+        if len(procs) else procs
     if re.search(r"\bkill\b", command):
         files = pid_files(inc)
         for m in _CAT_PID_FILE.finditer(command):
             name = PurePosixPath(m.group(1) or m.group(2)).name
-            if name in files:
+            if name in files and not _started_after(procs, files[name], when):
                 pids.add(files[name])
+            elif name in files:
+                # the file holds the PID of a later run that wrote it again (`--pid-file` reused):
+                # when the kill read it, it held the PID of the process then alive that writes it
+                pids |= {int(p) for p in alive.loc[alive["command"].fillna("").str.contains(
+                    rf"(?:^|[\s=/]){re.escape(name)}(?:\s|$)"), "pid"]}
     patterns = [t.pattern for t in targets if t.pattern]
-    if patterns and len(inc.processes):
-        procs = inc.processes
-        alive = procs[(procs["first_seen"] <= when) & (procs["last_seen"] >= when - pd.Timedelta(seconds=5))]
+    if patterns and len(procs):
         for pat in patterns:
             rx = _pattern_regex(pat)
             hit = alive[alive["command"].fillna("").map(lambda c, rx=rx: bool(rx.search(c))).astype(bool)]
             pids |= {int(p) for p in hit["pid"]}
     return pids
+
+
+def _started_after(procs: pd.DataFrame, pid: int, when) -> bool:
+    """Whether the listings show `pid` only after `when` (first seen more than a listing's
+    interval later): then it was not the PID a file named at `when`. No listing of it: no."""
+    rows = procs[procs["pid"] == pid] if len(procs) else procs
+    return bool(len(rows)) and bool((rows["first_seen"] > when + pd.Timedelta(seconds=5)).all())
 
 
 def _pattern_regex(pattern: str) -> re.Pattern:

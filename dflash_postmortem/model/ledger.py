@@ -6,6 +6,7 @@ class, so that the cost of an incident is a sum that can be checked.
     degraded      ... and the rest here: the share lost to the drop
     starting      an attempt held the GPU before its first step (program start-up, checkpoint restore)
     stalled       an attempt held the GPU and made no progress
+    diverged      an attempt trained on after its loss stopped being a number for good (states)
     lingering     an attempt's process held the GPU after its run had finished (it did not exit)
     redone        training that repeated steps already done before a resume from a checkpoint
                   (Google's ML Goodput: wasted progress)
@@ -31,7 +32,7 @@ from .pace import unit
 from .progress import progress, resumes, warmed
 from .states import MIN_DROP, states
 
-CLASSES = ("productive", "degraded", "starting", "stalled", "lingering", "redone", "restarting", "down")
+CLASSES = ("productive", "degraded", "starting", "stalled", "diverged", "lingering", "redone", "restarting", "down")
 # A class with less than this many seconds is not shown (it rounds to 0 s)
 SHOWN_S = 0.5
 COLUMNS = ("host", "gpu", *CLASSES, "total")
@@ -54,7 +55,7 @@ def ledger_parts(inc: Incident) -> pd.DataFrame:
 # The frames the ledger is read from (the memo of computed.py is keyed by them).
 READS = ("metrics", "events", "processes", "gpu_processes", "gpus")
 PART_COLUMNS = ("job", "attempt", "after", "class", "seconds", "evidence")
-_LIFE = ("starting", "redone", "productive", "degraded", "stalled", "lingering", "restarting", "down")
+_LIFE = ("starting", "redone", "productive", "degraded", "stalled", "diverged", "lingering", "restarting", "down")
 
 
 def _account(inc: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -103,7 +104,8 @@ def _ledger(inc: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
             kind, ratio = what[a]
             training = kind == "training"
             for c, part in (("starting", kind == "starting"), ("stalled", kind == "stalled"), ("redone", kind == "redone"),
-                            ("lingering", kind == "lingering"), ("productive", training * ratio),
+                            ("lingering", kind == "lingering"), ("diverged", kind == "diverged"),
+                            ("productive", training * ratio),
                             ("degraded", training * (1 - ratio))):
                 v = float(np.sum(secs * share * part))
                 cls[c] += v
@@ -140,8 +142,8 @@ def _parts(parts: dict[tuple, float], att: pd.DataFrame, st: pd.DataFrame, redo:
             refs = list(st.loc[(st["attempt"] == a) & (st["state"] == "degraded"), "ref"]) or [me["first_step_ref"]]
         elif c == "stalled":
             refs = list(st.loc[(st["attempt"] == a) & st["state"].isin(["stalled", "hung"]), "ref"])
-        elif c == "lingering":
-            refs = list(st.loc[(st["attempt"] == a) & (st["state"] == "lingering"), "ref"])
+        elif c in ("lingering", "diverged"):
+            refs = list(st.loc[(st["attempt"] == a) & (st["state"] == c), "ref"])
         else:
             refs = list(redo.loc[redo["attempt"] == a, "ref"])
         rows.append({"job": me["job"], "attempt": a, "after": prev, "class": c, "seconds": v,
@@ -164,18 +166,19 @@ def _baseline(inc: Incident, prog: pd.DataFrame) -> float:
 
 def _classes(attempt: str, mid: pd.DatetimeIndex, st: pd.DataFrame, prog: pd.DataFrame, redo: pd.DataFrame,
              baseline: float, min_drop: float) -> tuple[np.ndarray, np.ndarray]:
-    """For each piece (by its middle): the attempt's class there (starting, stalled, lingering,
-    redone or training) and its level against the baseline (1 where no level is known)."""
+    """For each piece (by its middle): the attempt's class there (starting, stalled, diverged,
+    lingering, redone or training) and its level against the baseline (1 where no level is known)."""
     kind = np.full(len(mid), "training", dtype=object)
     mine = st[st["attempt"] == attempt]
     # stalled wins over starting where both say so; a hang until the error is a stall's seconds
-    for state, cls in (("starting", "starting"), ("stalled", "stalled"), ("hung", "stalled"), ("lingering", "lingering")):
+    for state, cls in (("starting", "starting"), ("diverged", "diverged"), ("stalled", "stalled"), ("hung", "stalled"),
+                       ("lingering", "lingering")):
         for s, e in zip(mine.loc[mine["state"] == state, "start"], mine.loc[mine["state"] == state, "end"], strict=True):
             kind[(s <= mid) & (mid < (e if pd.notna(e) else s))] = cls
     # from the resume line on it trains, though its first step line may come later
     for since, until in zip(redo.loc[redo["attempt"] == attempt, "resumed_at"],
                             redo.loc[redo["attempt"] == attempt, "redone_until"], strict=True):
-        kind[(since <= mid) & (mid < until) & (kind != "stalled")] = "redone"
+        kind[(since <= mid) & (mid < until) & (kind != "stalled") & (kind != "diverged")] = "redone"
     # a window below the incident's level by more than the states' drop (`min_drop`) is
     # degraded, in any attempt (a relaunch that trains slower lost against the one before); a
     # level within that of the baseline is noise, not a loss

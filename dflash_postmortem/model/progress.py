@@ -51,6 +51,22 @@ def lines_of(inc: Incident, attempt: pd.Series) -> pd.DataFrame:
                            lambda: _attempt_rows(inc, attempt, pace_rows(inc)))
 
 
+# The metrics whose value stops being a number when training breaks (a loss that diverged to
+# NaN, an overflowed gradient norm): detect/divergence.py tells it, the states count what follows.
+NOT_FINITE_BREAKS = ("train/loss", "train/grad_norm")
+
+
+def losses_of(inc: Incident, attempt: pd.Series) -> pd.DataFrame:
+    """The attempt's rows of NOT_FINITE_BREAKS, taken the way its pace lines are."""
+    return computed.cached(inc, f"loss lines of {attempt['attempt']}", READS,
+                           lambda: _attempt_rows(inc, attempt, _losses(inc)))
+
+
+def _losses(inc: Incident) -> pd.DataFrame:
+    m = inc.metrics
+    return computed.cached(inc, "loss rows", ("metrics",), lambda: m[m["metric"].isin(NOT_FINITE_BREAKS)])
+
+
 def steps_of(inc: Incident, attempt: pd.Series) -> pd.DataFrame:
     """The attempt's step lines (step_lines.py), taken the way its throughput lines are."""
     return computed.cached(inc, f"step lines of {attempt['attempt']}", READS,
@@ -87,6 +103,12 @@ _RESUMED = re.compile(r"\b(?:step|iteration)[\s_=:]*(\d+)\b(?!\.\w)", re.I)
 RESUME_COLUMNS = ("attempt", "resumed_at", "resumed_step", "reached_step", "redone_steps", "redone_until", "ref")
 
 
+def resumed_step(message) -> int | None:
+    """The step a `Resumed from checkpoint ... at step N` line names (its last), else None."""
+    said = _RESUMED.findall(str(message))
+    return int(said[-1]) if said else None
+
+
 def resumes(inc: Incident) -> pd.DataFrame:
     """Each attempt that resumed from a checkpoint below the step its job had logged before
     (RESUME_COLUMNS): when it said so and the step it resumed at, the step reached before, how
@@ -102,7 +124,7 @@ def _resumes(inc: Incident) -> pd.DataFrame:
     rows = []
     for _, b in att.iterrows():
         said = ev[ev["source"].isin(b["sources"]) & (ev["time"] >= b["start"])] if b["sources"] else ev.iloc[:0]
-        steps = [int(m[-1]) for m in said["message"].astype(str).map(_RESUMED.findall) if m]
+        steps = [s for s in said["message"].map(resumed_step) if s is not None]
         if not steps:
             continue
         before = att[(att["start"] < b["start"]) & (att["job"] == b["job"])]

@@ -10,6 +10,8 @@
     hung          no step from its last one until the error that ended it, longer than 3 x its
                   median step interval (a collective waiting for a rank that stopped, until its
                   timeout): its death's story, as a stall is one of its own
+    diverged      its loss (or gradient norm) stopped being a number and never came back before
+                  its end: it trained on, to no purpose, from that line
     lingering     done training (its own stop line: `Training stopped`, its run's end) and silent
                   after it, yet alive (a listing, its GPU memory, a kill that ended it) for longer
                   than LINGER_S: a process that did not exit, holding what it held
@@ -34,7 +36,7 @@ from ..units import figure
 from . import carried, computed
 from .attempts import APPROX_S, CLEAN_ENDS, MACHINE_FAULTS, attempts
 from .pace import unit
-from .progress import lines_of, progress, warmed
+from .progress import lines_of, losses_of, progress, warmed
 
 COLUMNS = ("attempt", "state", "start", "end", "ref", "detail")
 # The frames the states are read from (the memo of computed.py is keyed by them).
@@ -162,6 +164,9 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         if end > since:
             rows.append(_row(a, "training", since, end, a["first_step_ref"] if since == first else None, ""))
         rows += _degraded(a, w, base, min_drop, unit(inc))
+        broke = _diverged(inc, a, end)
+        if broke is not None:
+            rows.append(_row(a, "diverged", broke[0], end, broke[1], broke[2]))
     kind = a["end_kind"]
     if pd.isna(first):
         gave_up = _gave_up(a, att, evidence_end, not inc.metrics.empty)
@@ -172,6 +177,25 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         rows.append(_row(a, "killed" if kind in _KILLED or pd.notna(a["signal"]) else "exited",
                          a["end"], a["end"], a["end_ref"], a["end_message"] or ""))
     return rows
+
+
+def _diverged(inc: Incident, a: pd.Series, end) -> tuple | None:
+    """(when, ref, what) of the first value of the attempt's loss or gradient norm after which
+    that metric was never a number again up to its end: what it trained from there was lost."""
+    rows = losses_of(inc, a)
+    rows = rows[rows["time"].notna() & (rows["time"] <= end)] if len(rows) else rows
+    broke = None
+    for metric, g in rows.groupby("metric", sort=True):
+        g = g.sort_values("time", kind="stable")
+        finite = np.isfinite(g["value"].to_numpy(dtype=float))
+        if finite[-1]:
+            continue
+        k = int(np.flatnonzero(finite)[-1]) + 1 if finite.any() else 0
+        r = g.iloc[k]
+        if broke is None or r["time"] < broke[0]:
+            step = f" at step {int(r['step'])}" if pd.notna(r["step"]) else ""
+            broke = (r["time"], r.get("ref"), f"{metric.removeprefix('train/')} {r['value']}{step}, and never a number again")
+    return broke
 
 
 def _done_but_alive(inc: Incident, a: pd.Series, lines: pd.DataFrame, end) -> tuple | None:

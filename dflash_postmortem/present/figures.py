@@ -52,7 +52,7 @@ BAND_COLOURS = {"throughput_regression": "#d62728", "stall": "#ff7f0e", "failed_
                 "no_recovery": "#7f7f7f", "recovery": "#2ca02c", "partial_recovery": "#bcbd22"}
 # The goodput ledger's classes (model.ledger.CLASSES), from time that counted to time lost.
 LEDGER_COLOURS = {"productive": "#2ca02c", "degraded": "#bcbd22", "starting": "#9ecae1", "stalled": "#ff7f0e",
-                  "lingering": "#d62728", "redone": "#e377c2", "restarting": "#6a3d9a", "down": "#7f7f7f"}
+                  "diverged": "#8c564b", "lingering": "#d62728", "redone": "#e377c2", "restarting": "#6a3d9a", "down": "#7f7f7f"}
 # The event panel's lanes, top to bottom, and the kinds each holds: a handful a reader can name
 # instead of one lane per kind. A kind not listed goes to "errors" when it is a problem
 # (schema.PROBLEM_EVENTS), else to the last lane.

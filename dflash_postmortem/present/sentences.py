@@ -469,7 +469,7 @@ def _lingered(f: pd.Series) -> str:
     if n.get("end_message"):
         how = "it was killed at " if n.get("end_kind") in ("kill_sent", "killed", "oom_kill") else ""
         return said + f", until {how}{_when(f['end'])}: {n['end_message']}."
-    return said + ", to the end of the evidence."
+    return said + f"; it was last seen alive at {_when(f['end'])}."
 
 
 def _unplaced_death(f: pd.Series) -> str:
@@ -495,8 +495,12 @@ def _not_finite(f: pd.Series) -> str:
     said += f" at step {n['step']}" if n.get("step") is not None else ""
     if n.get("last_finite_value") is not None and n.get("last_finite_step") is not None:
         said += f" (it was {n['last_finite_value']:.4g} at step {n['last_finite_step']})"
-    return said + (": a finite value came back later (skipped steps)." if n["finite_after"]
-                   else f" and stayed so to the end of the log ({count(n['lines_after'], 'more line')}).")
+    said += (": a finite value came back later (skipped steps)" if n["finite_after"]
+             else f" and stayed so to the end of the log ({count(n['lines_after'], 'more line')})")
+    if n.get("resumed_step") is not None:
+        said += (f"; it had resumed from a checkpoint at step {n['resumed_step']}, saved after its "
+                 f"{n['metric'].removeprefix('train/')} had stopped being a number at step {n['broke_at_step']}")
+    return said + "."
 
 
 def sources_line(inc: Incident) -> str:

@@ -5,6 +5,7 @@ only by the `date`s typed; ps and top list to the second), PIDs exactly."""
 
 from __future__ import annotations
 
+import shutil
 import warnings
 from pathlib import Path
 
@@ -554,3 +555,45 @@ def test_a_run_that_finished_but_never_exited_holds_its_gpu_until_killed(told):
         "Run sweep-a finished at 05:15:34 UTC (its last word was `Training stopped`), but PID 882 did not exit: it "
         "lived on for 87 s, holding 5.5 GiB of GPU 0, until it was killed at 05:17:01 UTC: `kill $(cat "
         "run/sweep-a.pid); sleep 3; ps -p $(cat run/sweep-a.pid) || echo gone`."]
+
+
+def test_a_lingering_process_whose_end_nothing_says_is_told_where_it_was_last_seen(tmp_path):
+    """The same capture without the operator's transcript: nothing says the process was killed;
+    nvidia-smi's process list shows PID 882 last at 05:17:00.460 (logs/smi_apps.csv:91) and the
+    folder ends ten seconds later (too soon to call it gone), so it is told lingering until it was
+    last seen alive, not ended."""
+    shutil.copytree(REPO / "data" / "incidents" / "h200-1gpu-lingering", tmp_path / "inc")
+    (tmp_path / "inc" / "logs" / "operator.log").unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path / "inc")
+    found = detect(inc)
+    assert _kinds(found) == ["lingering"] and found.iloc[0]["numbers"]["end_message"] is None
+    assert found.iloc[0]["end"] == T5("05:17:00.460")
+    assert pm.what_happened(inc, found)[0].endswith(
+        "PID 882 did not exit: it lived on for 86 s, holding 5.5 GiB of GPU 0; it was last seen alive at 05:17:00 UTC.")
+
+
+def test_a_resume_from_a_checkpoint_saved_after_the_loss_broke_carries_the_nan():
+    """fixtures/diverged-cpu: `--lr 3e2` makes the loss nan from step 2725 (06:41:56); the run
+    trains on, checkpointing, until the operator kills PID 5561 at 06:42:56.709; the resume at
+    06:43:05.018 (PID 6026) loads step 8200, which that run wrote: nan from step 8205."""
+    inc, att, found = _fixture("diverged-cpu")
+    assert att["pids"].tolist() == [[5397], [5561], [6026], [6160]]
+    # the PID file names 6026 at the end; the first kill read it while it named 5561
+    assert att["end_kind"].tolist() == ["training_stop", "kill_sent", "kill_sent", "training_stop"]
+    assert att["end"].iloc[1] == T5("06:42:56.709") and att["end"].iloc[2] == T5("06:43:27.825")
+    assert _kinds(found) == ["loss_not_finite", "loss_not_finite"]
+    broke, carried = found.iloc[0], found.iloc[1]
+    assert (broke["start"], broke["numbers"]["step"]) == (T5("06:41:56"), 2725)
+    n = carried["numbers"]
+    assert (carried["start"], n["step"], n["resumed_step"], n["broke_at_step"]) == (T5("06:43:07"), 8205, 8200, 2725)
+    assert [c["id"] for c in carried["caused_by"]] == [broke["id"]]
+    assert carried["caused_by"][0]["evidence"] == ["logs/train3.log:7"]  # `Resumed from checkpoint ckpt/step_8200.pt`
+    st = states(inc)
+    assert st.loc[st["state"] == "diverged", ["attempt", "start"]].values.tolist() == [
+        ["A2", T5("06:41:56")], ["A3", T5("06:43:07")]]
+    assert pm.what_happened(inc, found)[1] == (
+        "At 06:43:07 UTC the loss of run ft stopped being a number at step 8205 and stayed so to the end of the log "
+        "(351 more lines); it had resumed from a checkpoint at step 8200, saved after its loss had stopped being a "
+        "number at step 2725.")
