@@ -18,11 +18,12 @@ _LINE_PREFIX = re.compile(r"^\[?[IWEF]\d{3,4} [\d:.]+(?: +\d+)? [^\]]{1,200}\] *
                           r"|^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w./-]+(?:\[\d+\])?: +|^\[ *\d+\.\d+\] +"
                           r"|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] +")  # dmesg -T
 _SOURCE_AT = re.compile(r"\[(?:/[^\]\s]+|[\w.-]+)\.(?:cc|cpp|cu|h|hpp|c):\d+\] ?")
-# An entry of torchelastic's ChildFailedError table (`[0]:`, then `time : ...`, `exitcode : -9 (pid:
-# 14750)`, `traceback : Signal 9 (SIGKILL) received by PID 14750`): its traceback (torch 1.10: msg)
-# says what happened, unless it only points at the docs; else its exit code.
-_ENTRY = re.compile(r"^\[\d+\]:$")
-_FIELD = re.compile(r"^(traceback|msg|exitcode)\s*:\s*(\S.*)$")
+# An entry of torchelastic's ChildFailedError table (`[0]:`, then `key : value` fields: `time : ...`,
+# `exitcode : -9 (pid: 14750)`, `traceback : Signal 9 (SIGKILL) received by PID 14750`), as the
+# training-log loader reads it and as an error quotes it: by its traceback (torch 1.10: msg),
+# unless that only points at the docs, else by its exit code.
+FAILURE_ENTRY = re.compile(r"^\s*\[(?P<index>\d+)\]:\s*$")
+FAILURE_FIELD = re.compile(r"^\s{0,4}(?P<key>time|host|rank|exitcode|error_file|traceback|msg)\s*:\s?(?P<value>.*)$")
 
 
 def error_text(message, kind: str | None = None, limit: int = 600) -> str:
@@ -31,10 +32,10 @@ def error_text(message, kind: str | None = None, limit: int = 600) -> str:
     if not lines:
         return ""
     line = lines[-1] if kind == "traceback" else lines[0]
-    if _ENTRY.match(line.strip()):
-        fields = {m[1]: m[2].strip() for ln in lines[1:] if (m := _FIELD.match(ln.strip()))}
-        told = [fields[k] for k in ("traceback", "msg") if k in fields and not fields[k].startswith(("<N/A>", "To enable"))]
-        line = told[0] if told else f"exitcode {fields['exitcode']}" if "exitcode" in fields else line
+    if FAILURE_ENTRY.match(line):
+        fields = {m["key"]: m["value"].strip() for ln in lines[1:] if (m := FAILURE_FIELD.match(ln.strip()))}
+        told = [fields[k] for k in ("traceback", "msg") if fields.get(k) and not fields[k].startswith(("<N/A>", "To enable"))]
+        line = told[0] if told else f"exitcode {fields['exitcode']}" if fields.get("exitcode") else line
     text = _SOURCE_AT.sub("", _LINE_PREFIX.sub("", line.strip()))
     if len(text) <= limit:
         return text

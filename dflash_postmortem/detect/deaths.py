@@ -41,9 +41,9 @@ _ERRORS = ("traceback", "oom", "oom_kill", "timeout", "nccl_timeout", "attempt_e
 _TIME_LIMIT = "time limit"
 # A ChildFailedError table's entry of a worker the agent stopped (launcher_lines: `elastic_failure`)
 _STOPPED_BY_LAUNCHER = "elastic_failure"
-_AFTER_END = pd.Timedelta(seconds=5)
+_AFTER_END = pd.Timedelta(seconds=5)  # the table comes a moment after the attempt's end
 # What says who killed a process that a bare `Killed` reports
-_KILLERS = ("oom_kill",)  # the table comes a moment after the attempt's end
+_KILLERS = ("oom_kill",)
 # torchrun's reaction to a worker's failure, printed before the failure's own line: it stops the
 # others (`Sending process 812914 closing signal SIGTERM`), then gives up (its ChildFailedError)
 _REACTIONS = ("elastic_closing_signal", "ChildFailedError")

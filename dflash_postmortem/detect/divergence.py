@@ -26,18 +26,19 @@ def detect_nonfinite_loss(inc: Incident) -> pd.DataFrame:
     if m.empty:
         return findings.frame([])
     mine = m[m["metric"].isin(_WATCHED)]
-    found = []  # (its first line that is not a number, the rows of its metric in its log)
+    found = []  # (its first line that is not a number, its position, the metric's rows in its log, their values)
     for _, g in mine.groupby(["source", "metric"], sort=True):
         g = findings.in_file_order(g)
-        bad = ~np.isfinite(g["value"].astype(float).to_numpy())
+        value = g["value"].astype(float).to_numpy()
+        bad = ~np.isfinite(value)
         if bad.any():
-            found.append((g.iloc[int(np.flatnonzero(bad)[0])], g, bad))
+            first = int(np.flatnonzero(bad)[0])
+            found.append((g.iloc[first], first, g, value))
     # in time order: a run that resumed from a checkpoint saved after its loss broke carries it
     found.sort(key=lambda f: (pd.isna(f[0]["time"]), f[0]["time"] if pd.notna(f[0]["time"]) else 0))
     rows = []
-    for row, g, bad in found:
-        value = g["value"].astype(float).to_numpy()
-        first = int(np.flatnonzero(bad)[0])
+    for row, first, g, value in found:
+        bad = ~np.isfinite(value)
         before = g.iloc[:first][np.isfinite(value[:first])].tail(1)
         finite_after = bool(np.isfinite(value[first + 1:]).any())
         last_bad = g.iloc[int(np.flatnonzero(bad)[-1])]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from ...said import FAILURE_ENTRY, FAILURE_FIELD
 from . import patterns as lp
 from .times import Stamp, find_stamp
 
@@ -74,7 +75,7 @@ class FailureTable:
 
     def feed(self, text: str, lineno: int) -> str:
         stripped = text.strip()
-        m = lp.FAILURE_ENTRY.match(text)
+        m = FAILURE_ENTRY.match(text)
         if m:
             self.entry = {"line": lineno, "fields": {}, "lines": [stripped]}
             self.entries.append(self.entry)
@@ -85,7 +86,7 @@ class FailureTable:
             return TAKE_LAST
         if self.entry is None or not stripped:
             return NOT_MINE
-        field = lp.FAILURE_FIELD.match(text)
+        field = FAILURE_FIELD.match(text)
         if field:
             self.entry["fields"][field.group("key")] = field.group("value").strip()
         elif text[:1] in (" ", "\t") and (last := self._multiline()) is not None:

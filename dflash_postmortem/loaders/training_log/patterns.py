@@ -766,8 +766,8 @@ THREAD_EXCEPTION = re.compile(r"^Exception in thread (?P<thread>.{1,200}?)(?: \(
 # (torch 1.10 wrote `Root Cause:`, its fields unpadded, and the worker's error file under `msg:`)
 FAILURE_TABLE_KEYWORDS = ("Root Cause", "Failures:")
 FAILURE_TABLE_HEADER = re.compile(r"^\s*(?P<root>Root Cause(?: \(first observed failure\))?|Failures)\s*:\s*$")
-FAILURE_ENTRY = re.compile(r"^\s*\[(?P<index>\d+)\]:\s*$")
-FAILURE_FIELD = re.compile(r"^\s{0,4}(?P<key>time|host|rank|exitcode|error_file|traceback|msg)\s*:\s?(?P<value>.*)$")
+# (its `[N]:` entries and their fields: said.py's FAILURE_ENTRY and FAILURE_FIELD, which quote an
+# entry as an error too)
 FAILURE_MULTILINE_FIELDS = ("traceback", "msg")  # their text goes on over indented lines
 FAILURE_RANK = re.compile(r"(?P<rank>\d+) \(local_rank: (?P<local_rank>\d+)\)")
 FAILURE_EXIT = re.compile(r"(?P<code>-?\d+) \(pid: (?P<pid>\d+)\)")

@@ -29,7 +29,7 @@ def disk_full_events(c: Command, ref_of) -> list[dict]:
     command's time, citing the row's line."""
     rows: list[dict] = []
     cols: list[str] | None = None
-    carried: tuple[int, str] | None = None  # a device name df put on a line of its own
+    carried: str | None = None  # a device name df put on a line of its own
     for n, text in c.output:
         s = text.strip()
         head = _HEADER.match(s)
@@ -40,11 +40,10 @@ def disk_full_events(c: Command, ref_of) -> list[dict]:
             continue
         words = s.split()
         if len(words) == 1 and carried is None:  # `/dev/mapper/vg-a-very-long-name` then its numbers
-            carried = (n, words[0])
+            carried = words[0]
             continue
         if carried is not None:
-            words = [carried[1], *words]
-            carried = None
+            words, carried = [carried, *words], None
         if len(words) < len(cols) + 2:  # the name, the columns, the mount point (which may hold blanks)
             cols = None
             continue
