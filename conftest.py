@@ -6,6 +6,7 @@ it; it lives as long as the process.
 """
 
 import atexit
+import gc
 import os
 import shutil
 import tempfile
@@ -66,6 +67,17 @@ def pytest_collection_modifyitems(config, items):
     at = [n for n, i in enumerate(items) if _path(i.nodeid) in BY_INCIDENT]
     for n, item in zip(at, sorted((items[n] for n in at), key=lambda i: _path(i.nodeid) != PIN), strict=True):
         items[n] = item
+
+
+def pytest_collection_finish(session):
+    """What collection imported (pandas, torch, hypothesis, the kit: about 240,000 objects) lives
+    as long as the test process: frozen, a full collection of the cyclic GC no longer walks it,
+    and the youngest generation is collected at every 10,000 allocations, not 700. Measured on
+    test_live, test_bundled_findings and test_corpus in one process: the GC's own time from 7.1 s
+    to 0.8 s of 115 s."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
 
 
 def _path(nodeid: str) -> str:

@@ -30,7 +30,6 @@ from .pages import ordinary_pages
 from .prometheus import api as prometheus_api
 from .registry import (
     FORMATS,
-    SNIFF_BYTES,
     Format,
     LoadContext,
     is_valid_name,
@@ -188,9 +187,11 @@ class _Planner:
         self.ctx, self.cfg, self.cfg_path = ctx, cfg, cfg_path
         self.plan: list[_Planned] = []
         self.report = LoadReport()
-        # (path, digest of a whole head) -> (format, the sniffers' notes), kept by the caller
-        # across plans of a folder that grows: sniffers read the head only, and a file's head
-        # stops changing once the file outgrows it (loaders/following.py)
+        # path -> (digest of its head, format, the sniffers' notes), kept by the caller across
+        # plans of a folder that grows: sniffers read the path and the head only, so a head
+        # unchanged since the last plan (a file that outgrew it, or one that did not grow) is
+        # not sniffed again; one entry a path, however often a short file grows
+        # (loaders/following.py)
         self.sniffed = sniffed
 
     def strict(self, rep: FileReport) -> None:
@@ -258,13 +259,14 @@ class _Planner:
             self.plan.append(_Planned(path, FORMATS[explicit], enc))
             return
         probe = FileReport(path=rel)
-        key = (str(path), hashlib.blake2b(head, digest_size=16).digest()) if len(head) == SNIFF_BYTES else None
-        if self.sniffed is not None and key in self.sniffed:
-            fmt, probe.notes = self.sniffed[key][0], list(self.sniffed[key][1])
+        digest = hashlib.blake2b(head, digest_size=16).digest() if self.sniffed is not None else None
+        known = self.sniffed.get(str(path)) if self.sniffed is not None else None
+        if known is not None and known[0] == digest:
+            fmt, probe.notes = known[1], list(known[2])
         else:
             fmt = self.sniff(path, encoding.sniff_head(head, enc), probe)
-            if self.sniffed is not None and key is not None:
-                self.sniffed[key] = (fmt, list(probe.notes))
+            if self.sniffed is not None:
+                self.sniffed[str(path)] = (digest, fmt, list(probe.notes))
         if fmt is None:
             probe.notes.insert(0, "empty file" if not head else "no known format matched its content")
             self.report.add(probe)
