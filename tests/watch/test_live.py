@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from support.bundled import loaded
 from support.growing import grow, moments
 from support.watching import Said
 
@@ -144,12 +145,12 @@ def test_a_torchrun_folder_followed_while_it_is_written_is_read_at_every_moment(
     grow(src, folder, None)
     now["t"] += pd.Timedelta(minutes=10)
     said += watch.look()
-    found = pm.detect(pm.load_incident(src))
+    inc, found = loaded(src.name)
     failed = sorted((n.get("run") or "?") for k, n in zip(found["kind"], found["numbers"], strict=True)
                     if ANNOUNCED.get(k) == "failed_start")
     assert sorted(a.job for a in said if a.kind == "failed_start") == failed, [a.text for a in said]
     started = [a.text for a in said if a.kind == "attempt_started"]
-    assert len(started) == len(pm.attempts(pm.load_incident(src))) == 3, started
+    assert len(started) == len(pm.attempts(inc)) == 3, started
     cut = tmp_path / "cut"
     grow(src, cut, "2026-12-02 04:36:43")
     third = pm.attempts(pm.load_incident(cut)).iloc[-1]
@@ -411,14 +412,14 @@ def test_a_relaunch_is_not_told_recovered_by_its_first_step_lines(tmp_path):
 
 
 def test_a_death_is_told_once_as_its_time_moves(tmp_path):
-    """The HF out-of-memory capture grown every 3 s: the Trainer's log has no times of its own, so
-    the time of its traceback moves as the lines and events around it arrive (17:40:46, 17:41:12,
+    """The HF out-of-memory capture grown every 3 s from 17:40:37: the Trainer's log has no times
+    of its own, so the time of its traceback moves as the lines and events around it arrive (17:40:46, 17:41:12,
     then 17:41:13, where the README's driver saw the error); the one attempt's death was told at
     each (three "ended") and is now told once, as the post-mortem finds one."""
     src = INCIDENTS / "h200-1gpu-hf-oom-resume"
-    looks = _looks_while_growing(src, tmp_path / "live", "2026-12-02 17:40:10", "2026-12-02 17:41:22", "3s", to_the_end=True)
+    looks = _looks_while_growing(src, tmp_path / "live", "2026-12-02 17:40:37", "2026-12-02 17:41:22", "3s", to_the_end=True)
     said = [a for _, told in looks for a in told]
-    found = pm.detect(pm.load_incident(src))
+    _, found = loaded(src.name)
     assert [n["run"] for k, n in zip(found["kind"], found["numbers"], strict=True) if k == "training_died"] == ["hf_train"]
     assert [a.job for a in said if a.kind == "ended"] == ["hf_train"], [a.text for a in said if a.kind == "ended"]
 
@@ -433,7 +434,7 @@ def test_a_threads_traceback_is_no_death_while_the_listing_still_shows_its_proce
     death. Grown two seconds at a time, the watch told the traceback as the run's death at once
     (`died at 09:44:29`), before the next `ps` listing showed the process alive; now a thread's
     traceback waits for the listing, which shows the process after it, and the stall is told."""
-    found = pm.detect(pm.load_incident(INCIDENTS / name))
+    _, found = loaded(name)
     assert "training_died" not in set(found["kind"]) and "stall" in set(found["kind"])
     looks = _looks_while_growing(INCIDENTS / name, tmp_path / "live", start, end, "2s")
     said = [a for _, told in looks for a in told]
@@ -451,7 +452,7 @@ def test_a_launchers_restart_its_agent_did_not_log_owns_the_steps_after_the_atte
     after its attempt's end is the launcher's restart, and the workers the listing shows
     starting then are its."""
     src = INCIDENTS / "h200-1gpu-torchrun-crashloop"
-    found = pm.detect(pm.load_incident(src))
+    _, found = loaded(src.name)
     died = sorted(f"{t:%H:%M:%S}" for k, t in zip(found["kind"], found["start"], strict=True) if k == "training_died")
     assert died == ["04:36:32", "04:36:57"]
     looks = _looks_while_growing(src, tmp_path / "live", "2026-12-02 04:36:44", "2026-12-02 04:36:58", "2s")
