@@ -25,12 +25,13 @@ def browser():
 @pytest.fixture(scope="session")
 def report_kernels():
     """Kernels shared by the reports this test process builds (`build_report(..., kernels=)`):
-    they start once, as `dflash-postmortem report A B C` starts them once. Two, not one a page:
+    they start once, as `dflash-postmortem report A B C` starts them once. One, not one a page:
     the test workers already keep every core busy, and each kernel costs seconds of CPU to
-    start and warm up (the pages queue for the two, as they would on a small machine)."""
+    start and warm up (the pages queue for it, as they would on a small machine; while a
+    worker waits on its kernel, the other workers have the cores)."""
     from dflash_postmortem.report.kernels import shared_kernels
 
-    with shared_kernels(pages=2, progress=False) as kernels:
+    with shared_kernels(pages=1, progress=False) as kernels:
         yield kernels
 
 

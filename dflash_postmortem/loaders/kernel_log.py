@@ -36,7 +36,9 @@ def sniff_kernel_log(path: Path, head: bytes) -> float:
     lines = pasted_lines(head)
     if not lines:
         return 0.0
-    facts = [f for f in map(process_control.read_line, lines) if f is not None and f["kind"] in _KERNEL_KINDS]
+    # (a kernel fact comes only from a line with a kernel's word: the others are not read)
+    facts = [f for f in map(process_control.read_line, filter(process_control.says_kernel, lines))
+             if f is not None and f["kind"] in _KERNEL_KINDS]
     if not facts:
         return 0.0
     # The prefixes the transcript reader cuts off kernel lines (one list of stamp forms for both).

@@ -11,6 +11,7 @@ keeps them relative (`age_s`, no time) and the load report says which.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -76,9 +77,11 @@ def framing(line: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=4)
 def is_session(head: bytes) -> bool:
     """Two or more prompts with a command: a terminal session, which the transcript loader reads
-    (it hands each container command's answer to these readers)."""
+    (it hands each container command's answer to these readers). Asked of the same head by each
+    container format's sniffer: answered once per head."""
     lines = head.decode("utf-8", "replace").splitlines()[:400]
     return sum(1 for ln in lines if (p := match_prompt(ln.strip())) is not None and p.command) >= 2
 

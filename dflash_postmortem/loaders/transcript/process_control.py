@@ -198,10 +198,16 @@ def kernel_prefix(line: str) -> str:
     return _KERNEL_PREFIX.match(line).group().strip().removeprefix(">").strip()
 
 
+def says_kernel(line: str) -> bool:
+    """Whether a line holds a word only kernel lines say: no other line gives a kernel fact, so a
+    reader that wants those facts alone asks this first (a substring test, not every pattern)."""
+    return any(k in line for k in _KERNEL_KEYS)
+
+
 def read_kernel(line: str) -> dict | None:
     """One kernel line (OOM killer, Xid, a GPU off the bus) -> its fact, with `prefix` (the
     stamps before the kernel message: its time, if any) kept for the caller."""
-    if not any(k in line for k in _KERNEL_KEYS):
+    if not says_kernel(line):
         return None
     line = _WRAP.sub("", line)
     cut = _KERNEL_PREFIX.match(line)
