@@ -16,7 +16,11 @@ _LINE_PREFIX = re.compile(r"^\[?[IWEF]\d{3,4} [\d:.]+(?: +\d+)? [^\]]{1,200}\] *
                           r"|^what\(\): +"  # C++'s terminate: `what():  [PG 1 Rank 6] ...`
                           # syslog's `May  8 14:05:27 host kernel: `, `Jan 09 14:32:25 H systemd-oomd[70]: `; dmesg's `[2059991.491542] `
                           r"|^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w./-]+(?:\[\d+\])?: +|^\[ *\d+\.\d+\] +"
-                          r"|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] +")  # dmesg -T
+                          r"|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] +"  # dmesg -T
+                          # Python logging in brackets, as torch's elastic agent and DeepSpeed's launcher
+                          # write it: `[2024-05-28 14:04:28,584] torch.distributed...api: [ERROR] `,
+                          # `[2023-03-05 06:40:35,705] [ERROR] [launch.py:324:sigkill_handler] `
+                          r"|^\[\d{4}-\d\d-\d\d[ T][\d:.,]+\] *(?:[\w.]{1,120}: )?(?:\[[A-Z]{3,8}\] *)?(?:\[[\w.]+:\d+:\w+\] *)?")
 _SOURCE_AT = re.compile(r"\[(?:/[^\]\s]+|[\w.-]+)\.(?:cc|cpp|cu|h|hpp|c):\d+\] ?")
 # An entry of torchelastic's ChildFailedError table (`[0]:`, then `key : value` fields: `time : ...`,
 # `exitcode : -9 (pid: 14750)`, `traceback : Signal 9 (SIGKILL) received by PID 14750`), as the
@@ -24,6 +28,20 @@ _SOURCE_AT = re.compile(r"\[(?:/[^\]\s]+|[\w.-]+)\.(?:cc|cpp|cu|h|hpp|c):\d+\] ?
 # unless that only points at the docs, else by its exit code.
 FAILURE_ENTRY = re.compile(r"^\s*\[(?P<index>\d+)\]:\s*$")
 FAILURE_FIELD = re.compile(r"^\s{0,4}(?P<key>time|host|rank|exitcode|error_file|traceback|msg)\s*:\s?(?P<value>.*)$")
+
+
+# A command as Python prints its argument list (DeepSpeed's launcher: `['python', '-u', 'train.py',
+# '--local_rank=7'] exits with return code = -9`), cut or whole.
+_ARGV = re.compile(r"^\[((?:'[^']*'(?:, |(?=\])))+)\]|^\[((?:'[^']*', )*'[^']*)$")
+
+
+def _argv(text: str) -> str:
+    """A leading argument list as the command line it stands for (`python -u train.py ...`)."""
+    m = _ARGV.match(text)
+    if m is None:
+        return text
+    words = re.findall(r"'([^']*)'?", m.group(1) or m.group(2))
+    return "`" + " ".join(words) + "`" + text[m.end():]
 
 
 def error_text(message, kind: str | None = None, limit: int = 600) -> str:
@@ -36,7 +54,7 @@ def error_text(message, kind: str | None = None, limit: int = 600) -> str:
         fields = {m["key"]: m["value"].strip() for ln in lines[1:] if (m := FAILURE_FIELD.match(ln.strip()))}
         told = [fields[k] for k in ("traceback", "msg") if fields.get(k) and not fields[k].startswith(("<N/A>", "To enable"))]
         line = told[0] if told else f"exitcode {fields['exitcode']}" if fields.get("exitcode") else line
-    text = _SOURCE_AT.sub("", _LINE_PREFIX.sub("", line.strip()))
+    text = _argv(_SOURCE_AT.sub("", _LINE_PREFIX.sub("", line.strip())))
     if len(text) <= limit:
         return text
     # cut at a word, and say so: a sentence that quotes it must not read as the whole error

@@ -168,6 +168,37 @@ def test_nul_bytes_in_a_log_head_are_removed_and_counted(incident, bundled_dir):
     assert len(inc.metrics) == len(clean.metrics)
 
 
+def test_a_log_quoted_whole_reads_like_the_original(incident, bundled_dir):
+    """A log pasted into an issue as a quote (GitHub's "Quote reply": `> ` before every line, `>`
+    alone on a blank one): its marks are taken off each line, the lines keep their numbers."""
+    lines = (bundled_dir / "logs" / "train.log").read_text().splitlines()
+    (incident / "quoted.log").write_text("".join(f"> {ln}\n" if ln.strip() else ">\n" for ln in lines))
+    inc = pm.load_incident(incident)
+    rep = _entry(inc, "quoted.log")
+    assert rep.format == "training-log"
+    assert "a quote's marks (`> `) taken off each line: a paste quoted as a whole" in rep.assumptions
+    clean = pm.load_incident(bundled_dir / "logs" / "train.log")
+    mine = inc.metrics[inc.metrics["source"] == "quoted.log"]
+    assert len(mine) == len(clean.metrics) > 500
+    assert mine["ref"].tolist() == [r.replace("train.log", "quoted.log") for r in clean.metrics["ref"]]
+    assert mine["value"].tolist() == clean.metrics["value"].tolist()
+
+
+def test_a_quote_mark_straddling_two_chunks_is_taken_off(tmp_path):
+    """The transcoder reads a file a chunk at a time: a line's marks cut by a chunk's end are
+    taken off as whole ones, a `>>>` line (Python's prompt) is no quote and stays."""
+    from dflash_postmortem.loaders import encoding
+
+    body = "".join(f"> > line {i:07d} of a quote within a quote\n" for i in range(40_000))  # > 1 MiB
+    src = tmp_path / "q.txt"
+    src.write_text(body + ">>> print(1)\n")
+    enc = encoding.plan(src, src.read_bytes()[:65536])
+    assert enc.unquote
+    out = encoding.transcode(src, tmp_path / "out.txt", enc).path.read_text().splitlines()
+    assert out[:2] == ["line 0000000 of a quote within a quote", "line 0000001 of a quote within a quote"]
+    assert len(out) == 40_001 and all(ln.startswith("line ") for ln in out[:-1]) and out[-1] == ">>> print(1)"
+
+
 _UNPRIVILEGED = os.geteuid() != 0 or shutil.which("setpriv") is not None
 
 

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 
 from ..incident import Incident
 from ..model import computed as memo
-from ..model.attempts import CAUSES, END_SLACK, GONE, attempts, trainer_pids
+from ..model.attempts import CAUSES, END_SLACK, GONE, attempts, says_no_error, trainer_pids
 from ..model.progress import lines_of, resumes
 from ..model.states import states
 from ..said import error_text
@@ -42,11 +43,16 @@ _TIME_LIMIT = "time limit"
 # A ChildFailedError table's entry of a worker the agent stopped (launcher_lines: `elastic_failure`)
 _STOPPED_BY_LAUNCHER = "elastic_failure"
 _AFTER_END = pd.Timedelta(seconds=5)  # the table comes a moment after the attempt's end
+# Kills by the OOM killer this close are one death of the log (one storm of memory pressure);
+# farther apart, two (detect_unplaced_deaths)
+_STORM_S = 60.0
 # What says who killed a process that a bare `Killed` reports
 _KILLERS = ("oom_kill",)
-# torchrun's reaction to a worker's failure, printed before the failure's own line: it stops the
-# others (`Sending process 812914 closing signal SIGTERM`), then gives up (its ChildFailedError)
-_REACTIONS = ("elastic_closing_signal", "ChildFailedError")
+# A launcher's reaction to a worker's failure, printed before the failure's own line: it stops
+# the others (torchrun's `Sending process 812914 closing signal SIGTERM`, DeepSpeed's `Killing
+# subprocess 3698707`), then gives up (torchrun's ChildFailedError)
+_STOPPERS = ("elastic_closing_signal", "deepspeed_killing_subprocess")
+_REACTIONS = (*_STOPPERS, "ChildFailedError")
 # The load report's formats whose lines tell a process's end: its own output, and what the kernel
 # or systemd killed (`Out of memory: Killed process 25315 (python3)`)
 _PROCESS_LOGS = ("training-log", "kernel-log", "systemd-journal")
@@ -117,6 +123,7 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
              "error": error, "error_rank": int(a["cause_rank"]) if on_rank else None, "ended": a["end"],
              "silent_s": silent, "hung": hung, "silent_logs": _silent_logs(inc, a, last_t) if hung else [],
              "stopped_ranks": _stopped_ranks(inc, a) if hung else [],
+             "stopped_pids": _stopped_pids(_near_end(inc, a, nxt["start"].iloc[0] if len(nxt) else None)),
              "doing": "saving" if saving else "training",
              "disk_full": full["message"] if full is not None else None,
              "disk_full_at": full["time"] if full is not None else None,
@@ -171,18 +178,40 @@ def _silent_logs(inc: Incident, a: pd.Series, last_step) -> list[str]:
     return [s for s in logs if s not in said] if said else []
 
 
+def _near_end(inc: Incident, a: pd.Series, restarted=None) -> pd.DataFrame:
+    """The attempt's own log lines from its start to a moment after its end (a launcher's lines
+    on how it ended come then), and before the next attempt of its job started (`restarted`:
+    a launcher that restarts at once writes the next round's lines in that moment)."""
+    ev = inc.events
+    if ev.empty or pd.isna(a["end"]):
+        return ev.iloc[:0]
+    mine = ev["source"].isin(a["sources"] or []) & (ev["time"] >= a["start"]) & (ev["time"] <= a["end"] + _AFTER_END)
+    if restarted is not None and not pd.isna(restarted):
+        mine &= ev["time"] < restarted
+    return ev[mine]
+
+
 def _stopped_ranks(inc: Incident, a: pd.Series) -> list[int]:
     """Of a hang that ended in an error: the ranks the launcher stopped with a signal (torchrun's
     table: `exitcode : -15`, `Signal 15 (SIGTERM) received`) that logged no error of their own
     in the attempt: in a job of two, the rank the other waited for."""
-    ev = inc.events
-    if ev.empty or not {"rank", "signal", "pattern"} <= set(ev.columns) or pd.isna(a["end"]):
+    if not {"rank", "signal", "pattern"} <= set(inc.events.columns):
         return []
-    mine = ev[ev["source"].isin(a["sources"]) & (ev["time"] >= a["start"]) & (ev["time"] <= a["end"] + _AFTER_END)]
+    mine = _near_end(inc, a)
     stopped = mine[(mine["pattern"] == _STOPPED_BY_LAUNCHER) & mine["signal"].notna() & mine["rank"].notna()]
     said = mine[mine["kind"].isin(CAUSES) & mine["rank"].notna()]
     own = {int(r) for r in said["rank"]} | ({int(a["cause_rank"])} if pd.notna(a["cause_rank"]) else set())
     return sorted({int(r) for r in stopped["rank"]} - own)
+
+
+def _stopped_pids(lines: pd.DataFrame) -> list[int]:
+    """The processes a launcher stopped as it gave up, by the PIDs its own lines name (torchrun's
+    `Sending process 60552 closing signal SIGTERM`, DeepSpeed's `Killing subprocess 3698707`):
+    the others of a job whose one worker failed went down by its hand, not of their own error."""
+    if "pattern" not in lines.columns or "pid" not in lines.columns:
+        return []
+    told = lines[lines["pattern"].isin(_STOPPERS).fillna(False).astype(bool) & lines["pid"].notna()]
+    return sorted({int(p) for p in told["pid"]})
 
 
 def _hang_s(lines: pd.DataFrame) -> float:
@@ -257,47 +286,88 @@ def detect_unplaced_deaths(inc: Incident) -> pd.DataFrame:
     if "pid" in mine.columns:
         mine = mine[~mine["pid"].isin(pids)]
     rows = []
-    for source, lines in mine.groupby("source", sort=True):
-        lines = findings.in_file_order(lines)
-        fatal = _fatal(lines)
-        ended = lines[fatal]
-        if ended.empty:
-            continue
-        # the first line that says what went wrong or that a process ended; not a launcher's
-        # reaction to it (it stops the other workers, then gives up)
-        reaction = lines["pattern"].isin(_REACTIONS).fillna(False).astype(bool) if "pattern" in lines.columns \
-            else pd.Series(False, index=lines.index)
-        said = lines[(lines["kind"].isin(CAUSES).astype(bool) | fatal) & ~reaction]
-        cause = said[said["kind"].isin(CAUSES)].head(1)
-        first = said.iloc[0] if len(said) else ended.iloc[0]
-        # a bare `Killed` (a shell's word for SIGKILL) is told by the line that says who killed
-        # it, where the log has one (the kernel's `Out of memory: Killed process 7899 (python)`)
-        killer = said[said["kind"].isin(_KILLERS)] if first["kind"] == "killed" else said.iloc[:0]
-        # (what the kill's own line says beyond the word: `DataLoader worker (pid 629) is killed ...`)
-        bare = error_text(first["message"], first["kind"]) if len(killer) else ""
-        first = killer.iloc[0] if len(killer) else first
-        last = ended.iloc[-1]
-        error = error_text(first["message"], first["kind"]) or str(first["kind"])
-        if bare and bare.rstrip(".") != "Killed":
-            error = f"{bare.rstrip('.')}; {error}"
-        signal = first.get("signal") if isinstance(first.get("signal"), str) else None
-        if signal and signal not in error:  # `failed (exitcode: -9)`: SIGKILL
-            error += f" ({signal})"
-        ranks = sorted({int(r) for r in ended["rank"].dropna()} | {int(r) for r in cause["rank"].dropna()}) \
-            if "rank" in lines.columns else []
-        refs = findings.unique([_ref_of(first), _ref_of(last)])
-        start = first["time"] if pd.notna(first["time"]) else last["time"]
-        rows.append(findings.finding(
-            "process_died", start, last["time"] if pd.notna(last["time"]) else start, "critical", refs,
-            {"source": source, "error": error, "error_kind": str(first["kind"]),
-             "end_message": (error_text(last["message"], last["kind"]) or None) if last["ref"] != first["ref"] else None,
-             "ended": last["time"] if pd.notna(last["time"]) else None, "ranks": ranks,
-             "exit_code": findings.whole(last.get("exit_code")), "signal": last.get("signal") if isinstance(last.get("signal"), str) else None,
-             "doing": "saving" if first["kind"] == "traceback" and _SAVING.search(str(first["message"])) else None,
-             **_steps_in(inc.metrics, source)},
-            caused_by=[findings.cause(findings.event_id(refs[0]), f"what went wrong: {one_line(error)}", refs[:1])],
-            within_s=_within(inc, refs[0])))
+    for source, whole_log in mine.groupby("source", sort=True):
+        for lines in _victims(findings.in_file_order(whole_log)):
+            rows += _unplaced(inc, source, lines)
     return findings.frame(rows)
+
+
+def _victims(lines: pd.DataFrame) -> list[pd.DataFrame]:
+    """One log's lines per death: the OOM killer names each process it kills (`Killed process
+    25635 (python)`); kills far apart in time (the kernel's own clock where the log has no
+    date: its uptime) are deaths of their own (a run, then its relaunch killed again days
+    later), kills together are one (an OOM storm that took four processes in a second). Each
+    death takes the lines before its first kill, since the last death's. A log whose kills
+    have no time, or name one process, is one death."""
+    kills = lines["kind"].eq("oom_kill").to_numpy(dtype=bool) & _col(lines, "pid").notna().to_numpy(dtype=bool)
+    if len(set(_col(lines, "pid")[kills])) < 2:
+        return [lines]
+    at = np.flatnonzero(kills)
+    wall = lines["time"].iloc[at]
+    clock = np.where(wall.notna(), wall.map(lambda t: t.timestamp() if pd.notna(t) else np.nan),
+                     pd.to_numeric(_col(lines, "uptime_s").iloc[at], errors="coerce")).astype(float)
+    apart = np.r_[False, np.diff(clock) > _STORM_S]  # (a gap with no clock on either side is none)
+    episode = np.cumsum(apart)
+    # each line's death: that of the first kill at or after it (the lines after the last, the last's)
+    owner = episode[np.minimum(np.searchsorted(at, np.arange(len(lines))), len(at) - 1)]
+    return [lines[owner == e] for e in range(episode[-1] + 1)]
+
+
+def _col(df: pd.DataFrame, name: str) -> pd.Series:
+    return df[name] if name in df.columns else pd.Series(None, index=df.index, dtype=object)
+
+
+def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
+    """The death one log's lines tell, if they tell one (detect_unplaced_deaths)."""
+    fatal = _fatal(lines)
+    ended = lines[fatal]
+    if ended.empty:
+        return []
+    # the first line that says what went wrong or that a process ended; not a launcher's
+    # reaction to it (it stops the other workers, then gives up)
+    reaction = lines["pattern"].isin(_REACTIONS).fillna(False).astype(bool) if "pattern" in lines.columns \
+        else pd.Series(False, index=lines.index)
+    said = lines[(lines["kind"].isin(CAUSES).astype(bool) | fatal) & ~reaction & ~says_no_error(lines)]
+    cause = said[said["kind"].isin(CAUSES)].head(1)
+    first = said.iloc[0] if len(said) else ended.iloc[0]
+    # a bare `Killed` (a shell's word for SIGKILL) is told by the line that says who killed
+    # it, where the log has one (the kernel's `Out of memory: Killed process 7899 (python)`)
+    killer = said[said["kind"].isin(_KILLERS)] if first["kind"] == "killed" else said.iloc[:0]
+    # (what the kill's own line says beyond the word: `DataLoader worker (pid 629) is killed ...`)
+    bare = error_text(first["message"], first["kind"]) if len(killer) else ""
+    first = killer.iloc[0] if len(killer) else first
+    last = ended.iloc[-1]
+    error = error_text(first["message"], first["kind"]) or str(first["kind"])
+    if bare and bare.rstrip(".") != "Killed":
+        error = f"{bare.rstrip('.')}; {error}"
+    signal = first.get("signal") if isinstance(first.get("signal"), str) else None
+    if signal and signal not in error:  # `failed (exitcode: -9)`: SIGKILL
+        error += f" ({signal})"
+    ranks = sorted({int(r) for r in ended["rank"].dropna()} | {int(r) for r in cause["rank"].dropna()}) \
+        if "rank" in lines.columns else []
+    refs = findings.unique([_ref_of(first), _ref_of(last)])
+    start = first["time"] if pd.notna(first["time"]) else last["time"]
+    return [findings.finding(
+        "process_died", start, last["time"] if pd.notna(last["time"]) else start, "critical", refs,
+        {"source": source, "error": error, "error_kind": str(first["kind"]), "pid": findings.whole(first.get("pid")),
+         "process": first.get("process_name") if isinstance(first.get("process_name"), str) else None,
+         "killed": _killed(lines),
+         "end_message": (error_text(last["message"], last["kind"]) or None) if last["ref"] != first["ref"] else None,
+         "ended": last["time"] if pd.notna(last["time"]) else None, "ranks": ranks,
+         "exit_code": findings.whole(last.get("exit_code")), "signal": last.get("signal") if isinstance(last.get("signal"), str) else None,
+         "doing": "saving" if first["kind"] == "traceback" and _SAVING.search(str(first["message"])) else None,
+         "stopped_pids": _stopped_pids(lines), "why_unknown": said.empty and bool(_stopped_pids(ended)),
+         **_steps_in(inc.metrics, source)},
+        caused_by=[findings.cause(findings.event_id(refs[0]), f"what went wrong: {one_line(error)}", refs[:1])],
+        within_s=_within(inc, refs[0]))]
+
+
+def _killed(lines: pd.DataFrame) -> list[str]:
+    """The processes the OOM killer killed, as `PID 15784 (python3)`, in the order it did."""
+    kills = lines[lines["kind"].eq("oom_kill") & _col(lines, "pid").notna()]
+    names = _col(kills, "process_name")
+    said = (f"PID {int(p)}" + (f" ({n})" if isinstance(n, str) and n else "") for p, n in zip(kills["pid"], names, strict=True))
+    return list(dict.fromkeys(said))
 
 
 def _steps_in(metrics: pd.DataFrame, source: str) -> dict:
@@ -314,8 +384,7 @@ def _fatal(lines: pd.DataFrame) -> pd.Series:
     ok = kind.isin(_FATAL).fillna(False).astype(bool)
     if "thread" in lines.columns:
         ok &= ~((kind == "traceback") & lines["thread"].notna())
-    if "pattern" in lines.columns:  # a traceback cut off before its exception line says nothing yet
-        ok &= ~((kind == "traceback") & (lines["pattern"] == "traceback").fillna(False).astype(bool))
+    ok &= ~says_no_error(lines)  # a traceback cut off before its exception line says nothing yet
     if "exit_code" in lines.columns:
         ok &= ~((kind == "exit") & (lines["exit_code"] == 0).fillna(False).astype(bool))
     if "reason" in lines.columns:

@@ -114,6 +114,7 @@ class TrainingDied(TypedDict):
     hung: bool  # that silence was long (five usual gaps between step lines, 10 s at least): a hang, then the error
     silent_logs: list  # of a hang: the attempt's logs (each rank's own) with no line after the last step, where another's error ended it
     stopped_ranks: list  # of a hang: the ranks the launcher stopped with a signal that logged no error of their own
+    stopped_pids: list  # the PIDs its launcher's own lines say it stopped as it gave up (`Killing subprocess N`)
     doing: str  # "saving" where a traceback as it died has a frame that saves (a checkpoint), else "training"
     disk_full: str | None  # of a death that wrote: the full file system a `df` near it showed
     disk_full_at: pd.Timestamp | None  # when that `df` ran
@@ -129,6 +130,11 @@ class ProcessDied(TypedDict):
     source: str  # the log that holds it, with nothing of the process's start or training
     error: str  # what went wrong: the first error line of those that tell an end
     error_kind: str  # its event kind (nccl_timeout, oom, traceback, exit, ...)
+    pid: int | None  # the process the error's line names (the OOM killer's victim)
+    process: str | None  # that process's name, where the line gives it
+    killed: list  # the processes the OOM killer killed in this death, `PID 15784 (python3)`, in its order
+    why_unknown: bool  # its only words are a launcher stopping its workers: no line says what failed
+    stopped_pids: list  # the PIDs its launcher's own lines say it stopped as it gave up
     end_message: str | None  # the last line that said a process ended, where not the error itself
     ended: pd.Timestamp | None
     ranks: list  # the ranks those lines name

@@ -6,6 +6,10 @@ file, whether it must be transcoded first, and does it as a stream (the file is 
 Line numbers survive transcoding (a line break stays a line break), so evidence refs still open
 the original file at the right line.
 
+A paste quoted as a whole (an issue's or a mail's `> ` before every line) has its quote marks
+taken off each line in the same pass: every reader would otherwise meet the mark first and read
+nothing of what is behind it.
+
 A line longer than LONG_LINE is cut in the same pass: its first KEEP bytes are read, the rest is
 counted and left. Every reader holds at least a line at a time, and a file that is one line of
 gigabytes (a binary dumped into a log, a runaway print) would otherwise be held whole.
@@ -16,6 +20,7 @@ from __future__ import annotations
 import codecs
 import mmap
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -30,6 +35,12 @@ _BOMS = (
 # Control bytes that text files carry (tab, line breaks, form feed, backspace and escape from a
 # terminal recording); any other C0 byte besides NUL marks the head as binary.
 _TEXT_CONTROLS = frozenset(b"\t\n\r\x0b\x0c\x08\x1b\x07")
+# A quote's marks before a line: markdown's (up to three spaces, `>`, a space), every level of a
+# quote within a quote; a line of `>>>` (Python's prompt) is no quote.
+_QUOTE_MARKS = rb"(?: {0,3}>(?: |$))+"
+_QUOTE_LINE = re.compile(b"^" + _QUOTE_MARKS, re.M)
+_QUOTED_AT = re.compile(_QUOTE_MARKS, re.M)
+_QUOTED_LINES = 3  # a paste of fewer lines is too little to say it was quoted as a whole
 _CHUNK = 1 << 20
 LONG_LINE = 1 << 20
 KEEP = 64 << 10
@@ -45,20 +56,24 @@ class Encoding:
     bom: int = 0
     strip_nul: bool = False
     cut_long_lines: bool = False  # some line is longer than LONG_LINE (has_long_lines)
+    unquote: bool = False  # every line of its head is quoted (`> `): the marks are taken off
 
     @property
     def needs_transcoding(self) -> bool:
-        return self.codec != "utf-8" or self.bom > 0 or self.strip_nul or self.cut_long_lines
+        return self.codec != "utf-8" or self.bom > 0 or self.strip_nul or self.cut_long_lines or self.unquote
 
     def describe(self) -> str | None:
-        """The assumption transcoding makes about the file's bytes (None: only lines were cut)."""
+        """The assumptions transcoding makes about the file's bytes (None: only lines were cut)."""
+        said = []
         if self.codec != "utf-8":
-            return f"read as {self.codec.upper()}" + (" (byte order mark)" if self.bom else " (no byte order mark)")
-        if self.bom:
-            return "UTF-8 byte order mark dropped"
-        if self.strip_nul:
-            return "NUL bytes removed"
-        return None
+            said.append(f"read as {self.codec.upper()}" + (" (byte order mark)" if self.bom else " (no byte order mark)"))
+        elif self.bom:
+            said.append("UTF-8 byte order mark dropped")
+        elif self.strip_nul:
+            said.append("NUL bytes removed")
+        if self.unquote:
+            said.append("a quote's marks (`> `) taken off each line: a paste quoted as a whole")
+        return "; ".join(said) or None
 
 
 PLAIN = Encoding()
@@ -115,15 +130,22 @@ def detect(head: bytes) -> Encoding:
     return PLAIN
 
 
+def _quoted(sample: bytes) -> bool:
+    """Every whole line of the sample with text on it is quoted, and there are a few."""
+    lines = [ln for ln in sample.split(b"\n")[:-1] if ln.strip()]
+    return len(lines) >= _QUOTED_LINES and all(_QUOTE_LINE.match(ln) for ln in lines)
+
+
 def sniff_head(head: bytes, enc: Encoding) -> bytes:
-    """The head as sniffers should see it: UTF-8, no BOM, no NULs."""
+    """The head as sniffers should see it: UTF-8, no BOM, no NULs, no quote marks."""
     if not enc.needs_transcoding:
         return head
     out = head[enc.bom:]
     if enc.codec != "utf-8":
         text = codecs.getincrementaldecoder(enc.codec)("replace").decode(out, final=False)
         out = text.encode("utf-8", "surrogatepass")
-    return out.replace(b"\x00", b"")
+    out = out.replace(b"\x00", b"")
+    return _QUOTE_LINE.sub(b"", out) if enc.unquote else out
 
 
 def plan(path: Path, head: bytes) -> Encoding:
@@ -132,6 +154,8 @@ def plan(path: Path, head: bytes) -> Encoding:
     enc = detect(head)
     sample = sniff_head(head, enc)[:4096]
     text = not any(b < 0x20 and b not in _TEXT_CONTROLS for b in sample)
+    if text and _quoted(sample):
+        enc = replace(enc, unquote=True)
     if text and path.is_file() and has_long_lines(path):
         enc = replace(enc, cut_long_lines=True)
     return enc
@@ -167,6 +191,37 @@ class Transcoded:
         return (f"{self.n_cut} line{'s' if self.n_cut != 1 else ''} longer than {LONG_LINE >> 20} MiB cut to "
                 f"{'their' if self.n_cut != 1 else 'its'} first {KEEP >> 10} KiB (line {lines}): "
                 f"{self.bytes_left:,} bytes not read")
+
+
+class _Unquoter:
+    """Passes text through with each line's quote marks taken off (`_QUOTE_MARKS`), whatever
+    chunk a line starts in: the few bytes of a line's start that a chunk ends on wait for the next."""
+
+    def __init__(self):
+        self.at_start = True  # the next byte begins a line
+        self.held = b""
+
+    def feed(self, data: bytes, final: bool = False) -> bytes:
+        data, self.held = self.held + data, b""
+        out = bytearray()
+        i = 0
+        while i < len(data):
+            if self.at_start:
+                nl = data.find(b"\n", i)
+                if nl < 0 and len(data) - i < 64 and not final:
+                    self.held = data[i:]  # too little of the line yet to see all its marks
+                    break
+                m = _QUOTED_AT.match(data, i, len(data) if nl < 0 else nl)
+                i = m.end() if m else i
+                self.at_start = False
+            nl = data.find(b"\n", i)
+            if nl < 0:
+                out += data[i:]
+                break
+            out += data[i:nl + 1]
+            i = nl + 1
+            self.at_start = True
+        return bytes(out)
 
 
 class _LineCutter:
@@ -227,6 +282,7 @@ def transcode(src: Path, dest: Path, enc: Encoding) -> Transcoded:
     decoder = None if enc.codec == "utf-8" else codecs.getincrementaldecoder(enc.codec)("replace")
     result = Transcoded(dest)
     cutter = _LineCutter(result) if enc.cut_long_lines else None
+    unquoter = _Unquoter() if enc.unquote else None
     with open(src, "rb") as fin, open(dest, "wb") as fout:
         fin.seek(enc.bom)
         while True:
@@ -241,6 +297,8 @@ def transcode(src: Path, dest: Path, enc: Encoding) -> Transcoded:
             if n:
                 result.nul_bytes += n
                 data = data.replace(b"\x00", b"")
+            if unquoter is not None:
+                data = unquoter.feed(data, final=not chunk)
             if cutter is not None:
                 data = cutter.feed(data) + (b"" if chunk else cutter.close())
             fout.write(data)

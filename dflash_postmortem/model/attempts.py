@@ -1096,12 +1096,13 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
         kinds = g["kind"].to_numpy()
         # an error line is no start: a rank first named by its timeout (`[Rank 16] Watchdog
         # caught ...`) in a log whose earlier lines name no rank is the attempt writing that log
-        # and a log of nothing but errors (an error pasted alone, a log's tail kept after a crash)
-        # shows no start: what ended a process, not that it began (detect/deaths `process_died`);
+        # and a log of nothing but errors and signals (an error pasted alone, a log's tail kept
+        # after a crash, a launcher's teardown: `Killing subprocess 3698707`) shows no start: what
+        # ended a process, not that it began (detect/deaths `process_died`);
         # unless a launcher's files place it in an attempt (torchrun's attempt_1/0/stderr.log of a
         # rank that died in its start-up)
         named = any(c in g.columns and g[c].notna().any() for c in ("attempt", "job"))
-        errors_only = not named and set(kinds) <= set(_ENDS + CAUSES) | {"error"}
+        errors_only = not named and set(kinds) <= set(_ENDS + CAUSES) | {"error", "signal"}
         starts = [] if errors_only or (kinds[0] in _ENDS + CAUSES and g["time"].iloc[0] > first_row[source]) else [0]
         ended = False
         for i, k in enumerate(kinds):
@@ -1246,13 +1247,22 @@ def _still_open(rows: pd.DataFrame, evidence_end, live: bool) -> pd.Series:
     return rows["open_end"].fillna(False).astype(bool) & (rows["time"] >= evidence_end - END_SLACK)
 
 
+def says_no_error(rows: pd.DataFrame) -> pd.Series:
+    """The tracebacks that end before their exception line (a paste or a file cut inside one):
+    what went wrong is not in them, so they name no cause (the line that ended the process
+    does: a launcher's `failed (exitcode: 1) local_rank: 2`)."""
+    if "pattern" not in rows.columns:
+        return pd.Series(False, index=rows.index)
+    return ((rows["kind"] == "traceback") & (rows["pattern"] == "traceback")).fillna(False).astype(bool)
+
+
 def _cause(rows: pd.DataFrame, since, end) -> dict:
     """What went wrong: the first error line from the last step to the end (none where it
     ended without one, or is alive)."""
     none = {"cause_time": None, "cause_kind": None, "cause_ref": None, "cause_message": None, "cause_rank": None}
     if end is None or pd.isna(end) or "kind" not in rows.columns:
         return none
-    ev = rows[rows["kind"].isin(CAUSES) & (rows["time"] >= since) & (rows["time"] <= end)]
+    ev = rows[rows["kind"].isin(CAUSES) & (rows["time"] >= since) & (rows["time"] <= end) & ~says_no_error(rows)]
     if ev.empty:
         return none
     r = ev.sort_values("time", kind="stable").iloc[0]

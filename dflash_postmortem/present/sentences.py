@@ -432,6 +432,13 @@ def _waited_for(n: dict) -> str:
     return said
 
 
+def _stopped(n: dict) -> str:
+    """The processes the launcher stopped as it gave up (a death's `stopped_pids`), unless the
+    ranks it stopped are told already (`_waited_for`)."""
+    pids = [] if n.get("stopped_ranks") else n.get("stopped_pids") or []
+    return f" The launcher then stopped PID{'s' if len(pids) > 1 else ''} {ranks_text(pids)}." if pids else ""
+
+
 def _death(f: pd.Series) -> str:
     """A run that died of an error while training (or that a limit on its time stopped), and
     what started it again."""
@@ -443,7 +450,7 @@ def _death(f: pd.Series) -> str:
     said = f"At {_when(f['start'], f.get('within_s'))} run {n['run'] or '?'} {what} while {doing}{rank}{since}: {(n['error'] or 'an error').rstrip('.')}."
     if n.get("disk_full"):
         said += f" `df` at {_when(n['disk_full_at'])} showed a full file system: {n['disk_full']}."
-    said += _waited_for(n)
+    said += _waited_for(n) + _stopped(n)
     if n.get("restarted_at") is None or pd.isna(n.get("restarted_at")):
         return said + " Nothing started it again."
     who = _STARTED_BY.get(n.get("restarted_by"), "a new start")
@@ -484,7 +491,21 @@ def _unplaced_death(f: pd.Series) -> str:
             "start" + (" and no time to place them" if pd.isna(f["start"]) else "")) if steps else \
         f"{n['source']} holds nothing of its start or its training"
     doing = " while saving a checkpoint" if n.get("doing") == "saving" else ""
-    return f"{said} {who + ' ' if who else ''}died{doing}: {(n['error'] or 'an error').rstrip('.')}. {held}."
+    error = (n["error"] or "an error").rstrip(".")
+    killed = n.get("killed") or []
+    if n.get("error_kind") == "oom_kill" and killed:
+        # the OOM killer's lines name its victims: who died, and of what, before its words
+        when = f"At {_when(f['start'], f.get('within_s'))} " if pd.notna(f["start"]) else ""
+        victims = killed[0] if len(killed) == 1 else ", ".join(killed[:-1]) + f" and {killed[-1]}"
+        return (f"{when}{victims} {'was' if len(killed) == 1 else 'were'} killed by the OOM killer (out of memory): "
+                f"{error}. {held}.")
+    if n.get("why_unknown"):
+        # a launcher's teardown alone (`Killing subprocess 250621`, ...): that it stopped them is
+        # all its lines say; what failed, if anything did, is not in them
+        pids = n["stopped_pids"]
+        when = f"At {_when(f['start'], f.get('within_s'))} the" if pd.notna(f["start"]) else "The"
+        return f"{when} launcher stopped PID{'s' if len(pids) > 1 else ''} {ranks_text(pids)}; no line says why. {held}."
+    return f"{said} {who + ' ' if who else ''}died{doing}: {error}.{_stopped(n)} {held}."
 
 
 def _not_finite(f: pd.Series) -> str:

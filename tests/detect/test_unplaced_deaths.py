@@ -102,7 +102,8 @@ def test_a_job_whose_steps_nothing_dates_trained_before_slurm_stopped_it(tmp_pat
     """Megatron's `iteration 2/ 1000 | ...` lines carry no time; Slurm's CANCELLED line is the
     only dated one. Read before as a start that "never came up: killed during start-up"; the log
     shows iterations 2-4, so the attempt trained (from its start, as far as anything shows) and
-    was stopped when Slurm cancelled it at its time limit: a time limit, not an error."""
+    was stopped when Slurm cancelled it at its time limit: a time limit, not an error. Its
+    launcher then stopped its two workers (`Killing subprocess 4946`, `4947`)."""
     inc, found, _ = _told(tmp_path, "slurm/megatron-time-limit-job-first-bigscience.out")
     att = pm.model.attempts(inc)
     assert len(att) == 1
@@ -115,7 +116,7 @@ def test_a_job_whose_steps_nothing_dates_trained_before_slurm_stopped_it(tmp_pat
     assert what_happened(inc, found)[0] == (
         "At 21:52:36 UTC run megatron-time-limit-job-first-bigscience was stopped by its time limit while training: "
         "slurmstepd: error: *** STEP 1999618.0 ON node02 CANCELLED AT 2021-05-27T21:52:36 DUE TO TIME LIMIT ***. "
-        "Nothing started it again.")
+        "The launcher then stopped PIDs 4946, 4947. Nothing started it again.")
 
 
 @pytest.mark.parametrize("name", [
@@ -181,3 +182,64 @@ def test_a_dataloader_workers_kill_keeps_its_own_words_beside_the_kernels(tmp_pa
     assert died.iloc[0]["numbers"]["error"].startswith(
         "RuntimeError: DataLoader worker (pid 629) is killed by signal: Killed; Memory cgroup out of memory: "
         "Killed process 629 (onmt_train)")
+
+
+def test_a_worker_failed_under_torch_distributed_launch_and_the_launcher_stopped_the_rest(tmp_path):
+    """RepViT #65: epoch 7's lines carry no time; at 14:04:27.954-.955 the agent sends SIGTERM to
+    PIDs 60552, 60553 and 60555, at 14:04:28.584 it says local rank 2 (PID 60554) failed with exit
+    code 1, and its own traceback is cut before its exception. Read before as an attempt that
+    "started 14:04:27" (the first dated line) and died of "[traceback cut off: the file ends
+    here]": a traceback that never says its error names no cause, and dated lines that only end
+    processes start none."""
+    inc, found, died = _told(tmp_path, "torchrun/launch-exitcode-1-local-rank-2-mid-epoch-sigterm-x3-repvit.log")
+    assert found["kind"].tolist() == ["process_died"] and pm.model.attempts(inc).empty
+    f = died.iloc[0]
+    n = f["numbers"]
+    assert f["start"] == pd.Timestamp("2024-05-28 14:04:28.584", tz="UTC")
+    assert n["error"].startswith("failed (exitcode: 1) local_rank: 2 (pid: 60554)")
+    assert n["stopped_pids"] == [60552, 60553, 60555] and n["steps_logged"] == 3
+    assert "cut off" not in what_happened(inc, found)[0]
+    assert "The launcher then stopped PIDs 60552, 60553, 60555." in what_happened(inc, found)[0]
+
+
+def test_deepspeeds_launcher_killing_its_workers_is_their_end_not_a_start(tmp_path):
+    """DeepSpeed #2946: the launcher kills its eight workers (PIDs 3698707-3698714) from 06:40:25
+    to 06:40:34, each as the one before is gone, then logs at ERROR that local rank 7 ended badly
+    (the line is cut before its return code). Read before as a start at the first kill, "slow
+    start ... no sign that it failed"."""
+    inc, found, died = _told(tmp_path, "torchrun/deepspeed-killing-8-over-10s-return-code-9-local-rank-7-t5-cut.log")
+    assert found["kind"].tolist() == ["process_died"]
+    f = died.iloc[0]
+    n = f["numbers"]
+    assert f["start"] == pd.Timestamp("2023-03-05 06:40:35.705", tz="UTC")
+    assert n["stopped_pids"] == list(range(3698707, 3698715))
+    assert n["error"].startswith("`/home/userx/anaconda3/envs/tk-instruct/bin/python -u src/run_s2s.py --local_rank=7 ")
+    assert not n["why_unknown"]
+
+
+def test_a_launchers_teardown_alone_says_it_stopped_them_and_not_why(tmp_path):
+    """deepspeed-killing-8-subprocesses-runpy-cut: eight `Killing subprocess` lines at 08:32:07
+    and the launcher's traceback cut inside its frames: no line says what failed. Read before as
+    "died during start-up: ... wrote a traceback ending `[traceback cut off: the file ends here]`"."""
+    inc, found, died = _told(tmp_path, "train-log/deepspeed-killing-8-subprocesses-runpy-cut.log")
+    assert found["kind"].tolist() == ["process_died"]
+    n = died.iloc[0]["numbers"]
+    assert n["why_unknown"] and n["stopped_pids"] == [250621, 250622, 250623, 250624, 250625, 250626, 250629, 250632]
+    assert what_happened(inc, found)[0].startswith(
+        "At 08:32:07 UTC the launcher stopped PIDs 250621, 250622, 250623, 250624, 250625, 250626, 250629, "
+        "250632; no line says why.")
+
+
+def test_two_oom_kills_days_apart_are_two_deaths_and_a_storm_is_one(tmp_path):
+    """NervanaSystems/deepspeech #48: dmesg's OOM kill of PID 25635 at uptime 3,017,506 s, and after
+    the user lowered the batch size, of PID 9666 at 3,256,824 s (66.5 hours later): two runs, two
+    deaths, where the log's one process death ended "with Killed process 9666". A syslog whose
+    kernel killed four processes within 30 ms (docker host, 518.05-518.08 s) is one death."""
+    inc, found, died = _told(tmp_path, "kernel/deepspeech-prose-dmesg-kill-process-score-974-then-second-kill-9666.txt")
+    assert [n["killed"] for n in died["numbers"]] == [["PID 25635 (python)"], ["PID 9666 (python)"]]
+    assert what_happened(inc, found)[0].startswith("PID 25635 (python) was killed by the OOM killer (out of memory)")
+    (tmp_path / "storm").mkdir()
+    inc, found, died = _told(tmp_path / "storm", "terminal/syslog-oom-python3-docker-host.txt")
+    assert len(died) == 1
+    assert died.iloc[0]["numbers"]["killed"] == ["PID 15784 (python3)", "PID 15925 ((resolved))",
+                                                 "PID 15783 (python3)", "PID 15934 ((resolved))"]

@@ -691,6 +691,10 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("exit", "deepspeed_exit", "exits with return code",
            r"(?:--local_rank=(?P<local_rank>\d+).*)?exits with return code = (?P<code>-?\d+)"),
     _event("exit", "deepspeed_exit_ok", "exits successfully", r"\bProcess (?P<pid>\d+) exits (?P<success>successfully)"),
+    # the same ERROR line cut before its return code (a paste, a log cut mid-line): the launcher's
+    # handler logs at ERROR only that a worker ended badly, so the line says it whole enough
+    _event("exit", "deepspeed_exit_cut", "sigkill_handler] [",
+           r"\[ERROR\] \[launch\.py:\d+:sigkill_handler\] \[(?:.*--local_rank=(?P<local_rank>\d+))?"),
     # Slurm in a job's output (`slurm-<job>.out`): slurmstepd's cancellations (their own time in
     # `at`), srun's word on each task, cgroup OOM kills, allocations
     _slurm("attempt_end", "slurm_job_cancelled", "*** JOB ",
