@@ -674,9 +674,9 @@ class _Assembly:
             return
         owned = {p for a in found for p in a.pids}
         claims: dict[int, list[_Attempt]] = {}
-        started: dict[int, object] = {}  # each start's end of start-up, found once
+        started: dict[int, tuple] = {}  # each start's (end of start-up, whether it trained), found once
 
-        def started_up(a: _Attempt):
+        def started_up(a: _Attempt) -> tuple:
             if id(a) not in started:
                 started[id(a)] = self._first_step_or_next(a, found)
             return started[id(a)]
@@ -686,8 +686,8 @@ class _Assembly:
         for r in firsts[~firsts["pid"].isin(owned)].itertuples(index=False):
             host, name = _text(getattr(r, "host", None)), str(getattr(r, "process_name", "") or "")
             for a in found:
-                if not a.pids and a.start is not None and _same_host(a, host) and _runs_as(a, name) \
-                        and a.start <= r.time < started_up(a):
+                if not a.pids and a.start is not None and _same_host(a, host) \
+                        and _runs_as(a, name, trains=started_up(a)[1]) and a.start <= r.time < started_up(a)[0]:
                     claims.setdefault(int(r.pid), []).append(a)
         procs = self.inc.processes.dropna(subset=["pid", "first_seen"])
         named = procs[procs["command"].astype(str).str.fullmatch(r"\S+") & ~procs["pid"].isin(owned)]
@@ -704,15 +704,15 @@ class _Assembly:
             if len(set(map(id, who))) == 1:
                 who[0].pids.add(pid)
 
-    def _first_step_or_next(self, a: _Attempt, found: list[_Attempt]):
+    def _first_step_or_next(self, a: _Attempt, found: list[_Attempt]) -> tuple:
         """When the attempt's start-up was over: its first step line, else the next start on its
-        host, else the end of the evidence."""
+        host, else the end of the evidence; and whether it has a step line."""
         parts = [(s, b, e) for s, (b, e) in a.sources.items()]
         steps = _steps(self.inc, parts, a.runs, a.start, self.owned)
         if len(steps):
-            return steps["time"].iloc[0]
+            return steps["time"].iloc[0], True
         later = [b.start for b in found if b.start is not None and b.start > a.start and _same_host(b, a.host)]
-        return min(later) if later else self.evidence_end
+        return (min(later) if later else self.evidence_end), False
 
     def _job_rows_of(self, a: _Attempt) -> list:
         """The event rows that are the attempt's by its scheduler job: the kill_sent rows that
@@ -1014,15 +1014,21 @@ def _same_program(a: _Attempt, command: str) -> bool:
     return script is not None and PurePosixPath(script).name in wanted
 
 
-def _runs_as(a: _Attempt, name: str) -> bool:
+def _runs_as(a: _Attempt, name: str, trains: bool = False) -> bool:
     """Whether a process named `name` in a GPU's process list (nvidia-smi gives the executable,
     `python3` or its path; NVML the same) can be what attempt `a` runs: an interpreter where it
-    runs Python, else its script's or program's own name."""
+    runs Python (or, launched by nothing the evidence shows, where it `trains`: its log has
+    steps), else its script's or program's own name."""
     base = PurePosixPath(name.strip()).name
     if not base or base.startswith("["):  # `[No data]`, `[Not Found]`: a process of another namespace
         return False
     if re.fullmatch(r"python[\d.]*", base):
-        return bool(a.command and (_PYTHON.search(a.command + " ") or _AGENT.search(a.command)))
+        if not a.command:
+            # a start read from its log alone (nothing shows how it was launched): a log of
+            # training steps is a trainer's, and trainers run in Python (the caller gives it the
+            # one such process that came onto the GPUs while it started, and only that one)
+            return trains
+        return bool(_PYTHON.search(a.command + " ") or _AGENT.search(a.command))
     return bool(a.script) and PurePosixPath(a.script).name == base
 
 

@@ -67,3 +67,27 @@ def test_a_process_a_listing_names_by_its_program_alone_is_the_start_whose_log_i
     assert str(survivor["end"]) == "2026-12-04 04:41:19+00:00"
     told = " ".join(what_happened(inc, found))
     assert "PID 23974 kept running until 04:41:19 UTC" in told  # no GPU sample: where it ran is not said
+
+
+def test_a_log_alone_takes_the_python_process_that_came_onto_the_gpu_as_it_started(tmp_path):
+    """h200-1gpu-timeout-limit without the operator's transcript: nothing shows how either run was
+    launched. README: the first run's trainer is PID 1606 (on the GPU from 02:29:36.820, its
+    first step 02:29:46), `timeout` killed it at ~02:30:18.8 with no word in its log; the resume
+    (PID 1671) started at 02:30:24 from step 200. Read before as an attempt with no process and
+    no end, and "Nothing went wrong": a trainer's log takes the one Python process that came onto
+    the GPU while it started, so the process leaving the GPU ends it, and the resume tells it
+    died."""
+    import shutil
+
+    folder = tmp_path / "timeout-limit"
+    shutil.copytree(INCIDENTS / "h200-1gpu-timeout-limit", folder)
+    (folder / "logs" / "operator.log").unlink()
+    inc = pm.load_incident(folder)
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[1606], [1671]]
+    assert str(att["end"].iloc[0]) == "2026-12-05 02:30:18.843000+00:00"
+    found = pm.detect(inc)
+    assert found["kind"].tolist() == ["training_died"]
+    n = found.iloc[0]["numbers"]
+    assert n["pid"] == 1606 and n["resumed_step"] == 200 and n["redone_steps"] == 40
+    assert str(n["restarted_at"]) == "2026-12-05 02:30:24+00:00"
