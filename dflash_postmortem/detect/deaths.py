@@ -124,7 +124,7 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
              "silent_s": silent, "hung": hung, "silent_logs": _silent_logs(inc, a, last_t) if hung else [],
              "stopped_ranks": _stopped_ranks(inc, a) if hung else [],
              "stopped_pids": _stopped_pids(_near_end(inc, a, nxt["start"].iloc[0] if len(nxt) else None)),
-             "doing": "saving" if saving else "training",
+             "doing": "saving" if saving else "training", "thread": _thread_end(inc, a),
              "disk_full": full["message"] if full is not None else None,
              "disk_full_at": full["time"] if full is not None else None,
              **numbers},
@@ -219,6 +219,18 @@ def _hang_s(lines: pd.DataFrame) -> float:
     stride: five of the attempt's usual gaps between lines, and at least 10 s."""
     gaps = lines["time"].diff().dt.total_seconds().dropna()
     return max(10.0, 5 * float(gaps.median())) if len(gaps) else 10.0
+
+
+def _thread_end(inc: Incident, a: pd.Series) -> str | None:
+    """The thread whose traceback is all that ends the attempt (`Exception in thread drafter-0:`),
+    where nothing else shows its process ended (no listing or GPU sample saw it go, no status):
+    a thread's error need not end its process (the loop may wait on it for good), so what the
+    evidence shows is that the run stopped training then, not that it died."""
+    if a["end_kind"] != "traceback" or not isinstance(a["end_ref"], str) or trainer_pids(inc, a):
+        return None
+    ended = memo.rows_where(inc, "events", "ref", a["end_ref"])
+    threads = ended["thread"].dropna() if "thread" in ended.columns else ()
+    return str(threads.iloc[0]) if len(threads) else None
 
 
 def _status_text(a: pd.Series) -> str | None:

@@ -115,6 +115,7 @@ class TrainingDied(TypedDict):
     silent_logs: list  # of a hang: the attempt's logs (each rank's own) with no line after the last step, where another's error ended it
     stopped_ranks: list  # of a hang: the ranks the launcher stopped with a signal that logged no error of their own
     stopped_pids: list  # the PIDs its launcher's own lines say it stopped as it gave up (`Killing subprocess N`)
+    thread: str | None  # the thread whose traceback alone ends it, nothing showing its process gone (told so)
     doing: str  # "saving" where a traceback as it died has a frame that saves (a checkpoint), else "training"
     disk_full: str | None  # of a death that wrote: the full file system a `df` near it showed
     disk_full_at: pd.Timestamp | None  # when that `df` ran

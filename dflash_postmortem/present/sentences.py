@@ -448,6 +448,11 @@ def _death(f: pd.Series) -> str:
     what = "was stopped by its time limit" if f["kind"] == "time_limit" else "died"
     doing = "saving a checkpoint" if n.get("doing") == "saving" else "training"
     said = f"At {_when(f['start'], f.get('within_s'))} run {n['run'] or '?'} {what} while {doing}{rank}{since}: {(n['error'] or 'an error').rstrip('.')}."
+    if n.get("thread"):
+        # a thread's traceback is all that ends it: its process may have lived on (a stall)
+        said = (f"At {_when(f['start'], f.get('within_s'))} run {n['run'] or '?'} stopped training when its thread "
+                f"{n['thread']} raised{rank}: {(n['error'] or 'an error').rstrip('.')}. Its log says nothing after "
+                "that, and nothing in the evidence shows whether its process lived on.")
     if n.get("disk_full"):
         said += f" `df` at {_when(n['disk_full_at'])} showed a full file system: {n['disk_full']}."
     said += _waited_for(n) + _stopped(n)

@@ -596,3 +596,27 @@ def test_a_resume_from_a_checkpoint_saved_after_the_loss_broke_carries_the_nan()
         "At 06:43:07 UTC the loss of run ft stopped being a number at step 8205 and stayed so to the end of the log "
         "(351 more lines); it had resumed from a checkpoint at step 8200, saved after its loss had stopped being a "
         "number at step 2725.")
+
+
+def test_a_threads_traceback_read_from_the_logs_alone_is_no_death_it_cannot_show(tmp_path):
+    """h200-1gpu-stall-crash's training log alone (no ps listing, no GPU samples): at 09:44:29 its
+    drafter thread raises (`Exception in thread drafter-0:`) and the log says nothing more. README:
+    the process lived on, stalled, until the operator killed it. The logs alone cannot tell a
+    stall from a death; read before as "died while training", it is now told as what they show."""
+    src = REPO / "data" / "incidents" / "h200-1gpu-stall-crash"
+    inc = pm.load_incident(src)
+    logs = [f.path for f in inc.load_report.files if f.format == "training-log"]
+    for rel in logs:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src / rel, tmp_path / rel)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alone = pm.load_incident(tmp_path)
+    found = detect(alone)
+    died = found[found["kind"] == "training_died"].iloc[0]
+    assert abs(died["start"] - pd.Timestamp("2026-11-30 09:44:29", tz="UTC")) <= NEAR
+    assert died["numbers"]["thread"] == "drafter-0" and died["numbers"]["pid"] is None
+    story = " ".join(pm.what_happened(alone, found))
+    assert "stopped training when its thread drafter-0 raised" in story and "died" not in story
+    # with its listing, the same traceback is a stall of a process that lived on (the post-mortem)
+    assert "stall" in set(detect(inc)["kind"]) and "training_died" not in set(detect(inc)["kind"])
