@@ -17,7 +17,8 @@ signals that agree are one attempt:
   holds one start per start-up sequence;
 - logs begun together on one host and named alike but for their last number (`train_rank16.log`,
   `train_rank17.log`: one launch starts every rank) are one attempt's, each rank's own;
-- a run joins the attempt that logged it;
+- a run joins the attempt that logged it (where no process is known, the attempt whose log naming
+  the same run was being written when the run's records began: one process writes both);
 - an error line starts nothing (a rank's timeout in a log whose earlier lines named no rank), nor
   does what the machine says of its GPUs (an Xid, `[GPU is lost]`): that is a cause of the
   attempts running there;
@@ -542,6 +543,13 @@ class _Assembly:
             # the one that started last before the log began: an older process alive beside it
             # (a watcher, a leftover) was not what started writing this log
             return max(alive, key=lambda a: a.start)
+        if record:
+            # no process known: a tracked run's records begun while a log naming the same run
+            # was being written are that log's trainer's (one process writes both)
+            writing = [a for a in self.found if run in a.runs and a.start <= when and _same_host(a, host)
+                       and any(b <= when <= self.last_line.get(s, b) for s, b in a.sources.items())]
+            if writing:
+                return max(writing, key=lambda a: a.start)
         # a start typed just before, with no log of its own yet
         recent = [a for a in self.found if a.launch_ref and self._no_log(a)
                   and a.start <= when <= a.start + LOG_SLACK and not a.log_path and _same_host(a, host)]

@@ -620,3 +620,23 @@ def test_a_threads_traceback_read_from_the_logs_alone_is_no_death_it_cannot_show
     assert "stopped training when its thread drafter-0 raised" in story and "died" not in story
     # with its listing, the same traceback is a stall of a process that lived on (the post-mortem)
     assert "stall" in set(detect(inc)["kind"]) and "training_died" not in set(detect(inc)["kind"])
+
+
+def test_a_run_and_its_log_are_one_attempt_without_the_listing_that_names_its_pid(tmp_path):
+    """h200-1gpu-stall-crash without its ps listing: run `stalled` writes logs/train.log from
+    09:43:35 and its wandb run from 09:44:08 (README: one process, PID 467). The listing had tied
+    them by the PID; without it the wandb run was an attempt of its own that "started again at
+    09:44:08", before the death it restarted. A tracked run's records begun while a log naming
+    the same run is being written are that log's trainer's: one attempt, and the story is the
+    post-mortem's own (a stall while PID 467 held its memory)."""
+    folder = tmp_path / "stall-crash"
+    shutil.copytree(REPO / "data" / "incidents" / "h200-1gpu-stall-crash", folder)
+    (folder / "logs" / "ps_aux_snapshots.txt").unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(folder)
+    att = attempts(inc)
+    assert att["run"].tolist() == ["stalled", "fixed"] and att["pids"].tolist() == [[467], [872]]
+    assert any(s.endswith("run-s0m5ck60.wandb") for s in att["sources"].iloc[0])
+    found = detect(inc)
+    assert "training_died" not in set(found["kind"]) and "stall" in set(found["kind"])
