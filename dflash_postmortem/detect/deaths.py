@@ -83,7 +83,9 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
         mine = st[st["attempt"] == a["attempt"]]
         if (mine["state"] == "stalled").any() or not (mine["state"].isin(("exited", "killed"))).any():
             continue
-        nxt = att[(att["start"] > a["start"]) & (att["job"] == a["job"])].head(1)
+        # (what started again began after it ended: an attempt of the job that began while this
+        # one still ran, a sibling the evidence could not tie to it, started nothing again)
+        nxt = att[(att["start"] > a["start"]) & (att["start"] >= a["end"] - END_SLACK) & (att["job"] == a["job"])].head(1)
         kind = _how_it_ended(inc, a, restarted=len(nxt) > 0)
         if kind is None:
             continue

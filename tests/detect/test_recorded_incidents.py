@@ -640,3 +640,23 @@ def test_a_run_and_its_log_are_one_attempt_without_the_listing_that_names_its_pi
     assert any(s.endswith("run-s0m5ck60.wandb") for s in att["sources"].iloc[0])
     found = detect(inc)
     assert "training_died" not in set(found["kind"]) and "stall" in set(found["kind"])
+
+
+def test_what_began_while_a_run_still_ran_did_not_start_it_again(tmp_path):
+    """h200-1gpu-rank-logs without the operator's transcript: the two ranks' workers (PIDs 678 and
+    679, both started 01:19:09) are read as two attempts of one job, each dying at 01:20:25-27.
+    The second began while the first still ran, so it is no restart of it: the first's death was
+    told "started again at 01:19:09 UTC", a minute before it died."""
+    folder = tmp_path / "rank-logs"
+    shutil.copytree(REPO / "data" / "incidents" / "h200-1gpu-rank-logs", folder)
+    (folder / "logs" / "operator.log").unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(folder)
+    found = detect(inc)
+    died = found[found["kind"] == "training_died"]
+    assert len(died) >= 1
+    for _, f in died.iterrows():
+        restarted = f["numbers"]["restarted_at"]
+        assert restarted is None or pd.isna(restarted) or restarted >= f["start"] - pd.Timedelta(seconds=30)
+    assert "started again at 01:19:09" not in " ".join(pm.what_happened(inc, found))
