@@ -622,6 +622,17 @@ def test_a_threads_traceback_read_from_the_logs_alone_is_no_death_it_cannot_show
     assert "stall" in set(detect(inc)["kind"]) and "training_died" not in set(detect(inc)["kind"])
 
 
+def _without(tmp_path, name: str, *gone: str) -> pm.Incident:
+    """A bundled incident loaded without some of its files (what a user who lacks them reads)."""
+    folder = tmp_path / name
+    shutil.copytree(REPO / "data" / "incidents" / name, folder)
+    for rel in gone:
+        (folder / rel).unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.load_incident(folder)
+
+
 def test_a_run_and_its_log_are_one_attempt_without_the_listing_that_names_its_pid(tmp_path):
     """h200-1gpu-stall-crash without its ps listing: run `stalled` writes logs/train.log from
     09:43:35 and its wandb run from 09:44:08 (README: one process, PID 467). The listing had tied
@@ -629,12 +640,7 @@ def test_a_run_and_its_log_are_one_attempt_without_the_listing_that_names_its_pi
     09:44:08", before the death it restarted. A tracked run's records begun while a log naming
     the same run is being written are that log's trainer's: one attempt, and the story is the
     post-mortem's own (a stall while PID 467 held its memory)."""
-    folder = tmp_path / "stall-crash"
-    shutil.copytree(REPO / "data" / "incidents" / "h200-1gpu-stall-crash", folder)
-    (folder / "logs" / "ps_aux_snapshots.txt").unlink()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        inc = pm.load_incident(folder)
+    inc = _without(tmp_path, "h200-1gpu-stall-crash", "logs/ps_aux_snapshots.txt")
     att = attempts(inc)
     assert att["run"].tolist() == ["stalled", "fixed"] and att["pids"].tolist() == [[467], [872]]
     assert any(s.endswith("run-s0m5ck60.wandb") for s in att["sources"].iloc[0])
@@ -647,12 +653,7 @@ def test_what_began_while_a_run_still_ran_did_not_start_it_again(tmp_path):
     679, both started 01:19:09) are read as two attempts of one job, each dying at 01:20:25-27.
     The second began while the first still ran, so it is no restart of it: the first's death was
     told "started again at 01:19:09 UTC", a minute before it died."""
-    folder = tmp_path / "rank-logs"
-    shutil.copytree(REPO / "data" / "incidents" / "h200-1gpu-rank-logs", folder)
-    (folder / "logs" / "operator.log").unlink()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        inc = pm.load_incident(folder)
+    inc = _without(tmp_path, "h200-1gpu-rank-logs", "logs/operator.log")
     found = detect(inc)
     died = found[found["kind"] == "training_died"]
     assert len(died) >= 1
