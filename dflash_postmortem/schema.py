@@ -147,6 +147,11 @@ def columns(frame: str) -> list[str]:
     return [c.name for c in FRAMES[frame]]
 
 
+def column(df: pd.DataFrame, name: str) -> pd.Series:
+    """A frame's optional column (one a source may not give), or one of NA where it has none."""
+    return df[name] if name in df.columns else pd.Series(pd.NA, index=df.index, dtype=object)
+
+
 _EMPTY: dict[str, pd.DataFrame] = {}
 
 

@@ -21,6 +21,7 @@ from ..model.attempts import attempts, kill_reach
 from ..model.kills import is_group_kill, kill_pids
 from ..model.progress import steps_of
 from ..model.step_lines import step_lines
+from ..schema import column
 from . import findings
 from .per_host import judged
 
@@ -31,10 +32,6 @@ _GRACE = pd.Timedelta(seconds=5)
 STOP_WITHIN = pd.Timedelta(seconds=60)
 # Signals sent to end a process (`kill -USR1` asks for a dump, `-0` only checks, `-STOP` pauses).
 _ENDING = ("SIGTERM", "SIGKILL", "SIGINT", "SIGHUP", "SIGQUIT", "SIGABRT")
-
-
-def _col(df: pd.DataFrame, name: str) -> pd.Series:
-    return df[name] if name in df.columns else pd.Series(pd.NA, index=df.index, dtype=object)
 
 
 def _run_of(inc: Incident, pid: int) -> str | None:
@@ -80,7 +77,7 @@ def detect_failed_kills(inc: Incident) -> pd.DataFrame:
     kills = ev[ev["kind"] == "kill_failed"].sort_values("time", kind="stable")
     rows = []
     for _, k in kills.iterrows():
-        target = _col(kills, "target_pid").get(k.name)
+        target = column(kills, "target_pid").get(k.name)
         target = k["pid"] if pd.isna(target) else target
         if pd.isna(target):
             continue
@@ -90,7 +87,7 @@ def detect_failed_kills(inc: Incident) -> pd.DataFrame:
         seen = _seen_after(inc, pid, run, k["time"])
         if seen["until"] is None:
             continue  # nothing it named lived on: a harmless error line
-        command_ref = _col(kills, "command_ref").get(k.name)
+        command_ref = column(kills, "command_ref").get(k.name)
         kill_refs = [r for r in (command_ref, k["ref"]) if isinstance(r, str)]
         proc = inc.processes[inc.processes["pid"] == pid]
         pgid = proc["pgid"].dropna()
@@ -101,7 +98,7 @@ def detect_failed_kills(inc: Incident) -> pd.DataFrame:
              "process_group": int(pgid.iloc[0]) if len(pgid) else None, "still": seen["how"],
              "until": seen["until"], "signal": k.get("signal") if isinstance(k.get("signal"), str) else None, "aimed_again_at": None})
         rows += [kill, _survivor(k, kill, pid, run, seen, kill_refs, why)]
-    told = {r for r in _col(kills, "command_ref") if isinstance(r, str)}
+    told = {r for r in column(kills, "command_ref") if isinstance(r, str)}
     rows += _unstopped(inc, told)
     return findings.frame(rows)
 

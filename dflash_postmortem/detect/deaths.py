@@ -29,6 +29,7 @@ from ..model.attempts import CAUSES, END_SLACK, GONE, attempts, says_no_error, t
 from ..model.progress import lines_of, resumes
 from ..model.states import states
 from ..said import error_text
+from ..schema import column
 from ..shell_words import exit_meaning, under_timeout
 from . import findings
 from .finding_text import one_line
@@ -313,22 +314,18 @@ def _victims(lines: pd.DataFrame) -> list[pd.DataFrame]:
     later), kills together are one (an OOM storm that took four processes in a second). Each
     death takes the lines before its first kill, since the last death's. A log whose kills
     have no time, or name one process, is one death."""
-    kills = lines["kind"].eq("oom_kill").to_numpy(dtype=bool) & _col(lines, "pid").notna().to_numpy(dtype=bool)
-    if len(set(_col(lines, "pid")[kills])) < 2:
+    kills = lines["kind"].eq("oom_kill").to_numpy(dtype=bool) & column(lines, "pid").notna().to_numpy(dtype=bool)
+    if len(set(column(lines, "pid")[kills])) < 2:
         return [lines]
     at = np.flatnonzero(kills)
     wall = lines["time"].iloc[at]
     clock = np.where(wall.notna(), wall.map(lambda t: t.timestamp() if pd.notna(t) else np.nan),
-                     pd.to_numeric(_col(lines, "uptime_s").iloc[at], errors="coerce")).astype(float)
+                     pd.to_numeric(column(lines, "uptime_s").iloc[at], errors="coerce")).astype(float)
     apart = np.r_[False, np.diff(clock) > _STORM_S]  # (a gap with no clock on either side is none)
     episode = np.cumsum(apart)
     # each line's death: that of the first kill at or after it (the lines after the last, the last's)
     owner = episode[np.minimum(np.searchsorted(at, np.arange(len(lines))), len(at) - 1)]
     return [lines[owner == e] for e in range(episode[-1] + 1)]
-
-
-def _col(df: pd.DataFrame, name: str) -> pd.Series:
-    return df[name] if name in df.columns else pd.Series(None, index=df.index, dtype=object)
 
 
 def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
@@ -378,8 +375,8 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
 
 def _killed(lines: pd.DataFrame) -> list[str]:
     """The processes the OOM killer killed, as `PID 15784 (python3)`, in the order it did."""
-    kills = lines[lines["kind"].eq("oom_kill") & _col(lines, "pid").notna()]
-    names = _col(kills, "process_name")
+    kills = lines[lines["kind"].eq("oom_kill") & column(lines, "pid").notna()]
+    names = column(kills, "process_name")
     said = (f"PID {int(p)}" + (f" ({n})" if isinstance(n, str) and n else "") for p, n in zip(kills["pid"], names, strict=True))
     return list(dict.fromkeys(said))
 

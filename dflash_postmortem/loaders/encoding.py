@@ -37,9 +37,7 @@ _BOMS = (
 _TEXT_CONTROLS = frozenset(b"\t\n\r\x0b\x0c\x08\x1b\x07")
 # A quote's marks before a line: markdown's (up to three spaces, `>`, a space), every level of a
 # quote within a quote; a line of `>>>` (Python's prompt) is no quote.
-_QUOTE_MARKS = rb"(?: {0,3}>(?: |$))+"
-_QUOTE_LINE = re.compile(b"^" + _QUOTE_MARKS, re.M)
-_QUOTED_AT = re.compile(_QUOTE_MARKS, re.M)
+_QUOTE_LINE = re.compile(rb"^(?: {0,3}>(?: |$))+", re.M)
 _QUOTED_LINES = 3  # a paste of fewer lines is too little to say it was quoted as a whole
 _CHUNK = 1 << 20
 LONG_LINE = 1 << 20
@@ -194,7 +192,7 @@ class Transcoded:
 
 
 class _Unquoter:
-    """Passes text through with each line's quote marks taken off (`_QUOTE_MARKS`), whatever
+    """Passes text through with each line's quote marks taken off (`_QUOTE_LINE`), whatever
     chunk a line starts in: the few bytes of a line's start that a chunk ends on wait for the next."""
 
     def __init__(self):
@@ -206,15 +204,14 @@ class _Unquoter:
         out = bytearray()
         i = 0
         while i < len(data):
+            nl = data.find(b"\n", i)
             if self.at_start:
-                nl = data.find(b"\n", i)
                 if nl < 0 and len(data) - i < 64 and not final:
                     self.held = data[i:]  # too little of the line yet to see all its marks
                     break
-                m = _QUOTED_AT.match(data, i, len(data) if nl < 0 else nl)
+                m = _QUOTE_LINE.match(data, i, len(data) if nl < 0 else nl)
                 i = m.end() if m else i
                 self.at_start = False
-            nl = data.find(b"\n", i)
             if nl < 0:
                 out += data[i:]
                 break

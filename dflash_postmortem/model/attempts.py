@@ -43,6 +43,7 @@ import pandas as pd
 
 from ..incident import Incident
 from ..said import error_text
+from ..schema import column
 from ..shell_words import (
     command_name,
     invocation,
@@ -189,10 +190,6 @@ def reached(kill: pd.Series, aimed: set[int], started: list[_Started]) -> set[in
             for p in a.pids}
 
 
-def _col(df: pd.DataFrame, name: str) -> pd.Series:
-    return df[name] if name in df.columns else pd.Series(pd.NA, index=df.index, dtype=object)
-
-
 def _num(v) -> int | None:
     return None if v is None or (not isinstance(v, str) and pd.isna(v)) else int(v)
 
@@ -252,7 +249,7 @@ class _Assembly:
         # scheduler jobs it cancelled (`scancel 1234`: the job, not a PID, is what it names)
         sent = ev[ev["kind"] == "kill_sent"]
         self.kills = [(i, aimed_at(inc, r)) for i, r in sent.iterrows()]
-        self.job_kills = {i: j for i, j in _col(sent, "target_job").items() if isinstance(j, str) and j}
+        self.job_kills = {i: j for i, j in column(sent, "target_job").items() if isinstance(j, str) and j}
         listed = ev[ev["source"].isin(job_listings(inc))] if "job" in ev.columns else ev.iloc[:0]
         self.listed = listed.dropna(subset=["job"])
         # PID files: a start's record of its process, not a log it writes
@@ -782,7 +779,7 @@ class _Assembly:
         procs = self.procs[self.procs["pid"].isin(a.pids)]
         gpus = set(gp["gpu"].dropna().astype(int))
         machine = self.machine[[_same_host(a, h) and (g is None or not gpus or g in gpus)
-                                for h, g in zip(_col(self.machine, "host"), _col(self.machine, "gpu").map(_num), strict=True)]]
+                                for h, g in zip(column(self.machine, "host"), column(self.machine, "gpu").map(_num), strict=True)]]
         return steps, lines, rows, gp, procs, machine
 
     def _undated_steps(self, a: _Attempt) -> pd.Series | None:
@@ -825,7 +822,7 @@ class _Assembly:
         if end["end_kind"] == GONE and end["cause_kind"] is None:
             end.update(self._hung_up(a, end["end"]))
         # what the attempt's lines say of it, its metric lines first
-        said = {c: [v for df in (lines, rows) for v in _col(df, c).dropna()] for c in ("rank", "job", "attempt", "run")}
+        said = {c: [v for df in (lines, rows) for v in column(df, c).dropna()] for c in ("rank", "job", "attempt", "run")}
         ranks = set(a.ranks) | {int(x) for x in said["rank"]}
         job = a.job if a.job is not None else next(iter(said["job"]), None)
         n = a.job_attempt if a.job_attempt is not None else _num(next(iter(said["attempt"]), None))
@@ -894,7 +891,7 @@ class _Assembly:
         ev = self.ev
         shell = a.launch_ref.rsplit(":", 1)[0]
         own = ev["command_ref"].isna() if "command_ref" in ev.columns else True
-        ended = ev[(ev["source"] == shell) & (ev["kind"] == "exit") & (_col(ev, "signal") == "SIGHUP").fillna(False)
+        ended = ev[(ev["source"] == shell) & (ev["kind"] == "exit") & (column(ev, "signal") == "SIGHUP").fillna(False)
                    & own & ((ev["time"] - end).abs() <= END_SLACK)]
         if ended.empty:
             return {}
@@ -1051,12 +1048,12 @@ def _trainer_processes(procs: pd.DataFrame) -> pd.DataFrame:
     keep &= ~cmd.str.contains(r"--pickler|compile_worker|multiprocessing\.(?:spawn|forkserver|resource_tracker)", regex=True)
     out = procs[keep].copy()
     started = out["started"]
-    within = _col(out, "started_within_s").astype(float)
+    within = column(out, "started_within_s").astype(float)
     # No start time: the first listing that shows it, as late as the listing's interval allows.
     out["start"] = started.fillna(out["first_seen"])
     out["within"] = np.where(started.notna(), within.fillna(60.0), 60.0)
     # until when it ran: a zombie (`<defunct>`) is listed after its end, until it is reaped
-    out["alive_until"] = _col(out, "last_running").fillna(out["last_seen"]) if "last_running" in out else out["last_seen"]
+    out["alive_until"] = column(out, "last_running").fillna(out["last_seen"]) if "last_running" in out else out["last_seen"]
     return out.dropna(subset=["start"])
 
 
@@ -1090,7 +1087,7 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
         cols = ["source", "time", "rank", "job", "attempt", "run"]
         part = df[[c for c in cols if c in df.columns]].copy()
         part["kind"] = df["kind"] if "kind" in df.columns else "metric"
-        part["pid"] = _col(df, "pid")
+        part["pid"] = column(df, "pid")
         # where the row is, for the ref of the few rows that start something (every row's ref
         # as text would be the largest thing a watch's look holds: an hour of 1 Hz rank logs)
         part["frame"], part["at"] = k, at
@@ -1105,7 +1102,7 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
     rows = rows.assign(rank=_named_ranks(rows))
     first_row = rows.groupby("source")["time"].min()
     out: dict[str, list[tuple]] = {}
-    for (source, rank), g in rows.groupby(["source", _col(rows, "rank").fillna(-1)], sort=False, dropna=False):
+    for (source, rank), g in rows.groupby(["source", column(rows, "rank").fillna(-1)], sort=False, dropna=False):
         g = g.sort_values("time", kind="stable")
         kinds = g["kind"].to_numpy()
         # an error line is no start: a rank first named by its timeout (`[Rank 16] Watchdog
@@ -1134,7 +1131,7 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
             starts = sorted(set(starts) | set(np.flatnonzero(change.to_numpy(dtype=bool, na_value=False))))
             # (and its lines after the last it names, the agent's own, to that last attempt: a log
             # read while torchrun writes it may end on them)
-            g = g.assign(attempt=g["attempt"].bfill().ffill(), job=_col(g, "job").bfill().ffill())
+            g = g.assign(attempt=g["attempt"].bfill().ffill(), job=column(g, "job").bfill().ffill())
             starts = [i for i in starts if i == 0 or g["attempt"].iloc[i] != g["attempt"].iloc[i - 1]
                       or g["kind"].iloc[i] in _STARTS]
         for i in starts:
@@ -1150,7 +1147,7 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
 def _named_ranks(rows: pd.DataFrame) -> pd.Series:
     """Each row's rank: its own, else the rank its log's file or run is named for
     (`train_rank16.log`, run `node003-rank16`)."""
-    rank = _col(rows, "rank").astype("Int64")
+    rank = column(rows, "rank").astype("Int64")
     by_name = rows["source"].map(lambda s: _rank_in(PurePosixPath(str(s)).name)).astype("Int64")
     if "run" in rows.columns:
         by_run = rows["run"].map(lambda r: _rank_in(r) if isinstance(r, str) else None).astype("Int64")
@@ -1176,7 +1173,7 @@ def _may_start(m: pd.DataFrame, ev: pd.DataFrame) -> np.ndarray:
     m = m if len(valid) == len(m) else m.iloc[valid]
     src, logs = pd.factorize(m["source"])
     ev_src = pd.Index(logs).get_indexer(ev["source"])  # a log with no metric row: -1
-    rank = _col(m, "rank").fillna(-1).to_numpy(dtype="int64")
+    rank = column(m, "rank").fillna(-1).to_numpy(dtype="int64")
     time = m["time"].to_numpy(dtype="datetime64[us]").view("i8")
     order = np.lexsort((np.arange(len(m)), time, rank, src))  # by log, rank, time, then as read
     src, rank, time = src[order], rank[order], time[order]
@@ -1189,7 +1186,7 @@ def _may_start(m: pd.DataFrame, ev: pd.DataFrame) -> np.ndarray:
     if len(ev):
         # an event of the log between a metric row and the one before it (at or after the one
         # before: a log's event sorts after its metric rows of the same time)
-        ev_rank = _col(ev, "rank").fillna(-1).to_numpy(dtype="int64")
+        ev_rank = column(ev, "rank").fillna(-1).to_numpy(dtype="int64")
         ev_time = ev["time"].to_numpy(dtype="datetime64[us]").view("i8")
         for s_code, r in set(zip(ev_src.tolist(), ev_rank.tolist(), strict=True)):
             here = np.flatnonzero((src == s_code) & (rank == r))

@@ -13,16 +13,13 @@ from pathlib import PurePosixPath
 import pandas as pd
 
 from ..incident import Incident
+from ..schema import column
 from ..shell_words import invocation, is_wrapper_process, log_target
 from . import computed as memo
 from .attempts import attempts
 from .step_lines import step_lines
 
 STARTUP_SLACK = pd.Timedelta(seconds=60)  # ps START has minute resolution
-
-
-def _col(df: pd.DataFrame, name: str) -> pd.Series:
-    return df[name] if name in df.columns else pd.Series(pd.NA, index=df.index, dtype=object)
 
 
 def launch_events(inc: Incident) -> pd.DataFrame:
@@ -40,11 +37,11 @@ def launch_events(inc: Incident) -> pd.DataFrame:
     rows["command"] = [cmds.get(r, m) if isinstance(r, str) else m
                        for r, m in zip(rows["ref"], rows["message"], strict=True)]
     parsed = [invocation(str(c)) for c in rows["command"]]
-    program = _col(rows, "program")
+    program = column(rows, "program")
     rows["script"] = [p[0] or (PurePosixPath(str(g)).name if isinstance(g, str) else None)
                       for p, g in zip(parsed, program, strict=True)]
     rows["flags"] = [p[1] for p in parsed]
-    given = _col(rows, "log_path")
+    given = column(rows, "log_path")
     rows["log_path"] = [g.strip("'\"") if isinstance(g, str) and g else log_target(str(c))
                         for g, c in zip(given, rows["command"], strict=True)]
     return rows.sort_values("time", kind="stable").reset_index(drop=True)

@@ -447,12 +447,13 @@ def _death(f: pd.Series) -> str:
     since = f", {duration(n['silent_s'])} after its last step" if n.get("hung") else ""
     what = "was stopped by its time limit" if f["kind"] == "time_limit" else "died"
     doing = "saving a checkpoint" if n.get("doing") == "saving" else "training"
-    said = f"At {_when(f['start'], f.get('within_s'))} run {n['run'] or '?'} {what} while {doing}{rank}{since}: {(n['error'] or 'an error').rstrip('.')}."
+    head, error = f"At {_when(f['start'], f.get('within_s'))} run {n['run'] or '?'}", (n["error"] or "an error").rstrip(".")
     if n.get("thread"):
         # a thread's traceback is all that ends it: its process may have lived on (a stall)
-        said = (f"At {_when(f['start'], f.get('within_s'))} run {n['run'] or '?'} stopped training when its thread "
-                f"{n['thread']} raised{rank}: {(n['error'] or 'an error').rstrip('.')}. Its log says nothing after "
-                "that, and nothing in the evidence shows whether its process lived on.")
+        said = (f"{head} stopped training when its thread {n['thread']} raised{rank}: {error}. Its log says nothing "
+                "after that, and nothing in the evidence shows whether its process lived on.")
+    else:
+        said = f"{head} {what} while {doing}{rank}{since}: {error}."
     if n.get("disk_full"):
         said += f" `df` at {_when(n['disk_full_at'])} showed a full file system: {n['disk_full']}."
     said += _waited_for(n) + _stopped(n)
