@@ -186,6 +186,9 @@ def conform(frame: str, df: pd.DataFrame) -> pd.DataFrame:
     spec = FRAMES[frame]
     out = {}
     n = len(df)
+    # One index for every column: a frame cut from a larger one keeps its row labels
+    if not (isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and df.index.step == 1):
+        df = df.reset_index(drop=True)
     for col in spec:
         if col.name in df.columns:
             s = df[col.name]
@@ -197,16 +200,15 @@ def conform(frame: str, df: pd.DataFrame) -> pd.DataFrame:
                 s = pd.to_numeric(s, errors="raise").astype(col.dtype)
             else:
                 s = s.astype(col.dtype)
-            out[col.name] = _one_chunk(s.reset_index(drop=True))
+            out[col.name] = _one_chunk(s)
         else:
             out[col.name] = pd.Series([pd.NA] * n, dtype=col.dtype) if col.dtype != FLOAT else (
                 pd.Series([float("nan")] * n, dtype=FLOAT)
             )
-    extra = [c for c in df.columns if c not in out]
-    result = pd.DataFrame(out, copy=False)  # columns are already fresh Series: no second copy
-    for c in extra:
-        result[c] = _one_chunk(df[c].reset_index(drop=True))
-    return result
+    # the extra columns after them, in the one frame built (a column set on a built frame
+    # costs as much as building it again)
+    out.update({c: _one_chunk(df[c]) for c in df.columns if c not in out})
+    return pd.DataFrame(out, copy=False)  # columns are already fresh Series: no second copy
 
 
 def _one_chunk(s: pd.Series) -> pd.Series:

@@ -14,6 +14,8 @@ cause they did not produce.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 
@@ -33,7 +35,18 @@ def empty() -> pd.DataFrame:
 
 def frame(rows: list[dict]) -> pd.DataFrame:
     """Findings rows -> the findings frame, ordered by start time."""
-    df = pd.DataFrame(rows, columns=list(COLUMNS))
+    if not rows:
+        return _none().copy()
+    return _typed(pd.DataFrame(rows, columns=list(COLUMNS)))
+
+
+@functools.cache
+def _none() -> pd.DataFrame:
+    """No findings, typed: built once (most detectors find nothing in most incidents)."""
+    return _typed(pd.DataFrame([], columns=list(COLUMNS)))
+
+
+def _typed(df: pd.DataFrame) -> pd.DataFrame:
     for col in ("start", "end"):
         df[col] = pd.to_datetime(df[col], utc=True).astype(TIME) if len(df) else pd.Series(dtype=TIME)
     df["within_s"] = pd.to_numeric(df["within_s"], errors="coerce").fillna(0.0).astype(float)
