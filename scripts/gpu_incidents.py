@@ -65,6 +65,12 @@ did (what the README of the incident is written from), which the incident folder
                        operator reads the log a minute later, kills it and resumes with the right
                        rate from the newest checkpoint, which the nan run wrote: nan again; killed,
                        its checkpoints removed, resumed from the last good one
+    accelerate-gpus    a two-GPU `accelerate launch --multi_gpu --num_processes 2` command run in the
+                       foreground on a one-GPU machine (a Hugging Face Trainer script) fails in
+                       start-up; the operator relaunches it with one process, which trains to its end
+    leak-oom           by hand, foreground through `tee`: a Hugging Face Trainer run keeps 256 MiB of
+                       GPU memory every step; its memory climbs until CUDA out of memory; the
+                       operator resumes it from its last checkpoint without the leak
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -211,12 +217,14 @@ class Recording:
         self.truth("recording ended")
 
 
-def _gpus(cpu: bool) -> int:
-    """The GPUs the machine has (the folder's name says how many), 1 for a dry run."""
+def _machine(cpu: bool) -> str:
+    """The folder names' prefix: the GPU model and how many the machine has (`h200-1gpu`,
+    `h100-2gpu`); `h200-1gpu` for a dry run, as the scenarios are written for it."""
     if cpu:
-        return 1
+        return "h200-1gpu"
     out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False).stdout
-    return max(1, out.count("GPU "))
+    model = re.search(r"GPU 0: NVIDIA (\w+)", out)
+    return f"{model.group(1).lower() if model else 'gpu'}-{max(1, out.count('GPU '))}gpu"
 
 
 def _torchrun() -> str:
@@ -475,6 +483,7 @@ p.add_argument("--resume", action="store_true")
 p.add_argument("--cpu", action="store_true")
 p.add_argument("--eval-every", type=int, default=0)
 p.add_argument("--eval-size", type=int, default=0)
+p.add_argument("--leak-mib", type=int, default=0)
 a = p.parse_args()
 SEQ = 64 if a.cpu else 1024
 
@@ -501,6 +510,18 @@ class Spike(TrainerCallback):
                 raise torch.OutOfMemoryError("CUDA out of memory (a dry run on the CPU)")
 
 
+class Leak(TrainerCallback):
+    # a step's tensors kept by mistake (a list of losses with their graphs would do the same)
+    kept = []
+
+    def on_step_end(self, args, state, control, **kw):
+        if a.leak_mib:
+            self.kept.append(torch.empty(a.leak_mib << 20, dtype=torch.uint8,
+                                         device="cuda" if torch.cuda.is_available() else "cpu"))
+            if not torch.cuda.is_available() and len(self.kept) * a.leak_mib > 64:
+                raise torch.OutOfMemoryError("CUDA out of memory (a dry run on the CPU)")
+
+
 cfg = GPT2Config(vocab_size=50257, n_positions=SEQ, n_embd=64 if a.cpu else 768, n_layer=2 if a.cpu else 12,
                  n_head=2 if a.cpu else 12)
 model = GPT2LMHeadModel(cfg)
@@ -511,7 +532,7 @@ args = TrainingArguments(output_dir=a.out, max_steps=a.max_steps, per_device_tra
                          eval_strategy="steps" if a.eval_every else "no", eval_steps=a.eval_every or None,
                          per_device_eval_batch_size=4 if a.cpu else 32)
 Trainer(model=model, args=args, train_dataset=Tokens(), eval_dataset=Tokens(a.eval_size) if a.eval_every else None,
-        callbacks=[Spike()]).train(resume_from_checkpoint=True if a.resume else None)
+        callbacks=[Spike(), Leak()]).train(resume_from_checkpoint=True if a.resume else None)
 """
 
 
@@ -519,10 +540,8 @@ def hf_oom_resume(r: Recording) -> None:
     r.gpus_and_processes()
     op = Transcript(r.dir)
     (r.dir / "run" / "hf_train.py").write_text(HF_TRAIN)
-    beside = Path(sys.executable).with_name("accelerate")
-    accelerate = str(beside) if beside.exists() else shutil.which("accelerate") or f"{sys.executable} -m accelerate.commands.accelerate_cli"
     cpu = " --cpu" if not r.gpu else ""
-    launch = f"{accelerate} launch --num_processes 1 --num_machines 1 --mixed_precision {'bf16' if r.gpu else 'no'} --dynamo_backend no"
+    launch = f"{_accelerate()} launch --num_processes 1 --num_machines 1 --mixed_precision {'bf16' if r.gpu else 'no'} --dynamo_backend no"
     r.truth("operator starts a Hugging Face Trainer run under accelerate launch with nohup; a callback asks for "
             "1 TiB of GPU memory at step 250 (CUDA out of memory); checkpoints every 100 steps")
     op.run(f"nohup {launch} run/hf_train.py --out runs/gpt2 --oom-at-step 250{cpu} > logs/hf_train.log 2>&1 &")
@@ -602,6 +621,55 @@ while time.monotonic() < end:
         torch.cuda.synchronize()
 print("done", flush=True)
 """
+
+
+def _accelerate() -> str:
+    beside = Path(sys.executable).with_name("accelerate")
+    return str(beside) if beside.exists() else shutil.which("accelerate") or f"{sys.executable} -m accelerate.commands.accelerate_cli"
+
+
+def accelerate_gpus(r: Recording) -> None:
+    r.smi_stream()
+    r.ps_loop()
+    op = Transcript(r.dir)
+    (r.dir / "run" / "hf_train.py").write_text(HF_TRAIN)
+    cpu = " --cpu" if not r.gpu else ""
+    r.truth("operator copies a two-GPU command onto a one-GPU machine: accelerate launch --multi_gpu "
+            "--num_processes 2, in the foreground; expected: it fails in start-up")
+    op.run(f"{_accelerate()} launch --multi_gpu --num_processes 2 --num_machines 1 --mixed_precision "
+           f"{'bf16' if r.gpu else 'no'} --dynamo_backend no run/hf_train.py --out runs/gpt2 --max-steps 200{cpu} "
+           "> logs/hf_train.log 2>&1; echo exit=$?", timeout=300)
+    r.truth("the two-process launch returned")
+    time.sleep(5)
+    op.run("tail -n 4 logs/hf_train.log; nvidia-smi -L")
+    r.truth("operator relaunches with --num_processes 1 (no --multi_gpu), max_steps 200")
+    op.run(f"{_accelerate()} launch --num_processes 1 --num_machines 1 --mixed_precision {'bf16' if r.gpu else 'no'} "
+           f"--dynamo_backend no run/hf_train.py --out runs/gpt2 --max-steps 200{cpu} > logs/hf_train2.log 2>&1; "
+           "echo exit=$?", timeout=400)
+    r.truth("the one-process run returned (max_steps 200)")
+    time.sleep(3)
+
+
+def leak_oom(r: Recording) -> None:
+    r.smi_stream()
+    r.smi_apps()
+    op = Transcript(r.dir)
+    (r.dir / "run" / "hf_train.py").write_text(HF_TRAIN)
+    cpu = " --cpu" if not r.gpu else ""
+    leak = 256 if r.gpu else 4
+    r.truth(f"by hand, in the foreground through tee: a Hugging Face Trainer run (python) that keeps {leak} MiB of "
+            "GPU memory every step by mistake; its memory climbs until CUDA out of memory; checkpoints every 100 steps, "
+            "max_steps 1000")
+    op.run(f"{shlex.quote(sys.executable)} run/hf_train.py --out runs/gpt2 --max-steps 1000 --leak-mib {leak}{cpu} "
+           "2>&1 | tee logs/train.log", timeout=540)
+    r.truth("the leaking run returned")
+    time.sleep(5)
+    op.run("grep -c OutOfMemoryError logs/train.log; ls runs/gpt2")
+    r.truth("operator resumes from the last checkpoint without the leak, through tee to a second log")
+    op.run(f"{shlex.quote(sys.executable)} run/hf_train.py --out runs/gpt2 --max-steps 1000 --resume{cpu} "
+           "2>&1 | tee logs/train2.log", timeout=540)
+    r.truth("the resumed run returned (max_steps 1000)")
+    time.sleep(3)
 
 
 def pl_contention(r: Recording) -> None:
@@ -995,6 +1063,7 @@ SCENARIOS = {
     "sigint-ignored": sigint_ignored, "hangup": hangup, "timeout-limit": timeout_limit,
     "ctrl-z": ctrl_z, "vanished": vanished, "nccl-watchdog": nccl_watchdog, "nccl-contention": nccl_contention,
     "disk-full": disk_full, "lingering": lingering, "diverged": diverged,
+    "accelerate-gpus": accelerate_gpus, "leak-oom": leak_oom,
 }
 
 
@@ -1009,7 +1078,7 @@ def main() -> int:
     root.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     for name in args.scenarios:
-        r = Recording(root, f"h200-{_gpus(args.cpu)}gpu-{name}", gpu=not args.cpu)
+        r = Recording(root, f"{_machine(args.cpu)}-{name}", gpu=not args.cpu)
         r.truth(f"scenario {name} begins (gpu={r.gpu}, {sys.executable})")
         try:
             SCENARIOS[name](r)
