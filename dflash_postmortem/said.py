@@ -44,6 +44,10 @@ def _argv(text: str) -> str:
     return "`" + " ".join(words) + "`" + text[m.end():]
 
 
+# The end of a sentence inside an error message: a full stop before a space and a capital.
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]])\.(?= [A-Z])")
+
+
 def error_text(message, kind: str | None = None, limit: int = 600) -> str:
     """The words of an error event's message (`kind` "traceback": its last line)."""
     lines = [ln for ln in str(message or "").strip().splitlines() if ln.strip()]
@@ -57,6 +61,11 @@ def error_text(message, kind: str | None = None, limit: int = 600) -> str:
     text = _argv(_SOURCE_AT.sub("", _LINE_PREFIX.sub("", line.strip())))
     if len(text) <= limit:
         return text
-    # cut at a word, and say so: a sentence that quotes it must not read as the whole error
+    # its whole sentences that fit, where they are most of it (CUDA's out-of-memory message goes on
+    # with advice and a link after what happened); else cut at a word, and say so: a sentence that
+    # quotes it must not read as the whole error
+    ends = [m.end() for m in _SENTENCE_END.finditer(text[: limit + 1])]
+    if ends and ends[-1] >= limit // 2:
+        return text[: ends[-1]].rstrip()
     cut = text[: limit - 1]
     return (cut[: cut.rfind(" ")] if " " in cut[limit // 2:] else cut).rstrip(" ,;:") + "…"

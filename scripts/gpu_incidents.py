@@ -71,6 +71,9 @@ did (what the README of the incident is written from), which the incident folder
     leak-oom           by hand, foreground through `tee`: a Hugging Face Trainer run keeps 256 MiB of
                        GPU memory every step; its memory climbs until CUDA out of memory; the
                        operator resumes it from its last checkpoint without the leak
+    worker-killed      `nohup` Lightning run with two DataLoader workers; one worker is killed with
+                       SIGKILL from outside the operator's view (as the OOM killer would): the run
+                       dies of `DataLoader worker (pid(s) N) exited unexpectedly`; relaunched by hand
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -672,6 +675,33 @@ def leak_oom(r: Recording) -> None:
     time.sleep(3)
 
 
+def worker_killed(r: Recording) -> None:
+    r.gpus_and_processes()  # its `ps` loop lists the workers too: python, children of the trainer
+    op = Transcript(r.dir)
+    (r.dir / "run" / "pl_train.py").write_text(PL_TRAIN)
+    cpu = " --cpu" if not r.gpu else ""
+    r.truth("operator starts a PyTorch Lightning run with nohup (two DataLoader workers), its PID in run/pl.pid")
+    op.run(f"nohup {shlex.quote(sys.executable)} run/pl_train.py --minutes 4{cpu} > logs/pl_train.log 2>&1 & "
+           "echo $! > run/pl.pid")
+    r.wait_for("logs/pl_train.log", "it/s", 180)
+    time.sleep(40)
+    main = (r.dir / "run" / "pl.pid").read_text().split()[0]
+    kids = subprocess.run(["pgrep", "-P", main], capture_output=True, text=True, check=False).stdout.split()
+    r.truth(f"outside the operator's view, SIGKILL to DataLoader worker {kids[0] if kids else '?'} of PID {main} "
+            f"(its workers: {' '.join(kids)}), as the host's OOM killer would")
+    if kids:
+        subprocess.run(["kill", "-9", kids[0]], check=False)
+    r.wait_for("logs/pl_train.log", "exited unexpectedly", 120)
+    time.sleep(15)
+    r.truth("operator looks at the log and relaunches the same command, 45 s")
+    op.run("tail -n 3 logs/pl_train.log")
+    op.run(f"nohup {shlex.quote(sys.executable)} run/pl_train.py --minutes 0.75{cpu} > logs/pl_train2.log 2>&1 & "
+           "echo $! > run/pl.pid")
+    r.wait_for("logs/pl_train2.log", "Time limit reached", 240)
+    r.truth("the relaunch reached its max_time and stopped")
+    time.sleep(5)
+
+
 def pl_contention(r: Recording) -> None:
     r.gpus_and_processes()
     op = Transcript(r.dir)
@@ -1063,7 +1093,7 @@ SCENARIOS = {
     "sigint-ignored": sigint_ignored, "hangup": hangup, "timeout-limit": timeout_limit,
     "ctrl-z": ctrl_z, "vanished": vanished, "nccl-watchdog": nccl_watchdog, "nccl-contention": nccl_contention,
     "disk-full": disk_full, "lingering": lingering, "diverged": diverged,
-    "accelerate-gpus": accelerate_gpus, "leak-oom": leak_oom,
+    "accelerate-gpus": accelerate_gpus, "leak-oom": leak_oom, "worker-killed": worker_killed,
 }
 
 

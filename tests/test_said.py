@@ -10,13 +10,31 @@ CUT_CHECKPOINT = (
     "was modified after saving.")
 
 
-def test_a_long_error_is_cut_at_a_word_and_says_so():
+def test_a_long_error_is_quoted_to_its_last_whole_sentence_that_fits():
     traceback = "Traceback (most recent call last):\n  File \"x.py\", line 1\n" + CUT_CHECKPOINT
     assert error_text(traceback, "traceback") == CUT_CHECKPOINT  # whole, under the default 600
     said = error_text(traceback, "traceback", limit=300)
-    assert len(CUT_CHECKPOINT) > 300 and len(said) <= 300
-    assert said == CUT_CHECKPOINT[:said.index("…")] + "…"
-    assert said.endswith("not saved properly, was…")
+    assert len(CUT_CHECKPOINT) > 300 and said == CUT_CHECKPOINT[:CUT_CHECKPOINT.index(" This can happen")]
+    assert said.endswith("your checkpoint file is corrupted.")
+
+
+def test_a_long_sentence_is_cut_at_a_word_and_says_so():
+    # (its first sentence, 95 characters, does not fit in 80)
+    said = error_text(CUT_CHECKPOINT, limit=80)
+    assert len(said) <= 80 and said == CUT_CHECKPOINT[:said.index("…")] + "…"
+    assert said.endswith("zip archive: failed finding…")
+
+
+def test_cuda_out_of_memory_is_quoted_without_its_advice():
+    """torch's CUDA out-of-memory message (h100-1gpu-leak-oom's logs/train.log:29, 700 characters):
+    what happened and the memory's numbers; not the advice and the link after them."""
+    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.07 GiB. GPU 0 has a total capacity of "
+           "79.18 GiB of which 2.43 GiB is free. Including non-PyTorch memory, this process has 76.74 GiB memory in "
+           "use. Of the allocated memory 72.77 GiB is allocated by PyTorch, and 3.23 GiB is reserved by PyTorch but "
+           "unallocated. If reserved but unallocated memory is large try setting "
+           "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory "
+           "Management  (https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)")
+    assert error_text(oom).endswith("3.23 GiB is reserved by PyTorch but unallocated.")
 
 
 def test_a_short_error_is_whole():

@@ -4,7 +4,9 @@ Built from the findings and the operator's own actions (transcript commands), on
 one UTC clock. Impact: time to detect / mitigate / recover from the first sign, GPU-hours lost
 (GPUs held x time, weighted by the throughput shortfall against the baseline: a GPU at half the
 baseline throughput loses half its hour, a GPU waiting for a restart loses all of it) and tokens
-lost (the baseline's tokens minus those trained).
+lost (the baseline's tokens minus those trained). Where the incident begins with a loss that
+stopped being a number, nothing trained from then on is of use until the run's loss is a number
+again: every GPU-second and the baseline's tokens of that window are lost.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ from ..detect import detect
 from ..detect.findings import refs as evidence_refs
 from ..detect.throughput import series
 from ..incident import Incident
+from ..model.attempts import came_up_after
 from ..model.pace import unit
 from ..schema import TIME
 from .throughput_levels import baseline_and_source
 
 COLUMNS = ("time", "phase", "what", "evidence")
-_FIRST_SIGN = ("throughput_regression", "stall", "failed_restart", "never_trained")
+# Findings that say nothing went wrong (a start checked, a recovery) or that only explain another.
+_NOT_TROUBLE = ("verified_start", "recovery", "partial_recovery", "stale_process")
+_FIRST_SIGN = ("throughput_regression", "stall", "failed_restart", "never_trained", "loss_not_finite")
 
 
 @dataclass
@@ -49,7 +54,8 @@ def _milestones(inc: Incident, f: pd.DataFrame, s: pd.DataFrame) -> dict:
     """First sign, detection, mitigation and recovery times (None where the evidence has none);
     `s` is the throughput series."""
     first = _kinds(f, *_FIRST_SIGN)
-    out = {"first_sign": first["start"].iloc[0] if len(first) else None}
+    out = {"first_sign": first["start"].iloc[0] if len(first) else None,
+           "first_sign_kind": first["kind"].iloc[0] if len(first) else None}
     # Recovered: back to the baseline; failing that, the partial recovery it ended with.
     rec = _kinds(f, "recovery")
     if rec.empty:
@@ -68,6 +74,18 @@ def _milestones(inc: Incident, f: pd.DataFrame, s: pd.DataFrame) -> dict:
         resumed = s[s["time"] > stalls["end"].iloc[-1]].head(1)
         out["recovered"] = resumed["time"].iloc[0] if len(resumed) else None
         out["recovered_evidence"] = evidence_refs(resumed)
+    failed = _kinds(f, "failed_restart")
+    if out["recovered"] is None and out["first_sign_kind"] == "failed_restart":
+        # starts that never came up are over when a start after the last of them trains, and
+        # nothing goes wrong after it (a crash loop's next round trains, then dies again)
+        up = came_up_after(inc, failed["start"].max())
+        if up is not None and not len(f[(f["start"] > up["start"]) & ~f["kind"].isin(_NOT_TROUBLE)]):
+            out["recovered"] = up["first_step"]
+            out["recovered_evidence"] = [up["first_step_ref"]] if isinstance(up["first_step_ref"], str) else []
+    again = [n for n in _kinds(f, "loss_not_finite")["numbers"] if n.get("again_at") is not None]
+    if out["recovered"] is None and out["first_sign_kind"] == "loss_not_finite" and again:
+        # a loss that broke is over where the run's loss is a number again (detect/divergence.py)
+        out["recovered"], out["recovered_evidence"] = again[-1]["again_at"], [again[-1]["again_ref"]]
     ev = inc.events
     cmds = ev[ev["kind"] == "command"].sort_values("time", kind="stable")
     out["detected"] = out["detected_ref"] = None
@@ -132,9 +150,11 @@ def impact(inc: Incident, findings: pd.DataFrame) -> dict:
     out.update(baseline_tok_per_s=baseline, baseline_from=baseline_from if baseline is not None else None,
                gpus_held=n_gpus, gpus_held_from=how, unit=unit(inc))
     end = m["recovered"] if m["recovered"] is not None else (s["time"].max() if len(s) else None)
-    if t0 is not None and baseline is None and end is not None and end > t0 and len(_kinds(findings, "never_trained")):
-        # Nothing trained from the start that never did to the relaunch's first step: every GPU-second
-        # in between is lost; tokens lost need a rate (incident.toml expected_tok_per_s).
+    if t0 is not None and baseline is None and end is not None and end > t0 and (
+            len(_kinds(findings, "never_trained")) or m["first_sign_kind"] == "loss_not_finite"):
+        # Nothing trained from the start that never did to the relaunch's first step (or of use,
+        # from a loss that broke to the loss a number again): every GPU-second in between is lost;
+        # tokens lost need a rate (incident.toml expected_tok_per_s).
         window = (end - t0).total_seconds()
         out.update(window_s=window, gpu_hours_held=n_gpus * window / 3600.0,
                    gpu_hours_lost=n_gpus * window / 3600.0, tokens_lost=None, mean_shortfall=1.0)
@@ -151,6 +171,8 @@ def impact(inc: Incident, findings: pd.DataFrame) -> dict:
                          direction="forward" if out["unit"] == "tok/s" else "backward",
                          tolerance=pd.Timedelta(seconds=tol))["value"]
     rate = rate.fillna(0.0).to_numpy(dtype=float)
+    if m["first_sign_kind"] == "loss_not_finite":
+        rate[:] = 0.0  # what trains on a loss that is not a number is of no use
     shortfall = np.clip(1.0 - rate / baseline, 0.0, 1.0)
     window = len(grid)
     # what the shortfall cost in the pace's own unit: tokens, or steps (model/pace.py)
@@ -178,6 +200,7 @@ def timeline(incident: Incident, findings: pd.DataFrame | None = None) -> Timeli
         phase = {"throughput_regression": "first sign" if f.start == t0 else "finding",
                  "stall": "first sign" if f.start == t0 else "finding",
                  "never_trained": "first sign" if f.start == t0 else "finding",
+                 "loss_not_finite": "first sign" if f.start == t0 else "finding",
                  "kill_failed": "failed kill", "survivor": "survivor",
                  "failed_restart": "failed restart", "stale_process": "stale process", "verified_start": "verified start",
                  "recovery": "recovery", "partial_recovery": "partial recovery"}.get(f.kind, "finding")
@@ -199,7 +222,8 @@ def timeline(incident: Incident, findings: pd.DataFrame | None = None) -> Timeli
             rows.append(_row(c.time, phase, f"$ {c.message}", refs))
     if "recovered_evidence" in imp and imp["recovered"] is not None:
         # A stall's or a start's end without a recovery finding: the first step after it is the proof.
-        rows.append(_row(imp["recovered"], "recovery", "training steps again", imp["recovered_evidence"]))
+        what = "the loss a number again" if imp["first_sign_kind"] == "loss_not_finite" else "training steps again"
+        rows.append(_row(imp["recovered"], "recovery", what, imp["recovered_evidence"]))
     df = pd.DataFrame(rows, columns=list(COLUMNS))
     df["time"] = pd.to_datetime(df["time"], utc=True).astype(TIME) if len(df) else pd.Series(dtype=TIME)
     df = df.sort_values("time", kind="stable").reset_index(drop=True)

@@ -17,6 +17,13 @@ Each row gets the bar's clock where a bar came before it (lines before the first
 launch), put on the incident's clock by the earliest source whose steps agree with the bar and
 that begins after the launch, else by the GPU going busy after it, else by the launch itself
 (then the times are the earliest they can be). The file's load report says which.
+
+A traceback never carries a time of its own. In a log whose first records have no time and whose
+later ones do (the ranks' tracebacks of a launcher's output, `[rank1]: Traceback ...`, before the
+launcher's own dated lines), a traceback before the first dated line is placed at that line, the
+latest it can have been written: it comes before what the file says after it (a launcher's
+teardown follows its ranks' errors). Other undated lines stay undated (Megatron's iteration
+lines before Slurm's one dated line were written over hours, not at its end).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import BAR_ELAPSED_S
+from ..units import count
 
 # Two sources' step counters agree when their offsets spread no more than this (or 10 % of the
 # bar's span): step lines are written when a step ends, a logging callback a moment later.
@@ -49,11 +57,14 @@ def date_untimed_logs(inc) -> None:
             continue
         frames = [df for df in (inc.events, inc.metrics) if not df.empty]
         rows = [df["source"] == rep.path for df in frames]
-        if not any(r.any() for r in rows) or any(df.loc[r, "time"].notna().any() for df, r in zip(frames, rows, strict=True)):
+        if not any(r.any() for r in rows):
             continue
         named = [i for i, p in zip(launches.index, launches["log_path"], strict=True)
                  if p == rep.path or str(p).endswith("/" + rep.path)] if len(launches) else []
         at = launches.loc[named[-1]] if named else None
+        if any(df.loc[r, "time"].notna().any() for df, r in zip(frames, rows, strict=True)):
+            _date_head(inc, rep, frames, rows)
+            continue
         clock = _bar_clock(inc.metrics, rep.path)
         start, how = _bar_start(inc.metrics, rep.path, clock, None if at is None else at["time"])
         if start is None and at is not None and clock:
@@ -85,20 +96,42 @@ def date_untimed_logs(inc) -> None:
             latest = inc.span()[1]
             within = max(0.0, (latest - at["time"]).total_seconds()) if latest is not None else None
             for df, r in zip(frames, rows, strict=True):
-                df.loc[r, "time"] = at["time"]
-                if df is inc.events and within:
-                    # what is said of these lines carries how much later they may be (an error
-                    # among them: "died at 05:09:57 (up to 18 s later)")
-                    if "time_approx" not in df.columns:
-                        df["time_approx"] = pd.array([pd.NA] * len(df), dtype="boolean")
-                    if "time_within_s" not in df.columns:
-                        df["time_within_s"] = np.nan
-                    df.loc[r, "time_approx"] = True
-                    df.loc[r, "time_within_s"] = within
+                _place(df, r, at["time"], within if df is inc.events else None)
             rep.assume(f"dated afterwards: no line has a timestamp, so its {n} rows are placed at the launch "
                        f"that wrote the file ({at['ref']}, {at['time']:%Y-%m-%d %H:%M:%S} UTC), the earliest "
                        "they can have been written"
                        + (f", and up to {within:,.0f} s later (the last time the incident observed)" if within else ""))
+
+
+def _place(df: pd.DataFrame, rows: pd.Series, at: pd.Timestamp, within: float | None) -> None:
+    """Put `rows` of `df` at `at`; events carry how much later they may be (an error among them:
+    "died at 05:09:57 (up to 18 s later)")."""
+    df.loc[rows, "time"] = at
+    if within:
+        if "time_approx" not in df.columns:
+            df["time_approx"] = pd.array([pd.NA] * len(df), dtype="boolean")
+        if "time_within_s" not in df.columns:
+            df["time_within_s"] = np.nan
+        df.loc[rows, "time_approx"] = True
+        df.loc[rows, "time_within_s"] = within
+
+
+def _date_head(inc, rep, frames: list[pd.DataFrame], rows: list[pd.Series]) -> None:
+    """The tracebacks of a partly dated log that come before its first dated line: at that
+    line's time (the module's docstring)."""
+    dated = [(n, t) for df, r in zip(frames, rows, strict=True)
+             for n, t in zip(_lines(df, r), df.loc[r, "time"], strict=True) if pd.notna(t) and n is not None]
+    if not dated:
+        return
+    first_line, first_time = min(dated)
+    ev = inc.events
+    mine = (ev["source"] == rep.path) & (ev["kind"] == "traceback") & ev["time"].isna()
+    head = mine & (_lines(ev, mine).reindex(ev.index).fillna(first_line) < first_line)
+    n = int(head.sum())
+    if n:
+        _place(ev, head, first_time, None)
+        rep.assume(f"dated afterwards: {count(n, 'traceback')} before its first dated line, placed at that line "
+                   f"({rep.path}:{first_line}, {first_time:%Y-%m-%d %H:%M:%S} UTC), the latest it can have been written")
 
 
 class _Clock:
@@ -171,6 +204,14 @@ def _not_before(rel: pd.Series, lines: pd.Series, bars: list[tuple[float, float,
     own = rel.to_numpy(dtype=float, na_value=np.nan)
     # to the microsecond: the frames' unit (a spread second is no finer than that)
     return pd.Series(np.where(np.isnan(own), own, np.fmax(own, np.round(floor, 6))), index=rel.index)
+
+
+def _lines(df: pd.DataFrame, rows: pd.Series) -> pd.Series:
+    """The line numbers of `rows` of `df`: the line its `ref` names, else its `line` column."""
+    out = df.loc[rows, "ref"].map(_line) if "ref" in df.columns else pd.Series(None, index=df.index[rows], dtype=object)
+    if "line" in df.columns:
+        out = out.where(out.notna(), df.loc[rows, "line"].map(lambda n: None if pd.isna(n) else int(n)))
+    return out
 
 
 def _line(ref) -> int | None:

@@ -67,6 +67,12 @@ _SAVING = re.compile(r'^\s*File "[^"]*", line \d+, in (?:_*save\w*|\w*_save(?:_\
 # What a failed write says, where the error itself tells: the OS's words, torch.save's writer
 _WRITE_FAILED = re.compile(r"No space left on device|Errno 28\b|ENOSPC|Disk quota exceeded|EDQUOT|"
                            r"file write failed|unexpected pos \d+ vs \d+|iostream error", re.I)
+# What a CUDA out-of-memory error says.
+_CUDA_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|out of memory on device", re.I)
+# A process's GPU memory "climbed" before it ran out where it ended at least this much above
+# where training began (and 2 GiB more), rising between most samples that moved: memory kept
+# step after step (a leak) reads so; one request far larger than the rest (a long batch) does not.
+_CLIMB_RATIO, _CLIMB_MIB, _RISING = 1.5, 2048.0, 0.75
 # A full file system in the operator's `df` (transcript/disk_usage.py) this near a death that
 # wrote tells why the write failed: the operator looks after the crash, or saw it fill before.
 _DF_NEAR = pd.Timedelta(minutes=30)
@@ -118,8 +124,10 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
             causes.append(findings.cause(findings.event_id(full["ref"]), f"a full file system: {full['message']}",
                                          [full["ref"]]))
             refs.append(full["ref"])
+        memory = _memory_before(inc, a, when) if _CUDA_OOM.search(str(error)) else None
         rows.append(findings.finding(
-            kind, when, a["end"], "warning" if kind == "time_limit" else "critical", refs + findings.refs(last),
+            kind, when, a["end"], "warning" if kind == "time_limit" else "critical",
+            refs + findings.refs(last) + (memory["refs"] if memory else []),
             {"run": a["run"], "script": a["script"], "attempt": a["attempt"], "started": a["start"],
              "started_by": a["by"], "first_step_time": a["first_step"], "end_message": a["end_message"] or None,
              "pid": next(iter(trainer_pids(inc, a)), None), "last_step_time": last_t,
@@ -128,6 +136,7 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
              "stopped_ranks": _stopped_ranks(inc, a) if hung else [],
              "stopped_pids": _stopped_pids(_near_end(inc, a, nxt["start"].iloc[0] if len(nxt) else None)),
              "doing": "saving" if saving else "training", "thread": _thread_end(inc, a),
+             "memory_before": memory,
              "disk_full": full["message"] if full is not None else None,
              "disk_full_at": full["time"] if full is not None else None,
              **numbers},
@@ -143,6 +152,35 @@ def _saving(inc: Incident, a: pd.Series, when) -> bool:
         return False
     tb = ev[(ev["kind"] == "traceback") & ev["source"].isin(a["sources"] or []) & ((ev["time"] - when).abs() <= END_SLACK)]
     return bool(tb["message"].astype(str).str.contains(_SAVING).any())
+
+
+def _memory_before(inc: Incident, a: pd.Series, when) -> dict | None:
+    """Of a death of CUDA out of memory: how the attempt's GPU memory went while it trained, from
+    its first step to the error, as a reader of the GPU samples sees it: its processes' memory
+    (nvidia-smi's process list), else the memory used on its GPUs. `climbed`: it grew steadily
+    (`_CLIMB_RATIO`), else it was steady and one request asked for more than was free."""
+    if pd.isna(a["first_step"]) or pd.isna(when):
+        return None
+    gp = inc.gpu_processes
+    pids = trainer_pids(inc, a)
+    rows = gp[gp["pid"].isin(pids) & (gp["time"] >= a["first_step"]) & (gp["time"] <= when)] if len(gp) else gp
+    col = "used_memory_mib"
+    if rows.empty:
+        g = inc.gpus
+        rows = g[g["gpu"].isin(a["gpus"]) & (g["time"] >= a["first_step"]) & (g["time"] <= when)] \
+            if len(g) and a["gpus"] else g.iloc[:0]
+        col = "memory_used_mib"
+    held = rows.groupby("time", sort=True)[col].sum(min_count=1).dropna() if len(rows) else pd.Series(dtype=float)
+    if len(held) < 4:
+        return None
+    moves = np.diff(held.to_numpy(dtype=float))
+    moved = moves[moves != 0]
+    first, last = float(held.iloc[0]), float(held.iloc[-1])
+    climbed = (last >= _CLIMB_RATIO * first and last - first >= _CLIMB_MIB
+               and len(moved) > 0 and float((moved > 0).mean()) >= _RISING)
+    ends = rows[rows["time"].isin((held.index[0], held.index[-1]))]
+    return {"climbed": bool(climbed), "from_mib": first, "from_time": held.index[0], "to_mib": last,
+            "to_time": held.index[-1], "refs": findings.refs(ends)}
 
 
 def _full_disk(inc: Incident, when) -> dict | None:

@@ -2,7 +2,10 @@
 `grad_norm` is NaN or infinite (`loss nan`, `'grad_norm': nan`), how many such lines follow, and
 whether a finite value came back (an fp16 overflow that skipped a step) or not (a run that
 diverged and trains on to no purpose: its process alive, its steps counted, its weights lost).
-A reader of the log names the step it happened; the rows keep its line.
+A reader of the log names the step it happened; the rows keep its line. Where it stayed so, what
+the reader asks next is told too: how the run that trained on it ended (stopped by a `kill`, or
+by itself), and where the same run's metric was a number again in a later log (a restart from
+a checkpoint saved before it broke), which ends the incident.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident
+from ..model.attempts import CLEAN_ENDS, attempts
 from ..model.progress import NOT_FINITE_BREAKS, resumed_step
 from . import findings
 from .per_host import judged
@@ -45,6 +49,9 @@ def detect_nonfinite_loss(inc: Incident) -> pd.DataFrame:
         evidence = [r for r in (row.get("ref"), *findings.refs(before), last_bad.get("ref")) if isinstance(r, str)]
         run = row["run"] if isinstance(row["run"], str) else None
         carried = _carried(inc, row, run, rows)
+        ended = _ended(inc, last_bad) if not finite_after else _NOT_ENDED
+        again = _again(inc, run, last_bad) if not finite_after else _NOT_AGAIN
+        evidence += [r for r in (ended["ended_ref"], again["again_ref"]) if isinstance(r, str)]
         rows.append(findings.finding(
             "loss_not_finite", row["time"] if pd.notna(row["time"]) else None,
             last_bad["time"] if pd.notna(last_bad["time"]) else None, "warning" if finite_after else "critical",
@@ -55,7 +62,8 @@ def detect_nonfinite_loss(inc: Incident) -> pd.DataFrame:
              "last_finite_value": float(before["value"].iloc[0]) if len(before) else None,
              "lines_not_finite": int(bad.sum()), "lines_after": len(g) - first - 1, "finite_after": finite_after,
              "resumed_step": carried[2] if carried else None,
-             "broke_at_step": carried[0]["numbers"]["step"] if carried else None},
+             "broke_at_step": carried[0]["numbers"]["step"] if carried else None,
+             **ended, **again},
             caused_by=[findings.cause(carried[0]["id"], f"it resumed from a checkpoint at step {carried[2]}, saved "
                                       f"after the {carried[0]['numbers']['metric'].removeprefix('train/')} stopped "
                                       f"being a number at step {carried[0]['numbers']['step']}", [carried[1]])]
@@ -82,3 +90,54 @@ def _carried(inc: Incident, row: pd.Series, run, told: list[dict]) -> tuple[dict
 
 def _shown(v: float) -> str:
     return "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
+
+
+_NOT_ENDED = {"ended_at": None, "end_kind": None, "ended_by": None, "ended_ref": None}
+_NOT_AGAIN = {"again_at": None, "again_step": None, "again_value": None, "again_ref": None,
+              "again_started": None, "again_resumed_step": None}
+
+
+def _ended(inc: Incident, last_bad: pd.Series) -> dict:
+    """How the attempt that wrote the metric's last line that was not a number ended, where it
+    was stopped (a kill) or stopped by itself: the run trained on a broken loss until then. A
+    death is a finding of its own (detect/deaths.py), told there."""
+    att = attempts(inc)
+    if att.empty or pd.isna(last_bad["time"]):
+        return _NOT_ENDED
+    mine = att[_writes(att, last_bad["source"]) & (att["start"] <= last_bad["time"]) & (att["end"] >= last_bad["time"])]
+    if mine.empty:
+        return _NOT_ENDED
+    a = mine.iloc[-1]
+    clean = a["end_kind"] in CLEAN_ENDS or (a["end_kind"] == "exit" and a["exit_code"] == 0)
+    if a["end_kind"] != "kill_sent" and not clean:
+        return _NOT_ENDED
+    return {"ended_at": a["end"], "end_kind": "stopped" if clean else "killed", "ended_by": findings.ended_by(inc, a),
+            "ended_ref": a["end_ref"] if isinstance(a["end_ref"], str) else None}
+
+
+def _again(inc: Incident, run, last_bad: pd.Series) -> dict:
+    """The first line after the last one that was not a number where the same run's metric is a
+    number again, in another log (a run started again), with the checkpoint step that log
+    resumed from and when that start was."""
+    m = inc.metrics
+    if run is None or pd.isna(last_bad["time"]):
+        return _NOT_AGAIN
+    later = m[(m["metric"] == last_bad["metric"]) & (m["run"] == run) & (m["time"] > last_bad["time"])
+              & (m["source"] != last_bad["source"])]
+    later = later[np.isfinite(later["value"].astype(float).to_numpy())].sort_values("time", kind="stable")
+    if later.empty:
+        return _NOT_AGAIN
+    back = later.iloc[0]
+    ev = inc.events
+    said = ev[(ev["kind"] == "resumed") & (ev["source"] == back["source"]) & (ev["time"] <= back["time"])].tail(1)
+    att = attempts(inc)
+    starts = att[_writes(att, back["source"]) & (att["start"] <= back["time"])]["start"]
+    return {"again_at": back["time"], "again_step": findings.whole(back["step"]), "again_value": float(back["value"]),
+            "again_ref": back.get("ref") if isinstance(back.get("ref"), str) else None,
+            "again_started": starts.iloc[-1] if len(starts) else None,
+            "again_resumed_step": resumed_step(said["message"].iloc[0]) if len(said) else None}
+
+
+def _writes(att: pd.DataFrame, source: str) -> np.ndarray:
+    """Which attempts wrote into `source`."""
+    return np.array([source in srcs for srcs in att["sources"]], dtype=bool)

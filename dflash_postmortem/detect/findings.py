@@ -19,9 +19,11 @@ import functools
 import numpy as np
 import pandas as pd
 
+from ..incident import Incident
+from ..model import computed as memo
 from ..schema import TIME
 from ..units import is_missing
-from .finding_text import written
+from .finding_text import one_line, written
 from .numbers import declared
 
 COLUMNS = ("id", "kind", "start", "end", "within_s", "severity", "title", "detail", "evidence", "numbers", "caused_by")
@@ -144,3 +146,14 @@ def memory_by_pid(gpu_processes: pd.DataFrame) -> tuple[pd.Series, list[str]]:
         return pd.Series(dtype=float), []
     per = gpu_processes.dropna(subset=["pid"]).groupby("pid")
     return per["used_memory_mib"].max(), [r for _, one in per for r in refs(one, 1)]
+
+
+def ended_by(inc: Incident, attempt: pd.Series) -> str | None:
+    """The line that ended an attempt, quoted: the command a kill came from (`kill $(cat
+    run/a.pid)`), else the end's own words."""
+    if attempt["end_kind"] == "kill_sent" and isinstance(attempt["end_ref"], str):
+        cmd = memo.rows_where(inc, "events", "ref", attempt["end_ref"])
+        cmd = cmd[cmd["kind"] == "command"]
+        if len(cmd):
+            return f"`{one_line(str(cmd['message'].iloc[0]))}`"
+    return f"`{one_line(str(attempt['end_message']))}`" if isinstance(attempt["end_message"], str) else None

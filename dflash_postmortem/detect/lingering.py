@@ -13,12 +13,10 @@ from __future__ import annotations
 import pandas as pd
 
 from ..incident import Incident
-from ..model import computed as memo
 from ..model import gpu_state
 from ..model.attempts import attempts, trainer_pids
 from ..model.states import states
 from . import findings
-from .finding_text import one_line
 from .per_host import judged
 from .stall import IDLE_SHARE
 
@@ -42,7 +40,7 @@ def detect_lingering(inc: Incident) -> pd.DataFrame:
             g = g[g["gpu"].isin(gp["gpu"].dropna().unique())]
         util = g["util_gpu_pct"].dropna()
         ended = a["end"] if pd.notna(a["end"]) and a["end"] >= end - pd.Timedelta(seconds=1) else None
-        said = _how_it_ended(inc, a) if ended is not None else None
+        said = findings.ended_by(inc, a) if ended is not None else None
         refs = findings.unique([r for r in (s["ref"], a["end_ref"] if ended is not None else a["last_alive_ref"])
                                 if isinstance(r, str)] + holder_refs)
         rows.append(findings.finding(
@@ -57,13 +55,3 @@ def detect_lingering(inc: Incident) -> pd.DataFrame:
              "util_pct_mostly": float(util.quantile(IDLE_SHARE)) if len(util) else None}))
     return findings.frame(rows)
 
-
-def _how_it_ended(inc: Incident, a: pd.Series) -> str | None:
-    """The line that ended it: the command a kill came from (`kill $(cat run/a.pid)`), else the
-    end's own words."""
-    if a["end_kind"] == "kill_sent" and isinstance(a["end_ref"], str):
-        cmd = memo.rows_where(inc, "events", "ref", a["end_ref"])
-        cmd = cmd[cmd["kind"] == "command"]
-        if len(cmd):
-            return f"`{one_line(str(cmd['message'].iloc[0]))}`"
-    return f"`{one_line(str(a['end_message']))}`" if isinstance(a["end_message"], str) else None

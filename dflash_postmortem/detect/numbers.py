@@ -117,6 +117,7 @@ class TrainingDied(TypedDict):
     stopped_pids: list  # the PIDs its launcher's own lines say it stopped as it gave up (`Killing subprocess N`)
     thread: str | None  # the thread whose traceback alone ends it, nothing showing its process gone (told so)
     doing: str  # "saving" where a traceback as it died has a frame that saves (a checkpoint), else "training"
+    memory_before: dict | None  # of a CUDA out-of-memory death: its GPU memory from its first step to the error (`climbed`, from/to MiB and times, refs)
     disk_full: str | None  # of a death that wrote: the full file system a `df` near it showed
     disk_full_at: pd.Timestamp | None  # when that `df` ran
     ended: pd.Timestamp  # when the attempt was over (the agent's or shell's last word on it)
@@ -159,6 +160,16 @@ class LossNotFinite(TypedDict):
     finite_after: bool  # a finite value came back (a skipped step), else it stayed so
     resumed_step: int | None  # its log resumed from a checkpoint of this step, saved after the same run's
     broke_at_step: int | None  # metric had stopped being a number at this step (an earlier finding): it carried it
+    ended_at: pd.Timestamp | None  # where it stayed so: the end of the attempt that trained on it, where
+    end_kind: str | None  # it was `killed` (a kill sent to it) or `stopped` by itself; None: otherwise
+    ended_by: str | None  # the line that ended it, quoted (the kill's command)
+    ended_ref: str | None
+    again_at: pd.Timestamp | None  # the same run's metric a number again, in a later log (a start after it)
+    again_step: int | None
+    again_value: float | None
+    again_ref: str | None
+    again_started: pd.Timestamp | None  # the start of the attempt that wrote it
+    again_resumed_step: int | None  # the checkpoint step that start resumed from, where its log says
 
 
 class StaleProcess(TypedDict):

@@ -209,6 +209,8 @@ def _told(L: pd.Series, inc: Incident, a: pd.Series) -> _Verdict | None:
     if cause in _DIED:
         ref = a["cause_ref"]
         said = f"{_DIED[cause]} `{a['cause_message'] or a['end_message']}`"
+        if a["cause_rank"] is not None and not pd.isna(a["cause_rank"]):
+            who = f"rank {int(a['cause_rank'])}"  # a launcher's worker, whose lines name their rank
         return _Verdict("died in start-up", f"died during start-up: {who} started and {said}",
                         [ref, *(r for r in refs if r != ref)],
                         [findings.cause(findings.event_id(ref), said, [ref])] if isinstance(ref, str) else [])

@@ -103,6 +103,9 @@ ROLES = {"torchrun": "agent", "deepspeed": "agent", "accelerate": "agent", "slur
 CAUSES = ("oom_kill", "oom", "timeout", "nccl_timeout", "nccl_error", "gpu_error", "gpu_lost", "xid",
            "traceback", "thread_crash", "exception", "killed")
 _PYTHON = re.compile(r"(?:^|/)python[\d.]*\s|\s-m\s[\w.]+|\.py\b")
+# What a tracking library writes from inside the trainer's process (not a log a launch redirects into).
+RECORD_FORMATS = ("tensorboard-events", "wandb-log", "wandb-run", "wandb-events-jsonl", "wandb-history-jsonl",
+                  "hf-trainer-state", "lightning-csv", "mlflow-run")
 # The frames an attempt is read from (the memo of computed.py is keyed by them).
 READS = ("events", "processes", "metrics", "gpu_processes")
 # Flags that name where a run keeps its checkpoints (`--output_dir`, `--save-dir`, `--ckpt_dir`, `--out`).
@@ -127,6 +130,13 @@ def stopped_cleanly_near(inc: Incident, when) -> pd.Timestamp | None:
     ended = att[(att["end"] - when).abs() <= END_SLACK]
     clean = ended[ended["end_kind"].isin(CLEAN_ENDS) | ((ended["end_kind"] == "exit") & (ended["exit_code"] == 0))]
     return clean["end"].iloc[0] if len(clean) else None
+
+
+def came_up_after(inc: Incident, after) -> pd.Series | None:
+    """The first attempt started after `after` that reached a training step, else None."""
+    att = attempts(inc)
+    later = att[(att["start"] > after) & att["first_step"].notna()]
+    return later.iloc[0] if len(later) else None
 
 
 def trainer_pids(inc: Incident, attempt: pd.Series) -> list[int]:
@@ -226,6 +236,14 @@ class _Attempt:
             self.start, self.within, self.start_ref = when, within, ref or self.start_ref
 
 
+def _merge(record: _Attempt, into: _Attempt) -> None:
+    """A record file's attempt joins the start whose process wrote it: its sources, runs and PIDs."""
+    for source, begin in record.sources.items():
+        into.sources.setdefault(source, begin)
+    into.runs += [r for r in record.runs if r not in into.runs]
+    into.pids |= record.pids
+
+
 class _Assembly:
     def __init__(self, inc: Incident):
         self.inc = inc
@@ -257,6 +275,9 @@ class _Assembly:
         self.launcher_ends = _launcher_ends(ev)  # (job, attempt) -> when its launcher said it ended
         # the files a tracked run's records were read from (a `.wandb` log), not a log of its own
         self.run_records = {info.source for info in inc.runs.values() if info.source}
+        # the files a tracking library writes from inside the trainer (TensorBoard's events, a
+        # wandb run, a Trainer's state), as the load report read them
+        self.record_files = {rep.path for rep in inc.load_report.files if rep.format in RECORD_FORMATS}
         self.machine = ev[ev["kind"].isin(MACHINE_FAULTS)]
         # each process listing's last snapshot that listed anything
         self.listed_until = inc.processes.groupby("source")["last_seen"].max().to_dict() if len(inc.processes) else {}
@@ -649,7 +670,8 @@ class _Assembly:
                                               if source in other and other[source] > begin), default=None))
                          for source, begin in mine.items()}
         self.owned = {s for a in found for s in a.sources}
-        self._processes_by_name(found)
+        merged = self._processes_by_name(found)
+        found = [a for a in found if id(a) not in merged]
         started = [_Started(a.command, frozenset(a.pids), a.start, a.launch_ref) for a in found]
         self.kills = [(i, pids | reached(self.ev.loc[i], pids, started)) for i, pids in self.kills]
         _jobs(found)
@@ -661,7 +683,7 @@ class _Assembly:
             df[col] = pd.to_datetime(df[col], utc=True).astype("datetime64[us, UTC]")
         return df
 
-    def _processes_by_name(self, found: list[_Attempt]) -> None:
+    def _processes_by_name(self, found: list[_Attempt]) -> set[int]:
         """A start that no listing ties to a process by its command (a `nohup` launch that did not
         print its PID, a log alone) takes the process that shows itself only by its program's
         name, where that can be no other start's:
@@ -674,10 +696,16 @@ class _Assembly:
           `-c`), a PID listed while the start's own log was still being written, the only one
           so named in that listing.
 
-        Each PID goes to a start only where exactly one fits."""
+        Each PID goes to a start only where exactly one fits. Returns the ids of the record
+        files' attempts merged into the start that took their PID."""
         if not any(not a.pids for a in found):
-            return
-        owned = {p for a in found for p in a.pids}
+            return set()
+        # A tracking library's record file that names its writer's PID and nothing else (TensorBoard's
+        # `events.out.tfevents.<time>.<host>.<pid>.0`) is an attempt of its own only until a start
+        # takes that PID by these rules: its process is then that start's, and the records too.
+        recorders = {p: a for a in found if a.pids and a.launch_ref is None and a.sources
+                     and set(a.sources) <= self.record_files for p in a.pids}
+        owned = {p for a in found for p in a.pids} - set(recorders)
         claims: dict[int, list[_Attempt]] = {}
         started: dict[int, tuple] = {}  # each start's (end of start-up, whether it trained), found once
 
@@ -705,9 +733,14 @@ class _Assembly:
                 if not a.pids and a.start is not None and writing is not None and _same_host(a, host) \
                         and _runs_as(a, str(r.command)) and a.start <= r.first_seen <= writing + END_SLACK:
                     claims.setdefault(int(r.pid), []).append(a)
+        merged = set()
         for pid, who in claims.items():
             if len(set(map(id, who))) == 1:
                 who[0].pids.add(pid)
+                if pid in recorders and recorders[pid] is not who[0]:
+                    merged.add(id(recorders[pid]))
+                    _merge(recorders.pop(pid), into=who[0])
+        return merged
 
     def _first_step_or_next(self, a: _Attempt, found: list[_Attempt]) -> tuple:
         """When the attempt's start-up was over: its first step line, else the next start on its

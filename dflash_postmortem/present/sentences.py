@@ -28,7 +28,7 @@ import pandas as pd
 from ..analysis.throughput_levels import band_crossings, recovery, regression
 from ..detect.finding_text import became, ranks_text
 from ..incident import Incident
-from ..model.attempts import attempts, stopped_cleanly_near
+from ..model.attempts import attempts, came_up_after, stopped_cleanly_near
 from ..model.ledger import CLASSES, SHOWN_S, ledger
 from ..said import error_text
 from ..schema import TOK_PER_S
@@ -294,7 +294,9 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     # what happened next, in the order it happened (a crash loop alternates deaths and restarts)
     timed = [(died["start"], _death(died)) for _, died in _of(findings, "training_died", "time_limit").iterrows()]
     timed += [(died["start"], _unplaced_death(died)) for _, died in _of(findings, "process_died").iterrows()]
-    timed += [(lost["start"], _not_finite(lost)) for _, lost in _of(findings, "loss_not_finite").iterrows()]
+    lost = _of(findings, "loss_not_finite")
+    timed += [(f["start"], _not_finite(f)) for _, f in lost.iterrows()]
+    timed += _finite_again(lost)
     timed += [(left["start"], _lingered(left)) for _, left in _of(findings, "lingering").iterrows()]
     kill = _first(findings, "kill_failed")
     if kill is not None:
@@ -337,11 +339,9 @@ _STARTED_BY = {"supervisor": "its supervisor", "agent": "the launcher's agent", 
 
 def _came_up(inc: Incident, after) -> tuple | None:
     """(when, sentence) for the first start after `after` that reached a training step."""
-    att = attempts(inc)
-    later = att[(att["start"] > after) & att["first_step"].notna()]
-    if later.empty:
+    a = came_up_after(inc, after)
+    if a is None:
         return None
-    a = later.iloc[0]
     who = f" by {_STARTED_BY[a['by']]}" if a["by"] in _STARTED_BY else ""
     return a["start"], (f"The start at {_when(a['start'])}{who} came up: its first step was logged at "
                         f"{_when(a['first_step'])}.")
@@ -439,6 +439,17 @@ def _stopped(n: dict) -> str:
     return f" The launcher then stopped PID{'s' if len(pids) > 1 else ''} {ranks_text(pids)}." if pids else ""
 
 
+def _memory_before(m: dict) -> str:
+    """How its GPU memory went before it ran out: climbing step after step, or steady until one
+    request asked for more."""
+    if m["climbed"]:
+        return (f" Its GPU memory had climbed while it trained, from {m['from_mib'] / 1024:,.1f} GiB at "
+                f"{_when(m['from_time'])} to {m['to_mib'] / 1024:,.1f} GiB at {_when(m['to_time'])}: memory kept "
+                "step after step until none was left, not one request too large.")
+    return (f" Its GPU memory was steady while it trained ({m['from_mib'] / 1024:,.1f} GiB at {_when(m['from_time'])}, "
+            f"{m['to_mib'] / 1024:,.1f} GiB at {_when(m['to_time'])}): one request asked for more than was free.")
+
+
 def _death(f: pd.Series) -> str:
     """A run that died of an error while training (or that a limit on its time stopped), and
     what started it again."""
@@ -454,6 +465,8 @@ def _death(f: pd.Series) -> str:
                 "after that, and nothing in the evidence shows whether its process lived on.")
     else:
         said = f"{head} {what} while {doing}{rank}{since}: {error}."
+    if n.get("memory_before"):
+        said += _memory_before(n["memory_before"])
     if n.get("disk_full"):
         said += f" `df` at {_when(n['disk_full_at'])} showed a full file system: {n['disk_full']}."
     said += _waited_for(n) + _stopped(n)
@@ -527,7 +540,37 @@ def _not_finite(f: pd.Series) -> str:
     if n.get("resumed_step") is not None:
         said += (f"; it had resumed from a checkpoint at step {n['resumed_step']}, saved after its "
                  f"{n['metric'].removeprefix('train/')} had stopped being a number at step {n['broke_at_step']}")
+    if n.get("end_kind") == "killed" and n.get("ended_at") is not None:
+        trained = (n["ended_at"] - f["start"]).total_seconds() if pd.notna(f["start"]) else None
+        said += ("; the run trained on" + (f" for {duration(trained)}" if trained is not None and trained > 0 else "")
+                 + f" until it was stopped at {_when(n['ended_at'])}" + (f": {n['ended_by']}" if n.get("ended_by") else ""))
+    elif n.get("end_kind") == "stopped" and n.get("ended_at") is not None:
+        said += f"; the run trained on to its own stop at {_when(n['ended_at'])}"
     return said + "."
+
+
+def _finite_again(lost: pd.DataFrame) -> list[tuple]:
+    """(when, sentence) for each run whose metric was a number again in a later start, told once
+    (every break before it names the same line)."""
+    out, told = [], set()
+    for _, f in lost.iloc[::-1].iterrows():
+        n = f["numbers"]
+        if n.get("again_at") is None or n.get("again_ref") in told:
+            continue
+        told.add(n.get("again_ref"))
+        metric, run = n["metric"].removeprefix("train/"), n["run"] or "?"
+        broke = n.get("broke_at_step") if n.get("broke_at_step") is not None else n.get("step")
+        said = (f"Run {run} was started again at {_when(n['again_started'])}" if n.get("again_started") is not None
+                else f"The {metric} of run {run} came back")
+        resumed = n.get("again_resumed_step")
+        if resumed is not None:
+            said += f" from a checkpoint at step {resumed}" + (
+                f", saved before its {metric} broke at step {broke}" if broke is not None and resumed < broke else "")
+        said += (f", and its {metric} was a number again: {n['again_value']:.4g}"
+                 + (f" at step {n['again_step']}" if n.get("again_step") is not None else "")
+                 + f" ({_when(n['again_at'])}).")
+        out.append((n["again_at"], said))
+    return out
 
 
 def sources_line(inc: Incident) -> str:

@@ -249,7 +249,8 @@ def test_a_hugging_face_trainer_dies_of_cuda_oom_and_is_resumed_from_its_checkpo
     assert near(died["start"], "17:41:13") and died["numbers"]["pid"] == 1112
     assert "CUDA out of memory" in died["numbers"]["error"] and near(died["numbers"]["restarted_at"], "17:41:29")
     (resumed,) = resumes(inc).itertuples()
-    assert (resumed.resumed_step, resumed.reached_step) == (201, 249)  # the bar leapt to 201 at 0 s
+    # the bar leapt to 201 at 0 s: its first step done, checkpoint-200 holding the ones before
+    assert (resumed.resumed_step, resumed.reached_step, resumed.redone_steps) == (200, 249, 49)
     log = next(f for f in inc.load_report.files if f.path == "logs/hf_train.log")
     assert any("its progress bar's elapsed time spaces" in a and "tfevents" in a for a in log.assumptions)
 
@@ -592,10 +593,23 @@ def test_a_resume_from_a_checkpoint_saved_after_the_loss_broke_carries_the_nan()
     st = states(inc)
     assert st.loc[st["state"] == "diverged", ["attempt", "start"]].values.tolist() == [
         ["A2", T5("06:41:56")], ["A3", T5("06:43:07")]]
-    assert pm.what_happened(inc, found)[1] == (
+    said = pm.what_happened(inc, found)
+    # how each run on a broken loss ended (the operator's kills), then where the loss came back:
+    # the resume at 06:43:36.466 from step 2700, after the checkpoints past it were removed
+    assert said[0].endswith("; the run trained on for 61 s until it was stopped at 06:42:56 UTC: `kill $(cat run/ft.pid)`.")
+    assert said[1] == (
         "At 06:43:07 UTC the loss of run ft stopped being a number at step 8205 and stayed so to the end of the log "
         "(351 more lines); it had resumed from a checkpoint at step 8200, saved after its loss had stopped being a "
-        "number at step 2725.")
+        "number at step 2725; the run trained on for 21 s until it was stopped at 06:43:27 UTC: "
+        "`tail -n 2 logs/train3.log; kill $(cat run/ft.pid)`.")
+    assert said[2] == ("Run ft was started again at 06:43:36 UTC from a checkpoint at step 2700, saved before its loss "
+                       "broke at step 2725, and its loss was a number again: 5.793 at step 2705 (06:43:39 UTC).")
+    # the incident runs from the first nan line to the loss a number again; the operator's first
+    # command after it (`tail`, 06:42:56.404) detects it, the good resume mitigates it
+    imp = pm.timeline(inc, found).impact
+    assert (imp["first_sign"], imp["detected"], imp["mitigated"], imp["recovered"]) == (
+        T5("06:41:56"), T5("06:42:56.404"), T5("06:43:36.466"), T5("06:43:39"))
+    assert imp["gpu_hours_lost"] == pytest.approx(imp["window_s"] / 3600) and imp["window_s"] == 103
 
 
 def test_a_threads_traceback_read_from_the_logs_alone_is_no_death_it_cannot_show(tmp_path):
@@ -661,3 +675,79 @@ def test_what_began_while_a_run_still_ran_did_not_start_it_again(tmp_path):
         restarted = f["numbers"]["restarted_at"]
         assert restarted is None or pd.isna(restarted) or restarted >= f["start"] - pd.Timedelta(seconds=30)
     assert "started again at 01:19:09" not in " ".join(pm.what_happened(inc, found))
+
+
+def test_a_nan_run_killed_then_resumed_from_its_own_checkpoint_then_from_a_good_one(told):
+    """h100-1gpu-diverged (README): `--lr 3e2` makes the loss nan from step 105 (10:34:27, PID 678);
+    the operator kills it at 10:35:28.388; the resume (PID 918) loads step 400, which the nan run
+    wrote: nan from step 405 until the kill at 10:36:10.042; the checkpoints after step 100
+    removed, the resume at 10:36:18.867 (PID 1069) loads step 100 and its loss is 10.2261 at step
+    105 (10:36:31). What trained from 10:34:27 to 10:36:31 was of no use."""
+    inc, att, found = told("h100-1gpu-diverged")
+    assert att["pids"].tolist() == [[527], [678], [918], [1069]]
+    assert att["end_kind"].tolist() == ["training_stop", "kill_sent", "kill_sent", "training_stop"]
+    assert att["end"].iloc[1] == T5("10:35:28.388") and att["end"].iloc[2] == T5("10:36:10.042")
+    first, second = (found.iloc[i]["numbers"] for i in (0, 1))
+    assert (first["step"], first["end_kind"], first["ended_at"], first["ended_ref"]) == (
+        105, "killed", T5("10:35:28.388"), "logs/operator.log:7")
+    assert (second["step"], second["resumed_step"], second["ended_at"]) == (405, 400, T5("10:36:10.042"))
+    for n in (first, second):  # where the run's loss came back: the last resume, from before the break
+        assert (n["again_at"], n["again_step"], n["again_started"], n["again_resumed_step"], n["again_ref"]) == (
+            T5("10:36:31"), 105, T5("10:36:18.867"), 100, "logs/train4.log:9")
+    said = pm.what_happened(inc, found)
+    assert said[0].endswith("the run trained on for 61 s until it was stopped at 10:35:28 UTC: `kill $(cat run/ft.pid)`.")
+    assert said[2] == ("Run ft was started again at 10:36:18 UTC from a checkpoint at step 100, saved before its "
+                       "loss broke at step 105, and its loss was a number again: 10.23 at step 105 (10:36:31 UTC).")
+    imp = pm.timeline(inc, found).impact
+    assert (imp["first_sign"], imp["detected"], imp["mitigated"], imp["recovered"]) == (
+        T5("10:34:27"), T5("10:35:28.078"), T5("10:36:18.867"), T5("10:36:31"))
+    assert imp["window_s"] == 124 and imp["gpus_held"] == 1
+
+
+def test_a_two_gpu_accelerate_command_on_one_gpu_dies_of_its_ranks_nccl_error(told):
+    """h100-1gpu-accelerate-gpus (README): `accelerate launch --multi_gpu --num_processes 2` at
+    10:37:06.287 on one GPU: ranks 1 and 0 raise NCCL's `Duplicate GPU detected` (tracebacks with
+    no time of their own, before the first dated line, 10:37:40.065); agent 1231 stops 1310 and
+    raises ChildFailedError at 10:37:41.167. The cause is the rank's error, not the agent's
+    reaction; the relaunch with one process (10:37:47.989, PIDs 1395 and 1460) trains from
+    10:38:16.7."""
+    inc, att, found = told("h100-1gpu-accelerate-gpus")
+    assert att["pids"].tolist() == [[1231, 1310, 1311], [1395, 1460]]
+    a = att.iloc[0]
+    assert (a["cause_ref"], a["cause_time"], a["cause_rank"]) == ("logs/hf_train.log:1", T5("10:37:40.065051"), 1)
+    assert "DistBackendError: NCCL error" in a["cause_message"] and pd.isna(a["first_step"])
+    (failed,) = found.itertuples()
+    assert failed.kind == "failed_restart" and failed.caused_by[0]["id"] == "event:logs/hf_train.log:1"
+    assert pm.what_happened(inc, found)[0].startswith(
+        "The start at 10:37:06 UTC never came up: died during start-up: rank 1 started and wrote a traceback "
+        "ending `torch.distributed.DistBackendError: NCCL error in:")
+    report = next(f for f in inc.load_report.files if f.path == "logs/hf_train.log")
+    assert any(s.startswith("dated afterwards: 2 tracebacks before its first dated line, placed at that line "
+                            "(logs/hf_train.log:69") for s in report.assumptions), report.assumptions
+    imp = pm.timeline(inc, found).impact
+    assert (imp["mitigated"], imp["recovered"]) == (T5("10:37:47.989"), att["first_step"].iloc[1])
+    assert abs(imp["recovered"] - T5("10:38:16.7")) <= pd.Timedelta(seconds=1)
+
+
+def test_a_leak_climbs_the_gpu_memory_until_cuda_oom_and_the_resume_redoes_from_checkpoint_200(told):
+    """h100-1gpu-leak-oom (README): a Trainer (PID 1662, foreground through `tee`, no time of its
+    own in its log) keeps 256 MiB a step; nvidia-smi's process list shows its memory climbing,
+    28,362 MiB at 10:39:23.507 to 78,634 MiB at 10:39:53.518, then CUDA OOM at step 211. Its
+    TensorBoard file names PID 1662: it is that start's, not a start of its own. The resume
+    (PID 1750) loads checkpoint-200: steps 201-211 done again."""
+    inc, att, found = told("h100-1gpu-leak-oom")
+    assert att["pids"].tolist() == [[1662], [1750]]
+    assert any("tfevents" in s for s in att["sources"].iloc[0]) and any("tfevents" in s for s in att["sources"].iloc[1])
+    (died,) = found.itertuples()
+    n = died.numbers
+    assert died.kind == "training_died" and "CUDA out of memory" in n["error"]
+    m = n["memory_before"]
+    assert m["climbed"] and (m["from_mib"], m["from_time"], m["to_mib"], m["to_time"]) == (
+        28362.0, T5("10:39:23.507"), 78634.0, T5("10:39:53.518"))
+    assert m["refs"] == ["logs/smi_apps.csv:4", "logs/smi_apps.csv:19"] and set(m["refs"]) <= set(died.evidence)
+    assert (n["resumed_step"], n["reached_step"], n["redone_steps"], n["restarted_at"]) == (200, 211, 11, T5("10:40:01.487"))
+    assert "Its GPU memory had climbed while it trained, from 27.7 GiB at 10:39:23 UTC to 76.8 GiB at 10:39:53 UTC" \
+        in pm.what_happened(inc, found)[0]
+    # the same death of one request far too large (h200-1gpu-hf-oom-resume: 1 TiB asked) reads as steady memory
+    _, _, other = told("h200-1gpu-hf-oom-resume")
+    assert other.iloc[0]["numbers"]["memory_before"]["climbed"] is False

@@ -338,7 +338,8 @@ def test_odd_files_load_balanced(tmp_path, data):
 
 def test_a_bar_that_leaps_from_zero_is_a_resume_only_past_the_pace_after_it(tmp_path):
     """Hugging Face's Trainer resuming draws `0/400`, then `201/400 [00:00<...]` (the checkpoint's
-    steps counted at once), then its real pace: a resume. A fast first update (1 step in under a
+    steps counted at once with its first step done), then its real pace: a resume from the
+    checkpoint of step 200 (the README's `checkpoint-200`). A fast first update (1 step in under a
     second), a short bar done at once (`196/196`) and a bar cut before its next second are not."""
     from pathlib import Path
 
@@ -351,7 +352,7 @@ def test_a_bar_that_leaps_from_zero_is_a_resume_only_past_the_pace_after_it(tmp_
             ev = pm.load_process_log(path).events
         return list(ev.loc[ev["kind"] == "resumed", "message"])
 
-    assert resumed(bundled / "hf_resume.log") == ["the training bar is at step 201 of 400 0 s after it began: resumed (at step 201)"]
+    assert resumed(bundled / "hf_resume.log") == ["the training bar is at step 201 of 400 0 s after it began: resumed (at step 200)"]
     assert resumed(bundled / "hf_train.log") == []
     for name in ("train-log/oom-warning-root-glued-batch-bar-cut.log",  # 1/2538 at 00:00
                  "train-log/hydra-log-bar-death-signal-2-sigint.log",  # 3/3 at 00:00
