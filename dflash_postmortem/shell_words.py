@@ -612,6 +612,26 @@ def flag_key(name: str) -> str:
     return _FLAG_KEY.sub("_", name.lstrip("-")).lower()
 
 
+# A command line that runs Python (`python3 train.py`, `python -m pkg`, `./train.py`), and one
+# that runs a launcher's agent (which runs Python).
+PYTHON_RUN = re.compile(r"(?:^|/)python[\d.]*\s|\s-m\s[\w.]+|\.py\b")
+AGENT_RUN = re.compile(r"\btorchrun\b|torch\.distributed\.(?:run|launch)|\bdeepspeed\b|\baccelerate launch\b")
+
+
+def runs_program(command: str) -> bool:
+    """Whether a command runs a program a trainer can be: Python, a launcher's agent, a script."""
+    return bool(PYTHON_RUN.search(command) or AGENT_RUN.search(command) or re.search(r"\.sh\b", command))
+
+
+def foreground_log(command: str) -> str | None:
+    """The log a command writes that runs a trainer in the foreground into it (`python
+    train.py > run.log`, `... 2>&1 | tee logs/train.log`), else None (a background or launcher
+    start is `parse_launch`'s)."""
+    if parse_launch(command or "") is not None or not runs_program(command or ""):
+        return None
+    return log_target(command)
+
+
 def log_target(command: str) -> str | None:
     """Where a launch sends its stdout: its `>` redirect or `| tee` target (not /dev/null)."""
     launch = parse_launch(command or "")

@@ -7,6 +7,7 @@ import pytest
 
 from dflash_postmortem.shell_words import (
     exit_meaning,
+    foreground_log,
     kill_targets,
     match_prompt,
     multiplexer_session,
@@ -147,3 +148,15 @@ def test_parse_launch_kit_launcher(cmd):
     assert (x.launcher, x.log_path, x.program, x.args, x.run) == (
         "dflash-postmortem launch", "/w/logs/t.log", "python3", "-m pkg.train --run-name fixed --lr 1", "fixed")
     assert x.background
+
+
+def test_a_foreground_command_into_a_log_names_the_log_it_writes():
+    """h100-1gpu-leak-oom's first command (foreground through `tee`), one into a redirect, and
+    what is no trainer's start: a background start (parse_launch's), a read of the log, a tool."""
+    assert foreground_log("/opt/torch/.venv/bin/python3 run/hf_train.py --out runs/gpt2 --max-steps 1000 "
+                          "--leak-mib 256 2>&1 | tee logs/train.log") == "logs/train.log"
+    assert foreground_log("python train.py --lr 3e-4 > logs/run.log 2>&1") == "logs/run.log"
+    assert foreground_log("bash ./launch.sh big > logs/launch.log 2>&1; echo exit=$?") == "logs/launch.log"
+    assert foreground_log("nohup python train.py > logs/run.log 2>&1 &") is None
+    assert foreground_log("grep -c OutOfMemoryError logs/train.log") is None
+    assert foreground_log("nvidia-smi -l 1 > logs/smi.txt") is None

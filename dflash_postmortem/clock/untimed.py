@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import BAR_ELAPSED_S
+from ..shell_words import foreground_log
 from ..units import count
 
 # Two sources' step counters agree when their offsets spread no more than this (or 10 % of the
@@ -47,11 +48,7 @@ def date_untimed_logs(inc) -> None:
     """Date each training log that carries no timestamp (see the module's docstring). A log no
     launch names and no clocked source agrees with stays NaT."""
     ev = inc.events
-    launches = ev.iloc[:0]
-    if not ev.empty and "log_path" in ev.columns:
-        launches = ev[(ev["kind"] == "launch") & ev["log_path"].notna() & ev["time"].notna()]
-        failed = set(ev.loc[ev["kind"] == "redirect_failed", "path"].dropna()) if "path" in ev.columns else set()
-        launches = launches[~launches["log_path"].isin(failed)].sort_values("time", kind="stable")
+    launches = _writers(ev)
     for rep in inc.load_report.files:
         if rep.format != "training-log":
             continue
@@ -103,6 +100,23 @@ def date_untimed_logs(inc) -> None:
                        + (f", and up to {within:,.0f} s later (the last time the incident observed)" if within else ""))
 
 
+def _writers(ev: pd.DataFrame) -> pd.DataFrame:
+    """The dated commands that started a trainer writing into a log, in time order, each with
+    its `log_path`: launches (in the background, by a launcher) and foreground commands into a
+    log (`python train.py 2>&1 | tee logs/train.log`); not those whose redirect failed."""
+    if ev.empty:
+        return ev.assign(log_path=pd.Series(dtype=object))
+    launched = ev[(ev["kind"] == "launch") & ev["time"].notna()]
+    launched = launched.assign(log_path=launched["log_path"]) if "log_path" in ev.columns \
+        else launched.assign(log_path=None)
+    cmds = ev[(ev["kind"] == "command") & ev["time"].notna() & ~ev["ref"].isin(launched["ref"])]
+    cmds = cmds.assign(log_path=cmds["message"].map(lambda c: foreground_log(str(c))))
+    writers = pd.concat([launched, cmds])
+    writers = writers[writers["log_path"].notna()]
+    failed = set(ev.loc[ev["kind"] == "redirect_failed", "path"].dropna()) if "path" in ev.columns else set()
+    return writers[~writers["log_path"].isin(failed)].sort_values("time", kind="stable")
+
+
 def _place(df: pd.DataFrame, rows: pd.Series, at: pd.Timestamp, within: float | None) -> None:
     """Put `rows` of `df` at `at`; events carry how much later they may be (an error among them:
     "died at 05:09:57 (up to 18 s later)")."""
@@ -119,8 +133,8 @@ def _place(df: pd.DataFrame, rows: pd.Series, at: pd.Timestamp, within: float | 
 def _date_head(inc, rep, frames: list[pd.DataFrame], rows: list[pd.Series]) -> None:
     """The tracebacks of a partly dated log that come before its first dated line: at that
     line's time (the module's docstring)."""
-    dated = [(n, t) for df, r in zip(frames, rows, strict=True)
-             for n, t in zip(_lines(df, r), df.loc[r, "time"], strict=True) if pd.notna(t) and n is not None]
+    dated = [(int(n), t) for df, r in zip(frames, rows, strict=True)
+             for n, t in zip(_lines(df, r), df.loc[r, "time"], strict=True) if pd.notna(t) and pd.notna(n)]
     if not dated:
         return
     first_line, first_time = min(dated)
@@ -207,11 +221,13 @@ def _not_before(rel: pd.Series, lines: pd.Series, bars: list[tuple[float, float,
 
 
 def _lines(df: pd.DataFrame, rows: pd.Series) -> pd.Series:
-    """The line numbers of `rows` of `df`: the line its `ref` names, else its `line` column."""
-    out = df.loc[rows, "ref"].map(_line) if "ref" in df.columns else pd.Series(None, index=df.index[rows], dtype=object)
-    if "line" in df.columns:
-        out = out.where(out.notna(), df.loc[rows, "line"].map(lambda n: None if pd.isna(n) else int(n)))
-    return out
+    """The line numbers of `rows` of `df` (float, NaN where unknown): the line its `ref` names,
+    else its `line` column."""
+    idx = df.index[rows]
+    refs = df.loc[rows, "ref"] if "ref" in df.columns else pd.Series(None, index=idx, dtype=object)
+    nums = df.loc[rows, "line"] if "line" in df.columns else pd.Series(None, index=idx, dtype=object)
+    return pd.Series([_line(r) if _line(r) is not None else (float(n) if pd.notna(n) else float("nan"))
+                      for r, n in zip(refs, nums, strict=True)], index=idx, dtype=float)
 
 
 def _line(ref) -> int | None:

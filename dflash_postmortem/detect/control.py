@@ -65,6 +65,12 @@ def _seen_after(inc: Incident, pid: int, run: str | None, after) -> dict:
     if run is not None:
         lines = step_lines(inc)
         steps = lines[lines["run"] == run]
+        # a relaunch that reuses the run's name writes steps of its own: the killed process's
+        # are those before the next start of that run
+        att = attempts(inc)
+        nxt = att.loc[(att["start"] > after) & att["runs"].map(lambda runs: run in runs).astype(bool), "start"]
+        if len(nxt):
+            steps = steps[steps["time"] < nxt.min()]
         if len(steps):
             note(steps["time"], f"logging training steps (run {run})", steps)
     return seen

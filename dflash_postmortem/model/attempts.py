@@ -45,13 +45,15 @@ from ..incident import Incident
 from ..said import error_text
 from ..schema import column
 from ..shell_words import (
+    AGENT_RUN,
+    PYTHON_RUN,
     command_name,
+    foreground_log,
     invocation,
     is_detached,
     is_wrapper_process,
     log_target,
     multiplexer_session,
-    parse_launch,
     shell_words,
     simple_commands,
 )
@@ -102,7 +104,6 @@ ROLES = {"torchrun": "agent", "deepspeed": "agent", "accelerate": "agent", "slur
          "kubernetes": "container", "docker": "container", "systemd": "supervisor"}
 CAUSES = ("oom_kill", "oom", "timeout", "nccl_timeout", "nccl_error", "gpu_error", "gpu_lost", "xid",
            "traceback", "thread_crash", "exception", "killed")
-_PYTHON = re.compile(r"(?:^|/)python[\d.]*\s|\s-m\s[\w.]+|\.py\b")
 # What a tracking library writes from inside the trainer's process (not a log a launch redirects into).
 RECORD_FORMATS = ("tensorboard-events", "wandb-log", "wandb-run", "wandb-events-jsonl", "wandb-history-jsonl",
                   "hf-trainer-state", "lightning-csv", "mlflow-run")
@@ -110,7 +111,6 @@ RECORD_FORMATS = ("tensorboard-events", "wandb-log", "wandb-run", "wandb-events-
 READS = ("events", "processes", "metrics", "gpu_processes")
 # Flags that name where a run keeps its checkpoints (`--output_dir`, `--save-dir`, `--ckpt_dir`, `--out`).
 _SAVE_DIR = re.compile(r"--(?:output|out|save|ckpt|checkpoint|checkpoints)(?:[-_](?:dir|path|root))?")
-_AGENT = re.compile(r"\btorchrun\b|torch\.distributed\.(?:run|launch)|\bdeepspeed\b|\baccelerate launch\b")
 
 
 def attempts(inc: Incident) -> pd.DataFrame:
@@ -150,7 +150,7 @@ def trainer_pids(inc: Incident, attempt: pd.Series) -> list[int]:
         return held
     procs = inc.processes[inc.processes["pid"].isin(pids)] if len(inc.processes) else inc.processes
     agents = {int(p) for p, c in zip(procs.get("pid", []), procs.get("command", []), strict=True)
-              if isinstance(c, str) and (_AGENT.search(c) or is_wrapper_process(c))}
+              if isinstance(c, str) and (AGENT_RUN.search(c) or is_wrapper_process(c))}
     return [p for p in pids if p not in agents] or pids
 
 
@@ -330,10 +330,8 @@ class _Assembly:
         launched = {a.launch_ref for a in self.found}
         logs = self._log_names()
         for _, r in cmds.sort_values("time", kind="stable").iterrows():
-            if r["ref"] in launched or parse_launch(str(r["message"])) is not None:
-                continue
-            target = log_target(str(r["message"]))
-            if not target or PurePosixPath(target).name not in logs or not _runs_program(str(r["message"])):
+            target = None if r["ref"] in launched else foreground_log(str(r["message"]))
+            if not target or PurePosixPath(target).name not in logs:
                 continue
             a = _Attempt(r["time"], "operator", 0.0, r["ref"])
             self._describe(a, str(r["message"]), target)
@@ -834,7 +832,7 @@ class _Assembly:
             first, first_time = undated, a.start
         # a launcher's agent lives through every attempt of its job: an attempt lives as long as
         # its workers, where the listings show them
-        workers = procs[~procs["command"].astype(str).str.contains(_AGENT)]
+        workers = procs[~procs["command"].astype(str).str.contains(AGENT_RUN)]
         procs = workers if len(workers) else procs
         # bash reports a background job's end (`[1]+  Exit 1  ...`) at the next prompt, minutes
         # later maybe: no sign of life, and no time for its end (that is its last sign of life)
@@ -1013,10 +1011,6 @@ def _script_run(command: str) -> str | None:
     return None
 
 
-def _runs_program(command: str) -> bool:
-    return bool(_PYTHON.search(command) or _AGENT.search(command) or re.search(r"\.sh\b", command))
-
-
 def _but_rank(name: str) -> str:
     """A log's path or run name with its last number blanked: what two ranks' have in common."""
     return _RANK_NUMBER.sub("#", name, count=1)
@@ -1066,7 +1060,7 @@ def _runs_as(a: _Attempt, name: str, trains: bool = False) -> bool:
             # training steps is a trainer's, and trainers run in Python (the caller gives it the
             # one such process that came onto the GPUs while it started, and only that one)
             return trains
-        return bool(_PYTHON.search(a.command + " ") or _AGENT.search(a.command))
+        return bool(PYTHON_RUN.search(a.command + " ") or AGENT_RUN.search(a.command))
     return bool(a.script) and PurePosixPath(a.script).name == base
 
 
@@ -1076,7 +1070,7 @@ def _trainer_processes(procs: pd.DataFrame) -> pd.DataFrame:
     if procs.empty:
         return procs.assign(start=pd.Series(dtype="datetime64[us, UTC]"), within=pd.Series(dtype=float))
     cmd = procs["command"].fillna("").astype(str)
-    keep = cmd.map(lambda c: bool(_PYTHON.search(c) or _AGENT.search(c)) and not is_wrapper_process(c)).astype(bool)
+    keep = cmd.map(lambda c: bool(PYTHON_RUN.search(c) or AGENT_RUN.search(c)) and not is_wrapper_process(c)).astype(bool)
     # helper processes of a trainer (inductor's compile workers, data loader workers) are its own business
     keep &= ~cmd.str.contains(r"--pickler|compile_worker|multiprocessing\.(?:spawn|forkserver|resource_tracker)", regex=True)
     out = procs[keep].copy()

@@ -38,7 +38,7 @@ def kill_pids(inc: Incident, command: str, when) -> set[int]:
         files = pid_files(inc)
         for m in _CAT_PID_FILE.finditer(command):
             name = PurePosixPath(m.group(1) or m.group(2)).name
-            if name in files and not _started_after(procs, files[name], when):
+            if name in files and not _started_after(inc, files[name], when):
                 pids.add(files[name])
             elif name in files:
                 # the file holds the PID of a later run that wrote it again (`--pid-file` reused):
@@ -54,11 +54,16 @@ def kill_pids(inc: Incident, command: str, when) -> set[int]:
     return pids
 
 
-def _started_after(procs: pd.DataFrame, pid: int, when) -> bool:
-    """Whether the listings show `pid` only after `when` (first seen more than a listing's
-    interval later): then it was not the PID a file named at `when`. No listing of it: no."""
+def _started_after(inc: Incident, pid: int, when) -> bool:
+    """Whether the evidence shows `pid` only after `when` (first seen more than a sampling
+    interval later, in a listing, else in the per-process GPU samples): then it was not the PID a
+    file named at `when`. Nothing shows it: no."""
+    procs, gp = inc.processes, inc.gpu_processes
     rows = procs[procs["pid"] == pid] if len(procs) else procs
-    return bool(len(rows)) and bool((rows["first_seen"] > when + pd.Timedelta(seconds=5)).all())
+    if len(rows):
+        return bool((rows["first_seen"] > when + pd.Timedelta(seconds=5)).all())
+    sampled = gp.loc[gp["pid"] == pid, "time"].dropna() if len(gp) else gp.iloc[:0]["time"]
+    return bool(len(sampled)) and sampled.min() > when + pd.Timedelta(seconds=5)
 
 
 def _pattern_regex(pattern: str) -> re.Pattern:

@@ -128,7 +128,7 @@ def _resumes(inc: Incident) -> pd.DataFrame:
         if not steps:
             continue
         before = att[(att["start"] < b["start"]) & (att["job"] == b["job"])]
-        reached = max((steps_of(inc, a)["step"].max() for _, a in before.iterrows()), default=np.nan)
+        reached = max((m for _, a in before.iterrows() if pd.notna(m := steps_of(inc, a)["step"].max())), default=np.nan)
         if not (pd.notna(reached) and reached > steps[0]):
             continue
         mine = steps_of(inc, b)

@@ -751,3 +751,49 @@ def test_a_leak_climbs_the_gpu_memory_until_cuda_oom_and_the_resume_redoes_from_
     # the same death of one request far too large (h200-1gpu-hf-oom-resume: 1 TiB asked) reads as steady memory
     _, _, other = told("h200-1gpu-hf-oom-resume")
     assert other.iloc[0]["numbers"]["memory_before"]["climbed"] is False
+
+
+def test_a_kill_through_a_pid_file_a_later_run_rewrote_aimed_at_the_process_it_named_then(tmp_path):
+    """h100-1gpu-diverged without its ps listing: `kill $(cat run/ft.pid)` at 10:35:28.388 read
+    the file while it named PID 678; the next run (PID 918, on the GPU from 10:35:4x) wrote it
+    again. Read through the file's last content, the kill aimed at 918 and "failed" (918 "kept
+    running"); the GPU samples show 918 only after the kill, so it was not the file's PID then."""
+    inc = _without(tmp_path, "h100-1gpu-diverged", "logs/ps.txt")
+    found = detect(inc)
+    assert "kill_failed" not in set(found["kind"]) and "survivor" not in set(found["kind"])
+    died = found[found["kind"] == "training_died"].iloc[0]
+    # 678 left the GPU as the kill landed (the listing that told the kill's end is gone)
+    assert died["numbers"]["pid"] == 678 and abs(died["start"] - T5("10:35:27")) <= pd.Timedelta(seconds=2)
+
+
+def test_a_relaunch_that_reuses_the_run_name_is_no_sign_the_killed_process_lived_on(tmp_path):
+    """h100-1gpu-diverged without logs/train3.log (PID 918's log): the kill at 10:36:10.042
+    stopped 918 (ps lists it last at 10:36:10); the relaunch at 10:36:18.867 writes steps of run
+    `ft` too. Those steps are the relaunch's, not signs that 918 lived on: no failed kill."""
+    inc = _without(tmp_path, "h100-1gpu-diverged", "logs/train3.log")
+    found = detect(inc)
+    assert "kill_failed" not in set(found["kind"]) and "survivor" not in set(found["kind"])
+
+
+def test_a_start_after_one_that_logged_no_step_is_read(tmp_path):
+    """h100-1gpu-diverged without logs/train.log: the first start (PID 527) has no step of its
+    own; the resume after it (PID 678) asked the steps it had reached and got none (it raised).
+    The resumes after runs that did log steps are still told."""
+    inc = _without(tmp_path, "h100-1gpu-diverged", "logs/train.log")
+    found = detect(inc)
+    assert sorted(found["kind"]) == ["failed_restart", "loss_not_finite", "loss_not_finite"]
+    assert resumes(inc)[["resumed_step", "reached_step"]].values.tolist() == [[400, 450], [100, 520]]
+
+
+def test_a_foreground_log_with_no_clock_of_its_own_is_dated_from_its_command(tmp_path):
+    """h100-1gpu-leak-oom without the first run's TensorBoard file: logs/train.log (tqdm bars and
+    dicts, no time) was written by the foreground `python3 run/hf_train.py ... | tee
+    logs/train.log` typed at 10:39:01.476; with no other source of its steps, its bar is put on
+    the clock where GPU 0 went busy after that command, and its CUDA OOM (~10:39:54 by the
+    README) is told at 10:39:56, no longer a process's death with no start."""
+    inc = _without(tmp_path, "h100-1gpu-leak-oom", "runs/gpt2/runs/Dec05_10-39-20_vm/events.out.tfevents.1796467160.vm.1662.0")
+    found = detect(inc)
+    assert found["kind"].tolist() == ["training_died"]
+    assert abs(found.iloc[0]["start"] - T5("10:39:55")) <= pd.Timedelta(seconds=2)
+    report = next(f for f in inc.load_report.files if f.path == "logs/train.log")
+    assert any("dated afterwards" in a and "logs/operator.log:1" in a for a in report.assumptions), report.assumptions
