@@ -67,8 +67,6 @@ _SAVING = re.compile(r'^\s*File "[^"]*", line \d+, in (?:_*save\w*|\w*_save(?:_\
 # What a failed write says, where the error itself tells: the OS's words, torch.save's writer
 _WRITE_FAILED = re.compile(r"No space left on device|Errno 28\b|ENOSPC|Disk quota exceeded|EDQUOT|"
                            r"file write failed|unexpected pos \d+ vs \d+|iostream error", re.I)
-# What a CUDA out-of-memory error says.
-_CUDA_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|out of memory on device", re.I)
 # A process's GPU memory "climbed" before it ran out where it ended at least this much above
 # where training began (and 2 GiB more), rising between most samples that moved: memory kept
 # step after step (a leak) reads so; one request far larger than the rest (a long batch) does not.
@@ -124,7 +122,8 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
             causes.append(findings.cause(findings.event_id(full["ref"]), f"a full file system: {full['message']}",
                                          [full["ref"]]))
             refs.append(full["ref"])
-        memory = _memory_before(inc, a, when) if _CUDA_OOM.search(str(error)) else None
+        # (the loaders' `oom`: a device's memory, CUDA's or another accelerator's; the kernel's OOM killer is `oom_kill`)
+        memory = _memory_before(inc, a, when) if "oom" in (a["cause_kind"], a["end_kind"]) else None
         rows.append(findings.finding(
             kind, when, a["end"], "warning" if kind == "time_limit" else "critical",
             refs + findings.refs(last) + (memory["refs"] if memory else []),

@@ -133,7 +133,7 @@ def _again(inc: Incident, run, last_bad: pd.Series) -> dict:
     att = attempts(inc)
     starts = att[_writes(att, back["source"]) & (att["start"] <= back["time"])]["start"]
     return {"again_at": back["time"], "again_step": findings.whole(back["step"]), "again_value": float(back["value"]),
-            "again_ref": back.get("ref") if isinstance(back.get("ref"), str) else None,
+            "again_ref": next(iter(findings.refs(later.head(1))), None),
             "again_started": starts.iloc[-1] if len(starts) else None,
             "again_resumed_step": resumed_step(said["message"].iloc[0]) if len(said) else None}
 
