@@ -20,15 +20,20 @@ from ..detect import detect
 from ..detect.findings import refs as evidence_refs
 from ..detect.throughput import series
 from ..incident import Incident
-from ..model.attempts import came_up_after
+from ..model.attempts import attempts, came_up_after
 from ..model.pace import unit
+from ..model.progress import resumes, steps_of
 from ..schema import TIME
 from .throughput_levels import baseline_and_source
 
 COLUMNS = ("time", "phase", "what", "evidence")
 # Findings that say nothing went wrong (a start checked, a recovery) or that only explain another.
 _NOT_TROUBLE = ("verified_start", "recovery", "partial_recovery", "stale_process")
-_FIRST_SIGN = ("throughput_regression", "stall", "failed_restart", "never_trained", "loss_not_finite")
+_FIRST_SIGN = ("throughput_regression", "stall", "failed_restart", "never_trained", "loss_not_finite",
+               "training_died", "time_limit")
+# First signs after which nothing trained was of use until the recovery: a loss that broke, a run
+# that died (its restart, and the steps its resume did again, are time lost too).
+_ALL_LOST = ("loss_not_finite", "training_died", "time_limit")
 
 
 @dataclass
@@ -82,6 +87,8 @@ def _milestones(inc: Incident, f: pd.DataFrame, s: pd.DataFrame) -> dict:
         if up is not None and not len(f[(f["start"] > up["start"]) & ~f["kind"].isin(_NOT_TROUBLE)]):
             out["recovered"] = up["first_step"]
             out["recovered_evidence"] = [up["first_step_ref"]] if isinstance(up["first_step_ref"], str) else []
+    if out["recovered"] is None and out["first_sign_kind"] in ("training_died", "time_limit"):
+        out.update(_back_after_death(inc, f, first.iloc[0]))
     again = [n for n in _kinds(f, "loss_not_finite")["numbers"] if n.get("again_at") is not None]
     if out["recovered"] is None and out["first_sign_kind"] == "loss_not_finite" and again:
         # a loss that broke is over where the run's loss is a number again (detect/divergence.py)
@@ -102,7 +109,10 @@ def _milestones(inc: Incident, f: pd.DataFrame, s: pd.DataFrame) -> dict:
         else:
             # the relaunch that brought it back: after the first sign (the launch of the run
             # that slowed down and came back by itself mitigated nothing)
-            launches = ev[(ev["kind"] == "launch") & (ev["time"] <= out["recovered"])]
+            # (a start typed in the foreground into a log is a command the model took as a launch)
+            started = set(attempts(inc)["launch_ref"].dropna())
+            launches = ev[((ev["kind"] == "launch") | ((ev["kind"] == "command") & ev["ref"].isin(started)))
+                          & (ev["time"] <= out["recovered"])].drop_duplicates("ref")
             if out["first_sign"] is not None:
                 launches = launches[launches["time"] >= out["first_sign"]]
             failed = set(_kinds(f, "failed_restart")["start"])
@@ -110,6 +120,29 @@ def _milestones(inc: Incident, f: pd.DataFrame, s: pd.DataFrame) -> dict:
             if len(ok):
                 out["mitigated"], out["mitigated_ref"] = ok["time"].iloc[-1], ok["ref"].iloc[-1]
     return out
+
+
+def _back_after_death(inc: Incident, f: pd.DataFrame, died: pd.Series) -> dict:
+    """Where a run that died (or a limit stopped) was back: its next start passed the step it had
+    reached (`resumes`' `redone_until`), else that start's first step where it resumed nothing;
+    none where that start, or anything after it, went wrong too (detect/deaths.py names it)."""
+    nxt = died["numbers"].get("next_attempt")
+    att = attempts(inc)
+    b = att[att["attempt"] == nxt]
+    if nxt is None or b.empty or pd.isna(b["first_step"].iloc[0]):
+        return {}
+    b = b.iloc[0]
+    if len(f[(f["start"] > died["start"]) & ~f["kind"].isin(_NOT_TROUBLE)]):
+        return {}
+    redo = resumes(inc)
+    redo = redo[redo["attempt"] == nxt]
+    if len(redo):
+        until = redo["redone_until"].iloc[0]
+        steps = steps_of(inc, b)
+        return {"recovered": until, "recovered_evidence": evidence_refs(steps[steps["time"] == until].head(1)),
+                "recovered_what": f"past step {int(redo['reached_step'].iloc[0])} again, where it had died"}
+    return {"recovered": b["first_step"],
+            "recovered_evidence": [b["first_step_ref"]] if isinstance(b["first_step_ref"], str) else []}
 
 
 def _fix_of(ev: pd.DataFrame, rec: pd.DataFrame) -> pd.Series | None:
@@ -151,9 +184,10 @@ def impact(inc: Incident, findings: pd.DataFrame) -> dict:
                gpus_held=n_gpus, gpus_held_from=how, unit=unit(inc))
     end = m["recovered"] if m["recovered"] is not None else (s["time"].max() if len(s) else None)
     if t0 is not None and baseline is None and end is not None and end > t0 and (
-            len(_kinds(findings, "never_trained")) or m["first_sign_kind"] == "loss_not_finite"):
+            len(_kinds(findings, "never_trained")) or m["first_sign_kind"] in _ALL_LOST):
         # Nothing trained from the start that never did to the relaunch's first step (or of use,
-        # from a loss that broke to the loss a number again): every GPU-second in between is lost;
+        # from a loss that broke to the loss a number again, from a death to its resume passing
+        # the step it had reached): every GPU-second in between is lost;
         # tokens lost need a rate (incident.toml expected_tok_per_s).
         window = (end - t0).total_seconds()
         out.update(window_s=window, gpu_hours_held=n_gpus * window / 3600.0,
@@ -171,8 +205,8 @@ def impact(inc: Incident, findings: pd.DataFrame) -> dict:
                          direction="forward" if out["unit"] == "tok/s" else "backward",
                          tolerance=pd.Timedelta(seconds=tol))["value"]
     rate = rate.fillna(0.0).to_numpy(dtype=float)
-    if m["first_sign_kind"] == "loss_not_finite":
-        rate[:] = 0.0  # what trains on a loss that is not a number is of no use
+    if m["first_sign_kind"] in _ALL_LOST:
+        rate[:] = 0.0  # what trains on a broken loss, or again what was done before a death, is of no use
     shortfall = np.clip(1.0 - rate / baseline, 0.0, 1.0)
     window = len(grid)
     # what the shortfall cost in the pace's own unit: tokens, or steps (model/pace.py)
@@ -201,6 +235,8 @@ def timeline(incident: Incident, findings: pd.DataFrame | None = None) -> Timeli
                  "stall": "first sign" if f.start == t0 else "finding",
                  "never_trained": "first sign" if f.start == t0 else "finding",
                  "loss_not_finite": "first sign" if f.start == t0 else "finding",
+                 "training_died": "first sign" if f.start == t0 else "finding",
+                 "time_limit": "first sign" if f.start == t0 else "finding",
                  "kill_failed": "failed kill", "survivor": "survivor",
                  "failed_restart": "failed restart", "stale_process": "stale process", "verified_start": "verified start",
                  "recovery": "recovery", "partial_recovery": "partial recovery"}.get(f.kind, "finding")
@@ -222,7 +258,8 @@ def timeline(incident: Incident, findings: pd.DataFrame | None = None) -> Timeli
             rows.append(_row(c.time, phase, f"$ {c.message}", refs))
     if "recovered_evidence" in imp and imp["recovered"] is not None:
         # A stall's or a start's end without a recovery finding: the first step after it is the proof.
-        what = "the loss a number again" if imp["first_sign_kind"] == "loss_not_finite" else "training steps again"
+        what = imp.get("recovered_what") or (
+            "the loss a number again" if imp["first_sign_kind"] == "loss_not_finite" else "training steps again")
         rows.append(_row(imp["recovered"], "recovery", what, imp["recovered_evidence"]))
     df = pd.DataFrame(rows, columns=list(COLUMNS))
     df["time"] = pd.to_datetime(df["time"], utc=True).astype(TIME) if len(df) else pd.Series(dtype=TIME)

@@ -797,3 +797,20 @@ def test_a_foreground_log_with_no_clock_of_its_own_is_dated_from_its_command(tmp
     assert abs(found.iloc[0]["start"] - T5("10:39:55")) <= pd.Timedelta(seconds=2)
     report = next(f for f in inc.load_report.files if f.path == "logs/train.log")
     assert any("dated afterwards" in a and "logs/operator.log:1" in a for a in report.assumptions), report.assumptions
+
+
+def test_a_death_is_the_first_sign_and_its_resume_passing_the_step_it_reached_the_recovery(told):
+    """h200-1gpu-vanished (README): run quiet dies with no word at ~03:46:12 after step 250; the
+    operator looks at 03:46:51.965 and resumes at 03:46:52.298 from step 200; the resume passes
+    step 250 again at 03:47:14. Until then nothing new was trained: the whole window is lost."""
+    inc, att, found = told("h200-1gpu-vanished")
+    tl = pm.timeline(inc, found)
+    imp = tl.impact
+    assert (imp["first_sign_kind"], imp["detected"], imp["mitigated"]) == (
+        "training_died", T5("03:46:51.965"), T5("03:46:52.298"))
+    assert imp["recovered"] == T5("03:47:14") and imp["gpu_hours_lost"] == pytest.approx(imp["window_s"] / 3600)
+    (back,) = tl.events[tl.events["phase"] == "recovery"].itertuples()
+    assert back.what == "past step 250 again, where it had died" and back.evidence[0].startswith("logs/train2.log:")
+    # a start typed in the foreground mitigates too (h100-1gpu-leak-oom: `python3 ... | tee logs/train2.log`)
+    inc, _, found = told("h100-1gpu-leak-oom")
+    assert pm.timeline(inc, found).impact["mitigated"] == T5("10:40:01.487")
