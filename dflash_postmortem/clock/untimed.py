@@ -48,7 +48,7 @@ def date_untimed_logs(inc) -> None:
     """Date each training log that carries no timestamp (see the module's docstring). A log no
     launch names and no clocked source agrees with stays NaT."""
     ev = inc.events
-    launches = _writers(ev)
+    launches = None  # the commands that wrote logs: found once, where a log needs dating
     for rep in inc.load_report.files:
         if rep.format != "training-log":
             continue
@@ -56,12 +56,13 @@ def date_untimed_logs(inc) -> None:
         rows = [df["source"] == rep.path for df in frames]
         if not any(r.any() for r in rows):
             continue
-        named = [i for i, p in zip(launches.index, launches["log_path"], strict=True)
-                 if p == rep.path or str(p).endswith("/" + rep.path)] if len(launches) else []
-        at = launches.loc[named[-1]] if named else None
         if any(df.loc[r, "time"].notna().any() for df, r in zip(frames, rows, strict=True)):
             _date_head(inc, rep, frames, rows)
             continue
+        launches = _writers(ev) if launches is None else launches
+        named = [i for i, p in zip(launches.index, launches["log_path"], strict=True)
+                 if p == rep.path or str(p).endswith("/" + rep.path)] if len(launches) else []
+        at = launches.loc[named[-1]] if named else None
         clock = _bar_clock(inc.metrics, rep.path)
         start, how = _bar_start(inc.metrics, rep.path, clock, None if at is None else at["time"])
         if start is None and at is not None and clock:
@@ -132,15 +133,22 @@ def _place(df: pd.DataFrame, rows: pd.Series, at: pd.Timestamp, within: float | 
 
 def _date_head(inc, rep, frames: list[pd.DataFrame], rows: list[pd.Series]) -> None:
     """The tracebacks of a partly dated log that come before its first dated line: at that
-    line's time (the module's docstring)."""
-    dated = [(int(n), t) for df, r in zip(frames, rows, strict=True)
-             for n, t in zip(_lines(df, r), df.loc[r, "time"], strict=True) if pd.notna(t) and pd.notna(n)]
-    if not dated:
-        return
-    first_line, first_time = min(dated)
+    line's time (the module's docstring). Asked only of a log with an undated traceback: most
+    logs have none, and a long one has millions of dated rows."""
     ev = inc.events
-    mine = (ev["source"] == rep.path) & (ev["kind"] == "traceback") & ev["time"].isna()
-    head = mine & (_lines(ev, mine).reindex(ev.index).fillna(first_line) < first_line)
+    undated = (ev["source"] == rep.path) & (ev["kind"] == "traceback") & ev["time"].isna()
+    if not undated.any():
+        return
+    firsts = []  # each frame's first dated line: (line, time)
+    for df, r in zip(frames, rows, strict=True):
+        lines = _lines(df, r & df["time"].notna()).dropna()
+        if len(lines):
+            at = lines.idxmin()
+            firsts.append((int(lines[at]), df.at[at, "time"]))
+    if not firsts:
+        return
+    first_line, first_time = min(firsts)
+    head = undated & (_lines(ev, undated).reindex(ev.index).fillna(first_line) < first_line)
     n = int(head.sum())
     if n:
         _place(ev, head, first_time, None)
@@ -223,11 +231,13 @@ def _not_before(rel: pd.Series, lines: pd.Series, bars: list[tuple[float, float,
 def _lines(df: pd.DataFrame, rows: pd.Series) -> pd.Series:
     """The line numbers of `rows` of `df` (float, NaN where unknown): the line its `ref` names,
     else its `line` column."""
-    idx = df.index[rows]
-    refs = df.loc[rows, "ref"] if "ref" in df.columns else pd.Series(None, index=idx, dtype=object)
-    nums = df.loc[rows, "line"] if "line" in df.columns else pd.Series(None, index=idx, dtype=object)
-    return pd.Series([_line(r) if _line(r) is not None else (float(n) if pd.notna(n) else float("nan"))
-                      for r, n in zip(refs, nums, strict=True)], index=idx, dtype=float)
+    out = pd.Series(float("nan"), index=df.index[rows], dtype=float)
+    if "ref" in df.columns:
+        tail = df.loc[rows, "ref"].astype("string").str.rsplit(":", n=1).str[-1]
+        out = pd.to_numeric(tail, errors="coerce").astype(float)
+    if "line" in df.columns:
+        out = out.fillna(pd.to_numeric(df.loc[rows, "line"], errors="coerce").astype(float))
+    return out
 
 
 def _line(ref) -> int | None:

@@ -96,10 +96,13 @@ class Bars:
             self.step[rank] = n
             self._leap(key, prev, n, _int(g["total"]), elapsed, rows,
                        dict(stamp=stamp, line=lineno, run=run, kind="resumed", rank=rank, pattern="tqdm",
-                            # the count it leaps to is its first step done: the checkpoint held the
-                            # steps before it (Hugging Face's `201/400` after `checkpoint-200`)
+                            # a count it leaps to from 0 is its first step done, the checkpoint
+                            # holding the steps before it (Hugging Face's `0/400`, then `201/400`
+                            # after `checkpoint-200`); a bar first drawn above 0 starts at the
+                            # checkpoint's own count (tqdm's `initial`)
                             message=f"{desc + ': ' if desc else ''}the training bar is at step {n} of {g['total']} "
-                                    f"0 s after it began: resumed (at step {n - 1 if n else n})", lines=1))
+                                    f"0 s after it began: resumed (at step {n - 1 if n and prev is not None else n})",
+                            lines=1))
             if n is not None and new_step and elapsed is not None:
                 rows.metric(stamp=stamp, line=lineno, run=run, step=n, metric=BAR_ELAPSED_S,
                             value=elapsed, rank=rank, pattern="tqdm")

@@ -362,6 +362,10 @@ def test_a_bar_that_leaps_from_zero_is_a_resume_only_past_the_pace_after_it(tmp_
     fast.write_text("\r".join(["  0%|          | 0/5000 [00:00<?, ?it/s]", " 2%|▏         | 100/5000 [00:00<00:04, 999.0it/s]",
                                  " 22%|██▏       | 1100/5000 [00:01<00:03, 999.0it/s]"]) + "\n")
     assert resumed(fast) == []
+    initial = tmp_path / "initial.log"  # tqdm(initial=200): first drawn at the checkpoint's own count
+    initial.write_text("".join(f"\r{n // 4}%|##| {n}/400 [00:{s:02d}<00:10, 5.00it/s]"
+                               for n, s in ((200, 0), (205, 1), (210, 2), (215, 3))) + "\n")
+    assert resumed(initial) == ["the training bar is at step 200 of 400 0 s after it began: resumed (at step 200)"]
 
 
 def test_hugging_face_dicts_with_numbers_as_strings_give_metrics_and_the_summary_ends_training():
