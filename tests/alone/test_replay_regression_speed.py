@@ -17,13 +17,13 @@ pytestmark = pytest.mark.slow
 @pytest.mark.alone  # it compares two runs' speed: other tests beside it would decide the ratio
 def test_replay_regression_is_detected_with_its_cause(tmp_path):
     """`replay regression` as a new user runs it, every setting its default but the length of a
-    run (8 s instead of 20: the test run's time; measured 0.71 of baseline at 10 s and 0.65-0.75 at 6 s, where the
+    run (6 s instead of 20: the test run's time; measured 0.71 of baseline at 10 s and 0.65-0.75 at 6 s, where the
     detector's threshold is 0.85): the regressed run is found, and its cause is the flags its
     launch changed."""
     import dflash_postmortem as pm
 
     out = tmp_path / "regression"
-    assert main(["replay", "regression", "--out", str(out), "--seconds", "8", "--quiet"]) == 0
+    assert main(["replay", "regression", "--out", str(out), "--seconds", "6", "--quiet"]) == 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         inc = pm.load_incident(out)
