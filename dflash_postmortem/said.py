@@ -1,5 +1,5 @@
-"""What an error line says, as a reader quotes it: a traceback by its last line, any other line
-by its first, without the logger's prefix (glog's `E1202 02:33:51.653000 917 api.py:986] `, a
+"""What an error line says, as a reader quotes it: a traceback by its exception (and, where NCCL's
+message goes on to it, the last error NCCL names), any other line by its first, without the logger's prefix (glog's `E1202 02:33:51.653000 917 api.py:986] `, a
 date and time, a `[run]` tag, a syslog `host kernel:` or Python logging's default
 `ERROR:torch.distributed.elastic.multiprocessing.api:`, C++'s `what():`) or the C++ source locations inside it
 (`[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152] `)."""
@@ -48,12 +48,43 @@ def _argv(text: str) -> str:
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]])\.(?= [A-Z])")
 
 
-def error_text(message, kind: str | None = None, limit: int = 600) -> str:
-    """The words of an error event's message (`kind` "traceback": its last line)."""
+_TRACEBACK_HEAD = "Traceback (most recent call last)"
+# NCCL's message names what failed after its code's general meaning (`ncclInvalidUsage: This
+# usually reflects invalid usage of NCCL library.`): `Last error:`, then the failure itself.
+_LAST_ERROR = "Last error:"
+
+
+def exception_at(lines: list[str]) -> int:
+    """Which of a traceback's lines (blank ones left out) states its exception: the first after
+    its header that is not indented, as the frames are (the exception's message may go on over
+    lines after it); where none is, the last."""
+    for i, line in enumerate(lines[1:], 1):
+        text = _LINE_PREFIX.sub("", line)
+        if text[:1] not in (" ", "\t") and _TRACEBACK_HEAD not in text:
+            return i
+    return len(lines) - 1
+
+
+def exception_line(message) -> str:
+    """A traceback's exception line; a message of another kind, its last line."""
     lines = [ln for ln in str(message or "").strip().splitlines() if ln.strip()]
     if not lines:
         return ""
-    line = lines[-1] if kind == "traceback" else lines[0]
+    return lines[exception_at(lines) if any(_TRACEBACK_HEAD in ln for ln in lines[:2]) else -1]
+
+
+def error_text(message, kind: str | None = None, limit: int = 600) -> str:
+    """The words of an error event's message (`kind` "traceback": its exception, and NCCL's last
+    error where its message goes on to one)."""
+    lines = [ln for ln in str(message or "").strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    line = lines[0]
+    if kind == "traceback":
+        at = exception_at(lines)
+        line, rest = lines[at], [_LINE_PREFIX.sub("", ln).strip() for ln in lines[at + 1:]]
+        if _LAST_ERROR in rest[:-1]:
+            line += " … " + _LAST_ERROR + " " + rest[rest.index(_LAST_ERROR) + 1]
     if FAILURE_ENTRY.match(line):
         fields = {m["key"]: m["value"].strip() for ln in lines[1:] if (m := FAILURE_FIELD.match(ln.strip()))}
         told = [fields[k] for k in ("traceback", "msg") if fields.get(k) and not fields[k].startswith(("<N/A>", "To enable"))]

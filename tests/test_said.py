@@ -1,6 +1,10 @@
 """said.error_text: the words of an error as a sentence quotes them."""
 
-from dflash_postmortem.said import error_text
+from pathlib import Path
+
+from dflash_postmortem.said import error_text, exception_line
+
+INCIDENTS = Path(__file__).resolve().parents[1] / "data" / "incidents"
 
 # torch's message for a checkpoint cut short (h200-1gpu-hangup's logs/train2.log), 345 characters
 CUT_CHECKPOINT = (
@@ -58,3 +62,29 @@ def test_a_failure_tables_entry_is_told_by_its_traceback_field_else_its_exit_cod
                               "traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html")
     assert error_text(docs, "exit") == "exitcode -9 (pid: 14750)"
     assert error_text("[0]:", "exit") == "[0]:"  # an entry with no field: its own words
+
+
+def _traceback(path: Path, first: int, last: int) -> str:
+    """Lines `first` to `last` of a file, as the loader keeps a traceback (a rank's `[rankN]: ` left out)."""
+    lines = path.read_text(encoding="utf-8").splitlines()[first - 1:last]
+    return "\n".join(ln.removeprefix("[rank1]: ") for ln in lines)
+
+
+def test_an_nccl_error_is_quoted_with_the_last_error_it_names():
+    """h100-1gpu-accelerate-gpus's logs/hf_train.log:1-34, rank 1's traceback: NCCL's message goes
+    on after the exception line to `Last error:` and what failed; the quote is the exception and
+    that, the general meaning between them left out."""
+    tb = _traceback(INCIDENTS / "h100-1gpu-accelerate-gpus" / "logs" / "hf_train.log", 1, 34)
+    assert error_text(tb, "traceback") == (
+        "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, "
+        "invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.28.9 … Last error: "
+        "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 60")
+    assert exception_line(tb).startswith("torch.distributed.DistBackendError: NCCL error in:")
+
+
+def test_a_cuda_errors_advice_after_it_is_not_quoted():
+    """h200-1gpu-crash-loop's logs/loop.log:4-33: `CUDA error: invalid device ordinal`, its message
+    going on (`GPU device may be out of range, ...`) and CUDA's advice; the quote is the exception line."""
+    tb = _traceback(INCIDENTS / "h200-1gpu-crash-loop" / "logs" / "loop.log", 4, 33)
+    assert tb.splitlines()[-1] == "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions."
+    assert error_text(tb, "traceback") == "torch.AcceleratorError: CUDA error: invalid device ordinal"

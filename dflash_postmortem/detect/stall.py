@@ -17,6 +17,7 @@ from ..model import gpu_state
 from ..model.attempts import MACHINE_FAULTS, attempts
 from ..model.progress import lines_of
 from ..model.states import states
+from ..said import exception_line
 from . import findings
 from .per_host import judged
 
@@ -127,10 +128,9 @@ _NO_ATTEMPT = pd.Series({"pids": [], "run": None, "sources": [], "runs": [], "st
 
 
 def _last_line(inc: Incident, ref: str) -> str | None:
-    """The last line of the event a ref cites (a traceback's exception)."""
+    """The exception of the traceback a ref cites (the last line of another event)."""
     ev = memo.rows_where(inc, "events", "ref", ref)
-    lines = str(ev["message"].iloc[0]).strip().splitlines() if len(ev) else []
-    return lines[-1].strip() if lines else None
+    return (exception_line(ev["message"].iloc[0]).strip() or None) if len(ev) else None
 
 
 def _alive_by(inc: Incident, a: pd.Series, holders: pd.Series, start, end) -> str:

@@ -23,6 +23,7 @@ from ..model.attempts import attempts
 from ..model.launches import launch_of
 from ..model.pace import pace_rows, unit
 from ..model.progress import LINES_PER_WINDOW, SPIKY, alternates, spread
+from ..said import exception_line
 from ..schema import PROBLEM_EVENTS
 from ..shell_words import flag_key
 from . import changepoints, findings
@@ -41,7 +42,8 @@ BOOKKEEPING = re.compile(
     r"out(put)?(_?dir)?|save_?dir|checkpoint_?dir|wandb_\w+|project|entity|tags?|notes?|group)$")
 CAUSES = (
     ("fast path missing", re.compile(r"fast path|fall(?:ing|s)? ?back|fallback|not installed", re.I)),
-    ("compile error", re.compile(r"torch\._dynamo|inductor|torch\.compile|compil", re.I)),
+    # (not the advice after every CUDA error, `Compile with `TORCH_USE_CUDA_DSA` to enable ...`)
+    ("compile error", re.compile(r"torch\._dynamo|inductor|torch\.compile|compil(?!e with `?TORCH_USE_CUDA_DSA)", re.I)),
     ("thread crash", re.compile(r"Exception in thread|thread .* (?:died|crashed)|_bootstrap_inner", re.I)),
     ("optimisation inactive", re.compile(r"optimi[sz]ation inactive|redundant", re.I)),
 )
@@ -349,9 +351,8 @@ def _nearby_warnings(inc: Incident, ep: dict, run_after) -> pd.DataFrame:
 
 
 def _gist(message: str, width: int = 160) -> str:
-    """One line of a message: a traceback's final line, a log line without its timestamp/tag."""
-    lines = [ln for ln in str(message).splitlines() if ln.strip()]
-    text = lines[-1] if lines else ""
+    """One line of a message: a traceback's exception, a log line without its timestamp/tag."""
+    text = exception_line(message)
     text = re.sub(r"^\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(\[[^\]]*\]\s*)?", "", text).strip()
     return text if len(text) <= width else text[: width - 3] + "..."
 

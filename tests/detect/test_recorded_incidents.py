@@ -721,6 +721,9 @@ def test_a_two_gpu_accelerate_command_on_one_gpu_dies_of_its_ranks_nccl_error(to
     assert pm.what_happened(inc, found)[0].startswith(
         "The start at 10:37:06 UTC never came up: died during start-up: rank 1 started and wrote a traceback "
         "ending `torch.distributed.DistBackendError: NCCL error in:")
+    # NCCL's message goes on to what failed, three lines after the exception line
+    assert pm.what_happened(inc, found)[0].endswith(
+        "NCCL version 2.28.9 … Last error: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 60`.")
     report = next(f for f in inc.load_report.files if f.path == "logs/hf_train.log")
     assert any(s.startswith("dated afterwards: 2 tracebacks before its first dated line, placed at that line "
                             "(logs/hf_train.log:69") for s in report.assumptions), report.assumptions

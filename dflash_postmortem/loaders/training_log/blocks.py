@@ -14,6 +14,7 @@ from .times import Stamp, find_stamp
 
 MAX_EVENT_CHARS = 4000
 MAX_TRACEBACK_LINES = 400
+MAX_MESSAGE_LINES = 20  # an exception's message after its first line
 
 # What `feed` answers: the line belongs to the record (more may follow), it is the record's
 # last line, or it is not part of the record (which is then complete without it).
@@ -60,6 +61,34 @@ class TracebackBlock:
             kind, pattern = "error", "thread_exception"
         return [dict(self.where, kind=kind, message=text[: MAX_EVENT_CHARS * 4], pattern=pattern,
                      lines=len(self.lines), thread=self.thread)]
+
+
+class MessageTail:
+    """The lines after a traceback's exception line that go on with its message, added to the
+    traceback's event (`message`, `lines`): an exception's text may hold newlines (NCCL's
+    `ncclInvalidUsage: ...`, `Last error:`, `Duplicate GPU detected : rank 1 and rank 0 ...`; a
+    state_dict's missing keys). It ends at a blank line, a line with a time of its own, a line
+    of another rank, a new traceback, a rule (torchrun's ChildFailedError goes on with its
+    failure table, read as a record of its own), or a line that gives a row of its own: the
+    scanner asks that of each line that holds a keyword before it is offered here."""
+
+    def __init__(self, event: dict, rank):
+        self.event = event  # the traceback's row, as emitted
+        self.rank = rank
+        self.taken = 0
+
+    def feed(self, text: str, lineno: int, rank=None) -> str:
+        if (self.taken >= MAX_MESSAGE_LINES or rank != self.rank or not text.strip() or _TRACEBACK in text
+                or lp.TABLE_RULE.match(text) or find_stamp(text.lstrip())[0] is not None):
+            return NOT_MINE
+        self.taken += 1
+        if len(self.event["message"]) < MAX_EVENT_CHARS * 4:
+            self.event["message"] += "\n" + text.strip()
+        self.event["lines"] = self.event.get("lines", 1) + 1
+        return TAKE
+
+    def events(self, truncated: bool) -> list[dict]:
+        return []  # its lines went into the traceback's event
 
 
 class FailureTable:

@@ -53,6 +53,7 @@ from .blocks import (
     TAKE_LAST,
     FailureTable,
     FaulthandlerBlock,
+    MessageTail,
     TracebackBlock,
 )
 from .keywords import SPARSE_BYTES, Keywords, PatternKeywords
@@ -432,7 +433,7 @@ class LogScanner:
         self.first_run: str | None = None
         self.run_from_neighbour = 0
         self._run_names: dict[bytes, str] = {}
-        self.block: TracebackBlock | FailureTable | None = None  # the multi-line record open
+        self.block: TracebackBlock | FailureTable | FaulthandlerBlock | MessageTail | None = None  # the multi-line record open
         self.bars = Bars()
         self.headed: dict = {}  # rank -> the step of its last metric-block header (line_metrics.read_metrics)
         self.nccl_errors: dict[tuple, dict] = {}  # (host, pid, tid) -> its latest nccl_error event
@@ -490,8 +491,13 @@ class LogScanner:
         handled = 0
         consumed_to = 0
         base = self.lineno + 1
+
+        def candidate(lineno: int) -> bool:  # the line holds a keyword: it may give a row of its own
+            k = int(np.searchsorted(idx, lineno - base))
+            return k < len(idx) and int(idx[k]) == lineno - base
+
         if self.block is not None:  # a record left open by the previous block
-            consumed_to, handled = self._follow(block, 0, base, rows)
+            consumed_to, handled = self._follow(block, 0, base, rows, candidate)
         last = None  # (stamp, run) of the latest fast line, written back before the general path
         n_fast = 0
         done = 0  # the candidates before this one are read
@@ -500,6 +506,8 @@ class LogScanner:
             if g > done:  # the DFlash lines between two others, in bulk
                 took = self._fast_run(fast, done, g, consumed_to, base, rows)
                 if took is not None:
+                    if isinstance(self.block, MessageTail):
+                        self.block = None  # a row of its own ends an exception's message
                     n, last = took
                     n_fast += n
             done = g + 1
@@ -511,13 +519,21 @@ class LogScanner:
             if last is not None:
                 self._after_fast(*last)
                 last = None
+            tail, self.block = (self.block, None) if isinstance(self.block, MessageTail) else (None, self.block)
+            skipped = self.rep.n_skipped
             if self._line(block, ls, le, base + i, rows):
                 handled += 1
+            elif (tail is not None and self.block is None and self.rep.n_skipped == skipped
+                  and self._goes_on(tail, block[ls:le], base + i)):
+                handled += 1  # a line that says nothing of its own goes on with the exception's message
+                self.block = tail
             if self.block is not None:  # a record started here: its following lines belong to it
-                consumed_to, taken = self._follow(block, le + 1, base + i + 1, rows)
+                consumed_to, taken = self._follow(block, le + 1, base + i + 1, rows, candidate)
                 handled += taken
         if last is not None:
             self._after_fast(*last)
+        if isinstance(self.block, MessageTail):
+            self.block = None  # a message is followed within one block (its event is emitted with it)
         handled += n_fast
         self.lineno += n_lines
         # Lines that matched nothing are counted in bulk in _finish_report: no per-line work.
@@ -783,12 +799,23 @@ class LogScanner:
         return True
 
     # -- multi-line records --------------------------------------------------------------------
-    def _follow(self, block: bytes, pos: int, lineno: int, rows: Rows) -> tuple[int, int]:
-        """Feed the open record the lines from `pos`; returns (position after it, lines taken)."""
+    def _follow(self, block: bytes, pos: int, lineno: int, rows: Rows, candidate) -> tuple[int, int]:
+        """Feed the open record the lines from `pos`; returns (position after it, lines taken).
+        An exception's message is not offered a line that holds a keyword (`candidate`): the
+        line is read first, and goes on with the message only where it gives no row."""
         taken = 0
         while self.block is not None and pos < len(block):
             le = block.find(b"\n", pos)
             le = len(block) if le == -1 else le
+            if isinstance(self.block, MessageTail):
+                if candidate(lineno + taken):
+                    break
+                if not self._goes_on(self.block, block[pos:le], lineno + taken):
+                    self.block = None
+                    break
+                taken += 1
+                pos = le + 1
+                continue
             text, _ = unlabel(_clean(block[pos:le]), self.label)
             answer = self.block.feed(text, lineno + taken)
             if answer == NOT_MINE:
@@ -800,11 +827,17 @@ class LogScanner:
                 self._close_block(rows)
         return pos, taken
 
+    def _goes_on(self, tail: MessageTail, line: bytes, lineno: int) -> bool:
+        """Whether `line` goes on with the exception's message `tail` (it is then taken)."""
+        text, pre = unlabel(_clean(line), self.label)
+        return tail.feed(text, lineno, _int(pre.get("rank"))) != NOT_MINE
+
     def _close_block(self, rows: Rows, truncated: bool = False) -> None:
         record, self.block = self.block, None
-        for ev in record.events(truncated):
-            rows.event(**ev)
+        emitted = [rows.event(**ev) for ev in record.events(truncated)]
         if isinstance(record, TracebackBlock) and not record.awaiting:
+            if not truncated:
+                self.block = MessageTail(emitted[0], record.where.get("rank"))
             # What the exception line states (a CUDA OOM and its holders, a CUDA error, a wait
             # that timed out) is an event of its own, at the traceback's first line.
             last = record.lines[-1].strip()

@@ -102,3 +102,47 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
     oom = ev.iloc[1]
     assert oom["holders"] == "1234: 40.00 GiB, 5678: 37.00 GiB" and oom["requested_mib"] == 2048.0
     assert oom["ref"] == ev.iloc[0]["ref"]
+
+
+def test_an_exceptions_message_over_several_lines_is_the_tracebacks(repo_dir):
+    """h100-1gpu-accelerate-gpus's logs/hf_train.log: each rank's NCCL error goes on after its
+    exception line (`ncclInvalidUsage: ...`, `Last error:`, `Duplicate GPU detected : rank 1 and
+    rank 0 both on CUDA device 60`), lines 32-34 and 66-68; they are its traceback's, and every
+    line of theirs is read (they were skipped as text without a metric or event)."""
+    inc = _load(repo_dir / "data" / "incidents" / "h100-1gpu-accelerate-gpus" / "logs" / "hf_train.log")
+    tb = inc.events[inc.events["pattern"] == "DistBackendError"]
+    assert [r.rsplit("/", 1)[1] for r in tb["ref"]] == ["hf_train.log:1", "hf_train.log:35"] and tb["rank"].tolist() == [1, 0]
+    assert [m.splitlines()[-3:] for m in tb["message"]] == [
+        ["ncclInvalidUsage: This usually reflects invalid usage of NCCL library.", "Last error:",
+         f"Duplicate GPU detected : rank {a} and rank {b} both on CUDA device 60"] for a, b in ((1, 0), (0, 1))]
+    assert tb["lines"].tolist() == [34, 34]
+    rep = only_report(inc)
+    assert (rep.read, rep.parsed, rep.n_skipped) == (111, 108, 3)  # the head of torchrun's failure table, below
+    # torchrun's ChildFailedError goes on with its failure table: a record of its own, not the message
+    child = inc.events[inc.events["pattern"] == "ChildFailedError"].iloc[0]
+    assert child["message"].splitlines()[-1] == "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: "
+
+
+def test_an_exceptions_message_ends_where_a_line_says_something_of_its_own(tmp_path):
+    """After the exception line: a line that gives a row of its own (torchrun's agent on the
+    process, Slurm's on its task), a blank line and a line with a time of its own each end the
+    message; those that give rows give them."""
+    (tmp_path / "train.log").write_text(
+        "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    step()\n"
+        "RuntimeError: the batch\nwent bad here\n"
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 4242) "
+        "of binary: /usr/bin/python3\nnot the message\n\n"
+        "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    step()\n"
+        "ValueError: nothing more\nsrun: error: node1: task 0: Killed\n"
+        "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    step()\n"
+        "KeyError: 'x'\n2026-12-05 10:00:01 step 5 | loss 2.5\n", encoding="utf-8")
+    inc = _load(tmp_path / "train.log")
+    ev = inc.events
+    tb = ev[ev["kind"] == "traceback"]
+    assert [m.splitlines()[3:] for m in tb["message"]] == [["RuntimeError: the batch", "went bad here"],
+                                                          ["ValueError: nothing more"], ["KeyError: 'x'"]]
+    assert tb["lines"].tolist() == [5, 4, 4]
+    assert [(k, r.rsplit(":", 1)[1]) for k, r in zip(ev["kind"], ev["ref"], strict=True) if k in ("exit", "killed")] == [
+        ("exit", "6"), ("killed", "13")]
+    assert inc.metrics["step"].tolist() == [5]
+    assert only_report(inc).skipped == {"log text without a metric or event": 2}  # lines 7 and 8 (blank)
