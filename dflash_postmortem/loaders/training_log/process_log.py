@@ -520,7 +520,7 @@ class LogScanner:
                 self._after_fast(*last)
                 last = None
             tail, self.block = (self.block, None) if isinstance(self.block, MessageTail) else (None, self.block)
-            skipped = self.rep.n_skipped
+            skipped = self.rep.n_skipped if tail is not None else 0
             if self._line(block, ls, le, base + i, rows):
                 handled += 1
             elif (tail is not None and self.block is None and self.rep.n_skipped == skipped
