@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident
-from ..said import error_text
+from ..said import error_text, exception_line
 from ..units import figure
 from . import carried, computed
 from .attempts import APPROX_S, CLEAN_ENDS, MACHINE_FAULTS, attempts
@@ -326,7 +326,9 @@ def _died_inside(inc: Incident, a: pd.Series, lines: pd.DataFrame, end) -> tuple
     said = [ln.strip() for ln in str(r["message"]).strip().splitlines() if ln.strip()]
     first, last = (said[0], said[-1]) if said else (r["kind"], r["kind"])
     if first.startswith("Traceback") and len(said) > 1:
-        first = said[-1]  # the exception line says it; "Traceback (most recent call last):" does not
+        # the exception line says it ("Traceback (most recent call last):" does not), and so it
+        # is the last quoted too: the lines after it go on with its message
+        first = last = exception_line(r["message"]).strip()
     first = first.rstrip(":")
     return ((r["ref"] if isinstance(r.get("ref"), str) else None),
             f"the process alive; likely cause: {first[:120]} ({last[:160]}) at {r['time']:%H:%M:%S}")
