@@ -17,10 +17,15 @@ import pandas as pd
 
 from ..incident import Incident
 from ..units import clock
-from . import computed
+from . import computed, gpu_state
 from .attempts import attempts
 
 WRITTEN, EMPTY, NEVER_CREATED, NOT_IN_INCIDENT = "written", "empty", "never created", "not in the incident"
+# GPU samples at work while an attempt held its GPU, and how long they span, that show it working
+# where its log is not there to say whether it trained (loading weights or compiling leaves a GPU
+# near idle).
+UNSEEN_BUSY_SAMPLES = 5
+UNSEEN_BUSY_S = 10.0
 # What a session's output says of a path: it does not exist, or its size.
 _MISSING = ("log_missing", "file_missing", "redirect_failed")
 _SIZE = "file_check"
@@ -120,3 +125,34 @@ def _first_line(inc: Incident, source: str, since) -> pd.Timestamp | None:
 
 def _first(message) -> str:
     return str(message).strip().splitlines()[0][:160] if isinstance(message, str) else ""
+
+
+def worked_unseen(inc: Incident, a: pd.Series) -> str | None:
+    """What shows an attempt at work where nothing can show whether it trained: its log is not in
+    the incident, no file of its own gave a line (its PID file names it only), and its GPU was busy
+    while its PIDs held memory on it. None where any of that is missing: a start with its log, or
+    one that never got its GPU working (a crash loop's processes that live for seconds), is
+    judged by its steps."""
+    log = log_files(inc).get(a["attempt"])
+    gp, g = inc.gpu_processes, inc.gpus
+    if log is None or log.state != NOT_IN_INCIDENT or gp.empty or g.empty or not a["pids"]:
+        return None
+    ev = inc.events
+    if (len(inc.metrics) and inc.metrics["source"].isin(a["sources"]).any()) or \
+            (len(ev) and (ev["source"].isin(a["sources"]) & (ev["kind"] != "pid_file")).any()):
+        return None
+    mine = gp[gp["pid"].isin(a["pids"]) & gp["time"].notna() & gp["gpu"].notna()].sort_values("time", kind="stable")
+    util = g[g["time"].notna() & g["gpu"].notna() & g["util_gpu_pct"].notna()].sort_values("time", kind="stable")
+    if mine.empty or util.empty:
+        return None
+    # each sample of its memory, with its GPU's utilization at the nearest sample within 2 s
+    at = pd.merge_asof(mine[["time", "gpu", "pid"]].astype({"gpu": "int64"}),
+                       util[["time", "gpu", "util_gpu_pct"]].astype({"gpu": "int64"}),
+                       on="time", by="gpu", direction="nearest", tolerance=pd.Timedelta(seconds=2))
+    busy = at[at["util_gpu_pct"].notna() & ~gpu_state.idle(at["util_gpu_pct"])]
+    if len(busy) < UNSEEN_BUSY_SAMPLES or (busy["time"].max() - busy["time"].min()).total_seconds() < UNSEEN_BUSY_S:
+        return None
+    pids = ", ".join(str(int(p)) for p in sorted(busy["pid"].unique()))
+    return (f"{log.said}, and its GPU was at work while PID {pids} held it: {busy['util_gpu_pct'].median():.0f} % "
+            f"utilization from {clock(busy['time'].min())} to {clock(busy['time'].max())}; "
+            "whether it trained, no line says")

@@ -35,6 +35,7 @@ from ..said import error_text, exception_line
 from ..units import figure
 from . import carried, computed
 from .attempts import APPROX_S, CLEAN_ENDS, MACHINE_FAULTS, attempts
+from .log_files import worked_unseen
 from .pace import unit
 from .progress import lines_of, losses_of, progress, warmed
 
@@ -169,7 +170,8 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
             rows.append(_row(a, "diverged", broke[0], end, broke[1], broke[2]))
     kind = a["end_kind"]
     if pd.isna(first):
-        gave_up = _gave_up(a, att, evidence_end, not inc.metrics.empty)
+        # a start whose log is not there to show a step, seen at work on its GPU, gave nothing up
+        gave_up = None if worked_unseen(inc, a) else _gave_up(a, att, evidence_end, not inc.metrics.empty)
         if gave_up is not None:
             rows.append(_row(a, "never trained", end, end, a["end_ref"] or a["last_alive_ref"],
                              a["end_message"] or gave_up))

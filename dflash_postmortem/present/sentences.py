@@ -30,6 +30,7 @@ from ..detect.finding_text import became, ranks_text
 from ..incident import Incident
 from ..model.attempts import attempts, came_up_after, stopped_cleanly_near
 from ..model.ledger import CLASSES, SHOWN_S, ledger
+from ..model.log_files import worked_unseen
 from ..said import error_text
 from ..schema import TOK_PER_S
 from ..units import (
@@ -286,7 +287,7 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     timeline's) adds what it cost."""
     first, last = inc.span()
     if findings is None or findings.empty:
-        return [_nothing_found(inc, first, last)]
+        return [_nothing_found(inc, first, last)] + [said for _, said in _unseen(inc)][: MAX_SENTENCES - 1]
     out = []
     sign = _first(findings, "throughput_regression", "stall", "never_trained")
     if sign is not None:
@@ -298,6 +299,7 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     timed += [(f["start"], _not_finite(f)) for _, f in lost.iterrows()]
     timed += _finite_again(lost)
     timed += [(left["start"], _lingered(left)) for _, left in _of(findings, "lingering").iterrows()]
+    timed += _unseen(inc)
     kill = _first(findings, "kill_failed")
     if kill is not None:
         timed.append((kill["start"], _kill(kill, _first(findings, "survivor"))))
@@ -331,6 +333,17 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
         dated = pd.isna(f["start"]) or f"{f['start']:%H:%M:%S}" in str(f["title"])
         out.append(_cap(f["title"]) + ("." if dated else f" at {_when(f['start'])}."))
     return out[:MAX_SENTENCES]
+
+
+def _unseen(inc: Incident) -> list[tuple]:
+    """(when, sentence) for each start no finding can judge: its log is not in the incident, and
+    its GPU was at work (model/log_files.py worked_unseen); and how it ended, where it did."""
+    out = []
+    for _, a in attempts(inc).iterrows():
+        if pd.isna(a["first_step"]) and (seen := worked_unseen(inc, a)) is not None:
+            ended = f"; it ended at {_when(a['end'])}" if pd.notna(a["end"]) else ""
+            out.append((a["start"], f"The start at {_when(a['start'])} cannot be judged: {seen}{ended}."))
+    return out
 
 
 _STARTED_BY = {"supervisor": "its supervisor", "agent": "the launcher's agent", "scheduler": "the scheduler",

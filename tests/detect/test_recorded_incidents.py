@@ -662,6 +662,39 @@ def test_a_run_and_its_log_are_one_attempt_without_the_listing_that_names_its_pi
     assert "training_died" not in set(found["kind"]) and "stall" in set(found["kind"])
 
 
+def test_a_start_whose_log_is_missing_and_whose_gpu_worked_is_not_judged_a_failed_start(tmp_path):
+    """h200-1gpu-disk-full without logs/train.log (README: run scratch, PID 512, started 05:12:51.419,
+    trained to step 200 and died saving at 05:13:44) and h100-1gpu-diverged without logs/train3.log
+    (PID 918, started 10:35:36.728, trained until the kill at 10:36:10.042). Without its log the
+    kit said each "never came up"; nvidia-smi shows each PID's GPU busy the while. Whether it
+    trained, no line says: no failed start, and the story says why it cannot judge it."""
+    inc = _without(tmp_path, "h200-1gpu-disk-full", "logs/train.log")
+    found = detect(inc)
+    assert "failed_restart" not in set(found["kind"])
+    said = pm.what_happened(inc, found)
+    assert said[-1].startswith("The start at 05:12:51 UTC cannot be judged: its log (logs/train.log) is not in the "
+                               "incident, and its GPU was at work while PID 512 held it: ")
+    assert said[-1].endswith("whether it trained, no line says; it ended at 05:13:45 UTC.")
+    inc = _without(tmp_path, "h100-1gpu-diverged", "logs/train3.log")
+    found = detect(inc)
+    assert list(found["kind"]) == ["loss_not_finite"]
+    said = pm.what_happened(inc, found)
+    assert said[1].startswith("The start at 10:35:36 UTC cannot be judged: its log (logs/train3.log) is not in the "
+                              "incident, and its GPU was at work while PID 918 held it: ")
+    assert said[1].endswith("; it ended at 10:36:10 UTC.")
+
+
+def test_starts_whose_log_is_missing_and_that_never_got_their_gpu_working_never_came_up(tmp_path):
+    """h200-1gpu-crash-loop without logs/loop.log (README: a supervisor loop restarts a trainer that
+    dies of `invalid device ordinal` within seconds, PIDs 714 onward, until the operator's start
+    at 04:37:32 trains): no log shows their steps either, but no GPU of theirs ever worked; the
+    four starts are still told as starts that never came up."""
+    inc = _without(tmp_path, "h200-1gpu-crash-loop", "logs/loop.log")
+    found = detect(inc)
+    assert list(found["kind"]) == ["failed_restart"] * 4
+    assert pm.what_happened(inc, found)[0].startswith("The start at 04:37:00 UTC never came up: ended before its first step")
+
+
 def test_what_began_while_a_run_still_ran_did_not_start_it_again(tmp_path):
     """h200-1gpu-rank-logs without the operator's transcript: the two ranks' workers (PIDs 678 and
     679, both started 01:19:09) are read as two attempts of one job, each dying at 01:20:25-27.
@@ -781,10 +814,13 @@ def test_a_relaunch_that_reuses_the_run_name_is_no_sign_the_killed_process_lived
 def test_a_start_after_one_that_logged_no_step_is_read(tmp_path):
     """h100-1gpu-diverged without logs/train.log: the first start (PID 527) has no step of its
     own; the resume after it (PID 678) asked the steps it had reached and got none (it raised).
-    The resumes after runs that did log steps are still told."""
+    The resumes after runs that did log steps are still told. The first start itself, its GPU at
+    work (README: it trained 30 s), cannot be judged: no failed start."""
     inc = _without(tmp_path, "h100-1gpu-diverged", "logs/train.log")
     found = detect(inc)
-    assert sorted(found["kind"]) == ["failed_restart", "loss_not_finite", "loss_not_finite"]
+    assert sorted(found["kind"]) == ["loss_not_finite", "loss_not_finite"]
+    assert any(s.startswith("The start at 10:33:29 UTC cannot be judged: its log (logs/train.log)")
+               for s in pm.what_happened(inc, found))
     assert resumes(inc)[["resumed_step", "reached_step"]].values.tolist() == [[400, 450], [100, 520]]
 
 
