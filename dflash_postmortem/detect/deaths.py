@@ -25,7 +25,15 @@ import pandas as pd
 
 from ..incident import Incident
 from ..model import computed as memo
-from ..model.attempts import CAUSES, END_SLACK, GONE, attempts, says_no_error, trainer_pids
+from ..model.attempts import (
+    CAUSES,
+    END_SLACK,
+    GONE,
+    attempts,
+    said_first,
+    says_no_error,
+    trainer_pids,
+)
 from ..model.progress import lines_of, resumes
 from ..model.states import states
 from ..said import error_text
@@ -375,7 +383,7 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
     # reaction to it (it stops the other workers, then gives up)
     reaction = lines["pattern"].isin(_REACTIONS).fillna(False).astype(bool) if "pattern" in lines.columns \
         else pd.Series(False, index=lines.index)
-    said = lines[(lines["kind"].isin(CAUSES).astype(bool) | fatal) & ~reaction & ~says_no_error(lines)]
+    said = said_first(lines[(lines["kind"].isin(CAUSES).astype(bool) | fatal) & ~reaction & ~says_no_error(lines)])
     cause = said[said["kind"].isin(CAUSES)].head(1)
     first = said.iloc[0] if len(said) else ended.iloc[0]
     # a bare `Killed` (a shell's word for SIGKILL) is told by the line that says who killed

@@ -1294,16 +1294,31 @@ def says_no_error(rows: pd.DataFrame) -> pd.Series:
     return ((rows["kind"] == "traceback") & (rows["pattern"] == "traceback")).fillna(False).astype(bool)
 
 
+# NCCL's return-code traces (`NCCL INFO init.cc:1014 -> 3`) say where an error code passed on its
+# way up, not what went wrong: the line that says it (the exception raised with it, NCCL's WARN)
+# names the cause where the log has one.
+_PASSED_ON = ("nccl_error_trace",)
+
+
+def said_first(rows: pd.DataFrame) -> pd.DataFrame:
+    """Error rows in the order a reader names the cause by: the lines that say what went wrong,
+    then the traces of where an error passed (_PASSED_ON), each in the order given."""
+    if "pattern" not in rows.columns or rows.empty:
+        return rows
+    passed = rows["pattern"].isin(_PASSED_ON).fillna(False).astype(bool)
+    return pd.concat([rows[~passed], rows[passed]]) if passed.any() else rows
+
+
 def _cause(rows: pd.DataFrame, since, end) -> dict:
-    """What went wrong: the first error line from the last step to the end (none where it
-    ended without one, or is alive)."""
+    """What went wrong: the first error line from the last step to the end that says it
+    (said_first; none where it ended without one, or is alive)."""
     none = {"cause_time": None, "cause_kind": None, "cause_ref": None, "cause_message": None, "cause_rank": None}
     if end is None or pd.isna(end) or "kind" not in rows.columns:
         return none
     ev = rows[rows["kind"].isin(CAUSES) & (rows["time"] >= since) & (rows["time"] <= end) & ~says_no_error(rows)]
     if ev.empty:
         return none
-    r = ev.sort_values("time", kind="stable").iloc[0]
+    r = said_first(ev.sort_values("time", kind="stable")).iloc[0]
     return {"cause_time": r["time"], "cause_kind": r["kind"], "cause_ref": _ref(r),
             "cause_message": error_text(r["message"], r["kind"]) or None, "cause_rank": _num(r.get("rank"))}
 

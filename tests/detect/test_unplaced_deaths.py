@@ -67,6 +67,29 @@ def test_ranks_of_several_watchdogs_and_the_c10_prefix_left_out(tmp_path):
     assert died.iloc[0]["title"].startswith("processes died (ranks 1, 2, 3, 6, 7): [Rank 1] Watchdog caught")
 
 
+def test_nccls_return_traces_before_an_exception_are_not_what_went_wrong(tmp_path):
+    """vllm #10453 as pasted: eight `NCCL INFO graph/paths.cc:260 -> 3` lines (where NCCL's error
+    code passed on its way up), then rank 1's traceback ending `DistBackendError: ... internal
+    error ...`, `ncclInternalError: Internal check failed.` and an empty `Last error:`. What went
+    wrong is the exception; the story quoted the first trace."""
+    inc, found, died = _told(tmp_path, "train-log/nccl-internal-empty-last-error-rank1-carets-vllm.log")
+    n = died.iloc[0]["numbers"]
+    assert (n["error_kind"], n["ranks"]) == ("traceback", [1])
+    assert n["error"] == ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+                          "NCCLUtils.hpp:317, internal error - please report this issue to the NCCL developers, "
+                          "NCCL version 2.21.5")  # (NCCL's `Last error:` names nothing here)
+    assert died.iloc[0]["evidence"][0] == "nccl-internal-empty-last-error-rank1-carets-vllm.log:9"
+
+
+def test_an_nccl_error_pasted_alone_is_told_by_the_last_error_it_names(tmp_path):
+    """MambaTree #14: a barrier's `RuntimeError: NCCL error in: ...:1201, internal error, NCCL
+    version 2.14.3`, then `ncclInternalError: Internal check failed.`, `Last error:`, `Bootstrap :
+    no socket interface found`: the failure itself is quoted."""
+    inc, found, died = _told(tmp_path, "train-log/nccl-internal-bootstrap-no-socket-interface-runtimeerror-mambatree.log")
+    assert died.iloc[0]["numbers"]["error"].endswith(
+        "internal error, NCCL version 2.14.3 … Last error: Bootstrap : no socket interface found")
+
+
 def test_a_traceback_the_file_cuts_before_its_exception_tells_no_death(tmp_path):
     inc, found, died = _told(tmp_path, "train-log/bonito-bar-no-percent-then-traceback-cut.log")
     assert died.empty and what_happened(inc, found)[0].startswith("No training seen")
