@@ -762,6 +762,8 @@ C10D_TAG = re.compile(
 )
 
 TRACEBACK_KEYWORD = b"Traceback (most recent call last)"
+# A traceback's exception line: the exception's (dotted) class, then its message or nothing.
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure)\b(?::|\s*$)")
 # Python's threading.excepthook prints this line just before a thread's traceback.
 THREAD_EXCEPTION_KEYWORD = b"Exception in thread "
 THREAD_EXCEPTION = re.compile(r"^Exception in thread (?P<thread>.{1,200}?)(?: \(\S+\))?:\s*$")

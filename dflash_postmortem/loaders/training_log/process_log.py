@@ -49,6 +49,7 @@ from . import patterns as lp
 from .bars import Bars
 from .blocks import (
     MAX_EVENT_CHARS,
+    MAX_TRACEBACK_LINES,
     NOT_MINE,
     TAKE_LAST,
     FailureTable,
@@ -728,6 +729,14 @@ class LogScanner:
             self.block = TracebackBlock(text[at:].strip(), thread=header.group("thread") if header else None,
                                         cut=cut, **where)
             return 1
+        frames = self._frames_before(block, ls) if stamp is None and lp.EXCEPTION_LINE.match(text) else []
+        if frames:
+            # the end of a traceback whose header the file does not hold (a paste, or a window that
+            # begins inside one): its frames and its exception line are read as the traceback
+            self.block = TracebackBlock(frames[0].strip(), thread=None, **dict(where, line=lineno - len(frames)))
+            self.block.lines += [*frames[1:], text]
+            self._close_block(rows)
+            return 1
         dump = lp.FAULTHANDLER_HEAD.match(_strip_tags(body).strip()) if any(k in text for k in _FAULTHANDLER_KW) else None
         if dump is not None:
             self.block = FaulthandlerBlock(_strip_tags(body).strip(), dump, **where)
@@ -826,6 +835,20 @@ class LogScanner:
             if answer == TAKE_LAST:
                 self._close_block(rows)
         return pos, taken
+
+    def _frames_before(self, block: bytes, ls: int) -> list[str]:
+        """The indented lines just before the line that starts at `ls` (a traceback's frames,
+        their code and carets), where one of them names a file (`File "train.py", line 3`)."""
+        frames: list[str] = []
+        end = ls - 1  # the newline before the line
+        while end > 0 and len(frames) < MAX_TRACEBACK_LINES:
+            start = block.rfind(b"\n", 0, end) + 1
+            text, _ = unlabel(_clean(block[start:end]), self.label)
+            if text[:1] not in (" ", "\t") or not text.strip():
+                break
+            frames.append(text)
+            end = start - 1
+        return frames[::-1] if any(f.lstrip().startswith('File "') for f in frames) else []
 
     def _goes_on(self, tail: MessageTail, line: bytes, lineno: int) -> bool:
         """Whether `line` goes on with the exception's message `tail` (it is then taken)."""

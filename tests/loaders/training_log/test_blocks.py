@@ -146,3 +146,22 @@ def test_an_exceptions_message_ends_where_a_line_says_something_of_its_own(tmp_p
         ("exit", "6"), ("killed", "13")]
     assert inc.metrics["step"].tolist() == [5]
     assert only_report(inc).skipped == {"log text without a metric or event": 2}  # lines 7 and 8 (blank)
+
+
+def test_a_traceback_whose_header_the_file_does_not_hold_is_read_from_its_frames(tmp_path):
+    """A paste that begins inside a traceback: its frames (indented, one naming its file), then
+    the exception line and its message; the frames and the exception are the traceback, from the
+    first frame. Indented lines that name no file before an error line are not one."""
+    (tmp_path / "paste.log").write_text(
+        "...\n  File \"/opt/venv/torch/nn/parallel/distributed.py\", line 795, in __init__\n"
+        "    _verify_param_shape_across_processes(self.process_group, parameters)\n"
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1333, invalid usage, NCCL version 2.18.6\n"
+        "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\nLast error:\n"
+        "Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 4000\n\n"
+        "config:\n  lr: 0.1\nValueError: not after frames\n", encoding="utf-8")
+    ev = _load(tmp_path / "paste.log").events
+    tb = ev[ev["kind"] == "traceback"]
+    assert len(tb) == 1
+    r = tb.iloc[0]
+    assert (r["ref"].rsplit(":", 1)[1], r["pattern"], r["lines"]) == ("2", "DistBackendError", 6)
+    assert r["message"].splitlines()[-1] == "Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 4000"
