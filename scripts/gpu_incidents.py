@@ -686,7 +686,9 @@ def worker_killed(r: Recording) -> None:
     r.wait_for("logs/pl_train.log", "it/s", 180)
     time.sleep(40)
     main = (r.dir / "run" / "pl.pid").read_text().split()[0]
-    kids = subprocess.run(["pgrep", "-P", main], capture_output=True, text=True, check=False).stdout.split()
+    # its python children (the DataLoader workers): the first recording killed the first child of
+    # any kind (not a worker: h200-1gpu-child-killed)
+    kids = subprocess.run(["pgrep", "-P", main, "-f", "python"], capture_output=True, text=True, check=False).stdout.split()
     r.truth(f"outside the operator's view, SIGKILL to DataLoader worker {kids[0] if kids else '?'} of PID {main} "
             f"(its workers: {' '.join(kids)}), as the host's OOM killer would")
     if kids:

@@ -270,7 +270,8 @@ BUSY_WITHIN = pd.Timedelta(minutes=30)
 
 def _gpu_busy(gpus: pd.DataFrame, launched) -> tuple[pd.Timestamp | None, str]:
     """The last idle sample before a GPU that was idle at the launch went busy: the earliest the
-    trainer's steps can have begun, and the latest is one sample later."""
+    trainer's steps can have begun, and the latest is the first busy sample (a ramp between them,
+    17 % then 38 % as the trainer's first kernels run, is its start-up)."""
     g = gpus.dropna(subset=["time", "util_gpu_pct"]) if len(gpus) else gpus
     if g.empty:
         return None, ""
@@ -281,9 +282,10 @@ def _gpu_busy(gpus: pd.DataFrame, launched) -> tuple[pd.Timestamp | None, str]:
         busy = np.flatnonzero(after["util_gpu_pct"].to_numpy(dtype=float) >= BUSY_PCT)
         if not len(busy) or busy[0] == 0:
             continue  # busy at its first sample after the launch: other work, or no idle sample to bound it
-        idle = after.iloc[: busy[0]]
-        if (idle["util_gpu_pct"] >= IDLE_PCT).any():
-            continue  # at work before: not idle at the launch
+        before = after.iloc[: busy[0]]
+        idle = before[before["util_gpu_pct"] < IDLE_PCT]
+        if before["util_gpu_pct"].iloc[0] >= IDLE_PCT or idle.empty:
+            continue  # at work at the launch: not idle
         last_idle, first_busy = idle.iloc[-1], after.iloc[busy[0]]
         if best is None or last_idle["time"] < best[0]:
             best = (last_idle["time"], first_busy["time"], key[1])

@@ -98,10 +98,15 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
             continue
         # (what started again began after it ended: an attempt of the job that began while this
         # one still ran, a sibling the evidence could not tie to it, started nothing again)
-        nxt = att[(att["start"] > a["start"]) & (att["start"] >= a["end"] - END_SLACK) & (att["job"] == a["job"])].head(1)
+        later = att[(att["start"] > a["start"]) & (att["start"] >= a["end"] - END_SLACK)]
+        nxt = later[later["job"] == a["job"]].head(1)
         kind = _how_it_ended(inc, a, restarted=len(nxt) > 0)
         if kind is None:
             continue
+        if nxt.empty and isinstance(a["script"], str):
+            # a death is started again by the next start of its script, a relaunch by hand that
+            # shares nothing else with it (its own log, its own run name)
+            nxt = later[later["script"] == a["script"]].head(1)
         lines = lines_of(inc, a)
         last = lines.tail(1)
         numbers = {"restarted_at": None, "restarted_by": None, "next_attempt": None, "resumed_step": None,
@@ -295,13 +300,29 @@ def _how_it_ended(inc: Incident, a: pd.Series, restarted: bool) -> str | None:
     """Of an attempt that trained, then ended: `time_limit` where a limit on its time ended it,
     `training_died` where an error or a signal did, None where it stopped by itself or someone
     stopped it. An end no line tells (its process gone from the listing) is a death where its
-    cause is known (its terminal hung up) or its job was started again (someone found it dead);
-    else a run that finished without a last word reads the same, and nothing is said."""
+    cause is known (its terminal hung up), its job was started again (someone found it dead) or
+    its training bar stopped short of its total; else a run that finished without a last word
+    reads the same, and nothing is said."""
     if _time_limited(inc, a):
         return "time_limit"
     if a["end_kind"] == GONE:
-        return "training_died" if isinstance(a["cause_kind"], str) or restarted else None
+        return "training_died" if isinstance(a["cause_kind"], str) or restarted or _unfinished(inc, a) else None
     return "training_died" if _an_error(a) else None
+
+
+def _unfinished(inc: Incident, a: pd.Series) -> bool:
+    """Its training bar's last state is short of its total (`720/65536`): the run had not done
+    what it set out to do when it went, whatever its last word."""
+    ev = inc.events
+    if "bar_total" not in ev.columns or not a["sources"]:
+        return False
+    bars = ev[ev["source"].isin(a["sources"]) & (ev["kind"] == "progress") & ev["bar_total"].notna()]
+    if "bar_elapsed_s" in bars.columns:
+        bars = bars[bars["bar_elapsed_s"].isna()]  # a bar beside training (an evaluation's) is not its work
+    if bars.empty:
+        return False
+    last = bars.sort_values("time", kind="stable").iloc[-1]  # (a log's rows are in line order)
+    return bool(pd.notna(last["bar_n"]) and last["bar_n"] < last["bar_total"])
 
 
 def _time_limited(inc: Incident, a: pd.Series) -> bool:

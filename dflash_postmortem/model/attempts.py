@@ -845,7 +845,7 @@ class _Assembly:
         end = _end(rows, a, last_alive, self.evidence_end, inc.live, procs)
         if end["end"] is None and (first is not None or not inc.metrics.empty):
             # (where nothing could show a step, an end would make every start one that never trained)
-            end.update(self._gone(procs, last_alive) or self._left_gpu(gp, last_alive))
+            end.update(self._gone(procs, last_alive, gp) or self._left_gpu(gp, last_alive))
         # what the machine said of its GPUs meanwhile is a cause too (a GPU off the bus hangs
         # the job; its ranks' timeouts come later)
         causes = pd.concat([rows, machine]) if len(machine) else rows
@@ -870,20 +870,24 @@ class _Assembly:
             "last_alive": last_alive, "last_alive_ref": last_ref, **end,
         }
 
-    def _gone(self, procs: pd.DataFrame, last_alive) -> dict:
+    def _gone(self, procs: pd.DataFrame, last_alive, gp: pd.DataFrame) -> dict:
         """An end no line tells: the attempt's processes left a process listing (ps, top) that
         went on listing others for a while (END_SLACK) without them, its logs silent since. How
         it ended is not said (a signal from outside the evidence, a terminal that hung up): its
-        end is its last sighting."""
+        end is its last sighting, of the processes that held its GPU memory where it has such
+        (helpers it forked, DataLoader workers, may outlive it by seconds), a sighting as a
+        zombie (`Z`: exited, not yet reaped) being its end."""
         if procs.empty or procs["last_seen"].isna().any():
             return {}
-        p = procs.loc[procs["last_seen"].idxmax()]
+        held = procs[procs["pid"].isin(gp["pid"].dropna())] if len(gp) else procs.iloc[:0]
+        p = (held if len(held) else procs).sort_values("last_seen", kind="stable").iloc[-1]
         gone, went_on = p["last_seen"], self.listed_until.get(p["source"])
         if went_on is None or went_on - gone < END_SLACK or last_alive > gone + END_SLACK:
             return {}
+        seen = "listed as a zombie (`Z`: it had exited)" if str(p.get("state")).startswith("Z") else "listed last"
         return {"end": gone, "end_kind": GONE, "end_ref": _text(p.get("last_ref")) or _text(p.get("ref")),
                 "exit_code": None, "signal": None,
-                "end_message": f"PID {int(p['pid'])} was listed last at {gone:%H:%M:%S} in {p['source']}, which "
+                "end_message": f"PID {int(p['pid'])} was {seen} at {gone:%H:%M:%S} in {p['source']}, which "
                                "went on without it; no error or stop line of its own"}
 
     def _left_gpu(self, gp: pd.DataFrame, last_alive) -> dict:

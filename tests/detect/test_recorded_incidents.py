@@ -853,3 +853,30 @@ def test_a_death_is_the_first_sign_and_its_resume_passing_the_step_it_reached_th
     # a start typed in the foreground mitigates too (h100-1gpu-leak-oom: `python3 ... | tee logs/train2.log`)
     inc, _, found = told("h100-1gpu-leak-oom")
     assert pm.timeline(inc, found).impact["mitigated"] == T5("10:40:01.487")
+
+
+def test_a_run_whose_child_was_killed_vanished_mid_bar_and_the_operator_relaunched_it(told):
+    """h200-1gpu-child-killed (README): a nohup'd Lightning run (PID 538; DataLoader workers 675
+    and 676) trains from ~13:07:34; SIGKILL to a child of it at 13:08:11.167; its bar stops at
+    720/65536 with no word, 538 is a zombie at 13:08:13, its workers are gone at 13:08:15; the
+    operator relaunches the same script into another log at 13:10:26.565 (PID 1113), which trains
+    from ~13:10:46 and stops on its time limit (`Time limit reached. ... Signaling Trainer to
+    stop.`). Told before as "Nothing went wrong": a bar short of its total is a run that did not
+    finish, its end is its trainer's (the PID that held the GPU), and the next start of its
+    script started it again."""
+    inc, att, found = told("h200-1gpu-child-killed")
+    assert att["pids"].tolist() == [[538, 675, 676], [1113, 1242, 1243]]
+    # the bar's log has no clock: its first step where GPU 0 went busy after the launch, through
+    # the start-up's ramp (17 %, 38 %) to 94 % at 13:07:34.395
+    assert att["first_step"].tolist() == [T5("13:07:34.395"), T5("13:10:46.447")]
+    assert att["end_kind"].tolist() == ["gone", "training_stop"]
+    assert att["end"].iloc[0] == pd.Timestamp("2026-12-05 13:08:13", tz="UTC") and att["end_ref"].iloc[0] == "logs/ps.txt:228"
+    assert abs(att["end"].iloc[1] - T5("13:11:30.407")) <= pd.Timedelta(seconds=3)
+    (died,) = found.itertuples()
+    assert died.kind == "training_died" and died.numbers["restarted_at"] == T5("13:10:26.565")
+    assert pm.what_happened(inc, found) == [
+        "At 13:08:13 UTC run pl_train died while training: PID 538 was listed as a zombie (`Z`: it had exited) at "
+        "13:08:13 in logs/ps.txt, which went on without it; no error or stop line of its own. It was started again "
+        "at 13:10:26 UTC by the operator."]
+    imp = pm.timeline(inc, found).impact
+    assert (imp["detected"], imp["mitigated"], imp["recovered"]) == (T5("13:10:26.255"), T5("13:10:26.565"), T5("13:10:46.447"))

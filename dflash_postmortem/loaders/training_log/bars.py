@@ -69,8 +69,10 @@ class Bars:
             prev = self.states.get(key)
             n = _int(g["n"])
             shown = record[b.bar_start:b.end].strip()
+            # (its count and total: a bar whose last state is short of its total did not finish)
             state = dict(stamp=stamp, line=lineno, run=run, kind="progress",
-                         message=f"{desc + ': ' if desc else ''}{shown}", rank=rank, pattern="tqdm", lines=1)
+                         message=f"{desc + ': ' if desc else ''}{shown}", rank=rank, pattern="tqdm", lines=1,
+                         bar_n=n, bar_total=_int(g["total"]))
             new_step = prev is None or prev["_n"] != n
             state["_n"] = n
             self.states[key] = state

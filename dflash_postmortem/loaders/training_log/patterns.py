@@ -730,6 +730,10 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("warning", "torch_fallback", "falling back to", r"(?i)falling back to (torch|its reference|the) "),
     _event("training_start", "training_start", "raining", r"(?i)\b(start(ing|ed)? training|training (start(ed|ing)?|begins?))\b"),
     _event("training_stop", "training_stop", "raining", r"(?i)\b(training (stopped|finished|complete[d]?|done|ended|interrupted)|finished training)\b"),
+    # PyTorch Lightning's words as fit() stops on a limit: `Time limit reached. Elapsed time is 0:00:45.
+    # Signaling Trainer to stop.`, `` `Trainer.fit` stopped: `max_epochs=3` reached.``
+    _event("training_stop", "lightning_stop", ("Signaling Trainer to stop", "Trainer.fit` stopped"),
+           r"Signaling Trainer to stop|`Trainer\.fit` stopped"),
     # Hugging Face's Trainer prints its closing summary (`{'train_runtime': 26.92, ...}`) once, when train() returns
     _event("training_stop", "hf_summary", "train_runtime", r"""['"]train_runtime['"]\s*:"""),
     _event("stage", "loading", "oading", r"(?i)^(loading|loaded) "),

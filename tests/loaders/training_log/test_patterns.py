@@ -275,3 +275,18 @@ def test_every_line_the_record_head_cuts_holds_one_of_its_hints():
             assert lp.may_glue_records(line), line
     assert cut >= len(glued) + 20, cut  # the corpus has glued lines of its own
     assert not lp.may_glue_records("iter 100: loss 4.0313, time 131.19ms, mfu 38.76%")
+
+
+def test_lightnings_stop_on_a_limit_is_its_runs_stop_line(repo_dir):
+    """h200-1gpu-pl-contention's logs/pl_train.log: Lightning's `Time limit reached. Elapsed time
+    is 0:04:00. Signaling Trainer to stop.`, glued to its bar's redraw on line 25, is the run's
+    stop; the bar's states on that line still count."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_process_log(repo_dir / "data" / "incidents" / "h200-1gpu-pl-contention" / "logs" / "pl_train.log")
+    ev = inc.events
+    stop = ev[ev["kind"] == "training_stop"]
+    assert stop["pattern"].tolist() == ["lightning_stop"] and stop["ref"].iloc[0].endswith("pl_train.log:25")
+    assert stop["message"].iloc[0] == "Time limit reached. Elapsed time is 0:04:00. Signaling Trainer to stop."
+    bar = ev[(ev["kind"] == "progress") & ev["bar_total"].notna()]
+    assert (bar["bar_n"].iloc[-1], bar["bar_total"].iloc[-1]) == (3800, 65536)
