@@ -874,13 +874,20 @@ class _Assembly:
         """An end no line tells: the attempt's processes left a process listing (ps, top) that
         went on listing others for a while (END_SLACK) without them, its logs silent since. How
         it ended is not said (a signal from outside the evidence, a terminal that hung up): its
-        end is its last sighting, of the processes that held its GPU memory where it has such
-        (helpers it forked, DataLoader workers, may outlive it by seconds), a sighting as a
-        zombie (`Z`: exited, not yet reaped) being its end."""
+        end is its last sighting, of the processes that held its GPU memory where it has such,
+        else of the one started first, which the others were forked from (helpers it forked,
+        DataLoader workers, may outlive it by seconds), a sighting as a zombie (`Z`: exited, not
+        yet reaped) being its end."""
         if procs.empty or procs["last_seen"].isna().any():
             return {}
         held = procs[procs["pid"].isin(gp["pid"].dropna())] if len(gp) else procs.iloc[:0]
-        p = (held if len(held) else procs).sort_values("last_seen", kind="stable").iloc[-1]
+        # where no GPU list names them, the Python process started first, which the others were
+        # forked from (a worker orphaned by its trainer's death lists PID 1 as its parent); a
+        # wrapper shell's or a launcher's own process is not the trainer
+        python = procs[procs["command"].fillna("").map(lambda c: bool(PYTHON_RUN.search(c + " ")) and not is_wrapper_process(c))]
+        first = python["started"].fillna(python["first_seen"]) if "started" in python.columns else python["first_seen"]
+        p = (held.sort_values("last_seen", kind="stable").iloc[-1] if len(held) else python.loc[first.idxmin()]
+             if len(python) else procs.loc[procs["last_seen"].idxmax()])
         gone, went_on = p["last_seen"], self.listed_until.get(p["source"])
         if went_on is None or went_on - gone < END_SLACK or last_alive > gone + END_SLACK:
             return {}

@@ -880,3 +880,20 @@ def test_a_run_whose_child_was_killed_vanished_mid_bar_and_the_operator_relaunch
         "at 13:10:26 UTC by the operator."]
     imp = pm.timeline(inc, found).impact
     assert (imp["detected"], imp["mitigated"], imp["recovered"]) == (T5("13:10:26.255"), T5("13:10:26.565"), T5("13:10:46.447"))
+
+
+@pytest.mark.parametrize("gone", ["logs/smi_apps.csv", "logs/ps.txt"])
+def test_a_run_whose_child_was_killed_is_told_without_its_gpu_list_or_its_listing(tmp_path, gone):
+    """h200-1gpu-child-killed without nvidia-smi's process list (nothing says which PID held the
+    GPU: the trainer is the Python process started first, 538, not the worker 676 its death left
+    orphaned for two seconds) or without the ps listing (its end is where PID 538 left the GPU)."""
+    inc = _without(tmp_path, "h200-1gpu-child-killed", gone)
+    found = detect(inc)
+    (died,) = found.itertuples()
+    said = pm.what_happened(inc, found)[0]
+    if gone == "logs/smi_apps.csv":
+        assert died.start == pd.Timestamp("2026-12-05 13:08:13", tz="UTC")
+        assert "PID 538 was listed as a zombie (`Z`: it had exited) at 13:08:13 in logs/ps.txt" in said
+    else:
+        assert said.startswith("At 13:08:15 UTC run pl_train died while training: PID 538 was on GPU 0 last at 13:08:15")
+    assert said.endswith("It was started again at 13:10:26 UTC by the operator.")
