@@ -897,3 +897,28 @@ def test_a_run_whose_child_was_killed_is_told_without_its_gpu_list_or_its_listin
     else:
         assert said.startswith("At 13:08:15 UTC run pl_train died while training: PID 538 was on GPU 0 last at 13:08:15")
     assert said.endswith("It was started again at 13:10:26 UTC by the operator.")
+
+
+def test_a_dataloader_worker_killed_from_outside_ends_the_run_with_its_own_error(told):
+    """h200-1gpu-worker-killed (README): a nohup'd Lightning run (PID 580; DataLoader workers 703
+    and 704) trains from ~13:31:20; SIGKILL to worker 703 at 13:31:56.925; the trainer raises
+    `RuntimeError: DataLoader worker (pid 703) is killed by signal: Killed.` (the direct cause of
+    `... (pid(s) 703) exited unexpectedly`) at ~13:31:57, its bar stopped at 700/65536 and the
+    log dated by it; the operator looks at 13:32:14.429 and relaunches at 13:32:14.734 (PID 857),
+    which trains from ~13:32:30 and stops on its time limit."""
+    inc, att, found = told("h200-1gpu-worker-killed")
+    assert att["pids"].tolist() == [[580, 703, 704], [857, 978, 979]]
+    assert att["end_kind"].tolist() == ["traceback", "training_stop"]
+    a = att.iloc[0]
+    assert a["cause_message"] == "RuntimeError: DataLoader worker (pid 703) is killed by signal: Killed."
+    # (the bar's log has no clock: dated where GPU 0 went busy, within the samples' two seconds)
+    assert abs(a["first_step"] - T5("13:31:20")) <= pd.Timedelta(seconds=3)
+    assert abs(a["end"] - T5("13:31:57")) <= pd.Timedelta(seconds=3)
+    (died,) = found.itertuples()
+    assert died.kind == "training_died" and died.numbers["restarted_at"] == T5("13:32:14.734")
+    said = pm.what_happened(inc, found)
+    assert said[0].endswith("run pl_train died while training: RuntimeError: DataLoader worker (pid 703) is killed by "
+                            "signal: Killed. It was started again at 13:32:14 UTC by the operator.")
+    imp = pm.timeline(inc, found).impact
+    assert (imp["detected"], imp["mitigated"]) == (T5("13:32:14.429"), T5("13:32:14.734"))
+    assert abs(imp["recovered"] - T5("13:32:30")) <= pd.Timedelta(seconds=1)
