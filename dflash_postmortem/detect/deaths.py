@@ -109,8 +109,10 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
             nxt = later[later["script"] == a["script"]].head(1)
         lines = lines_of(inc, a)
         last = lines.tail(1)
+        bar = _unfinished(inc, a)
         numbers = {"restarted_at": None, "restarted_by": None, "next_attempt": None, "resumed_step": None,
-                   "redone_steps": 0, "reached_step": None}
+                   "redone_steps": 0, "reached_step": None,
+                   "bar_stopped": None if bar is None or a["end_kind"] != GONE else bar}
         if len(nxt):
             b = nxt.iloc[0]
             r = redo[redo["attempt"] == b["attempt"]]
@@ -306,23 +308,25 @@ def _how_it_ended(inc: Incident, a: pd.Series, restarted: bool) -> str | None:
     if _time_limited(inc, a):
         return "time_limit"
     if a["end_kind"] == GONE:
-        return "training_died" if isinstance(a["cause_kind"], str) or restarted or _unfinished(inc, a) else None
+        return "training_died" if isinstance(a["cause_kind"], str) or restarted or _unfinished(inc, a) is not None else None
     return "training_died" if _an_error(a) else None
 
 
-def _unfinished(inc: Incident, a: pd.Series) -> bool:
-    """Its training bar's last state is short of its total (`720/65536`): the run had not done
-    what it set out to do when it went, whatever its last word."""
+def _unfinished(inc: Incident, a: pd.Series) -> list[int] | None:
+    """[count, total] of its training bar's last state where it is short of its total
+    (`720/65536`): the run had not done what it set out to do when it went, whatever its last
+    word; else None."""
     ev = inc.events
     if "bar_total" not in ev.columns or not a["sources"]:
-        return False
+        return None
     bars = ev[ev["source"].isin(a["sources"]) & (ev["kind"] == "progress") & ev["bar_total"].notna()]
     if "bar_elapsed_s" in bars.columns:
         bars = bars[bars["bar_elapsed_s"].isna()]  # a bar beside training (an evaluation's) is not its work
     if bars.empty:
-        return False
+        return None
     last = bars.sort_values("time", kind="stable").iloc[-1]  # (a log's rows are in line order)
-    return bool(pd.notna(last["bar_n"]) and last["bar_n"] < last["bar_total"])
+    done = pd.notna(last["bar_n"]) and last["bar_n"] < last["bar_total"]
+    return [int(last["bar_n"]), int(last["bar_total"])] if done else None
 
 
 def _time_limited(inc: Incident, a: pd.Series) -> bool:

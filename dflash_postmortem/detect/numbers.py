@@ -126,6 +126,7 @@ class TrainingDied(TypedDict):
     resumed_step: int | None  # the step the next attempt resumed at, from a checkpoint
     redone_steps: int  # steps the next attempt did again (they had been done before the death)
     reached_step: int | None  # the last step the dead attempt logged
+    bar_stopped: list | None  # of a death no line told: [count, total] of its training bar, short of its total
 
 
 class ProcessDied(TypedDict):

@@ -478,6 +478,8 @@ def _death(f: pd.Series) -> str:
                 "after that, and nothing in the evidence shows whether its process lived on.")
     else:
         said = f"{head} {what} while {doing}{rank}{since}: {error}."
+    if n.get("bar_stopped"):
+        said += f" Its training bar had stopped at step {n['bar_stopped'][0]:,} of {n['bar_stopped'][1]:,}."
     if n.get("memory_before"):
         said += _memory_before(n["memory_before"])
     if n.get("disk_full"):

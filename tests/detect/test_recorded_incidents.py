@@ -876,8 +876,9 @@ def test_a_run_whose_child_was_killed_vanished_mid_bar_and_the_operator_relaunch
     assert died.kind == "training_died" and died.numbers["restarted_at"] == T5("13:10:26.565")
     assert pm.what_happened(inc, found) == [
         "At 13:08:13 UTC run pl_train died while training: PID 538 was listed as a zombie (`Z`: it had exited) at "
-        "13:08:13 in logs/ps.txt, which went on without it; no error or stop line of its own. It was started again "
-        "at 13:10:26 UTC by the operator."]
+        "13:08:13 in logs/ps.txt, which went on without it; no error or stop line of its own. Its training bar had "
+        "stopped at step 720 of 65,536. It was started again at 13:10:26 UTC by the operator."]
+    assert died.numbers["bar_stopped"] == [720, 65536]
     imp = pm.timeline(inc, found).impact
     assert (imp["detected"], imp["mitigated"], imp["recovered"]) == (T5("13:10:26.255"), T5("13:10:26.565"), T5("13:10:46.447"))
 
