@@ -1,8 +1,9 @@
 """What an error line says, as a reader quotes it: a traceback by its exception (and, where NCCL's
-message goes on to it, the last error NCCL names), any other line by its first, without the logger's prefix (glog's `E1202 02:33:51.653000 917 api.py:986] `, a
-date and time, a `[run]` tag, a syslog `host kernel:` or Python logging's default
-`ERROR:torch.distributed.elastic.multiprocessing.api:`, C++'s `what():`) or the C++ source locations inside it
-(`[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152] `)."""
+message goes on to it, the last error NCCL names), any other line by its first, without the
+logger's prefix (glog's `E1202 02:33:51.653000 917 api.py:986] `, a date and time, a `[run]` tag,
+a syslog `host kernel:` or Python logging's default
+`ERROR:torch.distributed.elastic.multiprocessing.api:`, C++'s `what():`) or the C++ source
+locations inside it (`[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152] `)."""
 
 from __future__ import annotations
 

@@ -100,7 +100,8 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
         # one still ran, a sibling the evidence could not tie to it, started nothing again)
         later = att[(att["start"] > a["start"]) & (att["start"] >= a["end"] - END_SLACK)]
         nxt = later[later["job"] == a["job"]].head(1)
-        kind = _how_it_ended(inc, a, restarted=len(nxt) > 0)
+        bar = _unfinished(inc, a)
+        kind = _how_it_ended(inc, a, restarted=len(nxt) > 0, unfinished=bar is not None)
         if kind is None:
             continue
         if nxt.empty and isinstance(a["script"], str):
@@ -109,7 +110,6 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
             nxt = later[later["script"] == a["script"]].head(1)
         lines = lines_of(inc, a)
         last = lines.tail(1)
-        bar = _unfinished(inc, a)
         numbers = {"restarted_at": None, "restarted_by": None, "next_attempt": None, "resumed_step": None,
                    "redone_steps": 0, "reached_step": None,
                    "bar_stopped": None if bar is None or a["end_kind"] != GONE else bar}
@@ -298,7 +298,7 @@ def _status_text(a: pd.Series) -> str | None:
     return said if meaning.lower() in said.lower() or int(a["exit_code"]) == 0 else f"{said} ({meaning})"
 
 
-def _how_it_ended(inc: Incident, a: pd.Series, restarted: bool) -> str | None:
+def _how_it_ended(inc: Incident, a: pd.Series, restarted: bool, unfinished: bool = False) -> str | None:
     """Of an attempt that trained, then ended: `time_limit` where a limit on its time ended it,
     `training_died` where an error or a signal did, None where it stopped by itself or someone
     stopped it. An end no line tells (its process gone from the listing) is a death where its
@@ -308,7 +308,7 @@ def _how_it_ended(inc: Incident, a: pd.Series, restarted: bool) -> str | None:
     if _time_limited(inc, a):
         return "time_limit"
     if a["end_kind"] == GONE:
-        return "training_died" if isinstance(a["cause_kind"], str) or restarted or _unfinished(inc, a) is not None else None
+        return "training_died" if isinstance(a["cause_kind"], str) or restarted or unfinished else None
     return "training_died" if _an_error(a) else None
 
 

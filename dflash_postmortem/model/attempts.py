@@ -149,9 +149,15 @@ def trainer_pids(inc: Incident, attempt: pd.Series) -> list[int]:
     if held:
         return held
     procs = inc.processes[inc.processes["pid"].isin(pids)] if len(inc.processes) else inc.processes
-    agents = {int(p) for p, c in zip(procs.get("pid", []), procs.get("command", []), strict=True)
-              if isinstance(c, str) and (AGENT_RUN.search(c) or is_wrapper_process(c))}
+    agents = set(procs["pid"][~_runs_trainer(procs)].astype(int)) if len(procs) else set()
     return [p for p in pids if p not in agents] or pids
+
+
+def _runs_trainer(procs: pd.DataFrame) -> pd.Series:
+    """The listed processes that run no launcher's agent or wrapper (accelerate, torchrun's
+    agent, a shell -c): those that may be the trainer."""
+    return procs["command"].map(lambda c: not (isinstance(c, str) and (AGENT_RUN.search(c) or is_wrapper_process(c))),
+                                na_action=None).astype(bool)
 
 
 def kill_reach(inc: Incident) -> dict[int, set[int]]:
@@ -881,13 +887,13 @@ class _Assembly:
         if procs.empty or procs["last_seen"].isna().any():
             return {}
         held = procs[procs["pid"].isin(gp["pid"].dropna())] if len(gp) else procs.iloc[:0]
-        # where no GPU list names them, the Python process started first, which the others were
-        # forked from (a worker orphaned by its trainer's death lists PID 1 as its parent); a
-        # wrapper shell's or a launcher's own process is not the trainer
-        python = procs[procs["command"].fillna("").map(lambda c: bool(PYTHON_RUN.search(c + " ")) and not is_wrapper_process(c))]
-        first = python["started"].fillna(python["first_seen"]) if "started" in python.columns else python["first_seen"]
-        p = (held.sort_values("last_seen", kind="stable").iloc[-1] if len(held) else python.loc[first.idxmin()]
-             if len(python) else procs.loc[procs["last_seen"].idxmax()])
+        # where no GPU list names them, the trainer started first, which the others were forked
+        # from (a worker orphaned by its trainer's death lists PID 1 as its parent); a wrapper
+        # shell's or a launcher's agent's process is not the trainer
+        trainers = procs[_runs_trainer(procs)]
+        first = trainers["started"].fillna(trainers["first_seen"]) if "started" in trainers.columns else trainers["first_seen"]
+        p = (held.sort_values("last_seen", kind="stable").iloc[-1] if len(held) else trainers.loc[first.idxmin()]
+             if len(trainers) else procs.loc[procs["last_seen"].idxmax()])
         gone, went_on = p["last_seen"], self.listed_until.get(p["source"])
         if went_on is None or went_on - gone < END_SLACK or last_alive > gone + END_SLACK:
             return {}
