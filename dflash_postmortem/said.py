@@ -66,12 +66,13 @@ def exception_at(lines: list[str]) -> int:
     return len(lines) - 1
 
 
-def exception_line(message) -> str:
-    """A traceback's exception line; a message of another kind, its last line."""
+def exception_line(message, kind: str | None) -> str:
+    """A traceback's exception line (`kind` "traceback", one whose header the file lacked too);
+    a message of another kind, its last line."""
     lines = [ln for ln in str(message or "").strip().splitlines() if ln.strip()]
     if not lines:
         return ""
-    return lines[exception_at(lines) if any(_TRACEBACK_HEAD in ln for ln in lines[:2]) else -1]
+    return lines[exception_at(lines) if kind == "traceback" else -1]
 
 
 def error_text(message, kind: str | None = None, limit: int = 600) -> str:

@@ -130,7 +130,7 @@ _NO_ATTEMPT = pd.Series({"pids": [], "run": None, "sources": [], "runs": [], "st
 def _last_line(inc: Incident, ref: str) -> str | None:
     """The exception of the traceback a ref cites (the last line of another event)."""
     ev = memo.rows_where(inc, "events", "ref", ref)
-    return (exception_line(ev["message"].iloc[0]).strip() or None) if len(ev) else None
+    return (exception_line(ev["message"].iloc[0], ev["kind"].iloc[0]).strip() or None) if len(ev) else None
 
 
 def _alive_by(inc: Incident, a: pd.Series, holders: pd.Series, start, end) -> str:

@@ -350,9 +350,9 @@ def _nearby_warnings(inc: Incident, ep: dict, run_after) -> pd.DataFrame:
     return near.sort_values("time", kind="stable")
 
 
-def _gist(message: str, width: int = 160) -> str:
+def _gist(message: str, kind: str | None, width: int = 160) -> str:
     """One line of a message: a traceback's exception, a log line without its timestamp/tag."""
-    text = exception_line(message)
+    text = exception_line(message, kind)
     text = re.sub(r"^\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(\[[^\]]*\]\s*)?", "", text).strip()
     return text if len(text) <= width else text[: width - 3] + "..."
 
@@ -401,11 +401,12 @@ def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) 
         for label, rx in CAUSES:
             hit = warns[warns["message"].fillna("").str.contains(rx)]
             if len(hit):
-                cands.append(f"{label}: {_gist(hit['message'].iloc[0])}")
+                gist = _gist(hit["message"].iloc[0], hit["kind"].iloc[0])
+                cands.append(f"{label}: {gist}")
                 refs = findings.refs(hit, 3)
                 evidence += refs
                 if refs:
-                    causes.append(findings.cause(findings.event_id(refs[0]), f"{label}: {_gist(hit['message'].iloc[0])}", refs))
+                    causes.append(findings.cause(findings.event_id(refs[0]), f"{label}: {gist}", refs))
         # the degraded run's own processes are not what it shared its GPUs with
         own = {p for _, a in attempts(inc).iterrows() if run_a in a["runs"] for p in a["pids"]}
         for sh in _shared_gpus(inc, ep):

@@ -327,10 +327,12 @@ def _died_inside(inc: Incident, a: pd.Series, lines: pd.DataFrame, end) -> tuple
         return None
     said = [ln.strip() for ln in str(r["message"]).strip().splitlines() if ln.strip()]
     first, last = (said[0], said[-1]) if said else (r["kind"], r["kind"])
-    if first.startswith("Traceback") and len(said) > 1:
-        # the exception line says it ("Traceback (most recent call last):" does not), and so it
-        # is the last quoted too: the lines after it go on with its message
-        first = last = exception_line(r["message"]).strip()
+    if r["kind"] == "traceback" and len(said) > 1:
+        # its exception line says it ("Traceback (most recent call last):" or a first frame does
+        # not; a thread's `Exception in thread NAME:` names where), and it is the last quoted: the
+        # lines after it go on with its message
+        last = exception_line(r["message"], r["kind"]).strip()
+        first = first if first.startswith("Exception in thread") else last
     first = first.rstrip(":")
     return ((r["ref"] if isinstance(r.get("ref"), str) else None),
             f"the process alive; likely cause: {first[:120]} ({last[:160]}) at {r['time']:%H:%M:%S}")
