@@ -91,15 +91,8 @@ FRAMES: dict[str, tuple[Column, ...]] = {
 
 FRAME_NAMES = tuple(FRAMES)
 
-# Metric keys that more than one module reads (loaders write them, detectors and plots read them).
-TOK_PER_S = "train/tok_per_s"
-# Steps per second from a step counter: the model's pace where no source logs tokens
-# (model/pace.py); no loader writes it.
-STEPS_PER_S = "train/steps_per_s"
-# Seconds since a progress bar began, as the bar shows them (tqdm's `[00:33<00:17, ...]`): a log
-# with no timestamps carries its own relative clock in them (clock/align.date_untimed_logs).
-BAR_ELAPSED_S = "train/bar_elapsed_s"
-LOSS = "train/loss"
+# Metric keys that more than one module reads (metric_keys.py: the replay trainer logs under them too).
+from .metric_keys import BAR_ELAPSED_S, LOSS, STEPS_PER_S, TOK_PER_S  # noqa: E402, F401
 
 # The event kinds the attempt model reads (model/), whatever source wrote them. A loader that
 # knows one of these things says it with this kind; columns beyond the canonical ones that the

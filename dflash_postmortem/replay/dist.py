@@ -24,7 +24,7 @@ import torch
 import torch.distributed as dist
 
 from ..errors import UsageError
-from ..schema import LOSS, TOK_PER_S
+from ..metric_keys import LOSS, TOK_PER_S
 from .drafter import DFlashDrafter
 from .faults import hang_at, raise_at
 from .model import build_target_layer_ids

@@ -28,6 +28,10 @@ class ReplayConfig:
     drafter_threads: int = 0
     transport: str = "threads"
     queue_size: int = 4
+    # the share of wall time each worker thread computes: after each batch it waits the rest
+    # (1.0: never waits). A CPU replay beside other work (a test suite) keeps its rates' ratios
+    # at a quarter of the CPU: every thread's step slows by the same factor.
+    cpu_share: float = 1.0
     # shapes (the target's and the drafter's defaults are their own configs')
     vocab: int = _T.vocab
     hidden: int = _T.hidden

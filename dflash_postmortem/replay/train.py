@@ -34,7 +34,7 @@ from pathlib import Path
 
 import torch
 
-from ..schema import LOSS, TOK_PER_S
+from ..metric_keys import LOSS, TOK_PER_S
 from .dist import train_distributed
 from .drafter import ATTN_BACKENDS, COMPILE_MODES, LM_HEAD_MODES, sample_anchors, sdpa_attention
 from .faults import hang_at, raise_at
@@ -56,6 +56,13 @@ def _gpu_list(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
 
+def _share(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"a share of wall time is in (0, 1], not {text}")
+    return value
+
+
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
     d = ReplayConfig()
     p.add_argument("--run-name", default=d.run_name)
@@ -70,6 +77,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--drafter-threads", type=int, default=d.drafter_threads)
     g.add_argument("--transport", choices=("threads", "dist"), default=d.transport)
     g.add_argument("--queue-size", type=int, default=d.queue_size)
+    g.add_argument("--cpu-share", type=_share, default=d.cpu_share,
+                   help="share of wall time each worker thread computes, waiting the rest after each batch "
+                        "(default 1: never waits); every rate scales by it, their ratios stay")
     g = p.add_argument_group("shapes")
     for name in ("vocab", "hidden", "layers", "heads", "seq", "batch", "draft_layers", "draft_heads",
                  "block_size", "num_anchors", "chunk_blocks"):
@@ -320,6 +330,11 @@ def train(cfg: ReplayConfig, stream=None) -> int:
                 stop.set()  # one thread down stops the run: a silent stall is the worst outcome
         return run_body
 
+    def pace(since: float) -> None:
+        """Wait out the rest of this batch's share of wall time (cfg.cpu_share)."""
+        if cfg.cpu_share < 1:
+            stop.wait((time.perf_counter() - since) * (1 / cfg.cpu_share - 1))
+
     @guarded
     def target_worker(i: int, device: torch.device):
         _set_device(device)
@@ -337,6 +352,7 @@ def train(cfg: ReplayConfig, stream=None) -> int:
                 torch.cuda.current_stream(device).synchronize()  # the batch is ready before it is handed over
             busy["target_s"] += time.perf_counter() - t0
             busy["target_batches"] += 1
+            pace(t0)
             while not stop.is_set():
                 try:
                     q.put((ids, mask, hidden), timeout=0.1)
@@ -361,11 +377,13 @@ def train(cfg: ReplayConfig, stream=None) -> int:
             step += 1
             raise_at(cfg.inject_error, "drafter", step)
             hang_at(cfg.inject_hang, "drafter", step)
+            t_step = time.perf_counter()
             ids, mask = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
             loss = drafter_step(drafter, opt, ids, mask, hidden.to(device, non_blocking=True), g)
             # .item() is a CPU-GPU sync point: a step's tokens count only once it has really run;
             # the mean over ranks is the job's one collective (a rank that stops stops the others)
             mean, agreed = ranks.mean(loss.item(), device, stopping.is_set())
+            pace(t_step)
             done = meter.completed(ids.numel(), mean, thread=i)
             if agreed:
                 stop.set()

@@ -74,6 +74,27 @@ def test_capture_flag_names_are_aliases():
     assert cfg.target_gpus == [] and cfg.drafter_gpus == []
 
 
+def test_a_cpu_share_keeps_each_thread_to_its_share_of_the_wall_time(tmp_path):
+    """`--cpu-share 0.25`: after each batch a thread waits three times what it computed, so the
+    target's busy time is at most a quarter of the run's (plus the last batch's, whose wait the
+    stop cuts short); shares outside (0, 1] are refused as they are typed."""
+    import argparse
+    import json
+
+    p = argparse.ArgumentParser()
+    add_train_arguments(p)
+    assert config_from_args(p.parse_args(["--cpu", "--cpu-share", "0.25"])).cpu_share == 0.25
+    for bad in ("0", "1.5", "-1"):
+        with pytest.raises(SystemExit):
+            p.parse_args(["--cpu-share", bad])
+    result = tmp_path / "result.json"
+    rc, log = run(run_name="paced", cpu_share=0.25, max_steps=30, log_every=5, warmup_steps=2,
+                  result_json=str(result))
+    assert rc == 0 and "[paced] step 30 " in log, log
+    busy = json.loads(result.read_text())["target_busy_fraction"]
+    assert 0 < busy <= 0.25 * 30 / 29, busy
+
+
 @pytest.mark.slow
 def test_dist_transport_over_gloo(capfd):
     """Target and drafter as two processes joined by torch.distributed (gloo on CPU)."""
