@@ -23,6 +23,10 @@ _LINE_PREFIX = re.compile(r"^\[?[IWEF]\d{3,4} [\d:.]+(?: +\d+)? [^\]]{1,200}\] *
                           # `[2023-03-05 06:40:35,705] [ERROR] [launch.py:324:sigkill_handler] `
                           r"|^\[\d{4}-\d\d-\d\d[ T][\d:.,]+\] *(?:[\w.]{1,120}: )?(?:\[[A-Z]{3,8}\] *)?(?:\[[\w.]+:\d+:\w+\] *)?")
 _SOURCE_AT = re.compile(r"\[(?:/[^\]\s]+|[\w.-]+)\.(?:cc|cpp|cu|h|hpp|c):\d+\] ?")
+# A line cut inside its last parenthesis (a paste wrapped at the terminal's width: torchrun's
+# `failed (exitcode: -6) local_rank: 6 (pid` goes on with `: 541332) of binary` on the next line):
+# the open fragment is left out of what is quoted.
+_CUT_OPEN = re.compile(r"\s*\([^()]{0,12}$")
 # An entry of torchelastic's ChildFailedError table (`[0]:`, then `key : value` fields: `time : ...`,
 # `exitcode : -9 (pid: 14750)`, `traceback : Signal 9 (SIGKILL) received by PID 14750`), as the
 # training-log loader reads it and as an error quotes it: by its traceback (torch 1.10: msg),
@@ -91,7 +95,7 @@ def error_text(message, kind: str | None = None, limit: int = 600) -> str:
         fields = {m["key"]: m["value"].strip() for ln in lines[1:] if (m := FAILURE_FIELD.match(ln.strip()))}
         told = [fields[k] for k in ("traceback", "msg") if fields.get(k) and not fields[k].startswith(("<N/A>", "To enable"))]
         line = told[0] if told else f"exitcode {fields['exitcode']}" if fields.get("exitcode") else line
-    text = _argv(_SOURCE_AT.sub("", _LINE_PREFIX.sub("", line.strip())))
+    text = _CUT_OPEN.sub("", _argv(_SOURCE_AT.sub("", _LINE_PREFIX.sub("", line.strip()))))
     if len(text) <= limit:
         return text
     # its whole sentences that fit, where they are most of it (CUDA's out-of-memory message goes on

@@ -48,6 +48,15 @@ def test_a_short_error_is_whole():
     assert error_text("x" * 601).endswith("…") and len(error_text("x" * 601)) == 600  # no word to cut at
 
 
+def test_a_line_cut_inside_its_last_parenthesis_is_quoted_without_the_open_fragment():
+    """torchrun's failure line wrapped at a terminal's 140 columns (torchrun/accelerate-elastic-glog-
+    wrapped-140-exitcode-6-local-rank-6-openr1.log: `... local_rank: 6 (pid` then `: 541332) of
+    binary` on the next line); whole, its PID stays."""
+    assert error_text("failed (exitcode: -6) local_rank: 6 (pid") == "failed (exitcode: -6) local_rank: 6"
+    assert error_text("failed (exitcode: 1) local_rank: 0 (pid: 2181) of binary: /usr/bin/python") == \
+        "failed (exitcode: 1) local_rank: 0 (pid: 2181) of binary: /usr/bin/python"
+
+
 # An entry of torchelastic's ChildFailedError table as the loader gives it (its lines from
 # tests/fixtures/real-world/train-log/torchrun-childfailed-table-accelerate-grpo.log, host masked
 # there), and one whose traceback field only points at the docs (torch 2.x without an error file)

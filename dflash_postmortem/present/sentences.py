@@ -394,9 +394,10 @@ def _nothing_found(inc: Incident, first, last) -> str:
 
 
 # What a reader names as gone wrong where no finding does (no training to judge): a GPU's fault
-# (a kernel's Xid, nvidia-smi's "GPU is lost"), a kill, a job or command that failed.
-_WRONG = ("gpu_lost", "xid", "gpu_error", "oom_kill", "oom", "nccl_timeout", "timeout", "nccl_error", "killed",
-          "exit", "attempt_end")
+# (a kernel's Xid, nvidia-smi's "GPU is lost"), a kill (the kernel's OOM killer choosing its
+# process, a cgroup's limit), a job or command that failed.
+_WRONG = ("gpu_lost", "xid", "gpu_error", "oom_kill", "oom_chosen", "oom_memcg", "oom", "nccl_timeout", "timeout",
+          "nccl_error", "killed", "exit", "attempt_end")
 # error lines (most say nothing a reader would name) whose pattern is a fault: a CUDA error, a
 # kernel out of the GPU's resources (loaders/training_log/patterns.py EXCEPTION_FACTS)
 _WRONG_PATTERNS = ("cuda_error", "triton_out_of_resource")

@@ -145,6 +145,9 @@ def test_a_finding_whose_title_names_its_time_is_not_dated_twice():
     ("train-log/cuda-illegal-access-watchdog-pg-guid-rank2-frames-cut.log", "What it shows going wrong: [PG ID 0 PG "
      "GUID 0(default_pg) Rank 2] Process group watchdog thread terminated with exception: CUDA error: an illegal "
      "memory access was encountered (cuda-illegal-access-watchdog-pg-guid-rank2-frames-cut.log:9)."),
+    # a cgroup's OOM killer choosing a process, the line that would name the kill cut off
+    ("kernel/dmesg-cgroup-v1-task-in-limit-wrapped-kill-62685-cut.txt", "What it shows going wrong: Memory cgroup out "
+     "of memory: Kill process 62685 (bash) score 0 or sacrifice child (dmesg-cgroup-v1-task-in-limit-wrapped-kill-62685-cut.txt:12)"),
     # the kernel's Xid for a GPU fallen off the bus
     ("terminal/dmesg-nvrm-gpu-fallen-off-bus-no-xid.txt", "What it shows going wrong: NVRM: The NVIDIA GPU 0000:b3:00.0 "
      "(PCI ID: 10de:26b5) installed in this system has fallen off the bus"),
@@ -161,6 +164,22 @@ def test_no_training_but_what_went_wrong(tmp_path, repo_dir, sample, shows):
         inc = pm.load_incident(tmp_path)
     said = text.what_happened(inc, pm.detect(inc))
     assert len(said) == 1 and said[0].startswith("No training seen in 1 file: ") and shows in said[0], said
+
+
+def test_a_rank_failure_line_a_terminal_wrapped_is_told_as_the_death(tmp_path, repo_dir):
+    """torchrun's `failed (exitcode: -6) local_rank: 6 (pid` wrapped at 140 columns before the
+    PID: the line is the death of local rank 6 by SIGABRT (it was text, and the story said nothing
+    could be said of how it went)."""
+    import shutil
+
+    shutil.copy(repo_dir / "tests" / "fixtures" / "real-world" / "torchrun" /
+                "accelerate-elastic-glog-wrapped-140-exitcode-6-local-rank-6-openr1.log", tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    found = pm.detect(inc)
+    assert list(found["kind"]) == ["process_died"]
+    assert text.what_happened(inc, found)[0].startswith("A process died: failed (exitcode: -6) local_rank: 6 (SIGABRT).")
 
 
 def test_a_completed_job_is_nothing_gone_wrong(tmp_path, repo_dir):

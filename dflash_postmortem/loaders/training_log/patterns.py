@@ -676,8 +676,9 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _elastic("attempt_end", "elastic_restarting", "estarting worker group",
              r"(?:(?P<left>\d+)/(?P<max_restarts>\d+) restart attempts left; )?[Rr]estarting worker group"),
     _elastic("attempt_end", "elastic_succeeded", "successfully finished", r"worker group successfully finished"),
+    # (its PID may be cut off: a paste wrapped at the terminal's width goes on with `: 541332)`)
     _elastic("exit", "elastic_child_failed", "failed (exitcode:",
-             r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)"),
+             r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+)(?: \(pid: (?P<pid>\d+)\))?"),
     # torch 1.9-1.10's box when a child wrote no error file
     _elastic("exit", "elastic_child_failed_no_error_file", "FAILED (exitcode",
              r"Child process (?P<pid>\d+) \(local_rank (?P<local_rank>\d+)\) FAILED \(exitcode (?P<code>-?\d+)\)"),
