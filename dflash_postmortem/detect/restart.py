@@ -19,7 +19,7 @@ from ..model import gpu_state
 from ..model.attempts import attempts, kill_reach
 from ..model.kills import aimed_at
 from ..model.launches import is_trainer, outcomes, verdicts
-from ..model.log_files import NEVER_CREATED, NOT_IN_INCIDENT, log_files, worked_unseen
+from ..model.log_files import NEVER_CREATED, NOT_IN_INCIDENT, log_files, unseen
 from ..model.states import REPORTED_ENDS, states
 from ..shell_words import is_detached, session_launcher
 from ..units import clock
@@ -553,8 +553,8 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
             rows.append(_never_trained(inc, L, w, pid, stuck, ended, evidence))
             continue
         if not over:
-            if first is None and (_only_listed(inc, L, proc, log, grace) or (a is not None and worked_unseen(inc, a))):
-                continue  # (its log is not in the incident, and its GPU worked: model/log_files.py)
+            if first is None and (_only_listed(inc, L, proc, log, grace) or (a is not None and unseen(inc, a))):
+                continue  # (its log is not in the incident, and its GPU worked or nothing covers it: model/log_files.py)
             rows.append(findings.finding(
                 "slow_start", L["time"], w.end, "info", evidence,
                 {"checks": checks, "run": L["run"], "pid": None if pid is None else int(pid), "checks_seen": lines,

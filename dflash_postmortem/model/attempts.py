@@ -1389,7 +1389,9 @@ def _end(rows: pd.DataFrame, a: _Attempt, last_alive, evidence_end, live: bool =
     # rest trained on) did not end the attempt
     # (a transcript dated only by its `date`s places its lines up to APPROX_S early: the shell's
     # `Killed` after a foreground command may be dated before the command's own first log line)
-    lo = max(a.start, last_alive - END_SLACK)
+    # (a start nothing dates, a launch typed before the transcript's first `date`: its end is read
+    # from its last sign of life alone)
+    lo = last_alive - END_SLACK if pd.isna(a.start) else max(a.start, last_alive - END_SLACK)
     approx = ev["time_approx"].fillna(False).astype(bool) if "time_approx" in ev.columns else False
     # the shell's status of the command that launched it (`...; echo exit=$?`, `Killed`) is printed
     # when that command ended, whatever time the transcript gives its output (a prompt's time
@@ -1412,6 +1414,6 @@ def _end(rows: pd.DataFrame, a: _Attempt, last_alive, evidence_end, live: bool =
     # (its own status is not before its last sign of life: it was printed after the job ended)
     late = own.loc[r.name] and not r["time"] >= last_alive or _job_report(ev).loc[r.name] and r["time"] >= last_alive
     when = last_alive if late else r["time"]
-    return {"end": max(when, a.start), "end_kind": r["kind"], "end_ref": _ref(r),
+    return {"end": when if pd.isna(a.start) else max(when, a.start), "end_kind": r["kind"], "end_ref": _ref(r),
             "end_message": message[-1][:300] if message else None,
             "exit_code": _num(r.get("exit_code")), "signal": _text(r.get("signal"))}

@@ -127,19 +127,33 @@ def _first(message) -> str:
     return str(message).strip().splitlines()[0][:160] if isinstance(message, str) else ""
 
 
-def worked_unseen(inc: Incident, a: pd.Series) -> str | None:
-    """What shows an attempt at work where nothing can show whether it trained: its log is not in
-    the incident, no file of its own gave a line (its PID file names it only), and its GPU was busy
-    while its PIDs held memory on it. None where any of that is missing: a start with its log, or
-    one that never got its GPU working (a crash loop's processes that live for seconds), is
-    judged by its steps."""
+def unseen(inc: Incident, a: pd.Series) -> str | None:
+    """Why nothing can show whether an attempt trained, where nothing can: its log is not in the
+    incident, no file of its own gave a line (its PID file names it only), and either its GPU was
+    busy while its PIDs held memory on it (at work, and no line says what it did), or no GPU
+    sample, per-process GPU sample or process listing covers its time (a shell session alone: its
+    launch, and maybe how it ended). None where any of that is missing: a start with its log, or
+    one the GPUs and listings saw never get its GPU working (a crash loop's processes that live
+    for seconds), is judged by its steps."""
     log = log_files(inc).get(a["attempt"])
-    gp, g = inc.gpu_processes, inc.gpus
-    if log is None or log.state != NOT_IN_INCIDENT or gp.empty or g.empty or not a["pids"]:
+    if log is None or log.state != NOT_IN_INCIDENT:
         return None
     ev = inc.events
     if (len(inc.metrics) and inc.metrics["source"].isin(a["sources"]).any()) or \
             (len(ev) and (ev["source"].isin(a["sources"]) & (ev["kind"] != "pid_file")).any()):
+        return None
+    worked = _worked(inc, a)
+    if worked is not None:
+        return f"{log.said}, and {worked}; whether it trained, no line says"
+    if not _covered(inc, a):
+        return f"{log.said}, and no GPU sample or process listing covers its time: whether it trained, nothing shows"
+    return None
+
+
+def _worked(inc: Incident, a: pd.Series) -> str | None:
+    """Its GPU at work while its PIDs held memory on it, in words; None where no sample shows it."""
+    gp, g = inc.gpu_processes, inc.gpus
+    if gp.empty or g.empty or not a["pids"]:
         return None
     mine = gp[gp["pid"].isin(a["pids"]) & gp["time"].notna() & gp["gpu"].notna()].sort_values("time", kind="stable")
     util = g[g["time"].notna() & g["gpu"].notna() & g["util_gpu_pct"].notna()].sort_values("time", kind="stable")
@@ -153,6 +167,40 @@ def worked_unseen(inc: Incident, a: pd.Series) -> str | None:
     if len(busy) < UNSEEN_BUSY_SAMPLES or (busy["time"].max() - busy["time"].min()).total_seconds() < UNSEEN_BUSY_S:
         return None
     pids = ", ".join(str(int(p)) for p in sorted(busy["pid"].unique()))
-    return (f"{log.said}, and its GPU was at work while PID {pids} held it: {busy['util_gpu_pct'].median():.0f} % "
-            f"utilization from {clock(busy['time'].min())} to {clock(busy['time'].max())}; "
-            "whether it trained, no line says")
+    return (f"its GPU was at work while PID {pids} held it: {busy['util_gpu_pct'].median():.0f} % "
+            f"utilization from {clock(busy['time'].min())} to {clock(busy['time'].max())}")
+
+
+def _covered(inc: Incident, a: pd.Series) -> bool:
+    """Whether anything that checks a start falls in the attempt's time (from its start to its
+    end, else to the next start; a bound nothing dates is open): a GPU sample, a per-process GPU
+    sample, a process listing, a count of processes (`ps aux | grep train | wc -l`), or the
+    verifying launcher's own checks of it."""
+    ev = inc.events
+    if len(ev) and "launch_ref" in ev.columns and isinstance(a["launch_ref"], str) and \
+            ((ev["kind"] == "launch_check") & (ev["launch_ref"] == a["launch_ref"])).any():
+        return True
+    lo, hi = a["start"], a["end"]
+    if pd.isna(hi) and pd.notna(lo):  # nothing shows its end: until the next start, the one that followed it
+        later = attempts(inc)["start"]
+        later = later[later > lo]
+        hi = later.min() if len(later) else hi
+    procs = inc.processes
+    if len(procs):  # a listing ran while it was there to be listed
+        listed = pd.Series(True, index=procs.index)
+        if pd.notna(lo):
+            listed &= procs["last_seen"] >= lo
+        if pd.notna(hi):
+            listed &= procs["first_seen"] <= hi
+        if listed.fillna(False).any():
+            return True
+    counts = ev[ev["kind"] == "process_count"] if len(ev) else ev
+    for df, col in ((inc.gpus, "time"), (inc.gpu_processes, "time"), (counts, "time")):
+        t = df[col].dropna() if col in df.columns else df.iloc[:0]
+        if pd.notna(lo):
+            t = t[t >= lo]
+        if pd.notna(hi):
+            t = t[t <= hi]
+        if len(t):
+            return True
+    return False

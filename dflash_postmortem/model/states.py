@@ -35,7 +35,7 @@ from ..said import error_text, exception_line
 from ..units import figure
 from . import carried, computed
 from .attempts import APPROX_S, CLEAN_ENDS, MACHINE_FAULTS, attempts
-from .log_files import worked_unseen
+from .log_files import unseen
 from .pace import unit
 from .progress import lines_of, losses_of, progress, warmed
 
@@ -171,7 +171,7 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
     kind = a["end_kind"]
     if pd.isna(first):
         # a start whose log is not there to show a step, seen at work on its GPU, gave nothing up
-        gave_up = None if worked_unseen(inc, a) else _gave_up(a, att, evidence_end, not inc.metrics.empty)
+        gave_up = None if unseen(inc, a) else _gave_up(a, att, evidence_end, not inc.metrics.empty)
         if gave_up is not None:
             rows.append(_row(a, "never trained", end, end, a["end_ref"] or a["last_alive_ref"],
                              a["end_message"] or gave_up))

@@ -30,7 +30,7 @@ from ..detect.finding_text import became, ranks_text
 from ..incident import Incident
 from ..model.attempts import attempts, came_up_after, stopped_cleanly_near
 from ..model.ledger import CLASSES, SHOWN_S, ledger
-from ..model.log_files import worked_unseen
+from ..model.log_files import unseen
 from ..said import error_text
 from ..schema import TOK_PER_S
 from ..units import (
@@ -337,12 +337,17 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
 
 def _unseen(inc: Incident) -> list[tuple]:
     """(when, sentence) for each start no finding can judge: its log is not in the incident, and
-    its GPU was at work (model/log_files.py worked_unseen); and how it ended, where it did."""
+    its GPU was at work or nothing covers its time (model/log_files.py unseen); and how it ended, where it did."""
     out = []
     for _, a in attempts(inc).iterrows():
-        if pd.isna(a["first_step"]) and (seen := worked_unseen(inc, a)) is not None:
-            ended = f"; it ended at {_when(a['end'])}" if pd.notna(a["end"]) else ""
-            out.append((a["start"], f"The start at {_when(a['start'])} cannot be judged: {seen}{ended}."))
+        if pd.isna(a["first_step"]) and (seen := unseen(inc, a)) is not None:
+            how = (f", killed by {a['signal']}" if isinstance(a["signal"], str) else
+                   f", with exit status {int(a['exit_code'])}" if pd.notna(a["exit_code"]) else "")
+            ended = f"; it ended at {_when(a['end'])}{how}" if pd.notna(a["end"]) else ""
+            # (a launch typed before anything in the evidence dates: named by what it ran)
+            start = f"The start at {_when(a['start'])}" if pd.notna(a["start"]) else \
+                f"The launch of {a['script'] or 'a command'} ({a['launch_ref'] or a['start_ref']})"
+            out.append((a["start"], f"{start} cannot be judged: {seen}{ended}."))
     return out
 
 

@@ -681,7 +681,7 @@ def test_a_start_whose_log_is_missing_and_whose_gpu_worked_is_not_judged_a_faile
     said = pm.what_happened(inc, found)
     assert said[1].startswith("The start at 10:35:36 UTC cannot be judged: its log (logs/train3.log) is not in the "
                               "incident, and its GPU was at work while PID 918 held it: ")
-    assert said[1].endswith("; it ended at 10:36:10 UTC.")
+    assert said[1].endswith("; it ended at 10:36:10 UTC, killed by SIGTERM.")  # the operator's `kill` (README)
 
 
 def test_starts_whose_log_is_missing_and_that_never_got_their_gpu_working_never_came_up(tmp_path):
