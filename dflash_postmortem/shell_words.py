@@ -632,6 +632,22 @@ def foreground_log(command: str) -> str | None:
     return log_target(command)
 
 
+def foreground_program(command: str) -> str | None:
+    """The trainer a command runs in the foreground, its output on the terminal (`python train.py
+    2>&1 | tee logs/train.log`, `torchrun ... train.py`): the program's word; None for a launch
+    into the background, a helper (`cat`, `grep`, `ls`) or a command that runs no program."""
+    words = shell_words(command or "")
+    if "&" in words or "disown" in words:
+        return None
+    for seg, _ in simple_commands(words):
+        if command_name(seg) in _HELPERS:
+            continue
+        i = _program_index(seg)
+        if i is not None:
+            return seg[i]
+    return None
+
+
 def log_target(command: str) -> str | None:
     """Where a launch sends its stdout: its `>` redirect or `| tee` target (not /dev/null)."""
     launch = parse_launch(command or "")

@@ -21,6 +21,7 @@ from ..model.kills import aimed_at
 from ..model.launches import is_trainer, outcomes, verdicts
 from ..model.log_files import NEVER_CREATED, NOT_IN_INCIDENT, log_files, unseen
 from ..model.states import REPORTED_ENDS, states
+from ..said import error_text
 from ..shell_words import is_detached, session_launcher
 from ..units import clock
 from . import findings
@@ -217,7 +218,10 @@ def _told(L: pd.Series, inc: Incident, a: pd.Series) -> _Verdict | None:
     # the shell may say one end twice (`Killed`, then `exit=137` from the operator's `echo`)
     told = _reported(inc, a)
     refs += [r for r in findings.refs(told) if r not in refs]
-    shown = "; ".join(f"`{str(m).strip()}`" for m in told["message"].head(3)) or f"`{a['end_message']}`"
+    # (a report over several lines, a launcher's failure table entry, is told by what it says)
+    said = (error_text(m, k) if len(str(m).strip().splitlines()) > 1 else str(m).strip()
+            for m, k in zip(told["message"].head(3), told["kind"].head(3), strict=True))
+    shown = "; ".join(f"`{t}`" for t in dict.fromkeys(said)) or f"`{a['end_message']}`"  # (each said once)
     reported = [findings.cause(findings.event_id(r), "the shell reported how it ended", [r]) for r in refs]
     if end == "oom_kill":
         return _Verdict("killed by the OOM killer", f"killed by the kernel's OOM killer: {shown}", refs,

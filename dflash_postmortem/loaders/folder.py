@@ -18,7 +18,7 @@ import tempfile
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..clock import align, untimed
 from ..config import CONFIG_NAME, IncidentConfig, incident_config
@@ -357,12 +357,26 @@ def _read_planned(plan: FolderPlan, root: Path, online: bool, reader: SourceRead
     inc = Incident.combine(parts, consume=True, config=cfg, root=root)
     inc.load_report.files = plan.report.files + inc.load_report.files
     inc.load_report.notes = plan.report.notes + inc.load_report.notes
+    _without_printed_copies(inc)
     align.apply_offsets(inc, cfg.offsets)
     untimed.date_untimed_logs(inc)
     align.align_host_clocks(inc)
     _fill_gpu_index(inc)
     inc.load_report.files.sort(key=lambda r: r.path)
     return inc
+
+
+def _without_printed_copies(inc: Incident) -> None:
+    """The rows of a log printed in a session (`tail -n 2 logs/train.log`, a foreground run teed
+    into it: their `copy_of`) where the folder holds a file of that name: the file is the
+    evidence, every line of it; its printed lines are a copy, and each would count twice."""
+    names = {PurePosixPath(f.path).name for f in inc.load_report.files}
+    for frame in ("metrics", "events"):
+        df = getattr(inc, frame)
+        if "copy_of" not in df.columns or not df["copy_of"].notna().any():
+            continue
+        copy = df["copy_of"].map(lambda path: isinstance(path, str) and PurePosixPath(path).name in names)
+        setattr(inc, frame, df[~copy.astype(bool)].reset_index(drop=True))
 
 
 def load_source(p: _Planned, ctx: LoadContext, scratch: Path) -> Incident:

@@ -923,3 +923,21 @@ def test_a_dataloader_worker_killed_from_outside_ends_the_run_with_its_own_error
     imp = pm.timeline(inc, found).impact
     assert (imp["detected"], imp["mitigated"]) == (T5("13:32:14.429"), T5("13:32:14.734"))
     assert abs(imp["recovered"] - T5("13:32:30")) <= pd.Timedelta(seconds=1)
+
+
+def test_a_foreground_runs_output_in_the_typescript_is_its_log(tmp_path):
+    """h200-1gpu-ctrl-z: the run is in the foreground, `... 2>&1 | tee logs/train.log`, stopped by
+    Ctrl-Z at its step 150 (03:44:12), brought back by `fg` at 03:45:13, where it stops at once
+    (README). Without logs/train.log the typescript still holds every line the run printed, and
+    `fg` echoes the job before its last line: the kit said "No training seen in 4 files"; now the
+    story is the one the whole folder gives. With the log there, its printed copy adds no row."""
+    whole = _without(tmp_path / "whole", "h200-1gpu-ctrl-z")
+    assert set(whole.metrics["source"]) == {"logs/train.log"}
+    told = pm.what_happened(whole, detect(whole))
+    inc = _without(tmp_path, "h200-1gpu-ctrl-z", "logs/train.log")
+    assert set(inc.metrics["source"]) == {"logs/train.log"}  # (the printed copy stands for the file)
+    assert all(r.startswith("logs/terminal.typescript:") for r in inc.metrics["ref"])
+    steps = inc.metrics[inc.metrics["metric"] == "train/tok_per_s"]
+    assert steps["step"].max() == 150 and f"{steps['time'].max():%H:%M:%S}" == "03:44:12"
+    said = pm.what_happened(inc, detect(inc))
+    assert said == told and said[-1] == "Then the run stopped by itself at 03:45:13 UTC.", said

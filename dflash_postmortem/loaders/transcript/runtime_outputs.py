@@ -8,6 +8,11 @@ the reader of that output (`loaders/containers/`), its ages read against the tim
     kubectl logs [--previous] X, docker logs [-t] X
                                     -> the training-log reader: the container's own log, its rows
                                        attributed to the pod or container (`job`)
+    tail / cat / head of a log file -> the training-log reader: that file's lines, as printed
+                                       (`copy_of`: the file; the folder's own copy is read instead
+                                       where it holds it, loaders/folder.py)
+    a trainer run in the foreground -> the training-log reader: its output on the terminal
+                                       (`copy_of`: the file it tees into)
 
 (`systemctl status` and `journalctl -u` answers are read line by line with the kernel's lines:
 `systemd_units`.)
@@ -18,10 +23,11 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from pathlib import PurePosixPath
 
 import pandas as pd
 
-from ...shell_words import command_name
+from ...shell_words import RUN_NAME, command_name, foreground_program, log_target
 from ..containers import docker, kubernetes
 from ..containers.events import Found, anchor
 from ..training_log import load_process_log
@@ -132,20 +138,63 @@ def _first_argument(rest: list[str]) -> str | None:
     return None
 
 
-def read_log(c, ctx, rep, ref_of) -> dict[str, pd.DataFrame]:
-    """A container's log printed by `kubectl logs` / `docker logs`: read as the training log it
-    is (the training-log reader), every row attributed to the pod or container."""
-    job = log_of(c.words) if c.output else None
-    if job is None:
+# The programs that print a file's lines, their options that take a value, and the names of the
+# files whose printed lines are read as a log (a config or a script printed is no log)
+_PRINTERS = {"tail", "cat", "head"}
+_PRINTER_VALUES = {"-n", "-c", "--lines", "--bytes", "-s", "--sleep-interval", "--pid", "--max-unchanged-stats"}
+_LOG_NAME = re.compile(r"(?:\.(?:log|out|err|txt)|log)$")
+
+
+def printed_log(c) -> tuple[str | None, dict, str] | None:
+    """What a command's output is a log of, where it is one: (the run its untagged lines belong
+    to, the columns its rows take, what it is, in words). A container's log (`kubectl logs`,
+    `docker logs`: attributed to the pod or container), a log file printed (`tail -n 2
+    logs/train.log`: its lines, a copy of the file), or a trainer run in the foreground or brought
+    back to it by `fg` (its output on the terminal, a copy of the file it tees into)."""
+    job = log_of(c.words)
+    if job is not None:
+        previous = bool(re.search(r"(?:^|\s)(?:-p|--previous)(?:\s|=|$)", c.text))
+        # (a previous log is the container's last attempt, not the running one)
+        extra = {"job": job, "by": "kubernetes" if command_name(c.words) == "kubectl" else "docker"} | (
+            {"previous": True} if previous else {})
+        return job, extra, f"the {'previous ' if previous else ''}log of {job}"
+    name, rest = _subcommand(c.words)
+    if name in _PRINTERS and "|" not in c.words:
+        files, skip = [], False
+        for w in rest:
+            if skip or w.startswith("-"):
+                skip = not skip and w in _PRINTER_VALUES
+                continue
+            files.append(w)
+        if len(files) == 1 and _LOG_NAME.search(files[0]):
+            return PurePosixPath(files[0]).stem, {"copy_of": files[0]}, f"{files[0]} as `{name}` printed it"
+        return None
+    # `fg` brings a job back: bash echoes the job's command line first, then the job's output
+    command = c.output[0][1] if name == "fg" and c.output else c.text
+    program = foreground_program(command)
+    if program is None:
+        return None
+    target = log_target(command)
+    run = RUN_NAME.search(command)
+    named = run.group("run") if run else PurePosixPath(target).stem if target else PurePosixPath(program).stem
+    return named, {"copy_of": target} if target else {}, f"the output of {program}"
+
+
+def read_log(c, ctx, rep, ref_of, held: set[int] = frozenset()) -> dict[str, pd.DataFrame]:
+    """A log printed in the session (`printed_log`): read as the training log it is (the
+    training-log reader), its rows cited at the session's lines; the lines in `held` are the
+    shell's own (bash's `Killed` under a foreground command), read as the session's already."""
+    printed = printed_log(c) if c.output else None
+    if printed is None:
         return {}
+    run, extra, what = printed
     fd, tmp = tempfile.mkstemp(suffix=".log")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write("\n".join(s for _, s in c.output) + "\n")
-        sub = load_process_log(tmp, timezone=ctx.timezone, host=ctx.host, run=job, date=ctx.date, on_bad_line="skip")
+            f.write("\n".join("" if n in held else s for n, s in c.output) + "\n")  # (line for line)
+        sub = load_process_log(tmp, timezone=ctx.timezone, host=ctx.host, run=run, date=ctx.date, on_bad_line="skip")
     finally:
         os.unlink(tmp)
-    previous = bool(re.search(r"(?:^|\s)(?:-p|--previous)(?:\s|=|$)", c.text))
     out = {}
     for frame in ("metrics", "events"):
         df = getattr(sub, frame)
@@ -154,14 +203,16 @@ def read_log(c, ctx, rep, ref_of) -> dict[str, pd.DataFrame]:
         df = df.copy()
         lines = [int(str(r).rsplit(":", 1)[-1]) for r in df["ref"]]
         df["ref"] = [ref_of(c.output[k - 1][0]) if 0 < k <= len(c.output) else ref_of(c.line) for k in lines]
-        df["source"] = rep.path
-        df["job"] = job
-        df["by"] = "kubernetes" if command_name(c.words) == "kubectl" else "docker"
-        if previous:
-            df["previous"] = True  # the log of the container's last attempt, not the running one
+        # A printed log is a source of its own: the file it is a copy of, else the command's output
+        # (the session's other lines are no sign of its trainer's life); a container's log is the
+        # session's, attributed to its job.
+        df["source"] = rep.path if "job" in extra else extra.get("copy_of") or ref_of(c.line)
+        for col, value in extra.items():
+            df[col] = value
         if frame == "events":
             df["command_ref"] = ref_of(c.line)
         out[frame] = df
-    rep.notes.append(f"line {c.line}: the {'previous ' if previous else ''}log of {job} read as a training log "
-                     f"({len(out.get('metrics', []))} metric rows, {len(out.get('events', []))} events)")
+    if out or extra.get("job"):
+        rep.notes.append(f"line {c.line}: {what} read as a training log "
+                         f"({len(out.get('metrics', []))} metric rows, {len(out.get('events', []))} events)")
     return out

@@ -158,7 +158,8 @@ def session_incident(ses: Session, ctx: LoadContext, rep, loose: str = "text out
             launches.append((len(ev.rows) - 1, launch, t, cref))
         facts = output_events(ev, c, ref_of, launch, cref)
         answered = status_answer(ev, c, prev, ref_of)
-        fact_events(ev, c.output, c, ref_of, jobs, ctx, rep, facts["lines"] | answered)
+        held = facts["lines"] | answered
+        held |= fact_events(ev, c.output, c, ref_of, jobs, ctx, rep, held)
         if "pid" in facts:
             c.pid = facts["pid"]
         if launch is not None and c.pid is not None:
@@ -171,7 +172,7 @@ def session_incident(ses: Session, ctx: LoadContext, rep, loose: str = "text out
         procs += listing_rows(c, ctx, rep)
         ev.rows += runtime_outputs.read_answer(c, ctx, rep, ref_of)
         ev.rows += disk_full_events(c, ref_of)
-        for frame, df in runtime_outputs.read_log(c, ctx, rep, ref_of).items():
+        for frame, df in runtime_outputs.read_log(c, ctx, rep, ref_of, held).items():
             log_parts[frame].append(df)
         if not (c.prompt is not None and c.prompt.trace_depth) and not ECHO_STATUS.match(c.text):
             prev = c

@@ -339,3 +339,34 @@ def test_a_paste_wrapped_in_single_backticks_is_a_session(tmp_path):
     assert inc.load_report.files[0].format == "shell-transcript"
     assert sorted(inc.processes["pid"]) == [4180, 6700]
     assert list(inc.events.loc[inc.events["kind"] == "command", "message"]) == ["pgrep -l fio", "kill 6700"]
+
+
+def test_a_trainer_run_in_the_foreground_is_read_from_the_session(tmp_path):
+    """`python train.py --run-name fg 2>&1 | tee logs/train.log` typed at 09:05:19 (the `date`
+    before it), its step lines and its CUDA out-of-memory traceback on the terminal, the prompt
+    back by 09:06:19, and no logs/train.log beside the session: the session said nothing of the
+    run ("No training seen"); its output is the run's log (a copy of logs/train.log), cited at the
+    session's lines, and the run died of the OOM at 09:05:27."""
+    (tmp_path / "session.txt").write_text(
+        "user@gpu01:~$ date\nThu Aug 16 09:05:19 UTC 2018\n"
+        "user@gpu01:~$ python train.py --run-name fg 2>&1 | tee logs/train.log\n"
+        "2018-08-16 09:05:21 [fg] Loading dataset ...\n"
+        + "".join(f"2018-08-16 09:05:{24 + k} [fg] step {5 * k} loss {9.2 - k / 10:.1f} tok/s {21000 + k} queue 2\n"
+                  for k in (1, 2, 3))
+        + "Traceback (most recent call last):\n  File \"train.py\", line 88, in <module>\n    loss.backward()\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+        "user@gpu01:~$ date\nThu Aug 16 09:06:19 UTC 2018\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    m = inc.metrics
+    assert list(m.loc[m["metric"] == "train/tok_per_s", "value"]) == [21001, 21002, 21003]
+    assert set(m["copy_of"]) == {"logs/train.log"} and set(m["run"]) == {"fg"}
+    assert list(m.loc[m["metric"] == "train/tok_per_s", "ref"]) == ["session.txt:5", "session.txt:6", "session.txt:7"]
+    assert "line 3: the output of train.py read as a training log (9 metric rows, 3 events)" in \
+        inc.load_report.files[0].notes
+    found = pm.detect(inc)
+    assert list(found["kind"]) == ["training_died"]
+    assert pm.what_happened(inc, found) == [
+        "At 09:05:27 UTC run fg died while training: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+        "2.00 GiB. Nothing started it again."]
