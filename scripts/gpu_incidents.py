@@ -74,6 +74,10 @@ did (what the README of the incident is written from), which the incident folder
     worker-killed      `nohup` Lightning run with two DataLoader workers; one worker is killed with
                        SIGKILL from outside the operator's view (as the OOM killer would): the run
                        dies of `DataLoader worker (pid(s) N) exited unexpectedly`; relaunched by hand
+    early-stop         a `script`-recorded terminal, plain PyTorch (`train_es.py`, a tqdm bar over 3000
+                       steps): the run stops early by the common `EarlyStopping` rule (patience 3) and
+                       exits 0; a relaunch with a batch far too large dies of CUDA out of memory in its
+                       first step; a relaunch with a batch that fits and patience 10 trains and exits 0
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -1086,6 +1090,233 @@ def diverged(r: Recording) -> None:
     time.sleep(5)
 
 
+# A plain PyTorch script as people write them: a tqdm bar over a fixed number of steps, a dated
+# line every 50 steps, and the `EarlyStopping` class of the popular `pytorchtools` snippet (its
+# `EarlyStopping counter: N out of M` lines), evaluated every 100 steps. The data (2048 noisy samples
+# of a random teacher) is small enough that the MLP overfits: the validation loss turns up after a
+# few hundred steps and the run stops long before the bar's total.
+TRAIN_ES = r'''"""Fit a small MLP to a synthetic regression task (a fixed random teacher plus noise, 2048
+training samples), with early stopping on the validation loss."""
+import argparse
+import datetime as dt
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm import tqdm
+
+p = argparse.ArgumentParser()
+p.add_argument("--device", default="cuda")
+p.add_argument("--steps", type=int, default=3000)
+p.add_argument("--batch", type=int, default=1048576)
+p.add_argument("--lr", type=float, default=1.5e-4)
+p.add_argument("--patience", type=int, default=5)
+p.add_argument("--eval-every", type=int, default=100)
+p.add_argument("--seed", type=int, default=0)
+a = p.parse_args()
+
+
+class EarlyStopping:
+    """Early stops the training if validation loss doesn't improve after a given patience."""
+
+    def __init__(self, patience=7, verbose=False, delta=0, path="checkpoint.pt", trace_func=print):
+        self.patience = patience
+        self.verbose = verbose
+        self.counter = 0
+        self.best_score = None
+        self.early_stop = False
+        self.val_loss_min = np.inf
+        self.delta = delta
+        self.path = path
+        self.trace_func = trace_func
+
+    def __call__(self, val_loss, model):
+        score = -val_loss
+        if self.best_score is None:
+            self.best_score = score
+            self.save_checkpoint(val_loss, model)
+        elif score < self.best_score + self.delta:
+            self.counter += 1
+            self.trace_func(f"EarlyStopping counter: {self.counter} out of {self.patience}")
+            if self.counter >= self.patience:
+                self.early_stop = True
+        else:
+            self.best_score = score
+            self.save_checkpoint(val_loss, model)
+            self.counter = 0
+
+    def save_checkpoint(self, val_loss, model):
+        """Saves model when validation loss decreases."""
+        if self.verbose:
+            self.trace_func(f"Validation loss decreased ({self.val_loss_min:.6f} --> {val_loss:.6f}).  Saving model ...")
+        torch.save(model.state_dict(), self.path)
+        self.val_loss_min = val_loss
+
+
+def now():
+    return dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+
+
+torch.manual_seed(a.seed)
+dev = torch.device(a.device)
+
+# synthetic data: y = teacher(x) + noise, 2048 samples to train on, 4096 to validate on
+DIM, N_TRAIN, N_VAL, NOISE = 8, 2048, 4096, 0.5
+g = torch.Generator().manual_seed(1234)
+w1, w2 = torch.randn(DIM, 64, generator=g) / DIM ** 0.5, torch.randn(64, 1, generator=g) / 2
+
+
+def teacher(x):
+    return torch.tanh(x @ w1) @ w2
+
+
+x_train = torch.randn(N_TRAIN, DIM, generator=g)
+y_train = teacher(x_train) + NOISE * torch.randn(N_TRAIN, 1, generator=g)
+x_val = torch.randn(N_VAL, DIM, generator=g)
+y_val = teacher(x_val) + NOISE * torch.randn(N_VAL, 1, generator=g)
+x_train, y_train, x_val, y_val = (t.to(dev) for t in (x_train, y_train, x_val, y_val))
+
+model = nn.Sequential(nn.Linear(DIM, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                      nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 1)).to(dev)
+opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+loss_fn = nn.MSELoss()
+early_stopping = EarlyStopping(patience=a.patience, verbose=True)
+
+for step in tqdm(range(1, a.steps + 1), total=a.steps):
+    model.train()
+    idx = torch.randint(0, N_TRAIN, (a.batch,), device=dev)
+    loss = loss_fn(model(x_train[idx]), y_train[idx])
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if step % 50 == 0:
+        print(f"{now()} step {step} loss {loss.item():.4f} lr {a.lr:g}", flush=True)
+    if step % a.eval_every == 0:
+        model.eval()
+        with torch.no_grad():
+            val_loss = loss_fn(model(x_val), y_val).item()
+        early_stopping(val_loss, model)
+        if early_stopping.early_stop:
+            print("Early stopping", flush=True)
+            break
+
+# load the last checkpoint with the best model
+model.load_state_dict(torch.load("checkpoint.pt"))
+torch.save(model.state_dict(), "model_final.pt")
+'''
+
+
+def _python() -> str:
+    """`python` where the one on PATH is this interpreter's (as a venv's bin on PATH has it), else
+    this interpreter's path."""
+    found = shutil.which("python")
+    return "python" if found and Path(found).parent == Path(sys.executable).parent else shlex.quote(sys.executable)
+
+
+def _job_pid(shown: str) -> str:
+    """The PID bash prints for a job started with `&` (`[1] 1234`)."""
+    m = re.search(r"\[\d+\] (\d+)", shown)
+    return m.group(1) if m else "?"
+
+
+def _wait_gone(pid: str, timeout: float) -> bool:
+    """Wait until `pid` has exited and been reaped (the operator's bash reaps its jobs)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True
+        if state == "Z":
+            time.sleep(0.2)
+            continue
+        time.sleep(0.5)
+    return False
+
+
+STEP_LINE, COUNTER_LINE, JOB_DONE = r"step (\d+) loss", r"EarlyStopping counter: \d+ out of \d+", r"\[1\]\+ +(Done|Exit \d+)"
+
+
+def _last(pattern: str, text: str) -> str:
+    found = re.findall(pattern, text)
+    return found[-1] if found else "?"
+
+
+def early_stop(r: Recording) -> None:
+    r.gpus_and_processes()
+    (r.dir / "train_es.py").write_text(TRAIN_ES)
+    py = _python()
+    # the dry run: a batch the CPU gets through, and one too large to allocate at all (not one that
+    # would fill this machine's memory)
+    dev, batch1, huge, batch3 = ("", None, 33554432, 2097152) if r.gpu else (" --device cpu", 4096, 10**12, 8192)
+    b1 = f" --batch {batch1}" if batch1 else ""
+    t = InteractiveShell(r.dir, r.dir / "logs" / "terminal.typescript", dict(os.environ, COLUMNS=""))
+    pids: list[str] = []
+
+    def trains_to_its_stop(n: int, cmd: str, log: str) -> None:
+        """Run `n` typed, then waited for: its step 50, its end, and what its log ends with."""
+        r.truth(f"run {n}: {cmd}")
+        pid = _job_pid(t.run(cmd))
+        pids.append(pid)
+        r.truth(f"run {n} started, PID {pid} (bash's [1] line)")
+        r.wait_for(f"logs/{log}", "step 50 ", 300)
+        r.truth(f"run {n} logged step 50")
+        gone = _wait_gone(pid, 600)
+        text = (r.dir / "logs" / log).read_text(errors="replace")
+        r.truth(f"run {n} (PID {pid}) {'exited' if gone else 'still running after 600 s'}; last step line "
+                f"{_last(STEP_LINE, text)}, 'Early stopping' in the log: {'Early stopping' in text}, "
+                f"last counter line: {_last(COUNTER_LINE, text)!r}")
+
+    try:
+        r.truth("operator at a script-recorded terminal; train_es.py (plain PyTorch, tqdm bar over 3000 steps, "
+                "EarlyStopping every 100 steps) is in the folder")
+        t.run("date")
+        trains_to_its_stop(1, f"nohup {py} train_es.py --patience 3{b1}{dev} > logs/train.log 2>&1 &", "train.log")
+        time.sleep(8)
+        r.truth("operator presses Enter, then `date` and `jobs`")
+        shown = t.run("")
+        r.truth(f"bash's job notification: {_last(JOB_DONE, shown)!r}")
+        t.run("date")
+        t.run("jobs")
+        t.run("tail -n 3 logs/train.log")
+        time.sleep(5)
+
+        cmd2 = f"nohup {py} train_es.py --patience 10 --batch {huge}{dev} > logs/train2.log 2>&1 &"
+        r.truth(f"run 2 (batch {huge}, patience 10): {cmd2}")
+        pid = _job_pid(t.run(cmd2))
+        pids.append(pid)
+        r.truth(f"run 2 started, PID {pid}")
+        gone = _wait_gone(pid, 300)
+        log = (r.dir / "logs" / "train2.log").read_text(errors="replace")
+        r.truth(f"run 2 (PID {pid}) {'exited' if gone else 'still running after 300 s'}; last line of its log: "
+                f"{log.strip().splitlines()[-1] if log.strip() else '(empty)'!r}")
+        time.sleep(6)
+        r.truth("operator presses Enter, then `date`, `tail -n 5 logs/train2.log`, `nvidia-smi`")
+        shown = t.run("")
+        r.truth(f"bash's job notification: {_last(JOB_DONE, shown)!r}")
+        t.run("date")
+        t.run("tail -n 5 logs/train2.log")
+        t.run("nvidia-smi" if r.gpu else "uptime")
+        time.sleep(10)
+
+        trains_to_its_stop(3, f"nohup {py} train_es.py --patience 10 --batch {batch3}{dev} > logs/train3.log 2>&1 &",
+                           "train3.log")
+        time.sleep(6)
+        r.truth("operator runs `date` and `jobs`")
+        shown = t.run("date")
+        r.truth(f"bash's job notification: {_last(JOB_DONE, shown)!r}")
+        t.run("jobs")
+    finally:
+        t.close()
+        for pid in pids:  # a run that outlived the scenario (none should)
+            if pid.isdigit() and Path(f"/proc/{pid}").exists():
+                r.truth(f"PID {pid} still running at the end: killed")
+                subprocess.run(["kill", pid], check=False)
+        # the runs' checkpoints are the trainer's state, not evidence
+        for ckpt in r.dir.glob("*.pt"):
+            ckpt.unlink()
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -1096,6 +1327,7 @@ SCENARIOS = {
     "ctrl-z": ctrl_z, "vanished": vanished, "nccl-watchdog": nccl_watchdog, "nccl-contention": nccl_contention,
     "disk-full": disk_full, "lingering": lingering, "diverged": diverged,
     "accelerate-gpus": accelerate_gpus, "leak-oom": leak_oom, "worker-killed": worker_killed,
+    "early-stop": early_stop,
 }
 
 

@@ -66,7 +66,9 @@ def date_untimed_logs(inc) -> None:
         clock = _bar_clock(inc.metrics, rep.path)
         start, how = _bar_start(inc.metrics, rep.path, clock, None if at is None else at["time"])
         if start is None and at is not None and clock:
-            start, how = _gpu_busy(inc.gpus, at["time"])
+            # (a GPU that went busy after the next launch is the next start's work)
+            later = launches["time"][launches["time"] > at["time"]]
+            start, how = _gpu_busy(inc.gpus, at["time"], later.min() if len(later) else None)
         if start is None and at is not None and clock:
             start, how = at["time"], "the launch that wrote the file, the earliest its bar can have begun"
         n = int(sum(r.sum() for r in rows))
@@ -268,17 +270,19 @@ IDLE_PCT, BUSY_PCT = 10.0, 50.0
 BUSY_WITHIN = pd.Timedelta(minutes=30)
 
 
-def _gpu_busy(gpus: pd.DataFrame, launched) -> tuple[pd.Timestamp | None, str]:
-    """The last idle sample before a GPU that was idle at the launch went busy: the earliest the
-    trainer's steps can have begun, and the latest is the first busy sample (a ramp between them,
-    17 % then 38 % as the trainer's first kernels run, is its start-up)."""
+def _gpu_busy(gpus: pd.DataFrame, launched, until=None) -> tuple[pd.Timestamp | None, str]:
+    """The last idle sample before a GPU that was idle at the launch went busy, before `until`
+    (the next launch): the earliest the trainer's steps can have begun, and the latest is the
+    first busy sample (a ramp between them, 17 % then 38 % as the trainer's first kernels run, is
+    its start-up)."""
     g = gpus.dropna(subset=["time", "util_gpu_pct"]) if len(gpus) else gpus
     if g.empty:
         return None, ""
     best = None
     for key, s in g.groupby([g["host"].fillna(""), g["gpu"].fillna(-1)], sort=False):
         s = s.sort_values("time", kind="stable")
-        after = s[(s["time"] >= launched) & (s["time"] <= launched + BUSY_WITHIN)]
+        end = launched + BUSY_WITHIN if until is None or pd.isna(until) else min(launched + BUSY_WITHIN, until)
+        after = s[(s["time"] >= launched) & (s["time"] <= end)]
         busy = np.flatnonzero(after["util_gpu_pct"].to_numpy(dtype=float) >= BUSY_PCT)
         if not len(busy) or busy[0] == 0:
             continue  # busy at its first sample after the launch: other work, or no idle sample to bound it

@@ -941,3 +941,25 @@ def test_a_foreground_runs_output_in_the_typescript_is_its_log(tmp_path):
     assert steps["step"].max() == 150 and f"{steps['time'].max():%H:%M:%S}" == "03:44:12"
     said = pm.what_happened(inc, detect(inc))
     assert said == told and said[-1] == "Then the run stopped by itself at 03:45:13 UTC.", said
+
+
+def test_a_run_that_stops_early_exits_cleanly_and_an_oom_relaunch_never_came_up():
+    """h100-1gpu-early-stop (README): run 1 (PID 560, `--patience 3`) stops early at step 800 of
+    its bar's 3000 (`Early stopping`, the bar at 799/3000, no "finished" line) and exits 0, bash's
+    `[1]+ Done`; run 2 (PID 707, a 32x batch) dies of CUDA OOM in its first forward pass,
+    `Exit 1`; run 3 (PID 817) trains from ~15:39:19 and stops early at step 1500, `Done`. A bar
+    short of its total is no death where the shell says the job was done: only run 2 failed,
+    by its OOM, and run 3 came up. Run 2's log has no timestamp: its lines are dated from its
+    launch, not from run 3's GPU going busy (15:39:18, after run 3's launch)."""
+    inc, found = loaded("h100-1gpu-early-stop")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[560], [707], [817]]
+    assert att["exit_code"].tolist()[::2] == [0, 0] and att["end_kind"].tolist() == ["exit", "oom", "exit"]
+    assert att.loc[1, "end"] < att.loc[2, "start"]  # (it was dated after run 3's launch)
+    assert list(found["kind"]) == ["failed_restart"]
+    failed = found.iloc[0]
+    assert failed["numbers"]["pid"] == 707 and failed["numbers"]["reason"] == "out of memory in start-up"
+    said = pm.what_happened(inc, found)
+    assert said == ["The restart at 15:38:36 UTC never came up: out of memory in start-up: process 707 ran out of GPU "
+                    "memory (32,768 MiB asked, 13,548 MiB free).",  # (launched 15:38:41, after the `date` at 15:38:36)
+                    "The start at 15:39:08 UTC by the operator came up: its first step was logged at 15:39:20 UTC."]
