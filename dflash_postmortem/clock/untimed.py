@@ -69,7 +69,8 @@ def date_untimed_logs(inc) -> None:
             # (a GPU that went busy after the next launch is the next start's work)
             later = launches["time"][launches["time"] > at["time"]]
             start, how = _gpu_busy(inc.gpus, at["time"], later.min() if len(later) else None)
-        if start is None and at is not None and clock:
+        earliest = start is None and at is not None and bool(clock)
+        if earliest:
             start, how = at["time"], "the launch that wrote the file, the earliest its bar can have begun"
         n = int(sum(r.sum() for r in rows))
         if start is not None:
@@ -87,6 +88,10 @@ def date_untimed_logs(inc) -> None:
                 rel = _not_before(rel, lines, bars)
                 before = at["time"] if at is not None else start
                 df.loc[r, "time"] = [before if pd.isna(x) else start + pd.Timedelta(seconds=float(x)) for x in rel]
+                if earliest and df is inc.events:  # each line's time the earliest it can have been written
+                    latest = inc.span()[1]
+                    for i in df.index[r]:
+                        _place(df, df.index == i, df.at[i, "time"], max(0.0, (latest - df.at[i, "time"]).total_seconds()))
             ref = f" ({at['ref']})" if at is not None else ""
             rep.assume(f"dated afterwards: no line has a timestamp; its progress bar's elapsed time spaces its {n} "
                        f"rows, the bar began at {start:%Y-%m-%d %H:%M:%S} UTC ({how}){ref}; lines before the bar "

@@ -1413,6 +1413,10 @@ def _end(rows: pd.DataFrame, a: _Attempt, last_alive, evidence_end, live: bool =
     message = str(r["message"]).strip().splitlines()
     # (its own status is not before its last sign of life: it was printed after the job ended)
     late = own.loc[r.name] and not r["time"] >= last_alive or _job_report(ev).loc[r.name] and r["time"] >= last_alive
+    # (a time that is only the earliest the line can have been written, before its process was
+    # last seen alive: it ended after that sighting)
+    approx_at = r.get("time_approx")
+    late = late or bool(pd.notna(approx_at) and approx_at and r["time"] < last_alive)
     when = last_alive if late else r["time"]
     return {"end": when if pd.isna(a.start) else max(when, a.start), "end_kind": r["kind"], "end_ref": _ref(r),
             "end_message": message[-1][:300] if message else None,
