@@ -950,12 +950,15 @@ def test_a_run_that_stops_early_exits_cleanly_and_an_oom_relaunch_never_came_up(
     `Exit 1`; run 3 (PID 817) trains from ~15:39:19 and stops early at step 1500, `Done`. A bar
     short of its total is no death where the shell says the job was done: only run 2 failed,
     by its OOM, and run 3 came up. Run 2's log has no timestamp: its lines are dated from its
-    launch, not from run 3's GPU going busy (15:39:18, after run 3's launch)."""
+    launch, not from run 3's GPU going busy (15:39:18, after run 3's launch), and it ended when it
+    was last seen."""
     inc, found = loaded("h100-1gpu-early-stop")
     att = attempts(inc)
     assert att["pids"].tolist() == [[560], [707], [817]]
     assert att["exit_code"].tolist()[::2] == [0, 0] and att["end_kind"].tolist() == ["exit", "oom", "exit"]
-    assert att.loc[1, "end"] < att.loc[2, "start"]  # (it was dated after run 3's launch)
+    # its OOM, undated, is no earlier than its launch; PID 707 was last seen holding 67,526 MiB at
+    # 15:38:52.648 (README): it ended there, not at its launch nor after run 3's launch (15:39:18)
+    assert f"{att.loc[1, 'end']:%H:%M:%S.%f}"[:12] == "15:38:52.648"
     assert list(found["kind"]) == ["failed_restart"]
     failed = found.iloc[0]
     assert failed["numbers"]["pid"] == 707 and failed["numbers"]["reason"] == "out of memory in start-up"
