@@ -16,6 +16,7 @@ import os
 import stat
 import tempfile
 import traceback
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -25,6 +26,7 @@ from ..config import CONFIG_NAME, IncidentConfig, incident_config
 from ..errors import IncidentConfigError, LoadError, PostmortemError, SourceFormatError
 from ..incident import Incident
 from ..load_report import FileReport, LoadReport
+from ..units import count
 from . import encoding
 from .pages import ordinary_pages
 from .prometheus import api as prometheus_api
@@ -371,12 +373,21 @@ def _without_printed_copies(inc: Incident) -> None:
     into it: their `copy_of`) where the folder holds a file of that name: the file is the
     evidence, every line of it; its printed lines are a copy, and each would count twice."""
     names = {PurePosixPath(f.path).name for f in inc.load_report.files}
+    reports = {f.path: f for f in inc.load_report.files}
     for frame in ("metrics", "events"):
         df = getattr(inc, frame)
         if "copy_of" not in df.columns or not df["copy_of"].notna().any():
             continue
-        copy = df["copy_of"].map(lambda path: isinstance(path, str) and PurePosixPath(path).name in names)
-        setattr(inc, frame, df[~copy.astype(bool)].reset_index(drop=True))
+        copy = df["copy_of"].map(lambda path: isinstance(path, str) and PurePosixPath(path).name in names).astype(bool)
+        # the session's account says where its rows went (its file's line counts are unchanged)
+        for (ref, path), n in df[copy].groupby([df["ref"].str.rsplit(":", n=1).str[0], "copy_of"]).size().items():
+            rep = reports.get(ref)
+            if rep is not None:
+                rep.rows[frame] -= int(n)
+                rep.rows += Counter()  # (a count that reached 0 is no row of the file's)
+                what = count(int(n), "metric row" if frame == "metrics" else "event")
+                rep.notes.append(f"{what} printed from {path}: read from the folder's copy of it instead")
+        setattr(inc, frame, df[~copy].reset_index(drop=True))
 
 
 def load_source(p: _Planned, ctx: LoadContext, scratch: Path) -> Incident:

@@ -933,6 +933,10 @@ def test_a_foreground_runs_output_in_the_typescript_is_its_log(tmp_path):
     story is the one the whole folder gives. With the log there, its printed copy adds no row."""
     whole = _without(tmp_path / "whole", "h200-1gpu-ctrl-z")
     assert set(whole.metrics["source"]) == {"logs/train.log"}
+    typescript = next(f for f in whole.load_report.files if f.path == "logs/terminal.typescript")
+    assert "metrics" not in typescript.rows and any(  # its account says where its printed rows went
+        n.endswith("metric rows printed from logs/train.log: read from the folder's copy of it instead")
+        for n in typescript.notes), typescript.notes
     told = pm.what_happened(whole, detect(whole))
     inc = _without(tmp_path, "h200-1gpu-ctrl-z", "logs/train.log")
     assert set(inc.metrics["source"]) == {"logs/train.log"}  # (the printed copy stands for the file)
