@@ -19,6 +19,7 @@ from ..incident import Incident
 from ..units import clock
 from . import computed, gpu_state
 from .attempts import attempts
+from .launches import verdicts
 
 WRITTEN, EMPTY, NEVER_CREATED, NOT_IN_INCIDENT = "written", "empty", "never created", "not in the incident"
 # GPU samples at work while an attempt held its GPU, and how long they span, that show it working
@@ -176,10 +177,9 @@ def _covered(inc: Incident, a: pd.Series) -> bool:
     end, else to the next start; a bound nothing dates is open): a GPU sample, a per-process GPU
     sample, a process listing, a count of processes (`ps aux | grep train | wc -l`), or the
     verifying launcher's own checks of it."""
-    ev = inc.events
-    if len(ev) and "launch_ref" in ev.columns and isinstance(a["launch_ref"], str) and \
-            ((ev["kind"] == "launch_check") & (ev["launch_ref"] == a["launch_ref"])).any():
+    if len(verdicts(inc, a["launch_ref"])):
         return True
+    ev = inc.events
     lo, hi = a["start"], a["end"]
     if pd.isna(hi) and pd.notna(lo):  # nothing shows its end: until the next start, the one that followed it
         later = attempts(inc)["start"]

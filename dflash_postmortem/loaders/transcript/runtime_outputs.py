@@ -11,7 +11,8 @@ the reader of that output (`loaders/containers/`), its ages read against the tim
     tail / cat / head of a log file -> the training-log reader: that file's lines, as printed
                                        (`copy_of`: the file; the folder's own copy is read instead
                                        where it holds it, loaders/folder.py)
-    a trainer run in the foreground -> the training-log reader: its output on the terminal
+    a trainer run in the foreground, or brought back by `fg`
+                                    -> the training-log reader: its output on the terminal
                                        (`copy_of`: the file it tees into)
 
 (`systemctl status` and `journalctl -u` answers are read line by line with the kernel's lines:
