@@ -88,7 +88,7 @@ def date_untimed_logs(inc) -> None:
                 rel = _not_before(rel, lines, bars)
                 before = at["time"] if at is not None else start
                 df.loc[r, "time"] = [before if pd.isna(x) else start + pd.Timedelta(seconds=float(x)) for x in rel]
-                if earliest and df is inc.events:  # each line's time the earliest it can have been written
+                if earliest:  # each line's time the earliest it can have been written
                     latest = inc.span()[1]
                     for i in df.index[r]:
                         _place(df, df.index == i, df.at[i, "time"], max(0.0, (latest - df.at[i, "time"]).total_seconds()))

@@ -488,7 +488,7 @@ class _Assembly:
         # above, so the earliest one is the most precise (a wandb run's first record comes later)
         mine = sorted(((source,) + st for source, found in starts.items() for st in found
                        if (st[3] is not None or st[4] is not None) == named), key=lambda st: st[1])
-        for source, when, ref, rank, job, n, pid, run in mine:
+        for source, when, ref, rank, job, n, pid, run, within in mine:
             # A start-up after its attempt's end (its launcher said the attempt failed): the
             # launcher started it again. Its lines carry the number of the attempt before until
             # a later line of the launcher's tells the attempts apart (torchrun's agent logs no
@@ -498,7 +498,7 @@ class _Assembly:
             first = self.firsts.get(source)
             owner = self._log_owner(source, when, rank, job, n, pid, run)
             if owner is None:
-                owner = _Attempt(when, "unknown", 0.0, ref)
+                owner = _Attempt(when, "unknown", within, ref)
                 owner.job, owner.job_attempt = job, n
                 self.found.append(owner)
             if first is None:
@@ -506,7 +506,7 @@ class _Assembly:
             elif owner is not first and owner.by == "unknown" and first.script and first.script.endswith(".sh"):
                 # A later start in the log a wrapper script writes to: the script restarted it.
                 owner.by = "supervisor"
-            owner.consider_start(when, 0.0, ref)
+            owner.consider_start(when, within, ref)
             owner.sources.setdefault(source, when)
             if rank is not None:
                 owner.ranks.add(rank)
@@ -1119,7 +1119,7 @@ def job_listings(inc: Incident) -> set[str]:
 def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
     """Each log source's starts: its first row, and each start-up sequence that begins after the
     source said its trainer ended (a restart loop appending to one log). (time, ref, rank, job,
-    attempt, pid, run) each, per rank where rows carry one."""
+    attempt, pid, run, within: how much later it may be) each, per rank where rows carry one."""
     ev, m = inc.events, inc.metrics
     frames = (m, ev)
     parts = []
@@ -1128,7 +1128,7 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
             continue
         at = _may_start(m, ev) if df is m else np.arange(len(df))
         df = df.iloc[at]
-        cols = ["source", "time", "rank", "job", "attempt", "run"]
+        cols = ["source", "time", "rank", "job", "attempt", "run", "time_approx", "time_within_s"]
         part = df[[c for c in cols if c in df.columns]].copy()
         part["kind"] = df["kind"] if "kind" in df.columns else "metric"
         part["pid"] = column(df, "pid")
@@ -1180,9 +1180,12 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
                       or g["kind"].iloc[i] in _STARTS]
         for i in starts:
             r = g.iloc[i]
+            # (a time that is only the earliest the line can have been written bounds no start)
+            approx = r.get("time_approx")
+            within = float(r["time_within_s"]) if pd.notna(approx) and approx and pd.notna(r.get("time_within_s")) else 0.0
             out.setdefault(source, []).append((
                 r["time"], _ref(frames[r["frame"]].iloc[r["at"]]), None if rank == -1 else int(rank), _text(r.get("job")),
-                _num(r.get("attempt")), _num(r.get("pid")), _text(r.get("run"))))
+                _num(r.get("attempt")), _num(r.get("pid")), _text(r.get("run")), within))
     for source in out:
         out[source].sort(key=lambda x: x[0])
     return out

@@ -967,6 +967,9 @@ def test_a_run_that_stops_early_exits_cleanly_and_an_oom_relaunch_never_came_up(
     failed = found.iloc[0]
     assert failed["numbers"]["pid"] == 707 and failed["numbers"]["reason"] == "out of memory in start-up"
     said = pm.what_happened(inc, found)
-    assert said == ["The restart at 15:38:36 UTC never came up: out of memory in start-up: process 707 ran out of GPU "
-                    "memory (32,768 MiB asked, 13,548 MiB free).",  # (launched 15:38:41, after the `date` at 15:38:36)
+    # (launched at 15:38:41.35 by the driver's clock, typed after the `date` at 15:38:36; `ps` says
+    # PID 707 started at 15:38:40: its undated log's lines, placed no earlier than the launch, no
+    # longer outbid that)
+    assert said == ["The restart at 15:38:40 UTC never came up: out of memory in start-up: process 707 ran out of GPU "
+                    "memory (32,768 MiB asked, 13,548 MiB free).",
                     "The start at 15:39:08 UTC by the operator came up: its first step was logged at 15:39:20 UTC."]
