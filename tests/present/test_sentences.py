@@ -182,6 +182,21 @@ def test_a_rank_failure_line_a_terminal_wrapped_is_told_as_the_death(tmp_path, r
     assert text.what_happened(inc, found)[0].startswith("A process died: failed (exitcode: -6) local_rank: 6 (SIGABRT).")
 
 
+def test_a_failed_start_reported_by_a_failure_table_is_told_by_what_the_table_says(tmp_path, repo_dir):
+    """torchelastic's ChildFailedError table (torch 1.10, PR 64681's example: `[0]:`, then `time`,
+    `rank`, `exitcode: 1 (pid: 8045)`, `error_file`, `msg`) ended the start: the story quoted the
+    whole table, raw, in its sentence; it is told by the entry's exit code."""
+    import shutil
+
+    shutil.copy(repo_dir / "tests" / "fixtures" / "real-world" / "torchrun" / "childfailed-msg-json-torch110-pr64681.log",
+                tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    assert text.what_happened(inc, pm.detect(inc)) == [
+        "The start at 17:12:07 UTC never came up: exited with status 1 during start-up (`exitcode 1 (pid: 8045)`)."]
+
+
 def test_a_completed_job_is_nothing_gone_wrong(tmp_path, repo_dir):
     import shutil
 
