@@ -88,10 +88,9 @@ def date_untimed_logs(inc) -> None:
                 rel = _not_before(rel, lines, bars)
                 before = at["time"] if at is not None else start
                 df.loc[r, "time"] = [before if pd.isna(x) else start + pd.Timedelta(seconds=float(x)) for x in rel]
-                if earliest:  # each line's time the earliest it can have been written
-                    latest = inc.span()[1]
-                    for i in df.index[r]:
-                        _place(df, df.index == i, df.at[i, "time"], max(0.0, (latest - df.at[i, "time"]).total_seconds()))
+                latest = inc.span()[1] if earliest else None
+                if latest is not None:  # each line's time the earliest it can have been written
+                    _may_be_later(df, r, (latest - df.loc[r, "time"]).dt.total_seconds().clip(lower=0.0))
             ref = f" ({at['ref']})" if at is not None else ""
             rep.assume(f"dated afterwards: no line has a timestamp; its progress bar's elapsed time spaces its {n} "
                        f"rows, the bar began at {start:%Y-%m-%d %H:%M:%S} UTC ({how}){ref}; lines before the bar "
@@ -130,12 +129,18 @@ def _place(df: pd.DataFrame, rows: pd.Series, at: pd.Timestamp, within: float | 
     "died at 05:09:57 (up to 18 s later)")."""
     df.loc[rows, "time"] = at
     if within:
-        if "time_approx" not in df.columns:
-            df["time_approx"] = pd.array([pd.NA] * len(df), dtype="boolean")
-        if "time_within_s" not in df.columns:
-            df["time_within_s"] = np.nan
-        df.loc[rows, "time_approx"] = True
-        df.loc[rows, "time_within_s"] = within
+        _may_be_later(df, rows, within)
+
+
+def _may_be_later(df: pd.DataFrame, rows: pd.Series, within) -> None:
+    """Mark `rows` of `df` as times that may be up to `within` seconds later (one number, or one
+    a row)."""
+    if "time_approx" not in df.columns:
+        df["time_approx"] = pd.array([pd.NA] * len(df), dtype="boolean")
+    if "time_within_s" not in df.columns:
+        df["time_within_s"] = np.nan
+    df.loc[rows, "time_approx"] = True
+    df.loc[rows, "time_within_s"] = within
 
 
 def _date_head(inc, rep, frames: list[pd.DataFrame], rows: list[pd.Series]) -> None:

@@ -219,9 +219,9 @@ def _told(L: pd.Series, inc: Incident, a: pd.Series) -> _Verdict | None:
     told = _reported(inc, a)
     refs += [r for r in findings.refs(told) if r not in refs]
     # (a report over several lines, a launcher's failure table entry, is told by what it says)
-    said = (error_text(m, k) if len(str(m).strip().splitlines()) > 1 else str(m).strip()
+    quoted = (error_text(m, k) if len(str(m).strip().splitlines()) > 1 else str(m).strip()
             for m, k in zip(told["message"].head(3), told["kind"].head(3), strict=True))
-    shown = "; ".join(f"`{t}`" for t in dict.fromkeys(said)) or f"`{a['end_message']}`"  # (each said once)
+    shown = "; ".join(f"`{t}`" for t in dict.fromkeys(quoted)) or f"`{a['end_message']}`"  # (each said once)
     reported = [findings.cause(findings.event_id(r), "the shell reported how it ended", [r]) for r in refs]
     if end == "oom_kill":
         return _Verdict("killed by the OOM killer", f"killed by the kernel's OOM killer: {shown}", refs,
