@@ -78,6 +78,11 @@ did (what the README of the incident is written from), which the incident folder
                        steps): the run stops early by the common `EarlyStopping` rule (patience 3) and
                        exits 0; a relaunch with a batch far too large dies of CUDA out of memory in its
                        first step; a relaunch with a batch that fits and patience 10 trains and exits 0
+    make-launcher      a `script`-recorded terminal, a Makefile as the launcher (`make train`, `make
+                       resume`, each running the trainer in the foreground into a dated log): the first
+                       `make train` dies in start-up (its PID file's folder does not exist); the fixed
+                       one trains until a SIGKILL from outside the operator's view (an admin's cleanup);
+                       `make resume` goes on from the last checkpoint to the run's last step
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -1317,6 +1322,143 @@ def early_stop(r: Recording) -> None:
             ckpt.unlink()
 
 
+# An operator's Makefile as launcher: each target runs the trainer in the foreground into a log
+# dated by make (`date`, the machine's local time), so a relaunch never overwrites the last log. The
+# PID file's default is a folder on the operator's other machines (a scratch disk) that this one
+# does not have.
+MAKEFILE = """# drafter training on one GPU: `make train`; `make resume` goes on from the newest checkpoint
+PYTHON  ?= {python}
+RUN     ?= drafter
+STEPS   ?= 600
+PIDFILE ?= /scratch/dflash/$(RUN).pid
+STAMP   := $(shell date +%Y%m%d-%H%M%S)
+MODEL    = {model}
+TRAIN    = $(PYTHON) -m dflash_postmortem.replay.train --run-name $(RUN) --max-steps $(STEPS) --seconds 3600 \\
+           $(MODEL) --checkpoint-dir ckpt --checkpoint-every 100 --pid-file $(PIDFILE)
+
+.PHONY: train resume
+
+train:
+\t$(TRAIN) > logs/train-$(STAMP).log 2>&1
+
+resume:
+\t$(TRAIN) --resume > logs/resume-$(STAMP).log 2>&1
+"""
+
+MAKE_ERROR, SAVED_LINE, RESUMED_LINE = (r"make: \*\*\*[^\r\n]*", r"Saved checkpoint at step (\d+)",
+                                       r"Resumed from checkpoint \S+ at step \d+")
+
+
+def _program(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+    except OSError:
+        return "?"
+
+
+def _newest(folder: Path, pattern: str, after: set[str]) -> Path | None:
+    """The newest file matching `pattern` in `folder` that was not there before (`after`)."""
+    found = sorted((f for f in folder.glob(pattern) if f.name not in after), key=lambda f: f.stat().st_mtime)
+    return found[-1] if found else None
+
+
+def make_launcher(r: Recording) -> None:
+    r.gpus_and_processes()
+    (r.dir / "Makefile").write_text(MAKEFILE.format(python=_python(), model=r.model))
+    logs = r.dir / "logs"
+    kill_at = 350
+    t = InteractiveShell(r.dir, logs / "terminal.typescript", dict(os.environ, COLUMNS=""))
+
+    def pids_of(target: str, timeout: float) -> str:
+        """The processes of `make <target>...`, once the trainer runs: make's PID, then each child's
+        PID and program, down to the last."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            chain = subprocess.run(["pgrep", "-f", f"^make {target}"], capture_output=True, text=True).stdout.split()[:1]
+            while chain:
+                kids = subprocess.run(["pgrep", "-P", chain[-1]], capture_output=True, text=True).stdout.split()
+                if not kids:
+                    break
+                chain.append(kids[0])
+            if len(chain) > 1 and "python" in _program(chain[-1]):
+                return ", ".join(f"PID {pid} ({_program(pid)})" for pid in chain)
+            time.sleep(0.2)
+        return "not seen"
+
+    def typed(n: int, cmd: str) -> set[str]:
+        """Attempt n: the operator types `cmd` (`make <target> ...`); the logs there were before it."""
+        before = {f.name for f in logs.iterdir()}
+        r.truth(f"attempt {n}: operator types `{cmd}`")
+        t.start(cmd)
+        r.truth(f"attempt {n} runs: make and its children: {pids_of(cmd.split()[1], 30)}")
+        return before
+
+    def returned(timeout: float, pattern: str, before: set[str]) -> tuple[str, Path | None, str]:
+        """What the terminal showed until the prompt came back, the attempt's log and its text."""
+        shown = t.wait_prompt(timeout)
+        log = _newest(logs, pattern, before)
+        return shown, log, (log.read_text(errors="replace") if log else "")
+
+    def status() -> str:
+        """What the operator's `echo $?` shows."""
+        shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", t.run("echo $?")).replace("\r", "")
+        return _last(r"(?m)^(\d+)$", shown)
+
+    try:
+        r.truth(f"operator at a script-recorded terminal; the Makefile is in the folder (PIDFILE defaults to "
+                f"/scratch/dflash/$(RUN).pid; /scratch exists on this machine: {Path('/scratch').exists()})")
+        t.run("date")
+        shown, log1, text = returned(300, "train-*.log", typed(1, "make train"))
+        last = text.strip().splitlines()[-1] if text.strip() else ""
+        r.truth(f"attempt 1 returned to the prompt; make printed {_last(MAKE_ERROR, shown)!r}; "
+                f"log {log1.name if log1 else '?'}, last line {last!r}")
+        r.truth(f"attempt 1: `echo $?` shows {status()}")
+        time.sleep(5)
+        r.truth("operator reads the log's end")
+        t.run(f"tail -n 4 logs/{log1.name if log1 else 'train-*.log'}")
+        time.sleep(5)
+
+        t.run("date")
+        before = typed(2, "make train PIDFILE=run/drafter.pid")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (log2 := _newest(logs, "train-*.log", before)):
+            time.sleep(0.5)
+        rel2 = f"logs/{log2.name}" if log2 else "logs/train-?.log"
+        r.wait_for(rel2, f"step {kill_at} ", 400)
+        pid = (r.dir / "run" / "drafter.pid").read_text().split()[0] if (r.dir / "run" / "drafter.pid").exists() else "?"
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode() if pid.isdigit() else ""
+        r.truth(f"step {kill_at} logged; outside the operator's view (an admin's cleanup script; no transcript), SIGKILL "
+                f"to PID {pid} from run/drafter.pid ({'the trainer' if 'replay.train' in cmdline else cmdline!r})")
+        if "replay.train" in cmdline:
+            subprocess.run(["kill", "-9", pid], check=False)
+        shown = t.wait_prompt(60)
+        text = (r.dir / rel2).read_text(errors="replace") if log2 else ""
+        r.truth(f"attempt 2 returned to the prompt; make printed {_last(MAKE_ERROR, shown)!r}; last step line "
+                f"{_last(STEP_LINE, text)}, last checkpoint {_last(SAVED_LINE, text)}")
+        time.sleep(30)
+
+        r.truth("operator notices: Enter, `echo $?`, `date`, the log's end, `nvidia-smi`")
+        t.run("")
+        r.truth(f"attempt 2: `echo $?` shows {status()}")
+        t.run("date")
+        t.run(f"tail -n 3 {rel2}")
+        t.run("nvidia-smi" if r.gpu else "uptime")
+        time.sleep(5)
+
+        t.run("date")
+        shown, log3, text = returned(600, "resume-*.log", typed(3, "make resume PIDFILE=run/drafter.pid"))
+        r.truth(f"attempt 3 returned to the prompt; make printed {_last(MAKE_ERROR, shown)!r}; log "
+                f"{log3.name if log3 else '?'}: {_last(RESUMED_LINE, text)!r}, last "
+                f"step line {_last(STEP_LINE, text)}, 'Training stopped' in it: {'Training stopped' in text}")
+        r.truth(f"attempt 3: `echo $?` shows {status()}")
+        t.run("date")
+    finally:
+        t.close()
+        # the checkpoints are the trainer's state, not evidence
+        for ckpt in r.dir.glob("ckpt/*.pt"):
+            ckpt.unlink()
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -1327,7 +1469,7 @@ SCENARIOS = {
     "ctrl-z": ctrl_z, "vanished": vanished, "nccl-watchdog": nccl_watchdog, "nccl-contention": nccl_contention,
     "disk-full": disk_full, "lingering": lingering, "diverged": diverged,
     "accelerate-gpus": accelerate_gpus, "leak-oom": leak_oom, "worker-killed": worker_killed,
-    "early-stop": early_stop,
+    "early-stop": early_stop, "make-launcher": make_launcher,
 }
 
 
