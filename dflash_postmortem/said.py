@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from .shell_words import STATUS_SIGNALS
+
 # (c10 writes June as `E626`: the month's digit alone)
 _LINE_PREFIX = re.compile(r"^\[?[IWEF]\d{3,4} [\d:.]+(?: +\d+)? [^\]]{1,200}\] *"
                           r"|^\d{4}-\d\d-\d\d[ T][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*(?:\[[^\]]*\]\s*|\S+ kernel: )?"
@@ -26,6 +28,7 @@ _SOURCE_AT = re.compile(r"\[(?:/[^\]\s]+|[\w.-]+)\.(?:cc|cpp|cu|h|hpp|c):\d+\] ?
 # A line cut inside its last parenthesis (a paste wrapped at the terminal's width: torchrun's
 # `failed (exitcode: -6) local_rank: 6 (pid` goes on with `: 541332) of binary` on the next line):
 # the open fragment is left out of what is quoted.
+_CORE_DUMPED = re.compile(r"\s*\(core dumped\)\s*$", re.IGNORECASE)
 _CUT_OPEN = re.compile(r"\s*\([^()]{0,12}$")
 # An entry of torchelastic's ChildFailedError table (`[0]:`, then `key : value` fields: `time : ...`,
 # `exitcode : -9 (pid: 14750)`, `traceback : Signal 9 (SIGKILL) received by PID 14750`), as the
@@ -77,6 +80,14 @@ def exception_line(message, kind: str | None) -> str:
     if not lines:
         return ""
     return lines[exception_at(lines) if kind == "traceback" else -1]
+
+
+def signal_said(text: str) -> str:
+    """A shell's report that is only its word for a signal (`Killed`, `Segmentation fault (core
+    dumped)`, alone on a line) as the signal it means, in the shell's words; any other text as
+    it is."""
+    sig = STATUS_SIGNALS.get(_CORE_DUMPED.sub("", text or "").strip().lower())
+    return f"killed by {sig} ({text.strip()})" if sig else text
 
 
 def error_text(message, kind: str | None = None, limit: int = 600) -> str:

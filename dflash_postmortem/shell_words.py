@@ -632,6 +632,35 @@ def foreground_log(command: str) -> str | None:
     return log_target(command)
 
 
+# Programs that print each command of a recipe before they run it (GNU make, just): the trainer
+# `make train` starts is the command line it printed, with its variables filled in.
+_RECIPE_RUNNERS = {"make", "gmake", "just"}
+# How far into a recipe runner's output its trainer's command is looked for (a recipe's first
+# lines: `mkdir -p logs`, then `python train.py ...`); the rest is what the command printed.
+_RECIPE_LINES = 10
+_RUNNER_SAYS = re.compile(r"^(?:g?make|just)(?:\[\d+\])?:")
+_RUNS_FIRST = re.compile(r"(?:python[\d.]*|torchrun|accelerate|deepspeed|.+\.(?:py|sh))$")
+
+
+def echoed_command(command: str, output: list[str]) -> str | None:
+    """The trainer command a recipe runner typed at a prompt (`make train`) printed before running
+    it (`python train.py --lr 1e-4 > logs/train.log 2>&1`): the first line near the top of its
+    output whose command is a program (after `cd`, `export`), else None (a silent `@` recipe,
+    another command; a traceback's `File "train.py"` line is no command)."""
+    words = shell_words(command or "")
+    if not any(command_name(seg) in _RECIPE_RUNNERS for seg, _ in simple_commands(words)):
+        return None
+    for line in output[:_RECIPE_LINES]:
+        line = line.strip()
+        if not line or _RUNNER_SAYS.match(line):
+            continue
+        names = [command_name(seg) for seg, _ in simple_commands(shell_words(line))]
+        first = next((n for n in names if n not in ("cd", "export", "source", ".", "mkdir")), "")
+        if _RUNS_FIRST.match(first) and runs_program(line):
+            return line
+    return None
+
+
 def foreground_program(command: str) -> str | None:
     """The trainer a command runs in the foreground, its output on the terminal (`python train.py
     2>&1 | tee logs/train.log`, `torchrun ... train.py`): the program's word; None for a launch

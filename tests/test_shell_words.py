@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dflash_postmortem.shell_words import (
+    echoed_command,
     exit_meaning,
     foreground_log,
     kill_targets,
@@ -160,3 +161,26 @@ def test_a_foreground_command_into_a_log_names_the_log_it_writes():
     assert foreground_log("nohup python train.py > logs/run.log 2>&1 &") is None
     assert foreground_log("grep -c OutOfMemoryError logs/train.log") is None
     assert foreground_log("nvidia-smi -l 1 > logs/smi.txt") is None
+
+
+# GNU make's output as it was recorded (data/incidents/h100-1gpu-make-launcher, typescript lines 4-6):
+# the recipe line echoed with its variables filled in, then make's own error line.
+_MAKE_ECHO = ("python -m dflash_postmortem.replay.train --run-name drafter --max-steps 600 --pid-file "
+              "/scratch/dflash/drafter.pid > logs/train-20261205-172853.log 2>&1")
+
+
+@pytest.mark.parametrize(("typed", "output", "echoed"), [
+    ("make train", [_MAKE_ECHO, "make: *** [Makefile:14: train] Error 1"], _MAKE_ECHO),
+    ("make -C exp train RUN=a 2>&1 | tee make.log",
+     ["make: Entering directory '/w/exp'", "mkdir -p logs", "cd src && torchrun --nproc-per-node 8 train.py",
+      "step 1"], "cd src && torchrun --nproc-per-node 8 train.py"),
+    ("just train", ["python3 train.py --lr 3e-4", "step 1 loss 2.1"], "python3 train.py --lr 3e-4"),
+    # a silent (`@`) recipe prints no command: what it printed is the trainer's own output
+    ("make train", ["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+                    "make: *** [Makefile:2: train] Error 1"], None),
+    # only a recipe runner echoes what it runs: `cat` of a script prints commands it does not run
+    ("cat run.sh", ["python train.py > logs/train.log 2>&1"], None),
+    ("make", ["echo starting", "make: Nothing to be done for 'all'."], None),
+])
+def test_a_recipe_runner_launches_the_command_it_echoed(typed, output, echoed):
+    assert echoed_command(typed, output) == echoed

@@ -191,6 +191,11 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
                 dict(nums, level_tok_per_s=level, ratio=level / ep["baseline"], run=window["run"].iloc[0],
                      time_to_recover_s=ttr, sustained_samples=SUSTAIN)))
             continue
+        if len(after) < SUSTAIN:
+            # fewer samples than a level needs, none of them back at the floor: a warm-up's first
+            # lines, or a `tail` of the log the operator printed; what level it came back to
+            # cannot be said from them (samples back at it say it recovered, above)
+            continue
         segs = segments(after)
         last = segs.iloc[-1]
         level = float(last["level"])

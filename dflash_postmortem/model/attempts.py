@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident
-from ..said import error_text
+from ..said import error_text, signal_said
 from ..schema import column
 from ..shell_words import (
     AGENT_RUN,
@@ -89,8 +89,9 @@ COLUMNS = ("attempt", "start", "start_within_s", "start_ref", "launched", "by", 
            "script", "flags", "log_path", "launch_ref", "run", "runs", "pids", "ranks", "gpus", "sources",
            "first_step", "first_step_ref", "last_alive", "last_alive_ref", "end", "end_kind", "end_ref",
            "end_message", "exit_code", "signal", "cause_time", "cause_kind", "cause_ref", "cause_message", "cause_rank")
-# Kinds that end an attempt, strongest first: what ended it when several lines say something.
-_ENDS = ("redirect_failed", "oom_kill", "oom", "killed", "kill_sent", "attempt_end", "timeout", "nccl_timeout", "exit",
+# Kinds that end an attempt, strongest first: what ended it when several lines say something (a
+# kill someone sent before it was gone, then a shell's `Terminated`: the report is the kill's result).
+_ENDS = ("redirect_failed", "oom_kill", "oom", "kill_sent", "killed", "attempt_end", "timeout", "nccl_timeout", "exit",
          "traceback", "training_stop", "run_end")
 _STARTS = ("stage", "training_start")
 # An end no line tells (`_gone`), and the cause a shell's own end gives it (`_hung_up`).
@@ -314,7 +315,10 @@ class _Assembly:
         ev = self.ev
         rows = ev[ev["kind"] == "launch"]
         cmds = ev[(ev["kind"] == "command") & ev["ref"].notna()]
-        by_ref = cmds.drop_duplicates("ref").set_index("ref")["message"]
+        typed = cmds.drop_duplicates("ref")
+        # (what a recipe runner, `make train`, printed it runs is the command)
+        echoed = typed["echoed"] if "echoed" in typed.columns else [None] * len(typed)
+        by_ref = {ref: _text(e) or m for ref, e, m in zip(typed["ref"], echoed, typed["message"], strict=True)}
         for _, r in rows.sort_values("time", kind="stable").iterrows():
             command = by_ref.get(r["ref"], r["message"]) if isinstance(r.get("ref"), str) else r["message"]
             traced = pd.notna(r.get("traced")) if "traced" in rows.columns else False
@@ -336,11 +340,13 @@ class _Assembly:
         launched = {a.launch_ref for a in self.found}
         logs = self._log_names()
         for _, r in cmds.sort_values("time", kind="stable").iterrows():
-            target = None if r["ref"] in launched else foreground_log(str(r["message"]))
+            # (what a recipe runner, `make train`, printed it runs is the command)
+            command = _text(r.get("echoed")) or str(r["message"])
+            target = None if r["ref"] in launched else foreground_log(command)
             if not target or PurePosixPath(target).name not in logs:
                 continue
             a = _Attempt(r["time"], "operator", 0.0, r["ref"])
-            self._describe(a, str(r["message"]), target)
+            self._describe(a, command, target)
             a.launch_ref, a.host, a.launched = r["ref"], _text(r.get("host")), r["time"]
             self.found.append(a)
 
@@ -1340,7 +1346,7 @@ def _cause(rows: pd.DataFrame, since, end) -> dict:
         return none
     r = said_first(ev.sort_values("time", kind="stable")).iloc[0]
     return {"cause_time": r["time"], "cause_kind": r["kind"], "cause_ref": _ref(r),
-            "cause_message": error_text(r["message"], r["kind"]) or None, "cause_rank": _num(r.get("rank"))}
+            "cause_message": signal_said(error_text(r["message"], r["kind"])) or None, "cause_rank": _num(r.get("rank"))}
 
 
 def _own_status(ev: pd.DataFrame, a: _Attempt) -> pd.Series:

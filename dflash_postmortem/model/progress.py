@@ -73,6 +73,18 @@ def steps_of(inc: Incident, attempt: pd.Series) -> pd.DataFrame:
                            lambda: _attempt_rows(inc, attempt, step_lines(inc)))
 
 
+def _run_rows(inc: Incident, m: pd.DataFrame, attempt: pd.Series) -> pd.DataFrame:
+    """Rows of the attempt's run from its start on that no attempt's log holds (a tracking
+    library's records of it), up to the next start of that run: an attempt whose own log has no
+    such line does not take the lines of the runs started after it under the same name."""
+    att = attempts(inc)
+    owned = {s for ss in att["sources"] for s in ss}
+    later = att.loc[(att["start"] > attempt["start"]) & att["runs"].map(lambda r: bool(set(r) & set(attempt["runs"]))),
+                    "start"].min()
+    mine = m["run"].isin(attempt["runs"]) & (m["time"] >= attempt["start"]) & ~m["source"].isin(owned)
+    return m[mine & (m["time"] < later)] if pd.notna(later) else m[mine]
+
+
 def _attempt_rows(inc: Incident, attempt: pd.Series, m: pd.DataFrame) -> pd.DataFrame:
     sources = attempt["sources"]
     if sources:
@@ -82,10 +94,9 @@ def _attempt_rows(inc: Incident, attempt: pd.Series, m: pd.DataFrame) -> pd.Data
         picked = [computed.positions(inc, m, "source", s, since=attempt["start"], until=later) for s in sources]
         mine = m.iloc[np.unique(np.concatenate(picked))]
         if mine.empty and attempt["runs"]:
-            mine = m[m["run"].isin(attempt["runs"]) & (m["time"] >= attempt["start"])]
+            mine = _run_rows(inc, m, attempt)
     elif attempt["runs"]:
-        owned = {s for ss in attempts(inc)["sources"] for s in ss}
-        mine = m[m["run"].isin(attempt["runs"]) & (m["time"] >= attempt["start"]) & ~m["source"].isin(owned)]
+        mine = _run_rows(inc, m, attempt)
     else:
         return m.iloc[:0]
     # one source per series: a run in its log and in wandb is counted once (the one with most lines)

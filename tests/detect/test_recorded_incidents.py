@@ -80,7 +80,10 @@ def test_a_nohup_start_with_no_transcript_dies_and_stays_dead(told):
 def test_a_dead_drafter_thread_leaves_a_stalled_process_until_the_kill(told):
     _, att, found = told("h200-1gpu-thread-death")
     assert len(att) == 2 and att.iloc[0]["pids"] == [1251] and att.iloc[1]["pids"] == [1431]
-    assert near(att.iloc[0]["first_step"], "02:35:10") and att.iloc[0]["end_kind"] == "killed"
+    # ended by the operator's `kill $(cat run/lone.pid)` (typescript line 16), which bash's `Terminated`
+    # then reported: the kill, not the report, is what ended it
+    assert near(att.iloc[0]["first_step"], "02:35:10") and att.iloc[0]["end_kind"] == "kill_sent"
+    assert att.iloc[0]["end_ref"] == "logs/terminal.typescript:16" and att.iloc[0]["signal"] == "SIGTERM"
     stall = found[found["kind"] == "stall"].iloc[0]
     # the thread died after its step 115 (~02:35:24); the operator killed PID 1251 at 02:35:59.677
     assert near(stall["start"], "02:35:24") and near(stall["end"], "02:35:59")
@@ -973,3 +976,33 @@ def test_a_run_that_stops_early_exits_cleanly_and_an_oom_relaunch_never_came_up(
     assert said == ["The restart at 15:38:40 UTC never came up: out of memory in start-up: process 707 ran out of GPU "
                     "memory (32,768 MiB asked, 13,548 MiB free).",
                     "The start at 15:39:08 UTC by the operator came up: its first step was logged at 15:39:20 UTC."]
+
+
+def test_a_make_launcher_tells_each_start_by_the_recipe_it_echoed_and_the_kill_by_its_shells_report():
+    """h100-1gpu-make-launcher (README): `make train` (typescript line 4) starts trainer PID 584,
+    which dies in start-up of a FileNotFoundError (its PID file's folder), make says `Error 1`;
+    `make train PIDFILE=run/drafter.pid` (line 16, typed at 17:29:15) starts PID 663, which trains
+    from 17:29:28 until a SIGKILL from outside after its step 350 (17:30:23): its recipe's shell
+    wrote `Killed` into its log (line 81), make said `Error 137`; `make resume ...` (line 51) starts
+    PID 967, which goes on from the step-300 checkpoint to step 600 and exits 0. The starts are the
+    recipes make echoed (the trainer's command and the log it names), each attempt's status the
+    one make gave its command."""
+    inc, found = loaded("h100-1gpu-make-launcher")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[584], [663], [967]]
+    assert att["launch_ref"].tolist() == [f"logs/terminal.typescript:{n}" for n in (4, 16, 51)]
+    assert att["log_path"].tolist() == ["logs/train-20261205-172853.log", "logs/train-20261205-172915.log",
+                                        "logs/resume-20261205-173059.log"]
+    assert att["end_kind"].tolist() == ["exit", "killed", "exit"] and att["exit_code"].tolist()[::2] == [1, 0]
+    assert att.loc[1, "signal"] == "SIGKILL" and att.loc[1, "end_ref"] == "logs/train-20261205-172915.log:81"
+    assert list(found["kind"]) == ["failed_restart", "training_died"]
+    assert found.iloc[0]["numbers"]["pid"] == 584
+    died = found.iloc[1]["numbers"]
+    assert (died["pid"], died["reached_step"], died["resumed_step"], died["redone_steps"]) == (663, 350, 300, 50)
+    assert pm.what_happened(inc, found) == [
+        "The start at 17:28:53 UTC never came up: died during start-up: process 584 started and wrote a traceback "
+        "ending `FileNotFoundError: [Errno 2] No such file or directory: '/scratch/dflash/drafter.pid'`.",
+        "The start at 17:29:15 UTC by the operator came up: its first step was logged at 17:29:28 UTC.",
+        "At 17:30:23 UTC run drafter died while training: killed by SIGKILL (Killed). It was started again at "
+        "17:30:59 UTC by the operator, resuming from a checkpoint at step 300: it had logged step 350, so 50 steps "
+        "were done again."]

@@ -28,7 +28,8 @@ Event kinds (the `kind` column of events from logs, transcripts and process list
 | nccl_error | an `NCCL WARN` line and the `-> N` return trace that follows it on the same thread (`host`, `gpu`, `nccl_code`) |
 | elastic_restart | torchelastic restarts or rendezvous-restarts the worker group |
 | exit | a process exit with a code (`exit_code`): torchrun child failure and its ChildFailedError table entries, DeepSpeed launcher exit, exit=137 |
-| signal | a signal sent or received (`signal`, `pid`): elastic closing/death signals, DeepSpeed killing a subprocess, `Killed`, `Terminated` |
+| killed | the shell that ran the trainer reporting it killed (`signal`): `Killed` or `Terminated` alone on a line |
+| signal | a signal sent or received (`signal`, `pid`): elastic closing/death signals, DeepSpeed killing a subprocess |
 | oom | CUDA or host out-of-memory (`gpu`, `requested_mib`, `capacity_mib`, `free_mib` where the message says them) |
 | nohup | `nohup: ignoring input` (a detached launch wrote this log) |
 | error | another ERROR-level line (glog `E`/`F` lines included) |
@@ -724,6 +725,11 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
            r"^(?:srun|salloc): Job allocation (?P<job>\d+) has been revoked"),
     _slurm("error", "slurm_error", ": error: ", r"^(?:srun|slurmstepd(?:-[\w.-]+)?|sbatch|salloc)(?:\[\d+\])?: error: "),
     _event("signal", "received_signal", "Signal", r"(?i)(received|got) signal (?P<signal>\w+)"),
+    # the shell that ran the trainer reporting how it died, alone on a line in the file its output
+    # went to (dash, and a script's bash, write the report where the command's output goes): the
+    # process itself was killed, as the same words on a terminal say
+    _event("killed", "shell_killed", "Killed", r"^Killed\s*$", signal="SIGKILL"),
+    _event("killed", "shell_terminated", "Terminated", r"^Terminated\s*$", signal="SIGTERM"),
     _event("signal", "killed", "Killed", r"^Killed\b", signal="SIGKILL"),
     _event("signal", "terminated", "Terminated", r"^Terminated\b", signal="SIGTERM"),
     _event("exit", "exit_code", "xit", r"(?i)\bexit(?:ed)?(?: with)?(?: code|=|:)\s*(?P<code>-?\d+)"),

@@ -23,6 +23,7 @@ from ...incident import Incident, from_frames
 from ...shell_words import (
     Launch,
     command_name,
+    echoed_command,
     exit_meaning,
     kill_targets,
     match_prompt,
@@ -144,9 +145,11 @@ def session_incident(ses: Session, ctx: LoadContext, rep, loose: str = "text out
     for c in ses.commands:
         t = c.time
         cref = ref_of(c.line)
-        launch = parse_launch(c.text)
+        # what a recipe runner (`make train`) printed it runs is the command it launched
+        echoed = echoed_command(c.text, [s for _, s in c.output])
+        launch = parse_launch(c.text) or (parse_launch(echoed) if echoed else None)
         ev.add(t, "command", c.text, cref, output="\n".join(s for _, s in c.output), time_approx=c.approx,
-               time_within_s=c.within_s,
+               time_within_s=c.within_s, echoed=echoed,
                traced=c.prompt.trace_depth if c.prompt is not None and c.prompt.trace_depth else None)
         if launch is not None:
             how = launch.launcher if launch.launcher.endswith(" launch") else f"{launch.launcher} launch"

@@ -630,3 +630,17 @@ def test_dflash_lines_behind_a_launchers_label_are_read_in_bulk_as_line_by_line(
         cols = ["time", "run", "step", "metric", "value", "rank", "pattern"]
         pd.testing.assert_frame_equal(a.metrics[cols].reset_index(drop=True), b.metrics[cols].reset_index(drop=True))
         assert a.metrics[a.metrics["metric"] == "train/tok_per_s"]["rank"].tolist() == ranks
+
+
+def test_a_shells_bare_report_in_the_log_is_the_trainers_death_by_that_signal(tmp_path):
+    """dash (make's recipe shell) and a script's bash write `Killed` / `Terminated` into the file
+    the trainer's output went to (data/incidents/h100-1gpu-make-launcher: train-...172915.log line
+    81): the process was killed, by the signal the word means; `Killed process 12 (python)`, the
+    OOM killer's line, is not that report."""
+    log = tmp_path / "train.log"
+    log.write_text("2026-12-05 17:30:23 [drafter] step 350 loss 10.4516 tok/s 55233 queue 0\nKilled\n"
+                   "Terminated\nKilled process 12 (python) total-vm:1kB\n")
+    ev = _load(log).events
+    assert ev["kind"].tolist() == ["killed", "killed", "signal"]
+    assert ev["signal"].tolist() == ["SIGKILL", "SIGTERM", "SIGKILL"]
+    assert [r.rsplit("/", 1)[1] for r in ev["ref"]] == ["train.log:2", "train.log:3", "train.log:4"]
