@@ -17,6 +17,7 @@ ORDER = [
     "training-log", "ps-snapshots", "top-batch", "replay-ab-results",
     # the transcript reads container answers: importing it registers the container formats first
     "docker-events", "docker-inspect", "docker-ps", "kubectl-describe-pod", "kubectl-events", "kubectl-pod-document",
+    "kubectl-get-pods",
     "shell-transcript", "shell-history", "kernel-log", "systemd-journal", "wandb-chart-csv",
     "wandb-runs-table", "wandb-history-csv", "wandb-summary", "wandb-metadata", "wandb-config",
     "pip-requirements", "console-text", "wandb-events-jsonl", "wandb-history-jsonl", "wandb-debug-log",

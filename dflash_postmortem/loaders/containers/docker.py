@@ -32,7 +32,7 @@ from ..clock_text import parse_age
 from ..registry import LoadContext
 from ..training_log.patterns import integer
 from .documents import find_json
-from .events import Found, Lines, framing, is_session, load_output, stated_time
+from .events import Found, Lines, framing, is_session, load_output, stated_time, table_rows
 
 BY = "docker"
 _STAMP = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})?(?:Z?[+-]?\d{2}:\d{2})?"
@@ -282,19 +282,7 @@ def _cells(line: str, columns: list[tuple[str, int]]) -> dict[str, str]:
 def read_ps(lines: list[str], first: int, ctx: LoadContext, rep, found: Found, *, counted: bool = True) -> None:
     """`docker ps -a`: each container's status as an age (`Exited (137) 5 minutes ago`, `Up 2 hours`)."""
     count = Lines(rep, counted)
-    columns = None
-    for i, raw in enumerate(lines, first):
-        why = framing(raw)
-        if why is not None:
-            count.skip(i, why)
-            continue
-        if _PS_HEADER.match(raw.strip()):
-            columns = _columns(raw.rstrip())
-            count.skip(i, "header line")
-            continue
-        if columns is None:
-            count.skip(i, "text before the docker ps header")
-            continue
+    for i, raw, columns in table_rows(lines, first, count, _PS_HEADER, _columns, "text before the docker ps header"):
         row = _cells(raw.rstrip(), columns)
         m = _STATUS.match(row.get("STATUS", ""))
         if m is None:

@@ -77,6 +77,25 @@ def framing(line: str) -> str | None:
     return None
 
 
+def table_rows(lines: list[str], first: int, count: Lines, header, columns_of, before: str):
+    """(line number, line, columns) of each line after a whitespace-aligned table's header
+    (`header` matches it stripped; `columns_of(header line)` gives its columns): blank lines,
+    fences and the prompt line are skipped as `framing` says, the header as a header, any line
+    before it with the reason `before`."""
+    columns = None
+    for i, raw in enumerate(lines, first):
+        why = framing(raw)
+        if why is not None:
+            count.skip(i, why)
+        elif header.match(raw.strip()):
+            columns = columns_of(raw.rstrip())
+            count.skip(i, "header line")
+        elif columns is None:
+            count.skip(i, before)
+        else:
+            yield i, raw, columns
+
+
 @lru_cache(maxsize=4)
 def is_session(head: bytes) -> bool:
     """Two or more prompts with a command: a terminal session, which the transcript loader reads

@@ -34,7 +34,7 @@ from ..registry import LoadContext
 from ..training_log.patterns import integer
 from ..transcript import process_control
 from .documents import find_json, find_yaml
-from .events import Found, Lines, framing, is_session, load_output, stated_time
+from .events import Found, Lines, framing, is_session, load_output, stated_time, table_rows
 
 BY = "kubernetes"
 _KV = re.compile(r"^(?P<indent>[ \t]*)(?P<key>[A-Za-z][\w .()/-]{0,40}?):(?:[ \t]+(?P<value>.*?))?\s*$")
@@ -362,6 +362,58 @@ def read_pod_document(lines: list[str], first: int, ctx: LoadContext, rep, found
     return True
 
 
+# -- kubectl get pods ---------------------------------------------------------------------------
+# Its table in any kubectl version: `-A` puts NAMESPACE first, `-o wide` adds columns after AGE
+# (two of them named in two words); kubectl 1.24 and later say when the last restart was: `5 (49s ago)`.
+_PODS_HEADER = re.compile(r"^(?:NAMESPACE\s+)?NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\b")
+_PODS_COLUMN = re.compile(r"\S+(?: (?:NODE|GATES))?")
+_RESTARTS = re.compile(r"^(?P<n>\d+)(?:\s*\((?P<ago>[^)\s]+) ago\))?$")
+# A pod's STATUS is its container's state: the reason it ended (a pod that ended, or one whose
+# container ended and waits out its restart policy's back-off: CrashLoopBackOff), or the reason it
+# cannot start it (an image it cannot pull, a bad spec). `Init:` names an init container's.
+_POD_ENDED = {"Error", "OOMKilled", "Completed", "ContainerCannotRun", "StartError", "DeadlineExceeded", "Evicted",
+              "ContainerStatusUnknown", "CrashLoopBackOff", "PostStartHookError"}
+_POD_WAITING = {"ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError", "CreateContainerError",
+                "RunContainerError", "InvalidImageName"}
+
+
+def _pods_columns(header: str) -> list[tuple[str, int]]:
+    """(column, start) of the pods table's header (`NOMINATED NODE` one column)."""
+    return [(m.group(), m.start()) for m in _PODS_COLUMN.finditer(header)]
+
+
+def read_pods(lines: list[str], first: int, ctx: LoadContext, rep, found: Found, *, counted: bool = True) -> None:
+    """`kubectl get pods`: what each pod's row says at the time the command ran. A container that
+    ended (`Error`, `OOMKilled`, `Completed`, `CrashLoopBackOff`: ended and waiting to be started
+    again) is an `attempt_end` with that reason (OOMKilled an `oom_kill` too), one that cannot start
+    (`ImagePullBackOff`) a `warning`, each with its restarts (`attempt`, `restart_count`) and when
+    the last one was, where kubectl says it. A pod running or starting says nothing that went
+    wrong: its row is read and counted, no event."""
+    count = Lines(rep, counted)
+    for i, raw, columns in table_rows(lines, first, count, _PODS_HEADER, _pods_columns, "text before the pods table"):
+        cells = _table_cells(raw.rstrip(), columns, False)
+        restarts = _RESTARTS.match(cells.get("RESTARTS", "")) if cells else None
+        if not cells or not cells.get("NAME") or restarts is None:
+            count.skip(i, "not a kubectl get pods row")
+            continue
+        count.parsed()
+        pod, status, n = cells["NAME"], cells.get("STATUS", ""), int(restarts["n"])
+        own = status.removeprefix("Init:")
+        where = dict(job=pod, by=BY, reason=own, attempt=n, restart_count=n, status=status,
+                     init_container=True if status.startswith("Init:") else None,
+                     namespace=cells.get("NAMESPACE") or None)
+        # (when the last restart was, where kubectl says it: in the words only; the start of an
+        # attempt nothing else shows would be a start that nothing checks)
+        last = f", the last {restarts['ago']} before" if restarts["ago"] else ""
+        said = f"pod {pod}: {status}, {n} restart{'' if n == 1 else 's'}{last}"
+        if own in _POD_ENDED:
+            found.add(pd.NaT, "attempt_end", said, i, age_s=0.0, **where)
+            if own == "OOMKilled":
+                found.add(pd.NaT, "oom_kill", f"pod {pod}: OOMKilled", i, age_s=0.0, **where)
+        elif own in _POD_WAITING:
+            found.add(pd.NaT, "warning", said, i, age_s=0.0, **where)
+
+
 # -- formats ------------------------------------------------------------------------------------
 def _head(head: bytes) -> str:
     return head.decode("utf-8", "replace")
@@ -396,6 +448,14 @@ def sniff_pod_document(path: Path, head: bytes) -> float:
     return 0.9 if re.search(r"\"?(?:containerStatuses|restartCount)\"?:", text) else 0.0
 
 
+def sniff_get_pods(path: Path, head: bytes) -> float:
+    """`kubectl get pods` pasted alone (a prompt line above it at most)."""
+    if is_session(head):
+        return 0.0
+    lines = _head(head).splitlines()[:50]
+    return 0.85 if any(_PODS_HEADER.match(ln.strip()) for ln in lines) else 0.0
+
+
 @registry.format("kubectl-describe-pod", sniff=sniff_describe,
                  doc="kubectl describe pod: container states (OOMKilled, exit codes, restart count) and the events table")
 def load_describe(path: Path, ctx: LoadContext) -> Incident:
@@ -412,3 +472,9 @@ def load_events(path: Path, ctx: LoadContext) -> Incident:
                  doc="kubectl get pod -o json|yaml: containerStatuses (state, lastState, restartCount)")
 def load_pod_document(path: Path, ctx: LoadContext) -> Incident:
     return load_output(path, ctx, "kubectl-pod-document", read_pod_document, "pod document")
+
+
+@registry.format("kubectl-get-pods", sniff=sniff_get_pods,
+                 doc="kubectl get pods (-A, -o wide): each pod's status and restarts (CrashLoopBackOff, OOMKilled, Error)")
+def load_pods(path: Path, ctx: LoadContext) -> Incident:
+    return load_output(path, ctx, "kubectl-get-pods", read_pods, "kubectl get pods")

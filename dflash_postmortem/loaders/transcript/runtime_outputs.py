@@ -4,6 +4,7 @@ the reader of that output (`loaders/containers/`), its ages read against the tim
     kubectl describe pod X          -> kubernetes.read_describe
     kubectl get events              -> kubernetes.read_events
     kubectl get pod X -o json|yaml  -> kubernetes.read_pod_document
+    kubectl get pods [-A] [-o wide] -> kubernetes.read_pods
     docker events / inspect / ps    -> docker.read_events / read_inspect / read_ps
     kubectl logs [--previous] X, docker logs [-t] X
                                     -> the training-log reader: the container's own log, its rows
@@ -57,9 +58,10 @@ def reader_of(words: list[str]):
             return kubernetes.read_describe, "kubectl describe pod"
         if args[0] == "get" and len(args) > 1 and args[1] in ("events", "event", "ev"):
             return kubernetes.read_events, "kubectl get events"
-        if args[0] == "get" and len(args) > 1 and re.match(r"^(?:pods?|po)(?:/|$)", args[1]) and \
-                re.search(r"(?:-o|--output)[= ]?(?:json|yaml)\b", output):
-            return kubernetes.read_pod_document, "kubectl get pod"
+        if args[0] == "get" and len(args) > 1 and re.match(r"^(?:pods?|po)(?:/|$)", args[1]):
+            if re.search(r"(?:-o|--output)[= ]?(?:json|yaml)\b", output):
+                return kubernetes.read_pod_document, "kubectl get pod"
+            return kubernetes.read_pods, "kubectl get pods"
     if name in _RUNTIMES and args:
         verb = args[1] if args[0] in ("container", "system") and len(args) > 1 else args[0]
         return {"events": (docker.read_events, "docker events"), "inspect": (docker.read_inspect, "docker inspect"),

@@ -114,3 +114,41 @@ status:
     (tmp_path / "pod.json").unlink()
     as_yaml = _load(tmp_path, "pod.yaml", yaml_text).events
     assert as_yaml[["kind", "attempt"]].values.tolist() == [["attempt_start", 1]]
+
+
+# Rows of real `kubectl get pods` answers (corpus: k8s/*-get-pods-*), typed in a session under a
+# `date`, with `-A -o wide`'s columns around them: each row's status is read at the time the
+# command ran.
+PODS_SESSION = """$ date
+Tue Jan 23 10:00:00 UTC 2024
+$ kubectl get pods -A -o wide
+NAMESPACE   NAME                                 READY   STATUS             RESTARTS       AGE   IP           NODE     NOMINATED NODE   READINESS GATES
+kubeflow    training-operator-64886bdddc-q6nr5   0/1     CrashLoopBackOff   20 (24s ago)   79m   10.1.2.3     node-1   <none>           <none>
+web         tax-tribunals-application-base-x     0/1     OOMKilled          4 (57s ago)    2m    10.1.2.4     node-2   <none>           <none>
+gpu         nvidia-cuda-validator-kg6mn          0/1     Init:ErrImagePull  0              6m    10.1.2.5     node-1   <none>           <none>
+gpu         nvidia-dcgm-exporter-x2b9z           1/1     Running            0              110m  10.1.2.6     node-1   <none>           <none>
+$ date
+Tue Jan 23 10:00:30 UTC 2024
+"""
+
+
+def test_get_pods_in_a_session_says_each_pods_trouble_at_the_time_it_ran(tmp_path):
+    """A container that ended (CrashLoopBackOff: ended and waiting to start again; OOMKilled, with
+    the OOM kill) is an attempt_end, one that cannot start a warning, a running pod nothing; each
+    with its restarts and namespace, at the `date` before the command, cited at its row."""
+    inc = _load(tmp_path, "session.txt", PODS_SESSION)
+    ev = inc.events[inc.events["by"] == "kubernetes"]
+    assert ev[["kind", "job", "attempt", "reason"]].astype(object).values.tolist() == [
+        ["attempt_end", "training-operator-64886bdddc-q6nr5", 20, "CrashLoopBackOff"],
+        ["attempt_end", "tax-tribunals-application-base-x", 4, "OOMKilled"],
+        ["oom_kill", "tax-tribunals-application-base-x", 4, "OOMKilled"],
+        ["warning", "nvidia-cuda-validator-kg6mn", 0, "ErrImagePull"],
+    ]
+    assert set(ev["time"]) == {T("2024-01-23 10:00:00")} and set(ev["namespace"]) == {"kubeflow", "web", "gpu"}
+    assert ev["ref"].tolist() == ["session.txt:5", "session.txt:6", "session.txt:6", "session.txt:7"]
+    assert ev["message"].iloc[0] == "pod training-operator-64886bdddc-q6nr5: CrashLoopBackOff, 20 restarts, the last 24s before"
+    said = pm.what_happened(inc, pm.detect(inc))
+    # (an OOM kill is what a reader names first: present/sentences.py's _WRONG)
+    assert said == ["No training seen in 1 file: no training step between 10:00:00 UTC and 10:00:30 UTC (7 events). "
+                    "What it shows going wrong: pod tax-tribunals-application-base-x: OOMKilled (session.txt:6), and 2 "
+                    "more such lines."]
