@@ -83,6 +83,10 @@ did (what the README of the incident is written from), which the incident folder
                        `make train` dies in start-up (its PID file's folder does not exist); the fixed
                        one trains until a SIGKILL from outside the operator's view (an admin's cleanup);
                        `make resume` goes on from the last checkpoint to the run's last step
+    pkill-both         a `script`-recorded terminal, `nohup ... &`: the operator relaunches with one flag
+                       changed and the same --run-name, then kills "the old one" with `pkill -f 'run-name
+                       drafter-7b'` while the new one is still loading: both die (bash: two `Terminated`);
+                       the operator notices and launches once more, which trains to its last step
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -210,6 +214,29 @@ class Recording:
         self.truth(f"waited {timeout:g}s for {text!r} in {rel}: not seen")
         return False
 
+    def close_shell(self, t, pids: list[str], checkpoints: str) -> None:
+        """Close the operator's terminal, stop a run that outlived the scenario (none should), and
+        remove the runs' checkpoints (`checkpoints`, a glob in the folder): the trainer's state,
+        not evidence."""
+        t.close()
+        for pid in pids:
+            if pid.isdigit() and Path(f"/proc/{pid}").exists():
+                self.truth(f"PID {pid} still running at the end: killed")
+                subprocess.run(["kill", pid], check=False)
+        for ckpt in self.dir.glob(checkpoints):
+            ckpt.unlink()
+
+    def stop_ours(self, pattern: str) -> None:
+        """SIGTERM to the processes matching `pattern` that run in this incident's folder: a dry run
+        on a shared machine leaves other trainers (a test run's, another recording's) alone."""
+        found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
+        for pid in found:
+            try:
+                if Path(os.readlink(f"/proc/{pid}/cwd")).is_relative_to(self.dir.resolve()):
+                    os.kill(int(pid), 15)
+            except (OSError, ValueError):
+                pass  # gone meanwhile, or not ours to read
+
     def finish(self) -> None:
         """Stop the captures, then anything of this incident still running."""
         for p in self.procs:
@@ -218,10 +245,9 @@ class Recording:
             except ProcessLookupError:
                 pass
         time.sleep(1)
-        subprocess.run(["pkill", "-f", "dflash_postmortem.replay.train"], check=False)
+        for trainer in ("dflash_postmortem.replay.train", "run/hf_train.py", "run/pl_train.py"):
+            self.stop_ours(trainer)
         subprocess.run(["pkill", "-f", "hog_memory"], check=False)
-        subprocess.run(["pkill", "-f", "run/hf_train.py"], check=False)
-        subprocess.run(["pkill", "-f", "run/pl_train.py"], check=False)
         subprocess.run(["pkill", "-f", "hog_compute"], check=False)
         subprocess.run(["tmux", "kill-server"], check=False, capture_output=True)
         for leftover in self.dir.glob("logs/.*"):
@@ -1028,7 +1054,7 @@ def disk_full(r: Recording) -> None:
         r.truth("the resumed run stopped by itself")
         time.sleep(5)
     finally:
-        subprocess.run(["pkill", "-f", "dflash_postmortem.replay.train"], check=False)
+        r.stop_ours("dflash_postmortem.replay.train")
         time.sleep(2)
         # the checkpoints are not evidence; the folder stays, as an empty mount point
         subprocess.run(["umount", "-l", str(ckpt)], check=False)
@@ -1312,14 +1338,7 @@ def early_stop(r: Recording) -> None:
         r.truth(f"bash's job notification: {_last(JOB_DONE, shown)!r}")
         t.run("jobs")
     finally:
-        t.close()
-        for pid in pids:  # a run that outlived the scenario (none should)
-            if pid.isdigit() and Path(f"/proc/{pid}").exists():
-                r.truth(f"PID {pid} still running at the end: killed")
-                subprocess.run(["kill", pid], check=False)
-        # the runs' checkpoints are the trainer's state, not evidence
-        for ckpt in r.dir.glob("*.pt"):
-            ckpt.unlink()
+        r.close_shell(t, pids, "*.pt")
 
 
 # An operator's Makefile as launcher: each target runs the trainer in the foreground into a log
@@ -1459,6 +1478,88 @@ def make_launcher(r: Recording) -> None:
             ckpt.unlink()
 
 
+JOB_STARTED, JOB_KILLED = r"\[\d\] \d+", r"\[\d\][+-] +(?:Terminated|Killed|Done|Exit \d+)[^\r\n]*"
+
+
+def pkill_both(r: Recording) -> None:
+    r.gpus_and_processes()
+    py = _python()
+    # A run name nothing else on the machine has: the operator's pkill matches whatever carries it.
+    run = "drafter-7b"
+    steps = 400 if r.gpu else 4000  # the dry run's tiny model trains ~10 times as fast
+    flags = (f"--run-name {run} --max-steps {steps} --seconds 3600 {r.model} --checkpoint-dir ckpt "
+             f"--checkpoint-every 100 --pid-file run/{run}.pid")
+    t = InteractiveShell(r.dir, r.dir / "logs" / "terminal.typescript", dict(os.environ, COLUMNS=""))
+    pids: list[str] = []
+
+    def launch(n: int, lr: str, log: str) -> str:
+        cmd = f"nohup {py} -m dflash_postmortem.replay.train {flags} --lr {lr} > logs/{log} 2>&1 &"
+        r.truth(f"run {n}: {cmd}")
+        shown = t.run(cmd)
+        pid = _job_pid(shown)
+        pids.append(pid)
+        r.truth(f"run {n} started, PID {pid} (bash's line {_last(JOB_STARTED, shown)!r})")
+        return pid
+
+    def last_line(log: str) -> str:
+        text = (r.dir / "logs" / log).read_text(errors="replace").strip()
+        return text.splitlines()[-1] if text else "(empty)"
+
+    try:
+        r.truth(f"operator at a script-recorded terminal; three launches of run {run} ({steps} steps, checkpoints "
+                "every 100), each under nohup into a log of its own")
+        t.run("date")
+        pid1 = launch(1, "3e-4", "train.log")
+        r.wait_for("logs/train.log", "step 150 ", 300)
+        r.truth(f"run 1 logged step 150; its log's last line: {last_line('train.log')!r}")
+        time.sleep(5)
+
+        r.truth("operator relaunches with one flag changed (--lr 1e-4) and the same run name, into logs/train2.log")
+        t.run("date")
+        pid2 = launch(2, "1e-4", "train2.log")
+        r.wait_for("logs/train2.log", "Loading target model", 60)
+        time.sleep(1)
+        matched = subprocess.run(["pgrep", "-af", f"run-name {run}"], capture_output=True, text=True).stdout
+        r.truth(f"processes whose command line matches 'run-name {run}' just before the pkill (driver's pgrep): "
+                f"{[line.split(' ', 1)[0] for line in matched.splitlines()]}; run 2's log's last line: "
+                f"{last_line('train2.log')!r}; run 1's: {last_line('train.log')!r}")
+        r.truth(f"operator types `pkill -f 'run-name {run}'`, meaning to stop run 1 (PID {pid1})")
+        shown = t.run(f"pkill -f 'run-name {run}'")
+        r.truth(f"pkill returned; bash printed before its prompt: {re.findall(JOB_KILLED, shown)}")
+        for n, pid in ((1, pid1), (2, pid2)):
+            r.truth(f"run {n} (PID {pid}) {'gone' if _wait_gone(pid, 30) else 'still running after 30 s'}; its "
+                    f"log's last line: {last_line('train.log' if n == 1 else 'train2.log')!r}")
+        time.sleep(8)
+
+        r.truth("operator checks: Enter, `date`, `jobs`, `nvidia-smi`, `tail -n 3 logs/train2.log`")
+        shown = t.run("")
+        r.truth(f"bash's job notifications at the Enter: {re.findall(JOB_KILLED, shown)}")
+        t.run("date")
+        shown = t.run("jobs")
+        r.truth(f"`jobs` shows: {re.findall(JOB_KILLED, shown) or 'no job line'}")
+        t.run("nvidia-smi" if r.gpu else "uptime")
+        t.run("tail -n 3 logs/train2.log")
+        time.sleep(6)
+
+        r.truth("operator launches once more, with --lr 1e-4, into logs/train3.log")
+        t.run("date")
+        pid3 = launch(3, "1e-4", "train3.log")
+        r.wait_for("logs/train3.log", "step 50 ", 300)
+        r.truth("run 3 logged step 50")
+        gone = _wait_gone(pid3, 600)
+        text = (r.dir / "logs" / "train3.log").read_text(errors="replace")
+        r.truth(f"run 3 (PID {pid3}) {'exited' if gone else 'still running after 600 s'}; last step line "
+                f"{_last(STEP_LINE, text)}, 'Training stopped' in its log: {'Training stopped' in text}")
+        time.sleep(5)
+        r.truth("operator runs `date`, `jobs` and `tail -n 2 logs/train3.log`")
+        shown = t.run("date")
+        r.truth(f"bash's job notification: {re.findall(JOB_KILLED, shown)}")
+        t.run("jobs")
+        t.run("tail -n 2 logs/train3.log")
+    finally:
+        r.close_shell(t, pids, "ckpt/*.pt")
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -1469,7 +1570,7 @@ SCENARIOS = {
     "ctrl-z": ctrl_z, "vanished": vanished, "nccl-watchdog": nccl_watchdog, "nccl-contention": nccl_contention,
     "disk-full": disk_full, "lingering": lingering, "diverged": diverged,
     "accelerate-gpus": accelerate_gpus, "leak-oom": leak_oom, "worker-killed": worker_killed,
-    "early-stop": early_stop, "make-launcher": make_launcher,
+    "early-stop": early_stop, "make-launcher": make_launcher, "pkill-both": pkill_both,
 }
 
 
