@@ -290,8 +290,15 @@ def _kill_sent(L: pd.Series, inc: Incident, a: pd.Series, refs: list[str]) -> _V
     aimed = {p for _, k in sent.iterrows() for p in aimed_at(inc, k) | (
         kill_reach(inc).get(k.name, set()) if isinstance(k.get("target_session"), str) else set())}
     if kill is None or aimed & set(a["pids"]) or typed is None:
+        # the same kill ended other starts too (a pattern meant for the run before it): said
+        att = attempts(inc)
+        also = att[(att["end_ref"] == a["end_ref"]) & (att["attempt"] != a["attempt"]) & (att["end_kind"] == "kill_sent")]
+        pids = lambda o: f" (PID {', '.join(map(str, o['pids']))})" if o["pids"] else ""  # noqa: E731
+        too = "; the same kill ended " + ", ".join(
+            f"the start at {clock(o['start'])}{pids(o)}" + (", which was training" if pd.notna(o["first_step"]) else "")
+            for _, o in also.iterrows()) if len(also) else ""
         return _Verdict("killed", f"killed during start-up by a kill aimed at it: {a['end_message'] or 'a kill'} "
-                        f"({clock(a['end'])})", refs,
+                        f"({clock(a['end'])}){too}", refs,
                         [findings.cause(findings.event_id(refs[0]), "the kill reached the process", refs)] if refs else [])
     pids = ", ".join(map(str, a["pids"]))
     proc = L.get("process")

@@ -58,7 +58,7 @@ from ..shell_words import (
     simple_commands,
 )
 from . import carried, computed, gpu_state
-from .kills import aimed_at, is_group_kill, job_reached
+from .kills import aimed_at, is_group_kill, job_reached, pid_file_written, pid_files_read
 from .step_lines import step_lines
 
 # ps START has minute resolution: a process started in the minute of a launch may be its own.
@@ -275,6 +275,8 @@ class _Assembly:
         sent = ev[ev["kind"] == "kill_sent"]
         self.kills = [(i, aimed_at(inc, r)) for i, r in sent.iterrows()]
         self.job_kills = {i: j for i, j in column(sent, "target_job").items() if isinstance(j, str) and j}
+        # the PID files each kill read its target from (`kill $(cat run/x.pid)`)
+        self.file_kills = [(i, names) for i, e in column(sent, "target_expr").items() if (names := pid_files_read(e))]
         listed = ev[ev["source"].isin(job_listings(inc))] if "job" in ev.columns else ev.iloc[:0]
         self.listed = listed.dropna(subset=["job"])
         # PID files: a start's record of its process, not a log it writes
@@ -777,6 +779,20 @@ class _Assembly:
             listed = listed[listed["attempt"].isna() | (listed["attempt"] == a.job_attempt)]
         return rows + list(listed.index)
 
+    def _file_kills_of(self, a: _Attempt) -> list:
+        """The kills that read the PID file an attempt with no PID in the evidence writes (its
+        `--pid-file run/x.pid`, read by `kill $(cat run/x.pid)`), sent after it started and before
+        the next start that writes the same file: whatever PID the file held, they were meant for
+        it (a transcript alone, the file and the process listing not in the incident)."""
+        mine = pid_file_written(a.command)
+        if a.pids or mine is None or a.start is None or pd.isna(a.start):
+            return []
+        later = min((b.start for b in self.ordered if b is not a and b.start is not None and pd.notna(b.start)
+                     and b.start > a.start and pid_file_written(b.command) == mine), default=None)
+        when = self.ev["time"]
+        return [i for i, names in self.file_kills if mine in names and when.loc[i] >= a.start
+                and (later is None or when.loc[i] < later)]
+
     def _row(self, i: int, a: _Attempt) -> dict:
         """The attempt's row: taken from the last read of a growing folder where the attempt was
         over then and nothing it is made of has changed since (carried.py), else derived now."""
@@ -817,7 +833,7 @@ class _Assembly:
         inc = self.inc
         parts = [(s, b, e) for s, (b, e) in a.sources.items()]
         steps = _steps(inc, parts, a.runs, a.start, self.owned)
-        lines, rows = _rows_of(inc, parts, a.pids, self.kills, a.launch_ref, self._job_rows_of(a))
+        lines, rows = _rows_of(inc, parts, a.pids, self.kills, a.launch_ref, self._job_rows_of(a) + self._file_kills_of(a))
         gp = inc.gpu_processes[inc.gpu_processes["pid"].isin(a.pids)] if a.pids else inc.gpu_processes.iloc[:0]
         procs = self.procs[self.procs["pid"].isin(a.pids)]
         gpus = set(gp["gpu"].dropna().astype(int))
@@ -1282,7 +1298,8 @@ def _rows_of(inc: Incident, parts: list[tuple], pids: set[int], kills: list | No
              launch_ref: str | None = None, job_rows: list | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every metric row and every event row of the attempt's log parts, the events naming its
     PIDs, the operator's kills aimed at them (`kills`: (row index, PIDs) of each kill_sent event),
-    the event rows that are its by its scheduler job (`job_rows`: row indexes, `_job_rows_of`),
+    the event rows that are its by its scheduler job or the PID file it writes (`job_rows`: row
+    indexes, `_job_rows_of`, `_file_kills_of`),
     and what the shell said of the command that launched it (`Killed`, `exit=137` under a
     foreground launch): (metric rows, event rows), each in its frame's order."""
     out = []

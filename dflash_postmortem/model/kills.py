@@ -18,6 +18,22 @@ from ..shell_words import kill_targets
 _CAT_PID_FILE = re.compile(r"\$\(\s*cat\s+([^\s)]+)\s*\)|`\s*cat\s+([^\s`]+)\s*`")
 
 
+# A launch's own record of its PID: the trainer's `--pid-file F`, or the shell's `echo $! > F`.
+_WRITES_PID_FILE = re.compile(r"--pid[-_]?file[= ](?P<flag>[^\s;&|]+)|\becho\s+\$!\s*>>?\s*(?P<echo>[^\s;&|]+)")
+
+
+def pid_files_read(expr) -> set[str]:
+    """The names of the PID files a kill's target reads (`$(cat run/x.pid)`: `x.pid`)."""
+    return {PurePosixPath(m.group(1) or m.group(2)).name for m in _CAT_PID_FILE.finditer(expr)} \
+        if isinstance(expr, str) else set()
+
+
+def pid_file_written(command) -> str | None:
+    """The name of the PID file a launch writes its PID to (`--pid-file run/x.pid`: `x.pid`), else None."""
+    m = _WRITES_PID_FILE.search(command) if isinstance(command, str) else None
+    return PurePosixPath((m["flag"] or m["echo"]).strip("'\"")).name if m else None
+
+
 def pid_files(inc: Incident) -> dict[str, int]:
     """PID file name -> the PID it held (the pid-file loader's events)."""
     ev = inc.events
@@ -25,15 +41,22 @@ def pid_files(inc: Incident) -> dict[str, int]:
     return {PurePosixPath(str(s)).name: int(p) for s, p in zip(files["source"], files["pid"], strict=True)}
 
 
-def kill_pids(inc: Incident, command: str, when) -> set[int]:
+def kill_pids(inc: Incident, command: str, when, within: float = 0.0) -> set[int]:
     """The PIDs a kill command line aimed at: literal PIDs, `$(cat run/x.pid)` through the PID
-    files in the incident, and `pkill -f PATTERN` through the processes alive at that time."""
+    files in the incident, and `pkill -f PATTERN` through the processes alive at that time.
+    `within`: how much later than `when` it may have run (a transcript dated only by its `date`s
+    places a line at the one before it): a process that appeared meanwhile and was gone before
+    that window closed was alive when it ran too (one still alive after it was not reached)."""
     pids: set[int] = set()
     targets = kill_targets(command)
     pids |= {t.pid for t in targets if t.pid is not None}
     procs = inc.processes
-    alive = procs[(procs["first_seen"] <= when) & (procs["last_seen"] >= when - pd.Timedelta(seconds=5))] \
-        if len(procs) else procs
+    slack = pd.Timedelta(seconds=5)
+    alive = (procs["first_seen"] <= when) & (procs["last_seen"] >= when - slack) if len(procs) else None
+    if alive is not None and within > 0:
+        closes = when + pd.Timedelta(seconds=within)
+        alive |= (procs["first_seen"] <= closes) & (procs["last_seen"] >= when - slack) & (procs["last_seen"] <= closes + slack)
+    alive = procs[alive] if alive is not None else procs
     if re.search(r"\bkill\b", command):
         files = pid_files(inc)
         for m in _CAT_PID_FILE.finditer(command):
@@ -77,12 +100,14 @@ def aimed_at(inc: Incident, kill: pd.Series) -> set[int]:
     """The PIDs one `kill_sent` event aimed at: its resolved target, else its command's."""
     pids = {int(kill["target_pid"])} if pd.notna(kill.get("target_pid")) else set()
     expr, pattern = kill.get("target_expr"), kill.get("target_pattern")
+    late = kill.get("time_within_s")
+    within = float(late) if pd.notna(late) and bool(kill.get("time_approx")) else 0.0
     if isinstance(expr, str) and expr:
-        pids |= kill_pids(inc, f"kill {expr}", kill["time"])
+        pids |= kill_pids(inc, f"kill {expr}", kill["time"], within)
     if isinstance(pattern, str) and pattern:
         # quoted as typed: a pattern with a space (`pkill -f '[-]-layers 64'`) is one pattern, not
         # two (the second, `64`, matching any command line with a 64 in it)
-        pids |= kill_pids(inc, f"pkill -f {shlex.quote(pattern)}", kill["time"])
+        pids |= kill_pids(inc, f"pkill -f {shlex.quote(pattern)}", kill["time"], within)
     if is_group_kill(kill) and pids:
         pids |= group_members(inc, pids, kill["time"])
     return pids

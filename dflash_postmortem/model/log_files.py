@@ -181,6 +181,9 @@ def _covered(inc: Incident, a: pd.Series) -> bool:
         return True
     ev = inc.events
     lo, hi = a["start"], a["end"]
+    # (what is seen from a kill someone sent to it on, a count of processes typed with the kill,
+    # says what the kill did, not whether it had come up)
+    killed = a["end_kind"] == "kill_sent" and pd.notna(hi)
     if pd.isna(hi) and pd.notna(lo):  # nothing shows its end: until the next start, the one that followed it
         later = attempts(inc)["start"]
         later = later[later > lo]
@@ -191,7 +194,7 @@ def _covered(inc: Incident, a: pd.Series) -> bool:
         if pd.notna(lo):
             listed &= procs["last_seen"] >= lo
         if pd.notna(hi):
-            listed &= procs["first_seen"] <= hi
+            listed &= procs["first_seen"] < hi if killed else procs["first_seen"] <= hi
         if listed.fillna(False).any():
             return True
     counts = ev[ev["kind"] == "process_count"] if len(ev) else ev
@@ -200,7 +203,7 @@ def _covered(inc: Incident, a: pd.Series) -> bool:
         if pd.notna(lo):
             t = t[t >= lo]
         if pd.notna(hi):
-            t = t[t <= hi]
+            t = t[t < hi] if killed else t[t <= hi]
         if len(t):
             return True
     return False

@@ -687,6 +687,31 @@ def test_a_start_whose_log_is_missing_and_whose_gpu_worked_is_not_judged_a_faile
     assert said[1].endswith("; it ended at 10:36:10 UTC, killed by SIGTERM.")  # the operator's `kill` (README)
 
 
+def test_a_start_killed_through_the_pid_file_it_writes_is_not_judged_by_the_count_after_the_kill(tmp_path):
+    """h200-2gpu's operator log alone (README: run `regressed`, launched 05:21:42 with `--pid-file
+    /tmp/capture2/run/regressed.pid`, trained at half speed until the operator killed it at
+    05:22:57). The kill reads that PID file (`kill -TERM $(cat /tmp/capture2/run/regressed.pid);
+    sleep 4; ps aux | grep trainer.py | grep -v grep | wc -l` -> `0`): it was meant for that start,
+    whose PID nothing in the log names; the count typed after the kill says what the kill did, not
+    that the start never came up (the kit had said it "never came up")."""
+    folder = tmp_path / "operator-log"
+    (folder / "logs").mkdir(parents=True)
+    shutil.copy(REPO / "data" / "incidents" / "h200-2gpu" / "logs" / "operator.log", folder / "logs")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(folder)
+    att = attempts(inc)
+    regressed = att.iloc[1]
+    assert "--run-name regressed" in regressed["command"] and regressed["end_kind"] == "kill_sent"
+    assert regressed["end_ref"] == "logs/operator.log:5" and regressed["signal"] == "SIGTERM"
+    found = detect(inc)
+    assert [f["start"].strftime("%H:%M:%S") for _, f in found.iterrows()] == ["05:23:01"]  # the redirect that failed
+    said = pm.what_happened(inc, found)
+    assert said[1] == ("The start at 05:21:42 UTC cannot be judged: its log (/tmp/capture2/logs/train_opt.log) is not "
+                       "in the incident, and no GPU sample or process listing covers its time: whether it trained, "
+                       "nothing shows; it ended at 05:22:57 UTC, killed by SIGTERM.")
+
+
 def test_starts_whose_log_is_missing_and_that_never_got_their_gpu_working_never_came_up(tmp_path):
     """h200-1gpu-crash-loop without logs/loop.log (README: a supervisor loop restarts a trainer that
     dies of `invalid device ordinal` within seconds, PIDs 714 onward, until the operator's start
@@ -1006,3 +1031,26 @@ def test_a_make_launcher_tells_each_start_by_the_recipe_it_echoed_and_the_kill_b
         "At 17:30:23 UTC run drafter died while training: killed by SIGKILL (Killed). It was started again at "
         "17:30:59 UTC by the operator, resuming from a checkpoint at step 300: it had logged step 350, so 50 steps "
         "were done again."]
+
+
+def test_a_pattern_kill_meant_for_the_old_run_ends_the_relaunch_in_start_up_too():
+    """h200-1gpu-pkill-both (README): run 1 (PID 584, `--run-name drafter-7b`) trains; the operator
+    relaunches under the same run name (PID 705, typed 18:10:13.56), then types `pkill -f 'run-name
+    drafter-7b'` (typescript line 10, 18:10:18.07) while PID 705 is still loading: both die of its
+    SIGTERM (bash's `Terminated` for jobs [1] and [2]); PID 774 (18:10:32) trains to step 400. The
+    transcript dates the pkill only by the `date` before it (18:10:13, before PID 705 was listed):
+    the processes it reached are those of the pattern listed in its window and gone by its end."""
+    inc, found = loaded("h200-1gpu-pkill-both")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[584], [705], [774]]
+    assert att["end_kind"].tolist()[:2] == ["kill_sent", "kill_sent"]
+    assert att["end_ref"].tolist()[:2] == ["logs/terminal.typescript:10"] * 2
+    assert list(found["kind"]) == ["failed_restart"]
+    failed = found.iloc[0]
+    assert failed["numbers"]["pid"] == 705 and failed["numbers"]["reason"] == "killed"
+    assert failed["caused_by"][0]["evidence"] == ["logs/terminal.typescript:10"]
+    assert pm.what_happened(inc, found) == [
+        "The restart at 18:10:16 UTC never came up: killed during start-up by a kill aimed at it: pkill sent SIGTERM "
+        "to processes matching 'run-name drafter-7b' (18:10:17); the same kill ended the start at 18:09:42 (PID 584), "
+        "which was training.",
+        "The start at 18:10:32 UTC by the operator came up: its first step was logged at 18:10:42 UTC."]

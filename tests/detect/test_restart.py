@@ -72,9 +72,8 @@ def test_python_process_alone_is_not_training(bundled_incident):
     assert failed.iloc[0]["numbers"]["checks"]["process"] is False
 
 
-def test_a_restart_with_no_evidence_of_why_says_so_whole_and_lists_what_is_missing(tmp_path, bundled_dir):
-    # The operator's transcript alone: every launch "never came up" for want of other evidence,
-    # and the title says so in whole words (it used to stop inside "(missing").
+def test_a_restart_with_no_evidence_of_why_says_so_whole_and_lists_what_is_missing(tmp_path, bundled_dir, repo_dir):
+    # The operator's transcript alone: no launch "never came up" for want of other evidence.
     import shutil
 
     import dflash_postmortem as pm
@@ -84,9 +83,9 @@ def test_a_restart_with_no_evidence_of_why_says_so_whole_and_lists_what_is_missi
     inc = pm.load_incident(tmp_path)
     found = detect_failed_restarts(inc)
     unknown = found[found["title"].str.endswith("never came up: no evidence says why the process did not start")]
-    # (regressed at 05:21:42 trained (README); the operator's process count after the kill is
-    # taken as a check of it: still told unknown here)
-    assert [f"{t:%H:%M:%S}" for t in unknown["start"]] == ["05:21:42"]
+    # regressed at 05:21:42 trained (README) and was killed through its PID file at 05:22:57: the
+    # process count typed after the kill is no check of its start (test_recorded_incidents.py)
+    assert unknown.empty
     # baseline (05:20:22) trained (README): with its log elsewhere and nothing before the next
     # launch that checks it, it "never came up" for want of evidence; now whether it trained
     # cannot be judged, and the story says so
@@ -95,10 +94,19 @@ def test_a_restart_with_no_evidence_of_why_says_so_whole_and_lists_what_is_missi
                             "in the incident, and no GPU sample or process listing covers its time") for s in said), said
     # the 05:23:16 relaunch came up (README): the operator's `tail -n 2` of its log printed its steps
     assert "The start at 05:23:16 UTC by the operator came up: its first step was logged at 05:25:09 UTC." in said
+    # h200-2gpu-replay-full without its process listing: the 07:08:05 relaunch, whose session the
+    # operator killed (README), is told for want of evidence, and the title says so in whole
+    # words (it used to stop inside "(missing")
+    folder = tmp_path / "replay-full"
+    shutil.copytree(repo_dir / "data" / "incidents" / "h200-2gpu-replay-full", folder)
+    (folder / "logs" / "ps_aux_snapshots.txt").unlink()
+    found = detect_failed_restarts(pm.load_incident(folder))
+    unknown = found[found["title"].str.endswith("never came up: no evidence says why the process did not start")]
+    assert [f"{t:%H:%M:%S}" for t in unknown["start"]] == ["07:08:05"]
     for r in unknown.itertuples():
         assert r.title.count("(") == r.title.count(")")
-        assert "the evidence that would tell is missing (no process listing (ps) covers the launch; " \
-               "no per-process GPU samples; its log (" in r.detail
+        assert r.detail.startswith("no evidence says why the process did not start: the evidence that would tell is "
+                                   "missing (no process listing (ps) covers the launch; ")
 
 
 def test_a_number_the_evidence_does_not_give_is_none(seed_findings):

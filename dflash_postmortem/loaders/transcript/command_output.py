@@ -271,7 +271,7 @@ def fact_events(ev: Events, lines: list[tuple[int, str]], c: Command | None, ref
                     f"every {k.program} session" if k.session == "*" else
                     f"{k.program} session {k.session!r}" if k.session else f"processes matching {k.pattern!r}")
             ev.add(c.time, "kill_sent", f"{k.program} sent {k.signal} to {what}", ref_of(c.line), time_approx=c.approx,
-                   command_ref=ref_of(c.line), pid=k.pid if k.pid is not None else jobs.pid(k.job), target_pid=k.pid,
+                   time_within_s=c.within_s, command_ref=ref_of(c.line), pid=k.pid if k.pid is not None else jobs.pid(k.job), target_pid=k.pid,
                    target_is_group=k.is_group if k.pid is not None or k.expr else None, target_pattern=k.pattern,
                    target_expr=k.expr, target_session=k.session, target_job=k.scheduler_job, job=k.job,
                    signal=k.signal)

@@ -1,0 +1,30 @@
+"""model/kills.py: which PID file a kill reads its target from, and which one a launch writes."""
+
+from __future__ import annotations
+
+import pytest
+
+from dflash_postmortem.model.kills import pid_file_written, pid_files_read
+
+
+@pytest.mark.parametrize(("expr", "names"), [
+    ("$(cat /tmp/capture2/run/regressed.pid)", {"regressed.pid"}),  # h200-2gpu's operator.log:5
+    ("`cat run/a.pid` $(cat run/b.pid)", {"a.pid", "b.pid"}),
+    ("-- -$(cat run/regressed.pid)", {"regressed.pid"}),
+    ("1234", set()),
+    (None, set()),
+])
+def test_the_pid_files_a_kill_reads(expr, names):
+    assert pid_files_read(expr) == names
+
+
+@pytest.mark.parametrize(("command", "name"), [
+    ("cd /tmp/capture2 && setsid nohup python3 trainer.py --run-name regressed --pid-file /tmp/capture2/run/regressed.pid "
+     "> /tmp/capture2/logs/train_opt.log 2>&1 &", "regressed.pid"),
+    ("python -m dflash_postmortem.replay.train --pid_file=run/x.pid", "x.pid"),
+    ("nohup python train.py > train.log 2>&1 & echo $! > run/train.pid", "train.pid"),
+    ("python train.py --pid-files-dir run", None),
+    ("python train.py > train.log", None),
+])
+def test_the_pid_file_a_launch_writes(command, name):
+    assert pid_file_written(command) == name
