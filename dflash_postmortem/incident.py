@@ -187,8 +187,9 @@ def from_frames(report: FileReport | None = None, **frames) -> Incident:
         setattr(inc, name, df)
         if report is not None:
             report.count_rows(name, len(df))
-            tcol = "time" if name != "processes" else "first_seen"
-            report.see_times(df[tcol])
+            # (a listing spans from the first snapshot that shows a process to the last)
+            for tcol in ("first_seen", "last_seen") if name == "processes" else ("time",):
+                report.see_times(df[tcol])
     if report is not None:
         inc.load_report.add(report)
     return inc

@@ -128,3 +128,16 @@ def test_two_runs_with_one_name_stay_apart(tmp_path, bundled_dir):
     counts = merged.metrics["run"].value_counts()
     assert counts[name] == counts[f"{name} (zzzzzzzz)"] == len(inc1.metrics)
     assert any("two runs are named" in n for n in merged.load_report.notes)
+
+
+def test_a_listings_span_runs_to_its_last_snapshot(repo_dir):
+    """h200-1gpu-pkill-both's logs/ps.txt: snapshots from 18:09:38 to 18:11:49 (its last `#` stamp),
+    the last process it shows started at 18:10:31: the file's span is its snapshots', not its
+    processes' first sightings (it said 18:10:32)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(repo_dir / "data" / "incidents" / "h200-1gpu-pkill-both" / "logs" / "ps.txt")
+    (rep,) = inc.load_report.files
+    assert (f"{rep.start:%H:%M:%S}", f"{rep.end:%H:%M:%S}") == ("18:09:38", "18:11:49")

@@ -206,7 +206,7 @@ def impact(inc: Incident, findings: pd.DataFrame) -> dict:
                          tolerance=pd.Timedelta(seconds=tol))["value"]
     rate = rate.fillna(0.0).to_numpy(dtype=float)
     if m["first_sign_kind"] in _ALL_LOST:
-        rate[:] = 0.0  # what trains on a broken loss, or again what was done before a death, is of no use
+        rate = np.zeros_like(rate)  # what trains on a broken loss, or again what was done before a death, is of no use
     shortfall = np.clip(1.0 - rate / baseline, 0.0, 1.0)
     window = len(grid)
     # what the shortfall cost in the pace's own unit: tokens, or steps (model/pace.py)

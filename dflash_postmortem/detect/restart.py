@@ -293,10 +293,7 @@ def _kill_sent(L: pd.Series, inc: Incident, a: pd.Series, refs: list[str]) -> _V
         # the same kill ended other starts too (a pattern meant for the run before it): said
         att = attempts(inc)
         also = att[(att["end_ref"] == a["end_ref"]) & (att["attempt"] != a["attempt"]) & (att["end_kind"] == "kill_sent")]
-        pids = lambda o: f" (PID {', '.join(map(str, o['pids']))})" if o["pids"] else ""  # noqa: E731
-        too = "; the same kill ended " + ", ".join(
-            f"the start at {clock(o['start'])}{pids(o)}" + (", which was training" if pd.notna(o["first_step"]) else "")
-            for _, o in also.iterrows()) if len(also) else ""
+        too = "; the same kill ended " + ", ".join(_start_told(o) for _, o in also.iterrows()) if len(also) else ""
         return _Verdict("killed", f"killed during start-up by a kill aimed at it: {a['end_message'] or 'a kill'} "
                         f"({clock(a['end'])}){too}", refs,
                         [findings.cause(findings.event_id(refs[0]), "the kill reached the process", refs)] if refs else [])
@@ -310,6 +307,12 @@ def _kill_sent(L: pd.Series, inc: Incident, a: pd.Series, refs: list[str]) -> _V
                     f"background without setsid or disown, inside the shell session that the operator then "
                     f"killed (`{typed['message']}` at {clock(typed['time'])}); {last}, before any training step{stopped}", refs + log_refs,
                     [findings.cause(findings.event_id(refs[0]), "the kill reached the session it ran in", refs)] if refs else [])
+
+
+def _start_told(a: pd.Series) -> str:
+    """Another start, as a failed start's verdict names it: when, its PIDs, whether it trained."""
+    held = f" (PID {', '.join(map(str, a['pids']))})" if a["pids"] else ""
+    return f"the start at {clock(a['start'])}{held}" + (", which was training" if pd.notna(a["first_step"]) else "")
 
 
 def _log_stopped(inc: Incident, L: pd.Series) -> tuple[str, list[str]]:

@@ -215,6 +215,11 @@ def _text(v) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
+# How far a process's start in a listing may fall before the `date` its launch was typed after
+# and still be that launch's moment (consider_start).
+_START_CLOCK_SLACK = pd.Timedelta(seconds=2)
+
+
 class _Attempt:
     """One attempt while it is assembled: the signals that joined it."""
 
@@ -236,9 +241,16 @@ class _Attempt:
     def consider_start(self, when, within: float, ref: str | None) -> None:
         """A signal that shows the start more precisely than what the attempt has (a log's first
         line against ps's minute). Never before `floor`: a command dated by the last `date`
-        printed before it ran no earlier than that (a listing dated by an older clock says so)."""
-        if when is None or pd.isna(when) or (self.floor is not None and when < self.floor):
+        printed before it ran no earlier than that (a listing dated by an older clock says so);
+        a start within `_START_CLOCK_SLACK` before it is that moment (ps's start times count from
+        the boot time, which the kernel keeps in whole seconds and which drifts from the wall
+        clock: a process typed 0.56 s after a `date` was listed as started 1 s before it)."""
+        if when is None or pd.isna(when):
             return
+        if self.floor is not None and when < self.floor:
+            if self.floor - when > _START_CLOCK_SLACK:
+                return
+            when = self.floor  # (the same moment, by a clock a little behind: it was no earlier)
         if self.start is None or within < self.within and when <= self.start + pd.Timedelta(seconds=self.within):
             self.start, self.within, self.start_ref = when, within, ref or self.start_ref
 

@@ -100,8 +100,8 @@ def aimed_at(inc: Incident, kill: pd.Series) -> set[int]:
     """The PIDs one `kill_sent` event aimed at: its resolved target, else its command's."""
     pids = {int(kill["target_pid"])} if pd.notna(kill.get("target_pid")) else set()
     expr, pattern = kill.get("target_expr"), kill.get("target_pattern")
-    late = kill.get("time_within_s")
-    within = float(late) if pd.notna(late) and bool(kill.get("time_approx")) else 0.0
+    late, approx = kill.get("time_within_s"), kill.get("time_approx")
+    within = float(late) if pd.notna(late) and pd.notna(approx) and bool(approx) else 0.0
     if isinstance(expr, str) and expr:
         pids |= kill_pids(inc, f"kill {expr}", kill["time"], within)
     if isinstance(pattern, str) and pattern:
