@@ -677,6 +677,12 @@ def foreground_program(command: str) -> str | None:
     return None
 
 
+def without_redirections(command: str) -> str:
+    """A command line as its processes' command lines hold it: its words without the shell's
+    redirections (`python train.py > logs/train.log 2>&1` -> `python train.py`)."""
+    return " ".join(_without_redirects(shell_words(command or ""))[0])
+
+
 def log_target(command: str) -> str | None:
     """Where a launch sends its stdout: its `>` redirect or `| tee` target (not /dev/null)."""
     launch = parse_launch(command or "")

@@ -15,6 +15,7 @@ from dflash_postmortem.shell_words import (
     parse_launch,
     signal_name,
     timeout_wrapper,
+    without_redirections,
 )
 
 
@@ -184,3 +185,11 @@ _MAKE_ECHO = ("python -m dflash_postmortem.replay.train --run-name drafter --max
 ])
 def test_a_recipe_runner_launches_the_command_it_echoed(typed, output, echoed):
     assert echoed_command(typed, output) == echoed
+
+
+def test_a_command_without_its_redirections_is_what_its_process_holds():
+    # (h200-1gpu-watched-relaunch: `pkill -f 'train3[.]log'` matched no process: the log's name is
+    # in the typed command's redirection only)
+    assert without_redirections("nohup python train.py --run-name a > logs/train3.log 2>&1 &") == \
+        "nohup python train.py --run-name a &"
+    assert without_redirections("python train.py 2> err.log < in.txt") == "python train.py"

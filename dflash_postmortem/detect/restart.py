@@ -282,13 +282,14 @@ def _kill_sent(L: pd.Series, inc: Incident, a: pd.Series, refs: list[str]) -> _V
     typed = (_line(inc, kill.get("command_ref"), "command")
              if kill is not None and not isinstance(kill.get("by"), str) else None)
     # aimed at it: by PID, PID file, pattern or listed group, or at the tmux or screen session it
-    # was started in (the model resolves those); a group the model only infers from a launch not
-    # detached from its shell is the launching session's, told below
+    # was started in, or by a pattern its command matched where no listing resolved it (the
+    # model resolves those); a group the model only infers from a launch not detached from its
+    # shell is the launching session's, told below
     # every kill its line sent counts: one line may hold several (`pkill -f a ; pkill -f b`)
     sent = memo.rows_where(inc, "events", "ref", refs[0]) if kill is not None else inc.events.iloc[:0]
     sent = sent[sent["kind"] == "kill_sent"]
     aimed = {p for _, k in sent.iterrows() for p in aimed_at(inc, k) | (
-        kill_reach(inc).get(k.name, set()) if isinstance(k.get("target_session"), str) else set())}
+        kill_reach(inc).get(k.name, set()) if _resolved_by_model(k) else set())}
     if kill is None or aimed & set(a["pids"]) or typed is None:
         # the same kill ended other starts too (a pattern meant for the run before it): said
         att = attempts(inc)
@@ -307,6 +308,12 @@ def _kill_sent(L: pd.Series, inc: Incident, a: pd.Series, refs: list[str]) -> _V
                     f"background without setsid or disown, inside the shell session that the operator then "
                     f"killed (`{typed['message']}` at {clock(typed['time'])}); {last}, before any training step{stopped}", refs + log_refs,
                     [findings.cause(findings.event_id(refs[0]), "the kill reached the session it ran in", refs)] if refs else [])
+
+
+def _resolved_by_model(kill: pd.Series) -> bool:
+    """A kill whose reach the attempt model resolves beyond its own target: a tmux or screen
+    session's, or a pattern's matched against the starts' commands."""
+    return any(isinstance(kill.get(c), str) and kill.get(c) for c in ("target_session", "target_pattern"))
 
 
 def _start_told(a: pd.Series) -> str:

@@ -56,9 +56,19 @@ from ..shell_words import (
     multiplexer_session,
     shell_words,
     simple_commands,
+    without_redirections,
 )
 from . import carried, computed, gpu_state
-from .kills import aimed_at, is_group_kill, job_reached, pid_file_written, pid_files_read
+from .kills import (
+    aimed_at,
+    is_group_kill,
+    job_reached,
+    kill_window,
+    listing_at,
+    pattern_regex,
+    pid_file_written,
+    pid_files_read,
+)
 from .step_lines import step_lines
 
 # ps START has minute resolution: a process started in the minute of a launch may be its own.
@@ -171,7 +181,7 @@ def kill_reach(inc: Incident) -> dict[int, set[int]]:
         sent = inc.events[inc.events["kind"] == "kill_sent"]
         # a `scancel` reaches the processes of the attempts of the job it names
         jobs = [(j, set(p)) for j, p in zip(att["job"], att["pids"], strict=True)]
-        return {i: (aimed := aimed_at(inc, r)) | reached(r, aimed, started)
+        return {i: (aimed := aimed_at(inc, r)) | reached(r, aimed, started, listing_at(inc, r))
                 | {p for j, ps in jobs if job_reached(r.get("target_job"), j) for p in ps}
                 for i, r in sent.iterrows()}
     return computed.cached(inc, "kill reach", READS, build)
@@ -187,9 +197,11 @@ class _Started:
     launch_ref: str | None
 
 
-def reached(kill: pd.Series, aimed: set[int], started: list[_Started]) -> set[int]:
+def reached(kill: pd.Series, aimed: set[int], started: list[_Started], listed: bool = False) -> set[int]:
     """The attempts' processes a kill reached beyond the PIDs it named. A kill of a process group
-    (`kill -- -PGID`, `pkill -g`) reaches the processes started in that group. Where no listing
+    (`kill -- -PGID`, `pkill -g`) reaches the processes started in that group. A pattern where
+    no listing was taken while it ran (`listed` false: `pkill -f PATTERN`) reaches the starts
+    whose command it matches. Where no listing
     gives PGIDs to say which those are, a launch typed in a shell and not detached from it (no
     setsid, disown, tmux...) started its processes in the shell's group, whose leader came first:
     its PIDs above the group's number, started before the kill, are aimed at (`_end` takes the
@@ -197,6 +209,16 @@ def reached(kill: pd.Series, aimed: set[int], started: list[_Started]) -> set[in
     what was started in that session."""
     session = kill.get("target_session")
     before = [a for a in started if a.pids and a.start is not None and pd.notna(a.start) and a.start <= kill["time"]]
+    pattern = kill.get("target_pattern")
+    if isinstance(pattern, str) and pattern and not aimed and not listed:
+        # `pkill -f PATTERN` matches command lines: with no listing taken while it ran to resolve
+        # it, the starts whose typed command (its redirections are the shell's, not the
+        # process's) it matches, started by the time it ran (its window, where a transcript dates
+        # it only by the `date` before it), are what it reached
+        until = kill["time"] + pd.Timedelta(seconds=kill_window(kill))
+        rx = pattern_regex(pattern)
+        return {p for a in started if a.pids and a.start is not None and pd.notna(a.start) and a.start <= until
+                and rx.search(without_redirections(a.command or "")) for p in a.pids}
     if isinstance(session, str) and session:
         return {p for a in before if (into := multiplexer_session(a.command or "")) is not None
                 and session in ("*", into) for p in a.pids}
@@ -697,7 +719,8 @@ class _Assembly:
         merged = self._processes_by_name(found)
         found = [a for a in found if id(a) not in merged]
         started = [_Started(a.command, frozenset(a.pids), a.start, a.launch_ref) for a in found]
-        self.kills = [(i, pids | reached(self.ev.loc[i], pids, started)) for i, pids in self.kills]
+        self.kills = [(i, pids | reached(self.ev.loc[i], pids, started, listing_at(self.inc, self.ev.loc[i])))
+                      for i, pids in self.kills]
         _jobs(found)
         self.ordered = found
         rows = [self._row(i, a) for i, a in enumerate(found, 1)]

@@ -71,7 +71,7 @@ def kill_pids(inc: Incident, command: str, when, within: float = 0.0) -> set[int
     patterns = [t.pattern for t in targets if t.pattern]
     if patterns and len(procs):
         for pat in patterns:
-            rx = _pattern_regex(pat)
+            rx = pattern_regex(pat)
             hit = alive[alive["command"].fillna("").map(lambda c, rx=rx: bool(rx.search(c))).astype(bool)]
             pids |= {int(p) for p in hit["pid"]}
     return pids
@@ -89,19 +89,35 @@ def _started_after(inc: Incident, pid: int, when) -> bool:
     return bool(len(sampled)) and sampled.min() > when + pd.Timedelta(seconds=5)
 
 
-def _pattern_regex(pattern: str) -> re.Pattern:
+def pattern_regex(pattern: str) -> re.Pattern:
     try:
         return re.compile(pattern)  # pkill patterns are extended regular expressions
     except re.error:
         return re.compile(re.escape(pattern))
 
 
+def kill_window(kill: pd.Series) -> float:
+    """How much later than its time a kill may have run: a transcript dated only by its `date`s
+    places a line at the one before it (`time_within_s`); 0 where its time is exact."""
+    late, approx = kill.get("time_within_s"), kill.get("time_approx")
+    return float(late) if pd.notna(late) and pd.notna(approx) and bool(approx) else 0.0
+
+
+def listing_at(inc: Incident, kill: pd.Series) -> bool:
+    """Whether a process listing was taken while the kill ran (within its window): then the
+    listing, not the typed commands, says what its pattern matched."""
+    procs = inc.processes
+    if procs.empty or pd.isna(kill["time"]):
+        return False
+    until = kill["time"] + pd.Timedelta(seconds=kill_window(kill))
+    return bool(((procs["first_seen"] <= until) & (procs["last_seen"] >= kill["time"] - pd.Timedelta(seconds=5))).any())
+
+
 def aimed_at(inc: Incident, kill: pd.Series) -> set[int]:
     """The PIDs one `kill_sent` event aimed at: its resolved target, else its command's."""
     pids = {int(kill["target_pid"])} if pd.notna(kill.get("target_pid")) else set()
     expr, pattern = kill.get("target_expr"), kill.get("target_pattern")
-    late, approx = kill.get("time_within_s"), kill.get("time_approx")
-    within = float(late) if pd.notna(late) and pd.notna(approx) and bool(approx) else 0.0
+    within = kill_window(kill)
     if isinstance(expr, str) and expr:
         pids |= kill_pids(inc, f"kill {expr}", kill["time"], within)
     if isinstance(pattern, str) and pattern:

@@ -1056,3 +1056,19 @@ def test_a_pattern_kill_meant_for_the_old_run_ends_the_relaunch_in_start_up_too(
         "to processes matching 'run-name drafter-7b' (18:10:17); the same kill ended the start at 18:09:38 (PID 584), "
         "which was training.",
         "The start at 18:10:32 UTC by the operator came up: its first step was logged at 18:10:42 UTC."]
+
+
+def test_without_a_listing_a_pattern_kill_reaches_the_starts_whose_command_it_matches(tmp_path):
+    """h200-1gpu-pkill-both without logs/ps.txt: no listing resolves `pkill -f 'run-name
+    drafter-7b'`, but `pkill -f` matches command lines, and both starts' typed commands hold the
+    pattern (README: it killed PID 584 and PID 705): the relaunch was killed by that kill, not by
+    its launching session's end, and the run before it was ended by it too."""
+    inc = _without(tmp_path, "h200-1gpu-pkill-both", "logs/ps.txt")
+    att = attempts(inc)
+    assert att["pids"].tolist()[:2] == [[584], [705]]
+    assert att["end_kind"].tolist()[:2] == ["kill_sent", "kill_sent"]
+    found = detect(inc)
+    assert list(found["kind"]) == ["failed_restart"] and found.iloc[0]["numbers"]["reason"] == "killed"
+    assert pm.what_happened(inc, found)[0].endswith(
+        "pkill sent SIGTERM to processes matching 'run-name drafter-7b' (18:10:17); the same kill ended the start at "
+        "18:09:42 (PID 584), which was training.")
