@@ -639,13 +639,12 @@ _RECIPE_RUNNERS = {"make", "gmake", "just"}
 # lines: `mkdir -p logs`, then `python train.py ...`); the rest is what the command printed.
 _RECIPE_LINES = 10
 _RUNNER_SAYS = re.compile(r"^(?:g?make|just)(?:\[\d+\])?:")
-_RUNS_FIRST = re.compile(r"(?:python[\d.]*|torchrun|accelerate|deepspeed|.+\.(?:py|sh))$")
 
 
 def echoed_command(command: str, output: list[str]) -> str | None:
     """The trainer command a recipe runner typed at a prompt (`make train`) printed before running
     it (`python train.py --lr 1e-4 > logs/train.log 2>&1`): the first line near the top of its
-    output whose command is a program (after `cd`, `export`), else None (a silent `@` recipe,
+    output whose command is a program (after helpers: `cd`, `mkdir`, `export`), else None (a silent `@` recipe,
     another command; a traceback's `File "train.py"` line is no command)."""
     words = shell_words(command or "")
     if not any(command_name(seg) in _RECIPE_RUNNERS for seg, _ in simple_commands(words)):
@@ -655,8 +654,8 @@ def echoed_command(command: str, output: list[str]) -> str | None:
         if not line or _RUNNER_SAYS.match(line):
             continue
         names = [command_name(seg) for seg, _ in simple_commands(shell_words(line))]
-        first = next((n for n in names if n not in ("cd", "export", "source", ".", "mkdir")), "")
-        if _RUNS_FIRST.match(first) and runs_program(line):
+        first = next((n for n in names if n not in _HELPERS), "")
+        if _TRAINER.fullmatch(first) and runs_program(line):
             return line
     return None
 

@@ -15,6 +15,9 @@ import pandas as pd
 from ..incident import Incident
 from ..shell_words import kill_targets
 
+# How long after a listing last showed a process it may still have been alive (snapshots a few
+# seconds apart), and how long before one first showed it it may already have been.
+LISTED_SLACK = pd.Timedelta(seconds=5)
 _CAT_PID_FILE = re.compile(r"\$\(\s*cat\s+([^\s)]+)\s*\)|`\s*cat\s+([^\s`]+)\s*`")
 
 
@@ -51,11 +54,11 @@ def kill_pids(inc: Incident, command: str, when, within: float = 0.0) -> set[int
     targets = kill_targets(command)
     pids |= {t.pid for t in targets if t.pid is not None}
     procs = inc.processes
-    slack = pd.Timedelta(seconds=5)
-    alive = (procs["first_seen"] <= when) & (procs["last_seen"] >= when - slack) if len(procs) else None
+    alive = (procs["first_seen"] <= when) & (procs["last_seen"] >= when - LISTED_SLACK) if len(procs) else None
     if alive is not None and within > 0:
         closes = when + pd.Timedelta(seconds=within)
-        alive |= (procs["first_seen"] <= closes) & (procs["last_seen"] >= when - slack) & (procs["last_seen"] <= closes + slack)
+        alive |= ((procs["first_seen"] <= closes) & (procs["last_seen"] >= when - LISTED_SLACK)
+                  & (procs["last_seen"] <= closes + LISTED_SLACK))
     alive = procs[alive] if alive is not None else procs
     if re.search(r"\bkill\b", command):
         files = pid_files(inc)
@@ -84,9 +87,9 @@ def _started_after(inc: Incident, pid: int, when) -> bool:
     procs, gp = inc.processes, inc.gpu_processes
     rows = procs[procs["pid"] == pid] if len(procs) else procs
     if len(rows):
-        return bool((rows["first_seen"] > when + pd.Timedelta(seconds=5)).all())
+        return bool((rows["first_seen"] > when + LISTED_SLACK).all())
     sampled = gp.loc[gp["pid"] == pid, "time"].dropna() if len(gp) else gp.iloc[:0]["time"]
-    return bool(len(sampled)) and sampled.min() > when + pd.Timedelta(seconds=5)
+    return bool(len(sampled)) and sampled.min() > when + LISTED_SLACK
 
 
 def pattern_regex(pattern: str) -> re.Pattern:
@@ -110,7 +113,7 @@ def listing_at(inc: Incident, kill: pd.Series) -> bool:
     if procs.empty or pd.isna(kill["time"]):
         return False
     until = kill["time"] + pd.Timedelta(seconds=kill_window(kill))
-    return bool(((procs["first_seen"] <= until) & (procs["last_seen"] >= kill["time"] - pd.Timedelta(seconds=5))).any())
+    return bool(((procs["first_seen"] <= until) & (procs["last_seen"] >= kill["time"] - LISTED_SLACK)).any())
 
 
 def aimed_at(inc: Incident, kill: pd.Series) -> set[int]:
@@ -142,7 +145,7 @@ def group_members(inc: Incident, groups: set[int], when) -> set[int]:
     procs = inc.processes
     if procs.empty or "pgid" not in procs.columns or pd.isna(when):
         return set()
-    alive = procs[(procs["first_seen"] <= when) & (procs["last_seen"] >= when - pd.Timedelta(seconds=5))]
+    alive = procs[(procs["first_seen"] <= when) & (procs["last_seen"] >= when - LISTED_SLACK)]
     return {int(p) for p in alive.loc[alive["pgid"].isin(list(groups)), "pid"]}
 
 
