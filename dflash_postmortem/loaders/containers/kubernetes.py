@@ -382,6 +382,22 @@ def _pods_columns(header: str) -> list[tuple[str, int]]:
     return [(m.group(), m.start()) for m in _PODS_COLUMN.finditer(header)]
 
 
+def _pods_cells_by_words(line: str, names: list[str]) -> dict[str, str] | None:
+    """A pods row whose spacing was lost (a paste that collapsed the table's blanks) read word by
+    word: NAME READY STATUS RESTARTS (with its `(49s ago)`) AGE, NAMESPACE first where the header
+    has it; None where it has too few words."""
+    words = line.split()
+    if "RESTARTS" not in names or len(words) <= names.index("RESTARTS"):
+        return None
+    at = names.index("RESTARTS")
+    if at + 1 < len(words) and words[at + 1].startswith("("):
+        end = next((k for k in range(at + 1, len(words)) if words[k].endswith(")")), None)
+        if end is None:
+            return None
+        words = words[:at] + [" ".join(words[at:end + 1])] + words[end + 1:]
+    return dict(zip(names, words, strict=False))
+
+
 def read_pods(lines: list[str], first: int, ctx: LoadContext, rep, found: Found, *, counted: bool = True) -> None:
     """`kubectl get pods`: what each pod's row says at the time the command ran. A container that
     ended (`Error`, `OOMKilled`, `Completed`, `CrashLoopBackOff`: ended and waiting to be started
@@ -392,6 +408,8 @@ def read_pods(lines: list[str], first: int, ctx: LoadContext, rep, found: Found,
     count = Lines(rep, counted)
     for i, raw, columns in table_rows(lines, first, count, _PODS_HEADER, _pods_columns, "text before the pods table"):
         cells = _table_cells(raw.rstrip(), columns, False)
+        if not (cells and _RESTARTS.match(cells.get("RESTARTS", ""))):
+            cells = _pods_cells_by_words(raw, [name for name, _ in columns])
         restarts = _RESTARTS.match(cells.get("RESTARTS", "")) if cells else None
         if not cells or not cells.get("NAME") or restarts is None:
             count.skip(i, "not a kubectl get pods row")

@@ -152,3 +152,16 @@ def test_get_pods_in_a_session_says_each_pods_trouble_at_the_time_it_ran(tmp_pat
     assert said == ["No training seen in 1 file: no training step between 10:00:00 UTC and 10:00:30 UTC (7 events). "
                     "What it shows going wrong: pod tax-tribunals-application-base-x: OOMKilled (session.txt:6), and 2 "
                     "more such lines."]
+
+
+def test_get_pods_whose_spacing_was_lost_reads_the_same_rows(tmp_path, fixtures_dir):
+    """The real `-w` sample (kubeflow/trainer#1799) pasted where its blanks collapsed to one (as a
+    chat or a renderer leaves a table): every row is read word by word, the restarts with their
+    `(24s ago)`, the same events as the aligned table gives."""
+    src = fixtures_dir / "k8s" / "trainer-get-pods-w-training-operator-crashloopbackoff-error-restarts-ago.txt"
+    aligned = pm.load_incident(src).events
+    collapsed = tmp_path / "pods.txt"
+    collapsed.write_text("\n".join(" ".join(line.split()) for line in src.read_text().splitlines()) + "\n")
+    damaged = pm.load_incident(collapsed).events
+    cols = ["kind", "job", "attempt", "reason", "message"]
+    assert len(aligned) == 7 and damaged[cols].equals(aligned[cols])
