@@ -207,6 +207,19 @@ class Scenario:
             time.sleep(0.25)
         raise PostmortemError(f"replay: {path} did not show {pattern!r} within {timeout:g}s")
 
+    def wait_silent(self, log: str, seconds: float, timeout: float) -> None:
+        """Until the log has not grown for `seconds` (what an operator waiting on a stuck run sees)."""
+        path, deadline = self.root / "logs" / log, time.monotonic() + timeout
+        size, since = -1, time.monotonic()
+        while time.monotonic() < deadline:
+            now_size = path.stat().st_size if path.exists() else -1
+            if now_size != size:
+                size, since = now_size, time.monotonic()
+            elif time.monotonic() - since >= seconds:
+                return
+            time.sleep(0.25)
+        raise PostmortemError(f"replay: {path} never went {seconds:g}s without a line within {timeout:g}s")
+
     def checks(self, log_path: str) -> None:
         self.sh.run(self.count)
         if self.gpus:
@@ -260,7 +273,9 @@ class Scenario:
                else ["--inject-error", at, "--on-thread-error", "continue"])
         self.detached("stalled", "train.log", self.stall_seconds * 20 + 600, how)
         self.wait_for("train.log", r"\] step \d+ ", 300)
-        time.sleep(self.stall_seconds)
+        # Left alone until the log has been silent that long: on a loaded machine the steps before
+        # the stall take longer, and a fixed sleep from the first step would cut the stall short.
+        self.wait_silent("train.log", self.stall_seconds, self.stall_seconds * 20 + 300)
         self.checks(f"{self.root}/logs/train.log")
         self.sh.run(f"kill -TERM $(cat {self.root}/run/stalled.pid); sleep 2; "
                     + self.count)
