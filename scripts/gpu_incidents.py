@@ -87,6 +87,10 @@ did (what the README of the incident is written from), which the incident folder
                        changed and the same --run-name, then kills "the old one" with `pkill -f 'run-name
                        drafter-7b'` while the new one is still loading: both die (bash: two `Terminated`);
                        the operator notices and launches once more, which trains to its last step
+    debug-env          a `script`-recorded terminal, `nohup ... &`: the run dies of an error after its step-100
+                       checkpoint; to debug it the operator types `export CUDA_LAUNCH_BLOCKING=1` and resumes
+                       it under the same --run-name, which trains slower; ~80 s later the operator kills
+                       it by its PID, types `unset CUDA_LAUNCH_BLOCKING` and resumes it again, to its last step
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -1481,6 +1485,30 @@ def make_launcher(r: Recording) -> None:
 JOB_STARTED, JOB_KILLED = r"\[\d\] \d+", r"\[\d\][+-] +(?:Terminated|Killed|Done|Exit \d+)[^\r\n]*"
 
 
+def _launch(r: Recording, t: InteractiveShell, pids: list[str], n: int, cmd: str) -> str:
+    """Run `n`: the operator types `cmd` (a job started with `&`); the PID bash prints for it, kept
+    in `pids`."""
+    r.truth(f"run {n}: {cmd}")
+    shown = t.run(cmd)
+    pid = _job_pid(shown)
+    pids.append(pid)
+    r.truth(f"run {n} started, PID {pid} (bash's line {_last(JOB_STARTED, shown)!r})")
+    return pid
+
+
+def _last_line(r: Recording, log: str) -> str:
+    text = (r.dir / "logs" / log).read_text(errors="replace").strip()
+    return text.splitlines()[-1] if text else "(empty)"
+
+
+def _run_ended(r: Recording, n: int, pid: str, log: str, timeout: float = 600) -> None:
+    """Wait until run `n` (`pid`, one of the operator's jobs) has exited; what its log ends with."""
+    gone = _wait_gone(pid, timeout)
+    text = (r.dir / "logs" / log).read_text(errors="replace")
+    r.truth(f"run {n} (PID {pid}) {'exited' if gone else f'still running after {timeout:g} s'}; last step line "
+            f"{_last(STEP_LINE, text)}, 'Training stopped' in its log: {'Training stopped' in text}")
+
+
 def pkill_both(r: Recording) -> None:
     r.gpus_and_processes()
     py = _python()
@@ -1493,17 +1521,7 @@ def pkill_both(r: Recording) -> None:
     pids: list[str] = []
 
     def launch(n: int, lr: str, log: str) -> str:
-        cmd = f"nohup {py} -m dflash_postmortem.replay.train {flags} --lr {lr} > logs/{log} 2>&1 &"
-        r.truth(f"run {n}: {cmd}")
-        shown = t.run(cmd)
-        pid = _job_pid(shown)
-        pids.append(pid)
-        r.truth(f"run {n} started, PID {pid} (bash's line {_last(JOB_STARTED, shown)!r})")
-        return pid
-
-    def last_line(log: str) -> str:
-        text = (r.dir / "logs" / log).read_text(errors="replace").strip()
-        return text.splitlines()[-1] if text else "(empty)"
+        return _launch(r, t, pids, n, f"nohup {py} -m dflash_postmortem.replay.train {flags} --lr {lr} > logs/{log} 2>&1 &")
 
     try:
         r.truth(f"operator at a script-recorded terminal; three launches of run {run} ({steps} steps, checkpoints "
@@ -1511,7 +1529,7 @@ def pkill_both(r: Recording) -> None:
         t.run("date")
         pid1 = launch(1, "3e-4", "train.log")
         r.wait_for("logs/train.log", "step 150 ", 300)
-        r.truth(f"run 1 logged step 150; its log's last line: {last_line('train.log')!r}")
+        r.truth(f"run 1 logged step 150; its log's last line: {_last_line(r, 'train.log')!r}")
         time.sleep(5)
 
         r.truth("operator relaunches with one flag changed (--lr 1e-4) and the same run name, into logs/train2.log")
@@ -1522,13 +1540,13 @@ def pkill_both(r: Recording) -> None:
         matched = subprocess.run(["pgrep", "-af", f"run-name {run}"], capture_output=True, text=True).stdout
         r.truth(f"processes whose command line matches 'run-name {run}' just before the pkill (driver's pgrep): "
                 f"{[line.split(' ', 1)[0] for line in matched.splitlines()]}; run 2's log's last line: "
-                f"{last_line('train2.log')!r}; run 1's: {last_line('train.log')!r}")
+                f"{_last_line(r, 'train2.log')!r}; run 1's: {_last_line(r, 'train.log')!r}")
         r.truth(f"operator types `pkill -f 'run-name {run}'`, meaning to stop run 1 (PID {pid1})")
         shown = t.run(f"pkill -f 'run-name {run}'")
         r.truth(f"pkill returned; bash printed before its prompt: {re.findall(JOB_KILLED, shown)}")
         for n, pid in ((1, pid1), (2, pid2)):
             r.truth(f"run {n} (PID {pid}) {'gone' if _wait_gone(pid, 30) else 'still running after 30 s'}; its "
-                    f"log's last line: {last_line('train.log' if n == 1 else 'train2.log')!r}")
+                    f"log's last line: {_last_line(r, 'train.log' if n == 1 else 'train2.log')!r}")
         time.sleep(8)
 
         r.truth("operator checks: Enter, `date`, `jobs`, `nvidia-smi`, `tail -n 3 logs/train2.log`")
@@ -1546,16 +1564,96 @@ def pkill_both(r: Recording) -> None:
         pid3 = launch(3, "1e-4", "train3.log")
         r.wait_for("logs/train3.log", "step 50 ", 300)
         r.truth("run 3 logged step 50")
-        gone = _wait_gone(pid3, 600)
-        text = (r.dir / "logs" / "train3.log").read_text(errors="replace")
-        r.truth(f"run 3 (PID {pid3}) {'exited' if gone else 'still running after 600 s'}; last step line "
-                f"{_last(STEP_LINE, text)}, 'Training stopped' in its log: {'Training stopped' in text}")
+        _run_ended(r, 3, pid3, "train3.log")
         time.sleep(5)
         r.truth("operator runs `date`, `jobs` and `tail -n 2 logs/train3.log`")
         shown = t.run("date")
         r.truth(f"bash's job notification: {re.findall(JOB_KILLED, shown)}")
         t.run("jobs")
         t.run("tail -n 2 logs/train3.log")
+    finally:
+        r.close_shell(t, pids, "ckpt/*.pt")
+
+
+def _environ(pid: str, name: str) -> str | None:
+    """`name` in the environment `pid` was started with (None: not set, or no such process)."""
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    return next((v.decode() for k, _, v in (e.partition(b"=") for e in env) if k == name.encode()), None)
+
+
+def debug_env(r: Recording) -> None:
+    r.gpus_and_processes()
+    py = _python()
+    run, crash_at, blocking = "drafter-7b", 150, "CUDA_LAUNCH_BLOCKING"
+    steps = 1000 if r.gpu else 8000  # the dry run's tiny model trains ~8 times as fast
+    cmd = (f"nohup {py} -m dflash_postmortem.replay.train --run-name {run} --max-steps {steps} --seconds 3600 "
+           f"{r.model} --checkpoint-dir ckpt --checkpoint-every 100")
+    t = InteractiveShell(r.dir, r.dir / "logs" / "terminal.typescript", dict(os.environ, COLUMNS=""))
+    pids: list[str] = []
+
+    def typed(line: str) -> str:
+        """The operator types `line`; bash's job notifications before the next prompt, if any."""
+        r.truth(f"operator types `{line}`")
+        shown = t.run(line)
+        if jobs := re.findall(JOB_KILLED, shown):
+            r.truth(f"bash printed before its prompt: {jobs}")
+        return shown
+
+    def launch(n: int, extra: str, log: str) -> str:
+        pid = _launch(r, t, pids, n, f"{cmd}{extra} > logs/{log} 2>&1 &")
+        # once nohup has exec'd the trainer: its environment is the one the operator's bash exported
+        r.wait_for(f"logs/{log}", "Loading dataset", 60)
+        r.truth(f"run {n} (PID {pid}, {_program(pid)}) was started with {blocking}={_environ(pid, blocking)}")
+        return pid
+
+    def resumed(n: int, log: str) -> None:
+        r.wait_for(f"logs/{log}", "Resumed from checkpoint", 180)
+        r.truth(f"run {n}: {_last(RESUMED_LINE, (r.dir / 'logs' / log).read_text(errors='replace'))!r}")
+
+    try:
+        r.truth(f"operator at a script-recorded terminal; run {run} ({steps} steps, checkpoints every 100) under "
+                f"nohup; run 1 is set to raise in its drafter thread at its step {crash_at} (--inject-error)")
+        typed("date")
+        pid1 = launch(1, f" --inject-error drafter:{crash_at}", "train.log")
+        r.wait_for("logs/train.log", "Saved checkpoint at step 100", 300)
+        r.truth("run 1 saved its step-100 checkpoint")
+        r.wait_for("logs/train.log", "Training failed", 300)
+        text = (r.dir / "logs" / "train.log").read_text(errors="replace")
+        error = _last(r"RuntimeError: [^\n]*", text)
+        r.truth(f"run 1 crashed: {error!r}, then 'Training failed'; its last step line {_last(STEP_LINE, text)}")
+        _run_ended(r, 1, pid1, "train.log", 60)
+        time.sleep(8)
+
+        typed("tail -n 3 logs/train.log")
+        time.sleep(3)
+        typed(f"export {blocking}=1")
+        time.sleep(2)
+        typed("date")
+        launched = time.monotonic()
+        pid2 = launch(2, " --resume", "train2.log")
+        resumed(2, "train2.log")
+        time.sleep(max(0.0, launched + 75 - time.monotonic()))
+
+        r.truth(f"75 s after run 2's launch its log's last line: {_last_line(r, 'train2.log')!r}")
+        typed("tail -n 2 logs/train2.log")
+        time.sleep(3)
+        typed("date")
+        typed(f"kill {pid2}")
+        r.truth(f"run 2 (PID {pid2}) {'gone' if _wait_gone(pid2, 30) else 'still running after 30 s'}; its log's last "
+                f"line: {_last_line(r, 'train2.log')!r}")
+        time.sleep(2)
+        typed(f"unset {blocking}")
+        time.sleep(2)
+        typed("date")
+        pid3 = launch(3, " --resume", "train3.log")
+        resumed(3, "train3.log")
+        _run_ended(r, 3, pid3, "train3.log")
+        time.sleep(5)
+        typed("date")
+        typed("tail -n 2 logs/train3.log")
     finally:
         r.close_shell(t, pids, "ckpt/*.pt")
 
@@ -1571,6 +1669,7 @@ SCENARIOS = {
     "disk-full": disk_full, "lingering": lingering, "diverged": diverged,
     "accelerate-gpus": accelerate_gpus, "leak-oom": leak_oom, "worker-killed": worker_killed,
     "early-stop": early_stop, "make-launcher": make_launcher, "pkill-both": pkill_both,
+    "debug-env": debug_env,
 }
 
 
