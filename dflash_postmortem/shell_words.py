@@ -220,6 +220,34 @@ def command_name(words: list[str]) -> str:
 
 _PREFIXES = {"sudo", "env", "time", "nohup", "setsid", "stdbuf", "nice", "ionice", "command", "builtin", "exec"}
 _PREFIX_VALUE_OPTIONS = {"-u", "-g", "-n", "-c", "-o", "-e"}
+_ASSIGNMENT = re.compile(r"(?P<name>[A-Za-z_]\w*)=(?P<value>.*)", re.S)
+
+
+def environment_changes(cmd: str) -> tuple[dict[str, str | None], dict[str, str]]:
+    """What a typed command does to environment variables: (what it leaves set in the shell for
+    the commands after it: `export A=1`, `declare -x A=1`, `unset A` as None; what it gives only
+    the program it runs: `A=1 python ...`, `env A=1 ...`). A setting the operator typed between
+    two launches (`export CUDA_LAUNCH_BLOCKING=1` to debug a crash) changes how the next trains
+    as much as a flag does."""
+    kept: dict[str, str | None] = {}
+    given: dict[str, str] = {}
+    for words, _ in simple_commands(shell_words(cmd or "")):
+        head = words[0] if words else ""
+        if head in ("export", "declare", "typeset") and (head == "export" or "-x" in words[1:]):
+            for w in words[1:]:
+                m = _ASSIGNMENT.fullmatch(w)
+                if m:
+                    kept[m["name"]] = m["value"]
+        elif head == "unset":
+            kept.update({w: None for w in words[1:] if re.fullmatch(r"[A-Za-z_]\w*", w)})
+        else:
+            for w in words:
+                m = _ASSIGNMENT.fullmatch(w)
+                if m:
+                    given[m["name"]] = m["value"]
+                elif w.rsplit("/", 1)[-1] not in _PREFIXES and not w.startswith("-"):
+                    break
+    return kept, given
 
 
 # -- launches -------------------------------------------------------------------------------

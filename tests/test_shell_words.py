@@ -7,6 +7,7 @@ import pytest
 
 from dflash_postmortem.shell_words import (
     echoed_command,
+    environment_changes,
     exit_meaning,
     foreground_log,
     kill_targets,
@@ -193,3 +194,19 @@ def test_a_command_without_its_redirections_is_what_its_process_holds():
     assert without_redirections("nohup python train.py --run-name a > logs/train3.log 2>&1 &") == \
         "nohup python train.py --run-name a &"
     assert without_redirections("python train.py 2> err.log < in.txt") == "python train.py"
+
+
+@pytest.mark.parametrize(("typed", "kept", "given"), [
+    # (h100-1gpu-debug-env, typescript lines 11 and 22)
+    ("export CUDA_LAUNCH_BLOCKING=1", {"CUDA_LAUNCH_BLOCKING": "1"}, {}),
+    ("unset CUDA_LAUNCH_BLOCKING", {"CUDA_LAUNCH_BLOCKING": None}, {}),
+    ("export NCCL_DEBUG=INFO TORCH_NCCL_BLOCKING_WAIT='1'; cd /w", {"NCCL_DEBUG": "INFO", "TORCH_NCCL_BLOCKING_WAIT": "1"}, {}),
+    ("declare -x OMP_NUM_THREADS=4", {"OMP_NUM_THREADS": "4"}, {}),
+    ("export PATH", {}, {}),  # exports what is already set: nothing said of its value
+    # for the program it runs only, behind `env` and `nohup`
+    ("CUDA_VISIBLE_DEVICES=0,1 nohup python train.py --lr=3e-4 > l 2>&1 &", {}, {"CUDA_VISIBLE_DEVICES": "0,1"}),
+    ("env OMP_NUM_THREADS=1 torchrun --nproc-per-node 2 train.py A=2", {}, {"OMP_NUM_THREADS": "1"}),
+    ("python train.py --lr=3e-4", {}, {}),
+])
+def test_what_a_typed_command_sets_in_the_environment(typed, kept, given):
+    assert environment_changes(typed) == (kept, given)

@@ -80,15 +80,20 @@ def _milestones(inc: Incident, f: pd.DataFrame, s: pd.DataFrame) -> dict:
         out["recovered"] = resumed["time"].iloc[0] if len(resumed) else None
         out["recovered_evidence"] = evidence_refs(resumed)
     failed = _kinds(f, "failed_restart")
+    back = {}  # a start that mitigated what went wrong where nothing recovered (below)
     if out["recovered"] is None and out["first_sign_kind"] == "failed_restart":
         # starts that never came up are over when a start after the last of them trains, and
         # nothing goes wrong after it (a crash loop's next round trains, then dies again)
         up = came_up_after(inc, failed["start"].max())
-        if up is not None and not len(f[(f["start"] > up["start"]) & ~f["kind"].isin(_NOT_TROUBLE)]):
+        later = f[(f["start"] > up["start"]) & ~f["kind"].isin(_NOT_TROUBLE)] if up is not None else f.iloc[:0]
+        if up is not None and later.empty:
             out["recovered"] = up["first_step"]
             out["recovered_evidence"] = [up["first_step_ref"]] if isinstance(up["first_step_ref"], str) else []
+        elif up is not None and later["kind"].isin(_SLOWER).all():
+            back = {"mitigated": up["start"], "mitigated_ref": up["launch_ref"] or up["start_ref"]}
     if out["recovered"] is None and out["first_sign_kind"] in ("training_died", "time_limit"):
-        out.update(_back_after_death(inc, f, first.iloc[0]))
+        back = _back_after_death(inc, f, first.iloc[0])
+        out.update({k: v for k, v in back.items() if not k.startswith("mitigated")})
     again = [n for n in _kinds(f, "loss_not_finite")["numbers"] if n.get("again_at") is not None]
     if out["recovered"] is None and out["first_sign_kind"] == "loss_not_finite" and again:
         # a loss that broke is over where the run's loss is a number again (detect/divergence.py)
@@ -119,6 +124,8 @@ def _milestones(inc: Incident, f: pd.DataFrame, s: pd.DataFrame) -> dict:
             ok = launches[~launches["time"].isin(failed)]
             if len(ok):
                 out["mitigated"], out["mitigated_ref"] = ok["time"].iloc[-1], ok["ref"].iloc[-1]
+    elif "mitigated" in back:
+        out["mitigated"], out["mitigated_ref"] = back["mitigated"], back["mitigated_ref"]
     return out
 
 
@@ -126,16 +133,15 @@ def _back_after_death(inc: Incident, f: pd.DataFrame, died: pd.Series) -> dict:
     """Where a run that died (or a limit stopped) was back: its next start passed the step it had
     reached (`resumes`' `redone_until`), else that start's first step where it resumed nothing;
     none where that start, or anything after it, went wrong too (detect/deaths.py names it)."""
-    nxt = died["numbers"].get("next_attempt")
-    att = attempts(inc)
-    b = att[att["attempt"] == nxt]
-    if nxt is None or b.empty or pd.isna(b["first_step"].iloc[0]):
+    b = _trained_again(inc, died)
+    if b is None:
         return {}
-    b = b.iloc[0]
-    if len(f[(f["start"] > died["start"]) & ~f["kind"].isin(_NOT_TROUBLE)]):
-        return {}
+    later = f[(f["start"] > died["start"]) & ~f["kind"].isin(_NOT_TROUBLE)]
+    if len(later):
+        return {"mitigated": b["start"], "mitigated_ref": b["launch_ref"] or b["start_ref"]} \
+            if later["kind"].isin(_SLOWER).all() else {}
     redo = resumes(inc)
-    redo = redo[redo["attempt"] == nxt]
+    redo = redo[redo["attempt"] == b["attempt"]]
     if len(redo):
         until = redo["redone_until"].iloc[0]
         steps = steps_of(inc, b)
@@ -143,6 +149,18 @@ def _back_after_death(inc: Incident, f: pd.DataFrame, died: pd.Series) -> dict:
                 "recovered_what": f"past step {int(redo['reached_step'].iloc[0])} again, where it had died"}
     return {"recovered": b["first_step"],
             "recovered_evidence": [b["first_step_ref"]] if isinstance(b["first_step_ref"], str) else []}
+
+
+# What a start that trained, but slower than before, leaves: the start mitigated what went wrong
+# before it (a death, starts that never came up), and nothing has recovered yet.
+_SLOWER = ("throughput_regression", "partial_recovery", "no_recovery")
+
+
+def _trained_again(inc: Incident, died: pd.Series) -> pd.Series | None:
+    """The start after a death (detect/deaths.py's `next_attempt`) where it reached a step."""
+    att = attempts(inc)
+    b = att[att["attempt"] == died["numbers"].get("next_attempt")]
+    return None if b.empty or pd.isna(b["first_step"].iloc[0]) else b.iloc[0]
 
 
 def _fix_of(ev: pd.DataFrame, rec: pd.DataFrame) -> pd.Series | None:

@@ -59,9 +59,16 @@ def _host(f: _Finding) -> str:
 
 # --- throughput -----------------------------------------------------------------------------------
 
+def started_again(run, launch) -> str:
+    """A run started again under its own name (`run X was started again at T`), where a drop or
+    a level came with the new start rather than with another run."""
+    return f"run {run} was started again" + (f" at {clock(launch)}" if launch is not None and pd.notna(launch) else "")
+
+
 def _regression(f: _Finding) -> tuple[str, str]:
     u = f.unit
-    where = (f"began when run {f.run_after} started (after run {f.run_before})" if f.across_runs
+    where = ((f"began when {started_again(f.run_after, f.run_after_launch)}" if f.run_after == f.run_before
+              else f"began when run {f.run_after} started (after run {f.run_before})") if f.across_runs
              else f"within run {f.run_after}")
     cands = f.candidates or []
     return (f"throughput fell from {rate(f.baseline_tok_per_s, u).removesuffix(' ' + u)} to "

@@ -20,7 +20,8 @@ class Regression(TypedDict):
     ratio: float
     run_before: Any
     run_after: Any
-    across_runs: bool
+    across_runs: bool  # the drop came with a new start (another run, or the same run started again)
+    baseline_end: pd.Timestamp  # the baseline's last sample
     degraded_min: float
     degraded_max: float
     run_after_launch: pd.Timestamp | None

@@ -22,7 +22,7 @@ from ..model.pace import unit
 from . import findings
 from .per_host import judged
 from .stall import stall_intervals
-from .throughput import config_differences, episodes, segments, series
+from .throughput import config_differences, episodes, segments, series, stints
 
 SUSTAIN = 5
 # A recovered level is the median of this many samples from the recovery on.
@@ -99,7 +99,7 @@ def _partial_reasons(inc: Incident, seg_start, seg_end, run, run_start, ep: dict
             refs += findings.refs(g[g["gpu"].isin(idle.index)], 4)
     base_run = ep["before"]["run"].iloc[-1]
     # A setting the relaunch dropped (a fault injection, a debug flag) is no reason to be slow.
-    flags = [d for d in config_differences(inc, base_run, run, seg_start)
+    flags = [d for d in config_differences(inc, base_run, run, seg_start, ep["before"]["time"].iloc[-1])
              if not d["bookkeeping"] and d["after"] is not None]
     if flags:
         reasons.append(f"its configuration differs from run {base_run}: " + " ".join(d["shown"] for d in flags))
@@ -113,13 +113,16 @@ def _relaunch_partials(inc: Incident, ep: dict, frac: float) -> list[dict]:
     s = ep["series"]
     floor = frac * ep["baseline"]
     u = unit(inc)
+    # (each start apart: a relaunch under the run's own name is a run launched after it too)
+    starts = pd.Series(stints(s), index=s.index)
     # unique() first: a set over the column walks every sample in Python, once per episode
-    started_before = set(s.loc[s["time"] < ep["start"], "run"].unique()) | {ep["during"]["run"].iloc[0]}
+    started_before = set(starts[s["time"] < ep["start"]].unique()) | {stints(ep["during"])[0]}
     window = s[(s["time"] >= ep["start"]) & (s["time"] <= ep["end"])]
     rows = []
-    for run, part in window.groupby("run", sort=False):
-        if run in started_before:
+    for stint, part in window.groupby(starts[window.index], sort=False):
+        if stint in started_before:
             continue
+        run = part["run"].iloc[0]
         low = part[part["value"] < floor]
         if len(low) < max(SUSTAIN, len(part) // 2):
             continue  # a dip or two of a run that otherwise made it: not a partial recovery
@@ -148,7 +151,7 @@ def stall_episodes(inc: Incident) -> list[dict]:
         before = s[s["time"] < start].tail(STALL_BASELINE_SAMPLES)
         if before.empty:
             continue
-        before = before[before["run"] == before["run"].iloc[-1]]
+        before = before[stints(before) == stints(before)[-1]]
         out.append({"series": s, "baseline": float(before["value"].median()), "degraded": 0.0,
                     "start": start, "end": end, "before": before, "during": before.tail(1),
                     "after": s[s["time"] > end], "stall": True})
@@ -202,7 +205,7 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
         if level > 1.1 * ep["degraded"]:
             run = after["run"].iloc[-1]
             reasons, reason_refs, others = _partial_reasons(
-                inc, last["start"], last["end"], run, after[after["run"] == run]["time"].iloc[0], ep)
+                inc, last["start"], last["end"], run, after[stints(after) == stints(after)[-1]]["time"].iloc[0], ep)
             rows.append(findings.finding(
                 "partial_recovery", last["start"], last["end"], "warning",
                 findings.refs(after.iloc[int(last["i0"]):int(last["i0"]) + SUSTAIN]) + reason_refs,

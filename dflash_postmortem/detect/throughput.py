@@ -19,8 +19,9 @@ import pandas as pd
 
 from ..incident import Incident, RunInfo
 from ..model import computed as memo
+from ..model.attempts import READS as ATTEMPTS_READ
 from ..model.attempts import attempts
-from ..model.launches import launch_of
+from ..model.launches import environment, launch_of
 from ..model.pace import pace_rows, unit
 from ..model.progress import LINES_PER_WINDOW, SPIKY, alternates, spread
 from ..said import exception_line
@@ -39,7 +40,8 @@ PENALTY = 3.0  # x sigma^2 x ln(n): BIC-like, sigma from the steady baseline
 # Settings that name or bound a run rather than change how it trains.
 BOOKKEEPING = re.compile(
     r"^(run_?name|name|pid_?file|result_?json|record_?gpus_?dir|seconds|duration|max_?time|time_?limit|log(_?file|_?dir)?|"
-    r"out(put)?(_?dir)?|save_?dir|checkpoint_?dir|wandb_\w+|project|entity|tags?|notes?|group)$")
+    r"out(put)?(_?dir)?|save_?dir|checkpoint_?dir|wandb_\w+|project|entity|tags?|notes?|group|"
+    r"resume(_?from)?(_?checkpoint)?)$")
 CAUSES = (
     ("fast path missing", re.compile(r"fast path|fall(?:ing|s)? ?back|fallback|not installed", re.I)),
     # (not the advice after every CUDA error, `Compile with `TORCH_USE_CUDA_DSA` to enable ...`)
@@ -51,26 +53,74 @@ CAUSES = (
 
 def series(inc: Incident) -> pd.DataFrame:
     """The job's pace samples in time order (model/pace.py: tok/s lines, else steps/s from the
-    step counter): every run, one source per run, warm-up dropped.
+    step counter): every start of every run, one source per start, warm-up dropped. Column
+    `stint` names the start each sample came from (`stint_keys`): a relaunch that reuses its
+    run name is a start of its own, compared with the one before like another run.
 
-    When a run's throughput is in two sources (the log and wandb), the one with more samples is
+    When a start's throughput is in two sources (the log and wandb), the one with more samples is
     used. A few leading samples below 0.75 x the run's median are warm-up (compile, first batches).
     Runs follow each other: once a newer run logs its first step, an older one still logging is
     no longer the job (a survivor of a failed kill, a run left behind) and its later samples are
     left out; the detector of survivors says what it did meanwhile.
     """
-    return memo.cached(inc, "series", ("metrics",), lambda: _series(inc))
+    return memo.cached(inc, "series", ATTEMPTS_READ, lambda: _series(inc))
+
+
+def stint_keys(inc: Incident, m: pd.DataFrame) -> np.ndarray:
+    """The start each pace row came from: the latest attempt (model/attempts.py) begun by the row's
+    time among those whose sources hold its file and whose runs its run (the first of them for a
+    row before any, as a start's time may be a floor); for a file no attempt holds (a wandb run
+    beside the log), among those whose runs its run; else the run's name. A run name says what
+    the operator called the job, not which process ran it: a relaunch that reuses it (the same
+    command typed again, `--resume`) trained at its own pace, and a log appended by two starts
+    (`>>`) holds both."""
+    keys = ("run " + m["run"].astype("string").fillna("<NA>")).to_numpy(dtype=object)
+    att = attempts(inc)
+    if att.empty or m.empty:
+        return keys
+    owned = att[["attempt", "start", "sources", "runs"]].explode("runs").dropna(subset=["runs", "start"])
+    by_file = owned.explode("sources").dropna(subset=["sources"])
+    # (source, run) and run -> the starts that logged them, in time order
+    starts = {key: (g["start"].to_numpy(dtype="datetime64[us]"), g["attempt"].to_numpy(dtype=object))
+              for df, cols in ((by_file, ["sources", "runs"]), (owned, "runs"))
+              for key, g in df.sort_values("start", kind="stable").groupby(cols, sort=False)}
+    times = m["time"].to_numpy(dtype="datetime64[us]")
+    rows = pd.Series(np.arange(len(m)))
+    for (source, run), idx in rows.groupby([m["source"].to_numpy(), m["run"].to_numpy()], sort=False).indices.items():
+        mine = starts.get((source, run), starts.get(run))
+        if mine is not None:
+            at, names = mine
+            keys[idx] = names[np.maximum(np.searchsorted(at, times[idx], side="right") - 1, 0)]
+    return _overlapping_as_one(keys, m["run"].to_numpy(dtype=object), times)
+
+
+def _overlapping_as_one(keys: np.ndarray, runs: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Starts of one run whose samples overlap in time are one start seen twice (its log and its
+    wandb run, which the evidence did not tie to one process): one key, the earlier's. One start
+    of a run replaces the one before it; they do not train side by side."""
+    spans = pd.DataFrame({"key": keys, "run": runs, "time": times}).groupby(["run", "key"], sort=False, dropna=False)["time"]
+    spans = spans.agg(["min", "max"]).reset_index().sort_values(["run", "min"], kind="stable")
+    same: dict = {}
+    for _, g in spans.groupby("run", sort=False, dropna=False):
+        head, end = None, None
+        for key, lo, hi in zip(g["key"], g["min"], g["max"], strict=True):
+            if head is not None and lo <= end:
+                same[key], end = head, max(end, hi)
+            else:
+                head, end = key, hi
+    return np.array([same.get(k, k) for k in keys], dtype=object) if same else keys
 
 
 def _series(inc: Incident) -> pd.DataFrame:
     m = pace_rows(inc)
     if m.empty:
-        return m
+        return m.assign(stint=pd.Series(dtype="string"))
     # Worked on as positions of the pace rows, taken once at the end: each run's rows copied,
     # sorted, cut and joined again were most of a live look's peak memory at an hour of 8 ranks.
     times = m["time"].to_numpy(dtype="datetime64[us]")
     values = m["value"].to_numpy(dtype=float)
-    runs = pd.factorize(m["run"], use_na_sentinel=False)[0]  # in order of first appearance
+    keys = stint_keys(inc, m)
+    runs = pd.factorize(keys, use_na_sentinel=False)[0]  # in order of first appearance
     by_run = np.argsort(runs, kind="stable")
     parts, averaged = [], False
     for idx in np.split(by_run, np.flatnonzero(np.diff(runs[by_run])) + 1):
@@ -90,7 +140,7 @@ def _series(inc: Incident) -> pd.DataFrame:
         if len(sel) > w:
             parts.append((sel[w:], v[w:]))
     if not parts:
-        return m.iloc[:0]
+        return m.iloc[:0].assign(stint=pd.Series(dtype="string"))
     parts.sort(key=lambda p: times[p[0][0]])
     firsts = [times[p[0][0]] for p in parts]
     kept = []
@@ -101,6 +151,7 @@ def _series(inc: Incident) -> pd.DataFrame:
     pos, v = np.concatenate([p for p, _ in kept]), np.concatenate([x for _, x in kept])
     order = np.argsort(times[pos], kind="stable")
     out = m.take(pos[order]).reset_index(drop=True)
+    out["stint"] = pd.array(keys[pos[order]], dtype="string")
     if averaged:
         out["value"] = v[order]
     return out
@@ -133,10 +184,10 @@ SEARCH_POINTS = 2000
 
 def _absorb_short(segs: list[list], s: pd.DataFrame, values: np.ndarray, min_len: pd.Timedelta,
                   close: float) -> list[list]:
-    """Merge every segment shorter than `min_len` that is not a whole run into its neighbour with
-    the closer level, shortest first; then merge neighbours left within `close` of each other."""
+    """Merge every segment shorter than `min_len` that is not a whole start into its neighbour
+    with the closer level, shortest first; then merge neighbours left within `close` of each other."""
     times = s["time"].to_numpy()
-    runs = s["run"].to_numpy()
+    runs = stints(s)
 
     def short(seg) -> bool:
         a, b = seg[0], seg[1]
@@ -212,11 +263,11 @@ def segments(s: pd.DataFrame, min_drop: float = MIN_DROP, penalty: float = PENAL
         bkps = [len(s)]
     else:
         signal = np.log(s["value"].to_numpy(dtype=float))
-        first_run = int((s["run"] == s["run"].iloc[0]).sum())
+        runs = stints(s)
+        first_run = int((runs == runs[0]).sum())
         sigma = _sigma(signal, first_run)
         pen = penalty * sigma**2 * math.log(len(signal))
         bkps = changepoints.breakpoints(signal, pen, MIN_SIZE, SEARCH_POINTS)
-        runs = s["run"].to_numpy()
         bkps = sorted(set(_snap_to_runs(bkps, runs)) | set(_run_boundaries(signal, runs, min_drop)))
     bounds = [0, *bkps]
     values = s["value"].to_numpy(dtype=float)
@@ -291,8 +342,27 @@ def _whole_runs(s: pd.DataFrame, part: pd.DataFrame) -> bool:
     dip inside a run must last `min_regression_s`."""
     if len(part) < 2 * MIN_SIZE:
         return False
-    runs = s[s["run"].isin(part["run"].unique())]
+    runs = s[np.isin(stints(s), np.unique(stints(part)))]
     return bool(runs["time"].min() >= part["time"].min() and runs["time"].max() <= part["time"].max())
+
+
+def stints(s: pd.DataFrame) -> np.ndarray:
+    """Which start each sample of a series came from (`series`' column `stint`; by run name for a
+    series built without it)."""
+    return (s["stint"] if "stint" in s.columns else s["run"]).to_numpy(dtype=object)
+
+
+def _across(inc: Incident, before: pd.DataFrame, during: pd.DataFrame) -> bool:
+    """Whether the drop came with a new start: the baseline's last sample and the drop's first
+    came from two starts (`stint_keys`). Where either has no start of its own, by run: two runs of
+    one attempt are its ranks, each logging (train_rank8.log, train_rank9.log), and the drop came
+    inside it."""
+    stint_b, stint_a = stints(before)[-1], stints(during)[0]
+    if not str(stint_b).startswith("run ") and not str(stint_a).startswith("run "):
+        return stint_a != stint_b
+    run_b, run_a = before["run"].iloc[-1], during["run"].iloc[0]
+    one = _attempt_of(inc, run_a)
+    return run_a != run_b and (one is None or one != _attempt_of(inc, run_b))
 
 
 def _attempt_of(inc: Incident, run) -> str | None:
@@ -311,12 +381,15 @@ def _run_info(inc: Incident, run) -> RunInfo | None:
     return None
 
 
-def config_differences(inc: Incident, run_before, run_after, first_after) -> list[dict]:
-    """Settings that differ between two runs: command-line flags of their launches, wandb config."""
+def config_differences(inc: Incident, run_before, run_after, first_after, baseline_end=None) -> list[dict]:
+    """Settings that differ between two runs (or two starts of one run): command-line flags of
+    their launches, the environment the operator set for them, wandb config. `baseline_end`: the
+    time of the baseline's last sample (its launch is the last start of `run_before` that trained
+    by then; else by `first_after`)."""
     diffs: dict[str, dict] = {}
     la = launch_of(inc, run_after, first_after)
     # the launch whose pace was the baseline: the run's last start that trained
-    lb = launch_of(inc, run_before, first_after, trained=True)
+    lb = launch_of(inc, run_before, first_after if baseline_end is None else baseline_end, trained=True)
     if la is not None:
         fb = lb["flags"] if lb is not None else {}
         fa = la["flags"]
@@ -330,6 +403,14 @@ def config_differences(inc: Incident, run_before, run_after, first_after) -> lis
             if key not in {flag_key(x) for x in fa} and lb is not None:
                 diffs[key] = {"setting": k, "before": v, "after": None, "shown": f"(no {k}; was {v})",
                               "from": "launch command", "ref": lb.get("ref")}
+    if la is not None and lb is not None:
+        ea, eb = environment(inc, la.get("ref")), environment(inc, lb.get("ref"))
+        for name in sorted(set(ea) | set(eb)):
+            (va, ra), (vb, rb) = ea.get(name, (None, None)), eb.get(name, (None, None))
+            if va != vb and flag_key(name) not in diffs:
+                diffs[flag_key(name)] = {"setting": name, "before": vb, "after": va,
+                                         "shown": f"{name}={va}" if va is not None else f"(no {name}; was {vb})",
+                                         "from": "environment", "ref": ra or rb}
     ib, ia = _run_info(inc, run_before), _run_info(inc, run_after)
     if ib is not None and ia is not None:
         for k in sorted(set(ib.config) | set(ia.config)):
@@ -337,7 +418,14 @@ def config_differences(inc: Incident, run_before, run_after, first_after) -> lis
             if vb != va and flag_key(k) not in diffs:
                 diffs[flag_key(k)] = {"setting": k, "before": vb, "after": va, "shown": f"{k}={va!r} (was {vb!r})",
                                       "from": "wandb config", "ref": None}
-    return [dict(d, bookkeeping=bool(BOOKKEEPING.match(key))) for key, d in diffs.items()]
+    # a setting given before one the new start dropped (a dropped fault injection or debug flag
+    # is seldom why a start is slower)
+    return sorted((dict(d, bookkeeping=bool(BOOKKEEPING.match(key))) for key, d in diffs.items()),
+                  key=lambda d: d["after"] is None)
+
+
+# Where a difference was typed by the operator, not recorded by the run (wandb config)
+TYPED = ("launch command", "environment")
 
 
 def _nearby_warnings(inc: Incident, ep: dict, run_after) -> pd.DataFrame:
@@ -382,13 +470,12 @@ def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) 
     for ep in episodes(inc, min_drop):
         during, before = ep["during"], ep["before"]
         run_b, run_a = before["run"].iloc[-1], during["run"].iloc[0]
-        # two runs of one attempt are its ranks, each logging (train_rank8.log, train_rank9.log):
-        # the drop came inside it, not with a new run
-        one = _attempt_of(inc, run_a)
-        across = run_a != run_b and (one is None or one != _attempt_of(inc, run_b))
+        baseline_end = before["time"].iloc[-1]
+        across = _across(inc, before, during)
         ratio = ep["degraded"] / ep["baseline"]
         cands, evidence, causes = [], [], []
-        flags = [d for d in config_differences(inc, run_b, run_a, ep["start"]) if not d["bookkeeping"]] if across else []
+        flags = [d for d in config_differences(inc, run_b, run_a, ep["start"], baseline_end)
+                 if not d["bookkeeping"]] if across else []
         if flags:
             shown = " ".join(d["shown"] for d in flags)
             cands.append("configuration differs from run " + str(run_b) + ": " + shown)
@@ -421,11 +508,12 @@ def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) 
             "throughput_regression", ep["start"], ep["end"], "critical", evidence,
             {"baseline_tok_per_s": ep["baseline"], "degraded_tok_per_s": ep["degraded"],
              "ratio": ratio, "run_before": run_b, "run_after": run_a, "across_runs": across,
+             "baseline_end": baseline_end,
              "degraded_min": float(during["value"].min()), "degraded_max": float(during["value"].max()),
              "run_after_launch": None if launch is None else launch["time"],
-             # The launch command's flags when it has any (what the operator typed), else the
-             # run's own config.
-             "flag_differences": [d["shown"] for d in ([d for d in flags if d["from"] == "launch command"] or flags)],
+             # What the operator typed (the launch command's flags, the environment set for
+             # it) where it differs, else the run's own config.
+             "flag_differences": [d["shown"] for d in ([d for d in flags if d["from"] in TYPED] or flags)],
              "candidates": cands,
              "levels_tok_per_s": ep["levels"], "unit": u},
             caused_by=causes,

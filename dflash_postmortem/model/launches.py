@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..incident import Incident
 from ..schema import column
-from ..shell_words import invocation, is_wrapper_process, log_target
+from ..shell_words import environment_changes, invocation, is_wrapper_process, log_target
 from . import computed as memo
 from .attempts import attempts
 from .step_lines import step_lines
@@ -45,6 +45,39 @@ def launch_events(inc: Incident) -> pd.DataFrame:
     rows["log_path"] = [g.strip("'\"") if isinstance(g, str) and g else log_target(str(c))
                         for g, c in zip(given, rows["command"], strict=True)]
     return rows.sort_values("time", kind="stable").reset_index(drop=True)
+
+
+def environment(inc: Incident, launch_ref) -> dict[str, tuple[str, str]]:
+    """The environment variables the operator set for a launch, where the evidence shows them:
+    `export`s typed earlier in the same transcript and not `unset` since, and the command's own
+    `A=1 python ...`; name -> (value, the ref of the line that set it)."""
+    envs = memo.cached(inc, "launch environments", ("events",), lambda: _environments(inc))
+    return envs.get(launch_ref, {}) if isinstance(launch_ref, str) else {}
+
+
+def _environments(inc: Incident) -> dict[str, dict[str, tuple[str, str]]]:
+    """Each launch ref's environment (`environment`), walking each transcript's commands in the
+    order its lines hold them."""
+    ev = inc.events
+    launches = set(ev.loc[ev["kind"] == "launch", "ref"].dropna())
+    cmds = ev[(ev["kind"] == "command") & ev["ref"].notna()].drop_duplicates("ref")
+    out: dict[str, dict[str, tuple[str, str]]] = {}
+    if not launches or cmds.empty:
+        return out
+    for _, rows in cmds.groupby("source", sort=False):
+        lines = [int(line) if line.isdigit() else 0 for line in (r.rpartition(":")[2] for r in rows["ref"])]
+        exported: dict[str, tuple[str, str]] = {}
+        for i in sorted(range(len(rows)), key=lambda k: lines[k]):
+            ref, message = rows["ref"].iloc[i], str(rows["message"].iloc[i])
+            kept, given = environment_changes(message)
+            if ref in launches:
+                out[ref] = {**exported, **{name: (value, ref) for name, value in given.items()}}
+            for name, value in kept.items():
+                if value is None:
+                    exported.pop(name, None)
+                else:
+                    exported[name] = (value, ref)
+    return out
 
 
 def verdicts(inc: Incident, launch_ref) -> pd.DataFrame:

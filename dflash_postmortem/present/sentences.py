@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..analysis.throughput_levels import band_crossings, recovery, regression
-from ..detect.finding_text import became, ranks_text
+from ..detect.finding_text import became, ranks_text, started_again
 from ..incident import Incident
 from ..model.attempts import attempts, came_up_after, stopped_cleanly_near
 from ..model.ledger import CLASSES, SHOWN_S, ledger
@@ -193,8 +193,9 @@ def _cap(text: str) -> str:
 def _first_sign(f: pd.Series) -> str:
     n = f["numbers"]
     if f["kind"] == "throughput_regression":
-        where = (f"when run {n['run_after']} replaced run {n['run_before']}" if n.get("across_runs")
-                 else f"within run {n['run_after']}")
+        where = ((f"when {started_again(n['run_after'], n.get('run_after_launch'))}"
+                  if n["run_after"] == n["run_before"] else f"when run {n['run_after']} replaced run {n['run_before']}")
+                 if n.get("across_runs") else f"within run {n['run_after']}")
         flags = n.get("flag_differences") or []
         why = f", started with {' '.join(flags)}" if flags else ""
         others = [c for c in n.get("candidates", []) if not c.startswith("configuration differs")]
@@ -290,10 +291,10 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
         return [_nothing_found(inc, first, last)] + [said for _, said in _unseen(inc)][: MAX_SENTENCES - 1]
     out = []
     sign = _first(findings, "throughput_regression", "stall", "never_trained")
-    if sign is not None:
-        out.append(_first_sign(sign))
-    # what happened next, in the order it happened (a crash loop alternates deaths and restarts)
-    timed = [(died["start"], _death(died)) for _, died in _of(findings, "training_died", "time_limit").iterrows()]
+    # what happened, in the order it happened (a crash loop alternates deaths and restarts; a
+    # run that died and came back slower died first)
+    timed = [] if sign is None else [(sign["start"], _first_sign(sign))]
+    timed += [(died["start"], _death(died)) for _, died in _of(findings, "training_died", "time_limit").iterrows()]
     timed += [(died["start"], _unplaced_death(died)) for _, died in _of(findings, "process_died").iterrows()]
     lost = _of(findings, "loss_not_finite")
     timed += [(f["start"], _not_finite(f)) for _, f in lost.iterrows()]

@@ -117,7 +117,7 @@ def config_diff(inc: Incident, findings: pd.DataFrame) -> Table:
         n = r.numbers
         if not n.get("across_runs"):
             continue
-        for d in config_differences(inc, n["run_before"], n["run_after"], r.start):
+        for d in config_differences(inc, n["run_before"], n["run_after"], r.start, n.get("baseline_end")):
             rows.append({"runs": f"{n['run_before']} → {n['run_after']}", "setting": d["setting"],
                          "before": _setting(d["before"]), "after": _setting(d["after"]), "from": d["from"],
                          "evidence": d["ref"] or "", "changes": BOOKKEEPING if d["bookkeeping"] else TRAINING})

@@ -15,6 +15,7 @@ from ...shell_words import (
 )
 from ..clock_text import WallClock, parse_wall_clock
 from ..registry import LoadContext
+from ..training_log.times import find_stamp
 from .session import Command, Session
 
 _EPOCH = re.compile(r"^\d{9,10}(?:\.\d+)?$")
@@ -89,6 +90,49 @@ def _stated_time(c: Command, clock: Clock) -> tuple[pd.Timestamp, int | None] | 
     return clock.utc(wall), wall.offset_min
 
 
+# Commands that print what a file holds when they run and return: their newest line was written
+# before they were typed. (A program in the foreground, `tail -f`, `watch`, prints lines as they
+# are written, after it was typed: its stamps say nothing of when.)
+_SNAPSHOT_READERS = {"tail", "head", "cat", "grep", "egrep", "fgrep", "zgrep", "rg", "awk", "sed", "less", "more"}
+
+
+def _printed(c: Command, clock: Clock) -> pd.Timestamp:
+    """The latest full date and time the output of a command that reads files starts a line with
+    (the lines of a log it printed: `tail -n 2 train.log`), else NaT."""
+    out = pd.NaT
+    if not c.words or command_name(c.words) not in _SNAPSHOT_READERS or \
+            any(w in ("-f", "-F", "--follow") or w.startswith("--follow=") for w in c.words):
+        return out
+    for _, text in c.output:
+        stamp, _ = find_stamp(text.strip())
+        if stamp is None or stamp.form != "iso":
+            continue
+        t = pd.Timestamp(stamp.text)
+        t = t.tz_convert("UTC") if stamp.aware else align.localize(pd.Series([t]), clock.ctx.timezone).iloc[0]
+        if not pd.isna(t) and (pd.isna(out) or t > out):
+            out = t
+    return out
+
+
+def _by_printed_times(ses: Session, clock: Clock) -> None:
+    """A command dated by the clock before it that prints lines stamped later (a `tail` of the
+    log a run is writing) ran no earlier than the latest of them: it, and the commands after it
+    up to the next clock, are dated by that. Only a stamp inside the gap to the next clock
+    counts: a log written in another zone, or one the command did not just read, says nothing
+    of when the command ran."""
+    moved = pd.NaT
+    for c in ses.commands:
+        if not c.approx or pd.isna(c.time) or c.within_s is None:
+            moved = pd.NaT  # a clock of its own starts a new gap
+            continue
+        gap_end = c.time + pd.Timedelta(seconds=c.within_s)
+        printed = _printed(c, clock)
+        later = max((t for t in (moved, printed) if not pd.isna(t) and c.time < t <= gap_end), default=None)
+        if later is not None:
+            c.within_s = (gap_end - later).total_seconds()
+            c.time = moved = later
+
+
 def date_commands(ses: Session, ctx: LoadContext, rep) -> None:
     """Give each command its time: its stamp, the time of day in its prompt, the time its own
     output states (`date`), else the latest clock before it (approximate)."""
@@ -124,6 +168,7 @@ def date_commands(ses: Session, ctx: LoadContext, rep) -> None:
             c.within_s = (following - c.time).total_seconds() if not pd.isna(following) else None
         elif not pd.isna(c.time):
             following = c.time
+    _by_printed_times(ses, clock)
     if approx:
         rep.assume(f"{approx} command(s) carry no time of their own: each is dated by the latest clock "
                    "before it (`date` output, script header, nvidia-smi date line), and may be as late as "

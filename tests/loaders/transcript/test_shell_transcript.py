@@ -200,6 +200,27 @@ def test_a_command_dated_by_the_clock_before_it_may_be_as_late_as_the_next_clock
     assert (ev.loc[ev["time_approx"].astype(bool), "time_within_s"].dropna() >= 0).all()
 
 
+def test_a_tail_of_a_log_ran_after_the_newest_line_it_printed(bundled_dir):
+    """h100-1gpu-debug-env (README): `tail -n 2 logs/train2.log` was typed at 19:44:19.372, 79 s
+    after the `date` before it (19:43:00) and 3 s before the next (19:44:22); it printed the
+    log's lines stamped 19:44:17 and 19:44:18, so it ran no earlier than 19:44:18 (and `tail -n 3
+    logs/train.log`, typed at 19:42:55.361, no earlier than its `Training failed` line,
+    19:42:45). What a foreground program prints as it runs says nothing of when it was typed:
+    the ctrl-z capture's `fg` (its trainer's lines after it) keeps its `date`'s time."""
+    inc = pm.load_incident(bundled_dir.parent / "h100-1gpu-debug-env" / "logs" / "terminal.typescript")
+    ev = inc.events[inc.events["kind"] == "command"].set_index("ref")
+    tail2, tail1 = ev.loc["terminal.typescript:16"], ev.loc["terminal.typescript:6"]
+    assert tail2["time"] == T("2026-12-05 19:44:18") and tail2["time_within_s"] == 4.0 and tail2["time_approx"]
+    assert tail1["time"] == T("2026-12-05 19:42:45")
+    # the commands after it in the same gap are no earlier (the `export` typed at 19:42:58.365)
+    assert ev.loc["terminal.typescript:11", "time"] == T("2026-12-05 19:42:45")
+    # (the launch between the two `date`s printed nothing stamped: it keeps 19:43:00)
+    assert ev.loc["terminal.typescript:14", "time"] == T("2026-12-05 19:43:00")
+    fg = pm.load_incident(bundled_dir.parent / "h200-1gpu-ctrl-z")
+    typed = fg.events[(fg.events["kind"] == "command") & (fg.events["message"] == "fg")]
+    assert typed["time"].tolist() == [T("2026-12-05 03:45:13")]
+
+
 def test_real_kill_failures(fixtures_dir):
     suse = _load(fixtures_dir / "terminal" / "moler-suse-root-kill-9-no-such-process.txt").events
     k = suse[suse["kind"] == "kill_failed"].iloc[0]
