@@ -13,6 +13,7 @@ import tempfile
 
 import pytest
 
+from dflash_postmortem import memory_collector
 from dflash_postmortem.report.cache import CACHE_ENV
 
 if not os.environ.get(CACHE_ENV):
@@ -72,12 +73,12 @@ def pytest_collection_modifyitems(config, items):
 def pytest_collection_finish(session):
     """What collection imported (pandas, torch, hypothesis, the kit: about 240,000 objects) lives
     as long as the test process: frozen, a full collection of the cyclic GC no longer walks it,
-    and the youngest generation is collected at every 10,000 allocations, not 700. Measured on
-    test_live, test_bundled_findings and test_corpus in one process: the GC's own time from 7.1 s
-    to 0.8 s of 115 s."""
+    and the youngest generation is collected at the kit's pace, not every 700 allocations
+    (dflash_postmortem/memory_collector.py, as the kit's commands and report kernels pace it).
+    Measured on test_live, test_bundled_findings and test_corpus in one process: the GC's own
+    time from 7.1 s to 0.8 s of 115 s."""
     gc.collect()
-    gc.freeze()
-    gc.set_threshold(10_000, 10, 10)
+    memory_collector.tune()
 
 
 def _path(nodeid: str) -> str:

@@ -14,7 +14,7 @@ import traceback
 import warnings
 from pathlib import Path
 
-from . import __version__
+from . import __version__, memory_collector
 from .errors import PostmortemError, UsageError
 from .present import terminal_view
 from .present.redact import redact
@@ -269,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    memory_collector.tune()
     try:
         return int(args.func(args) or 0)
     except PostmortemError as e:

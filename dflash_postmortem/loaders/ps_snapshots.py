@@ -141,6 +141,13 @@ class Listing:
         the line when it is the last column, else up to where the next column's header begins
         (`ps -o etime,pid,comm,args`, top's wide view). None when the row is too short."""
         header = self.header or []
+        if header and header[-1] in _COMMANDS and not (set(header[:-1]) & _WIDE):
+            # the usual header (`ps aux`, `ps -eo pid,ppid,etimes,args`): a word a column and
+            # the rest of the line the command, as split() cuts it (the rows of a long capture)
+            cells = line.split(None, len(header) - 1)
+            if len(cells) == len(header):
+                cells[-1] = cells[-1].strip()
+                return cells
         words = [(m.start(), m.end()) for m in re.finditer(r"\S+", line)]
         cells: list[str] = []
         i = 0
@@ -170,6 +177,10 @@ class Listing:
             cells.append(" ".join(line[a:b] for a, b in words[i:i + n]))
             i += n
         return cells
+
+
+# Columns whose cell may be more than one word: the command, and LSTART's date
+_WIDE = set(_COMMANDS) | {"LSTART", "STARTED"}
 
 
 def _lstart_at(words: list[str], i: int) -> bool:

@@ -169,6 +169,41 @@ def sniff(
     folder = path.is_dir()
     if head is None:
         head = b"" if folder else read_head(path)
+    among = None if among is None else tuple(among)
+    key = None if folder else _sniffed_key(path, head, among)
+    if key is not None and key in _SNIFFED:
+        best, best_score, failed = _SNIFFED[key]
+        if failures is not None:
+            failures.extend(failed)
+        return best, best_score
+    failed: list = []
+    best, best_score = _sniff(path, head, folder, among, failed)
+    if key is not None:
+        if len(_SNIFFED) >= _SNIFFED_MAX:
+            _SNIFFED.clear()
+        _SNIFFED[key] = (best, best_score, failed)
+    if failures is not None:
+        failures.extend(failed)
+    return best, best_score
+
+
+# What each file was sniffed as, by its name, size, time of change and first bytes: a folder read
+# again (every look of a live watch, every report page's cache check) sniffs its unchanged files
+# once. A file that grows or is rewritten is sniffed again.
+_SNIFFED: dict[tuple, tuple] = {}
+_SNIFFED_MAX = 4096
+
+
+def _sniffed_key(path: Path, head: bytes, among: tuple | None) -> tuple | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    # (the formats registered now, each as the object it is, are part of what a sniff answers)
+    return (str(path), st.st_size, st.st_mtime_ns, hash(head), tuple(map(id, FORMATS.values() if among is None else among)))
+
+
+def _sniff(path: Path, head: bytes, folder: bool, among: tuple | None, failures: list) -> tuple[Format | None, float]:
     best, best_score = None, 0.0
     for fmt in FORMATS.values() if among is None else among:
         if fmt.folder != folder:
@@ -176,8 +211,7 @@ def sniff(
         try:
             score = fmt.sniff(path, head)
         except Exception as e:  # noqa: BLE001 - one broken sniffer must not decide for all formats
-            if failures is not None:
-                failures.append((fmt.name, e))
+            failures.append((fmt.name, e))
             continue
         if score > best_score:
             best, best_score = fmt, score

@@ -31,7 +31,8 @@ MAX_KERNELS = 2
 KERNEL = "dflash-postmortem-run"
 # What every page's first cell imports: run in each kernel as it starts.
 WARM_UP = ("import dflash_postmortem, dflash_postmortem.report.notebook, dflash_postmortem.present.figures, "
-           "dflash_postmortem.present.tables, plotly.basedatatypes, IPython.display")
+           "dflash_postmortem.present.tables, plotly.basedatatypes, IPython.display, dflash_postmortem.memory_collector\n"
+           "dflash_postmortem.memory_collector.tune()")
 RESET = "%reset -f"  # the first cell of every page: the last page's variables are gone
 
 
