@@ -91,6 +91,11 @@ did (what the README of the incident is written from), which the incident folder
                        checkpoint; to debug it the operator types `export CUDA_LAUNCH_BLOCKING=1` and resumes
                        it under the same --run-name, which trains slower; ~80 s later the operator kills
                        it by its PID, types `unset CUDA_LAUNCH_BLOCKING` and resumes it again, to its last step
+    hf-slow-resume     a `script`-recorded terminal, `nohup python train_hf.py --output_dir out/run1 ... &` (a Hugging
+                       Face Trainer, GPT-2 shape, flags as in Hugging Face's examples): after its step-200 checkpoint
+                       the operator kills it by its PID and relaunches the same command into the same --output_dir
+                       with --resume_from_checkpoint (the newest), adding --gradient_checkpointing and halving the
+                       batch for twice the accumulation (the same effective batch): it trains slower, to max_steps
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -102,15 +107,18 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import os
 import re
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tarfile
 import threading
 import time
+from importlib import metadata
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -249,7 +257,7 @@ class Recording:
             except ProcessLookupError:
                 pass
         time.sleep(1)
-        for trainer in ("dflash_postmortem.replay.train", "run/hf_train.py", "run/pl_train.py"):
+        for trainer in ("dflash_postmortem.replay.train", "run/hf_train.py", "run/pl_train.py", "train_hf.py"):
             self.stop_ours(trainer)
         subprocess.run(["pkill", "-f", "hog_memory"], check=False)
         subprocess.run(["pkill", "-f", "hog_compute"], check=False)
@@ -513,21 +521,9 @@ def tmux_history(r: Recording) -> None:
         t.close()
 
 
-HF_TRAIN = """import argparse, torch
-from torch.utils.data import Dataset
-from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments
-
-p = argparse.ArgumentParser()
-p.add_argument("--out", required=True)
-p.add_argument("--max-steps", type=int, default=400)
-p.add_argument("--oom-at-step", type=int, default=0)
-p.add_argument("--resume", action="store_true")
-p.add_argument("--cpu", action="store_true")
-p.add_argument("--eval-every", type=int, default=0)
-p.add_argument("--eval-size", type=int, default=0)
-p.add_argument("--leak-mib", type=int, default=0)
-a = p.parse_args()
-SEQ = 64 if a.cpu else 1024
+# What the Hugging Face Trainer scripts share: sequences of random tokens (each seeded by its index)
+# and a GPT-2 built from its config (random weights, no download), tiny where CPU is true.
+HF_DATA = """SEQ = 64 if CPU else 1024
 
 
 class Tokens(Dataset):
@@ -542,6 +538,27 @@ class Tokens(Dataset):
         ids = torch.randint(0, 50257, (SEQ,), generator=g)
         return {"input_ids": ids, "labels": ids}
 
+
+cfg = GPT2Config(vocab_size=50257, n_positions=SEQ, n_embd=64 if CPU else 768, n_layer=2 if CPU else 12,
+                 n_head=2 if CPU else 12)
+"""
+
+HF_TRAIN = """import argparse, torch
+from torch.utils.data import Dataset
+from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments
+
+p = argparse.ArgumentParser()
+p.add_argument("--out", required=True)
+p.add_argument("--max-steps", type=int, default=400)
+p.add_argument("--oom-at-step", type=int, default=0)
+p.add_argument("--resume", action="store_true")
+p.add_argument("--cpu", action="store_true")
+p.add_argument("--eval-every", type=int, default=0)
+p.add_argument("--eval-size", type=int, default=0)
+p.add_argument("--leak-mib", type=int, default=0)
+a = p.parse_args()
+CPU = a.cpu
+""" + HF_DATA + """
 
 class Spike(TrainerCallback):
     # a batch far longer than the rest: the allocator is asked for more than the GPU has
@@ -564,8 +581,6 @@ class Leak(TrainerCallback):
                 raise torch.OutOfMemoryError("CUDA out of memory (a dry run on the CPU)")
 
 
-cfg = GPT2Config(vocab_size=50257, n_positions=SEQ, n_embd=64 if a.cpu else 768, n_layer=2 if a.cpu else 12,
-                 n_head=2 if a.cpu else 12)
 model = GPT2LMHeadModel(cfg)
 args = TrainingArguments(output_dir=a.out, max_steps=a.max_steps, per_device_train_batch_size=4 if a.cpu else 16,
                          logging_steps=10, save_steps=100, save_total_limit=3, report_to=["tensorboard"],
@@ -1501,12 +1516,33 @@ def _last_line(r: Recording, log: str) -> str:
     return text.splitlines()[-1] if text else "(empty)"
 
 
-def _run_ended(r: Recording, n: int, pid: str, log: str, timeout: float = 600) -> None:
-    """Wait until run `n` (`pid`, one of the operator's jobs) has exited; what its log ends with."""
+def _run_ended(r: Recording, n: int, pid: str, log: str, timeout: float = 600, step: str = STEP_LINE,
+               stop: str = "Training stopped") -> None:
+    """Wait until run `n` (`pid`, one of the operator's jobs) has exited; what its log ends with: the
+    last step (`step`, a pattern whose group is the step) and whether the trainer's closing words
+    (`stop`) are in it."""
     gone = _wait_gone(pid, timeout)
     text = (r.dir / "logs" / log).read_text(errors="replace")
     r.truth(f"run {n} (PID {pid}) {'exited' if gone else f'still running after {timeout:g} s'}; last step line "
-            f"{_last(STEP_LINE, text)}, 'Training stopped' in its log: {'Training stopped' in text}")
+            f"{_last(step, text)}, {stop!r} in its log: {stop in text}")
+
+
+def _typed(r: Recording, t: InteractiveShell, line: str) -> str:
+    """The operator types `line`; bash's job notifications before the next prompt, if any."""
+    r.truth(f"operator types `{line}`")
+    shown = t.run(line)
+    if jobs := re.findall(JOB_KILLED, shown):
+        r.truth(f"bash printed before its prompt: {jobs}")
+    return shown
+
+
+def _kill_typed(r: Recording, t: InteractiveShell, n: int, pid: str, log: str) -> None:
+    """The operator types `date`, then `kill PID` with the PID bash printed for run `n`; whether the
+    run is gone within 30 s, and its log's last line."""
+    _typed(r, t, "date")
+    _typed(r, t, f"kill {pid}")
+    r.truth(f"run {n} (PID {pid}) {'gone' if _wait_gone(pid, 30) else 'still running after 30 s'}; its log's last "
+            f"line: {_last_line(r, log)!r}")
 
 
 def pkill_both(r: Recording) -> None:
@@ -1593,14 +1629,7 @@ def debug_env(r: Recording) -> None:
            f"{r.model} --checkpoint-dir ckpt --checkpoint-every 100")
     t = InteractiveShell(r.dir, r.dir / "logs" / "terminal.typescript", dict(os.environ, COLUMNS=""))
     pids: list[str] = []
-
-    def typed(line: str) -> str:
-        """The operator types `line`; bash's job notifications before the next prompt, if any."""
-        r.truth(f"operator types `{line}`")
-        shown = t.run(line)
-        if jobs := re.findall(JOB_KILLED, shown):
-            r.truth(f"bash printed before its prompt: {jobs}")
-        return shown
+    typed = functools.partial(_typed, r, t)
 
     def launch(n: int, extra: str, log: str) -> str:
         pid = _launch(r, t, pids, n, f"{cmd}{extra} > logs/{log} 2>&1 &")
@@ -1640,10 +1669,7 @@ def debug_env(r: Recording) -> None:
         r.truth(f"75 s after run 2's launch its log's last line: {_last_line(r, 'train2.log')!r}")
         typed("tail -n 2 logs/train2.log")
         time.sleep(3)
-        typed("date")
-        typed(f"kill {pid2}")
-        r.truth(f"run 2 (PID {pid2}) {'gone' if _wait_gone(pid2, 30) else 'still running after 30 s'}; its log's last "
-                f"line: {_last_line(r, 'train2.log')!r}")
+        _kill_typed(r, t, 2, pid2, "train2.log")
         time.sleep(2)
         typed(f"unset {blocking}")
         time.sleep(2)
@@ -1658,6 +1684,95 @@ def debug_env(r: Recording) -> None:
         r.close_shell(t, pids, "ckpt/*.pt")
 
 
+# A Trainer script in the style of Hugging Face's examples: every TrainingArguments field is a flag
+# (--output_dir, --max_steps, --resume_from_checkpoint, --gradient_checkpointing, ...).
+TRAIN_HF = '''"""Train a GPT-2-shaped causal LM from scratch (random weights, random tokens) with the Hugging Face
+Trainer: python train_hf.py --output_dir DIR --max_steps N [any TrainingArguments flag]"""
+import torch
+from torch.utils.data import Dataset
+from transformers import GPT2Config, GPT2LMHeadModel, HfArgumentParser, Trainer, TrainingArguments
+
+(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
+CPU = args.use_cpu
+''' + HF_DATA + '''
+Trainer(model=GPT2LMHeadModel(cfg), args=args, train_dataset=Tokens()).train(
+    resume_from_checkpoint=args.resume_from_checkpoint)
+'''
+def _bar_pace(r: Recording, log: str, total: int) -> str:
+    """The median rate (in it/s) the refreshes of the tqdm bar over `total` steps show in `log` (not
+    another bar's, as the checkpoint's `Writing model shards`), and how many showed one."""
+    text = (r.dir / "logs" / log).read_text(errors="replace")
+    shown = re.findall(rf"\d+/{total} \[[^\]]*, *([\d.]+)(it/s|s/it)\]", text)
+    rates = [float(v) if unit == "it/s" else 1 / float(v) for v, unit in shown if float(v) > 0]
+    return f"median {statistics.median(rates):.2f} it/s over {len(rates)} refreshes" if rates else "no rate shown"
+
+
+def _note_files(r: Recording, pattern: str) -> threading.Event:
+    """Until the returned event is set, note in the truth log each new file matching `pattern` (a
+    glob in the folder, as a checkpoint's last file) when the driver sees it (every 0.5 s)."""
+    done = threading.Event()
+
+    def watch() -> None:
+        seen: set[Path] = set()
+        while not done.wait(0.5):
+            for f in sorted(set(r.dir.glob(pattern)) - seen, key=lambda f: f.stat().st_mtime):
+                seen.add(f)
+                r.truth(f"{f.relative_to(r.dir)} written (seen by the driver)")
+
+    threading.Thread(target=watch, daemon=True).start()
+    return done
+
+
+def hf_slow_resume(r: Recording) -> None:
+    r.gpus_and_processes()
+    (r.dir / "train_hf.py").write_text(TRAIN_HF)
+    out, steps = "out/run1", 800
+    bar = rf"(\d+)/{steps} \["  # the training bar's position (a checkpoint's shard bar is over 1)
+
+    def command(batch: int, accum: int, extra: str, log: str) -> str:
+        return (f"nohup {_python()} train_hf.py --output_dir {out} --per_device_train_batch_size {batch} "
+                f"--gradient_accumulation_steps {accum} --max_steps {steps} --learning_rate 3e-4 --warmup_steps 20 "
+                f"--logging_steps 10 --save_steps 100 {'--bf16' if r.gpu else '--use_cpu'} --report_to none{extra} "
+                f"> logs/{log} 2>&1 &")
+
+    t = InteractiveShell(r.dir, r.dir / "logs" / "terminal.typescript", dict(os.environ, COLUMNS=""))
+    pids: list[str] = []
+    typed = functools.partial(_typed, r, t)
+    saved = _note_files(r, f"{out}/checkpoint-*/trainer_state.json")
+    try:
+        r.truth(f"operator at a script-recorded terminal; a Hugging Face Trainer run (transformers "
+                f"{metadata.version('transformers')}, torch {metadata.version('torch')}) under nohup, {steps} steps, a "
+                f"checkpoint every 100 into {out}; killed after its step-200 checkpoint and resumed from its newest "
+                "checkpoint with gradient checkpointing, half the batch and twice the accumulation")
+        typed("date")
+        pid1 = _launch(r, t, pids, 1, command(8, 1, "", "hf_train.log"))
+        r.wait_for(f"{out}/checkpoint-200/trainer_state.json", "global_step", 300)
+        time.sleep(2)
+        typed(f"ls {out}")
+        _kill_typed(r, t, 1, pid1, "hf_train.log")
+        r.truth(f"run 1's bar: {_bar_pace(r, 'hf_train.log', steps)}")
+        time.sleep(2)
+
+        typed(f"ls {out}")
+        done = [int(c.name.split("-")[1]) for c in (r.dir / out).glob("checkpoint-*")
+                if (c / "trainer_state.json").exists()]
+        newest = f"{out}/checkpoint-{max(done, default=0)}"
+        r.truth(f"checkpoints with a trainer_state.json: {sorted(done)}; the operator resumes from {newest} with "
+                "--gradient_checkpointing, --per_device_train_batch_size 4 and --gradient_accumulation_steps 2")
+        time.sleep(3)
+        typed("date")
+        pid2 = _launch(r, t, pids, 2, command(4, 2, f" --gradient_checkpointing --resume_from_checkpoint {newest}",
+                                               "hf_train2.log"))
+        _run_ended(r, 2, pid2, "hf_train2.log", 400, bar, "train_runtime")
+        r.truth(f"run 2's bar: {_bar_pace(r, 'hf_train2.log', steps)}")
+        time.sleep(5)
+        typed("date")
+        typed("tail -n 3 logs/hf_train2.log")
+    finally:
+        saved.set()
+        r.close_shell(t, pids, f"{out}/checkpoint-*/*.safetensors")
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -1669,7 +1784,7 @@ SCENARIOS = {
     "disk-full": disk_full, "lingering": lingering, "diverged": diverged,
     "accelerate-gpus": accelerate_gpus, "leak-oom": leak_oom, "worker-killed": worker_killed,
     "early-stop": early_stop, "make-launcher": make_launcher, "pkill-both": pkill_both,
-    "debug-env": debug_env,
+    "debug-env": debug_env, "hf-slow-resume": hf_slow_resume,
 }
 
 
