@@ -70,7 +70,8 @@ def stint_keys(inc: Incident, m: pd.DataFrame) -> np.ndarray:
     """The start each pace row came from: the latest attempt (model/attempts.py) begun by the row's
     time among those whose sources hold its file and whose runs its run (the first of them for a
     row before any, as a start's time may be a floor); for a file no attempt holds (a wandb run
-    beside the log), among those whose runs its run; else the run's name. A run name says what
+    beside the log), among those whose runs its run; else `run NAME`, the run's name (`_across`
+    tells the two apart by that prefix). A run name says what
     the operator called the job, not which process ran it: a relaunch that reuses it (the same
     command typed again, `--resume`) trained at its own pace, and a log appended by two starts
     (`>>`) holds both."""

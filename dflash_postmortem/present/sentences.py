@@ -293,7 +293,8 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     sign = _first(findings, "throughput_regression", "stall", "never_trained")
     # what happened, in the order it happened (a crash loop alternates deaths and restarts; a
     # run that died and came back slower died first)
-    timed = [] if sign is None else [(sign["start"], _first_sign(sign))]
+    sign_said = None if sign is None else _first_sign(sign)
+    timed = [] if sign is None else [(sign["start"], sign_said)]
     timed += [(died["start"], _death(died)) for _, died in _of(findings, "training_died", "time_limit").iterrows()]
     timed += [(died["start"], _unplaced_death(died)) for _, died in _of(findings, "process_died").iterrows()]
     lost = _of(findings, "loss_not_finite")
@@ -310,7 +311,12 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
         up = _came_up(inc, failed["start"].max())
         if up is not None and not len(_of(findings, "recovery", "partial_recovery", "verified_start")):
             timed.append(up)
-    out += [said for _, said in sorted(timed, key=lambda x: x[0])]
+    told = [said for _, said in sorted(timed, key=lambda x: x[0])]
+    if sign_said is not None and told.index(sign_said) >= MAX_SENTENCES - 1:
+        # so much came before it (a crash loop's deaths) that it would be cut: it leads
+        told.remove(sign_said)
+        told.insert(0, sign_said)
+    out += told
     partial = _first(findings, "partial_recovery")
     rec = _first(findings, "recovery")
     if partial is not None and (rec is None or partial["start"] < rec["start"]):

@@ -240,3 +240,23 @@ def test_a_cut_inside_a_quoted_error_closes_the_quote():
     cut = one_line(why, CELL_CHARS)
     assert len(cut) == CELL_CHARS and cut.endswith("…`") and cut.count("`") == 2
     assert one_line("a b c d e f g h i j", 6) == "a b c…"
+
+
+def test_the_story_is_in_the_order_it_happened_unless_that_would_cut_the_first_sign():
+    """h100-1gpu-debug-env (README): the run died at 19:42:45 and its resume, typed after
+    `export CUDA_LAUNCH_BLOCKING=1`, trained at less than half the pace from 19:43:11: the death is
+    told first. Had three more deaths come before it (a crash loop's), the drop would be the
+    sixth sentence of five: then it leads."""
+    from support.bundled import loaded
+
+    inc, found = loaded("h100-1gpu-debug-env")
+    story = text.what_happened(inc, found)
+    assert story[0].startswith("At 19:42:45 UTC run drafter-7b died") and story[1].startswith("At 19:43:11 UTC throughput fell")
+    died = found[found["kind"] == "training_died"].iloc[0]
+    earlier = [died.copy() for _ in range(3)]
+    for k, row in enumerate(earlier, 1):
+        row["start"] = row["end"] = died["start"] - pd.Timedelta(minutes=k)
+    crowded = pd.concat([pd.DataFrame(earlier), found]).reset_index(drop=True)
+    story = text.what_happened(inc, crowded)
+    assert len(story) == text.MAX_SENTENCES and story[0].startswith("At 19:43:11 UTC throughput fell")
+    assert [s[:11] for s in story[1:5]] == ["At 19:39:45", "At 19:40:45", "At 19:41:45", "At 19:42:45"]
