@@ -148,6 +148,12 @@ def column(df: pd.DataFrame, name: str) -> pd.Series:
 _EMPTY: dict[str, pd.DataFrame] = {}
 
 
+def ref_line(ref: str) -> tuple[str, int] | None:
+    """Split a `ref`, 'file:line' (the file name itself may hold colons); None for another form."""
+    path, _, line = str(ref).rpartition(":")
+    return (path, int(line)) if path and line.isdigit() else None
+
+
 def empty(frame: str) -> pd.DataFrame:
     """A frame with no rows and the canonical columns and dtypes: 'nothing' is never None.
 

@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..incident import Incident
 from ..model import computed as memo
-from ..schema import TIME
+from ..schema import TIME, ref_line
 from ..units import is_missing
 from .finding_text import one_line, written
 from .numbers import declared
@@ -111,12 +111,6 @@ def refs(df: pd.DataFrame, limit: int | None = None) -> list[str]:
 
 def unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
-
-
-def ref_line(ref: str) -> tuple[str, int] | None:
-    """Split 'file:line' (the file name itself may hold colons)."""
-    path, _, line = str(ref).rpartition(":")
-    return (path, int(line)) if path and line.isdigit() else None
 
 
 def in_file_order(rows: pd.DataFrame) -> pd.DataFrame:

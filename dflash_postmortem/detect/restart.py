@@ -22,6 +22,7 @@ from ..model.launches import is_trainer, outcomes, verdicts
 from ..model.log_files import NEVER_CREATED, NOT_IN_INCIDENT, log_files, unseen
 from ..model.states import REPORTED_ENDS, states
 from ..said import error_text
+from ..schema import ref_line
 from ..shell_words import is_detached, session_launcher
 from ..units import clock
 from . import findings
@@ -48,11 +49,11 @@ class _Window:
             inside = df[(df[col] >= self.start) & (df[col] < self.end)]
         else:
             inside = memo.between(self.inc, df, col, self.start, self.end)
-        stop = findings.ref_line(self.stop_ref) if self.stop_ref else None
+        stop = ref_line(self.stop_ref) if self.stop_ref else None
         if stop is not None and "ref" in df.columns:
             at_end = (df[df[col] == self.end] if self.inc is None
                       else memo.between(self.inc, df, col, self.end, self.end, inclusive=True))
-            lines = at_end["ref"].map(lambda r: findings.ref_line(r) if isinstance(r, str) else None)
+            lines = at_end["ref"].map(lambda r: ref_line(r) if isinstance(r, str) else None)
             before = lines.map(lambda x: x is not None and x[0] == stop[0] and x[1] < stop[1]).astype(bool)
             if before.any():
                 inside = df.loc[sorted(set(inside.index) | set(before[before].index))]

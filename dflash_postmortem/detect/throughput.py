@@ -121,10 +121,10 @@ def _series(inc: Incident) -> pd.DataFrame:
     times = m["time"].to_numpy(dtype="datetime64[us]")
     values = m["value"].to_numpy(dtype=float)
     keys = stint_keys(inc, m)
-    runs = pd.factorize(keys, use_na_sentinel=False)[0]  # in order of first appearance
-    by_run = np.argsort(runs, kind="stable")
+    starts = pd.factorize(keys, use_na_sentinel=False)[0]  # in order of first appearance
+    by_start = np.argsort(starts, kind="stable")
     parts, averaged = [], False
-    for idx in np.split(by_run, np.flatnonzero(np.diff(runs[by_run])) + 1):
+    for idx in np.split(by_start, np.flatnonzero(np.diff(starts[by_start])) + 1):
         src = m["source"].iloc[idx]
         counts = src.groupby(src, dropna=False).size().sort_values(ascending=False)
         sel = idx[(src == counts.index[0]).to_numpy(dtype=bool, na_value=False)]

@@ -129,6 +129,8 @@ class Listing:
         self.lsof = False  # lsof: rows read by _LSOF_ROW, the file in NAME
         self.file: str | None = None  # fuser -v: the file the rows below hold
         self.held: dict[int, dict] = {}  # fuser -v: pid -> its row (one row, all its files)
+        # every column a word but the last, the command (`ps aux`, `ps -eo pid,etimes,args`)
+        self.one_word_cells = bool(header) and header[-1] in _COMMANDS and not set(header[:-1]) & _WIDE
         if header and line:
             pos = 0
             for name in header:
@@ -141,7 +143,7 @@ class Listing:
         the line when it is the last column, else up to where the next column's header begins
         (`ps -o etime,pid,comm,args`, top's wide view). None when the row is too short."""
         header = self.header or []
-        if header and header[-1] in _COMMANDS and not (set(header[:-1]) & _WIDE):
+        if self.one_word_cells:
             # the usual header (`ps aux`, `ps -eo pid,ppid,etimes,args`): a word a column and
             # the rest of the line the command, as split() cuts it (the rows of a long capture)
             cells = line.split(None, len(header) - 1)

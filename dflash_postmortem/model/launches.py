@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 import pandas as pd
 
 from ..incident import Incident
-from ..schema import column
+from ..schema import column, ref_line
 from ..shell_words import environment_changes, invocation, is_wrapper_process, log_target
 from . import computed as memo
 from .attempts import attempts
@@ -65,7 +65,7 @@ def _environments(inc: Incident) -> dict[str, dict[str, tuple[str, str]]]:
     if not launches or cmds.empty:
         return out
     for _, rows in cmds.groupby("source", sort=False):
-        lines = [int(line) if line.isdigit() else 0 for line in (r.rpartition(":")[2] for r in rows["ref"])]
+        lines = [split[1] if (split := ref_line(r)) is not None else 0 for r in rows["ref"]]
         exported: dict[str, tuple[str, str]] = {}
         for i in sorted(range(len(rows)), key=lambda k: lines[k]):
             ref, message = rows["ref"].iloc[i], str(rows["message"].iloc[i])
