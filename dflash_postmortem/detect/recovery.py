@@ -16,7 +16,7 @@ import pandas as pd
 from ..incident import Incident
 from ..model import computed as memo
 from ..model import gpu_state
-from ..model.attempts import stopped_cleanly_near
+from ..model.attempts import attempts, stopped_cleanly_near
 from ..model.launches import launch_of
 from ..model.pace import unit
 from . import findings
@@ -158,6 +158,13 @@ def stall_episodes(inc: Incident) -> list[dict]:
     return out
 
 
+def _still_running(inc: Incident) -> bool:
+    """Whether a start may still log pace samples: one has no end yet (model/attempts.py; a
+    watched folder holds its end open until the evidence goes on past it)."""
+    att = attempts(inc)
+    return att.empty or bool(att["end"].isna().any())
+
+
 @judged
 def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFrame:
     """Per regression episode and per stall: each relaunch that came back short (partial), and
@@ -178,9 +185,10 @@ def detect_recovery(inc: Incident, fraction: float | None = None) -> pd.DataFram
                     "no_recovery", ep["end"], None, "critical", findings.refs(ep["during"].tail(1)), nums))
             continue
         # fewer samples than SUSTAIN after the episode are what a finished run left; in a folder
-        # still being written the next are still to come, and the first few tell nothing yet (a
-        # trainer's first step rates its warm-up: 128 G tok/s for a step of a millisecond)
-        need = SUSTAIN if inc.live else min(SUSTAIN, len(after))
+        # still being written, while a start is still running, the next are still to come, and the
+        # first few tell nothing yet (a trainer's first step rates its warm-up: 128 G tok/s for a
+        # step of a millisecond); once every start has ended, what is there is all there will be
+        need = SUSTAIN if inc.live and _still_running(inc) else min(SUSTAIN, len(after))
         if len(after) < need:
             continue
         i = _sustained(after["value"].to_numpy(dtype=float), floor, need)

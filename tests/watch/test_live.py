@@ -486,3 +486,35 @@ def test_a_loss_that_stops_being_a_number_is_told_once_as_it_happens(tmp_path):
     assert [(f"{t:%H:%M:%S}", f"{a.time:%H:%M:%S}", a.job) for t, a in told] == [("02:34:52", "02:34:52", "big-drafter")]
     assert told[0][1].text == "loss of run big-drafter stopped being a number at step 210"
     assert told[0][1].evidence.startswith("logs/launch2.log:55")
+
+
+def _trainer_log(path: Path, run: str, start: str, rates: list[int], stopped: bool) -> None:
+    """A log in the replay trainer's form: a line a second from `start` at each rate."""
+    t0 = pd.Timestamp(start)
+    lines = [f"{t0 + pd.Timedelta(seconds=i):%Y-%m-%d %H:%M:%S} [{run}] step {i + 1} loss 6.0 tok/s {r} queue 0"
+             for i, r in enumerate(rates)]
+    if stopped:
+        lines.append(f"{t0 + pd.Timedelta(seconds=len(rates)):%Y-%m-%d %H:%M:%S} [{run}] Training stopped")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_last_start_that_ended_with_few_samples_is_told_as_the_post_mortem_tells_it(tmp_path):
+    """A run at 2,000 tok/s, its relaunch at 1,000, then one at 2,000 for three lines: while that
+    start still runs, three lines are too few to say how it came back (warm-up may be in them);
+    once its log says it stopped, they are all it left, and the watch tells the recovery the
+    post-mortem finds in the same folder."""
+    logs = tmp_path / "logs"
+    _trainer_log(logs / "train.log", "base", "2026-12-05 10:00:00", [2000] * 20, stopped=True)
+    _trainer_log(logs / "train2.log", "slow", "2026-12-05 10:00:30", [1000] * 20, stopped=True)
+    _trainer_log(logs / "train3.log", "fixed", "2026-12-05 10:01:00", [2000] * 3, stopped=False)
+    watch = Watch(tmp_path)
+    said = watch.look()
+    assert [a.job for a in said if a.kind == "throughput_fell"] == ["slow"]
+    assert not [a for a in said if a.kind in ("recovered", "partial_recovery")]
+    _trainer_log(logs / "train3.log", "fixed", "2026-12-05 10:01:00", [2000] * 3, stopped=True)
+    said = watch.look()
+    told = [(a.kind, a.job, a.time) for a in said if a.kind in ("recovered", "partial_recovery")]
+    assert told == [("recovered", "fixed", pd.Timestamp("2026-12-05 10:01:00", tz="UTC"))]
+    found = pm.detect(pm.load_incident(tmp_path))
+    assert found[found["kind"] == "recovery"]["start"].tolist() == [told[0][2]]
