@@ -27,13 +27,16 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 # Every file's tests run on one worker, in order: its module fixtures are made once, and a
-# notebook's cells run in one kernel. These two files are split by bundled incident instead: each
-# incident goes to whichever worker is free (its report is ten seconds and more), where its pin
-# (what the kit says of it, loaded afresh) runs first and keeps what it loaded and detected in
-# the cache of loaded incidents (support/bundled.py), for its report to read back instead of
-# loading and detecting it again.
+# notebook's cells run in one kernel. These files are split by bundled incident instead (their
+# tests named `test[incident]`): each incident goes to whichever worker is free (its report is
+# ten seconds and more), where its pin (what the kit says of it, loaded afresh) runs first and
+# keeps what it loaded and detected in the cache of loaded incidents (support/bundled.py), for
+# its report, its ledger, its overview and its terminal view to read back instead of loading
+# and detecting it again (where the pin ran elsewhere, each file loaded every incident anew: 45 s
+# of CPU in a run).
 PIN = "tests/test_bundled_findings.py"
-BY_INCIDENT = {PIN, "tests/report/test_bundled_reports.py"}
+BY_INCIDENT = {PIN, "tests/report/test_bundled_reports.py", "tests/model/test_ledger.py",
+               "tests/present/test_terminal_view.py", "tests/present/test_figures.py"}
 # Files that take a worker from tens of seconds to minutes (a replayed trainer in real time, a
 # Slurm cluster, a JupyterLab server, an S3 server and dask workers, pip building a wheel,
 # incidents read again at each of their moments): each

@@ -32,6 +32,14 @@ def cached(inc: Incident, name: str, frames: tuple[str, ...], compute: Callable[
     return store[key][2]
 
 
+def known(inc: Incident, name: str, frames: tuple[str, ...]):
+    """What `cached` holds for `name` on the named frames as they are now, else None (nothing
+    is computed)."""
+    read = tuple(getattr(inc, f) for f in frames)
+    hit = inc.__dict__.get(_ATTR, {}).get((name, *((id(df), len(df)) for df in read), id(inc.config)))
+    return None if hit is None else hit[2]
+
+
 def between(inc: Incident, df, col: str, start, end, *, inclusive: bool = False):
     """Rows of `df` with start <= df[col] < end (<= end with `inclusive`), by binary search on a
     time index built once per frame (a detector that looks at every launch's window would

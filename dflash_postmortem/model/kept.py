@@ -8,6 +8,8 @@ plain data (plain_data): it reads back equal to what was built, lists and missin
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 
 from ..incident import Incident
@@ -34,6 +36,22 @@ def restore(inc: Incident, kept: dict[str, dict]) -> None:
     computed.cached(inc, "attempts", ATTEMPTS_READ, lambda: back["attempts"])
     computed.cached(inc, "states", STATES_READ, lambda: back["states"])
     computed.cached(inc, "ledger", LEDGER_READ, lambda: (back["ledger"], back["ledger parts"]))
+
+
+def carry(source: Incident, shown: Incident, through: Callable[[pd.DataFrame], pd.DataFrame]) -> None:
+    """Give `shown` (`source` as it is shown: its text masked) the model already built from
+    `source`, each frame passed `through` (the masking): the model is read from the evidence as
+    it was written, as the findings are; only what is shown of it is masked. Building it again
+    from the masked frames cost a report as much as its detection's model."""
+    attempts_ = computed.known(source, "attempts", ATTEMPTS_READ)
+    if attempts_ is not None:
+        computed.cached(shown, "attempts", ATTEMPTS_READ, lambda: through(attempts_))
+    states_ = computed.known(source, "states", STATES_READ)
+    if states_ is not None:
+        computed.cached(shown, "states", STATES_READ, lambda: through(states_))
+    ledger_ = computed.known(source, "ledger", LEDGER_READ)
+    if ledger_ is not None:
+        computed.cached(shown, "ledger", LEDGER_READ, lambda: tuple(through(df) for df in ledger_))
 
 
 def _plain(df: pd.DataFrame) -> dict:

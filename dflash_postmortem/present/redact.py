@@ -13,6 +13,7 @@ import re
 import pandas as pd
 
 from ..incident import Incident
+from ..model import kept
 
 MASK = "[REDACTED]"
 
@@ -68,10 +69,20 @@ def redact_value(value):
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        return {k: redact_value(v) for k, v in value.items()}
+        return {k: _under(k, v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(redact_value(v) for v in value)
     return value
+
+
+def _under(key, value):
+    """A dict's value masked as its key names it: `{"--password": "hunter2"}` (a launch's flags,
+    a config) holds a secret by its key alone, as `--password hunter2` does on a command line."""
+    if isinstance(key, str) and isinstance(value, str):
+        masked = redact(f"{key}={value}")
+        if masked.startswith(f"{key}="):
+            return masked[len(key) + 1:]
+    return redact_value(value)
 
 
 def redact_frame(df: pd.DataFrame) -> pd.DataFrame:
@@ -100,4 +111,6 @@ def redact_incident(inc: Incident) -> Incident:
                                       summary=redact_value(info.summary))
             for name, info in inc.runs.items()}
     frames = {name: redact_frame(df) for name, df in inc.frames().items()}
-    return dataclasses.replace(inc, **frames, runs=runs, config=cfg)
+    shown = dataclasses.replace(inc, **frames, runs=runs, config=cfg)
+    kept.carry(inc, shown, redact_frame)
+    return shown

@@ -165,3 +165,30 @@ def test_kernels_shared_by_two_reports_take_each_reports_own_masking(tmp_path, r
     executed = [(index.parent / "executed" / "01_overview.ipynb").read_text(encoding="utf-8") for index in (bare, masked)]
     assert SECRETS["hf"] in _undone(executed[0])
     assert SECRETS["hf"] not in _undone(executed[1]) and MASK in _undone(executed[1])
+
+
+def test_a_masked_incident_carries_the_model_read_from_the_evidence_masked(tmp_path):
+    """The model (attempts, states, ledger) is read from the evidence as written and shown
+    masked: the masked incident takes it, masked, instead of building it again from masked
+    frames; none of it holds a secret, and it is what the masked frames would give."""
+    import dataclasses
+    import warnings
+
+    import dflash_postmortem as pm
+    from dflash_postmortem.model import attempts, computed, kept
+    from dflash_postmortem.model.attempts import READS
+    from dflash_postmortem.present.redact import redact_incident
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(_planted_incident(tmp_path / "incident"))
+    assert any(SECRETS["hf"] in str(c) for c in attempts(inc)["command"])
+    kept.frames(inc)
+    shown = redact_incident(inc)
+    carried = computed.known(shown, "attempts", READS)
+    assert carried is not None and not any(SECRETS["hf"] in str(c) for c in carried["command"])
+    text = str(kept.frames(shown))
+    assert not [name for name, s in SECRETS.items() if s in text]
+    again = dataclasses.replace(shown)  # the masked frames, nothing carried
+    assert str(kept.frames(again)) == text
+    assert computed.known(redact_incident(pm.load_incident(tmp_path / "incident")), "attempts", READS) is None

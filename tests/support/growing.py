@@ -125,14 +125,15 @@ def _wandb_times(path: str, mtime_ns: int) -> list[tuple[int, float, bool]]:
     start. A record's time is its run's start, a history row's `_timestamp`, a stats sample's or a
     console line's own; a record with none goes with the one before. Read once per file: a test
     grows the same folder at many moments."""
-    from wandb.proto import wandb_internal_pb2  # the SDK's own messages (wandb is a dependency)
-
+    # the SDK's own messages, imported as the kit imports them: without the SDK (a second of CPU
+    # in every test process that grows a folder)
     from dflash_postmortem.loaders.wandb import log
+    from dflash_postmortem.loaders.wandb.decoding import protobuf_messages
 
     scan = log.scan(Path(path).read_bytes())
     out = []
     for payload, at in zip(scan.records, scan.offsets, strict=True):
-        record = wandb_internal_pb2.Record()
+        record = protobuf_messages().Record()
         record.ParseFromString(payload)
         out.append((at, _record_time(record), record.WhichOneof("record_type") == "run"))
     return out

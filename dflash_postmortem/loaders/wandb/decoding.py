@@ -31,7 +31,7 @@ from .keys import item_key, typed_value_json
 
 
 @functools.cache
-def _pb():
+def protobuf_messages():
     """wandb's generated protobuf module for `Record`, imported without the SDK: `import wandb`
     (~1.1 s: settings, pydantic models, artifacts) runs before its `proto` package, which is
     generated code that needs only protobuf (0.06 s). Unless the SDK is already imported, a bare
@@ -147,7 +147,7 @@ def _decode_batched(records: list[bytes], d: Decoded, start: int = 0) -> Decoded
     needs the per-record decoder: one that does not parse, a summary that removes keys, an item
     that does not parse.
     """
-    pb = _pb()
+    pb = protobuf_messages()
     RecordView, _, _ = wandb_records.views()
     view, rec = RecordView(), pb.Record()
     hist_bodies, sum_bodies = [], []
@@ -197,7 +197,7 @@ def _decode_batched(records: list[bytes], d: Decoded, start: int = 0) -> Decoded
 def _decode_each(records: list[bytes], rep: FileReport) -> Decoded:
     from google.protobuf.message import DecodeError  # start-up time: only .wandb logs need protobuf
 
-    pb = _pb()
+    pb = protobuf_messages()
     d = Decoded()
     rec = pb.Record()
     hist_row, hist_key, hist_val, hist_stepnum = d.hist_row, d.hist_key, d.hist_val, d.hist_stepnum
