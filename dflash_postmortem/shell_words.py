@@ -594,8 +594,12 @@ _DETACHING = re.compile(r"\bsetsid\b|\bdisown\b|\btmux\b|\bscreen\b|\bsystemd-ru
 _FLAG_KEY = re.compile(r"-")
 
 
+# The value a bare `--switch` is read as.
+SWITCH = "true"
+
+
 def flags_of(args: str) -> dict[str, str]:
-    """`--flag value`, `--flag=value` and bare `--switch` (as "true") of an argument string."""
+    """`--flag value`, `--flag=value` and bare `--switch` (as SWITCH) of an argument string."""
     try:
         tokens = shlex.split(args)
     except ValueError:
@@ -611,7 +615,7 @@ def flags_of(args: str) -> dict[str, str]:
                 if nxt is not None and not nxt.startswith("--"):
                     val, i = nxt, i + 1
                 else:
-                    val = "true"
+                    val = SWITCH
             flags[key] = val
         i += 1
     return flags

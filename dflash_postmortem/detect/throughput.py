@@ -22,11 +22,11 @@ from ..model import computed as memo
 from ..model.attempts import READS as ATTEMPTS_READ
 from ..model.attempts import attempts
 from ..model.launches import environment, launch_of
-from ..model.pace import pace_rows, unit
+from ..model.pace import pace_rows, step_grew, unit
 from ..model.progress import LINES_PER_WINDOW, SPIKY, alternates, spread
 from ..said import exception_line
 from ..schema import PROBLEM_EVENTS
-from ..shell_words import flag_key
+from ..shell_words import SWITCH, flag_key
 from . import changepoints, findings
 from .per_host import judged
 from .stall import stall_intervals
@@ -172,11 +172,19 @@ def _warmup(values: np.ndarray) -> int:
     return lead if lead <= max(3, int(WARMUP_SHARE * len(values))) else 0
 
 
-def _sigma(signal: np.ndarray, first_run: int) -> float:
-    """Noise of the steady baseline: robust (MAD) spread of the first run, floor 0.5 %."""
-    base = signal[: max(first_run, MIN_SIZE * 2)]
-    mad = np.median(np.abs(base - np.median(base))) * 1.4826
-    return max(float(mad), 0.005)
+def _sigma(signal: np.ndarray, runs: np.ndarray) -> float:
+    """Noise of the steady baseline: robust (MAD) spread of the first start, floor 0.5 %. A first
+    start too short to tell its noise alone (a run killed after twenty seconds) is not topped
+    up with the next start's samples, whose level may be another: the spread of each start of
+    MIN_SIZE samples or more about its own median is taken instead (a change of level between
+    starts is no noise; a start of one or two samples tells none)."""
+    first = int((runs == runs[0]).sum())
+    edges = [0, *(np.flatnonzero(runs[1:] != runs[:-1]) + 1), len(signal)]
+    own = [signal[a:b] - np.median(signal[a:b]) for a, b in zip(edges[:-1], edges[1:], strict=True) if b - a >= MIN_SIZE]
+    if first >= MIN_SIZE * 2 or not own:
+        base = signal[: max(first, MIN_SIZE * 2)]
+        own = [base - np.median(base)]
+    return max(float(np.median(np.abs(np.concatenate(own))) * 1.4826), 0.005)
 
 
 # Grid points the change-point search steps through, about (see changepoints.breakpoints).
@@ -265,8 +273,7 @@ def segments(s: pd.DataFrame, min_drop: float = MIN_DROP, penalty: float = PENAL
     else:
         signal = np.log(s["value"].to_numpy(dtype=float))
         runs = stints(s)
-        first_run = int((runs == runs[0]).sum())
-        sigma = _sigma(signal, first_run)
+        sigma = _sigma(signal, runs)
         pen = penalty * sigma**2 * math.log(len(signal))
         bkps = changepoints.breakpoints(signal, pen, MIN_SIZE, SEARCH_POINTS)
         bkps = sorted(set(_snap_to_runs(bkps, runs)) | set(_run_boundaries(signal, runs, min_drop)))
@@ -325,6 +332,9 @@ def _episodes(inc: Incident, min_drop: float | None) -> list[dict]:
             continue
         before = s.iloc[int(base["i0"]):int(base["i1"])]
         first = s.iloc[i0:int(segs["i1"].iloc[k])]
+        if _same_work(inc, before, part, float(first["value"].median()) / float(base["level"]), min_drop):
+            k = j + 1
+            continue
         out.append({
             # The drop is the first degraded level; later ones (a relaunch that also ran slow)
             # are judged as recoveries that fell short.
@@ -399,10 +409,11 @@ def config_differences(inc: Incident, run_before, run_after, first_after, baseli
             old = nb.get(flag_key(k))
             if old is None or old[1] != v:
                 diffs[flag_key(k)] = {"setting": k, "before": None if old is None else old[1], "after": v,
-                                      "shown": f"{k} {v}", "from": "launch command", "ref": la.get("ref")}
+                                      "shown": _typed(k, v), "from": "launch command", "ref": la.get("ref")}
         for key, (k, v) in nb.items():
             if key not in {flag_key(x) for x in fa} and lb is not None:
-                diffs[key] = {"setting": k, "before": v, "after": None, "shown": f"(no {k}; was {v})",
+                diffs[key] = {"setting": k, "before": v, "after": None,
+                              "shown": f"(no {k})" if v == SWITCH else f"(no {k}; was {v})",
                               "from": "launch command", "ref": lb.get("ref")}
     if la is not None and lb is not None:
         ea, eb = environment(inc, la.get("ref")), environment(inc, lb.get("ref"))
@@ -427,6 +438,24 @@ def config_differences(inc: Incident, run_before, run_after, first_after, baseli
 
 # Where a difference was typed by the operator, not recorded by the run (wandb config)
 TYPED = ("launch command", "environment")
+
+def _same_work(inc: Incident, before: pd.DataFrame, during: pd.DataFrame, ratio: float, min_drop: float) -> bool:
+    """Whether a drop in a pace counted in steps is no drop in work: it came with a new start
+    whose steps were sized by other settings, larger by as much as it is slower (a doubled batch
+    at half the steps a second), or by a factor no file says (a batch the old start left to the
+    program's default): steps a second then compare unlike steps, and say nothing of the work."""
+    if unit(inc) != "steps/s" or not _across(inc, before, during):
+        return False
+    lb = launch_of(inc, before["run"].iloc[-1], before["time"].iloc[-1], trained=True)
+    la = launch_of(inc, during["run"].iloc[0], during["time"].iloc[0])
+    grew = step_grew(None if lb is None else lb["flags"], None if la is None else la["flags"])
+    return grew is None or ratio * grew >= 1 - min_drop
+
+
+def _typed(flag: str, value: str) -> str:
+    """A flag as the operator typed it: a bare switch (`--gradient_checkpointing`) alone, not
+    with the value the flags' reading gives it."""
+    return flag if value == SWITCH else f"{flag} {value}"
 
 
 def _nearby_warnings(inc: Incident, ep: dict, run_after) -> pd.DataFrame:

@@ -47,6 +47,7 @@ from ..schema import column
 from ..shell_words import (
     AGENT_RUN,
     PYTHON_RUN,
+    SWITCH,
     command_name,
     foreground_log,
     invocation,
@@ -1043,7 +1044,7 @@ def _jobs(found: list[_Attempt]) -> None:
     for i, a in enumerate(found):
         keys = [("run", r) for r in a.runs] + [("log", src) for src in a.sources]
         # the same script writing its checkpoints where an earlier start wrote them
-        keys += [("ckpt", a.script, v) for k, v in a.flags.items() if _SAVE_DIR.fullmatch(k) and v and v != "true"]
+        keys += [("ckpt", a.script, v) for k, v in a.flags.items() if _SAVE_DIR.fullmatch(k) and v and v != SWITCH]
         keys += [("job", a.job)] if a.job is not None else []
         for k in keys:
             if k in seen:

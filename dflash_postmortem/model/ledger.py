@@ -28,7 +28,7 @@ import pandas as pd
 from ..incident import Incident
 from . import computed
 from .attempts import attempts
-from .pace import unit
+from .pace import step_grew, unit
 from .progress import progress, resumes, warmed
 from .states import MIN_DROP, states
 
@@ -80,10 +80,11 @@ def _ledger(inc: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
     lo, hi = cuts[:-1], cuts[1:]
     mid = pd.DatetimeIndex(lo + (hi - lo) // 2, tz="UTC")
     secs = (hi - lo).astype("timedelta64[us]").astype(np.int64) / 1e6
-    baseline = _baseline(inc, prog)
+    like = _in_like_steps(inc, att, prog)
+    baseline = _baseline(inc, like)
     # per attempt and piece: which class its share of the piece falls in, and its level ratio
     min_drop = float(inc.config.detect.get("min_drop", MIN_DROP))
-    what = {a: _classes(a, mid, st, prog, redo, baseline, min_drop) for a in att["attempt"]}
+    what = {a: _classes(a, mid, st, like, redo, baseline, min_drop) for a in att["attempt"]}
     alive = {a: ((s <= mid) & (mid < e)) for a, s, e in zip(att["attempt"], att["start"], alive_until, strict=True)}
     later = np.array([(att["start"] > m).any() for m in mid])
     # the GPU time no attempt held belongs to the gap after the last attempt that had ended
@@ -155,13 +156,38 @@ def _parts(parts: dict[tuple, float], att: pd.DataFrame, st: pd.DataFrame, redo:
     return pd.DataFrame(rows, columns=list(PART_COLUMNS))
 
 
+def _in_like_steps(inc: Incident, att: pd.DataFrame, prog: pd.DataFrame) -> pd.DataFrame:
+    """The windows with their levels in like work: where the pace is counted in steps, each
+    start's in the steps of the first start that trained (pace.step_grew: a start with twice the
+    batch at half the steps a second lost nothing), and the windows of a start whose steps
+    compare with those by a factor no file says left out (they are neither lost nor kept)."""
+    if unit(inc) != "steps/s" or prog.empty:
+        return prog
+    flags = dict(zip(att["attempt"], att["flags"], strict=True))
+    first = next(a for a in att["attempt"] if a in set(prog["attempt"]))
+    grew = {a: step_grew(flags.get(first), flags.get(a)) for a in prog["attempt"].unique()}
+    known = prog["attempt"].map(lambda a: grew[a] is not None).astype(bool)
+    return prog[known].assign(level=prog["level"][known] * prog["attempt"][known].map(grew).astype(float))
+
+
+# A start's own level (the median of its windows, each of progress.py's LINES_PER_WINDOW lines)
+# counts toward the job's from this many windows.
+START_WINDOWS = 1
+
+
 def _baseline(inc: Incident, prog: pd.DataFrame) -> float:
-    """What the job should do: incident.toml's expected_tok_per_s, else the median of the upper
-    half of its windows (the first window's warm-up and a short last one sit at the ends, and a
-    job that spent most of its time degraded still has its good half)."""
+    """What the job should do: incident.toml's expected_tok_per_s, else the upper quartile of its
+    windows (the first window's warm-up and a short last one sit at the ends, and a job that
+    spent most of its time degraded still has its good half), or the level of a start that
+    trained at a higher one for START_WINDOWS windows or more: a start killed after its first
+    half-minute at full pace is what the slower one resumed after it is measured against,
+    however much longer that one ran."""
     if inc.config.expected_tok_per_s is not None and unit(inc) == "tok/s":
         return float(inc.config.expected_tok_per_s)
-    return float(prog["level"].quantile(0.75)) if len(prog) else np.nan
+    if not len(prog):
+        return np.nan
+    starts = [float(np.median(warmed(w["level"]))) for _, w in prog.groupby("attempt", sort=False) if len(w) >= START_WINDOWS]
+    return float(max([prog["level"].quantile(0.75), *starts]))
 
 
 def _classes(attempt: str, mid: pd.DatetimeIndex, st: pd.DataFrame, prog: pd.DataFrame, redo: pd.DataFrame,

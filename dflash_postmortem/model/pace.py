@@ -13,22 +13,47 @@ One measure per incident, so that levels, regressions and the cost compare like 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
 from ..incident import Incident
 from ..schema import STEPS_PER_S, TOK_PER_S
+from ..shell_words import flag_key
 from . import computed
 from .step_lines import step_lines
 
 UNITS = {TOK_PER_S: "tok/s", STEPS_PER_S: "steps/s"}
 # Step lines closer than this are merged into one interval of the step counter.
 PACE_S = 5.0
+# Settings that size a training step, by their usual names (a batch, the batches a step
+# accumulates): where two starts differ in them, a step a second is another amount of work.
+STEP_SIZE = re.compile(r"^(?:\w+_)?(?:batch(?:_size)?|bs|gradient_accumulation(?:_steps)?|grad_accum\w*|"
+                       r"accumulate_grad_batches)$")
 
 
 def pace_metric(inc: Incident) -> str:
     """TOK_PER_S where any source logs tokens per second, else STEPS_PER_S."""
     return computed.cached(inc, "pace metric", ("metrics",), lambda: _metric(inc.metrics))
+
+
+def step_grew(before: dict | None, after: dict | None) -> float | None:
+    """How many times larger a step of a start launched with the flags `after` is than one of a
+    start launched with `before`, by the settings that size it (STEP_SIZE): 1 where none differs
+    or a launch is not known; None where one start names a size the other leaves to the
+    program's default, which no file says. Steps a second compare the same work only where 1."""
+    if not before or not after:
+        return 1.0
+    b, a = ({flag_key(k): v for k, v in flags.items() if STEP_SIZE.match(flag_key(k))} for flags in (before, after))
+    grew = 1.0
+    for k in b.keys() | a.keys():
+        if b.get(k) != a.get(k):
+            try:
+                grew *= float(a[k]) / float(b[k])
+            except (KeyError, TypeError, ValueError, ZeroDivisionError):
+                return None
+    return grew
 
 
 def unit(inc: Incident) -> str:

@@ -1123,3 +1123,39 @@ def test_a_relaunch_under_the_same_name_that_trained_slower_is_a_drop_with_the_s
     assert partial["numbers"]["relaunch"] and partial["start"] >= T5("19:44:26") and back["start"] > partial["end"]
     imp = pm.timeline(inc, found).impact
     assert abs(imp["mitigated"] - T5("19:44:26.788")) <= NEAR and imp["recovered"] > imp["mitigated"]
+
+
+def test_a_resume_with_the_same_batch_in_smaller_steps_that_trains_at_half_the_pace_is_a_drop():
+    """h200-1gpu-hf-slow-resume (README): a Hugging Face Trainer (PID 557, typed 22:08:57.062,
+    `--per_device_train_batch_size 8 --gradient_accumulation_steps 1`) trains at a bar median of
+    14.79 it/s for twenty seconds; `kill 557` at 22:09:42.588 after its step-200 checkpoint; the
+    same command resumed at 22:09:47.797 (PID 739) with `--per_device_train_batch_size 4
+    --gradient_accumulation_steps 2 --gradient_checkpointing` (8 sequences a step, as before)
+    trains at 6.60 it/s (0.45) to step 800. The first start is three pace samples long: its own
+    noise, not the next start's level, is what the drop is weighed against; the bare switch is
+    named as typed; the ledger counts the resumed run's lost half against the first start's pace."""
+    inc, found = loaded("h200-1gpu-hf-slow-resume")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[557], [739]]
+    assert abs(att["start"].iloc[1] - T5("22:09:47.797")) <= NEAR
+    assert list(found["kind"]) == ["throughput_regression", "no_recovery"]
+    n = found.iloc[0]["numbers"]
+    assert n["across_runs"] and 0.40 < n["ratio"] < 0.55 and n["unit"] == "steps/s"
+    assert n["flag_differences"] == ["--per_device_train_batch_size 4", "--gradient_accumulation_steps 2",
+                                     "--gradient_checkpointing"]
+    assert found.iloc[0]["caused_by"][0]["evidence"] == ["logs/terminal.typescript:16"]
+    # the GPU's seconds while PID 739 trained at half the pace: about half of them lost
+    parts = ledger(inc)
+    degraded = float(parts["degraded"].sum())
+    assert 35 < degraded < 70, parts
+
+
+def test_a_relaunch_with_a_batch_the_first_left_to_its_default_is_not_weighed_in_steps():
+    """h100-1gpu-early-stop (README): run 1 (PID 560, no `--batch`: the script's default of
+    1,048,576) at ~42 it/s, run 3 (PID 817, `--batch 2097152`) at ~20.2 it/s: twice the batch
+    at half the steps, the same work a second. How much larger run 3's steps are no file says (the
+    default is in no log): steps a second compare unlike steps, and neither the findings nor the
+    ledger count run 3's pace as a loss."""
+    inc, found = loaded("h100-1gpu-early-stop")
+    assert "throughput_regression" not in set(found["kind"])
+    assert float(ledger(inc)["degraded"].sum()) == 0.0

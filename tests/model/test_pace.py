@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from support.bundled import loaded
 
-from dflash_postmortem.model.pace import PACE_S, _counted, pace_rows, unit
+from dflash_postmortem.model.pace import PACE_S, _counted, pace_rows, step_grew, unit
 from dflash_postmortem.model.progress import progress
 from dflash_postmortem.model.step_lines import step_lines
 from dflash_postmortem.schema import STEPS_PER_S, TOK_PER_S
@@ -51,3 +51,17 @@ def test_a_counter_that_goes_back_starts_a_new_interval():
     # one spanning the 50 s between the runs would count 226 -> 244 as 0.4 steps/s
     assert rates["time"].diff().dt.total_seconds().max() > 45
     assert ((rates["value"] > 4) & (rates["value"] < 10)).all()
+
+
+def test_a_steps_size_is_read_from_the_settings_that_size_it():
+    """A step's work by its batch and the batches it accumulates, as the launch flags name them
+    (dashes or underscores, any prefix): half the batch and twice the accumulation is the same
+    step; a size one launch names and the other leaves to the program's default is unknown."""
+    hf = {"--per_device_train_batch_size": "8", "--gradient_accumulation_steps": "1", "--bf16": "true"}
+    assert step_grew(hf, {**hf, "--per_device_train_batch_size": "4", "--gradient_accumulation_steps": "2",
+                          "--gradient_checkpointing": "true"}) == 1.0
+    assert step_grew({"--batch-size": "32"}, {"--batch_size": "64"}) == 2.0
+    assert step_grew({"--bs": "16", "--lr": "1e-4"}, {"--bs": "16", "--lr": "3e-4"}) == 1.0
+    assert step_grew({"--patience": "3"}, {"--patience": "10", "--batch": "2097152"}) is None
+    assert step_grew({"--batch": "auto"}, {"--batch": "8"}) is None
+    assert step_grew(None, {"--batch": "8"}) == step_grew({}, {"--batch": "8"}) == 1.0  # no launch known
