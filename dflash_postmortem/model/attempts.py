@@ -323,6 +323,10 @@ class _Assembly:
         # wandb run, a Trainer's state), as the load report read them
         self.record_files = {rep.path for rep in inc.load_report.files if rep.format in RECORD_FORMATS}
         self.machine = ev[ev["kind"].isin(MACHINE_FAULTS)]
+        # the launch lines whose redirection the shell could not open (`bash: logs/x.log: No such
+        # file or directory`): bash did not run the command; no process and no log of the name it
+        # redirected to are its
+        self.unopened = set(column(ev[ev["kind"] == "redirect_failed"], "command_ref").dropna())
         # each process listing's last snapshot that listed anything
         self.listed_until = inc.processes.groupby("source")["last_seen"].max().to_dict() if len(inc.processes) else {}
         # each source's last line (the time of its last row)
@@ -504,6 +508,7 @@ class _Assembly:
         # (an attempt known from its log's first line started before it: ps may list it first)
         host = _text(p.get("host"))
         made = [a for a in self.found if a.command and (a.launch_ref or a.job is not None) and _same_host(a, host)
+                and a.launch_ref not in self.unopened
                 and start - WRAPPER_DELAY <= a.start <= start + within + pd.Timedelta(seconds=1)
                 and (seen is None or a.start <= seen + (pd.Timedelta(seconds=1) if a.launch_ref else LOG_SLACK))
                 and _same_program(a, str(p["command"]))]
@@ -579,7 +584,8 @@ class _Assembly:
                 return max(own, key=lambda a: a.sources[source])
         # the launch that redirected into this log, the latest before its first line
         named = [a for a in self.found if a.log_path and PurePosixPath(a.log_path).name == name
-                 and a.start <= when + pd.Timedelta(seconds=a.within) and source not in a.sources and _same_host(a, host)]
+                 and a.start <= when + pd.Timedelta(seconds=a.within) and source not in a.sources and _same_host(a, host)
+                 and a.launch_ref not in self.unopened]
         if named:
             return max(named, key=lambda a: a.start)
         # a sibling: another rank's log of the same job, at the same path but for its last

@@ -3,6 +3,7 @@
 commands and checks show what happened to each launch's log, and on a folder made here."""
 
 import warnings
+from pathlib import Path
 
 import pandas as pd
 
@@ -76,3 +77,29 @@ def test_two_launches_of_one_run_each_get_their_own_process(bundled_dir):
     assert (att.loc["A3", "end_kind"], att.loc["A3", "end_ref"]) == ("killed", "logs/terminal.log:16")
     log = log_files(inc)["A3"]
     assert (log.state, log.refs) == (EMPTY, ("logs/terminal.log:23",))
+
+
+def test_a_launch_whose_redirection_failed_owns_no_log_of_that_name(tmp_path):
+    """h200-2gpu-replay-full without its last launch's lines (operator.log 27-33: the kit's
+    `launch --log logs/train_opt2.log`, as a live watch sees the folder before that command
+    returns and its line is written): the launch before it redirected to
+    workspace/train_opt2.log and bash could not open it (line 25: `No such file or directory`).
+    bash never ran that command: no process and no log are its (not PID 3626, started two
+    seconds later with the same program, nor logs/train_opt2.log, a file of the same name), and
+    it stays a start that never came up; the log is PID 3626's."""
+    import shutil
+
+    src = Path(__file__).resolve().parents[2] / "data" / "incidents" / "h200-2gpu-replay-full"
+    folder = tmp_path / "replay-full"
+    shutil.copytree(src, folder)
+    log = folder / "logs" / "operator.log"
+    lines = log.read_text().splitlines(keepends=True)
+    assert " launch --log " in lines[26] and lines[32].startswith("launch: started")
+    log.write_text("".join(lines[:26] + lines[33:]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        att = attempts(pm.load_incident(folder))
+    failed = att[att["start"].between(T("2026-11-30 07:08:11"), T("2026-11-30 07:08:12"))].iloc[0]
+    assert pd.isna(failed["first_step"]) and failed["pids"] == [] and failed["sources"] == []
+    owner = att[att["sources"].map(lambda s: "logs/train_opt2.log" in s)]
+    assert len(owner) == 1 and 3626 in owner["pids"].iloc[0], att[["attempt", "start", "pids", "sources"]]
