@@ -439,6 +439,7 @@ def config_differences(inc: Incident, run_before, run_after, first_after, baseli
 # Where a difference was typed by the operator, not recorded by the run (wandb config)
 TYPED = ("launch command", "environment")
 
+
 def _same_work(inc: Incident, before: pd.DataFrame, during: pd.DataFrame, ratio: float, min_drop: float) -> bool:
     """Whether a drop in a pace counted in steps is no drop in work: it came with a new start
     whose steps were sized by other settings, larger by as much as it is slower (a doubled batch

@@ -25,7 +25,7 @@ def cached(inc: Incident, name: str, frames: tuple[str, ...], compute: Callable[
     """`compute()` once per incident and per identity of the named frames."""
     store = inc.__dict__.setdefault(_ATTR, {})
     read = tuple(getattr(inc, f) for f in frames)
-    key = (name, *((id(df), len(df)) for df in read), id(inc.config))
+    key = _key(inc, name, read)
     if key not in store:
         # the frames are kept with the result: while it is cached, their ids cannot be reused
         store[key] = (read, inc.config, compute())
@@ -35,9 +35,12 @@ def cached(inc: Incident, name: str, frames: tuple[str, ...], compute: Callable[
 def known(inc: Incident, name: str, frames: tuple[str, ...]):
     """What `cached` holds for `name` on the named frames as they are now, else None (nothing
     is computed)."""
-    read = tuple(getattr(inc, f) for f in frames)
-    hit = inc.__dict__.get(_ATTR, {}).get((name, *((id(df), len(df)) for df in read), id(inc.config)))
+    hit = inc.__dict__.get(_ATTR, {}).get(_key(inc, name, tuple(getattr(inc, f) for f in frames)))
     return None if hit is None else hit[2]
+
+
+def _key(inc: Incident, name: str, read: tuple) -> tuple:
+    return (name, *((id(df), len(df)) for df in read), id(inc.config))
 
 
 def between(inc: Incident, df, col: str, start, end, *, inclusive: bool = False):

@@ -43,15 +43,12 @@ def carry(source: Incident, shown: Incident, through: Callable[[pd.DataFrame], p
     `source`, each frame passed `through` (the masking): the model is read from the evidence as
     it was written, as the findings are; only what is shown of it is masked. Building it again
     from the masked frames cost a report as much as its detection's model."""
-    attempts_ = computed.known(source, "attempts", ATTEMPTS_READ)
-    if attempts_ is not None:
-        computed.cached(shown, "attempts", ATTEMPTS_READ, lambda: through(attempts_))
-    states_ = computed.known(source, "states", STATES_READ)
-    if states_ is not None:
-        computed.cached(shown, "states", STATES_READ, lambda: through(states_))
-    ledger_ = computed.known(source, "ledger", LEDGER_READ)
-    if ledger_ is not None:
-        computed.cached(shown, "ledger", LEDGER_READ, lambda: tuple(through(df) for df in ledger_))
+    for name, reads in (("attempts", ATTEMPTS_READ), ("states", STATES_READ), ("ledger", LEDGER_READ)):
+        built = computed.known(source, name, reads)
+        if built is not None:
+            # (the ledger is kept as its two frames)
+            masked = tuple(map(through, built)) if isinstance(built, tuple) else through(built)
+            computed.cached(shown, name, reads, lambda masked=masked: masked)
 
 
 def _plain(df: pd.DataFrame) -> dict:

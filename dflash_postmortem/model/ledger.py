@@ -164,29 +164,25 @@ def _in_like_steps(inc: Incident, att: pd.DataFrame, prog: pd.DataFrame) -> pd.D
     if unit(inc) != "steps/s" or prog.empty:
         return prog
     flags = dict(zip(att["attempt"], att["flags"], strict=True))
-    first = next(a for a in att["attempt"] if a in set(prog["attempt"]))
+    paced = set(prog["attempt"])
+    first = next(a for a in att["attempt"] if a in paced)
     grew = {a: step_grew(flags.get(first), flags.get(a)) for a in prog["attempt"].unique()}
     known = prog["attempt"].map(lambda a: grew[a] is not None).astype(bool)
     return prog[known].assign(level=prog["level"][known] * prog["attempt"][known].map(grew).astype(float))
 
 
-# A start's own level (the median of its windows, each of progress.py's LINES_PER_WINDOW lines)
-# counts toward the job's from this many windows.
-START_WINDOWS = 1
-
-
 def _baseline(inc: Incident, prog: pd.DataFrame) -> float:
     """What the job should do: incident.toml's expected_tok_per_s, else the upper quartile of its
     windows (the first window's warm-up and a short last one sit at the ends, and a job that
-    spent most of its time degraded still has its good half), or the level of a start that
-    trained at a higher one for START_WINDOWS windows or more: a start killed after its first
-    half-minute at full pace is what the slower one resumed after it is measured against,
-    however much longer that one ran."""
+    spent most of its time degraded still has its good half), or a start's own level (the
+    median of its windows, each of progress.py's LINES_PER_WINDOW lines, its warm-up forgiven)
+    where higher: a start killed after its first half-minute at full pace is what the slower
+    one resumed after it is measured against, however much longer that one ran."""
     if inc.config.expected_tok_per_s is not None and unit(inc) == "tok/s":
         return float(inc.config.expected_tok_per_s)
     if not len(prog):
         return np.nan
-    starts = [float(np.median(warmed(w["level"]))) for _, w in prog.groupby("attempt", sort=False) if len(w) >= START_WINDOWS]
+    starts = [float(np.median(warmed(w["level"]))) for _, w in prog.groupby("attempt", sort=False)]
     return float(max([prog["level"].quantile(0.75), *starts]))
 
 
