@@ -508,7 +508,7 @@ class _Assembly:
         # (an attempt known from its log's first line started before it: ps may list it first)
         host = _text(p.get("host"))
         made = [a for a in self.found if a.command and (a.launch_ref or a.job is not None) and _same_host(a, host)
-                and a.launch_ref not in self.unopened
+                and self._ran(a)
                 and start - WRAPPER_DELAY <= a.start <= start + within + pd.Timedelta(seconds=1)
                 and (seen is None or a.start <= seen + (pd.Timedelta(seconds=1) if a.launch_ref else LOG_SLACK))
                 and _same_program(a, str(p["command"]))]
@@ -585,7 +585,7 @@ class _Assembly:
         # the launch that redirected into this log, the latest before its first line
         named = [a for a in self.found if a.log_path and PurePosixPath(a.log_path).name == name
                  and a.start <= when + pd.Timedelta(seconds=a.within) and source not in a.sources and _same_host(a, host)
-                 and a.launch_ref not in self.unopened]
+                 and self._ran(a)]
         if named:
             return max(named, key=lambda a: a.start)
         # a sibling: another rank's log of the same job, at the same path but for its last
@@ -625,6 +625,11 @@ class _Assembly:
         recent = [a for a in self.found if a.launch_ref and self._no_log(a)
                   and a.start <= when <= a.start + LOG_SLACK and not a.log_path and _same_host(a, host)]
         return max(recent, key=lambda a: a.start) if recent else None
+
+    def _ran(self, a: _Attempt) -> bool:
+        """Whether the shell ran the attempt's command: not where it could not open its
+        redirection (`unopened`), so that no process and no log is its."""
+        return a.launch_ref not in self.unopened
 
     def _new_worker(self, a: _Attempt, when) -> bool:
         """Whether one of the attempt's processes started after every log it has began, and at
@@ -773,7 +778,7 @@ class _Assembly:
         for r in firsts[~firsts["pid"].isin(owned)].itertuples(index=False):
             host, name = _text(getattr(r, "host", None)), str(getattr(r, "process_name", "") or "")
             for a in found:
-                if not a.pids and a.start is not None and _same_host(a, host) \
+                if not a.pids and a.start is not None and _same_host(a, host) and self._ran(a) \
                         and _runs_as(a, name, trains=started_up(a)[1]) and a.start <= r.time < started_up(a)[0]:
                     claims.setdefault(int(r.pid), []).append(a)
         procs = self.inc.processes.dropna(subset=["pid", "first_seen"])
@@ -784,7 +789,7 @@ class _Assembly:
             host = _text(getattr(r, "host", None))
             for a in found:
                 writing = max((self.last_line.get(src) for src in a.sources if src in self.last_line), default=None)
-                if not a.pids and a.start is not None and writing is not None and _same_host(a, host) \
+                if not a.pids and a.start is not None and writing is not None and _same_host(a, host) and self._ran(a) \
                         and _runs_as(a, str(r.command)) and a.start <= r.first_seen <= writing + END_SLACK:
                     claims.setdefault(int(r.pid), []).append(a)
         merged = set()

@@ -28,9 +28,11 @@ UNITS = {TOK_PER_S: "tok/s", STEPS_PER_S: "steps/s"}
 # Step lines closer than this are merged into one interval of the step counter.
 PACE_S = 5.0
 # Settings that size a training step, by their usual names (a batch, the batches a step
-# accumulates): where two starts differ in them, a step a second is another amount of work.
-STEP_SIZE = re.compile(r"^(?:\w+_)?(?:batch(?:_size)?|bs|gradient_accumulation(?:_steps)?|grad_accum\w*|"
-                       r"accumulate_grad_batches)$")
+# accumulates; LightningCLI's dotted `--data.batch_size`): where two starts differ in them, a
+# step a second is another amount of work. An evaluation's batch (`--per_device_eval_batch_size`,
+# `eval_accumulation_steps`) sizes no training step.
+STEP_SIZE = re.compile(r"^(?![\w.]*eval)(?:[\w.]*[_.])?(?:batch(?:_size)?|bs|gradient_accumulation(?:_steps)?|"
+                       r"grad_accum\w*|accumulate_grad_batches)$")
 
 
 def pace_metric(inc: Incident) -> str:

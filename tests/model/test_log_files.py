@@ -96,10 +96,15 @@ def test_a_launch_whose_redirection_failed_owns_no_log_of_that_name(tmp_path):
     lines = log.read_text().splitlines(keepends=True)
     assert " launch --log " in lines[26] and lines[32].startswith("launch: started")
     log.write_text("".join(lines[:26] + lines[33:]))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        att = attempts(pm.load_incident(folder))
-    failed = att[att["start"].between(T("2026-11-30 07:08:11"), T("2026-11-30 07:08:12"))].iloc[0]
-    assert pd.isna(failed["first_step"]) and failed["pids"] == [] and failed["sources"] == []
-    owner = att[att["sources"].map(lambda s: "logs/train_opt2.log" in s)]
-    assert len(owner) == 1 and 3626 in owner["pids"].iloc[0], att[["attempt", "start", "pids", "sources"]]
+    # with its ps listing (the process joined by its command), and without it (by its name in
+    # nvidia-smi's process list)
+    for listed in (True, False):
+        if not listed:
+            (folder / "logs" / "ps_aux_snapshots.txt").unlink()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            att = attempts(pm.load_incident(folder))
+        failed = att[att["start"].between(T("2026-11-30 07:08:11"), T("2026-11-30 07:08:12"))].iloc[0]
+        assert pd.isna(failed["first_step"]) and failed["pids"] == [] and failed["sources"] == []
+        owner = att[att["sources"].map(lambda s: "logs/train_opt2.log" in s)]
+        assert len(owner) == 1 and 3626 in owner["pids"].iloc[0], att[["attempt", "start", "pids", "sources"]]

@@ -65,3 +65,23 @@ def test_a_steps_size_is_read_from_the_settings_that_size_it():
     assert step_grew({"--patience": "3"}, {"--patience": "10", "--batch": "2097152"}) is None
     assert step_grew({"--batch": "auto"}, {"--batch": "8"}) is None
     assert step_grew(None, {"--batch": "8"}) == step_grew({}, {"--batch": "8"}) == 1.0  # no launch known
+
+
+def test_a_steps_size_on_a_real_launch_line_leaves_the_evaluations_batch_out(fixtures_dir):
+    """DeepSpeed-Chat's launch as its launcher printed it (train-log/deepspeed-sigkill-return-code-9-opt125m.log
+    line 2: `--per_device_train_batch_size 2 --per_device_eval_batch_size 8
+    --gradient_accumulation_steps 1`): a relaunch with another evaluation batch trains the same
+    steps; one with twice the training batch, steps twice the size. LightningCLI's dotted keys
+    name the same settings."""
+    import ast
+
+    from dflash_postmortem.shell_words import flags_of
+
+    line = (fixtures_dir / "train-log" / "deepspeed-sigkill-return-code-9-opt125m.log").read_text().splitlines()[1]
+    argv = ast.literal_eval(line[line.index("['"):line.index("']") + 2])  # the command as a list
+    flags = flags_of(" ".join(argv[3:]))
+    assert flags["--per_device_train_batch_size"] == "2" and flags["--per_device_eval_batch_size"] == "8"
+    assert step_grew(flags, {**flags, "--per_device_eval_batch_size": "16"}) == 1.0
+    assert step_grew(flags, {**flags, "--per_device_train_batch_size": "4"}) == 2.0
+    assert step_grew({"--data.batch_size": "32", "--trainer.accumulate_grad_batches": "1"},
+                     {"--data.batch_size": "32", "--trainer.accumulate_grad_batches": "4"}) == 4.0
