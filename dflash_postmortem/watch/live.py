@@ -292,15 +292,12 @@ class Watch:
         for _, f in found.iterrows():
             if f["kind"] not in ANNOUNCED or f["id"] in self.seen.findings or pd.isna(f["start"]):
                 continue  # (a finding nothing dates has no moment to be told at: inspect and report tell it)
+            self.seen.findings.add(f["id"])
             run = f["numbers"].get("run") or f["numbers"].get("run_after")
             # a finding of no one run (a job's throughput over all its ranks) names the run it
             # was read on after, which may change as the ranks' lines arrive: it is still one
             if self._told(f["kind"], f["numbers"].get("run"), f["start"], f["end"]):
-                # not marked seen: asked again at the next look, where its stretch may have moved
-                # off the one told (a restart's end was not known yet, and two restarts of one
-                # run seemed one: the second was never told)
                 continue
-            self.seen.findings.add(f["id"])
             attempt = self._named.get(str(f["numbers"].get("attempt"))) if f["kind"] in ONCE_AN_ATTEMPT else None
             if attempt is not None and attempt.ended:
                 continue
