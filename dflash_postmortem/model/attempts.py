@@ -778,7 +778,7 @@ class _Assembly:
         for r in firsts[~firsts["pid"].isin(owned)].itertuples(index=False):
             host, name = _text(getattr(r, "host", None)), str(getattr(r, "process_name", "") or "")
             for a in found:
-                if not a.pids and a.start is not None and _same_host(a, host) and self._ran(a) \
+                if not a.pids and a.start is not None and _same_host(a, host) \
                         and _runs_as(a, name, trains=started_up(a)[1]) and a.start <= r.time < started_up(a)[0]:
                     claims.setdefault(int(r.pid), []).append(a)
         procs = self.inc.processes.dropna(subset=["pid", "first_seen"])
@@ -789,7 +789,7 @@ class _Assembly:
             host = _text(getattr(r, "host", None))
             for a in found:
                 writing = max((self.last_line.get(src) for src in a.sources if src in self.last_line), default=None)
-                if not a.pids and a.start is not None and writing is not None and _same_host(a, host) and self._ran(a) \
+                if not a.pids and a.start is not None and writing is not None and _same_host(a, host) \
                         and _runs_as(a, str(r.command)) and a.start <= r.first_seen <= writing + END_SLACK:
                     claims.setdefault(int(r.pid), []).append(a)
         merged = set()
