@@ -63,6 +63,7 @@ class PartialRecovery(_Episode):
 class _Launch(TypedDict):
     checks: dict
     run: Any
+    attempt: Any  # the model's label of the start: `A3`
     pid: int | None
 
 
@@ -87,6 +88,7 @@ class VerifiedStart(_Launch):
 
 class NeverTrained(TypedDict):
     run: Any
+    attempt: Any  # the model's label of the start: `A3`
     pid: int | None
     last_stage: str
     last_stage_time: pd.Timestamp

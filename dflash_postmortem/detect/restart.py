@@ -423,7 +423,7 @@ def _verified(L: pd.Series, said: pd.DataFrame, proc, first) -> dict:
     return findings.finding(
         "verified_start", L["time"], first["time"], "info",
         ([L["ref"]] if isinstance(L.get("ref"), str) else []) + findings.refs(said),
-        {"checks": checks, "run": L["run"], "log_path": L["log_path"], "launcher_said": text,
+        {"checks": checks, "run": L["run"], "attempt": L["attempt"], "log_path": L["log_path"], "launcher_said": text,
          "pid": None if proc is None else int(proc["pid"])}, within_s=L.get("within_s"))
 
 
@@ -461,7 +461,7 @@ def _never_trained(inc: Incident, L: pd.Series, w: _Window, pid, stuck: pd.Serie
         points = [(t, float(m)) for t, m in zip(curve["time"].iloc[::step], curve["mib"].iloc[::step], strict=True)]
     return findings.finding(
         "never_trained", L["time"], until, "critical", evidence + [stuck["ref"]],
-        {"run": L["run"], "pid": None if pid is None else int(pid), "last_stage": _stage_text(last),
+        {"run": L["run"], "attempt": L["attempt"], "pid": None if pid is None else int(pid), "last_stage": _stage_text(last),
          "last_stage_time": last["time"], "seconds_in_stage": (until - last["time"]).total_seconds(),
          "memory_mib": points, "gone": gone, **ends},
         caused_by=[_event_cause(last, "the last start-up stage it reached")], within_s=L.get("within_s"))
@@ -579,7 +579,8 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
                 continue  # (its log is not in the incident, and its GPU worked or nothing covers it: model/log_files.py)
             rows.append(findings.finding(
                 "slow_start", L["time"], w.end, "info", evidence,
-                {"checks": checks, "run": L["run"], "pid": None if pid is None else int(pid), "checks_seen": lines,
+                {"checks": checks, "run": L["run"], "attempt": L["attempt"], "pid": None if pid is None else int(pid),
+                 "checks_seen": lines,
                  "first_step_after_s": (first["time"] - L["time"]).total_seconds() if first is not None else None},
                 within_s=L.get("within_s")))
             continue
@@ -592,7 +593,7 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         rows.append(findings.finding(
             "failed_restart", L["time"], _failed_until(L, w), "critical", v.refs + evidence,
             {"reason": v.reason, "why": v.why, "checks_seen": lines, "first_start": i == 0,
-             "checks": checks, "run": L["run"], "log_path": L["log_path"],
+             "checks": checks, "run": L["run"], "attempt": L["attempt"], "log_path": L["log_path"],
              "launcher": session_launcher(str(L["command"])), "pid": None if pid is None else int(pid)},
             caused_by=v.causes + held, within_s=L.get("within_s")))
         rows += stale

@@ -60,6 +60,11 @@ ONCE_A_RUN = {"partial_recovery"}
 # Finding kinds of one attempt's end (detect/deaths.py: its `numbers["attempt"]`): told once an
 # attempt, though the time of its error moves as the lines around an undated traceback arrive.
 ONCE_AN_ATTEMPT = {"training_died", "time_limit"}
+# Finding kinds of one start that never came up (detect/restart.py: its `numbers["attempt"]`):
+# told once a start. Not known by their stretch of time: until a start's own end is read, it ends
+# where the next start begins, so two failed restarts in a row touch, and the second would be
+# taken for the first.
+ONCE_A_START = {"failed_restart", "never_trained"}
 
 # Finding kinds announced as they appear -> the announcement's kind.
 ANNOUNCED = {
@@ -97,6 +102,7 @@ class _Told:
     stepped: bool = False
     not_starting: bool = False
     ended: bool = False  # its death told (a finding of the kinds in ONCE_AN_ATTEMPT)
+    failed: bool = False  # that it never came up told (a finding of the kinds in ONCE_A_START)
 
 
 @dataclass
@@ -296,7 +302,12 @@ class Watch:
             run = f["numbers"].get("run") or f["numbers"].get("run_after")
             # a finding of no one run (a job's throughput over all its ranks) names the run it
             # was read on after, which may change as the ranks' lines arrive: it is still one
-            if self._told(f["kind"], f["numbers"].get("run"), f["start"], f["end"]):
+            start = self._named.get(str(f["numbers"].get("attempt"))) if f["kind"] in ONCE_A_START else None
+            if start is not None:
+                if start.failed:
+                    continue
+                start.failed = True
+            elif self._told(f["kind"], f["numbers"].get("run"), f["start"], f["end"]):
                 continue
             attempt = self._named.get(str(f["numbers"].get("attempt"))) if f["kind"] in ONCE_AN_ATTEMPT else None
             if attempt is not None and attempt.ended:

@@ -518,3 +518,28 @@ def test_a_last_start_that_ended_with_few_samples_is_told_as_the_post_mortem_tel
     assert told == [("recovered", "fixed", pd.Timestamp("2026-12-05 10:01:00", tz="UTC"))]
     found = pm.detect(pm.load_incident(tmp_path))
     assert found[found["kind"] == "recovery"]["start"].tolist() == [told[0][2]]
+
+
+def test_two_failed_restarts_in_a_row_are_told_each_though_the_first_seems_to_end_where_the_second_begins(tmp_path):
+    """The replay-full capture's run `fixed` failed to start twice (07:08:05.886: its session
+    killed; 07:08:11.234: its log's folder missing). Read live before the transcript held the
+    kill (in fresh-clone test runs the replay's transcript lines came seconds late), the first
+    start's end is where the second begins; the watch took the second for the first, as one
+    stretch of time, and told one. Each start is told once, by its launch line."""
+    src, folder = INCIDENTS / "h200-2gpu-replay-full", tmp_path / "live"
+    now = {"t": pd.Timestamp("2026-11-30 07:08:12", tz="UTC")}
+    watch = Watch(folder, clock_now=lambda: now["t"])
+    grow(src, folder, "2026-11-30 07:08:12")
+    transcript = folder / "logs" / "operator.log"
+    lines = transcript.read_text().splitlines(keepends=True)
+    kill = [i for i, line in enumerate(lines) if "$ kill -KILL -- -3489" in line]
+    assert kill == [8]
+    transcript.write_text("".join(lines[:8] + lines[10:]))  # the kill and what it printed, not yet written
+    said = watch.look()
+    ends = {f["start"].strftime("%H:%M:%S.%f")[:12]: f["end"] for _, f in watch.findings.iterrows() if f["kind"] == "failed_restart"}
+    assert ends["07:08:05.886"] == pd.Timestamp("2026-11-30 07:08:11.234", tz="UTC")  # the touch
+    told = [(f"{a.time:%H:%M:%S.%f}"[:12], a.job, a.evidence.split()[0]) for a in said if a.kind == "failed_start"]
+    assert told == [("07:08:05.886", "fixed", "logs/operator.log:7"), ("07:08:11.234", "fixed", "logs/operator.log:16")]
+    grow(src, folder, None)
+    now["t"] = pd.Timestamp("2026-11-30 07:09:30", tz="UTC")
+    assert [a for a in watch.look() if a.kind == "failed_start"] == []  # each told once, the kill read or not
