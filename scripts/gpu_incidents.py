@@ -96,6 +96,10 @@ did (what the README of the incident is written from), which the incident folder
                        the operator kills it by its PID and relaunches the same command into the same --output_dir
                        with --resume_from_checkpoint (the newest), adding --gradient_checkpointing and halving the
                        batch for twice the accumulation (the same effective batch): it trains slower, to max_steps
+    rendezvous-wait    a two-node torchrun command (c10d rendezvous, --nnodes 2, join_timeout=60) pasted
+                       onto one machine under nohup: the agent waits for a second node that never
+                       comes, starts no worker and times out; the same command again, killed by its PID
+                       after ~30 s; then --standalone --nnodes 1, which trains 60 s and ends cleanly
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -337,6 +341,108 @@ def torchrun_halt(r: Recording) -> None:
     r.truth("torchrun gave up (ChildFailedError)")
     op.run("tail -n 25 logs/torchrun.log")
     op.run("ps aux | grep [t]orchrun | wc -l")
+
+
+def _exited(pid: str, timeout: float) -> bool:
+    """Wait until `pid` has exited: gone, or a zombie (an orphan of the operator's `bash -c`, left
+    for init to reap)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except (OSError, IndexError):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def rendezvous_wait(r: Recording) -> None:
+    r.smi_stream()
+    r.top_loop()
+    op = Transcript(r.dir)
+    torchrun = _torchrun()
+    train = "-m dflash_postmortem.replay.train --run-name rdzv-drafter"
+    two_nodes = (f"nohup {torchrun} --nnodes 2 --node-rank 0 --nproc-per-node 1 --rdzv-backend c10d "
+                 "--rdzv-endpoint localhost:29411 --rdzv-id drafter7 --rdzv-conf join_timeout=60 "
+                 f"{train} --seconds 90 {r.model} > logs/train.log 2>&1 &")
+    one_node = (f"nohup {torchrun} --standalone --nnodes 1 --nproc-per-node 1 {train} --seconds 60 {r.model} "
+                "> logs/train2.log 2>&1 &")
+
+    def agents() -> list[str]:
+        """The PIDs whose command line carries the run name (the driver's own pgrep)."""
+        return subprocess.run(["pgrep", "-f", "rdzv-drafter"], capture_output=True, text=True).stdout.split()
+
+    def launched(n: int, cmd: str, log: str) -> list[str]:
+        r.truth(f"attempt {n}: operator types {cmd!r}")
+        op.run(cmd)
+        r.wait_for(log, "", 10)
+        time.sleep(2)
+        pids = agents()
+        r.truth(f"attempt {n} running: processes matching 'rdzv-drafter' (driver's pgrep): "
+                f"{[f'{pid} ({role(pid)})' for pid in pids]}")
+        return pids
+
+    def role(pid: str) -> str:
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            return "gone"
+        return "torchrun agent" if "torchrun" in args or "distributed.run" in args else "worker"
+
+    def log_said(log: str) -> str:
+        lines = (r.dir / log).read_text(errors="replace").splitlines()
+        return f"{log} has {len(lines)} lines, first {lines[0] if lines else '(none)'!r}"
+
+    r.truth("operator pastes a two-node torchrun command (c10d rendezvous at localhost:29411, --nnodes 2 "
+            "--node-rank 0, join_timeout=60) onto this one machine, under nohup; no second node exists")
+    pids1 = launched(1, two_nodes, "logs/train.log")
+    time.sleep(25)
+    r.truth(f"operator looks (~25 s after the launch); train.log's last line: {_last_line(r, 'train.log')!r}")
+    op.run("nvidia-smi" if r.gpu else "uptime")
+    op.run("tail -n 5 logs/train.log")
+    op.run("ps -ef | grep [t]orchrun")
+    seen = r.wait_for("logs/train.log", "RendezvousTimeoutError", 120)
+    r.truth(f"attempt 1: 'RendezvousTimeoutError' in logs/train.log: {seen}; its last line: "
+            f"{_last_line(r, 'train.log')!r}; {log_said('logs/train.log')}")
+    for pid in pids1:
+        r.truth(f"attempt 1 PID {pid} {'exited' if _exited(pid, 30) else 'still running 30 s later'}")
+    time.sleep(3)
+    op.run("tail -n 20 logs/train.log")
+    time.sleep(5)
+
+    r.truth("operator relaunches exactly the same command (thinking it transient); `> logs/train.log` "
+            "truncates attempt 1's log")
+    pids2 = launched(2, two_nodes, "logs/train.log")
+    time.sleep(28)
+    r.truth(f"~30 s after the relaunch; train.log's last line: {_last_line(r, 'train.log')!r}")
+    op.run("nvidia-smi" if r.gpu else "uptime")
+    op.run("tail -n 3 logs/train.log")
+    shown, _ = op.run("pgrep -f rdzv-drafter")
+    found = shown.split()
+    r.truth(f"operator's `pgrep -f rdzv-drafter` printed {found}")
+    pid = found[0] if found else (pids2[0] if pids2 else "?")
+    r.truth(f"operator types `kill {pid}`")
+    op.run(f"kill {pid}")
+    r.truth(f"attempt 2 PID {pid} {'exited' if _exited(pid, 30) else 'still running 30 s later'}; "
+            f"{log_said('logs/train.log')}; still matching 'rdzv-drafter': {agents()}")
+    time.sleep(3)
+    op.run("tail -n 5 logs/train.log")
+    time.sleep(5)
+
+    r.truth("operator fixes the command: --standalone --nnodes 1, 60 s of training, into logs/train2.log")
+    pids3 = launched(3, one_node, "logs/train2.log")
+    r.wait_for("logs/train2.log", "step 5 ", 300)
+    r.truth("attempt 3 logged its first step line (step 5)")
+    r.wait_for("logs/train2.log", "Training stopped", 300)
+    r.truth("attempt 3 logged 'Training stopped'")
+    for pid in pids3:
+        r.truth(f"attempt 3 PID {pid} {'exited' if _exited(pid, 60) else 'still running 60 s later'}")
+    r.truth(f"train2.log's last line: {_last_line(r, 'train2.log')!r}")
+    time.sleep(3)
+    op.run("tail -n 3 logs/train2.log")
+    op.run("nvidia-smi" if r.gpu else "uptime")
+    time.sleep(3)
 
 
 def rank_logs(r: Recording) -> None:
@@ -1784,7 +1890,7 @@ SCENARIOS = {
     "disk-full": disk_full, "lingering": lingering, "diverged": diverged,
     "accelerate-gpus": accelerate_gpus, "leak-oom": leak_oom, "worker-killed": worker_killed,
     "early-stop": early_stop, "make-launcher": make_launcher, "pkill-both": pkill_both,
-    "debug-env": debug_env, "hf-slow-resume": hf_slow_resume,
+    "debug-env": debug_env, "hf-slow-resume": hf_slow_resume, "rendezvous-wait": rendezvous_wait,
 }
 
 
