@@ -39,7 +39,8 @@ BY_INCIDENT = {PIN, "tests/report/test_bundled_reports.py", "tests/model/test_le
                "tests/present/test_terminal_view.py", "tests/present/test_figures.py"}
 # Files that take a worker from tens of seconds to minutes (a replayed trainer in real time, a
 # Slurm cluster, a JupyterLab server, an S3 server and dask workers, pip building a wheel,
-# incidents read again at each of their moments): each
+# incidents read again at each of their moments, a watched session replayed at its own pace: it
+# started last in a timed run and the run waited 14 s on it alone): each
 # starts early, so that none is left for the end of the run with the other workers idle, and no
 # more of them run at once than the machine has cores, so that the many short files keep going
 # beside them (the Slurm test mostly waits on its daemons: its worker's core goes to the others).
@@ -53,6 +54,7 @@ LONG = {
     "tests/store/test_object_storage.py",
     "tests/test_lab.py",
     "tests/test_packaging.py",
+    "tests/watch/test_pacing.py",
 }
 _HERE = os.path.dirname(os.path.abspath(__file__))
 assert all(os.path.isfile(os.path.join(_HERE, f)) for f in BY_INCIDENT | LONG), "a file named above is gone"
