@@ -282,8 +282,14 @@ class Launch:
     timeout_signal: str | None = None
 
 
+# Launchers whose own program starts the trainer, known by their file's name as Python is: a
+# virtualenv's `/opt/venv/bin/torchrun` is torchrun.
+_LAUNCHER_PROGRAMS = ("torchrun", "accelerate", "deepspeed")
+
+
 def _program_index(words: list[str]) -> int | None:
-    i = next((i for i, w in enumerate(words) if re.search(r"\.(py|sh)$", w) or w in ("torchrun", "accelerate", "deepspeed")), None)
+    i = next((i for i, w in enumerate(words) if re.search(r"\.(py|sh)$", w)
+              or not w.startswith("-") and Path(w).name in _LAUNCHER_PROGRAMS), None)
     if i is None:
         i = next((i for i, w in enumerate(words) if re.match(r"python[\d.]*$", Path(w).name)), None)
     return i

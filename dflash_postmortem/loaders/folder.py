@@ -371,22 +371,41 @@ def _read_planned(plan: FolderPlan, root: Path, online: bool, reader: SourceRead
 def _without_printed_copies(inc: Incident) -> None:
     """The rows of a log printed in a session (`tail -n 2 logs/train.log`, a foreground run teed
     into it: their `copy_of`) where the folder holds a file of that name: the file is the
-    evidence, every line of it; its printed lines are a copy, and each would count twice."""
+    evidence, every line of it; its printed lines are a copy, and each would count twice. Where
+    that file holds nothing (emptied by a later `> logs/train.log` before it was collected), the
+    printed lines are the only evidence of them left: they stay, a line with no time of its own
+    dated when it was printed (the latest it can have been written), and the session's account
+    says so."""
     names = {PurePosixPath(f.path).name for f in inc.load_report.files}
+    empty = {PurePosixPath(f.path).name for f in inc.load_report.files if not sum(f.rows.values())}
     reports = {f.path: f for f in inc.load_report.files}
     for frame in ("metrics", "events"):
         df = getattr(inc, frame)
         if "copy_of" not in df.columns or not df["copy_of"].notna().any():
             continue
-        copy = df["copy_of"].map(lambda path: isinstance(path, str) and PurePosixPath(path).name in names).astype(bool)
+        name_of = df["copy_of"].map(lambda path: PurePosixPath(path).name if isinstance(path, str) else None)
+        kept = name_of.isin(empty).astype(bool)
+        copy = name_of.isin(names).astype(bool) & ~kept
         # the session's account says where its rows went (its file's line counts are unchanged)
-        for (ref, path), n in df[copy].groupby([df["ref"].str.rsplit(":", n=1).str[0], "copy_of"]).size().items():
+        by = [df["ref"].str.rsplit(":", n=1).str[0], "copy_of"]
+        what = "metric row" if frame == "metrics" else "event"
+        for (ref, path), n in df[copy].groupby(by).size().items():
             rep = reports.get(ref)
             if rep is not None:
                 rep.rows[frame] -= int(n)
                 rep.rows += Counter()  # (a count that reached 0 is no row of the file's)
-                what = count(int(n), "metric row" if frame == "metrics" else "event")
-                rep.notes.append(f"{what} printed from {path}: read from the folder's copy of it instead")
+                rep.notes.append(f"{count(int(n), what)} printed from {path}: read from the folder's copy of it instead")
+        for (ref, path), n in df[kept].groupby(by).size().items():
+            rep = reports.get(ref)
+            if rep is not None:
+                rep.notes.append(f"{count(int(n), what)} printed from {path}, whose copy in the folder holds nothing: "
+                                 "read from the session")
+        if "printed_at" in df.columns:
+            undated = kept & df["time"].isna() & df["printed_at"].notna()
+            if undated.any():
+                approx = df["time_approx"].astype("boolean").fillna(False).astype(bool) if "time_approx" in df.columns else False
+                df = df.assign(time=df["time"].where(~undated, df["printed_at"]), time_approx=undated | approx)
+            df = df.drop(columns="printed_at")
         setattr(inc, frame, df[~copy].reset_index(drop=True))
 
 

@@ -733,9 +733,11 @@ def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep, listings: li
         df.loc[bare, "command"] = df.loc[bare, "pid"].map(named).fillna("")
     _fold_exec_chains(df, rep)
     # A zombie (state Z, `<defunct>`) has ended: it is listed until its parent reaps it.
-    df["running"] = df["snap"].where(~df["state"].fillna("").astype(str).str.startswith("Z"))
+    # (a listing with no STAT column reads its states as all missing: numbers, not text)
+    state = df["state"].astype(object).where(df["state"].notna(), "").astype(str)
+    df["running"] = df["snap"].where(~state.str.startswith("Z"))
     # T: stopped by job control (Ctrl-Z, SIGSTOP), alive and doing nothing until SIGCONT
-    stopped = df["state"].fillna("").astype(str).str.startswith("T")
+    stopped = state.str.startswith("T")
     df["stopped"], df["stopped_line"] = df["snap"].where(stopped), df["line"].where(stopped)
     g = df.groupby(["pid", "command"], sort=False, dropna=False)
     out = g.agg(

@@ -191,6 +191,7 @@ def read_log(c, ctx, rep, ref_of, held: set[int] = frozenset()) -> dict[str, pd.
     if printed is None:
         return {}
     run, extra, what = printed
+    printer = "copy_of" in extra and _subcommand(c.words)[0] in _PRINTERS
     fd, tmp = tempfile.mkstemp(suffix=".log")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -210,6 +211,10 @@ def read_log(c, ctx, rep, ref_of, held: set[int] = frozenset()) -> dict[str, pd.
         # (the session's other lines are no sign of its trainer's life); a container's log is the
         # session's, attributed to its job.
         df["source"] = rep.path if "job" in extra else extra.get("copy_of") or ref_of(c.line)
+        if printer:
+            # a file's line that `tail` printed was in the file when it ran: the latest it can
+            # have been written (the folder's loader dates it so where the file no longer holds it)
+            df["printed_at"] = c.time
         for col, value in extra.items():
             df[col] = value
         if frame == "events":

@@ -1,0 +1,53 @@
+"""Launches typed with the launcher's path, and a log whose file was emptied by the next launch:
+read from a real session (tests/model/fixtures/rendezvous-wait-cpu, README there)."""
+
+from pathlib import Path
+
+import pandas as pd
+
+import dflash_postmortem as pm
+from dflash_postmortem.shell_words import parse_launch
+
+FIXTURE = Path(__file__).parent / "fixtures" / "rendezvous-wait-cpu"
+INCIDENTS = Path(__file__).resolve().parents[2] / "data" / "incidents"
+
+
+def test_a_launcher_typed_by_its_path_is_that_launcher():
+    """`nohup /opt/torch/.venv/bin/torchrun ...` (the torchrun-halt capture's first line) starts
+    a trainer as `nohup torchrun ...` does: the program is known by its file's name, as Python's is."""
+    line = (INCIDENTS / "h200-1gpu-torchrun-halt" / "logs" / "operator.log").read_text().splitlines()[0]
+    launch = parse_launch(line.split("$ ", 1)[1])
+    assert launch is not None and launch.program == "/opt/torch/.venv/bin/torchrun"
+    assert (launch.launcher, launch.log_path, launch.run) == ("nohup", "logs/torchrun.log", "ddp-drafter")
+
+
+def test_two_starts_waiting_at_rendezvous_are_told_as_starts_that_never_came_up():
+    """The two `/home/user/.venv/bin/torchrun --nnodes 2 ...` launches never started a worker
+    (the kit said "Nothing went wrong": it knew no launch typed with torchrun's path); the third,
+    `--standalone`, trained."""
+    inc = pm.load_incident(FIXTURE)
+    found = pm.detect(inc)
+    failed = found[found["kind"] == "failed_restart"]
+    assert [f"{t:%H:%M:%S.%f}"[:12] for t in failed["start"]] == ["00:57:06.874", "00:58:17.990"]
+    assert [n["run"] for n in failed["numbers"]] == ["rdzv-drafter", "rdzv-drafter"]
+    said = pm.what_happened(inc, found)
+    assert "The start at 00:58:57 UTC by the operator came up: its first step was logged at 00:59:03 UTC." in said
+
+
+def test_a_printed_log_whose_file_was_emptied_is_the_evidence_left():
+    """The operator's `tail -n 20 logs/train.log` (00:58:12.685) printed the end of the first
+    start's traceback; the relaunch's `> logs/train.log` emptied the file before it was
+    collected. The printed lines were dropped as a copy of the folder's file; they are kept, dated
+    when printed (the latest they can have been written), and the session's account says so."""
+    inc = pm.load_incident(FIXTURE)
+    ev = inc.events[inc.events["source"] == "logs/train.log"]
+    assert list(ev["kind"]) == ["timeout", "traceback", "timeout"]
+    assert set(ev["time"]) == {pd.Timestamp("2026-12-06 00:58:12.685", tz="UTC")} and ev["time_approx"].all()
+    last = ev[ev["kind"] == "traceback"].iloc[0]
+    assert last["ref"] == "logs/operator.log:8"
+    assert last["message"].endswith("torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError")
+    notes = next(f.notes for f in inc.load_report.files if f.path == "logs/operator.log")
+    assert "3 events printed from logs/train.log, whose copy in the folder holds nothing: read from the session" in notes
+    # a copy whose file holds its lines is still read from the file alone
+    assert "6 metric rows printed from logs/train2.log: read from the folder's copy of it instead" in notes
+    assert not inc.metrics["ref"].str.startswith("logs/operator.log").any()
