@@ -24,7 +24,7 @@ from ..model.attempts import attempts
 from ..model.launches import outcomes
 from ..model.ledger import CLASSES, SHOWN_S, ledger, ledger_parts
 from ..schema import PROBLEM_EVENTS
-from ..shell_words import is_shell_running
+from ..shell_words import is_shell_running, runs_program
 from ..units import clock, duration, gpu_hours, rate, share, start_clock, start_known_to, tokens
 from .evidence_views import cited_line
 from .sentences import NO_THROUGHPUT, Missing, gpu_label, one_line
@@ -255,7 +255,8 @@ def process_view(inc: Incident, findings: pd.DataFrame) -> Table:
     procs = inc.processes
     if procs.empty:
         return Missing("no data from ps snapshots (no process listing was loaded)")
-    first_word = procs["command"].fillna("").str.split(n=1).str[0].str.rsplit("/", n=1).str[-1]
+    # (a command listed blank, as top lists a process between fork and exec, has no first word)
+    first_word = procs["command"].fillna("").str.split(n=1).str[0].str.rsplit("/", n=1).str[-1].fillna("")
     procs = procs[first_word.str.startswith("python")]
     if procs.empty:
         return Missing("ps snapshots were loaded, but no python process was ever seen in them")
@@ -417,7 +418,19 @@ def lifetimes(inc: Incident) -> pd.DataFrame:
         rows.append({"what": what, "detail": what, "group": "GPU process", "start": g["time"].min(), "start_latest": g["time"].min(),
                      "start_note": "", "end": g["time"].max(), "source": g["source"].iloc[0]})
     out = pd.DataFrame(rows, columns=["what", "detail", "group", "start", "start_latest", "start_note", "end", "source"])
-    return out.sort_values("start", kind="stable").head(MAX_LIFETIMES).reset_index(drop=True)
+    # Which lanes fit: first what a reader looks for (the runs, the PIDs on GPUs, the processes of
+    # the starts the incident is about), then what a trainer can be, then the rest; never a kernel
+    # thread or a process listed without a command line (`top` lists `[kthreadd]` and its kin, a
+    # whole machine's, from before the job began: by start alone they filled every lane)
+    mine = {int(q) for pids in attempts(inc)["pids"] for q in pids}
+    pid = out["detail"].str.extract(r"^PID (\d+) ", expand=False).astype("Int64")
+    command = out["detail"].str.replace(r"^(?:\d+ )?PIDs? (?:\([^)]*\) )?\d* ?", "", regex=True)
+    bare = (out["group"] == "process") & command.str.fullmatch(r"\[[^\]]*\]|<NA>|").astype(bool)
+    rank = pd.Series(2, index=out.index)
+    rank[out["group"].isin(["process"]) & command.map(runs_program).astype(bool)] = 1
+    rank[(out["group"] != "process") | pid.isin(mine).fillna(False).astype(bool)] = 0
+    kept = out[~bare].assign(_rank=rank[~bare]).sort_values(["_rank", "start"], kind="stable").head(MAX_LIFETIMES)
+    return kept.drop(columns="_rank").sort_values("start", kind="stable").reset_index(drop=True)
 
 
 def _start_ranges(inc: Incident, procs: pd.DataFrame) -> pd.DataFrame:

@@ -217,3 +217,22 @@ def test_gpu_time_without_gpus_says_so(repo_dir):
         inc = pm.load_incident(repo_dir / "data" / "incidents" / "h200-2gpu-replay-ab")  # results, no GPU samples
     t = tables.gpu_time(inc)
     assert isinstance(t, Missing) and "no GPU time" in t.text
+
+
+def test_the_lifetimes_that_fit_are_the_incidents_not_the_machines():
+    """h100-1gpu-rendezvous-wait's `top -b` lists the whole machine from before the job began
+    (`[kthreadd]`, `[kworker/...]`: 202 PIDs): by start alone the thirty lanes were all the
+    machine's and no torchrun agent was drawn. The starts' processes come first (the agents 599,
+    659 and 706, the worker 734), then what a trainer can be, never a kernel thread or a process
+    listed without a command line."""
+    from support.bundled import loaded
+
+    from dflash_postmortem.present.tables import MAX_LIFETIMES, lifetimes
+
+    inc, _ = loaded("h100-1gpu-rendezvous-wait")
+    life = lifetimes(inc)
+    assert inc.processes["pid"].nunique() > MAX_LIFETIMES >= len(life)
+    pids = set(life["detail"].str.extract(r"^PID (\d+) ", expand=False).dropna().astype(int))
+    assert {599, 659, 706, 734} <= pids
+    assert not life["detail"].str.contains(r"^PID \d+ \[", regex=True).any()
+    assert life["start"].is_monotonic_increasing
