@@ -1159,3 +1159,22 @@ def test_a_relaunch_with_a_batch_the_first_left_to_its_default_is_not_weighed_in
     inc, found = loaded("h100-1gpu-early-stop")
     assert "throughput_regression" not in set(found["kind"])
     assert float(ledger(inc)["degraded"].sum()) == 0.0
+
+
+def test_a_two_node_torchrun_waiting_at_rendezvous_is_two_starts_that_never_came_up():
+    """h100-1gpu-rendezvous-wait (README): `nohup /opt/torch/.venv/bin/torchrun --nnodes 2 ...`
+    typed at 01:59:48.241 on one machine; its agent, PID 599, waits at rendezvous for a node that
+    never comes (no worker, 4 MiB on the GPU) and times out; the same command at 02:01:00.409
+    (agent PID 659) is ended by the operator's `kill 659` at 02:01:31.748; `--standalone` at
+    02:01:40.361 logs its first step at 02:01:53. The kit said "Nothing went wrong": it read no
+    launch from a torchrun typed by its path."""
+    inc, found = loaded("h100-1gpu-rendezvous-wait")
+    att = attempts(inc)
+    typed = [pd.Timestamp(f"2026-12-06 {t}", tz="UTC") for t in ("01:59:48.241", "02:01:00.409", "02:01:40.361")]
+    assert [abs(s - t) <= NEAR for s, t in zip(att["start"], typed, strict=True)] == [True] * 3
+    assert att["pids"].iloc[0] == [599] and 659 in att["pids"].iloc[1]
+    assert att["first_step"].iloc[:2].isna().all() and f"{att['first_step'].iloc[2]:%H:%M:%S}" == "02:01:53"
+    failed = found[found["kind"] == "failed_restart"]
+    assert [f"{t:%H:%M:%S.%f}"[:12] for t in failed["start"]] == ["01:59:48.241", "02:01:00.409"]
+    assert failed.iloc[1]["caused_by"][0]["evidence"] == ["logs/operator.log:75"]  # `kill 659`
+    assert "PID 599 was listed last at 02:00:50" in failed.iloc[0]["numbers"]["why"]
