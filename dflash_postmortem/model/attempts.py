@@ -344,6 +344,7 @@ class _Assembly:
         self._launcher_workers()
         self._processes()
         self._logs(starts, named=False)
+        self._unstarted_logs(starts)
         # A process that wrote no log is not a start of training: a leftover job holding a GPU,
         # a driver script, a tool. It stays in the evidence (the findings cite GPU holders).
         self.found += [a for a in self.orphans if a.sources]
@@ -561,6 +562,24 @@ class _Assembly:
                 owner.rank_starts.setdefault(rank, when)
             if pid is not None:
                 owner.pids.add(pid)
+
+    def _unstarted_logs(self, starts: dict[str, list[tuple]]) -> None:
+        """A log of nothing but errors starts nothing (`_log_starts`), yet it is the log of the
+        launch that redirected into it, the latest before its first line: a start that died
+        before it wrote anything else (its traceback, kept where a `tail` printed it)."""
+        inc = self.inc
+        parts = [df[["source", "time"]] for df in (inc.events, inc.metrics) if len(df)]
+        if not parts or not any(a.log_path and a.launch_ref and not a.sources for a in self.found):
+            return
+        rows = pd.concat(parts).dropna()
+        for source, first in rows.groupby("source", sort=False)["time"].min().items():
+            if source in starts:
+                continue
+            name = PurePosixPath(str(source)).name
+            owners = [a for a in self.found if a.log_path and PurePosixPath(a.log_path).name == name
+                      and a.launch_ref and a.start <= first and not a.sources and self._ran(a)]
+            if owners:
+                max(owners, key=lambda a: a.start).sources.setdefault(source, first)
 
     def _log_owner(self, source: str, when, rank, job, n, pid, run) -> _Attempt | None:
         name = PurePosixPath(source).name

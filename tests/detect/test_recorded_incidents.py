@@ -1177,4 +1177,8 @@ def test_a_two_node_torchrun_waiting_at_rendezvous_is_two_starts_that_never_came
     failed = found[found["kind"] == "failed_restart"]
     assert [f"{t:%H:%M:%S.%f}"[:12] for t in failed["start"]] == ["01:59:48.241", "02:01:00.409"]
     assert failed.iloc[1]["caused_by"][0]["evidence"] == ["logs/operator.log:75"]  # `kill 659`
-    assert "PID 599 was listed last at 02:00:50" in failed.iloc[0]["numbers"]["why"]
+    # its log holds nothing (the relaunch's `>` emptied it): the operator's `tail -n 20` of it at
+    # 02:00:55 is what says how it ended
+    assert failed.iloc[0]["numbers"]["reason"] == "died in start-up"
+    assert failed.iloc[0]["caused_by"][0]["evidence"] == ["logs/operator.log:48"]
+    assert "RendezvousTimeoutError" in failed.iloc[0]["numbers"]["why"]
