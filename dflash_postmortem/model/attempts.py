@@ -329,9 +329,10 @@ class _Assembly:
         self.unopened = set(column(ev[ev["kind"] == "redirect_failed"], "command_ref").dropna())
         # each process listing's last snapshot that listed anything
         self.listed_until = inc.processes.groupby("source")["last_seen"].max().to_dict() if len(inc.processes) else {}
-        # each source's last line (the time of its last row)
-        self.last_line = pd.concat([df.groupby("source")["time"].max() for df in (inc.metrics, ev)
-                                    if len(df)] or [pd.Series(dtype=object)]).groupby(level=0).max().to_dict()
+        # each source's first and last line (the times of its first and last rows)
+        spans = pd.concat([df.groupby("source")["time"].agg(["min", "max"]) for df in (inc.metrics, ev) if len(df)]
+                          or [pd.DataFrame(columns=["min", "max"])]).groupby(level=0)
+        self.first_line, self.last_line = spans["min"].min().to_dict(), spans["max"].max().to_dict()
 
     # ------------------------------------------------------------------ the signals, in turn
     def build(self) -> pd.DataFrame:
@@ -567,13 +568,8 @@ class _Assembly:
         """A log of nothing but errors starts nothing (`_log_starts`), yet it is the log of the
         launch that redirected into it, the latest before its first line: a start that died
         before it wrote anything else (its traceback, kept where a `tail` printed it)."""
-        inc = self.inc
-        parts = [df[["source", "time"]] for df in (inc.events, inc.metrics) if len(df)]
-        if not parts or not any(a.log_path and a.launch_ref and not a.sources for a in self.found):
-            return
-        rows = pd.concat(parts).dropna()
-        for source, first in rows.groupby("source", sort=False)["time"].min().items():
-            if source in starts:
+        for source, first in self.first_line.items():
+            if source in starts or pd.isna(first):
                 continue
             name = PurePosixPath(str(source)).name
             owners = [a for a in self.found if a.log_path and PurePosixPath(a.log_path).name == name

@@ -395,42 +395,42 @@ def lifetimes(inc: Incident) -> pd.DataFrame:
         start = info.started if info is not None and info.started is not None else g["time"].min()
         end = info.ended if info is not None and info.ended is not None else g["time"].max()
         rows.append({"what": f"run {run}", "detail": f"run {run}", "group": "run", "start": start, "start_latest": start,
-                     "start_note": "", "end": end, "source": g["source"].iloc[0]})
+                     "start_note": "", "end": end, "source": g["source"].iloc[0], "fits": 0})
     procs = inc.processes.join(_start_ranges(inc, inc.processes))  # before the shells go: they link children to launches
-    procs = procs[~procs["command"].fillna("").map(is_shell_running).astype(bool)].dropna(subset=["start"])
+    # never a kernel thread or a process listed without a command line (`top` lists `[kthreadd]`
+    # and its kin, a whole machine's, from before the job began)
+    bare = procs["command"].map(lambda c: not isinstance(c, str) or re.fullmatch(r"\s*(?:\[[^\]]*\])?\s*", c) is not None)
+    procs = procs[~bare.astype(bool) & ~procs["command"].fillna("").map(is_shell_running).astype(bool)].dropna(subset=["start"])
+    # which lanes fit (MAX_LIFETIMES): first what a reader looks for, the runs, the PIDs on GPUs and
+    # the processes of the starts the incident is about; then what a trainer can be; then the rest
+    # (by start alone, the machine's own processes filled every lane)
+    mine = {int(q) for pids in attempts(inc)["pids"] for q in pids}
+
+    def fits(pids, command) -> int:
+        return 0 if mine & {int(q) for q in pids} else 1 if runs_program(str(command)) else 2
     pools = _worker_pools(procs)
     for cmd, pool in procs[pools].groupby("command", sort=False):
         label = one_line(_PATHS.sub(r"\2", str(cmd)), 50)
         first = pool.loc[pool["start"].idxmin()]
         rows.append({"what": f"{len(pool)} PIDs {label}", "detail": f"{len(pool)} PIDs ({pool['pid'].iloc[0]}–{pool['pid'].iloc[-1]}) {cmd}",
                      "group": "process", "start": first["start"], "start_latest": first["start_latest"],
-                     "start_note": first["start_note"], "end": pool["last_seen"].max(), "source": pool["source"].iloc[0]})
+                     "start_note": first["start_note"], "end": pool["last_seen"].max(), "source": pool["source"].iloc[0],
+                     "fits": fits(pool["pid"], cmd)})
     for _, p in procs[~pools].iterrows():
         end = p["last_seen"] if pd.notna(p["last_seen"]) else p["start_latest"]
         cmd = one_line(_PATHS.sub(r"\2", str(p["command"])), 60)
         rows.append({"what": f"PID {p['pid']} {cmd}", "detail": f"PID {p['pid']} {p['command']}", "group": "process",
                      "start": p["start"], "start_latest": p["start_latest"], "start_note": p["start_note"], "end": end,
-                     "source": p["source"]})
+                     "source": p["source"], "fits": fits([p["pid"]], p["command"])})
     gp = inc.gpu_processes.dropna(subset=["time", "pid"])
     for pid, g in gp.groupby("pid"):
         gpus = ",".join(str(int(x)) for x in sorted(g["gpu"].dropna().unique()))
         what = f"PID {int(pid)} on GPU {gpus or '?'}"
         rows.append({"what": what, "detail": what, "group": "GPU process", "start": g["time"].min(), "start_latest": g["time"].min(),
-                     "start_note": "", "end": g["time"].max(), "source": g["source"].iloc[0]})
-    out = pd.DataFrame(rows, columns=["what", "detail", "group", "start", "start_latest", "start_note", "end", "source"])
-    # Which lanes fit: first what a reader looks for (the runs, the PIDs on GPUs, the processes of
-    # the starts the incident is about), then what a trainer can be, then the rest; never a kernel
-    # thread or a process listed without a command line (`top` lists `[kthreadd]` and its kin, a
-    # whole machine's, from before the job began: by start alone they filled every lane)
-    mine = {int(q) for pids in attempts(inc)["pids"] for q in pids}
-    pid = out["detail"].str.extract(r"^PID (\d+) ", expand=False).astype("Int64")
-    command = out["detail"].str.replace(r"^(?:\d+ )?PIDs? (?:\([^)]*\) )?\d* ?", "", regex=True)
-    bare = (out["group"] == "process") & command.str.fullmatch(r"\[[^\]]*\]|<NA>|").astype(bool)
-    rank = pd.Series(2, index=out.index)
-    rank[out["group"].isin(["process"]) & command.map(runs_program).astype(bool)] = 1
-    rank[(out["group"] != "process") | pid.isin(mine).fillna(False).astype(bool)] = 0
-    kept = out[~bare].assign(_rank=rank[~bare]).sort_values(["_rank", "start"], kind="stable").head(MAX_LIFETIMES)
-    return kept.drop(columns="_rank").sort_values("start", kind="stable").reset_index(drop=True)
+                     "start_note": "", "end": g["time"].max(), "source": g["source"].iloc[0], "fits": 0})
+    out = pd.DataFrame(rows, columns=["what", "detail", "group", "start", "start_latest", "start_note", "end", "source", "fits"])
+    out = out.sort_values(["fits", "start"], kind="stable").head(MAX_LIFETIMES).drop(columns="fits")
+    return out.sort_values("start", kind="stable").reset_index(drop=True)
 
 
 def _start_ranges(inc: Incident, procs: pd.DataFrame) -> pd.DataFrame:

@@ -101,8 +101,7 @@ class _Told:
     pids: set[int]
     stepped: bool = False
     not_starting: bool = False
-    ended: bool = False  # its death told (a finding of the kinds in ONCE_AN_ATTEMPT)
-    failed: bool = False  # that it never came up told (a finding of the kinds in ONCE_A_START)
+    told: set[str] = field(default_factory=set)  # "start", "end": a finding of ONCE_A_START, ONCE_AN_ATTEMPT told
 
 
 @dataclass
@@ -302,18 +301,16 @@ class Watch:
             run = f["numbers"].get("run") or f["numbers"].get("run_after")
             # a finding of no one run (a job's throughput over all its ranks) names the run it
             # was read on after, which may change as the ranks' lines arrive: it is still one
-            start = self._named.get(str(f["numbers"].get("attempt"))) if f["kind"] in ONCE_A_START else None
-            if start is not None:
-                if start.failed:
+            # a finding of one attempt's start or end is that attempt's, told once; others are
+            # known by their stretch of time
+            once = "start" if f["kind"] in ONCE_A_START else "end" if f["kind"] in ONCE_AN_ATTEMPT else None
+            attempt = self._named.get(str(f["numbers"].get("attempt"))) if once else None
+            if attempt is not None:
+                if once in attempt.told:
                     continue
-                start.failed = True
+                attempt.told.add(once)
             elif self._told(f["kind"], f["numbers"].get("run"), f["start"], f["end"]):
                 continue
-            attempt = self._named.get(str(f["numbers"].get("attempt"))) if f["kind"] in ONCE_AN_ATTEMPT else None
-            if attempt is not None and attempt.ended:
-                continue
-            if attempt is not None:
-                attempt.ended = True
             self.seen.spans.append((f["kind"], f["numbers"].get("run"), f["start"], f["end"]))
             host = f["numbers"].get("host")  # a fleet finding of one host's GPU names no run
             out.append(Announcement(f["start"], str(run or (f"host {host}" if host else None)

@@ -170,7 +170,9 @@ def printed_log(c) -> tuple[str | None, dict, str] | None:
                 continue
             files.append(w)
         if len(files) == 1 and _LOG_NAME.search(files[0]):
-            return PurePosixPath(files[0]).stem, {"copy_of": files[0]}, f"{files[0]} as `{name}` printed it"
+            # a line it printed was in the file when it ran: the latest it can have been written
+            # (the folder's loader dates it so where the folder's file no longer holds it)
+            return PurePosixPath(files[0]).stem, {"copy_of": files[0], "printed_at": c.time}, f"{files[0]} as `{name}` printed it"
         return None
     # `fg` brings a job back: bash echoes the job's command line first, then the job's output
     command = c.output[0][1] if name == "fg" and c.output else c.text
@@ -191,7 +193,6 @@ def read_log(c, ctx, rep, ref_of, held: set[int] = frozenset()) -> dict[str, pd.
     if printed is None:
         return {}
     run, extra, what = printed
-    printer = "copy_of" in extra and _subcommand(c.words)[0] in _PRINTERS
     fd, tmp = tempfile.mkstemp(suffix=".log")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -211,10 +212,6 @@ def read_log(c, ctx, rep, ref_of, held: set[int] = frozenset()) -> dict[str, pd.
         # (the session's other lines are no sign of its trainer's life); a container's log is the
         # session's, attributed to its job.
         df["source"] = rep.path if "job" in extra else extra.get("copy_of") or ref_of(c.line)
-        if printer:
-            # a file's line that `tail` printed was in the file when it ran: the latest it can
-            # have been written (the folder's loader dates it so where the file no longer holds it)
-            df["printed_at"] = c.time
         for col, value in extra.items():
             df[col] = value
         if frame == "events":
