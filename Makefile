@@ -2,6 +2,13 @@
 #   make report   set up .venv and write the report on the bundled incident under reports/
 #   make test     set up .venv and run the whole test suite (unit tests, notebooks, browser)
 
+# Python writes the bytecode of what it imports into .venv, once, where the machine's environment
+# says to write none (PYTHONDONTWRITEBYTECODE, as on the machines these times were measured on):
+# else every kernel, CLI call and test worker would compile pandas, plotly and the kit again. Only
+# what is imported is compiled: the test run imports 6,700 of the 18,700 installed modules, and
+# compiling them all at install cost 23 s of a fresh clone's setup (docs/benchmarks.md).
+export PYTHONDONTWRITEBYTECODE :=
+
 PYTHON     ?= python3
 VENV       ?= .venv
 PY         := $(VENV)/bin/python
@@ -24,12 +31,12 @@ PYTEST_ARGS ?=
 setup: $(STAMP)
 
 # uv installs the same requirements as pip in about a third of the time (parallel downloads and
-# unpacking; the bytecode compiled at once, as pip does, for machines that write none at run
-# time); where uv cannot be installed or cannot reach an index, pip does it.
+# unpacking; no bytecode compiled at install: see PYTHONDONTWRITEBYTECODE above); where uv cannot be
+# installed or cannot reach an index, pip does it.
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@{ $(PY) -m pip install --quiet uv && \
-	   $(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) $(PIP_FLAGS) -e '.$(EXTRAS)'; } || \
+	   $(VENV)/bin/uv pip install --quiet --python $(PY) $(PIP_FLAGS) -e '.$(EXTRAS)'; } || \
 	 { echo "note: installing with pip"; $(PY) -m pip install --quiet --upgrade pip && \
 	   $(PY) -m pip install --quiet $(PIP_FLAGS) -e '.$(EXTRAS)'; }
 	$(VENV)/bin/jupyter kernelspec install --sys-prefix --name $(KERNEL) share/jupyter/kernels/$(KERNEL) >/dev/null
@@ -92,9 +99,8 @@ TEST_WORKERS ?= 4
 PLUGINS    := --disable-plugin-autoload -p tests.support.schema_formats -p xdist.plugin -p nbval.plugin -p _hypothesis_pytestplugin
 PARALLEL   := -n $(TEST_WORKERS) --dist loadscope -m "not alone" $(PLUGINS)
 
-# The kit's bytecode compiled once before the run: where PYTHONDONTWRITEBYTECODE is set (as on the
-# machines these times were measured on), every kernel, CLI call and replayed trainer the tests start would compile the kit
-# again (~0.45 s of CPU each, about a hundred of them in a run).
+# The kit's bytecode compiled once before the run, in parallel: else the four test workers would each
+# compile it at once as they start.
 test: setup browser prometheus slurm shells
 	@$(PY) -m compileall -q -j 0 dflash_postmortem
 	$(PY) -m pytest $(PARALLEL) -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(PYTEST_ARGS)
