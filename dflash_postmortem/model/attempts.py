@@ -1374,7 +1374,14 @@ def _rows_of(inc: Incident, parts: list[tuple], pids: set[int], kills: list | No
         if len(df) and df is inc.events and job_rows:
             picked.append(df.index.get_indexer(job_rows))
         if len(df) and launch_ref and "command_ref" in df.columns:
-            picked.append(computed.positions(inc, df, "command_ref", launch_ref))
+            said = computed.positions(inc, df, "command_ref", launch_ref)
+            # The launch's output read as a log (a foreground torchrun `| tee`d) is its attempts'
+            # log, divided among them by their parts as any log is (a launcher's restarts): of a
+            # source the attempt has a part of, its rows are those of its part, taken above.
+            own = [s for s, _, _ in parts]
+            if own and len(said) and "source" in df.columns:
+                said = said[~np.isin(df["source"].to_numpy(dtype=object)[said], own)]
+            picked.append(said)
         at = np.unique(np.concatenate(picked)) if picked else np.empty(0, dtype=np.intp)
         out.append(_taken(df, at[at >= 0]))
     return out[0], out[1]

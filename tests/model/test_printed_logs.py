@@ -4,6 +4,7 @@ read from a real session (tests/model/fixtures/rendezvous-wait-cpu, README there
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 import dflash_postmortem as pm
 from dflash_postmortem.shell_words import parse_launch
@@ -51,3 +52,37 @@ def test_a_printed_log_whose_file_was_emptied_is_the_evidence_left():
     # a copy whose file holds its lines is still read from the file alone
     assert "6 metric rows printed from logs/train2.log: read from the folder's copy of it instead" in notes
     assert not inc.metrics["ref"].str.startswith("logs/operator.log").any()
+
+
+def _session_only(tmp_path: Path, tee: bool) -> Path:
+    """The torchrun crash loop's folder without torchrun's own log: the operator ran it in the
+    foreground, so the session holds its whole output; without `| tee`, as typed without it."""
+    import shutil
+
+    folder = tmp_path / ("tee" if tee else "no-tee")
+    shutil.copytree(INCIDENTS / "h200-1gpu-torchrun-crashloop", folder)
+    (folder / "logs" / "torchrun.log").unlink()
+    if not tee:
+        session = folder / "logs" / "operator.log"
+        first, rest = session.read_text().split("\n", 1)
+        assert " 2>&1 | tee logs/torchrun.log" in first
+        session.write_text(first.replace(" 2>&1 | tee logs/torchrun.log", "") + "\n" + rest)
+    return folder
+
+
+@pytest.mark.parametrize("tee", [True, False])
+def test_a_foreground_launchers_output_is_divided_among_its_restarts(tmp_path, tee):
+    """torchrun in the foreground restarts its workers twice (README: rank 1 raises at 04:36:32,
+    the agent stops PID 534; the second group dies in start-up; the third raises at 04:36:57 and
+    the agent stops PID 631). Read from the session alone, every line of the command's output was
+    also the first start's (the shell's lines about the command are): the first start lived to
+    the end of the whole output and its death read as a 28-s stall. Each start owns its part of
+    the output, as it owns its part of torchrun.log."""
+    inc = pm.load_incident(_session_only(tmp_path, tee))
+    found = pm.detect(inc)
+    assert "stall" not in set(found["kind"])
+    died = found[found["kind"] == "training_died"]
+    assert [f"{t:%H:%M:%S}" for t in died["start"]] == ["04:36:32", "04:36:57"]
+    said = " ".join(pm.what_happened(inc, found))
+    assert "The launcher then stopped PID 534. It was started again at 04:36:35 UTC by the launcher's agent." in said
+    assert "The launcher then stopped PID 631. Nothing started it again." in said
