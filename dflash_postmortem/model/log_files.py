@@ -129,15 +129,17 @@ def _first(message) -> str:
 
 
 def unseen(inc: Incident, a: pd.Series) -> str | None:
-    """Why nothing can show whether an attempt trained, where nothing can: its log is not in the
-    incident, no file of its own gave a line (its PID file names it only), and either its GPU was
-    busy while its PIDs held memory on it (at work, and no line says what it did), or no GPU
-    sample, per-process GPU sample or process listing covers its time (a shell session alone: its
-    launch, and maybe how it ended). None where any of that is missing: a start with its log, or
-    one the GPUs and listings saw never get its GPU working (a crash loop's processes that live
-    for seconds), is judged by its steps."""
+    """Why nothing can show whether an attempt trained, where nothing can: no file of its own
+    gave a line (its PID file names it only), and either its GPU was busy while its PIDs held
+    memory on it (at work, and no line says what it did) where its log is not in the incident or
+    stayed empty, or no GPU sample, per-process GPU sample or process listing covers its time
+    where its log is not in the incident (a shell session alone: its launch, and maybe how it
+    ended). None where any of that is missing: a start with its log, one whose log stayed empty
+    while its GPU did nothing (the "not starting?" start: 0 MiB, no line), or one the GPUs and
+    listings saw never get its GPU working (a crash loop's processes that live for seconds), is
+    judged by its steps."""
     log = log_files(inc).get(a["attempt"])
-    if log is None or log.state != NOT_IN_INCIDENT:
+    if log is None or log.state not in (NOT_IN_INCIDENT, EMPTY):
         return None
     ev = inc.events
     if (len(inc.metrics) and inc.metrics["source"].isin(a["sources"]).any()) or \
@@ -145,8 +147,12 @@ def unseen(inc: Incident, a: pd.Series) -> str | None:
         return None
     worked = _worked(inc, a)
     if worked is not None:
-        return f"{log.said}, and {worked}; whether it trained, no line says"
-    if not _covered(inc, a):
+        # an empty log is what a program that prints without flushing leaves when it is killed:
+        # its output to a file waits in its buffer until the buffer fills or the program exits
+        held = (" (output to a file waits in the program's buffer, 8 KiB for Python's print, until it fills or the "
+                "program exits: `python -u` or PYTHONUNBUFFERED=1 writes each line)") if log.state == EMPTY else ""
+        return f"{log.said}, and {worked}; whether it trained, no line says{held}"
+    if log.state == NOT_IN_INCIDENT and not _covered(inc, a):
         return f"{log.said}, and no GPU sample or process listing covers its time: whether it trained, nothing shows"
     return None
 

@@ -58,6 +58,27 @@ def test_a_log_the_folder_holds_empty_and_a_listing_shows_empty(tmp_path):
     assert "not in the incident" not in f["detail"]  # the folder has it
 
 
+
+def test_a_log_left_empty_while_its_gpu_worked_cannot_say_it_never_trained(tmp_path):
+    """The vanished capture's first start (README: PID 816 trained from 03:45:16 and exited at
+    03:46:12) with its log emptied, as a trainer that prints without flushing leaves it when it is
+    killed: the folder holds logs/train.log with no line. Its GPU was at work while PID 816 held
+    it; the kit said it "never came up". An empty log is no sign it did not train where its GPU
+    worked: it cannot be judged, and the sentence says why a log stays empty."""
+    import shutil
+
+    folder = tmp_path / "vanished"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "incidents" / "h200-1gpu-vanished", folder)
+    (folder / "logs" / "train.log").write_text("")
+    inc = _load(folder)
+    assert log_files(inc)["A1"].state == EMPTY
+    found = pm.detect(inc)
+    assert not ((found["kind"] == "failed_restart") & (found["start"] == T("2026-12-05 03:45:16.117"))).any()
+    said = " ".join(pm.what_happened(inc, found))
+    assert ("The start at 03:45:16 UTC cannot be judged: its log stayed empty (logs/train.log in the incident "
+            "folder is empty), and its GPU was at work while PID 816 held it") in said
+    assert "until it fills or the program exits" in said and "it ended at 03:46:12 UTC" in said
+
 def test_a_log_the_folder_lacks_is_said_in_the_reading_notes(tmp_path):
     (tmp_path / "ops.log").write_text(
         "[2026-11-30T05:00:00Z] $ nohup python3 t.py --run-name a > /x/a.log 2>&1 &\n[1] 4242\n")
