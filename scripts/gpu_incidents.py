@@ -100,6 +100,11 @@ did (what the README of the incident is written from), which the incident folder
                        onto one machine under nohup: the agent waits for a second node that never
                        comes, starts no worker and times out; the same command again, killed by its PID
                        after ~30 s; then --standalone --nnodes 1, which trains 60 s and ends cleanly
+    buffered-log       `nohup python3 train_plain.py ... > logs/train.log 2>&1 &`: a nanoGPT-style script that
+                       reports with print() only, its stdout block-buffered into the file, so the log stays
+                       empty while it trains; the operator looks twice, takes it for stuck, `kill -9`s it
+                       (the buffer is lost), then relaunches with `python3 -u`, which logs as it goes and
+                       ends by itself
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -131,6 +136,7 @@ sys.path.insert(0, str(REPO))
 # the replay module is imported) finds the kit here, installed or not.
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 
+from dflash_postmortem.replay import scenarios as replay_scenarios  # noqa: E402
 from dflash_postmortem.replay.interactive_shell import InteractiveShell  # noqa: E402
 from dflash_postmortem.replay.scenarios import Transcript  # noqa: E402
 
@@ -1879,6 +1885,376 @@ def hf_slow_resume(r: Recording) -> None:
         r.close_shell(t, pids, f"{out}/checkpoint-*/*.safetensors")
 
 
+# A nanoGPT-style script as people write them: a small GPT on one GPU, reporting with print() only
+# (no flush, no times of day). Its data is a synthetic token stream (each token the last plus a
+# random step of 0-15, modulo the vocabulary): learnable, so the loss falls towards ln 16.
+TRAIN_PLAIN = r'''"""
+Train a small GPT (nanoGPT-style, one GPU, no DDP) on a synthetic token stream.
+
+$ python3 train_plain.py --max-iters 5000
+"""
+import argparse
+import math
+import time
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+p = argparse.ArgumentParser()
+p.add_argument("--device", default="cuda")
+p.add_argument("--n-layer", type=int, default=12)
+p.add_argument("--n-head", type=int, default=12)
+p.add_argument("--n-embd", type=int, default=768)
+p.add_argument("--block-size", type=int, default=1024)
+p.add_argument("--vocab-size", type=int, default=50304)
+p.add_argument("--batch-size", type=int, default=12)
+p.add_argument("--learning-rate", type=float, default=6e-4)
+p.add_argument("--warmup-iters", type=int, default=100)
+p.add_argument("--max-iters", type=int, default=5000)
+p.add_argument("--eval-interval", type=int, default=500)
+p.add_argument("--eval-iters", type=int, default=20)
+p.add_argument("--log-interval", type=int, default=10)
+p.add_argument("--compile", action="store_true")
+p.add_argument("--seed", type=int, default=1337)
+args = p.parse_args()
+
+torch.manual_seed(args.seed)
+torch.backends.cuda.matmul.allow_tf32 = True
+torch.backends.cudnn.allow_tf32 = True
+device = args.device
+ctx = torch.autocast("cuda", dtype=torch.bfloat16) if "cuda" in device else torch.autocast("cpu", enabled=False)
+tokens_per_iter = args.batch_size * args.block_size
+print(f"tokens per iteration will be: {tokens_per_iter:,}")
+
+# data: a synthetic token stream, 90% train / 10% val
+n_tokens = 20_000_000 if "cuda" in device else 1_000_000
+g = torch.Generator().manual_seed(42)
+data = (torch.randint(0, 16, (n_tokens,), generator=g).cumsum(0) % args.vocab_size).to(device)
+split = int(0.9 * n_tokens)
+train_data, val_data = data[:split], data[split:]
+
+
+def get_batch(which):
+    d = train_data if which == "train" else val_data
+    ix = torch.randint(len(d) - args.block_size - 1, (args.batch_size,), device=device)
+    offs = ix[:, None] + torch.arange(args.block_size + 1, device=device)
+    chunk = d[offs]
+    return chunk[:, :-1], chunk[:, 1:]
+
+
+class Block(nn.Module):
+    def __init__(self, n_embd, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.ln_1 = nn.LayerNorm(n_embd)
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        self.ln_2 = nn.LayerNorm(n_embd)
+        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte = nn.Embedding(args.vocab_size, args.n_embd)
+        self.wpe = nn.Embedding(args.block_size, args.n_embd)
+        self.h = nn.ModuleList(Block(args.n_embd, args.n_head) for _ in range(args.n_layer))
+        self.ln_f = nn.LayerNorm(args.n_embd)
+        self.lm_head = nn.Linear(args.n_embd, args.vocab_size, bias=False)
+        self.wte.weight = self.lm_head.weight  # weight tying
+        self.apply(self._init_weights)
+
+    def _init_weights(self, m):
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            torch.nn.init.normal_(m.weight, mean=0.0, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            torch.nn.init.zeros_(m.bias)
+
+    def forward(self, idx, targets):
+        pos = torch.arange(idx.size(1), device=idx.device)
+        x = self.wte(idx) + self.wpe(pos)
+        for block in self.h:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        return logits, F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
+
+    def estimate_mfu(self, fwdbwd_per_iter, dt):
+        N = sum(p.numel() for p in self.parameters())
+        L, H, Q, T = args.n_layer, args.n_head, args.n_embd // args.n_head, args.block_size
+        flops_per_iter = (6 * N + 12 * L * H * Q * T) * T * fwdbwd_per_iter
+        return flops_per_iter / dt / 312e12  # A100 bfloat16 peak flops is 312 TFLOPS
+
+
+print("Initializing a new model from scratch")
+model = GPT().to(device)
+print(f"number of parameters: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M")
+optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate, betas=(0.9, 0.95), weight_decay=0.1,
+                              fused="cuda" in device)
+print(f"using fused AdamW: {'cuda' in device}")
+if args.compile:
+    print("compiling the model... (takes a ~minute)")
+    model = torch.compile(model)
+
+
+@torch.no_grad()
+def estimate_loss():
+    out = {}
+    model.eval()
+    for which in ("train", "val"):
+        losses = torch.zeros(args.eval_iters)
+        for k in range(args.eval_iters):
+            X, Y = get_batch(which)
+            with ctx:
+                _, loss = model(X, Y)
+            losses[k] = loss.item()
+        out[which] = losses.mean()
+    model.train()
+    return out
+
+
+def get_lr(it):
+    if it < args.warmup_iters:
+        return args.learning_rate * (it + 1) / (args.warmup_iters + 1)
+    return args.learning_rate
+
+
+iter_num = 0
+t0 = time.time()
+while True:
+    for group in optimizer.param_groups:
+        group["lr"] = get_lr(iter_num)
+    if iter_num % args.eval_interval == 0:
+        losses = estimate_loss()
+        print(f"step {iter_num}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}")
+        t0 = time.time()
+    X, Y = get_batch("train")
+    with ctx:
+        logits, loss = model(X, Y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    iter_num += 1
+    if iter_num % args.log_interval == 0:
+        lossf = loss.item()
+        t1 = time.time()
+        dt = (t1 - t0) / args.log_interval
+        t0 = t1
+        mfu = model.estimate_mfu(args.batch_size, dt)
+        print(f"iter {iter_num}: loss {lossf:.4f}, time {dt * 1000:.2f}ms, mfu {mfu * 100:.2f}%")
+    if iter_num >= args.max_iters:
+        break
+
+print("training done")
+'''
+
+# The driver's probe, loaded by the trainers the operator starts (a `sitecustomize` on their
+# PYTHONPATH, beside the folder, not in it; nothing of it shows in a command line or a log): every
+# print() with its time and size (what reached the stdout buffer, flushed or not), the trainer's
+# `iter_num` sampled every 0.25 s, and a mark at a normal interpreter exit.
+PROBE = r'''import atexit, builtins, os, sys, threading, time
+
+_dir = os.environ.get("BL_PROBE_DIR")
+if _dir:
+    _base = os.path.join(_dir, str(os.getpid()))
+    _print = builtins.print
+
+    def print(*args, **kw):
+        _print(*args, **kw)
+        if kw.get("file") in (None, sys.stdout):
+            sep, end = kw.get("sep"), kw.get("end")
+            text = (" " if sep is None else sep).join(map(str, args)) + ("\n" if end is None else end)
+            with open(_base + ".prints", "a") as f:
+                f.write(f"{time.time():.3f} {len(text.encode())} {text}")
+
+    builtins.print = print
+
+    def _sample():
+        while True:
+            n = getattr(sys.modules.get("__main__"), "iter_num", None)
+            if n is not None:
+                with open(_base + ".iter.tmp", "w") as f:
+                    f.write(f"{time.time():.3f} {n}\n")
+                os.replace(_base + ".iter.tmp", _base + ".iter")
+            time.sleep(0.25)
+
+    threading.Thread(target=_sample, daemon=True).start()
+    atexit.register(lambda: open(_base + ".exit", "w").write(f"{time.time():.3f}\n"))
+
+# the sitecustomize this one shadows (a distribution's), if any, runs as it would have
+try:
+    import importlib.machinery, importlib.util
+    _here = os.path.dirname(os.path.abspath(__file__))
+    _spec = importlib.machinery.PathFinder.find_spec(
+        "sitecustomize", [d for d in sys.path if os.path.abspath(d or ".") != _here])
+    if _spec and _spec.loader:
+        _spec.loader.exec_module(importlib.util.module_from_spec(_spec))
+except Exception:
+    pass
+'''
+
+
+def _python3() -> str:
+    """`python3` where the one on PATH is this interpreter's, else this interpreter's path."""
+    found = shutil.which("python3")
+    return "python3" if found and Path(found).parent == Path(sys.executable).parent else shlex.quote(sys.executable)
+
+
+def _utc(t: float) -> str:
+    d = dt.datetime.fromtimestamp(t, dt.UTC)
+    return d.strftime("%H:%M:%S.") + f"{d.microsecond // 1000:03d}"
+
+
+def buffered_log(r: Recording) -> None:
+    r.gpus_and_processes()
+    (r.dir / "train_plain.py").write_text(TRAIN_PLAIN)
+    probe = r.dir.parent / f"{r.name}.probe"
+    shutil.rmtree(probe, ignore_errors=True)
+    probe.mkdir()
+    (probe / "sitecustomize.py").write_text(PROBE)
+    py = _python3()
+    # the dry run: a tiny model on one CPU thread, which logs more rarely (it iterates ~10x as fast)
+    model = "" if r.gpu else (" --device cpu --n-layer 2 --n-head 2 --n-embd 64 --block-size 64 --vocab-size 512 "
+                              "--batch-size 8 --eval-iters 5")
+    every, eval_every = (50, 500) if r.gpu else (200, 2000)
+    if not r.gpu:
+        model += f" --eval-interval {eval_every}"
+    # The operator's shell (Transcript's environment): no PYTHONUNBUFFERED, as a login shell has it;
+    # the probe on PYTHONPATH.
+    env = replay_scenarios._SHELL_ENV
+    saved = dict(env)
+    had = env.pop("PYTHONUNBUFFERED", None)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(probe), env.get("PYTHONPATH")]))
+    env["BL_PROBE_DIR"] = str(probe)
+    if not r.gpu:
+        env["OMP_NUM_THREADS"] = "1"
+    op = Transcript(r.dir)
+
+    def trainer(cmd_part: str, timeout: float = 20) -> str:
+        """The PID of the python (nohup exec's it) running `train_plain.py` with `cmd_part`, in this folder."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for pid in subprocess.run(["pgrep", "-f", cmd_part], capture_output=True, text=True).stdout.split():
+                try:
+                    if (Path(os.readlink(f"/proc/{pid}/cwd")).is_relative_to(r.dir.resolve())
+                            and "python" in _program(pid)):
+                        return pid
+                except OSError:
+                    pass
+            time.sleep(0.2)
+        return "?"
+
+    def prints(pid: str) -> list[tuple[float, int, str]]:
+        path = probe / f"{pid}.prints"
+        if not path.exists():
+            return []
+        out = []
+        for line in path.read_text().splitlines():
+            t, n, text = line.split(" ", 2)
+            out.append((float(t), int(n), text))
+        return out
+
+    def sampled(pid: str) -> str:
+        path = probe / f"{pid}.iter"
+        if not path.exists():
+            return "no sample"
+        t, n = path.read_text().split()
+        return f"iter_num {n} at {_utc(float(t))}"
+
+    def state(n: int, pid: str, log: str = "logs/train.log") -> str:
+        p = prints(pid)
+        size = (r.dir / log).stat().st_size if (r.dir / log).exists() else -1
+        iters = [text for _, _, text in p if text.startswith("iter ")]
+        return (f"run {n} (PID {pid}): {log} is {size} bytes; the trainer has print()ed {len(p)} lines, "
+                f"{sum(b for _, b, _ in p)} bytes (last {iters[-1] if iters else '(no iter line)'!r}); probe: "
+                f"{sampled(pid)}")
+
+    try:
+        r.truth(f"the operator's shell has no PYTHONUNBUFFERED (the driver removed {'PYTHONUNBUFFERED=' + had if had else 'nothing: it was unset'} "
+                "from it); train_plain.py (nanoGPT-style, print() only, no flush) is in the folder; the driver's "
+                f"probe (a sitecustomize on the trainers' PYTHONPATH, in {probe}, outside the folder) notes "
+                "each print() and samples iter_num every 0.25 s")
+        cmd1 = f"nohup {py} train_plain.py --max-iters 100000 --log-interval {every}{model} > logs/train.log 2>&1 &"
+        r.truth(f"run 1: operator types {cmd1!r}")
+        launched = time.monotonic()
+        op.run(cmd1)
+        pid1 = trainer("train_plain.py --max-iters 100000")
+        r.truth(f"run 1 running: PID {pid1} ({_program(pid1)}), PYTHONUNBUFFERED in its environment: "
+                f"{_environ(pid1, 'PYTHONUNBUFFERED')}, its stdout: "
+                f"{os.readlink(f'/proc/{pid1}/fd/1') if pid1.isdigit() else '?'}")
+        time.sleep(max(0.0, launched + 30 - time.monotonic()))
+
+        r.truth(f"~30 s after the launch the operator looks; {state(1, pid1)}")
+        op.run("tail logs/train.log")
+        op.run("nvidia-smi" if r.gpu else "uptime")
+        op.run("ls -la logs/")
+        time.sleep(max(0.0, launched + 52 - time.monotonic()))
+
+        r.truth(f"~50 s after the launch the operator looks again; {state(1, pid1)}")
+        op.run("tail logs/train.log")
+        op.run("ls -la logs/")
+        shown, _ = op.run("ps aux | grep [t]rain_plain")
+        listed = re.findall(r"^\S+\s+(\d+)", shown, re.M)
+        pid = pid1 if pid1 in listed else (listed[0] if listed else pid1)
+        r.truth(f"the operator's `ps aux | grep [t]rain_plain` lists PIDs {listed}; concluding the run is stuck, "
+                f"the operator types `kill -9 {pid}`; just before: {state(1, pid1)}")
+        op.run(f"kill -9 {pid}")
+        gone = _exited(pid1, 15)
+        p1 = prints(pid1)
+        iters = [(t, int(m.group(1))) for t, _, text in p1 if (m := re.match(r"iter (\d+):", text))]
+        r.truth(f"run 1 (PID {pid1}) {'gone' if gone else 'still running 15 s after the SIGKILL'}; {state(1, pid1)}; "
+                f"the probe's last sample came at most 0.25 s before the kill; nothing of the "
+                f"{sum(b for _, b, _ in p1)} bytes print()ed ever reached logs/train.log")
+        for t, b, text in p1:
+            r.truth(f"run 1 print() at {_utc(t)} ({b} bytes, lost): {text.rstrip()!r}")
+        # the relaunch's length: ~70 s of training at run 1's pace, a round number as a person types it
+        rate = ((iters[-1][1] - iters[0][1]) / (iters[-1][0] - iters[0][0])) if len(iters) > 1 and iters[-1][0] > iters[0][0] else 0
+        step = 500 if rate * 70 < 20000 else 5000
+        n2 = max(step, round(rate * 70 / step) * step) if rate else (1500 if r.gpu else 10000)
+        r.truth(f"run 1's pace from its print() times: {rate:.1f} iter/s; the relaunch gets --max-iters {n2}")
+        time.sleep(10)
+
+        cmd2 = f"nohup {py} -u train_plain.py --max-iters {n2} --log-interval {every}{model} > logs/train.log 2>&1 &"
+        r.truth(f"run 2: operator types {cmd2!r} (`>` truncates logs/train.log)")
+        launched = time.monotonic()
+        op.run(cmd2)
+        pid2 = trainer(f"train_plain.py --max-iters {n2}")
+        r.truth(f"run 2 running: PID {pid2} ({_program(pid2)}), PYTHONUNBUFFERED in its environment: "
+                f"{_environ(pid2, 'PYTHONUNBUFFERED')}")
+        r.wait_for("logs/train.log", "tokens per iteration", 60)
+        r.truth(f"run 2's first line is in logs/train.log ({time.monotonic() - launched:.1f} s after the launch)")
+        r.wait_for("logs/train.log", f"iter {every}:", 120)
+        r.truth(f"run 2 logged its first iter line; {state(2, pid2)}")
+        r.wait_for("logs/train.log", "training done", 300)
+        gone = _exited(pid2, 30)
+        exit_mark = probe / f"{pid2}.exit"
+        text = (r.dir / "logs" / "train.log").read_text(errors="replace")
+        p2 = prints(pid2)
+        r.truth(f"run 2 (PID {pid2}) {'exited' if gone else 'still running 30 s after training done'}; normal "
+                f"interpreter exit (the probe's atexit mark): "
+                f"{_utc(float(exit_mark.read_text())) if exit_mark.exists() else 'none'}; 'Traceback' in its log: "
+                f"{'Traceback' in text}; {state(2, pid2)}; its first print() at {_utc(p2[0][0]) if p2 else '?'}, "
+                f"its last at {_utc(p2[-1][0]) if p2 else '?'} ({p2[-1][2].rstrip() if p2 else ''!r})")
+        time.sleep(5)
+        last = "tail -n 3 logs/train.log; " + ("nvidia-smi" if r.gpu else "uptime")
+        r.truth(f"operator's last look: `{last}`")
+        op.run(last)
+        time.sleep(3)
+    finally:
+        env.clear()
+        env.update(saved)
+        r.stop_ours("train_plain.py")
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -1891,6 +2267,7 @@ SCENARIOS = {
     "accelerate-gpus": accelerate_gpus, "leak-oom": leak_oom, "worker-killed": worker_killed,
     "early-stop": early_stop, "make-launcher": make_launcher, "pkill-both": pkill_both,
     "debug-env": debug_env, "hf-slow-resume": hf_slow_resume, "rendezvous-wait": rendezvous_wait,
+    "buffered-log": buffered_log,
 }
 
 
