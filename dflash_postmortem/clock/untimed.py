@@ -100,7 +100,7 @@ def date_untimed_logs(inc) -> None:
             latest = inc.span()[1]
             within = max(0.0, (latest - at["time"]).total_seconds()) if latest is not None else None
             for df, r in zip(frames, rows, strict=True):
-                _place(df, r, at["time"], within if df is inc.events else None)
+                _place(df, r, at["time"], within)
             rep.assume(f"dated afterwards: no line has a timestamp, so its {n} rows are placed at the launch "
                        f"that wrote the file ({at['ref']}, {at['time']:%Y-%m-%d %H:%M:%S} UTC), the earliest "
                        "they can have been written"
@@ -125,8 +125,9 @@ def _writers(ev: pd.DataFrame) -> pd.DataFrame:
 
 
 def _place(df: pd.DataFrame, rows: pd.Series, at: pd.Timestamp, within: float | None) -> None:
-    """Put `rows` of `df` at `at`; events carry how much later they may be (an error among them:
-    "died at 05:09:57 (up to 18 s later)")."""
+    """Put `rows` of `df` at `at`, each carrying how much later it may be (an error among them:
+    "died at 05:09:57 (up to 18 s later)"; steps placed together, whose pace and pauses no time
+    shows: model/states.py)."""
     df.loc[rows, "time"] = at
     if within:
         _may_be_later(df, rows, within)

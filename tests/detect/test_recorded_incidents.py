@@ -1182,3 +1182,26 @@ def test_a_two_node_torchrun_waiting_at_rendezvous_is_two_starts_that_never_came
     assert failed.iloc[0]["numbers"]["reason"] == "died in start-up"
     assert failed.iloc[0]["caused_by"][0]["evidence"] == ["logs/operator.log:48"]
     assert "RendezvousTimeoutError" in failed.iloc[0]["numbers"]["why"]
+
+
+def test_a_log_held_in_the_trainers_buffer_is_no_start_that_never_came_up_and_no_stall():
+    """h200-1gpu-buffered-log (README): `nohup python3 train_plain.py ... > logs/train.log 2>&1 &`
+    at 04:08:07.039 (PID 580) prints only with `print()`: its lines wait in its stdout buffer, the
+    operator's `ls -la logs/` lists train.log at 0 bytes (04:08:37.708, 04:08:59.343) while the GPU
+    holds 16 GiB at 100 %, and `kill -9 580` (04:08:59.965) loses them: it made ~930 iterations. The
+    `python3 -u` relaunch at 04:09:10.271 (PID 784) logs nanoGPT's lines, which carry no time, and
+    ends by itself (`training done`, 04:10:36.495). The kit said the relaunch stalled for 87 s (its
+    steps, placed at its launch, showed no later step) and would have called the first a start that
+    never came up."""
+    inc, found = loaded("h200-1gpu-buffered-log")
+    att = attempts(inc)
+    assert [f"{t:%H:%M:%S.%f}"[:12] for t in att["start"]] == ["04:08:07.039", "04:09:10.271"]
+    assert att["pids"].tolist() == [[580], [784]]
+    assert set(found["kind"]) & {"stall", "failed_restart", "training_died"} == set()
+    st = states(inc)
+    assert "stalled" not in set(st["state"])
+    said = " ".join(pm.what_happened(inc, found))
+    assert ("The start at 04:08:07 UTC cannot be judged: its log stayed empty (04:08:37: logs/train.log listed "
+            "with 0 bytes; 04:08:59: logs/train.log listed with 0 bytes), and its GPU was at work while PID 580 "
+            "held it: 100 % utilization") in said
+    assert "it ended at 04:08:59 UTC, killed by SIGKILL" in said

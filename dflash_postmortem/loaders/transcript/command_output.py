@@ -18,6 +18,8 @@ from ...shell_words import (
     command_name,
     exit_meaning,
     kill_targets,
+    shell_words,
+    simple_commands,
     under_timeout,
 )
 from ..clock_text import month_number
@@ -361,6 +363,7 @@ def output_events(ev: Events, c: Command, ref_of, launch: Launch | None, cmd_ref
     later steps use."""
     t = c.time
     facts: dict = {"lines": set()}
+    folder = _listed_folder(c)
     for n, out in c.output:
         ref = ref_of(n)
         s = out.strip()
@@ -388,10 +391,11 @@ def output_events(ev: Events, c: Command, ref_of, launch: Launch | None, cmd_ref
                 facts["lines"].add(n)
                 continue
         lm = _LS_LONG.match(s)
-        if lm:
+        if lm and lm.group("path") not in (".", ".."):
             size = int(lm.group("size"))
-            ev.add(t, "file_check", f"{lm.group('path')}: {size} bytes", ref, path=lm.group("path"),
-                   size_bytes=size if size < 2**62 else None)
+            # an entry of a folder's listing is named without the folder: it is that folder's file
+            path = lm.group("path") if folder is None or "/" in lm.group("path") else f"{folder}/{lm.group('path')}"
+            ev.add(t, "file_check", f"{path}: {size} bytes", ref, path=path, size_bytes=size if size < 2**62 else None)
     last = c.output[-1][1].strip() if c.output else ""
     if re.search(r"\bps\b.*\|\s*wc -l\s*$", c.text) and last.isdigit() and len(last) < 10:
         n = int(last)
@@ -400,6 +404,21 @@ def output_events(ev: Events, c: Command, ref_of, launch: Launch | None, cmd_ref
         ev.add(t, "process_count", f"{n} process{'es' if n != 1 else ''} matching {pattern!r}",
                ref_of(c.output[-1][0]), count=n, pattern=pattern)
     return facts
+
+
+def _listed_folder(c: Command) -> str | None:
+    """The folder a long listing lists (`ls -la logs/`: its entries are `logs/`'s files, each
+    named without it): the one operand of an `ls` typed alone, where its output begins with the
+    `total` line that a folder's listing has and a file's does not."""
+    if not c.output or not re.match(r"total \d+", c.output[0][1].strip()):
+        return None
+    commands = simple_commands(shell_words(c.text))
+    if len(commands) != 1 or command_name(commands[0][0]) != "ls":
+        return None
+    words = commands[0][0]
+    at = next(i for i, w in enumerate(words) if w.rsplit("/", 1)[-1] == "ls")
+    operands = [w for w in words[at + 1:] if not w.startswith("-")]
+    return (operands[0].rstrip("/") or None) if len(operands) == 1 else None
 
 
 def _verdict_event(ev: Events, t, line: str, ref: str, cmd_ref: str, facts: dict) -> bool:

@@ -391,3 +391,24 @@ def test_a_trainer_run_in_the_foreground_is_read_from_the_session(tmp_path):
     assert pm.what_happened(inc, found) == [
         "At 09:05:27 UTC run fg died while training: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
         "2.00 GiB. Nothing started it again."]
+
+
+def test_a_folders_long_listing_names_its_files_with_the_folder(repo_dir):
+    """`ls -la logs/` in the buffered-log capture (04:08:37.708, 04:08:59.343) lists `train.log`
+    at 0 bytes: the file the launch wrote to as `logs/train.log`, named without its folder, as ls
+    names a folder's entries. `.` and `..` are the folder itself, no file of it."""
+    inc = pm.load_incident(repo_dir / "data" / "incidents" / "h200-1gpu-buffered-log" / "logs" / "operator.log")
+    checks = inc.events[inc.events["kind"] == "file_check"]
+    train = checks[checks["path"] == "logs/train.log"]
+    assert train["time"].tolist() == [T("2026-12-06 04:08:37.708"), T("2026-12-06 04:08:59.343")]
+    assert train["ref"].tolist() == ["operator.log:32", "operator.log:42"] and train["size_bytes"].tolist() == [0, 0]
+    assert set(checks["path"]) == {f"logs/{n}" for n in ("operator.log", "ps.txt", "smi_apps.csv", "smi.csv", "train.log")}
+
+
+def test_a_files_long_listing_keeps_its_path(tmp_path):
+    """`ls -l` of one file prints the path as typed, and no `total` line: taken as printed."""
+    (tmp_path / "ops.log").write_text(
+        "[2026-11-30T05:02:00Z] $ ls -la logs/slow.log\n-rw-r--r-- 1 root root 0 Nov 30 05:01 logs/slow.log\n"
+        "[2026-11-30T05:03:00Z] $ ls -l logs\ntotal 4\n-rw-r--r-- 1 root root 12 Nov 30 05:02 slow.log\n")
+    checks = pm.load_incident(tmp_path / "ops.log").events.query("kind == 'file_check'")
+    assert checks["path"].tolist() == ["logs/slow.log", "logs/slow.log"] and checks["size_bytes"].tolist() == [0, 12]
