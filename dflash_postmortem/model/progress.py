@@ -73,6 +73,15 @@ def steps_of(inc: Incident, attempt: pd.Series) -> pd.DataFrame:
                            lambda: _attempt_rows(inc, attempt, step_lines(inc)))
 
 
+def placed_together(steps: pd.DataFrame) -> bool:
+    """Whether step lines (`steps_of`) all carry one time that is not their own: a log with no
+    timestamp, its rows placed at the launch that wrote it (clock/untimed.py: the earliest they
+    can be). When such an attempt trained, and whether it paused, no line says."""
+    if len(steps) < 2 or "time_approx" not in steps.columns:
+        return False
+    return bool(steps["time_approx"].fillna(False).astype(bool).all()) and steps["time"].nunique(dropna=False) == 1
+
+
 def _run_rows(inc: Incident, m: pd.DataFrame, attempt: pd.Series) -> pd.DataFrame:
     """Rows of the attempt's run from its start on that no attempt's log holds (a tracking
     library's records of it), up to the next start of that run: an attempt whose own log has no

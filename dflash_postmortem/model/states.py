@@ -37,7 +37,7 @@ from . import carried, computed
 from .attempts import APPROX_S, CLEAN_ENDS, MACHINE_FAULTS, attempts
 from .log_files import unseen
 from .pace import unit
-from .progress import lines_of, losses_of, progress, steps_of, warmed
+from .progress import lines_of, losses_of, placed_together, progress, steps_of, warmed
 
 COLUMNS = ("attempt", "state", "start", "end", "ref", "detail")
 # The frames the states are read from (the memo of computed.py is keyed by them).
@@ -146,7 +146,7 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         shortest = min(threshold, pd.Timedelta(seconds=STALL_INTERVALS * step_interval_s(lines))) if stops else threshold
         # steps placed together at the launch that wrote their log (it prints no time: clock/
         # untimed.py) show no silence: when it trained, and whether it paused, no line says
-        gaps = [] if _placed_together(steps_of(inc, a)) else _gaps(times, first, shortest, end if said is not None else None)
+        gaps = [] if placed_together(steps_of(inc, a)) else _gaps(times, first, shortest, end if said is not None else None)
         for k, last in gaps:
             t, ref = times[k], refs[k]
             cursor, cursor_ref = (first, a["first_step_ref"]) if last < 0 else (times[last], refs[last])
@@ -219,14 +219,6 @@ def _done_but_alive(inc: Incident, a: pd.Series, lines: pd.DataFrame, end) -> tu
     if (end - quiet_from).total_seconds() <= LINGER_S:
         return None
     return quiet_from, stop["ref"], f"its last word was `{error_text(stop['message'], stop['kind'], 160)}`"
-
-
-def _placed_together(steps: pd.DataFrame) -> bool:
-    """Whether the attempt's step lines all carry one time that is not their own: a log with no
-    timestamp, its rows placed at the launch that wrote it (the earliest they can be)."""
-    if len(steps) < 2 or "time_approx" not in steps.columns:
-        return False
-    return bool(steps["time_approx"].fillna(False).astype(bool).all()) and steps["time"].nunique(dropna=False) == 1
 
 
 def _gaps(times: list, first, threshold: pd.Timedelta, end) -> list[tuple[int, int]]:

@@ -31,6 +31,7 @@ from ..incident import Incident
 from ..model.attempts import attempts, came_up_after, stopped_cleanly_near
 from ..model.ledger import CLASSES, SHOWN_S, ledger
 from ..model.log_files import unseen
+from ..model.progress import placed_together, steps_of
 from ..said import error_text
 from ..schema import TOK_PER_S
 from ..units import (
@@ -368,6 +369,8 @@ def _came_up(inc: Incident, after) -> tuple | None:
     if a is None:
         return None
     who = f" by {_STARTED_BY[a['by']]}" if a["by"] in _STARTED_BY else ""
+    if placed_together(steps_of(inc, a)):  # (its steps' one time is its launch's: model/progress.py)
+        return a["start"], f"The start at {_when(a['start'])}{who} came up: its log holds its steps, though no line of it carries a time."
     return a["start"], (f"The start at {_when(a['start'])}{who} came up: its first step was logged at "
                         f"{_when(a['first_step'])}.")
 
