@@ -391,10 +391,12 @@ def output_events(ev: Events, c: Command, ref_of, launch: Launch | None, cmd_ref
                 facts["lines"].add(n)
                 continue
         lm = _LS_LONG.match(s)
-        if lm and lm.group("path") not in (".", ".."):
+        # (`.` and `..` are the folder and its parent, `./` with `ls -F` or `ll`)
+        if lm and lm.group("path").rstrip("/") not in (".", ".."):
             size = int(lm.group("size"))
             # an entry of a folder's listing is named without the folder: it is that folder's file
-            path = lm.group("path") if folder is None or "/" in lm.group("path") else f"{folder}/{lm.group('path')}"
+            named = lm.group("path")
+            path = named if folder is None or "/" in named.rstrip("/") else f"{folder}/{named}"
             ev.add(t, "file_check", f"{path}: {size} bytes", ref, path=path, size_bytes=size if size < 2**62 else None)
     last = c.output[-1][1].strip() if c.output else ""
     if re.search(r"\bps\b.*\|\s*wc -l\s*$", c.text) and last.isdigit() and len(last) < 10:
@@ -406,6 +408,10 @@ def output_events(ev: Events, c: Command, ref_of, launch: Launch | None, cmd_ref
     return facts
 
 
+# `ls`, and `ll`: the alias of `ls -alF` that most distributions' shells define
+_LISTERS = ("ls", "ll")
+
+
 def _listed_folder(c: Command) -> str | None:
     """The folder a long listing lists (`ls -la logs/`: its entries are `logs/`'s files, each
     named without it): the one operand of an `ls` typed alone, where its output begins with the
@@ -413,10 +419,10 @@ def _listed_folder(c: Command) -> str | None:
     if not c.output or not re.match(r"total \d+", c.output[0][1].strip()):
         return None
     commands = simple_commands(shell_words(c.text))
-    if len(commands) != 1 or command_name(commands[0][0]) != "ls":
+    if len(commands) != 1 or command_name(commands[0][0]) not in _LISTERS:
         return None
     words = commands[0][0]
-    at = next(i for i, w in enumerate(words) if w.rsplit("/", 1)[-1] == "ls")
+    at = next(i for i, w in enumerate(words) if w.rsplit("/", 1)[-1] in _LISTERS)
     operands = [w for w in words[at + 1:] if not w.startswith("-")]
     return (operands[0].rstrip("/") or None) if len(operands) == 1 else None
 

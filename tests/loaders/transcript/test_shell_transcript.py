@@ -406,9 +406,13 @@ def test_a_folders_long_listing_names_its_files_with_the_folder(repo_dir):
 
 
 def test_a_files_long_listing_keeps_its_path(tmp_path):
-    """`ls -l` of one file prints the path as typed, and no `total` line: taken as printed."""
+    """`ls -l` of one file prints the path as typed, and no `total` line: taken as printed; `ll`
+    (the distributions' alias of `ls -alF`, with SELinux's `.` after the mode as GPT-SoVITS#1661
+    printed it) lists a folder as `ls -l` does."""
     (tmp_path / "ops.log").write_text(
         "[2026-11-30T05:02:00Z] $ ls -la logs/slow.log\n-rw-r--r-- 1 root root 0 Nov 30 05:01 logs/slow.log\n"
-        "[2026-11-30T05:03:00Z] $ ls -l logs\ntotal 4\n-rw-r--r-- 1 root root 12 Nov 30 05:02 slow.log\n")
+        "[2026-11-30T05:03:00Z] $ ls -l logs\ntotal 4\n-rw-r--r-- 1 root root 12 Nov 30 05:02 slow.log\n"
+        "[2026-11-30T05:04:00Z] $ ll logs/\ntotal 8\ndrwxr-xr-x. 2 abc abc 24 Nov 30 05:02 ./\n"
+        "-rw-r--r--. 1 abc abc 30 Nov 30 05:03 slow.log\n")
     checks = pm.load_incident(tmp_path / "ops.log").events.query("kind == 'file_check'")
-    assert checks["path"].tolist() == ["logs/slow.log", "logs/slow.log"] and checks["size_bytes"].tolist() == [0, 12]
+    assert checks["path"].tolist() == ["logs/slow.log"] * 3 and checks["size_bytes"].tolist() == [0, 12, 30]
