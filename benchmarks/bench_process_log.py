@@ -19,7 +19,8 @@ one run measures:
 metric pattern or field format of loaders/training_log/patterns.py) that gave most of its rows;
 a family's samples are repeated into one file of `--family-mb` MB, and in one run `grep -c -F`
 of the family's own keyword (its rate field or the line it is read from) is timed against the
-scanner on the same file.
+scanner on the same file, and the scanner against itself reading every line by the general path
+(the known formats' plain lines not read in bulk: loaders/training_log/bulk_lines.py).
 """
 
 from __future__ import annotations
@@ -62,13 +63,17 @@ def generate(path: Path, mbytes: int) -> None:
             written += len(text)
 
 
-def scan_child(path: str) -> None:
-    """Runs in a child process: stream the file, print counts, seconds and peak RSS as JSON."""
+def scan_child(path: str, line_by_line: bool = False) -> None:
+    """Runs in a child process: stream the file, print counts, seconds and peak RSS as JSON.
+    `line_by_line`: the known formats' plain lines read by the general path, not in bulk."""
     import numpy as np
 
     from dflash_postmortem.load_report import FileReport
     from dflash_postmortem.loaders.registry import LoadContext
+    from dflash_postmortem.loaders.training_log import process_log
     from dflash_postmortem.loaders.training_log.process_log import LogScanner, resolve_times
+
+    process_log.BULK = not line_by_line
 
     ctx = LoadContext()
     rep = FileReport(path=path, format="training-log")
@@ -116,7 +121,8 @@ def families(mbytes: int) -> None:
             counts = counts[[name in keyword for name in counts.index]]
             if len(counts):
                 samples.setdefault(str(counts.index[0]), []).append(path)
-    print(f"{'family':<22}{'samples':>8}{'MB':>6}{'keyword':>30}{'grep -c MB/s':>14}{'scan MB/s':>11}{'ratio':>7}{'rows':>10}")
+    print(f"{'family':<22}{'samples':>8}{'MB':>6}{'keyword':>30}{'grep -c MB/s':>14}{'line by line MB/s':>19}"
+          f"{'scan MB/s':>11}{'x':>6}{'grep / scan':>12}{'rows':>10}")
     for name, paths in sorted(samples.items()):
         out = DATA / f"family_{name}.log"
         body = b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in paths)
@@ -126,9 +132,11 @@ def families(mbytes: int) -> None:
         t0 = time.perf_counter()
         subprocess.run(["grep", "-c", "-F", keyword[name].decode(), str(out)], capture_output=True, check=False)
         grep_s = time.perf_counter() - t0
-        r = child("scan", out)
+        r, g = child("scan", out), child("scan", out, "--line-by-line")
+        assert (r["rows"], r["parsed"], r["skipped"]) == (g["rows"], g["parsed"], g["skipped"]), (r, g)
         print(f"{name:<22}{len(paths):>8}{size:>6.0f}{keyword[name].decode()!r:>30}{size / grep_s:>14.0f}"
-              f"{size / r['seconds']:>11.1f}{(size / grep_s) / (size / r['seconds']):>6.0f}x{r['rows']:>10}")
+              f"{size / g['seconds']:>19.1f}{size / r['seconds']:>11.1f}{g['seconds'] / r['seconds']:>5.2f}x"
+              f"{(size / grep_s) / (size / r['seconds']):>11.0f}x{r['rows']:>10}")
 
 
 # The DFlash step line's fields, as loaders/training_log/patterns.py reads them.
@@ -155,8 +163,9 @@ def duckdb_typed(path: Path) -> tuple[float, int]:
     return time.perf_counter() - t0, table.num_rows
 
 
-def child(mode: str, path: Path) -> dict:
-    out = subprocess.run([sys.executable, __file__, f"--{mode}", str(path)], capture_output=True, text=True, check=True)
+def child(mode: str, path: Path, *flags: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, f"--{mode}", str(path), *flags], capture_output=True, text=True,
+                         check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -165,13 +174,14 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=2048, help="MB of the large file (the small one is 1/8)")
     ap.add_argument("--scan", help=argparse.SUPPRESS)
     ap.add_argument("--load", help=argparse.SUPPRESS)
+    ap.add_argument("--line-by-line", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--families", action="store_true", help="each trainer family's lines against grep -c of its keyword")
     ap.add_argument("--family-mb", type=int, default=16)
     a = ap.parse_args()
     if a.families:
         return families(a.family_mb)
     if a.scan:
-        return scan_child(a.scan)
+        return scan_child(a.scan, a.line_by_line)
     if a.load:
         return load_child(a.load)
     sizes = [max(1, a.size // 8), a.size]

@@ -38,7 +38,7 @@ class Keywords:
 
     def __init__(self, literals: tuple[tuple[bytes, bool], ...]):
         self.literals = literals  # (keyword, case-insensitive)
-        self.regex = "|".join(f"(?i:{_re2_literal(k)})" if folded else _re2_literal(k) for k, folded in literals)
+        self.regex = "|".join(f"(?i:{re2_literal(k)})" if folded else re2_literal(k) for k, folded in literals)
         self._search = _Literals(literals, lines=True)
 
     @classmethod
@@ -114,7 +114,7 @@ class _Literals:
 
 def _hs_literal(keyword: bytes) -> str:
     # byte by byte: Hyperscan reads bytes (no UTF-8 mode), where RE2 reads the keyword's text
-    # (`_re2_literal`); the two differ only for a keyword that is not ASCII (a user's)
+    # (`re2_literal`); the two differ only for a keyword that is not ASCII (a user's)
     return "".join(chr(b) if chr(b).isalnum() and b < 128 else f"\\x{b:02x}" for b in keyword)
 
 
@@ -122,7 +122,7 @@ def _note_end(_id: int, _start: int, end: int, _flags: int, found: list) -> None
     found.append(end)
 
 
-def _re2_literal(keyword: bytes) -> str:
+def re2_literal(keyword: bytes) -> str:
     # RE2 rejects some of Python's escapes (`\ `); hex escapes mean the same to both.
     return "".join(c if c.isalnum() and c.isascii() else f"\\x{{{ord(c):x}}}" for c in keyword.decode())
 

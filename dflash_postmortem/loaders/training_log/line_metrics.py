@@ -33,18 +33,10 @@ def read_metrics(text: str, stamp, lineno: int, run, rank, rows: Rows, user: tup
         m = p.regex.search(text)
         if not m:
             continue
-        g = m.groupdict()
-        step = _step(g)
-        n = 0
-        for group, key in p.metrics.items():
-            if g.get(group) is None:
-                continue
-            v = lp.number(g[group]) * p.scale.get(group, 1.0)
-            if p.sentinel.get(group) == v:
-                v = float("nan")
+        step, values = pattern_values(p, m.groupdict())
+        for key, v in values:
             rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=key, value=v, rank=rank, pattern=p.name)
-            n += 1
-        return n
+        return len(values)
     for f, kw in FIELD_KW:
         if kw in text:
             n = _field_metrics(f, text, stamp, lineno, run, rank, rows)
@@ -71,6 +63,20 @@ def read_metrics(text: str, stamp, lineno: int, run, rank, rows: Rows, user: tup
     if GENERIC_KW in text:
         n += _field_metrics(lp.GENERIC_LOSS, text, stamp, lineno, run, rank, rows)
     return n
+
+
+def pattern_values(p: lp.MetricPattern, g: dict) -> tuple[int | None, list[tuple[str, float]]]:
+    """The step and the (metric, value) pairs of a line a known format matched, from its regex's
+    groups (None where a group did not take part); the bulk reader (bulk_lines.py) reads the same."""
+    values = []
+    for group, key in p.metrics.items():
+        if g.get(group) is None:
+            continue
+        v = lp.number(g[group]) * p.scale.get(group, 1.0)
+        if p.sentinel.get(group) == v:
+            v = float("nan")
+        values.append((key, v))
+    return _step(g), values
 
 
 def _block_field(text: str, stamp, lineno: int, run, rank, rows: Rows, headed: dict) -> int:

@@ -5,8 +5,10 @@ signals, exits, OOMs).
 One streaming pass over binary blocks: memory holds a few blocks and the rows found, never the
 file. Candidate lines are those that hold one of the patterns' keywords (keywords.py); the
 DFlash trainer line, the common case, is read in bulk for the whole block in a thread (told by
-RE2's DFA, cut at its blanks, its time parsed once, its rows numpy arrays); other candidates are
-decoded and matched (see patterns.py for the tables and the event vocabulary, line_metrics.py for
+RE2's DFA, cut at its blanks, its time parsed once, its rows numpy arrays); so are the other
+known formats' plain lines (bulk_lines.py: which lines, their fields, their own full dates),
+whose times and runs the scan then gives a run of lines at once; other candidates are decoded
+and matched (see patterns.py for the tables and the event vocabulary, line_metrics.py for
 the metrics a record gives, bars.py for progress bars, times.py for timestamps, blocks.py for
 tracebacks and ChildFailedError tables, rows.py for the rows found). Lines that carry neither a
 metric nor an event are counted as skipped with that reason, so parsed + skipped == read holds
@@ -57,6 +59,7 @@ from .blocks import (
     MessageTail,
     TracebackBlock,
 )
+from .bulk_lines import BulkLines
 from .keywords import SPARSE_BYTES, Keywords, PatternKeywords
 from .line_metrics import (
     FIELD_KW,
@@ -73,6 +76,7 @@ __all__ = ["LogScanner", "load_process_log", "resolve_times", "sniff_log"]
 
 BLOCK_BYTES = 8 << 20  # per-block costs (arrow, numpy, pandas) amortised; memory stays flat
 MAX_LINE_BYTES = 1 << 20  # longer lines are counted and skipped, not held in memory
+BULK = True  # the known formats' plain lines read in bulk (bulk_lines.py); the general path reads the same
 AHEAD = 2  # blocks whose lines are found in threads while the scan makes one block's rows
 _NEIGHBOUR_LINES = 50  # how far back a line without a timestamp looks for one
 _HTML = re.compile(r"&(?:lt|gt|amp|quot|#\d+);|</?pre>")
@@ -269,6 +273,7 @@ class _Found:
     ends: np.ndarray
     idx: np.ndarray
     fast: _FastLines | None
+    plain: BulkLines | None  # the other known formats' plain lines
 
     @classmethod
     def of(cls, block: bytes, keywords: Keywords | None, sparse: bool, label: re.Pattern | None) -> _Found:
@@ -295,7 +300,11 @@ class _Found:
         offsets[1:] = np.minimum(ends + 1, len(block))
         lines = pa.BinaryArray.from_buffers(pa.binary(), len(ends), [None, pa.py_buffer(offsets), pa.py_buffer(block)])
         idx = np.arange(len(ends)) if keywords is None else keywords.lines(block, ends, lines, sparse)
-        return cls(block, nul, bad, starts, ends, idx, _FastLines.of(lines, idx, starts, label) if len(idx) else None)
+        fast = _FastLines.of(lines, idx, starts, label) if len(idx) else None
+        # a launcher's label is a prefix the general path reads
+        plain = BulkLines.of(block, lines, idx, ~fast.ok if fast is not None else np.ones(len(idx), bool), _NEIGHBOUR_LINES + 1) \
+            if label is None and len(idx) and BULK else None
+        return cls(block, nul, bad, starts, ends, idx, fast, plain)
 
 
 def _label(path: Path) -> re.Pattern | None:
@@ -486,7 +495,7 @@ class LogScanner:
     def _block(self, found: _Found, rows: Rows) -> None:
         self.nul_bytes += found.nul_bytes
         self.bad_utf8_lines += found.bad_utf8_lines
-        block, starts, ends, idx, fast = found.block, found.starts, found.ends, found.idx, found.fast
+        block, starts, ends, idx, fast, plain = found.block, found.starts, found.ends, found.idx, found.fast, found.plain
         self.sparse = len(idx) * SPARSE_BYTES <= len(block)
         n_lines = len(ends)
         handled = 0
@@ -503,7 +512,15 @@ class LogScanner:
         n_fast = 0
         done = 0  # the candidates before this one are read
         general = np.flatnonzero(~fast.ok).tolist() if fast is not None else range(len(idx))
+        # a run of plain lines (bulk_lines.py) that borrow one time, or that each say their own,
+        # read when it ends: its first candidate and its kind
+        run_from, run_kind = None, None
+        kinds = plain.alone + 2 * plain.stamped if plain is not None else None
         for g in [*general, len(idx)]:
+            kind = int(kinds[g]) if kinds is not None and g < len(idx) else 0
+            if run_from is not None and (g > done or kind != run_kind):
+                handled += self._plain_run(plain, run_kind == 1, run_from, done, base, idx, block, ends, rows)
+                run_from = None
             if g > done:  # the DFlash lines between two others, in bulk
                 took = self._fast_run(fast, done, g, consumed_to, base, rows)
                 if took is not None:
@@ -522,7 +539,15 @@ class LogScanner:
                 last = None
             tail, self.block = (self.block, None) if isinstance(self.block, MessageTail) else (None, self.block)
             skipped = self.rep.n_skipped if tail is not None else 0
-            if self._line(block, ls, le, base + i, rows):
+            if kind:
+                if run_from is None:  # a row of its own ends an exception's message
+                    run_from, run_kind = g, kind
+            elif plain is not None and plain.ok[g]:
+                stamp, _, tag, own = self._stamp_for(_clean(block[ls:le]), block, ls, base + i)
+                self._plain(plain, g, g + 1, stamp, self._run_for(tag if own else None, own, None if own else tag),
+                            base, idx, rows)
+                handled += 1
+            elif self._line(block, ls, le, base + i, rows):
                 handled += 1
             elif (tail is not None and self.block is None and self.rep.n_skipped == skipped
                   and self._goes_on(tail, block[ls:le], base + i)):
@@ -607,6 +632,30 @@ class LogScanner:
             rows.drop_bar_echoes(since)
         return 1 if got else 0
 
+    def _plain(self, plain: BulkLines, a: int, b: int, stamp, run, base: int, idx: np.ndarray, rows: Rows) -> None:
+        """The rows of plain lines of the known formats (bulk_lines.py), candidates a to b: their
+        fields read in bulk, their time (or a list, a row's each) and run as `_record` gives them."""
+        s, e = plain.first_row[a], plain.first_row[b]
+        rows.many(stamp, (base + idx[plain.line[s:e]]).tolist(), run, plain.step[s:e], plain.metric[s:e],
+                  plain.value[s:e], None, plain.pattern[s:e])
+
+    def _plain_run(self, plain: BulkLines, alone: bool, a: int, b: int, base: int, idx: np.ndarray, block: bytes,
+                   ends: np.ndarray, rows: Rows) -> int:
+        """Plain lines a to b that say no time and find none before them in their block (`alone`),
+        or that each say their own: their rows, their times and runs as `_record` gives each
+        line's, the scan's state as they leave it. The number of lines."""
+        n = b - a
+        if alone:
+            stamp, _ = self._borrow(None, None, _NEIGHBOUR_LINES, base + int(idx[a]), lines=n)
+            self._timeless(block, int(ends[idx[b - 1]]))
+        else:
+            # of a run of full dates the calendar keeps the first and the last (times.Calendar)
+            for own in {id(s): s for s in (plain.stamps[a], plain.stamps[b - 1])}.values():
+                self._saw(own)
+            stamp = plain.row_stamp[plain.first_row[a]:plain.first_row[b]]
+        self._plain(plain, a, b, stamp, self._run_for(None, not alone, None, lines=n), base, idx, rows)
+        return n
+
     def _records(self, seg: str) -> list[tuple[str, dict]]:
         """The log records of one line segment, each with the prefixes it starts with: records
         glued by a bar, by typed text or by a paste that lost its newlines are read apart. A
@@ -629,20 +678,30 @@ class LogScanner:
         line's tag."""
         stamp, end = find_stamp(text)
         if stamp is not None:
-            if stamp.form == "iso" and self.first_date is None:
-                self.first_date = stamp.text[:10]
-            self.calendar.see(stamp)
-            self.last_stamp = stamp
+            self._saw(stamp)
             body = text[end:]
             return stamp, body, _run_tag(body), True
-        near, tag, back = self._look_back(block, ls)
+        near, tag = self._borrow(*self._look_back(block, ls), lineno)
+        return near, text, tag, False
+
+    def _saw(self, stamp: Stamp) -> None:
+        """A line's own time: the file's first date, its calendar, the latest time."""
+        if stamp.form == "iso" and self.first_date is None:
+            self.first_date = stamp.text[:10]
+        self.calendar.see(stamp)
+        self.last_stamp = stamp
+
+    def _borrow(self, near: Stamp | bytes | None, tag: str | None, back: int, lineno: int,
+                lines: int = 1) -> tuple[Stamp | bytes | None, str | None]:
+        """The time (and run tag) a line without its own takes, from what `_look_back` found (the
+        same for `lines` such lines in a row)."""
         if self.said_at is not None and (near is None or self.said_at[0] > lineno - back):
             near, tag = self.said_at[1], None  # a nearer line said its time in the text (`CANCELLED AT ...`)
         if near is None:
             near, tag = self.last_stamp, None
         if near is not None:
-            self.borrowed += 1
-        return near, text, tag, False
+            self.borrowed += lines
+        return near, tag
 
     def _look_back(self, block: bytes, ls: int) -> tuple[Stamp | bytes | None, str | None, int]:
         """The nearest of the _NEIGHBOUR_LINES lines before the one at `ls` that says its time:
@@ -688,10 +747,17 @@ class LogScanner:
             known[at_end] = stamp, tag, min(back + k, _NEIGHBOUR_LINES + 1)
         return (stamp, tag, min(back + len(path), _NEIGHBOUR_LINES + 1)) if path else found
 
-    def _run_for(self, own_tag: str | None, own_stamp: bool, neighbour_tag: str | None) -> str | None:
+    def _timeless(self, block: bytes, end: int) -> None:
+        """Note that no line says a time within `_look_back`'s reach of the line that ends at `end`
+        (bulk_lines.BulkLines.alone): the lines after it look back no further."""
+        if self._stamps_of[0] is not block:
+            self._stamps_of = block, {}
+        self._stamps_of[1][end] = None, None, _NEIGHBOUR_LINES + 1
+
+    def _run_for(self, own_tag: str | None, own_stamp: bool, neighbour_tag: str | None, lines: int = 1) -> str | None:
         """The line's own [run] tag; else the run given for the file; else the nearest tagged
         line's (a borrowed timestamp's line, else the latest tagged line); else None, settled
-        when the file ends (`settle_runs`)."""
+        when the file ends (`settle_runs`). `lines`: of so many such lines in a row."""
         if own_stamp and own_tag is not None:
             self.last_run = own_tag
             self.first_run = self.first_run or own_tag
@@ -700,7 +766,7 @@ class LogScanner:
             return self.default_run
         run = neighbour_tag or self.last_run
         if run is not None:
-            self.run_from_neighbour += 1
+            self.run_from_neighbour += lines
         return run
 
     def _text(self, text: str, lineno: int, rows: Rows, rank, pid, block: bytes, ls: int, host) -> int | str:

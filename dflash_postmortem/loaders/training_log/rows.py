@@ -55,6 +55,13 @@ class Rows:
         c_rank.append(rank)
         c_pattern.append(pattern)
 
+    def many(self, stamp, lines: list, run, step: list, metric: list, value: list, rank, pattern: list) -> None:
+        """Rows of several lines, appended as `metric` appends one: `stamp`, `run` and `rank` the
+        same for each."""
+        n = len(lines)
+        for col, part in zip(self.metric_cols, (stamp, lines, run, step, metric, value, rank, pattern), strict=True):
+            col.extend(part if isinstance(part, list) else [part] * n)
+
     def drop_bar_echoes(self, since: int) -> None:
         """Rows from `since` on are one line's. A bar's postfix value that a record glued on the
         same line logs again (`loss=8.2841` in the bar, `train_loss=8.284101` after it) is dropped:

@@ -27,14 +27,14 @@ ROLLOVER_BACKWARDS_S = 3600
 
 MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
 
-_ISO = (
+ISO_STAMP = (
     r"(?P<date>\d{4}[-/]\d{2}[-/]\d{2})[T _](?P<time>\d{2}:\d{2}(?::\d{2})?)(?:[.,](?P<frac>\d{1,9}))?"
     r"(?P<zone>Z|[+-]\d{2}:?\d{2}\b|\s?UTC)?"
 )
 # (name, regex). The first that matches near the start of a line wins; `iso` and `mdy` may
 # follow a prefix (`[`, a level, a logger name), the others start the line.
 TIMESTAMPS: tuple[tuple[str, re.Pattern], ...] = (
-    ("iso", re.compile(_ISO)),
+    ("iso", re.compile(ISO_STAMP)),
     # nanotron `01/17/2024 13:47:27`, rich's `[03/17/23 20:03:12]`: month first (en_US %x)
     ("mdy", re.compile(r"(?<![\d/])(?P<a>\d{2})/(?P<b>\d{2})/(?P<year>\d{4}|\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?")),
     # glog / absl / c10: I0912 11:40:27.956218, [E626 06:24:44.9...] (month and day, no year;
@@ -83,15 +83,7 @@ def find_stamp(text: str) -> tuple[Stamp | None, int]:
         frac = (g.get("frac") or "0")[:6].ljust(6, "0")
         clock = g["time"] if len(g["time"]) == 8 else g["time"] + ":00"
         if form == "iso":
-            date = g["date"].replace("/", "-")
-            iso = f"{date}T{clock}.{frac}"
-            zone = (g.get("zone") or "").strip()
-            if zone in ("Z", "UTC"):
-                return Stamp("iso", iso + "+00:00", aware=True), m.end()
-            if zone:
-                z = zone if ":" in zone else zone[:3] + ":" + zone[3:]
-                return Stamp("iso", iso + z, aware=True), m.end()
-            return Stamp("iso", iso), m.end()
+            return iso_stamp(g["date"], g["time"], g["frac"], g["zone"]), m.end()
         if form == "mdy":
             month, day = int(g["a"]), int(g["b"])
             if month > 12 >= day:  # day first after all (en_GB %x)
@@ -111,6 +103,19 @@ def find_stamp(text: str) -> tuple[Stamp | None, int]:
             return Stamp("monthday", f"{MONTHS[g['mon']]:02d}-{int(g['day']):02d}T{clock}.000000"), m.end()
         return Stamp("clock", f"{clock}.{frac}"), m.end()
     return None, 0
+
+
+def iso_stamp(date: str, time: str, frac: str | None, zone: str | None) -> Stamp:
+    """The stamp of a full date and time as ISO_STAMP's groups read it (a group that did not
+    take part None or empty)."""
+    clock = time if len(time) == 8 else time + ":00"
+    iso = f"{date.replace('/', '-')}T{clock}.{(frac or '0')[:6].ljust(6, '0')}"
+    zone = (zone or "").strip()
+    if zone in ("Z", "UTC"):
+        return Stamp("iso", iso + "+00:00", aware=True)
+    if zone:
+        return Stamp("iso", iso + (zone if ":" in zone else zone[:3] + ":" + zone[3:]), aware=True)
+    return Stamp("iso", iso)
 
 
 class Calendar:
