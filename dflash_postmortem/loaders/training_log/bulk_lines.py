@@ -26,12 +26,12 @@ from ..terminal import ESCAPES
 from . import patterns as lp
 from .keywords import re2_literal
 from .line_metrics import MAX_FIELD_CHARS
-from .times import ISO_STAMP, iso_stamp
+from .times import END_BACK, SEARCHED, TIMESTAMPS, stamp_of
 
 # Words that send a line to the general path: what `_clean` would change, what opens or closes a
-# record of several lines or a bar, and what the general path reads before a line's metrics.
+# record of several lines, and what the general path reads before a line's metrics.
 _HAZARD_WORDS = (
-    b"\r", b"^M", b"&", b"<pre>", lp.TRACEBACK_KEYWORD, lp.THREAD_EXCEPTION_KEYWORD, *lp.BAR_KEYWORDS,
+    b"\r", b"^M", b"&", b"<pre>", lp.TRACEBACK_KEYWORD, lp.THREAD_EXCEPTION_KEYWORD,
     *(k.encode() for k in (*lp.FAULTHANDLER_KEYWORDS, *lp.STEP_HEADER_KEYWORDS)), b"train_runtime",
     b"[rank", b"]<std",
 )
@@ -87,9 +87,10 @@ def _re2(regex: str) -> str | None:
     return regex
 
 
-def _never_empty(p: lp.MetricPattern) -> bool:
-    """Whether every group a metric comes from matches at least one character: RE2 gives a group
-    that did not take part as empty text, which is then told from one that matched nothing."""
+def _never_empty(regex: re.Pattern, groups) -> bool:
+    """Whether each of `groups` (those `regex` has) matches at least one character: RE2, and
+    this module for Python's, give a group that did not take part as empty text, which is then
+    told from one that matched nothing."""
     widths = {}
 
     def walk(sub):
@@ -99,15 +100,14 @@ def _never_empty(p: lp.MetricPattern) -> bool:
                 if group is not None:
                     widths[group] = inner.getwidth()[0]
                 walk(inner)
-            elif op in (sre_parse.BRANCH,):
+            elif op is sre_parse.BRANCH:
                 for branch in av[1]:
                     walk(branch)
             elif op in (sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT, sre_parse.POSSESSIVE_REPEAT):
                 walk(av[2])
 
-    walk(sre_parse.parse(p.regex.pattern))
-    ids = p.regex.groupindex
-    return all(widths.get(ids[g], 0) > 0 for g in (*p.metrics, "step", "epoch", "per_epoch", "i") if g in ids)
+    walk(sre_parse.parse(regex.pattern))
+    return all(widths.get(regex.groupindex[g], 0) > 0 for g in groups if g in regex.groupindex)
 
 
 # A line with one of these needs the general path.
@@ -115,8 +115,13 @@ _HAZARDS = "[^\\t\\x20-\\x7e]|" + "|".join(re2_literal(w) for w in _HAZARD_WORDS
 # Text any time find_stamp reads holds (its hours and minutes, as ASCII or other digits), or
 # text whose cleaning may make it (colour, a pager's ^M, an HTML escape): a line without it has none.
 _TIME_LIKE = r"\d\d:\d\d|[^\x00-\x7f]|\x{1b}|\^M|&|<pre>"
-# a prefix strip_prefixes would take off (patterns.PREFIXES), looser where RE2 needs it
+# a prefix strip_prefixes would take off (patterns.PREFIXES), looser where RE2 needs it; the
+# lines it looks at (its gate); each prefix's regex as RE2 reads it (None where it cannot), the
+# prefix and what it names captured, and a looser one
 _PREFIXES = "|".join("(?:" + _unnamed(_looser(rx.pattern)) + ")" for _, rx in lp.PREFIXES)
+_PREFIX_GATE = r"^(?:[\[`<]|stderr: |stdout: |.{0,44}pid=)"
+_PREFIX_FORMS = tuple((_re2("^(?P<prefix>" + rx.pattern.removeprefix("^") + ")"), "^(?:" + _unnamed(_looser(rx.pattern)) + ")")
+                      for _, rx in lp.PREFIXES)
 # a record head after the line's first character: _records would cut the line there
 _GLUED = "^." + ".*" + "(?:" + _looser(lp.RECORD_HEADS) + ")"
 # what _record reads before a line's metrics: a traceback's last line, a failure table's header
@@ -131,17 +136,20 @@ class _Format:
     bulk: bool  # its fields can be read by RE2's captures
 
 
-_FORMATS = tuple(_Format(p, p.keyword, m := _re2(p.regex.pattern), m is not None and _never_empty(p))
+_STEP_GROUPS = ("step", "epoch", "per_epoch", "i")
+_FORMATS = tuple(_Format(p, p.keyword, m := _re2(p.regex.pattern),
+                         m is not None and _never_empty(p.regex, (*p.metrics, *_STEP_GROUPS)))
                  for p in lp.METRIC_PATTERNS)
 
 
 @dataclass(frozen=True)
 class _Fields:
-    """A field format (patterns.FIELD_FORMATS) as RE2 reads it; `steps` None where RE2 cannot
-    read its step regexes or its separator (its lines take the general path)."""
+    """A field format (patterns.FIELD_FORMATS) as RE2 reads it: its step regexes and separator,
+    each None where RE2 cannot read it (Python's re then reads it, line by line, in the thread)."""
 
     format: lp.FieldFormat
-    steps: tuple[str, ...] | None
+    bulk: bool  # its step groups match at least a character each (_never_empty): else the general path
+    steps: tuple[str | None, ...]
     loose_steps: tuple[str, ...]  # the step regexes as RE2 reads them, looser where it must (_looser)
     separator: str | None
     keys: pa.Array  # its fields' keys, and their (metric, scale) in the same order
@@ -155,25 +163,39 @@ def _fields(f: lp.FieldFormat) -> _Fields:
     loose = tuple(_unnamed(_looser(rx.pattern)) for rx in f.steps)
     assert all(_re2(rx) is not None for rx in loose), f.name
     metrics = [m for m, _ in f.fields.values()]
-    return _Fields(f, None if None in steps else steps, loose, _re2(f.separator.pattern),
+    return _Fields(f, all(_never_empty(rx, _STEP_GROUPS) for rx in f.steps), steps, loose, _re2(f.separator.pattern),
                    pa.array(list(f.fields), pa.string()), list(f.fields.values()), np.array(metrics, dtype=object),
                    np.array([metrics.index(m) for m in metrics], dtype=np.int64))
 
 
 _FIELD_FORMATS = tuple(_fields(f) for f in lp.FIELD_FORMATS)
-# a line's own time where find_stamp reads a full date, and what after it would name a run
-_STAMP = "^(?P<pre>.*?)(?P<stamp>" + ISO_STAMP + ")"
-_ANY_STAMP = _unnamed(ISO_STAMP)
+# find_stamp's forms, in its order: (form, the regex whose captures read it as find_stamp does,
+# None where RE2 cannot; a regex that matches wherever it does, for RE2's DFA)
+def _stamp_form(form: str, regex: str) -> tuple[str, str | None, str]:
+    if form not in SEARCHED:
+        return form, _re2(f"^(?P<pre>)(?P<stamp>{regex.removeprefix('^')})"), "^" + _unnamed(_looser(regex.removeprefix("^")))
+    # searched: the text before it, where a lookbehind of one character class opens the regex
+    # (mdy's `(?<![\d/])`), empty or ending in a character out of that class
+    behind = re.match(r"\(\?<!\[([^\]]*)\]\)", regex)
+    pre = f"(?:.*?[^{behind.group(1)}])?" if behind else ".*?"
+    told = f"^(?P<pre>{pre})(?P<stamp>{regex[behind.end():] if behind else regex})"
+    return form, _re2(told), _unnamed(told)
+
+
+_STAMP_FORMS = tuple(_stamp_form(form, rx.pattern) for form, rx in TIMESTAMPS)
 # a number Python's float and Arrow's parse read alike
 _PLAIN_NUMBER = r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$"
-_RUN_TAG = _unnamed(_looser(lp.RUN_TAG.pattern))
+_RUN_TAG = lp.RUN_TAG.pattern.replace("(?!:)", "(?P<after>.?)")  # its lookahead read as what follows the tag
+assert _RUN_TAG != lp.RUN_TAG.pattern
+_LEVELS = pa.array(sorted(lp.LEVELS), pa.string())
 _FIELD = lp.FIELD.pattern
+_BAR_WORDS = "|".join(re2_literal(k) for k in lp.BAR_KEYWORDS)
 # a line that holds any of these takes the general path (one pass of RE2 for them all)
 _UNREAD = f"(?:{_HAZARDS})|(?:{_BEFORE_METRICS})|(?:{_GLUED})|^(?:{_PREFIXES})"
 # the lines that hold a metric pattern's keyword, a field format's
 _METRIC_KEYWORDS = "|".join(re2_literal(f.keyword) for f in _FORMATS)
 _FIELD_KEYWORDS = "|".join(re2_literal(f.format.keyword) for f in _FIELD_FORMATS)
-for _rx in (_PLAIN_NUMBER, _FIELD, _STAMP, _ANY_STAMP, _RUN_TAG, _TIME_LIKE, _UNREAD, _METRIC_KEYWORDS, _FIELD_KEYWORDS):
+for _rx in (_PREFIX_GATE, *(loose for _, loose in _PREFIX_FORMS), _PLAIN_NUMBER, _FIELD, *(loose for _, _, loose in _STAMP_FORMS), _RUN_TAG, _TIME_LIKE, _UNREAD, _BAR_WORDS, _METRIC_KEYWORDS, _FIELD_KEYWORDS):
     assert _re2(_rx) is not None, _rx
 
 
@@ -186,11 +208,16 @@ class BulkLines:
 
     ok: np.ndarray  # per candidate
     alone: np.ndarray  # per candidate: no time in it, nor in the lines before it that a line looks back to
-    stamped: np.ndarray  # per candidate: its own full date and time (times.ISO_STAMP), and no run tag after it
-    stamps: list  # per candidate: that time (times.Stamp), else None
-    row_stamp: list  # per row: its line's
+    # per candidate: its own time (a times.Stamp, no run tag after it), else None; or, for a line
+    # that says none, the candidate whose own time it takes (the nearest line before it in the
+    # block that may say one, and does: `_look_back`), and how many lines back; else -1
+    stamps: list
+    lender: np.ndarray
+    back: np.ndarray
+    told: np.ndarray  # per candidate: its time is told here (its own, or its lender's)
     first_row: np.ndarray  # per candidate, and one more: its first row
     line: np.ndarray  # per row: its candidate
+    rank: list  # per row: the rank its line's prefix names, else None
     step: list
     metric: list
     value: list
@@ -209,7 +236,12 @@ class BulkLines:
         if b"\x1b" in block:  # colour, taken off as `_clean` takes it
             text = pc.replace_substring_regex(text, pattern=ESCAPES.pattern, replacement="")
             block = bytes(text.buffers()[2])  # what a keyword is looked for in
-        undecided = ~_matches(text, _UNREAD)
+        text, rank, undecided = _unprefixed(text)
+        undecided &= ~_matches(text, _UNREAD)
+        # a bar's rate unit (`it/s`) where no bar is drawn (`ms/batch`): Python's bar regex says
+        barred = np.flatnonzero(undecided & _matches(text, _BAR_WORDS))
+        if len(barred):
+            undecided[barred] = [not lp.find_bars(t) for t in text.take(pa.array(barred)).cast(pa.string()).to_pylist()]
         chosen = np.full(len(at), -1)
         among = undecided & _matches(text, _METRIC_KEYWORDS)
         for j, f in enumerate(_FORMATS):
@@ -235,7 +267,7 @@ class BulkLines:
                 continue
             stepped = np.zeros(len(has), dtype=bool)  # lines a step regex of it may match
             stepped[has] = np.any([_matches(text.filter(pa.array(has)), rx) for rx in f.loose_steps], axis=0)
-            if f.steps is None or f.separator is None:  # RE2 cannot say what it reads of them
+            if not f.bulk:
                 undecided &= ~stepped
                 among &= ~stepped
                 continue
@@ -253,14 +285,28 @@ class BulkLines:
         np.cumsum(np.bincount(line, minlength=len(idx)), out=first_row[1:])
         ok = first_row[1:] > first_row[:-1]
         # the lines that may say a time, and a line's own with the `look_back` before it, in the block
-        timed = np.concatenate([[0], np.cumsum(_matches(lines, _TIME_LIKE))])
+        timed_lines = _matches(lines, _TIME_LIKE)
+        timed = np.concatenate([[0], np.cumsum(timed_lines)])
         end = idx + 1
         alone = ok & ((timed[end] - timed[np.maximum(end - 1 - look_back, 0)]) == 0)
         stamps = np.full(len(idx), None, dtype=object)
-        told = ok[at] & ~alone[at]
-        stamps[at[told]] = _stamps(text.filter(pa.array(told)))
-        return cls(ok=ok, alone=alone, stamped=np.not_equal(stamps, None), stamps=stamps.tolist(),
-                   row_stamp=stamps[line].tolist(), first_row=first_row, line=line, step=step[order].tolist(),
+        own = ok[at] & ~alone[at] & timed_lines[idx[at]]
+        stamps[at[own]] = _stamps(text.filter(pa.array(own)))
+        # a line that says no time takes the nearest earlier one's that says one: where that is a
+        # candidate whose own time is told here (not a time of day, which the calendar dates at it)
+        said = np.flatnonzero(timed_lines)
+        before = said[np.maximum(np.searchsorted(said, idx) - 1, 0)] if len(said) else np.zeros(len(idx), np.int64)
+        lender = np.minimum(np.searchsorted(idx, before), len(idx) - 1)
+        back = idx - before
+        lends = np.array([s is not None and s.form != "clock" for s in stamps.tolist()], dtype=bool)
+        borrows = (ok & ~alone & ~timed_lines[idx] & (back > 0) & (back < look_back) & (idx[lender] == before)
+                   & lends[lender])
+        lender[~borrows] = -1
+        ranks = np.full(len(idx), None, dtype=object)
+        ranks[at] = rank
+        return cls(ok=ok, alone=alone, stamps=stamps.tolist(), lender=lender, back=back,
+                   told=np.not_equal(stamps, None) | borrows, first_row=first_row, line=line, rank=ranks[line].tolist(),
+                   step=step[order].tolist(),
                    metric=metric[order].tolist(), value=value[order].tolist(), pattern=pattern[order].tolist())
 
 
@@ -295,14 +341,16 @@ def _field_rows(f: _Fields, text: pa.Array, cand: np.ndarray) -> tuple[np.ndarra
     format knows, the first field of each metric; a line without a step gives none."""
     n = len(text)
     step, stepped = np.full(n, None, dtype=object), np.zeros(n, dtype=bool)
-    for rx in f.steps:
-        hit = ~stepped & _matches(text, rx)
+    for rx, python in zip(f.steps, f.format.steps, strict=True):
+        k = np.flatnonzero(~stepped)
+        fields, hit = _captures(text.take(pa.array(k)), rx, python)
         if hit.any():
-            groups = pc.extract_regex(text.filter(pa.array(hit)), pattern=rx)
-            fields = {groups.type.field(i).name: groups.field(i) for i in range(groups.type.num_fields)}
-            step[hit] = _steps(fields, int(hit.sum()), f.format.first_epoch)
-            stepped |= hit
-    pieces = pc.split_pattern_regex(text, pattern=f.separator)
+            step[k[hit]] = _steps(fields, int(hit.sum()), f.format.first_epoch)
+            stepped[k[hit]] = True
+    if f.separator is not None:
+        pieces = pc.split_pattern_regex(text, pattern=f.separator)
+    else:
+        pieces = pa.array([f.format.separator.split(t) for t in text.cast(pa.string()).to_pylist()], pa.list_(pa.string()))
     line = np.asarray(pc.list_parent_indices(pieces), dtype=np.int64)
     piece = pc.list_flatten(pieces)
     short = np.asarray(pc.binary_length(piece), dtype=np.int64) <= MAX_FIELD_CHARS
@@ -326,27 +374,98 @@ def _field_rows(f: _Fields, text: pa.Array, cand: np.ndarray) -> tuple[np.ndarra
     return (cand[line[at]], step[line[at]], f.metrics[target[at]], values, np.full(len(at), f.format.name, dtype=object))
 
 
+_LONG = 1 << 30  # binary_slice's stop: without one, Arrow 26 fails on some arrays ("Negative buffer resize")
+
+
+def _unprefixed(text: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """The lines without the launcher's or viewer's prefix strip_prefixes takes off (`[rank3]:`,
+    `[1,0]<stdout>:`, a Ray actor's `(pid=...)`), each line's rank it names (an int, else None),
+    and the lines read on: those with one such prefix at most (a line with two, or one of a kind
+    RE2 cannot read, takes the general path, as one the gate would not strip does)."""
+    rank = np.full(len(text), None, dtype=object)
+    fine = np.ones(len(text), dtype=bool)
+    left = _matches(text, _PREFIX_GATE)  # the lines strip_prefixes looks at
+    cut = np.zeros(len(text), dtype=np.int64)
+    for told, loose in _PREFIX_FORMS:
+        k = np.flatnonzero(left)
+        if not len(k):
+            break
+        if told is None:  # RE2 cannot read it: a line it may strip takes the general path
+            hit = k[_matches(text.take(pa.array(k)), loose)]
+            fine[hit], left[hit] = False, False
+            continue
+        found = pc.extract_regex(text.take(pa.array(k)), pattern=told)
+        hit = np.asarray(found.is_valid(), dtype=bool)
+        if not hit.any():
+            continue
+        cut[k[hit]] = np.asarray(pc.binary_length(found.field("prefix").filter(pa.array(hit))), dtype=np.int64)
+        if "rank" in {found.type.field(i).name for i in range(found.type.num_fields)}:
+            rank[k[hit]] = [lp.integer(r) for r in found.field("rank").filter(pa.array(hit)).cast(pa.string()).to_pylist()]
+        left[k[hit]] = False
+    if cut.any():  # each line cut at its prefix's length, a slice for each length
+        parts, order = [], []
+        for n in np.unique(cut):
+            k = np.flatnonzero(cut == n)
+            parts.append(pc.binary_slice(text.take(pa.array(k)), int(n), _LONG) if n else text.take(pa.array(k)))
+            order.append(k)
+        text = pa.concat_arrays(parts).take(pa.array(np.argsort(np.concatenate(order), kind="stable")))
+    return text, rank, fine
+
+
+def _captures(text: pa.Array, rx: str | None, python: re.Pattern) -> tuple[dict, np.ndarray]:
+    """The named groups of regex `rx` (RE2's), or of `python` (Python's re, line by line) where
+    RE2 cannot read it, in the lines it matches (searched), and which lines those are."""
+    if rx is not None:
+        hit = _matches(text, rx)
+        if not hit.any():
+            return {}, hit
+        groups = pc.extract_regex(text.filter(pa.array(hit)), pattern=rx)
+        return {groups.type.field(i).name: groups.field(i) for i in range(groups.type.num_fields)}, hit
+    found = [python.search(t) for t in text.cast(pa.string()).to_pylist()]
+    hit = np.array([m is not None for m in found], dtype=bool)
+    return {name: pa.array([(m.group(name) or "") for m in found if m is not None], pa.string()).cast(pa.binary())
+            for name in python.groupindex}, hit
+
+
 def _stamps(text: pa.Array) -> list:
-    """Each line's own time as find_stamp reads it where that is a full date and time (the first
-    form it tries, searched in the line's first 64 characters) and no run tag follows it (the
-    scan reads a tag line by line): a times.Stamp, else None."""
+    """Each line's own time as find_stamp reads it (the first of its forms that matches the
+    line's first 64 characters) where no run tag follows it (the scan reads a tag line by line):
+    a times.Stamp, else None (a line the scan reads as the general path does)."""
     out = np.full(len(text), None, dtype=object)
     head = pc.utf8_slice_codeunits(text.cast(pa.string()), 0, 64)
-    iso = _matches(head, _ANY_STAMP)  # RE2's DFA tells them; its captures, slower, read those that have one
-    if not iso.any():
-        return out.tolist()
-    text, head, told = text.filter(pa.array(iso)), head.filter(pa.array(iso)), np.flatnonzero(iso)
-    found = pc.extract_regex(head, pattern=_STAMP)
-    iso = np.asarray(found.is_valid(), dtype=bool)
-    end = np.asarray(pc.add(pc.binary_length(found.field("pre")), pc.binary_length(found.field("stamp"))), dtype=np.int64)
-    tagless = iso.copy()
-    for e in np.unique(end[iso]):
-        at = np.flatnonzero(iso & (end == e))
-        tagless[at] = ~_matches(pc.utf8_slice_codeunits(text.take(pa.array(at)).cast(pa.string()), int(e)), _RUN_TAG)
-    at = np.flatnonzero(tagless)
-    cols = [found.field(k).take(pa.array(at)).to_pylist() for k in ("date", "time", "frac", "zone")]
-    out[told[at]] = [iso_stamp(*parts) for parts in zip(*cols, strict=True)]
+    left = np.ones(len(text), dtype=bool)  # lines no form has matched yet
+    for form, told, looser in _STAMP_FORMS:
+        # RE2's DFA tells the lines a form may match (its looser regex); its captures, slower,
+        # read those; a form RE2 cannot read leaves its lines to the scan
+        maybe = np.zeros(len(text), dtype=bool)
+        k = np.flatnonzero(left)
+        maybe[k] = _matches(head.take(pa.array(k)), looser)
+        left &= ~maybe
+        if told is None or not maybe.any():
+            continue
+        k = np.flatnonzero(maybe)
+        found = pc.extract_regex(head.take(pa.array(k)), pattern=told)
+        names = [found.type.field(i).name for i in range(found.type.num_fields)]
+        end = np.asarray(pc.add(pc.binary_length(found.field("pre")), pc.binary_length(found.field("stamp"))),
+                         dtype=np.int64) - END_BACK.get(form, 0)
+        tagless = np.zeros(len(k), dtype=bool)
+        for e in np.unique(end):
+            at = np.flatnonzero(end == e)
+            tagless[at] = _tagless(pc.utf8_slice_codeunits(text.take(pa.array(k[at])).cast(pa.string()), int(e)))
+        cols = [found.field(name).filter(pa.array(tagless)).cast(pa.string()).to_pylist() for name in names]
+        out[k[tagless]] = [stamp_of(form, {name: v or None for name, v in zip(names, row, strict=True)})
+                           for row in zip(*cols, strict=True)]
     return out.tolist()
+
+
+def _tagless(body: pa.Array) -> np.ndarray:
+    """Whether the text after a line's time names no run (process_log._run_tag: a `[name]` not
+    followed by a colon, that is no level)."""
+    tag = pc.extract_regex(body, pattern=_RUN_TAG)
+    named = np.asarray(tag.is_valid(), dtype=bool)
+    named &= np.asarray(pc.not_equal(tag.field("after"), ":").fill_null(True), dtype=bool)
+    named &= ~np.asarray(pc.is_in(tag.field("run"), value_set=_LEVELS), dtype=bool)
+    return ~named
 
 
 def _floats(digits: pa.Array, present: np.ndarray) -> np.ndarray:

@@ -515,7 +515,7 @@ class LogScanner:
         # a run of plain lines (bulk_lines.py) that borrow one time, or that each say their own,
         # read when it ends: its first candidate and its kind
         run_from, run_kind = None, None
-        kinds = plain.alone + 2 * plain.stamped if plain is not None else None
+        kinds = plain.alone + 2 * plain.told if plain is not None else None
         for g in [*general, len(idx)]:
             kind = int(kinds[g]) if kinds is not None and g < len(idx) else 0
             if run_from is not None and (g > done or kind != run_kind):
@@ -543,7 +543,7 @@ class LogScanner:
                 if run_from is None:  # a row of its own ends an exception's message
                     run_from, run_kind = g, kind
             elif plain is not None and plain.ok[g]:
-                stamp, _, tag, own = self._stamp_for(_clean(block[ls:le]), block, ls, base + i)
+                stamp, _, tag, own = self._stamp_for(strip_prefixes(_clean(block[ls:le]))[0], block, ls, base + i)
                 self._plain(plain, g, g + 1, stamp, self._run_for(tag if own else None, own, None if own else tag),
                             base, idx, rows)
                 handled += 1
@@ -637,7 +637,7 @@ class LogScanner:
         fields read in bulk, their time (or a list, a row's each) and run as `_record` gives them."""
         s, e = plain.first_row[a], plain.first_row[b]
         rows.many(stamp, (base + idx[plain.line[s:e]]).tolist(), run, plain.step[s:e], plain.metric[s:e],
-                  plain.value[s:e], None, plain.pattern[s:e])
+                  plain.value[s:e], plain.rank[s:e], plain.pattern[s:e])
 
     def _plain_run(self, plain: BulkLines, alone: bool, a: int, b: int, base: int, idx: np.ndarray, block: bytes,
                    ends: np.ndarray, rows: Rows) -> int:
@@ -648,11 +648,16 @@ class LogScanner:
         if alone:
             stamp, _ = self._borrow(None, None, _NEIGHBOUR_LINES, base + int(idx[a]), lines=n)
             self._timeless(block, int(ends[idx[b - 1]]))
-        else:
-            # of a run of full dates the calendar keeps the first and the last (times.Calendar)
-            for own in {id(s): s for s in (plain.stamps[a], plain.stamps[b - 1])}.values():
-                self._saw(own)
-            stamp = plain.row_stamp[plain.first_row[a]:plain.first_row[b]]
+        else:  # each its own time, or the nearest earlier line's (`_stamp_for`)
+            told = []
+            for c in range(a, b):
+                own = plain.stamps[c]
+                if own is not None:
+                    self._saw(own)
+                else:
+                    own, _ = self._borrow(plain.stamps[plain.lender[c]], None, int(plain.back[c]), base + int(idx[c]))
+                told.append(own)
+            stamp = np.repeat(np.array(told + [None], dtype=object)[:-1], np.diff(plain.first_row[a:b + 1])).tolist()
         self._plain(plain, a, b, stamp, self._run_for(None, not alone, None, lines=n), base, idx, rows)
         return n
 

@@ -52,7 +52,7 @@ TIMESTAMPS: tuple[tuple[str, re.Pattern], ...] = (
     ("syslog", re.compile(r"^(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) (?P<time>\d{2}:\d{2}:\d{2})")),
     ("clock", re.compile(r"^\[?(?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?\]?(?:\s|$)")),
 )
-_SEARCHED = {"iso", "mdy"}
+SEARCHED = {"iso", "mdy"}  # found anywhere in a line's head; the others start it
 
 
 @dataclass
@@ -76,33 +76,41 @@ def find_stamp(text: str) -> tuple[Stamp | None, int]:
     """The timestamp near the start of a line, and where the text after it begins."""
     head = text[:64]
     for form, rx in TIMESTAMPS:
-        m = rx.search(head) if form in _SEARCHED else rx.match(head)
-        if not m:
-            continue
-        g = m.groupdict()
-        frac = (g.get("frac") or "0")[:6].ljust(6, "0")
-        clock = g["time"] if len(g["time"]) == 8 else g["time"] + ":00"
-        if form == "iso":
-            return iso_stamp(g["date"], g["time"], g["frac"], g["zone"]), m.end()
-        if form == "mdy":
-            month, day = int(g["a"]), int(g["b"])
-            if month > 12 >= day:  # day first after all (en_GB %x)
-                month, day = day, month
-            year = g["year"] if len(g["year"]) == 4 else "20" + g["year"]
-            return Stamp("iso", f"{year}-{month:02d}-{day:02d}T{clock}.{frac}"), m.end()
-        if form == "ymd2":
-            return Stamp("iso", f"20{g['year']}-{g['month']}-{g['day']}T{clock}.{frac}"), m.end() - 3
-        if form in ("glog", "md"):
-            return Stamp("monthday", f"{int(g['month']):02d}-{g['day']}T{clock}.{frac}"), m.end()
-        if form == "ctime":
-            iso = f"{g['year']}-{MONTHS[g['mon']]:02d}-{int(g['day']):02d}T{clock}.{frac}"
-            if g["zone"] in ("UTC", "GMT"):
-                return Stamp("iso", iso + "+00:00", aware=True), m.end()
-            return Stamp("iso", iso), m.end()
-        if form == "syslog":
-            return Stamp("monthday", f"{MONTHS[g['mon']]:02d}-{int(g['day']):02d}T{clock}.000000"), m.end()
-        return Stamp("clock", f"{clock}.{frac}"), m.end()
+        m = rx.search(head) if form in SEARCHED else rx.match(head)
+        if m:
+            return stamp_of(form, m.groupdict()), m.end() - END_BACK.get(form, 0)
     return None, 0
+
+
+# ymd2's regex takes the ` - ` after the time, which is the text after it
+END_BACK = {"ymd2": 3}
+
+
+def stamp_of(form: str, g: dict) -> Stamp:
+    """The stamp a form of TIMESTAMPS gives from its regex's groups (one that did not take part
+    None or empty)."""
+    frac = (g.get("frac") or "0")[:6].ljust(6, "0")
+    clock = g["time"] if len(g["time"]) == 8 else g["time"] + ":00"
+    if form == "iso":
+        return iso_stamp(g["date"], g["time"], g["frac"], g["zone"])
+    if form == "mdy":
+        month, day = int(g["a"]), int(g["b"])
+        if month > 12 >= day:  # day first after all (en_GB %x)
+            month, day = day, month
+        year = g["year"] if len(g["year"]) == 4 else "20" + g["year"]
+        return Stamp("iso", f"{year}-{month:02d}-{day:02d}T{clock}.{frac}")
+    if form == "ymd2":
+        return Stamp("iso", f"20{g['year']}-{g['month']}-{g['day']}T{clock}.{frac}")
+    if form in ("glog", "md"):
+        return Stamp("monthday", f"{int(g['month']):02d}-{g['day']}T{clock}.{frac}")
+    if form == "ctime":
+        iso = f"{g['year']}-{MONTHS[g['mon']]:02d}-{int(g['day']):02d}T{clock}.{frac}"
+        if g["zone"] in ("UTC", "GMT"):
+            return Stamp("iso", iso + "+00:00", aware=True)
+        return Stamp("iso", iso)
+    if form == "syslog":
+        return Stamp("monthday", f"{MONTHS[g['mon']]:02d}-{int(g['day']):02d}T{clock}.000000")
+    return Stamp("clock", f"{clock}.{frac}")
 
 
 def iso_stamp(date: str, time: str, frac: str | None, zone: str | None) -> Stamp:

@@ -87,6 +87,13 @@ _FORMAT_LINES = [
     "2021-03-04 05:06:07 | INFO | train_inner | epoch 001:    100 / 1000 loss=9.876, ppl=940.5, wps=12345.6, ups=1.2, wpb=10240, bsz=32, num_updates=100, lr=1e-05, gnorm=1.234, train_wall=80, wall=100",
     "[default0]:01/17/2024 13:47:27 [INFO|DP=0|PP=0|TP=0]: iteration: 10 / 100 | consumed_tokens: 1.31M | elapsed_time_per_iteration_ms: 1.2K | tokens_per_sec: 1.09M | tokens_per_sec_per_gpu: 136K | global_batch_size: 64 | lm_loss: 10.8 | lr: 0.0003 | model_tflops_per_gpu: 63.5",
     "Epoch 0:  42%|████▏     | 42/100 [00:10<00:14,  4.01it/s, loss=2.34, v_num=0]",
+    "01/17/2024 13:47:28 [INFO|DP=0|PP=0|TP=0]: iteration: 11 / 100 | consumed_tokens: 1.44M | elapsed_time_per_iteration_ms: 1.1K | tokens_per_sec: 1.1M | lm_loss: 10.7 | lr: 0.0003",
+    "[12:00:08] iter 8: loss 4.2, time 103.0ms",
+    "23:59:59 iter 9: loss 4.15, time 103.5ms",
+    "Tue Apr 21 18:22:57 2020 iter 9: loss 4.1, time 104.0ms",
+    "Apr 21 18:22:58 host train: iter 10: loss 4.0, time 105.0ms",
+    "19-08-09 08:23:24.709 - INFO: <epoch:  1, iter:   1,000, lr:(1.000e-04,)> l_pix: 1.2345e-02",
+    "E0912 11:40:28.000000 1 x.cpp:1] Step 300 per-step time 0.900s loss=1.000",
     "2024-06-01 12:00:00 [run-b] step 10 loss 2.5 tok/s 21500",
     "2024-06-01 12:00:01 [run-b] step 11 loss nan tok/s 21400",
 ]
@@ -104,6 +111,12 @@ _AROUND = [
     "...",
     "",
     "nohup: ignoring input",
+    "Exception in thread Thread-1:",
+    "Root Cause (first observed failure):",
+    "[step=12] eval",
+    "{'loss': 1.25, 'learning_rate': 1e-05, 'epoch': 0.5}",
+    "{'train_runtime': 12.5, 'train_loss': 1.1}",
+    "2024-06-01 12:00:09,000 - INFO - x INFO:root: iter 11: loss 3.9, time 99.0ms",
 ]
 
 
