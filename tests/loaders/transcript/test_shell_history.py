@@ -34,7 +34,9 @@ def test_bash_writes_its_history_and_each_command_is_read_at_its_time(tmp_path):
     history = folder / "logs" / "bash_history"
     shell = InteractiveShell(folder, tmp_path / "tty.log", dict(os.environ, COLUMNS=""), history=history)
     try:
-        before = pd.Timestamp.now(tz="UTC").floor("s")
+        # bash stamps its history with time(), which reads the kernel's coarse clock: up to a
+        # tick (a few ms) behind this one, a second behind across a second's boundary
+        before = (pd.Timestamp.now(tz="UTC") - pd.Timedelta(milliseconds=50)).floor("s")
         shell.run("cd .")
         shell.run(LAUNCH)
         time.sleep(1.1)
