@@ -145,7 +145,9 @@ def unseen(inc: Incident, a: pd.Series) -> str | None:
     if (len(inc.metrics) and inc.metrics["source"].isin(a["sources"]).any()) or \
             (len(ev) and (ev["source"].isin(a["sources"]) & (ev["kind"] != "pid_file")).any()):
         return None
-    worked = _worked(inc, a)
+    # a log that stayed empty says nothing, however briefly the GPU was seen at work; one not in
+    # the incident may say it, and a moment of work is what loading or compiling shows
+    worked = _worked(inc, a, *((1, 0.0) if log.state == EMPTY else (UNSEEN_BUSY_SAMPLES, UNSEEN_BUSY_S)))
     if worked is not None:
         # an empty log is what a program that prints without flushing leaves when it is killed:
         # its output to a file waits in its buffer until the buffer fills or the program exits
@@ -157,8 +159,9 @@ def unseen(inc: Incident, a: pd.Series) -> str | None:
     return None
 
 
-def _worked(inc: Incident, a: pd.Series) -> str | None:
-    """Its GPU at work while its PIDs held memory on it, in words; None where no sample shows it."""
+def _worked(inc: Incident, a: pd.Series, samples: int, span_s: float) -> str | None:
+    """Its GPU at work while its PIDs held memory on it, in words, where `samples` samples over
+    `span_s` seconds at least show it; None where none do."""
     gp, g = inc.gpu_processes, inc.gpus
     if gp.empty or g.empty or not a["pids"]:
         return None
@@ -171,11 +174,12 @@ def _worked(inc: Incident, a: pd.Series) -> str | None:
                        util[["time", "gpu", "util_gpu_pct"]].astype({"gpu": "int64"}),
                        on="time", by="gpu", direction="nearest", tolerance=pd.Timedelta(seconds=2))
     busy = at[at["util_gpu_pct"].notna() & ~gpu_state.idle(at["util_gpu_pct"])]
-    if len(busy) < UNSEEN_BUSY_SAMPLES or (busy["time"].max() - busy["time"].min()).total_seconds() < UNSEEN_BUSY_S:
+    if not len(busy) or len(busy) < samples or (busy["time"].max() - busy["time"].min()).total_seconds() < span_s:
         return None
     pids = ", ".join(str(int(p)) for p in sorted(busy["pid"].unique()))
-    return (f"its GPU was at work while PID {pids} held it: {busy['util_gpu_pct'].median():.0f} % "
-            f"utilization from {clock(busy['time'].min())} to {clock(busy['time'].max())}")
+    when = (f"at {clock(busy['time'].min())}" if busy["time"].nunique() == 1
+            else f"from {clock(busy['time'].min())} to {clock(busy['time'].max())}")
+    return f"its GPU was at work while PID {pids} held it: {busy['util_gpu_pct'].median():.0f} % utilization {when}"
 
 
 def _covered(inc: Incident, a: pd.Series) -> bool:

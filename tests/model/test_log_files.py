@@ -79,6 +79,31 @@ def test_a_log_left_empty_while_its_gpu_worked_cannot_say_it_never_trained(tmp_p
             "folder is empty), and its GPU was at work while PID 816 held it") in said
     assert "until it fills or the program exits" in said and "it ended at 03:46:12 UTC" in said
 
+
+def test_an_empty_log_cannot_say_it_never_trained_from_one_look_at_a_gpu_at_work(tmp_path):
+    """The buffered-log capture (README: PID 580, launched at 04:08:07, trained printing to
+    logs/train.log without flushing, killed at 04:08:59 with every line in its buffer) without its 1 Hz GPU
+    recordings: what is left of its GPU is the operator's one `nvidia-smi` at 04:08:37, PID 580
+    at 16 GiB and the GPU at 100 %. The kit said it "never came up: killed during start-up" (one
+    look is too few to show work where a log is missing, and loading shows a moment of it); a log
+    that stayed empty says nothing either way, so the one look is told, and the start cannot be
+    judged."""
+    import shutil
+
+    folder = tmp_path / "buffered"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "incidents" / "h200-1gpu-buffered-log", folder)
+    for name in ("smi.csv", "smi_apps.csv"):
+        (folder / "logs" / name).unlink()
+    inc = _load(folder)
+    assert log_files(inc)["A1"].state == EMPTY
+    found = pm.detect(inc)
+    assert not (found["kind"] == "failed_restart").any()
+    said = " ".join(pm.what_happened(inc, found))
+    assert ("The start at 04:08:07 UTC cannot be judged: its log stayed empty (04:08:37: logs/train.log listed "
+            "with 0 bytes; 04:08:59: logs/train.log listed with 0 bytes), and its GPU was at work while PID 580 held "
+            "it: 100 % utilization at 04:08:37; whether it trained, no line says") in said
+    assert "never came up" not in said and "it ended at 04:08:59 UTC, killed by SIGKILL" in said
+
 def test_a_log_the_folder_lacks_is_said_in_the_reading_notes(tmp_path):
     (tmp_path / "ops.log").write_text(
         "[2026-11-30T05:00:00Z] $ nohup python3 t.py --run-name a > /x/a.log 2>&1 &\n[1] 4242\n")
