@@ -1,15 +1,19 @@
-"""The candidate lines of the known trainer formats (patterns.METRIC_PATTERNS: torchtitan, nanoGPT,
-DeepSpeed, timm...) read in bulk: which lines of a block are plain records of one format, and their
-fields, told for the whole block by Arrow's regex kernels (RE2) in the scan's threads.
+"""The candidate lines of the known trainer formats (patterns.METRIC_PATTERNS and FIELD_FORMATS:
+torchtitan, nanoGPT, Megatron, fairseq, timm...) read in bulk: which lines of a block are plain
+records of one format, their fields and their own times, told for the whole block by Arrow's
+regex kernels (RE2) in the scan's threads.
 
 A plain record is a line the general path (process_log.LogScanner._line) would read for that
-format's metrics and for nothing else: ASCII text once its colour is taken off, that the rest
-of its cleaning leaves as it is (no CR, no HTML escape), no launcher prefix, no second record glued on, no word that opens a traceback, a
-dump, a failure table, a metric block or a progress bar, and no format before it in the table
-that matches it. Each of these is asked of RE2 as the general path asks it of Python's re; where a
-regex of the general path has a lookaround RE2 lacks, RE2 is asked a looser regex (the lookaround
-dropped), so a line it cannot clear takes the general path. What depends on the lines before (the
-time a line without one borrows, the run, the file's calendar) is still the scan's, line by line.
+format's metrics and for nothing else: ASCII text once its colour and one launcher prefix are
+taken off, that the rest of its cleaning leaves as it is (no CR inside it, no HTML escape), no
+second record glued on, no progress bar, no word that opens a traceback, a dump, a failure table
+or a metric block, and no format before it in the general path's order that reads it. Each of
+these is asked of RE2 as the general path asks it of Python's re. Where a regex of the general
+path has a lookaround RE2 lacks, RE2 is asked a looser one (`_looser`: it matches wherever the
+original does), and a line it cannot clear takes the general path; where a field format's
+separator or step regex has one, and for the bar regex, Python's re reads those lines here. What
+depends on the lines before (the time a line without one borrows, the run, the file's calendar)
+stays the scan's, which gives it to a run of such lines at once (process_log `_plain_run`).
 """
 
 from __future__ import annotations
@@ -119,7 +123,7 @@ _TIME_LIKE = r"\d\d:\d\d|[^\x00-\x7f]|\x{1b}|\^M|&|<pre>"
 # lines it looks at (its gate); each prefix's regex as RE2 reads it (None where it cannot), the
 # prefix and what it names captured, and a looser one
 _PREFIXES = "|".join("(?:" + _unnamed(_looser(rx.pattern)) + ")" for _, rx in lp.PREFIXES)
-_PREFIX_GATE = r"^(?:[\[`<]|stderr: |stdout: |.{0,44}pid=)"
+_PREFIX_GATE = r"^(?:[\[`<]|stderr: |stdout: |.{0,44}pid=)"  # strip_prefixes' first test, as RE2 asks it
 _PREFIX_FORMS = tuple((_re2("^(?P<prefix>" + rx.pattern.removeprefix("^") + ")"), "^(?:" + _unnamed(_looser(rx.pattern)) + ")")
                       for _, rx in lp.PREFIXES)
 # a record head after the line's first character: _records would cut the line there
@@ -130,6 +134,8 @@ _BEFORE_METRICS = "|".join("(?:" + _unnamed(_looser(rx.pattern)) + ")" for rx in
 
 @dataclass(frozen=True)
 class _Format:
+    """A metric pattern (patterns.METRIC_PATTERNS) as RE2 reads it."""
+
     pattern: lp.MetricPattern
     keyword: bytes
     match: str | None  # the regex as RE2 reads it; None: RE2 cannot, its lines take the general path
@@ -169,9 +175,12 @@ def _fields(f: lp.FieldFormat) -> _Fields:
 
 
 _FIELD_FORMATS = tuple(_fields(f) for f in lp.FIELD_FORMATS)
-# find_stamp's forms, in its order: (form, the regex whose captures read it as find_stamp does,
-# None where RE2 cannot; a regex that matches wherever it does, for RE2's DFA)
+
+
 def _stamp_form(form: str, regex: str) -> tuple[str, str | None, str]:
+    """A form of find_stamp's (times.TIMESTAMPS): the form, the regex whose captures read it as
+    find_stamp does (the text before it, the stamp, its parts; None where RE2 cannot), and one
+    that matches wherever it does, for RE2's DFA."""
     if form not in SEARCHED:
         return form, _re2(f"^(?P<pre>)(?P<stamp>{regex.removeprefix('^')})"), "^" + _unnamed(_looser(regex.removeprefix("^")))
     # searched: the text before it, where a lookbehind of one character class opens the regex
@@ -195,7 +204,8 @@ _UNREAD = f"(?:{_HAZARDS})|(?:{_BEFORE_METRICS})|(?:{_GLUED})|^(?:{_PREFIXES})"
 # the lines that hold a metric pattern's keyword, a field format's
 _METRIC_KEYWORDS = "|".join(re2_literal(f.keyword) for f in _FORMATS)
 _FIELD_KEYWORDS = "|".join(re2_literal(f.format.keyword) for f in _FIELD_FORMATS)
-for _rx in (_PREFIX_GATE, *(loose for _, loose in _PREFIX_FORMS), _PLAIN_NUMBER, _FIELD, *(loose for _, _, loose in _STAMP_FORMS), _RUN_TAG, _TIME_LIKE, _UNREAD, _BAR_WORDS, _METRIC_KEYWORDS, _FIELD_KEYWORDS):
+for _rx in (_PREFIX_GATE, *(loose for _, loose in _PREFIX_FORMS), *(loose for _, _, loose in _STAMP_FORMS),
+            _PLAIN_NUMBER, _FIELD, _RUN_TAG, _TIME_LIKE, _UNREAD, _BAR_WORDS, _METRIC_KEYWORDS, _FIELD_KEYWORDS):
     assert _re2(_rx) is not None, _rx
 
 
@@ -224,7 +234,8 @@ class BulkLines:
     pattern: list
 
     @classmethod
-    def of(cls, block: bytes, lines: pa.Array, idx: np.ndarray, general: np.ndarray, look_back: int) -> BulkLines | None:
+    def of(cls, block: bytes, lines: pa.Array, idx: np.ndarray, general: np.ndarray, look_back: int,
+           label: re.Pattern | None = None) -> BulkLines | None:
         """`block`: the block's bytes; `lines`: its lines, each with its newline; `idx`: the candidates' lines;
         `general`: the candidates not read otherwise (the DFlash lines are); `look_back`: how many
         lines before its own a line without a time looks at for one."""
@@ -236,7 +247,7 @@ class BulkLines:
         if b"\x1b" in block:  # colour, taken off as `_clean` takes it
             text = pc.replace_substring_regex(text, pattern=ESCAPES.pattern, replacement="")
             block = bytes(text.buffers()[2])  # what a keyword is looked for in
-        text, rank, undecided = _unprefixed(text)
+        text, rank, undecided = _unprefixed(*_unlabelled(text, label))
         undecided &= ~_matches(text, _UNREAD)
         # a bar's rate unit (`it/s`) where no bar is drawn (`ms/batch`): Python's bar regex says
         barred = np.flatnonzero(undecided & _matches(text, _BAR_WORDS))
@@ -377,12 +388,41 @@ def _field_rows(f: _Fields, text: pa.Array, cand: np.ndarray) -> tuple[np.ndarra
 _LONG = 1 << 30  # binary_slice's stop: without one, Arrow 26 fails on some arrays ("Negative buffer resize")
 
 
-def _unprefixed(text: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
-    """The lines without the launcher's or viewer's prefix strip_prefixes takes off (`[rank3]:`,
-    `[1,0]<stdout>:`, a Ray actor's `(pid=...)`), each line's rank it names (an int, else None),
-    and the lines read on: those with one such prefix at most (a line with two, or one of a kind
-    RE2 cannot read, takes the general path, as one the gate would not strip does)."""
+def _unlabelled(text: pa.Array, label: re.Pattern | None) -> tuple[pa.Array, np.ndarray]:
+    """The lines without the label a launcher put before every line of the file (process_log
+    line_label: srun's task id, pdsh's host), and the rank each names (srun's), as `unlabel`
+    reads them; a line without it (the launcher's own) as it is."""
     rank = np.full(len(text), None, dtype=object)
+    if label is None:
+        return text, rank
+    found = pc.extract_regex(text, pattern="^(?P<label>" + label.pattern.removeprefix("^") + ")")
+    has = np.asarray(found.is_valid(), dtype=bool)
+    if "rank" in label.groupindex and has.any():
+        rank[has] = [lp.integer(r) for r in found.field("rank").filter(pa.array(has)).cast(pa.string()).to_pylist()]
+    cut = np.zeros(len(text), dtype=np.int64)
+    cut[has] = np.asarray(pc.binary_length(found.field("label").filter(pa.array(has))), dtype=np.int64)
+    return _cut(text, cut), rank
+
+
+def _cut(text: pa.Array, cut: np.ndarray) -> pa.Array:
+    """Each line without its first `cut` bytes: a slice for each length, in the lines' order."""
+    if not cut.any():
+        return text
+    parts, order = [], []
+    for n in np.unique(cut):
+        k = np.flatnonzero(cut == n)
+        parts.append(pc.binary_slice(text.take(pa.array(k)), int(n), _LONG) if n else text.take(pa.array(k)))
+        order.append(k)
+    return pa.concat_arrays(parts).take(pa.array(np.argsort(np.concatenate(order), kind="stable")))
+
+
+def _unprefixed(text: pa.Array, rank: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """The lines without the launcher's or viewer's prefix strip_prefixes takes off (`[rank3]:`,
+    `[1,0]<stdout>:`, a Ray actor's `(pid=...)`), each line's rank (the one a prefix names, else
+    `rank`'s: a label's), and the lines read on: those with one such prefix at most (a line with
+    two, or one of a kind RE2 cannot read, takes the general path, as one the gate would not strip
+    does)."""
+    rank = rank.copy()
     fine = np.ones(len(text), dtype=bool)
     left = _matches(text, _PREFIX_GATE)  # the lines strip_prefixes looks at
     cut = np.zeros(len(text), dtype=np.int64)
@@ -402,14 +442,7 @@ def _unprefixed(text: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
         if "rank" in {found.type.field(i).name for i in range(found.type.num_fields)}:
             rank[k[hit]] = [lp.integer(r) for r in found.field("rank").filter(pa.array(hit)).cast(pa.string()).to_pylist()]
         left[k[hit]] = False
-    if cut.any():  # each line cut at its prefix's length, a slice for each length
-        parts, order = [], []
-        for n in np.unique(cut):
-            k = np.flatnonzero(cut == n)
-            parts.append(pc.binary_slice(text.take(pa.array(k)), int(n), _LONG) if n else text.take(pa.array(k)))
-            order.append(k)
-        text = pa.concat_arrays(parts).take(pa.array(np.argsort(np.concatenate(order), kind="stable")))
-    return text, rank, fine
+    return _cut(text, cut), rank, fine
 
 
 def _captures(text: pa.Array, rx: str | None, python: re.Pattern) -> tuple[dict, np.ndarray]:

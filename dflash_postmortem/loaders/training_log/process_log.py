@@ -301,9 +301,8 @@ class _Found:
         lines = pa.BinaryArray.from_buffers(pa.binary(), len(ends), [None, pa.py_buffer(offsets), pa.py_buffer(block)])
         idx = np.arange(len(ends)) if keywords is None else keywords.lines(block, ends, lines, sparse)
         fast = _FastLines.of(lines, idx, starts, label) if len(idx) else None
-        # a launcher's label is a prefix the general path reads
-        plain = BulkLines.of(block, lines, idx, ~fast.ok if fast is not None else np.ones(len(idx), bool), _NEIGHBOUR_LINES + 1) \
-            if label is None and len(idx) and BULK else None
+        plain = BulkLines.of(block, lines, idx, ~fast.ok if fast is not None else np.ones(len(idx), bool),
+                             _NEIGHBOUR_LINES + 1, label) if len(idx) and BULK else None
         return cls(block, nul, bad, starts, ends, idx, fast, plain)
 
 
@@ -543,7 +542,7 @@ class LogScanner:
                 if run_from is None:  # a row of its own ends an exception's message
                     run_from, run_kind = g, kind
             elif plain is not None and plain.ok[g]:
-                stamp, _, tag, own = self._stamp_for(strip_prefixes(_clean(block[ls:le]))[0], block, ls, base + i)
+                stamp, _, tag, own = self._stamp_for(unlabel(_clean(block[ls:le]), self.label)[0], block, ls, base + i)
                 self._plain(plain, g, g + 1, stamp, self._run_for(tag if own else None, own, None if own else tag),
                             base, idx, rows)
                 handled += 1

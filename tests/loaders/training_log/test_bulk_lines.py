@@ -125,12 +125,13 @@ _AROUND = [
 
 @settings(max_examples=25, deadline=None)
 @given(lines=st.lists(st.tuples(st.sampled_from(_FORMAT_LINES + _AROUND), st.integers(1, 70)), min_size=1, max_size=12),
-       block=st.sampled_from([None, 256, 4096]))
-def test_logs_of_real_lines_mixed_with_others_read_the_same_in_bulk(lines, block, tmp_path_factory):
+       block=st.sampled_from([None, 256, 4096]), label=st.sampled_from(["", "3: ", "worker-1: "]))
+def test_logs_of_real_lines_mixed_with_others_read_the_same_in_bulk(lines, block, label, tmp_path_factory):
     """Each line drawn is written a number of times in a row: runs longer than the 50 lines a line
-    without a time looks back over."""
+    without a time looks back over; every line behind a launcher's label (srun's task id, pdsh's
+    host) in some logs."""
     path = tmp_path_factory.mktemp("bulk") / "train.log"
-    path.write_bytes("\n".join(line for line, times in lines for _ in range(times)).encode() + b"\n")
+    path.write_bytes("\n".join(label + line for line, times in lines for _ in range(times)).encode() + b"\n")
     with pytest.MonkeyPatch.context() as mp:
         if block:
             mp.setattr(process_log, "BLOCK_BYTES", block)
