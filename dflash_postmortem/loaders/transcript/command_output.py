@@ -363,10 +363,13 @@ def output_events(ev: Events, c: Command, ref_of, launch: Launch | None, cmd_ref
     later steps use."""
     t = c.time
     facts: dict = {"lines": set()}
-    folder = _listed_folder(c)
+    folder, headed = _listed_folders(c)
     for n, out in c.output:
         ref = ref_of(n)
         s = out.strip()
+        if s in headed:  # `logs:` before a folder's entries, where ls lists several
+            folder = headed[s]
+            continue
         failed = _CANNOT_OPEN.match(s) if launch is not None and launch.log_path else None
         if failed and launch.log_path in (failed["dash"], failed["zsh"], failed["bash"]):
             facts["lines"].add(n)
@@ -412,19 +415,25 @@ def output_events(ev: Events, c: Command, ref_of, launch: Launch | None, cmd_ref
 _LISTERS = ("ls", "ll")
 
 
-def _listed_folder(c: Command) -> str | None:
+def _listed_folders(c: Command) -> tuple[str | None, dict[str, str]]:
     """The folder a long listing lists (`ls -la logs/`: its entries are `logs/`'s files, each
-    named without it): the one operand of an `ls` typed alone, where its output begins with the
-    `total` line that a folder's listing has and a file's does not."""
-    if not c.output or not re.match(r"total \d+", c.output[0][1].strip()):
-        return None
+    named without it), and the header line before each folder's entries where it lists several
+    (`ls -l logs runs/` prints `logs:`, then `runs/:`, as typed). One operand: it is the folder
+    where the output begins with the `total` line that a folder's listing has and a file's does
+    not. Several: a file among them is listed first, under no header, with its path as typed."""
+    if not c.output or not re.search(r"\bl[sl]\b", c.text):  # (every command's words parsed would cost)
+        return None, {}
     commands = simple_commands(shell_words(c.text))
     if len(commands) != 1 or command_name(commands[0][0]) not in _LISTERS:
-        return None
+        return None, {}
     words = commands[0][0]
     at = next(i for i, w in enumerate(words) if w.rsplit("/", 1)[-1] in _LISTERS)
     operands = [w for w in words[at + 1:] if not w.startswith("-")]
-    return (operands[0].rstrip("/") or None) if len(operands) == 1 else None
+    if len(operands) > 1:
+        return None, {f"{w}:": w.rstrip("/") or w for w in operands}
+    if len(operands) == 1 and re.match(r"total \d+", c.output[0][1].strip()):
+        return operands[0].rstrip("/") or None, {}
+    return None, {}
 
 
 def _verdict_event(ev: Events, t, line: str, ref: str, cmd_ref: str, facts: dict) -> bool:

@@ -3,6 +3,8 @@ log files, the session's clocks, kills and job reports read in their session."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import warnings
 
 import pandas as pd
@@ -416,3 +418,20 @@ def test_a_files_long_listing_keeps_its_path(tmp_path):
         "-rw-r--r--. 1 abc abc 30 Nov 30 05:03 slow.log\n")
     checks = pm.load_incident(tmp_path / "ops.log").events.query("kind == 'file_check'")
     assert checks["path"].tolist() == ["logs/slow.log"] * 3 and checks["size_bytes"].tolist() == [0, 12, 30]
+
+
+def test_a_long_listing_of_several_folders_names_each_ones_files_with_it(tmp_path):
+    """`ls -l logs runs/ top.txt` as GNU ls prints it here: the file operand first, as typed, then
+    each folder's entries under its name as typed (`logs:`, `runs/:`): each entry is that folder's
+    file. They were named without their folder, as files of the session's own folder."""
+    work = tmp_path / "work"
+    for folder, name, text in (("logs", "a.log", "hi\n"), ("runs", "b.log", "")):
+        (work / folder).mkdir(parents=True)
+        (work / folder / name).write_text(text)
+    (work / "top.txt").write_text("x\n")
+    listed = subprocess.run(["ls", "-l", "logs", "runs/", "top.txt"], cwd=work, capture_output=True, text=True,
+                            env={"LC_ALL": "C", "PATH": os.environ["PATH"]}, check=True).stdout
+    assert "\nlogs:\n" in listed and "\nruns/:\n" in listed
+    (tmp_path / "ops.log").write_text("[2026-11-30T05:05:00Z] $ ls -l logs runs/ top.txt\n" + listed)
+    checks = pm.load_incident(tmp_path / "ops.log").events.query("kind == 'file_check'")
+    assert dict(zip(checks["path"], checks["size_bytes"], strict=True)) == {"top.txt": 2, "logs/a.log": 3, "runs/b.log": 0}
