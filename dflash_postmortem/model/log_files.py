@@ -174,7 +174,7 @@ def _worked(inc: Incident, a: pd.Series, samples: int, span_s: float) -> str | N
                        util[["time", "gpu", "util_gpu_pct"]].astype({"gpu": "int64"}),
                        on="time", by="gpu", direction="nearest", tolerance=pd.Timedelta(seconds=2))
     busy = at[at["util_gpu_pct"].notna() & ~gpu_state.idle(at["util_gpu_pct"])]
-    if not len(busy) or len(busy) < samples or (busy["time"].max() - busy["time"].min()).total_seconds() < span_s:
+    if len(busy) < samples or (busy["time"].max() - busy["time"].min()).total_seconds() < span_s:
         return None
     pids = ", ".join(str(int(p)) for p in sorted(busy["pid"].unique()))
     when = (f"at {clock(busy['time'].min())}" if busy["time"].nunique() == 1

@@ -137,13 +137,12 @@ class _Format:
     """A metric pattern (patterns.METRIC_PATTERNS) as RE2 reads it."""
 
     pattern: lp.MetricPattern
-    keyword: bytes
     match: str | None  # the regex as RE2 reads it; None: RE2 cannot, its lines take the general path
     bulk: bool  # its fields can be read by RE2's captures
 
 
 _STEP_GROUPS = ("step", "epoch", "per_epoch", "i")
-_FORMATS = tuple(_Format(p, p.keyword, m := _re2(p.regex.pattern),
+_FORMATS = tuple(_Format(p, m := _re2(p.regex.pattern),
                          m is not None and _never_empty(p.regex, (*p.metrics, *_STEP_GROUPS)))
                  for p in lp.METRIC_PATTERNS)
 
@@ -202,7 +201,7 @@ _BAR_WORDS = "|".join(re2_literal(k) for k in lp.BAR_KEYWORDS)
 # a line that holds any of these takes the general path (one pass of RE2 for them all)
 _UNREAD = f"(?:{_HAZARDS})|(?:{_BEFORE_METRICS})|(?:{_GLUED})|^(?:{_PREFIXES})"
 # the lines that hold a metric pattern's keyword, a field format's
-_METRIC_KEYWORDS = "|".join(re2_literal(f.keyword) for f in _FORMATS)
+_METRIC_KEYWORDS = "|".join(re2_literal(f.pattern.keyword) for f in _FORMATS)
 _FIELD_KEYWORDS = "|".join(re2_literal(f.format.keyword) for f in _FIELD_FORMATS)
 for _rx in (_PREFIX_GATE, *(loose for _, loose in _PREFIX_FORMS), *(loose for _, _, loose in _STAMP_FORMS),
             _PLAIN_NUMBER, _FIELD, _RUN_TAG, _TIME_LIKE, _UNREAD, _BAR_WORDS, _METRIC_KEYWORDS, _FIELD_KEYWORDS):
@@ -256,7 +255,7 @@ class BulkLines:
         chosen = np.full(len(at), -1)
         among = undecided & _matches(text, _METRIC_KEYWORDS)
         for j, f in enumerate(_FORMATS):
-            has = _holding(text, among, f.keyword, block)
+            has = _holding(text, among, f.pattern.keyword, block)
             among &= ~has
             if not has.any():
                 continue
@@ -277,7 +276,8 @@ class BulkLines:
             if not has.any():
                 continue
             stepped = np.zeros(len(has), dtype=bool)  # lines a step regex of it may match
-            stepped[has] = np.any([_matches(text.filter(pa.array(has)), rx) for rx in f.loose_steps], axis=0)
+            held = text.filter(pa.array(has))
+            stepped[has] = np.any([_matches(held, rx) for rx in f.loose_steps], axis=0)
             if not f.bulk:
                 undecided &= ~stepped
                 among &= ~stepped

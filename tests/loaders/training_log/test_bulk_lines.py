@@ -31,12 +31,11 @@ def _read(path: Path, bulk: bool, monkeypatch) -> tuple:
     return inc.metrics, inc.events, repr(inc.load_report)
 
 
-def _same(path: Path, monkeypatch, bulk: tuple | None = None) -> bool:
+def _same(path: Path, monkeypatch, bulk: tuple | None = None) -> None:
     (m1, e1, r1), (m2, e2, r2) = bulk or _read(path, True, monkeypatch), _read(path, False, monkeypatch)
     pd.testing.assert_frame_equal(m1, m2, check_exact=True, obj=f"{path.name} metrics")
     pd.testing.assert_frame_equal(e1, e2, check_exact=True, obj=f"{path.name} events")
     assert r1 == r2, path.name
-    return True
 
 
 @pytest.fixture
