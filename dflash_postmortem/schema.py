@@ -77,7 +77,7 @@ FRAMES: dict[str, tuple[Column, ...]] = {
     "processes": (
         Column("host", STR, "host name"),
         Column("pid", INT, "process id"),
-        Column("ppid", INT, "parent process id"),
+        Column("ppid", INT, "parent process id: the first listing's (a process whose parent ended is listed under init after)"),
         Column("pgid", INT, "process group id"),
         Column("sid", INT, "session id"),
         Column("user", STR, "owner"),

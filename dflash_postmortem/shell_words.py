@@ -740,6 +740,23 @@ def is_shell_running(command: str) -> bool:
     return bool(_SHELL_RUNS.search(command or ""))
 
 
+# what runs a script given as its first word: a shell (`/bin/bash ./run.sh`, as ps lists a
+# script run by its #! line), or nohup and setsid, which exec it
+_SCRIPT_RUNNERS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "nohup", "setsid"})
+
+
+def runs_script(command: str, name: str) -> bool:
+    """Whether a process command line runs the script `name` (a file name): `./run.sh`,
+    `/bin/bash ./run.sh`, `bash -x run.sh`; not `vim run.sh` nor `tail -f run.sh.log`."""
+    for word in command.split():
+        base = word.rsplit("/", 1)[-1]
+        if base == name:
+            return True
+        if base not in _SCRIPT_RUNNERS and not word.startswith("-"):
+            return False
+    return False
+
+
 def is_wrapper_process(command: str) -> bool:
     """A process command line that runs another program (a shell -c, nohup, timeout, ssh...)."""
     return bool(_WRAPPER_PROCESS.search(command or ""))

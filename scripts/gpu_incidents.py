@@ -105,6 +105,14 @@ did (what the README of the incident is written from), which the incident folder
                        empty while it trains; the operator looks twice, takes it for stuck, `kill -9`s it
                        (the buffer is lost), then relaunches with `python3 -u`, which logs as it goes and
                        ends by itself
+    assert-relaunch    by hand, `python3 train.py ... 2>&1 | tee logs/runN.log`: a data vocabulary larger than
+                       the model's trips a CUDA device-side assert mid-run; the same command again with
+                       CUDA_LAUNCH_BLOCKING=1 (slower, same crash, a traceback at the embedding); then
+                       fixed, it trains to its end
+    torn-checkpoint    `nohup ./run.sh`, a supervisor loop appending train.py's output to one log: the
+                       operator's `kill -9` lands mid-save and tears ckpt/last.pt; the loop's restarts die
+                       in torch.load; the operator moves the file aside and starts the loop again, from
+                       step 0
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -2254,6 +2262,700 @@ def buffered_log(r: Recording) -> None:
         env.update(saved)
         r.stop_ours("train_plain.py")
 
+# The assert-relaunch trainer's sampler: kept apart so that the driver can draw the same batches
+# (on the CPU, seeded per step) and know which step's batch first holds an id the model has no row for.
+ASSERT_SAMPLER = '''def batch_ids(step, data_vocab, batch_size, block_size, seed, warmup, first_ids=1024):
+    """One step's token ids, (batch_size, block_size + 1): random walks (each id the last plus 0-15)
+    over the ids the curriculum allows at this step, from the `first_ids` most frequent ones up to
+    all `data_vocab` of them at step `warmup`."""
+    first = min(first_ids, data_vocab)
+    hi = first + int((data_vocab - first) * min(1.0, step / warmup))
+    g = torch.Generator().manual_seed(seed * 1_000_003 + step)
+    start = torch.randint(0, hi, (batch_size, 1), generator=g)
+    walk = torch.randint(0, 16, (batch_size, block_size), generator=g).cumsum(1)
+    return torch.cat([start, start + walk], 1) % hi
+'''
+
+# A small GPT-style LM on synthetic ids, logging with `logging`; its data vocabulary's default
+# (50304, GPT-2's padded) is larger than the model's (32000): the sampler's curriculum reaches the
+# ids past 32000 only at ~63 % of --vocab-warmup-steps.
+TRAIN_ASSERT = '''"""Train a small GPT-style language model on synthetic token ids.
+
+    python3 train.py --max-steps N [--vocab-size V] [--data-vocab D] [--device cpu] ...
+
+The sampler follows a frequency curriculum: the first steps draw only the most frequent ids, and
+the range widens to the whole data vocabulary over --vocab-warmup-steps.
+"""
+import argparse
+import logging
+import math
+import time
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+p = argparse.ArgumentParser()
+p.add_argument("--device", default="cuda")
+p.add_argument("--n-layer", type=int, default=12)
+p.add_argument("--n-head", type=int, default=12)
+p.add_argument("--n-embd", type=int, default=768)
+p.add_argument("--block-size", type=int, default=1024)
+p.add_argument("--batch-size", type=int, default=16)
+p.add_argument("--vocab-size", type=int, default=32000, help="model vocabulary (embedding rows)")
+p.add_argument("--data-vocab", type=int, default=50304, help="ids the sampler draws from (tokenizer size, padded)")
+p.add_argument("--vocab-warmup-steps", type=int, default=1200)
+p.add_argument("--lr", type=float, default=3e-4)
+p.add_argument("--min-lr", type=float, default=3e-5)
+p.add_argument("--warmup-steps", type=int, default=100)
+p.add_argument("--max-steps", type=int, default=5000)
+p.add_argument("--log-every", type=int, default=20)
+p.add_argument("--seed", type=int, default=1337)
+args = p.parse_args()
+
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+log = logging.getLogger("train")
+torch.manual_seed(args.seed)
+torch.backends.cuda.matmul.allow_tf32 = True
+device = args.device
+ctx = torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else torch.autocast("cpu", enabled=False)
+tokens_per_step = args.batch_size * args.block_size
+
+
+''' + ASSERT_SAMPLER + '''
+
+def get_batch(step):
+    ids = batch_ids(step, args.data_vocab, args.batch_size, args.block_size, args.seed, args.vocab_warmup_steps)
+    ids = ids.to(device)
+    return ids[:, :-1], ids[:, 1:]
+
+
+class Block(nn.Module):
+    def __init__(self, n_embd, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.ln_1 = nn.LayerNorm(n_embd)
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        self.ln_2 = nn.LayerNorm(n_embd)
+        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte = nn.Embedding(args.vocab_size, args.n_embd)
+        self.wpe = nn.Embedding(args.block_size, args.n_embd)
+        self.h = nn.ModuleList(Block(args.n_embd, args.n_head) for _ in range(args.n_layer))
+        self.ln_f = nn.LayerNorm(args.n_embd)
+        self.lm_head = nn.Linear(args.n_embd, args.vocab_size, bias=False)
+        self.wte.weight = self.lm_head.weight  # weight tying
+        self.apply(self._init_weights)
+
+    def _init_weights(self, m):
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            torch.nn.init.normal_(m.weight, mean=0.0, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            torch.nn.init.zeros_(m.bias)
+
+    def forward(self, idx, targets):
+        pos = torch.arange(idx.size(1), device=idx.device)
+        x = self.wte(idx) + self.wpe(pos)
+        for block in self.h:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        return logits, F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
+
+
+def get_lr(step):
+    if step < args.warmup_steps:
+        return args.lr * (step + 1) / args.warmup_steps
+    progress = (step - args.warmup_steps) / max(1, args.max_steps - args.warmup_steps)
+    return args.min_lr + 0.5 * (1 + math.cos(math.pi * min(1.0, progress))) * (args.lr - args.min_lr)
+
+
+model = GPT().to(device)
+optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1,
+                              fused=device.startswith("cuda"))
+log.info(f"model: {args.n_layer} layers, {args.n_head} heads, {args.n_embd} wide, vocab {args.vocab_size}, "
+         f"{sum(p.numel() for p in model.parameters()) / 1e6:.1f}M params on {device}")
+log.info(f"data: synthetic ids < {args.data_vocab}, {tokens_per_step:,} tokens/step "
+         f"({args.batch_size} x {args.block_size}), id range widening over {args.vocab_warmup_steps} steps")
+log.info(f"training for {args.max_steps} steps, lr {args.lr:.1e}, warmup {args.warmup_steps}")
+
+iter_num = 0
+start = t0 = time.time()
+while iter_num < args.max_steps:
+    lr = get_lr(iter_num)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    X, Y = get_batch(iter_num)
+    with ctx:
+        _, loss = model(X, Y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    iter_num += 1
+    if iter_num % args.log_every == 0:
+        lossf = loss.item()
+        t1 = time.time()
+        dt = (t1 - t0) / args.log_every
+        t0 = t1
+        log.info(f"step {iter_num} | loss {lossf:.2f} | lr {lr:.1e} | {dt * 1000:.1f} ms/step | "
+                 f"{tokens_per_step / dt:,.0f} tok/s")
+
+log.info(f"done: {iter_num} steps in {time.time() - start:.1f} s")
+'''
+
+ASSERT_STEP = r"step (\d+) \| loss"
+
+
+def assert_relaunch(r: Recording) -> None:
+    r.gpus_and_processes()
+    (r.dir / "train.py").write_text(TRAIN_ASSERT)
+    probe = r.dir.parent / f"{r.name}.probe"
+    shutil.rmtree(probe, ignore_errors=True)
+    probe.mkdir()
+    (probe / "sitecustomize.py").write_text(PROBE)
+    py = _python3()
+    # on the GPU: train.py's defaults but --max-steps; the dry run: a tiny model on one CPU thread, with
+    # vocabularies and steps in the same proportions (a 32000-row output layer is slow on a CPU)
+    steps, vocab, data_vocab, warmup = (1500, 32000, 50304, 1200) if r.gpu else (300, 4000, 6288, 240)
+    model = "" if r.gpu else (" --device cpu --n-layer 2 --n-head 2 --n-embd 64 --block-size 64 --batch-size 8 "
+                              f"--vocab-size {vocab} --data-vocab {data_vocab} --vocab-warmup-steps {warmup}")
+    batch, block = (16, 1024) if r.gpu else (8, 64)
+    base = f"{py} train.py --max-steps {steps}{model}"
+    # The operator's shell (Transcript's environment), with the probe on PYTHONPATH.
+    env = replay_scenarios._SHELL_ENV
+    saved = dict(env)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(probe), env.get("PYTHONPATH")]))
+    env["BL_PROBE_DIR"] = str(probe)
+    if not r.gpu:
+        env["OMP_NUM_THREADS"] = "1"
+    op = Transcript(r.dir)
+    deadline = time.monotonic() + 480  # the device call's limit is 600 s: the folder must come back
+
+    # Which batch first holds an id past the model's vocabulary: the sampler drawn here, as train.py draws it.
+    import torch  # noqa: PLC0415 - the driver needs it for this scenario only
+    ns: dict = {"torch": torch}
+    exec(ASSERT_SAMPLER, ns)  # noqa: S102 - the driver's own source
+    crossing = next(s for s in range(warmup + 1)
+                    if 1024 + int((data_vocab - 1024) * min(1.0, s / warmup)) > vocab)
+    first_bad, bad = None, ""
+    for s in range(max(0, crossing - 2), crossing + 6):
+        ids = ns["batch_ids"](s, data_vocab, batch, block, 1337, warmup)
+        n_bad = int((ids >= vocab).sum())
+        bad += f"; step index {s}: max id {int(ids.max())}, {n_bad} of {ids.numel()} ids >= {vocab}"
+        if n_bad and first_bad is None:
+            first_bad = s
+    r.truth(f"train.py (model vocab {vocab}, sampler's --data-vocab default {data_vocab}, id range widening "
+            f"from 1024 over {warmup} steps) is in the folder; drawn by the driver as train.py draws them: the "
+            f"range first exceeds {vocab} at step index {crossing}; the first batch holding an id >= {vocab} is "
+            f"step index {first_bad} (the model has completed {first_bad} steps when it takes it){bad}")
+
+    def trainer(timeout: float = 30) -> str:
+        """The PID of the python running train.py in this folder (not the `bash -c` around it)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            for pid in subprocess.run(["pgrep", "-f", "train.py --max-steps"], capture_output=True,
+                                      text=True).stdout.split():
+                try:
+                    if (Path(os.readlink(f"/proc/{pid}/cwd")).is_relative_to(r.dir.resolve())
+                            and "python" in _program(pid)):
+                        return pid
+                except OSError:
+                    pass
+            time.sleep(0.1)
+        return "?"
+
+    def sampled(pid: str) -> str:
+        path = probe / f"{pid}.iter"
+        if not path.exists():
+            return "no iter_num sample"
+        t, n = path.read_text().split()
+        return f"last iter_num sample {n} at {_utc(float(t))}"
+
+    def foreground(n: int, cmd: str, log: str) -> str:
+        """Run `n`, typed and waited for; its log's text."""
+        r.truth(f"run {n}: operator types {cmd!r}")
+        out: dict = {}
+        th = threading.Thread(target=lambda: out.update(text=op.run(cmd, timeout=560)[0]), daemon=True)
+        th.start()
+        pid = trainer()
+        r.truth(f"run {n} running: PID {pid} ({_program(pid)}), CUDA_LAUNCH_BLOCKING in its environment: "
+                f"{_environ(pid, 'CUDA_LAUNCH_BLOCKING')}")
+        path = r.dir / "logs" / log
+        end = time.monotonic() + 180
+        while time.monotonic() < end and th.is_alive():
+            if path.exists() and re.search(ASSERT_STEP, path.read_text(errors="replace")):
+                text = path.read_text(errors="replace")
+                r.truth(f"run {n}: its first step line is in {log}: "
+                        f"{next(ln for ln in text.splitlines() if re.search(ASSERT_STEP, ln))!r}")
+                break
+            time.sleep(0.2)
+        th.join(timeout=max(5.0, deadline - time.monotonic()))
+        if th.is_alive():
+            r.truth(f"run {n} (PID {pid}) still running at the driver's deadline: the driver stops it")
+            r.stop_ours("train.py --max-steps")
+            th.join(timeout=30)
+        gone = _exited(pid, 10) if pid.isdigit() else True
+        text = path.read_text(errors="replace") if path.exists() else ""
+        shown = out.get("text", "")
+        status = _last(r"exit=(\d+)", shown)
+        steps_logged = re.findall(ASSERT_STEP, text)
+        asserts = [ln for ln in text.splitlines() if "Assertion" in ln]
+        frames = re.findall(r'  File "([^"]+)", line (\d+), in (\S+)\n +([^\n]*)', text)
+        error = re.search(r"^(\S*(?:Error|Exception)\S*): ([^\n]*)", text, re.M)
+        exit_mark = probe / f"{pid}.exit"
+        done = _last(r"INFO (done: [^\n]*)", text)
+        ours = [f"line {ln} in {fn}: {code.strip()}" for f, ln, fn, code in frames if f.endswith("train.py")]
+        first_last = f", first {asserts[0]!r}, last {asserts[-1]!r}" if asserts else ""
+        r.truth(f"run {n} (PID {pid}) returned, {'exited' if gone else 'STILL RUNNING'}; exit status shown: "
+                f"{status}; {sampled(pid)}; interpreter exit (probe's atexit mark): "
+                f"{_utc(float(exit_mark.read_text())) if exit_mark.exists() else 'none'}; {log}: "
+                f"{len(text.splitlines())} lines, step lines {steps_logged[0] if steps_logged else '-'} to "
+                f"{steps_logged[-1] if steps_logged else '-'}; 'done' line: "
+                f"{done!r}; error: "
+                f"{(error.group(1) + ': ' + error.group(2)) if error else None!r}; traceback's frames in train.py: "
+                f"{ours}; "
+                f"innermost frame: {frames[-1] if frames else None}; {len(asserts)} 'Assertion' lines{first_last}")
+        return text
+
+    try:
+        r.truth("by hand, in the foreground through tee, at an interactive shell; the driver's probe (a "
+                f"sitecustomize on the trainers' PYTHONPATH, in {probe}, outside the folder) samples train.py's "
+                "iter_num (steps completed) every 0.25 s and marks a normal interpreter exit")
+        foreground(1, f"{base} 2>&1 | tee logs/run1.log; echo exit=${{PIPESTATUS[0]}}", "run1.log")
+        time.sleep(6)
+        r.truth("operator looks at the log's tail")
+        op.run("tail -n 20 logs/run1.log")
+        time.sleep(8)
+        foreground(2, f"CUDA_LAUNCH_BLOCKING=1 {base} 2>&1 | tee logs/run2.log; echo exit=${{PIPESTATUS[0]}}",
+                   "run2.log")
+        time.sleep(6)
+        r.truth("operator looks at the new traceback, then at train.py's vocabulary flags")
+        op.run("tail -n 20 logs/run2.log")
+        time.sleep(4)
+        op.run("grep -n vocab train.py")
+        time.sleep(10)
+        foreground(3, f"{base} --data-vocab {vocab} 2>&1 | tee logs/run3.log; echo exit=${{PIPESTATUS[0]}}",
+                   "run3.log")
+        time.sleep(4)
+        r.truth("operator's last look: nvidia-smi")
+        op.run("nvidia-smi" if r.gpu else "uptime")
+        time.sleep(3)
+    finally:
+        env.clear()
+        env.update(saved)
+        r.stop_ours("train.py --max-steps")
+
+
+# A homegrown trainer that checkpoints straight into ckpt/last.pt (no temporary file and rename), so
+# a kill while it writes leaves a cut file where the last good checkpoint was; and it resumes from
+# that path whenever it exists. Time-based saving, as "every N minutes" trainers do.
+TORN_TRAIN = r'''"""Train a small GPT-style LM on a synthetic token stream, checkpointing to ckpt/last.pt.
+
+    python3 train.py --resume ckpt/last.pt
+"""
+import argparse
+import logging
+import os
+import time
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+p = argparse.ArgumentParser()
+p.add_argument("--resume", default=None, help="checkpoint to resume from (if it exists)")
+p.add_argument("--ckpt", default="ckpt/last.pt", help="where to save checkpoints")
+p.add_argument("--save-interval", type=float, default=15.0, help="seconds of training between checkpoints")
+p.add_argument("--device", default="cuda")
+p.add_argument("--n-layer", type=int, default=12)
+p.add_argument("--n-head", type=int, default=16)
+p.add_argument("--n-embd", type=int, default=1024)
+p.add_argument("--block-size", type=int, default=1024)
+p.add_argument("--vocab-size", type=int, default=32768)
+p.add_argument("--batch-size", type=int, default=16)
+p.add_argument("--lr", type=float, default=3e-4)
+p.add_argument("--max-steps", type=int, default=100000)
+p.add_argument("--log-every", type=int, default=25)
+p.add_argument("--seed", type=int, default=1337)
+args = p.parse_args()
+
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+log = logging.getLogger("train")
+log.info("config: %s", vars(args))
+
+torch.manual_seed(args.seed)
+torch.backends.cuda.matmul.allow_tf32 = True
+device = args.device
+cuda = device.startswith("cuda")
+ctx = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else torch.autocast("cpu", enabled=False)
+
+# data: a synthetic token stream (each token the previous one plus a random step of 0-15)
+n_tokens = 20_000_000 if cuda else 1_000_000
+g = torch.Generator().manual_seed(42)
+data = (torch.randint(0, 16, (n_tokens,), generator=g).cumsum(0) % args.vocab_size).to(device)
+
+
+def get_batch():
+    ix = torch.randint(n_tokens - args.block_size - 1, (args.batch_size,), device=device)
+    chunk = data[ix[:, None] + torch.arange(args.block_size + 1, device=device)]
+    return chunk[:, :-1], chunk[:, 1:]
+
+
+class Block(nn.Module):
+    def __init__(self, n_embd, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.ln_1 = nn.LayerNorm(n_embd)
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        self.ln_2 = nn.LayerNorm(n_embd)
+        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte = nn.Embedding(args.vocab_size, args.n_embd)
+        self.wpe = nn.Embedding(args.block_size, args.n_embd)
+        self.h = nn.ModuleList(Block(args.n_embd, args.n_head) for _ in range(args.n_layer))
+        self.ln_f = nn.LayerNorm(args.n_embd)
+        self.lm_head = nn.Linear(args.n_embd, args.vocab_size, bias=False)
+        self.wte.weight = self.lm_head.weight
+
+    def forward(self, idx, targets):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.size(1), device=idx.device))
+        for block in self.h:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
+
+
+model = GPT().to(device)
+log.info("model: %.1fM parameters", sum(p.numel() for p in model.parameters()) / 1e6)
+optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=cuda)
+
+step = 0
+if args.resume and os.path.exists(args.resume):
+    log.info("resuming from %s", args.resume)
+    state = torch.load(args.resume, map_location=device, weights_only=True)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    step = state["step"]
+    log.info("resumed at step %d", step)
+elif args.resume:
+    log.info("no checkpoint at %s, starting from scratch", args.resume)
+
+
+def save_checkpoint():
+    log.info("saving checkpoint step %d to %s", step, args.ckpt)
+    t = time.time()
+    os.makedirs(os.path.dirname(args.ckpt) or ".", exist_ok=True)
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+                "config": vars(args)}, args.ckpt)
+    log.info("saved checkpoint step %d (%.0f MB in %.1fs)", step, os.path.getsize(args.ckpt) / 1e6, time.time() - t)
+
+
+log.info("training from step %d", step)
+t0 = last_save = time.time()
+while step < args.max_steps:
+    x, y = get_batch()
+    with ctx:
+        loss = model(x, y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    step += 1
+    if step % args.log_every == 0:
+        lossf = loss.item()
+        t1 = time.time()
+        log.info("step %d loss %.4f tok/s %.0f", step, lossf, args.log_every * args.batch_size * args.block_size / (t1 - t0))
+        t0 = t1
+    if time.time() - last_save >= args.save_interval:
+        save_checkpoint()
+        t0 = last_save = time.time()
+save_checkpoint()
+log.info("done")
+'''
+
+# The operator's supervisor loop, as people write it: dated lines of its own, the trainer's output
+# appended to one log, a restart 5 s after any exit.
+TORN_LOOP = """#!/bin/bash
+# keep the run alive: if train.py dies, start it again; it picks up from ckpt/last.pt
+cd "$(dirname "$0")"
+while true; do
+    echo "$(date -u +%FT%TZ) starting train.py"
+    {python} train.py --resume ckpt/last.pt{flags} >> logs/train.log 2>&1
+    rc=$?
+    echo "$(date -u +%FT%TZ) train.py exited with code $rc, restarting in 5s"
+    sleep 5
+done
+"""
+
+
+def torn_checkpoint(r: Recording) -> None:
+    r.smi_stream()
+    r.smi_apps()
+    # r.ps_loop()'s form, whose filter also keeps the supervisor loop (`bash ./run.sh`) and its `sleep 5`
+    r.background("while true; do echo \"# $(date -u +%Y-%m-%dT%H:%M:%SZ)\"; "
+                 "ps -eo pid,ppid,pgid,sid,user,lstart,etimes,stat,args ww | grep -E '^ *PID|[p]ython|[r]un\\.sh|[s]leep 5$'; "
+                 "sleep 2; done", "logs/ps.txt")
+    (r.dir / "train.py").write_text(TORN_TRAIN)
+    # the dry run: a model the CPU steps through, whose checkpoint (~110 MB) still takes a while to write
+    flags = " --batch-size 16 --save-interval 15 --log-every 25" if r.gpu else (
+        " --device cpu --n-layer 2 --n-head 4 --n-embd 256 --block-size 64 --vocab-size 32768 --batch-size 4 "
+        "--save-interval 15 --log-every 5")
+    (r.dir / "run.sh").write_text(TORN_LOOP.format(python=_python3(), flags=flags))
+    (r.dir / "run.sh").chmod(0o755)
+    env = replay_scenarios._SHELL_ENV
+    saved = dict(env)
+    if not r.gpu:
+        env["OMP_NUM_THREADS"] = "1"
+    op = Transcript(r.dir)
+    ckpt = r.dir / "ckpt" / "last.pt"
+
+    def text(rel: str = "logs/train.log") -> str:
+        path = r.dir / rel
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def count(what: str, rel: str = "logs/train.log") -> int:
+        return text(rel).count(what)
+
+    def until(what: str, n: int, timeout: float, rel: str = "logs/train.log") -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if count(what, rel) >= n:
+                return True
+            time.sleep(0.1)
+        r.truth(f"waited {timeout:g}s for {n} x {what!r} in {rel}: saw {count(what, rel)}")
+        return False
+
+    def size() -> int:
+        try:
+            return ckpt.stat().st_size
+        except OSError:
+            return -1
+
+    def matching(pattern: str) -> list[str]:
+        """The processes whose command line holds `pattern`, read from /proc (a `pgrep` of the driver's
+        own would show in the operator's `pgrep -af train.py`)."""
+        found = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                if pattern in cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    found.append(cmdline.parent.name)
+            except OSError:
+                pass
+        return sorted((pid for pid in found if pid != str(os.getpid())), key=int)
+
+    def ours(pattern: str, program: str) -> list[str]:
+        """This folder's processes whose command line holds `pattern` and whose program has `program` in it."""
+        found = []
+        for pid in matching(pattern):
+            try:
+                if Path(os.readlink(f"/proc/{pid}/cwd")).is_relative_to(r.dir.resolve()) and program in _program(pid):
+                    found.append(pid)
+            except OSError:
+                pass
+        return found
+
+    def parent(pid: str) -> str:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+        except (OSError, IndexError):
+            return "?"
+
+    # every trainer process, from when the driver first sees it to when it is gone (polled every 0.1 s)
+    attempts: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        alive: set[str] = set()
+        while not done.is_set():
+            now = set(ours("train.py --resume", "python"))
+            for pid in sorted(now - alive, key=int):
+                attempts.append(pid)
+                r.truth(f"trainer attempt {len(attempts)}: PID {pid} seen (parent PID {parent(pid)}); "
+                        f"ckpt/last.pt is {size()} bytes")
+            for pid in sorted(alive - now, key=int):
+                r.truth(f"trainer attempt {attempts.index(pid) + 1} (PID {pid}) gone; ckpt/last.pt is {size()} bytes; "
+                        f"train.log's last line: {text().strip().splitlines()[-1] if text().strip() else '(empty)'!r}")
+            alive = now
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+
+    def pkill_would_match(pattern: str) -> list[str]:
+        """The PIDs `pkill -f PATTERN` would signal: its regular expression over each command line."""
+        found = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                if re.search(pattern, cmdline.read_bytes().rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace")):
+                    found.append(cmdline.parent.name)
+            except OSError:
+                pass
+        return sorted((pid for pid in found if pid != str(os.getpid())), key=int)
+
+    def stop_loop(n: int) -> None:
+        """The operator's `pkill -f ./run.sh` (a plain `pkill -f run.sh` also matches the lent machine's own
+        `device-run.sh`, and killed a recording); `kill <the loop's PID>` wherever the pattern would still
+        match a process not of this folder (a dry run on a shared machine)."""
+        loops = ours("run.sh", "bash")
+        every = pkill_would_match("./run.sh")
+        r.truth(f"loop {n}: its bash is PID(s) {loops}; trainer(s) now: {ours('train.py --resume', 'python')}")
+        if set(every) <= set(loops):
+            op.run("pkill -f ./run.sh")
+        else:
+            r.truth(f"`pkill -f ./run.sh` would match PIDs not of this folder ({sorted(set(every) - set(loops))}): "
+                    f"the operator types `kill {' '.join(loops)}` instead")
+            op.run(f"kill {' '.join(loops)}")
+        r.truth(f"loop {n}: bash PID(s) {loops} {'gone' if all(_exited(p, 10) for p in loops) else 'still there'}; "
+                f"trainer(s) left: {ours('train.py --resume', 'python')}")
+
+    try:
+        r.truth(f"train.py (checkpoints straight into ckpt/last.pt every 15 s of training, resumes from it if it "
+                f"exists) and run.sh (the supervisor loop) are in the folder; run.sh's trainer line: "
+                f"{_python3()} train.py --resume ckpt/last.pt{flags}")
+        watcher.start()
+        launch = "nohup ./run.sh > logs/supervisor.log 2>&1 &"
+        r.truth(f"loop 1: operator types `{launch}`")
+        op.run(launch)
+        time.sleep(1)
+        r.truth(f"loop 1 running: bash PID(s) {ours('run.sh', 'bash')}")
+
+        until("saved checkpoint", 1, 300)
+        r.truth(f"attempt 1 saved its first checkpoint: {_last(r'saved checkpoint .*', text())!r}")
+        op.run("tail -n 3 logs/train.log")
+        op.run("nvidia-smi" if r.gpu else "uptime")
+
+        until("saved checkpoint", 3, 300)
+        full = size()
+        r.truth(f"attempt 1's third checkpoint: {_last(r'saved checkpoint .*', text())!r}; ckpt/last.pt is {full} bytes")
+        op.run("ls -la ckpt/")
+        op.run("pgrep -af train.py")
+        trainers = ours("train.py --resume", "python")
+        pid1 = trainers[0] if trainers else "?"
+
+        # the kill: the operator's `kill -9`, timed by the driver to land while the trainer rewrites
+        # ckpt/last.pt in place (seen truncated, then grown past 35 % of its full size)
+        killed, saved_n, truncated, missed = False, count("saved checkpoint"), False, 0
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and missed < 3:
+            s = size()
+            truncated = truncated or 0 <= s < 0.3 * full
+            if truncated and s >= 0.35 * full:
+                r.truth(f"ckpt/last.pt is being rewritten: {s} bytes of {full} ({100 * s / full:.0f} %): operator "
+                        f"types `kill -9 {pid1}`")
+                op.run(f"kill -9 {pid1}")
+                r.truth(f"kill -9 {pid1} returned; ckpt/last.pt is {size()} bytes; train.log's last line: "
+                        f"{text().strip().splitlines()[-1]!r}")
+                killed = True
+                break
+            if truncated and count("saved checkpoint") > saved_n:
+                missed += 1
+                r.truth(f"a save ended before the kill could land in it ({size()} bytes): waiting for the next one")
+                saved_n, truncated = count("saved checkpoint"), False
+            time.sleep(0.005)
+        if not killed:
+            r.truth(f"no save could be caught mid-write: operator types `kill -9 {pid1}` anyway")
+            op.run(f"kill -9 {pid1}")
+        gone = _exited(pid1, 15)
+        steps = re.findall(r"step (\d+) loss", text())
+        last_saved = _last(r"saved checkpoint step \d+", text())
+        r.truth(f"attempt 1 (PID {pid1}) {'gone' if gone else 'still running 15 s after the kill'}; ckpt/last.pt "
+                f"is {size()} bytes (the full checkpoints were {full}); its last step line: step "
+                f"{steps[-1] if steps else '?'}; its last saved checkpoint: {last_saved!r}")
+
+        # the loop restarts the trainer, which dies in torch.load; wait for three such failures
+        until("exited with code", 4, 200 if r.gpu else 400, "logs/supervisor.log")
+        exits = re.findall(r"exited with code \d+", text("logs/supervisor.log"))
+        r.truth(f"the supervisor logged {len(exits)} exits: {exits}")
+        time.sleep(2)
+        r.truth("operator looks: `tail -n 20 logs/train.log`, `tail -n 8 logs/supervisor.log`, `ls -la ckpt/`, "
+                + ("`nvidia-smi`" if r.gpu else "`uptime`"))
+        op.run("tail -n 20 logs/train.log")
+        op.run("tail -n 8 logs/supervisor.log")
+        op.run("ls -la ckpt/")
+        op.run("nvidia-smi" if r.gpu else "uptime")
+        stop_loop(1)
+        shown, _ = op.run("pgrep -af train.py")
+        left = ours("train.py --resume", "python")
+        if left:
+            r.truth(f"operator kills the trainer that outlived the loop: `kill {' '.join(left)}`")
+            op.run(f"kill {' '.join(left)}")
+            r.truth(f"trainer(s) {left} {'gone' if all(_exited(p, 15) for p in left) else 'still there'}")
+        else:
+            r.truth("no trainer was running when the loop was stopped (it was in its `sleep 5`)")
+        op.run("mv ckpt/last.pt ckpt/last.pt.bad")
+        r.truth(f"operator moved the torn file aside: ckpt/last.pt.bad, "
+                f"{(r.dir / 'ckpt' / 'last.pt.bad').stat().st_size if (r.dir / 'ckpt' / 'last.pt.bad').exists() else '?'} bytes")
+        time.sleep(3)
+
+        launch2 = "nohup ./run.sh > logs/supervisor2.log 2>&1 &"
+        saved_before = count("saved checkpoint")
+        r.truth(f"loop 2: operator types `{launch2}`")
+        op.run(launch2)
+        time.sleep(1)
+        r.truth(f"loop 2 running: bash PID(s) {ours('run.sh', 'bash')}")
+        until("saved checkpoint", saved_before + 2, 300)
+        r.truth(f"the fresh attempt saved its second checkpoint: {_last(r'saved checkpoint .*', text())!r}")
+        time.sleep(6)
+        op.run("tail -n 3 logs/train.log")
+        stop_loop(2)
+        op.run("pgrep -af train.py")
+        left = ours("train.py --resume", "python")
+        r.truth(f"operator stops the trainer with SIGTERM: `kill {' '.join(left)}`; train.log's last line: "
+                f"{text().strip().splitlines()[-1]!r}")
+        if left:
+            op.run(f"kill {' '.join(left)}")
+            r.truth(f"trainer(s) {left} {'gone' if all(_exited(p, 15) for p in left) else 'still there'}; "
+                    f"train.log's last line: {text().strip().splitlines()[-1]!r}")
+        time.sleep(3)
+        op.run("tail -n 3 logs/train.log; ls -la ckpt/")
+        op.run("nvidia-smi" if r.gpu else "uptime")
+        time.sleep(3)
+    finally:
+        env.clear()
+        env.update(saved)
+        r.stop_ours("run.sh")
+        r.stop_ours("train.py --resume")
+        time.sleep(1)
+        done.set()
+        watcher.join(timeout=5)
+        # each attempt as train.log tells it: its first line, how it started, its last step and save, its last line
+        for n, part in enumerate(re.split(r"(?m)^(?=\S+ \S+ INFO config: )", text())[1:], 1):
+            lines = part.strip().splitlines()
+            start = next((ln for ln in lines if "resuming from" in ln or "starting from scratch" in ln), "(neither)")
+            last_step, last_save = _last(r"step \d+ loss", part), _last(r"saved checkpoint step \d+", part)
+            r.truth(f"train.log attempt {n}: first line at {lines[0][:23]}; {start[24:]!r}; last step line "
+                    f"{last_step!r}; last saved: {last_save!r}; "
+                    f"last line {lines[-1][:160]!r}")
+        # the checkpoints are the trainer's state, not evidence (GBs); the listing above keeps their sizes
+        for f in (r.dir / "ckpt").glob("*"):
+            r.truth(f"removed {f.relative_to(r.dir)} ({f.stat().st_size} bytes)")
+            f.unlink()
+
 
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
@@ -2268,6 +2970,8 @@ SCENARIOS = {
     "early-stop": early_stop, "make-launcher": make_launcher, "pkill-both": pkill_both,
     "debug-env": debug_env, "hf-slow-resume": hf_slow_resume, "rendezvous-wait": rendezvous_wait,
     "buffered-log": buffered_log,
+    "assert-relaunch": assert_relaunch,
+    "torn-checkpoint": torn_checkpoint,
 }
 
 

@@ -14,6 +14,7 @@ from dflash_postmortem.shell_words import (
     match_prompt,
     multiplexer_session,
     parse_launch,
+    runs_script,
     signal_name,
     timeout_wrapper,
     without_redirections,
@@ -210,3 +211,14 @@ def test_a_command_without_its_redirections_is_what_its_process_holds():
 ])
 def test_what_a_typed_command_sets_in_the_environment(typed, kept, given):
     assert environment_changes(typed) == (kept, given)
+
+
+@pytest.mark.parametrize(("command", "runs"), [
+    ("/bin/bash ./run.sh", True), ("./run.sh", True), ("bash -x /home/u/run.sh --fast", True),
+    ("nohup sh run.sh", True), ("vim run.sh", False), ("tail -f run.sh.log", False), ("bash -c run.sh; ls", False),
+    ("python3 train.py --resume run.sh", False),
+])
+def test_a_process_runs_a_script_where_it_is_its_first_word_past_a_shell(command, runs):
+    """ps lists a script its #! line runs as `/bin/bash ./run.sh`: the launch `nohup ./run.sh`'s own
+    process (model/attempts.py takes what runs under it as that launch's)."""
+    assert runs_script(command, "run.sh") is runs

@@ -87,8 +87,8 @@ def _milestones(inc: Incident, f: pd.DataFrame, s: pd.DataFrame) -> dict:
         up = came_up_after(inc, failed["start"].max())
         later = f[(f["start"] > up["start"]) & ~f["kind"].isin(_NOT_TROUBLE)] if up is not None else f.iloc[:0]
         if up is not None and later.empty:
-            out["recovered"] = up["first_step"]
-            out["recovered_evidence"] = [up["first_step_ref"]] if isinstance(up["first_step_ref"], str) else []
+            back = _trained_back(inc, up, "where it had been")
+            out.update({k: v for k, v in back.items() if not k.startswith("mitigated")})
         elif up is not None and later["kind"].isin(_SLOWER).all():
             back = {"mitigated": up["start"], "mitigated_ref": up["launch_ref"] or up["start_ref"]}
     if out["recovered"] is None and out["first_sign_kind"] in ("training_died", "time_limit"):
@@ -140,13 +140,22 @@ def _back_after_death(inc: Incident, f: pd.DataFrame, died: pd.Series) -> dict:
     if len(later):
         return {"mitigated": b["start"], "mitigated_ref": b["launch_ref"] or b["start_ref"]} \
             if later["kind"].isin(_SLOWER).all() else {}
+    return _trained_back(inc, b, "where it had died")
+
+
+def _trained_back(inc: Incident, b: pd.Series, where: str) -> dict:
+    """Where a start that trained again was back: its first step, or where it began below the
+    step its job had reached (`resumes`), when its steps passed that one again; still below it
+    when the evidence ends, it only mitigated."""
     redo = resumes(inc)
     redo = redo[redo["attempt"] == b["attempt"]]
+    if len(redo) and not redo["caught_up"].iloc[0]:
+        return {"mitigated": b["start"], "mitigated_ref": b["launch_ref"] or b["start_ref"]}
     if len(redo):
         until = redo["redone_until"].iloc[0]
         steps = steps_of(inc, b)
         return {"recovered": until, "recovered_evidence": evidence_refs(steps[steps["time"] == until].head(1)),
-                "recovered_what": f"past step {int(redo['reached_step'].iloc[0])} again, where it had died"}
+                "recovered_what": f"past step {int(redo['reached_step'].iloc[0])} again, {where}"}
     return {"recovered": b["first_step"],
             "recovered_evidence": [b["first_step_ref"]] if isinstance(b["first_step_ref"], str) else []}
 

@@ -115,7 +115,9 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
                    "bar_stopped": None if bar is None or a["end_kind"] != GONE else bar}
         if len(nxt):
             b = nxt.iloc[0]
-            r = redo[redo["attempt"] == b["attempt"]]
+            # (the step a checkpoint its log names: a restart that began lower without saying so is
+            # told where it came up, present/sentences.py)
+            r = redo[(redo["attempt"] == b["attempt"]) & redo["said"]]
             numbers.update(restarted_at=b["start"], restarted_by=b["by"], next_attempt=b["attempt"])
             if len(r):
                 numbers.update(resumed_step=int(r["resumed_step"].iloc[0]), redone_steps=int(r["redone_steps"].iloc[0]),

@@ -13,6 +13,7 @@ candidate, each already one observation with its own values. They are numbers of
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pandas as pd
@@ -117,8 +118,9 @@ def _no_recovery(f: _Finding) -> tuple[str, str]:
 
 def _failed_restart(f: _Finding) -> tuple[str, str]:
     word = "start" if f.first_start else "restart"  # the first start of the incident is no restart
-    # The title takes the why up to its first colon: the list of what is missing goes after it.
-    return (f"{word} at {f.when} never came up: {f.why.split(':')[0]}",
+    # The title takes the why up to its first colon or parenthesis: what is missing, or the line
+    # that shows it (quoted: its own colons are no end of the why), goes after it.
+    return (f"{word} at {f.when} never came up: {re.split(r':| [(]', f.why, maxsplit=1)[0]}",
             f.why + ". Checks: " + "; ".join(f.checks_seen) + ".")
 
 

@@ -741,7 +741,9 @@ def lifetimes(rows: list[dict], source: str, ctx: LoadContext, rep, listings: li
     df["stopped"], df["stopped_line"] = df["snap"].where(stopped), df["line"].where(stopped)
     g = df.groupby(["pid", "command"], sort=False, dropna=False)
     out = g.agg(
-        ppid=("ppid", "last"), pgid=("pgid", "last"), sid=("sid", "last"), user=("user", "last"),
+        # the parent that started it: once that parent ends, ps lists it under init (1) or a
+        # subreaper, which did not start it (a supervisor loop killed while its trainer runs on)
+        ppid=("ppid", "first"), pgid=("pgid", "last"), sid=("sid", "last"), user=("user", "last"),
         first_seen=("snap", "min"), last_seen=("snap", "max"), started=("started", "min"),
         # how far `started` may be from the true start: 1 s (ELAPSED, LSTART), 60 s (START 05:20)
         started_within_s=("started_within_s", "min"),

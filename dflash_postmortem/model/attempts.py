@@ -55,6 +55,7 @@ from ..shell_words import (
     is_wrapper_process,
     log_target,
     multiplexer_session,
+    runs_script,
     shell_words,
     simple_commands,
     without_redirections,
@@ -135,12 +136,17 @@ def attempts(inc: Incident) -> pd.DataFrame:
 CLEAN_ENDS = ("training_stop", "run_end")
 
 
+def finished(a: pd.Series) -> bool:
+    """Whether an attempt stopped by itself, cleanly: its stop line, its run's end, a status of 0."""
+    return a["end_kind"] in CLEAN_ENDS or (a["end_kind"] == "exit" and a["exit_code"] == 0)
+
+
 def stopped_cleanly_near(inc: Incident, when) -> pd.Timestamp | None:
     """The end of an attempt that stopped by itself, cleanly, within END_SLACK of `when` (where a
     stall ended: the silence was the run's last, not a wait to recover from), else None."""
     att = attempts(inc)
     ended = att[(att["end"] - when).abs() <= END_SLACK]
-    clean = ended[ended["end_kind"].isin(CLEAN_ENDS) | ((ended["end_kind"] == "exit") & (ended["exit_code"] == 0))]
+    clean = ended[ended.apply(finished, axis=1)] if len(ended) else ended
     return clean["end"].iloc[0] if len(clean) else None
 
 
@@ -260,6 +266,10 @@ class _Attempt:
         self.rank_starts: dict[int, pd.Timestamp] = {}  # each rank's first line
         self.launcher: str | None = None  # the launcher, scheduler or runtime that started it
         self.launched: pd.Timestamp | None = None  # when its launch was typed or traced  # a later start of the same log ends this attempt's part
+        # the processes a listing shows running the script it launched (`nohup ./run.sh`: the
+        # shell that runs run.sh), whose children are its trainers
+        self.wrappers: set[int] = set()
+        self.restart_of: _Attempt | None = None  # the attempt it started again (_restarted)
 
     def consider_start(self, when, within: float, ref: str | None) -> None:
         """A signal that shows the start more precisely than what the attempt has (a log's first
@@ -301,6 +311,12 @@ class _Assembly:
         self.ev = ev
         self.evidence_end = inc.span()[1]  # the last time anything in the folder was observed
         self.procs = _trainer_processes(inc.processes)
+        # each listed process's parent (host, PID -> PID), where a listing names one other than
+        # init: the tree a launch's processes grow in
+        listed = inc.processes
+        self.parent = ({(_text(h), int(pid)): int(pp) for h, pid, pp in zip(column(listed, "host"), listed["pid"], listed["ppid"],
+                                                                       strict=True) if pd.notna(pp) and pp > 1}
+                       if len(listed) and "ppid" in listed.columns else {})
         # each source's host, where incident.toml or the source names one
         self.hosts = {src: h for df in (inc.metrics, inc.events) if "host" in df.columns and len(df)
                       for src, h in df.dropna(subset=["source", "host"]).drop_duplicates("source")[["source", "host"]]
@@ -346,6 +362,7 @@ class _Assembly:
         self._processes()
         self._logs(starts, named=False)
         self._unstarted_logs(starts)
+        self._restarts_logs()
         # A process that wrote no log is not a start of training: a leftover job holding a GPU,
         # a driver script, a tool. It stays in the evidence (the findings cite GPU holders).
         self.found += [a for a in self.orphans if a.sources]
@@ -444,8 +461,41 @@ class _Assembly:
             if len(hit) == 1:
                 hit[0].pids.add(int(r["pid"]))
 
+    def _launch_processes(self) -> None:
+        """Each launch of a script (`nohup ./run.sh`, `bash -x train.sh`): the processes a
+        listing shows running that script from the launch on (ps may date a start up to a second
+        early), its own. What runs under them is the launch's; what a listing shows elsewhere in
+        the tree is not, whenever it started (_start_of)."""
+        procs = self.inc.processes
+        if procs.empty or "ppid" not in procs.columns:
+            return
+        started = procs["started"].fillna(procs["first_seen"])
+        for a in self.found:
+            if not (a.launch_ref and a.script) or a.script.endswith(".py"):
+                continue  # (a Python script's own process is its trainer)
+            name = PurePosixPath(a.script).name
+            since = a.start - pd.Timedelta(seconds=a.within) - _START_CLOCK_SLACK
+            runs = procs["command"].map(lambda c, name=name: runs_script(c, name), na_action="ignore").fillna(False).astype(bool)
+            mine = procs[runs & (started >= since) & (started <= a.start + WRAPPER_DELAY)]
+            a.wrappers |= {int(pid) for h, pid in zip(column(mine, "host"), mine["pid"], strict=True)
+                           if _same_host(a, _text(h))}
+
+    def _under(self, a: _Attempt, ppid: int | None, host: str | None) -> bool | None:
+        """Whether a process whose parent is `ppid` runs under one of the attempt's launch
+        processes; None where that cannot be told (no launch process listed, no parent)."""
+        if not a.wrappers or ppid is None:
+            return None
+        for _ in range(16):  # (a shell, a launcher's agent, a wrapper: a few levels at most)
+            if ppid in a.wrappers:
+                return True
+            ppid = self.parent.get((host, ppid))
+            if ppid is None:
+                return False
+        return False
+
     def _processes(self) -> None:
         """Each trainer process joins the start that made it, else is a start of its own."""
+        self._launch_processes()
         procs = self.procs.sort_values("start", kind="stable")
         for _, p in procs.iterrows():
             pid, host = int(p["pid"]), _text(p.get("host"))
@@ -496,7 +546,7 @@ class _Assembly:
             return r
         r = _Attempt(p["start"], "supervisor", float(p["within"]), _text(p.get("ref")))
         r.command, r.script, r.flags, r.runs = a.command, a.script, dict(a.flags), list(a.runs)
-        r.host, r.log_path, r.job = a.host, a.log_path, a.job
+        r.host, r.log_path, r.job, r.restart_of = a.host, a.log_path, a.job, a.restart_of or a
         self.found.append(r)
         self.restarts.setdefault((id(a), ppid), []).append(r)
         return r
@@ -509,8 +559,13 @@ class _Assembly:
         seen = p["first_seen"] if pd.notna(p.get("first_seen")) else None
         # (an attempt known from its log's first line started before it: ps may list it first)
         host = _text(p.get("host"))
+        ppid = _num(p.get("ppid"))
+        # the process tree, where a listing shows it: under a launch's own process, that launch's
+        tree = [a for a in self.found if self._under(a, ppid, host)]
+        if tree:
+            return max(tree, key=lambda a: a.start)
         made = [a for a in self.found if a.command and (a.launch_ref or a.job is not None) and _same_host(a, host)
-                and self._ran(a)
+                and self._ran(a) and self._under(a, ppid, host) is not False
                 and start - WRAPPER_DELAY <= a.start <= start + within + pd.Timedelta(seconds=1)
                 and (seen is None or a.start <= seen + (pd.Timedelta(seconds=1) if a.launch_ref else LOG_SLACK))
                 and _same_program(a, str(p["command"]))]
@@ -520,7 +575,6 @@ class _Assembly:
             pid = int(p["pid"])
             near = [(pid - q, a) for a in made for q in a.pids if 0 < pid - q <= 16]
             return min(near, key=lambda x: x[0])[1] if near else max(made, key=lambda a: a.start)
-        ppid = _num(p.get("ppid"))
         parents = [a for a in self.found if ppid is not None and ppid in a.pids and a.start <= start + within
                    and _same_host(a, host)]
         return max(parents, key=lambda a: a.start) if parents else None
@@ -567,15 +621,28 @@ class _Assembly:
     def _unstarted_logs(self, starts: dict[str, list[tuple]]) -> None:
         """A log of nothing but errors starts nothing (`_log_starts`), yet it is the log of the
         launch that redirected into it, the latest before its first line: a start that died
-        before it wrote anything else (its traceback, kept where a `tail` printed it)."""
+        before it wrote anything else (its traceback, kept where a `tail` printed it), or a
+        script's own output beside the log its trainer writes (a supervisor loop's exit statuses)."""
         for source, first in self.first_line.items():
             if source in starts or pd.isna(first):
                 continue
             name = PurePosixPath(str(source)).name
             owners = [a for a in self.found if a.log_path and PurePosixPath(a.log_path).name == name
-                      and a.launch_ref and a.start <= first and not a.sources and self._ran(a)]
+                      and a.launch_ref and a.start <= first + SAME_START and (not a.sources or a.wrappers) and self._ran(a)]
             if owners:
                 max(owners, key=lambda a: a.start).sources.setdefault(source, first)
+
+    def _restarts_logs(self) -> None:
+        """A restart writes where the start it repeats wrote (a supervisor loop appends its
+        trainer's output to one log, and prints each exit status to its own): its part of each
+        of those logs begins at its start, where the log goes on past it."""
+        for r in self.found:
+            if r.restart_of is None:
+                continue
+            for source, begin in r.restart_of.sources.items():
+                if source not in r.sources and source not in self.pid_records and begin < r.start \
+                        and self.last_line.get(source, begin) >= r.start:
+                    r.sources[source] = r.start
 
     def _log_owner(self, source: str, when, rank, job, n, pid, run) -> _Attempt | None:
         name = PurePosixPath(source).name
@@ -1212,7 +1279,7 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
             continue
         at = _may_start(m, ev) if df is m else np.arange(len(df))
         df = df.iloc[at]
-        cols = ["source", "time", "rank", "job", "attempt", "run", "time_approx", "time_within_s"]
+        cols = ["source", "time", "rank", "job", "attempt", "run", "time_approx", "time_within_s", "step"]
         part = df[[c for c in cols if c in df.columns]].copy()
         part["kind"] = df["kind"] if "kind" in df.columns else "metric"
         part["pid"] = column(df, "pid")
@@ -1243,15 +1310,14 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
         named = any(c in g.columns and g[c].notna().any() for c in ("attempt", "job"))
         errors_only = not named and set(kinds) <= set(_ENDS + CAUSES) | {"error", "signal"}
         starts = [] if errors_only or (kinds[0] in _ENDS + CAUSES and g["time"].iloc[0] > first_row[source]) else [0]
-        ended = False
+        ended = None
+        steps = column(g, "step").to_numpy(dtype=float, na_value=np.nan)
         for i, k in enumerate(kinds):
             if k in _ENDS:
-                ended = True
-            elif ended and k in _STARTS:
+                ended = g["time"].iloc[i] if ended is None else ended
+            elif ended is not None and (k in _STARTS or (k == "metric" and _counts_again(inc, source, steps[i], ended))):
                 starts.append(i)
-                ended = False
-            elif k in ("metric",) or k not in _STARTS:
-                pass
+                ended = None
         # a launcher's log: every new (job, attempt) is a start of its own; its lines before the
         # first attempt it names (torchrun's configuration) belong to that attempt
         if g["attempt"].notna().any() if "attempt" in g.columns else False:
@@ -1273,6 +1339,17 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
     for source in out:
         out[source].sort(key=lambda x: x[0])
     return out
+
+
+def _counts_again(inc: Incident, source: str, step: float, ended) -> bool:
+    """Whether a step line after a log said its trainer ended counts from below the steps the
+    log reached before that end: a new process writes it (a restart loop appending to one log,
+    from scratch or from a checkpoint), not the one that logged an error and trained on."""
+    if np.isnan(step):
+        return False
+    m = inc.metrics
+    before = m["step"].to_numpy(dtype=float, na_value=np.nan)[computed.positions(inc, m, "source", source, until=ended)]
+    return bool(len(before)) and step < np.nanmax(before, initial=-np.inf)
 
 
 def _named_ranks(rows: pd.DataFrame) -> pd.Series:

@@ -59,10 +59,11 @@ def _environments(inc: Incident) -> dict[str, dict[str, tuple[str, str]]]:
     """Each launch ref's environment (`environment`), walking each transcript's commands in the
     order its lines hold them."""
     ev = inc.events
-    launches = set(ev.loc[ev["kind"] == "launch", "ref"].dropna())
+    # (a launch is a background or launcher start, or a foreground command run into its log: any
+    # command a start's ref can name)
     cmds = ev[(ev["kind"] == "command") & ev["ref"].notna()].drop_duplicates("ref")
     out: dict[str, dict[str, tuple[str, str]]] = {}
-    if not launches or cmds.empty:
+    if cmds.empty:
         return out
     for _, rows in cmds.groupby("source", sort=False):
         lines = [split[1] if (split := ref_line(r)) is not None else 0 for r in rows["ref"]]
@@ -70,7 +71,7 @@ def _environments(inc: Incident) -> dict[str, dict[str, tuple[str, str]]]:
         for i in sorted(range(len(rows)), key=lambda k: lines[k]):
             ref, message = rows["ref"].iloc[i], str(rows["message"].iloc[i])
             kept, given = environment_changes(message)
-            if ref in launches:
+            if exported or given:
                 out[ref] = {**exported, **{name: (value, ref) for name, value in given.items()}}
             for name, value in kept.items():
                 if value is None:

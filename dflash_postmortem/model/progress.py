@@ -21,7 +21,7 @@ import pandas as pd
 from ..incident import Incident
 from ..schema import STEPS_PER_S
 from . import carried, computed
-from .attempts import attempts
+from .attempts import attempts, finished
 from .pace import pace_metric, pace_rows
 from .step_lines import step_lines
 
@@ -120,7 +120,8 @@ def _attempt_rows(inc: Incident, attempt: pd.Series, m: pd.DataFrame) -> pd.Data
 
 # The step a `resumed` line names: `at step 120`, `global step 120`, `iteration 120`.
 _RESUMED = re.compile(r"\b(?:step|iteration)[\s_=:]*(\d+)\b(?!\.\w)", re.I)
-RESUME_COLUMNS = ("attempt", "resumed_at", "resumed_step", "reached_step", "redone_steps", "redone_until", "ref")
+RESUME_COLUMNS = ("attempt", "resumed_at", "resumed_step", "reached_step", "redone_steps", "redone_until", "caught_up",
+                  "said", "ref")
 
 
 def resumed_step(message) -> int | None:
@@ -130,10 +131,11 @@ def resumed_step(message) -> int | None:
 
 
 def resumes(inc: Incident) -> pd.DataFrame:
-    """Each attempt that resumed from a checkpoint below the step its job had logged before
-    (RESUME_COLUMNS): when it said so and the step it resumed at, the step reached before, how
-    many steps it did again, and when its steps passed that one again (its last sign of life
-    where they never did): from `resumed_at` to `redone_until` it redid what was done."""
+    """Each attempt that began below the step its job had logged before (RESUME_COLUMNS): from a
+    checkpoint its log names (`said`), else from where its first step line shows it began (from
+    scratch, or a checkpoint it does not name); when, at which step, the step reached before, how
+    many steps it did again, and when its steps passed that one again (`caught_up`; else its last
+    sign of life): from `resumed_at` to `redone_until` it redid what was done."""
     return computed.cached(inc, "resumes", ("metrics", "events", "processes", "gpu_processes"),
                            lambda: _resumes(inc))
 
@@ -145,18 +147,21 @@ def _resumes(inc: Incident) -> pd.DataFrame:
     for _, b in att.iterrows():
         said = ev[ev["source"].isin(b["sources"]) & (ev["time"] >= b["start"])] if b["sources"] else ev.iloc[:0]
         steps = [s for s in said["message"].map(resumed_step) if s is not None]
-        if not steps:
+        mine = steps_of(inc, b)
+        if not steps and (mine.empty or pd.isna(mine["step"].iloc[0])):
             continue
         before = att[(att["start"] < b["start"]) & (att["job"] == b["job"])]
         reached = max((m for _, a in before.iterrows() if pd.notna(m := steps_of(inc, a)["step"].max())), default=np.nan)
-        if not (pd.notna(reached) and reached > steps[0]):
+        first = steps[0] if steps else int(mine["step"].iloc[0])
+        if not (pd.notna(reached) and reached > first):
             continue
-        mine = steps_of(inc, b)
+        if not steps and len(before) and finished(before.iloc[-1]):
+            continue  # a new run after one that finished: nothing of it was lost
         past = mine[mine["step"] >= reached]
-        until = past["time"].iloc[0] if len(past) else b["last_alive"]
-        rows.append({"attempt": b["attempt"], "resumed_at": said["time"].iloc[0], "resumed_step": steps[0], "reached_step": int(reached),
-                     "redone_steps": int(reached) - steps[0], "redone_until": until,
-                     "ref": said["ref"].iloc[0] if "ref" in said.columns else None})
+        at, ref = (said["time"].iloc[0], said["ref"].iloc[0]) if steps else (mine["time"].iloc[0], mine["ref"].iloc[0])
+        rows.append({"attempt": b["attempt"], "resumed_at": at, "resumed_step": first, "reached_step": int(reached),
+                     "redone_steps": int(reached) - first, "redone_until": past["time"].iloc[0] if len(past) else b["last_alive"],
+                     "caught_up": bool(len(past)), "said": bool(steps), "ref": ref})
     return pd.DataFrame(rows, columns=list(RESUME_COLUMNS))
 
 

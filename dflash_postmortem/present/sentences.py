@@ -31,7 +31,7 @@ from ..incident import Incident
 from ..model.attempts import attempts, came_up_after, stopped_cleanly_near
 from ..model.ledger import CLASSES, SHOWN_S, ledger
 from ..model.log_files import unseen
-from ..model.progress import placed_together, steps_of
+from ..model.progress import placed_together, resumes, steps_of
 from ..said import error_text
 from ..schema import TOK_PER_S
 from ..units import (
@@ -372,7 +372,21 @@ def _came_up(inc: Incident, after) -> tuple | None:
     if placed_together(steps_of(inc, a)):  # (its steps' one time is its launch's: model/progress.py)
         return a["start"], f"The start at {_when(a['start'])}{who} came up: its log holds its steps, though no line of it carries a time."
     return a["start"], (f"The start at {_when(a['start'])}{who} came up: its first step was logged at "
-                        f"{_when(a['first_step'])}.")
+                        f"{_when(a['first_step'])}{_redoing(inc, a)}.")
+
+
+def _redoing(inc: Incident, a: pd.Series) -> str:
+    """What a start that came up did again: the steps between where it began and the step its
+    job had logged before (model/progress.py `resumes`), where it began below that."""
+    redo = resumes(inc)
+    r = redo[redo["attempt"] == a["attempt"]]
+    if r.empty:
+        return ""
+    r = r.iloc[0]
+    began = (f"it resumed from a checkpoint at step {r['resumed_step']}" if r["said"]
+             else f"its steps began again at step {r['resumed_step']}")
+    return (f"; {began}, below step {r['reached_step']} that its job had logged, so {r['redone_steps']} steps were done "
+            + ("again" if r["caught_up"] else f"again, and it had not passed step {r['reached_step']} when the evidence ends"))
 
 
 # What a row of each frame is, in a sentence

@@ -1070,7 +1070,8 @@ def test_a_pattern_kill_meant_for_the_old_run_ends_the_relaunch_in_start_up_too(
         "The restart at 18:10:13 UTC never came up: killed during start-up by a kill aimed at it: pkill sent SIGTERM "
         "to processes matching 'run-name drafter-7b' (18:10:17); the same kill ended the start at 18:09:38 (PID 584), "
         "which was training.",
-        "The start at 18:10:32 UTC by the operator came up: its first step was logged at 18:10:42 UTC.",
+        "The start at 18:10:32 UTC by the operator came up: its first step was logged at 18:10:42 UTC; its steps "
+        "began again at step 5, below step 225 that its job had logged, so 220 steps were done again.",
         "At 18:10:45 UTC throughput fell from 70.1K tok/s to 53.3K tok/s (0.76 of baseline) when run drafter-7b was "
         "started again at 18:10:32, started with --lr 1e-4.",
         "It had not recovered when the evidence ends."]
@@ -1221,3 +1222,58 @@ def test_a_start_whose_log_carries_no_time_came_up_without_a_time_of_its_first_s
         pd.Timestamp(day + "04:09:10.271", tz="UTC"),
         "The start at 04:09:10 UTC by the operator came up: its log holds its steps, though no line of it carries a time.")
     assert not any("first step was logged" in s for s in pm.what_happened(inc, found))
+
+
+def _dec6(hms: str) -> pd.Timestamp:
+    return pd.Timestamp(f"2026-12-06 {hms}", tz="UTC")
+
+
+def test_a_supervisor_loops_restarts_on_a_torn_checkpoint_are_starts_of_their_own_under_its_shell():
+    """h100-1gpu-torn-checkpoint (README): `nohup ./run.sh` (bash PID 641) runs train.py as PID 646,
+    which trains from 08:14:23 until `kill -9 646` (08:15:30.825) tears its checkpoint mid-save; the
+    loop starts it again as PIDs 888, 960 and 1031, each dying in `torch.load` (exit 1); a second
+    `nohup ./run.sh` (PID 1118) starts PID 1121 from step 0, stopped by `kill 1121` at 08:17:08.500.
+    Only ps's parent column ties the restarts to the loop (their log is the loop's `>>` append):
+    they were one start, and the recording driver (PID 632, a python process begun a second before
+    the launch) was counted as its process."""
+    inc, found = loaded("h100-1gpu-torn-checkpoint")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[646], [888], [960], [1031], [1121]]
+    assert att["by"].tolist() == ["operator", "supervisor", "supervisor", "supervisor", "operator"]
+    starts = dict(zip(att["attempt"], att["start"], strict=True))
+    for a, hms in (("A2", "08:15:36.258"), ("A3", "08:15:49.642"), ("A4", "08:16:03.226")):
+        assert abs(starts[a] - _dec6(hms)) <= pd.Timedelta(seconds=2)  # ps lists starts to the second
+    assert att["end_kind"].tolist()[0] == "kill_sent" and att["end"].iloc[0] == _dec6("08:15:30.825")
+    # each restart's exit status is the loop's line about it (supervisor.log), 1 each
+    assert att["exit_code"].tolist()[1:4] == [1, 1, 1]
+    assert att["end"].iloc[4] == _dec6("08:17:08.500") and att["signal"].iloc[4] == "SIGTERM"
+    failed = found[found["kind"] == "failed_restart"]
+    assert [f"{t:%H:%M:%S}" for t in failed["start"]] == ["08:15:35", "08:15:48", "08:16:02"]
+    # the last start began again from its first step line (step 25 at 08:16:29) and never passed
+    # step 1000, where the first one had been when it was killed
+    r = resumes(inc).set_index("attempt").loc["A5"]
+    assert (r["resumed_step"], r["reached_step"], bool(r["caught_up"]), bool(r["said"])) == (25, 1000, False, False)
+    assert pm.what_happened(inc, found)[-1] == (
+        "The start at 08:16:19 UTC by the operator came up: its first step was logged at 08:16:29 UTC; its steps "
+        "began again at step 25, below step 1000 that its job had logged, so 975 steps were done again, and it had "
+        "not passed step 1000 when the evidence ends.")
+    assert pm.timeline(inc, found).impact["recovered"] is None
+
+
+def test_a_relaunch_with_a_debugging_setting_typed_on_its_command_line_is_the_drops_candidate():
+    """h100-1gpu-assert-relaunch (README): run 1 (PID 668) dies on a CUDA device-side assert at
+    ~08:19:40; the operator runs the same command prefixed with `CUDA_LAUNCH_BLOCKING=1` (PID 836,
+    typed 08:19:55.901) into its own `tee` log, which trains 1.65 times slower and dies the same
+    way; run 3 (PID 1065) with the data's vocabulary fixed trains to its end. The setting was typed
+    on the foreground command itself, which was read as no launch's environment."""
+    inc, found = loaded("h100-1gpu-assert-relaunch")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[668], [836], [1065]]
+    assert att["exit_code"].tolist() == [1, 1, 0]
+    assert att["start"].iloc[1] == _dec6("08:19:55.901")
+    assert list(found["kind"]) == ["training_died", "throughput_regression", "training_died", "recovery"]
+    drop = found[found["kind"] == "throughput_regression"].iloc[0]
+    assert drop["numbers"]["flag_differences"] == ["CUDA_LAUNCH_BLOCKING=1"]
+    assert pm.what_happened(inc, found)[1] == (
+        "At 08:20:05 UTC throughput fell from 372.5K tok/s to 224.9K tok/s (0.60 of baseline) when run run2 replaced "
+        "run run1, started with CUDA_LAUNCH_BLOCKING=1.")

@@ -211,7 +211,8 @@ def test_a_start_that_exits_with_a_status_is_told_from_its_end(exits_with_status
     assert len(fr) == 1, found[["kind", "title"]]
     r = fr.iloc[0]
     assert r["numbers"]["reason"] == "exited"
-    assert r["title"].endswith("never came up: exited with status 3 during start-up (`exit=3`)")
+    assert r["title"].endswith("never came up: exited with status 3 during start-up")
+    assert "exited with status 3 during start-up (`exit=3`)" in r["detail"]  # the line that shows it
     assert line_at(folder, r["evidence"][0]) == "exit=3"
     assert states(inc)["state"].tolist() == ["starting", "never trained"]
 

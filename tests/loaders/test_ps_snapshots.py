@@ -389,3 +389,19 @@ def test_a_process_missing_from_the_listing_before_started_after_it(tmp_path, fi
     inc = _load(fixtures_dir / "ps" / "busybox-ps-o-headerless-zombies-date-loop.txt")
     assert inc.processes["started"].isna().all() and len(inc.processes) == 3
     assert not any("not in the listing before" in a for a in inc.load_report.files[0].assumptions)
+
+
+def test_a_process_keeps_the_parent_that_started_it_once_that_parent_ends(tmp_path):
+    """A supervisor loop killed while its trainer runs on: ps lists the trainer under init from
+    then on. Its parent is the loop that started it (the launch it belongs to), not init."""
+    head = "  PID  PPID  PGID   SID USER                      STARTED ELAPSED STAT COMMAND\n"
+    row = "{pid:>5} {ppid:>5}   610   610 root     Sun Dec  6 08:16:18 2026 {el:>7} {st:<4} {cmd}\n"
+    snaps = []
+    for n, (t, loop_alive) in enumerate((("08:16:19", True), ("08:16:21", True), ("08:16:23", False))):
+        body = row.format(pid=1118, ppid=1, el=1 + 2 * n, st="S", cmd="/bin/bash ./run.sh") if loop_alive else ""
+        body += row.format(pid=1121, ppid=1118 if loop_alive else 1, el=1 + 2 * n, st="Rl", cmd="python3 train.py")
+        snaps.append(f"# 2026-12-06T{t}Z\n" + head + body)
+    p = tmp_path / "ps.txt"
+    p.write_text("".join(snaps))
+    procs = pm.load_ps_snapshots(p).processes
+    assert procs.set_index("pid").loc[1121, "ppid"] == 1118

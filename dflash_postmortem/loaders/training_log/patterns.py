@@ -728,6 +728,10 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     # the shell that ran the trainer reporting how it died, alone on a line in the file its output
     # went to (dash, and a script's bash, write the report where the command's output goes): the
     # process itself was killed, as the same words on a terminal say
+    # a script's bash reporting the child it ran and lost (`./run.sh: line 10:   646 Killed   python3
+    # train.py ...`): its PID and how it died, in the file the script's stderr went to
+    _event("killed", "script_status", ": line ",
+           rf"^(?P<script>\S+): line \d+:\s+(?P<pid>\d+) (?P<task_signal>(?i:{_STATUS_WORDS}))(?: \(core dumped\))?(?:\s+\S.*)?$"),
     _event("killed", "shell_killed", "Killed", r"^Killed\s*$", signal="SIGKILL"),
     _event("killed", "shell_terminated", "Terminated", r"^Terminated\s*$", signal="SIGTERM"),
     _event("signal", "killed", "Killed", r"^Killed\b", signal="SIGKILL"),

@@ -266,6 +266,13 @@ def _status_fact(status: str, core: str | None, cmd: str | None, pid, job) -> di
                 job=_int(job), job_command=cmd or None)
 
 
+def is_job_report(line: str) -> bool:
+    """Whether a line is an interactive shell's report of one of its jobs (`[1]+  Killed  python
+    train.py`): printed at the prompt, whatever command's output it follows (a `tail -f` stopped
+    with Ctrl-C ends on the reports of the jobs that ended meanwhile)."""
+    return bool(_JOB.match(line.strip()))
+
+
 def read_line(line: str) -> dict | None:
     """The process-control fact one (screen-cleaned) output line states, or None.
 

@@ -162,7 +162,14 @@ def session_incident(ses: Session, ctx: LoadContext, rep, loose: str = "text out
         facts = output_events(ev, c, ref_of, launch, cref)
         answered = status_answer(ev, c, prev, ref_of)
         held = facts["lines"] | answered
-        held |= fact_events(ev, c.output, c, ref_of, jobs, ctx, rep, held)
+        # A file printed (`tail -n 8 logs/run.log`) shows the file's lines: a `Killed` or an exit
+        # status among them is what the file says, with the file's times, read as its log
+        # (read_log) and superseded by the folder's copy of it; only the shell's reports of its
+        # jobs, printed at the prompt, are the session's own.
+        printed = runtime_outputs.printed_log(c) if c.output else None
+        lines = c.output if printed is None or "printed_at" not in printed[1] else \
+            [(n, s) for n, s in c.output if process_control.is_job_report(s)]
+        held |= fact_events(ev, lines, c, ref_of, jobs, ctx, rep, held)
         if "pid" in facts:
             c.pid = facts["pid"]
         if launch is not None and c.pid is not None:

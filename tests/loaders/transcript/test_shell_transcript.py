@@ -82,7 +82,8 @@ def test_plain_paste_with_prompts(tmp_path):
     p.write_text(
         "user@box:~/w$ nohup python train.py > run.log 2>&1 &\n[1] 4242\n"
         "user@box:~/w$ ps aux | grep train.py | grep -v grep | wc -l\n0\n"
-        "user@box:~/w$ cat run.log\nTraceback (most recent call last):\nexit=137\nKilled\n"
+        "user@box:~/w$ cat run.log\nTraceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+        "RuntimeError: boom\nexit=137\nKilled\n"
     )
     assert sniff_transcript(p, p.read_bytes()) > 0.5
     inc = pm.load_shell_transcript(p)
@@ -90,9 +91,12 @@ def test_plain_paste_with_prompts(tmp_path):
     assert ev["time"].isna().all()
     assert (ev["kind"] == "launch").sum() == 1
     assert ev.loc[ev["kind"] == "process_count", "count"].tolist() == [0]
-    assert ev.loc[ev["kind"] == "exit", "exit_code"].tolist() == [137]
-    killed = ev[ev["kind"] == "killed"]
-    assert killed["signal"].tolist() == ["SIGKILL"] and killed["job_command"].tolist() == ["cat run.log"]
+    # what `cat` printed is run.log's lines, read as that log (its copy: a folder's run.log would
+    # be read instead), not the shell's own report of a job
+    printed = ev[ev["copy_of"] == "run.log"]
+    assert printed["kind"].tolist() == ["traceback", "exit", "killed"]
+    assert printed["exit_code"].dropna().tolist() == [137] and printed["signal"].dropna().tolist()[-1] == "SIGKILL"
+    assert set(printed["ref"]) == {f"{p}:{n}" for n in (6, 9, 10)}
     launch = ev[ev["kind"] == "launch"].iloc[0]
     assert launch["pid"] == 4242  # the job line `[1] 4242` under the launch
     assert inc.load_report.files[0].balanced
