@@ -38,7 +38,11 @@ _CANNOT_OPEN = re.compile(
     r"|(?:no such file or directory|permission denied|is a directory|read-only file system): (?P<zsh>\S+)"
     r"|(?P<bash>/?[^\s:']+): (?:No such file or directory|Permission denied|Is a directory|Read-only file system))$")
 _SMI_QUERY = re.compile(r"nvidia-smi\b.*--query-(?P<what>gpu|compute-apps)=(?P<fields>[\w.,]+)(?P<rest>.*)")
-_LS_LONG = re.compile(r"^[-dl][rwxsStT-]{9}\S*\s+\d+\s+\S+\s+\S+\s+(?P<size>\d+)\s+\w+\s+\d+\s+[\d:]+\s+(?P<path>\S+)")
+# `ls -l` in every time style (`Dec  6 08:43`, `--full-time`, long-iso, iso) and size (`-h`: 1.3K)
+_LS_LONG = re.compile(r"^[-dl][rwxsStT-]{9}\S*\s+\d+\s+\S+\s+\S+\s+(?P<size>\d+|\d+(?:[.,]\d+)?[KMGTPE])\s+"
+                      r"(?:\w+\.?\s+\d+\s+[\d:]+|\d{4}-\d\d-\d\d\s+[\d:.]+(?:\s+[+-]\d{4})?|\d\d-\d\d\s+[\d:]+)\s+(?P<path>\S+)")
+# `ls -h`'s units: powers of 1024, the size rounded up to one decimal below 10
+_LS_UNITS = {u: 1024 ** (i + 1) for i, u in enumerate("KMGTPE")}
 # `dflash-postmortem launch` prints one verdict line per check: `launch: gpu   ok      4.3s  detail`.
 _VERDICT = re.compile(r"^launch: (?P<check>\w+)\s+(?P<state>ok|FAIL)\s+(?P<seconds>[\d.]+)s\s+(?P<detail>.*)$")
 _VERDICT_END = re.compile(r"^launch: (?P<state>started|FAILED)\s*$")
@@ -396,11 +400,14 @@ def output_events(ev: Events, c: Command, ref_of, launch: Launch | None, cmd_ref
         lm = _LS_LONG.match(s)
         # (`.` and `..` are the folder and its parent, `./` with `ls -F` or `ll`)
         if lm and lm.group("path").rstrip("/") not in (".", ".."):
-            size = int(lm.group("size"))
+            shown = lm.group("size")
+            # (a size `-h` rounded is that many bytes give or take its last digit: 0 is 0)
+            size = int(shown) if shown.isdigit() else round(float(shown[:-1].replace(",", ".")) * _LS_UNITS[shown[-1]])
             # an entry of a folder's listing is named without the folder: it is that folder's file
             named = lm.group("path")
             path = named if folder is None or "/" in named.rstrip("/") else f"{folder}/{named}"
-            ev.add(t, "file_check", f"{path}: {size} bytes", ref, path=path, size_bytes=size if size < 2**62 else None)
+            ev.add(t, "file_check", f"{path}: {shown if not shown.isdigit() else f'{size} bytes'}", ref, path=path,
+                   size_bytes=size if size < 2**62 else None)
     last = c.output[-1][1].strip() if c.output else ""
     if re.search(r"\bps\b.*\|\s*wc -l\s*$", c.text) and last.isdigit() and len(last) < 10:
         n = int(last)

@@ -439,3 +439,23 @@ def test_a_long_listing_of_several_folders_names_each_ones_files_with_it(tmp_pat
     (tmp_path / "ops.log").write_text("[2026-11-30T05:05:00Z] $ ls -l logs runs/ top.txt\n" + listed)
     checks = pm.load_incident(tmp_path / "ops.log").events.query("kind == 'file_check'")
     assert dict(zip(checks["path"], checks["size_bytes"], strict=True)) == {"top.txt": 2, "logs/a.log": 3, "runs/b.log": 0}
+
+
+def test_a_long_listing_in_every_time_style_and_with_sizes_ls_rounded_names_its_files(tmp_path):
+    """`ls -lh`, `ls -l --full-time`, `ls -lh --time-style=long-iso` and `ls -la --time-style=iso`
+    as GNU ls prints them here: each lists the empty log at 0 bytes and the others at their size
+    (as `-h` rounds it: 1.3K). Only `ls -l`'s default `Dec  6 08:43` was read: an empty log listed
+    with `-h` or an ISO time showed nothing."""
+    logs = tmp_path / "work" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "a.log").write_bytes(b"x" * 1300)
+    (logs / "b.log").write_bytes(b"")
+    session = []
+    for n, flags in enumerate((["-lh"], ["-l", "--full-time"], ["-lh", "--time-style=long-iso"], ["-la", "--time-style=iso"])):
+        listed = subprocess.run(["ls", *flags, "logs"], cwd=logs.parent, capture_output=True, text=True,
+                                env={"LC_ALL": "C", "PATH": os.environ["PATH"]}, check=True).stdout
+        session.append(f"[2026-11-30T05:0{n}:00Z] $ ls {' '.join(flags)} logs\n{listed}")
+    (tmp_path / "ops.log").write_text("".join(session))
+    checks = pm.load_incident(tmp_path / "ops.log").events.query("kind == 'file_check'")
+    assert checks["path"].tolist() == ["logs/a.log", "logs/b.log"] * 4
+    assert checks["size_bytes"].tolist() == [1331, 0, 1300, 0, 1331, 0, 1300, 0]  # 1.3K: 1.3 x 1024
