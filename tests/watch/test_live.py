@@ -402,7 +402,7 @@ def test_a_relaunch_is_not_told_recovered_by_its_first_step_lines(tmp_path):
     60-65K). Until five samples are in (02:36:16) no look tells how it came back; then it is told
     at its level from them, and each way it came back is told once for the run."""
     looks = _looks_while_growing(INCIDENTS / "h200-1gpu-thread-death", tmp_path / "live",
-                                 "2026-12-02 02:36:08", "2026-12-02 02:36:33", "1s")
+                                 "2026-12-02 02:36:11", "2026-12-02 02:36:26", "1s")
     told = [(t, a) for t, said in looks for a in said if a.kind in ("recovered", "partial_recovery")]
     assert told and min(t for t, _ in told) >= pd.Timestamp("2026-12-02 02:36:16", tz="UTC"), [a.text for _, a in told]
     levels = [float(re.search(r"to ([\d.]+)K tok/s", a.text).group(1)) for _, a in told]
