@@ -803,11 +803,14 @@ class _Assembly:
     # ------------------------------------------------------------------ the frame
     def _frame(self) -> pd.DataFrame:
         found = sorted(self.found, key=lambda a: (a.start is None, a.start))
-        # A log's part for each attempt ends where the next attempt's part of it begins.
+        # A log's part for each attempt ends where the next attempt's part of it begins; a
+        # restart's, too where a listing saw its processes gone (a later line is no longer its).
         begins = [(a, dict(a.sources)) for a in found]
         for a, mine in begins:
-            a.sources = {source: (begin, min((other[source] for _, other in begins
-                                              if source in other and other[source] > begin), default=None))
+            gone = self._gone_by(a) if a.restart_of is not None else None
+            a.sources = {source: (begin, min([other[source] for _, other in begins
+                                              if source in other and other[source] > begin]
+                                             + ([gone] if gone is not None and gone > begin else []), default=None))
                          for source, begin in mine.items()}
         self.owned = {s for a in found for s in a.sources}
         merged = self._processes_by_name(found)
@@ -823,6 +826,16 @@ class _Assembly:
         for col in ("start", "launched", "first_step", "last_alive", "end", "cause_time"):
             df[col] = pd.to_datetime(df[col], utc=True).astype("datetime64[us, UTC]")
         return df
+
+    def _gone_by(self, a: _Attempt) -> pd.Timestamp | None:
+        """When the attempt's processes were all gone, as the listings that showed them saw it (a
+        listing that went on past each one's last sighting), with END_SLACK for what it wrote as
+        it ended (its log's last lines, its loop's word on its exit); None where not known."""
+        mine = self.procs[self.procs["pid"].isin(a.pids)]
+        if mine.empty or mine["alive_until"].isna().any():
+            return None
+        seen_after = mine["source"].map(self.listed_until) > mine["alive_until"]
+        return mine["alive_until"].max() + END_SLACK if seen_after.all() else None
 
     def _processes_by_name(self, found: list[_Attempt]) -> set[int]:
         """A start that no listing ties to a process by its command (a `nohup` launch that did not

@@ -1277,3 +1277,18 @@ def test_a_relaunch_with_a_debugging_setting_typed_on_its_command_line_is_the_dr
     assert pm.what_happened(inc, found)[1] == (
         "At 08:20:05 UTC throughput fell from 372.5K tok/s to 224.9K tok/s (0.60 of baseline) when run run2 replaced "
         "run run1, started with CUDA_LAUNCH_BLOCKING=1.")
+
+
+def test_a_restart_owns_no_line_written_after_the_listing_saw_it_gone(tmp_path):
+    """h100-1gpu-torn-checkpoint without train.log: what is left of it is what `tail` printed,
+    the last time at 08:17:07 (steps 550-600 of PID 1121, 08:17:03-08:17:06). The loop's third
+    restart (PID 1031) was gone by 08:16:10 (ps.txt); its part of the log ran on to the evidence's
+    end, so it "came up" with the next start's steps. A restart's part ends where the listing saw
+    its processes gone (and 30 s for its last words)."""
+    inc = _without(tmp_path, "h100-1gpu-torn-checkpoint", "logs/train.log")
+    att = attempts(inc).set_index("attempt")
+    restarts = att[att["by"] == "supervisor"]
+    assert restarts["pids"].tolist() == [[888], [960], [1031]]
+    assert restarts["first_step"].isna().all()
+    said = " ".join(pm.what_happened(inc, detect(inc)))
+    assert "08:16:02 UTC (exited)" in said and "by its supervisor came up" not in said
