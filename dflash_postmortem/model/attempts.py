@@ -1285,6 +1285,8 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
     source said its trainer ended (a restart loop appending to one log). (time, ref, rank, job,
     attempt, pid, run, within: how much later it may be) each, per rank where rows carry one."""
     ev, m = inc.events, inc.metrics
+    # every metric row's step, read once where a step line after an end is weighed (_counts_again)
+    step_of = functools.cache(lambda: column(m, "step").to_numpy(dtype=float, na_value=np.nan))
     frames = (m, ev)
     parts = []
     for k, df in enumerate(frames):
@@ -1328,7 +1330,7 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
         for i, k in enumerate(kinds):
             if k in _ENDS:
                 ended = g["time"].iloc[i] if ended is None else ended
-            elif ended is not None and (k in _STARTS or (k == "metric" and _counts_again(inc, source, steps[i], ended))):
+            elif ended is not None and (k in _STARTS or (k == "metric" and _counts_again(inc, source, steps[i], ended, step_of))):
                 starts.append(i)
                 ended = None
         # a launcher's log: every new (job, attempt) is a start of its own; its lines before the
@@ -1354,14 +1356,14 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
     return out
 
 
-def _counts_again(inc: Incident, source: str, step: float, ended) -> bool:
+def _counts_again(inc: Incident, source: str, step: float, ended, step_of) -> bool:
     """Whether a step line after a log said its trainer ended counts from below the steps the
     log reached before that end: a new process writes it (a restart loop appending to one log,
-    from scratch or from a checkpoint), not the one that logged an error and trained on."""
+    from scratch or from a checkpoint), not the one that logged an error and trained on.
+    `step_of()`: every metric row's step, as floats."""
     if np.isnan(step):
         return False
-    m = inc.metrics
-    before = m["step"].to_numpy(dtype=float, na_value=np.nan)[computed.positions(inc, m, "source", source, until=ended)]
+    before = step_of()[computed.positions(inc, inc.metrics, "source", source, until=ended)]
     return bool(len(before)) and step < np.nanmax(before, initial=-np.inf)
 
 

@@ -39,9 +39,10 @@ _CANNOT_OPEN = re.compile(
     r"|(?P<bash>/?[^\s:']+): (?:No such file or directory|Permission denied|Is a directory|Read-only file system))$")
 _SMI_QUERY = re.compile(r"nvidia-smi\b.*--query-(?P<what>gpu|compute-apps)=(?P<fields>[\w.,]+)(?P<rest>.*)")
 # `ls -l` in every time style (`Dec  6 08:43`, `--full-time`, long-iso, iso) and size (`-h`: 1.3K)
-_LS_LONG = re.compile(r"^[-dl][rwxsStT-]{9}\S*\s+\d+\s+\S+\s+\S+\s+(?P<size>\d+|\d+(?:[.,]\d+)?[KMGTPE])\s+"
+_LS_LONG = re.compile(r"^[-dl][rwxsStT-]{9}\S*\s+\d+\s+\S+\s+\S+\s+(?P<size>\d+|\d{1,4}(?:[.,]\d{1,2})?[KMGTPE])\s+"
                       r"(?:\w+\.?\s+\d+\s+[\d:]+|\d{4}-\d\d-\d\d\s+[\d:.]+(?:\s+[+-]\d{4})?|\d\d-\d\d\s+[\d:]+)\s+(?P<path>\S+)")
-# `ls -h`'s units: powers of 1024, the size rounded up to one decimal below 10
+# `ls -h`'s units: powers of 1024, the size rounded up to one decimal below 10 (four digits at most:
+# a longer number before a unit is no size ls printed)
 _LS_UNITS = {u: 1024 ** (i + 1) for i, u in enumerate("KMGTPE")}
 # `dflash-postmortem launch` prints one verdict line per check: `launch: gpu   ok      4.3s  detail`.
 _VERDICT = re.compile(r"^launch: (?P<check>\w+)\s+(?P<state>ok|FAIL)\s+(?P<seconds>[\d.]+)s\s+(?P<detail>.*)$")

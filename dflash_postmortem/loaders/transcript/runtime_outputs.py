@@ -185,11 +185,11 @@ def printed_log(c) -> tuple[str | None, dict, str] | None:
     return named, {"copy_of": target} if target else {}, f"the output of {program}"
 
 
-def read_log(c, ctx, rep, ref_of, held: set[int] = frozenset()) -> dict[str, pd.DataFrame]:
-    """A log printed in the session (`printed_log`): read as the training log it is (the
-    training-log reader), its rows cited at the session's lines; the lines in `held` are the
-    shell's own (bash's `Killed` under a foreground command), read as the session's already."""
-    printed = printed_log(c) if c.output else None
+def read_log(c, printed, ctx, rep, ref_of, held: set[int] = frozenset()) -> dict[str, pd.DataFrame]:
+    """A log printed in the session (`printed`: what `printed_log` says of the command): read as
+    the training log it is (the training-log reader), its rows cited at the session's lines; the
+    lines in `held` are the shell's own (bash's `Killed` under a foreground command), read as the
+    session's already."""
     if printed is None:
         return {}
     run, extra, what = printed

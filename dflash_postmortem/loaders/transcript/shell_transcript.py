@@ -182,7 +182,7 @@ def session_incident(ses: Session, ctx: LoadContext, rep, loose: str = "text out
         procs += listing_rows(c, ctx, rep)
         ev.rows += runtime_outputs.read_answer(c, ctx, rep, ref_of)
         ev.rows += disk_full_events(c, ref_of)
-        for frame, df in runtime_outputs.read_log(c, ctx, rep, ref_of, held).items():
+        for frame, df in runtime_outputs.read_log(c, printed, ctx, rep, ref_of, held).items():
             log_parts[frame].append(df)
         if not (c.prompt is not None and c.prompt.trace_depth) and not ECHO_STATUS.match(c.text):
             prev = c

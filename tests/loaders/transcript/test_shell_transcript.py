@@ -459,3 +459,14 @@ def test_a_long_listing_in_every_time_style_and_with_sizes_ls_rounded_names_its_
     checks = pm.load_incident(tmp_path / "ops.log").events.query("kind == 'file_check'")
     assert checks["path"].tolist() == ["logs/a.log", "logs/b.log"] * 4
     assert checks["size_bytes"].tolist() == [1331, 0, 1300, 0, 1331, 0, 1300, 0]  # 1.3K: 1.3 x 1024
+
+
+def test_a_listing_with_a_size_no_ls_prints_keeps_the_rest_of_the_session(tmp_path):
+    """A size of 400 digits before a unit (no `ls -h` prints one) was read as a float, infinite,
+    and the whole transcript failed to load: now that entry is no listed file, and the rest stays."""
+    (tmp_path / "ops.log").write_text(
+        "[2026-11-30T05:00:00Z] $ ls -lh logs\ntotal 4\n"
+        f"-rw-r--r-- 1 root root {'9' * 400}K Nov 30 05:02 a.log\n-rw-r--r-- 1 root root 0 Nov 30 05:02 b.log\n")
+    inc = pm.load_incident(tmp_path / "ops.log")
+    assert not inc.load_report.failed
+    assert inc.events.query("kind == 'file_check'")["path"].tolist() == ["logs/b.log"]
