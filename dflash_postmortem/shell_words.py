@@ -742,19 +742,31 @@ def is_shell_running(command: str) -> bool:
 
 # what runs a script given as its first word: a shell (`/bin/bash ./run.sh`, as ps lists a
 # script run by its #! line), or nohup and setsid, which exec it
-_SCRIPT_RUNNERS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "nohup", "setsid"})
+_SCRIPT_RUNNERS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "nohup", "setsid"})
 
 
 def runs_script(command: str, name: str) -> bool:
     """Whether a process command line runs the script `name` (a file name): `./run.sh`,
     `/bin/bash ./run.sh`, `bash -x run.sh`; not `vim run.sh` nor `tail -f run.sh.log`."""
+    word = _program_word(command)
+    return word is not None and word.rsplit("/", 1)[-1] == name
+
+
+def runs_a_script(command: str) -> bool:
+    """Whether a process runs a script file (`/bin/bash ./run.sh`, `sh -x loop.sh`, `./supervise`,
+    `python3 supervise.py`), not a bare shell (`-bash`, `bash --login`, `zsh`) where commands are
+    typed by hand."""
+    word = _program_word(command)
+    return word is not None and ("/" in word or "." in word.rsplit("/", 1)[-1] or invocation(command)[0] is not None)
+
+
+def _program_word(command: str) -> str | None:
+    """The first word of a command line that is no script runner nor option: the script or
+    program it runs (None: a shell alone)."""
     for word in command.split():
-        base = word.rsplit("/", 1)[-1]
-        if base == name:
-            return True
-        if base not in _SCRIPT_RUNNERS and not word.startswith("-"):
-            return False
-    return False
+        if word.rsplit("/", 1)[-1] not in _SCRIPT_RUNNERS and not word.startswith("-"):
+            return word
+    return None
 
 
 def is_wrapper_process(command: str) -> bool:

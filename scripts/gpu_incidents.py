@@ -113,6 +113,11 @@ did (what the README of the incident is written from), which the incident folder
                        operator's `kill -9` lands mid-save and tears ckpt/last.pt; the loop's restarts die
                        in torch.load; the operator moves the file aside and starts the loop again, from
                        step 0
+    segv-supervisor    `nohup python3 supervise.py`, a Python supervisor (Popen, 3 attempts, 10 s apart)
+                       running train.py under `-X faulthandler`: a ctypes record reader dereferences a
+                       NULL index entry at step 450, a real SIGSEGV (returncode -11) in every attempt,
+                       each resumed from the step-400 checkpoint; the supervisor gives up, the operator
+                       relaunches by hand with --skip-bad-shard, which trains ~40 s and ends by itself
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -2559,6 +2564,46 @@ def assert_relaunch(r: Recording) -> None:
         r.stop_ours("train.py --max-steps")
 
 
+# The GPT model of the homegrown trainers below (a nanoGPT-style block: attention by PyTorch's
+# SDPA, tied embeddings), written into each script as its own code.
+GPT_MODEL = r'''class Block(nn.Module):
+    def __init__(self, n_embd, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.ln_1 = nn.LayerNorm(n_embd)
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        self.ln_2 = nn.LayerNorm(n_embd)
+        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte = nn.Embedding(args.vocab_size, args.n_embd)
+        self.wpe = nn.Embedding(args.block_size, args.n_embd)
+        self.h = nn.ModuleList(Block(args.n_embd, args.n_head) for _ in range(args.n_layer))
+        self.ln_f = nn.LayerNorm(args.n_embd)
+        self.lm_head = nn.Linear(args.n_embd, args.vocab_size, bias=False)
+        self.wte.weight = self.lm_head.weight
+
+    def forward(self, idx, targets):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.size(1), device=idx.device))
+        for block in self.h:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
+
+'''
+
 # A homegrown trainer that checkpoints straight into ckpt/last.pt (no temporary file and rename), so
 # a kill while it writes leaves a cut file where the last good checkpoint was; and it resumes from
 # that path whenever it exists. Time-based saving, as "every N minutes" trainers do.
@@ -2614,43 +2659,7 @@ def get_batch():
     return chunk[:, :-1], chunk[:, 1:]
 
 
-class Block(nn.Module):
-    def __init__(self, n_embd, n_head):
-        super().__init__()
-        self.n_head = n_head
-        self.ln_1 = nn.LayerNorm(n_embd)
-        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
-        self.c_proj = nn.Linear(n_embd, n_embd)
-        self.ln_2 = nn.LayerNorm(n_embd)
-        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
-
-    def forward(self, x):
-        B, T, C = x.size()
-        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
-        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
-        return x + self.mlp(self.ln_2(x))
-
-
-class GPT(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.wte = nn.Embedding(args.vocab_size, args.n_embd)
-        self.wpe = nn.Embedding(args.block_size, args.n_embd)
-        self.h = nn.ModuleList(Block(args.n_embd, args.n_head) for _ in range(args.n_layer))
-        self.ln_f = nn.LayerNorm(args.n_embd)
-        self.lm_head = nn.Linear(args.n_embd, args.vocab_size, bias=False)
-        self.wte.weight = self.lm_head.weight
-
-    def forward(self, idx, targets):
-        x = self.wte(idx) + self.wpe(torch.arange(idx.size(1), device=idx.device))
-        for block in self.h:
-            x = block(x)
-        logits = self.lm_head(self.ln_f(x))
-        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
-
-
+''' + GPT_MODEL + r'''
 model = GPT().to(device)
 log.info("model: %.1fM parameters", sum(p.numel() for p in model.parameters()) / 1e6)
 optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=cuda)
@@ -2957,6 +2966,385 @@ def torn_checkpoint(r: Recording) -> None:
             f.unlink()
 
 
+
+# A homegrown trainer whose batches come through a "fast tokenizer extension": a native reader of
+# packed records, emulated here with ctypes over native buffers. One shard's record index has a
+# NULL entry (as a crashed packer job leaves it); reading that record dereferences address 0 and
+# the process dies of a real SIGSEGV. The shard is reached at the same global step on every
+# resume, since the resume starts from the step-400 checkpoint.
+SEGV_TRAIN = r'''"""Train a small GPT-style LM on packed token shards, checkpointing to ckpt/last.pt.
+
+    python3 train.py --resume ckpt/last.pt
+
+Batches are read by the fast tokenizer extension's record reader (native buffers, read through
+ctypes): shard s holds --records-per-shard packed records, one batch each, and global step i reads
+record i % R of shard i // R.
+"""
+import argparse
+import ctypes
+import logging
+import os
+import time
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+p = argparse.ArgumentParser()
+p.add_argument("--resume", default=None, help="checkpoint to resume from (if it exists)")
+p.add_argument("--ckpt", default="ckpt/last.pt", help="where to save checkpoints")
+p.add_argument("--save-every", type=int, default=200, help="steps between checkpoints")
+p.add_argument("--device", default="cuda")
+p.add_argument("--n-layer", type=int, default=12)
+p.add_argument("--n-head", type=int, default=12)
+p.add_argument("--n-embd", type=int, default=768)
+p.add_argument("--block-size", type=int, default=1024)
+p.add_argument("--vocab-size", type=int, default=32768)
+p.add_argument("--batch-size", type=int, default=16)
+p.add_argument("--lr", type=float, default=3e-4)
+p.add_argument("--max-steps", type=int, default=100000)
+p.add_argument("--log-every", type=int, default=10)
+p.add_argument("--records-per-shard", type=int, default=50)
+p.add_argument("--skip-bad-shard", action="store_true",
+               help="check each shard's record index when it is opened and skip a shard with a bad entry")
+p.add_argument("--seed", type=int, default=1337)
+args = p.parse_args()
+
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+log = logging.getLogger("train")
+log.info("config: %s", vars(args))
+
+torch.manual_seed(args.seed)
+torch.backends.cuda.matmul.allow_tf32 = True
+device = args.device
+cuda = device.startswith("cuda")
+ctx = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else torch.autocast("cpu", enabled=False)
+
+
+# --- the fast tokenizer extension's record reader (packed records in native memory) ---------------
+class Record(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("n_tokens", ctypes.c_uint32), ("flags", ctypes.c_uint32)]
+
+
+TAG = 32  # bytes of a record's header: its source tag
+# index entries the packer left zeroed (shard -> record numbers): its job died while writing them
+_PACKER_HOLES = {9: (0,)}
+
+
+class Shard:
+    """One packed shard: a native buffer of int32 token ids and its record index."""
+
+    def __init__(self, n):
+        self.n = n
+        R, B, T = args.records_per_shard, args.batch_size, args.block_size + 1
+        g = torch.Generator().manual_seed(10_000 + n)
+        # a synthetic token stream: each token the previous one plus a random step of 0-15
+        start = torch.randint(0, args.vocab_size, (R, B, 1), generator=g)
+        toks = ((start + torch.randint(0, 16, (R, B, T), generator=g).cumsum(-1)) % args.vocab_size).to(torch.int32)
+        size = TAG + B * T * 4  # a record: its NUL-terminated source tag, then its token ids
+        self.buf = ctypes.create_string_buffer(R * size)
+        base = ctypes.addressof(self.buf)
+        self.index = (Record * R)()
+        for i in range(R):
+            ctypes.memmove(base + i * size, f"shard-{n:05d}/{i:05d}".encode(), 17)
+            ctypes.memmove(base + i * size + TAG, toks[i].data_ptr(), B * T * 4)
+            self.index[i].data = base + i * size
+            self.index[i].n_tokens = B * T
+        for i in _PACKER_HOLES.get(n, ()):
+            self.index[i].data = None
+
+    def bad_records(self):
+        return [i for i, rec in enumerate(self.index) if not rec.data]
+
+    def read(self, i):
+        rec = self.index[i]
+        tag = ctypes.string_at(rec.data)  # the record's source tag (NUL-terminated)
+        raw = ctypes.string_at(rec.data + TAG, rec.n_tokens * 4)  # the extension's copy of the token ids
+        assert tag.startswith(b"shard-"), tag
+        return torch.frombuffer(bytearray(raw), dtype=torch.int32).view(args.batch_size, args.block_size + 1)
+
+
+shard, skipped = None, 0
+
+
+def get_batch(i):
+    global shard, skipped
+    n = i // args.records_per_shard + skipped
+    while shard is None or shard.n != n:
+        log.info("loading shard %d (records of steps %d-%d)", n, (n - skipped) * args.records_per_shard,
+                 (n - skipped + 1) * args.records_per_shard - 1)
+        shard = Shard(n)
+        if args.skip_bad_shard and (bad := shard.bad_records()):
+            log.warning("shard %d: bad index entries %s (NULL data pointer), skipping the shard", n, bad)
+            skipped += 1
+            n += 1
+    chunk = shard.read(i % args.records_per_shard).to(device, dtype=torch.long, non_blocking=True)
+    return chunk[:, :-1], chunk[:, 1:]
+
+
+''' + GPT_MODEL + r'''
+model = GPT().to(device)
+log.info("model: %.1fM parameters", sum(p.numel() for p in model.parameters()) / 1e6)
+optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=cuda)
+
+step = 0
+if args.resume and os.path.exists(args.resume):
+    state = torch.load(args.resume, map_location=device, weights_only=True)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    step = state["step"]
+    log.info("resuming from %s at step %d", args.resume, step)
+elif args.resume:
+    log.info("no checkpoint at %s, starting from scratch", args.resume)
+
+
+def save_checkpoint():
+    os.makedirs(os.path.dirname(args.ckpt) or ".", exist_ok=True)
+    tmp = args.ckpt + ".tmp"
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+                "config": vars(args)}, tmp)
+    os.replace(tmp, args.ckpt)
+    log.info("saved checkpoint step %d", step)
+
+
+t0 = time.time()
+while step < args.max_steps:
+    x, y = get_batch(step)
+    with ctx:
+        loss = model(x, y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    step += 1
+    if step % args.log_every == 0:
+        lossf = loss.item()
+        t1 = time.time()
+        log.info("step %d loss %.4f tok/s %.0f", step, lossf, args.log_every * args.batch_size * args.block_size / (t1 - t0))
+        t0 = t1
+    if step % args.save_every == 0 or step == args.max_steps:
+        save_checkpoint()
+        t0 = time.time()
+log.info("training done at step %d", step)
+'''
+
+# The operator's supervisor, in Python as people write them: Popen with the trainer's output
+# appended to one log, dated lines of its own from `logging`, a restart 10 s after a failure, and
+# three attempts in all.
+SEGV_SUPERVISOR = '''"""Keep train.py running: restart it from its last checkpoint if it dies, up to 3 attempts."""
+import logging
+import signal
+import subprocess
+import sys
+import time
+
+MAX_ATTEMPTS = 3
+RESTART_DELAY = 10  # seconds
+CMD = [sys.executable, "-X", "faulthandler", "train.py", "--resume", "ckpt/last.pt"{flags}]
+
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s",
+                    handlers=[logging.FileHandler("logs/supervisor.log"), logging.StreamHandler()])
+log = logging.getLogger("supervisor")
+
+
+def describe(rc):
+    if rc < 0:
+        try:
+            return f"returncode {{rc}} ({{signal.Signals(-rc).name}})"
+        except ValueError:
+            pass
+    return f"returncode {{rc}}"
+
+
+for attempt in range(1, MAX_ATTEMPTS + 1):
+    with open("logs/train.log", "a") as out:
+        proc = subprocess.Popen(CMD, stdout=out, stderr=subprocess.STDOUT)
+        log.info("started train.py (attempt %d/%d, pid %d)", attempt, MAX_ATTEMPTS, proc.pid)
+        rc = proc.wait()
+    if rc == 0:
+        log.info("train.py (pid %d) finished (returncode 0)", proc.pid)
+        sys.exit(0)
+    log.error("train.py (pid %d) exited with %s", proc.pid, describe(rc))
+    if attempt < MAX_ATTEMPTS:
+        log.info("restarting in %d s", RESTART_DELAY)
+        time.sleep(RESTART_DELAY)
+log.error("giving up after %d attempts", MAX_ATTEMPTS)
+sys.exit(1)
+'''
+
+
+def segv_supervisor(r: Recording) -> None:
+    r.gpus_and_processes()
+    (r.dir / "train.py").write_text(SEGV_TRAIN)
+    # the dry run: a model the CPU steps through at a few dozen steps a second
+    flags = (["--batch-size", "16"] if r.gpu else
+             ["--device", "cpu", "--n-layer", "2", "--n-head", "4", "--n-embd", "128", "--block-size", "64",
+              "--vocab-size", "4096", "--batch-size", "4"])
+    (r.dir / "supervise.py").write_text(SEGV_SUPERVISOR.format(flags="".join(f', "{f}"' for f in flags)))
+    py = _python3()
+    env = replay_scenarios._SHELL_ENV
+    saved = dict(env)
+    if not r.gpu:
+        env["OMP_NUM_THREADS"] = "1"
+    # no core files in the folder (GBs of a CUDA process's memory), whatever the machine's default
+    import resource  # noqa: PLC0415 - this scenario's alone
+    core = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, core[1]))
+    pattern = Path("/proc/sys/kernel/core_pattern")
+    r.truth(f"core size limit for the processes started from here set to 0 (was {core}); core_pattern "
+            f"{pattern.read_text().strip() if pattern.exists() else '?'!r}")
+    op = Transcript(r.dir)
+
+    def text(rel: str) -> str:
+        path = r.dir / rel
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def last_line(rel: str) -> str:
+        lines = text(rel).strip().splitlines()
+        return lines[-1][:200] if lines else "(empty)"
+
+    def stat(pid: str) -> list[str]:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return []
+
+    def exit_status(fields: list[str]) -> str:
+        """A zombie's wait status, from /proc/PID/stat (field 52): what its parent will read."""
+        if len(fields) < 50 or fields[0] != "Z":
+            return "not read (reaped before the driver saw it exit)"
+        status = int(fields[49])
+        return f"killed by signal {status & 0x7f}" if status & 0x7f else f"exit status {status >> 8}"
+
+    def ours(script: str) -> list[str]:
+        """This folder's python processes running `script` (the driver reads /proc)."""
+        found = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                argv = cmdline.read_bytes().split(b"\0")
+                if ("python" in argv[0].decode(errors="replace") and script.encode() in argv[1:4]
+                        and Path(os.readlink(cmdline.parent / "cwd")).is_relative_to(r.dir.resolve())):
+                    found.append(cmdline.parent.name)
+            except (OSError, IndexError):
+                pass
+        return sorted(found, key=int)
+
+    # each process of the incident, from when the driver first sees it to when it has exited (0.1 s)
+    seen: dict[str, str] = {}
+    done = threading.Event()
+
+    def watch() -> None:
+        alive: dict[str, str] = {}
+        while not done.is_set():
+            now = {pid: "supervisor" for pid in ours("supervise.py")}
+            now.update({pid: "trainer" for pid in ours("train.py")})
+            for pid in now.keys() - alive.keys():
+                fields = stat(pid)
+                if fields and fields[0] == "Z":
+                    continue
+                seen[pid] = now[pid]
+                n = sum(1 for role in seen.values() if role == now[pid])
+                r.truth(f"{now[pid]} {n}: PID {pid} seen (parent {fields[1] if fields else '?'}); ckpt/last.pt "
+                        f"{'exists' if (r.dir / 'ckpt' / 'last.pt').exists() else 'does not exist'}")
+                alive[pid] = now[pid]
+            for pid in list(alive):
+                fields = stat(pid)
+                if fields and fields[0] != "Z":
+                    continue
+                role = alive.pop(pid)
+                r.truth(f"{role} PID {pid} exited ({exit_status(fields)}); train.log's last line: "
+                        f"{last_line('logs/train.log')!r}; train_manual.log's: {last_line('logs/train_manual.log')!r}")
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    try:
+        r.truth(f"train.py (batches through a ctypes record reader; shard 9's index has a NULL entry for the "
+                f"record of step 450, so reading it is a SIGSEGV; checkpoints ckpt/last.pt atomically every 200 "
+                f"steps) and supervise.py (Popen of `{py} -X faulthandler train.py --resume ckpt/last.pt "
+                f"{' '.join(flags)}`, 3 attempts, 10 s apart) are in the folder")
+        watcher.start()
+        launch = f"nohup {py} supervise.py > logs/supervisor.out 2>&1 & echo $!"
+        r.truth(f"operator types `{launch}`")
+        shown, _ = op.run(launch)
+        r.truth(f"the shell printed {shown.strip()!r}")
+        time.sleep(5)
+        op.run("cat logs/supervisor.log")
+
+        gave_up = r.wait_for("logs/supervisor.log", "giving up", 300 if r.gpu else 400)
+        sup = [pid for pid, role in seen.items() if role == "supervisor"]
+        if sup:
+            _exited(sup[0], 15)
+        time.sleep(1)
+        r.truth(f"supervisor gave up: {gave_up}; supervisor.log: {text('logs/supervisor.log').strip().splitlines()}")
+        for n, part in enumerate(re.split(r"(?m)^(?=\S+ \S+ INFO config: )", text("logs/train.log"))[1:], 1):
+            lines = part.strip().splitlines()
+            start = next((ln for ln in lines if "resuming from" in ln or "starting from scratch" in ln), "(neither)")
+            steps = re.findall(r"(\S+ \S+) INFO step (\d+) loss", part)
+            saves = re.findall(r"saved checkpoint step (\d+)", part)
+            r.truth(f"train.log attempt {n}: config at {lines[0][:23]}; {start[24:]!r}; step lines "
+                    f"{steps[0][1] if steps else '?'}-{steps[-1][1] if steps else '?'} "
+                    f"({steps[0][0] if steps else '?'} to {steps[-1][0] if steps else '?'}); saved: {saves}; "
+                    f"'Fatal Python error: Segmentation fault' in it: {'Fatal Python error: Segmentation fault' in part}")
+
+        time.sleep(4)
+        r.truth("operator looks: `tail -n 30 logs/train.log`, `tail logs/supervisor.log`, "
+                + ("`nvidia-smi`" if r.gpu else "`uptime`") + ", `ls -la ckpt/`")
+        op.run("tail -n 30 logs/train.log")
+        op.run("tail logs/supervisor.log")
+        op.run("nvidia-smi" if r.gpu else "uptime")
+        op.run("ls -la ckpt/")
+        time.sleep(5)
+
+        # ~40 s of training past the checkpoint, at the pace attempt 1 had (its step lines' times)
+        first = re.findall(r"(\S+ \S+) INFO step (\d+) loss", text("logs/train.log").split(" INFO config: ")[1]
+                           if " INFO config: " in text("logs/train.log") else "")
+        pace = 10.0
+        if len(first) >= 10:
+            t = [dt.datetime.strptime(a, "%Y-%m-%d %H:%M:%S,%f") for a, _ in (first[1], first[-1])]
+            pace = (int(first[-1][1]) - int(first[1][1])) / max(1e-3, (t[1] - t[0]).total_seconds())
+        max_steps = 400 + max(100, int(pace * 40 / 50) * 50)
+        manual = (f"nohup {py} train.py --resume ckpt/last.pt --skip-bad-shard {' '.join(flags)} --max-steps "
+                  f"{max_steps} > logs/train_manual.log 2>&1 & echo $!")
+        r.truth(f"attempt 1's pace {pace:.1f} steps/s: the operator relaunches by hand, without the supervisor, "
+                f"skipping the bad shard, to step {max_steps}: `{manual}`")
+        shown, _ = op.run(manual)
+        r.truth(f"the shell printed {shown.strip()!r}")
+        pid = shown.strip().split()[-1] if shown.strip() else "?"
+        r.wait_for("logs/train_manual.log", "skipping the shard", 180 if r.gpu else 300)
+        r.truth(f"the manual run skipped the shard: {_last(r'.*skipping the shard', text('logs/train_manual.log'))!r}")
+        r.wait_for("logs/train_manual.log", "training done", 240 if r.gpu else 400)
+        if pid.isdigit():
+            _exited(pid, 60)
+        time.sleep(2)
+        log = text("logs/train_manual.log")
+        steps = re.findall(r"(\S+ \S+) INFO step (\d+) loss", log)
+        saves = re.findall(r"saved checkpoint step (\d+)", log)
+        r.truth(f"manual run (PID {pid}): {_last(r'resuming from .*', log)!r}; step lines "
+                f"{steps[0][1] if steps else '?'}-{steps[-1][1] if steps else '?'} ({steps[0][0] if steps else '?'} to "
+                f"{steps[-1][0] if steps else '?'}); saved: {saves}; last "
+                f"line {last_line('logs/train_manual.log')!r}")
+        time.sleep(3)
+        r.truth("operator looks: `tail -n 3 logs/train_manual.log`, " + ("`nvidia-smi`" if r.gpu else "`uptime`")
+                + ", `dmesg -T | tail`")
+        op.run("tail -n 3 logs/train_manual.log")
+        op.run("nvidia-smi" if r.gpu else "uptime")
+        op.run("dmesg -T | tail")
+        time.sleep(3)
+    finally:
+        env.clear()
+        env.update(saved)
+        r.stop_ours("supervise.py")
+        r.stop_ours("train.py --resume")
+        time.sleep(1)
+        done.set()
+        watcher.join(timeout=5)
+        resource.setrlimit(resource.RLIMIT_CORE, core)
+        # the checkpoints are the trainer's state, not evidence (GBs); the `ls -la ckpt/` keeps their sizes
+        for f in [*(r.dir / "ckpt").glob("*"), *r.dir.glob("core*")]:
+            r.truth(f"removed {f.relative_to(r.dir)} ({f.stat().st_size} bytes)")
+            f.unlink()
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -2972,6 +3360,7 @@ SCENARIOS = {
     "buffered-log": buffered_log,
     "assert-relaunch": assert_relaunch,
     "torn-checkpoint": torn_checkpoint,
+    "segv-supervisor": segv_supervisor,
 }
 
 

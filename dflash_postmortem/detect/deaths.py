@@ -372,11 +372,22 @@ def detect_unplaced_deaths(inc: Incident) -> pd.DataFrame:
     mine = ev[ev["source"].isin(logs - owned) & ev["kind"].isin(_FATAL + CAUSES)]
     if "pid" in mine.columns:
         mine = mine[~mine["pid"].isin(pids)]
+    mine = mine[~_reports_an_end(mine, att)]
     rows = []
     for source, whole_log in mine.groupby("source", sort=True):
         for lines in _victims(findings.in_file_order(whole_log)):
             rows += _unplaced(inc, source, lines)
     return findings.frame(rows)
+
+
+def _reports_an_end(lines: pd.DataFrame, att: pd.DataFrame) -> pd.Series:
+    """The status lines naming no process (`train.py exited with code 137, restarting in 5s`, a
+    loop's own) written just after an attempt ended: what ran it telling that end, which the
+    attempt accounts for."""
+    status = lines["kind"].isin(("exit", "killed")) & column(lines, "pid").isna()
+    ends = sorted(att["end"].dropna()) if len(att) and status.any() else []
+    after_an_end = lines["time"].map(lambda t: pd.notna(t) and any(e <= t <= e + END_SLACK for e in ends))
+    return status & after_an_end.astype(bool)
 
 
 def _victims(lines: pd.DataFrame) -> list[pd.DataFrame]:

@@ -55,6 +55,7 @@ from ..shell_words import (
     is_wrapper_process,
     log_target,
     multiplexer_session,
+    runs_a_script,
     runs_script,
     shell_words,
     simple_commands,
@@ -105,7 +106,9 @@ COLUMNS = ("attempt", "start", "start_within_s", "start_ref", "launched", "by", 
 # kill someone sent before it was gone, then a shell's `Terminated`: the report is the kill's result).
 _ENDS = ("redirect_failed", "oom_kill", "oom", "kill_sent", "killed", "attempt_end", "timeout", "nccl_timeout", "exit",
          "traceback", "training_stop", "run_end")
-_STARTS = ("stage", "training_start")
+# Kinds that, after an end in the same log, begin a new start there (a restart appending to it):
+# a start-up stage, training beginning, a resume from a checkpoint.
+_STARTS = ("stage", "training_start", "resumed")
 # An end no line tells (`_gone`), and the cause a shell's own end gives it (`_hung_up`).
 GONE = "gone"
 HANGUP = "hangup"
@@ -124,6 +127,9 @@ RECORD_FORMATS = ("tensorboard-events", "wandb-log", "wandb-run", "wandb-events-
 READS = ("events", "processes", "metrics", "gpu_processes")
 # Flags that name where a run keeps its checkpoints (`--output_dir`, `--save-dir`, `--ckpt_dir`, `--out`).
 _SAVE_DIR = re.compile(r"--(?:output|out|save|ckpt|checkpoint|checkpoints)(?:[-_](?:dir|path|root))?")
+# Flags that name the checkpoint a start resumes from (`--resume ckpt/last.pt`, `--resume_from_checkpoint`,
+# `--resume-from`, `--load`, `--init-from`, `--restore`).
+_RESUME_FROM = re.compile(r"--(?:resume|resume[-_]from(?:[-_]checkpoint)?|load|init[-_]from|restore(?:[-_]from)?)")
 
 
 def attempts(inc: Incident) -> pd.DataFrame:
@@ -270,6 +276,8 @@ class _Attempt:
         # shell that runs run.sh), whose children are its trainers
         self.wrappers: set[int] = set()
         self.restart_of: _Attempt | None = None  # the attempt it started again (_restarted)
+        # (script, flags) of its launch and of each of its processes' command lines (_jobs)
+        self.invocations: list[tuple] = []
 
     def consider_start(self, when, within: float, ref: str | None) -> None:
         """A signal that shows the start more precisely than what the attempt has (a log's first
@@ -317,6 +325,10 @@ class _Assembly:
         self.parent = ({(_text(h), int(pid)): int(pp) for h, pid, pp in zip(column(listed, "host"), listed["pid"], listed["ppid"],
                                                                        strict=True) if pd.notna(pp) and pp > 1}
                        if len(listed) and "ppid" in listed.columns else {})
+        # each listed process's command line: whether a parent runs a script (a loop's restarts)
+        self.commands = ({(_text(h), int(pid)): str(c) for h, pid, c in zip(column(listed, "host"), listed["pid"],
+                                                                          listed["command"], strict=True) if pd.notna(c)}
+                         if len(listed) else {})
         # each source's host, where incident.toml or the source names one
         self.hosts = {src: h for df in (inc.metrics, inc.events) if "host" in df.columns and len(df)
                       for src, h in df.dropna(subset=["source", "host"]).drop_duplicates("source")[["source", "host"]]
@@ -471,14 +483,27 @@ class _Assembly:
             return
         started = procs["started"].fillna(procs["first_seen"])
         for a in self.found:
-            if not (a.launch_ref and a.script) or a.script.endswith(".py"):
-                continue  # (a Python script's own process is its trainer)
+            if not (a.launch_ref and a.script):
+                continue
             name = PurePosixPath(a.script).name
+            python = name.endswith(".py")
             since = a.start - pd.Timedelta(seconds=a.within) - _START_CLOCK_SLACK
-            runs = procs["command"].map(lambda c, name=name: runs_script(c, name), na_action="ignore").fillna(False).astype(bool)
+            runs = procs["command"].map(lambda c, name=name, python=python: invocation(c)[0] == name if python
+                                        else runs_script(c, name), na_action="ignore").fillna(False).astype(bool)
             mine = procs[runs & (started >= since) & (started <= a.start + WRAPPER_DELAY)]
-            a.wrappers |= {int(pid) for h, pid in zip(column(mine, "host"), mine["pid"], strict=True)
-                           if _same_host(a, _text(h))}
+            pids = {int(pid) for h, pid in zip(column(mine, "host"), mine["pid"], strict=True) if _same_host(a, _text(h))}
+            if python and not self._starts_programs(pids, name):
+                continue  # (a Python script's own process is its trainer)
+            a.wrappers |= pids
+
+    def _starts_programs(self, pids: set[int], name: str) -> bool:
+        """Whether a listing shows one of `pids` (a launched Python script's processes) as the
+        parent of a Python program other than that script: a supervisor written in Python
+        (`subprocess.Popen([sys.executable, "train.py", ...])`), not a trainer; its data loader
+        workers run its own script (or none, forked)."""
+        listed = self.inc.processes
+        kids = listed[listed["ppid"].isin(pids)]["command"].dropna().astype(str)
+        return any(PYTHON_RUN.search(c + " ") and invocation(c)[0] not in (None, name) for c in kids)
 
     def _under(self, a: _Attempt, ppid: int | None, host: str | None) -> bool | None:
         """Whether a process whose parent is `ppid` runs under one of the attempt's launch
@@ -497,11 +522,16 @@ class _Assembly:
         """Each trainer process joins the start that made it, else is a start of its own."""
         self._launch_processes()
         procs = self.procs.sort_values("start", kind="stable")
+        wrappers = {pid for a in self.found for pid in a.wrappers}
         for _, p in procs.iterrows():
             pid, host = int(p["pid"]), _text(p.get("host"))
+            if pid in wrappers:
+                continue  # a launch's own process that runs its trainers (a supervisor in Python)
             owner = next((a for a in self.found if pid in a.pids and _same_host(a, host)), None) or self._start_of(p)
             if owner is not None and pid not in owner.pids:
                 owner = self._restarted(owner, p) or owner
+            if owner is None:
+                owner = self._looped(p)
             if owner is None:
                 owner = _Attempt(p["start"], "unknown", float(p["within"]), _text(p.get("ref")))
                 script, flags = invocation(str(p["command"]))
@@ -551,6 +581,26 @@ class _Assembly:
         self.restarts.setdefault((id(a), ppid), []).append(r)
         return r
 
+    def _looped(self, p: pd.Series) -> _Attempt | None:
+        """Where no launch is known, a restart by the script that ran the process: the same
+        program started again by the same parent after its earlier run had ended (a supervisor
+        loop seen only in the listings). Not under an interactive shell: a command run again there
+        is the operator's new start, not a restart. It stays unclaimed until its first run's log
+        is known (a process that writes none is no start of training)."""
+        host, ppid = _text(p.get("host")), _num(p.get("ppid"))
+        parent = self.commands.get((host, ppid)) if ppid is not None else None
+        if parent is None or not runs_a_script(parent):
+            return None
+        for o in reversed(self.orphans):
+            if o.restart_of is None and _same_host(o, host) and _same_program(o, str(p["command"])):
+                r = self._restarted(o, p)
+                if r is not None:
+                    if r in self.found:
+                        self.found.remove(r)
+                        self.orphans.append(r)
+                    return r
+        return None
+
     def _start_of(self, p: pd.Series) -> _Attempt | None:
         """The start that made this process: the latest typed or launcher start of its program
         at most seconds before it (ps's START may give only its minute) that no listing had
@@ -575,8 +625,9 @@ class _Assembly:
             pid = int(p["pid"])
             near = [(pid - q, a) for a in made for q in a.pids if 0 < pid - q <= 16]
             return min(near, key=lambda x: x[0])[1] if near else max(made, key=lambda a: a.start)
-        parents = [a for a in self.found if ppid is not None and ppid in a.pids and a.start <= start + within
-                   and _same_host(a, host)]
+        # (its parent's start may be typed a moment after ps's clock dated the child's)
+        parents = [a for a in self.found if ppid is not None and ppid in a.pids
+                   and a.start <= start + within + _START_CLOCK_SLACK and _same_host(a, host)]
         return max(parents, key=lambda a: a.start) if parents else None
 
     def _log_names(self) -> set[str]:
@@ -592,6 +643,8 @@ class _Assembly:
         # above, so the earliest one is the most precise (a wandb run's first record comes later)
         mine = sorted(((source,) + st for source, found in starts.items() for st in found
                        if (st[3] is not None or st[4] is not None) == named), key=lambda st: st[1])
+        # each start's part of its log: up to the source's next start, else its last line
+        nexts = {(source, st[0]): nxt[0] for source, found in starts.items() for st, nxt in zip(found, found[1:], strict=False)}
         for source, when, ref, rank, job, n, pid, run, within in mine:
             # A start-up after its attempt's end (its launcher said the attempt failed): the
             # launcher started it again. Its lines carry the number of the attempt before until
@@ -600,7 +653,8 @@ class _Assembly:
             while n is not None and when > self.launcher_ends.get((job, n), when) + SAME_START:
                 n += 1
             first = self.firsts.get(source)
-            owner = self._log_owner(source, when, rank, job, n, pid, run)
+            until = nexts.get((source, when), self.last_line.get(source, when))
+            owner = self._log_owner(source, when, within, until, rank, job, n, pid, run)
             if owner is None:
                 owner = _Attempt(when, "unknown", within, ref)
                 owner.job, owner.job_attempt = job, n
@@ -636,7 +690,7 @@ class _Assembly:
         """A restart writes where the start it repeats wrote (a supervisor loop appends its
         trainer's output to one log, and prints each exit status to its own): its part of each
         of those logs begins at its start, where the log goes on past it."""
-        for r in self.found:
+        for r in self.found + self.orphans:
             if r.restart_of is None:
                 continue
             for source, begin in r.restart_of.sources.items():
@@ -644,7 +698,9 @@ class _Assembly:
                         and self.last_line.get(source, begin) >= r.start:
                     r.sources[source] = r.start
 
-    def _log_owner(self, source: str, when, rank, job, n, pid, run) -> _Attempt | None:
+    def _log_owner(self, source: str, when, within: float, until, rank, job, n, pid, run) -> _Attempt | None:
+        """The attempt whose start-up sequence of `source` begins at `when` (up to `within` s
+        later, where its time is only the earliest it can be) and runs up to `until`."""
         name = PurePosixPath(source).name
         host = self.hosts.get(source)
         if job is not None or n is not None:
@@ -687,15 +743,18 @@ class _Assembly:
         # before or without the run's own logs, which name its PID) are its too, log or not; a
         # second log naming the run may be a restart's, and joins by the rules above)
         record = run is not None and source in self.run_records
-        alive = [a for a in self.found + self.orphans if a.pids and self._alive_at(a, when)
+        alive = [a for a in self.found + self.orphans if a.pids and self._alive_at(a, when, until)
                  and (self._no_log(a) or (record and run in a.runs) or self._new_worker(a, when))
                  and _same_host(a, host)]
         if run is not None and len(alive) > 1:
             alive = [a for a in alive if run in a.runs] or alive
         if alive:
             # the one that started last before the log began: an older process alive beside it
-            # (a watcher, a leftover) was not what started writing this log
-            return max(alive, key=lambda a: a.start)
+            # (a watcher, a leftover) was not what started writing this log; one begun after the
+            # line, by more than ps's clock may be off, only where none began before it; of two a
+            # listing dates to the same second, the higher PID (Linux hands PIDs out in order)
+            latest = when + pd.Timedelta(seconds=within) + _START_CLOCK_SLACK
+            return max(alive, key=lambda a: (a.start <= latest, a.start, max(a.pids)))
         if record:
             # no process known: a tracked run's records begun while a log naming the same run
             # was being written are that log's trainer's (one process writes both)
@@ -724,7 +783,10 @@ class _Assembly:
         # (a listing gives its start to the second or coarser, `within` says how much later it may
         # be; a launcher's first line and its workers' start are the same moment told by two clocks)
         latest = mine["start"] + pd.to_timedelta(mine["within"], unit="s") + SAME_START
-        fresh = (latest >= since) & (mine["start"] <= when + pd.Timedelta(seconds=5)) & (when - mine["start"] <= LOG_SLACK)
+        # (a process no listing gives the start of, only a sighting, may be as old as anything:
+        # nothing shows it began after the logs)
+        fresh = (latest >= since) & (mine["start"] <= when + pd.Timedelta(seconds=5)) & (when - mine["start"] <= LOG_SLACK) \
+            & mine["started"].notna()
         return bool(fresh.any())
 
     def _no_log(self, a: _Attempt) -> bool:
@@ -771,11 +833,18 @@ class _Assembly:
         self.found.append(a)
         return a
 
-    def _alive_at(self, a: _Attempt, when) -> bool:
+    def _alive_at(self, a: _Attempt, when, until=None) -> bool:
+        """Whether one of the attempt's processes was alive when a log began at `when`: begun by
+        then and not yet gone; or, where no listing gives its start (a `pgrep` typed in a
+        session), seen while that log's part (up to `until`) was being written: it began no later
+        than it was seen, which is all that is known."""
         mine = self.procs[self.procs["pid"].isin(a.pids)]
         if mine.empty:
             return False
-        return bool(((mine["start"] <= when + pd.Timedelta(seconds=5)) & (mine["alive_until"] >= when - LOG_SLACK)).any())
+        alive = (mine["start"] <= when + pd.Timedelta(seconds=5)) & (mine["alive_until"] >= when - LOG_SLACK)
+        if until is not None:
+            alive |= mine["started"].isna() & (mine["first_seen"] >= when) & (mine["first_seen"] <= until)
+        return bool(alive.any())
 
     def _runs(self) -> None:
         """Each run the metrics name joins the attempt whose log wrote it, else a start of its own
@@ -818,6 +887,9 @@ class _Assembly:
         started = [_Started(a.command, frozenset(a.pids), a.start, a.launch_ref) for a in found]
         self.kills = [(i, pids | reached(self.ev.loc[i], pids, started, listing_at(self.inc, self.ev.loc[i])))
                       for i, pids in self.kills]
+        for a in found:
+            mine = self.procs.loc[self.procs["pid"].isin(a.pids), "command"].dropna().astype(str)
+            a.invocations = [(a.script, a.flags)] + [invocation(c) for c in mine]
         _jobs(found)
         self.ordered = found
         rows = [self._row(i, a) for i, a in enumerate(found, 1)]
@@ -1151,6 +1223,10 @@ def _jobs(found: list[_Attempt]) -> None:
         keys = [("run", r) for r in a.runs] + [("log", src) for src in a.sources]
         # the same script writing its checkpoints where an earlier start wrote them
         keys += [("ckpt", a.script, v) for k, v in a.flags.items() if _SAVE_DIR.fullmatch(k) and v and v != SWITCH]
+        # the same script resuming from the checkpoint an earlier start resumed from (its
+        # processes' own command lines where a wrapper launched them)
+        keys += [("resume", script, v) for script, flags in a.invocations
+                 for k, v in flags.items() if _RESUME_FROM.fullmatch(k) and v and v != SWITCH]
         keys += [("job", a.job)] if a.job is not None else []
         for k in keys:
             if k in seen:
@@ -1528,10 +1604,16 @@ def _cause(rows: pd.DataFrame, since, end) -> dict:
 
 
 def _own_status(ev: pd.DataFrame, a: _Attempt) -> pd.Series:
-    """The rows of `ev` that are the shell's status of the command that launched attempt `a`."""
-    if a.launch_ref is None or "command_ref" not in ev.columns:
-        return pd.Series(False, index=ev.index)
-    return ev["kind"].isin(("exit", "killed")) & (ev["command_ref"] == a.launch_ref).fillna(False).astype(bool)
+    """The rows of `ev` that are the status of attempt `a`'s process as what ran it reported it:
+    the shell's status of the command that launched it, or a line naming one of its PIDs (a
+    script's bash: `./run.sh: line 10:   646 Killed   python3 train.py ...`). Either was written
+    when the process had ended, whatever time its file gives it (a line without a time of its own
+    takes the one before it)."""
+    status = ev["kind"].isin(("exit", "killed"))
+    launched = ((ev["command_ref"] == a.launch_ref).fillna(False).astype(bool)
+                if a.launch_ref is not None and "command_ref" in ev.columns else False)
+    named = ev["pid"].isin(a.pids).fillna(False).astype(bool) if a.pids and "pid" in ev.columns else False
+    return status & (launched | named)
 
 
 def _unsettled(ev: pd.DataFrame, procs: pd.DataFrame | None, evidence_end, live: bool) -> pd.Series:

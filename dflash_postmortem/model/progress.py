@@ -146,7 +146,7 @@ def _resumes(inc: Incident) -> pd.DataFrame:
     rows = []
     for _, b in att.iterrows():
         said = ev[ev["source"].isin(b["sources"]) & (ev["time"] >= b["start"])] if b["sources"] else ev.iloc[:0]
-        steps = [s for s in said["message"].map(resumed_step) if s is not None]
+        steps = [s for m in said["message"] if (s := resumed_step(m)) is not None]
         mine = steps_of(inc, b)
         if not steps and (mine.empty or pd.isna(mine["step"].iloc[0])):
             continue

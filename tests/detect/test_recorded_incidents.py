@@ -1260,6 +1260,33 @@ def test_a_supervisor_loops_restarts_on_a_torn_checkpoint_are_starts_of_their_ow
     assert pm.timeline(inc, found).impact["recovered"] is None
 
 
+def test_a_python_supervisors_restarts_into_the_same_segfault_and_the_operators_relaunch_are_one_job():
+    """h100-1gpu-segv-supervisor (README): `nohup python3 supervise.py` (PID 656, typed 10:13:38.097)
+    runs train.py as PID 660, which dies of a real SIGSEGV at step 450 (faulthandler's `Fatal Python
+    error: Segmentation fault`, 10:14:16.078; the supervisor: `returncode -11 (SIGSEGV)`); it runs it
+    again as PIDs 812 (seen 10:14:26.418) and 913 (10:14:53.191), each resuming at step 400 into the
+    same crash; the operator's `nohup python3 train.py --resume ckpt/last.pt --skip-bad-shard` (PID
+    1020, 10:15:19.095) resumes at 400 and trains to `training done at step 1150` (10:16:13.405).
+    The supervisor, a Python process, was taken for the trainer (the first death was missed, the
+    restarts were one), a fatal signal's dump ended nothing, and the manual relaunch was no job's."""
+    inc, found = loaded("h100-1gpu-segv-supervisor")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[660], [812], [913], [1020]]
+    assert att["by"].tolist() == ["operator", "supervisor", "supervisor", "operator"]
+    assert att["job"].nunique() == 1
+    for a, hms in (("A2", "10:14:26.418"), ("A3", "10:14:53.191")):
+        assert abs(att.set_index("attempt").at[a, "start"] - _dec6(hms)) <= pd.Timedelta(seconds=2)
+    assert att["start"].iloc[3] == _dec6("10:15:19.095")
+    assert att["signal"].tolist()[:3] == ["SIGSEGV"] * 3 and att["end"].iloc[0] == _dec6("10:14:16.078")
+    assert (att["end_kind"].iloc[3], att["end"].iloc[3]) == ("training_stop", _dec6("10:16:13.405"))
+    r = resumes(inc).set_index("attempt")
+    assert r.loc[["A2", "A3", "A4"], "resumed_step"].tolist() == [400] * 3 and set(r["redone_steps"]) == {50}
+    assert [f"{t:%H:%M:%S}" for t in found["start"]] == ["10:14:16", "10:14:42", "10:15:07"]
+    assert pm.what_happened(inc, found)[2].endswith(
+        "It was started again at 10:15:19 UTC by the operator, resuming from a checkpoint at step 400: it had logged "
+        "step 450, so 50 steps were done again.")
+
+
 def test_a_relaunch_with_a_debugging_setting_typed_on_its_command_line_is_the_drops_candidate():
     """h100-1gpu-assert-relaunch (README): run 1 (PID 668) dies on a CUDA device-side assert at
     ~08:19:40; the operator runs the same command prefixed with `CUDA_LAUNCH_BLOCKING=1` (PID 836,
@@ -1277,6 +1304,29 @@ def test_a_relaunch_with_a_debugging_setting_typed_on_its_command_line_is_the_dr
     assert pm.what_happened(inc, found)[1] == (
         "At 08:20:05 UTC throughput fell from 372.5K tok/s to 224.9K tok/s (0.60 of baseline) when run run2 replaced "
         "run run1, started with CUDA_LAUNCH_BLOCKING=1.")
+
+
+def test_a_loops_restarts_are_told_from_the_listing_alone_without_the_operators_session(tmp_path):
+    """h100-1gpu-torn-checkpoint without operator.log: no launch names run.sh, yet ps lists the
+    loop's shell (PID 641, `/bin/bash ./run.sh`) as the parent of train.py's PIDs 646, 888, 960 and
+    1031, each begun after the one before had gone. PID 646 and the recording driver (PID 632, a
+    python process) are both listed as begun at 08:14:14; the log was taken for the driver's, and
+    the three restarts were one stall of it. A script that runs the same program again after it
+    ended restarted it; of two starts in one second the higher PID is the later; the loop's
+    `646 Killed` line (dated by the line before it, 08:14:15) tells 646's end, when it was last
+    listed (08:15:30); the loop's exit lines after each end are those ends, no death of their own."""
+    inc = _without(tmp_path, "h100-1gpu-torn-checkpoint", "logs/operator.log")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[646], [888], [960], [1031], [1121]]
+    assert att["by"].tolist()[1:4] == ["supervisor"] * 3
+    first = att.iloc[0]
+    assert (first["end_kind"], first["signal"], first["end"]) == ("killed", "SIGKILL", _dec6("08:15:30"))
+    found = detect(inc)
+    assert list(found["kind"]).count("failed_restart") == 3
+    assert "process_died" not in set(found["kind"])
+    said = pm.what_happened(inc, found)
+    assert said[0].startswith("At 08:15:30 UTC run train died while training: ./run.sh: line 10:   646 Killed")
+    assert said[-1].startswith("The start at 08:16:18 UTC came up: its first step was logged at 08:16:29 UTC")
 
 
 def test_a_restart_owns_no_line_written_after_the_listing_saw_it_gone(tmp_path):

@@ -63,8 +63,9 @@ def test_a_resume_redoes_the_steps_since_its_checkpoint():
     # `Resumed from checkpoint ... at step 120` at 02:47:44; its first step line, 125 (the step
     # the dead attempt had logged last), at 02:47:46
     assert row["redone"] == pytest.approx(_seconds("02:47:44", "02:47:46"))
-    # the trainer died at 02:47:28, the supervisor started the next at 02:47:35 (ps: 02:47:34)
-    assert abs(row["restarting"] - _seconds("02:47:28", "02:47:35")) <= 2
+    # the trainer raised at 02:47:28 and had exited when the loop printed its status at 02:47:30
+    # (`trainer exited with status 1`); the supervisor started the next at 02:47:35 (ps: 02:47:34)
+    assert abs(row["restarting"] - _seconds("02:47:30", "02:47:35")) <= 2
 
 
 def test_two_clean_runs_leave_the_gap_between_them_restarting():

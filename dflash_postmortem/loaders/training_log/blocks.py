@@ -158,8 +158,9 @@ class FailureTable:
 class FaulthandlerBlock:
     """faulthandler's dump (`Fatal Python error: Segmentation fault`, a `Timeout (0:05:00)!`, or
     a dump on a registered signal): its thread headers and frames, Python 3.12's extension modules.
-    One event: `signal` naming the fatal signal, else `traceback`; `threads` counts the stacks and
-    `frames` keeps each thread's most recent frame."""
+    One event: `killed` naming the fatal signal (faulthandler then lets the signal end the
+    process, as a shell's `Segmentation fault` reports), else `traceback`; `threads` counts the
+    stacks and `frames` keeps each thread's most recent frame."""
 
     def __init__(self, first: str, head: re.Match, **where):
         self.where = where
@@ -195,7 +196,7 @@ class FaulthandlerBlock:
         text = "\n".join(self.lines)
         if truncated:
             text += "\n[dump cut off: the file ends here]"
-        return [dict(self.where, kind="signal" if signal else "traceback", pattern="faulthandler",
+        return [dict(self.where, kind="killed" if signal else "traceback", pattern="faulthandler",
                      message=text[: MAX_EVENT_CHARS * 4], lines=len(self.lines), signal=signal,
                      fatal_error=self.fatal, timeout=self.timeout, threads=len(self.stacks),
                      frames="; ".join(top) or None)]

@@ -736,11 +736,20 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("killed", "shell_terminated", "Terminated", r"^Terminated\s*$", signal="SIGTERM"),
     _event("signal", "killed", "Killed", r"^Killed\b", signal="SIGKILL"),
     _event("signal", "terminated", "Terminated", r"^Terminated\b", signal="SIGTERM"),
-    _event("exit", "exit_code", "xit", r"(?i)\bexit(?:ed)?(?: with)?(?: code|=|:)\s*(?P<code>-?\d+)"),
+    # a status as a supervisor or a tool prints it: `exited with code 1`, `exit=137`, `exit status
+    # 1`, Popen's `returncode -11` (a signal: SIGSEGV), with the PID where it names one first
+    # (`train.py (pid 660) exited with returncode -11`)
+    _event("exit", "exit_code", ("xit", "eturn code", "eturncode"),
+           r"(?i)(?:\bpid[\s:=]*(?P<pid>\d+)\b.{0,40}?)?(?:\bexit(?:ed)?(?: with)?(?: exit)?(?: code| status|=|:)|\breturn ?code)"
+           r"[\s:=]*(?P<code>-?\d+)"),
     _event("warning", "fast_path_unavailable", "fast path is not available", r"[Tt]he fast path is not available"),
     _event("warning", "torch_fallback", "falling back to", r"(?i)falling back to (torch|its reference|the) "),
     _event("training_start", "training_start", "raining", r"(?i)\b(start(ing|ed)? training|training (start(ed|ing)?|begins?))\b"),
     _event("training_stop", "training_stop", "raining", r"(?i)\b(training (stopped|finished|complete[d]?|done|ended|interrupted)|finished training)\b"),
+    # an early-stopping rule ending the training loop: pytorchtools' `Early stopping`, Keras'
+    # `Epoch 00012: early stopping`, fastai's `No improvement since epoch 2: early stopping` (not
+    # the rule's `EarlyStopping counter: 1 out of 3`)
+    _event("training_stop", "early_stopping", ("arly stopping",), r"(?i)(?:^|:\s*)early stopping\.?\s*$"),
     # PyTorch Lightning's words as fit() stops on a limit: `Time limit reached. Elapsed time is 0:00:45.
     # Signaling Trainer to stop.`, `` `Trainer.fit` stopped: `max_epochs=3` reached.``
     _event("training_stop", "lightning_stop", ("Signaling Trainer to stop", "Trainer.fit` stopped"),
@@ -754,10 +763,11 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("stage", "checkpoint_save", ("aving checkpoint", "aved checkpoint"), r"(?i)^sav(?:ing|ed) checkpoint"),
     # A start that goes on from a checkpoint, with the step it resumes at where the line says it
     # (our loop; HF Trainer's `Continuing training from global step N`; Megatron's `loaded
-    # checkpoint ... at iteration N`; Lightning's `Restoring states from the checkpoint path`).
+    # checkpoint ... at iteration N`; Lightning's `Restoring states from the checkpoint path`; a
+    # script's own `resuming from ckpt/last.pt at step 400`, not `not resuming from ...`).
     _event("resumed", "resumed", ("esum", "ontinuing training", "estoring states", "oaded checkpoint"),
            r"(?i)\bresum(?:ed|ing)\b.*\bcheckpoint|\bcontinuing training from\b|\brestoring states from the checkpoint"
-           r"|\bloaded checkpoint\b.*\biteration\b"),
+           r"|\bloaded checkpoint\b.*\biteration\b|(?<!not )\bresum(?:ed|ing)(?: training)? from \S"),
     _event("error", "fatal", _GLOG_SOURCE, r"^\[?F\d{3,4} |^\[F "),
     _event("warning", "warning", ("arn", "WARN", *_GLOG_SOURCE), r"(?:^|[\s:\[\]])(?:WARNING|WARN|Warning|\w{1,60}Warning)\b|^\[?W\d{3,4} |^\[W "),
     _event("error", "error", ("rror", "ERROR", *_GLOG_SOURCE), r"(?:^|[\s:\[\]])(?:ERROR|Error)\b|^\[?E\d{3,4} |^\[E "),

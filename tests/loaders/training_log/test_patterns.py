@@ -290,3 +290,22 @@ def test_lightnings_stop_on_a_limit_is_its_runs_stop_line(repo_dir):
     assert stop["message"].iloc[0] == "Time limit reached. Elapsed time is 0:04:00. Signaling Trainer to stop."
     bar = ev[(ev["kind"] == "progress") & ev["bar_total"].notna()]
     assert (bar["bar_n"].iloc[-1], bar["bar_total"].iloc[-1]) == (3800, 65536)
+
+
+def test_a_supervisors_status_lines_give_the_pid_code_and_signal_and_a_resume_its_path(tmp_path):
+    """A Python supervisor's own log (h100-1gpu-segv-supervisor's supervise.py), a bash loop's, and
+    a trainer's own resume line naming its checkpoint by path."""
+    (tmp_path / "sup.log").write_text(
+        "2026-12-06 10:14:16,286 ERROR train.py (pid 660) exited with returncode -11 (SIGSEGV)\n"
+        "2026-12-06T08:15:31Z train.py exited with code 137, restarting in 5s\n"
+        "2026-12-06 10:20:00,000 INFO supervisor: exited: train (exit status 1; not expected)\n"
+        "2026-12-06 10:20:01,000 INFO resuming from ckpt/last.pt at step 400\n"
+        "2026-12-06 10:20:02,000 INFO not resuming from ckpt/last.pt: it does not exist\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ev = pm.load_process_log(tmp_path / "sup.log").events
+    exits = ev[ev["kind"] == "exit"]
+    assert exits["exit_code"].tolist() == [-11, 137, 1]
+    assert exits["pid"].tolist()[0] == 660 and pd.isna(exits["pid"].iloc[1])
+    assert exits["signal"].iloc[0] == "SIGSEGV"
+    assert ev.loc[ev["kind"] == "resumed", "message"].str.endswith("at step 400").tolist() == [True]
