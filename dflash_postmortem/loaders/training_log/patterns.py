@@ -749,7 +749,7 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     # an early-stopping rule ending the training loop: pytorchtools' `Early stopping`, Keras'
     # `Epoch 00012: early stopping`, fastai's `No improvement since epoch 2: early stopping` (not
     # the rule's `EarlyStopping counter: 1 out of 3`)
-    _event("training_stop", "early_stopping", ("arly stopping",), r"(?i)(?:^|:\s*)early stopping\.?\s*$"),
+    _event("training_stop", "early_stopping", ("arly stopping",), r"(?i)^(?:.{0,80}:\s*)?early stopping\.?\s*$"),
     # PyTorch Lightning's words as fit() stops on a limit: `Time limit reached. Elapsed time is 0:00:45.
     # Signaling Trainer to stop.`, `` `Trainer.fit` stopped: `max_epochs=3` reached.``
     _event("training_stop", "lightning_stop", ("Signaling Trainer to stop", "Trainer.fit` stopped"),

@@ -309,3 +309,16 @@ def test_a_supervisors_status_lines_give_the_pid_code_and_signal_and_a_resume_it
     assert exits["pid"].tolist()[0] == 660 and pd.isna(exits["pid"].iloc[1])
     assert exits["signal"].iloc[0] == "SIGSEGV"
     assert ev.loc[ev["kind"] == "resumed", "message"].str.endswith("at step 400").tolist() == [True]
+
+
+def test_an_early_stopping_rules_last_word_stops_the_training_and_its_counter_does_not(tmp_path):
+    (tmp_path / "es.log").write_text(
+        "2026-12-06 10:14:19,000 EarlyStopping counter: 3 out of 3\n"
+        "2026-12-06 10:14:19,000 Early stopping\n"  # pytorchtools
+        "Epoch 00012: early stopping\n"  # Keras
+        "[12:00:01] INFO No improvement since epoch 2: early stopping\n")  # fastai
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ev = pm.load_process_log(tmp_path / "es.log").events
+    assert ev["kind"].tolist() == ["training_stop"] * 3
+    assert not ev["message"].str.contains("counter").any()
