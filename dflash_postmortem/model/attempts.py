@@ -783,10 +783,9 @@ class _Assembly:
         # (a listing gives its start to the second or coarser, `within` says how much later it may
         # be; a launcher's first line and its workers' start are the same moment told by two clocks)
         latest = mine["start"] + pd.to_timedelta(mine["within"], unit="s") + SAME_START
-        # (a process no listing gives the start of, only a sighting, may be as old as anything:
-        # nothing shows it began after the logs)
+        # (a process of unknown age may be as old as anything: nothing shows it began after the logs)
         fresh = (latest >= since) & (mine["start"] <= when + pd.Timedelta(seconds=5)) & (when - mine["start"] <= LOG_SLACK) \
-            & mine["started"].notna()
+            & ~mine["ageless"]
         return bool(fresh.any())
 
     def _no_log(self, a: _Attempt) -> bool:
@@ -835,15 +834,16 @@ class _Assembly:
 
     def _alive_at(self, a: _Attempt, when, until=None) -> bool:
         """Whether one of the attempt's processes was alive when a log began at `when`: begun by
-        then and not yet gone; or, where no listing gives its start (a `pgrep` typed in a
-        session), seen while that log's part (up to `until`) was being written: it began no later
-        than it was seen, which is all that is known."""
+        then and not yet gone; or, where no listing gives its start (a `pgrep` typed in a session),
+        seen while that log's part (up to `until`) was being written, by a listing whose snapshot
+        before did not show it before the log began (or that had none): it began between them."""
         mine = self.procs[self.procs["pid"].isin(a.pids)]
         if mine.empty:
             return False
         alive = (mine["start"] <= when + pd.Timedelta(seconds=5)) & (mine["alive_until"] >= when - LOG_SLACK)
         if until is not None:
-            alive |= mine["started"].isna() & (mine["first_seen"] >= when) & (mine["first_seen"] <= until)
+            began = mine["begun_after"].isna() | (mine["begun_after"] <= when + pd.Timedelta(seconds=5))
+            alive |= mine["started"].isna() & began & (mine["first_seen"] >= when) & (mine["first_seen"] <= until)
         return bool(alive.any())
 
     def _runs(self) -> None:
@@ -1325,7 +1325,8 @@ def _trainer_processes(procs: pd.DataFrame) -> pd.DataFrame:
     """Processes that run a trainer (a python script or module, or a launcher's agent) rather
     than a shell, wrapper or tool around one; with their best start time and its precision."""
     if procs.empty:
-        return procs.assign(start=pd.Series(dtype="datetime64[us, UTC]"), within=pd.Series(dtype=float))
+        return procs.assign(start=pd.Series(dtype="datetime64[us, UTC]"), within=pd.Series(dtype=float),
+                            begun_after=pd.Series(dtype="datetime64[us, UTC]"), ageless=pd.Series(dtype=bool))
     cmd = procs["command"].fillna("").astype(str)
     keep = cmd.map(lambda c: bool(PYTHON_RUN.search(c) or AGENT_RUN.search(c)) and not is_wrapper_process(c)).astype(bool)
     # helper processes of a trainer (inductor's compile workers, data loader workers) are its own business
@@ -1335,10 +1336,28 @@ def _trainer_processes(procs: pd.DataFrame) -> pd.DataFrame:
     within = column(out, "started_within_s").astype(float)
     # No start time: the first listing that shows it, as late as the listing's interval allows.
     out["start"] = started.fillna(out["first_seen"])
+    # No start time: it began after the listing's snapshot before the one that first shows it
+    # (`begun_after`); of unknown age (`ageless`) where that first one is its listing's first (a
+    # `pgrep` typed once, the first screen of `top`): nothing shows when it began.
+    out["begun_after"] = _snapshot_before(procs).loc[out.index].where(started.isna())
+    out["ageless"] = (started.isna() & out["begun_after"].isna()).astype(bool)
     out["within"] = np.where(started.notna(), within.fillna(60.0), 60.0)
     # until when it ran: a zombie (`<defunct>`) is listed after its end, until it is reaped
     out["alive_until"] = column(out, "last_running").fillna(out["last_seen"]) if "last_running" in out else out["last_seen"]
     return out.dropna(subset=["start"])
+
+
+def _snapshot_before(procs: pd.DataFrame) -> pd.Series:
+    """For each listed process, the latest time its listing was seen to list anything before it
+    first listed this process (NaT: it was in the listing's first snapshot)."""
+    out = pd.Series(pd.NaT, index=procs.index, dtype=procs["first_seen"].dtype)
+    for _, g in procs.groupby(column(procs, "source").fillna(""), sort=False):
+        times = np.unique(pd.concat([g["first_seen"], g["last_seen"]]).dropna().to_numpy())
+        first = g["first_seen"].to_numpy()
+        at = np.searchsorted(times, first, side="left") - 1
+        known = g["first_seen"].notna().to_numpy() & (at >= 0)
+        out.loc[g.index[known]] = times[at[known]]
+    return out
 
 
 def job_listings(inc: Incident) -> set[str]:

@@ -1329,6 +1329,37 @@ def test_a_loops_restarts_are_told_from_the_listing_alone_without_the_operators_
     assert said[-1].startswith("The start at 08:16:18 UTC came up: its first step was logged at 08:16:29 UTC")
 
 
+def test_a_process_a_session_listed_once_writes_the_log_it_was_seen_during(tmp_path):
+    """h100-1gpu-torn-checkpoint without ps.txt: the operator's `pgrep -af train.py` at 08:15:15.198
+    shows PID 646 (training since 08:14:23, README), and at 08:17:08.167 PID 1121 (started 08:16:18
+    by the second loop). A sighting is no start: 646 began no later than it was seen, and 1121 after
+    the session's listing before. Taken as their starts, 646 was no writer of train.log's first
+    part (begun 08:14:26) but a "new worker" of each later start, so the loop's `646 Killed` ended
+    the start at 08:16:29 ("died while training at 08:17:08"); the kill -9 of 646 ended nothing."""
+    inc = _without(tmp_path, "h100-1gpu-torn-checkpoint", "logs/ps.txt")
+    att = attempts(inc)
+    first = att[att["pids"].map(lambda p: 646 in p)].iloc[0]
+    assert first["start"] == _dec6("08:14:26.686") and first["end"] == _dec6("08:15:30.825")
+    assert first["end_kind"] == "kill_sent" and first["signal"] == "SIGKILL"
+    last = att[att["pids"].map(lambda p: 1121 in p)].iloc[0]
+    assert last["start"] == _dec6("08:16:29.258") and last["end"] == _dec6("08:17:08.500")
+    said = " ".join(pm.what_happened(inc, detect(inc)))
+    assert "08:17:08 UTC run train died" not in said
+
+
+def test_a_process_on_a_listings_first_screen_writes_no_log_begun_later(tmp_path):
+    """h200-1gpu-torchrun-halt without torchrun.log: `top`'s first screen (02:32:30) shows the
+    recording driver (PID 897, `python3 scripts/gpu_incidents.py ...`) beside torchrun (917); the
+    log's part that `tail` printed begins at 02:33:17. Nothing shows when either began, and the
+    driver was taken for a start of its own that "died while training" after its own restart."""
+    inc = _without(tmp_path, "h200-1gpu-torchrun-halt", "logs/torchrun.log")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[917, 939, 940], [999, 1000]]
+    said = pm.what_happened(inc, detect(inc))
+    assert len(said) == 2 and said[0].startswith("At 02:33:49 UTC run ddp-drafter died while training on rank 0")
+    assert said[1].startswith("The restart at 02:33:53 UTC never came up")
+
+
 def test_a_restart_owns_no_line_written_after_the_listing_saw_it_gone(tmp_path):
     """h100-1gpu-torn-checkpoint without train.log: what is left of it is what `tail` printed,
     the last time at 08:17:07 (steps 550-600 of PID 1121, 08:17:03-08:17:06). The loop's third
