@@ -118,6 +118,10 @@ did (what the README of the incident is written from), which the incident folder
                        NULL index entry at step 450, a real SIGSEGV (returncode -11) in every attempt,
                        each resumed from the step-400 checkpoint; the supervisor gives up, the operator
                        relaunches by hand with --skip-bad-shard, which trains ~40 s and ends by itself
+    port-in-use        torchrun under nohup (2 ranks, gloo on one GPU, --master-port 29500, each run into
+                       its own log): the operator tails an older run's log, takes the run for stuck and
+                       launches the same command again; its c10d store cannot bind the port (EADDRINUSE)
+                       and it dies at once; the operator kills the first by its PID and relaunches
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -3345,6 +3349,230 @@ def segv_supervisor(r: Recording) -> None:
             f.unlink()
 
 
+def port_in_use(r: Recording) -> None:
+    r.gpus_and_processes()
+    op = Transcript(r.dir)
+    torchrun = _torchrun()
+    import socket  # noqa: PLC0415 - this scenario's alone
+
+    def free(port: int) -> bool:
+        with socket.socket() as s:
+            try:
+                s.bind(("", port))
+            except OSError:
+                return False
+        return True
+
+    # torchrun's default port; a dry run on a shared machine takes the next free one if another job holds it
+    port = 29500 if r.gpu else next(p for p in range(29500, 29600) if free(p))
+    look, budget3 = (40, 40) if r.gpu else (25, 20)  # s from run 1's launch to the look; run 3's --seconds
+    head = (f"nohup {torchrun} --nproc-per-node 2 --master-port {port} -m dflash_postmortem.replay.train "
+            "--run-name ddp")
+    cmds = {1: f"{head} --seconds 900 {r.model} > logs/run1.log 2>&1 &",
+            2: f"{head} --seconds 900 {r.model} > logs/run2.log 2>&1 &",
+            3: f"{head} --seconds {budget3} --lr 2e-4 {r.model} > logs/run3.log 2>&1 &"}
+    smi = "nvidia-smi" if r.gpu else "uptime"
+
+    # the log the operator's habit tails: an older run's (a stand-in the driver writes, dated ~19 h ago,
+    # in the trainer's format: two ranks, killed at its step 85, no `Training stopped`)
+    import random  # noqa: PLC0415 - this scenario's alone
+    rng = random.Random(85)
+    t0 = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(hours=19, minutes=23)
+
+    def at(s: float) -> str:
+        return (t0 + dt.timedelta(seconds=s)).strftime("%Y-%m-%d %H:%M:%S")
+
+    old = []
+    for rank in (1, 0):
+        old.append(f"{at(0)} [ddp] Joining process group: rank {rank} of 2, backend gloo, attempt 0")
+    for s, line in ((0, "Process group ready"), (0, "Loading dataset ..."), (0, "Dataset ready: 524288 tokens"),
+                    (0, f"Loading target model on {'cuda:0' if r.gpu else 'cpu'} ..."), (1, "Target ready: 0.83B params"),
+                    (1, f"Loading drafter on {'cuda:0' if r.gpu else 'cpu'} ..."), (6, "Drafter ready"),
+                    (6, "Starting training threads")):
+        old += [f"{at(s)} [ddp] {line}"] * 2
+    for step in range(5, 90, 5):
+        loss, tok = 10.5 + rng.uniform(-0.08, 0.08), rng.randint(40500, 42800)
+        old += [f"{at(10 + step / 5)} [ddp] step {step} loss {loss:.4f} tok/s {tok + d} queue 0" for d in (0, -3)]
+    path = r.dir / "logs" / "train.log"
+    path.write_text("\n".join(old) + "\n")
+    mtime = (t0 + dt.timedelta(seconds=10 + 85 / 5)).timestamp()
+    os.utime(path, (mtime, mtime))
+    r.truth(f"the driver wrote logs/train.log beforehand: a stand-in for an older run's log ({len(old)} lines, "
+            f"{at(0)} to {at(10 + 85 / 5)}, step lines 5-85 of two ranks, no 'Training stopped'), its mtime set to "
+            "its last line's time; no process of this recording ever writes it")
+    r.truth(f"port {port} free before run 1: {free(port)}")
+
+    def stat(pid: str) -> list[str]:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return []
+
+    def exit_status(fields: list[str]) -> str:
+        """A zombie's wait status, from /proc/PID/stat (field 52): what its parent will read."""
+        if len(fields) < 50 or fields[0] != "Z":
+            return "status not read (reaped before the driver saw it exit)"
+        status = int(fields[49])
+        return f"killed by signal {status & 0x7f}" if status & 0x7f else f"exit status {status >> 8}"
+
+    def text(n: int) -> str:
+        p = r.dir / "logs" / f"run{n}.log"
+        return p.read_text(errors="replace") if p.exists() else ""
+
+    def steps(n: int) -> list[tuple[str, str]]:
+        return re.findall(r"(\S+ \S+) \[ddp\] step (\d+) loss", text(n))
+
+    def last_line(n: int) -> str:
+        lines = text(n).strip().splitlines()
+        return lines[-1][:240] if lines else "(empty)"
+
+    def said(n: int) -> str:
+        found = steps(n)
+        lines = text(n).splitlines()
+        return (f"run{n}.log: {len(lines)} lines; {len(found)} step lines"
+                + (f" (step {found[0][1]} at {found[0][0]} to step {found[-1][1]} at {found[-1][0]})" if found else "")
+                + f"; 'Training stopped' x{text(n).count('Training stopped')}; last line {last_line(n)!r}")
+
+    # each process of the incident (agents and workers: `--run-name ddp`, in this folder), from when the
+    # driver first sees it to when it has exited (0.2 s)
+    run_of: dict[str, int] = {}
+    role: dict[str, str] = {}
+    exited: set[str] = set()
+    current = [0]
+    done = threading.Event()
+
+    def ours() -> dict[str, str]:
+        found = {}
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                argv = cmdline.read_bytes().split(b"\0")
+                if (b"dflash_postmortem.replay.train" in argv and b"--run-name" in argv
+                        and argv[argv.index(b"--run-name") + 1] == b"ddp"
+                        and Path(os.readlink(cmdline.parent / "cwd")).is_relative_to(r.dir.resolve())):
+                    agent = any(b"torchrun" in a or b"distributed.run" in a for a in argv[1:3])
+                    found[cmdline.parent.name] = "agent" if agent else "worker"
+            except (OSError, IndexError, ValueError):
+                pass
+        return found
+
+    def watch() -> None:
+        alive: set[str] = set()
+        while not done.is_set():
+            for pid, what in ours().items():
+                if pid in role:
+                    continue
+                fields = stat(pid)
+                if not fields or fields[0] == "Z":
+                    continue
+                n = run_of.get(fields[1], current[0]) if what == "worker" else current[0]
+                run_of[pid], role[pid] = n, what
+                alive.add(pid)
+                try:
+                    args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    args = "?"
+                r.truth(f"run {n} {what}: PID {pid} seen (parent {fields[1]}): {args[:200]!r}")
+            for pid in sorted(alive):
+                fields = stat(pid)
+                if fields and fields[0] != "Z":
+                    continue
+                alive.discard(pid)
+                exited.add(pid)
+                n = run_of[pid]
+                r.truth(f"run {n} {role[pid]} PID {pid} exited ({exit_status(fields)}); run{n}.log's last line: "
+                        f"{last_line(n)!r}")
+            time.sleep(0.2)
+
+    def pids(n: int, what: str | None = None) -> list[str]:
+        return sorted((p for p, k in run_of.items() if k == n and what in (None, role[p])), key=int)
+
+    def gone(n: int, timeout: float) -> bool:
+        """Wait until run `n` has been seen and all its processes have exited."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if pids(n, "agent") and all(p in exited for p in pids(n)):
+                return True
+            time.sleep(0.2)
+        return False
+
+    def launch(n: int) -> float:
+        current[0] = n
+        r.truth(f"run {n}: operator types `{cmds[n]}`")
+        op.run(cmds[n])
+        return time.monotonic()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        started = launch(1)
+        seen = r.wait_for("logs/run1.log", "step 5 ", 240 if r.gpu else 300)
+        first = steps(1)
+        r.truth(f"run 1 logged its first step line: {seen} ({first[0][0] if first else '?'}); agent "
+                f"{pids(1, 'agent')}, workers {pids(1, 'worker')}")
+        time.sleep(max(0.0, started + look - time.monotonic()))
+
+        r.truth(f"~{look} s after run 1's launch the operator looks at the wrong file, `tail -n 3 logs/train.log` (the "
+                f"older run's); meanwhile {said(1)}")
+        op.run("tail -n 3 logs/train.log")
+        time.sleep(2)
+        r.truth("the operator takes run 1 for stuck and launches the same command again, into logs/run2.log, "
+                f"same --master-port {port}, run 1 still running")
+        launch(2)
+        ended = gone(2, 90)
+        r.truth(f"run 2 ended by itself: {ended}; its PIDs {pids(2)}; {said(2)}")
+        for line in text(2).splitlines():
+            if any(k in line for k in ("EADDRINUSE", "DistNetworkError", "Error", "error:")):
+                r.truth(f"run2.log: {line.strip()[:300]!r}")
+        r.truth(f"run 1 meanwhile: agent {pids(1, 'agent')} exited: {[p in exited for p in pids(1, 'agent')]}; {said(1)}")
+        time.sleep(3)
+
+        r.truth(f"operator looks: `tail -n 5 logs/run2.log`, `{smi}`, `ps -ef | grep [t]orchrun`")
+        op.run("tail -n 5 logs/run2.log")
+        op.run(smi)
+        shown, _ = op.run("ps -ef | grep [t]orchrun")
+        listed = [ln.split()[1] for ln in shown.splitlines() if "--master-port" in ln and "--run-name ddp" in ln]
+        agent1 = pids(1, "agent")
+        pid = listed[0] if listed else (agent1[0] if agent1 else "?")
+        r.truth(f"`ps -ef | grep [t]orchrun` listed these torchrun commands of the job: {listed}; the driver's run 1 "
+                f"agent {agent1}; run 1's last step line so far {steps(1)[-1] if steps(1) else '?'}")
+        time.sleep(4)
+
+        r.truth(f"the operator restarts cleanly anyway with a changed flag: `kill {pid}` (SIGTERM to run 1's agent)")
+        op.run(f"kill {pid}")
+        ended = gone(1, 90)
+        r.truth(f"run 1 all exited within 90 s: {ended}; {said(1)}")
+        tail = text(1).splitlines()
+        k = max((i for i, ln in enumerate(tail) if " [ddp] step " in ln), default=-1)
+        for line in tail[k + 1:k + 40]:
+            r.truth(f"run1.log after its last step line: {line.rstrip()[:300]!r}")
+        wait = ("for i in $(seq 60); do nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -q . || break; "
+                "sleep 2; done; nvidia-smi" if r.gpu else
+                "for i in $(seq 60); do ps -ef | grep -q '[d]flash_postmortem.replay.train --run-name ddp ' || break; "
+                "sleep 2; done; uptime")
+        r.truth("the operator waits until the GPU is free" if r.gpu else "the operator waits until the job's processes are gone")
+        op.run(wait, timeout=300)
+        r.truth(f"port {port} free now (driver's bind test): {free(port)}")
+        time.sleep(3)
+
+        r.truth(f"run 3: --lr 2e-4 and --seconds {budget3}, into logs/run3.log, same --master-port {port}")
+        launch(3)
+        seen = r.wait_for("logs/run3.log", "step 5 ", 240 if r.gpu else 300)
+        r.truth(f"run 3 logged its first step line: {seen}; agent {pids(3, 'agent')}, workers {pids(3, 'worker')}")
+        r.wait_for("logs/run3.log", "Training stopped", budget3 + 180)
+        ended = gone(3, 120)
+        r.truth(f"run 3 all exited: {ended}; {said(3)}")
+        time.sleep(3)
+        r.truth(f"operator looks: `tail -n 3 logs/run3.log`, `{smi}`")
+        op.run("tail -n 3 logs/run3.log")
+        op.run(smi)
+        time.sleep(3)
+        for n in (1, 2, 3):
+            r.truth(f"summary run {n}: agent {pids(n, 'agent')}, workers {pids(n, 'worker')}; {said(n)}")
+    finally:
+        done.set()
+        watcher.join(timeout=5)
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -3361,6 +3589,7 @@ SCENARIOS = {
     "assert-relaunch": assert_relaunch,
     "torn-checkpoint": torn_checkpoint,
     "segv-supervisor": segv_supervisor,
+    "port-in-use": port_in_use,
 }
 
 

@@ -23,7 +23,7 @@ from ..model.log_files import NEVER_CREATED, NOT_IN_INCIDENT, log_files, unseen
 from ..model.states import REPORTED_ENDS, states
 from ..said import error_text
 from ..schema import ref_line
-from ..shell_words import is_detached, session_launcher
+from ..shell_words import AGENT_RUN, is_detached, session_launcher
 from ..units import clock
 from . import findings
 from .per_host import judged
@@ -158,6 +158,13 @@ def _event_cause(r: pd.Series, why: str) -> dict:
 
 # What went wrong first, as a reader says it of a start: "process 714 started and wrote a
 # traceback ending `...`" (the model's `cause_kind` -> the words before the error's own).
+# A start's store or rendezvous could not bind its port: another process holds it.
+_IN_USE = re.compile(r"EADDRINUSE|[Aa]ddress already in use")
+_PORT_SAID = re.compile(r"\bport[\s:=]+(\d{2,5})\b", re.I)
+_PORT_FLAG = re.compile(r"(?:--master[-_]port|--main[-_]process[-_]port|\bMASTER_PORT)[=\s]+(\d{2,5})\b"
+                        r"|--rdzv[-_]endpoint[=\s]+\S*:(\d{2,5})\b")
+# torchrun's, torch.distributed.launch's, DeepSpeed's and accelerate's port where none is given
+_DEFAULT_PORT = 29500
 _DIED = {"traceback": "wrote a traceback ending", "exception": "raised", "thread_crash": "lost a thread to",
          "timeout": "timed out:", "nccl_timeout": "timed out in a collective:", "nccl_error": "hit an NCCL error:",
          "gpu_error": "hit a GPU error:", "xid": "hit a GPU error:", "gpu_lost": "lost its GPU:"}
@@ -213,9 +220,12 @@ def _told(L: pd.Series, inc: Incident, a: pd.Series) -> _Verdict | None:
         said = f"{_DIED[cause]} `{a['cause_message'] or a['end_message']}`"
         if a["cause_rank"] is not None and not pd.isna(a["cause_rank"]):
             who = f"rank {int(a['cause_rank'])}"  # a launcher's worker, whose lines name their rank
-        return _Verdict("died in start-up", f"died during start-up: {who} started and {said}",
-                        [ref, *(r for r in refs if r != ref)],
-                        [findings.cause(findings.event_id(ref), said, [ref])] if isinstance(ref, str) else [])
+        held, holder = _port_holder(inc, a)
+        return _Verdict("died in start-up", f"died during start-up: {who} started and {said}{held}",
+                        [ref, *(r for r in refs if r != ref), *holder],
+                        ([findings.cause(findings.event_id(ref), said, [ref])] if isinstance(ref, str) else [])
+                        + [findings.cause(findings.event_id(r), "an earlier start still running held the port", [r])
+                           for r in holder])
     # the shell may say one end twice (`Killed`, then `exit=137` from the operator's `echo`)
     told = _reported(inc, a)
     refs += [r for r in findings.refs(told) if r not in refs]
@@ -247,6 +257,36 @@ def _told(L: pd.Series, inc: Incident, a: pd.Series) -> _Verdict | None:
     if isinstance(end, str):
         return _Verdict("ended", f"ended before its first step: {shown}", refs, reported)
     return None
+
+
+def _port_holder(inc: Incident, a: pd.Series) -> tuple[str, list[str]]:
+    """Where a start died because its port was taken (`EADDRINUSE`, `Address already in use`,
+    naming the port): the other starts alive then that were given the same port (`--master-port`,
+    `--main_process_port`, `MASTER_PORT=`, `--rdzv-endpoint host:port`; a launcher's 29500 where
+    none is given): (what to add to the story, the lines of their launches)."""
+    said = f"{a['cause_message']} {a['end_message']}"
+    port = _PORT_SAID.search(said) if _IN_USE.search(said) else None
+    if port is None:
+        return "", []
+    port = int(port.group(1))
+    att = attempts(inc)
+    gone = pd.concat([att["end"], att["last_alive"]], axis=1).max(axis=1)
+    alive = att[(att["attempt"] != a["attempt"]) & (att["start"] <= a["start"]) & ~(gone < a["start"])]
+    holders = alive[alive["command"].map(lambda c: _port_of(str(c or "")) == port)]
+    if holders.empty:
+        return "", []
+    told = ", ".join(f"the start at {clock(h['start'])} UTC" + (f" (PID {min(h['pids'])})" if h["pids"] else "")
+                     for _, h in holders.iterrows())
+    refs = [r for r in holders["start_ref"] if isinstance(r, str)]
+    return f"; port {port} was held by {told}, still running", refs
+
+
+def _port_of(command: str) -> int | None:
+    """The port a launch gives its rendezvous or store, else a launcher's default."""
+    m = _PORT_FLAG.search(command)
+    if m:
+        return int(m.group(1) or m.group(2))
+    return _DEFAULT_PORT if AGENT_RUN.search(command) else None
 
 
 def _reported(inc: Incident, a: pd.Series) -> pd.DataFrame:

@@ -13,7 +13,9 @@ class, so that the cost of an incident is a sum that can be checked.
     restarting    between an attempt's end and the next attempt's start
     down          the GPU held by no attempt, with none to come
 
-The window runs from the first attempt's start to the last sign of any. It is cut where anything
+The window runs from the first attempt's start to the last sign of any (of the attempts the
+evidence can account: not a run that ended before the GPUs were first sampled and that names
+no GPU, `accounted`). It is cut where anything
 changes (an attempt starts or ends, a state or a progress window begins, a resume's repeated
 steps are done): within a piece every class is constant, so each piece is classified once. A
 GPU held by two attempts at once splits its seconds between them by their memory on it where
@@ -65,7 +67,7 @@ def _account(inc: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def _ledger(inc: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
     none = pd.DataFrame(columns=list(COLUMNS)), pd.DataFrame(columns=list(PART_COLUMNS))
-    att = attempts(inc)
+    att = accounted(inc)
     if att.empty:
         return none
     alive_until = pd.concat([att["last_alive"], att["end"]], axis=1).max(axis=1).fillna(att["start"])
@@ -119,6 +121,18 @@ def _ledger(inc: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
                 parts[(None, prev, c)] = parts.get((None, prev, c), 0.0) + v
         rows.append({"host": host, "gpu": gpu, **cls, "total": float(secs.sum())})
     return pd.DataFrame(rows, columns=list(COLUMNS)), _parts(parts, att, st, redo)
+
+
+def accounted(inc: Incident) -> pd.DataFrame:
+    """The attempts whose GPU time the ledger accounts: where the GPUs were sampled, not one that
+    had ended before the first sample and whose GPUs nothing names (a log of a run a day before,
+    kept in the folder: the hours between it and the capture are no restart)."""
+    att = attempts(inc)
+    if inc.gpus.empty or att.empty:
+        return att
+    first = inc.gpus["time"].min()
+    unseen = att[["last_alive", "end"]].max(axis=1).fillna(att["start"]) < first
+    return att[~(unseen & ~att["gpus"].map(bool))]
 
 
 def _parts(parts: dict[tuple, float], att: pd.DataFrame, st: pd.DataFrame, redo: pd.DataFrame) -> pd.DataFrame:

@@ -1287,6 +1287,25 @@ def test_a_python_supervisors_restarts_into_the_same_segfault_and_the_operators_
         "step 450, so 50 steps were done again.")
 
 
+def test_a_second_torchrun_dies_on_the_port_the_first_still_holds():
+    """h100-1gpu-port-in-use (README): run 1, `nohup torchrun ... --master-port 29500` typed at
+    10:44:20.500 (agent 651, workers 679 and 680), trains; the operator, reading an older log by
+    mistake, types the same command at 10:45:03.110 (agent 797), which dies at once of
+    `EADDRINUSE` on port 29500; `kill 651` at 10:45:14.374 ends run 1; run 3 (agent 864, typed
+    10:45:18.494) trains from step 0 to `Training stopped`. The session was read as an
+    nvidia-smi table (its sniffer tied with the transcript's on the table it printed): no launch
+    was known, run 1's own processes were "stale", and nothing said who held the port."""
+    inc, found = loaded("h100-1gpu-port-in-use")
+    att = attempts(inc).set_index("attempt")
+    live = att[att["start"] >= _dec6("10:44:00")]
+    assert live["pids"].tolist() == [[651, 679, 680], [797], [864, 893, 894]]
+    assert live["start"].tolist() == [_dec6("10:44:20.500"), _dec6("10:45:03.110"), _dec6("10:45:18.494")]
+    assert (live["end_kind"].iloc[0], live["end"].iloc[0]) == ("kill_sent", _dec6("10:45:14.374"))
+    assert list(found["kind"]) == ["failed_restart"]
+    assert pm.what_happened(inc, found)[0].endswith(
+        "address already in use`; port 29500 was held by the start at 10:44:20 UTC (PID 651), still running.")
+
+
 def test_a_relaunch_with_a_debugging_setting_typed_on_its_command_line_is_the_drops_candidate():
     """h100-1gpu-assert-relaunch (README): run 1 (PID 668) dies on a CUDA device-side assert at
     ~08:19:40; the operator runs the same command prefixed with `CUDA_LAUNCH_BLOCKING=1` (PID 836,

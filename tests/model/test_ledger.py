@@ -12,8 +12,8 @@ import pytest
 from support.bundled import NAMES, loaded
 
 import dflash_postmortem as pm
-from dflash_postmortem.model import attempts, ledger
-from dflash_postmortem.model.ledger import CLASSES, SHOWN_S, ledger_parts
+from dflash_postmortem.model import ledger
+from dflash_postmortem.model.ledger import CLASSES, SHOWN_S, accounted, ledger_parts
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED = NAMES
@@ -31,7 +31,7 @@ def _seconds(a: str, b: str) -> float:
 def test_every_gpu_second_is_in_one_class(name):
     inc = _load(name)
     led = ledger(inc)
-    att = attempts(inc)
+    att = accounted(inc)
     if led.empty:  # no GPU in the evidence (a replay's results): nothing to account
         assert inc.gpus.empty and not any(att["gpus"])
         return
@@ -94,3 +94,13 @@ def test_each_part_of_the_gpu_time_is_an_attempts_and_cites_its_lines(bundled_di
     assert said[("A4", "starting")] == ["logs/operator.log:17", "logs/train_opt2.log:8"]
     assert ("A3", "starting") not in said  # it held no GPU
     assert list(parts["job"].drop_duplicates()) == ["job 1", "job 2", "job 3"]
+
+
+def test_a_run_a_day_before_the_gpu_was_sampled_is_not_accounted():
+    """h100-1gpu-port-in-use keeps an older run's log (2026-12-05 15:21:20-15:21:47, README: made by
+    the driver for the operator to misread); the GPU was sampled from 10:44:20 the next day. Its 19
+    hours until then were counted as restarting on GPU 0 (69,758 of 69,889 s)."""
+    (row,) = [r for _, r in ledger(_load("h100-1gpu-port-in-use")).iterrows()]
+    # run 1's start (10:44:20.500) to run 3's last sign of life (10:46:08.574)
+    assert row["total"] == pytest.approx(_seconds("10:44:20.500", "10:46:08.574"), abs=1)
+    assert row["restarting"] < 10

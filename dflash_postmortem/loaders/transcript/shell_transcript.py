@@ -75,7 +75,10 @@ def sniff_transcript(path: Path, head: bytes) -> float:
     if match_script_mark(lines[0]) is not None:
         return 0.95
     prompts = [p for p in map(match_prompt, lines) if p is not None and p.command]
-    if any(p.stamp for p in prompts):
+    stamped = sum(1 for p in prompts if p.stamp)
+    if stamped >= 2:
+        return 0.95  # a stamped session, whatever its commands printed (an nvidia-smi table fills most of it)
+    if stamped:
         return 0.9
     typed = [p for p in prompts if not p.trace_depth]
     facts = [f for f in map(process_control.read_line, lines) if f is not None]

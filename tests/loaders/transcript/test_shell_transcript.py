@@ -470,3 +470,18 @@ def test_a_listing_with_a_size_no_ls_prints_keeps_the_rest_of_the_session(tmp_pa
     inc = pm.load_incident(tmp_path / "ops.log")
     assert not inc.load_report.failed
     assert inc.events.query("kind == 'file_check'")["path"].tolist() == ["logs/b.log"]
+
+
+def test_a_stamped_session_that_printed_an_nvidia_smi_table_is_a_session(tmp_path):
+    """h100-1gpu-port-in-use's operator.log up to its `nvidia-smi` table: four stamped prompts, the
+    table most of the lines. The table's sniffer and the transcript's tied (0.9 each) and the
+    table's, registered first, won: the session's launches and kills were never read."""
+    from pathlib import Path
+
+    from dflash_postmortem.loaders import registry
+
+    src = Path(__file__).resolve().parents[3] / "data/incidents/h100-1gpu-port-in-use/logs/operator.log"
+    p = tmp_path / "operator.log"
+    p.write_text("".join(src.read_text().splitlines(keepends=True)[:40]))
+    fmt, score = registry.sniff(p)
+    assert fmt.name == "shell-transcript" and score > 0.9
