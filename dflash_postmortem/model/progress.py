@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident
-from ..schema import STEPS_PER_S
+from ..schema import STEPS_PER_S, ref_line
+from ..shell_words import command_name, shell_words
 from . import carried, computed
 from .attempts import attempts, finished
 from .pace import pace_metric, pace_rows
@@ -148,7 +149,7 @@ def _resumes(inc: Incident) -> pd.DataFrame:
         said = ev[ev["source"].isin(b["sources"]) & (ev["time"] >= b["start"])] if b["sources"] else ev.iloc[:0]
         steps = [s for m in said["message"] if (s := resumed_step(m)) is not None]
         mine = steps_of(inc, b)
-        if not steps and (mine.empty or pd.isna(mine["step"].iloc[0])):
+        if not steps and (mine.empty or pd.isna(mine["step"].iloc[0]) or _tailed(inc, mine.iloc[0])):
             continue
         before = att[(att["start"] < b["start"]) & (att["job"] == b["job"])]
         reached = max((m for _, a in before.iterrows() if pd.notna(m := steps_of(inc, a)["step"].max())), default=np.nan)
@@ -163,6 +164,20 @@ def _resumes(inc: Incident) -> pd.DataFrame:
                      "redone_steps": int(reached) - first, "redone_until": past["time"].iloc[0] if len(past) else b["last_alive"],
                      "caught_up": bool(len(past)), "said": bool(steps), "ref": ref})
     return pd.DataFrame(rows, columns=list(RESUME_COLUMNS))
+
+
+def _tailed(inc: Incident, row: pd.Series) -> bool:
+    """Whether a step line is a log's line as a session's `tail` printed it (its ref is the
+    session's line, under a `tail` of the file): the end of the log, which says nothing of where
+    it began (`cat`, `head` and a foreground run's own output begin where the log does)."""
+    at = ref_line(row.get("ref")) if isinstance(row.get("ref"), str) else None
+    if at is None or at[0] == row.get("source"):
+        return False
+    ev = inc.events
+    typed = ev[(ev["kind"] == "command") & (ev["source"] == at[0])]
+    lines = typed["ref"].map(lambda r: (ref_line(r) or ("", -1))[1])
+    before = typed[lines <= at[1]]
+    return bool(len(before)) and command_name(shell_words(str(before.loc[lines[lines <= at[1]].idxmax(), "message"]))) == "tail"
 
 
 def _next_part(inc: Incident, attempt: pd.Series):

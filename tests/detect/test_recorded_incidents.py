@@ -1306,6 +1306,16 @@ def test_a_second_torchrun_dies_on_the_port_the_first_still_holds():
         "address already in use`; port 29500 was held by the start at 10:44:20 UTC (PID 651), still running.")
 
 
+def test_a_logs_tail_a_session_printed_says_nothing_of_where_its_start_began(tmp_path):
+    """h100-1gpu-port-in-use without run3.log: what is left of run 3's log is the operator's `tail -n
+    3 logs/run3.log` (steps 185, at 10:46:07). Its first line was read as where run 3 began: "its
+    steps began again at step 185, below step 195 ... 10 steps were done again" (run 3 began at step
+    5, README)."""
+    inc = _without(tmp_path, "h100-1gpu-port-in-use", "logs/run3.log")
+    said = pm.what_happened(inc, detect(inc))
+    assert said[-1] == "The start at 10:45:18 UTC by the operator came up: its first step was logged at 10:46:07 UTC."
+
+
 def test_a_relaunch_with_a_debugging_setting_typed_on_its_command_line_is_the_drops_candidate():
     """h100-1gpu-assert-relaunch (README): run 1 (PID 668) dies on a CUDA device-side assert at
     ~08:19:40; the operator runs the same command prefixed with `CUDA_LAUNCH_BLOCKING=1` (PID 836,
