@@ -1902,6 +1902,29 @@ def hf_slow_resume(r: Recording) -> None:
         r.close_shell(t, pids, f"{out}/checkpoint-*/*.safetensors")
 
 
+# The transformer block of the homegrown trainers below (nanoGPT's: attention by PyTorch's SDPA),
+# written into each script as its own code.
+GPT_BLOCK = r'''class Block(nn.Module):
+    def __init__(self, n_embd, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.ln_1 = nn.LayerNorm(n_embd)
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        self.ln_2 = nn.LayerNorm(n_embd)
+        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+        return x + self.mlp(self.ln_2(x))
+
+
+'''
+
 # A nanoGPT-style script as people write them: a small GPT on one GPU, reporting with print() only
 # (no flush, no times of day). Its data is a synthetic token stream (each token the last plus a
 # random step of 0-15, modulo the vocabulary): learnable, so the loss falls towards ln 16.
@@ -1960,26 +1983,7 @@ def get_batch(which):
     return chunk[:, :-1], chunk[:, 1:]
 
 
-class Block(nn.Module):
-    def __init__(self, n_embd, n_head):
-        super().__init__()
-        self.n_head = n_head
-        self.ln_1 = nn.LayerNorm(n_embd)
-        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
-        self.c_proj = nn.Linear(n_embd, n_embd)
-        self.ln_2 = nn.LayerNorm(n_embd)
-        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
-
-    def forward(self, x):
-        B, T, C = x.size()
-        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
-        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
-        return x + self.mlp(self.ln_2(x))
-
-
-class GPT(nn.Module):
+''' + GPT_BLOCK + r'''class GPT(nn.Module):
     def __init__(self):
         super().__init__()
         self.wte = nn.Embedding(args.vocab_size, args.n_embd)
@@ -2339,26 +2343,7 @@ def get_batch(step):
     return ids[:, :-1], ids[:, 1:]
 
 
-class Block(nn.Module):
-    def __init__(self, n_embd, n_head):
-        super().__init__()
-        self.n_head = n_head
-        self.ln_1 = nn.LayerNorm(n_embd)
-        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
-        self.c_proj = nn.Linear(n_embd, n_embd)
-        self.ln_2 = nn.LayerNorm(n_embd)
-        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
-
-    def forward(self, x):
-        B, T, C = x.size()
-        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
-        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
-        return x + self.mlp(self.ln_2(x))
-
-
-class GPT(nn.Module):
+''' + GPT_BLOCK + '''class GPT(nn.Module):
     def __init__(self):
         super().__init__()
         self.wte = nn.Embedding(args.vocab_size, args.n_embd)
@@ -2568,28 +2553,8 @@ def assert_relaunch(r: Recording) -> None:
         r.stop_ours("train.py --max-steps")
 
 
-# The GPT model of the homegrown trainers below (a nanoGPT-style block: attention by PyTorch's
-# SDPA, tied embeddings), written into each script as its own code.
-GPT_MODEL = r'''class Block(nn.Module):
-    def __init__(self, n_embd, n_head):
-        super().__init__()
-        self.n_head = n_head
-        self.ln_1 = nn.LayerNorm(n_embd)
-        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
-        self.c_proj = nn.Linear(n_embd, n_embd)
-        self.ln_2 = nn.LayerNorm(n_embd)
-        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
-
-    def forward(self, x):
-        B, T, C = x.size()
-        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
-        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
-        return x + self.mlp(self.ln_2(x))
-
-
-class GPT(nn.Module):
+# The GPT model of the torn-checkpoint and segv trainers (GPT_BLOCK's blocks, tied embeddings).
+GPT_MODEL = GPT_BLOCK + r'''class GPT(nn.Module):
     def __init__(self):
         super().__init__()
         self.wte = nn.Embedding(args.vocab_size, args.n_embd)

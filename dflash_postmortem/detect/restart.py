@@ -160,7 +160,9 @@ def _event_cause(r: pd.Series, why: str) -> dict:
 # traceback ending `...`" (the model's `cause_kind` -> the words before the error's own).
 # A start's store or rendezvous could not bind its port: another process holds it.
 _IN_USE = re.compile(r"EADDRINUSE|[Aa]ddress already in use")
-_PORT_SAID = re.compile(r"\bport[\s:=]+(\d{2,5})\b", re.I)
+# the port as c10d names it: `port: 29500, useIpv6: false, code: -98` (torch 2.3+), `failed to bind
+# to [::]:29500 (errno: 98 - Address already in use)` (1.11-2.2); torch before 1.11 names none
+_PORT_SAID = re.compile(r"\bport[\s:=]+(\d{2,5})\b|\bbind to \S*:(\d{2,5})\b", re.I)
 _PORT_FLAG = re.compile(r"(?:--master[-_]port|--main[-_]process[-_]port|\bMASTER_PORT)[=\s]+(\d{2,5})\b"
                         r"|--rdzv[-_]endpoint[=\s]+\S*:(\d{2,5})\b")
 # torchrun's, torch.distributed.launch's, DeepSpeed's and accelerate's port where none is given
@@ -260,15 +262,13 @@ def _told(L: pd.Series, inc: Incident, a: pd.Series) -> _Verdict | None:
 
 
 def _port_holder(inc: Incident, a: pd.Series) -> tuple[str, list[str]]:
-    """Where a start died because its port was taken (`EADDRINUSE`, `Address already in use`,
-    naming the port): the other starts alive then that were given the same port (`--master-port`,
+    """Where a start died because its port was taken (`EADDRINUSE`, `Address already in use`:
+    `port_in_use`): the other starts alive then that were given the same port (`--master-port`,
     `--main_process_port`, `MASTER_PORT=`, `--rdzv-endpoint host:port`; a launcher's 29500 where
     none is given): (what to add to the story, the lines of their launches)."""
-    said = f"{a['cause_message']} {a['end_message']}"
-    port = _PORT_SAID.search(said) if _IN_USE.search(said) else None
+    port = port_in_use(f"{a['cause_message']} {a['end_message']}", str(a["command"] or ""))
     if port is None:
         return "", []
-    port = int(port.group(1))
     att = attempts(inc)
     gone = pd.concat([att["end"], att["last_alive"]], axis=1).max(axis=1)
     alive = att[(att["attempt"] != a["attempt"]) & (att["start"] <= a["start"]) & ~(gone < a["start"])]
@@ -279,6 +279,15 @@ def _port_holder(inc: Incident, a: pd.Series) -> tuple[str, list[str]]:
                      for _, h in holders.iterrows())
     refs = [r for r in holders["start_ref"] if isinstance(r, str)]
     return f"; port {port} was held by {told}, still running", refs
+
+
+def port_in_use(said: str, command: str) -> int | None:
+    """The port a start could not bind where its error says so: the one the error names, else
+    the one its launch gave (`RuntimeError: Address already in use` names none)."""
+    if not _IN_USE.search(said):
+        return None
+    m = _PORT_SAID.search(said)
+    return int(m.group(1) or m.group(2)) if m else _port_of(command)
 
 
 def _port_of(command: str) -> int | None:

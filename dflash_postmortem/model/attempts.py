@@ -548,10 +548,11 @@ class _Assembly:
                 # listed before the first line its attempt wrote: it had started by then
                 owner.start, owner.start_ref = seen, _text(p.get("ref")) or owner.start_ref
 
-    def _restarted(self, a: _Attempt, p: pd.Series) -> _Attempt | None:
+    def _restarted(self, a: _Attempt, p: pd.Series, into: list[_Attempt] | None = None) -> _Attempt | None:
         """A new attempt where the process was started by the parent of one of the attempt's own
         after that one had ended: what the launch ran (a restart loop, a supervisor script) ran
-        the trainer again. It writes where the first one wrote."""
+        the trainer again. It writes where the first one wrote, and joins `into` (the starts found,
+        else the orphans, where the first one is an orphan: _looped)."""
         ppid = _num(p.get("ppid"))
         mine = self.procs[self.procs["pid"].isin(a.pids)]
         if ppid is None or mine.empty or not (mine["ppid"] == ppid).any():
@@ -577,7 +578,7 @@ class _Assembly:
         r = _Attempt(p["start"], "supervisor", float(p["within"]), _text(p.get("ref")))
         r.command, r.script, r.flags, r.runs = a.command, a.script, dict(a.flags), list(a.runs)
         r.host, r.log_path, r.job, r.restart_of = a.host, a.log_path, a.job, a.restart_of or a
-        self.found.append(r)
+        (self.found if into is None else into).append(r)
         self.restarts.setdefault((id(a), ppid), []).append(r)
         return r
 
@@ -593,11 +594,8 @@ class _Assembly:
             return None
         for o in reversed(self.orphans):
             if o.restart_of is None and _same_host(o, host) and _same_program(o, str(p["command"])):
-                r = self._restarted(o, p)
+                r = self._restarted(o, p, into=self.orphans)
                 if r is not None:
-                    if r in self.found:
-                        self.found.remove(r)
-                        self.orphans.append(r)
                     return r
         return None
 
@@ -1334,11 +1332,11 @@ def _trainer_processes(procs: pd.DataFrame) -> pd.DataFrame:
     out = procs[keep].copy()
     started = out["started"]
     within = column(out, "started_within_s").astype(float)
-    # No start time: the first listing that shows it, as late as the listing's interval allows.
+    # No start time: the first listing that shows it, as late as the listing's interval allows;
+    # it began after the listing's snapshot before that one (`begun_after`), and is of unknown age
+    # (`ageless`) where that first one is its listing's first (a `pgrep` typed once, the first
+    # screen of `top`): nothing shows when it began.
     out["start"] = started.fillna(out["first_seen"])
-    # No start time: it began after the listing's snapshot before the one that first shows it
-    # (`begun_after`); of unknown age (`ageless`) where that first one is its listing's first (a
-    # `pgrep` typed once, the first screen of `top`): nothing shows when it began.
     out["begun_after"] = _snapshot_before(procs).loc[out.index].where(started.isna())
     out["ageless"] = (started.isna() & out["begun_after"].isna()).astype(bool)
     out["within"] = np.where(started.notna(), within.fillna(60.0), 60.0)

@@ -1,6 +1,9 @@
 """Failed restarts and stale processes, on the real capture and the reconstruction."""
 
+import pytest
+
 from dflash_postmortem.detect import detect_failed_restarts
+from dflash_postmortem.detect.restart import port_in_use
 
 
 def _kind(findings, kind):
@@ -141,3 +144,21 @@ def test_a_launch_a_shell_session_alone_shows_killed_is_not_judged_a_failed_star
         "The launch of train.py (session.txt:1) cannot be judged: its log (train.log) is not in the incident, and no "
         "GPU sample or process listing covers its time: whether it trained, nothing shows; it ended at 09:05:19 UTC, "
         "killed by SIGKILL."]
+
+
+@pytest.mark.parametrize(("said", "command", "port"), [
+    # torch 2.3+ (vllm-project/vllm#39015; h100-1gpu-port-in-use recorded the same words)
+    ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. "
+     "port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use", "torchrun x.py", 29500),
+    # torch 1.11-2.2 (meta-pytorch/torchtune#392; pyg-team/pytorch_geometric#8981)
+    ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. "
+     "The server socket has failed to bind to [::]:54902 (errno: 98 - Address already in use). The server socket "
+     "has failed to bind to 0.0.0.0:54902 (errno: 98 - Address already in use).", "python -m pytest", 54902),
+    # torch before 1.11 named no address (pytorch/pytorch#72816): the port the launch gave
+    ("RuntimeError: Address already in use", "torchrun --nproc_per_node=2 --master_port=25641 tools/train.py", 25641),
+    ("RuntimeError: Address already in use", "torchrun --nproc_per_node=2 tools/train.py", 29500),
+    # a port refused for another reason is no port in use (KimMeen/Time-LLM#158)
+    ("The server socket has failed to bind to [::]:98 (errno: 13 - Permission denied).", "torchrun x.py", None),
+])
+def test_the_port_a_start_could_not_bind_as_each_torch_says_it(said, command, port):
+    assert port_in_use(said, command) == port
