@@ -26,7 +26,7 @@ EXTRAS     := [dev,replay,lab,cluster,tensorboard]
 KERNEL     := dflash-postmortem
 PYTEST_ARGS ?=
 
-.PHONY: setup report reports test unit notebooks lab lint browser prometheus slurm shells strip bench fuzz clean
+.PHONY: setup report reports test unit notebooks lab lint packages browser prometheus slurm shells strip bench fuzz clean
 
 setup: $(STAMP)
 
@@ -51,41 +51,15 @@ reports: setup
 	@$(VENV)/bin/dflash-postmortem report $(BUNDLED) -o reports
 	@echo "open reports/*/index.html"
 
-# Headless Chromium for the browser tests, where this machine lets us install it (root + apt).
-browser:
-	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
-	 { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 \
-	       || echo "note: could not install chromium; browser tests will be skipped"; \
-	   else echo "note: no chromium and no root apt-get; browser tests will be skipped"; fi; }
-
-# A real Prometheus server (Debian's package) for the Prometheus loader's tests, the same way.
-prometheus:
-	@command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || \
-	 { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus) >/dev/null 2>&1 \
-	       || echo "note: could not install prometheus; its server tests will be skipped"; \
-	   else echo "note: no prometheus and no root apt-get; its server tests will be skipped"; fi; }
-
-# The shells whose own words the transcript tests record (bash is the recipe's; dash and zsh print
-# a redirect they cannot open differently), the same way.
-shells:
-	@command -v dash >/dev/null 2>&1 && command -v zsh >/dev/null 2>&1 || \
-	 { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dash zsh) >/dev/null 2>&1 \
-	       || echo "note: could not install dash and zsh; their transcript tests will be skipped"; \
-	   else echo "note: no dash or zsh and no root apt-get; their transcript tests will be skipped"; fi; }
-
-# A real one-node Slurm (Debian's packages; MariaDB behind slurmdbd for sacct) for the Slurm
-# loader's live test, the same way: tests/support/slurm.py starts it on loopback from a temp folder.
-SLURM_PACKAGES := slurmctld slurmd slurm-client munge slurmdbd mariadb-server
-slurm:
-	@command -v slurmctld >/dev/null 2>&1 && command -v slurmd >/dev/null 2>&1 && command -v munged >/dev/null 2>&1 && \
-	 command -v slurmdbd >/dev/null 2>&1 && command -v mariadbd >/dev/null 2>&1 || \
-	 { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SLURM_PACKAGES)) >/dev/null 2>&1 \
-	       || echo "note: could not install slurm; its live test will be skipped"; \
-	   else echo "note: no slurm and no root apt-get; its live test will be skipped"; fi; }
+# The Debian packages the tests' real parts need, where missing and where this machine lets us
+# install them (root + apt): headless Chromium (the browser tests), Prometheus (its server tests),
+# dash and zsh (the transcript tests record their own words for a redirect they cannot open), a
+# one-node Slurm with MariaDB behind slurmdbd (its live test, tests/support/slurm.py). One index
+# update for all of them (scripts/test_packages.sh); `make test` runs it beside the Python setup.
+packages:
+	@bash scripts/test_packages.sh
+browser prometheus shells slurm:
+	@bash scripts/test_packages.sh $@
 
 # Four workers on any machine, measured on two cores (three: 476 s against 413-521 s with four;
 # six: over 9 minutes; docs/benchmarks.md); conftest.py keeps torch and numpy to one thread per
@@ -101,7 +75,8 @@ PARALLEL   := -n $(TEST_WORKERS) --dist loadscope -m "not alone" $(PLUGINS)
 
 # The kit's bytecode compiled once before the run, in parallel: else the four test workers would each
 # compile it at once as they start.
-test: setup browser prometheus slurm shells
+test:
+	@$(MAKE) --no-print-directory -j2 setup packages
 	@$(PY) -m compileall -q -j 0 dflash_postmortem
 	$(PY) -m pytest $(PARALLEL) -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg $(PYTEST_ARGS)
 	$(PY) -m pytest -m alone -p no:cacheprovider tests/alone $(PYTEST_ARGS)
