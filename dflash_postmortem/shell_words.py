@@ -760,6 +760,21 @@ def runs_a_script(command: str) -> bool:
     return word is not None and ("/" in word or "." in word.rsplit("/", 1)[-1] or invocation(command)[0] is not None)
 
 
+def runs_launcher(command: str) -> bool:
+    """Whether a process's command line is a launcher's agent itself (`torchrun ...`, `python
+    /venv/bin/torchrun ...`, `python -m torch.distributed.run ...`, `accelerate launch`,
+    `deepspeed`), not a program that names one among its arguments (`python3 driver.py
+    torchrun-halt`)."""
+    words = command.split()
+    at = 0
+    while at < len(words) and (re.match(r"python[\d.]*$", words[at].rsplit("/", 1)[-1]) or words[at].startswith("-")
+                               and words[at] != "-m"):
+        at += 1  # the interpreter and its own options
+    if at < len(words) and words[at] == "-m":
+        return at + 1 < len(words) and words[at + 1] in ("torch.distributed.run", "torch.distributed.launch")
+    return at < len(words) and words[at].rsplit("/", 1)[-1] in _LAUNCHER_PROGRAMS
+
+
 def _program_word(command: str) -> str | None:
     """The first word of a command line that is no script runner nor option: the script or
     program it runs (None: a shell alone)."""

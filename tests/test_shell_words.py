@@ -14,6 +14,7 @@ from dflash_postmortem.shell_words import (
     match_prompt,
     multiplexer_session,
     parse_launch,
+    runs_launcher,
     runs_script,
     signal_name,
     timeout_wrapper,
@@ -222,3 +223,17 @@ def test_a_process_runs_a_script_where_it_is_its_first_word_past_a_shell(command
     """ps lists a script its #! line runs as `/bin/bash ./run.sh`: the launch `nohup ./run.sh`'s own
     process (model/attempts.py takes what runs under it as that launch's)."""
     assert runs_script(command, "run.sh") is runs
+
+
+@pytest.mark.parametrize(("command", "agent"), [
+    ("/opt/torch/.venv/bin/python /opt/torch/.venv/bin/torchrun --nproc-per-node 2 --no-python ./rank.sh", True),
+    ("torchrun --nproc-per-node 2 train.py", True),
+    ("/usr/bin/python3 -u -m torch.distributed.launch --nproc_per_node 8 train.py", True),
+    ("accelerate launch --num_processes 2 train.py", True),
+    # a program that names a launcher among its arguments (a recording driver's scenario names)
+    ("python3 scripts/gpu_incidents.py --root /tmp/incidents torchrun-halt oom-bashx", False),
+    ("/opt/torch/.venv/bin/python3 -m dflash_postmortem.replay.train --run-name ddp", False),
+    ("/bin/bash ./launch.sh", False),
+])
+def test_a_launchers_agent_is_told_by_the_program_its_process_runs(command, agent):
+    assert runs_launcher(command) is agent

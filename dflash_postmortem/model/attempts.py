@@ -56,6 +56,7 @@ from ..shell_words import (
     log_target,
     multiplexer_session,
     runs_a_script,
+    runs_launcher,
     runs_script,
     shell_words,
     simple_commands,
@@ -276,6 +277,7 @@ class _Attempt:
         # shell that runs run.sh), whose children are its trainers
         self.wrappers: set[int] = set()
         self.restart_of: _Attempt | None = None  # the attempt it started again (_restarted)
+        self.supervised: str | None = None  # the program a supervisor said it started as this (_supervised)
         # (script, flags) of its launch and of each of its processes' command lines (_jobs)
         self.invocations: list[tuple] = []
 
@@ -345,6 +347,9 @@ class _Assembly:
         # PID files: a start's record of its process, not a log it writes
         self.pid_records = set(ev.loc[ev["kind"] == "pid_file", "source"].dropna())
         self.launcher_ends = _launcher_ends(ev)  # (job, attempt) -> when its launcher said it ended
+        # the logs a launcher's agent writes itself (torchrun's own lines: its output, not a rank's)
+        self.agent_logs = set(ev.loc[column(ev, "by").isin(["torchrun", "deepspeed", "accelerate"]).fillna(False)
+                                     .astype(bool), "source"].dropna()) if len(ev) else set()
         # the files a tracked run's records were read from (a `.wandb` log), not a log of its own
         self.run_records = {info.source for info in inc.runs.values() if info.source}
         # the files a tracking library writes from inside the trainer (TensorBoard's events, a
@@ -436,6 +441,9 @@ class _Assembly:
         restart): a new attempt of its job, unless it is the launch typed just before it."""
         rows = self.ev[self.ev["kind"] == "attempt_start"].sort_values("time", kind="stable")
         for _, r in rows.iterrows():
+            if _text(r.get("by")) == "supervisor" and _num(r.get("pid")) is not None:
+                self._supervised(r)
+                continue
             job, n = _text(r.get("job")), _num(r.get("attempt"))
             # the same start as another source lists it (scontrol numbers the attempt, sacct does
             # not, both give its second): one attempt; a start of the same job later is a restart
@@ -456,6 +464,36 @@ class _Assembly:
             if typed is not None:
                 a.command, a.script, a.flags, a.runs = typed.command, typed.script, typed.flags, list(typed.runs)
             self.found.append(a)
+
+    def _supervised(self, r: pd.Series) -> None:
+        """A supervisor's word that it started its program as process N (`started train.py
+        (attempt 2/3, pid 812)`, supervisord's `spawned: 'train' with pid 812`): a start whose
+        PID is known. The first, just after a launch typed with no trainer of its own yet, is
+        that launch's (the operator started the supervisor, which started it); each later one
+        is the supervisor's restart of the one before: the same program, writing where it wrote."""
+        pid, host, when = _num(r["pid"]), _text(r.get("host")), r["time"]
+        if pd.isna(when) or any(pid in a.pids and _same_host(a, host) for a in self.found):
+            return  # (the same start in a second copy of its log: the supervisor's stdout and its file)
+        program = _text(r.get("program"))
+        before = [a for a in self.found if a.supervised == program and _same_host(a, host) and a.start <= when]
+        if not before:
+            typed = [a for a in self.found if a.launch_ref and a.start <= when <= a.start + LOG_SLACK
+                     and not a.pids and _same_host(a, host)]
+            if typed:
+                first = max(typed, key=lambda a: a.start)
+                first.pids.add(pid)
+                first.supervised = program
+                return
+        a = _Attempt(when, "supervisor", 0.0, _text(r.get("ref")))
+        if before:
+            prev = max(before, key=lambda b: b.start)
+            a.command, a.script, a.flags, a.runs = prev.command, prev.script, dict(prev.flags), list(prev.runs)
+            a.log_path, a.job, a.restart_of = prev.log_path, prev.job, prev.restart_of or prev
+        else:
+            a.script = program
+        a.host, a.supervised, a.launched = host, program, when
+        a.pids.add(pid)
+        self.found.append(a)
 
     def _launcher_workers(self) -> None:
         """A launcher's line that names a worker of an attempt (torchrun's `failed (exitcode: 1)
@@ -623,8 +661,11 @@ class _Assembly:
             pid = int(p["pid"])
             near = [(pid - q, a) for a in made for q in a.pids if 0 < pid - q <= 16]
             return min(near, key=lambda x: x[0])[1] if near else max(made, key=lambda a: a.start)
-        # (its parent's start may be typed a moment after ps's clock dated the child's)
-        parents = [a for a in self.found if ppid is not None and ppid in a.pids
+        # (its parent's start may be typed a moment after ps's clock dated the child's); a
+        # launcher's agent no launch is known for (torchrun under a script the listing does not
+        # show) is an attempt of its own, and the workers it starts are that attempt's
+        agents = [o for o in self.orphans if o.command and runs_launcher(o.command)]
+        parents = [a for a in self.found + agents if ppid is not None and ppid in a.pids
                    and a.start <= start + within + _START_CLOCK_SLACK and _same_host(a, host)]
         return max(parents, key=lambda a: a.start) if parents else None
 
@@ -710,14 +751,21 @@ class _Assembly:
         if rank is not None:
             # A rank starts once per attempt: its lines in a second log (torchrun's --tee beside
             # its --log-dir) that begin when they begin in the first are the same attempt's.
-            hit = [a for a in self.found if rank in a.rank_starts and abs(a.rank_starts[rank] - when) <= RANK_SLACK]
+            hit = [a for a in self.found + self.orphans if rank in a.rank_starts and abs(a.rank_starts[rank] - when) <= RANK_SLACK]
             if hit:
                 return min(hit, key=lambda a: abs(a.rank_starts[rank] - when))
             # a further rank of a launcher's log that an attempt already began
-            own = [a for a in self.found if source in a.sources and a.sources[source] <= when
+            own = [a for a in self.found + self.orphans if source in a.sources and a.sources[source] <= when
                    and rank not in a.ranks and when - a.sources[source] <= LOG_SLACK]
             if own:
                 return max(own, key=lambda a: a.sources[source])
+            # a rank writing a file of its own (torchrun on a wrapper that redirects each rank's
+            # output): the attempt whose part of its launcher's own output began before it, by
+            # at most LOG_SLACK, and that has no such rank yet
+            launched = [a for a in self.found + self.orphans if rank not in a.ranks and _same_host(a, host)
+                        and any(s in self.agent_logs and b <= when <= b + LOG_SLACK for s, b in a.sources.items())]
+            if launched:
+                return max(launched, key=lambda a: max(b for s, b in a.sources.items() if s in self.agent_logs))
         # the launch that redirected into this log, the latest before its first line
         named = [a for a in self.found if a.log_path and PurePosixPath(a.log_path).name == name
                  and a.start <= when + pd.Timedelta(seconds=a.within) and source not in a.sources and _same_host(a, host)
@@ -730,7 +778,8 @@ class _Assembly:
         # names is the same but for its last number too (`runs/a/train.log` beside `runs/b/train.log`,
         # or runs `baseline` and `variant`, are two jobs)
         # (ranks write side by side: a log that had ended before this one began is a relaunch's)
-        siblings = [a for a in self.found if source not in a.sources and _same_host(a, host)
+        # (an attempt known only from its processes, a launcher's agent no launch is known for, too)
+        siblings = [a for a in self.found + self.orphans if source not in a.sources and _same_host(a, host)
                     and (run is None or not a.runs or any(_but_rank(r) == _but_rank(run) for r in a.runs))
                     and any(abs(begin - when) <= RANK_SLACK and _but_rank(s) == _but_rank(source)
                             and self.last_line.get(s, begin) >= when for s, begin in a.sources.items())]
@@ -760,8 +809,8 @@ class _Assembly:
                        and any(b <= when <= self.last_line.get(s, b) for s, b in a.sources.items())]
             if writing:
                 return max(writing, key=lambda a: a.start)
-        # a start typed just before, with no log of its own yet
-        recent = [a for a in self.found if a.launch_ref and self._no_log(a)
+        # a start typed just before, or one a supervisor said it made, with no log of its own yet
+        recent = [a for a in self.found if (a.launch_ref or a.supervised) and self._no_log(a)
                   and a.start <= when <= a.start + LOG_SLACK and not a.log_path and _same_host(a, host)]
         return max(recent, key=lambda a: a.start) if recent else None
 
@@ -787,9 +836,10 @@ class _Assembly:
         return bool(fresh.any())
 
     def _no_log(self, a: _Attempt) -> bool:
-        """Whether no log has joined the attempt yet (its PID file, if any, is no log: a trainer
-        that writes one writes its log too, which is still to come)."""
-        return not (a.sources.keys() - self.pid_records)
+        """Whether no log has joined the attempt yet (its PID file, if any, is no log, nor are the
+        records a tracking library writes from inside it, a TensorBoard events file named for
+        its PID: a trainer that writes one writes its log too, which is still to come)."""
+        return not (a.sources.keys() - self.pid_records - self.record_files)
 
     def _launcher_attempt(self, when, job, n) -> _Attempt:
         """The attempt `n` of a launcher's job: known already, else the launch typed just before
@@ -1398,10 +1448,13 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
     if not parts:
         return {}
     rows = pd.concat(parts, ignore_index=True).dropna(subset=["source", "time"])
-    # a transcript or a listing is not a log of one trainer, and what the machine says of its
-    # GPUs (a kernel log's Xid, a GPU capture's `[GPU is lost]`) starts nothing
+    # a transcript, a listing or a supervisor's log (where it says it started its program as a
+    # process) is not a log of one trainer, and what the machine says of its GPUs (a kernel
+    # log's Xid, a GPU capture's `[GPU is lost]`) starts nothing
     transcripts = set(ev.loc[ev["kind"].isin(("command", "launch", "gpu_query", "process_count")), "source"].dropna())
-    rows = rows[~rows["source"].isin(transcripts | job_listings(inc)) & ~rows["kind"].isin(MACHINE_FAULTS)]
+    supervisors = set(ev.loc[(ev["kind"] == "attempt_start") & (column(ev, "by") == "supervisor").fillna(False).astype(bool),
+                             "source"].dropna())
+    rows = rows[~rows["source"].isin(transcripts | supervisors | job_listings(inc)) & ~rows["kind"].isin(MACHINE_FAULTS)]
     rows = rows.assign(rank=_named_ranks(rows))
     first_row = rows.groupby("source")["time"].min()
     out: dict[str, list[tuple]] = {}

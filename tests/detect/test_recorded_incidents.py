@@ -731,19 +731,22 @@ def test_starts_whose_log_is_missing_and_that_never_got_their_gpu_working_never_
     assert pm.what_happened(inc, found)[0].startswith("The start at 04:37:00 UTC never came up: ended before its first step")
 
 
-def test_what_began_while_a_run_still_ran_did_not_start_it_again(tmp_path):
-    """h200-1gpu-rank-logs without the operator's transcript: the two ranks' workers (PIDs 678 and
-    679, both started 01:19:09) are read as two attempts of one job, each dying at 01:20:25-27.
-    The second began while the first still ran, so it is no restart of it: the first's death was
-    told "started again at 01:19:09 UTC", a minute before it died."""
+def test_a_launchers_agent_no_launch_is_known_for_and_its_workers_are_one_start(tmp_path):
+    """h200-1gpu-rank-logs without the operator's transcript: torchrun (PID 636: `launch.sh`'s own
+    process after its `exec`; no launch known) starts its two workers (678 and 679, both
+    01:19:09), each writing its own rank log. The workers were read as two attempts, and rank 1's
+    log was given to the recording driver's own Python process (614), listed since 01:18:59 and
+    writing nothing: the agent, known only from the listing, was no parent its workers could join,
+    and its first rank log no sibling of the second. One start (README), the death as the whole
+    incident tells it, and nothing began while it ran."""
     inc = _without(tmp_path, "h200-1gpu-rank-logs", "logs/operator.log")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[636, 678, 679]]
+    assert sorted(att["sources"].iloc[0]) == ["logs/launch.out", "logs/train_rank0.log", "logs/train_rank1.log"]
     found = detect(inc)
-    died = found[found["kind"] == "training_died"]
-    assert len(died) >= 1
-    for _, f in died.iterrows():
-        restarted = f["numbers"]["restarted_at"]
-        assert restarted is None or pd.isna(restarted) or restarted >= f["start"] - pd.Timedelta(seconds=30)
-    assert "started again at 01:19:09" not in " ".join(pm.what_happened(inc, found))
+    assert list(found["kind"]) == ["training_died"]
+    whole = loaded("h200-1gpu-rank-logs")
+    assert pm.what_happened(inc, found) == pm.what_happened(*whole)
 
 
 def test_a_nan_run_killed_then_resumed_from_its_own_checkpoint_then_from_a_good_one(told):
@@ -1287,6 +1290,27 @@ def test_a_python_supervisors_restarts_into_the_same_segfault_and_the_operators_
         "step 450, so 50 steps were done again.")
 
 
+def test_a_supervisors_own_log_tells_its_restarts_and_their_pids_without_a_listing(tmp_path):
+    """h100-1gpu-segv-supervisor without ps.txt and the operator's transcript: what is left of the
+    restarts is supervisor.log (and its copy on stdout, supervisor.out): `started train.py (attempt
+    2/3, pid 812)` at 10:14:26,287 and `(attempt 3/3, pid 913)` at 10:14:53,051, each `train.py (pid
+    N) exited with returncode -11`. They were read as no starts: the restarts were dated by their
+    first lines in train.log ("started again at 10:14:39 UTC by a new start"), and the first
+    trainer's exit, in each of the two files, was a death of its own that "holds nothing of its
+    start". The driver saw 812 start at 10:14:26.418 and 913 at 10:14:53.191 (README)."""
+    inc = _without(tmp_path, "h100-1gpu-segv-supervisor", "logs/ps.txt", "logs/operator.log")
+    att = attempts(inc)
+    sup = att[att["by"] == "supervisor"]
+    assert sup["pids"].tolist() == [[660], [812], [913]]
+    assert sup["start"].tolist() == [_dec6("10:13:38.183"), _dec6("10:14:26.287"), _dec6("10:14:53.051")]
+    assert sup["signal"].tolist() == ["SIGSEGV"] * 3
+    found = detect(inc)
+    assert "process_died" not in set(found["kind"])
+    said = pm.what_happened(inc, found)
+    assert [s.split(" UTC by ")[0].split("started again at ")[-1] for s in said[:2]] == ["10:14:26", "10:14:53"]
+    assert all("by its supervisor" in s for s in said[:2]), said
+
+
 def test_a_second_torchrun_dies_on_the_port_the_first_still_holds():
     """h100-1gpu-port-in-use (README): run 1, `nohup torchrun ... --master-port 29500` typed at
     10:44:20.500 (agent 651, workers 679 and 680), trains; the operator, reading an older log by
@@ -1402,3 +1426,38 @@ def test_a_restart_owns_no_line_written_after_the_listing_saw_it_gone(tmp_path):
     assert restarts["first_step"].isna().all()
     said = " ".join(pm.what_happened(inc, detect(inc)))
     assert "08:16:02 UTC (exited)" in said and "by its supervisor came up" not in said
+
+
+def test_the_rank_logs_begun_after_a_launchers_own_output_are_its_workers(tmp_path):
+    """h200-1gpu-rank-logs without ps.txt: the launch (`nohup ./launch.sh > logs/launch.out`,
+    01:19:01.788) writes torchrun's own lines; its workers write train_rank0.log and
+    train_rank1.log from 01:19:16. With no listing to join them, the rank logs were a start of
+    their own ("The start at 01:19:16 UTC came up") and the launch one that "never came up",
+    ended by torchrun's ChildFailedError. One start (README): the ranks are the workers of the
+    launcher whose output began 7 s before them."""
+    inc = _without(tmp_path, "h200-1gpu-rank-logs", "logs/ps.txt")
+    att = attempts(inc)
+    assert att["start"].tolist() == [pd.Timestamp("2026-12-04 01:19:01.788", tz="UTC")]
+    assert sorted(att["sources"].iloc[0]) == ["logs/launch.out", "logs/train_rank0.log", "logs/train_rank1.log"]
+    found = detect(inc)
+    assert list(found["kind"]) == ["training_died"]
+    assert pm.what_happened(inc, found) == pm.what_happened(*loaded("h200-1gpu-rank-logs"))
+
+
+def test_a_launchers_agent_its_worker_and_the_workers_records_are_one_start_without_the_session(tmp_path):
+    """h200-1gpu-hf-oom-resume without the operator's transcript: `accelerate launch` (PID 1050,
+    no launch known) starts the Trainer as PID 1112, which writes TensorBoard events named for its
+    PID (17:40:39) and logs/hf_train.log (from 17:40:41); the resume is 1283 and 1344 the same
+    way. Read as the agent's worker, 1112's attempt already had its events file when the log's
+    first line came, so the log went to the recording driver (PID 542, listed since 17:37:36 and
+    writing nothing): "training stalled ... while PID 542 was alive". The records a tracking
+    library writes from inside the trainer are no log of their own; the story is the whole
+    incident's, but for who started the resume (the transcript says the operator)."""
+    inc = _without(tmp_path, "h200-1gpu-hf-oom-resume", "logs/operator.log")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[1050, 1112], [1283, 1344]]
+    assert ["logs/hf_train.log" in s for s in att["sources"]] == [True, False]
+    said = pm.what_happened(inc, detect(inc))
+    assert [s.split(":")[0] for s in said] == ["At 17"] and "542" not in said[0]
+    assert said[0].endswith("It was started again at 17:41:29 UTC by a new start, resuming from a checkpoint at step "
+                            "200: it had logged step 249, so 49 steps were done again.")

@@ -45,3 +45,30 @@ def test_a_program_run_again_by_its_parent_is_a_restart_only_under_a_script(tmp_
     assert att["pids"].tolist() == [[600], [700]]
     assert att["by"].tolist() == ["unknown", by]
     assert str(att["start"].iloc[1]) == "2026-12-06 10:00:20+00:00"
+
+
+def test_the_starts_supervisord_says_it_spawned_are_restarts_by_a_supervisor(tmp_path):
+    """supervisord's log (its own words: `spawned: 'train' with pid N`, `exited: train (exit status
+    1; not expected)`) beside the program's stdout log, no listing, no session: each `spawned:` is
+    a start with its PID, the later ones the supervisor's restarts of the one before. The log
+    alone dated each restart by its first line, 8 s late, "by a new start"."""
+    sv = ["2026-12-06 09:00:00,100 INFO supervisord started with pid 50"]
+    log = []
+    for k, pid in enumerate((101, 202)):
+        sv.append(f"2026-12-06 09:0{5 * k}:01,200 INFO spawned: 'train' with pid {pid}")
+        sv.append(f"2026-12-06 09:0{5 * k}:02,300 INFO success: train entered RUNNING state, process has stayed up "
+                  "for > than 1 seconds (startsecs)")
+        log += [f"2026-12-06 09:0{5 * k}:09 INFO loading model"]
+        log += [f"2026-12-06 09:0{5 * k}:{10 + 5 * j} INFO step {5 * j} loss 2.9 tok/s 21500" for j in range(1, 9)]
+        if k == 0:
+            log += ["Traceback (most recent call last):", '  File "train.py", line 88, in <module>',
+                    "RuntimeError: CUDA error: an illegal memory access was encountered"]
+            sv.append("2026-12-06 09:00:56,500 INFO exited: train (exit status 1; not expected)")
+    (tmp_path / "supervisord.log").write_text("\n".join(sv) + "\n")
+    (tmp_path / "train.log").write_text("\n".join(log) + "\n")
+    inc = pm.load_incident(tmp_path)
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[101], [202]] and att["by"].tolist() == ["supervisor", "supervisor"]
+    assert [f"{t:%H:%M:%S.%f}"[:12] for t in att["start"]] == ["09:00:01.200", "09:05:01.200"]
+    said = pm.what_happened(inc, pm.detect(inc))
+    assert said[0].endswith("It was started again at 09:05:01 UTC by its supervisor."), said

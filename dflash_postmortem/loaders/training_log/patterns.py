@@ -508,6 +508,7 @@ EVENT_GROUPS: dict[str, tuple[str, Callable]] = {
     "max_restarts": ("max_restarts", integer), "count": ("count", integer),
     "task_signal": ("signal", lambda text: STATUS_SIGNALS.get(text.lower())),
     "success": ("exit_code", lambda _text: 0),  # a launcher's word for a clean exit
+    "program": ("program", str),
     "cuda_error": ("cuda_error", str), "signal_word": ("signal", lambda w: FAULTHANDLER_SIGNALS.get(w)),
 }
 # Columns some events carry beyond the canonical ones; integers are kept as nullable Int64.
@@ -736,6 +737,13 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("killed", "shell_terminated", "Terminated", r"^Terminated\s*$", signal="SIGTERM"),
     _event("signal", "killed", "Killed", r"^Killed\b", signal="SIGKILL"),
     _event("signal", "terminated", "Terminated", r"^Terminated\b", signal="SIGTERM"),
+    # a supervisor's word that it started its program, and as which process: supervisord's
+    # `spawned: 'train' with pid 660`, a loop's `started train.py (attempt 1/3, pid 660)`. The
+    # program is named (quoted, or a script): `started backend process with pid: 5944` is a
+    # library's own helper, no program a supervisor runs
+    _event("attempt_start", "supervisor_start", ("started", "spawned", "Started", "Spawned"),
+           r"(?i)\b(?:started|spawned:?)\s+'?(?P<program>(?<=')[^'\s]{1,80}(?=')|(?<!')[\w./-]{1,120}\.py)'?\s*"
+           r"(?:\(|with\b)[^)\n]{0,60}?\bpid[\s:=]*(?P<pid>\d+)", by="supervisor"),
     # a status as a supervisor or a tool prints it: `exited with code 1`, `exit=137`, `exit status
     # 1`, Popen's `returncode -11` (a signal: SIGSEGV), with the PID where it names one first
     # (`train.py (pid 660) exited with returncode -11`)

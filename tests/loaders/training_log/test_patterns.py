@@ -25,6 +25,14 @@ def _events(fixtures_dir, name, **kw) -> pd.DataFrame:
         return pm.load_process_log(fixtures_dir / TRAIN / name, **kw).events
 
 
+def _events_of(tmp_path, text: str) -> pd.DataFrame:
+    """The events of a log holding `text`."""
+    (tmp_path / "sup.log").write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.load_process_log(tmp_path / "sup.log").events
+
+
 def test_watchdog_timeout_columns_and_global_vs_group_rank(fixtures_dir):
     ev = _events(fixtures_dir, "nccl-watchdog-global-vs-group-rank-nccl1610.log")
     wd = ev[ev["pattern"] == "nccl_watchdog"]
@@ -295,15 +303,12 @@ def test_lightnings_stop_on_a_limit_is_its_runs_stop_line(repo_dir):
 def test_a_supervisors_status_lines_give_the_pid_code_and_signal_and_a_resume_its_path(tmp_path):
     """A Python supervisor's own log (h100-1gpu-segv-supervisor's supervise.py), a bash loop's, and
     a trainer's own resume line naming its checkpoint by path."""
-    (tmp_path / "sup.log").write_text(
+    ev = _events_of(tmp_path,
         "2026-12-06 10:14:16,286 ERROR train.py (pid 660) exited with returncode -11 (SIGSEGV)\n"
         "2026-12-06T08:15:31Z train.py exited with code 137, restarting in 5s\n"
         "2026-12-06 10:20:00,000 INFO supervisor: exited: train (exit status 1; not expected)\n"
         "2026-12-06 10:20:01,000 INFO resuming from ckpt/last.pt at step 400\n"
         "2026-12-06 10:20:02,000 INFO not resuming from ckpt/last.pt: it does not exist\n")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ev = pm.load_process_log(tmp_path / "sup.log").events
     exits = ev[ev["kind"] == "exit"]
     assert exits["exit_code"].tolist() == [-11, 137, 1]
     assert exits["pid"].tolist()[0] == 660 and pd.isna(exits["pid"].iloc[1])
@@ -311,14 +316,27 @@ def test_a_supervisors_status_lines_give_the_pid_code_and_signal_and_a_resume_it
     assert ev.loc[ev["kind"] == "resumed", "message"].str.endswith("at step 400").tolist() == [True]
 
 
+def test_a_supervisors_word_that_it_started_its_program_gives_the_program_and_its_pid(tmp_path):
+    """supervisord's `spawned:` line (its own wording, as its docs and logs have it) and a Python
+    supervisor's (h100-1gpu-segv-supervisor's supervise.py): a start by a supervisor, with the
+    program and the PID. A process that says it started a helper of its own names no program a
+    supervisor runs (wandb's debug log), nor does supervisord's word on itself."""
+    ev = _events_of(tmp_path,
+        "2026-12-06 09:00:00,100 INFO supervisord started with pid 50\n"
+        "2026-12-06 09:00:01,200 INFO spawned: 'train' with pid 101\n"
+        "2026-12-06 10:13:38,183 INFO started train.py (attempt 1/3, pid 660)\n"
+        "2026-12-06 10:13:39,000 INFO launched():137] started backend process with pid: 5944\n")
+    starts = ev[ev["kind"] == "attempt_start"]
+    assert starts["program"].tolist() == ["train", "train.py"]
+    assert starts["pid"].tolist() == [101, 660] and set(starts["by"]) == {"supervisor"}
+    assert [r.rsplit("/", 1)[-1] for r in starts["ref"]] == ["sup.log:2", "sup.log:3"]
+
+
 def test_an_early_stopping_rules_last_word_stops_the_training_and_its_counter_does_not(tmp_path):
-    (tmp_path / "es.log").write_text(
+    ev = _events_of(tmp_path,
         "2026-12-06 10:14:19,000 EarlyStopping counter: 3 out of 3\n"
         "2026-12-06 10:14:19,000 Early stopping\n"  # pytorchtools
         "Epoch 00012: early stopping\n"  # Keras
         "[12:00:01] INFO No improvement since epoch 2: early stopping\n")  # fastai
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ev = pm.load_process_log(tmp_path / "es.log").events
     assert ev["kind"].tolist() == ["training_stop"] * 3
     assert not ev["message"].str.contains("counter").any()
