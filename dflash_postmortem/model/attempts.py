@@ -278,6 +278,7 @@ class _Attempt:
         self.wrappers: set[int] = set()
         self.restart_of: _Attempt | None = None  # the attempt it started again (_restarted)
         self.supervised: str | None = None  # the program a supervisor said it started as this (_supervised)
+        self.supervised_until: pd.Timestamp | None = None  # when it said it started that program again
         # (script, flags) of its launch and of each of its processes' command lines (_jobs)
         self.invocations: list[tuple] = []
 
@@ -296,6 +297,19 @@ class _Attempt:
             when = self.floor  # (the same moment, by a clock a little behind: it was no earlier)
         if self.start is None or within < self.within and when <= self.start + pd.Timedelta(seconds=self.within):
             self.start, self.within, self.start_ref = when, within, ref or self.start_ref
+
+
+def _supervisor_told(ev: pd.DataFrame, a: _Attempt) -> pd.Series:
+    """The rows of `ev` that are a supervisor's word on the end of the program it said it started
+    as attempt `a` (supervisord's `exited: train (exit status 1; not expected)` names the program,
+    not the PID), from its start until the supervisor started that program again."""
+    if a.supervised is None or "program" not in ev.columns:
+        return pd.Series(False, index=ev.index)
+    told = ev["kind"].isin(("exit", "killed")) & (ev["program"] == a.supervised).fillna(False).astype(bool)
+    told &= (ev["time"] >= a.start).fillna(False).astype(bool)
+    if a.supervised_until is not None:
+        told &= (ev["time"] <= a.supervised_until).fillna(False).astype(bool)
+    return told
 
 
 def _merge(record: _Attempt, into: _Attempt) -> None:
@@ -487,6 +501,7 @@ class _Assembly:
         a = _Attempt(when, "supervisor", 0.0, _text(r.get("ref")))
         if before:
             prev = max(before, key=lambda b: b.start)
+            prev.supervised_until = when
             a.command, a.script, a.flags, a.runs = prev.command, prev.script, dict(prev.flags), list(prev.runs)
             a.log_path, a.job, a.restart_of = prev.log_path, prev.job, prev.restart_of or prev
         else:
@@ -1055,6 +1070,11 @@ class _Assembly:
         return [i for i, names in self.file_kills if mine in names and when.loc[i] >= a.start
                 and (later is None or when.loc[i] < later)]
 
+    def _supervisor_rows_of(self, a: _Attempt) -> list:
+        """The supervisor's words on the end of the program it started as this attempt, which
+        name no PID of it (_supervisor_told)."""
+        return list(self.ev.index[_supervisor_told(self.ev, a)])
+
     def _row(self, i: int, a: _Attempt) -> dict:
         """The attempt's row: taken from the last read of a growing folder where the attempt was
         over then and nothing it is made of has changed since (carried.py), else derived now."""
@@ -1095,7 +1115,8 @@ class _Assembly:
         inc = self.inc
         parts = [(s, b, e) for s, (b, e) in a.sources.items()]
         steps = _steps(inc, parts, a.runs, a.start, self.owned)
-        lines, rows = _rows_of(inc, parts, a.pids, self.kills, a.launch_ref, self._job_rows_of(a) + self._file_kills_of(a))
+        lines, rows = _rows_of(inc, parts, a.pids, self.kills, a.launch_ref,
+                               self._job_rows_of(a) + self._file_kills_of(a) + self._supervisor_rows_of(a))
         gp = inc.gpu_processes[inc.gpu_processes["pid"].isin(a.pids)] if a.pids else inc.gpu_processes.iloc[:0]
         procs = self.procs[self.procs["pid"].isin(a.pids)]
         gpus = set(gp["gpu"].dropna().astype(int))
@@ -1675,15 +1696,16 @@ def _cause(rows: pd.DataFrame, since, end) -> dict:
 
 def _own_status(ev: pd.DataFrame, a: _Attempt) -> pd.Series:
     """The rows of `ev` that are the status of attempt `a`'s process as what ran it reported it:
-    the shell's status of the command that launched it, or a line naming one of its PIDs (a
-    script's bash: `./run.sh: line 10:   646 Killed   python3 train.py ...`). Either was written
+    the shell's status of the command that launched it, a line naming one of its PIDs (a
+    script's bash: `./run.sh: line 10:   646 Killed   python3 train.py ...`), or its supervisor's
+    word on the program it started as it (_supervisor_told). Each was written
     when the process had ended, whatever time its file gives it (a line without a time of its own
     takes the one before it)."""
     status = ev["kind"].isin(("exit", "killed"))
     launched = ((ev["command_ref"] == a.launch_ref).fillna(False).astype(bool)
                 if a.launch_ref is not None and "command_ref" in ev.columns else False)
     named = ev["pid"].isin(a.pids).fillna(False).astype(bool) if a.pids and "pid" in ev.columns else False
-    return status & (launched | named)
+    return status & (launched | named | _supervisor_told(ev, a))
 
 
 def _unsettled(ev: pd.DataFrame, procs: pd.DataFrame | None, evidence_end, live: bool) -> pd.Series:

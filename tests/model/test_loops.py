@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import dflash_postmortem as pm
@@ -72,3 +73,22 @@ def test_the_starts_supervisord_says_it_spawned_are_restarts_by_a_supervisor(tmp
     assert [f"{t:%H:%M:%S.%f}"[:12] for t in att["start"]] == ["09:00:01.200", "09:05:01.200"]
     said = pm.what_happened(inc, pm.detect(inc))
     assert said[0].endswith("It was started again at 09:05:01 UTC by its supervisor."), said
+
+
+def test_a_supervisord_crash_loop_is_told_from_its_own_log(fixtures_dir, tmp_path):
+    """supervisord's log pasted in Supervisor/supervisor#1387 (the corpus sample): worker_0 and
+    worker_1, each `spawned:` and then `exited: ... (exit status 1; not expected)` within a second,
+    over and over. Each spawned process is a start with its PID, ended by the supervisor's word
+    on its program until it spawned that program again: the crash loop is told as starts that
+    never came up, each with its status (it was "Nothing went wrong" but for one line)."""
+    sample = fixtures_dir / "supervisord" / "supervisor-1387-two-workers-crash-loop-cut.log"
+    (tmp_path / "supervisord.log").write_bytes(sample.read_bytes())
+    inc = pm.load_incident(tmp_path)
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[22270], [22271], [22272], [22273], [22274]]
+    # worker_1's first start ends at its next exit, 15:59:21.217, after worker_0's start and end between
+    assert [f"{t:%S.%f}"[:6] if pd.notna(t) else None for t in att["end"]] == ["21.217", "20.894", None, "21.516", None]
+    assert att["exit_code"].tolist()[:2] == [1, 1]
+    said = pm.what_happened(inc, pm.detect(inc))
+    assert said[-1].startswith("The start at 15:59:20 UTC never came up: exited with status 1 during start-up "
+                               "(`2020-11-09 15:59:21,217 INFO exited: worker_1 (exit status 1; not expected)`)"), said

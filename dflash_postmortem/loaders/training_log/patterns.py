@@ -744,6 +744,13 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("attempt_start", "supervisor_start", ("started", "spawned", "Started", "Spawned"),
            r"(?i)\b(?:started|spawned:?)\s+'?(?P<program>(?<=')[^'\s]{1,80}(?=')|(?<!')[\w./-]{1,120}\.py)'?\s*"
            r"(?:\(|with\b)[^)\n]{0,60}?\bpid[\s:=]*(?P<pid>\d+)", by="supervisor"),
+    # supervisord's word on its program's end, naming the program it said it spawned: `exited:
+    # train (exit status 1; not expected)`, `exited: train (terminated by SIGKILL; not
+    # expected)`, `stopped: train (terminated by SIGTERM)` (a stop asked of it)
+    _event("killed", "supervisor_killed", ("exited: ", "stopped: "),
+           r"\b(?:exited|stopped): (?P<program>\S{1,80}) \(terminated by (?P<signal>SIG[A-Z0-9]+)", by="supervisor"),
+    _event("exit", "supervisor_exit", ("exited: ", "stopped: "),
+           r"\b(?:exited|stopped): (?P<program>\S{1,80}) \(exit status (?P<code>-?\d+)", by="supervisor"),
     # a status as a supervisor or a tool prints it: `exited with code 1`, `exit=137`, `exit status
     # 1`, Popen's `returncode -11` (a signal: SIGSEGV), with the PID where it names one first
     # (`train.py (pid 660) exited with returncode -11`)
