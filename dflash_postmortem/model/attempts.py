@@ -396,7 +396,9 @@ class _Assembly:
         self._restarts_logs()
         # A process that wrote no log is not a start of training: a leftover job holding a GPU,
         # a driver script, a tool. It stays in the evidence (the findings cite GPU holders).
-        self.found += [a for a in self.orphans if a.sources]
+        # A launcher's agent under which no worker ever started is a start that never came up
+        # (one waiting at rendezvous for nodes that never come), whatever it wrote.
+        self.found += [a for a in self.orphans if a.sources or self._lone_agent(a)]
         self._runs()
         return self._frame()
 
@@ -824,10 +826,26 @@ class _Assembly:
                        and any(b <= when <= self.last_line.get(s, b) for s, b in a.sources.items())]
             if writing:
                 return max(writing, key=lambda a: a.start)
-        # a start typed just before, or one a supervisor said it made, with no log of its own yet
-        recent = [a for a in self.found if (a.launch_ref or a.supervised) and self._no_log(a)
-                  and a.start <= when <= a.start + LOG_SLACK and not a.log_path and _same_host(a, host)]
+        # a start typed just before with no log of its own yet, or one a supervisor said it made
+        # (the log a launch of the supervisor names is the supervisor's, not its program's)
+        recent = [a for a in self.found if (a.launch_ref and not a.log_path or a.supervised) and self._no_log(a)
+                  and a.start <= when <= a.start + LOG_SLACK and _same_host(a, host)]
         return max(recent, key=lambda a: a.start) if recent else None
+
+    def _lone_agent(self, a: _Attempt) -> bool:
+        """Whether an attempt known only from its processes is a launcher's agent that a listing
+        saw more than once and under which no worker started: no other trainer process on its
+        host began while it was listed (its workers begin after it; a worker of it joins it)."""
+        if not (a.command and runs_launcher(a.command)) or len(a.pids) != 1:
+            return False
+        mine = self.procs[self.procs["pid"].isin(a.pids)]
+        if mine.empty or not (column(mine, "snapshots").fillna(0) > 1).any():
+            return False
+        begun, until = mine["start"].min(), mine["alive_until"].max()
+        others = self.procs[~self.procs["pid"].isin(a.pids) & ~self.procs["ageless"]
+                            & ~self.procs["command"].fillna("").astype(str).map(runs_launcher).astype(bool)]
+        here = np.array([_same_host(a, _text(h)) for h in column(others, "host")], dtype=bool)
+        return not (here & (others["start"] >= begun).to_numpy(dtype=bool) & (others["start"] <= until).to_numpy(dtype=bool)).any()
 
     def _ran(self, a: _Attempt) -> bool:
         """Whether the shell ran the attempt's command: not where it could not open its

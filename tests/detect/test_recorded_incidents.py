@@ -1461,3 +1461,35 @@ def test_a_launchers_agent_its_worker_and_the_workers_records_are_one_start_with
     assert [s.split(":")[0] for s in said] == ["At 17"] and "542" not in said[0]
     assert said[0].endswith("It was started again at 17:41:29 UTC by a new start, resuming from a checkpoint at step "
                             "200: it had logged step 249, so 49 steps were done again.")
+
+
+def test_a_launchers_agent_under_which_no_worker_started_never_came_up(tmp_path):
+    """h100-1gpu-rendezvous-wait without the operator's transcript: what is left of the two
+    two-node launches is `top`'s listing of their torchrun agents (PID 599 from 01:59:48 to
+    02:00:50, PID 659 from 02:01:00 to 02:01:30), waiting at rendezvous, no worker ever begun while
+    either was listed; train.log was emptied by the third launch's redirect. They were processes
+    that wrote no log, so no start: "The start at 02:01:46 UTC came up" was all the story said.
+    Both never came up (README), and the third came up."""
+    inc = _without(tmp_path, "h100-1gpu-rendezvous-wait", "logs/operator.log")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[599], [659], [734]]
+    assert att["end"].tolist()[:2] == [_dec6("02:00:50"), _dec6("02:01:30")]
+    found = detect(inc)
+    assert list(found["kind"]) == ["failed_restart", "failed_restart"]
+    said = pm.what_happened(inc, found)
+    assert said[0].startswith("The start at 01:59:48 UTC never came up") and "so did the one at 02:01:00 UTC" in said[0]
+    assert said[1] == "The start at 02:01:46 UTC came up: its first step was logged at 02:01:53 UTC."
+
+
+def test_the_log_a_supervisors_launch_names_is_the_supervisors_not_its_programs(tmp_path):
+    """h100-1gpu-segv-supervisor without ps.txt: the typed launch (`nohup python3 supervise.py >
+    logs/supervisor.out`) names the supervisor's log, and each restart the supervisor made took
+    that name from it; train.log's parts, which no launch names, joined none of them: the three
+    starts "never came up" and the log's parts were three starts of their own ("started again at
+    10:14:39 UTC by a new start"). Each part is the start the supervisor made before it (README)."""
+    inc = _without(tmp_path, "h100-1gpu-segv-supervisor", "logs/ps.txt")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[660], [812], [913], [1020]]
+    assert ["logs/train.log" in s for s in att["sources"]] == [True, True, True, False]
+    whole = pm.what_happened(*loaded("h100-1gpu-segv-supervisor"))
+    assert pm.what_happened(inc, detect(inc))[:2] == whole[:2]
