@@ -366,15 +366,28 @@ def torchrun_halt(r: Recording) -> None:
     op.run("ps aux | grep [t]orchrun | wc -l")
 
 
+def _proc_stat(pid: str) -> list[str]:
+    """/proc/PID/stat's fields after the command name (state, ppid, ...); [] once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def _wait_status(fields: list[str]) -> str:
+    """A zombie's wait status, from /proc/PID/stat (field 52): what its parent will read."""
+    if len(fields) < 50 or fields[0] != "Z":
+        return "status not read (reaped before the driver saw it exit)"
+    status = int(fields[49])
+    return f"killed by signal {status & 0x7f}" if status & 0x7f else f"exit status {status >> 8}"
+
+
 def _exited(pid: str, timeout: float) -> bool:
     """Wait until `pid` has exited: gone, or a zombie (an orphan of the operator's `bash -c`, left
     for init to reap)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                return True
-        except (OSError, IndexError):
+        if _proc_stat(pid)[:1] in ([], ["Z"]):
             return True
         time.sleep(0.5)
     return False
@@ -1402,11 +1415,10 @@ def _wait_gone(pid: str, timeout: float) -> bool:
     """Wait until `pid` has exited and been reaped (the operator's bash reaps its jobs)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
+        fields = _proc_stat(pid)
+        if not fields:
             return True
-        if state == "Z":
+        if fields[0] == "Z":
             time.sleep(0.2)
             continue
         time.sleep(0.5)
@@ -2759,10 +2771,8 @@ def torn_checkpoint(r: Recording) -> None:
         return found
 
     def parent(pid: str) -> str:
-        try:
-            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
-        except (OSError, IndexError):
-            return "?"
+        fields = _proc_stat(pid)
+        return fields[1] if len(fields) > 1 else "?"
 
     # every trainer process, from when the driver first sees it to when it is gone (polled every 0.1 s)
     attempts: list[str] = []
@@ -3172,19 +3182,6 @@ def segv_supervisor(r: Recording) -> None:
         lines = text(rel).strip().splitlines()
         return lines[-1][:200] if lines else "(empty)"
 
-    def stat(pid: str) -> list[str]:
-        try:
-            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            return []
-
-    def exit_status(fields: list[str]) -> str:
-        """A zombie's wait status, from /proc/PID/stat (field 52): what its parent will read."""
-        if len(fields) < 50 or fields[0] != "Z":
-            return "not read (reaped before the driver saw it exit)"
-        status = int(fields[49])
-        return f"killed by signal {status & 0x7f}" if status & 0x7f else f"exit status {status >> 8}"
-
     def ours(script: str) -> list[str]:
         """This folder's python processes running `script` (the driver reads /proc)."""
         found = []
@@ -3208,7 +3205,7 @@ def segv_supervisor(r: Recording) -> None:
             now = {pid: "supervisor" for pid in ours("supervise.py")}
             now.update({pid: "trainer" for pid in ours("train.py")})
             for pid in now.keys() - alive.keys():
-                fields = stat(pid)
+                fields = _proc_stat(pid)
                 if fields and fields[0] == "Z":
                     continue
                 seen[pid] = now[pid]
@@ -3217,11 +3214,11 @@ def segv_supervisor(r: Recording) -> None:
                         f"{'exists' if (r.dir / 'ckpt' / 'last.pt').exists() else 'does not exist'}")
                 alive[pid] = now[pid]
             for pid in list(alive):
-                fields = stat(pid)
+                fields = _proc_stat(pid)
                 if fields and fields[0] != "Z":
                     continue
                 role = alive.pop(pid)
-                r.truth(f"{role} PID {pid} exited ({exit_status(fields)}); train.log's last line: "
+                r.truth(f"{role} PID {pid} exited ({_wait_status(fields)}); train.log's last line: "
                         f"{last_line('logs/train.log')!r}; train_manual.log's: {last_line('logs/train_manual.log')!r}")
             time.sleep(0.1)
 
@@ -3367,19 +3364,6 @@ def port_in_use(r: Recording) -> None:
             "its last line's time; no process of this recording ever writes it")
     r.truth(f"port {port} free before run 1: {free(port)}")
 
-    def stat(pid: str) -> list[str]:
-        try:
-            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            return []
-
-    def exit_status(fields: list[str]) -> str:
-        """A zombie's wait status, from /proc/PID/stat (field 52): what its parent will read."""
-        if len(fields) < 50 or fields[0] != "Z":
-            return "status not read (reaped before the driver saw it exit)"
-        status = int(fields[49])
-        return f"killed by signal {status & 0x7f}" if status & 0x7f else f"exit status {status >> 8}"
-
     def text(n: int) -> str:
         p = r.dir / "logs" / f"run{n}.log"
         return p.read_text(errors="replace") if p.exists() else ""
@@ -3426,7 +3410,7 @@ def port_in_use(r: Recording) -> None:
             for pid, what in ours().items():
                 if pid in role:
                     continue
-                fields = stat(pid)
+                fields = _proc_stat(pid)
                 if not fields or fields[0] == "Z":
                     continue
                 n = run_of.get(fields[1], current[0]) if what == "worker" else current[0]
@@ -3438,13 +3422,13 @@ def port_in_use(r: Recording) -> None:
                     args = "?"
                 r.truth(f"run {n} {what}: PID {pid} seen (parent {fields[1]}): {args[:200]!r}")
             for pid in sorted(alive):
-                fields = stat(pid)
+                fields = _proc_stat(pid)
                 if fields and fields[0] != "Z":
                     continue
                 alive.discard(pid)
                 exited.add(pid)
                 n = run_of[pid]
-                r.truth(f"run {n} {role[pid]} PID {pid} exited ({exit_status(fields)}); run{n}.log's last line: "
+                r.truth(f"run {n} {role[pid]} PID {pid} exited ({_wait_status(fields)}); run{n}.log's last line: "
                         f"{last_line(n)!r}")
             time.sleep(0.2)
 

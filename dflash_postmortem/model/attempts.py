@@ -362,8 +362,7 @@ class _Assembly:
         self.pid_records = set(ev.loc[ev["kind"] == "pid_file", "source"].dropna())
         self.launcher_ends = _launcher_ends(ev)  # (job, attempt) -> when its launcher said it ended
         # the logs a launcher's agent writes itself (torchrun's own lines: its output, not a rank's)
-        self.agent_logs = set(ev.loc[column(ev, "by").isin(["torchrun", "deepspeed", "accelerate"]).fillna(False)
-                                     .astype(bool), "source"].dropna()) if len(ev) else set()
+        self.agent_logs = set(ev.loc[column(ev, "by").isin(["torchrun", "deepspeed", "accelerate"]), "source"].dropna())
         # the files a tracked run's records were read from (a `.wandb` log), not a log of its own
         self.run_records = {info.source for info in inc.runs.values() if info.source}
         # the files a tracking library writes from inside the trainer (TensorBoard's events, a
