@@ -228,14 +228,14 @@ def _told(L: pd.Series, inc: Incident, a: pd.Series) -> _Verdict | None:
                         ([findings.cause(findings.event_id(ref), said, [ref])] if isinstance(ref, str) else [])
                         + [findings.cause(findings.event_id(r), "an earlier start still running held the port", [r])
                            for r in holder])
-    # the shell may say one end twice (`Killed`, then `exit=137` from the operator's `echo`)
+    # what ran it may say one end twice (the shell's `Killed`, then `exit=137` from the operator's `echo`)
     told = _reported(inc, a)
     refs += [r for r in findings.refs(told) if r not in refs]
     # (a report over several lines, a launcher's failure table entry, is told by what it says)
     quoted = (error_text(m, k) if len(str(m).strip().splitlines()) > 1 else str(m).strip()
             for m, k in zip(told["message"].head(3), told["kind"].head(3), strict=True))
     shown = "; ".join(f"`{t}`" for t in dict.fromkeys(quoted)) or f"`{a['end_message']}`"  # (each said once)
-    reported = [findings.cause(findings.event_id(r), "the shell reported how it ended", [r]) for r in refs]
+    reported = [findings.cause(findings.event_id(r), "what ran it (a shell, launcher or supervisor) reported how it ended", [r]) for r in refs]
     if end == "oom_kill":
         return _Verdict("killed by the OOM killer", f"killed by the kernel's OOM killer: {shown}", refs,
                         [findings.cause(findings.event_id(end_ref), "the kernel killed the process for memory", refs)]
