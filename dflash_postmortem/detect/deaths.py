@@ -32,6 +32,7 @@ from ..model.attempts import (
     attempts,
     said_first,
     says_no_error,
+    supervisor_gave_up,
     trainer_pids,
 )
 from ..model.progress import lines_of, resumes
@@ -110,8 +111,11 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
             nxt = later[later["script"] == a["script"]].head(1)
         lines = lines_of(inc, a)
         last = lines.tail(1)
+        gave_up = supervisor_gave_up(inc, a, nxt["start"].iloc[0] if len(nxt) else None)
         numbers = {"restarted_at": None, "restarted_by": None, "next_attempt": None, "resumed_step": None,
                    "redone_steps": 0, "reached_step": None,
+                   "gave_up": None if gave_up is None else gave_up["said"],
+                   "gave_up_at": None if gave_up is None else gave_up["time"],
                    "bar_stopped": None if bar is None or a["end_kind"] != GONE else bar}
         if len(nxt):
             b = nxt.iloc[0]
@@ -143,7 +147,8 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
         memory = _memory_before(inc, a, when) if "oom" in (a["cause_kind"], a["end_kind"]) else None
         rows.append(findings.finding(
             kind, when, a["end"], "warning" if kind == "time_limit" else "critical",
-            refs + findings.refs(last) + (memory["refs"] if memory else []),
+            refs + findings.refs(last) + (memory["refs"] if memory else [])
+            + ([gave_up["ref"]] if gave_up is not None else []),
             {"run": a["run"], "script": a["script"], "attempt": a["attempt"], "started": a["start"],
              "started_by": a["by"], "first_step_time": a["first_step"], "end_message": a["end_message"] or None,
              "pid": next(iter(trainer_pids(inc, a)), None), "last_step_time": last_t,

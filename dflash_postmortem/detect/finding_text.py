@@ -121,7 +121,8 @@ def _failed_restart(f: _Finding) -> tuple[str, str]:
     # The title takes the why up to its first colon or parenthesis: what is missing, or the line
     # that shows it (quoted: its own colons are no end of the why), goes after it.
     return (f"{word} at {f.when} never came up: {re.split(r':| [(]', f.why, maxsplit=1)[0]}",
-            f.why + ". Checks: " + "; ".join(f.checks_seen) + ".")
+            f.why + ". Checks: " + "; ".join(f.checks_seen) + "."
+            + (f" Its supervisor gave up at {clock(f.gave_up_at)}: `{f.gave_up}`." if f.gave_up else ""))
 
 
 def _slow_start(f: _Finding) -> tuple[str, str]:
@@ -161,13 +162,14 @@ def _stale_process(f: _Finding) -> tuple[str, str]:
 def _training_died(f: _Finding) -> tuple[str, str]:
     on_rank = f" on rank {f.error_rank}" if f.error_rank is not None else ""
     ended = f.end_message
-    after = " Nothing started it again in the evidence."
+    gave_up = f" Its supervisor gave up at {clock(f.gave_up_at)}: `{f.gave_up}`." if f.gave_up else ""
+    after = gave_up + " Nothing started it again in the evidence."
     if f.restarted_at is not None:
         gap = (f.restarted_at - f.ended).total_seconds()
         by = f.restarted_by if f.restarted_by != "unknown" else "next"
-        after = (f" The {by} start at {clock(f.restarted_at)}, {gap:.0f} s later, began attempt {f.next_attempt}"
-                 + (f"; it resumed at step {f.resumed_step}, so {f.redone_steps} step(s) up to {f.reached_step} "
-                    "were done again" if f.resumed_step is not None else "") + ".")
+        after = gave_up + (f" The {by} start at {clock(f.restarted_at)}, {gap:.0f} s later, began attempt {f.next_attempt}"
+                           + (f"; it resumed at step {f.resumed_step}, so {f.redone_steps} step(s) up to "
+                              f"{f.reached_step} were done again" if f.resumed_step is not None else "") + ".")
     verb = "reached its time limit" if f.kind == "time_limit" else "died"
     return (f"run {f.run or f.script or '?'} {verb} at {f.when}: {one_line(f.error)}",
             f"Attempt {f.attempt} (run {f.run or '?'}, started {clock(f.started)} by {f.started_by}) trained from "

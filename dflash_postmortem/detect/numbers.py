@@ -74,6 +74,8 @@ class FailedRestart(_Launch):
     first_start: bool  # the incident's first start: no restart
     log_path: str | None
     launcher: str | None
+    gave_up: str | None  # its supervisor's word that it stopped restarting it (`gave up: seat4 entered FATAL state`), as quoted
+    gave_up_at: pd.Timestamp | None  # when it said so
 
 
 class SlowStart(_Launch):
@@ -130,6 +132,8 @@ class TrainingDied(TypedDict):
     redone_steps: int  # steps the next attempt did again (they had been done before the death)
     reached_step: int | None  # the last step the dead attempt logged
     bar_stopped: list | None  # of a death no line told: [count, total] of its training bar, short of its total
+    gave_up: str | None  # its supervisor's word that it stopped restarting it (`giving up after 3 attempts`), as quoted
+    gave_up_at: pd.Timestamp | None  # when it said so
 
 
 class ProcessDied(TypedDict):

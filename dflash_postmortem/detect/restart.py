@@ -16,7 +16,7 @@ import pandas as pd
 from ..incident import Incident
 from ..model import computed as memo
 from ..model import gpu_state
-from ..model.attempts import attempts, kill_reach
+from ..model.attempts import attempts, kill_reach, supervisor_gave_up
 from ..model.kills import aimed_at
 from ..model.launches import is_trainer, outcomes, verdicts
 from ..model.log_files import NEVER_CREATED, NOT_IN_INCIDENT, log_files, unseen
@@ -639,14 +639,29 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         holders = {int(x) for x in re.findall(r"PID (\d+)", v.why)} if v.reason.startswith("out of memory") else set()
         held = [findings.cause(f["id"], f"PID {f['numbers']['pid']} held the GPU memory", f["evidence"][:1])
                 for f in stale if f["numbers"]["pid"] in holders]
+        quit = _gave_up(inc, a)
         rows.append(findings.finding(
-            "failed_restart", L["time"], _failed_until(L, w), "critical", v.refs + evidence,
+            "failed_restart", L["time"], _failed_until(L, w), "critical",
+            v.refs + evidence + ([quit["ref"]] if quit else []),
             {"reason": v.reason, "why": v.why, "checks_seen": lines, "first_start": i == 0,
              "checks": checks, "run": L["run"], "attempt": L["attempt"], "log_path": L["log_path"],
-             "launcher": session_launcher(str(L["command"])), "pid": None if pid is None else int(pid)},
+             "launcher": session_launcher(str(L["command"])), "pid": None if pid is None else int(pid),
+             "gave_up": quit["said"] if quit else None, "gave_up_at": quit["time"] if quit else None},
             caused_by=v.causes + held, within_s=L.get("within_s")))
         rows += stale
     return findings.frame(rows)
+
+
+def _gave_up(inc: Incident, a: pd.Series | None) -> dict | None:
+    """Its supervisor's word that it stopped restarting the failed start, before the next start
+    of the same program (of any, where the supervisor named none)."""
+    if a is None:
+        return None
+    att = attempts(inc)
+    later = att[att["start"] > a["start"]]
+    if isinstance(a["program"], str):
+        later = later[later["program"] == a["program"]]
+    return supervisor_gave_up(inc, a, later["start"].min() if len(later) else None)
 
 
 def _failed_until(L: pd.Series, w: _Window):

@@ -99,10 +99,15 @@ MACHINE_FAULTS = ("xid", "gpu_error", "gpu_lost")
 # `attempt_0/1/stdout.log`); two jobs' differ before it too (`slurm-1234-0.out`, `slurm-1235-0.out`).
 _RANK_NUMBER = re.compile(r"\d+(?=\D*$)")
 
-COLUMNS = ("attempt", "start", "start_within_s", "start_ref", "launched", "by", "launcher", "job", "job_attempt", "host", "command",
-           "script", "flags", "log_path", "launch_ref", "run", "runs", "pids", "ranks", "gpus", "sources",
+COLUMNS = ("attempt", "start", "start_within_s", "start_ref", "launched", "by", "launcher", "program", "job", "job_attempt",
+           "host", "command", "script", "flags", "log_path", "launch_ref", "run", "runs", "pids", "ranks", "gpus", "sources",
            "first_step", "first_step_ref", "last_alive", "last_alive_ref", "end", "end_kind", "end_ref",
            "end_message", "exit_code", "signal", "cause_time", "cause_kind", "cause_ref", "cause_message", "cause_rank")
+# A supervisor's word that it stops restarting, as a sentence quotes it (patterns.py finds the
+# line), and how long after an attempt's end it is still about that attempt where nothing started
+# it again (supervisord gives up at once: its `startretries` are seconds apart)
+_GIVING_UP = re.compile(r"(?i)\b(?:gave|giving) up\b.*")
+_GAVE_UP_NEAR = pd.Timedelta(minutes=5)
 # Kinds that end an attempt, strongest first: what ended it when several lines say something (a
 # kill someone sent before it was gone, then a shell's `Terminated`: the report is the kill's result).
 _ENDS = ("redirect_failed", "oom_kill", "oom", "kill_sent", "killed", "attempt_end", "timeout", "nccl_timeout", "exit",
@@ -176,6 +181,28 @@ def trainer_pids(inc: Incident, attempt: pd.Series) -> list[int]:
     procs = inc.processes[inc.processes["pid"].isin(pids)] if len(inc.processes) else inc.processes
     agents = set(procs["pid"][~_runs_trainer(procs)].astype(int)) if len(procs) else set()
     return [p for p in pids if p not in agents] or pids
+
+
+def supervisor_gave_up(inc: Incident, attempt: pd.Series, until=None) -> dict | None:
+    """A supervisor's word, once the attempt ended and before `until` (what started it again),
+    that it stops restarting it: supervisord's `gave up: train entered FATAL state` naming the
+    program it said it started as the attempt, a loop's `giving up after 3 attempts` in a log of
+    the attempt's own. Why the run stayed down, or why the operator started it by hand: its
+    time, its words as quoted, its line."""
+    ev = inc.events
+    if pd.isna(attempt["end"]) or "kind" not in ev.columns:
+        return None
+    said = ev[ev["kind"] == "gave_up"]
+    said = said[(said["time"] >= attempt["end"] - END_SLACK)
+                & (said["time"] <= (attempt["end"] + _GAVE_UP_NEAR if until is None else until))]
+    program = column(said, "program")
+    named = (program == attempt["program"]).fillna(False).astype(bool) if isinstance(attempt["program"], str) else False
+    said = said[named | (program.isna() & said["source"].isin(attempt["sources"] or []))]
+    if said.empty:
+        return None
+    first = said.iloc[0]
+    words = _GIVING_UP.search(str(first["message"]))
+    return {"time": first["time"], "said": words.group(0) if words else str(first["message"]), "ref": first["ref"]}
 
 
 def _runs_trainer(procs: pd.DataFrame) -> pd.Series:
@@ -1188,7 +1215,7 @@ class _Assembly:
         runs = list(dict.fromkeys(a.runs + said["run"]))
         return {
             "attempt": None, "start": a.start, "start_within_s": a.within, "start_ref": a.start_ref,
-            "launched": a.launched, "by": a.by, "launcher": a.launcher,
+            "launched": a.launched, "by": a.by, "launcher": a.launcher, "program": a.supervised,
             "job": job, "job_attempt": n, "host": a.host, "command": a.command, "script": a.script,
             "flags": a.flags, "log_path": a.log_path, "launch_ref": a.launch_ref,
             "run": runs[0] if runs else None, "runs": runs, "pids": sorted(a.pids), "ranks": sorted(ranks),

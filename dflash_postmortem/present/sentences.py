@@ -242,6 +242,11 @@ def _restarts(failed: pd.DataFrame, stale: pd.DataFrame) -> str:
     if len(failed) > 1:
         more = [f"{_when(r['start'])} ({r['numbers'].get('reason', '?')})" for _, r in failed.iloc[1:].iterrows()]
         text += f"; so did the one{'s' if len(more) > 1 else ''} at " + ", ".join(more)
+    quits = [r["numbers"] for _, r in failed.iterrows() if r["numbers"].get("gave_up")]
+    if quits:
+        last = max(q["gave_up_at"] for q in quits)
+        more = f", and on {count(len(quits) - 1, 'other')} by {_when(last)}" if len(quits) > 1 else ""
+        text += f"; its supervisor then gave up at {_when(quits[0]['gave_up_at'])} (`{quits[0]['gave_up']}`){more}"
     holders = {c["id"] for cs in failed["caused_by"] for c in cs}
     counted = stale[~stale["id"].isin(holders)] if len(stale) else stale
     if len(counted):
@@ -515,6 +520,8 @@ def _death(f: pd.Series) -> str:
     if n.get("disk_full"):
         said += f" `df` at {_when(n['disk_full_at'])} showed a full file system: {n['disk_full']}."
     said += _waited_for(n) + _stopped(n)
+    if n.get("gave_up"):
+        said += f" Its supervisor then gave up at {_when(n['gave_up_at'])} (`{n['gave_up']}`)."
     if n.get("restarted_at") is None or pd.isna(n.get("restarted_at")):
         return said + " Nothing started it again."
     who = _STARTED_BY.get(n.get("restarted_by"), "a new start")

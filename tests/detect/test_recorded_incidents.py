@@ -1286,8 +1286,12 @@ def test_a_python_supervisors_restarts_into_the_same_segfault_and_the_operators_
     assert r.loc[["A2", "A3", "A4"], "resumed_step"].tolist() == [400] * 3 and set(r["redone_steps"]) == {50}
     assert [f"{t:%H:%M:%S}" for t in found["start"]] == ["10:14:16", "10:14:42", "10:15:07"]
     assert pm.what_happened(inc, found)[2].endswith(
+        "Its supervisor then gave up at 10:15:07 UTC (`giving up after 3 attempts`). "
         "It was started again at 10:15:19 UTC by the operator, resuming from a checkpoint at step 400: it had logged "
         "step 450, so 50 steps were done again.")
+    # (the supervisor's `giving up` line, 10:15:07,566, after the third death only: not after the first two,
+    # which it restarted)
+    assert [f["numbers"]["gave_up_at"] for _, f in found.iterrows()] == [None, None, _dec6("10:15:07.566")]
 
 
 def test_a_supervisors_own_log_tells_its_restarts_and_their_pids_without_a_listing(tmp_path):

@@ -92,3 +92,24 @@ def test_a_supervisord_crash_loop_is_told_from_its_own_log(fixtures_dir, tmp_pat
     said = pm.what_happened(inc, pm.detect(inc))
     assert said[-1].startswith("The start at 15:59:20 UTC never came up: exited with status 1 during start-up "
                                "(`2020-11-09 15:59:21,217 INFO exited: worker_1 (exit status 1; not expected)`)"), said
+
+
+def test_supervisords_giving_up_on_each_program_is_told_with_the_starts_that_never_came_up(fixtures_dir, tmp_path):
+    """supervisord's log pasted in eve-seat/seat#33 (the corpus sample): four programs spawned at
+    13:51:33.183-.188 exit with status 0 within 0.3 s; supervisord says `gave up: seat3 entered
+    FATAL state, too many start retries too quickly` at 13:51:33,469, seat4 at ,472, seat1 and seat2
+    at 13:51:34,488. Each start never came up, and nothing restarted them: supervisord's own word
+    on why is its giving up, each naming the program it had spawned as that start."""
+    sample = fixtures_dir / "supervisord" / "seat-33-four-programs-exit-0-gave-up.log"
+    (tmp_path / "supervisord.log").write_bytes(sample.read_bytes())
+    inc = pm.load_incident(tmp_path)
+    assert attempts(inc)["program"].tolist() == ["seat4", "seat1", "seat2", "seat3"]
+    found = pm.detect(inc)
+    failed = found[found["kind"] == "failed_restart"]
+    quits = {f["numbers"]["attempt"]: f"{f['numbers']['gave_up_at']:%H:%M:%S.%f}"[:12] for _, f in failed.iterrows()}
+    # (A1-A4: seat4, seat1, seat2, seat3 in the order spawned)
+    assert quits == {"A1": "13:51:33.472", "A2": "13:51:34.488", "A3": "13:51:34.488", "A4": "13:51:33.469"}
+    assert all("supervisord.log:" in " ".join(f["evidence"]) for _, f in failed.iterrows())
+    said = pm.what_happened(inc, found)[0]
+    assert said.endswith("its supervisor then gave up at 13:51:33 UTC (`gave up: seat4 entered FATAL state, too many "
+                         "start retries too quickly`), and on 3 others by 13:51:34 UTC."), said

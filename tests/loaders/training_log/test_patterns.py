@@ -332,6 +332,21 @@ def test_a_supervisors_word_that_it_started_its_program_gives_the_program_and_it
     assert [r.rsplit("/", 1)[-1] for r in starts["ref"]] == ["sup.log:2", "sup.log:3"]
 
 
+def test_a_supervisors_word_that_it_stops_restarting_names_its_program_where_it_does(tmp_path):
+    """supervisord's `gave up:` (Supervisor/supervisor's process.py wording, as in the seat#33 log
+    of the corpus) names its program; a Python loop's `giving up after 3 attempts`
+    (h100-1gpu-segv-supervisor's supervise.py) does not. A library's own giving up on something
+    else, with no count of tries, is no supervisor's word."""
+    ev = _events_of(tmp_path,
+        "2014-04-22 13:51:33,472 INFO gave up: seat4 entered FATAL state, too many start retries too quickly\n"
+        "2026-12-06 10:15:07,566 ERROR giving up after 3 attempts\n"
+        "2026-12-06 10:15:08,000 WARNING Giving up on the fast tokenizer; using the slow one\n")
+    quit = ev[ev["kind"] == "gave_up"]
+    assert [r.rsplit(":", 1)[-1] for r in quit["ref"]] == ["1", "2"]
+    assert quit["program"].tolist()[0] == "seat4" and pd.isna(quit["program"].tolist()[1])
+    assert set(quit["by"]) == {"supervisor"}
+
+
 def test_an_early_stopping_rules_last_word_stops_the_training_and_its_counter_does_not(tmp_path):
     ev = _events_of(tmp_path,
         "2026-12-06 10:14:19,000 EarlyStopping counter: 3 out of 3\n"
