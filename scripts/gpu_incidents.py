@@ -122,6 +122,21 @@ did (what the README of the incident is written from), which the incident folder
                        its own log): the operator tails an older run's log, takes the run for stuck and
                        launches the same command again; its c10d store cannot bind the port (EADDRINUSE)
                        and it dies at once; the operator kills the first by its PID and relaunches
+    tb-hang            `nohup python3 train.py --run-name lm-a ... > nohup.out 2>&1 &`, plain PyTorch whose
+                       metrics go only to TensorBoard (runs/lm-a): after step 470 its producer thread blocks
+                       for good and the loop waits on queue.get() (alive, memory held, 0 % GPU, nothing more
+                       written); a minute later the operator looks, `kill`s it (its SIGTERM handler never
+                       gets to act), `kill -9`s it and resumes from the step-400 checkpoint into the same
+                       log dir, which trains ~40 s to its end
+    resume-mismatch    `nohup ./run.sh ... > /dev/null 2>&1 &`, a launcher writing one log per launch
+                       (logs/train_<start time>.log): the operator kills a run after ~60 s, resumes it
+                       with a wider model (--n-embd 1024): load_state_dict's size mismatch in start-up,
+                       twice (then --n-layer 12 too); moves ckpt aside and starts afresh from step 0
+    cpu-starved        `nohup python3 train.py ... > logs/train.log 2>&1 &`, plain PyTorch whose 4 DataLoader
+                       workers tokenize raw text in pure Python: ~60 s in, another user's CPU job (a pool of
+                       two busy workers a core, `python3 preprocess_shards.py`) starts on the host; the rate
+                       falls (the step waits on data); ~40 s later the operator finds it in `top` and kills it
+                       by its PID; the rate recovers and the run ends by itself ~45 s later
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -3522,6 +3537,1323 @@ def port_in_use(r: Recording) -> None:
         watcher.join(timeout=5)
 
 
+# A plain PyTorch trainer whose metrics go only to TensorBoard (runs/<run-name>, flushed every 5 s);
+# its stdout holds a banner and its checkpoint lines. Batches come from a producer thread through a
+# bounded queue; with --hang-at the producer blocks for good before that step's batch (an Event
+# nobody sets, as a deadlock would) and the loop waits in queue.get() with no timeout. A SIGTERM
+# handler (save and exit after the current step, for preemption) never gets to act while it waits.
+TB_TRAIN = r'''"""Train a small GPT-style LM on a synthetic token stream; metrics go to TensorBoard.
+
+    nohup python3 train.py --run-name lm-a > nohup.out 2>&1 &
+    tensorboard --logdir runs
+
+Batches are made by a producer thread and handed over through a bounded queue (a prefetcher).
+A checkpoint goes to ckpt/last.pt every --ckpt-every steps; --resume goes on from it, logging into
+the same runs/<run-name>. On SIGTERM it saves a checkpoint after the current step and exits.
+"""
+import argparse
+import math
+import os
+import queue
+import signal
+import threading
+import time
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+from torch.utils.tensorboard import SummaryWriter
+
+p = argparse.ArgumentParser()
+p.add_argument("--run-name", required=True, help="TensorBoard logs go to runs/<run-name>")
+p.add_argument("--resume", action="store_true", help="go on from --ckpt")
+p.add_argument("--ckpt", default="ckpt/last.pt")
+p.add_argument("--ckpt-every", type=int, default=100)
+p.add_argument("--seconds", type=float, default=3600, help="training time budget")
+p.add_argument("--max-steps", type=int, default=20000)
+p.add_argument("--device", default="cuda")
+p.add_argument("--n-layer", type=int, default=12)
+p.add_argument("--n-head", type=int, default=16)
+p.add_argument("--n-embd", type=int, default=1024)
+p.add_argument("--block-size", type=int, default=1024)
+p.add_argument("--vocab-size", type=int, default=32768)
+p.add_argument("--batch-size", type=int, default=16)
+p.add_argument("--lr", type=float, default=3e-4)
+p.add_argument("--warmup", type=int, default=100)
+p.add_argument("--log-every", type=int, default=10)
+p.add_argument("--prefetch", type=int, default=8, help="batches the producer may run ahead")
+p.add_argument("--seed", type=int, default=1337)
+p.add_argument("--hang-at", type=int, default=-1,
+               help="testing: the producer blocks for good before the batch of this step")
+args = p.parse_args()
+
+torch.manual_seed(args.seed)
+torch.backends.cuda.matmul.allow_tf32 = True
+device = args.device
+cuda = device.startswith("cuda")
+ctx = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else torch.autocast("cpu", enabled=False)
+tokens_per_step = args.batch_size * args.block_size
+
+
+def make_batch(i):
+    """The batch of step i, (batch, block + 1) token ids: random walks over the vocabulary (each id
+    the last plus 0-15), seeded by the step, so a resumed run sees the same batches."""
+    g = torch.Generator().manual_seed(args.seed * 1_000_003 + i)
+    start = torch.randint(0, args.vocab_size, (args.batch_size, 1), generator=g)
+    walk = (start + torch.randint(0, 16, (args.batch_size, args.block_size + 1), generator=g).cumsum(1)) % args.vocab_size
+    return walk.pin_memory() if cuda else walk
+
+
+batches = queue.Queue(maxsize=args.prefetch)
+
+
+def producer(first):
+    i = first
+    while True:
+        if i == args.hang_at:
+            threading.Event().wait()  # nobody ever sets it
+        batches.put(make_batch(i))
+        i += 1
+
+
+''' + GPT_MODEL + r'''
+model = GPT().to(device)
+optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=cuda)
+print(f"{args.run_name}: {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters, "
+      f"{tokens_per_step} tokens per step, TensorBoard logs in runs/{args.run_name}", flush=True)
+
+step = 0
+if args.resume:
+    state = torch.load(args.ckpt, map_location=device, weights_only=True)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    step = state["step"]
+    print(f"resumed from {args.ckpt} at step {step}", flush=True)
+
+writer = SummaryWriter(log_dir=os.path.join("runs", args.run_name), flush_secs=5)
+
+
+def lr_at(s):
+    if s < args.warmup:
+        return args.lr * (s + 1) / args.warmup
+    frac = min(1.0, (s - args.warmup) / max(1, args.max_steps - args.warmup))
+    return args.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * frac)))
+
+
+def save_checkpoint():
+    os.makedirs(os.path.dirname(args.ckpt) or ".", exist_ok=True)
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+                "config": vars(args)}, args.ckpt + ".tmp")
+    os.replace(args.ckpt + ".tmp", args.ckpt)
+    print(f"saved checkpoint step {step} to {args.ckpt}", flush=True)
+
+
+stop_requested = False
+
+
+def on_sigterm(signum, frame):
+    global stop_requested
+    stop_requested = True
+    print("SIGTERM: saving a checkpoint and stopping after this step", flush=True)
+
+
+signal.signal(signal.SIGTERM, on_sigterm)
+threading.Thread(target=producer, args=(step,), name="producer", daemon=True).start()
+
+saved = step
+t_start = t0 = time.time()
+while step < args.max_steps and time.time() - t_start < args.seconds and not stop_requested:
+    lr = lr_at(step)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    chunk = batches.get().to(device, non_blocking=True)
+    with ctx:
+        loss = model(chunk[:, :-1], chunk[:, 1:])
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    step += 1
+    if step % args.log_every == 0:
+        lossf = loss.item()
+        t1 = time.time()
+        writer.add_scalar("train/loss", lossf, step)
+        writer.add_scalar("train/tokens_per_sec", args.log_every * tokens_per_step / (t1 - t0), step)
+        writer.add_scalar("train/lr", lr, step)
+        t0 = t1
+    if step % args.ckpt_every == 0:
+        save_checkpoint()
+        saved = step
+        t0 = time.time()
+if saved != step:
+    save_checkpoint()
+writer.close()
+print(f"training done at step {step}", flush=True)
+'''
+
+
+def _tb_scalars(folder: Path, tag: str = "train/loss") -> list[tuple[str, list[tuple[float, int, float]]]]:
+    """Each TensorBoard events file in `folder` (oldest first, by name) with its `tag` scalars (wall
+    time, step, value), read with TensorBoard's own reader; [] where it cannot be imported."""
+    try:
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: PLC0415
+    except ImportError:
+        return []
+    out = []
+    for f in sorted(folder.glob("events.out.tfevents.*")):
+        ea = EventAccumulator(str(f), size_guidance={"scalars": 0})
+        ea.Reload()
+        found = ea.Scalars(tag) if tag in ea.Tags().get("scalars", []) else []
+        out.append((f.name, [(e.wall_time, e.step, e.value) for e in found]))
+    return out
+
+
+def _threads(pid: str) -> tuple[int, dict[str, int], int, str]:
+    """`pid`'s threads from /proc: how many, their states (counted), their CPU ticks (user + system,
+    all threads) and the main thread's wchan."""
+    states: dict[str, int] = {}
+    ticks, n = 0, 0
+    for task in Path(f"/proc/{pid}/task").glob("[0-9]*"):
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        n += 1
+        states[fields[0]] = states.get(fields[0], 0) + 1
+        ticks += int(fields[11]) + int(fields[12])
+    try:
+        wchan = Path(f"/proc/{pid}/wchan").read_text().strip() or "0"
+    except OSError:
+        wchan = "?"
+    return n, states, ticks, wchan
+
+
+def _smi_rows(r: Recording, since: float, until: float) -> str:
+    """logs/smi.csv between two times (time.time()): rows, utilization and memory seen."""
+    path = r.dir / "logs" / "smi.csv"
+    if not path.exists():
+        return "no smi.csv"
+    util, mem = [], []
+    for line in path.read_text(errors="replace").splitlines()[1:]:
+        cells = [c.strip() for c in line.split(",")]
+        try:
+            t = dt.datetime.strptime(cells[0], "%Y/%m/%d %H:%M:%S.%f").replace(tzinfo=dt.UTC).timestamp()
+        except (ValueError, IndexError):
+            continue
+        if since <= t <= until:
+            util.append(cells[5])
+            mem.append(int(cells[3].split()[0]))
+    return (f"smi.csv {_utc(since)}-{_utc(until)}: {len(util)} rows, utilization {sorted(set(util))}, memory.used "
+            f"{min(mem) if mem else '?'}-{max(mem) if mem else '?'} MiB")
+
+
+def tb_hang(r: Recording) -> None:
+    r.gpus_and_processes()
+    (r.dir / "train.py").write_text(TB_TRAIN)
+    py = _python3()
+    # the dry run: a model one CPU thread steps through at a few dozen steps a second
+    model = "" if r.gpu else (" --device cpu --n-layer 2 --n-head 2 --n-embd 128 --block-size 128 "
+                              "--vocab-size 2048 --batch-size 8")
+    hang_at, look, budget2 = 470, 60, (40 if r.gpu else 25)
+    cmd1 = f"nohup {py} train.py --run-name lm-a --hang-at {hang_at}{model} > nohup.out 2>&1 &"
+    cmd2 = f"nohup {py} train.py --run-name lm-a --resume --seconds {budget2}{model} >> nohup.out 2>&1 &"
+    smi = "nvidia-smi" if r.gpu else "uptime"
+    tb = r.dir / "runs" / "lm-a"
+    env = replay_scenarios._SHELL_ENV
+    saved = dict(env)
+    if not r.gpu:
+        env["OMP_NUM_THREADS"] = "1"
+    op = Transcript(r.dir)
+
+    def text(rel: str = "nohup.out") -> str:
+        path = r.dir / rel
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def ours() -> list[str]:
+        """This folder's python processes running train.py (the driver reads /proc)."""
+        found = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                argv = cmdline.read_bytes().split(b"\0")
+                if ("python" in argv[0].decode(errors="replace") and b"train.py" in argv[1:3]
+                        and Path(os.readlink(cmdline.parent / "cwd")).is_relative_to(r.dir.resolve())):
+                    found.append(cmdline.parent.name)
+            except (OSError, IndexError):
+                pass
+        return sorted(found, key=int)
+
+    def tb_said() -> str:
+        files = _tb_scalars(tb)
+        if not files:
+            return "no TensorBoard events file (or no reader)"
+        return "; ".join(f"{name}: {len(s)} train/loss scalars" + (
+            f", step {s[0][1]} ({_utc(s[0][0])}, loss {s[0][2]:.4f}) to step {s[-1][1]} ({_utc(s[-1][0])}, loss "
+            f"{s[-1][2]:.4f})" if s else "") for name, s in files)
+
+    # each trainer, from when the driver first sees it to when it has exited (0.1 s)
+    seen: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        alive: set[str] = set()
+        while not done.is_set():
+            for pid in ours():
+                if pid in seen:
+                    continue
+                fields = _proc_stat(pid)
+                if not fields or fields[0] == "Z":
+                    continue
+                seen.append(pid)
+                alive.add(pid)
+                r.truth(f"run {len(seen)}: trainer PID {pid} seen (parent {fields[1]}); ckpt/last.pt "
+                        f"{'exists' if (r.dir / 'ckpt' / 'last.pt').exists() else 'does not exist'}")
+            for pid in sorted(alive):
+                fields = _proc_stat(pid)
+                if fields and fields[0] != "Z":
+                    continue
+                alive.discard(pid)
+                last = text().strip().splitlines()
+                r.truth(f"run {seen.index(pid) + 1}: trainer PID {pid} exited ({_wait_status(fields)}); nohup.out's "
+                        f"last line {last[-1] if last else '(empty)'!r}")
+            time.sleep(0.1)
+
+    def trainer(n: int, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and len(seen) < n:
+            time.sleep(0.1)
+        return seen[n - 1] if len(seen) >= n else "?"
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    try:
+        r.truth(f"train.py is in the folder: plain PyTorch, metrics only to TensorBoard (runs/lm-a, train/loss, "
+                f"train/tokens_per_sec, train/lr every 10 steps, flush_secs=5), stdout only a banner and its "
+                f"checkpoint lines (ckpt/last.pt every 100 steps); batches from a producer thread through "
+                f"queue.Queue(maxsize=8); --hang-at {hang_at}: the producer blocks for good (an Event nobody "
+                f"sets) before the batch of step {hang_at + 1}, and the loop waits in queue.get() with no timeout; "
+                f"a SIGTERM handler asks for a checkpoint and a stop after the current step")
+        watcher.start()
+        r.truth(f"run 1: operator types `{cmd1}`")
+        op.run(cmd1)
+        pid1 = trainer(1)
+        r.truth(f"run 1 running: PID {pid1} ({_program(pid1)})")
+
+        # the hang: the loop has done step `hang_at` and logged it; TensorBoard's writer flushes it
+        # within 5 s, then nothing more comes
+        deadline = time.monotonic() + (300 if r.gpu else 400)
+        scalars: list[tuple[float, int, float]] = []
+        while time.monotonic() < deadline:
+            files = _tb_scalars(tb)
+            scalars = files[0][1] if files else []
+            if scalars and scalars[-1][1] >= hang_at:
+                break
+            if pid1.isdigit() and _proc_stat(pid1)[:1] in ([], ["Z"]):
+                break
+            time.sleep(2)
+        hung_at = scalars[-1][0] if scalars else time.time()
+        saves = re.findall(r"saved checkpoint step (\d+)", text())
+        r.truth(f"run 1's last TensorBoard step: {scalars[-1][1] if scalars else '?'} (its wall time "
+                f"{_utc(hung_at)}): the loop has done {hang_at} steps and waits for the batch of step {hang_at + 1}; "
+                f"last checkpoint in nohup.out: step {saves[-1] if saves else '?'}; {tb_said()}")
+        time.sleep(8)
+        before = _threads(pid1)
+        r.truth(f"run 1 (PID {pid1}) {time.time() - hung_at:.1f} s after its last step: /proc says {before[0]} "
+                f"threads, states {before[1]}, {before[2]} CPU ticks in all, main thread's wchan {before[3]!r}; "
+                f"{tb_said()}")
+        time.sleep(max(0.0, hung_at + look - time.time()))
+
+        after = _threads(pid1)
+        r.truth(f"~{look} s after the hang the operator looks; run 1 (PID {pid1}): {after[0]} threads, states "
+                f"{after[1]}, CPU ticks {after[2]} (+{after[2] - before[2]} since the driver's last look); "
+                f"{_smi_rows(r, hung_at + 2, time.time())}; {tb_said()}")
+        op.run("tail nohup.out")
+        shown, _ = op.run(smi)
+        listed = re.findall(r"^\|\s+\d+\s+\S+\s+\S+\s+(\d+)\s+C\s", shown, re.M) if r.gpu else []
+        op.run("ls -la --time-style=full-iso runs/lm-a/")
+        if not listed:
+            shown, _ = op.run("ps aux | grep '[t]rain.py'")
+            listed = re.findall(r"^\S+\s+(\d+)\s", shown, re.M)
+        pid = pid1 if pid1 in listed else (listed[0] if listed else pid1)
+        r.truth(f"the operator reads PIDs {listed} ({'nvidia-smi' if r.gpu else 'ps'}) and types `kill {pid}`")
+        time.sleep(3)
+        op.run(f"kill {pid}")
+        sent = time.time()
+        gone = _exited(pid1, 10)
+        r.truth(f"run 1 (PID {pid1}) {'exited' if gone else 'still running'} {time.time() - sent:.1f} s after the "
+                f"SIGTERM; nohup.out's last lines {text().strip().splitlines()[-2:]}")
+        if not gone:
+            op.run(f"ps -o pid,stat,etime,args -p {pid}")
+            r.truth(f"the operator types `kill -9 {pid}`")
+            op.run(f"kill -9 {pid}")
+            r.truth(f"run 1 (PID {pid1}) {'gone' if _exited(pid1, 15) else 'still running 15 s after SIGKILL'}")
+        time.sleep(3)
+        op.run("tail -n 3 nohup.out")
+        op.run("ls -la --time-style=full-iso ckpt/")
+        time.sleep(5)
+
+        r.truth(f"run 2: operator types `{cmd2}` (no --hang-at; the same --run-name, so the same runs/lm-a)")
+        op.run(cmd2)
+        pid2 = trainer(2)
+        r.truth(f"run 2 running: PID {pid2} ({_program(pid2)})")
+        r.wait_for("nohup.out", "resumed from", 120 if r.gpu else 200)
+        resumed_line = _last(r"resumed from \S+ at step \d+", text())
+        r.truth(f"run 2 logged {resumed_line!r}")
+        r.wait_for("nohup.out", "training done", budget2 + (180 if r.gpu else 300))
+        if pid2.isdigit():
+            _exited(pid2, 60)
+        time.sleep(6)
+        files = _tb_scalars(tb)
+        found = re.findall(r"resumed from \S+ at step (\d+)", text())
+        resumed = int(found[-1]) if found else None
+        done_line = _last(r"training done at step \d+", text())
+        r.truth(f"run 2 (PID {pid2}) ended: {done_line!r}; resumed at step "
+                f"{resumed}, so steps {resumed + 1 if resumed is not None else '?'}-{hang_at} were trained again "
+                f"({hang_at - resumed if resumed is not None else '?'} steps); {tb_said()}")
+        if len(files) >= 2 and files[0][1] and files[1][1]:
+            same = {s: v for _, s, v in files[0][1]}
+            pairs = [(s, same[s], v) for _, s, v in files[1][1] if s in same]
+            r.truth(f"the steps both events files hold: {[p[0] for p in pairs]}; train/loss run 1 vs run 2: "
+                    f"{[(s, round(a, 4), round(b, 4)) for s, a, b in pairs[:4]]}")
+        r.truth(f"operator's last look: `tail -n 4 nohup.out`, `{smi}`, `ls -la --time-style=full-iso runs/lm-a/`")
+        op.run("tail -n 4 nohup.out")
+        op.run(smi)
+        op.run("ls -la --time-style=full-iso runs/lm-a/")
+        time.sleep(3)
+    finally:
+        env.clear()
+        env.update(saved)
+        for pid in seen:
+            if _proc_stat(pid)[:1] not in ([], ["Z"]):
+                r.truth(f"PID {pid} still running at the end: SIGKILL")
+                subprocess.run(["kill", "-9", pid], check=False)
+        time.sleep(1)
+        done.set()
+        watcher.join(timeout=5)
+        # the checkpoints are the trainer's state, not evidence (GBs); the `ls -la ckpt/` keeps their sizes
+        for f in (r.dir / "ckpt").glob("*"):
+            r.truth(f"removed {f.relative_to(r.dir)} ({f.stat().st_size} bytes)")
+            f.unlink()
+
+
+# A homegrown trainer whose model is built from its flags alone and whose --resume loads
+# ckpt/last.pt into it: a resume after a change of width or depth fails in load_state_dict.
+# Python `logging` in UTC; no SIGTERM handler (a `kill` ends it where it is).
+RM_TRAIN = r'''"""Train a small GPT-style LM on a synthetic token stream, checkpointing to ckpt/last.pt every 100 steps.
+
+    python3 train.py --n-layer 8 --n-embd 768 --seconds 600
+    python3 train.py --resume --n-layer 8 --n-embd 768     # go on from ckpt/last.pt
+"""
+import argparse
+import logging
+import os
+import time
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+p = argparse.ArgumentParser()
+p.add_argument("--n-layer", type=int, default=8)
+p.add_argument("--n-head", type=int, default=16)
+p.add_argument("--n-embd", type=int, default=768)
+p.add_argument("--block-size", type=int, default=1024)
+p.add_argument("--vocab-size", type=int, default=32768)
+p.add_argument("--batch-size", type=int, default=32)
+p.add_argument("--lr", type=float, default=1e-3)
+p.add_argument("--warmup", type=int, default=100, help="steps of linear warm-up")
+p.add_argument("--seconds", type=float, default=3600, help="stop after this many seconds of training")
+p.add_argument("--resume", action="store_true", help="go on from --ckpt")
+p.add_argument("--ckpt", default="ckpt/last.pt")
+p.add_argument("--save-every", type=int, default=100)
+p.add_argument("--log-every", type=int, default=20)
+p.add_argument("--device", default="cuda")
+p.add_argument("--seed", type=int, default=1337)
+args = p.parse_args()
+
+logging.Formatter.converter = time.gmtime  # UTC
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+log = logging.getLogger("train")
+log.info("config: %s", vars(args))
+
+torch.manual_seed(args.seed)
+torch.backends.cuda.matmul.allow_tf32 = True
+device = args.device
+cuda = device.startswith("cuda")
+ctx = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else torch.autocast("cpu", enabled=False)
+
+# data: a synthetic token stream (each token the previous one plus a random step of 0-15)
+n_tokens = 20_000_000 if cuda else 1_000_000
+g = torch.Generator().manual_seed(42)
+data = (torch.randint(0, 16, (n_tokens,), generator=g).cumsum(0) % args.vocab_size).to(device)
+
+
+def get_batch():
+    ix = torch.randint(n_tokens - args.block_size - 1, (args.batch_size,), device=device)
+    chunk = data[ix[:, None] + torch.arange(args.block_size + 1, device=device)]
+    return chunk[:, :-1], chunk[:, 1:]
+
+
+''' + GPT_MODEL + r'''
+model = GPT().to(device)
+log.info("model: %d layers, width %d, %.1fM parameters", args.n_layer, args.n_embd,
+         sum(p.numel() for p in model.parameters()) / 1e6)
+optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=cuda)
+
+step = 0
+if args.resume and os.path.exists(args.ckpt):
+    log.info("resuming from %s", args.ckpt)
+    state = torch.load(args.ckpt, map_location=device, weights_only=True)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    step = state["step"]
+    log.info("resumed at step %d", step)
+elif args.resume:
+    log.info("no checkpoint at %s, starting from scratch", args.ckpt)
+else:
+    log.info("starting from scratch")
+
+
+def save_checkpoint():
+    os.makedirs(os.path.dirname(args.ckpt) or ".", exist_ok=True)
+    tmp = args.ckpt + ".tmp"
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+                "config": vars(args)}, tmp)
+    os.replace(tmp, args.ckpt)
+    log.info("saved checkpoint step %d to %s", step, args.ckpt)
+
+
+log.info("training from step %d for %.0f s", step, args.seconds)
+start = t0 = time.time()
+while True:
+    for group in optimizer.param_groups:
+        group["lr"] = args.lr * min(1.0, (step + 1) / args.warmup)
+    x, y = get_batch()
+    with ctx:
+        loss = model(x, y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    step += 1
+    if step % args.log_every == 0:
+        lossf = loss.item()
+        t1 = time.time()
+        log.info("step %d | loss %.2f | %s tok/s", step, lossf,
+                 f"{args.log_every * args.batch_size * args.block_size / (t1 - t0):,.0f}")
+        t0 = t1
+    if step % args.save_every == 0:
+        save_checkpoint()
+        t0 = time.time()
+    if time.time() - start >= args.seconds:
+        break
+save_checkpoint()
+log.info("training done at step %d (%.0f s)", step, time.time() - start)
+'''
+
+# The operator's launcher, edited between runs as people do: one log per launch, named by its start
+# time (the machine's local time, `date`). {flags}: none on a GPU; the dry run's CPU model.
+RM_RUN_SH = """#!/bin/bash
+# start train.py; one log per launch: logs/train_<start time>.log
+mkdir -p logs
+{python} train.py{flags} "$@" > logs/train_$(date +%Y%m%d_%H%M%S).log 2>&1
+"""
+
+# The driver's probe (a sitecustomize on the trainers' PYTHONPATH, outside the folder): samples the
+# trainer's global `step` every 0.1 s into <dir>/<pid>.step, and marks a normal interpreter exit.
+RM_PROBE = r'''import atexit, os, sys, threading, time
+
+_dir = os.environ.get("RM_PROBE_DIR")
+if _dir:
+    _base = os.path.join(_dir, str(os.getpid()))
+
+    def _sample():
+        while True:
+            n = getattr(sys.modules.get("__main__"), "step", None)
+            if isinstance(n, int):
+                with open(_base + ".step.tmp", "w") as f:
+                    f.write(f"{time.time():.3f} {n}\n")
+                os.replace(_base + ".step.tmp", _base + ".step")
+            time.sleep(0.1)
+
+    threading.Thread(target=_sample, daemon=True).start()
+    atexit.register(lambda: open(_base + ".exit", "w").write(f"{time.time():.3f}\n"))
+
+# the sitecustomize this one shadows (a distribution's), if any, runs as it would have
+try:
+    import importlib.machinery, importlib.util
+    _here = os.path.dirname(os.path.abspath(__file__))
+    _spec = importlib.machinery.PathFinder.find_spec(
+        "sitecustomize", [d for d in sys.path if os.path.abspath(d or ".") != _here])
+    if _spec and _spec.loader:
+        _spec.loader.exec_module(importlib.util.module_from_spec(_spec))
+except Exception:
+    pass
+'''
+
+
+def resume_mismatch(r: Recording) -> None:
+    r.smi_stream()
+    r.smi_apps()
+    # r.ps_loop()'s form, whose filter also keeps the launcher (`/bin/bash ./run.sh ...`)
+    r.background("while true; do echo \"# $(date -u +%Y-%m-%dT%H:%M:%SZ)\"; "
+                 "ps -eo pid,ppid,pgid,sid,user,lstart,etimes,stat,args ww | grep -E '^ *PID|[p]ython|[r]un\\.sh'; "
+                 "sleep 2; done", "logs/ps.txt")
+    (r.dir / "train.py").write_text(RM_TRAIN)
+    # the dry run: a model the CPU steps through (one thread), logging and saving more rarely
+    cpu_flags = "" if r.gpu else (" --device cpu --n-head 4 --block-size 64 --vocab-size 2048 --batch-size 8 "
+                                  "--log-every 100")
+    (r.dir / "run.sh").write_text(RM_RUN_SH.format(python=_python3(), flags=cpu_flags))
+    (r.dir / "run.sh").chmod(0o755)
+    layers, width, wider, deeper = (8, 768, 1024, 12) if r.gpu else (2, 64, 96, 3)
+    probe = r.dir.parent / f"{r.name}.probe"
+    shutil.rmtree(probe, ignore_errors=True)
+    probe.mkdir()
+    (probe / "sitecustomize.py").write_text(RM_PROBE)
+    env = replay_scenarios._SHELL_ENV
+    saved = dict(env)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(probe), env.get("PYTHONPATH")]))
+    env["RM_PROBE_DIR"] = str(probe)
+    if not r.gpu:
+        env["OMP_NUM_THREADS"] = "1"
+    op = Transcript(r.dir)
+    typed: list[str] = []  # the operator's commands, in order: bash's history
+    logs = r.dir / "logs"
+    smi = "nvidia-smi" if r.gpu else "uptime"
+
+    def run(cmd: str) -> str:
+        typed.append(cmd)
+        return op.run(cmd)[0]
+
+    def text(log: str) -> str:
+        path = logs / log
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def last_line(log: str) -> str:
+        lines = text(log).strip().splitlines()
+        return lines[-1][:300] if lines else "(empty)"
+
+    # each process of the incident (the launcher's bash, the trainer), from when the driver first sees it
+    # to when it has exited, read from /proc every 0.1 s
+    run_of: dict[str, int] = {}
+    role: dict[str, str] = {}
+    exited: dict[str, str] = {}
+    current = [0]
+    done = threading.Event()
+
+    def ours() -> dict[str, str]:
+        found = {}
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                argv = cmdline.read_bytes().split(b"\0")
+                if not Path(os.readlink(cmdline.parent / "cwd")).is_relative_to(r.dir.resolve()):
+                    continue
+                if b"python" in argv[0] and b"train.py" in argv[1:2]:
+                    found[cmdline.parent.name] = "trainer"
+                elif argv[0].endswith(b"bash") and argv[1:2] == [b"./run.sh"]:
+                    found[cmdline.parent.name] = "run.sh"
+            except (OSError, IndexError, ValueError):
+                pass
+        return found
+
+    def watch() -> None:
+        alive: set[str] = set()
+        while not done.is_set():
+            for pid, what in ours().items():
+                fields = _proc_stat(pid)
+                if pid in role or not fields or fields[0] == "Z":
+                    continue
+                run_of[pid], role[pid] = current[0], what
+                alive.add(pid)
+                try:
+                    args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    args = "?"
+                r.truth(f"run {current[0]} {what}: PID {pid} seen (parent {fields[1]}): {args.strip()[:200]!r}")
+            for pid in sorted(alive):
+                fields = _proc_stat(pid)
+                if fields and fields[0] != "Z":
+                    continue
+                alive.discard(pid)
+                exited[pid] = _wait_status(fields)
+                r.truth(f"run {run_of[pid]} {role[pid]} PID {pid} exited ({exited[pid]})")
+            time.sleep(0.1)
+
+    def pid_of(n: int, what: str, timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [p for p, k in list(run_of.items()) if k == n and role.get(p) == what]
+            if found:
+                return found[0]
+            if time.monotonic() >= deadline:
+                return "?"
+            time.sleep(0.1)
+
+    def gone(pid: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if pid in exited:
+                return True
+            time.sleep(0.1)
+        return False
+
+    def sampled(pid: str) -> str:
+        path, mark = probe / f"{pid}.step", probe / f"{pid}.exit"
+        step = "no sample"
+        if path.exists():
+            t, n = path.read_text().split()
+            step = f"step {n} at {_utc(float(t))}"
+        return (f"probe: last sample of `step`: {step}; normal interpreter exit (atexit): "
+                f"{_utc(float(mark.read_text())) if mark.exists() else 'none'}")
+
+    def said(log: str) -> str:
+        t = text(log)
+        steps = re.findall(r"(\S+ \S+) INFO step (\d+) \|", t)
+        saves = re.findall(r"saved checkpoint step (\d+)", t)
+        first = t.splitlines()[0][:23] if t.strip() else "?"
+        start = _last(r"INFO ((?:resuming from|resumed at|no checkpoint at|starting from scratch)[^\n]*)", t)
+        err = _last(r"(RuntimeError: [^\n]*)", t)
+        return (f"logs/{log}: {len(t.splitlines())} lines, first at {first}; {start!r}; "
+                + (f"step lines {steps[0][1]}-{steps[-1][1]} ({steps[0][0]} to {steps[-1][0]}); " if steps else "no step line; ")
+                + f"saved steps {saves[0] + '..' + saves[-1] if saves else 'none'} ({len(saves)}); "
+                + (f"{err!r}; " if err != "?" else "")
+                + f"'training done' in it: {'training done' in t}; last line {last_line(log)!r}")
+
+    def launch(n: int, flags: str) -> tuple[str, str, float]:
+        """Run `n`: the operator types the launch; the trainer's PID and its log (the new train_*.log)."""
+        cmd = f"nohup ./run.sh {flags} > /dev/null 2>&1 &"
+        before = {f.name for f in logs.glob("train_*.log")}
+        current[0] = n
+        r.truth(f"run {n}: operator types `{cmd}`")
+        started = time.monotonic()
+        run(cmd)
+        trainer, launcher = pid_of(n, "trainer"), pid_of(n, "run.sh", 5)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not (log := _newest(logs, "train_*.log", before)):
+            time.sleep(0.1)
+        name = log.name if log else "train_?.log"
+        r.truth(f"run {n}: run.sh is PID {launcher}, the trainer PID {trainer}; its log logs/{name}")
+        return trainer, name, started
+
+    def look(n: int, tail: int) -> str:
+        """The operator's habit: the newest logs, then the newest one's end."""
+        shown = run("ls -t logs/train_* | head -3")
+        newest = shown.split()[0] if shown.split() else "logs/train_*.log"
+        r.truth(f"operator's look after run {n}: `ls -t logs/train_* | head -3` shows {shown.split()}; "
+                f"`tail -n {tail} {newest}`")
+        run(f"tail -n {tail} {newest}")
+        return newest
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        r.truth(f"train.py (model from its flags; --resume loads ckpt/last.pt strictly; saves model, optimizer and "
+                f"step every 100 steps, atomically; no SIGTERM handler) and run.sh (`{_python3()} train.py{cpu_flags} "
+                f"\"$@\" > logs/train_$(date +%Y%m%d_%H%M%S).log 2>&1`) are in the folder; the driver's probe "
+                f"(a sitecustomize on the trainers' PYTHONPATH, in {probe}, outside the folder) samples the "
+                f"trainer's `step` every 0.1 s")
+
+        # run 1: trains ~60 s, several checkpoints; the operator stops it with `kill <pid>`
+        pid1, log1, _ = launch(1, f"--n-layer {layers} --n-embd {width} --seconds 600")
+        r.wait_for(f"logs/{log1}", "saved checkpoint step 100 ", 240)
+        r.truth(f"run 1 saved its step-100 checkpoint; {said(log1)}")
+        look(1, 3)
+        run(smi)
+        r.wait_for(f"logs/{log1}", "training from step", 60)
+        began = re.search(r"(\S+ \S+) INFO training from step", text(log1))
+        t_began = (dt.datetime.strptime(began.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=dt.UTC).timestamp()
+                   if began else time.time())
+        time.sleep(max(0.0, t_began + 60 - time.time()))
+        r.truth(f"~60 s of run 1's training; operator looks and stops it; {said(log1)}")
+        run(f"tail -n 2 logs/{log1}")
+        shown = run("pgrep -af train.py")
+        listed = [ln.split()[0] for ln in shown.splitlines() if "train.py" in ln]
+        r.truth(f"`pgrep -af train.py` lists {listed}; the driver's run-1 trainer is {pid1}: operator types `kill {pid1}`")
+        run(f"kill {pid1}")
+        r.truth(f"kill {pid1} returned; {sampled(pid1)}")
+        ended = gone(pid1, 30)
+        launcher1 = pid_of(1, "run.sh", 1)
+        gone(launcher1, 10)
+        r.truth(f"run 1 trainer (PID {pid1}) {'exited' if ended else 'still running 30 s after the kill'}; "
+                f"{sampled(pid1)}; run.sh PID {launcher1}: {exited.get(launcher1, 'not seen exiting')}; {said(log1)}")
+        time.sleep(4)
+        run("ls -la ckpt/")
+        time.sleep(6)
+
+        # run 2: the wider model, resumed from run 1's checkpoint: load_state_dict fails in start-up
+        r.truth(f"the operator changes the command to a wider model (--n-embd {wider}) and resumes")
+        pid2, log2, started = launch(2, f"--resume --n-layer {layers} --n-embd {wider}")
+        ended = gone(pid2, 180)
+        r.truth(f"run 2 trainer (PID {pid2}) {'exited' if ended else 'still running after 180 s'}; {sampled(pid2)}; "
+                f"run.sh: {exited.get(pid_of(2, 'run.sh', 1), 'not seen exiting')}; {said(log2)}")
+        time.sleep(max(0.0, started + 30 - time.monotonic()))
+        look(2, 5)
+        time.sleep(5)
+
+        # run 3: deeper as well, the same failure
+        r.truth(f"the operator tries --n-layer {deeper} as well")
+        pid3, log3, started = launch(3, f"--resume --n-layer {deeper} --n-embd {wider}")
+        ended = gone(pid3, 180)
+        r.truth(f"run 3 trainer (PID {pid3}) {'exited' if ended else 'still running after 180 s'}; {sampled(pid3)}; "
+                f"run.sh: {exited.get(pid_of(3, 'run.sh', 1), 'not seen exiting')}; {said(log3)}")
+        time.sleep(max(0.0, started + 20 - time.monotonic()))
+        look(3, 5)
+        run("ls -la ckpt/")
+        time.sleep(4)
+
+        # gives up on resuming: the checkpoint moved aside, a fresh start of the wider model
+        old = f"ckpt_old_{width}"
+        r.truth(f"the operator gives up on resuming: `mv ckpt {old}`, then a fresh start")
+        run(f"mv ckpt {old}")
+        time.sleep(3)
+        pid4, log4, _ = launch(4, f"--n-layer {layers} --n-embd {wider} --seconds 60")
+        r.wait_for(f"logs/{log4}", "INFO step ", 180)
+        time.sleep(15)
+        look(4, 2)
+        ended = gone(pid4, 240)
+        r.truth(f"run 4 trainer (PID {pid4}) {'exited' if ended else 'still running after 240 s'}; {sampled(pid4)}; "
+                f"run.sh: {exited.get(pid_of(4, 'run.sh', 1), 'not seen exiting')}; {said(log4)}")
+        time.sleep(3)
+        run(f"tail -n 3 logs/{log4}")
+        run(f"ls -la ckpt/ {old}/")
+        run(smi)
+        time.sleep(2)
+        for n, log in ((1, log1), (2, log2), (3, log3), (4, log4)):
+            r.truth(f"summary run {n}: run.sh PID {pid_of(n, 'run.sh', 0)}, trainer PID {pid_of(n, 'trainer', 0)}; "
+                    f"{said(log)}")
+    finally:
+        env.clear()
+        env.update(saved)
+        (r.dir / "bash_history").write_text("".join(f"{cmd}\n" for cmd in typed))
+        r.truth(f"bash_history written: the {len(typed)} commands the operator typed, in order, no times")
+        r.stop_ours("train.py")
+        time.sleep(1)
+        done.set()
+        watcher.join(timeout=5)
+        # the checkpoints are the trainer's state, not evidence (GBs); the `ls -la` listings keep their sizes
+        for f in sorted(r.dir.glob("ckpt*/*")):
+            r.truth(f"removed {f.relative_to(r.dir)} ({f.stat().st_size} bytes)")
+            f.unlink()
+
+
+# cpu-starved: the trainer (its input pipeline is CPU work: a pure-Python tokenizer in its DataLoader
+# workers) and the other user's job (a pool of busy workers), written outside the incident folder.
+CPU_STARVED_TRAIN = r'''"""Train a small GPT-style LM on text tokenized on the fly.
+
+The corpus is raw text; each sample is cleaned and tokenized when the DataLoader asks for it (a
+BERT-style basic tokenizer and WordPiece, in pure Python), in --num-workers worker processes.
+"""
+import argparse
+import logging
+import math
+import random
+import time
+import unicodedata
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+p = argparse.ArgumentParser()
+p.add_argument("--seconds", type=float, default=600, help="training time budget")
+p.add_argument("--batch-size", type=int, default=32)
+p.add_argument("--block-size", type=int, default=512)
+p.add_argument("--n-layer", type=int, default=6)
+p.add_argument("--n-head", type=int, default=8)
+p.add_argument("--n-embd", type=int, default=512)
+p.add_argument("--vocab-size", type=int, default=8192)
+p.add_argument("--lr", type=float, default=6e-4)
+p.add_argument("--num-workers", type=int, default=4)
+p.add_argument("--log-interval", type=int, default=100)
+p.add_argument("--device", default="cuda")
+p.add_argument("--seed", type=int, default=1337)
+args = p.parse_args()
+
+logging.Formatter.converter = time.gmtime
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+log = logging.getLogger("train")
+
+# ---------------------------------------------------------------------------------------------
+# the corpus: documents of words drawn (Zipf) from a lexicon of syllable words
+SYLLABLES = [c + v + e for c in "bdfgklmnprstvz" for v in "aeiou" for e in ("", "n", "r", "s")]
+_rng = random.Random(0)
+LEXICON = sorted({"".join(_rng.choices(SYLLABLES, k=_rng.choice((1, 2, 2, 3, 3, 4)))) for _ in range(30000)})
+_rng.shuffle(LEXICON)
+CUM_WEIGHTS = list(__import__("itertools").accumulate(1.0 / (r + 10) for r in range(len(LEXICON))))
+ACCENTED = {"e": "é", "a": "à", "o": "ö", "u": "ü", "n": "ñ"}
+
+
+def document(index):
+    """The raw text of document `index` (a few thousand characters)."""
+    rng = random.Random(index)
+    sentences = []
+    for _ in range(rng.randint(30, 40)):
+        words = rng.choices(LEXICON, cum_weights=CUM_WEIGHTS, k=rng.randint(6, 18))
+        if rng.random() < 0.3:
+            i = rng.randrange(len(words))
+            words[i] = "".join(ACCENTED.get(ch, ch) if rng.random() < 0.3 else ch for ch in words[i])
+        s = " ".join(words)
+        sentences.append(s[0].upper() + s[1:] + rng.choice((".", ".", ".", "!", "?", ";", ",")))
+    return "  ".join(sentences)
+
+
+# ---------------------------------------------------------------------------------------------
+# the tokenizer: basic (clean, accents, punctuation) then WordPiece, as BERT's reference code
+
+
+def _is_whitespace(ch):
+    return ch in " \t\n\r" or unicodedata.category(ch) == "Zs"
+
+
+def _is_control(ch):
+    return ch not in "\t\n\r" and unicodedata.category(ch).startswith("C")
+
+
+def _is_punctuation(ch):
+    cp = ord(ch)
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(ch).startswith("P")
+
+
+class Tokenizer:
+    def __init__(self, vocab_size):
+        pieces = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
+        pieces += [chr(c) for c in range(33, 127)] + ["##" + chr(c) for c in range(97, 123)]
+        pieces += SYLLABLES + ["##" + s for s in SYLLABLES]
+        pieces += LEXICON
+        self.vocab = {}
+        for piece in pieces:
+            if len(self.vocab) == vocab_size:
+                break
+            self.vocab.setdefault(piece, len(self.vocab))
+        self.unk = self.vocab["[UNK]"]
+
+    def basic(self, text):
+        out = []
+        for ch in text:
+            if ord(ch) == 0 or ord(ch) == 0xFFFD or _is_control(ch):
+                continue
+            out.append(" " if _is_whitespace(ch) else ch)
+        words = []
+        for word in "".join(out).strip().split():
+            word = unicodedata.normalize("NFD", word.lower())
+            word = "".join(ch for ch in word if unicodedata.category(ch) != "Mn")
+            current = []
+            for ch in word:
+                if _is_punctuation(ch):
+                    if current:
+                        words.append("".join(current))
+                        current = []
+                    words.append(ch)
+                else:
+                    current.append(ch)
+            if current:
+                words.append("".join(current))
+        return words
+
+    def wordpiece(self, word):
+        ids, start = [], 0
+        while start < len(word):
+            end, found = len(word), None
+            while start < end:
+                piece = word[start:end] if start == 0 else "##" + word[start:end]
+                if piece in self.vocab:
+                    found = self.vocab[piece]
+                    break
+                end -= 1
+            if found is None:
+                return [self.unk]
+            ids.append(found)
+            start = end
+        return ids
+
+    def encode(self, text):
+        ids = []
+        for word in self.basic(text):
+            ids.extend(self.wordpiece(word))
+        return ids
+
+
+class Documents(Dataset):
+    """Sample i: the first block_size + 1 token ids of document i, tokenized when it is asked for."""
+
+    def __init__(self, tokenizer, block_size, seed):
+        self.tok, self.block_size, self.seed = tokenizer, block_size, seed
+
+    def __len__(self):
+        return 10**9
+
+    def __getitem__(self, i):
+        ids, part = [2], 0
+        while len(ids) < self.block_size + 1:
+            ids.extend(self.tok.encode(document(self.seed * 10**9 + i * 8 + part)))
+            ids.append(3)
+            part += 1
+        return torch.tensor(ids[: self.block_size + 1], dtype=torch.long)
+
+
+# ---------------------------------------------------------------------------------------------
+# the model
+
+
+class Block(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.h = h
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab, block, layers, heads, d):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(block, d)
+        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.head.weight = self.wte.weight
+        self.apply(self._init)
+
+    @staticmethod
+    def _init(m):
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+    def forward(self, idx, targets):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+        for b in self.blocks:
+            x = b(x)
+        logits = self.head(self.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
+
+
+def main():
+    torch.manual_seed(args.seed)
+    log.info("config: %s", vars(args))
+    device = torch.device(args.device)
+    tok = Tokenizer(args.vocab_size)
+    data = Documents(tok, args.block_size, args.seed)
+    loader = DataLoader(data, batch_size=args.batch_size, num_workers=args.num_workers,
+                        pin_memory=device.type == "cuda", persistent_workers=args.num_workers > 0)
+    model = GPT(len(tok.vocab), args.block_size, args.n_layer, args.n_head, args.n_embd).to(device)
+    log.info("model: %.1fM parameters, vocab %d; data: %d DataLoader workers, batch %d x %d tokens",
+             sum(p.numel() for p in model.parameters()) / 1e6, len(tok.vocab), args.num_workers,
+             args.batch_size, args.block_size)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1)
+    amp = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+    tokens = args.batch_size * args.block_size
+    step, waited, start = 0, 0.0, None
+    it = iter(loader)
+    t_log = time.perf_counter()
+    while True:
+        t0 = time.perf_counter()
+        batch = next(it)
+        waited += time.perf_counter() - t0
+        batch = batch.to(device, non_blocking=True)
+        with amp:
+            loss = model(batch[:, :-1], batch[:, 1:])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        if start is None:  # the clock starts after the first step (workers started, kernels warm)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            start = t_log = time.perf_counter()
+            waited = 0.0
+            log.info("first step done, training for %g s", args.seconds)
+            continue
+        if step % args.log_interval == 0:
+            lv = loss.item()  # waits for the GPU
+            now = time.perf_counter()
+            n = args.log_interval
+            log.info("step %d | loss %.3f | %.1f ms/step | %s tok/s | data %.1f ms", step, lv,
+                     1000 * (now - t_log) / n, f"{tokens * n / (now - t_log):,.0f}", 1000 * waited / n)
+            t_log, waited = now, 0.0
+            if now - start >= args.seconds:
+                break
+            if not math.isfinite(lv):
+                log.error("loss is %s, stopping", lv)
+                break
+    log.info("training done, %d steps", step)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+CPU_STARVED_HOG = r'''"""Near-duplicate filtering for the next text release: MinHash signatures of every line of every
+chunk of the raw crawl, in a pool of worker processes (one chunk per task)."""
+import argparse
+import multiprocessing as mp
+import random
+import re
+import time
+import zlib
+
+p = argparse.ArgumentParser()
+p.add_argument("--workers", type=int, default=mp.cpu_count())
+p.add_argument("--chunks", type=int, default=200000)
+p.add_argument("--lines-per-chunk", type=int, default=2000)
+p.add_argument("--num-perm", type=int, default=32)
+args = p.parse_args()
+
+WORDS = ["".join(random.Random(i).choices("abcdefghiklmnoprstuvwyz", k=random.Random(-i).randint(2, 9)))
+         for i in range(20000)]
+SEEDS = [random.Random(s).getrandbits(32) for s in range(args.num_perm)]
+CLEAN = re.compile(r"[^a-z0-9 ]+")
+
+
+def raw_lines(chunk):
+    """The chunk's raw lines (a stand-in for reading it from the crawl)."""
+    rng = random.Random(chunk)
+    return [" ".join(rng.choices(WORDS, k=rng.randint(8, 20))) for _ in range(args.lines_per_chunk)]
+
+
+def minhash(line):
+    text = CLEAN.sub(" ", line.lower())
+    shingles = {text[i:i + 5].encode() for i in range(max(1, len(text) - 4))}
+    return tuple(min(zlib.crc32(s, seed) for s in shingles) for seed in SEEDS)
+
+
+def process(chunk):
+    seen, dups = set(), 0
+    for line in raw_lines(chunk):
+        sig = minhash(line)
+        band = sig[:8]
+        if band in seen:
+            dups += 1
+        seen.add(band)
+    return chunk, dups
+
+
+def main():
+    t0 = time.time()
+    print(f"{time.strftime('%H:%M:%S')} {args.chunks} chunks, {args.workers} workers", flush=True)
+    done = dups = 0
+    with mp.Pool(args.workers) as pool:
+        for _, d in pool.imap_unordered(process, range(args.chunks)):
+            done += 1
+            dups += d
+            if done % 100 == 0:
+                print(f"{time.strftime('%H:%M:%S')} {done}/{args.chunks} chunks, {dups} near-duplicates, "
+                      f"{done / (time.time() - t0):.1f} chunks/s", flush=True)
+    print(f"{time.strftime('%H:%M:%S')} done: {done} chunks, {dups} near-duplicates", flush=True)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def _step_lines(text: str) -> list[tuple[float, int, float, float, float]]:
+    """The cpu-starved trainer's step lines: (UTC epoch, step, ms/step, tok/s, data ms)."""
+    out = []
+    for m in re.finditer(r"(?m)^(\S+ \S+) INFO step (\d+) \| loss \S+ \| ([\d.]+) ms/step \| ([\d,]+) tok/s \| "
+                         r"data ([\d.]+) ms", text):
+        t = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=dt.UTC).timestamp()
+        out.append((t, int(m.group(2)), float(m.group(3)), float(m.group(4).replace(",", "")), float(m.group(5))))
+    return out
+
+
+def _inside(lines: list[tuple[float, int, float, float, float]], start: float, end: float) -> list:
+    """The step lines whose whole interval (from the line before) lies in [start, end]."""
+    return [cur for prev, cur in zip(lines, lines[1:], strict=False) if prev[0] >= start and cur[0] <= end]
+
+
+def _phase(lines: list[tuple[float, int, float, float, float]], start: float, end: float) -> str:
+    """The step lines whose whole interval lies in [start, end]: their medians."""
+    inside = _inside(lines, start, end)
+    if not inside:
+        return "no step line wholly inside"
+    med = [statistics.median(x[i] for x in inside) for i in (2, 3, 4)]
+    return (f"{len(inside)} step lines (steps {inside[0][1]}-{inside[-1][1]}, {_utc(inside[0][0])} to "
+            f"{_utc(inside[-1][0])}): median {med[0]:.1f} ms/step, {med[1]:,.0f} tok/s, data {med[2]:.1f} ms "
+            f"(tok/s {min(x[3] for x in inside):,.0f}-{max(x[3] for x in inside):,.0f})")
+
+
+def cpu_starved(r: Recording) -> None:
+    r.smi_stream()
+    r.smi_apps()
+    r.top_loop(every=3)  # ~20 KB a snapshot with the hog's workers listed: every 3 s keeps it under 2 MB
+    (r.dir / "train.py").write_text(CPU_STARVED_TRAIN)
+    cores = len(os.sched_getaffinity(0))
+    # the dry run: a tiny model on the CPU with one DataLoader worker, the story in half the time and a
+    # hog of one worker a core (the machine is shared)
+    if r.gpu:
+        flags, seconds, before, look, hog_workers = "", 150, 60, 40, 2 * cores
+    else:
+        flags = (" --device cpu --n-layer 2 --n-head 2 --n-embd 64 --block-size 64 --batch-size 8 --vocab-size 1024 "
+                 "--num-workers 1 --log-interval 50")
+        seconds, before, look, hog_workers = 75, 25, 20, cores
+    py = _python3()
+    # the other user's job: its own folder outside the incident's, run as `nobody` where the driver can
+    # (root and setpriv), with the system's python3 (stdlib only); in the driver's session (so in the
+    # trainer's autogroup, where the kernel has them), in a process group of its own
+    other = r.dir.parent / f"{r.name}.other-user"
+    shutil.rmtree(other, ignore_errors=True)
+    other.mkdir()
+    (other / "preprocess_shards.py").write_text(CPU_STARVED_HOG)
+    import pwd  # noqa: PLC0415 - this scenario's alone
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        nobody = None
+    hog_py = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
+    as_nobody = (os.geteuid() == 0 and shutil.which("setpriv") is not None and nobody is not None
+                 and hog_py == "/usr/bin/python3")
+    if as_nobody:
+        os.chmod(other, 0o777)
+    hog_argv = [hog_py, "preprocess_shards.py", "--workers", str(hog_workers)]
+    if as_nobody:
+        hog_argv = ["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups", *hog_argv]
+    autogroup = Path("/proc/sys/kernel/sched_autogroup_enabled")
+    env = replay_scenarios._SHELL_ENV
+    saved = dict(env)
+    if not r.gpu:
+        env["OMP_NUM_THREADS"] = "1"
+    op = Transcript(r.dir)
+    hog: subprocess.Popen | None = None
+    hog_kids: list[str] = []
+
+    def text() -> str:
+        path = r.dir / "logs" / "train.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def last_line() -> str:
+        lines = text().strip().splitlines()
+        return lines[-1][:200] if lines else "(empty)"
+
+    def loadavg() -> str:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+    def trainer(timeout: float = 30) -> str:
+        """The PID of the python running train.py in this folder (nohup exec's it)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for pid in subprocess.run(["pgrep", "-f", "train.py --seconds"], capture_output=True, text=True).stdout.split():
+                try:
+                    if (Path(os.readlink(f"/proc/{pid}/cwd")).is_relative_to(r.dir.resolve())
+                            and "python" in _program(pid)):
+                        return pid
+                except OSError:
+                    pass
+            time.sleep(0.2)
+        return "?"
+
+    def children(pid: str) -> list[str]:
+        return subprocess.run(["pgrep", "-P", pid], capture_output=True, text=True).stdout.split()
+
+    try:
+        r.truth(f"machine: {cores} CPUs usable (sched_getaffinity), {os.cpu_count()} online; kernel.sched_autogroup_enabled "
+                f"{autogroup.read_text().strip() if autogroup.exists() else 'absent'}; load average {loadavg()}; "
+                f"train.py is in the folder: a GPT-style LM whose DataLoader workers build each sample from raw text "
+                f"with a pure-Python tokenizer (BERT-style basic tokenizer + WordPiece)")
+        cmd = f"nohup {py} train.py --seconds {seconds}{flags} > logs/train.log 2>&1 &"
+        r.truth(f"operator types {cmd!r}")
+        op.run(cmd)
+        pid = trainer()
+        r.truth(f"trainer PID {pid} ({_program(pid)}), session {os.getsid(int(pid)) if pid.isdigit() else '?'}")
+        if not r.wait_for("logs/train.log", "first step done", 300):
+            r.truth(f"no first step: train.log's last line {last_line()!r}")
+            return
+        t_first = time.monotonic()
+        workers = children(pid)
+        r.truth(f"first step done ({last_line()!r}); the trainer's children (its DataLoader workers): {workers}")
+        time.sleep(max(0.0, t_first + before - time.monotonic()))
+        hog_start = time.time()
+        r.truth(f"~{before} s of training; load average {loadavg()}; train.log's last line {last_line()!r}")
+
+        hog_out = open(other / "preprocess.log", "ab")  # noqa: SIM115 - open for the hog's life
+        r.truth(f"another user's job starts (no transcript, outside the operator's shell), in {other} (outside "
+                f"the folder): `{' '.join(hog_argv)}` ({hog_workers} busy worker processes for {cores} CPUs"
+                f"{', as nobody' if as_nobody else ', as the driver user (no setpriv as root here)'}), "
+                f"output to {other / 'preprocess.log'}")
+        hog = subprocess.Popen(hog_argv, cwd=other, stdout=hog_out, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL, env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
+                               process_group=0)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(hog_kids) < hog_workers:
+            time.sleep(0.2)
+            hog_kids = children(str(hog.pid))
+        r.truth(f"the other job runs: PID {hog.pid} ({_program(str(hog.pid))}, uid "
+                f"{Path(f'/proc/{hog.pid}/status').read_text().split('Uid:')[1].split()[0] if hog.poll() is None else '?'}, "
+                f"session {os.getsid(hog.pid) if hog.poll() is None else '?'}), its {len(hog_kids)} pool workers "
+                f"{hog_kids[0] if hog_kids else '?'}..{hog_kids[-1] if hog_kids else '?'}: {' '.join(hog_kids)}")
+        time.sleep(max(0.0, hog_start + look - time.time()))
+
+        r.truth(f"~{look} s into the other job the operator looks: `tail -n 3 logs/train.log`, "
+                f"{'`nvidia-smi`' if r.gpu else '`uptime`'}, `top -b -n 1 | head -15`, "
+                f"`ps -ef | grep [p]reprocess_shards | head -5`; load average {loadavg()}")
+        op.run("tail -n 3 logs/train.log")
+        op.run("nvidia-smi" if r.gpu else "uptime")
+        op.run("top -b -n 1 | head -15")
+        op.run("ps -ef | grep [p]reprocess_shards | head -5")
+        r.truth(f"the operator kills the other job by its PID: `kill {hog.pid}`")
+        kill_at = time.time()
+        op.run(f"kill {hog.pid}")
+        rc = hog.wait(timeout=30)
+        r.truth(f"the other job's PID {hog.pid} exited (returncode {rc}); waiting for its pool workers")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not all(_proc_stat(k)[:1] in ([], ["Z"]) for k in hog_kids):
+            time.sleep(0.1)
+        left = [k for k in hog_kids if _proc_stat(k)[:1] not in ([], ["Z"])]
+        gone_at = time.time()
+        r.truth(f"its pool workers: {'all exited' if not left else f'still running: {left}'} "
+                f"({gone_at - kill_at:.1f} s after the kill); load average {loadavg()}; the other job's output "
+                f"ends with {(other / 'preprocess.log').read_text(errors='replace').strip().splitlines()[-1][:160]!r} "
+                f"(its log has {(other / 'preprocess.log').read_text(errors='replace').count('BrokenPipeError')} "
+                f"'BrokenPipeError' mentions)")
+        time.sleep(20)
+        op.run("tail -n 2 logs/train.log")
+
+        if not r.wait_for("logs/train.log", "training done", seconds + 180):
+            r.truth(f"no 'training done': train.log's last line {last_line()!r}")
+        gone = _exited(pid, 60) if pid.isdigit() else False
+        end = time.time()
+        lines = _step_lines(text())
+        r.truth(f"trainer PID {pid} {'exited (' + _wait_status(_proc_stat(pid)) + ')' if gone else 'still running'}; "
+                f"train.log's last line {last_line()!r}")
+        base = _phase(lines, 0, hog_start)
+        slow = _phase(lines, hog_start, kill_at)
+        back = _phase(lines, gone_at, end)
+        r.truth(f"rate before the other job: {base}")
+        r.truth(f"rate while it ran (its start to the kill): {slow}")
+        r.truth(f"rate after its workers were gone: {back}")
+        med = {}
+        for name, (a, b) in {"before": (0, hog_start), "during": (hog_start, kill_at), "after": (gone_at, end)}.items():
+            inside = [cur[3] for cur in _inside(lines, a, b)]
+            med[name] = statistics.median(inside) if inside else float("nan")
+        r.truth(f"tok/s drop while the other job ran: {100 * (1 - med['during'] / med['before']):.0f} % of the rate "
+                f"before; after / before: {med['after'] / med['before']:.2f}")
+        time.sleep(3)
+        op.run("tail -n 3 logs/train.log")
+        op.run("nvidia-smi" if r.gpu else "uptime")
+        time.sleep(3)
+    finally:
+        env.clear()
+        env.update(saved)
+        r.stop_ours("train.py --seconds")
+        for k in ([str(hog.pid)] if hog is not None and hog.poll() is None else []) + hog_kids:
+            if _proc_stat(k)[:1] not in ([], ["Z"]):
+                r.truth(f"the other job's PID {k} still running at the end: killed")
+                subprocess.run(["kill", k], check=False)
+        if hog is not None:
+            hog.poll()
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -3539,6 +4871,9 @@ SCENARIOS = {
     "torn-checkpoint": torn_checkpoint,
     "segv-supervisor": segv_supervisor,
     "port-in-use": port_in_use,
+    "resume-mismatch": resume_mismatch,
+    "tb-hang": tb_hang,
+    "cpu-starved": cpu_starved,
 }
 
 
