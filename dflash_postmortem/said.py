@@ -102,6 +102,13 @@ def error_text(message, kind: str | None = None, limit: int = 600) -> str:
         line, rest = lines[at], [_LINE_PREFIX.sub("", ln).strip() for ln in lines[at + 1:]]
         if _LAST_ERROR in rest[:-1]:
             line += " … " + _LAST_ERROR + " " + rest[rest.index(_LAST_ERROR) + 1]
+        elif line.rstrip().endswith(":") and rest:
+            # an exception whose words go on below its line (`Error(s) in loading state_dict for
+            # GPT:`, then a `size mismatch for ...` line per tensor): what failed is the first of them
+            # (how many more is not said: a long traceback's event keeps its first lines; a first
+            # that does not fit whole is not quoted cut: a cut needs its whole a hover away)
+            first = rest[0] if len(line) + len(rest[0]) < limit else ""
+            line = " ".join(w for w in (line.rstrip(), first, "(more lines follow)" if len(rest) > bool(first) else "") if w)
     if FAILURE_ENTRY.match(line):
         fields = {m["key"]: m["value"].strip() for ln in lines[1:] if (m := FAILURE_FIELD.match(ln.strip()))}
         told = [fields[k] for k in ("traceback", "msg") if fields.get(k) and not fields[k].startswith(("<N/A>", "To enable"))]

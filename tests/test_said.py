@@ -101,3 +101,23 @@ def test_a_cuda_errors_advice_after_it_is_not_quoted():
     tb = _traceback(INCIDENTS / "h200-1gpu-crash-loop" / "logs" / "loop.log", 4, 33)
     assert tb.splitlines()[-1] == "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions."
     assert error_text(tb, "traceback") == "torch.AcceleratorError: CUDA error: invalid device ordinal"
+
+
+def test_an_exception_whose_words_go_on_below_its_line_is_quoted_with_the_first_of_them():
+    """torch's `load_state_dict` (h100-1gpu-resume-mismatch): the exception's line ends in a colon,
+    each refused tensor is a line below it. A traceback whose exception says it all is as before."""
+    tb = ("Traceback (most recent call last):\n  File \"train.py\", line 102, in <module>\n"
+          "RuntimeError: Error(s) in loading state_dict for GPT:\n"
+          "\tsize mismatch for wte.weight: copying a param with shape torch.Size([32768, 768]) from checkpoint.\n"
+          "\tsize mismatch for wpe.weight: copying a param with shape torch.Size([1024, 768]) from checkpoint.\n")
+    assert error_text(tb, "traceback") == ("RuntimeError: Error(s) in loading state_dict for GPT: size mismatch for "
+                                           "wte.weight: copying a param with shape torch.Size([32768, 768]) from "
+                                           "checkpoint. (more lines follow)")
+    # (h100-1gpu-resume-mismatch's second resume: its first such line lists every missing key, too
+    # long to quote whole; it is not quoted cut)
+    keys = ", ".join(f'"h.8.w{k}"' for k in range(80))
+    long_tb = ("Traceback (most recent call last):\n  File \"train.py\", line 102, in <module>\n"
+               "RuntimeError: Error(s) in loading state_dict for GPT:\n\tMissing key(s) in state_dict: " + keys + ".\n")
+    assert error_text(long_tb, "traceback") == "RuntimeError: Error(s) in loading state_dict for GPT: (more lines follow)"
+    one = "Traceback (most recent call last):\n  File \"t.py\", line 1, in <module>\nValueError: bad value: 3\n"
+    assert error_text(one, "traceback") == "ValueError: bad value: 3"

@@ -105,10 +105,13 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
         kind = _how_it_ended(inc, a, restarted=len(nxt) > 0, unfinished=bar is not None)
         if kind is None:
             continue
-        if nxt.empty and isinstance(a["script"], str):
+        ran = [name for name in (a["script"], a["program"]) if isinstance(name, str)]
+        if nxt.empty and ran:
             # a death is started again by the next start of its script, a relaunch by hand that
-            # shares nothing else with it (its own log, its own run name)
-            nxt = later[later["script"] == a["script"]].head(1)
+            # shares nothing else with it (its own log, its own run name); of a start a
+            # supervisor made, the script it said it started (`started train.py (attempt 3/3,
+            # pid 913)`), whatever script the operator typed to start the supervisor
+            nxt = later[later["script"].isin(ran)].head(1)
         lines = lines_of(inc, a)
         last = lines.tail(1)
         gave_up = supervisor_gave_up(inc, a, nxt["start"].iloc[0] if len(nxt) else None)

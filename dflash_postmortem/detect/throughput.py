@@ -26,7 +26,8 @@ from ..model.pace import pace_rows, step_grew, unit
 from ..model.progress import LINES_PER_WINDOW, SPIKY, alternates, spread
 from ..said import exception_line
 from ..schema import PROBLEM_EVENTS
-from ..shell_words import SWITCH, flag_key
+from ..shell_words import SWITCH, flag_key, invocation, runs_script
+from ..units import clock
 from . import changepoints, findings
 from .per_host import judged
 from .stall import stall_intervals
@@ -42,6 +43,16 @@ BOOKKEEPING = re.compile(
     r"^(run_?name|name|pid_?file|result_?json|record_?gpus_?dir|seconds|duration|max_?time|time_?limit|log(_?file|_?dir)?|"
     r"out(put)?(_?dir)?|save_?dir|checkpoint_?dir|wandb_\w+|project|entity|tags?|notes?|group|"
     r"resume(_?from)?(_?checkpoint)?)$")
+# Other programs busy on the host's CPUs as a drop began (_busy_cpus): first listed this long
+# before the drop (a listing every few seconds, step lines every few) up to this long after it,
+# busy by a core or more between them (top's %CPU, per process).
+_CPU_LEAD, _CPU_LAG = pd.Timedelta(seconds=30), pd.Timedelta(seconds=30)
+_BUSY_CPU_PCT = 100.0
+# A Python trainer's own helper processes, whoever's trainer they serve: PyTorch's names for its
+# processes as `top` shows them without `-c` (`pt_main_thread`, a DataLoader's `pt_data_worker`),
+# torch.compile's worker pool (`torch/_inductor/compile_worker/__main__.py --parent=789`),
+# multiprocessing's spawned children and its resource tracker
+_HELPERS = re.compile(r"^pt_|torch/_inductor/|torch\._inductor|from multiprocessing\.\w+ import")
 CAUSES = (
     ("fast path missing", re.compile(r"fast path|fall(?:ing|s)? ?back|fallback|not installed", re.I)),
     # (not the advice after every CUDA error, `Compile with `TORCH_USE_CUDA_DSA` to enable ...`)
@@ -494,6 +505,46 @@ def _shared_gpus(inc: Incident, ep: dict) -> list[dict]:
              "samples": int(len(shared))}]
 
 
+def _busy_cpus(inc: Incident, ep: dict) -> list[dict]:
+    """Other programs that took the host's CPUs as the pace fell: processes a listing (`top`,
+    `ps`) first saw from shortly before the drop until it began, where it had listed the host
+    before them, busy (a core or more between them, `_BUSY_CPU_PCT`), one program per command
+    line; no trainer of the incident's starts, nor a child or helper of one (a DataLoader's
+    workers, torch.compile's workers). A trainer fed by CPU work (tokenizing, decoding,
+    augmenting in its loader's workers) slows when another job takes the cores; its GPU shows
+    only that it waits."""
+    p = inc.processes
+    if p.empty or "cpu_pct_max" not in p.columns or p["cpu_pct_max"].isna().all():
+        return []
+    att = attempts(inc)
+    trainers = [int(x) for pids in att["pids"] for x in (pids or ())]
+    scripts = {str(x) for x in att["script"].dropna()}
+    # (a PID's first sight in any listing: an operator's `top` lists the same processes later)
+    seen = p["pid"].map(p.groupby("pid")["first_seen"].min())
+    lo, hi = ep["start"] - _CPU_LEAD, ep["start"] + _CPU_LAG
+    new = p[(seen >= lo) & (seen <= hi) & (seen > p["first_seen"].min()) & p["cpu_pct_max"].notna()
+            & ~p["pid"].isin(trainers) & ~p["ppid"].isin(trainers).fillna(False).astype(bool)]
+    commands = new["command"].fillna("").astype(str)
+    theirs = [bool(_HELPERS.search(c)) or invocation(c)[0] in scripts or any(runs_script(c, s) for s in scripts)
+              for c in commands]
+    new = new[~np.array(theirs, dtype=bool)]
+    # each process once, by its fullest command line (an operator's `top` shows `python3` for
+    # what the recorded `top -c` shows whole), its busiest sample across the listings
+    busiest = new.groupby("pid")["cpu_pct_max"].max()
+    new = new.assign(_n=new["command"].fillna("").astype(str).str.len()).sort_values("_n", ascending=False, kind="stable")
+    new = new.drop_duplicates("pid").assign(cpu_pct_max=lambda d: d["pid"].map(busiest))
+    out = []
+    for command, rows in new.groupby("command", sort=False):
+        if rows["cpu_pct_max"].sum() < _BUSY_CPU_PCT:
+            continue
+        users = sorted({u for u in rows["user"].dropna().astype(str)}) if "user" in rows.columns else []
+        out.append({"command": str(command), "pids": sorted(int(x) for x in rows["pid"]), "users": users,
+                    "cpu_pct_max": float(rows["cpu_pct_max"].max()), "cpu_pct_sum": float(rows["cpu_pct_max"].sum()),
+                    "first_seen": rows["first_seen"].min(), "last_seen": rows["last_seen"].max(),
+                    "refs": findings.unique([r for r in rows.sort_values("first_seen")["ref"] if isinstance(r, str)][:1])})
+    return sorted(out, key=lambda g: -g["cpu_pct_sum"])
+
+
 @judged
 def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) -> pd.DataFrame:
     """One finding per regression episode, with its levels and root-cause candidates."""
@@ -533,6 +584,16 @@ def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) 
             gpus = f"GPU{'s' if len(sh['gpus']) > 1 else ''} {', '.join(sh['gpus'])}"
             cands.append(f"another process on {gpus}" + (f" beside the trainer (PID {', '.join(map(str, mine))})" if mine else "")
                          + f": PID {', '.join(map(str, others))}")
+        for busy in _busy_cpus(inc, ep):
+            n = len(busy["pids"])
+            who = f" (user {', '.join(busy['users'])})" if busy["users"] else ""
+            said = (f"another program on the host's CPUs: {n} process{'es' if n > 1 else ''} of `{busy['command']}`{who}, "
+                    f"up to {busy['cpu_pct_max']:.0f} % CPU {'each' if n > 1 else ''}".rstrip()
+                    + f", listed from {clock(busy['first_seen'])} to {clock(busy['last_seen'])}")
+            cands.append(said)
+            evidence += busy["refs"]
+            causes.append(findings.cause(findings.event_id(busy["refs"][0]) if busy["refs"] else f"cpu:{busy['pids'][0]}",
+                                         said, busy["refs"]))
         evidence += findings.refs(before.tail(1)) + findings.refs(during.head(2))
         launch = launch_of(inc, run_a, ep["start"]) if across else None
         rows.append(findings.finding(

@@ -43,7 +43,7 @@ import pandas as pd
 
 from ..incident import Incident
 from ..said import error_text, signal_said
-from ..schema import column
+from ..schema import column, ref_line
 from ..shell_words import (
     AGENT_RUN,
     PYTHON_RUN,
@@ -197,7 +197,12 @@ def supervisor_gave_up(inc: Incident, attempt: pd.Series, until=None) -> dict | 
                 & (said["time"] <= (attempt["end"] + _GAVE_UP_NEAR if until is None else until))]
     program = column(said, "program")
     named = (program == attempt["program"]).fillna(False).astype(bool) if isinstance(attempt["program"], str) else False
-    said = said[named | (program.isna() & said["source"].isin(attempt["sources"] or []))]
+    # (an unnamed word is about the start where it is written where the start's own words are: its
+    # logs, or where its supervisor said it started it or how its PID ended)
+    spoke = ev.loc[column(ev, "pid").isin(list(attempt["pids"] or [])).fillna(False).astype(bool), "source"]
+    start = ref_line(attempt["start_ref"]) if isinstance(attempt["start_ref"], str) else None
+    places = set(attempt["sources"] or []) | set(spoke.dropna()) | ({start[0]} if start else set())
+    said = said[named | (program.isna() & said["source"].isin(places))]
     if said.empty:
         return None
     first = said.iloc[0]

@@ -23,7 +23,7 @@ from ..model import gpu_state
 from ..model.attempts import attempts
 from ..model.launches import outcomes
 from ..model.ledger import CLASSES, SHOWN_S, ledger, ledger_parts
-from ..schema import PROBLEM_EVENTS
+from ..schema import PROBLEM_EVENTS, column
 from ..shell_words import is_shell_running, runs_program
 from ..units import clock, duration, gpu_hours, rate, share, start_clock, start_known_to, tokens
 from .evidence_views import cited_line
@@ -408,11 +408,14 @@ def lifetimes(inc: Incident) -> pd.DataFrame:
 
     def fits(pids, command) -> int:
         return 0 if mine & {int(q) for q in pids} else 1 if runs_program(str(command)) else 2
-    pools = _worker_pools(procs)
+    # (a launch's own process is a row of its own, though its DataLoader's workers share its command line)
+    launched = {int(p["pid"]) for p in column(outcomes(inc), "process") if isinstance(p, pd.Series)}
+    pools = _worker_pools(procs) & ~procs["pid"].isin(launched)
     for cmd, pool in procs[pools].groupby("command", sort=False):
         label = one_line(_PATHS.sub(r"\2", str(cmd)), 50)
         first = pool.loc[pool["start"].idxmin()]
-        rows.append({"what": f"{len(pool)} PIDs {label}", "detail": f"{len(pool)} PIDs ({pool['pid'].iloc[0]}–{pool['pid'].iloc[-1]}) {cmd}",
+        n = pool["pid"].nunique()
+        rows.append({"what": f"{n} PIDs {label}", "detail": f"{n} PIDs ({pool['pid'].min()}–{pool['pid'].max()}) {cmd}",
                      "group": "process", "start": first["start"], "start_latest": first["start_latest"],
                      "start_note": first["start_note"], "end": pool["last_seen"].max(), "source": pool["source"].iloc[0],
                      "fits": fits(pool["pid"], cmd)})

@@ -16,7 +16,7 @@ from support.bundled import loaded
 import dflash_postmortem as pm
 from dflash_postmortem.detect import detect
 from dflash_postmortem.model import attempts, ledger, states
-from dflash_postmortem.model.pace import PACE_S
+from dflash_postmortem.model.pace import PACE_S, unit
 from dflash_postmortem.model.progress import resumes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -1496,4 +1496,87 @@ def test_the_log_a_supervisors_launch_names_is_the_supervisors_not_its_programs(
     assert att["pids"].tolist() == [[660], [812], [913], [1020]]
     assert ["logs/train.log" in s for s in att["sources"]] == [True, True, True, False]
     whole = pm.what_happened(*loaded("h100-1gpu-segv-supervisor"))
-    assert pm.what_happened(inc, detect(inc))[:2] == whole[:2]
+    said = pm.what_happened(inc, detect(inc))
+    assert said[:2] == whole[:2]
+
+
+def test_a_supervised_scripts_relaunch_by_hand_starts_it_again_whatever_started_the_supervisor(tmp_path):
+    """h100-1gpu-segv-supervisor without ps.txt: the supervisor says it started `train.py` (attempt
+    3/3, pid 913), and that the third died, then `giving up after 3 attempts` (10:15:07,566, in
+    supervisor.log and supervisor.out, which name PID 913); the operator's `nohup python3 train.py
+    --resume ckpt/last.pt ...` (typed 10:15:19.095) starts train.py again. The supervised starts
+    carry the script the operator typed to start the supervisor (supervise.py), so the relaunch
+    was no start of theirs: "Nothing started it again", and the supervisor's giving up, written
+    where no log of the trainer's own is, was not told (README: the operator relaunched by hand
+    after the supervisor gave up)."""
+    inc = _without(tmp_path, "h100-1gpu-segv-supervisor", "logs/ps.txt")
+    found = detect(inc)
+    third = found[found["start"] == found["start"].max()].iloc[0]["numbers"]
+    assert (third["restarted_at"], third["restarted_by"]) == (_dec6("10:15:19.095"), "operator")
+    assert third["gave_up_at"] == _dec6("10:15:07.566")
+    assert pm.what_happened(inc, found)[2].endswith(
+        "Its supervisor then gave up at 10:15:07 UTC (`giving up after 3 attempts`). It was started again at 10:15:19 "
+        "UTC by the operator.")
+
+
+def test_a_run_that_logs_only_to_tensorboard_hangs_and_its_pace_is_its_own_tokens_per_second():
+    """h100-1gpu-tb-hang (README): the trainer writes `train/tokens_per_sec` (and loss, lr) to
+    TensorBoard every 10 steps, nothing else but checkpoint lines; its data thread blocks for good
+    after step 470 (TensorBoard's last step, 15:13:24.080), PID 674 holds 17 GiB at 0 % until `kill
+    674` (15:14:28.034) does nothing and `kill -9 674` (15:14:38.651) ends it; `--resume` (PID 1040,
+    typed 15:14:47.562) trains from step 400 at the same ~276K tok/s. The pace was read as steps per
+    second from the step counter (TensorBoard's name for the rate was not the kit's): the stall
+    began "at 15:13:14", and the relaunch "trained at only 0.87 of baseline" (checkpoint pauses
+    in the step counter's windows), which the trainer's own rate does not show."""
+    inc, found = loaded("h100-1gpu-tb-hang")
+    assert unit(inc) == "tok/s"
+    stall = found[found["kind"] == "stall"].iloc[0]
+    assert stall["start"] == _dec6("15:13:24.080572") and stall["numbers"]["holders"] == [674]
+    assert "partial_recovery" not in set(found["kind"]) and "throughput_regression" not in set(found["kind"])
+    kill = found[found["kind"] == "kill_failed"].iloc[0]
+    assert (kill["start"], kill["numbers"]["pid"]) == (_dec6("15:14:28.034"), 674)
+    said = pm.what_happened(inc, found)
+    assert said[0] == ("At 15:13:24 UTC training stalled: no step for 75 s at ~0 % GPU utilization; PID 674 held its "
+                       "memory."), said
+
+
+def test_another_users_cpu_job_is_the_likely_cause_of_a_loader_bound_runs_drop():
+    """h100-1gpu-cpu-starved (README): `train.py` (PID 2033, its DataLoader workers 2061-2064)
+    tokenizes on the CPU at ~623K tok/s; at 15:20:53.672 another user (`nobody`) starts
+    `preprocess_shards.py --workers 32` (PID 2104 and 32 workers) on the 16 CPUs, the rate falls to
+    ~252K; the operator's `top` finds it and `kill 2104` (15:21:35.311) ends it, all its workers
+    gone by 15:21:36.119; the rate is back at ~624K. top.txt lists every process's %CPU every 3 s:
+    the drop was told with no cause ("within run train"). Neither the trainer's own workers nor
+    the operator's `top -b -n 1` (the same processes by their short name) are another program."""
+    inc, found = loaded("h100-1gpu-cpu-starved")
+    drop = found[found["kind"] == "throughput_regression"].iloc[0]
+    assert abs(drop["start"] - _dec6("15:21:00")) <= pd.Timedelta(seconds=5)
+    assert drop["numbers"]["candidates"] == [
+        "another program on the host's CPUs: 33 processes of `/usr/bin/python3 preprocess_shards.py --workers 32` "
+        "(user nobody), up to 72 % CPU each, listed from 15:20:54 to 15:21:36"]
+    assert [c["evidence"][0].split(":")[0] for c in drop["caused_by"]] == ["logs/top.txt"]
+    recovered = found[found["kind"] == "recovery"].iloc[0]
+    assert abs(recovered["start"] - _dec6("15:21:43")) <= pd.Timedelta(seconds=5)
+    # (the survivor incident's torch.compile workers, `--parent=789`, and the operator's relaunches are
+    # no other program on its CPUs)
+    inc2, found2 = loaded("h200-1gpu-survivor")
+    cands = found2[found2["kind"] == "throughput_regression"].iloc[0]["numbers"]["candidates"]
+    assert not any("host's CPUs" in c for c in cands), cands
+
+
+def test_a_resume_that_refuses_the_checkpoints_shapes_is_told_by_the_first_shape_it_refused():
+    """h100-1gpu-resume-mismatch (README): run 1 (PID 1270, width 768) is stopped; `./run.sh
+    --resume --n-layer 8 --n-embd 1024` (typed 15:17:15.720, trainer PID 1509) dies in
+    `load_state_dict` with `RuntimeError: Error(s) in loading state_dict for GPT:` and, on the
+    lines below it, 101 `size mismatch for ...` lines; the same again at 15:17:51.329 (PID 1638).
+    The exception's own line ends in a colon: what failed is on the next line, and the story
+    quoted only `... for GPT:`."""
+    inc, found = loaded("h100-1gpu-resume-mismatch")
+    failed = found[found["kind"] == "failed_restart"]
+    assert failed["start"].tolist() == [_dec6("15:17:15.720"), _dec6("15:17:51.329")]
+    assert [f["pid"] for f in failed["numbers"]] == [1509, 1638]
+    assert pm.what_happened(inc, found)[0].startswith(
+        "The restart at 15:17:15 UTC never came up: died during start-up: process 1509 started and wrote a traceback "
+        "ending `RuntimeError: Error(s) in loading state_dict for GPT: size mismatch for wte.weight: copying a param "
+        "with shape torch.Size([32768, 768]) from checkpoint, the shape in current model is torch.Size([32768, 1024]). "
+        "(more lines follow)`")

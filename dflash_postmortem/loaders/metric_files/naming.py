@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ...metric_keys import THROUGHPUT_ALIASES, TOK_PER_S
 from ..registry import LoadContext
 
 _CHECKPOINT = re.compile(r"^checkpoint[-_]\d+$")
@@ -42,7 +43,14 @@ def run_of(path: Path, ctx: LoadContext) -> str:
 
 
 def metric_key(name: str) -> str:
-    """A user's metric name as a `group/name` key."""
+    """A user's metric name as a `group/name` key; throughput, by any of the names trainers give
+    it (`writer.add_scalar("train/tokens_per_sec")`, `self.log("tokens_per_second")`), as the
+    kit's own key: the pace the model reads, whatever logged it."""
+    key = _group_key(name)
+    return TOK_PER_S if name in THROUGHPUT_ALIASES or key in THROUGHPUT_ALIASES else key
+
+
+def _group_key(name: str) -> str:
     lr = _LR_MONITOR.match(name)
     if lr is not None:
         return "train/learning_rate" + (f"_{lr.group('group')}" if lr.group("group") else "")

@@ -13,16 +13,11 @@ from __future__ import annotations
 
 import json
 
+from ...metric_keys import THROUGHPUT_ALIASES
 from ...schema import TOK_PER_S
 
 # Keys wandb adds to every history row: not metrics.
 HISTORY_SPECIAL = ("_step", "_timestamp", "_runtime")
-# Throughput as trainers name it -> the kit's key.
-THROUGHPUT_ALIASES = frozenset({
-    "tok/s", "tok_per_s", "tokens_per_s", "tokens/s", "train/tok_s", "train/tok/s",
-    "train/tokens_per_s", "train/tokens_per_sec", "train/tok_per_sec", "throughput/tok_per_s",
-    "perf/tok_per_s", "tokens_per_second", "train/tokens_per_second",
-})
 
 
 def canonical_metric(key: str) -> str:

@@ -49,3 +49,18 @@ def test_scalars_old_and_new_style_at_their_wall_times(tmp_path):
 def test_sniff_wants_the_file_version_record():
     assert tensorboard_events.sniff(None, b"\x18" + b"\0" * 11 + b"\t\0\0\0\0\0\0\0\0\x1a\rbrain.Event:2") == 0.95
     assert tensorboard_events.sniff(None, b"step,loss\n1,2\n") == 0.0
+
+
+def test_throughput_by_the_names_trainers_give_it_is_the_kits_rate(tmp_path):
+    """`writer.add_scalar("train/tokens_per_sec")` (h100-1gpu-tb-hang's trainer), `tokens_per_second`
+    and `train/tok_per_sec` are the rate the model paces runs by, as wandb's keys of the same names
+    are; a rate per GPU, or anything else, keeps its own name."""
+    pytest.importorskip("tensorboard", reason="the tensorboard package is not installed")
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    w = torch_tb.SummaryWriter(str(tmp_path / "runs" / "a"))
+    for k, tag in enumerate(("train/tokens_per_sec", "tokens_per_second", "train/tok_per_sec",
+                             "throughput/tokens_per_sec_per_gpu", "perf/mfu")):
+        w.add_scalar(tag, 1000.0 + k, global_step=10 + k, walltime=1700000000.0 + k)
+    w.close()
+    m = pm.load_incident(tmp_path).metrics.sort_values("step")
+    assert m["metric"].tolist() == ["train/tok_per_s"] * 3 + ["throughput/tokens_per_sec_per_gpu", "perf/mfu"]
