@@ -137,6 +137,10 @@ did (what the README of the incident is written from), which the incident folder
                        two busy workers a core, `python3 preprocess_shards.py`) starts on the host; the rate
                        falls (the step waits on data); ~40 s later the operator finds it in `top` and kills it
                        by its PID; the rate recovers and the run ends by itself ~45 s later
+    tee-hangup         a `script`-recorded terminal: `nohup python3 train.py ... 2>&1 | tee logs/train.log &`
+                       (nohup covers python only); ~40 s in the terminal hangs up, tee dies of SIGHUP and
+                       the trainer's next print() meets a broken pipe; ~40 s later the operator logs in
+                       again, finds nothing running and resumes from ckpt/last.pt with `nohup ... > log`
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -4854,6 +4858,345 @@ def cpu_starved(r: Recording) -> None:
             hog.poll()
 
 
+# tee-hangup's trainer: plain PyTorch as people write it, reporting with print(..., flush=True) only
+# (a time of day on each line), checkpointing atomically to ckpt/last.pt every 100 steps.
+TEE_TRAIN = r'''"""Train a small GPT-style LM on a synthetic token stream, checkpointing to ckpt/last.pt.
+
+    python3 train.py --run-name NAME [--resume] [--seconds S]
+
+A line every --log-every steps, ckpt/last.pt every --save-every steps and when --seconds of
+training are up; --resume goes on from ckpt/last.pt.
+"""
+import argparse
+import os
+import time
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+p = argparse.ArgumentParser()
+p.add_argument("--run-name", default="run")
+p.add_argument("--resume", action="store_true", help="go on from --ckpt if it exists")
+p.add_argument("--seconds", type=float, default=24 * 3600, help="stop after this many seconds of training")
+p.add_argument("--ckpt", default="ckpt/last.pt")
+p.add_argument("--save-every", type=int, default=100)
+p.add_argument("--log-every", type=int, default=10)
+p.add_argument("--device", default="cuda")
+p.add_argument("--n-layer", type=int, default=12)
+p.add_argument("--n-head", type=int, default=12)
+p.add_argument("--n-embd", type=int, default=768)
+p.add_argument("--block-size", type=int, default=1024)
+p.add_argument("--vocab-size", type=int, default=32768)
+p.add_argument("--batch-size", type=int, default=32)
+p.add_argument("--lr", type=float, default=3e-4)
+p.add_argument("--seed", type=int, default=1337)
+args = p.parse_args()
+
+
+def now():
+    return time.strftime("%Y-%m-%d %H:%M:%S")
+
+
+print(f"{now()} run {args.run_name}: {vars(args)}", flush=True)
+torch.manual_seed(args.seed)
+torch.backends.cuda.matmul.allow_tf32 = True
+device = args.device
+cuda = device.startswith("cuda")
+ctx = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else torch.autocast("cpu", enabled=False)
+
+
+def get_batch(step):
+    """Step `step`'s batch, the same in every run: each token the previous one plus 0-15."""
+    g = torch.Generator(device=device).manual_seed(args.seed * 1_000_003 + step)
+    first = torch.randint(0, args.vocab_size, (args.batch_size, 1), device=device, generator=g)
+    walk = torch.randint(0, 16, (args.batch_size, args.block_size + 1), device=device, generator=g).cumsum(1)
+    toks = (first + walk) % args.vocab_size
+    return toks[:, :-1], toks[:, 1:]
+
+
+''' + GPT_MODEL + r'''
+model = GPT().to(device)
+print(f"{now()} model: {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters on {device}", flush=True)
+optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=cuda)
+
+step = 0
+if args.resume and os.path.exists(args.ckpt):
+    state = torch.load(args.ckpt, map_location=device, weights_only=True)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    step = state["step"]
+    print(f"{now()} resumed from {args.ckpt} at step {step}", flush=True)
+elif args.resume:
+    print(f"{now()} no checkpoint at {args.ckpt}, starting from step 0", flush=True)
+
+
+def save_checkpoint():
+    os.makedirs(os.path.dirname(args.ckpt) or ".", exist_ok=True)
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+                "args": vars(args)}, args.ckpt + ".tmp")
+    os.replace(args.ckpt + ".tmp", args.ckpt)
+    print(f"{now()} saved checkpoint step {step}", flush=True)
+
+
+print(f"{now()} training from step {step} for {args.seconds:g} s", flush=True)
+start = t0 = time.time()
+while time.time() - start < args.seconds:
+    x, y = get_batch(step)
+    with ctx:
+        loss = model(x, y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    step += 1
+    if step % args.log_every == 0:
+        lossf = loss.item()
+        t1 = time.time()
+        tok_s = args.log_every * args.batch_size * args.block_size / (t1 - t0)
+        print(f"{now()} step {step} loss {lossf:.2f} tok/s {tok_s:,.0f}", flush=True)
+        t0 = t1
+    if step % args.save_every == 0:
+        save_checkpoint()
+        t0 = time.time()
+if step % args.save_every:
+    save_checkpoint()
+print(f"{now()} done: step {step} after {time.time() - start:.0f} s of training", flush=True)
+'''
+
+# The driver's probe for tee-hangup (a `sitecustomize` on the operator's PYTHONPATH, beside the folder,
+# not in it; nothing of it in a command line or a log): each print() of train.py with its time and its
+# outcome (written, or the exception it raised), the unhandled exception with the traceback the trainer
+# could not write, and the start of a normal interpreter shutdown.
+TEE_PROBE = r'''import atexit, builtins, os, sys, time, traceback
+
+_dir = os.environ.get("TEE_PROBE_DIR")
+try:
+    _argv = open("/proc/self/cmdline", "rb").read().split(b"\0")
+except OSError:
+    _argv = []
+if _dir and b"train.py" in _argv:
+    _path = os.path.join(_dir, f"{os.getpid()}.probe")
+
+    def _note(what):
+        with open(_path, "a") as f:
+            f.write(f"{time.time():.3f} {what}\n")
+
+    _print = builtins.print
+
+    def print(*args, **kw):
+        text = (" " if kw.get("sep") is None else kw["sep"]).join(map(str, args))
+        try:
+            _print(*args, **kw)
+        except BaseException as e:
+            _note(f"print raised {type(e).__name__}: {e} | {text!r}")
+            raise
+        _note(f"print ok | {text!r}")
+
+    builtins.print = print
+    _hook = sys.excepthook
+
+    def excepthook(t, v, tb):
+        _note("excepthook: " + "".join(traceback.format_exception(t, v, tb)).replace("\n", "\\n"))
+        _hook(t, v, tb)
+
+    sys.excepthook = excepthook
+    atexit.register(lambda: _note("atexit: normal interpreter shutdown begins"))
+
+# the sitecustomize this one shadows (a distribution's), if any, runs as it would have
+try:
+    import importlib.machinery, importlib.util
+    _here = os.path.dirname(os.path.abspath(__file__))
+    _spec = importlib.machinery.PathFinder.find_spec(
+        "sitecustomize", [d for d in sys.path if os.path.abspath(d or ".") != _here])
+    if _spec and _spec.loader:
+        _spec.loader.exec_module(importlib.util.module_from_spec(_spec))
+except Exception:
+    pass
+'''
+
+
+def tee_hangup(r: Recording) -> None:
+    r.gpus_and_processes()
+    (r.dir / "train.py").write_text(TEE_TRAIN)
+    # the dry run: a tiny model on one CPU thread
+    flags = "" if r.gpu else (" --device cpu --n-layer 2 --n-head 2 --n-embd 128 --block-size 64 "
+                              "--vocab-size 1024 --batch-size 16")
+    py = _python3()
+    probe = r.dir.parent / f"{r.name}.probe"
+    shutil.rmtree(probe, ignore_errors=True)
+    probe.mkdir()
+    (probe / "sitecustomize.py").write_text(TEE_PROBE)
+    # the operator's login shell: no PYTHONUNBUFFERED (the driver's own), the probe on PYTHONPATH
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env.update(COLUMNS="", TEE_PROBE_DIR=str(probe),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(probe), os.environ.get("PYTHONPATH")])))
+    if not r.gpu:
+        env["OMP_NUM_THREADS"] = "1"
+    folder = r.dir.resolve()
+
+    def text(rel: str) -> str:
+        path = r.dir / rel
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def last_line(rel: str) -> str:
+        lines = text(rel).strip().splitlines()
+        return lines[-1][:200] if lines else "(empty)"
+
+    def ours() -> dict[str, str]:
+        """This folder's trainer (nohup, then the python it exec's) and tee processes (the driver reads /proc)."""
+        found = {}
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                argv = cmdline.read_bytes().split(b"\0")
+                role = "tee" if os.path.basename(argv[0]) == b"tee" else "trainer" if b"train.py" in argv else None
+                if role and Path(os.readlink(cmdline.parent / "cwd")).is_relative_to(folder):
+                    found[cmdline.parent.name] = role
+            except (OSError, IndexError):
+                pass
+        return found
+
+    # each process of the incident, from when the driver first sees it to when it has exited: its
+    # zombie's wait status, read from /proc/PID/stat before its new parent reaps it
+    seen: dict[str, str] = {}
+    exited: dict[str, float] = {}
+    done = threading.Event()
+
+    def watch() -> None:
+        alive: dict[str, str] = {}
+        n = 0
+        while not done.is_set():
+            if n % 5 == 0:
+                for pid, role in ours().items():
+                    fields = _proc_stat(pid)
+                    if pid in seen or not fields or fields[0] == "Z":
+                        continue
+                    seen[pid] = alive[pid] = role
+                    r.truth(f"{role} PID {pid} seen (parent {fields[1]}, process group {fields[2]}, session "
+                            f"{fields[3]}): {_program(pid)}")
+            for pid in list(alive):
+                fields = _proc_stat(pid)
+                if fields and fields[0] != "Z":
+                    continue
+                exited[pid] = time.time()
+                r.truth(f"{alive.pop(pid)} PID {pid} exited ({_wait_status(fields)}"
+                        f"{', its parent then ' + fields[1] if fields else ''}); train.log's last line "
+                        f"{last_line('logs/train.log')!r}; train2.log's {last_line('logs/train2.log')!r}")
+            n += 1
+            time.sleep(0.02)
+
+    def probed(pid: str) -> list[str]:
+        path = probe / f"{pid}.probe"
+        return path.read_text(errors="replace").splitlines() if path.exists() else []
+
+    def pids(role: str) -> list[str]:
+        return [pid for pid, got in seen.items() if got == role]
+
+    saved_re, resumed_re = r"saved checkpoint step (\d+)", r".*resumed from[^\r\n]*"
+    watcher = threading.Thread(target=watch, daemon=True)
+    t = None
+    try:
+        r.truth(f"train.py is in the folder (a GPT-style LM, print(..., flush=True) a line every 10 steps, "
+                f"ckpt/last.pt every 100 steps{flags and ', dry-run flags' + flags}); the operator's shell has no "
+                f"PYTHONUNBUFFERED; the driver's probe (a sitecustomize in {probe}, outside the folder) notes each "
+                "print() of train.py and its outcome, an unhandled exception and a normal shutdown")
+        watcher.start()
+        t = InteractiveShell(r.dir, r.dir / "logs" / "terminal.typescript", env)
+        r.truth("session 1: operator at a script-recorded interactive bash (as over SSH)")
+        _typed(r, t, "date")
+        cmd1 = f"nohup {py} train.py --run-name tee-run --seconds 3600{flags} 2>&1 | tee logs/train.log &"
+        r.truth(f"operator types {cmd1!r} (nohup covers python only; tee is a plain job of the shell)")
+        t.start(cmd1)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and not (job := re.search(r"\[1\] (\d+)", text("logs/terminal.typescript"))):
+            time.sleep(0.2)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and not (pids("trainer") and pids("tee")):
+            time.sleep(0.2)
+        r.truth(f"bash printed the job line {job.group(0) if job else '(none seen)'!r} (the pipeline's last "
+                f"process); trainer PIDs {pids('trainer')}, tee PIDs {pids('tee')}")
+        if not r.wait_for("logs/train.log", " step 10 loss", 300):
+            return
+        r.truth(f"first step line in train.log (and on the terminal, through tee): {last_line('logs/train.log')!r}")
+        time.sleep(40)
+        r.truth(f"~40 s of training; train.log's last line {last_line('logs/train.log')!r}; the operator has "
+                "watched the step lines scroll by and typed nothing more")
+        t._stop.set()  # the driver stops reading the terminal itself; `script` keeps its log
+        t._reader.join()
+        t._reader = None
+        r.truth("the connection drops: SIGHUP to the operator's interactive bash, which hangs up its jobs "
+                "(SIGHUP to the pipeline's process group) as it exits")
+        hup = time.time()
+        t.hang_up()
+        t = None
+        r.truth(f"terminal gone; the typescript's last line {last_line('logs/terminal.typescript')!r}")
+        trainer1 = pids("trainer")[0] if pids("trainer") else "?"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(pid in exited for pid in seen):
+            time.sleep(0.2)
+        for pid, role in seen.items():
+            r.truth(f"{role} PID {pid}: " + (f"exited {exited[pid] - hup:.2f} s after the hangup" if pid in exited
+                                               else "still running 60 s after the hangup"))
+        text1 = text("logs/train.log")
+        steps = re.findall(r"^(\S+ \S+) step (\d+) loss", text1, re.M)
+        r.truth(f"train.log: {len(text1.splitlines())} lines, step lines {steps[0][1] if steps else '?'}-"
+                f"{steps[-1][1] if steps else '?'} ({steps[0][0] if steps else '?'} to {steps[-1][0] if steps else '?'}); "
+                f"saved: {re.findall(saved_re, text1)}; last line {last_line('logs/train.log')!r}; "
+                f"'Traceback' in it: {'Traceback' in text1}; 'Broken pipe' in it: {'Broken pipe' in text1}")
+        notes = probed(trainer1)
+        for line in [n for n in notes if " print ok " in n][-3:] + [n for n in notes if " print ok " not in n]:
+            stamp_, what = line.split(" ", 1)
+            r.truth(f"probe, trainer PID {trainer1}, {_utc(float(stamp_))}: {what[:1500]}")
+        ckpt = r.dir / "ckpt" / "last.pt"
+        r.truth(f"ckpt/last.pt: {ckpt.stat().st_size if ckpt.exists() else 'absent'} bytes, mtime "
+                f"{_utc(ckpt.stat().st_mtime) if ckpt.exists() else '?'}")
+        time.sleep(max(0.0, hup + 40 - time.time()))
+
+        t = InteractiveShell(r.dir, r.dir / "logs" / "terminal2.typescript", env)
+        r.truth("session 2: the operator logs in again (a second script-recorded interactive bash)")
+        _typed(r, t, "date")
+        _typed(r, t, "tail -n 3 logs/train.log")
+        shown = _typed(r, t, "ps aux | grep [t]rain.py")
+        listed = [ln for ln in (re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", ln).strip() for ln in shown.splitlines()[1:])
+                  if ln and "@gpu-node:" not in ln]
+        r.truth(f"`ps aux | grep [t]rain.py` printed {listed}" + (
+            " (the unquoted `[t]rain.py` is a glob that matches the file train.py in the folder, so bash ran "
+            "`grep train.py`, which lists itself)" if any(ln.endswith("grep train.py") for ln in listed) else ""))
+        _typed(r, t, "nvidia-smi" if r.gpu else "uptime")
+        cmd2 = f"nohup {py} train.py --run-name tee-run --resume --seconds 40{flags} > logs/train2.log 2>&1 &"
+        r.truth(f"run 2: operator types {cmd2!r}")
+        shown = t.run(cmd2)
+        pid2 = _job_pid(shown)
+        r.truth(f"run 2 started, bash printed {_last(JOB_STARTED, shown)!r}")
+        r.wait_for("logs/train2.log", "resumed from", 300)
+        r.truth(f"run 2: {_last(resumed_re, text('logs/train2.log'))!r}")
+        r.wait_for("logs/train2.log", " done: step", 300)
+        gone = _wait_gone(pid2, 60) if pid2.isdigit() else False
+        text2 = text("logs/train2.log")
+        steps = re.findall(r"^(\S+ \S+) step (\d+) loss", text2, re.M)
+        r.truth(f"run 2 (PID {pid2}) {'exited' if gone else 'still running 60 s after its done line'}; step lines "
+                f"{steps[0][1] if steps else '?'}-{steps[-1][1] if steps else '?'} ({steps[0][0] if steps else '?'} to "
+                f"{steps[-1][0] if steps else '?'}); saved: {re.findall(saved_re, text2)}; "
+                f"last line {last_line('logs/train2.log')!r}")
+        for line in probed(pid2)[-2:]:
+            stamp_, what = line.split(" ", 1)
+            r.truth(f"probe, trainer PID {pid2}, {_utc(float(stamp_))}: {what[:300]}")
+        time.sleep(3)
+        _typed(r, t, "tail -n 2 logs/train2.log")
+        time.sleep(2)
+    finally:
+        if t is not None:
+            t.close()
+        r.stop_ours("train.py --run-name tee-run")
+        time.sleep(1)
+        done.set()
+        watcher.join(timeout=5)
+        # the checkpoints are the trainer's state, not evidence
+        for f in (r.dir / "ckpt").glob("*"):
+            r.truth(f"removed {f.relative_to(r.dir)} ({f.stat().st_size} bytes)")
+            f.unlink()
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -4874,6 +5217,7 @@ SCENARIOS = {
     "resume-mismatch": resume_mismatch,
     "tb-hang": tb_hang,
     "cpu-starved": cpu_starved,
+    "tee-hangup": tee_hangup,
 }
 
 
