@@ -800,6 +800,39 @@ def is_detached(command: str) -> bool:
     return bool(_DETACHING.search(command or ""))
 
 
+def hangup_exposed(command: str) -> str | None:
+    """The program of a job typed in a shell that the shell's hangup kills, or None where none:
+    the job's first program where nothing guards it (`python3 train.py &`), a later part of its
+    pipeline where `nohup` guards only the first (`nohup python3 train.py 2>&1 | tee train.log &`:
+    tee dies with the terminal, and the trainer's next write to its pipe fails). Not a job
+    started out of the shell's session (is_detached)."""
+    if is_detached(command):
+        return None
+    bare = next((w for w in _job_pipeline(command) if w and w[0] != "nohup"), None)
+    return command_name(bare) if bare else None
+
+
+def pipes_into(command: str) -> str | None:
+    """The program a job's trainer pipes its output into (`python3 train.py | tee train.log &`:
+    tee), or None where it pipes into none. Bash's `[1] 685` for such a job is that last
+    program's PID, not the trainer's."""
+    job = _job_pipeline(command)
+    return command_name(job[-1]) if len(job) > 1 and not runs_program(" ".join(job[-1])) else None
+
+
+def _job_pipeline(command: str) -> list[list[str]]:
+    """The simple commands of the pipeline that runs a program a trainer can be (not a `cd` or
+    `source` before it), in order."""
+    pipelines, joined = [], False
+    for words, sep in simple_commands(shell_words(command or "")):
+        if joined:
+            pipelines[-1].append(words)
+        else:
+            pipelines.append([words])
+        joined = sep in ("|", "|&")
+    return next((p for p in reversed(pipelines) if any(runs_program(" ".join(w)) for w in p)), [])
+
+
 # -- prompts --------------------------------------------------------------------------------
 # Prompts come in many shapes; `match_prompt` knows these (a command may follow each):
 #

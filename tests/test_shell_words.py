@@ -10,10 +10,12 @@ from dflash_postmortem.shell_words import (
     environment_changes,
     exit_meaning,
     foreground_log,
+    hangup_exposed,
     kill_targets,
     match_prompt,
     multiplexer_session,
     parse_launch,
+    pipes_into,
     runs_launcher,
     runs_script,
     signal_name,
@@ -237,3 +239,26 @@ def test_a_process_runs_a_script_where_it_is_its_first_word_past_a_shell(command
 ])
 def test_a_launchers_agent_is_told_by_the_program_its_process_runs(command, agent):
     assert runs_launcher(command) is agent
+
+
+def test_what_a_shells_hangup_kills_of_a_job_is_the_first_part_of_its_pipeline_nothing_guards():
+    """`nohup` guards the command it starts, not the rest of the pipeline (h100-1gpu-tee-hangup:
+    `nohup python3 train.py 2>&1 | tee logs/train.log &`, tee died with the terminal); a job
+    started out of the session, or every part under nohup, is not exposed; a `cd` before it is
+    not the job."""
+    assert hangup_exposed("nohup python3 train.py --run-name tee-run 2>&1 | tee logs/train.log &") == "tee"
+    assert hangup_exposed("nohup torchrun --nproc-per-node 2 t.py |& tee l &") == "tee"
+    assert hangup_exposed("python3 train.py > log &") == "python3"
+    assert hangup_exposed("source env.sh; python3 t.py | tee l &") == "python3"
+    for guarded in ("nohup python3 train.py > log 2>&1 &", "setsid python3 train.py | tee x &",
+                    "nohup python3 t.py | nohup tee x &", "cd /x && nohup python3 t.py > l &"):
+        assert hangup_exposed(guarded) is None, guarded
+
+
+def test_the_program_a_jobs_trainer_pipes_into_is_the_one_bash_names():
+    """Bash's `[1] 685` for a background pipeline is its last process's PID (h100-1gpu-tee-hangup:
+    tee's, not the trainer's)."""
+    assert pipes_into("nohup python3 train.py 2>&1 | tee logs/train.log &") == "tee"
+    assert pipes_into("python3 train.py |& tee -a log &") == "tee"
+    assert pipes_into("nohup python3 train.py > log 2>&1 &") is None
+    assert pipes_into("cat cfg | python3 train.py &") is None  # the trainer is the last: its PID

@@ -50,6 +50,7 @@ from ..shell_words import (
     SWITCH,
     command_name,
     foreground_log,
+    hangup_exposed,
     invocation,
     is_detached,
     is_wrapper_process,
@@ -392,6 +393,7 @@ class _Assembly:
         self.listed = listed.dropna(subset=["job"])
         # PID files: a start's record of its process, not a log it writes
         self.pid_records = set(ev.loc[ev["kind"] == "pid_file", "source"].dropna())
+        self.writers: dict[str, int] = {}  # the sources that name their writer's PID (_logs), and that PID
         self.launcher_ends = _launcher_ends(ev)  # (job, attempt) -> when its launcher said it ended
         # the logs a launcher's agent writes itself (torchrun's own lines: its output, not a rank's)
         self.agent_logs = set(ev.loc[column(ev, "by").isin(["torchrun", "deepspeed", "accelerate"]), "source"].dropna())
@@ -758,6 +760,7 @@ class _Assembly:
                 owner.rank_starts.setdefault(rank, when)
             if pid is not None:
                 owner.pids.add(pid)
+                self.writers[source] = pid
 
     def _unstarted_logs(self, starts: dict[str, list[tuple]]) -> None:
         """A log of nothing but errors starts nothing (`_log_starts`), yet it is the log of the
@@ -838,9 +841,18 @@ class _Assembly:
         # before or without the run's own logs, which name its PID) are its too, log or not; a
         # second log naming the run may be a restart's, and joins by the rules above)
         record = run is not None and source in self.run_records
+        # a start typed just before with no log of its own yet, or one a supervisor said it made
+        # (the log a launch of the supervisor names is the supervisor's, not its program's); a
+        # tracking library's records are written by the trainer whatever its output's redirect
+        recent = [a for a in self.found if (a.launch_ref and (not a.log_path or source in self.record_files)
+                                            or a.supervised) and self._no_log(a) and self._ran(a)
+                  and a.start <= when <= a.start + LOG_SLACK and _same_host(a, host)]
+        # (a file that names its writer's PID, where no start has it yet, is not one whose own
+        # files name another PID: TensorBoard's second events file, by the relaunch's process)
         alive = [a for a in self.found + self.orphans if a.pids and self._alive_at(a, when, until)
                  and (self._no_log(a) or (record and run in a.runs) or self._new_worker(a, when))
-                 and _same_host(a, host)]
+                 and _same_host(a, host) and not self._gone_before(a, recent) and not self._undated_beside(a, recent)
+                 and not (pid is not None and any(self.writers.get(s, pid) != pid for s in a.sources))]
         if run is not None and len(alive) > 1:
             alive = [a for a in alive if run in a.runs] or alive
         if alive:
@@ -857,11 +869,28 @@ class _Assembly:
                        and any(b <= when <= self.last_line.get(s, b) for s, b in a.sources.items())]
             if writing:
                 return max(writing, key=lambda a: a.start)
-        # a start typed just before with no log of its own yet, or one a supervisor said it made
-        # (the log a launch of the supervisor names is the supervisor's, not its program's)
-        recent = [a for a in self.found if (a.launch_ref and not a.log_path or a.supervised) and self._no_log(a)
-                  and a.start <= when <= a.start + LOG_SLACK and _same_host(a, host)]
         return max(recent, key=lambda a: a.start) if recent else None
+
+    def _undated_beside(self, a: _Attempt, starts: list[_Attempt]) -> bool:
+        """Whether `a` is a process alone (no launch, no log), that no listing dates (an
+        operator's `nvidia-smi` table names its PID mid-run), beside a start typed before the log
+        with no process of its own: the log is that start's, and so is the process (the GPU
+        samples give it to the start: _processes_by_name)."""
+        if a.launch_ref is not None or a.sources or not any(not b.pids for b in starts):
+            return False
+        mine = self.procs[self.procs["pid"].isin(a.pids)]
+        return not mine.empty and bool(mine["ageless"].all())
+
+    def _gone_before(self, a: _Attempt, starts: list[_Attempt]) -> bool:
+        """Whether every process of `a` was gone before one of `starts` began (a listing went on
+        without them): a log begun after that is the later start's, though it began within the
+        slack a log is allowed after its process was last seen (a relaunch typed after `kill -9`
+        writes to the same run)."""
+        mine = self.procs[self.procs["pid"].isin(a.pids)]
+        if mine.empty or not starts:
+            return False
+        until = mine["alive_until"].max()
+        return pd.notna(until) and any(b is not a and b.start > until for b in starts)
 
     def _lone_agent(self, a: _Attempt) -> bool:
         """Whether an attempt known only from its processes is a launcher's agent that a listing
@@ -1287,8 +1316,11 @@ class _Assembly:
         """Why an attempt that ended with no word of its own ended, where its shell says it: the
         shell it was started from (a job of it: `&` with no nohup, setsid or disown) ended on
         SIGHUP at that moment (`script`'s `exited with 129`, a connection that dropped), and bash
-        hangs up its jobs as it exits."""
-        if a.launch_ref is None or not a.command or re.search(r"\bnohup\b", a.command) or is_detached(a.command):
+        hangs up its jobs as it exits; where nohup guarded the trainer but not the rest of its
+        pipeline (`nohup python3 train.py | tee train.log &`), the pipe's reader died with it and
+        the trainer's next write failed."""
+        exposed = hangup_exposed(a.command or "")
+        if a.launch_ref is None or exposed is None:
             return {}
         ev = self.ev
         shell = a.launch_ref.rsplit(":", 1)[0]
@@ -1299,9 +1331,12 @@ class _Assembly:
             return {}
         r = ended.iloc[0]
         said = (str(r["message"]).strip().splitlines() or [""])[0]
+        how = ("it ran as a job of that shell, not under nohup or setsid"
+               if not re.search(r"\bnohup\b", a.command) else
+               f"nohup guarded the trainer, not the `{exposed}` its output was piped to: that died with the "
+               "terminal, and the trainer's next write to the pipe failed")
         return {"cause_time": r["time"], "cause_kind": HANGUP, "cause_ref": _ref(r), "cause_rank": None,
-                "cause_message": f"the terminal it was started from hung up ({said}: SIGHUP); it ran as a "
-                                 "job of that shell, not under nohup or setsid"}
+                "cause_message": f"the terminal it was started from hung up ({said}: SIGHUP); {how}"}
 
 
 def _launcher_ends(ev: pd.DataFrame) -> dict[tuple, pd.Timestamp]:

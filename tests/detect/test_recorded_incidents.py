@@ -1580,3 +1580,59 @@ def test_a_resume_that_refuses_the_checkpoints_shapes_is_told_by_the_first_shape
         "ending `RuntimeError: Error(s) in loading state_dict for GPT: size mismatch for wte.weight: copying a param "
         "with shape torch.Size([32768, 768]) from checkpoint, the shape in current model is torch.Size([32768, 1024]). "
         "(more lines follow)`")
+
+
+def test_a_tensorboard_file_that_names_another_pid_is_the_relaunchs_though_the_old_process_just_died(tmp_path):
+    """h100-1gpu-tb-hang without ps.txt: TensorBoard names each events file after its writer's
+    PID (`...vm.674.0`, `...vm.1040.0`); PID 674 was `kill -9`ed at 15:14:38.651 and the relaunch
+    typed at 15:14:47.562 (`... --resume --seconds 40 >> nohup.out`) wrote the second file from
+    15:14:56.868. The second file joined the first start, whose process was "alive" within the
+    slack a log is allowed after its process was last seen: the stall ran "from 15:12:47 for 130
+    s", the kill "failed" until 15:15:35, and the relaunch "never came up" (README: it trained to
+    step 900)."""
+    inc = _without(tmp_path, "h100-1gpu-tb-hang", "logs/ps.txt")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[674], [1040]]
+    assert att["start"].tolist() == [_dec6("15:12:36.648"), _dec6("15:14:47.562")]
+    assert (att["end_kind"].iloc[0], att["end"].iloc[0]) == ("kill_sent", _dec6("15:14:38.651"))
+    found = detect(inc)
+    assert "failed_restart" not in set(found["kind"])
+    assert found[found["kind"] == "stall"]["start"].tolist() == [_dec6("15:13:24.080572")]
+
+
+def test_a_trainer_under_nohup_whose_tee_dies_with_the_terminal_is_told_by_the_hangup():
+    """h100-1gpu-tee-hangup (README): `nohup python3 train.py --run-name tee-run --seconds 3600 2>&1
+    | tee logs/train.log &` (trainer PID 684, tee 685) typed in a `script`-recorded bash; the
+    terminal hangs up at 15:55:44.814 (`Script done ... [COMMAND_EXIT_CODE="129"]`), tee dies of
+    SIGHUP, the trainer's next print raises BrokenPipeError (lost in the dead pipe) and it exits at
+    15:55:46.161; the operator's `nohup ... --resume > logs/train2.log` (PID 941, 15:56:24.944)
+    resumes at step 400. The death was told with "no error or stop line of its own": its shell's
+    hangup was read only for a job that nohup did not guard at all. Bash's `[1] 685` names the
+    pipeline's last process, tee: the start's process is the trainer, 684, that ps lists."""
+    inc, found = loaded("h100-1gpu-tee-hangup")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[684], [941]]
+    died = found[found["kind"] == "training_died"].iloc[0]
+    assert died["start"] == pd.Timestamp("2026-12-06 15:55:44", tz="UTC")
+    assert abs(died["end"] - _dec6("15:55:46.161")) <= pd.Timedelta(seconds=1)
+    assert [c["evidence"] for c in died["caused_by"]] == [["logs/terminal.typescript:58"]]
+    assert (died["numbers"]["restarted_by"], died["numbers"]["resumed_step"]) == ("operator", 400)
+    assert pm.what_happened(inc, found)[0].startswith(
+        "At 15:55:44 UTC run tee-run died while training: the terminal it was started from hung up (script: command "
+        "exited with 129: SIGHUP); nohup guarded the trainer, not the `tee` its output was piped to: that died with the "
+        "terminal, and the trainer's next write to the pipe failed.")
+
+
+def test_a_launch_whose_output_goes_to_dev_null_owns_the_log_its_script_names_after_it(tmp_path):
+    """h100-1gpu-resume-mismatch without ps.txt: `nohup ./run.sh --n-layer 8 --n-embd 768 --seconds
+    600 > /dev/null 2>&1 &` (typed 15:15:57.209) runs train.py into `logs/train_20261206_151557.log`
+    (first line 15:16:00,025); the operator's `nvidia-smi` at 15:16:13 names PID 1270, with no start.
+    That PID, dated by nothing, took the log as a start of its own, and the launch "never came up"
+    (README: run 1 trained 825 steps)."""
+    inc = _without(tmp_path, "h100-1gpu-resume-mismatch", "logs/ps.txt")
+    att = attempts(inc)
+    first = att.iloc[0]
+    assert (first["start"], first["sources"]) == (_dec6("15:15:57.209"), ["logs/train_20261206_151557.log"])
+    assert first["first_step"] == pd.Timestamp("2026-12-06 15:16:06.895", tz="UTC")
+    found = detect(inc)
+    assert _dec6("15:15:57.209") not in set(found.loc[found["kind"] == "failed_restart", "start"])

@@ -18,6 +18,7 @@ from ...shell_words import (
     command_name,
     exit_meaning,
     kill_targets,
+    pipes_into,
     shell_words,
     simple_commands,
     under_timeout,
@@ -232,7 +233,8 @@ def fact_events(ev: Events, lines: list[tuple[int, str]], c: Command | None, ref
             fact.setdefault("signal", next((k.signal for k in targets if k.pattern), None))
         if kind == "job_started":
             jobs.pid_of[fact["job"]] = fact["pid"]
-            if c is not None and c.pid is None:
+            # (of `python3 train.py | tee train.log &`, bash names tee's PID: not the trainer's)
+            if c is not None and c.pid is None and pipes_into(c.text) is None:
                 c.pid = fact["pid"]
         if kind == "kill_failed":
             target = _kill_target_of(fact, targets)
