@@ -141,6 +141,10 @@ did (what the README of the incident is written from), which the incident folder
                        (nohup covers python only); ~40 s in the terminal hangs up, tee dies of SIGHUP and
                        the trainer's next print() meets a broken pipe; ~40 s later the operator logs in
                        again, finds nothing running and resumes from ckpt/last.pt with `nohup ... > log`
+    noisy-healthy      no incident: `nohup python3 train.py ... > logs/train.log 2>&1 &`, an SFT-style loader
+                       (each batch's length drawn from 128..2048, no packing) and a line every step with
+                       that step's own tok/s, which swings widely; evals every 300 steps, checkpoints
+                       every 500; the operator looks twice; the run ends by itself after 150 s
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -5197,6 +5201,342 @@ def tee_hangup(r: Recording) -> None:
             f.unlink()
 
 
+# noisy-healthy's trainer: plain PyTorch, an SFT-style loader (each batch padded to its own length, no
+# packing), a line every step with that step's own rate, evals and atomic checkpoints; nothing injected.
+NOISY_TRAIN = r'''"""Fine-tune a small GPT-style LM on variable-length examples (SFT-style: no packing).
+
+    python3 train.py [--seconds S] [--batch-size B] ...
+
+Each batch holds examples of about one length (a length-grouped sampler): its length is drawn from
+--min-len..--max-len and the batch is padded to a multiple of 64. One line a step, an eval every
+--eval-every steps, ckpt/last.pt every --save-every steps; stops after --seconds of training.
+"""
+import argparse
+import logging
+import math
+import os
+import random
+import time
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+p = argparse.ArgumentParser()
+p.add_argument("--seconds", type=float, default=3600)
+p.add_argument("--device", default="cuda")
+p.add_argument("--n-layer", type=int, default=12)
+p.add_argument("--n-head", type=int, default=12)
+p.add_argument("--n-embd", type=int, default=768)
+p.add_argument("--vocab-size", type=int, default=32768)
+p.add_argument("--batch-size", type=int, default=8)
+p.add_argument("--min-len", type=int, default=128)
+p.add_argument("--max-len", type=int, default=2048)
+p.add_argument("--lr", type=float, default=3e-4)
+p.add_argument("--eval-every", type=int, default=300)
+p.add_argument("--eval-iters", type=int, default=200)
+p.add_argument("--save-every", type=int, default=500)
+p.add_argument("--num-workers", type=int, default=2)
+p.add_argument("--ckpt", default="ckpt/last.pt")
+p.add_argument("--seed", type=int, default=1234)
+args = p.parse_args()
+
+logging.Formatter.converter = time.gmtime
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+log = logging.getLogger("train")
+PAD = 0
+
+
+class Examples(Dataset):
+    """Synthetic instruction data: each example follows a hidden rule of its own (learnable), with noise."""
+
+    def __init__(self, vocab, seed):
+        self.vocab, self.seed = vocab, seed
+
+    def __len__(self):
+        return 1 << 30
+
+    def __getitem__(self, key):
+        i, n = key
+        g = torch.Generator().manual_seed(self.seed * 1_000_003 + i)
+        a, b = torch.randint(1, 64, (2,), generator=g).tolist()
+        x = torch.empty(n, dtype=torch.long)
+        x[0] = torch.randint(1, self.vocab, (1,), generator=g)
+        steps = torch.arange(1, n)
+        x[1:] = (x[0] + a * steps + b * (steps // 7)) % (self.vocab - 1) + 1
+        noise = torch.rand(n, generator=g) < 0.1
+        x[noise] = torch.randint(1, self.vocab, (int(noise.sum()),), generator=g)
+        return x
+
+
+class LengthGrouped(Sampler):
+    """Batches of examples of about one length, the length drawn per batch (log-uniform)."""
+
+    def __init__(self, batch, lo, hi, seed):
+        self.batch, self.lo, self.hi, self.rng = batch, lo, hi, random.Random(seed)
+
+    def __iter__(self):
+        i = 0
+        while True:
+            top = int(math.exp(self.rng.uniform(math.log(self.lo), math.log(self.hi))))
+            out = []
+            for _ in range(self.batch):
+                out.append((i, self.rng.randint(max(self.lo, int(top * 0.75)), top)))
+                i += 1
+            yield out
+
+
+def collate(examples):
+    longest = max(len(x) for x in examples)
+    seq = -(-longest // 64) * 64
+    batch = torch.full((len(examples), seq + 1), PAD, dtype=torch.long)
+    for j, x in enumerate(examples):
+        batch[j, :len(x)] = x
+    return batch, sum(len(x) for x in examples)
+
+
+class Block(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.h = h
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab, max_len, layers, heads, d):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(max_len, d)
+        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.head.weight = self.tok.weight
+        self.apply(self._init)
+
+    @staticmethod
+    def _init(m):
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+    def forward(self, idx, targets):
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+        for b in self.blocks:
+            x = b(x)
+        logits = self.head(self.ln(x))
+        return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1), ignore_index=PAD)
+
+
+def loader(seed, lo, hi):
+    return DataLoader(Examples(args.vocab_size, seed), batch_sampler=LengthGrouped(args.batch_size, lo, hi, seed),
+                      collate_fn=collate, num_workers=args.num_workers, pin_memory=device.type == "cuda",
+                      persistent_workers=args.num_workers > 0)
+
+
+@torch.no_grad()
+def evaluate():
+    model.eval()
+    t0 = time.perf_counter()
+    it, total = iter(val), 0.0
+    for _ in range(args.eval_iters):
+        batch, _ = next(it)
+        batch = batch.to(device, non_blocking=True)
+        with amp:
+            total += model(batch[:, :-1], batch[:, 1:]).item()
+    model.train()
+    return total / args.eval_iters, time.perf_counter() - t0
+
+
+def save(step):
+    t0 = time.perf_counter()
+    os.makedirs(os.path.dirname(args.ckpt) or ".", exist_ok=True)
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, args.ckpt + ".tmp")
+    os.replace(args.ckpt + ".tmp", args.ckpt)
+    log.info("saved checkpoint step %d (%.1f s)", step, time.perf_counter() - t0)
+
+
+torch.manual_seed(args.seed)
+device = torch.device(args.device)
+log.info("config: %s", vars(args))
+model = GPT(args.vocab_size, args.max_len + 64, args.n_layer, args.n_head, args.n_embd).to(device)
+log.info("model: %.1fM parameters", sum(p.numel() for p in model.parameters()) / 1e6)
+opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1, fused=device.type == "cuda")
+amp = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+train = iter(loader(args.seed, args.min_len, args.max_len))
+val = loader(args.seed + 1, args.max_len // 2, args.max_len)
+log.info("training for %g s: batch %d, lengths %d-%d padded to a multiple of 64", args.seconds, args.batch_size,
+         args.min_len, args.max_len)
+step, start = 0, time.perf_counter()
+while True:
+    t0 = time.perf_counter()
+    batch, tokens = next(train)
+    batch = batch.to(device, non_blocking=True)
+    with amp:
+        loss = model(batch[:, :-1], batch[:, 1:])
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    lv = loss.item()  # waits for the GPU
+    dt = time.perf_counter() - t0
+    step += 1
+    log.info("step %d | loss %.2f | seq %d | %.1f ms | %s tok/s", step, lv, batch.shape[1] - 1, 1000 * dt,
+             f"{tokens / dt:,.0f}")
+    if step % args.eval_every == 0:
+        vl, took = evaluate()
+        log.info("eval step %d | val_loss %.2f | %.1f s", step, vl, took)
+    if step % args.save_every == 0:
+        save(step)
+    if time.perf_counter() - start >= args.seconds:
+        break
+log.info("training done at step %d", step)
+'''
+
+
+def _noisy_steps(text: str) -> list[tuple[float, int, int, float, float]]:
+    """noisy-healthy's step lines: (UTC epoch, step, seq, ms, tok/s)."""
+    out = []
+    for m in re.finditer(r"(?m)^(\S+ \S+) INFO step (\d+) \| loss \S+ \| seq (\d+) \| ([\d.]+) ms \| ([\d,]+) tok/s$", text):
+        t = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=dt.UTC).timestamp()
+        out.append((t, int(m.group(2)), int(m.group(3)), float(m.group(4)), float(m.group(5).replace(",", ""))))
+    return out
+
+
+def _rate_summary(rates: list[float]) -> str:
+    """mean, median, p10, p90 (and min-max) of a list of per-step tok/s."""
+    if len(rates) < 2:
+        return f"{len(rates)} lines"
+    q = statistics.quantiles(rates, n=10)
+    return (f"mean {statistics.fmean(rates):,.0f}, median {statistics.median(rates):,.0f}, p10 {q[0]:,.0f}, "
+            f"p90 {q[-1]:,.0f} tok/s (min {min(rates):,.0f}, max {max(rates):,.0f}; stdev/mean "
+            f"{statistics.stdev(rates) / statistics.fmean(rates):.2f})")
+
+
+def noisy_healthy(r: Recording) -> None:
+    r.gpus_and_processes()
+    (r.dir / "train.py").write_text(NOISY_TRAIN)
+    # the dry run: a tiny model on one CPU thread, shorter examples, no loader workers
+    flags = "" if r.gpu else (" --device cpu --n-layer 2 --n-head 2 --n-embd 64 --vocab-size 1024 --batch-size 4 "
+                              "--min-len 16 --max-len 256 --eval-iters 20 --num-workers 0")
+    seconds = 150 if r.gpu else 60
+    looks = (55, 110) if r.gpu else (25, 45)
+    py = _python3()
+    env = replay_scenarios._SHELL_ENV
+    saved = dict(env)
+    if not r.gpu:
+        env["OMP_NUM_THREADS"] = "1"
+    op = Transcript(r.dir)
+    log_path = r.dir / "logs" / "train.log"
+    done = threading.Event()
+
+    def text() -> str:
+        return log_path.read_text(errors="replace") if log_path.exists() else ""
+
+    def last_line() -> str:
+        lines = text().strip().splitlines()
+        return lines[-1][:200] if lines else "(empty)"
+
+    def trainer(timeout: float = 30) -> str:
+        """The PID of the python running train.py in this folder (nohup exec's it)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for pid in subprocess.run(["pgrep", "-f", "train.py --seconds"], capture_output=True, text=True).stdout.split():
+                try:
+                    if (Path(os.readlink(f"/proc/{pid}/cwd")).is_relative_to(r.dir.resolve())
+                            and "python" in _program(pid)):
+                        return pid
+                except OSError:
+                    pass
+            time.sleep(0.2)
+        return "?"
+
+    def watch() -> None:
+        """Note each eval, checkpoint and end line when the driver first sees it in the log."""
+        seen = 0
+        while not done.is_set():
+            lines = text().splitlines()
+            for line in lines[seen:]:
+                if re.search(r" INFO (eval step|saved checkpoint|training done|config:|model:|training for)", line) \
+                        or " ERROR " in line or "Traceback" in line:
+                    r.truth(f"driver sees in train.log (line {lines.index(line) + 1}): {line[:200]!r}")
+            seen = len(lines)
+            done.wait(0.2)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    try:
+        r.truth("train.py is in the folder: a GPT-style LM, SFT-style loader (each batch's length drawn from "
+                "--min-len..--max-len, padded to a multiple of 64, no packing), a log line every step with that "
+                "step's own tokens / that step's own time; eval every 300 steps, ckpt/last.pt every 500; nothing "
+                "injected")
+        cmd = f"nohup {py} train.py --seconds {seconds}{flags} > logs/train.log 2>&1 &"
+        r.truth(f"operator types {cmd!r}")
+        watcher.start()
+        launched = time.monotonic()
+        op.run(cmd)
+        pid = trainer()
+        r.truth(f"trainer PID {pid} ({_program(pid)}), parent {_proc_stat(pid)[1] if _proc_stat(pid) else '?'}")
+        if not r.wait_for("logs/train.log", "INFO step 1 |", 300):
+            r.truth(f"no first step: train.log's last line {last_line()!r}")
+            return
+        r.truth(f"first step line: {[x for x in text().splitlines() if ' INFO step 1 |' in x][0]!r}")
+        for n, at in enumerate(looks, 1):
+            time.sleep(max(0.0, launched + at - time.monotonic()))
+            r.truth(f"look {n}: the operator types `tail -n 3 logs/train.log` and `{'nvidia-smi' if r.gpu else 'uptime'}`"
+                    f" (train.log's last line {last_line()!r})")
+            op.run("tail -n 3 logs/train.log")
+            op.run("nvidia-smi" if r.gpu else "uptime")
+        if not r.wait_for("logs/train.log", "training done", seconds + 240):
+            r.truth(f"no 'training done': train.log's last line {last_line()!r}")
+        gone = _exited(pid, 60) if pid.isdigit() else False
+        r.truth(f"trainer PID {pid} {'exited (' + _wait_status(_proc_stat(pid)) + ')' if gone else 'still running'}")
+        time.sleep(1)
+        done.set()
+        watcher.join(timeout=5)
+        lines = _noisy_steps(text())
+        if not lines:
+            r.truth("no step lines in train.log")
+            return
+        r.truth(f"{len(lines)} step lines, steps {lines[0][1]}-{lines[-1][1]}, {_utc(lines[0][0])} to "
+                f"{_utc(lines[-1][0])}; seq {min(x[2] for x in lines)}-{max(x[2] for x in lines)}")
+        r.truth(f"the whole run, tok/s (step 1 left out): {_rate_summary([x[4] for x in lines[1:]])}")
+        r.truth(f"the whole run, ms per step (step 1 left out): median {statistics.median(x[3] for x in lines[1:]):.1f}, "
+                f"min {min(x[3] for x in lines[1:]):.1f}, max {max(x[3] for x in lines[1:]):.1f}")
+        t0 = lines[0][0]
+        w = 0
+        while t0 + 30 * w <= lines[-1][0]:
+            inside = [x for x in lines[1:] if t0 + 30 * w <= x[0] < t0 + 30 * (w + 1)]
+            if inside:
+                r.truth(f"window {w + 1} ({_utc(t0 + 30 * w)} to {_utc(t0 + 30 * (w + 1))}): {len(inside)} step lines "
+                        f"(steps {inside[0][1]}-{inside[-1][1]}, tokens {sum(x[4] * x[3] / 1000 for x in inside):,.0f} "
+                        f"in {sum(x[3] for x in inside) / 1000:.1f} s of steps): {_rate_summary([x[4] for x in inside])}")
+            w += 1
+        # seq buckets: the rate follows the batch's length
+        for lo, hi in ((0, 512), (512, 1024), (1024, 1536), (1536, 4096)):
+            bucket = [x[4] for x in lines[1:] if lo < x[2] <= hi]
+            if bucket:
+                r.truth(f"seq {lo + 1}-{hi}: {len(bucket)} steps, median {statistics.median(bucket):,.0f} tok/s")
+    finally:
+        done.set()
+        env.clear()
+        env.update(saved)
+        r.stop_ours("train.py --seconds")
+        # the checkpoint is the trainer's state, not evidence
+        for f in (r.dir / "ckpt").glob("*"):
+            r.truth(f"removed {f.relative_to(r.dir)} ({f.stat().st_size} bytes)")
+            f.unlink()
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -5218,6 +5558,7 @@ SCENARIOS = {
     "tb-hang": tb_hang,
     "cpu-starved": cpu_starved,
     "tee-hangup": tee_hangup,
+    "noisy-healthy": noisy_healthy,
 }
 
 

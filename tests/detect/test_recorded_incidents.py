@@ -1636,3 +1636,16 @@ def test_a_launch_whose_output_goes_to_dev_null_owns_the_log_its_script_names_af
     assert first["first_step"] == pd.Timestamp("2026-12-06 15:16:06.895", tz="UTC")
     found = detect(inc)
     assert _dec6("15:15:57.209") not in set(found.loc[found["kind"] == "failed_restart", "start"])
+
+
+def test_a_healthy_run_with_a_noisy_per_step_rate_raises_nothing():
+    """h100-1gpu-noisy-healthy (README), a negative control: one healthy run (PID 650, typed
+    16:31:29.264) whose SFT-style batches are 128..2048 tokens long, each step's own rate logged
+    (p10 ~62K, p90 ~282K tok/s over the run, its 30 s windows' means 168K-177K), an eval every 300
+    steps, a checkpoint every 500, `training done at step 4112` and exit 0. Nothing went wrong:
+    no regression, stall or failed start may be raised from the per-line swings."""
+    inc, found = loaded("h100-1gpu-noisy-healthy")
+    rate = inc.metrics[inc.metrics["metric"] == "train/tok_per_s"]["value"]
+    assert len(rate) > 4000 and rate.quantile(0.9) > 3 * rate.quantile(0.1)  # the swings are real
+    assert found.empty
+    assert pm.what_happened(inc, found)[0].startswith("Nothing went wrong that the evidence shows between 16:31:29 UTC")
