@@ -126,7 +126,8 @@ EVENT_KINDS: dict[str, str] = {
                  "target_session, target_job (a scheduler's job: `scancel 1234`)",
     "kill_failed": "a kill that did not reach its target",
     "gave_up": "a supervisor saying it stops restarting its program (supervisord's `gave up: train entered FATAL "
-               "state`, a loop's `giving up after 3 attempts`); columns: program, by",
+               "state`, systemd's `Start request repeated too quickly.`, a loop's `giving up after 3 attempts`); "
+               "columns: program, by, reason",
 }
 
 # Event kinds that say something went wrong, in the sources' own words: what a reader must see

@@ -107,7 +107,7 @@ COLUMNS = ("attempt", "start", "start_within_s", "start_ref", "launched", "by", 
 # A supervisor's word that it stops restarting, as a sentence quotes it (patterns.py finds the
 # line), and how long after an attempt's end it is still about that attempt where nothing started
 # it again (supervisord gives up at once: its `startretries` are seconds apart)
-_GIVING_UP = re.compile(r"(?i)\b(?:gave|giving) up\b.*")
+_GIVING_UP = re.compile(r"(?i)\b(?:gave|giving) up\b.*|\bStart request repeated too quickly\b.*")
 _GAVE_UP_NEAR = pd.Timedelta(minutes=5)
 # Kinds that end an attempt, strongest first: what ended it when several lines say something (a
 # kill someone sent before it was gone, then a shell's `Terminated`: the report is the kill's result).

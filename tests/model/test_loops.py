@@ -113,3 +113,19 @@ def test_supervisords_giving_up_on_each_program_is_told_with_the_starts_that_nev
     said = pm.what_happened(inc, found)[0]
     assert said.endswith("its supervisor then gave up at 13:51:33 UTC (`gave up: seat4 entered FATAL state, too many "
                          "start retries too quickly`), and on 3 others by 13:51:34 UTC."), said
+
+
+def test_systemds_start_limit_is_its_giving_up_on_the_unit(fixtures_dir, tmp_path):
+    """`systemctl status` pasted in Askannz/optimus-manager#1 (the corpus sample): the daemon (PID
+    832) exits with status 1, systemd schedules restart 6, then `Start request repeated too
+    quickly.` and `Failed with result 'exit-code'` at 22:09:12 +07: its start limit hit, systemd
+    stops restarting the unit. That was a warning no sentence told."""
+    sample = fixtures_dir / "systemd" / "optimus-manager-status-offset-07-python-exit1-counter-6.txt"
+    (tmp_path / "status.txt").write_bytes(sample.read_bytes())
+    inc = pm.load_incident(tmp_path)
+    found = pm.detect(inc)
+    failed = found[found["kind"] == "failed_restart"].iloc[0]
+    assert failed["numbers"]["gave_up_at"] == pd.Timestamp("2018-11-17 15:09:12", tz="UTC")
+    assert "status.txt:11" in failed["evidence"]
+    assert pm.what_happened(inc, found)[0].endswith(
+        "; its supervisor then gave up at 15:09:12 UTC (`Start request repeated too quickly.`).")

@@ -752,11 +752,12 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("exit", "supervisor_exit", ("exited: ", "stopped: "),
            r"\b(?:exited|stopped): (?P<program>\S{1,80}) \(exit status (?P<code>-?\d+)", by="supervisor"),
     # a supervisor's word that it stops restarting: supervisord's `gave up: train entered FATAL
-    # state, too many start retries too quickly` (naming its program), a loop's `giving up after
-    # 3 attempts`. A count of tries is asked of the loop's form: a bare `giving up` is any
+    # state, too many start retries too quickly` (naming its program), systemd's `train.service:
+    # Start request repeated too quickly.` (its start limit hit), a loop's `giving up after 3
+    # attempts`. A count of tries is asked of the loop's form: a bare `giving up` is any
     # library's word on anything
-    _event("gave_up", "supervisor_gave_up", ("gave up", "giving up"),
-           r"(?i)\bgave up: (?P<program>\S{1,80}) entered FATAL state|"
+    _event("gave_up", "supervisor_gave_up", ("gave up", "giving up", "repeated too quickly"),
+           r"(?i)\bgave up: (?P<program>\S{1,80}) entered FATAL state|\bStart request repeated too quickly\b|"
            r"\b(?:giving|gave) up\b[^\n]{0,60}?\bafter \d+ (?:failed )?(?:attempts|restarts|retries|tries)\b",
            by="supervisor"),
     # a status as a supervisor or a tool prints it: `exited with code 1`, `exit=137`, `exit status

@@ -147,7 +147,8 @@ def _unit_fact(what: str) -> dict | None:
     if m:
         return dict(kind="timeout", what=f"systemd state {m['state']}", action=m["action"])
     if what.startswith("Start request repeated too quickly"):
-        return dict(kind="warning", reason="start-limit-hit")
+        # its start limit hit: systemd stops restarting the unit (a supervisor giving up)
+        return dict(kind="gave_up", reason="start-limit-hit")
     if what in _ENDED:
         return dict(kind="attempt_end", reason=_ENDED[what])
     return None

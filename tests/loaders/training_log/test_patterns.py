@@ -340,9 +340,10 @@ def test_a_supervisors_word_that_it_stops_restarting_names_its_program_where_it_
     ev = _events_of(tmp_path,
         "2014-04-22 13:51:33,472 INFO gave up: seat4 entered FATAL state, too many start retries too quickly\n"
         "2026-12-06 10:15:07,566 ERROR giving up after 3 attempts\n"
-        "2026-12-06 10:15:08,000 WARNING Giving up on the fast tokenizer; using the slow one\n")
+        "2026-12-06 10:15:08,000 WARNING Giving up on the fast tokenizer; using the slow one\n"
+        "2026-12-06 10:15:09,000 systemd[1]: train.service: Start request repeated too quickly.\n")
     quit = ev[ev["kind"] == "gave_up"]
-    assert [r.rsplit(":", 1)[-1] for r in quit["ref"]] == ["1", "2"]
+    assert [r.rsplit(":", 1)[-1] for r in quit["ref"]] == ["1", "2", "4"]
     assert quit["program"].tolist()[0] == "seat4" and pd.isna(quit["program"].tolist()[1])
     assert set(quit["by"]) == {"supervisor"}
 
