@@ -114,7 +114,7 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
             nxt = later[later["script"].isin(ran)].head(1)
         lines = lines_of(inc, a)
         last = lines.tail(1)
-        gave_up = supervisor_gave_up(inc, a, nxt["start"].iloc[0] if len(nxt) else None)
+        gave_up = supervisor_gave_up(inc, a)
         numbers = {"restarted_at": None, "restarted_by": None, "next_attempt": None, "resumed_step": None,
                    "redone_steps": 0, "reached_step": None,
                    "gave_up": None if gave_up is None else gave_up["said"],

@@ -639,7 +639,7 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         holders = {int(x) for x in re.findall(r"PID (\d+)", v.why)} if v.reason.startswith("out of memory") else set()
         held = [findings.cause(f["id"], f"PID {f['numbers']['pid']} held the GPU memory", f["evidence"][:1])
                 for f in stale if f["numbers"]["pid"] in holders]
-        quit = _gave_up(inc, a)
+        quit = supervisor_gave_up(inc, a) if a is not None else None
         rows.append(findings.finding(
             "failed_restart", L["time"], _failed_until(L, w), "critical",
             v.refs + evidence + ([quit["ref"]] if quit else []),
@@ -650,18 +650,6 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
             caused_by=v.causes + held, within_s=L.get("within_s")))
         rows += stale
     return findings.frame(rows)
-
-
-def _gave_up(inc: Incident, a: pd.Series | None) -> dict | None:
-    """Its supervisor's word that it stopped restarting the failed start, before the next start
-    of the same program (of any, where the supervisor named none)."""
-    if a is None:
-        return None
-    att = attempts(inc)
-    later = att[att["start"] > a["start"]]
-    if isinstance(a["program"], str):
-        later = later[later["program"] == a["program"]]
-    return supervisor_gave_up(inc, a, later["start"].min() if len(later) else None)
 
 
 def _failed_until(L: pd.Series, w: _Window):

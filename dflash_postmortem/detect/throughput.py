@@ -588,7 +588,7 @@ def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) 
             n = len(busy["pids"])
             who = f" (user {', '.join(busy['users'])})" if busy["users"] else ""
             said = (f"another program on the host's CPUs: {n} process{'es' if n > 1 else ''} of `{busy['command']}`{who}, "
-                    f"up to {busy['cpu_pct_max']:.0f} % CPU {'each' if n > 1 else ''}".rstrip()
+                    f"up to {busy['cpu_pct_max']:.0f} % CPU" + (" each" if n > 1 else "")
                     + f", listed from {clock(busy['first_seen'])} to {clock(busy['last_seen'])}")
             cands.append(said)
             evidence += busy["refs"]

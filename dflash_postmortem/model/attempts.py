@@ -104,10 +104,9 @@ COLUMNS = ("attempt", "start", "start_within_s", "start_ref", "launched", "by", 
            "host", "command", "script", "flags", "log_path", "launch_ref", "run", "runs", "pids", "ranks", "gpus", "sources",
            "first_step", "first_step_ref", "last_alive", "last_alive_ref", "end", "end_kind", "end_ref",
            "end_message", "exit_code", "signal", "cause_time", "cause_kind", "cause_ref", "cause_message", "cause_rank")
-# A supervisor's word that it stops restarting, as a sentence quotes it (patterns.py finds the
-# line), and how long after an attempt's end it is still about that attempt where nothing started
-# it again (supervisord gives up at once: its `startretries` are seconds apart)
-_GIVING_UP = re.compile(r"(?i)\b(?:gave|giving) up\b.*|\bStart request repeated too quickly\b.*")
+# How long after an attempt's end a supervisor's word that it stops restarting is still about
+# that attempt where nothing started it again (supervisord gives up at once: its `startretries`
+# are seconds apart)
 _GAVE_UP_NEAR = pd.Timedelta(minutes=5)
 # Kinds that end an attempt, strongest first: what ended it when several lines say something (a
 # kill someone sent before it was gone, then a shell's `Terminated`: the report is the kill's result).
@@ -184,18 +183,23 @@ def trainer_pids(inc: Incident, attempt: pd.Series) -> list[int]:
     return [p for p in pids if p not in agents] or pids
 
 
-def supervisor_gave_up(inc: Incident, attempt: pd.Series, until=None) -> dict | None:
-    """A supervisor's word, once the attempt ended and before `until` (what started it again),
-    that it stops restarting it: supervisord's `gave up: train entered FATAL state` naming the
-    program it said it started as the attempt, a loop's `giving up after 3 attempts` in a log of
-    the attempt's own. Why the run stayed down, or why the operator started it by hand: its
-    time, its words as quoted, its line."""
+def supervisor_gave_up(inc: Incident, attempt: pd.Series) -> dict | None:
+    """A supervisor's word, once the attempt ended and before the next start of its program (of
+    any, where no supervisor named it), that it stops restarting it: supervisord's `gave up:
+    train entered FATAL state` naming the program it said it started as the attempt, systemd's
+    `Start request repeated too quickly.`, a loop's `giving up after 3 attempts` where the
+    attempt's own words are. Why the run stayed down, or why the operator started it by hand:
+    its time, its words as quoted, its line."""
     ev = inc.events
     if pd.isna(attempt["end"]) or "kind" not in ev.columns:
         return None
+    att = attempts(inc)
+    later = att[att["start"] > attempt["start"]]
+    if isinstance(attempt["program"], str):
+        later = later[later["program"] == attempt["program"]]
+    until = later["start"].min() if len(later) else attempt["end"] + _GAVE_UP_NEAR
     said = ev[ev["kind"] == "gave_up"]
-    said = said[(said["time"] >= attempt["end"] - END_SLACK)
-                & (said["time"] <= (attempt["end"] + _GAVE_UP_NEAR if until is None else until))]
+    said = said[(said["time"] >= attempt["end"] - END_SLACK) & (said["time"] <= until)]
     program = column(said, "program")
     named = (program == attempt["program"]).fillna(False).astype(bool) if isinstance(attempt["program"], str) else False
     # (an unnamed word is about the start where it is written where the start's own words are: its
@@ -207,8 +211,7 @@ def supervisor_gave_up(inc: Incident, attempt: pd.Series, until=None) -> dict | 
     if said.empty:
         return None
     first = said.iloc[0]
-    words = _GIVING_UP.search(str(first["message"]))
-    return {"time": first["time"], "said": words.group(0) if words else str(first["message"]), "ref": first["ref"]}
+    return {"time": first["time"], "said": error_text(first["message"], "gave_up"), "ref": first["ref"]}
 
 
 def _runs_trainer(procs: pd.DataFrame) -> pd.Series:

@@ -111,7 +111,7 @@ def test_supervisords_giving_up_on_each_program_is_told_with_the_starts_that_nev
     assert quits == {"A1": "13:51:33.472", "A2": "13:51:34.488", "A3": "13:51:34.488", "A4": "13:51:33.469"}
     assert all("supervisord.log:" in " ".join(f["evidence"]) for _, f in failed.iterrows())
     said = pm.what_happened(inc, found)[0]
-    assert said.endswith("its supervisor then gave up at 13:51:33 UTC (`gave up: seat4 entered FATAL state, too many "
+    assert said.endswith("its supervisor then gave up at 13:51:33 UTC (`INFO gave up: seat4 entered FATAL state, too many "
                          "start retries too quickly`), and on 3 others by 13:51:34 UTC."), said
 
 
@@ -128,4 +128,4 @@ def test_systemds_start_limit_is_its_giving_up_on_the_unit(fixtures_dir, tmp_pat
     assert failed["numbers"]["gave_up_at"] == pd.Timestamp("2018-11-17 15:09:12", tz="UTC")
     assert "status.txt:11" in failed["evidence"]
     assert pm.what_happened(inc, found)[0].endswith(
-        "; its supervisor then gave up at 15:09:12 UTC (`Start request repeated too quickly.`).")
+        "; its supervisor then gave up at 15:09:12 UTC (`optimus-manager.service: Start request repeated too quickly.`).")
