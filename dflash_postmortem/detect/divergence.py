@@ -15,7 +15,8 @@ import pandas as pd
 
 from ..incident import Incident
 from ..model.attempts import CLEAN_ENDS, attempts
-from ..model.progress import NOT_FINITE_BREAKS, resumed_step
+from ..model.progress import NOT_FINITE_BREAKS
+from ..model.step_lines import named_step
 from . import findings
 from .per_host import judged
 
@@ -79,7 +80,7 @@ def _carried(inc: Incident, row: pd.Series, run, told: list[dict]) -> tuple[dict
     if pd.isna(row["time"]) or "kind" not in ev.columns:
         return None
     said = ev[(ev["kind"] == "resumed") & (ev["source"] == row["source"]) & (ev["time"] <= row["time"])].tail(1)
-    step = resumed_step(said["message"].iloc[0]) if len(said) else None
+    step = named_step(said["message"].iloc[0]) if len(said) else None
     if step is None or not isinstance(said["ref"].iloc[0], str):
         return None
     broke = [f for f in told if f["numbers"]["run"] == run and f["numbers"]["metric"] == row["metric"]
@@ -135,7 +136,7 @@ def _again(inc: Incident, run, last_bad: pd.Series) -> dict:
     return {"again_at": back["time"], "again_step": findings.whole(back["step"]), "again_value": float(back["value"]),
             "again_ref": next(iter(findings.refs(later.head(1))), None),
             "again_started": starts.iloc[-1] if len(starts) else None,
-            "again_resumed_step": resumed_step(said["message"].iloc[0]) if len(said) else None}
+            "again_resumed_step": named_step(said["message"].iloc[0]) if len(said) else None}
 
 
 def _writes(att: pd.DataFrame, source: str) -> np.ndarray:

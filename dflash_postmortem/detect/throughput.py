@@ -24,6 +24,7 @@ from ..model.attempts import attempts
 from ..model.launches import environment, launch_of
 from ..model.pace import pace_rows, step_grew, unit
 from ..model.progress import LINES_PER_WINDOW, SPIKY, alternates, spread
+from ..model.states import MIN_DEGRADED_S
 from ..said import exception_line
 from ..schema import PROBLEM_EVENTS
 from ..shell_words import SWITCH, flag_key, invocation, runs_script
@@ -34,9 +35,8 @@ from .stall import stall_intervals
 
 MIN_DROP = 0.15
 MIN_SIZE = 3
-# A drop shorter than this is noise or a hiccup, not an incident (short replay runs logged once a
-# second showed 9 s dips inside otherwise steady runs).
-MIN_REGRESSION_S = 20.0
+# A drop shorter than the states' (model/states.py) is noise or a hiccup, not an incident.
+MIN_REGRESSION_S = MIN_DEGRADED_S
 PENALTY = 3.0  # x sigma^2 x ln(n): BIC-like, sigma from the steady baseline
 # Settings that name or bound a run rather than change how it trains.
 BOOKKEEPING = re.compile(

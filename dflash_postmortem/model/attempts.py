@@ -318,6 +318,12 @@ class _Attempt:
         # (script, flags) of its launch and of each of its processes' command lines (_jobs)
         self.invocations: list[tuple] = []
 
+    def earliest(self) -> pd.Timestamp:
+        """The earliest its processes can have begun: its start, or the `date` a command typed
+        after it was dated by (`floor`) where its start is a later sign of it (its log's first
+        line: the model loaded before it, on the GPU)."""
+        return self.floor if self.floor is not None and self.floor < self.start else self.start
+
     def consider_start(self, when, within: float, ref: str | None) -> None:
         """A signal that shows the start more precisely than what the attempt has (a log's first
         line against ps's minute). Never before `floor`: a command dated by the last `date`
@@ -1090,7 +1096,7 @@ class _Assembly:
             host, name = _text(getattr(r, "host", None)), str(getattr(r, "process_name", "") or "")
             for a in found:
                 if not a.pids and a.start is not None and _same_host(a, host) \
-                        and _runs_as(a, name, trains=started_up(a)[1]) and a.start <= r.time < started_up(a)[0]:
+                        and _runs_as(a, name, trains=started_up(a)[1]) and a.earliest() <= r.time < started_up(a)[0]:
                     claims.setdefault(int(r.pid), []).append(a)
         procs = self.inc.processes.dropna(subset=["pid", "first_seen"])
         named = procs[procs["command"].astype(str).str.fullmatch(r"\S+") & ~procs["pid"].isin(owned)]
@@ -1101,7 +1107,7 @@ class _Assembly:
             for a in found:
                 writing = max((self.last_line.get(src) for src in a.sources if src in self.last_line), default=None)
                 if not a.pids and a.start is not None and writing is not None and _same_host(a, host) \
-                        and _runs_as(a, str(r.command)) and a.start <= r.first_seen <= writing + END_SLACK:
+                        and _runs_as(a, str(r.command)) and a.earliest() <= r.first_seen <= writing + END_SLACK:
                     claims.setdefault(int(r.pid), []).append(a)
         merged = set()
         for pid, who in claims.items():

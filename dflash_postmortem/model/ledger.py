@@ -32,7 +32,7 @@ from . import computed
 from .attempts import attempts
 from .pace import step_grew, unit
 from .progress import progress, resumes, warmed
-from .states import MIN_DROP, states
+from .states import MIN_DROP, lasting_below, states
 
 CLASSES = ("productive", "degraded", "starting", "stalled", "diverged", "lingering", "redone", "restarting", "down")
 # A class with less than this many seconds is not shown (it rounds to 0 s)
@@ -86,7 +86,7 @@ def _ledger(inc: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
     baseline = _baseline(inc, like)
     # per attempt and piece: which class its share of the piece falls in, and its level ratio
     min_drop = float(inc.config.detect.get("min_drop", MIN_DROP))
-    what = {a: _classes(a, mid, st, like, redo, baseline, min_drop) for a in att["attempt"]}
+    what = {a: _classes(inc, a, mid, st, like, redo, baseline, min_drop) for a in att["attempt"]}
     alive = {a: ((s <= mid) & (mid < e)) for a, s, e in zip(att["attempt"], att["start"], alive_until, strict=True)}
     later = np.array([(att["start"] > m).any() for m in mid])
     # the GPU time no attempt held belongs to the gap after the last attempt that had ended
@@ -200,7 +200,7 @@ def _baseline(inc: Incident, prog: pd.DataFrame) -> float:
     return float(max([prog["level"].quantile(0.75), *starts]))
 
 
-def _classes(attempt: str, mid: pd.DatetimeIndex, st: pd.DataFrame, prog: pd.DataFrame, redo: pd.DataFrame,
+def _classes(inc: Incident, attempt: str, mid: pd.DatetimeIndex, st: pd.DataFrame, prog: pd.DataFrame, redo: pd.DataFrame,
              baseline: float, min_drop: float) -> tuple[np.ndarray, np.ndarray]:
     """For each piece (by its middle): the attempt's class there (starting, stalled, diverged,
     lingering, redone or training) and its level against the baseline (1 where no level is known)."""
@@ -221,7 +221,7 @@ def _classes(attempt: str, mid: pd.DatetimeIndex, st: pd.DataFrame, prog: pd.Dat
     ratio = np.ones(len(mid))
     w = prog[prog["attempt"] == attempt]
     w = w.assign(level=warmed(w["level"]))  # a start's warm-up is no loss (progress.warmed)
-    w = w[w["level"] < (1 - min_drop) * baseline]
+    w = lasting_below(inc, w, (1 - min_drop) * baseline)
     for s, e, level in zip(w["start"], w["end"], w["level"], strict=True):
         ratio[(s <= mid) & (mid < e)] = float(np.clip(level / baseline, 0.0, 1.0))
     return kind, ratio

@@ -68,7 +68,7 @@ def pace_rows(inc: Incident) -> pd.DataFrame:
     as logged (each for the time since the line before it), or one steps-per-second row per
     interval of each series' step counter, at the interval's beginning with the line and step
     that close it: a change of pace found at a row began within its interval, no earlier."""
-    return computed.cached(inc, "pace rows", ("metrics",), lambda: _rows(inc))
+    return computed.cached(inc, "pace rows", ("metrics", "events"), lambda: _rows(inc))
 
 
 def _metric(m: pd.DataFrame) -> str:

@@ -13,8 +13,6 @@ taken); the choice is in `notes`.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
@@ -24,7 +22,7 @@ from ..shell_words import command_name, shell_words
 from . import carried, computed
 from .attempts import attempts, finished
 from .pace import pace_metric, pace_rows
-from .step_lines import step_lines
+from .step_lines import named_step, step_lines
 
 COLUMNS = ("attempt", "start", "end", "level", "steps_per_s", "lines", "ref")
 # A window holds about this many lines of each series (an even number: alternating values of two
@@ -119,16 +117,8 @@ def _attempt_rows(inc: Incident, attempt: pd.Series, m: pd.DataFrame) -> pd.Data
     return mine.sort_values("time", kind="stable")
 
 
-# The step a `resumed` line names: `at step 120`, `global step 120`, `iteration 120`.
-_RESUMED = re.compile(r"\b(?:step|iteration)[\s_=:]*(\d+)\b(?!\.\w)", re.I)
 RESUME_COLUMNS = ("attempt", "resumed_at", "resumed_step", "reached_step", "redone_steps", "redone_until", "caught_up",
                   "said", "ref")
-
-
-def resumed_step(message) -> int | None:
-    """The step a `Resumed from checkpoint ... at step N` line names (its last), else None."""
-    said = _RESUMED.findall(str(message))
-    return int(said[-1]) if said else None
 
 
 def resumes(inc: Incident) -> pd.DataFrame:
@@ -147,7 +137,7 @@ def _resumes(inc: Incident) -> pd.DataFrame:
     rows = []
     for _, b in att.iterrows():
         said = ev[ev["source"].isin(b["sources"]) & (ev["time"] >= b["start"])] if b["sources"] else ev.iloc[:0]
-        steps = [s for m in said["message"] if (s := resumed_step(m)) is not None]
+        steps = [s for m in said["message"] if (s := named_step(m)) is not None]
         mine = steps_of(inc, b)
         if not steps and (mine.empty or pd.isna(mine["step"].iloc[0]) or _tailed(inc, mine.iloc[0])):
             continue

@@ -2,7 +2,10 @@
 
     starting      from its start to its first training step
     training      progressing at its job's level
-    degraded      progressing, below (1 - min_drop) x its job's level before
+    degraded      progressing, below (1 - min_drop) x its job's level before, for MIN_DEGRADED_S
+                  (`[detect] min_regression_s`) or its whole training: a dip shorter than that
+                  (a checkpoint's pause, an evaluation, a noisy rate) is no loss, as it is no
+                  regression of the detectors'
     stalled       alive (a listing shows it, its PIDs hold GPU memory, or its log grows), no step
                   for longer than max(3 x its median step interval, 60 s) (`[detect] stall_s`)
                   and no evaluation results logged in that time;
@@ -45,6 +48,10 @@ READS = ("metrics", "events", "processes", "gpu_processes", "gpus")
 MIN_STALL_S = 60.0
 STALL_INTERVALS = 3.0
 MIN_DROP = 0.15
+# A level below the job's must last this long to be degraded (short replay runs logged once a
+# second showed 9 s dips inside otherwise steady runs; a run whose rate swings with its batches
+# has 5 s windows of evaluation and checkpoint pauses).
+MIN_DEGRADED_S = 20.0
 # A start with no step whose last sign of life (a listing, GPU memory, a log line) came this long
 # before the evidence ends went silent: it is over, not still loading.
 SILENT_S = 60.0
@@ -167,7 +174,7 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
                 since = t
         if end > since:
             rows.append(_row(a, "training", since, end, a["first_step_ref"] if since == first else None, ""))
-        rows += _degraded(a, w, base, min_drop, unit(inc))
+        rows += _degraded(inc, a, w, base, min_drop, unit(inc))
         broke = _diverged(inc, a, end)
         if broke is not None:
             rows.append(_row(a, "diverged", broke[0], end, broke[1], broke[2]))
@@ -427,13 +434,31 @@ def _row(a: pd.Series, state: str, start, end, ref, detail: str) -> dict:
     return {"attempt": a["attempt"], "state": state, "start": start, "end": end, "ref": ref, "detail": detail}
 
 
-def _degraded(a: pd.Series, w: pd.DataFrame, base: float, min_drop: float, u: str) -> list[dict]:
-    """Windows of the attempt below (1 - min_drop) of its own early level."""
+def _degraded(inc: Incident, a: pd.Series, w: pd.DataFrame, base: float, min_drop: float, u: str) -> list[dict]:
+    """Windows of the attempt below (1 - min_drop) of its own early level, for long enough."""
     if not np.isfinite(base) or w.empty:
         return []
-    low = w[w["level"] < (1 - min_drop) * base]
+    low = lasting_below(inc, w, (1 - min_drop) * base)
     return [_row(a, "degraded", r["start"], r["end"], r["ref"], f"{figure(r['level'], u)} {u} against {figure(base, u)}")
             for _, r in low.iterrows()]
+
+
+def lasting_below(inc: Incident, w: pd.DataFrame, level: float) -> pd.DataFrame:
+    """The windows of one attempt's progress (in time order) below `level` in a stretch of
+    such windows, one after the other, that lasts MIN_DEGRADED_S (`[detect] min_regression_s`)
+    or holds every window of the attempt (a relaunch that trained slower from start to end)."""
+    low = (w["level"] < level).to_numpy(dtype=bool, na_value=False)
+    if not low.any():
+        return w.iloc[:0]
+    min_s = pd.Timedelta(seconds=float(inc.config.detect.get("min_regression_s", MIN_DEGRADED_S)))
+    keep = np.zeros(len(w), dtype=bool)
+    starts, ends = w["start"].to_numpy(), w["end"].to_numpy()
+    # stretches of consecutive low windows: where a run of True begins and ends
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], low.astype(np.int8), [0]])))
+    for b, e in zip(edges[::2], edges[1::2], strict=True):
+        if (b == 0 and e == len(w)) or pd.Timedelta(ends[e - 1] - starts[b]) >= min_s:
+            keep[b:e] = True
+    return w[keep]
 
 
 def _fill_training(df: pd.DataFrame) -> pd.DataFrame:

@@ -4,10 +4,14 @@ A step line is a row of the metrics with a step and a time: the throughput lines
 source has them; where a source has none (Hugging Face's Trainer logs `loss` every N steps and a
 tqdm bar of steps; Lightning a metrics file), one row per step of its training metrics. A bar
 drawn at 0 s elapsed shows the count it starts from (`0/400`, or `200/400` on a resume), no step
-taken. Evaluation and summary rows are no step of training.
+taken. Evaluation and summary rows are no step of training. A source with none of these, whose
+lines say a checkpoint was saved at a step (`saved checkpoint step 800`, all an operator's `tail`
+printed of a log that is gone), shows that step reached when the line was written.
 """
 
 from __future__ import annotations
+
+import re
 
 import pandas as pd
 
@@ -15,25 +19,65 @@ from ..incident import Incident
 from ..schema import BAR_ELAPSED_S, TOK_PER_S
 from . import computed
 
-READS = ("metrics",)
+READS = ("metrics", "events")
 _NOT_STEPS = ("train/train_", "train/total_flos", "train/epoch")  # closing summaries, and a fraction of an epoch
 
 
 def step_lines(inc: Incident) -> pd.DataFrame:
     """The metrics' step lines (see the module's docstring), in time order."""
-    return computed.cached(inc, "step lines", READS, lambda: _step_lines(inc.metrics))
+    return computed.cached(inc, "step lines", READS, lambda: _step_lines(inc.metrics, inc.events))
 
 
-def _step_lines(m: pd.DataFrame) -> pd.DataFrame:
+# The step a line names (`at step 120`, `global step 120`, `iteration 120`, `ckpt/step_000200.pt`),
+# not a fraction (`step 1.5`).
+_NAMED_STEP = re.compile(r"\b(?:step|iteration)[\s_=:]*(\d+)(?!\d|\.\d)", re.I)
+SAVED_STEP = "checkpoint/step"  # the metric of a step line read from a checkpoint's line
+
+
+def named_step(message) -> int | None:
+    """The step a line names (its last: `resuming from step_400.pt at step 400`), else None."""
+    said = _NAMED_STEP.findall(str(message))
+    return int(said[-1]) if said else None
+
+
+def _step_lines(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
+    saved = _saved_steps(m, ev)
     if m.empty:
-        return m
+        return saved
     rates = m[m["metric"] == TOK_PER_S]
     others = m[~m["source"].isin(set(rates["source"])) & m["time"].notna() & m["step"].notna()
                & m["metric"].str.startswith("train/") & ~m["metric"].str.startswith(_NOT_STEPS)]
     others = others[(others["metric"] != BAR_ELAPSED_S) | (others["value"] > 0)]
     keys = ["source", "step"] + (["rank"] if "rank" in others.columns else [])
     others = others.sort_values("time", kind="stable").drop_duplicates(keys, keep="first")
+    if len(saved):
+        others = pd.concat([others, saved]) if len(others) else saved
     if len(others):
         return pd.concat([rates, others]).sort_values("time", kind="stable")
     # a trainer's lines come in time order: no sorted copy of them (the watch holds one less)
     return rates if rates["time"].is_monotonic_increasing else rates.sort_values("time", kind="stable")
+
+
+def _saved_steps(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
+    """Metric-shaped rows (SAVED_STEP, the step as its value) of the checkpoint lines that name a
+    step, in dated sources with no metric row of a step (a trainer's rate lines say more, and
+    are never doubled by these): the events' checkpoint lines, read where a log's own lines are gone."""
+    if ev.empty or "pattern" not in ev.columns:
+        return m.iloc[:0]
+    ck = ev[(ev["pattern"] == "checkpoint_save") & ev["time"].notna() & ev["source"].notna()]
+    if len(m):
+        ck = ck[~ck["source"].isin(set(m.loc[m["step"].notna(), "source"].dropna()))]
+    if ck.empty:
+        return m.iloc[:0]
+    step = ck["message"].map(named_step)
+    ck = ck[step.notna()]
+    if ck.empty:
+        return m.iloc[:0]
+    rows = pd.DataFrame({c: ck[c].to_numpy() for c in ("time", "source", "ref", "run", "host", "rank", "pid")
+                         if c in ck.columns and c in m.columns})
+    rows["metric"] = SAVED_STEP
+    rows["step"] = step[step.notna()].astype("int64").to_numpy()
+    rows["value"] = rows["step"].astype(float)
+    # labels after the metrics' own: a step line's label is its metric row's where it has one
+    rows.index = pd.RangeIndex(len(rows)) + (int(m.index.max()) + 1 if len(m) else 0)
+    return rows.astype({c: m[c].dtype for c in rows.columns if c in m.columns}, errors="ignore")

@@ -32,6 +32,7 @@ from ..model.attempts import attempts, came_up_after, stopped_cleanly_near
 from ..model.ledger import CLASSES, SHOWN_S, ledger
 from ..model.log_files import unseen
 from ..model.progress import placed_together, resumes, steps_of
+from ..model.step_lines import SAVED_STEP
 from ..said import error_text
 from ..schema import TOK_PER_S
 from ..units import (
@@ -374,8 +375,13 @@ def _came_up(inc: Incident, after) -> tuple | None:
     if a is None:
         return None
     who = f" by {_STARTED_BY[a['by']]}" if a["by"] in _STARTED_BY else ""
-    if placed_together(steps_of(inc, a)):  # (its steps' one time is its launch's: model/progress.py)
+    steps = steps_of(inc, a)
+    if placed_together(steps):  # (its steps' one time is its launch's: model/progress.py)
         return a["start"], f"The start at {_when(a['start'])}{who} came up: its log holds its steps, though no line of it carries a time."
+    first = steps.iloc[0] if len(steps) else None
+    if first is not None and first["metric"] == SAVED_STEP:  # (no step line of it is left: model/step_lines.py)
+        return a["start"], (f"The start at {_when(a['start'])}{who} came up: it saved a checkpoint at step "
+                            f"{int(first['step'])} at {_when(first['time'])}{_redoing(inc, a)}.")
     return a["start"], (f"The start at {_when(a['start'])}{who} came up: its first step was logged at "
                         f"{_when(a['first_step'])}{_redoing(inc, a)}.")
 

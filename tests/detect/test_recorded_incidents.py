@@ -1623,6 +1623,48 @@ def test_a_trainer_under_nohup_whose_tee_dies_with_the_terminal_is_told_by_the_h
         "terminal, and the trainer's next write to the pipe failed.")
 
 
+def test_a_launch_dated_by_the_date_before_it_takes_the_process_that_loaded_before_its_log(tmp_path):
+    """h100-1gpu-tee-hangup without logs/ps.txt: the launch is typed after `date` printed 15:54:50
+    (the typescript dates it no closer); nvidia-smi lists PID 684 (python3) from 15:54:58, the
+    log's first dated line is 15:55:04. The start, placed at that line, could not take a process
+    seen before it, so it had no PID, no end, and "Nothing went wrong". A command can have begun
+    from the `date` it follows on: PID 684 is the one new process in that time."""
+    inc = _without(tmp_path, "h100-1gpu-tee-hangup", "logs/ps.txt")
+    first = attempts(inc).iloc[0]
+    assert (first["pids"], first["end_kind"]) == ([684], "gone")
+    found = detect(inc)
+    died = found[found["kind"] == "training_died"]
+    assert died["start"].tolist() == [pd.Timestamp("2026-12-06 15:55:44", tz="UTC")]
+    assert [c["evidence"] for c in died.iloc[0]["caused_by"]] == [["logs/terminal.typescript:58"]]
+
+
+def test_a_checkpoint_line_printed_from_a_log_that_is_gone_shows_the_relaunch_trained(tmp_path):
+    """h100-1gpu-tee-hangup without logs/train2.log: the relaunch (PID 941, 15:56:24.944, README:
+    resumed at step 400, trained to step 800, exit 0) is known only by the operator's `tail -n 2
+    logs/train2.log`, which printed `2026-12-06 15:57:15 saved checkpoint step 800` and `done: step
+    800 ...`. With no rate line of it left, the relaunch "never came up": a checkpoint saved at a
+    step is that step reached when its line was written."""
+    inc = _without(tmp_path, "h100-1gpu-tee-hangup", "logs/train2.log")
+    second = attempts(inc).iloc[1]
+    assert (second["pids"], second["first_step"]) == ([941], pd.Timestamp("2026-12-06 15:57:15", tz="UTC"))
+    assert second["first_step_ref"] == "logs/terminal2.typescript:34"
+    found = detect(inc)
+    assert "failed_restart" not in set(found["kind"])
+    said = pm.what_happened(inc, found)
+    assert said[0].endswith("It was started again at 15:56:24 UTC by the operator.")
+    assert len(said) == 1
+
+
+def test_a_start_known_only_by_its_printed_checkpoint_line_is_told_by_it(tmp_path):
+    """h200-1gpu-pkill-both without logs/train3.log: run 3 (typed 18:10:32.399, README: first step
+    18:10:42, `Training stopped` at step 400 at 18:11:43) is known by the operator's `tail -n 2
+    logs/train3.log`: its step-400 checkpoint line and its stop. It came up; what shows it is
+    that checkpoint, not a first step."""
+    inc = _without(tmp_path, "h200-1gpu-pkill-both", "logs/train3.log")
+    said = pm.what_happened(inc, detect(inc))
+    assert "The start at 18:10:32 UTC by the operator came up: it saved a checkpoint at step 400 at 18:11:43 UTC." in said
+
+
 def test_a_launch_whose_output_goes_to_dev_null_owns_the_log_its_script_names_after_it(tmp_path):
     """h100-1gpu-resume-mismatch without ps.txt: `nohup ./run.sh --n-layer 8 --n-embd 768 --seconds
     600 > /dev/null 2>&1 &` (typed 15:15:57.209) runs train.py into `logs/train_20261206_151557.log`
@@ -1649,3 +1691,8 @@ def test_a_healthy_run_with_a_noisy_per_step_rate_raises_nothing():
     assert len(rate) > 4000 and rate.quantile(0.9) > 3 * rate.quantile(0.1)  # the swings are real
     assert found.empty
     assert pm.what_happened(inc, found)[0].startswith("Nothing went wrong that the evidence shows between 16:31:29 UTC")
+    # nor is any of its time lost: its 5-s windows of evaluation and checkpoint pauses (one down
+    # to 81K tok/s) are no drop that lasted, as the regression detector's are not
+    assert "degraded" not in set(states(inc)["state"])
+    (row,) = [r for _, r in ledger(inc).iterrows()]
+    assert row["degraded"] == 0 and row["productive"] > 0.9 * (row["total"] - row["starting"])
