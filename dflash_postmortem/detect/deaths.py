@@ -44,7 +44,7 @@ from . import findings
 from .finding_text import one_line
 from .per_host import judged
 
-_ERRORS = ("traceback", "oom", "oom_kill", "timeout", "nccl_timeout", "attempt_end", "exit", "killed", GONE)
+_ERRORS = ("traceback", "oom", "oom_kill", "timeout", "nccl_timeout", "attempt_end", "exit", "run_end", "killed", GONE)
 # A limit on the job's time that ended it (coreutils `timeout`'s status; Slurm's `DUE TO TIME
 # LIMIT` and TIMEOUT state, which its loaders give as a timeout of `what` "slurm time limit"): a
 # stop the job's own command or scheduler asked for, not an error, though what was trained since
@@ -357,7 +357,7 @@ def _time_limited(inc: Incident, a: pd.Series) -> bool:
 def _an_error(a: pd.Series) -> bool:
     """The end is an error, not a clean stop or a kill someone sent: an exit status of 0 or a
     message saying the run stopped is not a death."""
-    if a["end_kind"] == "exit":
+    if a["end_kind"] in ("exit", "run_end"):  # (a tracked run's exit record gives its status)
         return a["exit_code"] not in (None, 0) and not pd.isna(a["exit_code"])
     text = str(a["end_message"] or "")
     return not re.search(r"\b(?:completed|succeeded|success)\b", text, re.I)

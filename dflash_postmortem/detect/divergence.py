@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident
-from ..model.attempts import CLEAN_ENDS, attempts
+from ..model.attempts import attempts, finished
 from ..model.progress import NOT_FINITE_BREAKS
 from ..model.step_lines import named_step
 from . import findings
@@ -109,7 +109,7 @@ def _ended(inc: Incident, last_bad: pd.Series) -> dict:
     if mine.empty:
         return _NOT_ENDED
     a = mine.iloc[-1]
-    clean = a["end_kind"] in CLEAN_ENDS or (a["end_kind"] == "exit" and a["exit_code"] == 0)
+    clean = finished(a)
     if a["end_kind"] != "kill_sent" and not clean:
         return _NOT_ENDED
     return {"ended_at": a["end"], "end_kind": "stopped" if clean else "killed", "ended_by": findings.ended_by(inc, a),

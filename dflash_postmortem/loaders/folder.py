@@ -38,6 +38,7 @@ from .registry import (
     printable,
     read_head,
     sniff,
+    whole_folder,
 )
 
 # Folders that hold no evidence of their own: version control, notebook autosaves, caches, the
@@ -304,11 +305,17 @@ def plan_incident(
         raise PostmortemError(f"{root}: no such file or folder")
     cfg_path = root / CONFIG_NAME if root.is_dir() else None
     cfg = incident_config(root, timezone)
+    # A folder that is itself evidence of one format (a wandb run folder handed over as it is) is
+    # read as that, as it would be inside an incident folder (its files named as a walk names
+    # them); walked file by file, its debug logs' start and finish lines read as starts of their own.
+    whole = whole_folder(root) if root.is_dir() else None
     base = root if root.is_dir() else root.parent
     ctx = LoadContext(root=base, timezone=cfg.timezone, host=host, on_bad_line=on_bad_line, config=cfg, date=cfg.date)
 
     planner = _Planner(ctx, cfg, cfg_path, sniffed)
-    if root.is_dir():
+    if whole is not None:
+        planner.plan.append(_Planned(root, whole))
+    elif root.is_dir():
         planner.folder(root, {os.path.realpath(root)})
     else:
         entry = _classify(root, ctx)

@@ -97,7 +97,9 @@ class Format:
     sniff(path, head) -> confidence in [0, 1]; `head` is the first SNIFF_BYTES bytes of a file,
     or b"" for a folder. load(path, ctx) -> Incident holding this source's frames and one
     FileReport per file it consumed. `phase` 1 formats load after phase 0 ones, so they can borrow
-    dates or GPU UUIDs from what is already known.
+    dates or GPU UUIDs from what is already known. whole(folder) -> whether a folder handed over
+    as the incident itself is one of this folder format's, holding nothing else (the sniffer
+    answers for folders inside an incident, beside other evidence).
     """
 
     name: str
@@ -106,6 +108,7 @@ class Format:
     doc: str
     folder: bool = False
     phase: int = 0
+    whole: Callable[[Path], bool] | None = None
 
 
 FORMATS: dict[str, Format] = {}
@@ -119,6 +122,7 @@ def register(fmt: Format) -> Format:
 
 def format(
     name: str, *, sniff: Callable[[Path, bytes], float], doc: str, folder: bool = False, phase: int = 0,
+    whole: Callable[[Path], bool] | None = None,
 ) -> Callable[[Callable[[Path, LoadContext], object]], Callable[[Path, LoadContext], object]]:
     """Register the decorated loader as format `name`, recognised by `sniff`.
 
@@ -130,7 +134,7 @@ def format(
     """
 
     def register_loader(load: Callable[[Path, LoadContext], object]) -> Callable[[Path, LoadContext], object]:
-        register(Format(name=name, sniff=sniff, load=load, doc=doc, folder=folder, phase=phase))
+        register(Format(name=name, sniff=sniff, load=load, doc=doc, folder=folder, phase=phase, whole=whole))
         return load
 
     return register_loader
@@ -140,6 +144,12 @@ def formats_of(module: str) -> list[Format]:
     """The formats whose loaders live in `module` or below it (a family's package), in
     registration order: what a family's own entry point chooses among."""
     return [f for f in FORMATS.values() if f.load.__module__ == module or f.load.__module__.startswith(module + ".")]
+
+
+def whole_folder(path: Path) -> Format | None:
+    """The folder format `path` is, where the folder handed over as the incident is one whole
+    source of it (Format.whole), else None: it is walked file by file."""
+    return next((f for f in FORMATS.values() if f.folder and f.whole is not None and f.whole(path)), None)
 
 
 def read_head(path: Path) -> bytes:

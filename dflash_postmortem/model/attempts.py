@@ -149,8 +149,13 @@ CLEAN_ENDS = ("training_stop", "run_end")
 
 
 def finished(a: pd.Series) -> bool:
-    """Whether an attempt stopped by itself, cleanly: its stop line, its run's end, a status of 0."""
-    return a["end_kind"] in CLEAN_ENDS or (a["end_kind"] == "exit" and a["exit_code"] == 0)
+    """Whether an attempt stopped by itself, cleanly: its stop line, its run's end, a status of 0.
+    An end that gives a status other than 0 is no clean stop, whatever line gives it (wandb's
+    exit record of a run whose trainer raised says `exit_code: 1`)."""
+    code = a["exit_code"]
+    if a["end_kind"] in CLEAN_ENDS:
+        return code is None or pd.isna(code) or code == 0
+    return a["end_kind"] == "exit" and code == 0
 
 
 def stopped_cleanly_near(inc: Incident, when) -> pd.Timestamp | None:

@@ -25,7 +25,8 @@ from . import export as wandb_export
 from . import files as wandb_files
 from . import log as wandb_log
 from . import messages as wandb_messages
-from .decoding import Decoded, decode_log
+from .console import console_events, read_console
+from .decoding import decode_log
 from .frames import gpu_info, history_frame, stats_frames, to_time
 from .keys import bulk_json, json_values
 from .online import load_online_run
@@ -35,50 +36,6 @@ LOG_FORMAT = "wandb-log"
 
 # --------------------------------------------------------------------------------------------
 # flat lists -> frames
-
-
-def _console_lines(chunks: list[tuple[int, int, str, str]]):
-    """Raw console chunks (text and newlines arrive as separate records) -> whole lines.
-
-    Yields (record number, µs, stream, line) with the number and time of the line's first chunk;
-    a carriage return keeps what a terminal would show (the text after the last one).
-    """
-    open_: dict[str, list] = {}
-    for num, t, stream, text in chunks:
-        parts = text.split("\n")
-        for j, part in enumerate(parts):
-            buf = open_.get(stream)
-            if buf is None:
-                buf = open_[stream] = [num, t, []]
-            buf[2].append(part)
-            if j < len(parts) - 1:
-                line = "".join(buf[2]).rstrip("\r").rsplit("\r", 1)[-1]
-                del open_[stream]
-                if line.strip():
-                    yield buf[0], buf[1], stream, line
-    for stream, (num, t, parts) in open_.items():
-        line = "".join(parts).rstrip("\r").rsplit("\r", 1)[-1]
-        if line.strip():
-            yield num, t, stream, line
-
-
-def _console_events(d: Decoded, run: str, host, source: str) -> pd.DataFrame:
-    lines = list(_console_lines(d.console))
-    if not lines:
-        return pd.DataFrame()
-    nums, times, streams, texts = zip(*lines, strict=True)
-    return pd.DataFrame(
-        {
-            "time": to_time(times),
-            "host": host,
-            "run": run,
-            "kind": "console",
-            "message": list(texts),
-            "source": source,
-            "ref": [f"{source}:{n}" for n in nums],
-            "stream": list(streams),
-        }
-    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -165,8 +122,8 @@ def _read_log(path: Path, ctx: LoadContext, parts: _RunParts, meta: wandb_files.
                                source, gpu_info(env, {}) or meta.gpus)
     parts.metrics += [hist, stats]
     parts.gpus.append(gpus)
-    console = _console_events(d, run, host, source)
-    parts.events.append(console)
+    console = console_events(d, run, host, source)
+    parts.events.append(read_console(console, ctx))
     if len(console):
         parts.console_texts += console["message"].tolist()
 
@@ -269,6 +226,23 @@ def sniff_run_folder(path: Path, head: bytes) -> float:
     return 0.0
 
 
+# What a run folder holds at its top, in every SDK's layout (before 0.10, its files themselves).
+_RUN_ENTRIES = {"files", "logs", "tmp", "media", "code", "artifacts", "output.log", "requirements.txt", "config.yaml",
+                "diff.patch", *_RUN_FILES}
+
+
+def is_run_folder(path: Path) -> bool:
+    """Whether a folder handed over as the incident is a run folder and nothing else: a run's
+    entries only, as the SDK leaves them, its debug logs among them (a folder holding a .wandb
+    log alone reads the same file by file)."""
+    try:
+        top = list(path.iterdir())
+    except OSError:
+        return False
+    return bool(top) and all(p.name in _RUN_ENTRIES or p.suffix == ".wandb" for p in top) \
+        and bool(_debug_logs(path)) and sniff_run_folder(path, b"") > 0
+
+
 def sniff_link(path: Path, head: bytes) -> float:
     return 0.6 if wandb_files.link_target(path, head) is not None else 0.0
 
@@ -288,7 +262,7 @@ WANDB_RUN_FILE_FORMAT = "wandb-run-file"
 
 
 @registry.format(
-    WANDB_RUN_FORMAT, sniff=sniff_run_folder, folder=True,
+    WANDB_RUN_FORMAT, sniff=sniff_run_folder, folder=True, whole=is_run_folder,
     doc="wandb run folder (run-*/offline-run-*: .wandb log, files/, logs/)",
 )
 def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
@@ -349,7 +323,7 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
         elif p == files_dir / "output.log":
             rep, frame = wandb_files.read_output_log(p, ctx, parts.console_texts, parts.run, parts.host)
             parts.reports.append(rep)
-            parts.events.append(frame)
+            parts.events.append(read_console(frame, ctx))
         elif p == files_dir / "wandb-summary.json":
             summary, rep = wandb_files.read_json_doc(p, ctx, "wandb-summary")
             parts.reports.append(rep)
