@@ -122,7 +122,7 @@ EVENT_KINDS: dict[str, str] = {
     "traceback": "a Python traceback; its last line in the message",
     "run_end": "a tracked run ended (wandb exit record)",
     "training_stop": "the trainer says training stopped",
-    "kill_sent": "the operator sent a signal; columns: target_pid, target_is_group, target_pattern, target_expr, "
+    "kill_sent": "the operator sent a signal, or a log says something sent one (`sent SIGTERM to pid 669`); columns: target_pid, target_is_group, target_pattern, target_expr, "
                  "target_session, target_job (a scheduler's job: `scancel 1234`)",
     "kill_failed": "a kill that did not reach its target",
     "gave_up": "a supervisor saying it stops restarting its program (supervisord's `gave up: train entered FATAL "

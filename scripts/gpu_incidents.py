@@ -145,6 +145,17 @@ did (what the README of the incident is written from), which the incident folder
                        (each batch's length drawn from 128..2048, no packing) and a line every step with
                        that step's own tok/s, which swings widely; evals every 300 steps, checkpoints
                        every 500; the operator looks twice; the run ends by itself after 150 s
+    stall-watchdog     `nohup ./watchdog.sh > logs/watchdog.log 2>&1 &`, the operator's bash watchdog: it starts
+                       train.py (print() lines, no times of day) and checks every 10 s how old logs/train.log
+                       is; the prefetch thread blocks for good on its own lock after step 820 and the loop
+                       waits on the empty queue (0 % GPU, memory held); after 60 s stale the watchdog sends
+                       SIGTERM (the handler's flag is never checked), SIGKILL 15 s later, relaunches with
+                       --resume from step 800, which trains to step 1500 and exits 0; the watchdog exits
+    preempt-requeue    `nohup ./requeue.sh > logs/requeue.log 2>&1 &`, the operator's requeue loop on a spot slot
+                       (train.py through `tee -a logs/train.log`, again 20 s after each exit until logs/DONE):
+                       a preemption watcher (no transcript) SIGTERMs the trainer ~60 s into attempt 1 and
+                       32-50 s into attempt 2 (by attempt 1's pace); each time it saves and exits 0; attempt 3 resumes
+                       and trains to its last step, writes logs/DONE, and the loop exits
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -5537,6 +5548,948 @@ def noisy_healthy(r: Recording) -> None:
             f.unlink()
 
 
+# stall-watchdog: a trainer whose batches come from a prefetch thread through a bounded queue,
+# logging with print() (no time of day), with a SIGTERM handler that only sets a flag the loop checks
+# between steps; started and watched by watchdog.sh, the operator's bash loop that kills it when its
+# log goes stale and relaunches it with --resume.
+STALL_TRAIN = r'''"""Train a small GPT-style LM on a synthetic token stream.
+
+    python3 train.py --max-steps 1500 >> logs/train.log 2>&1 &      (watchdog.sh starts it so)
+
+Batches are made by a prefetch thread, up to --prefetch ahead of the loop, through a bounded queue.
+A checkpoint goes to ckpt/step_NNNNNN.pt every --ckpt-every steps and at the end; --resume goes on
+from the newest one. On SIGTERM it stops after the current step and saves a checkpoint.
+"""
+import argparse
+import glob
+import math
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+p = argparse.ArgumentParser()
+p.add_argument("--max-steps", type=int, default=1500)
+p.add_argument("--resume", action="store_true", help="go on from the newest checkpoint in --ckpt-dir")
+p.add_argument("--ckpt-dir", default="ckpt")
+p.add_argument("--ckpt-every", type=int, default=200)
+p.add_argument("--device", default="cuda")
+p.add_argument("--n-layer", type=int, default=12)
+p.add_argument("--n-head", type=int, default=12)
+p.add_argument("--n-embd", type=int, default=768)
+p.add_argument("--block-size", type=int, default=1024)
+p.add_argument("--vocab-size", type=int, default=32768)
+p.add_argument("--batch-size", type=int, default=20)
+p.add_argument("--lr", type=float, default=3e-4)
+p.add_argument("--warmup", type=int, default=100)
+p.add_argument("--log-every", type=int, default=10)
+p.add_argument("--prefetch", type=int, default=8, help="batches the prefetch thread may run ahead")
+p.add_argument("--seed", type=int, default=1337)
+p.add_argument("--fault-at-step", type=int, default=-1,
+               help="testing: force a reshuffle of the data order before the batch of this step")
+args = p.parse_args()
+
+torch.manual_seed(args.seed)
+device = args.device
+cuda = device.startswith("cuda")
+torch.backends.cuda.matmul.allow_tf32 = True
+ctx = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else torch.autocast("cpu", enabled=False)
+tokens_per_step = args.batch_size * args.block_size
+
+
+def make_batch(i, order_seed):
+    """The batch of step i, (batch, block + 1) token ids: random walks over the vocabulary (each id
+    the last plus 0-15), seeded by the data order and the step, so a resumed run sees the same batches."""
+    g = torch.Generator().manual_seed(order_seed * 1_000_003 + i)
+    start = torch.randint(0, args.vocab_size, (args.batch_size, 1), generator=g)
+    walk = (start + torch.randint(0, 16, (args.batch_size, args.block_size + 1), generator=g).cumsum(1)) % args.vocab_size
+    return walk.pin_memory() if cuda else walk
+
+
+class Prefetcher:
+    """Makes the batches of steps first, first + 1, ... in a background thread, `depth` ahead."""
+
+    def __init__(self, first, depth):
+        self.batches = queue.Queue(maxsize=depth)
+        self.lock = threading.Lock()  # guards the cursor and the data order
+        self.next_step = first
+        self.order_seed = args.seed
+        threading.Thread(target=self.run, name="prefetch", daemon=True).start()
+
+    def reshuffle(self, seed):
+        with self.lock:
+            self.order_seed = seed
+
+    def run(self):
+        while True:
+            with self.lock:
+                i = self.next_step
+                self.next_step += 1
+                if i == args.fault_at_step:
+                    self.reshuffle(args.seed + i)
+                seed = self.order_seed
+            self.batches.put(make_batch(i, seed))
+
+    def get(self):
+        return self.batches.get()
+
+
+''' + GPT_MODEL + r'''
+model = GPT().to(device)
+optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=cuda)
+print(f"model: {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters, {tokens_per_step} tokens "
+      f"per step, device {device}", flush=True)
+
+step = 0
+if args.resume:
+    found = sorted(glob.glob(os.path.join(args.ckpt_dir, "step_*.pt")))
+    if found:
+        state = torch.load(found[-1], map_location=device, weights_only=True)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        step = state["step"]
+        print(f"resumed from {found[-1]} (step {step})", flush=True)
+    else:
+        print(f"--resume: no checkpoint in {args.ckpt_dir}/, starting from scratch", flush=True)
+else:
+    print("starting from scratch", flush=True)
+
+
+def lr_at(s):
+    if s < args.warmup:
+        return args.lr * (s + 1) / args.warmup
+    frac = min(1.0, (s - args.warmup) / max(1, args.max_steps - args.warmup))
+    return args.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * frac)))
+
+
+def save_checkpoint():
+    os.makedirs(args.ckpt_dir, exist_ok=True)
+    path = os.path.join(args.ckpt_dir, f"step_{step:06d}.pt")
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+                "config": vars(args)}, path + ".tmp")
+    os.replace(path + ".tmp", path)
+    print(f"checkpoint saved: {path}", flush=True)
+
+
+stop_requested = False
+
+
+def on_sigterm(signum, frame):
+    global stop_requested
+    stop_requested = True
+    print("received SIGTERM, will stop after this step", flush=True)
+
+
+signal.signal(signal.SIGTERM, on_sigterm)
+data = Prefetcher(step, args.prefetch)
+
+saved = step
+t0 = time.time()
+while step < args.max_steps and not stop_requested:
+    lr = lr_at(step)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    chunk = data.get().to(device, non_blocking=True)
+    with ctx:
+        loss = model(chunk[:, :-1], chunk[:, 1:])
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    step += 1
+    if step % args.log_every == 0:
+        lossf = loss.item()
+        t1 = time.time()
+        print(f"step {step}/{args.max_steps} loss {lossf:.3f} lr {lr:.1e} "
+              f"tok/s {args.log_every * tokens_per_step / (t1 - t0):.0f}", flush=True)
+        t0 = t1
+    if step % args.ckpt_every == 0 or step == args.max_steps:
+        save_checkpoint()
+        saved = step
+        t0 = time.time()
+if stop_requested:
+    if saved != step:
+        save_checkpoint()
+    print(f"stopped at step {step} (SIGTERM)", flush=True)
+    sys.exit(128 + signal.SIGTERM)
+print(f"done: {step} steps", flush=True)
+'''
+
+# @PY@ and @TRAIN_ARGS@ are filled in by the driver (the python on PATH; the dry run's small model).
+STALL_WATCHDOG = r'''#!/usr/bin/env bash
+# watchdog.sh: start train.py and keep it going. Every CHECK_EVERY seconds look at how long ago
+# logs/train.log was last written; past STALL_LIMIT, stop the trainer (SIGTERM, then SIGKILL after
+# TERM_GRACE seconds) and start it again with --resume. Exit when train.py exits 0.
+#
+#   nohup ./watchdog.sh > logs/watchdog.log 2>&1 &
+cd "$(dirname "$0")" || exit 1
+
+PY=${PY:-@PY@}
+TRAIN_ARGS="@TRAIN_ARGS@"
+FIRST_ARGS=${WATCHDOG_FIRST_ARGS:-}   # extra flags for a launch that starts from scratch
+LOG=logs/train.log
+STALL_LIMIT=60    # seconds without a write to $LOG
+CHECK_EVERY=10
+TERM_GRACE=15
+
+say() { echo "$(date -u '+%Y-%m-%d %H:%M:%S') watchdog: $*"; }
+
+launch() {
+    local extra=$FIRST_ARGS
+    if ls ckpt/step_*.pt > /dev/null 2>&1; then
+        extra=--resume
+    fi
+    $PY train.py $TRAIN_ARGS $extra >> "$LOG" 2>&1 &
+    pid=$!
+    started=$(date +%s)
+    say "started train.py pid $pid${extra:+ ($extra)}"
+}
+
+mkdir -p logs
+say "watching $LOG (stall limit ${STALL_LIMIT}s, checked every ${CHECK_EVERY}s)"
+launch
+while true; do
+    sleep "$CHECK_EVERY"
+    if ! kill -0 "$pid" 2>/dev/null; then
+        wait "$pid"
+        status=$?
+        if [ "$status" -eq 0 ]; then
+            say "train.py finished (status 0), exiting"
+            exit 0
+        fi
+        say "$pid exited (status $status)"
+        say "relaunching with --resume"
+        launch
+        continue
+    fi
+    last=$(stat -c %Y "$LOG")
+    [ "$last" -lt "$started" ] && last=$started
+    age=$(( $(date +%s) - last ))
+    if [ "$age" -gt "$STALL_LIMIT" ]; then
+        say "train.log not written for ${age}s (limit ${STALL_LIMIT}s), sending SIGTERM to $pid"
+        kill -TERM "$pid"
+        waited=0
+        while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt "$TERM_GRACE" ]; do
+            sleep 1
+            waited=$((waited + 1))
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            say "$pid still alive after ${TERM_GRACE}s, sending SIGKILL"
+            kill -KILL "$pid"
+        fi
+        wait "$pid"
+        status=$?
+        say "$pid exited (status $status)"
+        say "relaunching with --resume"
+        launch
+    fi
+done
+'''
+
+
+def stall_watchdog(r: Recording) -> None:
+    r.smi_stream()
+    r.smi_apps()
+    # the helpers' ps loop keeps python lines only; this one keeps the watchdog's bash too
+    r.background("while true; do echo \"# $(date -u +%Y-%m-%dT%H:%M:%SZ)\"; "
+                 "ps -eo pid,ppid,pgid,sid,user,lstart,etimes,stat,args ww | grep -E '^ *PID|[p]ython|[w]atchdog\\.sh'; "
+                 "sleep 2; done", "logs/ps.txt")
+    py = _python3()
+    fault_at, total = 820, 1500
+    # the dry run: a model one CPU thread steps through at a few dozen steps a second
+    flags = f"--max-steps {total}" + ("" if r.gpu else " --device cpu --n-layer 2 --n-head 2 --n-embd 128 "
+                                      "--block-size 128 --vocab-size 2048 --batch-size 8")
+    (r.dir / "train.py").write_text(STALL_TRAIN)
+    (r.dir / "watchdog.sh").write_text(STALL_WATCHDOG.replace("@PY@", py).replace("@TRAIN_ARGS@", flags))
+    (r.dir / "watchdog.sh").chmod(0o755)
+    env = replay_scenarios._SHELL_ENV
+    saved = dict(env)
+    env["WATCHDOG_FIRST_ARGS"] = f"--fault-at-step {fault_at}"
+    if not r.gpu:
+        env["OMP_NUM_THREADS"] = "1"
+    op = Transcript(r.dir)
+    folder = r.dir.resolve()
+    done = threading.Event()
+
+    # the two logs, line by line, with the time the driver first read each (train.log's lines carry none)
+    lines: dict[str, list[tuple[float, str]]] = {"logs/train.log": [], "logs/watchdog.log": []}
+
+    def tail() -> None:
+        pos, part = dict.fromkeys(lines, 0), dict.fromkeys(lines, "")
+        while not done.is_set():
+            for rel in lines:
+                try:
+                    with open(r.dir / rel, "rb") as f:
+                        f.seek(pos[rel])
+                        chunk = f.read()
+                except OSError:
+                    continue
+                if not chunk:
+                    continue
+                now = time.time()
+                pos[rel] += len(chunk)
+                *complete, part[rel] = (part[rel] + chunk.decode(errors="replace")).split("\n")
+                for ln in complete:
+                    lines[rel].append((now, ln))
+                    if rel == "logs/watchdog.log" or not re.match(r"step \d+/", ln):
+                        r.truth(f"{rel} line {len(lines[rel])} (read at {_utc(now)}): {ln!r}")
+            time.sleep(0.1)
+
+    def find(rel: str, pattern: str, start: int = 0) -> tuple[int, float, str] | None:
+        for n, (t, ln) in enumerate(lines[rel][start:], start):
+            if re.search(pattern, ln):
+                return n, t, ln
+        return None
+
+    def wait_line(rel: str, pattern: str, timeout: float, start: int = 0) -> tuple[int, float, str] | None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if (hit := find(rel, pattern, start)) is not None:
+                return hit
+            time.sleep(0.2)
+        r.truth(f"waited {timeout:g} s for /{pattern}/ in {rel}: not seen")
+        return None
+
+    # the incident's processes (the driver reads /proc every 0.1 s): the watchdog's bash (not its
+    # forks for $(...) and before exec) and the trainers it starts
+    seen: dict[str, str] = {}
+
+    def ours() -> dict[str, tuple[str, str]]:
+        found = {}
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                argv = cmdline.read_bytes().split(b"\0")
+                if not Path(os.readlink(cmdline.parent / "cwd")).is_relative_to(folder):
+                    continue
+                fields = _proc_stat(cmdline.parent.name)
+                if not fields or fields[0] == "Z":
+                    continue
+                if argv[0].endswith(b"bash") and argv[1:2] == [b"./watchdog.sh"]:
+                    found[cmdline.parent.name] = ("watchdog", fields[1])
+                elif b"python" in argv[0] and b"train.py" in argv[1:3]:
+                    found[cmdline.parent.name] = ("trainer", fields[1])
+            except (OSError, IndexError):
+                pass
+        return found
+
+    def watch() -> None:
+        alive: dict[str, str] = {}
+        while not done.is_set():
+            now = ours()
+            for pid, (role, parent) in now.items():
+                if pid in alive or pid in seen or (role == "watchdog" and seen.get(parent) == "watchdog"):
+                    continue
+                seen[pid] = alive[pid] = role
+                n = sum(1 for x in seen.values() if x == role)
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip() \
+                    if Path(f"/proc/{pid}").exists() else "?"
+                r.truth(f"{role} {n}: PID {pid} seen (parent {parent}): `{argv}`; ckpt/: "
+                        f"{sorted(f.name for f in (r.dir / 'ckpt').glob('*.pt')) if (r.dir / 'ckpt').exists() else 'none'}")
+            for pid in list(alive):
+                fields = _proc_stat(pid)
+                if fields and fields[0] != "Z":
+                    continue
+                role = alive.pop(pid)
+                last = lines["logs/train.log"][-1][1] if lines["logs/train.log"] else "(empty)"
+                r.truth(f"{role} PID {pid} exited ({_wait_status(fields)}); train.log's last line {last!r}")
+            time.sleep(0.1)
+
+    def pid_of(role: str, n: int, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pids = [pid for pid, x in seen.items() if x == role]
+            if len(pids) >= n:
+                return pids[n - 1]
+            time.sleep(0.1)
+        return "?"
+
+    threads = [threading.Thread(target=tail, daemon=True), threading.Thread(target=watch, daemon=True)]
+    try:
+        r.truth(f"train.py is in the folder: GPT-style LM, batches from a prefetch thread through "
+                f"queue.Queue(maxsize=8), print(flush=True) lines without a time of day every 10 steps, "
+                f"ckpt/step_NNNNNN.pt every 200 steps and at the end, a SIGTERM handler that only sets a flag the "
+                f"loop checks between steps; --fault-at-step {fault_at}: the prefetch thread, holding its "
+                f"threading.Lock, calls reshuffle(), which takes the same Lock again, before the batch of step "
+                f"{fault_at + 1}: it blocks for good and the loop waits in queue.get() with no timeout. "
+                f"watchdog.sh is in the folder: stall limit 60 s on logs/train.log's mtime, checked every 10 s, "
+                f"SIGTERM then SIGKILL after 15 s, relaunch with --resume when ckpt/step_*.pt exists; it passes "
+                f"$WATCHDOG_FIRST_ARGS to a launch that starts from scratch")
+        r.truth(f"the operator's shell environment (not typed, not in the transcript) holds "
+                f"WATCHDOG_FIRST_ARGS='--fault-at-step {fault_at}'" + ("" if r.gpu else "; OMP_NUM_THREADS=1"))
+        for t in threads:
+            t.start()
+        launch = "nohup ./watchdog.sh > logs/watchdog.log 2>&1 &"
+        r.truth(f"operator types `{launch}`")
+        launched = time.monotonic()
+        op.run(launch)
+        wd, pid1 = pid_of("watchdog", 1), pid_of("trainer", 1)
+        r.truth(f"watchdog PID {wd}, trainer 1 PID {pid1} ({_program(pid1)})")
+
+        # the hang: the loop logs step `fault_at` and waits; nothing more is written
+        hit = wait_line("logs/train.log", rf"^step {fault_at}/", 300 if r.gpu else 400)
+        time.sleep(5)
+        steps1 = [(t, ln) for t, ln in lines["logs/train.log"] if re.match(r"step \d+/", ln)]
+        hung_at = steps1[-1][0] if steps1 else time.time()
+        saves = [ln for _, ln in lines["logs/train.log"] if ln.startswith("checkpoint saved")]
+        r.truth(f"run 1's first step line {steps1[0][1] if steps1 else '?'!r} (read at "
+                f"{_utc(steps1[0][0]) if steps1 else '?'}); its last {steps1[-1][1] if steps1 else '?'!r} (read at "
+                f"{_utc(hung_at)}); {'the loop did ' + str(fault_at) + ' steps and waits for the batch of step ' + str(fault_at + 1) if hit else 'no hang seen'}; "
+                f"checkpoints so far {saves}")
+        time.sleep(3)
+        before = _threads(pid1)
+        r.truth(f"run 1 (PID {pid1}) {time.time() - hung_at:.1f} s after its last step line: /proc says "
+                f"{before[0]} threads, states {before[1]}, {before[2]} CPU ticks in all, main thread's wchan "
+                f"{before[3]!r}")
+
+        term = wait_line("logs/watchdog.log", r"sending SIGTERM", 120)
+        if term:
+            after = _threads(pid1)
+            r.truth(f"the watchdog's SIGTERM line read at {_utc(term[1])}, {term[1] - hung_at:.1f} s after run 1's "
+                    f"last step line; run 1 then: {after[0]} threads, states {after[1]}, CPU ticks {after[2]} "
+                    f"(+{after[2] - before[2]} since the driver's last look); "
+                    + (_smi_rows(r, hung_at + 2, term[1]) if r.gpu else "no GPU"))
+        handler = wait_line("logs/train.log", r"received SIGTERM", 10)
+        time.sleep(max(0.0, (term[1] if term else time.time()) + 5 - time.time()))
+        state = _threads(pid1)
+        r.truth(f"run 1's handler line {'read at ' + _utc(handler[1]) if handler else 'not seen'}; 5 s after the "
+                f"SIGTERM line PID {pid1} is {'gone' if _proc_stat(pid1)[:1] in ([], ['Z']) else 'still running'}: "
+                f"{state[0]} threads, states {state[1]}, main thread's wchan {state[3]!r}")
+        kill = wait_line("logs/watchdog.log", r"sending SIGKILL", 30)
+        gone = _exited(pid1, 15)
+        r.truth(f"the watchdog's SIGKILL line {'read at ' + _utc(kill[1]) if kill else 'not seen'}; run 1 (PID {pid1}) "
+                f"{'gone' if gone else 'still running 15 s after'} at {_utc(time.time())}")
+        pid2 = pid_of("trainer", 2, 30)
+        r.truth(f"trainer 2 PID {pid2} ({_program(pid2)})")
+        resumed = wait_line("logs/train.log", r"^resumed from", 120 if r.gpu else 200)
+        first2 = wait_line("logs/train.log", r"^step \d+/", 60, resumed[0] if resumed else 0)
+        r.truth(f"run 2: {resumed[2] if resumed else '?'!r}; its first step line {first2[2] if first2 else '?'!r} "
+                f"(read at {_utc(first2[1]) if first2 else '?'})")
+        end = wait_line("logs/train.log", r"^done: \d+ steps", 300 if r.gpu else 400)
+        finished = wait_line("logs/watchdog.log", r"finished \(status 0\), exiting", 30)
+        if wd.isdigit():
+            _exited(wd, 15)
+        steps2 = [(t, ln) for t, ln in lines["logs/train.log"][resumed[0] if resumed else 0:] if re.match(r"step \d+/", ln)]
+        r.truth(f"run 2 (PID {pid2}): first step line {steps2[0][1] if steps2 else '?'!r} (read at "
+                f"{_utc(steps2[0][0]) if steps2 else '?'}), last {steps2[-1][1] if steps2 else '?'!r} (read at "
+                f"{_utc(steps2[-1][0]) if steps2 else '?'}); {end[2] if end else 'no done line'!r} read at "
+                f"{_utc(end[1]) if end else '?'}; the watchdog's exit line {'read at ' + _utc(finished[1]) if finished else 'not seen'}")
+
+        # the operator comes back ~3 minutes after the launch (later if the watchdog is still going)
+        time.sleep(max(0.0, launched + 180 - time.monotonic(), 5.0 if finished else 0.0))
+        smi = "nvidia-smi" if r.gpu else "uptime"
+        r.truth(f"the operator comes back: `tail -n 5 logs/watchdog.log`, `tail -n 3 logs/train.log`, `{smi}`")
+        op.run("tail -n 5 logs/watchdog.log")
+        op.run("tail -n 3 logs/train.log")
+        op.run(smi)
+        time.sleep(3)
+    finally:
+        env.clear()
+        env.update(saved)
+        # anything of the incident still running (none should be): the watchdog first, so it relaunches nothing
+        for pid, role in sorted(seen.items(), key=lambda x: x[1] != "watchdog"):
+            if _proc_stat(pid)[:1] not in ([], ["Z"]):
+                r.truth(f"{role} PID {pid} still running at the end: SIGKILL")
+                subprocess.run(["kill", "-9", pid], check=False)
+        time.sleep(1)
+        done.set()
+        for t in threads:
+            t.join(timeout=5)
+        # the checkpoints are the trainer's state, not evidence (GBs)
+        for f in sorted((r.dir / "ckpt").glob("*")):
+            r.truth(f"removed {f.relative_to(r.dir)} ({f.stat().st_size} bytes)")
+            f.unlink()
+
+
+# A trainer made for a preemptible (spot) slot, as such trainers are written: on SIGTERM it finishes
+# its step, saves a checkpoint and exits 0 for the requeue loop; `--resume auto` goes on from the
+# newest ckpt/step_N.pt; at its last step it writes logs/DONE. Synthetic token stream (each token
+# the last plus a random step of 0-15), seeded by the step: learnable, the loss falls towards ln 16.
+PREEMPT_TRAIN = r'''"""Train a small GPT-style LM on a synthetic token stream, on a preemptible (spot) slot.
+
+    python3 train.py --resume auto --max-steps 1500
+
+Checkpoints go to ckpt/step_N.pt every --save-every steps (the newest --keep-last are kept). On SIGTERM
+(the scheduler's preemption notice) it finishes the step it is in, saves a checkpoint and exits with 0,
+and requeue.sh starts it again: `--resume auto` goes on from the newest checkpoint. When it reaches
+--max-steps it writes logs/DONE, which tells requeue.sh that the run is over.
+"""
+import argparse
+import glob
+import logging
+import math
+import os
+import re
+import signal
+import sys
+import time
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+p = argparse.ArgumentParser()
+p.add_argument("--resume", default=None, help="a checkpoint, or 'auto': the newest in --ckpt-dir (if any)")
+p.add_argument("--ckpt-dir", default="ckpt")
+p.add_argument("--save-every", type=int, default=200)
+p.add_argument("--keep-last", type=int, default=3)
+p.add_argument("--max-steps", type=int, default=1500)
+p.add_argument("--log-every", type=int, default=25)
+p.add_argument("--device", default="cuda")
+p.add_argument("--n-layer", type=int, default=12)
+p.add_argument("--n-head", type=int, default=12)
+p.add_argument("--n-embd", type=int, default=768)
+p.add_argument("--block-size", type=int, default=1024)
+p.add_argument("--vocab-size", type=int, default=32768)
+p.add_argument("--batch-size", type=int, default=32)
+p.add_argument("--lr", type=float, default=6e-4)
+p.add_argument("--warmup-steps", type=int, default=100)
+p.add_argument("--seed", type=int, default=1337)
+args = p.parse_args()
+
+logging.Formatter.converter = time.gmtime
+logging.basicConfig(level=logging.INFO, format="%(asctime)s [%(levelname)s] %(message)s")
+log = logging.getLogger("train")
+
+# Preemption: the scheduler sends SIGTERM and kills the job when its grace period is over. Finish
+# the step, save, and exit 0: requeue.sh starts the job again.
+preempted = False
+
+
+def on_sigterm(signum, frame):
+    global preempted
+    preempted = True
+
+
+signal.signal(signal.SIGTERM, on_sigterm)
+
+torch.manual_seed(args.seed)
+torch.backends.cuda.matmul.allow_tf32 = True
+device = args.device
+cuda = device.startswith("cuda")
+ctx = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else torch.autocast("cpu", enabled=False)
+tokens_per_step = args.batch_size * args.block_size
+
+
+def get_batch(step):
+    # each token the previous one plus a random step of 0-15 (mod the vocabulary); seeded by the step,
+    # so that a resumed run reads the batches the first one would have read
+    g = torch.Generator(device=device).manual_seed(args.seed * 1_000_003 + step)
+    start = torch.randint(0, args.vocab_size, (args.batch_size, 1), generator=g, device=device)
+    walk = torch.randint(0, 16, (args.batch_size, args.block_size + 1), generator=g, device=device).cumsum(1)
+    chunk = (start + walk) % args.vocab_size
+    return chunk[:, :-1], chunk[:, 1:]
+
+
+''' + GPT_BLOCK + r'''class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte = nn.Embedding(args.vocab_size, args.n_embd)
+        self.wpe = nn.Embedding(args.block_size, args.n_embd)
+        self.h = nn.ModuleList(Block(args.n_embd, args.n_head) for _ in range(args.n_layer))
+        self.ln_f = nn.LayerNorm(args.n_embd)
+        self.lm_head = nn.Linear(args.n_embd, args.vocab_size, bias=False)
+        self.wte.weight = self.lm_head.weight
+        self.apply(self._init_weights)
+
+    def _init_weights(self, m):
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            torch.nn.init.normal_(m.weight, mean=0.0, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            torch.nn.init.zeros_(m.bias)
+
+    def forward(self, idx, targets):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.size(1), device=idx.device))
+        for block in self.h:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
+
+
+def get_lr(step):
+    if step < args.warmup_steps:
+        return args.lr * (step + 1) / args.warmup_steps
+    progress = (step - args.warmup_steps) / max(1, args.max_steps - args.warmup_steps)
+    return args.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, progress))))
+
+
+def checkpoints():
+    found = []
+    for path in glob.glob(os.path.join(args.ckpt_dir, "step_*.pt")):
+        m = re.fullmatch(r"step_(\d+)\.pt", os.path.basename(path))
+        if m:
+            found.append((int(m.group(1)), path))
+    return sorted(found)
+
+
+def save_checkpoint(step):
+    os.makedirs(args.ckpt_dir, exist_ok=True)
+    path = os.path.join(args.ckpt_dir, f"step_{step}.pt")
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+                "config": vars(args)}, path + ".tmp")
+    os.replace(path + ".tmp", path)
+    log.info("saved checkpoint %s", os.path.basename(path))
+    for _, old in checkpoints()[:-args.keep_last]:
+        os.remove(old)
+
+
+model = GPT().to(device)
+optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=cuda)
+log.info("model: %.1fM parameters | batch %d x %d tokens | %d steps | pid %d",
+         sum(p.numel() for p in model.parameters()) / 1e6, args.batch_size, args.block_size, args.max_steps,
+         os.getpid())
+
+step = 0
+resume = args.resume
+if resume == "auto":
+    found = checkpoints()
+    resume = found[-1][1] if found else None
+    if resume is None:
+        log.info("no checkpoint found, starting from scratch")
+if resume:
+    state = torch.load(resume, map_location=device, weights_only=True)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    step = state["step"]
+    log.info("resuming from %s at step %d", os.path.basename(resume), step)
+
+model.train()
+t0, last = time.time(), step
+while step < args.max_steps:
+    for group in optimizer.param_groups:
+        group["lr"] = get_lr(step)
+    x, y = get_batch(step)
+    with ctx:
+        loss = model(x, y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    step += 1
+    if step % args.log_every == 0:
+        lossf = loss.item()
+        dt = (time.time() - t0) / (step - last)
+        log.info("step %d | loss %.2f | %.1f ms/step | %s tok/s", step, lossf, 1000 * dt,
+                 f"{tokens_per_step / dt:,.0f}")
+        t0, last = time.time(), step
+    if preempted:
+        log.warning("received SIGTERM (preemption notice), saving checkpoint at step %d", step)
+        save_checkpoint(step)
+        log.info("checkpoint saved, exiting for requeue")
+        sys.exit(0)
+    if step % args.save_every == 0 or step == args.max_steps:
+        save_checkpoint(step)
+        t0, last = time.time(), step
+
+os.makedirs("logs", exist_ok=True)
+with open("logs/DONE", "w") as f:
+    f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} step {step}\n")
+log.info("training complete: %d steps", step)
+'''
+
+# The operator's requeue wrapper for the spot slot, as people write them: the trainer in the
+# foreground through `tee -a`, and after each exit logs/DONE tells a finish from a preemption.
+PREEMPT_REQUEUE = """#!/bin/bash
+# requeue.sh: keep the LM run going on the spot slot. A preemption SIGTERMs train.py, which saves
+# a checkpoint and exits; we start it again and it resumes from the newest checkpoint. train.py
+# writes logs/DONE when it reaches its last step.
+#   nohup ./requeue.sh > logs/requeue.log 2>&1 &
+cd "$(dirname "$0")"
+mkdir -p logs ckpt
+attempt=1
+while true; do
+    echo "$(date -u +%FT%TZ) requeue: attempt $attempt starting"
+    @PY@ train.py --resume auto --max-steps @MAX_STEPS@@FLAGS@ 2>&1 | tee -a logs/train.log
+    status=${PIPESTATUS[0]}
+    if [ -f logs/DONE ]; then
+        echo "$(date -u +%FT%TZ) requeue: training complete, exiting"
+        exit 0
+    fi
+    echo "$(date -u +%FT%TZ) requeue: attempt $attempt ended with status $status, requeueing in 20s"
+    sleep 20
+    attempt=$((attempt + 1))
+done
+"""
+
+# What a spot VM's preemption watcher does, made real: the driver runs it at the moment of the
+# notice; it logs the notice, sends SIGTERM to the job's process itself, and gives it the notice's
+# grace period before a SIGKILL. Its stdout (to the driver) has the times to the millisecond.
+PREEMPT_WATCHER = r'''"""Preemption watcher: on the instance's preemption notice, SIGTERM the job's process and give it
+the notice's grace period to exit, then SIGKILL it.
+
+    python3 preempt_watcher.py --pid PID [--grace 30] [--log logs/preempt-watcher.log]
+"""
+import argparse
+import os
+import signal
+import time
+
+p = argparse.ArgumentParser()
+p.add_argument("--pid", type=int, required=True)
+p.add_argument("--grace", type=int, default=30)
+p.add_argument("--log", default="logs/preempt-watcher.log")
+args = p.parse_args()
+
+
+def log(msg):
+    now = time.time()
+    with open(args.log, "a") as f:
+        f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(now))} {msg}\n")
+    print(f"{time.strftime('%H:%M:%S', time.gmtime(now))}.{int(now % 1 * 1000):03d} {msg}", flush=True)
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def program(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+        return " ".join([os.path.basename(argv[0])] + argv[1:2])
+    except (OSError, IndexError):
+        return "?"
+
+
+log(f"preemption notice received (instance-action: terminate, {args.grace}s)")
+name = program(args.pid)
+os.kill(args.pid, signal.SIGTERM)
+log(f"sent SIGTERM to pid {args.pid} ({name})")
+t0 = time.monotonic()
+while alive(args.pid) and time.monotonic() - t0 < args.grace:
+    time.sleep(0.1)
+if alive(args.pid):
+    os.kill(args.pid, signal.SIGKILL)
+    log(f"grace period over, sent SIGKILL to pid {args.pid}")
+else:
+    log(f"pid {args.pid} exited {time.monotonic() - t0:.1f}s after SIGTERM")
+'''
+
+PREEMPT_STEP = r"(?m)^(\S+ \S+) \[INFO\] step (\d+) \| loss (\S+) \| ([\d.]+) ms/step \| ([\d,]+) tok/s$"
+
+
+def _log_time(stamp: str) -> float:
+    """A `logging` time (`2026-12-06 18:03:11,123`, UTC) as an epoch."""
+    return dt.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=dt.UTC).timestamp()
+
+
+def preempt_requeue(r: Recording) -> None:
+    r.smi_stream()
+    r.smi_apps()
+    # the ps loop, with the wrapper, its tee and its sleep beside the python processes
+    r.background("while true; do echo \"# $(date -u +%Y-%m-%dT%H:%M:%SZ)\"; "
+                 "ps -eo pid,ppid,pgid,sid,user,lstart,etimes,stat,args ww | "
+                 "grep -E '^ *PID|[p]ython|[r]equeue|[t]ee -a|[s]leep 20'; sleep 2; done", "logs/ps.txt")
+    py = _python3()
+    # the dry run: a tiny model on one CPU thread, at about the pace of the GPU's (~15 steps/s)
+    flags = "" if r.gpu else (" --device cpu --n-layer 2 --n-head 4 --n-embd 128 --block-size 64 --vocab-size 4096 "
+                              "--batch-size 8")
+    max_steps = 1400 if r.gpu else 2400
+    (r.dir / "train.py").write_text(PREEMPT_TRAIN)
+    wrapper = r.dir / "requeue.sh"
+    wrapper.write_text(PREEMPT_REQUEUE.replace("@PY@", py).replace("@MAX_STEPS@", str(max_steps))
+                       .replace("@FLAGS@", flags))
+    wrapper.chmod(0o755)
+    (r.dir / "run" / "preempt_watcher.py").write_text(PREEMPT_WATCHER)
+    env = replay_scenarios._SHELL_ENV
+    saved = dict(env)
+    if not r.gpu:
+        env["OMP_NUM_THREADS"] = "1"
+    op = Transcript(r.dir)
+    deadline = time.monotonic() + (470 if r.gpu else 700)
+
+    def text(rel: str) -> str:
+        path = r.dir / rel
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def last_line(rel: str) -> str:
+        lines = text(rel).strip().splitlines()
+        return lines[-1][:200] if lines else "(empty)"
+
+    def attempts() -> list[str]:
+        """train.log cut at each start's `model:` line."""
+        return re.split(r"(?m)^(?=\S+ \S+ \[INFO\] model: )", text("logs/train.log"))[1:]
+
+    def role(pid: str) -> str | None:
+        """What a process of this incident is, from its command line (and its cwd, in the folder)."""
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if not Path(os.readlink(f"/proc/{pid}/cwd")).is_relative_to(r.dir.resolve()):
+                return None
+        except OSError:
+            return None
+        if b"./requeue.sh" in argv[:3]:
+            # not its own subshells (a pipeline's process before its exec, a `$(date ...)`)
+            parent = _proc_stat(pid)[1:2]
+            return None if parent and role(parent[0]) == "requeue.sh" else "requeue.sh"
+        if b"python" in argv[0] and b"train.py" in argv[1:3]:
+            return "trainer"
+        if b"python" in argv[0] and b"run/preempt_watcher.py" in argv[1:3]:
+            return "watcher"
+        if argv[:2] == [b"sleep", b"20"]:
+            return "sleep 20"
+        if argv[0] == b"tee":
+            return "tee"
+        return None
+
+    # each process of the incident, from when the driver first sees it to when it has exited (0.1 s)
+    trainers: list[tuple[str, float]] = []  # (PID, when the driver saw it, epoch)
+    exited: dict[str, str] = {}
+    done = threading.Event()
+
+    def watch() -> None:
+        alive: dict[str, str] = {}
+        while not done.is_set():
+            for d in Path("/proc").glob("[0-9]*"):
+                pid = d.name
+                if pid in alive or pid in exited:
+                    continue
+                what = role(pid)
+                fields = _proc_stat(pid)
+                if what is None or not fields or fields[0] == "Z":
+                    continue
+                alive[pid] = what
+                if what == "trainer":
+                    trainers.append((pid, time.time()))
+                r.truth(f"{what} PID {pid} seen (parent {fields[1]})"
+                        + (f"; ckpt/: {sorted(f.name for f in (r.dir / 'ckpt').glob('step_*.pt'))}"
+                           if what == "trainer" else ""))
+            for pid in list(alive):
+                fields = _proc_stat(pid)
+                if fields and fields[0] != "Z":
+                    continue
+                what = alive.pop(pid)
+                exited[pid] = _wait_status(fields)
+                r.truth(f"{what} PID {pid} exited ({exited[pid]})"
+                        + (f"; train.log's last line: {last_line('logs/train.log')!r}" if what == "trainer" else ""))
+            time.sleep(0.1)
+
+    def next_trainer(n: int) -> tuple[str, float]:
+        while time.monotonic() < deadline:
+            if len(trainers) >= n:
+                return trainers[n - 1]
+            time.sleep(0.1)
+        return "", 0.0
+
+    def wait_exit(pid: str) -> bool:
+        while time.monotonic() < deadline:
+            if pid in exited:
+                return True
+            time.sleep(0.1)
+        return False
+
+    def preempt(pid: str) -> None:
+        """The watcher, run now: the notice, the SIGTERM, up to 30 s of grace."""
+        r.truth(f"the preemption watcher runs (no transcript): notice, then SIGTERM to PID {pid}")
+        out = r.dir / "logs" / ".watcher.out"
+        with open(out, "w") as f:
+            subprocess.run([sys.executable, "run/preempt_watcher.py", "--pid", pid, "--grace", "30"], cwd=r.dir,
+                           stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, check=False, timeout=60)
+        for line in out.read_text(errors="replace").splitlines():
+            r.truth(f"watcher: {line}")
+
+    def summary() -> None:
+        for n, part in enumerate(attempts(), 1):
+            lines = part.strip().splitlines()
+            start = next((ln[24:] for ln in lines if "resuming from" in ln or "starting from scratch" in ln), "(neither)")
+            steps = re.findall(PREEMPT_STEP, part)
+            saves = re.findall(r"(\S+ \S+) \[INFO\] saved checkpoint (\S+)", part)
+            marks = [ln for ln in lines if re.search(r"SIGTERM|exiting for requeue|training complete|Traceback|Error", ln)]
+            r.truth(f"train.log attempt {n}: `model:` at {lines[0][:23]}; {start!r}; step lines "
+                    f"{steps[0][1] if steps else '?'}-{steps[-1][1] if steps else '?'} ({steps[0][0] if steps else '?'} "
+                    f"to {steps[-1][0] if steps else '?'}); saved: {[(a[11:], b) for a, b in saves]}; {marks}")
+            if len(steps) > 2:
+                ms = [float(s[3]) for s in steps[1:]]
+                r.truth(f"train.log attempt {n}: ms/step after its first step line: median {statistics.median(ms):.1f} "
+                        f"(min {min(ms):.1f}, max {max(ms):.1f}); loss {steps[0][2]} -> {steps[-1][2]}")
+        for line in text("logs/requeue.log").splitlines():
+            if " requeue: " in line:
+                r.truth(f"requeue.log: {line}")
+        for line in text("logs/preempt-watcher.log").splitlines():
+            r.truth(f"preempt-watcher.log: {line}")
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    try:
+        r.truth(f"train.py (GPT-style LM, SIGTERM: save ckpt/step_N.pt and exit 0; --resume auto; logs/DONE at "
+                f"step {max_steps}), requeue.sh (`{py} train.py --resume auto --max-steps {max_steps}{flags} 2>&1 | "
+                "tee -a logs/train.log` in a loop, 20 s apart, until logs/DONE) and run/preempt_watcher.py are in the "
+                "folder")
+        watcher.start()
+        launch = "nohup ./requeue.sh > logs/requeue.log 2>&1 &"
+        r.truth(f"operator types `{launch}`")
+        op.run(launch)
+        pace = 0.0
+        for n in (1, 2, 3):
+            pid, seen = next_trainer(n)
+            if not pid:
+                r.truth(f"attempt {n}: no trainer seen before the deadline; requeue.log's last line "
+                        f"{last_line('logs/requeue.log')!r}")
+                return
+            if n == 3:
+                break
+            at = 60.0
+            if n == 2:
+                # ~40 s in (32-50 s), so that attempt 3 trains ~45 s to the last step at attempt 1's pace
+                at = 40.0
+                while time.monotonic() < deadline and time.time() < seen + 45 and pid not in exited:
+                    part = attempts()[-1] if len(attempts()) >= 2 else ""
+                    first = re.findall(PREEMPT_STEP, part)
+                    if first:
+                        t, s = _log_time(first[0][0]), int(first[0][1])
+                        target = max_steps - 45 * pace
+                        at = min(50.0, max(32.0, t + (target - s) / pace - seen)) if pace > 0 else 40.0
+                        r.truth(f"attempt 2's first step line: step {s} at {_utc(t)}; at attempt 1's pace "
+                                f"{pace:.2f} steps/s the notice comes {at:.1f} s after PID {pid} was seen "
+                                f"(for ~45 s of training in attempt 3; 32-50 s allowed)")
+                        break
+                    time.sleep(0.2)
+            while time.monotonic() < deadline and time.time() < seen + at and pid not in exited:
+                time.sleep(0.05)
+            if pid in exited:
+                r.truth(f"attempt {n}: PID {pid} exited before its preemption")
+                continue
+            preempt(pid)
+            wait_exit(pid)
+            if n == 1:
+                steps = re.findall(PREEMPT_STEP, attempts()[0] if attempts() else "")
+                if len(steps) >= 3:
+                    pace = (int(steps[-1][1]) - int(steps[1][1])) / max(
+                        1e-3, _log_time(steps[-1][0]) - _log_time(steps[1][0]))
+                r.truth(f"attempt 1's pace over its step lines (saves included): {pace:.2f} steps/s")
+        if not r.wait_for("logs/requeue.log", "training complete, exiting", max(1.0, deadline - time.monotonic())):
+            r.truth(f"no 'training complete' in requeue.log: its last line {last_line('logs/requeue.log')!r}")
+        time.sleep(1)
+        r.truth(f"processes exited so far: {exited}")
+        time.sleep(4)
+        r.truth("operator looks: `cat logs/requeue.log`, `tail -n 4 logs/train.log`, `ls ckpt/`")
+        op.run("cat logs/requeue.log")
+        op.run("tail -n 4 logs/train.log")
+        op.run("ls ckpt/")
+        time.sleep(2)
+        summary()
+    finally:
+        env.clear()
+        env.update(saved)
+        r.stop_ours("./requeue.sh")
+        r.stop_ours("train.py --resume auto")
+        time.sleep(1)
+        done.set()
+        watcher.join(timeout=5)
+        # the checkpoints are the trainer's state, not evidence (GBs); the operator's `ls ckpt/` keeps their names
+        for f in (r.dir / "ckpt").glob("*"):
+            r.truth(f"removed {f.relative_to(r.dir)} ({f.stat().st_size} bytes)")
+            f.unlink()
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -5559,6 +6512,8 @@ SCENARIOS = {
     "cpu-starved": cpu_starved,
     "tee-hangup": tee_hangup,
     "noisy-healthy": noisy_healthy,
+    "preempt-requeue": preempt_requeue,
+    "stall-watchdog": stall_watchdog,
 }
 
 

@@ -29,11 +29,11 @@ from .throughput_levels import baseline_and_source
 COLUMNS = ("time", "phase", "what", "evidence")
 # Findings that say nothing went wrong (a start checked, a recovery) or that only explain another.
 _NOT_TROUBLE = ("verified_start", "recovery", "partial_recovery", "stale_process")
-_FIRST_SIGN = ("throughput_regression", "stall", "failed_restart", "never_trained", "loss_not_finite",
-               "training_died", "time_limit")
+_ENDED = ("training_died", "time_limit", "stopped_by_signal")  # a run's end, which its next start may undo
+_FIRST_SIGN = ("throughput_regression", "stall", "failed_restart", "never_trained", "loss_not_finite", *_ENDED)
 # First signs after which nothing trained was of use until the recovery: a loss that broke, a run
 # that died (its restart, and the steps its resume did again, are time lost too).
-_ALL_LOST = ("loss_not_finite", "training_died", "time_limit")
+_ALL_LOST = ("loss_not_finite", *_ENDED)
 
 
 @dataclass
@@ -91,7 +91,7 @@ def _milestones(inc: Incident, f: pd.DataFrame, s: pd.DataFrame) -> dict:
             out.update({k: v for k, v in back.items() if not k.startswith("mitigated")})
         elif up is not None and later["kind"].isin(_SLOWER).all():
             back = {"mitigated": up["start"], "mitigated_ref": up["launch_ref"] or up["start_ref"]}
-    if out["recovered"] is None and out["first_sign_kind"] in ("training_died", "time_limit"):
+    if out["recovered"] is None and out["first_sign_kind"] in _ENDED:
         back = _back_after_death(inc, f, first.iloc[0])
         out.update({k: v for k, v in back.items() if not k.startswith("mitigated")})
     again = [n for n in _kinds(f, "loss_not_finite")["numbers"] if n.get("again_at") is not None]
@@ -137,6 +137,9 @@ def _back_after_death(inc: Incident, f: pd.DataFrame, died: pd.Series) -> dict:
     if b is None:
         return {}
     later = f[(f["start"] > died["start"]) & ~f["kind"].isin(_NOT_TROUBLE)]
+    if len(later) and later["kind"].isin(_ENDED).all():
+        # it ended again, and again came back (a job preempted twice): back where the last came back
+        return _back_after_death(inc, f, later.sort_values("start", kind="stable").iloc[-1])
     if len(later):
         return {"mitigated": b["start"], "mitigated_ref": b["launch_ref"] or b["start_ref"]} \
             if later["kind"].isin(_SLOWER).all() else {}
@@ -209,7 +212,8 @@ def impact(inc: Incident, findings: pd.DataFrame) -> dict:
     n_gpus, how = _gpus_held(inc)
     out.update(baseline_tok_per_s=baseline, baseline_from=baseline_from if baseline is not None else None,
                gpus_held=n_gpus, gpus_held_from=how, unit=unit(inc))
-    end = m["recovered"] if m["recovered"] is not None else (s["time"].max() if len(s) else None)
+    last = s["time"].max() if len(s) else None
+    end = m["recovered"] if m["recovered"] is not None else (None if pd.isna(last) else last)
     if t0 is not None and baseline is None and end is not None and end > t0 and (
             len(_kinds(findings, "never_trained")) or m["first_sign_kind"] in _ALL_LOST):
         # Nothing trained from the start that never did to the relaunch's first step (or of use,
@@ -264,6 +268,7 @@ def timeline(incident: Incident, findings: pd.DataFrame | None = None) -> Timeli
                  "loss_not_finite": "first sign" if f.start == t0 else "finding",
                  "training_died": "first sign" if f.start == t0 else "finding",
                  "time_limit": "first sign" if f.start == t0 else "finding",
+                 "stopped_by_signal": "first sign" if f.start == t0 else "finding",
                  "kill_failed": "failed kill", "survivor": "survivor",
                  "failed_restart": "failed restart", "stale_process": "stale process", "verified_start": "verified start",
                  "recovery": "recovery", "partial_recovery": "partial recovery"}.get(f.kind, "finding")

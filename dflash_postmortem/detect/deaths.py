@@ -30,13 +30,15 @@ from ..model.attempts import (
     END_SLACK,
     GONE,
     attempts,
+    ended_badly,
     said_first,
     says_no_error,
     supervisor_gave_up,
     trainer_pids,
 )
-from ..model.progress import lines_of, resumes
+from ..model.progress import lines_of, resumes, steps_of
 from ..model.states import states
+from ..model.step_lines import named_step
 from ..said import error_text
 from ..schema import column
 from ..shell_words import exit_meaning, under_timeout
@@ -50,6 +52,10 @@ _ERRORS = ("traceback", "oom", "oom_kill", "timeout", "nccl_timeout", "attempt_e
 # stop the job's own command or scheduler asked for, not an error, though what was trained since
 # the last checkpoint is lost.
 _TIME_LIMIT = "time limit"
+# Ends that were asked of the run (a limit on its time, a signal sent from outside): warnings
+_ASKED = ("time_limit", "stopped_by_signal")
+# The pattern of a log line that says a signal was sent to a PID (loaders/training_log/patterns.py)
+SIGNAL_SENT = "signal_sent"
 # A ChildFailedError table's entry of a worker the agent stopped (launcher_lines: `elastic_failure`)
 _STOPPED_BY_LAUNCHER = "elastic_failure"
 _AFTER_END = pd.Timedelta(seconds=5)  # the table comes a moment after the attempt's end
@@ -92,7 +98,7 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
     redo = resumes(inc)
     rows = []
     for _, a in att.iterrows():
-        if pd.isna(a["first_step"]) or a["end_kind"] not in _ERRORS:
+        if pd.isna(a["first_step"]) or (a["end_kind"] not in _ERRORS and not _signalled(inc, a)):
             continue
         mine = st[st["attempt"] == a["attempt"]]
         if (mine["state"] == "stalled").any() or not (mine["state"].isin(("exited", "killed"))).any():
@@ -129,9 +135,15 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
             if len(r):
                 numbers.update(resumed_step=int(r["resumed_step"].iloc[0]), redone_steps=int(r["redone_steps"].iloc[0]),
                                reached_step=int(r["reached_step"].iloc[0]))
+            elif (at := _resumed_at(inc, b)) is not None and pd.notna(reached := steps_of(inc, a)["step"].max()):
+                # its resume line, where the job's steps do not say it (another job, a log of its
+                # own): at or past this one's last step (a checkpoint saved as it stopped), nothing
+                # was done again
+                numbers.update(resumed_step=at) if at >= reached else \
+                    numbers.update(resumed_step=at, reached_step=int(reached), redone_steps=int(reached) - at)
         # what went wrong (the first error after the last step) and how it ended (the line that
         # said it was over) may be apart: a rank's timeout, then the agent's "failed" line
-        error = a["cause_message"] or _status_text(a)
+        error = a["cause_message"] or (error_text(a["end_message"]) if kind == "stopped_by_signal" else _status_text(a))
         when = a["cause_time"] if pd.notna(a["cause_time"]) else a["end"]
         last_t = last["time"].iloc[0] if len(last) else None
         silent = (when - last_t).total_seconds() if last_t is not None else None
@@ -149,7 +161,7 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
         # (the loaders' `oom`: a device's memory, CUDA's or another accelerator's; the kernel's OOM killer is `oom_kill`)
         memory = _memory_before(inc, a, when) if "oom" in (a["cause_kind"], a["end_kind"]) else None
         rows.append(findings.finding(
-            kind, when, a["end"], "warning" if kind == "time_limit" else "critical",
+            kind, when, a["end"], "warning" if kind in _ASKED else "critical",
             refs + findings.refs(last) + (memory["refs"] if memory else [])
             + ([gave_up["ref"]] if gave_up is not None else []),
             {"run": a["run"], "script": a["script"], "attempt": a["attempt"], "started": a["start"],
@@ -163,6 +175,7 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
              "memory_before": memory,
              "disk_full": full["message"] if full is not None else None,
              "disk_full_at": full["time"] if full is not None else None,
+             "saved": _saved_after(inc, a, when),
              **numbers},
             caused_by=causes, within_s=_within(inc, a["cause_ref"])))
     return findings.frame(rows)
@@ -317,6 +330,8 @@ def _how_it_ended(inc: Incident, a: pd.Series, restarted: bool, unfinished: bool
     reads the same, and nothing is said."""
     if _time_limited(inc, a):
         return "time_limit"
+    if _signalled(inc, a):
+        return "stopped_by_signal"
     if a["end_kind"] == GONE:
         return "training_died" if isinstance(a["cause_kind"], str) or restarted or unfinished else None
     return "training_died" if _an_error(a) else None
@@ -354,11 +369,46 @@ def _time_limited(inc: Incident, a: pd.Series) -> bool:
     return bool(mine.any())
 
 
+def _resumed_at(inc: Incident, b: pd.Series) -> int | None:
+    """The step attempt `b`'s log says it resumed from (`resuming from step_466.pt at step 466`)."""
+    ev = inc.events
+    said = ev[(ev["kind"] == "resumed") & ev["source"].isin(b["sources"] or []) & (ev["time"] >= b["start"])]
+    steps = [s for m in said["message"] if (s := named_step(m)) is not None]
+    return steps[0] if steps else None
+
+
+def _saved_after(inc: Incident, a: pd.Series, when) -> list | None:
+    """[step, time] of the last checkpoint its logs say it saved from `when` (what ended it) to
+    its end: a trainer that handles its stop signal saves where it is, and a restart resumes
+    there (what it trained is not lost)."""
+    ev = inc.events
+    if "pattern" not in ev.columns or not a["sources"] or pd.isna(when):
+        return None
+    until = max(a["end"], a["last_alive"]) + END_SLACK
+    saved = ev[(ev["pattern"] == "checkpoint_save") & ev["source"].isin(a["sources"]) & (ev["time"] >= when)
+               & (ev["time"] <= until)]
+    steps = [(s, t) for m, t in zip(saved["message"], saved["time"], strict=True) if (s := named_step(m)) is not None]
+    return [steps[-1][0], steps[-1][1]] if steps else None
+
+
+def _signalled(inc: Incident, a: pd.Series) -> bool:
+    """Its end was a signal something outside its shell said it sent it: a preemption handler's
+    `sent SIGTERM to pid 669`, a scheduler's or a watchdog's (not the operator's own `kill`, whose
+    stop is the operator's to tell): a stop asked of it, not an error, though the time until it
+    came back, and what it trained since its last checkpoint, are lost."""
+    if a["end_kind"] != "kill_sent" or not isinstance(a["end_ref"], str):
+        return False
+    said = memo.rows_where(inc, "events", "ref", a["end_ref"])
+    return bool((said["pattern"] == SIGNAL_SENT).any()) if "pattern" in said.columns else False
+
+
 def _an_error(a: pd.Series) -> bool:
     """The end is an error, not a clean stop or a kill someone sent: an exit status of 0 or a
     message saying the run stopped is not a death."""
-    if a["end_kind"] in ("exit", "run_end"):  # (a tracked run's exit record gives its status)
+    if a["end_kind"] == "exit":
         return a["exit_code"] not in (None, 0) and not pd.isna(a["exit_code"])
+    if a["end_kind"] == "run_end":  # (a tracked run's record: its exit status, else its state)
+        return ended_badly(a)
     text = str(a["end_message"] or "")
     return not re.search(r"\b(?:completed|succeeded|success)\b", text, re.I)
 

@@ -169,8 +169,10 @@ def _training_died(f: _Finding) -> tuple[str, str]:
         by = f.restarted_by if f.restarted_by != "unknown" else "next"
         after = gave_up + (f" The {by} start at {clock(f.restarted_at)}, {gap:.0f} s later, began attempt {f.next_attempt}"
                            + (f"; it resumed at step {f.resumed_step}, so {f.redone_steps} step(s) up to "
-                              f"{f.reached_step} were done again" if f.resumed_step is not None else "") + ".")
-    verb = "reached its time limit" if f.kind == "time_limit" else "died"
+                              f"{f.reached_step} were done again" if f.reached_step is not None else
+                              f"; it resumed at step {f.resumed_step}: no step was done again" if f.resumed_step is not None
+                              else "") + ".")
+    verb = {"time_limit": "reached its time limit", "stopped_by_signal": "was stopped by a signal from outside its shell"}.get(f.kind, "died")
     return (f"run {f.run or f.script or '?'} {verb} at {f.when}: {one_line(f.error)}",
             f"Attempt {f.attempt} (run {f.run or '?'}, started {clock(f.started)} by {f.started_by}) trained from "
             f"{clock(f.first_step_time)}; its last step line was at "
@@ -355,7 +357,7 @@ _BY_KIND: dict[str, Callable[[_Finding], tuple[str, str]]] = {
     "throughput_regression": _regression, "recovery": _recovery, "partial_recovery": _partial_recovery,
     "no_recovery": _no_recovery, "failed_restart": _failed_restart, "slow_start": _slow_start,
     "verified_start": _verified_start, "never_trained": _never_trained, "stale_process": _stale_process,
-    "training_died": _training_died, "time_limit": _training_died, "process_died": _process_died,
+    "training_died": _training_died, "time_limit": _training_died, "stopped_by_signal": _training_died, "process_died": _process_died,
     "loss_not_finite": _loss_not_finite, "kill_failed": _kill_failed, "survivor": _survivor, "stall": _stall, "lingering": _lingering,
     "role_mismatch": _role_mismatch, "idle_allocated_gpu": _idle_allocated_gpu,
     "straggler": _straggler, "gpu_error": _gpu_error, "restart_never_came_up": _restart_never_came_up,

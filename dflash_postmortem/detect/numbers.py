@@ -125,10 +125,11 @@ class TrainingDied(TypedDict):
     memory_before: dict | None  # of a CUDA out-of-memory death: its GPU memory from its first step to the error (`climbed`, from/to MiB and times, refs)
     disk_full: str | None  # of a death that wrote: the full file system a `df` near it showed
     disk_full_at: pd.Timestamp | None  # when that `df` ran
+    saved: list | None  # [step, time] of the checkpoint its logs say it saved from what ended it to its end (a stop signal it handled)
     ended: pd.Timestamp  # when the attempt was over (the agent's or shell's last word on it)
     restarted_at: pd.Timestamp | None
     restarted_by: str | None  # operator, supervisor, agent, scheduler, container, unknown
-    resumed_step: int | None  # the step the next attempt resumed at, from a checkpoint
+    resumed_step: int | None  # the step the next attempt resumed at, from a checkpoint (reached_step None: its resume line, at or past the last step this one logged)
     redone_steps: int  # steps the next attempt did again (they had been done before the death)
     reached_step: int | None  # the last step the dead attempt logged
     bar_stopped: list | None  # of a death no line told: [count, total] of its training bar, short of its total
@@ -318,7 +319,7 @@ BY_KIND: dict[str, type] = {
     "throughput_regression": Regression, "recovery": Recovery, "partial_recovery": PartialRecovery,
     "no_recovery": NoRecovery, "failed_restart": FailedRestart, "slow_start": SlowStart,
     "verified_start": VerifiedStart, "never_trained": NeverTrained, "stale_process": StaleProcess,
-    "training_died": TrainingDied, "time_limit": TrainingDied, "process_died": ProcessDied,
+    "training_died": TrainingDied, "time_limit": TrainingDied, "stopped_by_signal": TrainingDied, "process_died": ProcessDied,
     "loss_not_finite": LossNotFinite,
     "kill_failed": KillFailed, "survivor": Survivor, "stall": Stall, "lingering": Lingering,
     "role_mismatch": RoleMismatch,

@@ -20,7 +20,7 @@ from ..model.attempts import attempts, kill_reach, supervisor_gave_up
 from ..model.kills import aimed_at
 from ..model.launches import is_trainer, outcomes, verdicts
 from ..model.log_files import NEVER_CREATED, NOT_IN_INCIDENT, log_files, unseen
-from ..model.states import REPORTED_ENDS, states
+from ..model.states import REPORTED_ENDS, finished_its_work, states
 from ..said import error_text
 from ..schema import ref_line
 from ..shell_words import AGENT_RUN, is_detached, session_launcher
@@ -566,6 +566,9 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
             if len(said):
                 rows.append(_verified(L, said, proc, first))
             continue
+        a = _attempt(inc, L)
+        if a is not None and finished_its_work(inc, a):
+            continue  # (no step line, yet it stopped cleanly with results of its own: states.py)
         pid = None if proc is None else proc["pid"]
         gpu_ok, gpu_text, gpu_refs = _gpu_check(inc, w, pid)
         evidence = [L["ref"]] if isinstance(L.get("ref"), str) else []
@@ -608,7 +611,6 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
             lines.append("; ".join(f"{clock(c['time'])}: {c['message']}" for c in after) or
                          f"no longer listed after {clock(proc['last_seen'])}")
             evidence += [c["ref"] for c in after if isinstance(c.get("ref"), str)]
-        a = _attempt(inc, L)
         # stalled in start-up (model/states: its last stage line, then nothing for longer than
         # the stall threshold while it lived on or until it was killed); one whose wait ended in
         # its own error is a failed start, told by that error

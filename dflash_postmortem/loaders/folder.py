@@ -40,6 +40,7 @@ from .registry import (
     sniff,
     whole_folder,
 )
+from .teed_logs import mark_teed_copies
 
 # Folders that hold no evidence of their own: version control, notebook autosaves, caches, the
 # incident's own Parquet store (docs/store.md).
@@ -366,6 +367,7 @@ def _read_planned(plan: FolderPlan, root: Path, online: bool, reader: SourceRead
     inc = Incident.combine(parts, consume=True, config=cfg, root=root)
     inc.load_report.files = plan.report.files + inc.load_report.files
     inc.load_report.notes = plan.report.notes + inc.load_report.notes
+    mark_teed_copies(inc)
     _without_printed_copies(inc)
     align.apply_offsets(inc, cfg.offsets)
     untimed.date_untimed_logs(inc)

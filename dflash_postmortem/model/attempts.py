@@ -149,13 +149,25 @@ CLEAN_ENDS = ("training_stop", "run_end")
 
 
 def finished(a: pd.Series) -> bool:
-    """Whether an attempt stopped by itself, cleanly: its stop line, its run's end, a status of 0.
-    An end that gives a status other than 0 is no clean stop, whatever line gives it (wandb's
-    exit record of a run whose trainer raised says `exit_code: 1`)."""
-    code = a["exit_code"]
+    """Whether an attempt stopped by itself, cleanly: its stop line, its run's end, a status of 0."""
     if a["end_kind"] in CLEAN_ENDS:
-        return code is None or pd.isna(code) or code == 0
-    return a["end_kind"] == "exit" and code == 0
+        return not ended_badly(a)
+    return a["end_kind"] == "exit" and a["exit_code"] == 0
+
+
+# What a run's record says of an end that was no success: MLflow's FAILED and KILLED, a runs
+# table's `crashed`, `failed`, `killed`.
+_BAD_STATE = re.compile(r"\b(?:FAILED|KILLED|crashed|failed|killed|did not finish)\b")
+
+
+def ended_badly(a: pd.Series) -> bool:
+    """Whether a run's end (its record's end, `run_end`) says it did not succeed: a status other
+    than 0 (wandb's exit record of a run whose trainer raised says `exit_code: 1`), else the state
+    its record gives."""
+    code = a["exit_code"]
+    if code is not None and not pd.isna(code):
+        return code != 0
+    return bool(_BAD_STATE.search(str(a["end_message"] or "")))
 
 
 def stopped_cleanly_near(inc: Incident, when) -> pd.Timestamp | None:

@@ -78,7 +78,8 @@ def _metric(m: pd.DataFrame) -> str:
 def _rows(inc: Incident) -> pd.DataFrame:
     m = inc.metrics
     if _metric(m) == TOK_PER_S:
-        is_rate = (m["metric"] == TOK_PER_S) & m["value"].notna()
+        # (a pace is of a time: a rate line nothing dates says how fast, not when)
+        is_rate = (m["metric"] == TOK_PER_S) & m["value"].notna() & m["time"].notna()
         lines = step_lines(inc)
         # where the step lines are these same rows in the same order, they are shared, not copied
         # again (a long run's rates are most of what the model holds; the rows are compared by

@@ -37,7 +37,7 @@ from ..incident import Incident
 from ..said import error_text, exception_line
 from ..units import figure
 from . import carried, computed
-from .attempts import APPROX_S, CLEAN_ENDS, MACHINE_FAULTS, attempts
+from .attempts import APPROX_S, CLEAN_ENDS, MACHINE_FAULTS, attempts, finished
 from .log_files import unseen
 from .pace import unit
 from .progress import lines_of, losses_of, placed_together, progress, steps_of, warmed
@@ -181,7 +181,8 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
     kind = a["end_kind"]
     if pd.isna(first):
         # a start whose log is not there to show a step, seen at work on its GPU, gave nothing up
-        gave_up = None if unseen(inc, a) else _gave_up(a, att, evidence_end, not inc.metrics.empty)
+        gave_up = None if unseen(inc, a) or finished_its_work(inc, a) else \
+            _gave_up(a, att, evidence_end, not inc.metrics.empty)
         if gave_up is not None:
             rows.append(_row(a, "never trained", end, end, a["end_ref"] or a["last_alive_ref"],
                              a["end_message"] or gave_up))
@@ -299,6 +300,17 @@ def _stuck_in_start_up(inc: Incident, a: pd.Series, end) -> dict | None:
 # operator sent to a start that hung.
 REPORTED_ENDS = ("killed", "exit", "segfault", "attempt_end", "oom_kill")
 _ENDED_BY_ITSELF = (*REPORTED_ENDS, "oom", "redirect_failed")
+
+
+def finished_its_work(inc: Incident, a: pd.Series) -> bool:
+    """Whether a start with no step line ended as one that did what it was started for: it
+    stopped cleanly (its run's record says FINISHED, a status of 0) having logged results of its
+    own (a Keras run whose record holds only its epochs' validation and test values). What it
+    did is not in step lines; it did not fail to start."""
+    if not finished(a) or not a["sources"]:
+        return False
+    m = inc.metrics
+    return bool(len(m)) and bool((m["source"].isin(a["sources"]) & (m["time"] >= a["start"])).any())
 
 
 def _gave_up(a: pd.Series, att: pd.DataFrame, evidence_end, steps_seen: bool) -> str | None:

@@ -302,7 +302,7 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     # run that died and came back slower died first)
     sign_said = None if sign is None else _first_sign(sign)
     timed = [] if sign is None else [(sign["start"], sign_said)]
-    timed += [(died["start"], _death(died)) for _, died in _of(findings, "training_died", "time_limit").iterrows()]
+    timed += [(died["start"], _death(died)) for _, died in _of(findings, "training_died", "time_limit", "stopped_by_signal").iterrows()]
     timed += [(died["start"], _unplaced_death(died)) for _, died in _of(findings, "process_died").iterrows()]
     lost = _of(findings, "loss_not_finite")
     timed += [(f["start"], _not_finite(f)) for _, f in lost.iterrows()]
@@ -513,7 +513,12 @@ def _death(f: pd.Series) -> str:
     what = "was stopped by its time limit" if f["kind"] == "time_limit" else "died"
     doing = "saving a checkpoint" if n.get("doing") == "saving" else "training"
     head, error = f"At {_when(f['start'], f.get('within_s'))} run {n['run'] or '?'}", (n["error"] or "an error").rstrip(".")
-    if n.get("thread"):
+    if f["kind"] == "stopped_by_signal":
+        # a stop asked of it from outside its shell (a preemption handler, a scheduler, a watchdog)
+        said = f"{head} was stopped while {doing} by a signal sent from outside its shell (`{error}`)."
+        if n.get("saved"):
+            said += f" It saved a checkpoint at step {n['saved'][0]:,} at {_when(n['saved'][1])} before it ended."
+    elif n.get("thread"):
         # a thread's traceback is all that ends it: its process may have lived on (a stall)
         said = (f"{head} stopped training when its thread {n['thread']} raised{rank}: {error}. Its log says nothing "
                 "after that, and nothing in the evidence shows whether its process lived on.")
@@ -532,7 +537,9 @@ def _death(f: pd.Series) -> str:
         return said + " Nothing started it again."
     who = _STARTED_BY.get(n.get("restarted_by"), "a new start")
     said += f" It was started again at {_when(n['restarted_at'])} by {who}"
-    if n.get("resumed_step") is not None:
+    if n.get("resumed_step") is not None and n.get("reached_step") is None:
+        said += f", resuming from a checkpoint at step {n['resumed_step']}: no step was done again"
+    elif n.get("resumed_step") is not None:
         said += (f", resuming from a checkpoint at step {n['resumed_step']}: it had logged step {n['reached_step']}, "
                  f"so {n['redone_steps']} steps were done again")
     return said + "."

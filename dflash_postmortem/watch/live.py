@@ -59,7 +59,7 @@ RETRY_MAX_S = 300.0
 ONCE_A_RUN = {"partial_recovery"}
 # Finding kinds of one attempt's end (detect/deaths.py: its `numbers["attempt"]`): told once an
 # attempt, though the time of its error moves as the lines around an undated traceback arrive.
-ONCE_AN_ATTEMPT = {"training_died", "time_limit"}
+ONCE_AN_ATTEMPT = {"training_died", "time_limit", "stopped_by_signal"}
 # Finding kinds of one start that never came up (detect/restart.py: its `numbers["attempt"]`):
 # told once a start. Not known by their stretch of time: until a start's own end is read, it ends
 # where the next start begins, so two failed restarts in a row touch, and the second would be
@@ -70,7 +70,7 @@ ONCE_A_START = {"failed_restart", "never_trained"}
 ANNOUNCED = {
     "failed_restart": "failed_start", "never_trained": "failed_start", "throughput_regression": "throughput_fell",
     "stall": "stall", "kill_failed": "kill_failed", "partial_recovery": "partial_recovery",
-    "recovery": "recovered", "training_died": "ended", "time_limit": "ended", "loss_not_finite": "loss_not_finite",
+    "recovery": "recovered", "training_died": "ended", "time_limit": "ended", "stopped_by_signal": "ended", "loss_not_finite": "loss_not_finite",
     # a folder of several hosts: what the fleet detectors see (detect/fleet.py)
     "straggler": "straggler", "gpu_error": "gpu_error",
 }

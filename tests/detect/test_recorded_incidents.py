@@ -1514,9 +1514,10 @@ def test_a_supervised_scripts_relaunch_by_hand_starts_it_again_whatever_started_
     third = found[found["start"] == found["start"].max()].iloc[0]["numbers"]
     assert (third["restarted_at"], third["restarted_by"]) == (_dec6("10:15:19.095"), "operator")
     assert third["gave_up_at"] == _dec6("10:15:07.566")
+    # (the relaunch's own log says it resumed at step 400; the dead start had logged step 450)
     assert pm.what_happened(inc, found)[2].endswith(
         "Its supervisor then gave up at 10:15:07 UTC (`ERROR giving up after 3 attempts`). It was started again at 10:15:19 "
-        "UTC by the operator.")
+        "UTC by the operator, resuming from a checkpoint at step 400: it had logged step 450, so 50 steps were done again.")
 
 
 def test_a_run_that_logs_only_to_tensorboard_hangs_and_its_pace_is_its_own_tokens_per_second():
@@ -1696,3 +1697,29 @@ def test_a_healthy_run_with_a_noisy_per_step_rate_raises_nothing():
     assert "degraded" not in set(states(inc)["state"])
     (row,) = [r for _, r in ledger(inc).iterrows()]
     assert row["degraded"] == 0 and row["productive"] > 0.9 * (row["total"] - row["starting"])
+
+
+def test_a_preempted_run_is_told_as_stopped_from_outside_saved_and_requeued():
+    """h100-1gpu-preempt-requeue (README): `nohup ./requeue.sh > logs/requeue.log` runs `python3
+    train.py --resume auto | tee -a logs/train.log` in a loop; a preemption watcher sends SIGTERM
+    to PID 669 at 18:40:21.405 and to PID 896 at 18:41:34.852; each time the trainer saves (step
+    466 at 18:40:23,219; step 857 at 18:41:36,134) and exits 0, and the wrapper starts it again 20 s
+    later (PIDs 896, 1096), which resumes at the saved step; the third trains to 1400 and ends.
+    Before: requeue.log (the wrapper's output, holding every line tee printed) and train.log were
+    two runs, a throughput drop "when run train replaced run requeue", and each stop a death with
+    "no error or stop line of its own"."""
+    inc, found = loaded("h100-1gpu-preempt-requeue")
+    notes = inc.load_report["logs/requeue.log"].notes
+    assert "168 metric rows printed from logs/train.log: read from the folder's copy of it instead" in notes
+    assert set(inc.metrics["source"]) == {"logs/train.log"}
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[669], [896], [1096]]
+    assert att["end_kind"].tolist() == ["kill_sent", "kill_sent", "training_stop"]
+    stops = found[found["kind"] == "stopped_by_signal"]
+    assert stops["start"].tolist() == [_dec6("18:40:21"), _dec6("18:41:34")] and set(stops["severity"]) == {"warning"}
+    assert [n["saved"][0] for n in stops["numbers"]] == [466, 857]
+    assert "throughput_regression" not in set(found["kind"]) and "training_died" not in set(found["kind"])
+    assert pm.what_happened(inc, found)[0] == (
+        "At 18:40:21 UTC run train was stopped while training by a signal sent from outside its shell (`sent SIGTERM "
+        "to pid 669 (python3 train.py)`). It saved a checkpoint at step 466 at 18:40:23 UTC before it ended. It was "
+        "started again at 18:40:44 UTC by its supervisor, resuming from a checkpoint at step 466: no step was done again.")

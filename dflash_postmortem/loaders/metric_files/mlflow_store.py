@@ -141,7 +141,9 @@ def load_run_folder(folder: Path, ctx: LoadContext) -> Incident:
                    project=meta.get("experiment_id"), host=ctx.host, started=started, ended=ended,
                    config=params, summary={"status": status} if status else {}, source=source,
                    command=tags.get("mlflow.source.name"))
-    metrics = [f for f in metric_frames if len(f)]
+    # one run, one source: its metric files are parts of its record, as a .wandb log's keys are
+    # (each file read as a log of its own was a start of its own); each row's ref keeps its file
+    metrics = [f.assign(source=source) for f in metric_frames if len(f)]
     inc = from_sources(reports, metrics=pd.concat(metrics, ignore_index=True) if metrics else pd.DataFrame(),
                        events=events)
     inc.runs[run] = info

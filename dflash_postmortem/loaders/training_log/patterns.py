@@ -457,7 +457,10 @@ NOT_ITERATION_UNIT = re.compile(r"(?i)epoch")
 def _signal_name(number: str) -> str | None:
     names = {"1": "SIGHUP", "2": "SIGINT", "3": "SIGQUIT", "6": "SIGABRT", "7": "SIGBUS", "9": "SIGKILL",
              "11": "SIGSEGV", "13": "SIGPIPE", "15": "SIGTERM"}
-    return names.get(number.lstrip("-"), f"signal {number.lstrip('-')}")
+    number = number.lstrip("-")
+    if number.startswith("SIG"):
+        return number  # (named already: `received SIGTERM`)
+    return names.get(number, f"signal {number}")
 
 
 _INT64 = 2**63
@@ -508,13 +511,13 @@ EVENT_GROUPS: dict[str, tuple[str, Callable]] = {
     "max_restarts": ("max_restarts", integer), "count": ("count", integer),
     "task_signal": ("signal", lambda text: STATUS_SIGNALS.get(text.lower())),
     "success": ("exit_code", lambda _text: 0),  # a launcher's word for a clean exit
-    "program": ("program", str),
+    "program": ("program", str), "target": ("target_pid", integer),
     "cuda_error": ("cuda_error", str), "signal_word": ("signal", lambda w: FAULTHANDLER_SIGNALS.get(w)),
 }
 # Columns some events carry beyond the canonical ones; integers are kept as nullable Int64.
 EVENT_INT_COLUMNS = ("pid", "exit_code", "rank", "lines", "local_rank", "group_rank", "seq", "timeout_ms",
                      "ran_ms", "gpu", "nranks", "nccl_code", "attempt", "clients_joined", "world_size",
-                     "restarts_left", "max_restarts", "count", "threads")
+                     "restarts_left", "max_restarts", "count", "threads", "target_pid")
 
 
 @dataclass(frozen=True)
@@ -725,7 +728,18 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _slurm("attempt_end", "slurm_allocation_revoked", "has been revoked",
            r"^(?:srun|salloc): Job allocation (?P<job>\d+) has been revoked"),
     _slurm("error", "slurm_error", ": error: ", r"^(?:srun|slurmstepd(?:-[\w.-]+)?|sbatch|salloc)(?:\[\d+\])?: error: "),
-    _event("signal", "received_signal", "Signal", r"(?i)(received|got) signal (?P<signal>\w+)"),
+    # a process's own word that a signal reached it: `received signal 15`, a handler's `received
+    # SIGTERM (preemption notice), saving checkpoint`, `caught SIGINT`, Slurm's `--signal=USR1@60`
+    # notice; not a signal that stops nothing (srun's `got SIGCONT`)
+    _event("signal", "received_signal", ("ignal", "SIG"),
+           r"(?i)\b(?:received|got|caught)\s+(?:signal\s+(?P<signal>\w+)|"
+           r"(?-i:(?P<signo>SIG(?:TERM|INT|KILL|HUP|QUIT|ABRT|SEGV|BUS|USR1|USR2|XCPU|ALRM))\b))"),
+    # a watcher's, scheduler's or supervisor's word that it signalled a process, naming it: a spot
+    # VM's preemption handler's `sent SIGTERM to pid 669 (python3 train.py)`, a stall watchdog's
+    # `sending SIGKILL to 26117`, `sending SIGTERM to process 4242`: a kill sent, as the
+    # operator's `kill 669` is one
+    _event("kill_sent", "signal_sent", ("sent SIG", "sending SIG", "Sent SIG", "Sending SIG"),
+           r"(?i)\b(?:sent|sending)\s+(?-i:(?P<signal>SIG[A-Z0-9]+))\s+to\s+(?:pid\s+|process\s+)?(?P<target>\d+)\b"),
     # the shell that ran the trainer reporting how it died, alone on a line in the file its output
     # went to (dash, and a script's bash, write the report where the command's output goes): the
     # process itself was killed, as the same words on a terminal say
@@ -763,8 +777,9 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     # a status as a supervisor or a tool prints it: `exited with code 1`, `exit=137`, `exit status
     # 1`, Popen's `returncode -11` (a signal: SIGSEGV), with the PID where it names one first
     # (`train.py (pid 660) exited with returncode -11`)
-    _event("exit", "exit_code", ("xit", "eturn code", "eturncode"),
-           r"(?i)(?:\bpid[\s:=]*(?P<pid>\d+)\b.{0,40}?)?(?:\bexit(?:ed)?(?: with)?(?: exit)?(?: code| status|=|:)|\breturn ?code)"
+    _event("exit", "exit_code", ("xit", "eturn code", "eturncode", "with status", "with code"),
+           r"(?i)(?:\bpid[\s:=]*(?P<pid>\d+)\b.{0,40}?)?(?:\bexit(?:ed)?(?: with)?(?: exit)?(?: code| status|=|:)|\breturn ?code"
+           r"|\b(?:ended|finished|terminated) with (?:exit )?(?:code|status))"
            r"[\s:=]*(?P<code>-?\d+)"),
     _event("warning", "fast_path_unavailable", "fast path is not available", r"[Tt]he fast path is not available"),
     _event("warning", "torch_fallback", "falling back to", r"(?i)falling back to (torch|its reference|the) "),

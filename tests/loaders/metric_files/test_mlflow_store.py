@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 import warnings
+from pathlib import Path
 
 import dflash_postmortem as pm
+from dflash_postmortem.model.attempts import attempts, ended_badly, finished
 
 
 def _run(root, status="4", end="1700000060000", lifecycle="active"):
@@ -55,3 +58,46 @@ def test_a_run_still_running_has_no_end(tmp_path):
     assert inc.events["kind"].tolist() == ["run_start"]
     notes = [n for r in inc.load_report.files for n in r.notes]
     assert any("never said it ended" in n for n in notes) and any("deleted" in n for n in notes)
+
+
+CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "real-world" / "mlflow"
+
+
+def _alone(tmp_path, name: str) -> pm.Incident:
+    shutil.copytree(CORPUS / name, tmp_path / "incident" / name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.load_incident(tmp_path / "incident")
+
+
+def test_a_run_is_one_start_whatever_files_hold_its_metrics(tmp_path):
+    """fashion-mnist-deleted-finished-run (SOURCES.tsv): one Keras run, FINISHED 62 s after its
+    start, that logged only its validation and test values (one file each). Each metric file read
+    as a source of its own was a start of its own: five starts, four of them "unknown" restarts
+    that never came up. One run is one source (its meta.yaml; each row's ref keeps its file),
+    and a run that finished cleanly with results of its own did not fail to start."""
+    inc = _alone(tmp_path, "fashion-mnist-deleted-finished-run")
+    assert set(inc.metrics["source"]) == {"fashion-mnist-deleted-finished-run/meta.yaml"}
+    assert set(inc.metrics["ref"].str.rsplit(":", n=1).str[0]) == {
+        f"fashion-mnist-deleted-finished-run/metrics/{k}" for k in ("val_loss", "val_accuracy", "test_loss", "test_accuracy")}
+    att = attempts(inc)
+    assert len(att) == 1 and att["end_kind"].iloc[0] == "run_end"
+    found = pm.detect(inc)
+    assert found.empty
+    assert pm.what_happened(inc, found)[0].startswith("No training seen in 8 files")
+
+
+def test_a_run_that_failed_is_no_clean_end(tmp_path):
+    """MLflow's FAILED (status 4 in meta.yaml) ends a run that did not succeed: its record's
+    word, where no exit status is known, as wandb's exit record's status is where it is."""
+    _run(tmp_path, status="4")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    (a,) = [r for _, r in attempts(inc).iterrows()]
+    assert a["end_kind"] == "run_end" and ended_badly(a) and not finished(a)
+    found = pm.detect(inc)
+    assert list(found["kind"]) == ["loss_not_finite", "training_died"]  # (its loss file's `nan` at step 2)
+    assert pm.what_happened(inc, found)[1] == (
+        "At 22:14:20 UTC run night-run died while training, 58 s after its last step: MLflow run ended with status "
+        "FAILED (meta.yaml end_time): it did not finish. Nothing started it again.")

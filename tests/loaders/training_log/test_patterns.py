@@ -356,3 +356,21 @@ def test_an_early_stopping_rules_last_word_stops_the_training_and_its_counter_do
         "[12:00:01] INFO No improvement since epoch 2: early stopping\n")  # fastai
     assert ev["kind"].tolist() == ["training_stop"] * 3
     assert not ev["message"].str.contains("counter").any()
+
+
+def test_a_signal_sent_and_received_and_a_wrappers_status_are_read_where_a_log_says_them(tmp_path):
+    """h100-1gpu-preempt-requeue's lines: the preemption watcher's `sent SIGTERM to pid 669`, the
+    trainer's own `received SIGTERM (preemption notice)`, the requeue wrapper's `attempt 1 ended
+    with status 0`; a stall watchdog's `sending SIGTERM to 26117`. A signal named in other words
+    (`SIGTERM handler installed`) is neither."""
+    ev = _events_of(tmp_path,
+        "2026-12-06T18:40:21Z sent SIGTERM to pid 669 (python3 train.py)\n"
+        "2026-12-06 18:40:21,443 [WARNING] received SIGTERM (preemption notice), saving checkpoint at step 466\n"
+        "2026-12-06T18:40:24Z requeue: attempt 1 ended with status 0, requeueing in 20s\n"
+        "2026-12-06 17:55:02 watchdog: train.log not written for 64s (limit 60s), sending SIGTERM to 26117\n"
+        "2026-12-06 18:40:25,000 [INFO] SIGTERM handler installed\n")
+    sent = ev[ev["kind"] == "kill_sent"]
+    assert sent["target_pid"].tolist() == [669, 26117] and sent["signal"].tolist() == ["SIGTERM", "SIGTERM"]
+    assert ev.loc[ev["kind"] == "signal", "signal"].tolist() == ["SIGTERM"]
+    assert ev.loc[ev["kind"] == "exit", "exit_code"].tolist() == [0]
+    assert not ev["message"].str.contains("handler installed").any()
