@@ -7,6 +7,8 @@ import pandas as pd
 import pytest
 
 import dflash_postmortem as pm
+from dflash_postmortem.analysis.timeline import impact
+from dflash_postmortem.model import attempts
 from dflash_postmortem.shell_words import parse_launch
 
 FIXTURE = Path(__file__).parent / "fixtures" / "rendezvous-wait-cpu"
@@ -86,3 +88,25 @@ def test_a_foreground_launchers_output_is_divided_among_its_restarts(tmp_path, t
     said = " ".join(pm.what_happened(inc, found))
     assert "The launcher then stopped PID 534. It was started again at 04:36:35 UTC by the launcher's agent." in said
     assert "The launcher then stopped PID 631. Nothing started it again." in said
+
+
+WATCHDOG = Path(__file__).parent / "fixtures" / "stall-watchdog-cpu"
+
+
+def test_a_watchdogs_kill_is_read_and_an_undated_log_raises_no_pace():
+    """A stall watchdog (tests/model/fixtures/stall-watchdog-cpu, README there): its `sending
+    SIGTERM to 26117` is a kill sent to that PID, bash's `26117 Killed` its end. The trainer's
+    log has no time of day: its 152 rate lines said how fast, not when, yet they made a pace, a
+    "throughput regression" with no time, and the impact's window from a first sign to no time
+    at all raised (`inspect` failed with "Neither `start` nor `end` can be NaT")."""
+    inc = pm.load_incident(WATCHDOG)
+    sent = inc.events[inc.events["kind"] == "kill_sent"]
+    assert sent["target_pid"].tolist() == [26117] and sent["signal"].tolist() == ["SIGTERM"]
+    assert sent["time"].tolist() == [pd.Timestamp("2026-12-06 17:55:02", tz="UTC")]
+    first = attempts(inc).iloc[0]
+    assert (first["pids"], first["start"]) == ([26117], pd.Timestamp("2026-12-06 17:52:42.264", tz="UTC"))
+    found = pm.detect(inc)
+    assert found["start"].notna().sum() == len(found[found["kind"] != "process_died"])
+    assert "throughput_regression" not in set(found["kind"])
+    assert impact(inc, found)["first_sign"] == pd.Timestamp("2026-12-06 17:52:42.264", tz="UTC")
+    assert pm.what_happened(inc, found)
