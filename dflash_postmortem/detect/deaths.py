@@ -31,6 +31,7 @@ from ..model.attempts import (
     GONE,
     attempts,
     ended_badly,
+    open_ended,
     said_first,
     says_no_error,
     supervisor_gave_up,
@@ -332,7 +333,7 @@ def _how_it_ended(inc: Incident, a: pd.Series, restarted: bool, unfinished: bool
         return "time_limit"
     if _signalled(inc, a):
         return "stopped_by_signal"
-    if a["end_kind"] == GONE:
+    if a["end_kind"] == GONE or open_ended(a):
         return "training_died" if isinstance(a["cause_kind"], str) or restarted or unfinished else None
     return "training_died" if _an_error(a) else None
 

@@ -151,8 +151,20 @@ CLEAN_ENDS = ("training_stop", "run_end")
 def finished(a: pd.Series) -> bool:
     """Whether an attempt stopped by itself, cleanly: its stop line, its run's end, a status of 0."""
     if a["end_kind"] in CLEAN_ENDS:
-        return not ended_badly(a)
+        return not ended_badly(a) and not open_ended(a)
     return a["end_kind"] == "exit" and a["exit_code"] == 0
+
+
+# A run's record that stops with no last word (loaders/wandb: "ended without exit record", "the
+# wandb log stops here without a finish line"): killed, crashed hard, or copied while it ran.
+_NO_LAST_WORD = re.compile(r"\bwithout (?:an? )?(?:exit record|finish line)\b")
+
+
+def open_ended(a: pd.Series) -> bool:
+    """Whether a run's end is only where its record stops (no exit record, no finish line): no
+    clean stop, nor a death its record tells; as an end no line tells (GONE), what else the
+    evidence says of it decides."""
+    return a["end_kind"] == "run_end" and bool(_NO_LAST_WORD.search(str(a["end_message"] or "")))
 
 
 # What a run's record says of an end that was no success: MLflow's FAILED and KILLED, a runs

@@ -12,6 +12,7 @@ import pytest
 
 import dflash_postmortem as pm
 from dflash_postmortem.loaders.wandb.console import console_lines
+from dflash_postmortem.model.attempts import attempts, finished, open_ended
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "real-world" / "wandb"
 
@@ -73,3 +74,18 @@ def test_a_run_that_raised_died_whatever_folder_holds_it(tmp_path, where):
     assert pm.what_happened(inc, found) == [
         "At 10:23:20 UTC run crash died while training: RuntimeError: CUDA error: an illegal memory access was "
         "encountered. Nothing started it again."]
+
+
+def test_a_run_whose_record_stops_without_an_exit_record_did_not_finish(tmp_path):
+    """sdk031-sigkill-torn-run (SOURCES.tsv: SIGKILL 11 s in, the log cut inside a record): its
+    end is where its record stops, "ended without exit record". That was a clean end (a run's
+    end), so a restart of such a run would have resumed "nothing lost" and its death gone
+    untold. It is no clean stop; where nothing else says what ended it and nothing started it
+    again, nothing is said of it (as of a process gone from a listing)."""
+    run = tmp_path / "incident" / "sdk031-sigkill-torn-run"
+    shutil.copytree(CORPUS / run.name, run)
+    inc = _load(tmp_path / "incident")
+    (a,) = [r for _, r in attempts(inc).iterrows()]
+    assert a["end_kind"] == "run_end" and a["end_message"].startswith("ended without exit record")
+    assert open_ended(a) and not finished(a)
+    assert "training_died" not in set(pm.detect(inc)["kind"])
