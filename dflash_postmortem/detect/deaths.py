@@ -138,10 +138,11 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
                                reached_step=int(r["reached_step"].iloc[0]))
             elif (at := _resumed_at(inc, b)) is not None and pd.notna(reached := steps_of(inc, a)["step"].max()):
                 # its resume line, where the job's steps do not say it (another job, a log of its
-                # own): at or past this one's last step (a checkpoint saved as it stopped), nothing
-                # was done again
-                numbers.update(resumed_step=at) if at >= reached else \
-                    numbers.update(resumed_step=at, reached_step=int(reached), redone_steps=int(reached) - at)
+                # own); at or past this one's last step (a checkpoint saved as it stopped), nothing
+                # was done again (no `reached_step`: the sentence says so)
+                numbers.update(resumed_step=at)
+                if at < reached:
+                    numbers.update(reached_step=int(reached), redone_steps=int(reached) - at)
         # what went wrong (the first error after the last step) and how it ended (the line that
         # said it was over) may be apart: a rank's timeout, then the agent's "failed" line
         error = a["cause_message"] or (error_text(a["end_message"]) if kind == "stopped_by_signal" else _status_text(a))
