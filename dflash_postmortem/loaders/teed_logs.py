@@ -20,6 +20,7 @@ from ..incident import Incident
 from .training_log.process_log import TRAINING_LOG_FORMAT
 
 COPIED = 0.95  # the share of a stream's metric lines found in the other file that makes it a copy
+_MOST_COPIES = 3  # logs holding one line, at most, for it to count as a copy's
 _METRIC_KEY = ["time", "metric", "value", "step"]
 _EVENT_KEY = ["time", "kind", "message"]
 
@@ -52,7 +53,9 @@ def _copies(m: pd.DataFrame, logs: dict[str, int]) -> dict[str, str]:
         return {}
     rows = pd.DataFrame({"h": _hashes(mine, _METRIC_KEY), "source": mine["source"].to_numpy()}).drop_duplicates()
     sizes = rows.groupby("source").size()
-    shared = rows[rows.duplicated("h", keep=False)]
+    # a line two or three logs hold (a tee, a tee of a tee); one that every rank of a job logs alike
+    # (a global loss, 512 ranks) says nothing of copies, and pairing it would cost ranks squared
+    shared = rows[rows.groupby("h")["source"].transform("size").between(2, _MOST_COPIES)]
     if shared.empty:
         return {}
     pairs = shared.merge(shared, on="h")
