@@ -37,7 +37,7 @@ from ..model.attempts import (
     supervisor_gave_up,
     trainer_pids,
 )
-from ..model.progress import lines_of, resumes, steps_of
+from ..model.progress import lines_of, resumed_from, resumes, steps_of
 from ..model.states import states
 from ..model.step_lines import named_step
 from ..said import error_text
@@ -136,7 +136,8 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
             if len(r):
                 numbers.update(resumed_step=int(r["resumed_step"].iloc[0]), redone_steps=int(r["redone_steps"].iloc[0]),
                                reached_step=int(r["reached_step"].iloc[0]))
-            elif (at := _resumed_at(inc, b)) is not None and pd.notna(reached := steps_of(inc, a)["step"].max()):
+            elif (told := resumed_from(inc, b)[0]) and pd.notna(reached := steps_of(inc, a)["step"].max()):
+                at = told[0]
                 # its resume line, where the job's steps do not say it (another job, a log of its
                 # own); at or past this one's last step (a checkpoint saved as it stopped), nothing
                 # was done again (no `reached_step`: the sentence says so)
@@ -369,14 +370,6 @@ def _time_limited(inc: Incident, a: pd.Series) -> bool:
     if "job" in limits.columns and isinstance(a["job"], str):
         mine |= (limits["job"] == a["job"]).fillna(False).astype(bool)
     return bool(mine.any())
-
-
-def _resumed_at(inc: Incident, b: pd.Series) -> int | None:
-    """The step attempt `b`'s log says it resumed from (`resuming from step_466.pt at step 466`)."""
-    ev = inc.events
-    said = ev[(ev["kind"] == "resumed") & ev["source"].isin(b["sources"] or []) & (ev["time"] >= b["start"])]
-    steps = [s for m in said["message"] if (s := named_step(m)) is not None]
-    return steps[0] if steps else None
 
 
 def _saved_after(inc: Incident, a: pd.Series, when) -> list | None:

@@ -131,13 +131,19 @@ def resumes(inc: Incident) -> pd.DataFrame:
                            lambda: _resumes(inc))
 
 
+def resumed_from(inc: Incident, attempt: pd.Series) -> tuple[list[int], pd.DataFrame]:
+    """The steps the attempt's own logs say it resumed from (`resuming from step_466.pt at step
+    466`), and those lines."""
+    ev = inc.events
+    said = ev[(ev["kind"] == "resumed") & ev["source"].isin(attempt["sources"] or []) & (ev["time"] >= attempt["start"])]
+    return [s for m in said["message"] if (s := named_step(m)) is not None], said
+
+
 def _resumes(inc: Incident) -> pd.DataFrame:
     att = attempts(inc)
-    ev = inc.events[inc.events["kind"] == "resumed"]
     rows = []
     for _, b in att.iterrows():
-        said = ev[ev["source"].isin(b["sources"]) & (ev["time"] >= b["start"])] if b["sources"] else ev.iloc[:0]
-        steps = [s for m in said["message"] if (s := named_step(m)) is not None]
+        steps, said = resumed_from(inc, b)
         mine = steps_of(inc, b)
         if not steps and (mine.empty or pd.isna(mine["step"].iloc[0]) or _tailed(inc, mine.iloc[0])):
             continue
