@@ -3,7 +3,8 @@ message goes on to it, the last error NCCL names), any other line by its first, 
 logger's prefix (glog's `E1202 02:33:51.653000 917 api.py:986] `, a date and time, a `[run]` tag,
 a syslog `host kernel:` or Python logging's default
 `ERROR:torch.distributed.elastic.multiprocessing.api:`, C++'s `what():`) or the C++ source
-locations inside it (`[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152] `)."""
+locations inside it (`[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152] `); and how
+long a line says a log or a run had been silent."""
 
 from __future__ import annotations
 
@@ -124,3 +125,17 @@ def error_text(message, kind: str | None = None, limit: int = 600) -> str:
         return text[: ends[-1]].rstrip()
     cut = text[: limit - 1]
     return (cut[: cut.rfind(" ")] if " " in cut[limit // 2:] else cut).rstrip(" ,;:") + "…"
+
+
+# a watcher's word that a log or a run had gone silent, and for how long: a stall watchdog's
+# `train.log not written for 64s`, `no progress for 300 seconds`, `no output in the last 10 min`
+_SILENT = re.compile(r"(?i)\b(?:not (?:been )?(?:written|updated|modified)|no (?:new )?(?:output|progress|log(?: output| lines?)?"
+                     r"|steps?|updates?|heartbeats?))\s+(?:for|in)\s+(?:the\s+last\s+)?(?P<n>\d+(?:\.\d+)?)\s*"
+                     r"(?P<unit>s|secs?|seconds?|m|mins?|minutes?|h|hours?)\b")
+_UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def silence_said(text) -> float | None:
+    """The seconds a line says a log or a run had been silent (`_SILENT`), else None."""
+    m = _SILENT.search(str(text or ""))
+    return float(m["n"]) * _UNIT_S[m["unit"][0].lower()] if m else None

@@ -156,6 +156,12 @@ did (what the README of the incident is written from), which the incident folder
                        a preemption watcher (no transcript) SIGTERMs the trainer ~60 s into attempt 1 and
                        32-50 s into attempt 2 (by attempt 1's pace); each time it saves and exits 0; attempt 3 resumes
                        and trains to its last step, writes logs/DONE, and the loop exits
+    cpu-fallback       `nohup python3 train.py --run-name lm --max-steps N > logs/train_1.log 2>&1 &`, plain PyTorch
+                       whose device is "cuda" if torch.cuda.is_available() else "cpu" (a WARNING, and on it
+                       trains): ~45 s in, the operator kills it by its PID and resumes it with a line from a
+                       two-GPU machine's notes, `CUDA_VISIBLE_DEVICES=1 nohup ... --resume ...`: no GPU 1 here, so
+                       torch sees none and it trains on the CPU, far slower, nothing in nvidia-smi; ~60 s later
+                       the operator looks, kills it and resumes without the variable, on the GPU, to its end
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -6490,6 +6496,380 @@ def preempt_requeue(r: Recording) -> None:
             f.unlink()
 
 
+# cpu-fallback's trainer: resume-mismatch's train.py (dated `logging` lines in UTC, an atomic ckpt/last.pt,
+# --resume) with --max-steps, a model small enough to step on a CPU, and a habit as common as any: the
+# device is "cuda" where torch sees a GPU, else "cpu" with a WARNING, and the run trains on.
+CPU_FALLBACK_TRAIN = r'''"""Train a small GPT-style LM on a synthetic token stream, checkpointing to ckpt/last.pt every 2000 steps.
+
+    python3 train.py --run-name lm --max-steps 20000
+    python3 train.py --run-name lm --resume --max-steps 20000     # go on from ckpt/last.pt
+"""
+import argparse
+import logging
+import os
+import time
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+p = argparse.ArgumentParser()
+p.add_argument("--run-name", default="run")
+p.add_argument("--n-layer", type=int, default=6)
+p.add_argument("--n-head", type=int, default=6)
+p.add_argument("--n-embd", type=int, default=384)
+p.add_argument("--block-size", type=int, default=256)
+p.add_argument("--vocab-size", type=int, default=4096)
+p.add_argument("--batch-size", type=int, default=8)
+p.add_argument("--lr", type=float, default=1e-3)
+p.add_argument("--warmup", type=int, default=100, help="steps of linear warm-up")
+p.add_argument("--max-steps", type=int, default=20000, help="train until this step")
+p.add_argument("--resume", action="store_true", help="go on from --ckpt")
+p.add_argument("--ckpt", default="ckpt/last.pt")
+p.add_argument("--save-every", type=int, default=2000)
+p.add_argument("--log-every", type=int, default=20)
+p.add_argument("--seed", type=int, default=1337)
+args = p.parse_args()
+
+logging.Formatter.converter = time.gmtime  # UTC
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+log = logging.getLogger("train")
+log.info("config: %s", vars(args))
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+if device == "cpu":
+    log.warning("CUDA is not available, training on CPU (this will be slow)")
+torch.manual_seed(args.seed)
+torch.backends.cuda.matmul.allow_tf32 = True
+cuda = device == "cuda"
+ctx = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else torch.autocast("cpu", enabled=False)
+
+# data: a synthetic token stream (each token the previous one plus a random step of 0-15)
+n_tokens = 5_000_000
+g = torch.Generator().manual_seed(42)
+data = (torch.randint(0, 16, (n_tokens,), generator=g).cumsum(0) % args.vocab_size).to(device)
+
+
+def get_batch():
+    ix = torch.randint(n_tokens - args.block_size - 1, (args.batch_size,), device=device)
+    chunk = data[ix[:, None] + torch.arange(args.block_size + 1, device=device)]
+    return chunk[:, :-1], chunk[:, 1:]
+
+
+''' + GPT_MODEL + r'''
+model = GPT().to(device)
+log.info("model: %d layers, width %d, %.1fM parameters", args.n_layer, args.n_embd,
+         sum(p.numel() for p in model.parameters()) / 1e6)
+optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=cuda)
+
+step = 0
+if args.resume and os.path.exists(args.ckpt):
+    log.info("resuming from %s", args.ckpt)
+    state = torch.load(args.ckpt, map_location=device, weights_only=True)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    step = state["step"]
+    log.info("resumed at step %d", step)
+elif args.resume:
+    log.info("no checkpoint at %s, starting from scratch", args.ckpt)
+else:
+    log.info("starting from scratch")
+
+
+def save_checkpoint():
+    os.makedirs(os.path.dirname(args.ckpt) or ".", exist_ok=True)
+    tmp = args.ckpt + ".tmp"
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+                "config": vars(args)}, tmp)
+    os.replace(tmp, args.ckpt)
+    log.info("saved checkpoint step %d to %s", step, args.ckpt)
+
+
+log.info("training from step %d to step %d", step, args.max_steps)
+start = t0 = time.time()
+while step < args.max_steps:
+    for group in optimizer.param_groups:
+        group["lr"] = args.lr * min(1.0, (step + 1) / args.warmup)
+    x, y = get_batch()
+    with ctx:
+        loss = model(x, y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    step += 1
+    if step % args.log_every == 0:
+        lossf = loss.item()
+        t1 = time.time()
+        log.info("step %d | loss %.2f | %s tok/s", step, lossf,
+                 f"{args.log_every * args.batch_size * args.block_size / (t1 - t0):,.0f}")
+        t0 = t1
+    if step % args.save_every == 0:
+        save_checkpoint()
+        t0 = time.time()
+if step % args.save_every:
+    save_checkpoint()
+log.info("training done at step %d (%.0f s)", step, time.time() - start)
+'''
+
+
+CF_STEP = r"(?m)^(\S+ \S+) INFO step (\d+) \| loss (\S+) \| ([\d,]+) tok/s$"
+CF_WARNING, CF_RESUMED, CF_BEGAN = r"\S+ \S+ WARNING [^\n]*", r"\S+ \S+ INFO resumed at step[^\n]*", r"(\S+ \S+) INFO training from step"
+
+
+def cpu_fallback(r: Recording) -> None:
+    py = _python3()
+    # the dry run: a tiny model (every run on the CPU there), saving more often
+    flags = "" if r.gpu else (" --n-layer 2 --n-head 2 --n-embd 64 --block-size 64 --vocab-size 1024 "
+                              "--save-every 200")
+    save_every = 2000 if r.gpu else 200
+    run1_s, run2_s, run3_s = 45, 60, 40  # run 1's training before the kill, run 2's wall time, run 3's training
+    env = replay_scenarios._SHELL_ENV
+    saved = dict(env)
+    if not r.gpu:
+        env["OMP_NUM_THREADS"] = "1"
+    logs = r.dir / "logs"
+    calib = r.dir.parent / f"{r.name}.calibrate"
+
+    def text(log: str) -> str:
+        path = logs / log
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def last_line(log: str) -> str:
+        lines = text(log).strip().splitlines()
+        return lines[-1][:300] if lines else "(empty)"
+
+    def steps_of(body: str) -> list[tuple[float, int, float]]:
+        return [(_log_time(m.group(1)), int(m.group(2)), float(m.group(4).replace(",", "")))
+                for m in re.finditer(CF_STEP, body)]
+
+    def pace(lines: list[tuple[float, int, float]]) -> float:
+        """Steps a second from the second step line to the last (saves included)."""
+        if len(lines) < 3:
+            return 0.0
+        return (lines[-1][1] - lines[1][1]) / max(1e-3, lines[-1][0] - lines[1][0])
+
+    # each trainer of the incident (a python running train.py in the folder), from when the driver first
+    # sees it to when it has exited, read from /proc every 0.05 s
+    run_of: dict[str, int] = {}
+    exited: dict[str, tuple[float, str]] = {}
+    current = [0]
+    done = threading.Event()
+
+    def watch() -> None:
+        alive: set[str] = set()
+        folder = r.dir.resolve()
+        while not done.is_set():
+            for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+                pid = cmdline.parent.name
+                if pid in run_of:
+                    continue
+                try:
+                    argv = cmdline.read_bytes().split(b"\0")
+                    if not (b"python" in argv[0] and argv[1:2] == [b"train.py"]
+                            and Path(os.readlink(cmdline.parent / "cwd")).is_relative_to(folder)):
+                        continue
+                except (OSError, IndexError):
+                    continue
+                fields = _proc_stat(pid)
+                if not fields or fields[0] == "Z":
+                    continue
+                run_of[pid] = current[0]
+                alive.add(pid)
+                shown = b" ".join(argv).decode(errors="replace").strip()
+                r.truth(f"run {current[0]} trainer: PID {pid} seen (parent {fields[1]}, process group {fields[2]}, "
+                        f"session {fields[3]}): {shown!r}; its environment: "
+                        f"CUDA_VISIBLE_DEVICES={_environ(pid, 'CUDA_VISIBLE_DEVICES')}")
+            for pid in sorted(alive):
+                fields = _proc_stat(pid)
+                if fields and fields[0] != "Z":
+                    continue
+                alive.discard(pid)
+                exited[pid] = (time.time(), _wait_status(fields))
+                log = f"train_{run_of[pid]}.log"
+                r.truth(f"run {run_of[pid]} trainer PID {pid} exited ({exited[pid][1]}); {log}'s last line "
+                        f"{last_line(log)!r}")
+            time.sleep(0.05)
+
+    def pid_of(n: int, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = [p for p, k in list(run_of.items()) if k == n]
+            if found:
+                return found[0]
+            time.sleep(0.05)
+        return "?"
+
+    def gone(pid: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and pid not in exited:
+            time.sleep(0.05)
+        return pid in exited
+
+    def ended(pid: str) -> str:
+        return f"exited ({exited[pid][1]}) at {_utc(exited[pid][0])}" if pid in exited else "not seen exiting"
+
+    def smi_rows(pid: str) -> str:
+        """The rows of logs/smi_apps.csv that list `pid`: how many, their line numbers, times and memory."""
+        if not r.gpu:
+            return "no smi_apps.csv (dry run)"
+        rows = [(i, ln.split(", ")) for i, ln in enumerate(text("smi_apps.csv").splitlines(), 1)]
+        mine = [(i, f) for i, f in rows if len(f) >= 5 and f[2] == pid]
+        if not mine:
+            return f"smi_apps.csv: no row lists PID {pid} (of {len(rows)} lines)"
+        mems = sorted({f[4] for _, f in mine})
+        return (f"smi_apps.csv: {len(mine)} rows list PID {pid}, lines {mine[0][0]}-{mine[-1][0]} "
+                f"({mine[0][1][0]} to {mine[-1][1][0]}), memory {', '.join(mems[:4])}")
+
+    def ckpts() -> list[str]:
+        return sorted(f.name for f in (r.dir / "ckpt").glob("*"))
+
+    def said(n: int) -> str:
+        log = f"train_{n}.log"
+        body = text(log)
+        lines = steps_of(body)
+        saves = re.findall(r"saved checkpoint step (\d+)", body)
+        start = _last(r"INFO ((?:resuming from|resumed at|no checkpoint at|starting from scratch)[^\n]*)", body)
+        warn = _last(CF_WARNING, body)
+        rates = [x[2] for x in lines[1:]]
+        return (f"logs/{log}: {len(body.splitlines())} lines, first at {body[:23] if body.strip() else '?'}; "
+                f"WARNING line: {warn!r}; {start!r}; "
+                + (f"step lines {lines[0][1]}-{lines[-1][1]} ({len(lines)}, {_utc(lines[0][0])} to "
+                   f"{_utc(lines[-1][0])}); " if lines else "no step line; ")
+                + (f"tok/s after the first step line: median {statistics.median(rates):,.0f} (min {min(rates):,.0f}, "
+                   f"max {max(rates):,.0f}); pace {pace(lines):.2f} steps/s; " if rates else "")
+                + f"saved steps {saves}; 'training done' in it: {'training done' in body}; "
+                f"'Traceback' in it: {'Traceback' in body}; last line {last_line(log)!r}")
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    op = Transcript(r.dir)
+    try:
+        (r.dir / "train.py").write_text(CPU_FALLBACK_TRAIN)
+        # the pace of this model on this machine's GPU (the dry run: its CPU), measured before the captures
+        # start and outside the folder, so that --max-steps leaves run 3 about run3_s of training
+        shutil.rmtree(calib, ignore_errors=True)
+        calib.mkdir()
+        (calib / "train.py").write_text(CPU_FALLBACK_TRAIN)
+        cal_steps, cal_from = (2500, 500) if r.gpu else (600, 200)
+        cal_argv = [sys.executable, "train.py", "--run-name", "calibrate", "--max-steps", str(cal_steps),
+                    "--save-every", "1000000", "--log-every", "100", *flags.split()]
+        r.truth(f"calibration (before the captures, in {calib}, outside the folder, in no transcript): "
+                f"`{' '.join(cal_argv)}`")
+        cal = subprocess.run(cal_argv, cwd=calib, env=env, capture_output=True, text=True, timeout=240, check=False)
+        cal_out = cal.stdout + cal.stderr
+        cal_lines = [x for x in steps_of(cal_out) if x[1] >= cal_from]
+        p = (cal_lines[-1][1] - cal_lines[0][1]) / max(1e-3, cal_lines[-1][0] - cal_lines[0][0]) if len(cal_lines) >= 2 else 0.0
+        unit = 1000 if r.gpu else 100
+        if p > 0:
+            # run 1 ends ~run1_s in, its last checkpoint on average save_every/2 behind that; the GPU recording's
+            # CPU run is too slow to reach a save; the dry run's trains at the same pace and saves
+            total = p * (run1_s + run3_s) - save_every / 2 + (0 if r.gpu else p * run2_s)
+            max_steps = max(2 * save_every, int(round(total / unit)) * unit)
+        else:
+            max_steps = 30000 if r.gpu else 3000
+        noted = "; ".join(ln[24:] for ln in cal_out.splitlines() if "WARNING" in ln or "model:" in ln)
+        r.truth(f"calibration exited {cal.returncode}: {len(cal_lines)} step lines from step {cal_from}, pace "
+                f"{p:.1f} steps/s ({noted[:300]}); --max-steps {max_steps} (for ~{run1_s} s of training in run 1 and "
+                f"~{run3_s} s in run 3 at that pace){'' if cal.returncode == 0 else '; its output ends ' + repr(cal_out[-500:])}")
+        shutil.rmtree(calib, ignore_errors=True)
+
+        r.gpus_and_processes()
+        watcher.start()
+        r.truth(f"train.py is in the folder (GPT-style LM; device \"cuda\" if torch.cuda.is_available() else \"cpu\", "
+                f"with a WARNING line on the CPU; ckpt/last.pt every {save_every} steps and at the end, atomically; "
+                f"--resume loads it; no SIGTERM handler); the operator's shell has CUDA_VISIBLE_DEVICES="
+                f"{env.get('CUDA_VISIBLE_DEVICES')}")
+        time.sleep(3)
+        base = f"nohup {py} train.py --run-name lm"
+
+        def launch(n: int, cmd: str) -> tuple[str, float]:
+            current[0] = n
+            r.truth(f"run {n}: operator types `{cmd}`")
+            at = time.time()
+            op.run(cmd)
+            pid = pid_of(n)
+            r.truth(f"run {n}: trainer PID {pid} ({_program(pid)}), CUDA_VISIBLE_DEVICES="
+                    f"{_environ(pid, 'CUDA_VISIBLE_DEVICES')}")
+            return pid, at
+
+        def kill(n: int, pid: str) -> None:
+            """The operator finds the trainer with pgrep and kills it by the PID it shows."""
+            shown = op.run("pgrep -af train.py")[0]
+            listed = [ln.split()[0] for ln in shown.splitlines() if "train.py --run-name lm" in ln]
+            target = listed[0] if len(listed) == 1 else pid
+            log = f"train_{n}.log"
+            r.truth(f"run {n}: `pgrep -af train.py` lists {listed}; the driver's run-{n} trainer is {pid}; "
+                    f"operator types `kill {target}`; {log}'s last line {last_line(log)!r}")
+            op.run(f"kill {target}")
+            gone(pid, 30)
+            r.truth(f"run {n} trainer (PID {pid}) {ended(pid) if pid in exited else 'still running 30 s after the kill'}")
+
+        # run 1: on the GPU, ~run1_s of training, then stopped on purpose
+        pid1, _ = launch(1, f"{base} --max-steps {max_steps}{flags} > logs/train_1.log 2>&1 &")
+        if not r.wait_for("logs/train_1.log", "INFO training from step", 300):
+            return
+        began = _log_time(re.search(CF_BEGAN, text("train_1.log")).group(1))
+        r.wait_for("logs/train_1.log", " INFO step ", 120)
+        first = steps_of(text("train_1.log"))
+        r.truth(f"run 1 began training at {_utc(began)} (its log's time); first step line: "
+                f"{'step ' + str(first[0][1]) + ' at ' + _utc(first[0][0]) if first else 'none'}")
+        time.sleep(max(0.0, began + run1_s - time.time()))
+        r.truth(f"~{run1_s} s of run 1's training; the operator stops it on purpose, to relaunch it with the line "
+                f"from their notes (written on a two-GPU machine, where GPU 1 was the free one); {said(1)}")
+        kill(1, pid1)
+        r.truth(f"after run 1: {said(1)}; ckpt/: {ckpts()}; {smi_rows(pid1)}")
+        time.sleep(6)
+
+        # run 2: the same resume with CUDA_VISIBLE_DEVICES=1 typed before it; this machine has no GPU 1
+        pid2, at2 = launch(2, f"CUDA_VISIBLE_DEVICES=1 {base} --resume --max-steps {max_steps}{flags} "
+                              "> logs/train_2.log 2>&1 &")
+        if r.wait_for("logs/train_2.log", "WARNING", 120):
+            r.truth(f"run 2 logged {_last(CF_WARNING, text('train_2.log'))!r}")
+        if r.wait_for("logs/train_2.log", "INFO resumed at step", 180):
+            r.truth(f"run 2: {_last(CF_RESUMED, text('train_2.log'))!r}")
+        time.sleep(max(0.0, at2 + run2_s - time.time()))
+        r.truth(f"~{run2_s} s after run 2's launch the operator looks: `tail -n 3 logs/train_2.log`, "
+                f"{'`nvidia-smi`' if r.gpu else '`uptime`'}; {said(2)}; {smi_rows(pid2)}")
+        op.run("tail -n 3 logs/train_2.log")
+        op.run("nvidia-smi" if r.gpu else "uptime")
+        time.sleep(3)
+        if pid2 in exited:
+            r.truth(f"run 2 (PID {pid2}) had already {ended(pid2)}: no kill")
+        else:
+            kill(2, pid2)
+        r.truth(f"after run 2: {said(2)}; ckpt/: {ckpts()}")
+        time.sleep(6)
+
+        # run 3: the same resume without the variable: back on the GPU, to its last step
+        pid3, _ = launch(3, f"{base} --resume --max-steps {max_steps}{flags} > logs/train_3.log 2>&1 &")
+        if r.wait_for("logs/train_3.log", "INFO resumed at step", 180):
+            r.truth(f"run 3: {_last(CF_RESUMED, text('train_3.log'))!r}")
+        if not r.wait_for("logs/train_3.log", "training done", 300):
+            r.truth(f"no 'training done' in train_3.log: its last line {last_line('train_3.log')!r}")
+        gone(pid3, 60)
+        r.truth(f"run 3 (PID {pid3}): {ended(pid3)}")
+        time.sleep(5)
+        r.truth("the operator looks once more: `tail -n 3 logs/train_3.log`")
+        op.run("tail -n 3 logs/train_3.log")
+        time.sleep(3)
+        for n, pid in ((1, pid1), (2, pid2), (3, pid3)):
+            r.truth(f"summary run {n}: PID {pid}, CUDA_VISIBLE_DEVICES typed before it: {'1' if n == 2 else 'none'}; "
+                    f"{ended(pid)}; {said(n)}; {smi_rows(pid)}")
+    finally:
+        env.clear()
+        env.update(saved)
+        r.stop_ours("train.py --run-name lm")
+        time.sleep(1)
+        done.set()
+        if watcher.is_alive():
+            watcher.join(timeout=5)
+        shutil.rmtree(calib, ignore_errors=True)
+        # the checkpoints are the trainer's state, not evidence
+        for f in sorted((r.dir / "ckpt").glob("*")):
+            r.truth(f"removed {f.relative_to(r.dir)} ({f.stat().st_size} bytes)")
+            f.unlink()
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -6514,6 +6894,7 @@ SCENARIOS = {
     "noisy-healthy": noisy_healthy,
     "preempt-requeue": preempt_requeue,
     "stall-watchdog": stall_watchdog,
+    "cpu-fallback": cpu_fallback,
 }
 
 

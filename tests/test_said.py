@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from dflash_postmortem.said import error_text, exception_line
+from dflash_postmortem.said import error_text, exception_line, silence_said
 
 INCIDENTS = Path(__file__).resolve().parents[1] / "data" / "incidents"
 
@@ -121,3 +121,13 @@ def test_an_exception_whose_words_go_on_below_its_line_is_quoted_with_the_first_
     assert error_text(long_tb, "traceback") == "RuntimeError: Error(s) in loading state_dict for GPT: (more lines follow)"
     one = "Traceback (most recent call last):\n  File \"t.py\", line 1, in <module>\nValueError: bad value: 3\n"
     assert error_text(one, "traceback") == "ValueError: bad value: 3"
+
+
+def test_a_silence_a_line_says_is_read_in_seconds():
+    """A stall watchdog's word on how long a log or a run had been silent, in its own unit; a
+    timeout's length or an unrelated count is no silence."""
+    assert silence_said("2026-12-06 17:55:02 watchdog: train.log not written for 64s (limit 60s), sending SIGTERM") == 64.0
+    assert silence_said("WARNING no progress for 5 minutes, restarting") == 300.0
+    assert silence_said("no output in the last 90 seconds") == 90.0
+    assert silence_said("Watchdog caught collective operation timeout: ran for 600035 milliseconds") is None
+    assert silence_said("saved 3 checkpoints in 12s") is None

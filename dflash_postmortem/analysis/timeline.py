@@ -79,6 +79,12 @@ def _milestones(inc: Incident, f: pd.DataFrame, s: pd.DataFrame) -> dict:
         resumed = s[s["time"] > stalls["end"].iloc[-1]].head(1)
         out["recovered"] = resumed["time"].iloc[0] if len(resumed) else None
         out["recovered_evidence"] = evidence_refs(resumed)
+        up = came_up_after(inc, stalls["start"].iloc[-1]) if resumed.empty else None
+        if up is not None:
+            # no pace to show it (a log placed at its starts): the start after the stall that
+            # trained, back where the stall had stopped it
+            out.update({k: v for k, v in _trained_back(inc, up, "where it had stalled").items()
+                        if not k.startswith("mitigated")})
     failed = _kinds(f, "failed_restart")
     back = {}  # a start that mitigated what went wrong where nothing recovered (below)
     if out["recovered"] is None and out["first_sign_kind"] == "failed_restart":

@@ -4,7 +4,12 @@ A trainer that prints no time (Hugging Face's Trainer: tqdm bars and `{'loss': .
 trainer that died at start-up: its traceback) still says when things happened, the way a reader
 works it out:
 
-- the launch that redirected into the log is the earliest any of its lines can be;
+- the launch that redirected into the log is the earliest any of its lines can be; so is a start
+  of a launcher script in the folder whose trainer's output goes to the log (`script_launch`:
+  the script typed, or a supervisor's `started train.py pid 26117`);
+- a log several starts appended to (a restart loop's `>>`) holds one start-up each: each is
+  placed at its own start, in order (a resume from a checkpoint, or steps counted again from
+  below, begins the next);
 - a progress bar states the seconds since it began (`249/400 [00:33<00:17, 7.5it/s]`): the
   log's lines are that far apart;
 - another source of the same run with a clock (TensorBoard, wandb, a metrics file) logged the
@@ -28,11 +33,13 @@ lines before Slurm's one dated line were written over hours, not at its end).
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 import numpy as np
 import pandas as pd
 
-from ..schema import BAR_ELAPSED_S
-from ..shell_words import foreground_log
+from ..schema import BAR_ELAPSED_S, column
+from ..shell_words import foreground_log, runs_script
 from ..units import count
 
 # Two sources' step counters agree when their offsets spread no more than this (or 10 % of the
@@ -42,6 +49,9 @@ AGREE_S = 5.0
 MIN_COMMON = 3
 # A bar begins after its process starts; a shell's clock and a trainer's differ by a second.
 LAUNCH_SLACK = pd.Timedelta(seconds=2)
+# A script's start told twice (the launch typed, the supervisor's line of its first start, which
+# gives only its second): one start.
+SAME_START = pd.Timedelta(seconds=2)
 
 
 def date_untimed_logs(inc) -> None:
@@ -96,6 +106,8 @@ def date_untimed_logs(inc) -> None:
                        f"rows, the bar began at {start:%Y-%m-%d %H:%M:%S} UTC ({how}){ref}; lines before the bar "
                        "are placed at the launch")
         elif at is not None:
+            if len(named) > 1 and _place_by_start(inc, rep, frames, rows, launches.loc[named]):
+                continue
             # the latest they can be: the last moment anything else in the incident was observed
             latest = inc.span()[1]
             within = max(0.0, (latest - at["time"]).total_seconds()) if latest is not None else None
@@ -110,7 +122,12 @@ def date_untimed_logs(inc) -> None:
 def _writers(ev: pd.DataFrame) -> pd.DataFrame:
     """The dated commands that started a trainer writing into a log, in time order, each with
     its `log_path`: launches (in the background, by a launcher) and foreground commands into a
-    log (`python train.py 2>&1 | tee logs/train.log`); not those whose redirect failed."""
+    log (`python train.py 2>&1 | tee logs/train.log`); not those whose redirect failed. And the
+    starts a launcher script makes, where the folder holds the script (`script_launch`: its
+    trainer's output goes to a file): each launch of the script typed, and each start a
+    supervisor's log says it made of the program the script runs into that file (a watchdog's
+    `started train.py pid 26117`); one start told by both, seconds apart, once, at the later
+    time."""
     if ev.empty:
         return ev.assign(log_path=pd.Series(dtype=object))
     launched = ev[(ev["kind"] == "launch") & ev["time"].notna()]
@@ -118,10 +135,90 @@ def _writers(ev: pd.DataFrame) -> pd.DataFrame:
         else launched.assign(log_path=None)
     cmds = ev[(ev["kind"] == "command") & ev["time"].notna() & ~ev["ref"].isin(launched["ref"])]
     cmds = cmds.assign(log_path=cmds["message"].map(lambda c: foreground_log(str(c))))
-    writers = pd.concat([launched, cmds])
-    writers = writers[writers["log_path"].notna()]
+    writers = pd.concat([launched, cmds, _script_starts(ev, launched)])
+    writers = writers[writers["log_path"].notna()].sort_values("time", kind="stable")
+    # (of one start told twice, the later time: a supervisor's line gives only the second)
+    again = -writers.groupby("log_path")["time"].diff(-1) <= SAME_START
+    writers = writers[~again]
     failed = set(ev.loc[ev["kind"] == "redirect_failed", "path"].dropna()) if "path" in ev.columns else set()
-    return writers[~writers["log_path"].isin(failed)].sort_values("time", kind="stable")
+    return writers[~writers["log_path"].isin(failed)].reset_index(drop=True)
+
+
+def _script_starts(ev: pd.DataFrame, launched: pd.DataFrame) -> pd.DataFrame:
+    """The starts a launcher script in the folder makes that write a file (`_writers`), each as
+    a row of that file's `log_path`."""
+    scripted = ev[ev["kind"] == "script_launch"]
+    if scripted.empty:
+        return ev.iloc[:0]
+    by_script: dict[str, set[str]] = {}
+    by_program: dict[str, set[str]] = {}
+    for script, program, log in zip(scripted["script"], scripted["program"], scripted["log_path"], strict=True):
+        by_script.setdefault(PurePosixPath(str(script)).name, set()).add(str(log))
+        by_program.setdefault(PurePosixPath(str(program)).name, set()).add(str(log))
+    rows = []
+    typed = ev[(ev["kind"] == "command") & ev["ref"].notna()].drop_duplicates("ref").set_index("ref")["message"]
+    for _, r in launched.iterrows():
+        command = str(typed.get(r["ref"], r["message"]))  # (a launch's message may be a summary)
+        rows += [r.to_dict() | {"log_path": log} for name, logs in by_script.items() if runs_script(command, name)
+                 for log in sorted(logs)]
+    supervised = ev[(ev["kind"] == "attempt_start") & (column(ev, "by") == "supervisor").fillna(False).astype(bool)
+                    & ev["time"].notna()]
+    for _, r in supervised.iterrows():
+        logs = by_program.get(PurePosixPath(str(r.get("program"))).name, set())
+        if len(logs) == 1:  # (two scripts running it into two files: which one, nothing says)
+            rows.append(r.to_dict() | {"log_path": next(iter(logs))})
+    return pd.DataFrame(rows) if rows else ev.iloc[:0]
+
+
+def _place_by_start(inc, rep, frames: list[pd.DataFrame], rows: list[pd.Series], writers: pd.DataFrame) -> bool:
+    """A log several starts wrote in turn (a loop appending each run's output): each start-up in
+    it (`_start_ups`) placed at the start that wrote it, the latest starts where it holds fewer
+    than were made (`>` keeps only the last), up to the next start or the last time the
+    incident observed. False where it holds more start-ups than there were starts: which wrote
+    which, nothing says."""
+    parts = _start_ups(frames, rows)
+    k, n = _count(parts), len(writers)
+    if k < 2 or k > n:
+        return False
+    mine = writers.iloc[n - k:]
+    times = list(mine["time"])
+    latest = inc.span()[1]
+    ends = times[1:] + [latest if latest is not None else times[-1]]
+    for df, r, part in zip(frames, rows, parts, strict=True):
+        for i, (at, until) in enumerate(zip(times, ends, strict=True)):
+            here = r & part.reindex(df.index).eq(i).fillna(False).astype(bool)
+            _place(df, here, at, max(0.0, (until - at).total_seconds()))
+    refs = ", ".join(f"{w['ref']} ({w['time']:%H:%M:%S})" for _, w in mine.iterrows())
+    rep.assume(f"dated afterwards: no line has a timestamp; it holds {k} start-ups, each placed at the start that "
+               f"wrote it ({refs}), the earliest its lines can have been written, and up to the next start")
+    return True
+
+
+def _count(parts: list[pd.Series]) -> int:
+    """How many start-ups `_start_ups` found."""
+    return max((int(p.max()) + 1 for p in parts if p.notna().any()), default=0)
+
+
+def _start_ups(frames: list[pd.DataFrame], rows: list[pd.Series]) -> list[pd.Series]:
+    """Which start-up of the log each row belongs to (0, 1, ...), in line order: a new one begins
+    where, after step lines, the log says a start resumed from a checkpoint or counts its steps
+    again from below (a new process appending to the file: a trainer resumes only as it starts)."""
+    lines = [_lines(df, r) for df, r in zip(frames, rows, strict=True)]
+    marks = []
+    for df, r, ln in zip(frames, rows, lines, strict=True):
+        step = pd.to_numeric(df.loc[r, "step"], errors="coerce") if "step" in df.columns else pd.Series(np.nan, index=ln.index)
+        kind = df.loc[r, "kind"] if "kind" in df.columns else pd.Series("metric", index=ln.index)
+        marks.append(pd.DataFrame({"line": ln, "step": step.astype(float), "resumed": kind.eq("resumed")}))
+    order = pd.concat(marks, ignore_index=True).dropna(subset=["line"]).sort_values("line", kind="stable")
+    begins, top = [], -np.inf
+    for line, step, resumed in order.itertuples(index=False):
+        if top > -np.inf and (resumed or step < top):
+            begins.append(line)
+            top = -np.inf
+        if step == step:
+            top = max(top, step)
+    return [pd.Series(np.searchsorted(np.asarray(begins, dtype=float), ln.to_numpy(dtype=float), side="right"),
+                      index=ln.index).where(ln.notna()) for ln in lines]
 
 
 def _place(df: pd.DataFrame, rows: pd.Series, at: pd.Timestamp, within: float | None) -> None:
@@ -129,6 +226,10 @@ def _place(df: pd.DataFrame, rows: pd.Series, at: pd.Timestamp, within: float | 
     "died at 05:09:57 (up to 18 s later)"; steps placed together, whose pace and pauses no time
     shows: model/states.py)."""
     df.loc[rows, "time"] = at
+    # (marked: a time shared by lines written over a while says nothing of their pace: model/step_lines.py)
+    if "time_placed" not in df.columns:
+        df["time_placed"] = pd.array([pd.NA] * len(df), dtype="boolean")
+    df.loc[rows, "time_placed"] = True
     if within:
         _may_be_later(df, rows, within)
 

@@ -35,7 +35,13 @@ _ENDING = ("SIGTERM", "SIGKILL", "SIGINT", "SIGHUP", "SIGQUIT", "SIGABRT")
 
 
 def _run_of(inc: Incident, pid: int) -> str | None:
-    """The run a PID belongs to, from PID files or launch events that name it."""
+    """The run a PID belongs to: its attempt's (model/attempts.py: its own lines name it), else
+    a PID file's or a launch's that names the PID. (A supervisor's `started train.py pid 682`
+    names the PID in the supervisor's log, whose run is that log's, not the trainer's.)"""
+    att = attempts(inc)
+    mine = att[att["pids"].map(lambda pids: pid in pids)] if len(att) else att
+    if len(mine) and isinstance(mine["run"].iloc[0], str):
+        return mine["run"].iloc[0]
     ev = inc.events
     named = ev[(ev["pid"] == pid) & ev["run"].notna()]
     return str(named["run"].iloc[0]) if len(named) else None

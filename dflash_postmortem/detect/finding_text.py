@@ -230,8 +230,10 @@ def _stall(f: _Finding) -> tuple[str, str]:
     gpu_text = (f" GPU memory stayed allocated (up to {f.max_memory_mib:.0f} MiB{held_by}) with utilization at "
                 f"most {f.util_pct_mostly:.0f} % in {f.idle_share:.0%} of the samples;"
                 if f.util_pct_mostly is not None else "")
-    return title, (f"Run {f.run or '?'} logged its last step at {clock(f.start)} and nothing after it until "
-                   f"{clock(f.end)}:{gpu_text} its process was alive throughout"
+    began = (f"Nothing dates run {f.run or '?'}'s steps; a line says it had been silent since {clock(f.start)} "
+             f"(`{f.said_silent}`), and it stepped no further until" if f.said_silent
+             else f"Run {f.run or '?'} logged its last step at {clock(f.start)} and nothing after it until")
+    return title, (f"{began} {clock(f.end)}:{gpu_text} its process was alive throughout"
                    + (f"; likely cause: {f.cause}" if f.cause else "") + ".")
 
 

@@ -226,6 +226,9 @@ class Stall(TypedDict):
     idle_share: float
     cause: str | None  # a thread or rank that died before the silence, or what shows the job stopped
     stopped: bool  # the job was stopped (Ctrl-Z, SIGSTOP): its shell's `[1]+  Stopped`, or a listing's state T
+    # where no step's time shows the silence, the line that says it (a watchdog's `train.log not
+    # written for 64s`: model/states.py)
+    said_silent: str | None
 
 
 class Lingering(TypedDict):

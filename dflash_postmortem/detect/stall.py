@@ -106,6 +106,10 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
             why = "a GPU failed as the steps stopped"
         caused_by = [findings.cause(findings.event_id(r), f"{why}: {cause}", [r]) for r in died]
         refs = findings.refs(last) + died
+        # no step line dates the silence: the line that says it does (model/states.py `_said_silent`)
+        said = memo.rows_where(inc, "events", "ref", s["ref"]) if last.empty and not died and isinstance(s["ref"], str) \
+            else inc.events.iloc[:0]
+        refs += said["ref"].head(1).tolist()
         tb = _last_line(inc, died[0]) if died and not stopped else None
         rows.append(findings.finding(
             "stall", start_, end, "critical",
@@ -113,12 +117,13 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
             + holder_refs,
             {"seconds": seconds, "processes_alive": len(a["pids"]),
              "gpus": sorted(int(x) for x in held["gpu"].dropna().unique()),
-             "holders": [int(p) for p in holders.index], "last_step_time": start_, "traceback": tb,
+             "holders": [int(p) for p in holders.index], "last_step_time": None if len(said) else start_, "traceback": tb,
              "holder_mib": {int(p): float(m) for p, m in holders.items()}, "run": a["run"], "idle": idle,
              "alive": _alive_by(inc, a, holders, start_, end),
              "max_memory_mib": float(held["memory_used_mib"].max()) if len(util) else None,
              "util_pct_mostly": float(util.quantile(IDLE_SHARE)) if len(util) else None,
-             "idle_share": IDLE_SHARE, "cause": cause, "stopped": stopped},
+             "idle_share": IDLE_SHARE, "cause": cause, "stopped": stopped,
+             "said_silent": str(said["message"].iloc[0]) if len(said) else None},
             caused_by=caused_by))
     return findings.frame(rows)
 

@@ -22,7 +22,7 @@ from ..model import computed as memo
 from ..model.attempts import READS as ATTEMPTS_READ
 from ..model.attempts import attempts
 from ..model.launches import environment, launch_of
-from ..model.pace import pace_rows, step_grew, unit
+from ..model.pace import model_changed, pace_rows, step_grew, unit
 from ..model.progress import LINES_PER_WINDOW, SPIKY, alternates, spread
 from ..model.states import MIN_DEGRADED_S
 from ..said import exception_line
@@ -54,6 +54,10 @@ _BUSY_CPU_PCT = 100.0
 # multiprocessing's spawned children and its resource tracker
 _HELPERS = re.compile(r"^pt_|torch/_inductor/|torch\._inductor|from multiprocessing\.\w+ import")
 CAUSES = (
+    # a trainer that found no GPU and trains on the CPU (`CUDA is not available, training on CPU`,
+    # Hugging Face's `no GPU/TPU found, running on CPU`, a device list that hides the GPU)
+    ("no GPU in use", re.compile(r"CUDA (?:is )?not available|no (?:CUDA |GPU|cuda )[\w/ ]{0,12}(?:available|found|detected)"
+                                 r"|(?:training|running|train|run) on (?:the )?CPU\b", re.I)),
     ("fast path missing", re.compile(r"fast path|fall(?:ing|s)? ?back|fallback|not installed", re.I)),
     # (not the advice after every CUDA error, `Compile with `TORCH_USE_CUDA_DSA` to enable ...`)
     ("compile error", re.compile(r"torch\._dynamo|inductor|torch\.compile|compil(?!e with `?TORCH_USE_CUDA_DSA)", re.I)),
@@ -452,15 +456,22 @@ TYPED = ("launch command", "environment")
 
 
 def _same_work(inc: Incident, before: pd.DataFrame, during: pd.DataFrame, ratio: float, min_drop: float) -> bool:
-    """Whether a drop in a pace counted in steps is no drop in work: it came with a new start
-    whose steps were sized by other settings, larger by as much as it is slower (a doubled batch
-    at half the steps a second), or by a factor no file says (a batch the old start left to the
-    program's default): steps a second then compare unlike steps, and say nothing of the work."""
-    if unit(inc) != "steps/s" or not _across(inc, before, during):
+    """Whether a drop in the pace is no drop in the work: it came with a new start of another
+    model (a setting that sizes it differs: `model_changed`), whose tokens cost more; or, in a
+    pace counted in steps, with a new start whose steps were sized by other settings, larger by
+    as much as it is slower (a doubled batch at half the steps a second), or by a factor no file
+    says (a batch the old start left to the program's default): the pace then compares unlike
+    work, and says nothing of how fast the work went."""
+    if not _across(inc, before, during):
         return False
     lb = launch_of(inc, before["run"].iloc[-1], before["time"].iloc[-1], trained=True)
     la = launch_of(inc, during["run"].iloc[0], during["time"].iloc[0])
-    grew = step_grew(None if lb is None else lb["flags"], None if la is None else la["flags"])
+    flags_before, flags_after = (None if lb is None else lb["flags"]), (None if la is None else la["flags"])
+    if model_changed(flags_before, flags_after):
+        return True
+    if unit(inc) != "steps/s":
+        return False
+    grew = step_grew(flags_before, flags_after)
     return grew is None or ratio * grew >= 1 - min_drop
 
 

@@ -6,7 +6,10 @@ name, so that none is read as console text with an event per line.
 - Python source: every line skipped, "source code, not evidence".
 - A shell script: the lines that launch a trainer (`python train.py --lr 3e-4`, `torchrun ...`)
   are read as configuration: the program and its flags go into the load report's notes; the
-  other lines are skipped as source code.
+  other lines are skipped as source code. A launch whose output goes to a file (`>> "$LOG"
+  2>&1`, `| tee logs/train.log`, the script's own plain assignments resolved) is a
+  `script_launch` event with no time: every start the script makes writes there, which is how
+  a log with no time of day is tied to the starts (clock/untimed.py, model/attempts.py).
 - A YAML or TOML file of settings (a trainer's config): skipped as configuration, its top-level
   settings listed in the notes.
 """
@@ -17,8 +20,10 @@ import re
 import tomllib
 from pathlib import Path
 
+import pandas as pd
+
 from ..incident import Incident, from_frames
-from ..shell_words import invocation, is_prompt, match_prompt
+from ..shell_words import invocation, is_prompt, log_target, match_prompt
 from . import registry
 from .registry import LoadContext
 from .terminal import read_lines
@@ -111,7 +116,9 @@ def load_source(path: Path, ctx: LoadContext) -> Incident:
         rep.skip(None, NOT_EVIDENCE, rep.read)
         rep.notes.append("Python source: not read as evidence")
     elif _is_shell(nonblank[:400]):
-        _launcher_script(lines, rep)
+        events = _launcher_script(lines, rep, ctx.host)
+        if len(events):
+            return from_frames(rep, events=events)
     else:
         settings = _settings(path, "\n".join(lines)) or {}
         rep.skip(None, CONFIGURATION, rep.read)
@@ -132,20 +139,50 @@ def _commands(lines: list[str]):
         i = j + 1
 
 
-def _launcher_script(lines: list[str], rep) -> None:
-    """A shell script: its trainer launches as configuration (program, flags), the rest skipped."""
-    launches = 0
+def _launcher_script(lines: list[str], rep, host: str | None) -> pd.DataFrame:
+    """A shell script: its trainer launches as configuration (program, flags), the rest skipped;
+    the launches into a file as `script_launch` events (the module's docstring)."""
+    launches, rows = 0, []
+    values: dict[str, str] = {}  # the script's plain assignments so far (`LOG=logs/train.log`)
     for first, last, s in _commands(lines):
         program, flags = (None, {}) if not s or s.startswith("#") or not _TRAINER.search(s) else invocation(s)
         if program is None:
+            if (m := _ASSIGNED.match(s)) is not None:
+                values[m["name"]] = _expanded(m["value"].strip("'\""), values)
             for i in range(first, last + 1):
                 rep.skip(i, NOT_EVIDENCE)
             continue
         rep.parsed += last - first + 1
-        i = first
         launches += 1
         if launches <= _MAX_NOTES:
             shown = ", ".join(f"{k} {v}" for k, v in flags.items())
-            rep.notes.append(f"launcher script line {i}: runs {program}" + (f" with {shown}" if shown else ""))
+            rep.notes.append(f"launcher script line {first}: runs {program}" + (f" with {shown}" if shown else ""))
+        log = log_target(_expanded(s, values))
+        if log and "$" not in log and "`" not in log:
+            rows.append(dict(kind="script_launch", message=s, program=program, log_path=log, script=rep.path,
+                             source=rep.path, ref=f"{rep.path}:{first}", host=host))
     if not launches:
         rep.notes.append("shell script: not read as evidence (it launches no trainer)")
+    if not rows:
+        return pd.DataFrame()
+    # (one launch line read twice, as a script may run it from two branches, is one place it writes)
+    events = pd.DataFrame(rows).drop_duplicates(["program", "log_path"])
+    events.insert(0, "time", pd.Series([pd.NaT] * len(events), dtype="datetime64[us, UTC]", index=events.index))
+    return events
+
+
+# a plain assignment of a script (`LOG=logs/train.log`, `export OUT="$ROOT/out"`,
+# `LOG=${LOG:-logs/train.log}`), whose value a later launch's redirect may name
+_ASSIGNED = re.compile(r"^(?:export\s+|readonly\s+|local\s+)?(?P<name>[A-Za-z_]\w*)=(?P<value>[^\s;&|<>()`]*)\s*(?:#.*)?$")
+_REFERENCE = re.compile(r"\$\{(?P<braced>[A-Za-z_]\w*)(?::?-(?P<default>[^}]*))?\}|\$(?P<plain>[A-Za-z_]\w*)")
+
+
+def _expanded(text: str, values: dict[str, str]) -> str:
+    """`text` with the script's own variables put in (`${LOG:-x}`: the default where the script
+    set none); a variable it never set stays as written (the environment's, unknown here)."""
+    def value(m: re.Match) -> str:
+        name = m["braced"] or m["plain"]
+        if name in values:
+            return values[name]
+        return m["default"].strip("'\"") if m["default"] is not None else m.group(0)
+    return _REFERENCE.sub(value, text)

@@ -564,7 +564,8 @@ class _Assembly:
         program = _text(r.get("program"))
         before = [a for a in self.found if a.supervised == program and _same_host(a, host) and a.start <= when]
         if not before:
-            typed = [a for a in self.found if a.launch_ref and a.start <= when <= a.start + LOG_SLACK
+            # (a supervisor's log may give only the second its launch was typed in)
+            typed = [a for a in self.found if a.launch_ref and a.start - SAME_START <= when <= a.start + LOG_SLACK
                      and not a.pids and _same_host(a, host)]
             if typed:
                 first = max(typed, key=lambda a: a.start)
@@ -1580,7 +1581,7 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
             continue
         at = _may_start(m, ev) if df is m else np.arange(len(df))
         df = df.iloc[at]
-        cols = ["source", "time", "rank", "job", "attempt", "run", "time_approx", "time_within_s", "step"]
+        cols = ["source", "time", "rank", "job", "attempt", "run", "time_approx", "time_within_s", "step", "time_placed"]
         part = df[[c for c in cols if c in df.columns]].copy()
         part["kind"] = df["kind"] if "kind" in df.columns else "metric"
         part["pid"] = column(df, "pid")
@@ -1616,8 +1617,15 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
         starts = [] if errors_only or (kinds[0] in _ENDS + CAUSES and g["time"].iloc[0] > first_row[source]) else [0]
         ended = None
         steps = column(g, "step").to_numpy(dtype=float, na_value=np.nan)
+        # a log with no time of day placed start-up by start-up at the starts that wrote it
+        # (clock/untimed.py): each new place is a start
+        placed = column(g, "time_placed").astype("boolean").fillna(False).to_numpy(dtype=bool)
+        moved = placed & np.r_[False, placed[:-1]] & (g["time"].diff() > pd.Timedelta(0)).to_numpy(dtype=bool)
         for i, k in enumerate(kinds):
-            if k in _ENDS:
+            if moved[i] and i not in starts:
+                starts.append(i)
+                ended = None
+            elif k in _ENDS:
                 ended = g["time"].iloc[i] if ended is None else ended
             elif ended is not None and (k in _STARTS or (k == "metric" and _counts_again(inc, source, steps[i], ended, step_of))):
                 starts.append(i)

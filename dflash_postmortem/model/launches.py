@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
+import numpy as np
 import pandas as pd
 
 from ..incident import Incident
@@ -135,7 +136,7 @@ def _outcomes(inc: Incident) -> pd.DataFrame:
         # event itself was written (a transcript dated only by its `date`s places it roughly)
         row = {**launch, "launched": a["launched"], "time": a["start"], "ref": a["launch_ref"] or a["start_ref"], "attempt": a["attempt"],
                "by": a["by"], "command": a["command"] or launch.get("message"), "script": a["script"],
-               "flags": a["flags"], "log_path": a["log_path"], "run": a["run"], "host": a["host"],
+               "flags": a["flags"], "log_path": a["log_path"], "run": a["run"], "runs": a["runs"], "host": a["host"],
                "within_s": a["start_within_s"]}
         row.setdefault("pid", a["pids"][0] if len(a["pids"]) == 1 else None)
         mine = procs[procs["pid"].isin(a["pids"]) & commands.map(lambda c, s=a["script"]: is_trainer(c, s) or
@@ -172,6 +173,17 @@ def _outcomes(inc: Incident) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def _by_name(oc: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Each name a run is known by -> the positions of the launches of it: every name its
+    attempt goes by (its --run-name, and the run its log's lines are read as where they name
+    none: the log file's name), in launch order."""
+    names: dict[str, list[int]] = {}
+    for i, (run, runs) in enumerate(zip(oc["run"], column(oc, "runs"), strict=True)):
+        for name in dict.fromkeys(([run] if isinstance(run, str) else []) + (list(runs) if isinstance(runs, list) else [])):
+            names.setdefault(name, []).append(i)
+    return {k: np.asarray(v) for k, v in names.items()}
+
+
 def _runs_python(command: str) -> bool:
     return bool(re.search(r"(?:^|/)python[\d.]*\s|\s-m\s[\w.]+|\.py\b", command)) and not is_wrapper_process(command)
 
@@ -194,8 +206,7 @@ def launch_of(inc: Incident, run, before, *, trained: bool = False) -> pd.Series
         return None
     # Each run's launches, grouped once per scope: a lookup per episode over every launch made
     # detection grow faster than the evidence.
-    by_run = memo.cached(inc, "outcomes:by_run", ("events", "processes", "metrics"),
-                         lambda: oc.groupby("run", sort=False, dropna=True).indices)
+    by_run = memo.cached(inc, "outcomes:by_run", ("events", "processes", "metrics"), lambda: _by_name(oc))
     idx = by_run.get(run)
     if idx is None:
         return None

@@ -22,7 +22,7 @@ from ..incident import Incident
 from ..schema import STEPS_PER_S, TOK_PER_S
 from ..shell_words import flag_key
 from . import computed
-from .step_lines import step_lines
+from .step_lines import placed, step_lines
 
 UNITS = {TOK_PER_S: "tok/s", STEPS_PER_S: "steps/s"}
 # Step lines closer than this are merged into one interval of the step counter.
@@ -33,6 +33,25 @@ PACE_S = 5.0
 # `eval_accumulation_steps`) sizes no training step.
 STEP_SIZE = re.compile(r"^(?![\w.]*eval)(?:[\w.]*[_.])?(?:batch(?:_size)?|bs|gradient_accumulation(?:_steps)?|"
                        r"grad_accum\w*|accumulate_grad_batches)$")
+
+
+# Settings that size the model itself, by their usual names (nanoGPT's `n_embd`, `n_layer`,
+# `n_head`; Hugging Face's `hidden_size`, `num_hidden_layers`, `num_attention_heads`; `d_model`;
+# a drafter's `draft_layers`; the model or checkpoint a start loads): where two starts differ in
+# them, a token a second is another amount of work (a token through a wider model costs more),
+# not the same work done slower. A setting about how a layer runs (`draft_layer_ckpt`) is none.
+MODEL_SIZE = re.compile(r"^(?:[\w.]*[_.])?(?:n_embd|n_layers?|n_heads?|hidden(?:_size|_dim)?|d_model|"
+                        r"(?:num_)?(?:hidden_)?layers|num_(?:attention_)?heads|heads|intermediate_size|ffn_dim|"
+                        r"model(?:_name(?:_or_path)?|_size)?)$")
+
+
+def model_changed(before: dict | None, after: dict | None) -> bool:
+    """Whether starts launched with the flags `before` and `after` differ in a setting that
+    sizes the model (MODEL_SIZE): their tokens a second compare unlike work."""
+    if not before or not after:
+        return False
+    b, a = ({flag_key(k): v for k, v in flags.items() if MODEL_SIZE.match(flag_key(k))} for flags in (before, after))
+    return b != a
 
 
 def pace_metric(inc: Incident) -> str:
@@ -78,8 +97,9 @@ def _metric(m: pd.DataFrame) -> str:
 def _rows(inc: Incident) -> pd.DataFrame:
     m = inc.metrics
     if _metric(m) == TOK_PER_S:
-        # (a pace is of a time: a rate line nothing dates says how fast, not when)
-        is_rate = (m["metric"] == TOK_PER_S) & m["value"].notna() & m["time"].notna()
+        # (a pace is of a time: a rate line nothing dates says how fast, not when, nor does one
+        # placed with the rest of its log at the start that wrote it)
+        is_rate = (m["metric"] == TOK_PER_S) & m["value"].notna() & m["time"].notna() & ~placed(m)
         lines = step_lines(inc)
         # where the step lines are these same rows in the same order, they are shared, not copied
         # again (a long run's rates are most of what the model holds; the rows are compared by
@@ -87,6 +107,7 @@ def _rows(inc: Incident) -> pd.DataFrame:
         same = len(lines) == int(is_rate.sum()) and lines.index.equals(m.index[is_rate.to_numpy(dtype=bool, na_value=False)])
         return lines if same else m[is_rate]
     lines = step_lines(inc)
+    lines = lines[~placed(lines)]
     if lines.empty:
         return m.iloc[:0]
     keys = [lines["source"].fillna(""), lines["run"].fillna(""), lines["rank"].fillna(-1)]

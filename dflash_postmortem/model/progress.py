@@ -22,7 +22,7 @@ from ..shell_words import command_name, shell_words
 from . import carried, computed
 from .attempts import attempts, finished
 from .pace import pace_metric, pace_rows
-from .step_lines import named_step, step_lines
+from .step_lines import named_step, placed, step_lines
 
 COLUMNS = ("attempt", "start", "end", "level", "steps_per_s", "lines", "ref")
 # A window holds about this many lines of each series (an even number: alternating values of two
@@ -76,9 +76,7 @@ def placed_together(steps: pd.DataFrame) -> bool:
     """Whether step lines (`steps_of`) all carry one time that is not their own: a log with no
     timestamp, its rows placed at the launch that wrote it (clock/untimed.py: the earliest they
     can be). When such an attempt trained, and whether it paused, no line says."""
-    if len(steps) < 2 or "time_approx" not in steps.columns:
-        return False
-    return bool(steps["time_approx"].fillna(False).astype(bool).all()) and steps["time"].nunique(dropna=False) == 1
+    return len(steps) >= 2 and bool(placed(steps).all()) and steps["time"].nunique(dropna=False) == 1
 
 
 def _run_rows(inc: Incident, m: pd.DataFrame, attempt: pd.Series) -> pd.DataFrame:

@@ -34,7 +34,8 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident
-from ..said import error_text, exception_line
+from ..said import error_text, exception_line, silence_said
+from ..schema import column
 from ..units import figure
 from . import carried, computed
 from .attempts import APPROX_S, CLEAN_ENDS, MACHINE_FAULTS, attempts, finished
@@ -153,7 +154,13 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         shortest = min(threshold, pd.Timedelta(seconds=STALL_INTERVALS * step_interval_s(lines))) if stops else threshold
         # steps placed together at the launch that wrote their log (it prints no time: clock/
         # untimed.py) show no silence: when it trained, and whether it paused, no line says
-        gaps = [] if placed_together(steps_of(inc, a)) else _gaps(times, first, shortest, end if said is not None else None)
+        placed = placed_together(steps_of(inc, a))
+        gaps = [] if placed else _gaps(times, first, shortest, end if said is not None else None)
+        silent = _said_silent(inc, a, end) if placed else None
+        if silent is not None:  # (the one silence a line says, where no step's time shows one)
+            rows.append(_row(a, "training", since, silent[0], a["first_step_ref"], ""))
+            rows.append(_row(a, "stalled", silent[0], end, silent[1], silent[2]))
+            since = end
         for k, last in gaps:
             t, ref = times[k], refs[k]
             cursor, cursor_ref = (first, a["first_step_ref"]) if last < 0 else (times[last], refs[last])
@@ -190,6 +197,24 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         rows.append(_row(a, "killed" if kind in _KILLED or pd.notna(a["signal"]) else "exited",
                          a["end"], a["end"], a["end_ref"], a["end_message"] or ""))
     return rows
+
+
+def _said_silent(inc: Incident, a: pd.Series, end) -> tuple | None:
+    """(since, ref, why) where a line from the attempt's start to its end says its log or its
+    progress had been silent for a while (a stall watchdog's `train.log not written for 64s
+    (limit 60s), sending SIGTERM to 26117`, in a log of the attempt's or as a kill aimed at it):
+    a stall from that long before the line to the attempt's end."""
+    ev = inc.events
+    if ev.empty:
+        return None
+    aimed = column(ev, "target_pid").isin(list(a["pids"])).fillna(False).astype(bool) & (ev["kind"] == "kill_sent")
+    mine = ev[(aimed | ev["source"].isin(list(a["sources"]))) & (ev["time"] >= a["start"]) & (ev["time"] <= end)]
+    for _, r in mine.iterrows():
+        seconds = silence_said(r["message"])
+        if seconds is not None:
+            since = max(a["start"], r["time"] - pd.Timedelta(seconds=seconds))
+            return since, r["ref"], f"no step for {(end - since).total_seconds():.0f} s, {r['message']}"
+    return None
 
 
 def _diverged(inc: Incident, a: pd.Series, end) -> tuple | None:

@@ -58,6 +58,16 @@ def _step_lines(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
     return rates if rates["time"].is_monotonic_increasing else rates.sort_values("time", kind="stable")
 
 
+def placed(rows: pd.DataFrame) -> pd.Series:
+    """Which rows carry a time that is not their own: a log with no timestamp placed at the
+    start that wrote it (clock/untimed.py `_place`), many lines of a file at one moment, the
+    earliest they can have been written. How fast it went, and whether it paused, no such row
+    says (a progress bar's seconds, which space a log's lines, do)."""
+    if rows.empty or "time_placed" not in rows.columns:
+        return pd.Series(False, index=rows.index, dtype=bool)
+    return rows["time_placed"].astype("boolean").fillna(False).astype(bool)
+
+
 def _saved_steps(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
     """Metric-shaped rows (SAVED_STEP, the step as its value) of the checkpoint lines that name a
     step, in dated sources with no metric row of a step (a trainer's rate lines say more, and

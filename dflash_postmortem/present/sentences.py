@@ -338,6 +338,11 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     elif partial is None and sign is not None and sign["kind"] == "stall" and \
             (stopped := stopped_cleanly_near(inc, sign["end"])) is not None:
         out.append(f"Then the run stopped by itself at {_when(stopped)}" + _lost(impact) + ".")
+    elif partial is None and sign is not None and sign["kind"] == "stall" and impact and impact.get("recovered_what") \
+            and (up := came_up_after(inc, sign["start"])) is not None:
+        # a start after the stall trained back past it, where no pace shows a level
+        # (analysis/timeline.py): when it started is known, when it passed that step may not be
+        out.append(f"It was started again at {_when(up['start'])} and trained {impact['recovered_what']}" + _lost(impact) + ".")
     elif partial is None and sign is not None:
         out.append("It had not recovered when the evidence ends" + _lost(impact) + ".")
     if sign is None and not out:

@@ -14,6 +14,7 @@ import pytest
 from support.bundled import loaded
 
 import dflash_postmortem as pm
+from dflash_postmortem.analysis.timeline import impact
 from dflash_postmortem.detect import detect
 from dflash_postmortem.model import attempts, ledger, states
 from dflash_postmortem.model.pace import PACE_S, unit
@@ -1581,6 +1582,10 @@ def test_a_resume_that_refuses_the_checkpoints_shapes_is_told_by_the_first_shape
         "ending `RuntimeError: Error(s) in loading state_dict for GPT: size mismatch for wte.weight: copying a param "
         "with shape torch.Size([32768, 768]) from checkpoint, the shape in current model is torch.Size([32768, 1024]). "
         "(more lines follow)`")
+    # the start that trained (15:18:19, `--n-layer 12 --n-embd 1024` from step 0) trains a wider
+    # model than run 1's: its lower tok/s is other work, no regression (the kit had said "throughput
+    # fell from 533.6K to 402.7K tok/s ... started with --n-embd 1024" and "not recovered")
+    assert "throughput_regression" not in set(found["kind"]) and "no_recovery" not in set(found["kind"])
 
 
 def test_a_tensorboard_file_that_names_another_pid_is_the_relaunchs_though_the_old_process_just_died(tmp_path):
@@ -1723,3 +1728,45 @@ def test_a_preempted_run_is_told_as_stopped_from_outside_saved_and_requeued():
         "At 18:40:21 UTC run train was stopped while training by a signal sent from outside its shell (`sent SIGTERM "
         "to pid 669 (python3 train.py)`). It saved a checkpoint at step 466 at 18:40:23 UTC before it ended. It was "
         "started again at 18:40:44 UTC by its supervisor, resuming from a checkpoint at step 466: no step was done again.")
+
+
+def test_a_hung_run_a_watchdog_killed_and_restarted_is_a_stall_then_a_resume():
+    """h100-1gpu-stall-watchdog (README): `nohup ./watchdog.sh`, whose script starts `train.py ...
+    >> "$LOG" 2>&1` (LOG=logs/train.log; print() lines with no time of day); run 1 (PID 682, from
+    20:55:35.548) logs step 820 at 20:56:39.976, then its prefetch thread deadlocks and the GPU sits
+    at 0 % holding its memory; the watchdog's SIGTERM (20:57:45) does nothing, its SIGKILL
+    (20:58:00) ends it, and it starts PID 1116 with --resume at 20:58:00, which resumes from step
+    800 and ends with `done: 1500 steps`. Before: train.log's steps belonged to no start."""
+    inc, found = loaded("h100-1gpu-stall-watchdog")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[682], [1116]] and all("logs/train.log" in s for s in att["sources"])
+    assert att["start"].tolist() == [_dec6("20:55:35.548"), _dec6("20:58:00")]
+    assert (att["end_kind"].tolist(), att["signal"].iloc[0], att["exit_code"].iloc[1]) == (["kill_sent", "exit"], "SIGKILL", 0)
+    stall = found[found["kind"] == "stall"].iloc[0]
+    assert (stall["start"], stall["end"]) == (_dec6("20:56:39"), _dec6("20:58:00")) and stall["numbers"]["idle"]
+    redo = resumes(inc).iloc[0]
+    assert (redo["attempt"], redo["resumed_step"], redo["reached_step"]) == ("A2", 800, 820)
+    said = pm.what_happened(inc, found, impact(inc, found))
+    assert said[0] == "At 20:56:39 UTC training stalled: no step for 81 s at ~0 % GPU utilization; PID 682 held its memory."
+    assert said[-1] == "It was started again at 20:58:00 UTC and trained past step 820 again, where it had stalled."
+    assert "never came up" not in " ".join(said) and "throughput_regression" not in set(found["kind"])
+
+
+def test_a_relaunch_that_hid_the_gpu_is_a_drop_caused_by_the_variable_typed_before_it():
+    """h100-1gpu-cpu-fallback (README): run 1 (PID 743) trains on the GPU; the operator kills it and
+    resumes it as `CUDA_VISIBLE_DEVICES=1 nohup python3 train.py --run-name lm --resume ... >
+    logs/train_2.log` (21:44:07.068) on a one-GPU machine: PID 927 logs `CUDA is not available,
+    training on CPU` and trains ~30 times slower; killed at 21:45:11, resumed without the variable
+    at 21:45:17 (PID 1134), back on the GPU. Before: the drop named no cause (the launch of run
+    `train_2` was not found under its --run-name `lm`)."""
+    inc, found = loaded("h100-1gpu-cpu-fallback")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[743], [927], [1134]]
+    drop = found[found["kind"] == "throughput_regression"].iloc[0]
+    assert drop["numbers"]["flag_differences"] == ["CUDA_VISIBLE_DEVICES=1"]
+    assert drop["numbers"]["run_after_launch"] == _dec6("21:44:07.068")
+    assert any(c.startswith("no GPU in use: WARNING CUDA is not available") for c in drop["numbers"]["candidates"])
+    assert [c["evidence"][0] for c in drop["caused_by"]] == ["logs/operator.log:5", "logs/train_2.log:2"]
+    rec = found[found["kind"] == "recovery"].iloc[0]
+    assert _dec6("21:45:17") <= rec["start"] <= _dec6("21:45:30")
+    assert pm.what_happened(inc, found)[0].endswith("when run train_2 replaced run train_1, started with CUDA_VISIBLE_DEVICES=1.")

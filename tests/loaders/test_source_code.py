@@ -58,3 +58,27 @@ def test_logs_sessions_and_pod_documents_stay_what_they_are(tmp_path):
         path.write_text(text, encoding="utf-8")
         fmt, _ = sniff(path)
         assert fmt is not None and fmt.name != "source-code", name
+
+
+def test_a_launcher_scripts_launch_into_a_file_says_where_its_starts_write(tmp_path):
+    """A watchdog's script (tests/model/fixtures/stall-watchdog-cpu's watchdog.sh): `$PY train.py
+    ... >> "$LOG" 2>&1 &` with `LOG=logs/train.log` set above it is a `script_launch` into that
+    file, with no time (the script says where its starts write, not when); a default the script
+    gives (`${OUT:-runs/a}`) is taken where it sets none; a launch into a file named by the
+    environment alone (`$HOME/x.log`) says nothing of where."""
+    text = """#!/usr/bin/env bash
+PY=${PY:-python3}
+LOG=logs/train.log
+launch() {
+    $PY train.py --max-steps 1500 >> "$LOG" 2>&1 &
+    pid=$!
+}
+torchrun --nproc_per_node 2 eval.py --out x 2>&1 | tee "${OUT:-runs/a}/eval.log"
+python3 probe.py > "$HOME/probe.log" 2>&1
+"""
+    inc = _load(tmp_path, "watchdog.sh", text)
+    ev = inc.events
+    assert ev["kind"].tolist() == ["script_launch", "script_launch"] and ev["time"].isna().all()
+    assert ev["log_path"].tolist() == ["logs/train.log", "runs/a/eval.log"]
+    assert ev["program"].tolist() == ["train.py", "eval.py"]
+    assert [r.rsplit(":", 1)[-1] for r in ev["ref"]] == ["5", "8"]

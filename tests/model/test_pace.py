@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from support.bundled import loaded
 
-from dflash_postmortem.model.pace import PACE_S, _counted, pace_rows, step_grew, unit
+from dflash_postmortem.model.pace import PACE_S, _counted, model_changed, pace_rows, step_grew, unit
 from dflash_postmortem.model.progress import progress
 from dflash_postmortem.model.step_lines import step_lines
 from dflash_postmortem.schema import STEPS_PER_S, TOK_PER_S
@@ -65,6 +65,19 @@ def test_a_steps_size_is_read_from_the_settings_that_size_it():
     assert step_grew({"--patience": "3"}, {"--patience": "10", "--batch": "2097152"}) is None
     assert step_grew({"--batch": "auto"}, {"--batch": "8"}) is None
     assert step_grew(None, {"--batch": "8"}) == step_grew({}, {"--batch": "8"}) == 1.0  # no launch known
+
+
+def test_a_change_of_model_is_read_from_the_settings_that_size_it():
+    """Two starts of unlike models (a wider `--n-embd`, more `--draft-layers`, Hugging Face's
+    `--model_name_or_path`): their tokens a second compare unlike work. How a layer runs
+    (`--draft-layer-ckpt`), the learning rate or a batch size the pace weighs apart size no model."""
+    nano = {"--n-layer": "12", "--n-embd": "768", "--lr": "3e-4"}
+    assert model_changed(nano, {**nano, "--n-embd": "1024"})
+    assert model_changed({"--draft-layers": "1"}, {"--draft_layers": "2"})
+    assert model_changed({"--model_name_or_path": "gpt2"}, {"--model_name_or_path": "gpt2-medium"})
+    assert not model_changed({"--draft-layer-ckpt": "0"}, {"--draft-layer-ckpt": "1"})
+    assert not model_changed(nano, {**nano, "--lr": "1e-4", "--batch-size": "64"})
+    assert not model_changed(None, nano) and not model_changed({"--n-embd": "768"}, {"--n_embd": "768"})
 
 
 def test_a_steps_size_on_a_real_launch_line_leaves_the_evaluations_batch_out(fixtures_dir):

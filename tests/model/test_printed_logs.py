@@ -9,6 +9,7 @@ import pytest
 import dflash_postmortem as pm
 from dflash_postmortem.analysis.timeline import impact
 from dflash_postmortem.model import attempts
+from dflash_postmortem.model.progress import resumes
 from dflash_postmortem.shell_words import parse_launch
 
 FIXTURE = Path(__file__).parent / "fixtures" / "rendezvous-wait-cpu"
@@ -93,20 +94,48 @@ def test_a_foreground_launchers_output_is_divided_among_its_restarts(tmp_path, t
 WATCHDOG = Path(__file__).parent / "fixtures" / "stall-watchdog-cpu"
 
 
-def test_a_watchdogs_kill_is_read_and_an_undated_log_raises_no_pace():
+def test_a_watchdogs_kills_are_read_and_an_undated_log_raises_no_pace():
     """A stall watchdog (tests/model/fixtures/stall-watchdog-cpu, README there): its `sending
-    SIGTERM to 26117` is a kill sent to that PID, bash's `26117 Killed` its end. The trainer's
-    log has no time of day: its 152 rate lines said how fast, not when, yet they made a pace, a
-    "throughput regression" with no time, and the impact's window from a first sign to no time
-    at all raised (`inspect` failed with "Neither `start` nor `end` can be NaT")."""
+    SIGTERM to 26117` and `26117 still alive after 15s, sending SIGKILL` are kills sent to that
+    PID, bash's `26117 Killed` and its `26117 exited (status 137)` the end. The trainer's log has
+    no time of day: its 152 rate lines say how fast, not when, and make no pace (they made a
+    "throughput regression" with no time, and `inspect` failed with "Neither `start` nor `end`
+    can be NaT")."""
     inc = pm.load_incident(WATCHDOG)
     sent = inc.events[inc.events["kind"] == "kill_sent"]
-    assert sent["target_pid"].tolist() == [26117] and sent["signal"].tolist() == ["SIGTERM"]
-    assert sent["time"].tolist() == [pd.Timestamp("2026-12-06 17:55:02", tz="UTC")]
-    first = attempts(inc).iloc[0]
-    assert (first["pids"], first["start"]) == ([26117], pd.Timestamp("2026-12-06 17:52:42.264", tz="UTC"))
+    assert sent["target_pid"].tolist() == [26117, 26117] and sent["signal"].tolist() == ["SIGTERM", "SIGKILL"]
+    assert sent["time"].tolist() == [pd.Timestamp("2026-12-06 17:55:02", tz="UTC"), pd.Timestamp("2026-12-06 17:55:17", tz="UTC")]
+    exits = inc.events[inc.events["kind"] == "exit"]
+    assert exits["exit_code"].tolist() == [137, 0] and exits["pid"].iloc[0] == 26117
     found = pm.detect(inc)
-    assert found["start"].notna().sum() == len(found[found["kind"] != "process_died"])
+    assert found["start"].notna().all()
     assert "throughput_regression" not in set(found["kind"])
-    assert impact(inc, found)["first_sign"] == pd.Timestamp("2026-12-06 17:52:42.264", tz="UTC")
-    assert pm.what_happened(inc, found)
+    # the watchdog's `train.log not written for 64s` at 17:55:02: silent since 17:53:58 (the
+    # driver read run 1's last step line, `step 820/1500`, at 17:53:58.319)
+    assert impact(inc, found)["first_sign"] == pd.Timestamp("2026-12-06 17:53:58", tz="UTC")
+    stall = found[found["kind"] == "stall"].iloc[0]
+    assert (stall["end"], stall["evidence"][0]) == (pd.Timestamp("2026-12-06 17:55:17", tz="UTC"), "logs/watchdog.log:3")
+
+
+def test_a_watchdogs_starts_own_the_undated_log_its_script_appends_to():
+    """The watchdog's script (`watchdog.sh`, in the folder) starts train.py `>> "$LOG" 2>&1` with
+    `LOG=logs/train.log`, and its log says `started train.py pid 26117` (17:52:42), then `... pid
+    27740 (--resume)` (17:55:17): train.log's two start-ups (from scratch; `resumed from
+    ckpt/step_000800.pt`) are those two starts', though no line of it has a time. The kit had told
+    the first "never came up" and placed the log's steps nowhere."""
+    inc = pm.load_incident(WATCHDOG)
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[26117], [27740]]
+    assert att["start"].tolist() == [pd.Timestamp("2026-12-06 17:52:42.264", tz="UTC"),
+                                     pd.Timestamp("2026-12-06 17:55:17", tz="UTC")]
+    assert all("logs/train.log" in s for s in att["sources"])
+    assert (att["end_kind"].tolist(), att["signal"].iloc[0]) == (["kill_sent", "exit"], "SIGKILL")
+    assert att["end"].tolist() == [pd.Timestamp("2026-12-06 17:55:17", tz="UTC"), pd.Timestamp("2026-12-06 17:56:37", tz="UTC")]
+    found = pm.detect(inc)
+    said = " ".join(pm.what_happened(inc, found, impact(inc, found)))
+    assert "never came up" not in said
+    assert said.startswith("At 17:53:58 UTC training stalled: no step for 79 s while PID 26117 was alive.")
+    assert "It was started again at 17:55:17 UTC and trained past step 820 again, where it had stalled." in said
+    redo = resumes(inc).iloc[0]
+    assert (redo["attempt"], redo["resumed_step"], redo["reached_step"], redo["redone_steps"]) == ("A2", 800, 820, 20)
+

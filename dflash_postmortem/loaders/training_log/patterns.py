@@ -511,7 +511,8 @@ EVENT_GROUPS: dict[str, tuple[str, Callable]] = {
     "max_restarts": ("max_restarts", integer), "count": ("count", integer),
     "task_signal": ("signal", lambda text: STATUS_SIGNALS.get(text.lower())),
     "success": ("exit_code", lambda _text: 0),  # a launcher's word for a clean exit
-    "program": ("program", str), "target": ("target_pid", integer),
+    "program": ("program", str), "target": ("target_pid", integer), "outlived": ("target_pid", integer),
+    "escalated": ("signal", str), "exited": ("pid", integer),
     "cuda_error": ("cuda_error", str), "signal_word": ("signal", lambda w: FAULTHANDLER_SIGNALS.get(w)),
 }
 # Columns some events carry beyond the canonical ones; integers are kept as nullable Int64.
@@ -736,10 +737,14 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
            r"(?-i:(?P<signo>SIG(?:TERM|INT|KILL|HUP|QUIT|ABRT|SEGV|BUS|USR1|USR2|XCPU|ALRM))\b))"),
     # a watcher's, scheduler's or supervisor's word that it signalled a process, naming it: a spot
     # VM's preemption handler's `sent SIGTERM to pid 669 (python3 train.py)`, a stall watchdog's
-    # `sending SIGKILL to 26117`, `sending SIGTERM to process 4242`: a kill sent, as the
-    # operator's `kill 669` is one
+    # `sending SIGKILL to 26117`,
+    # `sending SIGTERM to process 4242`: a kill sent, as the operator's `kill 669` is one; and the
+    # escalation that names its process first (a watchdog's `26117 still alive after 15s, sending
+    # SIGKILL`, `process 4242 did not exit, sending SIGKILL`)
     _event("kill_sent", "signal_sent", ("sent SIG", "sending SIG", "Sent SIG", "Sending SIG"),
-           r"(?i)\b(?:sent|sending)\s+(?-i:(?P<signal>SIG[A-Z0-9]+))\s+to\s+(?:pid\s+|process\s+)?(?P<target>\d+)\b"),
+           r"(?i)\b(?:sent|sending)\s+(?-i:(?P<signal>SIG[A-Z0-9]+))\s+to\s+(?:pid\s+|process\s+)?(?P<target>\d+)\b|"
+           r"(?<![\w:.-])(?:(?:pid|process)\s+)?(?P<outlived>\d+)\s+(?:is\s+)?(?:still\s+(?:alive|running)|did\s+not\s+(?:exit|stop))"
+           r"\b[^\n]{0,40}?\b(?:sent|sending)\s+(?-i:(?P<escalated>SIG[A-Z0-9]+))\b(?!\s+to\b)"),
     # the shell that ran the trainer reporting how it died, alone on a line in the file its output
     # went to (dash, and a script's bash, write the report where the command's output goes): the
     # process itself was killed, as the same words on a terminal say
@@ -757,7 +762,7 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     # library's own helper, no program a supervisor runs
     _event("attempt_start", "supervisor_start", ("started", "spawned", "Started", "Spawned"),
            r"(?i)\b(?:started|spawned:?)\s+'?(?P<program>(?<=')[^'\s]{1,80}(?=')|(?<!')[\w./-]{1,120}\.py)'?\s*"
-           r"(?:\(|with\b)[^)\n]{0,60}?\bpid[\s:=]*(?P<pid>\d+)", by="supervisor"),
+           r"(?:\(|with\b|,?\s*(?=pid\b))[^)\n]{0,60}?\bpid[\s:=]*(?P<pid>\d+)", by="supervisor"),
     # supervisord's word on its program's end, naming the program it said it spawned: `exited:
     # train (exit status 1; not expected)`, `exited: train (terminated by SIGKILL; not
     # expected)`, `stopped: train (terminated by SIGTERM)` (a stop asked of it)
@@ -778,8 +783,9 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     # 1`, Popen's `returncode -11` (a signal: SIGSEGV), with the PID where it names one first
     # (`train.py (pid 660) exited with returncode -11`)
     _event("exit", "exit_code", ("xit", "eturn code", "eturncode", "with status", "with code"),
-           r"(?i)(?:\bpid[\s:=]*(?P<pid>\d+)\b.{0,40}?)?(?:\bexit(?:ed)?(?: with)?(?: exit)?(?: code| status|=|:)|\breturn ?code"
-           r"|\b(?:ended|finished|terminated) with (?:exit )?(?:code|status))"
+           r"(?i)(?:\bpid[\s:=]*(?P<pid>\d+)\b.{0,40}?|(?<![\w:.-])(?P<exited>\d+)\s+(?=exited\b))?"
+           r"(?:\bexit(?:ed)?(?: with)?(?: exit)?(?: code| status|=|:| \((?:exit )?(?:code|status))|\breturn ?code"
+           r"|\b(?:ended|finished|terminated) (?:with|\() ?(?:exit )?(?:code|status))"
            r"[\s:=]*(?P<code>-?\d+)"),
     _event("warning", "fast_path_unavailable", "fast path is not available", r"[Tt]he fast path is not available"),
     _event("warning", "torch_fallback", "falling back to", r"(?i)falling back to (torch|its reference|the) "),

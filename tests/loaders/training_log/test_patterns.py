@@ -374,3 +374,25 @@ def test_a_signal_sent_and_received_and_a_wrappers_status_are_read_where_a_log_s
     assert ev.loc[ev["kind"] == "signal", "signal"].tolist() == ["SIGTERM"]
     assert ev.loc[ev["kind"] == "exit", "exit_code"].tolist() == [0]
     assert not ev["message"].str.contains("handler installed").any()
+
+
+def test_a_watchdogs_escalation_its_exit_statuses_and_its_starts_name_their_process(tmp_path):
+    """A stall watchdog's own lines (tests/model/fixtures/stall-watchdog-cpu): the escalation that
+    names its process first (`26117 still alive after 15s, sending SIGKILL`) is a kill sent to it;
+    `26117 exited (status 137)` and `train.py finished (status 0)` are statuses, the first of that
+    PID; `started train.py pid 27740 (--resume)` a supervisor's start. A date's numbers before
+    them are no PID, nor is a count in other words (`3 workers still running`)."""
+    ev = _events_of(tmp_path,
+        "2026-12-06 17:52:42 watchdog: started train.py pid 26117 (--fault-at-step 820)\n"
+        "2026-12-06 17:55:17 watchdog: 26117 still alive after 15s, sending SIGKILL\n"
+        "2026-12-06 17:55:17 watchdog: 26117 exited (status 137)\n"
+        "2026-12-06 17:55:17 watchdog: started train.py pid 27740 (--resume)\n"
+        "2026-12-06 17:56:37 watchdog: train.py finished (status 0), exiting\n"
+        "2026-12-06 17:56:38 pool: 3 workers still running\n")
+    sent = ev[ev["kind"] == "kill_sent"]
+    assert (sent["target_pid"].tolist(), sent["signal"].tolist()) == ([26117], ["SIGKILL"])
+    exits = ev[ev["kind"] == "exit"]
+    assert exits["exit_code"].tolist() == [137, 0] and exits["pid"].iloc[0] == 26117 and pd.isna(exits["pid"].iloc[1])
+    starts = ev[ev["kind"] == "attempt_start"]
+    assert (starts["pid"].tolist(), starts["program"].tolist()) == ([26117, 27740], ["train.py", "train.py"])
+    assert len(ev) == 5
