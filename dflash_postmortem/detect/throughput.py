@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..incident import Incident, RunInfo
 from ..model import computed as memo
+from ..model import gpu_state
 from ..model.attempts import READS as ATTEMPTS_READ
 from ..model.attempts import attempts
 from ..model.launches import environment, launch_of
@@ -516,6 +517,23 @@ def _shared_gpus(inc: Incident, ep: dict) -> list[dict]:
              "samples": int(len(shared))}]
 
 
+def _gpus_emptied(inc: Incident, ep: dict) -> dict | None:
+    """The GPUs at their driver's own memory through the whole degraded stretch, after holding a
+    job's memory while the baseline was measured: training went on, but on no GPU (a device list
+    that hid it, `CUDA_VISIBLE_DEVICES=1` on a one-GPU machine; a CUDA that failed to load: the
+    trainer fell back to the CPU). None where the GPU samples do not cover both."""
+    g = inc.gpus.dropna(subset=["memory_used_mib"])
+    if g.empty or ep["before"].empty:
+        return None
+    during = memo.between(inc, g, "time", ep["start"], ep["end"], inclusive=True)
+    before = memo.between(inc, g, "time", ep["before"]["time"].iloc[0], ep["before"]["time"].iloc[-1], inclusive=True)
+    if during.empty or before.empty or gpu_state.started(float(during["memory_used_mib"].max())) \
+            or not gpu_state.held(before["memory_used_mib"]).any():
+        return None
+    return {"from": during["time"].iloc[0], "to": during["time"].iloc[-1], "mib": float(during["memory_used_mib"].max()),
+            "held": float(before["memory_used_mib"].max()), "refs": findings.refs(during.head(1))}
+
+
 def _busy_cpus(inc: Incident, ep: dict) -> list[dict]:
     """Other programs that took the host's CPUs as the pace fell: processes a listing (`top`,
     `ps`) first saw from shortly before the drop until it began, where it had listed the host
@@ -605,6 +623,13 @@ def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) 
             evidence += busy["refs"]
             causes.append(findings.cause(findings.event_id(busy["refs"][0]) if busy["refs"] else f"cpu:{busy['pids'][0]}",
                                          said, busy["refs"]))
+        empty = _gpus_emptied(inc, ep)
+        if empty is not None:
+            said = (f"no GPU in use: every GPU sample from {clock(empty['from'])} to {clock(empty['to'])} shows at most "
+                    f"{empty['mib']:.0f} MiB used, where they held up to {empty['held']:.0f} MiB before the drop")
+            cands.append(said)
+            evidence += empty["refs"]
+            causes.append(findings.cause(findings.event_id(empty["refs"][0]), said, empty["refs"]))
         evidence += findings.refs(before.tail(1)) + findings.refs(during.head(2))
         launch = launch_of(inc, run_a, ep["start"]) if across else None
         rows.append(findings.finding(

@@ -1766,7 +1766,10 @@ def test_a_relaunch_that_hid_the_gpu_is_a_drop_caused_by_the_variable_typed_befo
     assert drop["numbers"]["flag_differences"] == ["CUDA_VISIBLE_DEVICES=1"]
     assert drop["numbers"]["run_after_launch"] == _dec6("21:44:07.068")
     assert any(c.startswith("no GPU in use: WARNING CUDA is not available") for c in drop["numbers"]["candidates"])
-    assert [c["evidence"][0] for c in drop["caused_by"]] == ["logs/operator.log:5", "logs/train_2.log:2"]
+    # and the GPU samples: 0 MiB used through the slow run, where run 1 held 1315 MiB
+    assert [c["evidence"][0] for c in drop["caused_by"]] == ["logs/operator.log:5", "logs/train_2.log:2", "logs/smi.csv:79"]
+    assert drop["caused_by"][2]["why"] == ("no GPU in use: every GPU sample from 21:44:20 to 21:45:06 shows at most 0 MiB "
+                                           "used, where they held up to 1315 MiB before the drop")
     rec = found[found["kind"] == "recovery"].iloc[0]
     assert _dec6("21:45:17") <= rec["start"] <= _dec6("21:45:30")
     assert pm.what_happened(inc, found)[0].endswith("when run train_2 replaced run train_1, started with CUDA_VISIBLE_DEVICES=1.")
