@@ -162,6 +162,12 @@ did (what the README of the incident is written from), which the incident folder
                        two-GPU machine's notes, `CUDA_VISIBLE_DEVICES=1 nohup ... --resume ...`: no GPU 1 here, so
                        torch sees none and it trains on the CPU, far slower, nothing in nvidia-smi; ~60 s later
                        the operator looks, kills it and resumes without the variable, on the GPU, to its end
+    sweep-share        `nohup python3 train.py --run-name base --lr 3e-4 ... > logs/base.log 2>&1 &` alone on GPU 0
+                       (a model that keeps the GPU busy): ~40 s in, the operator types a one-line `for lr in 1e-4
+                       1e-3; do nohup ... --run-name sweep-$lr --lr $lr ... & done` meant for another GPU, unpinned:
+                       both sweep runs start on GPU 0 and all three step slower; ~40 s later the operator looks
+                       (`nvidia-smi`, `tail`), kills the two sweep runs by their PIDs (`pgrep -af`), and base goes
+                       back to its pace and trains ~30 s more to its last step
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -6870,6 +6876,322 @@ def cpu_fallback(r: Recording) -> None:
             f.unlink()
 
 
+# sweep-share's trainer: cpu-fallback's train.py (it has --lr) with defaults large enough that one run
+# keeps the GPU busy (12 layers, width 768, block 1024, batch 16: the GPU, not the host, sets the pace),
+# so that three runs on one GPU each step slower.
+SWEEP_SHARE_TRAIN = CPU_FALLBACK_TRAIN
+for _old, _new in (('"--n-layer", type=int, default=6)', '"--n-layer", type=int, default=12)'),
+                   ('"--n-head", type=int, default=6)', '"--n-head", type=int, default=12)'),
+                   ('"--n-embd", type=int, default=384)', '"--n-embd", type=int, default=768)'),
+                   ('"--block-size", type=int, default=256)', '"--block-size", type=int, default=1024)'),
+                   ('"--batch-size", type=int, default=8)', '"--batch-size", type=int, default=16)'),
+                   ('    python3 train.py --run-name lm --max-steps 20000\n',
+                    '    python3 train.py --run-name lm --max-steps 20000\n'
+                    '    python3 train.py --run-name lr-1e-3 --lr 1e-3 --max-steps 20000\n')):
+    assert _old in SWEEP_SHARE_TRAIN, _old
+    SWEEP_SHARE_TRAIN = SWEEP_SHARE_TRAIN.replace(_old, _new)
+
+
+def _smi_time(stamp: str) -> float:
+    """An `nvidia-smi` timestamp (`2026/12/06 21:43:03.476`, the machine's clock: UTC) as an epoch."""
+    return dt.datetime.strptime(stamp.strip(), "%Y/%m/%d %H:%M:%S.%f").replace(tzinfo=dt.UTC).timestamp()
+
+
+def sweep_share(r: Recording) -> None:
+    py = _python3()
+    # the dry run: a tiny model on the CPU (the GPU path's commands carry no size flags)
+    flags = "" if r.gpu else " --n-layer 2 --n-head 2 --n-embd 64 --block-size 64 --vocab-size 1024"
+    alone_s, shared_s, after_s = 40, 40, 30  # base alone; from the sweep's launch to the look; base after the kill
+    env = replay_scenarios._SHELL_ENV
+    saved = dict(env)
+    if not r.gpu:
+        env["OMP_NUM_THREADS"] = "1"
+    logs = r.dir / "logs"
+    calib = r.dir.parent / f"{r.name}.calibrate"
+    lrs = ("1e-4", "1e-3")
+    sweeps = tuple(f"sweep-{lr}" for lr in lrs)
+
+    def text(log: str) -> str:
+        path = logs / log
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def last_line(log: str) -> str:
+        lines = text(log).strip().splitlines()
+        return lines[-1][:300] if lines else "(empty)"
+
+    def steps_of(body: str) -> list[tuple[float, int, float]]:
+        return [(_log_time(m.group(1)), int(m.group(2)), float(m.group(4).replace(",", "")))
+                for m in re.finditer(CF_STEP, body)]
+
+    def pace_between(lines: list[tuple[float, int, float]], t0: float, t1: float) -> str:
+        """Steps a second over the step lines stamped in [t0, t1] (first to last of them) and their tok/s."""
+        inside = [x for x in lines if t0 <= x[0] <= t1]
+        if len(inside) < 2:
+            return f"{len(inside)} step lines in {_utc(t0)}-{_utc(t1)}: no pace"
+        p = (inside[-1][1] - inside[0][1]) / max(1e-3, inside[-1][0] - inside[0][0])
+        rates = [x[2] for x in inside[1:]]
+        return (f"steps {inside[0][1]}-{inside[-1][1]} stamped {_utc(inside[0][0])}-{_utc(inside[-1][0])}: "
+                f"{p:.2f} steps/s, tok/s median {statistics.median(rates):,.0f} (min {min(rates):,.0f}, "
+                f"max {max(rates):,.0f})")
+
+    def smi_between(t0: float, t1: float) -> str:
+        """smi.csv's rows in [t0, t1]: line numbers, memory and utilization."""
+        if not r.gpu:
+            return "no smi.csv (dry run)"
+        rows = []
+        for i, ln in enumerate(text("smi.csv").splitlines(), 1):
+            f = ln.split(", ")
+            try:
+                rows.append((i, _smi_time(f[0]), int(f[3].split()[0]), int(f[5].split()[0])))
+            except (ValueError, IndexError):
+                continue
+        inside = [x for x in rows if t0 <= x[1] <= t1]
+        if not inside:
+            return f"smi.csv: no row in {_utc(t0)}-{_utc(t1)}"
+        utils, mems = [x[3] for x in inside], [x[2] for x in inside]
+        return (f"smi.csv lines {inside[0][0]}-{inside[-1][0]} ({_utc(inside[0][1])}-{_utc(inside[-1][1])}): "
+                f"utilization {min(utils)}-{max(utils)} % (median {statistics.median(utils):g}), "
+                f"memory {min(mems)}-{max(mems)} MiB")
+
+    # each trainer of the incident (a python running train.py in the folder), by its --run-name, from
+    # when the driver first sees it to when it has exited, read from /proc every 0.05 s
+    name_of: dict[str, str] = {}
+    exited: dict[str, tuple[float, str]] = {}
+    done = threading.Event()
+
+    def log_of(name: str) -> str:
+        return f"{name}.log"
+
+    def watch() -> None:
+        alive: set[str] = set()
+        folder = r.dir.resolve()
+        while not done.is_set():
+            for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+                pid = cmdline.parent.name
+                if pid in name_of:
+                    continue
+                try:
+                    argv = cmdline.read_bytes().split(b"\0")
+                    if not (b"python" in argv[0] and argv[1:2] == [b"train.py"]
+                            and Path(os.readlink(cmdline.parent / "cwd")).is_relative_to(folder)):
+                        continue
+                except (OSError, IndexError):
+                    continue
+                fields = _proc_stat(pid)
+                if not fields or fields[0] == "Z":
+                    continue
+                args = [a.decode(errors="replace") for a in argv]
+                name = args[args.index("--run-name") + 1] if "--run-name" in args[:-1] else "?"
+                name_of[pid] = name
+                alive.add(pid)
+                r.truth(f"{name} trainer: PID {pid} seen (parent {fields[1]}, process group {fields[2]}, "
+                        f"session {fields[3]}): {' '.join(args).strip()!r}; CUDA_VISIBLE_DEVICES="
+                        f"{_environ(pid, 'CUDA_VISIBLE_DEVICES')}")
+            for pid in sorted(alive):
+                fields = _proc_stat(pid)
+                if fields and fields[0] != "Z":
+                    continue
+                alive.discard(pid)
+                exited[pid] = (time.time(), _wait_status(fields))
+                name = name_of[pid]
+                r.truth(f"{name} trainer PID {pid} exited ({exited[pid][1]}); {log_of(name)}'s last line "
+                        f"{last_line(log_of(name))!r}")
+            time.sleep(0.05)
+
+    def pid_of(name: str, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = [p for p, k in list(name_of.items()) if k == name]
+            if found:
+                return found[0]
+            time.sleep(0.05)
+        return "?"
+
+    def gone(pid: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and pid not in exited:
+            time.sleep(0.05)
+        return pid in exited
+
+    def ended(pid: str) -> str:
+        return f"exited ({exited[pid][1]}) at {_utc(exited[pid][0])}" if pid in exited else "not seen exiting"
+
+    def smi_rows(pid: str) -> str:
+        """The rows of logs/smi_apps.csv that list `pid`: how many, their line numbers, times and memory."""
+        if not r.gpu:
+            return "no smi_apps.csv (dry run)"
+        rows = [(i, ln.split(", ")) for i, ln in enumerate(text("smi_apps.csv").splitlines(), 1)]
+        mine = [(i, f) for i, f in rows if len(f) >= 5 and f[2] == pid]
+        if not mine:
+            return f"smi_apps.csv: no row lists PID {pid} (of {len(rows)} lines)"
+        mems = sorted({f[4] for _, f in mine})
+        return (f"smi_apps.csv: {len(mine)} rows list PID {pid}, lines {mine[0][0]}-{mine[-1][0]} "
+                f"({mine[0][1][0]} to {mine[-1][1][0]}), memory {', '.join(mems[:4])}")
+
+    def said(name: str) -> str:
+        log = log_of(name)
+        body = text(log)
+        lines = steps_of(body)
+        saves = re.findall(r"saved checkpoint step (\d+)", body)
+        began = re.search(CF_BEGAN, body)
+        rates = [x[2] for x in lines[1:]]
+        return (f"logs/{log}: {len(body.splitlines())} lines, first at {body[:23] if body.strip() else '?'}; "
+                f"training from {began.group(1) if began else '?'}; "
+                + (f"step lines {lines[0][1]}-{lines[-1][1]} ({len(lines)}, {_utc(lines[0][0])} to "
+                   f"{_utc(lines[-1][0])}); " if lines else "no step line; ")
+                + (f"tok/s after the first step line: median {statistics.median(rates):,.0f} (min {min(rates):,.0f}, "
+                   f"max {max(rates):,.0f}); " if rates else "")
+                + f"saved steps {saves}; 'training done' in it: {'training done' in body}; "
+                f"'Traceback' in it: {'Traceback' in body}; last line {last_line(log)!r}")
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    op = Transcript(r.dir)
+    try:
+        (r.dir / "train.py").write_text(SWEEP_SHARE_TRAIN)
+        # the pace of one run alone on this machine's GPU (the dry run: its CPU), and how busy it keeps the
+        # GPU, measured before the captures start and outside the folder
+        shutil.rmtree(calib, ignore_errors=True)
+        calib.mkdir()
+        (calib / "train.py").write_text(SWEEP_SHARE_TRAIN)
+        cal_steps, cal_from = (500, 100) if r.gpu else (600, 200)
+        cal_argv = [sys.executable, "train.py", "--run-name", "calibrate", "--lr", "3e-4", "--max-steps",
+                    str(cal_steps), "--save-every", "1000000", *flags.split()]
+        r.truth(f"calibration (before the captures, in {calib}, outside the folder, in no transcript): "
+                f"`{' '.join(cal_argv)}`")
+        sampler = None
+        if r.gpu:
+            sampler = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,utilization.gpu,memory.used",
+                                        "--format=csv,noheader,nounits", "-lms", "500"],
+                                       stdout=open(calib / "util.csv", "w"), stderr=subprocess.DEVNULL)  # noqa: SIM115
+        cal = subprocess.run(cal_argv, cwd=calib, env=env, capture_output=True, text=True, timeout=240, check=False)
+        if sampler:
+            sampler.terminate()
+            sampler.wait(timeout=10)
+        cal_out = cal.stdout + cal.stderr
+        cal_lines = [x for x in steps_of(cal_out) if x[1] >= cal_from]
+        p = (cal_lines[-1][1] - cal_lines[0][1]) / max(1e-3, cal_lines[-1][0] - cal_lines[0][0]) if len(cal_lines) >= 2 else 0.0
+        util = "no GPU (dry run)"
+        if sampler and len(cal_lines) >= 2:
+            samples = []
+            for ln in (calib / "util.csv").read_text().splitlines():
+                f = ln.split(", ")
+                try:
+                    t = _smi_time(f[0])
+                except (ValueError, IndexError):
+                    continue
+                if cal_lines[0][0] <= t <= cal_lines[-1][0]:
+                    samples.append((int(f[1]), int(f[2])))
+            if samples:
+                us = [u for u, _ in samples]
+                util = (f"GPU utilization over those steps ({len(samples)} samples, every 0.5 s): {min(us)}-{max(us)} % "
+                        f"(median {statistics.median(us):g}), memory up to {max(m for _, m in samples)} MiB")
+        unit = 100
+        share = 1 / 3  # base's part of the GPU while the two sweep runs compute beside it
+        if p > 0:
+            max_steps = max(2 * unit, int(round(p * (alone_s + shared_s * share + after_s) / unit)) * unit)
+        else:
+            max_steps = 1500 if r.gpu else 3000
+        sweep_steps = max_steps
+        noted = "; ".join(ln[24:] for ln in cal_out.splitlines() if "WARNING" in ln or "model:" in ln)
+        r.truth(f"calibration exited {cal.returncode}: {len(cal_lines)} step lines from step {cal_from}, pace "
+                f"{p:.2f} steps/s ({noted[:300]}); {util}; base --max-steps {max_steps} (~{alone_s} s alone, "
+                f"~{shared_s} s at a third of that pace, ~{after_s} s alone again), the sweep's --max-steps "
+                f"{sweep_steps}{'' if cal.returncode == 0 else '; its output ends ' + repr(cal_out[-500:])}")
+        shutil.rmtree(calib, ignore_errors=True)
+
+        r.gpus_and_processes()
+        watcher.start()
+        r.truth("train.py is in the folder (GPT-style LM, 12 layers, width 768, block 1024, batch 16 by default; "
+                "--lr; ckpt/last.pt every 2000 steps and at the end, atomically, the same path whatever the "
+                f"--run-name; no SIGTERM handler); the operator's shell has CUDA_VISIBLE_DEVICES="
+                f"{env.get('CUDA_VISIBLE_DEVICES')}")
+        time.sleep(3)
+
+        # base: alone on GPU 0
+        cmd = f"nohup {py} train.py --run-name base --lr 3e-4 --max-steps {max_steps}{flags} > logs/base.log 2>&1 &"
+        r.truth(f"base: operator types `{cmd}`")
+        op.run(cmd)
+        pid_base = pid_of("base")
+        r.truth(f"base: trainer PID {pid_base} ({_program(pid_base)})")
+        if not r.wait_for("logs/base.log", "INFO training from step", 300):
+            return
+        began = _log_time(re.search(CF_BEGAN, text("base.log")).group(1))
+        r.wait_for("logs/base.log", " INFO step ", 120)
+        r.truth(f"base began training at {_utc(began)} (its log's time)")
+        time.sleep(max(0.0, began + alone_s - time.time()))
+        r.truth(f"~{alone_s} s of base's training alone; {said('base')}")
+
+        # the sweep: one typed line, two runs, no CUDA_VISIBLE_DEVICES: both on GPU 0 beside base
+        cmd = (f"for lr in {' '.join(lrs)}; do nohup {py} train.py --run-name sweep-$lr --lr $lr --max-steps "
+               f"{sweep_steps}{flags} > logs/sweep-$lr.log 2>&1 & done")
+        r.truth(f"sweep: operator types `{cmd}` (meant for another GPU; no CUDA_VISIBLE_DEVICES)")
+        at_sweep = time.time()
+        op.run(cmd)
+        pids_sweep = [pid_of(s) for s in sweeps]
+        r.truth(f"sweep: trainer PIDs {dict(zip(sweeps, pids_sweep, strict=True))}")
+        for s in sweeps:
+            if r.wait_for(f"logs/{log_of(s)}", "INFO training from step", 180):
+                r.truth(f"{s} began training at {re.search(CF_BEGAN, text(log_of(s))).group(1)} (its log's time)")
+        time.sleep(max(0.0, at_sweep + shared_s - time.time()))
+
+        # the look and the kill
+        r.truth(f"~{shared_s} s after the sweep's launch the operator looks: {'`nvidia-smi`' if r.gpu else '`uptime`'}, "
+                f"`tail -n 2 logs/base.log`; {said('base')}")
+        op.run("nvidia-smi" if r.gpu else "uptime")
+        op.run("tail -n 2 logs/base.log")
+        time.sleep(3)
+        shown = op.run("pgrep -af 'run-name sweep'")[0]
+        listed = [ln.split()[0] for ln in shown.splitlines() if "train.py --run-name sweep" in ln]
+        targets = listed if sorted(listed) == sorted(pids_sweep) else pids_sweep
+        r.truth(f"`pgrep -af 'run-name sweep'` lists {listed}; the driver's sweep trainers are {pids_sweep}; "
+                f"operator types `kill {' '.join(targets)}`; "
+                + "; ".join(f"{log_of(s)}'s last line {last_line(log_of(s))!r}" for s in sweeps))
+        at_kill = time.time()
+        op.run(f"kill {' '.join(targets)}")
+        for s, pid in zip(sweeps, pids_sweep, strict=True):
+            gone(pid, 30)
+            r.truth(f"{s} trainer (PID {pid}) {ended(pid) if pid in exited else 'still running 30 s after the kill'}")
+
+        # base goes on alone to its last step
+        if not r.wait_for("logs/base.log", "training done", 300):
+            r.truth(f"no 'training done' in base.log: its last line {last_line('base.log')!r}")
+        gone(pid_base, 60)
+        r.truth(f"base (PID {pid_base}): {ended(pid_base)}")
+        time.sleep(5)
+        r.truth("the operator looks once more: `tail -n 2 logs/base.log`")
+        op.run("tail -n 2 logs/base.log")
+        time.sleep(3)
+
+        # the summary: base's pace alone, shared and alone again; the sweep runs' steps and times
+        lines = steps_of(text("base.log"))
+        sweep_began = [_log_time(m.group(1)) for s in sweeps if (m := re.search(CF_BEGAN, text(log_of(s))))]
+        shared_from = max(sweep_began) if sweep_began else at_sweep
+        end = exited[pid_base][0] if pid_base in exited else time.time()
+        r.truth(f"summary base pace alone before the sweep (to its launch {_utc(at_sweep)}): "
+                f"{pace_between(lines, began, at_sweep)}; {smi_between(began + 5, at_sweep)}")
+        r.truth(f"summary base pace from the sweep's launch to both sweep runs training ({_utc(at_sweep)}-"
+                f"{_utc(shared_from)}): {pace_between(lines, at_sweep, shared_from)}; {smi_between(at_sweep, shared_from)}")
+        r.truth(f"summary base pace while all three trained ({_utc(shared_from)} to the kill {_utc(at_kill)}): "
+                f"{pace_between(lines, shared_from, at_kill)}; {smi_between(shared_from, at_kill)}")
+        r.truth(f"summary base pace after the kill ({_utc(at_kill)} to its exit {_utc(end)}): "
+                f"{pace_between(lines, at_kill, end)}; {smi_between(at_kill + 2, end)}")
+        for s, pid in (("base", pid_base), *zip(sweeps, pids_sweep, strict=True)):
+            r.truth(f"summary {s}: PID {pid}; {ended(pid)}; {said(s)}; {smi_rows(pid)}")
+    finally:
+        env.clear()
+        env.update(saved)
+        r.stop_ours("train.py --run-name")
+        time.sleep(1)
+        done.set()
+        if watcher.is_alive():
+            watcher.join(timeout=5)
+        shutil.rmtree(calib, ignore_errors=True)
+        # the checkpoints are the trainer's state, not evidence
+        for f in sorted((r.dir / "ckpt").glob("*")):
+            r.truth(f"removed {f.relative_to(r.dir)} ({f.stat().st_size} bytes)")
+            f.unlink()
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -6895,6 +7217,7 @@ SCENARIOS = {
     "preempt-requeue": preempt_requeue,
     "stall-watchdog": stall_watchdog,
     "cpu-fallback": cpu_fallback,
+    "sweep-share": sweep_share,
 }
 
 
