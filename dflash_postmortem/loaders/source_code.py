@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..incident import Incident, from_frames
-from ..shell_words import invocation, is_prompt, log_target, match_prompt
+from ..shell_words import environment_changes, invocation, is_prompt, log_target, match_prompt
 from . import registry
 from .registry import LoadContext
 from .terminal import read_lines
@@ -147,8 +147,13 @@ def _launcher_script(lines: list[str], rep, host: str | None) -> pd.DataFrame:
     for first, last, s in _commands(lines):
         program, flags = (None, {}) if not s or s.startswith("#") or not _TRAINER.search(s) else invocation(s)
         if program is None:
-            if (m := _ASSIGNED.match(s)) is not None:
-                values[m["name"]] = _expanded(m["value"].strip("'\""), values)
+            # (read as a shell reads it: `LOG=logs/train.log`, `export OUT="$ROOT/out"`)
+            kept, given = environment_changes(s)
+            for name, value in (given | kept).items():
+                if value is None:
+                    values.pop(name, None)
+                else:
+                    values[name] = _expanded(value, values)
             for i in range(first, last + 1):
                 rep.skip(i, NOT_EVIDENCE)
             continue
@@ -171,9 +176,7 @@ def _launcher_script(lines: list[str], rep, host: str | None) -> pd.DataFrame:
     return events
 
 
-# a plain assignment of a script (`LOG=logs/train.log`, `export OUT="$ROOT/out"`,
-# `LOG=${LOG:-logs/train.log}`), whose value a later launch's redirect may name
-_ASSIGNED = re.compile(r"^(?:export\s+|readonly\s+|local\s+)?(?P<name>[A-Za-z_]\w*)=(?P<value>[^\s;&|<>()`]*)\s*(?:#.*)?$")
+# a variable a later line names (`$LOG`, `${LOG}`, `${LOG:-logs/train.log}`)
 _REFERENCE = re.compile(r"\$\{(?P<braced>[A-Za-z_]\w*)(?::?-(?P<default>[^}]*))?\}|\$(?P<plain>[A-Za-z_]\w*)")
 
 

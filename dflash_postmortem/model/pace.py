@@ -48,10 +48,13 @@ MODEL_SIZE = re.compile(r"^(?:[\w.]*[_.])?(?:n_embd|n_layers?|n_heads?|hidden(?:
 def model_changed(before: dict | None, after: dict | None) -> bool:
     """Whether starts launched with the flags `before` and `after` differ in a setting that
     sizes the model (MODEL_SIZE): their tokens a second compare unlike work."""
-    if not before or not after:
-        return False
-    b, a = ({flag_key(k): v for k, v in flags.items() if MODEL_SIZE.match(flag_key(k))} for flags in (before, after))
-    return b != a
+    return bool(before and after) and _settings(before, MODEL_SIZE) != _settings(after, MODEL_SIZE)
+
+
+def _settings(flags: dict, names: re.Pattern) -> dict[str, str]:
+    """The flags whose names `names` matches, by their one key (`flag_key`: `--batch-size` and
+    `--batch_size` are one setting)."""
+    return {flag_key(k): v for k, v in flags.items() if names.match(flag_key(k))}
 
 
 def pace_metric(inc: Incident) -> str:
@@ -66,7 +69,7 @@ def step_grew(before: dict | None, after: dict | None) -> float | None:
     program's default, which no file says. Steps a second compare the same work only where 1."""
     if not before or not after:
         return 1.0
-    b, a = ({flag_key(k): v for k, v in flags.items() if STEP_SIZE.match(flag_key(k))} for flags in (before, after))
+    b, a = _settings(before, STEP_SIZE), _settings(after, STEP_SIZE)
     grew = 1.0
     for k in b.keys() | a.keys():
         if b.get(k) != a.get(k):

@@ -209,12 +209,12 @@ def _said_silent(inc: Incident, a: pd.Series, end) -> tuple | None:
         return None
     aimed = column(ev, "target_pid").isin(list(a["pids"])).fillna(False).astype(bool) & (ev["kind"] == "kill_sent")
     mine = ev[(aimed | ev["source"].isin(list(a["sources"]))) & (ev["time"] >= a["start"]) & (ev["time"] <= end)]
-    for _, r in mine.iterrows():
-        seconds = silence_said(r["message"])
-        if seconds is not None:
-            since = max(a["start"], r["time"] - pd.Timedelta(seconds=seconds))
-            return since, r["ref"], f"no step for {(end - since).total_seconds():.0f} s, {r['message']}"
-    return None
+    seconds = mine["message"].map(silence_said).dropna()
+    if seconds.empty:
+        return None
+    first = mine.loc[seconds.index].sort_values("time", kind="stable").iloc[0]
+    since = max(a["start"], first["time"] - pd.Timedelta(seconds=float(seconds[first.name])))
+    return since, first["ref"], f"no step for {(end - since).total_seconds():.0f} s, {first['message']}"
 
 
 def _diverged(inc: Incident, a: pd.Series, end) -> tuple | None:

@@ -82,3 +82,19 @@ python3 probe.py > "$HOME/probe.log" 2>&1
     assert ev["log_path"].tolist() == ["logs/train.log", "runs/a/eval.log"]
     assert ev["program"].tolist() == ["train.py", "eval.py"]
     assert [r.rsplit(":", 1)[-1] for r in ev["ref"]] == ["5", "8"]
+
+
+def test_real_launcher_scripts_say_where_their_trainer_writes_where_the_script_itself_names_it():
+    """Three users' launcher scripts as committed (tests/fixtures/real-world/SOURCES.tsv): a
+    `LOG_FILE="train.log"` set above `nohup python train.py > "${LOG_FILE}" 2>&1 &`, and `nohup
+    accelerate launch train.py > train.log 2>&1 &`, say where train.py's output goes; a log named
+    from the script's argument and a `$(date)` (`./log/train_$1_$timestamp.log`) is named only when
+    it runs: no place is said."""
+    src = REPO / "tests" / "fixtures" / "real-world" / "source"
+    said = {}
+    for name in ("rtdetrv2-train-sh-nohup-into-log-file-variable.sh", "phonon-train-sh-nohup-accelerate-launch-into-train-log.sh",
+                 "gaf-train-sh-nohup-into-dated-log-name.sh"):
+        inc = pm.load_incident(src / name)
+        assert inc.load_report.files[0].format == "source-code"
+        said[name.split("-")[0]] = [(e["program"], e["log_path"], e["ref"].rsplit(":", 1)[-1]) for _, e in inc.events.iterrows()]
+    assert said == {"rtdetrv2": [("train.py", "train.log", "11")], "phonon": [("train.py", "train.log", "5")], "gaf": []}
