@@ -414,6 +414,47 @@ def parse_launch(cmd: str) -> Launch | None:
                   timeout_s=limit[0] if limit else None, timeout_signal=limit[1] if limit else None)
 
 
+def parse_launches(cmd: str) -> list[Launch]:
+    """Each trainer a command line starts: a `for` loop over listed values (a sweep typed in one
+    line) starts one per pass, with its variable filled in, as the shell runs it."""
+    passes = loop_passes(cmd)
+    return [launch for one in passes or [cmd] if (launch := parse_launch(one)) is not None]
+
+
+# `for NAME in VALUES; do BODY; done`, one line; a body ended by `&` needs no `;` before `done`.
+_FOR_LOOP = re.compile(r"(?:^|[;&|(]|\s)for\s+(?P<var>[A-Za-z_]\w*)\s+in\s+(?P<values>[^;\n]*?)\s*[;\n]\s*"
+                       r"do\s+(?P<body>.*?)\s*;?\s*done\b", re.S)
+_RANGE = re.compile(r"\{(?P<a>-?\d+)\.\.(?P<b>-?\d+)\}|\$\(\s*seq\s+(?:(?P<first>-?\d+)\s+)?(?P<last>-?\d+)\s*\)")
+# Beyond this many passes a loop is not a sweep a person typed (`{1..1000000}`): left as one command.
+_MAX_PASSES = 64
+
+
+def loop_passes(cmd: str) -> list[str]:
+    """The command each pass of a one-line `for` loop runs, its variable (`$lr`, `${lr}`) filled
+    in with each value (listed words, `{1..4}`, `$(seq 0 3)`); [] for a line with no loop, or
+    one whose values the text does not hold (a glob, `$(ls ...)`, a variable)."""
+    m = _FOR_LOOP.search(cmd or "")
+    if m is None:
+        return []
+    values: list[str] = []
+    for word in re.findall(r"\$\([^)]*\)|\S+", m["values"]):
+        r = _RANGE.fullmatch(word)
+        if r is not None:
+            a, b = (int(r["a"]), int(r["b"])) if r["a"] is not None else (int(r["first"] or 1), int(r["last"]))
+            step = 1 if b >= a else -1
+            if abs(b - a) >= _MAX_PASSES:
+                return []
+            values += [str(v) for v in range(a, b + step, step)]
+        elif re.search(r"[$`*?\[{]", word):
+            return []
+        else:
+            values.append(word.strip("'\""))
+    if not values or len(values) > _MAX_PASSES:
+        return []
+    var = re.compile(r"\$\{" + m["var"] + r"\}|\$" + m["var"] + r"(?!\w)")
+    return [var.sub(lambda _, v=v: v, m["body"]) for v in values]
+
+
 # -- kills ----------------------------------------------------------------------------------
 @dataclass
 class KillTarget:

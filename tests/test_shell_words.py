@@ -12,9 +12,11 @@ from dflash_postmortem.shell_words import (
     foreground_log,
     hangup_exposed,
     kill_targets,
+    loop_passes,
     match_prompt,
     multiplexer_session,
     parse_launch,
+    parse_launches,
     pipes_into,
     runs_launcher,
     runs_script,
@@ -262,3 +264,32 @@ def test_the_program_a_jobs_trainer_pipes_into_is_the_one_bash_names():
     assert pipes_into("python3 train.py |& tee -a log &") == "tee"
     assert pipes_into("nohup python3 train.py > log 2>&1 &") is None
     assert pipes_into("cat cfg | python3 train.py &") is None  # the trainer is the last: its PID
+
+
+def test_a_loop_typed_in_one_line_starts_one_trainer_per_value():
+    # h200-1gpu-sweep-share's operator.log line 2, as typed
+    typed = ("for lr in 1e-4 1e-3; do nohup python3 train.py --run-name sweep-$lr --lr $lr --max-steps 2600 > "
+             "logs/sweep-$lr.log 2>&1 & done")
+    started = parse_launches(typed)
+    assert [(s.run, s.log_path, s.args, s.background) for s in started] == [
+        ("sweep-1e-4", "logs/sweep-1e-4.log", "--run-name sweep-1e-4 --lr 1e-4 --max-steps 2600", True),
+        ("sweep-1e-3", "logs/sweep-1e-3.log", "--run-name sweep-1e-3 --lr 1e-3 --max-steps 2600", True)]
+    assert parse_launch(typed).log_path == "logs/sweep-$lr.log"  # one command, as it was read before
+
+
+@pytest.mark.parametrize(("typed", "passes"), [
+    ("for g in {0..2}; do CUDA_VISIBLE_DEVICES=$g nohup python t.py > g${g}.log 2>&1 & done",
+     ["CUDA_VISIBLE_DEVICES=0 nohup python t.py > g0.log 2>&1 &", "CUDA_VISIBLE_DEVICES=1 nohup python t.py > g1.log 2>&1 &",
+      "CUDA_VISIBLE_DEVICES=2 nohup python t.py > g2.log 2>&1 &"]),
+    ("cd w && for s in $(seq 2 3); do python t.py --seed $s > s$s.log & done; wait",
+     ["python t.py --seed 2 > s2.log &", "python t.py --seed 3 > s3.log &"]),
+    ("for m in 'small' \"big\"; do python t.py --model $m & done", ["python t.py --model small &", "python t.py --model big &"]),
+    # values the line does not hold: a glob, a command's output, a variable; a range no one types by hand
+    ("for f in cfg/*.yaml; do python t.py $f & done", []),
+    ("for f in $(ls cfg); do python t.py $f & done", []),
+    ("for f in $CONFIGS; do python t.py $f & done", []),
+    ("for i in {1..100000}; do python t.py $i & done", []),
+    ("nohup python t.py > a.log &", []),
+])
+def test_the_commands_a_loops_passes_run(typed, passes):
+    assert loop_passes(typed) == passes

@@ -38,19 +38,24 @@ def link(inc: Incident, rows: list[dict]) -> list[dict]:
         if s is not None:
             _add(r, findings.cause(s["id"], f"PID {s['numbers']['pid']} was still there because the kill meant "
                                    "for it failed", s["evidence"][:2]))
+    # A recovery after a drop or a short relaunch that shared its GPUs with other processes came
+    # when the operator stopped them: the drop's own (a sweep typed beside the run), else the
+    # partial recovery's (a survivor of a failed kill).
+    drops = [r for r in rows if r["kind"] == "throughput_regression" and r["numbers"].get("other_pids")]
     for r in rows:
         if r["kind"] != "recovery":
             continue
-        before = [p for p in partials if p["start"] < r["start"] and p["numbers"].get("other_pids")]
+        before = [p for p in partials + drops if p["start"] < r["start"] and p["numbers"].get("other_pids")]
         if not before:
             continue
-        p = before[-1]
+        p = max(before, key=lambda p: p["start"])
         cmd = stopped_by(inc, p["numbers"]["other_pids"], p["start"], r["start"])
         if cmd is not None and isinstance(cmd.get("ref"), str):
             _add(r, findings.cause(findings.event_id(cmd["ref"]),
                                    f"the operator stopped PID(s) {', '.join(map(str, p['numbers']['other_pids']))} "
                                    f"at {clock(cmd['time'])} (`{str(cmd['message']).strip()}`)", [cmd["ref"]]))
-        _add(r, findings.cause(p["id"], "it recovered from this partial recovery", p["evidence"][:1]))
+        if p["kind"] == "partial_recovery":
+            _add(r, findings.cause(p["id"], "it recovered from this partial recovery", p["evidence"][:1]))
     return rows
 
 

@@ -27,6 +27,7 @@ class Regression(TypedDict):
     run_after_launch: pd.Timestamp | None
     flag_differences: list[str]  # the launch command's flags when it has any, else the run's config
     candidates: list[str]
+    other_pids: list[int]  # processes that shared the run's GPUs while it was slow
     levels_tok_per_s: list[float]
     unit: str
 

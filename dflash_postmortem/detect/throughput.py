@@ -11,6 +11,7 @@ noisy the degraded run is.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 
@@ -21,13 +22,13 @@ from ..incident import Incident, RunInfo
 from ..model import computed as memo
 from ..model import gpu_state
 from ..model.attempts import READS as ATTEMPTS_READ
-from ..model.attempts import attempts
+from ..model.attempts import attempts, kill_reach
 from ..model.launches import environment, launch_of
 from ..model.pace import model_changed, pace_rows, step_grew, unit
 from ..model.progress import LINES_PER_WINDOW, SPIKY, alternates, spread
 from ..model.states import MIN_DEGRADED_S
 from ..said import exception_line
-from ..schema import PROBLEM_EVENTS
+from ..schema import PROBLEM_EVENTS, column
 from ..shell_words import SWITCH, flag_key, invocation, runs_script
 from ..units import clock
 from . import changepoints, findings
@@ -159,6 +160,7 @@ def _series(inc: Incident) -> pd.DataFrame:
     if not parts:
         return m.iloc[:0].assign(stint=pd.Series(dtype="string"))
     parts.sort(key=lambda p: times[p[0][0]])
+    parts = _without_side_jobs(inc, parts, keys, times)
     firsts = [times[p[0][0]] for p in parts]
     kept = []
     for i, (sel, v) in enumerate(parts):
@@ -172,6 +174,45 @@ def _series(inc: Incident) -> pd.DataFrame:
     if averaged:
         out["value"] = v[order]
     return out
+
+
+def _without_side_jobs(inc: Incident, parts: list, keys: np.ndarray, times: np.ndarray) -> list:
+    """The starts that were the job, in order, without those that trained beside it. A start
+    that logs while an older one still does replaced it where the operator aimed a kill at the
+    older before the newer's last step (a survivor of a failed kill; a new start, then the old
+    one stopped), or where the older stopped first (a run left behind). Where the operator killed
+    the newer while the older went on, or the older outlived it unaimed at, the two trained side
+    by side (a sweep typed beside a run): the newer is a side job, left out, and the job's pace
+    is the older's."""
+    kills = _kills_by_start(inc)
+    span = [(times[sel[0]], times[sel[-1]]) for sel, _ in parts]
+    side: set[int] = set()
+    for i, j in itertools.combinations(range(len(parts)), 2):
+        (lo_a, hi_a), (lo_b, hi_b) = span[i], span[j]
+        if i in side or j in side or not lo_a < lo_b < hi_a:
+            continue
+        a, b = kills.get(keys[parts[i][0][0]], []), kills.get(keys[parts[j][0][0]], [])
+        if any(t <= min(hi_a, hi_b) for t in a):
+            continue  # the older was meant to stop: the newer replaced it
+        if hi_b < hi_a or any(t < hi_a for t in b):
+            side.add(j)
+    return [p for k, p in enumerate(parts) if k not in side]
+
+
+def _kills_by_start(inc: Incident) -> dict[str, list]:
+    """Attempt -> the times of the kills aimed at its processes: those a kill reached
+    (model/attempts.py kill_reach) and those an error line says a kill could not stop."""
+    att = attempts(inc)
+    if att.empty:
+        return {}
+    ev = inc.events
+    aimed = [(ev.at[i, "time"], pids) for i, pids in kill_reach(inc).items()]
+    failed = ev[ev["kind"] == "kill_failed"]
+    target = column(failed, "target_pid").fillna(column(failed, "pid"))
+    aimed += [(t, {abs(int(p))}) for t, p in zip(failed["time"], target, strict=True) if pd.notna(p)]
+    # (on the series' clock: UTC, as numpy holds it)
+    return {name: sorted(t.tz_convert(None).to_datetime64() for t, pids in aimed if pd.notna(t) and pids & set(mine))
+            for name, mine in zip(att["attempt"], att["pids"], strict=True)}
 
 
 # Warm-up (compile, first batches) is a short slow start: at most this share of a run's samples.
@@ -343,7 +384,7 @@ def _episodes(inc: Incident, min_drop: float | None) -> list[dict]:
             # judged as its recovery, not as a regression of its own.
             k = j + 1
             continue
-        if part["time"].iloc[-1] - part["time"].iloc[0] < min_len and not _whole_runs(s, part):
+        if part["time"].iloc[-1] - part["time"].iloc[0] < min_len and not _whole_runs(inc, s, part, min_len):
             k = j + 1
             continue
         before = s.iloc[int(base["i0"]):int(base["i1"])]
@@ -363,14 +404,23 @@ def _episodes(inc: Incident, min_drop: float | None) -> list[dict]:
     return out
 
 
-def _whole_runs(s: pd.DataFrame, part: pd.DataFrame) -> bool:
+def _whole_runs(inc: Incident, s: pd.DataFrame, part: pd.DataFrame, min_len: pd.Timedelta) -> bool:
     """A degraded stretch that is whole runs, start to end, with enough samples is a regression
     however short the runs are (a 20 s replay logging every second is evidence enough); only a
-    dip inside a run must last `min_regression_s`."""
-    if len(part) < 2 * MIN_SIZE:
+    dip inside a run must last `min_regression_s`. With fewer samples (a `tail` of a log the
+    folder lacks), whole starts that lived `min_regression_s` between them: what was seen of
+    each is its pace over its life (h100-1gpu-cpu-fallback without train_2.log: three lines
+    printed at 5-6K tok/s of a start that ran 64 s on no GPU)."""
+    keys = np.unique(stints(part))
+    runs = s[np.isin(stints(s), keys)]
+    whole = bool(runs["time"].min() >= part["time"].min() and runs["time"].max() <= part["time"].max())
+    if not whole or len(part) < MIN_SIZE:
         return False
-    runs = s[np.isin(stints(s), np.unique(stints(part)))]
-    return bool(runs["time"].min() >= part["time"].min() and runs["time"].max() <= part["time"].max())
+    if len(part) >= 2 * MIN_SIZE:
+        return True
+    att = attempts(inc)
+    lived = att[att["attempt"].isin(keys)]
+    return bool(((lived["end"] - lived["start"]).dropna() >= min_len).any())
 
 
 def stints(s: pd.DataFrame) -> np.ndarray:
@@ -512,9 +562,24 @@ def _shared_gpus(inc: Incident, ep: dict) -> list[dict]:
     shared = per[per > 1]
     if shared.empty:
         return []
-    pids = gp.set_index(["time", key]).loc[shared.index, "pid"].unique().tolist()
+    held = gp.set_index(["time", key]).loc[shared.index].reset_index()
+    pids = held["pid"].unique().tolist()
+    # whether they shared it as the drop began: first seen together by the first process list
+    # taken after it (a list every few seconds sees a process that came seconds before late)
+    taken = gp["time"].drop_duplicates().sort_values()
+    every = taken.diff().median() if len(taken) > 1 else pd.Timedelta(0)
+    began = bool(held["time"].iloc[0] <= ep["start"] + (every if pd.notna(every) else pd.Timedelta(0)))
     return [{"gpus": sorted({str(k[1]) for k in shared.index}), "pids": [int(p) for p in pids],
-             "samples": int(len(shared))}]
+             "samples": int(len(shared)), "first": held[held["time"] == held["time"].iloc[0]], "at_drop": began}]
+
+
+def _started_as(inc: Incident, pids: list[int]) -> str:
+    """What the attempt model knows of the starts of these PIDs: ` (run sweep-1e-4, started at
+    22:10:30 UTC; ...)`, or nothing for processes no start of the incident holds."""
+    att = attempts(inc)
+    said = [f"run {a['run']}, started at {clock(a['start'])}" if isinstance(a["run"], str) else f"started at {clock(a['start'])}"
+            for _, a in att.iterrows() if set(a["pids"]) & set(pids) and pd.notna(a["start"])]
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def _gpus_emptied(inc: Incident, ep: dict) -> dict | None:
@@ -607,12 +672,23 @@ def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) 
                     causes.append(findings.cause(findings.event_id(refs[0]), f"{label}: {gist}", refs))
         # the degraded run's own processes are not what it shared its GPUs with
         own = {p for _, a in attempts(inc).iterrows() if run_a in a["runs"] for p in a["pids"]}
+        beside: list[int] = []
         for sh in _shared_gpus(inc, ep):
             others = [p for p in sh["pids"] if p not in own] or sh["pids"]
             mine = sorted(set(sh["pids"]) & own)
             gpus = f"GPU{'s' if len(sh['gpus']) > 1 else ''} {', '.join(sh['gpus'])}"
-            cands.append(f"another process on {gpus}" + (f" beside the trainer (PID {', '.join(map(str, mine))})" if mine else "")
-                         + f": PID {', '.join(map(str, others))}")
+            said = (f"another process on {gpus}" + (f" beside the trainer (PID {', '.join(map(str, mine))})" if mine else "")
+                    + f": PID {', '.join(map(str, others))}" + _started_as(inc, others))
+            cands.append(said)
+            if not sh["at_drop"]:
+                continue  # they came later: the drop had begun without them
+            beside += [p for p in others if p not in beside and p not in own]
+            # the first sample that lists them together, and the lines that started them
+            refs = [r for _, a in attempts(inc).iterrows() if set(a["pids"]) & set(others)
+                    for r in (a["launch_ref"], a["start_ref"]) if isinstance(r, str)]
+            refs = list(dict.fromkeys(findings.refs(sh["first"]) + refs))
+            evidence += refs
+            causes.append(findings.cause(findings.event_id(refs[0]) if refs else f"gpu:{others[0]}", said, refs))
         for busy in _busy_cpus(inc, ep):
             n = len(busy["pids"])
             who = f" (user {', '.join(busy['users'])})" if busy["users"] else ""
@@ -642,7 +718,7 @@ def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) 
              # What the operator typed (the launch command's flags, the environment set for
              # it) where it differs, else the run's own config.
              "flag_differences": [d["shown"] for d in ([d for d in flags if d["from"] in TYPED] or flags)],
-             "candidates": cands,
+             "candidates": cands, "other_pids": beside,
              "levels_tok_per_s": ep["levels"], "unit": u},
             caused_by=causes,
         ))

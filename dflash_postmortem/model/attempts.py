@@ -55,6 +55,7 @@ from ..shell_words import (
     is_detached,
     is_wrapper_process,
     log_target,
+    loop_passes,
     multiplexer_session,
     runs_a_script,
     runs_launcher,
@@ -80,6 +81,9 @@ from .step_lines import step_lines
 STARTUP_SLACK = pd.Timedelta(seconds=60)
 # How far a line of a transcript dated only by the `date`s typed may be from its true time.
 APPROX_S = 60.0
+# How much later than its loop was typed a later pass of a foreground loop may have begun: as
+# late as the passes before it ran (its own log's first line or a listing dates it).
+LATER_PASS_S = 7 * 86400.0
 # A launch through a wrapper (a script, `timeout`, `nohup`) starts its trainer within seconds.
 WRAPPER_DELAY = pd.Timedelta(seconds=30)
 # A log's first line follows its process's start by the interpreter's start-up and imports.
@@ -484,7 +488,8 @@ class _Assembly:
         echoed = typed["echoed"] if "echoed" in typed.columns else [None] * len(typed)
         by_ref = {ref: _text(e) or m for ref, e, m in zip(typed["ref"], echoed, typed["message"], strict=True)}
         for _, r in rows.sort_values("time", kind="stable").iterrows():
-            command = by_ref.get(r["ref"], r["message"]) if isinstance(r.get("ref"), str) else r["message"]
+            command = _text(r.get("loop_pass")) or (by_ref.get(r["ref"], r["message"]) if isinstance(r.get("ref"), str)
+                                                    else r["message"])
             traced = pd.notna(r.get("traced")) if "traced" in rows.columns else False
             # a transcript dated only by the `date`s typed places its lines between them: a
             # process's own start time (ps LSTART) may then be the more precise one
@@ -500,19 +505,25 @@ class _Assembly:
                 a.pids.add(_num(r.get("pid")))
             self.found.append(a)
         # Foreground commands that run a trainer into a log (`python train.py > run.log`): a start
-        # when the log they name is in the incident.
+        # when the log they name is in the incident. Each pass of a foreground loop (`for lr in
+        # 1e-4 3e-4; do python train.py --lr $lr > logs/lr-$lr.log; done`) is one, begun when the
+        # pass before it ended: no sooner than the loop was typed, dated by its own log or listing.
         launched = {a.launch_ref for a in self.found}
         logs = self._log_names()
         for _, r in cmds.sort_values("time", kind="stable").iterrows():
+            if r["ref"] in launched:
+                continue
             # (what a recipe runner, `make train`, printed it runs is the command)
             command = _text(r.get("echoed")) or str(r["message"])
-            target = None if r["ref"] in launched else foreground_log(command)
-            if not target or PurePosixPath(target).name not in logs:
-                continue
-            a = _Attempt(r["time"], "operator", 0.0, r["ref"])
-            self._describe(a, command, target)
-            a.launch_ref, a.host, a.launched = r["ref"], _text(r.get("host")), r["time"]
-            self.found.append(a)
+            for k, one in enumerate(loop_passes(command) or [command]):
+                target = foreground_log(one)
+                if not target or PurePosixPath(target).name not in logs:
+                    continue
+                a = _Attempt(r["time"], "operator", LATER_PASS_S if k else 0.0, r["ref"])
+                self._describe(a, one, target)
+                a.launch_ref, a.host, a.launched = r["ref"], _text(r.get("host")), r["time"]
+                a.floor = r["time"] if k else None
+                self.found.append(a)
 
     def _describe(self, a: _Attempt, command: str, log_path: str | None) -> None:
         script, flags = invocation(command)

@@ -35,8 +35,9 @@ def launch_events(inc: Incident) -> pd.DataFrame:
         return rows.assign(script=pd.Series(dtype=object), flags=pd.Series(dtype=object),
                            command=pd.Series(dtype=object))
     cmds = ev[(ev["kind"] == "command") & ev["ref"].notna()].drop_duplicates("ref").set_index("ref")["message"]
-    rows["command"] = [cmds.get(r, m) if isinstance(r, str) else m
-                       for r, m in zip(rows["ref"], rows["message"], strict=True)]
+    # (one pass of a loop typed in one line ran its own command: the loop's variable filled in)
+    rows["command"] = [p if isinstance(p, str) and p else cmds.get(r, m) if isinstance(r, str) else m
+                       for p, r, m in zip(column(rows, "loop_pass"), rows["ref"], rows["message"], strict=True)]
     parsed = [invocation(str(c)) for c in rows["command"]]
     program = column(rows, "program")
     rows["script"] = [p[0] or (PurePosixPath(str(g)).name if isinstance(g, str) else None)

@@ -1773,3 +1773,66 @@ def test_a_relaunch_that_hid_the_gpu_is_a_drop_caused_by_the_variable_typed_befo
     rec = found[found["kind"] == "recovery"].iloc[0]
     assert _dec6("21:45:17") <= rec["start"] <= _dec6("21:45:30")
     assert pm.what_happened(inc, found)[0].endswith("when run train_2 replaced run train_1, started with CUDA_VISIBLE_DEVICES=1.")
+
+
+
+
+def test_a_slow_start_known_only_by_a_tail_of_its_log_is_a_drop_over_the_time_it_lived(tmp_path):
+    """h100-1gpu-cpu-fallback without logs/train_2.log: the slow start (PID 927, 21:44:07.068 to its
+    kill at 21:45:11.116) is known by the three lines the operator's `tail -n 3` printed at 21:45:07
+    (steps 2120-2160, 5,143-6,042 tok/s, 15 s apart): too few, too close for a dip inside a run,
+    but all of a start that lived 64 s. Before: "Nothing went wrong"."""
+    shutil.copytree(REPO / "data" / "incidents" / "h100-1gpu-cpu-fallback", tmp_path / "inc")
+    (tmp_path / "inc" / "logs" / "train_2.log").unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path / "inc")
+    found = detect(inc)
+    assert _kinds(found) == ["recovery", "throughput_regression"]
+    drop = found[found["kind"] == "throughput_regression"].iloc[0]
+    assert drop["start"] == _dec6("21:44:51.572") and drop["numbers"]["degraded_tok_per_s"] == 5640.0
+    assert drop["numbers"]["flag_differences"] == ["CUDA_VISIBLE_DEVICES=1"]
+    assert drop["evidence"][-2:] == ["logs/operator.log:7", "logs/operator.log:8"]
+
+
+def test_a_start_that_outlived_the_one_it_logged_beside_replaced_it_where_no_kill_says_so(tmp_path):
+    """h200-1gpu-survivor without logs/terminal.log: no kill is in the evidence, and run fixed
+    (10:31:26-10:32:43) logs beside run regressed (to 10:31:57, its survivor). The older stopped
+    first: the newer replaced it, as the whole folder tells (a sweep beside a run, which the
+    run outlives, is a side job: h200-1gpu-sweep-share). The drop is regressed's, at 10:30:46."""
+    # (dangling links to wandb's debug logs, as the SDK left them)
+    shutil.copytree(REPO / "data" / "incidents" / "h200-1gpu-survivor", tmp_path / "inc", symlinks=True)
+    (tmp_path / "inc" / "logs" / "terminal.log").unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path / "inc")
+    found = detect(inc)
+    drop = found[found["kind"] == "throughput_regression"].iloc[0]
+    assert (drop["numbers"]["run_before"], drop["numbers"]["run_after"]) == ("baseline", "regressed")
+    assert drop["start"] == pd.Timestamp("2026-12-01 10:30:46", tz="UTC")
+    assert found[found["kind"] == "partial_recovery"].iloc[0]["numbers"]["run"] == "fixed"
+
+def test_a_sweep_typed_beside_a_run_is_two_starts_that_slowed_it_until_the_operator_killed_them():
+    """h200-1gpu-sweep-share (README): `base` (PID 712) trains alone on GPU 0; at 22:10:30.870 the
+    operator types `for lr in 1e-4 1e-3; do nohup python3 train.py --run-name sweep-$lr ... >
+    logs/sweep-$lr.log 2>&1 & done`: PIDs 862 and 863 join GPU 0 and `base` steps at 30 % of its
+    pace from 22:10:38 (base.log line 73); `kill 862 863` at 22:11:14.824, and `base` is back at its
+    pace. Before: one launch with `$lr` unexpanded ("its log (logs/sweep-$lr.log) is not in the
+    incident") and the sweep read as replacing `base` ("when run sweep-1e-3 replaced run base")."""
+    inc, found = loaded("h200-1gpu-sweep-share")
+    att = attempts(inc)
+    assert att["run"].tolist() == ["base", "sweep-1e-4", "sweep-1e-3"]
+    assert att["log_path"].tolist() == ["logs/base.log", "logs/sweep-1e-4.log", "logs/sweep-1e-3.log"]
+    assert att["pids"].tolist() == [[712], [862], [863]]
+    assert att["end"].iloc[1] == att["end"].iloc[2] == _dec6("22:11:14.824")
+    assert _kinds(found) == ["recovery", "throughput_regression"]
+    drop, rec = (found[found["kind"] == k].iloc[0] for k in ("throughput_regression", "recovery"))
+    assert drop["start"] == _dec6("22:10:38.270") and drop["numbers"]["across_runs"] is False
+    assert drop["numbers"]["run_after"] == "base" and drop["numbers"]["other_pids"] == [862, 863]
+    assert drop["caused_by"][0]["evidence"][-1] == "logs/operator.log:2"  # the loop that started them
+    assert _dec6("22:11:14.824") < rec["start"] < _dec6("22:11:20")
+    assert rec["caused_by"][0]["evidence"] == ["logs/operator.log:32"]  # kill 862 863
+    told = pm.what_happened(inc, found)
+    assert told[0].startswith("At 22:10:38 UTC throughput fell from 501.4K tok/s to 152.5K tok/s (0.30 of baseline) within run base")
+    assert "PID 862, 863 (run sweep-1e-4, started at 22:10:30; run sweep-1e-3, started at 22:10:30)" in told[0]
+    assert told[1].endswith("once the operator stopped PID(s) 862, 863 at 22:11:14 (`kill 862 863`).")

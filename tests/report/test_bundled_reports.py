@@ -14,6 +14,8 @@ from urllib.parse import unquote
 import pytest
 from support.browser import figures_rendered, follow_evidence_links, reader_text_problems
 
+from dflash_postmortem.loaders.encoding import detect as detect_encoding
+from dflash_postmortem.present.evidence_views import WHOLE_FILE_LINES, read_lines
 from dflash_postmortem.report.build import build_report
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,12 +32,33 @@ PINNED = json.loads((REPO / "tests" / "bundled_findings.json").read_text())
 def _features(incident: str) -> set[str]:
     """What an incident's report shows that another's may not: the kinds of its findings and the
     figures of its impact (tests/bundled_findings.json, what its pages say), and the kinds of
-    files in its folder (what its evidence views show)."""
+    evidence view its files open in (`_views`)."""
     said = PINNED.get(incident, {})
     out = {"finding:" + f["id"].split("@")[0] for f in said.get("findings", [])} or {"finding:none"}
     out |= {"impact:" + k for k, v in said.get("impact", {}).items() if v is not None}
-    return out | {"file:" + (p.suffix or p.name) for p in (REPO / "data" / "incidents" / incident).rglob("*")
-                  if p.is_file() and p.name != "README.md"}
+    return out | _views(incident)
+
+
+def _views(incident: str) -> set[str]:
+    """The kinds of evidence view (present/evidence_views.py) the incident's files would open in,
+    as the report writes them: a binary file's records listed, a file shown whole or as windows
+    around its cited lines, a file read in another encoding than UTF-8 or with terminal escapes
+    taken out. (A file's name says nothing of its view: a `.log` and a `.csv` are both text.)"""
+    root, out = REPO / "data" / "incidents" / incident, set()
+    for p in root.rglob("*"):
+        if not p.is_file() or p.name == "README.md":
+            continue
+        lines = read_lines(root, str(p.relative_to(root)))
+        if lines is None:
+            out.add("view:binary")
+            continue
+        out.add("view:windowed" if len(lines) > WHOLE_FILE_LINES else "view:whole")
+        with open(p, "rb") as f:
+            head = f.read(4096)
+        codec = detect_encoding(head).codec
+        out |= {f"view:{codec}"} if codec != "utf-8" else set()
+        out |= {"view:escapes"} if b"\x1b" in head else set()
+    return out
 
 
 def _covering(incidents: list[str]) -> list[str]:
@@ -158,5 +181,5 @@ def test_the_covering_reports_show_every_feature_and_are_fewer():
     and it leaves reports out (else it saves nothing)."""
     every = set().union(*(_features(n) for n in BUNDLED))
     covered = set().union(*(_features(n) for n in IN_BROWSER))
-    assert every == covered and {"finding:stall", "file:.wandb", "impact:tokens_lost"} <= every
+    assert every == covered and {"finding:stall", "view:binary", "view:escapes", "impact:tokens_lost"} <= every
     assert len(IN_BROWSER) < len(BUNDLED)

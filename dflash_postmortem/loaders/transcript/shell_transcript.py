@@ -26,8 +26,9 @@ from ...shell_words import (
     echoed_command,
     exit_meaning,
     kill_targets,
+    loop_passes,
     match_prompt,
-    parse_launch,
+    parse_launches,
     shell_words,
 )
 from .. import registry
@@ -150,18 +151,24 @@ def session_incident(ses: Session, ctx: LoadContext, rep, loose: str = "text out
         cref = ref_of(c.line)
         # what a recipe runner (`make train`) printed it runs is the command it launched
         echoed = echoed_command(c.text, [s for _, s in c.output])
-        launch = parse_launch(c.text) or (parse_launch(echoed) if echoed else None)
+        started, text = parse_launches(c.text), c.text
+        if not started and echoed:
+            started, text = parse_launches(echoed), echoed
+        # (a loop's passes each start one: the command a pass ran is the launch's own)
+        passes = loop_passes(text) if len(started) > 1 else []
+        launch = started[0] if started else None
         ev.add(t, "command", c.text, cref, output="\n".join(s for _, s in c.output), time_approx=c.approx,
                time_within_s=c.within_s, echoed=echoed,
                traced=c.prompt.trace_depth if c.prompt is not None and c.prompt.trace_depth else None)
-        if launch is not None:
-            how = launch.launcher if launch.launcher.endswith(" launch") else f"{launch.launcher} launch"
-            ev.add(t, "launch", f"{how} of {launch.program or 'a trainer'}"
-                   + (f" > {launch.log_path}" if launch.log_path else ""), cref,
-                   launcher=launch.launcher, log_path=launch.log_path, args=launch.args, run=launch.run,
-                   program=launch.program, background=launch.background, time_approx=c.approx,
-                   time_within_s=c.within_s, timeout_s=launch.timeout_s, timeout_signal=launch.timeout_signal)
-            launches.append((len(ev.rows) - 1, launch, t, cref))
+        for k, one in enumerate(started):
+            how = one.launcher if one.launcher.endswith(" launch") else f"{one.launcher} launch"
+            ev.add(t, "launch", f"{how} of {one.program or 'a trainer'}"
+                   + (f" > {one.log_path}" if one.log_path else ""), cref,
+                   launcher=one.launcher, log_path=one.log_path, args=one.args, run=one.run,
+                   program=one.program, background=one.background, time_approx=c.approx,
+                   time_within_s=c.within_s, timeout_s=one.timeout_s, timeout_signal=one.timeout_signal,
+                   loop_pass=passes[k] if passes else None)
+            launches.append((len(ev.rows) - 1, one, t, cref))
         facts = output_events(ev, c, ref_of, launch, cref)
         answered = status_answer(ev, c, prev, ref_of)
         held = facts["lines"] | answered
@@ -175,7 +182,12 @@ def session_incident(ses: Session, ctx: LoadContext, rep, loose: str = "text out
         held |= fact_events(ev, lines, c, ref_of, jobs, ctx, rep, held)
         if "pid" in facts:
             c.pid = facts["pid"]
-        if launch is not None and c.pid is not None:
+        if len(started) > 1:
+            # each pass's job, in the order the shell reported them (`[1] 862`, `[2] 863`)
+            pids = [r.get("pid") for r in ev.rows if r["kind"] == "job_started" and r.get("command_ref") == cref]
+            for (row, *_), pid in zip(launches[-len(started):], pids, strict=False):
+                ev.rows[row]["pid"] = pid
+        elif launch is not None and c.pid is not None:
             ev.rows[launches[-1][0]]["pid"] = c.pid
         got = gpu_rows(c, rep, ctx)
         for frame, df in got.items():

@@ -102,6 +102,23 @@ def test_plain_paste_with_prompts(tmp_path):
     assert inc.load_report.files[0].balanced
 
 
+def test_a_loop_typed_at_the_prompt_is_a_launch_per_pass_each_with_the_pid_bash_reported(tmp_path):
+    p = tmp_path / "paste.txt"
+    p.write_text(
+        "user@box:~/w$ for lr in 1e-4 3e-4; do nohup python train.py --run-name lr-$lr > logs/lr-$lr.log 2>&1 & done\n"
+        "[1] 4242\n[2] 4243\n"
+        "user@box:~/w$ kill 4243\n")
+    ev = pm.load_shell_transcript(p).events
+    launches = ev[ev["kind"] == "launch"]
+    assert launches["run"].tolist() == ["lr-1e-4", "lr-3e-4"]
+    assert launches["log_path"].tolist() == ["logs/lr-1e-4.log", "logs/lr-3e-4.log"]
+    assert launches["pid"].tolist() == [4242, 4243]
+    assert launches["loop_pass"].tolist() == [
+        "nohup python train.py --run-name lr-1e-4 > logs/lr-1e-4.log 2>&1 &",
+        "nohup python train.py --run-name lr-3e-4 > logs/lr-3e-4.log 2>&1 &"]
+    assert set(launches["ref"]) == {f"{p}:1"}
+
+
 # -- launch tokenising (shlex): the seed reconstruction's operator.log ---------------------------
 def _seed_launches(seed_dir):
     lines = (seed_dir / "logs" / "operator.log").read_text().splitlines()
