@@ -73,3 +73,21 @@ def test_an_error_in_a_log_with_no_time_is_told_with_how_much_later_it_may_be(tm
     assert died["within_s"].iloc[0] == pytest.approx(18.066)
     assert died["title"].iloc[0].startswith("run plain died at 05:09:57 (up to 18 s later): RuntimeError")
     assert pm.what_happened(inc, died)[0].startswith("At 05:09:57 UTC (up to 18 s later) run plain died")
+
+
+LOOP = Path(__file__).parent / "fixtures" / "foreground-loop-cpu"
+
+
+def test_each_pass_of_a_foreground_loop_is_a_start_begun_when_the_one_before_ended():
+    """fixtures/foreground-loop-cpu (README there): `for lr in 1e-4 3e-4; do python ... --run-name
+    lr-$lr ... > logs/lr-$lr.log 2>&1; done` typed at 00:19:32.213. Pass 1 starts as the loop is
+    typed; pass 2 when pass 1 had ended, dated by its own log's first line (00:19:39), no sooner
+    than the loop; each is the launch of its own log, both the operator's."""
+    inc = pm.load_incident(LOOP)
+    att = attempts(inc)
+    assert att["run"].tolist() == ["lr-1e-4", "lr-3e-4"]
+    assert att["log_path"].tolist() == ["logs/lr-1e-4.log", "logs/lr-3e-4.log"]
+    assert att["by"].tolist() == ["operator", "operator"] and set(att["launch_ref"]) == {"logs/operator.log:1"}
+    assert [str(t) for t in att["start"]] == ["2026-12-07 00:19:32.213000+00:00", "2026-12-07 00:19:39+00:00"]
+    assert att["end_kind"].tolist() == ["training_stop", "training_stop"]
+    assert att["flags"].map(lambda f: f.get("--run-name")).tolist() == ["lr-1e-4", "lr-3e-4"]
