@@ -434,25 +434,35 @@ def loop_passes(cmd: str) -> list[str]:
     in with each value (listed words, `{1..4}`, `$(seq 0 3)`); [] for a line with no loop, or
     one whose values the text does not hold (a glob, `$(ls ...)`, a variable)."""
     m = _FOR_LOOP.search(cmd or "")
-    if m is None:
+    values = loop_values(m["values"]) if m is not None else None
+    if not values:
         return []
+    var = re.compile(r"\$\{" + m["var"] + r"\}|\$" + m["var"] + r"(?!\w)")
+    return [var.sub(lambda _, v=v: v, m["body"]) for v in values]
+
+
+# A script's loop header on a line of its own: `for seed in 0 1 2; do`, or `for i in $(seq 1 3)`
+# with its `do` on the next line.
+LOOP_HEADER = re.compile(r"^\s*for\s+(?P<var>[A-Za-z_]\w*)\s+in\s+(?P<values>[^;]*?)\s*(?:;\s*do)?\s*$")
+
+
+def loop_values(text: str) -> list[str] | None:
+    """The values a `for` loop's `in` list gives, where its text holds them: words, `{1..4}`,
+    `$(seq 0 3)`; None for a glob, `$(ls ...)`, a variable, or more than _MAX_PASSES."""
     values: list[str] = []
-    for word in re.findall(r"\$\([^)]*\)|\S+", m["values"]):
+    for word in re.findall(r"\$\([^)]*\)|\S+", text):
         r = _RANGE.fullmatch(word)
         if r is not None:
             a, b = (int(r["a"]), int(r["b"])) if r["a"] is not None else (int(r["first"] or 1), int(r["last"]))
             step = 1 if b >= a else -1
             if abs(b - a) >= _MAX_PASSES:
-                return []
+                return None
             values += [str(v) for v in range(a, b + step, step)]
         elif re.search(r"[$`*?\[{]", word):
-            return []
+            return None
         else:
             values.append(word.strip("'\""))
-    if not values or len(values) > _MAX_PASSES:
-        return []
-    var = re.compile(r"\$\{" + m["var"] + r"\}|\$" + m["var"] + r"(?!\w)")
-    return [var.sub(lambda _, v=v: v, m["body"]) for v in values]
+    return values if values and len(values) <= _MAX_PASSES else None
 
 
 # -- kills ----------------------------------------------------------------------------------

@@ -573,13 +573,16 @@ def _shared_gpus(inc: Incident, ep: dict) -> list[dict]:
              "samples": int(len(shared)), "first": held[held["time"] == held["time"].iloc[0]], "at_drop": began}]
 
 
-def _started_as(inc: Incident, pids: list[int]) -> str:
-    """What the attempt model knows of the starts of these PIDs: ` (run sweep-1e-4, started at
-    22:10:30 UTC; ...)`, or nothing for processes no start of the incident holds."""
+def _starts_of(inc: Incident, pids: list[int]) -> tuple[str, list[str]]:
+    """What the attempt model knows of the starts of these PIDs, in words (` (run sweep-1e-4,
+    started at 22:10:30; ...)`, nothing for processes no start of the incident holds), and the
+    lines that started them (their launches, their first signs)."""
     att = attempts(inc)
-    said = [f"run {a['run']}, started at {clock(a['start'])}" if isinstance(a["run"], str) else f"started at {clock(a['start'])}"
-            for _, a in att.iterrows() if set(a["pids"]) & set(pids) and pd.notna(a["start"])]
-    return f" ({'; '.join(said)})" if said else ""
+    mine = att[att["pids"].map(lambda held: bool(set(held) & set(pids)))]
+    said = [(f"run {run}, " if isinstance(run, str) else "") + f"started at {clock(start)}"
+            for run, start in zip(mine["run"], mine["start"], strict=True) if pd.notna(start)]
+    refs = [r for pair in zip(mine["launch_ref"], mine["start_ref"], strict=True) for r in pair if isinstance(r, str)]
+    return (f" ({'; '.join(said)})" if said else ""), refs
 
 
 def _gpus_emptied(inc: Incident, ep: dict) -> dict | None:
@@ -677,16 +680,15 @@ def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) 
             others = [p for p in sh["pids"] if p not in own] or sh["pids"]
             mine = sorted(set(sh["pids"]) & own)
             gpus = f"GPU{'s' if len(sh['gpus']) > 1 else ''} {', '.join(sh['gpus'])}"
+            started, launched = _starts_of(inc, others)
             said = (f"another process on {gpus}" + (f" beside the trainer (PID {', '.join(map(str, mine))})" if mine else "")
-                    + f": PID {', '.join(map(str, others))}" + _started_as(inc, others))
+                    + f": PID {', '.join(map(str, others))}" + started)
             cands.append(said)
             if not sh["at_drop"]:
                 continue  # they came later: the drop had begun without them
             beside += [p for p in others if p not in beside and p not in own]
             # the first sample that lists them together, and the lines that started them
-            refs = [r for _, a in attempts(inc).iterrows() if set(a["pids"]) & set(others)
-                    for r in (a["launch_ref"], a["start_ref"]) if isinstance(r, str)]
-            refs = list(dict.fromkeys(findings.refs(sh["first"]) + refs))
+            refs = list(dict.fromkeys(findings.refs(sh["first"]) + launched))
             evidence += refs
             causes.append(findings.cause(findings.event_id(refs[0]) if refs else f"gpu:{others[0]}", said, refs))
         for busy in _busy_cpus(inc, ep):

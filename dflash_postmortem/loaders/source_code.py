@@ -9,7 +9,8 @@ name, so that none is read as console text with an event per line.
   other lines are skipped as source code. A launch whose output goes to a file (`>> "$LOG"
   2>&1`, `| tee logs/train.log`, the script's own plain assignments resolved) is a
   `script_launch` event with no time: every start the script makes writes there, which is how
-  a log with no time of day is tied to the starts (clock/untimed.py, model/attempts.py).
+  a log with no time of day is tied to the starts (clock/untimed.py, model/attempts.py). A `for`
+  loop over values the script holds is read a pass at a time (a sweep: a log a pass).
 - A YAML or TOML file of settings (a trainer's config): skipped as configuration, its top-level
   settings listed in the notes.
 """
@@ -23,7 +24,16 @@ from pathlib import Path
 import pandas as pd
 
 from ..incident import Incident, from_frames
-from ..shell_words import environment_changes, invocation, is_prompt, log_target, match_prompt
+from ..shell_words import (
+    LOOP_HEADER,
+    environment_changes,
+    invocation,
+    is_prompt,
+    log_target,
+    loop_passes,
+    loop_values,
+    match_prompt,
+)
 from . import registry
 from .registry import LoadContext
 from .terminal import read_lines
@@ -141,31 +151,48 @@ def _commands(lines: list[str]):
 
 def _launcher_script(lines: list[str], rep, host: str | None) -> pd.DataFrame:
     """A shell script: its trainer launches as configuration (program, flags), the rest skipped;
-    the launches into a file as `script_launch` events (the module's docstring)."""
+    the launches into a file as `script_launch` events (the module's docstring). The lines of a
+    `for` loop over values the script holds (`for seed in 0 1 2; do` ... `done`) are read once a
+    pass, its variable set to each value: a sweep writes a log a pass."""
     launches, rows = 0, []
     values: dict[str, str] = {}  # the script's plain assignments so far (`LOG=logs/train.log`)
-    for first, last, s in _commands(lines):
-        program, flags = (None, {}) if not s or s.startswith("#") or not _TRAINER.search(s) else invocation(s)
+    loop: tuple[str, list[str], list] | None = None  # (variable, values, the body's commands)
+
+    def read(command: tuple[int, int, str], known: dict[str, str], counted: bool) -> None:
+        nonlocal launches
+        first, last, s = command
+        program, flags = _read(s, known, rows, rep, host, first)
+        if not counted:  # (a loop's later passes: each line is accounted for once)
+            return
         if program is None:
-            # (read as a shell reads it: `LOG=logs/train.log`, `export OUT="$ROOT/out"`)
-            kept, given = environment_changes(s)
-            for name, value in (given | kept).items():
-                if value is None:
-                    values.pop(name, None)
-                else:
-                    values[name] = _expanded(value, values)
-            for i in range(first, last + 1):
-                rep.skip(i, NOT_EVIDENCE)
-            continue
+            _skip(rep, first, last)
+            return
         rep.parsed += last - first + 1
         launches += 1
         if launches <= _MAX_NOTES:
             shown = ", ".join(f"{k} {v}" for k, v in flags.items())
             rep.notes.append(f"launcher script line {first}: runs {program}" + (f" with {shown}" if shown else ""))
-        log = log_target(_expanded(s, values))
-        if log and "$" not in log and "`" not in log:
-            rows.append(dict(kind="script_launch", message=s, program=program, log_path=log, script=rep.path,
-                             source=rep.path, ref=f"{rep.path}:{first}", host=host))
+
+    for first, last, s in _commands(lines):
+        header = LOOP_HEADER.match(s) if loop is None else None
+        if header is not None and (passes := loop_values(header["values"])):
+            loop = (header["var"], passes, [])
+            _skip(rep, first, last)
+        elif loop is not None and re.fullmatch(r"(?:do|done)\b.*", s):
+            _skip(rep, first, last)
+            if s.startswith("done"):
+                var, passes, body = loop
+                for v in passes:
+                    mine = values | {var: v}
+                    for command in body:
+                        read(command, mine, counted=v == passes[0])
+                loop = None
+        elif loop is not None:
+            loop[2].append((first, last, s))
+        else:
+            # (a loop typed on one line: `for lr in 1e-4 1e-3; do nohup python ... & done`)
+            for k, one in enumerate(loop_passes(s) or [s]):
+                read((first, last, one), values, counted=k == 0)
     if not launches:
         rep.notes.append("shell script: not read as evidence (it launches no trainer)")
     if not rows:
@@ -174,6 +201,31 @@ def _launcher_script(lines: list[str], rep, host: str | None) -> pd.DataFrame:
     events = pd.DataFrame(rows).drop_duplicates(["program", "log_path"])
     events.insert(0, "time", pd.Series([pd.NaT] * len(events), dtype="datetime64[us, UTC]", index=events.index))
     return events
+
+
+def _skip(rep, first: int, last: int) -> None:
+    for i in range(first, last + 1):
+        rep.skip(i, NOT_EVIDENCE)
+
+
+def _read(s: str, values: dict[str, str], rows: list[dict], rep, host: str | None, line: int) -> tuple[str | None, dict]:
+    """One command of a script: an assignment kept in `values`; a trainer launch, whose program and
+    flags are returned, a `script_launch` row in `rows` where it writes a file."""
+    program, flags = (None, {}) if not s or s.startswith("#") or not _TRAINER.search(s) else invocation(s)
+    if program is None:
+        # (read as a shell reads it: `LOG=logs/train.log`, `export OUT="$ROOT/out"`)
+        kept, given = environment_changes(s)
+        for name, value in (given | kept).items():
+            if value is None:
+                values.pop(name, None)
+            else:
+                values[name] = _expanded(value, values)
+        return None, {}
+    log = log_target(_expanded(s, values))
+    if log and "$" not in log and "`" not in log:
+        rows.append(dict(kind="script_launch", message=s, program=program, log_path=log, script=rep.path,
+                         source=rep.path, ref=f"{rep.path}:{line}", host=host))
+    return program, flags
 
 
 # a variable a later line names (`$LOG`, `${LOG}`, `${LOG:-logs/train.log}`)

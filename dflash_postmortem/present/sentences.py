@@ -420,7 +420,9 @@ def _nothing_found(inc: Incident, first, last) -> str:
     att = attempts(inc)
     if att.empty or att["first_step"].isna().all():
         seen = [count(len(df), _ROWS[name]) for name, df in inc.frames().items() if len(df)]
-        said = f"No training seen in {read}: no training step between {_when(first)} and {_when(last)} ({', '.join(seen)})"
+        # (a launcher script alone says where its starts write, at no time: no span to name)
+        span = f" between {_when(first)} and {_when(last)}" if pd.notna(first) and pd.notna(last) else ", and nothing dated"
+        said = f"No training seen in {read}: no training step{span} ({', '.join(seen)})"
         m = inc.metrics
         if len(m) and m["time"].isna().all():  # steps logged, but nothing dates them
             steps = m["step"].dropna()

@@ -98,3 +98,31 @@ def test_real_launcher_scripts_say_where_their_trainer_writes_where_the_script_i
         assert inc.load_report.files[0].format == "source-code"
         said[name.split("-")[0]] = [(e["program"], e["log_path"], e["ref"].rsplit(":", 1)[-1]) for _, e in inc.events.iterrows()]
     assert said == {"rtdetrv2": [("train.py", "train.log", "11")], "phonon": [("train.py", "train.log", "5")], "gaf": []}
+
+
+def test_a_scripts_loop_writes_a_log_a_pass():
+    """A user's sweep script as committed (numberlearning/DRAM, SOURCES.tsv): `for i in $(seq 1 3)`,
+    its `do` on the next line, `MODELNAME="3task_simp_norm_run_${i}"` in the body and `nohup python3
+    -u Ct_2l_3t_TT_simp.py $MODELNAME > "model_runs/$MODELNAME/nohup.out" &`: three starts, three
+    logs, as the shell runs it (one launch with `$MODELNAME` unresolved, and no place said, before)."""
+    inc = pm.load_incident(REPO / "tests" / "fixtures" / "real-world" / "source" /
+                           "dram-run-sh-seq-loop-nohup-into-a-log-per-pass.sh")
+    assert inc.events["log_path"].tolist() == [f"model_runs/3task_simp_norm_run_{i}/nohup.out" for i in (1, 2, 3)]
+    assert set(inc.events["program"]) == {"Ct_2l_3t_TT_simp.py"}
+    assert {e.rsplit(":", 1)[-1] for e in inc.events["ref"]} == {"8"}
+    # each line accounted for once, whatever the passes: 2 read as launches, 10 skipped
+    rep = inc.load_report.files[0]
+    assert (rep.read, rep.parsed, sum(rep.skipped.values())) == (12, 2, 10)
+    # a script alone is no training, and dates nothing ("between ? and ?" before)
+    assert pm.what_happened(inc, pm.detect(inc)) == [
+        "No training seen in 1 file: no training step, and nothing dated (3 events), so nothing can be said of how it went."]
+
+
+def test_a_loop_on_one_line_of_a_script_writes_a_log_a_pass(tmp_path):
+    # h200-1gpu-sweep-share's typed loop (its operator.log line 2), kept in a script instead
+    script = tmp_path / "sweep.sh"
+    script.write_text("#!/bin/bash\nfor lr in 1e-4 1e-3; do nohup python3 train.py --run-name sweep-$lr --lr $lr "
+                      "--max-steps 2600 > logs/sweep-$lr.log 2>&1 & done\nwait\n")
+    inc = pm.load_incident(script)
+    assert inc.events["log_path"].tolist() == ["logs/sweep-1e-4.log", "logs/sweep-1e-3.log"]
+    assert inc.load_report.files[0].parsed == 1
