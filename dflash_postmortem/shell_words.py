@@ -707,6 +707,13 @@ PYTHON_RUN = re.compile(r"(?:^|/)python[\d.]*\s|\s-m\s[\w.]+|\.py\b")
 AGENT_RUN = re.compile(r"\btorchrun\b|torch\.distributed\.(?:run|launch)|\bdeepspeed\b|\baccelerate launch\b")
 
 
+def only_helpers(command: str) -> bool:
+    """Whether every simple command of a line is a helper or a text tool (`sed -i ... x.py`,
+    `cat train.py`, `mkdir -p logs`): nothing it runs is a trainer, whatever file it names."""
+    commands = simple_commands(shell_words(command or ""))
+    return bool(commands) and all(command_name(c) in _HELPERS | _TEXT_ARGUMENT for c, _ in commands)
+
+
 def runs_program(command: str) -> bool:
     """Whether a command runs a program a trainer can be: Python, a launcher's agent, a script."""
     return bool(PYTHON_RUN.search(command) or AGENT_RUN.search(command) or re.search(r"\.sh\b", command))

@@ -15,6 +15,7 @@ from dflash_postmortem.shell_words import (
     loop_passes,
     match_prompt,
     multiplexer_session,
+    only_helpers,
     parse_launch,
     parse_launches,
     pipes_into,
@@ -293,3 +294,14 @@ def test_a_loop_typed_in_one_line_starts_one_trainer_per_value():
 ])
 def test_the_commands_a_loops_passes_run(typed, passes):
     assert loop_passes(typed) == passes
+
+
+@pytest.mark.parametrize(("line", "helpers"), [
+    # numberlearning/DRAM's sweep script (tests/fixtures/real-world/source): an edit of the file it names
+    ("""sed -i '/model_name/c\\\\model_name = "'$MODELNAME'"' model_settings.py""", True),
+    ("mkdir -p logs && cat train.py | grep lr", True),
+    ("nohup python3 -u Ct_2l_3t_TT_simp.py $MODELNAME > out.log &", False),
+    ("cd w && python train.py", False),
+])
+def test_a_line_of_helpers_runs_no_trainer_whatever_file_it_names(line, helpers):
+    assert only_helpers(line) is helpers

@@ -4,8 +4,8 @@ script's `#!` line or statements without a prompt, a YAML/TOML document of setti
 name, so that none is read as console text with an event per line.
 
 - Python source: every line skipped, "source code, not evidence".
-- A shell script: the lines that launch a trainer (`python train.py --lr 3e-4`, `torchrun ...`)
-  are read as configuration: the program and its flags go into the load report's notes; the
+- A shell script: the lines that launch a trainer (`python train.py --lr 3e-4`, `torchrun ...`;
+  not a helper that names a Python file, `sed -i ... settings.py`) are read as configuration: the program and its flags go into the load report's notes; the
   other lines are skipped as source code. A launch whose output goes to a file (`>> "$LOG"
   2>&1`, `| tee logs/train.log`, the script's own plain assignments resolved) is a
   `script_launch` event with no time: every start the script makes writes there, which is how
@@ -33,6 +33,7 @@ from ..shell_words import (
     loop_passes,
     loop_values,
     match_prompt,
+    only_helpers,
 )
 from . import registry
 from .registry import LoadContext
@@ -211,7 +212,8 @@ def _skip(rep, first: int, last: int) -> None:
 def _read(s: str, values: dict[str, str], rows: list[dict], rep, host: str | None, line: int) -> tuple[str | None, dict]:
     """One command of a script: an assignment kept in `values`; a trainer launch, whose program and
     flags are returned, a `script_launch` row in `rows` where it writes a file."""
-    program, flags = (None, {}) if not s or s.startswith("#") or not _TRAINER.search(s) else invocation(s)
+    launches = s and not s.startswith("#") and _TRAINER.search(s) and not only_helpers(s)
+    program, flags = invocation(s) if launches else (None, {})
     if program is None:
         # (read as a shell reads it: `LOG=logs/train.log`, `export OUT="$ROOT/out"`)
         kept, given = environment_changes(s)
