@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -280,6 +280,7 @@ class Launch:
     run: str | None
     timeout_s: float | None = None  # `timeout [-s SIG] DURATION cmd`: how long it was allowed
     timeout_signal: str | None = None
+    loop_pass: str | None = None  # the command one pass of a `for` loop ran, its variable filled in
 
 
 # Launchers whose own program starts the trainer, known by their file's name as Python is: a
@@ -418,7 +419,9 @@ def parse_launches(cmd: str) -> list[Launch]:
     """Each trainer a command line starts: a `for` loop over listed values (a sweep typed in one
     line) starts one per pass, with its variable filled in, as the shell runs it."""
     passes = loop_passes(cmd)
-    return [launch for one in passes or [cmd] if (launch := parse_launch(one)) is not None]
+    if not passes:
+        return [launch] if (launch := parse_launch(cmd)) is not None else []
+    return [replace(launch, loop_pass=one) for one in passes if (launch := parse_launch(one)) is not None]
 
 
 # `for NAME in VALUES; do BODY; done`, one line; a body ended by `&` needs no `;` before `done`.
@@ -437,8 +440,7 @@ def loop_passes(cmd: str) -> list[str]:
     values = loop_values(m["values"]) if m is not None else None
     if not values:
         return []
-    var = re.compile(r"\$\{" + m["var"] + r"\}|\$" + m["var"] + r"(?!\w)")
-    return [var.sub(lambda _, v=v: v, m["body"]) for v in values]
+    return [expand_variables(m["body"], {m["var"]: v}) for v in values]
 
 
 # A script's loop header on a line of its own: `for seed in 0 1 2; do`, or `for i in $(seq 1 3)`
@@ -463,6 +465,22 @@ def loop_values(text: str) -> list[str] | None:
         else:
             values.append(word.strip("'\""))
     return values if values and len(values) <= _MAX_PASSES else None
+
+
+# a variable a command names (`$LOG`, `${LOG}`, `${LOG:-logs/train.log}`)
+_REFERENCE = re.compile(r"\$\{(?P<braced>[A-Za-z_]\w*)(?::?-(?P<default>[^}]*))?\}|\$(?P<plain>[A-Za-z_]\w*)")
+
+
+def expand_variables(text: str, values: dict[str, str]) -> str:
+    """`text` with the variables whose values are known put in (a script's own assignments, a
+    loop's variable; `${LOG:-x}`: the default where none is known, as the shell gives it to an
+    unset variable); any other stays as written (the environment's, unknown here)."""
+    def value(m: re.Match) -> str:
+        name = m["braced"] or m["plain"]
+        if name in values:
+            return values[name]
+        return m["default"].strip("'\"") if m["default"] is not None else m.group(0)
+    return _REFERENCE.sub(value, text)
 
 
 # -- kills ----------------------------------------------------------------------------------

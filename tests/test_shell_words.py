@@ -276,6 +276,12 @@ def test_a_loop_typed_in_one_line_starts_one_trainer_per_value():
         ("sweep-1e-4", "logs/sweep-1e-4.log", "--run-name sweep-1e-4 --lr 1e-4 --max-steps 2600", True),
         ("sweep-1e-3", "logs/sweep-1e-3.log", "--run-name sweep-1e-3 --lr 1e-3 --max-steps 2600", True)]
     assert parse_launch(typed).log_path == "logs/sweep-$lr.log"  # one command, as it was read before
+    assert started[0].loop_pass == ("nohup python3 train.py --run-name sweep-1e-4 --lr 1e-4 --max-steps 2600 > "
+                                    "logs/sweep-1e-4.log 2>&1 &")
+    # a loop of one value is a pass too: its command has the value in it
+    (one,) = parse_launches("for lr in 3e-4; do nohup python3 train.py --lr ${lr} > logs/lr-${lr}.log 2>&1 & done")
+    assert (one.args, one.log_path) == ("--lr 3e-4", "logs/lr-3e-4.log") and one.loop_pass.startswith("nohup python3")
+    assert parse_launches("nohup python3 train.py > a.log &")[0].loop_pass is None
 
 
 @pytest.mark.parametrize(("typed", "passes"), [

@@ -18,7 +18,7 @@ import pandas as pd
 from ..incident import Incident
 from ..model import computed as memo
 from ..model.attempts import attempts, kill_reach
-from ..model.kills import is_group_kill, kill_pids
+from ..model.kills import failed_targets, is_group_kill, kill_pids
 from ..model.progress import steps_of
 from ..model.step_lines import step_lines
 from ..schema import column
@@ -88,9 +88,9 @@ def detect_failed_kills(inc: Incident) -> pd.DataFrame:
     ev = inc.events
     kills = ev[ev["kind"] == "kill_failed"].sort_values("time", kind="stable")
     rows = []
+    targets = failed_targets(kills)
     for _, k in kills.iterrows():
-        target = column(kills, "target_pid").get(k.name)
-        target = k["pid"] if pd.isna(target) else target
+        target = targets.get(k.name)
         if pd.isna(target):
             continue
         pid = abs(int(target))

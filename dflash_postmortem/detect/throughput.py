@@ -23,12 +23,13 @@ from ..model import computed as memo
 from ..model import gpu_state
 from ..model.attempts import READS as ATTEMPTS_READ
 from ..model.attempts import attempts, kill_reach
+from ..model.kills import failed_targets
 from ..model.launches import environment, launch_of
 from ..model.pace import model_changed, pace_rows, step_grew, unit
 from ..model.progress import LINES_PER_WINDOW, SPIKY, alternates, spread
 from ..model.states import MIN_DEGRADED_S
 from ..said import exception_line
-from ..schema import PROBLEM_EVENTS, column
+from ..schema import PROBLEM_EVENTS
 from ..shell_words import SWITCH, flag_key, invocation, runs_script
 from ..units import clock
 from . import changepoints, findings
@@ -208,8 +209,7 @@ def _kills_by_start(inc: Incident) -> dict[str, list]:
     ev = inc.events
     aimed = [(ev.at[i, "time"], pids) for i, pids in kill_reach(inc).items()]
     failed = ev[ev["kind"] == "kill_failed"]
-    target = column(failed, "target_pid").fillna(column(failed, "pid"))
-    aimed += [(t, {abs(int(p))}) for t, p in zip(failed["time"], target, strict=True) if pd.notna(p)]
+    aimed += [(t, {abs(int(p))}) for t, p in zip(failed["time"], failed_targets(failed), strict=True) if pd.notna(p)]
     # (on the series' clock: UTC, as numpy holds it)
     return {name: sorted(t.tz_convert(None).to_datetime64() for t, pids in aimed if pd.notna(t) and pids & set(mine))
             for name, mine in zip(att["attempt"], att["pids"], strict=True)}

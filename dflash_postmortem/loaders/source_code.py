@@ -27,6 +27,7 @@ from ..incident import Incident, from_frames
 from ..shell_words import (
     LOOP_HEADER,
     environment_changes,
+    expand_variables,
     invocation,
     is_prompt,
     log_target,
@@ -179,17 +180,21 @@ def _launcher_script(lines: list[str], rep, host: str | None) -> pd.DataFrame:
         if header is not None and (passes := loop_values(header["values"])):
             loop = (header["var"], passes, [])
             _skip(rep, first, last)
-        elif loop is not None and re.fullmatch(r"(?:do|done)\b.*", s):
+        elif loop is not None and re.match(r"done\b", s):
             _skip(rep, first, last)
-            if s.startswith("done"):
-                var, passes, body = loop
-                for v in passes:
-                    mine = values | {var: v}
-                    for command in body:
-                        read(command, mine, counted=v == passes[0])
-                loop = None
+            var, passes, body = loop
+            for v in passes:
+                mine = values | {var: v}
+                for command in body:
+                    read(command, mine, counted=v == passes[0])
+            loop = None
         elif loop is not None:
-            loop[2].append((first, last, s))
+            # (`do` alone on its line, or opening the body: `do python train.py --seed $s &`)
+            opened = re.sub(r"^do\b\s*", "", s)
+            if opened:
+                loop[2].append((first, last, opened))
+            else:
+                _skip(rep, first, last)
         else:
             # (a loop typed on one line: `for lr in 1e-4 1e-3; do nohup python ... & done`)
             for k, one in enumerate(loop_passes(s) or [s]):
@@ -212,8 +217,8 @@ def _skip(rep, first: int, last: int) -> None:
 def _read(s: str, values: dict[str, str], rows: list[dict], rep, host: str | None, line: int) -> tuple[str | None, dict]:
     """One command of a script: an assignment kept in `values`; a trainer launch, whose program and
     flags are returned, a `script_launch` row in `rows` where it writes a file."""
-    launches = s and not s.startswith("#") and _TRAINER.search(s) and not only_helpers(s)
-    program, flags = invocation(s) if launches else (None, {})
+    runs = s and not s.startswith("#") and _TRAINER.search(s) and not only_helpers(s)
+    program, flags = invocation(s) if runs else (None, {})
     if program is None:
         # (read as a shell reads it: `LOG=logs/train.log`, `export OUT="$ROOT/out"`)
         kept, given = environment_changes(s)
@@ -221,25 +226,10 @@ def _read(s: str, values: dict[str, str], rows: list[dict], rep, host: str | Non
             if value is None:
                 values.pop(name, None)
             else:
-                values[name] = _expanded(value, values)
+                values[name] = expand_variables(value, values)
         return None, {}
-    log = log_target(_expanded(s, values))
+    log = log_target(expand_variables(s, values))
     if log and "$" not in log and "`" not in log:
         rows.append(dict(kind="script_launch", message=s, program=program, log_path=log, script=rep.path,
                          source=rep.path, ref=f"{rep.path}:{line}", host=host))
     return program, flags
-
-
-# a variable a later line names (`$LOG`, `${LOG}`, `${LOG:-logs/train.log}`)
-_REFERENCE = re.compile(r"\$\{(?P<braced>[A-Za-z_]\w*)(?::?-(?P<default>[^}]*))?\}|\$(?P<plain>[A-Za-z_]\w*)")
-
-
-def _expanded(text: str, values: dict[str, str]) -> str:
-    """`text` with the script's own variables put in (`${LOG:-x}`: the default where the script
-    set none); a variable it never set stays as written (the environment's, unknown here)."""
-    def value(m: re.Match) -> str:
-        name = m["braced"] or m["plain"]
-        if name in values:
-            return values[name]
-        return m["default"].strip("'\"") if m["default"] is not None else m.group(0)
-    return _REFERENCE.sub(value, text)

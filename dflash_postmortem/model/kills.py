@@ -13,6 +13,7 @@ from pathlib import PurePosixPath
 import pandas as pd
 
 from ..incident import Incident
+from ..schema import column
 from ..shell_words import kill_targets
 
 # How long after a listing last showed a process it may still have been alive (snapshots a few
@@ -42,6 +43,12 @@ def pid_files(inc: Incident) -> dict[str, int]:
     ev = inc.events
     files = ev[(ev["kind"] == "pid_file") & ev["pid"].notna()]
     return {PurePosixPath(str(s)).name: int(p) for s, p in zip(files["source"], files["pid"], strict=True)}
+
+
+def failed_targets(failed: pd.DataFrame) -> pd.Series:
+    """The PID each `kill_failed` row says a kill could not stop: the one it was aimed at
+    (`kill: (789) - No such process`), else the PID its line names."""
+    return column(failed, "target_pid").fillna(column(failed, "pid"))
 
 
 def kill_pids(inc: Incident, command: str, when, within: float = 0.0) -> set[int]:

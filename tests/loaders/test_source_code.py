@@ -128,3 +128,12 @@ def test_a_loop_on_one_line_of_a_script_writes_a_log_a_pass(tmp_path):
     inc = pm.load_incident(script)
     assert inc.events["log_path"].tolist() == ["logs/sweep-1e-4.log", "logs/sweep-1e-3.log"]
     assert inc.load_report.files[0].parsed == 1
+
+
+def test_a_loops_body_may_open_on_its_do_line(tmp_path):
+    # `do` carrying the body's first command, as some scripts write it
+    script = tmp_path / "seeds.sh"
+    script.write_text("#!/bin/bash\nfor s in 1 2\ndo nohup python train.py --seed $s > logs/seed$s.log 2>&1 &\ndone\n")
+    inc = pm.load_incident(script)
+    assert inc.events["log_path"].tolist() == ["logs/seed1.log", "logs/seed2.log"]
+    assert inc.load_report.files[0].parsed == 1

@@ -26,7 +26,6 @@ from ...shell_words import (
     echoed_command,
     exit_meaning,
     kill_targets,
-    loop_passes,
     match_prompt,
     parse_launches,
     shell_words,
@@ -151,23 +150,19 @@ def session_incident(ses: Session, ctx: LoadContext, rep, loose: str = "text out
         cref = ref_of(c.line)
         # what a recipe runner (`make train`) printed it runs is the command it launched
         echoed = echoed_command(c.text, [s for _, s in c.output])
-        started, text = parse_launches(c.text), c.text
-        if not started and echoed:
-            started, text = parse_launches(echoed), echoed
-        # (a loop's passes each start one: the command a pass ran is the launch's own)
-        passes = loop_passes(text) if len(started) > 1 else []
+        started = parse_launches(c.text) or (parse_launches(echoed) if echoed else [])
         launch = started[0] if started else None
         ev.add(t, "command", c.text, cref, output="\n".join(s for _, s in c.output), time_approx=c.approx,
                time_within_s=c.within_s, echoed=echoed,
                traced=c.prompt.trace_depth if c.prompt is not None and c.prompt.trace_depth else None)
-        for k, one in enumerate(started):
+        for one in started:
             how = one.launcher if one.launcher.endswith(" launch") else f"{one.launcher} launch"
             ev.add(t, "launch", f"{how} of {one.program or 'a trainer'}"
                    + (f" > {one.log_path}" if one.log_path else ""), cref,
                    launcher=one.launcher, log_path=one.log_path, args=one.args, run=one.run,
                    program=one.program, background=one.background, time_approx=c.approx,
                    time_within_s=c.within_s, timeout_s=one.timeout_s, timeout_signal=one.timeout_signal,
-                   loop_pass=passes[k] if passes else None)
+                   loop_pass=one.loop_pass)
             launches.append((len(ev.rows) - 1, one, t, cref))
         facts = output_events(ev, c, ref_of, launch, cref)
         answered = status_answer(ev, c, prev, ref_of)
