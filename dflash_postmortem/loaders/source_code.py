@@ -199,6 +199,10 @@ def _launcher_script(lines: list[str], rep, host: str | None) -> pd.DataFrame:
             # (a loop typed on one line: `for lr in 1e-4 1e-3; do nohup python ... & done`)
             for k, one in enumerate(loop_passes(s) or [s]):
                 read((first, last, one), values, counted=k == 0)
+    # a loop the file never closes (a copy cut short): the shell would run none of it; its lines
+    # are read as they stand, its variable unknown
+    for command in loop[2] if loop is not None else []:
+        read(command, values, counted=True)
     if not launches:
         rep.notes.append("shell script: not read as evidence (it launches no trainer)")
     if not rows:

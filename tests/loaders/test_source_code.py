@@ -137,3 +137,15 @@ def test_a_loops_body_may_open_on_its_do_line(tmp_path):
     inc = pm.load_incident(script)
     assert inc.events["log_path"].tolist() == ["logs/seed1.log", "logs/seed2.log"]
     assert inc.load_report.files[0].parsed == 1
+
+
+def test_a_script_cut_inside_a_loop_accounts_for_every_line(tmp_path):
+    # numberlearning/DRAM's sweep script cut after its launch line, before `done`
+    whole = (REPO / "tests" / "fixtures" / "real-world" / "source" /
+             "dram-run-sh-seq-loop-nohup-into-a-log-per-pass.sh").read_text().splitlines(keepends=True)
+    script = tmp_path / "cut.sh"
+    script.write_text("".join(whole[:8]))
+    inc = pm.load_incident(script)
+    rep = inc.load_report.files[0]
+    assert rep.balanced and (rep.read, rep.parsed) == (8, 1)
+    assert inc.events.empty  # its log is named by the loop's variable, which a loop never closed does not set
