@@ -4,7 +4,10 @@ and hostile input (long runs after every keyword, numbers too large for a column
 from __future__ import annotations
 
 import codecs
+import os
+import random
 import re
+import threading
 import warnings
 
 import pandas as pd
@@ -644,3 +647,26 @@ def test_a_shells_bare_report_in_the_log_is_the_trainers_death_by_that_signal(tm
     assert ev["kind"].tolist() == ["killed", "killed", "signal"]
     assert ev["signal"].tolist() == ["SIGKILL", "SIGTERM", "SIGKILL"]
     assert [r.rsplit("/", 1)[1] for r in ev["ref"]] == ["train.log:2", "train.log:3", "train.log:4"]
+
+
+@pytest.mark.parametrize("size", [7, 64, 100, 4096, 5000])
+def test_blocks_end_at_a_newline_and_lose_no_byte(tmp_path, size):
+    # Each block is read up to the last newline before its end, found by a look ahead
+    # (process_log._to_newline); a line longer than the look or the block, a last line with no
+    # newline and a pipe (no look ahead there) are carried as before: the same bytes, in order.
+    rng = random.Random(size)
+    lines = [b"x" * rng.choice([0, 3, 40, 90, 6000]) + b"\n" for _ in range(300)]
+    data = b"".join(lines) + b"tail without a newline"
+    p = tmp_path / "lines.log"
+    p.write_bytes(data)
+    with open(p, "rb") as f:
+        blocks = [b for what, b in process_log._blocks(f, size) if what == "lines"]
+    assert b"".join(blocks) == data
+    assert all(b.endswith(b"\n") for b in blocks[:-1]) and blocks[-1].endswith(b"newline")
+    read, write = os.pipe()
+    with open(read, "rb") as f:
+        writer = threading.Thread(target=lambda: (os.write(write, data), os.close(write)))
+        writer.start()
+        piped = [b for what, b in process_log._blocks(f, size) if what == "lines"]
+        writer.join()
+    assert b"".join(piped) == data and all(b.endswith(b"\n") for b in piped[:-1])
