@@ -14,7 +14,8 @@ from .shell_words import STATUS_SIGNALS
 
 # (c10 writes June as `E626`: the month's digit alone)
 _LINE_PREFIX = re.compile(r"^\[?[IWEF]\d{3,4} [\d:.]+(?: +\d+)? [^\]]{1,200}\] *"
-                          r"|^\d{4}-\d\d-\d\d[ T][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*(?:\[[^\]]*\]\s*|\S+ kernel: )?"
+                          r"|^\d{4}-\d\d-\d\d[ T][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*(?:\[[^\]]*\]\s*|\S+ kernel: "
+                          r"|(?:CRITICAL|ERROR|WARNING|INFO|DEBUG)\s+)?"  # Python logging's `%(asctime)s %(levelname)s`
                           r"|^(?:CRITICAL|ERROR|WARNING|INFO|DEBUG):[\w.]{1,120}:"
                           r"|^\[[IWEF] [\w.]{1,120}:\d+\] *"  # c10 before 2.0: `[E ProcessGroupNCCL.cpp:464] `
                           r"|^what\(\): +"  # C++'s terminate: `what():  [PG 1 Rank 6] ...`

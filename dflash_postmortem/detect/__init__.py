@@ -21,6 +21,7 @@ from .causes import frame_with_causes
 from .control import detect_failed_kills
 from .deaths import detect_deaths, detect_unplaced_deaths
 from .divergence import detect_nonfinite_loss
+from .interrupts import detect_interrupted_loops
 from .lingering import detect_lingering
 from .recovery import detect_recovery
 from .restart import detect_failed_restarts
@@ -36,6 +37,7 @@ DETECTORS = (
     detect_role_mismatch,
     detect_stalls,
     detect_lingering,
+    detect_interrupted_loops,
     detect_deaths,
     detect_unplaced_deaths,
     detect_nonfinite_loss,
@@ -86,6 +88,7 @@ __all__ = [
     "detect_deaths",
     "detect_failed_kills",
     "detect_failed_restarts",
+    "detect_interrupted_loops",
     "detect_lingering",
     "detect_recovery",
     "detect_role_mismatch",

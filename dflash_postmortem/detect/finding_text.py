@@ -248,6 +248,45 @@ def _lingering(f: _Finding) -> tuple[str, str]:
             f"{until}{held}.")
 
 
+def _pass(p: dict) -> str:
+    """One pass of a loop by its run and PID (`run lr-1e-4 (PID 31095)`)."""
+    return f"run {p['run'] or '?'}" + (f" (PID {p['pid']})" if p.get("pid") is not None else "")
+
+
+def interrupted_loop(numbers: dict) -> str:
+    """What each interrupt of a loop stopped and what the loop did next, from the numbers of an
+    `interrupt_went_on` finding: its detail, and the story's sentence after its time."""
+    f = _Finding("interrupt_went_on", None, None, 0.0, numbers)
+    told = []
+    for k, p in enumerate(f.went_on):
+        step = f", its last step line step {p['last_step']}" if p.get("last_step") is not None else ""
+        said = f" (`{one_line(p['said'])}`)" if p.get("said") else ""
+        nxt = f"run {p['next_run'] or '?'}" + (f" (PID {p['next_pid']})" if p.get("next_pid") is not None else "")
+        told.append((f"an interrupt stopped {_pass(p)}{step}{said}" if k == 0 else
+                     f"at {clock(p['stopped_at'])} an interrupt stopped it{step}{said}")
+                    + f", and the loop went on with {nxt} at {clock(p['next_start'])}")
+    ended = f.ended
+    if ended is not None:
+        step = f" (its last step line step {ended['last_step']})" if ended.get("last_step") is not None else ""
+        left = (" (no pass was left)" if f.passes is not None and f.ran >= f.passes else
+                f" ({f.ran} of its {f.passes} passes had started)" if f.passes is not None else "")
+        told.append(f"the interrupt at {clock(ended['stopped_at'])} stopped {_pass(ended)}{step} and the loop "
+                    f"ended{left}")
+    keys = (f"; the terminal shows Ctrl-C (`^C`) pressed {f.key_presses} time{'s' if f.key_presses != 1 else ''}"
+            if f.key_presses else "")
+    # bash leaves a loop only if its command died of the interrupt: one that handled it went on
+    return ("; ".join(told) + keys + ". Each trainer handled the interrupt and exited, so bash went on with the "
+            "loop; only an interrupt that kills the command ends a loop")
+
+
+def _interrupt_went_on(f: _Finding) -> tuple[str, str]:
+    first = f.went_on[0]
+    more = len(f.went_on) - 1
+    title = (f"an interrupt at {clock(f.start)} stopped only {_pass(first)}: its loop went on with run "
+             f"{first['next_run'] or '?'}" + (f" ({more} more time{'s' if more > 1 else ''} after)" if more else ""))
+    return title, f"At {clock(f.start)} " + interrupted_loop(f.n) + "."
+
+
 # --- kills ----------------------------------------------------------------------------------------
 
 def _who(f: _Finding) -> str:
@@ -361,6 +400,7 @@ _BY_KIND: dict[str, Callable[[_Finding], tuple[str, str]]] = {
     "verified_start": _verified_start, "never_trained": _never_trained, "stale_process": _stale_process,
     "training_died": _training_died, "time_limit": _training_died, "stopped_by_signal": _training_died, "process_died": _process_died,
     "loss_not_finite": _loss_not_finite, "kill_failed": _kill_failed, "survivor": _survivor, "stall": _stall, "lingering": _lingering,
+    "interrupt_went_on": _interrupt_went_on,
     "role_mismatch": _role_mismatch, "idle_allocated_gpu": _idle_allocated_gpu,
     "straggler": _straggler, "gpu_error": _gpu_error, "restart_never_came_up": _restart_never_came_up,
 }

@@ -246,6 +246,17 @@ class Lingering(TypedDict):
     util_pct_mostly: float | None
 
 
+class InterruptWentOn(TypedDict):
+    command: str | None  # the loop as it was typed
+    passes: int | None  # the values its text holds (None: a glob, a variable: not known)
+    ran: int  # the passes that started
+    # each interrupt the loop went on after: the pass it stopped (run, pid, stopped_at, said: the
+    # trainer's word, last_step) and the pass that began then (next_run, next_pid, next_start)
+    went_on: list[dict]
+    ended: dict | None  # the interrupt that stopped the last pass (run, pid, stopped_at, said, last_step)
+    key_presses: int  # the terminal's echoes of Ctrl-C (`^C`) under the loop's command
+
+
 class RoleMismatch(TypedDict):
     host: Any
     host_named: bool  # the title names the host (a fleet, or an incident of several hosts)
@@ -326,6 +337,7 @@ BY_KIND: dict[str, type] = {
     "training_died": TrainingDied, "time_limit": TrainingDied, "stopped_by_signal": TrainingDied, "process_died": ProcessDied,
     "loss_not_finite": LossNotFinite,
     "kill_failed": KillFailed, "survivor": Survivor, "stall": Stall, "lingering": Lingering,
+    "interrupt_went_on": InterruptWentOn,
     "role_mismatch": RoleMismatch,
     "idle_allocated_gpu": IdleAllocatedGpu,
     # fleet-wide (store/fleet.py)

@@ -254,6 +254,11 @@ def _told(L: pd.Series, inc: Incident, a: pd.Series) -> _Verdict | None:
     if end in _REPORTED and (pd.notna(a["signal"]) or end == "killed" or (code or 0) >= 128):
         sig = f" by {a['signal']}" if pd.notna(a["signal"]) else ""
         return _Verdict("killed", f"killed{sig} during start-up ({shown})", refs, reported)
+    if end == "interrupt":
+        # the trainer's own word that an interrupt stopped it (Ctrl-C at its terminal, a SIGINT)
+        return _Verdict("interrupted", f"stopped by an interrupt before its first step ({shown})", refs,
+                        [findings.cause(findings.event_id(end_ref), "an interrupt (Ctrl-C, SIGINT) stopped it", refs)]
+                        if end_ref else [])
     if code:
         return _Verdict("exited", f"exited with status {code} during start-up ({shown})", refs, reported)
     if isinstance(end, str):

@@ -113,9 +113,11 @@ COLUMNS = ("attempt", "start", "start_within_s", "start_ref", "launched", "by", 
 # are seconds apart)
 _GAVE_UP_NEAR = pd.Timedelta(minutes=5)
 # Kinds that end an attempt, strongest first: what ended it when several lines say something (a
-# kill someone sent before it was gone, then a shell's `Terminated`: the report is the kill's result).
-_ENDS = ("redirect_failed", "oom_kill", "oom", "kill_sent", "killed", "attempt_end", "timeout", "nccl_timeout", "exit",
-         "traceback", "training_stop", "run_end")
+# kill someone sent before it was gone, then a shell's `Terminated`: the report is the kill's result;
+# the trainer's word that an interrupt stops it, then its status 0 or a KeyboardInterrupt's traceback:
+# the interrupt is why it ended).
+_ENDS = ("redirect_failed", "oom_kill", "oom", "kill_sent", "killed", "attempt_end", "timeout", "nccl_timeout",
+         "interrupt", "exit", "traceback", "training_stop", "run_end")
 # Kinds that, after an end in the same log, begin a new start there (a restart appending to it):
 # a start-up stage, training beginning, a resume from a checkpoint.
 _STARTS = ("stage", "training_start", "resumed")
@@ -751,8 +753,7 @@ class _Assembly:
         if tree:
             return max(tree, key=lambda a: a.start)
         made = [a for a in self.found if a.command and (a.launch_ref or a.job is not None) and _same_host(a, host)
-                and self._ran(a) and self._under(a, ppid, host) is not False
-                and start - WRAPPER_DELAY <= a.start <= start + within + pd.Timedelta(seconds=1)
+                and self._ran(a) and self._under(a, ppid, host) is not False and _began_by(a, start, within)
                 and (seen is None or a.start <= seen + (pd.Timedelta(seconds=1) if a.launch_ref else LOG_SLACK))
                 and _same_program(a, str(p["command"]))]
         if made:
@@ -1482,6 +1483,20 @@ def _same_host(a: _Attempt, host: str | None) -> bool:
     return a.host is None or host is None or a.host == host
 
 
+def _began_by(a: _Attempt, start, within: pd.Timedelta) -> bool:
+    """Whether attempt `a` can have started a process that began at `start` (give or take
+    `within`): its start at most WRAPPER_DELAY before it (a wrapper's own start-up) and no later.
+    A later pass of a foreground loop began after its floor (the loop typed), when the pass before
+    it ended: until its log or a listing tells it, any time in its span (`a.within` from its
+    start); once its log's first line dates it, that line came after its process's start-up."""
+    late = start + within + pd.Timedelta(seconds=1)
+    if start - WRAPPER_DELAY <= a.start <= late:
+        return True
+    if a.floor is None or a.floor > late:
+        return False
+    return a.start <= late <= a.start + pd.Timedelta(seconds=a.within) + WRAPPER_DELAY or start <= a.start <= start + LOG_SLACK
+
+
 def _same_program(a: _Attempt, command: str) -> bool:
     """Whether a process running `command` is what attempt `a` started: the run it names (where
     both name one), else its script or module, a worker of the launcher it started (torchrun runs
@@ -1800,10 +1815,11 @@ def _still_open(rows: pd.DataFrame, evidence_end, live: bool) -> pd.Series:
 def says_no_error(rows: pd.DataFrame) -> pd.Series:
     """The tracebacks that end before their exception line (a paste or a file cut inside one):
     what went wrong is not in them, so they name no cause (the line that ended the process
-    does: a launcher's `failed (exitcode: 1) local_rank: 2`)."""
+    does: a launcher's `failed (exitcode: 1) local_rank: 2`); and those of a KeyboardInterrupt."""
     if "pattern" not in rows.columns:
         return pd.Series(False, index=rows.index)
-    return ((rows["kind"] == "traceback") & (rows["pattern"] == "traceback")).fillna(False).astype(bool)
+    # (nor does one that ends on a KeyboardInterrupt: an interrupt, which its fact tells, is no error)
+    return ((rows["kind"] == "traceback") & rows["pattern"].isin(("traceback", "KeyboardInterrupt"))).fillna(False).astype(bool)
 
 
 # NCCL's return-code traces (`NCCL INFO init.cc:1014 -> 3`) say where an error code passed on its
@@ -1886,6 +1902,12 @@ def _end(rows: pd.DataFrame, a: _Attempt, last_alive, evidence_end, live: bool =
     if "kind" not in rows.columns:
         return none  # only metric rows: nothing says how it ended
     ev = rows[rows["kind"].isin(_ENDS)]
+    if "pattern" in ev.columns:
+        # a traceback that ends on a KeyboardInterrupt is the interrupt that stopped it (a reader
+        # that made no event of what its last line states: a run's console in its wandb file)
+        interrupted = ((ev["kind"] == "traceback") & (ev["pattern"] == "KeyboardInterrupt")).fillna(False).astype(bool)
+        if interrupted.any():
+            ev = ev.assign(kind=ev["kind"].where(~interrupted, "interrupt"))
     ev = ev[~_still_open(ev, evidence_end, live) & ~_unsettled(ev, procs, evidence_end, live)]
     # an end is at the end: a traceback an hour before the last step (a thread that died while the
     # rest trained on) did not end the attempt

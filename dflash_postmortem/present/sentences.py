@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..analysis.throughput_levels import band_crossings, recovery, regression
-from ..detect.finding_text import became, ranks_text, started_again
+from ..detect.finding_text import became, interrupted_loop, ranks_text, started_again
 from ..incident import Incident
 from ..model.attempts import attempts, came_up_after, stopped_cleanly_near
 from ..model.ledger import CLASSES, SHOWN_S, ledger
@@ -308,6 +308,8 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     timed += [(f["start"], _not_finite(f)) for _, f in lost.iterrows()]
     timed += _finite_again(lost)
     timed += [(left["start"], _lingered(left)) for _, left in _of(findings, "lingering").iterrows()]
+    timed += [(f["start"], f"At {_when(f['start'])} {interrupted_loop(f['numbers'])}.")
+              for _, f in _of(findings, "interrupt_went_on").iterrows()]
     timed += _unseen(inc)
     kill = _first(findings, "kill_failed")
     if kill is not None:

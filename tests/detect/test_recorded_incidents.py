@@ -1287,7 +1287,7 @@ def test_a_python_supervisors_restarts_into_the_same_segfault_and_the_operators_
     assert r.loc[["A2", "A3", "A4"], "resumed_step"].tolist() == [400] * 3 and set(r["redone_steps"]) == {50}
     assert [f"{t:%H:%M:%S}" for t in found["start"]] == ["10:14:16", "10:14:42", "10:15:07"]
     assert pm.what_happened(inc, found)[2].endswith(
-        "Its supervisor then gave up at 10:15:07 UTC (`ERROR giving up after 3 attempts`). "
+        "Its supervisor then gave up at 10:15:07 UTC (`giving up after 3 attempts`). "
         "It was started again at 10:15:19 UTC by the operator, resuming from a checkpoint at step 400: it had logged "
         "step 450, so 50 steps were done again.")
     # (the supervisor's `giving up` line, 10:15:07,566, after the third death only: not after the first two,
@@ -1517,7 +1517,7 @@ def test_a_supervised_scripts_relaunch_by_hand_starts_it_again_whatever_started_
     assert third["gave_up_at"] == _dec6("10:15:07.566")
     # (the relaunch's own log says it resumed at step 400; the dead start had logged step 450)
     assert pm.what_happened(inc, found)[2].endswith(
-        "Its supervisor then gave up at 10:15:07 UTC (`ERROR giving up after 3 attempts`). It was started again at 10:15:19 "
+        "Its supervisor then gave up at 10:15:07 UTC (`giving up after 3 attempts`). It was started again at 10:15:19 "
         "UTC by the operator, resuming from a checkpoint at step 400: it had logged step 450, so 50 steps were done again.")
 
 

@@ -111,7 +111,7 @@ def test_supervisords_giving_up_on_each_program_is_told_with_the_starts_that_nev
     assert quits == {"A1": "13:51:33.472", "A2": "13:51:34.488", "A3": "13:51:34.488", "A4": "13:51:33.469"}
     assert all("supervisord.log:" in " ".join(f["evidence"]) for _, f in failed.iterrows())
     said = pm.what_happened(inc, found)[0]
-    assert said.endswith("its supervisor then gave up at 13:51:33 UTC (`INFO gave up: seat4 entered FATAL state, too many "
+    assert said.endswith("its supervisor then gave up at 13:51:33 UTC (`gave up: seat4 entered FATAL state, too many "
                          "start retries too quickly`), and on 3 others by 13:51:34 UTC."), said
 
 

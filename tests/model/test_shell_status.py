@@ -91,3 +91,22 @@ def test_each_pass_of_a_foreground_loop_is_a_start_begun_when_the_one_before_end
     assert [str(t) for t in att["start"]] == ["2026-12-07 00:19:32.213000+00:00", "2026-12-07 00:19:39+00:00"]
     assert att["end_kind"].tolist() == ["training_stop", "training_stop"]
     assert att["flags"].map(lambda f: f.get("--run-name")).tolist() == ["lr-1e-4", "lr-3e-4"]
+
+
+CTRL_C = Path(__file__).parent / "fixtures" / "ctrlc-sweep-cpu"
+
+
+def test_each_pass_of_a_loop_stopped_by_ctrl_c_ends_on_the_trainers_interrupt():
+    """fixtures/ctrlc-sweep-cpu (README there): a three-pass foreground loop typed at 23:23:51,
+    each pass stopped by Ctrl-C; each trainer logged `interrupted at step N, saving checkpoint` and
+    exited 0, and bash went on with the next pass. The later passes are tied to their processes by
+    `ps` (its START a second or two before each log's first line), and each pass ends at its own
+    interrupt line, not where `ps` last listed it."""
+    att = attempts(pm.load_incident(CTRL_C))
+    assert att["run"].tolist() == ["lr-1e-4", "lr-3e-4", "lr-1e-3"]
+    assert att["pids"].tolist() == [[31095], [31489], [31779]]
+    assert [t.strftime("%H:%M:%S") for t in att["start"]] == ["23:23:51", "23:24:26", "23:24:51"]
+    assert att["end_kind"].tolist() == ["interrupt"] * 3
+    assert [t.strftime("%H:%M:%S.%f")[:12] for t in att["end"]] == ["23:24:26.434", "23:24:51.439", "23:25:06.447"]
+    assert att["end_ref"].tolist() == ["logs/lr-1e-4.log:74", "logs/lr-3e-4.log:50", "logs/lr-1e-3.log:21"]
+    assert set(att["launch_ref"]) == {"logs/terminal.typescript:4"}

@@ -114,11 +114,14 @@ class Bars:
             per_s = rate if g["unit"].endswith("/s") else (1.0 / rate if rate else float("nan"))
             rows.metric(stamp=stamp, line=lineno, run=run, step=n, metric="train/it_per_s",
                         value=per_s, rank=rank, pattern="tqdm")
-            for kv in g["postfix"].split(","):
-                k, _, v = kv.strip().partition("=")
-                if k in lp.BAR_POSTFIX and v:
+            given = dict(kv.strip().partition("=")[::2] for kv in g["postfix"].split(","))
+            read = set()
+            for k in lp.BAR_POSTFIX:  # (in its order: one key a metric)
+                metric = lp.BAR_POSTFIX[k]
+                if given.get(k) and metric not in read:
+                    read.add(metric)
                     rows.metric(stamp=stamp, line=lineno, run=run, step=n,
-                                metric=lp.BAR_POSTFIX[k], value=lp.number(v), rank=rank, pattern="tqdm")
+                                metric=metric, value=lp.number(given[k]), rank=rank, pattern="tqdm")
         return 1
 
     def _leap(self, key: tuple, prev: dict | None, n: int | None, total: int | None, elapsed: float | None,

@@ -30,6 +30,8 @@ Event kinds (the `kind` column of events from logs, transcripts and process list
 | exit | a process exit with a code (`exit_code`): torchrun child failure and its ChildFailedError table entries, DeepSpeed launcher exit, exit=137 |
 | killed | the shell that ran the trainer reporting it killed (`signal`): `Killed` or `Terminated` alone on a line |
 | signal | a signal sent or received (`signal`, `pid`): elastic closing/death signals, DeepSpeed killing a subprocess |
+| interrupt | the trainer says an interrupt stops it (`signal` where it names one): a `KeyboardInterrupt` (a traceback's last line, Lightning's `Detected KeyboardInterrupt, attempting graceful shutdown`), `interrupted at step 1376`, `interrupted by user` |
+| interrupt_key | the terminal echoed Ctrl-C (`^C`) under a foreground command: the operator interrupted it (`presses`) |
 | oom | CUDA or host out-of-memory (`gpu`, `requested_mib`, `capacity_mib`, `free_mib` where the message says them) |
 | nohup | `nohup: ignoring input` (a detached launch wrote this log) |
 | error | another ERROR-level line (glog `E`/`F` lines included) |
@@ -446,8 +448,11 @@ def find_bars(text: str) -> list[Bar]:
 # Postfix keys that carry a metric, and the bars that are not training (loading shards, maps).
 # Lightning's bar shows what `self.log(..., prog_bar=True)` names (`train_loss`, `train_loss_step`
 # when logged on step and epoch, `v_num` the logger's version, not a metric).
-BAR_POSTFIX = {"tokens_per_sec": TOK_PER_S, "tok_per_s": TOK_PER_S, "loss": LOSS, "train_loss": LOSS,
-               "loss_step": LOSS, "train_loss_step": LOSS, "lr": "train/learning_rate"}
+# Of two keys for one metric on one bar the first here is read: what the user logged for the step
+# (`train_loss_step`, `train_loss`) before Lightning's own `loss`, its running mean over the last 20
+# steps in versions before 1.5 (`loss=6.617, v_num=16, train_loss=5.91`: one loss at that step).
+BAR_POSTFIX = {"tokens_per_sec": TOK_PER_S, "tok_per_s": TOK_PER_S, "train_loss_step": LOSS, "train_loss": LOSS,
+               "loss_step": LOSS, "loss": LOSS, "lr": "train/learning_rate"}
 NOT_TRAINING_BAR = re.compile(r"(?i)loading|download|map|token|shard|generat|fetch|process|eval|valid|chunk")
 # A bar over epochs (`231.64s/epoch`) is progress, not a per-iteration rate.
 NOT_ITERATION_UNIT = re.compile(r"(?i)epoch")
@@ -577,7 +582,7 @@ OOM_THIS_PROCESS = re.compile(rf"this process has (?P<size>{_SIZE}) memory in us
 # Event patterns whose statement a traceback's exception line makes too (`torch.OutOfMemoryError:
 # CUDA out of memory ...`, `RuntimeError: CUDA error: ...`): the traceback is one event, and what
 # its last line states is another.
-EXCEPTION_FACTS = ("triton_out_of_resource", "cuda_oom", "oom", "oom_error", "cuda_error")
+EXCEPTION_FACTS = ("triton_out_of_resource", "cuda_oom", "oom", "oom_error", "cuda_error", "keyboard_interrupt")
 
 # faulthandler's dump of every thread's stack when Python dies of a signal (or on a timeout, or a
 # registered signal): `Fatal Python error: Segmentation fault`, then `Current thread 0x... (most recent
@@ -790,7 +795,21 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("warning", "fast_path_unavailable", "fast path is not available", r"[Tt]he fast path is not available"),
     _event("warning", "torch_fallback", "falling back to", r"(?i)falling back to (torch|its reference|the) "),
     _event("training_start", "training_start", "raining", r"(?i)\b(start(ing|ed)? training|training (start(ed|ing)?|begins?))\b"),
-    _event("training_stop", "training_stop", "raining", r"(?i)\b(training (stopped|finished|complete[d]?|done|ended|interrupted)|finished training)\b"),
+    # The trainer's word that an interrupt stops it, before its own stop line would say "training
+    # interrupted" (a stop: training_stop): Python's KeyboardInterrupt (a traceback's last line:
+    # EXCEPTION_FACTS), Lightning's `Detected KeyboardInterrupt, attempting graceful shutdown...`,
+    # a loop's own `interrupted at step 1376, saving checkpoint` (a handler's `received SIGINT` is
+    # the signal it names: received_signal)
+    _event("interrupt", "keyboard_interrupt", "KeyboardInterrupt",
+           r"^(?:[\w.]+\.)?KeyboardInterrupt\b|\bDetected KeyboardInterrupt\b", signal="SIGINT"),
+    _event("interrupt", "interrupted_at", "nterrupted ",
+           r"(?i)\binterrupted (?:at (?:step|iteration|iter|epoch|batch)\b|by (?:the )?(?:user|keyboard|ctrl[- ]?c)\b)"),
+    # PyTorch's word_language_model example and the trainers copied from it (Transformer-XL):
+    # `except KeyboardInterrupt: print('Exiting from training early')`
+    _event("interrupt", "exiting_early", "xiting from training early", r"(?i)^\W*exiting from training early\b"),
+    # (the same example's last line: `| End of training | test loss  3.62 | test ppl    37.262`)
+    _event("training_stop", "training_stop", ("raining",),
+           r"(?i)\b(training (stopped|finished|complete[d]?|done|ended|interrupted)|finished training|end of training)\b"),
     # an early-stopping rule ending the training loop: pytorchtools' `Early stopping`, Keras'
     # `Epoch 00012: early stopping`, fastai's `No improvement since epoch 2: early stopping` (not
     # the rule's `EarlyStopping counter: 1 out of 3`)

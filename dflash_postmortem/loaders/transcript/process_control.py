@@ -83,6 +83,9 @@ _NOHUP_FAILED = re.compile(r"^nohup: (?:failed to run command|cannot run command
 # killall -v / pkill -e: the PIDs a name matched and were signalled
 _KILLALL_VERBOSE = re.compile(r"^Killed (?P<name>.+?)\((?P<pid>\d{1,10})\) with signal (?P<sig>\d{1,2})$")
 _PKILL_ECHO = re.compile(r"^(?P<name>\S+) killed \(pid (?P<pid>\d{1,10})\)$")
+# The terminal's echo of Ctrl-C (`^C`, once a press) alone on a line: the operator interrupted the
+# foreground job (the terminal sent SIGINT to its process group)
+_CTRL_C = re.compile(r"^(?:\^C)+$")
 _TIMEOUT = re.compile(r"^timeout: sending signal (?P<sig>\w+) to command ['‘\"`](?P<cmd>[^'’\"`]+)['’\"`]")
 
 # -- kernel ---------------------------------------------------------------------------------
@@ -318,6 +321,8 @@ def read_line(line: str) -> dict | None:
         sig = signal_name(m["sig"]) if m.groupdict().get("sig") else None
         return dict(kind="kill_sent", pid=int(m["pid"]), target_pid=int(m["pid"]), target_is_group=False,
                     process_name=m["name"], **({"signal": sig} if sig else {}))
+    if _CTRL_C.match(s):
+        return dict(kind="interrupt_key", signal="SIGINT", presses=len(s) // 2)
     m = _TIMEOUT.match(s)
     if m:
         return dict(kind="timeout_kill", signal=signal_name(m["sig"]), job_command=m["cmd"])

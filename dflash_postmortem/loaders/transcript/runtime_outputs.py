@@ -22,6 +22,7 @@ the reader of that output (`loaders/containers/`), its ages read against the tim
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import tempfile
@@ -146,6 +147,7 @@ def _first_argument(rest: list[str]) -> str | None:
 _PRINTERS = {"tail", "cat", "head"}
 _PRINTER_VALUES = {"-n", "-c", "--lines", "--bytes", "-s", "--sleep-interval", "--pid", "--max-unchanged-stats"}
 _LOG_NAME = re.compile(r"(?:\.(?:log|out|err|txt)|log)$")
+_GLOB = re.compile(r"[*?[]")
 
 
 def printed_log(c) -> tuple[str | None, dict, str] | None:
@@ -169,10 +171,9 @@ def printed_log(c) -> tuple[str | None, dict, str] | None:
                 skip = not skip and w in _PRINTER_VALUES
                 continue
             files.append(w)
-        if len(files) == 1 and _LOG_NAME.search(files[0]):
-            # a line it printed was in the file when it ran: the latest it can have been written
-            # (the folder's loader dates it so where the folder's file no longer holds it)
-            return PurePosixPath(files[0]).stem, {"copy_of": files[0], "printed_at": c.time}, f"{files[0]} as `{name}` printed it"
+        # (a glob is several files, each under a header of its own: printed_logs)
+        if len(files) == 1 and _LOG_NAME.search(files[0]) and not _GLOB.search(files[0]):
+            return _printed_file(files[0], name, c.time)
         return None
     # `fg` brings a job back: bash echoes the job's command line first, then the job's output
     command = c.output[0][1] if name == "fg" and c.output else c.text
@@ -185,18 +186,56 @@ def printed_log(c) -> tuple[str | None, dict, str] | None:
     return named, {"copy_of": target} if target else {}, f"the output of {program}"
 
 
-def read_log(c, printed, ctx, rep, ref_of, held: set[int] = frozenset()) -> dict[str, pd.DataFrame]:
+def _printed_file(path: str, printer: str, when) -> tuple[str, dict, str]:
+    # a line it printed was in the file when it ran: the latest it can have been written
+    # (the folder's loader dates it so where the folder's file no longer holds it)
+    return PurePosixPath(path).stem, {"copy_of": path, "printed_at": when}, f"{path} as `{printer}` printed it"
+
+
+# What tail and head print before each file's lines when given several (`tail -n 2 logs/*.log`)
+_FILE_HEADER = re.compile(r"^==> (?P<path>.+) <==$")
+
+
+def printed_logs(c) -> list[tuple[tuple[str | None, dict, str], list[tuple[int, str]]]]:
+    """Each log a command's output is, with the lines of the output that are that log's
+    (`printed_log`): several where `tail` or `head` printed several files (a glob, or names), each
+    under its `==> path <==` header, a header that names a file the command was given (a header
+    the glob matches); none where the output is no log."""
+    printed = printed_log(c)
+    if printed is not None:
+        return [(printed, c.output)]
+    name, rest = _subcommand(c.words)
+    if name not in ("tail", "head") or "|" in c.words:
+        return []
+    given = [w for w in rest if not w.startswith("-")]
+    found, path, lines = [], None, []
+    for n, text in [*c.output, (None, None)]:
+        m = _FILE_HEADER.match(text.strip()) if text is not None else None
+        if (m or text is None) and path is not None and _LOG_NAME.search(path):
+            while lines and not lines[-1][1].strip():  # the blank line before the next header
+                lines.pop()
+            found.append((_printed_file(path, name, c.time), lines))
+        if m:
+            path = m["path"] if any(fnmatch.fnmatchcase(m["path"], g) for g in given) else None
+            lines = []
+        elif text is not None and path is not None:
+            lines.append((n, text))
+    return found
+
+
+def read_log(c, printed, ctx, rep, ref_of, held: set[int] = frozenset(), output=None) -> dict[str, pd.DataFrame]:
     """A log printed in the session (`printed`: what `printed_log` says of the command): read as
     the training log it is (the training-log reader), its rows cited at the session's lines; the
     lines in `held` are the shell's own (bash's `Killed` under a foreground command), read as the
-    session's already."""
+    session's already. `output`: the command's lines that are this log (all of them by default)."""
     if printed is None:
         return {}
     run, extra, what = printed
+    output = c.output if output is None else output
     fd, tmp = tempfile.mkstemp(suffix=".log")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write("\n".join("" if n in held else s for n, s in c.output) + "\n")  # (line for line)
+            f.write("\n".join("" if n in held else s for n, s in output) + "\n")  # (line for line)
         sub = load_process_log(tmp, timezone=ctx.timezone, host=ctx.host, run=run, date=ctx.date, on_bad_line="skip")
     finally:
         os.unlink(tmp)
@@ -207,7 +246,7 @@ def read_log(c, printed, ctx, rep, ref_of, held: set[int] = frozenset()) -> dict
             continue
         df = df.copy()
         lines = [int(str(r).rsplit(":", 1)[-1]) for r in df["ref"]]
-        df["ref"] = [ref_of(c.output[k - 1][0]) if 0 < k <= len(c.output) else ref_of(c.line) for k in lines]
+        df["ref"] = [ref_of(output[k - 1][0]) if 0 < k <= len(output) else ref_of(c.line) for k in lines]
         # A printed log is a source of its own: the file it is a copy of, else the command's output
         # (the session's other lines are no sign of its trainer's life); a container's log is the
         # session's, attributed to its job.

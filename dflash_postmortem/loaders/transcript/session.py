@@ -18,6 +18,10 @@ from ..terminal import match_script_mark, screen_text
 
 MAX_PID = 2**31 - 1  # larger numbers are not process ids (Linux pid_max is at most 2**22)
 _FENCE = re.compile(r"^\s{0,3}(?:```|~~~)(?:[\w+-]*\s*$|(?P<rest>.+))")
+# What the terminal echoes of the keys that signal the foreground job (Ctrl-C, Ctrl-\\), as `^C`:
+# where the shell's next prompt follows on the same line (`^C^Croot@host:~# date`), the echo is the
+# running command's output and the rest a prompt.
+_ECHOED_KEYS = re.compile(r"^(?:\^[C\\])+")
 
 
 def pid_or_none(v) -> int | None:
@@ -94,6 +98,11 @@ def split_session(lines: list[str], rep) -> Session:
                 ses.commands.append(current)
             continue
         p = match_prompt(s)
+        keys = _ECHOED_KEYS.match(s) if p is None else None
+        if keys is not None and keys.end() < len(s):
+            p = match_prompt(s[keys.end():])
+            if p is not None and current is not None:
+                current.output.append((i, keys.group()))
         if p is not None:
             if p.command:
                 current = Command(i, p.command, p)

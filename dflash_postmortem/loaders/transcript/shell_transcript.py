@@ -171,8 +171,8 @@ def session_incident(ses: Session, ctx: LoadContext, rep, loose: str = "text out
         # status among them is what the file says, with the file's times, read as its log
         # (read_log) and superseded by the folder's copy of it; only the shell's reports of its
         # jobs, printed at the prompt, are the session's own.
-        printed = runtime_outputs.printed_log(c) if c.output else None
-        lines = c.output if printed is None or "printed_at" not in printed[1] else \
+        printed = runtime_outputs.printed_logs(c) if c.output else []
+        lines = c.output if not any("printed_at" in extra for (_, extra, _), _ in printed) else \
             [(n, s) for n, s in c.output if process_control.is_job_report(s)]
         held |= fact_events(ev, lines, c, ref_of, jobs, ctx, rep, held)
         if "pid" in facts:
@@ -192,8 +192,9 @@ def session_incident(ses: Session, ctx: LoadContext, rep, loose: str = "text out
         procs += listing_rows(c, ctx, rep)
         ev.rows += runtime_outputs.read_answer(c, ctx, rep, ref_of)
         ev.rows += disk_full_events(c, ref_of)
-        for frame, df in runtime_outputs.read_log(c, printed, ctx, rep, ref_of, held).items():
-            log_parts[frame].append(df)
+        for one, output in printed:
+            for frame, df in runtime_outputs.read_log(c, one, ctx, rep, ref_of, held, output).items():
+                log_parts[frame].append(df)
         if not (c.prompt is not None and c.prompt.trace_depth) and not ECHO_STATUS.match(c.text):
             prev = c
     launch_pids_to_outcomes(ev, launches)

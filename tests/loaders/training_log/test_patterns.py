@@ -396,3 +396,25 @@ def test_a_watchdogs_escalation_its_exit_statuses_and_its_starts_name_their_proc
     starts = ev[ev["kind"] == "attempt_start"]
     assert (starts["pid"].tolist(), starts["program"].tolist()) == ([26117, 27740], ["train.py", "train.py"])
     assert len(ev) == 5
+
+
+def test_an_interrupt_the_trainer_took_is_its_own_kind_and_no_error(tmp_path):
+    """Ctrl-C as trainers tell it: Python's KeyboardInterrupt (a traceback's last line: the
+    traceback is one event, the interrupt it states another), Lightning's graceful shutdown, a
+    loop's own `interrupted at step N` (tests/model/fixtures/ctrlc-sweep-cpu). `Training
+    interrupted` stays the run's stop line; an interrupted system call is neither."""
+    ev = _events_of(tmp_path,
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 80, in <module>\n'
+        "    loss.backward()\n"
+        "KeyboardInterrupt\n"
+        "2026-12-06 23:24:26,434 INFO interrupted at step 1376, saving checkpoint\n"
+        "Detected KeyboardInterrupt, attempting graceful shutdown...\n"
+        "2026-12-06 23:25:00,000 INFO Training interrupted\n"
+        "OSError: [Errno 4] Interrupted system call\n")
+    told = ev[ev["kind"] == "interrupt"]
+    assert told["pattern"].tolist() == ["keyboard_interrupt", "interrupted_at", "keyboard_interrupt"]
+    assert told["signal"].tolist()[0] == "SIGINT" and told["signal"].tolist()[2] == "SIGINT"
+    assert ev.loc[ev["kind"] == "traceback", "pattern"].tolist() == ["KeyboardInterrupt"]
+    assert ev.loc[ev["kind"] == "training_stop", "message"].str.contains("Training interrupted").all()
+    assert not told["message"].str.contains("system call").any()

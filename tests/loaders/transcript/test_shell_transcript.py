@@ -119,6 +119,48 @@ def test_a_loop_typed_at_the_prompt_is_a_launch_per_pass_each_with_the_pid_bash_
     assert set(launches["ref"]) == {f"{p}:1"}
 
 
+def test_ctrl_c_echoed_under_a_foreground_loop_and_the_prompt_after_it(tmp_path):
+    # The terminal echoes each Ctrl-C as `^C`; the prompt that comes back may follow the last echoes
+    # on their line (tests/model/fixtures/ctrlc-sweep-cpu, line 6): the echoes are the loop's
+    # output, the rest a prompt whose `date` dates what follows.
+    p = tmp_path / "session.txt"
+    p.write_text(
+        "root@gpu-node:~# date\nSun Dec  6 23:23:51 UTC 2026\n"
+        "root@gpu-node:~# for lr in 1e-4 3e-4 1e-3; do python train.py --run-name lr-$lr > logs/lr-$lr.log 2>&1; done\n"
+        "^C\n"
+        "^C^Croot@gpu-node:~# date\nSun Dec  6 23:25:10 UTC 2026\n"
+        "root@gpu-node:~# ls logs\n")
+    ev = pm.load_shell_transcript(p).events
+    cmds = ev[ev["kind"] == "command"]
+    assert cmds["message"].tolist()[-2:] == ["date", "ls logs"]
+    assert cmds["time"].tolist()[-1] == T("2026-12-06 23:25:10")
+    keys = ev[ev["kind"] == "interrupt_key"]
+    assert keys["presses"].tolist() == [1, 2] and set(keys["signal"]) == {"SIGINT"}
+    assert keys["ref"].tolist() == [f"{p}:4", f"{p}:5"] and set(keys["command_ref"]) == {f"{p}:3"}
+
+
+def test_a_tail_of_several_logs_gives_each_its_own_lines(tmp_path):
+    # `tail` of several files (a glob) prints each under `==> file <==`: each part is a copy of
+    # its own file, read as that log, none a log of the glob's name
+    p = tmp_path / "session.txt"
+    p.write_text(
+        "root@gpu-node:~# date\nSun Dec  6 23:25:10 UTC 2026\n"
+        "root@gpu-node:~# tail -n 2 logs/lr-*.log\n"
+        "==> logs/lr-1e-3.log <==\n"
+        "2026-12-06 23:25:05,426 INFO step 280 | loss 6.95 | 21,293 tok/s\n"
+        "2026-12-06 23:25:06,447 INFO interrupted at step 301, saving checkpoint\n"
+        "\n"
+        "==> logs/lr-1e-4.log <==\n"
+        "2026-12-06 23:24:26,054 INFO step 1360 | loss 6.93 | 40,328 tok/s\n"
+        "2026-12-06 23:24:26,434 INFO interrupted at step 1376, saving checkpoint\n")
+    inc = pm.load_shell_transcript(p)
+    told = inc.events[inc.events["kind"] == "interrupt"]
+    assert told["copy_of"].tolist() == ["logs/lr-1e-3.log", "logs/lr-1e-4.log"]
+    assert told["ref"].tolist() == [f"{p}:6", f"{p}:10"]
+    assert sorted(inc.metrics["copy_of"].unique()) == ["logs/lr-1e-3.log", "logs/lr-1e-4.log"]
+    assert "lr-*" not in set(inc.metrics["run"].dropna())
+
+
 # -- launch tokenising (shlex): the seed reconstruction's operator.log ---------------------------
 def _seed_launches(seed_dir):
     lines = (seed_dir / "logs" / "operator.log").read_text().splitlines()

@@ -1,0 +1,90 @@
+"""An interrupt that stopped one pass of a loop, and the loop that went on.
+
+Ctrl-C at a terminal sends SIGINT to the whole foreground job: the loop's bash and the trainer it
+runs. Bash leaves a `for` loop only if its command died of that signal; a trainer that catches the
+interrupt (a KeyboardInterrupt handler that saves a checkpoint, Lightning's graceful shutdown) and
+exits normally ends its pass, and bash goes on with the next one at once. An operator who pressed
+Ctrl-C to stop a sweep stops one run and starts the next; the prompt does not come back.
+
+The signals: an attempt that ended on the trainer's own word that an interrupt stopped it
+(model/attempts.py: `interrupt`), and a start of the same typed command (a loop's next pass) within
+seconds after it. The terminal's echo of each press (`^C`, under that command) is the operator's
+key, where the session was recorded. One finding per loop: each interrupt, the pass it stopped and
+the pass that followed, and how the loop ended.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..incident import Incident
+from ..model.attempts import END_SLACK, attempts
+from ..model.progress import steps_of
+from ..said import error_text
+from ..shell_words import loop_passes
+from . import findings
+from .per_host import judged
+
+# The kinds of end that are an interrupt the trainer said it took (model/attempts.py)
+_INTERRUPTED = ("interrupt",)
+
+
+@judged
+def detect_interrupted_loops(inc: Incident) -> pd.DataFrame:
+    """One finding per typed loop in which an interrupt stopped a pass and the loop went on."""
+    att = attempts(inc)
+    if att.empty:
+        return findings.empty()
+    rows = []
+    for ref, passes in att[att["launch_ref"].notna()].groupby("launch_ref", sort=False):
+        passes = passes.sort_values("start", kind="stable")
+        if len(passes) < 2:
+            continue
+        stops = []
+        for (_, a), (_, b) in zip(passes.iloc[:-1].iterrows(), passes.iloc[1:].iterrows(), strict=True):
+            if a["end_kind"] not in _INTERRUPTED or pd.isna(a["end"]):
+                continue
+            # the next pass began as this one ended: bash went on with the loop
+            if not (a["end"] - END_SLACK <= b["start"] <= a["end"] + END_SLACK):
+                continue
+            stops.append((a, b))
+        if not stops:
+            continue
+        rows.append(_finding(inc, str(ref), stops, passes))
+    return findings.frame(rows)
+
+
+def _finding(inc: Incident, ref: str, stops: list, passes: pd.DataFrame) -> dict:
+    last = passes.iloc[-1]
+    ev = inc.events
+    typed = ev[(ev["kind"] == "command") & (ev["ref"] == ref)]
+    command = str(typed["message"].iloc[0]) if len(typed) else None
+    keys = ev[(ev["kind"] == "interrupt_key") & (ev["command_ref"] == ref)] if "command_ref" in ev.columns else ev.iloc[:0]
+    values = len(loop_passes(command or ""))
+    went_on = []
+    for a, b in stops:
+        steps = steps_of(inc, a)
+        went_on.append({"run": a["run"], "pid": _pid(a), "stopped_at": a["end"], "said": error_text(a["end_message"]) or None,
+                        "last_step": int(steps["step"].max()) if len(steps) and steps["step"].notna().any() else None,
+                        "next_run": b["run"], "next_pid": _pid(b), "next_start": b["start"]})
+    ended = None
+    if last["end_kind"] in _INTERRUPTED and pd.notna(last["end"]):
+        steps = steps_of(inc, last)
+        ended = {"run": last["run"], "pid": _pid(last), "stopped_at": last["end"], "said": error_text(last["end_message"]) or None,
+                 "last_step": int(steps["step"].max()) if len(steps) and steps["step"].notna().any() else None}
+    first, *_ = stops
+    end = ended["stopped_at"] if ended else stops[-1][1]["start"]
+    refs = [ref] + [a["end_ref"] for a, _ in stops] + [b["start_ref"] for _, b in stops]
+    refs += [last["end_ref"]] if ended else []
+    refs += findings.refs(keys)
+    return findings.finding(
+        "interrupt_went_on", first[0]["end"], end, "warning", [r for r in refs if isinstance(r, str)],
+        {"command": command, "passes": values or None, "went_on": went_on, "ended": ended,
+         "ran": len(passes),
+         "key_presses": int(keys["presses"].fillna(1).sum()) if len(keys) and "presses" in keys.columns else len(keys)})
+
+
+def _pid(a: pd.Series) -> int | None:
+    pids = a["pids"]
+    return int(pids[0]) if isinstance(pids, list) and pids else None
+

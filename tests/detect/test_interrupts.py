@@ -1,0 +1,49 @@
+"""An interrupt that stopped one pass of a loop, and the loop that went on (detect/interrupts.py),
+on a real capture: tests/model/fixtures/ctrlc-sweep-cpu (README there)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+import dflash_postmortem as pm
+from dflash_postmortem.detect import detect_interrupted_loops
+
+CTRL_C = Path(__file__).parents[1] / "model" / "fixtures" / "ctrlc-sweep-cpu"
+
+
+def test_each_ctrl_c_stopped_one_pass_and_the_loop_went_on():
+    inc = pm.load_incident(CTRL_C)
+    f = detect_interrupted_loops(inc)
+    assert f["kind"].tolist() == ["interrupt_went_on"]
+    row = f.iloc[0]
+    n = row["numbers"]
+    assert row["start"] == pd.Timestamp("2026-12-06 23:24:26.434", tz="UTC")
+    assert row["end"] == pd.Timestamp("2026-12-06 23:25:06.447", tz="UTC")
+    assert [(p["run"], p["pid"], p["next_run"], p["next_pid"]) for p in n["went_on"]] == [
+        ("lr-1e-4", 31095, "lr-3e-4", 31489), ("lr-3e-4", 31489, "lr-1e-3", 31779)]
+    assert [p["next_start"].strftime("%H:%M:%S") for p in n["went_on"]] == ["23:24:26", "23:24:51"]
+    assert [p["said"] for p in n["went_on"]] == ["interrupted at step 1376, saving checkpoint",
+                                                 "interrupted at step 897, saving checkpoint"]
+    assert (n["ended"]["run"], n["ended"]["pid"], n["ended"]["last_step"]) == ("lr-1e-3", 31779, 300)
+    assert (n["passes"], n["ran"], n["key_presses"]) == (3, 3, 3)
+    # the typed loop, each interrupt line, and the terminal's `^C` echoes (one line holds two)
+    for ref in ("logs/terminal.typescript:4", "logs/lr-1e-4.log:74", "logs/lr-3e-4.log:50", "logs/lr-1e-3.log:21",
+                "logs/terminal.typescript:5", "logs/terminal.typescript:6"):
+        assert ref in row["evidence"]
+
+
+def test_the_story_tells_the_loop_that_went_on():
+    inc = pm.load_incident(CTRL_C)
+    told = " ".join(pm.what_happened(inc, pm.detect(inc)))
+    assert "At 23:24:26 UTC an interrupt stopped run lr-1e-4 (PID 31095)" in told
+    assert "the loop went on with run lr-3e-4 (PID 31489) at 23:24:26" in told
+    assert "the loop went on with run lr-1e-3 (PID 31779) at 23:24:51" in told
+    assert "the interrupt at 23:25:06 stopped run lr-1e-3 (PID 31779)" in told and "no pass was left" in told
+
+
+def test_a_loop_whose_passes_ended_by_themselves_is_no_finding():
+    # tests/model/fixtures/foreground-loop-cpu: both passes stopped by themselves (`Training stopped`)
+    inc = pm.load_incident(Path(__file__).parents[1] / "model" / "fixtures" / "foreground-loop-cpu")
+    assert detect_interrupted_loops(inc).empty
