@@ -121,6 +121,9 @@ _ENDS = ("redirect_failed", "oom_kill", "oom", "kill_sent", "killed", "attempt_e
 # Kinds that, after an end in the same log, begin a new start there (a restart appending to it):
 # a start-up stage, training beginning, a resume from a checkpoint.
 _STARTS = ("stage", "training_start", "resumed")
+# A stage that is no start-up: a checkpoint saved is the running trainer's doing (its last words
+# after an interrupt: `interrupted at step 709, saving checkpoint`, `saved checkpoint step 709`).
+_NOT_START_UP = ("checkpoint_save",)
 # An end no line tells (`_gone`), and the cause a shell's own end gives it (`_hung_up`).
 GONE = "gone"
 HANGUP = "hangup"
@@ -1611,6 +1614,7 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
         part = df[[c for c in cols if c in df.columns]].copy()
         part["kind"] = df["kind"] if "kind" in df.columns else "metric"
         part["pid"] = column(df, "pid")
+        part["pattern"] = column(df, "pattern") if "kind" in df.columns else None
         # where the row is, for the ref of the few rows that start something (every row's ref
         # as text would be the largest thing a watch's look holds: an hour of 1 Hz rank logs)
         part["frame"], part["at"] = k, at
@@ -1643,6 +1647,7 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
         starts = [] if errors_only or (kinds[0] in _ENDS + CAUSES and g["time"].iloc[0] > first_row[source]) else [0]
         ended = None
         steps = column(g, "step").to_numpy(dtype=float, na_value=np.nan)
+        saves = column(g, "pattern").isin(_NOT_START_UP).fillna(False).to_numpy(dtype=bool)
         # a log with no time of day placed start-up by start-up at the starts that wrote it
         # (clock/untimed.py): each new place is a start
         placed = column(g, "time_placed").astype("boolean").fillna(False).to_numpy(dtype=bool)
@@ -1653,7 +1658,8 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
                 ended = None
             elif k in _ENDS:
                 ended = g["time"].iloc[i] if ended is None else ended
-            elif ended is not None and (k in _STARTS or (k == "metric" and _counts_again(inc, source, steps[i], ended, step_of))):
+            elif ended is not None and ((k in _STARTS and not saves[i])
+                                        or (k == "metric" and _counts_again(inc, source, steps[i], ended, step_of))):
                 starts.append(i)
                 ended = None
         # a launcher's log: every new (job, attempt) is a start of its own; its lines before the

@@ -1836,3 +1836,36 @@ def test_a_sweep_typed_beside_a_run_is_two_starts_that_slowed_it_until_the_opera
     assert told[0].startswith("At 22:10:38 UTC throughput fell from 501.4K tok/s to 152.5K tok/s (0.30 of baseline) within run base")
     assert "PID 862, 863 (run sweep-1e-4, started at 22:10:30; run sweep-1e-3, started at 22:10:30)" in told[0]
     assert told[1].endswith("once the operator stopped PID(s) 862, 863 at 22:11:14 (`kill 862 863`).")
+
+
+def _dec7(hms: str) -> pd.Timestamp:
+    return pd.Timestamp(f"2026-12-07 {hms}", tz="UTC")
+
+
+def test_a_foreground_sweep_stopped_by_ctrl_c_went_on_pass_by_pass():
+    """h100-1gpu-ctrlc-sweep (README): `for lr in 1e-4 3e-4 1e-3; do python3 train.py ... > logs/
+    lr-$lr.log 2>&1; done` typed at 02:19:23.896. Ctrl-C at 02:19:58.897 stopped pass 1 (lr-1e-4,
+    PID 541, checkpoint at step 709) only: its trainer caught it and exited 0, and bash started pass
+    2 (lr-3e-4, PID 669, seen 02:20:00.427); Ctrl-C at 02:20:23.897 the same, pass 3 (lr-1e-3, PID
+    762, seen 02:20:26.283); Ctrl-C at 02:20:38.898 stopped pass 3 and the loop, which had no value
+    left. Each pass ends at its trainer's interrupt line, not at the checkpoint saved after it (the
+    dying trainer's own line, no restart)."""
+    inc, found = loaded("h100-1gpu-ctrlc-sweep")
+    att = attempts(inc)
+    assert att["run"].tolist() == ["lr-1e-4", "lr-3e-4", "lr-1e-3"]
+    assert att["pids"].tolist() == [[541], [669], [762]]
+    assert att["by"].tolist() == ["operator"] * 3 and set(att["launch_ref"]) == {"logs/terminal.typescript:4"}
+    for start, truth in zip(att["start"], ("02:19:23.896", "02:20:00.427", "02:20:26.283"), strict=True):
+        assert abs(start - _dec7(truth)) <= pd.Timedelta(seconds=1)
+    assert att["end_kind"].tolist() == ["interrupt"] * 3
+    for end, truth in zip(att["end"], ("02:19:58.897", "02:20:23.897", "02:20:38.898"), strict=True):
+        assert abs(end - _dec7(truth)) <= pd.Timedelta(seconds=0.01)
+    assert found["kind"].tolist() == ["interrupt_went_on"]
+    n = found.iloc[0]["numbers"]
+    assert [(p["run"], p["pid"], p["last_step"], p["next_pid"]) for p in n["went_on"]] == [
+        ("lr-1e-4", 541, 700, 669), ("lr-3e-4", 669, 420, 762)]
+    assert (n["ended"]["pid"], n["ended"]["last_step"], n["passes"], n["ran"], n["key_presses"]) == (762, 80, 3, 3, 3)
+    told = pm.what_happened(inc, found)
+    assert told[0].startswith("At 02:19:58 UTC an interrupt stopped run lr-1e-4 (PID 541)")
+    assert "the loop went on with run lr-3e-4 (PID 669) at 02:20:00" in told[0]
+    assert "the interrupt at 02:20:38 stopped run lr-1e-3 (PID 762)" in told[0] and "no pass was left" in told[0]

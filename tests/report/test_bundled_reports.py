@@ -1,8 +1,10 @@
 """Every bundled incident's report built and read, and the fewest of them that show every kind of
 finding, figure and evidence view in a real headless Chromium: it opens offline, draws its
-figures, and its evidence links land on their lines. Those reports are built whole; the others'
-front page and overview page, where every finding, sentence and evidence line of the incident is
-shown (the other pages show the kinds of finding the cover's reports show too)."""
+figures, and its evidence links land on their lines. Every report's front page and overview page
+are built (there every finding, sentence and evidence line of the incident is shown); a page about
+some findings (a drop, a failed start, a recovery) is built and drawn for the fewest incidents that
+have every kind of finding it is about (`PAGE_KINDS`). The replay page draws replay runs, which no
+bundled incident's findings are about: tests/report/test_build.py draws every page of a report."""
 
 import json
 import re
@@ -19,7 +21,6 @@ from dflash_postmortem.present.evidence_views import WHOLE_FILE_LINES, read_line
 from dflash_postmortem.report.build import build_report
 
 REPO = Path(__file__).resolve().parents[2]
-PAGES = ["01_overview", "02_throughput_drop", "03_failed_restart", "04_recovery", "05_replay_ab"]
 # What a reader must never see: markup left raw (a backtick), a value as Python prints it, a count
 # of one with a plural noun.
 RAW = re.compile(r"`|\b(?:nan|NaN|NaT|nanK)\b|<NA>|(?<![\d.,])1 (?:rows|lines|files|GPUs|processes|findings|samples|attempts|runs|events|seconds)\b")
@@ -76,20 +77,50 @@ def _covering(incidents: list[str]) -> list[str]:
 
 
 IN_BROWSER = _covering(BUNDLED)
-# the pages of a report outside the cover that are built (each page costs its kernel a second of CPU)
+# the pages every report has built (each page costs its kernel a second of CPU, and Chromium half
+# a second to draw)
 OVERVIEW = ["01_overview"]
+# The pages about some findings, and the kinds of finding each is about (its headline, tables and
+# figures: notebooks/)
+PAGE_KINDS = {
+    "02_throughput_drop": {"throughput_regression"},
+    "03_failed_restart": {"failed_restart", "slow_start", "never_trained", "stale_process", "verified_start"},
+    "04_recovery": {"recovery", "partial_recovery", "no_recovery", "role_mismatch", "idle_allocated_gpu"},
+}
+
+
+def _page_cover(page: str) -> list[str]:
+    """The fewest incidents (greedily; of those whose whole report is drawn anyway first, then by
+    name) whose findings have every kind the page is about that the bundled reports have."""
+    kinds = {n: {f[len("finding:"):] for f in _features(n) if f.startswith("finding:")} & PAGE_KINDS[page]
+             for n in BUNDLED}
+    left, chosen = set().union(*kinds.values()), []
+    while left:
+        best = max(sorted(kinds, key=lambda n: n not in IN_BROWSER), key=lambda n: len(kinds[n] & left))
+        chosen.append(best)
+        left -= kinds[best]
+    return chosen
+
+
+PAGE_COVER = {page: _page_cover(page) for page in PAGE_KINDS}
+DRAWN = sorted(set(IN_BROWSER).union(*PAGE_COVER.values()))
+
+
+def _pages(incident: str) -> list[str]:
+    """The pages built for an incident's report: its overview, and each page it is in the cover of."""
+    return OVERVIEW + [page for page, cover in PAGE_COVER.items() if incident in cover]
+
+
 _BUILT: dict[str, Path] = {}
 
 
 @pytest.fixture
 def built(incident, tmp_path_factory, report_kernels) -> Path:
     """The incident's report index, built once per test process (its tests share a worker:
-    conftest.py schedules a bundled incident's tests together): whole in the cover, else its
-    overview page."""
+    conftest.py schedules a bundled incident's tests together), with its pages (`_pages`)."""
     if incident not in _BUILT:
         _BUILT[incident] = build_report(REPO / "data" / "incidents" / incident, tmp_path_factory.mktemp("report"),
-                                        only=None if incident in IN_BROWSER else OVERVIEW,
-                                        progress=False, kernels=report_kernels)
+                                        only=_pages(incident), progress=False, kernels=report_kernels)
     return _BUILT[incident]
 
 
@@ -130,11 +161,10 @@ def _text(html: str) -> str:
 
 @pytest.mark.parametrize("incident", BUNDLED)  # each its own test worker where one is free (conftest.py)
 def test_every_bundled_report_reads_clean_and_its_evidence_links_have_their_lines(incident, built):
-    """Each bundled incident's report, built: the index and its pages (five in the cover, else the
-    overview), no raw markup or raw value in their text, and every evidence link's view holds the
-    line it names."""
+    """Each bundled incident's report, built: the index and its pages (`_pages`), no raw markup or
+    raw value in their text, and every evidence link's view holds the line it names."""
     pages = {p.stem: p.read_text(encoding="utf-8") for p in built.parent.glob("*.html")}
-    assert set(pages) == {"index", *(PAGES if incident in IN_BROWSER else OVERVIEW)}
+    assert set(pages) == {"index", *_pages(incident)}
     links, views = 0, {}
     for name, html in pages.items():
         assert RAW.findall(_text(html)) == [], name
@@ -151,12 +181,12 @@ def test_every_bundled_report_reads_clean_and_its_evidence_links_have_their_line
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("incident", IN_BROWSER)
+@pytest.mark.parametrize("incident", DRAWN)
 def test_the_reports_covering_every_feature_open_offline_in_chromium(incident, built, browser):
-    """The reports of IN_BROWSER in Chromium, index and every page: figures drawn, no raw markup
-    or raw value in the text as drawn, no console error, no network request, and evidence links
-    open their line: each page's first, and the first into every file the report cites on its
-    first three links of a page."""
+    """The reports of IN_BROWSER and of each page's cover in Chromium, index and every page built:
+    figures drawn, no raw markup or raw value in the text as drawn, no console error, no network
+    request, and evidence links open their line: each page's first, and the first into every file
+    the report cites on its first three links of a page."""
     followed, opened = {}, set()
 
     def check(page, name):
@@ -169,11 +199,11 @@ def test_the_reports_covering_every_feature_open_offline_in_chromium(incident, b
 
     errors, dialogs = browser.open_pages(built.parent, check)
     assert errors == [] and dialogs == []
-    assert set(followed) == {"index", *PAGES}
-    # every incident cites evidence somewhere: each finding its lines, a run without one at
-    # least the starts it reviewed
+    assert set(followed) == {"index", *_pages(incident)}
+    # every incident cites evidence on its overview: each finding its lines (two files at least
+    # among its first links), a run without one at least the starts it reviewed
     findings = PINNED.get(incident, {}).get("findings", [None])
-    assert sum(len(v) for v in followed.values()) >= (3 if findings else 1), followed
+    assert len(followed["01_overview"]) >= (2 if findings else 1), followed
 
 
 def test_the_covering_reports_show_every_feature_and_are_fewer():
@@ -183,3 +213,8 @@ def test_the_covering_reports_show_every_feature_and_are_fewer():
     covered = set().union(*(_features(n) for n in IN_BROWSER))
     assert every == covered and {"finding:stall", "view:binary", "view:escapes", "impact:tokens_lost"} <= every
     assert len(IN_BROWSER) < len(BUNDLED)
+    # each page about some findings is drawn with every kind of them that a bundled report has
+    for page, kinds in PAGE_KINDS.items():
+        had = {k for k in kinds if f"finding:{k}" in every}
+        drawn = {k for n in PAGE_COVER[page] for k in kinds if f"finding:{k}" in _features(n)}
+        assert had and drawn == had, page
