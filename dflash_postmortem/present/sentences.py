@@ -439,7 +439,10 @@ def _nothing_found(inc: Incident, first, last) -> str:
         return (said + f". What it shows going wrong: {text.rstrip('.')} ({ref})"
                 + (f", and {count(more, 'more such line')}" if more else "") + ".")
     return (f"Nothing went wrong that the evidence shows between {_when(first)} and {_when(last)}: "
-            "no throughput regression, stall, failed restart or start that never trained.")
+            "no throughput regression, stall, failed restart or start that never trained"
+            + "".join(f"; run {a['run'] or '?'} was stopped by an interrupt at {_when(a['end'])} (`{error_text(a['end_message'])}`)"
+                      for _, a in att[att["end_kind"] == "interrupt"].iterrows() if pd.notna(a["first_step"]))
+            + ".")
 
 
 # What a reader names as gone wrong where no finding does (no training to judge): a GPU's fault

@@ -47,3 +47,17 @@ def test_a_loop_whose_passes_ended_by_themselves_is_no_finding():
     # tests/model/fixtures/foreground-loop-cpu: both passes stopped by themselves (`Training stopped`)
     inc = pm.load_incident(Path(__file__).parents[1] / "model" / "fixtures" / "foreground-loop-cpu")
     assert detect_interrupted_loops(inc).empty
+
+
+def test_a_run_stopped_by_an_interrupt_and_nothing_else_is_told_so(tmp_path):
+    # pass 1 of tests/model/fixtures/ctrlc-sweep-cpu alone: its log, its trainer's interrupt line
+    # the last of its training; no loop went on, nothing went wrong, and the run did not finish
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "lr-1e-4.log").write_bytes((CTRL_C / "logs" / "lr-1e-4.log").read_bytes())
+    inc = pm.load_incident(tmp_path)
+    found = pm.detect(inc)
+    assert found.empty
+    told = pm.what_happened(inc, found)
+    assert told[0].startswith("Nothing went wrong that the evidence shows between 23:23:52 UTC and 23:24:26 UTC")
+    assert told[0].endswith("; run lr-1e-4 was stopped by an interrupt at 23:24:26 UTC "
+                            "(`interrupted at step 1376, saving checkpoint`).")
