@@ -61,17 +61,8 @@ def _finding(inc: Incident, ref: str, stops: list, passes: pd.DataFrame) -> dict
     command = str(typed["message"].iloc[0]) if len(typed) else None
     keys = ev[(ev["kind"] == "interrupt_key") & (ev["command_ref"] == ref)] if "command_ref" in ev.columns else ev.iloc[:0]
     values = len(loop_passes(command or ""))
-    went_on = []
-    for a, b in stops:
-        steps = steps_of(inc, a)
-        went_on.append({"run": a["run"], "pid": _pid(a), "stopped_at": a["end"], "said": error_text(a["end_message"]) or None,
-                        "last_step": int(steps["step"].max()) if len(steps) and steps["step"].notna().any() else None,
-                        "next_run": b["run"], "next_pid": _pid(b), "next_start": b["start"]})
-    ended = None
-    if last["end_kind"] in _INTERRUPTED and pd.notna(last["end"]):
-        steps = steps_of(inc, last)
-        ended = {"run": last["run"], "pid": _pid(last), "stopped_at": last["end"], "said": error_text(last["end_message"]) or None,
-                 "last_step": int(steps["step"].max()) if len(steps) and steps["step"].notna().any() else None}
+    went_on = [_stopped(inc, a) | {"next_run": b["run"], "next_pid": _pid(b), "next_start": b["start"]} for a, b in stops]
+    ended = _stopped(inc, last) if last["end_kind"] in _INTERRUPTED and pd.notna(last["end"]) else None
     first, *_ = stops
     end = ended["stopped_at"] if ended else stops[-1][1]["start"]
     refs = [ref] + [a["end_ref"] for a, _ in stops] + [b["start_ref"] for _, b in stops]
@@ -82,6 +73,13 @@ def _finding(inc: Incident, ref: str, stops: list, passes: pd.DataFrame) -> dict
         {"command": command, "passes": values or None, "went_on": went_on, "ended": ended,
          "ran": len(passes),
          "key_presses": int(keys["presses"].fillna(1).sum()) if len(keys) and "presses" in keys.columns else len(keys)})
+
+
+def _stopped(inc: Incident, a: pd.Series) -> dict:
+    """A pass an interrupt stopped: its run, PID, when, the trainer's words and its last step line."""
+    steps = steps_of(inc, a)
+    return {"run": a["run"], "pid": _pid(a), "stopped_at": a["end"], "said": error_text(a["end_message"]) or None,
+            "last_step": int(steps["step"].max()) if len(steps) and steps["step"].notna().any() else None}
 
 
 def _pid(a: pd.Series) -> int | None:
