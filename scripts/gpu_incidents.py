@@ -174,6 +174,11 @@ did (what the README of the incident is written from), which the incident folder
                        sweep; pass 1 saves and exits 0, so bash goes on with pass 2 (no prompt); Enter ~15 s later
                        (no prompt), Ctrl-C again ~25 s after the first (pass 3 starts), a third ~15 s later ends the
                        loop; `date`, `ls logs`, `tail -n 2 logs/lr-*.log`, `nvidia-smi`
+    ctrlc-stops-sweep  ctrlc-sweep's terminal and one-line foreground sweep, its trainer without the KeyboardInterrupt
+                       handler: ~35 s into pass 1 the operator presses Ctrl-C once; KeyboardInterrupt goes unhandled
+                       (a traceback in logs/lr-1e-4.log), the trainer dies of SIGINT, bash ends the whole loop and
+                       the prompt comes back at once (passes 2 and 3 never start); `echo $?`, `date`, `ls logs`,
+                       `tail -n 3 logs/lr-*.log`, `nvidia-smi`
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -7603,6 +7608,338 @@ def ctrlc_sweep(r: Recording) -> None:
             f.unlink()
 
 
+
+# ctrlc-stops-sweep's trainer: ctrlc-sweep's train.py without its KeyboardInterrupt handler (the one
+# difference): a Ctrl-C raises KeyboardInterrupt out of the training loop, unhandled; Python prints the
+# traceback and, as CPython does for an unhandled KeyboardInterrupt, ends the process by SIGINT.
+CTRLC_STOPS_TRAIN = CTRLC_SWEEP_TRAIN
+for _old, _new in (
+        ("try:\n" + "".join("    " + ln if ln.strip() else ln for ln in _old_loop.splitlines(keepends=True))
+         + "except KeyboardInterrupt:  # Ctrl-C: keep what was trained and stop cleanly\n"
+         "    log.info(\"interrupted at step %d, saving checkpoint\", step)\n"
+         "    save_checkpoint()\n"
+         "    sys.exit(0)\n", _old_loop),
+        ("steps. Ctrl-C stops it cleanly: it saves a checkpoint and exits 0.\n", "steps.\n")):
+    assert CTRLC_STOPS_TRAIN.count(_old) == 1, _old[:80]
+    CTRLC_STOPS_TRAIN = CTRLC_STOPS_TRAIN.replace(_old, _new)
+assert "KeyboardInterrupt" not in CTRLC_STOPS_TRAIN
+# its probe: ctrlc-sweep's without the SIGINT handler (whose frame would show in the unhandled KeyboardInterrupt's
+# traceback, in the log): the start, the excepthook (the traceback, timed) and the start of the shutdown
+CTRLC_STOPS_PROBE = CTRLC_PROBE
+_sigint_note = CTRLC_PROBE[CTRLC_PROBE.index("    def _on_sigint("):CTRLC_PROBE.index("    _exit = sys.exit\n")]
+assert "signal.signal(signal.SIGINT, _on_sigint)" in _sigint_note
+CTRLC_STOPS_PROBE = CTRLC_STOPS_PROBE.replace(_sigint_note, "")
+
+
+def ctrlc_stops_sweep(r: Recording) -> None:
+    py = _python3()
+    # the dry run: a tiny model on the CPU (the GPU path's commands carry no size flags)
+    flags = "" if r.gpu else " --n-layer 2 --n-head 2 --n-embd 64 --block-size 64 --vocab-size 1024"
+    pass_s = 180  # what one pass would take to its last step
+    first_s, again_s = 35, 15  # the Ctrl-C after the loop's start; another one only if bash went on anyway
+    lrs = ("1e-4", "3e-4", "1e-3")
+    runs = tuple(f"lr-{lr}" for lr in lrs)
+    logs = r.dir / "logs"
+    calib = r.dir.parent / f"{r.name}.calibrate"
+    probe = r.dir.parent / f"{r.name}.probe"
+    # the operator's login shell: the driver's probe on PYTHONPATH (outside the folder)
+    env = dict(os.environ, COLUMNS="", CTRLC_PROBE_DIR=str(probe),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(probe), os.environ.get("PYTHONPATH")])))
+    cal_env = dict(os.environ)
+    if not r.gpu:
+        env["OMP_NUM_THREADS"] = cal_env["OMP_NUM_THREADS"] = "1"
+
+    def text(log: str) -> str:
+        path = logs / log
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def last_line(log: str) -> str:
+        lines = text(log).strip().splitlines()
+        return lines[-1][:300] if lines else "(empty)"
+
+    def steps_of(body: str) -> list[tuple[float, int, float]]:
+        return [(_log_time(m.group(1)), int(m.group(2)), float(m.group(4).replace(",", "")))
+                for m in re.finditer(CF_STEP, body)]
+
+    # each trainer of the incident (a python running train.py in the folder), by its --run-name, from
+    # when the driver first sees it to when it has exited, read from /proc every 0.05 s (the operator's
+    # bash reaps each pass at once, so its wait status is rarely there to read: the probe tells how it ended)
+    name_of: dict[str, str] = {}
+    exited: dict[str, tuple[float, str]] = {}
+    done = threading.Event()
+
+    def watch() -> None:
+        alive: set[str] = set()
+        folder = r.dir.resolve()
+        while not done.is_set():
+            for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+                pid = cmdline.parent.name
+                if pid in name_of:
+                    continue
+                try:
+                    argv = cmdline.read_bytes().split(b"\0")
+                    if not (b"python" in argv[0] and argv[1:2] == [b"train.py"]
+                            and Path(os.readlink(cmdline.parent / "cwd")).is_relative_to(folder)):
+                        continue
+                except (OSError, IndexError):
+                    continue
+                fields = _proc_stat(pid)
+                if not fields or fields[0] == "Z":
+                    continue
+                args = [a.decode(errors="replace") for a in argv]
+                name = args[args.index("--run-name") + 1] if "--run-name" in args[:-1] else "?"
+                name_of[pid] = name
+                alive.add(pid)
+                r.truth(f"{name} trainer: PID {pid} seen (parent {fields[1]}, process group {fields[2]}, "
+                        f"session {fields[3]}, terminal's foreground process group {fields[5]}): "
+                        f"{' '.join(args).strip()!r}")
+            for pid in sorted(alive):
+                fields = _proc_stat(pid)
+                if fields and fields[0] != "Z":
+                    continue
+                alive.discard(pid)
+                exited[pid] = (time.time(), _wait_status(fields))
+                name = name_of[pid]
+                r.truth(f"{name} trainer PID {pid} exited ({exited[pid][1]}); {name}.log's last line "
+                        f"{last_line(name + '.log')!r}")
+            time.sleep(0.05)
+
+    def pid_of(name: str, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = [p for p, k in list(name_of.items()) if k == name]
+            if found:
+                return found[0]
+            time.sleep(0.05)
+        return "?"
+
+    def gone(pid: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and pid not in exited:
+            time.sleep(0.05)
+        return pid in exited
+
+    def probed(pid: str) -> list[tuple[float, str]]:
+        path = probe / f"{pid}.probe"
+        notes = path.read_text(errors="replace").splitlines() if path.exists() else []
+        return [(float(n.split(" ", 1)[0]), n.split(" ", 1)[1]) for n in notes if " " in n]
+
+    def said(name: str) -> str:
+        interrupted_re, saved_re = CTRLC_INTERRUPTED, CTRLC_SAVED
+        body = text(name + ".log")
+        lines = steps_of(body)
+        began = re.search(CF_BEGAN, body)
+        rates = [x[2] for x in lines[1:]]
+        return (f"logs/{name}.log: {len(body.splitlines())} lines, first at {body[:23] if body.strip() else '?'}; "
+                f"training from {began.group(1) if began else '?'}; "
+                + (f"step lines {lines[0][1]}-{lines[-1][1]} ({len(lines)}, {_utc(lines[0][0])} to "
+                   f"{_utc(lines[-1][0])}); " if lines else "no step line; ")
+                + (f"tok/s after the first step line: median {statistics.median(rates):,.0f} (min {min(rates):,.0f}, "
+                   f"max {max(rates):,.0f}); " if rates else "")
+                + f"interrupted: {re.findall(interrupted_re, body)}; saved: "
+                f"{re.findall(saved_re, body)}; 'training done' in it: "
+                f"{'training done' in body}; 'Traceback' in it: {'Traceback' in body}; 'KeyboardInterrupt' in it: "
+                f"{'KeyboardInterrupt' in body}; last line "
+                f"{last_line(name + '.log')!r}")
+
+    def screen() -> str:
+        """What the terminal showed since the loop was typed (the last 300 characters), escapes dropped."""
+        shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", t._tail.decode("utf-8", "replace"))
+        return repr(shown[-300:])
+
+    def training(n: int, planned: float) -> None:
+        """Before a Ctrl-C meant for pass `n`: it has begun its training loop (else the Ctrl-C would meet
+        its start-up, which catches nothing); the driver waits for that, past the planned time if need be."""
+        log = runs[n - 1] + ".log"
+        if "INFO training from step" in text(log):
+            return
+        r.truth(f"pass {n} has not begun training at the planned time {_utc(planned)}: the driver waits for "
+                f"'training from step' in {log}")
+        r.wait_for(f"logs/{log}", "INFO training from step", 120)
+
+    def ctrl_c(k: int, n: int, pid: str) -> float:
+        """Ctrl-C number `k`, meant for pass `n` (`pid`): the byte the terminal turns into SIGINT to its
+        foreground process group."""
+        r.truth(f"Ctrl-C {k}: operator presses Ctrl-C (0x03 to the terminal) during pass {n} ({runs[n - 1]}, "
+                f"PID {pid}; {runs[n - 1]}.log's last line {last_line(runs[n - 1] + '.log')!r})")
+        at = time.time()
+        os.write(t.fd, b"\x03")
+        return at
+
+    def after_ctrl_c(k: int, n: int, pid: str, at: float) -> str:
+        """Pass `n`'s end after Ctrl-C `k`, and whether bash went on with the next pass ('next'), gave its
+        prompt back ('prompt') or neither within 30 s ('?')."""
+        ended = gone(pid, 90)
+        r.truth(f"after Ctrl-C {k}: pass {n} (PID {pid}) "
+                + (f"exited {exited[pid][0] - at:.2f} s after it ({exited[pid][1]})" if ended
+                   else "still running 90 s after it")
+                + f"; {said(runs[n - 1])}")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if n < len(runs) and any(k2 == runs[n] for k2 in list(name_of.values())):
+                nxt = pid_of(runs[n], 1)
+                r.truth(f"bash went on with pass {n + 1} ({runs[n]}): PID {nxt}, seen "
+                        f"{time.time() - at:.2f} s after Ctrl-C {k}; no prompt on the terminal: "
+                        f"{not _PROMPT_SEEN.search(t._tail)}; the terminal shows {screen()}")
+                return "next"
+            if _PROMPT_SEEN.search(t._tail):
+                r.truth(f"after Ctrl-C {k} the prompt came back ({time.time() - at:.2f} s after it)"
+                        + (f": bash ended the loop; pass {n + 1} ({runs[n]}) did not start" if n < len(runs)
+                           else ": the loop had no values left") + f"; the terminal shows {screen()}")
+                return "prompt"
+            time.sleep(0.05)
+        r.truth(f"30 s after Ctrl-C {k}: no pass {n + 1} and no prompt; the terminal shows {screen()}")
+        return "?"
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    t = None
+    try:
+        (r.dir / "train.py").write_text(CTRLC_STOPS_TRAIN)
+        shutil.rmtree(probe, ignore_errors=True)
+        probe.mkdir()
+        (probe / "sitecustomize.py").write_text(CTRLC_STOPS_PROBE)
+        # the pace of one run alone on this machine's GPU (the dry run: its CPU), how steady, and how busy
+        # it keeps the GPU, measured before the captures start and outside the folder
+        shutil.rmtree(calib, ignore_errors=True)
+        calib.mkdir()
+        (calib / "train.py").write_text(CTRLC_STOPS_TRAIN)
+        cal_steps, cal_from = (500, 100) if r.gpu else (600, 200)
+        cal_argv = [sys.executable, "train.py", "--run-name", "calibrate", "--lr", "3e-4", "--max-steps",
+                    str(cal_steps), "--save-every", "1000000", *flags.split()]
+        r.truth(f"calibration (before the captures, in {calib}, outside the folder, in no transcript): "
+                f"`{' '.join(cal_argv)}`")
+        sampler = None
+        if r.gpu:
+            sampler = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,utilization.gpu,memory.used",
+                                        "--format=csv,noheader,nounits", "-lms", "500"],
+                                       stdout=open(calib / "util.csv", "w"), stderr=subprocess.DEVNULL)  # noqa: SIM115
+        cal = subprocess.run(cal_argv, cwd=calib, env=cal_env, capture_output=True, text=True, timeout=240,
+                             check=False)
+        if sampler:
+            sampler.terminate()
+            sampler.wait(timeout=10)
+        cal_out = cal.stdout + cal.stderr
+        cal_lines = [x for x in steps_of(cal_out) if x[1] >= cal_from]
+        p = ((cal_lines[-1][1] - cal_lines[0][1]) / max(1e-3, cal_lines[-1][0] - cal_lines[0][0])
+             if len(cal_lines) >= 2 else 0.0)
+        rates = [x[2] for x in cal_lines[1:]]
+        steady = (f"tok/s over those step lines: median {statistics.median(rates):,.0f} (min {min(rates):,.0f}, "
+                  f"max {max(rates):,.0f})" if rates else "no rates")
+        util = "no GPU (dry run)"
+        if sampler and len(cal_lines) >= 2:
+            samples = []
+            for ln in (calib / "util.csv").read_text().splitlines():
+                f = ln.split(", ")
+                try:
+                    at = _smi_time(f[0])
+                except (ValueError, IndexError):
+                    continue
+                if cal_lines[0][0] <= at <= cal_lines[-1][0]:
+                    samples.append((int(f[1]), int(f[2])))
+            if samples:
+                us = [u for u, _ in samples]
+                util = (f"GPU utilization over those steps ({len(samples)} samples, every 0.5 s): {min(us)}-{max(us)} % "
+                        f"(median {statistics.median(us):g}), memory up to {max(m for _, m in samples)} MiB")
+        unit = 100
+        max_steps = max(10 * unit, int(round(p * pass_s / unit)) * unit) if p > 0 else (5000 if r.gpu else 10000)
+        noted = "; ".join(ln[24:] for ln in cal_out.splitlines() if "WARNING" in ln or "model:" in ln)
+        r.truth(f"calibration exited {cal.returncode}: {len(cal_lines)} step lines from step {cal_from}, pace "
+                f"{p:.2f} steps/s ({noted[:300]}); {steady}; {util}; --max-steps {max_steps} (~{pass_s} s a pass)"
+                f"{'' if cal.returncode == 0 else '; its output ends ' + repr(cal_out[-500:])}")
+        shutil.rmtree(calib, ignore_errors=True)
+
+        r.gpus_and_processes()
+        watcher.start()
+        r.truth("train.py is in the folder (GPT-style LM, 12 layers, width 768, block 1024, batch 16 by default; "
+                "--lr; ckpt/<run-name>.pt every 2000 steps and at the end, atomically; no KeyboardInterrupt handler: a Ctrl-C "
+                "raises KeyboardInterrupt out of its training loop, unhandled); the driver's probe (a sitecustomize in "
+                f"{probe}, outside the folder, no signal handler) notes each trainer's start, an unhandled "
+                "exception (excepthook) and the start of its shutdown")
+        t = InteractiveShell(r.dir, r.dir / "logs" / "terminal.typescript", env)
+        r.truth("operator at a script-recorded interactive bash (logs/terminal.typescript)")
+        time.sleep(2)
+        _typed(r, t, "date")
+        loop = (f"for lr in {' '.join(lrs)}; do {py} train.py --run-name lr-$lr --lr $lr --max-steps {max_steps}"
+                f"{flags} > logs/lr-$lr.log 2>&1; done")
+        r.truth(f"operator types `{loop}` (one line; each pass in the foreground, the next when it ends)")
+        at_loop = time.time()
+        t.start(loop)
+        pids = [pid_of(runs[0], 30)]
+        r.truth(f"pass 1 ({runs[0]}): PID {pids[0]}")
+
+        # Ctrl-C 1, ~35 s into pass 1: the operator means to stop the whole sweep
+        time.sleep(max(0.0, at_loop + first_s - time.time()))
+        training(1, at_loop + first_s)
+        at1 = ctrl_c(1, 1, pids[0])
+        went = after_ctrl_c(1, 1, pids[0], at1)
+        ats = [at1]
+        r.truth("after Ctrl-C 1: " + ("the prompt came back; no later pass started" if went == "prompt"
+                                       else "bash went on with the next pass (against the plan)" if went == "next"
+                                       else "neither the prompt nor a next pass within 30 s"))
+        # only if bash went on anyway (not the plan): one more Ctrl-C ~15 s later for each pass it starts
+        while went == "next" and len(pids) < len(runs):
+            pids.append(pid_of(runs[len(pids)], 5))
+            n = len(pids)
+            time.sleep(max(0.0, ats[-1] + again_s - time.time()))
+            training(n, ats[-1] + again_s)
+            ats.append(ctrl_c(len(ats) + 1, n, pids[-1]))
+            went = after_ctrl_c(len(ats), n, pids[-1], ats[-1])
+        if went != "prompt":
+            shown = t.wait_prompt(120)
+            r.truth(f"the prompt came back; the terminal showed {shown[-200:]!r}")
+        else:
+            t.wait_prompt(30)
+        r.truth(f"the loop ended {time.time() - at_loop:.1f} s after it was typed; trainers seen: "
+                f"{[(n, pid) for pid, n in name_of.items()]}")
+
+        # the operator looks
+        time.sleep(3)
+        for cmd in ("echo $?", "date", "ls logs", "tail -n 3 logs/lr-*.log", "nvidia-smi" if r.gpu else "uptime",
+                    "date"):
+            shown = _typed(r, t, cmd)
+            if cmd == "echo $?":
+                said_status = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", shown)
+                r.truth(f"`echo $?` printed {said_status.strip()[:120]!r} (the loop's status: its last command's)")
+            time.sleep(1)
+        r.truth("operator types `exit`")
+        t.close()
+        t = None
+
+        # the summary: each pass's PID, its start and end, how it ended (the probe), its steps and saves
+        for n, (name, pid) in enumerate(zip(runs, pids, strict=False), 1):
+            notes = probed(pid)
+            end = f"{_utc(exited[pid][0])} ({exited[pid][1]})" if pid in exited else "not seen exiting"
+            r.truth(f"summary pass {n} {name}: PID {pid}; probe start {_utc(notes[0][0]) if notes else '?'}; driver "
+                    f"saw it exit {end}; {said(name)}")
+            for at, what in notes[1:]:
+                r.truth(f"probe, pass {n} PID {pid}, {_utc(at)}: {what[:500]}")
+            ended_by = ("exit status 0 (sys.exit(0) after the interrupt)" if any(w == "sys.exit(0)" for _, w in notes)
+                        else "an unhandled KeyboardInterrupt (CPython then ends the process by SIGINT, default "
+                        "action)" if any(w.startswith("excepthook") and "KeyboardInterrupt" in w for _, w in notes)
+                        else "an unhandled exception" if any(w.startswith("excepthook") for _, w in notes)
+                        else "normal end (exit status 0)" if any(w.startswith("atexit") for _, w in notes)
+                        else "no shutdown noted (killed by a signal?)")
+            r.truth(f"summary pass {n} {name} ended by: {ended_by}")
+        for k, at in enumerate(ats, 1):
+            r.truth(f"summary Ctrl-C {k} sent at {_utc(at)}")
+        for name in runs[len(pids):]:
+            r.truth(f"summary {name}: never started (the loop ended before it)")
+    finally:
+        if t is not None:
+            t.close()
+        r.stop_ours("train.py --run-name lr-")
+        time.sleep(1)
+        done.set()
+        if watcher.is_alive():
+            watcher.join(timeout=5)
+        shutil.rmtree(calib, ignore_errors=True)
+        shutil.rmtree(probe, ignore_errors=True)
+        # the checkpoints are the trainer's state, not evidence
+        for f in sorted((r.dir / "ckpt").glob("*")):
+            r.truth(f"removed {f.relative_to(r.dir)} ({f.stat().st_size} bytes)")
+            f.unlink()
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -7630,6 +7967,7 @@ SCENARIOS = {
     "cpu-fallback": cpu_fallback,
     "sweep-share": sweep_share,
     "ctrlc-sweep": ctrlc_sweep,
+    "ctrlc-stops-sweep": ctrlc_stops_sweep,
 }
 
 

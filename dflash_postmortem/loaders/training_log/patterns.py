@@ -221,6 +221,10 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
         "ms/batch": _ITER_MS, "loss": _LOSS, "lr": _LR,
         "ppl": ("train/ppl", 1.0), "bpc": ("train/bpc", 1.0),
     }),
+    # its evaluation between them: `| Eval  22 at step    88000 | time: 1994.60s | valid loss  3.58 | valid ppl    35.821`
+    _fields("transformer_xl_eval", "valid loss", r"^\|\s*Eval\s+\d+ at step\s+(?P<step>\d+)", {
+        "valid loss": ("eval/val_loss", 1.0), "valid ppl": ("eval/val_ppl", 1.0), "valid bpc": ("eval/val_bpc", 1.0),
+    }),
     # fairseq: `| epoch 009:   1000 / 2737 loss=6.220, ..., wps=12800, num_updates=22897`, its
     # epoch summary `| epoch 008 | loss 6.326 | ... | wps 12876 | num_updates 21896`, and the
     # 2018 form `| epoch 010  2000 / 8223 loss=1.27 (1.50), wps=962`
