@@ -54,13 +54,21 @@ def detect_interrupted_loops(inc: Incident) -> pd.DataFrame:
     return findings.frame(rows)
 
 
-def _finding(inc: Incident, ref: str, stops: list, passes: pd.DataFrame) -> dict:
-    last = passes.iloc[-1]
+def loop_of(inc: Incident, ref: str) -> tuple[str | None, int | None, int]:
+    """The loop typed at `ref`: its command, how many passes its text holds (None: a glob, a
+    variable, no loop) and how many of them started (the attempts of that launch)."""
     ev = inc.events
     typed = ev[(ev["kind"] == "command") & (ev["ref"] == ref)]
     command = str(typed["message"].iloc[0]) if len(typed) else None
+    att = attempts(inc)
+    return command, len(loop_passes(command or "")) or None, int((att["launch_ref"] == ref).sum())
+
+
+def _finding(inc: Incident, ref: str, stops: list, passes: pd.DataFrame) -> dict:
+    last = passes.iloc[-1]
+    ev = inc.events
+    command, values, ran = loop_of(inc, ref)
     keys = ev[(ev["kind"] == "interrupt_key") & (ev["command_ref"] == ref)] if "command_ref" in ev.columns else ev.iloc[:0]
-    values = len(loop_passes(command or ""))
     went_on = [_stopped(inc, a) | {"next_run": b["run"], "next_pid": _pid(b), "next_start": b["start"]} for a, b in stops]
     ended = _stopped(inc, last) if last["end_kind"] in _INTERRUPTED and pd.notna(last["end"]) else None
     first, *_ = stops
@@ -70,8 +78,7 @@ def _finding(inc: Incident, ref: str, stops: list, passes: pd.DataFrame) -> dict
     refs += findings.refs(keys)
     return findings.finding(
         "interrupt_went_on", first[0]["end"], end, "warning", [r for r in refs if isinstance(r, str)],
-        {"command": command, "passes": values or None, "went_on": went_on, "ended": ended,
-         "ran": len(passes),
+        {"command": command, "passes": values, "went_on": went_on, "ended": ended, "ran": ran,
          "key_presses": int(keys["presses"].fillna(1).sum()) if len(keys) and "presses" in keys.columns else len(keys)})
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 
 from ..analysis.throughput_levels import band_crossings, recovery, regression
 from ..detect.finding_text import became, interrupted_loop, ranks_text, started_again
+from ..detect.interrupts import loop_of
 from ..incident import Incident
 from ..model.attempts import attempts, came_up_after, stopped_cleanly_near
 from ..model.ledger import CLASSES, SHOWN_S, ledger
@@ -440,9 +441,23 @@ def _nothing_found(inc: Incident, first, last) -> str:
                 + (f", and {count(more, 'more such line')}" if more else "") + ".")
     return (f"Nothing went wrong that the evidence shows between {_when(first)} and {_when(last)}: "
             "no throughput regression, stall, failed restart or start that never trained"
-            + "".join(f"; run {a['run'] or '?'} was stopped by an interrupt at {_when(a['end'])} (`{error_text(a['end_message'])}`)"
-                      for _, a in att[att["end_kind"] == "interrupt"].iterrows() if pd.notna(a["first_step"]))
+            + "".join(_interrupted(inc, a) for _, a in att[att["end_kind"] == "interrupt"].iterrows()
+                      if pd.notna(a["first_step"]))
             + ".")
+
+
+def _interrupted(inc: Incident, a: pd.Series) -> str:
+    """`; run X was stopped by an interrupt at T (`its line`)`, and where it was a pass of a typed
+    loop that had passes left, that the loop ended with it."""
+    said = f"; run {a['run'] or '?'} was stopped by an interrupt at {_when(a['end'])} (`{error_text(a['end_message'])}`)"
+    if not isinstance(a["launch_ref"], str):
+        return said
+    _, passes, ran = loop_of(inc, a["launch_ref"])
+    att = attempts(inc)
+    last = att.loc[att["launch_ref"] == a["launch_ref"], "start"].max()
+    if passes is None or ran >= passes or a["start"] < last:  # (not the pass the loop ended on)
+        return said
+    return said + f", and with it the loop it ran in: {ran} of its {passes} passes had started"
 
 
 # What a reader names as gone wrong where no finding does (no training to judge): a GPU's fault

@@ -9,6 +9,7 @@ import pandas as pd
 
 import dflash_postmortem as pm
 from dflash_postmortem.detect import detect_interrupted_loops
+from dflash_postmortem.model import attempts
 
 CTRL_C = Path(__file__).parents[1] / "model" / "fixtures" / "ctrlc-sweep-cpu"
 
@@ -61,3 +62,19 @@ def test_a_run_stopped_by_an_interrupt_and_nothing_else_is_told_so(tmp_path):
     assert told[0].startswith("Nothing went wrong that the evidence shows between 23:23:52 UTC and 23:24:26 UTC")
     assert told[0].endswith("; run lr-1e-4 was stopped by an interrupt at 23:24:26 UTC "
                             "(`interrupted at step 1376, saving checkpoint`).")
+
+
+def test_a_trainer_that_dies_of_ctrl_c_ends_its_loop_and_no_pass_goes_on():
+    # tests/model/fixtures/ctrlc-stops-sweep-cpu (README there): pass 1 (PID 27994) died of the
+    # Ctrl-C at 03:08:59.023 (its traceback ends in KeyboardInterrupt), bash ended the loop, and
+    # passes 2 and 3 never started: no loop went on; the story says the run and the loop stopped
+    inc = pm.load_incident(Path(__file__).parents[1] / "model" / "fixtures" / "ctrlc-stops-sweep-cpu")
+    att = attempts(inc)
+    assert att["run"].tolist() == ["lr-1e-4"] and att["pids"].tolist() == [[27994]]
+    assert att["end_kind"].tolist() == ["interrupt"]
+    assert abs(att["end"].iloc[0] - pd.Timestamp("2026-12-07 03:08:59.023", tz="UTC")) <= pd.Timedelta(seconds=1)
+    found = pm.detect(inc)
+    assert found.empty
+    told = pm.what_happened(inc, found)
+    assert told[0].endswith("run lr-1e-4 was stopped by an interrupt at 03:08:58 UTC (`KeyboardInterrupt`), and with it "
+                            "the loop it ran in: 1 of its 3 passes had started.")
