@@ -7292,323 +7292,6 @@ _PROMPT_SEEN = re.compile(rb"@gpu-node:[^\r\n]*[#$] ")
 CTRLC_INTERRUPTED, CTRLC_SAVED = r"interrupted at step (\d+)", r"saved checkpoint step (\d+) to (\S+)"
 
 
-def ctrlc_sweep(r: Recording) -> None:
-    py = _python3()
-    # the dry run: a tiny model on the CPU (the GPU path's commands carry no size flags)
-    flags = "" if r.gpu else " --n-layer 2 --n-head 2 --n-embd 64 --block-size 64 --vocab-size 1024"
-    pass_s = 180  # what one pass would take to its last step
-    first_s, enter_s, second_s, third_s = 35, 15, 25, 15  # 1st Ctrl-C after the loop's start; Enter and 2nd
-    # Ctrl-C after the 1st; the 3rd after the 2nd
-    lrs = ("1e-4", "3e-4", "1e-3")
-    runs = tuple(f"lr-{lr}" for lr in lrs)
-    logs = r.dir / "logs"
-    calib = r.dir.parent / f"{r.name}.calibrate"
-    probe = r.dir.parent / f"{r.name}.probe"
-    # the operator's login shell: the driver's probe on PYTHONPATH (outside the folder)
-    env = dict(os.environ, COLUMNS="", CTRLC_PROBE_DIR=str(probe),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(probe), os.environ.get("PYTHONPATH")])))
-    cal_env = dict(os.environ)
-    if not r.gpu:
-        env["OMP_NUM_THREADS"] = cal_env["OMP_NUM_THREADS"] = "1"
-
-    def text(log: str) -> str:
-        path = logs / log
-        return path.read_text(errors="replace") if path.exists() else ""
-
-    def last_line(log: str) -> str:
-        lines = text(log).strip().splitlines()
-        return lines[-1][:300] if lines else "(empty)"
-
-    def steps_of(body: str) -> list[tuple[float, int, float]]:
-        return [(_log_time(m.group(1)), int(m.group(2)), float(m.group(4).replace(",", "")))
-                for m in re.finditer(CF_STEP, body)]
-
-    # each trainer of the incident (a python running train.py in the folder), by its --run-name, from
-    # when the driver first sees it to when it has exited, read from /proc every 0.05 s (the operator's
-    # bash reaps each pass at once, so its wait status is rarely there to read: the probe tells how it ended)
-    name_of: dict[str, str] = {}
-    exited: dict[str, tuple[float, str]] = {}
-    done = threading.Event()
-
-    def watch() -> None:
-        alive: set[str] = set()
-        folder = r.dir.resolve()
-        while not done.is_set():
-            for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-                pid = cmdline.parent.name
-                if pid in name_of:
-                    continue
-                try:
-                    argv = cmdline.read_bytes().split(b"\0")
-                    if not (b"python" in argv[0] and argv[1:2] == [b"train.py"]
-                            and Path(os.readlink(cmdline.parent / "cwd")).is_relative_to(folder)):
-                        continue
-                except (OSError, IndexError):
-                    continue
-                fields = _proc_stat(pid)
-                if not fields or fields[0] == "Z":
-                    continue
-                args = [a.decode(errors="replace") for a in argv]
-                name = args[args.index("--run-name") + 1] if "--run-name" in args[:-1] else "?"
-                name_of[pid] = name
-                alive.add(pid)
-                r.truth(f"{name} trainer: PID {pid} seen (parent {fields[1]}, process group {fields[2]}, "
-                        f"session {fields[3]}, terminal's foreground process group {fields[5]}): "
-                        f"{' '.join(args).strip()!r}")
-            for pid in sorted(alive):
-                fields = _proc_stat(pid)
-                if fields and fields[0] != "Z":
-                    continue
-                alive.discard(pid)
-                exited[pid] = (time.time(), _wait_status(fields))
-                name = name_of[pid]
-                r.truth(f"{name} trainer PID {pid} exited ({exited[pid][1]}); {name}.log's last line "
-                        f"{last_line(name + '.log')!r}")
-            time.sleep(0.05)
-
-    def pid_of(name: str, timeout: float) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = [p for p, k in list(name_of.items()) if k == name]
-            if found:
-                return found[0]
-            time.sleep(0.05)
-        return "?"
-
-    def gone(pid: str, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and pid not in exited:
-            time.sleep(0.05)
-        return pid in exited
-
-    def probed(pid: str) -> list[tuple[float, str]]:
-        path = probe / f"{pid}.probe"
-        notes = path.read_text(errors="replace").splitlines() if path.exists() else []
-        return [(float(n.split(" ", 1)[0]), n.split(" ", 1)[1]) for n in notes if " " in n]
-
-    def said(name: str) -> str:
-        interrupted_re, saved_re = CTRLC_INTERRUPTED, CTRLC_SAVED
-        body = text(name + ".log")
-        lines = steps_of(body)
-        began = re.search(CF_BEGAN, body)
-        rates = [x[2] for x in lines[1:]]
-        return (f"logs/{name}.log: {len(body.splitlines())} lines, first at {body[:23] if body.strip() else '?'}; "
-                f"training from {began.group(1) if began else '?'}; "
-                + (f"step lines {lines[0][1]}-{lines[-1][1]} ({len(lines)}, {_utc(lines[0][0])} to "
-                   f"{_utc(lines[-1][0])}); " if lines else "no step line; ")
-                + (f"tok/s after the first step line: median {statistics.median(rates):,.0f} (min {min(rates):,.0f}, "
-                   f"max {max(rates):,.0f}); " if rates else "")
-                + f"interrupted: {re.findall(interrupted_re, body)}; saved: "
-                f"{re.findall(saved_re, body)}; 'training done' in it: "
-                f"{'training done' in body}; 'Traceback' in it: {'Traceback' in body}; last line "
-                f"{last_line(name + '.log')!r}")
-
-    def screen() -> str:
-        """What the terminal showed since the loop was typed (the last 300 characters), escapes dropped."""
-        shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", t._tail.decode("utf-8", "replace"))
-        return repr(shown[-300:])
-
-    def training(n: int, planned: float) -> None:
-        """Before a Ctrl-C meant for pass `n`: it has begun its training loop (else the Ctrl-C would meet
-        its start-up, which catches nothing); the driver waits for that, past the planned time if need be."""
-        log = runs[n - 1] + ".log"
-        if "INFO training from step" in text(log):
-            return
-        r.truth(f"pass {n} has not begun training at the planned time {_utc(planned)}: the driver waits for "
-                f"'training from step' in {log}")
-        r.wait_for(f"logs/{log}", "INFO training from step", 120)
-
-    def ctrl_c(k: int, n: int, pid: str) -> float:
-        """Ctrl-C number `k`, meant for pass `n` (`pid`): the byte the terminal turns into SIGINT to its
-        foreground process group."""
-        r.truth(f"Ctrl-C {k}: operator presses Ctrl-C (0x03 to the terminal) during pass {n} ({runs[n - 1]}, "
-                f"PID {pid}; {runs[n - 1]}.log's last line {last_line(runs[n - 1] + '.log')!r})")
-        at = time.time()
-        os.write(t.fd, b"\x03")
-        return at
-
-    def after_ctrl_c(k: int, n: int, pid: str, at: float) -> str:
-        """Pass `n`'s end after Ctrl-C `k`, and whether bash went on with the next pass ('next'), gave its
-        prompt back ('prompt') or neither within 30 s ('?')."""
-        ended = gone(pid, 90)
-        r.truth(f"after Ctrl-C {k}: pass {n} (PID {pid}) "
-                + (f"exited {exited[pid][0] - at:.2f} s after it ({exited[pid][1]})" if ended
-                   else "still running 90 s after it")
-                + f"; {said(runs[n - 1])}")
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if n < len(runs) and any(k2 == runs[n] for k2 in list(name_of.values())):
-                nxt = pid_of(runs[n], 1)
-                r.truth(f"bash went on with pass {n + 1} ({runs[n]}): PID {nxt}, seen "
-                        f"{time.time() - at:.2f} s after Ctrl-C {k}; no prompt on the terminal: "
-                        f"{not _PROMPT_SEEN.search(t._tail)}; the terminal shows {screen()}")
-                return "next"
-            if _PROMPT_SEEN.search(t._tail):
-                r.truth(f"after Ctrl-C {k} the prompt came back ({time.time() - at:.2f} s after it)"
-                        + (f": FINDING: bash ended the loop instead of going on with pass {n + 1}" if n < len(runs)
-                           else ": the loop had no values left") + f"; the terminal shows {screen()}")
-                return "prompt"
-            time.sleep(0.05)
-        r.truth(f"30 s after Ctrl-C {k}: no pass {n + 1} and no prompt; the terminal shows {screen()}")
-        return "?"
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    t = None
-    try:
-        (r.dir / "train.py").write_text(CTRLC_SWEEP_TRAIN)
-        shutil.rmtree(probe, ignore_errors=True)
-        probe.mkdir()
-        (probe / "sitecustomize.py").write_text(CTRLC_PROBE)
-        # the pace of one run alone on this machine's GPU (the dry run: its CPU), how steady, and how busy
-        # it keeps the GPU, measured before the captures start and outside the folder
-        shutil.rmtree(calib, ignore_errors=True)
-        calib.mkdir()
-        (calib / "train.py").write_text(CTRLC_SWEEP_TRAIN)
-        cal_steps, cal_from = (500, 100) if r.gpu else (600, 200)
-        cal_argv = [sys.executable, "train.py", "--run-name", "calibrate", "--lr", "3e-4", "--max-steps",
-                    str(cal_steps), "--save-every", "1000000", *flags.split()]
-        r.truth(f"calibration (before the captures, in {calib}, outside the folder, in no transcript): "
-                f"`{' '.join(cal_argv)}`")
-        sampler = None
-        if r.gpu:
-            sampler = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,utilization.gpu,memory.used",
-                                        "--format=csv,noheader,nounits", "-lms", "500"],
-                                       stdout=open(calib / "util.csv", "w"), stderr=subprocess.DEVNULL)  # noqa: SIM115
-        cal = subprocess.run(cal_argv, cwd=calib, env=cal_env, capture_output=True, text=True, timeout=240,
-                             check=False)
-        if sampler:
-            sampler.terminate()
-            sampler.wait(timeout=10)
-        cal_out = cal.stdout + cal.stderr
-        cal_lines = [x for x in steps_of(cal_out) if x[1] >= cal_from]
-        p = ((cal_lines[-1][1] - cal_lines[0][1]) / max(1e-3, cal_lines[-1][0] - cal_lines[0][0])
-             if len(cal_lines) >= 2 else 0.0)
-        rates = [x[2] for x in cal_lines[1:]]
-        steady = (f"tok/s over those step lines: median {statistics.median(rates):,.0f} (min {min(rates):,.0f}, "
-                  f"max {max(rates):,.0f})" if rates else "no rates")
-        util = "no GPU (dry run)"
-        if sampler and len(cal_lines) >= 2:
-            samples = []
-            for ln in (calib / "util.csv").read_text().splitlines():
-                f = ln.split(", ")
-                try:
-                    at = _smi_time(f[0])
-                except (ValueError, IndexError):
-                    continue
-                if cal_lines[0][0] <= at <= cal_lines[-1][0]:
-                    samples.append((int(f[1]), int(f[2])))
-            if samples:
-                us = [u for u, _ in samples]
-                util = (f"GPU utilization over those steps ({len(samples)} samples, every 0.5 s): {min(us)}-{max(us)} % "
-                        f"(median {statistics.median(us):g}), memory up to {max(m for _, m in samples)} MiB")
-        unit = 100
-        max_steps = max(10 * unit, int(round(p * pass_s / unit)) * unit) if p > 0 else (5000 if r.gpu else 10000)
-        noted = "; ".join(ln[24:] for ln in cal_out.splitlines() if "WARNING" in ln or "model:" in ln)
-        r.truth(f"calibration exited {cal.returncode}: {len(cal_lines)} step lines from step {cal_from}, pace "
-                f"{p:.2f} steps/s ({noted[:300]}); {steady}; {util}; --max-steps {max_steps} (~{pass_s} s a pass)"
-                f"{'' if cal.returncode == 0 else '; its output ends ' + repr(cal_out[-500:])}")
-        shutil.rmtree(calib, ignore_errors=True)
-
-        r.gpus_and_processes()
-        watcher.start()
-        r.truth("train.py is in the folder (GPT-style LM, 12 layers, width 768, block 1024, batch 16 by default; "
-                "--lr; ckpt/<run-name>.pt every 2000 steps and at the end, atomically; Ctrl-C in its training loop: "
-                "`interrupted at step N, saving checkpoint`, a save, exit 0); the driver's probe (a sitecustomize in "
-                f"{probe}, outside the folder) notes each trainer's start, SIGINTs, sys.exit and shutdown")
-        t = InteractiveShell(r.dir, r.dir / "logs" / "terminal.typescript", env)
-        r.truth("operator at a script-recorded interactive bash (logs/terminal.typescript)")
-        time.sleep(2)
-        _typed(r, t, "date")
-        loop = (f"for lr in {' '.join(lrs)}; do {py} train.py --run-name lr-$lr --lr $lr --max-steps {max_steps}"
-                f"{flags} > logs/lr-$lr.log 2>&1; done")
-        r.truth(f"operator types `{loop}` (one line; each pass in the foreground, the next when it ends)")
-        at_loop = time.time()
-        t.start(loop)
-        pids = [pid_of(runs[0], 30)]
-        r.truth(f"pass 1 ({runs[0]}): PID {pids[0]}")
-
-        # Ctrl-C 1, ~35 s into pass 1: the operator means to stop the whole sweep
-        time.sleep(max(0.0, at_loop + first_s - time.time()))
-        training(1, at_loop + first_s)
-        at1 = ctrl_c(1, 1, pids[0])
-        went = after_ctrl_c(1, 1, pids[0], at1)
-        ats = [at1]
-        if went == "next":
-            pids.append(pid_of(runs[1], 5))
-            # Enter, ~15 s after Ctrl-C 1: is the prompt back?
-            time.sleep(max(0.0, at1 + enter_s - time.time()))
-            r.truth(f"operator presses Enter (an empty line, 0x0d to the terminal) to see whether the prompt is "
-                    f"back; pass 2 (PID {pids[1]}) {'has exited' if pids[1] in exited else 'is running'}")
-            at_enter = time.time()
-            os.write(t.fd, b"\r")
-            time.sleep(2)
-            r.truth(f"2 s after the Enter: prompt on the terminal: {bool(_PROMPT_SEEN.search(t._tail))}; the terminal "
-                    f"shows {screen()} ({time.time() - at_enter:.1f} s after the Enter)")
-            # Ctrl-C 2, ~25 s after the first
-            time.sleep(max(0.0, at1 + second_s - time.time()))
-            training(2, at1 + second_s)
-            at2 = ctrl_c(2, 2, pids[1])
-            ats.append(at2)
-            went = after_ctrl_c(2, 2, pids[1], at2)
-            if went == "next":
-                pids.append(pid_of(runs[2], 5))
-                # Ctrl-C 3, ~15 s after the second
-                time.sleep(max(0.0, at2 + third_s - time.time()))
-                training(3, at2 + third_s)
-                at3 = ctrl_c(3, 3, pids[2])
-                ats.append(at3)
-                went = after_ctrl_c(3, 3, pids[2], at3)
-        if went != "prompt":
-            shown = t.wait_prompt(120)
-            r.truth(f"the prompt came back; the terminal showed {shown[-200:]!r}")
-        else:
-            t.wait_prompt(30)
-        r.truth(f"the loop ended {time.time() - at_loop:.1f} s after it was typed; trainers seen: "
-                f"{[(n, pid) for pid, n in name_of.items()]}")
-
-        # the operator looks
-        time.sleep(3)
-        for cmd in ("date", "ls logs", "tail -n 2 logs/lr-*.log", "nvidia-smi" if r.gpu else "uptime", "date"):
-            _typed(r, t, cmd)
-            time.sleep(1)
-        r.truth("operator types `exit`")
-        t.close()
-        t = None
-
-        # the summary: each pass's PID, its start and end, how it ended (the probe), its steps and saves
-        for n, (name, pid) in enumerate(zip(runs, pids, strict=False), 1):
-            notes = probed(pid)
-            end = f"{_utc(exited[pid][0])} ({exited[pid][1]})" if pid in exited else "not seen exiting"
-            r.truth(f"summary pass {n} {name}: PID {pid}; probe start {_utc(notes[0][0]) if notes else '?'}; driver "
-                    f"saw it exit {end}; {said(name)}")
-            for at, what in notes[1:]:
-                r.truth(f"probe, pass {n} PID {pid}, {_utc(at)}: {what[:500]}")
-            ended_by = ("exit status 0 (sys.exit(0) after the interrupt)" if any(w == "sys.exit(0)" for _, w in notes)
-                        else "an unhandled exception" if any(w.startswith("excepthook") for _, w in notes)
-                        else "normal end (exit status 0)" if any(w.startswith("atexit") for _, w in notes)
-                        else "no shutdown noted (killed by a signal?)")
-            r.truth(f"summary pass {n} {name} ended by: {ended_by}")
-        for k, at in enumerate(ats, 1):
-            r.truth(f"summary Ctrl-C {k} sent at {_utc(at)}")
-        for name in runs[len(pids):]:
-            r.truth(f"summary {name}: never started (the loop ended before it)")
-    finally:
-        if t is not None:
-            t.close()
-        r.stop_ours("train.py --run-name lr-")
-        time.sleep(1)
-        done.set()
-        if watcher.is_alive():
-            watcher.join(timeout=5)
-        shutil.rmtree(calib, ignore_errors=True)
-        shutil.rmtree(probe, ignore_errors=True)
-        # the checkpoints are the trainer's state, not evidence
-        for f in sorted((r.dir / "ckpt").glob("*")):
-            r.truth(f"removed {f.relative_to(r.dir)} ({f.stat().st_size} bytes)")
-            f.unlink()
-
-
-
 # ctrlc-stops-sweep's trainer: ctrlc-sweep's train.py without its KeyboardInterrupt handler (the one
 # difference): a Ctrl-C raises KeyboardInterrupt out of the training loop, unhandled; Python prints the
 # traceback and, as CPython does for an unhandled KeyboardInterrupt, ends the process by SIGINT.
@@ -7631,12 +7314,17 @@ assert "signal.signal(signal.SIGINT, _on_sigint)" in _sigint_note
 CTRLC_STOPS_PROBE = CTRLC_STOPS_PROBE.replace(_sigint_note, "")
 
 
-def ctrlc_stops_sweep(r: Recording) -> None:
+def _ctrlc_loop(r: Recording, trainer: str, probe_code: str, handled: bool) -> None:
+    """The operator's one-line foreground sweep at a `script`-recorded bash, stopped with Ctrl-C: with
+    a trainer that handles it (`handled`: it saves and exits 0, so bash goes on with the next pass:
+    an Enter 15 s after the first Ctrl-C, then one 25 s after it and one 15 s after that), or one that
+    dies of it (bash ends the loop; one more Ctrl-C 15 s after each pass bash starts anyway)."""
     py = _python3()
     # the dry run: a tiny model on the CPU (the GPU path's commands carry no size flags)
     flags = "" if r.gpu else " --n-layer 2 --n-head 2 --n-embd 64 --block-size 64 --vocab-size 1024"
     pass_s = 180  # what one pass would take to its last step
-    first_s, again_s = 35, 15  # the Ctrl-C after the loop's start; another one only if bash went on anyway
+    first_s, enter_s = 35, 15  # the first Ctrl-C after the loop's start; the Enter after it (`handled`)
+    again_s = (25, 15) if handled else (15, 15)  # each later Ctrl-C after the one before, where bash went on
     lrs = ("1e-4", "3e-4", "1e-3")
     runs = tuple(f"lr-{lr}" for lr in lrs)
     logs = r.dir / "logs"
@@ -7784,7 +7472,8 @@ def ctrlc_stops_sweep(r: Recording) -> None:
                 return "next"
             if _PROMPT_SEEN.search(t._tail):
                 r.truth(f"after Ctrl-C {k} the prompt came back ({time.time() - at:.2f} s after it)"
-                        + (f": bash ended the loop; pass {n + 1} ({runs[n]}) did not start" if n < len(runs)
+                        + ((f": FINDING: bash ended the loop instead of going on with pass {n + 1}" if handled
+                            else f": bash ended the loop; pass {n + 1} ({runs[n]}) did not start") if n < len(runs)
                            else ": the loop had no values left") + f"; the terminal shows {screen()}")
                 return "prompt"
             time.sleep(0.05)
@@ -7794,15 +7483,15 @@ def ctrlc_stops_sweep(r: Recording) -> None:
     watcher = threading.Thread(target=watch, daemon=True)
     t = None
     try:
-        (r.dir / "train.py").write_text(CTRLC_STOPS_TRAIN)
+        (r.dir / "train.py").write_text(trainer)
         shutil.rmtree(probe, ignore_errors=True)
         probe.mkdir()
-        (probe / "sitecustomize.py").write_text(CTRLC_STOPS_PROBE)
+        (probe / "sitecustomize.py").write_text(probe_code)
         # the pace of one run alone on this machine's GPU (the dry run: its CPU), how steady, and how busy
         # it keeps the GPU, measured before the captures start and outside the folder
         shutil.rmtree(calib, ignore_errors=True)
         calib.mkdir()
-        (calib / "train.py").write_text(CTRLC_STOPS_TRAIN)
+        (calib / "train.py").write_text(trainer)
         cal_steps, cal_from = (500, 100) if r.gpu else (600, 200)
         cal_argv = [sys.executable, "train.py", "--run-name", "calibrate", "--lr", "3e-4", "--max-steps",
                     str(cal_steps), "--save-every", "1000000", *flags.split()]
@@ -7851,10 +7540,14 @@ def ctrlc_stops_sweep(r: Recording) -> None:
         r.gpus_and_processes()
         watcher.start()
         r.truth("train.py is in the folder (GPT-style LM, 12 layers, width 768, block 1024, batch 16 by default; "
-                "--lr; ckpt/<run-name>.pt every 2000 steps and at the end, atomically; no KeyboardInterrupt handler: a Ctrl-C "
-                "raises KeyboardInterrupt out of its training loop, unhandled); the driver's probe (a sitecustomize in "
-                f"{probe}, outside the folder, no signal handler) notes each trainer's start, an unhandled "
-                "exception (excepthook) and the start of its shutdown")
+                "--lr; ckpt/<run-name>.pt every 2000 steps and at the end, atomically; "
+                + ("Ctrl-C in its training loop: `interrupted at step N, saving checkpoint`, a save, exit 0); the "
+                   f"driver's probe (a sitecustomize in {probe}, outside the folder) notes each trainer's start, "
+                   "SIGINTs, sys.exit and shutdown" if handled else
+                   "no KeyboardInterrupt handler: a Ctrl-C raises KeyboardInterrupt out of its training loop, "
+                   f"unhandled); the driver's probe (a sitecustomize in {probe}, outside the folder, no signal "
+                   "handler) notes each trainer's start, an unhandled exception (excepthook) and the start of its "
+                   "shutdown"))
         t = InteractiveShell(r.dir, r.dir / "logs" / "terminal.typescript", env)
         r.truth("operator at a script-recorded interactive bash (logs/terminal.typescript)")
         time.sleep(2)
@@ -7870,18 +7563,29 @@ def ctrlc_stops_sweep(r: Recording) -> None:
         # Ctrl-C 1, ~35 s into pass 1: the operator means to stop the whole sweep
         time.sleep(max(0.0, at_loop + first_s - time.time()))
         training(1, at_loop + first_s)
-        at1 = ctrl_c(1, 1, pids[0])
-        went = after_ctrl_c(1, 1, pids[0], at1)
-        ats = [at1]
-        r.truth("after Ctrl-C 1: " + ("the prompt came back; no later pass started" if went == "prompt"
-                                       else "bash went on with the next pass (against the plan)" if went == "next"
-                                       else "neither the prompt nor a next pass within 30 s"))
-        # only if bash went on anyway (not the plan): one more Ctrl-C ~15 s later for each pass it starts
-        while went == "next" and len(pids) < len(runs):
+        ats = [ctrl_c(1, 1, pids[0])]
+        went = after_ctrl_c(1, 1, pids[0], ats[0])
+        if not handled:
+            r.truth("after Ctrl-C 1: " + ("the prompt came back; no later pass started" if went == "prompt"
+                                           else "bash went on with the next pass (against the plan)" if went == "next"
+                                           else "neither the prompt nor a next pass within 30 s"))
+        # each pass bash goes on with: another Ctrl-C (after an Enter, the first time, where the trainer handles it)
+        for gap in again_s:
+            if went != "next" or len(pids) == len(runs):
+                break
             pids.append(pid_of(runs[len(pids)], 5))
             n = len(pids)
-            time.sleep(max(0.0, ats[-1] + again_s - time.time()))
-            training(n, ats[-1] + again_s)
+            if handled and n == 2:  # Enter, ~15 s after Ctrl-C 1: is the prompt back?
+                time.sleep(max(0.0, ats[0] + enter_s - time.time()))
+                r.truth(f"operator presses Enter (an empty line, 0x0d to the terminal) to see whether the prompt is "
+                        f"back; pass 2 (PID {pids[1]}) {'has exited' if pids[1] in exited else 'is running'}")
+                at_enter = time.time()
+                os.write(t.fd, b"\r")
+                time.sleep(2)
+                r.truth(f"2 s after the Enter: prompt on the terminal: {bool(_PROMPT_SEEN.search(t._tail))}; the "
+                        f"terminal shows {screen()} ({time.time() - at_enter:.1f} s after the Enter)")
+            time.sleep(max(0.0, ats[-1] + gap - time.time()))
+            training(n, ats[-1] + gap)
             ats.append(ctrl_c(len(ats) + 1, n, pids[-1]))
             went = after_ctrl_c(len(ats), n, pids[-1], ats[-1])
         if went != "prompt":
@@ -7894,8 +7598,9 @@ def ctrlc_stops_sweep(r: Recording) -> None:
 
         # the operator looks
         time.sleep(3)
-        for cmd in ("echo $?", "date", "ls logs", "tail -n 3 logs/lr-*.log", "nvidia-smi" if r.gpu else "uptime",
-                    "date"):
+        looks = (("date", "ls logs", "tail -n 2 logs/lr-*.log") if handled else
+                 ("echo $?", "date", "ls logs", "tail -n 3 logs/lr-*.log"))
+        for cmd in (*looks, "nvidia-smi" if r.gpu else "uptime", "date"):
             shown = _typed(r, t, cmd)
             if cmd == "echo $?":
                 said_status = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", shown)
@@ -7938,6 +7643,14 @@ def ctrlc_stops_sweep(r: Recording) -> None:
         for f in sorted((r.dir / "ckpt").glob("*")):
             r.truth(f"removed {f.relative_to(r.dir)} ({f.stat().st_size} bytes)")
             f.unlink()
+
+
+def ctrlc_sweep(r: Recording) -> None:
+    _ctrlc_loop(r, CTRLC_SWEEP_TRAIN, CTRLC_PROBE, handled=True)
+
+
+def ctrlc_stops_sweep(r: Recording) -> None:
+    _ctrlc_loop(r, CTRLC_STOPS_TRAIN, CTRLC_STOPS_PROBE, handled=False)
 
 
 SCENARIOS = {
