@@ -35,6 +35,14 @@ STATUS_SIGNALS = {
     "trace/breakpoint trap": "SIGTRAP", "cpu time limit exceeded": "SIGXCPU", "file size limit exceeded": "SIGXFSZ",
     "killed by signal": None,
 }
+# Who sends a signal that stops a process from outside, as a reader names it (a launcher that
+# says it got one: torchrun's `Received 1 death signal`)
+SIGNAL_SENDERS = {
+    "SIGHUP": ", the signal of a terminal or session that hung up",
+    "SIGTERM": ", the signal a kill, a scheduler's cancel, preemption or time limit sends",
+    "SIGINT": ", an interrupt (Ctrl-C)",
+    "SIGKILL": ", which no process can catch (a kill -9, the OOM killer, a scheduler past its grace time)",
+}
 # `timeout` exits 124 when the time ran out (and it sent its signal), 125 when it failed itself,
 # 126/127 when the command could not be run / found; 137 when the KILL came (-s KILL, -k).
 _TIMEOUT_CODES = {124: "timed out: timeout sent its signal", 125: "timeout itself failed",
@@ -286,11 +294,16 @@ class Launch:
 # Launchers whose own program starts the trainer, known by their file's name as Python is: a
 # virtualenv's `/opt/venv/bin/torchrun` is torchrun.
 _LAUNCHER_PROGRAMS = ("torchrun", "accelerate", "deepspeed")
+# Programs that run trainers by a subcommand, their output the trainers' (a sweep's agent runs
+# each run as its child, on its own terminal)
+_RUNNING_SUBCOMMANDS = {"wandb": "agent"}
 
 
 def _program_index(words: list[str]) -> int | None:
     i = next((i for i, w in enumerate(words) if re.search(r"\.(py|sh)$", w)
-              or not w.startswith("-") and Path(w).name in _LAUNCHER_PROGRAMS), None)
+              or not w.startswith("-") and Path(w).name in _LAUNCHER_PROGRAMS
+              or Path(w).name in _RUNNING_SUBCOMMANDS and words[i + 1:i + 2] == [_RUNNING_SUBCOMMANDS[Path(w).name]]),
+             None)
     if i is None:
         i = next((i for i, w in enumerate(words) if re.match(r"python[\d.]*$", Path(w).name)), None)
     return i

@@ -10,6 +10,7 @@ from dflash_postmortem.shell_words import (
     environment_changes,
     exit_meaning,
     foreground_log,
+    foreground_program,
     hangup_exposed,
     kill_targets,
     loop_passes,
@@ -170,6 +171,15 @@ def test_a_foreground_command_into_a_log_names_the_log_it_writes():
     assert foreground_log("nohup python train.py > logs/run.log 2>&1 &") is None
     assert foreground_log("grep -c OutOfMemoryError logs/train.log") is None
     assert foreground_log("nvidia-smi -l 1 > logs/smi.txt") is None
+
+
+def test_a_sweep_agent_in_the_foreground_runs_its_runs_and_other_words_run_none():
+    """`wandb agent` starts each run of its sweep as its child, on its terminal: its output is
+    theirs (tests/present/test_sentences.py, an srun session's sweep). `wandb sweep` only creates
+    a sweep, and no command's last word is a program for being last."""
+    assert foreground_program("wandb agent zhao-group/torchcell/k0yw7xgw") == "wandb"
+    assert foreground_program("wandb sweep conf/sweep.yaml") is None
+    assert foreground_program("ls -la") is None and foreground_program("conda activate torchcell") is None
 
 
 # GNU make's output as it was recorded (data/incidents/h100-1gpu-make-launcher, typescript lines 4-6):

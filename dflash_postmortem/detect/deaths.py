@@ -41,7 +41,7 @@ from ..model.progress import lines_of, resumed_from, resumes, steps_of
 from ..model.states import states
 from ..model.step_lines import named_step
 from ..said import error_text
-from ..schema import column
+from ..schema import BAR_ELAPSED_S, column
 from ..shell_words import exit_meaning, under_timeout
 from . import findings
 from .finding_text import one_line
@@ -70,6 +70,11 @@ _KILLERS = ("oom_kill",)
 # subprocess 3698707`), then gives up (torchrun's ChildFailedError)
 _STOPPERS = ("elastic_closing_signal", "deepspeed_killing_subprocess")
 _REACTIONS = (*_STOPPERS, "ChildFailedError")
+# A launcher's word that a signal from outside told it to stop (it then stops its workers)
+_LAUNCHER_SIGNALLED = ("elastic_death_signal", "elastic_signal_exception")
+# how long before its report of a failure a launcher may stop the others (torchrun waits up to
+# 30 s for them to exit, then kills them)
+_REACTED_WITHIN = pd.Timedelta(seconds=60)
 # The load report's formats whose lines tell a process's end: its own output, and what the kernel
 # or systemd killed (`Out of memory: Killed process 25315 (python3)`)
 _PROCESS_LOGS = ("training-log", "kernel-log", "systemd-journal")
@@ -494,6 +499,16 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
         if "rank" in lines.columns else []
     refs = findings.unique([_ref_of(first), _ref_of(last)])
     start = first["time"] if pd.notna(first["time"]) else last["time"]
+    # a launcher reacts to a worker's end before it reports it (torchrun stops the others, waits
+    # for them, then logs the failure): a death its report tells was over by its first reaction
+    # (of those just before the report, since a line that told another end)
+    if first.get("pattern") not in _REACTIONS and first["kind"] not in CAUSES:
+        near = reaction & (lines["time"] < start) & (lines["time"] >= start - _REACTED_WITHIN)
+        told = lines.loc[fatal & ~reaction & (lines["time"] < start), "time"]
+        if len(told):
+            near &= lines["time"] > told.max()
+        if near.any():
+            start = lines.loc[near, "time"].min()
     return [findings.finding(
         "process_died", start, last["time"] if pd.notna(last["time"]) else start, "critical", refs,
         {"source": source, "error": error, "error_kind": str(first["kind"]), "pid": findings.whole(first.get("pid")),
@@ -504,6 +519,7 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
          "exit_code": findings.whole(last.get("exit_code")), "signal": last.get("signal") if isinstance(last.get("signal"), str) else None,
          "doing": "saving" if first["kind"] == "traceback" and _SAVING.search(str(first["message"])) else None,
          "stopped_pids": _stopped_pids(lines), "why_unknown": said.empty and bool(_stopped_pids(ended)),
+         "launcher_signalled": first.get("pattern") in _LAUNCHER_SIGNALLED,
          **_steps_in(inc.metrics, source)},
         caused_by=[findings.cause(findings.event_id(refs[0]), f"what went wrong: {one_line(error)}", refs[:1])],
         within_s=_within(inc, refs[0]))]
@@ -520,8 +536,12 @@ def _killed(lines: pd.DataFrame) -> list[str]:
 def _steps_in(metrics: pd.DataFrame, source: str) -> dict:
     """The step lines a log holds (its training, though nothing placed it in an attempt: lines
     with no date or year) and the last step among them."""
-    steps = metrics.loc[metrics["source"] == source, "step"].dropna() if len(metrics) else pd.Series(dtype=float)
-    return {"steps_logged": int(steps.nunique()), "last_step": int(steps.max()) if len(steps) else None}
+    mine = metrics[metrics["source"] == source] if len(metrics) else metrics
+    steps = mine["step"].dropna() if len(mine) else pd.Series(dtype=float)
+    # a progress bar's elapsed time says how long it had trained, where nothing dates its start
+    ran = mine.loc[mine["metric"] == BAR_ELAPSED_S, "value"] if len(mine) else mine
+    return {"steps_logged": int(steps.nunique()), "last_step": int(steps.max()) if len(steps) else None,
+            "bar_ran_s": float(ran.max()) if len(ran) and pd.notna(ran.max()) else None}
 
 
 def _fatal(lines: pd.DataFrame) -> pd.Series:

@@ -190,8 +190,15 @@ def _process_died(f: _Finding) -> tuple[str, str]:
     ended = f" It ended with `{one_line(f.end_message)}`" if f.end_message else ""
     at = f" at {clock(f.ended)}" if ended and f.ended is not None else ""
     what = "processes" if len(f.ranks) > 1 else "a process"
-    return (f"{what} died{ranks}{f' at {f.when}' if pd.notna(f.start) else ''}: {one_line(f.error)}",
-            f"`{f.source}` holds what ended {what}{ranks} and nothing of its start or its training steps"
+    steps = (f"nothing of its start (its {f.steps_logged} step lines, up to step {f.last_step}, placed at no start)"
+             if f.steps_logged else "nothing of its start or its training steps")
+    at_when = f" at {f.when}" if pd.notna(f.start) else ""
+    if f.launcher_signalled:  # told to stop from outside: nothing of its workers failed first
+        return (f"the launcher was stopped by {f.signal or 'a signal'}{at_when}: {one_line(f.error)}",
+                f"`{f.source}` holds the launcher's word that a signal told it to stop, and {steps}: `{f.error}`."
+                + (f"{ended}{at}." if ended else ""))
+    return (f"{what} died{ranks}{at_when}: {one_line(f.error)}",
+            f"`{f.source}` holds what ended {what}{ranks} and {steps}"
             f" (an error pasted alone, or a log's tail): `{f.error}`." + (f"{ended}{at}." if ended else ""))
 
 
@@ -274,9 +281,13 @@ def interrupted_loop(numbers: dict) -> str:
                     f"ended{left}")
     keys = (f"; the terminal shows Ctrl-C (`^C`) pressed {f.key_presses} time{'s' if f.key_presses != 1 else ''}"
             if f.key_presses else "")
-    # bash leaves a loop only if its command died of the interrupt: one that handled it went on
-    return ("; ".join(told) + keys + ". Each trainer handled the interrupt and exited, so bash went on with the "
-            "loop; only an interrupt that kills the command ends a loop")
+    # bash leaves a loop only if its command died of the interrupt: one that handled it, or that
+    # exited with a status of its own after its KeyboardInterrupt's traceback, went on
+    handled = {p.get("handled") for p in f.went_on}
+    how = ("Each trainer handled the interrupt and exited" if handled == {True} else
+           "Each trainer ended in a KeyboardInterrupt traceback and exited with a status of its own, not killed "
+           "by the signal" if handled == {False} else "No trainer was killed by the interrupt: each exited")
+    return "; ".join(told) + keys + f". {how}, so bash went on with the loop; only an interrupt that kills the command ends a loop"
 
 
 def _interrupt_went_on(f: _Finding) -> tuple[str, str]:

@@ -146,6 +146,8 @@ class ProcessDied(TypedDict):
     process: str | None  # that process's name, where the line gives it
     killed: list  # the processes the OOM killer killed in this death, `PID 15784 (python3)`, in its order
     why_unknown: bool  # its only words are a launcher stopping its workers: no line says what failed
+    launcher_signalled: bool  # the error is the launcher's word that a signal told it to stop (torchrun's
+    # `Received 1 death signal, shutting down workers`): nothing of its workers failed first
     stopped_pids: list  # the PIDs its launcher's own lines say it stopped as it gave up
     end_message: str | None  # the last line that said a process ended, where not the error itself
     ended: pd.Timestamp | None
@@ -154,6 +156,7 @@ class ProcessDied(TypedDict):
     signal: str | None
     steps_logged: int  # the distinct steps its log holds (no attempt placed them: nothing dates them)
     last_step: int | None
+    bar_ran_s: float | None  # the most time its progress bar says it had run (tqdm's elapsed)
     doing: str | None  # "saving" where the error's traceback has a frame that saves (a checkpoint)
 
 
@@ -251,7 +254,8 @@ class InterruptWentOn(TypedDict):
     passes: int | None  # the values its text holds (None: a glob, a variable: not known)
     ran: int  # the passes that started
     # each interrupt the loop went on after: the pass it stopped (run, pid, stopped_at, said: the
-    # trainer's word, last_step) and the pass that began then (next_run, next_pid, next_start)
+    # trainer's word, last_step, handled: it caught the interrupt, or it ended in a KeyboardInterrupt
+    # traceback, None: not known) and the pass that began then (next_run, next_pid, next_start)
     went_on: list[dict]
     ended: dict | None  # the interrupt that stopped the last pass (run, pid, stopped_at, said, last_step)
     key_presses: int  # the terminal's echoes of Ctrl-C (`^C`) under the loop's command

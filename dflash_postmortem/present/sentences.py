@@ -29,13 +29,14 @@ from ..analysis.throughput_levels import band_crossings, recovery, regression
 from ..detect.finding_text import became, interrupted_loop, ranks_text, started_again
 from ..detect.interrupts import loop_of
 from ..incident import Incident
-from ..model.attempts import attempts, came_up_after, stopped_cleanly_near
+from ..model.attempts import attempts, came_up_after, open_ended, stopped_cleanly_near
 from ..model.ledger import CLASSES, SHOWN_S, ledger
 from ..model.log_files import unseen
 from ..model.progress import placed_together, resumes, steps_of
 from ..model.step_lines import SAVED_STEP
 from ..said import error_text
-from ..schema import TOK_PER_S
+from ..schema import TOK_PER_S, column, ref_line
+from ..shell_words import SIGNAL_SENDERS
 from ..units import (
     clock,
     clock_within,
@@ -433,7 +434,7 @@ def _nothing_found(inc: Incident, first, last) -> str:
             said = (f"Training seen in {read} ({', '.join(seen)}{span}) but not placed in time: nothing in the "
                     "evidence dates its lines, so its pace and its stops cannot be judged (where they give a time of "
                     "day, or a month and day, `date = \"YYYY-MM-DD\"` in incident.toml places them)")
-        wrong = _gone_wrong(inc.events)
+        wrong = _gone_wrong(inc.events) or _ended_in_a_traceback(inc)
         if wrong is None:
             return said + ("." if said.startswith("Training") else ", so nothing can be said of how it went.")
         text, ref, more = wrong
@@ -443,6 +444,7 @@ def _nothing_found(inc: Incident, first, last) -> str:
             "no throughput regression, stall, failed restart or start that never trained"
             + "".join(_interrupted(inc, a) for _, a in att[att["end_kind"] == "interrupt"].iterrows()
                       if pd.notna(a["first_step"]))
+            + "".join(_no_last_word(inc, a) for _, a in att.iterrows() if open_ended(a) and pd.notna(a["first_step"]))
             + ".")
 
 
@@ -458,6 +460,18 @@ def _interrupted(inc: Incident, a: pd.Series) -> str:
     if passes is None or ran >= passes or a["start"] < last:  # (not the pass the loop ended on)
         return said
     return said + f", and with it the loop it ran in: {ran} of its {passes} passes had started"
+
+
+def _no_last_word(inc: Incident, a: pd.Series) -> str:
+    """`; run X (PID N) left no last word: ...`: a run whose record stops with no exit record (a
+    wandb run's, written on every end its process lives to see) is no run seen to finish; a reader
+    names it, and that the files cannot tell its kill from a copy taken while it ran."""
+    steps = steps_of(inc, a)
+    step = f" after step {int(steps['step'].max())}" if len(steps) and steps["step"].notna().any() else ""
+    pids = a["pids"]
+    pid = f" (PID {int(pids[0])})" if isinstance(pids, list) and len(pids) == 1 else ""
+    return (f"; run {a['run'] or '?'}{pid} left no last word: its record stops at {_when(a['end'])}{step} with no "
+            "exit record, as a run killed, crashed hard or still running when the files were copied leaves it")
 
 
 # What a reader names as gone wrong where no finding does (no training to judge): a GPU's fault
@@ -496,6 +510,35 @@ def _gone_wrong(ev: pd.DataFrame) -> tuple[str, str, int] | None:
         signal = first.get("signal")
         text = f"exit status {int(code)}" + (f" ({signal})" if isinstance(signal, str) and signal else "")
     return text, first["ref"], len(bad) - 1
+
+
+def _ended_in_a_traceback(inc: Incident) -> tuple[str, str, int] | None:
+    """(its words, its reference, 0) of a traceback after the last step line of the log that
+    holds both, where it is the log's last word: the trainer crashed there (a traceback in
+    mid-log, a warning's or a handled one, says nothing a reader would name). A traceback cut
+    off before its exception is named by its last frame's code."""
+    ev, m = inc.events, inc.metrics
+    if ev.empty or m.empty or "ref" not in m.columns:
+        return None
+    # (a KeyboardInterrupt's is an interrupt, no crash)
+    crashed = (ev["kind"] == "traceback") & (column(ev, "pattern") != "KeyboardInterrupt").fillna(True).astype(bool)
+    for source, mine in ev[crashed].groupby("source", sort=False):
+        last = _line_no(m.loc[m["source"] == source, "ref"]).max()
+        after = _line_no(ev.loc[ev["source"] == source, "ref"])
+        tb = mine.loc[_line_no(mine["ref"]) == after.max()]
+        if pd.isna(last) or tb.empty or after.max() <= last:
+            continue
+        text = error_text(tb["message"].iloc[0], "traceback")
+        if text.startswith("[traceback cut off"):
+            code = [ln.strip() for ln in str(tb["message"].iloc[0]).splitlines()[1:]
+                    if ln.strip() and not ln.strip().startswith(("File ", "[traceback"))]
+            text = "a traceback cut off before its exception" + (f", last in `{code[-1]}`" if code else "")
+        return one_line(text, 200), tb["ref"].iloc[0], 0
+    return None
+
+
+def _line_no(refs: pd.Series) -> pd.Series:
+    return pd.Series([(ref_line(r) or ("", float("nan")))[1] for r in refs], index=refs.index, dtype=float)
 
 
 def _waited_for(n: dict) -> str:
@@ -598,7 +641,8 @@ def _unplaced_death(f: pd.Series) -> str:
     what = "processes" if len(ranks) > 1 else "a process"
     said = f"At {_when(f['start'], f.get('within_s'))} {what}" if pd.notna(f["start"]) else _cap(what)
     steps = n.get("steps_logged") or 0
-    held = (f"{n['source']} holds {count(steps, 'step line')}, up to step {n['last_step']}, but nothing of its "
+    ran = f" (its progress bar had run {_bar_clock(n['bar_ran_s'])})" if n.get("bar_ran_s") else ""
+    held = (f"{n['source']} holds {count(steps, 'step line')}, up to step {n['last_step']}{ran}, but nothing of its "
             "start" + (" and no time to place them" if pd.isna(f["start"]) else "")) if steps else \
         f"{n['source']} holds nothing of its start or its training"
     doing = " while saving a checkpoint" if n.get("doing") == "saving" else ""
@@ -616,7 +660,20 @@ def _unplaced_death(f: pd.Series) -> str:
         pids = n["stopped_pids"]
         when = f"At {_when(f['start'], f.get('within_s'))} the" if pd.notna(f["start"]) else "The"
         return f"{when} launcher stopped PID{'s' if len(pids) > 1 else ''} {ranks_text(pids)}; no line says why. {held}."
+    if n.get("launcher_signalled"):
+        # the launcher was told to stop, from outside: what the signal means is why it stopped
+        signal = n.get("signal") or "a signal"
+        when = f"At {_when(f['start'], f.get('within_s'))} the" if pd.notna(f["start"]) else "The"
+        pids = n.get("stopped_pids") or []
+        stopped = f", and stopped PID{'s' if len(pids) > 1 else ''} {ranks_text(pids)}" if pids else ""
+        return f"{when} launcher was stopped by {signal}{SIGNAL_SENDERS.get(signal, '')}: `{error}`{stopped}. {held}."
     return f"{said} {who + ' ' if who else ''}died{doing}: {error}.{_stopped(n)} {held}."
+
+
+def _bar_clock(seconds: float) -> str:
+    """Elapsed time as tqdm prints it (`2:51:14`, `04:59`): the bar's own words."""
+    h, rest = divmod(int(seconds), 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60:02d}:{rest % 60:02d}"
 
 
 def _not_finite(f: pd.Series) -> str:

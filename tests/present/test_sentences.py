@@ -260,3 +260,96 @@ def test_the_story_is_in_the_order_it_happened_unless_that_would_cut_the_first_s
     story = text.what_happened(inc, crowded)
     assert len(story) == text.MAX_SENTENCES and story[0].startswith("At 19:43:11 UTC throughput fell")
     assert [s[:11] for s in story[1:5]] == ["At 19:39:45", "At 19:40:45", "At 19:41:45", "At 19:42:45"]
+
+
+def _told(tmp_path, repo_dir, sample: str) -> tuple[pm.Incident, pd.DataFrame, list[str]]:
+    """A corpus sample alone in a folder, loaded, detected and told."""
+    import shutil
+
+    src = repo_dir / "tests" / "fixtures" / "real-world" / sample
+    (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / src.name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    found = pm.detect(inc)
+    return inc, found, text.what_happened(inc, found)
+
+
+def test_a_wandb_run_that_left_no_exit_record_is_named(tmp_path, repo_dir):
+    """wandb writes an exit record on every end its process lives to see. sdk031-sigkill-torn-run
+    (SOURCES.tsv) was SIGKILLed 11 s into training, PID 8080 (its debug.log): the story said
+    nothing went wrong and nothing of the run's end; a finished run's folder says no such thing."""
+    _, found, said = _told(tmp_path / "killed", repo_dir, "wandb/sdk031-sigkill-torn-run")
+    assert found.empty and said == [
+        "Nothing went wrong that the evidence shows between 10:25:13 UTC and 10:25:21 UTC: no throughput regression, "
+        "stall, failed restart or start that never trained; run killed-flushed (PID 8080) left no last word: its "
+        "record stops at 10:25:21 UTC after step 296 with no exit record, as a run killed, crashed hard or still "
+        "running when the files were copied leaves it."]
+    _, _, finished = _told(tmp_path / "finished", repo_dir, "wandb/sdk031-finished-run")
+    assert "no last word" not in finished[0]
+
+
+@pytest.mark.parametrize("sample, first", [
+    # torch's later wording (`for binary located at ... with local_rank: 0 (process ID: 71)`, `the
+    # closing signal`): rank 0 SIGKILLed; the agent stopped the others at 19:24:35, reported at 19:24:42
+    ("torchrun/pod-prefixed-elastic-exitcode-9-local-rank-0-after-2h51m-step-2465-memoryvla.log",
+     "At 19:24:35 UTC a process died: failed (exitcode: -9) for binary located at "
+     "/mnt/data/miniconda3/envs/memvla/bin/python3.10 with local_rank: 0 (process ID: 71) (SIGKILL). The launcher "
+     "then stopped PIDs 73, 74, 75, 76, 78."),
+    # torchrun's older wording: `Sending process 60552 closing signal SIGTERM` at 14:04:27, the
+    # failure's line at 14:04:28
+    ("torchrun/launch-exitcode-1-local-rank-2-mid-epoch-sigterm-x3-repvit.log",
+     "At 14:04:27 UTC a process died: failed (exitcode: 1) local_rank: 2 (pid: 60554) of binary: /opt/conda/bin/python. "
+     "The launcher then stopped PIDs 60552, 60553, 60555."),
+])
+def test_a_death_a_launcher_reports_is_dated_by_its_first_reaction(tmp_path, repo_dir, sample, first):
+    """A launcher stops a failed worker's peers, waits for them, then logs the failure: the
+    worker was dead by the first of those stops, not only at the report (the story dated it by
+    the report; the later torch wording was not read at all: "Nothing went wrong")."""
+    _, found, said = _told(tmp_path, repo_dir, sample)
+    assert list(found["kind"]) == ["process_died"] and said[0].startswith(first), said
+
+
+def test_a_launcher_stopped_by_a_hangup_is_told_so_not_as_a_death(tmp_path, repo_dir):
+    """ms-swift's torchrun got SIGHUP (`Received 1 death signal`) 6 h 32 min into its training (its
+    bar: `482/672 [6:32:43<...`) and stopped its worker, PID 3681211: nothing of the job failed,
+    its session hung up (the story said "A process died", and its finding that the log held no
+    training step beside the summary that it held three)."""
+    _, found, said = _told(tmp_path, repo_dir, "torchrun/swift-sft-eval-dict-tqdm-glued-glog-sighup-6h32m.log")
+    assert said[0] == ("The launcher was stopped by SIGHUP, the signal of a terminal or session that hung up: "
+                       "`Received 1 death signal, shutting down workers (SIGHUP)`, and stopped PID 3681211. "
+                       "swift-sft-eval-dict-tqdm-glued-glog-sighup-6h32m.log holds 3 step lines, up to step 482 (its "
+                       "progress bar had run 6:32:43), but nothing of its start and no time to place them.")
+    assert found["title"].iloc[0] == ("the launcher was stopped by SIGHUP: Received 1 death signal, shutting down "
+                                      "workers (SIGHUP)")
+    assert "nothing of its start (its 3 step lines, up to step 482, placed at no start)" in found["detail"].iloc[0]
+
+
+def test_a_traceback_after_the_last_step_line_is_the_crash_even_cut_off(tmp_path, repo_dir):
+    """Pix2Seq's DETR-style log, pasted from step 1280 to 1330 and then the traceback of the CUDA
+    OOM in `losses.backward()`, cut before its exception line: nothing dates the lines, and the
+    story said nothing of the crash."""
+    _, _, said = _told(tmp_path, repo_dir, "train-log/detr-metriclogger-max-mem-29528-then-traceback-in-backward-cut-pix2seq.log")
+    assert said[0].endswith("What it shows going wrong: a traceback cut off before its exception, last in "
+                            "`losses.backward()` (detr-metriclogger-max-mem-29528-then-traceback-in-backward-cut-pix2seq.log:7).")
+
+
+def test_a_nan_between_fields_is_a_value_not_part_of_the_next_key(tmp_path, repo_dir):
+    """NLUT's `loss_mse: nan losses: nan` (one blank between fields): the `nan` was read as the
+    first word of a key `nan losses`, so the lines where every loss turned NaN at iteration 4500
+    gave no row and the story said nothing of it."""
+    inc, found, said = _told(tmp_path, repo_dir, "train-log/iter-time-per-iter-losses-turn-nan-at-4500-nlut.log")
+    assert list(found["kind"]) == ["loss_not_finite"]
+    assert said[0].startswith("The loss of run iter-time-per-iter-losses-turn-nan-at-4500-nlut stopped being a number at "
+                              "step 4500 (it was 3.463 at step 4400) and stayed so to the end of the log (2 more lines)")
+
+
+def test_a_sweep_agents_output_is_its_runs_log_and_a_config_dict_no_metric(tmp_path, repo_dir):
+    """An srun session where `wandb agent` starts its sweep's run at 11:25:37 (`About to run
+    command`) and Slurm cancels the step at its time limit at 11:42:17, printed on the agent's
+    terminal: the agent's output was not read (only its command), and a config printed as a dict
+    with `'loss': 'mse'` was read as a Trainer's metrics."""
+    inc, found, said = _told(tmp_path, repo_dir, "terminal/srun-interactive-wandb-agent-lightning-step-time-limit-delta.txt")
+    assert inc.metrics.empty
+    assert said == ["The start at 11:25:37 UTC never came up: killed during start-up (`slurmstepd: error: *** STEP "
+                    "3479819.0 ON gpub001 CANCELLED AT 2024-04-24T11:42:17 DUE TO TIME LIMIT ***`)."]

@@ -366,8 +366,9 @@ def _field_rows(f: _Fields, text: pa.Array, cand: np.ndarray) -> tuple[np.ndarra
     piece = pc.list_flatten(pieces)
     short = np.asarray(pc.binary_length(piece), dtype=np.int64) <= MAX_FIELD_CHARS
     found = pc.extract_regex(piece, pattern=_FIELD)
-    target = np.asarray(pc.fill_null(pc.index_in(pc.utf8_lower(found.field("key").cast(pa.string())), value_set=f.keys),
-                                      -1), dtype=np.int64)
+    keys = pc.replace_substring_regex(pc.utf8_lower(found.field("key").cast(pa.string())),
+                                      pattern=lp.NON_FINITE_KEY_WORD, replacement="")
+    target = np.asarray(pc.fill_null(pc.index_in(keys, value_set=f.keys), -1), dtype=np.int64)
     # a field is read where RE2 found one (a null where not), short enough, of a key it knows
     keep = np.asarray(found.is_valid(), dtype=bool) & short & (target >= 0) & stepped[line]
     # the first field of each metric in its line: a later one of the same metric is not read

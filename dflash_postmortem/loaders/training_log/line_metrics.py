@@ -145,7 +145,7 @@ def _field_metrics(f: lp.FieldFormat, text: str, stamp, lineno: int, run, rank, 
         m = lp.FIELD.search(part) if len(part) <= MAX_FIELD_CHARS else None
         if m is None:
             continue
-        key = _key_of(m).lower()
+        key = re.sub(lp.NON_FINITE_KEY_WORD, "", _key_of(m).lower())
         target = f.fields.get(key)
         if target is None or target[0] in seen:
             continue
@@ -166,9 +166,11 @@ def _hf_dict(text: str, stamp, lineno: int, run, rank, rows: Rows, bar_step: dic
             d = ast.literal_eval(_NON_FINITE.sub(r"'\1'", m.group(0)))
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue
-        if not isinstance(d, dict) or not lp.HF_DICT_KEYS & set(d):
+        if not isinstance(d, dict):
             continue
         nums = {k: n for k, v in d.items() if isinstance(k, str) and (n := _dict_number(v)) is not None}
+        if not lp.HF_DICT_KEYS & set(nums):
+            continue  # a config printed as a dict (`'loss': 'mse'`, `'epoch': None`): no metric holds a number
         step = _int(d.get("step")) if "step" in d else bar_step.get(rank)
         for k, v in nums.items():
             rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=lp.hf_metric_key(k), value=v, rank=rank, pattern="hf_trainer")

@@ -268,6 +268,15 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
         "loss train": _LOSS, "loss train (curr)": _LOSS, "loss": _LOSS, "val": ("eval/val_loss", 1.0),
         "iter time": _ITER_MS,
     }, separator=re.compile(r"[|,]|\s(?=remaining time:)")),
+    # YOLOX's trainer (loguru): `yolox.core.trainer:259 - epoch: 1/100, iter: 240/983, mem: 7746Mb,
+    # iter_time: 8.711s, data_time: 8.409s, total_loss: 5.8, iou_loss: 2.9, ..., lr: 2.384e-05,
+    # size: 512, ETA: 5 days, 2:29:49`; epochs and iterations count from 1, the times are the
+    # averages over the lines' interval, `mem` the peak MiB allocated (tried before ArcticTraining's and
+    # detectron2's, whose `iter:` it holds)
+    _fields("yolox", "iter_time:", r"\bepoch: (?P<epoch>\d+)/\d+, iter: (?P<i>\d+)/(?P<per_epoch>\d+)", {
+        "iter_time": ("train/step_time_s", 1.0), "data_time": ("train/data_time_s", 1.0),
+        "total_loss": _LOSS, "lr": _LR, "mem": ("train/max_memory_mib", 1e-6),  # `7746Mb`: the M read as 1e6
+    }, separator=re.compile(r",\s*"), first_epoch=1),
     # ArcticTraining (speculator / SwiftKV trainers), every rank printing its own line: `iter:  130/3000
     # 4% | loss: 16.5469 | iter time: 1.038s | iter tflops: 909.8 | lr: 8.667E-04 | seqlen: 16.38K |
     # step time: 0.996s | step tflops: 947.4 | epoch: 0 | MA 2.84 GB | Max_MA 28.95 GB | NV 51.92 GB`
@@ -337,7 +346,9 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
 GENERIC_LOSS = _fields(
     "generic_loss", "loss",
     r"(?<![/\w])(?:global_step|step|iter|iteration|batch|it)(?:\s*[:=#]\s*|\s*)(?P<step>\d+)",  # not `words/batch 906`
-    {"loss": _LOSS, "train_loss": _LOSS, "train loss": _LOSS, "lr": _LR, "learning_rate": _LR, "learning rate": _LR},
+    # (`losses` and `total_loss`: the sum a trainer of several losses prints beside them)
+    {"loss": _LOSS, "train_loss": _LOSS, "train loss": _LOSS, "losses": _LOSS, "total_loss": _LOSS,
+     "lr": _LR, "learning_rate": _LR, "learning rate": _LR},
     separator=re.compile(r"[,|\t]|\s{2,}"),
 )
 
@@ -379,6 +390,11 @@ FIELD = re.compile(
     rf"(?P<key>[A-Za-z_][\w./()%-]*(?: [A-Za-z_(][\w./()%-]*)*)(?:\s*[:=]\s*\(?|\s+)"
     rf"(?P<value>{_NUM}[kKMGTB]?)\s*(?P<unit>%|[A-Za-z/]+)?\s*(?:\([^()]*\))?\s*$"
 )
+
+# A field's key as FIELD finds it where the field before holds no number but `nan` or `inf`
+# (`loss_mse: nan losses: nan`): that value, a word to the key's regex, is no part of the key.
+# (Taken off after the match: RE2, which reads the fields in bulk, has no lookahead to keep it out.)
+NON_FINITE_KEY_WORD = r"^(?:nan|inf) "
 
 # HF Trainer prints its log dict with Python repr: parsed with ast.literal_eval, numbers kept.
 HF_DICT_KEYWORD = b"{'"
@@ -693,12 +709,15 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _elastic("attempt_end", "elastic_succeeded", "successfully finished", r"worker group successfully finished"),
     # (its PID may be cut off: a paste wrapped at the terminal's width goes on with `: 541332)`)
     _elastic("exit", "elastic_child_failed", "failed (exitcode:",
-             r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+)(?: \(pid: (?P<pid>\d+)\))?"),
+             # (a later wording: `failed (exitcode: -9) for binary located at PATH with local_rank: 0
+             # (process ID: 71)`)
+             r"failed \(exitcode: (?P<code>-?\d+)\)(?: for binary located at .*? with)? local_rank: (?P<local_rank>\d+)"
+             r"(?: \((?:pid|process ID): (?P<pid>\d+)\))?"),
     # torch 1.9-1.10's box when a child wrote no error file
     _elastic("exit", "elastic_child_failed_no_error_file", "FAILED (exitcode",
              r"Child process (?P<pid>\d+) \(local_rank (?P<local_rank>\d+)\) FAILED \(exitcode (?P<code>-?\d+)\)"),
     _elastic("signal", "elastic_closing_signal", ("closing signal", "via signal"),
-             r"(?:Sending|Closing) process (?P<pid>\d+) (?:closing|via) signal (?P<signal>SIG\w+)"),
+             r"(?:Sending|Closing) process (?P<pid>\d+) (?:the )?(?:closing|via) signal (?P<signal>SIG\w+)"),
     _elastic("signal", "elastic_death_signal", "death signal", r"Received (?P<signo>\d+) death signal"),
     _event("signal", "elastic_signal_exception", "SignalException",
            r"SignalException: Process (?P<pid>\d+) got signal: (?P<signo>\d+)"),
@@ -772,6 +791,10 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("attempt_start", "supervisor_start", ("started", "spawned", "Started", "Spawned"),
            r"(?i)\b(?:started|spawned:?)\s+'?(?P<program>(?<=')[^'\s]{1,80}(?=')|(?<!')[\w./-]{1,120}\.py)'?\s*"
            r"(?:\(|with\b|,?\s*(?=pid\b))[^)\n]{0,60}?\bpid[\s:=]*(?P<pid>\d+)", by="supervisor"),
+    # a wandb sweep agent's word that it starts a run of its sweep, its program as a child
+    # (`wandb.wandb_agent - INFO - About to run command: /usr/bin/env python train.py`)
+    _event("attempt_start", "wandb_agent_run", "About to run command",
+           r"\bAbout to run command: [^\n]*?(?P<program>[\w./-]{1,120}\.py)\b", by="wandb"),
     # supervisord's word on its program's end, naming the program it said it spawned: `exited:
     # train (exit status 1; not expected)`, `exited: train (terminated by SIGKILL; not
     # expected)`, `stopped: train (terminated by SIGTERM)` (a stop asked of it)
