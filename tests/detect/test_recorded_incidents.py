@@ -1869,3 +1869,31 @@ def test_a_foreground_sweep_stopped_by_ctrl_c_went_on_pass_by_pass():
     assert told[0].startswith("At 02:19:58 UTC an interrupt stopped run lr-1e-4 (PID 541)")
     assert "the loop went on with run lr-3e-4 (PID 669) at 02:20:00" in told[0]
     assert "the interrupt at 02:20:38 stopped run lr-1e-3 (PID 762)" in told[0] and "no pass was left" in told[0]
+
+
+def test_a_foreground_sweep_whose_trainers_exit_after_their_keyboardinterrupt_went_on_pass_by_pass():
+    """h100-1gpu-ctrlc-stops-sweep (README): the same sweep with a trainer that catches nothing,
+    typed at 04:33:43.882. Each Ctrl-C (04:34:18.883, 04:34:33.883, 04:34:48.884) ended its pass
+    in a KeyboardInterrupt traceback, but the trainer exited with status 1 (04:34:19.392,
+    04:34:34.406, 04:34:49.495), not killed by SIGINT, so bash went on: PIDs 544, 669 (seen
+    04:34:19.572), 744 (seen 04:34:34.528), last step lines 720, 160 and 180; `echo $?` printed 1.
+    Nothing handled the interrupt: the story must not say a trainer did."""
+    inc, found = loaded("h100-1gpu-ctrlc-stops-sweep")
+    att = attempts(inc)
+    assert att["run"].tolist() == ["lr-1e-4", "lr-3e-4", "lr-1e-3"] and att["pids"].tolist() == [[544], [669], [744]]
+    for start, truth in zip(att["start"], ("04:33:43.882", "04:34:19.572", "04:34:34.528"), strict=True):
+        assert abs(start - _dec7(truth)) <= pd.Timedelta(seconds=2)
+    assert att["end_kind"].tolist() == ["interrupt"] * 3
+    # (the traceback has no time: each end is its log's last dated line, the step line before the key)
+    for end, truth in zip(att["end"], ("04:34:18.883", "04:34:33.883", "04:34:48.884"), strict=True):
+        assert pd.Timedelta(0) <= _dec7(truth) - end <= pd.Timedelta(seconds=1)
+    assert found["kind"].tolist() == ["interrupt_went_on"]
+    n = found.iloc[0]["numbers"]
+    assert [(p["pid"], p["last_step"], p["handled"], p["next_pid"]) for p in n["went_on"]] == [
+        (544, 720, False, 669), (669, 160, False, 744)]
+    assert (n["ended"]["pid"], n["ended"]["last_step"], n["ran"], n["key_presses"]) == (744, 180, 3, 3)
+    told = pm.what_happened(inc, found)
+    assert told[0].startswith("At 04:34:18 UTC an interrupt stopped run lr-1e-4 (PID 544), its last step line step 720")
+    assert ("Each trainer ended in a KeyboardInterrupt traceback and exited with a status of its own, not killed by "
+            "the signal, so bash went on with the loop") in told[0]
+    assert "handled" not in told[0]
