@@ -213,12 +213,13 @@ def test_a_worker_failed_under_torch_distributed_launch_and_the_launcher_stopped
     code 1, and its own traceback is cut before its exception. Read before as an attempt that
     "started 14:04:27" (the first dated line) and died of "[traceback cut off: the file ends
     here]": a traceback that never says its error names no cause, and dated lines that only end
-    processes start none."""
+    processes start none. The worker was dead by the agent's first SIGTERM to the others: the
+    death is dated there, not at the line that reports it."""
     inc, found, died = _told(tmp_path, "torchrun/launch-exitcode-1-local-rank-2-mid-epoch-sigterm-x3-repvit.log")
     assert found["kind"].tolist() == ["process_died"] and pm.model.attempts(inc).empty
     f = died.iloc[0]
     n = f["numbers"]
-    assert f["start"] == pd.Timestamp("2024-05-28 14:04:28.584", tz="UTC")
+    assert f["start"] == pd.Timestamp("2024-05-28 14:04:27.954", tz="UTC")
     assert n["error"].startswith("failed (exitcode: 1) local_rank: 2 (pid: 60554)")
     assert n["stopped_pids"] == [60552, 60553, 60555] and n["steps_logged"] == 3
     assert "cut off" not in what_happened(inc, found)[0]
@@ -229,12 +230,13 @@ def test_deepspeeds_launcher_killing_its_workers_is_their_end_not_a_start(tmp_pa
     """DeepSpeed #2946: the launcher kills its eight workers (PIDs 3698707-3698714) from 06:40:25
     to 06:40:34, each as the one before is gone, then logs at ERROR that local rank 7 ended badly
     (the line is cut before its return code). Read before as a start at the first kill, "slow
-    start ... no sign that it failed"."""
+    start ... no sign that it failed". The launcher kills the others because rank 7 ended: it was
+    dead by the first kill, which dates its death (not the ERROR line after the kills)."""
     inc, found, died = _told(tmp_path, "torchrun/deepspeed-killing-8-over-10s-return-code-9-local-rank-7-t5-cut.log")
     assert found["kind"].tolist() == ["process_died"]
     f = died.iloc[0]
     n = f["numbers"]
-    assert f["start"] == pd.Timestamp("2023-03-05 06:40:35.705", tz="UTC")
+    assert f["start"] == pd.Timestamp("2023-03-05 06:40:25.173", tz="UTC")
     assert n["stopped_pids"] == list(range(3698707, 3698715))
     assert n["error"].startswith("`/home/userx/anaconda3/envs/tk-instruct/bin/python -u src/run_s2s.py --local_rank=7 ")
     assert not n["why_unknown"]

@@ -143,6 +143,14 @@ METRIC_PATTERNS: tuple[MetricPattern, ...] = (
         rf"\bTrain Epoch: \d+ \[\s*\d+/\d+ \(\s*\d+%\)\]\s+Loss: (?P<loss>{_NUM})",
         {"loss": LOSS},
     ),
+    # TensorFlow's models (cifar10_train.py, inception's distributed trainer): `step 2340, loss =
+    # 11.22 (2.0 examples/sec; 15.788 sec/batch)`, behind `INFO:tensorflow:Worker 0: <time>: ` in
+    # the distributed one
+    _metric(
+        "tf_examples_per_sec", "examples/sec",
+        rf"\bstep (?P<step>\d+), loss = (?P<loss>{_NUM})\s*\((?P<eps>{_NUM}) examples/sec; (?P<spb>{_NUM})\s+sec/batch\)",
+        {"loss": LOSS, "eps": "train/samples_per_s", "spb": "train/step_time_s"},
+    ),
     _metric(
         "tf_step_time", "per-step time",
         rf"\bStep (?P<step>\d+) per-step time (?P<t>{_NUM})s(?: loss=(?P<loss>{_NUM}))?",
@@ -345,7 +353,8 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
 # incident's own patterns, and never for throughput (a unit-less number is not guessed at).
 GENERIC_LOSS = _fields(
     "generic_loss", "loss",
-    r"(?<![/\w])(?:global_step|step|iter|iteration|batch|it)(?:\s*[:=#]\s*|\s*)(?P<step>\d+)",  # not `words/batch 906`
+    # (`Steps: 95` too: Coqui STT's `Epoch 0 | Training | Elapsed Time: 0:00:15 | Steps: 95 | Loss: 24.19`)
+    r"(?<![/\w])(?:global_step|[Ss]teps?|iter|iteration|batch|it)(?:\s*[:=#]\s*|\s*)(?P<step>\d+)",  # not `words/batch 906`
     # (`losses` and `total_loss`: the sum a trainer of several losses prints beside them)
     {"loss": _LOSS, "train_loss": _LOSS, "train loss": _LOSS, "losses": _LOSS, "total_loss": _LOSS,
      "lr": _LR, "learning_rate": _LR, "learning rate": _LR},
@@ -741,6 +750,10 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _slurm("attempt_end", "slurm_cancel_reason_wrapped", "DUE TO ", r"^DUE TO (?P<reason>[^*]{1,120}?)\s*\*\*\*\s*$"),
     _slurm("oom_kill", "slurm_oom_kill", ("oom_kill event", "oom-kill event"),
            r"Detected (?P<count>\d+) oom[-_]kill events?(?:\(s\))? in (?:StepId=|step )(?P<job>\d+)(?:\.(?P<step>\w+))?"),
+    # slurmstepd's own memory enforcement (its accounting poll, where no cgroup limits the job):
+    # `Job 7518 exceeded memory limit (626359956 > 512000000), being killed` (bytes)
+    _slurm("oom_kill", "slurm_memory_limit", "exceeded memory limit",
+           r"\bJob (?P<job>\d+) exceeded memory limit \((?P<used>\d+) > (?P<limit>\d+)\), being killed"),
     _slurm("exit", "slurm_task_exited", ": Exited with exit code",
            _SRUN_TASKS + r"Exited with exit code (?P<code>\d+)"),
     _slurm("oom_kill", "slurm_task_oom", ": Out Of Memory",
