@@ -139,6 +139,7 @@ def _counted(g: pd.DataFrame) -> pd.DataFrame:
             values.append((step[i] - step[i0]) / (t[i] - t[i0]))
             i0 = i
     out = g.iloc[keep].copy()
+    out["closed_at"] = out["time"]  # when the line that closes it was written: the step it reached, then
     out["time"] = g["time"].iloc[begins].to_numpy()
     out["metric"] = STEPS_PER_S
     out["value"] = np.asarray(values, dtype=float)

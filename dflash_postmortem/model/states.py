@@ -68,7 +68,7 @@ def stall_threshold_s(inc: Incident, lines: pd.DataFrame | None = None) -> float
     given = inc.config.detect.get("stall_s")
     if given is not None:
         return float(given)
-    if lines is None or len(lines) < 2:
+    if lines is None or lines.empty:
         return MIN_STALL_S
     return max(STALL_INTERVALS * step_interval_s(lines), MIN_STALL_S)
 
@@ -76,6 +76,10 @@ def stall_threshold_s(inc: Incident, lines: pd.DataFrame | None = None) -> float
 def step_interval_s(lines: pd.DataFrame) -> float:
     """The attempt's median time between step lines (0 with fewer than two times): between the
     times lines were written, so that ranks or threads logging the same step together count once."""
+    if "closed_at" in lines.columns and len(lines):
+        # a step counter's pace rows: each its interval, from its line to the line that closes it
+        spans = (lines["closed_at"] - lines["time"]).drop_duplicates().dt.total_seconds()
+        return float(spans.median())
     times = np.unique(lines["time"].to_numpy(dtype="datetime64[us]").astype("i8"))
     return float(np.median(np.diff(times))) / 1e6 if len(times) > 1 else 0.0
 
@@ -135,8 +139,10 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
             rows.append(_row(a, "lingering", done[0], end, done[1], done[2]))
             end = done[0]
         threshold = pd.Timedelta(seconds=stall_threshold_s(inc, lines))
-        # Its steps, then the last sign of life: a gap longer than the threshold is a stall.
-        times = lines["time"].tolist() + [end]
+        # Its steps, then the last sign of life: a gap longer than the threshold is a stall. (A
+        # step counter's pace row stands at its interval's beginning; the step was reached when
+        # the line that closes it was written.)
+        times = (lines["closed_at"] if "closed_at" in lines.columns else lines["time"]).tolist() + [end]
         refs = (lines["ref"].tolist() if "ref" in lines.columns else [None] * len(lines)) + [a["last_alive_ref"]]
         w = prog[prog["attempt"] == a["attempt"]]
         w = w.assign(level=warmed(w["level"]))  # its first window's warm-up is no loss

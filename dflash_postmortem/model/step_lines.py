@@ -28,16 +28,16 @@ def step_lines(inc: Incident) -> pd.DataFrame:
     return computed.cached(inc, "step lines", READS, lambda: _step_lines(inc.metrics, inc.events))
 
 
-# The step a line names (`at step 120`, `global step 120`, `iteration 120`, `ckpt/step_000200.pt`),
-# not a fraction (`step 1.5`).
-_NAMED_STEP = re.compile(r"\b(?:step|iteration)[\s_=:]*(\d+)(?!\d|\.\d)", re.I)
+# The step a line names (`at step 120`, `global step 120`, `iteration 120`, `ckpt/step_000200.pt`,
+# MMCV's `at 2000 iterations`), not a fraction (`step 1.5`).
+_NAMED_STEP = re.compile(r"\b(?:step|iteration)[\s_=:]*(\d+)(?!\d|\.\d)|(?<![\d.])(\d+) (?:iterations|steps)\b", re.I)
 SAVED_STEP = "checkpoint/step"  # the metric of a step line read from a checkpoint's line
 
 
 def named_step(message) -> int | None:
     """The step a line names (its last: `resuming from step_400.pt at step 400`), else None."""
     said = _NAMED_STEP.findall(str(message))
-    return int(said[-1]) if said else None
+    return int(said[-1][0] or said[-1][1]) if said else None
 
 
 def _step_lines(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
@@ -50,6 +50,7 @@ def _step_lines(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
     others = others[(others["metric"] != BAR_ELAPSED_S) | (others["value"] > 0)]
     keys = ["source", "step"] + (["rank"] if "rank" in others.columns else [])
     others = others.sort_values("time", kind="stable").drop_duplicates(keys, keep="first")
+    saved = saved[~saved["source"].isin(set(rates["source"]))]  # (a rate line says more than a save)
     if len(saved):
         others = pd.concat([others, saved]) if len(others) else saved
     if len(others):
@@ -70,24 +71,43 @@ def placed(rows: pd.DataFrame) -> pd.Series:
 
 def _saved_steps(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
     """Metric-shaped rows (SAVED_STEP, the step as its value) of the checkpoint lines that name a
-    step, in dated sources with no metric row of a step (a trainer's rate lines say more, and
-    are never doubled by these): the events' checkpoint lines, read where a log's own lines are gone."""
+    step, in dated sources: where no metric row of its source logged that step or a later one by
+    then (a trainer's own lines say more, and are never doubled by these): a log's own lines
+    gone, or a save between its step lines."""
     if ev.empty or "pattern" not in ev.columns:
         return m.iloc[:0]
     ck = ev[(ev["pattern"] == "checkpoint_save") & ev["time"].notna() & ev["source"].notna()]
-    if len(m):
-        ck = ck[~ck["source"].isin(set(m.loc[m["step"].notna(), "source"].dropna()))]
     if ck.empty:
         return m.iloc[:0]
     step = ck["message"].map(named_step)
-    ck = ck[step.notna()]
+    ck, step = ck[step.notna()], step[step.notna()]
+    if len(ck) and len(m):
+        # in a source with step lines, a save past the last of them before it is progress no
+        # line shows (mmseg's `Saving checkpoint at 2000 iterations` after `Iter [1950/20000]`,
+        # its lines every 50); a save at a logged step says nothing more
+        before = _steps_so_far(m, ck)
+        ck, step = ck[before.isna() | (step > before)], step[before.isna() | (step > before)]
     if ck.empty:
         return m.iloc[:0]
     rows = pd.DataFrame({c: ck[c].to_numpy() for c in ("time", "source", "ref", "run", "host", "rank", "pid")
                          if c in ck.columns and c in m.columns})
     rows["metric"] = SAVED_STEP
-    rows["step"] = step[step.notna()].astype("int64").to_numpy()
+    rows["step"] = step.astype("int64").to_numpy()
     rows["value"] = rows["step"].astype(float)
     # labels after the metrics' own: a step line's label is its metric row's where it has one
     rows.index = pd.RangeIndex(len(rows)) + (int(m.index.max()) + 1 if len(m) else 0)
     return rows.astype({c: m[c].dtype for c in rows.columns if c in m.columns}, errors="ignore")
+
+
+def _steps_so_far(m: pd.DataFrame, ck: pd.DataFrame) -> pd.Series:
+    """For each checkpoint line of `ck`, the highest step its source's metric rows logged at or
+    before its time (NaN where none did)."""
+    logged = m[m["step"].notna() & m["time"].notna() & m["source"].notna()]
+    if logged.empty:
+        return pd.Series(float("nan"), index=ck.index)
+    logged = logged.sort_values("time", kind="stable")
+    high = logged.assign(high=logged.groupby("source")["step"].cummax().astype(float))[["time", "source", "high"]]
+    at = ck[["time", "source"]].assign(_k=range(len(ck))).sort_values("time", kind="stable")
+    got = pd.merge_asof(at, high.astype({"source": at["source"].dtype}), on="time", by="source")
+    return pd.Series(got.sort_values("_k")["high"].to_numpy(), index=ck.index)
+

@@ -451,7 +451,10 @@ def _nothing_found(inc: Incident, first, last) -> str:
 def _interrupted(inc: Incident, a: pd.Series) -> str:
     """`; run X was stopped by an interrupt at T (`its line`)`, and where it was a pass of a typed
     loop that had passes left, that the loop ended with it."""
-    said = f"; run {a['run'] or '?'} was stopped by an interrupt at {_when(a['end'])} (`{error_text(a['end_message'])}`)"
+    words = error_text(a["end_message"])
+    # (a traceback after Ctrl-C's `^C`, cut off before its exception line, has no words of its own)
+    how = "a traceback after Ctrl-C's `^C`, cut off" if words.startswith("[traceback cut off") else f"`{words}`"
+    said = f"; run {a['run'] or '?'} was stopped by an interrupt at {_when(a['end'])} ({how})"
     if not isinstance(a["launch_ref"], str):
         return said
     _, passes, ran = loop_of(inc, a["launch_ref"])

@@ -353,3 +353,18 @@ def test_a_sweep_agents_output_is_its_runs_log_and_a_config_dict_no_metric(tmp_p
     assert inc.metrics.empty
     assert said == ["The start at 11:25:37 UTC never came up: killed during start-up (`slurmstepd: error: *** STEP "
                     "3479819.0 ON gpub001 CANCELLED AT 2024-04-24T11:42:17 DUE TO TIME LIMIT ***`)."]
+
+
+def test_a_checkpoint_past_the_last_step_line_is_progress_and_a_keyed_cut_traceback_an_interrupt(tmp_path, repo_dir):
+    """mmsegmentation #66: `Iter [1950/20000] ... time: 2.096` at 15:19:04 (its lines every 50
+    iterations), `Saving checkpoint at 2000 iterations` at 15:20:50, an evaluation bar, then
+    `^CTraceback` cut off: the user's Ctrl-C, no crash. The story said training stalled for
+    106 s, one interval of 50 steps at 2.1 s (a step counter's pace row stood at its interval's
+    beginning, its closing line's time lost, and the save named no step)."""
+    from dflash_postmortem.model.step_lines import named_step
+
+    assert named_step("Saving checkpoint at 2000 iterations") == 2000 and named_step("at step 120") == 120
+    assert named_step("took 3.5 steps") is None
+    _, found, said = _told(tmp_path, repo_dir, "train-log/mmseg-iter-then-checkpoint-then-eval-bar-4545s-then-ctrl-c-traceback.log")
+    assert found.empty and said[0].endswith(
+        "was stopped by an interrupt at 15:20:50 UTC (a traceback after Ctrl-C's `^C`, cut off).")

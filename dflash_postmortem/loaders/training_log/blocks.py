@@ -28,9 +28,10 @@ class TracebackBlock:
     """`Traceback (most recent call last):` (or Python's `Exception in thread NAME:` just before
     one) and its indented lines, up to the exception line."""
 
-    def __init__(self, first: str, *, thread: str | None, cut: int = 0, **where):
+    def __init__(self, first: str, *, thread: str | None, cut: int = 0, keyed: bool = False, **where):
         self.where = where  # stamp, line, run, pid, rank of the first line
         self.cut = cut  # width of a per-line `[time] tag || ` prefix before the traceback's text
+        self.keyed = keyed  # Ctrl-C's echo (`^C`) came just before it: a KeyboardInterrupt's
         self.lines = [first]
         self.thread = thread
         self.heads = 1
@@ -56,7 +57,8 @@ class TracebackBlock:
         if truncated:
             text += "\n[traceback cut off: the file ends here]"
         exc = _EXCEPTION.match(self.lines[-1].strip())
-        kind, pattern = "traceback", exc.group(1).rsplit(".", 1)[-1] if exc else "traceback"
+        # (one cut off before its exception line after a `^C`: the interrupt's, as a reader takes it)
+        kind, pattern = "traceback", exc.group(1).rsplit(".", 1)[-1] if exc else "KeyboardInterrupt" if self.keyed else "traceback"
         if self.awaiting:
             kind, pattern = "error", "thread_exception"
         return [dict(self.where, kind=kind, message=text[: MAX_EVENT_CHARS * 4], pattern=pattern,

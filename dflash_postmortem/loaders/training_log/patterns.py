@@ -482,7 +482,8 @@ def find_bars(text: str) -> list[Bar]:
 # steps in versions before 1.5 (`loss=6.617, v_num=16, train_loss=5.91`: one loss at that step).
 BAR_POSTFIX = {"tokens_per_sec": TOK_PER_S, "tok_per_s": TOK_PER_S, "train_loss_step": LOSS, "train_loss": LOSS,
                "loss_step": LOSS, "loss": LOSS, "lr": "train/learning_rate"}
-NOT_TRAINING_BAR = re.compile(r"(?i)loading|download|map|token|shard|generat|fetch|process|eval|valid|chunk")
+NOT_TRAINING_BAR = re.compile(r"(?i)loading|download|map|token|shard|generat|fetch|process|eval|valid|chunk"
+                              r"|\btest|\bprepar|\bpredict|\binfer")  # (Lightning's `Testing`, `Predicting DataLoader 0`)
 # A bar over epochs (`231.64s/epoch`) is progress, not a per-iteration rate.
 NOT_ITERATION_UNIT = re.compile(r"(?i)epoch")
 

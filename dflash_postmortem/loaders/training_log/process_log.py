@@ -823,8 +823,9 @@ class LogScanner:
             at = text.find("Traceback") if header is None else 0
             # `[time] tag || Traceback ...`: the following lines carry the same prefix, cut as wide
             cut = at if at and find_stamp(text[:at])[0] is not None else 0
+            # (`^CTraceback`: the terminal's echo of Ctrl-C just before it, on a pasted terminal)
             self.block = TracebackBlock(text[at:].strip(), thread=header.group("thread") if header else None,
-                                        cut=cut, **where)
+                                        cut=cut, keyed=text[:at].rstrip().endswith("^C"), **where)
             return 1
         frames = self._frames_before(block, ls) if stamp is None and lp.EXCEPTION_LINE.match(text) else []
         if frames:
