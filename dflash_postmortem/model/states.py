@@ -62,6 +62,11 @@ LINGER_S = 60.0
 _KILLED = ("oom_kill", "oom", "killed", "kill_sent")
 
 
+# How much longer than its longest evaluation so far a silence at the evidence's end may be and
+# still read as one more evaluation (their length varies a little with the machine's load)
+_AGAIN = 1.25
+
+
 def stall_threshold_s(inc: Incident, lines: pd.DataFrame | None = None) -> float:
     """How long an attempt may go without a step before it is stalled: `[detect] stall_s` where
     incident.toml sets it, else max(3 x its median step interval, 60 s)."""
@@ -78,8 +83,9 @@ def step_interval_s(lines: pd.DataFrame) -> float:
     times lines were written, so that ranks or threads logging the same step together count once."""
     if "closed_at" in lines.columns and len(lines):
         # a step counter's pace rows: each its interval, from its line to the line that closes it
-        spans = (lines["closed_at"] - lines["time"]).drop_duplicates().dt.total_seconds()
-        return float(spans.median())
+        # (ranks or threads that logged the same interval together count once)
+        rows = lines.drop_duplicates(["time", "closed_at"])
+        return float((rows["closed_at"] - rows["time"]).dt.total_seconds().median())
     times = np.unique(lines["time"].to_numpy(dtype="datetime64[us]").astype("i8"))
     return float(np.median(np.diff(times))) / 1e6 if len(times) > 1 else 0.0
 
@@ -167,6 +173,7 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
             rows.append(_row(a, "training", since, silent[0], a["first_step_ref"], ""))
             rows.append(_row(a, "stalled", silent[0], end, silent[1], silent[2]))
             since = end
+        evaluating = pd.Timedelta(0)  # the longest gap an evaluation has taken so far
         for k, last in gaps:
             t, ref = times[k], refs[k]
             cursor, cursor_ref = (first, a["first_step_ref"]) if last < 0 else (times[last], refs[last])
@@ -178,6 +185,11 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
             # Trainer stops training for every evaluation
             busy = bool(len(evaluated)) and ((evaluated > cursor) & (evaluated <= t)).any()
             busy = busy or any(b - cursor <= threshold and t - e <= threshold and e > cursor for b, e in bars)
+            if busy:
+                evaluating = max(evaluating, t - cursor)
+            # the silence the evidence ends in, no longer than an evaluation of the same run took
+            # before it: one more, as far as anything shows (its results not written yet)
+            busy = busy or (t == end and said is None and stopped is None and t - cursor <= evaluating * _AGAIN)
             if (t - cursor > threshold and not busy) or stopped is not None or (said is not None and t == end and t > cursor):
                 rows.append(_row(a, "training", since, cursor, a["first_step_ref"] if since == first else ref, ""))
                 told = stopped or said

@@ -360,6 +360,25 @@ def test_a_hugging_face_run_in_a_long_evaluation_when_the_evidence_ends_is_no_st
     assert gpu.degraded == 0 and gpu.stalled == 0 and gpu.productive > 0.9 * gpu.total
 
 
+def test_a_silence_at_the_end_no_longer_than_the_runs_last_evaluation_is_one_more_evaluation(tmp_path):
+    """h200-1gpu-hf-long-eval without its log (logs/hf_train.log, where the second evaluation's bar
+    is): TensorBoard's steps 1-100, the first evaluation (07:47:03 to 07:51:40, its results at
+    07:51:38.5), steps to 200 by 07:51:51, then nothing to 07:55:37: 230 s, shorter than the
+    first evaluation's 277 s, so as far as anything shows, the second. It read as a stall once the
+    steps counted by TensorBoard were dated by the lines that close each interval (their median,
+    5.8 s, made the threshold the 60 s floor); the truth (README): evaluating."""
+    folder = tmp_path / "no-log"
+    shutil.copytree(REPO / "data" / "incidents" / "h200-1gpu-hf-long-eval", folder)
+    (folder / "logs" / "hf_train.log").unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(folder)
+    told_states = states(inc)
+    assert "stalled" not in set(told_states["state"]) and pm.detect(inc).empty
+    training = told_states[told_states["state"] == "training"]
+    assert abs(training["end"].max() - pd.Timestamp("2026-12-04 07:55:37", tz="UTC")) <= NEAR
+
+
 def T5(hms: str) -> pd.Timestamp:
     return pd.Timestamp(f"2026-12-05 {hms}", tz="UTC")
 

@@ -321,7 +321,9 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
     # the generator's), `time` in seconds per iteration, and every loss under its own `l_*` name (a
     # GAN logs several: none of them is the loss)
     _fields("basicsr", ", iter:", r"[\[<]epoch:\s*\d+,\s*iter:\s*(?P<step>\d{1,3}(?:,\d{3})*)\b", {
-        "lr": _LR, "time (data)": ("train/step_time_s", 1.0), "l_total": (LOSS, 1.0),
+        "lr": _LR, "time (data)": ("train/step_time_s", 1.0), "l_total": (LOSS, 1.0), "l_all": (LOSS, 1.0),
+        # its validation line, the run's evaluation: `<epoch: 16, iter:   4,000> psnr: 3.2174e+01. ssim: 8.1106e-01.`
+        "psnr": ("eval/psnr", 1.0), "ssim": ("eval/ssim", 1.0),
         **{k: (f"train/{k}", 1.0) for k in (
             "l_pix", "l_percep", "l_style", "l_fft", "l_g_pix", "l_g_fea", "l_g_percep", "l_g_gan", "l_g_total",
             "l_d_real", "l_d_fake", "l_d", "l_identity")},
@@ -397,7 +399,7 @@ UNIT_METRICS = {"tok": (TOK_PER_S, 1.0), "sam": ("train/samples_per_s", 1.0), "m
 # `lr:(1.000e-04,)`, cut at its commas by that format's separator).
 FIELD = re.compile(
     rf"(?P<key>[A-Za-z_][\w./()%-]*(?: [A-Za-z_(][\w./()%-]*)*)(?:\s*[:=]\s*\(?|\s+)"
-    rf"(?P<value>{_NUM}[kKMGTB]?)\s*(?P<unit>%|[A-Za-z/]+)?\s*(?:\([^()]*\))?\s*$"
+    rf"(?P<value>{_NUM}[kKMGTB]?)\s*(?P<unit>%|[A-Za-z/]+)?\s*(?:\([^()]*\))?\.?\s*$"  # (a sentence's `.`: `psnr: 3.2174e+01.`)
 )
 
 # A field's key as FIELD finds it where the field before holds no number but `nan` or `inf`
