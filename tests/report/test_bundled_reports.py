@@ -1,10 +1,12 @@
-"""Every bundled incident's report built and read, and the fewest of them that show every kind of
-finding, figure and evidence view in a real headless Chromium: it opens offline, draws its
-figures, and its evidence links land on their lines. Every report's front page and overview page
-are built (there every finding, sentence and evidence line of the incident is shown); a page about
-some findings (a drop, a failed start, a recovery) is built and drawn for the fewest incidents that
-have every kind of finding it is about (`PAGE_KINDS`). The replay page draws replay runs, which no
-bundled incident's findings are about: tests/report/test_build.py draws every page of a report."""
+"""Every bundled incident's words (its pinned sentences and finding titles) read clean and cite
+lines its files hold; the reports of the fewest incidents that show every kind of finding, figure
+and evidence view built, read and opened in a real headless Chromium: each opens offline, draws
+its figures, and its evidence links land on their lines. Those reports' front page and overview
+page are built (there every finding, sentence and evidence line of the incident is shown); a page
+about some findings (a drop, a failed start, a recovery) is built and drawn for the fewest
+incidents that have every kind of finding it is about (`PAGE_KINDS`). The replay page draws replay
+runs, which no bundled incident's findings are about: tests/report/test_build.py draws every page
+of a report."""
 
 import json
 import re
@@ -159,9 +161,32 @@ def _text(html: str) -> str:
     return "".join(parser.parts)
 
 
-@pytest.mark.parametrize("incident", BUNDLED)  # each its own test worker where one is free (conftest.py)
-def test_every_bundled_report_reads_clean_and_its_evidence_links_have_their_lines(incident, built):
-    """Each bundled incident's report, built: the index and its pages (`_pages`), no raw markup or
+# a value as Python prints it, or a count of one with a plural noun, in the words a report shows
+# (the pinned sentences keep their backticks: the report draws them as code)
+RAW_VALUE = re.compile(RAW.pattern.removeprefix("`|"))
+
+
+@pytest.mark.parametrize("incident", BUNDLED)
+def test_every_bundled_incidents_words_read_clean_and_its_causes_cite_lines_its_files_hold(incident):
+    """What every bundled incident's report says (its pinned sentences and finding titles,
+    tests/bundled_findings.json) holds no raw value, and each cause a finding cites names a line
+    its file holds. Built and read whole (below) are the reports of the incidents that together
+    show every kind of finding, figure, page and evidence view (`DRAWN`): a report is the same
+    notebooks and views drawn from these words and lines, and the other 47 builds were a tenth of
+    the test run's CPU."""
+    said = PINNED[incident]
+    words = said["what_happened"] + [f["title"] for f in said["findings"]]
+    assert [w for w in words if RAW_VALUE.search(w)] == []
+    root = REPO / "data" / "incidents" / incident
+    for ref in (c for f in said["findings"] for c in f["caused_by"] if c.startswith("event:")):
+        path, _, line = ref.removeprefix("event:").rpartition(":")
+        lines = read_lines(root, path)
+        assert (root / path).is_file() and (lines is None or int(line) <= len(lines)), ref
+
+
+@pytest.mark.parametrize("incident", DRAWN)  # each its own test worker where one is free (conftest.py)
+def test_every_drawn_report_reads_clean_and_its_evidence_links_have_their_lines(incident, built):
+    """Each covering incident's report, built: the index and its pages (`_pages`), no raw markup or
     raw value in their text, and every evidence link's view holds the line it names."""
     pages = {p.stem: p.read_text(encoding="utf-8") for p in built.parent.glob("*.html")}
     assert set(pages) == {"index", *_pages(incident)}
