@@ -121,3 +121,23 @@ def line_at():
         return lines[int(n) - 1]
 
     return read
+
+
+# The modules that take the most CPU (docs/benchmarks.md), first: xdist's loadscope hands whole
+# modules to the workers in collection order, and the watch's replays, collected last
+# (tests/watch), ran alone at the end of the run while the other workers were done. The stories
+# of the recorded incidents come after the pins, which keep each incident they load in the
+# shared cache (support/bundled.py): by then the stories read most of them back.
+_HEAVY_FIRST = (
+    "watch/test_live.py", "test_bundled_findings.py", "report/test_bundled_reports.py",
+    "loaders/training_log/test_bulk_lines.py", "loaders/test_following.py", "test_lab.py", "test_corpus.py",
+    "detect/test_recorded_incidents.py", "test_fuzz.py", "store/test_fleet.py", "present/test_figures.py",
+    "store/test_object_storage.py", "model/test_carried.py", "test_cli.py", "replay/test_train.py",
+)
+
+
+@pytest.hookimpl(trylast=True)  # (after pytest's own reordering by parametrized fixtures)
+def pytest_collection_modifyitems(config, items):
+    rank = {module: i for i, module in enumerate(_HEAVY_FIRST)}
+    # (a stable sort: each module's tests, and the other modules, keep their order)
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0].removeprefix("tests/"), len(rank)))

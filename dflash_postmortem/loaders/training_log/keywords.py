@@ -129,7 +129,7 @@ def re2_literal(keyword: bytes) -> str:
 
 @functools.lru_cache(maxsize=16)
 def _compiled(user: tuple[bytes, ...]) -> Keywords:
-    parts = [p.keyword for p in lp.METRIC_PATTERNS] + [f.keyword for f in (*lp.FIELD_FORMATS, lp.GENERIC_LOSS)]
+    parts = [p.keyword for p in lp.METRIC_PATTERNS] + [f.keyword for f in lp.FIELD_FORMATS] + list(lp.GENERIC_KEYWORDS)
     parts += [lp.HF_DICT_KEYWORD, lp.TRACEBACK_KEYWORD, lp.THREAD_EXCEPTION_KEYWORD, *lp.BAR_KEYWORDS]
     parts += [k.encode() for k in (*lp.FAILURE_TABLE_KEYWORDS, *lp.UNIT_KEYWORDS, *lp.FAULTHANDLER_KEYWORDS,
                                    *lp.STEP_HEADER_KEYWORDS, *lp.BLOCK_FIELD_KEYWORDS)]

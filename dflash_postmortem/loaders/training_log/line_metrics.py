@@ -12,7 +12,7 @@ from .rows import Rows
 # Keywords as text, decoded once: the hot path tests them on every candidate line.
 METRIC_KW = tuple((p, p.keyword.decode()) for p in lp.METRIC_PATTERNS)
 FIELD_KW = tuple((f, f.keyword.decode()) for f in lp.FIELD_FORMATS)
-GENERIC_KW = lp.GENERIC_LOSS.keyword.decode()
+GENERIC_KW = tuple(k.decode() for k in lp.GENERIC_KEYWORDS)
 HF_DICT_KW = lp.HF_DICT_KEYWORD.decode()
 _NON_FINITE = re.compile(r"(?<=: )(-?(?:nan|inf))(?=[,}])")  # a float's repr as a dict value
 MAX_FIELD_CHARS = 200  # a `key: value` field is short; prose is not searched for one
@@ -60,7 +60,7 @@ def read_metrics(text: str, stamp, lineno: int, run, rank, rows: Rows, user: tup
         if n:
             return n
     n = _unit_metrics(text, stamp, lineno, run, rank, rows) if any(k in text for k in lp.UNIT_KEYWORDS) else 0
-    if GENERIC_KW in text:
+    if any(k in text for k in GENERIC_KW):
         n += _field_metrics(lp.GENERIC_LOSS, text, stamp, lineno, run, rank, rows)
     return n
 

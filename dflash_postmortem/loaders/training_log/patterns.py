@@ -356,12 +356,15 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
 GENERIC_LOSS = _fields(
     "generic_loss", "loss",
     # (`Steps: 95` too: Coqui STT's `Epoch 0 | Training | Elapsed Time: 0:00:15 | Steps: 95 | Loss: 24.19`)
-    r"(?<![/\w])(?:global_step|[Ss]teps?|iter|iteration|batch|it)(?:\s*[:=#]\s*|\s*)(?P<step>\d+)",  # not `words/batch 906`
+    # (not `words/batch 906`; not a count rounded to thousands, `Step: 423k`)
+    r"(?<![/\w])(?:global_step|[Ss]teps?|iter|iteration|batch|it)(?:\s*[:=#]\s*|\s*)(?P<step>\d+)(?![\dkKM])",
     # (`losses` and `total_loss`: the sum a trainer of several losses prints beside them)
     {"loss": _LOSS, "train_loss": _LOSS, "train loss": _LOSS, "losses": _LOSS, "total_loss": _LOSS,
      "lr": _LR, "learning_rate": _LR, "learning rate": _LR},
     separator=re.compile(r"[,|\t]|\s{2,}"),
 )
+# Its keywords: `loss` and a capital's `Loss: 24.19` (a field's key is read in any case)
+GENERIC_KEYWORDS = (GENERIC_LOSS.keyword, b"Loss")
 
 # Loggers that print a step's metrics as a block: a header that names the step (OLMo's `[step=2/739328]`,
 # Composer's `[batch=20/20]:`), then one field per indented line, its key a path as wandb's are

@@ -1144,7 +1144,7 @@ def sniff_log(path: Path, head: bytes) -> float:
             stamped += 1
         if _sniff_metric(body):
             metric_lines += 1
-        elif (GENERIC_KW in body and _generic_loss(body)) or (
+        elif (any(k in body for k in GENERIC_KW) and _generic_loss(body)) or (
                 any(k in body for k in lp.UNIT_KEYWORDS) and lp.UNIT_VALUE.search(body)):
             loss_lines += 1
     if metric_lines:
