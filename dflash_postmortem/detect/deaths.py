@@ -520,6 +520,7 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
          "doing": "saving" if first["kind"] == "traceback" and _SAVING.search(str(first["message"])) else None,
          "stopped_pids": _stopped_pids(lines), "why_unknown": said.empty and bool(_stopped_pids(ended)),
          "launcher_signalled": first.get("pattern") in _LAUNCHER_SIGNALLED,
+         "ctrl_c": bool(column(lines, "keyed").fillna(False).astype(bool).any()),
          **_steps_in(inc.metrics, source)},
         caused_by=[findings.cause(findings.event_id(refs[0]), f"what went wrong: {one_line(error)}", refs[:1])],
         within_s=_within(inc, refs[0]))]

@@ -146,6 +146,7 @@ class ProcessDied(TypedDict):
     process: str | None  # that process's name, where the line gives it
     killed: list  # the processes the OOM killer killed in this death, `PID 15784 (python3)`, in its order
     why_unknown: bool  # its only words are a launcher stopping its workers: no line says what failed
+    ctrl_c: bool  # a terminal's `^C` is glued before one of its lines: Ctrl-C was pressed just before it
     launcher_signalled: bool  # the error is the launcher's word that a signal told it to stop (torchrun's
     # `Received 1 death signal, shutting down workers`): nothing of its workers failed first
     stopped_pids: list  # the PIDs its launcher's own lines say it stopped as it gave up

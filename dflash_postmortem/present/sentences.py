@@ -662,7 +662,8 @@ def _unplaced_death(f: pd.Series) -> str:
         # all its lines say; what failed, if anything did, is not in them
         pids = n["stopped_pids"]
         when = f"At {_when(f['start'], f.get('within_s'))} the" if pd.notna(f["start"]) else "The"
-        return f"{when} launcher stopped PID{'s' if len(pids) > 1 else ''} {ranks_text(pids)}; no line says why. {held}."
+        why = " after Ctrl-C was pressed (the terminal's `^C` before its line)" if n.get("ctrl_c") else "; no line says why"
+        return f"{when} launcher stopped PID{'s' if len(pids) > 1 else ''} {ranks_text(pids)}{why}. {held}."
     if n.get("launcher_signalled"):
         # the launcher was told to stop, from outside: what the signal means is why it stopped
         signal = n.get("signal") or "a signal"

@@ -368,3 +368,15 @@ def test_a_checkpoint_past_the_last_step_line_is_progress_and_a_keyed_cut_traceb
     _, found, said = _told(tmp_path, repo_dir, "train-log/mmseg-iter-then-checkpoint-then-eval-bar-4545s-then-ctrl-c-traceback.log")
     assert found.empty and said[0].endswith(
         "was stopped by an interrupt at 15:20:50 UTC (a traceback after Ctrl-C's `^C`, cut off).")
+
+
+def test_a_launchers_teardown_after_ctrl_c_says_the_key_was_pressed(tmp_path, repo_dir):
+    """accelerate #2724: a DeepSpeed launcher's HF run saved a checkpoint at 14:56:22, fell silent,
+    and 10 minutes later the user pressed Ctrl-C: `^C[2024-05-26 15:06:40,046] [INFO] [launch.py:
+    315:sigkill_handler] Killing subprocess 22523`. The story said the launcher stopped PID 22523
+    and "no line says why": the terminal's echo of the key, glued before the launcher's line, does."""
+    inc, found, said = _told(tmp_path, repo_dir,
+                             "terminal/deepspeed-launcher-hf-trainer-steps-save-checkpoint-silent-10min-ctrl-c-sigkill-handler.log")
+    assert inc.events.loc[inc.events["pattern"] == "deepspeed_killing_subprocess", "keyed"].tolist() == [True]
+    assert said[0].startswith("At 15:06:40 UTC the launcher stopped PID 22523 after Ctrl-C was pressed (the "
+                              "terminal's `^C` before its line).")

@@ -92,6 +92,7 @@ _LEADING_TAGS = re.compile(
 
 # Keywords as text, decoded once: the hot path tests them on every candidate line.
 # (pattern, its keywords or () when the keyword is case-insensitive: then only the regex decides)
+_CTRL_C_ECHO = re.compile(r"^\s*(?:\^C)+\s*$")
 _EVENT_KW = tuple((p, () if p.case_insensitive_keyword else p.keywords) for p in lp.EVENT_PATTERNS)
 _EVENT_KEYWORDS = PatternKeywords(tuple((p.keywords, p.case_insensitive_keyword) for p in lp.EVENT_PATTERNS))
 # (what a traceback's exception line states: an OOM, a CUDA error, the wait that ran out)
@@ -474,6 +475,7 @@ class LogScanner:
         self.headed: dict = {}  # rank -> the step of its last metric-block header (line_metrics.read_metrics)
         self.nccl_errors: dict[tuple, dict] = {}  # (host, pid, tid) -> its latest nccl_error event
         self.glued = 0
+        self.keyed = False  # the line being read has a terminal's `^C` echo glued before its records
         self.nul_bytes = 0
         self.bad_utf8_lines = 0
         self.first_date: str | None = None
@@ -633,6 +635,7 @@ class LogScanner:
         if len(segments) > 1:
             self.bars.redraws += len(segments) - 1
         got, skipped, since, barred = 0, None, len(rows.metric_cols[0]), False
+        self.keyed = False
         for seg in segments:
             for record, own in self._records(seg):
                 rec_rank, rec_pid = _int(own.get("rank")) if "rank" in own else rank, _int(own.get("pid")) or pid
@@ -699,6 +702,10 @@ class LogScanner:
         self.glued += len(parts) - 1
         if len(parts) == 1:
             return [(seg, {})]
+        if _CTRL_C_ECHO.match(parts[0]):
+            # Ctrl-C's echo on a pasted terminal, then the record the key's effect printed
+            # (DeepSpeed's `^C[...] Killing subprocess 22523`): no record of its own
+            self.keyed, parts = True, parts[1:]
         return [strip_prefixes(part) for part in parts]
 
     def _stamp_for(self, text: str, block: bytes, ls: int, lineno: int) -> tuple[Stamp | bytes | None, str, str | None, bool]:
@@ -886,6 +893,8 @@ class LogScanner:
                 own = lp.OOM_THIS_PROCESS.search(text)
                 ev["this_process_mib"] = lp.mib(own["size"]) if own else None
             _c10d_ranks(text, ev)
+            if self.keyed:
+                ev["keyed"] = True  # Ctrl-C was pressed just before it (`^C` glued before the line)
             row = rows.event(**ev)
             if p.kind == "nccl_error":
                 self.nccl_errors[(cols.get("host"), cols.get("pid"), em.group("tid"))] = row
