@@ -18,8 +18,9 @@ from __future__ import annotations
 import pandas as pd
 
 from ..incident import Incident
+from ..model import computed as memo
 from ..model.attempts import END_SLACK, attempts
-from ..model.progress import steps_of
+from ..model.progress import last_step
 from ..said import error_text
 from ..shell_words import loop_passes
 from . import findings
@@ -84,18 +85,17 @@ def _finding(inc: Incident, ref: str, stops: list, passes: pd.DataFrame) -> dict
 
 def _stopped(inc: Incident, a: pd.Series) -> dict:
     """A pass an interrupt stopped: its run, PID, when, the trainer's words and its last step line."""
-    steps = steps_of(inc, a)
     return {"run": a["run"], "pid": _pid(a), "stopped_at": a["end"], "said": error_text(a["end_message"]) or None,
-            "last_step": int(steps["step"].max()) if len(steps) and steps["step"].notna().any() else None,
-            "handled": _handled(inc, a)}
+            "last_step": last_step(inc, a), "handled": _handled(inc, a)}
 
 
 def _handled(inc: Incident, a: pd.Series) -> bool | None:
     """Whether the trainer caught the interrupt (its own words: `interrupted at step 709, saving
     checkpoint`, Lightning's graceful shutdown) or it ended in a KeyboardInterrupt traceback; None
     where its end's line is not known."""
-    ev = inc.events
-    line = ev[ev["ref"] == a["end_ref"]] if "pattern" in ev.columns and isinstance(a["end_ref"], str) else ev.iloc[:0]
+    if "pattern" not in inc.events.columns or not isinstance(a["end_ref"], str):
+        return None
+    line = memo.rows_where(inc, "events", "ref", a["end_ref"])
     return None if line.empty else bool(line["pattern"].iloc[0] != "KeyboardInterrupt")
 
 

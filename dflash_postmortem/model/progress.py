@@ -72,6 +72,12 @@ def steps_of(inc: Incident, attempt: pd.Series) -> pd.DataFrame:
                            lambda: _attempt_rows(inc, attempt, step_lines(inc)))
 
 
+def last_step(inc: Incident, attempt: pd.Series) -> int | None:
+    """The highest step of the attempt's step lines; None where it has none."""
+    steps = steps_of(inc, attempt)["step"].dropna()
+    return int(steps.max()) if len(steps) else None
+
+
 def placed_together(steps: pd.DataFrame) -> bool:
     """Whether step lines (`steps_of`) all carry one time that is not their own: a log with no
     timestamp, its rows placed at the launch that wrote it (clock/untimed.py: the earliest they

@@ -32,7 +32,7 @@ from ..incident import Incident
 from ..model.attempts import attempts, came_up_after, open_ended, stopped_cleanly_near
 from ..model.ledger import CLASSES, SHOWN_S, ledger
 from ..model.log_files import unseen
-from ..model.progress import placed_together, resumes, steps_of
+from ..model.progress import last_step, placed_together, resumes, steps_of
 from ..model.step_lines import SAVED_STEP
 from ..said import error_text
 from ..schema import TOK_PER_S, column, ref_line
@@ -469,8 +469,8 @@ def _no_last_word(inc: Incident, a: pd.Series) -> str:
     """`; run X (PID N) left no last word: ...`: a run whose record stops with no exit record (a
     wandb run's, written on every end its process lives to see) is no run seen to finish; a reader
     names it, and that the files cannot tell its kill from a copy taken while it ran."""
-    steps = steps_of(inc, a)
-    step = f" after step {int(steps['step'].max())}" if len(steps) and steps["step"].notna().any() else ""
+    reached = last_step(inc, a)
+    step = f" after step {reached}" if reached is not None else ""
     pids = a["pids"]
     pid = f" (PID {int(pids[0])})" if isinstance(pids, list) and len(pids) == 1 else ""
     return (f"; run {a['run'] or '?'}{pid} left no last word: its record stops at {_when(a['end'])}{step} with no "

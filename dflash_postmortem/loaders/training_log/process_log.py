@@ -832,7 +832,7 @@ class LogScanner:
             cut = at if at and find_stamp(text[:at])[0] is not None else 0
             # (`^CTraceback`: the terminal's echo of Ctrl-C just before it, on a pasted terminal)
             self.block = TracebackBlock(text[at:].strip(), thread=header.group("thread") if header else None,
-                                        cut=cut, keyed=text[:at].rstrip().endswith("^C"), **where)
+                                        cut=cut, keyed=self.keyed or text[:at].rstrip().endswith("^C"), **where)
             return 1
         frames = self._frames_before(block, ls) if stamp is None and lp.EXCEPTION_LINE.match(text) else []
         if frames:
