@@ -67,8 +67,9 @@ _STORM_S = 60.0
 _KILLERS = ("oom_kill",)
 # A launcher's reaction to a worker's failure, printed before the failure's own line: it stops
 # the others (torchrun's `Sending process 812914 closing signal SIGTERM`, DeepSpeed's `Killing
-# subprocess 3698707`), then gives up (torchrun's ChildFailedError)
-_STOPPERS = ("elastic_closing_signal", "deepspeed_killing_subprocess")
+# subprocess 3698707`, torch.multiprocessing.spawn's `Terminating process 26079 via signal
+# SIGTERM`), then gives up (torchrun's ChildFailedError)
+_STOPPERS = ("elastic_closing_signal", "deepspeed_killing_subprocess", "spawn_terminating")
 _REACTIONS = (*_STOPPERS, "ChildFailedError")
 # A launcher's word that a signal from outside told it to stop (it then stops its workers)
 _LAUNCHER_SIGNALLED = ("elastic_death_signal", "elastic_signal_exception")
@@ -494,7 +495,7 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
         error = f"{bare.rstrip('.')}; {error}"
     signal = first.get("signal") if isinstance(first.get("signal"), str) else None
     if signal and signal not in error:  # `failed (exitcode: -9)`: SIGKILL
-        error += f" ({signal})"
+        error = f"{error.rstrip('.')} ({signal})"
     ranks = sorted({int(r) for r in ended["rank"].dropna()} | {int(r) for r in cause["rank"].dropna()}) \
         if "rank" in lines.columns else []
     refs = findings.unique([_ref_of(first), _ref_of(last)])
@@ -517,6 +518,7 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
          "end_message": (error_text(last["message"], last["kind"]) or None) if last["ref"] != first["ref"] else None,
          "ended": last["time"] if pd.notna(last["time"]) else None, "ranks": ranks,
          "exit_code": findings.whole(last.get("exit_code")), "signal": last.get("signal") if isinstance(last.get("signal"), str) else None,
+         "died_of": signal,
          "doing": "saving" if first["kind"] == "traceback" and _SAVING.search(str(first["message"])) else None,
          "stopped_pids": _stopped_pids(lines), "why_unknown": said.empty and bool(_stopped_pids(ended)),
          "launcher_signalled": first.get("pattern") in _LAUNCHER_SIGNALLED,

@@ -154,7 +154,8 @@ class ProcessDied(TypedDict):
     ended: pd.Timestamp | None
     ranks: list  # the ranks those lines name
     exit_code: int | None
-    signal: str | None
+    signal: str | None  # of the last line that told its end
+    died_of: str | None  # the signal the line that says what went wrong names (`Killed`: SIGKILL)
     steps_logged: int  # the distinct steps its log holds (no attempt placed them: nothing dates them)
     last_step: int | None
     bar_ran_s: float | None  # the most time its progress bar says it had run (tqdm's elapsed)

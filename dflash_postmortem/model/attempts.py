@@ -1631,6 +1631,11 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
     rows = rows[~rows["source"].isin(transcripts | supervisors | job_listings(inc)) & ~rows["kind"].isin(MACHINE_FAULTS)]
     rows = rows.assign(rank=_named_ranks(rows))
     first_row = rows.groupby("source")["time"].min()
+    # a log whose lines name their ranks (a DDP trainer's `[rank1]`) holds its launcher's words
+    # too, named for no rank: `torch.multiprocessing.spawn`'s teardown, the traceback it raises.
+    # Those that come after the ranks' first lines start nothing of their own where they hold no
+    # step: they are about the ranks' start (a launcher's lines before them, torchrun's agent's, are its start)
+    ranked = rows[column(rows, "rank").notna()].groupby("source")["time"].min()
     out: dict[str, list[tuple]] = {}
     for (source, rank), g in rows.groupby(["source", column(rows, "rank").fillna(-1)], sort=False, dropna=False):
         g = g.sort_values("time", kind="stable")
@@ -1644,6 +1649,8 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
         # rank that died in its start-up)
         named = any(c in g.columns and g[c].notna().any() for c in ("attempt", "job"))
         errors_only = not named and set(kinds) <= set(_ENDS + CAUSES) | {"error", "signal"}
+        errors_only |= (rank == -1 and source in ranked.index and g["time"].iloc[0] > ranked[source]
+                        and "metric" not in set(kinds) and not named)
         starts = [] if errors_only or (kinds[0] in _ENDS + CAUSES and g["time"].iloc[0] > first_row[source]) else [0]
         ended = None
         steps = column(g, "step").to_numpy(dtype=float, na_value=np.nan)
@@ -1830,8 +1837,13 @@ def says_no_error(rows: pd.DataFrame) -> pd.Series:
 
 # NCCL's return-code traces (`NCCL INFO init.cc:1014 -> 3`) say where an error code passed on its
 # way up, not what went wrong: the line that says it (the exception raised with it, NCCL's WARN)
-# names the cause where the log has one.
-_PASSED_ON = ("nccl_error_trace",)
+# names the cause where the log has one. So do torch.multiprocessing.spawn's traceback as it
+# raises what ended one of its processes and its `-- Process 1 terminated with the following
+# error:` (followed by that process's own traceback; `ProcessExitedException: process 1
+# terminated with signal SIGKILL`, whose words are an event of their own): the launcher passing
+# on its worker's end; and mpirun's word that a
+# process's status aborted the job, before the line that names the rank and its signal.
+_PASSED_ON = ("nccl_error_trace", "spawn_raised", "ProcessRaisedException", "ProcessExitedException", "mpirun_nonzero")
 
 
 def said_first(rows: pd.DataFrame) -> pd.DataFrame:

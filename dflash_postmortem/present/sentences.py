@@ -671,7 +671,16 @@ def _unplaced_death(f: pd.Series) -> str:
         pids = n.get("stopped_pids") or []
         stopped = f", and stopped PID{'s' if len(pids) > 1 else ''} {ranks_text(pids)}" if pids else ""
         return f"{when} launcher was stopped by {signal}{SIGNAL_SENDERS.get(signal, '')}: `{error}`{stopped}. {held}."
-    return f"{said} {who + ' ' if who else ''}died{doing}: {error}.{_stopped(n)} {held}."
+    return f"{said} {who + ' ' if who else ''}died{doing}: {error}.{_stopped(n)}{_sender_unknown(n)} {held}."
+
+
+def _sender_unknown(n: dict) -> str:
+    """Who may have sent the SIGKILL a death's line names, where none of its lines says (an OOM
+    killer's line, told above, does): it comes from outside the process."""
+    if n.get("died_of") != "SIGKILL":
+        return ""
+    return (" Nothing here says who sent SIGKILL: a `kill -9`, the kernel's OOM killer (the host's kernel log "
+            "names its victims) or a scheduler past its grace time.")
 
 
 def _bar_clock(seconds: float) -> str:

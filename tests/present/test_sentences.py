@@ -380,3 +380,18 @@ def test_a_launchers_teardown_after_ctrl_c_says_the_key_was_pressed(tmp_path, re
     assert inc.events.loc[inc.events["pattern"] == "deepspeed_killing_subprocess", "keyed"].tolist() == [True]
     assert said[0].startswith("At 15:06:40 UTC the launcher stopped PID 22523 after Ctrl-C was pressed (the "
                               "terminal's `^C` before its line).")
+
+
+def test_a_sigkill_no_line_explains_says_who_may_have_sent_it(tmp_path, repo_dir):
+    """SIGKILL comes from outside the process: where no line of the log names the sender (a
+    launcher's `exitcode: -9`), the story says who may have; where the OOM killer's own line is
+    there, the story names it and says nothing more."""
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "oom").mkdir()
+    _, _, said = _told(tmp_path / "agent", repo_dir,
+                       "torchrun/pod-prefixed-elastic-exitcode-9-local-rank-0-after-2h51m-step-2465-memoryvla.log")
+    assert ("(SIGKILL). The launcher then stopped PIDs 73, 74, 75, 76, 78. Nothing here says who sent SIGKILL: "
+            "a `kill -9`, the kernel's OOM killer (the host's kernel log names its victims) or a scheduler past "
+            "its grace time.") in said[0]
+    _, _, oom = _told(tmp_path / "oom", repo_dir, "terminal/dmesg-T-fence-glued-oom-table-commas.txt")
+    assert "killed by the OOM killer" in oom[0] and "who sent" not in oom[0]

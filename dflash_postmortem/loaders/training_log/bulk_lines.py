@@ -499,6 +499,7 @@ def _tagless(body: pa.Array) -> np.ndarray:
     named = np.asarray(tag.is_valid(), dtype=bool)
     named &= np.asarray(pc.not_equal(tag.field("after"), ":").fill_null(True), dtype=bool)
     named &= ~np.asarray(pc.is_in(tag.field("run"), value_set=_LEVELS), dtype=bool)
+    named &= ~np.asarray(pc.match_substring_regex(tag.field("run"), lp.RANK_TAG.pattern).fill_null(False), dtype=bool)
     return ~named
 
 

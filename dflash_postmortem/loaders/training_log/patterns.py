@@ -348,6 +348,15 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
         "time": ("train/step_time_s", 1.0), "loss": _LOSS, "closs": _LOSS, "lr": _LR,
         "grad_norm": _GRAD_NORM, "max mem": ("train/max_memory_mib", 1.0),
     }, separator=_GAPS),
+    # pytorch/examples' ProgressMeter (the ImageNet example and the trainers copied from it: MoCo,
+    # HRNet, ...), its entries joined by tabs, each value with its running average: `Epoch:
+    # [0][  10/5005]\tTime  0.222 ( 0.512)\tData  0.001 ( 0.283)\tLoss 6.9062e+00 (6.9315e+00)`,
+    # `Epoch: [19][300/7922]\tTime: 0.630s (0.682s)\tSpeed: 12.7 samples/s`; or by blanks before
+    # a key (`[Train] Epoch: [1][371/4899]  Loss:0.380 (Avg 0.412)`). `Time` is the batch's seconds.
+    _fields("progress_meter", "Epoch: [", r"\bEpoch: \[(?P<epoch>\d+)\]\[\s*(?P<i>\d+)/(?P<per_epoch>\d+)\]", {
+        "time": ("train/step_time_s", 1.0), "data": ("train/data_time_s", 1.0), "loss": _LOSS, "lr": _LR,
+        "speed": ("train/samples_per_s", 1.0),  # HRNet's: `Speed: 12.7 samples/s`
+    }, separator=re.compile(r"\t|\s{2,}(?=[A-Za-z])")),
 )
 
 # The last resort for a trainer's own print-out (`ep: 0, batch: 20, time: 9.17, loss: 10.98`):
@@ -361,7 +370,9 @@ GENERIC_LOSS = _fields(
     # (`losses` and `total_loss`: the sum a trainer of several losses prints beside them)
     {"loss": _LOSS, "train_loss": _LOSS, "train loss": _LOSS, "losses": _LOSS, "total_loss": _LOSS,
      "lr": _LR, "learning_rate": _LR, "learning rate": _LR},
-    separator=re.compile(r"[,|\t]|\s{2,}"),
+    # (a print-out of single blanks, `step 10 loss 0.200 12.4 it/s`, cut where a number ends and
+    # another field begins: a word with its number, or a number)
+    separator=re.compile(r"[,|\t]|\s{2,}|(?<=\d)\s(?=(?:[A-Za-z_][\w./]*(?:\s*[:=]\s*|\s))?[-+]?(?:\.?\d|nan\b|inf\b))"),
 )
 # Its keywords: `loss` and a capital's `Loss: 24.19` (a field's key is read in any case)
 GENERIC_KEYWORDS = (GENERIC_LOSS.keyword, b"Loss")
@@ -617,7 +628,8 @@ OOM_THIS_PROCESS = re.compile(rf"this process has (?P<size>{_SIZE}) memory in us
 # Event patterns whose statement a traceback's exception line makes too (`torch.OutOfMemoryError:
 # CUDA out of memory ...`, `RuntimeError: CUDA error: ...`): the traceback is one event, and what
 # its last line states is another.
-EXCEPTION_FACTS = ("triton_out_of_resource", "cuda_oom", "oom", "oom_error", "cuda_error", "keyboard_interrupt")
+EXCEPTION_FACTS = ("triton_out_of_resource", "cuda_oom", "oom", "oom_error", "cuda_error", "keyboard_interrupt",
+                   "spawn_signalled", "spawn_exit")
 
 # faulthandler's dump of every thread's stack when Python dies of a signal (or on a timeout, or a
 # registered signal): `Fatal Python error: Segmentation fault`, then `Current thread 0x... (most recent
@@ -745,6 +757,34 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     # handler logs at ERROR only that a worker ended badly, so the line says it whole enough
     _event("exit", "deepspeed_exit_cut", "sigkill_handler] [",
            r"\[ERROR\] \[launch\.py:\d+:sigkill_handler\] \[(?:.*--local_rank=(?P<local_rank>\d+))?"),
+    # torch.multiprocessing.spawn, a DDP trainer's own launcher (no agent): when one of its
+    # processes fails, the parent stops the others (torch >= 2.2: `Terminating process 26079 via
+    # signal SIGTERM`) and raises what ended the first, naming it by its index (the rank it was
+    # given): `ProcessRaisedException:`, a blank line, `-- Process 1 terminated with the following
+    # error:` and that process's own traceback; or `ProcessExitedException: process 1 terminated
+    # with signal SIGKILL` (`... with exit code 1`)
+    _event("signal", "spawn_terminating", "Terminating process",
+           r"\bTerminating process (?P<pid>\d+) via signal (?P<signal>SIG[A-Z0-9]+)", by="spawn"),
+    _event("exit", "spawn_raised", "terminated with the following error",
+           r"\bProcess (?P<rank>\d+) terminated with the following error:", by="spawn"),
+    _event("killed", "spawn_signalled", "terminated with signal",
+           r"\bprocess (?P<rank>\d+) terminated with signal (?P<signal>SIG[A-Z0-9]+)", by="spawn"),
+    _event("exit", "spawn_exit", "terminated with exit code",
+           r"\bprocess (?P<rank>\d+) terminated with exit code (?P<code>-?\d+)", by="spawn"),
+    # Open MPI's launcher (mpirun; prterun in Open MPI 5), which Horovod's and MPI jobs run under:
+    # its word on the rank that ended the job, `PID 0` where it does not know the process's PID
+    # (`mpirun noticed that process rank 7 with PID 0 on node n1 exited on signal 9 (Killed).`);
+    # that a rank's non-zero status aborted the job (`Primary job  terminated normally, but 1
+    # process returned`, `mpirun detected that one or more processes exited with non-zero status`)
+    # and which rank it was, on a line of its own (`Process name: [[50371,1],0]`)
+    _event("killed", "mpirun_signal", "noticed that process rank",
+           r"\b(?:mpirun|prterun|orterun) noticed that process rank (?P<rank>\d+) with PID (?:0\b|(?P<pid>\d+))"
+           r"(?: on node (?P<host>[\w.-]+))? exited on signal (?P<signo>\d+)", by="mpirun"),
+    _event("exit", "mpirun_nonzero", ("process returned", "exited with non-zero status"),
+           r"\bPrimary job\s+terminated normally, but \d+ process(?:es)? returned|"
+           r"\b(?:mpirun|prterun|orterun) detected that one or more processes exited with non-zero status", by="mpirun"),
+    _event("exit", "mpirun_first_failed", "Process name: [[",
+           r"^Process name:\s+\[\[\d+,\d+\],(?P<rank>\d+)\]", by="mpirun"),
     # Slurm in a job's output (`slurm-<job>.out`): slurmstepd's cancellations (their own time in
     # `at`), srun's word on each task, cgroup OOM kills, allocations
     _slurm("attempt_end", "slurm_job_cancelled", "*** JOB ",
@@ -955,7 +995,8 @@ LINE_LABELS = (SRUN_LABEL, PDSH_LABEL)
 # Each captures what it knows (rank, pid); `lineno` prefixes are log-viewer line numbers.
 PREFIXES: tuple[tuple[str, re.Pattern], ...] = (
     ("lineno", re.compile(r"^\[(?P<lineno>\d+)\](?: |$)")),  # not `[0]:` of a failure table
-    ("rank", re.compile(r"^\[rank(?P<rank>\d+)\]: ?")),
+    # (torchrun's `[rank3]:`, and a trainer's own `[rank3] ` that its logging format puts there)
+    ("rank", re.compile(r"^\[rank(?P<rank>\d+)\](?::|(?= )) ?")),
     ("rank", re.compile(r"^\[default(?P<rank>\d+)\]: ?")),
     ("stream", re.compile(r"^(?:stderr|stdout): ")),
     # Open MPI's `mpirun --tag-output` (`[1,0]<stdout>:`, SageMaker's `[1,mpirank:3,algo-1]<stdout>:`),
@@ -972,6 +1013,14 @@ PREFIXES: tuple[tuple[str, re.Pattern], ...] = (
 # launcher's rank prefix (`2026-09-18 19:29:24 [rank3]:[E918 ...`, a collector's time before it).
 RUN_TAG = re.compile(r"^[\s\]]*\[(?P<run>[\w.@-]+)\](?!:)")
 LEVELS = {"INFO", "WARNING", "WARN", "ERROR", "DEBUG", "CRITICAL", "TRACE", "FATAL", "NOTICE", "TRAIN", "EVAL"}
+# A tag that names the process's rank (`2026-12-07 07:03:31,920 [rank1] step 10 ...`, a DDP
+# trainer's logging format): the row's rank, no run (PREFIXES reads it)
+RANK_TAG = re.compile(r"^rank\d+$")
+
+
+def names_run(tag: str) -> bool:
+    """Whether a `[tag]` after a line's time names its run (RUN_TAG): not a level, not a rank."""
+    return tag not in LEVELS and RANK_TAG.match(tag) is None
 
 
 @dataclass(frozen=True)

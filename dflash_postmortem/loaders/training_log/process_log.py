@@ -92,6 +92,8 @@ _LEADING_TAGS = re.compile(
 
 # Keywords as text, decoded once: the hot path tests them on every candidate line.
 # (pattern, its keywords or () when the keyword is case-insensitive: then only the regex decides)
+# A launcher's line that says whose traceback follows it
+_REPORTS_TRACEBACK = "spawn_raised"
 _CTRL_C_ECHO = re.compile(r"^\s*(?:\^C)+\s*$")
 _EVENT_KW = tuple((p, () if p.case_insensitive_keyword else p.keywords) for p in lp.EVENT_PATTERNS)
 _EVENT_KEYWORDS = PatternKeywords(tuple((p.keywords, p.case_insensitive_keyword) for p in lp.EVENT_PATTERNS))
@@ -138,7 +140,7 @@ _DFLASH_KEYS = tuple(lp.METRIC_PATTERNS[0].metrics.values())  # tok/s, loss, que
 _DFLASH_KEYS_ARRAY = np.array(_DFLASH_KEYS, dtype=object)
 _DFLASH_NAME = np.array(["dflash"], dtype=object)  # repeated: np.full fills objects one by one, 8x slower
 assert lp.METRIC_PATTERNS[0].name == "dflash" and list(lp.METRIC_PATTERNS[0].metrics) == ["tok", "loss", "queue"]
-# Tags that are a level ([INFO]), not a run: such a line takes the general path.
+# Tags that are a level ([INFO]) or a rank, not a run: such a line takes the general path.
 _LEVEL_TAGS = pa.array(sorted(lp.LEVELS), pa.string()).cast(pa.binary())
 
 
@@ -183,7 +185,8 @@ class _FastLines:
             at = at[order]
             f = {k: (pa.concat_arrays([fields[k] for _, fields in parts]).take(pa.array(order)) if k == "tag"
                      else np.concatenate([fields[k] for _, fields in parts])[order]) for k in f}
-        level = pc.is_in(f["tag"], value_set=_LEVEL_TAGS).to_numpy(zero_copy_only=False)
+        level = pc.or_(pc.is_in(f["tag"], value_set=_LEVEL_TAGS),
+                       pc.match_substring_regex(f["tag"], lp.RANK_TAG.pattern)).to_numpy(zero_copy_only=False)
         codes = f["tag"].dictionary_encode()
         tag_code = codes.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         at, good = at[~level], ~level
@@ -442,7 +445,7 @@ def unlabel(text: str, label: re.Pattern | None) -> tuple[str, dict]:
 def _run_tag(body: str) -> str | None:
     """`[name]` right after a timestamp names the run, unless it is a level (`[INFO]`)."""
     m = lp.RUN_TAG.match(body)
-    return m.group("run") if m and m.group("run") not in lp.LEVELS else None
+    return m.group("run") if m and lp.names_run(m.group("run")) else None
 
 
 class LogScanner:
@@ -476,6 +479,9 @@ class LogScanner:
         self.nccl_errors: dict[tuple, dict] = {}  # (host, pid, tid) -> its latest nccl_error event
         self.glued = 0
         self.keyed = False  # the line being read has a terminal's `^C` echo glued before its records
+        # the rank a launcher's line just named as the writer of the traceback that follows it
+        # (torch.multiprocessing.spawn's `-- Process 1 terminated with the following error:`)
+        self.reported_rank: int | None = None
         self.nul_bytes = 0
         self.bad_utf8_lines = 0
         self.first_date: str | None = None
@@ -615,7 +621,7 @@ class LogScanner:
 
     def _tag_run(self, tag: bytes) -> str | None:
         run = tag.decode()
-        if run in lp.LEVELS:
+        if not lp.names_run(run):
             return None
         self._run_names[tag] = run
         self.first_run = self.first_run or run
@@ -816,18 +822,21 @@ class LogScanner:
         return got
 
     def _record(self, text: str, lineno: int, rows: Rows, rank, pid, block: bytes, ls: int, host) -> int | str:
+        reported, self.reported_rank = self.reported_rank, None
         stamp, body, tag, own = self._stamp_for(text, block, ls, lineno)
         # a prefix that follows the time: `2025-02-18 12:54 [rank13]:[E218 ...`, horovodrun's
         # `Tue Apr 21 18:22:57 2020[1]<stdout>:`
         if own and ("[rank" in body[:12] or "]<std" in body[:32]):
             inner, pre = strip_prefixes(body.lstrip())
             if "rank" in pre:
-                rank, text = _int(pre["rank"]), inner
+                rank, text, tag = _int(pre["rank"]), inner, None
         run = self._run_for(tag if own else None, own, None if own else tag)
         where = dict(stamp=stamp, line=lineno, run=run, pid=pid, rank=rank, host=host)
         header = lp.THREAD_EXCEPTION.match(body.lstrip()) if _THREAD_EXCEPTION in text else None
         if header is not None or _TRACEBACK in text:
             at = text.find("Traceback") if header is None else 0
+            if rank is None and reported is not None:
+                where["rank"] = reported
             # `[time] tag || Traceback ...`: the following lines carry the same prefix, cut as wide
             cut = at if at and find_stamp(text[:at])[0] is not None else 0
             # (`^CTraceback`: the terminal's echo of Ctrl-C just before it, on a pasted terminal)
@@ -896,6 +905,8 @@ class LogScanner:
             if self.keyed:
                 ev["keyed"] = True  # Ctrl-C was pressed just before it (`^C` glued before the line)
             row = rows.event(**ev)
+            if p.name == _REPORTS_TRACEBACK:
+                self.reported_rank = ev.get("rank")
             if p.kind == "nccl_error":
                 self.nccl_errors[(cols.get("host"), cols.get("pid"), em.group("tid"))] = row
             return 1
@@ -1131,7 +1142,9 @@ _STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring in
            "closing signal", "{'loss':", "{'eval_loss':", "{'train_runtime':", "ProcessGroupGloo",
            "connectFullMesh", "DistStoreError", "DistNetworkError", "RendezvousTimeoutError", "Starting worker group",
            "slurmstepd", "srun: error:", "srun: Job step aborted", "third_party/gloo", "Root Cause", "error_file:",
-           "Fatal Python error", "CUDA error: ")
+           "Fatal Python error", "CUDA error: ", "torch.multiprocessing.spawn", "terminated with the following error",
+           "noticed that process rank", "Per user-direction, the job has been aborted",
+           "exited with non-zero status, thus causing")
 
 
 def sniff_log(path: Path, head: bytes) -> float:

@@ -192,6 +192,10 @@ def test_a_time_fields_own_unit_wins(unit, metric, scale, want):
      "train/loss", 100, 0.5),  # inline code: its closing backtick goes with the opening one
     ("Iter 20: Train loss 8.931, Learning Rate 1.000e-04, It/sec 1.043, Tokens/sec 121.980, Peak mem 4.974 GB",
      "train/tok_per_s", 20, 121.98),
+    # a trainer's own print-out of single blanks: each field where a number ends and a word or a number begins
+    ("2026-12-07 07:03:31,920 step 10 loss 0.200 12.4 it/s", "train/loss", 10, 0.2),
+    ("step 20 train loss: 0.125 lr 3e-4", "train/learning_rate", 20, 3e-4),
+    ("step 30 loss=0.100 it/s=12.4", "train/loss", 30, 0.1),
 ])
 def test_field_formats_of_more_trainers(tmp_path, line, metric, step, value):
     p = tmp_path / "train.log"
@@ -418,3 +422,70 @@ def test_an_interrupt_the_trainer_took_is_its_own_kind_and_no_error(tmp_path):
     assert ev.loc[ev["kind"] == "traceback", "pattern"].tolist() == ["KeyboardInterrupt"]
     assert ev.loc[ev["kind"] == "training_stop", "message"].str.contains("Training interrupted").all()
     assert not told["message"].str.contains("system call").any()
+
+
+def test_a_rank_tag_after_the_time_is_the_rank_not_a_run(tmp_path):
+    """A DDP trainer's logging format puts its rank after the time (`[rank1]`, no colon, as
+    torchrun's prefix has one): both ranks' rows are the file's run, each with its rank."""
+    p = tmp_path / "ddp.log"
+    p.write_text("2026-12-07 07:03:31,920 [rank1] step 10 loss 0.200 12.4 it/s\n"
+                 "2026-12-07 07:03:31,922 [rank0] step 10 loss 0.200 12.4 it/s\n"
+                 "[rank0] step 20 loss 0.100\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = pm.load_process_log(p).metrics
+    loss = m[m["metric"] == "train/loss"]
+    assert loss[["rank", "step"]].values.tolist() == [[1, 10], [0, 10], [0, 20]]
+    assert set(loss["run"]) == {"ddp"}
+
+
+def test_torch_multiprocessing_spawn_names_the_process_it_lost_and_those_it_stopped(tmp_path):
+    """torch.multiprocessing.spawn's teardown, as torch 2.13 printed it on this machine (a
+    process that raised, then one killed by SIGKILL; torch 1.x's wording for the second): the
+    peer it stopped by PID, the failed process by its index (its rank), the traceback that
+    follows `-- Process 1 terminated ...` as that rank's, the signal or status of its end."""
+    ev = _events_of(tmp_path,
+        "W1207 07:03:33.256000 26076 torch/multiprocessing/spawn.py:165] Terminating process 26079 via signal SIGTERM\n"
+        "Traceback (most recent call last):\n"
+        '  File "/tmp/spawn/sp.py", line 18, in <module>\n'
+        "    mp.spawn(main, args=(sys.argv[1],), nprocs=2)\n"
+        "torch.multiprocessing.spawn.ProcessRaisedException: \n"
+        "\n"
+        "-- Process 1 terminated with the following error:\n"
+        "Traceback (most recent call last):\n"
+        '  File "/tmp/spawn/sp.py", line 12, in main\n'
+        "    raise torch.OutOfMemoryError(\"CUDA out of memory.\")\n"
+        "torch.OutOfMemoryError: CUDA out of memory.\n"
+        "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGKILL\n"
+        "Exception: process 1 terminated with exit code 1\n")
+    stopped = ev[ev["pattern"] == "spawn_terminating"]
+    assert stopped[["kind", "pid", "signal", "by"]].values.tolist() == [["signal", 26079, "SIGTERM", "spawn"]]
+    raised = ev[ev["pattern"] == "spawn_raised"]
+    assert raised[["kind", "rank"]].values.tolist() == [["exit", 1]]
+    child = ev[(ev["kind"] == "traceback") & (ev["pattern"] == "OutOfMemoryError")]
+    assert child["rank"].tolist() == [1] and ev.loc[ev["kind"] == "oom", "rank"].tolist() == [1]
+    parent = ev[ev["pattern"] == "ProcessRaisedException"]
+    assert parent["rank"].isna().all()
+    killed = ev[ev["pattern"] == "spawn_signalled"]
+    assert killed[["kind", "rank", "signal"]].values.tolist() == [["killed", 0, "SIGKILL"]]
+    exited = ev[ev["pattern"] == "spawn_exit"]
+    assert exited[["kind", "rank", "exit_code"]].values.tolist() == [["exit", 1, 1]]
+
+
+def test_mpirun_names_the_rank_that_ended_the_job(tmp_path):
+    """Open MPI's words at a job's end (horovod #469, UNITER #31): the rank and its signal, that
+    a status aborted the job, the first failed process's rank; `PID 0` is no PID."""
+    ev = _events_of(tmp_path,
+        "Primary job  terminated normally, but 1 process returned\n"
+        "a non-zero exit code. Per user-direction, the job has been aborted.\n"
+        "mpirun noticed that process rank 7 with PID 0 on node n17 exited on signal 9 (Killed).\n"
+        "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+        "the job to be terminated. The first process to do so was:\n"
+        "\n"
+        "  Process name: [[50371,1],0]\n"
+        "  Exit code:    1\n")
+    killed = ev[ev["pattern"] == "mpirun_signal"]
+    assert killed[["kind", "rank", "signal", "host"]].values.tolist() == [["killed", 7, "SIGKILL", "n17"]]
+    assert killed["pid"].isna().all()
+    assert ev.loc[ev["pattern"] == "mpirun_nonzero", "kind"].tolist() == ["exit", "exit"]
+    assert ev.loc[ev["pattern"] == "mpirun_first_failed", "rank"].tolist() == [0]
