@@ -414,6 +414,44 @@ _ROWS = {"metrics": "metric value", "events": "event", "gpus": "GPU sample", "pr
          "gpu_processes": "per-process GPU sample"}
 
 
+# GPU memory this much of the card held at 0 % utilization is a loaded program doing nothing (a
+# CUDA context takes a few hundred MiB, a desktop's display server a GiB or two); this many MiB
+# where a sample gives no total
+_HELD_SHARE, _HELD_MIB, _HELD_FLOOR_MIB = 0.25, 4096.0, 1024.0
+
+
+def _held_idle(gpus: pd.DataFrame) -> str | None:
+    """GPUs that hold memory at 0 % utilization in every sample, where no training is seen: a
+    program that loaded its model and waits, hangs, or outlived its run (nvidia-smi's answer
+    alone says which of these it is not)."""
+    need = {"gpu", "memory_used_mib", "util_gpu_pct"}
+    if gpus.empty or not need <= set(gpus.columns):
+        return None
+    g = gpus.dropna(subset=["gpu", "memory_used_mib", "util_gpu_pct"])
+    if g.empty:
+        return None
+    per = g.groupby(["host", "gpu"] if "host" in g.columns and g["host"].notna().any() else ["gpu"], dropna=False)
+    g = g.assign(total=column(g, "memory_total_mib"))
+    held = per.agg(mib=("memory_used_mib", "min"), util=("util_gpu_pct", "max"), n=("gpu", "size")).join(
+        g.groupby(per.keys, dropna=False)["total"].max())
+    big = (held["mib"] >= _HELD_SHARE * held["total"]).where(held["total"].notna(), held["mib"] >= _HELD_MIB)
+    held = held[big.astype(bool) & (held["mib"] >= _HELD_FLOOR_MIB) & (held["util"] == 0)]
+    if held.empty:
+        return None
+    ids = [str(int(k[-1] if isinstance(k, tuple) else k)) for k in held.index]
+    mib = [f"{int(v):,}" for v in held["mib"]]
+    n = int(held["n"].max())
+    who = f"GPU {ids[0]} held {mib[0]}" if len(ids) == 1 else f"GPUs {_and(ids)} held {_and(mib)}"
+    return (f"{who} MiB at 0 % utilization "
+            f"{'in its one sample' if n == 1 else f'in all {n} samples'}: memory taken and no work done, as by a "
+            "program that loaded its model and waits or hangs, or one that outlived its run")
+
+
+def _and(items: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def _nothing_found(inc: Incident, first, last) -> str:
     """No finding: "nothing went wrong" only where the evidence shows training that ran; else
     what was seen and what was not."""
@@ -436,6 +474,9 @@ def _nothing_found(inc: Incident, first, last) -> str:
                     "day, or a month and day, `date = \"YYYY-MM-DD\"` in incident.toml places them)")
         wrong = _gone_wrong(inc.events) or _ended_in_a_traceback(inc)
         if wrong is None:
+            idle = _held_idle(inc.gpus)
+            if idle:
+                return said + f". What its GPUs show: {idle}."
             return said + ("." if said.startswith("Training") else ", so nothing can be said of how it went.")
         text, ref, more = wrong
         return (said + f". What it shows going wrong: {text.rstrip('.')} ({ref})"
@@ -654,7 +695,7 @@ def _unplaced_death(f: pd.Series) -> str:
     if n.get("error_kind") == "oom_kill" and killed:
         # the OOM killer's lines name its victims: who died, and of what, before its words
         when = f"At {_when(f['start'], f.get('within_s'))} " if pd.notna(f["start"]) else ""
-        victims = killed[0] if len(killed) == 1 else ", ".join(killed[:-1]) + f" and {killed[-1]}"
+        victims = _and(killed)
         return (f"{when}{victims} {'was' if len(killed) == 1 else 'were'} killed by the OOM killer (out of memory): "
                 f"{error}. {held}.")
     if n.get("why_unknown"):

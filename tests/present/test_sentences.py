@@ -395,3 +395,17 @@ def test_a_sigkill_no_line_explains_says_who_may_have_sent_it(tmp_path, repo_dir
             "its grace time.") in said[0]
     _, _, oom = _told(tmp_path / "oom", repo_dir, "terminal/dmesg-T-fence-glued-oom-table-commas.txt")
     assert "killed by the OOM killer" in oom[0] and "who sent" not in oom[0]
+
+
+def test_gpus_that_hold_a_loaded_programs_memory_at_no_work_are_told_where_no_training_is_seen(tmp_path, repo_dir):
+    """A lone nvidia-smi answer of a card holding much of its memory at 0 % utilization (IMS-Toucan
+    #93's hang: 8,814 of 24,576 MiB) shows a program that loaded and does nothing; a desktop's
+    display server holding 1,583 MiB of 24,564 is no such sign."""
+    (tmp_path / "hang").mkdir()
+    (tmp_path / "desk").mkdir()
+    _, _, said = _told(tmp_path / "hang", repo_dir, "smi-table/rtx-24gb-520.61.05-inline-backticks-hang-cut.txt")
+    assert said[0].endswith(
+        "(1 GPU sample). What its GPUs show: GPU 0 held 8,814 MiB at 0 % utilization in its one sample: memory taken "
+        "and no work done, as by a program that loaded its model and waits or hangs, or one that outlived its run.")
+    _, _, desk = _told(tmp_path / "desk", repo_dir, "smi-table/rtx4090x2-580.126.09-procs.txt")
+    assert "What its GPUs show" not in desk[0] and desk[0].endswith("so nothing can be said of how it went.")

@@ -499,7 +499,10 @@ def find_bars(text: str) -> list[Bar]:
 BAR_POSTFIX = {"tokens_per_sec": TOK_PER_S, "tok_per_s": TOK_PER_S, "train_loss_step": LOSS, "train_loss": LOSS,
                "loss_step": LOSS, "loss": LOSS, "lr": "train/learning_rate"}
 NOT_TRAINING_BAR = re.compile(r"(?i)loading|download|map|token|shard|generat|fetch|process|eval|valid|chunk"
-                              r"|\btest|\bprepar|\bpredict|\binfer")  # (Lightning's `Testing`, `Predicting DataLoader 0`)
+                              r"|\btest|\bprepar|\bpredict|\binfer"  # (Lightning's `Testing`, `Predicting DataLoader 0`)
+                              # a data set made or written before training (`Extract conversations: 100%|...| 83097/83097`)
+                              # (verbs, not nouns a message glued before a bar may hold: `cached`, `samples/s`)
+                              r"|\bextract|\bconvert|\bbuild|\bfilter|\bparsing|\bencoding|\bresiz")
 # A bar over epochs (`231.64s/epoch`) is progress, not a per-iteration rate.
 NOT_ITERATION_UNIT = re.compile(r"(?i)epoch")
 
@@ -986,10 +989,13 @@ def may_glue_records(line: str) -> bool:
 # Labels a launcher puts before each line of every process, read as a prefix only in a file whose
 # lines mostly carry one (process_log.line_label): `srun --label`'s task id (`0: `, `13: `:
 # the rank), and the host name of DeepSpeed's multi-node launcher through pdsh (`worker-1: `,
-# `10.0.0.7: `: the host). Tried in this order: a task id is also a host name to the second.
+# `10.0.0.7: `: the host), and docker compose's container name, padded to the widest
+# (`train_2_1  | `, compose v2's `train-1  | `: the container, each the trainer's machine).
+# Tried in this order: a task id is also a host name to the second.
 SRUN_LABEL = re.compile(r"^(?P<rank>\d{1,5}): ")
 PDSH_LABEL = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]{0,62}): ")
-LINE_LABELS = (SRUN_LABEL, PDSH_LABEL)
+COMPOSE_LABEL = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]{0,62}?[-_]\d+) *\|(?: |$)")
+LINE_LABELS = (SRUN_LABEL, PDSH_LABEL, COMPOSE_LABEL)
 
 # Prefixes added by launchers and log viewers, stripped before anything else is read.
 # Each captures what it knows (rank, pid); `lineno` prefixes are log-viewer line numbers.

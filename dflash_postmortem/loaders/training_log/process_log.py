@@ -118,13 +118,15 @@ _DFLASH_BODY = (
     + _FLOAT + r") tok/s (?P<tok>" + _FLOAT + r")(?: queue (?P<queue>\d+))?\r?\n?$"
 )
 # The line behind the prefix that names its rank, as the general path reads it: torchrun's
-# `[rank3]:` / `[default3]:`; in a file srun labelled, the task id (`3: `); in one pdsh labelled,
-# the host (which a metric row does not keep) and maybe torchrun's prefix after it.
+# `[rank3]:` / `[default3]:`; in a file srun labelled, the task id (`3: `); in one pdsh or docker
+# compose labelled, the host or container (which a metric row does not keep) and maybe torchrun's
+# prefix after it.
 _TORCHRUN_RANK = r"(?:\[(?:rank|default)(?P<rank>\d{1,9})\]: ?)?"
 _DFLASH_LINES = {
     None: "^" + _TORCHRUN_RANK + _DFLASH_BODY,
     lp.SRUN_LABEL: r"^(?P<rank>\d{1,5}): " + _DFLASH_BODY,
     lp.PDSH_LABEL: r"^[A-Za-z0-9][\w.-]{0,62}: " + _TORCHRUN_RANK + _DFLASH_BODY,
+    lp.COMPOSE_LABEL: r"^[A-Za-z0-9][\w.-]{0,62}?[-_]\d+ *\| " + _TORCHRUN_RANK + _DFLASH_BODY,
 }
 
 

@@ -489,3 +489,29 @@ def test_mpirun_names_the_rank_that_ended_the_job(tmp_path):
     assert killed["pid"].isna().all()
     assert ev.loc[ev["pattern"] == "mpirun_nonzero", "kind"].tolist() == ["exit", "exit"]
     assert ev.loc[ev["pattern"] == "mpirun_first_failed", "rank"].tolist() == [0]
+
+
+def test_docker_compose_labels_name_the_container_and_a_data_bar_is_no_training(tmp_path):
+    """`docker compose up` puts each container's name before its lines (`train_2_1  | `, padded):
+    the label is taken off and names the row's host; a bar that extracts a data set before
+    training (DeepQA #72) gives no training step."""
+    p = tmp_path / "compose.log"
+    p.write_text("Attaching to docker_train_2_1\n"
+                 "train_2_1  | Welcome to DeepQA v0.1 !\n"
+                 "train_2_1  | Loaded cornell: 34991 words, 139979 QA\n"
+                 "train_2_1  | Model creation...\n"
+                 "train_2_1  | 2026-12-07 07:03:31 step 10 loss 0.200\n"
+                 "train_2_1  |\n"
+                 "train_2_1  | 2026-12-07 07:03:32 step 20 loss 0.100\n"
+                 "train_2_1  | Traceback (most recent call last):\n"
+                 "train_2_1  |   File \"main.py\", line 3, in <module>\n"
+                 "train_2_1  | RuntimeError: boom\n"
+                 "Extract conversations: 100%|##########| 83097/83097 [03:52<00:00, 357.28it/s]\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_process_log(p)
+    loss = inc.metrics[inc.metrics["metric"] == "train/loss"]
+    assert loss[["step", "value"]].values.tolist() == [[10, 0.2], [20, 0.1]]
+    assert inc.metrics["step"].max() == 20  # the bar's 83097 is no step
+    tb = inc.events[inc.events["kind"] == "traceback"]
+    assert tb["pattern"].tolist() == ["RuntimeError"] and tb["host"].tolist() == ["train_2_1"]
