@@ -1137,6 +1137,9 @@ def reads_on(before, before_report: FileReport, chunk, chunk_report: FileReport)
 
 
 # -- sniffing ---------------------------------------------------------------------------------
+# The shell's own word that the process whose output this is died of a signal, alone on its line
+# (`Killed`, `Terminated`, `./run.sh: line 10:   646 Killed   python3 train.py`)
+_SHELL_REPORTS = tuple(p for p in lp.EVENT_PATTERNS if p.name in ("shell_killed", "shell_terminated", "script_status"))
 # Lines only a training run's output holds: one of them makes a file a training log.
 _STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring input", "torch.distributed.elastic",
            "torch.distributed.run", "elastic_operator", "ProcessGroupNCCL", "NCCL INFO", "NCCL WARN", "NCCL version",
@@ -1177,6 +1180,10 @@ def sniff_log(path: Path, head: bytes) -> float:
         return 0.55
     if loss_lines >= min(3, len(lines)):  # a trainer's own print-out: `step N ... loss X`, `1.2k tok/s`
         return 0.45
+    if any(p.regex.match(ln.strip()) for p in _SHELL_REPORTS for ln in lines[-50:]):
+        # a program's output that ends in the shell's word on its death (`Killed`): below a session's
+        # reports read as one (shell_transcript), above console text
+        return 0.4
     if stamped / len(lines) >= 0.5:
         return 0.3
     return 0.0
