@@ -179,6 +179,11 @@ did (what the README of the incident is written from), which the incident folder
                        (a traceback in logs/lr-1e-4.log), the trainer dies of SIGINT, bash ends the whole loop and
                        the prompt comes back at once (passes 2 and 3 never start); `echo $?`, `date`, `ls logs`,
                        `tail -n 3 logs/lr-*.log`, `nvidia-smi`
+    spawn-oom          a `script`-recorded terminal, plain PyTorch DDP started with `torch.multiprocessing.spawn`
+                       (no torchrun; 2 ranks, gloo, both on GPU 0) in the foreground through `tee`: rank 1 meets
+                       a 4M-token document in its padded batch and dies of CUDA out of memory (spawn ends rank 0,
+                       ProcessRaisedException); resumed with --max-len, rank 0 is SIGKILLed from outside the
+                       operator's view ~30 s in (ProcessExitedException); resumed again, it trains to its end
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -6875,16 +6880,7 @@ def cpu_fallback(r: Recording) -> None:
     finally:
         env.clear()
         env.update(saved)
-        r.stop_ours("train.py --run-name lm")
-        time.sleep(1)
-        done.set()
-        if watcher.is_alive():
-            watcher.join(timeout=5)
-        shutil.rmtree(calib, ignore_errors=True)
-        # the checkpoints are the trainer's state, not evidence
-        for f in sorted((r.dir / "ckpt").glob("*")):
-            r.truth(f"removed {f.relative_to(r.dir)} ({f.stat().st_size} bytes)")
-            f.unlink()
+        _wind_down(r, "train.py --run-name lm", done, watcher, calib)
 
 
 # sweep-share's trainer: cpu-fallback's train.py (it has --lr) with defaults large enough that one run
@@ -7191,16 +7187,7 @@ def sweep_share(r: Recording) -> None:
     finally:
         env.clear()
         env.update(saved)
-        r.stop_ours("train.py --run-name")
-        time.sleep(1)
-        done.set()
-        if watcher.is_alive():
-            watcher.join(timeout=5)
-        shutil.rmtree(calib, ignore_errors=True)
-        # the checkpoints are the trainer's state, not evidence
-        for f in sorted((r.dir / "ckpt").glob("*")):
-            r.truth(f"removed {f.relative_to(r.dir)} ({f.stat().st_size} bytes)")
-            f.unlink()
+        _wind_down(r, "train.py --run-name", done, watcher, calib)
 
 
 # ctrlc-sweep's trainer: sweep-share's train.py (large enough that one run keeps the GPU busy; --lr)
@@ -7632,17 +7619,8 @@ def _ctrlc_loop(r: Recording, trainer: str, probe_code: str, handled: bool) -> N
     finally:
         if t is not None:
             t.close()
-        r.stop_ours("train.py --run-name lr-")
-        time.sleep(1)
-        done.set()
-        if watcher.is_alive():
-            watcher.join(timeout=5)
-        shutil.rmtree(calib, ignore_errors=True)
+        _wind_down(r, "train.py --run-name lr-", done, watcher, calib)
         shutil.rmtree(probe, ignore_errors=True)
-        # the checkpoints are the trainer's state, not evidence
-        for f in sorted((r.dir / "ckpt").glob("*")):
-            r.truth(f"removed {f.relative_to(r.dir)} ({f.stat().st_size} bytes)")
-            f.unlink()
 
 
 def ctrlc_sweep(r: Recording) -> None:
@@ -7651,6 +7629,376 @@ def ctrlc_sweep(r: Recording) -> None:
 
 def ctrlc_stops_sweep(r: Recording) -> None:
     _ctrlc_loop(r, CTRLC_STOPS_TRAIN, CTRLC_STOPS_PROBE, handled=False)
+
+
+# spawn-oom's trainer: plain PyTorch DDP started with torch.multiprocessing.spawn (no torchrun), two
+# ranks on GPU 0 with gloo (the lent machine has one GPU), a small GPT-style LM on a synthetic corpus
+# whose documents are padded to the longest of each batch. One document (__BAD_DOC__, met by rank 1
+# at step __FAULT_STEP__) is a dump concatenated without separators, 4,194,304 tokens: without
+# --max-len its padded batch asks for far more memory than the GPU has. Rank 0 checkpoints every 100
+# steps; --resume goes on from ckpt/last.pt.
+TRAIN_SPAWN = r'''"""Train a small GPT-style LM with DistributedDataParallel on one machine, two processes
+started with torch.multiprocessing.spawn (gloo; both ranks share GPU 0)."""
+import argparse
+import logging
+import os
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+logging.Formatter.converter = time.gmtime
+logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
+log = logging.getLogger("train")
+
+PAD = 0
+BAD_DOC = __BAD_DOC__  # shard 7, doc 0113: a crawl dump without separators
+
+
+def doc_length(i):
+    """Tokens in document i of the corpus (64..512; the one dump far longer)."""
+    if i == BAD_DOC:
+        return 4_194_304
+    return 64 + (i * 2654435761) % 449
+
+
+def get_batch(step, rank, world, batch, max_len, vocab, gen):
+    """Rank `rank`'s share of step `step`: `batch` documents, padded to the longest."""
+    first = (step * world + rank) * batch
+    lengths = [doc_length(first + j) for j in range(batch)]
+    if max_len:
+        lengths = [min(n, max_len) for n in lengths]
+    x = torch.full((batch, max(lengths)), PAD, dtype=torch.long)
+    for j, n in enumerate(lengths):
+        x[j, :n] = torch.randint(1, vocab, (n,), generator=gen)
+    return x
+
+
+class LM(nn.Module):
+    def __init__(self, vocab, hidden, layers, heads):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, hidden)
+        layer = nn.TransformerEncoderLayer(hidden, heads, 4 * hidden, dropout=0.0, batch_first=True,
+                                           norm_first=True)
+        self.blocks = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(hidden)
+        nn.init.normal_(self.emb.weight, std=0.02)
+
+    def forward(self, x):
+        h = self.emb(x)
+        mask = nn.Transformer.generate_square_subsequent_mask(x.size(1), device=x.device)
+        h = self.blocks(h, mask=mask, is_causal=True)
+        return self.norm(h) @ self.emb.weight.t()
+
+
+def main(rank, a):
+    dist.init_process_group("gloo", rank=rank, world_size=a.world_size)
+    dev = torch.device(a.device)
+    log.info("[rank%d] pid %d (parent %d) on %s, world size %d, backend %s", rank, os.getpid(), os.getppid(),
+             dev, a.world_size, dist.get_backend())
+    torch.manual_seed(0)
+    model = LM(a.vocab, a.hidden, a.layers, a.heads).to(dev)
+    ddp = DDP(model, device_ids=[dev.index or 0] if dev.type == "cuda" else None)
+    opt = torch.optim.AdamW(model.parameters(), lr=a.lr)
+    step = 0
+    if a.resume and os.path.exists(a.ckpt):
+        state = torch.load(a.ckpt, map_location=dev)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        step = state["step"]
+        log.info("[rank%d] resumed from %s at step %d", rank, a.ckpt, step)
+    gen = torch.Generator().manual_seed(1000 * step + rank)
+    t0 = time.time()
+    while step < a.steps:
+        step += 1
+        x = get_batch(step, rank, a.world_size, a.batch, a.max_len, a.vocab, gen).to(dev, non_blocking=True)
+        logits = ddp(x[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, a.vocab), x[:, 1:].reshape(-1), ignore_index=PAD)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if step % a.log_every == 0:
+            now = time.time()
+            log.info("[rank%d] step %d loss %.2f %.1f it/s", rank, step, loss.item(), a.log_every / (now - t0))
+            t0 = now
+        if rank == 0 and step % a.save_every == 0:
+            os.makedirs(os.path.dirname(a.ckpt), exist_ok=True)
+            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, a.ckpt + ".tmp")
+            os.replace(a.ckpt + ".tmp", a.ckpt)
+            log.info("[rank0] saved checkpoint step %d", step)
+    log.info("[rank%d] training done at step %d", rank, step)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--steps", type=int, default=__STEPS__)
+    p.add_argument("--max-len", type=int, default=None, help="truncate documents to this many tokens")
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--vocab", type=int, default=16384)
+    p.add_argument("--hidden", type=int, default=512)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--world-size", type=int, default=2)
+    p.add_argument("--device", default="cuda:0")
+    p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--save-every", type=int, default=100)
+    p.add_argument("--ckpt", default="ckpt/last.pt")
+    p.add_argument("--resume", action="store_true")
+    a = p.parse_args()
+    if a.device.startswith("cuda"):
+        torch.backends.cuda.matmul.allow_tf32 = True
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29533")
+    log.info("launching %d processes with torch.multiprocessing.spawn (pid %d)", a.world_size, os.getpid())
+    mp.spawn(main, args=(a,), nprocs=a.world_size, join=True)
+'''
+
+SPAWN_STEP = r"(\S+ \S+) \[rank(\d)\] step (\d+) loss \S+ ([\d.]+) it/s"
+
+
+def _spawn_steps(text: str, rank: int = 0) -> list[tuple[float, int, float]]:
+    """(time, step, it/s) of rank `rank`'s step lines (their `asctime`: UTC)."""
+    out = []
+    for when, rk, step, rate in re.findall(SPAWN_STEP, text):
+        if int(rk) == rank:
+            at = dt.datetime.strptime(when, "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=dt.UTC).timestamp()
+            out.append((at, int(step), float(rate)))
+    return out
+
+
+def spawn_oom(r: Recording) -> None:
+    py = _python()
+    logs = r.dir / "logs"
+    # the dry run: a tiny model on the CPU (the 4M-token batch fails there too: the CPU allocator
+    # cannot give its embedding output)
+    model = "" if r.gpu else " --device cpu --vocab 512 --hidden 32 --layers 1 --heads 2"
+    batch = 64 if r.gpu else 4
+    env = dict(os.environ, COLUMNS="") if r.gpu else dict(os.environ, COLUMNS="", OMP_NUM_THREADS="1")
+    seen: dict[str, dict] = {}  # pid -> {role, ppid, at, cmd}; filled by the watcher
+    exited: dict[str, tuple[float, str]] = {}
+    done = threading.Event()
+    folder = r.dir.resolve()
+    deadline = time.monotonic() + 520  # the device call's limit is 600 s: the folder must come back
+
+    def role(cmd: str) -> str:
+        if "train_spawn.py" in cmd:
+            return "parent (python train_spawn.py)"
+        if "resource_tracker" in cmd:
+            return "multiprocessing resource tracker"
+        if "spawn_main" in cmd:
+            return "spawned child (a rank)"
+        return cmd[:80]
+
+    def watch() -> None:
+        """Every python process whose working directory is the folder: when the driver first saw it,
+        its parent, and when it exited (with the wait status, where the driver saw it a zombie)."""
+        while not done.is_set():
+            for d in os.listdir("/proc"):
+                if not d.isdigit() or d in seen:
+                    continue
+                try:
+                    if not Path(os.readlink(f"/proc/{d}/cwd")).resolve().is_relative_to(folder):
+                        continue
+                    cmd = Path(f"/proc/{d}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+                except OSError:
+                    continue
+                fields = _proc_stat(d)
+                if "python" not in _program(d) or "gpu_incidents.py" in cmd:
+                    continue  # not a python, or the driver's own fork on its way to exec `script`
+                try:  # a child between fork and exec still shows its parent's command line
+                    if len(fields) > 1 and Path(f"/proc/{fields[1]}/cmdline").read_bytes().replace(
+                            b"\0", b" ").decode().strip() == cmd:
+                        continue
+                except OSError:
+                    pass
+                seen[d] = {"role": role(cmd), "ppid": fields[1] if len(fields) > 1 else "?", "at": time.time(),
+                           "cmd": cmd}
+                r.truth(f"PID {d} seen: {seen[d]['role']}, parent {seen[d]['ppid']}: {cmd[:200]!r}")
+            for pid in [p for p in seen if p not in exited]:
+                fields = _proc_stat(pid)
+                if fields and fields[0] != "Z":
+                    continue
+                exited[pid] = (time.time(), _wait_status(fields))
+                r.truth(f"PID {pid} ({seen[pid]['role']}) exited: {exited[pid][1]}")
+            time.sleep(0.05)
+
+    def ranks(log: str) -> dict[int, str]:
+        text = (logs / log).read_text(errors="replace") if (logs / log).exists() else ""
+        return {int(k): v for k, v in re.findall(r"\[rank(\d)\] pid (\d+)", text)}
+
+    def parent_of(log: str) -> str:
+        text = (logs / log).read_text(errors="replace") if (logs / log).exists() else ""
+        return _last(r"torch.multiprocessing.spawn \(pid (\d+)\)", text)
+
+    def status() -> str:
+        shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", t.run("echo ${PIPESTATUS[@]}"))
+        return _last(r"(?m)^(\d+(?: \d+)*)\r?$", shown.replace("\r", ""))
+
+    def said(n: int, log: str, shown: str) -> None:
+        text = (logs / log).read_text(errors="replace")
+        steps0, steps1 = _spawn_steps(text, 0), _spawn_steps(text, 1)
+        rates = [x[2] for x in steps0[1:]]
+        saves = re.findall(r"saved checkpoint step (\d+)", text)
+        resumes = re.findall(r"resumed from \S+ at step \d+", text)
+        dones = re.findall(r"\[rank\d\] training done at step \d+", text)
+        screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown).strip().splitlines()[-3:]
+        errors = [ln.strip() for ln in text.splitlines()
+                  if re.match(r"\s*(torch\.\S+|\S+Error|\S+Exception)\S*:", ln.strip()) or "Terminating process" in ln
+                  or "Unable to shutdown" in ln]
+        r.truth(f"attempt {n}: {log}: {len(text.splitlines())} lines; rank 0 step lines "
+                f"{steps0[0][1] if steps0 else '-'}..{steps0[-1][1] if steps0 else '-'}, rank 1 "
+                f"{steps1[0][1] if steps1 else '-'}..{steps1[-1][1] if steps1 else '-'}; rank 0 it/s after its first "
+                f"line: median {statistics.median(rates) if rates else 0:.1f}; checkpoints: "
+                f"{saves}; resumed: {resumes}; 'training done': {dones}")
+        for ln in errors:
+            r.truth(f"attempt {n}: error line in {log}: {ln[:400]!r}")
+        r.truth(f"attempt {n}: {log}'s last line: {_last_line(r, log)!r}; the terminal's last lines: "
+                f"{screen!r}")
+
+    def attempt(n: int, cmd: str, log: str) -> float:
+        r.truth(f"attempt {n}: operator types `{cmd}`")
+        at = time.time()
+        t.start(cmd)
+        end = time.monotonic() + 90
+        while time.monotonic() < end and len(ranks(log)) < 2:
+            time.sleep(0.2)
+        pids = ranks(log)
+        r.truth(f"attempt {n} running: parent PID {parent_of(log)}, rank 0 PID {pids.get(0, '?')}, rank 1 PID "
+                f"{pids.get(1, '?')} (the ranks' own lines in {log}); parents by /proc: "
+                f"{[(p, _proc_stat(p)[1:2]) for p in pids.values()]}")
+        return at
+
+    def returned(n: int, log: str, timeout: float) -> None:
+        shown = t.wait_prompt(max(30.0, min(timeout, deadline - time.monotonic())))
+        r.truth(f"attempt {n}: the prompt came back")
+        said(n, log, shown)
+        r.truth(f"attempt {n}: operator types `echo ${{PIPESTATUS[@]}}`: it prints {status()!r}")
+        for pid in ranks(log).values():
+            r.truth(f"attempt {n}: rank PID {pid}: {exited[pid][1] if pid in exited else 'not seen exiting'}"
+                    + (f" at {_utc(exited[pid][0])}" if pid in exited else ""))
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    calib = r.dir.parent / f"{r.name}.calib"
+    t = None
+    try:
+        # the pace of the two ranks on this GPU (the dry run: CPU), measured before the captures start and
+        # outside the folder, sets the fault's step and the run's length: the fault ~35 s into attempt 1,
+        # attempt 3 ~40 s long
+        shutil.rmtree(calib, ignore_errors=True)
+        calib.mkdir()
+        (calib / "train_spawn.py").write_text(TRAIN_SPAWN.replace("__BAD_DOC__", "-1").replace("__STEPS__", "60")
+                                              .replace("__FAULT_STEP__", "-"))
+        cal_argv = [sys.executable, "train_spawn.py", "--batch", str(batch), "--steps", "60", "--max-len", "512",
+                    "--save-every", "1000000", *model.split()]
+        r.truth(f"calibration (before the captures, in {calib}, outside the folder): `{' '.join(cal_argv)}`")
+        began = time.time()
+        cal = subprocess.run(cal_argv, cwd=calib, env=env, capture_output=True, text=True, timeout=240, check=False)
+        out = cal.stdout + cal.stderr
+        lines = _spawn_steps(out, 0)
+        steady = [x for x in lines if x[1] >= 30]
+        pace = ((steady[-1][1] - steady[0][1]) / max(1e-3, steady[-1][0] - steady[0][0])
+                if len(steady) >= 2 else 0.0)
+        start_s = (lines[0][0] - began - lines[0][1] / pace) if lines and pace else 10.0
+        if pace <= 0:
+            pace = 5.0
+        fault = min(950, max(150, 100 * round((pace * (35 - start_s) - 50) / 100) + 50))
+        kill_step = fault - 50 + pace * (30 - start_s)
+        steps = int(kill_step // 100 * 100 + -(-pace * 40 // 100) * 100)
+        bad_doc = (fault * 2 + 1) * batch + batch // 4  # in rank 1's share of step `fault`
+        r.truth(f"calibration exited {cal.returncode}: {len(lines)} rank-0 step lines, pace {pace:.2f} steps/s "
+                f"from step 30, start-up ~{start_s:.1f} s; so: the long document is met by rank 1 at step {fault} "
+                f"(document {bad_doc}), --steps default {steps}"
+                + ("" if cal.returncode == 0 else f"; its output ends {out[-600:]!r}"))
+        shutil.rmtree(calib, ignore_errors=True)
+        if cal.returncode != 0 or not steady:
+            raise RuntimeError("the calibration run failed: no recording")
+        (r.dir / "train_spawn.py").write_text(TRAIN_SPAWN.replace("__BAD_DOC__", str(bad_doc))
+                                              .replace("__STEPS__", str(steps)).replace("__FAULT_STEP__", str(fault)))
+
+        r.gpus_and_processes()
+        watcher.start()
+        r.truth("train_spawn.py is in the folder: DDP via torch.multiprocessing.spawn(main, nprocs=2), gloo, both "
+                f"ranks on {'cuda:0' if r.gpu else 'the CPU'}; documents padded to the longest of each batch; rank 0 "
+                f"saves ckpt/last.pt every 100 steps; {steps} steps; rank 1's share of step {fault} holds a "
+                "4,194,304-token document (no --max-len by default)")
+        t = InteractiveShell(r.dir, logs / "terminal.typescript", env)
+        r.truth("operator at a script-recorded interactive bash (logs/terminal.typescript)")
+        time.sleep(2)
+        _typed(r, t, "date")
+
+        # attempt 1: rank 1 meets the long document: CUDA out of memory
+        base = f"{py} train_spawn.py --batch {batch}{model}"
+        attempt(1, f"{base} 2>&1 | tee logs/train.log", "train.log")
+        returned(1, "train.log", 300)
+        time.sleep(15)
+        r.truth("operator has read the traceback (~15 s); looks for the last checkpoint")
+        _typed(r, t, "grep 'saved checkpoint' logs/train.log | tail -n 1")
+        time.sleep(4)
+        _typed(r, t, "date")
+
+        # attempt 2: resumed, documents truncated; ~30 s in, rank 0 is SIGKILLed from outside
+        at2 = attempt(2, f"{base} --resume --max-len 512 2>&1 | tee logs/train2.log", "train2.log")
+        text = ""
+        while time.monotonic() < deadline:
+            text = (logs / "train2.log").read_text(errors="replace")
+            resumed = int(_last(r"resumed from \S+ at step (\d+)", text).replace("?", "0") or 0)
+            saved = [int(s) for s in re.findall(r"saved checkpoint step (\d+)", text)]
+            if time.time() - at2 >= 30 and any(s > resumed for s in saved):
+                break
+            if re.search(r"training done|Exception", text):
+                break
+            time.sleep(0.2)
+        pid0 = ranks("train2.log").get(0, "?")
+        r.truth(f"outside the operator's view (as the host's OOM killer would), `kill -9 {pid0}` (rank 0 of "
+                f"attempt 2), {time.time() - at2:.1f} s after the launch; train2.log's last line "
+                f"{_last_line(r, 'train2.log')!r}")
+        if pid0.isdigit() and "spawn_main" in seen.get(pid0, {}).get("cmd", ""):
+            subprocess.run(["kill", "-9", pid0], check=False)
+        returned(2, "train2.log", 120)
+        time.sleep(8)
+        r.truth("operator looks at the GPU, then relaunches the same command into a third log")
+        _typed(r, t, "nvidia-smi" if r.gpu else "uptime")
+        time.sleep(5)
+        _typed(r, t, "date")
+
+        # attempt 3: resumed again, to its last step
+        attempt(3, f"{base} --resume --max-len 512 2>&1 | tee logs/train3.log", "train3.log")
+        returned(3, "train3.log", 400)
+        time.sleep(3)
+        _typed(r, t, "date")
+        _typed(r, t, "nvidia-smi" if r.gpu else "uptime")
+        time.sleep(2)
+        r.truth("operator types `exit`")
+        t.close()
+        t = None
+        for pid, s in seen.items():
+            r.truth(f"summary PID {pid}: {s['role']}, parent {s['ppid']}, seen {_utc(s['at'])}, "
+                    + (f"exited {_utc(exited[pid][0])} ({exited[pid][1]})" if pid in exited else "not seen exiting"))
+    finally:
+        if t is not None:
+            t.close()
+        _wind_down(r, "train_spawn.py", done, watcher, calib)
+
+
+def _wind_down(r: Recording, ours: str, done: threading.Event, watcher: threading.Thread, calib: Path) -> None:
+    """The end of a scenario that timed its trainer first and watched its processes: our
+    trainers stopped, the watcher joined, the timing run's folder removed, and the checkpoints
+    (the trainer's state, not evidence) deleted, each named in the truth log."""
+    r.stop_ours(ours)
+    time.sleep(1)
+    done.set()
+    if watcher.is_alive():
+        watcher.join(timeout=5)
+    shutil.rmtree(calib, ignore_errors=True)
+    for f in sorted((r.dir / "ckpt").glob("*")):
+        r.truth(f"removed {f.relative_to(r.dir)} ({f.stat().st_size} bytes)")
+        f.unlink()
 
 
 SCENARIOS = {
@@ -7681,6 +8029,7 @@ SCENARIOS = {
     "sweep-share": sweep_share,
     "ctrlc-sweep": ctrlc_sweep,
     "ctrlc-stops-sweep": ctrlc_stops_sweep,
+    "spawn-oom": spawn_oom,
 }
 
 

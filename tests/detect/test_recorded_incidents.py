@@ -1916,3 +1916,32 @@ def test_a_foreground_sweep_whose_trainers_exit_after_their_keyboardinterrupt_we
     assert ("Each trainer ended in a KeyboardInterrupt traceback and exited with a status of its own, not killed by "
             "the signal, so bash went on with the loop") in told[0]
     assert "handled" not in told[0]
+
+
+def test_a_ddp_run_under_torch_multiprocessing_spawn_that_died_twice_and_finished():
+    """h100-1gpu-spawn-oom (README): DDP started with `torch.multiprocessing.spawn` in a terminal's
+    foreground through tee. Typed at 07:32:46.125 (parent 638, ranks 663 and 664): rank 1 died of
+    CUDA out of memory at step 150 (exit 1 at 07:33:40.689, its last step line 140 at 07:33:36.854)
+    and spawn stopped rank 0, PID 663, at 07:33:40.769; resumed from step 100 at 07:34:00.340 (parent
+    914, ranks 941 and 942): rank 0 SIGKILLed from outside at 07:34:40.244, spawn stopped PID 942;
+    resumed from step 200 at 07:34:53.918 (parent 1148): trained to step 300 and exited 0 at 07:35:33."""
+    inc, found = loaded("h100-1gpu-spawn-oom")
+    att = attempts(inc)
+    assert att["run"].tolist() == ["train", "train2", "train3"] and att["pids"].tolist() == [[638], [914], [1148]]
+    for start, truth in zip(att["start"], ("07:32:46.125", "07:34:00.340", "07:34:53.918"), strict=True):
+        assert abs(start - _dec7(truth)) <= pd.Timedelta(seconds=1)
+    assert att["end_kind"].tolist() == ["oom", "killed", "training_stop"]
+    assert abs(att["end"].iloc[0] - _dec7("07:33:40.769")) <= pd.Timedelta(seconds=1)
+    assert abs(att["end"].iloc[1] - _dec7("07:34:40.244")) <= pd.Timedelta(seconds=1)
+    assert att["signal"].iloc[1] == "SIGKILL" and att["cause_rank"].tolist()[:2] == [1, 0]
+    assert found["kind"].tolist() == ["training_died", "training_died"]
+    told = pm.what_happened(inc, found)
+    assert told[0].startswith("At 07:33:40 UTC run train died while training on rank 1: torch.OutOfMemoryError: "
+                              "CUDA out of memory. Tried to allocate 512.00 GiB.")
+    assert ("The launcher then stopped PID 663. It was started again at 07:34:00 UTC by the operator, resuming from "
+            "a checkpoint at step 100: it had logged step 140, so 40 steps were done again.") in told[0]
+    assert "after its last step" not in told[0]  # 3.9 s after step 140: no hang
+    assert told[1] == ("At 07:34:40 UTC run train2 died while training on rank 0: torch.multiprocessing.spawn."
+                       "ProcessExitedException: process 0 terminated with signal SIGKILL. The launcher then stopped "
+                       "PID 942. It was started again at 07:34:53 UTC by the operator, resuming from a checkpoint at "
+                       "step 200: no step was done again.")
