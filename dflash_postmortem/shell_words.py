@@ -68,6 +68,28 @@ def under_timeout(command: str) -> bool:
     return bool(_UNDER_TIMEOUT.search(command))
 
 
+# Windows ends a process that crashed natively with an NTSTATUS as its exit code: Python's
+# subprocess prints it unsigned (`returned non-zero exit status 3221225477`), cmd and PowerShell
+# often signed (`-1073741819`)
+WINDOWS_CRASHES = {0xC0000005: "an access violation", 0xC00000FD: "a stack overflow",
+                   0xC0000409: "a stack buffer overrun (a fail-fast abort)", 0xC000001D: "an illegal instruction",
+                   0xC0000094: "an integer division by zero", 0xC0000135: "a DLL not found",
+                   0xC0000017: "no memory left", 0xC000013A: "Ctrl-C (the console's interrupt)"}
+_WINDOWS_STATUS = re.compile(r"\b(?:exit (?:status|code)|returned|return code|exitcode)[ :=]*(?P<code>-?\d{10})\b", re.I)
+
+
+def windows_crash(code: int) -> str | None:
+    """`0xC0000005, an access violation` for an exit code that is a Windows crash's NTSTATUS."""
+    unsigned = code & 0xFFFFFFFF
+    return f"0x{unsigned:08X}, {WINDOWS_CRASHES[unsigned]}" if unsigned in WINDOWS_CRASHES else None
+
+
+def windows_crash_said(text: str) -> str | None:
+    """windows_crash of the exit status a line says (`returned non-zero exit status 3221225477`)."""
+    m = _WINDOWS_STATUS.search(text)
+    return windows_crash(int(m["code"])) if m else None
+
+
 def exit_meaning(code: int, *, after_timeout: bool = False) -> tuple[str | None, str]:
     """(signal, meaning) of a shell exit status: 137 -> (SIGKILL, "killed by SIGKILL")."""
     if after_timeout and code in _TIMEOUT_CODES:
@@ -82,6 +104,8 @@ def exit_meaning(code: int, *, after_timeout: bool = False) -> tuple[str | None,
         return None, "command not found"
     if code == 126:
         return None, "command not executable"
+    if (crash := windows_crash(code)) is not None:
+        return None, f"crashed ({crash})"
     return None, "failed"
 
 

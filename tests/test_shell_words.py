@@ -24,6 +24,7 @@ from dflash_postmortem.shell_words import (
     runs_script,
     signal_name,
     timeout_wrapper,
+    windows_crash_said,
     without_redirections,
 )
 
@@ -321,3 +322,16 @@ def test_the_commands_a_loops_passes_run(typed, passes):
 ])
 def test_a_line_of_helpers_runs_no_trainer_whatever_file_it_names(line, helpers):
     assert only_helpers(line) is helpers
+
+
+def test_a_windows_crash_status_is_named_signed_or_not():
+    """Windows ends a natively crashed process with an NTSTATUS as its exit code (kohya_ss #2556:
+    `returned non-zero exit status 3221225477`, PowerShell's `-1073741819`); any other large
+    status is only a failure."""
+    assert exit_meaning(3221225477) == (None, "crashed (0xC0000005, an access violation)")
+    assert exit_meaning(-1073741819) == exit_meaning(3221225477)
+    assert exit_meaning(3221225725) == (None, "crashed (0xC00000FD, a stack overflow)")
+    assert exit_meaning(1234567890) == (None, "failed")
+    assert windows_crash_said("Command '[...]' returned non-zero exit status 3221225477.") == "0xC0000005, an access violation"
+    assert windows_crash_said("Process finished with exit code -1073740791") == "0xC0000409, a stack buffer overrun (a fail-fast abort)"
+    assert windows_crash_said("exit status 1") is None

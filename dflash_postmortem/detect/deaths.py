@@ -37,12 +37,12 @@ from ..model.attempts import (
     supervisor_gave_up,
     trainer_pids,
 )
-from ..model.progress import lines_of, resumed_from, resumes, steps_of
+from ..model.progress import lines_of, reached_at, resumed_from, resumes, steps_of
 from ..model.states import states
 from ..model.step_lines import named_step
 from ..said import error_text
 from ..schema import BAR_ELAPSED_S, column
-from ..shell_words import exit_meaning, under_timeout
+from ..shell_words import exit_meaning, under_timeout, windows_crash_said
 from . import findings
 from .finding_text import one_line
 from .per_host import judged
@@ -154,7 +154,7 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
         # said it was over) may be apart: a rank's timeout, then the agent's "failed" line
         error = a["cause_message"] or (error_text(a["end_message"]) if kind == "stopped_by_signal" else _status_text(a))
         when = a["cause_time"] if pd.notna(a["cause_time"]) else a["end"]
-        last_t = last["time"].iloc[0] if len(last) else None
+        last_t = reached_at(last).iloc[0] if len(last) else None
         silent = (when - last_t).total_seconds() if last_t is not None else None
         on_rank = a["cause_rank"] is not None and not pd.isna(a["cause_rank"])
         refs = [r for r in dict.fromkeys((a["cause_ref"], a["end_ref"])) if isinstance(r, str)]
@@ -496,6 +496,8 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
     signal = first.get("signal") if isinstance(first.get("signal"), str) else None
     if signal and signal not in error:  # `failed (exitcode: -9)`: SIGKILL
         error = f"{error.rstrip('.')} ({signal})"
+    elif (crash := windows_crash_said(error)) is not None:  # `exit status 3221225477`: a native crash
+        error = f"{error.rstrip('.')} ({crash})"
     ranks = sorted({int(r) for r in ended["rank"].dropna()} | {int(r) for r in cause["rank"].dropna()}) \
         if "rank" in lines.columns else []
     refs = findings.unique([_ref_of(first), _ref_of(last)])

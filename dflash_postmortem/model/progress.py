@@ -50,6 +50,12 @@ def lines_of(inc: Incident, attempt: pd.Series) -> pd.DataFrame:
                            lambda: _attempt_rows(inc, attempt, pace_rows(inc)))
 
 
+def reached_at(lines: pd.DataFrame) -> pd.Series:
+    """When each pace line's step was reached: a step counter's rate row stands at its interval's
+    beginning and was closed by a later line (pace.py `closed_at`); a rate line at its own time."""
+    return lines["closed_at"] if "closed_at" in lines.columns else lines["time"]
+
+
 # The metrics whose value stops being a number when training breaks (a loss that diverged to
 # NaN, an overflowed gradient norm): detect/divergence.py tells it, the states count what follows.
 NOT_FINITE_BREAKS = ("train/loss", "train/grad_norm")

@@ -41,7 +41,7 @@ from . import carried, computed
 from .attempts import APPROX_S, CLEAN_ENDS, MACHINE_FAULTS, attempts, finished
 from .log_files import unseen
 from .pace import unit
-from .progress import lines_of, losses_of, placed_together, progress, steps_of, warmed
+from .progress import lines_of, losses_of, placed_together, progress, reached_at, steps_of, warmed
 
 COLUMNS = ("attempt", "state", "start", "end", "ref", "detail")
 # The frames the states are read from (the memo of computed.py is keyed by them).
@@ -148,7 +148,7 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         # Its steps, then the last sign of life: a gap longer than the threshold is a stall. (A
         # step counter's pace row stands at its interval's beginning; the step was reached when
         # the line that closes it was written.)
-        times = (lines["closed_at"] if "closed_at" in lines.columns else lines["time"]).tolist() + [end]
+        times = reached_at(lines).tolist() + [end]
         refs = (lines["ref"].tolist() if "ref" in lines.columns else [None] * len(lines)) + [a["last_alive_ref"]]
         w = prog[prog["attempt"] == a["attempt"]]
         w = w.assign(level=warmed(w["level"]))  # its first window's warm-up is no loss
@@ -479,7 +479,7 @@ def _hung_until_error(a: pd.Series, lines: pd.DataFrame) -> tuple[str, str] | No
         # collective's timeout on the ranks that lived)
         first = f" (after its GPU failed: {error_text(said)[:120]} at {when:%H:%M:%S})"
         said, when, ref = error_text(a["end_message"]) or a["end_kind"], a["end"], a["end_ref"]
-    waited = (when - lines["time"].max()).total_seconds()
+    waited = (when - reached_at(lines).max()).total_seconds()
     if waited <= STALL_INTERVALS * step_interval_s(lines):
         return None
     return ref, f"then it failed: {str(said)[:160]} at {when:%H:%M:%S}{first}"
