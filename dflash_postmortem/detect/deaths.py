@@ -41,7 +41,7 @@ from ..model.progress import lines_of, reached_at, resumed_from, resumes, steps_
 from ..model.states import states
 from ..model.step_lines import named_step
 from ..said import error_text
-from ..schema import BAR_ELAPSED_S, column
+from ..schema import BAR_ELAPSED_S, column, ref_line
 from ..shell_words import exit_meaning, under_timeout, windows_crash_said
 from . import findings
 from .finding_text import one_line
@@ -86,6 +86,14 @@ _FATAL = ("oom_kill", "oom", "killed", "timeout", "nccl_timeout", "exit", "trace
 # `_save_checkpoint`, `save_pretrained`, safetensors' `save_file`, accelerate's `save_state`,
 # torch.distributed.checkpoint's `save`): the run died writing its state, not computing a step.
 _SAVING = re.compile(r'^\s*File "[^"]*", line \d+, in (?:_*save\w*|\w*_save(?:_\w+)?)\s*$', re.M)
+# A traceback's frame that evaluates (a trainer's `evaluate`, `validate`, `validation_step`,
+# `eval_epoch`, Hugging Face's `evaluation_loop` and `prediction_step`, a `test_step`): the run
+# died evaluating, not computing a training step (the loop #57: `in evaluate` as it ran out of memory).
+# (by whole names: a model's `predict_proposals` or a `validate_args` runs in a training step too)
+_EVALUATING = re.compile(r'^\s*File "[^"]*", line \d+, in _*(?:(?:evaluate|evaluation|eval|validate|validation|valid|val|test)'
+                         r'(?:_(?:step|epoch|loop|one_epoch|model|batch|run|dataset))?|prediction_step)\s*$', re.M)
+# A bar's label that evaluates (`Epoch 15 (validation) ...: 2%|`, `Evaluating: 40%|`, `Testing`)
+_EVALUATING_BAR = re.compile(r"(?i)\b(?:eval|valid|test)")
 # What a failed write says, where the error itself tells: the OS's words, torch.save's writer
 _WRITE_FAILED = re.compile(r"No space left on device|Errno 28\b|ENOSPC|Disk quota exceeded|EDQUOT|"
                            r"file write failed|unexpected pos \d+ vs \d+|iostream error", re.I)
@@ -160,6 +168,7 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
         refs = [r for r in dict.fromkeys((a["cause_ref"], a["end_ref"])) if isinstance(r, str)]
         hung = silent is not None and silent >= _hang_s(lines)
         saving = _saving(inc, a, when)
+        evaluating = not saving and _evaluating(inc, a, when)
         full = _full_disk(inc, when) if saving or _WRITE_FAILED.search(str(error)) else None
         causes = [findings.cause(findings.event_id(refs[0]), f"what went wrong: {one_line(error)}", refs[:1])] \
             if refs else []
@@ -180,7 +189,7 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
              "silent_s": silent, "hung": hung, "silent_logs": _silent_logs(inc, a, last_t) if hung else [],
              "stopped_ranks": _stopped_ranks(inc, a) if hung else [],
              "stopped_pids": _stopped_pids(_near_end(inc, a, nxt["start"].iloc[0] if len(nxt) else None)),
-             "doing": "saving" if saving else "training", "thread": _thread_end(inc, a),
+             "doing": "saving" if saving else "evaluating" if evaluating else "training", "thread": _thread_end(inc, a),
              "memory_before": memory,
              "disk_full": full["message"] if full is not None else None,
              "disk_full_at": full["time"] if full is not None else None,
@@ -198,6 +207,27 @@ def _saving(inc: Incident, a: pd.Series, when) -> bool:
         return False
     tb = ev[(ev["kind"] == "traceback") & ev["source"].isin(a["sources"] or []) & ((ev["time"] - when).abs() <= END_SLACK)]
     return bool(tb["message"].astype(str).str.contains(_SAVING).any())
+
+
+def _evaluating(inc: Incident, a: pd.Series, when) -> bool:
+    """Whether the attempt died evaluating: a traceback of its logs as it died has a frame that
+    evaluates, or the last bar its logs drew before it died was an evaluation's."""
+    ev = inc.events
+    if pd.isna(when) or "kind" not in ev.columns:
+        return False
+    mine = ev[ev["source"].isin(a["sources"] or [])]
+    tb = mine[(mine["kind"] == "traceback") & ((mine["time"] - when).abs() <= END_SLACK)]
+    return bool(tb["message"].astype(str).str.contains(_EVALUATING).any()) or _last_bar_evaluates(
+        mine[mine["time"] <= when + END_SLACK])
+
+
+def _last_bar_evaluates(lines: pd.DataFrame) -> bool:
+    """Whether the last bar these lines drew was an evaluation's (its label before the bar)."""
+    bars = lines[lines["kind"] == "progress"]
+    if bars.empty:
+        return False
+    label = str(bars["message"].iloc[-1]).split("%|")[0]
+    return _EVALUATING_BAR.search(label) is not None
 
 
 def _memory_before(inc: Incident, a: pd.Series, when) -> dict | None:
@@ -470,6 +500,25 @@ def _victims(lines: pd.DataFrame) -> list[pd.DataFrame]:
     return [lines[owner == e] for e in range(episode[-1] + 1)]
 
 
+def _unplaced_doing(inc: Incident, source: str, first: pd.Series) -> str | None:
+    """What a process was doing as it died, where its log says: its traceback's frames (saving,
+    evaluating), else the last bar the log drew up to its death's line (an evaluation's)."""
+    said = str(first["message"]) if first["kind"] == "traceback" else ""
+    if _SAVING.search(said):
+        return "saving"
+    if _EVALUATING.search(said):
+        return "evaluating"
+    at = ref_line(first["ref"]) if isinstance(first.get("ref"), str) else None
+    if at is None:
+        return None
+    ev = inc.events
+    bars = ev[(ev["source"] == source) & (ev["kind"] == "progress")]
+    if bars.empty:
+        return None
+    upto = np.array([(split := ref_line(r)) is not None and split[1] <= at[1] for r in bars["ref"]], dtype=bool)
+    return "evaluating" if _last_bar_evaluates(findings.in_file_order(bars[upto])) else None
+
+
 def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
     """The death one log's lines tell, if they tell one (detect_unplaced_deaths)."""
     fatal = _fatal(lines)
@@ -521,7 +570,7 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
          "ended": last["time"] if pd.notna(last["time"]) else None, "ranks": ranks,
          "exit_code": findings.whole(last.get("exit_code")), "signal": last.get("signal") if isinstance(last.get("signal"), str) else None,
          "died_of": signal,
-         "doing": "saving" if first["kind"] == "traceback" and _SAVING.search(str(first["message"])) else None,
+         "doing": _unplaced_doing(inc, source, first),
          "stopped_pids": _stopped_pids(lines), "why_unknown": said.empty and bool(_stopped_pids(ended)),
          "launcher_signalled": first.get("pattern") in _LAUNCHER_SIGNALLED,
          "ctrl_c": bool(column(lines, "keyed").fillna(False).astype(bool).any()),

@@ -122,7 +122,8 @@ class TrainingDied(TypedDict):
     stopped_ranks: list  # of a hang: the ranks the launcher stopped with a signal that logged no error of their own
     stopped_pids: list  # the PIDs its launcher's own lines say it stopped as it gave up (`Killing subprocess N`)
     thread: str | None  # the thread whose traceback alone ends it, nothing showing its process gone (told so)
-    doing: str  # "saving" where a traceback as it died has a frame that saves (a checkpoint), else "training"
+    doing: str  # "saving" where a traceback as it died has a frame that saves (a checkpoint), "evaluating"
+    # where one evaluates or its last bar was an evaluation's, else "training"
     memory_before: dict | None  # of a CUDA out-of-memory death: its GPU memory from its first step to the error (`climbed`, from/to MiB and times, refs)
     disk_full: str | None  # of a death that wrote: the full file system a `df` near it showed
     disk_full_at: pd.Timestamp | None  # when that `df` ran
@@ -159,7 +160,8 @@ class ProcessDied(TypedDict):
     steps_logged: int  # the distinct steps its log holds (no attempt placed them: nothing dates them)
     last_step: int | None
     bar_ran_s: float | None  # the most time its progress bar says it had run (tqdm's elapsed)
-    doing: str | None  # "saving" where the error's traceback has a frame that saves (a checkpoint)
+    doing: str | None  # "saving" where the error's traceback has a frame that saves (a checkpoint),
+    # "evaluating" where one evaluates or the last bar before it was an evaluation's
 
 
 class LossNotFinite(TypedDict):

@@ -625,7 +625,7 @@ def _death(f: pd.Series) -> str:
     rank = f" on rank {n['error_rank']}" if n.get("error_rank") is not None else ""
     since = f", {duration(n['silent_s'])} after its last step" if n.get("hung") else ""
     what = "was stopped by its time limit" if f["kind"] == "time_limit" else "died"
-    doing = "saving a checkpoint" if n.get("doing") == "saving" else "training"
+    doing = {"saving": "saving a checkpoint", "evaluating": "evaluating"}.get(n.get("doing"), "training")
     head, error = f"At {_when(f['start'], f.get('within_s'))} run {n['run'] or '?'}", (n["error"] or "an error").rstrip(".")
     if f["kind"] == "stopped_by_signal":
         # a stop asked of it from outside its shell (a preemption handler, a scheduler, a watchdog)
@@ -689,7 +689,7 @@ def _unplaced_death(f: pd.Series) -> str:
     held = (f"{n['source']} holds {count(steps, 'step line')}, up to step {n['last_step']}{ran}, but nothing of its "
             "start" + (" and no time to place them" if pd.isna(f["start"]) else "")) if steps else \
         f"{n['source']} holds nothing of its start or its training"
-    doing = " while saving a checkpoint" if n.get("doing") == "saving" else ""
+    doing = {"saving": " while saving a checkpoint", "evaluating": " while evaluating"}.get(n.get("doing"), "")
     error = (n["error"] or "an error").rstrip(".")
     killed = n.get("killed") or []
     if n.get("error_kind") == "oom_kill" and killed:

@@ -268,3 +268,34 @@ def test_two_oom_kills_days_apart_are_two_deaths_and_a_storm_is_one(tmp_path):
     assert len(died) == 1
     assert died.iloc[0]["numbers"]["killed"] == ["PID 15784 (python3)", "PID 15925 ((resolved))",
                                                  "PID 15783 (python3)", "PID 15934 ((resolved))"]
+
+
+def test_a_process_killed_while_its_evaluation_bar_ran_is_told_evaluating(tmp_path):
+    """NSCL #23: epoch 15's training bar done (1006/1006), its validation bar at 20/1094 when the
+    shell reported PID 3305 Killed, on the bar's own line: it died evaluating. A model's own
+    frames that predict (detectron2's `predict_proposals`, in a training step) are no evaluation."""
+    inc, found, died = _told(tmp_path, "terminal/nscl-epoch15-bar-done-validation-2pct-then-bash-pid-3305-killed.log")
+    assert len(died) == 1 and died.iloc[0]["numbers"]["doing"] == "evaluating"
+    assert what_happened(inc, found)[0].startswith("A process died while evaluating: ")
+    (tmp_path / "d2").mkdir()
+    _, _, d2 = _told(tmp_path / "d2", "train-log/detectron2-fasterrcnn-diverged-nan.log")
+    assert d2.iloc[0]["numbers"]["doing"] is None
+
+
+def test_a_run_whose_traceback_evaluates_died_while_evaluating(tmp_path):
+    """A run that trained, then ran out of memory in its `evaluate` (the loop #57's frames): it
+    died while evaluating, not training."""
+    log = tmp_path / "incident" / "train.log"
+    log.parent.mkdir()
+    log.write_text("".join(f"2026-12-07 07:0{i}:00 step {i * 100} loss {2.0 - i / 10:.2f}\n" for i in range(1, 6))
+                   + "Traceback (most recent call last):\n"
+                   + '  File "train.py", line 200, in <module>\n    eval_loss = evaluate(model)\n'
+                   + '  File "train.py", line 157, in evaluate\n    output = model(batch)\n'
+                   + "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(log.parent)
+    found = detect(inc)
+    died = found[found["kind"] == "training_died"]
+    assert len(died) == 1 and died.iloc[0]["numbers"]["doing"] == "evaluating"
+    assert what_happened(inc, found)[0].startswith("At 07:05:00 UTC run train died while evaluating: RuntimeError: CUDA out of memory.")
