@@ -1841,9 +1841,10 @@ def says_no_error(rows: pd.DataFrame) -> pd.Series:
 # raises what ended one of its processes and its `-- Process 1 terminated with the following
 # error:` (followed by that process's own traceback; `ProcessExitedException: process 1
 # terminated with signal SIGKILL`, whose words are an event of their own): the launcher passing
-# on its worker's end; and mpirun's word that a
-# process's status aborted the job, before the line that names the rank and its signal.
-_PASSED_ON = ("nccl_error_trace", "spawn_raised", "ProcessRaisedException", "ProcessExitedException", "mpirun_nonzero")
+# on its worker's end; and mpirun's word that a process's status aborted the job and which rank did
+# first, before the line that names the rank and its signal.
+_PASSED_ON = ("nccl_error_trace", "spawn_raised", "ProcessRaisedException", "ProcessExitedException", "mpirun_nonzero",
+              "mpirun_first_failed")
 
 
 def said_first(rows: pd.DataFrame) -> pd.DataFrame:

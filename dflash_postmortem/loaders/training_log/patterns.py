@@ -1010,6 +1010,8 @@ PREFIXES: tuple[tuple[str, re.Pattern], ...] = (
     ("mpi", re.compile(r"^\[(?:\d+,)?(?:mpirank:)?(?P<rank>\d+)(?:,[\w.-]+)?\]<(?:stdout|stderr|stddiag)>: ?")),
     ("ray", re.compile(r"^[\w-]+/\d+ \(\w+ pid=(?P<pid>\d+)\) ?")),
     ("ray", re.compile(r"^\((?:\w+ )?pid=(?P<pid>\d+)(?:, ip=[\d.]+)?\) ?")),  # `(pid=3769) `, Ray's actor tag alone: `(RayWorkerVllm pid=7046) `
+    # `kubectl logs --prefix`: `[pod/train-worker-0/pytorch] ` (the pod: the trainer's machine)
+    ("kubectl", re.compile(r"^\[pod/(?P<host>[\w.-]+)/[\w.-]+\] ")),
     ("fence", re.compile(r"^```[\w-]*(?=\[)")),  # a markdown fence glued to the first line
     ("backtick", re.compile(r"^`(?!`)")),  # inline code opened before a pasted line
     ("html", re.compile(r"^<pre>")),

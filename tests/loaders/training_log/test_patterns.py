@@ -515,3 +515,16 @@ def test_docker_compose_labels_name_the_container_and_a_data_bar_is_no_training(
     assert inc.metrics["step"].max() == 20  # the bar's 83097 is no step
     tb = inc.events[inc.events["kind"] == "traceback"]
     assert tb["pattern"].tolist() == ["RuntimeError"] and tb["host"].tolist() == ["train_2_1"]
+
+
+def test_kubectl_logs_prefix_names_the_pod(tmp_path):
+    """`kubectl logs --prefix` puts `[pod/NAME/CONTAINER] ` before each line: taken off, the pod
+    is the row's host, and the traceback behind it is read whole."""
+    ev = _events_of(tmp_path,
+        "[pod/train-worker-0/pytorch] 2026-12-07 07:03:31 step 10 loss 0.200\n"
+        "[pod/train-worker-0/pytorch] Traceback (most recent call last):\n"
+        '[pod/train-worker-0/pytorch]   File "train.py", line 1, in <module>\n'
+        "[pod/train-worker-0/pytorch] RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    tb = ev[ev["kind"] == "traceback"]
+    assert tb[["pattern", "host"]].values.tolist() == [["RuntimeError", "train-worker-0"]]
+    assert (ev["host"] == "train-worker-0").all()
