@@ -241,6 +241,12 @@ def _sigma(signal: np.ndarray, runs: np.ndarray) -> float:
     if first >= MIN_SIZE * 2 or not own:
         base = signal[: max(first, MIN_SIZE * 2)]
         own = [base - np.median(base)]
+        # a start whose level changed part-way (4 s a step, then 70 s) spreads about its one median
+        # by the change itself: the spread of its sample-to-sample steps (a level change is one
+        # step among many) is its noise where that is smaller
+        if len(base) > 2:
+            step = float(np.median(np.abs(np.diff(base)))) * 1.4826 / math.sqrt(2)
+            return max(min(float(np.median(np.abs(own[0]))) * 1.4826, step), 0.005)
     return max(float(np.median(np.abs(np.concatenate(own))) * 1.4826), 0.005)
 
 

@@ -1841,10 +1841,11 @@ def says_no_error(rows: pd.DataFrame) -> pd.Series:
 # raises what ended one of its processes and its `-- Process 1 terminated with the following
 # error:` (followed by that process's own traceback; `ProcessExitedException: process 1
 # terminated with signal SIGKILL`, whose words are an event of their own): the launcher passing
-# on its worker's end; and mpirun's word that a process's status aborted the job and which rank did
-# first, before the line that names the rank and its signal.
+# on its worker's end; mpirun's word that a process's status aborted the job and which rank did
+# first, before the line that names the rank and its signal; and srun's word that it aborts or
+# force-terminates a step, before slurmstepd's line that says why (`DUE TO TIME LIMIT`).
 _PASSED_ON = ("nccl_error_trace", "spawn_raised", "ProcessRaisedException", "ProcessExitedException", "mpirun_nonzero",
-              "mpirun_first_failed")
+              "mpirun_first_failed", "slurm_step_aborted", "slurm_force_terminated")
 
 
 def said_first(rows: pd.DataFrame) -> pd.DataFrame:

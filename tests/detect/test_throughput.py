@@ -1,8 +1,12 @@
 """Throughput regressions on the real H200 capture and the reconstruction of the write-up."""
 
+import shutil
+import warnings
+
 import pandas as pd
 
-from dflash_postmortem.detect import detect_throughput_regressions
+import dflash_postmortem as pm
+from dflash_postmortem.detect import detect, detect_throughput_regressions
 from dflash_postmortem.detect.throughput import segments, series
 from dflash_postmortem.shell_words import invocation
 
@@ -71,3 +75,21 @@ def test_invocation_parses_flags():
         "cd /w && setsid nohup python3 /srv/t/trainer.py --run-name x --use-reentrant 0 --fast > /l 2>&1 &")
     assert script == "trainer.py"
     assert flags == {"--run-name": "x", "--use-reentrant": "0", "--fast": "true"}
+
+
+def test_a_short_run_that_slowed_part_way_is_a_regression(tmp_path, repo_dir):
+    """NiftyNet #47: iterations 3211-3221 at 1-5 s each (one of 21 s), then 64, 75 and 75 s: a 15-20x
+    slowdown in one short run. Its noise is the spread of its sample-to-sample steps, not of its
+    samples about one median (which the change itself makes): the drop is found, from 0.254 to
+    0.0133 steps a second, at 06:07:54."""
+    name = "niftynet-iter-time-4s-then-64-75s-per-iter-timestamped-slowdown.log"
+    shutil.copy(repo_dir / "tests/fixtures/real-world/train-log" / name, tmp_path / name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    found = detect(inc)
+    n = _one(found)["numbers"]
+    assert round(n["baseline_tok_per_s"], 3) == 0.254 and round(n["degraded_tok_per_s"], 4) == 0.0133
+    assert _one(found)["start"] == pd.Timestamp("2018-02-04 06:07:54.617", tz="UTC")
+    assert pm.what_happened(inc, found)[0].startswith(
+        "At 06:07:54 UTC throughput fell from 0.254 steps/s to 0.0133 steps/s (0.05 of baseline)")

@@ -409,3 +409,13 @@ def test_gpus_that_hold_a_loaded_programs_memory_at_no_work_are_told_where_no_tr
         "and no work done, as by a program that loaded its model and waits or hangs, or one that outlived its run.")
     _, _, desk = _told(tmp_path / "desk", repo_dir, "smi-table/rtx4090x2-580.126.09-procs.txt")
     assert "What its GPUs show" not in desk[0] and desk[0].endswith("so nothing can be said of how it went.")
+
+
+def test_sruns_abort_is_its_reaction_not_the_cause(tmp_path, repo_dir):
+    """srun's `Job step aborted: Waiting up to 32 seconds for job step to finish` is its reaction
+    to the cancellation slurmstepd reports (here glued after a bar, DUE TO PREEMPTION): the story
+    names a line nearer the cause, the agent's SIGTERM, not srun's wait."""
+    _, _, said = _told(tmp_path, repo_dir,
+                       "slurm/hf-tqdm-723-of-1602-glued-slurmstepd-preemption-torchrun-sigterm-logging-error.log")
+    assert "Job step aborted" not in said[0]
+    assert "died while training: torch.distributed.elastic.multiprocessing.api.SignalException: Process 3045566 got signal: 15." in said[0]
