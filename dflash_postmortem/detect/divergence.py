@@ -17,12 +17,14 @@ from ..incident import Incident
 from ..model.attempts import attempts, finished
 from ..model.progress import NOT_FINITE_BREAKS
 from ..model.step_lines import named_step
+from ..schema import ref_line
 from . import findings
 from .per_host import judged
 
 # The metrics whose non-finite value means the training is broken (not a rate or a sentinel
 # a logger writes before it has one: nanoGPT's `mfu -100.00%` is read as NaN).
 _WATCHED = NOT_FINITE_BREAKS
+_LOSS, _GRAD_NORM = NOT_FINITE_BREAKS
 
 
 @judged
@@ -46,6 +48,7 @@ def detect_nonfinite_loss(inc: Incident) -> pd.DataFrame:
         bad = ~np.isfinite(value)
         before = g.iloc[:first][np.isfinite(value[:first])].tail(1)
         finite_after = bool(np.isfinite(value[first + 1:]).any())
+        learning = _loss_learning(mine, row) if row["metric"] == _GRAD_NORM and not finite_after else None
         last_bad = g.iloc[int(np.flatnonzero(bad)[-1])]
         evidence = [r for r in (row.get("ref"), *findings.refs(before), last_bad.get("ref")) if isinstance(r, str)]
         run = row["run"] if isinstance(row["run"], str) else None
@@ -55,13 +58,15 @@ def detect_nonfinite_loss(inc: Incident) -> pd.DataFrame:
         evidence += [r for r in (ended["ended_ref"], again["again_ref"]) if isinstance(r, str)]
         rows.append(findings.finding(
             "loss_not_finite", row["time"] if pd.notna(row["time"]) else None,
-            last_bad["time"] if pd.notna(last_bad["time"]) else None, "warning" if finite_after else "critical",
+            last_bad["time"] if pd.notna(last_bad["time"]) else None,
+            "warning" if finite_after or learning else "critical",
             evidence + ([carried[1]] if carried else []),
             {"source": row["source"], "run": run, "metric": row["metric"],
              "step": findings.whole(row["step"]), "value": _shown(value[first]),
              "last_finite_step": findings.whole(before["step"].iloc[0]) if len(before) else None,
              "last_finite_value": float(before["value"].iloc[0]) if len(before) else None,
              "lines_not_finite": int(bad.sum()), "lines_after": len(g) - first - 1, "finite_after": finite_after,
+             "loss_learning": learning,
              "resumed_step": carried[2] if carried else None,
              "broke_at_step": carried[0]["numbers"]["step"] if carried else None,
              **ended, **again},
@@ -70,6 +75,23 @@ def detect_nonfinite_loss(inc: Incident) -> pd.DataFrame:
                                       f"being a number at step {carried[0]['numbers']['step']}", [carried[1]])]
             if carried else []))
     return findings.frame(rows)
+
+
+def _loss_learning(watched: pd.DataFrame, row: pd.Series) -> dict | None:
+    """Where a gradient norm stopped being a number and stayed so: the same log's loss from that
+    line on, if it stayed a number and moved (a norm not measured, as a sharded or offloaded
+    optimizer's may be, or an overflow the scaler skips, beside a run that learns): its first
+    and last values and steps. None where the loss broke too, stood still, or was not logged."""
+    loss = findings.in_file_order(watched[(watched["source"] == row["source"]) & (watched["metric"] == _LOSS)])
+    at = ref_line(row["ref"]) if isinstance(row.get("ref"), str) else None
+    if loss.empty or at is None:
+        return None
+    after = loss[np.array([(split := ref_line(r)) is not None and split[1] >= at[1] for r in loss["ref"]], dtype=bool)]
+    value = after["value"].astype(float).to_numpy()
+    if len(after) < 2 or not np.isfinite(value).all() or np.ptp(value) == 0:
+        return None
+    return {"from": float(value[0]), "to": float(value[-1]), "from_step": findings.whole(after["step"].iloc[0]),
+            "to_step": findings.whole(after["step"].iloc[-1])}
 
 
 def _carried(inc: Incident, row: pd.Series, run, told: list[dict]) -> tuple[dict, str, int] | None:

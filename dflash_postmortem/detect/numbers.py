@@ -175,6 +175,8 @@ class LossNotFinite(TypedDict):
     lines_not_finite: int
     lines_after: int  # lines of the metric after the first that is not a number
     finite_after: bool  # a finite value came back (a skipped step), else it stayed so
+    loss_learning: dict | None  # a grad norm that stayed so beside a loss that stayed a number and moved:
+    # {from, to, from_step, to_step} of that loss from its line on (a norm not measured, not a diverged run)
     resumed_step: int | None  # its log resumed from a checkpoint of this step, saved after the same run's
     broke_at_step: int | None  # metric had stopped being a number at this step (an earlier finding): it carried it
     ended_at: pd.Timestamp | None  # where it stayed so: the end of the attempt that trained on it, where

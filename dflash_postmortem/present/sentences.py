@@ -738,8 +738,18 @@ def _not_finite(f: pd.Series) -> str:
     said += f" at step {n['step']}" if n.get("step") is not None else ""
     if n.get("last_finite_value") is not None and n.get("last_finite_step") is not None:
         said += f" (it was {n['last_finite_value']:.4g} at step {n['last_finite_step']})"
-    said += (": a finite value came back later (skipped steps)" if n["finite_after"]
-             else f" and stayed so to the end of the log ({count(n['lines_after'], 'more line')})")
+    learning = n.get("loss_learning")
+    if learning:
+        # a gradient norm not measured (or overflowing) beside a loss that moved on: the run learned
+        return (said + f" and stayed so, but its loss stayed a number and moved on, {learning['from']:.4g} at step "
+                f"{learning['from_step']} to {learning['to']:.4g} at step {learning['to_step']}: a norm not measured "
+                "(or steps an overflow skipped) beside a run that learned, not a diverged one.")
+    if not n["finite_after"] and not n["lines_after"]:
+        # (its last line: nothing after it says whether it came back)
+        said += ", on the log's last line of it: nothing after it shows whether it came back"
+    else:
+        said += (": a finite value came back later (skipped steps)" if n["finite_after"]
+                 else f" and stayed so to the end of the log ({count(n['lines_after'], 'more line')})")
     if n.get("resumed_step") is not None:
         said += (f"; it had resumed from a checkpoint at step {n['resumed_step']}, saved after its "
                  f"{n['metric'].removeprefix('train/')} had stopped being a number at step {n['broke_at_step']}")

@@ -50,3 +50,27 @@ def test_a_grad_norm_that_is_nan_beside_a_zero_loss(tmp_path):
 def test_finite_losses_say_nothing(tmp_path):
     _, _, lost = _told(tmp_path, "train-log/detectron2-balloon-maskrcnn-plain.log")
     assert lost.empty
+
+
+def test_a_grad_norm_that_is_nan_beside_a_loss_that_learns_is_no_divergence(tmp_path):
+    """A gradient norm that stays NaN while the loss stays a number and falls (a norm a sharded or
+    offloaded optimizer does not measure, or overflows the scaler skips) is a warning and told so;
+    beside a loss stuck at 0.0 (LLaMA-Factory's, above) it is the run broken."""
+    (tmp_path / "hf").mkdir()
+    log = tmp_path / "hf" / "hf.log"
+    log.write_text("".join(
+        f"{{'loss': {loss}, 'grad_norm': {gn}, 'learning_rate': 1e-05, 'epoch': {e}}}\n"
+        for loss, gn, e in (("2.61", "3.5", "0.1"), ("2.55", "nan", "0.2"), ("2.52", "nan", "0.3"), ("2.47", "nan", "0.4"))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path / "hf")
+    found = pm.detect(inc)
+    lost = found[found["kind"] == "loss_not_finite"]
+    assert len(lost) == 1 and lost.iloc[0]["severity"] == "warning"
+    n = lost.iloc[0]["numbers"]
+    assert n["metric"] == "train/grad_norm" and n["loss_learning"]["from"] == 2.55 and n["loss_learning"]["to"] == 2.47
+    told = pm.what_happened(inc, found)[0]
+    assert "but its loss stayed a number and moved on, 2.55" in told and "not a diverged one" in told
+    (tmp_path / "zero").mkdir()
+    _, _, zero = _told(tmp_path / "zero", "train-log/llamafactory-v091-glm4-gradnorm-nan.log")
+    assert zero.iloc[0]["severity"] == "critical" and zero.iloc[0]["numbers"]["loss_learning"] is None
