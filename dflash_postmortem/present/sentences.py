@@ -477,6 +477,9 @@ def _nothing_found(inc: Incident, first, last) -> str:
             idle = _held_idle(inc.gpus)
             if idle:
                 return said + f". What its GPUs show: {idle}."
+            stop = _stopped_by_itself(inc.events) if said.startswith("Training") else None
+            if stop is not None:
+                return said + f". It stopped by itself: `{stop[0]}` ({stop[1]})."
             return said + ("." if said.startswith("Training") else ", so nothing can be said of how it went.")
         text, ref, more = wrong
         return (said + f". What it shows going wrong: {text.rstrip('.')} ({ref})"
@@ -554,6 +557,24 @@ def _gone_wrong(ev: pd.DataFrame) -> tuple[str, str, int] | None:
         signal = first.get("signal")
         text = f"exit status {int(code)}" + (f" ({signal})" if isinstance(signal, str) and signal else "")
     return text, first["ref"], len(bad) - 1
+
+
+def _stopped_by_itself(ev: pd.DataFrame) -> tuple[str, str] | None:
+    """(its words, its reference) of a training's own stop line (Lightning's `Trainer.fit`
+    stopped: `max_epochs=1` reached., `Training finished`, an early-stopping rule's last word,
+    Hugging Face's closing summary) where it is the last thing the events say, or None."""
+    # (a run an interrupt stopped, which then wrote its end, did not stop by itself)
+    if ev.empty or "kind" not in ev.columns or "ref" not in ev.columns or (ev["kind"] == "interrupt").any():
+        return None
+    told = ev[ev["ref"].notna() & ~ev["kind"].isin(("progress", "stage", "warning"))]
+    # (in the order its file holds them: by the line each cites)
+    at = [ref_line(r) for r in told["ref"]]
+    told = told.assign(_at=[a[1] if a else 0 for a in at]).sort_values("_at", kind="stable")
+    if told.empty or told["kind"].iloc[-1] != "training_stop":
+        return None
+    last = told.iloc[-1]
+    # (quoted whole: its own backticks, Lightning's, taken off)
+    return one_line(str(last["message"]).replace("`", "").strip(), 160), last["ref"]
 
 
 def _ended_in_a_traceback(inc: Incident) -> tuple[str, str, int] | None:

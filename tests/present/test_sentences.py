@@ -419,3 +419,15 @@ def test_sruns_abort_is_its_reaction_not_the_cause(tmp_path, repo_dir):
                        "slurm/hf-tqdm-723-of-1602-glued-slurmstepd-preemption-torchrun-sigterm-logging-error.log")
     assert "Job step aborted" not in said[0]
     assert "died while training: torch.distributed.elastic.multiprocessing.api.SignalException: Process 3045566 got signal: 15." in said[0]
+
+
+def test_an_untimed_log_that_ends_on_its_own_stop_line_says_so(tmp_path, repo_dir):
+    """A log nothing dates still says how it ended where its last word is the training's own stop
+    (ms-swift's Trainer summary, `global_step 93`); one an interrupt stopped first says no such
+    thing (Transformer-XL's `Exiting from training early`, then its `End of training`)."""
+    (tmp_path / "swift").mkdir()
+    (tmp_path / "txl").mkdir()
+    _, _, said = _told(tmp_path / "swift", repo_dir, "train-log/ms-swift-v2-lora-sft-qwen2-7b.log")
+    assert " It stopped by itself: `{'train_runtime': 443.3746, " in said[0] and "ms-swift-v2-lora-sft-qwen2-7b.log:" in said[0]
+    _, _, txl = _told(tmp_path / "txl", repo_dir, "train-log/transformer-xl-exiting-from-training-early-wt103.log")
+    assert "stopped by itself" not in txl[0]

@@ -906,7 +906,8 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     # PyTorch Lightning's words as fit() stops on a limit: `Time limit reached. Elapsed time is 0:00:45.
     # Signaling Trainer to stop.`, `` `Trainer.fit` stopped: `max_epochs=3` reached.``
     _event("training_stop", "lightning_stop", ("Signaling Trainer to stop", "Trainer.fit` stopped"),
-           r"Signaling Trainer to stop|`Trainer\.fit` stopped"),
+           # (its opening backtick may be taken for a paste's inline code: PREFIXES' `backtick`)
+           r"Signaling Trainer to stop|`?Trainer\.fit` stopped"),
     # Hugging Face's Trainer prints its closing summary (`{'train_runtime': 26.92, ...}`) once, when train() returns
     _event("training_stop", "hf_summary", "train_runtime", r"""['"]train_runtime['"]\s*:"""),
     _event("stage", "loading", "oading", r"(?i)^(loading|loaded) "),
