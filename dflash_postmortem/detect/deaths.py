@@ -500,6 +500,23 @@ def _victims(lines: pd.DataFrame) -> list[pd.DataFrame]:
     return [lines[owner == e] for e in range(episode[-1] + 1)]
 
 
+# c10d's tag of a process group other than the default one (`[PG 3 Rank 0]`, `[PG ID 2 PG GUID 5 Rank 1]`)
+_OTHER_GROUP = re.compile(r"\[PG (?:ID )?(?!0\b)\d+")
+
+
+def _collective_wait(first: pd.Series) -> dict:
+    """Of a death a collective's watchdog reports: how long the collective had waited (`ran for
+    600083 milliseconds`: the hang began that long before) and which of its group's collectives
+    it was (`SeqNum=1`: the first, so the ranks never met once)."""
+    if first["kind"] != "nccl_timeout":
+        return {"waited_s": None, "collective": None}
+    ran, seq = first.get("ran_ms"), first.get("seq")
+    if _OTHER_GROUP.search(str(first["message"])):
+        seq = None  # (a sub-group's first collective may come late in training)
+    return {"waited_s": float(ran) / 1000 if ran is not None and pd.notna(ran) else None,
+            "collective": findings.whole(seq) if seq is not None and pd.notna(seq) else None}
+
+
 def _unplaced_doing(inc: Incident, source: str, first: pd.Series) -> str | None:
     """What a process was doing as it died, where its log says: its traceback's frames (saving,
     evaluating), else the last bar the log drew up to its death's line (an evaluation's)."""
@@ -569,7 +586,7 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
          "end_message": (error_text(last["message"], last["kind"]) or None) if last["ref"] != first["ref"] else None,
          "ended": last["time"] if pd.notna(last["time"]) else None, "ranks": ranks,
          "exit_code": findings.whole(last.get("exit_code")), "signal": last.get("signal") if isinstance(last.get("signal"), str) else None,
-         "died_of": signal,
+         "died_of": signal, **_collective_wait(first),
          "doing": _unplaced_doing(inc, source, first),
          "stopped_pids": _stopped_pids(lines), "why_unknown": said.empty and bool(_stopped_pids(ended)),
          "launcher_signalled": first.get("pattern") in _LAUNCHER_SIGNALLED,

@@ -157,6 +157,8 @@ class ProcessDied(TypedDict):
     exit_code: int | None
     signal: str | None  # of the last line that told its end
     died_of: str | None  # the signal the line that says what went wrong names (`Killed`: SIGKILL)
+    waited_s: float | None  # a collective's watchdog: how long the collective had waited (`ran for N ms`)
+    collective: int | None  # and its number in its group (`SeqNum=1`: the first)
     steps_logged: int  # the distinct steps its log holds (no attempt placed them: nothing dates them)
     last_step: int | None
     bar_ran_s: float | None  # the most time its progress bar says it had run (tqdm's elapsed)

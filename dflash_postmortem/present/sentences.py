@@ -733,7 +733,19 @@ def _unplaced_death(f: pd.Series) -> str:
         pids = n.get("stopped_pids") or []
         stopped = f", and stopped PID{'s' if len(pids) > 1 else ''} {ranks_text(pids)}" if pids else ""
         return f"{when} launcher was stopped by {signal}{SIGNAL_SENDERS.get(signal, '')}: `{error}`{stopped}. {held}."
-    return f"{said} {who + ' ' if who else ''}died{doing}: {error}.{_stopped(n)}{_sender_unknown(n)} {held}."
+    return f"{said} {who + ' ' if who else ''}died{doing}: {error}.{_waited(n)}{_stopped(n)}{_sender_unknown(n)} {held}."
+
+
+def _waited(n: dict) -> str:
+    """How long a collective a watchdog reports had waited, and which of its group's it was."""
+    if n.get("waited_s") is None:
+        return ""
+    waited = duration(n["waited_s"]) if n["waited_s"] >= 1 else f"{n['waited_s'] * 1000:.0f} ms"
+    said = f" The collective had waited {waited}: the hang began that long before this line"
+    if n.get("collective") == 1:
+        said = (f" The collective had waited {waited} and was its group's first: the ranks never met once, so "
+                "training never began")
+    return said + "."
 
 
 def _sender_unknown(n: dict) -> str:

@@ -43,9 +43,10 @@ def test_an_nccl_watchdog_timeout_pasted_alone(tmp_path):
                           "NumelIn=4, NumelOut=4, Timeout(ms)=8000) ran for 8097 milliseconds before timing out.")
     assert f["evidence"][0] == "nccl-watchdog-desync-report-ml-engineering.log:1"
     assert pd.isna(f["start"])  # glog's `[E1104 ...]` carries no year and nothing else dates it
+    assert (n["waited_s"], n["collective"]) == (8.097, 2)  # `ran for 8097 milliseconds`, `SeqNum=2`
     assert what_happened(inc, found) == [
-        f"A process on rank 0 died: {n['error'].rstrip('.')}. nccl-watchdog-desync-report-ml-engineering.log "
-        "holds nothing of its start or its training."]
+        f"A process on rank 0 died: {n['error'].rstrip('.')}. The collective had waited 8 s: the hang began that long "
+        "before this line. nccl-watchdog-desync-report-ml-engineering.log holds nothing of its start or its training."]
 
 
 def test_the_failed_worker_not_the_agents_signals_to_the_others(tmp_path):

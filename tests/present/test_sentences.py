@@ -431,3 +431,19 @@ def test_an_untimed_log_that_ends_on_its_own_stop_line_says_so(tmp_path, repo_di
     assert " It stopped by itself: `{'train_runtime': 443.3746, " in said[0] and "ms-swift-v2-lora-sft-qwen2-7b.log:" in said[0]
     _, _, txl = _told(tmp_path / "txl", repo_dir, "train-log/transformer-xl-exiting-from-training-early-wt103.log")
     assert "stopped by itself" not in txl[0]
+
+
+@pytest.mark.parametrize("sample, said", [
+    # rank 1's ALLREDUCE #395 after 23,054 steps: the hang began 600 s before the report
+    ("torchrun/deepspeed-bert-bar-99pct-23054-of-23316-then-rank1-allreduce-watchdog-600s.log",
+     "The collective had waited 600 s: the hang began that long before this line."),
+    ("train-log/nccl-watchdog-old-format-ofa-8xv100.log", "The collective had waited 1,802 s: the hang began that long before this line."),
+    # the default group's first collective: the ranks never met (instructlab's 1 ms timeout: 90 ms)
+    ("torchrun/nccl-watchdog-thread-terminated-pg-guid-instructlab.log",
+     "The collective had waited 90 ms and was its group's first: the ranks never met once, so training never began."),
+])
+def test_a_watchdogs_report_tells_how_long_the_collective_had_waited(tmp_path, repo_dir, sample, said):
+    """`ran for 600083 milliseconds`: the collective hung that long before the watchdog's line;
+    `SeqNum=1` of the default group: its first, so the ranks never met."""
+    _, _, told = _told(tmp_path, repo_dir, sample)
+    assert said in told[0]
