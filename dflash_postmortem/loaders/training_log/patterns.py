@@ -612,6 +612,19 @@ _STATUS_WORDS = "|".join(sorted((re.escape(w) for w in STATUS_SIGNALS if w != "k
 
 # srun's word on a task (its Slurm task id is its rank) or a range of them
 _SRUN_TASKS = r"^srun: error: (?P<host>[\w.-]+): (?:task (?P<task>\d+)|tasks (?P<tasks>[\d,-]+)): "
+_TASK_SPAN = re.compile(r"(\d+)(?:-(\d+))?")
+MAX_TASKS = 4096  # a task list longer than a job has ranks is no list of ranks
+
+
+def task_ranks(tasks: str) -> list[int]:
+    """The ranks srun's `tasks 0-1,4` names (its task ids are the ranks), in order."""
+    ranks: list[int] = []
+    for m in _TASK_SPAN.finditer(tasks):
+        low, high = int(m.group(1)), int(m.group(2) or m.group(1))
+        if high < low or len(ranks) + high - low >= MAX_TASKS:
+            return []
+        ranks += range(low, high + 1)
+    return ranks
 
 # -- process deaths: CUDA errors, faulthandler dumps (kept apart: other families add patterns above) --
 # `CUDA error: an illegal memory access was encountered`, `... device-side assert triggered`, in a

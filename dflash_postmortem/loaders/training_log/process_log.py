@@ -906,7 +906,10 @@ class LogScanner:
             _c10d_ranks(text, ev)
             if self.keyed:
                 ev["keyed"] = True  # Ctrl-C was pressed just before it (`^C` glued before the line)
-            row = rows.event(**ev)
+            tasks = lp.task_ranks(ev.pop("tasks")) if ev.get("tasks") and ev.get("rank") is None else []
+            for rank in tasks[:-1]:  # srun's `tasks 0-1: Exited with exit code 1`: an end of each
+                rows.event(**dict(ev, rank=rank))
+            row = rows.event(**(dict(ev, rank=tasks[-1]) if tasks else ev))
             if p.name == _REPORTS_TRACEBACK:
                 self.reported_rank = ev.get("rank")
             if p.kind == "nccl_error":

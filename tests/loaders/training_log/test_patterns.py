@@ -528,3 +528,10 @@ def test_kubectl_logs_prefix_names_the_pod(tmp_path):
     tb = ev[ev["kind"] == "traceback"]
     assert tb[["pattern", "host"]].values.tolist() == [["RuntimeError", "train-worker-0"]]
     assert (ev["host"] == "train-worker-0").all()
+
+
+def test_srun_task_lists_are_ranks():
+    """srun's `tasks 0-1,4: Exited with exit code 1` names tasks 0, 1 and 4, its ranks; a span
+    that runs backwards or names more tasks than a job has is none."""
+    assert lp.task_ranks("0-1,4") == [0, 1, 4] and lp.task_ranks("3") == [3]
+    assert lp.task_ranks("5-2") == [] and lp.task_ranks("0-99999") == []
