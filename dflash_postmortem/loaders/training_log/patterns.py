@@ -560,7 +560,7 @@ EVENT_GROUPS: dict[str, tuple[str, Callable]] = {
     "world": ("world_size", integer), "addr": ("address", str), "reason": ("reason", str),
     "job": ("job", str), "granted": ("job", str), "step": ("step", str),
     "stepd_host": ("host", str), "attempt": ("attempt", integer), "task": ("rank", integer),
-    "tasks": ("tasks", str), "at": ("at", str), "error_file": ("error_file", str), "log_dir": ("log_dir", str),
+    "tasks": ("tasks", str), "ray_exit": ("reason", str), "at": ("at", str), "error_file": ("error_file", str), "log_dir": ("log_dir", str),
     "left": ("restarts_left", integer),
     "max_restarts": ("max_restarts", integer), "count": ("count", integer),
     "task_signal": ("signal", lambda text: STATUS_SIGNALS.get(text.lower())),
@@ -787,6 +787,16 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
            r"\bprocess (?P<rank>\d+) terminated with signal (?P<signal>SIG[A-Z0-9]+)", by="spawn"),
     _event("exit", "spawn_exit", "terminated with exit code",
            r"\bprocess (?P<rank>\d+) terminated with exit code (?P<code>-?\d+)", by="spawn"),
+    # Ray's word that a worker process died under a task or an actor (verl, OpenRLHF, Ray Train run
+    # their ranks as Ray actors): the raylet's `A worker died or was killed while executing a task
+    # by an unexpected system error. ... Worker PID: 89513 Worker exit type: SYSTEM_ERROR ...`, an
+    # actor's `The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR`,
+    # Ray Train's `Worker 0 has failed.` (the rank)
+    _event("exit", "ray_worker_died", ("A worker died or was killed", "worker process has died"),
+           r"\b(?:A worker died or was killed while executing a task|The actor is dead because its worker process "
+           r"has died)\b(?:[^\n]*?\bWorker PID: (?P<pid>\d+))?(?:[^\n]*?\bWorker exit type: (?P<ray_exit>[A-Z_]+))?",
+           by="ray"),
+    _event("exit", "ray_train_worker_failed", "has failed.", r"\bWorker (?P<rank>\d+) has failed\.", by="ray"),
     # Open MPI's launcher (mpirun; prterun in Open MPI 5), which Horovod's and MPI jobs run under:
     # its word on the rank that ended the job, `PID 0` where it does not know the process's PID
     # (`mpirun noticed that process rank 7 with PID 0 on node n1 exited on signal 9 (Killed).`);

@@ -1152,7 +1152,8 @@ _STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring in
            "slurmstepd", "srun: error:", "srun: Job step aborted", "third_party/gloo", "Root Cause", "error_file:",
            "Fatal Python error", "CUDA error: ", "torch.multiprocessing.spawn", "terminated with the following error",
            "noticed that process rank", "Per user-direction, the job has been aborted",
-           "exited with non-zero status, thus causing")
+           "exited with non-zero status, thus causing", "A worker died or was killed while executing a task",
+           "The actor died unexpectedly", "worker process has died")
 
 
 def sniff_log(path: Path, head: bytes) -> float:

@@ -535,3 +535,20 @@ def test_srun_task_lists_are_ranks():
     that runs backwards or names more tasks than a job has is none."""
     assert lp.task_ranks("0-1,4") == [0, 1, 4] and lp.task_ranks("3") == [3]
     assert lp.task_ranks("5-2") == [] and lp.task_ranks("0-99999") == []
+
+
+def test_rays_word_that_a_worker_died_names_its_pid_and_exit_type(tmp_path):
+    """The raylet's death of a worker under a task (ray release tests' TorchTrainer), an actor's
+    (verl's WorkerDict), and Ray Train's `Worker 0 has failed.` (its rank)."""
+    ev = _events_of(tmp_path,
+        "(raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot "
+        "the problem, check the logs for the dead worker. RayTask ID: ffff Worker ID: fead Node ID: 201f Worker IP "
+        "address: 10.0.0.7 Worker port: 10046 Worker PID: 89513 Worker exit type: SYSTEM_ERROR Worker exit detail: "
+        "Worker unexpectedly exits with a connection error code 2. End of file.\n"
+        "(TorchTrainer pid=89392) Worker 0 has failed.\n"
+        "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail: x\n")
+    died = ev[ev["pattern"] == "ray_worker_died"]
+    assert died[["kind", "pid", "reason", "by"]].values.tolist()[0] == ["exit", 89513, "SYSTEM_ERROR", "ray"]
+    assert len(died) == 2 and died["reason"].tolist()[1] == "SYSTEM_ERROR"
+    failed = ev[ev["pattern"] == "ray_train_worker_failed"]
+    assert failed[["rank", "pid"]].values.tolist() == [[0, 89392]]
