@@ -199,6 +199,10 @@ def _fields(name, keyword, steps, fields, separator=_PIPES, first_epoch=0) -> Fi
     return FieldFormat(name, keyword.encode(), tuple(re.compile(s) for s in steps), fields, separator, first_epoch)
 
 
+# A print-out of single blanks (`step 10 loss 0.200 12.4 it/s`) cut where a number ends and another
+# field begins: a word with its number, or a number
+_NUMBER_ENDS = r"(?<=\d)\s(?=(?:[A-Za-z_][\w./]*(?:\s*[:=]\s*|\s))?[-+]?(?:\.?\d|nan\b|inf\b))"
+
 FIELD_FORMATS: tuple[FieldFormat, ...] = (
     _fields("megatron", "elapsed time per iteration", r"iteration\s+(?P<step>\d+)\s*/\s*\d+", {
         "elapsed time per iteration (ms)": _ITER_MS,
@@ -356,7 +360,7 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
     _fields("progress_meter", "Epoch: [", r"\bEpoch: \[(?P<epoch>\d+)\]\[\s*(?P<i>\d+)/(?P<per_epoch>\d+)\]", {
         "time": ("train/step_time_s", 1.0), "data": ("train/data_time_s", 1.0), "loss": _LOSS, "lr": _LR,
         "speed": ("train/samples_per_s", 1.0),  # HRNet's: `Speed: 12.7 samples/s`
-    }, separator=re.compile(r"\t|\s{2,}(?=[A-Za-z])")),
+    }, separator=re.compile(r"\t|\s{2,}(?=[A-Za-z])|" + _NUMBER_ENDS)),  # (CGCNN's `\t Loss 0.5117 MAE 0.6075`)
 )
 
 # The last resort for a trainer's own print-out (`ep: 0, batch: 20, time: 9.17, loss: 10.98`):
@@ -370,9 +374,7 @@ GENERIC_LOSS = _fields(
     # (`losses` and `total_loss`: the sum a trainer of several losses prints beside them)
     {"loss": _LOSS, "train_loss": _LOSS, "train loss": _LOSS, "losses": _LOSS, "total_loss": _LOSS,
      "lr": _LR, "learning_rate": _LR, "learning rate": _LR},
-    # (a print-out of single blanks, `step 10 loss 0.200 12.4 it/s`, cut where a number ends and
-    # another field begins: a word with its number, or a number)
-    separator=re.compile(r"[,|\t]|\s{2,}|(?<=\d)\s(?=(?:[A-Za-z_][\w./]*(?:\s*[:=]\s*|\s))?[-+]?(?:\.?\d|nan\b|inf\b))"),
+    separator=re.compile(r"[,|\t]|\s{2,}|" + _NUMBER_ENDS),
 )
 # Its keywords: `loss` and a capital's `Loss: 24.19` (a field's key is read in any case)
 GENERIC_KEYWORDS = (GENERIC_LOSS.keyword, b"Loss")

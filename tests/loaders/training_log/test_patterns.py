@@ -196,6 +196,11 @@ def test_a_time_fields_own_unit_wins(unit, metric, scale, want):
     ("2026-12-07 07:03:31,920 step 10 loss 0.200 12.4 it/s", "train/loss", 10, 0.2),
     ("step 20 train loss: 0.125 lr 3e-4", "train/learning_rate", 20, 3e-4),
     ("step 30 loss=0.100 it/s=12.4", "train/loss", 30, 0.1),
+    # pytorch/examples' ProgressMeter (epochs from 0: step = epoch x per-epoch + i), and CGCNN's
+    # copy of it with single blanks between its fields
+    ("Epoch: [1][  10/5005]\tTime  0.222 ( 0.512)\tData  0.001 ( 0.283)\tLoss 6.9062e+00 (6.9315e+00)", "train/loss",
+     5015, 6.9062),
+    ("Epoch: [0][511/1736]\t Loss 0.5117 MAE 0.6075 RMSE 0.7153", "train/loss", 511, 0.5117),
 ])
 def test_field_formats_of_more_trainers(tmp_path, line, metric, step, value):
     p = tmp_path / "train.log"
