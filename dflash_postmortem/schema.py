@@ -157,6 +157,12 @@ def ref_line(ref: str) -> tuple[str, int] | None:
     return (path, int(line)) if path and line.isdigit() else None
 
 
+def ref_lines(refs: pd.Series) -> pd.Series:
+    """The line each of `refs` names (ref_line), NaN where one names none."""
+    return pd.Series([(ref_line(r) or ("", float("nan")))[1] if isinstance(r, str) else float("nan") for r in refs],
+                     index=refs.index, dtype=float)
+
+
 def empty(frame: str) -> pd.DataFrame:
     """A frame with no rows and the canonical columns and dtypes: 'nothing' is never None.
 

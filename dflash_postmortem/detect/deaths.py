@@ -41,7 +41,7 @@ from ..model.progress import lines_of, reached_at, resumed_from, resumes, steps_
 from ..model.states import states
 from ..model.step_lines import named_step
 from ..said import error_text
-from ..schema import BAR_ELAPSED_S, column, ref_line
+from ..schema import BAR_ELAPSED_S, column, ref_line, ref_lines
 from ..shell_words import exit_meaning, under_timeout, windows_crash_said
 from . import findings
 from .finding_text import one_line
@@ -218,11 +218,12 @@ def _evaluating(inc: Incident, a: pd.Series, when) -> bool:
     mine = ev[ev["source"].isin(a["sources"] or [])]
     tb = mine[(mine["kind"] == "traceback") & ((mine["time"] - when).abs() <= END_SLACK)]
     return bool(tb["message"].astype(str).str.contains(_EVALUATING).any()) or _last_bar_evaluates(
-        mine[mine["time"] <= when + END_SLACK])
+        mine[mine["time"] <= when + END_SLACK].sort_values("time", kind="stable"))
 
 
 def _last_bar_evaluates(lines: pd.DataFrame) -> bool:
-    """Whether the last bar these lines drew was an evaluation's (its label before the bar)."""
+    """Whether the last bar these lines drew (in their order) was an evaluation's (its label
+    before the bar)."""
     bars = lines[lines["kind"] == "progress"]
     if bars.empty:
         return False
@@ -532,8 +533,8 @@ def _unplaced_doing(inc: Incident, source: str, first: pd.Series) -> str | None:
     bars = ev[(ev["source"] == source) & (ev["kind"] == "progress")]
     if bars.empty:
         return None
-    upto = np.array([(split := ref_line(r)) is not None and split[1] <= at[1] for r in bars["ref"]], dtype=bool)
-    return "evaluating" if _last_bar_evaluates(findings.in_file_order(bars[upto])) else None
+    return "evaluating" if _last_bar_evaluates(findings.in_file_order(bars[(ref_lines(bars["ref"]) <= at[1]).to_numpy()])) \
+        else None
 
 
 def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:

@@ -17,7 +17,7 @@ from ..incident import Incident
 from ..model.attempts import attempts, finished
 from ..model.progress import NOT_FINITE_BREAKS
 from ..model.step_lines import named_step
-from ..schema import ref_line
+from ..schema import ref_line, ref_lines
 from . import findings
 from .per_host import judged
 
@@ -86,7 +86,7 @@ def _loss_learning(watched: pd.DataFrame, row: pd.Series) -> dict | None:
     at = ref_line(row["ref"]) if isinstance(row.get("ref"), str) else None
     if loss.empty or at is None:
         return None
-    after = loss[np.array([(split := ref_line(r)) is not None and split[1] >= at[1] for r in loss["ref"]], dtype=bool)]
+    after = loss[(ref_lines(loss["ref"]) >= at[1]).to_numpy()]
     value = after["value"].astype(float).to_numpy()
     if len(after) < 2 or not np.isfinite(value).all() or np.ptp(value) == 0:
         return None

@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..incident import Incident
 from ..model import computed as memo
-from ..schema import TIME, ref_line
+from ..schema import TIME, ref_line, ref_lines
 from ..units import is_missing
 from .finding_text import one_line, written
 from .numbers import declared
@@ -118,8 +118,7 @@ def in_file_order(rows: pd.DataFrame) -> pd.DataFrame:
     or TensorBoard run's records cite none) by step and time."""
     if "ref" not in rows.columns:
         return rows.sort_values(["step", "time"], kind="stable", na_position="first")
-    lines = [split[1] if (split := ref_line(r) if isinstance(r, str) else None) is not None else 0 for r in rows["ref"]]
-    return rows.iloc[np.argsort(np.asarray(lines), kind="stable")]
+    return rows.iloc[np.argsort(ref_lines(rows["ref"]).fillna(0).to_numpy(), kind="stable")]
 
 
 def whole(v) -> int | None:

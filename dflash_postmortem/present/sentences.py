@@ -35,7 +35,7 @@ from ..model.log_files import unseen
 from ..model.progress import last_step, placed_together, resumes, steps_of
 from ..model.step_lines import SAVED_STEP
 from ..said import error_text
-from ..schema import TOK_PER_S, column, ref_line
+from ..schema import TOK_PER_S, column, ref_lines
 from ..shell_words import SIGNAL_SENDERS
 from ..units import (
     clock,
@@ -430,10 +430,10 @@ def _held_idle(gpus: pd.DataFrame) -> str | None:
     g = gpus.dropna(subset=["gpu", "memory_used_mib", "util_gpu_pct"])
     if g.empty:
         return None
-    per = g.groupby(["host", "gpu"] if "host" in g.columns and g["host"].notna().any() else ["gpu"], dropna=False)
     g = g.assign(total=column(g, "memory_total_mib"))
-    held = per.agg(mib=("memory_used_mib", "min"), util=("util_gpu_pct", "max"), n=("gpu", "size")).join(
-        g.groupby(per.keys, dropna=False)["total"].max())
+    keys = ["host", "gpu"] if "host" in g.columns and g["host"].notna().any() else ["gpu"]
+    held = g.groupby(keys, dropna=False).agg(mib=("memory_used_mib", "min"), util=("util_gpu_pct", "max"),
+                                             n=("gpu", "size"), total=("total", "max"))
     big = (held["mib"] >= _HELD_SHARE * held["total"]).where(held["total"].notna(), held["mib"] >= _HELD_MIB)
     held = held[big.astype(bool) & (held["mib"] >= _HELD_FLOOR_MIB) & (held["util"] == 0)]
     if held.empty:
@@ -562,17 +562,17 @@ def _gone_wrong(ev: pd.DataFrame) -> tuple[str, str, int] | None:
 def _stopped_by_itself(ev: pd.DataFrame) -> tuple[str, str] | None:
     """(its words, its reference) of a training's own stop line (Lightning's `Trainer.fit`
     stopped: `max_epochs=1` reached., `Training finished`, an early-stopping rule's last word,
-    Hugging Face's closing summary) where it is the last thing the events say, or None."""
+    Hugging Face's closing summary) where it is the last thing its log says, or None."""
     # (a run an interrupt stopped, which then wrote its end, did not stop by itself)
     if ev.empty or "kind" not in ev.columns or "ref" not in ev.columns or (ev["kind"] == "interrupt").any():
         return None
     told = ev[ev["ref"].notna() & ~ev["kind"].isin(("progress", "stage", "warning"))]
-    # (in the order its file holds them: by the line each cites)
-    at = [ref_line(r) for r in told["ref"]]
-    told = told.assign(_at=[a[1] if a else 0 for a in at]).sort_values("_at", kind="stable")
-    if told.empty or told["kind"].iloc[-1] != "training_stop":
+    told = told.assign(_at=ref_lines(told["ref"])).sort_values(["source", "_at"], kind="stable")
+    last_words = told.groupby("source", sort=False).tail(1)  # each log's last word, in the order its file holds them
+    stops = last_words[last_words["kind"] == "training_stop"]
+    if stops.empty:
         return None
-    last = told.iloc[-1]
+    last = stops.iloc[-1]
     # (quoted whole: its own backticks, Lightning's, taken off)
     return one_line(str(last["message"]).replace("`", "").strip(), 160), last["ref"]
 
@@ -588,9 +588,9 @@ def _ended_in_a_traceback(inc: Incident) -> tuple[str, str, int] | None:
     # (a KeyboardInterrupt's is an interrupt, no crash)
     crashed = (ev["kind"] == "traceback") & (column(ev, "pattern") != "KeyboardInterrupt").fillna(True).astype(bool)
     for source, mine in ev[crashed].groupby("source", sort=False):
-        last = _line_no(m.loc[m["source"] == source, "ref"]).max()
-        after = _line_no(ev.loc[ev["source"] == source, "ref"])
-        tb = mine.loc[_line_no(mine["ref"]) == after.max()]
+        last = ref_lines(m.loc[m["source"] == source, "ref"]).max()
+        after = ref_lines(ev.loc[ev["source"] == source, "ref"])
+        tb = mine.loc[ref_lines(mine["ref"]) == after.max()]
         if pd.isna(last) or tb.empty or after.max() <= last:
             continue
         text = error_text(tb["message"].iloc[0], "traceback")
@@ -600,10 +600,6 @@ def _ended_in_a_traceback(inc: Incident) -> tuple[str, str, int] | None:
             text = "a traceback cut off before its exception" + (f", last in `{code[-1]}`" if code else "")
         return one_line(text, 200), tb["ref"].iloc[0], 0
     return None
-
-
-def _line_no(refs: pd.Series) -> pd.Series:
-    return pd.Series([(ref_line(r) or ("", float("nan")))[1] for r in refs], index=refs.index, dtype=float)
 
 
 def _waited_for(n: dict) -> str:

@@ -90,11 +90,11 @@ _LEADING_TAGS = re.compile(
 )
 
 
-# Keywords as text, decoded once: the hot path tests them on every candidate line.
-# (pattern, its keywords or () when the keyword is case-insensitive: then only the regex decides)
 # A launcher's line that says whose traceback follows it
 _REPORTS_TRACEBACK = "spawn_raised"
 _CTRL_C_ECHO = re.compile(r"^\s*(?:\^C)+\s*$")
+# Keywords as text, decoded once: the hot path tests them on every candidate line.
+# (pattern, its keywords or () when the keyword is case-insensitive: then only the regex decides)
 _EVENT_KW = tuple((p, () if p.case_insensitive_keyword else p.keywords) for p in lp.EVENT_PATTERNS)
 _EVENT_KEYWORDS = PatternKeywords(tuple((p.keywords, p.case_insensitive_keyword) for p in lp.EVENT_PATTERNS))
 # (what a traceback's exception line states: an OOM, a CUDA error, the wait that ran out)
