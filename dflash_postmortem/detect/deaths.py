@@ -194,7 +194,7 @@ def detect_deaths(inc: Incident) -> pd.DataFrame:
              "disk_full": full["message"] if full is not None else None,
              "disk_full_at": full["time"] if full is not None else None,
              "saved": _saved_after(inc, a, when),
-             **numbers},
+             **_cause_wait(inc, a), **numbers},
             caused_by=causes, within_s=_within(inc, a["cause_ref"])))
     return findings.frame(rows)
 
@@ -516,6 +516,13 @@ def _collective_wait(first: pd.Series) -> dict:
         seq = None  # (a sub-group's first collective may come late in training)
     return {"waited_s": float(ran) / 1000 if ran is not None and pd.notna(ran) else None,
             "collective": findings.whole(seq) if seq is not None and pd.notna(seq) else None}
+
+
+def _cause_wait(inc: Incident, a: pd.Series) -> dict:
+    """`_collective_wait` of the line that says what went wrong in an attempt."""
+    ev = inc.events
+    said = ev[ev["ref"] == a["cause_ref"]] if isinstance(a["cause_ref"], str) and "ref" in ev.columns else ev.iloc[:0]
+    return _collective_wait(said.iloc[0]) if len(said) else {"waited_s": None, "collective": None}
 
 
 def _unplaced_doing(inc: Incident, source: str, first: pd.Series) -> str | None:

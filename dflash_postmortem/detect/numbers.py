@@ -128,6 +128,8 @@ class TrainingDied(TypedDict):
     disk_full: str | None  # of a death that wrote: the full file system a `df` near it showed
     disk_full_at: pd.Timestamp | None  # when that `df` ran
     saved: list | None  # [step, time] of the checkpoint its logs say it saved from what ended it to its end (a stop signal it handled)
+    waited_s: float | None  # what went wrong was a collective's watchdog: how long the collective had waited
+    collective: int | None  # and its number in its group
     ended: pd.Timestamp  # when the attempt was over (the agent's or shell's last word on it)
     restarted_at: pd.Timestamp | None
     restarted_by: str | None  # operator, supervisor, agent, scheduler, container, unknown

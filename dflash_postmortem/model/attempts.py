@@ -1273,6 +1273,9 @@ class _Assembly:
         if first is None and (undated := self._undated_steps(a)) is not None:
             # it trained, though nothing dates its steps: from its start, as far as anything shows
             first, first_time = undated, a.start
+        if first is None and (met := _collectives_met(rows)) is not None:
+            # it trained, though no line shows a step: its ranks had met in that many collectives
+            first, first_time = met, a.start
         # a launcher's agent lives through every attempt of its job: an attempt lives as long as
         # its workers, where the listings show them
         workers = procs[~procs["command"].astype(str).str.contains(AGENT_RUN)]
@@ -1444,6 +1447,22 @@ def _jobs(found: list[_Attempt]) -> None:
         if a.job is None:
             head = found[root(i)]
             a.job = head.job if head.job is not None else f"job {found.index(head) + 1}"
+
+
+# A collective's number in its group (c10d's `SeqNum=1132079`) counts the collectives before it.
+# Start-up's own are a handful (DDP's parameter check and broadcasts, a barrier); hundreds are
+# training steps' all-reduces.
+TRAINED_COLLECTIVES = 100
+
+
+def _collectives_met(rows: pd.DataFrame) -> pd.Series | None:
+    """The first of the attempt's event rows numbering a collective that came after training
+    had run (TRAINED_COLLECTIVES), None where none does."""
+    if rows.empty or "seq" not in rows.columns:
+        return None
+    seq = pd.to_numeric(rows["seq"], errors="coerce")
+    met = rows[(seq.fillna(0) >= TRAINED_COLLECTIVES).to_numpy(dtype=bool)]
+    return met.iloc[0] if len(met) else None
 
 
 def _last(df: pd.DataFrame, col: str):

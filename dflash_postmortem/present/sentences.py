@@ -654,7 +654,7 @@ def _death(f: pd.Series) -> str:
         said = (f"{head} stopped training when its thread {n['thread']} raised{rank}: {error}. Its log says nothing "
                 "after that, and nothing in the evidence shows whether its process lived on.")
     else:
-        said = f"{head} {what} while {doing}{rank}{since}: {error}."
+        said = f"{head} {what} while {doing}{rank}{since}: {error}.{_waited(n)}"
     if n.get("bar_stopped"):
         said += f" Its training bar had stopped at step {n['bar_stopped'][0]:,} of {n['bar_stopped'][1]:,}."
     if n.get("memory_before"):

@@ -438,6 +438,11 @@ def test_an_untimed_log_that_ends_on_its_own_stop_line_says_so(tmp_path, repo_di
     ("torchrun/deepspeed-bert-bar-99pct-23054-of-23316-then-rank1-allreduce-watchdog-600s.log",
      "The collective had waited 600 s: the hang began that long before this line."),
     ("train-log/nccl-watchdog-old-format-ofa-8xv100.log", "The collective had waited 1,802 s: the hang began that long before this line."),
+    # a placed death: ranks 1-3 waited in ALLREDUCE #1132079 after epoch 3 began, so it trained
+    ("train-log/python-logging-epoch3-start-then-nccl-watchdog-1800s-ranks-1-3-no-rank0-old-format-ace.log",
+     "died while training on rank 3: [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1132079, "
+     "OpType=ALLREDUCE, NumelIn=304640, NumelOut=304640, Timeout(ms)=1800000) ran for 1800035 milliseconds before timing out. "
+     "The collective had waited 1,800 s: the hang began that long before this line."),
     # the default group's first collective: the ranks never met (instructlab's 1 ms timeout: 90 ms)
     ("torchrun/nccl-watchdog-thread-terminated-pg-guid-instructlab.log",
      "The collective had waited 90 ms and was its group's first: the ranks never met once, so training never began."),
