@@ -77,11 +77,12 @@ def framing(line: str) -> str | None:
     return None
 
 
-def table_rows(lines: list[str], first: int, count: Lines, header, columns_of, before: str):
+def table_rows(lines: list[str], first: int, count: Lines, header, columns_of, before: str, headless=None):
     """(line number, line, columns) of each line after a whitespace-aligned table's header
     (`header` matches it stripped; `columns_of(header line)` gives its columns): blank lines,
     fences and the prompt line are skipped as `framing` says, the header as a header, any line
-    before it with the reason `before`."""
+    before it with the reason `before`, unless it is a row the header was cut from (a paste
+    that kept rows only: `headless(line)` says so), whose columns are None."""
     columns = None
     for i, raw in enumerate(lines, first):
         why = framing(raw)
@@ -90,6 +91,8 @@ def table_rows(lines: list[str], first: int, count: Lines, header, columns_of, b
         elif header.match(raw.strip()):
             columns = columns_of(raw.rstrip())
             count.skip(i, "header line")
+        elif columns is None and headless is not None and headless(raw):
+            yield i, raw, None
         elif columns is None:
             count.skip(i, before)
         else:

@@ -49,6 +49,9 @@ _SYSTEM_OOM = re.compile(r"victim process: (?P<name>[^,]+), pid: (?P<pid>\d+)")
 # The events that say the OOM killer killed a process: the kernel monitor's (the kernel's line as its
 # message) and kubelet's (`System OOM encountered, victim process: python, pid: 1234`).
 _OOM_REASONS = ("OOMKilling", "SystemOOM", "CgroupOOM")
+# Events whose reason ends the pod, whatever its containers were doing: the kubelet evicted it
+# (a node low on memory or disk), the scheduler preempted it for a pod of higher priority.
+_POD_ENDED_BY = ("Evicted", "Preempting", "Preempted")
 # The events table's column names, in every kubectl version -> one name each.
 _COLUMN = {
     "TYPE": "type", "REASON": "reason", "AGE": "last", "LAST SEEN": "last", "LASTSEEN": "last", "FIRST SEEN": "first",
@@ -276,6 +279,8 @@ def _event_row(found: Found, cells: dict, line: int, ctx: LoadContext, rep, pod:
         found.add(t, "oom_kill", text, line, pid=pid, process_name=name_, **where)
     elif reason == "Killing":
         found.add(t, "kill_sent", text, line, **where)
+    elif reason in _POD_ENDED_BY:
+        found.add(t, "attempt_end", text, line, **where)
     elif reason == "Started" and not in_describe:
         found.add(t, "attempt_start", text, line, **where)
     elif typ == "Warning":
@@ -284,8 +289,17 @@ def _event_row(found: Found, cells: dict, line: int, ctx: LoadContext, rep, pod:
         found.add(t, "stage", text, line, **where)
 
 
+# A row of today's `kubectl get events` pasted without its header: LAST SEEN (an age, `(x3 over
+# 10m)` after it in older versions), TYPE, REASON, OBJECT (`pod/NAME`: a masked name may hold a
+# blank), MESSAGE; NAMESPACE first (`-A`) where the first word is no age.
+_HEADLESS_EVENT = re.compile(r"^(?:(?P<namespace>[a-z0-9][-a-z0-9.]*)\s+)?(?P<last>(?:\d+[smhdy])+|<unknown>|<invalid>"
+                             r")(?: \(x\d+ over \S+\))?\s+(?P<type>Normal|Warning)\s+(?P<reason>[A-Z]\w+)\s+"
+                             r"(?P<object>[a-z][a-z.]*/.+?)\s{2,}(?P<message>\S.*)$")
+
+
 def read_events(lines: list[str], first: int, ctx: LoadContext, rep, found: Found, *, counted: bool = True) -> None:
-    """`kubectl get events` output (any version's columns, -o wide too) from line number `first`."""
+    """`kubectl get events` output (any version's columns, -o wide too) from line number `first`;
+    rows pasted without the table's header read as today's columns (`_HEADLESS_EVENT`)."""
     count = Lines(rep, counted)
     table: list[tuple[int, str]] = []
     for k, raw in enumerate(lines):
@@ -293,6 +307,12 @@ def read_events(lines: list[str], first: int, ctx: LoadContext, rep, found: Foun
         why = framing(raw) if not table or not raw.strip() or raw.strip().startswith(("```", "~~~")) else None
         if why is not None and not (why == "blank line" and table):
             count.skip(i, why)
+            continue
+        if not table and (m := _HEADLESS_EVENT.match(raw.strip())):
+            count.parsed()
+            cells = {c: v for c, v in m.groupdict().items() if v is not None}
+            cells["last"] = raw.strip()[m.start("last"):m.end("type")].removesuffix(m["type"]).strip()
+            _event_row(found, cells, i, ctx, rep, None, in_describe=False)
             continue
         if not table and not _EVENTS_HEADER.match(raw):
             count.skip(i, "text before the events table")
@@ -377,6 +397,25 @@ _POD_WAITING = {"ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError"
                 "RunContainerError", "InvalidImageName"}
 
 
+# A row of the table pasted without its header: NAME READY (`0/1`) STATUS RESTARTS AGE, NAMESPACE
+# first (`-A`) where the third word is READY; the STATUS one kubectl prints.
+_HEADLESS_POD = re.compile(r"^(?:(?P<namespace>\S+)\s+)?\S+\s+\d+/\d+\s+(?P<status>\S+)\s+\d+(?:\s*\(\S+ ago\))?\s+"
+                           r"(?:\d+[smhdy])+(?:\s|$)")
+_POD_STATES = _POD_ENDED | _POD_WAITING | {"Running", "Pending", "ContainerCreating", "PodInitializing", "Terminating",
+                                           "Unknown"}
+
+
+def _headless_pod(line: str) -> bool:
+    m = _HEADLESS_POD.match(line.strip())
+    return m is not None and (m["status"].startswith("Init:") or m["status"] in _POD_STATES)
+
+
+def _implied_pods_columns(line: str) -> list[str]:
+    """The columns of a header-less row (`_HEADLESS_POD`)."""
+    names = ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    return ["NAMESPACE", *names] if _HEADLESS_POD.match(line.strip())["namespace"] else names
+
+
 def _pods_columns(header: str) -> list[tuple[str, int]]:
     """(column, start) of the pods table's header (`NOMINATED NODE` one column)."""
     return [(m.group(), m.start()) for m in _PODS_COLUMN.finditer(header)]
@@ -406,10 +445,11 @@ def read_pods(lines: list[str], first: int, ctx: LoadContext, rep, found: Found,
     the last one was, where kubectl says it. A pod running or starting says nothing that went
     wrong: its row is read and counted, no event."""
     count = Lines(rep, counted)
-    for i, raw, columns in table_rows(lines, first, count, _PODS_HEADER, _pods_columns, "text before the pods table"):
-        cells = _table_cells(raw.rstrip(), columns, False)
+    for i, raw, columns in table_rows(lines, first, count, _PODS_HEADER, _pods_columns, "text before the pods table",
+                                      headless=_headless_pod):
+        cells = _table_cells(raw.rstrip(), columns, False) if columns else None
         if not (cells and _RESTARTS.match(cells.get("RESTARTS", ""))):
-            cells = _pods_cells_by_words(raw, [name for name, _ in columns])
+            cells = _pods_cells_by_words(raw, [name for name, _ in columns] if columns else _implied_pods_columns(raw))
         restarts = _RESTARTS.match(cells.get("RESTARTS", "")) if cells else None
         if not cells or not cells.get("NAME") or restarts is None:
             count.skip(i, "not a kubectl get pods row")
@@ -454,7 +494,8 @@ def sniff_get_events(path: Path, head: bytes) -> float:
     for ln in lines[:50]:
         if _EVENTS_HEADER.match(ln) and "REASON" in ln.upper() and ("MESSAGE" in ln.upper() or "OBJECT" in ln):
             return 0.85
-    return 0.0
+    # its rows pasted without the header: an age, a type, a reason, an object and a message
+    return 0.6 if any(_HEADLESS_EVENT.match(ln.strip()) for ln in lines[:50]) else 0.0
 
 
 def sniff_pod_document(path: Path, head: bytes) -> float:
@@ -471,7 +512,10 @@ def sniff_get_pods(path: Path, head: bytes) -> float:
     if is_session(head):
         return 0.0
     lines = _head(head).splitlines()[:50]
-    return 0.85 if any(_PODS_HEADER.match(ln.strip()) for ln in lines) else 0.0
+    if any(_PODS_HEADER.match(ln.strip()) for ln in lines):
+        return 0.85
+    # its rows pasted without the header: a row's READY, STATUS, RESTARTS and AGE are its own
+    return 0.6 if any(_headless_pod(ln) for ln in lines) else 0.0
 
 
 @registry.format("kubectl-describe-pod", sniff=sniff_describe,

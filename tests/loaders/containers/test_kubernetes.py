@@ -165,3 +165,34 @@ def test_get_pods_whose_spacing_was_lost_reads_the_same_rows(tmp_path, fixtures_
     damaged = pm.load_incident(collapsed).events
     cols = ["kind", "job", "attempt", "reason", "message"]
     assert len(aligned) == 7 and damaged[cols].equals(aligned[cols])
+
+
+def test_get_pods_rows_pasted_without_their_header_are_read(tmp_path, fixtures_dir):
+    """The real `-w` sample's rows with its header line cut off (a paste that kept the rows, as
+    tensorflow/agents' three Evicted masters are): the same events, columns known by their words."""
+    src = fixtures_dir / "k8s" / "trainer-get-pods-w-training-operator-crashloopbackoff-error-restarts-ago.txt"
+    aligned = pm.load_incident(src).events
+    headless = tmp_path / "pods.txt"
+    headless.write_text("\n".join(ln for ln in src.read_text().splitlines() if not ln.startswith("NAME ")) + "\n")
+    cut = pm.load_incident(headless).events
+    cols = ["kind", "job", "attempt", "reason", "message"]
+    assert len(aligned) == 7 and cut[cols].equals(aligned[cols])
+    # NAMESPACE first (`-A`): the third word is READY
+    (tmp_path / "all").mkdir()
+    inc = _load(tmp_path / "all", "a.txt", "ml   trainer-0   0/1   OOMKilled   4 (57s ago)   2m40s\n")
+    assert inc.events[["kind", "job", "namespace", "attempt"]].values.tolist() == [
+        ["attempt_end", "trainer-0", "ml", 4], ["oom_kill", "trainer-0", "ml", 4]]
+
+
+def test_get_events_rows_pasted_without_their_header_are_read(tmp_path):
+    """KubeFATE #64's rows (no header): age, type, reason, object (a name the reporter masked with
+    a blank in it), message; an eviction ends the pod, a `Killing` is a kill sent to it."""
+    inc = _load(tmp_path, "events.txt",
+                "4m11s       Warning   Evicted               pod/egg-<id here>    The node was low on resource: memory.\n"
+                "4m11s       Normal    Killing               pod/egg-<id here>    Stopping container egg\n"
+                "4m          Warning   ExceededGracePeriod   pod/egg-<id here>    Container runtime did not kill the pod.\n"
+                "not an event row\n")
+    ev = inc.events
+    assert ev["kind"].tolist() == ["attempt_end", "kill_sent", "warning"]
+    assert ev["job"].tolist() == ["egg-<id here>"] * 3 and ev["age_s"].tolist() == [251.0, 251.0, 240.0]
+    assert (inc.load_report.files[0].parsed, sum(inc.load_report.files[0].skipped.values())) == (3, 1)
