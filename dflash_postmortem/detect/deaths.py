@@ -594,7 +594,8 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
          "end_message": (error_text(last["message"], last["kind"]) or None) if last["ref"] != first["ref"] else None,
          "ended": last["time"] if pd.notna(last["time"]) else None, "ranks": ranks,
          "exit_code": findings.whole(last.get("exit_code")), "signal": last.get("signal") if isinstance(last.get("signal"), str) else None,
-         "died_of": signal, **_collective_wait(first),
+         "died_of": signal, "memory_said": _memory_said(inc.events[inc.events["source"] == source]) if signal == "SIGKILL" else None,
+         **_collective_wait(first),
          "doing": _unplaced_doing(inc, source, first),
          "stopped_pids": _stopped_pids(lines), "why_unknown": said.empty and bool(_stopped_pids(ended)),
          "launcher_signalled": first.get("pattern") in _LAUNCHER_SIGNALLED,
@@ -602,6 +603,19 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
          **_steps_in(inc.metrics, source)},
         caused_by=[findings.cause(findings.event_id(refs[0]), f"what went wrong: {one_line(error)}", refs[:1])],
         within_s=_within(inc, refs[0]))]
+
+
+# A log's own word that the machine's memory ran out (loaders/training_log/patterns.py): what
+# the kernel's OOM killer answers with SIGKILL.
+_MEMORY_RAN_OUT = ("host_out_of_memory", "shared_memory_full")
+
+
+def _memory_said(lines: pd.DataFrame) -> list | None:
+    """[its words, its ref] of the first line of the log saying the machine's memory ran out."""
+    said = lines[column(lines, "pattern").isin(_MEMORY_RAN_OUT).fillna(False).astype(bool)]
+    if said.empty:
+        return None
+    return [error_text(said["message"].iloc[0], "error"), said["ref"].iloc[0]]
 
 
 def _killed(lines: pd.DataFrame) -> list[str]:

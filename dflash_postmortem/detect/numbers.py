@@ -159,6 +159,7 @@ class ProcessDied(TypedDict):
     exit_code: int | None
     signal: str | None  # of the last line that told its end
     died_of: str | None  # the signal the line that says what went wrong names (`Killed`: SIGKILL)
+    memory_said: list | None  # [line, ref] of the log's own word that the machine's memory ran out (a SIGKILL's likely sender)
     waited_s: float | None  # a collective's watchdog: how long the collective had waited (`ran for N ms`)
     collective: int | None  # and its number in its group (`SeqNum=1`: the first)
     steps_logged: int  # the distinct steps its log holds (no attempt placed them: nothing dates them)

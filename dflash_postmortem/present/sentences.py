@@ -28,6 +28,7 @@ import pandas as pd
 from ..analysis.throughput_levels import band_crossings, recovery, regression
 from ..detect.finding_text import became, interrupted_loop, ranks_text, started_again
 from ..detect.interrupts import loop_of
+from ..error_meanings import meaning
 from ..incident import Incident
 from ..model.attempts import attempts, came_up_after, open_ended, stopped_cleanly_near
 from ..model.ledger import CLASSES, SHOWN_S, ledger
@@ -481,9 +482,9 @@ def _nothing_found(inc: Incident, first, last) -> str:
             if stop is not None:
                 return said + f". It stopped by itself: `{stop[0]}` ({stop[1]})."
             return said + ("." if said.startswith("Training") else ", so nothing can be said of how it went.")
-        text, ref, more = wrong
+        text, ref, more, smi_error = wrong
         return (said + f". What it shows going wrong: {text.rstrip('.')} ({ref})"
-                + (f", and {count(more, 'more such line')}" if more else "") + ".")
+                + (f", and {count(more, 'more such line')}" if more else "") + "." + _means(text, smi_error))
     return (f"Nothing went wrong that the evidence shows between {_when(first)} and {_when(last)}: "
             "no throughput regression, stall, failed restart or start that never trained"
             + "".join(_interrupted(inc, a) for _, a in att[att["end_kind"] == "interrupt"].iterrows()
@@ -528,11 +529,13 @@ _WRONG = ("gpu_lost", "xid", "gpu_error", "oom_kill", "oom_chosen", "oom_memcg",
           "nccl_error", "killed", "exit", "attempt_end")
 # error lines (most say nothing a reader would name) whose pattern is a fault: a CUDA error, a
 # kernel out of the GPU's resources (loaders/training_log/patterns.py EXCEPTION_FACTS)
-_WRONG_PATTERNS = ("cuda_error", "triton_out_of_resource")
+_WRONG_PATTERNS = ("cuda_error", "triton_out_of_resource", "host_out_of_memory", "shared_memory_full", "port_in_use",
+                   "slurm_error", "nccl_error_in", "nccl_remote_error")
 
 
-def _gone_wrong(ev: pd.DataFrame) -> tuple[str, str, int] | None:
-    """(the first such line's words, its reference, how many more) of the events, or None."""
+def _gone_wrong(ev: pd.DataFrame) -> tuple[str, str, int, str | None] | None:
+    """(the first such line's words, its reference, how many more, nvidia-smi's name for it) of
+    the events, or None."""
     if ev.empty or "kind" not in ev.columns:
         return None
     wrong = ev["kind"].isin(_WRONG)
@@ -556,7 +559,8 @@ def _gone_wrong(ev: pd.DataFrame) -> tuple[str, str, int] | None:
     elif text.isdigit() and code is not None and not pd.isna(code):  # `echo $?` printed the status alone
         signal = first.get("signal")
         text = f"exit status {int(code)}" + (f" ({signal})" if isinstance(signal, str) and signal else "")
-    return text, first["ref"], len(bad) - 1
+    smi_error = first.get("smi_error")
+    return text, first["ref"], len(bad) - 1, smi_error if isinstance(smi_error, str) else None
 
 
 def _stopped_by_itself(ev: pd.DataFrame) -> tuple[str, str] | None:
@@ -577,8 +581,8 @@ def _stopped_by_itself(ev: pd.DataFrame) -> tuple[str, str] | None:
     return one_line(str(last["message"]).replace("`", "").strip(), 160), last["ref"]
 
 
-def _ended_in_a_traceback(inc: Incident) -> tuple[str, str, int] | None:
-    """(its words, its reference, 0) of a traceback after the last step line of the log that
+def _ended_in_a_traceback(inc: Incident) -> tuple[str, str, int, None] | None:
+    """(its words, its reference, 0, None) of a traceback after the last step line of the log that
     holds both, where it is the log's last word: the trainer crashed there (a traceback in
     mid-log, a warning's or a handled one, says nothing a reader would name). A traceback cut
     off before its exception is named by its last frame's code."""
@@ -598,7 +602,7 @@ def _ended_in_a_traceback(inc: Incident) -> tuple[str, str, int] | None:
             code = [ln.strip() for ln in str(tb["message"].iloc[0]).splitlines()[1:]
                     if ln.strip() and not ln.strip().startswith(("File ", "[traceback"))]
             text = "a traceback cut off before its exception" + (f", last in `{code[-1]}`" if code else "")
-        return one_line(text, 200), tb["ref"].iloc[0], 0
+        return one_line(text, 200), tb["ref"].iloc[0], 0, None
     return None
 
 
@@ -654,7 +658,7 @@ def _death(f: pd.Series) -> str:
         said = (f"{head} stopped training when its thread {n['thread']} raised{rank}: {error}. Its log says nothing "
                 "after that, and nothing in the evidence shows whether its process lived on.")
     else:
-        said = f"{head} {what} while {doing}{rank}{since}: {error}.{_waited(n)}"
+        said = f"{head} {what} while {doing}{rank}{since}: {error}.{_means(error)}{_waited(n)}"
     if n.get("bar_stopped"):
         said += f" Its training bar had stopped at step {n['bar_stopped'][0]:,} of {n['bar_stopped'][1]:,}."
     if n.get("memory_before"):
@@ -729,7 +733,14 @@ def _unplaced_death(f: pd.Series) -> str:
         pids = n.get("stopped_pids") or []
         stopped = f", and stopped PID{'s' if len(pids) > 1 else ''} {ranks_text(pids)}" if pids else ""
         return f"{when} launcher was stopped by {signal}{SIGNAL_SENDERS.get(signal, '')}: `{error}`{stopped}. {held}."
-    return f"{said} {who + ' ' if who else ''}died{doing}: {error}.{_waited(n)}{_stopped(n)}{_sender_unknown(n)} {held}."
+    return (f"{said} {who + ' ' if who else ''}died{doing}: {error}.{_means(error)}{_waited(n)}{_stopped(n)}"
+            f"{_sender_unknown(n)} {held}.")
+
+
+def _means(error: str, smi_error: str | None = None) -> str:
+    """What an error means beyond its words, where it is a known fault (error_meanings.py)."""
+    m = meaning(error, smi_error)
+    return f" It means {m}." if m else ""
 
 
 def _waited(n: dict) -> str:
@@ -749,6 +760,10 @@ def _sender_unknown(n: dict) -> str:
     killer's line, told above, does): it comes from outside the process."""
     if n.get("died_of") != "SIGKILL":
         return ""
+    if n.get("memory_said"):
+        words, ref = n["memory_said"]
+        return (f" The log says the machine's memory ran out (`{one_line(words, 160)}`, {ref}): the kernel's OOM "
+                "killer sends SIGKILL then.")
     return (" Nothing here says who sent SIGKILL: a `kill -9`, the kernel's OOM killer (the host's kernel log "
             "names its victims) or a scheduler past its grace time.")
 

@@ -30,7 +30,9 @@ def sniff(path, head: bytes) -> float:
     prompts = [p.command for p in map(match_prompt, paste.lines) if p is not None and p.command]
     others = any("nvidia-smi" not in c for c in prompts)
     before = [k for k in range(first[0] - 1) if paste.lines[k].strip()]
-    if first[0] == content[0][0] or (before and paste.wrapping[before[-1]] == COMMAND):
+    ran = before and (paste.wrapping[before[-1]] == COMMAND
+                      or "nvidia-smi" in ((p := match_prompt(paste.lines[before[-1]].strip())) and p.command or ""))
+    if first[0] == content[0][0] or ran:
         return 0.85 if others else 0.9
     return 0.6 if len(first) * 4 >= len(content) else 0.0
 

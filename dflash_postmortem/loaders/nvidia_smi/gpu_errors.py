@@ -36,6 +36,9 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
     # Printed under the table when a GPU's infoROM checksum fails (an RMA candidate).
     ("inforom_corrupted", re.compile(rf"^WARNING: infoROM is corrupted at gpu (?P<bus>{_BUS})")),
     # The tool is not there at all: no driver installed on this machine or in this container.
+    # What a wrapper prints in place of the answer of an nvidia-smi that never returned (a CI
+    # step's retry, `timeout`): a driver or GPU that hung.
+    ("timed_out", re.compile(r"^(?:Error|ERROR): (?P<why>.*\b(?:[Tt]imeout|[Tt]imed out)\b.*?)\s*$")),
     ("not_installed", re.compile(
         r"(?:^|: )nvidia-smi(?:\.exe)?: (?:command not found|not found|No such file or directory)\s*$"
         r"|^Command 'nvidia-smi' not found"

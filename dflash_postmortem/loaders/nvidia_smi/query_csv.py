@@ -61,8 +61,11 @@ _UUID = re.compile(r"^(GPU|MIG)-[0-9a-fA-F-]{8,}$")
 _WITH_UNIT = re.compile(r"^-?\d+(\.\d+)? (MiB|MB|%|W|MHz)$")
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 _INTEGER = re.compile(r"^-?\d+$")
-# `pdsh -w node[1-4] nvidia-smi ...` puts "host: " before every line.
-_PDSH = re.compile(r"^(?P<host>[A-Za-z][\w.-]*): (?P<rest>.*)$")
+# `pdsh -w node[1-4] nvidia-smi ...` puts "host: " before every line; a message's own first word
+# (`Error: Final attempt failed. Timeout of 600000ms hit`, what a wrapper prints in place of the
+# answer of an nvidia-smi that hung) is no host.
+_PDSH = re.compile(r"^(?!(?:error|warning|fatal|failed|failure|exception|note|info|debug)\b)"
+                   r"(?P<host>[A-Za-z][\w.-]*): (?P<rest>.*)$", re.I)
 # An int column whose values exceed this cannot hold GPU indices, so it holds PIDs.
 _MAX_GPU_INDEX = 64
 
@@ -564,7 +567,8 @@ def read_lines(path: Path, paste, ctx: LoadContext, rep):
             continue
         seg = segments[-1] if segments else None
         cells = _cells(body)
-        if seg is not None and len(cells) == len(seg.fields):
+        # (an error message in place of an answer is no row, though it has as many fields as one)
+        if seg is not None and len(cells) == len(seg.fields) and not (body[:1].isalpha() and match_error(body, i)):
             seg.rows.append(cells)
             seg.lines.append(i)
             seg.hosts.append(host)

@@ -647,7 +647,7 @@ OOM_THIS_PROCESS = re.compile(rf"this process has (?P<size>{_SIZE}) memory in us
 # CUDA out of memory ...`, `RuntimeError: CUDA error: ...`): the traceback is one event, and what
 # its last line states is another.
 EXCEPTION_FACTS = ("triton_out_of_resource", "cuda_oom", "oom", "oom_error", "cuda_error", "keyboard_interrupt",
-                   "spawn_signalled", "spawn_exit")
+                   "spawn_signalled", "spawn_exit", "host_out_of_memory", "shared_memory_full", "tf_oom")
 
 # faulthandler's dump of every thread's stack when Python dies of a signal (or on a timeout, or a
 # registered signal): `Fatal Python error: Segmentation fault`, then `Current thread 0x... (most recent
@@ -697,6 +697,8 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("timeout", "store_clients_timeout", ("clients joined", "workers joined"),
            r"Timed out after (?P<timeout_s>\d+) seconds waiting for (?:clients|workers)\. (?P<joined>\d+)/(?P<world>\d+)",
            what="store clients"),
+    # a port another process holds (c10d's store, a rendezvous, a server the trainer opens)
+    _event("error", "port_in_use", ("already in use", "EADDRINUSE"), r"EADDRINUSE|[Aa]ddress already in use"),
     _event("timeout", "store_connect_timeout", "has timed out after",
            r"socket has timed out after (?:(?P<timeout_ms>\d+)ms|(?P<timeout_s>\d+)s) while trying to connect to "
            r"\((?P<addr>[^()]{1,300})\)", what="store connect"),
@@ -718,6 +720,10 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
            r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] .*?NCCL WARN "),
     _event("nccl_error", "nccl_error_trace", "NCCL INFO",
            r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<gpu>\d+)\] NCCL INFO (?:[\w.-]+/)*[\w.-]+:\d+ -> (?P<nccl_code>[1-9]\d*)\b"),
+    # c10d's report of an NCCL call that failed (`DistBackendError: NCCL error in: ...`, ending in
+    # the NCCL version its message names): a peer gone (`ncclRemoteError`), a CUDA or system error
+    _event("error", "nccl_error_in", "NCCL error in:", r"NCCL error in: "),
+    _event("error", "nccl_remote_error", "ncclRemoteError", r"\bncclRemoteError\b"),
     _event("stage", "nccl_version", "NCCL version", r"NCCL version \d+\.\d+"),
     _event("stage", "nccl_init", "Init COMPLETE",  # the host and PID of NCCL's `host:pid:tid [dev]` where it leads
            r"(?:^(?P<host>[\w.-]+):(?P<pid>\d+):\d+ \[\d+\] .*?)?\brank (?P<rank>\d+) nranks (?P<nranks>\d+) "
@@ -725,6 +731,13 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     # Inductor wraps Triton's shared-memory limit as `OutOfMemoryError: out of resource: ...
     # Required: 107008 Hardware limit:101376`: a kernel config too big, not GPU memory running out
     _event("error", "triton_out_of_resource", "out of resource", r"OutOfMemoryError: out of resource"),
+    # the host's memory, not a device's: TensorFlow's CPU allocator, C++'s and Python's failed
+    # allocations, the kernel refusing one; a worker's shared memory (/dev/shm) full
+    _event("error", "host_out_of_memory", ("by allocator cpu", "std::bad_alloc", "MemoryError", "Cannot allocate memory"),
+           r"OOM when allocating tensor.*\bby allocator cpu\b|std::bad_alloc|(?<![\w.])MemoryError\b|Cannot allocate memory"),
+    _event("error", "shared_memory_full", ("insufficient shared memory", "unable to write to file </torch_"),
+           r"insufficient shared memory|unable to write to file </torch_"),
+    _event("oom", "tf_oom", "OOM when allocating", r"OOM when allocating tensor"),
     _event("oom", "cuda_oom", "out of memory",
            rf"out of memory\. Tried to allocate (?P<req>{_SIZE})(?:\. GPU (?P<gpu>\d+) has a total capac\w* of "
            rf"(?P<cap>{_SIZE}) of which (?P<free>{_SIZE}) is free| \(GPU (?P<gpu_old>\d+); (?P<cap_old>{_SIZE}) total "

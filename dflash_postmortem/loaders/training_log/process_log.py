@@ -1153,7 +1153,8 @@ _STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring in
            "Fatal Python error", "CUDA error: ", "torch.multiprocessing.spawn", "terminated with the following error",
            "noticed that process rank", "Per user-direction, the job has been aborted",
            "exited with non-zero status, thus causing", "A worker died or was killed while executing a task",
-           "The actor died unexpectedly", "worker process has died")
+           "The actor died unexpectedly", "worker process has died", "[c10d]", "DistBackendError", "ncclRemoteError",
+           "OOM when allocating tensor")
 
 
 def sniff_log(path: Path, head: bytes) -> float:

@@ -87,6 +87,16 @@ def gpu_rows(c: Command, rep, ctx: LoadContext) -> dict[str, pd.DataFrame]:
     finally:
         os.unlink(tmp)
     got = {}
+    errors = sub.events[sub.events["kind"].isin(["gpu_lost", "gpu_error"])] if len(sub.events) else sub.events
+    if len(errors):
+        # what nvidia-smi said instead of an answer (a GPU lost, a driver that did not answer)
+        errors = errors.copy()
+        at = [int(str(r).rsplit(":", 1)[1]) for r in errors["ref"]]
+        errors["ref"] = [f"{rep.path}:{c.output[k - 1][0]}" if 0 < k <= len(c.output) else f"{rep.path}:{c.line}" for k in at]
+        errors["source"] = rep.path
+        if errors["time"].isna().all() and not pd.isna(c.time):
+            errors["time"] = c.time
+        got["events"] = errors
     for frame in ("gpus", "gpu_processes"):
         df = getattr(sub, frame)
         if len(df):
@@ -101,7 +111,10 @@ def gpu_rows(c: Command, rep, ctx: LoadContext) -> dict[str, pd.DataFrame]:
 
 
 def gpu_summary(got: dict[str, pd.DataFrame]) -> str:
-    """The gpu_query event's message: memory and utilisation per GPU, else the process count."""
+    """The gpu_query event's message: memory and utilisation per GPU, else the process count,
+    else what nvidia-smi said instead."""
+    if "gpus" not in got and "gpu_processes" not in got:
+        return "; ".join(got["events"]["message"])
     if "gpus" not in got:
         return f"{len(got['gpu_processes'])} compute processes"
     df = got["gpus"]

@@ -186,8 +186,8 @@ def session_incident(ses: Session, ctx: LoadContext, rep, loose: str = "text out
             ev.rows[launches[-1][0]]["pid"] = c.pid
         got = gpu_rows(c, rep, ctx)
         for frame, df in got.items():
-            gpu_parts[frame].append(df)
-        if got:
+            (log_parts if frame == "events" else gpu_parts)[frame].append(df)
+        if got.keys() & gpu_parts.keys():
             ev.add(t, "gpu_query", gpu_summary(got), cref, time_approx=c.approx)
         procs += listing_rows(c, ctx, rep)
         ev.rows += runtime_outputs.read_answer(c, ctx, rep, ref_of)

@@ -1,0 +1,39 @@
+"""What a reader knows an error means beyond its words: the fault behind it (a GPU's hardware, the
+machine's memory, a container's limits, another process) and so where to look. Each entry is a
+fault every tool that reports it shares, whatever its words (nvidia-smi, NVML under Slurm or a
+device plugin, CUDA under PyTorch): the story says it after the line it quotes."""
+
+from __future__ import annotations
+
+import re
+
+# (what the line says, what it means: a clause, after "It means"); the first that matches is said.
+MEANINGS: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.I), m) for p, m in (
+    (r"uncorrectable ECC error",
+     "a GPU's memory had an error it could not correct: a fault of that GPU's hardware, not of the training code"),
+    (r"GPU is lost|fallen off the bus|device handle for GPU.*Unknown Error",
+     "the GPU no longer answers (off its PCIe bus, or its driver lost it): a fault of the GPU or its driver, "
+     "which takes a reset or a reboot"),
+    (r"all CUDA-capable devices are busy or unavailable",
+     "the GPU was held by another process (a GPU in exclusive-process mode) or not visible to this one"),
+    (r"insufficient shared memory|unable to write to file </torch_|\bBus error\b|Caught signal 7\b",
+     "shared memory (/dev/shm) ran out, as a container's 64 MB does unless it is started with a larger "
+     "`--shm-size` or `--ipc=host`"),
+    (r"by allocator cpu|std::bad_alloc|(?<![\w.])MemoryError\b|Cannot allocate memory",
+     "the machine's own memory (RAM) ran out, not a GPU's"),
+    (r"Address already in use",
+     "another process held the port: a run still alive on the same host, or a second launch with the same port"),
+    (r"ncclRemoteError|remote process exited|Connection reset by peer",
+     "a peer rank or its network connection went away first: the other ranks' and nodes' own logs say why"),
+))
+
+
+# What nvidia-smi's own failures mean, by the name its reader gives them (loaders/nvidia_smi/gpu_errors.py):
+# where the words are a wrapper's, not nvidia-smi's.
+SMI_MEANINGS = {"timed_out": "nvidia-smi never answered: a driver or a GPU that hung"}
+
+
+def meaning(text: str, smi_error: str | None = None) -> str | None:
+    """What the error `text` means, where it is a fault `MEANINGS` knows (or nvidia-smi's
+    failure `smi_error` one `SMI_MEANINGS` knows)."""
+    return SMI_MEANINGS.get(smi_error) or next((m for p, m in MEANINGS if p.search(text)), None)

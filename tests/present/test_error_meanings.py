@@ -1,0 +1,97 @@
+"""What an error means beyond its words (error_meanings.py), said after the line the story
+quotes, whatever tool printed it; lines taken from real reports (their threads say the cause)."""
+
+import pytest
+
+import dflash_postmortem as pm
+from dflash_postmortem.error_meanings import meaning
+
+
+def _said(tmp_path, name: str, text: str) -> str:
+    (tmp_path / name).write_text(text)
+    inc = pm.load_incident(tmp_path)
+    return pm.what_happened(inc, pm.detect(inc))[0]
+
+
+@pytest.mark.parametrize("line, means", [
+    # jade-hpc-gpu #194 (a node's GPU, fixed by its admins); NVIDIA/k8s-device-plugin #231; LSSI-ETH/plmfit #40
+    ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "a fault of that GPU's hardware"),
+    ("Unable to determine the device handle for GPU 0000:C1:00.0: GPU is lost. Reboot the system to recover this GPU",
+     "off its PCIe bus"),
+    ("slurmstepd: error: NVML: Failed to get usage(15): GPU is lost", "off its PCIe bus"),
+    # mozilla/TTS #135 and msr-fiddle/pipedream #76: a container's /dev/shm
+    ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+     "shared memory (/dev/shm) ran out"),
+    ("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)", "shared memory (/dev/shm)"),
+    ("terminate called after throwing an instance of 'std::bad_alloc'", "memory (RAM) ran out, not a GPU's"),
+    ("[W socket.cpp:401] [c10d] The server socket has failed to bind to [::]:29400 (errno: 98 - Address already in use).",
+     "another process held the port"),
+    ("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, remote "
+     "process exited or there was a network error, NCCL version 2.21.5", "a peer rank or its network connection went away"),
+])
+def test_a_known_fault_is_said_with_what_it_means(line, means):
+    assert means in meaning(line)
+
+
+def test_an_error_no_table_knows_means_nothing_more():
+    """A line of the GSP's own timeout names nvidia-smi, but says nothing of nvidia-smi hanging."""
+    assert meaning("NVRM: Xid (PCI:0000:61:00): 119, pid=1346198, name=nvidia-smi, Timeout waiting for RPC from GSP!") is None
+    assert meaning("RuntimeError: CUDA error: device-side assert triggered") is None
+
+
+def test_a_gpu_error_alone_is_told_as_the_gpus_fault(tmp_path):
+    said = _said(tmp_path, "ecc.log", "RuntimeError: CUDA error: uncorrectable ECC error encountered\n")
+    assert said == ("No training seen in 1 file: no training step, and nothing dated (1 event). What it shows going "
+                    "wrong: RuntimeError: CUDA error: uncorrectable ECC error encountered (ecc.log:1). It means a GPU's "
+                    "memory had an error it could not correct: a fault of that GPU's hardware, not of the training code.")
+
+
+def test_a_port_in_use_is_told_where_no_training_is_seen(tmp_path):
+    """wenet-e2e/wekws #93: a second `torchrun --standalone` on a host where a run already held
+    c10d's port (the file was console text: nothing said went wrong)."""
+    said = _said(tmp_path, "train.log",
+                 "Start training ...\n"
+                 "[W socket.cpp:401] [c10d] The server socket has failed to bind to [::]:29400 (errno: 98 - Address already in use).\n"
+                 "[E socket.cpp:435] [c10d] The server socket has failed to listen on any local network address.\n")
+    assert "What it shows going wrong: [c10d] The server socket has failed to bind to [::]:29400" in said
+    assert said.endswith("It means another process held the port: a run still alive on the same host, or a second "
+                         "launch with the same port.")
+
+
+def test_a_sigkill_after_the_log_says_memory_ran_out_is_told_as_the_oom_killers(tmp_path):
+    """nshepperd/gpt-2 #61: TensorFlow's CPU allocator ran out, then the shell's `Killed`."""
+    said = _said(tmp_path, "train.log",
+                 "Training...\n"
+                 "Resource exhausted: OOM when allocating tensor with shape[1024,50257] and type float on "
+                 "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu\n"
+                 "Killed\n")
+    assert "A process died: Killed (SIGKILL). The log says the machine's memory ran out (`Resource exhausted: OOM" in said
+    assert "train.log:2): the kernel's OOM killer sends SIGKILL then." in said
+    assert "Nothing here says who sent SIGKILL" not in said
+
+
+def test_nvidia_smi_that_never_answered_gives_no_gpu_sample(tmp_path):
+    """pytorch/pytorch #105721: a CI step's retry wrapper printed its timeout where the one-field
+    query's answer would be (its `Error: ` was taken for a pdsh host, its words for a driver
+    version); now the line is nvidia-smi's failure."""
+    (tmp_path / "ci.log").write_text(
+        "+ set +e\n"
+        "++ nvidia-smi --query-gpu=driver_version --format=csv,noheader --id=0\n"
+        "Error: Final attempt failed. Timeout of 600000ms hit\n")
+    inc = pm.load_incident(tmp_path)
+    assert inc.gpus.empty
+    err = inc.events[inc.events["kind"] == "gpu_error"]
+    assert err["ref"].tolist() == ["ci.log:3"] and err["smi_error"].tolist() == ["timed_out"]
+    assert pm.what_happened(inc, pm.detect(inc))[0].endswith(
+        "(ci.log:3). It means nvidia-smi never answered: a driver or a GPU that hung.")
+
+
+def test_nvidia_smis_error_after_its_prompt_is_read_with_the_kernel_lines_around_it(tmp_path):
+    """rwth-i6/returnn #1486: `nvidia-smi` typed at a zsh prompt, its error, then dmesg's PCIe
+    lines: the file was not recognised."""
+    said = _said(tmp_path, "paste.txt",
+                 "user@host ~ % nvidia-smi\n"
+                 "Unable to determine the device handle for GPU0000:03:00.0: Unknown Error\n"
+                 "[  +0.000316] pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0\n"
+                 "[  +0.000005] pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer\n")
+    assert "What it shows going wrong: Unable to determine the device handle for GPU0000:03:00.0: Unknown Error (paste.txt:2)" in said
