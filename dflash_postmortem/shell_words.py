@@ -34,6 +34,9 @@ STATUS_SIGNALS = {
     "user defined signal 2": "SIGUSR2", "alarm clock": "SIGALRM", "broken pipe": "SIGPIPE",
     "trace/breakpoint trap": "SIGTRAP", "cpu time limit exceeded": "SIGXCPU", "file size limit exceeded": "SIGXFSZ",
     "killed by signal": None,
+    # the same words where the shell speaks Chinese (glibc's zh_CN strsignal): `已杀死`, `段错误 (核心已转储)`
+    "已杀死": "SIGKILL", "已终止": "SIGTERM", "段错误": "SIGSEGV", "已放弃": "SIGABRT", "总线错误": "SIGBUS",
+    "非法指令": "SIGILL", "浮点数例外": "SIGFPE", "挂断": "SIGHUP",
 }
 # Who sends a signal that stops a process from outside, as a reader names it (a launcher that
 # says it got one: torchrun's `Received 1 death signal`)
@@ -442,9 +445,13 @@ def parse_launch(cmd: str) -> Launch | None:
         stage = commands[j + 1][0]
         log_path = _tee_target(stage) if stage[0] == "tee" else _without_redirects(stage)[1]
         j += 1
+    prog_i = _program_index(seg)
+    if log_path is None and prog_i is not None and "nohup" in seg[:prog_i]:
+        # nohup sends output that no redirection took to `nohup.out` in the current folder,
+        # appending: every such launch from there writes that one file
+        log_path = "nohup.out"
     if log_path == "/dev/null":
         log_path = None
-    prog_i = _program_index(seg)
     program = seg[prog_i] if prog_i is not None else None
     args = " ".join(seg[prog_i + 1:]) if prog_i is not None else ""
     rm = RUN_NAME.search(cmd)

@@ -184,6 +184,15 @@ did (what the README of the incident is written from), which the incident folder
                        a 4M-token document in its padded batch and dies of CUDA out of memory (spawn ends rank 0,
                        ProcessRaisedException); resumed with --max-len, rank 0 is SIGKILLed from outside the
                        operator's view ~30 s in (ProcessExitedException); resumed again, it trains to its end
+    rotated-log        `nohup python3 train.py --run-name lm --max-steps N --bad-step K &` with no redirection (nohup
+                       appends to ./nohup.out, run after run), plain PyTorch logging through a RotatingFileHandler
+                       (logs/train.log, 2 old files kept, sized to rotate ~4 times in all; warnings and errors also
+                       to stderr): ~60 s in, the batch of step K (87 steps past a checkpoint) fails the data check
+                       (`ValueError: sample 48213 has 0 tokens`), the traceback only in nohup.out; ~20 s later the
+                       operator looks (`tail`, `ls ckpt/`) and relaunches the same line with --resume
+                       ckpt/step_<last>.pt --skip-bad added: it redoes the steps since, skips the batch with a
+                       WARNING (in train.log and nohup.out) and trains to N; the rotation has dropped run 1's first
+                       lines, its start among them
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -195,17 +204,23 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import fcntl
 import functools
 import os
+import pty
 import re
+import select
 import shlex
 import shutil
 import statistics
+import struct
 import subprocess
 import sys
 import tarfile
+import termios
 import threading
 import time
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
@@ -6639,6 +6654,81 @@ CF_STEP = r"(?m)^(\S+ \S+) INFO step (\d+) \| loss (\S+) \| ([\d,]+) tok/s$"
 CF_WARNING, CF_RESUMED, CF_BEGAN = r"\S+ \S+ WARNING [^\n]*", r"\S+ \S+ INFO resumed at step[^\n]*", r"(\S+ \S+) INFO training from step"
 
 
+def _watch_trainers(r: Recording, done: threading.Event, seen: dict, exited: dict[str, tuple[float, str]],
+                    label: Callable[[list[bytes]], object], on_seen: Callable[[str, list[bytes], list[str]], None],
+                    on_exit: Callable[[str], None], every: float = 0.05,
+                    each_round: Callable[[], None] | None = None) -> None:
+    """A scenario's /proc watcher (its thread's target) over the trainers of the incident: each python
+    running train.py in the folder (its working directory there), from when it is first seen alive to
+    when it has exited (gone, or a zombie), read every `every` s until `done` is set.
+
+    A new trainer goes into `seen` as `label(argv)` (argv: its command line's words), then
+    `on_seen(pid, argv, fields)` (fields: its /proc/PID/stat from the state on) writes its truth line;
+    a PID already in `seen` is never looked at again. One that has exited goes into `exited` as (the time
+    the driver saw it exit, its wait status), then `on_exit(pid)` writes its truth line. `each_round()`,
+    where given, runs after each pass."""
+    alive: set[str] = set()
+    folder = r.dir.resolve()
+    while not done.is_set():
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            pid = cmdline.parent.name
+            if pid in seen:
+                continue
+            try:
+                argv = cmdline.read_bytes().split(b"\0")
+                if not (b"python" in argv[0] and argv[1:2] == [b"train.py"]
+                        and Path(os.readlink(cmdline.parent / "cwd")).is_relative_to(folder)):
+                    continue
+            except (OSError, IndexError):
+                continue
+            fields = _proc_stat(pid)
+            if not fields or fields[0] == "Z":
+                continue
+            seen[pid] = label(argv)
+            alive.add(pid)
+            on_seen(pid, argv, fields)
+        for pid in sorted(alive):
+            fields = _proc_stat(pid)
+            if fields and fields[0] != "Z":
+                continue
+            alive.discard(pid)
+            exited[pid] = (time.time(), _wait_status(fields))
+            on_exit(pid)
+        if each_round is not None:
+            each_round()
+        time.sleep(every)
+
+
+def _run_name(argv: list[bytes]) -> str:
+    """A trainer's --run-name, from its command line's words ("?" where it has none)."""
+    args = [a.decode(errors="replace") for a in argv]
+    return args[args.index("--run-name") + 1] if "--run-name" in args[:-1] else "?"
+
+
+def _pid_seen(seen: dict, label: object, timeout: float = 30) -> str:
+    """The first PID `_watch_trainers` put into `seen` as `label`, waited for up to `timeout` s ("?" if none)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [p for p, k in list(seen.items()) if k == label]
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    return "?"
+
+
+def _gone(exited: dict[str, tuple[float, str]], pid: str, timeout: float, every: float = 0.05) -> bool:
+    """Wait up to `timeout` s until `_watch_trainers` has put `pid` into `exited`; whether it has."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and pid not in exited:
+        time.sleep(every)
+    return pid in exited
+
+
+def _ended(exited: dict[str, tuple[float, str]], pid: str) -> str:
+    """How and when `pid` exited, as `_watch_trainers` saw it."""
+    return f"exited ({exited[pid][1]}) at {_utc(exited[pid][0])}" if pid in exited else "not seen exiting"
+
+
 def cpu_fallback(r: Recording) -> None:
     py = _python3()
     # the dry run: a tiny model (every run on the CPU there), saving more often
@@ -6678,58 +6768,23 @@ def cpu_fallback(r: Recording) -> None:
     current = [0]
     done = threading.Event()
 
+    def seen_one(pid: str, argv: list[bytes], fields: list[str]) -> None:
+        shown = b" ".join(argv).decode(errors="replace").strip()
+        r.truth(f"run {current[0]} trainer: PID {pid} seen (parent {fields[1]}, process group {fields[2]}, "
+                f"session {fields[3]}): {shown!r}; its environment: "
+                f"CUDA_VISIBLE_DEVICES={_environ(pid, 'CUDA_VISIBLE_DEVICES')}")
+
+    def exited_one(pid: str) -> None:
+        log = f"train_{run_of[pid]}.log"
+        r.truth(f"run {run_of[pid]} trainer PID {pid} exited ({exited[pid][1]}); {log}'s last line "
+                f"{last_line(log)!r}")
+
     def watch() -> None:
-        alive: set[str] = set()
-        folder = r.dir.resolve()
-        while not done.is_set():
-            for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-                pid = cmdline.parent.name
-                if pid in run_of:
-                    continue
-                try:
-                    argv = cmdline.read_bytes().split(b"\0")
-                    if not (b"python" in argv[0] and argv[1:2] == [b"train.py"]
-                            and Path(os.readlink(cmdline.parent / "cwd")).is_relative_to(folder)):
-                        continue
-                except (OSError, IndexError):
-                    continue
-                fields = _proc_stat(pid)
-                if not fields or fields[0] == "Z":
-                    continue
-                run_of[pid] = current[0]
-                alive.add(pid)
-                shown = b" ".join(argv).decode(errors="replace").strip()
-                r.truth(f"run {current[0]} trainer: PID {pid} seen (parent {fields[1]}, process group {fields[2]}, "
-                        f"session {fields[3]}): {shown!r}; its environment: "
-                        f"CUDA_VISIBLE_DEVICES={_environ(pid, 'CUDA_VISIBLE_DEVICES')}")
-            for pid in sorted(alive):
-                fields = _proc_stat(pid)
-                if fields and fields[0] != "Z":
-                    continue
-                alive.discard(pid)
-                exited[pid] = (time.time(), _wait_status(fields))
-                log = f"train_{run_of[pid]}.log"
-                r.truth(f"run {run_of[pid]} trainer PID {pid} exited ({exited[pid][1]}); {log}'s last line "
-                        f"{last_line(log)!r}")
-            time.sleep(0.05)
+        _watch_trainers(r, done, run_of, exited, lambda argv: current[0], seen_one, exited_one)
 
-    def pid_of(n: int, timeout: float = 30) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = [p for p, k in list(run_of.items()) if k == n]
-            if found:
-                return found[0]
-            time.sleep(0.05)
-        return "?"
-
-    def gone(pid: str, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and pid not in exited:
-            time.sleep(0.05)
-        return pid in exited
-
-    def ended(pid: str) -> str:
-        return f"exited ({exited[pid][1]}) at {_utc(exited[pid][0])}" if pid in exited else "not seen exiting"
+    pid_of = functools.partial(_pid_seen, run_of)  # pid_of(n): run n's trainer
+    gone = functools.partial(_gone, exited)
+    ended = functools.partial(_ended, exited)
 
     def smi_rows(pid: str) -> str:
         """The rows of logs/smi_apps.csv that list `pid`: how many, their line numbers, times and memory."""
@@ -6969,59 +7024,23 @@ def sweep_share(r: Recording) -> None:
     def log_of(name: str) -> str:
         return f"{name}.log"
 
+    def seen_one(pid: str, argv: list[bytes], fields: list[str]) -> None:
+        args = [a.decode(errors="replace") for a in argv]
+        r.truth(f"{name_of[pid]} trainer: PID {pid} seen (parent {fields[1]}, process group {fields[2]}, "
+                f"session {fields[3]}): {' '.join(args).strip()!r}; CUDA_VISIBLE_DEVICES="
+                f"{_environ(pid, 'CUDA_VISIBLE_DEVICES')}")
+
+    def exited_one(pid: str) -> None:
+        name = name_of[pid]
+        r.truth(f"{name} trainer PID {pid} exited ({exited[pid][1]}); {log_of(name)}'s last line "
+                f"{last_line(log_of(name))!r}")
+
     def watch() -> None:
-        alive: set[str] = set()
-        folder = r.dir.resolve()
-        while not done.is_set():
-            for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-                pid = cmdline.parent.name
-                if pid in name_of:
-                    continue
-                try:
-                    argv = cmdline.read_bytes().split(b"\0")
-                    if not (b"python" in argv[0] and argv[1:2] == [b"train.py"]
-                            and Path(os.readlink(cmdline.parent / "cwd")).is_relative_to(folder)):
-                        continue
-                except (OSError, IndexError):
-                    continue
-                fields = _proc_stat(pid)
-                if not fields or fields[0] == "Z":
-                    continue
-                args = [a.decode(errors="replace") for a in argv]
-                name = args[args.index("--run-name") + 1] if "--run-name" in args[:-1] else "?"
-                name_of[pid] = name
-                alive.add(pid)
-                r.truth(f"{name} trainer: PID {pid} seen (parent {fields[1]}, process group {fields[2]}, "
-                        f"session {fields[3]}): {' '.join(args).strip()!r}; CUDA_VISIBLE_DEVICES="
-                        f"{_environ(pid, 'CUDA_VISIBLE_DEVICES')}")
-            for pid in sorted(alive):
-                fields = _proc_stat(pid)
-                if fields and fields[0] != "Z":
-                    continue
-                alive.discard(pid)
-                exited[pid] = (time.time(), _wait_status(fields))
-                name = name_of[pid]
-                r.truth(f"{name} trainer PID {pid} exited ({exited[pid][1]}); {log_of(name)}'s last line "
-                        f"{last_line(log_of(name))!r}")
-            time.sleep(0.05)
+        _watch_trainers(r, done, name_of, exited, _run_name, seen_one, exited_one)
 
-    def pid_of(name: str, timeout: float = 30) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = [p for p, k in list(name_of.items()) if k == name]
-            if found:
-                return found[0]
-            time.sleep(0.05)
-        return "?"
-
-    def gone(pid: str, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and pid not in exited:
-            time.sleep(0.05)
-        return pid in exited
-
-    def ended(pid: str) -> str:
-        return f"exited ({exited[pid][1]}) at {_utc(exited[pid][0])}" if pid in exited else "not seen exiting"
+    pid_of = functools.partial(_pid_seen, name_of)  # pid_of(name): the trainer of --run-name `name`
+    gone = functools.partial(_gone, exited)
+    ended = functools.partial(_ended, exited)
 
     def smi_rows(pid: str) -> str:
         """The rows of logs/smi_apps.csv that list `pid`: how many, their line numbers, times and memory."""
@@ -7343,56 +7362,22 @@ def _ctrlc_loop(r: Recording, trainer: str, probe_code: str, handled: bool) -> N
     exited: dict[str, tuple[float, str]] = {}
     done = threading.Event()
 
+    def seen_one(pid: str, argv: list[bytes], fields: list[str]) -> None:
+        args = [a.decode(errors="replace") for a in argv]
+        r.truth(f"{name_of[pid]} trainer: PID {pid} seen (parent {fields[1]}, process group {fields[2]}, "
+                f"session {fields[3]}, terminal's foreground process group {fields[5]}): "
+                f"{' '.join(args).strip()!r}")
+
+    def exited_one(pid: str) -> None:
+        name = name_of[pid]
+        r.truth(f"{name} trainer PID {pid} exited ({exited[pid][1]}); {name}.log's last line "
+                f"{last_line(name + '.log')!r}")
+
     def watch() -> None:
-        alive: set[str] = set()
-        folder = r.dir.resolve()
-        while not done.is_set():
-            for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-                pid = cmdline.parent.name
-                if pid in name_of:
-                    continue
-                try:
-                    argv = cmdline.read_bytes().split(b"\0")
-                    if not (b"python" in argv[0] and argv[1:2] == [b"train.py"]
-                            and Path(os.readlink(cmdline.parent / "cwd")).is_relative_to(folder)):
-                        continue
-                except (OSError, IndexError):
-                    continue
-                fields = _proc_stat(pid)
-                if not fields or fields[0] == "Z":
-                    continue
-                args = [a.decode(errors="replace") for a in argv]
-                name = args[args.index("--run-name") + 1] if "--run-name" in args[:-1] else "?"
-                name_of[pid] = name
-                alive.add(pid)
-                r.truth(f"{name} trainer: PID {pid} seen (parent {fields[1]}, process group {fields[2]}, "
-                        f"session {fields[3]}, terminal's foreground process group {fields[5]}): "
-                        f"{' '.join(args).strip()!r}")
-            for pid in sorted(alive):
-                fields = _proc_stat(pid)
-                if fields and fields[0] != "Z":
-                    continue
-                alive.discard(pid)
-                exited[pid] = (time.time(), _wait_status(fields))
-                name = name_of[pid]
-                r.truth(f"{name} trainer PID {pid} exited ({exited[pid][1]}); {name}.log's last line "
-                        f"{last_line(name + '.log')!r}")
-            time.sleep(0.05)
+        _watch_trainers(r, done, name_of, exited, _run_name, seen_one, exited_one)
 
-    def pid_of(name: str, timeout: float) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = [p for p, k in list(name_of.items()) if k == name]
-            if found:
-                return found[0]
-            time.sleep(0.05)
-        return "?"
-
-    def gone(pid: str, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and pid not in exited:
-            time.sleep(0.05)
-        return pid in exited
+    pid_of = functools.partial(_pid_seen, name_of)  # pid_of(name, timeout): the trainer of --run-name `name`
+    gone = functools.partial(_gone, exited)
 
     def probed(pid: str) -> list[tuple[float, str]]:
         path = probe / f"{pid}.probe"
@@ -8001,6 +7986,436 @@ def _wind_down(r: Recording, ours: str, done: threading.Event, watcher: threadin
         f.unlink()
 
 
+# rotated-log's trainer: cpu-fallback's train.py (plain PyTorch, `logging` lines with loss and tok/s every
+# --log-every steps, --run-name, --max-steps) made as a longer job's trainer is: a model the GPU steps
+# through about 3 times a second (4 micro-batches a step), step-numbered checkpoints every 100 steps
+# (--resume takes one), each step's batch drawn from its step (a resumed run reads the same batches),
+# and the log through a RotatingFileHandler (logs/train.log, @MAX_BYTES@ bytes, 2 old files) in the
+# machine's local time, warnings and errors also to stderr; nothing to stdout. A data check:
+# --bad-step K's batch holds a sample of 0 tokens and get_batch raises ValueError, unhandled unless
+# --skip-bad (then a WARNING and the batch is skipped).
+ROTATED_TRAIN = r'''"""Train a GPT-style LM on a synthetic token stream, checkpointing to ckpt/step_N.pt every 100 steps.
+
+    python3 train.py --run-name lm --max-steps 20000
+    python3 train.py --run-name lm --max-steps 20000 --resume ckpt/step_1200.pt   # go on from a checkpoint
+
+The log is logs/train.log, rotated at @MAX_BYTES@ bytes (train.log.1 and train.log.2 are kept);
+warnings and errors go to stderr too.
+"""
+import argparse
+import logging
+import logging.handlers
+import os
+import time
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+p = argparse.ArgumentParser()
+p.add_argument("--run-name", default="run")
+p.add_argument("--n-layer", type=int, default=12)
+p.add_argument("--n-head", type=int, default=12)
+p.add_argument("--n-embd", type=int, default=768)
+p.add_argument("--block-size", type=int, default=1024)
+p.add_argument("--vocab-size", type=int, default=32768)
+p.add_argument("--batch-size", type=int, default=32, help="sequences per micro-batch")
+p.add_argument("--grad-accum", type=int, default=4, help="micro-batches per step")
+p.add_argument("--lr", type=float, default=6e-4)
+p.add_argument("--warmup", type=int, default=100, help="steps of linear warm-up")
+p.add_argument("--max-steps", type=int, default=20000, help="train until this step")
+p.add_argument("--resume", default=None, help="a checkpoint to go on from (ckpt/step_N.pt)")
+p.add_argument("--ckpt-dir", default="ckpt")
+p.add_argument("--save-every", type=int, default=100)
+p.add_argument("--log-every", type=int, default=2)
+p.add_argument("--device", default="cuda")
+p.add_argument("--seed", type=int, default=1337)
+p.add_argument("--bad-step", type=int, default=None, help="the step whose batch holds a corrupt (empty) sample")
+p.add_argument("--skip-bad", action="store_true", help="skip a batch that fails the data check instead of stopping")
+args = p.parse_args()
+
+os.makedirs("logs", exist_ok=True)
+file_handler = logging.handlers.RotatingFileHandler("logs/train.log", maxBytes=@MAX_BYTES@, backupCount=2)
+console = logging.StreamHandler()  # stderr: warnings and errors only
+console.setLevel(logging.WARNING)
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s",
+                    handlers=[file_handler, console])
+log = logging.getLogger("train")
+log.info("config: %s", vars(args))
+
+torch.manual_seed(args.seed)
+torch.backends.cuda.matmul.allow_tf32 = True
+device = args.device
+cuda = device.startswith("cuda")
+ctx = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else torch.autocast("cpu", enabled=False)
+tokens_per_step = args.batch_size * args.grad_accum * args.block_size
+
+
+def get_batch(step):
+    """Step `step`'s batch, the same in every run: each token the previous one plus a random step of 0-15."""
+    if step == args.bad_step:  # the data check: a sample of this batch has no tokens
+        raise ValueError("sample 48213 has 0 tokens (corrupt shard data/shard-0007.bin)")
+    g = torch.Generator(device=device).manual_seed(args.seed * 1_000_003 + step)
+    n = args.batch_size * args.grad_accum
+    first = torch.randint(0, args.vocab_size, (n, 1), device=device, generator=g)
+    walk = torch.randint(0, 16, (n, args.block_size + 1), device=device, generator=g).cumsum(1)
+    toks = (first + walk) % args.vocab_size
+    return toks[:, :-1], toks[:, 1:]
+
+
+''' + GPT_MODEL + r'''
+model = GPT().to(device)
+log.info("model: %d layers, width %d, %.1fM parameters", args.n_layer, args.n_embd,
+         sum(p.numel() for p in model.parameters()) / 1e6)
+optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=cuda)
+
+step = 0
+if args.resume:
+    log.info("resuming from %s", args.resume)
+    state = torch.load(args.resume, map_location=device, weights_only=True)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    step = state["step"]
+    log.info("resumed at step %d", step)
+else:
+    log.info("starting from scratch")
+
+
+def save_checkpoint():
+    os.makedirs(args.ckpt_dir, exist_ok=True)
+    path = os.path.join(args.ckpt_dir, f"step_{step}.pt")
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+                "config": vars(args)}, path + ".tmp")
+    os.replace(path + ".tmp", path)
+    log.info("saved checkpoint %s", path)
+
+
+log.info("training from step %d to step %d", step, args.max_steps)
+start = t0 = time.time()
+while step < args.max_steps:
+    try:
+        x, y = get_batch(step + 1)
+    except ValueError as e:
+        if not args.skip_bad:
+            raise
+        step += 1
+        log.warning("step %d: skipping this batch: %s", step, e)
+        continue
+    for group in optimizer.param_groups:
+        group["lr"] = args.lr * min(1.0, (step + 1) / args.warmup)
+    for xs, ys in zip(x.chunk(args.grad_accum), y.chunk(args.grad_accum)):
+        with ctx:
+            loss = model(xs, ys) / args.grad_accum
+        loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    step += 1
+    if step % args.log_every == 0:
+        lossf = loss.item() * args.grad_accum
+        t1 = time.time()
+        log.info("step %d | loss %.2f | %s tok/s", step, lossf, f"{args.log_every * tokens_per_step / (t1 - t0):,.0f}")
+        t0 = t1
+    if step % args.save_every == 0:
+        save_checkpoint()
+        t0 = time.time()
+if step % args.save_every:
+    save_checkpoint()
+log.info("training done at step %d (%.0f s)", step, time.time() - start)
+'''
+
+ROTATED_STEP = r"(?m)^(\S+ \S+) INFO step (\d+) \| loss (\S+) \| ([\d,]+) tok/s$"
+ROTATED_RESUMED, ROTATED_WARNING = r"INFO (resumed at step \d+)", r"[^\n]* WARNING [^\n]*"
+
+
+class TtyTranscript(Transcript):
+    """The operator's shell as `Transcript` keeps it (`[UTC time typed] $ command` and its output in
+    logs/operator.log), each command's `bash -c` given a terminal (a pseudo-terminal as its stdin,
+    stdout and stderr) as an operator's shell has: `nohup CMD &` with no redirection then appends
+    CMD's output to ./nohup.out and says so, as it does at a terminal."""
+
+    def run(self, cmd: str, timeout: float = 900, new_session: bool = False) -> tuple[str, int]:
+        stamp = replay_scenarios._utc_stamp(ms=True)  # when it was typed; written once it returns
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+        try:
+            proc = subprocess.Popen(["bash", "-c", cmd], cwd=self.root, stdin=slave, stdout=slave, stderr=slave,
+                                    start_new_session=new_session, env=replay_scenarios._SHELL_ENV)
+        finally:
+            os.close(slave)
+        out, settle, deadline = bytearray(), None, time.monotonic() + timeout
+        try:
+            # read until every holder of the terminal has closed it (EIO), or 2 s after bash exits (a
+            # background job that kept the terminal)
+            while settle is None or time.monotonic() < settle:
+                if time.monotonic() > deadline:
+                    proc.kill()
+                    raise subprocess.TimeoutExpired(cmd, timeout)
+                if settle is None and proc.poll() is not None:
+                    settle = time.monotonic() + 2.0
+                if not select.select([master], [], [], 0.1)[0]:
+                    continue
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            proc.wait(timeout=10)
+        finally:
+            os.close(master)
+        output = out.decode("utf-8", "replace").replace("\r\n", "\n")
+        self._write(stamp, cmd, output)
+        return output, proc.pid
+
+
+def _started_at(pid: str) -> float | None:
+    """When `pid` started (epoch seconds), from /proc/PID/stat's start time and /proc/stat's boot time."""
+    fields = _proc_stat(pid)
+    try:
+        btime = next(int(ln.split()[1]) for ln in Path("/proc/stat").read_text().splitlines() if ln.startswith("btime "))
+        return btime + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError, StopIteration):
+        return None
+
+
+def rotated_log(r: Recording) -> None:
+    py = _python3()
+    # the dry run: a small model one CPU thread steps through a few times a second
+    flags = "" if r.gpu else (" --device cpu --n-layer 4 --n-head 4 --n-embd 128 --block-size 128 "
+                              "--vocab-size 2048 --batch-size 16 --grad-accum 1")
+    run1_s, run2_share, look_after = 60, 0.7, 20  # run 1's training; run 2's steps per run-1 step; the look
+    env = replay_scenarios._SHELL_ENV
+    saved = dict(env)
+    if not r.gpu:
+        env["OMP_NUM_THREADS"] = "1"
+    logs = r.dir / "logs"
+    logf = logs / "train.log"
+    calib = r.dir.parent / f"{r.name}.calibrate"
+    side = r.dir.parent / f"{r.name}.generations"  # a hard link to each generation of logs/train.log
+
+    def text(rel: str) -> str:
+        path = r.dir / rel
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def last_line(rel: str) -> str:
+        lines = text(rel).strip().splitlines()
+        return lines[-1][:300] if lines else "(empty)"
+
+    def steps_of(body: str) -> list[tuple[float, int, float, float]]:
+        return [(_log_time(m.group(1)), int(m.group(2)), float(m.group(3)), float(m.group(4).replace(",", "")))
+                for m in re.finditer(ROTATED_STEP, body)]
+
+    def pace(lines: list[tuple[float, int, float, float]]) -> float:
+        return (lines[-1][1] - lines[0][1]) / max(1e-3, lines[-1][0] - lines[0][0]) if len(lines) >= 2 else 0.0
+
+    # the trainers (python running train.py in the folder), from when the driver first sees them to
+    # their exit, and each generation of logs/train.log, read every 0.1 s
+    runs: dict[str, int] = {}
+    started: dict[str, float | None] = {}
+    exited: dict[str, tuple[float, str]] = {}
+    current = [0]
+    gens: list[dict] = []
+    done = threading.Event()
+
+    def summary(body: str) -> str:
+        lines = body.splitlines()
+        st = steps_of(body)
+        return (f"{len(lines)} lines, {len(body.encode())} bytes, first {lines[0][:110] if lines else '(none)'!r}, "
+                f"last {lines[-1][:110] if lines else '(none)'!r}; step lines "
+                + (f"{st[0][1]}-{st[-1][1]} ({len(st)})" if st else "none")
+                + f"; 'config:' lines {body.count(' INFO config: ')}")
+
+    def watch_log() -> None:
+        try:
+            st = os.stat(logf)
+        except FileNotFoundError:
+            return
+        if not gens or gens[-1]["ino"] != st.st_ino:
+            k = len(gens) + 1
+            link = side / f"gen{k}.log"
+            try:
+                os.link(logf, link)
+            except OSError as e:
+                r.truth(f"logs/train.log generation {k}: cannot link it ({e})")
+                gens.append({"ino": st.st_ino, "link": None, "seen": time.time(), "dropped": None, "run": current[0]})
+                return
+            gens.append({"ino": os.stat(link).st_ino, "link": link, "seen": time.time(), "dropped": None,
+                         "run": current[0]})
+            writer = [p for p, n in runs.items() if n == current[0] and p not in exited]
+            if k == 1:
+                r.truth(f"logs/train.log created (generation 1), by run {current[0]}'s trainer {writer}")
+            else:
+                old = gens[-2]
+                r.truth(f"rotation {k - 1} noticed: a new logs/train.log (generation {k}), by run {current[0]}'s "
+                        f"trainer {writer}; generation {k - 1} is now train.log.1: "
+                        f"{summary(old['link'].read_text(errors='replace')) if old['link'] else '?'}")
+        for g in gens:
+            if g["link"] is not None and g["dropped"] is None and os.stat(g["link"]).st_nlink == 1:
+                g["dropped"] = time.time()
+                r.truth(f"generation {gens.index(g) + 1} of logs/train.log removed by that rotation (it was "
+                        f"train.log.2): {summary(g['link'].read_text(errors='replace'))}")
+
+    def seen_one(pid: str, argv: list[bytes], fields: list[str]) -> None:
+        started[pid] = _started_at(pid)
+        shown = b" ".join(argv).decode(errors="replace").strip()
+        r.truth(f"run {current[0]} trainer: PID {pid} seen (started "
+                f"{_utc(started[pid]) if started[pid] else '?'} by /proc; parent {fields[1]}, process group "
+                f"{fields[2]}, session {fields[3]}): {shown!r}")
+
+    def exited_one(pid: str) -> None:
+        r.truth(f"run {runs[pid]} trainer PID {pid} exited ({exited[pid][1]}); logs/train.log's last line "
+                f"{last_line('logs/train.log')!r}; nohup.out's last line {last_line('nohup.out')!r}")
+
+    def each_round() -> None:
+        try:
+            watch_log()
+        except OSError as e:
+            r.truth(f"reading logs/train.log's generations: {e}")
+
+    def watch() -> None:
+        _watch_trainers(r, done, runs, exited, lambda argv: current[0], seen_one, exited_one, every=0.1,
+                        each_round=each_round)
+
+    pid_of = functools.partial(_pid_seen, runs)  # pid_of(n): run n's trainer
+    gone = functools.partial(_gone, exited, every=0.1)
+    ended = functools.partial(_ended, exited)
+
+    def ckpts() -> list[str]:
+        return sorted((f.name for f in (r.dir / "ckpt").glob("*")), key=lambda n: (len(n), n))
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    op = TtyTranscript(r.dir)
+    try:
+        # the pace of this model on this machine's GPU (the dry run: its CPU), and the bytes of its log
+        # lines, measured before the captures start and outside the folder
+        shutil.rmtree(calib, ignore_errors=True)
+        (calib / "logs").mkdir(parents=True)
+        (calib / "train.py").write_text(ROTATED_TRAIN.replace("@MAX_BYTES@", str(1 << 30)))
+        cal_argv = [sys.executable, "train.py", "--run-name", "calibrate", "--max-steps", "40", "--save-every",
+                    "1000000", *flags.split()]
+        r.truth(f"calibration (before the captures, in {calib}, outside the folder, in no transcript): "
+                f"`{' '.join(cal_argv)}`")
+        cal = subprocess.run(cal_argv, cwd=calib, env=env, capture_output=True, text=True, timeout=240, check=False)
+        cal_log = (calib / "logs" / "train.log").read_text(errors="replace") if (calib / "logs" / "train.log").exists() else ""
+        cal_steps = [x for x in steps_of(cal_log) if x[1] >= 10]
+        p = pace(cal_steps)
+        step_lines = [ln for ln in cal_log.splitlines() if re.fullmatch(ROTATED_STEP[4:], ln)]
+        line_bytes = statistics.mean(len(ln) + 1 for ln in step_lines[4:]) if len(step_lines) > 4 else 66.0
+        head = cal_log.split(" INFO step ", 1)[0].rsplit("\n", 1)[0] + "\n" if " INFO step " in cal_log else ""
+        head_bytes = len(head.encode()) or 700
+        if p <= 0:
+            p = 3.0
+            r.truth(f"calibration gave no pace (exit {cal.returncode}; its stderr ends {cal.stderr[-400:]!r}): 3 steps/s assumed")
+        # K: 87 steps past a checkpoint (m*100, m >= 1), nearest run1_s of training; N: run 2 goes on from
+        # m*100 for about run2_share of run 1's steps (so run 1's lines are more than half of the log)
+        m = min(range(1, 400), key=lambda k: abs((100 * k + 87) / p - run1_s))
+        bad = 100 * m + 87
+        max_steps = max(bad + 20, 100 * m + int(round(run2_share * (bad - 1) / 10)) * 10)
+        le = 2  # train.py's --log-every
+        est1 = head_bytes + (bad - 1) // le * line_bytes + m * 45
+        est2 = head_bytes + 80 + (max_steps - 100 * m) // le * line_bytes + (max_steps // 100 - m + 1) * 45 + 200
+        max_bytes = int(round((est1 + est2) / 4.4 / 100)) * 100
+        r.truth(f"calibration exited {cal.returncode}: {len(cal_steps)} step lines from step 10, pace {p:.2f} steps/s, "
+                f"step lines {line_bytes:.1f} bytes, start lines {head_bytes} bytes; --bad-step {bad} ({bad - 100 * m} "
+                f"steps past the step-{100 * m} checkpoint, ~{bad / p:.0f} s of training), --max-steps {max_steps}; "
+                f"the log: ~{est1:.0f} bytes from run 1 and ~{est2:.0f} from run 2, maxBytes {max_bytes} "
+                f"(~4 rotations, the first 2 files' lines lost)")
+        shutil.rmtree(calib, ignore_errors=True)
+
+        train = ROTATED_TRAIN.replace("@MAX_BYTES@", str(max_bytes))
+        (r.dir / "train.py").write_text(train)
+        shutil.rmtree(side, ignore_errors=True)
+        side.mkdir()
+        r.gpus_and_processes()
+        watcher.start()
+        r.truth(f"train.py is in the folder: plain PyTorch, logging through RotatingFileHandler('logs/train.log', "
+                f"maxBytes={max_bytes}, backupCount=2), format '%(asctime)s %(levelname)s %(message)s' (local time: "
+                f"{time.strftime('%Z %z')}, TZ={os.environ.get('TZ')!r}), warnings and errors also to stderr, nothing "
+                f"to stdout; a step line every {le} steps; ckpt/step_N.pt every 100 steps and at the last; --bad-step "
+                f"K: get_batch(K) raises ValueError (unhandled unless --skip-bad: a WARNING, the batch skipped)")
+        time.sleep(3)
+        base = f"nohup {py} train.py --run-name lm --max-steps {max_steps}"
+
+        def launch(n: int, cmd: str) -> tuple[str, float]:
+            current[0] = n
+            r.truth(f"run {n}: operator types `{cmd}` (in the folder, logs/'s parent)")
+            at = time.time()
+            shown, _ = op.run(cmd)
+            pid = pid_of(n)
+            r.truth(f"run {n}: the terminal showed {shown.strip()!r}; trainer PID {pid} ({_program(pid)})")
+            return pid, at
+
+        # run 1: from scratch; dies at --bad-step
+        pid1, at1 = launch(1, f"{base} --bad-step {bad}{flags} &")
+        if r.wait_for("logs/train.log", "INFO training from step", 300):
+            began = _log_time(re.search(r"(\S+ \S+) INFO training from step", text("logs/train.log")).group(1))
+            r.truth(f"run 1 began training at {_utc(began)} (its log's time)")
+        if not gone(pid1, bad / p + 240):
+            r.truth(f"run 1 (PID {pid1}) still running {bad / p + 240:.0f} s later: scenario stops")
+            return
+        st1 = steps_of(text("logs/train.log"))
+        r.truth(f"run 1 (PID {pid1}) {ended(pid1)}; its last step line in train.log: step "
+                f"{st1[-1][1] if st1 else '?'} at {_utc(st1[-1][0]) if st1 else '?'}; pace {pace(st1[1:]):.2f} steps/s; "
+                f"nohup.out: {summary(text('nohup.out'))}; ckpt/: {ckpts()}")
+        time.sleep(max(0.0, exited[pid1][0] + look_after - time.time()))
+
+        r.truth(f"~{look_after} s after run 1 died the operator looks: `tail -n 2 logs/train.log`, `tail -n 5 nohup.out`, "
+                f"`ls ckpt/`")
+        op.run("tail -n 2 logs/train.log")
+        op.run("tail -n 5 nohup.out")
+        shown, _ = op.run("ls ckpt/")
+        found = [int(s) for s in re.findall(r"step_(\d+)\.pt\b", shown)]
+        resumed = max(found) if found else 100 * m
+        last = f"ckpt/step_{resumed}.pt"
+        r.truth(f"`ls ckpt/` showed {sorted(found)}: the operator resumes from {last}")
+        time.sleep(5)
+
+        # run 2: run 1's command from the shell's history with --resume and --skip-bad added (--bad-step
+        # stays: it stands for the corrupt sample, which is in the data whatever the flags)
+        pid2, at2 = launch(2, f"{base} --bad-step {bad} --resume {last} --skip-bad{flags} &")
+        if r.wait_for("logs/train.log", "INFO resumed at step", 180):
+            r.truth(f"run 2: {_last(ROTATED_RESUMED, text('logs/train.log'))!r}")
+        deadline = time.monotonic() + (bad - resumed) / p + 180
+        while time.monotonic() < deadline and " WARNING " not in text("logs/train.log") and pid2 not in exited:
+            time.sleep(0.5)
+        r.truth(f"run 2 logged {_last(ROTATED_WARNING, text('logs/train.log'))!r}; nohup.out's last line "
+                f"{last_line('nohup.out')!r}")
+        if not gone(pid2, (max_steps - 100 * m) / p + 240):
+            r.truth(f"run 2 (PID {pid2}) still running: scenario stops")
+            return
+        st2 = [x for x in steps_of(text("logs/train.log")) if x[0] >= at2]
+        r.truth(f"run 2 (PID {pid2}) {ended(pid2)}; its step lines {st2[0][1] if st2 else '?'}-"
+                f"{st2[-1][1] if st2 else '?'}, pace {pace(st2[1:]):.2f} steps/s; train.log's last line "
+                f"{last_line('logs/train.log')!r}; ckpt/: {ckpts()}")
+        time.sleep(8)
+        smi = "nvidia-smi" if r.gpu else "uptime"
+        r.truth(f"the operator looks once more: `tail -n 3 logs/train.log`, `{smi}`")
+        op.run("tail -n 3 logs/train.log")
+        op.run(smi)
+        time.sleep(3)
+
+        for n, pid, at in ((1, pid1, at1), (2, pid2, at2)):
+            r.truth(f"summary run {n}: PID {pid}, typed at {_utc(at)}, started {_utc(started[pid]) if started.get(pid) else '?'} "
+                    f"(/proc), {ended(pid)}")
+        r.truth(f"summary: run 1 trained steps 1-{bad - 1} and died fetching step {bad}'s batch; run 2 resumed from "
+                f"{last}, so steps {resumed + 1}-{bad - 1} ({bad - 1 - resumed}) were trained again; it skipped step "
+                f"{bad} and trained to {max_steps}")
+        names = {0: "train.log", 1: "train.log.1", 2: "train.log.2"}
+        for i, g in enumerate(gens):
+            where = names.get(len(gens) - 1 - i, "?") if g["dropped"] is None else f"removed (seen {_utc(g['dropped'])})"
+            body = g["link"].read_text(errors="replace") if g["link"] else ""
+            r.truth(f"summary generation {i + 1} of logs/train.log (first seen {_utc(g['seen'])}, during run {g['run']}): "
+                    f"now {where}; {summary(body)}")
+        r.truth(f"summary nohup.out: {summary(text('nohup.out'))}")
+    finally:
+        env.clear()
+        env.update(saved)
+        _wind_down(r, "train.py --run-name lm", done, watcher, calib)
+        shutil.rmtree(side, ignore_errors=True)
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -8030,6 +8445,7 @@ SCENARIOS = {
     "ctrlc-sweep": ctrlc_sweep,
     "ctrlc-stops-sweep": ctrlc_stops_sweep,
     "spawn-oom": spawn_oom,
+    "rotated-log": rotated_log,
 }
 
 

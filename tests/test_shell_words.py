@@ -141,13 +141,14 @@ def test_parse_launch_forms():
     # its output through a filter into the file: the file the pipeline ends in is its log
     ("nohup python train.py --lr 1 2>&1 | cut -c21- > logs/train.log &", "nohup", "logs/train.log", "--lr 1"),
     ("python t.py --x 1 | grep --line-buffered step | tee -a /w/steps.log &", "&", "/w/steps.log", "--x 1"),
-    # unbalanced quote (a paste cut short): still read, nothing raised
-    ("nohup python train.py --tag 'abc > /w/u.log 2>&1 &", "nohup", None, "--tag abc > /w/u.log 2>&1 &"),
+    # unbalanced quote (a paste cut short): still read, nothing raised; its redirection inside the
+    # quote is none, so nohup writes nohup.out
+    ("nohup python train.py --tag 'abc > /w/u.log 2>&1 &", "nohup", "nohup.out", "--tag abc > /w/u.log 2>&1 &"),
 ])
 def test_parse_launch_tokenises_with_shlex(cmd, launcher, log_path, args):
     x = parse_launch(cmd)
     assert (x.launcher, x.log_path, x.args) == (launcher, log_path, args)
-    assert x.background == (log_path is not None)  # the cut-short one's `&` is inside its quote
+    assert x.background == (log_path not in (None, "nohup.out"))  # the cut-short one's `&` is inside its quote
 
 
 @pytest.mark.parametrize("cmd", [
@@ -335,3 +336,14 @@ def test_a_windows_crash_status_is_named_signed_or_not():
     assert windows_crash_said("Command '[...]' returned non-zero exit status 3221225477.") == "0xC0000005, an access violation"
     assert windows_crash_said("Process finished with exit code -1073740791") == "0xC0000409, a stack buffer overrun (a fail-fast abort)"
     assert windows_crash_said("exit status 1") is None
+
+
+@pytest.mark.parametrize("cmd, log", [
+    ("nohup python3 train.py --run-name lm &", "nohup.out"),  # nohup's own file, in the current folder
+    ("nohup python3 train.py > out.log 2>&1 &", "out.log"),
+    ("nohup python3 train.py > /dev/null 2>&1 &", None),
+    ("nohup python3 train.py | tee x.log &", "x.log"),
+    ("python3 train.py &", None),  # no nohup: its output goes to the terminal
+])
+def test_a_nohup_launch_that_redirects_nothing_writes_nohup_out(cmd, log):
+    assert parse_launch(cmd).log_path == log

@@ -266,6 +266,7 @@ def _date_head(inc, rep, frames: list[pd.DataFrame], rows: list[pd.Series]) -> N
     n = int(head.sum())
     if n:
         _place(ev, head, first_time, None)
+        ev.loc[head, "time_latest"] = True
         rep.assume(f"dated afterwards: {count(n, 'traceback')} before its first dated line, placed at that line "
                    f"({rep.path}:{first_line}, {first_time:%Y-%m-%d %H:%M:%S} UTC), the latest it can have been written")
 

@@ -11,7 +11,7 @@ checkpoint, done again by the attempt that resumed it.
 
 A death with no start in the evidence (`process_died`): a log that holds what ended a process (a
 collective's timeout, an OOM, a main thread's traceback, a launcher's failure table, a fatal
-signal) and nothing of its start or its training, as an error pasted into an issue is, or the
+signal) and no launch of its run or step it could place, as an error pasted into an issue is, or the
 tail of a log kept after a crash. No attempt owns its lines, so `training_died` cannot tell it;
 it is told per log, what went wrong first, how it ended and the ranks its lines name.
 """

@@ -190,8 +190,8 @@ def _process_died(f: _Finding) -> tuple[str, str]:
     ended = f" It ended with `{one_line(f.end_message)}`" if f.end_message else ""
     at = f" at {clock(f.ended)}" if ended and f.ended is not None else ""
     what = "processes" if len(f.ranks) > 1 else "a process"
-    steps = (f"nothing of its start (its {f.steps_logged} step lines, up to step {f.last_step}, placed at no start)"
-             if f.steps_logged else "nothing of its start or its training steps")
+    steps = (f"no launch of its run (its {f.steps_logged} step lines, up to step {f.last_step}, placed at no start)"
+             if f.steps_logged else "no launch of its run and no training step")
     at_when = f" at {f.when}" if pd.notna(f.start) else ""
     if f.launcher_signalled:  # told to stop from outside: nothing of its workers failed first
         return (f"the launcher was stopped by {f.signal or 'a signal'}{at_when}: {one_line(f.error)}",

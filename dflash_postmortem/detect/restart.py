@@ -598,7 +598,8 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         if log is None:
             told = log_files(inc).get(L.get("attempt"))
             lines.append(f"no log: {told.said}" if told is not None and told.state != NOT_IN_INCIDENT
-                         else f"no log: {L['log_path']} never received a line")
+                         else f"no log: {L['log_path']} never received a line" if isinstance(L["log_path"], str)
+                         else "no log of its own")
             evidence += list(told.refs) if told is not None else []
         lines.append(gpu_text)
         evidence += gpu_refs
@@ -633,6 +634,10 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         if not over:
             if first is None and (_only_listed(inc, L, proc, log, grace) or (a is not None and unseen(inc, a))):
                 continue  # (its log is not in the incident, and its GPU worked or nothing covers it: model/log_files.py)
+            if first is None and proc is None and L.get("by") != "operator" and not _watched_past(inc, L["time"], grace):
+                # (a start only a log's lines show, no launch typed and no process, in evidence that
+                # ends, or has no clock, before a first step was due: nothing slow yet)
+                continue
             rows.append(findings.finding(
                 "slow_start", L["time"], w.end, "info", evidence,
                 {"checks": checks, "run": L["run"], "attempt": L["attempt"], "pid": None if pid is None else int(pid),
@@ -657,6 +662,12 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
             caused_by=v.causes + held, within_s=L.get("within_s")))
         rows += stale
     return findings.frame(rows)
+
+
+def _watched_past(inc: Incident, when, grace: pd.Timedelta) -> bool:
+    """Whether the evidence goes on `grace` past `when`: long enough to see a first step come."""
+    last = inc.span()[1]
+    return pd.notna(when) and last is not None and pd.notna(last) and last - when >= grace
 
 
 def _failed_until(L: pd.Series, w: _Window):

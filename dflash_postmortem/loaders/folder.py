@@ -21,11 +21,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+import pandas as pd
+
 from ..clock import align, untimed
 from ..config import CONFIG_NAME, IncidentConfig, incident_config
 from ..errors import IncidentConfigError, LoadError, PostmortemError, SourceFormatError
 from ..incident import Incident
 from ..load_report import FileReport, LoadReport
+from ..schema import ref_lines
 from ..units import count
 from . import encoding
 from .pages import ordinary_pages
@@ -409,6 +412,8 @@ def _without_printed_copies(inc: Incident) -> None:
             if rep is not None:
                 rep.notes.append(f"{count(int(n), what)} printed from {path}, whose copy in the folder holds nothing: "
                                  "read from the session")
+        if frame == "events" and "printed_at" in df.columns:
+            _printed_tracebacks(inc, df[copy])
         if "printed_at" in df.columns:
             undated = kept & df["time"].isna() & df["printed_at"].notna()
             if undated.any():
@@ -416,6 +421,34 @@ def _without_printed_copies(inc: Incident) -> None:
                 df = df.assign(time=df["time"].where(~undated, df["printed_at"]), time_approx=undated | approx)
             df = df.drop(columns="printed_at")
         setattr(inc, frame, df[~copy].reset_index(drop=True))
+
+
+def _printed_tracebacks(inc: Incident, copies: pd.DataFrame) -> None:
+    """A traceback a session printed from a file (`tail -n 5 nohup.out`) had been written by then:
+    of a partly dated log, the undated tracebacks before its first dated line (which its head
+    gives the time of that line, the latest it can have been: clock/untimed.py) are dated at the
+    earliest such print where it came first, the latest they can have been written."""
+    printed = copies[(copies["kind"] == "traceback") & copies["printed_at"].notna()]
+    if printed.empty:
+        return
+    ev = inc.events
+    for path, when in printed.groupby("copy_of")["printed_at"].min().items():
+        name = PurePosixPath(str(path)).name
+        mine = ev["source"].map(lambda s, n=name: isinstance(s, str) and PurePosixPath(s).name == n).astype(bool)
+        dated = mine & ev["time"].notna()
+        lines = ref_lines(ev["ref"])
+        first = lines[dated].min() if dated.any() else float("inf")
+        if not dated.any() or ev.loc[dated, "time"].min() <= when:
+            continue  # (a log with no dated line is dated as a whole: clock/untimed.py; one whose first dated line bounds them closer)
+        head = mine & ev["time"].isna() & (ev["kind"] == "traceback") & (lines < first)
+        if head.any():
+            ev.loc[head, "time"] = when
+            ev.loc[head, "time_approx"] = True
+            ev.loc[head, "time_latest"] = True
+            rep = next((f for f in inc.load_report.files if PurePosixPath(f.path).name == name), None)
+            if rep is not None:
+                rep.assume(f"dated afterwards: {count(int(head.sum()), 'traceback')} before its first dated line "
+                           f"printed by a session at {when:%Y-%m-%d %H:%M:%S} UTC, the latest it can have been written")
 
 
 def load_source(p: _Planned, ctx: LoadContext, scratch: Path) -> Incident:

@@ -75,6 +75,7 @@ from .kills import (
     pid_file_written,
     pid_files_read,
 )
+from .rotation import rotated_from
 from .step_lines import step_lines
 
 # ps START has minute resolution: a process started in the minute of a launch may be its own.
@@ -118,6 +119,10 @@ _GAVE_UP_NEAR = pd.Timedelta(minutes=5)
 # the interrupt is why it ended).
 _ENDS = ("redirect_failed", "oom_kill", "oom", "kill_sent", "killed", "attempt_end", "timeout", "nccl_timeout",
          "interrupt", "exit", "traceback", "training_stop", "run_end")
+# A start-up after a log's steps, then steps from below them, begins a new process's part of the
+# log where the log was quiet this long before it (a process's exit, a relaunch, loading: seconds;
+# two ranks writing one log without rank tags interleave their start-ups and steps within one).
+RESTART_QUIET = pd.Timedelta(seconds=5)
 # Kinds that, after an end in the same log, begin a new start there (a restart appending to it):
 # a start-up stage, training beginning, a resume from a checkpoint.
 _STARTS = ("stage", "training_start", "resumed")
@@ -473,6 +478,8 @@ class _Assembly:
         self._processes()
         self._logs(starts, named=False)
         self._unstarted_logs(starts)
+        self._appended_logs()
+        self._rotated_logs()
         self._restarts_logs()
         # A process that wrote no log is not a start of training: a leftover job holding a GPU,
         # a driver script, a tool. It stays in the evidence (the findings cite GPU holders).
@@ -675,6 +682,8 @@ class _Assembly:
                 owner = self._restarted(owner, p) or owner
             if owner is None:
                 owner = self._looped(p)
+            if owner is None and self._no_gpu_while_watched(p):
+                continue  # (a Python program beside the training: a driver script, a notebook, TensorBoard)
             if owner is None:
                 owner = _Attempt(p["start"], "unknown", float(p["within"]), _text(p.get("ref")))
                 script, flags = invocation(str(p["command"]))
@@ -690,6 +699,22 @@ class _Assembly:
             if owner.launch_ref is None and pd.notna(seen) and seen < owner.start:
                 # listed before the first line its attempt wrote: it had started by then
                 owner.start, owner.start_ref = seen, _text(p.get("ref")) or owner.start_ref
+
+    def _no_gpu_while_watched(self, p: pd.Series) -> bool:
+        """Whether a listed process held no GPU memory in any of the per-process GPU samples taken
+        while it lived (two or more), where those samples name processes by the PIDs the listings
+        use (a container's listing and the host's nvidia-smi number them apart): no trainer."""
+        gp = self.inc.gpu_processes
+        if gp.empty or pd.isna(p.get("first_seen")) or runs_launcher(str(p["command"])):
+            return False  # (a launcher's agent holds none itself: its workers do)
+        host = _text(p.get("host"))
+        if any(self.parent.get((host, int(q))) == int(p["pid"]) for q in gp["pid"].dropna().unique()):
+            return False  # (a process whose child holds GPU memory: a wrapper, a launcher)
+        if not set(gp["pid"].dropna().astype(int)) & set(self.procs["pid"].astype(int)):
+            return False
+        mine = gp[[host is None or not isinstance(h, str) or h == host for h in column(gp, "host")]]
+        during = mine[(mine["time"] >= p["first_seen"]) & (mine["time"] <= p["alive_until"])]
+        return during["time"].nunique() >= 2 and int(p["pid"]) not in set(mine["pid"].dropna().astype(int))
 
     def _restarted(self, a: _Attempt, p: pd.Series, into: list[_Attempt] | None = None) -> _Attempt | None:
         """A new attempt where the process was started by the parent of one of the attempt's own
@@ -821,14 +846,45 @@ class _Assembly:
         launch that redirected into it, the latest before its first line: a start that died
         before it wrote anything else (its traceback, kept where a `tail` printed it), or a
         script's own output beside the log its trainer writes (a supervisor loop's exit statuses)."""
+        files = {f.path for f in self.inc.load_report.files} if self.inc.load_report else set()
         for source, first in self.first_line.items():
             if source in starts or pd.isna(first):
                 continue
             name = PurePosixPath(str(source)).name
+            # (one that has logs already takes it too where it is a file of the folder, its stderr
+            # beside what its trainer logs itself, not lines a session printed of a file it lacks)
             owners = [a for a in self.found if a.log_path and PurePosixPath(a.log_path).name == name
-                      and a.launch_ref and a.start <= first + SAME_START and (not a.sources or a.wrappers) and self._ran(a)]
+                      and a.launch_ref and a.start <= first + SAME_START and self._ran(a)
+                      and (not a.sources or a.wrappers or source in files)]
             if owners:
                 max(owners, key=lambda a: a.start).sources.setdefault(source, first)
+
+    def _appended_logs(self) -> None:
+        """A launch that sends its output to a log an earlier start wrote to (`>>`, a second
+        `nohup ... &` appending to `nohup.out`) writes its part of it from its start, where the
+        log goes on past it."""
+        for a in self.found:
+            if not (a.launch_ref and a.log_path) or not self._ran(a):
+                continue
+            name = PurePosixPath(a.log_path).name
+            for source, first in self.first_line.items():
+                if PurePosixPath(str(source)).name != name or source in a.sources or pd.isna(first):
+                    continue
+                if first < a.start <= self.last_line.get(source, first) and any(source in b.sources for b in self.found):
+                    a.sources[source] = a.start
+
+    def _rotated_logs(self) -> None:
+        """A rotated log's later part (model/rotation.py) is written first by the attempt that
+        wrote the part before it last, from the part's first line."""
+        sources = {s for s, t in self.first_line.items() if pd.notna(t)}
+        for source in sorted(sources, key=lambda s: self.first_line[s]):
+            older = rotated_from(source, sources)
+            first = self.first_line[source]
+            if older is None or any(source in a.sources and a.sources[source] <= first for a in self.found):
+                continue
+            writers = [a for a in self.found if older in a.sources and a.sources[older] <= first]
+            if writers:
+                max(writers, key=lambda a: a.sources[older]).sources.setdefault(source, first)
 
     def _restarts_logs(self) -> None:
         """A restart writes where the start it repeats wrote (a supervisor loop appends its
@@ -1296,6 +1352,14 @@ class _Assembly:
         # the job; its ranks' timeouts come later)
         causes = pd.concat([rows, machine]) if len(machine) else rows
         end.update(_cause(causes, steps["time"].max() if len(steps) else a.start, end["end"]))
+        gone = self._gone_by(a)
+        if end["end"] is not None and gone is not None and gone - END_SLACK < end["end"] and _latest_only(rows, end["end_ref"]):
+            # the line that ended it has only the latest time it can have been written (an undated
+            # traceback a session printed later: loaders/folder.py): it ended as the listings saw
+            # its processes go
+            end["end"] = gone - END_SLACK
+            if end["cause_ref"] == end["end_ref"]:
+                end["cause_time"] = end["end"]
         if end["end_kind"] == GONE and end["cause_kind"] is None:
             end.update(self._hung_up(a, end["end"]))
         # what the attempt's lines say of it, its metric lines first
@@ -1671,6 +1735,8 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
         errors_only |= (rank == -1 and source in ranked.index and g["time"].iloc[0] > ranked[source]
                         and "metric" not in set(kinds) and not named)
         starts = [] if errors_only or (kinds[0] in _ENDS + CAUSES and g["time"].iloc[0] > first_row[source]) else [0]
+        if starts == [0] and kinds[0] not in _STARTS and rotated_from(source, set(first_row.index)) is not None:
+            starts = []  # (a rotated log's later part goes on from the part before it: `_rotated_logs`)
         ended = None
         steps = column(g, "step").to_numpy(dtype=float, na_value=np.nan)
         saves = column(g, "pattern").isin(_NOT_START_UP).fillna(False).to_numpy(dtype=bool)
@@ -1678,6 +1744,8 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
         # (clock/untimed.py): each new place is a start
         placed = column(g, "time_placed").astype("boolean").fillna(False).to_numpy(dtype=bool)
         moved = placed & np.r_[False, placed[:-1]] & (g["time"].diff() > pd.Timedelta(0)).to_numpy(dtype=bool)
+        startup = None  # the first start-up line since the last step line
+        quiet_before = None  # the time of that step line (or end)
         for i, k in enumerate(kinds):
             if moved[i] and i not in starts:
                 starts.append(i)
@@ -1688,6 +1756,20 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
                                         or (k == "metric" and _counts_again(inc, source, steps[i], ended, step_of))):
                 starts.append(i)
                 ended = None
+            elif k == "metric" and startup is not None and startup > 0 and startup not in starts \
+                    and quiet_before is not None and g["time"].iloc[startup] - quiet_before >= RESTART_QUIET \
+                    and _counts_again(inc, source, steps[i], g["time"].iloc[startup], step_of):
+                # a start-up, then steps from below those the log had reached: a new process
+                # resumed there, though the log kept no word of the old one's end (it died
+                # elsewhere: its traceback in nohup.out, a kill)
+                starts.append(startup)
+            if k == "metric" or k in _ENDS:
+                startup = None
+                quiet_before = g["time"].iloc[i]
+            elif i in starts:
+                startup = -1  # (a start begins here: the start-up lines after it are its own)
+            elif k in _STARTS and not saves[i] and startup is None:
+                startup = i
         # a launcher's log: every new (job, attempt) is a start of its own; its lines before the
         # first attempt it names (torchrun's configuration) belong to that attempt
         if g["attempt"].notna().any() if "attempt" in g.columns else False:
@@ -1874,6 +1956,14 @@ def said_first(rows: pd.DataFrame) -> pd.DataFrame:
         return rows
     passed = rows["pattern"].isin(_PASSED_ON).fillna(False).astype(bool)
     return pd.concat([rows[~passed], rows[passed]]) if passed.any() else rows
+
+
+def _latest_only(rows: pd.DataFrame, ref) -> bool:
+    """Whether the row `ref` names has only the latest time it can have been written (`time_latest`:
+    an undated line placed at what came after it)."""
+    if not isinstance(ref, str) or "time_latest" not in rows.columns:
+        return False
+    return bool(rows.loc[rows["ref"] == ref, "time_latest"].fillna(False).astype(bool).any())
 
 
 def _cause(rows: pd.DataFrame, since, end) -> dict:

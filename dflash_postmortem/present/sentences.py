@@ -699,7 +699,8 @@ def _lingered(f: pd.Series) -> str:
 
 
 def _unplaced_death(f: pd.Series) -> str:
-    """A process's death in a log that holds nothing of its start or training (a pasted error)."""
+    """A process's death in a log that holds no launch of its run and no step the kit could place
+    (a pasted error)."""
     n = f["numbers"]
     ranks = n.get("ranks") or []
     who = f"on rank{'s' if len(ranks) > 1 else ''} {ranks_text(ranks)}" if ranks else ""
@@ -707,9 +708,11 @@ def _unplaced_death(f: pd.Series) -> str:
     said = f"At {_when(f['start'], f.get('within_s'))} {what}" if pd.notna(f["start"]) else _cap(what)
     steps = n.get("steps_logged") or 0
     ran = f" (its progress bar had run {_bar_clock(n['bar_ran_s'])})" if n.get("bar_ran_s") else ""
-    held = (f"{n['source']} holds {count(steps, 'step line')}, up to step {n['last_step']}{ran}, but nothing of its "
-            "start" + (" and no time to place them" if pd.isna(f["start"]) else "")) if steps else \
-        f"{n['source']} holds nothing of its start or its training"
+    # (what the kit knows: no launch of the run it could tie these lines to; the log may say what
+    # the process did before, a resume or a checkpoint's load, in lines no reader names)
+    held = (f"{n['source']} holds {count(steps, 'step line')}, up to step {n['last_step']}{ran}, but no launch of "
+            "its run" + (" and no time to place them" if pd.isna(f["start"]) else "")) if steps else \
+        f"{n['source']} holds no training step and no launch of its run"
     doing = {"saving": " while saving a checkpoint", "evaluating": " while evaluating"}.get(n.get("doing"), "")
     error = (n["error"] or "an error").rstrip(".")
     killed = n.get("killed") or []

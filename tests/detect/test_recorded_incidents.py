@@ -1945,3 +1945,28 @@ def test_a_ddp_run_under_torch_multiprocessing_spawn_that_died_twice_and_finishe
                        "ProcessExitedException: process 0 terminated with signal SIGKILL. The launcher then stopped "
                        "PID 942. It was started again at 07:34:53 UTC by the operator, resuming from a checkpoint at "
                        "step 200: no step was done again.")
+
+
+def test_a_nohup_run_whose_traceback_is_only_in_nohup_out_and_whose_rotating_log_lost_its_start():
+    """h100-1gpu-rotated-log (README): `nohup python3 train.py ... &` typed at 09:49:12.963 (PID 555)
+    with no redirection, so its stderr went to ./nohup.out; it logged through a rotating handler
+    (train.log, .1, .2: its start rotated away) and died at step 187 (exit 1 at 09:50:21.403, last
+    step line 186 at 09:50:20.951) with a traceback only in nohup.out, undated, which the operator's
+    `tail -n 5 nohup.out` printed at 09:50:41. Relaunched the same way at 09:50:46.415 (PID 801),
+    resuming from step 100 (86 steps redone) into the same nohup.out and the same rotating log,
+    across two more rotations, to step 230 (exit 0 at 09:51:39.690)."""
+    inc, found = loaded("h100-1gpu-rotated-log")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[555], [801]] and att["run"].tolist() == ["lm", "lm"]
+    for start, truth in zip(att["start"], ("09:49:12.963", "09:50:46.415"), strict=True):
+        assert abs(start - _dec7(truth)) <= pd.Timedelta(seconds=1)
+    # the rotated parts are one log: the first run's steps in train.log.2, the second's in all three
+    assert att["sources"].tolist() == [["logs/train.log.2", "nohup.out"],
+                                       ["logs/train.log.2", "nohup.out", "logs/train.log.1", "logs/train.log"]]
+    assert att["end_kind"].tolist() == ["traceback", "training_stop"]
+    assert abs(att["end"].iloc[0] - _dec7("09:50:21.403")) <= pd.Timedelta(seconds=2)
+    assert found["kind"].tolist() == ["training_died"]
+    assert pm.what_happened(inc, found) == [
+        "At 09:50:20 UTC run lm died while training: ValueError: sample 48213 has 0 tokens (corrupt shard "
+        "data/shard-0007.bin). It was started again at 09:50:46 UTC by the operator, resuming from a checkpoint at "
+        "step 100: it had logged step 186, so 86 steps were done again."]

@@ -1,6 +1,6 @@
 """A death no attempt accounts for (detect/deaths.py `process_died`): an error pasted alone, as in
 an issue, or a log's tail kept after a crash. Read before as "No training seen ... nothing can be
-said": the public samples below each hold what ended a process and nothing of its start."""
+said": the public samples below each hold what ended a process and no launch of its run."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_an_nccl_watchdog_timeout_pasted_alone(tmp_path):
     assert (n["waited_s"], n["collective"]) == (8.097, 2)  # `ran for 8097 milliseconds`, `SeqNum=2`
     assert what_happened(inc, found) == [
         f"A process on rank 0 died: {n['error'].rstrip('.')}. The collective had waited 8 s: the hang began that long "
-        "before this line. nccl-watchdog-desync-report-ml-engineering.log holds nothing of its start or its training."]
+        "before this line. nccl-watchdog-desync-report-ml-engineering.log holds no training step and no launch of its run."]
 
 
 def test_the_failed_worker_not_the_agents_signals_to_the_others(tmp_path):
@@ -118,7 +118,7 @@ def test_a_death_after_steps_nothing_dates(tmp_path):
     assert died.iloc[0]["evidence"][0] == "detectron2-fasterrcnn-diverged-nan.log:21"  # the traceback, which ends at 46
     assert what_happened(inc, found) == [
         "A process died: FloatingPointError: Predicted boxes or scores contain Inf/NaN. Training has diverged. "
-        "detectron2-fasterrcnn-diverged-nan.log holds 20 step lines, up to step 5878, but nothing of its start and "
+        "detectron2-fasterrcnn-diverged-nan.log holds 20 step lines, up to step 5878, but no launch of its run and "
         "no time to place them."]
 
 

@@ -319,10 +319,10 @@ def test_a_launcher_stopped_by_a_hangup_is_told_so_not_as_a_death(tmp_path, repo
     assert said[0] == ("The launcher was stopped by SIGHUP, the signal of a terminal or session that hung up: "
                        "`Received 1 death signal, shutting down workers (SIGHUP)`, and stopped PID 3681211. "
                        "swift-sft-eval-dict-tqdm-glued-glog-sighup-6h32m.log holds 3 step lines, up to step 482 (its "
-                       "progress bar had run 6:32:43), but nothing of its start and no time to place them.")
+                       "progress bar had run 6:32:43), but no launch of its run and no time to place them.")
     assert found["title"].iloc[0] == ("the launcher was stopped by SIGHUP: Received 1 death signal, shutting down "
                                       "workers (SIGHUP)")
-    assert "nothing of its start (its 3 step lines, up to step 482, placed at no start)" in found["detail"].iloc[0]
+    assert "no launch of its run (its 3 step lines, up to step 482, placed at no start)" in found["detail"].iloc[0]
 
 
 def test_a_traceback_after_the_last_step_line_is_the_crash_even_cut_off(tmp_path, repo_dir):

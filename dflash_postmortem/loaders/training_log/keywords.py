@@ -113,8 +113,7 @@ class _Literals:
 
 
 def _hs_literal(keyword: bytes) -> str:
-    # byte by byte: Hyperscan reads bytes (no UTF-8 mode), where RE2 reads the keyword's text
-    # (`re2_literal`); the two differ only for a keyword that is not ASCII (a user's)
+    # byte by byte: Hyperscan reads bytes (no UTF-8 mode), as RE2 does the lines' binary arrays
     return "".join(chr(b) if chr(b).isalnum() and b < 128 else f"\\x{b:02x}" for b in keyword)
 
 
@@ -123,8 +122,10 @@ def _note_end(_id: int, _start: int, end: int, _flags: int, found: list) -> None
 
 
 def re2_literal(keyword: bytes) -> str:
-    # RE2 rejects some of Python's escapes (`\ `); hex escapes mean the same to both.
-    return "".join(c if c.isalnum() and c.isascii() else f"\\x{{{ord(c):x}}}" for c in keyword.decode())
+    # RE2 rejects some of Python's escapes (`\ `); hex escapes mean the same to both. Byte by
+    # byte: the lines are binary arrays, which RE2 reads as Latin-1 (a code point past 255, the
+    # `\x{5df2}` of a keyword that is not ASCII, is no escape there)
+    return _hs_literal(keyword)
 
 
 @functools.lru_cache(maxsize=16)

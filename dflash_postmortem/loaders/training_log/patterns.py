@@ -612,6 +612,14 @@ _GLOG_SOURCE = (".cpp:", ".py:", ".cc:")
 _STATUS_WORDS = "|".join(sorted((re.escape(w) for w in STATUS_SIGNALS if w != "killed by signal"),
                                 key=len, reverse=True))
 
+# A shell's report alone on a line of how its child died, but those with patterns of their own
+# (`Killed`, `Terminated`, `Segmentation fault`, ...) and the words no shell prints alone (`Interrupt`)
+_SHELL_ALONE_WORDS = tuple(w for w, sig in STATUS_SIGNALS.items()
+                           if sig and w not in ("killed", "terminated", "已杀死", "已终止", "interrupt", "broken pipe", "abort",
+                                                "segmentation fault", "aborted", "bus error", "floating point exception",
+                                                "illegal instruction"))
+_SHELL_ALONE = "|".join(sorted((re.escape(w) for w in _SHELL_ALONE_WORDS), key=len, reverse=True))
+
 # srun's word on a task (its Slurm task id is its rank) or a range of them
 _SRUN_TASKS = r"^srun: error: (?P<host>[\w.-]+): (?:task (?P<task>\d+)|tasks (?P<tasks>[\d,-]+)): "
 _TASK_SPAN = re.compile(r"(\d+)(?:-(\d+))?")
@@ -881,6 +889,11 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("killed", "script_status", ": line ",
            rf"^(?P<script>\S+): line \d+:\s+(?P<pid>\d+) (?P<task_signal>(?i:{_STATUS_WORDS}))(?: \(core dumped\))?(?:\s+\S.*)?$"),
     _event("killed", "shell_killed", "Killed", r"^Killed\s*$", signal="SIGKILL"),
+    # the same reports where the shell speaks Chinese (`已杀死`: Killed), and of the signals the
+    # report patterns above do not name (`段错误 (核心已转储)`, `Hangup`)
+    _event("killed", "shell_killed_zh", ("已杀死", "已终止"), r"^(?P<task_signal>已杀死|已终止)\s*$"),
+    _event("signal", "shell_status", _SHELL_ALONE_WORDS,
+           rf"(?i)^(?P<task_signal>{_SHELL_ALONE})(?: \((?:core dumped|核心已转储)\))?\s*$"),
     _event("killed", "shell_terminated", "Terminated", r"^Terminated\s*$", signal="SIGTERM"),
     _event("signal", "killed", "Killed", r"^Killed\b", signal="SIGKILL"),
     _event("signal", "terminated", "Terminated", r"^Terminated\b", signal="SIGTERM"),

@@ -1142,7 +1142,8 @@ def reads_on(before, before_report: FileReport, chunk, chunk_report: FileReport)
 # -- sniffing ---------------------------------------------------------------------------------
 # The shell's own word that the process whose output this is died of a signal, alone on its line
 # (`Killed`, `Terminated`, `./run.sh: line 10:   646 Killed   python3 train.py`)
-_SHELL_REPORTS = tuple(p for p in lp.EVENT_PATTERNS if p.name in ("shell_killed", "shell_terminated", "script_status"))
+_SHELL_REPORTS = tuple(p for p in lp.EVENT_PATTERNS if p.name in ("shell_killed", "shell_terminated", "script_status",
+                                                                  "shell_killed_zh", "shell_status", "shell_signal_report"))
 # Lines only a training run's output holds: one of them makes a file a training log.
 _STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring input", "torch.distributed.elastic",
            "torch.distributed.run", "elastic_operator", "ProcessGroupNCCL", "NCCL INFO", "NCCL WARN", "NCCL version",

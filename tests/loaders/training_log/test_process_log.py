@@ -670,3 +670,18 @@ def test_blocks_end_at_a_newline_and_lose_no_byte(tmp_path, size):
         piped = [b for what, b in process_log._blocks(f, size) if what == "lines"]
         writer.join()
     assert b"".join(piped) == data and all(b.endswith(b"\n") for b in piped[:-1])
+
+
+@pytest.mark.parametrize("last, kind, signal", [
+    ("Aborted (core dumped)", "signal", "SIGABRT"), ("Hangup", "signal", "SIGHUP"),
+    # the shell's words where it speaks Chinese (danijar/dreamerv3 #203: `已杀死`, the OOM killer's SIGKILL)
+    ("已杀死", "killed", "SIGKILL"), ("段错误 (核心已转储)", "signal", "SIGSEGV")])
+def test_a_shells_report_of_any_signal_ends_the_programs_output(tmp_path, last, kind, signal):
+    """The shell writes how its child died where the child's output went: the output is a
+    training log that ends in a death, in whatever words and language the shell used."""
+    log = tmp_path / "out.log"
+    log.write_text(f"Writing metrics: logdir/metrics.jsonl\n{last}\n", encoding="utf-8")
+    inc = pm.load_incident(log)
+    assert inc.load_report.files[0].format == "training-log"
+    ev = inc.events
+    assert ev[["kind", "signal", "ref"]].values.tolist() == [[kind, signal, "out.log:2"]]
