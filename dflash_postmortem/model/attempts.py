@@ -704,17 +704,33 @@ class _Assembly:
         """Whether a listed process held no GPU memory in any of the per-process GPU samples taken
         while it lived (two or more), where those samples name processes by the PIDs the listings
         use (a container's listing and the host's nvidia-smi number them apart): no trainer."""
-        gp = self.inc.gpu_processes
-        if gp.empty or pd.isna(p.get("first_seen")) or runs_launcher(str(p["command"])):
+        held = self._gpu_holders()
+        if held is None or pd.isna(p.get("first_seen")) or runs_launcher(str(p["command"])):
             return False  # (a launcher's agent holds none itself: its workers do)
-        host = _text(p.get("host"))
-        if any(self.parent.get((host, int(q))) == int(p["pid"]) for q in gp["pid"].dropna().unique()):
-            return False  # (a process whose child holds GPU memory: a wrapper, a launcher)
-        if not set(gp["pid"].dropna().astype(int)) & set(self.procs["pid"].astype(int)):
-            return False
-        mine = gp[[host is None or not isinstance(h, str) or h == host for h in column(gp, "host")]]
-        during = mine[(mine["time"] >= p["first_seen"]) & (mine["time"] <= p["alive_until"])]
-        return during["time"].nunique() >= 2 and int(p["pid"]) not in set(mine["pid"].dropna().astype(int))
+        pids, times = held
+        host, pid = _text(p.get("host")), int(p["pid"])
+        if pid in pids or any(self.parent.get((host, q)) == pid for q in pids):
+            return False  # (it, or a child of it, held GPU memory: a wrapper, a launcher)
+        # (the samples of its own machine, where both name one: another host's say nothing of it)
+        mine = times.get(host) if host is not None and host in times else times.get(None, pd.Series(dtype=object))
+        sampled = mine[(mine >= p["first_seen"]) & (mine <= p["alive_until"])]
+        return sampled.nunique() >= 2
+
+    def _gpu_holders(self) -> tuple[set[int], dict] | None:
+        """(the PIDs the per-process GPU samples show, the times they were taken by host: None for
+        samples that name none, and for all of them), once; None where there are none or their
+        PIDs are none of the listings' (another PID namespace)."""
+        if not hasattr(self, "_holders"):
+            gp = self.inc.gpu_processes
+            pids = set(gp["pid"].dropna().astype(int)) if len(gp) else set()
+            listed = set(self.procs["pid"].astype(int)) if len(self.procs) else set()
+            self._holders = None
+            if pids & listed:
+                hosts = column(gp, "host").astype(object).where(column(gp, "host").notna(), None)
+                times = {h: pd.Series(g["time"].dropna().unique()) for h, g in gp.groupby(hosts, dropna=False)}
+                times[None] = pd.Series(gp["time"].dropna().unique())
+                self._holders = (pids, times)
+        return self._holders
 
     def _restarted(self, a: _Attempt, p: pd.Series, into: list[_Attempt] | None = None) -> _Attempt | None:
         """A new attempt where the process was started by the parent of one of the attempt's own
