@@ -595,6 +595,7 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
          "ended": last["time"] if pd.notna(last["time"]) else None, "ranks": ranks,
          "exit_code": findings.whole(last.get("exit_code")), "signal": last.get("signal") if isinstance(last.get("signal"), str) else None,
          "died_of": signal, "memory_said": _memory_said(inc.events[inc.events["source"] == source]) if signal == "SIGKILL" else None,
+         "started_again": _started_again(inc.events[inc.events["source"] == source], first),
          **_collective_wait(first),
          "doing": _unplaced_doing(inc, source, first),
          "stopped_pids": _stopped_pids(lines), "why_unknown": said.empty and bool(_stopped_pids(ended)),
@@ -616,6 +617,24 @@ def _memory_said(lines: pd.DataFrame) -> list | None:
     if said.empty:
         return None
     return [error_text(said["message"].iloc[0], "error"), said["ref"].iloc[0]]
+
+
+def _started_again(lines: pd.DataFrame, told: pd.Series) -> list | None:
+    """[its words, its ref] of the first start its log says came after the line that told the
+    death (a launcher's `Starting worker group` after `will restart worker group`, a supervisor's
+    restart of the program that ended: not another program it runs)."""
+    at = ref_line(told["ref"]) if isinstance(told.get("ref"), str) else None
+    if at is None or "kind" not in lines.columns:
+        return None
+    starts = lines[lines["kind"].eq("attempt_start").fillna(False).astype(bool)]
+    program = told.get("program")
+    if isinstance(program, str):
+        starts = starts[column(starts, "program").isna() | (column(starts, "program") == program)]
+    starts = starts[(ref_lines(starts["ref"]) > at[1]).to_numpy(dtype=bool)]
+    if starts.empty:
+        return None
+    first = findings.in_file_order(starts).iloc[0]
+    return [error_text(first["message"], "attempt_start") or str(first["message"]), first["ref"]]
 
 
 def _killed(lines: pd.DataFrame) -> list[str]:

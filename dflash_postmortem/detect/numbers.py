@@ -160,6 +160,7 @@ class ProcessDied(TypedDict):
     signal: str | None  # of the last line that told its end
     died_of: str | None  # the signal the line that says what went wrong names (`Killed`: SIGKILL)
     memory_said: list | None  # [line, ref] of the log's own word that the machine's memory ran out (a SIGKILL's likely sender)
+    started_again: list | None  # [line, ref] of the first start its log says came after it (a launcher's restart)
     waited_s: float | None  # a collective's watchdog: how long the collective had waited (`ran for N ms`)
     collective: int | None  # and its number in its group (`SeqNum=1`: the first)
     steps_logged: int  # the distinct steps its log holds (no attempt placed them: nothing dates them)

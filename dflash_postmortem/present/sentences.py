@@ -737,7 +737,15 @@ def _unplaced_death(f: pd.Series) -> str:
         stopped = f", and stopped PID{'s' if len(pids) > 1 else ''} {ranks_text(pids)}" if pids else ""
         return f"{when} launcher was stopped by {signal}{SIGNAL_SENDERS.get(signal, '')}: `{error}`{stopped}. {held}."
     return (f"{said} {who + ' ' if who else ''}died{doing}: {error}.{_means(error)}{_waited(n)}{_stopped(n)}"
-            f"{_sender_unknown(n)} {held}.")
+            f"{_sender_unknown(n)}{_started_again(n)} {held}.")
+
+
+def _started_again(n: dict) -> str:
+    """The start a pasted log says came after a death (a launcher restarting its workers)."""
+    if not n.get("started_again"):
+        return ""
+    words, ref = n["started_again"]
+    return f" It was started again: `{one_line(words, 160)}` ({ref})."
 
 
 def _means(error: str, smi_error: str | None = None) -> str:

@@ -300,3 +300,21 @@ def test_a_run_whose_traceback_evaluates_died_while_evaluating(tmp_path):
     died = found[found["kind"] == "training_died"]
     assert len(died) == 1 and died.iloc[0]["numbers"]["doing"] == "evaluating"
     assert what_happened(inc, found)[0].startswith("At 07:05:00 UTC run train died while evaluating: RuntimeError: CUDA out of memory.")
+
+
+def test_a_pasted_death_its_launcher_restarted_says_so(tmp_path):
+    """ultralytics/yolov5 #4400: torchrun's `Worker group FAILED. 2/3 attempts left; will restart
+    worker group`, then its rendezvous (`restart_count=2`) and `Starting worker group`: the death
+    and the restart its log shows; Supervisor #1387: the restart is of the program that ended
+    (`spawned: 'worker_1'` after `exited: worker_1`, not worker_0's)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    inc, found, _ = _told(tmp_path / "a", "torchrun/elastic-worker-group-failed-2-of-3-attempts-left-restart-count-2-yolov5.log")
+    said = what_happened(inc, found)
+    assert said[0].startswith("A process died: [default] Worker group FAILED. 2/3 attempts left; will restart worker group. "
+                              "It was started again: `[default] Starting worker group` (elastic-worker-group-failed-2-of-3-"
+                              "attempts-left-restart-count-2-yolov5.log:17).")
+    inc, found, _ = _told(tmp_path / "b", "supervisord/supervisor-1387-two-workers-crash-loop-cut.log")
+    said = what_happened(inc, found)
+    assert ("exited: worker_1 (exit status 1; not expected). It was started again: `spawned: 'worker_1' with pid 22270` "
+            "(supervisor-1387-two-workers-crash-loop-cut.log:2).") in said[0]
