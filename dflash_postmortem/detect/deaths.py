@@ -596,6 +596,7 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
          "exit_code": findings.whole(last.get("exit_code")), "signal": last.get("signal") if isinstance(last.get("signal"), str) else None,
          "died_of": signal, "memory_said": _memory_said(inc.events[inc.events["source"] == source]) if signal == "SIGKILL" else None,
          "started_again": _started_again(inc.events[inc.events["source"] == source], first),
+         **_held_by_another(first),
          **_collective_wait(first),
          "doing": _unplaced_doing(inc, source, first),
          "stopped_pids": _stopped_pids(lines), "why_unknown": said.empty and bool(_stopped_pids(ended)),
@@ -617,6 +618,16 @@ def _memory_said(lines: pd.DataFrame) -> list | None:
     if said.empty:
         return None
     return [error_text(said["message"].iloc[0], "error"), said["ref"].iloc[0]]
+
+
+def _held_by_another(first: pd.Series) -> dict:
+    """Of a CUDA OOM that names the processes holding the GPU's memory (PyTorch 2.1+): the one
+    holding more than this process itself (`Process 118636 has 71.62 GiB memory in use ... this
+    process has 21.24 GiB`): another program filled the GPU."""
+    held, own = first.get("holder_mib"), first.get("this_process_mib")
+    if first["kind"] != "oom" or not isinstance(first.get("holders"), str) or pd.isna(held) or pd.isna(own) or held <= own:
+        return {"held_by": None, "own_mib": None}
+    return {"held_by": first["holders"], "own_mib": float(own)}
 
 
 def _started_again(lines: pd.DataFrame, told: pd.Series) -> list | None:

@@ -161,6 +161,8 @@ class ProcessDied(TypedDict):
     died_of: str | None  # the signal the line that says what went wrong names (`Killed`: SIGKILL)
     memory_said: list | None  # [line, ref] of the log's own word that the machine's memory ran out (a SIGKILL's likely sender)
     started_again: list | None  # [line, ref] of the first start its log says came after it (a launcher's restart)
+    held_by: str | None  # a CUDA OOM's holders (`118636: 71.62 GiB`) where one held more than the process itself
+    own_mib: float | None  # and the process's own share (MiB)
     waited_s: float | None  # a collective's watchdog: how long the collective had waited (`ran for N ms`)
     collective: int | None  # and its number in its group (`SeqNum=1`: the first)
     steps_logged: int  # the distinct steps its log holds (no attempt placed them: nothing dates them)

@@ -736,8 +736,17 @@ def _unplaced_death(f: pd.Series) -> str:
         pids = n.get("stopped_pids") or []
         stopped = f", and stopped PID{'s' if len(pids) > 1 else ''} {ranks_text(pids)}" if pids else ""
         return f"{when} launcher was stopped by {signal}{SIGNAL_SENDERS.get(signal, '')}: `{error}`{stopped}. {held}."
-    return (f"{said} {who + ' ' if who else ''}died{doing}: {error}.{_means(error)}{_waited(n)}{_stopped(n)}"
+    return (f"{said} {who + ' ' if who else ''}died{doing}: {error}.{_means(error)}{_held_by(n)}{_waited(n)}{_stopped(n)}"
             f"{_sender_unknown(n)}{_started_again(n)} {held}.")
+
+
+def _held_by(n: dict) -> str:
+    """Another process that held more of the GPU than the one that ran out (its OOM says so)."""
+    if not n.get("held_by"):
+        return ""
+    held = ", ".join(f"PID {pid} ({size})" for pid, _, size in (h.partition(": ") for h in n["held_by"].split(", ")))
+    return (f" Another process held more of the GPU than this one: {held}, against {n['own_mib'] / 1024:,.2f} GiB "
+            "of its own; what filled the GPU was not this run.")
 
 
 def _started_again(n: dict) -> str:

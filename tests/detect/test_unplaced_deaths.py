@@ -318,3 +318,13 @@ def test_a_pasted_death_its_launcher_restarted_says_so(tmp_path):
     said = what_happened(inc, found)
     assert ("exited: worker_1 (exit status 1; not expected). It was started again: `spawned: 'worker_1' with pid 22270` "
             "(supervisor-1387-two-workers-crash-loop-cut.log:2).") in said[0]
+
+
+def test_a_cuda_oom_whose_gpu_another_process_filled_says_so(tmp_path):
+    """rwth-i6/returnn #1649: a restarted run's CUDA OOM names `Process 118636 has 71.62 GiB memory
+    in use` and `this process has 21.24 GiB`: the crashed run's process still held the GPU."""
+    inc, found, died = _told(tmp_path, "train-log/returnn-bus-error-restart-oom-dead-pid-holds-gpu-oom.log")
+    n = died.iloc[0]["numbers"]
+    assert (n["held_by"], round(n["own_mib"], 2)) == ("118636: 71.62 GiB", 21749.76)
+    assert ("Another process held more of the GPU than this one: PID 118636 (71.62 GiB), against 21.24 GiB of its own; "
+            "what filled the GPU was not this run.") in what_happened(inc, found)[0]

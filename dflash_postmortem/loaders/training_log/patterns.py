@@ -681,6 +681,12 @@ def oom_holders(text: str) -> str | None:
     return ", ".join(found) if found else None
 
 
+def oom_holder_mib(text: str) -> float | None:
+    """The most any one process a CUDA OOM message names holds, in MiB."""
+    sizes = [v for m in OOM_HOLDER.finditer(text) if (v := mib(m["size"])) is not None]
+    return max(sizes) if sizes else None
+
+
 # Order matters: the first pattern matching a line names its event.
 EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("nohup", "nohup_ignoring_input", "nohup:", r"^nohup: (ignoring input|appending output)"),

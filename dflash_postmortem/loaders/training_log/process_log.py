@@ -901,6 +901,7 @@ class LogScanner:
                 self.calendar.see(at)
             if p.kind == "oom":
                 ev["holders"] = lp.oom_holders(text)
+                ev["holder_mib"] = lp.oom_holder_mib(text)
                 own = lp.OOM_THIS_PROCESS.search(text)
                 ev["this_process_mib"] = lp.mib(own["size"]) if own else None
             _c10d_ranks(text, ev)
