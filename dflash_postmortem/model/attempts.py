@@ -412,6 +412,7 @@ class _Assembly:
         # Processes that joined no start: an attempt of their own once a log shows they trained
         # or tried to (a python process that writes none is not a start of training).
         self.orphans: list[_Attempt] = []
+        self._holders: tuple[set[int], dict] | None | bool = False  # (`_gpu_holders`: False until asked)
         self.firsts: dict[str, _Attempt] = {}  # each log's first attempt
         # the attempts a parent process started again after an attempt's own had ended, by
         # (that attempt, the parent's PID): see _restarted
@@ -720,7 +721,7 @@ class _Assembly:
         """(the PIDs the per-process GPU samples show, the times they were taken by host: None for
         samples that name none, and for all of them), once; None where there are none or their
         PIDs are none of the listings' (another PID namespace)."""
-        if not hasattr(self, "_holders"):
+        if self._holders is False:
             gp = self.inc.gpu_processes
             pids = set(gp["pid"].dropna().astype(int)) if len(gp) else set()
             listed = set(self.procs["pid"].astype(int)) if len(self.procs) else set()
