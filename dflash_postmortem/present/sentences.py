@@ -27,6 +27,7 @@ import pandas as pd
 
 from ..analysis.throughput_levels import band_crossings, recovery, regression
 from ..detect.finding_text import became, interrupted_loop, ranks_text, started_again
+from ..detect.findings import in_file_order
 from ..detect.interrupts import loop_of
 from ..error_meanings import meaning
 from ..incident import Incident
@@ -448,6 +449,17 @@ def _held_idle(gpus: pd.DataFrame) -> str | None:
             "program that loaded its model and waits or hangs, or one that outlived its run")
 
 
+def _interrupt_said(ev: pd.DataFrame) -> tuple[str, str] | None:
+    """(its words, its ref) of the first interrupt the events tell (`KeyboardInterrupt`), or None."""
+    if ev.empty or "kind" not in ev.columns:
+        return None
+    hit = ev[(ev["kind"] == "interrupt") & ev["ref"].notna()]
+    if hit.empty:
+        return None
+    first = in_file_order(hit).iloc[0]
+    return one_line(error_text(first["message"], "interrupt") or str(first["message"]), 120), first["ref"]
+
+
 def _and(items: list[str]) -> str:
     """`a`, `a and b`, `a, b and c`."""
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
@@ -478,6 +490,9 @@ def _nothing_found(inc: Incident, first, last) -> str:
             idle = _held_idle(inc.gpus)
             if idle:
                 return said + f". What its GPUs show: {idle}."
+            interrupted = _interrupt_said(inc.events)
+            if interrupted is not None:
+                return said + f". What it shows: an interrupt (Ctrl-C, SIGINT) reached it: `{interrupted[0]}` ({interrupted[1]})."
             stop = _stopped_by_itself(inc.events) if said.startswith("Training") else None
             if stop is not None:
                 return said + f". It stopped by itself: `{stop[0]}` ({stop[1]})."

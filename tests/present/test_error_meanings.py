@@ -95,3 +95,14 @@ def test_nvidia_smis_error_after_its_prompt_is_read_with_the_kernel_lines_around
                  "[  +0.000316] pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0\n"
                  "[  +0.000005] pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer\n")
     assert "What it shows going wrong: Unable to determine the device handle for GPU0000:03:00.0: Unknown Error (paste.txt:2)" in said
+
+
+def test_an_interrupt_where_no_training_is_seen_is_told(tmp_path):
+    """Calamari-OCR/calamari #77: a traceback pasted from its middle, ending in `KeyboardInterrupt`,
+    then the operator's further `^C`s: the file was console text and its story said nothing."""
+    said = _said(tmp_path, "paste.txt",
+                 '  File "/opt/conda/lib/python3.6/threading.py", line 1072, in _wait_for_tstate_lock\n'
+                 "    elif lock.acquire(block, timeout):\n"
+                 "KeyboardInterrupt\n"
+                 " ^C^C^C^C^C^C\n")
+    assert said.endswith("What it shows: an interrupt (Ctrl-C, SIGINT) reached it: `KeyboardInterrupt` (paste.txt:1).")

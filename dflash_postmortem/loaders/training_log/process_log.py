@@ -1156,7 +1156,7 @@ _STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring in
            "noticed that process rank", "Per user-direction, the job has been aborted",
            "exited with non-zero status, thus causing", "A worker died or was killed while executing a task",
            "The actor died unexpectedly", "worker process has died", "[c10d]", "DistBackendError", "ncclRemoteError",
-           "OOM when allocating tensor")
+           "OOM when allocating tensor", "KeyboardInterrupt")
 
 
 def sniff_log(path: Path, head: bytes) -> float:
