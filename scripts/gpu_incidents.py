@@ -193,6 +193,13 @@ did (what the README of the incident is written from), which the incident folder
                        ckpt/step_<last>.pt --skip-bad added: it redoes the steps since, skips the batch with a
                        WARNING (in train.log and nohup.out) and trains to N; the rotation has dropped run 1's first
                        lines, its start among them
+    table-loop         the only GPU record is the operator's habit, `nohup bash -c 'while true; do nvidia-smi >>
+                       logs/gpu.log; sleep 5; done' > /dev/null 2>&1 &` (nvidia-smi's default table, appended every
+                       5 s), beside `nohup python3 train.py --run-name main ... > logs/train.log 2>&1 &`: ~45 s in,
+                       another user's training job (no transcript, its log outside the folder) starts on the same
+                       GPU and the run slows; ~50 s later the operator looks (`tail` of both logs), kills the other
+                       job by the PID its table shows; the run goes back to its pace and ends by itself; the
+                       operator stops the loop by its PID
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -8416,6 +8423,227 @@ def rotated_log(r: Recording) -> None:
         shutil.rmtree(side, ignore_errors=True)
 
 
+# table-loop's trainer: sweep-share's train.py (a model that keeps the GPU busy alone, so that a second
+# process on the GPU takes a large share of its compute), its usage showing the launch the operator types.
+TABLE_LOOP_TRAIN = SWEEP_SHARE_TRAIN.replace(
+    "    python3 train.py --run-name lr-1e-3 --lr 1e-3 --max-steps 20000\n",
+    "    nohup python3 train.py --run-name main --max-steps 20000 > logs/train.log 2>&1 &\n")
+assert TABLE_LOOP_TRAIN != SWEEP_SHARE_TRAIN
+# `nvidia-smi`'s default output: the date line that opens each table, and a row of its processes section
+SMI_DATE = re.compile(r"^\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}\s*$")
+SMI_PROC = re.compile(r"^\|\s+(\d+)\s+\S+\s+\S+\s+(\d+)\s+(C|G|C\+G)\s+(.*?)\s+(\d+)MiB\s*\|$")
+
+
+def _smi_tables(text: str) -> list[tuple[int, str, list[tuple[int, str, str, int]]]]:
+    """Appended `nvidia-smi` tables: (the date line's number, its text, [(line number, PID, process name,
+    MiB) of each process row])."""
+    tables: list[tuple[int, str, list[tuple[int, str, str, int]]]] = []
+    for i, ln in enumerate(text.splitlines(), 1):
+        if SMI_DATE.match(ln):
+            tables.append((i, ln.strip(), []))
+        elif tables and (m := SMI_PROC.match(ln)):
+            tables[-1][2].append((i, m.group(2), m.group(4), int(m.group(5))))
+    return tables
+
+
+def table_loop(r: Recording) -> None:
+    py = _python3()
+    # the dry run: a tiny model on the CPU (the GPU path's commands carry no size flags), and `uptime`
+    # in nvidia-smi's place (no GPU, no nvidia-smi)
+    flags = "" if r.gpu else " --n-layer 2 --n-head 2 --n-embd 64 --block-size 64 --vocab-size 1024"
+    smi = "nvidia-smi" if r.gpu else "uptime"
+    alone_s, shared_s = 45, 50  # main alone before the other job; from its start to the operator's look
+    # ~150 s of training: 45 s alone, 50 s at about half its pace, ~80 s alone again, at the pace sweep-share's
+    # calibration measured on an H200 (30.6 steps/s); the dry run's tiny model steps at ~24 a second here
+    max_steps = 3800 if r.gpu else 3000
+    env = replay_scenarios._SHELL_ENV
+    saved = dict(env)
+    if not r.gpu:
+        env["OMP_NUM_THREADS"] = "1"
+    other_dir = r.dir.parent / f"{r.name}.other-user"  # the other user's job: its folder and log, not ours
+    loop_line = f"while true; do {smi} >> logs/gpu.log; sleep 5; done"
+
+    def text(rel: str) -> str:
+        return (r.dir / rel).read_text(errors="replace") if (r.dir / rel).exists() else ""
+
+    def last_line(rel: str) -> str:
+        return (text(rel).strip().splitlines() or ["(empty)"])[-1][:300]
+
+    def began_at(rel: str, timeout: float) -> float | None:
+        """When the trainer logging to `rel` began training (its log's time), waited for up to `timeout` s."""
+        found = r.wait_for(rel, "INFO training from step", timeout) and re.search(CF_BEGAN, text(rel))
+        return _log_time(found.group(1)) if found else None
+
+    def pace(t0: float, t1: float) -> tuple[float, float, str]:
+        """main's steps a second and median tok/s over its step lines wholly inside [t0, t1], and in words."""
+        inside = _inside([(_log_time(m.group(1)), int(m.group(2)), float(m.group(4).replace(",", "")))
+                          for m in re.finditer(CF_STEP, text("logs/train.log"))], t0, t1)
+        if len(inside) < 2:
+            return 0.0, 0.0, f"{len(inside)} step lines in {_utc(t0)}-{_utc(t1)}: no pace"
+        sps = (inside[-1][1] - inside[0][1]) / max(1e-3, inside[-1][0] - inside[0][0])
+        rates = [x[2] for x in inside]
+        med = statistics.median(rates)
+        return sps, med, (f"steps {inside[0][1]}-{inside[-1][1]} ({len(inside)} lines, {_utc(inside[0][0])} to "
+                          f"{_utc(inside[-1][0])}): {sps:.2f} steps/s, tok/s median {med:,.0f} (min {min(rates):,.0f}, "
+                          f"max {max(rates):,.0f})")
+
+    def loops() -> list[str]:
+        """The operator's nvidia-smi loop: a bash in the folder running `loop_line`."""
+        found = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                if (loop_line.encode() in cmdline.read_bytes()
+                        and Path(os.readlink(cmdline.parent / "cwd")).is_relative_to(r.dir.resolve())):
+                    found.append(cmdline.parent.name)
+            except OSError:
+                continue
+        return found
+
+    def tables_said(pids: dict[str, str]) -> str:
+        tables = _smi_tables(text("logs/gpu.log"))
+        if not tables:
+            return f"logs/gpu.log: {len(text('logs/gpu.log').splitlines())} lines, no nvidia-smi table"
+        parts = [f"logs/gpu.log: {len(text('logs/gpu.log').splitlines())} lines, {len(tables)} tables (date lines "
+                 f"{tables[0][0]} {tables[0][1]!r} to {tables[-1][0]} {tables[-1][1]!r})"]
+        for who, pid in pids.items():
+            rows = [(t, row) for t in tables for row in t[2] if row[1] == pid]
+            parts.append(f"{who} PID {pid}: in {len(rows)} tables" + (
+                f", rows at lines {rows[0][1][0]}-{rows[-1][1][0]} (tables of {rows[0][0][1]!r} to {rows[-1][0][1]!r}), "
+                f"named {sorted({row[2] for _, row in rows})}, memory {sorted({row[3] for _, row in rows})} MiB"
+                if rows else ""))
+        return "; ".join(parts)
+
+    # the trainers of the incident (python train.py in the folder), by --run-name, read from /proc every 0.05 s
+    name_of: dict[str, str] = {}
+    exited: dict[str, tuple[float, str]] = {}
+    done = threading.Event()
+
+    def seen_one(pid: str, argv: list[bytes], fields: list[str]) -> None:
+        r.truth(f"{name_of[pid]} trainer: PID {pid} seen (parent {fields[1]}, process group {fields[2]}, session "
+                f"{fields[3]}): {b' '.join(argv).decode(errors='replace').strip()!r}")
+
+    def exited_one(pid: str) -> None:
+        r.truth(f"{name_of[pid]} trainer PID {pid} exited ({exited[pid][1]}); train.log's last line "
+                f"{last_line('logs/train.log')!r}")
+
+    watcher = threading.Thread(target=_watch_trainers, daemon=True,
+                               args=(r, done, name_of, exited, _run_name, seen_one, exited_one))
+    op = Transcript(r.dir)
+    other: subprocess.Popen | None = None
+    try:
+        (r.dir / "train.py").write_text(TABLE_LOOP_TRAIN)
+        r.ps_loop()
+        watcher.start()
+        r.truth("train.py is in the folder (sweep-share's trainer: GPT-style LM, 12 layers, width 768, block 1024, "
+                "batch 16; a `step N | loss L | T tok/s` line every 20 steps; ckpt/last.pt every 2000 steps and at "
+                "the end); the only GPU record is the operator's own nvidia-smi loop; a `ps` loop every 2 s "
+                "(logs/ps.txt)")
+        time.sleep(2)
+
+        cmd = f"nohup bash -c '{loop_line}' > /dev/null 2>&1 &"
+        r.truth(f"operator types `{cmd}`{'' if r.gpu else ' (dry run: uptime in nvidia-smi place)'}")
+        op.run(cmd)
+        found = loops()
+        r.truth(f"the {smi} loop: PID {found}")
+        time.sleep(3)
+
+        cmd = f"nohup {py} train.py --run-name main --max-steps {max_steps}{flags} > logs/train.log 2>&1 &"
+        r.truth(f"operator types `{cmd}`")
+        op.run(cmd)
+        pid_main = _pid_seen(name_of, "main")
+        began = began_at("logs/train.log", 300)
+        if began is None:
+            return
+        r.wait_for("logs/train.log", " INFO step ", 120)
+        r.truth(f"main (PID {pid_main}) began training at {_utc(began)} (its log's time)")
+        time.sleep(max(0.0, began + alone_s - time.time()))
+
+        # another user's training job on the same GPU: started by the driver, in no transcript, its folder
+        # and log outside the incident's
+        shutil.rmtree(other_dir, ignore_errors=True)
+        other_dir.mkdir()
+        (other_dir / "train.py").write_text(TABLE_LOOP_TRAIN)
+        other_argv = [py if py == "python3" else sys.executable, "train.py", "--run-name", "other", "--max-steps", "1000000", "--save-every",
+                      "1000000", *flags.split()]
+        at_other = time.time()
+        with open(other_dir / "other.log", "w") as out:
+            other = subprocess.Popen(other_argv, cwd=other_dir, env=dict(env),
+                                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        r.truth(f"another user's job starts on the same GPU (no transcript): PID {other.pid}, `{' '.join(other_argv)}` "
+                f"in {other_dir} (outside the folder), output to {other_dir / 'other.log'}; main's last line "
+                f"{last_line('logs/train.log')!r}")
+        other_began = began_at(f"../{other_dir.name}/other.log", 120) or at_other
+        r.truth(f"the other job (PID {other.pid}) began training at {_utc(other_began)} (its log's time; the "
+                "start if it did not)")
+        time.sleep(max(0.0, at_other + shared_s - time.time()))
+
+        # the operator notices, reads the other PID from the last table and kills it
+        r.truth(f"~{shared_s} s after the other job started the operator looks: `tail -n 3 logs/train.log`, "
+                f"`tail -n 25 logs/gpu.log`; {pace(other_began, time.time())[2]}")
+        op.run("tail -n 3 logs/train.log")
+        shown = op.run("tail -n 25 logs/gpu.log")[0]
+        listed = [row[1] for t in _smi_tables(shown)[-1:] for row in t[2]]
+        read = [p for p in listed if p != pid_main]
+        target = read[0] if len(read) == 1 else str(other.pid)
+        r.truth(f"the last table in that tail lists PIDs {listed}; main is {pid_main}, the other job {other.pid}: "
+                f"operator types `kill {target}`" + ("" if read == [str(other.pid)] else
+                                                    " (not read from the table: the driver's own PID of the other job)"))
+        time.sleep(3)
+        at_kill = time.time()
+        op.run(f"kill {target}")
+        try:
+            rc = other.wait(timeout=30)
+            r.truth(f"the other job (PID {other.pid}) exited at {_utc(time.time())}, "
+                    f"{f'killed by signal {-rc}' if rc < 0 else f'exit status {rc}'}; its log's last line "
+                    f"{last_line(f'../{other_dir.name}/other.log')!r}")
+        except subprocess.TimeoutExpired:
+            r.truth(f"the other job (PID {other.pid}) still running 30 s after `kill {target}`")
+
+        # main goes on alone to its last step
+        if not r.wait_for("logs/train.log", "training done", 400):
+            r.truth(f"no 'training done' in train.log: its last line {last_line('logs/train.log')!r}")
+        _gone(exited, pid_main, 60)
+        r.truth(f"main (PID {pid_main}): {_ended(exited, pid_main)}")
+        time.sleep(8)  # a table without it
+
+        r.truth(f"the operator stops the {smi} loop: `pgrep -af '[w]hile true; do {smi}'`, then `kill` its PID")
+        shown = op.run(f"pgrep -af '[w]hile true; do {smi}'")[0]
+        listed = [ln.split()[0] for ln in shown.splitlines() if loop_line in ln]
+        op.run(f"kill {' '.join(listed or found)}")
+        time.sleep(1)
+        r.truth(f"pgrep listed {listed}; the loop's PID(s) seen by the driver {found}; still running: {loops()}")
+        r.truth("the operator looks once more: `tail -n 2 logs/train.log`, `tail -n 25 logs/gpu.log`")
+        op.run("tail -n 2 logs/train.log")
+        op.run("tail -n 25 logs/gpu.log")
+        time.sleep(2)
+
+        end = exited[pid_main][0] if pid_main in exited else time.time()
+        before, during, after = pace(began, at_other), pace(other_began, at_kill), pace(at_kill, end)
+        r.truth(f"summary main pace before the other job (from {_utc(began)} to its start {_utc(at_other)}): {before[2]}")
+        r.truth(f"summary main pace while the other job trained (from {_utc(other_began)} to the kill "
+                f"{_utc(at_kill)}): {during[2]}")
+        r.truth(f"summary main pace after the kill (to its exit {_utc(end)}): {after[2]}")
+        if before[0] and during[0]:
+            r.truth(f"summary during/before: {100 * during[0] / before[0]:.1f} % of the steps a second, "
+                    f"{100 * (1 - during[1] / before[1]):.1f} % lower tok/s")
+        saves = re.findall(r"saved checkpoint step (\d+)", text("logs/train.log"))
+        r.truth(f"summary main: PID {pid_main}; {_ended(exited, pid_main)}; saves {saves}; last line "
+                f"{last_line('logs/train.log')!r}")
+        r.truth(f"summary {tables_said({'main': pid_main, 'other': str(other.pid)})}")
+    finally:
+        env.clear()
+        env.update(saved)
+        for pid in loops():
+            r.truth(f"the {smi} loop PID {pid} still running at the end: killed")
+            os.kill(int(pid), 15)
+        if other is not None and other.poll() is None:
+            r.truth(f"the other job PID {other.pid} still running at the end: killed")
+            other.terminate()
+            other.wait(timeout=30)
+        _wind_down(r, "train.py --run-name main", done, watcher, other_dir)
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -8446,6 +8674,7 @@ SCENARIOS = {
     "ctrlc-stops-sweep": ctrlc_stops_sweep,
     "spawn-oom": spawn_oom,
     "rotated-log": rotated_log,
+    "table-loop": table_loop,
 }
 
 
