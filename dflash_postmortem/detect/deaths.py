@@ -586,6 +586,7 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
             near &= lines["time"] > told.max()
         if near.any():
             start = lines.loc[near, "time"].min()
+    own = inc.events[inc.events["source"] == source]  # every line of the log, not only its ends and causes
     return [findings.finding(
         "process_died", start, last["time"] if pd.notna(last["time"]) else start, "critical", refs,
         {"source": source, "error": error, "error_kind": str(first["kind"]), "pid": findings.whole(first.get("pid")),
@@ -594,8 +595,8 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
          "end_message": (error_text(last["message"], last["kind"]) or None) if last["ref"] != first["ref"] else None,
          "ended": last["time"] if pd.notna(last["time"]) else None, "ranks": ranks,
          "exit_code": findings.whole(last.get("exit_code")), "signal": last.get("signal") if isinstance(last.get("signal"), str) else None,
-         "died_of": signal, "memory_said": _memory_said(inc.events[inc.events["source"] == source]) if signal == "SIGKILL" else None,
-         "started_again": _started_again(inc.events[inc.events["source"] == source], first),
+         "died_of": signal, "memory_said": _memory_said(own) if signal == "SIGKILL" else None,
+         "started_again": _started_again(own, first),
          **_held_by_another(first),
          **_collective_wait(first),
          "doing": _unplaced_doing(inc, source, first),

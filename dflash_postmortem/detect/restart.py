@@ -559,6 +559,7 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
     # (an attempt with no first step has no other stalled stretch than its start-up's)
     begun = set(attempts(inc).dropna(subset=["first_step"])["attempt"])
     stalled_in_start_up = {r["attempt"]: r for _, r in st[(st["state"] == "stalled") & ~st["attempt"].isin(begun)].iterrows()}
+    evidence_end = inc.span()[1]
     rows = []
     for i, L in oc.iterrows():
         w = _window(inc, oc, i, grace)
@@ -634,7 +635,7 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
         if not over:
             if first is None and (_only_listed(inc, L, proc, log, grace) or (a is not None and unseen(inc, a))):
                 continue  # (its log is not in the incident, and its GPU worked or nothing covers it: model/log_files.py)
-            if first is None and proc is None and L.get("by") != "operator" and not _watched_past(inc, L["time"], grace):
+            if first is None and proc is None and L.get("by") != "operator" and not _watched_past(evidence_end, L["time"], grace):
                 # (a start only a log's lines show, no launch typed and no process, in evidence that
                 # ends, or has no clock, before a first step was due: nothing slow yet)
                 continue
@@ -664,10 +665,10 @@ def detect_failed_restarts(inc: Incident, grace_s: float | None = None) -> pd.Da
     return findings.frame(rows)
 
 
-def _watched_past(inc: Incident, when, grace: pd.Timedelta) -> bool:
-    """Whether the evidence goes on `grace` past `when`: long enough to see a first step come."""
-    last = inc.span()[1]
-    return pd.notna(when) and last is not None and pd.notna(last) and last - when >= grace
+def _watched_past(evidence_end, when, grace: pd.Timedelta) -> bool:
+    """Whether the evidence (ending at `evidence_end`) goes on `grace` past `when`: long enough to
+    see a first step come."""
+    return pd.notna(when) and evidence_end is not None and pd.notna(evidence_end) and evidence_end - when >= grace
 
 
 def _failed_until(L: pd.Series, w: _Window):
