@@ -7,8 +7,29 @@ from __future__ import annotations
 
 import re
 
+# An Xid the kernel's NVRM line or DCGM reports, by its number: `NVRM: Xid (PCI:0000:61:00): 45, ...`,
+# `Xid 79 on GPU 3`
+_XID = r"\bXid (?:\(PCI:[0-9a-f:.]+\):? )?(?:{})\b"
+
 # (what the line says, what it means: a clause, after "It means"); the first that matches is said.
+# The Xids' as NVIDIA's Xid catalog gives them.
 MEANINGS: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.I), m) for p, m in (
+    (_XID.format("79"), "the GPU fell off its PCIe bus: a fault of the GPU, its power or its slot, which takes a reboot"),
+    (_XID.format("48|94|95"),
+     "a GPU's memory had an error it could not correct (ECC): a fault of that GPU's hardware, not of the training "
+     "code (94: contained to the application it hit; 48, 95: the GPU needs a reset)"),
+    (_XID.format("63|64|92"), "a GPU's memory reported ECC errors it remapped, or failed to (64): its hardware wearing"),
+    (_XID.format("119|120"),
+     "the GPU's firmware (GSP) did not answer its driver in time: a driver or firmware fault, which takes a GPU "
+     "reset or a reboot"),
+    (_XID.format("61|62"), "a micro-controller inside the GPU stopped: a driver or firmware fault that takes a GPU reset"),
+    (_XID.format("74"), "an NVLink between GPUs failed: a fault of the link or of a GPU at either end"),
+    (_XID.format("45"),
+     "the driver stopped the GPU work of a process that was ending (killed, or after an earlier error): the error "
+     "or the kill before it is the cause"),
+    (_XID.format("13|31|43"),
+     "a GPU program faulted (an illegal memory access or instruction, a page fault): most often the application's "
+     "or its libraries' bug, the driver's where many programs hit it"),
     (r"uncorrectable ECC error",
      "a GPU's memory had an error it could not correct: a fault of that GPU's hardware, not of the training code"),
     (r"GPU is lost|fallen off the bus|device handle for GPU.*Unknown Error",

@@ -38,6 +38,11 @@ STATUS_SIGNALS = {
     "已杀死": "SIGKILL", "已终止": "SIGTERM", "段错误": "SIGSEGV", "已放弃": "SIGABRT", "总线错误": "SIGBUS",
     "非法指令": "SIGILL", "浮点数例外": "SIGFPE", "挂断": "SIGHUP",
 }
+# bash's word "line" in its own messages (`./run.sh: line 7:  4242 Killed  python train.py`) as
+# its translations print it: zh_CN and ja `行`, de `Zeile`, es `línea`, pt_BR `linha`, it `riga`,
+# ru `строка`, fr `ligne` (with a space before the colon)
+SCRIPT_LINE = r"(?:line|行|Zeile|línea|linha|riga|строка|ligne) \d+ ?:"
+SCRIPT_LINE_KEYWORDS = (": line ", ": 行 ", ": Zeile ", ": línea ", ": linha ", ": riga ", ": строка ", ": ligne ")
 # Who sends a signal that stops a process from outside, as a reader names it (a launcher that
 # says it got one: torchrun's `Received 1 death signal`)
 SIGNAL_SENDERS = {

@@ -31,6 +31,7 @@ from ..model.attempts import (
     GONE,
     attempts,
     ended_badly,
+    kill_reach,
     open_ended,
     said_first,
     says_no_error,
@@ -42,7 +43,7 @@ from ..model.states import states
 from ..model.step_lines import named_step
 from ..said import error_text
 from ..schema import BAR_ELAPSED_S, column, ref_line, ref_lines
-from ..shell_words import exit_meaning, under_timeout, windows_crash_said
+from ..shell_words import exit_meaning, only_helpers, under_timeout, windows_crash_said
 from . import findings
 from .finding_text import one_line
 from .per_host import judged
@@ -454,20 +455,43 @@ def detect_unplaced_deaths(inc: Incident) -> pd.DataFrame:
     # a process's own output and the kernel's or systemd's kills: not a shell transcript (its
     # `Terminated` is the operator's own kill)
     logs = {f.path for f in inc.load_report.files if f.format in _PROCESS_LOGS} if inc.load_report else set()
-    if ev.empty or "kind" not in ev.columns or not logs:
+    if ev.empty or "kind" not in ev.columns:
         return findings.frame([])
     att = attempts(inc)
     owned = {s for sources in att["sources"] for s in (sources or ())} if len(att) else set()
     pids = {p for ps in att["pids"] for p in (ps or ())} if len(att) else set()
     mine = ev[ev["source"].isin(logs - owned) & ev["kind"].isin(_FATAL + CAUSES)]
+    mine = pd.concat([mine, _shell_reports(inc, ev[~ev["source"].isin(logs | owned)])])
     if "pid" in mine.columns:
         mine = mine[~mine["pid"].isin(pids)]
     mine = mine[~_reports_an_end(mine, att)]
+    # (an error an attempt ended by, though no part of its log is the attempt's: an undated
+    # traceback a log begins with, model/attempts `_undated_end_of`)
+    if len(att) and len(mine):
+        mine = mine[~mine["ref"].isin(set(att["cause_ref"].dropna()) | set(att["end_ref"].dropna()))]
     rows = []
     for source, whole_log in mine.groupby("source", sort=True):
         for lines in _victims(findings.in_file_order(whole_log)):
             rows += _unplaced(inc, source, lines)
     return findings.frame(rows)
+
+
+def _shell_reports(inc: Incident, ev: pd.DataFrame) -> pd.DataFrame:
+    """A shell's own report, in a transcript, of how a command it ran died of a signal (`line 6:
+    3842 Killed  python train.py`, zsh's `14957 segmentation fault (core dumped)  python train.py`),
+    where no kill in the evidence reached that process: a death of its own, as a process log's
+    `Killed` is (a helper's, `tail -f`'s, is none)."""
+    named = column(ev, "job_command").notna() | column(ev, "pid").notna()
+    said = ev[(ev["kind"] == "killed") & named] if "kind" in ev.columns else ev.iloc[:0]
+    said = said[~column(said, "job_command").map(lambda c: isinstance(c, str) and only_helpers(c)).astype(bool)]
+    if said.empty:
+        return said
+    reached = set().union(*kill_reach(inc).values())
+    said = said[~column(said, "pid").isin(reached).fillna(False).astype(bool)]
+    # with what the session printed of why (the kernel's `Killed process 19417 (python)` a
+    # `dmesg` typed after it showed, the command's own traceback)
+    why = ev[ev["source"].isin(set(said["source"])) & ev["kind"].isin(_KILLERS + CAUSES)]
+    return pd.concat([said, why]).sort_index()
 
 
 def _reports_an_end(lines: pd.DataFrame, att: pd.DataFrame) -> pd.Series:
@@ -565,6 +589,11 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
     first = killer.iloc[0] if len(killer) else first
     last = ended.iloc[-1]
     error = error_text(first["message"], first["kind"]) or str(first["kind"])
+    # the command a shell's report of the death says it ran (`line 6:  3842 Killed  python x.py`,
+    # the line typed before a `Killed`)
+    command = next((c for c in column(ended[ended["kind"] == "killed"], "job_command") if isinstance(c, str) and c), None)
+    if command and command in error:  # (the story names the command once)
+        error = " ".join(error.replace(command, " ").split())
     if bare and bare.rstrip(".") != "Killed":
         error = f"{bare.rstrip('.')}; {error}"
     signal = first.get("signal") if isinstance(first.get("signal"), str) else None
@@ -592,6 +621,7 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
         {"source": source, "error": error, "error_kind": str(first["kind"]), "pid": findings.whole(first.get("pid")),
          "process": first.get("process_name") if isinstance(first.get("process_name"), str) else None,
          "killed": _killed(lines),
+         "command": command,
          "end_message": (error_text(last["message"], last["kind"]) or None) if last["ref"] != first["ref"] else None,
          "ended": last["time"] if pd.notna(last["time"]) else None, "ranks": ranks,
          "exit_code": findings.whole(last.get("exit_code")), "signal": last.get("signal") if isinstance(last.get("signal"), str) else None,

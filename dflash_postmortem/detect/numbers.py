@@ -148,6 +148,7 @@ class ProcessDied(TypedDict):
     pid: int | None  # the process the error's line names (the OOM killer's victim)
     process: str | None  # that process's name, where the line gives it
     killed: list  # the processes the OOM killer killed in this death, `PID 15784 (python3)`, in its order
+    command: str | None  # the command a shell's report of the death says it ran (`line 6:  3842 Killed  python x.py`)
     why_unknown: bool  # its only words are a launcher stopping its workers: no line says what failed
     ctrl_c: bool  # a terminal's `^C` is glued before one of its lines: Ctrl-C was pressed just before it
     launcher_signalled: bool  # the error is the launcher's word that a signal told it to stop (torchrun's

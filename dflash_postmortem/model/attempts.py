@@ -360,6 +360,7 @@ class _Attempt:
         self.supervised_until: pd.Timestamp | None = None  # when it said it started that program again
         # (script, flags) of its launch and of each of its processes' command lines (_jobs)
         self.invocations: list[tuple] = []
+        self.undated_end: str | None = None  # the undated error line that ended it (_undated_end_of)
 
     def earliest(self) -> pd.Timestamp:
         """The earliest its processes can have begun: its start, or the `date` a command typed
@@ -840,6 +841,10 @@ class _Assembly:
             first = self.firsts.get(source)
             until = nexts.get((source, when), self.last_line.get(source, when))
             owner = self._log_owner(source, when, within, until, rank, job, n, pid, run)
+            if owner is None and not named and (ended := self._undated_end_of(ref, when)) is not None:
+                # (its lines after the error are another process's: no part of the log is the one it ended)
+                ended.undated_end = ref
+                continue
             if owner is None:
                 owner = _Attempt(when, "unknown", within, ref)
                 owner.job, owner.job_attempt = job, n
@@ -857,6 +862,18 @@ class _Assembly:
             if pid is not None:
                 owner.pids.add(pid)
                 self.writers[source] = pid
+
+    def _undated_end_of(self, ref: str | None, bound) -> _Attempt | None:
+        """The attempt an undated error line ended, where a log begins with one (a traceback in
+        `nohup.out`, placed at the first dated line after it: the latest it can have been written):
+        the start whose processes the listings saw go last before that bound. An error ends a
+        process; it starts none."""
+        ev = self.ev
+        row = ev[ev["ref"] == ref] if isinstance(ref, str) else ev.iloc[:0]
+        if row.empty or not row["kind"].isin(CAUSES).any() or not _latest_only(ev, ref):
+            return None
+        gone = [(g, a) for a in self.found + self.orphans if (g := self._gone_by(a)) is not None and g <= bound]
+        return max(gone, key=lambda x: x[0])[1] if gone else None
 
     def _unstarted_logs(self, starts: dict[str, list[tuple]]) -> None:
         """A log of nothing but errors starts nothing (`_log_starts`), yet it is the log of the
@@ -899,7 +916,7 @@ class _Assembly:
             first = self.first_line[source]
             if older is None or any(source in a.sources and a.sources[source] <= first for a in self.found):
                 continue
-            writers = [a for a in self.found if older in a.sources and a.sources[older] <= first]
+            writers = [a for a in self.found + self.orphans if older in a.sources and a.sources[older] <= first]
             if writers:
                 max(writers, key=lambda a: a.sources[older]).sources.setdefault(source, first)
 
@@ -1377,6 +1394,11 @@ class _Assembly:
             end["end"] = gone - END_SLACK
             if end["cause_ref"] == end["end_ref"]:
                 end["cause_time"] = end["end"]
+        if end["end_kind"] == GONE and end["cause_kind"] is None and a.undated_end is not None:
+            # the undated error a log begins with is what its processes died of (_undated_end_of)
+            line = self.ev[self.ev["ref"] == a.undated_end]
+            said = _cause(line, line["time"].min(), line["time"].max())
+            end.update(said, cause_time=end["end"], end_kind=said["cause_kind"], end_ref=said["cause_ref"])
         if end["end_kind"] == GONE and end["cause_kind"] is None:
             end.update(self._hung_up(a, end["end"]))
         # what the attempt's lines say of it, its metric lines first
@@ -1736,6 +1758,9 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
     # Those that come after the ranks' first lines start nothing of their own where they hold no
     # step: they are about the ranks' start (a launcher's lines before them, torchrun's agent's, are its start)
     ranked = rows[column(rows, "rank").notna()].groupby("source")["time"].min()
+    # the logs of nothing but errors, dated or not (a log's steps without a time are its steps too)
+    errors = set(_ENDS + CAUSES) | {"error", "signal"}
+    all_errors = set(rows["source"]) - set(m["source"].dropna()) - set(ev.loc[~ev["kind"].isin(errors), "source"].dropna())
     out: dict[str, list[tuple]] = {}
     for (source, rank), g in rows.groupby(["source", column(rows, "rank").fillna(-1)], sort=False, dropna=False):
         g = g.sort_values("time", kind="stable")
@@ -1746,9 +1771,12 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
         # after a crash, a launcher's teardown: `Killing subprocess 3698707`) shows no start: what
         # ended a process, not that it began (detect/deaths `process_died`);
         # unless a launcher's files place it in an attempt (torchrun's attempt_1/0/stderr.log of a
-        # rank that died in its start-up)
+        # rank that died in its start-up), or a scheduler's job its errors name in a log that
+        # shows more of that job (in a log of nothing but errors, slurmstepd's `STEP 3495064.0
+        # ... CANCELLED` places them in no start)
         named = any(c in g.columns and g[c].notna().any() for c in ("attempt", "job"))
-        errors_only = not named and set(kinds) <= set(_ENDS + CAUSES) | {"error", "signal"}
+        in_attempt = "attempt" in g.columns and g["attempt"].notna().any()
+        errors_only = not in_attempt and (not named or source in all_errors) and set(kinds) <= errors
         errors_only |= (rank == -1 and source in ranked.index and g["time"].iloc[0] > ranked[source]
                         and "metric" not in set(kinds) and not named)
         starts = [] if errors_only or (kinds[0] in _ENDS + CAUSES and g["time"].iloc[0] > first_row[source]) else [0]

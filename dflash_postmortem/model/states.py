@@ -42,6 +42,7 @@ from .attempts import APPROX_S, CLEAN_ENDS, MACHINE_FAULTS, attempts, finished
 from .log_files import unseen
 from .pace import unit
 from .progress import lines_of, losses_of, placed_together, progress, reached_at, steps_of, warmed
+from .step_lines import named_step
 
 COLUMNS = ("attempt", "state", "start", "end", "ref", "detail")
 # The frames the states are read from (the memo of computed.py is keyed by them).
@@ -65,6 +66,8 @@ _KILLED = ("oom_kill", "oom", "killed", "kill_sent")
 # How much longer than its longest evaluation so far a silence at the evidence's end may be and
 # still read as one more evaluation (their length varies a little with the machine's load)
 _AGAIN = 1.25
+# A save line this close to the end of a silence ended it (the save's own word that it finished)
+_SAVE_ENDED = pd.Timedelta(seconds=5)
 
 
 def stall_threshold_s(inc: Incident, lines: pd.DataFrame | None = None) -> float:
@@ -160,6 +163,10 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         hung = _hung_until_error(a, lines) if died is None else None
         said = died or hung
         evaluated = _evaluations(evaluations, a)
+        saves = _saves(inc, a)
+        steps = column(lines, "step").to_numpy(dtype=float, na_value=np.nan)
+        pace = _step_rate(steps, reached_at(lines))
+        steps = np.append(steps, _step_at_end(inc, a))  # (as `times` ends with the attempt's end)
         bars = _bar_work(inc, a)
         # a job its shell stopped (Ctrl-Z) makes no step until `fg`, however short the wait
         stops = _job_stops(inc, a)
@@ -185,6 +192,16 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
             # Trainer stops training for every evaluation
             busy = bool(len(evaluated)) and ((evaluated > cursor) & (evaluated <= t)).any()
             busy = busy or any(b - cursor <= threshold and t - e <= threshold and e > cursor for b, e in bars)
+            # and one it spent writing a checkpoint that it finished: a save begun as the steps
+            # stopped, then steps again or its last line a save's (torchtitan's synchronous save:
+            # `Saving the checkpoint`, 394 s, `Finished saving the checkpoint ... in 393.86 seconds`);
+            # a save that never ends is a stall
+            saving = saves[(saves >= cursor) & (saves <= t)]
+            busy = busy or (len(saving) > 0 and saving.min() - cursor <= threshold
+                            and (t < end or t - saving.max() <= _SAVE_ENDED))
+            # and one whose next line's step shows it went on training at its pace, unseen (two
+            # `tail`s of a log the folder lacks, a paste cut between lines): no silence
+            busy = busy or (last >= 0 and _trained_unseen(steps, last, k, t - cursor, pace))
             if busy:
                 evaluating = max(evaluating, t - cursor)
             # the silence the evidence ends in, no longer than an evaluation of the same run took
@@ -307,6 +324,37 @@ def _evaluation_rows(inc: Incident) -> pd.DataFrame:
     """The incident's evaluation results (`eval/...` metrics with a time)."""
     m = inc.metrics
     return m[m["metric"].str.startswith("eval/") & m["time"].notna()] if len(m) else m
+
+
+def _step_rate(steps: np.ndarray, times: pd.Series) -> float:
+    """The attempt's median steps per second between consecutive step lines (NaN where unknown)."""
+    t = pd.to_datetime(times).to_numpy(dtype="datetime64[ns]").astype("int64") / 1e9
+    ds, dt = np.diff(steps), np.diff(t)
+    ok = (ds > 0) & (dt > 0) & np.isfinite(ds)
+    return float(np.median(ds[ok] / dt[ok])) if ok.any() else np.nan
+
+
+def _step_at_end(inc: Incident, a: pd.Series) -> float:
+    """The step the line that ended the attempt names (`training done at step 3800`), else NaN."""
+    said = computed.rows_where(inc, "events", "ref", a["end_ref"]) if isinstance(a["end_ref"], str) else None
+    step = named_step(said["message"].iloc[0]) if said is not None and len(said) else None
+    return float(step) if step is not None else np.nan
+
+
+def _trained_unseen(steps: np.ndarray, before: int, after: int, gap: pd.Timedelta, pace: float) -> bool:
+    """Whether the step line at `after` is so far past the one at `before` that the attempt
+    trained through the silence between them at half its pace or more, its lines not in the
+    evidence."""
+    done = steps[after] - steps[before]
+    if not (np.isfinite(done) and np.isfinite(pace)) or done <= 0 or pace <= 0:
+        return False
+    return done / max(gap.total_seconds(), 1e-9) >= 0.5 * pace
+
+
+def _saves(inc: Incident, a: pd.Series) -> pd.Series:
+    """When the attempt's own logs said it saved a checkpoint (its `checkpoint_save` lines)."""
+    ev = _own_events(inc, a)
+    return ev.loc[column(ev, "pattern").eq("checkpoint_save").fillna(False).astype(bool), "time"].dropna()
 
 
 def _evaluations(rows: pd.DataFrame, a: pd.Series) -> pd.Series:

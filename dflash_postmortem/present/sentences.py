@@ -446,7 +446,8 @@ def _held_idle(gpus: pd.DataFrame) -> str | None:
     who = f"GPU {ids[0]} held {mib[0]}" if len(ids) == 1 else f"GPUs {_and(ids)} held {_and(mib)}"
     return (f"{who} MiB at 0 % utilization "
             f"{'in its one sample' if n == 1 else f'in all {n} samples'}: memory taken and no work done, as by a "
-            "program that loaded its model and waits or hangs, or one that outlived its run")
+            "program that loaded its model and waits or hangs, one that outlived its run, or one this view does not "
+            "list (another container's or user's: a PID namespace hides them)")
 
 
 def _interrupt_said(ev: pd.DataFrame) -> tuple[str, str] | None:
@@ -719,14 +720,17 @@ def _unplaced_death(f: pd.Series) -> str:
     n = f["numbers"]
     ranks = n.get("ranks") or []
     who = f"on rank{'s' if len(ranks) > 1 else ''} {ranks_text(ranks)}" if ranks else ""
-    what = "processes" if len(ranks) > 1 else "a process"
+    # (a shell's report names the command it ran: `python train.py` died, not "a process")
+    what = "processes" if len(ranks) > 1 else f"`{n['command']}`" if n.get("command") else "a process"
     said = f"At {_when(f['start'], f.get('within_s'))} {what}" if pd.notna(f["start"]) else _cap(what)
     steps = n.get("steps_logged") or 0
     ran = f" (its progress bar had run {_bar_clock(n['bar_ran_s'])})" if n.get("bar_ran_s") else ""
     # (what the kit knows: no launch of the run it could tie these lines to; the log may say what
     # the process did before, a resume or a checkpoint's load, in lines no reader names)
+    command = n.get("command")
     held = (f"{n['source']} holds {count(steps, 'step line')}, up to step {n['last_step']}{ran}, but no launch of "
             "its run" + (" and no time to place them" if pd.isna(f["start"]) else "")) if steps else \
+        f"{n['source']} holds no training step of it" if command else \
         f"{n['source']} holds no training step and no launch of its run"
     doing = {"saving": " while saving a checkpoint", "evaluating": " while evaluating"}.get(n.get("doing"), "")
     error = (n["error"] or "an error").rstrip(".")

@@ -1970,3 +1970,49 @@ def test_a_nohup_run_whose_traceback_is_only_in_nohup_out_and_whose_rotating_log
         "At 09:50:20 UTC run lm died while training: ValueError: sample 48213 has 0 tokens (corrupt shard "
         "data/shard-0007.bin). It was started again at 09:50:46 UTC by the operator, resuming from a checkpoint at "
         "step 100: it had logged step 186, so 86 steps were done again."]
+
+
+def test_without_the_operators_transcript_the_traceback_nohup_out_begins_with_is_the_first_runs_death(tmp_path):
+    """h100-1gpu-rotated-log without logs/operator.log: nothing ties nohup.out to a launch. Its
+    traceback is undated (placed at 09:51:23, the second run's first dated line after it: the latest
+    it can have been written); ps saw PID 555 go at 09:50:21-22 while 801 went on to step 230. An
+    error ends a process and starts none: it is 555's death, not a start at 09:51:23 that never
+    came up, and the rotated parts are 801's log though no launch names them."""
+    inc = _without(tmp_path, "h100-1gpu-rotated-log", "logs/operator.log")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[555], [801]]
+    assert att["sources"].tolist() == [["logs/train.log.2"],
+                                       ["logs/train.log.2", "logs/train.log.1", "logs/train.log"]]
+    assert att["end_kind"].tolist() == ["traceback", "training_stop"]
+    assert att["cause_ref"].iloc[0] == "nohup.out:1"
+    assert abs(att["end"].iloc[0] - _dec7("09:50:21.403")) <= pd.Timedelta(seconds=2)
+    found = detect(inc)
+    assert found["kind"].tolist() == ["training_died"]
+    assert pm.what_happened(inc, found)[0].startswith(
+        "At 09:50:22 UTC run lm died while training: ValueError: sample 48213 has 0 tokens (corrupt shard "
+        "data/shard-0007.bin). It was started again at 09:50:46 UTC by a new start, resuming from a checkpoint "
+        "at step 100")
+
+
+def test_another_users_job_seen_only_in_the_tables_a_shell_loop_appends_slows_the_run_until_killed():
+    """h100-1gpu-table-loop (README): the only GPU record is plain `nvidia-smi` tables a shell loop
+    appends to logs/gpu.log every 5 s. `main` (PID 535, typed 12:15:31.587) trains alone at ~459K
+    tok/s; another user's job (PID 738, no line of the operator's) starts at 12:16:27.634, trains
+    from 12:16:35.797, and `main` steps at ~46 % of its pace from 12:16:36 (train.log line 77:
+    290,769 tok/s, then ~209K) until the operator's `kill 738` at 12:17:21.243 (operator.log line
+    33), read off the table's process rows; `main` finishes at step 3800 at 12:18:27.172. Cost
+    per the README: ~44 s slow, ~10.6M tokens against its own pace."""
+    inc, found = loaded("h100-1gpu-table-loop")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[535]] and att["run"].tolist() == ["main"]
+    assert abs(att["start"].iloc[0] - _dec7("12:15:31.587")) <= pd.Timedelta(seconds=1)
+    assert att["end_kind"].tolist() == ["training_stop"] and att["end"].iloc[0] == _dec7("12:18:27.172")
+    assert _kinds(found) == ["recovery", "throughput_regression"]
+    drop, rec = (found[found["kind"] == k].iloc[0] for k in ("throughput_regression", "recovery"))
+    assert _dec7("12:16:35") <= drop["start"] <= _dec7("12:16:40")
+    assert drop["numbers"]["other_pids"] == [738]
+    assert drop["caused_by"][0]["evidence"][0].startswith("logs/gpu.log:")  # the table that lists 738
+    assert _dec7("12:17:20") <= rec["start"] <= _dec7("12:17:25")
+    assert rec["caused_by"][0]["evidence"] == ["logs/operator.log:33"]  # kill 738
+    lost = impact(inc, found)["tokens_lost"]
+    assert 9e6 <= lost <= 12e6  # ~10.6M per the README's count against its own pace

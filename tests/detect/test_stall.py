@@ -162,3 +162,55 @@ def test_a_hugging_face_run_that_stops_training_to_evaluate_has_no_stall():
     st = states(inc)
     assert "stalled" not in set(st["state"])
     assert pm.detect(inc).empty
+
+
+def _one(path: Path):
+    import warnings
+
+    import dflash_postmortem as pm
+    from dflash_postmortem.detect import detect
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(path)
+    return inc, detect(inc)
+
+
+REAL_WORLD = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "real-world"
+
+
+def test_a_checkpoint_save_that_finished_is_no_stall():
+    """pytorch/torchtitan #1301: step 1 at 23:40:42.708, `Saving the checkpoint` a millisecond
+    later, `Finished saving the checkpoint ... in 393.86 seconds` at 23:47:16.568: the run was
+    writing its checkpoint (the issue is its slowness), not stalled; its span reaches the save's end
+    (it ended at step 1's line before the save lines were read)."""
+    inc, found = _one(REAL_WORLD / "train-log" / "torchtitan-sync-checkpoint-save-394s-gap-after-step-1.log")
+    assert "stall" not in set(found["kind"])
+    saves = inc.events[inc.events["pattern"] == "checkpoint_save"]
+    assert saves["ref"].str.rsplit(":", n=1).str[1].tolist() == ["3", "5"]
+    assert inc.span()[1] == pd.Timestamp("2025-06-16 23:47:16.568", tz="UTC")
+
+
+def test_a_checkpoint_save_that_never_finished_is_a_stall(tmp_path):
+    """The same save with no word that it finished and the log going on idle for ten minutes: a stall."""
+    text = (REAL_WORLD / "train-log" / "torchtitan-sync-checkpoint-save-394s-gap-after-step-1.log").read_text().splitlines()
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(text[:3] + ["[rank0]:[titan] 2025-06-16 23:50:42,000 - root - WARNING - "
+                                         "[GC] still waiting on the checkpointer"]) + "\n")
+    inc, found = _one(log)
+    assert found["kind"].tolist() == ["stall"]
+    assert found.iloc[0]["start"] == pd.Timestamp("2025-06-16 23:40:42.708", tz="UTC")
+
+
+def test_steps_a_later_tail_shows_far_ahead_at_the_runs_pace_are_no_stall(tmp_path):
+    """h100-1gpu-table-loop without logs/train.log: the operator's `tail -n 3` at 12:17:17 printed
+    steps 1920-1960, the `tail -n 2` at 12:18:37 the save and the end at step 3800 (12:18:27): 1,840
+    steps in 70 s, at the run's pace; the lines between are not in the evidence, and the run did not
+    stall (it trained on: README)."""
+    import shutil
+
+    folder = tmp_path / "inc"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "incidents" / "h100-1gpu-table-loop", folder)
+    (folder / "logs" / "train.log").unlink()
+    _, found = _one(folder)
+    assert "stall" not in set(found["kind"])

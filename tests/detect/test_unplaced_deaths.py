@@ -328,3 +328,53 @@ def test_a_cuda_oom_whose_gpu_another_process_filled_says_so(tmp_path):
     assert (n["held_by"], round(n["own_mib"], 2)) == ("118636: 71.62 GiB", 21749.76)
     assert ("Another process held more of the GPU than this one: PID 118636 (71.62 GiB), against 21.24 GiB of its own; "
             "what filled the GPU was not this run.") in what_happened(inc, found)[0]
+
+
+def _pasted(tmp_path, text: str):
+    (tmp_path / "paste.txt").write_text(text, encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path / "paste.txt")
+    found = detect(inc)
+    return inc, found, found[found["kind"] == "process_died"]
+
+
+@pytest.mark.parametrize(("text", "pid", "command", "signal"), [
+    # yandex-research/ddpm-segmentation #11: a script's bash on the trainer it ran (host RAM)
+    ("scripts/ddpm/train_interpreter.sh: line 6:  3842 Killed   python train_interpreter.py --exp x.json\n",
+     3842, "python train_interpreter.py --exp x.json", "SIGKILL"),
+    # PaddlePaddle/ERNIE #24: the same report where bash speaks Chinese (`行 30`: line 30), no command
+    ("Load pretraining parameters from /home/h1/LARK/ERNIE/model/params.\nscript/run_ChnSentiCorp2.sh: 行 30: 23195 已杀死\n",
+     23195, None, "SIGKILL"),
+    # clinplayer/Point2Skeleton #6: zsh's word on a process of a job, by PID, lower case
+    ("14957 segmentation fault (core dumped)  python train.py --pc_list_file all-train.txt\n",
+     14957, "python train.py --pc_list_file all-train.txt", "SIGSEGV"),
+])
+def test_a_shells_report_of_a_commands_death_is_a_death_of_its_own(tmp_path, text, pid, command, signal):
+    """A shell's report of how a command it ran died, pasted with no launch and no kill typed:
+    `A process died` with its PID, its signal and the command it names (read before as "No
+    training seen ... nothing can be said", or quoted only)."""
+    inc, found, died = _pasted(tmp_path, text)
+    assert found["kind"].tolist() == ["process_died"]
+    n = died.iloc[0]["numbers"]
+    assert (n["pid"], n["command"], n["died_of"]) == (pid, command, signal)
+    story = what_happened(inc, found)[0]
+    assert story.startswith(f"`{command}` died: " if command else "A process died: ")
+    assert "holds no training step of it" in story if command else "no launch of its run" in story
+
+
+def test_a_shells_report_of_a_process_the_operator_killed_is_no_death_of_its_own(tmp_path):
+    """The same report after the operator's own `kill` of that PID: the kill tells it."""
+    inc, found, died = _pasted(tmp_path, "$ kill -9 3842\n$\nscripts/run.sh: line 6:  3842 Killed   python train.py\n$\n")
+    assert died.empty
+
+
+def test_a_schedulers_errors_alone_start_nothing_though_they_name_its_job(tmp_path):
+    """hafs-community/HAFS #101: slurmstepd's and srun's words on two steps (3495064.0: an
+    oom-kill event, task 4 Out Of Memory, cancelled at 19:35:36; 3495450.0: task 289's bus error,
+    cancelled at 20:22:22), and nothing else. A job's number in its errors places them in no start:
+    deaths, not three starts that "never came up"."""
+    inc, found, died = _told(tmp_path, "slurm/hafs-3denvar-oom-kill-and-bus-error-shared-nodes.log")
+    assert set(found["kind"]) == {"process_died"}
+    assert pd.Timestamp("2021-10-27 20:22:22", tz="UTC") in set(died["start"])
+    assert any("CANCELLED AT 2021-10-27T20:22:22" in n["error"] for n in died["numbers"])

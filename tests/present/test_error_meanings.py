@@ -34,9 +34,24 @@ def test_a_known_fault_is_said_with_what_it_means(line, means):
 
 
 def test_an_error_no_table_knows_means_nothing_more():
-    """A line of the GSP's own timeout names nvidia-smi, but says nothing of nvidia-smi hanging."""
-    assert meaning("NVRM: Xid (PCI:0000:61:00): 119, pid=1346198, name=nvidia-smi, Timeout waiting for RPC from GSP!") is None
     assert meaning("RuntimeError: CUDA error: device-side assert triggered") is None
+    assert meaning("NVRM: Xid (PCI:0000:61:00): 8, pid=1, name=python, Channel 00000010") is None  # (not in the table)
+
+
+@pytest.mark.parametrize("line, means", [
+    # the kernel's NVRM lines and DCGM's, by the Xid's number (NVIDIA's Xid catalog); from gpud's,
+    # NVIDIA/nvidia-docker's and tinygrad's reports in the corpus
+    ("NVRM: Xid (PCI:0000:61:00): 45, pid=1496200, name=distprovers-gpu, Ch 0000000a",
+     "stopped the GPU work of a process that was ending"),
+    ("NVRM: Xid (PCI:0000:61:00): 119, pid=1346198, name=nvidia-smi, Timeout waiting for RPC from GSP!",
+     "firmware (GSP) did not answer its driver"),
+    ("NVRM: Xid (PCI:0000:01:00): 31, pid=14292, name=python, Ch 00000030, intr 00000000. MMU Fault",
+     "a GPU program faulted"),
+    ("Xid 79 on GPU 3 (DCGM_FI_DEV_XID_ERRORS)", "fell off its PCIe bus"),
+    ("NVRM: Xid (PCI:0000:3b:00): 48, pid=900, name=python, An uncorrectable double bit error", "(ECC)"),
+])
+def test_an_xid_is_said_with_what_its_number_means(line, means):
+    assert means in meaning(line)
 
 
 def test_a_gpu_error_alone_is_told_as_the_gpus_fault(tmp_path):

@@ -406,7 +406,8 @@ def test_gpus_that_hold_a_loaded_programs_memory_at_no_work_are_told_where_no_tr
     _, _, said = _told(tmp_path / "hang", repo_dir, "smi-table/rtx-24gb-520.61.05-inline-backticks-hang-cut.txt")
     assert said[0].endswith(
         "(1 GPU sample). What its GPUs show: GPU 0 held 8,814 MiB at 0 % utilization in its one sample: memory taken "
-        "and no work done, as by a program that loaded its model and waits or hangs, or one that outlived its run.")
+        "and no work done, as by a program that loaded its model and waits or hangs, one that outlived its run, or one "
+        "this view does not list (another container's or user's: a PID namespace hides them).")
     _, _, desk = _told(tmp_path / "desk", repo_dir, "smi-table/rtx4090x2-580.126.09-procs.txt")
     assert "What its GPUs show" not in desk[0] and desk[0].endswith("so nothing can be said of how it went.")
 

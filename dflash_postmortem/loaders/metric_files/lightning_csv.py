@@ -65,7 +65,17 @@ def load(path: Path, ctx: LoadContext):
             for i, c in enumerate(header)]
     rows = MetricRows()
     not_numbers = 0
-    for n, row in enumerate(csv.reader(io.StringIO("\n".join(lines[1:]))), start=2):
+    reader = csv.reader(io.StringIO("\n".join(lines[1:])))
+    consumed = 0  # the lines after the header the reader has read
+    for row in reader:
+        # (a quote left open, in a damaged file, runs a cell over the lines after it: each is
+        # counted, the record is no row)
+        n, span, consumed = consumed + 2, reader.line_num - consumed, reader.line_num
+        if span > 1:
+            rep.bad(n, "one line per row", f"a quoted cell running over {span} lines")
+            for k in range(1, span):
+                rep.skip(n + k, "inside a quoted cell of the line before")
+            continue
         if not row:
             rep.skip(n, "blank line")
             continue

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 
 from ...errors import IncidentConfigError
 from ...schema import LOSS, TOK_PER_S
-from ...shell_words import STATUS_SIGNALS
+from ...shell_words import SCRIPT_LINE, SCRIPT_LINE_KEYWORDS, STATUS_SIGNALS
 
 # Thousands commas come in threes and the fraction needs its `.`: a looser `\d[\d,]*\.?\d*` could
 # read a long digit (or `1,1,1`) run many ways and backtrack quadratically over it.
@@ -892,8 +892,12 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     # process itself was killed, as the same words on a terminal say
     # a script's bash reporting the child it ran and lost (`./run.sh: line 10:   646 Killed   python3
     # train.py ...`): its PID and how it died, in the file the script's stderr went to
-    _event("killed", "script_status", ": line ",
-           rf"^(?P<script>\S+): line \d+:\s+(?P<pid>\d+) (?P<task_signal>(?i:{_STATUS_WORDS}))(?: \(core dumped\))?(?:\s+\S.*)?$"),
+    _event("killed", "script_status", SCRIPT_LINE_KEYWORDS,
+           rf"^(?P<script>\S+): {SCRIPT_LINE}\s+(?P<pid>\d+) (?P<task_signal>(?i:{_STATUS_WORDS}))(?: \(core dumped\))?(?:\s+\S.*)?$"),
+    # zsh's word on each process of a job it reports without the job's number (a pipeline's, or
+    # pasted without it), lower case: `14957 segmentation fault (core dumped)  python train.py`
+    _event("killed", "pid_status", tuple(f" {w}" for w in STATUS_SIGNALS if w.isascii() and w != "killed by signal"),
+           rf"^(?P<pid>\d+) (?P<task_signal>{_STATUS_WORDS})(?: \(core dumped\))?\s{{2,}}\S"),
     _event("killed", "shell_killed", "Killed", r"^Killed\s*$", signal="SIGKILL"),
     # the same reports where the shell speaks Chinese (`已杀死`: Killed), and of the signals the
     # report patterns above do not name (`段错误 (核心已转储)`, `Hangup`)
@@ -971,7 +975,12 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("stage", "ready", " ready", r"(?i)^\w+ ready\b"),
     # (not the CUDA error's advice `Compile with \`TORCH_USE_CUDA_DSA\` to enable device-side assertions.`)
     _event("stage", "compile", "ompil", r"(?i)^(compiling|compiled|torch\.compile|compile (?!with .TORCH_USE_CUDA_DSA))"),
-    _event("stage", "checkpoint_save", ("aving checkpoint", "aved checkpoint"), r"(?i)^sav(?:ing|ed) checkpoint"),
+    # a checkpoint written, in a trainer's words: `saving checkpoint ...`, Hugging Face's `Saving
+    # model checkpoint to out/checkpoint-500`, torchtitan's `Saving the checkpoint` and `Finished
+    # saving the checkpoint ... in 393.86 seconds`, `checkpoint saved: ckpt/step_100.pt`
+    _event("stage", "checkpoint_save", ("aving checkpoint", "aved checkpoint", "aving model checkpoint",
+                                        "aving the checkpoint", "heckpoint saved"),
+           r"(?i)^(?:finished )?sav(?:ing|ed)(?: the| model)? checkpoint|^checkpoint saved\b"),
     # A start that goes on from a checkpoint, with the step it resumes at where the line says it
     # (our loop; HF Trainer's `Continuing training from global step N`; Megatron's `loaded
     # checkpoint ... at iteration N`; Lightning's `Restoring states from the checkpoint path`; a

@@ -1143,7 +1143,7 @@ def reads_on(before, before_report: FileReport, chunk, chunk_report: FileReport)
 # -- sniffing ---------------------------------------------------------------------------------
 # The shell's own word that the process whose output this is died of a signal, alone on its line
 # (`Killed`, `Terminated`, `./run.sh: line 10:   646 Killed   python3 train.py`)
-_SHELL_REPORTS = tuple(p for p in lp.EVENT_PATTERNS if p.name in ("shell_killed", "shell_terminated", "script_status",
+_SHELL_REPORTS = tuple(p for p in lp.EVENT_PATTERNS if p.name in ("shell_killed", "shell_terminated", "script_status", "pid_status",
                                                                   "shell_killed_zh", "shell_status", "shell_signal_report"))
 # Lines only a training run's output holds: one of them makes a file a training log.
 _STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring input", "torch.distributed.elastic",
@@ -1187,7 +1187,8 @@ def sniff_log(path: Path, head: bytes) -> float:
         return 0.55
     if loss_lines >= min(3, len(lines)):  # a trainer's own print-out: `step N ... loss X`, `1.2k tok/s`
         return 0.45
-    if any(p.regex.match(ln.strip()) for p in _SHELL_REPORTS for ln in lines[-50:]):
+    if any(p.regex.match(unlabel(_clean(ln.encode("utf-8", "replace")), label)[0].strip())
+           for p in _SHELL_REPORTS for ln in lines[-50:]):
         # a program's output that ends in the shell's word on its death (`Killed`): below a session's
         # reports read as one (shell_transcript), above console text
         return 0.4

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 
-from ...shell_words import SIGNALS, STATUS_SIGNALS, exit_meaning, signal_name
+from ...shell_words import SCRIPT_LINE, SIGNALS, STATUS_SIGNALS, exit_meaning, signal_name
 from ..clock_text import SYSLOG_MONTH, month_number, parse_wall_clock
 
 _STATUS = "|".join(sorted((re.escape(s) for s in STATUS_SIGNALS if s != "killed by signal"), key=len, reverse=True))
@@ -70,9 +70,12 @@ _JOB = re.compile(
     rf"^\[(?P<job>\d+)\]\s*[+-]?\s+(?:(?P<pid>\d+)\s+)?(?P<status>{_STATUS}|Done|Exit \d+|exit \d+|done|Stopped|stopped|suspended|Running|running)"
     rf"(?P<core>{_CORE})(?:\s+(?P<cmd>.*?))?\s*$", re.I)
 # non-interactive bash: `run.sh: line 7:  4242 Killed    python train.py`
-_SCRIPT_STATUS = re.compile(rf"^(?P<script>\S+): line (?P<line>\d+):\s+(?P<pid>\d+) (?P<status>{_STATUS})(?P<core>{_CORE})(?:\s+(?P<cmd>.*?))?\s*$", re.I)
+_SCRIPT_STATUS = re.compile(rf"^(?P<script>\S+): {SCRIPT_LINE}\s+(?P<pid>\d+) (?P<status>{_STATUS})(?P<core>{_CORE})(?:\s+(?P<cmd>.*?))?\s*$", re.I)
 # zsh: `zsh: killed     python train.py`
 _ZSH_STATUS = re.compile(rf"^zsh: (?P<status>{_STATUS})(?P<core>{_CORE})(?:\s+(?P<cmd>.*?))?\s*$")
+# zsh's word on each process of a job it reports without the job's number (a pipeline's, or
+# pasted without it): `14957 segmentation fault (core dumped)  python train.py`, lower case
+_PID_STATUS = re.compile(rf"^(?P<pid>\d+) (?P<status>{_STATUS})(?P<core>{_CORE})\s{{2,}}(?P<cmd>\S.*?)\s*$")
 _BARE_STATUS = re.compile(rf"^(?P<status>{_STATUS})(?P<core>{_CORE})\s*$", re.I)
 _EXIT = re.compile(
     r"(?i)(?:\bexit(?:ed)?(?: with)?(?: code|=|:| status| code:)\s*|process finished with exit code |"
@@ -297,6 +300,9 @@ def read_line(line: str) -> dict | None:
     m = _ZSH_STATUS.match(s)
     if m:
         return _status_fact(m["status"], m["core"], m["cmd"], None, None)
+    m = _PID_STATUS.match(s)
+    if m:
+        return _status_fact(m["status"], m["core"], m["cmd"], m["pid"], None)
     m = _BARE_STATUS.match(s)
     if m:
         return _status_fact(m["status"], m["core"], None, None, None)
@@ -333,7 +339,7 @@ def read_line(line: str) -> dict | None:
     if m:
         fact = _status_fact(m["status"].strip(), None, None, m["pid"], None)
         if fact["kind"] == "killed":
-            fact["job_command"] = "DataLoader worker"
+            fact["process_name"] = "DataLoader worker"  # (the process it names: no command a shell ran)
             return fact
     m = _EXIT.search(s)
     if m:

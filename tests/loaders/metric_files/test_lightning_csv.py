@@ -39,3 +39,18 @@ def test_sniff_leaves_wandb_exports_and_other_csv_alone():
     assert lightning_csv.sniff(None, b"_step,_timestamp,step,loss\n") == 0.0
     assert lightning_csv.sniff(None, b"timestamp, name, memory.used [MiB]\n") == 0.0
     assert pd.isna(pd.NA) is True
+
+
+def test_a_quote_left_open_counts_every_line_it_runs_over(tmp_path):
+    """A damaged row whose quote never closes runs its cell over the lines after it (Python's csv
+    reads on to the next quote): each of those lines is counted, and the rows after it are read
+    (the fuzzer found a report that lost 12 lines this way)."""
+    p = tmp_path / "metrics.csv"
+    p.write_text('epoch,step,train_loss\n0,1,2.5\n0,2,"2.4\n0,3,2.3\n0,4,2.2"\n0,5,2.1\n')
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = lightning_csv.load(p, LoadContext(root=tmp_path))
+    rep = inc.load_report.files[0]
+    assert rep.balanced and rep.read == 6
+    assert dict(rep.skipped) == {"header": 1, "expected one line per row": 1, "inside a quoted cell of the line before": 2}
+    assert inc.metrics.loc[inc.metrics["metric"] == "train/loss", "step"].tolist() == [1, 5]
