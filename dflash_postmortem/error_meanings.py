@@ -35,15 +35,24 @@ MEANINGS: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.I), m) fo
     (r"GPU is lost|fallen off the bus|device handle for GPU.*Unknown Error",
      "the GPU no longer answers (off its PCIe bus, or its driver lost it): a fault of the GPU or its driver, "
      "which takes a reset or a reboot"),
+    (r"\bIllegal instruction\b",
+     "the CPU met an instruction it does not have: most often a build for newer CPUs (AVX, AVX-512) run on an older "
+     "machine"),
+    (r"blocked for more than \d+ seconds",
+     "a process waited inside the kernel (state D, which no signal ends) that long: on a driver or a device that "
+     "does not answer (after an Xid, a wedged GPU driver), or a disk or network file system"),
     (r"all CUDA-capable devices are busy or unavailable",
      "the GPU was held by another process (a GPU in exclusive-process mode) or not visible to this one"),
     (r"insufficient shared memory|unable to write to file </torch_|\bBus error\b|Caught signal 7\b",
      "shared memory (/dev/shm) ran out, as a container's 64 MB does unless it is started with a larger "
      "`--shm-size` or `--ipc=host`"),
+    (r"killed due to memory pressure",
+     "Ray's memory monitor killed it as the node's own memory (RAM) ran out, not a GPU's"),
     (r"by allocator cpu|std::bad_alloc|(?<![\w.])MemoryError\b|Cannot allocate memory",
      "the machine's own memory (RAM) ran out, not a GPU's"),
-    (r"Address already in use",
-     "another process held the port: a run still alive on the same host, or a second launch with the same port"),
+    (r"Address already in use|\bport\b[^\n]{0,40}?\bis already in use",
+     "another process held the port: a run still alive on the same host, or a second launch with the same port (or, "
+     "for a port of the ephemeral range, 32768 and up on Linux, any program's outgoing connection)"),
     (r"ncclRemoteError|remote process exited|Connection reset by peer",
      "a peer rank or its network connection went away first: the other ranks' and nodes' own logs say why"),
 ))

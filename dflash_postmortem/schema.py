@@ -125,6 +125,8 @@ EVENT_KINDS: dict[str, str] = {
     "kill_sent": "the operator sent a signal, or a log says something sent one (`sent SIGTERM to pid 669`); columns: target_pid, target_is_group, target_pattern, target_expr, "
                  "target_session, target_job (a scheduler's job: `scancel 1234`)",
     "kill_failed": "a kill that did not reach its target",
+    "hung_task": "the kernel's hung-task detector: a process in uninterruptible sleep (state D) past its timeout "
+                 "(`task python:4242 blocked for more than 120 seconds`); columns: pid, process_name",
     "gave_up": "a supervisor saying it stops restarting its program (supervisord's `gave up: train entered FATAL "
                "state`, systemd's `Start request repeated too quickly.`, a loop's `giving up after 3 attempts`); "
                "columns: program, by, reason",
@@ -135,7 +137,7 @@ EVENT_KINDS: dict[str, str] = {
 PROBLEM_EVENTS = (
     "warning", "error", "traceback", "exception", "thread_crash", "compile_error", "signal",
     "nccl_timeout", "nccl_error", "oom", "oom_kill", "killed", "kill_failed", "gpu_error", "gpu_lost",
-    "xid", "elastic_restart", "timeout", "attempt_end",
+    "xid", "elastic_restart", "timeout", "attempt_end", "hung_task",
 )
 
 

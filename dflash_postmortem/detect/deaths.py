@@ -66,6 +66,8 @@ _AFTER_END = pd.Timedelta(seconds=5)  # the table comes a moment after the attem
 _STORM_S = 60.0
 # What says who killed a process that a bare `Killed` reports
 _KILLERS = ("oom_kill",)
+# More than a CUDA context or two takes (a few hundred MiB each): memory another program held
+_CONTEXTS_MIB = 2048.0
 # A launcher's reaction to a worker's failure, printed before the failure's own line: it stops
 # the others (torchrun's `Sending process 812914 closing signal SIGTERM`, DeepSpeed's `Killing
 # subprocess 3698707`, torch.multiprocessing.spawn's `Terminating process 26079 via signal
@@ -597,6 +599,16 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
     if bare and bare.rstrip(".") != "Killed":
         error = f"{bare.rstrip('.')}; {error}"
     signal = first.get("signal") if isinstance(first.get("signal"), str) else None
+    code = first.get("exit_code")
+    if signal is None and code is not None and pd.notna(code):
+        # (a status past 128 is death by a signal, as a shell, docker, Kubernetes and Slurm report
+        # it: `container failed with non-zero exit code: 132`, SIGILL)
+        signal = exit_meaning(int(code))[0]
+    if signal is None and first["kind"] == "traceback":
+        # (what its exception line states is an event at the same line: `Exception: process 1
+        # terminated with signal SIGKILL`)
+        stated = column(lines[lines["ref"] == first["ref"]], "signal").dropna()
+        signal = str(stated.iloc[0]) if len(stated) else None
     if signal and signal not in error:  # `failed (exitcode: -9)`: SIGKILL
         error = f"{error.rstrip('.')} ({signal})"
     elif (crash := windows_crash_said(error)) is not None:  # `exit status 3221225477`: a native crash
@@ -656,9 +668,19 @@ def _held_by_another(first: pd.Series) -> dict:
     holding more than this process itself (`Process 118636 has 71.62 GiB memory in use ... this
     process has 21.24 GiB`): another program filled the GPU."""
     held, own = first.get("holder_mib"), first.get("this_process_mib")
-    if first["kind"] != "oom" or not isinstance(first.get("holders"), str) or pd.isna(held) or pd.isna(own) or held <= own:
-        return {"held_by": None, "own_mib": None}
-    return {"held_by": first["holders"], "own_mib": float(own)}
+    none = {"held_by": None, "own_mib": None, "others_mib": None}
+    if first["kind"] != "oom" or own is None or pd.isna(own):
+        return none
+    if isinstance(first.get("holders"), str) and pd.notna(held) and held > own:
+        return {**none, "held_by": first["holders"], "own_mib": float(own)}
+    # where it names no holder: the GPU's capacity less what was free and what this process held
+    # (`7.92 GiB total capacity; ... 24.56 MiB free; 86.00 MiB reserved in total by PyTorch`): what
+    # others held, past a CUDA context's share
+    cap, free = first.get("capacity_mib"), first.get("free_mib")
+    if cap is None or free is None or pd.isna(cap) or pd.isna(free):
+        return none
+    others = float(cap) - float(free) - float(own)
+    return {**none, "others_mib": others, "own_mib": float(own)} if others > max(2 * float(own), _CONTEXTS_MIB) else none
 
 
 def _started_again(lines: pd.DataFrame, told: pd.Series) -> list | None:
@@ -691,6 +713,8 @@ def _steps_in(metrics: pd.DataFrame, source: str) -> dict:
     """The step lines a log holds (its training, though nothing placed it in an attempt: lines
     with no date or year) and the last step among them."""
     mine = metrics[metrics["source"] == source] if len(metrics) else metrics
+    # (a bar drawn at 0 s shows the count it starts from, no step taken: model/step_lines.py)
+    mine = mine[~((mine["metric"] == BAR_ELAPSED_S) & (mine["value"] <= 0))] if len(mine) else mine
     steps = mine["step"].dropna() if len(mine) else pd.Series(dtype=float)
     # a progress bar's elapsed time says how long it had trained, where nothing dates its start
     ran = mine.loc[mine["metric"] == BAR_ELAPSED_S, "value"] if len(mine) else mine

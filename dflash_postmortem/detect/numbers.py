@@ -164,6 +164,7 @@ class ProcessDied(TypedDict):
     started_again: list | None  # [line, ref] of the first start its log says came after it (a launcher's restart)
     held_by: str | None  # a CUDA OOM's holders (`118636: 71.62 GiB`) where one held more than the process itself
     own_mib: float | None  # and the process's own share (MiB)
+    others_mib: float | None  # where it names no holder: capacity less free less its own share, held by others (MiB)
     waited_s: float | None  # a collective's watchdog: how long the collective had waited (`ran for N ms`)
     collective: int | None  # and its number in its group (`SeqNum=1`: the first)
     steps_logged: int  # the distinct steps its log holds (no attempt placed them: nothing dates them)

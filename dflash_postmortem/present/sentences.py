@@ -450,6 +450,29 @@ def _held_idle(gpus: pd.DataFrame) -> str | None:
             "list (another container's or user's: a PID namespace hides them)")
 
 
+# A process's state in its last listing that says it makes no progress while alive (ps's STAT's
+# first letter), as a reader tells it
+_STUCK_STATES = {
+    "T": "stopped (`T`: alive, doing nothing until it gets SIGCONT: Ctrl-Z, a debugger or profiler that left it)",
+    "D": "in uninterruptible sleep (`D`: waiting inside the kernel, on a driver, a device or a file system, which no "
+         "signal ends)",
+}
+
+
+def _stuck_processes(procs: pd.DataFrame) -> str | None:
+    """The listed processes whose last state says they make no progress while alive (`_STUCK_STATES`)."""
+    if procs.empty or "state" not in procs.columns:
+        return None
+    said = []
+    for letter, what in _STUCK_STATES.items():
+        hit = procs[procs["state"].astype(str).str.startswith(letter)]
+        if len(hit):
+            pids = [f"{int(p)} ({str(c).split()[0].rsplit('/', 1)[-1]})" if isinstance(c, str) and c.strip() else str(int(p))
+                    for p, c in zip(hit["pid"], column(hit, "command"), strict=True)]
+            said.append(f"PID{'s' if len(pids) > 1 else ''} {_and(pids)} {'were' if len(pids) > 1 else 'was'} {what}")
+    return "; ".join(said) or None
+
+
 def _interrupt_said(ev: pd.DataFrame) -> tuple[str, str] | None:
     """(its words, its ref) of the first interrupt the events tell (`KeyboardInterrupt`), or None."""
     if ev.empty or "kind" not in ev.columns:
@@ -491,6 +514,11 @@ def _nothing_found(inc: Incident, first, last) -> str:
             idle = _held_idle(inc.gpus)
             if idle:
                 return said + f". What its GPUs show: {idle}."
+            # (where training was seen, a state one listing caught, `D` for a save's disk write, says less
+            # than how it ended)
+            stuck = _stuck_processes(inc.processes) if said.startswith("No training") else None
+            if stuck:
+                return said + f". What its processes show: {stuck}."
             interrupted = _interrupt_said(inc.events)
             if interrupted is not None:
                 return said + f". What it shows: an interrupt (Ctrl-C, SIGINT) reached it: `{interrupted[0]}` ({interrupted[1]})."
@@ -501,12 +529,37 @@ def _nothing_found(inc: Incident, first, last) -> str:
         text, ref, more, smi_error = wrong
         return (said + f". What it shows going wrong: {text.rstrip('.')} ({ref})"
                 + (f", and {count(more, 'more such line')}" if more else "") + "." + _means(text, smi_error))
+    ends = ("".join(_interrupted(inc, a) for _, a in att[att["end_kind"] == "interrupt"].iterrows()
+                    if pd.notna(a["first_step"]))
+            + "".join(_no_last_word(inc, a) for _, a in att.iterrows() if open_ended(a) and pd.notna(a["first_step"])))
+    shown = _steps_shown(inc, att)
+    if shown is not None:
+        return shown + ends + "."
     return (f"Nothing went wrong that the evidence shows between {_when(first)} and {_when(last)}: "
-            "no throughput regression, stall, failed restart or start that never trained"
-            + "".join(_interrupted(inc, a) for _, a in att[att["end_kind"] == "interrupt"].iterrows()
-                      if pd.notna(a["first_step"]))
-            + "".join(_no_last_word(inc, a) for _, a in att.iterrows() if open_ended(a) and pd.notna(a["first_step"]))
-            + ".")
+            "no throughput regression, stall, failed restart or start that never trained" + ends + ".")
+
+
+# Fewer dated step lines than this, or a stretch shorter than this between them, shows too little
+# training to say that nothing went wrong in it (a pace, a stall need lines over time)
+_FEW_STEPS, _SHORT_S = 3, 10.0
+
+
+def _steps_shown(inc: Incident, att: pd.DataFrame) -> str | None:
+    """Where the attempts' dated step lines are too few, or too close together, to judge a pace or
+    a stop by: that, in place of an all-clear over a stretch of seconds (the sentence's end left to
+    the caller)."""
+    times = pd.concat([steps_of(inc, a)["time"] for _, a in att.iterrows()] or [pd.Series(dtype=object)]).dropna()
+    if times.empty:
+        return None
+    lasted = (times.max() - times.min()).total_seconds()
+    if len(times) >= _FEW_STEPS and lasted >= _SHORT_S:
+        return None
+    lines = count(len(times), "dated step line")
+    if lasted == 0:
+        seen = f"at {_when(times.min())} ({lines}{', all at that time' if len(times) > 1 else ''})"
+    else:
+        seen = f"between {_when(times.min())} and {_when(times.max())} ({lines})"
+    return f"Training seen {seen}, too little of it to judge its pace or its stops: nothing in it went wrong that the evidence shows"
 
 
 def _interrupted(inc: Incident, a: pd.Series) -> str:
@@ -560,9 +613,9 @@ def _gone_wrong(ev: pd.DataFrame) -> tuple[str, str, int, str | None] | None:
     bad = ev[wrong.fillna(False).astype(bool) & ev["ref"].notna()]
     if "exit_code" in bad.columns:  # a status of 0, a job or container that completed: nothing went wrong
         bad = bad[~(bad["exit_code"] == 0).fillna(False).astype(bool)]
-    for col in ("reason", "state"):  # torchrun's SUCCEEDED, a scheduler's COMPLETED
+    for col in ("reason", "state", "status"):  # torchrun's SUCCEEDED, a scheduler's COMPLETED, a pod's Completed
         if col in bad.columns:
-            bad = bad[~bad[col].isin(["SUCCEEDED", "COMPLETED"]).fillna(False).astype(bool)]
+            bad = bad[~bad[col].astype("string").str.upper().isin(["SUCCEEDED", "COMPLETED"]).fillna(False).astype(bool)]
     if bad.empty:
         return None
     rank = {k: i for i, k in enumerate(_WRONG)}
@@ -761,6 +814,9 @@ def _unplaced_death(f: pd.Series) -> str:
 
 def _held_by(n: dict) -> str:
     """Another process that held more of the GPU than the one that ran out (its OOM says so)."""
+    if n.get("others_mib"):
+        return (f" Other programs held {n['others_mib'] / 1024:,.2f} GiB of the GPU (its capacity less what was free "
+                f"and this process's {n['own_mib'] / 1024:,.2f} GiB): what filled the GPU was not this run.")
     if not n.get("held_by"):
         return ""
     held = ", ".join(f"PID {pid} ({size})" for pid, _, size in (h.partition(": ") for h in n["held_by"].split(", ")))

@@ -349,6 +349,10 @@ def _pasted(tmp_path, text: str):
     # clinplayer/Point2Skeleton #6: zsh's word on a process of a job, by PID, lower case
     ("14957 segmentation fault (core dumped)  python train.py --pc_list_file all-train.txt\n",
      14957, "python train.py --pc_list_file all-train.txt", "SIGSEGV"),
+    # kahst/BirdNET-Analyzer: zsh's report on the background job it lost, with no command shown
+    ("Training model...\n[1]    2843557 killed\n", 2843557, None, "SIGKILL"),
+    # bash's on a background job, by its number
+    ("[2]+  Killed                  python3 train.py --run-name lm\n", None, "python3 train.py --run-name lm", "SIGKILL"),
 ])
 def test_a_shells_report_of_a_commands_death_is_a_death_of_its_own(tmp_path, text, pid, command, signal):
     """A shell's report of how a command it ran died, pasted with no launch and no kill typed:
@@ -378,3 +382,35 @@ def test_a_schedulers_errors_alone_start_nothing_though_they_name_its_job(tmp_pa
     assert set(found["kind"]) == {"process_died"}
     assert pd.Timestamp("2021-10-27 20:22:22", tz="UTC") in set(died["start"])
     assert any("CANCELLED AT 2021-10-27T20:22:22" in n["error"] for n in died["numbers"])
+
+
+def test_an_oom_whose_process_held_little_says_other_programs_filled_the_gpu(tmp_path):
+    """facebookresearch/fastMRI (a paste cut before `CUDA out of memory.`): 7.92 GiB total, 24.56
+    MiB free, 86.00 MiB reserved by this process's PyTorch: 7.81 GiB held by others (a zombie of
+    an earlier run, per the thread), so the run's own size did not fill the GPU."""
+    inc, found, died = _pasted(tmp_path, "Tried to allocate 216.00 MiB (GPU 0; 7.92 GiB total capacity; 69.17 MiB already "
+                                         "allocated; 24.56 MiB free; 86.00 MiB reserved in total by PyTorch)\n")
+    n = died.iloc[0]["numbers"]
+    assert n["own_mib"] == 86.0 and round(n["others_mib"] / 1024, 2) == 7.81
+    assert "Other programs held 7.81 GiB of the GPU" in what_happened(inc, found)[0]
+
+
+def test_an_oom_of_a_process_that_held_the_gpu_itself_blames_no_one_else(tmp_path):
+    """The same message where this process reserved most of the GPU: nothing about others."""
+    _, _, died = _pasted(tmp_path, "RuntimeError: CUDA out of memory. Tried to allocate 216.00 MiB (GPU 0; 7.92 GiB total "
+                                   "capacity; 7.10 GiB already allocated; 24.56 MiB free; 7.40 GiB reserved in total by PyTorch)\n")
+    assert died.iloc[0]["numbers"]["others_mib"] is None
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    # PaddlePaddle/FastDeploy: a server's own word on its port, raised as a bare `Exception`
+    ("Traceback (most recent call last):\n  File \"api_server.py\", line 593, in launch_api_server\n"
+     "    raise Exception(f\"The parameter `port`:{args.port} is already in use.\")\n"
+     "Exception: The parameter `port`:52321 is already in use.\n", "another process held the port"),
+    # jade-hpc's node: PyTorch's THC form of CUDA error 46 (a GPU in exclusive-process mode, held)
+    ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCTensorRandom.cu line=25 error=46 : all CUDA-capable devices are busy "
+     "or unavailable\n", "the GPU was held by another process"),
+])
+def test_an_error_of_a_start_that_never_ran_is_told_with_what_it_means(tmp_path, text, says):
+    inc, found, _ = _pasted(tmp_path, text)
+    assert says in what_happened(inc, found)[0]

@@ -160,3 +160,18 @@ def test_an_xid_takes_the_uuid_the_driver_printed_for_its_bus(tmp_path):
     assert ev.loc[109, "bus"] == "PCI:0000:cb:00" and pd.isna(ev.loc[43, "uuid"])  # the bus stays as written
     assert "gpu" not in inc.events  # a bus is not a GPU index
     assert (rep.parsed, rep.n_skipped) == (4, 1)
+
+
+@pytest.mark.parametrize("line", [
+    # gpud's report (dmesg -T), after six Xid 45 lines
+    "[Sat Oct 12 18:38:44 2024] INFO: task cache_mgr_event:620917 blocked for more than 120 seconds.",
+    # syslog and journalctl forms of the same message
+    "Oct 12 18:38:44 gpu-node-7 kernel: INFO: task cache_mgr_event:620917 blocked for more than 120 seconds.",
+    "[1523634.119840] INFO: task cache_mgr_event:620917 blocked for more than 120 seconds.",
+])
+def test_a_hung_task_names_its_process(line):
+    """The hung-task detector's word that a process sat in uninterruptible sleep (state D) past its
+    timeout: a process stuck in the kernel (beside NVRM errors, in a driver that does not answer)."""
+    fact = read_line(line)
+    assert fact is not None and fact["kind"] == "hung_task"
+    assert (fact["pid"], fact["process_name"]) == (620917, "cache_mgr_event")

@@ -48,6 +48,8 @@ def test_an_error_no_table_knows_means_nothing_more():
     ("NVRM: Xid (PCI:0000:01:00): 31, pid=14292, name=python, Ch 00000030, intr 00000000. MMU Fault",
      "a GPU program faulted"),
     ("Xid 79 on GPU 3 (DCGM_FI_DEV_XID_ERRORS)", "fell off its PCIe bus"),
+    ("[Sat Oct 12 18:38:44 2024] INFO: task cache_mgr_event:620917 blocked for more than 120 seconds.",
+     "waited inside the kernel (state D, which no signal ends)"),
     ("NVRM: Xid (PCI:0000:3b:00): 48, pid=900, name=python, An uncorrectable double bit error", "(ECC)"),
 ])
 def test_an_xid_is_said_with_what_its_number_means(line, means):
@@ -70,7 +72,8 @@ def test_a_port_in_use_is_told_where_no_training_is_seen(tmp_path):
                  "[E socket.cpp:435] [c10d] The server socket has failed to listen on any local network address.\n")
     assert "What it shows going wrong: [c10d] The server socket has failed to bind to [::]:29400" in said
     assert said.endswith("It means another process held the port: a run still alive on the same host, or a second "
-                         "launch with the same port.")
+                         "launch with the same port (or, for a port of the ephemeral range, 32768 and up on Linux, any "
+                         "program's outgoing connection).")
 
 
 def test_a_sigkill_after_the_log_says_memory_ran_out_is_told_as_the_oom_killers(tmp_path):

@@ -281,8 +281,8 @@ def test_a_wandb_run_that_left_no_exit_record_is_named(tmp_path, repo_dir):
     nothing went wrong and nothing of the run's end; a finished run's folder says no such thing."""
     _, found, said = _told(tmp_path / "killed", repo_dir, "wandb/sdk031-sigkill-torn-run")
     assert found.empty and said == [
-        "Nothing went wrong that the evidence shows between 10:25:13 UTC and 10:25:21 UTC: no throughput regression, "
-        "stall, failed restart or start that never trained; run killed-flushed (PID 8080) left no last word: its "
+        "Training seen between 10:25:14 UTC and 10:25:21 UTC (297 dated step lines), too little of it to judge its pace "
+        "or its stops: nothing in it went wrong that the evidence shows; run killed-flushed (PID 8080) left no last word: its "
         "record stops at 10:25:21 UTC after step 296 with no exit record, as a run killed, crashed hard or still "
         "running when the files were copied leaves it."]
     _, _, finished = _told(tmp_path / "finished", repo_dir, "wandb/sdk031-finished-run")
@@ -453,3 +453,33 @@ def test_a_watchdogs_report_tells_how_long_the_collective_had_waited(tmp_path, r
     `SeqNum=1` of the default group: its first, so the ranks never met."""
     _, _, told = _told(tmp_path, repo_dir, sample)
     assert said in told[0]
+
+
+def test_processes_a_listing_shows_stuck_are_told_where_no_training_is_seen(tmp_path, repo_dir):
+    """benfred/py-spy #390: after `py-spy record`, ps lists the target in `Tsl` (stopped until
+    SIGCONT); NVIDIA/nvidia-docker #377: nvidia-smi, nvidia-persistenced and the plugin all in `D`
+    since boot (blocked in the driver, per the maintainer). What the state letter means is said."""
+    (tmp_path / "t").mkdir()
+    (tmp_path / "d").mkdir()
+    _, _, stopped = _told(tmp_path / "t", repo_dir, "terminal/py-spy-record-leaves-target-process-stopped-tsl.txt")
+    assert stopped[0].endswith("What its processes show: PID 20463 (python) was stopped (`T`: alive, doing nothing "
+                               "until it gets SIGCONT: Ctrl-Z, a debugger or profiler that left it).")
+    _, _, blocked = _told(tmp_path / "d", repo_dir,
+                          "ps/nvidia-docker-ps-aux-nvidia-smi-persistenced-d-state-after-vm-shutdown.txt")
+    assert "PIDs 935 (nvidia-smi), 953 (nvidia-persistenced) and 1368 (nvidia-docker-plugin) were in uninterruptible " \
+           "sleep (`D`: waiting inside the kernel" in blocked[0]
+
+
+def test_a_completed_pod_is_not_what_went_wrong(tmp_path, repo_dir):
+    """sql-machine-learning/elasticdl #1619: job 1's ps and worker pods `Completed`, job 2's `Error`
+    (GPU out of memory): what went wrong is job 2's, never a pod that completed."""
+    _, _, said = _told(tmp_path, repo_dir, "k8s/elasticdl-second-gpu-job-ps-worker-error-master-running.txt")
+    assert "What it shows going wrong: pod test-train-2-ps-0: Error, 0 restarts" in said[0] and "Completed" not in said[0]
+
+
+def test_too_few_dated_steps_are_no_all_clear(tmp_path, repo_dir):
+    """pytorch/torchtitan #1301: one step line (23:40:42), then a checkpoint save: "nothing went
+    wrong between 23:40:42 and 23:40:42" was an all-clear over no time at all."""
+    _, _, said = _told(tmp_path, repo_dir, "train-log/torchtitan-sync-checkpoint-save-394s-gap-after-step-1.log")
+    assert said[0] == ("Training seen at 23:40:42 UTC (1 dated step line), too little of it to judge its pace or its "
+                       "stops: nothing in it went wrong that the evidence shows.")

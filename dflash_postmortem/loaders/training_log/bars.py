@@ -13,6 +13,21 @@ LEAP_PACES = 5
 _int = lp.integer
 
 
+# A training step (forward, backward, an optimizer's update) takes a millisecond at the least: a bar
+# counting faster than this counts something else (samples, vectors, files read: hedwig's
+# `3000001/3000001 [03:33, 14061.26it/s]` of word vectors loaded before its training began)
+_STEPS_PER_S_AT_MOST = 1000.0
+
+
+def _too_fast(g: dict) -> bool:
+    """Whether a bar's rate is more iterations a second than training steps can be."""
+    try:
+        rate = float(g["rate"])
+    except (TypeError, ValueError):
+        return False
+    return str(g["unit"]).endswith("/s") and rate > _STEPS_PER_S_AT_MOST
+
+
 def _again(prev: dict | None, n: int | None, last_s: float | None, elapsed: float | None) -> bool:
     """A bar drawn again from its start under the same description and total (Hugging Face's
     evaluation bar at each evaluation): its count or its seconds went back."""
@@ -87,7 +102,7 @@ class Bars:
             self.began[key] = began = (began[0], began[1], elapsed)
             if prev is not None:
                 self.redraws += 1
-            if lp.NOT_TRAINING_BAR.search(context) or self._inner(key, prev, rank, n, _int(g["total"])):
+            if lp.NOT_TRAINING_BAR.search(context) or _too_fast(g) or self._inner(key, prev, rank, n, _int(g["total"])):
                 # a bar beside training (an evaluation's, a prediction's) counts its own seconds
                 # from its own first drawing: where it began and how long it had run say when
                 # its last state was drawn in a log that prints no time (clock/untimed.py), and

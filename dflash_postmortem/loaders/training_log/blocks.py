@@ -21,7 +21,8 @@ MAX_MESSAGE_LINES = 20  # an exception's message after its first line
 TAKE, TAKE_LAST, NOT_MINE = "take", "take_last", "not_mine"
 
 _TRACEBACK = lp.TRACEBACK_KEYWORD.decode()
-_EXCEPTION = re.compile(r"([\w.]+(?:Error|Exception|Interrupt|Exit|Failure|Failed\w*))\b")
+# (and Python's own `Exception`, raised bare)
+_EXCEPTION = re.compile(r"([\w.]+(?:Error|Exception|Interrupt|Exit|Failure|Failed\w*)|Exception(?=:))\b")
 
 
 class TracebackBlock:

@@ -646,11 +646,16 @@ PROCESS_DEATH_PATTERNS: tuple[EventPattern, ...] = (
            r"^(?P<signal_word>Segmentation fault|Aborted|Bus error|Floating point exception|Illegal instruction)"
            r"(?: \(core dumped\))?\s*$"),
     _event("error", "cuda_error", "CUDA error:", r"CUDA error: (?P<cuda_error>[A-Za-z][^.(\n]{0,200}?)\s*(?:[.(]|$)"),
+    # the same error as PyTorch's THC said it before 1.x: `THCudaCheck FAIL file=... line=25 error=46 : all
+    # CUDA-capable devices are busy or unavailable`
+    _event("error", "cuda_error", "THCudaCheck FAIL", r"THCudaCheck FAIL\b.*?error=\d+ : (?P<cuda_error>[A-Za-z][^.(\n]{0,200}?)\s*(?:[.(]|$)"),
 )
 # The CUDA OOM message names the processes holding the GPU's memory (PyTorch >= 2.1): `Process 1234
 # has 40.00 GiB memory in use.`, and this process's own share.
 OOM_HOLDER = re.compile(rf"Process (?P<pid>\d{{1,10}}) has (?P<size>{_SIZE}) memory in use")
 OOM_THIS_PROCESS = re.compile(rf"this process has (?P<size>{_SIZE}) memory in use")
+# and, before PyTorch 2.1, what its caching allocator had reserved (`86.00 MiB reserved in total by PyTorch`)
+OOM_RESERVED = re.compile(rf"(?P<size>{_SIZE}) reserved in total by PyTorch")
 # Event patterns whose statement a traceback's exception line makes too (`torch.OutOfMemoryError:
 # CUDA out of memory ...`, `RuntimeError: CUDA error: ...`): the traceback is one event, and what
 # its last line states is another.
@@ -712,7 +717,9 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
            r"Timed out after (?P<timeout_s>\d+) seconds waiting for (?:clients|workers)\. (?P<joined>\d+)/(?P<world>\d+)",
            what="store clients"),
     # a port another process holds (c10d's store, a rendezvous, a server the trainer opens)
-    _event("error", "port_in_use", ("already in use", "EADDRINUSE"), r"EADDRINUSE|[Aa]ddress already in use"),
+    # (and a server's own words on its port: `The parameter \`port\`:52321 is already in use.`)
+    _event("error", "port_in_use", ("already in use", "EADDRINUSE"),
+           r"EADDRINUSE|[Aa]ddress already in use|\b[Pp]ort\b[^\n]{0,40}?\bis already in use"),
     _event("timeout", "store_connect_timeout", "has timed out after",
            r"socket has timed out after (?:(?P<timeout_ms>\d+)ms|(?P<timeout_s>\d+)s) while trying to connect to "
            r"\((?P<addr>[^()]{1,300})\)", what="store connect"),
@@ -747,13 +754,20 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("error", "triton_out_of_resource", "out of resource", r"OutOfMemoryError: out of resource"),
     # the host's memory, not a device's: TensorFlow's CPU allocator, C++'s and Python's failed
     # allocations, the kernel refusing one; a worker's shared memory (/dev/shm) full
+    # Ray's memory monitor killing workers as the node's RAM runs out (`1 Workers (tasks / actors)
+    # killed due to memory pressure (OOM)`), and the advice it prints after (which says "out of
+    # memory" too, and is no second kill)
+    _event("oom_kill", "ray_memory_monitor", "killed due to memory pressure",
+           r"\bWorkers \(tasks / actors\) killed due to memory pressure", by="ray"),
+    _event("error", "ray_oom_advice", "ray-oom-prevention", r"ray-oom-prevention"),
     _event("error", "host_out_of_memory", ("by allocator cpu", "std::bad_alloc", "MemoryError", "Cannot allocate memory"),
            r"OOM when allocating tensor.*\bby allocator cpu\b|std::bad_alloc|(?<![\w.])MemoryError\b|Cannot allocate memory"),
     _event("error", "shared_memory_full", ("insufficient shared memory", "unable to write to file </torch_"),
            r"insufficient shared memory|unable to write to file </torch_"),
     _event("oom", "tf_oom", "OOM when allocating", r"OOM when allocating tensor"),
-    _event("oom", "cuda_oom", "out of memory",
-           rf"out of memory\. Tried to allocate (?P<req>{_SIZE})(?:\. GPU (?P<gpu>\d+) has a total capac\w* of "
+    # (a paste cut before its first words begins at `Tried to allocate 216.00 MiB (GPU 0; ...`)
+    _event("oom", "cuda_oom", ("out of memory", "Tried to allocate"),
+           rf"(?:out of memory\. |^)Tried to allocate (?P<req>{_SIZE})(?:\. GPU (?P<gpu>\d+) has a total capac\w* of "
            rf"(?P<cap>{_SIZE}) of which (?P<free>{_SIZE}) is free| \(GPU (?P<gpu_old>\d+); (?P<cap_old>{_SIZE}) total "
            rf"capacity;(?: {_SIZE} already allocated; (?P<free_old>{_SIZE}) free)?)?"),
     _event("oom", "oom", "out of memory", r"(?i)(CUDA|HIP)? ?out of memory"),
@@ -895,9 +909,16 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("killed", "script_status", SCRIPT_LINE_KEYWORDS,
            rf"^(?P<script>\S+): {SCRIPT_LINE}\s+(?P<pid>\d+) (?P<task_signal>(?i:{_STATUS_WORDS}))(?: \(core dumped\))?(?:\s+\S.*)?$"),
     # zsh's word on each process of a job it reports without the job's number (a pipeline's, or
-    # pasted without it), lower case: `14957 segmentation fault (core dumped)  python train.py`
+    # pasted without it, or that number read as a viewer's line number), lower case: `14957
+    # segmentation fault (core dumped)  python train.py`, `+ 2843557 killed`
     _event("killed", "pid_status", tuple(f" {w}" for w in STATUS_SIGNALS if w.isascii() and w != "killed by signal"),
-           rf"^(?P<pid>\d+) (?P<task_signal>{_STATUS_WORDS})(?: \(core dumped\))?\s{{2,}}\S"),
+           rf"^(?:[+-]\s+)?(?P<pid>\d{{3,}}) (?P<task_signal>{_STATUS_WORDS})(?: \(core dumped\))?(?:\s{{2,}}\S.*)?\s*$"),
+    # an interactive shell's report on a background job it lost, by job number (bash's `[1]+  Killed
+    # python train.py`, zsh's `[1]    2843557 killed     python train.py`; the number is the
+    # shell's, no scheduler's)
+    _event("killed", "job_status", tuple(f" {w}" for w in STATUS_SIGNALS if w.isascii() and w != "killed by signal")
+           + tuple(f" {w.capitalize()}" for w in STATUS_SIGNALS if w.isascii() and w != "killed by signal"),
+           rf"^\[\d{{1,4}}\]\s*[+-]?\s+(?:(?P<pid>\d+)\s+)?(?P<task_signal>(?i:{_STATUS_WORDS}))(?: \(core dumped\))?(?:\s+\S.*)?$"),
     _event("killed", "shell_killed", "Killed", r"^Killed\s*$", signal="SIGKILL"),
     # the same reports where the shell speaks Chinese (`已杀死`: Killed), and of the signals the
     # report patterns above do not name (`段错误 (核心已转储)`, `Hangup`)
@@ -1008,7 +1029,8 @@ C10D_TAG = re.compile(
 
 TRACEBACK_KEYWORD = b"Traceback (most recent call last)"
 # A traceback's exception line: the exception's (dotted) class, then its message or nothing.
-EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure)\b(?::|\s*$)")
+# (Python's own `Exception`, raised bare: `Exception: The parameter port:52321 is already in use.`)
+EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure)|Exception)\b(?::|\s*$)")
 # Python's threading.excepthook prints this line just before a thread's traceback.
 THREAD_EXCEPTION_KEYWORD = b"Exception in thread "
 THREAD_EXCEPTION = re.compile(r"^Exception in thread (?P<thread>.{1,200}?)(?: \(\S+\))?:\s*$")
@@ -1068,8 +1090,8 @@ LINE_LABELS = (SRUN_LABEL, PDSH_LABEL, COMPOSE_LABEL)
 # Each captures what it knows (rank, pid); `lineno` prefixes are log-viewer line numbers.
 PREFIXES: tuple[tuple[str, re.Pattern], ...] = (
     ("lineno", re.compile(r"^\[(?P<lineno>\d+)\](?: |$)")),  # not `[0]:` of a failure table
-    # (torchrun's `[rank3]:`, and a trainer's own `[rank3] ` that its logging format puts there)
-    ("rank", re.compile(r"^\[rank(?P<rank>\d+)\](?::|(?= )) ?")),
+    # (torchrun's `[rank3]:`, and a trainer's own `[rank3] ` or `[rank-6]:` that its logging format puts there)
+    ("rank", re.compile(r"^\[rank-?(?P<rank>\d+)\](?::|(?= )) ?")),
     ("rank", re.compile(r"^\[default(?P<rank>\d+)\]: ?")),
     ("stream", re.compile(r"^(?:stderr|stdout): ")),
     # Open MPI's `mpirun --tag-output` (`[1,0]<stdout>:`, SageMaker's `[1,mpirank:3,algo-1]<stdout>:`),

@@ -902,7 +902,7 @@ class LogScanner:
             if p.kind == "oom":
                 ev["holders"] = lp.oom_holders(text)
                 ev["holder_mib"] = lp.oom_holder_mib(text)
-                own = lp.OOM_THIS_PROCESS.search(text)
+                own = lp.OOM_THIS_PROCESS.search(text) or lp.OOM_RESERVED.search(text)
                 ev["this_process_mib"] = lp.mib(own["size"]) if own else None
             _c10d_ranks(text, ev)
             if self.keyed:
@@ -1144,6 +1144,7 @@ def reads_on(before, before_report: FileReport, chunk, chunk_report: FileReport)
 # The shell's own word that the process whose output this is died of a signal, alone on its line
 # (`Killed`, `Terminated`, `./run.sh: line 10:   646 Killed   python3 train.py`)
 _SHELL_REPORTS = tuple(p for p in lp.EVENT_PATTERNS if p.name in ("shell_killed", "shell_terminated", "script_status", "pid_status",
+                                                                  "job_status",
                                                                   "shell_killed_zh", "shell_status", "shell_signal_report"))
 # Lines only a training run's output holds: one of them makes a file a training log.
 _STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring input", "torch.distributed.elastic",
@@ -1156,7 +1157,8 @@ _STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring in
            "noticed that process rank", "Per user-direction, the job has been aborted",
            "exited with non-zero status, thus causing", "A worker died or was killed while executing a task",
            "The actor died unexpectedly", "worker process has died", "[c10d]", "DistBackendError", "ncclRemoteError",
-           "OOM when allocating tensor", "KeyboardInterrupt")
+           "OOM when allocating tensor", "KeyboardInterrupt", "THCudaCheck FAIL", "reserved in total by PyTorch",
+           "killed due to memory pressure")
 
 
 def sniff_log(path: Path, head: bytes) -> float:

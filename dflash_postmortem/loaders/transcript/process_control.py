@@ -117,7 +117,10 @@ _UNKNOWN = "<unknown>"
 _BUS = r"(?:PCI:)?[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
 _XID_BUS = re.compile(_BUS)
 _KERNEL_KEYS = ("illed process", "ill process", "oom-kill:", "invoked oom-killer", "oom_reaper:", "NVRM: Xid",
-                "fallen off the bus", "killed as a result of limit of")
+                "fallen off the bus", "killed as a result of limit of", "blocked for more than")
+# the hung-task detector's word on a process in uninterruptible sleep (state D): `INFO: task
+# cache_mgr_event:620917 blocked for more than 120 seconds.`
+_HUNG_TASK = re.compile(r"\btask (?P<name>\S.{0,40}?):(?P<pid>\d{1,10}) blocked for more than (?P<secs>\d{1,7}) seconds")
 # A line a terminal wrapped and the copy kept as one: the wrap shows as a long run of spaces.
 _WRAP = re.compile(r" {20,}")
 # Python's report of a DataLoader worker that died: the worker's PID and the signal's name.
@@ -241,6 +244,9 @@ def read_kernel(line: str) -> dict | None:
     if m:
         return dict(kind="oom_kill", pid=int(m["pid"]), process_name=m["name"], uid=int(m["uid"]),
                     constraint=m["constraint"], memcg=m["memcg"], prefix=prefix, context=True)
+    m = _HUNG_TASK.search(body)
+    if m:
+        return dict(kind="hung_task", pid=int(m["pid"]), process_name=m["name"], prefix=prefix)
     m = _GPU_LOST.search(body)
     if m and "Xid" not in body:
         return dict(kind="gpu_lost", bus=m["bus"] or m["bus2"], prefix=prefix)

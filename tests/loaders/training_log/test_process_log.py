@@ -245,6 +245,23 @@ def test_carriage_return_bars_keep_last_state(tmp_path):
     assert inc.metrics[inc.metrics["metric"] == "train/it_per_s"]["value"].tolist() == [3.0, 4.0, 5.0, 6.0, 7.0]
 
 
+def test_a_bar_faster_than_training_steps_can_be_counts_no_steps(tmp_path):
+    """castorini/hedwig #70: a bar of 3,000,001 word vectors loaded at 14,061 a second before
+    training began: no training step takes under a millisecond, so its states are no steps (its
+    last state stays an event, with how long it ran); a bar at 2.66 it/s beside it still is one."""
+    p = tmp_path / "bar.log"
+    p.write_text("  0%|         | 0/3000001 [00:00<?, ?it/s]\n"
+                 "100%|██████████| 3000001/3000001 [03:33<00:00, 14061.26it/s]\n"
+                 "Training: 100%|██████████| 13/13 [00:04<00:00,  2.66it/s]\n")
+    inc = _load(p)
+    _balanced(inc)
+    m = inc.metrics
+    # (its first state, `0/3000001` at a rate not known yet, is the count it starts from: no step taken)
+    assert set(m["step"].dropna()) == {0, 13} and m.loc[m["step"] == 0, "value"].tolist() == [0.0]
+    last = inc.events[(inc.events["kind"] == "progress") & (inc.events["bar_total"] == 3000001)].iloc[-1]
+    assert (last["bar_n"], last["bar_elapsed_s"]) == (3000001, 213.0)
+
+
 def test_not_a_log(tmp_path):
     p = tmp_path / "blob.bin"
     p.write_bytes(bytes(range(256)) * 400)
