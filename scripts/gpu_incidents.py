@@ -200,6 +200,13 @@ did (what the README of the incident is written from), which the incident folder
                        GPU and the run slows; ~50 s later the operator looks (`tail` of both logs), kills the other
                        job by the PID its table shows; the run goes back to its pace and ends by itself; the
                        operator stops the loop by its PID
+    hang-ctrlc         two `script`-recorded terminals: `python3 train.py --run-name lm ... > logs/train.log 2>&1` in
+                       the foreground of window 1 (plain PyTorch, batches through a DataLoader with 2 workers), `tail -f`
+                       of its log in window 2: ~65 s in, a worker blocks for good on one batch and the loop waits in
+                       next() on the DataLoader (alive, memory held, 0 % GPU, the log silent); ~90 s after the last step
+                       line the operator stops the tail, looks at `nvidia-smi`, presses Ctrl-C in window 1
+                       (KeyboardInterrupt, a traceback in the log; a second Ctrl-C if it lives 10 s on), then resumes
+                       from ckpt/last.pt with --num-workers 0 through `tee logs/train2.log`, which trains ~40 s to its end
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -7327,28 +7334,25 @@ assert "signal.signal(signal.SIGINT, _on_sigint)" in _sigint_note
 CTRLC_STOPS_PROBE = CTRLC_STOPS_PROBE.replace(_sigint_note, "")
 
 
-def _ctrlc_loop(r: Recording, trainer: str, probe_code: str, handled: bool) -> None:
-    """The operator's one-line foreground sweep at a `script`-recorded bash, stopped with Ctrl-C: with
-    a trainer that handles it (`handled`: it saves and exits 0, so bash goes on with the next pass:
-    an Enter 15 s after the first Ctrl-C, then one 25 s after it and one 15 s after that), or one that
-    dies of it (bash ends the loop; one more Ctrl-C 15 s after each pass bash starts anyway)."""
-    py = _python3()
-    # the dry run: a tiny model on the CPU (the GPU path's commands carry no size flags)
-    flags = "" if r.gpu else " --n-layer 2 --n-head 2 --n-embd 64 --block-size 64 --vocab-size 1024"
-    pass_s = 180  # what one pass would take to its last step
-    first_s, enter_s = 35, 15  # the first Ctrl-C after the loop's start; the Enter after it (`handled`)
-    again_s = (25, 15) if handled else (15, 15)  # each later Ctrl-C after the one before, where bash went on
-    lrs = ("1e-4", "3e-4", "1e-3")
-    runs = tuple(f"lr-{lr}" for lr in lrs)
-    logs = r.dir / "logs"
-    calib = r.dir.parent / f"{r.name}.calibrate"
+def _probed_shell(r: Recording) -> tuple[str, str, Path, Path, dict[str, str], dict[str, str]]:
+    """What the Ctrl-C scenarios share: `python3` as typed, the dry run's size flags (a tiny model on the
+    CPU; the GPU path's commands carry none), the timing run's folder and the probe's (beside the incident
+    folder, not in it), the operator's shell environment (the driver's probe on PYTHONPATH) and the timing
+    run's."""
     probe = r.dir.parent / f"{r.name}.probe"
-    # the operator's login shell: the driver's probe on PYTHONPATH (outside the folder)
     env = dict(os.environ, COLUMNS="", CTRLC_PROBE_DIR=str(probe),
                PYTHONPATH=os.pathsep.join(filter(None, [str(probe), os.environ.get("PYTHONPATH")])))
     cal_env = dict(os.environ)
     if not r.gpu:
         env["OMP_NUM_THREADS"] = cal_env["OMP_NUM_THREADS"] = "1"
+    flags = "" if r.gpu else " --n-layer 2 --n-head 2 --n-embd 64 --block-size 64 --vocab-size 1024"
+    return _python3(), flags, r.dir.parent / f"{r.name}.calibrate", probe, env, cal_env
+
+
+def _cf_readers(logs: Path) -> tuple[Callable[[str], str], Callable[[str], str],
+                                     Callable[[str], list[tuple[float, int, float]]]]:
+    """Readers of cpu-fallback-style logs in `logs`: a log's text, its last line, and the (time, step,
+    tok/s) of each step line of a text."""
 
     def text(log: str) -> str:
         path = logs / log
@@ -7361,6 +7365,22 @@ def _ctrlc_loop(r: Recording, trainer: str, probe_code: str, handled: bool) -> N
     def steps_of(body: str) -> list[tuple[float, int, float]]:
         return [(_log_time(m.group(1)), int(m.group(2)), float(m.group(4).replace(",", "")))
                 for m in re.finditer(CF_STEP, body)]
+
+    return text, last_line, steps_of
+
+
+def _ctrlc_loop(r: Recording, trainer: str, probe_code: str, handled: bool) -> None:
+    """The operator's one-line foreground sweep at a `script`-recorded bash, stopped with Ctrl-C: with
+    a trainer that handles it (`handled`: it saves and exits 0, so bash goes on with the next pass:
+    an Enter 15 s after the first Ctrl-C, then one 25 s after it and one 15 s after that), or one that
+    dies of it (bash ends the loop; one more Ctrl-C 15 s after each pass bash starts anyway)."""
+    py, flags, calib, probe, env, cal_env = _probed_shell(r)
+    pass_s = 180  # what one pass would take to its last step
+    first_s, enter_s = 35, 15  # the first Ctrl-C after the loop's start; the Enter after it (`handled`)
+    again_s = (25, 15) if handled else (15, 15)  # each later Ctrl-C after the one before, where bash went on
+    lrs = ("1e-4", "3e-4", "1e-3")
+    runs = tuple(f"lr-{lr}" for lr in lrs)
+    text, last_line, steps_of = _cf_readers(r.dir / "logs")
 
     # each trainer of the incident (a python running train.py in the folder), by its --run-name, from
     # when the driver first sees it to when it has exited, read from /proc every 0.05 s (the operator's
@@ -7621,6 +7641,287 @@ def ctrlc_sweep(r: Recording) -> None:
 
 def ctrlc_stops_sweep(r: Recording) -> None:
     _ctrlc_loop(r, CTRLC_STOPS_TRAIN, CTRLC_STOPS_PROBE, handled=False)
+
+
+# hang-ctrlc's trainer: cpu-fallback's train.py (`logging` lines with loss and tok/s every --log-every
+# steps, --resume from ckpt/last.pt) reading its batches through a torch.utils.data.DataLoader
+# (--num-workers, 2 by default; timeout 0, the default): batch s is a random walk seeded by step s, so a
+# resumed run reads the same batches. The fault injected for the recording (a constant in train.py, in
+# no command line): a worker process that reaches batch STALL_AT waits on an Event nobody sets (as a
+# worker deadlocked on a lock inherited through fork would); the main process (--num-workers 0) does
+# not. The loop then waits in next() on the DataLoader for good.
+HANG_CTRLC_TRAIN = CPU_FALLBACK_TRAIN
+_data_at = HANG_CTRLC_TRAIN.index("# data: a synthetic token stream")
+_data_end = HANG_CTRLC_TRAIN.index("    return chunk[:, :-1], chunk[:, 1:]\n") + len("    return chunk[:, :-1], chunk[:, 1:]\n")
+HANG_CTRLC_TRAIN = HANG_CTRLC_TRAIN[:_data_at] + r'''# Fault injected for this recording: a DataLoader worker process that reaches the batch of step
+# STALL_AT blocks for good (as a worker deadlocked on a lock inherited through fork would); the main
+# process (--num-workers 0) reads it as any other.
+STALL_AT = @STALL_AT@
+
+
+class TokenBatches(Dataset):
+    """The batches of steps first..last-1: (batch, block + 1) token ids, random walks over the
+    vocabulary (each id the last plus 0-15) seeded by the step, so a resumed run reads the same batches."""
+
+    def __init__(self, first, last):
+        self.first, self.n = first, max(0, last - first)
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        s = self.first + i
+        if s == STALL_AT and get_worker_info() is not None:
+            threading.Event().wait()  # nobody ever sets it
+        g = torch.Generator().manual_seed(args.seed * 1_000_003 + s)
+        start = torch.randint(0, args.vocab_size, (args.batch_size, 1), generator=g)
+        return (start + torch.randint(0, 16, (args.batch_size, args.block_size + 1), generator=g).cumsum(1)) % args.vocab_size
+''' + HANG_CTRLC_TRAIN[_data_end:]
+for _old, _new in (
+        ('"""Train a small GPT-style LM on a synthetic token stream, checkpointing to ckpt/last.pt every 2000 steps.\n',
+         '"""Train a small GPT-style LM on a synthetic token stream read through a DataLoader (--num-workers worker\n'
+         'processes), checkpointing to ckpt/last.pt every 2000 steps.\n'),
+        ("import os\nimport time\n", "import os\nimport threading\nimport time\n"),
+        ("from torch.nn import functional as F\n",
+         "from torch.nn import functional as F\nfrom torch.utils.data import DataLoader, Dataset, get_worker_info\n"),
+        ('p.add_argument("--seed", type=int, default=1337)\n',
+         'p.add_argument("--seed", type=int, default=1337)\n'
+         'p.add_argument("--num-workers", type=int, default=2, help="DataLoader worker processes")\n'),
+        ("start = t0 = time.time()\nwhile step < args.max_steps:\n",
+         "loader = DataLoader(TokenBatches(step, args.max_steps), batch_size=None, num_workers=args.num_workers,\n"
+         "                    pin_memory=cuda)\n"
+         "batches = iter(loader)\n"
+         "start = t0 = time.time()\nwhile step < args.max_steps:\n"),
+        ("    x, y = get_batch()\n",
+         "    chunk = next(batches).to(device, non_blocking=True)\n    x, y = chunk[:, :-1], chunk[:, 1:]\n")):
+    assert HANG_CTRLC_TRAIN.count(_old) == 1, _old
+    HANG_CTRLC_TRAIN = HANG_CTRLC_TRAIN.replace(_old, _new)
+HANG_BEGAN, CF_SAVED = r"INFO ((?:resum|no checkpoint|starting)[^\n]*)", r"saved checkpoint step (\d+)"
+ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
+
+
+def hang_ctrlc(r: Recording) -> None:
+    # the operator's login shells carry the driver's probe (ctrlc-stops-sweep's: each trainer's start, an
+    # unhandled exception, the start of its shutdown) on PYTHONPATH, outside the folder
+    py, flags, calib, probe, env, cal_env = _probed_shell(r)
+    hang_s, look_s, run2_s = 65, 90, 40  # the hang's time into run 1's training; the Ctrl-C after the last
+    # step line; run 2's training
+    text, last_line, steps_of = _cf_readers(r.dir / "logs")
+
+    # each process running train.py in the folder (the trainers and their DataLoader workers, forked with
+    # the same command line), from when the driver first sees it to when it has exited, read every 0.05 s
+    run_of: dict[str, int] = {}
+    role: dict[str, str] = {}
+    exited: dict[str, tuple[float, str]] = {}
+    current = [0]
+    done = threading.Event()
+
+    def seen_one(pid: str, argv: list[bytes], fields: list[str]) -> None:
+        parent = fields[1]
+        role[pid] = f"DataLoader worker of {parent}" if parent in run_of else "main"
+        r.truth(f"run {run_of[pid]} {role[pid]}: PID {pid} seen (parent {parent}, process group {fields[2]}, "
+                f"terminal's foreground process group {fields[5]}): {b' '.join(argv).decode(errors='replace').strip()!r}")
+
+    def exited_one(pid: str) -> None:
+        r.truth(f"run {run_of[pid]} {role.get(pid, '?')} PID {pid} exited ({exited[pid][1]})")
+
+    def watch() -> None:
+        _watch_trainers(r, done, run_of, exited, lambda argv: current[0], seen_one, exited_one)
+
+    def pids(n: int, which: str) -> list[str]:
+        return [p for p, k in list(run_of.items()) if k == n and (role.get(p) == "main") == (which == "main")]
+
+    def main_of(n: int, timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not pids(n, "main"):
+            time.sleep(0.05)
+        return (pids(n, "main") or ["?"])[0]
+
+    def probed(pid: str) -> list[tuple[float, str]]:
+        path = probe / f"{pid}.probe"
+        notes = path.read_text(errors="replace").splitlines() if path.exists() else []
+        return [(float(n.split(" ", 1)[0]), n.split(" ", 1)[1]) for n in notes if " " in n]
+
+    def said(log: str) -> str:
+        body = text(log)
+        lines = steps_of(body)
+        rates = [x[2] for x in lines[1:]]
+        began = _last(HANG_BEGAN, body)
+        saves = re.findall(CF_SAVED, body)
+        return (f"logs/{log}: {len(body.splitlines())} lines; {began!r}; "
+                + (f"step lines {lines[0][1]}-{lines[-1][1]} ({len(lines)}, {_utc(lines[0][0])} to "
+                   f"{_utc(lines[-1][0])}); " if lines else "no step line; ")
+                + (f"tok/s after the first: median {statistics.median(rates):,.0f} (min {min(rates):,.0f}, max "
+                   f"{max(rates):,.0f}); " if rates else "")
+                + f"saved steps {saves}; 'training done': "
+                f"{'training done' in body}; 'KeyboardInterrupt': {'KeyboardInterrupt' in body}; last line "
+                f"{last_line(log)!r}")
+
+    def states(n: int) -> str:
+        """Each process of run `n`: its state, threads and main thread's wchan, CPU ticks so far."""
+        out = []
+        for pid in pids(n, "main") + pids(n, "worker"):
+            fields = _proc_stat(pid)
+            if fields:
+                count, st, ticks, wchan = _threads(pid)
+                out.append(f"{role[pid]} {pid}: state {fields[0]}, {count} threads {st}, wchan {wchan}, {ticks} ticks")
+        return "; ".join(out) or "none alive"
+
+    def wait_prompt(t: InteractiveShell, timeout: float) -> str:
+        try:
+            return t.wait_prompt(timeout)
+        except Exception as e:  # noqa: BLE001 - the truth log says what the terminal did
+            r.truth(f"no prompt within {timeout:g} s: {e}")
+            return ""
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    t = t2 = None
+    try:
+        shutil.rmtree(probe, ignore_errors=True)
+        probe.mkdir()
+        (probe / "sitecustomize.py").write_text(CTRLC_STOPS_PROBE)
+        # the pace of this model with 2 workers on this machine's GPU (the dry run: its CPU), ~25 s, before
+        # the captures start and outside the folder
+        shutil.rmtree(calib, ignore_errors=True)
+        calib.mkdir()
+        (calib / "train.py").write_text(HANG_CTRLC_TRAIN.replace("@STALL_AT@", "-1"))
+        cal_argv = [sys.executable, "train.py", "--run-name", "calibrate", "--max-steps", "1000000",
+                    "--save-every", "1000000", *flags.split()]
+        r.truth(f"calibration (before the captures, in {calib}, outside the folder, in no transcript, stopped "
+                f"after 30 s): `{' '.join(cal_argv)}`")
+        with open(calib / "out.log", "w") as f:
+            cal = subprocess.Popen(cal_argv, cwd=calib, env=cal_env, stdout=f, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+            time.sleep(30)
+            os.killpg(cal.pid, 9)
+            cal.wait()
+        cal_lines = steps_of((calib / "out.log").read_text(errors="replace"))[2:]
+        p = ((cal_lines[-1][1] - cal_lines[0][1]) / max(1e-3, cal_lines[-1][0] - cal_lines[0][0])
+             if len(cal_lines) >= 2 else 0.0) or 20.0
+        save_every = max(100, int(round(p * 20 / 100)) * 100)
+        stall_at = int(p * hang_s) // 10 * 10 + 7
+        last_save = stall_at // save_every * save_every
+        max_steps = max(stall_at + 100, int(round((last_save + p * run2_s) / 100)) * 100)
+        r.truth(f"calibration: {len(cal_lines)} step lines, pace {p:.1f} steps/s; --save-every {save_every}, "
+                f"STALL_AT {stall_at} (~{hang_s} s of training), its last checkpoint before it step {last_save}, "
+                f"--max-steps {max_steps} (~{run2_s} s of training after a resume from it at that pace)")
+        shutil.rmtree(calib, ignore_errors=True)
+
+        (r.dir / "train.py").write_text(HANG_CTRLC_TRAIN.replace("@STALL_AT@", str(stall_at)))
+        r.gpus_and_processes()
+        watcher.start()
+        r.truth(f"train.py is in the folder (GPT-style LM, `logging` lines every 20 steps with loss and tok/s; batches "
+                f"through a DataLoader, --num-workers 2 by default, timeout 0; ckpt/last.pt every --save-every steps "
+                f"and at the end; --resume; injected fault: a worker that reaches the batch of step {stall_at} waits "
+                f"on an Event nobody sets); the driver's probe (a sitecustomize in {probe}, outside the folder) "
+                "notes each trainer's start, an unhandled exception and the start of its shutdown")
+        t = InteractiveShell(r.dir, r.dir / "logs" / "terminal.typescript", env)
+        t2 = InteractiveShell(r.dir, r.dir / "logs" / "terminal2.typescript", env)
+        r.truth("operator at two script-recorded interactive bash windows (logs/terminal.typescript, "
+                "logs/terminal2.typescript)")
+        _typed(r, t, "date")
+        cmd = f"{py} train.py --run-name lm --max-steps {max_steps} --save-every {save_every}{flags}"
+        current[0] = 1
+        r.truth(f"run 1: window 1, in the foreground: `{cmd} > logs/train.log 2>&1`")
+        t.start(f"{cmd} > logs/train.log 2>&1")
+        pid1 = main_of(1)
+        time.sleep(3)
+        _typed(r, t2, "date")
+        r.truth("window 2: operator types `tail -f logs/train.log` and watches it")
+        t2.start("tail -f logs/train.log")
+        time.sleep(2)
+        r.truth(f"run 1: main PID {pid1}, workers {pids(1, 'worker')}")
+        if not r.wait_for("logs/train.log", "INFO training from step", 180):
+            return
+        r.truth(f"run 1 began training: {_last(CF_BEGAN, text('train.log'))}; workers {pids(1, 'worker')}")
+
+        # the hang: no new step line for 15 s
+        deadline = time.monotonic() + hang_s * 4 + 120
+        last_seen, since = "", time.monotonic()
+        while time.monotonic() < deadline:
+            now = last_line("train.log")
+            if now != last_seen:
+                last_seen, since = now, time.monotonic()
+            elif time.monotonic() - since > 15:
+                break
+            if pid1 in exited:
+                break
+            time.sleep(0.5)
+        lines = steps_of(text("train.log"))
+        hung_at = lines[-1][0] if lines else time.time()
+        r.truth(f"run 1's log has stopped: last step line step {lines[-1][1] if lines else '?'} at "
+                f"{_utc(hung_at)} (the batch of step {stall_at} is the one a worker blocks on); {said('train.log')}; "
+                f"{states(1)}")
+        time.sleep(max(0.0, hung_at + 45 - time.time()))
+        r.truth(f"45 s after the last step line: {states(1)}")
+        time.sleep(max(0.0, hung_at + look_s - 10 - time.time()))
+        r.truth("window 2: operator presses Ctrl-C to stop `tail -f`, types `date` and looks at the GPU")
+        os.write(t2.fd, b"\x03")
+        wait_prompt(t2, 10)
+        _typed(r, t2, "date")
+        _typed(r, t2, "nvidia-smi" if r.gpu else "uptime")
+        time.sleep(max(0.0, hung_at + look_s - time.time()))
+        ctrl_cs = []
+        for k in (1, 2):
+            if pid1 in exited or not _proc_stat(pid1):
+                break
+            r.truth(f"Ctrl-C {k}: window 1, operator presses Ctrl-C (0x03 to the terminal) "
+                    f"{time.time() - hung_at:.1f} s after the last step line; {states(1)}")
+            ctrl_cs.append(time.time())
+            os.write(t.fd, b"\x03")
+            if _gone(exited, pid1, 10):
+                r.truth(f"run 1 main PID {pid1} exited {exited[pid1][0] - ctrl_cs[-1]:.2f} s after Ctrl-C {k}")
+            else:
+                r.truth(f"run 1 main PID {pid1} still running 10 s after Ctrl-C {k}: {states(1)}")
+        shown = wait_prompt(t, 60)
+        r.truth(f"window 1: the prompt came back; the terminal showed {shown[-300:]!r}")
+        time.sleep(2)
+        r.truth(f"run 1 after the Ctrl-C: {said('train.log')}; processes left: {states(1)}")
+        status = _typed(r, t, "echo $?")
+        status = re.sub(ANSI, "", status).strip()[:80]
+        r.truth(f"`echo $?` printed {status!r}")
+        for look in ("date", "tail -n 25 logs/train.log", "ls -l ckpt"):
+            _typed(r, t, look)
+            time.sleep(1)
+        time.sleep(5)
+
+        # run 2: the same command, no workers, from the last checkpoint, through tee
+        current[0] = 2
+        cmd2 = f"{cmd} --num-workers 0 --resume 2>&1 | tee logs/train2.log"
+        r.truth(f"run 2: window 1, in the foreground: `{cmd2}`")
+        at2 = time.time()
+        t.start(cmd2)
+        pid2 = main_of(2)
+        r.truth(f"run 2: main PID {pid2}, workers {pids(2, 'worker')}")
+        wait_prompt(t, 420)
+        _gone(exited, pid2, 10)
+        r.truth(f"run 2 ended {time.time() - at2:.1f} s after it was typed; {said('train2.log')}")
+        _typed(r, t, "date")
+        _typed(r, t2, "date")
+        time.sleep(2)
+        r.truth("operator types `exit` in both windows")
+        t.close()
+        t2.close()
+        t = t2 = None
+
+        # the summary: each process's PID, start and end, how the trainers ended (the probe), the hang and Ctrl-Cs
+        for pid, n in sorted(run_of.items(), key=lambda x: int(x[0])):
+            notes = probed(pid) if role.get(pid) == "main" else []
+            end = f"{_utc(exited[pid][0])} ({exited[pid][1]})" if pid in exited else "not seen exiting"
+            r.truth(f"summary run {n} {role.get(pid)} PID {pid}: probe start {_utc(notes[0][0]) if notes else '-'}; "
+                    f"driver saw it exit {end}")
+            for at, what in notes[1:]:
+                r.truth(f"probe, run {n} PID {pid}, {_utc(at)}: {what[:1500]}")
+        r.truth(f"summary the hang: last step line of run 1 at {_utc(hung_at)}; Ctrl-Cs at "
+                f"{[_utc(a) for a in ctrl_cs]}; {said('train.log')}; {said('train2.log')}")
+        if r.gpu:
+            r.truth(f"summary GPU while hung: {_smi_rows(r, hung_at + 5, ctrl_cs[0] if ctrl_cs else time.time())}")
+    finally:
+        for shell in (t, t2):
+            if shell is not None:
+                shell.close()
+        _wind_down(r, "train.py --run-name lm", done, watcher, calib)
+        shutil.rmtree(probe, ignore_errors=True)
 
 
 # spawn-oom's trainer: plain PyTorch DDP started with torch.multiprocessing.spawn (no torchrun), two
@@ -8675,6 +8976,7 @@ SCENARIOS = {
     "spawn-oom": spawn_oom,
     "rotated-log": rotated_log,
     "table-loop": table_loop,
+    "hang-ctrlc": hang_ctrlc,
 }
 
 
