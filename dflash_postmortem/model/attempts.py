@@ -1760,7 +1760,8 @@ def _log_starts(inc: Incident) -> dict[str, list[tuple]]:
     ranked = rows[column(rows, "rank").notna()].groupby("source")["time"].min()
     # the logs of nothing but errors, dated or not (a log's steps without a time are its steps too)
     errors = set(_ENDS + CAUSES) | {"error", "signal"}
-    all_errors = set(rows["source"]) - set(m["source"].dropna()) - set(ev.loc[~ev["kind"].isin(errors), "source"].dropna())
+    all_errors = (set(rows["source"].unique()) - set(m["source"].dropna().unique())
+                  - set(ev.loc[~ev["kind"].isin(errors), "source"].dropna().unique()))
     out: dict[str, list[tuple]] = {}
     for (source, rank), g in rows.groupby(["source", column(rows, "rank").fillna(-1)], sort=False, dropna=False):
         g = g.sort_values("time", kind="stable")
