@@ -868,9 +868,8 @@ class _Assembly:
         `nohup.out`, placed at the first dated line after it: the latest it can have been written):
         the start whose processes the listings saw go last before that bound. An error ends a
         process; it starts none."""
-        ev = self.ev
-        row = ev[ev["ref"] == ref] if isinstance(ref, str) else ev.iloc[:0]
-        if row.empty or not row["kind"].isin(CAUSES).any() or not _latest_only(ev, ref):
+        row = computed.rows_where(self.inc, "events", "ref", ref) if isinstance(ref, str) else self.ev.iloc[:0]
+        if row.empty or not row["kind"].isin(CAUSES).any() or not _latest_only(row, ref):
             return None
         gone = [(g, a) for a in self.found + self.orphans if (g := self._gone_by(a)) is not None and g <= bound]
         return max(gone, key=lambda x: x[0])[1] if gone else None
@@ -1396,7 +1395,7 @@ class _Assembly:
                 end["cause_time"] = end["end"]
         if end["end_kind"] == GONE and end["cause_kind"] is None and a.undated_end is not None:
             # the undated error a log begins with is what its processes died of (_undated_end_of)
-            line = self.ev[self.ev["ref"] == a.undated_end]
+            line = computed.rows_where(inc, "events", "ref", a.undated_end)
             said = _cause(line, line["time"].min(), line["time"].max())
             end.update(said, cause_time=end["end"], end_kind=said["cause_kind"], end_ref=said["cause_ref"])
         if end["end_kind"] == GONE and end["cause_kind"] is None:

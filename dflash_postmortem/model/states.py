@@ -163,11 +163,12 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         hung = _hung_until_error(a, lines) if died is None else None
         said = died or hung
         evaluated = _evaluations(evaluations, a)
-        saves = _saves(inc, a)
+        own = _own_events(inc, a)  # (read once: its saves and its bars beside training)
+        saves = _saves(own)
         steps = column(lines, "step").to_numpy(dtype=float, na_value=np.nan)
         pace = _step_rate(steps, reached_at(lines))
         steps = np.append(steps, _step_at_end(inc, a))  # (as `times` ends with the attempt's end)
-        bars = _bar_work(inc, a)
+        bars = _bar_work(own)
         # a job its shell stopped (Ctrl-Z) makes no step until `fg`, however short the wait
         stops = _job_stops(inc, a)
         shortest = min(threshold, pd.Timedelta(seconds=STALL_INTERVALS * step_interval_s(lines))) if stops else threshold
@@ -307,11 +308,10 @@ def _gaps(times: list, first, threshold: pd.Timedelta, end) -> list[tuple[int, i
     return [(int(k), int(before[k])) for k in np.flatnonzero(late)]
 
 
-def _bar_work(inc: Incident, a: pd.Series) -> list[tuple]:
+def _bar_work(ev: pd.DataFrame) -> list[tuple]:
     """When the attempt's bars beside training advanced (an evaluation's, a prediction's: each
     bar's last state and the seconds it had run since it began, loaders/training_log/bars.py), as
-    (began, last drawn) times."""
-    ev = _own_events(inc, a)
+    (began, last drawn) times, of its own events (`_own_events`)."""
     if ev.empty or "bar_elapsed_s" not in ev.columns:
         return []
     ev = ev[ev["bar_elapsed_s"].notna() & ev["time"].notna()]
@@ -351,9 +351,9 @@ def _trained_unseen(steps: np.ndarray, before: int, after: int, gap: pd.Timedelt
     return done / max(gap.total_seconds(), 1e-9) >= 0.5 * pace
 
 
-def _saves(inc: Incident, a: pd.Series) -> pd.Series:
-    """When the attempt's own logs said it saved a checkpoint (its `checkpoint_save` lines)."""
-    ev = _own_events(inc, a)
+def _saves(ev: pd.DataFrame) -> pd.Series:
+    """When the attempt's own logs said it saved a checkpoint (the `checkpoint_save` lines of its own
+    events, `_own_events`)."""
     return ev.loc[column(ev, "pattern").eq("checkpoint_save").fillna(False).astype(bool), "time"].dropna()
 
 
