@@ -153,6 +153,10 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         # the line that closes it was written.)
         times = reached_at(lines).tolist() + [end]
         refs = (lines["ref"].tolist() if "ref" in lines.columns else [None] * len(lines)) + [a["last_alive_ref"]]
+        # lines whose time a line before them lent (loaders: `time_earliest`): written then or
+        # later, up to the next dated line, so no silence is measured from one
+        lent = column(lines, "time_earliest").eq(True).fillna(False).to_numpy(dtype=bool)
+        all_lent = bool(column(steps_of(inc, a), "time_earliest").eq(True).fillna(False).all())
         w = prog[prog["attempt"] == a["attempt"]]
         w = w.assign(level=warmed(w["level"]))  # its first window's warm-up is no loss
         base = float(w["level"].iloc[: max(3, len(w) // 3)].median()) if len(w) else np.nan
@@ -203,6 +207,7 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
             # and one whose next line's step shows it went on training at its pace, unseen (two
             # `tail`s of a log the folder lacks, a paste cut between lines): no silence
             busy = busy or (last >= 0 and _trained_unseen(steps, last, k, t - cursor, pace))
+            busy = busy or (bool(lent[last]) if last >= 0 else all_lent)
             if busy:
                 evaluating = max(evaluating, t - cursor)
             # the silence the evidence ends in, no longer than an evaluation of the same run took

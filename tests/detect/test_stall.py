@@ -214,3 +214,18 @@ def test_steps_a_later_tail_shows_far_ahead_at_the_runs_pace_are_no_stall(tmp_pa
     (folder / "logs" / "train.log").unlink()
     _, found = _one(folder)
     assert "stall" not in set(found["kind"])
+
+
+def test_undated_step_lines_after_a_dated_banner_are_no_silence(tmp_path):
+    """hiyouga/LLaMA-Factory's Trainer log: the banner at 07:26:19, 44 dicts and the final bar
+    with no time of their own, then `Saving model checkpoint` at 07:30:24 (the bar: 222 steps in
+    04:05). The dicts were written between the two; no silence is measured from the banner's time
+    (it was "stalled 245 s"). The same lines with times of their own show the stall."""
+    inc, found = _one(REAL_WORLD / "train-log" / "llamafactory-lora-sft-llama3-8b-bnb4bit-h100.log")
+    assert "stall" not in set(found["kind"])
+    assert inc.span()[1] == pd.Timestamp("2025-05-15 07:30:24.686", tz="UTC")
+    dated = tmp_path / "train.log"
+    dated.write_text("".join(f"2025-05-15 07:26:{19 + i:02d} step {i + 1} loss 0.7 tok/s 1000\n" for i in range(10))
+                     + "[INFO|trainer.py:3984] 2025-05-15 07:30:24,686 >> Saving model checkpoint to out/checkpoint-222\n")
+    _, found = _one(dated)
+    assert found["kind"].tolist()[0] == "stall"

@@ -965,7 +965,7 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
            r"[\s:=]*(?P<code>-?\d+)"),
     _event("warning", "fast_path_unavailable", "fast path is not available", r"[Tt]he fast path is not available"),
     _event("warning", "torch_fallback", "falling back to", r"(?i)falling back to (torch|its reference|the) "),
-    _event("training_start", "training_start", "raining", r"(?i)\b(start(ing|ed)? training|training (start(ed|ing)?|begins?))\b"),
+    _event("training_start", "training_start", "raining", r"(?i)\b(start(ing|ed)? training|training (start(ed|ing)?|begins?)|running training)\b"),
     # The trainer's word that an interrupt stops it, before its own stop line would say "training
     # interrupted" (a stop: training_stop): Python's KeyboardInterrupt (a traceback's last line:
     # EXCEPTION_FACTS), Lightning's `Detected KeyboardInterrupt, attempting graceful shutdown...`,

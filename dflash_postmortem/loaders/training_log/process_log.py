@@ -85,8 +85,12 @@ NO_MATCH = "log text without a metric or event"
 _TAGS_WITHIN = 200  # leading tags ([INFO], logger names, container ids) end within this many characters
 # What loggers put between the timestamp and the message: [run], [INFO], " - root - INFO - ",
 # a platform's `fa88a9df || ` container tag, Metaflow's `[177/train/578 (pid 28936)]`.
+# (the tags a logger writes after its time: `[rank0]`, a level, `name - `, Hugging Face's `>>`, and
+# where the line was written: glog's `22488 net.cpp:100]`, Horovod's `: W horovod/x.cc:105]`, vLLM's
+# `llm_engine.py:72]`)
 _LEADING_TAGS = re.compile(
-    r"^(?:[\s\-:|,\d\]]*(?:\[[\w.@ /()-]*\]|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b:?|[\w.]+ - |[0-9a-f]{6,16} \|\|))*[\s\-:|]*"
+    r"^(?:[\s\-:|,\d\]>]*(?:\[[\w.@ /()-]*\]|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b:?|[\w.]+ - |[0-9a-f]{6,16} \|\||"
+    r"(?:[IWEFD] )?[\w./-]+\.\w+:\d+\]))*[\s\-:|>\]]*"
 )
 
 
@@ -650,8 +654,10 @@ class LogScanner:
                 bars = lp.find_bars(record) if any(k in record for k in _BAR_KW) else []
                 pieces = [record]
                 if bars:
-                    got |= self.bars.read(bars, record, lineno, rows, rec_rank, self._run_for(None, False, None),
-                                          self.last_stamp)
+                    # (dated by the last line that said its time: lent, unless the bar's own line says one)
+                    lent = self.last_stamp if self.last_stamp is None or find_stamp(record)[0] is not None \
+                        else dataclasses.replace(self.last_stamp, borrowed=True)
+                    got |= self.bars.read(bars, record, lineno, rows, rec_rank, self._run_for(None, False, None), lent)
                     barred = True
                     pieces = [record[:bars[0].start], *(record[a.end:b.start] for a, b in zip(bars, bars[1:], strict=False)),
                               record[bars[-1].end:]]
@@ -747,6 +753,8 @@ class LogScanner:
             near, tag = self.last_stamp, None
         if near is not None:
             self.borrowed += lines
+        if isinstance(near, Stamp):
+            near = dataclasses.replace(near, borrowed=True)
         return near, tag
 
     def _look_back(self, block: bytes, ls: int) -> tuple[Stamp | bytes | None, str | None, int]:
@@ -1078,6 +1086,12 @@ _int = lp.integer
 def _frame(cols: dict[str, list], rep: FileReport, ctx: LoadContext, scanner: LogScanner) -> pd.DataFrame:
     df = pd.DataFrame({k: v for k, v in cols.items() if k != "stamp"})
     df.insert(0, "time", resolve_times(cols["stamp"], rep, ctx, scanner.first_date, scanner.calendar))
+    # rows whose time a line before them lent (a Trainer's undated dicts after its dated banner):
+    # written then or later, up to the next line that says its time (model/states.py: no silence
+    # can be measured from them)
+    earliest = [True if getattr(s, "borrowed", False) else pd.NA for s in cols["stamp"]]
+    if any(x is True for x in earliest):
+        df["time_earliest"] = pd.array(earliest, dtype="boolean")
     df["source"] = rep.path
     df["ref"] = rep.path + ":" + df["line"].astype("str")
     if "host" in df.columns:  # a line that names its host (NCCL, a ChildFailedError table) keeps it

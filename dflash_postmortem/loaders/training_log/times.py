@@ -42,12 +42,17 @@ TIMESTAMPS: tuple[tuple[str, re.Pattern], ...] = (
     # BasicSR / mmsr's logger before 2020: `19-08-09 08:23:24.709 - INFO:` (%y-%m-%d), at the line's start
     ("ymd2", re.compile(r"^(?P<year>\d{2})-(?P<month>\d{2})-(?P<day>\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))? - ")),
     ("glog", re.compile(r"^\[?[IWEF](?P<month>\d{1,2})(?P<day>\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,9}))?")),
+    # vLLM's and SkyPilot's loggers: `INFO 12-08 19:50:16 llm_engine.py:72]`, `I 03-25 07:19:29
+    # controller.py:152]` (a level, then month-day, no year)
+    ("lmd", re.compile(r"^(?:[IWEFD]|INFO|WARNING|ERROR|DEBUG|CRITICAL) (?P<month>\d{2})-(?P<day>\d{2}) "
+                       r"(?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?")),
     # detectron2's logger: `[04/17 09:42:26 d2.utils.events]:` on the console, `[11/16 04:35:50]
     # d2.utils.events INFO:` in its log.txt (%m/%d, no year)
     ("md", re.compile(r"^\[(?P<month>\d{2})/(?P<day>\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?[ \]]")),
     # ctime, as `date` and Horovod's --timestamp-output print it: `Tue Apr 21 18:22:57 2020`,
     # `Tue Apr 21 18:22:57 UTC 2020` (a zone other than UTC or GMT is read as the incident's)
-    ("ctime", re.compile(r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +"
+    # (`dmesg -T` prints it in brackets: `[Mon Jul 20 04:51:42 2022] Out of memory: ...`)
+    ("ctime", re.compile(r"^\[?(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +"
                          r"(?P<day>\d{1,2}) (?P<time>\d{2}:\d{2}:\d{2})(?: (?P<zone>[A-Z]{2,5}))? (?P<year>\d{4})")),
     ("syslog", re.compile(r"^(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) (?P<time>\d{2}:\d{2}:\d{2})")),
     ("clock", re.compile(r"^\[?(?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?\]?(?:\s|$)")),
@@ -59,12 +64,14 @@ SEARCHED = {"iso", "mdy"}  # found anywhere in a line's head; the others start i
 class Stamp:
     """A timestamp as found. `form`: iso (full date), monthday (no year), clock (time of day
     only). A clock stamp carries the reading of the file's clock it is dated with (`reading`,
-    an index into its Calendar; -1: the file's start, before any reading)."""
+    an index into its Calendar; -1: the file's start, before any reading). `borrowed`: a line
+    without a time of its own took it from a line before it (it was written then or later)."""
 
     form: str
     text: str
     aware: bool = False
     reading: int = -1
+    borrowed: bool = False
 
     @property
     def seconds_of_day(self) -> int:
@@ -101,7 +108,7 @@ def stamp_of(form: str, g: dict) -> Stamp:
         return Stamp("iso", f"{year}-{month:02d}-{day:02d}T{clock}.{frac}")
     if form == "ymd2":
         return Stamp("iso", f"20{g['year']}-{g['month']}-{g['day']}T{clock}.{frac}")
-    if form in ("glog", "md"):
+    if form in ("glog", "md", "lmd"):
         return Stamp("monthday", f"{int(g['month']):02d}-{g['day']}T{clock}.{frac}")
     if form == "ctime":
         iso = f"{g['year']}-{MONTHS[g['mon']]:02d}-{int(g['day']):02d}T{clock}.{frac}"

@@ -35,6 +35,9 @@ def _load(path, **kw):
     ("[11/16 04:35:50] d2.utils.events INFO:  eta: 2:23:15", "monthday", "11-16T04:35:50.000000"),  # its log.txt
     ("Tue Apr 21 18:22:57 2020[1]<stdout>:Train Epoch: 1", "iso", "2020-04-21T18:22:57.000000"),  # horovodrun
     ("Wed Dec  2 21:23:04 UTC 2026 starting the run", "iso", "2026-12-02T21:23:04.000000+00:00"),  # `date`
+    ("[Mon Jul 20 04:51:42 2022] Out of memory: Killed process", "iso", "2022-07-20T04:51:42.000000"),  # dmesg -T
+    ("INFO 12-08 19:50:16 llm_engine.py:72] Initializing", "monthday", "12-08T19:50:16.000000"),  # vLLM
+    ("I 03-25 07:19:29 controller.py:152] Job failed", "monthday", "03-25T07:19:29.000000"),  # SkyPilot
 ])
 def test_stamp_forms_of_real_lines(line, form, text):
     stamp, _ = find_stamp(line)
@@ -45,6 +48,32 @@ def _log(tmp_path, text: str):
     p = tmp_path / "t.log"
     p.write_text(text)
     return p
+
+
+def test_the_tags_a_logger_writes_after_its_time_leave_the_message_to_be_read(tmp_path):
+    """Hugging Face's `[INFO|trainer.py:N] <time> >>`, Horovod's `[<time>: W file.cc:N]`, glog's
+    `<PID> file.cpp:N]` and vLLM's `file.py:N]` come between a line's time and its message; the
+    message behind them is read as any other (a save, an error), at the line's own time."""
+    p = _log(tmp_path, "[INFO|trainer.py:3984] 2025-05-15 07:30:24,686 >> Saving model checkpoint to out/checkpoint-222\n"
+                       "[2022-07-20 04:51:42.894382: W horovod/common/operations.cc:105] RuntimeError: CUDA error: an illegal memory access\n"
+                       "E1102 13:22:46.576802 22488 net.cpp:100] RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+                       "ERROR 12-08 19:50:16 llm_engine.py:72] RuntimeError: CUDA error: device-side assert triggered\n")
+    ev = _load(p).events
+    assert ev["pattern"].tolist()[:1] == ["checkpoint_save"]
+    assert ev["kind"].tolist() == ["stage", "error", "oom", "error"]
+    assert ev["time"].iloc[0] == pd.Timestamp("2025-05-15 07:30:24.686", tz="UTC")
+    assert ev["time"].iloc[3].strftime("%m-%d %H:%M:%S") == "12-08 19:50:16"
+
+
+def test_rows_that_take_their_time_from_a_line_before_say_so(tmp_path):
+    """A Trainer's dicts print no time: they take the banner's before them (`time_earliest`: they
+    were written then or later); a line with its own time does not."""
+    p = _log(tmp_path, "[INFO|trainer.py:2414] 2025-05-15 07:26:19,308 >> ***** Running training *****\n"
+                       "{'loss': 0.7998, 'learning_rate': 4.0e-05, 'epoch': 1.08}\n"
+                       "2025-05-15 07:26:30 step 20 loss 0.7 tok/s 1000\n")
+    m = _load(p).metrics
+    lent = m.assign(line=m["ref"].str.rsplit(":", n=1).str[1]).groupby("line")["time_earliest"].first()
+    assert lent["2"] == True and pd.isna(lent["3"])  # noqa: E712 (a nullable boolean)
 
 
 def test_time_of_day_crosses_midnight_from_the_full_date_before(tmp_path):
