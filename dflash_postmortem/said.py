@@ -17,6 +17,8 @@ _LINE_PREFIX = re.compile(r"^\[?[IWEF]\d{3,4} [\d:.]+(?: +\d+)? [^\]]{1,200}\] *
                           r"|^\d{4}-\d\d-\d\d[ T][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*(?:\[[^\]]*\]\s*|\S+ kernel: "
                           r"|(?:CRITICAL|ERROR|WARNING|INFO|DEBUG)\s+)?"  # Python logging's `%(asctime)s %(levelname)s`
                           r"|^(?:CRITICAL|ERROR|WARNING|INFO|DEBUG):[\w.]{1,120}:"
+                          # Hugging Face's `[INFO|trainer.py:2915] 2024-05-26 14:56:22,776 >> `
+                          r"|^\[(?:CRITICAL|ERROR|WARNING|INFO|DEBUG)\|[\w.]{1,120}:\d+\] \d{4}-\d\d-\d\d[ T][\d:.,]+ >> *"
                           r"|^\[[IWEF] [\w.]{1,120}:\d+\] *"  # c10 before 2.0: `[E ProcessGroupNCCL.cpp:464] `
                           r"|^what\(\): +"  # C++'s terminate: `what():  [PG 1 Rank 6] ...`
                           # syslog's `May  8 14:05:27 host kernel: `, `Jan 09 14:32:25 H systemd-oomd[70]: `; dmesg's `[2059991.491542] `
@@ -140,3 +142,53 @@ def silence_said(text) -> float | None:
     """The seconds a line says a log or a run had been silent (`_SILENT`), else None."""
     m = _SILENT.search(str(text or ""))
     return float(m["n"]) * _UNIT_S[m["unit"][0].lower()] if m else None
+
+
+# A traceback's frame, and the code line under it where the traceback prints one
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)[ \t]*(?:\n(?P<code>[ \t]+\S[^\n]*))?', re.M)
+# What a frame waits on, as a reader names it from where a Ctrl-C found a process: (what, the
+# frame's file or function or code that shows it), the part that waited first (a data loader waits
+# on its queue, which waits on a lock: it is the loader that waited). A process stopped at a lock,
+# a queue, its data loader, a collective or a sleep was waiting, not computing.
+_WAITS = (
+    ("in its data loader", re.compile(r"dataloader\.py$|\b_next_data\b|\b_get_data\b|\bnext\(\w*(?:data|load|batch|iter)\w*\)")),
+    ("in a collective of its process group", re.compile(r"torch/distributed/|\b(?:barrier|all_reduce|all_gather|broadcast|reduce_scatter)\(")),
+    ("on a child process", re.compile(r"(?:subprocess|popen_\w+)\.py$|\bwaitpid\(")),
+    ("on a queue", re.compile(r"queues?\.py$|\bqueue\.get\(|\.get\(timeout")),
+    ("on a lock", re.compile(r"(?:synchronize|file_baton|threading)\.py$|\b_?(?:sem)?lock\b|\.acquire\(")),
+    ("on a socket or pipe", re.compile(r"(?:socket|selectors|connection|ssl)\.py$|\.recv(?:_into)?\(|\.accept\(|\bselect\(|\.poll\(")),
+    ("in a sleep", re.compile(r"\bsleep\(")),
+)
+
+
+def _shown(path: str) -> str:
+    """A frame's file as a reader reads it: from the package down (`torch/utils/data/dataloader.py`),
+    not the interpreter's or the user's folders above it; a script given by a relative path as given."""
+    for mark in ("site-packages/", "dist-packages/"):
+        if mark in path:
+            return path.rsplit(mark, 1)[1]
+    lib = re.search(r"/lib/python[\d.]+/(.+)$", path)
+    # (a script by its absolute path, `/tmp/inc/run/train.py`: by its name, as its folder is the user's)
+    return lib.group(1) if lib else path.rsplit("/", 1)[-1] if path.startswith("/") else path
+
+
+def waiting_in(traceback: str) -> str | None:
+    """Where a traceback shows its thread was when it was stopped (a KeyboardInterrupt's: where the
+    Ctrl-C found it): `waiting in its data loader (`code`, file:line)`, `waiting on a lock (...)`
+    at the outermost frame of the first of _WAITS the frames show, else `in `code` (file:line)` at the innermost frame;
+    None where it holds no frame or was cut before its end."""
+    text = str(traceback or "")
+    frames = list(_FRAME.finditer(text))
+    if not frames or "[traceback cut off" in text:  # (a cut traceback's last frame is not its innermost)
+        return None
+
+    def at(m: re.Match) -> str:
+        code = (m["code"] or "").split("  #", 1)[0].strip()  # (without a comment after the code)
+        return (f"`{code}`, " if code else f"`{m['func']}`, ") + f"{_shown(m['file'])}:{m['line']}"
+
+    said = [f"{m['file']} {m['func']}( {(m['code'] or '').strip()}" for m in frames]
+    for what, rx in _WAITS:
+        hit = [m for m, text in zip(frames, said, strict=True) if rx.search(m["file"]) or rx.search(text)]
+        if hit:  # (where the thread went into it: a user's `next(batches)`, not the loader's queue inside)
+            return f"waiting {what} ({at(hit[0])})"
+    return f"in {at(frames[-1])}"

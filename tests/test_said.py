@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from dflash_postmortem.said import error_text, exception_line, silence_said
+from dflash_postmortem.said import error_text, exception_line, silence_said, waiting_in
 
 INCIDENTS = Path(__file__).resolve().parents[1] / "data" / "incidents"
 
@@ -131,3 +131,23 @@ def test_a_silence_a_line_says_is_read_in_seconds():
     assert silence_said("no output in the last 90 seconds") == 90.0
     assert silence_said("Watchdog caught collective operation timeout: ran for 600035 milliseconds") is None
     assert silence_said("saved 3 checkpoints in 12s") is None
+
+
+def test_where_a_ctrl_c_found_a_thread_is_its_innermost_wait():
+    """Detectron.pytorch #140's main loop stopped in `next(dataiterator)` after two days without a
+    step; a put on a queue stopped at its lock is the queue's wait, the lock alone a lock's; one
+    computing (in backward) is no wait; a traceback cut before its end says nothing of where it was."""
+    loader = ('Traceback (most recent call last):\n  File "tools/train_net_step.py", line 415, in main\n'
+              '    input_data = next(dataiterator)\nKeyboardInterrupt')
+    assert waiting_in(loader) == "waiting in its data loader (`input_data = next(dataiterator)`, tools/train_net_step.py:415)"
+    lock = ('  File "/home/x/anaconda3/lib/python3.6/multiprocessing/queues.py", line 346, in put\n    with self._wlock:\n'
+            '  File "/home/x/anaconda3/lib/python3.6/multiprocessing/synchronize.py", line 96, in __enter__\n'
+            '    return self._semlock.__enter__()\nKeyboardInterrupt:')
+    assert waiting_in(lock) == "waiting on a queue (`with self._wlock:`, multiprocessing/queues.py:346)"
+    assert waiting_in(lock.split("\n", 2)[2]) == "waiting on a lock (`return self._semlock.__enter__()`, multiprocessing/synchronize.py:96)"
+    computing = ('Traceback (most recent call last):\n  File "train.py", line 10, in <module>\n    loss.backward()\n'
+                 '  File "/usr/lib/python3/site-packages/torch/_tensor.py", line 487, in backward\n'
+                 '    torch.autograd.backward(\nKeyboardInterrupt')
+    assert waiting_in(computing) == "in `torch.autograd.backward(`, torch/_tensor.py:487"
+    assert waiting_in(loader.replace("KeyboardInterrupt", "[traceback cut off: the file ends here]")) is None
+    assert waiting_in("KeyboardInterrupt") is None

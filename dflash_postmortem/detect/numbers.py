@@ -246,9 +246,13 @@ class Stall(TypedDict):
     idle_share: float
     cause: str | None  # a thread or rank that died before the silence, or what shows the job stopped
     stopped: bool  # the job was stopped (Ctrl-Z, SIGSTOP): its shell's `[1]+  Stopped`, or a listing's state T
+    saving: bool  # a checkpoint save begun as the steps stopped never finished (`cause` says which)
     # where no step's time shows the silence, the line that says it (a watchdog's `train.log not
     # written for 64s`: model/states.py)
     said_silent: str | None
+    # where the operator's interrupt ended it (a KeyboardInterrupt after the silence began, the
+    # attempt's end): where its traceback shows it waited (said.waiting_in), "" where it shows no wait
+    interrupted: str | None
 
 
 class Lingering(TypedDict):

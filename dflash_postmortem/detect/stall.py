@@ -17,7 +17,8 @@ from ..model import gpu_state
 from ..model.attempts import MACHINE_FAULTS, attempts
 from ..model.progress import lines_of
 from ..model.states import states
-from ..said import exception_line
+from ..said import exception_line, waiting_in
+from ..schema import column
 from . import findings
 from .per_host import judged
 
@@ -96,9 +97,12 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
         last = lines[lines["time"] <= start_].tail(1)
         died = [s["ref"]] if cause and isinstance(s["ref"], str) else []
         # what the line it cites is: a shell or a listing that shows the job stopped (Ctrl-Z), else an error
-        stopped = bool(died) and (memo.rows_where(inc, "events", "ref", died[0])["kind"].eq("job_stopped").any()
-                                  or died[0] in listed)
-        why = "the job was stopped" if stopped else "a thread or rank died before the silence"
+        cited = memo.rows_where(inc, "events", "ref", died[0]) if died else inc.events.iloc[:0]
+        stopped = bool(died) and (cited["kind"].eq("job_stopped").any() or died[0] in listed)
+        # a checkpoint save begun as the steps stopped, that never finished (model/states.py)
+        saving = bool(died) and column(cited, "pattern").eq("checkpoint_save").fillna(False).astype(bool).any()
+        why = ("the job was stopped" if stopped else "it was saving a checkpoint" if saving
+               else "a thread or rank died before the silence")
         if not died and a.get("cause_kind") in MACHINE_FAULTS and start_ <= a["cause_time"] <= end:
             # the machine said a GPU of the attempt failed as it fell silent (an Xid, off the bus)
             cause = a["cause_message"] or a["cause_kind"]
@@ -110,7 +114,9 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
         said = memo.rows_where(inc, "events", "ref", s["ref"]) if last.empty and not died and isinstance(s["ref"], str) \
             else inc.events.iloc[:0]
         refs += said["ref"].head(1).tolist()
-        tb = _last_line(inc, died[0]) if died and not stopped else None
+        tb = _last_line(inc, died[0]) if died and not stopped and not saving else None
+        ended = _interrupted_at_end(inc, a, start_, end) if s["attempt"] is not None else None
+        refs += [ended[0]] if ended else []
         rows.append(findings.finding(
             "stall", start_, end, "critical",
             refs + findings.refs(held[gpu_state.idle(held["util_gpu_pct"]).fillna(False).astype(bool)], 3)
@@ -122,14 +128,30 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
              "alive": _alive_by(inc, a, holders, start_, end),
              "max_memory_mib": float(held["memory_used_mib"].max()) if len(util) else None,
              "util_pct_mostly": float(util.quantile(IDLE_SHARE)) if len(util) else None,
-             "idle_share": IDLE_SHARE, "cause": cause, "stopped": stopped,
-             "said_silent": str(said["message"].iloc[0]) if len(said) else None},
+             "idle_share": IDLE_SHARE, "cause": cause, "stopped": stopped, "saving": saving,
+             "said_silent": str(said["message"].iloc[0]) if len(said) else None,
+             "interrupted": ended[1] if ended else None},
             caused_by=caused_by))
     return findings.frame(rows)
 
 
 # What a stall that GPU samples alone show knows of its attempt: nothing.
 _NO_ATTEMPT = pd.Series({"pids": [], "run": None, "sources": [], "runs": [], "start": None})
+
+
+def _interrupted_at_end(inc: Incident, a: pd.Series, start_, end) -> tuple[str, str] | None:
+    """(its ref, where it waited) of the interrupt that ended a stall that lasted to its attempt's
+    end: a KeyboardInterrupt its own log printed after the silence began (the operator's Ctrl-C
+    on a hung run: said.waiting_in tells where it hung; "" where its frames show no wait)."""
+    if pd.isna(a["end"]) or a["end"] != end or not a["sources"]:
+        return None
+    ev = inc.events
+    hit = ev[ev["source"].isin(a["sources"]) & (ev["kind"] == "traceback") & column(ev, "pattern").eq("KeyboardInterrupt")
+             & (ev["time"] >= start_) & (ev["time"] <= end)]
+    if hit.empty or not isinstance(hit["ref"].iloc[0], str):
+        return None
+    where = waiting_in(hit["message"].iloc[0]) or ""
+    return hit["ref"].iloc[0], where if where.startswith("waiting") else ""
 
 
 def _last_line(inc: Incident, ref: str) -> str | None:

@@ -36,7 +36,7 @@ import pandas as pd
 from ..incident import Incident
 from ..said import error_text, exception_line, silence_said
 from ..schema import column
-from ..units import figure
+from ..units import clock, figure
 from . import carried, computed
 from .attempts import APPROX_S, CLEAN_ENDS, MACHINE_FAULTS, attempts, finished
 from .log_files import unseen
@@ -153,9 +153,13 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         # the line that closes it was written.)
         times = reached_at(lines).tolist() + [end]
         refs = (lines["ref"].tolist() if "ref" in lines.columns else [None] * len(lines)) + [a["last_alive_ref"]]
-        # lines whose time a line before them lent (loaders: `time_earliest`): written then or
-        # later, up to the next dated line, so no silence is measured from one
-        lent = column(lines, "time_earliest").eq(True).fillna(False).to_numpy(dtype=bool)
+        # lines of several steps whose one time a line before them lent (loaders: `time_earliest`;
+        # a Trainer's undated dicts after its dated banner): written then or later, up to the next
+        # dated line, so no silence is measured from one. (A metric block's fields take its dated
+        # header's time: one step, written at it.)
+        steps_at_time = lines.groupby("time")["step"].transform("nunique") if len(lines) else lines.get("step")
+        lent = (column(lines, "time_earliest").eq(True).fillna(False) & (steps_at_time > 1)).to_numpy(dtype=bool) \
+            if len(lines) else np.zeros(0, dtype=bool)
         all_lent = bool(column(steps_of(inc, a), "time_earliest").eq(True).fillna(False).all())
         w = prog[prog["attempt"] == a["attempt"]]
         w = w.assign(level=warmed(w["level"]))  # its first window's warm-up is no loss
@@ -215,7 +219,7 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
             busy = busy or (t == end and said is None and stopped is None and t - cursor <= evaluating * _AGAIN)
             if (t - cursor > threshold and not busy) or stopped is not None or (said is not None and t == end and t > cursor):
                 rows.append(_row(a, "training", since, cursor, a["first_step_ref"] if since == first else ref, ""))
-                told = stopped or said
+                told = stopped or said or _unfinished_save(own, saving)
                 why = f"no step for {(t - cursor).total_seconds():.0f} s" + (f", {told[1]}" if told else "")
                 state = "hung" if hung is not None and t == end and stopped is None else "stalled"
                 rows.append(_row(a, state, cursor, t, told[0] if told else cursor_ref, why))
@@ -362,6 +366,17 @@ def _saves(ev: pd.DataFrame) -> pd.Series:
     return ev.loc[column(ev, "pattern").eq("checkpoint_save").fillna(False).astype(bool), "time"].dropna()
 
 
+def _unfinished_save(own: pd.DataFrame, saving: pd.Series) -> tuple | None:
+    """(its ref, why) of the last checkpoint save begun in a silence that no step followed (a save
+    that finished is work, not a stall: the gap loop): the run was writing its state when it
+    stopped (a full or hung file system, a collective inside the save)."""
+    if saving.empty:
+        return None
+    save = own.loc[saving.index].sort_values("time", kind="stable").iloc[-1]
+    words = error_text(save["message"], save["kind"], 120)
+    return save["ref"], f"likely cause: a checkpoint save begun at {clock(save['time'])} never finished (`{words}`)"
+
+
 def _evaluations(rows: pd.DataFrame, a: pd.Series) -> pd.Series:
     """When the attempt logged evaluation results (of `_evaluation_rows`: its own logs and runs)."""
     ev = rows[(rows["time"] >= a["start"]) & (rows["source"].isin(a["sources"]) | rows["run"].isin(a["runs"]))]
@@ -438,6 +453,11 @@ def _died_inside(inc: Incident, a: pd.Series, lines: pd.DataFrame, end) -> tuple
     last = lines["time"].max()
     ev = inc.events
     err = ev[ev["source"].isin(a["sources"]) & ev["kind"].isin(_DEATHS) & (ev["time"] >= last) & (ev["time"] <= end)]
+    # an error with no time of its own (`time_earliest`: the last step line's, lent) was written
+    # then or later: a thread's may have died there as its process lived on; the main thread's
+    # (a KeyboardInterrupt's) came with the end, whenever that was
+    lent = column(err, "time_earliest").eq(True).fillna(False).astype(bool)
+    err = err[~lent | err["message"].astype(str).str.lstrip().str.startswith("Exception in thread")]
     if err.empty:
         return None
     r = err.sort_values("time", kind="stable").iloc[0]

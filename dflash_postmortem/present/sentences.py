@@ -36,7 +36,7 @@ from ..model.ledger import CLASSES, SHOWN_S, ledger
 from ..model.log_files import unseen
 from ..model.progress import last_step, placed_together, resumes, steps_of
 from ..model.step_lines import SAVED_STEP
-from ..said import error_text
+from ..said import error_text, waiting_in
 from ..schema import TOK_PER_S, column, ref_lines
 from ..shell_words import SIGNAL_SENDERS
 from ..units import (
@@ -214,10 +214,14 @@ def _first_sign(f: pd.Series) -> str:
     if f["kind"] == "stall":
         # what came before the silence: the error's last line, else what shows the job stopped
         cause = f", after {n['traceback']}" if n.get("traceback") else \
-            (f": the job was stopped, {n['cause']}" if n.get("stopped") else "")
+            (f": the job was stopped, {n['cause']}" if n.get("stopped") else
+             f": {n['cause']}" if n.get("saving") else "")
         held = (f"; PID {', '.join(map(str, n['holders']))} held its memory" if n.get("holders") else "")
         idle = " at ~0 % GPU utilization" if n["idle"] else f" while {n['alive']} was alive"
-        return f"At {_when(f['start'])} training stalled: no step for {duration(n['seconds'])}{idle}{cause}{held}."
+        ended = ("" if n.get("interrupted") is None else
+                 f", until an interrupt (Ctrl-C) stopped it at {_when(f['end'])}"
+                 + (f", {n['interrupted']}" if n["interrupted"] else ""))
+        return f"At {_when(f['start'])} training stalled: no step for {duration(n['seconds'])}{idle}{cause}{ended}{held}."
     if f["kind"] == "never_trained":
         mem = n.get("memory_mib") or []
         creep = (f" while its GPU memory crept from {mem[0][1] / 1024:,.1f} to {mem[-1][1] / 1024:,.1f} GiB"
@@ -306,6 +310,10 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
     # run that died and came back slower died first)
     sign_said = None if sign is None else _first_sign(sign)
     timed = [] if sign is None else [(sign["start"], sign_said)]
+    # and the first of each other kind of loss, where it came later (a run that slowed, then hung)
+    timed += [(f["start"], _first_sign(f)) for kind in ("throughput_regression", "stall", "never_trained")
+              if sign is not None and kind != sign["kind"] and (f := _first(findings, kind)) is not None
+              and f["start"] > sign["start"]]
     timed += [(died["start"], _death(died)) for _, died in _of(findings, "training_died", "time_limit", "stopped_by_signal").iterrows()]
     timed += [(died["start"], _unplaced_death(died)) for _, died in _of(findings, "process_died").iterrows()]
     lost = _of(findings, "loss_not_finite")
@@ -484,6 +492,17 @@ def _interrupt_said(ev: pd.DataFrame) -> tuple[str, str] | None:
     return one_line(error_text(first["message"], "interrupt") or str(first["message"]), 120), first["ref"]
 
 
+def _stopped_where(ev: pd.DataFrame, ref) -> str:
+    """` while it was waiting on X (`code`, file:line)`: where the traceback the interrupt printed
+    at `ref` shows its thread waited when the Ctrl-C came (said.waiting_in): in its data loader,
+    at a lock, in a collective. (Where it was computing, the frame tells a reader nothing.)"""
+    if not isinstance(ref, str) or ev.empty or "kind" not in ev.columns:
+        return ""
+    tb = ev[(ev["ref"] == ref) & (ev["kind"] == "traceback")]
+    where = next((w for w in map(waiting_in, tb["message"]) if w), None)
+    return f" while it was {where}" if where and where.startswith("waiting") else ""
+
+
 def _and(items: list[str]) -> str:
     """`a`, `a and b`, `a, b and c`."""
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
@@ -500,7 +519,7 @@ def _nothing_found(inc: Incident, first, last) -> str:
     if att.empty or att["first_step"].isna().all():
         seen = [count(len(df), _ROWS[name]) for name, df in inc.frames().items() if len(df)]
         # (a launcher script alone says where its starts write, at no time: no span to name)
-        span = f" between {_when(first)} and {_when(last)}" if pd.notna(first) and pd.notna(last) else ", and nothing dated"
+        span = f" between {_when(first)} and {_when(last)}" if pd.notna(first) and pd.notna(last) else ", and none of its rows dated"
         said = f"No training seen in {read}: no training step{span} ({', '.join(seen)})"
         m = inc.metrics
         if len(m) and m["time"].isna().all():  # steps logged, but nothing dates them
@@ -521,7 +540,8 @@ def _nothing_found(inc: Incident, first, last) -> str:
                 return said + f". What its processes show: {stuck}."
             interrupted = _interrupt_said(inc.events)
             if interrupted is not None:
-                return said + f". What it shows: an interrupt (Ctrl-C, SIGINT) reached it: `{interrupted[0]}` ({interrupted[1]})."
+                return (said + f". What it shows: an interrupt (Ctrl-C, SIGINT) reached it{_stopped_where(inc.events, interrupted[1])}: "
+                        f"`{interrupted[0]}` ({interrupted[1]}).")
             stop = _stopped_by_itself(inc.events) if said.startswith("Training") else None
             if stop is not None:
                 return said + f". It stopped by itself: `{stop[0]}` ({stop[1]})."
@@ -568,7 +588,7 @@ def _interrupted(inc: Incident, a: pd.Series) -> str:
     words = error_text(a["end_message"])
     # (a traceback after Ctrl-C's `^C`, cut off before its exception line, has no words of its own)
     how = "a traceback after Ctrl-C's `^C`, cut off" if words.startswith("[traceback cut off") else f"`{words}`"
-    said = f"; run {a['run'] or '?'} was stopped by an interrupt at {_when(a['end'])} ({how})"
+    said = f"; run {a['run'] or '?'} was stopped by an interrupt at {_when(a['end'])} ({how}){_stopped_where(inc.events, a['end_ref'])}"
     if not isinstance(a["launch_ref"], str):
         return said
     _, passes, ran = loop_of(inc, a["launch_ref"])

@@ -117,7 +117,7 @@ def test_a_scripts_loop_writes_a_log_a_pass():
     assert rep.notes == ["launcher script line 8: runs Ct_2l_3t_TT_simp.py"]
     # a script alone is no training, and dates nothing ("between ? and ?" before)
     assert pm.what_happened(inc, pm.detect(inc)) == [
-        "No training seen in 1 file: no training step, and nothing dated (3 events), so nothing can be said of how it went."]
+        "No training seen in 1 file: no training step, and none of its rows dated (3 events), so nothing can be said of how it went."]
 
 
 def test_a_loop_on_one_line_of_a_script_writes_a_log_a_pass(tmp_path):

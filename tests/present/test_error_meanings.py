@@ -58,7 +58,7 @@ def test_an_xid_is_said_with_what_its_number_means(line, means):
 
 def test_a_gpu_error_alone_is_told_as_the_gpus_fault(tmp_path):
     said = _said(tmp_path, "ecc.log", "RuntimeError: CUDA error: uncorrectable ECC error encountered\n")
-    assert said == ("No training seen in 1 file: no training step, and nothing dated (1 event). What it shows going "
+    assert said == ("No training seen in 1 file: no training step, and none of its rows dated (1 event). What it shows going "
                     "wrong: RuntimeError: CUDA error: uncorrectable ECC error encountered (ecc.log:1). It means a GPU's "
                     "memory had an error it could not correct: a fault of that GPU's hardware, not of the training code.")
 
@@ -123,4 +123,5 @@ def test_an_interrupt_where_no_training_is_seen_is_told(tmp_path):
                  "    elif lock.acquire(block, timeout):\n"
                  "KeyboardInterrupt\n"
                  " ^C^C^C^C^C^C\n")
-    assert said.endswith("What it shows: an interrupt (Ctrl-C, SIGINT) reached it: `KeyboardInterrupt` (paste.txt:1).")
+    assert said.endswith("What it shows: an interrupt (Ctrl-C, SIGINT) reached it while it was waiting on a lock "
+                         "(`elif lock.acquire(block, timeout):`, threading.py:1072): `KeyboardInterrupt` (paste.txt:1).")

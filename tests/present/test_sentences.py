@@ -370,16 +370,20 @@ def test_a_checkpoint_past_the_last_step_line_is_progress_and_a_keyed_cut_traceb
         "was stopped by an interrupt at 15:20:50 UTC (a traceback after Ctrl-C's `^C`, cut off).")
 
 
-def test_a_launchers_teardown_after_ctrl_c_says_the_key_was_pressed(tmp_path, repo_dir):
-    """accelerate #2724: a DeepSpeed launcher's HF run saved a checkpoint at 14:56:22, fell silent,
-    and 10 minutes later the user pressed Ctrl-C: `^C[2024-05-26 15:06:40,046] [INFO] [launch.py:
-    315:sigkill_handler] Killing subprocess 22523`. The story said the launcher stopped PID 22523
-    and "no line says why": the terminal's echo of the key, glued before the launcher's line, does."""
+def test_a_run_stuck_in_its_checkpoint_save_until_ctrl_c_is_told_as_a_stall_at_the_save(tmp_path, repo_dir):
+    """accelerate #2724: a DeepSpeed launcher's HF run logged steps 1-4 in its own form (`Epoch:
+    [0],Step [4/5],Elapsed Time: 00:01:02,...,Speed: 15.53 steps/sec`, 14:56:06), began saving a
+    checkpoint at 14:56:22, fell silent, and 10 minutes later the user pressed Ctrl-C: `^C[2024-05-26
+    15:06:40,046] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 22523`. The story said
+    only that the launcher stopped PID 22523 (its steps and its save were not read: the save
+    behind Hugging Face's `>>`); then that it "never reached training"; it is the stall, at the
+    save that never finished. The terminal's echo of the key is still read as the kill's."""
     inc, found, said = _told(tmp_path, repo_dir,
                              "terminal/deepspeed-launcher-hf-trainer-steps-save-checkpoint-silent-10min-ctrl-c-sigkill-handler.log")
     assert inc.events.loc[inc.events["pattern"] == "deepspeed_killing_subprocess", "keyed"].tolist() == [True]
-    assert said[0].startswith("At 15:06:40 UTC the launcher stopped PID 22523 after Ctrl-C was pressed (the "
-                              "terminal's `^C` before its line).")
+    assert sorted(inc.metrics["step"].dropna().astype(int).unique()) == [1, 2, 3, 4]
+    assert said[0].startswith("At 14:56:04 UTC training stalled: no step for 636 s while its process was alive: "
+                              "a checkpoint save begun at 14:56:22 never finished (`Saving model checkpoint to ")
 
 
 def test_a_sigkill_no_line_explains_says_who_may_have_sent_it(tmp_path, repo_dir):
@@ -483,3 +487,14 @@ def test_too_few_dated_steps_are_no_all_clear(tmp_path, repo_dir):
     _, _, said = _told(tmp_path, repo_dir, "train-log/torchtitan-sync-checkpoint-save-394s-gap-after-step-1.log")
     assert said[0] == ("Training seen at 23:40:42 UTC (1 dated step line), too little of it to judge its pace or its "
                        "stops: nothing in it went wrong that the evidence shows.")
+
+
+def test_an_interrupt_is_told_with_where_it_found_the_run_waiting(tmp_path, repo_dir):
+    """Detectron.pytorch #140: two days at step 553061, then the user's Ctrl-C; the traceback that
+    ends in `KeyboardInterrupt:` was in the data loader's `_shutdown_workers`, putting on its queue
+    (the user's own loop's frame, `next(dataiterator)`, is in a second traceback cut by the paste)."""
+    _, found, said = _told(tmp_path, repo_dir, "train-log/detectron-pytorch-step-553061-hang-dataloader-deadlock-ctrl-c.log")
+    assert found.empty and said[0].endswith(
+        "What it shows: an interrupt (Ctrl-C, SIGINT) reached it while it was waiting in its data loader "
+        "(`self.worker_result_queue.put(None)`, torch/utils/data/dataloader.py:340): `KeyboardInterrupt:` "
+        "(detectron-pytorch-step-553061-hang-dataloader-deadlock-ctrl-c.log:5).")

@@ -370,7 +370,8 @@ GENERIC_LOSS = _fields(
     "generic_loss", "loss",
     # (`Steps: 95` too: Coqui STT's `Epoch 0 | Training | Elapsed Time: 0:00:15 | Steps: 95 | Loss: 24.19`)
     # (not `words/batch 906`; not a count rounded to thousands, `Step: 423k`)
-    r"(?<![/\w])(?:global_step|[Ss]teps?|iter|iteration|batch|it)(?:\s*[:=#]\s*|\s*)(?P<step>\d+)(?![\dkKM])",
+    # (and in brackets, as a fraction: `Step [1/5]`)
+    r"(?<![/\w])(?:global_step|[Ss]teps?|iter|iteration|batch|it)(?:\s*[:=#]\s*|\s*\[\s*|\s*)(?P<step>\d+)(?![\dkKM])",
     # (`losses` and `total_loss`: the sum a trainer of several losses prints beside them)
     {"loss": _LOSS, "train_loss": _LOSS, "train loss": _LOSS, "losses": _LOSS, "total_loss": _LOSS,
      "lr": _LR, "learning_rate": _LR, "learning rate": _LR},
@@ -403,12 +404,15 @@ BLOCK_FIELDS = {
 # the line holds: read with the last resort, a throughput only where a unit names it. (A unit
 # after a loss, `12.65 BPC`, is read by the field readers as the loss's unit.)
 UNIT_KEYWORDS = ("tok/s", "tokens/s", "token/s", "tokens/sec", "samples/s", "samples/sec", "sample/s",
-                 "ms/it", "ms/step", "ms/iter")
+                 "ms/it", "ms/step", "ms/iter", "steps/s")
 UNIT_VALUE = re.compile(
     rf"(?<![\w.])(?P<value>{_NUM})\s?(?P<mult>[kKM](?![a-zA-Z]))?\s?"
-    r"(?P<unit>tok(?:en)?s?/s(?:ec)?|samples?/s(?:ec)?|ms/(?:it|step|iter))\b"
+    r"(?P<unit>tok(?:en)?s?/s(?:ec)?|samples?/s(?:ec)?|ms/(?:it|step|iter)|steps/s(?:ec)?)\b"
 )
-UNIT_METRICS = {"tok": (TOK_PER_S, 1.0), "sam": ("train/samples_per_s", 1.0), "ms/": ("train/iter_time_ms", 1.0)}
+# (a trainer's own `Speed: 15.53 steps/sec` is kept as it said it, not as the pace the kit measures
+# from the steps' times: model/pace.py)
+UNIT_METRICS = {"tok": (TOK_PER_S, 1.0), "sam": ("train/samples_per_s", 1.0), "ms/": ("train/iter_time_ms", 1.0),
+                "ste": ("train/said_steps_per_s", 1.0)}
 
 # One field: a key (words), `:`/`=`/spaces, a number with an optional unit, an optional
 # `(running average)`, at the end of the field. A tuple's first value counts (BasicSR's
