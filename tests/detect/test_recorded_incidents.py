@@ -2016,3 +2016,31 @@ def test_another_users_job_seen_only_in_the_tables_a_shell_loop_appends_slows_th
     assert rec["caused_by"][0]["evidence"] == ["logs/operator.log:33"]  # kill 738
     lost = impact(inc, found)["tokens_lost"]
     assert 9e6 <= lost <= 12e6  # ~10.6M per the README's count against its own pace
+
+
+def test_a_run_hung_in_its_data_loader_until_ctrl_c_is_a_stall_ended_by_the_interrupt_where_it_waited():
+    """h100-1gpu-hang-ctrlc (README): `lm` (PID 588, workers 644 and 645) trains in the foreground
+    of a `script`-recorded terminal, its output in logs/train.log; a DataLoader worker blocks for
+    good on the batch of step 3627: the last step line is step 3620 at 15:40:01.119 (train.log line
+    188), the GPU holds 1307 MiB at 0 % (smi.csv lines 78-168); 90 s later the operator presses
+    Ctrl-C (15:41:31.120), PID 588 exits at 15:41:32.444 with the KeyboardInterrupt raised in
+    `next(batches)` (train.py line 148; the traceback, train.log 189-210, has no time of its own).
+    The resume (PID 1050, `--num-workers 0 --resume`, typed 15:41:34) redoes steps 3301-3627 and
+    runs slower (a median 100K against 124K tok/s). The traceback placed at the last step's time
+    was told as a death before the silence ("after KeyboardInterrupt"), and the stall after the
+    slowdown before it was not told at all."""
+    inc, found = loaded("h100-1gpu-hang-ctrlc")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[588, 644, 645], [1050]]
+    assert att["flags"].iloc[1]["--num-workers"] == "0" and "--num-workers" not in att["flags"].iloc[0]
+    stall = found[found["kind"] == "stall"].iloc[0]
+    assert stall["start"] == _dec7("15:40:01.119")
+    assert _dec7("15:41:31") <= stall["end"] <= _dec7("15:41:33")
+    assert stall["numbers"]["holders"] == [588] and stall["numbers"]["idle"]
+    assert stall["numbers"]["interrupted"].startswith("waiting in its data loader (`chunk = next(batches)")
+    assert stall["caused_by"] == []  # (the interrupt ended it; nothing died before it)
+    said = pm.what_happened(inc, found, impact(inc, found))
+    assert ("At 15:40:01 UTC training stalled: no step for 91 s at ~0 % GPU utilization, until an interrupt (Ctrl-C) "
+            "stopped it at 15:41:32 UTC, waiting in its data loader (`chunk = next(batches).to(device, "
+            "non_blocking=True)`, train.py:148); PID 588 held its memory.") in said
+    assert any("--num-workers 0" in s for s in said)
