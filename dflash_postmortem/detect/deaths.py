@@ -531,24 +531,54 @@ def _victims(lines: pd.DataFrame) -> list[pd.DataFrame]:
 _OTHER_GROUP = re.compile(r"\[PG (?:ID )?(?!0\b)\d+")
 
 
-def _collective_wait(first: pd.Series) -> dict:
+def _collective_wait(first: pd.Series, ev: pd.DataFrame) -> dict:
     """Of a death a collective's watchdog reports: how long the collective had waited (`ran for
-    600083 milliseconds`: the hang began that long before) and which of its group's collectives
-    it was (`SeqNum=1`: the first, so the ranks never met once)."""
+    600083 milliseconds`: the hang began that long before), which of its group's collectives
+    it was (`SeqNum=1`: the first, so the ranks never met once), and whether the ranks' watchdogs
+    name different collectives of one group (`out_of_step`)."""
     if first["kind"] != "nccl_timeout":
-        return {"waited_s": None, "collective": None}
+        return {"waited_s": None, "collective": None, "out_of_step": None}
     ran, seq = first.get("ran_ms"), first.get("seq")
     if _OTHER_GROUP.search(str(first["message"])):
         seq = None  # (a sub-group's first collective may come late in training)
     return {"waited_s": float(ran) / 1000 if ran is not None and pd.notna(ran) else None,
-            "collective": findings.whole(seq) if seq is not None and pd.notna(seq) else None}
+            "collective": findings.whole(seq) if seq is not None and pd.notna(seq) else None,
+            "out_of_step": _out_of_step(ev, first)}
+
+
+def _out_of_step(ev: pd.DataFrame, first: pd.Series) -> list[list] | None:
+    """[rank, collective, its number] of each rank whose watchdog, in the group of `first`'s,
+    names a collective, where they are not all the same one: ranks that called different
+    collectives (torchtune #1107: rank 1 in _ALLGATHER_BASE #313, rank 0 in ALLREDUCE #315 after a
+    save only one of them ran) wait for each other until the timeout. None where they agree, where
+    only one rank says, or where a rank names several (its lines are of several groups, or of
+    several hosts' ranks of that number: no one place each rank waited)."""
+    if "seq" not in ev.columns or "op" not in ev.columns:
+        return None
+    said = ev[(ev["kind"] == "nccl_timeout") & ev["seq"].notna() & ev["rank"].notna()]
+    # (a rank named in a group that is not the default one, `[rank13]:... [Rank 1] Watchdog ...`,
+    # waits in a group these lines may not share)
+    in_group = column(said, "group_rank")
+    said = said[in_group.isna() | (in_group.astype(object) == said["rank"].astype(object))]
+    group = said["message"].astype(str).str.extract(_GROUP_TAG, expand=False).fillna("")
+    said = said[group == _GROUP_TAG_RX.search(str(first["message"])).group(1) if _GROUP_TAG_RX.search(str(first["message"])) else group == ""]
+    waits = said[["rank", "op", "seq"]].astype(str).drop_duplicates()
+    if waits["rank"].nunique() < 2 or waits["rank"].duplicated().any() or len(waits[["op", "seq"]].drop_duplicates()) < 2:
+        return None
+    return sorted([int(float(r)), o, int(float(q))] for r, o, q in waits.itertuples(index=False))
+
+
+# the process group a c10d line names (`[PG ID 11 PG GUID 119 Rank 1]`, `[PG 3 Rank 0]`): "" for the
+# default group's lines, which name none
+_GROUP_TAG = r"\[(PG [^\]]*?) Rank \d+\]"
+_GROUP_TAG_RX = re.compile(_GROUP_TAG)
 
 
 def _cause_wait(inc: Incident, a: pd.Series) -> dict:
     """`_collective_wait` of the line that says what went wrong in an attempt."""
     ev = inc.events
     said = ev[ev["ref"] == a["cause_ref"]] if isinstance(a["cause_ref"], str) and "ref" in ev.columns else ev.iloc[:0]
-    return _collective_wait(said.iloc[0]) if len(said) else {"waited_s": None, "collective": None}
+    return _collective_wait(said.iloc[0], ev) if len(said) else {"waited_s": None, "collective": None, "out_of_step": None}
 
 
 def _unplaced_doing(inc: Incident, source: str, first: pd.Series) -> str | None:
@@ -640,7 +670,7 @@ def _unplaced(inc: Incident, source: str, lines: pd.DataFrame) -> list[dict]:
          "died_of": signal, "memory_said": _memory_said(own) if signal == "SIGKILL" else None,
          "started_again": _started_again(own, first),
          **_held_by_another(first),
-         **_collective_wait(first),
+         **_collective_wait(first, inc.events),
          "doing": _unplaced_doing(inc, source, first),
          "stopped_pids": _stopped_pids(lines), "why_unknown": said.empty and bool(_stopped_pids(ended)),
          "launcher_signalled": first.get("pattern") in _LAUNCHER_SIGNALLED,

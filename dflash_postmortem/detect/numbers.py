@@ -130,6 +130,7 @@ class TrainingDied(TypedDict):
     saved: list | None  # [step, time] of the checkpoint its logs say it saved from what ended it to its end (a stop signal it handled)
     waited_s: float | None  # what went wrong was a collective's watchdog: how long the collective had waited
     collective: int | None  # and its number in its group
+    out_of_step: list | None  # [rank, collective, number] of each rank where the ranks' watchdogs name different ones
     ended: pd.Timestamp  # when the attempt was over (the agent's or shell's last word on it)
     restarted_at: pd.Timestamp | None
     restarted_by: str | None  # operator, supervisor, agent, scheduler, container, unknown
@@ -167,6 +168,7 @@ class ProcessDied(TypedDict):
     others_mib: float | None  # where it names no holder: capacity less free less its own share, held by others (MiB)
     waited_s: float | None  # a collective's watchdog: how long the collective had waited (`ran for N ms`)
     collective: int | None  # and its number in its group (`SeqNum=1`: the first)
+    out_of_step: list | None  # [rank, collective, number] of each rank where the ranks' watchdogs name different ones
     steps_logged: int  # the distinct steps its log holds (no attempt placed them: nothing dates them)
     last_step: int | None
     bar_ran_s: float | None  # the most time its progress bar says it had run (tqdm's elapsed)

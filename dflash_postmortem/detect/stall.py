@@ -14,7 +14,7 @@ import pandas as pd
 from ..incident import Incident
 from ..model import computed as memo
 from ..model import gpu_state
-from ..model.attempts import MACHINE_FAULTS, attempts
+from ..model.attempts import END_SLACK, MACHINE_FAULTS, attempts
 from ..model.progress import lines_of
 from ..model.states import states
 from ..said import exception_line, waiting_in
@@ -143,8 +143,8 @@ def _interrupted_at_end(inc: Incident, a: pd.Series, start_, end) -> tuple[str, 
     """(its ref, where it waited) of the interrupt that ended a stall that lasted to its attempt's
     end: a KeyboardInterrupt its own log printed after the silence began (the operator's Ctrl-C
     on a hung run: said.waiting_in tells where it hung; "" where its frames show no wait)."""
-    if pd.isna(a["end"]) or a["end"] != end or not a["sources"]:
-        return None
+    if pd.isna(a["end"]) or end < a["end"] - END_SLACK or not a["sources"]:
+        return None  # (the stall ends at its last sign of life, up to END_SLACK after the end a listing shows)
     ev = inc.events
     hit = ev[ev["source"].isin(a["sources"]) & (ev["kind"] == "traceback") & column(ev, "pattern").eq("KeyboardInterrupt")
              & (ev["time"] >= start_) & (ev["time"] <= end)]

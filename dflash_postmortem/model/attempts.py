@@ -1227,7 +1227,7 @@ class _Assembly:
         gp = self.inc.gpu_processes.dropna(subset=["pid", "time"])
         firsts = gp.sort_values("time", kind="stable").drop_duplicates("pid")
         for r in firsts[~firsts["pid"].isin(owned)].itertuples(index=False):
-            host, name = _text(getattr(r, "host", None)), str(getattr(r, "process_name", "") or "")
+            host, name = _text(getattr(r, "host", None)), _text(getattr(r, "process_name", None)) or ""
             for a in found:
                 if not a.pids and a.start is not None and _same_host(a, host) \
                         and _runs_as(a, name, trains=started_up(a)[1]) and a.earliest() <= r.time < started_up(a)[0]:

@@ -867,6 +867,10 @@ def _waited(n: dict) -> str:
     if n.get("collective") == 1:
         said = (f" The collective had waited {waited} and was its group's first: the ranks never met once, so "
                 "training never began")
+    if n.get("out_of_step"):
+        ranks = _and([f"rank {r} in {op} #{q}" for r, op, q in n["out_of_step"]])
+        said += (f". The ranks were out of step, waiting in different collectives ({ranks}): one had taken another "
+                 "path (a save, an evaluation, a branch on one rank) and the others waited for it until the timeout")
     return said + "."
 
 

@@ -414,3 +414,31 @@ def test_an_oom_of_a_process_that_held_the_gpu_itself_blames_no_one_else(tmp_pat
 def test_an_error_of_a_start_that_never_ran_is_told_with_what_it_means(tmp_path, text, says):
     inc, found, _ = _pasted(tmp_path, text)
     assert says in what_happened(inc, found)[0]
+
+
+def test_ranks_whose_watchdogs_name_different_collectives_were_out_of_step(tmp_path):
+    """torchtune #1107 (the watchdogs' lines as the issue pastes them): after a mid-epoch save,
+    rank 1 timed out in _ALLGATHER_BASE #313 and rank 0 in ALLREDUCE #315: they had not called the
+    same collectives, and each waited for the other; ranks whose watchdogs agree say nothing of it."""
+    lines = [
+        "[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=313, "
+        "OpType=_ALLGATHER_BASE, NumelIn=262668288, NumelOut=525336576, Timeout(ms)=600000) ran for 600010 milliseconds "
+        "before timing out.",
+        "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=315, "
+        "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600095 milliseconds before timing out."]
+    for case, text in (("apart", lines), ("together", [lines[0], lines[0].replace("rank1", "rank0").replace("Rank 1", "Rank 0")])):
+        folder = tmp_path / case
+        folder.mkdir()
+        (folder / "paste.log").write_text("\n".join(text) + "\n")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            inc = pm.load_incident(folder)
+        died = detect(inc)
+        died = died[died["kind"] == "process_died"]
+        said = what_happened(inc, died)[0]
+        if case == "apart":
+            assert died.iloc[0]["numbers"]["out_of_step"] == [[0, "ALLREDUCE", 315], [1, "_ALLGATHER_BASE", 313]]
+            assert ("The ranks were out of step, waiting in different collectives (rank 0 in ALLREDUCE #315 and rank 1 "
+                    "in _ALLGATHER_BASE #313)") in said
+        else:
+            assert died.iloc[0]["numbers"]["out_of_step"] is None and "out of step" not in said
