@@ -120,6 +120,8 @@ EVENT_KINDS: dict[str, str] = {
                "columns: what, timeout_ms",
     "nccl_timeout": "NCCL's watchdog gave up on a collective; columns: seq, op, timeout_ms",
     "traceback": "a Python traceback; its last line in the message",
+    "stack_dump": "a live process's stacks as a profiler dumped them (py-spy dump): where each thread waited, "
+                  "no death; columns: pid, command, threads, frames (the main thread's, outermost first)",
     "run_end": "a tracked run ended (wandb exit record)",
     "training_stop": "the trainer says training stopped",
     "kill_sent": "the operator sent a signal, or a log says something sent one (`sent SIGTERM to pid 669`); columns: target_pid, target_is_group, target_pattern, target_expr, "

@@ -207,6 +207,12 @@ did (what the README of the incident is written from), which the incident folder
                        line the operator stops the tail, looks at `nvidia-smi`, presses Ctrl-C in window 1
                        (KeyboardInterrupt, a traceback in the log; a second Ctrl-C if it lives 10 s on), then resumes
                        from ckpt/last.pt with --num-workers 0 through `tee logs/train2.log`, which trains ~40 s to its end
+    hf-save-hang       a `script`-recorded terminal, `nohup python3 run/hf_train.py --out out/run1 ... --hang-at-save 200 >
+                       logs/train.log 2>&1 &` (a Hugging Face Trainer, GPT-2 shape, its own log lines at info level with
+                       their times): a TrainerCallback's on_save never returns at the step-200 save (alive, memory held,
+                       idle, the log silent); the operator watches with `tail`, ~90 s into the hang looks at `nvidia-smi`
+                       and `ls out/run1`, `kill`s it by its PID (`kill -9` if it lives 10 s on) and relaunches with
+                       --resume into logs/train2.log, which trains to its end
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -1955,6 +1961,15 @@ def _note_files(r: Recording, pattern: str) -> threading.Event:
     return done
 
 
+
+def _hf_terminal(r: Recording, out: str) -> tuple[InteractiveShell, list[str], Callable[[str], str], threading.Event]:
+    """The operator of a Hugging Face Trainer run at a `script`-recorded bash (logs/terminal.typescript):
+    the shell, the list of its jobs' PIDs, `typed` (a line the operator types, noted in the truth log), and
+    the event that stops the driver noting each checkpoint's trainer_state.json under `out` as it appears."""
+    t = InteractiveShell(r.dir, r.dir / "logs" / "terminal.typescript", dict(os.environ, COLUMNS=""))
+    return t, [], functools.partial(_typed, r, t), _note_files(r, f"{out}/checkpoint-*/trainer_state.json")
+
+
 def hf_slow_resume(r: Recording) -> None:
     r.gpus_and_processes()
     (r.dir / "train_hf.py").write_text(TRAIN_HF)
@@ -1967,10 +1982,7 @@ def hf_slow_resume(r: Recording) -> None:
                 f"--logging_steps 10 --save_steps 100 {'--bf16' if r.gpu else '--use_cpu'} --report_to none{extra} "
                 f"> logs/{log} 2>&1 &")
 
-    t = InteractiveShell(r.dir, r.dir / "logs" / "terminal.typescript", dict(os.environ, COLUMNS=""))
-    pids: list[str] = []
-    typed = functools.partial(_typed, r, t)
-    saved = _note_files(r, f"{out}/checkpoint-*/trainer_state.json")
+    t, pids, typed, saved = _hf_terminal(r, out)
     try:
         r.truth(f"operator at a script-recorded terminal; a Hugging Face Trainer run (transformers "
                 f"{metadata.version('transformers')}, torch {metadata.version('torch')}) under nohup, {steps} steps, a "
@@ -7924,6 +7936,141 @@ def hang_ctrlc(r: Recording) -> None:
         shutil.rmtree(probe, ignore_errors=True)
 
 
+
+# hf-save-hang's trainer: HF_TRAIN with the Trainer's own log lines at info level in its explicit format
+# (`[INFO|trainer.py:N] <date time,ms> >> ...`, as Hugging Face's examples set it), no TensorBoard (the operator
+# watches the log), and --hang-at-save N: a callback whose on_save never returns at step N's save (as a hook
+# copying the checkpoint to a stalled mount would); the process lives on, idle, its GPU memory held.
+HANG_SAVE_TRAIN = (HF_TRAIN.replace("import argparse, torch\n", "import argparse, threading, torch, transformers\n")
+                   .replace("a = p.parse_args()\n", 'p.add_argument("--hang-at-save", type=int, default=0)\n'
+                            "a = p.parse_args()\ntransformers.utils.logging.set_verbosity_info()\n"
+                            "transformers.utils.logging.enable_explicit_format()\n")
+                   .replace("\n\nmodel = GPT2LMHeadModel(cfg)\n", """
+
+class HangAtSave(TrainerCallback):
+    # a save-time hook that never returns
+    def on_save(self, args, state, control, **kw):
+        if a.hang_at_save and state.global_step == a.hang_at_save:
+            threading.Event().wait()
+
+
+model = GPT2LMHeadModel(cfg)
+""")
+                   .replace('report_to=["tensorboard"]', 'report_to="none", log_level="info"')
+                   .replace("callbacks=[Spike(), Leak()]", "callbacks=[Spike(), Leak(), HangAtSave()]"))
+HF_INFO = r"\[INFO\|(\S+?)\] (\S+ \S+) >> ([^\r\n]*)"  # a line may follow a bar's refresh
+
+
+def hf_save_hang(r: Recording) -> None:
+    r.gpus_and_processes()
+    (r.dir / "run" / "hf_train.py").write_text(HANG_SAVE_TRAIN)
+    out, steps, hang_at, look_s = "out/run1", 500, 200, 90
+    bar = rf"(\d+)/{steps} \["  # the training bar's position (a checkpoint's shard bar is over 1)
+    base = f"nohup {_python3()} run/hf_train.py --out {out} --max-steps {steps}"
+    cpu = "" if r.gpu else " --cpu"
+    cmd1 = f"{base} --hang-at-save {hang_at}{cpu} > logs/train.log 2>&1 &"
+    cmd2 = f"{base} --resume{cpu} > logs/train2.log 2>&1 &"
+
+    def text(log: str) -> str:
+        return (r.dir / "logs" / log).read_text(errors="replace")
+
+    def said(log: str) -> str:
+        body = text(log)
+        info = re.findall(HF_INFO, body)
+        saves = [(at, msg) for _, at, msg in info if msg.startswith("Saving model checkpoint")]
+        return (f"logs/{log}: {len(body.splitlines())} lines; first info line {info[0][1] if info else '-'}, last "
+                f"{info[-1][1] + ' ' + info[-1][2][:80] if info else '-'}; saves {saves}; last bar position "
+                f"{_last(bar, body)}; 'train_runtime': {'train_runtime' in body}; last line {_last_line(r, log)[-160:]!r}")
+
+    def state(pid: str) -> str:
+        fields = _proc_stat(pid)
+        if not fields:
+            return f"PID {pid} gone"
+        count, states, ticks, wchan = _threads(pid)
+        return f"PID {pid}: state {fields[0]}, {count} threads {states}, main thread wchan {wchan}, {ticks} CPU ticks"
+
+    def tail_until(pid: str, log: str, done: Callable[[], bool], every: float, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if done() or not _proc_stat(pid):
+                return done()
+            time.sleep(min(every, max(0.0, deadline - time.monotonic())))
+            typed(f"tail -n 5 logs/{log}")
+        return done()
+
+    t, pids, typed, saved = _hf_terminal(r, out)
+    try:
+        r.truth(f"operator at a script-recorded terminal (logs/terminal.typescript); a Hugging Face Trainer run "
+                f"(transformers {metadata.version('transformers')}, torch {metadata.version('torch')}, run/hf_train.py: "
+                f"GPT-2 shape, random weights and tokens, info-level Trainer log lines with times) under nohup, "
+                f"{steps} steps, a checkpoint every 100 into {out}; injected fault: a callback's on_save never returns "
+                f"at step {hang_at}'s save (after the Trainer has written checkpoint-{hang_at})")
+        typed("date")
+        pid1 = _launch(r, t, pids, 1, cmd1)
+        r.wait_for("logs/train.log", "***** Running training *****", 300)
+        time.sleep(5)
+        typed("tail -n 5 logs/train.log")
+        ckpt1 = r.dir / out / "checkpoint-100" / "trainer_state.json"
+        tail_until(pid1, "train.log", ckpt1.exists, 20, 600)
+        time.sleep(3)
+        typed("tail -n 5 logs/train.log")
+        ckpt2 = r.dir / out / f"checkpoint-{hang_at}" / "trainer_state.json"
+        if not tail_until(pid1, "train.log", ckpt2.exists, 20, 600):
+            r.truth(f"checkpoint-{hang_at} never written; {said('train.log')}; {state(pid1)}")
+            return
+        hung_at = ckpt2.stat().st_mtime  # the on_save hook is called right after trainer_state.json is written
+        r.truth(f"run 1 wrote checkpoint-{hang_at}/trainer_state.json at {_utc(hung_at)} (its mtime): the on_save "
+                f"hook is called next and blocks; the hang begins; {said('train.log')}; {state(pid1)}")
+        time.sleep(max(0.0, hung_at + 20 - time.time()))
+        r.truth(f"20 s into the hang: {said('train.log')}; {state(pid1)}")
+        typed("tail -n 5 logs/train.log")
+        time.sleep(max(0.0, hung_at + 50 - time.time()))
+        typed("tail -n 5 logs/train.log")
+        r.truth(f"50 s into the hang: {state(pid1)}")
+        time.sleep(max(0.0, hung_at + look_s - 12 - time.time()))
+        typed("date")
+        typed("nvidia-smi" if r.gpu else "uptime")
+        typed(f"ls {out}")
+        typed("pgrep -f hf_train.py")
+        time.sleep(max(0.0, hung_at + look_s - time.time()))
+        r.truth(f"{time.time() - hung_at:.1f} s into the hang, before the kill: {state(pid1)}")
+        kills = []
+        for sig in ("", "-9 "):
+            typed("date")
+            kills.append((time.time(), sig or "-15 (SIGTERM) "))
+            typed(f"kill {sig}{pid1}")
+            if _wait_gone(pid1, 10):
+                r.truth(f"run 1 (PID {pid1}) gone {time.time() - kills[-1][0]:.2f} s after `kill {sig}{pid1}`")
+                break
+            r.truth(f"run 1 (PID {pid1}) still alive 10 s after `kill {sig}{pid1}`: {state(pid1)}")
+        typed("tail -n 5 logs/train.log")
+        r.truth(f"run 1 after the kill: {said('train.log')}")
+        typed(f"ls {out}")
+        time.sleep(4)
+
+        typed("date")
+        pid2 = _launch(r, t, pids, 2, cmd2)
+        r.wait_for("logs/train2.log", "***** Running training *****", 300)
+        time.sleep(5)
+        resumed = re.findall(r"(?:Resuming training from|Loading model from) [^\n]*", text("train2.log"))
+        r.truth(f"run 2 resumes: {resumed}")
+        tail_until(pid2, "train2.log", lambda: "train_runtime" in text("train2.log"), 20, 540)
+        _run_ended(r, 2, pid2, "train2.log", 120, bar, "train_runtime")
+        r.truth(f"run 2 ended: {said('train2.log')}")
+        time.sleep(3)
+        typed("date")
+        typed("tail -n 3 logs/train2.log")
+        typed(f"ls {out}")
+        r.truth(f"summary: run 1 PID {pid1}, hang from {_utc(hung_at)} (step {hang_at}'s save), kills "
+                f"{[(_utc(at), sig.strip()) for at, sig in kills]}; run 2 PID {pid2}")
+        if r.gpu:
+            r.truth(f"summary GPU while hung: {_smi_rows(r, hung_at + 3, kills[0][0])}")
+    finally:
+        saved.set()
+        r.close_shell(t, pids, f"{out}/checkpoint-*/*.safetensors")
+        for state_file in (f for ext in ("pt", "pth", "bin") for f in r.dir.glob(f"{out}/checkpoint-*/*.{ext}")):
+            state_file.unlink()
+
 # spawn-oom's trainer: plain PyTorch DDP started with torch.multiprocessing.spawn (no torchrun), two
 # ranks on GPU 0 with gloo (the lent machine has one GPU), a small GPT-style LM on a synthetic corpus
 # whose documents are padded to the longest of each batch. One document (__BAD_DOC__, met by rank 1
@@ -8977,6 +9124,7 @@ SCENARIOS = {
     "rotated-log": rotated_log,
     "table-loop": table_loop,
     "hang-ctrlc": hang_ctrlc,
+    "hf-save-hang": hf_save_hang,
 }
 
 

@@ -255,6 +255,7 @@ class Stall(TypedDict):
     # where the operator's interrupt ended it (a KeyboardInterrupt after the silence began, the
     # attempt's end): where its traceback shows it waited (said.waiting_in), "" where it shows no wait
     interrupted: str | None
+    killed: str | None  # the kill sent to it that ended it (`kill sent SIGTERM to PID 537`), where it lasted to it
 
 
 class Lingering(TypedDict):

@@ -17,7 +17,7 @@ from ..model import gpu_state
 from ..model.attempts import END_SLACK, MACHINE_FAULTS, attempts
 from ..model.progress import lines_of
 from ..model.states import states
-from ..said import exception_line, waiting_in
+from ..said import error_text, exception_line, waiting_in
 from ..schema import column
 from . import findings
 from .per_host import judged
@@ -116,7 +116,8 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
         refs += said["ref"].head(1).tolist()
         tb = _last_line(inc, died[0]) if died and not stopped and not saving else None
         ended = _interrupted_at_end(inc, a, start_, end) if s["attempt"] is not None else None
-        refs += [ended[0]] if ended else []
+        killed = _killed_at_end(a, end) if s["attempt"] is not None and ended is None else None
+        refs += [ended[0]] if ended else [killed[0]] if killed else []
         rows.append(findings.finding(
             "stall", start_, end, "critical",
             refs + findings.refs(held[gpu_state.idle(held["util_gpu_pct"]).fillna(False).astype(bool)], 3)
@@ -130,13 +131,21 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
              "util_pct_mostly": float(util.quantile(IDLE_SHARE)) if len(util) else None,
              "idle_share": IDLE_SHARE, "cause": cause, "stopped": stopped, "saving": saving,
              "said_silent": str(said["message"].iloc[0]) if len(said) else None,
-             "interrupted": ended[1] if ended else None},
+             "interrupted": ended[1] if ended else None, "killed": killed[1] if killed else None},
             caused_by=caused_by))
     return findings.frame(rows)
 
 
 # What a stall that GPU samples alone show knows of its attempt: nothing.
 _NO_ATTEMPT = pd.Series({"pids": [], "run": None, "sources": [], "runs": [], "start": None})
+
+
+def _killed_at_end(a: pd.Series, end) -> tuple[str, str] | None:
+    """(its ref, its words) of the kill sent to the attempt that ended a stall lasting to its end
+    (the operator's `kill 537`, a watchdog's `sending SIGTERM to 26117`)."""
+    if a["end_kind"] != "kill_sent" or pd.isna(a["end"]) or end < a["end"] - END_SLACK or not isinstance(a["end_ref"], str):
+        return None
+    return a["end_ref"], error_text(a["end_message"], "kill_sent", 160) or "a kill"
 
 
 def _interrupted_at_end(inc: Incident, a: pd.Series, start_, end) -> tuple[str, str] | None:

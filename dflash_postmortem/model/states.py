@@ -538,6 +538,10 @@ def _stop_in(stops: list[tuple], after, before) -> tuple[str, str] | None:
     return None
 
 
+# How an attempt ends when someone stops it: a kill aimed at it, an interrupt (Ctrl-C)
+_STOPPED_FROM_OUTSIDE = ("kill_sent", "interrupt")
+
+
 def _hung_until_error(a: pd.Series, lines: pd.DataFrame) -> tuple[str, str] | None:
     """(ref, what it said) of the error that ended the attempt, when that error came long after
     its last step (more than STALL_INTERVALS of its step intervals): it waited, then failed (a
@@ -545,6 +549,8 @@ def _hung_until_error(a: pd.Series, lines: pd.DataFrame) -> tuple[str, str] | No
     was against the stall threshold, which is for a run whose end is not known."""
     if lines.empty or pd.isna(a["cause_time"]) or len(lines) < 2:
         return None
+    if a["end_kind"] in _STOPPED_FROM_OUTSIDE:
+        return None  # (the operator stopped a run that had stopped stepping: it stalled, then was killed)
     said, when, ref = a["cause_message"] or a["cause_kind"], a["cause_time"], a["cause_ref"]
     first = ""
     if a["cause_kind"] in MACHINE_FAULTS and pd.notna(a["end"]) and a["end"] > when:

@@ -29,15 +29,16 @@ def step_lines(inc: Incident) -> pd.DataFrame:
 
 
 # The step a line names (`at step 120`, `global step 120`, `iteration 120`, `ckpt/step_000200.pt`,
-# MMCV's `at 2000 iterations`), not a fraction (`step 1.5`).
-_NAMED_STEP = re.compile(r"\b(?:step|iteration)[\s_=:]*(\d+)(?!\d|\.\d)|(?<![\d.])(\d+) (?:iterations|steps)\b", re.I)
+# MMCV's `at 2000 iterations`, Hugging Face's `out/checkpoint-200`), not a fraction (`step 1.5`).
+_NAMED_STEP = re.compile(r"\b(?:step|iteration)[\s_=:]*(\d+)(?!\d|\.\d)|(?<![\d.])(\d+) (?:iterations|steps)\b"
+                         r"|\bcheckpoint-(\d+)\b", re.I)
 SAVED_STEP = "checkpoint/step"  # the metric of a step line read from a checkpoint's line
 
 
 def named_step(message) -> int | None:
     """The step a line names (its last: `resuming from step_400.pt at step 400`), else None."""
     said = _NAMED_STEP.findall(str(message))
-    return int(said[-1][0] or said[-1][1]) if said else None
+    return int(next(g for g in said[-1] if g)) if said else None
 
 
 def _step_lines(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
@@ -52,6 +53,10 @@ def _step_lines(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
     others = others.sort_values("time", kind="stable").drop_duplicates(keys, keep="first")
     saved = saved[~saved["source"].isin(set(rates["source"]))]  # (a rate line says more than a save)
     if len(saved):
+        # a save's dated line, not the lent time of the row that logged the same step before it
+        seen = pd.MultiIndex.from_frame(saved[["source", "step"]].astype(object))
+        doubled = _lent(others) & pd.MultiIndex.from_frame(others[["source", "step"]].astype(object)).isin(seen)
+        others = others[~doubled]
         others = pd.concat([others, saved]) if len(others) else saved
     if len(others):
         return pd.concat([rates, others]).sort_values("time", kind="stable")
@@ -99,10 +104,19 @@ def _saved_steps(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
     return rows.astype({c: m[c].dtype for c in rows.columns if c in m.columns}, errors="ignore")
 
 
+def _lent(rows: pd.DataFrame) -> pd.Series:
+    """Which rows carry a time a line before them lent (loaders: `time_earliest`)."""
+    if "time_earliest" not in rows.columns:
+        return pd.Series(False, index=rows.index, dtype=bool)
+    return rows["time_earliest"].astype("boolean").fillna(False).astype(bool)
+
+
 def _steps_so_far(m: pd.DataFrame, ck: pd.DataFrame) -> pd.Series:
     """For each checkpoint line of `ck`, the highest step its source's metric rows logged at or
     before its time (NaN where none did)."""
-    logged = m[m["step"].notna() & m["time"].notna() & m["source"].notna()]
+    # (rows whose time a line before them lent, `time_earliest`, were logged by then at the latest:
+    # a save's own time says more of when its step was reached)
+    logged = m[m["step"].notna() & m["time"].notna() & m["source"].notna() & ~_lent(m)]
     if logged.empty:
         return pd.Series(float("nan"), index=ck.index)
     logged = logged.sort_values("time", kind="stable")

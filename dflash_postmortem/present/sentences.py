@@ -220,7 +220,8 @@ def _first_sign(f: pd.Series) -> str:
         idle = " at ~0 % GPU utilization" if n["idle"] else f" while {n['alive']} was alive"
         ended = ("" if n.get("interrupted") is None else
                  f", until an interrupt (Ctrl-C) stopped it at {_when(f['end'])}"
-                 + (f", {n['interrupted']}" if n["interrupted"] else ""))
+                 + (f", {n['interrupted']}" if n["interrupted"] else "")) + \
+            (f", until a kill stopped it at {_when(f['end'])} ({n['killed']})" if n.get("killed") else "")
         return f"At {_when(f['start'])} training stalled: no step for {duration(n['seconds'])}{idle}{cause}{ended}{held}."
     if f["kind"] == "never_trained":
         mem = n.get("memory_mib") or []
@@ -492,6 +493,21 @@ def _interrupt_said(ev: pd.DataFrame) -> tuple[str, str] | None:
     return one_line(error_text(first["message"], "interrupt") or str(first["message"]), 120), first["ref"]
 
 
+def _dump_said(ev: pd.DataFrame) -> str | None:
+    """`PID N (`cmd`) was waiting on X (...) in its main thread when py-spy dumped its stacks
+    (ref): it was alive, not crashed` of the first live stack dump whose main thread shows a wait
+    (said.waiting_in), else None."""
+    if ev.empty or "kind" not in ev.columns:
+        return None
+    for _, d in in_file_order(ev[ev["kind"] == "stack_dump"]).iterrows():
+        where = waiting_in(d.get("frames"))
+        if where and where.startswith("waiting"):
+            cmd = f" (`{one_line(d['command'], 80)}`)" if isinstance(d.get("command"), str) else ""
+            return (f"PID {int(d['pid'])}{cmd} was {where} in its main thread when its stacks were dumped "
+                    f"({d['ref']}): it was alive, not crashed")
+    return None
+
+
 def _stopped_where(ev: pd.DataFrame, ref) -> str:
     """` while it was waiting on X (`code`, file:line)`: where the traceback the interrupt printed
     at `ref` shows its thread waited when the Ctrl-C came (said.waiting_in): in its data loader,
@@ -538,6 +554,9 @@ def _nothing_found(inc: Incident, first, last) -> str:
             stuck = _stuck_processes(inc.processes) if said.startswith("No training") else None
             if stuck:
                 return said + f". What its processes show: {stuck}."
+            dumped = _dump_said(inc.events)
+            if dumped is not None:
+                return said + f". What its stack shows: {dumped}."
             interrupted = _interrupt_said(inc.events)
             if interrupted is not None:
                 return (said + f". What it shows: an interrupt (Ctrl-C, SIGINT) reached it{_stopped_where(inc.events, interrupted[1])}: "

@@ -134,7 +134,8 @@ def test_a_watchdogs_starts_own_the_undated_log_its_script_appends_to():
     found = pm.detect(inc)
     said = " ".join(pm.what_happened(inc, found, impact(inc, found)))
     assert "never came up" not in said
-    assert said.startswith("At 17:53:58 UTC training stalled: no step for 79 s while PID 26117 was alive.")
+    assert said.startswith("At 17:53:58 UTC training stalled: no step for 79 s while PID 26117 was alive, until a kill "
+                           "stopped it at 17:55:17 UTC (watchdog: 26117 still alive after 15s, sending SIGKILL).")
     assert "It was started again at 17:55:17 UTC and trained past step 820 again, where it had stalled." in said
     redo = resumes(inc).iloc[0]
     assert (redo["attempt"], redo["resumed_step"], redo["reached_step"], redo["redone_steps"]) == ("A2", 800, 820, 20)

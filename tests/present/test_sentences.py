@@ -365,6 +365,7 @@ def test_a_checkpoint_past_the_last_step_line_is_progress_and_a_keyed_cut_traceb
 
     assert named_step("Saving checkpoint at 2000 iterations") == 2000 and named_step("at step 120") == 120
     assert named_step("took 3.5 steps") is None
+    assert named_step("Saving model checkpoint to out/run1/checkpoint-200") == 200  # (Hugging Face's folder)
     _, found, said = _told(tmp_path, repo_dir, "train-log/mmseg-iter-then-checkpoint-then-eval-bar-4545s-then-ctrl-c-traceback.log")
     assert found.empty and said[0].endswith(
         "was stopped by an interrupt at 15:20:50 UTC (a traceback after Ctrl-C's `^C`, cut off).")
@@ -373,7 +374,7 @@ def test_a_checkpoint_past_the_last_step_line_is_progress_and_a_keyed_cut_traceb
 def test_a_run_stuck_in_its_checkpoint_save_until_ctrl_c_is_told_as_a_stall_at_the_save(tmp_path, repo_dir):
     """accelerate #2724: a DeepSpeed launcher's HF run logged steps 1-4 in its own form (`Epoch:
     [0],Step [4/5],Elapsed Time: 00:01:02,...,Speed: 15.53 steps/sec`, 14:56:06), began saving a
-    checkpoint at 14:56:22, fell silent, and 10 minutes later the user pressed Ctrl-C: `^C[2024-05-26
+    checkpoint at 14:56:22 (`tmp-checkpoint-5`: step 5 reached, the stall's start), fell silent, and 10 minutes later the user pressed Ctrl-C: `^C[2024-05-26
     15:06:40,046] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 22523`. The story said
     only that the launcher stopped PID 22523 (its steps and its save were not read: the save
     behind Hugging Face's `>>`); then that it "never reached training"; it is the stall, at the
@@ -382,7 +383,7 @@ def test_a_run_stuck_in_its_checkpoint_save_until_ctrl_c_is_told_as_a_stall_at_t
                              "terminal/deepspeed-launcher-hf-trainer-steps-save-checkpoint-silent-10min-ctrl-c-sigkill-handler.log")
     assert inc.events.loc[inc.events["pattern"] == "deepspeed_killing_subprocess", "keyed"].tolist() == [True]
     assert sorted(inc.metrics["step"].dropna().astype(int).unique()) == [1, 2, 3, 4]
-    assert said[0].startswith("At 14:56:04 UTC training stalled: no step for 636 s while its process was alive: "
+    assert said[0].startswith("At 14:56:22 UTC training stalled: no step for 617 s while its process was alive: "
                               "a checkpoint save begun at 14:56:22 never finished (`Saving model checkpoint to ")
 
 
@@ -498,3 +499,18 @@ def test_an_interrupt_is_told_with_where_it_found_the_run_waiting(tmp_path, repo
         "What it shows: an interrupt (Ctrl-C, SIGINT) reached it while it was waiting in its data loader "
         "(`self.worker_result_queue.put(None)`, torch/utils/data/dataloader.py:340): `KeyboardInterrupt:` "
         "(detectron-pytorch-step-553061-hang-dataloader-deadlock-ctrl-c.log:5).")
+
+
+def test_a_live_stack_dump_says_where_a_process_that_trained_nothing_waited(tmp_path):
+    """DeepSpeedExamples #302: a run that never began training, its py-spy dump's main thread in
+    torch's file baton (the lock a killed JIT build left): alive and waiting, no crash."""
+    from support.stack_dumps import PY_SPY_DUMP
+
+    (tmp_path / "spy.txt").write_text(PY_SPY_DUMP)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    said = text.what_happened(inc, pm.detect(inc))
+    assert said[0].endswith("What its stack shows: PID 46930 (`/usr/bin/python -u main.py --local_rank=0`) was waiting "
+                            "on a lock (`wait`, torch/utils/file_baton.py:42) in its main thread when its stacks were "
+                            "dumped (spy.txt:1): it was alive, not crashed.")

@@ -158,6 +158,42 @@ class FailureTable:
         return ev
 
 
+class PySpyBlock:
+    """py-spy's dump of a live process (patterns.PYSPY_HEAD): one `stack_dump` event naming the
+    process (`pid`, `command`), its threads, and its main thread's frames in the traceback's
+    form (`File "file", line N, in func`, outermost first) so that said.waiting_in reads where it
+    waited."""
+
+    def __init__(self, first: str, head: re.Match, **where):
+        self.where = where
+        self.lines = [first]
+        self.pid, self.command = int(head["pid"]), head["command"].strip()
+        self.stacks: list[tuple[str, str, list[str]]] = []  # (thread name, state, frames innermost first)
+
+    def feed(self, text: str, lineno: int) -> str:
+        stripped = text.strip()
+        m = lp.PYSPY_THREAD.match(stripped)
+        f = lp.PYSPY_FRAME.match(text) if m is None else None
+        if m is not None:
+            self.stacks.append((m["name"] or m["tid"], m["state"], []))
+        elif f is not None and self.stacks:
+            self.stacks[-1][2].append(f'  File "{f["file"]}", line {f["line"]}, in {f["func"]}')
+        elif stripped and not lp.PYSPY_OTHER.match(text):
+            return NOT_MINE
+        self.lines.append(text.rstrip())
+        return TAKE
+
+    def events(self, truncated: bool) -> list[dict]:
+        while self.lines and not self.lines[-1]:
+            self.lines.pop()
+        main = next((st for st in self.stacks if st[0] == "MainThread"), self.stacks[0] if self.stacks else None)
+        frames = "\n".join(reversed(main[2])) if main else ""
+        text = "\n".join(self.lines) + ("\n[dump cut off: the file ends here]" if truncated else "")
+        return [dict(self.where, kind="stack_dump", pattern="py_spy_dump", pid=self.pid, command=self.command,
+                     message=text[: MAX_EVENT_CHARS * 4], lines=len(self.lines), threads=len(self.stacks),
+                     frames=f"{main[0]} ({main[1]}):\n{frames}" if main else None)]
+
+
 class FaulthandlerBlock:
     """faulthandler's dump (`Fatal Python error: Segmentation fault`, a `Timeout (0:05:00)!`, or
     a dump on a registered signal): its thread headers and frames, Python 3.12's extension modules.

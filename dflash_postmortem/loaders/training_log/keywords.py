@@ -132,7 +132,7 @@ def re2_literal(keyword: bytes) -> str:
 def _compiled(user: tuple[bytes, ...]) -> Keywords:
     parts = [p.keyword for p in lp.METRIC_PATTERNS] + [f.keyword for f in lp.FIELD_FORMATS] + list(lp.GENERIC_KEYWORDS)
     parts += [lp.HF_DICT_KEYWORD, lp.TRACEBACK_KEYWORD, lp.THREAD_EXCEPTION_KEYWORD, *lp.BAR_KEYWORDS]
-    parts += [k.encode() for k in (*lp.FAILURE_TABLE_KEYWORDS, *lp.UNIT_KEYWORDS, *lp.FAULTHANDLER_KEYWORDS,
+    parts += [k.encode() for k in (*lp.FAILURE_TABLE_KEYWORDS, *lp.UNIT_KEYWORDS, *lp.FAULTHANDLER_KEYWORDS, *lp.PYSPY_KEYWORDS,
                                    *lp.STEP_HEADER_KEYWORDS, *lp.BLOCK_FIELD_KEYWORDS)]
     literals = {(k, False): None for k in (*parts, *user)}
     for p in lp.EVENT_PATTERNS:

@@ -679,6 +679,15 @@ FAULTHANDLER_THREAD = re.compile(r"^(?P<current>Current )?[Tt]hread (?P<tid>0x[0
 FAULTHANDLER_FRAME = re.compile(r"^\s+(?:File \"(?P<file>[^\"]*)\", line (?P<line>\d+) in (?P<func>\S+)|<no Python frame>|\.\.\.|"
                                 r"Garbage-collecting)\s*$")
 FAULTHANDLER_TAIL = re.compile(r"^(?:Extension modules: .*|Python runtime state: .*)$")
+# py-spy's `dump` of a live process (`py-spy dump --pid 46930`): `Process 46930: python main.py`,
+# `Python v3.11.2 (...)`, then each thread, `Thread 46930 (idle): "MainThread"`, and its frames
+# innermost first, `    wait (torch/utils/file_baton.py:42)`. One event per dump: where a process
+# that was alive waited (a hang's place), no death.
+PYSPY_KEYWORDS = ("Process ",)
+PYSPY_HEAD = re.compile(r"^Process (?P<pid>\d+): (?P<command>\S.*)$")
+PYSPY_THREAD = re.compile(r"^Thread (?P<tid>0x[0-9a-fA-F]+|\d+) \((?P<state>[\w+]+)\)(?:: \"(?P<name>[^\"]*)\")?\s*$")
+PYSPY_FRAME = re.compile(r"^\s+(?P<func>\S+) \((?P<file>[^()]+?):(?P<line>\d+)\)\s*$")
+PYSPY_OTHER = re.compile(r"^Python v\d[\d.]* \(.*\)\s*$|^\s+(?:Arguments|Locals)::?\s*$|^\s{8,}\w+: .*$")
 # The fatal errors that are signals, in faulthandler's words.
 FAULTHANDLER_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
                         "Floating point exception": "SIGFPE", "Illegal instruction": "SIGILL"}

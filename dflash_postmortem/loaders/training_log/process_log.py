@@ -57,6 +57,7 @@ from .blocks import (
     FailureTable,
     FaulthandlerBlock,
     MessageTail,
+    PySpyBlock,
     TracebackBlock,
 )
 from .bulk_lines import BulkLines
@@ -479,7 +480,7 @@ class LogScanner:
         self.first_run: str | None = None
         self.run_from_neighbour = 0
         self._run_names: dict[bytes, str] = {}
-        self.block: TracebackBlock | FailureTable | FaulthandlerBlock | MessageTail | None = None  # the multi-line record open
+        self.block: TracebackBlock | FailureTable | FaulthandlerBlock | PySpyBlock | MessageTail | None = None  # the multi-line record open
         self.bars = Bars()
         self.headed: dict = {}  # rank -> the step of its last metric-block header (line_metrics.read_metrics)
         self.nccl_errors: dict[tuple, dict] = {}  # (host, pid, tid) -> its latest nccl_error event
@@ -865,6 +866,10 @@ class LogScanner:
         if dump is not None:
             self.block = FaulthandlerBlock(_strip_tags(body).strip(), dump, **where)
             return 1
+        spy = lp.PYSPY_HEAD.match(_strip_tags(body).strip()) if text.lstrip().startswith("Process ") else None
+        if spy is not None:
+            self.block = PySpyBlock(_strip_tags(body).strip(), spy, **where)
+            return 1
         table = lp.FAILURE_TABLE_HEADER.match(text) if ":" in text else None
         if table is not None:
             self.block = FailureTable(table.group("root") != "Failures", stamp=stamp, line=lineno, run=run)
@@ -1199,8 +1204,9 @@ def sniff_log(path: Path, head: bytes) -> float:
             loss_lines += 1
     if metric_lines:
         return 0.6
-    if any(s in text for s in _STRONG):
-        return 0.55
+    if any(s in text for s in _STRONG) or (any(lp.PYSPY_HEAD.match(ln.strip()) for ln in lines)
+                                            and any(lp.PYSPY_THREAD.match(ln.strip()) for ln in lines)):
+        return 0.55  # (and py-spy's dump of a process's stacks)
     if loss_lines >= min(3, len(lines)):  # a trainer's own print-out: `step N ... loss X`, `1.2k tok/s`
         return 0.45
     if any(p.regex.match(unlabel(_clean(ln.encode("utf-8", "replace")), label)[0].strip())

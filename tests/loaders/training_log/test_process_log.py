@@ -702,3 +702,23 @@ def test_a_shells_report_of_any_signal_ends_the_programs_output(tmp_path, last, 
     assert inc.load_report.files[0].format == "training-log"
     ev = inc.events
     assert ev[["kind", "signal", "ref"]].values.tolist() == [[kind, signal, "out.log:2"]]
+
+
+def test_a_py_spy_dump_is_one_stack_dump_of_a_live_process_with_its_main_threads_frames(tmp_path):
+    from support.stack_dumps import PY_SPY_DUMP
+
+    """Its process and command, its two threads, the main thread's frames outermost first in a
+    traceback's form (where said.waiting_in reads the wait); the line after the dump is its own."""
+    log = tmp_path / "spy.txt"
+    log.write_text(PY_SPY_DUMP)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ev = pm.load_process_log(log).events
+    dump = ev[ev["kind"] == "stack_dump"]
+    assert len(dump) == 1 and dump["ref"].iloc[0].endswith("spy.txt:1")
+    d = dump.iloc[0]
+    assert (d["pid"], d["command"], d["threads"]) == (46930, "/usr/bin/python -u main.py --local_rank=0", 2)
+    assert d["frames"].splitlines()[0] == "MainThread (idle):"
+    assert d["frames"].splitlines()[1] == '  File "main.py", line 328, in <module>'
+    assert d["frames"].splitlines()[-1] == '  File "torch/utils/file_baton.py", line 42, in wait'
+    assert d["lines"] == 12  # (up to its last frame: the blank line after it is nobody's)
