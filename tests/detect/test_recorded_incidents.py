@@ -1557,8 +1557,8 @@ def test_a_run_that_logs_only_to_tensorboard_hangs_and_its_pace_is_its_own_token
     kill = found[found["kind"] == "kill_failed"].iloc[0]
     assert (kill["start"], kill["numbers"]["pid"]) == (_dec6("15:14:28.034"), 674)
     said = pm.what_happened(inc, found)
-    assert said[0] == ("At 15:13:24 UTC training stalled: no step for 75 s at ~0 % GPU utilization; PID 674 held its "
-                       "memory."), said
+    assert said[0] == ("At 15:13:24 UTC training stalled: no step for 75 s at ~0 % GPU utilization, until a kill stopped "
+                       "it at 15:14:38 UTC (kill sent SIGKILL to PID 674); PID 674 held its memory."), said
 
 
 def test_another_users_cpu_job_is_the_likely_cause_of_a_loader_bound_runs_drop():
@@ -1766,7 +1766,8 @@ def test_a_hung_run_a_watchdog_killed_and_restarted_is_a_stall_then_a_resume():
     redo = resumes(inc).iloc[0]
     assert (redo["attempt"], redo["resumed_step"], redo["reached_step"]) == ("A2", 800, 820)
     said = pm.what_happened(inc, found, impact(inc, found))
-    assert said[0] == "At 20:56:39 UTC training stalled: no step for 81 s at ~0 % GPU utilization; PID 682 held its memory."
+    assert said[0] == ("At 20:56:39 UTC training stalled: no step for 81 s at ~0 % GPU utilization, until a kill stopped "
+                       "it at 20:58:00 UTC (watchdog: 682 still alive after 15s, sending SIGKILL); PID 682 held its memory.")
     assert said[-1] == "It was started again at 20:58:00 UTC and trained past step 820 again, where it had stalled."
     assert "never came up" not in " ".join(said) and "throughput_regression" not in set(found["kind"])
 
@@ -2044,3 +2045,26 @@ def test_a_run_hung_in_its_data_loader_until_ctrl_c_is_a_stall_ended_by_the_inte
             "stopped it at 15:41:32 UTC, waiting in its data loader (`chunk = next(batches).to(device, "
             "non_blocking=True)`, train.py:148); PID 588 held its memory.") in said
     assert any("--num-workers 0" in s for s in said)
+
+
+def test_a_trainer_stuck_after_its_checkpoint_save_until_killed_is_a_stall_from_the_save_to_the_kill():
+    """h100-1gpu-hf-save-hang (README): a Hugging Face Trainer under `nohup ... &` (PID 537) logs
+    with times only on its own `[INFO|trainer.py:N] <time> >>` lines; its loss dicts and bar print
+    none. Its save at step 200 begins at 16:12:29.608 (train.log line 49) and its `on_save` hook
+    blocks for good: the GPU holds 25229 MiB at 0 % until the operator's `kill 537` at 16:14:01
+    (typescript line 68); the resume (PID 969) goes on from checkpoint-200 at 16:14:23. The dicts
+    took the step-100 save's time (16:12:15), so the stall was told from there, 106 s, and the
+    kill that ended it was told as the run's own failure (a `hung` state, no stall)."""
+    inc, found = loaded("h100-1gpu-hf-save-hang")
+    att = attempts(inc)
+    assert att["pids"].tolist() == [[537], [969]]
+    assert att["end_kind"].tolist()[0] == "kill_sent"
+    stall = found[found["kind"] == "stall"]
+    assert len(stall) == 1
+    s = stall.iloc[0]
+    assert s["start"] == _dec7("16:12:29.608") and s["end"] == _dec7("16:14:01")
+    assert s["numbers"]["holders"] == [537] and s["numbers"]["saving"]
+    assert s["numbers"]["killed"] == "kill sent SIGTERM to PID 537"
+    assert s["caused_by"][0]["evidence"] == ["logs/train.log:49"]
+    rec = found[found["kind"] == "recovery"].iloc[0]
+    assert rec["start"] == _dec7("16:14:23.739")
