@@ -7,6 +7,7 @@ import warnings
 import pandas as pd
 import pytest
 from support.incidents import smi_stream_only
+from support.stack_dumps import PY_SPY_DUMP
 
 import dflash_postmortem as pm
 from dflash_postmortem import units
@@ -504,8 +505,6 @@ def test_an_interrupt_is_told_with_where_it_found_the_run_waiting(tmp_path, repo
 def test_a_live_stack_dump_says_where_a_process_that_trained_nothing_waited(tmp_path):
     """DeepSpeedExamples #302: a run that never began training, its py-spy dump's main thread in
     torch's file baton (the lock a killed JIT build left): alive and waiting, no crash."""
-    from support.stack_dumps import PY_SPY_DUMP
-
     (tmp_path / "spy.txt").write_text(PY_SPY_DUMP)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

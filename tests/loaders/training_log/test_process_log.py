@@ -12,6 +12,7 @@ import warnings
 
 import pandas as pd
 import pytest
+from support.stack_dumps import PY_SPY_DUMP
 
 import dflash_postmortem as pm
 from dflash_postmortem.loaders.registry import LoadContext
@@ -705,8 +706,6 @@ def test_a_shells_report_of_any_signal_ends_the_programs_output(tmp_path, last, 
 
 
 def test_a_py_spy_dump_is_one_stack_dump_of_a_live_process_with_its_main_threads_frames(tmp_path):
-    from support.stack_dumps import PY_SPY_DUMP
-
     """Its process and command, its two threads, the main thread's frames outermost first in a
     traceback's form (where said.waiting_in reads the wait); the line after the dump is its own."""
     log = tmp_path / "spy.txt"
