@@ -53,6 +53,15 @@ MEANINGS: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.I), m) fo
     (r"Address already in use|\bport\b[^\n]{0,40}?\bis already in use",
      "another process held the port: a run still alive on the same host, or a second launch with the same port (or, "
      "for a port of the ephemeral range, 32768 and up on Linux, any program's outgoing connection)"),
+    (r"store based barrier",
+     "not every rank reached the process group's start in time (its `worker_count` came of its `world_size`): the "
+     "missing ranks' nodes or launcher failed or were slow, and their own logs say why"),
+    (r"waiting for remainder of ranks",
+     "some ranks stopped submitting the collectives the others wait in (the stalled ranks it lists): one died, hung "
+     "or took another path"),
+    (r"Lock file exists in build directory",
+     "a torch extension's build lock was left by a build that was killed while it compiled: every later build waits "
+     "on it for ever until the lock file is deleted"),
     (r"ncclRemoteError|remote process exited|Connection reset by peer",
      "a peer rank or its network connection went away first: the other ranks' and nodes' own logs say why"),
 ))

@@ -17,6 +17,8 @@ _LINE_PREFIX = re.compile(r"^\[?[IWEF]\d{3,4} [\d:.]+(?: +\d+)? [^\]]{1,200}\] *
                           r"|^\d{4}-\d\d-\d\d[ T][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*(?:\[[^\]]*\]\s*|\S+ kernel: "
                           r"|(?:CRITICAL|ERROR|WARNING|INFO|DEBUG)\s+)?"  # Python logging's `%(asctime)s %(levelname)s`
                           r"|^(?:CRITICAL|ERROR|WARNING|INFO|DEBUG):[\w.]{1,120}:"
+                          # Horovod's `[2022-07-20 04:51:42.894382: W horovod/common/stall_inspector.cc:105] `
+                          r"|^\[\d{4}-\d\d-\d\d[ T][\d:.,]+: [IWEF] [\w./-]{1,200}:\d+\] *"
                           # Hugging Face's `[INFO|trainer.py:2915] 2024-05-26 14:56:22,776 >> `
                           r"|^\[(?:CRITICAL|ERROR|WARNING|INFO|DEBUG)\|[\w.]{1,120}:\d+\] \d{4}-\d\d-\d\d[ T][\d:.,]+ >> *"
                           r"|^\[[IWEF] [\w.]{1,120}:\d+\] *"  # c10 before 2.0: `[E ProcessGroupNCCL.cpp:464] `

@@ -638,7 +638,8 @@ _WRONG = ("gpu_lost", "xid", "gpu_error", "oom_kill", "oom_chosen", "oom_memcg",
 # error lines (most say nothing a reader would name) whose pattern is a fault: a CUDA error, a
 # kernel out of the GPU's resources (loaders/training_log/patterns.py EXCEPTION_FACTS)
 _WRONG_PATTERNS = ("cuda_error", "triton_out_of_resource", "host_out_of_memory", "shared_memory_full", "port_in_use",
-                   "slurm_error", "nccl_error_in", "nccl_remote_error")
+                   "slurm_error", "nccl_error_in", "nccl_remote_error", "extension_lock",
+                   "horovod_stall")
 
 
 def _gone_wrong(ev: pd.DataFrame) -> tuple[str, str, int, str | None] | None:

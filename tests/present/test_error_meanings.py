@@ -125,3 +125,27 @@ def test_an_interrupt_where_no_training_is_seen_is_told(tmp_path):
                  " ^C^C^C^C^C^C\n")
     assert said.endswith("What it shows: an interrupt (Ctrl-C, SIGINT) reached it while it was waiting on a lock "
                          "(`elif lock.acquire(block, timeout):`, threading.py:1072): `KeyboardInterrupt` (paste.txt:1).")
+
+
+@pytest.mark.parametrize(("text", "told", "means", "died"), [
+    # facebookresearch/metaseq #52: 1792 of 2048 workers reached the barrier in 30 min
+    ("    raise RuntimeError(\nRuntimeError: Timed out initializing process group in store based barrier on rank: 4330, "
+     "for key: store_based_barrier_key:522 (world_size=2048, worker_count=1792, timeout=0:30:00)\n",
+     "A process died: RuntimeError: Timed out initializing process group in store based barrier",
+     "It means not every rank reached the process group's start in time", True),
+    # rwth-i6/returnn #1084: Horovod's stall inspector, the process alive and waiting (no death)
+    ("[2022-07-20 04:51:42.894382: W horovod/common/stall_inspector.cc:105] One or more tensors were submitted to be "
+     "reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 "
+     "seconds.\nStalled ranks:\n2: [global_tensor_horovod_sum_have_data]\n",
+     "What it shows going wrong: One or more tensors were submitted to be reduced",
+     "It means some ranks stopped submitting the collectives the others wait in", False),
+    # NVlabs/nvdiffrec #39: a build's lock file a killed build left
+    ("Warning: Lock file exists in build directory: 'C:\\Users\\AppData\\Local\\torch_extensions\\renderutils_plugin\\lock'\n",
+     "What it shows going wrong: Warning: Lock file exists in build directory",
+     "It means a torch extension's build lock was left by a build that was killed while it compiled", False),
+])
+def test_a_wait_a_reader_knows_the_cause_of_is_told_with_it(tmp_path, text, told, means, died):
+    """The store's barrier raises (the process dies of it); Horovod's warning and the lock's are
+    said while the process lives on, waiting."""
+    said = _said(tmp_path, "paste.log", text)
+    assert told in said and means in said and ("process died" in said) == died

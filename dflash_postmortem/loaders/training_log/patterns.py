@@ -746,6 +746,13 @@ EVENT_PATTERNS: tuple[EventPattern, ...] = (
     _event("timeout", "store_based_barrier_timeout", "store based barrier",
            r"Timed out initializing process group in store based barrier", what="store based barrier"),
     _event("timeout", "store_socket_timeout", "Socket Timeout", r"\bSocket Timeout\b", what="store socket"),
+    # Horovod's stall inspector: ranks that submitted a collective wait for the others (`Stalled
+    # ranks:` follows, each with the tensors it lacks); a warning, repeated while they wait: no death
+    _event("warning", "horovod_stall", "remainder of ranks",
+           r"waiting for remainder of ranks for more than \d+ seconds", what="Horovod collective"),
+    # torch's extension builder finding a build's lock file (a build killed while it compiled left
+    # it): it waits on that lock for ever
+    _event("error", "extension_lock", "Lock file exists", r"Lock file exists in build directory"),
     _event("timeout", "monitored_barrier_timeout", "monitoredBarrier",
            r"(?:timed out in|failed to pass) monitoredBarrier (?:in|after) (?P<timeout_ms>\d+) ms", what="monitored barrier"),
     _elastic("timeout", "rendezvous_timeout", "RendezvousTimeoutError", r"RendezvousTimeoutError", what="rendezvous"),

@@ -1175,6 +1175,7 @@ _STRONG = (lp.TRACEBACK_KEYWORD.decode(), "Watchdog caught", "nohup: ignoring in
            "Fatal Python error", "CUDA error: ", "torch.multiprocessing.spawn", "terminated with the following error",
            "noticed that process rank", "Per user-direction, the job has been aborted",
            "exited with non-zero status, thus causing", "A worker died or was killed while executing a task",
+           "store based barrier", "waiting for remainder of ranks", "Lock file exists in build directory",
            "The actor died unexpectedly", "worker process has died", "[c10d]", "DistBackendError", "ncclRemoteError",
            "OOM when allocating tensor", "KeyboardInterrupt", "THCudaCheck FAIL", "reserved in total by PyTorch",
            "killed due to memory pressure")
