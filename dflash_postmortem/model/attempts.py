@@ -640,8 +640,10 @@ class _Assembly:
             name = PurePosixPath(a.script).name
             python = name.endswith(".py")
             since = a.start - pd.Timedelta(seconds=a.within) - _START_CLOCK_SLACK
-            runs = procs["command"].map(lambda c, name=name, python=python: invocation(c)[0] == name if python
-                                        else runs_script(c, name), na_action="ignore").fillna(False).astype(bool)
+            # (as objects: an Arrow string column maps to strings, and a missing command is no bool)
+            runs = procs["command"].astype(object).map(lambda c, name=name, python=python: invocation(c)[0] == name
+                                                        if python else runs_script(c, name),
+                                                        na_action="ignore").fillna(False).astype(bool)
             mine = procs[runs & (started >= since) & (started <= a.start + WRAPPER_DELAY)]
             pids = {int(pid) for h, pid in zip(column(mine, "host"), mine["pid"], strict=True) if _same_host(a, _text(h))}
             if python and not self._starts_programs(pids, name):

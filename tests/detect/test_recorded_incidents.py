@@ -2068,3 +2068,17 @@ def test_a_trainer_stuck_after_its_checkpoint_save_until_killed_is_a_stall_from_
     assert s["caused_by"][0]["evidence"] == ["logs/train.log:49"]
     rec = found[found["kind"] == "recovery"].iloc[0]
     assert rec["start"] == _dec7("16:14:23.739")
+
+
+@pytest.mark.parametrize(("name", "gone", "start"), [
+    ("h100-1gpu-hf-save-hang", "logs/ps.txt", _dec7("16:12:29.608")),
+    ("h100-1gpu-hang-ctrlc", "logs/ps.txt", _dec7("15:40:01.119")),
+])
+def test_without_the_process_listings_the_stall_is_told_the_same(tmp_path, name, gone, start):
+    """Leave-one-out: without ps.txt the only processes are those the operator's `nvidia-smi` in the
+    transcript shows (a command missing); the attempts were built over them and raised (a missing
+    process name read as a bool; a missing command mapped into Arrow strings)."""
+    inc = _without(tmp_path, name, gone)
+    found = pm.detect(inc)
+    stall = found[found["kind"] == "stall"]
+    assert len(stall) == 1 and stall.iloc[0]["start"] == start
