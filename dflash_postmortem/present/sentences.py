@@ -493,6 +493,19 @@ def _interrupt_said(ev: pd.DataFrame) -> tuple[str, str] | None:
     return one_line(error_text(first["message"], "interrupt") or str(first["message"]), 120), first["ref"]
 
 
+def _training_begun(ev: pd.DataFrame) -> str | None:
+    """` at T (`its words`, ref)` of the first line a trainer said training began with
+    (`***** Running training *****`, `Starting training`), else None."""
+    if ev.empty or "kind" not in ev.columns:
+        return None
+    hit = ev[(ev["kind"] == "training_start") & ev["ref"].notna()]
+    if hit.empty:
+        return None
+    first = in_file_order(hit).iloc[0]
+    at = f" at {_when(first['time'])}" if pd.notna(first["time"]) else ""
+    return f"{at} (`{one_line(error_text(first['message'], 'training_start'), 100)}`, {first['ref']})"
+
+
 def _dump_said(ev: pd.DataFrame) -> str | None:
     """`PID N (`cmd`) was waiting on X (...) in its main thread when py-spy dumped its stacks
     (ref): it was alive, not crashed` of the first live stack dump whose main thread shows a wait
@@ -536,6 +549,9 @@ def _nothing_found(inc: Incident, first, last) -> str:
         seen = [count(len(df), _ROWS[name]) for name, df in inc.frames().items() if len(df)]
         # (a launcher script alone says where its starts write, at no time: no span to name)
         span = f" between {_when(first)} and {_when(last)}" if pd.notna(first) and pd.notna(last) else ", and none of its rows dated"
+        began = _training_begun(inc.events) if att.empty or att["first_step"].isna().all() else None
+        if began is not None:  # (the trainer's word that training began, then no step: a hang, or a paste cut there)
+            span = f" after the trainer said training began{began}"
         said = f"No training seen in {read}: no training step{span} ({', '.join(seen)})"
         m = inc.metrics
         if len(m) and m["time"].isna().all():  # steps logged, but nothing dates them
@@ -564,6 +580,8 @@ def _nothing_found(inc: Incident, first, last) -> str:
             stop = _stopped_by_itself(inc.events) if said.startswith("Training") else None
             if stop is not None:
                 return said + f". It stopped by itself: `{stop[0]}` ({stop[1]})."
+            if began is not None and said.startswith("No training"):
+                return said + ": no line shows a first step (a start that hung or stopped before it, or a log cut there)."
             return said + ("." if said.startswith("Training") else ", so nothing can be said of how it went.")
         text, ref, more, smi_error = wrong
         return (said + f". What it shows going wrong: {text.rstrip('.')} ({ref})"

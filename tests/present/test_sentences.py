@@ -513,3 +513,20 @@ def test_a_live_stack_dump_says_where_a_process_that_trained_nothing_waited(tmp_
     assert said[0].endswith("What its stack shows: PID 46930 (`/usr/bin/python -u main.py --local_rank=0`) was waiting "
                             "on a lock (`wait`, torch/utils/file_baton.py:42) in its main thread when its stacks were "
                             "dumped (spy.txt:1): it was alive, not crashed.")
+
+
+def test_a_trainer_that_said_training_began_and_logged_no_step_is_told_so(tmp_path):
+    """huggingface/transformers #21556: the Trainer's banner at 19:14:47 (`***** Running training
+    *****`, 12884 optimization steps), then nothing: the run hung in its evaluation's data. The
+    story said only that nothing was seen; the banner is the trainer's word that training began."""
+    (tmp_path / "train.log").write_text(
+        "[INFO|trainer.py:1683] 2023-02-10 19:14:47,595 >> ***** Running training *****\n"
+        "[INFO|trainer.py:1684] 2023-02-10 19:14:47,595 >>   Num examples = 6441\n"
+        "[INFO|trainer.py:1689] 2023-02-10 19:14:47,595 >>   Total optimization steps = 12884\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    said = text.what_happened(inc, pm.detect(inc))
+    assert said == ["No training seen in 1 file: no training step after the trainer said training began at 19:14:47 UTC "
+                    "(`***** Running training *****`, train.log:1) (1 event): no line shows a first step (a start that "
+                    "hung or stopped before it, or a log cut there)."]
