@@ -36,7 +36,9 @@ ISO_STAMP = (
 TIMESTAMPS: tuple[tuple[str, re.Pattern], ...] = (
     ("iso", re.compile(ISO_STAMP)),
     # nanotron `01/17/2024 13:47:27`, rich's `[03/17/23 20:03:12]`: month first (en_US %x)
-    ("mdy", re.compile(r"(?<![\d/])(?P<a>\d{2})/(?P<b>\d{2})/(?P<year>\d{4}|\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?")),
+    # (and en_US's 12-hour clock after it, `%I:%M:%S %p`: `08/11/2018 03:14:46 PM`)
+    ("mdy", re.compile(r"(?<![\d/])(?P<a>\d{2})/(?P<b>\d{2})/(?P<year>\d{4}|\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?"
+                       r"(?: (?P<ampm>[AP]M)\b)?")),
     # glog / absl / c10: I0912 11:40:27.956218, [E626 06:24:44.9...] (month and day, no year;
     # c10 drops the month's leading zero)
     # BasicSR / mmsr's logger before 2020: `19-08-09 08:23:24.709 - INFO:` (%y-%m-%d), at the line's start
@@ -105,6 +107,8 @@ def stamp_of(form: str, g: dict) -> Stamp:
         if month > 12 >= day:  # day first after all (en_GB %x)
             month, day = day, month
         year = g["year"] if len(g["year"]) == 4 else "20" + g["year"]
+        if g.get("ampm"):  # 12 AM is midnight's hour, 12 PM noon's
+            clock = f"{int(clock[:2]) % 12 + (12 if g['ampm'] == 'PM' else 0):02d}{clock[2:]}"
         return Stamp("iso", f"{year}-{month:02d}-{day:02d}T{clock}.{frac}")
     if form == "ymd2":
         return Stamp("iso", f"20{g['year']}-{g['month']}-{g['day']}T{clock}.{frac}")
