@@ -175,22 +175,20 @@ def _shown(path: str) -> str:
 
 
 def waiting_in(traceback: str) -> str | None:
-    """Where a traceback shows its thread was when it was stopped (a KeyboardInterrupt's: where the
-    Ctrl-C found it): `waiting in its data loader (`code`, file:line)`, `waiting on a lock (...)`
-    at the outermost frame of the first of _WAITS the frames show, else `in `code` (file:line)` at the innermost frame;
-    None where it holds no frame or was cut before its end."""
+    """Where a traceback shows its thread waited when it was stopped (a KeyboardInterrupt's: where
+    the Ctrl-C found it; a live dump's): `waiting in its data loader (`code`, file:line)`, `waiting
+    on a lock (...)`, at the outermost frame of the first of _WAITS the frames show; None where they
+    show no wait (it was computing: the frame tells a reader nothing), hold no frame or were cut
+    before their end."""
     text = str(traceback or "")
     frames = list(_FRAME.finditer(text))
     if not frames or "[traceback cut off" in text:  # (a cut traceback's last frame is not its innermost)
         return None
-
-    def at(m: re.Match) -> str:
-        code = (m["code"] or "").split("  #", 1)[0].strip()  # (without a comment after the code)
-        return (f"`{code}`, " if code else f"`{m['func']}`, ") + f"{_shown(m['file'])}:{m['line']}"
-
     said = [f"{m['file']} {m['func']}( {(m['code'] or '').strip()}" for m in frames]
     for what, rx in _WAITS:
         hit = [m for m, text in zip(frames, said, strict=True) if rx.search(m["file"]) or rx.search(text)]
-        if hit:  # (where the thread went into it: a user's `next(batches)`, not the loader's queue inside)
-            return f"waiting {what} ({at(hit[0])})"
-    return f"in {at(frames[-1])}"
+        if hit:  # (where its thread went into it: a user's `next(batches)`, not the loader's queue inside)
+            m = hit[0]
+            code = (m["code"] or "").split("  #", 1)[0].strip()  # (without a comment after the code)
+            return f"waiting {what} (`{code or m['func']}`, {_shown(m['file'])}:{m['line']})"
+    return None

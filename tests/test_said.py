@@ -148,6 +148,6 @@ def test_where_a_ctrl_c_found_a_thread_is_its_innermost_wait():
     computing = ('Traceback (most recent call last):\n  File "train.py", line 10, in <module>\n    loss.backward()\n'
                  '  File "/usr/lib/python3/site-packages/torch/_tensor.py", line 487, in backward\n'
                  '    torch.autograd.backward(\nKeyboardInterrupt')
-    assert waiting_in(computing) == "in `torch.autograd.backward(`, torch/_tensor.py:487"
+    assert waiting_in(computing) is None  # (computing, not waiting: its frame tells a reader nothing)
     assert waiting_in(loader.replace("KeyboardInterrupt", "[traceback cut off: the file ends here]")) is None
     assert waiting_in("KeyboardInterrupt") is None

@@ -561,7 +561,8 @@ def _out_of_step(ev: pd.DataFrame, first: pd.Series) -> list[list] | None:
     in_group = column(said, "group_rank")
     said = said[in_group.isna() | (in_group.astype(object) == said["rank"].astype(object))]
     group = said["message"].astype(str).str.extract(_GROUP_TAG, expand=False).fillna("")
-    said = said[group == _GROUP_TAG_RX.search(str(first["message"])).group(1) if _GROUP_TAG_RX.search(str(first["message"])) else group == ""]
+    tag = _GROUP_TAG_RX.search(str(first["message"]))
+    said = said[group == (tag.group(1) if tag else "")]
     waits = said[["rank", "op", "seq"]].astype(str).drop_duplicates()
     if waits["rank"].nunique() < 2 or waits["rank"].duplicated().any() or len(waits[["op", "seq"]].drop_duplicates()) < 2:
         return None

@@ -159,8 +159,7 @@ def _interrupted_at_end(inc: Incident, a: pd.Series, start_, end) -> tuple[str, 
              & (ev["time"] >= start_) & (ev["time"] <= end)]
     if hit.empty or not isinstance(hit["ref"].iloc[0], str):
         return None
-    where = waiting_in(hit["message"].iloc[0]) or ""
-    return hit["ref"].iloc[0], where if where.startswith("waiting") else ""
+    return hit["ref"].iloc[0], waiting_in(hit["message"].iloc[0]) or ""
 
 
 def _last_line(inc: Incident, ref: str) -> str | None:

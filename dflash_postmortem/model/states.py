@@ -42,7 +42,7 @@ from .attempts import APPROX_S, CLEAN_ENDS, MACHINE_FAULTS, attempts, finished
 from .log_files import unseen
 from .pace import unit
 from .progress import lines_of, losses_of, placed_together, progress, reached_at, steps_of, warmed
-from .step_lines import named_step
+from .step_lines import lent, named_step
 
 COLUMNS = ("attempt", "state", "start", "end", "ref", "detail")
 # The frames the states are read from (the memo of computed.py is keyed by them).
@@ -157,10 +157,9 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         # a Trainer's undated dicts after its dated banner): written then or later, up to the next
         # dated line, so no silence is measured from one. (A metric block's fields take its dated
         # header's time: one step, written at it.)
-        steps_at_time = lines.groupby("time")["step"].transform("nunique") if len(lines) else lines.get("step")
-        lent = (column(lines, "time_earliest").eq(True).fillna(False) & (steps_at_time > 1)).to_numpy(dtype=bool) \
-            if len(lines) else np.zeros(0, dtype=bool)
-        all_lent = bool(column(steps_of(inc, a), "time_earliest").eq(True).fillna(False).all())
+        shared = lines.groupby("time")["step"].transform("nunique") > 1 if len(lines) else lent(lines)
+        lent_at = (lent(lines) & shared).to_numpy(dtype=bool)
+        all_lent = bool(lent(steps_of(inc, a)).all())
         w = prog[prog["attempt"] == a["attempt"]]
         w = w.assign(level=warmed(w["level"]))  # its first window's warm-up is no loss
         base = float(w["level"].iloc[: max(3, len(w) // 3)].median()) if len(w) else np.nan
@@ -211,7 +210,7 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
             # and one whose next line's step shows it went on training at its pace, unseen (two
             # `tail`s of a log the folder lacks, a paste cut between lines): no silence
             busy = busy or (last >= 0 and _trained_unseen(steps, last, k, t - cursor, pace))
-            busy = busy or (bool(lent[last]) if last >= 0 else all_lent)
+            busy = busy or (bool(lent_at[last]) if last >= 0 else all_lent)
             if busy:
                 evaluating = max(evaluating, t - cursor)
             # the silence the evidence ends in, no longer than an evaluation of the same run took
@@ -456,8 +455,7 @@ def _died_inside(inc: Incident, a: pd.Series, lines: pd.DataFrame, end) -> tuple
     # an error with no time of its own (`time_earliest`: the last step line's, lent) was written
     # then or later: a thread's may have died there as its process lived on; the main thread's
     # (a KeyboardInterrupt's) came with the end, whenever that was
-    lent = column(err, "time_earliest").eq(True).fillna(False).astype(bool)
-    err = err[~lent | err["message"].astype(str).str.lstrip().str.startswith("Exception in thread")]
+    err = err[~lent(err) | err["message"].astype(str).str.lstrip().str.startswith("Exception in thread")]
     if err.empty:
         return None
     r = err.sort_values("time", kind="stable").iloc[0]

@@ -55,7 +55,7 @@ def _step_lines(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
     if len(saved):
         # a save's dated line, not the lent time of the row that logged the same step before it
         seen = pd.MultiIndex.from_frame(saved[["source", "step"]].astype(object))
-        doubled = _lent(others) & pd.MultiIndex.from_frame(others[["source", "step"]].astype(object)).isin(seen)
+        doubled = lent(others) & pd.MultiIndex.from_frame(others[["source", "step"]].astype(object)).isin(seen)
         others = others[~doubled]
         others = pd.concat([others, saved]) if len(others) else saved
     if len(others):
@@ -104,7 +104,7 @@ def _saved_steps(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
     return rows.astype({c: m[c].dtype for c in rows.columns if c in m.columns}, errors="ignore")
 
 
-def _lent(rows: pd.DataFrame) -> pd.Series:
+def lent(rows: pd.DataFrame) -> pd.Series:
     """Which rows carry a time a line before them lent (loaders: `time_earliest`)."""
     if "time_earliest" not in rows.columns:
         return pd.Series(False, index=rows.index, dtype=bool)
@@ -116,7 +116,7 @@ def _steps_so_far(m: pd.DataFrame, ck: pd.DataFrame) -> pd.Series:
     before its time (NaN where none did)."""
     # (rows whose time a line before them lent, `time_earliest`, were logged by then at the latest:
     # a save's own time says more of when its step was reached)
-    logged = m[m["step"].notna() & m["time"].notna() & m["source"].notna() & ~_lent(m)]
+    logged = m[m["step"].notna() & m["time"].notna() & m["source"].notna() & ~lent(m)]
     if logged.empty:
         return pd.Series(float("nan"), index=ck.index)
     logged = logged.sort_values("time", kind="stable")

@@ -514,7 +514,7 @@ def _dump_said(ev: pd.DataFrame) -> str | None:
         return None
     for _, d in in_file_order(ev[ev["kind"] == "stack_dump"]).iterrows():
         where = waiting_in(d.get("frames"))
-        if where and where.startswith("waiting"):
+        if where:
             cmd = f" (`{one_line(d['command'], 80)}`)" if isinstance(d.get("command"), str) else ""
             return (f"PID {int(d['pid'])}{cmd} was {where} in its main thread when its stacks were dumped "
                     f"({d['ref']}): it was alive, not crashed")
@@ -529,7 +529,7 @@ def _stopped_where(ev: pd.DataFrame, ref) -> str:
         return ""
     tb = ev[(ev["ref"] == ref) & (ev["kind"] == "traceback")]
     where = next((w for w in map(waiting_in, tb["message"]) if w), None)
-    return f" while it was {where}" if where and where.startswith("waiting") else ""
+    return f" while it was {where}" if where else ""
 
 
 def _and(items: list[str]) -> str:
