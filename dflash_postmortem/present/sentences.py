@@ -34,6 +34,7 @@ from ..incident import Incident
 from ..model.attempts import attempts, came_up_after, open_ended, stopped_cleanly_near
 from ..model.ledger import CLASSES, SHOWN_S, ledger
 from ..model.log_files import unseen
+from ..model.own_timings import largest_change
 from ..model.progress import last_step, placed_together, resumes, steps_of
 from ..model.step_lines import SAVED_STEP
 from ..said import error_text, waiting_in
@@ -557,9 +558,12 @@ def _nothing_found(inc: Incident, first, last) -> str:
         if len(m) and m["time"].isna().all():  # steps logged, but nothing dates them
             steps = m["step"].dropna()
             span = f", steps {int(steps.min())} to {int(steps.max())}" if len(steps) else ""
-            said = (f"Training seen in {read} ({', '.join(seen)}{span}) but not placed in time: nothing in the "
-                    "evidence dates its lines, so its pace and its stops cannot be judged (where they give a time of "
-                    "day, or a month and day, `date = \"YYYY-MM-DD\"` in incident.toml places them)")
+            own = _own_times(inc)
+            dates = "where they give a time of day, or a month and day, `date = \"YYYY-MM-DD\"` in incident.toml places them"
+            said = f"Training seen in {read} ({', '.join(seen)}{span}) but not placed in time: nothing in the evidence dates its lines"
+            # (a pace the lines say of themselves is judged without a clock)
+            said += f" ({dates}). What its own step times show: {own}" if own else \
+                f", so its pace and its stops cannot be judged ({dates})"
         wrong = _gone_wrong(inc.events) or _ended_in_a_traceback(inc)
         if wrong is None:
             idle = _held_idle(inc.gpus)
@@ -616,7 +620,37 @@ def _steps_shown(inc: Incident, att: pd.DataFrame) -> str | None:
         seen = f"at {_when(times.min())} ({lines}{', all at that time' if len(times) > 1 else ''})"
     else:
         seen = f"between {_when(times.min())} and {_when(times.max())} ({lines})"
+    own = _own_times(inc)
+    if own:
+        return f"Training seen {seen}, too little of it to judge its pace or its stops by their times; its own step times show it: {own}"
     return f"Training seen {seen}, too little of it to judge its pace or its stops: nothing in it went wrong that the evidence shows"
+
+
+def _own_times(inc: Incident) -> str | None:
+    """What the step times a run wrote itself show of its pace (model/own_timings.py): the largest
+    change, where one series has one, else None."""
+    c = largest_change(inc)
+    if c is None:
+        return None
+    how = "by its bar's elapsed time" if c.how == "bar" else "as its lines state them"
+    if c.ratio > 1 and c.rows_after == 1:
+        return (f"at step {c.at_step:.0f} ({c.at_ref}), the last it shows, a step had taken {_seconds(c.after)}, "
+                f"against {_seconds(c.before)} before ({c.first_ref}): {_times(c.ratio)} as long ({how})")
+    if c.ratio > 1:
+        return (f"from step {c.at_step:.0f} ({c.at_ref}) on, a step took {_seconds(c.after)}, against "
+                f"{_seconds(c.before)} before ({c.first_ref}): {_times(c.ratio)} as long ({how})")
+    return (f"its first steps took {_seconds(c.before)} each ({c.first_ref}), then {_seconds(c.after)} from step "
+            f"{c.at_step:.0f} ({c.at_ref}) on: {_times(1 / c.ratio)} as fast ({how})")
+
+
+def _times(x: float) -> str:
+    """How many times: `1.6x`, `16.4x`, `7,481x`."""
+    return f"{x:,.0f}x" if x >= 100 else f"{x:.1f}x"
+
+
+def _seconds(x: float) -> str:
+    """A step's seconds in the digits they need: `0.163 s`, `2.69 s`, `5,499 s`."""
+    return f"{x:,.0f} s" if x >= 100 else f"{x:.3g} s"
 
 
 def _interrupted(inc: Incident, a: pd.Series) -> str:

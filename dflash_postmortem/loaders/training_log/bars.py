@@ -120,7 +120,8 @@ class Bars:
                             message=f"{desc + ': ' if desc else ''}the training bar is at step {n} of {g['total']} "
                                     f"0 s after it began: resumed (at step {n - 1 if n and prev is not None else n})",
                             lines=1))
-            if n is not None and new_step and elapsed is not None:
+            # (a bar over epochs, `2/2 [07:43<00:00, 231.64s/epoch]`, counts no steps: its seconds time none)
+            if n is not None and new_step and elapsed is not None and not lp.NOT_ITERATION_UNIT.search(g["unit"]):
                 rows.metric(stamp=stamp, line=lineno, run=run, step=n, metric=BAR_ELAPSED_S,
                             value=elapsed, rank=rank, pattern="tqdm")
             if n is None or not new_step or g["rate"] == "?" or lp.NOT_ITERATION_UNIT.search(g["unit"]):

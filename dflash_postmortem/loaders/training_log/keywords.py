@@ -133,7 +133,7 @@ def _compiled(user: tuple[bytes, ...]) -> Keywords:
     parts = [p.keyword for p in lp.METRIC_PATTERNS] + [f.keyword for f in lp.FIELD_FORMATS] + list(lp.GENERIC_KEYWORDS)
     parts += [lp.HF_DICT_KEYWORD, lp.TRACEBACK_KEYWORD, lp.THREAD_EXCEPTION_KEYWORD, *lp.BAR_KEYWORDS]
     parts += [k.encode() for k in (*lp.FAILURE_TABLE_KEYWORDS, *lp.UNIT_KEYWORDS, *lp.FAULTHANDLER_KEYWORDS, *lp.PYSPY_KEYWORDS,
-                                   *lp.STEP_HEADER_KEYWORDS, *lp.BLOCK_FIELD_KEYWORDS)]
+                                   *lp.STEP_HEADER_KEYWORDS, *lp.BLOCK_FIELD_KEYWORDS, lp.KERAS_EPOCH_KEYWORD)]
     literals = {(k, False): None for k in (*parts, *user)}
     for p in lp.EVENT_PATTERNS:
         literals.update({(k.encode(), p.case_insensitive_keyword): None for k in p.keywords})

@@ -20,13 +20,17 @@ _int = lp.integer
 
 
 def read_metrics(text: str, stamp, lineno: int, run, rank, rows: Rows, user: tuple, bar_step: dict,
-                 headed: dict) -> int:
+                 headed: dict, epochs: dict) -> int:
     """The metrics one record of a log gives (the number of rows it added): the known line formats
-    first, then `key: value` fields, Hugging Face's dicts, the user's patterns (incident.toml), a
-    field of a metric block, rates named by their unit, and a generic `loss`. `headed` holds the
-    step of each rank's last metric-block header (patterns.STEP_HEADER), kept from line to line."""
+    first, then Keras's lines, `key: value` fields, Hugging Face's dicts, the user's patterns
+    (incident.toml), a field of a metric block, rates named by their unit, and a generic `loss`.
+    `headed` holds the step of each rank's last metric-block header (patterns.STEP_HEADER),
+    `epochs` the epoch of its last Keras `Epoch N/M` line, kept from line to line."""
     if any(k in text for k in lp.STEP_HEADER_KEYWORDS) and (h := lp.STEP_HEADER.search(text)) is not None:
         headed[rank] = _int(h.group("step"))
+    if lp.KERAS_EPOCH_KEYWORD in text and (e := lp.KERAS_EPOCH.search(text)) is not None:
+        epochs[rank] = _int(e.group("epoch"))
+        return 0
     for p, kw in METRIC_KW:
         if kw not in text:
             continue
@@ -42,6 +46,10 @@ def read_metrics(text: str, stamp, lineno: int, run, rank, rows: Rows, user: tup
             n = _field_metrics(f, text, stamp, lineno, run, rank, rows)
             if n:
                 return n
+    if lp.KERAS_KEYWORD in text and (k := lp.KERAS_LINE.search(text)) is not None:
+        n = _keras(k, stamp, lineno, run, rank, rows, epochs.get(rank))
+        if n:
+            return n
     if HF_DICT_KW in text:
         n = _hf_dict(text, stamp, lineno, run, rank, rows, bar_step)
         if n:
@@ -77,6 +85,28 @@ def pattern_values(p: lp.MetricPattern, g: dict) -> tuple[int | None, list[tuple
             v = float("nan")
         values.append((key, v))
     return _step(g), values
+
+
+def _keras(m: re.Match, stamp, lineno: int, run, rank, rows: Rows, epoch: int | None) -> int:
+    """A Keras progress line (patterns.KERAS_LINE): its known fields, and the seconds a step took
+    where it says them (`345ms/step`; an epoch's whole time over its batches once it is done)."""
+    i, per_epoch = _int(m.group("i")), _int(m.group("per_epoch"))
+    step = i if epoch is None else (epoch - 1) * per_epoch + i
+    values = []
+    for part in m.group("fields").split(" - "):
+        f = lp.KERAS_FIELD.match(part)
+        if f is not None and (metric := lp.KERAS_FIELDS.get(f.group("key"))) is not None:
+            values.append((metric, lp.number(f.group("value"))))
+    if not values:
+        return 0
+    if m.group("of") == "step":
+        values.append(("train/step_time_s", float(m.group("per")) * lp.KERAS_STEP_UNITS[m.group("unit")]))
+    elif m.group("of") is None and m.group("took") is not None and i == per_epoch and per_epoch:
+        # (a count of samples, `60000/60000 ... 55us/sample`, is no count of steps)
+        values.append(("train/step_time_s", int(m.group("took")) / per_epoch))
+    for metric, value in values:
+        rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=metric, value=value, rank=rank, pattern="keras")
+    return len(values)
 
 
 def _block_field(text: str, stamp, lineno: int, run, rank, rows: Rows, headed: dict) -> int:

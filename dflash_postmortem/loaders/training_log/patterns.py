@@ -400,6 +400,27 @@ BLOCK_FIELDS = {
     "throughput/device/tokens_per_sec": "train/tok_per_s_per_gpu", "throughput/device/tps": "train/tok_per_s_per_gpu",
 }
 
+# Keras's progress lines: `Epoch 3/50` on its own line, then the epoch's bar, `1464/1464
+# [==============================] - 239s - loss: 3.31 - acc: 0.15` (Keras 2), with the time a step
+# took since 2.1 (`- 252s 345ms/step -`, `- 3s 55us/step -`), without the bar at `verbose=2`
+# (`3198/3198 - 2287s - loss: ...`), mid-epoch with what is left (`39/100 [=====>....] - ETA: 29s -
+# loss: ...`), and Keras 3's `1875/1875 ━━━━━━━━━━━━━━━━━━━━ 3s 1ms/step - accuracy: 0.88 - loss: 0.43`
+# (its time the ETA until the epoch ends). The count is the batch within the epoch: a step is
+# (epoch - 1) * batches + batch where the epoch's line came before it.
+KERAS_EPOCH = re.compile(r"(?<!\S)Epoch (?P<epoch>\d+)/\d+\s*$")
+KERAS_EPOCH_KEYWORD = "Epoch "
+KERAS_LINE = re.compile(
+    r"(?<![\w/.:])(?P<i>\d+)/(?P<per_epoch>\d+)\s+(?:\[[=>.]*\]\s*|[\u2501\u2500 ]+)?(?:- )?"
+    r"(?:ETA: [\d:]+s?\s+|(?P<took>\d+)s\s+)?(?:(?P<per>\d+(?:\.\d+)?)(?P<unit>us|ms|s)/(?P<of>step|sample)\s+)?"
+    r"- (?P<fields>[A-Za-z_]\w*: .*)$"
+)
+KERAS_KEYWORD = " - "
+KERAS_FIELDS = {"loss": LOSS, "val_loss": "eval/val_loss", "acc": "train/acc", "accuracy": "train/acc",
+                "val_acc": "eval/val_acc", "val_accuracy": "eval/val_acc", "lr": "train/learning_rate",
+                "learning_rate": "train/learning_rate"}
+KERAS_FIELD = re.compile(rf"^(?P<key>[A-Za-z_]\w*): (?P<value>{_NUM})\s*$")
+KERAS_STEP_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}  # seconds per unit
+
 # Rates and times that say what they are by their unit (`1.2k tok/s`, `85 ms/step`), whatever else
 # the line holds: read with the last resort, a throughput only where a unit names it. (A unit
 # after a loss, `12.65 BPC`, is read by the field readers as the loss's unit.)
@@ -508,7 +529,9 @@ NOT_TRAINING_BAR = re.compile(r"(?i)loading|download|map|token|shard|generat|fet
                               r"|\btest|\bprepar|\bpredict|\binfer"  # (Lightning's `Testing`, `Predicting DataLoader 0`)
                               # a data set made or written before training (`Extract conversations: 100%|...| 83097/83097`)
                               # (verbs, not nouns a message glued before a bar may hold: `cached`, `samples/s`)
-                              r"|\bextract|\bconvert|\bbuild|\bfilter|\bparsing|\bencoding|\bresiz")
+                              r"|\bextract|\bconvert|\bbuild|\bfilter|\bparsing|\bencoding|\bresiz"
+                              # (ms-swift's `Val:`, SRGAN's `[saving training results]`)
+                              r"|\bval\b|\bsav(?:e|ing)\b")
 # A bar over epochs (`231.64s/epoch`) is progress, not a per-iteration rate.
 NOT_ITERATION_UNIT = re.compile(r"(?i)epoch")
 

@@ -88,10 +88,10 @@ _TAGS_WITHIN = 200  # leading tags ([INFO], logger names, container ids) end wit
 # a platform's `fa88a9df || ` container tag, Metaflow's `[177/train/578 (pid 28936)]`.
 # (the tags a logger writes after its time: `[rank0]`, a level, `name - `, Hugging Face's `>>`, and
 # where the line was written: glog's `22488 net.cpp:100]`, Horovod's `: W horovod/x.cc:105]`, vLLM's
-# `llm_engine.py:72]`)
+# `llm_engine.py:72]`, tensorpack's `@base.py:285]`)
 _LEADING_TAGS = re.compile(
     r"^(?:[\s\-:|,\d\]>]*(?:\[[\w.@ /()-]*\]|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b:?|[\w.]+ - |[0-9a-f]{6,16} \|\||"
-    r"(?:[IWEFD] )?[\w./-]+\.\w+:\d+\]))*[\s\-:|>\]]*"
+    r"(?:[IWEFD] |@)?[\w./-]+\.\w+:\d+\]))*[\s\-:|>\]]*"
 )
 
 
@@ -483,6 +483,7 @@ class LogScanner:
         self.block: TracebackBlock | FailureTable | FaulthandlerBlock | PySpyBlock | MessageTail | None = None  # the multi-line record open
         self.bars = Bars()
         self.headed: dict = {}  # rank -> the step of its last metric-block header (line_metrics.read_metrics)
+        self.epochs: dict = {}  # rank -> the epoch of its last Keras `Epoch N/M` line (line_metrics.read_metrics)
         self.nccl_errors: dict[tuple, dict] = {}  # (host, pid, tid) -> its latest nccl_error event
         self.glued = 0
         self.keyed = False  # the line being read has a terminal's `^C` echo glued before its records
@@ -656,7 +657,8 @@ class LogScanner:
                 pieces = [record]
                 if bars:
                     # (dated by the last line that said its time: lent, unless the bar's own line says one)
-                    lent = self.last_stamp if self.last_stamp is None or find_stamp(record)[0] is not None \
+                    # (a DFlash line's time, read in bulk, is its bytes: lent as they are, as `_borrow` lends them)
+                    lent = self.last_stamp if not isinstance(self.last_stamp, Stamp) or find_stamp(record)[0] is not None \
                         else dataclasses.replace(self.last_stamp, borrowed=True)
                     got |= self.bars.read(bars, record, lineno, rows, rec_rank, self._run_for(None, False, None), lent)
                     barred = True
@@ -874,7 +876,8 @@ class LogScanner:
         if table is not None:
             self.block = FailureTable(table.group("root") != "Failures", stamp=stamp, line=lineno, run=run)
             return 1
-        if read_metrics(text, stamp, lineno, run, rank, rows, self.user, self.bars.step, self.headed):
+        if read_metrics(text, stamp, lineno, run, rank, rows, self.user, self.bars.step, self.headed,
+                        self.epochs):
             # numbers that are also a fact: Hugging Face's closing summary is the run's averages
             # and the end of its training (whether it prints them as numbers or as strings)
             if _SUMMARY_KW in text:
@@ -1239,6 +1242,9 @@ def _sniff_metric(body: str) -> bool:
         return True  # a Trainer log dict, not any dict (a config, wandb's settings)
     if known_block_field(body):
         return True  # a metric block's loss or throughput (OLMo, Composer)
+    if lp.KERAS_KEYWORD in body and (k := lp.KERAS_LINE.search(body)) is not None and any(
+            (f := lp.KERAS_FIELD.match(part)) and f.group("key") in lp.KERAS_FIELDS for part in k.group("fields").split(" - ")):
+        return True
     return any(k in body for k in _BAR_KW) and lp.BAR.search(body) is not None
 
 

@@ -49,8 +49,9 @@ TIMESTAMPS: tuple[tuple[str, re.Pattern], ...] = (
     ("lmd", re.compile(r"^(?:[IWEFD]|INFO|WARNING|ERROR|DEBUG|CRITICAL) (?P<month>\d{2})-(?P<day>\d{2}) "
                        r"(?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?")),
     # detectron2's logger: `[04/17 09:42:26 d2.utils.events]:` on the console, `[11/16 04:35:50]
-    # d2.utils.events INFO:` in its log.txt (%m/%d, no year)
-    ("md", re.compile(r"^\[(?P<month>\d{2})/(?P<day>\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?[ \]]")),
+    # d2.utils.events INFO:` in its log.txt (%m/%d, no year); tensorpack's `[0424 16:24:46
+    # @base.py:285]` (%m%d)
+    ("md", re.compile(r"^\[(?P<month>\d{2})/?(?P<day>\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?[ \]]")),
     # ctime, as `date` and Horovod's --timestamp-output print it: `Tue Apr 21 18:22:57 2020`,
     # `Tue Apr 21 18:22:57 UTC 2020` (a zone other than UTC or GMT is read as the incident's)
     # (`dmesg -T` prints it in brackets: `[Mon Jul 20 04:51:42 2022] Out of memory: ...`)

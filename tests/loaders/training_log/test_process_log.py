@@ -246,6 +246,53 @@ def test_carriage_return_bars_keep_last_state(tmp_path):
     assert inc.metrics[inc.metrics["metric"] == "train/it_per_s"]["value"].tolist() == [3.0, 4.0, 5.0, 6.0, 7.0]
 
 
+def test_keras_progress_lines_are_steps_of_their_epoch(tmp_path):
+    """Keras's forms (its docs' and issues' output): Keras 2's epoch line with a step's time, its
+    mid-epoch line with what is left (no step time: an ETA is none), verbose=2's without a bar,
+    Keras 3's drawn bar (its time the ETA until the epoch's end, its step time an average), a
+    sample's time (no step's), behind a time of day. A step counts the epochs before it."""
+    p = tmp_path / "keras.log"
+    p.write_text(
+        "Epoch 1/3\n"
+        "1875/1875 [==============================] - 5s 3ms/step - loss: 0.2954 - accuracy: 0.9137\n"
+        "Epoch 2/3\n"
+        " 939/1875 [==============>...............] - ETA: 2s - loss: 0.1411 - accuracy: 0.9580\n"
+        "1875/1875 - 4s - loss: 0.1402 - accuracy: 0.9582 - val_loss: 0.1101 - val_accuracy: 0.9660\n"
+        "Epoch 3/3\n"
+        " 500/1875 " + "\u2501" * 20 + " 3s 2ms/step - accuracy: 0.9700 - loss: 0.1000\n"
+        "2024-06-01 12:00:00 60000/60000 [==============================] - 3s 55us/sample - loss: 0.0900\n")
+    inc = _load(p)
+    rep = _balanced(inc)
+    m = inc.metrics
+    got = {(int(r.step), r.metric): round(r.value, 6) for r in m.itertuples()}
+    assert got == {
+        (1875, "train/loss"): 0.2954, (1875, "train/acc"): 0.9137, (1875, "train/step_time_s"): 0.003,
+        (2814, "train/loss"): 0.1411, (2814, "train/acc"): 0.958,
+        (3750, "train/loss"): 0.1402, (3750, "train/acc"): 0.9582, (3750, "eval/val_loss"): 0.1101,
+        (3750, "eval/val_acc"): 0.966, (3750, "train/step_time_s"): round(4 / 1875, 6),
+        (4250, "train/acc"): 0.97, (4250, "train/loss"): 0.1, (4250, "train/step_time_s"): 0.002,
+        (180000, "train/loss"): 0.09,
+    }
+    assert set(m["pattern"]) == {"keras"} and rep.format == "training-log"
+    assert m.loc[m["step"] == 180000, "time"].tolist() == [pd.Timestamp("2024-06-01 12:00:00", tz="UTC")]
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_a_bar_after_a_dflash_line_takes_its_time(tmp_path, monkeypatch, bulk):
+    """A bar that says no time of day takes the last line's; after a DFlash line, whose time the
+    scan keeps as its bytes, the bar's rows were lost: the file failed to load (a hypothesis run
+    of the bulk test found it)."""
+    monkeypatch.setattr(process_log, "BULK", bulk)
+    p = tmp_path / "train.log"
+    p.write_text("2024-06-01 12:00:00 [run-b] step 10 loss 2.5 tok/s 21500\n"
+                 "Epoch 0:  42%|████▏     | 42/100 [00:10<00:14,  4.01it/s, loss=2.34, v_num=0]\n")
+    m = _load(p).metrics
+    bar = m[m["metric"] == "train/bar_elapsed_s"]
+    assert bar["step"].tolist() == [42] and bar["value"].tolist() == [10.0]
+    assert bar["time"].tolist() == [pd.Timestamp("2024-06-01 12:00:00", tz="UTC")]
+    assert m.loc[m["metric"] == "train/tok_per_s", "value"].tolist() == [21500.0]
+
+
 def test_a_bar_faster_than_training_steps_can_be_counts_no_steps(tmp_path):
     """castorini/hedwig #70: a bar of 3,000,001 word vectors loaded at 14,061 a second before
     training began: no training step takes under a millisecond, so its states are no steps (its

@@ -1,0 +1,197 @@
+"""The time its steps took, as a run wrote it: the pace of a log nothing places in time.
+
+Many trainers print no time of day but say how long their steps took: Keras an epoch's seconds
+(`- 3943s -`) or a step's (`345ms/step`), timm, mmcv or detectron2 a step's seconds (`time:
+0.52`), nanoGPT an iteration's milliseconds, a tqdm bar the seconds since it began (`9/351
+[13:44:50<...]`). Where the incident's clock cannot hold the lines, these are the pace a reader
+reads: the steps of one series compared with each other (Ultralytics' bar that stood 13 h 44 min
+at 9 of 351 where the epoch before ran 351 in 4 min 18 s; an epoch of Keras 1.6x as long from the
+second on).
+
+A series is one source's, run's and rank's steps by one measure; its rows in the order of its
+lines. A row's seconds are per step, over the steps since the row before (`covers`). What is no
+pace of training steps is left out:
+- a first row that covers one step or none (nanoGPT's iteration 0, a compiled model's first step):
+  a start-up;
+- a bar's interval during which another bar was drawn (Lightning counts its validation's batches
+  in its epoch's bar, and the validation bar is drawn meanwhile): other work;
+- a stated time that grows with the count at every line, by about the same seconds a step (a
+  timer never reset, YOLOP's `Time 7.4s`, `113.4s`, `226.0s` every 20 batches): a clock since the
+  epoch began, read as one (the seconds between two lines over the steps between them).
+A change is told where both sides cover TOLD_STEPS steps (fewer are the noise of a step that
+evaluated or saved, nanoGPT's `time` after an evaluation holds it, or of a start that compiled), or
+where the steps after a pace of TOLD_STEPS took STOPPED times as long (a bar that stood still).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..incident import Incident
+from ..schema import BAR_ELAPSED_S
+from . import computed
+
+# A step's seconds by the metric that says them, and the factor to seconds.
+_STATED = {"train/step_time_s": 1.0, "train/iter_time_ms": 1e-3}
+# A bar's states closer than this in its elapsed time (whole seconds) are merged into one interval.
+_BAR_S = 5.0
+# Steps that took this many times as long as the others' (or as short) are a change a reader names;
+# less is the noise of steps that load, evaluate or save now and then.
+CHANGED = 1.5
+# Steps on each side of a change, at the least (see the module's docstring), unless one side's
+# took STOPPED times the other's.
+TOLD_STEPS = 10
+STOPPED = 10.0
+
+
+@dataclass(frozen=True)
+class Change:
+    """The largest change of one series' step time: `before` and `after` seconds a step (the
+    medians on each side of `at`, the first row after it), the rows' refs."""
+
+    how: str  # "bar" (its bar's elapsed time) or "stated" (its lines say a step's time)
+    before: float
+    after: float
+    first_ref: str  # the first row of the series
+    at_ref: str
+    at_step: float
+    last_ref: str
+    rows_before: int
+    rows_after: int
+
+    @property
+    def ratio(self) -> float:
+        return self.after / self.before
+
+
+def step_seconds(inc: Incident) -> pd.DataFrame:
+    """One row per interval a run's own words time: source, run, rank, how, step, seconds (a
+    step, over the interval), covers (its steps), ref, line; in the order of each source's lines."""
+    return computed.cached(inc, "own step times", ("metrics", "events"), lambda: _rows(inc.metrics, inc.events))
+
+
+def largest_change(inc: Incident) -> Change | None:
+    """The largest change of step time in any series (at least CHANGED times, every step time on
+    one side beyond every one on the other), else None."""
+    s = step_seconds(inc)
+    best = None
+    for _, g in s.groupby(["source", "run", "rank", "how"], sort=False, dropna=False):
+        c = _change(g)
+        if c is not None and (best is None or abs(np.log(c.ratio)) > abs(np.log(best.ratio))):
+            best = c
+    return best
+
+
+_COLUMNS = ["source", "run", "rank", "how", "step", "seconds", "covers", "ref", "line"]
+
+
+def _rows(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
+    if m.empty or "ref" not in m.columns:
+        return pd.DataFrame(columns=_COLUMNS)
+    other = _other_bars(ev)
+    m = m[m["value"].notna() & m["step"].notna() & m["ref"].notna()]
+    m = m.assign(line=pd.to_numeric(m["ref"].astype("string").str.rsplit(":", n=1).str[-1], errors="coerce"))
+    m = m[m["line"].notna()]
+    parts = []
+    keys = [m["source"].fillna(""), m["run"].fillna(""), m["rank"].fillna(-1)]
+    for _, g in m.groupby(keys, sort=False):
+        g = g.sort_values("line", kind="stable")
+        for metric, factor in _STATED.items():
+            st = g[g["metric"] == metric]
+            if len(st):
+                parts.append(_stated_rows(st, factor))
+        bar = g[g["metric"] == BAR_ELAPSED_S]
+        if len(bar):
+            parts.append(_bar_rows(bar, other.get(str(bar["source"].iloc[0]), np.empty(0))))
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return pd.DataFrame(columns=_COLUMNS)
+    return pd.concat(parts)[_COLUMNS].reset_index(drop=True)
+
+
+def _other_bars(ev: pd.DataFrame) -> dict[str, np.ndarray]:
+    """By source, the lines where a bar beside training was last drawn (its `progress` event: an
+    evaluation's, a save's), sorted."""
+    if ev.empty or "kind" not in ev.columns or "ref" not in ev.columns:
+        return {}
+    p = ev[(ev["kind"] == "progress") & ev["ref"].notna()]
+    if "bar_elapsed_s" in p.columns:
+        p = p[p["bar_elapsed_s"].notna()]  # (a training bar's last state is one too; it has no own clock here)
+    line = pd.to_numeric(p["ref"].astype("string").str.rsplit(":", n=1).str[-1], errors="coerce")
+    return {str(src): np.sort(lines.dropna().to_numpy(dtype=float)) for src, lines in line.groupby(p["source"])}
+
+
+def _stated_rows(st: pd.DataFrame, factor: float) -> pd.DataFrame:
+    """A step's stated seconds, each over the steps since the line before; a time that grows with
+    the count at every line by about the same seconds a step is a clock since its start (see the
+    module's docstring): the seconds between its lines over the steps between them."""
+    step = st["step"].to_numpy(dtype=float)
+    v = st["value"].to_numpy(dtype=float) * factor
+    out = st.assign(how="stated", seconds=v, covers=np.diff(step, prepend=0.0))
+    if len(v) >= 3 and (np.diff(v) > 0).all() and (np.diff(step) > 0).all():
+        per = np.diff(v) / np.diff(step)
+        if per.min() > 0 and per.max() < CHANGED * per.min():
+            # (its first line is the clock's start: no interval of its own)
+            return out.iloc[1:].assign(seconds=per)
+    return out
+
+
+def _bar_rows(bar: pd.DataFrame, other: np.ndarray) -> pd.DataFrame:
+    """A bar's states as intervals of at least _BAR_S of its elapsed time: the seconds a step took
+    in each; a bar drawn again from its start (its elapsed time or its count went back) begins
+    anew, from 0 or from the count it was drawn at as it began."""
+    n = bar["step"].to_numpy(dtype=float)
+    e = bar["value"].to_numpy(dtype=float)
+    line = bar["line"].to_numpy(dtype=float)
+    keep, seconds, covers = [], [], []
+    n0 = e0 = 0.0
+    last = -1
+    for i in range(len(bar)):
+        if e[i] < e0 or n[i] < n0:  # a new bar (the next epoch's): it counts from its own start
+            n0 = e0 = 0.0
+            last = -1
+        if e[i] <= 1.0:  # drawn as it began (`200/400 [00:00<...]`, a resumed one): where it counts from
+            n0, e0, last = n[i], e[i], i
+            continue
+        if n[i] > n0 and e[i] - e0 >= _BAR_S:
+            # (another bar drawn since its last state: the seconds hold other work)
+            if last < 0 or not ((other > line[last]) & (other < line[i])).any():
+                keep.append(i)
+                seconds.append((e[i] - e0) / (n[i] - n0))
+                covers.append(n[i] - n0)
+            n0, e0, last = n[i], e[i], i
+    out = bar.iloc[keep]
+    return out.assign(how="bar", seconds=np.asarray(seconds, dtype=float), covers=np.asarray(covers, dtype=float))
+
+
+def _change(g: pd.DataFrame) -> Change | None:
+    g = g.sort_values("line", kind="stable")
+    if len(g) and g["covers"].iloc[0] <= 1:
+        g = g.iloc[1:]  # a start-up's first step
+    g = g[g["seconds"].notna()]
+    s = g["seconds"].to_numpy(dtype=float)
+    if len(s) < 2 or not (s > 0).all():
+        return None
+    covers = g["covers"].to_numpy(dtype=float)
+    best = None
+    for k in range(1, len(s)):
+        before, after = float(np.median(s[:k])), float(np.median(s[k:]))
+        # (every step time of one side beyond every one of the other, by CHANGED at the least)
+        if not (s[k:].min() >= CHANGED * s[:k].max() or s[:k].min() >= CHANGED * s[k:].max()):
+            continue
+        # (a stop is told however few steps it held; a start slower than what followed only over
+        # as many steps as a pace: a model's first steps compile and warm up)
+        stopped = after >= STOPPED * before
+        if min(covers[:k].sum(), covers[k:].sum()) < TOLD_STEPS and not (stopped and covers[:k].sum() >= TOLD_STEPS):
+            continue
+        if best is None or abs(np.log(after / before)) > abs(np.log(best[1] / best[0])):
+            best = (before, after, k)
+    if best is None:
+        return None
+    before, after, k = best
+    refs = g["ref"].tolist()
+    return Change(how=str(g["how"].iloc[0]), before=before, after=after, first_ref=refs[0], at_ref=refs[k],
+                  at_step=float(g["step"].iloc[k]), last_ref=refs[-1], rows_before=k, rows_after=len(s) - k)

@@ -1,0 +1,77 @@
+"""The step times a run wrote itself (model/own_timings.py), read from public samples whose
+lines carry no time of day: Keras's epoch lines, an Ultralytics bar."""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+
+import pytest
+
+import dflash_postmortem as pm
+from conftest import REAL_WORLD
+from dflash_postmortem.model.own_timings import largest_change, step_seconds
+from dflash_postmortem.present import sentences as text
+
+LOGS = REAL_WORLD / "train-log"
+
+
+def _load(tmp_path, name: str):
+    shutil.copy(LOGS / name, tmp_path / name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.load_incident(tmp_path)
+
+
+def test_an_epochs_seconds_over_its_batches_are_its_steps_time(tmp_path):
+    """keras-team/keras #6503: `1464/1464 [====] - 3943s - loss: ...` then 239-240 s epochs: a step of
+    the first epoch took 3943/1464 s, of the next three 239/1464 to 240/1464 s; the first epoch,
+    1464 steps, is no start-up."""
+    inc = _load(tmp_path, "keras-fit-generator-first-epoch-3943s-then-240s.log")
+    s = step_seconds(inc)
+    assert s["step"].tolist() == [1464, 2928, 4392, 5856]
+    assert s["seconds"].tolist() == pytest.approx([3943 / 1464, 239 / 1464, 240 / 1464, 240 / 1464])
+    c = largest_change(inc)
+    assert (c.how, c.rows_before, c.rows_after, c.at_step) == ("stated", 1, 3, 2928)
+    assert 1 / c.ratio == pytest.approx(3943 / 240)
+    assert c.at_ref.endswith(":4") and c.first_ref.endswith(":2")
+
+
+def test_a_slower_stretch_is_told_from_where_it_began(tmp_path):
+    """tensorflow #44050: epochs of 2287 s, then 3974, 3562 and 3572 s once the cache was read from
+    disk: a step took 1.6x as long from the second epoch (step 6396, line 4) on."""
+    inc = _load(tmp_path, "tf-keras-disk-cache-epochs-after-first-slower.log")
+    c = largest_change(inc)
+    assert c.at_step == 6396 and c.at_ref.endswith(":4")
+    assert c.before == pytest.approx(2287 / 3198) and c.after == pytest.approx(3572 / 3198)
+    said = text.what_happened(inc, pm.detect(inc))
+    assert said[0].endswith(
+        "What its own step times show: from step 6396 (tf-keras-disk-cache-epochs-after-first-slower.log:4) on, a "
+        "step took 1.12 s, against 0.715 s before (tf-keras-disk-cache-epochs-after-first-slower.log:2): 1.6x as long "
+        "(as its lines state them).")
+
+
+def test_a_bar_that_stood_still_is_told_by_its_elapsed_time(tmp_path):
+    """ultralytics #673: epoch 80's bar ran 351 steps in 04:18; epoch 81's stood at 9 of 351 after
+    13:44:50 (a worker of its data loader froze), then the interrupt's traceback. No line has a
+    time of day; the bars' own seconds show the stop."""
+    inc = _load(tmp_path, "ultralytics-yolov8-epoch-81-stalls-13h-at-9-of-351-then-traceback.log")
+    s = step_seconds(inc)
+    assert s["how"].tolist() == ["bar", "bar"] and s["covers"].tolist() == [351, 9]
+    assert s["seconds"].tolist() == pytest.approx([258 / 351, (13 * 3600 + 44 * 60 + 50) / 9])
+    said = text.what_happened(inc, pm.detect(inc))[0]
+    assert "at step 9 (ultralytics-yolov8-epoch-81-stalls-13h-at-9-of-351-then-traceback.log:7), the last it shows, " \
+           "a step had taken 5,499 s, against 0.735 s before" in said
+    assert "7,481x as long (by its bar's elapsed time)" in said and "`for i, batch in pbar:`" in said
+
+
+def test_steps_that_took_about_the_same_show_no_change(tmp_path):
+    """tensorflow #60425's epochs at 345, 319 and 296 ms a step (1.17x), and keras #13710's three fits of
+    233-240 s: no change a reader names; the story says the pace cannot be judged, as before."""
+    for name in ("tf-keras-generated-data-epochs-345ms-per-step-slow-start.log",
+                 "keras-incremental-fit-233s-to-240s-per-step-new-model-object-each-loop.log"):
+        case = tmp_path / name.split("-")[1]
+        case.mkdir()
+        inc = _load(case, name)
+        assert len(step_seconds(inc)) == 3 and largest_change(inc) is None
+        assert text.what_happened(inc, pm.detect(inc))[0].split(" (where")[0].endswith("cannot be judged")
