@@ -756,7 +756,8 @@ def _ended_in_a_traceback(inc: Incident) -> tuple[str, str, int, None] | None:
         last = ref_lines(m.loc[m["source"] == source, "ref"]).max()
         after = ref_lines(ev.loc[ev["source"] == source, "ref"])
         tb = mine.loc[ref_lines(mine["ref"]) == after.max()]
-        if pd.isna(last) or tb.empty or after.max() <= last:
+        # (a traceback glued after a bar on its line, `0/522 [00:00<?, ?it/s]Traceback ...`, follows it)
+        if pd.isna(last) or tb.empty or after.max() < last:
             continue
         text = error_text(tb["message"].iloc[0], "traceback")
         if text.startswith("[traceback cut off"):

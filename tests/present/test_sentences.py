@@ -530,3 +530,20 @@ def test_a_trainer_that_said_training_began_and_logged_no_step_is_told_so(tmp_pa
     assert said == ["No training seen in 1 file: no training step after the trainer said training began at 19:14:47 UTC "
                     "(`***** Running training *****`, train.log:1) (1 event): no line shows a first step (a start that "
                     "hung or stopped before it, or a log cut there)."]
+
+
+def test_a_traceback_glued_after_a_bar_is_how_the_log_ended(tmp_path, repo_dir):
+    """SRGAN #59: `0/522 [00:00<?, ?it/s]Traceback ...` on one line, the next epoch's bar and the
+    traceback of its DataLoader's failed start after it: the traceback follows the last step
+    line (it shares its line), so it is what went wrong (the story said nothing of it)."""
+    import shutil
+
+    shutil.copy(repo_dir / "tests" / "fixtures" / "real-world" / "train-log" /
+                "srgan-tqdm-epoch-1-done-then-dataloader-worker-spawn-crash.log", tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    said = text.what_happened(inc, pm.detect(inc))
+    assert said[0].endswith("What it shows going wrong: a traceback cut off before its exception, last in "
+                            "`return _default_context.get_context().Process._Popen(process_obj)` "
+                            "(srgan-tqdm-epoch-1-done-then-dataloader-worker-spawn-crash.log:4).")

@@ -9,7 +9,8 @@
 
 A container's current state and its last state are two attempts: `attempt_start` at Started,
 `attempt_end` at Finished (reason, exit code, signal), `oom_kill` where the reason is OOMKilled;
-the current one is attempt = Restart Count, the last one the attempt before. A container waiting
+the current one is attempt = Restart Count, the last one the attempt before. An init container's
+run is a `stage` of the pod's start (an `error` where it failed: the pod's containers never start). A container waiting
 (CrashLoopBackOff) is a `warning` at the time the command ran. Rows of the events table become
 `oom_kill` (OOMKilling, SystemOOM, CgroupOOM), `kill_sent` (Killing), `attempt_start` (Started, in `get
 events`; in `describe` the container's state already says it, so there it is a `stage`),
@@ -101,21 +102,28 @@ def _container_events(found: Found, c: Container, ctx: LoadContext, rep) -> None
                 found.add(pd.NaT, "warning", f"{label}: waiting ({reason})", st.line_of("Reason"), age_s=0.0,
                           reason=reason, attempt=attempt, **where)
             continue
+        # (an init container prepares the pod before its containers start: its run is a stage of
+        # the pod's start, no attempt of the job; its failure keeps the pod from starting at all)
         started = stated_time(st.value("Started") or "", ctx, rep)
         if not pd.isna(started):
-            when = f"restart count {c.restart_count}" if which == "state" else "the run before the last restart"
-            found.add(started, "attempt_start", f"{label} started ({when})", st.line_of("Started"), attempt=attempt, **where)
+            when = (f" (restart count {c.restart_count})" if c.restart_count is not None else "") if which == "state" \
+                else " (the run before the last restart)"
+            found.add(started, "stage" if c.init else "attempt_start", f"{label} started{when}",
+                      st.line_of("Started"), attempt=attempt, **where)
         if st.what != "Terminated":
             continue
         code = integer(st.value("Exit Code"))
         reason = st.value("Reason")
         signal = _signal(st.value("Signal"), code)
         finished = stated_time(st.value("Finished") or "", ctx, rep)
-        found.add(finished, "attempt_end", f"{label} terminated: {reason or 'no reason given'}, exit code {code}",
-                  st.line_of("Finished"), attempt=attempt, exit_code=code, signal=signal, reason=reason,
-                  detail=st.value("Message"), **where)
+        ended = "attempt_end" if not c.init else "stage" if reason == "Completed" and code == 0 else "error"
+        found.add(finished, ended, f"{label}{' (init container)' if c.init else ''} terminated: "
+                  f"{reason or 'no reason given'}, exit code {code}",
+                  st.line_of("Finished") if st.value("Finished") else st.line_of("Reason"), attempt=attempt,
+                  exit_code=code, signal=signal, reason=reason, detail=st.value("Message"), **where)
         if reason == "OOMKilled":
-            found.add(finished, "oom_kill", f"{label}: OOMKilled", st.line_of("Reason"), attempt=attempt, **where)
+            found.add(finished, "oom_kill", f"{label}{' (init container)' if c.init else ''}: OOMKilled", st.line_of("Reason"),
+                      attempt=attempt, **where)
 
 
 def _signal(value: str | None, code: int | None) -> str | None:
@@ -188,10 +196,14 @@ def read_describe(lines: list[str], first: int, ctx: LoadContext, rep, found: Fo
 
 
 def _opens_container(lines: list[str], k: int) -> bool:
-    """A `name:` line opens a container when its next line names the container's id or image."""
-    nxt = next((ln for ln in lines[k + 1:k + 3] if ln.strip()), "")
+    """A `name:` line opens a container when its next line names the container's id or image, or
+    its state (a paste that cut the lines between, `...`, or lost their indentation)."""
+    nxt = next((ln for ln in lines[k + 1:k + 4] if ln.strip() and ln.strip() not in _ELIDED), "")
     m = _KV.match(nxt)
-    return m is not None and m["key"].strip() in ("Container ID", "Image")
+    return m is not None and m["key"].strip() in ("Container ID", "Image", "State")
+
+
+_ELIDED = ("...", "…", "[...]")
 
 
 # -- the events table (describe's and `kubectl get events`) -------------------------------------
@@ -266,7 +278,7 @@ def _event_row(found: Found, cells: dict, line: int, ctx: LoadContext, rep, pod:
     job = pod if in_describe else (name if kind_of_object.lower() in ("pod", "") and name else None)
     sub = _CONTAINER_OF.search(cells.get("subobject", "") + " " + message)
     cm = _CONTAINER_IN_MESSAGE.search(message) if sub is None else None
-    container = sub["name"] if sub else (cm["name"] if cm and cm["name"] not in ("with", "image", "id") else None)
+    container = sub["name"] if sub else (cm["name"] if cm and cm["name"] not in ("with", "image", "id", "runtime") else None)
     where = dict(job=job, container=container, by=BY, reason=reason, event_type=typ or None,
                  count=n if n is not None else integer(cells.get("count")), source_component=cells.get("from") or None,
                  age_s=age, first_age_s=first_age, first_seen=first_t if not pd.isna(first_t) else None)
@@ -297,9 +309,17 @@ _HEADLESS_EVENT = re.compile(r"^(?:(?P<namespace>[a-z0-9][-a-z0-9.]*)\s+)?(?P<la
                              r"(?P<object>[a-z][a-z.]*/.+?)\s{2,}(?P<message>\S.*)$")
 
 
+# A row of describe's events table pasted without its header (or its `Events:` line): TYPE,
+# REASON, AGE (`(x3 over 10m)` after it), FROM (`kubelet`, older versions' `kubelet, node-1`),
+# MESSAGE.
+_DESCRIBED_EVENT = re.compile(r"^(?P<type>Normal|Warning)\s+(?P<reason>[A-Z]\w+)\s+(?P<last>(?:\d+[smhdy])+|<unknown>|"
+                              r"<invalid>)(?: \(x\d+ over \S+\))?\s+(?P<from>[\w.-]+(?:, [\w.-]+)?)\s+(?P<message>\S.*)$")
+
+
 def read_events(lines: list[str], first: int, ctx: LoadContext, rep, found: Found, *, counted: bool = True) -> None:
     """`kubectl get events` output (any version's columns, -o wide too) from line number `first`;
-    rows pasted without the table's header read as today's columns (`_HEADLESS_EVENT`)."""
+    rows pasted without the table's header read as today's columns (`_HEADLESS_EVENT`), or as
+    describe's (`_DESCRIBED_EVENT`)."""
     count = Lines(rep, counted)
     table: list[tuple[int, str]] = []
     for k, raw in enumerate(lines):
@@ -313,6 +333,12 @@ def read_events(lines: list[str], first: int, ctx: LoadContext, rep, found: Foun
             cells = {c: v for c, v in m.groupdict().items() if v is not None}
             cells["last"] = raw.strip()[m.start("last"):m.end("type")].removesuffix(m["type"]).strip()
             _event_row(found, cells, i, ctx, rep, None, in_describe=False)
+            continue
+        if not table and (m := _DESCRIBED_EVENT.match(raw.strip())):
+            count.parsed()
+            cells = {c: v for c, v in m.groupdict().items() if v is not None}
+            cells["last"] = raw.strip()[m.start("last"):m.start("from")].strip()
+            _event_row(found, cells, i, ctx, rep, None, in_describe=True)
             continue
         if not table and not _EVENTS_HEADER.match(raw):
             count.skip(i, "text before the events table")
@@ -472,6 +498,44 @@ def read_pods(lines: list[str], first: int, ctx: LoadContext, rep, found: Found,
             found.add(pd.NaT, "warning", said, i, age_s=0.0, **where)
 
 
+# -- several outputs pasted one after another ---------------------------------------------------
+# The keys a description's own lines begin with (where a paste holds a part of one: a container's
+# state without the pod's name).
+_DESCRIBE_KEY = re.compile(r"^\s*(?:Name|Namespace|Containers|Init Containers|State|Last State|Restart Count):(?:\s|$)")
+
+
+def _output_at(line: str):
+    """The reader of the output a line begins, where it is a line only that output holds: a
+    pods table's header or row, an events table's, a description's key; else None."""
+    s = line.strip()
+    if _PODS_HEADER.match(s) or _headless_pod(line):
+        return read_pods
+    if (_EVENTS_HEADER.match(line) and "REASON" in s.upper()) or _HEADLESS_EVENT.match(s) or _DESCRIBED_EVENT.match(s):
+        return read_events
+    return read_describe if _DESCRIBE_KEY.match(line) else None
+
+
+def read_pasted(lines: list[str], first: int, ctx: LoadContext, rep, found: Found, *, counted: bool = True) -> None:
+    """kubectl's outputs pasted one after another without the prompts that ran them (an issue's
+    `kubectl get pods`, then the part of `kubectl describe pod` that says why, then its events):
+    each read by its reader from the line it begins on to the next one's. A description's own
+    events table is its own: it is read with it."""
+    starts: list[tuple[int, object]] = []
+    for k, raw in enumerate(lines):
+        reader = _output_at(raw)
+        current = starts[-1][1] if starts else None
+        if reader is None or reader is current or (current is read_describe and reader is read_events):
+            continue
+        starts.append((k, reader))
+    if not starts:
+        return
+    count = Lines(rep, counted)
+    for k in range(starts[0][0]):
+        count.skip(first + k, framing(lines[k]) or "text before the output")
+    for (k, reader), (end, _) in zip(starts, [*starts[1:], (len(lines), None)], strict=True):
+        reader(lines[k:end], first + k, ctx, rep, found, counted=counted)
+
+
 # -- formats ------------------------------------------------------------------------------------
 def _head(head: bytes) -> str:
     return head.decode("utf-8", "replace")
@@ -494,8 +558,9 @@ def sniff_get_events(path: Path, head: bytes) -> float:
     for ln in lines[:50]:
         if _EVENTS_HEADER.match(ln) and "REASON" in ln.upper() and ("MESSAGE" in ln.upper() or "OBJECT" in ln):
             return 0.85
-    # its rows pasted without the header: an age, a type, a reason, an object and a message
-    return 0.6 if any(_HEADLESS_EVENT.match(ln.strip()) for ln in lines[:50]) else 0.0
+    # its rows pasted without the header: an age, a type, a reason, an object and a message (or
+    # describe's: a type, a reason, an age, who said it and a message)
+    return 0.6 if any(_HEADLESS_EVENT.match(ln.strip()) or _DESCRIBED_EVENT.match(ln.strip()) for ln in lines[:50]) else 0.0
 
 
 def sniff_pod_document(path: Path, head: bytes) -> float:
@@ -521,13 +586,13 @@ def sniff_get_pods(path: Path, head: bytes) -> float:
 @registry.format("kubectl-describe-pod", sniff=sniff_describe,
                  doc="kubectl describe pod: container states (OOMKilled, exit codes, restart count) and the events table")
 def load_describe(path: Path, ctx: LoadContext) -> Incident:
-    return load_output(path, ctx, "kubectl-describe-pod", read_describe, "kubectl describe pod")
+    return load_output(path, ctx, "kubectl-describe-pod", read_pasted, "kubectl describe pod")
 
 
 @registry.format("kubectl-events", sniff=sniff_get_events,
                  doc="kubectl get events (any version's columns, -o wide): OOM kills, kills, starts, warnings")
 def load_events(path: Path, ctx: LoadContext) -> Incident:
-    return load_output(path, ctx, "kubectl-events", read_events, "kubectl get events")
+    return load_output(path, ctx, "kubectl-events", read_pasted, "kubectl get events")
 
 
 @registry.format("kubectl-pod-document", sniff=sniff_pod_document,
@@ -539,4 +604,4 @@ def load_pod_document(path: Path, ctx: LoadContext) -> Incident:
 @registry.format("kubectl-get-pods", sniff=sniff_get_pods,
                  doc="kubectl get pods (-A, -o wide): each pod's status and restarts (CrashLoopBackOff, OOMKilled, Error)")
 def load_pods(path: Path, ctx: LoadContext) -> Incident:
-    return load_output(path, ctx, "kubectl-get-pods", read_pods, "kubectl get pods")
+    return load_output(path, ctx, "kubectl-get-pods", read_pasted, "kubectl get pods")

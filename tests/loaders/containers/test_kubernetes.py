@@ -196,3 +196,55 @@ def test_get_events_rows_pasted_without_their_header_are_read(tmp_path):
     assert ev["kind"].tolist() == ["attempt_end", "kill_sent", "warning"]
     assert ev["job"].tolist() == ["egg-<id here>"] * 3 and ev["age_s"].tolist() == [251.0, 251.0, 240.0]
     assert (inc.load_report.files[0].parsed, sum(inc.load_report.files[0].skipped.values())) == (3, 1)
+
+
+def test_describe_events_rows_pasted_without_their_header_are_read(tmp_path):
+    """substratus runbooks #92's rows of describe's events table alone (type, reason, age, who,
+    message; no header, no `Events:`): the eviction ends the pod, its `Killing` rows name the
+    containers stopped ("Container runtime" names none)."""
+    inc = _load(tmp_path, "events.txt",
+                "  Warning  Evicted              109s  kubelet                                Pod ephemeral local storage "
+                "usage exceeds the total limit of containers 5Gi.\n"
+                "  Normal   Killing              109s  kubelet                                Stopping container model\n"
+                "  Warning  ExceededGracePeriod  99s   kubelet                                Container runtime did not "
+                "kill the pod within specified grace period.\n")
+    ev = inc.events
+    assert inc.load_report.files[0].format == "kubectl-events"
+    assert ev["kind"].tolist() == ["attempt_end", "kill_sent", "warning"]
+    assert ev["age_s"].tolist() == [109.0, 109.0, 99.0] and set(ev["source_component"]) == {"kubelet"}
+    assert ev["container"].iloc[1] == "model" and pd.isna(ev["container"].iloc[2])
+
+
+def test_outputs_pasted_one_after_another_are_each_read(tmp_path):
+    """nvidia-container-toolkit #30: `kubectl get pods`, then the part of `kubectl describe pod`
+    that says why the pod stays `PodInitializing` (its init containers, `...` where the reporter
+    cut, `app2:` without its indentation): each read by its reader. An init container's run is a
+    stage of the pod's start, no attempt of the job; its OOM kill (reported with exit code 0) is
+    what went wrong."""
+    inc = _load(tmp_path, "pod.txt",
+                "NAMESPACE     NAME       READY   STATUS            RESTARTS       AGE\n"
+                "default       gpu-pod    0/1     PodInitializing   0              83m\n"
+                "\n"
+                "Init Containers:\n"
+                "  app1:\n"
+                "    ...\n"
+                "    State:          Terminated\n"
+                "      Reason:       Completed\n"
+                "      Exit Code:    0\n"
+                "      Started:      Tue, 30 Aug 2022 10:50:38 +0900\n"
+                "      Finished:     Tue, 30 Aug 2022 10:50:44 +0900\n"
+                "app2:\n"
+                "    ...\n"
+                "    State:          Terminated\n"
+                "      Reason:       OOMKilled\n"
+                "      Exit Code:    0\n")
+    rep = inc.load_report.files[0]
+    assert (rep.format, rep.parsed, rep.n_skipped, rep.read) == ("kubectl-get-pods", 11, 5, 16)
+    ev = inc.events.sort_values("ref", key=lambda r: r.str.rsplit(":", n=1).str[-1].astype(int), kind="stable")
+    assert ev["kind"].tolist() == ["stage", "stage", "error", "oom_kill"]
+    assert ev["container"].tolist() == ["app1", "app1", "app2", "app2"]
+    assert ev["time"].iloc[:2].tolist() == [T("2022-08-30 01:50:38"), T("2022-08-30 01:50:44")]
+    assert ev["time"].iloc[2:].isna().all() and (ev["exit_code"].iloc[2], ev["reason"].iloc[2]) == (0, "OOMKilled")
+    said = pm.present.sentences.what_happened(inc, pm.detect(inc))
+    assert said == ["No training seen in 1 file: no training step between 01:50:38 UTC and 01:50:44 UTC (4 events). "
+                    "What it shows going wrong: app2 (init container): OOMKilled (pod.txt:15)."]
