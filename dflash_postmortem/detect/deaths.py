@@ -40,7 +40,7 @@ from ..model.attempts import (
 )
 from ..model.progress import lines_of, reached_at, resumed_from, resumes, steps_of
 from ..model.states import states
-from ..model.step_lines import named_step
+from ..model.step_lines import lent, named_step
 from ..said import error_text
 from ..schema import BAR_ELAPSED_S, column, ref_line, ref_lines
 from ..shell_words import exit_meaning, only_helpers, under_timeout, windows_crash_said
@@ -541,9 +541,13 @@ def _collective_wait(first: pd.Series, ev: pd.DataFrame) -> dict:
     ran, seq = first.get("ran_ms"), first.get("seq")
     if _OTHER_GROUP.search(str(first["message"])):
         seq = None  # (a sub-group's first collective may come late in training)
+    # (a watchdog's line without a time of its own took the last dated line's: it was written then or
+    # later, and where the collective began after that line, the wait's length later still)
+    borrowed = bool(lent(first.to_frame().T).iloc[0]) and pd.notna(first["time"])
     return {"waited_s": float(ran) / 1000 if ran is not None and pd.notna(ran) else None,
             "collective": findings.whole(seq) if seq is not None and pd.notna(seq) else None,
-            "out_of_step": _out_of_step(ev, first)}
+            "out_of_step": _out_of_step(ev, first),
+            "lent_at": first["time"].isoformat() if borrowed else None}
 
 
 def _out_of_step(ev: pd.DataFrame, first: pd.Series) -> list[list] | None:
@@ -579,7 +583,8 @@ def _cause_wait(inc: Incident, a: pd.Series) -> dict:
     """`_collective_wait` of the line that says what went wrong in an attempt."""
     ev = inc.events
     said = ev[ev["ref"] == a["cause_ref"]] if isinstance(a["cause_ref"], str) and "ref" in ev.columns else ev.iloc[:0]
-    return _collective_wait(said.iloc[0], ev) if len(said) else {"waited_s": None, "collective": None, "out_of_step": None}
+    return _collective_wait(said.iloc[0], ev) if len(said) else {"waited_s": None, "collective": None, "out_of_step": None,
+                                                                  "lent_at": None}
 
 
 def _unplaced_doing(inc: Incident, source: str, first: pd.Series) -> str | None:

@@ -131,6 +131,7 @@ class TrainingDied(TypedDict):
     waited_s: float | None  # what went wrong was a collective's watchdog: how long the collective had waited
     collective: int | None  # and its number in its group
     out_of_step: list | None  # [rank, collective, number] of each rank where the ranks' watchdogs name different ones
+    lent_at: str | None  # the watchdog's line took its time from the line before it (ISO): written then or later
     ended: pd.Timestamp  # when the attempt was over (the agent's or shell's last word on it)
     restarted_at: pd.Timestamp | None
     restarted_by: str | None  # operator, supervisor, agent, scheduler, container, unknown
@@ -169,6 +170,7 @@ class ProcessDied(TypedDict):
     waited_s: float | None  # a collective's watchdog: how long the collective had waited (`ran for N ms`)
     collective: int | None  # and its number in its group (`SeqNum=1`: the first)
     out_of_step: list | None  # [rank, collective, number] of each rank where the ranks' watchdogs name different ones
+    lent_at: str | None  # the watchdog's line took its time from the line before it (ISO): written then or later
     steps_logged: int  # the distinct steps its log holds (no attempt placed them: nothing dates them)
     last_step: int | None
     bar_ran_s: float | None  # the most time its progress bar says it had run (tqdm's elapsed)

@@ -868,7 +868,9 @@ def _unplaced_death(f: pd.Series) -> str:
     who = f"on rank{'s' if len(ranks) > 1 else ''} {ranks_text(ranks)}" if ranks else ""
     # (a shell's report names the command it ran: `python train.py` died, not "a process")
     what = "processes" if len(ranks) > 1 else f"`{n['command']}`" if n.get("command") else "a process"
-    said = f"At {_when(f['start'], f.get('within_s'))} {what}" if pd.notna(f["start"]) else _cap(what)
+    # (a time the line took from the one before it: the death was then or later)
+    later = " or later" if n.get("lent_at") else ""
+    said = f"At {_when(f['start'], f.get('within_s'))}{later} {what}" if pd.notna(f["start"]) else _cap(what)
     steps = n.get("steps_logged") or 0
     ran = f" (its progress bar had run {_bar_clock(n['bar_ran_s'])})" if n.get("bar_ran_s") else ""
     # (what the kit knows: no launch of the run it could tie these lines to; the log may say what
@@ -937,6 +939,13 @@ def _waited(n: dict) -> str:
         return ""
     waited = duration(n["waited_s"]) if n["waited_s"] >= 1 else f"{n['waited_s'] * 1000:.0f} ms"
     said = f" The collective had waited {waited}: the hang began that long before this line"
+    if n.get("lent_at"):
+        # (the line's time is the last dated line's: the collective began after that line, the
+        # watchdog fired its wait later)
+        at = pd.Timestamp(n["lent_at"])
+        said = (f" The collective had waited {waited}; this line has no time of its own (it took {_when(at)} from the "
+                f"line before it), so if the collective began after that line, the watchdog fired at "
+                f"{_when(at + pd.Timedelta(seconds=n['waited_s']))} or later")
     if n.get("collective") == 1:
         said = (f" The collective had waited {waited} and was its group's first: the ranks never met once, so "
                 "training never began")

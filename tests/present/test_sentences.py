@@ -449,7 +449,8 @@ def test_an_untimed_log_that_ends_on_its_own_stop_line_says_so(tmp_path, repo_di
     ("train-log/python-logging-epoch3-start-then-nccl-watchdog-1800s-ranks-1-3-no-rank0-old-format-ace.log",
      "died while training on rank 3: [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1132079, "
      "OpType=ALLREDUCE, NumelIn=304640, NumelOut=304640, Timeout(ms)=1800000) ran for 1800035 milliseconds before timing out. "
-     "The collective had waited 1,800 s: the hang began that long before this line."),
+     "The collective had waited 1,800 s; this line has no time of its own (it took 15:51:09 UTC from the line before it), "
+     "so if the collective began after that line, the watchdog fired at 16:21:09 UTC or later."),
     # the default group's first collective: the ranks never met (instructlab's 1 ms timeout: 90 ms)
     ("torchrun/nccl-watchdog-thread-terminated-pg-guid-instructlab.log",
      "The collective had waited 90 ms and was its group's first: the ranks never met once, so training never began."),
@@ -547,3 +548,23 @@ def test_a_traceback_glued_after_a_bar_is_how_the_log_ended(tmp_path, repo_dir):
     assert said[0].endswith("What it shows going wrong: a traceback cut off before its exception, last in "
                             "`return _default_context.get_context().Process._Popen(process_obj)` "
                             "(srgan-tqdm-epoch-1-done-then-dataloader-worker-spawn-crash.log:4).")
+
+
+def test_a_watchdog_line_that_borrowed_its_time_says_the_wait_came_after_it(tmp_path, repo_dir):
+    """Megatron-LM #1141: `[iteration] datetime: 2024-09-13 07:04:42`, then the ranks' undated
+    watchdog lines (`ran for 607565 milliseconds`): their time is the iteration line's, lent; the
+    deaths were then or later, and the watchdog fired the wait's length after the collective began
+    (it said the hang began 608 s before 07:04:42, before the iteration it hung in)."""
+    import shutil
+
+    shutil.copy(repo_dir / "tests" / "fixtures" / "real-world" / "train-log" /
+                "megatron-lm-gpt3-4gpu-stuck-second-iteration-nccl-watchdog.log", tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    found = pm.detect(inc)
+    assert list(found["kind"]) == ["process_died"]
+    said = text.what_happened(inc, found)[0]
+    assert said.startswith("At 07:04:42 UTC or later processes on ranks 0, 3 died: ")
+    assert ("The collective had waited 608 s; this line has no time of its own (it took 07:04:42 UTC from the line "
+            "before it), so if the collective began after that line, the watchdog fired at 07:14:49 UTC or later.") in said
