@@ -847,6 +847,11 @@ class _Assembly:
                 # (its lines after the error are another process's: no part of the log is the one it ended)
                 ended.undated_end = ref
                 continue
+            if owner is None and not named and source not in self.stepped and self._begins_with_error(ref):
+                # (a log of no step whose first line is what went wrong, an OOM or a traceback, that
+                # no start owns: a paste or a tail that begins as the run failed shows its end, not
+                # a start; its error is a death no start is known for: detect/deaths.py)
+                continue
             if owner is None:
                 owner = _Attempt(when, "unknown", within, ref)
                 owner.job, owner.job_attempt = job, n
@@ -864,6 +869,16 @@ class _Assembly:
             if pid is not None:
                 owner.pids.add(pid)
                 self.writers[source] = pid
+
+    @functools.cached_property
+    def stepped(self) -> set:
+        """The sources that hold a metric row (a step, dated or not)."""
+        return set(self.inc.metrics["source"].dropna().unique())
+
+    def _begins_with_error(self, ref: str | None) -> bool:
+        """Whether the row at `ref` says what went wrong (CAUSES), no start-up's line."""
+        row = computed.rows_where(self.inc, "events", "ref", ref) if isinstance(ref, str) else self.ev.iloc[:0]
+        return not row.empty and bool(row["kind"].isin(CAUSES).all())
 
     def _undated_end_of(self, ref: str | None, bound) -> _Attempt | None:
         """The attempt an undated error line ended, where a log begins with one (a traceback in

@@ -568,3 +568,23 @@ def test_a_watchdog_line_that_borrowed_its_time_says_the_wait_came_after_it(tmp_
     assert said.startswith("At 07:04:42 UTC or later processes on ranks 0, 3 died: ")
     assert ("The collective had waited 608 s; this line has no time of its own (it took 07:04:42 UTC from the line "
             "before it), so if the collective began after that line, the watchdog fired at 07:14:49 UTC or later.") in said
+
+
+def test_a_paste_that_begins_with_its_oom_shows_a_death_not_a_start(tmp_path, repo_dir):
+    """fairseq #2867: the paste begins with the trainer's OOM warning at 22:55:35 (`attempting to
+    recover from OOM in forward/backward pass` after it: training was under way), then the spawn's
+    traceback. No line shows a start: the OOM is a death no start is known for (it was told "The
+    start at 22:55:35 UTC never came up: out of memory in start-up", of a start the file lacks)."""
+    import shutil
+
+    shutil.copy(repo_dir / "tests" / "fixtures" / "real-world" / "train-log" /
+                "fairseq-bart-finetune-oom-epoch-2-mid-training.log", tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    found = pm.detect(inc)
+    assert list(found["kind"]) == ["process_died"]
+    said = text.what_happened(inc, found)[0]
+    assert said.startswith("At 22:55:35 UTC a process died: | WARNING | fairseq.trainer | OOM: Ran out of memory with "
+                           "exception: CUDA out of memory. Tried to allocate 28.00 MiB (GPU 1;")
+    assert said.endswith("holds no training step and no launch of its run.")
