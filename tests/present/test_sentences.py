@@ -149,6 +149,11 @@ def test_a_finding_whose_title_names_its_time_is_not_dated_twice():
     # a cgroup's OOM killer choosing a process, the line that would name the kill cut off
     ("kernel/dmesg-cgroup-v1-task-in-limit-wrapped-kill-62685-cut.txt", "What it shows going wrong: Memory cgroup out "
      "of memory: Kill process 62685 (bash) score 0 or sacrifice child (dmesg-cgroup-v1-task-in-limit-wrapped-kill-62685-cut.txt:12)"),
+    # a session's nvidia-smi error, then `dmesg -T | grep NVRM`: each command's answer read by its
+    # reader (the session was read as nvidia-smi's error alone, its dated Xid lines skipped)
+    ("terminal/akash-provider-node-gpu-xid79-fallen-off-bus-nvidia-smi-unknown-error.txt",
+     "no training step between 21:29:39 UTC and 21:29:39 UTC (6 events). What it shows going wrong: NVRM: GPU "
+     "0000:a1:00.0: GPU has fallen off the bus (akash-provider-node-gpu-xid79-fallen-off-bus-nvidia-smi-unknown-error.txt:8)"),
     # the kernel's Xid for a GPU fallen off the bus
     ("terminal/dmesg-nvrm-gpu-fallen-off-bus-no-xid.txt", "What it shows going wrong: NVRM: The NVIDIA GPU 0000:b3:00.0 "
      "(PCI ID: 10de:26b5) installed in this system has fallen off the bus"),

@@ -33,7 +33,7 @@ def sniff(path, head: bytes) -> float:
     ran = before and (paste.wrapping[before[-1]] == COMMAND
                       or "nvidia-smi" in ((p := match_prompt(paste.lines[before[-1]].strip())) and p.command or ""))
     if first[0] == content[0][0] or ran:
-        return 0.85 if others else 0.9
+        return 0.7 if others else 0.9  # (below a session's 0.75: the transcript reads each command's answer)
     return 0.6 if len(first) * 4 >= len(content) else 0.0
 
 
