@@ -43,7 +43,9 @@ MEANINGS: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.I), m) fo
      "does not answer (after an Xid, a wedged GPU driver), or a disk or network file system"),
     (r"all CUDA-capable devices are busy or unavailable",
      "the GPU was held by another process (a GPU in exclusive-process mode) or not visible to this one"),
-    (r"insufficient shared memory|unable to write to file </torch_|\bBus error\b|Caught signal 7\b",
+    # (SIGBUS, exit code -7 in torchrun's table: a write to a shared-memory page /dev/shm could not back)
+    (r"insufficient shared memory|unable to write to file </torch_|\bBus error\b|Caught signal 7\b|\(SIGBUS\)"
+     r"|/dev/shm/\S+.*No space left on device",
      "shared memory (/dev/shm) ran out, as a container's 64 MB does unless it is started with a larger "
      "`--shm-size` or `--ipc=host`"),
     (r"killed due to memory pressure",

@@ -13,7 +13,9 @@ import re
 from .shell_words import STATUS_SIGNALS
 
 # (c10 writes June as `E626`: the month's digit alone)
-_LINE_PREFIX = re.compile(r"^\[?[IWEF]\d{3,4} [\d:.]+(?: +\d+)? [^\]]{1,200}\] *"
+_LINE_PREFIX = re.compile(# NCCL's own `host:pid:tid [gpu] file.cc:88 NCCL WARN `, a time in brackets before it or not
+                          r"^(?:\[\d{4}-\d\d-\d\d[ T][\d:.,]+\] *)?[\w.-]+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ )?NCCL (?:WARN|INFO) +"
+                          r"|^\[?[IWEF]\d{3,4} [\d:.]+(?: +\d+)? [^\]]{1,200}\] *"
                           r"|^\d{4}-\d\d-\d\d[ T][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*(?:\[[^\]]*\]\s*|\S+ kernel: "
                           r"|(?:CRITICAL|ERROR|WARNING|INFO|DEBUG)\s+)?"  # Python logging's `%(asctime)s %(levelname)s`
                           r"|^(?:CRITICAL|ERROR|WARNING|INFO|DEBUG):[\w.]{1,120}:"

@@ -151,3 +151,14 @@ def test_where_a_ctrl_c_found_a_thread_is_its_innermost_wait():
     assert waiting_in(computing) is None  # (computing, not waiting: its frame tells a reader nothing)
     assert waiting_in(loader.replace("KeyboardInterrupt", "[traceback cut off: the file ends here]")) is None
     assert waiting_in("KeyboardInterrupt") is None
+
+
+def test_nccls_own_prefix_is_no_part_of_its_words():
+    """NCCL's `host:pid:tid [gpu] file.cc:88 NCCL WARN ` (a time in brackets before it where a
+    runner stamped its lines, pytorch/ci-infra #490): the warning's words are what follows."""
+    warn = ("[2026-04-22 21:34:20] ci-runner-0:202016:202235 [0] misc/shmutils.cc:88 NCCL WARN Error: failed to extend "
+            "/dev/shm/nccl-WU88OE to 9637892 bytes, error: No space left on device (28)")
+    assert error_text(warn) == ("Error: failed to extend /dev/shm/nccl-WU88OE to 9637892 bytes, error: No space left on "
+                                "device (28)")
+    assert error_text("gpu-a100-3:3778851:3779883 [4] ibvwrap.c:130 NCCL WARN Call to ibv_create_qp failed") == \
+        "Call to ibv_create_qp failed"

@@ -23,6 +23,11 @@ def _said(tmp_path, name: str, text: str) -> str:
     ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
      "shared memory (/dev/shm) ran out"),
     ("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)", "shared memory (/dev/shm)"),
+    # FlagEmbedding #635 (docker's default /dev/shm, fixed with --shm-size 6G): torchrun's line of the death
+    ("failed (exitcode: -7) local_rank: 0 (pid: 53138) of binary: /usr/bin/python (SIGBUS)", "shared memory (/dev/shm)"),
+    # pytorch/ci-infra #490 (a runner pod's /dev/shm, fixed with a tmpfs mount): NCCL's warning, its prefix taken off
+    ("Error: failed to extend /dev/shm/nccl-WU88OE to 9637892 bytes, error: No space left on device (28)",
+     "shared memory (/dev/shm) ran out"),
     ("terminate called after throwing an instance of 'std::bad_alloc'", "memory (RAM) ran out, not a GPU's"),
     ("[W socket.cpp:401] [c10d] The server socket has failed to bind to [::]:29400 (errno: 98 - Address already in use).",
      "another process held the port"),

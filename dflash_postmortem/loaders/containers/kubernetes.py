@@ -21,6 +21,7 @@ container's own log: a transcript reads it as a training log attributed to the p
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -515,11 +516,13 @@ def _output_at(line: str):
     return read_describe if _DESCRIBE_KEY.match(line) else None
 
 
-def read_pasted(lines: list[str], first: int, ctx: LoadContext, rep, found: Found, *, counted: bool = True) -> None:
+def read_pasted(lines: list[str], first: int, ctx: LoadContext, rep, found: Found, *, counted: bool = True,
+                alone=None) -> None:
     """kubectl's outputs pasted one after another without the prompts that ran them (an issue's
     `kubectl get pods`, then the part of `kubectl describe pod` that says why, then its events):
     each read by its reader from the line it begins on to the next one's. A description's own
-    events table is its own: it is read with it."""
+    events table is its own: it is read with it. Where no line begins one, `alone` (the reader of
+    the format the file was taken for) reads them all."""
     starts: list[tuple[int, object]] = []
     for k, raw in enumerate(lines):
         reader = _output_at(raw)
@@ -528,6 +531,7 @@ def read_pasted(lines: list[str], first: int, ctx: LoadContext, rep, found: Foun
             continue
         starts.append((k, reader))
     if not starts:
+        alone(lines, first, ctx, rep, found, counted=counted)
         return
     count = Lines(rep, counted)
     for k in range(starts[0][0]):
@@ -586,13 +590,13 @@ def sniff_get_pods(path: Path, head: bytes) -> float:
 @registry.format("kubectl-describe-pod", sniff=sniff_describe,
                  doc="kubectl describe pod: container states (OOMKilled, exit codes, restart count) and the events table")
 def load_describe(path: Path, ctx: LoadContext) -> Incident:
-    return load_output(path, ctx, "kubectl-describe-pod", read_pasted, "kubectl describe pod")
+    return load_output(path, ctx, "kubectl-describe-pod", functools.partial(read_pasted, alone=read_describe), "kubectl describe pod")
 
 
 @registry.format("kubectl-events", sniff=sniff_get_events,
                  doc="kubectl get events (any version's columns, -o wide): OOM kills, kills, starts, warnings")
 def load_events(path: Path, ctx: LoadContext) -> Incident:
-    return load_output(path, ctx, "kubectl-events", read_pasted, "kubectl get events")
+    return load_output(path, ctx, "kubectl-events", functools.partial(read_pasted, alone=read_events), "kubectl get events")
 
 
 @registry.format("kubectl-pod-document", sniff=sniff_pod_document,
@@ -604,4 +608,4 @@ def load_pod_document(path: Path, ctx: LoadContext) -> Incident:
 @registry.format("kubectl-get-pods", sniff=sniff_get_pods,
                  doc="kubectl get pods (-A, -o wide): each pod's status and restarts (CrashLoopBackOff, OOMKilled, Error)")
 def load_pods(path: Path, ctx: LoadContext) -> Incident:
-    return load_output(path, ctx, "kubectl-get-pods", read_pasted, "kubectl get pods")
+    return load_output(path, ctx, "kubectl-get-pods", functools.partial(read_pasted, alone=read_pods), "kubectl get pods")
