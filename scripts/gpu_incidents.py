@@ -213,6 +213,13 @@ did (what the README of the incident is written from), which the incident folder
                        idle, the log silent); the operator watches with `tail`, ~90 s into the hang looks at `nvidia-smi`
                        and `ls out/run1`, `kill`s it by its PID (`kill -9` if it lives 10 s on) and relaunches with
                        --resume into logs/train2.log, which trains to its end
+    bar-freeze         a `script`-recorded terminal, `nohup python3 train.py --run-name det --epochs 6 > logs/train.log 2>&1 &`
+                       and `echo $! > logs/train.pid`: plain PyTorch whose only output is a tqdm bar an epoch (no time of
+                       day, no step line; batches through a DataLoader with 2 workers, timeout 0), checked by hand with
+                       `tail -c 400` and `nvidia-smi`: a third into epoch 4 a worker blocks for good and the bar stops being
+                       redrawn (alive, memory held, 0 % GPU); the operator looks ~60 and ~100 s after the last redraw,
+                       sends `kill -INT $(cat logs/train.pid)` ~120 s after it (`kill` if it lives 10 s on) and relaunches
+                       with --num-workers 0 --resume into logs/train2.log, which redoes epoch 4 and trains to epoch 6
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -232,6 +239,7 @@ import re
 import select
 import shlex
 import shutil
+import signal
 import statistics
 import struct
 import subprocess
@@ -1735,7 +1743,7 @@ def make_launcher(r: Recording) -> None:
             ckpt.unlink()
 
 
-JOB_STARTED, JOB_KILLED = r"\[\d\] \d+", r"\[\d\][+-] +(?:Terminated|Killed|Done|Exit \d+)[^\r\n]*"
+JOB_STARTED, JOB_KILLED = r"\[\d\] \d+", r"\[\d\][+-] +(?:Terminated|Killed|Interrupt|Done|Exit \d+)[^\r\n]*"
 
 
 def _launch(r: Recording, t: InteractiveShell, pids: list[str], n: int, cmd: str) -> str:
@@ -7712,6 +7720,57 @@ HANG_BEGAN, CF_SAVED = r"INFO ((?:resum|no checkpoint|starting)[^\n]*)", r"saved
 ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 
 
+def _worker_seen(r: Recording, runs: dict[str, int], role: dict[str, str], pid: str, argv: list[bytes],
+                 fields: list[str]) -> None:
+    """`_watch_trainers`' on_seen where a trainer reads through DataLoader workers (forked, the same command
+    line): a train.py process whose parent is one seen before is a worker of it, else a run's main process."""
+    parent = fields[1]
+    role[pid] = f"DataLoader worker of {parent}" if parent in runs else "main"
+    r.truth(f"run {runs[pid]} {role[pid]}: PID {pid} seen (parent {parent}, process group {fields[2]}, "
+            f"terminal's foreground process group {fields[5]}): {b' '.join(argv).decode(errors='replace').strip()!r}")
+
+
+def _states(pids: list[str], role: dict[str, str]) -> str:
+    """Each of `pids` still there: its state, threads and main thread's wchan, CPU ticks so far."""
+    out = []
+    for pid in pids:
+        fields = _proc_stat(pid)
+        if fields:
+            count, st, ticks, wchan = _threads(pid)
+            out.append(f"{role[pid]} {pid}: state {fields[0]}, {count} threads {st}, wchan {wchan}, {ticks} ticks")
+    return "; ".join(out) or "none alive"
+
+
+def _probe_notes(probe: Path, pid: str) -> list[tuple[float, str]]:
+    """What the driver's probe noted of `pid` (in `probe`): (time, note) each."""
+    path = probe / f"{pid}.probe"
+    notes = path.read_text(errors="replace").splitlines() if path.exists() else []
+    return [(float(n.split(" ", 1)[0]), n.split(" ", 1)[1]) for n in notes if " " in n]
+
+
+def _probe_and_timing(probe: Path, calib: Path) -> None:
+    """The start of a scenario with the driver's probe (CTRLC_STOPS_PROBE's sitecustomize in `probe`) and a
+    timing run (in `calib`): both folders made afresh."""
+    shutil.rmtree(probe, ignore_errors=True)
+    probe.mkdir()
+    (probe / "sitecustomize.py").write_text(CTRLC_STOPS_PROBE)
+    shutil.rmtree(calib, ignore_errors=True)
+    calib.mkdir()
+
+
+def _runs_summary(r: Recording, runs: dict[str, int], role: dict[str, str], exited: dict[str, tuple[float, str]],
+                  probe: Path) -> None:
+    """The truth log's summary of the processes `_worker_seen` named: each one's run, role, PID, the probe's
+    note of its start (a main process's), when and how the driver saw it exit; then the probe's later notes."""
+    for pid, n in sorted(runs.items(), key=lambda x: int(x[0])):
+        notes = _probe_notes(probe, pid) if role.get(pid) == "main" else []
+        end = f"{_utc(exited[pid][0])} ({exited[pid][1]})" if pid in exited else "not seen exiting"
+        r.truth(f"summary run {n} {role.get(pid)} PID {pid}: probe start {_utc(notes[0][0]) if notes else '-'}; "
+                f"driver saw it exit {end}")
+        for at, what in notes[1:]:
+            r.truth(f"probe, run {n} PID {pid}, {_utc(at)}: {what[:1500]}")
+
+
 def hang_ctrlc(r: Recording) -> None:
     # the operator's login shells carry the driver's probe (ctrlc-stops-sweep's: each trainer's start, an
     # unhandled exception, the start of its shutdown) on PYTHONPATH, outside the folder
@@ -7728,17 +7787,12 @@ def hang_ctrlc(r: Recording) -> None:
     current = [0]
     done = threading.Event()
 
-    def seen_one(pid: str, argv: list[bytes], fields: list[str]) -> None:
-        parent = fields[1]
-        role[pid] = f"DataLoader worker of {parent}" if parent in run_of else "main"
-        r.truth(f"run {run_of[pid]} {role[pid]}: PID {pid} seen (parent {parent}, process group {fields[2]}, "
-                f"terminal's foreground process group {fields[5]}): {b' '.join(argv).decode(errors='replace').strip()!r}")
-
     def exited_one(pid: str) -> None:
         r.truth(f"run {run_of[pid]} {role.get(pid, '?')} PID {pid} exited ({exited[pid][1]})")
 
     def watch() -> None:
-        _watch_trainers(r, done, run_of, exited, lambda argv: current[0], seen_one, exited_one)
+        _watch_trainers(r, done, run_of, exited, lambda argv: current[0],
+                        functools.partial(_worker_seen, r, run_of, role), exited_one)
 
     def pids(n: int, which: str) -> list[str]:
         return [p for p, k in list(run_of.items()) if k == n and (role.get(p) == "main") == (which == "main")]
@@ -7748,11 +7802,6 @@ def hang_ctrlc(r: Recording) -> None:
         while time.monotonic() < deadline and not pids(n, "main"):
             time.sleep(0.05)
         return (pids(n, "main") or ["?"])[0]
-
-    def probed(pid: str) -> list[tuple[float, str]]:
-        path = probe / f"{pid}.probe"
-        notes = path.read_text(errors="replace").splitlines() if path.exists() else []
-        return [(float(n.split(" ", 1)[0]), n.split(" ", 1)[1]) for n in notes if " " in n]
 
     def said(log: str) -> str:
         body = text(log)
@@ -7771,13 +7820,7 @@ def hang_ctrlc(r: Recording) -> None:
 
     def states(n: int) -> str:
         """Each process of run `n`: its state, threads and main thread's wchan, CPU ticks so far."""
-        out = []
-        for pid in pids(n, "main") + pids(n, "worker"):
-            fields = _proc_stat(pid)
-            if fields:
-                count, st, ticks, wchan = _threads(pid)
-                out.append(f"{role[pid]} {pid}: state {fields[0]}, {count} threads {st}, wchan {wchan}, {ticks} ticks")
-        return "; ".join(out) or "none alive"
+        return _states(pids(n, "main") + pids(n, "worker"), role)
 
     def wait_prompt(t: InteractiveShell, timeout: float) -> str:
         try:
@@ -7789,13 +7832,9 @@ def hang_ctrlc(r: Recording) -> None:
     watcher = threading.Thread(target=watch, daemon=True)
     t = t2 = None
     try:
-        shutil.rmtree(probe, ignore_errors=True)
-        probe.mkdir()
-        (probe / "sitecustomize.py").write_text(CTRLC_STOPS_PROBE)
         # the pace of this model with 2 workers on this machine's GPU (the dry run: its CPU), ~25 s, before
         # the captures start and outside the folder
-        shutil.rmtree(calib, ignore_errors=True)
-        calib.mkdir()
+        _probe_and_timing(probe, calib)
         (calib / "train.py").write_text(HANG_CTRLC_TRAIN.replace("@STALL_AT@", "-1"))
         cal_argv = [sys.executable, "train.py", "--run-name", "calibrate", "--max-steps", "1000000",
                     "--save-every", "1000000", *flags.split()]
@@ -7917,13 +7956,7 @@ def hang_ctrlc(r: Recording) -> None:
         t = t2 = None
 
         # the summary: each process's PID, start and end, how the trainers ended (the probe), the hang and Ctrl-Cs
-        for pid, n in sorted(run_of.items(), key=lambda x: int(x[0])):
-            notes = probed(pid) if role.get(pid) == "main" else []
-            end = f"{_utc(exited[pid][0])} ({exited[pid][1]})" if pid in exited else "not seen exiting"
-            r.truth(f"summary run {n} {role.get(pid)} PID {pid}: probe start {_utc(notes[0][0]) if notes else '-'}; "
-                    f"driver saw it exit {end}")
-            for at, what in notes[1:]:
-                r.truth(f"probe, run {n} PID {pid}, {_utc(at)}: {what[:1500]}")
+        _runs_summary(r, run_of, role, exited, probe)
         r.truth(f"summary the hang: last step line of run 1 at {_utc(hung_at)}; Ctrl-Cs at "
                 f"{[_utc(a) for a in ctrl_cs]}; {said('train.log')}; {said('train2.log')}")
         if r.gpu:
@@ -9092,6 +9125,282 @@ def table_loop(r: Recording) -> None:
         _wind_down(r, "train.py --run-name main", done, watcher, other_dir)
 
 
+# bar-freeze's trainer: hang-ctrlc's train.py (a GPT-style LM, batches through a DataLoader with --num-workers
+# workers, timeout 0, the same injected fault) made an epoch loop whose only output is one tqdm bar an epoch
+# (`Epoch N/E`, the loss as its postfix; to stderr, redrawn at tqdm's default mininterval), a one-line banner
+# and `Saved checkpoint epoch N` after each epoch (print(), flushed): no time of day, no step line. A GPT-2-small
+# shape the GPU steps through 10-20 times a second; the dataset holds BATCHES_PER_EPOCH batches an epoch (set
+# from the calibration); a worker that reaches batch STALL_BATCH of epoch 4 blocks for good. --resume goes on
+# from ckpt/last.pt (saved after each epoch) at the start of the next epoch.
+BAR_FREEZE_TRAIN = HANG_CTRLC_TRAIN
+_bf_loop = BAR_FREEZE_TRAIN.index('log.info("training from step %d to step %d"')
+_bf_body = BAR_FREEZE_TRAIN[BAR_FREEZE_TRAIN.index("    for group in optimizer.param_groups:\n"):
+                            BAR_FREEZE_TRAIN.index("    step += 1\n") + len("    step += 1\n")]
+BAR_FREEZE_TRAIN = BAR_FREEZE_TRAIN[:_bf_loop] + r'''n_params = sum(p.numel() for p in model.parameters()) / 1e6
+print(f"{args.run_name}: GPT {args.n_layer} x {args.n_embd} ({n_params:.1f}M parameters) on {device}, {BATCHES_PER_EPOCH} "
+      f"batches an epoch, {args.num_workers} DataLoader workers, epochs {step // BATCHES_PER_EPOCH + 1}-{args.epochs}",
+      flush=True)
+for epoch in range(step // BATCHES_PER_EPOCH + 1, args.epochs + 1):
+    loader = DataLoader(TokenBatches(step, epoch * BATCHES_PER_EPOCH), batch_size=None,
+                        num_workers=args.num_workers, pin_memory=cuda)
+    bar = tqdm(loader, desc=f"Epoch {epoch}/{args.epochs}")
+    for chunk in bar:
+''' + "".join("    " + line for line in _bf_body.replace("next(batches)", "chunk").splitlines(True)) + r'''        bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
+    save_checkpoint()
+'''
+for _old, _new in (
+        ('"""Train a small GPT-style LM on a synthetic token stream read through a DataLoader (--num-workers worker\n'
+         'processes), checkpointing to ckpt/last.pt every 2000 steps.\n\n'
+         '    python3 train.py --run-name lm --max-steps 20000\n'
+         '    python3 train.py --run-name lm --resume --max-steps 20000     # go on from ckpt/last.pt\n',
+         '"""Train a GPT-style LM on a synthetic token stream read through a DataLoader (--num-workers worker\n'
+         'processes), a progress bar an epoch, checkpointing to ckpt/last.pt after each epoch.\n\n'
+         '    python train.py --run-name det --epochs 6\n'
+         '    python train.py --run-name det --epochs 6 --resume     # go on after the epoch in ckpt/last.pt\n'),
+        ("import logging\n", ""),
+        ("import threading\nimport time\n", "import threading\n"),
+        ("from torch.utils.data import DataLoader, Dataset, get_worker_info\n",
+         "from torch.utils.data import DataLoader, Dataset, get_worker_info\nfrom tqdm import tqdm\n"),
+        ('"--n-layer", type=int, default=6)', '"--n-layer", type=int, default=12)'),
+        ('"--n-head", type=int, default=6)', '"--n-head", type=int, default=12)'),
+        ('"--n-embd", type=int, default=384)', '"--n-embd", type=int, default=768)'),
+        ('"--block-size", type=int, default=256)', '"--block-size", type=int, default=512)'),
+        ('"--batch-size", type=int, default=8)', '"--batch-size", type=int, default=48)'),
+        ('p.add_argument("--max-steps", type=int, default=20000, help="train until this step")\n',
+         'p.add_argument("--epochs", type=int, default=10)\n'),
+        ('p.add_argument("--save-every", type=int, default=2000)\np.add_argument("--log-every", type=int, default=20)\n', ""),
+        ('logging.Formatter.converter = time.gmtime  # UTC\n'
+         'logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")\n'
+         'log = logging.getLogger("train")\nlog.info("config: %s", vars(args))\n\n', ""),
+        ('    log.warning("CUDA is not available, training on CPU (this will be slow)")\n',
+         '    print("WARNING: CUDA is not available, training on CPU (this will be slow)", flush=True)\n'),
+        ("# Fault injected for this recording: a DataLoader worker process that reaches the batch of step\n"
+         "# STALL_AT blocks for good (as a worker deadlocked on a lock inherited through fork would); the main\n"
+         "# process (--num-workers 0) reads it as any other.\n",
+         "BATCHES_PER_EPOCH = @BATCHES@  # the dataset: this many batches an epoch\n"
+         "# Fault injected for this recording: a DataLoader worker process that reaches batch STALL_BATCH of\n"
+         "# epoch STALL_EPOCH (the batch of step STALL_AT) blocks for good (as a worker deadlocked on a lock\n"
+         "# inherited through fork would); the main process (--num-workers 0) reads it as any other.\n"),
+        ("STALL_AT = @STALL_AT@\n",
+         "STALL_EPOCH, STALL_BATCH = 4, @STALL_BATCH@\nSTALL_AT = (STALL_EPOCH - 1) * BATCHES_PER_EPOCH + STALL_BATCH\n"),
+        ('log.info("model: %d layers, width %d, %.1fM parameters", args.n_layer, args.n_embd,\n'
+         '         sum(p.numel() for p in model.parameters()) / 1e6)\n', ""),
+        ('    log.info("resuming from %s", args.ckpt)\n', ""),
+        ('    log.info("resumed at step %d", step)\n', ""),
+        ('elif args.resume:\n    log.info("no checkpoint at %s, starting from scratch", args.ckpt)\n'
+         'else:\n    log.info("starting from scratch")\n', ""),
+        ('    log.info("saved checkpoint step %d to %s", step, args.ckpt)\n',
+         '    print(f"Saved checkpoint epoch {step // BATCHES_PER_EPOCH}", flush=True)\n')):
+    assert BAR_FREEZE_TRAIN.count(_old) == 1, _old
+    BAR_FREEZE_TRAIN = BAR_FREEZE_TRAIN.replace(_old, _new)
+assert "log." not in BAR_FREEZE_TRAIN and "time." not in BAR_FREEZE_TRAIN
+BAR = r"Epoch (\d+)/(\d+):\s*(\d+)%\|[^|\r\n]*\|\s*(\d+)/(\d+) \[([^\]\r\n]*)\]"  # a redraw of the bar
+
+
+def _bars(text: str) -> list[tuple[int, int, int, str]]:
+    """Each redraw of an `Epoch N/E` tqdm bar in `text`: (epoch, count, total, what its brackets hold)."""
+    return [(int(m.group(1)), int(m.group(4)), int(m.group(5)), m.group(6)) for m in re.finditer(BAR, text)]
+
+
+def bar_freeze(r: Recording) -> None:
+    # the operator's login shell carries the driver's probe (hang-ctrlc's: each trainer's start, an unhandled
+    # exception, the start of its shutdown) on PYTHONPATH, outside the folder
+    py, flags, calib, probe, env, cal_env = _probed_shell(r)
+    epoch_s, looks, kill_s = 17.5, (60, 100), 120  # an epoch's planned length; the operator's looks and the
+    # kill -INT, each after the bar's last redraw
+    logs = r.dir / "logs"
+    runs: dict[str, int] = {}  # each process running train.py in the folder: its run
+    role: dict[str, str] = {}
+    exited: dict[str, tuple[float, str]] = {}
+    grown: dict[str, tuple[int, float]] = {}  # each log: its size, when the driver saw it grow last
+    noted: set[tuple[str, str]] = set()
+    current = [0]
+    done = threading.Event()
+    sigint = signal.getsignal(signal.SIGINT)
+
+    def follow() -> None:
+        """Each log's growth, each epoch's first bar and each `Saved checkpoint` line, as the driver sees them."""
+        for log in ("train.log", "train2.log"):
+            path = logs / log
+            size = path.stat().st_size if path.exists() else 0
+            if size == grown.get(log, (0, 0.0))[0]:
+                continue
+            grown[log] = (size, time.time())
+            tail = path.read_bytes()[-4096:].decode(errors="replace")
+            for m in re.finditer(r"Epoch (\d+)/\d+:|Saved checkpoint epoch \d+", tail):
+                what = f"epoch {m.group(1)}'s bar first drawn" if m.group(1) else m.group(0)
+                if (log, what) not in noted:
+                    noted.add((log, what))
+                    r.truth(f"logs/{log}: {what} (seen by the driver)")
+
+    def watch() -> None:
+        _watch_trainers(r, done, runs, exited, lambda argv: current[0], functools.partial(_worker_seen, r, runs, role),
+                        lambda pid: r.truth(f"run {runs[pid]} {role.get(pid, '?')} PID {pid} exited ({exited[pid][1]})"),
+                        each_round=follow)
+
+    def of_run(n: int, main: bool) -> list[str]:
+        return [p for p, k in list(runs.items()) if k == n and (role.get(p) == "main") == main]
+
+    def processes(n: int) -> str:
+        return _states(of_run(n, True) + [p for p in of_run(n, False) if p not in exited], role)
+
+    def bar(log: str) -> str:
+        body = (logs / log).read_text(errors="replace") if (logs / log).exists() else ""
+        shown = _bars(body)
+        last, saves = shown[-1] if shown else None, re.findall(r"Saved checkpoint epoch (\d+)", body)
+        return (f"logs/{log}: {len(body)} bytes, {body.count(chr(10))} newlines, {len(shown)} bar redraws, "
+                f"epochs drawn {sorted({b[0] for b in shown})}, saves {saves}, "
+                f"last redraw {f'epoch {last[0]} {last[1]}/{last[2]} [{last[3]}]' if last else '-'}; 'KeyboardInterrupt' "
+                f"in it: {'KeyboardInterrupt' in body}")
+
+    def run_ended(pid: str, timeout: float) -> bool:
+        return _gone(exited, pid, timeout)
+
+    def handles_sigint(pid: str) -> str:
+        """How `pid` takes SIGINT, from /proc/PID/status: ignored, caught (Python's handler) or default."""
+        try:
+            masks = dict(re.findall(r"(Sig(?:Ign|Cgt)):\s*([0-9a-f]+)", Path(f"/proc/{pid}/status").read_text()))
+        except OSError:
+            return "?"
+        return "ignored" if int(masks["SigIgn"], 16) & 2 else "caught" if int(masks["SigCgt"], 16) & 2 else "default"
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    t = None
+    try:
+        if sigint == signal.SIG_IGN:  # a login shell never starts with SIGINT ignored; its processes would inherit it
+            r.truth("the driver was started with SIGINT ignored (as from the background of a non-interactive shell): "
+                    "set to Python's default handler, so that the operator's terminal starts with SIGINT at default")
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        # the pace of this model with 2 workers on this machine's GPU (the dry run: its CPU), ~30 s, before
+        # the captures start and outside the folder: the bar's count as the driver reads it every 0.5 s
+        _probe_and_timing(probe, calib)
+        (calib / "train.py").write_text(BAR_FREEZE_TRAIN.replace("@BATCHES@", "1000000").replace("@STALL_BATCH@", "-1"))
+        cal_argv = [sys.executable, "train.py", "--run-name", "calibrate", "--epochs", "1", *flags.split()]
+        r.truth(f"calibration (before the captures, in {calib}, outside the folder, in no transcript, stopped "
+                f"after 30 s): `{' '.join(cal_argv)}`")
+        counts: list[tuple[float, int]] = []
+        with open(calib / "out.log", "w") as f:
+            cal = subprocess.Popen(cal_argv, cwd=calib, env=cal_env, stdout=f, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+            for _ in range(60):
+                time.sleep(0.5)
+                if shown := _bars((calib / "out.log").read_text(errors="replace")[-2000:]):
+                    counts.append((time.time(), shown[-1][1]))
+            os.killpg(cal.pid, 9)
+            cal.wait()
+        counts = [c for c in counts if counts and c[0] >= counts[0][0] + 5]
+        pace = ((counts[-1][1] - counts[0][1]) / max(1e-3, counts[-1][0] - counts[0][0]) if len(counts) >= 2 else 0.0) or 10.0
+        batches = min(300, max(150, round(pace * epoch_s)))
+        stall = batches // 3 // 10 * 10 + 7
+        r.truth(f"calibration: the bar's count read {len(counts)} times after its first 5 s, pace {pace:.1f} batches/s; "
+                f"BATCHES_PER_EPOCH {batches} (~{batches / pace:.1f} s an epoch), STALL_BATCH {stall} of epoch 4 (step "
+                f"{3 * batches + stall}, ~{(3 * batches + stall) / pace:.0f} s of training)")
+        shutil.rmtree(calib, ignore_errors=True)
+
+        (r.dir / "train.py").write_text(BAR_FREEZE_TRAIN.replace("@BATCHES@", str(batches))
+                                        .replace("@STALL_BATCH@", str(stall)))
+        r.gpus_and_processes()
+        watcher.start()
+        r.truth(f"train.py is in the folder (GPT-style LM; its only output: a banner line, a tqdm bar an epoch "
+                f"`Epoch N/E` on stderr with the loss as postfix, `Saved checkpoint epoch N` after each epoch to "
+                f"ckpt/last.pt; no time of day; {batches} batches an epoch through a DataLoader, --num-workers 2 by "
+                f"default, timeout 0; --resume; injected fault: a worker that reaches batch {stall} of epoch 4 waits "
+                f"on an Event nobody sets); the driver's probe (a sitecustomize in {probe}, outside the folder) notes "
+                "each trainer's start, an unhandled exception and the start of its shutdown")
+        t = InteractiveShell(r.dir, logs / "terminal.typescript", env)
+        r.truth("operator at a script-recorded interactive bash (logs/terminal.typescript)")
+        _typed(r, t, "date")
+        current[0] = 1
+        shown = _typed(r, t, f"nohup {py} train.py --run-name det --epochs 6{flags} > logs/train.log 2>&1 &")
+        pid1 = _job_pid(shown)
+        r.truth(f"run 1: bash printed {_last(JOB_STARTED, shown)!r}")
+        _typed(r, t, "echo $! > logs/train.pid")
+        if not r.wait_for("logs/train.log", "Epoch 1/6", 240):
+            return
+        began = time.time()
+        r.truth(f"run 1 began training (its first bar seen); main PID {of_run(1, True)}, workers {of_run(1, False)}")
+
+        # the operator looks twice while it trains: in epoch 2, and in epoch 3
+        for k, at in enumerate((1.4, 2.5)):
+            time.sleep(max(0.0, began + at * batches / pace - time.time()))
+            _typed(r, t, "date")
+            _typed(r, t, "tail -c 400 logs/train.log")
+            if k == 0:
+                _typed(r, t, "nvidia-smi" if r.gpu else "uptime")
+            r.truth(f"run 1 while training: {bar('train.log')}; {processes(1)}")
+
+        # the freeze: the log has not grown for 15 s
+        deadline = time.monotonic() + 4 * batches / pace * 3 + 180
+        while time.monotonic() < deadline and pid1 not in exited and time.time() - grown["train.log"][1] < 15:
+            time.sleep(0.5)
+        froze = grown["train.log"][1]
+        r.truth(f"run 1's bar has stopped: the log last grew at {_utc(froze)} (file mtime "
+                f"{_utc((logs / 'train.log').stat().st_mtime)}); {bar('train.log')}; {processes(1)}")
+        time.sleep(max(0.0, froze + 45 - time.time()))
+        r.truth(f"45 s after the last redraw: {processes(1)}")
+        for after in looks:
+            time.sleep(max(0.0, froze + after - time.time()))
+            r.truth(f"~{after} s after the last redraw the operator looks")
+            _typed(r, t, "date")
+            _typed(r, t, "tail -c 400 logs/train.log")
+            _typed(r, t, "nvidia-smi" if r.gpu else "uptime")
+        time.sleep(max(0.0, froze + kill_s - time.time()))
+        kills = []
+        for k, line in enumerate(("kill -INT $(cat logs/train.pid)", "kill $(cat logs/train.pid)")):
+            if run_ended(pid1, 0):
+                break
+            r.truth(f"kill {k + 1}, {time.time() - froze:.1f} s after the last redraw: main PID {pid1} takes SIGINT: "
+                    f"{handles_sigint(pid1)}; {processes(1)}")
+            kills.append(time.time())
+            _typed(r, t, line)
+            if run_ended(pid1, 10):
+                r.truth(f"run 1 main PID {pid1} exited {exited[pid1][0] - kills[-1]:.2f} s after kill {k + 1}")
+            else:
+                r.truth(f"run 1 main PID {pid1} still running 10 s after kill {k + 1}: {processes(1)}")
+        time.sleep(2)
+        _typed(r, t, "ps -p $(cat logs/train.pid)")
+        _typed(r, t, "date")
+        r.truth(f"run 1 after the kill: {bar('train.log')}; processes left: {processes(1)}")
+        time.sleep(5)
+
+        # run 2: the same way, no workers, from the epoch-3 checkpoint
+        current[0] = 2
+        at2 = time.time()
+        shown = _typed(r, t, f"nohup {py} train.py --run-name det --epochs 6 --num-workers 0 --resume{flags} "
+                             "> logs/train2.log 2>&1 &")
+        pid2 = _job_pid(shown)
+        r.truth(f"run 2: bash printed {_last(JOB_STARTED, shown)!r}")
+        _typed(r, t, "echo $! > logs/train.pid")
+        for at in (1.2, 2.4):
+            run_ended(pid2, max(0.0, at2 + 10 + at * batches / pace - time.time()))
+            if pid2 in exited:
+                break
+            _typed(r, t, "tail -c 400 logs/train2.log")
+        run_ended(pid2, 600)
+        r.truth(f"run 2 ended {time.time() - at2:.1f} s after it was typed; {bar('train2.log')}")
+        time.sleep(2)
+        _typed(r, t, "date")
+        _typed(r, t, "tail -c 400 logs/train2.log")
+        time.sleep(2)
+        r.truth("operator types `exit`")
+        t.close()
+        t = None
+
+        # the summary: each process's PID, first seen and end, how the trainers ended (the probe), the freeze, the kills
+        _runs_summary(r, runs, role, exited, probe)
+        if left := [p for p in runs if p not in exited and _proc_stat(p)]:
+            r.truth(f"summary still running at the end (the driver stops them): {_states(left, role)}")
+        r.truth(f"summary the freeze: run 1's log last grew at {_utc(froze)}; kills at {[_utc(a) for a in kills]} "
+                f"({[round(a - froze, 1) for a in kills]} s after it); {bar('train.log')}; {bar('train2.log')}; GPU "
+                f"while frozen: {_smi_rows(r, froze + 5, kills[0] if kills else time.time()) if r.gpu else '-'}")
+    finally:
+        if t is not None:
+            t.close()
+        _wind_down(r, "train.py --run-name det", done, watcher, calib)
+        shutil.rmtree(probe, ignore_errors=True)
+        signal.signal(signal.SIGINT, signal.SIG_DFL if sigint is None else sigint)
+
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -9125,6 +9434,7 @@ SCENARIOS = {
     "table-loop": table_loop,
     "hang-ctrlc": hang_ctrlc,
     "hf-save-hang": hf_save_hang,
+    "bar-freeze": bar_freeze,
 }
 
 
