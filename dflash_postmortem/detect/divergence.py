@@ -10,6 +10,8 @@ a checkpoint saved before it broke), which ends the incident.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -66,6 +68,7 @@ def detect_nonfinite_loss(inc: Incident) -> pd.DataFrame:
              "last_finite_step": findings.whole(before["step"].iloc[0]) if len(before) else None,
              "last_finite_value": float(before["value"].iloc[0]) if len(before) else None,
              "lines_not_finite": int(bad.sum()), "lines_after": len(g) - first - 1, "finite_after": finite_after,
+             "loss_scaled": _loss_scaled(inc, row["source"]) if finite_after else None,
              "loss_learning": learning,
              "resumed_step": carried[2] if carried else None,
              "broke_at_step": carried[0]["numbers"]["step"] if carried else None,
@@ -75,6 +78,22 @@ def detect_nonfinite_loss(inc: Incident) -> pd.DataFrame:
                                       f"being a number at step {carried[0]['numbers']['step']}", [carried[1]])]
             if carried else []))
     return findings.frame(rows)
+
+
+# What says a run scales its loss (mixed precision): where it does, a step whose gradients
+# overflowed is skipped, and its loss line may read `nan` while the next is a number again.
+_SCALED = re.compile(r"(?i)\bfp16\b|\boverflow|loss[ _]?scal|\bamp\b|GradScaler")
+
+
+def _loss_scaled(inc: Incident, source) -> bool:
+    """Whether the log `source` shows its run scaling its loss: a loss scale it logs, or a line
+    that names an overflow, fp16 or a scaler."""
+    m, ev = inc.metrics, inc.events
+    mine = m[m["source"] == source]
+    if (mine["metric"] == "train/loss_scale").any():
+        return True
+    said = ev.loc[ev["source"] == source, "message"] if "message" in ev.columns else ev.iloc[:0]
+    return bool(said.astype("string").str.contains(_SCALED).fillna(False).any())
 
 
 def _loss_learning(watched: pd.DataFrame, row: pd.Series) -> dict | None:

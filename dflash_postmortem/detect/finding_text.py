@@ -207,8 +207,10 @@ def _loss_not_finite(f: _Finding) -> tuple[str, str]:
     at = f" at step {f.step}" if f.step is not None else ""
     before = (f" (it was {f.last_finite_value:.4g} at step {f.last_finite_step})" if f.last_finite_value is not None
               and f.last_finite_step is not None else "")
+    # (an overflow's skipped step only where the log shows the run scaling its loss)
+    why = ": skipped steps, as an fp16 overflow skips them" if f.loss_scaled else ""
     after = (f"; a finite value came back later ({f.lines_not_finite} of its {f.lines_after + 1} lines from there "
-             "are not a number: skipped steps, as an fp16 overflow skips them)" if f.finite_after else
+             f"are not a number{why})" if f.finite_after else
              f"; it stayed so to the end of the log ({f.lines_after} more lines): the run trained on without learning")
     return (f"{name} of run {f.run or '?'} {became(f.value)}{at}",
             f"`{f.source}`: {f.metric} {became(f.value)}{at}{before}{after}.")

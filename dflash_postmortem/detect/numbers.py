@@ -189,6 +189,7 @@ class LossNotFinite(TypedDict):
     lines_not_finite: int
     lines_after: int  # lines of the metric after the first that is not a number
     finite_after: bool  # a finite value came back (a skipped step), else it stayed so
+    loss_scaled: bool | None  # where one came back: the log shows its run scaling its loss (fp16, a loss scale)
     loss_learning: dict | None  # a grad norm that stayed so beside a loss that stayed a number and moved:
     # {from, to, from_step, to_step} of that loss from its line on (a norm not measured, not a diverged run)
     resumed_step: int | None  # its log resumed from a checkpoint of this step, saved after the same run's

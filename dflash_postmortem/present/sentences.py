@@ -993,7 +993,8 @@ def _not_finite(f: pd.Series) -> str:
         # (its last line: nothing after it says whether it came back)
         said += ", on the log's last line of it: nothing after it shows whether it came back"
     else:
-        said += (": a finite value came back later (skipped steps)" if n["finite_after"]
+        # (steps an overflow skipped only where the log shows its run scaling its loss)
+        said += (": a finite value came back later" + (" (skipped steps)" if n.get("loss_scaled") else "") if n["finite_after"]
                  else f" and stayed so to the end of the log ({count(n['lines_after'], 'more line')})")
     if n.get("resumed_step") is not None:
         said += (f"; it had resumed from a checkpoint at step {n['resumed_step']}, saved after its "

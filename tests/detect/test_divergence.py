@@ -74,3 +74,40 @@ def test_a_grad_norm_that_is_nan_beside_a_loss_that_learns_is_no_divergence(tmp_
     (tmp_path / "zero").mkdir()
     _, _, zero = _told(tmp_path / "zero", "train-log/llamafactory-v091-glm4-gradnorm-nan.log")
     assert zero.iloc[0]["severity"] == "critical" and zero.iloc[0]["numbers"]["loss_learning"] is None
+
+
+def _written(tmp_path, text: str):
+    (tmp_path / "train.log").write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    found = pm.detect(inc)
+    return inc, found, found[found["kind"] == "loss_not_finite"]
+
+
+_MEGATRON = (" iteration {i}/ 100 | consumed samples: {s} | elapsed time per iteration (ms): 1234.5 | lm loss: {loss} | "
+             "loss scale: {scale} |\n")
+
+
+def test_a_number_that_came_back_is_an_overflows_skipped_step_only_where_the_run_scales_its_loss(tmp_path):
+    """A loss that is `nan` on one line and a number after it: where the log shows its run scaling
+    its loss (Megatron's `loss scale`, halved at the overflow), the step was skipped as an fp16
+    overflow skips it; where nothing does (Lightning's bars of BGU-CS-VIL/DeepDPM #51, a `nan` in
+    epoch 0 and `0` in epoch 44), nothing says why (it said "skipped steps, as an fp16 overflow
+    skips them" of a run with no fp16 in it)."""
+    lines = [_MEGATRON.format(i=i, s=i * 64, loss=loss, scale=scale)
+             for i, loss, scale in ((10, "2.1", "1024.0"), (20, "nan", "512.0"), (30, "2.0", "512.0"))]
+    scaled = tmp_path / "scaled"
+    scaled.mkdir()
+    inc, found, lost = _written(scaled, "".join(lines))
+    n = lost.iloc[0]["numbers"]
+    assert (n["step"], n["finite_after"], n["loss_scaled"]) == (20, True, True)
+    assert pm.what_happened(inc, found)[0].endswith("stopped being a number at step 20 (it was 2.1 at step 10): a "
+                                                    "finite value came back later (skipped steps).")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    inc, found, lost = _told(plain, "train-log/lightning-deepdpm-mnist-loss-nan-stuck-at-epoch-44.log")
+    n = lost.iloc[0]["numbers"]
+    assert (n["finite_after"], n["loss_scaled"]) == (True, False)
+    assert pm.what_happened(inc, found)[0].endswith("stopped being a number at step 547: a finite value came back later.")
+    assert "fp16" not in lost.iloc[0]["detail"]
