@@ -352,6 +352,13 @@ FIELD_FORMATS: tuple[FieldFormat, ...] = (
         "time": ("train/step_time_s", 1.0), "loss": _LOSS, "closs": _LOSS, "lr": _LR,
         "grad_norm": _GRAD_NORM, "max mem": ("train/max_memory_mib", 1.0),
     }, separator=_GAPS),
+    # CenterNet's progress bar (the `progress` package's Bar, its suffix fields joined by `|`):
+    # `ctdet/coco_dla |####   | train: [54][4784/14785]|Tot: 1:20:53 |ETA: 6:14:23 |loss 1.7448 |hm_loss
+    # 1.3093 |... |Data 3.556s(0.517s) |Net 1.014s`; epochs count from 1, `Data` a batch's loading
+    # seconds (its running average after it), `Tot` the epoch's elapsed time
+    _fields("centernet", "|Tot:", r"\b(?:train|val): \[(?P<epoch>\d+)\]\[(?P<i>\d+)/(?P<per_epoch>\d+)\]", {
+        "loss": _LOSS, "data": ("train/data_time_s", 1.0),
+    }, separator=re.compile(r"\|"), first_epoch=1),
     # pytorch/examples' ProgressMeter (the ImageNet example and the trainers copied from it: MoCo,
     # HRNet, ...), its entries joined by tabs, each value with its running average: `Epoch:
     # [0][  10/5005]\tTime  0.222 ( 0.512)\tData  0.001 ( 0.283)\tLoss 6.9062e+00 (6.9315e+00)`,
