@@ -417,8 +417,9 @@ BLOCK_FIELDS = {
 KERAS_EPOCH = re.compile(r"(?<!\S)Epoch (?P<epoch>\d+)/\d+\s*$")
 KERAS_EPOCH_KEYWORD = "Epoch "
 KERAS_LINE = re.compile(
-    r"(?<![\w/.:])(?P<i>\d+)/(?P<per_epoch>\d+)\s+(?:\[[=>.]*\]\s*|[\u2501\u2500 ]+)?(?:- )?"
-    r"(?:ETA: [\d:]+s?\s+|(?P<took>\d+)s\s+)?(?:(?P<per>\d+(?:\.\d+)?)(?P<unit>us|ms|s)/(?P<of>step|sample)\s+)?"
+    # (each run of blanks has one place in it: a blank run split two ways backtracks quadratically)
+    r"(?<![\w/.:])(?P<i>\d+)/(?P<per_epoch>\d+) +(?:\[[=>.]*\] +|[\u2501\u2500]+ +)?(?:- )?"
+    r"(?:ETA: [\d:]+s? +|(?P<took>\d+)s +)?(?:(?P<per>\d+(?:\.\d+)?)(?P<unit>us|ms|s)/(?P<of>step|sample) +)?"
     r"- (?P<fields>[A-Za-z_]\w*: .*)$"
 )
 KERAS_KEYWORD = " - "

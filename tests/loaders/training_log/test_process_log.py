@@ -367,7 +367,8 @@ def test_untagged_lines_take_the_nearest_tagged_run(seed_dir, tmp_path):
 # Each keyword followed by a long run a backtracking regex would get lost in (the loader once
 # took minutes on some of these; now each is one linear pass).
 KEYWORDS = ["Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=A", "step: 1 loss: 1 ", "tok/s ",
-            "ms/batch", "s/it", "step=", "{'loss': ", "Exception in thread ", "wps", "h:1:2 [0] NCCL INFO a:1 -> "]
+            "ms/batch", "s/it", "step=", "{'loss': ", "Exception in thread ", "wps", "h:1:2 [0] NCCL INFO a:1 -> ",
+            " - 1/1", "Epoch 1/1"]
 
 
 FILLS = ["9", " ", "a", "1,", ": 1 ", "[", "%|"]
