@@ -13,14 +13,17 @@ lines. A row's seconds are per step, over the steps since the row before (`cover
 pace of training steps is left out:
 - a first row that covers one step or none (nanoGPT's iteration 0, a compiled model's first step):
   a start-up;
-- a bar's interval during which another bar was drawn (Lightning counts its validation's batches
-  in its epoch's bar, and the validation bar is drawn meanwhile): other work;
+- a bar's interval during which the log says the run did other work: another bar drawn
+  (Lightning counts its validation's batches in its epoch's bar, and the validation bar is drawn
+  meanwhile), a checkpoint saved (Hugging Face's `Saving model checkpoint to ...`);
 - a stated time that grows with the count at every line, by about the same seconds a step (a
   timer never reset, YOLOP's `Time 7.4s`, `113.4s`, `226.0s` every 20 batches): a clock since the
   epoch began, read as one (the seconds between two lines over the steps between them).
 A change is told where both sides cover TOLD_STEPS steps (fewer are the noise of a step that
 evaluated or saved, nanoGPT's `time` after an evaluation holds it, or of a start that compiled), or
-where the steps after a pace of TOLD_STEPS took STOPPED times as long (a bar that stood still).
+where the steps after a pace of TOLD_STEPS took STOPPED times as long (a bar that stood still). A
+start slower than what followed is told from SLOW_START times on (a run's first hundred steps warm
+its allocator, its kernels' autotuning and its data workers: twice as slow is common, and no fault).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident
-from ..schema import BAR_ELAPSED_S
+from ..schema import BAR_ELAPSED_S, column
 from . import computed
 
 # A step's seconds by the metric that says them, and the factor to seconds.
@@ -45,6 +48,7 @@ CHANGED = 1.5
 # took STOPPED times the other's.
 TOLD_STEPS = 10
 STOPPED = 10.0
+SLOW_START = 3.0
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,7 @@ _COLUMNS = ["source", "run", "rank", "how", "step", "seconds", "covers", "ref", 
 def _rows(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
     if m.empty or "ref" not in m.columns:
         return pd.DataFrame(columns=_COLUMNS)
-    other = _other_bars(ev)
+    other = _other_work(ev)
     m = m[m["value"].notna() & m["step"].notna() & m["ref"].notna()]
     m = m.assign(line=pd.to_numeric(m["ref"].astype("string").str.rsplit(":", n=1).str[-1], errors="coerce"))
     m = m[m["line"].notna()]
@@ -102,7 +106,7 @@ def _rows(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
         for metric, factor in _STATED.items():
             st = g[g["metric"] == metric]
             if len(st):
-                parts.append(_stated_rows(st, factor))
+                parts.append(_stated_rows(st, factor, other.get(str(st["source"].iloc[0]), np.empty(0))))
         bar = g[g["metric"] == BAR_ELAPSED_S]
         if len(bar):
             parts.append(_bar_rows(bar, other.get(str(bar["source"].iloc[0]), np.empty(0))))
@@ -112,22 +116,25 @@ def _rows(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts)[_COLUMNS].reset_index(drop=True)
 
 
-def _other_bars(ev: pd.DataFrame) -> dict[str, np.ndarray]:
-    """By source, the lines where a bar beside training was last drawn (its `progress` event: an
-    evaluation's, a save's), sorted."""
+def _other_work(ev: pd.DataFrame) -> dict[str, np.ndarray]:
+    """By source, the lines that say the run did other work than its steps, sorted: a bar beside
+    training last drawn (its `progress` event: an evaluation's, a save's), a checkpoint saved."""
     if ev.empty or "kind" not in ev.columns or "ref" not in ev.columns:
         return {}
-    p = ev[(ev["kind"] == "progress") & ev["ref"].notna()]
-    if "bar_elapsed_s" in p.columns:
-        p = p[p["bar_elapsed_s"].notna()]  # (a training bar's last state is one too; it has no own clock here)
+    bars = ev["kind"] == "progress"
+    if "bar_elapsed_s" in ev.columns:
+        bars &= ev["bar_elapsed_s"].notna()  # (a training bar's last state is one too; it has no own clock here)
+    saved = (ev["kind"] == "stage") & (column(ev, "pattern") == "checkpoint_save").fillna(False).astype(bool)
+    p = ev[(bars | saved) & ev["ref"].notna()]
     line = pd.to_numeric(p["ref"].astype("string").str.rsplit(":", n=1).str[-1], errors="coerce")
     return {str(src): np.sort(lines.dropna().to_numpy(dtype=float)) for src, lines in line.groupby(p["source"])}
 
 
-def _stated_rows(st: pd.DataFrame, factor: float) -> pd.DataFrame:
+def _stated_rows(st: pd.DataFrame, factor: float, other: np.ndarray) -> pd.DataFrame:
     """A step's stated seconds, each over the steps since the line before; a time that grows with
     the count at every line by about the same seconds a step is a clock since its start (see the
-    module's docstring): the seconds between its lines over the steps between them."""
+    module's docstring): the seconds between its lines over the steps between them. A line after
+    other work since the line before (a save) is left out: its time holds that work."""
     step = st["step"].to_numpy(dtype=float)
     v = st["value"].to_numpy(dtype=float) * factor
     out = st.assign(how="stated", seconds=v, covers=np.diff(step, prepend=0.0))
@@ -135,9 +142,19 @@ def _stated_rows(st: pd.DataFrame, factor: float) -> pd.DataFrame:
         per = np.diff(v) / np.diff(step)
         if per.min() > 0 and per.max() < CHANGED * per.min():
             # (its first line is the clock's start: no interval of its own)
-            return out.iloc[1:].assign(seconds=per)
-    return out
+            out = out.iloc[1:].assign(seconds=per)
+    return out[~_after_other_work(out["line"].to_numpy(dtype=float), st["line"].to_numpy(dtype=float), other)]
 
+
+def _after_other_work(lines: np.ndarray, all_lines: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """For each of `lines`, whether a line of other work lies between the line of the series
+    (`all_lines`, sorted) before it and it."""
+    if not len(other) or not len(lines):
+        return np.zeros(len(lines), dtype=bool)
+    before = all_lines[np.maximum(np.searchsorted(all_lines, lines) - 1, 0)]
+    before = np.where(before < lines, before, lines)  # (a series' first line: its time is of its own steps)
+    # the other-work lines in (before, line): how many lie below each bound
+    return np.searchsorted(other, lines) > np.searchsorted(other, before, side="right")
 
 def _bar_rows(bar: pd.DataFrame, other: np.ndarray) -> pd.DataFrame:
     """A bar's states as intervals of at least _BAR_S of its elapsed time: the seconds a step took
@@ -179,8 +196,9 @@ def _change(g: pd.DataFrame) -> Change | None:
     best = None
     for k in range(1, len(s)):
         before, after = float(np.median(s[:k])), float(np.median(s[k:]))
-        # (every step time of one side beyond every one of the other, by CHANGED at the least)
-        if not (s[k:].min() >= CHANGED * s[:k].max() or s[:k].min() >= CHANGED * s[k:].max()):
+        # (every step time of one side beyond every one of the other, by CHANGED at the least; a
+        # slow start by SLOW_START)
+        if not (s[k:].min() >= CHANGED * s[:k].max() or s[:k].min() >= SLOW_START * s[k:].max()):
             continue
         # (a stop is told however few steps it held; a start slower than what followed only over
         # as many steps as a pace: a model's first steps compile and warm up)

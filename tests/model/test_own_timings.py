@@ -75,3 +75,41 @@ def test_steps_that_took_about_the_same_show_no_change(tmp_path):
         inc = _load(case, name)
         assert len(step_seconds(inc)) == 3 and largest_change(inc) is None
         assert text.what_happened(inc, pm.detect(inc))[0].split(" (where")[0].endswith("cannot be judged")
+
+
+def _bar_log(tmp_path, name: str, lines: list[str]):
+    case = tmp_path / name
+    case.mkdir()
+    (case / "train.log").write_text("\n".join(lines) + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.load_incident(case)
+
+
+def test_a_bars_interval_that_held_a_save_is_no_pace_of_its_steps(tmp_path):
+    """A Trainer's bar (no time of day) at 0.1 s a step, then 100 steps over 40 s across the
+    `Saving model checkpoint` line between two of its states: the save's seconds, not a slower
+    pace (the same bar without the save line is told 4x as long from step 400)."""
+    bar = "{pct}%|##   | {n}/1000 [{el}<05:00,  9.99it/s]"
+    states = [bar.format(pct=n // 10, n=n, el=el) for n, el in ((100, "00:10"), (200, "00:20"), (300, "00:30"))]
+    last = bar.format(pct=40, n=400, el="01:10")
+    saved = _bar_log(tmp_path, "saved", [*states, "Saving model checkpoint to out/run1/checkpoint-300", last])
+    assert step_seconds(saved)["seconds"].tolist() == pytest.approx([0.1, 0.1, 0.1])
+    assert largest_change(saved) is None
+    plain = _bar_log(tmp_path, "plain", [*states, last])
+    c = largest_change(plain)
+    assert (c.how, c.at_step, c.before, c.after) == ("bar", 400, pytest.approx(0.1), pytest.approx(0.4))
+
+
+def test_a_start_twice_as_slow_as_what_followed_is_a_warm_up(tmp_path):
+    """A first 200 steps at 0.2 s then 0.1 s (allocator, autotuning, workers warming up): no
+    change told; 0.4 s then 0.1 s (4x) is."""
+    bar = "{pct}%|##   | {n}/1000 [{el}<05:00,  9.99it/s]"
+
+    def states(first_s):
+        el = [100 * first_s, 200 * first_s, 200 * first_s + 10, 200 * first_s + 20, 200 * first_s + 30]
+        return [bar.format(pct=n // 10, n=n, el=f"{int(e) // 60:02d}:{int(e) % 60:02d}")
+                for n, e in zip((100, 200, 300, 400, 500), el, strict=True)]
+    assert largest_change(_bar_log(tmp_path, "warm", states(0.2))) is None
+    c = largest_change(_bar_log(tmp_path, "slow", states(0.4)))
+    assert (c.at_step, c.before, c.after) == (300, pytest.approx(0.4), pytest.approx(0.1))
