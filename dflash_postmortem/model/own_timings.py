@@ -13,9 +13,10 @@ lines. A row's seconds are per step, over the steps since the row before (`cover
 pace of training steps is left out:
 - a first row that covers one step or none (nanoGPT's iteration 0, a compiled model's first step):
   a start-up;
-- a bar's interval during which the log says the run did other work: another bar drawn
-  (Lightning counts its validation's batches in its epoch's bar, and the validation bar is drawn
-  meanwhile), a checkpoint saved (Hugging Face's `Saving model checkpoint to ...`);
+- an interval during which the log says the run did other work: another bar drawn (Lightning
+  counts its validation's batches in its epoch's bar, and the validation bar is drawn meanwhile),
+  a checkpoint saved (Hugging Face's `Saving model checkpoint to ...`, nanoGPT's `saving checkpoint`
+  before the iteration whose time holds it);
 - a stated time that grows with the count at every line, by about the same seconds a step (a
   timer never reset, YOLOP's `Time 7.4s`, `113.4s`, `226.0s` every 20 batches): a clock since the
   epoch began, read as one (the seconds between two lines over the steps between them).
