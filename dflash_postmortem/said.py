@@ -17,7 +17,9 @@ _LINE_PREFIX = re.compile(# NCCL's own `host:pid:tid [gpu] file.cc:88 NCCL WARN 
                           r"^(?:\[\d{4}-\d\d-\d\d[ T][\d:.,]+\] *)?[\w.-]+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ )?NCCL (?:WARN|INFO) +"
                           r"|^\[?[IWEF]\d{3,4} [\d:.]+(?: +\d+)? [^\]]{1,200}\] *"
                           r"|^\d{4}-\d\d-\d\d[ T][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*(?:\[[^\]]*\]\s*|\S+ kernel: "
-                          r"|(?:CRITICAL|ERROR|WARNING|INFO|DEBUG)\s+)?"  # Python logging's `%(asctime)s %(levelname)s`
+                          r"|(?:CRITICAL|ERROR|WARNING|INFO|DEBUG)\s+"  # Python logging's `%(asctime)s %(levelname)s`
+                          # fairseq's and metaseq's `%(asctime)s | %(levelname)s | %(name)s | `
+                          r"|\| (?:CRITICAL|ERROR|WARNING|INFO|DEBUG) \| [\w.]{1,120} \| )?"
                           r"|^(?:CRITICAL|ERROR|WARNING|INFO|DEBUG):[\w.]{1,120}:"
                           # Horovod's `[2022-07-20 04:51:42.894382: W horovod/common/stall_inspector.cc:105] `
                           r"|^\[\d{4}-\d\d-\d\d[ T][\d:.,]+: [IWEF] [\w./-]{1,200}:\d+\] *"

@@ -162,3 +162,9 @@ def test_nccls_own_prefix_is_no_part_of_its_words():
                                 "device (28)")
     assert error_text("gpu-a100-3:3778851:3779883 [4] ibvwrap.c:130 NCCL WARN Call to ibv_create_qp failed") == \
         "Call to ibv_create_qp failed"
+
+
+def test_fairseqs_logger_fields_are_no_part_of_its_words():
+    """fairseq's and metaseq's `%(asctime)s | %(levelname)s | %(name)s | %(message)s` (fairseq #2867)."""
+    assert error_text("2020-11-06 22:55:35 | WARNING | fairseq.trainer | OOM: Ran out of memory with exception: CUDA "
+                      "out of memory.") == "OOM: Ran out of memory with exception: CUDA out of memory."

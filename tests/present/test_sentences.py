@@ -590,6 +590,6 @@ def test_a_paste_that_begins_with_its_oom_shows_a_death_not_a_start(tmp_path, re
     found = pm.detect(inc)
     assert list(found["kind"]) == ["process_died"]
     said = text.what_happened(inc, found)[0]
-    assert said.startswith("At 22:55:35 UTC a process died: | WARNING | fairseq.trainer | OOM: Ran out of memory with "
-                           "exception: CUDA out of memory. Tried to allocate 28.00 MiB (GPU 1;")
+    assert said.startswith("At 22:55:35 UTC a process died: OOM: Ran out of memory with exception: CUDA out of memory. "
+                           "Tried to allocate 28.00 MiB (GPU 1;")
     assert said.endswith("holds no training step and no launch of its run.")
