@@ -15,6 +15,7 @@ from ..incident import Incident
 from ..model import computed as memo
 from ..model import gpu_state
 from ..model.attempts import END_SLACK, MACHINE_FAULTS, attempts
+from ..model.kills import with_pids
 from ..model.progress import lines_of
 from ..model.states import states
 from ..said import error_text, exception_line, waiting_in
@@ -116,7 +117,7 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
         refs += said["ref"].head(1).tolist()
         tb = _last_line(inc, died[0]) if died and not stopped and not saving else None
         ended = _interrupted_at_end(inc, a, start_, end) if s["attempt"] is not None else None
-        killed = _killed_at_end(a, end) if s["attempt"] is not None and ended is None else None
+        killed = _killed_at_end(inc, a, end) if s["attempt"] is not None and ended is None else None
         refs += [ended[0]] if ended else [killed[0]] if killed else []
         rows.append(findings.finding(
             "stall", start_, end, "critical",
@@ -140,12 +141,13 @@ def detect_stalls(inc: Incident, threshold_s: float | None = None) -> pd.DataFra
 _NO_ATTEMPT = pd.Series({"pids": [], "run": None, "sources": [], "runs": [], "start": None})
 
 
-def _killed_at_end(a: pd.Series, end) -> tuple[str, str] | None:
+def _killed_at_end(inc: Incident, a: pd.Series, end) -> tuple[str, str] | None:
     """(its ref, its words) of the kill sent to the attempt that ended a stall lasting to its end
-    (the operator's `kill 537`, a watchdog's `sending SIGTERM to 26117`)."""
+    (the operator's `kill 537`, a watchdog's `sending SIGTERM to 26117`; `kill $(cat run/x.pid)`
+    told with the PID the file held)."""
     if a["end_kind"] != "kill_sent" or pd.isna(a["end"]) or end < a["end"] - END_SLACK or not isinstance(a["end_ref"], str):
         return None
-    return a["end_ref"], error_text(a["end_message"], "kill_sent", 160) or "a kill"
+    return a["end_ref"], with_pids(inc, error_text(a["end_message"], "kill_sent", 160) or "a kill")
 
 
 def _interrupted_at_end(inc: Incident, a: pd.Series, start_, end) -> tuple[str, str] | None:

@@ -45,6 +45,18 @@ def pid_files(inc: Incident) -> dict[str, int]:
     return {PurePosixPath(str(s)).name: int(p) for s, p in zip(files["source"], files["pid"], strict=True)}
 
 
+def with_pids(inc: Incident, words: str) -> str:
+    """A kill's words with each `$(cat run/x.pid)` it read told as the PID that file held, where the
+    incident holds the file (`PID $(cat run/x.pid)` -> `PID 882 (run/x.pid)`)."""
+    files = pid_files(inc)
+
+    def held(m: re.Match) -> str:
+        path = m.group(1) or m.group(2)
+        name = PurePosixPath(path).name
+        return f"{files[name]} ({path})" if name in files else m.group(0)
+    return _CAT_PID_FILE.sub(held, words) if "cat" in words else words
+
+
 def failed_targets(failed: pd.DataFrame) -> pd.Series:
     """The PID each `kill_failed` row says a kill could not stop: the one it was aimed at
     (`kill: (789) - No such process`), else the PID its line names."""

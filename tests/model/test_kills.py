@@ -28,3 +28,21 @@ def test_the_pid_files_a_kill_reads(expr, names):
 ])
 def test_the_pid_file_a_launch_writes(command, name):
     assert pid_file_written(command) == name
+
+
+def test_a_kills_words_tell_the_pid_its_file_held():
+    """h200-1gpu-lingering: `kill $(cat run/sweep-a.pid)`, and run/sweep-a.pid in the folder holds
+    882: the story names PID 882, not the shell's expression; a file the incident lacks stays as typed."""
+    import warnings
+    from pathlib import Path
+
+    import dflash_postmortem as pm
+    from dflash_postmortem.model.kills import with_pids
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(Path(__file__).resolve().parents[2] / "data" / "incidents" / "h200-1gpu-lingering")
+    assert with_pids(inc, "kill sent SIGTERM to PID $(cat run/sweep-a.pid)") == \
+        "kill sent SIGTERM to PID 882 (run/sweep-a.pid)"
+    assert with_pids(inc, "kill sent SIGTERM to PID $(cat run/other.pid)") == \
+        "kill sent SIGTERM to PID $(cat run/other.pid)"
