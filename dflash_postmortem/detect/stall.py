@@ -17,7 +17,7 @@ from ..model import gpu_state
 from ..model.attempts import END_SLACK, MACHINE_FAULTS, attempts
 from ..model.kills import with_pids
 from ..model.progress import lines_of
-from ..model.states import states
+from ..model.states import MIN_STALL_S, states
 from ..said import error_text, exception_line, waiting_in
 from ..schema import column
 from . import findings
@@ -40,19 +40,48 @@ def _stalled(inc: Incident) -> pd.DataFrame:
     st = states(inc)
     # a stall is a run that trained, then stopped: a start stalled before its first step never
     # trained (detect/restart.py tells it)
-    began = set(attempts(inc).dropna(subset=["first_step"])["attempt"])
-    stalled = st[(st["state"] == "stalled") & st["attempt"].isin(began)].sort_values("start", kind="stable")
+    att = attempts(inc)
+    began = set(att.dropna(subset=["first_step"])["attempt"])
+    stalled = st[(st["state"] == "stalled") & st["attempt"].isin(began)]
+    unlogged = _unlogged_stalls(inc, st, att)
+    stalled = pd.concat([stalled, unlogged]) if len(unlogged) else stalled
+    stalled = stalled.sort_values("start", kind="stable")
     if len(stalled) or (st["state"] == "training").any():
         return stalled
     return pd.DataFrame([{"attempt": None, "state": "stalled", "start": a, "end": b, "ref": None, "detail": ""}
                          for a, b in _gpu_stalls(inc)], columns=st.columns)
 
 
-def _gpu_stalls(inc: Incident) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
-    """Stretches of GPU samples longer than `[detect] stall_s` (default THRESHOLD_S) with memory
-    held at ~0 % utilization while a process was listed alive and no step was logged."""
-    threshold = pd.Timedelta(seconds=float(inc.config.detect.get("stall_s", THRESHOLD_S)))
-    g = inc.gpus.dropna(subset=["memory_used_mib", "util_gpu_pct"])
+def _unlogged_stalls(inc: Incident, st: pd.DataFrame, att: pd.DataFrame) -> pd.DataFrame:
+    """Of an attempt training where the incident holds none of its step lines (its log is not in
+    the folder, a tail printed a few of them), the stretches its GPUs held memory at ~0 %
+    utilization for longer than `[detect] stall_s`: what a reader of the GPU samples sees of a
+    stall its log would have shown (_gpu_stalls, on the GPUs its PIDs held)."""
+    rows = []
+    training = st[st["state"] == "training"]
+    for _, s in training.iterrows():
+        a = att[att["attempt"] == s["attempt"]].iloc[0]
+        lines = lines_of(inc, a)
+        if not a["pids"] or len(lines[(lines["time"] >= s["start"]) & (lines["time"] <= s["end"])]):
+            continue
+        gp = inc.gpu_processes
+        gpus = set(gp.loc[gp["pid"].isin(a["pids"]), "gpu"].dropna().astype(int)) if len(gp) and "gpu" in gp.columns else set()
+        if not gpus:
+            continue
+        g = inc.gpus[inc.gpus["gpu"].isin(gpus) & (inc.gpus["time"] >= s["start"]) & (inc.gpus["time"] <= s["end"])]
+        # (as long as a stall of a run whose steps are seen: model/states.py's floor)
+        rows += [{"attempt": s["attempt"], "state": "stalled", "start": a0, "end": b0, "ref": None, "detail": ""}
+                 for a0, b0 in _gpu_stalls(inc, g, MIN_STALL_S)]
+    return pd.DataFrame(rows, columns=st.columns)
+
+
+def _gpu_stalls(inc: Incident, gpus: pd.DataFrame | None = None,
+                floor_s: float = THRESHOLD_S) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
+    """Stretches of GPU samples (of `gpus`, else every GPU's) longer than `[detect] stall_s`
+    (default `floor_s`) with memory held at ~0 % utilization while a process was listed alive
+    and no step was logged."""
+    threshold = pd.Timedelta(seconds=float(inc.config.detect.get("stall_s", floor_s)))
+    g = (inc.gpus if gpus is None else gpus).dropna(subset=["memory_used_mib", "util_gpu_pct"])
     if g.empty:
         return []
     per = g.assign(t=g["time"].dt.floor("s")).groupby("t").agg(

@@ -35,6 +35,7 @@ from ..model.attempts import attempts, came_up_after, open_ended, stopped_cleanl
 from ..model.ledger import CLASSES, SHOWN_S, ledger
 from ..model.log_files import unseen
 from ..model.own_timings import largest_change
+from ..model.pace import pace_rows
 from ..model.progress import last_step, placed_together, resumes, steps_of
 from ..model.step_lines import SAVED_STEP
 from ..said import error_text, waiting_in
@@ -359,6 +360,12 @@ def what_happened(inc: Incident, findings: pd.DataFrame | None, impact: dict | N
         # a start after the stall trained back past it, where no pace shows a level
         # (analysis/timeline.py): when it started is known, when it passed that step may not be
         out.append(f"It was started again at {_when(up['start'])} and trained {impact['recovered_what']}" + _lost(impact) + ".")
+    elif partial is None and sign is not None and sign["kind"] == "stall" and sign["numbers"].get("last_step_time") \
+            and _no_pace_before(inc, sign["start"]) and (up := came_up_after(inc, sign["start"])) is not None:
+        # (no pace before the stall to measure a recovery against: its run's log is not in the
+        # incident; a start after it trained)
+        out.append(f"It was started again at {_when(up['start'])}, which trained from {_when(up['first_step'])}"
+                   + _lost(impact) + ".")
     elif partial is None and sign is not None:
         out.append("It had not recovered when the evidence ends" + _lost(impact) + ".")
     if sign is None and not out:
@@ -536,6 +543,12 @@ def _stopped_where(ev: pd.DataFrame, ref) -> str:
 def _and(items: list[str]) -> str:
     """`a`, `a and b`, `a, b and c`."""
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _no_pace_before(inc: Incident, when) -> bool:
+    """Whether no pace line comes before `when` (a stall no level before it measures)."""
+    rows = pace_rows(inc)
+    return rows.empty or not (rows["time"] < when).any()
 
 
 def _nothing_found(inc: Incident, first, last) -> str:

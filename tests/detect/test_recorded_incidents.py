@@ -2082,3 +2082,43 @@ def test_without_the_process_listings_the_stall_is_told_the_same(tmp_path, name,
     found = pm.detect(inc)
     stall = found[found["kind"] == "stall"]
     assert len(stall) == 1 and stall.iloc[0]["start"] == start
+
+
+def test_without_its_log_a_hung_runs_gpu_held_idle_is_its_stall(tmp_path):
+    """h100-1gpu-hf-save-hang without logs/train.log (README: PID 537's save hook blocked at the
+    step-200 save, 25229 MiB at 0 % until the operator's `kill 537` at 16:14:01; the resume, PID
+    969, started at 16:14:05 and trained from 16:14:23). The operator's `tail`s show the run
+    trained, none of its lines show when it stopped: its GPU's samples do (memory held at ~0 %
+    from 16:12:29). It said "Nothing went wrong"."""
+    inc = _without(tmp_path, "h100-1gpu-hf-save-hang", "logs/train.log")
+    found = detect(inc)
+    assert found["kind"].tolist() == ["stall"]
+    s = found.iloc[0]
+    assert s["start"] == _dec7("16:12:29") and abs(s["end"] - _dec7("16:14:01")) <= pd.Timedelta(seconds=2)
+    assert s["numbers"]["holders"] == [537] and s["numbers"]["idle"]
+    assert s["numbers"]["killed"] == "kill sent SIGTERM to PID 537"
+    said = pm.what_happened(inc, found)
+    assert said[0].startswith("At 16:12:29 UTC training stalled: no step for 91 s at ~0 % GPU utilization, until a kill "
+                              "stopped it at 16:14:00 UTC (kill sent SIGTERM to PID 537); PID 537 held its memory.")
+    assert said[1] == "It was started again at 16:14:05 UTC, which trained from 16:14:23 UTC."
+
+
+def test_a_trainers_data_loader_workers_started_again_each_epoch_are_no_restarts():
+    """h100-1gpu-bar-freeze (README): `python3 train.py --run-name det` (PID 596, under nohup)
+    starts a new pair of DataLoader workers each epoch (642/643, 697/698, 748/749, 804/805: its
+    children, the same command line); a worker blocks at batch 107 of epoch 4, the bar stands,
+    its GPU holds 11241 MiB at 0 % until the operator's `kill -INT 596` at 19:36:18.709 (the
+    KeyboardInterrupt traceback in `_next_data`), the resume PID 1173 starts at 19:36:27. Each
+    epoch's workers ending had been told as the run's death and a supervisor's restart of it, and
+    epoch 4's as a restart that never came up: they are its workers. (The stall's start is placed
+    from its bars' elapsed times at 19:33:45, 22 s before the freeze's last redraw at ~19:34:07:
+    the bar clock does not count the seconds between epochs; not asserted here.)"""
+    inc, found = loaded("h100-1gpu-bar-freeze")
+    assert found["kind"].tolist() == ["stall"]
+    s = found.iloc[0]
+    assert s["numbers"]["holders"] == [596] and s["numbers"]["idle"]
+    assert abs(s["end"] - _dec7("19:36:18.709")) <= pd.Timedelta(seconds=2)
+    assert s["numbers"]["interrupted"].startswith("waiting in its data loader (`data = self._next_data()`")
+    att = attempts(inc)
+    assert [p for p in att["pids"].tolist() if 596 in p or 1173 in p] == att["pids"].tolist()
+    assert not any(set(p) & {697, 748, 804} and 596 not in p for p in att["pids"])
