@@ -743,9 +743,11 @@ class _Assembly:
         else the orphans, where the first one is an orphan: _looped)."""
         ppid = _num(p.get("ppid"))
         mine = self.procs[self.procs["pid"].isin(a.pids)]
-        # (a child of the attempt's own process is its worker: a trainer starts its data loader's
-        # workers again each epoch, the same command line, and that is no restart of it)
-        if ppid is None or ppid in a.pids or mine.empty or not (mine["ppid"] == ppid).any():
+        # (a child of the attempt's own process that runs its very command line is its worker, a
+        # fork: a trainer starts its data loader's workers again each epoch, and that is no restart
+        # of it; a launcher's agent restarting its ranks runs another command than theirs)
+        forked = ppid in a.pids and self.commands.get((_text(p.get("host")), ppid)) == str(p["command"])
+        if ppid is None or forked or mine.empty or not (mine["ppid"] == ppid).any():
             return None
         before = mine[mine["ppid"] == ppid]
         if not (before["alive_until"] < p["start"]).all():
