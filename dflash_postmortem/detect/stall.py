@@ -176,7 +176,7 @@ def _killed_at_end(inc: Incident, a: pd.Series, end) -> tuple[str, str] | None:
     told with the PID the file held)."""
     if a["end_kind"] != "kill_sent" or pd.isna(a["end"]) or end < a["end"] - END_SLACK or not isinstance(a["end_ref"], str):
         return None
-    return a["end_ref"], with_pids(inc, error_text(a["end_message"], "kill_sent", 160) or "a kill")
+    return a["end_ref"], with_pids(inc, error_text(a["end_message"], "kill_sent", 160) or "a kill", a["pids"])
 
 
 def _interrupted_at_end(inc: Incident, a: pd.Series, start_, end) -> tuple[str, str] | None:

@@ -45,15 +45,16 @@ def pid_files(inc: Incident) -> dict[str, int]:
     return {PurePosixPath(str(s)).name: int(p) for s, p in zip(files["source"], files["pid"], strict=True)}
 
 
-def with_pids(inc: Incident, words: str) -> str:
+def with_pids(inc: Incident, words: str, pids) -> str:
     """A kill's words with each `$(cat run/x.pid)` it read told as the PID that file held, where the
-    incident holds the file (`PID $(cat run/x.pid)` -> `PID 882 (run/x.pid)`)."""
+    incident holds the file and that PID is one of `pids`, the processes the kill ended (`PID $(cat
+    run/x.pid)` -> `PID 882 (run/x.pid)`); a file a later run wrote again holds another's PID."""
     files = pid_files(inc)
 
     def held(m: re.Match) -> str:
         path = m.group(1) or m.group(2)
-        name = PurePosixPath(path).name
-        return f"{files[name]} ({path})" if name in files else m.group(0)
+        pid = files.get(PurePosixPath(path).name)
+        return f"{pid} ({path})" if pid is not None and pid in pids else m.group(0)
     return _CAT_PID_FILE.sub(held, words) if "cat" in words else words
 
 

@@ -822,7 +822,9 @@ def _death(f: pd.Series) -> str:
     since = f", {duration(n['silent_s'])} after its last step" if n.get("hung") else ""
     what = "was stopped by its time limit" if f["kind"] == "time_limit" else "died"
     doing = {"saving": "saving a checkpoint", "evaluating": "evaluating"}.get(n.get("doing"), "training")
-    head, error = f"At {_when(f['start'], f.get('within_s'))} run {n['run'] or '?'}", (n["error"] or "an error").rstrip(".")
+    # (a time the line took from the one before it: the death was then or later)
+    later = " or later" if n.get("lent_at") else ""
+    head, error = f"At {_when(f['start'], f.get('within_s'))}{later} run {n['run'] or '?'}", (n["error"] or "an error").rstrip(".")
     if f["kind"] == "stopped_by_signal":
         # a stop asked of it from outside its shell (a preemption handler, a scheduler, a watchdog)
         said = f"{head} was stopped while {doing} by a signal sent from outside its shell (`{error}`)."

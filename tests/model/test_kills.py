@@ -32,7 +32,8 @@ def test_the_pid_file_a_launch_writes(command, name):
 
 def test_a_kills_words_tell_the_pid_its_file_held():
     """h200-1gpu-lingering: `kill $(cat run/sweep-a.pid)`, and run/sweep-a.pid in the folder holds
-    882: the story names PID 882, not the shell's expression; a file the incident lacks stays as typed."""
+    882, the PID the kill ended: the story names PID 882, not the shell's expression; a file the
+    incident lacks, or one that holds a PID the kill did not end, stays as typed."""
     import warnings
     from pathlib import Path
 
@@ -42,7 +43,10 @@ def test_a_kills_words_tell_the_pid_its_file_held():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         inc = pm.load_incident(Path(__file__).resolve().parents[2] / "data" / "incidents" / "h200-1gpu-lingering")
-    assert with_pids(inc, "kill sent SIGTERM to PID $(cat run/sweep-a.pid)") == \
+    assert with_pids(inc, "kill sent SIGTERM to PID $(cat run/sweep-a.pid)", [882]) == \
         "kill sent SIGTERM to PID 882 (run/sweep-a.pid)"
-    assert with_pids(inc, "kill sent SIGTERM to PID $(cat run/other.pid)") == \
+    assert with_pids(inc, "kill sent SIGTERM to PID $(cat run/other.pid)", [882]) == \
         "kill sent SIGTERM to PID $(cat run/other.pid)"
+    # (a file that holds a PID the kill did not end: another run wrote it again since)
+    assert with_pids(inc, "kill sent SIGTERM to PID $(cat run/sweep-a.pid)", [1234]) == \
+        "kill sent SIGTERM to PID $(cat run/sweep-a.pid)"

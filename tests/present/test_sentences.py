@@ -573,6 +573,16 @@ def test_a_watchdog_line_that_borrowed_its_time_says_the_wait_came_after_it(tmp_
     assert said.startswith("At 07:04:42 UTC or later processes on ranks 0, 3 died: ")
     assert ("The collective had waited 608 s; this line has no time of its own (it took 07:04:42 UTC from the line "
             "before it), so if the collective began after that line, the watchdog fired at 07:14:49 UTC or later.") in said
+    # (a run seen training, its watchdog's line after its epoch's: its death then or later too)
+    (tmp_path / "epoch").mkdir()
+    shutil.copy(repo_dir / "tests" / "fixtures" / "real-world" / "train-log" /
+                "python-logging-epoch3-start-then-nccl-watchdog-1800s-ranks-1-3-no-rank0-old-format-ace.log", tmp_path / "epoch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path / "epoch")
+    assert text.what_happened(inc, pm.detect(inc))[0].startswith(
+        "At 15:51:09 UTC or later run python-logging-epoch3-start-then-nccl-watchdog-1800s-ranks-1-3-no-rank0-old-format-ace "
+        "died while training on rank 3:")
 
 
 def test_a_paste_that_begins_with_its_oom_shows_a_death_not_a_start(tmp_path, repo_dir):
