@@ -38,6 +38,7 @@ from pathlib import PurePosixPath
 import numpy as np
 import pandas as pd
 
+from ..model import gpu_state
 from ..schema import BAR_ELAPSED_S, column
 from ..shell_words import foreground_log, runs_script
 from ..units import count
@@ -88,19 +89,31 @@ def date_untimed_logs(inc) -> None:
             for df, r in zip(frames, rows, strict=True):
                 lines = df.loc[r, "ref"].map(_line)
                 rel = lines.map(clock.at_line)
+                lends = rel.notna()  # a line that is no bar's state of its own: the bar before it lends its time
                 if df is inc.metrics:  # a step's rows (its bar, its logged dict): the step's time
-                    own = df.loc[r, "step"].map(clock.at_step)
+                    own = df.loc[r, "step"].map(clock.at_step).astype(float)
+                    # (a bar's redraws on one line, `\r` after `\r`: each its own drawing's time)
+                    own = own.fillna(clock.of_drawings(df.loc[r], lines))
                     rel = own.where(own.notna(), rel)
+                    lends &= own.isna()
                 elif {"bar_elapsed_s", "began_s", "began_line"} <= set(df.columns):  # a bar beside training
-                    rel = _own_bar_seconds(df.loc[r], clock).combine_first(rel)
+                    own = _own_bar_seconds(df.loc[r], clock)
+                    rel = own.combine_first(rel)
+                    lends &= own.isna()
                 # a line after a bar beside training ended (an evaluation's results after its bar)
                 # was written after it: no earlier than that bar's last state
                 rel = _not_before(rel, lines, bars)
                 before = at["time"] if at is not None else start
                 df.loc[r, "time"] = [before if pd.isna(x) else start + pd.Timedelta(seconds=float(x)) for x in rel]
-                latest = inc.span()[1] if earliest else None
-                if latest is not None:  # each line's time the earliest it can have been written
-                    _may_be_later(df, r, (latest - df.loc[r, "time"]).dt.total_seconds().clip(lower=0.0))
+                if df is inc.events and lends.any():  # (written then or later: a traceback after the last bar)
+                    _lent(df, lends[lends].index)
+                # each line's time the earliest it can have been written: every line where the
+                # bar began at the launch, else those after a time between bars the clock does
+                # not count (an epoch's end: its checkpoint saved, its workers started again)
+                latest = inc.span()[1]
+                later = r if earliest else r & _after_gap(df, r, clock)
+                if latest is not None and later.any():
+                    _may_be_later(df, later, (latest - df.loc[later, "time"]).dt.total_seconds().clip(lower=0.0))
             ref = f" ({at['ref']})" if at is not None else ""
             rep.assume(f"dated afterwards: no line has a timestamp; its progress bar's elapsed time spaces its {n} "
                        f"rows, the bar began at {start:%Y-%m-%d %H:%M:%S} UTC ({how}){ref}; lines before the bar "
@@ -234,6 +247,21 @@ def _place(df: pd.DataFrame, rows: pd.Series, at: pd.Timestamp, within: float | 
         _may_be_later(df, rows, within)
 
 
+def _after_gap(df: pd.DataFrame, rows: pd.Series, clock: _Clock) -> pd.Series:
+    """Which of `rows` come at or after the clock's first uncounted gap (`_Clock.gap_line`)."""
+    if clock.gap_line is None:
+        return pd.Series(False, index=df.index)
+    return (_lines(df, rows) >= clock.gap_line).reindex(df.index, fill_value=False).astype(bool)
+
+
+def _lent(df: pd.DataFrame, labels) -> None:
+    """Mark the rows `labels` of `df` as carrying a time the line before them lent (`time_earliest`,
+    model/step_lines.py)."""
+    if "time_earliest" not in df.columns:
+        df["time_earliest"] = pd.array([pd.NA] * len(df), dtype="boolean")
+    df.loc[labels, "time_earliest"] = True
+
+
 def _may_be_later(df: pd.DataFrame, rows: pd.Series, within) -> None:
     """Mark `rows` of `df` as times that may be up to `within` seconds later (one number, or one
     a row)."""
@@ -275,8 +303,20 @@ class _Clock:
     """A log's bar clock: seconds since its first bar began, by line and by step. Bars that
     follow one another (an epoch each) continue the count where the last one stopped."""
 
-    def __init__(self, lines: list[int], steps: list, seconds: list[float]):
+    def __init__(self, lines: list[int], steps: list, seconds: list[float], gap_line: int | None = None,
+                 labels: list | None = None):
         self.lines, self.seconds = np.asarray(lines), np.asarray(seconds, dtype=float)
+        # each drawing's row label in the metrics, and when its count was first drawn (a bar
+        # redrawn at the same count, tqdm's monitor or a new postfix, reached its step before)
+        self.labels = list(labels or [])
+        self.reached = self.seconds.copy()
+        for i in range(1, len(steps)):
+            if steps[i] is not None and steps[i] == steps[i - 1] and self.seconds[i] >= self.seconds[i - 1]:
+                self.reached[i] = self.reached[i - 1]
+        # the first line of the first bar after another: the time between two bars (an epoch's
+        # checkpoint, its new workers) is in no bar's elapsed time, so from here on each time is
+        # the earliest its line can have been written
+        self.gap_line = gap_line
         self.steps: dict[int, float] = {}
         # a bar redrawn at the same count (Lightning's, when its postfix `loss=` changes) repeats
         # a step: the first drawing of a count is when it was reached
@@ -291,6 +331,17 @@ class _Clock:
 
     def at_step(self, step) -> float | None:
         return None if step is None or pd.isna(step) else self.steps.get(int(step))
+
+    def of_drawings(self, rows: pd.DataFrame, lines: pd.Series) -> pd.Series:
+        """The seconds at which each of `rows` (metric rows, in the order they were read) was
+        drawn: those of the bar's drawing on the same line at or before it (its loss, its rate,
+        read from the same drawing); NaN for a row no drawing of its line comes before."""
+        if not self.labels:
+            return pd.Series(np.nan, index=rows.index)
+        drawn = pd.DataFrame({"at": self.reached, "line": self.lines.astype(float)}, index=self.labels)
+        mine = drawn.reindex(rows.index.union(drawn.index)).ffill().reindex(rows.index)
+        same = mine["line"].to_numpy(dtype=float) == lines.to_numpy(dtype=float, na_value=np.nan)
+        return mine["at"].where(same)
 
     def at_line(self, line: int | None) -> float | None:
         """The bar's time at the end of this line (None before the first bar)."""
@@ -366,20 +417,21 @@ def _bar_clock(metrics: pd.DataFrame, source: str) -> _Clock:
         return _Clock([], [], [])
     lines = el["ref"].map(_line)
     el = el.assign(_line=lines).dropna(subset=["_line"]).sort_values("_line", kind="stable")
-    total, base, last = [], 0.0, 0.0
-    for v in el["value"].astype(float):
+    total, base, last, gap_line = [], 0.0, 0.0, None
+    for v, line in zip(el["value"].astype(float), el["_line"].astype(int), strict=True):
         if v < last:  # a new bar: its count starts where the last one stopped
             base += last
+            gap_line = line if gap_line is None else gap_line
         last = v
         total.append(base + v)
     steps = [None if pd.isna(s) else int(s) for s in el["step"]]
-    return _Clock(el["_line"].astype(int).tolist(), steps, total)
+    return _Clock(el["_line"].astype(int).tolist(), steps, total, gap_line, el.index.tolist())
 
 
-# A GPU below IDLE_PCT is idle, at or above BUSY_PCT busy (nvidia-smi's utilization.gpu: the
-# share of the last sample period a kernel ran); a start that takes longer than BUSY_WITHIN after
-# its launch to make a GPU busy is not told apart from other work.
-IDLE_PCT, BUSY_PCT = 10.0, 50.0
+# A GPU below IDLE_PCT is idle, at or above gpu_state's busy line busy (nvidia-smi's
+# utilization.gpu: the share of the last sample period a kernel ran); a start that takes longer
+# than BUSY_WITHIN after its launch to make a GPU busy is not told apart from other work.
+IDLE_PCT = 10.0
 BUSY_WITHIN = pd.Timedelta(minutes=30)
 
 
@@ -395,8 +447,10 @@ def _gpu_busy(gpus: pd.DataFrame, launched, until=None) -> tuple[pd.Timestamp | 
     for key, s in g.groupby([g["host"].fillna(""), g["gpu"].fillna(-1)], sort=False):
         s = s.sort_values("time", kind="stable")
         end = launched + BUSY_WITHIN if until is None or pd.isna(until) else min(launched + BUSY_WITHIN, until)
-        after = s[(s["time"] >= launched) & (s["time"] <= end)]
-        busy = np.flatnonzero(after["util_gpu_pct"].to_numpy(dtype=float) >= BUSY_PCT)
+        # (a sample within a second or two of the launch shows what ran before it: a process
+        # starts its interpreter and its CUDA context before any kernel of its own)
+        after = s[(s["time"] >= launched + LAUNCH_SLACK) & (s["time"] <= end)]
+        busy = np.flatnonzero(gpu_state.busy(after["util_gpu_pct"].astype(float)).to_numpy(dtype=bool))
         if not len(busy) or busy[0] == 0:
             continue  # busy at its first sample after the launch: other work, or no idle sample to bound it
         before = after.iloc[: busy[0]]

@@ -18,6 +18,7 @@ from ..model.attempts import END_SLACK, MACHINE_FAULTS, attempts
 from ..model.kills import with_pids
 from ..model.progress import lines_of
 from ..model.states import MIN_STALL_S, states
+from ..model.step_lines import lent
 from ..said import error_text, exception_line, waiting_in
 from ..schema import column
 from . import findings
@@ -64,8 +65,7 @@ def _unlogged_stalls(inc: Incident, st: pd.DataFrame, att: pd.DataFrame) -> pd.D
         lines = lines_of(inc, a)
         if not a["pids"] or len(lines[(lines["time"] >= s["start"]) & (lines["time"] <= s["end"])]):
             continue
-        gp = inc.gpu_processes
-        gpus = set(gp.loc[gp["pid"].isin(a["pids"]), "gpu"].dropna().astype(int)) if len(gp) and "gpu" in gp.columns else set()
+        gpus = gpu_state.held_by(inc.gpu_processes, a["pids"])
         if not gpus:
             continue
         g = inc.gpus[inc.gpus["gpu"].isin(gpus) & (inc.gpus["time"] >= s["start"]) & (inc.gpus["time"] <= s["end"])]
@@ -186,8 +186,10 @@ def _interrupted_at_end(inc: Incident, a: pd.Series, start_, end) -> tuple[str, 
     if pd.isna(a["end"]) or end < a["end"] - END_SLACK or not a["sources"]:
         return None  # (the stall ends at its last sign of life, up to END_SLACK after the end a listing shows)
     ev = inc.events
+    # (one whose time a line before it lent was written then or later: in the silence, as far as
+    # anything shows)
     hit = ev[ev["source"].isin(a["sources"]) & (ev["kind"] == "traceback") & column(ev, "pattern").eq("KeyboardInterrupt")
-             & (ev["time"] >= start_) & (ev["time"] <= end)]
+             & ((ev["time"] >= start_) | lent(ev)) & (ev["time"] <= end)]
     if hit.empty or not isinstance(hit["ref"].iloc[0], str):
         return None
     return hit["ref"].iloc[0], waiting_in(hit["message"].iloc[0]) or ""

@@ -5,6 +5,8 @@ An idle GPU shows a few MiB of driver memory; a loaded model holds gigabytes. Be
 `HELD_MIB` is the line above which memory counts as held by a job; utilization under
 `IDLE_UTIL_PCT` while memory is held is a GPU that waits (a stall, an idle-but-allocated GPU).
 `DRIVER_MIB` is what a GPU with no process at all may still show: above it, something started.
+Utilization at or above `BUSY_UTIL_PCT` is a GPU at work: a trainer's steps keep it there, and
+loading a model (copying memory) does not.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import pandas as pd
 HELD_MIB = 1024.0
 IDLE_UTIL_PCT = 5.0
 DRIVER_MIB = 100.0
+BUSY_UTIL_PCT = 50.0
 
 
 def held(memory_mib: pd.Series) -> pd.Series:
@@ -29,3 +32,16 @@ def idle(util_pct: pd.Series) -> pd.Series:
 def started(memory_mib: float) -> bool:
     """More memory than an empty GPU shows: some process allocated on it."""
     return bool(memory_mib > DRIVER_MIB)
+
+
+def busy(util_pct: pd.Series) -> pd.Series:
+    """Utilization of a GPU at work (a trainer's steps, not a model being copied in)."""
+    return util_pct >= BUSY_UTIL_PCT
+
+
+def held_by(gpu_processes: pd.DataFrame, pids) -> set[int]:
+    """The GPUs on which any of `pids` held memory (per-process samples)."""
+    gp = gpu_processes
+    if gp.empty or not pids or "gpu" not in gp.columns:
+        return set()
+    return set(gp.loc[gp["pid"].isin(list(pids)), "gpu"].dropna().astype(int))

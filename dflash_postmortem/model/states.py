@@ -37,7 +37,7 @@ from ..incident import Incident
 from ..said import error_text, exception_line, silence_said
 from ..schema import column
 from ..units import clock, figure
-from . import carried, computed
+from . import carried, computed, gpu_state
 from .attempts import APPROX_S, CLEAN_ENDS, MACHINE_FAULTS, attempts, finished
 from .log_files import unseen
 from .pace import unit
@@ -192,6 +192,7 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         for k, last in gaps:
             t, ref = times[k], refs[k]
             cursor, cursor_ref = (first, a["first_step_ref"]) if last < 0 else (times[last], refs[last])
+            cursor = cursor if last < 0 else _busy_after(inc, a, lines.iloc[last], cursor, t)
             stopped = _stop_in(stops, cursor, t)
             if stopped is None and t - cursor <= threshold and not (said is not None and t == end):
                 continue
@@ -241,6 +242,24 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         rows.append(_row(a, "killed" if kind in _KILLED or pd.notna(a["signal"]) else "exited",
                          a["end"], a["end"], a["end_ref"], a["end_message"] or ""))
     return rows
+
+
+def _busy_after(inc: Incident, a: pd.Series, row: pd.Series, cursor, until):
+    """When the step line `row`, whose time is only the earliest it can have been written (an
+    untimed log's bar after an epoch's end its clock does not count: clock/untimed.py), was
+    written at the latest known: the last sample before `until` (and within the time the line may
+    be late) at which a GPU the attempt's PIDs held was at work. Its steps kept it busy, so they
+    went on to then; `cursor` where no sample says more, or the line's time is its own."""
+    approx = row.get("time_approx")
+    if not (pd.notna(approx) and approx) or inc.gpus.empty:
+        return cursor
+    gpus = gpu_state.held_by(inc.gpu_processes, a["pids"])
+    late = row.get("time_within_s")
+    until = min(until, cursor + pd.Timedelta(seconds=float(late))) if pd.notna(late) else until
+    g = inc.gpus
+    g = g[g["gpu"].isin(list(gpus)) & (g["time"] > cursor) & (g["time"] < until)] if gpus else g.iloc[:0]
+    at_work = g.loc[gpu_state.busy(g["util_gpu_pct"]).fillna(False).astype(bool), "time"]
+    return at_work.max() if len(at_work) else cursor
 
 
 def _said_silent(inc: Incident, a: pd.Series, end) -> tuple | None:

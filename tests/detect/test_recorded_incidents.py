@@ -2110,12 +2110,21 @@ def test_a_trainers_data_loader_workers_started_again_each_epoch_are_no_restarts
     its GPU holds 11241 MiB at 0 % until the operator's `kill -INT 596` at 19:36:18.709 (the
     KeyboardInterrupt traceback in `_next_data`), the resume PID 1173 starts at 19:36:27. Each
     epoch's workers ending had been told as the run's death and a supervisor's restart of it, and
-    epoch 4's as a restart that never came up: they are its workers. (The stall's start is placed
-    from its bars' elapsed times at 19:33:45, 22 s before the freeze's last redraw at ~19:34:07:
-    the bar clock does not count the seconds between epochs; not asserted here.)"""
+    epoch 4's as a restart that never came up: they are its workers.
+
+    The log prints no time: its bars' elapsed times count none of the seconds between epochs (a
+    checkpoint saved, new workers), so from epoch 2 on each bar's time is the earliest it can be,
+    and the stall begins where its GPU was last at work (`smi.csv` line 70, 19:34:06.563, 95 %;
+    the README puts the freeze's last real redraw at 19:34:05.71-19:34:07.32). The
+    KeyboardInterrupt printed after the last bar is the interrupt that ended the stall, not a
+    death before it; the resume (PID 1173, epoch 4 again from its batch 0, first drawn at
+    19:36:38.208, batch 107 at about 19:36:43.5) trained at run 1's pace."""
     inc, found = loaded("h100-1gpu-bar-freeze")
-    assert found["kind"].tolist() == ["stall"]
+    assert found["kind"].tolist() == ["stall", "recovery"]
     s = found.iloc[0]
+    assert _dec7("19:34:05.71") <= s["start"] <= _dec7("19:34:07.32")
+    assert not s["caused_by"]
+    assert _dec7("19:36:38.208") <= found.iloc[1]["start"] <= _dec7("19:36:55.976")
     assert s["numbers"]["holders"] == [596] and s["numbers"]["idle"]
     assert abs(s["end"] - _dec7("19:36:18.709")) <= pd.Timedelta(seconds=2)
     assert s["numbers"]["interrupted"].startswith("waiting in its data loader (`data = self._next_data()`")
