@@ -38,7 +38,6 @@ from pathlib import PurePosixPath
 import numpy as np
 import pandas as pd
 
-from ..model import gpu_state
 from ..schema import BAR_ELAPSED_S, column
 from ..shell_words import foreground_log, runs_script
 from ..units import count
@@ -428,10 +427,11 @@ def _bar_clock(metrics: pd.DataFrame, source: str) -> _Clock:
     return _Clock(el["_line"].astype(int).tolist(), steps, total, gap_line, el.index.tolist())
 
 
-# A GPU below IDLE_PCT is idle, at or above gpu_state's busy line busy (nvidia-smi's
-# utilization.gpu: the share of the last sample period a kernel ran); a start that takes longer
-# than BUSY_WITHIN after its launch to make a GPU busy is not told apart from other work.
-IDLE_PCT = 10.0
+# A GPU below IDLE_PCT is idle, at or above BUSY_PCT busy (nvidia-smi's utilization.gpu: the
+# share of the last sample period a kernel ran; model/gpu_state.py judges by the same busy line);
+# a start that takes longer than BUSY_WITHIN after its launch to make a GPU busy is not told apart
+# from other work.
+IDLE_PCT, BUSY_PCT = 10.0, 50.0
 BUSY_WITHIN = pd.Timedelta(minutes=30)
 
 
@@ -450,7 +450,7 @@ def _gpu_busy(gpus: pd.DataFrame, launched, until=None) -> tuple[pd.Timestamp | 
         # (a sample within a second or two of the launch shows what ran before it: a process
         # starts its interpreter and its CUDA context before any kernel of its own)
         after = s[(s["time"] >= launched + LAUNCH_SLACK) & (s["time"] <= end)]
-        busy = np.flatnonzero(gpu_state.busy(after["util_gpu_pct"].astype(float)).to_numpy(dtype=bool))
+        busy = np.flatnonzero(after["util_gpu_pct"].to_numpy(dtype=float) >= BUSY_PCT)
         if not len(busy) or busy[0] == 0:
             continue  # busy at its first sample after the launch: other work, or no idle sample to bound it
         before = after.iloc[: busy[0]]

@@ -40,7 +40,7 @@ from ..model.attempts import (
 )
 from ..model.progress import lines_of, reached_at, resumed_from, resumes, steps_of
 from ..model.states import states
-from ..model.step_lines import lent, named_step
+from ..model.step_lines import counted, lent, named_step
 from ..said import error_text
 from ..schema import BAR_ELAPSED_S, column, ref_line, ref_lines
 from ..shell_words import exit_meaning, only_helpers, under_timeout, windows_crash_said
@@ -750,7 +750,7 @@ def _steps_in(metrics: pd.DataFrame, source: str) -> dict:
     with no date or year) and the last step among them."""
     mine = metrics[metrics["source"] == source] if len(metrics) else metrics
     # (a bar drawn at 0 s shows the count it starts from, no step taken: model/step_lines.py)
-    mine = mine[~((mine["metric"] == BAR_ELAPSED_S) & (mine["value"] <= 0))] if len(mine) else mine
+    mine = mine[counted(mine)] if len(mine) else mine
     steps = mine["step"].dropna() if len(mine) else pd.Series(dtype=float)
     # a progress bar's elapsed time says how long it had trained, where nothing dates its start
     ran = mine.loc[mine["metric"] == BAR_ELAPSED_S, "value"] if len(mine) else mine

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..clock.untimed import BUSY_PCT
+
 HELD_MIB = 1024.0
 IDLE_UTIL_PCT = 5.0
 DRIVER_MIB = 100.0
-BUSY_UTIL_PCT = 50.0
+# (the clock dates a log with no time by where a GPU went busy, below this floor: one line for both)
+BUSY_UTIL_PCT = BUSY_PCT
 
 
 def held(memory_mib: pd.Series) -> pd.Series:

@@ -6,7 +6,8 @@ Many trainers print no time of day but say how long their steps took: Keras an e
 [13:44:50<...]`). Where the incident's clock cannot hold the lines, these are the pace a reader
 reads: the steps of one series compared with each other (Ultralytics' bar that stood 13 h 44 min
 at 9 of 351 where the epoch before ran 351 in 4 min 18 s; an epoch of Keras 1.6x as long from the
-second on).
+second on), and a series with the next by the same measure, in the order of their steps (a run
+resumed from its checkpoint into a log of its own at half the pace).
 
 A series is one source's, run's and rank's steps by one measure; its rows in the order of its
 lines. A row's seconds are per step, over the steps since the row before (`covers`). What is no
@@ -29,7 +30,7 @@ its allocator, its kernels' autotuning and its data workers: twice as slow is co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -80,14 +81,74 @@ def step_seconds(inc: Incident) -> pd.DataFrame:
 
 def largest_change(inc: Incident) -> Change | None:
     """The largest change of step time in any series (at least CHANGED times, every step time on
-    one side beyond every one on the other), else None."""
+    one side beyond every one on the other), or between one series and the next by the same
+    measure (`_next_series`: a resume in a log of its own at half the pace), else None."""
     s = step_seconds(inc)
     best = None
-    for _, g in s.groupby(["source", "run", "rank", "how"], sort=False, dropna=False):
-        c = _change(g)
+    series = [g.sort_values("line", kind="stable") for _, g in s.groupby(["source", "run", "rank", "how"], sort=False,
+                                                                          dropna=False)]
+    found = [_change(g) for g in series] + [_from_start(_change(pd.concat([a, b]), at=len(a)), b0)
+                                            for a, b, b0 in _next_series(series)]
+    for c in found:
         if c is not None and (best is None or abs(np.log(c.ratio)) > abs(np.log(best.ratio))):
             best = c
     return best
+
+
+def dated_change(inc: Incident, lines: pd.DataFrame) -> Change | None:
+    """The largest change of step time in a few dated step lines of one source (their times,
+    steps and refs), where too few for the pace's windows (model/progress.py) to judge: the
+    seconds between two lines over the steps between them, each at the line that closes it (as a
+    bar's interval is). An interval during which the log says the run did other work (an
+    evaluation's bar or results, a checkpoint saved) is left out, as in a series."""
+    lines = lines.dropna(subset=["time", "step"]).sort_values("time", kind="stable")
+    lines = lines.drop_duplicates("step", keep="first")
+    if len(lines) < 3:
+        return None
+    t = lines["time"].astype("datetime64[us, UTC]").to_numpy(dtype="datetime64[us]").astype("i8") / 1e6
+    step = lines["step"].to_numpy(dtype=float)
+    at = pd.to_numeric(lines["ref"].astype("string").str.rsplit(":", n=1).str[-1], errors="coerce").to_numpy(dtype=float)
+    other = _other_work(inc.events, inc.metrics).get(str(lines["source"].iloc[0]), np.empty(0))
+    took, covers = np.diff(t), np.diff(step)
+    ok = (covers > 0) & ~_after_other_work(at[1:], at, other)
+    rows = pd.DataFrame({"how": "dated", "step": step[1:][ok], "seconds": (took / np.where(covers > 0, covers, 1))[ok],
+                         "covers": covers[ok], "ref": lines["ref"].to_numpy()[1:][ok]})
+    return _change(rows, at=None, ordered=True)
+
+
+def _next_series(series: list[pd.DataFrame]) -> list[tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]]:
+    """The pairs of series by one measure, one after the other in the order of their steps,
+    where the second begins at or after the first's first step (a run resumed from a checkpoint
+    of the first, started again from its start, or the next log of a long run, each writing a log
+    or a run of its own). Each side's first interval is left out where it has others: a start's
+    first steps compile, autotune and warm its allocator (a run's pace against another's is each
+    one's steady pace). Each pair: (the first, the second, the second with its first interval)."""
+    pairs = []
+    for how in sorted({str(g["how"].iloc[0]) for g in series}):
+        mine = sorted((g for g in series if str(g["how"].iloc[0]) == how and len(_paced(g))),
+                      key=lambda g: (float(g["step"].min()), float(g["step"].max())))
+        for a, b in zip(mine, mine[1:], strict=False):
+            if a["step"].min() <= b["step"].min():
+                pairs.append((_steady(a), _steady(b), _paced(b)))
+    return pairs
+
+
+def _from_start(c: Change | None, b: pd.DataFrame) -> Change | None:
+    """A change between two series, placed where the second began (its first row)."""
+    return None if c is None else replace(c, at_ref=b["ref"].iloc[0], at_step=float(b["step"].iloc[0]))
+
+
+def _steady(g: pd.DataFrame) -> pd.DataFrame:
+    """A series' paced rows without its first interval, where it has others."""
+    g = _paced(g)
+    return g.iloc[1:] if len(g) > 1 else g
+
+
+def _paced(g: pd.DataFrame) -> pd.DataFrame:
+    """A series' rows that time its pace: without a first row that covers one step or none (a
+    start-up's), with seconds."""
+    g = g.iloc[1:] if len(g) and g["covers"].iloc[0] <= 1 else g
+    return g[g["seconds"].notna()]
 
 
 _COLUMNS = ["source", "run", "rank", "how", "step", "seconds", "covers", "ref", "line"]
@@ -96,7 +157,7 @@ _COLUMNS = ["source", "run", "rank", "how", "step", "seconds", "covers", "ref", 
 def _rows(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
     if m.empty or "ref" not in m.columns:
         return pd.DataFrame(columns=_COLUMNS)
-    other = _other_work(ev)
+    other = _other_work(ev, m)
     m = m[m["value"].notna() & m["step"].notna() & m["ref"].notna()]
     m = m.assign(line=pd.to_numeric(m["ref"].astype("string").str.rsplit(":", n=1).str[-1], errors="coerce"))
     m = m[m["line"].notna()]
@@ -117,16 +178,22 @@ def _rows(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts)[_COLUMNS].reset_index(drop=True)
 
 
-def _other_work(ev: pd.DataFrame) -> dict[str, np.ndarray]:
+def _other_work(ev: pd.DataFrame, m: pd.DataFrame) -> dict[str, np.ndarray]:
     """By source, the lines that say the run did other work than its steps, sorted: a bar beside
-    training last drawn (its `progress` event: an evaluation's, a save's), a checkpoint saved."""
-    if ev.empty or "kind" not in ev.columns or "ref" not in ev.columns:
+    training last drawn (its `progress` event: an evaluation's, a save's), a checkpoint saved, an
+    evaluation's results (`eval/` metrics: BasicSR's `# Validation ... # PSNR`, an hour's work)."""
+    found = []
+    if len(ev) and {"kind", "ref"} <= set(ev.columns):
+        bars = ev["kind"] == "progress"
+        if "bar_elapsed_s" in ev.columns:
+            bars &= ev["bar_elapsed_s"].notna()  # (a training bar's last state is one too; it has no own clock here)
+        saved = (ev["kind"] == "stage") & (column(ev, "pattern") == "checkpoint_save").fillna(False).astype(bool)
+        found.append(ev.loc[(bars | saved) & ev["ref"].notna(), ["source", "ref"]])
+    if len(m) and "ref" in m.columns:
+        found.append(m.loc[m["metric"].str.startswith("eval/").fillna(False).astype(bool) & m["ref"].notna(), ["source", "ref"]])
+    if not found:
         return {}
-    bars = ev["kind"] == "progress"
-    if "bar_elapsed_s" in ev.columns:
-        bars &= ev["bar_elapsed_s"].notna()  # (a training bar's last state is one too; it has no own clock here)
-    saved = (ev["kind"] == "stage") & (column(ev, "pattern") == "checkpoint_save").fillna(False).astype(bool)
-    p = ev[(bars | saved) & ev["ref"].notna()]
+    p = pd.concat(found)
     line = pd.to_numeric(p["ref"].astype("string").str.rsplit(":", n=1).str[-1], errors="coerce")
     return {str(src): np.sort(lines.dropna().to_numpy(dtype=float)) for src, lines in line.groupby(p["source"])}
 
@@ -168,8 +235,10 @@ def _bar_rows(bar: pd.DataFrame, other: np.ndarray) -> pd.DataFrame:
     n0 = e0 = 0.0
     last = -1
     for i in range(len(bar)):
-        if e[i] < e0 or n[i] < n0:  # a new bar (the next epoch's): it counts from its own start
-            n0 = e0 = 0.0
+        if e[i] < e0 or n[i] < n0:  # a new bar (the next epoch's): it counts from its own start,
+            # where the last one stopped in a count of the run's steps (bars.py: a bar that names
+            # its epoch), from 0 in a count of its own
+            n0, e0 = (n[i - 1] if i and n[i] >= n[i - 1] else 0.0), 0.0
             last = -1
         if e[i] <= 1.0:  # drawn as it began (`200/400 [00:00<...]`, a resumed one): where it counts from
             n0, e0, last = n[i], e[i], i
@@ -185,17 +254,21 @@ def _bar_rows(bar: pd.DataFrame, other: np.ndarray) -> pd.DataFrame:
     return out.assign(how="bar", seconds=np.asarray(seconds, dtype=float), covers=np.asarray(covers, dtype=float))
 
 
-def _change(g: pd.DataFrame) -> Change | None:
-    g = g.sort_values("line", kind="stable")
-    if len(g) and g["covers"].iloc[0] <= 1:
-        g = g.iloc[1:]  # a start-up's first step
-    g = g[g["seconds"].notna()]
+def _change(g: pd.DataFrame, at: int | None = None, ordered: bool = False) -> Change | None:
+    """The largest change in one series (its rows in line order, or as given where `ordered`), or
+    only where the rows `at` on begin (a series after another: `_next_series`, their rows already
+    paced)."""
+    if at is None:
+        g = _paced(g if ordered else g.sort_values("line", kind="stable"))  # (a start-up's first step left out)
     s = g["seconds"].to_numpy(dtype=float)
     if len(s) < 2 or not (s > 0).all():
         return None
     covers = g["covers"].to_numpy(dtype=float)
+    # steps slower at every row than at the row before, by CHANGED at the least, over three rows or
+    # more: a slowdown that grows, whatever steps each row covers (no one step's save or evaluation)
+    growing = len(s) >= 3 and bool((s[1:] >= CHANGED * s[:-1]).all())
     best = None
-    for k in range(1, len(s)):
+    for k in range(1, len(s)) if at is None else [at] if 0 < at < len(s) else []:
         before, after = float(np.median(s[:k])), float(np.median(s[k:]))
         # (every step time of one side beyond every one of the other, by CHANGED at the least; a
         # slow start by SLOW_START)
@@ -204,7 +277,8 @@ def _change(g: pd.DataFrame) -> Change | None:
         # (a stop is told however few steps it held; a start slower than what followed only over
         # as many steps as a pace: a model's first steps compile and warm up)
         stopped = after >= STOPPED * before
-        if min(covers[:k].sum(), covers[k:].sum()) < TOLD_STEPS and not (stopped and covers[:k].sum() >= TOLD_STEPS):
+        if min(covers[:k].sum(), covers[k:].sum()) < TOLD_STEPS and not (stopped and covers[:k].sum() >= TOLD_STEPS) \
+                and not growing:
             continue
         if best is None or abs(np.log(after / before)) > abs(np.log(best[1] / best[0])):
             best = (before, after, k)

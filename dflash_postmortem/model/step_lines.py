@@ -48,7 +48,7 @@ def _step_lines(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
     rates = m[m["metric"] == TOK_PER_S]
     others = m[~m["source"].isin(set(rates["source"])) & m["time"].notna() & m["step"].notna()
                & m["metric"].str.startswith("train/") & ~m["metric"].str.startswith(_NOT_STEPS)]
-    others = others[(others["metric"] != BAR_ELAPSED_S) | (others["value"] > 0)]
+    others = others[counted(others)]
     keys = ["source", "step"] + (["rank"] if "rank" in others.columns else [])
     others = others.sort_values("time", kind="stable").drop_duplicates(keys, keep="first")
     saved = saved[~saved["source"].isin(set(rates["source"]))]  # (a rate line says more than a save)
@@ -102,6 +102,12 @@ def _saved_steps(m: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
     # labels after the metrics' own: a step line's label is its metric row's where it has one
     rows.index = pd.RangeIndex(len(rows)) + (int(m.index.max()) + 1 if len(m) else 0)
     return rows.astype({c: m[c].dtype for c in rows.columns if c in m.columns}, errors="ignore")
+
+
+def counted(rows: pd.DataFrame) -> pd.Series:
+    """Which metric rows show a step taken: all but a bar drawn as it began (0 s elapsed: the count
+    it starts from, a resume's checkpoint or the epochs before it, loaders/training_log/bars.py)."""
+    return (rows["metric"] != BAR_ELAPSED_S) | (rows["value"] > 0)
 
 
 def lent(rows: pd.DataFrame) -> pd.Series:

@@ -23,6 +23,7 @@ import html
 import re
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from ..analysis.throughput_levels import band_crossings, recovery, regression
@@ -34,10 +35,10 @@ from ..incident import Incident
 from ..model.attempts import attempts, came_up_after, open_ended, stopped_cleanly_near
 from ..model.ledger import CLASSES, SHOWN_S, ledger
 from ..model.log_files import unseen
-from ..model.own_timings import largest_change
+from ..model.own_timings import dated_change, largest_change
 from ..model.pace import pace_rows
-from ..model.progress import last_step, placed_together, resumes, steps_of
-from ..model.step_lines import SAVED_STEP
+from ..model.progress import LINES_PER_WINDOW, last_step, placed_together, resumes, steps_of
+from ..model.step_lines import SAVED_STEP, counted
 from ..said import error_text, waiting_in
 from ..schema import TOK_PER_S, column, ref_lines
 from ..shell_words import SIGNAL_SENDERS
@@ -569,7 +570,7 @@ def _nothing_found(inc: Incident, first, last) -> str:
         said = f"No training seen in {read}: no training step{span} ({', '.join(seen)})"
         m = inc.metrics
         if len(m) and m["time"].isna().all():  # steps logged, but nothing dates them
-            steps = m["step"].dropna()
+            steps = m.loc[counted(m), "step"].dropna()
             span = f", steps {int(steps.min())} to {int(steps.max())}" if len(steps) else ""
             own = _own_times(inc)
             dates = "where they give a time of day, or a month and day, `date = \"YYYY-MM-DD\"` in incident.toml places them"
@@ -616,6 +617,9 @@ def _nothing_found(inc: Incident, first, last) -> str:
 # Fewer dated step lines than this, or a stretch shorter than this between them, shows too little
 # training to say that nothing went wrong in it (a pace, a stall need lines over time)
 _FEW_STEPS, _SHORT_S = 3, 10.0
+# Fewer dated step lines than two windows of the pace hold (model/progress.py) show no change of
+# pace in those windows: the times between the lines are read instead.
+_PACE_LINES = 2 * LINES_PER_WINDOW
 
 
 def _steps_shown(inc: Incident, att: pd.DataFrame) -> str | None:
@@ -626,9 +630,15 @@ def _steps_shown(inc: Incident, att: pd.DataFrame) -> str | None:
     if times.empty:
         return None
     lasted = (times.max() - times.min()).total_seconds()
-    if len(times) >= _FEW_STEPS and lasted >= _SHORT_S:
-        return None
     lines = count(len(times), "dated step line")
+    if len(times) >= _FEW_STEPS and lasted >= _SHORT_S:
+        # (enough to say nothing went wrong, unless the times between its few lines show a change
+        # the pace's windows are too few to: 13 s, then 46 s, then 123 s an iteration)
+        grew = _dated_times(inc, att) if len(times) < _PACE_LINES else None
+        if grew is None:
+            return None
+        return (f"Training seen between {_when(times.min())} and {_when(times.max())} ({lines}), too few to judge its "
+                f"pace by windows of them; the times between them show it: {grew}")
     if lasted == 0:
         seen = f"at {_when(times.min())} ({lines}{', all at that time' if len(times) > 1 else ''})"
     else:
@@ -643,9 +653,21 @@ def _own_times(inc: Incident) -> str | None:
     """What the step times a run wrote itself show of its pace (model/own_timings.py): the largest
     change, where one series has one, else None."""
     c = largest_change(inc)
-    if c is None:
-        return None
-    how = "by its bar's elapsed time" if c.how == "bar" else "as its lines state them"
+    return None if c is None else _told_change(c)
+
+
+def _dated_times(inc: Incident, att: pd.DataFrame) -> str | None:
+    """The largest change of step time between the few dated step lines of one source of the
+    attempts (model/own_timings.py `dated_change`), in words, else None."""
+    lines = pd.concat([steps_of(inc, a) for _, a in att.iterrows()] or [pd.DataFrame(columns=["source"])])
+    found = [dated_change(inc, g) for _, g in lines.groupby("source", sort=True)] if len(lines) else []
+    found = [c for c in found if c is not None]
+    return _told_change(max(found, key=lambda c: abs(np.log(c.ratio)))) if found else None
+
+
+def _told_change(c) -> str:
+    """A change of step time (own_timings.Change) in words."""
+    how = {"bar": "by its bar's elapsed time", "dated": "by the times of its lines"}.get(c.how, "as its lines state them")
     if c.ratio > 1 and c.rows_after == 1:
         return (f"at step {c.at_step:.0f} ({c.at_ref}), the last it shows, a step had taken {_seconds(c.after)}, "
                 f"against {_seconds(c.before)} before ({c.first_ref}): {_times(c.ratio)} as long ({how})")

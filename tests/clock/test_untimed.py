@@ -67,4 +67,4 @@ def test_times_after_an_epochs_end_are_the_earliest_and_the_line_after_the_last_
     # (epoch 4's last step, 107, is dated before the GPU last worked at 19:34:06.563: the states
     # move the stall's start there, tests/detect/test_recorded_incidents.py)
     last = mine[(lines == 9) & (mine["metric"] == BAR_ELAPSED_S)]
-    assert last["step"].max() == 107 and last["time"].max() < _at("19:34:06.563")
+    assert last["step"].max() == 1007 and last["time"].max() < _at("19:34:06.563")  # (107 of epoch 4: 3 x 300 + 107)

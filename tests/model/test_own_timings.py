@@ -9,7 +9,7 @@ import warnings
 import pytest
 
 import dflash_postmortem as pm
-from conftest import REAL_WORLD
+from conftest import REAL_WORLD, REPO
 from dflash_postmortem.model.own_timings import largest_change, step_seconds
 from dflash_postmortem.present import sentences as text
 
@@ -113,3 +113,59 @@ def test_a_start_twice_as_slow_as_what_followed_is_a_warm_up(tmp_path):
     assert largest_change(_bar_log(tmp_path, "warm", states(0.2))) is None
     c = largest_change(_bar_log(tmp_path, "slow", states(0.4)))
     assert (c.at_step, c.before, c.after) == (300, pytest.approx(0.4), pytest.approx(0.1))
+
+
+def test_a_resume_in_a_log_of_its_own_is_compared_with_the_run_before(tmp_path):
+    """h200-1gpu-hf-slow-resume without the operator's transcript (nothing dates the logs then):
+    run 1 (`logs/hf_train.log`, steps 1-229) and its resume with gradient checkpointing
+    (`logs/hf_train2.log`, from 201) each time their steps by their bars; the README measures run
+    1 2.24 times as fast (median 14.79 it/s against 6.60). The resume's pace is told against the
+    run before it, from where its log begins."""
+    folder = tmp_path / "hf-slow-resume"
+    shutil.copytree(REPO / "data" / "incidents" / "h200-1gpu-hf-slow-resume", folder,
+                    ignore=shutil.ignore_patterns("terminal.typescript"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(folder)
+    c = largest_change(inc)
+    assert c.first_ref.startswith("logs/hf_train.log:") and c.at_ref.startswith("logs/hf_train2.log:")
+    assert 2.0 <= c.ratio <= 2.5
+    assert 201 <= c.at_step <= 300
+    said = text.what_happened(inc, pm.detect(inc))[0]
+    assert f"What its own step times show: from step {c.at_step:.0f} ({c.at_ref}) on, a step took" in said
+
+
+def test_a_few_dated_lines_whose_steps_grow_slower_are_no_all_clear(tmp_path):
+    """MnemonicReader #4: four dated lines, iterations 0, 3, 6 and 9 at 15:14:46, 15:15:16,
+    15:17:34 and 15:23:43 (10 s, 46 s, then 123 s an iteration), too few for the pace's windows;
+    it had said "Nothing went wrong". The times between the lines are read; the slowdown grows
+    at every line, so the few steps each covers are no noise of one save. Each interval stands at
+    the line that closes it, as a bar's does: the slower stretch from iteration 6's line."""
+    inc = _load(tmp_path, "mnemonicreader-drqa-style-iter-elapsed-13s-to-550s-slowdown.log")
+    said = text.what_happened(inc, pm.detect(inc))[0]
+    assert said.startswith("Training seen between 15:14:46 UTC and 15:23:43 UTC (4 dated step lines), too few to judge "
+                           "its pace by windows of them; the times between them show it: from step 6 (")
+    assert "a step took 84.5 s, against 10 s before (" in said and "8.4x as long (by the times of its lines)" in said
+
+
+def test_a_few_dated_lines_at_one_pace_are_an_all_clear(tmp_path):
+    """The same four lines at 10 s an iteration throughout: nothing to tell."""
+    line = "08/11/2018 03:{} PM: [ train: Epoch = 0 | iter = {}/23 | loss = 11.33 | elapsed time = 1.0 (s) ]\n"
+    (tmp_path / "steady.log").write_text("".join(line.format(at, it) for at, it in (
+        ("14:46", 0), ("15:16", 3), ("15:46", 6), ("16:16", 9))), encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    assert text.what_happened(inc, pm.detect(inc))[0].startswith("Nothing went wrong that the evidence shows between "
+                                                                  "15:14:46 UTC and 15:16:16 UTC")
+
+
+def test_an_interval_that_held_an_evaluation_is_no_pace_of_the_few_dated_lines(tmp_path):
+    """BasicSR at iterations 3800-4200: 60 s a hundred iterations, then an hour's validation
+    (its PSNR logged at 14:29:46, line 5) before iteration 4100, then 27.5 min a hundred: the
+    interval that held the validation is left out, the slowdown after it is 16.7 s against 0.599 s
+    an iteration."""
+    inc = _load(tmp_path, "basicsr-style-100iter-2min-then-25min-after-validation-at-bsn.log")
+    said = text.what_happened(inc, pm.detect(inc))[0]
+    assert "the times between them show it: at step 4200 (" in said
+    assert "the last it shows, a step had taken 16.7 s, against 0.599 s before (" in said and "27.9x as long" in said

@@ -49,6 +49,23 @@ class Bars:
         self.inner: set[tuple] = set()  # bars drawn inside it (an evaluation's, a prediction's)
         # bar -> (the line it began on, its elapsed seconds there, its elapsed seconds last drawn)
         self.began: dict[tuple, tuple] = {}
+        self.first_epoch: int | None = None  # how the log's bars count epochs: from 0 or from 1
+
+    def _in_run(self, desc: str, n: int | None, total: int | None) -> int | None:
+        """The step in the run of a training bar's count `n`: a bar that names its epoch
+        (`lp.BAR_EPOCH`) counts its batches from 0 each epoch, so its step is the batches of the
+        epochs before it and its count (epoch 4 of `300` batches at `107/300`: step 1007, counting
+        from 1 as `Epoch 4/6` does). Epochs count from 0 where the log shows an epoch 0 or names
+        no number of epochs (Lightning's `Epoch 0:`), else from 1. Its count for other bars."""
+        m = lp.BAR_EPOCH.search(desc)
+        if m is None or n is None or not total:
+            return n
+        k = int(m["epoch"])
+        if k == 0 or m["epochs"] is None:
+            self.first_epoch = 0
+        elif self.first_epoch is None:
+            self.first_epoch = 1
+        return max(k - self.first_epoch, 0) * total + n
 
     def _inner(self, key: tuple, prev: dict | None, rank, n: int | None, total: int | None) -> bool:
         """A bar that begins while this rank's training bar is unfinished is a task inside it, not
@@ -93,7 +110,8 @@ class Bars:
             self.states[key] = state
             elapsed = lp.bar_seconds(g["elapsed"])
             began = self.began.get(key)
-            if began is None or _again(prev, n, began[2], elapsed):
+            begins = began is None or _again(prev, n, began[2], elapsed)
+            if begins:
                 if prev is not None and "bar_elapsed_s" in prev:
                     # the run of a bar beside training that ended here (an evaluation, before the
                     # next): its last state is an event of its own, as the last run's is at the end
@@ -110,7 +128,8 @@ class Bars:
                 if elapsed is not None and began[1] is not None:
                     state.update(bar_elapsed_s=elapsed, began_line=began[0], began_s=began[1])
                 continue
-            self.step[rank] = n
+            step = self._in_run(desc, n, _int(g["total"]))
+            self.step[rank] = step
             self._leap(key, prev, n, _int(g["total"]), elapsed, rows,
                        dict(stamp=stamp, line=lineno, run=run, kind="resumed", rank=rank, pattern="tqdm",
                             # a count it leaps to from 0 is its first step done, the checkpoint
@@ -122,13 +141,20 @@ class Bars:
                             lines=1))
             # (a bar over epochs, `2/2 [07:43<00:00, 231.64s/epoch]`, counts no steps: its seconds time none)
             if n is not None and new_step and elapsed is not None and not lp.NOT_ITERATION_UNIT.search(g["unit"]):
-                rows.metric(stamp=stamp, line=lineno, run=run, step=n, metric=BAR_ELAPSED_S,
+                if begins and elapsed > 1 and step > n:
+                    # an epoch's bar whose drawing at its start the log lacks (one state of it
+                    # kept, `994/994 [03:58<...]`): it began at 0 s at the steps of the epochs
+                    # before it, where its own seconds count from (model/own_timings.py, the clock
+                    # of a log with no time: clock/untimed.py)
+                    rows.metric(stamp=stamp, line=lineno, run=run, step=step - n, metric=BAR_ELAPSED_S,
+                                value=0.0, rank=rank, pattern="tqdm")
+                rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric=BAR_ELAPSED_S,
                             value=elapsed, rank=rank, pattern="tqdm")
             if n is None or not new_step or g["rate"] == "?" or lp.NOT_ITERATION_UNIT.search(g["unit"]):
                 continue
             rate = float(g["rate"]) if g["rate"].count(".") <= 1 else float("nan")
             per_s = rate if g["unit"].endswith("/s") else (1.0 / rate if rate else float("nan"))
-            rows.metric(stamp=stamp, line=lineno, run=run, step=n, metric="train/it_per_s",
+            rows.metric(stamp=stamp, line=lineno, run=run, step=step, metric="train/it_per_s",
                         value=per_s, rank=rank, pattern="tqdm")
             given = dict(kv.strip().partition("=")[::2] for kv in g["postfix"].split(","))
             read = set()
@@ -136,7 +162,7 @@ class Bars:
                 metric = lp.BAR_POSTFIX[k]
                 if given.get(k) and metric not in read:
                     read.add(metric)
-                    rows.metric(stamp=stamp, line=lineno, run=run, step=n,
+                    rows.metric(stamp=stamp, line=lineno, run=run, step=step,
                                 metric=metric, value=lp.number(given[k]), rank=rank, pattern="tqdm")
         return 1
 

@@ -25,9 +25,58 @@ _TRACEBACK = lp.TRACEBACK_KEYWORD.decode()
 _EXCEPTION = re.compile(r"([\w.]+(?:Error|Exception|Interrupt|Exit|Failure|Failed\w*)|Exception(?=:))\b")
 
 
+# Rich's boxed traceback (accelerate, typer, `rich.traceback.install()`): its header in the box's
+# top rule, then box lines `│ ... │`: each frame's `path/file.py:261 in main` (a long one wrapped
+# onto the next box line), its code around the line it ran, that one pointed at (`❱ 261 │ code`),
+# a panel of its locals inside; `╰───╯` closes the box, and the exception line comes under it.
+_BOX_TOP = re.compile(r"[─╭━]")
+_RICH_FRAME = re.compile(r"^(?P<file>\S.*?):(?P<line>\d+) in (?P<func>\S*)$")
+_RICH_RAN = re.compile(r"^❱\s*\d+\s*│\s?(?P<code>.*)$")
+_RICH_CODE = re.compile(r"^\d+\s*│")
+
+
+def _box_inner(line: str) -> str:
+    """A box line's text, without the box's sides."""
+    return line.strip().removeprefix("│").removesuffix("│").strip()
+
+
+def boxed_frame(line: str) -> bool:
+    """Whether a line of Rich's box names a frame (`│ path/file.py:261 in main │`) or the line a
+    frame ran (`│ ❱ 66 │   _error_if_any_worker_fails() │`)."""
+    inner = _box_inner(line)
+    return line.lstrip().startswith("│") and (_RICH_FRAME.match(inner) or _RICH_RAN.match(inner)) is not None
+
+
+def rich_as_python(lines: list[str]) -> list[str]:
+    """A Rich boxed traceback's lines (its header, where the file holds it; box lines, its closing
+    rule, the exception line and what follows it) as Python prints a traceback: each frame's
+    `File "...", line N, in func` and the code it ran, so that one reading serves both (said.py:
+    the exception, where it waited)."""
+    inner = [_box_inner(ln) for ln in lines if ln.strip().startswith("│")]
+    after = [ln for ln in lines if not ln.strip().startswith(("│", "╰")) and _TRACEBACK not in ln]
+    out = ["Traceback (most recent call last):"]
+    i = 0
+    while i < len(inner):
+        text, nxt = inner[i], inner[i + 1] if i + 1 < len(inner) else ""
+        m = _RICH_FRAME.match(text)
+        joined = None if m or not nxt else _RICH_FRAME.match(text + nxt)
+        if m is None and joined is not None:  # (a path wrapped onto the next box line)
+            m, i = joined, i + 1
+        if m is not None:
+            func = m["func"]
+            if not func and nxt and " " not in nxt and not _RICH_CODE.match(nxt):  # (its function wrapped)
+                func, i = nxt, i + 1
+            out.append(f'  File "{m["file"]}", line {m["line"]}, in {func or "?"}')
+        elif (ran := _RICH_RAN.match(text)) is not None:
+            out.append("    " + ran["code"].lstrip(" │").strip())  # (without Rich's indent guides)
+        i += 1
+    return out + [ln.strip() for ln in after if ln.strip()]
+
+
 class TracebackBlock:
     """`Traceback (most recent call last):` (or Python's `Exception in thread NAME:` just before
-    one) and its indented lines, up to the exception line."""
+    one) and its indented lines, up to the exception line; or Rich's box of one and the exception
+    line under it."""
 
     def __init__(self, first: str, *, thread: str | None, cut: int = 0, keyed: bool = False, **where):
         self.where = where  # stamp, line, run, pid, rank of the first line
@@ -37,10 +86,27 @@ class TracebackBlock:
         self.thread = thread
         self.heads = 1
         self.awaiting = thread is not None  # the header was read: its traceback comes next
+        # Rich's box (None: Python's own form; False: inside the box; True: the box closed)
+        self.boxed = False if _BOX_TOP.search(first.replace(_TRACEBACK, "")) else None
+
+    def _feed_boxed(self, text: str) -> str:
+        stripped = text.strip()
+        if self.boxed is False:
+            if not stripped.startswith(("│", "╰")):
+                return NOT_MINE
+            self.lines.append(text)
+            self.boxed = stripped.startswith("╰")
+            return TAKE
+        if not stripped:
+            return TAKE if len(self.lines) and self.lines[-1].strip().startswith("╰") else NOT_MINE
+        self.lines.append(text)
+        return TAKE_LAST
 
     def feed(self, text: str, lineno: int) -> str:
         if self.cut and find_stamp(text[: self.cut])[0] is not None:
             text = text[self.cut:]
+        if self.boxed is not None:
+            return self._feed_boxed(text)
         if self.awaiting:
             if _TRACEBACK not in text:
                 return NOT_MINE  # a header alone; this line is not part of it
@@ -54,7 +120,10 @@ class TracebackBlock:
         return TAKE_LAST
 
     def events(self, truncated: bool) -> list[dict]:
-        text = "\n".join(self.lines[:MAX_TRACEBACK_LINES])
+        # (a box whose top the file lacks: read from its lines before the exception, process_log.py)
+        boxed = self.boxed is not None or self.lines[0].lstrip().startswith("│")
+        said = rich_as_python(self.lines) if boxed else self.lines
+        text = "\n".join(said[:MAX_TRACEBACK_LINES])
         if truncated:
             text += "\n[traceback cut off: the file ends here]"
         exc = _EXCEPTION.match(self.lines[-1].strip())

@@ -542,6 +542,9 @@ NOT_TRAINING_BAR = re.compile(r"(?i)loading|download|map|token|shard|generat|fet
                               r"|\bval\b|\bsav(?:e|ing)\b")
 # A bar over epochs (`231.64s/epoch`) is progress, not a per-iteration rate.
 NOT_ITERATION_UNIT = re.compile(r"(?i)epoch")
+# A bar that names its epoch (`Epoch 3/6:`, Lightning's `Epoch 0:`, `Training (epoch 0 / 20):`)
+# counts its batches from 0 again each epoch (bars.py: its step in the run).
+BAR_EPOCH = re.compile(r"(?i)\bepoch\s*(?P<epoch>\d+)(?:\s*/\s*(?P<epochs>\d+))?\b")
 
 
 # -- events ---------------------------------------------------------------------------------------

@@ -59,6 +59,7 @@ from .blocks import (
     MessageTail,
     PySpyBlock,
     TracebackBlock,
+    boxed_frame,
 )
 from .bulk_lines import BulkLines
 from .keywords import SPARSE_BYTES, Keywords, PatternKeywords
@@ -978,16 +979,23 @@ class LogScanner:
 
     def _frames_before(self, block: bytes, ls: int) -> list[str]:
         """The indented lines just before the line that starts at `ls` (a traceback's frames,
-        their code and carets), where one of them names a file (`File "train.py", line 3`)."""
+        their code and carets), where one of them names a file (`File "train.py", line 3`); or
+        the lines of Rich's box of one just before it, closed by `╰───╯` (blocks.py), where one
+        of them names a frame."""
         frames: list[str] = []
         end = ls - 1  # the newline before the line
+        boxed = None  # (whether the lines before it are a box's: known at the first of them)
         while end > 0 and len(frames) < MAX_TRACEBACK_LINES:
             start = block.rfind(b"\n", 0, end) + 1
             text, _ = unlabel(_clean(block[start:end]), self.label)
-            if text[:1] not in (" ", "\t") or not text.strip():
+            boxed = text.lstrip().startswith("╰") if boxed is None else boxed
+            if (not text.lstrip().startswith(("│", "╰")) or (frames and text.lstrip().startswith("╰"))) if boxed \
+                    else (text[:1] not in (" ", "\t") or not text.strip()):
                 break
             frames.append(text)
             end = start - 1
+        if boxed:
+            return frames[::-1] if any(boxed_frame(f) for f in frames) else []
         return frames[::-1] if any(f.lstrip().startswith('File "') for f in frames) else []
 
     def _goes_on(self, tail: MessageTail, line: bytes, lineno: int) -> bool:
@@ -1208,9 +1216,9 @@ def sniff_log(path: Path, head: bytes) -> float:
             loss_lines += 1
     if metric_lines:
         return 0.6
-    if any(s in text for s in _STRONG) or (any(lp.PYSPY_HEAD.match(ln.strip()) for ln in lines)
-                                            and any(lp.PYSPY_THREAD.match(ln.strip()) for ln in lines)):
-        return 0.55  # (and py-spy's dump of a process's stacks)
+    if any(s in text for s in _STRONG) or _closed_box(lines) or (any(lp.PYSPY_HEAD.match(ln.strip()) for ln in lines)
+                                                                 and any(lp.PYSPY_THREAD.match(ln.strip()) for ln in lines)):
+        return 0.55  # (and py-spy's dump of a process's stacks, Rich's box of a traceback)
     if loss_lines >= min(3, len(lines)):  # a trainer's own print-out: `step N ... loss X`, `1.2k tok/s`
         return 0.45
     if any(p.regex.match(unlabel(_clean(ln.encode("utf-8", "replace")), label)[0].strip())
@@ -1221,6 +1229,14 @@ def sniff_log(path: Path, head: bytes) -> float:
     if stamped / len(lines) >= 0.5:
         return 0.3
     return 0.0
+
+
+def _closed_box(lines: list[str]) -> bool:
+    """Whether the (non-blank) lines hold the end of Rich's box of a traceback whose top they may
+    lack: its frames' lines, its closing rule, the exception under it (blocks.py)."""
+    return any(ln.lstrip().startswith("╰") and lp.EXCEPTION_LINE.match(nxt.strip())
+               and any(boxed_frame(x) for x in lines[max(0, i - 40):i])
+               for i, (ln, nxt) in enumerate(zip(lines, lines[1:], strict=False)))
 
 
 def _generic_loss(body: str) -> bool:

@@ -8,6 +8,7 @@ import pandas as pd
 from support.captures import only_report
 
 import dflash_postmortem as pm
+from dflash_postmortem.said import error_text, waiting_in
 
 
 def _load(path, **kw):
@@ -166,3 +167,68 @@ def test_a_traceback_whose_header_the_file_does_not_hold_is_read_from_its_frames
     r = tb.iloc[0]
     assert (r["ref"].rsplit(":", 1)[1], r["pattern"], r["lines"]) == ("2", "DistBackendError", 6)
     assert r["message"].splitlines()[-1] == "Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 4000"
+
+
+# -- Rich's boxed tracebacks (accelerate, click/typer CLIs, `rich.traceback.install()`) -----------
+def test_a_rich_box_is_read_as_python_prints_its_traceback(fixtures_dir):
+    """An 80-column box whose frame paths wrap after `core.py:` (the line number and function on
+    the next box line), frames with and without code, the file ending inside the box."""
+    ev = _load(fixtures_dir / "train-log" / "fondue-htr-7-kraken-ketos-train-80col-rich-box-wrapped-click-frames.log").events
+    tb = ev[ev["kind"] == "traceback"].iloc[0]
+    site = "/home/users/x/xxxxxxxx/kraken-env/lib/python3.8/site-packages/click/core.py"
+    assert tb["message"].splitlines() == [
+        "Traceback (most recent call last):",
+        '  File "/home/users/x/xxxxxxxx/kraken-env/bin/ketos", line 8, in <module>',
+        "    sys.exit(cli())",
+        f'  File "{site}", line 1128, in __call__',
+        f'  File "{site}", line 1053, in main',
+        "[traceback cut off: the file ends here]"]
+    assert tb["lines"] == 15 and tb["ref"].endswith(":3")
+
+
+def test_a_box_whose_top_the_paste_lacks_ends_at_its_exception(fixtures_dir):
+    """kraken #423: the end of a box (the code of the frame it ran, its closing rule) over the
+    exception, then Python's chained-exception line and a second box the excerpt cut."""
+    ev = _load(fixtures_dir / "train-log" / "kraken-423-rich-box-chained-dataloader-worker-killed-segtrain.log").events
+    tb = ev[ev["kind"] == "traceback"]
+    first = tb[tb["pattern"] == "RuntimeError"].iloc[0]
+    assert first["ref"].endswith(":1") and first["lines"] == 9
+    assert error_text(first["message"], "traceback") == "RuntimeError: DataLoader worker (pid 5398) is killed by signal: Killed."
+    assert tb["ref"].str.rsplit(":", n=1).str[1].tolist() == ["1", "13"]
+
+
+def test_a_paste_of_a_boxes_end_is_a_training_log(fixtures_dir, tmp_path):
+    """bitsandbytes #766: a box's last frame, its rule and the exception alone are sniffed as a
+    trainer's output (console text before), and its death told from the exception."""
+    name = "bitsandbytes-766-rich-box-tail-calledprocesserror-kohya-windows.log"
+    (tmp_path / name).write_bytes((fixtures_dir / "train-log" / name).read_bytes())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inc = pm.load_incident(tmp_path)
+    assert inc.load_report.files[0].format == "training-log"
+    said = pm.what_happened(inc, pm.detect(inc))
+    assert said[0].startswith("A process died: CalledProcessError: Command '['C:\\\\AI\\\\kohya")
+
+
+def test_a_keyboard_interrupt_in_a_box_says_where_its_process_waited(tmp_path):
+    """The frames Rich shows are read as Python's: the innermost wait of a Ctrl-C'd run, with the
+    code Rich draws behind its indent guides (`│   │   data = ...`)."""
+    (tmp_path / "train.log").write_text(
+        "2026-12-07 10:00:00 step 1 loss 2.0 tok/s 1000\n"
+        "╭───────────────────── Traceback (most recent call last) ──────────────────────╮\n"
+        "│ /home/xxxx/train.py:61 in <module>                                           │\n"
+        "│                                                                              │\n"
+        "│   60 if __name__ == \"__main__\":                                              │\n"
+        "│ ❱ 61 │   main()                                                              │\n"
+        "│                                                                              │\n"
+        "│ /opt/conda/envs/train/lib/python3.10/site-packages/torch/utils/data/dataload │\n"
+        "│ er.py:741 in _next_data                                                      │\n"
+        "│                                                                              │\n"
+        "│ ❱ 741 │   │   data = self._next_data()                                       │\n"
+        "╰──────────────────────────────────────────────────────────────────────────────╯\n"
+        "KeyboardInterrupt\n", encoding="utf-8")
+    ev = _load(tmp_path / "train.log").events
+    tb = ev[ev["kind"] == "traceback"].iloc[0]
+    assert tb["pattern"] == "KeyboardInterrupt" and tb["lines"] == 12
+    assert waiting_in(tb["message"]) == ("waiting in its data loader (`data = self._next_data()`, "
+                                         "torch/utils/data/dataloader.py:741)")

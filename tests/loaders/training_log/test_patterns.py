@@ -263,7 +263,7 @@ def test_deepspeed_megatron_lightning_and_basicsr_metric_lines(tmp_path):
     assert got[("megatron", "train/iter_time_ms", 100)] == 1234.5
     assert got[("megatron", "train/global_batch_size", 100)] == 512.0
     assert got[("megatron", "train/loss_scale", 100)] == 65536.0
-    assert got[("tqdm", "train/loss", 450)] == 1.23
+    assert got[("tqdm", "train/loss", 3450)] == 1.23  # (450 of Lightning's `Epoch 3`, epochs from 0: 3 x 1000 + 450)
     assert got[("basicsr", "train/learning_rate", 1000)] == 1.0e-04  # the first optimizer's
     assert got[("basicsr", "train/step_time_s", 1000)] == 0.123
     assert got[("basicsr", "train/l_percep", 1000)] == 3.1

@@ -769,3 +769,21 @@ def test_a_py_spy_dump_is_one_stack_dump_of_a_live_process_with_its_main_threads
     assert d["frames"].splitlines()[1] == '  File "main.py", line 328, in <module>'
     assert d["frames"].splitlines()[-1] == '  File "torch/utils/file_baton.py", line 42, in wait'
     assert d["lines"] == 12  # (up to its last frame: the blank line after it is nobody's)
+
+
+def test_a_bar_that_names_its_epoch_counts_the_runs_steps(repo_dir, fixtures_dir):
+    """`tqdm(loader, desc=f"Epoch {epoch}/{epochs}")` counts each epoch's batches from 0: the step
+    in the run is the batches of the epochs before it and the count. h100-1gpu-bar-freeze's log
+    (300 batches an epoch, `Epoch 1/6` first: epochs from 1) froze at `107/300` of `Epoch 4/6`,
+    step 1007 of the run (its README: `STALL_AT = 3 * 300 + 107`); its resume's log starts again
+    at `0/300` of `Epoch 4/6`, step 900. A bar whose epoch 0 shows (`Training (epoch 0 / 20)`)
+    counts them from 0: its steps are its counts in its first epoch."""
+    bars = pm.schema.BAR_ELAPSED_S
+    log = _load(repo_dir / "data" / "incidents" / "h100-1gpu-bar-freeze" / "logs" / "train.log").metrics
+    el = log[log["metric"] == bars]
+    assert el["step"].max() == 1007 and el["step"].is_monotonic_increasing
+    assert el.loc[el["ref"].str.endswith(":9"), "step"].min() == 900  # epoch 4's bar drawn at 0/300
+    resumed = _load(repo_dir / "data" / "incidents" / "h100-1gpu-bar-freeze" / "logs" / "train2.log").metrics
+    assert resumed.loc[resumed["metric"] == bars, "step"].agg(["min", "max"]).tolist() == [900, 1800]
+    zero = _load(fixtures_dir / "train-log" / "tqdm-tokens-per-sec-nohup-excerpt.log").metrics
+    assert zero.loc[zero["metric"] == bars, "step"].tolist() == [0, 1, 2, 3, 4, 5]
