@@ -117,15 +117,17 @@ def dated_change(inc: Incident, lines: pd.DataFrame) -> Change | None:
 
 
 def _next_series(series: list[pd.DataFrame]) -> list[tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]]:
-    """The pairs of series by one measure, one after the other in the order of their steps,
-    where the second begins at or after the first's first step (a run resumed from a checkpoint
-    of the first, started again from its start, or the next log of a long run, each writing a log
-    or a run of its own). Each side's first interval is left out where it has others: a start's
+    """The pairs of one rank's series by one measure, one after the other in the order of their
+    steps, where the second begins at or after the first's first step (a run resumed from a
+    checkpoint of the first, started again from its start, or the next log of a long run, each
+    writing a log or a run of its own). Each side's first interval is left out where it has others: a start's
     first steps compile, autotune and warm its allocator (a run's pace against another's is each
     one's steady pace). Each pair: (the first, the second, the second with its first interval)."""
     pairs = []
-    for how in sorted({str(g["how"].iloc[0]) for g in series}):
-        mine = sorted((g for g in series if str(g["how"].iloc[0]) == how and len(_paced(g))),
+    # (one rank's series with its own next: two ranks' paces side by side are no change in time)
+    kinds = {(str(g["how"].iloc[0]), _rank(g)) for g in series}
+    for how, rank in sorted(kinds):
+        mine = sorted((g for g in series if str(g["how"].iloc[0]) == how and _rank(g) == rank and len(_paced(g))),
                       key=lambda g: (float(g["step"].min()), float(g["step"].max())))
         for a, b in zip(mine, mine[1:], strict=False):
             if a["step"].min() <= b["step"].min():
@@ -136,6 +138,12 @@ def _next_series(series: list[pd.DataFrame]) -> list[tuple[pd.DataFrame, pd.Data
 def _from_start(c: Change | None, b: pd.DataFrame) -> Change | None:
     """A change between two series, placed where the second began (its first row)."""
     return None if c is None else replace(c, at_ref=b["ref"].iloc[0], at_step=float(b["step"].iloc[0]))
+
+
+def _rank(g: pd.DataFrame) -> float:
+    """A series' rank (-1 where its lines name none)."""
+    r = g["rank"].iloc[0] if "rank" in g.columns else None
+    return -1.0 if r is None or pd.isna(r) else float(r)
 
 
 def _steady(g: pd.DataFrame) -> pd.DataFrame:
