@@ -84,23 +84,29 @@ def largest_change(inc: Incident) -> Change | None:
     one side beyond every one on the other), or between one series and the next by the same
     measure (`_next_series`: a resume in a log of its own at half the pace), else None."""
     s = step_seconds(inc)
-    best = None
     series = [g.sort_values("line", kind="stable") for _, g in s.groupby(["source", "run", "rank", "how"], sort=False,
                                                                           dropna=False)]
-    found = [_change(g) for g in series] + [_from_start(_change(pd.concat([a, b]), at=len(a)), b0)
-                                            for a, b, b0 in _next_series(series)]
-    for c in found:
-        if c is not None and (best is None or abs(np.log(c.ratio)) > abs(np.log(best.ratio))):
-            best = c
-    return best
+    return largest([_change(g) for g in series] + [_from_start(_change(pd.concat([a, b]), at=len(a)), b0)
+                                                   for a, b, b0 in _next_series(series)])
+
+
+def largest(found: list[Change | None]) -> Change | None:
+    """Of the changes found, the one of the largest ratio either way."""
+    found = [c for c in found if c is not None]
+    return max(found, key=lambda c: abs(np.log(c.ratio))) if found else None
 
 
 def dated_change(inc: Incident, lines: pd.DataFrame) -> Change | None:
-    """The largest change of step time in a few dated step lines of one source (their times,
-    steps and refs), where too few for the pace's windows (model/progress.py) to judge: the
-    seconds between two lines over the steps between them, each at the line that closes it (as a
-    bar's interval is). An interval during which the log says the run did other work (an
+    """The largest change of step time in a few dated step lines (their times, steps and refs;
+    each source's on its own), where too few for the pace's windows (model/progress.py) to judge:
+    the seconds between two lines over the steps between them, each at the line that closes it (as
+    a bar's interval is). An interval during which the log says the run did other work (an
     evaluation's bar or results, a checkpoint saved) is left out, as in a series."""
+    return largest([_dated(inc, g) for _, g in lines.groupby("source", sort=True)]) if len(lines) else None
+
+
+def _dated(inc: Incident, lines: pd.DataFrame) -> Change | None:
+    """dated_change of one source's lines."""
     lines = lines.dropna(subset=["time", "step"]).sort_values("time", kind="stable")
     lines = lines.drop_duplicates("step", keep="first")
     if len(lines) < 3:
@@ -120,9 +126,10 @@ def _next_series(series: list[pd.DataFrame]) -> list[tuple[pd.DataFrame, pd.Data
     """The pairs of one rank's series by one measure, one after the other in the order of their
     steps, where the second begins at or after the first's first step (a run resumed from a
     checkpoint of the first, started again from its start, or the next log of a long run, each
-    writing a log or a run of its own). Each side's first interval is left out where it has others: a start's
-    first steps compile, autotune and warm its allocator (a run's pace against another's is each
-    one's steady pace). Each pair: (the first, the second, the second with its first interval)."""
+    writing a log or a run of its own). Each side's first interval is left out where it has
+    others: a start's first steps compile, autotune and warm its allocator (a run's pace against
+    another's is each one's steady pace). Each pair: (the first, the second, the second with its
+    first interval)."""
     pairs = []
     # (one rank's series with its own next: two ranks' paces side by side are no change in time)
     kinds = {(str(g["how"].iloc[0]), _rank(g)) for g in series}

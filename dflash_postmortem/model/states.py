@@ -248,8 +248,10 @@ def _busy_after(inc: Incident, a: pd.Series, row: pd.Series, cursor, until):
     """When the step line `row`, whose time is only the earliest it can have been written (an
     untimed log's bar after an epoch's end its clock does not count: clock/untimed.py), was
     written at the latest known: the last sample before `until` (and within the time the line may
-    be late) at which a GPU the attempt's PIDs held was at work. Its steps kept it busy, so they
-    went on to then; `cursor` where no sample says more, or the line's time is its own."""
+    be late) at which a GPU the attempt's PIDs held was at work, where its GPUs were idle at every
+    sample after it. Its steps kept it busy, so they went on to then; `cursor` where no sample
+    says more, where the line's time is its own, or where the GPUs stayed busy to the silence's
+    end (a collective spinning while it waits is busy too: no step shows in that)."""
     approx = row.get("time_approx")
     if not (pd.notna(approx) and approx) or inc.gpus.empty:
         return cursor
@@ -259,7 +261,10 @@ def _busy_after(inc: Incident, a: pd.Series, row: pd.Series, cursor, until):
     g = inc.gpus
     g = g[g["gpu"].isin(list(gpus)) & (g["time"] > cursor) & (g["time"] < until)] if gpus else g.iloc[:0]
     at_work = g.loc[gpu_state.busy(g["util_gpu_pct"]).fillna(False).astype(bool), "time"]
-    return at_work.max() if len(at_work) else cursor
+    if at_work.empty:
+        return cursor
+    after = g.loc[g["time"] > at_work.max(), "util_gpu_pct"]
+    return at_work.max() if len(after) and bool(gpu_state.idle(after).all()) else cursor
 
 
 def _said_silent(inc: Incident, a: pd.Series, end) -> tuple | None:

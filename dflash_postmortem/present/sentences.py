@@ -23,7 +23,6 @@ import html
 import re
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from ..analysis.throughput_levels import band_crossings, recovery, regression
@@ -35,7 +34,7 @@ from ..incident import Incident
 from ..model.attempts import attempts, came_up_after, open_ended, stopped_cleanly_near
 from ..model.ledger import CLASSES, SHOWN_S, ledger
 from ..model.log_files import unseen
-from ..model.own_timings import dated_change, largest_change
+from ..model.own_timings import dated_change, largest, largest_change
 from ..model.pace import pace_rows
 from ..model.progress import LINES_PER_WINDOW, last_step, placed_together, resumes, steps_of
 from ..model.step_lines import SAVED_STEP, counted
@@ -657,12 +656,11 @@ def _own_times(inc: Incident) -> str | None:
 
 
 def _dated_times(inc: Incident, att: pd.DataFrame) -> str | None:
-    """The largest change of step time between the few dated step lines of one source of the
-    attempts (model/own_timings.py `dated_change`), in words, else None."""
-    lines = pd.concat([steps_of(inc, a) for _, a in att.iterrows()] or [pd.DataFrame(columns=["source"])])
-    found = [dated_change(inc, g) for _, g in lines.groupby("source", sort=True)] if len(lines) else []
-    found = [c for c in found if c is not None]
-    return _told_change(max(found, key=lambda c: abs(np.log(c.ratio)))) if found else None
+    """The largest change of step time between the few dated step lines of one attempt
+    (model/own_timings.py `dated_change`: the time between two starts is no step's), in words,
+    else None."""
+    c = largest([dated_change(inc, steps_of(inc, a)) for _, a in att.iterrows()])
+    return None if c is None else _told_change(c)
 
 
 def _told_change(c) -> str:

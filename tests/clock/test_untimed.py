@@ -2,12 +2,14 @@
 h100-1gpu-bar-freeze, whose trainer writes only tqdm bars (one line per epoch, `\\r` between its
 redraws) and `Saved checkpoint epoch N` lines, and whose README gives what really happened."""
 
+import shutil
 import warnings
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+import dflash_postmortem as pm
 from dflash_postmortem import load_incident
 from dflash_postmortem.schema import BAR_ELAPSED_S
 
@@ -68,3 +70,22 @@ def test_times_after_an_epochs_end_are_the_earliest_and_the_line_after_the_last_
     # move the stall's start there, tests/detect/test_recorded_incidents.py)
     last = mine[(lines == 9) & (mine["metric"] == BAR_ELAPSED_S)]
     assert last["step"].max() == 1007 and last["time"].max() < _at("19:34:06.563")  # (107 of epoch 4: 3 x 300 + 107)
+
+
+def test_a_stall_begins_where_its_gpu_last_worked_only_where_it_then_sat_idle(tmp_path):
+    """The stall's start moves from the earliest its last step can be (19:34:02.543, the bar
+    clock without the seconds between epochs) to the GPU's last busy sample only where the GPU
+    was idle after it: a collective that spins while it waits keeps a GPU busy with no step. The
+    same folder with the frozen stretch's samples (`smi.csv` lines 71-203) at 100 % keeps the
+    clock's time; the recording as it is moves to 19:34:06.563 (tests/detect/test_recorded_incidents.py)."""
+    folder = tmp_path / "spin"
+    shutil.copytree(FOLDER, folder)
+    smi = (folder / "logs" / "smi.csv").read_text(encoding="utf-8").split("\n")
+    smi[70:203] = [line.replace(", 0 %,", ", 100 %,") for line in smi[70:203]]
+    (folder / "logs" / "smi.csv").write_text("\n".join(smi), encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        spun = load_incident(folder)
+    found = pm.detect(spun)
+    stall = found[found["kind"] == "stall"].iloc[0]
+    assert stall["start"] == _at("19:34:02.543")

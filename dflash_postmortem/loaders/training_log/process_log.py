@@ -988,9 +988,13 @@ class LogScanner:
         while end > 0 and len(frames) < MAX_TRACEBACK_LINES:
             start = block.rfind(b"\n", 0, end) + 1
             text, _ = unlabel(_clean(block[start:end]), self.label)
-            boxed = text.lstrip().startswith("╰") if boxed is None else boxed
-            if (not text.lstrip().startswith(("│", "╰")) or (frames and text.lstrip().startswith("╰"))) if boxed \
-                    else (text[:1] not in (" ", "\t") or not text.strip()):
+            stripped = text.lstrip()
+            boxed = stripped.startswith("╰") if boxed is None else boxed
+            if boxed:  # (up to the box's top or a line of no box; one closing rule, the first)
+                ends = not stripped.startswith(("│", "╰")) or (bool(frames) and stripped.startswith("╰"))
+            else:
+                ends = text[:1] not in (" ", "\t") or not stripped
+            if ends:
                 break
             frames.append(text)
             end = start - 1
