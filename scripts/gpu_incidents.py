@@ -220,6 +220,12 @@ did (what the README of the incident is written from), which the incident folder
                        redrawn (alive, memory held, 0 % GPU); the operator looks ~60 and ~100 s after the last redraw,
                        sends `kill -INT $(cat logs/train.pid)` ~120 s after it (`kill` if it lives 10 s on) and relaunches
                        with --num-workers 0 --resume into logs/train2.log, which redoes epoch 4 and trains to epoch 6
+    acc-creep          `nohup python3 train.py --max-steps 100000 > logs/train.log 2>&1 &`, plain PyTorch whose
+                       training accuracy keeps every step's sampled predictions in Python lists and recomputes it
+                       over all of them every step: each step takes longer than the one before (no event, no
+                       error); the operator looks at ~45 s and ~100 s, compares the rate over the log at ~130 s,
+                       kills it by its PID and resumes from its last checkpoint with --running-acc (two counts),
+                       which trains at its first pace to its last step
     nccl-watchdog      (2 GPUs) torchrun in a terminal's foreground through `tee -a`, NCCL: rank 1
                        stops at a step, rank 0's NCCL watchdog times out and tears the process
                        down, torchrun ends the job; the operator relaunches the same way, fixed
@@ -9401,6 +9407,270 @@ def bar_freeze(r: Recording) -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL if sigint is None else sigint)
 
 
+
+CREEP_TRAIN = r'''"""Train a small GPT-style LM on packed synthetic sequences, with a training accuracy in the log.
+
+    python3 train.py [--max-steps N] [--resume] [--running-acc] ...
+
+A line every --log-every steps (its time, the step, the loss, the accuracy, the mean time of the
+steps since the last line and their tokens per second); ckpt/last.pt every --save-every steps.
+The accuracy: each step's predictions at --acc-tokens sampled positions are kept and the accuracy
+is taken over all kept so far (--running-acc keeps two counts instead).
+"""
+import argparse
+import logging
+import os
+import random
+import time
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+p = argparse.ArgumentParser()
+p.add_argument("--max-steps", type=int, default=100000)
+p.add_argument("--device", default="cuda")
+p.add_argument("--n-layer", type=int, default=12)
+p.add_argument("--n-head", type=int, default=12)
+p.add_argument("--n-embd", type=int, default=768)
+p.add_argument("--vocab-size", type=int, default=32768)
+p.add_argument("--block-size", type=int, default=512)
+p.add_argument("--batch-size", type=int, default=16)
+p.add_argument("--lr", type=float, default=3e-4)
+p.add_argument("--log-every", type=int, default=20)
+p.add_argument("--save-every", type=int, default=1000)
+p.add_argument("--acc-tokens", type=int, default=128)
+p.add_argument("--running-acc", action="store_true")
+p.add_argument("--resume", action="store_true")
+p.add_argument("--ckpt", default="ckpt/last.pt")
+p.add_argument("--seed", type=int, default=1234)
+args = p.parse_args()
+
+logging.Formatter.converter = time.gmtime
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+log = logging.getLogger("train")
+
+
+def batch_at(step, g):
+    """Sequences that follow a hidden rule (learnable) with 10 % noise."""
+    B, T, V = args.batch_size, args.block_size, args.vocab_size
+    start = torch.randint(1, V, (B, 1), generator=g)
+    a = torch.randint(1, 64, (B, 1), generator=g)
+    x = (start + a * torch.arange(T + 1)) % (V - 1) + 1
+    noise = torch.rand(B, T + 1, generator=g) < 0.1
+    x[noise] = torch.randint(1, V, (int(noise.sum()),), generator=g)
+    return x
+
+
+class Block(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.h = h
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        d = args.n_embd
+        self.tok, self.pos = nn.Embedding(args.vocab_size, d), nn.Embedding(args.block_size, d)
+        self.blocks = nn.ModuleList(Block(d, args.n_head) for _ in range(args.n_layer))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, args.vocab_size, bias=False)
+        self.head.weight = self.tok.weight
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.ln(x))
+
+
+torch.manual_seed(args.seed)
+device = torch.device(args.device)
+log.info("config: %s", vars(args))
+model = GPT().to(device)
+log.info("model: %.1fM parameters", sum(p.numel() for p in model.parameters()) / 1e6)
+opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1)
+amp = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+step = 0
+if args.resume and os.path.exists(args.ckpt):
+    state = torch.load(args.ckpt, map_location=device, weights_only=True)
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["opt"])
+    step = state["step"]
+    log.info("resumed from %s at step %d", args.ckpt, step)
+g = torch.Generator().manual_seed(args.seed + step)
+rng = random.Random(args.seed)
+preds, labels = [], []  # every kept prediction so far, for the accuracy
+correct = total = 0
+t_line, tokens = time.perf_counter(), 0
+log.info("training to step %d: batch %d x %d tokens", args.max_steps, args.batch_size, args.block_size)
+while step < args.max_steps:
+    x = batch_at(step, g).to(device, non_blocking=True)
+    with amp:
+        logits = model(x[:, :-1])
+        loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), x[:, 1:].reshape(-1))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    pos = torch.tensor(rng.sample(range(x[:, 1:].numel()), args.acc_tokens), device=device)
+    p_now = logits.detach().argmax(-1).flatten()[pos].tolist()
+    y_now = x[:, 1:].flatten()[pos].tolist()
+    if args.running_acc:
+        correct += sum(a == b for a, b in zip(p_now, y_now))
+        total += len(p_now)
+        acc = correct / total
+    else:
+        preds.extend(p_now)
+        labels.extend(y_now)
+        acc = sum(a == b for a, b in zip(preds, labels)) / len(preds)
+    step += 1
+    tokens += x[:, 1:].numel()
+    if step % args.log_every == 0:
+        now = time.perf_counter()
+        took = now - t_line
+        log.info("step %d | loss %.4f | acc %.4f | %.1f ms/step | %s tok/s", step, loss.item(), acc,
+                 1000 * took / args.log_every, f"{tokens / took:,.0f}")
+        t_line, tokens = now, 0
+    if step % args.save_every == 0:
+        os.makedirs(os.path.dirname(args.ckpt) or ".", exist_ok=True)
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, args.ckpt + ".tmp")
+        os.replace(args.ckpt + ".tmp", args.ckpt)
+        log.info("saved checkpoint step %d", step)
+        t_line = time.perf_counter()
+log.info("training done at step %d", step)
+'''
+
+
+def _creep_lines(text: str) -> list[tuple[float, int, float, float]]:
+    """acc-creep's step lines: (UTC epoch, step, ms/step, tok/s)."""
+    out = []
+    for m in re.finditer(r"(?m)^(\S+ \S+) INFO step (\d+) \| loss \S+ \| acc \S+ \| ([\d.]+) ms/step \| ([\d,]+) tok/s$",
+                         text):
+        t = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=dt.UTC).timestamp()
+        out.append((t, int(m.group(2)), float(m.group(3)), float(m.group(4).replace(",", ""))))
+    return out
+
+
+def acc_creep(r: Recording) -> None:
+    r.gpus_and_processes()
+    (r.dir / "train.py").write_text(CREEP_TRAIN)
+    # the dry run: a tiny model on one CPU thread, fewer kept predictions a step
+    flags = "" if r.gpu else (" --device cpu --n-layer 2 --n-head 2 --n-embd 64 --vocab-size 1024 --block-size 64 "
+                              "--batch-size 4 --acc-tokens 48")
+    looks, kill_at = ((45, 100), 130) if r.gpu else ((25, 50), 65)
+    py = _python3()
+    env = replay_scenarios._SHELL_ENV
+    saved = dict(env)
+    if not r.gpu:
+        env["OMP_NUM_THREADS"] = "1"
+    op = Transcript(r.dir)
+
+    def text(name: str) -> str:
+        path = r.dir / "logs" / name
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def last_line(name: str) -> str:
+        lines = text(name).strip().splitlines()
+        return lines[-1][:200] if lines else "(empty)"
+
+    def trainer(after: set[str], timeout: float = 30) -> str:
+        """The PID of a python running train.py in this folder, not one of `after`."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for pid in subprocess.run(["pgrep", "-f", "train.py --max-steps"], capture_output=True, text=True).stdout.split():
+                try:
+                    if (pid not in after and Path(os.readlink(f"/proc/{pid}/cwd")).is_relative_to(r.dir.resolve())
+                            and "python" in _program(pid)):
+                        return pid
+                except OSError:
+                    pass
+            time.sleep(0.2)
+        return "?"
+
+    def windows(lines: list[tuple[float, int, float, float]], what: str) -> None:
+        if not lines:
+            r.truth(f"{what}: no step lines")
+            return
+        r.truth(f"{what}: {len(lines)} step lines, steps {lines[0][1]}-{lines[-1][1]}, {_utc(lines[0][0])} to "
+                f"{_utc(lines[-1][0])}")
+        t0, w = lines[0][0], 0
+        while t0 + 20 * w <= lines[-1][0]:
+            inside = [x for x in lines if t0 + 20 * w <= x[0] < t0 + 20 * (w + 1)]
+            if inside:
+                r.truth(f"{what}, {_utc(t0 + 20 * w)} to {_utc(t0 + 20 * (w + 1))}: steps {inside[0][1]}-{inside[-1][1]}, "
+                        f"ms/step {inside[0][2]:.1f} to {inside[-1][2]:.1f}, tok/s {inside[0][3]:,.0f} to {inside[-1][3]:,.0f}")
+            w += 1
+
+    try:
+        r.truth("train.py is in the folder: a GPT-style LM on packed synthetic sequences, a line every 20 steps with its "
+                "time (UTC), the step, loss, a training accuracy and the mean ms/step and tok/s of the 20 steps since the "
+                "last line; ckpt/last.pt every 1000 steps. The accuracy keeps each step's predictions at 128 sampled "
+                "positions in two Python lists and recomputes it over everything kept, every step (pure Python): each "
+                "step costs more CPU time than the one before. Nothing else injected.")
+        cmd = f"nohup {py} train.py --max-steps 100000{flags} > logs/train.log 2>&1 &"
+        r.truth(f"operator types {cmd!r}")
+        launched = time.monotonic()
+        op.run(cmd)
+        pid = trainer(set())
+        r.truth(f"trainer PID {pid} ({_program(pid)}), parent {_proc_stat(pid)[1] if _proc_stat(pid) else '?'}")
+        if not r.wait_for("logs/train.log", "INFO step 20 |", 300):
+            r.truth(f"no first step line: train.log's last line {last_line('train.log')!r}")
+            return
+        r.truth(f"first step line: {[x for x in text('train.log').splitlines() if ' INFO step 20 |' in x][0]!r}")
+        for n, at in enumerate(looks, 1):
+            time.sleep(max(0.0, launched + at - time.monotonic()))
+            r.truth(f"look {n}: the operator types `tail -n 2 logs/train.log`{' and `nvidia-smi`' if n == 2 else ''} "
+                    f"(train.log's last line {last_line('train.log')!r})")
+            op.run("tail -n 2 logs/train.log")
+            if n == 2:
+                op.run("nvidia-smi" if r.gpu else "uptime")
+        time.sleep(max(0.0, launched + kill_at - time.monotonic()))
+        r.truth("the operator compares the rate over the run (`grep tok/s logs/train.log | awk 'NR % 25 == 1'`) and "
+                "the checkpoint")
+        op.run("grep tok/s logs/train.log | awk 'NR % 25 == 1'")
+        op.run("ls -l --time-style=+%H:%M:%S ckpt/")
+        r.truth(f"the operator kills PID {pid} (SIGTERM) (train.log's last line {last_line('train.log')!r})")
+        op.run(f"kill {pid}")
+        gone = _exited(pid, 30)
+        r.truth(f"trainer PID {pid} {'exited (' + _wait_status(_proc_stat(pid)) + ')' if gone else 'still running'}")
+        time.sleep(20)  # reads the script, finds the accuracy's list
+        resumed = _creep_lines(text("train.log"))
+        last_saved = max([int(m) for m in re.findall(r"saved checkpoint step (\d+)", text("train.log"))] or [0])
+        target = last_saved + (2500 if r.gpu else 1200)
+        cmd = (f"nohup {py} train.py --max-steps {target} --resume --running-acc{flags} > logs/train2.log 2>&1 &")
+        r.truth(f"the operator relaunches with --resume (ckpt/last.pt: step {last_saved}) and --running-acc (two counts): "
+                f"{cmd!r}; run 1's last step line was step {resumed[-1][1] if resumed else '?'}")
+        op.run(cmd)
+        pid2 = trainer({pid})
+        r.truth(f"relaunch PID {pid2} ({_program(pid2)})")
+        r.wait_for("logs/train2.log", "resumed from", 120)
+        r.truth(f"driver sees: {[x for x in text('train2.log').splitlines() if 'resumed from' in x][:1]}")
+        if not r.wait_for("logs/train2.log", "training done", 400):
+            r.truth(f"no 'training done': train2.log's last line {last_line('train2.log')!r}")
+        gone = _exited(pid2, 60) if pid2.isdigit() else False
+        r.truth(f"relaunch PID {pid2} {'exited (' + _wait_status(_proc_stat(pid2)) + ')' if gone else 'still running'}")
+        op.run("tail -n 2 logs/train2.log")
+        windows(_creep_lines(text("train.log")), "run 1")
+        windows(_creep_lines(text("train2.log")), "run 2")
+        time.sleep(3)
+    finally:
+        env.clear()
+        env.update(saved)
+        for ckpt in r.dir.glob("ckpt/*.pt"):
+            ckpt.unlink()
+
 SCENARIOS = {
     "oom-bashx": oom_bashx, "torchrun-halt": torchrun_halt, "thread-death": thread_death,
     "nohup-crash": nohup_crash, "resume-supervisor": resume_supervisor, "crash-loop": crash_loop,
@@ -9435,6 +9705,7 @@ SCENARIOS = {
     "hang-ctrlc": hang_ctrlc,
     "hf-save-hang": hf_save_hang,
     "bar-freeze": bar_freeze,
+    "acc-creep": acc_creep,
 }
 
 

@@ -72,10 +72,12 @@ def _regression(f: _Finding) -> tuple[str, str]:
               else f"began when run {f.run_after} started (after run {f.run_before})") if f.across_runs
              else f"within run {f.run_after}")
     cands = f.candidates or []
-    return (f"throughput fell from {rate(f.baseline_tok_per_s, u).removesuffix(' ' + u)} to "
+    steadily = " steadily" if f.gradual else ""
+    levels = ("its first lines' level, then its last lines'" if f.gradual else "segment levels")
+    return (f"throughput fell{steadily} from {rate(f.baseline_tok_per_s, u).removesuffix(' ' + u)} to "
             f"{rate(f.degraded_tok_per_s, u)} ({f.ratio:.2f} of baseline)",
             f"Throughput {where}: baseline {figure(f.baseline_tok_per_s, u)} {u}, degraded "
-            f"{figure(f.degraded_tok_per_s, u)} {u} (segment levels "
+            f"{figure(f.degraded_tok_per_s, u)} {u} ({levels} "
             f"{', '.join(figure(v, u) for v in f.levels_tok_per_s)}). "
             + ("Root-cause candidates: " + "; ".join(cands) + "." if cands
                else "No root-cause candidate in the evidence."))

@@ -29,6 +29,7 @@ class Regression(TypedDict):
     candidates: list[str]
     other_pids: list[int]  # processes that shared the run's GPUs while it was slow
     levels_tok_per_s: list[float]
+    gradual: bool  # it fell line after line, no one change (its levels: its first lines', its last lines')
     unit: str
 
 

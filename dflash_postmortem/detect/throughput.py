@@ -26,7 +26,7 @@ from ..model.attempts import attempts, kill_reach
 from ..model.kills import failed_targets
 from ..model.launches import environment, launch_of
 from ..model.pace import model_changed, pace_rows, step_grew, unit
-from ..model.progress import LINES_PER_WINDOW, SPIKY, alternates, spread
+from ..model.progress import LINES_PER_WINDOW, SPIKY, alternates, falling, spread
 from ..model.states import MIN_DEGRADED_S
 from ..said import exception_line
 from ..schema import PROBLEM_EVENTS
@@ -373,13 +373,11 @@ def _episodes(inc: Incident, min_drop: float | None) -> list[dict]:
     out = []
     k = 0
     while k < len(segs):
-        if k == 0:
+        if k == 0 or segs["level"].iloc[k] >= (1 - min_drop) * segs["level"].iloc[k - 1]:
+            out += _fallen(s, segs.iloc[k], min_drop, min_len)
             k += 1
             continue
         base = segs.iloc[k - 1]
-        if segs["level"].iloc[k] >= (1 - min_drop) * base["level"]:
-            k += 1
-            continue
         j = k
         while j + 1 < len(segs) and segs["level"].iloc[j + 1] < (1 - min_drop) * base["level"]:
             j += 1
@@ -407,6 +405,27 @@ def _episodes(inc: Incident, min_drop: float | None) -> list[dict]:
             "levels": segs["level"].iloc[k:j + 1].round(0).tolist(),
         })
         k = j + 1
+    return out
+
+
+def _fallen(s: pd.DataFrame, seg: pd.Series, min_drop: float, min_len: pd.Timedelta) -> list[dict]:
+    """The starts in one level segment whose pace fell line after line (model/progress.py
+    `falling`), each an episode from where it stayed below (1 - min_drop) x its first lines to its
+    last line, where that lasted `min_len`: its baseline its first lines' level, its degraded
+    level its last lines'."""
+    out = []
+    i0, i1 = int(seg["i0"]), int(seg["i1"])
+    keys = stints(s)[i0:i1]
+    for key in dict.fromkeys(keys):
+        at = i0 + np.flatnonzero(keys == key)
+        a, z = int(at[0]), int(at[-1]) + 1
+        fell = falling(s["value"].to_numpy(dtype=float)[a:z], min_drop)
+        if fell is None or s["time"].iloc[z - 1] - s["time"].iloc[a + fell[0]] < min_len:
+            continue
+        b = a + fell[0]
+        out.append({"series": s, "baseline": fell[1], "degraded": fell[2], "start": s["time"].iloc[b],
+                    "end": s["time"].iloc[z - 1], "i0": b, "i1": z, "before": s.iloc[a:b], "during": s.iloc[b:z],
+                    "after": s.iloc[z:], "levels": [round(fell[1]), round(fell[2])], "gradual": True})
     return out
 
 
@@ -727,7 +746,7 @@ def detect_throughput_regressions(inc: Incident, min_drop: float | None = None) 
              # it) where it differs, else the run's own config.
              "flag_differences": [d["shown"] for d in ([d for d in flags if d["from"] in TYPED] or flags)],
              "candidates": cands, "other_pids": beside,
-             "levels_tok_per_s": ep["levels"], "unit": u},
+             "levels_tok_per_s": ep["levels"], "gradual": bool(ep.get("gradual")), "unit": u},
             caused_by=causes,
         ))
     return findings.frame(rows)

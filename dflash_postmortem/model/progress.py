@@ -336,3 +336,35 @@ def alternates(v: np.ndarray) -> bool:
     flips = np.sign(d[1:]) != np.sign(d[:-1])
     swing = np.median(np.abs(d)) / max(np.median(v), 1e-9)
     return bool(flips.mean() > 0.8 and swing > 0.1)
+
+
+# A pace that falls a little at every stretch (a history recomputed over every step so far, a
+# cache or a leak that grows with the steps) changes no level: each stretch is within the noise,
+# or under min_drop, of the one before, and the run reads as one level, where a person reading
+# the log sees the rate of its first lines and of its last. A fall is told where the last sixth
+# of an attempt's samples is below (1 - min_drop) x its first sixth and the values fall with
+# their order: their rank correlation with it at most FALLING (a steady rate's noise is near 0).
+FALLING = -0.6
+MIN_FALLING = 12
+
+
+def falling(v: np.ndarray, min_drop: float) -> tuple[int, float, float] | None:
+    """Where a falling pace (in time order) first stayed below (1 - min_drop) x its head: the
+    index of the first sample of that stretch, the head's level and the tail's (medians)."""
+    v = np.asarray(v, dtype=float)
+    n = len(v)
+    if n < MIN_FALLING or not np.isfinite(v).all():
+        return None
+    k = max(3, n // 6)
+    head, tail = float(np.median(v[:k])), float(np.median(v[-k:]))
+    if not tail < (1 - min_drop) * head:
+        return None
+    ranks = np.argsort(np.argsort(v, kind="stable"), kind="stable")
+    if float(np.corrcoef(ranks, np.arange(n))[0, 1]) > FALLING:
+        return None
+    # (the first stretch of k samples whose median is below the line: one slow sample is noise)
+    rolled = np.array([np.median(v[i:i + k]) for i in range(n - k + 1)])
+    below = np.flatnonzero(rolled < (1 - min_drop) * head)
+    # (a stretch's median is the level at its middle)
+    return int(below[0]) + k // 2, head, tail
+

@@ -41,7 +41,16 @@ from . import carried, computed, gpu_state
 from .attempts import APPROX_S, CLEAN_ENDS, MACHINE_FAULTS, attempts, finished
 from .log_files import unseen
 from .pace import unit
-from .progress import lines_of, losses_of, placed_together, progress, reached_at, steps_of, warmed
+from .progress import (
+    falling,
+    lines_of,
+    losses_of,
+    placed_together,
+    progress,
+    reached_at,
+    steps_of,
+    warmed,
+)
 from .step_lines import lent, named_step
 
 COLUMNS = ("attempt", "state", "start", "end", "ref", "detail")
@@ -163,6 +172,9 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         w = prog[prog["attempt"] == a["attempt"]]
         w = w.assign(level=warmed(w["level"]))  # its first window's warm-up is no loss
         base = float(w["level"].iloc[: max(3, len(w) // 3)].median()) if len(w) else np.nan
+        # a pace that fell line after line is measured from its first lines (progress.falling)
+        fell = falling(lines["value"].to_numpy(dtype=float, na_value=np.nan), min_drop) if len(lines) else None
+        base = fell[1] if fell is not None and len(w) else base
         since = first
         # what ended the silence at its end: a part that died while the process lived on, else
         # the error that ended an attempt which had waited for it

@@ -211,6 +211,12 @@ def _first_sign(f: pd.Series) -> str:
         linked = [c["why"] for c in f.get("caused_by") or [] if not str(c["id"]).startswith(("event:", "config:"))]
         if not flags and (others or linked):
             why = f"; likely cause: {(others or linked)[0]}"
+        if n.get("gradual"):
+            # (no one moment: the pace fell line after line; the finding begins where it stayed
+            # below the baseline by the least drop a regression is)
+            return (f"Throughput fell steadily {where}, line after line: from {_k(n['baseline_tok_per_s'], n)} "
+                    f"at its first lines to {_k(n['degraded_tok_per_s'], n)} at its last ({n['ratio']:.2f} of "
+                    f"baseline), lastingly below the baseline from {_when(f['start'])}{why}.")
         return (f"At {_when(f['start'])} throughput fell from {_k(n['baseline_tok_per_s'], n)} to "
                 f"{_k(n['degraded_tok_per_s'], n)} ({n['ratio']:.2f} of baseline) {where}{why}.")
     if f["kind"] == "stall":

@@ -93,3 +93,41 @@ def test_a_short_run_that_slowed_part_way_is_a_regression(tmp_path, repo_dir):
     assert _one(found)["start"] == pd.Timestamp("2018-02-04 06:07:54.617", tz="UTC")
     assert pm.what_happened(inc, found)[0].startswith(
         "At 06:07:54 UTC throughput fell from 0.254 steps/s to 0.0133 steps/s (0.05 of baseline)")
+
+
+def _rate_log(path, rates, step_s=1.2):
+    """A dated log of one rate line every `step_s` seconds, as Python's logging writes them."""
+    t0 = pd.Timestamp("2026-12-07 23:59:00", tz="UTC")
+    lines = [f"{t0:%Y-%m-%d %H:%M:%S},000 INFO training to step 100000: batch 16 x 64 tokens"]
+    for k, r in enumerate(rates):
+        t = t0 + pd.Timedelta(seconds=step_s * (k + 1))
+        lines.append(f"{t:%Y-%m-%d %H:%M:%S},{t.microsecond // 1000:03d} INFO step {20 * (k + 1)} | loss 7.0 | "
+                     f"{20 * 1024 / r * 1000 / 20:.1f} ms/step | {r:,.0f} tok/s")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_pace_that_falls_line_after_line_is_a_regression(tmp_path):
+    """Each line a little slower than the one before (0.8 % a line, with ±3 % noise): no level
+    changes by 15 % at once, yet the run ends at 0.7 of its first lines' pace. Told as one
+    gradual regression from its first lines' level to its last lines', beginning where the pace
+    stayed 15 % below; the same noise about a steady pace is no regression."""
+    noise = [0.03, -0.02, 0.01, -0.03, 0.02, 0.0, -0.01, 0.03, -0.02, 0.01]
+    falling = [16_000 * 0.992**k * (1 + noise[k % 10]) for k in range(45)]
+    _rate_log(tmp_path / "train.log", falling)
+    inc = pm.load_incident(tmp_path)
+    found = detect(inc)
+    r = _one(found)
+    n = r["numbers"]
+    assert n["gradual"] and not n["across_runs"]
+    # the first sixth's median (lines 0-6: the level of line 3, 16,000 x 0.992**3 = 15,619) and the
+    # last sixth's (lines 38-44: 16,000 x 0.992**41 = 11,508)
+    assert 15_400 < n["baseline_tok_per_s"] < 15_800 and 11_300 < n["degraded_tok_per_s"] < 11_800
+    # 0.992**k is below 0.85 of line 3's level from k = 23: the line written at 23:59:28.8
+    assert pd.Timestamp("2026-12-07 23:59:26", tz="UTC") <= r["start"] <= pd.Timestamp("2026-12-07 23:59:32", tz="UTC")
+    assert pm.what_happened(inc, found)[0] == (
+        "Throughput fell steadily within run train, line after line: from 15.6K tok/s at its first lines to 11.5K "
+        f"tok/s at its last (0.74 of baseline), lastingly below the baseline from {r['start']:%H:%M:%S} UTC.")
+    steady = tmp_path / "steady"
+    steady.mkdir()
+    _rate_log(steady / "train.log", [16_000 * (1 + noise[k % 10]) for k in range(45)])
+    assert (detect(pm.load_incident(steady))["kind"] != "throughput_regression").all()
