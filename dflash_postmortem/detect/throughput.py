@@ -409,23 +409,29 @@ def _episodes(inc: Incident, min_drop: float | None) -> list[dict]:
 
 
 def _fallen(s: pd.DataFrame, seg: pd.Series, min_drop: float, min_len: pd.Timedelta) -> list[dict]:
-    """The starts in one level segment whose pace fell line after line (model/progress.py
-    `falling`), each an episode from where it stayed below (1 - min_drop) x its first lines to its
-    last line, where that lasted `min_len`: its baseline its first lines' level, its degraded
-    level its last lines'."""
+    """The starts that end in one level segment and whose pace fell from their first lines to
+    their last (model/progress.py `falling`): each an episode from where it stayed below (1 -
+    min_drop) x its first lines, or from its one step down, to its last line, where that lasted
+    `min_len`, as any drop inside a run must. A start that goes on in the next segment came back
+    up: a dip, the change points' to judge."""
     out = []
     i0, i1 = int(seg["i0"]), int(seg["i1"])
-    keys = stints(s)[i0:i1]
+    every = stints(s)
+    keys = every[i0:i1]
     for key in dict.fromkeys(keys):
-        at = i0 + np.flatnonzero(keys == key)
+        at = np.flatnonzero(every == key)
         a, z = int(at[0]), int(at[-1]) + 1
-        fell = falling(s["value"].to_numpy(dtype=float)[a:z], min_drop)
-        if fell is None or s["time"].iloc[z - 1] - s["time"].iloc[a + fell[0]] < min_len:
+        if a < i0 or z > i1:
             continue
-        b = a + fell[0]
-        out.append({"series": s, "baseline": fell[1], "degraded": fell[2], "start": s["time"].iloc[b],
+        fell = falling(s["value"].to_numpy(dtype=float)[a:z], min_drop)
+        if fell is None:
+            continue
+        b = a + fell.at
+        if s["time"].iloc[z - 1] - s["time"].iloc[b] < min_len:
+            continue
+        out.append({"series": s, "baseline": fell.before, "degraded": fell.after, "start": s["time"].iloc[b],
                     "end": s["time"].iloc[z - 1], "i0": b, "i1": z, "before": s.iloc[a:b], "during": s.iloc[b:z],
-                    "after": s.iloc[z:], "levels": [round(fell[1]), round(fell[2])], "gradual": True})
+                    "after": s.iloc[z:], "levels": [round(fell.before), round(fell.after)], "gradual": fell.gradual})
     return out
 
 

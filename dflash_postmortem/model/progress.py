@@ -13,6 +13,8 @@ taken); the choice is in `notes`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -348,23 +350,56 @@ FALLING = -0.6
 MIN_FALLING = 12
 
 
-def falling(v: np.ndarray, min_drop: float) -> tuple[int, float, float] | None:
-    """Where a falling pace (in time order) first stayed below (1 - min_drop) x its head: the
-    index of the first sample of that stretch, the head's level and the tail's (medians)."""
+@dataclass(frozen=True)
+class Fall:
+    """Where an attempt's pace fell (`falling`): `at` the index of the first sample below,
+    `before` and `after` the levels; `gradual` where it fell line after line (a straight line
+    through the log rates fits them better than one step), else it fell at once, at `at`."""
+    at: int
+    before: float
+    after: float
+    gradual: bool
+
+
+def falling(v: np.ndarray, min_drop: float) -> Fall | None:
+    """How a pace (an attempt's samples, in time order) fell by min_drop or more from its first
+    lines to its last, if it did."""
     v = np.asarray(v, dtype=float)
+    if len(v) < MIN_FALLING or not np.isfinite(v).all() or (v <= 0).any():
+        return None
+    # (log rates, each held within 3 robust deviations of their median in the fits below; a
+    # start's first intervals, its meter just begun, may read several times the rest: those that
+    # lead the attempt above that are no level of it, as a slow warm-up is none)
+    x = np.log(v)
+    mid = float(np.median(x))
+    # (a floor of 5 %: most lines at one value, as a step counter's rounded rates are, have none)
+    dev = max(1.4826 * float(np.median(np.abs(x - mid))), 0.05)
+    lead = int(np.argmin(x > mid + 3 * dev))
+    v, x = v[lead:], np.clip(x[lead:], mid - 3 * dev, mid + 3 * dev)
     n = len(v)
-    if n < MIN_FALLING or not np.isfinite(v).all():
+    if n < MIN_FALLING:
         return None
     k = max(3, n // 6)
     head, tail = float(np.median(v[:k])), float(np.median(v[-k:]))
     if not tail < (1 - min_drop) * head:
         return None
-    ranks = np.argsort(np.argsort(v, kind="stable"), kind="stable")
+    ranks = pd.Series(v).rank().to_numpy()  # (ties share their mean rank)
     if float(np.corrcoef(ranks, np.arange(n))[0, 1]) > FALLING:
         return None
-    # (the first stretch of k samples whose median is below the line: one slow sample is noise)
+    order = np.arange(n, dtype=float)
+    line = float(((x - np.polyval(np.polyfit(order, x, 1), order)) ** 2).sum())
+    # the best single step, a sixth of the samples on each side at the least (a start's first
+    # lines, faster or slower than the rest, are no step): its squared error
+    c1, c2 = np.cumsum(x), np.cumsum(x * x)
+    j = np.arange(k, n - k + 1)
+    left = c2[j - 1] - c1[j - 1] ** 2 / j
+    right = (c2[-1] - c2[j - 1]) - (c1[-1] - c1[j - 1]) ** 2 / (n - j)
+    best = int(j[np.argmin(left + right)])
+    if float((left + right).min()) < line:
+        before, after = float(np.median(v[:best])), float(np.median(v[best:]))
+        return Fall(lead + best, before, after, False) if after < (1 - min_drop) * before else None
+    # (the first stretch of k samples whose median is below the line: one slow sample is noise;
+    # a stretch's median is the level at its middle)
     rolled = np.array([np.median(v[i:i + k]) for i in range(n - k + 1)])
     below = np.flatnonzero(rolled < (1 - min_drop) * head)
-    # (a stretch's median is the level at its middle)
-    return int(below[0]) + k // 2, head, tail
-
+    return Fall(lead + int(below[0]) + k // 2, head, tail, True)

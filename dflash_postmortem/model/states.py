@@ -174,7 +174,7 @@ def _attempt_states(inc: Incident, a: pd.Series, prog: pd.DataFrame, att: pd.Dat
         base = float(w["level"].iloc[: max(3, len(w) // 3)].median()) if len(w) else np.nan
         # a pace that fell line after line is measured from its first lines (progress.falling)
         fell = falling(lines["value"].to_numpy(dtype=float, na_value=np.nan), min_drop) if len(lines) else None
-        base = fell[1] if fell is not None and len(w) else base
+        base = fell.before if fell is not None and len(w) else base
         since = first
         # what ended the silence at its end: a part that died while the process lived on, else
         # the error that ended an attempt which had waited for it

@@ -8,7 +8,7 @@ import numpy as np
 from support.bundled import loaded
 
 from dflash_postmortem.model.pace import PACE_S, _counted, model_changed, pace_rows, step_grew, unit
-from dflash_postmortem.model.progress import progress
+from dflash_postmortem.model.progress import falling, progress
 from dflash_postmortem.model.step_lines import step_lines
 from dflash_postmortem.schema import STEPS_PER_S, TOK_PER_S
 
@@ -98,3 +98,21 @@ def test_a_steps_size_on_a_real_launch_line_leaves_the_evaluations_batch_out(fix
     assert step_grew(flags, {**flags, "--per_device_train_batch_size": "4"}) == 2.0
     assert step_grew({"--data.batch_size": "32", "--trainer.accumulate_grad_batches": "1"},
                      {"--data.batch_size": "32", "--trainer.accumulate_grad_batches": "4"}) == 4.0
+
+
+def test_falling_tells_a_slide_from_a_step_and_from_noise():
+    """progress.falling on rates in time order: 40 lines that lose 1 % each (a slide: the line
+    through them fits better than one step; it had fallen 15 % below its first lines' level by line
+    17 or so), 20 at 50K then 20 at 40K (one step, at line 20), the same step with a start's first
+    interval at 300K before it (held within the rest's spread: no step there), the same noise
+    about one level (nothing), and a slide of 10 % in all (less than min_drop: nothing)."""
+    noise = np.array([0.02, -0.01, 0.015, -0.02, 0.0, 0.01, -0.015, 0.02, -0.005, -0.01] * 4)
+    slide = falling(50_000 * 0.99 ** np.arange(40) * (1 + noise), 0.15)
+    assert slide.gradual and 16 <= slide.at <= 20
+    assert 48_000 < slide.before < 50_000 and 34_000 < slide.after < 36_000
+    step = falling(np.r_[np.full(20, 50_000.0), np.full(20, 40_000.0)] * (1 + noise), 0.15)
+    assert not step.gradual and step.at == 20 and round(step.before, -3) == 50_000 and round(step.after, -3) == 40_000
+    burst = np.r_[300_000.0, np.full(19, 50_000.0), np.full(20, 40_000.0)] * (1 + noise)
+    assert falling(burst, 0.15).at == 20
+    assert falling(50_000 * (1 + noise), 0.15) is None
+    assert falling(50_000 * np.linspace(1, 0.9, 40) * (1 + noise), 0.15) is None
