@@ -22,11 +22,19 @@ def test_replay_regression_is_detected_with_its_cause(tmp_path):
     launch changed."""
     import dflash_postmortem as pm
 
-    out = tmp_path / "regression"
-    assert main(["replay", "regression", "--out", str(out), "--seconds", "6", "--quiet"]) == 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        inc = pm.load_incident(out)
+    for attempt in range(2):
+        out = tmp_path / f"regression-{attempt}"
+        assert main(["replay", "regression", "--out", str(out), "--seconds", "6", "--quiet"]) == 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            inc = pm.load_incident(out)
+        # The runs' own tok/s lines, median by run: where the regressed run's is not below 0.85 of
+        # the baseline's, the machine's load set the two runs' speeds, not their settings (a CI
+        # machine once gave the baseline's six seconds to what the test suite left running): the
+        # replay is run once more, and the second must show it.
+        rates = inc.metrics[inc.metrics["metric"] == "train/tok_per_s"].groupby("run")["value"].median()
+        if rates.get("regressed", 0) < 0.85 * rates.get("baseline", 0):
+            break
     found = pm.detect(inc)
     reg = found[found["kind"] == "throughput_regression"]
     assert len(reg) == 1, list(found["title"])
