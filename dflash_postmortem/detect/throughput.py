@@ -3,7 +3,7 @@ within a run and across consecutive runs.
 
 The series is every run's throughput in time order, joined end to end, so that a relaunch that
 comes back slower is a change point like any other. Change points come from a PELT search on the
-l2 cost of log throughput (changepoints.py) with a penalty calibrated on the steady baseline:
+l2 cost of log throughput (model/changepoints.py) with a penalty calibrated on the steady baseline:
 the noise of the first run's steady stretch sets what a real level change must exceed. Segments whose levels differ by less than `min_drop` are merged,
 and consecutive segments below (1 - min_drop) x baseline form one regression episode, however
 noisy the degraded run is.
@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from ..incident import Incident, RunInfo
+from ..model import changepoints, gpu_state
 from ..model import computed as memo
-from ..model import gpu_state
 from ..model.attempts import READS as ATTEMPTS_READ
 from ..model.attempts import attempts, kill_reach
 from ..model.kills import failed_targets
@@ -32,7 +32,7 @@ from ..said import exception_line
 from ..schema import PROBLEM_EVENTS
 from ..shell_words import SWITCH, flag_key, invocation, runs_script
 from ..units import clock
-from . import changepoints, findings
+from . import findings
 from .per_host import judged
 from .stall import stall_intervals
 

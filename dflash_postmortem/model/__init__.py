@@ -10,6 +10,7 @@
     pace.py       the job's one measure of speed: tok/s where a trainer logs tokens, else steps/s
                   counted from its step counter
     progress.py   each attempt's progress from its step and token counters, as levels over windows
+    changepoints.py  change points of a signal's mean (PELT on the l2 cost), and its best one step
     states.py     each attempt's states over time (starting, training, degraded, stalled, hung,
                   exited, killed, never trained), every change citing its line
     ledger.py     every GPU-second of the incident in one class (productive, degraded, starting,

@@ -21,7 +21,7 @@ import pandas as pd
 from ..incident import Incident
 from ..schema import STEPS_PER_S, ref_line
 from ..shell_words import command_name, shell_words
-from . import carried, computed
+from . import carried, changepoints, computed
 from .attempts import attempts, finished
 from .pace import pace_metric, pace_rows
 from .step_lines import named_step, placed, step_lines
@@ -390,12 +390,8 @@ def falling(v: np.ndarray, min_drop: float) -> Fall | None:
     line = float(((x - np.polyval(np.polyfit(order, x, 1), order)) ** 2).sum())
     # the best single step, a sixth of the samples on each side at the least (a start's first
     # lines, faster or slower than the rest, are no step): its squared error
-    c1, c2 = np.cumsum(x), np.cumsum(x * x)
-    j = np.arange(k, n - k + 1)
-    left = c2[j - 1] - c1[j - 1] ** 2 / j
-    right = (c2[-1] - c2[j - 1]) - (c1[-1] - c1[j - 1]) ** 2 / (n - j)
-    best = int(j[np.argmin(left + right)])
-    if float((left + right).min()) < line:
+    best, step = changepoints.best_step(x, k)
+    if step < line:
         before, after = float(np.median(v[:best])), float(np.median(v[best:]))
         return Fall(lead + best, before, after, False) if after < (1 - min_drop) * before else None
     # (the first stretch of k samples whose median is below the line: one slow sample is noise;

@@ -1,4 +1,4 @@
-"""PELT on the l2 cost (detect/changepoints.py) against ruptures' KernelCPD with a linear kernel,
+"""PELT on the l2 cost (model/changepoints.py) against ruptures' KernelCPD with a linear kernel,
 the C implementation the kit used before: the same breakpoints on noisy step signals, and on
 the bundled incidents' own throughput series."""
 
@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import dflash_postmortem as pm
-from dflash_postmortem.detect import changepoints, throughput
+from dflash_postmortem.detect import throughput
+from dflash_postmortem.model import changepoints
 
 # ruptures is imported where it is used: its import (~1.1 s) would otherwise be paid by every test
 # worker, each of which collects this module

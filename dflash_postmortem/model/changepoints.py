@@ -4,7 +4,9 @@ The l2 cost of a segment is its sum of squared deviations from its own mean; the
 segmentation minimizes the sum of segment costs plus `pen` per change point (Killick, Fearnhead
 & Eckley 2012). This is the search `ruptures.KernelCPD(kernel="linear").predict(pen=...)` does
 (the kit used it until the import of ruptures and scipy.stats, ~1.8 s, became most of a
-report's start-up); tests/detect/test_changepoints.py checks both give the same breakpoints.
+report's start-up); tests/detect/test_changepoints.py checks both give the same breakpoints. The
+best single step of a signal (`best_step`) is the same cost's, for the pace that fell from a
+start's first lines to its last (progress.py `falling`).
 
 A long signal is searched on a grid of every `jump`-th sample (the exact l2 cost of the samples
 between grid points, from cumulative sums), then each breakpoint is moved to the sample within
@@ -33,6 +35,19 @@ def breakpoints(signal: np.ndarray, pen: float, min_size: int, max_points: int) 
     if jump > 1:
         bkps = _refine(csum, csq, bkps, jump, min_size)
     return bkps
+
+
+def best_step(signal: np.ndarray, min_size: int) -> tuple[int, float]:
+    """The one breakpoint that splits the signal best, each side `min_size` samples at the least
+    (`len(signal) >= 2 * min_size`): its index and the l2 cost of the two sides."""
+    x = np.asarray(signal, dtype=float)
+    x = x - x.mean()
+    n = len(x)
+    csum = np.concatenate([[0.0], np.cumsum(x)])
+    csq = np.concatenate([[0.0], np.cumsum(x * x)])
+    at = np.arange(min_size, n - min_size + 1)
+    costs = _cost(csum, csq, 0, at) + _cost(csum, csq, at, n)
+    return int(at[np.argmin(costs)]), float(costs.min())
 
 
 def _cost(csum: np.ndarray, csq: np.ndarray, a, b):
